@@ -1,0 +1,26 @@
+"""The ``NOT_SET`` marker that tells an omitted argument from an explicit ``None`` (SPEC §1)."""
+
+from __future__ import annotations
+
+import enum
+from typing import Literal, TypeVar, Union
+
+
+class _NotSetType(enum.Enum):
+    NOT_SET = "NOT_SET"
+
+    def __repr__(self) -> str:
+        return "NOT_SET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+NOT_SET = _NotSetType.NOT_SET
+"""Default of every optional argument where omitted and ``None`` differ (SPEC §1)."""
+
+NotSetType = Literal[_NotSetType.NOT_SET]
+
+T = TypeVar("T")
+Maybe = Union[T, NotSetType]
+"""``Maybe[X]``: a value of type X, or ``NOT_SET`` when the caller omitted it."""

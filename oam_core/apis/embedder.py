@@ -1,0 +1,52 @@
+"""Embedding model interface (SPEC §8)."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+
+import anyio.to_thread
+import numpy as np
+import numpy.typing as npt
+
+CHARS_PER_TOKEN = 3.5
+"""Characters per token used for every token estimate (SPEC §7, §10)."""
+
+
+class IEmbedder(abc.ABC):
+    """Turns texts into vectors.
+
+    Implementations set ``max_input_tokens`` to the longest input they embed without
+    truncation; the store cuts retrieval text into chunks of
+    ``min(4000, max_input_tokens * 3.5)`` characters so that no call exceeds it.
+    """
+
+    max_input_tokens: int = 512
+
+    @property
+    @abc.abstractmethod
+    def embedding_dimension(self) -> int:
+        """Length of every vector this embedder returns."""
+
+    @abc.abstractmethod
+    def embed(self, texts: Sequence[str], *, is_query: bool = False) -> npt.NDArray[np.float32]:
+        """Embed texts.
+
+        Args:
+            texts: The texts, in order. May be empty.
+            is_query: True when the texts are search queries (asymmetric models).
+
+        Returns:
+            float32 array of shape ``(len(texts), embedding_dimension)``.
+        """
+
+    async def embed_async(
+        self, texts: Sequence[str], *, is_query: bool = False
+    ) -> npt.NDArray[np.float32]:
+        """Async twin of ``embed``; by default runs ``embed`` in a worker thread."""
+        return await anyio.to_thread.run_sync(lambda: self.embed(texts, is_query=is_query))
+
+    @property
+    def chunk_chars(self) -> int:
+        """Chunk size in characters: ``min(4000, int(max_input_tokens * 3.5))``."""
+        return max(1, min(4000, int(self.max_input_tokens * CHARS_PER_TOKEN)))

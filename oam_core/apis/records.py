@@ -1,0 +1,89 @@
+"""Stored record types returned by the store (SPEC §2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+MESSAGE = "message"
+MEMORY_TYPES: frozenset[str] = frozenset({"memory", "guideline", "fact", "preference"})
+PROFILE_TYPES: frozenset[str] = frozenset({"user_profile", "agent_profile"})
+THREAD = "thread"
+RECORD_TYPES: frozenset[str] = frozenset({MESSAGE, THREAD} | MEMORY_TYPES | PROFILE_TYPES)
+SEARCHABLE_TYPES: frozenset[str] = frozenset({MESSAGE} | MEMORY_TYPES | PROFILE_TYPES)
+"""Types ``search`` looks at when ``record_types`` is omitted (SPEC §3.5)."""
+EXPIRING_TYPES: frozenset[str] = frozenset({MESSAGE} | MEMORY_TYPES)
+"""Only these types accept TTL options (SPEC §3.7)."""
+
+
+def family_of(record_type: str) -> str:
+    """Return the id namespace of a record type: memory-like types share ``"memory"``.
+
+    Ids are unique within a family, so ``delete_memory(id)`` finds a fact or a
+    guideline alike, while a thread and a message may share an id.
+    """
+    return "memory" if record_type in MEMORY_TYPES else record_type
+
+
+@dataclass(frozen=True, kw_only=True)
+class Record:
+    """One stored logical record, as returned by ``get``, ``list`` and ``search``.
+
+    Attributes:
+        id: The record id (for profiles, the user or agent id itself).
+        record_type: One of ``message``, ``memory``, ``guideline``, ``fact``,
+            ``preference``, ``user_profile``, ``agent_profile``, ``thread``.
+        content: The stored text (profiles: the ``information`` text); ``None`` only
+            when the caller stored no text and no ``metadata["content"]`` fallback.
+        timestamp: The caller's event time string (ISO-8601 where given so), or None.
+        metadata: The caller's JSON-compatible metadata, or None.
+        created_at: Store time of the write, ISO-8601 UTC.
+        thread_id, user_id, agent_id: Scope ids; None when unscoped.
+        expires_at: ISO-8601 UTC expiry, or None when the record never expires.
+    """
+
+    id: str
+    record_type: str
+    content: str | None
+    timestamp: str | None = None
+    metadata: dict[str, Any] | None = None
+    created_at: str | None = None
+    thread_id: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    expires_at: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class MessageRecord(Record):
+    """A stored message: a ``Record`` plus its ``role`` and per-thread ``seq_no``.
+
+    ``seq_no`` is the 0-based insertion sequence number of the message within its
+    thread; it orders a thread's history (SPEC §3.4).
+    """
+
+    role: str | None = None
+    seq_no: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThreadRow:
+    """The stored row of a thread: its scope, metadata and persisted runtime state.
+
+    Attributes:
+        thread_id, user_id, agent_id: The thread's scope.
+        metadata: Caller metadata kept on the thread row, or None.
+        config: The thread's runtime configuration (JSON object), persisted so that
+            ``get_thread`` can rebuild the thread (SPEC §5).
+        state: Cadence and pipeline state (JSON object), e.g. extraction watermarks
+            (SPEC §6); written with compare-and-set by ``update_thread_row``.
+        created_at: Store time of creation, ISO-8601 UTC.
+    """
+
+    thread_id: str
+    user_id: str | None
+    agent_id: str | None
+    metadata: dict[str, Any] | None
+    config: dict[str, Any]
+    state: dict[str, Any]
+    created_at: str

@@ -1,0 +1,120 @@
+"""Thread-level data types and interface (SPEC §6; seed 000, ``apis.thread``)."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Union
+
+if TYPE_CHECKING:
+    from oam_core.apis.contextcard import ContextCard
+    from oam_core.apis.summary import Summary
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat message.
+
+    Args:
+        role: Who spoke, e.g. ``"user"``, ``"assistant"``, ``"system"``, ``"tool"``.
+            Must be a non-empty string.
+        content: The text. ``""`` is allowed; ``None`` is not (SPEC §2 [oam]).
+        timestamp: Optional event time, ideally ISO-8601 (naive = UTC).
+        metadata: Optional JSON-compatible dict. Framework fields (tool calls,
+            ``tool_call_id``, ``name``) travel under the reserved key ``"$message"``.
+        id: Optional caller-chosen id; generated (uuid4) when omitted.
+
+    Raises:
+        ValueError: if ``role`` is not a non-empty string or ``content`` is not a str.
+    """
+
+    role: str
+    content: str
+    timestamp: str | None = None
+    metadata: dict[str, Any] | None = None
+    id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.role, str) or not self.role.strip():
+            raise ValueError(f"Message role must be a non-empty string, got {self.role!r}")
+        if not isinstance(self.content, str):
+            raise ValueError(
+                f"Message content must be a str ('' is allowed), got {self.content!r}"
+            )
+        if self.timestamp is not None and not isinstance(self.timestamp, str):
+            raise ValueError(f"Message timestamp must be a str or None, got {self.timestamp!r}")
+        if self.metadata is not None and not isinstance(self.metadata, dict):
+            raise ValueError(f"Message metadata must be a dict or None, got {self.metadata!r}")
+        if self.id is not None and (not isinstance(self.id, str) or not self.id):
+            raise ValueError(f"Message id must be a non-empty str or None, got {self.id!r}")
+
+
+MessageT = Mapping[str, Any]
+"""A message given as a dict with ``role`` and ``content`` (optional ``id``,
+``timestamp``, ``metadata``)."""
+
+MessageLike = Union[Message, MessageT]
+
+
+def to_message(value: MessageLike) -> Message:
+    """Coerce a ``Message`` or a message dict to a ``Message``.
+
+    Raises:
+        ValueError: for a dict without ``role``/``content``, unknown keys, or bad values.
+        TypeError: for anything that is neither a ``Message`` nor a mapping.
+    """
+    if isinstance(value, Message):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"messages must be Message objects or dicts, got {type(value).__name__}")
+    if "role" not in value:
+        raise ValueError(f"message dict is missing 'role': {dict(value)!r}")
+    if "content" not in value:
+        raise ValueError(f"message dict is missing 'content': {dict(value)!r}")
+    unknown = set(value) - {"role", "content", "timestamp", "metadata", "id"}
+    if unknown:
+        raise ValueError(f"message dict has unknown keys {sorted(unknown)!r}")
+    return Message(
+        role=value["role"],
+        content=value["content"],
+        timestamp=value.get("timestamp"),
+        metadata=value.get("metadata"),
+        id=value.get("id"),
+    )
+
+
+class IThread(abc.ABC):
+    """A conversation thread: raw messages plus the memories derived from them."""
+
+    thread_id: str
+    user_id: str | None
+    agent_id: str | None
+
+    @abc.abstractmethod
+    def add_messages(self, messages: Sequence[MessageLike], **store_kwargs: Any) -> list[str]:
+        """Persist messages in order; return their ids."""
+
+    @abc.abstractmethod
+    async def add_messages_async(
+        self, messages: Sequence[MessageLike], **store_kwargs: Any
+    ) -> list[str]:
+        """Async twin of ``add_messages``."""
+
+    @abc.abstractmethod
+    def get_messages(self, start: int | None = ..., end: int | None = ...) -> list[Message]:
+        """Return stored messages in chronological order (SPEC §6 windows)."""
+
+    @abc.abstractmethod
+    def get_summary(self, except_last: int = 0, token_budget: int = 1000) -> Summary:
+        """Return the thread summary."""
+
+    @abc.abstractmethod
+    def get_context_card(
+        self,
+        fallback_message_count: int = 5,
+        max_relevant_results: int = 5,
+        max_recent_messages: int = 0,
+        **kwargs: Any,
+    ) -> ContextCard:
+        """Return the thread's context card."""
