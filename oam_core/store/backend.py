@@ -1,0 +1,163 @@
+"""The contract between the shared store logic and a database back end.
+
+``OracleMemoryStore`` (base.py) owns every rule of SPEC §3; a back end implements the
+primitives below in its SQL dialect. Writes run through ``Tx`` inside one transaction;
+reads and rankings take a ``Predicate`` that the back end evaluates inside its query,
+before any top-k cut.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from oam_core.apis._sentinel import NOT_SET, Maybe
+from oam_core.apis.records import Record, ThreadRow
+from oam_core.store.filters import Field
+from oam_core.store.planning import ChunkPlan, RowPlan, Vector
+
+
+@dataclass(frozen=True)
+class StoredRow:
+    """A record row as read inside a write transaction (expired rows included)."""
+
+    key: Hashable
+    family: str
+    record_type: str
+    content: str | None
+    timestamp: str | None
+    metadata: dict[str, Any] | None
+    created_at: datetime
+    scope: tuple[str | None, str | None, str | None]
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """Which rows a read or search may see.
+
+    Scope values: ``NOT_SET`` = unconstrained, ``None`` = the column is NULL, a string =
+    the column equals it. For search, profile rows carry their own id as the user (or
+    agent) dimension. ``metadata``: ``NOT_SET`` = no filter, ``None`` = metadata is
+    NULL, else a parsed filter tree.
+    """
+
+    record_types: frozenset[str]
+    now: datetime
+    thread_id: Maybe[str | None] = NOT_SET
+    user_id: Maybe[str | None] = NOT_SET
+    agent_id: Maybe[str | None] = NOT_SET
+    metadata: Maybe[tuple[Field, ...] | None] = NOT_SET
+
+
+class Tx(abc.ABC):
+    """Write primitives, all inside one open transaction."""
+
+    @abc.abstractmethod
+    def existing_ids(self, family: str, ids: Sequence[str]) -> set[str]:
+        """Return which of ``ids`` already exist in ``family``."""
+
+    @abc.abstractmethod
+    def insert(self, plans: Sequence[RowPlan], created_at: datetime, batch_size: int) -> None:
+        """Insert records and their search rows; messages get per-thread ``seq_no``."""
+
+    @abc.abstractmethod
+    def fetch(self, family: str, record_id: str) -> StoredRow | None:
+        """Read one record row by family and id, expired or not."""
+
+    @abc.abstractmethod
+    def chunk_texts(self, key: Hashable) -> list[str | None]:
+        """The texts of a record's search rows, in order."""
+
+    @abc.abstractmethod
+    def replace_chunks(self, row: StoredRow, chunks: Sequence[ChunkPlan]) -> None:
+        """Delete a record's search rows and write ``chunks`` in their place."""
+
+    @abc.abstractmethod
+    def update_row(self, row: StoredRow, fields: dict[str, Any]) -> None:
+        """Set columns among ``content``, ``metadata`` (JSON text), ``timestamp`` and
+        ``expires_at`` (datetime or None; copied to the search rows)."""
+
+    @abc.abstractmethod
+    def delete_record(self, family: str, record_id: str, record_type: str | None,
+                      thread_id: Maybe[str]) -> int:
+        """Delete one record and its search rows; ``record_type``/``thread_id`` further
+        constrain the match. Returns rows deleted (0/1)."""
+
+    @abc.abstractmethod
+    def delete_thread(self, thread_id: str) -> int:
+        """Delete a thread row, its messages and memory-like records and their search
+        rows; return 1 if the thread row existed."""
+
+    @abc.abstractmethod
+    def delete_actor_scope(self, column: str, actor_id: str) -> None:
+        """Delete the threads whose ``column`` (user_id/agent_id) is ``actor_id`` with
+        everything in them, then every remaining record scoped to that actor."""
+
+    @abc.abstractmethod
+    def insert_thread(self, row: ThreadRow) -> None:
+        """Insert a thread row (the id is known to be new)."""
+
+    @abc.abstractmethod
+    def update_thread(self, thread_id: str, config: Maybe[dict[str, Any]],
+                      state: Maybe[dict[str, Any]],
+                      expected_state: Maybe[dict[str, Any]]) -> int:
+        """Set a thread's config and/or state; with ``expected_state``, only if the
+        stored state equals it. Returns rows updated."""
+
+    @abc.abstractmethod
+    def purge(self, now: datetime) -> int:
+        """Delete records expired at ``now`` with their search rows; return the count."""
+
+
+class Backend(abc.ABC):
+    """Read primitives and transactions of one database."""
+
+    @abc.abstractmethod
+    def transaction(self) -> Any:
+        """A context manager yielding a ``Tx``; commits on success, rolls back on error."""
+
+    @abc.abstractmethod
+    def get(self, family: str, record_id: str, record_type: str, now: datetime) -> Record | None:
+        """One visible record by type and id."""
+
+    @abc.abstractmethod
+    def list(self, pred: Predicate, limit: int | None) -> list[Record]:
+        """The newest ``limit`` visible records matching ``pred``, oldest first."""
+
+    @abc.abstractmethod
+    def thread_messages(self, thread_id: str, start: int | None, end: int | None,
+                        now: datetime) -> list[Record]:
+        """A thread's visible messages in insertion order, sliced like ``[start:end]``."""
+
+    @abc.abstractmethod
+    def count_thread_messages(self, thread_id: str, now: datetime) -> int:
+        """How many visible messages a thread holds."""
+
+    @abc.abstractmethod
+    def get_thread(self, thread_id: str) -> ThreadRow | None:
+        """A thread row by id."""
+
+    @abc.abstractmethod
+    def list_threads(self, user_id: Maybe[str | None], agent_id: Maybe[str | None]) -> list[ThreadRow]:
+        """Thread rows, oldest first, optionally by user and agent."""
+
+    @abc.abstractmethod
+    def rank_vector(self, queries: Sequence[Vector], k: int, pred: Predicate) -> list[list[tuple[Hashable, float]]]:
+        """For each query vector, up to ``k`` ``(record key, cosine distance of the best
+        chunk)`` pairs, nearest first."""
+
+    @abc.abstractmethod
+    def rank_keyword(self, query: str, k: int, pred: Predicate) -> list[tuple[Hashable, float]]:
+        """Up to ``k`` ``(record key, BM25 score >= 0)`` pairs over the query's terms,
+        best first."""
+
+    @abc.abstractmethod
+    def load(self, keys: Sequence[Hashable]) -> dict[Hashable, Record]:
+        """Records by key."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release connections."""

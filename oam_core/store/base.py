@@ -1,0 +1,864 @@
+"""``OracleMemoryStore``: the public store API, written once for every back end (SPEC §3).
+
+This class validates and plans every call (planning.py), calls the embedder once per
+write, and hands plans to a ``Backend`` (backend.py) that executes them in one
+transaction. Async twins run the sync method in a worker thread (SPEC §9), so both
+share one implementation and the event loop never blocks on the database.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+import anyio.to_thread
+import numpy as np
+
+from oam_core.apis._sentinel import NOT_SET, Maybe
+from oam_core.apis.batch import PendingRecordBatch
+from oam_core.apis.embedder import IEmbedder
+from oam_core.apis.records import (
+    MEMORY_TYPES,
+    MESSAGE,
+    PROFILE_TYPES,
+    SEARCHABLE_TYPES,
+    THREAD,
+    MessageRecord,
+    Record,
+    ThreadRow,
+    family_of,
+)
+from oam_core.apis.ttl import TimeToLiveAnchor
+from oam_core.store import planning
+from oam_core.store.backend import Backend, Predicate, StoredRow, Tx
+from oam_core.store.chunking import chunk_text
+from oam_core.store.filters import parse_filter
+from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
+from oam_core.store.planning import ChunkPlan, PlanContext, RowPlan
+from oam_core.store.ranking import bm25_distance, rrf, rrf_distance
+from oam_core.store.ttl import Clock, iso, read_clock, utc_now
+
+MAX_LIST_LIMIT = 10000
+"""Default cap of ``list`` when ``limit`` is omitted (SPEC §10)."""
+DEFAULT_BATCH_SIZE = 256
+"""Default ``batch_size`` store kwarg (SPEC §3.2)."""
+_HYBRID_DEPTH = 50
+
+T = TypeVar("T")
+
+
+class OracleMemoryStore:
+    """Shared store interface used by ``OracleAgentMemory`` (SPEC §3; seed 004).
+
+    Subclasses provide a back end (``SQLiteMemoryStore``, ``PostgresMemoryStore``,
+    ``OracleDBMemoryStore``); every rule about what is stored, searched and rejected
+    lives here, so all back ends behave the same.
+
+    Args:
+        embedder: Embeds retrieval text and queries; None when callers pass vectors,
+            or for KEYWORD search.
+        vector_dim: Vector length; defaults to the embedder's dimension, else is
+            learned from the first vector written.
+        search_strategy: ``SearchStrategy`` or its name.
+        memory_retention_config: Store-wide TTL defaults and cap (SPEC §3.7).
+        clock: Zero-argument callable returning an aware ``datetime``; every TTL
+            decision uses it (default: UTC now).
+
+    Raises:
+        ValueError: for a bad strategy, a non-positive ``vector_dim``, or a
+            ``vector_dim`` that differs from the embedder's dimension.
+    """
+
+    def __init__(
+        self,
+        *,
+        embedder: IEmbedder | None = None,
+        vector_dim: int | None = None,
+        search_strategy: SearchStrategy | str = SearchStrategy.VECTOR,
+        memory_retention_config: MemoryRetentionConfig | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        if embedder is not None and not isinstance(embedder, IEmbedder):
+            raise ValueError(f"embedder must be an IEmbedder or None, got {embedder!r}")
+        if vector_dim is not None and (
+            isinstance(vector_dim, bool) or not isinstance(vector_dim, int) or vector_dim < 1
+        ):
+            raise ValueError(f"vector_dim must be a positive int or None, got {vector_dim!r}")
+        if embedder is not None:
+            dim = embedder.embedding_dimension
+            if vector_dim is not None and vector_dim != dim:
+                raise ValueError(
+                    f"vector_dim {vector_dim} does not match the embedder's dimension {dim}"
+                )
+            vector_dim = dim
+        if memory_retention_config is not None and not isinstance(
+            memory_retention_config, MemoryRetentionConfig
+        ):
+            raise ValueError(
+                "memory_retention_config must be a MemoryRetentionConfig, "
+                f"got {memory_retention_config!r}"
+            )
+        self.embedder = embedder
+        self.vector_dim: int | None = vector_dim
+        self.search_strategy = SearchStrategy.parse(search_strategy)
+        self.memory_retention_config = memory_retention_config or MemoryRetentionConfig()
+        self._clock: Clock = clock or utc_now
+
+    # -- back end hooks -------------------------------------------------------------
+
+    @property
+    def _backend(self) -> Backend:
+        raise NotImplementedError
+
+    def _remember_vector_dim(self, dim: int) -> None:
+        """Persist a dimension learned from the first explicit vector (back end hook)."""
+        self.vector_dim = dim
+
+    # -- helpers ------------------------------------------------------------------
+
+    def _now(self) -> datetime:
+        return read_clock(self._clock)
+
+    def _ctx(self) -> PlanContext:
+        chunk = self.embedder.chunk_chars if self.embedder is not None else 4000
+        return PlanContext(
+            chunk_chars=chunk,
+            vector_dim=self.vector_dim,
+            has_embedder=self.embedder is not None,
+            retention=self.memory_retention_config,
+            now=self._now(),
+        )
+
+    def _embed_plans(self, plans: Iterable[ChunkPlan]) -> None:
+        todo = [c for c in plans if c.needs_embedding and c.text]
+        if not todo or self.embedder is None:
+            return
+        vectors = np.asarray(self.embedder.embed([c.text or "" for c in todo]), dtype=np.float32)
+        if vectors.shape != (len(todo), self.vector_dim):
+            raise ValueError(
+                f"embedder returned shape {vectors.shape}, expected ({len(todo)}, {self.vector_dim})"
+            )
+        for c, v in zip(todo, vectors):
+            c.vector = v
+            c.needs_embedding = False
+
+    def _learn_dim(self, plans: Iterable[ChunkPlan]) -> None:
+        if self.vector_dim is None:
+            for c in plans:
+                if c.vector is not None:
+                    self._remember_vector_dim(int(c.vector.shape[0]))
+                    return
+
+    @staticmethod
+    async def _to_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+    # -- add ----------------------------------------------------------------------
+
+    def add(
+        self,
+        contents: Sequence[str | None],
+        record_type: str,
+        index_texts: Maybe[Sequence[str | Sequence[str] | None]] = NOT_SET,
+        embeddings: Maybe[Sequence[Any] | None] = NOT_SET,
+        record_ids: Maybe[str | None | Sequence[str | None]] = NOT_SET,
+        thread_ids: Maybe[str | None | Sequence[str | None]] = NOT_SET,
+        user_ids: Maybe[str | None | Sequence[str | None]] = NOT_SET,
+        agent_ids: Maybe[str | None | Sequence[str | None]] = NOT_SET,
+        roles: Maybe[str | None | Sequence[str | None]] = NOT_SET,
+        timestamps: Maybe[str | None | Sequence[str | None]] = NOT_SET,
+        metadata: Maybe[dict[str, Any] | None | Sequence[dict[str, Any] | None]] = NOT_SET,
+        ttl_days: Maybe[int | None | Sequence[int | None]] = NOT_SET,
+        ttl_anchor: Maybe[TimeToLiveAnchor | Sequence[TimeToLiveAnchor]] = NOT_SET,
+        **store_kwargs: Any,
+    ) -> list[str]:
+        """Add records of one type (SPEC §3.1-§3.2; seed 004 ``add``).
+
+        Args:
+            contents: Stored texts, one per record; ``None`` falls back to
+                ``metadata["content"]``; ``""`` is kept. Messages need a str.
+            record_type: ``message``, ``memory``, ``guideline``, ``fact``,
+                ``preference``, ``user_profile`` or ``agent_profile``.
+            index_texts: Retrieval text per record: a string (chunked by the store),
+                a list of strings (caller-owned chunks), or None (use the content).
+            embeddings: Per record one vector (for the whole retrieval text) or a list
+                of chunk vectors (one per caller chunk); the embedder is not called
+                for them. ``None`` = omitted.
+            record_ids: All given or all omitted (uuid4); a single string for one record.
+            thread_ids, user_ids, agent_ids, roles, timestamps, metadata, ttl_days,
+                ttl_anchor: A scalar broadcast over all records, or an aligned list.
+                ``roles`` only for messages; ``ttl_*`` only for messages and
+                memory-like records (days; see SPEC §3.7).
+            **store_kwargs: ``batch_size`` (default 256) rows per executemany.
+
+        Returns:
+            The record ids in input order.
+
+        Raises:
+            ValueError: on misaligned lists, partial, duplicate or existing ids, a
+                vector dimension mismatch, NaN or empty vectors, a message without
+                role or content, TTL options on profiles, a TIMESTAMP anchor without
+                an ISO-8601 timestamp, or invalid metadata. Nothing is written.
+        """
+        return self.add_batches(
+            [
+                PendingRecordBatch(
+                    texts=contents, record_type=record_type, index_texts=index_texts,
+                    embeddings=embeddings, record_ids=record_ids, thread_ids=thread_ids,
+                    user_ids=user_ids, agent_ids=agent_ids, roles=roles,
+                    timestamps=timestamps, metadata=metadata, ttl_days=ttl_days,
+                    ttl_anchor=ttl_anchor,
+                )
+            ],
+            **store_kwargs,
+        )
+
+    def add_batches(self, batches: Sequence[PendingRecordBatch], **store_kwargs: Any) -> list[str]:
+        """Persist prepared batches in one transaction (SPEC §3.2; seed 004).
+
+        Args:
+            batches: ``PendingRecordBatch`` objects, each with its own record type and
+                per-row fields (same rules as ``add``).
+            **store_kwargs: ``batch_size`` (positive int, default 256).
+
+        Returns:
+            All ids, batch by batch, in input order.
+
+        Raises:
+            ValueError: as ``add``, for any row of any batch; an id repeated across
+                batches or clashing with a stored record. Nothing is written.
+        """
+        batch_size = self._batch_size(store_kwargs)
+        if not isinstance(batches, (list, tuple)):
+            raise ValueError(f"batches must be a list of PendingRecordBatch, got {batches!r}")
+        ctx = self._ctx()
+        plans: list[RowPlan] = []
+        for i, batch in enumerate(batches):
+            if not isinstance(batch, PendingRecordBatch):
+                raise ValueError(f"batches[{i}] must be a PendingRecordBatch, got {batch!r}")
+            plans.extend(
+                planning.plan_add(
+                    batch.texts, batch.record_type, index_texts=batch.index_texts,
+                    embeddings=batch.embeddings, record_ids=batch.record_ids,
+                    thread_ids=batch.thread_ids, user_ids=batch.user_ids,
+                    agent_ids=batch.agent_ids, roles=batch.roles, timestamps=batch.timestamps,
+                    metadata=batch.metadata, ttl_days=batch.ttl_days,
+                    ttl_anchor=batch.ttl_anchor, ctx=ctx,
+                )
+            )
+        by_family: dict[str, list[str]] = {}
+        for p in plans:
+            by_family.setdefault(p.family, []).append(p.id)
+        for family, ids in by_family.items():
+            if len(set(ids)) != len(ids):
+                raise ValueError(f"duplicate record ids across batches in family {family!r}")
+        chunks = [c for p in plans for c in p.chunks]
+        planning.check_dims([c.vector for c in chunks if c.vector is not None], self.vector_dim)
+        self._embed_plans(chunks)
+        with self._backend.transaction() as tx:
+            for family, ids in by_family.items():
+                clash = tx.existing_ids(family, ids)
+                if clash:
+                    raise ValueError(f"record ids already exist: {sorted(clash)}")
+            tx.insert(plans, ctx.now, batch_size)
+            self._learn_dim(chunks)
+        return [p.id for p in plans]
+
+    @staticmethod
+    def _batch_size(store_kwargs: dict[str, Any]) -> int:
+        unknown = set(store_kwargs) - {"batch_size"}
+        if unknown:
+            raise TypeError(f"unexpected store keyword arguments: {sorted(unknown)}")
+        size = store_kwargs.get("batch_size", DEFAULT_BATCH_SIZE)
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {size!r}")
+        return size
+
+    def add_user(self, user_id: str, information: str, metadata: dict[str, Any] | None = None) -> str:
+        """Add a user profile; its id is ``user_id`` (seed 004 ``add_user``).
+
+        Raises:
+            ValueError: for an empty id, non-str information, or an existing profile.
+        """
+        return self.add([information], "user_profile", record_ids=user_id, metadata=metadata)[0]
+
+    def add_agent(self, agent_id: str, information: str, metadata: dict[str, Any] | None = None) -> str:
+        """Add an agent profile; its id is ``agent_id`` (seed 004 ``add_agent``).
+
+        Raises:
+            ValueError: for an empty id, non-str information, or an existing profile.
+        """
+        return self.add([information], "agent_profile", record_ids=agent_id, metadata=metadata)[0]
+
+    # -- update -------------------------------------------------------------------
+
+    def update(
+        self,
+        record_type: str,
+        record_id: str,
+        *,
+        text: Maybe[str | None] = NOT_SET,
+        index_text: Maybe[str | Sequence[str] | None] = NOT_SET,
+        embedding: Maybe[Any] = NOT_SET,
+        metadata: Maybe[dict[str, Any] | None] = NOT_SET,
+        timestamp: Maybe[str | None] = NOT_SET,
+        ttl_days: Maybe[int | None] = NOT_SET,
+        ttl_anchor: Maybe[TimeToLiveAnchor] = NOT_SET,
+    ) -> int:
+        """Update one record's text, retrieval rows, metadata, timestamp or expiry
+        (SPEC §3.1, §3.3, §3.7; seed 004 ``update``).
+
+        Args:
+            text: New stored text; ``None`` clears it and its search rows.
+            index_text: New retrieval text (string: chunked; list: caller chunks);
+                ``None``, ``""`` or ``[]`` delete the search rows.
+            embedding: One vector or chunk vectors; ``None`` stores rows without
+                vectors (alone: clears the vectors of the existing rows).
+            metadata: Replaces the whole dict (``None`` clears); keys under
+                ``$agent_memory`` are kept.
+            timestamp: New event time; ``None`` clears it.
+            ttl_days, ttl_anchor: New expiry (days); omit both to keep it.
+
+        Returns:
+            1 if the record exists (even expired but not yet purged), else 0.
+
+        Raises:
+            ValueError: if no field is given, for the rejected combinations of
+                SPEC §3.1, TTL options on non-expiring types, a dimension mismatch,
+                or a TIMESTAMP anchor without an ISO-8601 timestamp.
+        """
+        record_type = planning.check_record_type(record_type)
+        record_id = planning.check_id(record_id, "record_id")
+        given = {k: v for k, v in {
+            "text": text, "index_text": index_text, "embedding": embedding,
+            "metadata": metadata, "timestamp": timestamp, "ttl_days": ttl_days,
+            "ttl_anchor": ttl_anchor}.items() if v is not NOT_SET}
+        if not given:
+            raise ValueError("update needs at least one of text, index_text, embedding, "
+                             "metadata, timestamp, ttl_days, ttl_anchor")
+        if text is None:
+            if record_type in PROFILE_TYPES:
+                raise ValueError(f"text=None is not allowed on {record_type} records")
+            if index_text is not NOT_SET and index_text is not None:
+                raise ValueError("text=None cannot be combined with a non-null index_text")
+            if embedding is not NOT_SET and embedding is not None:
+                raise ValueError("text=None cannot be combined with a non-null embedding")
+        if text is not NOT_SET and text is not None and not isinstance(text, str):
+            raise ValueError(f"text must be a str or None, got {text!r}")
+        if record_type == MESSAGE and text is None:
+            raise ValueError("text=None is not allowed on messages (content must be a str)")
+        if index_text is None and embedding is not NOT_SET and embedding is not None:
+            vectors = planning.split_vectors(embedding, "embedding")
+            if isinstance(vectors, np.ndarray) or vectors:
+                raise ValueError("index_text=None deletes the search rows; no embedding allowed")
+        if timestamp is not NOT_SET and timestamp is not None and not isinstance(timestamp, str):
+            raise ValueError(f"timestamp must be a str or None, got {timestamp!r}")
+        meta_json = planning.dump_metadata(metadata) if metadata is not NOT_SET else None
+        if record_type not in planning.EXPIRING_TYPES and (
+            ttl_days is not NOT_SET or ttl_anchor is not NOT_SET
+        ):
+            raise ValueError(f"{record_type} records do not expire; ttl_days/ttl_anchor not allowed")
+
+        ctx = self._ctx()
+        new_chunks: list[ChunkPlan] | None = None  # None: keep the search rows
+        embedding_only = text is NOT_SET and index_text is NOT_SET
+        if text is None or (index_text is None and index_text is not NOT_SET):
+            new_chunks = []
+        elif not embedding_only:
+            source: Any = index_text if index_text is not NOT_SET else text
+            chunks, owned = planning.retrieval_chunks(source, None, ctx, "index_text")
+            whole = source if isinstance(source, str) else None
+            new_chunks = planning.attach_vectors(chunks, owned, embedding, whole, ctx, "embedding")
+        explicit: list[Any] | None = None
+        if embedding_only and embedding is not NOT_SET and embedding is not None:
+            split = planning.split_vectors(embedding, "embedding")
+            explicit = [split] if isinstance(split, np.ndarray) else split
+            planning.check_dims(explicit, self.vector_dim)
+        if new_chunks is not None:
+            planning.check_dims([c.vector for c in new_chunks if c.vector is not None], self.vector_dim)
+            self._embed_plans(new_chunks)
+
+        with self._backend.transaction() as tx:
+            row = tx.fetch(family_of(record_type), record_id)
+            if row is None or row.record_type != record_type:
+                return 0
+            fields: dict[str, Any] = {}
+            if text is not NOT_SET:
+                fields["content"] = text
+            if metadata is not NOT_SET:
+                fields["metadata"] = _keep_reserved(meta_json, row.metadata)
+            if timestamp is not NOT_SET:
+                fields["timestamp"] = timestamp
+            if ttl_days is not NOT_SET or ttl_anchor is not NOT_SET:
+                event_ts = timestamp if timestamp is not NOT_SET else row.timestamp
+                fields["expires_at"] = planning.resolve_ttl(
+                    record_type, ttl_days, ttl_anchor, event_ts, row.created_at,
+                    self.memory_retention_config, "update",
+                )
+            if embedding_only and embedding is not NOT_SET:
+                new_chunks = self._revector(tx, row, explicit)
+            if fields:
+                tx.update_row(row, fields)
+            if new_chunks is not None:
+                tx.replace_chunks(row, new_chunks)
+                self._learn_dim(new_chunks)
+        return 1
+
+    @staticmethod
+    def _revector(tx: Tx, row: StoredRow, vectors: list[Any] | None) -> list[ChunkPlan]:
+        texts = tx.chunk_texts(row.key)
+        if vectors is None:
+            return [ChunkPlan(t) for t in texts]
+        if len(vectors) == 1 and not texts:
+            return [ChunkPlan(None, vectors[0])]
+        if len(vectors) != len(texts):
+            raise ValueError(
+                f"embedding has {len(vectors)} vectors but the record has {len(texts)} search rows"
+            )
+        return [ChunkPlan(t, v) for t, v in zip(texts, vectors)]
+
+    # -- reads --------------------------------------------------------------------
+
+    def get(self, record_type: str, record_id: str) -> Record | None:
+        """Return a visible record by type and id, or None (SPEC §3.4).
+
+        Raises:
+            ValueError: for an unknown record type.
+        """
+        record_type = planning.check_record_type(record_type, allow_thread=True)
+        if not isinstance(record_id, str):
+            raise ValueError(f"record_id must be a str, got {record_id!r}")
+        return self._backend.get(family_of(record_type), record_id, record_type, self._now())
+
+    def list(
+        self,
+        record_type: str,
+        limit: Maybe[int | None] = NOT_SET,
+        thread_id: Maybe[str | None] = NOT_SET,
+        user_id: Maybe[str | None] = NOT_SET,
+        agent_id: Maybe[str | None] = NOT_SET,
+        metadata_filter: Maybe[dict[str, Any] | None] = NOT_SET,
+    ) -> list[Record]:
+        """List visible records of one type, oldest to newest (SPEC §3.4, §4).
+
+        Args:
+            limit: The newest ``limit`` rows (omitted: 10000; None: no cap).
+            thread_id, user_id, agent_id: Omitted = no filter; None = only rows where
+                that column is NULL; ignored for profiles.
+            metadata_filter: Omitted = no filter; None = only rows without
+                metadata; a dict in the SPEC §4 language.
+
+        Raises:
+            ValueError: for an unknown type, a negative or non-int limit, or an
+                invalid filter.
+        """
+        record_type = planning.check_record_type(record_type, allow_thread=True)
+        if limit is NOT_SET:
+            cap: int | None = MAX_LIST_LIMIT
+        elif limit is None:
+            cap = None
+        elif isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValueError(f"limit must be a non-negative int or None, got {limit!r}")
+        else:
+            cap = limit
+        scoped = record_type not in PROFILE_TYPES
+        pred = Predicate(
+            record_types=frozenset({record_type}),
+            now=self._now(),
+            thread_id=_scope_arg(thread_id, "thread_id") if scoped else NOT_SET,
+            user_id=_scope_arg(user_id, "user_id") if scoped else NOT_SET,
+            agent_id=_scope_arg(agent_id, "agent_id") if scoped else NOT_SET,
+            metadata=_filter_arg(metadata_filter),
+        )
+        return self._backend.list(pred, cap)
+
+    def list_thread_messages(
+        self,
+        thread_id: str,
+        last_n: Maybe[int | None] = NOT_SET,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+    ) -> list[MessageRecord]:
+        """A thread's visible messages in insertion order (SPEC §3.4).
+
+        Args:
+            thread_id: The thread.
+            last_n: Only the last ``last_n`` messages (omitted or None: all).
+            start, end: [oam] Python-slice positions over the thread's messages
+                (negative allowed), applied before ``last_n``.
+
+        Raises:
+            ValueError: for a negative or non-int ``last_n``, or non-int positions.
+        """
+        planning.check_id(thread_id, "thread_id")
+        for name, value in (("start", start), ("end", end)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ValueError(f"{name} must be an int or None, got {value!r}")
+        if last_n is not NOT_SET and last_n is not None:
+            if isinstance(last_n, bool) or not isinstance(last_n, int) or last_n < 0:
+                raise ValueError(f"last_n must be a non-negative int or None, got {last_n!r}")
+        now = self._now()
+        rows = self._backend.thread_messages(thread_id, start, end, now)
+        if isinstance(last_n, int):
+            rows = rows[len(rows) - last_n:] if last_n else []
+        return [r for r in rows if isinstance(r, MessageRecord)]
+
+    def count_thread_messages(self, thread_id: str) -> int:
+        """[oam] How many visible messages ``thread_id`` holds."""
+        planning.check_id(thread_id, "thread_id")
+        return self._backend.count_thread_messages(thread_id, self._now())
+
+    # -- search -------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str | None = None,
+        k: int = 5,
+        *,
+        query_vector: Any = None,
+        thread_id: Maybe[str | None] = NOT_SET,
+        user_id: Maybe[str | None] = NOT_SET,
+        agent_id: Maybe[str | None] = NOT_SET,
+        exact_user_match: bool = False,
+        exact_agent_match: bool = False,
+        exact_thread_match: bool = False,
+        record_types: Iterable[str] | None = None,
+        metadata_filter: Maybe[dict[str, Any] | None] = NOT_SET,
+    ) -> list[tuple[Record, float]]:
+        """Rank visible records for a query (SPEC §3.5; seed 004 ``search``).
+
+        Args:
+            query: Non-blank natural-language query; exclusive with ``query_vector``.
+            k: Maximum results (>= 1); fewer is normal.
+            query_vector: A precomputed query embedding of the store's dimension.
+            thread_id, user_id, agent_id: Scope ids, applied only where the matching
+                ``exact_*_match`` is True (None then means "unscoped in that
+                dimension"); profiles carry their own id as user (agent) scope.
+            record_types: A set of types; default messages, memory-like, profiles.
+            metadata_filter: SPEC §4 filter; applied with the scope before top-k.
+
+        Returns:
+            ``(record, distance)`` pairs by ascending distance, ties by record type
+            then id. VECTOR: cosine distance of the best chunk in [0, 2]; KEYWORD and
+            HYBRID: ``1 - normalized score`` in [0, 1].
+
+        Raises:
+            ValueError: for none or both of query/query_vector, a blank query, an
+                empty, non-finite or wrong-dimension vector, k < 1, a bare-string or
+                unknown record type, an invalid filter, a vector query under KEYWORD,
+                or a text query needing an embedder the store lacks.
+        """
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be an int >= 1, got {k!r}")
+        if (query is None) == (query_vector is None):
+            raise ValueError("give exactly one of query and query_vector")
+        if query is not None and (not isinstance(query, str) or not query.strip()):
+            raise ValueError(f"query must be a non-blank string, got {query!r}")
+        qvec = None
+        if query_vector is not None:
+            if self.search_strategy is SearchStrategy.KEYWORD:
+                raise ValueError("KEYWORD search ranks text; query_vector is not accepted")
+            qvec = planning.to_vector(query_vector, "query_vector")
+            if self.vector_dim is not None and qvec.shape[0] != self.vector_dim:
+                raise ValueError(
+                    f"query_vector dimension {qvec.shape[0]} does not match the store's "
+                    f"dimension {self.vector_dim}"
+                )
+        types = _types_arg(record_types)
+        pred = Predicate(
+            record_types=types,
+            now=self._now(),
+            thread_id=_scope_arg(thread_id, "thread_id") if exact_thread_match else NOT_SET,
+            user_id=_scope_arg(user_id, "user_id") if exact_user_match else NOT_SET,
+            agent_id=_scope_arg(agent_id, "agent_id") if exact_agent_match else NOT_SET,
+            metadata=_filter_arg(metadata_filter),
+        )
+        strategy = self.search_strategy
+        if qvec is not None:
+            ranked = self._vector_ranking([qvec], k, pred, fused=False)
+        elif strategy is SearchStrategy.KEYWORD:
+            ranked = self._keyword_ranking(self._query_parts(query or ""), k, pred)
+        else:
+            if self.embedder is None:
+                raise ValueError(f"{strategy.name} search of a text query needs an embedder; "
+                                 "configure one or pass query_vector")
+            parts = self._query_parts(query or "")
+            vectors = list(np.asarray(self.embedder.embed(parts, is_query=True), dtype=np.float32))
+            if strategy is SearchStrategy.VECTOR:
+                ranked = self._vector_ranking(vectors, k, pred, fused=len(parts) > 1)
+            else:
+                depth = max(k, _HYBRID_DEPTH)
+                v_lists = self._backend.rank_vector(vectors, depth, pred)
+                kw_lists = [self._backend.rank_keyword(p, depth, pred) for p in parts]
+                lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
+                fused = rrf(lists)
+                ranked = [(key, rrf_distance(s, 2)) for key, s in fused.items()]
+        return self._materialize(ranked, k)
+
+    def _query_parts(self, query: str) -> list[str]:
+        size = self.embedder.chunk_chars if self.embedder is not None else 4000
+        return chunk_text(query, size) or [query]
+
+    def _vector_ranking(self, vectors: Sequence[Any], k: int, pred: Predicate,
+                        *, fused: bool) -> list[tuple[Hashable, float]]:
+        lists = self._backend.rank_vector(vectors, k, pred)
+        if not fused:
+            return lists[0]
+        scores = rrf([[key for key, _ in lst] for lst in lists])
+        return [(key, rrf_distance(s, len(lists))) for key, s in scores.items()]
+
+    def _keyword_ranking(self, parts: Sequence[str], k: int, pred: Predicate) -> list[tuple[Hashable, float]]:
+        lists = [self._backend.rank_keyword(p, k, pred) for p in parts]
+        if len(lists) == 1:
+            return [(key, bm25_distance(score)) for key, score in lists[0]]
+        scores = rrf([[key for key, _ in lst] for lst in lists])
+        return [(key, rrf_distance(s, len(lists))) for key, s in scores.items()]
+
+    def _materialize(self, ranked: Sequence[tuple[Hashable, float]], k: int) -> list[tuple[Record, float]]:
+        best = sorted(ranked, key=lambda kv: kv[1])[: max(k * 2, k + 10)]
+        records = self._backend.load([key for key, _ in best])
+        out = [(records[key], float(d)) for key, d in best if key in records]
+        out.sort(key=lambda rd: (rd[1], rd[0].record_type, rd[0].id))
+        return out[:k]
+
+    # -- deletes ------------------------------------------------------------------
+
+    def delete(self, record_type: str, record_id: str, cascade: bool = False) -> int:
+        """Delete a record and its search rows in one transaction (SPEC §3.6).
+
+        For ``user_profile``/``agent_profile`` with ``cascade=True``, also the
+        actor's threads (with everything in them) and every remaining record scoped
+        to the actor, even when the profile row is missing. ``thread`` deletes the
+        thread with its messages and memories, as ``delete_thread``.
+
+        Returns:
+            Top-level rows deleted (0 or 1); cascaded rows are not counted.
+
+        Raises:
+            ValueError: for an unknown record type or a non-string id.
+        """
+        record_type = planning.check_record_type(record_type, allow_thread=True)
+        planning.check_id(record_id, "record_id")
+        if record_type == THREAD:
+            return self.delete_thread(record_id)
+        with self._backend.transaction() as tx:
+            deleted = tx.delete_record(family_of(record_type), record_id, record_type, NOT_SET)
+            if cascade and record_type in PROFILE_TYPES:
+                column = "user_id" if record_type == "user_profile" else "agent_id"
+                tx.delete_actor_scope(column, record_id)
+        return deleted
+
+    def delete_thread(self, thread_id: str) -> int:
+        """Delete a thread row, its messages, memory-like records and all their search
+        rows in one transaction (SPEC §3.6).
+
+        Returns:
+            1 if the thread row existed, else 0 (children are removed either way).
+        """
+        planning.check_id(thread_id, "thread_id")
+        with self._backend.transaction() as tx:
+            return tx.delete_thread(thread_id)
+
+    def delete_scoped(self, family: str, record_id: str, *, thread_id: Maybe[str] = NOT_SET) -> int:
+        """[oam] Delete a message (``family="message"``) or any memory-like record
+        (``family="memory"``) by id, optionally only if its thread_id equals
+        ``thread_id``. Returns 0 or 1. Used by the client and thread handles.
+
+        Raises:
+            ValueError: for another family or a bad id.
+        """
+        if family not in (MESSAGE, "memory"):
+            raise ValueError(f"family must be 'message' or 'memory', got {family!r}")
+        planning.check_id(record_id, "record_id")
+        with self._backend.transaction() as tx:
+            return tx.delete_record(family, record_id, None, thread_id)
+
+    def purge_expired(self) -> int:
+        """Delete every expired record and its search rows now (SPEC §3.7).
+
+        Returns:
+            The number of records removed.
+        """
+        with self._backend.transaction() as tx:
+            return tx.purge(self._now())
+
+    # -- thread rows --------------------------------------------------------------
+
+    def create_thread_row(
+        self,
+        thread_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        config: dict[str, Any] | None = None,
+    ) -> None:
+        """[oam] Insert a thread row with its runtime ``config`` (SPEC §5-§6).
+
+        Raises:
+            ValueError: for bad ids, invalid metadata/config, or an existing thread.
+        """
+        planning.check_id(thread_id, "thread_id")
+        scope = [planning._scope_id(v, n) for v, n in ((user_id, "user_id"), (agent_id, "agent_id"))]
+        planning.dump_metadata(metadata)
+        planning.dump_metadata(config or {}, "config")
+        row = ThreadRow(
+            thread_id=thread_id, user_id=scope[0], agent_id=scope[1], metadata=metadata,
+            config=dict(config or {}), state={}, created_at=iso(self._now()),
+        )
+        with self._backend.transaction() as tx:
+            if tx.existing_ids(THREAD, [thread_id]):
+                raise ValueError(f"thread {thread_id!r} already exists")
+            tx.insert_thread(row)
+
+    def get_thread_row(self, thread_id: str) -> ThreadRow | None:
+        """[oam] The stored thread row, or None."""
+        planning.check_id(thread_id, "thread_id")
+        return self._backend.get_thread(thread_id)
+
+    def list_thread_rows(self, user_id: Maybe[str | None] = NOT_SET,
+                         agent_id: Maybe[str | None] = NOT_SET) -> list[ThreadRow]:
+        """[oam] Thread rows oldest first; ``user_id``/``agent_id`` filter as in ``list``."""
+        return self._backend.list_threads(_scope_arg(user_id, "user_id"),
+                                          _scope_arg(agent_id, "agent_id"))
+
+    def update_thread_row(
+        self,
+        thread_id: str,
+        *,
+        config: Maybe[dict[str, Any]] = NOT_SET,
+        state: Maybe[dict[str, Any]] = NOT_SET,
+        expected_state: Maybe[dict[str, Any]] = NOT_SET,
+    ) -> int:
+        """[oam] Replace a thread's config and/or state; with ``expected_state``, only
+        if the stored state still equals it (compare-and-set). Returns rows updated.
+
+        Raises:
+            ValueError: for non-JSON config/state.
+        """
+        planning.check_id(thread_id, "thread_id")
+        for name, value in (("config", config), ("state", state), ("expected_state", expected_state)):
+            if value is not NOT_SET:
+                planning.dump_metadata(value, name)
+        with self._backend.transaction() as tx:
+            return tx.update_thread(thread_id, config, state, expected_state)
+
+    def close(self) -> None:
+        """Release the database connection(s)."""
+        self._backend.close()
+
+    def __enter__(self) -> OracleMemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- async twins (SPEC §9): the sync method, run in a worker thread ------------
+
+    async def add_async(self, contents: Sequence[str | None], record_type: str,
+                        **kwargs: Any) -> list[str]:
+        """Async twin of ``add``; same arguments, result and errors."""
+        return await self._to_thread(self.add, contents, record_type, **kwargs)
+
+    async def add_batches_async(self, batches: Sequence[PendingRecordBatch],
+                                **store_kwargs: Any) -> list[str]:
+        """Async twin of ``add_batches``."""
+        return await self._to_thread(self.add_batches, batches, **store_kwargs)
+
+    async def add_user_async(self, user_id: str, information: str,
+                             metadata: dict[str, Any] | None = None) -> str:
+        """Async twin of ``add_user``."""
+        return await self._to_thread(self.add_user, user_id, information, metadata)
+
+    async def add_agent_async(self, agent_id: str, information: str,
+                              metadata: dict[str, Any] | None = None) -> str:
+        """Async twin of ``add_agent``."""
+        return await self._to_thread(self.add_agent, agent_id, information, metadata)
+
+    async def update_async(self, record_type: str, record_id: str, **kwargs: Any) -> int:
+        """Async twin of ``update``."""
+        return await self._to_thread(self.update, record_type, record_id, **kwargs)
+
+    async def get_async(self, record_type: str, record_id: str) -> Record | None:
+        """Async twin of ``get``."""
+        return await self._to_thread(self.get, record_type, record_id)
+
+    async def list_async(self, record_type: str, **kwargs: Any) -> list[Record]:
+        """Async twin of ``list``."""
+        return await self._to_thread(self.list, record_type, **kwargs)
+
+    async def list_thread_messages_async(self, thread_id: str, last_n: Maybe[int | None] = NOT_SET,
+                                         **kwargs: Any) -> list[MessageRecord]:
+        """Async twin of ``list_thread_messages``."""
+        return await self._to_thread(self.list_thread_messages, thread_id, last_n, **kwargs)
+
+    async def search_async(self, query: str | None = None, k: int = 5,
+                           **kwargs: Any) -> list[tuple[Record, float]]:
+        """Async twin of ``search``."""
+        return await self._to_thread(self.search, query, k, **kwargs)
+
+    async def delete_async(self, record_type: str, record_id: str, cascade: bool = False) -> int:
+        """Async twin of ``delete``."""
+        return await self._to_thread(self.delete, record_type, record_id, cascade)
+
+    async def delete_thread_async(self, thread_id: str) -> int:
+        """Async twin of ``delete_thread``."""
+        return await self._to_thread(self.delete_thread, thread_id)
+
+    async def purge_expired_async(self) -> int:
+        """Async twin of ``purge_expired``."""
+        return await self._to_thread(self.purge_expired)
+
+
+def _keep_reserved(meta_json: str | None, old: dict[str, Any] | None) -> str | None:
+    import json
+
+    new = json.loads(meta_json) if meta_json is not None else None
+    if old and planning.RESERVED_KEY in old:
+        new = dict(new or {})
+        reserved = dict(old[planning.RESERVED_KEY])
+        reserved.update(new.get(planning.RESERVED_KEY) or {})
+        new[planning.RESERVED_KEY] = reserved
+    return None if new is None else json.dumps(new, ensure_ascii=False, allow_nan=False)
+
+
+def _scope_arg(value: Maybe[str | None], name: str) -> Maybe[str | None]:
+    if value is NOT_SET or value is None:
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a str, None or omitted, got {value!r}")
+    return value
+
+
+def _filter_arg(value: Maybe[dict[str, Any] | None]) -> Any:
+    if value is NOT_SET or value is None:
+        return value
+    return parse_filter(value)
+
+
+def _types_arg(record_types: Iterable[str] | None) -> frozenset[str]:
+    if record_types is None:
+        return SEARCHABLE_TYPES
+    if isinstance(record_types, (str, bytes)):
+        raise ValueError(
+            f"record_types must be a set of type names, got the bare string {record_types!r}; "
+            f"write {{{record_types!r}}}"
+        )
+    try:
+        types = frozenset(record_types)
+    except TypeError:
+        raise ValueError(f"record_types must be a set of type names, got {record_types!r}") from None
+    unknown = types - SEARCHABLE_TYPES
+    if unknown:
+        raise ValueError(
+            f"unknown record_types {sorted(map(str, unknown))}; searchable: {sorted(SEARCHABLE_TYPES)}"
+        )
+    if not types:
+        raise ValueError("record_types must not be empty")
+    return types
+
+
+__all__ = ["MAX_LIST_LIMIT", "MEMORY_TYPES", "OracleMemoryStore"]

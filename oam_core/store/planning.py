@@ -1,0 +1,417 @@
+"""Write planning: validate a write and turn it into row plans (SPEC §3.1-§3.3, §3.7).
+
+Everything here is pure (no I/O): it checks arguments, broadcasts scalars, resolves
+content fallbacks, retrieval text, chunks, explicit vectors and TTL, and returns plans
+that a back end executes in one transaction. Any ``ValueError`` is raised before a
+back end is touched, so a rejected call writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from oam_core.apis._sentinel import NOT_SET
+from oam_core.apis.records import (
+    EXPIRING_TYPES,
+    MESSAGE,
+    PROFILE_TYPES,
+    RECORD_TYPES,
+    THREAD,
+    family_of,
+)
+from oam_core.apis.ttl import TimeToLiveAnchor
+from oam_core.store.chunking import chunk_text
+from oam_core.store.filters import InvalidFilterError, check_json
+from oam_core.store.options import MemoryRetentionConfig
+from oam_core.store.ttl import expiry, parse_iso_timestamp, resolve_ttl_days
+
+Vector = npt.NDArray[np.float32]
+RESERVED_KEY = "$agent_memory"
+
+
+@dataclass
+class ChunkPlan:
+    """One search row: its text (None for a vector without text) and vector."""
+
+    text: str | None
+    vector: Vector | None = None
+    needs_embedding: bool = False
+
+
+@dataclass
+class RowPlan:
+    """One record to insert, with its search rows."""
+
+    family: str
+    id: str
+    record_type: str
+    content: str | None
+    role: str | None
+    thread_id: str | None
+    user_id: str | None
+    agent_id: str | None
+    timestamp: str | None
+    metadata: str | None
+    expires_at: datetime | None
+    chunks: list[ChunkPlan] = field(default_factory=list)
+    chunk_scope: tuple[str | None, str | None, str | None] = (None, None, None)
+
+
+@dataclass(frozen=True)
+class PlanContext:
+    """What planning needs to know about the store."""
+
+    chunk_chars: int
+    vector_dim: int | None
+    has_embedder: bool
+    retention: MemoryRetentionConfig
+    now: datetime
+
+
+def check_record_type(record_type: object, *, allow_thread: bool = False) -> str:
+    """Return ``record_type`` if known, else raise ValueError naming it."""
+    if not isinstance(record_type, str) or record_type not in RECORD_TYPES:
+        raise ValueError(
+            f"record_type must be one of {sorted(RECORD_TYPES)}, got {record_type!r}"
+        )
+    if record_type == THREAD and not allow_thread:
+        raise ValueError("record_type 'thread' cannot be written with add(); create a thread")
+    return record_type
+
+
+def check_id(value: object, name: str) -> str:
+    """Return ``value`` if it is a non-empty string, else raise ValueError."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    return value
+
+
+def broadcast(name: str, value: Any, n: int) -> list[Any]:
+    """Broadcast a scalar over ``n`` rows, or check a list has ``n`` entries.
+
+    ``NOT_SET`` broadcasts as ``NOT_SET``.
+
+    Raises:
+        ValueError: if a list's length is not ``n``.
+    """
+    if isinstance(value, (list, tuple)):
+        if len(value) != n:
+            raise ValueError(f"{name} has {len(value)} entries but contents has {n}")
+        return list(value)
+    return [value] * n
+
+
+def dump_metadata(value: object, name: str = "metadata") -> str | None:
+    """Validate metadata (a JSON-compatible dict or None) and serialise it.
+
+    Raises:
+        ValueError: for a non-dict or a value JSON cannot hold.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{name} must be a dict or None, got {value!r}")
+    try:
+        checked = check_json(value, name)
+    except InvalidFilterError as exc:
+        raise ValueError(str(exc)) from None
+    return json.dumps(checked, ensure_ascii=False, allow_nan=False)
+
+
+def to_vector(value: object, name: str) -> Vector:
+    """Convert one vector to a finite, non-empty float32 array of shape ``(dim,)``.
+
+    Raises:
+        ValueError: for an empty, non-numeric, non-1-D or non-finite vector.
+    """
+    try:
+        arr = np.asarray(value, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a list of floats, got {value!r}") from exc
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D vector, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return arr
+
+
+def split_vectors(value: object, name: str) -> list[Vector] | Vector:
+    """Read an embedding entry: one vector, or a list of chunk vectors.
+
+    Returns:
+        A single float32 vector, or a list (possibly empty) of them.
+    """
+    if isinstance(value, np.ndarray):
+        if value.ndim == 2:
+            return [to_vector(row, f"{name}[{i}]") for i, row in enumerate(value)]
+        if value.ndim == 1 and value.size == 0:
+            return []
+        return to_vector(value, name)
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return []
+        if all(isinstance(v, (list, tuple, np.ndarray)) for v in value):
+            return [to_vector(v, f"{name}[{i}]") for i, v in enumerate(value)]
+        return to_vector(value, name)
+    raise ValueError(f"{name} must be a vector or a list of vectors, got {value!r}")
+
+
+def check_dims(vectors: Sequence[Vector], store_dim: int | None) -> int | None:
+    """Check all vectors share one dimension equal to the store's; return it.
+
+    Raises:
+        ValueError: naming both dimensions on a mismatch.
+    """
+    dims = {int(v.shape[0]) for v in vectors}
+    if len(dims) > 1:
+        raise ValueError(f"all vectors of one call must share a dimension, got {sorted(dims)}")
+    if not dims:
+        return store_dim
+    dim = dims.pop()
+    if store_dim is not None and dim != store_dim:
+        raise ValueError(f"vector dimension {dim} does not match the store's dimension {store_dim}")
+    return dim
+
+
+def retrieval_chunks(
+    index: object, content: str | None, ctx: PlanContext, name: str
+) -> tuple[list[str], bool]:
+    """Resolve the retrieval text of one record to chunk texts.
+
+    Args:
+        index: The ``index_texts`` entry / ``index_text`` value (``NOT_SET`` or None:
+            use ``content``), a string (the store chunks it) or a list of strings
+            (caller-owned chunks, never re-chunked; empty strings are skipped).
+        content: The stored text.
+
+    Returns:
+        ``(chunks, caller_owned)``.
+    """
+    if index is NOT_SET or index is None:
+        return (chunk_text(content, ctx.chunk_chars) if content else []), False
+    if isinstance(index, str):
+        return chunk_text(index, ctx.chunk_chars), False
+    if isinstance(index, (list, tuple)):
+        for i, item in enumerate(index):
+            if not isinstance(item, str):
+                raise ValueError(f"{name}[{i}] must be a string chunk, got {item!r}")
+        return [c for c in index if c], True
+    raise ValueError(f"{name} must be a string, a list of strings or None, got {index!r}")
+
+
+def attach_vectors(
+    chunks: list[str],
+    caller_owned: bool,
+    embedding: object,
+    whole_text: str | None,
+    ctx: PlanContext,
+    name: str,
+) -> list[ChunkPlan]:
+    """Pair chunk texts with explicit vectors, or mark them for the embedder.
+
+    ``embedding`` is ``NOT_SET`` (embed if the store has an embedder), ``None`` (no
+    vectors), one vector (one row for the whole retrieval text, never split) or a list
+    of chunk vectors (one per caller chunk).
+
+    Raises:
+        ValueError: on a count mismatch, or several vectors without caller chunks.
+    """
+    if embedding is NOT_SET:
+        return [ChunkPlan(c, needs_embedding=ctx.has_embedder) for c in chunks]
+    if embedding is None:
+        return [ChunkPlan(c) for c in chunks]
+    vectors = split_vectors(embedding, name)
+    if isinstance(vectors, np.ndarray):
+        if caller_owned and len(chunks) > 1:
+            raise ValueError(
+                f"{name}: one vector given for {len(chunks)} caller chunks; give one per chunk"
+            )
+        text = chunks[0] if caller_owned and chunks else (whole_text if chunks else None)
+        return [ChunkPlan(text, vectors)]
+    if not vectors:
+        if chunks:
+            raise ValueError(f"{name}: an empty vector list needs empty retrieval text")
+        return []
+    if not caller_owned:
+        raise ValueError(
+            f"{name}: several vectors need caller-owned chunks (a list of strings in index_texts)"
+        )
+    if len(vectors) != len(chunks):
+        raise ValueError(f"{name}: {len(vectors)} vectors for {len(chunks)} chunks")
+    return [ChunkPlan(c, v) for c, v in zip(chunks, vectors)]
+
+
+def resolve_ttl(
+    record_type: str,
+    ttl_days: object,
+    ttl_anchor: object,
+    timestamp: str | None,
+    created: datetime,
+    retention: MemoryRetentionConfig,
+    name: str,
+) -> datetime | None:
+    """Compute one row's expiry (SPEC §3.7).
+
+    Raises:
+        ValueError: TTL options on a non-expiring type, a bad anchor, or a TIMESTAMP
+            anchor without an ISO-8601 timestamp.
+    """
+    if record_type not in EXPIRING_TYPES:
+        if ttl_days is not NOT_SET or ttl_anchor is not NOT_SET:
+            raise ValueError(f"{record_type} records do not expire; ttl_days/ttl_anchor not allowed")
+        return None
+    anchor = TimeToLiveAnchor.CREATED_AT if ttl_anchor is NOT_SET else ttl_anchor
+    if not isinstance(anchor, TimeToLiveAnchor):
+        try:
+            anchor = TimeToLiveAnchor(anchor)
+        except ValueError:
+            raise ValueError(f"ttl_anchor must be a TimeToLiveAnchor, got {ttl_anchor!r}") from None
+    days = resolve_ttl_days(ttl_days, retention)  # type: ignore[arg-type]
+    if anchor is TimeToLiveAnchor.TIMESTAMP:
+        base = parse_iso_timestamp(timestamp, what=f"{name}: timestamp (ttl_anchor=TIMESTAMP)")
+    else:
+        base = created
+    return expiry(base, days)
+
+
+def plan_add(
+    contents: object,
+    record_type: str,
+    *,
+    index_texts: object,
+    embeddings: object,
+    record_ids: object,
+    thread_ids: object,
+    user_ids: object,
+    agent_ids: object,
+    roles: object,
+    timestamps: object,
+    metadata: object,
+    ttl_days: object,
+    ttl_anchor: object,
+    ctx: PlanContext,
+) -> list[RowPlan]:
+    """Validate an ``add`` call and return one ``RowPlan`` per record (SPEC §3.2).
+
+    Raises:
+        ValueError: for any rule of SPEC §3.1-§3.2 and §3.7 the call breaks.
+    """
+    record_type = check_record_type(record_type)
+    if isinstance(contents, (str, bytes)) or not isinstance(contents, (list, tuple)):
+        raise ValueError(f"contents must be a list of str or None, got {contents!r}")
+    n = len(contents)
+    ids = _resolve_ids(record_ids, n, record_type)
+    b_index = broadcast("index_texts", index_texts, n) if index_texts is not NOT_SET else [NOT_SET] * n
+    if embeddings is NOT_SET or embeddings is None:
+        b_emb: list[Any] = [NOT_SET] * n
+    else:
+        if not isinstance(embeddings, (list, tuple, np.ndarray)) or len(embeddings) != n:
+            raise ValueError(f"embeddings must be a list with one entry per content ({n})")
+        b_emb = list(embeddings)
+    b_thread = broadcast("thread_ids", None if thread_ids is NOT_SET else thread_ids, n)
+    b_user = broadcast("user_ids", None if user_ids is NOT_SET else user_ids, n)
+    b_agent = broadcast("agent_ids", None if agent_ids is NOT_SET else agent_ids, n)
+    b_roles = broadcast("roles", None if roles is NOT_SET else roles, n)
+    b_ts = broadcast("timestamps", None if timestamps is NOT_SET else timestamps, n)
+    b_meta = broadcast("metadata", None if metadata is NOT_SET else metadata, n)
+    b_ttl = broadcast("ttl_days", ttl_days, n)
+    b_anchor = broadcast("ttl_anchor", ttl_anchor, n)
+
+    plans: list[RowPlan] = []
+    for i in range(n):
+        where = f"row {i}"
+        meta_json = dump_metadata(b_meta[i], f"metadata[{i}]")
+        content = contents[i]
+        if content is None and isinstance(b_meta[i], Mapping) and "content" in b_meta[i]:
+            content = b_meta[i]["content"]
+        if content is not None and not isinstance(content, str):
+            raise ValueError(f"contents[{i}] must be a str or None, got {content!r}")
+        scope = [_scope_id(b, f"{nm}[{i}]") for b, nm in (
+            (b_thread[i], "thread_ids"), (b_user[i], "user_ids"), (b_agent[i], "agent_ids"))]
+        role = b_roles[i]
+        if record_type == MESSAGE:
+            if content is None:
+                raise ValueError(f"contents[{i}]: message content must be a str, got None")
+            if not isinstance(role, str) or not role.strip():
+                raise ValueError(f"roles[{i}]: a message needs a non-empty role, got {role!r}")
+        elif roles is not NOT_SET and role is not None:
+            raise ValueError(f"roles apply only to messages, not {record_type}")
+        if record_type in PROFILE_TYPES:
+            if any(s is not None for s in scope):
+                raise ValueError(f"{record_type} records are unscoped; do not pass scope ids")
+            if content is None:
+                raise ValueError(f"contents[{i}]: a profile needs its information text")
+        ts = b_ts[i]
+        if ts is not None and not isinstance(ts, str):
+            raise ValueError(f"timestamps[{i}] must be a str or None, got {ts!r}")
+        expires = resolve_ttl(
+            record_type, b_ttl[i], b_anchor[i], ts, ctx.now, ctx.retention, where
+        )
+        chunks, owned = retrieval_chunks(b_index[i], content, ctx, f"index_texts[{i}]")
+        whole = b_index[i] if isinstance(b_index[i], str) else content
+        chunk_plans = attach_vectors(chunks, owned, b_emb[i], whole, ctx, f"embeddings[{i}]")
+        if record_type == "user_profile":
+            chunk_scope: tuple[str | None, str | None, str | None] = (None, ids[i], None)
+        elif record_type == "agent_profile":
+            chunk_scope = (None, None, ids[i])
+        else:
+            chunk_scope = (scope[0], scope[1], scope[2])
+        plans.append(
+            RowPlan(
+                family=family_of(record_type), id=ids[i], record_type=record_type,
+                content=content, role=role if record_type == MESSAGE else None,
+                thread_id=scope[0], user_id=scope[1], agent_id=scope[2],
+                timestamp=ts, metadata=meta_json, expires_at=expires,
+                chunks=chunk_plans, chunk_scope=chunk_scope,
+            )
+        )
+    check_dims([c.vector for p in plans for c in p.chunks if c.vector is not None], ctx.vector_dim)
+    return plans
+
+
+def _scope_id(value: object, name: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{name} must be a non-empty string or None, got {value!r}")
+    return value
+
+
+def _resolve_ids(record_ids: object, n: int, record_type: str) -> list[str]:
+    if record_ids is NOT_SET or record_ids is None:
+        if record_type in PROFILE_TYPES:
+            raise ValueError(f"{record_type} records need record_ids (the user or agent id)")
+        return [str(uuid.uuid4()) for _ in range(n)]
+    if isinstance(record_ids, str):
+        if n != 1:
+            raise ValueError(f"a single record id {record_ids!r} given for {n} records")
+        return [check_id(record_ids, "record_ids")]
+    ids = broadcast("record_ids", record_ids, n)
+    if all(i is None for i in ids):
+        return _resolve_ids(None, n, record_type)
+    if any(i is None for i in ids):
+        raise ValueError("record_ids must be all given or all omitted, got a partial list")
+    checked = [check_id(i, f"record_ids[{k}]") for k, i in enumerate(ids)]
+    seen: set[str] = set()
+    dups = sorted({i for i in checked if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
+    if dups:
+        raise ValueError(f"duplicate record ids in one call: {dups}")
+    return checked
+
+
+def is_finite_number(value: object) -> bool:
+    """True for a real, finite int or float (bools excluded)."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(float(value))
+    )

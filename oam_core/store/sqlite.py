@@ -1,0 +1,593 @@
+"""``SQLiteMemoryStore``: the embedded default back end (SPEC §1 [oam]; DESIGN table).
+
+stdlib ``sqlite3`` in WAL mode; one connection guarded by a lock, so one store object
+is safe to share between threads of a process, and several processes may open the
+same file (SQLite serialises their writers). VECTOR ranks by exact cosine in numpy
+over a cache of chunk vectors (a chunk's vector never changes once written: updates
+replace chunk rows, so cached rows stay valid across processes); KEYWORD ranks with
+FTS5 BM25; scope, type, expiry and metadata filters run in SQL before ranking.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import regex
+
+from oam_core.apis._sentinel import NOT_SET, Maybe
+from oam_core.apis.embedder import IEmbedder
+from oam_core.apis.records import MESSAGE, THREAD, MessageRecord, Record, ThreadRow
+from oam_core.store.backend import Backend, Predicate, StoredRow, Tx
+from oam_core.store.base import OracleMemoryStore
+from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
+from oam_core.store.planning import ChunkPlan, RowPlan, Vector
+from oam_core.store.sqlite_filter import SQLiteFilterCompiler
+from oam_core.store.sqlite_schema import SCHEMA_VERSION, ddl, table_prefix
+from oam_core.store.ttl import Clock, iso
+
+_TERM = regex.compile(r"[\p{L}\p{N}]+")
+_RECORD_COLS = (
+    "pk, family, id, record_type, content, role, seq_no, thread_id, user_id, agent_id, "
+    "event_ts, metadata, created_at, expires_at"
+)
+
+
+def _epoch(dt: datetime | None) -> float | None:
+    return None if dt is None else dt.timestamp()
+
+
+def _from_epoch(value: float | None) -> str | None:
+    return None if value is None else iso(datetime.fromtimestamp(value, timezone.utc))
+
+
+def _blob(vector: Vector | None) -> bytes | None:
+    return None if vector is None else np.asarray(vector, dtype="<f4").tobytes()
+
+
+class SQLiteMemoryStore(OracleMemoryStore):
+    """Memory store in one SQLite file, or in memory (SPEC §1, §3; the default).
+
+    Args:
+        path: Database file path, or ``":memory:"`` for a private in-memory store.
+        embedder: See ``OracleMemoryStore``.
+        vector_dim: See ``OracleMemoryStore``; checked against the dimension stored
+            in the file.
+        search_strategy: ``SearchStrategy`` or its name. SQLite keeps vectors and a
+            full-text index for every store, so any strategy opens any file.
+        memory_retention_config: TTL defaults; persisted in the file. When omitted,
+            the stored config is used.
+        memory_store_id: Prefix of every table, so several stores share one file
+            (letter first, letters/digits/underscore, at most 16 characters).
+        clock: Zero-argument callable returning an aware datetime (default UTC now).
+
+    Raises:
+        ValueError: for a bad ``memory_store_id``, a dimension different from the
+            one stored in the file, a schema version this release cannot read, or
+            any ``OracleMemoryStore`` argument error.
+    """
+
+    def __init__(
+        self,
+        path: str | Path = ":memory:",
+        *,
+        embedder: IEmbedder | None = None,
+        vector_dim: int | None = None,
+        search_strategy: SearchStrategy | str = SearchStrategy.VECTOR,
+        memory_retention_config: MemoryRetentionConfig | None = None,
+        memory_store_id: str | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        super().__init__(
+            embedder=embedder, vector_dim=vector_dim, search_strategy=search_strategy,
+            memory_retention_config=memory_retention_config, clock=clock,
+        )
+        if not isinstance(path, (str, Path)):
+            raise ValueError(f"path must be a str or pathlib.Path, got {path!r}")
+        self.path = str(path)
+        self.memory_store_id = memory_store_id
+        self._impl = _SQLiteBackend(self.path, table_prefix(memory_store_id))
+        self._open_schema(memory_retention_config)
+
+    @property
+    def _backend(self) -> Backend:
+        return self._impl
+
+    def _open_schema(self, retention: MemoryRetentionConfig | None) -> None:
+        with self._impl.transaction() as tx:
+            assert isinstance(tx, _SQLiteTx)
+            meta = tx.meta()
+            version = int(meta.get("schema_version", SCHEMA_VERSION))
+            if version > SCHEMA_VERSION:
+                raise ValueError(
+                    f"{self.path} holds schema version {version}; this oam reads up to "
+                    f"{SCHEMA_VERSION}. Upgrade oam."
+                )
+            stored_dim = meta.get("vector_dim")
+            if stored_dim is not None and self.vector_dim is not None and int(stored_dim) != self.vector_dim:
+                raise ValueError(
+                    f"{self.path} stores vectors of dimension {stored_dim}, but this store "
+                    f"was opened with dimension {self.vector_dim}"
+                )
+            if stored_dim is not None:
+                self.vector_dim = int(stored_dim)
+            if retention is None and "retention" in meta:
+                self.memory_retention_config = MemoryRetentionConfig(**json.loads(meta["retention"]))
+            tx.set_meta("schema_version", str(SCHEMA_VERSION))
+            tx.set_meta("search_strategy", self.search_strategy.value)
+            tx.set_meta("retention", json.dumps(asdict(self.memory_retention_config)))
+            if self.vector_dim is not None:
+                tx.set_meta("vector_dim", str(self.vector_dim))
+
+    def _remember_vector_dim(self, dim: int) -> None:
+        super()._remember_vector_dim(dim)
+        self._impl.conn.execute(
+            f"INSERT OR REPLACE INTO {self._impl.p}oam_meta (key, value) VALUES ('vector_dim', ?)",
+            (str(dim),),
+        )
+
+
+class _VectorCache:
+    """Normalised chunk vectors by chunk pk, loaded incrementally (pks only grow)."""
+
+    def __init__(self) -> None:
+        self.pks = np.zeros(0, dtype=np.int64)
+        self.mat = np.zeros((0, 0), dtype=np.float32)
+
+    def rows(self, backend: _SQLiteBackend, needed: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        pos = np.searchsorted(self.pks, needed)
+        found = (pos < len(self.pks)) & (self.pks[np.minimum(pos, len(self.pks) - 1)] == needed) \
+            if len(self.pks) else np.zeros(len(needed), dtype=bool)
+        if not bool(np.all(found)):
+            self._load(backend, int(self.pks[-1]) if len(self.pks) else 0)
+            pos = np.searchsorted(self.pks, needed)
+        return self.mat[pos]
+
+    def _load(self, backend: _SQLiteBackend, after: int) -> None:
+        p = backend.p
+        rows = backend.conn.execute(
+            f"SELECT pk, embedding FROM {p}chunks WHERE embedding IS NOT NULL AND pk > ? ORDER BY pk",
+            (after,),
+        ).fetchall()
+        if not rows:
+            return
+        vecs = np.stack([np.frombuffer(blob, dtype="<f4") for _, blob in rows]).astype(np.float32)
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        vecs = np.divide(vecs, norms, out=np.zeros_like(vecs), where=norms > 0)
+        pks = np.fromiter((pk for pk, _ in rows), dtype=np.int64, count=len(rows))
+        live = backend.conn.execute(
+            f"SELECT count(*) FROM {p}chunks WHERE embedding IS NOT NULL"
+        ).fetchone()[0]
+        if len(self.pks) and len(self.pks) + len(pks) > 2 * max(live, 1):
+            self.pks = np.zeros(0, dtype=np.int64)  # too many dead rows: rebuild
+            self.mat = np.zeros((0, 0), dtype=np.float32)
+            self._load(backend, 0)
+            return
+        if len(self.pks) == 0:
+            self.pks, self.mat = pks, vecs
+        else:
+            self.pks = np.concatenate([self.pks, pks])
+            self.mat = np.concatenate([self.mat, vecs])
+
+
+class _SQLiteBackend(Backend):
+    def __init__(self, path: str, prefix: str) -> None:
+        self.p = prefix
+        self.lock = threading.RLock()
+        self.conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+        self.conn.execute("PRAGMA foreign_keys = ON")
+        self.conn.execute("PRAGMA busy_timeout = 30000")
+        if path != ":memory:":
+            self.conn.execute("PRAGMA journal_mode = WAL")
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+        with self.lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                for stmt in ddl(prefix):
+                    self.conn.execute(stmt)
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+        self.cache = _VectorCache()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Tx]:
+        with self.lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield _SQLiteTx(self)
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
+
+    # -- row decoding -----------------------------------------------------------
+
+    @staticmethod
+    def record(row: Sequence[Any]) -> Record:
+        (_pk, family, rid, rtype, content, role, seq_no, thread_id, user_id, agent_id,
+         event_ts, metadata, created_at, expires_at) = row
+        common: dict[str, Any] = dict(
+            id=rid, record_type=rtype, content=content, timestamp=event_ts,
+            metadata=json.loads(metadata) if metadata is not None else None,
+            created_at=created_at, thread_id=thread_id, user_id=user_id,
+            agent_id=agent_id, expires_at=_from_epoch(expires_at),
+        )
+        if family == MESSAGE:
+            return MessageRecord(role=role, seq_no=seq_no or 0, **common)
+        return Record(**common)
+
+    # -- predicates -------------------------------------------------------------
+
+    def where(self, pred: Predicate, alias: str, params: list[Any], *, records: bool) -> str:
+        """SQL for ``pred`` over ``alias`` (records r or chunks c joined to records r)."""
+        types = sorted(pred.record_types)
+        parts = [f"{alias}.record_type IN ({', '.join('?' * len(types))})"]
+        params.extend(types)
+        parts.append(f"({alias}.expires_at IS NULL OR {alias}.expires_at > ?)")
+        params.append(pred.now.timestamp())
+        is_thread = records and types == [THREAD]
+        for column, value in (("thread_id", pred.thread_id), ("user_id", pred.user_id),
+                              ("agent_id", pred.agent_id)):
+            if value is NOT_SET:
+                continue
+            col = "id" if (is_thread and column == "thread_id") else column
+            if value is None:
+                parts.append(f"{alias}.{col} IS NULL")
+            else:
+                parts.append(f"{alias}.{col} = ?")
+                params.append(value)
+        if pred.metadata is None:
+            parts.append("r.metadata IS NULL")
+        elif pred.metadata is not NOT_SET and pred.metadata:
+            comp = SQLiteFilterCompiler()
+            parts.append(comp.compile("r.metadata", pred.metadata))
+            params.extend(comp.params)
+        return " AND ".join(parts)
+
+    # -- reads ------------------------------------------------------------------
+
+    def get(self, family: str, record_id: str, record_type: str, now: datetime) -> Record | None:
+        with self.lock:
+            row = self.conn.execute(
+                f"SELECT {_RECORD_COLS} FROM {self.p}records WHERE family = ? AND id = ? "
+                "AND record_type = ? AND (expires_at IS NULL OR expires_at > ?)",
+                (family, record_id, record_type, now.timestamp()),
+            ).fetchone()
+        return None if row is None else self.record(row)
+
+    def list(self, pred: Predicate, limit: int | None) -> list[Record]:
+        params: list[Any] = []
+        where = self.where(pred, "r", params, records=True)
+        sql = f"SELECT {_RECORD_COLS} FROM {self.p}records r WHERE {where} ORDER BY pk DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        with self.lock:
+            rows = self.conn.execute(sql, params).fetchall()
+        return [self.record(r) for r in reversed(rows)]
+
+    def _thread_where(self) -> str:
+        return (f"FROM {self.p}records WHERE family = 'message' AND thread_id = ? "
+                "AND (expires_at IS NULL OR expires_at > ?)")
+
+    def count_thread_messages(self, thread_id: str, now: datetime) -> int:
+        with self.lock:
+            return int(self.conn.execute(
+                f"SELECT count(*) {self._thread_where()}", (thread_id, now.timestamp())
+            ).fetchone()[0])
+
+    def thread_messages(self, thread_id: str, start: int | None, end: int | None,
+                        now: datetime) -> list[Record]:
+        with self.lock:
+            lo, hi = 0, None
+            if start is not None and start < 0 or end is not None and end < 0:
+                total = self.count_thread_messages(thread_id, now)
+                lo, hi, _ = slice(start, end).indices(total)
+            else:
+                lo = start or 0
+                hi = end
+            if hi is not None and hi <= lo:
+                return []
+            limit = -1 if hi is None else hi - lo
+            rows = self.conn.execute(
+                f"SELECT {_RECORD_COLS} {self._thread_where()} ORDER BY seq_no, pk LIMIT ? OFFSET ?",
+                (thread_id, now.timestamp(), limit, lo),
+            ).fetchall()
+        return [self.record(r) for r in rows]
+
+    def get_thread(self, thread_id: str) -> ThreadRow | None:
+        with self.lock:
+            row = self.conn.execute(
+                f"SELECT id, user_id, agent_id, metadata, config, state, created_at "
+                f"FROM {self.p}records WHERE family = 'thread' AND id = ?", (thread_id,),
+            ).fetchone()
+        return None if row is None else self._thread(row)
+
+    @staticmethod
+    def _thread(row: Sequence[Any]) -> ThreadRow:
+        tid, user_id, agent_id, metadata, config, state, created_at = row
+        return ThreadRow(
+            thread_id=tid, user_id=user_id, agent_id=agent_id,
+            metadata=json.loads(metadata) if metadata is not None else None,
+            config=json.loads(config or "{}"), state=json.loads(state or "{}"),
+            created_at=created_at,
+        )
+
+    def list_threads(self, user_id: Maybe[str | None], agent_id: Maybe[str | None]) -> list[ThreadRow]:
+        parts, params = ["family = 'thread'"], []
+        for column, value in (("user_id", user_id), ("agent_id", agent_id)):
+            if value is None:
+                parts.append(f"{column} IS NULL")
+            elif value is not NOT_SET:
+                parts.append(f"{column} = ?")
+                params.append(value)
+        with self.lock:
+            rows = self.conn.execute(
+                f"SELECT id, user_id, agent_id, metadata, config, state, created_at "
+                f"FROM {self.p}records WHERE {' AND '.join(parts)} ORDER BY pk", params,
+            ).fetchall()
+        return [self._thread(r) for r in rows]
+
+    def load(self, keys: Sequence[Hashable]) -> dict[Hashable, Record]:
+        out: dict[Hashable, Record] = {}
+        keys = list(keys)
+        with self.lock:
+            for i in range(0, len(keys), 500):
+                part = keys[i:i + 500]
+                rows = self.conn.execute(
+                    f"SELECT {_RECORD_COLS} FROM {self.p}records WHERE pk IN "
+                    f"({', '.join('?' * len(part))})", part,
+                ).fetchall()
+                out.update({r[0]: self.record(r) for r in rows})
+        return out
+
+    # -- ranking ----------------------------------------------------------------
+
+    def _candidates(self, pred: Predicate, extra: str = "") -> tuple[str, list[Any]]:
+        params: list[Any] = []
+        where = self.where(pred, "c", params, records=False)
+        join = f"JOIN {self.p}records r ON r.pk = c.record_pk" if pred.metadata is not NOT_SET else ""
+        return f"FROM {self.p}chunks c {join} WHERE {where} {extra}", params
+
+    def rank_vector(self, queries: Sequence[Vector], k: int,
+                    pred: Predicate) -> list[list[tuple[Hashable, float]]]:
+        frm, params = self._candidates(pred, "AND c.embedding IS NOT NULL")
+        with self.lock:
+            rows = self.conn.execute(f"SELECT c.pk, c.record_pk {frm}", params).fetchall()
+            if not rows:
+                return [[] for _ in queries]
+            arr = np.asarray(rows, dtype=np.int64)
+            order = np.argsort(arr[:, 0], kind="stable")
+            chunk_pks, rec_pks = arr[order, 0], arr[order, 1]
+            mat = self.cache.rows(self, chunk_pks)
+        q = np.stack([np.asarray(v, dtype=np.float32) for v in queries])
+        qn = np.linalg.norm(q, axis=1, keepdims=True)
+        q = np.divide(q, qn, out=np.zeros_like(q), where=qn > 0)
+        dist = np.clip(1.0 - mat @ q.T, 0.0, 2.0)  # (chunks, queries)
+        out = []
+        for j in range(q.shape[0]):
+            d = dist[:, j]
+            idx = np.lexsort((d, rec_pks))
+            recs, ds = rec_pks[idx], d[idx]
+            first = np.ones(len(recs), dtype=bool)
+            first[1:] = recs[1:] != recs[:-1]
+            recs, ds = recs[first], ds[first]
+            top = np.argsort(ds, kind="stable")[:k] if k < len(ds) else np.argsort(ds, kind="stable")
+            out.append([(int(recs[i]), float(ds[i])) for i in top])
+        return out
+
+    def rank_keyword(self, query: str, k: int, pred: Predicate) -> list[tuple[Hashable, float]]:
+        terms = list(dict.fromkeys(t.lower() for t in _TERM.findall(query)))
+        if not terms:
+            return []
+        match = " OR ".join(f'"{t}"' for t in terms)
+        frm, params = self._candidates(pred)
+        fts = f"{self.p}chunks_fts"
+        sql = (
+            f"SELECT record_pk, MIN(score) AS s FROM ("
+            f"SELECT c.record_pk AS record_pk, {fts}.rank AS score "
+            f"FROM {fts} JOIN {self.p}chunks c ON c.pk = {fts}.rowid "
+            f"{'JOIN ' + self.p + 'records r ON r.pk = c.record_pk' if pred.metadata is not NOT_SET else ''} "
+            f"WHERE {fts} MATCH ? AND {frm.split(' WHERE ', 1)[1]}"
+            f") GROUP BY record_pk ORDER BY s, record_pk LIMIT ?"
+        )
+        with self.lock:
+            rows = self.conn.execute(sql, [match, *params, k]).fetchall()
+        return [(int(rpk), float(-s)) for rpk, s in rows]
+
+
+class _SQLiteTx(Tx):
+    def __init__(self, backend: _SQLiteBackend) -> None:
+        self.b = backend
+        self.c = backend.conn
+        self.p = backend.p
+
+    def meta(self) -> dict[str, str]:
+        return dict(self.c.execute(f"SELECT key, value FROM {self.p}oam_meta").fetchall())
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.c.execute(f"INSERT OR REPLACE INTO {self.p}oam_meta (key, value) VALUES (?, ?)",
+                       (key, value))
+
+    def existing_ids(self, family: str, ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        ids = list(ids)
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            found.update(r[0] for r in self.c.execute(
+                f"SELECT id FROM {self.p}records WHERE family = ? AND id IN "
+                f"({', '.join('?' * len(part))})", [family, *part]))
+        return found
+
+    def insert(self, plans: Sequence[RowPlan], created_at: datetime, batch_size: int) -> None:
+        created = iso(created_at)
+        next_seq: dict[str | None, int] = {}
+        rows = []
+        for plan in plans:
+            seq = None
+            if plan.family == MESSAGE:
+                if plan.thread_id not in next_seq:
+                    next_seq[plan.thread_id] = int(self.c.execute(
+                        f"SELECT COALESCE(MAX(seq_no), -1) + 1 FROM {self.p}records "
+                        "WHERE family = 'message' AND thread_id IS ?", (plan.thread_id,),
+                    ).fetchone()[0])
+                seq = next_seq[plan.thread_id]
+                next_seq[plan.thread_id] = seq + 1
+            rows.append((plan.family, plan.id, plan.record_type, plan.content, plan.role, seq,
+                         plan.thread_id, plan.user_id, plan.agent_id, plan.timestamp,
+                         plan.metadata, created, _epoch(plan.expires_at)))
+        sql = (f"INSERT INTO {self.p}records (family, id, record_type, content, role, seq_no, "
+               "thread_id, user_id, agent_id, event_ts, metadata, created_at, expires_at) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        for i in range(0, len(rows), batch_size):
+            self.c.executemany(sql, rows[i:i + batch_size])
+        pks: dict[tuple[str, str], int] = {}
+        for family in {p.family for p in plans}:
+            ids = [p.id for p in plans if p.family == family]
+            for i in range(0, len(ids), 500):
+                part = ids[i:i + 500]
+                for rid, pk in self.c.execute(
+                    f"SELECT id, pk FROM {self.p}records WHERE family = ? AND id IN "
+                    f"({', '.join('?' * len(part))})", [family, *part]):
+                    pks[(family, rid)] = pk
+        chunk_rows = [
+            self._chunk_row(pks[(plan.family, plan.id)], plan.record_type, seq, chunk,
+                            plan.chunk_scope, plan.expires_at)
+            for plan in plans for seq, chunk in enumerate(plan.chunks)
+        ]
+        self._insert_chunks(chunk_rows, batch_size)
+
+    @staticmethod
+    def _chunk_row(record_pk: int, record_type: str, seq: int, chunk: ChunkPlan,
+                   scope: tuple[str | None, str | None, str | None],
+                   expires_at: datetime | None) -> tuple[Any, ...]:
+        return (record_pk, record_type, seq, chunk.text, _blob(chunk.vector),
+                scope[0], scope[1], scope[2], _epoch(expires_at))
+
+    def _insert_chunks(self, rows: Sequence[tuple[Any, ...]], batch_size: int) -> None:
+        sql = (f"INSERT INTO {self.p}chunks (record_pk, record_type, seq, text, embedding, "
+               "thread_id, user_id, agent_id, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        for i in range(0, len(rows), batch_size):
+            self.c.executemany(sql, rows[i:i + batch_size])
+
+    def fetch(self, family: str, record_id: str) -> StoredRow | None:
+        row = self.c.execute(
+            f"SELECT pk, record_type, content, event_ts, metadata, created_at, thread_id, "
+            f"user_id, agent_id, expires_at FROM {self.p}records WHERE family = ? AND id = ?",
+            (family, record_id),
+        ).fetchone()
+        if row is None:
+            return None
+        pk, rtype, content, ts, meta, created, tid, uid, aid, _exp = row
+        if rtype == "user_profile":
+            scope: tuple[str | None, str | None, str | None] = (None, record_id, None)
+        elif rtype == "agent_profile":
+            scope = (None, None, record_id)
+        else:
+            scope = (tid, uid, aid)
+        return StoredRow(
+            key=pk, family=family, record_type=rtype, content=content, timestamp=ts,
+            metadata=json.loads(meta) if meta is not None else None,
+            created_at=datetime.fromisoformat(created), scope=scope,
+        )
+
+    def chunk_texts(self, key: Hashable) -> list[str | None]:
+        return [r[0] for r in self.c.execute(
+            f"SELECT text FROM {self.p}chunks WHERE record_pk = ? ORDER BY seq", (key,))]
+
+    def replace_chunks(self, row: StoredRow, chunks: Sequence[ChunkPlan]) -> None:
+        expires = self.c.execute(
+            f"SELECT expires_at FROM {self.p}records WHERE pk = ?", (row.key,)).fetchone()[0]
+        self.c.execute(f"DELETE FROM {self.p}chunks WHERE record_pk = ?", (row.key,))
+        rows = [(row.key, row.record_type, seq, c.text, _blob(c.vector), *row.scope, expires)
+                for seq, c in enumerate(chunks)]
+        self._insert_chunks(rows, 256)
+
+    def update_row(self, row: StoredRow, fields: dict[str, Any]) -> None:
+        columns = {"content": "content", "metadata": "metadata", "timestamp": "event_ts",
+                   "expires_at": "expires_at"}
+        values = {columns[k]: (_epoch(v) if k == "expires_at" else v) for k, v in fields.items()}
+        sets = ", ".join(f"{col} = ?" for col in values)
+        self.c.execute(f"UPDATE {self.p}records SET {sets} WHERE pk = ?", [*values.values(), row.key])
+        if "expires_at" in values:
+            self.c.execute(f"UPDATE {self.p}chunks SET expires_at = ? WHERE record_pk = ?",
+                           (values["expires_at"], row.key))
+
+    def delete_record(self, family: str, record_id: str, record_type: str | None,
+                      thread_id: Maybe[str]) -> int:
+        sql = f"DELETE FROM {self.p}records WHERE family = ? AND id = ?"
+        params: list[Any] = [family, record_id]
+        if record_type is not None:
+            sql += " AND record_type = ?"
+            params.append(record_type)
+        if thread_id is not NOT_SET:
+            sql += " AND thread_id = ?"
+            params.append(thread_id)
+        return self.c.execute(sql, params).rowcount
+
+    def delete_thread(self, thread_id: str) -> int:
+        n = self.c.execute(f"DELETE FROM {self.p}records WHERE family = 'thread' AND id = ?",
+                           (thread_id,)).rowcount
+        self.c.execute(f"DELETE FROM {self.p}records WHERE family IN ('message', 'memory') "
+                       "AND thread_id = ?", (thread_id,))
+        return n
+
+    def delete_actor_scope(self, column: str, actor_id: str) -> None:
+        if column not in ("user_id", "agent_id"):
+            raise ValueError(f"unknown scope column {column!r}")
+        threads = [r[0] for r in self.c.execute(
+            f"SELECT id FROM {self.p}records WHERE family = 'thread' AND {column} = ?", (actor_id,))]
+        for tid in threads:
+            self.delete_thread(tid)
+        self.c.execute(f"DELETE FROM {self.p}records WHERE family IN ('message', 'memory') "
+                       f"AND {column} = ?", (actor_id,))
+
+    def insert_thread(self, row: ThreadRow) -> None:
+        self.c.execute(
+            f"INSERT INTO {self.p}records (family, id, record_type, user_id, agent_id, metadata, "
+            "created_at, config, state) VALUES ('thread', ?, 'thread', ?, ?, ?, ?, ?, ?)",
+            (row.thread_id, row.user_id, row.agent_id,
+             json.dumps(row.metadata, ensure_ascii=False) if row.metadata is not None else None,
+             row.created_at, json.dumps(row.config), json.dumps(row.state)),
+        )
+
+    def update_thread(self, thread_id: str, config: Maybe[dict[str, Any]],
+                      state: Maybe[dict[str, Any]], expected_state: Maybe[dict[str, Any]]) -> int:
+        row = self.c.execute(f"SELECT state FROM {self.p}records WHERE family = 'thread' AND id = ?",
+                             (thread_id,)).fetchone()
+        if row is None:
+            return 0
+        if expected_state is not NOT_SET and json.loads(row[0] or "{}") != expected_state:
+            return 0
+        sets, params = [], []
+        if config is not NOT_SET:
+            sets.append("config = ?")
+            params.append(json.dumps(config))
+        if state is not NOT_SET:
+            sets.append("state = ?")
+            params.append(json.dumps(state))
+        if not sets:
+            return 1
+        return self.c.execute(
+            f"UPDATE {self.p}records SET {', '.join(sets)} WHERE family = 'thread' AND id = ?",
+            [*params, thread_id]).rowcount
+
+    def purge(self, now: datetime) -> int:
+        return self.c.execute(
+            f"DELETE FROM {self.p}records WHERE expires_at IS NOT NULL AND expires_at <= ?",
+            (now.timestamp(),)).rowcount

@@ -1,0 +1,97 @@
+"""Compile a parsed metadata filter (``filters.py``) to SQLite JSON SQL (SPEC §4).
+
+Every field name and value is a bound parameter: the generated SQL text contains only
+fixed keywords and generated aliases, so no filter key or value can reach it. Fields
+are addressed with ``json_each`` rows compared on ``key``, which works for any key
+(SQLite JSON paths cannot quote every key), and the ``type`` column keeps ``true``
+apart from ``1``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from oam_core.store.filters import AllOf, Contains, Equals, Expr, Field, Json, Nested, Not
+
+
+class SQLiteFilterCompiler:
+    """Turns a filter tree into ``(sql, params)`` over a JSON text column."""
+
+    def __init__(self) -> None:
+        self._aliases = itertools.count()
+        self.params: list[Any] = []
+
+    def compile(self, column: str, conditions: tuple[Field, ...]) -> str:
+        """Return SQL true where ``column`` (JSON object text) satisfies ``conditions``."""
+        if not conditions:
+            return "1"
+        return " AND ".join(self._field(column, f) for f in conditions)
+
+    def _alias(self) -> str:
+        return f"_j{next(self._aliases)}"
+
+    def _field(self, parent: str, field: Field) -> str:
+        expr = field.expr
+        if isinstance(expr, Not):
+            return f"NOT ({self._field(parent, Field(field.key, expr.expr))})"
+        if isinstance(expr, AllOf):
+            return "(" + " AND ".join(self._field(parent, Field(field.key, e)) for e in expr.exprs) + ")"
+        a = self._alias()
+        self.params.append(field.key)
+        return (
+            f"EXISTS (SELECT 1 FROM json_each({parent}) AS {a} "
+            f"WHERE {a}.key = ? AND {self._match(a, expr)})"
+        )
+
+    def _match(self, a: str, expr: Expr) -> str:
+        if isinstance(expr, Equals):
+            return self._equals(a, expr.value)
+        if isinstance(expr, Nested):
+            inner = [self._field(f"{a}.value", f) for f in expr.conditions]
+            return " AND ".join([f"{a}.type = 'object'", *inner])
+        if isinstance(expr, Contains):
+            parts = []
+            for v in expr.values:
+                e = self._alias()
+                parts.append(
+                    f"EXISTS (SELECT 1 FROM json_each({a}.value) AS {e} WHERE {self._equals(e, v)})"
+                )
+            joined = (" OR " if expr.any_ else " AND ").join(parts)
+            return f"{a}.type = 'array' AND ({joined})"
+        raise AssertionError(f"unexpected expression {expr!r}")
+
+    def _equals(self, a: str, value: Json) -> str:
+        if value is None:
+            return f"{a}.type = 'null'"
+        if isinstance(value, bool):
+            return f"{a}.type = '{'true' if value else 'false'}'"
+        if isinstance(value, (int, float)):
+            self.params.append(value)
+            return f"{a}.type IN ('integer', 'real') AND {a}.atom = ?"
+        if isinstance(value, str):
+            self.params.append(value)
+            return f"{a}.type = 'text' AND {a}.atom = ?"
+        if isinstance(value, list):
+            self.params.append(len(value))
+            parts = [f"{a}.type = 'array'", f"json_array_length({a}.value) = ?"]
+            for i, item in enumerate(value):
+                e = self._alias()
+                self.params.append(i)
+                parts.append(
+                    f"EXISTS (SELECT 1 FROM json_each({a}.value) AS {e} "
+                    f"WHERE {e}.key = ? AND {self._equals(e, item)})"
+                )
+            return " AND ".join(parts)
+        if isinstance(value, dict):
+            self.params.append(len(value))
+            parts = [f"{a}.type = 'object'", f"(SELECT count(*) FROM json_each({a}.value)) = ?"]
+            for key, item in value.items():
+                e = self._alias()
+                self.params.append(key)
+                parts.append(
+                    f"EXISTS (SELECT 1 FROM json_each({a}.value) AS {e} "
+                    f"WHERE {e}.key = ? AND {self._equals(e, item)})"
+                )
+            return " AND ".join(parts)
+        raise AssertionError(f"unexpected value {value!r}")

@@ -1,0 +1,91 @@
+"""Time-to-live resolution and the store clock (SPEC §3.7; seed 004)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+
+from dateutil.parser import isoparse
+
+from oam_core.apis._sentinel import NOT_SET, Maybe
+from oam_core.store.options import MemoryRetentionConfig
+
+Clock = Callable[[], datetime]
+"""A zero-argument callable returning the current time as an aware ``datetime``."""
+
+
+def utc_now() -> datetime:
+    """The default clock: the current UTC time."""
+    return datetime.now(timezone.utc)
+
+
+def read_clock(clock: Clock) -> datetime:
+    """Call ``clock`` and check it returned an aware datetime.
+
+    Raises:
+        ValueError: if the clock returned something else or a naive datetime.
+    """
+    now = clock()
+    if not isinstance(now, datetime) or now.tzinfo is None:
+        raise ValueError(f"clock must return an aware datetime, got {now!r}")
+    return now.astimezone(timezone.utc)
+
+
+def parse_iso_timestamp(value: object, *, what: str = "timestamp") -> datetime:
+    """Parse an ISO-8601 string to an aware UTC datetime (naive values are UTC).
+
+    Raises:
+        ValueError: if ``value`` is not a string in ISO-8601 form.
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{what} must be an ISO-8601 string, got {value!r}")
+    try:
+        parsed = isoparse(value.strip())
+    except (ValueError, OverflowError) as exc:
+        raise ValueError(f"{what} must be an ISO-8601 string, got {value!r}") from exc
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc)
+
+
+def resolve_ttl_days(ttl_days: Maybe[int | None], retention: MemoryRetentionConfig) -> int | None:
+    """Turn a caller's ``ttl_days`` into the days to apply (None = never expires).
+
+    Omitted → ``default_ttl_days``; ``None`` → ``max_ttl_days`` if set, else never;
+    above ``max_ttl_days`` → clamped with a ``UserWarning``.
+
+    Raises:
+        ValueError: if ``ttl_days`` is negative or not an int.
+    """
+    max_days = retention.max_ttl_days
+    if ttl_days is NOT_SET:
+        days = retention.default_ttl_days
+    elif ttl_days is None:
+        return max_days if isinstance(max_days, int) else None
+    elif isinstance(ttl_days, bool) or not isinstance(ttl_days, int):
+        raise ValueError(f"ttl_days must be a non-negative int or None, got {ttl_days!r}")
+    elif ttl_days < 0:
+        raise ValueError(f"ttl_days must not be negative, got {ttl_days!r}")
+    else:
+        days = ttl_days
+    if not isinstance(days, int):
+        return None
+    if isinstance(max_days, int) and days > max_days:
+        warnings.warn(
+            f"ttl_days={days} exceeds max_ttl_days={max_days}; clamped to {max_days}",
+            UserWarning,
+            stacklevel=4,
+        )
+        return max_days
+    return days
+
+
+def expiry(anchor: datetime, days: int | None) -> datetime | None:
+    """Return ``anchor + days`` or None when ``days`` is None."""
+    return None if days is None else anchor + timedelta(days=days)
+
+
+def iso(dt: datetime) -> str:
+    """Format an aware datetime as ISO-8601 UTC with microseconds."""
+    return dt.astimezone(timezone.utc).isoformat(timespec="microseconds")
