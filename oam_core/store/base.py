@@ -19,6 +19,7 @@ import numpy as np
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.embedder import IEmbedder
+from oam_core.apis.store import IMemoryStore
 from oam_core.apis.records import (
     MEMORY_TYPES,
     MESSAGE,
@@ -49,7 +50,7 @@ _HYBRID_DEPTH = 50
 T = TypeVar("T")
 
 
-class OracleMemoryStore:
+class OracleMemoryStore(IMemoryStore):
     """Shared store interface used by ``OracleAgentMemory`` (SPEC §3; seed 004).
 
     Subclasses provide a back end (``SQLiteMemoryStore``, ``PostgresMemoryStore``,

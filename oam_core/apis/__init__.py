@@ -1,0 +1,1 @@
+"""Interfaces and plain data types, no I/O (reference path ``oracleagentmemory.apis``)."""
