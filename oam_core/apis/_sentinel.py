@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from typing import Literal, TypeVar, Union
+from typing import Literal, TypeAlias, TypeVar
 
 
 class _NotSetType(enum.Enum):
@@ -22,5 +22,5 @@ NOT_SET = _NotSetType.NOT_SET
 NotSetType = Literal[_NotSetType.NOT_SET]
 
 T = TypeVar("T")
-Maybe = Union[T, NotSetType]
+Maybe: TypeAlias = T | NotSetType
 """``Maybe[X]``: a value of type X, or ``NOT_SET`` when the caller omitted it."""

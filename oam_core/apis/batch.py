@@ -23,12 +23,12 @@ class PendingRecordBatch:
     record_type: str
     index_texts: Maybe[Sequence[str | Sequence[str] | None]] = NOT_SET
     embeddings: Maybe[Sequence[Any] | None] = NOT_SET
-    record_ids: Maybe[str | None | Sequence[str | None]] = NOT_SET
-    thread_ids: Maybe[str | None | Sequence[str | None]] = NOT_SET
-    user_ids: Maybe[str | None | Sequence[str | None]] = NOT_SET
-    agent_ids: Maybe[str | None | Sequence[str | None]] = NOT_SET
-    roles: Maybe[str | None | Sequence[str | None]] = NOT_SET
-    timestamps: Maybe[str | None | Sequence[str | None]] = NOT_SET
-    metadata: Maybe[dict[str, Any] | None | Sequence[dict[str, Any] | None]] = NOT_SET
-    ttl_days: Maybe[int | None | Sequence[int | None]] = NOT_SET
+    record_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET
+    thread_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET
+    user_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET
+    agent_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET
+    roles: Maybe[str | Sequence[str | None] | None] = NOT_SET
+    timestamps: Maybe[str | Sequence[str | None] | None] = NOT_SET
+    metadata: Maybe[dict[str, Any] | Sequence[dict[str, Any] | None] | None] = NOT_SET
+    ttl_days: Maybe[int | Sequence[int | None] | None] = NOT_SET
     ttl_anchor: Maybe[TimeToLiveAnchor | Sequence[TimeToLiveAnchor]] = NOT_SET

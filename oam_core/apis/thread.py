@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from oam_core.apis.contextcard import ContextCard
@@ -39,9 +39,7 @@ class Message:
         if not isinstance(self.role, str) or not self.role.strip():
             raise ValueError(f"Message role must be a non-empty string, got {self.role!r}")
         if not isinstance(self.content, str):
-            raise ValueError(
-                f"Message content must be a str ('' is allowed), got {self.content!r}"
-            )
+            raise ValueError(f"Message content must be a str ('' is allowed), got {self.content!r}")
         if self.timestamp is not None and not isinstance(self.timestamp, str):
             raise ValueError(f"Message timestamp must be a str or None, got {self.timestamp!r}")
         if self.metadata is not None and not isinstance(self.metadata, dict):
@@ -54,7 +52,7 @@ MessageT = Mapping[str, Any]
 """A message given as a dict with ``role`` and ``content`` (optional ``id``,
 ``timestamp``, ``metadata``)."""
 
-MessageLike = Union[Message, MessageT]
+MessageLike = Message | MessageT
 
 
 def to_message(value: MessageLike) -> Message:

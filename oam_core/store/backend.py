@@ -9,7 +9,9 @@ before any top-k cut.
 from __future__ import annotations
 
 import abc
+import builtins
 from collections.abc import Hashable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -68,7 +70,7 @@ class Tx(abc.ABC):
         """Read one record row by family and id, expired or not."""
 
     @abc.abstractmethod
-    def chunk_texts(self, key: Hashable) -> list[str | None]:
+    def chunk_texts(self, key: Hashable) -> builtins.list[str | None]:
         """The texts of a record's search rows, in order."""
 
     @abc.abstractmethod
@@ -81,8 +83,9 @@ class Tx(abc.ABC):
         ``expires_at`` (datetime or None; copied to the search rows)."""
 
     @abc.abstractmethod
-    def delete_record(self, family: str, record_id: str, record_type: str | None,
-                      thread_id: Maybe[str]) -> int:
+    def delete_record(
+        self, family: str, record_id: str, record_type: str | None, thread_id: Maybe[str]
+    ) -> int:
         """Delete one record and its search rows; ``record_type``/``thread_id`` further
         constrain the match. Returns rows deleted (0/1)."""
 
@@ -101,9 +104,13 @@ class Tx(abc.ABC):
         """Insert a thread row (the id is known to be new)."""
 
     @abc.abstractmethod
-    def update_thread(self, thread_id: str, config: Maybe[dict[str, Any]],
-                      state: Maybe[dict[str, Any]],
-                      expected_state: Maybe[dict[str, Any]]) -> int:
+    def update_thread(
+        self,
+        thread_id: str,
+        config: Maybe[dict[str, Any]],
+        state: Maybe[dict[str, Any]],
+        expected_state: Maybe[dict[str, Any]],
+    ) -> int:
         """Set a thread's config and/or state; with ``expected_state``, only if the
         stored state equals it. Returns rows updated."""
 
@@ -116,7 +123,7 @@ class Backend(abc.ABC):
     """Read primitives and transactions of one database."""
 
     @abc.abstractmethod
-    def transaction(self) -> Any:
+    def transaction(self) -> AbstractContextManager[Tx]:
         """A context manager yielding a ``Tx``; commits on success, rolls back on error."""
 
     @abc.abstractmethod
@@ -124,12 +131,13 @@ class Backend(abc.ABC):
         """One visible record by type and id."""
 
     @abc.abstractmethod
-    def list(self, pred: Predicate, limit: int | None) -> list[Record]:
+    def list(self, pred: Predicate, limit: int | None) -> builtins.list[Record]:
         """The newest ``limit`` visible records matching ``pred``, oldest first."""
 
     @abc.abstractmethod
-    def thread_messages(self, thread_id: str, start: int | None, end: int | None,
-                        now: datetime) -> list[Record]:
+    def thread_messages(
+        self, thread_id: str, start: int | None, end: int | None, now: datetime
+    ) -> builtins.list[Record]:
         """A thread's visible messages in insertion order, sliced like ``[start:end]``."""
 
     @abc.abstractmethod
@@ -141,16 +149,20 @@ class Backend(abc.ABC):
         """A thread row by id."""
 
     @abc.abstractmethod
-    def list_threads(self, user_id: Maybe[str | None], agent_id: Maybe[str | None]) -> list[ThreadRow]:
+    def list_threads(
+        self, user_id: Maybe[str | None], agent_id: Maybe[str | None]
+    ) -> builtins.list[ThreadRow]:
         """Thread rows, oldest first, optionally by user and agent."""
 
     @abc.abstractmethod
-    def rank_vector(self, queries: Sequence[Vector], k: int, pred: Predicate) -> list[list[tuple[Hashable, float]]]:
+    def rank_vector(
+        self, queries: Sequence[Vector], k: int, pred: Predicate
+    ) -> builtins.list[builtins.list[tuple[Hashable, float]]]:
         """For each query vector, up to ``k`` ``(record key, cosine distance of the best
         chunk)`` pairs, nearest first."""
 
     @abc.abstractmethod
-    def rank_keyword(self, query: str, k: int, pred: Predicate) -> list[tuple[Hashable, float]]:
+    def rank_keyword(self, query: str, k: int, pred: Predicate) -> builtins.list[tuple[Hashable, float]]:
         """Up to ``k`` ``(record key, BM25 score >= 0)`` pairs over the query's terms,
         best first."""
 

@@ -8,6 +8,7 @@ share one implementation and the event loop never blocks on the database.
 
 from __future__ import annotations
 
+import builtins
 import functools
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from datetime import datetime
@@ -19,8 +20,8 @@ import numpy as np
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.embedder import IEmbedder
-from oam_core.apis.store import IMemoryStore
 from oam_core.apis.records import (
+    EXPIRING_TYPES,
     MEMORY_TYPES,
     MESSAGE,
     PROFILE_TYPES,
@@ -31,6 +32,7 @@ from oam_core.apis.records import (
     ThreadRow,
     family_of,
 )
+from oam_core.apis.store import IMemoryStore
 from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.store import planning
 from oam_core.store.backend import Backend, Predicate, StoredRow, Tx
@@ -141,7 +143,7 @@ class OracleMemoryStore(IMemoryStore):
             raise ValueError(
                 f"embedder returned shape {vectors.shape}, expected ({len(todo)}, {self.vector_dim})"
             )
-        for c, v in zip(todo, vectors):
+        for c, v in zip(todo, vectors, strict=True):
             c.vector = v
             c.needs_embedding = False
 
@@ -164,17 +166,17 @@ class OracleMemoryStore(IMemoryStore):
         record_type: str,
         index_texts: Maybe[Sequence[str | Sequence[str] | None]] = NOT_SET,
         embeddings: Maybe[Sequence[Any] | None] = NOT_SET,
-        record_ids: Maybe[str | None | Sequence[str | None]] = NOT_SET,
-        thread_ids: Maybe[str | None | Sequence[str | None]] = NOT_SET,
-        user_ids: Maybe[str | None | Sequence[str | None]] = NOT_SET,
-        agent_ids: Maybe[str | None | Sequence[str | None]] = NOT_SET,
-        roles: Maybe[str | None | Sequence[str | None]] = NOT_SET,
-        timestamps: Maybe[str | None | Sequence[str | None]] = NOT_SET,
-        metadata: Maybe[dict[str, Any] | None | Sequence[dict[str, Any] | None]] = NOT_SET,
-        ttl_days: Maybe[int | None | Sequence[int | None]] = NOT_SET,
+        record_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
+        thread_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
+        user_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
+        agent_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
+        roles: Maybe[str | Sequence[str | None] | None] = NOT_SET,
+        timestamps: Maybe[str | Sequence[str | None] | None] = NOT_SET,
+        metadata: Maybe[dict[str, Any] | Sequence[dict[str, Any] | None] | None] = NOT_SET,
+        ttl_days: Maybe[int | Sequence[int | None] | None] = NOT_SET,
         ttl_anchor: Maybe[TimeToLiveAnchor | Sequence[TimeToLiveAnchor]] = NOT_SET,
         **store_kwargs: Any,
-    ) -> list[str]:
+    ) -> builtins.list[str]:
         """Add records of one type (SPEC §3.1-§3.2; seed 004 ``add``).
 
         Args:
@@ -206,17 +208,25 @@ class OracleMemoryStore(IMemoryStore):
         return self.add_batches(
             [
                 PendingRecordBatch(
-                    texts=contents, record_type=record_type, index_texts=index_texts,
-                    embeddings=embeddings, record_ids=record_ids, thread_ids=thread_ids,
-                    user_ids=user_ids, agent_ids=agent_ids, roles=roles,
-                    timestamps=timestamps, metadata=metadata, ttl_days=ttl_days,
+                    texts=contents,
+                    record_type=record_type,
+                    index_texts=index_texts,
+                    embeddings=embeddings,
+                    record_ids=record_ids,
+                    thread_ids=thread_ids,
+                    user_ids=user_ids,
+                    agent_ids=agent_ids,
+                    roles=roles,
+                    timestamps=timestamps,
+                    metadata=metadata,
+                    ttl_days=ttl_days,
                     ttl_anchor=ttl_anchor,
                 )
             ],
             **store_kwargs,
         )
 
-    def add_batches(self, batches: Sequence[PendingRecordBatch], **store_kwargs: Any) -> list[str]:
+    def add_batches(self, batches: Sequence[PendingRecordBatch], **store_kwargs: Any) -> builtins.list[str]:
         """Persist prepared batches in one transaction (SPEC §3.2; seed 004).
 
         Args:
@@ -235,21 +245,29 @@ class OracleMemoryStore(IMemoryStore):
         if not isinstance(batches, (list, tuple)):
             raise ValueError(f"batches must be a list of PendingRecordBatch, got {batches!r}")
         ctx = self._ctx()
-        plans: list[RowPlan] = []
+        plans: builtins.list[RowPlan] = []
         for i, batch in enumerate(batches):
             if not isinstance(batch, PendingRecordBatch):
                 raise ValueError(f"batches[{i}] must be a PendingRecordBatch, got {batch!r}")
             plans.extend(
                 planning.plan_add(
-                    batch.texts, batch.record_type, index_texts=batch.index_texts,
-                    embeddings=batch.embeddings, record_ids=batch.record_ids,
-                    thread_ids=batch.thread_ids, user_ids=batch.user_ids,
-                    agent_ids=batch.agent_ids, roles=batch.roles, timestamps=batch.timestamps,
-                    metadata=batch.metadata, ttl_days=batch.ttl_days,
-                    ttl_anchor=batch.ttl_anchor, ctx=ctx,
+                    batch.texts,
+                    batch.record_type,
+                    index_texts=batch.index_texts,
+                    embeddings=batch.embeddings,
+                    record_ids=batch.record_ids,
+                    thread_ids=batch.thread_ids,
+                    user_ids=batch.user_ids,
+                    agent_ids=batch.agent_ids,
+                    roles=batch.roles,
+                    timestamps=batch.timestamps,
+                    metadata=batch.metadata,
+                    ttl_days=batch.ttl_days,
+                    ttl_anchor=batch.ttl_anchor,
+                    ctx=ctx,
                 )
             )
-        by_family: dict[str, list[str]] = {}
+        by_family: dict[str, builtins.list[str]] = {}
         for p in plans:
             by_family.setdefault(p.family, []).append(p.id)
         for family, ids in by_family.items():
@@ -277,7 +295,9 @@ class OracleMemoryStore(IMemoryStore):
             raise ValueError(f"batch_size must be a positive int, got {size!r}")
         return size
 
-    def add_user(self, user_id: str, information: str, metadata: dict[str, Any] | None = None) -> str:
+    def add_user(
+        self, user_id: str, information: str, metadata: dict[str, Any] | None = None
+    ) -> str:
         """Add a user profile; its id is ``user_id`` (seed 004 ``add_user``).
 
         Raises:
@@ -285,7 +305,9 @@ class OracleMemoryStore(IMemoryStore):
         """
         return self.add([information], "user_profile", record_ids=user_id, metadata=metadata)[0]
 
-    def add_agent(self, agent_id: str, information: str, metadata: dict[str, Any] | None = None) -> str:
+    def add_agent(
+        self, agent_id: str, information: str, metadata: dict[str, Any] | None = None
+    ) -> str:
         """Add an agent profile; its id is ``agent_id`` (seed 004 ``add_agent``).
 
         Raises:
@@ -332,13 +354,24 @@ class OracleMemoryStore(IMemoryStore):
         """
         record_type = planning.check_record_type(record_type)
         record_id = planning.check_id(record_id, "record_id")
-        given = {k: v for k, v in {
-            "text": text, "index_text": index_text, "embedding": embedding,
-            "metadata": metadata, "timestamp": timestamp, "ttl_days": ttl_days,
-            "ttl_anchor": ttl_anchor}.items() if v is not NOT_SET}
+        given = {
+            k: v
+            for k, v in {
+                "text": text,
+                "index_text": index_text,
+                "embedding": embedding,
+                "metadata": metadata,
+                "timestamp": timestamp,
+                "ttl_days": ttl_days,
+                "ttl_anchor": ttl_anchor,
+            }.items()
+            if v is not NOT_SET
+        }
         if not given:
-            raise ValueError("update needs at least one of text, index_text, embedding, "
-                             "metadata, timestamp, ttl_days, ttl_anchor")
+            raise ValueError(
+                "update needs at least one of text, index_text, embedding, "
+                "metadata, timestamp, ttl_days, ttl_anchor"
+            )
         if text is None:
             if record_type in PROFILE_TYPES:
                 raise ValueError(f"text=None is not allowed on {record_type} records")
@@ -357,13 +390,15 @@ class OracleMemoryStore(IMemoryStore):
         if timestamp is not NOT_SET and timestamp is not None and not isinstance(timestamp, str):
             raise ValueError(f"timestamp must be a str or None, got {timestamp!r}")
         meta_json = planning.dump_metadata(metadata) if metadata is not NOT_SET else None
-        if record_type not in planning.EXPIRING_TYPES and (
+        if record_type not in EXPIRING_TYPES and (
             ttl_days is not NOT_SET or ttl_anchor is not NOT_SET
         ):
-            raise ValueError(f"{record_type} records do not expire; ttl_days/ttl_anchor not allowed")
+            raise ValueError(
+                f"{record_type} records do not expire; ttl_days/ttl_anchor not allowed"
+            )
 
         ctx = self._ctx()
-        new_chunks: list[ChunkPlan] | None = None  # None: keep the search rows
+        new_chunks: builtins.list[ChunkPlan] | None = None  # None: keep the search rows
         embedding_only = text is NOT_SET and index_text is NOT_SET
         if text is None or (index_text is None and index_text is not NOT_SET):
             new_chunks = []
@@ -372,13 +407,15 @@ class OracleMemoryStore(IMemoryStore):
             chunks, owned = planning.retrieval_chunks(source, None, ctx, "index_text")
             whole = source if isinstance(source, str) else None
             new_chunks = planning.attach_vectors(chunks, owned, embedding, whole, ctx, "embedding")
-        explicit: list[Any] | None = None
+        explicit: builtins.list[Any] | None = None
         if embedding_only and embedding is not NOT_SET and embedding is not None:
             split = planning.split_vectors(embedding, "embedding")
             explicit = [split] if isinstance(split, np.ndarray) else split
             planning.check_dims(explicit, self.vector_dim)
         if new_chunks is not None:
-            planning.check_dims([c.vector for c in new_chunks if c.vector is not None], self.vector_dim)
+            planning.check_dims(
+                [c.vector for c in new_chunks if c.vector is not None], self.vector_dim
+            )
             self._embed_plans(new_chunks)
 
         with self._backend.transaction() as tx:
@@ -395,8 +432,13 @@ class OracleMemoryStore(IMemoryStore):
             if ttl_days is not NOT_SET or ttl_anchor is not NOT_SET:
                 event_ts = timestamp if timestamp is not NOT_SET else row.timestamp
                 fields["expires_at"] = planning.resolve_ttl(
-                    record_type, ttl_days, ttl_anchor, event_ts, row.created_at,
-                    self.memory_retention_config, "update",
+                    record_type,
+                    ttl_days,
+                    ttl_anchor,
+                    event_ts,
+                    row.created_at,
+                    self.memory_retention_config,
+                    "update",
                 )
             if embedding_only and embedding is not NOT_SET:
                 new_chunks = self._revector(tx, row, explicit)
@@ -408,7 +450,7 @@ class OracleMemoryStore(IMemoryStore):
         return 1
 
     @staticmethod
-    def _revector(tx: Tx, row: StoredRow, vectors: list[Any] | None) -> list[ChunkPlan]:
+    def _revector(tx: Tx, row: StoredRow, vectors: builtins.list[Any] | None) -> builtins.list[ChunkPlan]:
         texts = tx.chunk_texts(row.key)
         if vectors is None:
             return [ChunkPlan(t) for t in texts]
@@ -418,7 +460,7 @@ class OracleMemoryStore(IMemoryStore):
             raise ValueError(
                 f"embedding has {len(vectors)} vectors but the record has {len(texts)} search rows"
             )
-        return [ChunkPlan(t, v) for t, v in zip(texts, vectors)]
+        return [ChunkPlan(t, v) for t, v in zip(texts, vectors, strict=True)]
 
     # -- reads --------------------------------------------------------------------
 
@@ -441,7 +483,7 @@ class OracleMemoryStore(IMemoryStore):
         user_id: Maybe[str | None] = NOT_SET,
         agent_id: Maybe[str | None] = NOT_SET,
         metadata_filter: Maybe[dict[str, Any] | None] = NOT_SET,
-    ) -> list[Record]:
+    ) -> builtins.list[Record]:
         """List visible records of one type, oldest to newest (SPEC §3.4, §4).
 
         Args:
@@ -482,7 +524,7 @@ class OracleMemoryStore(IMemoryStore):
         *,
         start: int | None = None,
         end: int | None = None,
-    ) -> list[MessageRecord]:
+    ) -> builtins.list[MessageRecord]:
         """A thread's visible messages in insertion order (SPEC §3.4).
 
         Args:
@@ -498,13 +540,14 @@ class OracleMemoryStore(IMemoryStore):
         for name, value in (("start", start), ("end", end)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ValueError(f"{name} must be an int or None, got {value!r}")
-        if last_n is not NOT_SET and last_n is not None:
-            if isinstance(last_n, bool) or not isinstance(last_n, int) or last_n < 0:
-                raise ValueError(f"last_n must be a non-negative int or None, got {last_n!r}")
+        if (last_n is not NOT_SET and last_n is not None) and (
+            isinstance(last_n, bool) or not isinstance(last_n, int) or last_n < 0
+        ):
+            raise ValueError(f"last_n must be a non-negative int or None, got {last_n!r}")
         now = self._now()
         rows = self._backend.thread_messages(thread_id, start, end, now)
         if isinstance(last_n, int):
-            rows = rows[len(rows) - last_n:] if last_n else []
+            rows = rows[len(rows) - last_n :] if last_n else []
         return [r for r in rows if isinstance(r, MessageRecord)]
 
     def count_thread_messages(self, thread_id: str) -> int:
@@ -528,7 +571,7 @@ class OracleMemoryStore(IMemoryStore):
         exact_thread_match: bool = False,
         record_types: Iterable[str] | None = None,
         metadata_filter: Maybe[dict[str, Any] | None] = NOT_SET,
-    ) -> list[tuple[Record, float]]:
+    ) -> builtins.list[tuple[Record, float]]:
         """Rank visible records for a query (SPEC §3.5; seed 004 ``search``).
 
         Args:
@@ -584,8 +627,10 @@ class OracleMemoryStore(IMemoryStore):
             ranked = self._keyword_ranking(self._query_parts(query or ""), k, pred)
         else:
             if self.embedder is None:
-                raise ValueError(f"{strategy.name} search of a text query needs an embedder; "
-                                 "configure one or pass query_vector")
+                raise ValueError(
+                    f"{strategy.name} search of a text query needs an embedder; "
+                    "configure one or pass query_vector"
+                )
             parts = self._query_parts(query or "")
             vectors = list(np.asarray(self.embedder.embed(parts, is_query=True), dtype=np.float32))
             if strategy is SearchStrategy.VECTOR:
@@ -599,26 +644,31 @@ class OracleMemoryStore(IMemoryStore):
                 ranked = [(key, rrf_distance(s, 2)) for key, s in fused.items()]
         return self._materialize(ranked, k)
 
-    def _query_parts(self, query: str) -> list[str]:
+    def _query_parts(self, query: str) -> builtins.list[str]:
         size = self.embedder.chunk_chars if self.embedder is not None else 4000
         return chunk_text(query, size) or [query]
 
-    def _vector_ranking(self, vectors: Sequence[Any], k: int, pred: Predicate,
-                        *, fused: bool) -> list[tuple[Hashable, float]]:
+    def _vector_ranking(
+        self, vectors: Sequence[Any], k: int, pred: Predicate, *, fused: bool
+    ) -> builtins.list[tuple[Hashable, float]]:
         lists = self._backend.rank_vector(vectors, k, pred)
         if not fused:
             return lists[0]
         scores = rrf([[key for key, _ in lst] for lst in lists])
         return [(key, rrf_distance(s, len(lists))) for key, s in scores.items()]
 
-    def _keyword_ranking(self, parts: Sequence[str], k: int, pred: Predicate) -> list[tuple[Hashable, float]]:
+    def _keyword_ranking(
+        self, parts: Sequence[str], k: int, pred: Predicate
+    ) -> builtins.list[tuple[Hashable, float]]:
         lists = [self._backend.rank_keyword(p, k, pred) for p in parts]
         if len(lists) == 1:
             return [(key, bm25_distance(score)) for key, score in lists[0]]
         scores = rrf([[key for key, _ in lst] for lst in lists])
         return [(key, rrf_distance(s, len(lists))) for key, s in scores.items()]
 
-    def _materialize(self, ranked: Sequence[tuple[Hashable, float]], k: int) -> list[tuple[Record, float]]:
+    def _materialize(
+        self, ranked: Sequence[tuple[Hashable, float]], k: int
+    ) -> builtins.list[tuple[Record, float]]:
         best = sorted(ranked, key=lambda kv: kv[1])[: max(k * 2, k + 10)]
         records = self._backend.load([key for key, _ in best])
         out = [(records[key], float(d)) for key, d in best if key in records]
@@ -703,12 +753,19 @@ class OracleMemoryStore(IMemoryStore):
             ValueError: for bad ids, invalid metadata/config, or an existing thread.
         """
         planning.check_id(thread_id, "thread_id")
-        scope = [planning._scope_id(v, n) for v, n in ((user_id, "user_id"), (agent_id, "agent_id"))]
+        scope = [
+            planning._scope_id(v, n) for v, n in ((user_id, "user_id"), (agent_id, "agent_id"))
+        ]
         planning.dump_metadata(metadata)
         planning.dump_metadata(config or {}, "config")
         row = ThreadRow(
-            thread_id=thread_id, user_id=scope[0], agent_id=scope[1], metadata=metadata,
-            config=dict(config or {}), state={}, created_at=iso(self._now()),
+            thread_id=thread_id,
+            user_id=scope[0],
+            agent_id=scope[1],
+            metadata=metadata,
+            config=dict(config or {}),
+            state={},
+            created_at=iso(self._now()),
         )
         with self._backend.transaction() as tx:
             if tx.existing_ids(THREAD, [thread_id]):
@@ -720,11 +777,13 @@ class OracleMemoryStore(IMemoryStore):
         planning.check_id(thread_id, "thread_id")
         return self._backend.get_thread(thread_id)
 
-    def list_thread_rows(self, user_id: Maybe[str | None] = NOT_SET,
-                         agent_id: Maybe[str | None] = NOT_SET) -> list[ThreadRow]:
+    def list_thread_rows(
+        self, user_id: Maybe[str | None] = NOT_SET, agent_id: Maybe[str | None] = NOT_SET
+    ) -> builtins.list[ThreadRow]:
         """[oam] Thread rows oldest first; ``user_id``/``agent_id`` filter as in ``list``."""
-        return self._backend.list_threads(_scope_arg(user_id, "user_id"),
-                                          _scope_arg(agent_id, "agent_id"))
+        return self._backend.list_threads(
+            _scope_arg(user_id, "user_id"), _scope_arg(agent_id, "agent_id")
+        )
 
     def update_thread_row(
         self,
@@ -741,7 +800,11 @@ class OracleMemoryStore(IMemoryStore):
             ValueError: for non-JSON config/state.
         """
         planning.check_id(thread_id, "thread_id")
-        for name, value in (("config", config), ("state", state), ("expected_state", expected_state)):
+        for name, value in (
+            ("config", config),
+            ("state", state),
+            ("expected_state", expected_state),
+        ):
             if value is not NOT_SET:
                 planning.dump_metadata(value, name)
         with self._backend.transaction() as tx:
@@ -759,23 +822,27 @@ class OracleMemoryStore(IMemoryStore):
 
     # -- async twins (SPEC §9): the sync method, run in a worker thread ------------
 
-    async def add_async(self, contents: Sequence[str | None], record_type: str,
-                        **kwargs: Any) -> list[str]:
+    async def add_async(
+        self, contents: Sequence[str | None], record_type: str, **kwargs: Any
+    ) -> builtins.list[str]:
         """Async twin of ``add``; same arguments, result and errors."""
         return await self._to_thread(self.add, contents, record_type, **kwargs)
 
-    async def add_batches_async(self, batches: Sequence[PendingRecordBatch],
-                                **store_kwargs: Any) -> list[str]:
+    async def add_batches_async(
+        self, batches: Sequence[PendingRecordBatch], **store_kwargs: Any
+    ) -> builtins.list[str]:
         """Async twin of ``add_batches``."""
         return await self._to_thread(self.add_batches, batches, **store_kwargs)
 
-    async def add_user_async(self, user_id: str, information: str,
-                             metadata: dict[str, Any] | None = None) -> str:
+    async def add_user_async(
+        self, user_id: str, information: str, metadata: dict[str, Any] | None = None
+    ) -> str:
         """Async twin of ``add_user``."""
         return await self._to_thread(self.add_user, user_id, information, metadata)
 
-    async def add_agent_async(self, agent_id: str, information: str,
-                              metadata: dict[str, Any] | None = None) -> str:
+    async def add_agent_async(
+        self, agent_id: str, information: str, metadata: dict[str, Any] | None = None
+    ) -> str:
         """Async twin of ``add_agent``."""
         return await self._to_thread(self.add_agent, agent_id, information, metadata)
 
@@ -787,17 +854,19 @@ class OracleMemoryStore(IMemoryStore):
         """Async twin of ``get``."""
         return await self._to_thread(self.get, record_type, record_id)
 
-    async def list_async(self, record_type: str, **kwargs: Any) -> list[Record]:
+    async def list_async(self, record_type: str, **kwargs: Any) -> builtins.list[Record]:
         """Async twin of ``list``."""
         return await self._to_thread(self.list, record_type, **kwargs)
 
-    async def list_thread_messages_async(self, thread_id: str, last_n: Maybe[int | None] = NOT_SET,
-                                         **kwargs: Any) -> list[MessageRecord]:
+    async def list_thread_messages_async(
+        self, thread_id: str, last_n: Maybe[int | None] = NOT_SET, **kwargs: Any
+    ) -> builtins.list[MessageRecord]:
         """Async twin of ``list_thread_messages``."""
         return await self._to_thread(self.list_thread_messages, thread_id, last_n, **kwargs)
 
-    async def search_async(self, query: str | None = None, k: int = 5,
-                           **kwargs: Any) -> list[tuple[Record, float]]:
+    async def search_async(
+        self, query: str | None = None, k: int = 5, **kwargs: Any
+    ) -> builtins.list[tuple[Record, float]]:
         """Async twin of ``search``."""
         return await self._to_thread(self.search, query, k, **kwargs)
 
@@ -851,7 +920,9 @@ def _types_arg(record_types: Iterable[str] | None) -> frozenset[str]:
     try:
         types = frozenset(record_types)
     except TypeError:
-        raise ValueError(f"record_types must be a set of type names, got {record_types!r}") from None
+        raise ValueError(
+            f"record_types must be a set of type names, got {record_types!r}"
+        ) from None
     unknown = types - SEARCHABLE_TYPES
     if unknown:
         raise ValueError(

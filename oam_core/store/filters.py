@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 Json = Any
 """A JSON-compatible Python value: None, bool, int, float, str, list, dict[str, ...]."""
@@ -65,7 +65,7 @@ class AllOf:
     exprs: tuple[Expr, ...]
 
 
-Expr = Union[Equals, Nested, Contains, Not, AllOf]
+Expr = Equals | Nested | Contains | Not | AllOf
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ def json_equal(a: Json, b: Json) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return a == b
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
     if type(a) is not type(b):

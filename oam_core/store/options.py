@@ -27,9 +27,7 @@ class SearchStrategy(str, enum.Enum):
             return value
         if isinstance(value, str) and value.upper() in cls.__members__:
             return cls[value.upper()]
-        raise ValueError(
-            f"search_strategy must be one of {[m.name for m in cls]}, got {value!r}"
-        )
+        raise ValueError(f"search_strategy must be one of {[m.name for m in cls]}, got {value!r}")
 
 
 class SearchIndexSyncMode(str, enum.Enum):

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -80,9 +80,7 @@ class PlanContext:
 def check_record_type(record_type: object, *, allow_thread: bool = False) -> str:
     """Return ``record_type`` if known, else raise ValueError naming it."""
     if not isinstance(record_type, str) or record_type not in RECORD_TYPES:
-        raise ValueError(
-            f"record_type must be one of {sorted(RECORD_TYPES)}, got {record_type!r}"
-        )
+        raise ValueError(f"record_type must be one of {sorted(RECORD_TYPES)}, got {record_type!r}")
     if record_type == THREAD and not allow_thread:
         raise ValueError("record_type 'thread' cannot be written with add(); create a thread")
     return record_type
@@ -247,7 +245,7 @@ def attach_vectors(
         )
     if len(vectors) != len(chunks):
         raise ValueError(f"{name}: {len(vectors)} vectors for {len(chunks)} chunks")
-    return [ChunkPlan(c, v) for c, v in zip(chunks, vectors)]
+    return [ChunkPlan(c, v) for c, v in zip(chunks, vectors, strict=True)]
 
 
 def resolve_ttl(
@@ -267,7 +265,9 @@ def resolve_ttl(
     """
     if record_type not in EXPIRING_TYPES:
         if ttl_days is not NOT_SET or ttl_anchor is not NOT_SET:
-            raise ValueError(f"{record_type} records do not expire; ttl_days/ttl_anchor not allowed")
+            raise ValueError(
+                f"{record_type} records do not expire; ttl_days/ttl_anchor not allowed"
+            )
         return None
     anchor = TimeToLiveAnchor.CREATED_AT if ttl_anchor is NOT_SET else ttl_anchor
     if not isinstance(anchor, TimeToLiveAnchor):
@@ -310,7 +310,9 @@ def plan_add(
         raise ValueError(f"contents must be a list of str or None, got {contents!r}")
     n = len(contents)
     ids = _resolve_ids(record_ids, n, record_type)
-    b_index = broadcast("index_texts", index_texts, n) if index_texts is not NOT_SET else [NOT_SET] * n
+    b_index = (
+        broadcast("index_texts", index_texts, n) if index_texts is not NOT_SET else [NOT_SET] * n
+    )
     if embeddings is NOT_SET or embeddings is None:
         b_emb: list[Any] = [NOT_SET] * n
     else:
@@ -335,8 +337,14 @@ def plan_add(
             content = b_meta[i]["content"]
         if content is not None and not isinstance(content, str):
             raise ValueError(f"contents[{i}] must be a str or None, got {content!r}")
-        scope = [_scope_id(b, f"{nm}[{i}]") for b, nm in (
-            (b_thread[i], "thread_ids"), (b_user[i], "user_ids"), (b_agent[i], "agent_ids"))]
+        scope = [
+            _scope_id(b, f"{nm}[{i}]")
+            for b, nm in (
+                (b_thread[i], "thread_ids"),
+                (b_user[i], "user_ids"),
+                (b_agent[i], "agent_ids"),
+            )
+        ]
         role = b_roles[i]
         if record_type == MESSAGE:
             if content is None:
@@ -353,11 +361,10 @@ def plan_add(
         ts = b_ts[i]
         if ts is not None and not isinstance(ts, str):
             raise ValueError(f"timestamps[{i}] must be a str or None, got {ts!r}")
-        expires = resolve_ttl(
-            record_type, b_ttl[i], b_anchor[i], ts, ctx.now, ctx.retention, where
-        )
+        expires = resolve_ttl(record_type, b_ttl[i], b_anchor[i], ts, ctx.now, ctx.retention, where)
         chunks, owned = retrieval_chunks(b_index[i], content, ctx, f"index_texts[{i}]")
-        whole = b_index[i] if isinstance(b_index[i], str) else content
+        entry: object = b_index[i]
+        whole: str | None = entry if isinstance(entry, str) else cast("str | None", content)
         chunk_plans = attach_vectors(chunks, owned, b_emb[i], whole, ctx, f"embeddings[{i}]")
         if record_type == "user_profile":
             chunk_scope: tuple[str | None, str | None, str | None] = (None, ids[i], None)
@@ -367,11 +374,19 @@ def plan_add(
             chunk_scope = (scope[0], scope[1], scope[2])
         plans.append(
             RowPlan(
-                family=family_of(record_type), id=ids[i], record_type=record_type,
-                content=content, role=role if record_type == MESSAGE else None,
-                thread_id=scope[0], user_id=scope[1], agent_id=scope[2],
-                timestamp=ts, metadata=meta_json, expires_at=expires,
-                chunks=chunk_plans, chunk_scope=chunk_scope,
+                family=family_of(record_type),
+                id=ids[i],
+                record_type=record_type,
+                content=content,
+                role=role if record_type == MESSAGE else None,
+                thread_id=scope[0],
+                user_id=scope[1],
+                agent_id=scope[2],
+                timestamp=ts,
+                metadata=meta_json,
+                expires_at=expires,
+                chunks=chunk_plans,
+                chunk_scope=chunk_scope,
             )
         )
     check_dims([c.vector for p in plans for c in p.chunks if c.vector is not None], ctx.vector_dim)

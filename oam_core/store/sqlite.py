@@ -10,6 +10,7 @@ FTS5 BM25; scope, type, expiry and metadata filters run in SQL before ranking.
 
 from __future__ import annotations
 
+import builtins
 import json
 import sqlite3
 import threading
@@ -88,8 +89,11 @@ class SQLiteMemoryStore(OracleMemoryStore):
         clock: Clock | None = None,
     ) -> None:
         super().__init__(
-            embedder=embedder, vector_dim=vector_dim, search_strategy=search_strategy,
-            memory_retention_config=memory_retention_config, clock=clock,
+            embedder=embedder,
+            vector_dim=vector_dim,
+            search_strategy=search_strategy,
+            memory_retention_config=memory_retention_config,
+            clock=clock,
         )
         if not isinstance(path, (str, Path)):
             raise ValueError(f"path must be a str or pathlib.Path, got {path!r}")
@@ -113,7 +117,11 @@ class SQLiteMemoryStore(OracleMemoryStore):
                     f"{SCHEMA_VERSION}. Upgrade oam."
                 )
             stored_dim = meta.get("vector_dim")
-            if stored_dim is not None and self.vector_dim is not None and int(stored_dim) != self.vector_dim:
+            if (
+                stored_dim is not None
+                and self.vector_dim is not None
+                and int(stored_dim) != self.vector_dim
+            ):
                 raise ValueError(
                     f"{self.path} stores vectors of dimension {stored_dim}, but this store "
                     f"was opened with dimension {self.vector_dim}"
@@ -121,7 +129,9 @@ class SQLiteMemoryStore(OracleMemoryStore):
             if stored_dim is not None:
                 self.vector_dim = int(stored_dim)
             if retention is None and "retention" in meta:
-                self.memory_retention_config = MemoryRetentionConfig(**json.loads(meta["retention"]))
+                self.memory_retention_config = MemoryRetentionConfig(
+                    **json.loads(meta["retention"])
+                )
             tx.set_meta("schema_version", str(SCHEMA_VERSION))
             tx.set_meta("search_strategy", self.search_strategy.value)
             tx.set_meta("retention", json.dumps(asdict(self.memory_retention_config)))
@@ -143,10 +153,15 @@ class _VectorCache:
         self.pks = np.zeros(0, dtype=np.int64)
         self.mat = np.zeros((0, 0), dtype=np.float32)
 
-    def rows(self, backend: _SQLiteBackend, needed: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+    def rows(
+        self, backend: _SQLiteBackend, needed: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.float32]:
         pos = np.searchsorted(self.pks, needed)
-        found = (pos < len(self.pks)) & (self.pks[np.minimum(pos, len(self.pks) - 1)] == needed) \
-            if len(self.pks) else np.zeros(len(needed), dtype=bool)
+        found = (
+            (pos < len(self.pks)) & (self.pks[np.minimum(pos, len(self.pks) - 1)] == needed)
+            if len(self.pks)
+            else np.zeros(len(needed), dtype=bool)
+        )
         if not bool(np.all(found)):
             self._load(backend, int(self.pks[-1]) if len(self.pks) else 0)
             pos = np.searchsorted(self.pks, needed)
@@ -219,13 +234,33 @@ class _SQLiteBackend(Backend):
 
     @staticmethod
     def record(row: Sequence[Any]) -> Record:
-        (_pk, family, rid, rtype, content, role, seq_no, thread_id, user_id, agent_id,
-         event_ts, metadata, created_at, expires_at) = row
+        (
+            _pk,
+            family,
+            rid,
+            rtype,
+            content,
+            role,
+            seq_no,
+            thread_id,
+            user_id,
+            agent_id,
+            event_ts,
+            metadata,
+            created_at,
+            expires_at,
+        ) = row
         common: dict[str, Any] = dict(
-            id=rid, record_type=rtype, content=content, timestamp=event_ts,
+            id=rid,
+            record_type=rtype,
+            content=content,
+            timestamp=event_ts,
             metadata=json.loads(metadata) if metadata is not None else None,
-            created_at=created_at, thread_id=thread_id, user_id=user_id,
-            agent_id=agent_id, expires_at=_from_epoch(expires_at),
+            created_at=created_at,
+            thread_id=thread_id,
+            user_id=user_id,
+            agent_id=agent_id,
+            expires_at=_from_epoch(expires_at),
         )
         if family == MESSAGE:
             return MessageRecord(role=role, seq_no=seq_no or 0, **common)
@@ -233,7 +268,7 @@ class _SQLiteBackend(Backend):
 
     # -- predicates -------------------------------------------------------------
 
-    def where(self, pred: Predicate, alias: str, params: list[Any], *, records: bool) -> str:
+    def where(self, pred: Predicate, alias: str, params: builtins.list[Any], *, records: bool) -> str:
         """SQL for ``pred`` over ``alias`` (records r or chunks c joined to records r)."""
         types = sorted(pred.record_types)
         parts = [f"{alias}.record_type IN ({', '.join('?' * len(types))})"]
@@ -241,8 +276,11 @@ class _SQLiteBackend(Backend):
         parts.append(f"({alias}.expires_at IS NULL OR {alias}.expires_at > ?)")
         params.append(pred.now.timestamp())
         is_thread = records and types == [THREAD]
-        for column, value in (("thread_id", pred.thread_id), ("user_id", pred.user_id),
-                              ("agent_id", pred.agent_id)):
+        for column, value in (
+            ("thread_id", pred.thread_id),
+            ("user_id", pred.user_id),
+            ("agent_id", pred.agent_id),
+        ):
             if value is NOT_SET:
                 continue
             col = "id" if (is_thread and column == "thread_id") else column
@@ -270,8 +308,8 @@ class _SQLiteBackend(Backend):
             ).fetchone()
         return None if row is None else self.record(row)
 
-    def list(self, pred: Predicate, limit: int | None) -> list[Record]:
-        params: list[Any] = []
+    def list(self, pred: Predicate, limit: int | None) -> builtins.list[Record]:
+        params: builtins.list[Any] = []
         where = self.where(pred, "r", params, records=True)
         sql = f"SELECT {_RECORD_COLS} FROM {self.p}records r WHERE {where} ORDER BY pk DESC"
         if limit is not None:
@@ -282,20 +320,25 @@ class _SQLiteBackend(Backend):
         return [self.record(r) for r in reversed(rows)]
 
     def _thread_where(self) -> str:
-        return (f"FROM {self.p}records WHERE family = 'message' AND thread_id = ? "
-                "AND (expires_at IS NULL OR expires_at > ?)")
+        return (
+            f"FROM {self.p}records WHERE family = 'message' AND thread_id = ? "
+            "AND (expires_at IS NULL OR expires_at > ?)"
+        )
 
     def count_thread_messages(self, thread_id: str, now: datetime) -> int:
         with self.lock:
-            return int(self.conn.execute(
-                f"SELECT count(*) {self._thread_where()}", (thread_id, now.timestamp())
-            ).fetchone()[0])
+            return int(
+                self.conn.execute(
+                    f"SELECT count(*) {self._thread_where()}", (thread_id, now.timestamp())
+                ).fetchone()[0]
+            )
 
-    def thread_messages(self, thread_id: str, start: int | None, end: int | None,
-                        now: datetime) -> list[Record]:
+    def thread_messages(
+        self, thread_id: str, start: int | None, end: int | None, now: datetime
+    ) -> builtins.list[Record]:
         with self.lock:
             lo, hi = 0, None
-            if start is not None and start < 0 or end is not None and end < 0:
+            if (start is not None and start < 0) or (end is not None and end < 0):
                 total = self.count_thread_messages(thread_id, now)
                 lo, hi, _ = slice(start, end).indices(total)
             else:
@@ -314,7 +357,8 @@ class _SQLiteBackend(Backend):
         with self.lock:
             row = self.conn.execute(
                 f"SELECT id, user_id, agent_id, metadata, config, state, created_at "
-                f"FROM {self.p}records WHERE family = 'thread' AND id = ?", (thread_id,),
+                f"FROM {self.p}records WHERE family = 'thread' AND id = ?",
+                (thread_id,),
             ).fetchone()
         return None if row is None else self._thread(row)
 
@@ -322,13 +366,18 @@ class _SQLiteBackend(Backend):
     def _thread(row: Sequence[Any]) -> ThreadRow:
         tid, user_id, agent_id, metadata, config, state, created_at = row
         return ThreadRow(
-            thread_id=tid, user_id=user_id, agent_id=agent_id,
+            thread_id=tid,
+            user_id=user_id,
+            agent_id=agent_id,
             metadata=json.loads(metadata) if metadata is not None else None,
-            config=json.loads(config or "{}"), state=json.loads(state or "{}"),
+            config=json.loads(config or "{}"),
+            state=json.loads(state or "{}"),
             created_at=created_at,
         )
 
-    def list_threads(self, user_id: Maybe[str | None], agent_id: Maybe[str | None]) -> list[ThreadRow]:
+    def list_threads(
+        self, user_id: Maybe[str | None], agent_id: Maybe[str | None]
+    ) -> builtins.list[ThreadRow]:
         parts, params = ["family = 'thread'"], []
         for column, value in (("user_id", user_id), ("agent_id", agent_id)):
             if value is None:
@@ -339,7 +388,8 @@ class _SQLiteBackend(Backend):
         with self.lock:
             rows = self.conn.execute(
                 f"SELECT id, user_id, agent_id, metadata, config, state, created_at "
-                f"FROM {self.p}records WHERE {' AND '.join(parts)} ORDER BY pk", params,
+                f"FROM {self.p}records WHERE {' AND '.join(parts)} ORDER BY pk",
+                params,
             ).fetchall()
         return [self._thread(r) for r in rows]
 
@@ -348,24 +398,28 @@ class _SQLiteBackend(Backend):
         keys = list(keys)
         with self.lock:
             for i in range(0, len(keys), 500):
-                part = keys[i:i + 500]
+                part = keys[i : i + 500]
                 rows = self.conn.execute(
                     f"SELECT {_RECORD_COLS} FROM {self.p}records WHERE pk IN "
-                    f"({', '.join('?' * len(part))})", part,
+                    f"({', '.join('?' * len(part))})",
+                    part,
                 ).fetchall()
                 out.update({r[0]: self.record(r) for r in rows})
         return out
 
     # -- ranking ----------------------------------------------------------------
 
-    def _candidates(self, pred: Predicate, extra: str = "") -> tuple[str, list[Any]]:
-        params: list[Any] = []
+    def _candidates(self, pred: Predicate, extra: str = "") -> tuple[str, builtins.list[Any]]:
+        params: builtins.list[Any] = []
         where = self.where(pred, "c", params, records=False)
-        join = f"JOIN {self.p}records r ON r.pk = c.record_pk" if pred.metadata is not NOT_SET else ""
+        join = (
+            f"JOIN {self.p}records r ON r.pk = c.record_pk" if pred.metadata is not NOT_SET else ""
+        )
         return f"FROM {self.p}chunks c {join} WHERE {where} {extra}", params
 
-    def rank_vector(self, queries: Sequence[Vector], k: int,
-                    pred: Predicate) -> list[list[tuple[Hashable, float]]]:
+    def rank_vector(
+        self, queries: Sequence[Vector], k: int, pred: Predicate
+    ) -> builtins.list[builtins.list[tuple[Hashable, float]]]:
         frm, params = self._candidates(pred, "AND c.embedding IS NOT NULL")
         with self.lock:
             rows = self.conn.execute(f"SELECT c.pk, c.record_pk {frm}", params).fetchall()
@@ -379,7 +433,7 @@ class _SQLiteBackend(Backend):
         qn = np.linalg.norm(q, axis=1, keepdims=True)
         q = np.divide(q, qn, out=np.zeros_like(q), where=qn > 0)
         dist = np.clip(1.0 - mat @ q.T, 0.0, 2.0)  # (chunks, queries)
-        out = []
+        out: builtins.list[builtins.list[tuple[Hashable, float]]] = []
         for j in range(q.shape[0]):
             d = dist[:, j]
             idx = np.lexsort((d, rec_pks))
@@ -387,11 +441,13 @@ class _SQLiteBackend(Backend):
             first = np.ones(len(recs), dtype=bool)
             first[1:] = recs[1:] != recs[:-1]
             recs, ds = recs[first], ds[first]
-            top = np.argsort(ds, kind="stable")[:k] if k < len(ds) else np.argsort(ds, kind="stable")
+            top = (
+                np.argsort(ds, kind="stable")[:k] if k < len(ds) else np.argsort(ds, kind="stable")
+            )
             out.append([(int(recs[i]), float(ds[i])) for i in top])
         return out
 
-    def rank_keyword(self, query: str, k: int, pred: Predicate) -> list[tuple[Hashable, float]]:
+    def rank_keyword(self, query: str, k: int, pred: Predicate) -> builtins.list[tuple[Hashable, float]]:
         terms = list(dict.fromkeys(t.lower() for t in _TERM.findall(query)))
         if not terms:
             return []
@@ -421,17 +477,23 @@ class _SQLiteTx(Tx):
         return dict(self.c.execute(f"SELECT key, value FROM {self.p}oam_meta").fetchall())
 
     def set_meta(self, key: str, value: str) -> None:
-        self.c.execute(f"INSERT OR REPLACE INTO {self.p}oam_meta (key, value) VALUES (?, ?)",
-                       (key, value))
+        self.c.execute(
+            f"INSERT OR REPLACE INTO {self.p}oam_meta (key, value) VALUES (?, ?)", (key, value)
+        )
 
     def existing_ids(self, family: str, ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
         ids = list(ids)
         for i in range(0, len(ids), 500):
-            part = ids[i:i + 500]
-            found.update(r[0] for r in self.c.execute(
-                f"SELECT id FROM {self.p}records WHERE family = ? AND id IN "
-                f"({', '.join('?' * len(part))})", [family, *part]))
+            part = ids[i : i + 500]
+            found.update(
+                r[0]
+                for r in self.c.execute(
+                    f"SELECT id FROM {self.p}records WHERE family = ? AND id IN "
+                    f"({', '.join('?' * len(part))})",
+                    [family, *part],
+                )
+            )
         return found
 
     def insert(self, plans: Sequence[RowPlan], created_at: datetime, batch_size: int) -> None:
@@ -442,48 +504,92 @@ class _SQLiteTx(Tx):
             seq = None
             if plan.family == MESSAGE:
                 if plan.thread_id not in next_seq:
-                    next_seq[plan.thread_id] = int(self.c.execute(
-                        f"SELECT COALESCE(MAX(seq_no), -1) + 1 FROM {self.p}records "
-                        "WHERE family = 'message' AND thread_id IS ?", (plan.thread_id,),
-                    ).fetchone()[0])
+                    next_seq[plan.thread_id] = int(
+                        self.c.execute(
+                            f"SELECT COALESCE(MAX(seq_no), -1) + 1 FROM {self.p}records "
+                            "WHERE family = 'message' AND thread_id IS ?",
+                            (plan.thread_id,),
+                        ).fetchone()[0]
+                    )
                 seq = next_seq[plan.thread_id]
                 next_seq[plan.thread_id] = seq + 1
-            rows.append((plan.family, plan.id, plan.record_type, plan.content, plan.role, seq,
-                         plan.thread_id, plan.user_id, plan.agent_id, plan.timestamp,
-                         plan.metadata, created, _epoch(plan.expires_at)))
-        sql = (f"INSERT INTO {self.p}records (family, id, record_type, content, role, seq_no, "
-               "thread_id, user_id, agent_id, event_ts, metadata, created_at, expires_at) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+            rows.append(
+                (
+                    plan.family,
+                    plan.id,
+                    plan.record_type,
+                    plan.content,
+                    plan.role,
+                    seq,
+                    plan.thread_id,
+                    plan.user_id,
+                    plan.agent_id,
+                    plan.timestamp,
+                    plan.metadata,
+                    created,
+                    _epoch(plan.expires_at),
+                )
+            )
+        sql = (
+            f"INSERT INTO {self.p}records (family, id, record_type, content, role, seq_no, "
+            "thread_id, user_id, agent_id, event_ts, metadata, created_at, expires_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        )
         for i in range(0, len(rows), batch_size):
-            self.c.executemany(sql, rows[i:i + batch_size])
+            self.c.executemany(sql, rows[i : i + batch_size])
         pks: dict[tuple[str, str], int] = {}
         for family in {p.family for p in plans}:
             ids = [p.id for p in plans if p.family == family]
             for i in range(0, len(ids), 500):
-                part = ids[i:i + 500]
+                part = ids[i : i + 500]
                 for rid, pk in self.c.execute(
                     f"SELECT id, pk FROM {self.p}records WHERE family = ? AND id IN "
-                    f"({', '.join('?' * len(part))})", [family, *part]):
+                    f"({', '.join('?' * len(part))})",
+                    [family, *part],
+                ):
                     pks[(family, rid)] = pk
         chunk_rows = [
-            self._chunk_row(pks[(plan.family, plan.id)], plan.record_type, seq, chunk,
-                            plan.chunk_scope, plan.expires_at)
-            for plan in plans for seq, chunk in enumerate(plan.chunks)
+            self._chunk_row(
+                pks[(plan.family, plan.id)],
+                plan.record_type,
+                seq,
+                chunk,
+                plan.chunk_scope,
+                plan.expires_at,
+            )
+            for plan in plans
+            for seq, chunk in enumerate(plan.chunks)
         ]
         self._insert_chunks(chunk_rows, batch_size)
 
     @staticmethod
-    def _chunk_row(record_pk: int, record_type: str, seq: int, chunk: ChunkPlan,
-                   scope: tuple[str | None, str | None, str | None],
-                   expires_at: datetime | None) -> tuple[Any, ...]:
-        return (record_pk, record_type, seq, chunk.text, _blob(chunk.vector),
-                scope[0], scope[1], scope[2], _epoch(expires_at))
+    def _chunk_row(
+        record_pk: int,
+        record_type: str,
+        seq: int,
+        chunk: ChunkPlan,
+        scope: tuple[str | None, str | None, str | None],
+        expires_at: datetime | None,
+    ) -> tuple[Any, ...]:
+        return (
+            record_pk,
+            record_type,
+            seq,
+            chunk.text,
+            _blob(chunk.vector),
+            scope[0],
+            scope[1],
+            scope[2],
+            _epoch(expires_at),
+        )
 
     def _insert_chunks(self, rows: Sequence[tuple[Any, ...]], batch_size: int) -> None:
-        sql = (f"INSERT INTO {self.p}chunks (record_pk, record_type, seq, text, embedding, "
-               "thread_id, user_id, agent_id, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        sql = (
+            f"INSERT INTO {self.p}chunks (record_pk, record_type, seq, text, embedding, "
+            "thread_id, user_id, agent_id, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        )
         for i in range(0, len(rows), batch_size):
-            self.c.executemany(sql, rows[i:i + batch_size])
+            self.c.executemany(sql, rows[i : i + batch_size])
 
     def fetch(self, family: str, record_id: str) -> StoredRow | None:
         row = self.c.execute(
@@ -501,37 +607,58 @@ class _SQLiteTx(Tx):
         else:
             scope = (tid, uid, aid)
         return StoredRow(
-            key=pk, family=family, record_type=rtype, content=content, timestamp=ts,
+            key=pk,
+            family=family,
+            record_type=rtype,
+            content=content,
+            timestamp=ts,
             metadata=json.loads(meta) if meta is not None else None,
-            created_at=datetime.fromisoformat(created), scope=scope,
+            created_at=datetime.fromisoformat(created),
+            scope=scope,
         )
 
-    def chunk_texts(self, key: Hashable) -> list[str | None]:
-        return [r[0] for r in self.c.execute(
-            f"SELECT text FROM {self.p}chunks WHERE record_pk = ? ORDER BY seq", (key,))]
+    def chunk_texts(self, key: Hashable) -> builtins.list[str | None]:
+        return [
+            r[0]
+            for r in self.c.execute(
+                f"SELECT text FROM {self.p}chunks WHERE record_pk = ? ORDER BY seq", (key,)
+            )
+        ]
 
     def replace_chunks(self, row: StoredRow, chunks: Sequence[ChunkPlan]) -> None:
         expires = self.c.execute(
-            f"SELECT expires_at FROM {self.p}records WHERE pk = ?", (row.key,)).fetchone()[0]
+            f"SELECT expires_at FROM {self.p}records WHERE pk = ?", (row.key,)
+        ).fetchone()[0]
         self.c.execute(f"DELETE FROM {self.p}chunks WHERE record_pk = ?", (row.key,))
-        rows = [(row.key, row.record_type, seq, c.text, _blob(c.vector), *row.scope, expires)
-                for seq, c in enumerate(chunks)]
+        rows = [
+            (row.key, row.record_type, seq, c.text, _blob(c.vector), *row.scope, expires)
+            for seq, c in enumerate(chunks)
+        ]
         self._insert_chunks(rows, 256)
 
     def update_row(self, row: StoredRow, fields: dict[str, Any]) -> None:
-        columns = {"content": "content", "metadata": "metadata", "timestamp": "event_ts",
-                   "expires_at": "expires_at"}
+        columns = {
+            "content": "content",
+            "metadata": "metadata",
+            "timestamp": "event_ts",
+            "expires_at": "expires_at",
+        }
         values = {columns[k]: (_epoch(v) if k == "expires_at" else v) for k, v in fields.items()}
         sets = ", ".join(f"{col} = ?" for col in values)
-        self.c.execute(f"UPDATE {self.p}records SET {sets} WHERE pk = ?", [*values.values(), row.key])
+        self.c.execute(
+            f"UPDATE {self.p}records SET {sets} WHERE pk = ?", [*values.values(), row.key]
+        )
         if "expires_at" in values:
-            self.c.execute(f"UPDATE {self.p}chunks SET expires_at = ? WHERE record_pk = ?",
-                           (values["expires_at"], row.key))
+            self.c.execute(
+                f"UPDATE {self.p}chunks SET expires_at = ? WHERE record_pk = ?",
+                (values["expires_at"], row.key),
+            )
 
-    def delete_record(self, family: str, record_id: str, record_type: str | None,
-                      thread_id: Maybe[str]) -> int:
+    def delete_record(
+        self, family: str, record_id: str, record_type: str | None, thread_id: Maybe[str]
+    ) -> int:
         sql = f"DELETE FROM {self.p}records WHERE family = ? AND id = ?"
-        params: list[Any] = [family, record_id]
+        params: builtins.list[Any] = [family, record_id]
         if record_type is not None:
             sql += " AND record_type = ?"
             params.append(record_type)
@@ -541,35 +668,57 @@ class _SQLiteTx(Tx):
         return self.c.execute(sql, params).rowcount
 
     def delete_thread(self, thread_id: str) -> int:
-        n = self.c.execute(f"DELETE FROM {self.p}records WHERE family = 'thread' AND id = ?",
-                           (thread_id,)).rowcount
-        self.c.execute(f"DELETE FROM {self.p}records WHERE family IN ('message', 'memory') "
-                       "AND thread_id = ?", (thread_id,))
+        n = self.c.execute(
+            f"DELETE FROM {self.p}records WHERE family = 'thread' AND id = ?", (thread_id,)
+        ).rowcount
+        self.c.execute(
+            f"DELETE FROM {self.p}records WHERE family IN ('message', 'memory') AND thread_id = ?",
+            (thread_id,),
+        )
         return n
 
     def delete_actor_scope(self, column: str, actor_id: str) -> None:
         if column not in ("user_id", "agent_id"):
             raise ValueError(f"unknown scope column {column!r}")
-        threads = [r[0] for r in self.c.execute(
-            f"SELECT id FROM {self.p}records WHERE family = 'thread' AND {column} = ?", (actor_id,))]
+        threads = [
+            r[0]
+            for r in self.c.execute(
+                f"SELECT id FROM {self.p}records WHERE family = 'thread' AND {column} = ?",
+                (actor_id,),
+            )
+        ]
         for tid in threads:
             self.delete_thread(tid)
-        self.c.execute(f"DELETE FROM {self.p}records WHERE family IN ('message', 'memory') "
-                       f"AND {column} = ?", (actor_id,))
+        self.c.execute(
+            f"DELETE FROM {self.p}records WHERE family IN ('message', 'memory') AND {column} = ?",
+            (actor_id,),
+        )
 
     def insert_thread(self, row: ThreadRow) -> None:
         self.c.execute(
             f"INSERT INTO {self.p}records (family, id, record_type, user_id, agent_id, metadata, "
             "created_at, config, state) VALUES ('thread', ?, 'thread', ?, ?, ?, ?, ?, ?)",
-            (row.thread_id, row.user_id, row.agent_id,
-             json.dumps(row.metadata, ensure_ascii=False) if row.metadata is not None else None,
-             row.created_at, json.dumps(row.config), json.dumps(row.state)),
+            (
+                row.thread_id,
+                row.user_id,
+                row.agent_id,
+                json.dumps(row.metadata, ensure_ascii=False) if row.metadata is not None else None,
+                row.created_at,
+                json.dumps(row.config),
+                json.dumps(row.state),
+            ),
         )
 
-    def update_thread(self, thread_id: str, config: Maybe[dict[str, Any]],
-                      state: Maybe[dict[str, Any]], expected_state: Maybe[dict[str, Any]]) -> int:
-        row = self.c.execute(f"SELECT state FROM {self.p}records WHERE family = 'thread' AND id = ?",
-                             (thread_id,)).fetchone()
+    def update_thread(
+        self,
+        thread_id: str,
+        config: Maybe[dict[str, Any]],
+        state: Maybe[dict[str, Any]],
+        expected_state: Maybe[dict[str, Any]],
+    ) -> int:
+        row = self.c.execute(
+            f"SELECT state FROM {self.p}records WHERE family = 'thread' AND id = ?", (thread_id,)
+        ).fetchone()
         if row is None:
             return 0
         if expected_state is not NOT_SET and json.loads(row[0] or "{}") != expected_state:
@@ -585,9 +734,11 @@ class _SQLiteTx(Tx):
             return 1
         return self.c.execute(
             f"UPDATE {self.p}records SET {', '.join(sets)} WHERE family = 'thread' AND id = ?",
-            [*params, thread_id]).rowcount
+            [*params, thread_id],
+        ).rowcount
 
     def purge(self, now: datetime) -> int:
         return self.c.execute(
             f"DELETE FROM {self.p}records WHERE expires_at IS NOT NULL AND expires_at <= ?",
-            (now.timestamp(),)).rowcount
+            (now.timestamp(),),
+        ).rowcount

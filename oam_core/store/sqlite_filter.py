@@ -36,7 +36,11 @@ class SQLiteFilterCompiler:
         if isinstance(expr, Not):
             return f"NOT ({self._field(parent, Field(field.key, expr.expr))})"
         if isinstance(expr, AllOf):
-            return "(" + " AND ".join(self._field(parent, Field(field.key, e)) for e in expr.exprs) + ")"
+            return (
+                "("
+                + " AND ".join(self._field(parent, Field(field.key, e)) for e in expr.exprs)
+                + ")"
+            )
         a = self._alias()
         self.params.append(field.key)
         return (

@@ -69,7 +69,9 @@ def test_case_table_python(flt: dict[str, Any], expected: list[int]) -> None:
 
 
 @pytest.mark.parametrize(("flt", "expected"), CASES)
-def test_case_table_sqlite(db: sqlite3.Connection, flt: dict[str, Any], expected: list[int]) -> None:
+def test_case_table_sqlite(
+    db: sqlite3.Connection, flt: dict[str, Any], expected: list[int]
+) -> None:
     assert sql_ids(db, flt) == expected
 
 
@@ -108,14 +110,15 @@ def test_invalid_filters_raise_value_error(bad: Any) -> None:
 
 KEYS = st.sampled_from(["a", "b", "c.d", "t'ag"])
 SCALARS = st.one_of(
-    st.none(), st.booleans(), st.integers(-2, 2), st.sampled_from([1.0, 0.5]),
+    st.none(),
+    st.booleans(),
+    st.integers(-2, 2),
+    st.sampled_from([1.0, 0.5]),
     st.sampled_from(["x", "y", ""]),
 )
 JSON = st.recursive(
     SCALARS,
-    lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(KEYS, inner, max_size=3)
-    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(KEYS, inner, max_size=3)),
     max_leaves=6,
 )
 METADATA = st.one_of(st.none(), st.dictionaries(KEYS, JSON, max_size=4))
