@@ -162,7 +162,9 @@ class Backend(abc.ABC):
         chunk)`` pairs, nearest first."""
 
     @abc.abstractmethod
-    def rank_keyword(self, query: str, k: int, pred: Predicate) -> builtins.list[tuple[Hashable, float]]:
+    def rank_keyword(
+        self, query: str, k: int, pred: Predicate
+    ) -> builtins.list[tuple[Hashable, float]]:
         """Up to ``k`` ``(record key, BM25 score >= 0)`` pairs over the query's terms,
         best first."""
 

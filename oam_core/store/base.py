@@ -226,7 +226,9 @@ class OracleMemoryStore(IMemoryStore):
             **store_kwargs,
         )
 
-    def add_batches(self, batches: Sequence[PendingRecordBatch], **store_kwargs: Any) -> builtins.list[str]:
+    def add_batches(
+        self, batches: Sequence[PendingRecordBatch], **store_kwargs: Any
+    ) -> builtins.list[str]:
         """Persist prepared batches in one transaction (SPEC §3.2; seed 004).
 
         Args:
@@ -450,7 +452,9 @@ class OracleMemoryStore(IMemoryStore):
         return 1
 
     @staticmethod
-    def _revector(tx: Tx, row: StoredRow, vectors: builtins.list[Any] | None) -> builtins.list[ChunkPlan]:
+    def _revector(
+        tx: Tx, row: StoredRow, vectors: builtins.list[Any] | None
+    ) -> builtins.list[ChunkPlan]:
         texts = tx.chunk_texts(row.key)
         if vectors is None:
             return [ChunkPlan(t) for t in texts]

@@ -268,7 +268,9 @@ class _SQLiteBackend(Backend):
 
     # -- predicates -------------------------------------------------------------
 
-    def where(self, pred: Predicate, alias: str, params: builtins.list[Any], *, records: bool) -> str:
+    def where(
+        self, pred: Predicate, alias: str, params: builtins.list[Any], *, records: bool
+    ) -> str:
         """SQL for ``pred`` over ``alias`` (records r or chunks c joined to records r)."""
         types = sorted(pred.record_types)
         parts = [f"{alias}.record_type IN ({', '.join('?' * len(types))})"]
@@ -447,7 +449,9 @@ class _SQLiteBackend(Backend):
             out.append([(int(recs[i]), float(ds[i])) for i in top])
         return out
 
-    def rank_keyword(self, query: str, k: int, pred: Predicate) -> builtins.list[tuple[Hashable, float]]:
+    def rank_keyword(
+        self, query: str, k: int, pred: Predicate
+    ) -> builtins.list[tuple[Hashable, float]]:
         terms = list(dict.fromkeys(t.lower() for t in _TERM.findall(query)))
         if not terms:
             return []
