@@ -1,0 +1,957 @@
+"""``OracleAgentMemory``: the agent-memory client (seed 003; SPEC §5).
+
+The client owns (or borrows) a store, creates and reopens threads, and manages user
+and agent profiles and free-standing memories. Like ``OracleThread``, every operation
+is written once as a generator of store calls (``memory.thread.Steps``) and driven
+by ``run_sync`` or ``run_async`` (SPEC §9).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import warnings
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, cast
+
+import anyio.to_thread
+
+from oam_core.apis._sentinel import NOT_SET, Maybe
+from oam_core.apis.embedder import IEmbedder
+from oam_core.apis.llm import ILlm
+from oam_core.apis.memory import IAgentMemory
+from oam_core.apis.records import Record, ThreadRow
+from oam_core.memory.thread import (
+    OracleThread,
+    Steps,
+    ThreadConfig,
+    add_memory_steps,
+    call,
+    check_id,
+    check_scope,
+    run_async,
+    run_sync,
+)
+from oam_core.store.base import OracleMemoryStore
+from oam_core.store.options import MemoryRetentionConfig, SchemaPolicy, SearchStrategy
+
+__all__ = ["OracleAgentMemory"]
+
+_LATER_BACKENDS = {
+    "postgresql": "PostgreSQL",
+    "postgres": "PostgreSQL",
+    "psycopg": "PostgreSQL",
+    "psycopg2": "PostgreSQL",
+    "psycopg_pool": "PostgreSQL",
+    "oracle": "Oracle Database",
+    "oracledb": "Oracle Database",
+    "cx_oracle": "Oracle Database",
+}
+"""URL schemes and driver module names of back ends that a later release adds."""
+
+_SQLITE_SCHEMES = frozenset({"sqlite", "sqlite3"})
+_MEMORY = ":memory:"
+_DB_OPTIONS = (
+    "schema_policy",
+    "table_name_prefix",
+    "memory_store_id",
+    "search_strategy",
+    "memory_retention_config",
+)
+_THREAD_EXTRA_KWARGS = frozenset({"persist_messages_in_config"})
+"""``create_thread``/``get_thread`` keyword arguments accepted for compatibility."""
+
+
+def _later(backend: str) -> ValueError:
+    return ValueError(
+        f"the {backend} back end arrives in a later release of oam; use a SQLite path or "
+        "'sqlite:///path.db' URL (the embedded store) meanwhile"
+    )
+
+
+def _sqlite_target(connection: object) -> str:
+    """Resolve the ``connection`` argument to a SQLite path (SPEC §5).
+
+    Accepted: a path (``str`` or ``os.PathLike``), ``":memory:"``, or a URL
+    ``sqlite:///relative.db``, ``sqlite:////absolute.db``, ``sqlite://:memory:``.
+
+    Raises:
+        ValueError: for PostgreSQL/Oracle URLs or driver objects (a later release),
+            a ``sqlite3.Connection``, another URL scheme, or any other type.
+    """
+    if isinstance(connection, os.PathLike):
+        path = os.fspath(connection)
+        if not isinstance(path, str) or not path:
+            raise ValueError(f"connection path must be a non-empty str path, got {connection!r}")
+        return path
+    if isinstance(connection, str):
+        if not connection.strip():
+            raise ValueError("connection must not be an empty string")
+        if "://" not in connection:
+            return connection
+        scheme, rest = connection.split("://", 1)
+        base = scheme.lower().split("+", 1)[0]
+        if base in _SQLITE_SCHEMES:
+            if rest in ("", _MEMORY, "/" + _MEMORY):
+                return _MEMORY
+            if not rest.startswith("/") or len(rest) == 1 or "?" in rest:
+                raise ValueError(
+                    f"connection {connection!r}: write 'sqlite:///relative/path.db', "
+                    "'sqlite:////absolute/path.db' or 'sqlite://:memory:' (no host, no query)"
+                )
+            return rest[1:]
+        if base in _LATER_BACKENDS:
+            raise _later(_LATER_BACKENDS[base])
+        raise ValueError(f"connection URL scheme {scheme!r} is not supported: {connection!r}")
+    root = type(connection).__module__.split(".", 1)[0].lower()
+    if root in _LATER_BACKENDS:
+        raise _later(_LATER_BACKENDS[root])
+    if isinstance(connection, sqlite3.Connection):
+        raise ValueError(
+            "a sqlite3.Connection cannot be shared with the store; pass the database path "
+            "(or 'sqlite:///path.db') as connection instead"
+        )
+    raise ValueError(
+        "connection must be a SQLite path, a 'sqlite:///...' URL or ':memory:', "
+        f"got {type(connection).__name__}"
+    )
+
+
+def _check_llm(value: object, name: str = "llm") -> ILlm | None:
+    if value is None or isinstance(value, ILlm):
+        return value
+    raise ValueError(f"{name} must be an ILlm or None, got {type(value).__name__}")
+
+
+def _check_bool(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be a bool, got {value!r}")
+    return value
+
+
+def _require_llm(llm: ILlm | None, extract_memories: bool) -> None:
+    """SPEC §5: threads need an LLM unless extraction is switched off."""
+    if llm is None and extract_memories:
+        raise ValueError(
+            "memory extraction needs an LLM: pass llm= to OracleAgentMemory or to "
+            "create_thread/get_thread, or set extract_memories=False"
+        )
+
+
+def _pick_options(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``ThreadConfig`` options among a method's arguments (``locals()``)."""
+    return {name: values[name] for name in ThreadConfig.option_names()}
+
+
+def _thread_kwargs(method: str, kwargs: Mapping[str, Any]) -> None:
+    unknown = sorted(set(kwargs) - _THREAD_EXTRA_KWARGS)
+    if unknown:
+        raise TypeError(f"{method}() got unexpected keyword arguments: {unknown}")
+
+
+class OracleAgentMemory(IAgentMemory):
+    """Agent-memory client over a caller's store or an embedded SQLite database
+    (seed 003; SPEC §5).
+
+    Example (seed 003, with the embedded store)::
+
+        >>> client = OracleAgentMemory(connection=":memory:", extract_memories=False)
+        >>> client.add_user("u1", "Prefers concise answers.")
+        'u1'
+        >>> client.create_thread(thread_id="c1", user_id="u1").thread_id
+        'c1'
+
+    Args:
+        store: A ready store, used as is (and not closed by ``close``).
+        connection: Where the client opens its own store: a SQLite file path
+            (``str`` or ``pathlib.Path``), ``":memory:"``, or a ``sqlite:///path.db``
+            URL. PostgreSQL and Oracle connections, pools and URLs are rejected with
+            a clear error until their back ends ship.
+        embedder: An ``IEmbedder`` or a model id string (``"local"``,
+            ``"hashing/64"``, a LiteLLM id such as ``"openai/text-embedding-3-small"``);
+            omitted: no embedder (vector search then needs precomputed vectors).
+            With ``store``, configure the embedder on the store instead.
+        llm: LLM for memory extraction and running summaries, used by every thread
+            that does not override it.
+        extract_memories: When True, threads need an LLM (client's or thread's);
+            False lets threads run without one.
+        schema_policy: Only with ``connection``. The embedded SQLite store creates
+            and upgrades its own schema, so it accepts ``CREATE_IF_EMPTY`` and
+            ``CREATE_IF_NECESSARY``, and ``REQUIRE_EXISTING`` for an existing file.
+        table_name_prefix: Only with ``connection``; deprecated alias of
+            ``memory_store_id`` (emits ``DeprecationWarning``).
+        memory_store_id: Only with ``connection``; prefix of the store's tables, so
+            several stores can share a database (SPEC §3.8).
+        search_strategy: Only with ``connection``; ``SearchStrategy`` or its name.
+        memory_retention_config: Only with ``connection``; TTL defaults (SPEC §3.7).
+
+    Raises:
+        ValueError: naming the argument, when both or neither of ``store`` and
+            ``connection`` are given, a database option comes with ``store``, the
+            connection is not supported yet, or a value is invalid; nothing is opened.
+        ImportError: when a string ``embedder`` needs an optional dependency that is
+            not installed.
+    """
+
+    def __init__(
+        self,
+        store: Maybe[OracleMemoryStore] = NOT_SET,
+        connection: Maybe[Any] = NOT_SET,
+        embedder: Maybe[IEmbedder | str | None] = NOT_SET,
+        llm: Maybe[ILlm | None] = NOT_SET,
+        extract_memories: bool = True,
+        schema_policy: Maybe[SchemaPolicy | str] = NOT_SET,
+        table_name_prefix: Maybe[str] = NOT_SET,
+        memory_store_id: Maybe[str] = NOT_SET,
+        search_strategy: Maybe[SearchStrategy | str] = NOT_SET,
+        memory_retention_config: Maybe[MemoryRetentionConfig] = NOT_SET,
+    ) -> None:
+        has_store = store is not NOT_SET and store is not None
+        has_connection = connection is not NOT_SET and connection is not None
+        if has_store == has_connection:
+            raise ValueError(
+                "pass exactly one of store and connection, got "
+                + ("both" if has_store else "neither")
+            )
+        self.llm: ILlm | None = _check_llm(None if llm is NOT_SET else llm)
+        self.extract_memories: bool = _check_bool("extract_memories", extract_memories)
+        options = {
+            "schema_policy": schema_policy,
+            "table_name_prefix": table_name_prefix,
+            "memory_store_id": memory_store_id,
+            "search_strategy": search_strategy,
+            "memory_retention_config": memory_retention_config,
+        }
+        given = [name for name in _DB_OPTIONS if options[name] is not NOT_SET]
+        if has_store:
+            if not isinstance(store, OracleMemoryStore):
+                raise ValueError(f"store must be an OracleMemoryStore, got {type(store).__name__}")
+            if given:
+                raise ValueError(
+                    f"{given} configure a database opened from connection; with store=, "
+                    "configure the store itself"
+                )
+            if embedder is not NOT_SET and embedder is not store.embedder:
+                raise ValueError(
+                    "embedder is a store option; with store=, pass the embedder to the store"
+                )
+            self._store: OracleMemoryStore = store
+            self._owns_store = False
+        else:
+            self._store = self._open_sqlite(connection, embedder, options)
+            self._owns_store = True
+        self._closed = False
+
+    @staticmethod
+    def _open_sqlite(
+        connection: object, embedder: object, options: Mapping[str, Any]
+    ) -> OracleMemoryStore:
+        from oam_core.embedders import resolve_embedder
+        from oam_core.store.sqlite import SQLiteMemoryStore
+
+        path = _sqlite_target(connection)
+        kwargs: dict[str, Any] = {}
+        policy = options["schema_policy"]
+        if policy is not NOT_SET:
+            policy = SchemaPolicy.parse(policy)
+            if policy is SchemaPolicy.RECREATE:
+                raise ValueError(
+                    "schema_policy=RECREATE is not supported by the embedded SQLite store; "
+                    "delete the database file (or use a new memory_store_id) instead"
+                )
+            if policy is SchemaPolicy.REQUIRE_EXISTING and (
+                path == _MEMORY or not Path(path).exists()
+            ):
+                raise ValueError(
+                    f"schema_policy=REQUIRE_EXISTING, but no database exists at {path!r}"
+                )
+        prefix, store_id = options["table_name_prefix"], options["memory_store_id"]
+        if prefix is not NOT_SET:
+            if store_id is not NOT_SET:
+                raise ValueError("pass either memory_store_id or table_name_prefix, not both")
+            warnings.warn(
+                "table_name_prefix is deprecated; use memory_store_id",
+                DeprecationWarning,
+                stacklevel=4,
+            )
+            store_id = prefix
+        if store_id is not NOT_SET:
+            kwargs["memory_store_id"] = store_id
+        if options["search_strategy"] is not NOT_SET:
+            kwargs["search_strategy"] = SearchStrategy.parse(options["search_strategy"])
+        if options["memory_retention_config"] is not NOT_SET:
+            kwargs["memory_retention_config"] = options["memory_retention_config"]
+        if embedder is not NOT_SET:
+            if embedder is not None and not isinstance(embedder, (IEmbedder, str)):
+                raise ValueError(
+                    "embedder must be an IEmbedder, a model id string or None, "
+                    f"got {type(embedder).__name__}"
+                )
+            kwargs["embedder"] = resolve_embedder(embedder)
+        return SQLiteMemoryStore(path, **kwargs)
+
+    @classmethod
+    def open(cls, url: str | os.PathLike[str], **kwargs: Any) -> OracleAgentMemory:
+        """Open a client from one database URL or path ([oam] SPEC §5).
+
+        ``"sqlite:///path.db"`` (relative), ``"sqlite:////abs/path.db"``,
+        ``"sqlite://:memory:"``, ``":memory:"`` or a bare path open the embedded
+        store; ``"postgresql://..."`` and ``"oracle://..."`` are rejected until those
+        back ends ship.
+
+        Example::
+
+            >>> with OracleAgentMemory.open("sqlite://:memory:", extract_memories=False) as m:
+            ...     m.add_agent("a1", "Support assistant")
+            'a1'
+
+        Args:
+            url: The database URL or path.
+            **kwargs: Any other ``OracleAgentMemory`` argument except ``store`` and
+                ``connection``.
+
+        Raises:
+            ValueError: for an unsupported URL or conflicting arguments.
+        """
+        for name in ("store", "connection"):
+            if name in kwargs:
+                raise ValueError(f"open() takes the database as url; do not pass {name}=")
+        return cls(connection=url, **kwargs)
+
+    @property
+    def store(self) -> OracleMemoryStore:
+        """The store behind this client."""
+        return self._store
+
+    @property
+    def embedder(self) -> IEmbedder | None:
+        """The store's embedder, if any."""
+        return self._store.embedder
+
+    def __repr__(self) -> str:
+        return f"OracleAgentMemory(store={type(self._store).__name__})"
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def close(self) -> None:
+        """Close the store if this client opened it (idempotent); a store passed as
+        ``store=`` stays open."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_store:
+            self._store.close()
+
+    async def close_async(self) -> None:
+        """Async twin of ``close``."""
+        await anyio.to_thread.run_sync(self.close)
+
+    def __enter__(self) -> OracleAgentMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> OracleAgentMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close_async()
+
+    # ----------------------------------------------------------------- profiles
+
+    def add_user(self, user_id: str, information: str) -> str:
+        """Store (or replace) a user profile; its record id is ``user_id`` (seed 003).
+
+        Example (seed 003)::
+
+            >>> client.add_user("u1", "Prefers concise answers.")
+            'u1'
+
+        Raises:
+            ValueError: for a blank id or non-str information.
+        """
+        return run_sync(self._profile_steps("add_user", "user_id", user_id, information))
+
+    async def add_user_async(self, user_id: str, information: str) -> str:
+        """Async twin of ``add_user``."""
+        return await run_async(self._profile_steps("add_user", "user_id", user_id, information))
+
+    def add_agent(self, agent_id: str, information: str) -> str:
+        """Store (or replace) an agent profile; its record id is ``agent_id`` (seed 003).
+
+        Example (seed 003)::
+
+            >>> client.add_agent("a1", "Support assistant")
+            'a1'
+
+        Raises:
+            ValueError: for a blank id or non-str information.
+        """
+        return run_sync(self._profile_steps("add_agent", "agent_id", agent_id, information))
+
+    async def add_agent_async(self, agent_id: str, information: str) -> str:
+        """Async twin of ``add_agent``."""
+        return await run_async(self._profile_steps("add_agent", "agent_id", agent_id, information))
+
+    def _profile_steps(self, method: str, name: str, actor_id: object, info: object) -> Steps[str]:
+        actor = check_id(name, actor_id if actor_id is not NOT_SET else None)
+        if not isinstance(info, str):
+            raise ValueError(f"information must be a str, got {type(info).__name__}")
+        result: str = yield from call(self._store, method, actor, info)
+        return result
+
+    def delete_user(self, user_id: str, cascade: bool = True) -> int:
+        """Delete a user profile; with ``cascade`` also the user's threads and every
+        record scoped to the user, even when the profile is missing (seed 003).
+
+        Example (seed 003)::
+
+            >>> client.add_user("u-delete", "Prefers concise answers.")
+            'u-delete'
+            >>> client.delete_user("u-delete")
+            1
+
+        Returns:
+            Profile rows deleted (0 or 1).
+
+        Raises:
+            ValueError: for a blank id or a non-bool ``cascade``.
+        """
+        return run_sync(self._delete_actor_steps("user_profile", "user_id", user_id, cascade))
+
+    async def delete_user_async(self, user_id: str, cascade: bool = True) -> int:
+        """Async twin of ``delete_user``."""
+        return await run_async(
+            self._delete_actor_steps("user_profile", "user_id", user_id, cascade)
+        )
+
+    def delete_agent(self, agent_id: str, cascade: bool = True) -> int:
+        """Delete an agent profile; with ``cascade`` also the agent's threads and every
+        record scoped to the agent, even when the profile is missing (seed 003).
+
+        Example (seed 003)::
+
+            >>> client.add_agent("a-delete", "Support assistant")
+            'a-delete'
+            >>> client.delete_agent("a-delete")
+            1
+
+        Returns:
+            Profile rows deleted (0 or 1).
+
+        Raises:
+            ValueError: for a blank id or a non-bool ``cascade``.
+        """
+        return run_sync(self._delete_actor_steps("agent_profile", "agent_id", agent_id, cascade))
+
+    async def delete_agent_async(self, agent_id: str, cascade: bool = True) -> int:
+        """Async twin of ``delete_agent``."""
+        return await run_async(
+            self._delete_actor_steps("agent_profile", "agent_id", agent_id, cascade)
+        )
+
+    def _delete_actor_steps(
+        self, record_type: str, name: str, actor_id: object, cascade: object
+    ) -> Steps[int]:
+        actor = check_id(name, actor_id if actor_id is not NOT_SET else None)
+        flag = _check_bool("cascade", cascade)
+        deleted: int = yield from call(self._store, "delete", record_type, actor, flag)
+        return deleted
+
+    # ----------------------------------------------------------------- memories
+
+    def add_memory(
+        self,
+        content: str,
+        user_id: Maybe[str | None] = NOT_SET,
+        agent_id: Maybe[str | None] = NOT_SET,
+        thread_id: Maybe[str | None] = NOT_SET,
+        memory_id: Maybe[str | None] = NOT_SET,
+        **store_kwargs: Any,
+    ) -> str:
+        """Add a memory record with the given scope (seed 003).
+
+        Omitted or ``None`` scope ids leave the memory unscoped in that dimension.
+
+        Example (seed 003)::
+
+            >>> client.add_memory("User likes pizza", memory_id="mem-1")
+            'mem-1'
+
+        Args:
+            content: The memory text.
+            user_id: User scope, if any.
+            agent_id: Agent scope, if any.
+            thread_id: Thread scope, if any.
+            memory_id: Caller-chosen stable id; generated when omitted.
+            **store_kwargs: Write options forwarded to ``store.add`` (``metadata``,
+                ``timestamps``, ``ttl_days``, ...).
+
+        Returns:
+            The memory id.
+
+        Raises:
+            ValueError: for non-str content, a bad id, a reserved ``store_kwargs``
+                key, or an id that already exists; nothing is written.
+        """
+        return run_sync(
+            self._add_memory_steps(content, user_id, agent_id, thread_id, memory_id, store_kwargs)
+        )
+
+    async def add_memory_async(
+        self,
+        content: str,
+        user_id: Maybe[str | None] = NOT_SET,
+        agent_id: Maybe[str | None] = NOT_SET,
+        thread_id: Maybe[str | None] = NOT_SET,
+        memory_id: Maybe[str | None] = NOT_SET,
+        **store_kwargs: Any,
+    ) -> str:
+        """Async twin of ``add_memory``."""
+        return await run_async(
+            self._add_memory_steps(content, user_id, agent_id, thread_id, memory_id, store_kwargs)
+        )
+
+    def _add_memory_steps(
+        self,
+        content: object,
+        user_id: object,
+        agent_id: object,
+        thread_id: object,
+        memory_id: object,
+        store_kwargs: Mapping[str, Any],
+    ) -> Steps[str]:
+        return (
+            yield from add_memory_steps(
+                self._store,
+                content,
+                user_id=check_scope("user_id", user_id, None),
+                agent_id=check_scope("agent_id", agent_id, None),
+                thread_id=check_scope("thread_id", thread_id, None),
+                memory_id=memory_id,
+                store_kwargs=store_kwargs,
+                method="add_memory",
+            )
+        )
+
+    def delete_memory(self, memory_id: str) -> int:
+        """Delete a memory-like record (memory, fact, preference or guideline) by id
+        (seed 003).
+
+        Example (seed 003)::
+
+            >>> memory_id = client.add_memory("Temporary memory", memory_id="mem-delete")
+            >>> client.delete_memory(memory_id)
+            1
+
+        Returns:
+            Rows deleted (0 or 1).
+
+        Raises:
+            ValueError: for a blank id.
+        """
+        return run_sync(self._delete_memory_steps(memory_id))
+
+    async def delete_memory_async(self, memory_id: str) -> int:
+        """Async twin of ``delete_memory``."""
+        return await run_async(self._delete_memory_steps(memory_id))
+
+    def _delete_memory_steps(self, memory_id: object) -> Steps[int]:
+        record_id = check_id("memory_id", memory_id if memory_id is not NOT_SET else None)
+        deleted: int = yield from call(self._store, "delete_scoped", "memory", record_id)
+        return deleted
+
+    def search(
+        self,
+        query: str,
+        *,
+        user_id: Maybe[str | None] = NOT_SET,
+        agent_id: Maybe[str | None] = NOT_SET,
+        thread_id: Maybe[str | None] = NOT_SET,
+        k: int = 5,
+        record_types: Maybe[Iterable[str]] = NOT_SET,
+        metadata_filter: Maybe[dict[str, Any] | None] = NOT_SET,
+    ) -> list[tuple[Record, float]]:
+        """[oam] Search the store within a scope (SPEC §3.5, §5).
+
+        A given scope id is matched exactly (``None``: only records unscoped in that
+        dimension); an omitted one leaves the dimension unconstrained.
+
+        Args:
+            query: Non-blank query text.
+            user_id: Exact user scope, if given.
+            agent_id: Exact agent scope, if given.
+            thread_id: Exact thread scope, if given.
+            k: Maximum results (>= 1).
+            record_types: A set of record types; default messages, memory-like
+                records and profiles.
+            metadata_filter: A SPEC §4 filter.
+
+        Returns:
+            ``(record, distance)`` pairs, best first.
+
+        Raises:
+            ValueError: as ``OracleMemoryStore.search`` (blank query, ``k < 1``, bad
+                record types or filter, no embedder for a VECTOR store, ...).
+        """
+        return run_sync(
+            self._search_steps(
+                query, user_id, agent_id, thread_id, k, record_types, metadata_filter
+            )
+        )
+
+    async def search_async(
+        self,
+        query: str,
+        *,
+        user_id: Maybe[str | None] = NOT_SET,
+        agent_id: Maybe[str | None] = NOT_SET,
+        thread_id: Maybe[str | None] = NOT_SET,
+        k: int = 5,
+        record_types: Maybe[Iterable[str]] = NOT_SET,
+        metadata_filter: Maybe[dict[str, Any] | None] = NOT_SET,
+    ) -> list[tuple[Record, float]]:
+        """Async twin of ``search``."""
+        return await run_async(
+            self._search_steps(
+                query, user_id, agent_id, thread_id, k, record_types, metadata_filter
+            )
+        )
+
+    def _search_steps(
+        self,
+        query: object,
+        user_id: object,
+        agent_id: object,
+        thread_id: object,
+        k: object,
+        record_types: object,
+        metadata_filter: object,
+    ) -> Steps[list[tuple[Record, float]]]:
+        kwargs: dict[str, Any] = {"k": k}
+        for dim, value in (("user", user_id), ("agent", agent_id), ("thread", thread_id)):
+            if value is not NOT_SET:
+                kwargs[f"{dim}_id"] = check_scope(f"{dim}_id", value, None)
+                kwargs[f"exact_{dim}_match"] = True
+        if record_types is not NOT_SET:
+            kwargs["record_types"] = record_types
+        if metadata_filter is not NOT_SET:
+            kwargs["metadata_filter"] = metadata_filter
+        results: list[tuple[Record, float]] = yield from call(
+            self._store, "search", query, **kwargs
+        )
+        return results
+
+    # ------------------------------------------------------------------ threads
+
+    def create_thread(
+        self,
+        thread_id: Maybe[str] = NOT_SET,
+        user_id: Maybe[str] = NOT_SET,
+        agent_id: Maybe[str] = NOT_SET,
+        metadata: dict[str, Any] | None = None,
+        llm: Maybe[ILlm | None] = NOT_SET,
+        extract_memories: Maybe[bool] = NOT_SET,
+        max_message_token_length: Maybe[int] = NOT_SET,
+        message_shortening_input_token_limit: Maybe[int] = NOT_SET,
+        memory_extraction_window: Maybe[int] = NOT_SET,
+        context_summary_update_frequency: Maybe[int] = NOT_SET,
+        memory_extraction_frequency: Maybe[int] = NOT_SET,
+        memory_extraction_token_limit: Maybe[int] = NOT_SET,
+        context_card_token_limit: Maybe[int] = NOT_SET,
+        enable_context_summary: Maybe[bool] = NOT_SET,
+        **kwargs: Any,
+    ) -> OracleThread:
+        """Create and register a thread (seed 003; SPEC §5).
+
+        Omitted ids are generated (uuid4). Omitted options take the SPEC §10 defaults
+        (``ThreadConfig``); options given here are persisted on the thread row so
+        ``get_thread`` restores them. ``extract_memories`` is persisted only when
+        given; otherwise the thread follows the client's setting.
+
+        Example (seed 003)::
+
+            >>> thread = client.create_thread(thread_id="c1", user_id="u1")
+            >>> thread.thread_id
+            'c1'
+
+        Args:
+            thread_id: Thread id.
+            user_id: User the thread belongs to.
+            agent_id: Agent the thread belongs to.
+            metadata: JSON-like metadata kept on the thread row.
+            llm: LLM for this thread; omitted = the client's; None = none.
+            extract_memories: Per-thread extraction switch; omitted = the client's.
+            max_message_token_length: See ``ThreadConfig`` (default 15000).
+            message_shortening_input_token_limit: See ``ThreadConfig`` (30000).
+            memory_extraction_window: See ``ThreadConfig`` (-1).
+            context_summary_update_frequency: See ``ThreadConfig`` (-1).
+            memory_extraction_frequency: See ``ThreadConfig`` (-1).
+            memory_extraction_token_limit: See ``ThreadConfig`` (100000).
+            context_card_token_limit: See ``ThreadConfig`` (100000).
+            enable_context_summary: See ``ThreadConfig`` (False).
+            **kwargs: ``persist_messages_in_config`` is accepted and ignored.
+
+        Returns:
+            The new ``OracleThread``.
+
+        Raises:
+            ValueError: for an explicit ``None`` or blank id, an invalid option, no
+                LLM while extraction is on, or an existing thread id; nothing is
+                written.
+            TypeError: for an unknown keyword argument.
+        """
+        options = _pick_options(locals())
+        _thread_kwargs("create_thread", kwargs)
+        return run_sync(
+            self._create_thread_steps(
+                thread_id, user_id, agent_id, metadata, llm, extract_memories, options
+            )
+        )
+
+    async def create_thread_async(
+        self,
+        thread_id: Maybe[str] = NOT_SET,
+        user_id: Maybe[str] = NOT_SET,
+        agent_id: Maybe[str] = NOT_SET,
+        metadata: dict[str, Any] | None = None,
+        llm: Maybe[ILlm | None] = NOT_SET,
+        extract_memories: Maybe[bool] = NOT_SET,
+        max_message_token_length: Maybe[int] = NOT_SET,
+        message_shortening_input_token_limit: Maybe[int] = NOT_SET,
+        memory_extraction_window: Maybe[int] = NOT_SET,
+        context_summary_update_frequency: Maybe[int] = NOT_SET,
+        memory_extraction_frequency: Maybe[int] = NOT_SET,
+        memory_extraction_token_limit: Maybe[int] = NOT_SET,
+        context_card_token_limit: Maybe[int] = NOT_SET,
+        enable_context_summary: Maybe[bool] = NOT_SET,
+        **kwargs: Any,
+    ) -> OracleThread:
+        """Async twin of ``create_thread``."""
+        options = _pick_options(locals())
+        _thread_kwargs("create_thread_async", kwargs)
+        return await run_async(
+            self._create_thread_steps(
+                thread_id, user_id, agent_id, metadata, llm, extract_memories, options
+            )
+        )
+
+    def _create_thread_steps(
+        self,
+        thread_id: object,
+        user_id: object,
+        agent_id: object,
+        metadata: object,
+        llm: object,
+        extract_memories: object,
+        options: Mapping[str, Any],
+    ) -> Steps[OracleThread]:
+        tid = check_id("thread_id", thread_id)
+        uid = check_id("user_id", user_id)
+        aid = check_id("agent_id", agent_id)
+        if metadata is not None and not isinstance(metadata, dict):
+            raise ValueError(f"metadata must be a dict or None, got {metadata!r}")
+        thread_llm = self.llm if llm is NOT_SET else _check_llm(llm)
+        extract = (
+            self.extract_memories
+            if extract_memories is NOT_SET
+            else _check_bool("extract_memories", extract_memories)
+        )
+        config = ThreadConfig.resolve(options)
+        _require_llm(thread_llm, extract)
+        persisted = {name: value for name, value in options.items() if value is not NOT_SET}
+        if extract_memories is not NOT_SET:
+            persisted["extract_memories"] = extract
+        yield from call(
+            self._store,
+            "create_thread_row",
+            tid,
+            user_id=uid,
+            agent_id=aid,
+            metadata=metadata,
+            config=persisted,
+        )
+        return self._thread(
+            tid, uid, aid, cast("dict[str, Any] | None", metadata), thread_llm, extract, config, {}
+        )
+
+    def get_thread(
+        self,
+        thread_id: str,
+        llm: Maybe[ILlm | None] = NOT_SET,
+        extract_memories: Maybe[bool] = NOT_SET,
+        max_message_token_length: Maybe[int] = NOT_SET,
+        message_shortening_input_token_limit: Maybe[int] = NOT_SET,
+        memory_extraction_window: Maybe[int] = NOT_SET,
+        context_summary_update_frequency: Maybe[int] = NOT_SET,
+        memory_extraction_frequency: Maybe[int] = NOT_SET,
+        memory_extraction_token_limit: Maybe[int] = NOT_SET,
+        context_card_token_limit: Maybe[int] = NOT_SET,
+        enable_context_summary: Maybe[bool] = NOT_SET,
+        **kwargs: Any,
+    ) -> OracleThread:
+        """Reopen a thread created earlier (seed 003; SPEC §5).
+
+        Each option resolves as: the explicit argument here, else the value persisted
+        by ``create_thread``, else the default. ``extract_memories``: explicit, else
+        the thread's persisted override, else the client's setting. ``llm``:
+        explicit, else the client's. Overrides apply to this handle only; they are
+        not written back. The pipeline state on the thread row is restored.
+
+        Example (seed 003)::
+
+            >>> created = client.create_thread(thread_id="c1", user_id="u1")
+            >>> loaded = client.get_thread("c1")
+            >>> loaded.user_id
+            'u1'
+
+        Raises:
+            KeyError: if no thread has this id.
+            ValueError: for a blank id, an invalid override, or no LLM while
+                extraction is on.
+            TypeError: for an unknown keyword argument.
+        """
+        options = _pick_options(locals())
+        _thread_kwargs("get_thread", kwargs)
+        return run_sync(self._get_thread_steps(thread_id, llm, extract_memories, options))
+
+    async def get_thread_async(
+        self,
+        thread_id: str,
+        llm: Maybe[ILlm | None] = NOT_SET,
+        extract_memories: Maybe[bool] = NOT_SET,
+        max_message_token_length: Maybe[int] = NOT_SET,
+        message_shortening_input_token_limit: Maybe[int] = NOT_SET,
+        memory_extraction_window: Maybe[int] = NOT_SET,
+        context_summary_update_frequency: Maybe[int] = NOT_SET,
+        memory_extraction_frequency: Maybe[int] = NOT_SET,
+        memory_extraction_token_limit: Maybe[int] = NOT_SET,
+        context_card_token_limit: Maybe[int] = NOT_SET,
+        enable_context_summary: Maybe[bool] = NOT_SET,
+        **kwargs: Any,
+    ) -> OracleThread:
+        """Async twin of ``get_thread``."""
+        options = _pick_options(locals())
+        _thread_kwargs("get_thread_async", kwargs)
+        return await run_async(self._get_thread_steps(thread_id, llm, extract_memories, options))
+
+    def _get_thread_steps(
+        self,
+        thread_id: object,
+        llm: object,
+        extract_memories: object,
+        options: Mapping[str, Any],
+    ) -> Steps[OracleThread]:
+        tid = check_id("thread_id", thread_id if thread_id is not NOT_SET else None)
+        thread_llm = self.llm if llm is NOT_SET else _check_llm(llm)
+        if extract_memories is not NOT_SET:
+            _check_bool("extract_memories", extract_memories)
+        ThreadConfig.resolve(options)  # validate overrides before any I/O
+        row: ThreadRow | None = yield from call(self._store, "get_thread_row", tid)
+        if row is None:
+            raise KeyError(f"unknown thread id {tid!r}")
+        persisted = row.config or {}
+        config = ThreadConfig.resolve(options, persisted)
+        if extract_memories is not NOT_SET:
+            extract = cast(bool, extract_memories)
+        elif isinstance(persisted.get("extract_memories"), bool):
+            extract = persisted["extract_memories"]
+        else:
+            extract = self.extract_memories
+        _require_llm(thread_llm, extract)
+        return self._thread(
+            row.thread_id,
+            row.user_id,
+            row.agent_id,
+            row.metadata,
+            thread_llm,
+            extract,
+            config,
+            row.state,
+        )
+
+    def _thread(
+        self,
+        thread_id: str,
+        user_id: str | None,
+        agent_id: str | None,
+        metadata: dict[str, Any] | None,
+        llm: ILlm | None,
+        extract_memories: bool,
+        config: ThreadConfig,
+        state: Mapping[str, Any],
+    ) -> OracleThread:
+        return OracleThread(
+            self._store,
+            thread_id=thread_id,
+            user_id=user_id,
+            agent_id=agent_id,
+            metadata=metadata,
+            llm=llm,
+            client=self,
+            extract_memories=extract_memories,
+            state=state,
+            **config.as_kwargs(),
+        )
+
+    def delete_thread(self, thread_id: str) -> int:
+        """Delete a thread with its messages, memories and search rows (seed 003).
+
+        Example (seed 003)::
+
+            >>> thread = client.create_thread(thread_id="c-delete")
+            >>> client.delete_thread(thread.thread_id)
+            1
+
+        Returns:
+            Thread rows deleted (0 or 1).
+
+        Raises:
+            ValueError: for a blank id.
+        """
+        return run_sync(self._delete_thread_steps(thread_id))
+
+    async def delete_thread_async(self, thread_id: str) -> int:
+        """Async twin of ``delete_thread``."""
+        return await run_async(self._delete_thread_steps(thread_id))
+
+    def _delete_thread_steps(self, thread_id: object) -> Steps[int]:
+        tid = check_id("thread_id", thread_id if thread_id is not NOT_SET else None)
+        deleted: int = yield from call(self._store, "delete_thread", tid)
+        return deleted
+
+    def list_threads(
+        self, user_id: Maybe[str | None] = NOT_SET, agent_id: Maybe[str | None] = NOT_SET
+    ) -> list[ThreadRow]:
+        """[oam] The stored threads, oldest first (SPEC §5).
+
+        Args:
+            user_id: Only this user's threads (``None``: threads without a user).
+            agent_id: Only this agent's threads (``None``: threads without an agent).
+
+        Returns:
+            The thread rows (ids, scope, metadata, config, state, created_at).
+
+        Raises:
+            ValueError: for a non-str id.
+        """
+        return run_sync(self._list_threads_steps(user_id, agent_id))
+
+    async def list_threads_async(
+        self, user_id: Maybe[str | None] = NOT_SET, agent_id: Maybe[str | None] = NOT_SET
+    ) -> list[ThreadRow]:
+        """Async twin of ``list_threads``."""
+        return await run_async(self._list_threads_steps(user_id, agent_id))
+
+    def _list_threads_steps(self, user_id: object, agent_id: object) -> Steps[list[ThreadRow]]:
+        rows: list[ThreadRow] = yield from call(
+            self._store,
+            "list_thread_rows",
+            user_id=check_scope("user_id", user_id, None) if user_id is not NOT_SET else NOT_SET,
+            agent_id=(
+                check_scope("agent_id", agent_id, None) if agent_id is not NOT_SET else NOT_SET
+            ),
+        )
+        return rows
