@@ -1,0 +1,367 @@
+"""Turn-level retrieval recall on LoCoMo through the public ``oam`` API.
+
+For each LoCoMo conversation (sample) a fresh in-memory ``SQLiteMemoryStore`` is
+filled through ``OracleAgentMemory`` (``extract_memories=False``), one thread per
+session, each message carrying its ``dia_id`` in metadata. Every question of that
+sample is then searched with ``store.search(question, k, user_id=sample_id,
+exact_user_match=True, record_types={"message"})`` and the returned messages are
+mapped back to dialog ids. A question counts for ``recall_all@k`` when all of its
+evidence ids are in the top k, for ``recall_any@k`` when at least one is. Category 5
+(adversarial) is reported but left out of the overall numbers; questions without
+evidence ids are skipped.
+
+Timings: ingest throughput (messages/s, embedding included), and per query the search
+latency with and without the query embedding. VECTOR embeds each query first and
+searches with ``query_vector``; HYBRID embeds inside ``search``, and a timing wrapper
+around the embedder separates that time; KEYWORD does no query embedding.
+
+Usage (from the repository root)::
+
+    python bench/locomo_recall.py --strategy hybrid --k 10
+    python bench/locomo_recall.py --strategy vector --k 10 --json
+
+The LoCoMo files are CC BY-NC 4.0: read them from ``../shared/data``, never copy
+them into this repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+try:
+    import oam_core  # noqa: F401
+except ImportError:  # running from a checkout without `pip install -e .`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from oam_core import IEmbedder, OracleAgentMemory, SearchStrategy, SQLiteMemoryStore
+from oam_core.embedders import resolve_embedder
+from oam_core.ingest import Conversation, IngestError, load_conversations
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+EXCLUDED_FROM_OVERALL = frozenset({5})
+
+
+@dataclass(frozen=True)
+class Question:
+    """One line of the qrels file."""
+
+    sample_id: str
+    qa_index: int
+    category: int
+    question: str
+    evidence: frozenset[str]
+
+
+@dataclass
+class _Tally:
+    n: int = 0
+    all_hits: int = 0
+    any_hits: int = 0
+
+    def add(self, evidence: frozenset[str], retrieved: set[str]) -> None:
+        self.n += 1
+        self.all_hits += evidence <= retrieved
+        self.any_hits += bool(evidence & retrieved)
+
+    def as_dict(self, k: int) -> dict[str, Any]:
+        return {
+            f"recall_all@{k}": self.all_hits / self.n if self.n else 0.0,
+            f"recall_any@{k}": self.any_hits / self.n if self.n else 0.0,
+            "n": self.n,
+        }
+
+
+@dataclass
+class _Timings:
+    model_load_s: float = 0.0
+    ingest_s: float = 0.0
+    ingest_embed_s: float = 0.0
+    messages: int = 0
+    threads: int = 0
+    embed_ms: list[float] = field(default_factory=list)
+    incl_ms: list[float] = field(default_factory=list)
+    excl_ms: list[float] = field(default_factory=list)
+
+
+class TimedEmbedder(IEmbedder):
+    """Delegates to another embedder and adds up the seconds spent in ``embed``."""
+
+    def __init__(self, inner: IEmbedder) -> None:
+        self.inner = inner
+        self.max_input_tokens = inner.max_input_tokens
+        self.seconds = 0.0
+
+    @property
+    def embedding_dimension(self) -> int:
+        return self.inner.embedding_dimension
+
+    def embed(self, texts: Sequence[str], *, is_query: bool = False) -> npt.NDArray[np.float32]:
+        """Embed with the wrapped embedder, timing the call."""
+        started = time.perf_counter()
+        try:
+            return self.inner.embed(texts, is_query=is_query)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+def load_qrels(path: Path) -> list[Question]:
+    """Read the qrels JSONL file.
+
+    Raises:
+        ValueError: if the file is missing or a line lacks the expected fields.
+    """
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read qrels ({exc.strerror or exc})") from exc
+    questions: list[Question] = []
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            questions.append(
+                Question(
+                    sample_id=str(row["sample_id"]),
+                    qa_index=int(row["qa_index"]),
+                    category=int(row["category"]),
+                    question=str(row["question"]),
+                    evidence=frozenset(str(e) for e in row["evidence"]),
+                )
+            )
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{path}: line {lineno}: not a qrels row ({exc!r})") from exc
+    return questions
+
+
+def run(
+    data: Path,
+    qrels: Path,
+    *,
+    strategy: SearchStrategy,
+    k: int,
+    embedder: str,
+    samples: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Run the benchmark and return the report (the ``--json`` object).
+
+    Raises:
+        ValueError: for unreadable or malformed data or qrels files.
+    """
+    conversations = load_conversations(data)
+    by_sample: dict[str, list[Conversation]] = {}
+    for conversation in conversations:
+        by_sample.setdefault(conversation.user_id or "", []).append(conversation)
+    if samples:
+        unknown = sorted(set(samples) - set(by_sample))
+        if unknown:
+            raise ValueError(f"unknown sample ids {unknown}; the data has {sorted(by_sample)}")
+        by_sample = {s: by_sample[s] for s in samples}
+    questions: dict[str, list[Question]] = {}
+    skipped = 0
+    for question in load_qrels(qrels):
+        if question.sample_id not in by_sample:
+            continue
+        if not question.evidence:
+            skipped += 1
+            continue
+        questions.setdefault(question.sample_id, []).append(question)
+
+    inner = resolve_embedder(embedder)
+    assert inner is not None
+    model = TimedEmbedder(inner)
+    timings = _Timings()
+    started = time.perf_counter()
+    model.embed(["warm up"])  # loads a lazy model once, outside the ingest timing
+    timings.model_load_s = time.perf_counter() - started
+    tallies = {category: _Tally() for category in CATEGORIES}
+    overall = _Tally()
+
+    for sample_id, sample_conversations in by_sample.items():
+        store = SQLiteMemoryStore(
+            ":memory:",
+            embedder=model,
+            vector_dim=model.embedding_dimension,
+            search_strategy=strategy,
+        )
+        try:
+            memory = OracleAgentMemory(store=store, extract_memories=False)
+            embed_before, started = model.seconds, time.perf_counter()
+            for conversation in sample_conversations:
+                thread = memory.create_thread(thread_id=conversation.thread_id, user_id=sample_id)
+                thread.add_messages(conversation.messages)
+                timings.messages += len(conversation.messages)
+                timings.threads += 1
+            timings.ingest_s += time.perf_counter() - started
+            timings.ingest_embed_s += model.seconds - embed_before
+            for question in questions.get(sample_id, []):
+                retrieved = _search(store, model, question, strategy, k, timings)
+                tallies[question.category].add(question.evidence, retrieved)
+                if question.category not in EXCLUDED_FROM_OVERALL:
+                    overall.add(question.evidence, retrieved)
+        finally:
+            store.close()
+
+    return {
+        "overall": overall.as_dict(k),
+        "per_category": {
+            name: {"category": number, **tallies[number].as_dict(k)}
+            for number, name in CATEGORIES.items()
+        },
+        "timing": {
+            "model_load_s": round(timings.model_load_s, 3),
+            "ingest_s": round(timings.ingest_s, 3),
+            "ingest_embed_s": round(timings.ingest_embed_s, 3),
+            "ingest_messages_per_s": round(timings.messages / timings.ingest_s, 1)
+            if timings.ingest_s
+            else 0.0,
+            "queries": len(timings.incl_ms),
+            "search_ms_incl_embed": _percentiles(timings.incl_ms),
+            "search_ms_excl_embed": _percentiles(timings.excl_ms),
+            "query_embed_ms": _percentiles(timings.embed_ms),
+        },
+        "config": {
+            "strategy": strategy.value.lower(),
+            "k": k,
+            "embedder": embedder,
+            "vector_dim": model.embedding_dimension,
+            "samples": list(by_sample),
+            "threads": timings.threads,
+            "messages": timings.messages,
+            "questions_without_evidence": skipped,
+            "excluded_from_overall": sorted(CATEGORIES[c] for c in EXCLUDED_FROM_OVERALL),
+        },
+    }
+
+
+def _search(
+    store: SQLiteMemoryStore,
+    model: TimedEmbedder,
+    question: Question,
+    strategy: SearchStrategy,
+    k: int,
+    timings: _Timings,
+) -> set[str]:
+    scope: dict[str, Any] = {
+        "user_id": question.sample_id,
+        "exact_user_match": True,
+        "record_types": {"message"},
+    }
+    if strategy is SearchStrategy.VECTOR:
+        started = time.perf_counter()
+        vector = model.inner.embed([question.question], is_query=True)[0]
+        embed_s = time.perf_counter() - started
+        started = time.perf_counter()
+        results = store.search(k=k, query_vector=vector, **scope)
+        search_s = time.perf_counter() - started
+        total_s = embed_s + search_s
+    else:
+        embed_before, started = model.seconds, time.perf_counter()
+        results = store.search(question.question, k, **scope)
+        total_s = time.perf_counter() - started
+        embed_s = model.seconds - embed_before
+        search_s = total_s - embed_s
+    timings.embed_ms.append(embed_s * 1000)
+    timings.incl_ms.append(total_s * 1000)
+    timings.excl_ms.append(search_s * 1000)
+    return {
+        str(record.metadata["dia_id"])
+        for record, _ in results
+        if record.metadata and "dia_id" in record.metadata
+    }
+
+
+def _percentiles(values: Sequence[float]) -> dict[str, float]:
+    if not values:
+        return {"p50": 0.0, "p95": 0.0, "mean": 0.0}
+    p50, p95 = np.percentile(np.asarray(values, dtype=np.float64), [50, 95])
+    return {
+        "p50": round(float(p50), 3),
+        "p95": round(float(p95), 3),
+        "mean": round(statistics.fmean(values), 3),
+    }
+
+
+def format_table(report: dict[str, Any]) -> str:
+    """Render a report as a plain-text table."""
+    config, timing = report["config"], report["timing"]
+    k = config["k"]
+    all_key, any_key = f"recall_all@{k}", f"recall_any@{k}"
+    lines = [
+        f"LoCoMo turn-level recall: strategy={config['strategy']} k={k} "
+        f"embedder={config['embedder']} ({config['vector_dim']}d), "
+        f"{len(config['samples'])} conversations, {config['threads']} threads, "
+        f"{config['messages']} messages",
+        "",
+        f"{'category':<22}{'n':>6}{all_key:>16}{any_key:>16}",
+    ]
+    for name, row in report["per_category"].items():
+        label = f"{name} ({row['category']})" + (
+            " *" if name in config["excluded_from_overall"] else ""
+        )
+        lines.append(f"{label:<22}{row['n']:>6}{row[all_key]:>16.3f}{row[any_key]:>16.3f}")
+    row = report["overall"]
+    lines.append(f"{'overall (1-4)':<22}{row['n']:>6}{row[all_key]:>16.3f}{row[any_key]:>16.3f}")
+    lines += [
+        "  * not in overall",
+        "",
+        f"model load {timing['model_load_s']:.2f} s; ingest {timing['ingest_s']:.1f} s "
+        f"({timing['ingest_messages_per_s']:.0f} messages/s, embedding "
+        f"{timing['ingest_embed_s']:.1f} s)",
+        f"{timing['queries']} queries, ms        p50       p95      mean",
+    ]
+    for key, label in (
+        ("search_ms_incl_embed", "search incl. embed"),
+        ("search_ms_excl_embed", "search excl. embed"),
+        ("query_embed_ms", "query embedding"),
+    ):
+        t = timing[key]
+        lines.append(f"  {label:<20}{t['p50']:>9.2f}{t['p95']:>10.2f}{t['mean']:>10.2f}")
+    if config["questions_without_evidence"]:
+        lines.append(f"({config['questions_without_evidence']} questions without evidence skipped)")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse arguments, run, print the table (or one JSON object); return an exit code."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--data", type=Path, default=DATA_DIR / "locomo_dev.json")
+    parser.add_argument("--qrels", type=Path, default=DATA_DIR / "locomo_dev_qrels.jsonl")
+    parser.add_argument("--strategy", choices=["vector", "keyword", "hybrid"], default="hybrid")
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--embedder", default="local", help="local, hashing, hashing/<dim>")
+    parser.add_argument("--samples", help="comma-separated sample ids (default: all)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    if args.k < 1:
+        parser.error("--k must be >= 1")
+    try:
+        report = run(
+            args.data,
+            args.qrels,
+            strategy=SearchStrategy.parse(args.strategy),
+            k=args.k,
+            embedder=args.embedder,
+            samples=args.samples.split(",") if args.samples else None,
+        )
+    except (IngestError, ValueError, ImportError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(report) if args.json else format_table(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,376 @@
+"""The ``oam`` command line: ingest conversations, search them, show context cards.
+
+A thin layer over the library: files are read by :mod:`oam_core.ingest`, everything
+else goes through ``OracleAgentMemory`` and ``SQLiteMemoryStore``. Every command
+works on one SQLite file (``--db``, default ``./oam.db``) and runs without an LLM
+(``extract_memories=False``), so only messages are stored and searched.
+
+Errors a user can cause (a missing or malformed file, an unknown thread, a database
+opened with another embedder dimension) print one ``Error: ...`` line on stderr and
+exit with code 1 (2 for a file or option that does not exist); they never print a
+traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from oam_core.apis._sentinel import NOT_SET
+from oam_core.apis.records import Record
+from oam_core.embedders import resolve_embedder
+from oam_core.ingest import Conversation, IngestError, load_conversations
+from oam_core.memory.client import OracleAgentMemory
+from oam_core.store.options import SearchStrategy
+from oam_core.store.sqlite import SQLiteMemoryStore
+
+__all__ = ["app", "main"]
+
+DEMO_FILE = "demo_conversation.jsonl"
+DEMO_THREAD = "demo-trip-planning"
+DEMO_USER = "demo-user"
+DEMO_AGENT = "demo-assistant"
+DEMO_QUESTIONS = (
+    "What is the user's dog called?",
+    "Which city is the user flying to in March?",
+    "What food can't the user eat?",
+    "What does the user do for work?",
+)
+_BATCH = 64
+"""Messages per ``add_messages`` call while ingesting (one transaction each)."""
+
+app = typer.Typer(
+    name="oam",
+    help="Agent memory in a SQLite file: ingest chats, search them, build context cards.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+DbOption = Annotated[Path, typer.Option("--db", help="SQLite database file (created if missing).")]
+EmbedderOption = Annotated[
+    str,
+    typer.Option(
+        "--embedder",
+        help="'local' (offline all-MiniLM-L6-v2), 'hashing' or 'hashing/<dim>' (no "
+        "model, word overlap only), or a LiteLLM model id. Use the same one for "
+        "every command on a database.",
+    ),
+]
+StrategyOption = Annotated[
+    SearchStrategy,
+    typer.Option("--strategy", case_sensitive=False, help="How search ranks results."),
+]
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one line, then exit with ``code``."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def main() -> None:
+    """Entry point of the ``oam`` console script."""
+    app()
+
+
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    """Turn the errors a user can cause into one stderr line and an exit code."""
+    try:
+        yield
+    except CliError as exc:
+        _fail(str(exc), exc.code)
+    except IngestError as exc:
+        _fail(str(exc), 1)
+    except KeyError as exc:
+        _fail(str(exc.args[0]) if exc.args else "not found", 1)
+    except (ValueError, ImportError, OSError) as exc:
+        _fail(str(exc), 1)
+    except sqlite3.Error as exc:
+        _fail(f"database error: {exc}", 1)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    typer.echo(f"Error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def _memory(
+    db: Path, embedder: str, strategy: SearchStrategy
+) -> Iterator[tuple[OracleAgentMemory, SQLiteMemoryStore]]:
+    """Open the store and the client over ``db``; close them when the block ends."""
+    model = resolve_embedder(embedder)
+    store = SQLiteMemoryStore(
+        db,
+        embedder=model,
+        vector_dim=model.embedding_dimension if model is not None else None,
+        search_strategy=strategy,
+    )
+    try:
+        yield OracleAgentMemory(store=store, extract_memories=False), store
+    finally:
+        store.close()
+
+
+def _ingest(
+    memory: OracleAgentMemory,
+    store: SQLiteMemoryStore,
+    conversations: Sequence[Conversation],
+    *,
+    replace: bool,
+    console: Console,
+) -> int:
+    """Write each conversation as one thread; return the number of messages written.
+
+    Raises:
+        CliError: if a thread exists already and ``replace`` is False (nothing is
+            written then).
+    """
+    existing = {row.thread_id for row in store.list_thread_rows()}
+    clashes = [c.thread_id for c in conversations if c.thread_id in existing]
+    if clashes and not replace:
+        shown = ", ".join(clashes[:3]) + (" ..." if len(clashes) > 3 else "")
+        raise CliError(
+            f"thread(s) already in the database: {shown}; use --replace to overwrite them"
+        )
+    total = sum(len(c.messages) for c in conversations)
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    written = 0
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task("Ingesting", total=total)
+        for conversation in conversations:
+            if conversation.thread_id in existing:
+                memory.delete_thread(conversation.thread_id)
+            thread = memory.create_thread(
+                thread_id=conversation.thread_id,
+                user_id=NOT_SET if conversation.user_id is None else conversation.user_id,
+                agent_id=NOT_SET if conversation.agent_id is None else conversation.agent_id,
+            )
+            progress.update(task, description=f"Ingesting {conversation.thread_id}")
+            for start in range(0, len(conversation.messages), _BATCH):
+                batch = conversation.messages[start : start + _BATCH]
+                thread.add_messages(batch)
+                written += len(batch)
+                progress.advance(task, len(batch))
+    return written
+
+
+@app.command()
+def ingest(
+    file: Annotated[Path, typer.Argument(help="A .jsonl/.json chat file or a LoCoMo file.")],
+    db: DbOption = Path("oam.db"),
+    embedder: EmbedderOption = "local",
+    strategy: StrategyOption = SearchStrategy.HYBRID,
+    user: Annotated[
+        str | None, typer.Option(help="User id for the threads (LoCoMo: replaces sample id).")
+    ] = None,
+    agent: Annotated[str | None, typer.Option(help="Agent id for the threads.")] = None,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Delete threads with the same id first.")
+    ] = False,
+) -> None:
+    """Store every conversation in FILE as one thread (messages only, no LLM)."""
+    err = Console(stderr=True)
+    with _user_errors():
+        if not file.exists():
+            raise CliError(f"{file}: no such file", code=2)
+        conversations = load_conversations(file, user_id=user, agent_id=agent)
+        started = time.perf_counter()
+        with _memory(db, embedder, strategy) as (memory, store):
+            written = _ingest(memory, store, conversations, replace=replace, console=err)
+        elapsed = time.perf_counter() - started
+    rate = written / elapsed if elapsed > 0 else 0.0
+    typer.echo(
+        f"Ingested {written} messages into {len(conversations)} thread(s) in {db} "
+        f"({elapsed:.1f} s, {rate:.0f} messages/s)."
+    )
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for, in natural language.")],
+    db: DbOption = Path("oam.db"),
+    embedder: EmbedderOption = "local",
+    strategy: StrategyOption = SearchStrategy.HYBRID,
+    user: Annotated[str | None, typer.Option(help="Only records of this user.")] = None,
+    thread: Annotated[str | None, typer.Option(help="Only records of this thread.")] = None,
+    k: Annotated[int, typer.Option("--k", "-k", min=1, help="How many results.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+) -> None:
+    """Search the stored messages (and memories) for QUERY."""
+    with _user_errors():
+        _require_db(db)
+        with _memory(db, embedder, strategy) as (_, store):
+            results = store.search(
+                query,
+                k,
+                user_id=user,
+                exact_user_match=user is not None,
+                thread_id=thread,
+                exact_thread_match=thread is not None,
+            )
+    if as_json:
+        for record, distance in results:
+            typer.echo(json.dumps(_record_json(record, distance), ensure_ascii=False))
+        return
+    console = Console(highlight=False, soft_wrap=True)
+    if not results:
+        console.print("No results.")
+    _print_results(console, results)
+
+
+@app.command()
+def card(
+    thread_id: Annotated[str, typer.Argument(help="The thread to build a context card for.")],
+    db: DbOption = Path("oam.db"),
+    embedder: EmbedderOption = "local",
+    strategy: StrategyOption = SearchStrategy.HYBRID,
+    recent: Annotated[
+        int, typer.Option("--recent", min=0, help="Recent messages to include verbatim.")
+    ] = 0,
+    relevant: Annotated[
+        int, typer.Option("--relevant", min=0, help="Most relevant records to include.")
+    ] = 5,
+) -> None:
+    """Print the context card of THREAD_ID (the text an agent puts in its prompt)."""
+    with _user_errors():
+        _require_db(db)
+        with _memory(db, embedder, strategy) as (memory, store):
+            content = _context_card(memory, store, thread_id, recent=recent, relevant=relevant)
+    typer.echo(content if content else "(empty context card)")
+
+
+@app.command()
+def threads(
+    db: DbOption = Path("oam.db"),
+    user: Annotated[str | None, typer.Option(help="Only threads of this user.")] = None,
+) -> None:
+    """List the threads in the database with their message counts."""
+    with _user_errors():
+        _require_db(db)
+        store = SQLiteMemoryStore(db)
+        try:
+            rows = store.list_thread_rows(user_id=user) if user else store.list_thread_rows()
+            counts = [store.count_thread_messages(row.thread_id) for row in rows]
+        finally:
+            store.close()
+    if not rows:
+        typer.echo(f"No threads in {db}.")
+        return
+    header = ("thread", "user", "agent", "messages", "created")
+    table = [header] + [
+        (row.thread_id, row.user_id or "-", row.agent_id or "-", str(count), row.created_at[:19])
+        for row, count in zip(rows, counts, strict=True)
+    ]
+    widths = [max(len(line[col]) for line in table) for col in range(len(header))]
+    for line in table:
+        typer.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))
+
+
+@app.command()
+def demo(
+    db: DbOption = Path("oam.db"),
+    embedder: EmbedderOption = "local",
+    strategy: StrategyOption = SearchStrategy.HYBRID,
+    k: Annotated[int, typer.Option("--k", "-k", min=1, help="Results per question.")] = 3,
+) -> None:
+    """Ingest a bundled 260-message chat, then answer a few questions from memory."""
+    console = Console(highlight=False, soft_wrap=True)
+    with _user_errors():
+        with resources.as_file(resources.files("oam_core") / "demo" / DEMO_FILE) as path:
+            [conversation] = load_conversations(path, user_id=DEMO_USER, agent_id=DEMO_AGENT)
+        conversation = Conversation(
+            thread_id=DEMO_THREAD,
+            user_id=conversation.user_id,
+            agent_id=conversation.agent_id,
+            messages=conversation.messages,
+        )
+        with _memory(db, embedder, strategy) as (memory, store):
+            if store.get_thread_row(DEMO_THREAD) is None:
+                err = Console(stderr=True)
+                written = _ingest(memory, store, [conversation], replace=False, console=err)
+                console.print(f"Ingested {written} messages into thread {DEMO_THREAD} ({db}).")
+            else:
+                console.print(f"Thread {DEMO_THREAD} is already in {db}; reusing it.")
+            for question in DEMO_QUESTIONS:
+                results = store.search(question, k, user_id=DEMO_USER, exact_user_match=True)
+                console.print(f"\n[bold]Q: {escape(question)}[/bold]")
+                _print_results(console, results)
+            content = _context_card(memory, store, DEMO_THREAD, recent=2, relevant=5)
+    console.print(f"\n[bold]Context card of {DEMO_THREAD}[/bold] (no LLM: fallback summary)")
+    typer.echo(content)
+    console.print(
+        f'\nTry: oam search "Who is looking after Moose?" --db {db}'
+        + ("" if embedder == "local" else f" --embedder {embedder}")
+    )
+
+
+def _require_db(db: Path) -> None:
+    if str(db) != ":memory:" and not db.exists():
+        raise CliError(f"{db}: no such database; create it with `oam ingest FILE --db {db}`", 2)
+
+
+def _context_card(
+    memory: OracleAgentMemory,
+    store: SQLiteMemoryStore,
+    thread_id: str,
+    *,
+    recent: int,
+    relevant: int,
+) -> str:
+    if store.get_thread_row(thread_id) is None:
+        raise CliError(f"no thread {thread_id!r} in the database (see `oam threads`)")
+    thread = memory.get_thread(thread_id)
+    card = thread.get_context_card(max_recent_messages=recent, max_relevant_results=relevant)
+    return card.content
+
+
+def _print_results(console: Console, results: Sequence[tuple[Record, float]]) -> None:
+    for rank, (record, distance) in enumerate(results, start=1):
+        role = getattr(record, "role", None)
+        who = f"{role} " if role else ""
+        when = f" {record.timestamp}" if record.timestamp else ""
+        console.print(
+            f"{rank:>2}. [dim]{distance:.3f} {record.record_type} "
+            f"{escape(record.thread_id or '-')}{escape(when)}[/dim]\n"
+            f"    {escape(who)}{escape(_shorten(record.content or ''))}"
+        )
+
+
+def _shorten(text: str, limit: int = 300) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _record_json(record: Record, distance: float) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "record_type": record.record_type,
+        "distance": distance,
+        "thread_id": record.thread_id,
+        "user_id": record.user_id,
+        "role": getattr(record, "role", None),
+        "timestamp": record.timestamp,
+        "content": record.content,
+        "metadata": record.metadata,
+    }

@@ -1,0 +1,182 @@
+"""Smoke test of ``bench/locomo_recall.py`` on a tiny synthetic LoCoMo-shaped file."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).parents[2] / "bench" / "locomo_recall.py"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("locomo_recall", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["locomo_recall"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _turn(speaker: str, dia_id: str, text: str) -> dict[str, str]:
+    return {"speaker": speaker, "dia_id": dia_id, "text": text}
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    sample = {
+        "sample_id": "s-1",
+        "conversation": {
+            "speaker_a": "Ana",
+            "speaker_b": "Ben",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                _turn("Ana", "D1:1", "I adopted a golden retriever puppy named Sunny."),
+                _turn("Ben", "D1:2", "That's wonderful! How is it going so far?"),
+                _turn("Ana", "D1:3", "We started obedience classes at the community center."),
+            ],
+            "session_2_date_time": "10:29 am on 9 August, 2023",
+            "session_2": [
+                _turn("Ben", "D2:1", "I finally visited Kyoto and saw the temples."),
+                _turn("Ana", "D2:2", "Sounds amazing, what was the food like?"),
+                _turn("Ben", "D2:3", "The matcha ice cream at the station was the best."),
+            ],
+        },
+        "qa": [],
+    }
+    rows: list[dict[str, Any]] = [
+        {
+            "qa_index": 0,
+            "category": 4,
+            "question": "What is the puppy named?",
+            "evidence": ["D1:1"],
+        },
+        {
+            "qa_index": 1,
+            "category": 1,
+            "question": "Kyoto temples and matcha ice cream?",
+            "evidence": ["D2:1", "D2:3"],
+        },
+        {
+            "qa_index": 2,
+            "category": 5,
+            "question": "Where are the obedience classes?",
+            "evidence": ["D1:3"],
+        },
+        {"qa_index": 3, "category": 4, "question": "Unanswerable?", "evidence": []},
+    ]
+    data = tmp_path / "locomo.json"
+    data.write_text(json.dumps([sample]), encoding="utf-8")
+    qrels = tmp_path / "qrels.jsonl"
+    lines = [{"sample_id": "s-1", "answer": "x", **row} for row in rows]
+    lines.append(
+        {
+            "sample_id": "other",
+            "qa_index": 0,
+            "category": 4,
+            "question": "q",
+            "answer": "a",
+            "evidence": ["D1:1"],
+        }
+    )
+    qrels.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return data, qrels
+
+
+def _run(bench: ModuleType, capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    assert bench.main([*argv, "--json", "--embedder", "hashing"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    report = json.loads(out)
+    assert isinstance(report, dict)
+    return report
+
+
+def test_keyword_recall_at_1_is_exact(
+    bench: ModuleType, files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, qrels = files
+    report = _run(
+        bench,
+        capsys,
+        "--data",
+        str(data),
+        "--qrels",
+        str(qrels),
+        "--strategy",
+        "keyword",
+        "--k",
+        "1",
+    )
+    # Single-hop question: found. Multi-hop (two evidence turns) at k=1: any but not all.
+    assert report["overall"] == {"recall_all@1": 0.5, "recall_any@1": 1.0, "n": 2}
+    categories = report["per_category"]
+    assert categories["single-hop"] == {
+        "category": 4,
+        "recall_all@1": 1.0,
+        "recall_any@1": 1.0,
+        "n": 1,
+    }
+    assert categories["multi-hop"]["n"] == 1
+    assert categories["multi-hop"]["recall_all@1"] == 0.0
+    assert categories["adversarial"] == {
+        "category": 5,
+        "recall_all@1": 1.0,
+        "recall_any@1": 1.0,
+        "n": 1,
+    }
+    assert categories["temporal"]["n"] == 0
+    timing = report["timing"]
+    assert timing["queries"] == 3
+    assert timing["query_embed_ms"]["p95"] == 0.0
+    assert set(timing["search_ms_incl_embed"]) == {"p50", "p95", "mean"}
+    assert report["config"]["messages"] == 6
+    assert report["config"]["threads"] == 2
+    assert report["config"]["questions_without_evidence"] == 1
+
+
+@pytest.mark.parametrize("strategy", ["vector", "hybrid"])
+def test_vector_and_hybrid_find_everything_with_a_large_k(
+    bench: ModuleType,
+    files: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+    strategy: str,
+) -> None:
+    data, qrels = files
+    report = _run(
+        bench,
+        capsys,
+        "--data",
+        str(data),
+        "--qrels",
+        str(qrels),
+        "--strategy",
+        strategy,
+        "--k",
+        "10",
+    )
+    assert report["overall"] == {"recall_all@10": 1.0, "recall_any@10": 1.0, "n": 2}
+    timing = report["timing"]
+    assert timing["ingest_messages_per_s"] > 0
+    assert timing["query_embed_ms"]["p50"] > 0
+    assert timing["search_ms_incl_embed"]["p50"] >= timing["search_ms_excl_embed"]["p50"]
+
+
+def test_human_table_and_errors(
+    bench: ModuleType, files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, qrels = files
+    args = ["--data", str(data), "--qrels", str(qrels), "--embedder", "hashing"]
+    assert bench.main([*args, "--strategy", "keyword"]) == 0
+    out = capsys.readouterr().out
+    assert "overall (1-4)" in out and "recall_all@10" in out
+    assert bench.main([*args, "--samples", "nope"]) == 2
+    assert "unknown sample ids" in capsys.readouterr().err
+    assert bench.main(["--data", str(data.with_name("missing.json")), "--qrels", str(qrels)]) == 2
+    assert "no such file" in capsys.readouterr().err

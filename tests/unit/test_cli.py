@@ -1,0 +1,268 @@
+"""Tests for the ``oam`` command line (typer's CliRunner, hashing embedder, tmp dirs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from oam_core.cli import DEMO_QUESTIONS, DEMO_THREAD, app
+
+MESSAGES = [
+    {
+        "role": "user",
+        "content": "My dog is called Biscuit and he loves the beach.",
+        "timestamp": "2025-01-02T09:00:00",
+    },
+    {
+        "role": "assistant",
+        "content": "Biscuit sounds like a happy dog!",
+        "timestamp": "2025-01-02T09:00:05",
+    },
+    {
+        "role": "user",
+        "content": "I am flying to Lisbon in March for a conference.",
+        "timestamp": "2025-01-03T10:00:00",
+    },
+    {
+        "role": "assistant",
+        "content": "Lisbon in March is lovely.",
+        "timestamp": "2025-01-03T10:00:04",
+    },
+]
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def chat(tmp_path: Path) -> Path:
+    path = tmp_path / "chat.jsonl"
+    path.write_text("".join(json.dumps(m) + "\n" for m in MESSAGES), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "oam.db"
+
+
+def invoke(runner: CliRunner, *args: str | Path) -> Result:
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def assert_clean_failure(result: Result, code: int, text: str) -> None:
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output
+    assert isinstance(result.exception, SystemExit)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("Error: ")
+    assert text in lines[0]
+
+
+@pytest.fixture
+def ingested(runner: CliRunner, chat: Path, db: Path) -> Path:
+    result = invoke(runner, "ingest", chat, "--db", db, "--embedder", "hashing", "--user", "u1")
+    assert result.exit_code == 0, result.output
+    return db
+
+
+def test_help_lists_every_command(runner: CliRunner) -> None:
+    result = invoke(runner, "--help")
+    assert result.exit_code == 0
+    for command in ("ingest", "search", "card", "threads", "demo"):
+        assert command in result.stdout
+
+
+def test_ingest_reports_counts(runner: CliRunner, chat: Path, db: Path) -> None:
+    result = invoke(runner, "ingest", chat, "--db", db, "--embedder", "hashing")
+    assert result.exit_code == 0, result.output
+    assert "Ingested 4 messages into 1 thread(s)" in result.stdout
+    assert db.exists()
+
+
+def test_ingest_twice_needs_replace(runner: CliRunner, chat: Path, ingested: Path) -> None:
+    again = invoke(runner, "ingest", chat, "--db", ingested, "--embedder", "hashing")
+    assert_clean_failure(again, 1, "already in the database: chat; use --replace")
+    replaced = invoke(
+        runner, "ingest", chat, "--db", ingested, "--embedder", "hashing", "--replace"
+    )
+    assert replaced.exit_code == 0, replaced.output
+    listed = invoke(runner, "threads", "--db", ingested)
+    assert listed.exit_code == 0
+    assert listed.stdout.count("chat") == 1
+
+
+def test_threads_lists_ids_users_and_counts(runner: CliRunner, ingested: Path) -> None:
+    result = invoke(runner, "threads", "--db", ingested)
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.stdout.splitlines() if "chat" in line)
+    assert "u1" in row and " 4 " in row
+    other = invoke(runner, "threads", "--db", ingested, "--user", "nobody")
+    assert "No threads" in other.stdout
+
+
+def test_search_finds_the_dog(runner: CliRunner, ingested: Path) -> None:
+    result = invoke(
+        runner,
+        "search",
+        "what is the dog called",
+        "--db",
+        ingested,
+        "--embedder",
+        "hashing",
+        "--k",
+        "1",
+    )
+    assert result.exit_code == 0, result.output
+    assert "Biscuit" in result.stdout
+    assert " 1. " in result.stdout and " 2. " not in result.stdout
+
+
+@pytest.mark.parametrize("strategy", ["vector", "keyword", "hybrid"])
+def test_search_json_with_scope(runner: CliRunner, ingested: Path, strategy: str) -> None:
+    result = invoke(
+        runner,
+        "search",
+        "Lisbon March",
+        "--db",
+        ingested,
+        "--embedder",
+        "hashing",
+        "--strategy",
+        strategy,
+        "--user",
+        "u1",
+        "--thread",
+        "chat",
+        "--json",
+    )
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert 1 <= len(rows) <= 5
+    assert "Lisbon" in rows[0]["content"]
+    assert {(r["user_id"], r["thread_id"], r["record_type"]) for r in rows} == {
+        ("u1", "chat", "message")
+    }
+    empty = invoke(
+        runner, "search", "Lisbon", "--db", ingested, "--embedder", "hashing", "--user", "x"
+    )
+    assert empty.exit_code == 0
+    assert "No results." in empty.stdout
+
+
+def test_card_shows_recent_messages(runner: CliRunner, ingested: Path) -> None:
+    result = invoke(
+        runner, "card", "chat", "--db", ingested, "--embedder", "hashing", "--recent", "2"
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("<context_card>")
+    recent = result.stdout.split("<recent_messages>")[1]
+    assert "Lisbon in March is lovely." in recent
+    assert "Biscuit" not in recent
+
+
+def test_card_of_unknown_thread(runner: CliRunner, ingested: Path) -> None:
+    result = invoke(runner, "card", "nope", "--db", ingested, "--embedder", "hashing")
+    assert_clean_failure(result, 1, "no thread 'nope'")
+
+
+def test_missing_file(runner: CliRunner, tmp_path: Path, db: Path) -> None:
+    result = invoke(runner, "ingest", tmp_path / "absent.jsonl", "--db", db)
+    assert_clean_failure(result, 2, "absent.jsonl: no such file")
+    assert not db.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("bad.jsonl", '{"role": "user", "content": "hi"}\n{"role": \n', "line 2: invalid JSON"),
+        ("bad.json", '[{"role": "user", "content": ', "invalid JSON at line 1"),
+        ("shape.json", '{"hello": "world"}', "neither a message"),
+        ("role.jsonl", '{"content": "no role"}', "'role' must be a non-empty string"),
+    ],
+)
+def test_bad_files_fail_cleanly(
+    runner: CliRunner, tmp_path: Path, db: Path, name: str, text: str, expected: str
+) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    result = invoke(runner, "ingest", path, "--db", db, "--embedder", "hashing")
+    assert_clean_failure(result, 1, expected)
+
+
+def test_commands_on_a_missing_database(runner: CliRunner, db: Path) -> None:
+    for args in (("search", "dog"), ("card", "chat"), ("threads",)):
+        result = invoke(runner, *args, "--db", db)
+        assert_clean_failure(result, 2, "no such database")
+
+
+def test_embedder_dimension_mismatch(runner: CliRunner, ingested: Path) -> None:
+    result = invoke(runner, "search", "dog", "--db", ingested, "--embedder", "hashing/32")
+    assert_clean_failure(result, 1, "dimension")
+
+
+def test_bad_option_values_are_usage_errors(runner: CliRunner, ingested: Path) -> None:
+    result = invoke(runner, "search", "dog", "--db", ingested, "--strategy", "fuzzy")
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    result = invoke(runner, "search", "dog", "--db", ingested, "--k", "0")
+    assert result.exit_code == 2
+
+
+def test_ingest_locomo_file(runner: CliRunner, tmp_path: Path, db: Path) -> None:
+    sample = {
+        "sample_id": "conv-x",
+        "conversation": {
+            "speaker_a": "Ana",
+            "speaker_b": "Ben",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [{"speaker": "Ana", "dia_id": "D1:1", "text": "I love pottery."}],
+            "session_2_date_time": "2:00 pm on 9 May, 2023",
+            "session_2": [{"speaker": "Ben", "dia_id": "D2:1", "text": "I run marathons."}],
+        },
+    }
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([sample]), encoding="utf-8")
+    result = invoke(runner, "ingest", path, "--db", db, "--embedder", "hashing")
+    assert result.exit_code == 0, result.output
+    assert "Ingested 2 messages into 2 thread(s)" in result.stdout
+    listed = invoke(runner, "threads", "--db", db)
+    assert "conv-x-s1" in listed.stdout and "conv-x-s2" in listed.stdout
+    found = invoke(
+        runner,
+        "search",
+        "pottery",
+        "--db",
+        db,
+        "--embedder",
+        "hashing",
+        "--user",
+        "conv-x",
+        "--json",
+        "--k",
+        "1",
+    )
+    [row] = [json.loads(line) for line in found.stdout.splitlines()]
+    assert row["metadata"] == {"dia_id": "D1:1", "speaker": "Ana"}
+    assert row["timestamp"] == "2023-05-08T13:56:00"
+
+
+def test_demo_end_to_end(runner: CliRunner, db: Path) -> None:
+    result = invoke(runner, "demo", "--db", db, "--embedder", "hashing")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert f"Ingested 260 messages into thread {DEMO_THREAD}" in out
+    for question in DEMO_QUESTIONS:
+        assert f"Q: {question}" in out
+    assert "<context_card>" in out and "</context_card>" in out
+    again = invoke(runner, "demo", "--db", db, "--embedder", "hashing")
+    assert again.exit_code == 0, again.output
+    assert "reusing it" in again.stdout
+    listed = invoke(runner, "threads", "--db", db)
+    assert DEMO_THREAD in listed.stdout and "260" in listed.stdout
