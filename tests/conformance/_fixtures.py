@@ -1,0 +1,35 @@
+"""Helpers shared by the thread and client conformance tests (imported, not a conftest)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from oam_core.apis.llm import ILlm
+from oam_core.apis.thread import Message
+
+STORE_TIME = "2026-03-01T12:00:00.000000+00:00"
+"""``created_at`` of every row written under the conformance ``clock`` fixture."""
+
+
+class CountingLlm(ILlm):
+    """A fake LLM that records every prompt and answers with no memories."""
+
+    def __init__(self, reply: str = json.dumps({"memories": []})) -> None:
+        self.reply = reply
+        self.prompts: list[str] = []
+
+    def generate(self, prompt: str, *, response_json_schema: dict[str, Any] | None = None) -> str:
+        self.prompts.append(prompt)
+        return self.reply
+
+
+def contents(messages: Sequence[Message]) -> list[str]:
+    """The ``content`` of each message, in order."""
+    return [m.content for m in messages]
+
+
+def alternating(n: int) -> list[dict[str, str]]:
+    """``n`` message dicts alternating user/assistant, contents ``"m0"``, ``"m1"``, ..."""
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(n)]
