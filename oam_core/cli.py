@@ -45,7 +45,7 @@ DEMO_QUESTIONS = (
     "What is the user's dog called?",
     "Which city is the user flying to in March?",
     "What food can't the user eat?",
-    "What does the user do for work?",
+    "What is the user's job?",
 )
 _BATCH = 64
 """Messages per ``add_messages`` call while ingesting (one transaction each)."""
@@ -374,3 +374,7 @@ def _record_json(record: Record, distance: float) -> dict[str, Any]:
         "content": record.content,
         "metadata": record.metadata,
     }
+
+
+if __name__ == "__main__":
+    main()
