@@ -1,0 +1,231 @@
+"""``OracleContextCard`` and ``OracleSummary`` rendering (SPEC §7; seed 000)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from oam_core.apis.records import MessageRecord, Record
+from oam_core.apis.thread import Message
+from oam_core.memory.contextcard import OracleContextCard
+from oam_core.memory.summary import OracleSummary
+
+T0 = "2026-01-02T03:04:05+00:00"
+
+
+def test_seed_examples() -> None:
+    card = OracleContextCard(summary="ctx")
+    assert ("<summary>" in card.content and "ctx" in card.content) is True
+    assert OracleContextCard(summary="").formatted_content == ""
+    card = OracleContextCard(summary="ctx", topics=["travel"])
+    assert ("<topics>" in card.formatted_content) is True
+    summary = OracleSummary(content="Plan the Rome itinerary.")
+    assert summary.content == "Plan the Rome itinerary."
+    assert str(summary) == "Plan the Rome itinerary."
+    assert OracleSummary(content="Keep the tea preference in mind.").content == (
+        "Keep the tea preference in mind."
+    )
+    assert OracleSummary(content="Thread recap").formatted_content == "Thread recap"
+
+
+def test_full_card_exact_shape() -> None:
+    card = OracleContextCard(
+        summary="Trip planning.\nBudget & dates <TBD>",
+        topics=["travel", "  ", " rome "],
+        relevant_results=[
+            (Record(id="m1", record_type="memory", content="Likes trains", timestamp=T0), 0.1),
+            (Record(id="f1", record_type="fact", content="Born 1990", created_at=T0), 0.2),
+            Record(id="p1", record_type="preference", content="Window seat"),
+            (
+                MessageRecord(
+                    id="g9", record_type="message", content="book it", role="user", timestamp=T0
+                ),
+                0.4,
+            ),
+            (Record(id="u1", record_type="user_profile", content="Ana"), 0.5),
+        ],
+        recent_messages=[
+            Message("user", 'Any "cheap" flights?', timestamp=T0),
+            Message("assistant", "line one\nline two"),
+        ],
+    )
+    assert card.content == (
+        "<context_card>\n"
+        "  <topics>\n"
+        "    <topic>travel</topic>\n"
+        "    <topic>rome</topic>\n"
+        "  </topics>\n"
+        "  <summary>\n"
+        "    Trip planning.\n"
+        "    Budget &amp; dates &lt;TBD&gt;\n"
+        "  </summary>\n"
+        "  <relevant_information>\n"
+        "    <memory>\n"
+        "      <record_id>m1</record_id>\n"
+        f"      <timestamp>{T0}</timestamp>\n"
+        "      <content>Likes trains</content>\n"
+        "    </memory>\n"
+        "    <fact>\n"
+        "      <record_id>f1</record_id>\n"
+        f"      <timestamp>{T0}</timestamp>\n"
+        "      <content>Born 1990</content>\n"
+        "    </fact>\n"
+        "    <preference>\n"
+        "      <record_id>p1</record_id>\n"
+        "      <timestamp></timestamp>\n"
+        "      <content>Window seat</content>\n"
+        "    </preference>\n"
+        "    <message>\n"
+        "      <record_id>g9</record_id>\n"
+        f"      <timestamp>{T0}</timestamp>\n"
+        "      <role>user</role>\n"
+        "      <content>book it</content>\n"
+        "    </message>\n"
+        "    <user_profile>\n"
+        "      <record_id>u1</record_id>\n"
+        "      <timestamp></timestamp>\n"
+        "      <content>Ana</content>\n"
+        "    </user_profile>\n"
+        "  </relevant_information>\n"
+        "  <recent_messages>\n"
+        "    <message>\n"
+        f"      <timestamp>{T0}</timestamp>\n"
+        "      <role>user</role>\n"
+        '      <content>Any "cheap" flights?</content>\n'
+        "    </message>\n"
+        "    <message>\n"
+        "      <timestamp></timestamp>\n"
+        "      <role>assistant</role>\n"
+        "      <content>line one\n"
+        "line two</content>\n"
+        "    </message>\n"
+        "  </recent_messages>\n"
+        "</context_card>"
+    )
+    assert card.formatted_content == card.content
+    assert str(card) == card.content
+    assert card.topics == ["travel", "rome"]
+    assert [d for _, d in card.relevant_results] == [0.1, 0.2, None, 0.4, 0.5]
+    root = ET.fromstring(card.content)
+    assert [child.tag for child in root] == [
+        "topics",
+        "summary",
+        "relevant_information",
+        "recent_messages",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({}, ""),
+        ({"summary": "   \n "}, ""),
+        ({"topics": ["", " "]}, ""),
+        ({"relevant_results": [], "recent_messages": []}, ""),
+        (
+            {"topics": ["a"]},
+            "<context_card>\n  <topics>\n    <topic>a</topic>\n  </topics>\n</context_card>",
+        ),
+        (
+            {"summary": "\nctx\n"},
+            "<context_card>\n  <summary>\n    ctx\n  </summary>\n</context_card>",
+        ),
+        (
+            {"summary": "a\n\nb"},
+            "<context_card>\n  <summary>\n    a\n\n    b\n  </summary>\n</context_card>",
+        ),
+    ],
+)
+def test_sections_and_empty_card(kwargs: dict[str, Any], expected: str) -> None:
+    assert OracleContextCard(**kwargs).content == expected
+
+
+def test_custom_message_format() -> None:
+    card = OracleContextCard(
+        recent_messages=[Message("user", "hi & bye", id="x1")],
+        message_format='<m id="{id}">{role}: {content}</m>',
+    )
+    assert card.content == (
+        "<context_card>\n"
+        "  <recent_messages>\n"
+        '    <m id="x1">user: hi &amp; bye</m>\n'
+        "  </recent_messages>\n"
+        "</context_card>"
+    )
+
+
+def test_odd_record_type_gets_a_safe_tag() -> None:
+    card = OracleContextCard(relevant_results=[Record(id="1", record_type="bad tag", content="x")])
+    assert "<record>" in card.content
+    ET.fromstring(card.content)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"summary": None},
+        {"topics": "travel"},
+        {"topics": [1]},
+        {"relevant_results": ["text"]},
+        {"relevant_results": [(Record(id="1", record_type="memory", content="x"), "0.1")]},
+        {"recent_messages": [{"role": "user", "content": "x"}]},
+        {"message_format": "{nope}"},
+        {"message_format": "{0}"},
+        {"message_format": 3},
+    ],
+)
+def test_invalid_arguments(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        OracleContextCard(**kwargs)
+
+
+def test_summary_type() -> None:
+    assert OracleSummary("x") == OracleSummary("x")
+    assert OracleSummary("x") != OracleSummary("y")
+    assert repr(OracleSummary("x")) == "OracleSummary(content='x')"
+    assert OracleSummary("").content == ""
+    with pytest.raises(ValueError):
+        OracleSummary(None)  # type: ignore[arg-type]
+
+
+@given(
+    summary=st.text(),
+    topics=st.lists(st.text()),
+    contents=st.lists(st.text(), max_size=3),
+)
+def test_any_text_renders_well_formed_and_round_trips(
+    summary: str, topics: list[str], contents: list[str]
+) -> None:
+    def xml_safe(text: str) -> bool:
+        return (
+            all(
+                c in "\t\n\r"
+                or 0x20 <= ord(c) <= 0xD7FF
+                or 0xE000 <= ord(c) <= 0xFFFD
+                or ord(c) >= 0x10000
+                for c in text
+            )
+            and "\r" not in text
+        )
+
+    if not all(xml_safe(x) for x in [summary, *topics, *contents]):
+        return
+    card = OracleContextCard(
+        summary=summary,
+        topics=topics,
+        relevant_results=[
+            Record(id=str(i), record_type="memory", content=c) for i, c in enumerate(contents)
+        ],
+        recent_messages=[Message("user", c) for c in contents],
+    )
+    if not card.content:
+        return
+    root = ET.fromstring(card.content)
+    got = [(el.text or "") for el in root.iterfind("relevant_information/memory/content")]
+    assert got == contents
+    got = [(el.text or "") for el in root.iterfind("recent_messages/message/content")]
+    assert got == contents
