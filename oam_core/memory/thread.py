@@ -679,6 +679,8 @@ class OracleThread(IThread):
 
         Example (seed 000)::
 
+            >>> len(thread.add_messages([{"role": "user", "content": "Stored message example"}]))
+            1
             >>> messages = thread.get_messages()
             >>> messages[-1].content
             'Stored message example'
@@ -790,6 +792,8 @@ class OracleThread(IThread):
 
         Example (seed 000)::
 
+            >>> len(thread.add_messages([{"role": "assistant", "content": "Summary source message"}]))
+            1
             >>> summary = thread.get_summary()
             >>> bool(summary.content)
             True

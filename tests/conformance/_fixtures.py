@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import doctest
+import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from oam_core.apis.llm import ILlm
@@ -33,3 +35,24 @@ def contents(messages: Sequence[Message]) -> list[str]:
 def alternating(n: int) -> list[dict[str, str]]:
     """``n`` message dicts alternating user/assistant, contents ``"m0"``, ``"m1"``, ..."""
     return [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(n)]
+
+
+def run_docstring_examples(obj: Any, make_globs: Callable[[], dict[str, Any]]) -> int:
+    """Run every ``>>>`` example in ``obj``'s docstrings (recursively), each docstring
+    with fresh globals from ``make_globs()``; fail with doctest's report on a mismatch.
+
+    Returns:
+        The number of examples run.
+    """
+    finder = doctest.DocTestFinder(recurse=True)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    report = io.StringIO()
+    count = 0
+    for test in finder.find(obj):
+        if not test.examples:
+            continue
+        test.globs = {**test.globs, **make_globs()}
+        runner.run(test, out=report.write, clear_globs=False)
+        count += len(test.examples)
+    assert runner.failures == 0, report.getvalue()
+    return count

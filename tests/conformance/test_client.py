@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 import pytest
-from _fixtures import CountingLlm
+from _fixtures import CountingLlm, run_docstring_examples
 
 from oam_core.apis.records import Record
 from oam_core.embedders.hashing import HashingEmbedder
@@ -114,6 +114,18 @@ def test_seed_get_thread_example(seed_client: OracleAgentMemory) -> None:
     loaded = client.get_thread("c1")
     assert loaded.user_id == "u1"
     assert created.thread_id == loaded.thread_id
+
+
+def test_docstring_examples_run(make_store: Any) -> None:
+    """The seed 003 examples quoted in the docstrings run as written (STYLE §9)."""
+
+    names = iter(range(1000))
+
+    def fresh() -> dict[str, Any]:
+        store = make_store(name=f"doc{next(names)}.db")
+        return {"client": OracleAgentMemory(store=store, llm=CountingLlm())}
+
+    assert run_docstring_examples(OracleAgentMemory, fresh) >= 20
 
 
 # -- construction ------------------------------------------------------------------------

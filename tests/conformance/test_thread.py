@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 import pytest
-from _fixtures import STORE_TIME, CountingLlm, alternating, contents
+from _fixtures import STORE_TIME, CountingLlm, alternating, contents, run_docstring_examples
 
 from oam_core.apis.thread import Message
 from oam_core.embedders.hashing import HashingEmbedder
@@ -95,6 +95,19 @@ def test_seed_card_and_summary_type_examples() -> None:
         "Keep the tea preference in mind."
     )
     assert OracleSummary(content="Thread recap").formatted_content == "Thread recap"
+
+
+def test_docstring_examples_run(make_store: Any) -> None:
+    """The seed 000 examples quoted in the docstrings run as written (STYLE §9)."""
+
+    names = iter(range(1000))
+
+    def fresh() -> dict[str, Any]:
+        store = make_store(name=f"doc{next(names)}.db")
+        client = OracleAgentMemory(store=store, llm=CountingLlm())
+        return {"thread": client.create_thread(thread_id="c1")}
+
+    assert run_docstring_examples(OracleThread, fresh) >= 12
 
 
 # -- add_messages ----------------------------------------------------------------------

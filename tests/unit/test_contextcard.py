@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import xml.etree.ElementTree as ET
 from typing import Any
 
@@ -11,6 +12,8 @@ from hypothesis import strategies as st
 
 from oam_core.apis.records import MessageRecord, Record
 from oam_core.apis.thread import Message
+from oam_core.memory import contextcard as contextcard_module
+from oam_core.memory import summary as summary_module
 from oam_core.memory.contextcard import OracleContextCard
 from oam_core.memory.summary import OracleSummary
 
@@ -30,6 +33,17 @@ def test_seed_examples() -> None:
         "Keep the tea preference in mind."
     )
     assert OracleSummary(content="Thread recap").formatted_content == "Thread recap"
+
+
+@pytest.mark.parametrize("module", [contextcard_module, summary_module])
+def test_docstring_examples_run(module: Any) -> None:
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner()
+    report: list[str] = []
+    tests = [t for t in finder.find(module) if t.examples]
+    for test in tests:
+        runner.run(test, out=report.append)
+    assert tests and runner.failures == 0, "".join(report)
 
 
 def test_full_card_exact_shape() -> None:
