@@ -239,6 +239,12 @@ class OracleAgentMemory(IAgentMemory):
             self._store: OracleMemoryStore = store
             self._owns_store = False
         else:
+            if table_name_prefix is not NOT_SET and memory_store_id is NOT_SET:
+                warnings.warn(
+                    "table_name_prefix is deprecated; use memory_store_id",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
             self._store = self._open_sqlite(connection, embedder, options)
             self._owns_store = True
         self._closed = False
@@ -270,11 +276,6 @@ class OracleAgentMemory(IAgentMemory):
         if prefix is not NOT_SET:
             if store_id is not NOT_SET:
                 raise ValueError("pass either memory_store_id or table_name_prefix, not both")
-            warnings.warn(
-                "table_name_prefix is deprecated; use memory_store_id",
-                DeprecationWarning,
-                stacklevel=4,
-            )
             store_id = prefix
         if store_id is not NOT_SET:
             kwargs["memory_store_id"] = store_id

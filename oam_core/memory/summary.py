@@ -1,10 +1,72 @@
-"""``OracleSummary``: the summary object a thread returns (seed 000; SPEC §6-§7)."""
+"""Thread summaries (seed 000; SPEC §6-§7): the ``OracleSummary`` value type, the
+transcript-line format of the no-LLM fallback, and the running summary that the LLM
+pipeline keeps in the thread row's state."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from oam_core.apis.records import MessageRecord, Record
 from oam_core.apis.summary import Summary
 
-__all__ = ["OracleSummary"]
+__all__ = [
+    "RUNNING_SUMMARY_STATE_KEY",
+    "OracleSummary",
+    "RunningSummary",
+    "running_summary_from_state",
+    "transcript_line",
+]
+
+RUNNING_SUMMARY_STATE_KEY = "context_summary"
+"""Key of the running summary in a thread row's ``state``: a JSON object
+``{"summary": str, "topics": [str, ...]}`` written by the summary pipeline (SPEC §7)."""
+
+
+@dataclass(frozen=True)
+class RunningSummary:
+    """The running summary of a thread and its retrieval topics (SPEC §7).
+
+    Attributes:
+        summary: Non-blank summary text.
+        topics: Non-blank topics, in the pipeline's order.
+    """
+
+    summary: str
+    topics: tuple[str, ...]
+
+
+def running_summary_from_state(state: Mapping[str, Any] | None) -> RunningSummary | None:
+    """Read the running summary from a thread row's ``state``.
+
+    Returns:
+        The summary, or None when the pipeline has not written one (or it is blank or
+        malformed; malformed topics are dropped).
+    """
+    entry = (state or {}).get(RUNNING_SUMMARY_STATE_KEY)
+    if not isinstance(entry, Mapping):
+        return None
+    summary = entry.get("summary")
+    topics = entry.get("topics")
+    if not isinstance(summary, str) or not summary.strip():
+        return None
+    if not isinstance(topics, list):
+        topics = []
+    clean = tuple(t for t in topics if isinstance(t, str) and t.strip())
+    return RunningSummary(summary, clean)
+
+
+def transcript_line(record: Record) -> str:
+    """Format a stored message as ``role (timestamp): content`` (SPEC §7 fallback).
+
+    The timestamp is the message's own event time, else its store time
+    (``created_at``); with neither, the line is ``role: content``.
+    """
+    role = record.role if isinstance(record, MessageRecord) and record.role else "unknown"
+    when = record.timestamp or record.created_at
+    content = record.content if record.content is not None else ""
+    return f"{role} ({when}): {content}" if when else f"{role}: {content}"
 
 
 class OracleSummary(Summary):

@@ -10,7 +10,7 @@ from inside a running event loop.
 
 The LLM pipeline (extraction, running summary) is not part of this module yet: its
 seams are ``OracleThread._after_messages_added`` (runs after the raw messages are
-persisted) and the ``RUNNING_SUMMARY_STATE_KEY`` entry of the thread row's state,
+persisted) and the ``summary.RUNNING_SUMMARY_STATE_KEY`` entry of the thread row's state,
 which ``get_summary`` and ``get_context_card`` already read.
 """
 
@@ -29,7 +29,12 @@ from oam_core.apis.llm import ILlm
 from oam_core.apis.records import MEMORY_TYPES, MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import IThread, Message, MessageLike, to_message
 from oam_core.memory.contextcard import OracleContextCard
-from oam_core.memory.summary import OracleSummary
+from oam_core.memory.summary import (
+    OracleSummary,
+    RunningSummary,
+    running_summary_from_state,
+    transcript_line,
+)
 from oam_core.memory.tokens import tokens_for_chars, truncate_tail
 from oam_core.store.options import SearchStrategy
 
@@ -38,7 +43,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MESSAGE_WINDOW",
-    "RUNNING_SUMMARY_STATE_KEY",
     "Call",
     "OracleThread",
     "Steps",
@@ -55,10 +59,6 @@ T = TypeVar("T")
 
 DEFAULT_MESSAGE_WINDOW = 100
 """Messages returned by ``get_messages`` when the window is left open (SPEC §10)."""
-
-RUNNING_SUMMARY_STATE_KEY = "context_summary"
-"""Key of the running summary in the thread row's ``state``: a JSON object
-``{"summary": str, "topics": [str, ...]}`` written by the summary pipeline (SPEC §7)."""
 
 _TRANSCRIPT_PAGE = 100
 """Messages read per store call while collecting a budget-bounded transcript."""
@@ -310,25 +310,6 @@ class ThreadConfig:
         return asdict(self)
 
 
-@dataclass(frozen=True)
-class _RunningSummary:
-    summary: str
-    topics: tuple[str, ...]
-
-
-def _running_summary(state: Mapping[str, Any] | None) -> _RunningSummary | None:
-    """Read the running summary from a thread row's state, if the pipeline wrote one."""
-    entry = (state or {}).get(RUNNING_SUMMARY_STATE_KEY)
-    if not isinstance(entry, Mapping):
-        return None
-    summary = entry.get("summary")
-    topics = entry.get("topics") or []
-    if not isinstance(summary, str) or not summary.strip():
-        return None
-    clean = tuple(t for t in topics if isinstance(t, str) and t.strip())
-    return _RunningSummary(summary, clean)
-
-
 # ------------------------------------------------------------------------ messages
 
 
@@ -372,14 +353,6 @@ def _as_message(record: Record, *, timestamp_fallback: bool = False) -> Message:
     )
 
 
-def _transcript_line(record: Record) -> str:
-    """``role (timestamp): content`` (SPEC §7 fallback summary line)."""
-    role = record.role if isinstance(record, MessageRecord) and record.role else "unknown"
-    when = record.timestamp or record.created_at
-    content = record.content if record.content is not None else ""
-    return f"{role} ({when}): {content}" if when else f"{role}: {content}"
-
-
 def _window(start: object, end: object) -> dict[str, Any]:
     """Translate ``get_messages(start, end)`` into ``list_thread_messages`` arguments.
 
@@ -389,7 +362,7 @@ def _window(start: object, end: object) -> dict[str, Any]:
     """
     if start is NOT_SET or start is None:
         if end is NOT_SET:
-            return {"last_n": DEFAULT_MESSAGE_WINDOW}
+            return {"start": -DEFAULT_MESSAGE_WINDOW, "end": None}
         first = 0
     else:
         first = _check_int("start", start)
@@ -833,10 +806,10 @@ class OracleThread(IThread):
             text = yield from self._transcript_steps(skip, budget)
         return OracleSummary(truncate_tail(text, budget))
 
-    def _running_summary_steps(self) -> Steps[_RunningSummary | None]:
+    def _running_summary_steps(self) -> Steps[RunningSummary | None]:
         row = yield from call(self._store, "get_thread_row", self.thread_id)
         state = row.state if row is not None else self._state
-        return _running_summary(state)
+        return running_summary_from_state(state)
 
     def _transcript_steps(self, except_last: int, token_budget: int) -> Steps[str]:
         """Transcript lines of the messages before the last ``except_last``.
@@ -853,7 +826,7 @@ class OracleThread(IThread):
                 start=0,
                 end=-except_last if except_last else None,
             )
-            return "\n".join(_transcript_line(r) for r in records)
+            return "\n".join(transcript_line(r) for r in records)
         lines: list[str] = []
         size = -1
         offset = except_last
@@ -866,7 +839,7 @@ class OracleThread(IThread):
                 end=-offset if offset else None,
             )
             for record in reversed(page):
-                line = _transcript_line(record)
+                line = transcript_line(record)
                 lines.append(line)
                 size += len(line) + 1
             if len(page) < _TRANSCRIPT_PAGE or tokens_for_chars(size) > token_budget:
@@ -959,7 +932,11 @@ class OracleThread(IThread):
         fetched: list[Record] = []
         if n_fallback + n_recent > 0:
             fetched = yield from call(
-                self._store, "list_thread_messages", self.thread_id, last_n=n_fallback + n_recent
+                self._store,
+                "list_thread_messages",
+                self.thread_id,
+                start=-(n_fallback + n_recent),
+                end=None,
             )
         recent = fetched[len(fetched) - n_recent :] if n_recent else []
         earlier = fetched[: len(fetched) - len(recent)]
@@ -970,7 +947,7 @@ class OracleThread(IThread):
             summary, topics = running.summary, list(running.topics)
             query = "\n".join([summary, *topics])
         else:
-            summary_text = "\n".join(_transcript_line(r) for r in summary_records)
+            summary_text = "\n".join(transcript_line(r) for r in summary_records)
             summary = truncate_tail(summary_text, self.config.context_card_token_limit)
             topics = []
             shown.update(r.id for r in summary_records)
