@@ -18,6 +18,7 @@ from oam_core.memory.client import OracleAgentMemory
 from oam_core.memory.contextcard import OracleContextCard
 from oam_core.memory.summary import OracleSummary
 from oam_core.memory.thread import OracleThread
+from oam_core.memory.tokens import truncate_tail
 
 
 @pytest.fixture
@@ -407,6 +408,17 @@ def test_summary_budget_rules(t: OracleThread) -> None:
     assert bounded == "(truncated)\n" + full[-(3500 - 12) :]
     small = t.get_summary(token_budget=100_000).content
     assert small == full
+
+
+@pytest.mark.parametrize("except_last", [0, 7, 120])
+@pytest.mark.parametrize("budget", [700, 2000, 3000, 5000])
+def test_summary_paging_equals_truncating_the_whole_transcript(
+    t: OracleThread, except_last: int, budget: int
+) -> None:
+    t.add_messages(alternating(260))
+    full = t.get_summary(except_last=except_last, token_budget=0).content
+    expected = truncate_tail(full, budget)
+    assert t.get_summary(except_last=except_last, token_budget=budget).content == expected
 
 
 def test_summary_within_budget_is_untouched(t: OracleThread) -> None:
