@@ -54,6 +54,11 @@ def test_given_ids_are_returned_in_input_order(store):
     assert [r.id for r in store.list("fact")] == ["id-b", "id-a", "id-c"]
 
 
+def test_explicit_none_ids_are_generated(store):
+    ids = store.add(["one", "two"], "memory", record_ids=None)
+    assert [uuid.UUID(rid).version for rid in ids] == [4, 4] and ids[0] != ids[1]
+
+
 def test_single_string_id_for_one_record(store):
     assert store.add(["Remember this"], "memory", record_ids="mem-get-docs") == ["mem-get-docs"]
     record = store.get("memory", "mem-get-docs")
@@ -416,6 +421,15 @@ def test_empty_vector_list_without_retrieval_text_is_allowed(store, search_rows)
     [rid] = store.add(["stored"], "memory", index_texts=[""], embeddings=[[]])
     assert store.get("memory", rid).content == "stored"
     assert search_rows(store, "memory", rid) == []
+
+
+@pytest.mark.parametrize("content", ["stored", ""])
+def test_one_vector_without_retrieval_text_is_stored_without_text(store, search_rows, content):
+    """Seed 004: if the retrieval text is empty, the vector may be stored without text."""
+    [rid] = store.add([content], "memory", index_texts=[""], embeddings=[basis(6)])
+    assert [has_vector for _, has_vector in search_rows(store, "memory", rid)] == [True]
+    assert store.search(query_vector=basis(6), k=1)[0][0].id == rid
+    assert store.get("memory", rid).content == content
 
 
 @pytest.mark.parametrize("learned", [False, True], ids=["vector_dim=4", "learned-from-first-add"])

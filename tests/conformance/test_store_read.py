@@ -249,6 +249,38 @@ def test_metadata_filter_omitted_and_none(filtered):
     assert ids(filtered.list("memory", metadata_filter=None)) == ["r8"]
 
 
+BOOL_DATA = {
+    "b": {"x": True, "t": [True], "n": {"v": True}},
+    "i": {"x": 1, "t": [1], "n": {"v": 1}},
+    "s": {"x": "1", "t": ["1"], "n": {"v": "1"}},
+}
+
+
+@pytest.mark.parametrize(
+    ("flt", "expected"),
+    [
+        ({"x": True}, ["b"]),
+        ({"x": 1}, ["i"]),
+        ({"x": "1"}, ["s"]),
+        ({"t": [True]}, ["b"]),
+        ({"t": [1]}, ["i"]),
+        ({"n": {"v": True}}, ["b"]),
+        ({"n": {"v": 1}}, ["i"]),
+        ({"t": {"$array_contains": True}}, ["b"]),
+        ({"t": {"$array_contains": 1}}, ["i"]),
+        ({"t": {"$array_contains_any": [True, "1"]}}, ["b", "s"]),
+        ({"x": {"$not": 1}}, ["b", "s"]),
+        ({"t": {"$not": {"$array_contains": True}}}, ["i", "s"]),
+    ],
+)
+def test_true_never_equals_one(store, flt, expected):
+    """SPEC §4 [oam]: ``True`` never equals ``1``, at any depth and in any operator."""
+    for rid, meta in BOOL_DATA.items():
+        store.add([f"pizza {rid}"], "memory", record_ids=rid, metadata=meta)
+    assert ids(store.list("memory", metadata_filter=flt)) == expected
+    assert sorted(r.id for r, _ in store.search("pizza", 10, metadata_filter=flt)) == expected
+
+
 def test_c10_nested_filter_on_a_single_record(store):
     """BUGCASES C10."""
     store.add(["doc"], "memory", record_ids="m1", metadata={"src": {"kind": "doc", "n": 1}})
@@ -376,6 +408,18 @@ def test_earlier_timestamp_added_later_stays_later(store):
         timestamps="2026-01-01T00:00:00+00:00",
     )
     assert ids(store.list_thread_messages("t1")) == ["m1", "m2"]
+
+
+def test_deleting_the_tail_then_adding_keeps_insertion_order(store):
+    store.add(["A", "B", "C"], "message", record_ids=["a", "b", "c"], thread_ids="t1", roles="user")
+    store.delete("message", "c")
+    store.delete("message", "b")
+    store.add(["D"], "message", record_ids="d", thread_ids="t1", roles="user")
+    store.delete("message", "a")
+    store.add(["E"], "message", record_ids="e", thread_ids="t1", roles="user")
+    messages = store.list_thread_messages("t1")
+    assert ids(messages) == ["d", "e"]
+    assert messages[0].seq_no < messages[1].seq_no
 
 
 @pytest.fixture

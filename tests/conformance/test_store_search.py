@@ -161,6 +161,34 @@ def test_c12_identical_first_with_best_score(vstore):
     assert [d for _, d in results] == pytest.approx([0.0, 1.0, 2.0], abs=1e-6)
 
 
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        "VECTOR",
+        pytest.param(
+            "KEYWORD",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason=(
+                    "BUG: KEYWORD distance = 1/(1+bm25); FTS5 clamps the IDF of a term found in half or "
+                    "more of the rows to 1e-6, so an identical match scores ~0 and gets distance ~1.0, the "
+                    "worst value; BUGCASES C12 (identical first with the best score, relevance 1.0 kept "
+                    "by a 0.9 threshold), SPEC §3.5 ('1 - normalized score')"
+                ),
+            ),
+        ),
+        "HYBRID",
+    ],
+)
+def test_c12_identical_text_gets_the_best_distance(make_store, strategy):
+    """BUGCASES C12 by text: identical record first, kept by a 0.9 relevance threshold."""
+    store = make_store(search_strategy=strategy)
+    store.add(["pizza margherita", "sushi roll"], "memory", record_ids=["same", "other"])
+    results = store.search("pizza margherita", 2)
+    assert found(results)[0] == "same"
+    assert 1.0 - results[0][1] >= 0.9
+
+
 def test_vector_distance_is_cosine_not_euclidean(vstore):
     vstore.add(["scaled"], "memory", record_ids="s", embeddings=[vec(10, 0, 0, 0)])
     vstore.add(["diagonal"], "memory", record_ids="d", embeddings=[vec(1, 1, 0, 0)])
