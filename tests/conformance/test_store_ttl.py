@@ -437,3 +437,19 @@ def test_reopen_without_config_keeps_the_stored_retention(backend, make_store, c
     add_memory(store)
     clock.advance(days=7, minutes=1)
     assert not visible(store)
+
+
+def test_reopen_with_a_new_config_keeps_existing_expiry(backend, make_store, clock):
+    """Seed 004: an explicit config replaces the stored one; stored expiries stay."""
+    if not backend.shared_storage:
+        pytest.skip(f"{backend.id} storage does not outlive the store object")
+    first = make_store(memory_retention_config=retention(default_ttl_days=7))
+    add_memory(first, "old")
+    first.close()
+    second = make_store(memory_retention_config=retention(default_ttl_days=30))
+    add_memory(second, "new")
+    second.close()
+    third = make_store()
+    add_memory(third, "newest")
+    clock.advance(days=8)
+    assert [visible(third, "memory", r) for r in ("old", "new", "newest")] == [False, True, True]
