@@ -1,0 +1,93 @@
+"""Embedders: a local offline model, LiteLLM-hosted models and a hashing fake (SPEC §8).
+
+``LocalEmbedder`` and ``LiteLLMEmbedder`` are imported on first access, so importing
+this package imports neither their modules nor their optional dependencies.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from oam_core.apis.embedder import IEmbedder
+from oam_core.embedders.hashing import HashingEmbedder
+
+if TYPE_CHECKING:
+    from oam_core.embedders.litellm import LiteLLMEmbedder
+    from oam_core.embedders.local import LocalEmbedder
+
+__all__ = ["HashingEmbedder", "LiteLLMEmbedder", "LocalEmbedder", "resolve_embedder"]
+
+_LAZY = {
+    "LocalEmbedder": "oam_core.embedders.local",
+    "LiteLLMEmbedder": "oam_core.embedders.litellm",
+}
+_LOCAL_IDS = frozenset({"local", "local/all-MiniLM-L6-v2"})
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+def resolve_embedder(embedder: IEmbedder | str | None) -> IEmbedder | None:
+    """Turn the ``embedder=`` argument of the client and stores into an embedder.
+
+    Accepted values (SPEC §5 ``embedder``, §8):
+
+    * an ``IEmbedder``: returned as is;
+    * None: None (no embedder; vector search then needs ``query_vector``);
+    * ``"local"`` or ``"local/all-MiniLM-L6-v2"``: ``LocalEmbedder()``, offline [oam];
+    * ``"hashing"`` or ``"hashing/<dim>"``: ``HashingEmbedder(dim)``, the test fake;
+    * any other string: a LiteLLM model id, e.g. ``"openai/text-embedding-3-small"``,
+      giving ``LiteLLMEmbedder(embedder)``.
+
+    Args:
+        embedder: The value to resolve.
+
+    Returns:
+        The embedder, or None when ``embedder`` is None.
+
+    Raises:
+        TypeError: if ``embedder`` is not an ``IEmbedder``, a str or None.
+        ValueError: if the string is empty, names another ``local/`` model, or has a
+            ``hashing/`` dimension that is not a positive int.
+        ImportError: if the chosen embedder's optional dependencies are missing
+            (``oam[local]`` or ``oam[litellm]``).
+    """
+    if embedder is None or isinstance(embedder, IEmbedder):
+        return embedder
+    if not isinstance(embedder, str):
+        raise TypeError(
+            "embedder must be an IEmbedder, a model id string or None, "
+            f"got {type(embedder).__name__}: {embedder!r}"
+        )
+    name = embedder.strip()
+    if not name:
+        raise ValueError("embedder id must not be empty")
+    if name in _LOCAL_IDS:
+        from oam_core.embedders.local import LocalEmbedder
+
+        return LocalEmbedder()
+    if name.startswith("local/"):
+        raise ValueError(
+            f"unknown local embedder {embedder!r}; the local model is 'local/all-MiniLM-L6-v2'"
+        )
+    if name == "hashing":
+        return HashingEmbedder()
+    if name.startswith("hashing/"):
+        dim_text = name.removeprefix("hashing/")
+        if not (dim_text.isascii() and dim_text.isdigit()) or int(dim_text) < 1:
+            raise ValueError(f"{embedder!r}: 'hashing/<dim>' needs a positive int dimension")
+        return HashingEmbedder(int(dim_text))
+    from oam_core.embedders.litellm import LiteLLMEmbedder
+
+    return LiteLLMEmbedder(name)

