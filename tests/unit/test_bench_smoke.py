@@ -180,3 +180,26 @@ def test_human_table_and_errors(
     assert "unknown sample ids" in capsys.readouterr().err
     assert bench.main(["--data", str(data.with_name("missing.json")), "--qrels", str(qrels)]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_speaker_in_index_matches_speaker_names(
+    bench: ModuleType, files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, qrels = files
+    # "Ben" occurs in no turn's text; with the speaker indexed, it names his three turns.
+    row = {
+        "sample_id": "s-1",
+        "qa_index": 0,
+        "category": 4,
+        "question": "What did Ben say?",
+        "answer": "x",
+        "evidence": ["D1:2", "D2:1", "D2:3"],
+    }
+    qrels.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    base = ["--data", str(data), "--qrels", str(qrels), "--strategy", "keyword", "--k", "3"]
+    plain = _run(bench, capsys, *base)
+    assert plain["config"]["speaker_in_index"] is False
+    assert plain["overall"] == {"recall_all@3": 0.0, "recall_any@3": 0.0, "n": 1}
+    named = _run(bench, capsys, *base, "--speaker-in-index")
+    assert named["config"]["speaker_in_index"] is True
+    assert named["overall"] == {"recall_all@3": 1.0, "recall_any@3": 1.0, "n": 1}
