@@ -19,7 +19,11 @@ from oam_core.apis.store import IMemoryStore
 from oam_core.apis.summary import Summary
 from oam_core.apis.thread import IThread, Message
 from oam_core.apis.ttl import TimeToLiveAnchor
+from oam_core.memory.client import OracleAgentMemory
 from oam_core.memory.config import MemoryExtractionConfig, MemoryExtractionMode
+from oam_core.memory.contextcard import OracleContextCard
+from oam_core.memory.summary import OracleSummary
+from oam_core.memory.thread import OracleThread
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.options import (
     MemoryRetentionConfig,
@@ -38,19 +42,7 @@ _NOT_YET = {
 }
 
 
-_LAZY = {
-    "OracleAgentMemory": "oam_core.memory.client",
-    "OracleThread": "oam_core.memory.thread",
-    "OracleContextCard": "oam_core.memory.contextcard",
-    "OracleSummary": "oam_core.memory.summary",
-}
-
-
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
     if name in _NOT_YET:
         raise ImportError(
             f"{name} is part of {_NOT_YET[name]}, which this release of oam does not "

@@ -163,10 +163,10 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def rank_keyword(
-        self, query: str, k: int, pred: Predicate
+        self, terms: Sequence[str], k: int, pred: Predicate
     ) -> builtins.list[tuple[Hashable, float]]:
-        """Up to ``k`` ``(record key, BM25 score >= 0)`` pairs over the query's terms,
-        best first."""
+        """Up to ``k`` ``(record key, BM25 score >= 0)`` pairs, best first, for records
+        whose retrieval text holds any of ``terms`` (``store/text.query_terms``)."""
 
     @abc.abstractmethod
     def load(self, keys: Sequence[Hashable]) -> dict[Hashable, Record]:

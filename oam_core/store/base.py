@@ -9,14 +9,13 @@ share one implementation and the event loop never blocks on the database.
 from __future__ import annotations
 
 import builtins
-import functools
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-import anyio.to_thread
 import numpy as np
 
+from oam_core._async import async_twin
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.embedder import IEmbedder
@@ -40,7 +39,8 @@ from oam_core.store.chunking import chunk_text
 from oam_core.store.filters import parse_filter
 from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
 from oam_core.store.planning import ChunkPlan, PlanContext, RowPlan
-from oam_core.store.ranking import bm25_distance, rrf, rrf_distance
+from oam_core.store.ranking import normalized_distances, rrf, rrf_distance
+from oam_core.store.text import query_terms
 from oam_core.store.ttl import Clock, iso, read_clock, utc_now
 
 MAX_LIST_LIMIT = 10000
@@ -153,10 +153,6 @@ class OracleMemoryStore(IMemoryStore):
                 if c.vector is not None:
                     self._remember_vector_dim(int(c.vector.shape[0]))
                     return
-
-    @staticmethod
-    async def _to_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
 
     # -- add ----------------------------------------------------------------------
 
@@ -549,6 +545,11 @@ class OracleMemoryStore(IMemoryStore):
         ):
             raise ValueError(f"last_n must be a non-negative int or None, got {last_n!r}")
         now = self._now()
+        if isinstance(last_n, int) and start is None and end is None:
+            if last_n == 0:
+                return []
+            start = -last_n
+            last_n = None
         rows = self._backend.thread_messages(thread_id, start, end, now)
         if isinstance(last_n, int):
             rows = rows[len(rows) - last_n :] if last_n else []
@@ -642,10 +643,10 @@ class OracleMemoryStore(IMemoryStore):
             else:
                 depth = max(k, _HYBRID_DEPTH)
                 v_lists = self._backend.rank_vector(vectors, depth, pred)
-                kw_lists = [self._backend.rank_keyword(p, depth, pred) for p in parts]
+                kw_lists = [self._backend.rank_keyword(query_terms(p), depth, pred) for p in parts]
                 lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
                 fused = rrf(lists)
-                ranked = [(key, rrf_distance(s, 2)) for key, s in fused.items()]
+                ranked = [(key, rrf_distance(s, len(lists))) for key, s in fused.items()]
         return self._materialize(ranked, k)
 
     def _query_parts(self, query: str) -> builtins.list[str]:
@@ -664,9 +665,9 @@ class OracleMemoryStore(IMemoryStore):
     def _keyword_ranking(
         self, parts: Sequence[str], k: int, pred: Predicate
     ) -> builtins.list[tuple[Hashable, float]]:
-        lists = [self._backend.rank_keyword(p, k, pred) for p in parts]
+        lists = [self._backend.rank_keyword(query_terms(p), k, pred) for p in parts]
         if len(lists) == 1:
-            return [(key, bm25_distance(score)) for key, score in lists[0]]
+            return normalized_distances(lists[0])
         scores = rrf([[key for key, _ in lst] for lst in lists])
         return [(key, rrf_distance(s, len(lists))) for key, s in scores.items()]
 
@@ -826,65 +827,24 @@ class OracleMemoryStore(IMemoryStore):
 
     # -- async twins (SPEC §9): the sync method, run in a worker thread ------------
 
-    async def add_async(
-        self, contents: Sequence[str | None], record_type: str, **kwargs: Any
-    ) -> builtins.list[str]:
-        """Async twin of ``add``; same arguments, result and errors."""
-        return await self._to_thread(self.add, contents, record_type, **kwargs)
-
-    async def add_batches_async(
-        self, batches: Sequence[PendingRecordBatch], **store_kwargs: Any
-    ) -> builtins.list[str]:
-        """Async twin of ``add_batches``."""
-        return await self._to_thread(self.add_batches, batches, **store_kwargs)
-
-    async def add_user_async(
-        self, user_id: str, information: str, metadata: dict[str, Any] | None = None
-    ) -> str:
-        """Async twin of ``add_user``."""
-        return await self._to_thread(self.add_user, user_id, information, metadata)
-
-    async def add_agent_async(
-        self, agent_id: str, information: str, metadata: dict[str, Any] | None = None
-    ) -> str:
-        """Async twin of ``add_agent``."""
-        return await self._to_thread(self.add_agent, agent_id, information, metadata)
-
-    async def update_async(self, record_type: str, record_id: str, **kwargs: Any) -> int:
-        """Async twin of ``update``."""
-        return await self._to_thread(self.update, record_type, record_id, **kwargs)
-
-    async def get_async(self, record_type: str, record_id: str) -> Record | None:
-        """Async twin of ``get``."""
-        return await self._to_thread(self.get, record_type, record_id)
-
-    async def list_async(self, record_type: str, **kwargs: Any) -> builtins.list[Record]:
-        """Async twin of ``list``."""
-        return await self._to_thread(self.list, record_type, **kwargs)
-
-    async def list_thread_messages_async(
-        self, thread_id: str, last_n: Maybe[int | None] = NOT_SET, **kwargs: Any
-    ) -> builtins.list[MessageRecord]:
-        """Async twin of ``list_thread_messages``."""
-        return await self._to_thread(self.list_thread_messages, thread_id, last_n, **kwargs)
-
-    async def search_async(
-        self, query: str | None = None, k: int = 5, **kwargs: Any
-    ) -> builtins.list[tuple[Record, float]]:
-        """Async twin of ``search``."""
-        return await self._to_thread(self.search, query, k, **kwargs)
-
-    async def delete_async(self, record_type: str, record_id: str, cascade: bool = False) -> int:
-        """Async twin of ``delete``."""
-        return await self._to_thread(self.delete, record_type, record_id, cascade)
-
-    async def delete_thread_async(self, thread_id: str) -> int:
-        """Async twin of ``delete_thread``."""
-        return await self._to_thread(self.delete_thread, thread_id)
-
-    async def purge_expired_async(self) -> int:
-        """Async twin of ``purge_expired``."""
-        return await self._to_thread(self.purge_expired)
+    add_async = async_twin(add)
+    add_batches_async = async_twin(add_batches)
+    add_user_async = async_twin(add_user)
+    add_agent_async = async_twin(add_agent)
+    update_async = async_twin(update)
+    get_async = async_twin(get)
+    list_async = async_twin(list)
+    list_thread_messages_async = async_twin(list_thread_messages)
+    count_thread_messages_async = async_twin(count_thread_messages)
+    search_async = async_twin(search)
+    delete_async = async_twin(delete)
+    delete_thread_async = async_twin(delete_thread)
+    delete_scoped_async = async_twin(delete_scoped)
+    purge_expired_async = async_twin(purge_expired)
+    create_thread_row_async = async_twin(create_thread_row)
+    get_thread_row_async = async_twin(get_thread_row)
+    list_thread_rows_async = async_twin(list_thread_rows)
+    update_thread_row_async = async_twin(update_thread_row)
 
 
 def _keep_reserved(meta_json: str | None, old: dict[str, Any] | None) -> str | None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import TypeVar
 
-RRF_K = 60
-"""The usual reciprocal-rank-fusion constant (Cormack et al., 2009)."""
+RRF_K = 5
+"""Reciprocal-rank-fusion constant. The classic 60 (Cormack et al., 2009) suits fusing
+many systems; with two lists a small constant keeps the weight on each list's top
+ranks, which measured better on LoCoMo (bench/locomo_recall.py)."""
 
 K = TypeVar("K", bound=Hashable)
 
@@ -24,14 +26,20 @@ def rrf(ranked_lists: Sequence[Sequence[K]], k: int = RRF_K) -> dict[K, float]:
 
 
 def rrf_distance(score: float, n_lists: int, k: int = RRF_K) -> float:
-    """Map a fused RRF score to a distance in [0, 1]: ``1 - score / best possible``."""
+    """Map a fused RRF score to a distance in [0, 1]: ``1 - score / best possible``,
+    the best possible being rank 1 in all ``n_lists`` lists."""
     best = n_lists / (k + 1)
     return max(0.0, min(1.0, 1.0 - score / best))
 
 
-def bm25_distance(score: float) -> float:
-    """Map a BM25 score (>= 0, higher is better) to a distance in (0, 1]: ``1/(1+s)``.
+def normalized_distances(scored: Sequence[tuple[K, float]]) -> list[tuple[K, float]]:
+    """Turn ``(key, score)`` pairs (higher is better, >= 0) into ``(key, 1 - score /
+    best score)``: the best match gets 0, the others their shortfall from it, in [0, 1].
 
-    A fixed transform, so distances compare across queries.
+    BM25 scores have no fixed scale (they grow with corpus statistics and query
+    length), so keyword distances are relative to the query's best match.
     """
-    return 1.0 / (1.0 + max(0.0, score))
+    best = max((s for _, s in scored), default=0.0)
+    if best <= 0:
+        return [(key, 0.0) for key, _ in scored]
+    return [(key, max(0.0, min(1.0, 1.0 - s / best))) for key, s in scored]

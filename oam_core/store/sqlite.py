@@ -450,9 +450,9 @@ class _SQLiteBackend(Backend):
         return out
 
     def rank_keyword(
-        self, query: str, k: int, pred: Predicate
+        self, terms: Sequence[str], k: int, pred: Predicate
     ) -> builtins.list[tuple[Hashable, float]]:
-        terms = list(dict.fromkeys(t.lower() for t in _TERM.findall(query)))
+        terms = [t for t in terms if _TERM.fullmatch(t)]
         if not terms:
             return []
         match = " OR ".join(f'"{t}"' for t in terms)

@@ -157,34 +157,18 @@ def test_every_seed_method_has_an_async_twin(store, name):
     assert asyncio.iscoroutinefunction(getattr(store, name + "_async"))
 
 
-SIGNATURE_BUG = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: the async twin takes **kwargs instead of the sync parameters, so positional "
-        "arguments the sync method accepts (e.g. list('memory', 2), add(c, t, index_texts)) raise "
-        "TypeError; seed 004 add_async 'accepts the same arguments', SPEC §9 / BUGCASES C18"
-    ),
-)
-
-
 def _params(fn):
     return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
 
 
 @pytest.mark.parametrize(
     "name",
-    [
-        pytest.param(n, marks=SIGNATURE_BUG)
-        if n in {"add", "update", "list", "list_thread_messages", "search"}
-        else n
-        for n in SEED_METHODS
-    ],
+    SEED_METHODS,
 )
 def test_async_twin_has_the_same_parameters(store, name):
     assert _params(getattr(store, name + "_async")) == _params(getattr(store, name))
 
 
-@SIGNATURE_BUG
 def test_async_twins_accept_positional_arguments(make_store):
     sync_store = make_store(name="sync.db")
     async_store = make_store(name="async.db")
@@ -194,14 +178,6 @@ def test_async_twins_accept_positional_arguments(make_store):
     assert asyncio.run(async_store.list_async("memory", 1)) == sync_store.list("memory", 1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG?: SPEC §3 'All methods have *_async twins' / §9 'Every public sync method has an "
-        "async twin': the [oam] store methods count_thread_messages, create_thread_row, "
-        "get_thread_row, delete_scoped have none"
-    ),
-)
 @pytest.mark.parametrize("name", OAM_EXTRAS)
 def test_every_oam_store_method_has_an_async_twin(store, name):
     assert asyncio.iscoroutinefunction(getattr(store, name + "_async", None))

@@ -165,18 +165,7 @@ def test_c12_identical_first_with_best_score(vstore):
     "strategy",
     [
         "VECTOR",
-        pytest.param(
-            "KEYWORD",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason=(
-                    "BUG: KEYWORD distance = 1/(1+bm25); FTS5 clamps the IDF of a term found in half or "
-                    "more of the rows to 1e-6, so an identical match scores ~0 and gets distance ~1.0, the "
-                    "worst value; BUGCASES C12 (identical first with the best score, relevance 1.0 kept "
-                    "by a 0.9 threshold), SPEC §3.5 ('1 - normalized score')"
-                ),
-            ),
-        ),
+        "KEYWORD",
         "HYBRID",
     ],
 )
@@ -295,18 +284,7 @@ def test_default_record_types_cover_messages_memories_and_profiles(store):
     [
         "VECTOR",
         "KEYWORD",
-        pytest.param(
-            "HYBRID",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason=(
-                    "BUG: HYBRID fuses 2 lists per query part but normalises RRF scores for 2 lists "
-                    "(rrf_distance(s, 2)), so every record of a multi-part query clamps to distance "
-                    "0.0 and the order falls back to record id; SPEC §3.5 (ascending distance, long "
-                    "queries fused by RRF)"
-                ),
-            ),
-        ),
+        "HYBRID",
     ],
 )
 def test_long_query_is_split_for_the_embedder(make_store, strategy):
