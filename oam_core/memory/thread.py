@@ -35,6 +35,7 @@ from oam_core.memory.summary import (
     running_summary_from_state,
     transcript_line,
 )
+from oam_core.memory.indexing import message_index_texts
 from oam_core.memory.tokens import tokens_for_chars, truncate_tail
 from oam_core.store.options import SearchStrategy
 
@@ -534,6 +535,9 @@ class OracleThread(IThread):
         _check_store_kwargs("add_messages", store_kwargs, _MESSAGE_KEYS)
         if not prepared:
             return []
+        index_texts = message_index_texts(prepared)
+        caller_index = index_texts is None or "index_texts" in store_kwargs
+        index_kwargs = {} if caller_index else {"index_texts": index_texts}
         ids: list[str] = yield from call(
             self._store,
             "add",
@@ -546,6 +550,7 @@ class OracleThread(IThread):
             roles=[m.role for m in prepared],
             timestamps=[m.timestamp for m in prepared],
             metadata=[m.metadata for m in prepared],
+            **index_kwargs,
             **store_kwargs,
         )
         yield from self._after_messages_added(list(ids), prepared)

@@ -673,3 +673,31 @@ def test_sync_methods_work_inside_a_running_loop(t: OracleThread) -> None:
         return t.get_context_card(max_recent_messages=1).content
 
     assert "inside the loop" in asyncio.run(run())
+
+
+def test_speaker_name_makes_a_message_findable_by_name(make_store):
+    """SPEC §2 [oam]: the participant name in metadata["$message"]["name"] is part of the
+    message's retrieval text; the stored content is unchanged."""
+    from oam_core import OracleAgentMemory
+
+    store = make_store(search_strategy="KEYWORD")
+    memory = OracleAgentMemory(store=store, extract_memories=False)
+    thread = memory.create_thread(thread_id="t-name", user_id="u1", agent_id="a1")
+    thread.add_messages(
+        [
+            {
+                "role": "user",
+                "content": "I painted a sunrise",
+                "metadata": {"$message": {"name": "Melanie"}},
+            },
+            {"role": "assistant", "content": "Lovely colours"},
+        ]
+    )
+    hits = store.search("Melanie", 5)
+    assert [r.content for r, _ in hits] == ["I painted a sunrise"]
+    assert thread.get_messages()[0].content == "I painted a sunrise"
+    thread.add_messages(
+        [{"role": "user", "content": "x", "metadata": {"$message": {"name": "Bob"}}}],
+        index_texts=["caller text"],
+    )
+    assert [r.content for r, _ in store.search("caller", 5)] == ["x"]
