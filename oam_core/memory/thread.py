@@ -29,13 +29,13 @@ from oam_core.apis.llm import ILlm
 from oam_core.apis.records import MEMORY_TYPES, MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import IThread, Message, MessageLike, to_message
 from oam_core.memory.contextcard import OracleContextCard
+from oam_core.memory.indexing import message_index_texts
 from oam_core.memory.summary import (
     OracleSummary,
     RunningSummary,
     running_summary_from_state,
     transcript_line,
 )
-from oam_core.memory.indexing import message_index_texts
 from oam_core.memory.tokens import tokens_for_chars, truncate_tail
 from oam_core.store.options import SearchStrategy
 
