@@ -17,7 +17,6 @@ import importlib
 import importlib.util
 import logging
 import os
-import random
 import sys
 import threading
 import time
@@ -29,6 +28,7 @@ import anyio
 import anyio.to_thread
 import numpy as np
 import numpy.typing as npt
+import tenacity
 
 from oam_core.apis.embedder import IEmbedder
 
@@ -83,11 +83,6 @@ def _is_transient(exc: BaseException, litellm: ModuleType) -> bool:
         return True
     status = getattr(exc, "status_code", None)
     return isinstance(status, int) and (status in _TRANSIENT_STATUS or status >= 500)
-
-
-def _backoff(retry: int) -> float:
-    """Seconds to sleep before retry number ``retry`` (0-based): full-jitter exponential."""
-    return random.uniform(0.0, min(_BACKOFF_MAX, _BACKOFF_BASE * 2.0**retry))
 
 
 class LiteLLMEmbedder(IEmbedder):
@@ -275,55 +270,35 @@ class LiteLLMEmbedder(IEmbedder):
             )
         return out
 
-    def _retry_delay(self, exc: Exception, litellm: ModuleType, retry: int) -> float | None:
-        """Seconds to wait before retrying after ``exc``, or None to re-raise it."""
-        if retry >= self.max_retries or not _is_transient(exc, litellm):
-            return None
-        delay = _backoff(retry)
-        logger.warning(
-            "embedding request to %s failed (%s: %s); retry %d of %d in %.1f s",
-            self.model,
-            type(exc).__name__,
-            exc,
-            retry + 1,
-            self.max_retries,
-            delay,
-        )
-        return delay
+    def _retrying(self, litellm: ModuleType) -> dict[str, Any]:
+        """tenacity settings: transient errors only, full-jitter exponential backoff."""
+        return {
+            "stop": tenacity.stop_after_attempt(self.max_retries + 1),
+            "wait": tenacity.wait_random_exponential(multiplier=_BACKOFF_BASE, max=_BACKOFF_MAX),
+            "retry": tenacity.retry_if_exception(lambda exc: _is_transient(exc, litellm)),
+            "before_sleep": tenacity.before_sleep_log(logger, logging.WARNING),
+            "reraise": True,
+        }
 
     # Thin I/O layers.
 
     def _embed_batch(self, litellm: ModuleType, batch: list[str]) -> npt.NDArray[np.float32]:
         request = self._request(batch)
-        retry = 0
-        while True:
-            try:
-                response = litellm.embedding(**request)
-            except Exception as exc:
-                delay = self._retry_delay(exc, litellm, retry)
-                if delay is None:
-                    raise
-                retry += 1
-                _sleep(delay)
-            else:
-                return self._parse(response, len(batch))
+        retrying = tenacity.Retrying(sleep=lambda s: _sleep(s), **self._retrying(litellm))
+        response = retrying(litellm.embedding, **request)
+        return self._parse(response, len(batch))
 
     async def _embed_batch_async(
         self, litellm: ModuleType, batch: list[str]
     ) -> npt.NDArray[np.float32]:
         request = self._request(batch)
-        retry = 0
-        while True:
-            try:
-                response = await litellm.aembedding(**request)
-            except Exception as exc:
-                delay = self._retry_delay(exc, litellm, retry)
-                if delay is None:
-                    raise
-                retry += 1
-                await _sleep_async(delay)
-            else:
-                return self._parse(response, len(batch))
+
+        async def sleep(seconds: float) -> None:
+            await _sleep_async(seconds)
+
+        retrying = tenacity.AsyncRetrying(sleep=sleep, **self._retrying(litellm))
+        response: Any = await retrying(litellm.aembedding, **request)
+        return self._parse(response, len(batch))
 
 
 def _check_texts(texts: Sequence[str]) -> list[str]:
