@@ -464,12 +464,14 @@ class TestLiteLLMMissing:
 @needs_litellm
 # litellm builds some pydantic schemas lazily on its first call, and pydantic warns about them.
 @pytest.mark.filterwarnings("ignore::UserWarning:pydantic.*")
+@pytest.fixture(scope="module")
+def litellm() -> types.ModuleType:
+    """The real litellm package, imported once per module."""
+    return litellm_mod._import_litellm()
+
+
 class TestRealLiteLLM:
     """The real package (imported once, no network): error classes and response objects."""
-
-    @pytest.fixture(scope="class")
-    def litellm(self) -> types.ModuleType:
-        return litellm_mod._import_litellm()
 
     def test_import_sets_offline_price_map(self, litellm: types.ModuleType) -> None:
         assert os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP") is not None
