@@ -461,15 +461,15 @@ class TestLiteLLMMissing:
             asyncio.run(embedder.embed_async(["a"]))
 
 
-@needs_litellm
-# litellm builds some pydantic schemas lazily on its first call, and pydantic warns about them.
-@pytest.mark.filterwarnings("ignore::UserWarning:pydantic.*")
 @pytest.fixture(scope="module")
 def litellm() -> types.ModuleType:
     """The real litellm package, imported once per module."""
     return litellm_mod._import_litellm()
 
 
+@needs_litellm
+# litellm builds some pydantic schemas lazily on its first call, and pydantic warns about them.
+@pytest.mark.filterwarnings("ignore::UserWarning:pydantic.*")
 class TestRealLiteLLM:
     """The real package (imported once, no network): error classes and response objects."""
 
