@@ -105,7 +105,7 @@ def _user_errors() -> Iterator[None]:
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    typer.echo(f"Error: {message}", err=True)
+    typer.echo("Error: " + " ".join(message.split()), err=True)
     raise typer.Exit(code)
 
 

@@ -202,6 +202,14 @@ def test_commands_on_a_missing_database(runner: CliRunner, db: Path) -> None:
         assert_clean_failure(result, 2, "no such database")
 
 
+def test_a_file_that_is_not_a_database(runner: CliRunner, tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    path.write_text("just some text, not SQLite\n" * 100, encoding="utf-8")
+    for args in (("threads",), ("search", "dog", "--embedder", "hashing")):
+        result = invoke(runner, *args, "--db", path)
+        assert_clean_failure(result, 1, "")
+
+
 def test_embedder_dimension_mismatch(runner: CliRunner, ingested: Path) -> None:
     result = invoke(runner, "search", "dog", "--db", ingested, "--embedder", "hashing/32")
     assert_clean_failure(result, 1, "dimension")
