@@ -154,12 +154,11 @@ def run(
     k: int,
     embedder: str,
     samples: Sequence[str] | None = None,
-    speaker_in_index: bool = False,
 ) -> dict[str, Any]:
     """Run the benchmark and return the report (the ``--json`` object).
 
-    With ``speaker_in_index`` each message is retrieved by ``"<speaker>: <text>"``
-    (``index_texts``, SPEC §3.1) while its stored content stays the plain text.
+    Each turn carries its speaker as the message's participant name, so the thread
+    retrieves it by ``"<speaker>: <text>"`` while the stored content stays the text.
 
     Raises:
         ValueError: for unreadable or malformed data or qrels files.
@@ -205,13 +204,7 @@ def run(
             embed_before, started = model.seconds, time.perf_counter()
             for conversation in sample_conversations:
                 thread = memory.create_thread(thread_id=conversation.thread_id, user_id=sample_id)
-                if speaker_in_index:
-                    index_texts = [
-                        f"{m['metadata']['speaker']}: {m['content']}" for m in conversation.messages
-                    ]
-                    thread.add_messages(conversation.messages, index_texts=index_texts)
-                else:
-                    thread.add_messages(conversation.messages)
+                thread.add_messages(conversation.messages)
                 timings.messages += len(conversation.messages)
                 timings.threads += 1
             timings.ingest_s += time.perf_counter() - started
@@ -246,7 +239,6 @@ def run(
             "strategy": strategy.value.lower(),
             "k": k,
             "embedder": embedder,
-            "speaker_in_index": speaker_in_index,
             "vector_dim": model.embedding_dimension,
             "samples": list(by_sample),
             "threads": timings.threads,
@@ -313,7 +305,7 @@ def format_table(report: dict[str, Any]) -> str:
     lines = [
         f"LoCoMo turn-level recall: strategy={config['strategy']} k={k} "
         f"embedder={config['embedder']} ({config['vector_dim']}d)"
-        f"{', speaker in index' if config['speaker_in_index'] else ''}, "
+        ", "
         f"{len(config['samples'])} conversations, {config['threads']} threads, "
         f"{config['messages']} messages",
         "",
@@ -355,11 +347,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--embedder", default="local", help="local, hashing, hashing/<dim>")
     parser.add_argument("--samples", help="comma-separated sample ids (default: all)")
-    parser.add_argument(
-        "--speaker-in-index",
-        action="store_true",
-        help="retrieve each turn by '<speaker>: <text>' (stored content unchanged)",
-    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     if args.k < 1:
@@ -372,7 +359,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             k=args.k,
             embedder=args.embedder,
             samples=args.samples.split(",") if args.samples else None,
-            speaker_in_index=args.speaker_in_index,
         )
     except (IngestError, ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -301,7 +301,9 @@ def _locomo_turn(
     message: dict[str, Any] = {
         "role": roles[speaker],
         "content": content,
-        "metadata": {"dia_id": dia_id, "speaker": speaker},
+        # The speaker's name is the message's participant name: the thread makes it
+        # part of the retrieval text (memory/indexing.py).
+        "metadata": {"dia_id": dia_id, "$message": {"name": speaker}},
     }
     if timestamp is not None:
         message["timestamp"] = timestamp

@@ -182,11 +182,11 @@ def test_human_table_and_errors(
     assert "no such file" in capsys.readouterr().err
 
 
-def test_speaker_in_index_matches_speaker_names(
+def test_turns_are_found_by_their_speaker_name(
     bench: ModuleType, files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     data, qrels = files
-    # "Ben" occurs in no turn's text; with the speaker indexed, it names his three turns.
+    # "Ben" occurs in no turn's text; his name as speaker makes his three turns findable.
     row = {
         "sample_id": "s-1",
         "qa_index": 0,
@@ -197,9 +197,5 @@ def test_speaker_in_index_matches_speaker_names(
     }
     qrels.write_text(json.dumps(row) + "\n", encoding="utf-8")
     base = ["--data", str(data), "--qrels", str(qrels), "--strategy", "keyword", "--k", "3"]
-    plain = _run(bench, capsys, *base)
-    assert plain["config"]["speaker_in_index"] is False
-    assert plain["overall"] == {"recall_all@3": 0.0, "recall_any@3": 0.0, "n": 1}
-    named = _run(bench, capsys, *base, "--speaker-in-index")
-    assert named["config"]["speaker_in_index"] is True
+    named = _run(bench, capsys, *base)
     assert named["overall"] == {"recall_all@3": 1.0, "recall_any@3": 1.0, "n": 1}

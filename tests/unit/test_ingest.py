@@ -123,13 +123,13 @@ def test_locomo_list_one_thread_per_non_empty_session(tmp_path: Path) -> None:
         {
             "role": "user",
             "content": "Hi Ben!",
-            "metadata": {"dia_id": "D1:1", "speaker": "Ana"},
+            "metadata": {"dia_id": "D1:1", "$message": {"name": "Ana"}},
             "timestamp": "2023-05-08T13:56:00",
         },
         {
             "role": "assistant",
             "content": "Look at my garden. [a photo of tomatoes]",
-            "metadata": {"dia_id": "D1:2", "speaker": "Ben"},
+            "metadata": {"dia_id": "D1:2", "$message": {"name": "Ben"}},
             "timestamp": "2023-05-08T13:56:00",
         },
     ]
@@ -262,7 +262,7 @@ def test_real_locomo_dev_file() -> None:
     first = conversations[0]
     assert first.thread_id == "conv-26-s1"
     assert first.messages[0]["timestamp"] == "2023-05-08T13:56:00"
-    assert first.messages[0]["metadata"] == {"dia_id": "D1:1", "speaker": "Caroline"}
+    assert first.messages[0]["metadata"] == {"dia_id": "D1:1", "$message": {"name": "Caroline"}}
     assert first.messages[0]["role"] == "user"
     assert first.messages[1]["role"] == "assistant"
     dia_ids = [m["metadata"]["dia_id"] for c in conversations for m in c.messages]

@@ -18,7 +18,9 @@ def _blocks() -> list[str]:
 
 
 @pytest.mark.parametrize("code", _blocks())
-def test_readme_python_block_runs(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_readme_python_block_runs(
+    code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     exec(compile(code, "README.md", "exec"), {"__name__": "__readme__"})
 
