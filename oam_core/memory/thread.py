@@ -315,9 +315,15 @@ class OracleThread(IThread):
         _check_store_kwargs("add_messages", store_kwargs, _MESSAGE_KEYS)
         if not prepared:
             return []
-        index_texts = message_index_texts(prepared)
-        caller_index = index_texts is None or "index_texts" in store_kwargs
-        index_kwargs = {} if caller_index else {"index_texts": index_texts}
+        index_kwargs: dict[str, Any] = {}
+        if "index_texts" not in store_kwargs:
+            last: list[MessageRecord] = yield from call(
+                self._store, "list_thread_messages", self.thread_id, 1
+            )
+            previous = _as_message(last[0]) if last else None
+            index_kwargs["index_texts"] = message_index_texts(
+                prepared, previous, self._store.chunk_chars
+            )
         ids: list[str] = yield from call(
             self._store,
             "add",

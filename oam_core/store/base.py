@@ -124,10 +124,15 @@ class OracleMemoryStore(IMemoryStore):
     def _now(self) -> datetime:
         return read_clock(self._clock)
 
+    @property
+    def chunk_chars(self) -> int:
+        """Longest search row the store writes, in characters: the embedder's
+        ``chunk_chars`` (``min(4000, max_input_tokens * 3.5)``), or 4000 without one."""
+        return self.embedder.chunk_chars if self.embedder is not None else 4000
+
     def _ctx(self) -> PlanContext:
-        chunk = self.embedder.chunk_chars if self.embedder is not None else 4000
         return PlanContext(
-            chunk_chars=chunk,
+            chunk_chars=self.chunk_chars,
             vector_dim=self.vector_dim,
             has_embedder=self.embedder is not None,
             retention=self.memory_retention_config,
@@ -650,8 +655,7 @@ class OracleMemoryStore(IMemoryStore):
         return self._materialize(ranked, k)
 
     def _query_parts(self, query: str) -> builtins.list[str]:
-        size = self.embedder.chunk_chars if self.embedder is not None else 4000
-        return chunk_text(query, size) or [query]
+        return chunk_text(query, self.chunk_chars) or [query]
 
     def _vector_ranking(
         self, vectors: Sequence[Any], k: int, pred: Predicate, *, fused: bool

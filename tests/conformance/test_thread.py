@@ -694,10 +694,41 @@ def test_speaker_name_makes_a_message_findable_by_name(make_store):
         ]
     )
     hits = store.search("Melanie", 5)
-    assert [r.content for r, _ in hits] == ["I painted a sunrise"]
+    # Her own turn first; the reply is found through its context row (the turn before it).
+    assert [r.content for r, _ in hits] == ["I painted a sunrise", "Lovely colours"]
     assert thread.get_messages()[0].content == "I painted a sunrise"
     thread.add_messages(
         [{"role": "user", "content": "x", "metadata": {"$message": {"name": "Bob"}}}],
         index_texts=["caller text"],
     )
     assert [r.content for r, _ in store.search("caller", 5)] == ["x"]
+
+
+def test_a_reply_is_found_by_the_message_it_answers(make_store):
+    """[oam] memory/indexing.py: each message gets a context row (previous message + it),
+    also across add_messages calls; long messages get no context row and stay chunked."""
+    from oam_core import OracleAgentMemory
+    from oam_core.store.chunking import chunk_text
+
+    store = make_store(search_strategy="KEYWORD")
+    memory = OracleAgentMemory(store=store, extract_memories=False)
+    thread = memory.create_thread(thread_id="t-ctx", user_id="u1", agent_id="a1")
+    thread.add_messages([{"role": "assistant", "content": "Have you ever been to Lisbon?"}])
+    thread.add_messages([{"role": "user", "content": "Yes, twice last year!"}])
+    found = [r.content for r, _ in store.search("Lisbon", 5, record_types={"message"})]
+    assert found == ["Have you ever been to Lisbon?", "Yes, twice last year!"]
+    rows = store._backend.conn.execute(  # type: ignore[attr-defined]
+        "SELECT c.text FROM chunks c JOIN records r ON r.pk = c.record_pk WHERE r.content = ?",
+        ("Yes, twice last year!",),
+    ).fetchall()
+    assert [t for (t,) in rows] == [
+        "Yes, twice last year!",
+        "Have you ever been to Lisbon?\nYes, twice last year!",
+    ]
+    long_text = "word " * 3000
+    thread.add_messages([{"role": "user", "content": long_text}])
+    n_rows = store._backend.conn.execute(  # type: ignore[attr-defined]
+        "SELECT count(*) FROM chunks c JOIN records r ON r.pk = c.record_pk WHERE r.content = ?",
+        (long_text,),
+    ).fetchone()[0]
+    assert n_rows == len(chunk_text(long_text, store.chunk_chars)) > 1
