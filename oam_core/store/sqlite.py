@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -180,7 +180,7 @@ class _VectorCache:
         vecs = np.divide(vecs, norms, out=np.zeros_like(vecs), where=norms > 0)
         pks = np.fromiter((pk for pk, _ in rows), dtype=np.int64, count=len(rows))
         live = backend.conn.execute(
-            f"SELECT count(*) FROM {p}chunks WHERE embedding IS NOT NULL"
+            f"SELECT count(*) FROM {p}chunks WHERE has_vector = 1"
         ).fetchone()[0]
         if len(self.pks) and len(self.pks) + len(pks) > 2 * max(live, 1):
             self.pks = np.zeros(0, dtype=np.int64)  # too many dead rows: rebuild
@@ -422,7 +422,7 @@ class _SQLiteBackend(Backend):
     def rank_vector(
         self, queries: Sequence[Vector], k: int, pred: Predicate
     ) -> builtins.list[builtins.list[tuple[Hashable, float]]]:
-        frm, params = self._candidates(pred, "AND c.embedding IS NOT NULL")
+        frm, params = self._candidates(pred, "AND c.has_vector = 1")
         with self.lock:
             rows = self.conn.execute(f"SELECT c.pk, c.record_pk {frm}", params).fetchall()
             if not rows:
@@ -559,7 +559,7 @@ class _SQLiteTx(Tx):
                 seq,
                 chunk,
                 plan.chunk_scope,
-                plan.expires_at,
+                _epoch(plan.expires_at),
             )
             for plan in plans
             for seq, chunk in enumerate(plan.chunks)
@@ -573,24 +573,24 @@ class _SQLiteTx(Tx):
         seq: int,
         chunk: ChunkPlan,
         scope: tuple[str | None, str | None, str | None],
-        expires_at: datetime | None,
+        expires_at: float | None,
     ) -> tuple[Any, ...]:
+        has_vector = int(chunk.vector is not None)
         return (
             record_pk,
             record_type,
             seq,
             chunk.text,
             _blob(chunk.vector),
-            scope[0],
-            scope[1],
-            scope[2],
-            _epoch(expires_at),
+            has_vector,
+            *scope,
+            expires_at,
         )
 
     def _insert_chunks(self, rows: Sequence[tuple[Any, ...]], batch_size: int) -> None:
         sql = (
-            f"INSERT INTO {self.p}chunks (record_pk, record_type, seq, text, embedding, "
-            "thread_id, user_id, agent_id, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            f"INSERT INTO {self.p}chunks (record_pk, record_type, seq, text, embedding, has_vector, "
+            "thread_id, user_id, agent_id, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         for i in range(0, len(rows), batch_size):
             self.c.executemany(sql, rows[i : i + batch_size])
@@ -635,7 +635,7 @@ class _SQLiteTx(Tx):
         ).fetchone()[0]
         self.c.execute(f"DELETE FROM {self.p}chunks WHERE record_pk = ?", (row.key,))
         rows = [
-            (row.key, row.record_type, seq, c.text, _blob(c.vector), *row.scope, expires)
+            self._chunk_row(cast(int, row.key), row.record_type, seq, c, row.scope, expires)
             for seq, c in enumerate(chunks)
         ]
         self._insert_chunks(rows, 256)

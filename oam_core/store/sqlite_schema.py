@@ -67,11 +67,15 @@ def ddl(p: str) -> list[str]:
             seq INTEGER NOT NULL,
             text TEXT,
             embedding BLOB,
+            has_vector INTEGER NOT NULL,
             thread_id TEXT,
             user_id TEXT,
             agent_id TEXT,
             expires_at REAL)""",
         f"CREATE INDEX IF NOT EXISTS {p}chunks_record ON {p}chunks (record_pk, seq)",
+        # Covering index for ranking candidates: scans it instead of rows holding vectors.
+        f"""CREATE INDEX IF NOT EXISTS {p}chunks_scope ON {p}chunks (
+            user_id, record_type, has_vector, agent_id, thread_id, expires_at, record_pk)""",
         f"""CREATE VIRTUAL TABLE IF NOT EXISTS {p}chunks_fts USING fts5(
             text, content='{p}chunks', content_rowid='pk',
             tokenize='porter unicode61 remove_diacritics 2')""",
