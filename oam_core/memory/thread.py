@@ -179,7 +179,9 @@ class OracleThread(IThread):
     LLM, extracted ones) are stored as typed memory records scoped to the thread's
     user, agent and thread. Constructing a thread does no I/O:
     ``OracleAgentMemory.create_thread`` writes the thread row, ``get_thread`` reads
-    it back.
+    it back. Thread-scoped writes (``add_messages``, ``add_memory``) recreate a
+    missing row (a handle kept after ``delete_thread``, or built directly), so no
+    record ever exists without its thread row.
 
     Args:
         store: The store that persists the thread's records.
@@ -315,6 +317,7 @@ class OracleThread(IThread):
         _check_store_kwargs("add_messages", store_kwargs, _MESSAGE_KEYS)
         if not prepared:
             return []
+        yield from self._ensure_thread_row_steps()
         index_kwargs: dict[str, Any] = {}
         if "index_texts" not in store_kwargs:
             last: list[MessageRecord] = yield from call(
@@ -341,6 +344,42 @@ class OracleThread(IThread):
         )
         yield from self._after_messages_added(list(ids), prepared)
         return list(ids)
+
+    def _persisted_config(self) -> dict[str, Any]:
+        """The thread's options in the form ``create_thread`` persists on its row."""
+        config: dict[str, Any] = self.config.as_kwargs()
+        if not self.extract_memories:
+            # Only the opt-out is persisted: restoring "extract" without an LLM
+            # would make ``get_thread`` refuse the thread.
+            config["extract_memories"] = False
+        return config
+
+    def _ensure_thread_row_steps(self) -> Steps[None]:
+        """Make sure this thread's row exists before a thread-scoped write.
+
+        A handle may outlive ``delete_thread`` (or be built directly on a store);
+        records written through it must never exist without their thread row, or
+        they could never be listed or deleted as part of the thread (BUGCASES C16).
+        A missing row is recreated from the handle's scope, metadata and options; a
+        concurrent creator winning the race is fine.
+        """
+        row = yield from call(self._store, "get_thread_row", self.thread_id)
+        if row is not None:
+            return
+        try:
+            yield from call(
+                self._store,
+                "create_thread_row",
+                self.thread_id,
+                user_id=self.user_id,
+                agent_id=self.agent_id,
+                metadata=self.metadata,
+                config=self._persisted_config(),
+            )
+        except ValueError:
+            row = yield from call(self._store, "get_thread_row", self.thread_id)
+            if row is None:
+                raise
 
     def _after_messages_added(self, ids: list[str], messages: list[Message]) -> Steps[None]:
         """Pipeline seam: runs after ``messages`` (with ``ids``) were persisted.
@@ -416,16 +455,20 @@ class OracleThread(IThread):
         memory_id: object,
         store_kwargs: Mapping[str, Any],
     ) -> Steps[str]:
+        scoped_thread = check_scope("thread_id", thread_id, self.thread_id)
         return (
             yield from add_memory_steps(
                 self._store,
                 content,
                 user_id=check_scope("user_id", user_id, self.user_id),
                 agent_id=check_scope("agent_id", agent_id, self.agent_id),
-                thread_id=check_scope("thread_id", thread_id, self.thread_id),
+                thread_id=scoped_thread,
                 memory_id=memory_id,
                 store_kwargs=store_kwargs,
                 method="add_memory",
+                before_write=(
+                    self._ensure_thread_row_steps() if scoped_thread == self.thread_id else None
+                ),
             )
         )
 
@@ -800,8 +843,12 @@ def add_memory_steps(
     memory_id: object,
     store_kwargs: Mapping[str, Any],
     method: str,
+    before_write: Steps[None] | None = None,
 ) -> Steps[str]:
     """Write one ``memory`` record with the given scope (shared by thread and client).
+
+    ``before_write`` (e.g. making sure the thread row exists) runs after the
+    arguments are validated and before the record is written.
 
     Raises:
         ValueError: for non-str content, a blank ``memory_id``, or a reserved
@@ -813,6 +860,8 @@ def add_memory_steps(
     ids_kwarg: dict[str, Any] = {}
     if memory_id is not NOT_SET and memory_id is not None:
         ids_kwarg["record_ids"] = [_check_record_id("memory_id", memory_id)]
+    if before_write is not None:
+        yield from before_write
     ids: list[str] = yield from call(
         store,
         "add",

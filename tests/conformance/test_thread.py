@@ -599,6 +599,95 @@ def test_card_xml_is_well_formed_with_hostile_text(t: OracleThread) -> None:
     assert root.find("relevant_information/memory/content").text == nasty  # type: ignore[union-attr]
 
 
+# -- stale handles never write orphans (C16 class) ----------------------------------------
+
+
+def _ghost_ids(store: Any) -> list[str]:
+    return sorted(r.id for r, _ in store.search("ghost", k=5))
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_c16_stale_handle_after_delete_thread_recreates_the_row(
+    mem: OracleAgentMemory, store: Any, use_async: bool
+) -> None:
+    t = mem.create_thread(
+        thread_id="T", user_id="u", agent_id="a", metadata={"k": 1}, context_card_token_limit=77
+    )
+    mem.delete_thread("T")
+    assert mem.list_threads() == []
+    message = [{"role": "user", "content": "ghost message", "id": "gm"}]
+
+    if use_async:
+
+        async def run() -> None:
+            await t.add_messages_async(message)
+            await t.add_memory_async("ghost memory", memory_id="gmem")
+
+        anyio.run(run)
+    else:
+        t.add_messages(message)
+        t.add_memory("ghost memory", memory_id="gmem")
+
+    assert _ghost_ids(store) == ["gm", "gmem"]
+    [row] = mem.list_threads()
+    assert (row.thread_id, row.user_id, row.agent_id, row.metadata) == ("T", "u", "a", {"k": 1})
+    reopened = mem.get_thread("T")
+    assert reopened.config.context_card_token_limit == 77
+    assert contents(reopened.get_messages()) == ["ghost message"]
+    mem.delete_thread("T")
+    assert _ghost_ids(store) == []
+    assert mem.list_threads() == []
+
+
+def test_c16_directly_built_thread_gets_a_row(mem: OracleAgentMemory, store: Any) -> None:
+    other = mem.create_thread(thread_id="other", user_id="u", agent_id="a")
+    other.add_memory("ghost other", memory_id="keep")
+    t = OracleThread(store, thread_id="direct", user_id="u", agent_id="a", extract_memories=False)
+    assert store.get_thread_row("direct") is None
+    t.add_memory("ghost direct", memory_id="gd")
+    assert store.get_thread_row("direct") is not None
+    t.add_messages([{"role": "user", "content": "ghost hello", "id": "gh"}])
+    assert mem.get_thread("direct").extract_memories is False
+    mem.delete_thread("direct")
+    assert _ghost_ids(store) == ["keep"]
+    assert [r.thread_id for r in mem.list_threads()] == ["other"]
+
+
+def test_c16_unscoped_or_invalid_writes_create_no_row(mem: OracleAgentMemory, store: Any) -> None:
+    t = mem.create_thread(thread_id="T", user_id="u", agent_id="a")
+    mem.delete_thread("T")
+    t.add_messages([])
+    t.add_memory("ghost elsewhere", thread_id=None, memory_id="unscoped")
+    with pytest.raises(ValueError):
+        t.add_memory(5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        t.add_messages([{"role": "user"}])
+    assert store.get_thread_row("T") is None
+    assert _ghost_ids(store) == ["unscoped"]
+
+
+def test_c16_concurrent_creator_is_tolerated(mem: OracleAgentMemory, store: Any) -> None:
+    t = mem.create_thread(thread_id="T", user_id="u", agent_id="a")
+    mem.delete_thread("T")
+    real_get = store.get_thread_row
+    calls: list[str] = []
+
+    def racing_get(thread_id: str) -> Any:
+        row = real_get(thread_id)
+        if not calls:  # another writer creates the row right after our check
+            calls.append(thread_id)
+            store.create_thread_row(thread_id, user_id="u", agent_id="a")
+        return row
+
+    store.get_thread_row = racing_get
+    try:
+        t.add_memory("ghost raced", memory_id="raced")
+    finally:
+        del store.get_thread_row
+    assert _ghost_ids(store) == ["raced"]
+    assert [r.thread_id for r in mem.list_threads()] == ["T"]
+
+
 # -- async twins (SPEC §9; C18) --------------------------------------------------------
 
 
