@@ -855,7 +855,7 @@ def _keep_reserved(meta_json: str | None, old: dict[str, Any] | None) -> str | N
     import json
 
     new = json.loads(meta_json) if meta_json is not None else None
-    if old and planning.RESERVED_KEY in old:
+    if old and isinstance(old.get(planning.RESERVED_KEY), dict):
         new = dict(new or {})
         reserved = dict(old[planning.RESERVED_KEY])
         reserved.update(new.get(planning.RESERVED_KEY) or {})

@@ -22,6 +22,11 @@ Json = Any
 """A JSON-compatible Python value: None, bool, int, float, str, list, dict[str, ...]."""
 
 OPERATORS = ("$array_contains", "$array_contains_any", "$not")
+MAX_DEPTH = 64
+"""Deepest nesting accepted in stored metadata (deeper is a ValueError)."""
+MAX_FILTER_DEPTH = 8
+"""Deepest nesting of a filter (fields within fields, lists within values): each level
+is one correlated subquery in SQL, and SQLite's parser stops a little above this."""
 _MAX_INT = 2**63 - 1
 
 
@@ -92,10 +97,39 @@ def parse_filter(value: object) -> tuple[Field, ...]:
     """
     if not isinstance(value, Mapping):
         raise InvalidFilterError(f"metadata_filter must be a dict, got {value!r}")
-    return _parse_fields(value, "metadata_filter")
+    tree = _parse_fields(value, "metadata_filter", 0)
+    depth = max((_depth(f.expr) for f in tree), default=0)
+    if depth > MAX_FILTER_DEPTH:
+        raise InvalidFilterError(
+            f"metadata_filter nests {depth} levels; at most {MAX_FILTER_DEPTH} are supported"
+        )
+    return tree
 
 
-def _parse_fields(obj: Mapping[Any, Any], where: str) -> tuple[Field, ...]:
+def _depth(expr: Expr) -> int:
+    """Subquery levels a condition needs: one per field, list or object level."""
+    if isinstance(expr, Not):
+        return _depth(expr.expr)
+    if isinstance(expr, AllOf):
+        return max(_depth(e) for e in expr.exprs)
+    if isinstance(expr, Nested):
+        return 1 + max((_depth(f.expr) for f in expr.conditions), default=0)
+    if isinstance(expr, Contains):
+        return 2
+    return 1 + _value_depth(expr.value)
+
+
+def _value_depth(value: Json) -> int:
+    if isinstance(value, list):
+        return 1 + max((_value_depth(v) for v in value), default=0)
+    if isinstance(value, dict):
+        return 1 + max((_value_depth(v) for v in value.values()), default=0)
+    return 0
+
+
+def _parse_fields(obj: Mapping[Any, Any], where: str, depth: int) -> tuple[Field, ...]:
+    if depth > MAX_DEPTH:
+        raise InvalidFilterError(f"{where}: nested deeper than {MAX_DEPTH} levels")
     fields = []
     for key, val in obj.items():
         if not isinstance(key, str):
@@ -105,27 +139,29 @@ def _parse_fields(obj: Mapping[Any, Any], where: str) -> tuple[Field, ...]:
                 f"{where}: {key!r} is not a field name; operators go inside a field, "
                 f"e.g. {{'tags': {{'$array_contains': 'x'}}}} (known: {list(OPERATORS)})"
             )
-        fields.append(Field(key, _parse_value(val, f"{where}[{key!r}]")))
+        fields.append(Field(key, _parse_value(val, f"{where}[{key!r}]", depth + 1)))
     return tuple(fields)
 
 
-def _parse_value(val: object, where: str) -> Expr:
+def _parse_value(val: object, where: str, depth: int) -> Expr:
+    if depth > MAX_DEPTH:
+        raise InvalidFilterError(f"{where}: nested deeper than {MAX_DEPTH} levels")
     if isinstance(val, Mapping):
         op_keys = [k for k in val if isinstance(k, str) and k.startswith("$")]
         if not op_keys:
-            return Nested(_parse_fields(val, where))
+            return Nested(_parse_fields(val, where, depth + 1))
         if len(op_keys) != len(val):
             raise InvalidFilterError(
                 f"{where}: an operator dict may hold only operators, got keys {list(val)!r}"
             )
-        exprs = [_parse_operator(op, val[op], where) for op in op_keys]
+        exprs = [_parse_operator(op, val[op], where, depth) for op in op_keys]
         return exprs[0] if len(exprs) == 1 else AllOf(tuple(exprs))
-    return Equals(check_json(val, where))
+    return Equals(check_json(val, where, depth))
 
 
-def _parse_operator(op: str, operand: object, where: str) -> Expr:
+def _parse_operator(op: str, operand: object, where: str, depth: int) -> Expr:
     if op == "$not":
-        return Not(_parse_value(operand, f"{where}.$not"))
+        return Not(_parse_value(operand, f"{where}.$not", depth + 1))
     if op == "$array_contains":
         if isinstance(operand, (list, tuple)):
             if not operand:
@@ -147,11 +183,20 @@ def _scalar(value: object, where: str, op: str) -> Json:
     return check_json(value, where)
 
 
-def check_json(value: object, where: str) -> Json:
+def check_json(value: object, where: str, depth: int = 0) -> Json:
     """Return ``value`` if it is JSON-compatible, else raise ``InvalidFilterError``.
 
-    Tuples are accepted as lists. Floats must be finite and ints fit in 64 bits.
+    Tuples are accepted as lists. Floats must be finite, ints fit in 64 bits, strings
+    be valid Unicode (no lone surrogates), and nesting stay within ``MAX_DEPTH``.
     """
+    if depth > MAX_DEPTH:
+        raise InvalidFilterError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidFilterError(f"{where}: {value!r} is not valid Unicode text") from None
+        return value
     if value is None or isinstance(value, (str, bool)):
         return value
     if isinstance(value, int):
@@ -163,13 +208,13 @@ def check_json(value: object, where: str) -> Json:
             raise InvalidFilterError(f"{where}: {value!r} is not a JSON number")
         return value
     if isinstance(value, (list, tuple)):
-        return [check_json(v, where) for v in value]
+        return [check_json(v, where, depth + 1) for v in value]
     if isinstance(value, Mapping):
         out = {}
         for k, v in value.items():
             if not isinstance(k, str):
                 raise InvalidFilterError(f"{where}: object keys must be strings, got {k!r}")
-            out[k] = check_json(v, where)
+            out[check_json(k, where, depth + 1)] = check_json(v, where, depth + 1)
         return out
     raise InvalidFilterError(f"{where}: {value!r} is not a JSON value")
 

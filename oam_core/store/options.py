@@ -93,3 +93,8 @@ class MemoryRetentionConfig:
                 isinstance(value, bool) or not isinstance(value, int) or value < 0
             ):
                 raise ValueError(f"{name} must be a non-negative int or None, got {value!r}")
+        default, cap = self.default_ttl_days, self.max_ttl_days
+        if isinstance(default, int) and isinstance(cap, int) and default > cap:
+            raise ValueError(
+                f"default_ttl_days={default} exceeds max_ttl_days={cap}; lower the default"
+            )

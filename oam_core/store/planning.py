@@ -122,6 +122,12 @@ def dump_metadata(value: object, name: str = "metadata") -> str | None:
         checked = check_json(value, name)
     except InvalidFilterError as exc:
         raise ValueError(str(exc)) from None
+    reserved = checked.get(RESERVED_KEY)
+    if reserved is not None and not isinstance(reserved, dict):
+        raise ValueError(
+            f"{name}[{RESERVED_KEY!r}] is reserved for the library and must be an object, "
+            f"got {reserved!r}"
+        )
     return json.dumps(checked, ensure_ascii=False, allow_nan=False)
 
 

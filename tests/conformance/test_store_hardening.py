@@ -1,0 +1,74 @@
+"""Inputs found by a break-it review: deep nesting, the reserved metadata key, bad
+text and retention settings. Every rejected call leaves the store unchanged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from oam_core.store.options import MemoryRetentionConfig
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"leaf": 1}
+    for _ in range(depth):
+        value = {"n": value}
+    return value
+
+
+def test_deep_metadata_is_a_value_error_not_a_recursion_error(store, rejected):
+    with rejected(store, match="nested deeper"):
+        store.add(["m"], "memory", metadata=_nested(5000))
+
+
+@pytest.mark.parametrize("method", ["list", "search"])
+def test_deep_filter_is_a_value_error(store, method):
+    store.add(["pizza"], "memory", record_ids="m1")
+    call = store.list if method == "list" else store.search
+    args = ("memory",) if method == "list" else ("pizza",)
+    with pytest.raises(ValueError, match="nested deeper"):
+        call(*args, metadata_filter=_nested(5000))
+
+
+@pytest.mark.parametrize("strategy", ["VECTOR", "KEYWORD", "HYBRID"])
+def test_filters_up_to_the_documented_depth_work_everywhere(make_store, strategy):
+    from oam_core.store.filters import MAX_FILTER_DEPTH
+
+    store = make_store(search_strategy=strategy)
+    deepest = _nested(MAX_FILTER_DEPTH - 1)  # MAX_FILTER_DEPTH levels of fields
+    store.add(["pizza"], "memory", record_ids="m1", metadata=_nested(40))
+    store.add(["pizza"], "memory", record_ids="m2", metadata=deepest)
+    assert [r.id for r in store.list("memory", metadata_filter=deepest)] == ["m2"]
+    assert [r.id for r, _ in store.search("pizza", 5, metadata_filter=deepest)] == ["m2"]
+    with pytest.raises(ValueError, match=f"at most {MAX_FILTER_DEPTH}"):
+        store.list("memory", metadata_filter=_nested(MAX_FILTER_DEPTH))
+
+
+def test_reserved_key_must_be_an_object(store, rejected):
+    with rejected(store, match=r"\$agent_memory"):
+        store.add(["m"], "memory", metadata={"$agent_memory": "str"})
+
+
+def test_reserved_key_survives_metadata_updates(store):
+    store.add(
+        ["m"], "memory", record_ids="y", metadata={"$agent_memory": {"source_message_ids": ["a"]}}
+    )
+    assert store.update("memory", "y", metadata={"k": 2}) == 1
+    assert store.get("memory", "y").metadata == {
+        "k": 2,
+        "$agent_memory": {"source_message_ids": ["a"]},
+    }
+    assert store.update("memory", "y", metadata=None) == 1
+    assert store.get("memory", "y").metadata == {"$agent_memory": {"source_message_ids": ["a"]}}
+
+
+def test_lone_surrogate_in_metadata_is_rejected(store, rejected):
+    with rejected(store, match="not valid Unicode"):
+        store.add(["m"], "memory", metadata={"k": "\ud800"})
+
+
+def test_retention_default_above_max_is_rejected():
+    with pytest.raises(ValueError, match="default_ttl_days=40 exceeds max_ttl_days=30"):
+        MemoryRetentionConfig(default_ttl_days=40, max_ttl_days=30)
+    assert MemoryRetentionConfig(default_ttl_days=30, max_ttl_days=30).max_ttl_days == 30
