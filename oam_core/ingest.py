@@ -29,6 +29,8 @@ from typing import Any
 
 from dateutil import parser as date_parser
 
+from oam_core.store.planning import dump_metadata
+
 __all__ = ["Conversation", "IngestError", "load_conversations"]
 
 _MESSAGE_KEYS = frozenset({"role", "content", "timestamp", "metadata", "id"})
@@ -60,6 +62,9 @@ class Conversation:
     user_id: str | None
     agent_id: str | None
     messages: list[dict[str, Any]] = field(default_factory=list)
+    locations: list[str] = field(default_factory=list, compare=False)
+    """Where each message comes from (``"<file>: line 71"``), parallel to ``messages``;
+    empty when unknown."""
 
 
 def load_conversations(
@@ -74,7 +79,7 @@ def load_conversations(
     suffix always means JSONL. Blank JSONL lines are skipped.
 
     Args:
-        path: The file to read (UTF-8).
+        path: The file to read (UTF-8, with or without a byte-order mark).
         user_id: User id for every conversation; for LoCoMo it replaces the sample id.
             When omitted (None), message files get no user and LoCoMo threads get
             their sample id.
@@ -96,6 +101,8 @@ def load_conversations(
         return [_message_conversation(file, _parse_jsonl(file, text), user_id, agent_id)]
     try:
         document: Any = json.loads(text)
+    except RecursionError as exc:
+        raise IngestError(f"{file}: the JSON is nested too deeply to read") from exc
     except json.JSONDecodeError as exc:
         if _first_line_is_json(text):
             # Several JSON values, one per line: JSONL without the suffix.
@@ -109,7 +116,7 @@ def load_conversations(
 
 def _read_text(file: Path) -> str:
     try:
-        return file.read_text(encoding="utf-8")
+        return file.read_text(encoding="utf-8-sig")
     except FileNotFoundError as exc:
         raise IngestError(f"{file}: no such file") from exc
     except IsADirectoryError as exc:
@@ -129,17 +136,19 @@ def _first_line_is_json(text: str) -> bool:
     return True
 
 
-def _parse_jsonl(file: Path, text: str) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = []
+def _parse_jsonl(file: Path, text: str) -> list[tuple[dict[str, Any], str]]:
+    messages: list[tuple[dict[str, Any], str]] = []
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{file}: line {lineno}"
         try:
             value = json.loads(line)
+        except RecursionError as exc:
+            raise IngestError(f"{where}: the JSON is nested too deeply to read") from exc
         except json.JSONDecodeError as exc:
             raise IngestError(f"{where}: invalid JSON at column {exc.colno}: {exc.msg}") from exc
-        messages.append(_check_message(value, where))
+        messages.append((_check_message(value, where), where))
     return messages
 
 
@@ -151,8 +160,9 @@ def _from_document(
             return _locomo_sample(file, document, 0, user_id, agent_id)
         if "role" in document or "content" in document:
             # A one-line JSONL file without the suffix.
-            message = _check_message(document, f"{file}: line 1")
-            return [_message_conversation(file, [message], user_id, agent_id)]
+            where = f"{file}: line 1"
+            message = _check_message(document, where)
+            return [_message_conversation(file, [(message, where)], user_id, agent_id)]
         raise IngestError(
             f"{file}: a JSON object with keys {sorted(document)[:6]!r} is neither a message "
             "(role, content) nor a LoCoMo sample (sample_id, conversation)"
@@ -175,16 +185,40 @@ def _from_document(
                 )
             conversations.extend(_locomo_sample(file, sample, index, user_id, agent_id))
         return conversations
-    messages = [_check_message(item, f"{file}: [{index}]") for index, item in enumerate(document)]
+    messages = [
+        (_check_message(item, where), where)
+        for index, item in enumerate(document)
+        for where in (f"{file}: [{index}]",)
+    ]
     return [_message_conversation(file, messages, user_id, agent_id)]
 
 
 def _message_conversation(
-    file: Path, messages: list[dict[str, Any]], user_id: str | None, agent_id: str | None
+    file: Path,
+    messages: list[tuple[dict[str, Any], str]],
+    user_id: str | None,
+    agent_id: str | None,
 ) -> Conversation:
     if not messages:
         raise IngestError(f"{file}: no messages found")
-    return Conversation(thread_id=file.stem, user_id=user_id, agent_id=agent_id, messages=messages)
+    seen: dict[str, str] = {}
+    for message, where in messages:
+        message_id = message.get("id")
+        if message_id is None:
+            continue
+        if message_id in seen:
+            raise IngestError(
+                f"{where}: duplicate message id {message_id!r} (first used at "
+                f"{seen[message_id].removeprefix(f'{file}: ')})"
+            )
+        seen[message_id] = where
+    return Conversation(
+        thread_id=file.stem,
+        user_id=user_id,
+        agent_id=agent_id,
+        messages=[message for message, _ in messages],
+        locations=[where for _, where in messages],
+    )
 
 
 def _check_message(value: Any, where: str) -> dict[str, Any]:
@@ -216,7 +250,27 @@ def _check_message(value: Any, where: str) -> dict[str, Any]:
         if not isinstance(item, kind):
             raise IngestError(f"{where}: '{key}' must be {expected}, got {_describe(item)}")
         message[key] = item
+    _check_storable(message, where)
     return message
+
+
+def _check_storable(message: Mapping[str, Any], where: str) -> None:
+    """Reject what the store would refuse mid-write: metadata JSON cannot hold (NaN,
+    infinity, non-string keys) and text that is not valid Unicode (lone surrogates)."""
+    try:
+        dumped = dump_metadata(message.get("metadata"))
+    except ValueError as exc:
+        raise IngestError(f"{where}: bad 'metadata': {exc}") from None
+    for key, value in (*message.items(), ("metadata", dumped)):
+        if not isinstance(value, str):
+            continue
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise IngestError(
+                f"{where}: '{key}' is not valid Unicode text ({exc.reason} at "
+                f"character {exc.start})"
+            ) from None
 
 
 def _locomo_sample(
@@ -255,9 +309,10 @@ def _locomo_sample(
         if not turns:
             continue
         timestamp = _locomo_time(conversation.get(f"{name}_date_time"), f"{where} {name}")
+        locations = [f"{where} {name}[{position}]" for position in range(len(turns))]
         messages = [
-            _locomo_turn(turn, roles, timestamp, f"{where} {name}[{position}]")
-            for position, turn in enumerate(turns)
+            _locomo_turn(turn, roles, timestamp, location)
+            for turn, location in zip(turns, locations, strict=True)
         ]
         conversations.append(
             Conversation(
@@ -265,6 +320,7 @@ def _locomo_sample(
                 user_id=user_id if user_id is not None else sample_id,
                 agent_id=agent_id,
                 messages=messages,
+                locations=locations,
             )
         )
     return conversations
@@ -307,6 +363,7 @@ def _locomo_turn(
     }
     if timestamp is not None:
         message["timestamp"] = timestamp
+    _check_storable(message, where)
     return message
 
 

@@ -269,3 +269,64 @@ def test_real_locomo_dev_file() -> None:
     assert len(dia_ids) == 4124
     captioned = [m for c in conversations for m in c.messages if m["content"].endswith("]")]
     assert len(captioned) >= 800
+
+
+def test_messages_the_store_would_refuse_are_rejected_with_their_line(tmp_path: Path) -> None:
+    good = '{"role": "user", "content": "ok"}\n'
+    nan = _write(
+        tmp_path / "nan.jsonl", good + '{"role":"user","content":"x","metadata":{"v":NaN}}\n'
+    )
+    with pytest.raises(IngestError, match=r"nan\.jsonl: line 2: bad 'metadata'.*nan"):
+        load_conversations(nan)
+    surrogate = tmp_path / "surrogate.jsonl"
+    surrogate.write_text(good + '{"role": "user", "content": "a\\ud800b"}\n', encoding="utf-8")
+    with pytest.raises(IngestError, match=r"surrogate\.jsonl: line 2: 'content' is not valid"):
+        load_conversations(surrogate)
+    listed = _write(
+        tmp_path / "list.json", '[{"role": "user", "content": "x", "metadata": {"v": Infinity}}]'
+    )
+    with pytest.raises(IngestError, match=r"list\.json: \[0\]: bad 'metadata'"):
+        load_conversations(listed)
+
+
+def test_duplicate_ids_name_both_lines(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"role": "user", "content": f"m{i}", "id": f"id-{i}"}) for i in range(1, 80)
+    ]
+    lines[70] = json.dumps({"role": "user", "content": "again", "id": "id-3"})
+    path = _write(tmp_path / "dup.jsonl", "\n".join(lines) + "\n")
+    with pytest.raises(IngestError) as info:
+        load_conversations(path)
+    assert str(info.value) == f"{path}: line 71: duplicate message id 'id-3' (first used at line 3)"
+
+
+def test_locations_follow_the_messages(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "chat.jsonl",
+        '{"role": "user", "content": "a"}\n\n{"role": "user", "content": "b"}\n',
+    )
+    [conversation] = load_conversations(path)
+    assert conversation.locations == [f"{path}: line 1", f"{path}: line 3"]
+
+
+def test_utf8_bom_is_accepted(tmp_path: Path) -> None:
+    for name in ("bom.jsonl", "bom.json"):
+        path = tmp_path / name
+        path.write_bytes(
+            b"\xef\xbb\xbf" + b'[{"role": "user", "content": "caf\xc3\xa9"}]'
+            if name.endswith(".json")
+            else b"\xef\xbb\xbf" + b'{"role": "user", "content": "caf\xc3\xa9"}\n'
+        )
+        [conversation] = load_conversations(path)
+        assert conversation.messages == [{"role": "user", "content": "café"}]
+
+
+def test_deeply_nested_json_is_an_ingest_error(tmp_path: Path) -> None:
+    path = _write(tmp_path / "deep.json", "[" * 200000 + "]" * 200000)
+    with pytest.raises(IngestError, match=r"deep\.json: the JSON is nested too deeply"):
+        load_conversations(path)
+    lines = _write(
+        tmp_path / "deep.jsonl", '{"role": "user", "content": "x"}\n' + "[" * 200000 + "\n"
+    )
+    with pytest.raises(IngestError, match=r"deep\.jsonl: line 2: "):
+        load_conversations(lines)
