@@ -113,17 +113,25 @@ class LocalEmbedder(IEmbedder):
 
     This is the default embedder of the embedded quickstart (SPEC §8 [oam]). Vectors
     have 384 dimensions and are L2-normalised, so a dot product is a cosine
-    similarity. Inputs are cut to 256 word pieces (``max_input_tokens``), which makes
-    the store chunk retrieval text into ``chunk_chars`` = 896 characters. The model
-    is symmetric: ``is_query`` does not change the result.
+    similarity. The model sees at most 256 word pieces at once; no input is truncated:
+    a text that tokenizes to more is split into consecutive, non-overlapping windows
+    of 254 word pieces (each with its own ``[CLS]``/``[SEP]``), every window is
+    embedded, and the text's vector is the token-count-weighted mean of the windows'
+    mean-pooled vectors, L2-normalised (the mean over all its tokens). A text that
+    fits one window gets exactly the vector it always had. ``max_input_tokens`` stays
+    256, so the store still chunks retrieval text into ``chunk_chars`` = 896
+    characters, which fit when a word piece is about 3.5 characters (English); CJK
+    text or digits, about one piece per character, are windowed instead of cut. The
+    model is symmetric: ``is_query`` does not change the result.
 
     The ONNX session is loaded on the first ``embed`` call (about half a second),
     once per instance and thread-safely; the model file's sha256 is verified then.
     ``embed`` may be called from several threads at once.
 
     Args:
-        batch_size: Texts per ONNX run (positive). Texts are sorted by token count
-            before batching to limit padding; results keep the input order.
+        batch_size: Windows per ONNX run (positive). The windows of all texts are
+            sorted by token count before batching to limit padding; results keep the
+            input order.
         num_threads: ONNX Runtime intra-op threads (positive), or None for the CPUs
             available to this process, at most 4.
 
@@ -169,8 +177,9 @@ class LocalEmbedder(IEmbedder):
         """Embed texts with all-MiniLM-L6-v2.
 
         Args:
-            texts: The texts, in order; may be empty. Each is truncated to 256 word
-                pieces (including the two special tokens).
+            texts: The texts, in order; may be empty. A text longer than 256 word
+                pieces (including the two special tokens) is embedded in windows
+                that are averaged, never truncated.
             is_query: Ignored; the model embeds queries and documents alike.
 
         Returns:
@@ -200,19 +209,38 @@ class LocalEmbedder(IEmbedder):
     def _embed_window(
         self, runtime: _Runtime, items: list[str], out: npt.NDArray[np.float32]
     ) -> None:
-        """Embed ``items`` into the first ``len(items)`` rows of ``out``, sorted by length."""
+        """Embed ``items`` into the first ``len(items)`` rows of ``out``.
+
+        Every text is split into segments of at most 256 word pieces (one segment for
+        most texts); the segments of all texts are sorted by length and batched
+        together, then each text's segments are combined (see ``_segments``).
+        """
         # One text at a time: ``encode_batch`` would start the tokenizers thread pool,
         # which then warns in every process forked later.
-        encodings = [runtime.tokenizer.encode(text) for text in items]
-        lengths = [len(enc.ids) for enc in encodings]
-        order = sorted(range(len(items)), key=lengths.__getitem__)
+        segments: list[list[int]] = []
+        owners: list[int] = []
+        counts: list[int] = []
+        for index, text in enumerate(items):
+            pieces = _segments(runtime.tokenizer.encode(text).ids)
+            segments.extend(pieces)
+            owners.extend([index] * len(pieces))
+            counts.append(len(pieces))
+        # Long texts: float64 sums of the hidden states of all their segments' tokens.
+        sums: dict[int, npt.NDArray[np.float64]] = {
+            index: np.zeros(_DIMENSION, dtype=np.float64)
+            for index, count in enumerate(counts)
+            if count > 1
+        }
+        tokens = dict.fromkeys(sums, 0)
+        lengths = [len(ids) for ids in segments]
+        order = sorted(range(len(segments)), key=lengths.__getitem__)
         for start in range(0, len(order), self.batch_size):
             rows = order[start : start + self.batch_size]
             width = max(lengths[i] for i in rows)
             input_ids = np.zeros((len(rows), width), dtype=np.int64)
             attention_mask = np.zeros((len(rows), width), dtype=np.int64)
             for r, i in enumerate(rows):
-                input_ids[r, : lengths[i]] = encodings[i].ids
+                input_ids[r, : lengths[i]] = segments[i]
                 attention_mask[r, : lengths[i]] = 1
             (hidden,) = runtime.session.run(
                 ["last_hidden_state"],
@@ -222,7 +250,21 @@ class LocalEmbedder(IEmbedder):
                     "token_type_ids": np.zeros_like(input_ids),
                 },
             )
-            out[rows] = _mean_pool_normalise(np.asarray(hidden, dtype=np.float32), attention_mask)
+            hidden = np.asarray(hidden, dtype=np.float32)
+            pooled = _mean_pool_normalise(hidden, attention_mask)
+            summed = _masked_sum(hidden, attention_mask) if len(sums) else pooled
+            for r, i in enumerate(rows):
+                owner = owners[i]
+                if counts[owner] == 1:
+                    # A text that fits the window: exactly the single-run vector.
+                    out[owner] = pooled[r]
+                else:
+                    sums[owner] += summed[r]
+                    tokens[owner] += lengths[i]
+        for owner, total in sums.items():
+            # Token-count-weighted mean of the segments' mean-pooled vectors, normalised.
+            mean = total / tokens[owner]
+            out[owner] = (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32)
 
     def _get_runtime(self) -> _Runtime:
         runtime = self._runtime
@@ -257,7 +299,8 @@ class LocalEmbedder(IEmbedder):
         )
         tokenizer = tokenizers.Tokenizer.from_str(tokenizer_json)
         tokenizer.no_padding()
-        tokenizer.enable_truncation(max_length=_MAX_TOKENS)
+        # No truncation: texts longer than the window are embedded in segments.
+        tokenizer.no_truncation()
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = self.num_threads
@@ -271,6 +314,29 @@ class LocalEmbedder(IEmbedder):
         )
         logger.debug("loaded %s from %s with %d threads", MODEL_NAME, path, self.num_threads)
         return _Runtime(session=session, tokenizer=tokenizer)
+
+
+def _segments(ids: list[int]) -> list[list[int]]:
+    """Split an encoding (``[CLS] pieces [SEP]``) into windows of at most 256 ids.
+
+    An encoding that fits is returned as its only window, unchanged. A longer one is
+    cut into consecutive, non-overlapping runs of 254 word pieces, each wrapped in its
+    own ``[CLS]``/``[SEP]``; the first window equals what truncation would have kept.
+    """
+    if len(ids) <= _MAX_TOKENS:
+        return [list(ids)]
+    first, body, last = ids[0], ids[1:-1], ids[-1]
+    step = _MAX_TOKENS - 2
+    return [[first, *body[start : start + step], last] for start in range(0, len(body), step)]
+
+
+def _masked_sum(
+    hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float64]:
+    """Sum of ``hidden`` (batch, seq, dim) over unmasked tokens, in float64."""
+    weights = mask.astype(np.float64)[:, :, None]
+    summed: npt.NDArray[np.float64] = (hidden.astype(np.float64) * weights).sum(axis=1)
+    return summed
 
 
 def _mean_pool_normalise(

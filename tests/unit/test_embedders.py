@@ -67,6 +67,22 @@ MIXED = [
 ]
 
 
+CJK_FILLER = ("我的狗叫饼干。今天天气很好。" * 100)[:600]
+ANIMALS_TAIL = " zebra giraffe elephant savanna safari"
+HEAVY_TAIL = (
+    " Then the zebra, the giraffe and the elephant crossed the savanna while we watched"
+    " from the safari truck."
+) * 2
+TOPICS = [
+    "The agent stores long-term memories in a SQLite database on the user's laptop.",
+    "Alice moved to Lisbon in the spring and now works at a small bakery near the river.",
+    "The quarterly report shows revenue grew by eleven percent while costs stayed flat.",
+    "Volcanoes in Iceland erupted twice this year, closing several airports for days.",
+    "Bob trains for a marathon every morning before sunrise, running along the coast.",
+    "The recipe calls for two cups of flour, a pinch of salt and three fresh eggs.",
+]
+
+
 @pytest.mark.slow
 class TestLocalEmbedder:
     def test_shape_dtype_and_unit_norm(self, local: LocalEmbedder) -> None:
@@ -125,13 +141,112 @@ class TestLocalEmbedder:
         assert vectors.shape == (0, 384)
         assert vectors.dtype == np.float32
 
-    def test_long_input_is_truncated(self, local: LocalEmbedder) -> None:
+    def test_long_input_is_embedded_in_windows_not_truncated(self, local: LocalEmbedder) -> None:
         long_text = "memory retrieval " * 2000
         longer_text = long_text + "completely different ending about volcanoes " * 500
         a, b = local.embed([long_text, longer_text])
-        np.testing.assert_allclose(np.linalg.norm(a), 1.0, atol=1e-5)
-        # Both are cut to the same first 256 word pieces.
-        np.testing.assert_allclose(a, b, atol=1e-6)
+        np.testing.assert_allclose(np.linalg.norm([a, b], axis=1), 1.0, atol=1e-5)
+        # Before windowing both were cut to the same first 256 word pieces (cosine 1.0).
+        assert cosine(a, b) < 0.95
+
+    def test_cjk_tail_past_256_pieces_reaches_the_model(self, local: LocalEmbedder) -> None:
+        # BUGCASES C07: ~1 word piece per CJK character, so an 896-char chunk is 609 pieces.
+        with_tail, without = local.embed([CJK_FILLER + ANIMALS_TAIL, CJK_FILLER])
+        # Was exactly 1.0 (tail truncated); measured 0.9971. Mean pooling dilutes a
+        # 7-piece tail among 609 pieces: in one window, 240 chars of filler already give 0.983.
+        assert cosine(with_tail, without) < 0.999
+        # A tail with more weight: was 1.0 as well, measured 0.9735.
+        heavy, heavy_without = local.embed([CJK_FILLER[:300] + HEAVY_TAIL, CJK_FILLER[:300]])
+        assert cosine(heavy, heavy_without) < 0.98
+
+    def test_store_finds_a_cjk_record_by_its_tail(self, local: LocalEmbedder) -> None:
+        from oam_core import SQLiteMemoryStore
+
+        query = "zebra giraffe elephant savanna safari"
+        for filler, tail, limit in (
+            # Measured 0.880 (0.929 with the tail truncated, tied with the distractor).
+            (CJK_FILLER, ANIMALS_TAIL, 0.9),
+            # Measured 0.805 (0.935 before, tied with the distractor).
+            (CJK_FILLER[:300], HEAVY_TAIL, 0.85),
+        ):
+            text = filler + tail
+            assert len(text) <= local.chunk_chars  # one chunk: the embedder sees all of it
+            store = SQLiteMemoryStore(":memory:", embedder=local)
+            store.add([filler + " The stock market fell as interest rates rose again."], "memory")
+            store.add([text], "memory")
+            (best, distance), (_, other) = store.search(query, k=2)
+            assert best.content == text
+            assert distance < limit
+            assert other - distance > 0.05  # measured 0.05 and 0.13
+
+    def test_2000_piece_text_is_the_mean_of_its_halves(self, local: LocalEmbedder) -> None:
+        first = " ".join(f"Note {i}: {TOPICS[i % 3]}" for i in range(55))
+        second = " ".join(f"Note {i}: {TOPICS[3 + i % 3]}" for i in range(55, 110))
+        runtime = local._get_runtime()
+        assert len(runtime.tokenizer.encode(first + " " + second).ids) > 2000
+        whole, a, b = local.embed([first + " " + second, first, second])
+        np.testing.assert_allclose(np.linalg.norm(whole), 1.0, atol=1e-5)
+        halves = (a + b) / np.linalg.norm(a + b)
+        # Measured 0.9976; each half alone is 0.70 / 0.77 (the halves are unrelated: 0.09).
+        assert cosine(whole, halves) > 0.99
+        assert cosine(whole, a) < 0.8
+        assert cosine(whole, b) < 0.85
+
+    def test_windows_fit_the_model_and_share_batches(
+        self, local: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        real = local._get_runtime()
+        widths: list[int] = []
+
+        class Spy:
+            def run(self, names: list[str], feeds: dict[str, Any]) -> Any:
+                widths.append(int(feeds["input_ids"].shape[1]))
+                return real.session.run(names, feeds)
+
+        texts = [*MIXED, "memory retrieval " * 400, CJK_FILLER + ANIMALS_TAIL, *MIXED[:3]]
+        expected = local.embed(texts)
+        pieces = [len(real.tokenizer.encode(text).ids) for text in texts]
+        windows = sum(1 if n <= 256 else -(-(n - 2) // 254) for n in pieces)
+        assert windows == len(texts) - 2 + 4 + 3  # 802 and 609 pieces
+        monkeypatch.setattr(local, "_runtime", local_mod._Runtime(Spy(), real.tokenizer))
+        monkeypatch.setattr(local, "batch_size", 4)
+        vectors = local.embed(texts)
+        assert vectors.shape == (len(texts), 384)
+        assert max(widths) == 256
+        assert len(widths) == -(-windows // 4)  # windows of all texts batched together
+        np.testing.assert_allclose(vectors, expected, atol=2e-5)
+        one_by_one = np.stack([local.embed([text])[0] for text in texts])
+        np.testing.assert_allclose(vectors, one_by_one, atol=2e-5)
+
+    def test_short_texts_are_bit_identical_to_a_single_window_run(
+        self, local: LocalEmbedder
+    ) -> None:
+        runtime = local._get_runtime()
+
+        def single_run(batch: list[str]) -> npt.NDArray[np.float32]:
+            ids = [runtime.tokenizer.encode(text).ids for text in batch]
+            width = max(len(row) for row in ids)
+            input_ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros_like(input_ids)
+            for r, row in enumerate(ids):
+                input_ids[r, : len(row)] = row
+                mask[r, : len(row)] = 1
+            (hidden,) = runtime.session.run(
+                ["last_hidden_state"],
+                {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": mask * 0},
+            )
+            weights = mask.astype(np.float32)[:, :, None]
+            pooled = ((hidden * weights).sum(axis=1) / weights.sum(axis=1)).astype(np.float32)
+            vectors: npt.NDArray[np.float32] = pooled / np.linalg.norm(
+                pooled, axis=1, keepdims=True
+            )
+            return vectors
+
+        for text in MIXED:
+            np.testing.assert_array_equal(local.embed([text]), single_run([text]))
+        # A batch of short texts is one run with the same padding as before.
+        by_length = sorted(MIXED, key=lambda text: len(runtime.tokenizer.encode(text).ids))
+        np.testing.assert_array_equal(local.embed(by_length), single_run(by_length))
 
     def test_async_twin(self, local: LocalEmbedder) -> None:
         vectors = asyncio.run(local.embed_async(MIXED[:2]))
