@@ -37,6 +37,7 @@ from oam_core.store.sqlite_schema import SCHEMA_VERSION, ddl, table_prefix
 from oam_core.store.ttl import Clock, iso
 
 _TERM = regex.compile(r"[\p{L}\p{N}]+")
+_DDL_NAME = regex.compile(r"IF NOT EXISTS (\w+)")
 _RECORD_COLS = (
     "pk, family, id, record_type, content, role, seq_no, thread_id, user_id, agent_id, "
     "event_ts, metadata, created_at, expires_at"
@@ -107,36 +108,41 @@ class SQLiteMemoryStore(OracleMemoryStore):
         return self._impl
 
     def _open_schema(self, retention: MemoryRetentionConfig | None) -> None:
-        with self._impl.transaction() as tx:
-            assert isinstance(tx, _SQLiteTx)
-            meta = tx.meta()
-            version = int(meta.get("schema_version", SCHEMA_VERSION))
-            if version > SCHEMA_VERSION:
-                raise ValueError(
-                    f"{self.path} holds schema version {version}; this oam reads up to "
-                    f"{SCHEMA_VERSION}. Upgrade oam."
-                )
-            stored_dim = meta.get("vector_dim")
-            if (
-                stored_dim is not None
-                and self.vector_dim is not None
-                and int(stored_dim) != self.vector_dim
-            ):
-                raise ValueError(
-                    f"{self.path} stores vectors of dimension {stored_dim}, but this store "
-                    f"was opened with dimension {self.vector_dim}"
-                )
-            if stored_dim is not None:
-                self.vector_dim = int(stored_dim)
-            if retention is None and "retention" in meta:
-                self.memory_retention_config = MemoryRetentionConfig(
-                    **json.loads(meta["retention"])
-                )
-            tx.set_meta("schema_version", str(SCHEMA_VERSION))
-            tx.set_meta("search_strategy", self.search_strategy.value)
-            tx.set_meta("retention", json.dumps(asdict(self.memory_retention_config)))
-            if self.vector_dim is not None:
-                tx.set_meta("vector_dim", str(self.vector_dim))
+        with self._impl.lock:
+            meta = _SQLiteTx(self._impl).meta()
+        version = int(meta.get("schema_version", SCHEMA_VERSION))
+        if version > SCHEMA_VERSION:
+            raise ValueError(
+                f"{self.path} holds schema version {version}; this oam reads up to "
+                f"{SCHEMA_VERSION}. Upgrade oam."
+            )
+        stored_dim = meta.get("vector_dim")
+        if (
+            stored_dim is not None
+            and self.vector_dim is not None
+            and int(stored_dim) != self.vector_dim
+        ):
+            raise ValueError(
+                f"{self.path} stores vectors of dimension {stored_dim}, but this store "
+                f"was opened with dimension {self.vector_dim}"
+            )
+        if stored_dim is not None:
+            self.vector_dim = int(stored_dim)
+        if retention is None and "retention" in meta:
+            self.memory_retention_config = MemoryRetentionConfig(**json.loads(meta["retention"]))
+        wanted = {
+            "schema_version": str(SCHEMA_VERSION),
+            "search_strategy": self.search_strategy.value,
+            "retention": json.dumps(asdict(self.memory_retention_config)),
+        }
+        if self.vector_dim is not None:
+            wanted["vector_dim"] = str(self.vector_dim)
+        changed = {k: v for k, v in wanted.items() if meta.get(k) != v}
+        if changed:  # a read-only file stays readable when nothing changes
+            with self._impl.transaction() as tx:
+                assert isinstance(tx, _SQLiteTx)
+                for key, value in changed.items():
+                    tx.set_meta(key, value)
 
     def _remember_vector_dim(self, dim: int) -> None:
         super()._remember_vector_dim(dim)
@@ -198,22 +204,42 @@ class _SQLiteBackend(Backend):
     def __init__(self, path: str, prefix: str) -> None:
         self.p = prefix
         self.lock = threading.RLock()
-        self.conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
-        self.conn.execute("PRAGMA foreign_keys = ON")
-        self.conn.execute("PRAGMA busy_timeout = 30000")
-        if path != ":memory:":
-            self.conn.execute("PRAGMA journal_mode = WAL")
-            self.conn.execute("PRAGMA synchronous = NORMAL")
-        with self.lock:
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                for stmt in ddl(prefix):
-                    self.conn.execute(stmt)
-            except BaseException:
-                self.conn.execute("ROLLBACK")
-                raise
-            self.conn.execute("COMMIT")
+        statements = ddl(prefix)
+        names = {m.group(1) for m in map(_DDL_NAME.search, statements) if m}
+        try:
+            self.conn = self._connect(path)
+            present = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master")}
+        except sqlite3.OperationalError as exc:
+            if "readonly" not in str(exc) or path == ":memory:":
+                raise sqlite3.OperationalError(
+                    f"cannot open SQLite database {path!r}: {exc}"
+                ) from exc
+            # A WAL file in a read-only place: read it as an immutable snapshot.
+            self.conn = self._connect(f"file:{Path(path).resolve()}?immutable=1", uri=True)
+            present = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master")}
+        if not names <= present:
+            with self.lock:
+                self.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for stmt in statements:
+                        self.conn.execute(stmt)
+                except BaseException:
+                    self.conn.execute("ROLLBACK")
+                    raise
+                self.conn.execute("COMMIT")
         self.cache = _VectorCache()
+
+    @staticmethod
+    def _connect(target: str, *, uri: bool = False) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            target, check_same_thread=False, isolation_level=None, timeout=30, uri=uri
+        )
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA busy_timeout = 30000")
+        if target != ":memory:" and not uri:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
 
     @contextmanager
     def transaction(self) -> Iterator[Tx]:
