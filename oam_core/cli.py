@@ -8,17 +8,20 @@ works on one SQLite file (``--db``, default ``./oam.db``) and runs without an LL
 Errors a user can cause (a missing or malformed file, an unknown thread, a database
 opened with another embedder dimension) print one ``Error: ...`` line on stderr and
 exit with code 1 (2 for a file or option that does not exist); they never print a
-traceback.
+traceback. Any other exception is reported the same way (its type and message on one
+line, exit code 1) unless ``--debug`` or ``OAM_DEBUG=1`` asks for the traceback.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -27,12 +30,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+import oam_core
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import Record
+from oam_core.apis.thread import to_message
 from oam_core.embedders import resolve_embedder
 from oam_core.ingest import Conversation, IngestError, load_conversations
 from oam_core.memory.client import OracleAgentMemory
 from oam_core.store.options import SearchStrategy
+from oam_core.store.planning import dump_metadata
 from oam_core.store.sqlite import SQLiteMemoryStore
 
 __all__ = ["app", "main"]
@@ -82,16 +88,66 @@ class CliError(Exception):
         self.code = code
 
 
+_debug = False
+"""Set by the global ``--debug`` flag: unexpected exceptions are re-raised."""
+
+_DIMENSION_HINT = (
+    "; pass the --embedder the database was ingested with "
+    "(e.g. --embedder hashing/64 for a 64-dimension database)"
+)
+
+
 def main() -> None:
     """Entry point of the ``oam`` console script."""
     app()
 
 
+def _version() -> str:
+    try:
+        return metadata.version("oam")
+    except metadata.PackageNotFoundError:
+        return oam_core.__version__
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"oam {_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global_options(
+    debug: Annotated[
+        bool,
+        typer.Option("--debug", help="Show the traceback of unexpected errors (or OAM_DEBUG=1)."),
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the oam version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Agent memory in a SQLite file: ingest chats, search them, build context cards."""
+    global _debug
+    del version
+    _debug = debug
+
+
+def _debugging() -> bool:
+    return _debug or os.environ.get("OAM_DEBUG", "").strip().lower() in {"1", "true", "yes"}
+
+
 @contextmanager
 def _user_errors() -> Iterator[None]:
-    """Turn the errors a user can cause into one stderr line and an exit code."""
+    """Turn every error into one stderr line and an exit code (never a traceback)."""
     try:
         yield
+    except (typer.Exit, typer.Abort, KeyboardInterrupt):
+        raise
     except CliError as exc:
         _fail(str(exc), exc.code)
     except IngestError as exc:
@@ -99,13 +155,20 @@ def _user_errors() -> Iterator[None]:
     except KeyError as exc:
         _fail(str(exc.args[0]) if exc.args else "not found", 1)
     except (ValueError, ImportError, OSError) as exc:
-        _fail(str(exc), 1)
+        message = str(exc)
+        if "stores vectors of dimension" in message:
+            message += _DIMENSION_HINT
+        _fail(message, 1)
     except sqlite3.Error as exc:
         _fail(f"database error: {exc}", 1)
+    except Exception as exc:
+        if _debugging():
+            raise
+        _fail(f"{type(exc).__name__}: {exc}", 1)
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    typer.echo("Error: " + " ".join(message.split()), err=True)
+    typer.echo("Error: " + (" ".join(message.split()) or "unknown error"), err=True)
     raise typer.Exit(code)
 
 
@@ -114,6 +177,7 @@ def _memory(
     db: Path, embedder: str, strategy: SearchStrategy
 ) -> Iterator[tuple[OracleAgentMemory, SQLiteMemoryStore]]:
     """Open the store and the client over ``db``; close them when the block ends."""
+    _quiet_litellm(embedder)
     model = resolve_embedder(embedder)
     store = SQLiteMemoryStore(
         db,
@@ -127,6 +191,44 @@ def _memory(
         store.close()
 
 
+def _quiet_litellm(embedder: str) -> None:
+    """Stop LiteLLM printing banners, cost-map fetch warnings and retry logs: the CLI
+    reports a failure as one ``Error:`` line."""
+    name = embedder.strip()
+    if name == "local" or name.startswith(("local/", "hashing")):
+        return
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    if not _debugging():
+        for logger in ("LiteLLM", "LiteLLM Proxy", "LiteLLM Router", "oam", "httpx"):
+            logging.getLogger(logger).setLevel(logging.ERROR)
+    try:
+        import litellm
+    except ImportError:
+        return
+    litellm.suppress_debug_info = True
+
+
+def _where(conversation: Conversation, index: int, source: Path | None) -> str:
+    if index < len(conversation.locations):
+        return conversation.locations[index]
+    prefix = f"{source}: " if source is not None else ""
+    return f"{prefix}thread {conversation.thread_id!r} message [{index}]"
+
+
+def _validate(conversations: Sequence[Conversation], source: Path | None) -> None:
+    """Check every message the way the store will, before anything is written."""
+    for conversation in conversations:
+        for index, message in enumerate(conversation.messages):
+            try:
+                checked = to_message(message)
+                dump_metadata(checked.metadata)
+                for text in (checked.role, checked.content, checked.timestamp, checked.id):
+                    if text is not None:
+                        text.encode("utf-8")
+            except (ValueError, TypeError) as exc:
+                raise CliError(f"{_where(conversation, index, source)}: {exc}") from None
+
+
 def _ingest(
     memory: OracleAgentMemory,
     store: SQLiteMemoryStore,
@@ -134,13 +236,19 @@ def _ingest(
     *,
     replace: bool,
     console: Console,
+    source: Path | None = None,
 ) -> int:
     """Write each conversation as one thread; return the number of messages written.
 
+    Every message is validated first. A conversation whose write still fails midway
+    has its thread deleted, so no partial thread is left behind.
+
     Raises:
-        CliError: if a thread exists already and ``replace`` is False (nothing is
-            written then).
+        CliError: if a thread exists already and ``replace`` is False, or a message
+            is invalid (nothing is written then), or a write fails (the failing
+            thread is deleted; the error names the file and the message).
     """
+    _validate(conversations, source)
     existing = {row.thread_id for row in store.list_thread_rows()}
     clashes = [c.thread_id for c in conversations if c.thread_id in existing]
     if clashes and not replace:
@@ -167,11 +275,26 @@ def _ingest(
                 agent_id=NOT_SET if conversation.agent_id is None else conversation.agent_id,
             )
             progress.update(task, description=f"Ingesting {conversation.thread_id}")
-            for start in range(0, len(conversation.messages), _BATCH):
-                batch = conversation.messages[start : start + _BATCH]
-                thread.add_messages(batch)
-                written += len(batch)
-                progress.advance(task, len(batch))
+            start = 0
+            try:
+                for start in range(0, len(conversation.messages), _BATCH):
+                    batch = conversation.messages[start : start + _BATCH]
+                    thread.add_messages(batch)
+                    written += len(batch)
+                    progress.advance(task, len(batch))
+            except (typer.Exit, typer.Abort):
+                raise
+            except BaseException as exc:
+                memory.delete_thread(conversation.thread_id)
+                if not isinstance(exc, Exception):
+                    raise
+                first = _where(conversation, start, source)
+                last = min(start + _BATCH, len(conversation.messages)) - 1
+                span = "" if last == start else f" to {_where(conversation, last, source)}"
+                message = str(exc) or type(exc).__name__
+                raise CliError(
+                    f"{first}{span}: {message}; thread {conversation.thread_id!r} was not written"
+                ) from exc
     return written
 
 
@@ -197,7 +320,9 @@ def ingest(
         conversations = load_conversations(file, user_id=user, agent_id=agent)
         started = time.perf_counter()
         with _memory(db, embedder, strategy) as (memory, store):
-            written = _ingest(memory, store, conversations, replace=replace, console=err)
+            written = _ingest(
+                memory, store, conversations, replace=replace, console=err, source=file
+            )
         elapsed = time.perf_counter() - started
     rate = written / elapsed if elapsed > 0 else 0.0
     typer.echo(
@@ -306,12 +431,17 @@ def demo(
             messages=conversation.messages,
         )
         with _memory(db, embedder, strategy) as (memory, store):
-            if store.get_thread_row(DEMO_THREAD) is None:
-                err = Console(stderr=True)
-                written = _ingest(memory, store, [conversation], replace=False, console=err)
-                console.print(f"Ingested {written} messages into thread {DEMO_THREAD} ({db}).")
-            else:
+            exists = store.get_thread_row(DEMO_THREAD) is not None
+            complete = exists and store.count_thread_messages(DEMO_THREAD) == len(
+                conversation.messages
+            )
+            if complete:
                 console.print(f"Thread {DEMO_THREAD} is already in {db}; reusing it.")
+            else:
+                # Missing, or left incomplete by an interrupted run: (re)ingest it.
+                err = Console(stderr=True)
+                written = _ingest(memory, store, [conversation], replace=exists, console=err)
+                console.print(f"Ingested {written} messages into thread {DEMO_THREAD} ({db}).")
             for question in DEMO_QUESTIONS:
                 results = store.search(question, k, user_id=DEMO_USER, exact_user_match=True)
                 console.print(f"\n[bold]Q: {escape(question)}[/bold]")

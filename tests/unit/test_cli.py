@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
 
-from oam_core.cli import DEMO_QUESTIONS, DEMO_THREAD, app
+from oam_core.cli import DEMO_QUESTIONS, DEMO_THREAD, _version, app
+from oam_core.embedders import resolve_embedder
+from oam_core.memory.client import OracleAgentMemory
+from oam_core.store.sqlite import SQLiteMemoryStore
 
 MESSAGES = [
     {
@@ -274,3 +278,89 @@ def test_demo_end_to_end(runner: CliRunner, db: Path) -> None:
     assert "reusing it" in again.stdout
     listed = invoke(runner, "threads", "--db", db)
     assert DEMO_THREAD in listed.stdout and "260" in listed.stdout
+
+
+def test_failed_ingest_leaves_no_thread(runner: CliRunner, tmp_path: Path, db: Path) -> None:
+    lines = [json.dumps(m) for m in MESSAGES * 20]
+    lines[70] = '{"role":"user","content":"x","metadata":{"v":NaN}}'
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = invoke(runner, "ingest", path, "--db", db, "--embedder", "hashing")
+    assert_clean_failure(result, 1, f"{path}: line 71: bad 'metadata'")
+    assert "Traceback" not in result.stderr
+    lines[70] = json.dumps(MESSAGES[0])
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    again = invoke(runner, "ingest", path, "--db", db, "--embedder", "hashing")
+    assert again.exit_code == 0, again.output
+    assert "Ingested 80 messages into 1 thread(s)" in again.stdout
+
+
+def test_write_failure_midway_deletes_the_thread(
+    runner: CliRunner, chat: Path, db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oam_core.memory.thread import OracleThread
+
+    real = OracleThread.add_messages
+    calls: list[int] = []
+
+    def flaky(self: OracleThread, messages: Any, **kwargs: Any) -> list[str]:
+        calls.append(len(messages))
+        if len(calls) == 2:
+            raise RuntimeError("disk on fire")
+        return real(self, messages, **kwargs)
+
+    monkeypatch.setattr("oam_core.cli._BATCH", 2)
+    monkeypatch.setattr(OracleThread, "add_messages", flaky)
+    result = invoke(runner, "ingest", chat, "--db", db, "--embedder", "hashing")
+    assert_clean_failure(result, 1, f"{chat}: line 3 to {chat}: line 4: disk on fire")
+    listed = invoke(runner, "threads", "--db", db)
+    assert listed.stdout.strip() == f"No threads in {db}."
+
+
+def test_unexpected_errors_are_one_line(
+    runner: CliRunner, ingested: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def boom(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("oam_core.cli.SQLiteMemoryStore.search", boom)
+    result = invoke(runner, "search", "dog", "--db", ingested, "--embedder", "hashing")
+    assert_clean_failure(result, 1, "RuntimeError: boom")
+    debug = runner.invoke(
+        app, ["--debug", "search", "dog", "--db", str(ingested), "--embedder", "hashing"]
+    )
+    assert isinstance(debug.exception, RuntimeError)
+
+
+def test_deeply_nested_file_fails_cleanly(runner: CliRunner, tmp_path: Path, db: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 200000 + "]" * 200000, encoding="utf-8")
+    result = invoke(runner, "ingest", path, "--db", db, "--embedder", "hashing")
+    assert_clean_failure(result, 1, f"{path}: the JSON is nested too deeply")
+
+
+def test_version(runner: CliRunner) -> None:
+    result = invoke(runner, "--version")
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"oam {_version()}"
+    assert result.stdout.startswith("oam 0.")
+
+
+def test_dimension_mismatch_hints_at_embedder(runner: CliRunner, ingested: Path) -> None:
+    result = invoke(runner, "search", "dog", "--db", ingested, "--embedder", "hashing/32")
+    assert_clean_failure(result, 1, "pass the --embedder the database was ingested with")
+
+
+def test_demo_reingests_an_incomplete_thread(runner: CliRunner, db: Path) -> None:
+    store = SQLiteMemoryStore(db, embedder=resolve_embedder("hashing"), vector_dim=None)
+    try:
+        OracleAgentMemory(store=store, extract_memories=False).create_thread(
+            thread_id=DEMO_THREAD, user_id="demo-user"
+        )
+    finally:
+        store.close()
+    result = invoke(runner, "demo", "--db", db, "--embedder", "hashing")
+    assert result.exit_code == 0, result.output
+    assert f"Ingested 260 messages into thread {DEMO_THREAD}" in result.stdout
+    listed = invoke(runner, "threads", "--db", db)
+    assert "260" in listed.stdout
