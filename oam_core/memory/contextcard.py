@@ -8,14 +8,22 @@ an empty card rendered as ``""``). Retrieval lives in ``memory.thread``.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeAlias
 from xml.sax.saxutils import escape
 
 from oam_core.apis.contextcard import ContextCard
 from oam_core.apis.records import MessageRecord, Record
 from oam_core.apis.thread import Message
+from oam_core.memory.tokens import (
+    TRUNCATION_MARKER,
+    budget_chars,
+    cut_head_to_fit,
+    cut_tail_to_fit,
+)
 
 __all__ = ["DEFAULT_MESSAGE_FORMAT", "OracleContextCard", "RelevantResult"]
 
@@ -32,6 +40,10 @@ DEFAULT_MESSAGE_FORMAT = (
 """Template of one recent message. Placeholders (all XML-escaped before substitution):
 ``{id}``, ``{timestamp}`` (``""`` when unknown), ``{role}``, ``{content}``. Each
 template line is indented to its place in the card; substituted text is not."""
+
+ITEM_TRUNCATION_MARKER = " …(truncated)"
+"""Suffix of a memory or message text whose end was cut to fit the card's budget (the
+summary keeps its newest part and starts with ``"(truncated)\n"`` instead)."""
 
 _TAG = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 _FALLBACK_TAG = "record"
@@ -64,18 +76,22 @@ def _normalize_result(value: object, position: int) -> tuple[Record, float | Non
     )
 
 
-def _render_message(template: str, message: Message, prefix: str) -> list[str]:
+def _render_summary(text: str) -> list[str]:
+    return _indent_block(_esc(text.strip("\n")), _ITEM_INDENT)
+
+
+def _render_message(template: str, message: Message, prefix: str, content: str) -> list[str]:
     fields = {
         "id": _esc(message.id),
         "timestamp": _esc(message.timestamp),
         "role": _esc(message.role),
-        "content": _esc(message.content),
+        "content": _esc(content),
     }
     indented = "\n".join(_indent_block(template, prefix))
     return [indented.format(**fields)]
 
 
-def _render_result(record: Record) -> list[str]:
+def _render_result(record: Record, content: str) -> list[str]:
     tag = record.record_type if _TAG.fullmatch(record.record_type or "") else _FALLBACK_TAG
     inner = _ITEM_INDENT + "  "
     lines = [
@@ -85,9 +101,47 @@ def _render_result(record: Record) -> list[str]:
     ]
     if isinstance(record, MessageRecord):
         lines.append(f"{inner}<role>{_esc(record.role)}</role>")
-    lines.append(f"{inner}<content>{_esc(record.content)}</content>")
+    lines.append(f"{inner}<content>{_esc(content)}</content>")
     lines.append(f"{_ITEM_INDENT}</{tag}>")
     return lines
+
+
+@dataclass(frozen=True)
+class _Item:
+    """One shortenable text of the card: the summary, a result or a recent message."""
+
+    key: tuple[str, int]
+    text: str
+    piece: Callable[[str], list[str]]
+    keep_tail: bool = False
+
+    def cost(self, text: str) -> int:
+        """Characters ``text`` adds to the card compared with an empty text."""
+        return len("\n".join(self.piece(text))) - len("\n".join(self.piece("")))
+
+    def cut(self, allowance: int) -> str:
+        """The text shortened (with a marker) to add at most ``allowance`` characters."""
+        base = len("\n".join(self.piece("")))
+
+        def fits(candidate: str) -> bool:
+            return len("\n".join(self.piece(candidate))) - base <= allowance
+
+        if self.keep_tail:
+            return cut_tail_to_fit(self.text, allowance, fits, marker=TRUNCATION_MARKER)
+        return cut_head_to_fit(self.text, allowance, fits, marker=ITEM_TRUNCATION_MARKER)
+
+
+def _fair_allowances(needs: dict[tuple[str, int], int], room: int) -> dict[tuple[str, int], int]:
+    """Max-min fair split of ``room`` characters: small texts keep their full size,
+    the others each get an equal share of what is left."""
+    allowances: dict[tuple[str, int], int] = {}
+    ordered = sorted(needs.items(), key=lambda kv: kv[1])
+    left = room
+    for position, (key, need) in enumerate(ordered):
+        share = left // (len(ordered) - position)
+        allowances[key] = min(need, share)
+        left -= allowances[key]
+    return allowances
 
 
 class OracleContextCard(ContextCard):
@@ -139,10 +193,27 @@ class OracleContextCard(ContextCard):
             ``(Record, distance)`` pair as returned by ``search``, in display order.
         recent_messages: Recent raw messages rendered verbatim, oldest first.
         message_format: Template of one recent message (see ``DEFAULT_MESSAGE_FORMAT``).
+        token_limit: Bound of the whole rendered card in estimated tokens (SPEC §7:
+            ``max(1, round(len / 3.5))``); ``<= 0`` = no bound. When the card is over
+            it, the texts (summary, each result's content, each recent message's
+            content) share the characters left after the markup fairly: a text
+            shorter than its equal share stays whole, longer ones are cut to the
+            share and marked (the summary keeps its newest part after
+            ``"(truncated)\n"``; other texts keep their beginning followed by
+            ``" …(truncated)"``). When the shares cannot hold a marked text, whole
+            items are dropped, lowest priority first: results from the lowest
+            ranked up, then recent messages from the oldest, then the summary, then
+            the topics. A card with nothing left is ``""``.
 
     Raises:
         ValueError: if an argument has the wrong type, or ``message_format`` uses a
             placeholder other than ``{id}``, ``{timestamp}``, ``{role}``, ``{content}``.
+
+    Example::
+
+        >>> card = OracleContextCard(summary="x" * 1000, token_limit=40)
+        >>> len(card.content) <= 140 and "(truncated)" in card.content
+        True
     """
 
     def __init__(
@@ -152,6 +223,7 @@ class OracleContextCard(ContextCard):
         relevant_results: Sequence[RelevantResult] | None = None,
         recent_messages: Sequence[Message] | None = None,
         message_format: str = DEFAULT_MESSAGE_FORMAT,
+        token_limit: int = 0,
     ) -> None:
         if not isinstance(summary, str):
             raise ValueError(f"summary must be a str, got {type(summary).__name__}")
@@ -173,7 +245,10 @@ class OracleContextCard(ContextCard):
                 "message_format may only use the placeholders {id}, {timestamp}, {role} "
                 f"and {{content}}, got {message_format!r}"
             ) from exc
+        if isinstance(token_limit, bool) or not isinstance(token_limit, int):
+            raise ValueError(f"token_limit must be an int, got {token_limit!r}")
         self._summary = summary
+        self._token_limit = token_limit
         self._topics = tuple(t.strip() for t in topics if t.strip())
         self._results = tuple(results)
         self._messages = tuple(messages)
@@ -217,25 +292,98 @@ class OracleContextCard(ContextCard):
         """
         return self._content
 
-    def _render(self) -> str:
-        lines: list[str] = []
-        if self._topics:
-            lines.append(f"{_SECTION_INDENT}<topics>")
-            lines.extend(f"{_ITEM_INDENT}<topic>{_esc(t)}</topic>" for t in self._topics)
-            lines.append(f"{_SECTION_INDENT}</topics>")
+    def _items(self) -> list[_Item]:
+        """The shortenable texts, highest priority first (see ``token_limit``)."""
+        template = self._message_format
+        items: list[_Item] = []
         if self._summary.strip():
+            items.append(
+                _Item(("summary", 0), self._summary.strip("\n"), _render_summary, keep_tail=True)
+            )
+        for i in reversed(range(len(self._messages))):
+            message = self._messages[i]
+            items.append(
+                _Item(
+                    ("message", i),
+                    message.content,
+                    functools.partial(_render_message, template, message, _ITEM_INDENT),
+                )
+            )
+        for i, (record, _distance) in enumerate(self._results):
+            items.append(
+                _Item(
+                    ("result", i),
+                    record.content or "",
+                    functools.partial(_render_result, record),
+                )
+            )
+        return items
+
+    def _render(self) -> str:
+        items = self._items()
+        full = {item.key: item.text for item in items}
+        content = self._assemble(self._topics, full)
+        limit = budget_chars(self._token_limit)
+        if limit < 0 or len(content) <= limit:
+            return content
+        needs = {item.key: item.cost(item.text) for item in items}
+        active = items
+        while active:
+            fitted = self._fit(active, needs, limit)
+            if fitted is not None:
+                return fitted
+            active = active[:-1]
+        for topics in (self._topics, ()):
+            content = self._assemble(topics, {})
+            if len(content) <= limit:
+                return content
+        return ""
+
+    def _fit(
+        self, active: list[_Item], needs: dict[tuple[str, int], int], limit: int
+    ) -> str | None:
+        """The card with the ``active`` items' texts fairly cut to fit ``limit``
+        characters, or None when some text cannot keep even a marked fragment."""
+        room = limit - len(self._assemble(self._topics, {item.key: "" for item in active}))
+        if room < 0:
+            return None
+        allowances = _fair_allowances({item.key: needs[item.key] for item in active}, room)
+        texts: dict[tuple[str, int], str] = {}
+        for item in active:
+            allowance = allowances[item.key]
+            text = item.text if allowance >= needs[item.key] else item.cut(allowance)
+            if item.text and not text:
+                return None
+            texts[item.key] = text
+        content = self._assemble(self._topics, texts)
+        return content if len(content) <= limit else None
+
+    def _assemble(self, topics: Sequence[str], texts: dict[tuple[str, int], str]) -> str:
+        """Render the items present in ``texts`` (by key) with those texts."""
+        lines: list[str] = []
+        if topics:
+            lines.append(f"{_SECTION_INDENT}<topics>")
+            lines.extend(f"{_ITEM_INDENT}<topic>{_esc(t)}</topic>" for t in topics)
+            lines.append(f"{_SECTION_INDENT}</topics>")
+        if ("summary", 0) in texts:
             lines.append(f"{_SECTION_INDENT}<summary>")
-            lines.extend(_indent_block(_esc(self._summary.strip("\n")), _ITEM_INDENT))
+            lines.extend(_render_summary(texts["summary", 0]))
             lines.append(f"{_SECTION_INDENT}</summary>")
-        if self._results:
+        results = [i for i in range(len(self._results)) if ("result", i) in texts]
+        if results:
             lines.append(f"{_SECTION_INDENT}<relevant_information>")
-            for record, _distance in self._results:
-                lines.extend(_render_result(record))
+            for i in results:
+                lines.extend(_render_result(self._results[i][0], texts["result", i]))
             lines.append(f"{_SECTION_INDENT}</relevant_information>")
-        if self._messages:
+        messages = [i for i in range(len(self._messages)) if ("message", i) in texts]
+        if messages:
             lines.append(f"{_SECTION_INDENT}<recent_messages>")
-            for message in self._messages:
-                lines.extend(_render_message(self._message_format, message, _ITEM_INDENT))
+            for i in messages:
+                lines.extend(
+                    _render_message(
+                        self._message_format, self._messages[i], _ITEM_INDENT, texts["message", i]
+                    )
+                )
             lines.append(f"{_SECTION_INDENT}</recent_messages>")
         if not lines:
             return ""

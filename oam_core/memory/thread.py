@@ -708,6 +708,12 @@ class OracleThread(IThread):
           embedder);
         * recent messages: the last ``max_recent_messages`` messages, verbatim.
 
+        The whole rendered card stays within ``context_card_token_limit`` estimated
+        tokens (``<= 0`` = no bound): over it, the texts are fairly shortened with a
+        visible ``(truncated)`` marker and the lowest-priority items dropped when even
+        their markup does not fit (see ``OracleContextCard``'s ``token_limit``); a
+        card with nothing left is ``""``.
+
         Example (seed 000)::
 
             >>> thread.add_memory("User likes pizza", memory_id="mem-context-docs")
@@ -798,6 +804,7 @@ class OracleThread(IThread):
             topics=topics,
             relevant_results=results,
             recent_messages=[_as_message(r, timestamp_fallback=True) for r in recent],
+            token_limit=self.config.context_card_token_limit,
         )
 
     def _relevant_steps(

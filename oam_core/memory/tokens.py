@@ -8,6 +8,8 @@ less always means "no bound" (SPEC §7). Cuts never split a user-perceived chara
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import regex
 
 from oam_core.apis.embedder import CHARS_PER_TOKEN
@@ -17,6 +19,8 @@ __all__ = [
     "ELISION_MARKER",
     "TRUNCATION_MARKER",
     "budget_chars",
+    "cut_head_to_fit",
+    "cut_tail_to_fit",
     "estimate_tokens",
     "head_tail_excerpt",
     "tokens_for_chars",
@@ -198,3 +202,38 @@ def head_tail_excerpt(text: str, token_limit: int, *, marker: str = ELISION_MARK
     tail_start = _boundary_at_or_after(text, len(text) - (room - head_end))
     tail_start = max(tail_start, head_end)
     return text[:head_end] + marker + text[tail_start:]
+
+
+def _longest_fitting(length: int, fits: Callable[[int], bool]) -> int:
+    """Largest ``n`` in ``[0, length]`` with ``fits(n)``, for a monotone ``fits``."""
+    lo, hi = 0, length
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def cut_head_to_fit(text: str, max_chars: int, fits: Callable[[str], bool], *, marker: str) -> str:
+    """The longest head of ``text`` that, followed by ``marker``, passes ``fits``.
+
+    ``fits`` must be monotone (a longer candidate never fits when a shorter one does
+    not) and reject candidates longer than ``max_chars`` (only heads of at most
+    ``max_chars`` characters are tried). The cut is on a grapheme boundary.
+
+    Returns:
+        ``head + marker``, or ``""`` when not even one character fits.
+    """
+    n = _longest_fitting(min(len(text), max(0, max_chars)), lambda k: fits(text[:k] + marker))
+    end = _boundary_at_or_before(text, n)
+    return text[:end] + marker if end > 0 else ""
+
+
+def cut_tail_to_fit(text: str, max_chars: int, fits: Callable[[str], bool], *, marker: str) -> str:
+    """Mirror of ``cut_head_to_fit``: ``marker`` plus the longest fitting tail, or ``""``."""
+    size = len(text)
+    n = _longest_fitting(min(size, max(0, max_chars)), lambda k: fits(marker + text[size - k :]))
+    start = _boundary_at_or_after(text, size - n)
+    return marker + text[start:] if start < size else ""

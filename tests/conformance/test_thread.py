@@ -578,7 +578,37 @@ def test_c06_tight_card_budget_is_well_formed(mem: OracleAgentMemory) -> None:
     thread.add_messages([{"role": "user", "content": "long <text> " * 3000} for _ in range(3)])
     card = thread.get_context_card(max_recent_messages=1)
     assert len(card.summary) <= 17
-    ET.fromstring(card.content)  # well-formed XML
+    assert card.content == ""  # not even the card's markup fits 17 characters
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_c06_card_limit_bounds_results_and_recent_messages(
+    mem: OracleAgentMemory, use_async: bool
+) -> None:
+    thread = mem.create_thread(user_id="u", agent_id="a", context_card_token_limit=50)
+    thread.add_memory("topic3 note " + "blah " * 40000, memory_id="big")
+    thread.add_messages(
+        [{"role": "user", "content": f"topic{i} " + "blah " * 40000} for i in range(12)]
+    )
+
+    def card_for(limit: int) -> OracleContextCard:
+        handle = mem.get_thread(thread.thread_id, context_card_token_limit=limit)
+        if use_async:
+            return anyio.run(lambda: handle.get_context_card_async(max_recent_messages=2))
+        return handle.get_context_card(max_recent_messages=2)
+
+    small = card_for(50).content
+    assert 0 < len(small) <= 175  # 50 tokens * 3.5
+    ET.fromstring(small)
+    root = ET.fromstring(card_for(2000).content)
+    assert len(card_for(2000).content) <= 7000
+    recent = [el.text or "" for el in root.iterfind("recent_messages/message/content")]
+    assert [m.split(" ")[0] for m in recent] == ["topic10", "topic11"]
+    assert all(m.endswith(" …(truncated)") for m in recent)
+    found = [el.text or "" for el in root.iterfind("relevant_information/*/content")]
+    assert found and all(m.endswith(" …(truncated)") for m in found)
+    assert (root.findtext("summary") or "").strip().startswith("(truncated)")
+    assert len(card_for(0).content) > 2_000_000  # <= 0 = no bound
 
 
 def test_card_argument_errors(t: OracleThread) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import doctest
 import xml.etree.ElementTree as ET
 from typing import Any
+from xml.sax.saxutils import escape
 
 import pytest
 from hypothesis import given
@@ -16,6 +17,7 @@ from oam_core.memory import contextcard as contextcard_module
 from oam_core.memory import summary as summary_module
 from oam_core.memory.contextcard import OracleContextCard
 from oam_core.memory.summary import OracleSummary
+from oam_core.memory.tokens import estimate_tokens
 
 T0 = "2026-01-02T03:04:05+00:00"
 
@@ -243,3 +245,99 @@ def test_any_text_renders_well_formed_and_round_trips(
     assert got == contents
     got = [(el.text or "") for el in root.iterfind("recent_messages/message/content")]
     assert got == contents
+
+
+# -- token_limit bounds the whole card (C06) --------------------------------------------
+
+
+def _big_card(token_limit: int) -> OracleContextCard:
+    return OracleContextCard(
+        summary="old & <news> " * 300,
+        topics=["travel"],
+        relevant_results=[
+            (Record(id=f"m{i}", record_type="memory", content=f"mem{i} " * 500, timestamp=T0), i)
+            for i in range(3)
+        ],
+        recent_messages=[
+            Message("user", "short", timestamp=T0),
+            Message("assistant", "reply <b> " * 2000, timestamp=T0),
+        ],
+        token_limit=token_limit,
+    )
+
+
+@pytest.mark.parametrize("limit", [9, 20, 60, 120, 250, 500, 1000, 3000])
+def test_c06_card_fits_token_limit_and_stays_well_formed(limit: int) -> None:
+    content = _big_card(limit).content
+    assert len(content) <= int(limit * 3.5)
+    if content:
+        assert estimate_tokens(content) <= limit
+        ET.fromstring(content)
+    else:
+        assert limit < 23  # not even the topics fit
+
+
+def test_c06_unbounded_and_roomy_limits_change_nothing() -> None:
+    full = _big_card(0).content
+    assert len(full) == 47_299
+    assert "(truncated)" not in full
+    assert _big_card(-1).content == full
+    assert _big_card(13_514).content == full  # round(47_299 / 3.5) == 13_514
+    assert _big_card(13_513).content != full
+
+
+def test_c06_texts_share_the_room_fairly() -> None:
+    card = _big_card(500)
+    root = ET.fromstring(card.content)
+    assert [t.text for t in root.iterfind("topics/topic")] == ["travel"]
+    summary = root.findtext("summary") or ""
+    assert summary.strip().startswith("(truncated)\n") and summary.rstrip().endswith("<news>")
+    memories = [el.text or "" for el in root.iterfind("relevant_information/memory/content")]
+    messages = [el.text or "" for el in root.iterfind("recent_messages/message/content")]
+    assert messages[0] == "short"  # shorter than its share: kept whole
+    assert len(memories) == 3 and all(m.endswith(" …(truncated)") for m in memories)
+    assert messages[1].startswith("reply <b> ") and messages[1].endswith(" …(truncated)")
+    assert [m[:5] for m in memories] == ["mem0 ", "mem1 ", "mem2 "]
+    # Equal shares of rendered (escaped) characters.
+    # Equal shares of rendered characters (a cut never splits an escape like "&lt;").
+    shares = [len(escape(m)) for m in [*memories, messages[1]]]
+    assert max(shares) - min(shares) <= 5
+    assert len(card.content) > int(500 * 3.5) - 20  # the room is used
+
+
+def test_c06_lowest_priority_items_are_dropped_first() -> None:
+    def shape(limit: int) -> tuple[list[str | None], list[str | None], bool]:
+        root = ET.fromstring(_big_card(limit).content)
+        results = [el.findtext("record_id") for el in root.iterfind("relevant_information/*")]
+        roles = [el.findtext("role") for el in root.iterfind("recent_messages/message")]
+        return results, roles, root.find("summary") is not None
+
+    assert shape(285) == (["m0", "m1", "m2"], ["user", "assistant"], True)
+    assert shape(240) == (["m0", "m1"], ["user", "assistant"], True)
+    assert shape(200) == (["m0"], ["user", "assistant"], True)
+    assert shape(150) == ([], ["user", "assistant"], True)
+    assert shape(100) == ([], ["assistant"], True)  # the older message goes first
+    assert shape(50) == ([], [], True)
+    assert _big_card(25).content == (
+        "<context_card>\n  <topics>\n    <topic>travel</topic>\n  </topics>\n</context_card>"
+    )
+    assert _big_card(20).content == ""
+
+
+def test_c06_cut_never_splits_an_escape_or_a_grapheme() -> None:
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
+    for limit in range(57, 90):
+        card = OracleContextCard(
+            recent_messages=[Message("user", ("&<" + family) * 200)], token_limit=limit
+        )
+        text = ET.fromstring(card.content).findtext("recent_messages/message/content") or ""
+        body = text.removesuffix(" …(truncated)")
+        assert body and (("&<" + family) * 200).startswith(body)
+        assert len(body) % 7 in (0, 1, 2)  # "&", "<", then the whole 5-code-point family
+
+
+def test_c06_invalid_token_limit() -> None:
+    with pytest.raises(ValueError, match="token_limit"):
+        OracleContextCard(summary="x", token_limit="10")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="token_limit"):
+        OracleContextCard(summary="x", token_limit=True)
