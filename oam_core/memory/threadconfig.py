@@ -85,8 +85,8 @@ class ThreadConfig:
             once per ``add_messages`` call.
         memory_extraction_token_limit: Token bound of extraction and summary prompts;
             ``<= 0`` disables it.
-        context_card_token_limit: Token bound of the context card's summary text (and
-            of the LLM prompt that writes it); ``<= 0`` disables it.
+        context_card_token_limit: Token bound of the whole rendered context card (and
+            of the LLM prompt that writes its summary); ``<= 0`` disables it (C06).
         enable_context_summary: Whether a running summary is kept (needs an LLM).
 
     Raises:
