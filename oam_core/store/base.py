@@ -852,8 +852,7 @@ class OracleMemoryStore(IMemoryStore):
 
 
 def _keep_reserved(meta_json: str | None, old: dict[str, Any] | None) -> str | None:
-    import json
-
+    """The new metadata JSON with the stored ``$agent_memory`` keys kept (SPEC §3.3)."""
     new = json.loads(meta_json) if meta_json is not None else None
     if old and isinstance(old.get(planning.RESERVED_KEY), dict):
         new = dict(new or {})

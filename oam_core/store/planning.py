@@ -9,7 +9,6 @@ back end is touched, so a rejected call writes nothing.
 from __future__ import annotations
 
 import json
-import math
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -427,12 +426,3 @@ def _resolve_ids(record_ids: object, n: int, record_type: str) -> list[str]:
     if dups:
         raise ValueError(f"duplicate record ids in one call: {dups}")
     return checked
-
-
-def is_finite_number(value: object) -> bool:
-    """True for a real, finite int or float (bools excluded)."""
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(float(value))
-    )
