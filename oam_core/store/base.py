@@ -9,6 +9,7 @@ share one implementation and the event loop never blocks on the database.
 from __future__ import annotations
 
 import builtins
+import json
 from collections.abc import Hashable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
