@@ -437,20 +437,22 @@ class _SQLiteBackend(Backend):
 
     # -- ranking ----------------------------------------------------------------
 
-    def _candidates(self, pred: Predicate, extra: str = "") -> tuple[str, builtins.list[Any]]:
+    def _candidates(self, pred: Predicate) -> tuple[str, str, builtins.list[Any]]:
+        """``(join, where, params)`` restricting chunks ``c`` to ``pred``."""
         params: builtins.list[Any] = []
         where = self.where(pred, "c", params, records=False)
         join = (
             f"JOIN {self.p}records r ON r.pk = c.record_pk" if pred.metadata is not NOT_SET else ""
         )
-        return f"FROM {self.p}chunks c {join} WHERE {where} {extra}", params
+        return join, where, params
 
     def rank_vector(
         self, queries: Sequence[Vector], k: int, pred: Predicate
     ) -> builtins.list[builtins.list[tuple[Hashable, float]]]:
-        frm, params = self._candidates(pred, "AND c.has_vector = 1")
+        join, where, params = self._candidates(pred)
+        sql = f"SELECT c.pk, c.record_pk FROM {self.p}chunks c {join} WHERE {where} AND c.has_vector = 1"
         with self.lock:
-            rows = self.conn.execute(f"SELECT c.pk, c.record_pk {frm}", params).fetchall()
+            rows = self.conn.execute(sql, params).fetchall()
             if not rows:
                 return [[] for _ in queries]
             arr = np.asarray(rows, dtype=np.int64)
@@ -481,20 +483,37 @@ class _SQLiteBackend(Backend):
         terms = [t for t in terms if _TERM.fullmatch(t)]
         if not terms:
             return []
-        match = " OR ".join(f'"{t}"' for t in terms)
-        frm, params = self._candidates(pred)
         fts = f"{self.p}chunks_fts"
+        join, where, params = self._candidates(pred)
         sql = (
             f"SELECT record_pk, MIN(score) AS s FROM ("
             f"SELECT c.record_pk AS record_pk, {fts}.rank AS score "
-            f"FROM {fts} JOIN {self.p}chunks c ON c.pk = {fts}.rowid "
-            f"{'JOIN ' + self.p + 'records r ON r.pk = c.record_pk' if pred.metadata is not NOT_SET else ''} "
-            f"WHERE {fts} MATCH ? AND {frm.split(' WHERE ', 1)[1]}"
+            f"FROM {fts} JOIN {self.p}chunks c ON c.pk = {fts}.rowid {join} "
+            f"WHERE {fts} MATCH ? AND {where}"
             f") GROUP BY record_pk ORDER BY s, record_pk LIMIT ?"
         )
         with self.lock:
+            match = " OR ".join(f'"{t}"' for t in self._informative(terms))
             rows = self.conn.execute(sql, [match, *params, k]).fetchall()
         return [(int(rpk), float(-s)) for rpk, s in rows]
+
+    def _informative(self, terms: Sequence[str]) -> builtins.list[str]:
+        """Drop terms found in more than half of the search rows (a speaker's name in
+        every turn, say): FTS5's BM25 already gives them an IDF of about 0, so they
+        change no score, but they make every row a match to rank. If all terms are
+        that common, all are kept."""
+        fts = f"{self.p}chunks_fts"
+        total = self.conn.execute(f"SELECT count(*) FROM {fts}").fetchone()[0]
+        keep = [
+            t
+            for t in terms
+            if 2
+            * self.conn.execute(
+                f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (f'"{t}"',)
+            ).fetchone()[0]
+            <= total
+        ]
+        return keep or list(terms)
 
 
 class _SQLiteTx(Tx):
