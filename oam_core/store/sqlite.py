@@ -485,35 +485,49 @@ class _SQLiteBackend(Backend):
             return []
         fts = f"{self.p}chunks_fts"
         join, where, params = self._candidates(pred)
-        sql = (
-            f"SELECT record_pk, MIN(score) AS s FROM ("
-            f"SELECT c.record_pk AS record_pk, {fts}.rank AS score "
+        source = (
             f"FROM {fts} JOIN {self.p}chunks c ON c.pk = {fts}.rowid {join} "
             f"WHERE {fts} MATCH ? AND {where}"
+        )
+        ranked_sql = (
+            f"SELECT record_pk, MIN(score) AS s FROM ("
+            f"SELECT c.record_pk AS record_pk, {fts}.rank AS score {source}"
             f") GROUP BY record_pk ORDER BY s, record_pk LIMIT ?"
         )
         with self.lock:
-            match = " OR ".join(f'"{t}"' for t in self._informative(terms))
-            rows = self.conn.execute(sql, [match, *params, k]).fetchall()
-        return [(int(rpk), float(-s)) for rpk, s in rows]
+            informative, common = self._split_terms(terms)
+            rows = self.conn.execute(ranked_sql, [_or(informative), *params, k]).fetchall()
+            out: builtins.list[tuple[Hashable, float]] = [(int(rpk), float(-s)) for rpk, s in rows]
+            if common and len(out) < k:
+                # Rows matching only very common terms: BM25 scores them ~0, so they
+                # follow the ranked ones unranked, in insertion order.
+                seen = {rpk for rpk, _ in out}
+                rest = self.conn.execute(
+                    f"SELECT DISTINCT c.record_pk {source} ORDER BY c.record_pk LIMIT ?",
+                    [_or(common), *params, k + len(seen)],
+                ).fetchall()
+                out += [(int(r), 0.0) for (r,) in rest if r not in seen][: k - len(out)]
+        return out
 
-    def _informative(self, terms: Sequence[str]) -> builtins.list[str]:
-        """Drop terms found in more than half of the search rows (a speaker's name in
-        every turn, say): FTS5's BM25 already gives them an IDF of about 0, so they
-        change no score, but they make every row a match to rank. If all terms are
-        that common, all are kept."""
+    def _split_terms(self, terms: Sequence[str]) -> tuple[builtins.list[str], builtins.list[str]]:
+        """Split terms into ``(informative, common)``: a common term is found in more
+        than half of the search rows (a speaker's name in every turn, say). FTS5's BM25
+        gives it an IDF of about 0, so it changes no score, but ranking it would make
+        nearly every row a candidate. If every term is common, all are ranked."""
         fts = f"{self.p}chunks_fts"
         total = self.conn.execute(f"SELECT count(*) FROM {fts}").fetchone()[0]
-        keep = [
-            t
-            for t in terms
-            if 2
-            * self.conn.execute(
-                f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (f'"{t}"',)
+        informative, common = [], []
+        for t in terms:
+            df = self.conn.execute(
+                f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (_or([t]),)
             ).fetchone()[0]
-            <= total
-        ]
-        return keep or list(terms)
+            (common if 2 * df > total else informative).append(t)
+        return (informative, common) if informative else (common, [])
+
+
+def _or(terms: Sequence[str]) -> str:
+    """An FTS5 query matching any of ``terms`` (plain word tokens, quoted)."""
+    return " OR ".join(f'"{t}"' for t in terms)
 
 
 class _SQLiteTx(Tx):
