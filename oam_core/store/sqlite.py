@@ -516,7 +516,8 @@ class _SQLiteBackend(Backend):
         nearly every row a candidate. If every term is common, all are ranked."""
         fts = f"{self.p}chunks_fts"
         total = self.conn.execute(f"SELECT count(*) FROM {fts}").fetchone()[0]
-        informative, common = [], []
+        informative: builtins.list[str] = []
+        common: builtins.list[str] = []
         for t in terms:
             df = self.conn.execute(
                 f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (_or([t]),)
