@@ -496,6 +496,8 @@ class _SQLiteBackend(Backend):
         )
         with self.lock:
             informative, common = self._split_terms(terms)
+            if not informative:
+                return []
             rows = self.conn.execute(ranked_sql, [_or(informative), *params, k]).fetchall()
             out: builtins.list[tuple[Hashable, float]] = [(int(rpk), float(-s)) for rpk, s in rows]
             if common and len(out) < k:
@@ -513,7 +515,9 @@ class _SQLiteBackend(Backend):
         """Split terms into ``(informative, common)``: a common term is found in more
         than half of the search rows (a speaker's name in every turn, say). FTS5's BM25
         gives it an IDF of about 0, so it changes no score, but ranking it would make
-        nearly every row a candidate. If every term is common, all are ranked."""
+        nearly every row a candidate. Terms found nowhere are dropped. If no found term
+        is informative, the common ones are ranked (their BM25 still orders by term
+        frequency and row length)."""
         fts = f"{self.p}chunks_fts"
         total = self.conn.execute(f"SELECT count(*) FROM {fts}").fetchone()[0]
         informative: builtins.list[str] = []
@@ -522,7 +526,8 @@ class _SQLiteBackend(Backend):
             df = self.conn.execute(
                 f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (_or([t]),)
             ).fetchone()[0]
-            (common if 2 * df > total else informative).append(t)
+            if df:
+                (common if 2 * df > total else informative).append(t)
         return (informative, common) if informative else (common, [])
 
 

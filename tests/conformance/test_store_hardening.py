@@ -72,3 +72,35 @@ def test_retention_default_above_max_is_rejected():
     with pytest.raises(ValueError, match="default_ttl_days=40 exceeds max_ttl_days=30"):
         MemoryRetentionConfig(default_ttl_days=40, max_ttl_days=30)
     assert MemoryRetentionConfig(default_ttl_days=30, max_ttl_days=30).max_ttl_days == 30
+
+
+def test_keyword_ranks_common_terms_when_nothing_rarer_matches(make_store):
+    """A term in most rows is still ranked by BM25 when no rarer query term is found
+    (unknown words must not push it to the unranked tail), and a query of unknown
+    words finds nothing."""
+    store = make_store(search_strategy="KEYWORD")
+    store.add(
+        [
+            "ben ben ben",
+            "ben said something long and winding about many other things",
+            "ben",
+            "ana",
+        ],
+        "memory",
+        record_ids=["b3", "long", "b1", "ana"],
+    )
+    hits = [r.id for r, _ in store.search("what did ben say zzzz", 4)]
+    assert hits[:1] == ["b3"] and set(hits) == {"b3", "b1", "long"}
+    assert hits.index("long") == 2
+    assert store.search("zzzz qqqq", 4) == []
+
+
+def test_keyword_returns_rows_matching_only_common_terms_after_ranked_ones(make_store):
+    store = make_store(search_strategy="KEYWORD")
+    store.add(
+        ["fox one", "fox two", "fox three", "quick fox", "slow turtle"],
+        "memory",
+        record_ids=["f1", "f2", "f3", "q", "t"],
+    )
+    hits = [r.id for r, _ in store.search("quick fox", 10)]
+    assert hits[0] == "q" and set(hits) == {"q", "f1", "f2", "f3"}
