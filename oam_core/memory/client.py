@@ -9,10 +9,8 @@ by ``run_sync`` or ``run_async`` (SPEC §9).
 from __future__ import annotations
 
 import os
-import sqlite3
 import warnings
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any, cast
 
 import anyio.to_thread
@@ -34,24 +32,11 @@ from oam_core.memory.thread import (
     run_sync,
 )
 from oam_core.store.base import OracleMemoryStore
+from oam_core.store.connect import open_store
 from oam_core.store.options import MemoryRetentionConfig, SchemaPolicy, SearchStrategy
 
 __all__ = ["OracleAgentMemory"]
 
-_LATER_BACKENDS = {
-    "postgresql": "PostgreSQL",
-    "postgres": "PostgreSQL",
-    "psycopg": "PostgreSQL",
-    "psycopg2": "PostgreSQL",
-    "psycopg_pool": "PostgreSQL",
-    "oracle": "Oracle Database",
-    "oracledb": "Oracle Database",
-    "cx_oracle": "Oracle Database",
-}
-"""URL schemes and driver module names of back ends that a later release adds."""
-
-_SQLITE_SCHEMES = frozenset({"sqlite", "sqlite3"})
-_MEMORY = ":memory:"
 _DB_OPTIONS = (
     "schema_policy",
     "table_name_prefix",
@@ -61,61 +46,6 @@ _DB_OPTIONS = (
 )
 _THREAD_EXTRA_KWARGS = frozenset({"persist_messages_in_config"})
 """``create_thread``/``get_thread`` keyword arguments accepted for compatibility."""
-
-
-def _later(backend: str) -> ValueError:
-    return ValueError(
-        f"the {backend} back end arrives in a later release of oam; use a SQLite path or "
-        "'sqlite:///path.db' URL (the embedded store) meanwhile"
-    )
-
-
-def _sqlite_target(connection: object) -> str:
-    """Resolve the ``connection`` argument to a SQLite path (SPEC §5).
-
-    Accepted: a path (``str`` or ``os.PathLike``), ``":memory:"``, or a URL
-    ``sqlite:///relative.db``, ``sqlite:////absolute.db``, ``sqlite://:memory:``.
-
-    Raises:
-        ValueError: for PostgreSQL/Oracle URLs or driver objects (a later release),
-            a ``sqlite3.Connection``, another URL scheme, or any other type.
-    """
-    if isinstance(connection, os.PathLike):
-        path = os.fspath(connection)
-        if not isinstance(path, str) or not path:
-            raise ValueError(f"connection path must be a non-empty str path, got {connection!r}")
-        return path
-    if isinstance(connection, str):
-        if not connection.strip():
-            raise ValueError("connection must not be an empty string")
-        if "://" not in connection:
-            return connection
-        scheme, rest = connection.split("://", 1)
-        base = scheme.lower().split("+", 1)[0]
-        if base in _SQLITE_SCHEMES:
-            if rest in ("", _MEMORY, "/" + _MEMORY):
-                return _MEMORY
-            if not rest.startswith("/") or len(rest) == 1 or "?" in rest:
-                raise ValueError(
-                    f"connection {connection!r}: write 'sqlite:///relative/path.db', "
-                    "'sqlite:////absolute/path.db' or 'sqlite://:memory:' (no host, no query)"
-                )
-            return rest[1:]
-        if base in _LATER_BACKENDS:
-            raise _later(_LATER_BACKENDS[base])
-        raise ValueError(f"connection URL scheme {scheme!r} is not supported: {connection!r}")
-    root = type(connection).__module__.split(".", 1)[0].lower()
-    if root in _LATER_BACKENDS:
-        raise _later(_LATER_BACKENDS[root])
-    if isinstance(connection, sqlite3.Connection):
-        raise ValueError(
-            "a sqlite3.Connection cannot be shared with the store; pass the database path "
-            "(or 'sqlite:///path.db') as connection instead"
-        )
-    raise ValueError(
-        "connection must be a SQLite path, a 'sqlite:///...' URL or ':memory:', "
-        f"got {type(connection).__name__}"
-    )
 
 
 def _check_llm(value: object, name: str = "llm") -> ILlm | None:
@@ -245,52 +175,9 @@ class OracleAgentMemory(IAgentMemory):
                     DeprecationWarning,
                     stacklevel=2,
                 )
-            self._store = self._open_sqlite(connection, embedder, options)
+            self._store = open_store(connection, embedder, options)
             self._owns_store = True
         self._closed = False
-
-    @staticmethod
-    def _open_sqlite(
-        connection: object, embedder: object, options: Mapping[str, Any]
-    ) -> OracleMemoryStore:
-        from oam_core.embedders import resolve_embedder
-        from oam_core.store.sqlite import SQLiteMemoryStore
-
-        path = _sqlite_target(connection)
-        kwargs: dict[str, Any] = {}
-        policy = options["schema_policy"]
-        if policy is not NOT_SET:
-            policy = SchemaPolicy.parse(policy)
-            if policy is SchemaPolicy.RECREATE:
-                raise ValueError(
-                    "schema_policy=RECREATE is not supported by the embedded SQLite store; "
-                    "delete the database file (or use a new memory_store_id) instead"
-                )
-            if policy is SchemaPolicy.REQUIRE_EXISTING and (
-                path == _MEMORY or not Path(path).exists()
-            ):
-                raise ValueError(
-                    f"schema_policy=REQUIRE_EXISTING, but no database exists at {path!r}"
-                )
-        prefix, store_id = options["table_name_prefix"], options["memory_store_id"]
-        if prefix is not NOT_SET:
-            if store_id is not NOT_SET:
-                raise ValueError("pass either memory_store_id or table_name_prefix, not both")
-            store_id = prefix
-        if store_id is not NOT_SET:
-            kwargs["memory_store_id"] = store_id
-        if options["search_strategy"] is not NOT_SET:
-            kwargs["search_strategy"] = SearchStrategy.parse(options["search_strategy"])
-        if options["memory_retention_config"] is not NOT_SET:
-            kwargs["memory_retention_config"] = options["memory_retention_config"]
-        if embedder is not NOT_SET:
-            if embedder is not None and not isinstance(embedder, (IEmbedder, str)):
-                raise ValueError(
-                    "embedder must be an IEmbedder, a model id string or None, "
-                    f"got {type(embedder).__name__}"
-                )
-            kwargs["embedder"] = resolve_embedder(embedder)
-        return SQLiteMemoryStore(path, **kwargs)
 
     @classmethod
     def open(cls, url: str | os.PathLike[str], **kwargs: Any) -> OracleAgentMemory:

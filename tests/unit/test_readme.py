@@ -28,4 +28,4 @@ def test_readme_python_block_runs(
 def test_readme_has_the_two_commands() -> None:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert 'pip install -e ".[local]" && oam demo' in text
-    assert 'pip install -e ".[local,litellm,dev]" && python -m pytest' in text
+    assert 'pip install -e ".[all]" && python -m pytest' in text

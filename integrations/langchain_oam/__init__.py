@@ -1,0 +1,1 @@
+"""langchain_oam: placeholder package; the adapters land with their issue."""
