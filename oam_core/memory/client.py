@@ -9,8 +9,10 @@ by ``run_sync`` or ``run_async`` (SPEC §9).
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, cast
 
 import anyio.to_thread
@@ -20,6 +22,11 @@ from oam_core.apis.embedder import IEmbedder
 from oam_core.apis.llm import ILlm
 from oam_core.apis.memory import IAgentMemory
 from oam_core.apis.records import Record, ThreadRow
+from oam_core.memory.config import (
+    MemoryExtractionConfig,
+    MemoryExtractionMode,
+    check_extraction_mode,
+)
 from oam_core.memory.thread import (
     OracleThread,
     Steps,
@@ -31,6 +38,7 @@ from oam_core.memory.thread import (
     run_async,
     run_sync,
 )
+from oam_core.memory.worker import ExtractionWorker
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.connect import open_store
 from oam_core.store.options import MemoryRetentionConfig, SchemaPolicy, SearchStrategy
@@ -51,7 +59,59 @@ _THREAD_EXTRA_KWARGS = frozenset({"persist_messages_in_config"})
 def _check_llm(value: object, name: str = "llm") -> ILlm | None:
     if value is None or isinstance(value, ILlm):
         return value
-    raise ValueError(f"{name} must be an ILlm or None, got {type(value).__name__}")
+    if isinstance(value, str):
+        from oam_core.llms import resolve_llm
+
+        return resolve_llm(value)
+    raise ValueError(
+        f"{name} must be an ILlm, a LiteLLM model id string or None, got {type(value).__name__}"
+    )
+
+
+@dataclass(frozen=True)
+class _Extraction:
+    """The extraction switch and mode a caller chose (each None = not chosen)."""
+
+    extract: bool | None
+    mode: MemoryExtractionMode | None
+
+    @staticmethod
+    def parse(extract_memories: object, config: object) -> _Extraction:
+        """Combine ``extract_memories=`` (seed 003) and ``memory_extraction_config=``.
+
+        Raises:
+            ValueError: for a config that is not a ``MemoryExtractionConfig``, or
+                both given and disagreeing on whether to extract.
+        """
+        extract = (
+            None
+            if extract_memories is NOT_SET
+            else _check_bool("extract_memories", extract_memories)
+        )
+        if config is NOT_SET or config is None:
+            return _Extraction(extract, None)
+        if not isinstance(config, MemoryExtractionConfig):
+            raise ValueError(
+                "memory_extraction_config must be a MemoryExtractionConfig, "
+                f"got {type(config).__name__}"
+            )
+        wanted = _check_bool("memory_extraction_config.extract_memories", config.extract_memories)
+        if extract is not None and extract != wanted:
+            raise ValueError(
+                f"extract_memories={extract} contradicts memory_extraction_config"
+                f".extract_memories={wanted}; pass one of them"
+            )
+        mode = check_extraction_mode(config.extraction_mode)
+        return _Extraction(wanted, mode)
+
+    def persisted(self) -> dict[str, Any]:
+        """The choices to keep on the thread row (only what was given)."""
+        kept: dict[str, Any] = {}
+        if self.extract is not None:
+            kept["extract_memories"] = self.extract
+        if self.mode is not None:
+            kept["extraction_mode"] = self.mode.value
+        return kept
 
 
 def _check_bool(name: str, value: object) -> bool:
@@ -115,6 +175,11 @@ class OracleAgentMemory(IAgentMemory):
             several stores can share a database (SPEC §3.8).
         search_strategy: Only with ``connection``; ``SearchStrategy`` or its name.
         memory_retention_config: Only with ``connection``; TTL defaults (SPEC §3.7).
+        memory_extraction_config: ``MemoryExtractionConfig(extract_memories,
+            extraction_mode)``: whether threads extract memories and whether the
+            passes run ``INLINE`` (before ``add_messages`` returns, the default) or in
+            the ``BACKGROUND`` (``wait_for_memory_extraction`` waits; ``close``
+            drains). Threads may override it.
 
     Raises:
         ValueError: naming the argument, when both or neither of ``store`` and
@@ -136,6 +201,7 @@ class OracleAgentMemory(IAgentMemory):
         memory_store_id: Maybe[str] = NOT_SET,
         search_strategy: Maybe[SearchStrategy | str] = NOT_SET,
         memory_retention_config: Maybe[MemoryRetentionConfig] = NOT_SET,
+        memory_extraction_config: Maybe[MemoryExtractionConfig] = NOT_SET,
     ) -> None:
         has_store = store is not NOT_SET and store is not None
         has_connection = connection is not NOT_SET and connection is not None
@@ -145,7 +211,17 @@ class OracleAgentMemory(IAgentMemory):
                 + ("both" if has_store else "neither")
             )
         self.llm: ILlm | None = _check_llm(None if llm is NOT_SET else llm)
-        self.extract_memories: bool = _check_bool("extract_memories", extract_memories)
+        _check_bool("extract_memories", extract_memories)
+        choice = _Extraction.parse(NOT_SET, memory_extraction_config)
+        if choice.extract is True and not extract_memories:
+            raise ValueError(
+                "extract_memories=False contradicts memory_extraction_config"
+                ".extract_memories=True; pass one of them"
+            )
+        self.extract_memories: bool = extract_memories and choice.extract is not False
+        self.extraction_mode: MemoryExtractionMode = choice.mode or MemoryExtractionMode.INLINE
+        self._worker: ExtractionWorker | None = None
+        self._worker_lock = threading.Lock()
         options = {
             "schema_policy": schema_policy,
             "table_name_prefix": table_name_prefix,
@@ -225,12 +301,43 @@ class OracleAgentMemory(IAgentMemory):
 
     # ---------------------------------------------------------------- lifecycle
 
+    def _extraction_worker(self) -> ExtractionWorker:
+        """The background worker shared by this client's threads (created on first use)."""
+        with self._worker_lock:
+            if self._worker is None:
+                self._worker = ExtractionWorker()
+            return self._worker
+
+    def wait_for_memory_extraction(self, timeout: float | None = None) -> bool:
+        """Wait until every queued background pass of this client's threads has
+        finished (``MemoryExtractionMode.BACKGROUND``; issue 3).
+
+        Args:
+            timeout: Seconds to wait at most; None waits until done.
+
+        Returns:
+            True when no work is left, False if ``timeout`` expired first.
+
+        Raises:
+            ValueError: for a negative ``timeout``.
+        """
+        if timeout is not None and timeout < 0:
+            raise ValueError(f"timeout must be >= 0 seconds or None, got {timeout!r}")
+        worker = self._worker
+        return True if worker is None else worker.wait(timeout)
+
+    async def wait_for_memory_extraction_async(self, timeout: float | None = None) -> bool:
+        """Async twin of ``wait_for_memory_extraction`` (waits in a worker thread)."""
+        return await anyio.to_thread.run_sync(lambda: self.wait_for_memory_extraction(timeout))
+
     def close(self) -> None:
-        """Close the store if this client opened it (idempotent); a store passed as
-        ``store=`` stays open."""
+        """Finish queued background passes, then close the store if this client
+        opened it (idempotent); a store passed as ``store=`` stays open."""
         if self._closed:
             return
         self._closed = True
+        if self._worker is not None:
+            self._worker.close()
         if self._owns_store:
             self._store.close()
 
@@ -553,6 +660,7 @@ class OracleAgentMemory(IAgentMemory):
         memory_extraction_token_limit: Maybe[int] = NOT_SET,
         context_card_token_limit: Maybe[int] = NOT_SET,
         enable_context_summary: Maybe[bool] = NOT_SET,
+        memory_extraction_config: Maybe[MemoryExtractionConfig] = NOT_SET,
         **kwargs: Any,
     ) -> OracleThread:
         """Create and register a thread (seed 003; SPEC §5).
@@ -598,7 +706,13 @@ class OracleAgentMemory(IAgentMemory):
         _thread_kwargs("create_thread", kwargs)
         return run_sync(
             self._create_thread_steps(
-                thread_id, user_id, agent_id, metadata, llm, extract_memories, options
+                thread_id,
+                user_id,
+                agent_id,
+                metadata,
+                llm,
+                _Extraction.parse(extract_memories, memory_extraction_config),
+                options,
             )
         )
 
@@ -618,6 +732,7 @@ class OracleAgentMemory(IAgentMemory):
         memory_extraction_token_limit: Maybe[int] = NOT_SET,
         context_card_token_limit: Maybe[int] = NOT_SET,
         enable_context_summary: Maybe[bool] = NOT_SET,
+        memory_extraction_config: Maybe[MemoryExtractionConfig] = NOT_SET,
         **kwargs: Any,
     ) -> OracleThread:
         """Async twin of ``create_thread``."""
@@ -625,7 +740,13 @@ class OracleAgentMemory(IAgentMemory):
         _thread_kwargs("create_thread_async", kwargs)
         return await run_async(
             self._create_thread_steps(
-                thread_id, user_id, agent_id, metadata, llm, extract_memories, options
+                thread_id,
+                user_id,
+                agent_id,
+                metadata,
+                llm,
+                _Extraction.parse(extract_memories, memory_extraction_config),
+                options,
             )
         )
 
@@ -636,7 +757,7 @@ class OracleAgentMemory(IAgentMemory):
         agent_id: object,
         metadata: object,
         llm: object,
-        extract_memories: object,
+        choice: _Extraction,
         options: Mapping[str, Any],
     ) -> Steps[OracleThread]:
         tid = check_id("thread_id", thread_id)
@@ -645,16 +766,12 @@ class OracleAgentMemory(IAgentMemory):
         if metadata is not None and not isinstance(metadata, dict):
             raise ValueError(f"metadata must be a dict or None, got {metadata!r}")
         thread_llm = self.llm if llm is NOT_SET else _check_llm(llm)
-        extract = (
-            self.extract_memories
-            if extract_memories is NOT_SET
-            else _check_bool("extract_memories", extract_memories)
-        )
+        extract = self.extract_memories if choice.extract is None else choice.extract
+        mode = self.extraction_mode if choice.mode is None else choice.mode
         config = ThreadConfig.resolve(options)
         _require_llm(thread_llm, extract)
         persisted = {name: value for name, value in options.items() if value is not NOT_SET}
-        if extract_memories is not NOT_SET:
-            persisted["extract_memories"] = extract
+        persisted.update(choice.persisted())
         yield from call(
             self._store,
             "create_thread_row",
@@ -665,7 +782,15 @@ class OracleAgentMemory(IAgentMemory):
             config=persisted,
         )
         return self._thread(
-            tid, uid, aid, cast("dict[str, Any] | None", metadata), thread_llm, extract, config, {}
+            tid,
+            uid,
+            aid,
+            cast("dict[str, Any] | None", metadata),
+            thread_llm,
+            extract,
+            mode,
+            config,
+            {},
         )
 
     def get_thread(
@@ -681,6 +806,7 @@ class OracleAgentMemory(IAgentMemory):
         memory_extraction_token_limit: Maybe[int] = NOT_SET,
         context_card_token_limit: Maybe[int] = NOT_SET,
         enable_context_summary: Maybe[bool] = NOT_SET,
+        memory_extraction_config: Maybe[MemoryExtractionConfig] = NOT_SET,
         **kwargs: Any,
     ) -> OracleThread:
         """Reopen a thread created earlier (seed 003; SPEC §5).
@@ -706,7 +832,14 @@ class OracleAgentMemory(IAgentMemory):
         """
         options = _pick_options(locals())
         _thread_kwargs("get_thread", kwargs)
-        return run_sync(self._get_thread_steps(thread_id, llm, extract_memories, options))
+        return run_sync(
+            self._get_thread_steps(
+                thread_id,
+                llm,
+                _Extraction.parse(extract_memories, memory_extraction_config),
+                options,
+            )
+        )
 
     async def get_thread_async(
         self,
@@ -721,36 +854,45 @@ class OracleAgentMemory(IAgentMemory):
         memory_extraction_token_limit: Maybe[int] = NOT_SET,
         context_card_token_limit: Maybe[int] = NOT_SET,
         enable_context_summary: Maybe[bool] = NOT_SET,
+        memory_extraction_config: Maybe[MemoryExtractionConfig] = NOT_SET,
         **kwargs: Any,
     ) -> OracleThread:
         """Async twin of ``get_thread``."""
         options = _pick_options(locals())
         _thread_kwargs("get_thread_async", kwargs)
-        return await run_async(self._get_thread_steps(thread_id, llm, extract_memories, options))
+        return await run_async(
+            self._get_thread_steps(
+                thread_id,
+                llm,
+                _Extraction.parse(extract_memories, memory_extraction_config),
+                options,
+            )
+        )
 
     def _get_thread_steps(
         self,
         thread_id: object,
         llm: object,
-        extract_memories: object,
+        choice: _Extraction,
         options: Mapping[str, Any],
     ) -> Steps[OracleThread]:
         tid = check_id("thread_id", thread_id if thread_id is not NOT_SET else None)
         thread_llm = self.llm if llm is NOT_SET else _check_llm(llm)
-        if extract_memories is not NOT_SET:
-            _check_bool("extract_memories", extract_memories)
         ThreadConfig.resolve(options)  # validate overrides before any I/O
         row: ThreadRow | None = yield from call(self._store, "get_thread_row", tid)
         if row is None:
             raise KeyError(f"unknown thread id {tid!r}")
         persisted = row.config or {}
         config = ThreadConfig.resolve(options, persisted)
-        if extract_memories is not NOT_SET:
-            extract = cast(bool, extract_memories)
+        if choice.extract is not None:
+            extract = choice.extract
         elif isinstance(persisted.get("extract_memories"), bool):
             extract = persisted["extract_memories"]
         else:
             extract = self.extract_memories
+        mode = choice.mode or self.extraction_mode
+        if choice.mode is None and persisted.get("extraction_mode") in ("INLINE", "BACKGROUND"):
+            mode = MemoryExtractionMode(persisted["extraction_mode"])
         _require_llm(thread_llm, extract)
         return self._thread(
             row.thread_id,
@@ -759,6 +901,7 @@ class OracleAgentMemory(IAgentMemory):
             row.metadata,
             thread_llm,
             extract,
+            mode,
             config,
             row.state,
         )
@@ -771,6 +914,7 @@ class OracleAgentMemory(IAgentMemory):
         metadata: dict[str, Any] | None,
         llm: ILlm | None,
         extract_memories: bool,
+        extraction_mode: MemoryExtractionMode,
         config: ThreadConfig,
         state: Mapping[str, Any],
     ) -> OracleThread:
@@ -784,6 +928,7 @@ class OracleAgentMemory(IAgentMemory):
             client=self,
             extract_memories=extract_memories,
             state=state,
+            extraction_mode=extraction_mode,
             **config.as_kwargs(),
         )
 

@@ -29,3 +29,17 @@ class MemoryExtractionConfig:
 
     extract_memories: bool = True
     extraction_mode: MemoryExtractionMode = MemoryExtractionMode.INLINE
+
+
+def check_extraction_mode(value: object) -> MemoryExtractionMode:
+    """``value`` as a ``MemoryExtractionMode`` (a member or its name, any case).
+
+    Raises:
+        ValueError: naming the value, for anything else.
+    """
+    try:
+        return MemoryExtractionMode(value.upper() if isinstance(value, str) else value)
+    except ValueError:
+        raise ValueError(
+            f"extraction_mode must be a MemoryExtractionMode (INLINE or BACKGROUND), got {value!r}"
+        ) from None

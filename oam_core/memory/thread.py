@@ -20,12 +20,18 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+import anyio.to_thread
+
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.llm import ILlm
 from oam_core.apis.records import MEMORY_TYPES, MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import IThread, Message, MessageLike, to_message
+from oam_core.memory.config import MemoryExtractionMode, check_extraction_mode
 from oam_core.memory.contextcard import OracleContextCard
+from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.indexing import message_index_texts
+from oam_core.memory.pipeline import PipelineJob, check_messages_fit, pipeline_steps
+from oam_core.memory.provenance import is_superseded
 from oam_core.memory.steps import Call, Steps, call, run_async, run_sync
 from oam_core.memory.summary import (
     OracleSummary,
@@ -46,6 +52,7 @@ from oam_core.memory.tokens import tokens_for_chars, truncate_tail
 from oam_core.store.options import SearchStrategy
 
 if TYPE_CHECKING:
+    from oam_core.memory.worker import ExtractionWorker
     from oam_core.store.base import OracleMemoryStore
 
 __all__ = [
@@ -72,6 +79,8 @@ _TRANSCRIPT_PAGE = 100
 
 _MAX_QUERY_TOKENS = 2000
 """Bound on the context card's retrieval query (its most recent part is kept)."""
+_SUPERSEDED_OVERFETCH = 3
+"""Memory results fetched per slot, so superseded memories can be dropped."""
 
 _MESSAGE_KEYS = frozenset(
     {
@@ -205,6 +214,9 @@ class OracleThread(IThread):
         client: The ``OracleAgentMemory`` that opened the thread, if any.
         extract_memories: Whether memories are extracted when an LLM is configured.
         state: Persisted pipeline state of the thread row (as read by ``get_thread``).
+        extraction_mode: ``MemoryExtractionMode`` (or its name): ``INLINE`` finishes
+            the LLM passes before ``add_messages`` returns; ``BACKGROUND`` queues them
+            on a worker (``wait_for_memory_extraction`` waits for it).
 
     Raises:
         ValueError: naming the argument, for a ``None`` or blank ``thread_id``, a
@@ -233,6 +245,7 @@ class OracleThread(IThread):
         *,
         extract_memories: bool = True,
         state: Mapping[str, Any] | None = None,
+        extraction_mode: MemoryExtractionMode | str = MemoryExtractionMode.INLINE,
     ) -> None:
         self.thread_id: str = check_id("thread_id", thread_id)
         self.user_id: str | None = check_scope("user_id", user_id, str(uuid.uuid4()))
@@ -260,6 +273,8 @@ class OracleThread(IThread):
         self.persist_messages_in_config = False
         self._store = store
         self._state: dict[str, Any] = dict(state or {})
+        self.extraction_mode: MemoryExtractionMode = check_extraction_mode(extraction_mode)
+        self._own_worker: ExtractionWorker | None = None
 
     @property
     def store(self) -> OracleMemoryStore:
@@ -317,6 +332,9 @@ class OracleThread(IThread):
         _check_store_kwargs("add_messages", store_kwargs, _MESSAGE_KEYS)
         if not prepared:
             return []
+        job = self._pipeline_job()
+        if job is not None and job.extract:
+            check_messages_fit([m.content for m in prepared], self.config)
         yield from self._ensure_thread_row_steps()
         index_kwargs: dict[str, Any] = {}
         if "index_texts" not in store_kwargs:
@@ -381,16 +399,77 @@ class OracleThread(IThread):
             if row is None:
                 raise
 
-    def _after_messages_added(self, ids: list[str], messages: list[Message]) -> Steps[None]:
-        """Pipeline seam: runs after ``messages`` (with ``ids``) were persisted.
+    def _pipeline_job(self) -> PipelineJob | None:
+        """The LLM work this thread does after new messages, or None (no LLM, or
+        neither extraction nor the running summary is on)."""
+        summarize = self.config.enable_context_summary
+        if self.llm is None or not (self.extract_memories or summarize):
+            return None
+        return PipelineJob(
+            store=self._store,
+            thread_id=self.thread_id,
+            user_id=self.user_id,
+            agent_id=self.agent_id,
+            llm=self.llm,
+            extract=self.extract_memories,
+            summarize=summarize,
+            config=self.config,
+        )
 
-        The extraction pass and the running-summary update (SPEC §6-§7) plug in here;
-        they read and advance the cadence state on the thread row
-        (``update_thread_row(..., state=..., expected_state=...)``). Until that
-        pipeline exists nothing happens: no LLM call, no memory.
+    def _after_messages_added(self, ids: list[str], messages: list[Message]) -> Steps[None]:
+        """Run the LLM pipeline after ``messages`` were persisted (SPEC §6-§7).
+
+        ``INLINE``: the due extraction and summary passes run now (sync or async, as
+        the caller). ``BACKGROUND``: they are queued on the worker. Either way a
+        failing pass only warns (``MemoryPipelineWarning``): the messages are stored
+        and the persisted watermark keeps them for the next pass.
         """
         del ids, messages
-        yield from ()
+        job = self._pipeline_job()
+        if job is None:
+            return
+        if self.extraction_mode is MemoryExtractionMode.BACKGROUND:
+            self._worker().submit(self.thread_id, lambda: run_sync(pipeline_steps(job)))
+            return
+        try:
+            yield from pipeline_steps(job)
+        except Exception as exc:
+            pipeline_warning(f"thread {self.thread_id!r}: memory pipeline failed: {exc!r}")
+
+    def _worker(self) -> ExtractionWorker:
+        """The client's background worker, or this handle's own when it has no client."""
+        if self.client is not None and hasattr(self.client, "_extraction_worker"):
+            worker: ExtractionWorker = self.client._extraction_worker()
+            return worker
+        if self._own_worker is None:
+            from oam_core.memory.worker import ExtractionWorker
+
+            self._own_worker = ExtractionWorker()
+        return self._own_worker
+
+    def wait_for_memory_extraction(self, timeout: float | None = None) -> bool:
+        """Wait until this thread's queued background passes have finished (issue 3).
+
+        With ``INLINE`` extraction there is never anything to wait for.
+
+        Args:
+            timeout: Seconds to wait at most; None waits until done.
+
+        Returns:
+            True when no work of this thread is left, False if ``timeout`` expired.
+
+        Raises:
+            ValueError: for a negative ``timeout``.
+        """
+        if self.client is None and self._own_worker is None:
+            if timeout is not None and timeout < 0:
+                raise ValueError(f"timeout must be >= 0 seconds or None, got {timeout!r}")
+            return True
+        return self._worker().wait(timeout, key=self.thread_id)
+
+    async def wait_for_memory_extraction_async(self, timeout: float | None = None) -> bool:
+        """Async twin of ``wait_for_memory_extraction`` (waits in a worker thread)."""
+        return await anyio.to_thread.run_sync(lambda: self.wait_for_memory_extraction(timeout))
 
     # --------------------------------------------------------------- add_memory
 
@@ -811,11 +890,11 @@ class OracleThread(IThread):
         self, query: str, k: int, shown: set[str]
     ) -> Steps[list[tuple[Record, float]]]:
         """Search memories (user+agent scope) and this thread's messages; merge."""
-        memories: list[tuple[Record, float]] = yield from call(
+        found: list[tuple[Record, float]] = yield from call(
             self._store,
             "search",
             query,
-            k=k,
+            k=k * _SUPERSEDED_OVERFETCH,
             user_id=self.user_id,
             agent_id=self.agent_id,
             exact_user_match=True,
@@ -835,7 +914,8 @@ class OracleThread(IThread):
             exact_agent_match=True,
             record_types={MESSAGE},
         )
-        merged = list(memories) + [item for item in messages if item[0].id not in shown]
+        memories = [item for item in found if not is_superseded(item[0])][:k]
+        merged = memories + [item for item in messages if item[0].id not in shown]
         merged.sort(key=_result_key)
         return merged[:k]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -246,6 +247,13 @@ class OracleMemoryStore(IMemoryStore):
                 batches or clashing with a stored record. Nothing is written.
         """
         batch_size = self._batch_size(store_kwargs)
+        planned = self._plan_batches(batches)
+        with self._backend.transaction() as tx:
+            self._insert_planned(tx, planned, batch_size)
+        return [p.id for p in planned.plans]
+
+    def _plan_batches(self, batches: Sequence[PendingRecordBatch]) -> _Planned:
+        """Validate and plan ``batches`` (embedding included); nothing is written."""
         if not isinstance(batches, (list, tuple)):
             raise ValueError(f"batches must be a list of PendingRecordBatch, got {batches!r}")
         ctx = self._ctx()
@@ -280,14 +288,89 @@ class OracleMemoryStore(IMemoryStore):
         chunks = [c for p in plans for c in p.chunks]
         planning.check_dims([c.vector for c in chunks if c.vector is not None], self.vector_dim)
         self._embed_plans(chunks)
+        return _Planned(plans, by_family, chunks, ctx.now)
+
+    def _insert_planned(self, tx: Tx, planned: _Planned, batch_size: int) -> None:
+        for family, ids in planned.by_family.items():
+            clash = tx.existing_ids(family, ids)
+            if clash:
+                raise ValueError(f"record ids already exist: {sorted(clash)}")
+        tx.insert(planned.plans, planned.now, batch_size)
+        self._learn_dim(planned.chunks)
+
+    def commit_thread_pass(
+        self,
+        thread_id: str,
+        *,
+        expected_state: dict[str, Any],
+        state: dict[str, Any],
+        batches: Sequence[PendingRecordBatch] = (),
+        reserved_updates: Sequence[tuple[str, str, dict[str, Any]]] = (),
+    ) -> builtins.list[str] | None:
+        """[oam] Write a pipeline pass of a thread atomically (SPEC §7; DESIGN
+        "Extraction pipeline").
+
+        In ONE transaction: the thread's ``state`` is replaced if (and only if) the
+        stored state still equals ``expected_state`` (compare-and-set: the watermark
+        advances exactly once), the derived records of ``batches`` are inserted, and
+        each ``(record_type, record_id, keys)`` of ``reserved_updates`` merges ``keys``
+        into that record's ``metadata["$agent_memory"]`` (e.g. marking a memory
+        superseded). If the compare-and-set fails nothing is written.
+
+        Args:
+            thread_id: The thread whose row holds the pipeline state.
+            expected_state: The state the pass was computed from.
+            state: The new state (JSON object).
+            batches: Records to insert (same rules as ``add_batches``).
+            reserved_updates: Library-owned metadata changes; unknown records are
+                skipped (they may have been deleted meanwhile).
+
+        Returns:
+            The inserted ids, or None when the state had changed (another pass won).
+
+        Raises:
+            ValueError: for invalid batches, non-JSON state or keys, or an unknown
+                thread; nothing is written.
+        """
+        planning.check_id(thread_id, "thread_id")
+        for name, value in (("state", state), ("expected_state", expected_state)):
+            planning.dump_metadata(value, name)
+        for i, (record_type, record_id, keys) in enumerate(reserved_updates):
+            if record_type not in MEMORY_TYPES and record_type != MESSAGE:
+                raise ValueError(
+                    f"reserved_updates[{i}]: record_type must be a message or memory type, "
+                    f"got {record_type!r}"
+                )
+            planning.check_id(record_id, f"reserved_updates[{i}] record_id")
+            planning.dump_metadata({planning.RESERVED_KEY: keys}, f"reserved_updates[{i}]")
+        planned = self._plan_batches(batches)
         with self._backend.transaction() as tx:
-            for family, ids in by_family.items():
-                clash = tx.existing_ids(family, ids)
-                if clash:
-                    raise ValueError(f"record ids already exist: {sorted(clash)}")
-            tx.insert(plans, ctx.now, batch_size)
-            self._learn_dim(chunks)
-        return [p.id for p in plans]
+            won = bool(tx.update_thread(thread_id, NOT_SET, state, expected_state))
+            if won:
+                self._commit_pass_rows(tx, planned, reserved_updates)
+        if won:
+            return [p.id for p in planned.plans]
+        if self._backend.get_thread(thread_id) is None:
+            raise ValueError(f"thread {thread_id!r} does not exist")
+        return None
+
+    def _commit_pass_rows(
+        self,
+        tx: Tx,
+        planned: _Planned,
+        reserved_updates: Sequence[tuple[str, str, dict[str, Any]]],
+    ) -> None:
+        self._insert_planned(tx, planned, DEFAULT_BATCH_SIZE)
+        for record_type, record_id, keys in reserved_updates:
+            row = tx.fetch(family_of(record_type), record_id)
+            if row is None or row.record_type != record_type:
+                continue
+            meta = dict(row.metadata or {})
+            reserved = meta.get(planning.RESERVED_KEY)
+            merged = dict(reserved) if isinstance(reserved, dict) else {}
+            merged.update(keys)
+            meta[planning.RESERVED_KEY] = merged
+            tx.update_row(row, {"metadata": json.dumps(meta, ensure_ascii=False)})
 
     @staticmethod
     def _batch_size(store_kwargs: dict[str, Any]) -> int:
@@ -850,6 +933,17 @@ class OracleMemoryStore(IMemoryStore):
     get_thread_row_async = async_twin(get_thread_row)
     list_thread_rows_async = async_twin(list_thread_rows)
     update_thread_row_async = async_twin(update_thread_row)
+    commit_thread_pass_async = async_twin(commit_thread_pass)
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """Planned rows of one write: row plans, ids by family, chunk plans, plan time."""
+
+    plans: builtins.list[RowPlan]
+    by_family: dict[str, builtins.list[str]]
+    chunks: builtins.list[ChunkPlan]
+    now: datetime
 
 
 def _keep_reserved(meta_json: str | None, old: dict[str, Any] | None) -> str | None:

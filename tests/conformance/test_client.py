@@ -164,7 +164,7 @@ def test_embedder_with_store(store: Any) -> None:
     ("kwargs", "match"),
     [
         ({"store": "not a store"}, "store"),
-        ({"connection": ":memory:", "llm": "gpt-4"}, "llm"),
+        ({"connection": ":memory:", "llm": 42}, "llm"),
         ({"connection": ":memory:", "extract_memories": None}, "extract_memories"),
         ({"connection": ":memory:", "embedder": 42}, "embedder"),
         ({"connection": ":memory:", "search_strategy": "FUZZY"}, "search_strategy"),

@@ -1,0 +1,328 @@
+"""The extraction prompt and its reply (SPEC §7; seed 000 ``llm``).
+
+Pure functions, no I/O: ``render_extraction_prompt`` assembles the prompt within a
+token budget, ``parse_extraction_reply`` turns the model's text into validated
+``ExtractedMemory`` values. The pass that calls the LLM and stores the result is in
+``memory/pipeline.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from oam_core.apis.records import MEMORY_TYPES, Record
+from oam_core.memory.diagnostics import pipeline_warning
+from oam_core.memory.jsonrepair import UnusableReplyError, parse_json_reply
+from oam_core.memory.summary import RunningSummary
+from oam_core.memory.templates import load_prompt
+from oam_core.memory.tokens import tokens_for_chars
+from oam_core.store.ttl import iso, parse_iso_timestamp
+
+__all__ = [
+    "EXTRACTION_PROMPT",
+    "MAX_MEMORIES_PER_PASS",
+    "RELATED_MEMORY_COUNT",
+    "ExtractedMemory",
+    "PromptMessage",
+    "extraction_schema",
+    "parse_extraction_reply",
+    "related_label",
+    "render_extraction_prompt",
+    "render_messages",
+]
+
+EXTRACTION_PROMPT = "extraction_v1"
+"""Template of the extraction prompt (``prompts/extraction_v1.txt``)."""
+RELATED_MEMORY_COUNT = 7
+"""Existing memories shown to one extraction pass (SPEC §10)."""
+MAX_MEMORIES_PER_PASS = 100
+"""Memories kept from one reply; the rest are dropped with a warning."""
+MAX_MEMORY_CHARS = 2000
+"""Longest memory text kept (characters); longer texts are cut."""
+
+_SURROGATES = re.compile(r"[\ud800-\udfff]")
+_LABEL = re.compile(r"^M(\d{1,3})$")
+_TYPE_ALIASES = {
+    "memories": "memory",
+    "event": "memory",
+    "facts": "fact",
+    "guidelines": "guideline",
+    "instruction": "guideline",
+    "preferences": "preference",
+}
+
+
+@dataclass(frozen=True)
+class PromptMessage:
+    """A message as shown to the LLM: its content may be shortened (SPEC §7).
+
+    Attributes:
+        id: The stored message's id.
+        role: Its role.
+        timestamp: Its event time (ISO-8601) or None.
+        content: The prompt-time text (never written back to the store).
+    """
+
+    id: str
+    role: str
+    timestamp: str | None
+    content: str
+
+
+@dataclass(frozen=True)
+class ExtractedMemory:
+    """One memory returned by the model, validated.
+
+    Attributes:
+        text: Non-blank text, at most ``MAX_MEMORY_CHARS`` characters.
+        record_type: ``memory``, ``guideline``, ``fact`` or ``preference``.
+        timestamp: Event time as normalized ISO-8601 (UTC), or None.
+        supersedes: Labels (``"M1"``..) of the related memories it replaces.
+    """
+
+    text: str
+    record_type: str
+    timestamp: str | None
+    supersedes: tuple[str, ...]
+
+
+def related_label(position: int) -> str:
+    """The label of the related memory at ``position`` (0-based) in the prompt."""
+    return f"M{position + 1}"
+
+
+def extraction_schema() -> dict[str, Any]:
+    """JSON schema of the extraction reply, passed as ``response_json_schema``.
+
+    Bounded lengths and item counts keep small local models from looping (see
+    ``shared/models/README.md``).
+    """
+    return {
+        "type": "object",
+        "properties": {
+            "memories": {
+                "type": "array",
+                "maxItems": 20,
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "text": {"type": "string", "minLength": 1, "maxLength": 300},
+                        "record_type": {"type": "string", "enum": sorted(MEMORY_TYPES)},
+                        "timestamp": {"type": ["string", "null"], "maxLength": 40},
+                        "supersedes": {
+                            "type": "array",
+                            "maxItems": RELATED_MEMORY_COUNT,
+                            "items": {"type": "string", "maxLength": 4},
+                        },
+                    },
+                    "required": ["text", "record_type", "timestamp", "supersedes"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["memories"],
+        "additionalProperties": False,
+    }
+
+
+def _esc(text: str) -> str:
+    return escape(_SURROGATES.sub("", text))
+
+
+def render_messages(messages: Sequence[PromptMessage], indent: str = "  ") -> list[str]:
+    """One XML block per message (timestamp, role, escaped content), in order."""
+    blocks = []
+    for m in messages:
+        blocks.append(
+            f"{indent}<message>\n"
+            f"{indent}  <timestamp>{_esc(m.timestamp or 'unknown')}</timestamp>\n"
+            f"{indent}  <role>{_esc(m.role)}</role>\n"
+            f"{indent}  <content>{_esc(m.content)}</content>\n"
+            f"{indent}</message>\n"
+        )
+    return blocks
+
+
+def _related_block(position: int, record: Record) -> str:
+    when = f" timestamp={quoteattr(record.timestamp)}" if record.timestamp else ""
+    return (
+        f"    <memory label={quoteattr(related_label(position))} "
+        f"type={quoteattr(record.record_type)}{when}>{_esc(record.content or '')}</memory>\n"
+    )
+
+
+def render_extraction_prompt(
+    new: Sequence[PromptMessage],
+    *,
+    earlier: Sequence[PromptMessage] = (),
+    related: Sequence[Record] = (),
+    summary: RunningSummary | None = None,
+    token_limit: int = 0,
+) -> tuple[str, int] | None:
+    """Assemble the extraction prompt (SPEC §7).
+
+    When the prompt would exceed ``token_limit`` estimated tokens (``<= 0``: no
+    limit), context is dropped, oldest first: earlier messages from the oldest, then
+    related memories from the least related, then the running summary.
+
+    Args:
+        new: The messages to extract from, in order (non-empty).
+        earlier: Older messages shown as context, in order.
+        related: Existing memories, most related first; labelled ``M1``.. in order.
+        summary: The thread's running summary, if any.
+        token_limit: Bound on the prompt's estimated tokens.
+
+    Returns:
+        ``(prompt, shown)`` with the number of related memories kept (labels stay
+        aligned with ``related``), or None when even the new messages alone do not fit.
+    """
+    template = load_prompt(EXTRACTION_PROMPT)
+    new_text = "".join(render_messages(new, "    "))
+    earlier_blocks = render_messages(earlier, "    ")
+    related_blocks = [_related_block(i, r) for i, r in enumerate(related)]
+    summary_text = ""
+    if summary is not None:
+        topics = ", ".join(summary.topics)
+        summary_text = f"<summary>\n{_esc(summary.summary)}\n" + (
+            f"Topics: {_esc(topics)}\n</summary>\n" if topics else "</summary>\n"
+        )
+
+    def render(n_earlier: int, n_related: int, with_summary: bool) -> str:
+        kept_earlier = earlier_blocks[len(earlier_blocks) - n_earlier :] if n_earlier else []
+        memories = (
+            "<existing_memories>\n" + "".join(related_blocks[:n_related]) + "</existing_memories>\n"
+            if n_related
+            else ""
+        )
+        earlier_text = (
+            "<earlier_messages>\n" + "".join(kept_earlier) + "</earlier_messages>\n"
+            if kept_earlier
+            else ""
+        )
+        return template.render(
+            summary=summary_text if with_summary else "",
+            existing_memories=memories,
+            earlier_messages=earlier_text,
+            new_messages=new_text,
+        )
+
+    n_earlier, n_related, with_summary = len(earlier_blocks), len(related_blocks), True
+    if token_limit <= 0:
+        return render(n_earlier, n_related, with_summary), n_related
+    # Sizes are additive in characters, so drop parts by arithmetic, render once.
+    size = len(render(n_earlier, n_related, with_summary))
+    wrapper = len("<earlier_messages>\n</earlier_messages>\n")
+    while tokens_for_chars(size) > token_limit and n_earlier:
+        size -= len(earlier_blocks[len(earlier_blocks) - n_earlier])
+        n_earlier -= 1
+        if not n_earlier:
+            size -= wrapper
+    wrapper = len("<existing_memories>\n</existing_memories>\n")
+    while tokens_for_chars(size) > token_limit and n_related:
+        n_related -= 1
+        size -= len(related_blocks[n_related])
+        if not n_related:
+            size -= wrapper
+    if tokens_for_chars(size) > token_limit and with_summary:
+        with_summary = False
+        size -= len(summary_text)
+    prompt = render(n_earlier, n_related, with_summary)
+    if tokens_for_chars(len(prompt)) > token_limit:
+        return None
+    return prompt, n_related
+
+
+def _clean(text: str) -> str:
+    return _SURROGATES.sub("", text).strip()
+
+
+def _record_type(value: object) -> str:
+    if isinstance(value, str):
+        name = value.strip().lower()
+        name = _TYPE_ALIASES.get(name, name)
+        if name in MEMORY_TYPES:
+            return name
+    return "memory"
+
+
+def _timestamp(value: object) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        return iso(parse_iso_timestamp(_clean(value)))
+    except ValueError:
+        return None
+
+
+def _labels(value: object) -> tuple[str, ...]:
+    raw = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    labels = []
+    for item in raw:
+        if isinstance(item, str) and _LABEL.match(item.strip().upper()):
+            label = item.strip().upper()
+            if label not in labels:
+                labels.append(label)
+    return tuple(labels)
+
+
+def _items(data: object) -> list[Any]:
+    if isinstance(data, list):
+        return data
+    if isinstance(data, dict):
+        if "memories" in data:
+            inner = data["memories"]
+            if isinstance(inner, list):
+                return inner
+            if isinstance(inner, dict):
+                return [inner]
+            if inner is None:
+                return []
+        elif "text" in data:
+            return [data]
+    raise UnusableReplyError(f"expected a list of memories, got {type(data).__name__}")
+
+
+def parse_extraction_reply(text: str) -> list[ExtractedMemory]:
+    """Turn the model's reply into memories (SPEC §7).
+
+    Repairs what ``parse_json_reply`` can (code fences, prose around the JSON, bad
+    escapes, lone surrogates); accepts ``{"memories": [...]}``, a bare list, a single
+    memory object, or plain strings as items. Items without usable text are dropped;
+    an unknown ``record_type`` becomes ``memory``; an unparsable ``timestamp`` becomes
+    None; duplicate texts within the reply are dropped. More than
+    ``MAX_MEMORIES_PER_PASS`` memories are cut to that many with a
+    ``MemoryPipelineWarning``.
+
+    Raises:
+        UnusableReplyError: when no JSON, or JSON of the wrong shape, can be recovered.
+    """
+    memories: list[ExtractedMemory] = []
+    seen: set[str] = set()
+    for item in _items(parse_json_reply(text)):
+        if isinstance(item, str):
+            item = {"text": item}
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+            continue
+        body = _clean(item["text"])[:MAX_MEMORY_CHARS].strip()
+        if not body or body.casefold() in seen:
+            continue
+        seen.add(body.casefold())
+        memories.append(
+            ExtractedMemory(
+                text=body,
+                record_type=_record_type(item.get("record_type")),
+                timestamp=_timestamp(item.get("timestamp")),
+                supersedes=_labels(item.get("supersedes")),
+            )
+        )
+    if len(memories) > MAX_MEMORIES_PER_PASS:
+        pipeline_warning(
+            f"the model returned {len(memories)} memories in one pass; keeping the first "
+            f"{MAX_MEMORIES_PER_PASS}"
+        )
+        memories = memories[:MAX_MEMORIES_PER_PASS]
+    return memories

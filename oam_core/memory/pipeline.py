@@ -1,0 +1,517 @@
+"""The LLM pipeline of a thread: extraction and running-summary passes (SPEC §6-§7;
+DESIGN "Extraction pipeline").
+
+Each pass reads the thread row's persisted watermark (the ``seq_no`` of the last
+message it covered), collects the messages after it, calls the LLM once, and then
+writes its result *and* the advanced watermark in one transaction
+(``OracleMemoryStore.commit_thread_pass``, a compare-and-set on the thread state). So:
+
+* a crash, an LLM error or a timeout leaves the watermark behind: the next pass
+  retries those messages, and nothing acknowledged is lost;
+* two writers racing on one thread cannot both commit a pass over the same messages:
+  the loser re-reads the state and only handles what is left, so nothing is
+  extracted twice;
+* an unusable reply is retried on later passes, and after ``MAX_ATTEMPTS`` the
+  messages are skipped with a warning (counted in the state), so one bad input cannot
+  block a thread forever.
+
+Written once as ``Steps`` (see ``steps.py``): the same pass runs inline (sync or
+async) or on the background worker.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from oam_core.apis.batch import PendingRecordBatch
+from oam_core.apis.llm import ILlm
+from oam_core.apis.records import MEMORY_TYPES, MessageRecord, Record
+from oam_core.memory.diagnostics import pipeline_warning
+from oam_core.memory.extraction import (
+    EXTRACTION_PROMPT,
+    RELATED_MEMORY_COUNT,
+    ExtractedMemory,
+    PromptMessage,
+    extraction_schema,
+    parse_extraction_reply,
+    related_label,
+    render_extraction_prompt,
+)
+from oam_core.memory.jsonrepair import UnusableReplyError
+from oam_core.memory.provenance import RESERVED_KEY, SUPERSEDED, is_superseded
+from oam_core.memory.runningsummary import (
+    parse_summary_reply,
+    render_summary_prompt,
+    summary_schema,
+)
+from oam_core.memory.shortening import shorten_messages_steps
+from oam_core.memory.steps import Steps, call
+from oam_core.memory.summary import RUNNING_SUMMARY_STATE_KEY, running_summary_from_state
+from oam_core.memory.threadconfig import ThreadConfig
+from oam_core.memory.tokens import estimate_tokens, truncate_head, truncate_tail
+from oam_core.store.options import SearchStrategy
+
+if TYPE_CHECKING:
+    from oam_core.store.base import OracleMemoryStore
+
+__all__ = [
+    "EXTRACTION_STATE_KEY",
+    "MAX_ATTEMPTS",
+    "PipelineJob",
+    "check_messages_fit",
+    "pipeline_steps",
+]
+
+EXTRACTION_STATE_KEY = "memory_extraction"
+"""Key of the extraction progress in the thread row's ``state``: ``{"watermark":
+seq_no, "passes", "memories", "attempts", "failed_passes", "skipped_messages"}``."""
+MAX_ATTEMPTS = 3
+"""Passes over the same messages whose replies were unusable before they are skipped."""
+MAX_PASSES_PER_RUN = 64
+"""Bound on the passes of one run (a run ends earlier when nothing is due)."""
+_PAGE = 100
+_MAX_QUERY_TOKENS = 2000
+_OVERFETCH = 3
+
+T = TypeVar("T")
+
+
+class _Outcome(enum.Enum):
+    IDLE = "idle"  # nothing due
+    DONE = "done"  # committed (more may be due)
+    RACED = "raced"  # another writer advanced the state first: re-read
+    FAILED = "failed"  # LLM error or unusable reply: stop this run
+
+
+@dataclass(frozen=True)
+class PipelineJob:
+    """What one run of the pipeline needs to know about a thread.
+
+    Attributes:
+        store: The thread's store.
+        thread_id, user_id, agent_id: The thread and its scope.
+        llm: The model (never None: no LLM, no pipeline).
+        extract: Run extraction passes.
+        summarize: Keep the running summary.
+        config: The thread's runtime options (frequencies, windows, budgets).
+    """
+
+    store: OracleMemoryStore
+    thread_id: str
+    user_id: str | None
+    agent_id: str | None
+    llm: ILlm
+    extract: bool
+    summarize: bool
+    config: ThreadConfig
+    counters: dict[str, int] = field(default_factory=dict, compare=False)
+
+
+# ---------------------------------------------------------------- pure helpers
+
+
+def _prompt_copy(record: MessageRecord) -> PromptMessage:
+    return PromptMessage(
+        id=record.id,
+        role=record.role or "unknown",
+        timestamp=record.timestamp or record.created_at,
+        content=record.content or "",
+    )
+
+
+def _state_entry(state: Mapping[str, Any], key: str) -> dict[str, Any]:
+    entry = state.get(key)
+    return dict(entry) if isinstance(entry, Mapping) else {}
+
+
+def _int(entry: Mapping[str, Any], key: str) -> int:
+    value = entry.get(key, 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _with_entry(state: Mapping[str, Any], key: str, entry: dict[str, Any]) -> dict[str, Any]:
+    new = dict(state)
+    new[key] = entry
+    return new
+
+
+def _fit(
+    messages: Sequence[PromptMessage],
+    render: Callable[[Sequence[PromptMessage]], T | None],
+    token_limit: int,
+) -> tuple[int, T, list[PromptMessage]]:
+    """The longest prefix of ``messages`` whose prompt fits (binary search).
+
+    When not even the first message fits, its prompt copy is cut to the room left
+    (with a warning) so that a pass can always make progress.
+    """
+    full = render(messages)
+    if full is not None:
+        return len(messages), full, list(messages)
+    lo, hi, best = 1, len(messages) - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        result = render(messages[:mid])
+        if result is None:
+            hi = mid - 1
+        else:
+            lo, best = mid + 1, (mid, result)
+    if best is not None:
+        return best[0], best[1], list(messages[: best[0]])
+    first = messages[0]
+    empty = PromptMessage(first.id, first.role, first.timestamp, "")
+    overhead = render([empty])
+    room = token_limit - (estimate_tokens(str(overhead)) if overhead is not None else token_limit)
+    cut = PromptMessage(first.id, first.role, first.timestamp, truncate_head(first.content, room))
+    pipeline_warning(
+        f"message {first.id!r} does not fit memory_extraction_token_limit={token_limit} "
+        "even alone; its prompt copy is truncated"
+    )
+    result = render([cut])
+    if result is None:
+        result = render([empty])
+        cut = empty
+    if result is None:
+        raise ValueError(
+            f"memory_extraction_token_limit={token_limit} is too small for the prompt "
+            "template itself"
+        )
+    return 1, result, [cut]
+
+
+def check_messages_fit(contents: Sequence[str], config: ThreadConfig) -> None:
+    """Refuse messages that no extraction prompt could ever hold (before writing).
+
+    A message fits when its prompt copy (shortened to ``max_message_token_length``
+    when that is positive) plus the prompt template stays within
+    ``memory_extraction_token_limit``.
+
+    Raises:
+        ValueError: naming the message index, its size and the limit.
+    """
+    limit = config.memory_extraction_token_limit
+    if limit <= 0:
+        return
+    overhead = render_extraction_prompt([PromptMessage("x", "user", None, "")], token_limit=0)
+    base = estimate_tokens(overhead[0]) if overhead else 0
+    cap = config.max_message_token_length
+    for i, content in enumerate(contents):
+        size = estimate_tokens(content)
+        if cap > 0:
+            size = min(size, cap)
+        if base + size > limit:
+            raise ValueError(
+                f"messages[{i}] needs about {base + size} tokens in the extraction prompt, "
+                f"more than memory_extraction_token_limit={limit}; raise the limit or set "
+                "max_message_token_length so long messages are shortened"
+            )
+
+
+def _inherited_metadata(records: Sequence[MessageRecord]) -> dict[str, Any]:
+    """Metadata of the source messages merged in order (later wins), without
+    reserved ``$``-keys."""
+    merged: dict[str, Any] = {}
+    for record in records:
+        for key, value in (record.metadata or {}).items():
+            if not key.startswith("$"):
+                merged[key] = value
+    return merged
+
+
+# ------------------------------------------------------------------- the steps
+
+
+def _messages_after_steps(
+    job: PipelineJob, watermark: int, earlier: int
+) -> Steps[tuple[list[MessageRecord], list[MessageRecord]]]:
+    """``(earlier, pending)``: the messages with ``seq_no > watermark`` in order, and
+    up to ``earlier`` messages just before them. Reads newest pages first and stops
+    at the watermark."""
+    seen: dict[str, MessageRecord] = {}
+    older = 0
+    offset = 0
+    while True:
+        page: list[MessageRecord] = yield from call(
+            job.store,
+            "list_thread_messages",
+            job.thread_id,
+            start=-(offset + _PAGE),
+            end=-offset if offset else None,
+        )
+        for record in reversed(page):
+            if record.id in seen:
+                continue
+            seen[record.id] = record
+            if (record.seq_no or 0) <= watermark:
+                older += 1
+        if len(page) < _PAGE or (older > 0 and older >= earlier):
+            break
+        offset += _PAGE
+    ordered = sorted(seen.values(), key=lambda r: r.seq_no or 0)
+    pending = [r for r in ordered if (r.seq_no or 0) > watermark]
+    before = [r for r in ordered if (r.seq_no or 0) <= watermark]
+    return (before[len(before) - earlier :] if earlier else []), pending
+
+
+def _related_steps(job: PipelineJob, new: Sequence[PromptMessage]) -> Steps[list[Record]]:
+    """Up to ``RELATED_MEMORY_COUNT`` live memories of the thread's user and agent
+    (any thread) most related to the new messages."""
+    store = job.store
+    strategy = getattr(store, "search_strategy", SearchStrategy.VECTOR)
+    if store.embedder is None and strategy is SearchStrategy.VECTOR:
+        return []
+    query = truncate_tail("\n".join(m.content for m in new), _MAX_QUERY_TOKENS, marker="")
+    if not query.strip():
+        return []
+    found: list[tuple[Record, float]] = yield from call(
+        store,
+        "search",
+        query,
+        k=RELATED_MEMORY_COUNT * _OVERFETCH,
+        user_id=job.user_id,
+        agent_id=job.agent_id,
+        exact_user_match=True,
+        exact_agent_match=True,
+        record_types=set(MEMORY_TYPES),
+    )
+    live = [record for record, _ in found if not is_superseded(record)]
+    return live[:RELATED_MEMORY_COUNT]
+
+
+def _due(pending: Sequence[MessageRecord], frequency: int) -> bool:
+    return len(pending) >= (frequency if frequency > 0 else 1)
+
+
+def _record_failure_steps(
+    job: PipelineJob,
+    state: dict[str, Any],
+    key: str,
+    pending: Sequence[MessageRecord],
+    reason: str,
+    *,
+    unusable: bool,
+) -> Steps[_Outcome]:
+    """Count a failed pass in the state; after ``MAX_ATTEMPTS`` unusable replies over
+    the same messages, skip them (advance the watermark) so the thread moves on."""
+    entry = _state_entry(state, key)
+    entry["failed_passes"] = _int(entry, "failed_passes") + 1
+    what = "extraction" if key == EXTRACTION_STATE_KEY else "summary"
+    if unusable:
+        entry["attempts"] = _int(entry, "attempts") + 1
+        if entry["attempts"] >= MAX_ATTEMPTS:
+            entry["watermark"] = pending[-1].seq_no or 0
+            entry["attempts"] = 0
+            entry["skipped_messages"] = _int(entry, "skipped_messages") + len(pending)
+            reason += f"; giving up on these {len(pending)} messages after {MAX_ATTEMPTS} attempts"
+    pipeline_warning(f"thread {job.thread_id!r}: {what} pass skipped: {reason}")
+    job.counters["failed_passes"] = job.counters.get("failed_passes", 0) + 1
+    yield from call(
+        job.store,
+        "commit_thread_pass",
+        job.thread_id,
+        expected_state=state,
+        state=_with_entry(state, key, entry),
+    )
+    return _Outcome.FAILED
+
+
+def _extraction_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Outcome]:
+    config = job.config
+    entry = _state_entry(state, EXTRACTION_STATE_KEY)
+    window = config.memory_extraction_window
+    earlier_records, pending = yield from _messages_after_steps(
+        job, _int(entry, "watermark"), max(window, 0)
+    )
+    if not _due(pending, config.memory_extraction_frequency):
+        return _Outcome.IDLE
+    copies = yield from shorten_messages_steps(
+        [_prompt_copy(r) for r in pending + earlier_records],
+        job.llm,
+        config.max_message_token_length,
+        config.message_shortening_input_token_limit,
+    )
+    new_all, earlier_all = copies[: len(pending)], copies[len(pending) :]
+    summary = running_summary_from_state(state)
+    related = yield from _related_steps(job, new_all)
+
+    def render(new: Sequence[PromptMessage]) -> tuple[str, int] | None:
+        context = max(window - len(new), 0) if window > 0 else 0
+        earlier = earlier_all[len(earlier_all) - context :] if context else []
+        return render_extraction_prompt(
+            new,
+            earlier=earlier,
+            related=related,
+            summary=summary,
+            token_limit=config.memory_extraction_token_limit,
+        )
+
+    count, (prompt, shown), _ = _fit(new_all, render, config.memory_extraction_token_limit)
+    sources = pending[:count]
+    try:
+        reply = yield from call(
+            job.llm, "generate", prompt, response_json_schema=extraction_schema()
+        )
+        memories = parse_extraction_reply(reply if isinstance(reply, str) else "")
+    except UnusableReplyError as exc:
+        return (
+            yield from _record_failure_steps(
+                job, state, EXTRACTION_STATE_KEY, sources, f"unusable reply ({exc})", unusable=True
+            )
+        )
+    except Exception as exc:
+        return (
+            yield from _record_failure_steps(
+                job, state, EXTRACTION_STATE_KEY, sources, f"LLM error {exc!r}", unusable=False
+            )
+        )
+    batches, updates = _memory_rows(job, memories, sources, related[:shown])
+    entry.update(
+        watermark=sources[-1].seq_no or 0,
+        passes=_int(entry, "passes") + 1,
+        memories=_int(entry, "memories") + len(memories),
+        attempts=0,
+    )
+    ids = yield from call(
+        job.store,
+        "commit_thread_pass",
+        job.thread_id,
+        expected_state=state,
+        state=_with_entry(state, EXTRACTION_STATE_KEY, entry),
+        batches=batches,
+        reserved_updates=updates,
+    )
+    if ids is None:
+        return _Outcome.RACED
+    job.counters["memories"] = job.counters.get("memories", 0) + len(ids)
+    return _Outcome.DONE
+
+
+def _memory_rows(
+    job: PipelineJob,
+    memories: Sequence[ExtractedMemory],
+    sources: Sequence[MessageRecord],
+    related: Sequence[Record],
+) -> tuple[list[PendingRecordBatch], list[tuple[str, str, dict[str, Any]]]]:
+    """Records for the extracted memories (grouped by type) and the supersede marks."""
+    source_ids = [r.id for r in sources]
+    inherited = _inherited_metadata(sources)
+    fallback_time = next((r.timestamp for r in reversed(sources) if r.timestamp), None)
+    by_label = {related_label(i): record for i, record in enumerate(related)}
+    grouped: dict[str, list[tuple[str, ExtractedMemory]]] = {}
+    updates: dict[str, tuple[str, str, dict[str, Any]]] = {}
+    for memory in memories:
+        memory_id = str(uuid.uuid4())
+        grouped.setdefault(memory.record_type, []).append((memory_id, memory))
+        for label in memory.supersedes:
+            old = by_label.get(label)
+            if old is not None:
+                updates[old.id] = (
+                    old.record_type,
+                    old.id,
+                    {
+                        "status": SUPERSEDED,
+                        "superseded_by": memory_id,
+                        "reason": "updated or contradicted by a newer memory: " + memory.text[:200],
+                    },
+                )
+    batches = []
+    for record_type, rows in grouped.items():
+        provenance = {"source_message_ids": source_ids, "extraction_prompt": EXTRACTION_PROMPT}
+        metadata = [{**inherited, RESERVED_KEY: dict(provenance)} for _ in rows]
+        batches.append(
+            PendingRecordBatch(
+                texts=[m.text for _, m in rows],
+                record_type=record_type,
+                record_ids=[memory_id for memory_id, _ in rows],
+                thread_ids=job.thread_id,
+                user_ids=job.user_id,
+                agent_ids=job.agent_id,
+                timestamps=[m.timestamp or fallback_time for _, m in rows],
+                metadata=metadata,
+            )
+        )
+    return batches, list(updates.values())
+
+
+def _summary_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Outcome]:
+    config = job.config
+    entry = _state_entry(state, RUNNING_SUMMARY_STATE_KEY)
+    _, pending = yield from _messages_after_steps(job, _int(entry, "watermark"), 0)
+    if not _due(pending, config.context_summary_update_frequency):
+        return _Outcome.IDLE
+    copies = yield from shorten_messages_steps(
+        [_prompt_copy(r) for r in pending],
+        job.llm,
+        config.max_message_token_length,
+        config.message_shortening_input_token_limit,
+    )
+    previous = running_summary_from_state(state)
+    limit = config.memory_extraction_token_limit
+    count, prompt, _ = _fit(copies, lambda new: render_summary_prompt(new, previous, limit), limit)
+    sources = pending[:count]
+    try:
+        reply = yield from call(job.llm, "generate", prompt, response_json_schema=summary_schema())
+        summary = parse_summary_reply(reply if isinstance(reply, str) else "")
+    except UnusableReplyError as exc:
+        return (
+            yield from _record_failure_steps(
+                job,
+                state,
+                RUNNING_SUMMARY_STATE_KEY,
+                sources,
+                f"unusable reply ({exc})",
+                unusable=True,
+            )
+        )
+    except Exception as exc:
+        return (
+            yield from _record_failure_steps(
+                job,
+                state,
+                RUNNING_SUMMARY_STATE_KEY,
+                sources,
+                f"LLM error {exc!r}",
+                unusable=False,
+            )
+        )
+    entry.update(
+        summary=summary.summary,
+        topics=list(summary.topics),
+        watermark=sources[-1].seq_no or 0,
+        passes=_int(entry, "passes") + 1,
+        attempts=0,
+    )
+    ids = yield from call(
+        job.store,
+        "commit_thread_pass",
+        job.thread_id,
+        expected_state=state,
+        state=_with_entry(state, RUNNING_SUMMARY_STATE_KEY, entry),
+    )
+    return _Outcome.RACED if ids is None else _Outcome.DONE
+
+
+def pipeline_steps(job: PipelineJob) -> Steps[dict[str, int]]:
+    """Run every due pass of the thread: extraction first (it sees the summary of
+    what came before), then the running summary; repeat while work is due.
+
+    Returns:
+        Counters of this run: ``memories`` written, ``failed_passes``.
+    """
+    for _ in range(MAX_PASSES_PER_RUN):
+        row = yield from call(job.store, "get_thread_row", job.thread_id)
+        if row is None:  # the thread was deleted meanwhile
+            break
+        state = dict(row.state or {})
+        outcome = _Outcome.IDLE
+        if job.extract:
+            outcome = yield from _extraction_pass_steps(job, state)
+        if outcome is _Outcome.IDLE and job.summarize:
+            outcome = yield from _summary_pass_steps(job, state)
+        if outcome in (_Outcome.IDLE, _Outcome.FAILED):
+            break
+    return dict(job.counters)

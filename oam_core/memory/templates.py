@@ -1,0 +1,41 @@
+"""Prompt templates of the LLM pipeline (SPEC §7).
+
+Templates are versioned text files in ``oam_core/memory/prompts/`` (``<name>_v<n>.txt``)
+with ``$name`` placeholders (``string.Template``), so prompt text stays out of code and
+a prompt change is a new file, visible in review.
+"""
+
+from __future__ import annotations
+
+import functools
+import string
+from importlib import resources
+
+__all__ = ["PromptTemplate", "load_prompt"]
+
+
+class PromptTemplate:
+    """A named, versioned prompt (``name`` like ``"extraction_v1"``).
+
+    Raises:
+        KeyError: from ``render`` when a placeholder has no value.
+    """
+
+    def __init__(self, name: str, text: str) -> None:
+        self.name = name
+        self._template = string.Template(text)
+
+    def render(self, **values: str) -> str:
+        """Fill every ``$placeholder`` with ``values`` (plain text, inserted as is)."""
+        return self._template.substitute(values)
+
+
+@functools.cache
+def load_prompt(name: str) -> PromptTemplate:
+    """Load ``prompts/<name>.txt`` shipped with the package.
+
+    Raises:
+        FileNotFoundError: for an unknown template name.
+    """
+    path = resources.files("oam_core.memory").joinpath("prompts").joinpath(f"{name}.txt")
+    return PromptTemplate(name, path.read_text(encoding="utf-8"))

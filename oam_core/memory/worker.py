@@ -1,0 +1,112 @@
+"""Background worker for ``MemoryExtractionMode.BACKGROUND`` (issue 3; SPEC §6).
+
+One daemon thread runs queued pipeline runs in order. Runs are keyed by thread id: a
+run queued for a thread that already has one waiting is merged into it (the waiting
+run will see every message anyway, because passes read the persisted watermark).
+Nothing is lost if the process exits with work queued: the messages are stored and
+the watermark is behind, so the next pass on that thread picks them up.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+from oam_core.memory.diagnostics import pipeline_warning
+
+__all__ = ["ExtractionWorker"]
+
+
+class ExtractionWorker:
+    """A single background thread that runs pipeline jobs, one at a time.
+
+    Jobs never raise out of the worker: an exception becomes a
+    ``MemoryPipelineWarning`` and the worker goes on.
+    """
+
+    def __init__(self, name: str = "oam-extraction") -> None:
+        self._name = name
+        self._cond = threading.Condition()
+        self._queue: OrderedDict[str, Callable[[], object]] = OrderedDict()
+        self._running: str | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def submit(self, key: str, job: Callable[[], object]) -> None:
+        """Queue ``job`` for ``key`` (a thread id); merged with a waiting job of the
+        same key.
+
+        Raises:
+            RuntimeError: after ``close``.
+        """
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the extraction worker is closed")
+            self._queue[key] = job
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def _busy(self, key: str | None) -> bool:
+        if key is None:
+            return bool(self._queue) or self._running is not None
+        return key in self._queue or self._running == key
+
+    def wait(self, timeout: float | None = None, key: str | None = None) -> bool:
+        """Block until the queued work (of ``key``, or all) has finished.
+
+        Args:
+            timeout: Seconds to wait at most; None waits as long as it takes.
+            key: Only wait for this thread id's work.
+
+        Returns:
+            True when the work finished, False when ``timeout`` expired first.
+
+        Raises:
+            ValueError: for a negative ``timeout``.
+        """
+        if timeout is not None and timeout < 0:
+            raise ValueError(f"timeout must be >= 0 seconds or None, got {timeout!r}")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self._busy(key):
+                if threading.current_thread() is self._thread:
+                    return False  # called from a job: waiting on itself would deadlock
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+            return True
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Finish the queued work, then stop accepting jobs. Returns ``wait``'s result."""
+        drained = self.wait(timeout)
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        return drained
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue:
+                    if self._closed:
+                        return
+                    self._cond.wait(1.0)
+                    if not self._queue and not self._closed:
+                        # Idle: let the thread end; submit starts a new one.
+                        self._thread = None
+                        return
+                key, job = self._queue.popitem(last=False)
+                self._running = key
+            try:
+                job()
+            except Exception as exc:
+                pipeline_warning(f"background memory extraction for thread {key!r} failed: {exc!r}")
+            finally:
+                with self._cond:
+                    self._running = None
+                    self._cond.notify_all()
