@@ -13,11 +13,7 @@ passes ``max_retries=0`` down so that attempts do not multiply.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import logging
-import os
-import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -25,32 +21,30 @@ from types import ModuleType
 from typing import Any
 
 import anyio
-import anyio.to_thread
 import numpy as np
 import numpy.typing as npt
-import tenacity
 
+from oam_core._litellm import (
+    BACKOFF_MAX,
+    async_retrying,
+    check_int,
+    check_timeout,
+    import_litellm,
+    import_litellm_async,
+    is_transient,
+    require_litellm,
+    retrying,
+)
 from oam_core.apis.embedder import IEmbedder
 
 __all__ = ["LiteLLMEmbedder"]
 
 logger = logging.getLogger("oam")
 
-_INSTALL_HINT = 'pip install "oam[litellm]"'
 _PROBE_TEXT = "dimension probe"
-_BACKOFF_BASE = 0.5
-"""Seconds before the first retry; doubles per retry, with full jitter."""
-_BACKOFF_MAX = 20.0
-"""Upper bound in seconds on one backoff sleep."""
-_TRANSIENT_ERRORS = (
-    "RateLimitError",
-    "Timeout",
-    "APIConnectionError",
-    "InternalServerError",
-    "ServiceUnavailableError",
-    "BadGatewayError",
-)
-_TRANSIENT_STATUS = frozenset({408, 409, 429})
+# Former names of the shared helpers, kept for callers and tests.
+_is_transient = is_transient
+_BACKOFF_MAX = BACKOFF_MAX
 
 # Indirections so tests can skip the backoff sleeps.
 _sleep = time.sleep
@@ -63,26 +57,7 @@ def _import_litellm() -> ModuleType:
     Raises:
         ImportError: if litellm is not installed, saying how to install it.
     """
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    try:
-        return importlib.import_module("litellm")
-    except ImportError as exc:
-        raise ImportError(
-            f"LiteLLMEmbedder needs the litellm package, which is not installed; {_INSTALL_HINT}"
-        ) from exc
-
-
-def _is_transient(exc: BaseException, litellm: ModuleType) -> bool:
-    """True for errors worth retrying: rate limit, timeout, connection, HTTP 408/409/429/5xx."""
-    types = tuple(
-        t for t in (getattr(litellm, n, None) for n in _TRANSIENT_ERRORS) if isinstance(t, type)
-    )
-    if types and isinstance(exc, types):
-        return True
-    if isinstance(exc, (TimeoutError, ConnectionError)):
-        return True
-    status = getattr(exc, "status_code", None)
-    return isinstance(status, int) and (status in _TRANSIENT_STATUS or status >= 500)
+    return import_litellm("LiteLLMEmbedder")
 
 
 class LiteLLMEmbedder(IEmbedder):
@@ -131,17 +106,12 @@ class LiteLLMEmbedder(IEmbedder):
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"model must be a non-empty LiteLLM model id, got {model!r}")
-        _check_int("dimensions", dimensions, minimum=1, optional=True)
-        _check_int("max_retries", max_retries, minimum=0)
-        _check_int("max_input_tokens", max_input_tokens, minimum=1)
-        _check_int("batch_size", batch_size, minimum=1)
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-        if importlib.util.find_spec("litellm") is None:
-            raise ImportError(
-                f"LiteLLMEmbedder needs the litellm package, which is not installed; "
-                f"{_INSTALL_HINT}"
-            )
+        check_int("dimensions", dimensions, minimum=1, optional=True)
+        check_int("max_retries", max_retries, minimum=0)
+        check_int("max_input_tokens", max_input_tokens, minimum=1)
+        check_int("batch_size", batch_size, minimum=1)
+        timeout = check_timeout(timeout)
+        require_litellm("LiteLLMEmbedder")
         self.model = model
         self.dimensions = dimensions
         self.api_base = api_base
@@ -210,9 +180,7 @@ class LiteLLMEmbedder(IEmbedder):
         Args, returns and raises as ``embed``.
         """
         items = _check_texts(texts)
-        litellm = sys.modules.get("litellm")
-        if litellm is None:  # the first import takes seconds: keep it off the event loop
-            litellm = await anyio.to_thread.run_sync(_import_litellm)
+        litellm = await import_litellm_async("LiteLLMEmbedder")
         if not items:
             if self._dimension is None:
                 await self._embed_batch_async(litellm, [_PROBE_TEXT])
@@ -270,22 +238,12 @@ class LiteLLMEmbedder(IEmbedder):
             )
         return out
 
-    def _retrying(self, litellm: ModuleType) -> dict[str, Any]:
-        """tenacity settings: transient errors only, full-jitter exponential backoff."""
-        return {
-            "stop": tenacity.stop_after_attempt(self.max_retries + 1),
-            "wait": tenacity.wait_random_exponential(multiplier=_BACKOFF_BASE, max=_BACKOFF_MAX),
-            "retry": tenacity.retry_if_exception(lambda exc: _is_transient(exc, litellm)),
-            "before_sleep": tenacity.before_sleep_log(logger, logging.WARNING),
-            "reraise": True,
-        }
-
     # Thin I/O layers.
 
     def _embed_batch(self, litellm: ModuleType, batch: list[str]) -> npt.NDArray[np.float32]:
         request = self._request(batch)
-        retrying = tenacity.Retrying(sleep=lambda s: _sleep(s), **self._retrying(litellm))
-        response = retrying(litellm.embedding, **request)
+        loop = retrying(self.max_retries, litellm, lambda s: _sleep(s))
+        response = loop(litellm.embedding, **request)
         return self._parse(response, len(batch))
 
     async def _embed_batch_async(
@@ -296,8 +254,8 @@ class LiteLLMEmbedder(IEmbedder):
         async def sleep(seconds: float) -> None:
             await _sleep_async(seconds)
 
-        retrying = tenacity.AsyncRetrying(sleep=sleep, **self._retrying(litellm))
-        response: Any = await retrying(litellm.aembedding, **request)
+        loop = async_retrying(self.max_retries, litellm, sleep)
+        response: Any = await loop(litellm.aembedding, **request)
         return self._parse(response, len(batch))
 
 
@@ -309,11 +267,3 @@ def _check_texts(texts: Sequence[str]) -> list[str]:
         if not isinstance(text, str):
             raise TypeError(f"texts must hold strings, got {type(text).__name__}: {text!r}")
     return items
-
-
-def _check_int(name: str, value: object, *, minimum: int, optional: bool = False) -> None:
-    if value is None and optional:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        kind = "a positive int" if minimum == 1 else f"an int >= {minimum}"
-        raise ValueError(f"{name} must be {kind}{' or None' if optional else ''}, got {value!r}")

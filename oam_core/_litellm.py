@@ -1,0 +1,166 @@
+"""Pieces shared by the LiteLLM embedder and LLM: lazy import, retry policy, checks.
+
+``litellm`` is an optional dependency (``pip install "oam[litellm]"``). It is imported on
+the first request, never when ``oam_core`` is imported, and always with
+``LITELLM_LOCAL_MODEL_COST_MAP=True`` so that importing it does not fetch a price map
+from the internet.
+
+Retry policy (SPEC §8 "retries with backoff on transient errors"): up to ``max_retries``
+retries after the first attempt, full-jitter exponential backoff starting at
+``BACKOFF_BASE`` seconds and capped at ``BACKOFF_MAX`` seconds, on transient errors only
+(see ``is_transient``); other errors, and the last transient one, propagate as LiteLLM
+raised them. The policy is built here once and driven by a sync or an async tenacity
+loop, so both call styles retry the same way.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import os
+import re
+import sys
+from collections.abc import Awaitable, Callable
+from types import ModuleType
+from typing import Any
+
+import anyio.to_thread
+import tenacity
+
+logger = logging.getLogger("oam")
+
+INSTALL_HINT = 'pip install "oam[litellm]"'
+BACKOFF_BASE = 0.5
+"""Seconds before the first retry; doubles per retry, with full jitter."""
+BACKOFF_MAX = 20.0
+"""Upper bound in seconds on one backoff sleep."""
+
+_TRANSIENT_ERRORS = (
+    "RateLimitError",
+    "Timeout",
+    "APIConnectionError",
+    "InternalServerError",
+    "ServiceUnavailableError",
+    "BadGatewayError",
+)
+_TRANSIENT_STATUS = frozenset({408, 409, 429})
+# LiteLLM reports a missing OpenAI key as an InternalServerError (HTTP 500) whose message
+# says so; retrying it cannot help.
+_MISSING_CREDENTIALS = re.compile(
+    r"missing credentials|api[_ ]?key\b.{0,40}\b(must be set|not set|missing|is required)"
+    r"|missing\b.{0,40}\bapi[_ ]?key|no api[_ ]?key",
+    re.IGNORECASE,
+)
+
+
+def require_litellm(user: str) -> None:
+    """Check, without importing it, that litellm is installed.
+
+    Args:
+        user: Class name put in the error message, e.g. ``"LiteLLMLlm"``.
+
+    Raises:
+        ImportError: if litellm is not installed, saying how to install it.
+    """
+    if importlib.util.find_spec("litellm") is None:
+        raise ImportError(
+            f"{user} needs the litellm package, which is not installed; {INSTALL_HINT}"
+        )
+
+
+def import_litellm(user: str) -> ModuleType:
+    """Import litellm with the offline price map.
+
+    Args:
+        user: Class name put in the error message.
+
+    Raises:
+        ImportError: if litellm is not installed, saying how to install it.
+    """
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    try:
+        return importlib.import_module("litellm")
+    except ImportError as exc:
+        raise ImportError(
+            f"{user} needs the litellm package, which is not installed; {INSTALL_HINT}"
+        ) from exc
+
+
+async def import_litellm_async(user: str) -> ModuleType:
+    """``import_litellm`` that keeps the first (multi-second) import off the event loop."""
+    module = sys.modules.get("litellm")
+    if module is not None:
+        return module
+    return await anyio.to_thread.run_sync(lambda: import_litellm(user))
+
+
+def is_transient(exc: BaseException, litellm: ModuleType) -> bool:
+    """True for errors worth retrying.
+
+    Transient: LiteLLM's rate-limit, timeout, connection, internal-server,
+    service-unavailable and bad-gateway errors, Python's ``TimeoutError`` and
+    ``ConnectionError``, and any error carrying HTTP status 408, 409, 429 or 5xx.
+    Never transient: an error whose message says the API key or credentials are
+    missing (LiteLLM reports a missing OpenAI key as HTTP 500), authentication,
+    bad-request, not-found and context-window errors, and everything else.
+    """
+    if _MISSING_CREDENTIALS.search(str(exc)):
+        return False
+    types = tuple(
+        t for t in (getattr(litellm, n, None) for n in _TRANSIENT_ERRORS) if isinstance(t, type)
+    )
+    if types and isinstance(exc, types):
+        return True
+    if isinstance(exc, (TimeoutError, ConnectionError)):
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and (status in _TRANSIENT_STATUS or status >= 500)
+
+
+def _policy(max_retries: int, litellm: ModuleType) -> dict[str, Any]:
+    return {
+        "stop": tenacity.stop_after_attempt(max_retries + 1),
+        "wait": tenacity.wait_random_exponential(multiplier=BACKOFF_BASE, max=BACKOFF_MAX),
+        "retry": tenacity.retry_if_exception(lambda exc: is_transient(exc, litellm)),
+        "before_sleep": tenacity.before_sleep_log(logger, logging.WARNING),
+        "reraise": True,
+    }
+
+
+def retrying(
+    max_retries: int, litellm: ModuleType, sleep: Callable[[float], None]
+) -> tenacity.Retrying:
+    """Sync retry loop with the module's policy; ``sleep(seconds)`` does the backoff."""
+    return tenacity.Retrying(sleep=sleep, **_policy(max_retries, litellm))
+
+
+def async_retrying(
+    max_retries: int, litellm: ModuleType, sleep: Callable[[float], Awaitable[None]]
+) -> tenacity.AsyncRetrying:
+    """Async retry loop with the module's policy; ``await sleep(seconds)`` does the backoff."""
+    return tenacity.AsyncRetrying(sleep=sleep, **_policy(max_retries, litellm))
+
+
+def check_int(name: str, value: object, *, minimum: int, optional: bool = False) -> None:
+    """Raise ValueError naming ``name`` unless ``value`` is an int >= ``minimum`` (or None)."""
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        kind = "a positive int" if minimum == 1 else f"an int >= {minimum}"
+        raise ValueError(f"{name} must be {kind}{' or None' if optional else ''}, got {value!r}")
+
+
+def check_timeout(timeout: object) -> float:
+    """Return ``timeout`` as float seconds.
+
+    Raises:
+        ValueError: unless it is a positive finite number.
+    """
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not 0 < timeout < float("inf")
+    ):
+        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    return float(timeout)
