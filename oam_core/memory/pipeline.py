@@ -133,6 +133,16 @@ def _int(entry: Mapping[str, Any], key: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def _seq(record: MessageRecord) -> int:
+    return record.seq_no if record.seq_no is not None else -1
+
+
+def _watermark(entry: Mapping[str, Any]) -> int:
+    """The ``seq_no`` of the last message a pass covered; -1 before the first pass."""
+    value = entry.get("watermark", -1)
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
+
+
 def _with_entry(state: Mapping[str, Any], key: str, entry: dict[str, Any]) -> dict[str, Any]:
     new = dict(state)
     new[key] = entry
@@ -246,14 +256,14 @@ def _messages_after_steps(
             if record.id in seen:
                 continue
             seen[record.id] = record
-            if (record.seq_no or 0) <= watermark:
+            if _seq(record) <= watermark:
                 older += 1
         if len(page) < _PAGE or (older > 0 and older >= earlier):
             break
         offset += _PAGE
-    ordered = sorted(seen.values(), key=lambda r: r.seq_no or 0)
-    pending = [r for r in ordered if (r.seq_no or 0) > watermark]
-    before = [r for r in ordered if (r.seq_no or 0) <= watermark]
+    ordered = sorted(seen.values(), key=_seq)
+    pending = [r for r in ordered if _seq(r) > watermark]
+    before = [r for r in ordered if _seq(r) <= watermark]
     return (before[len(before) - earlier :] if earlier else []), pending
 
 
@@ -286,6 +296,24 @@ def _due(pending: Sequence[MessageRecord], frequency: int) -> bool:
     return len(pending) >= (frequency if frequency > 0 else 1)
 
 
+def _all_blank(records: Sequence[MessageRecord]) -> bool:
+    return all(not (r.content or "").strip() for r in records)
+
+
+def _advance_steps(
+    job: PipelineJob, state: dict[str, Any], key: str, entry: dict[str, Any]
+) -> Steps[_Outcome]:
+    """Move a watermark past messages with nothing to read (no LLM call)."""
+    ids = yield from call(
+        job.store,
+        "commit_thread_pass",
+        job.thread_id,
+        expected_state=state,
+        state=_with_entry(state, key, entry),
+    )
+    return _Outcome.RACED if ids is None else _Outcome.DONE
+
+
 def _record_failure_steps(
     job: PipelineJob,
     state: dict[str, Any],
@@ -303,7 +331,7 @@ def _record_failure_steps(
     if unusable:
         entry["attempts"] = _int(entry, "attempts") + 1
         if entry["attempts"] >= MAX_ATTEMPTS:
-            entry["watermark"] = pending[-1].seq_no or 0
+            entry["watermark"] = _seq(pending[-1])
             entry["attempts"] = 0
             entry["skipped_messages"] = _int(entry, "skipped_messages") + len(pending)
             reason += f"; giving up on these {len(pending)} messages after {MAX_ATTEMPTS} attempts"
@@ -324,10 +352,13 @@ def _extraction_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Ou
     entry = _state_entry(state, EXTRACTION_STATE_KEY)
     window = config.memory_extraction_window
     earlier_records, pending = yield from _messages_after_steps(
-        job, _int(entry, "watermark"), max(window, 0)
+        job, _watermark(entry), max(window, 0)
     )
     if not _due(pending, config.memory_extraction_frequency):
         return _Outcome.IDLE
+    if _all_blank(pending):
+        entry.update(watermark=_seq(pending[-1]), attempts=0)
+        return (yield from _advance_steps(job, state, EXTRACTION_STATE_KEY, entry))
     copies = yield from shorten_messages_steps(
         [_prompt_copy(r) for r in pending + earlier_records],
         job.llm,
@@ -370,7 +401,7 @@ def _extraction_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Ou
         )
     batches, updates = _memory_rows(job, memories, sources, related[:shown])
     entry.update(
-        watermark=sources[-1].seq_no or 0,
+        watermark=_seq(sources[-1]),
         passes=_int(entry, "passes") + 1,
         memories=_int(entry, "memories") + len(memories),
         attempts=0,
@@ -440,9 +471,12 @@ def _memory_rows(
 def _summary_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Outcome]:
     config = job.config
     entry = _state_entry(state, RUNNING_SUMMARY_STATE_KEY)
-    _, pending = yield from _messages_after_steps(job, _int(entry, "watermark"), 0)
+    _, pending = yield from _messages_after_steps(job, _watermark(entry), 0)
     if not _due(pending, config.context_summary_update_frequency):
         return _Outcome.IDLE
+    if _all_blank(pending):
+        entry.update(watermark=_seq(pending[-1]), attempts=0)
+        return (yield from _advance_steps(job, state, RUNNING_SUMMARY_STATE_KEY, entry))
     copies = yield from shorten_messages_steps(
         [_prompt_copy(r) for r in pending],
         job.llm,
@@ -481,7 +515,7 @@ def _summary_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Outco
     entry.update(
         summary=summary.summary,
         topics=list(summary.topics),
-        watermark=sources[-1].seq_no or 0,
+        watermark=_seq(sources[-1]),
         passes=_int(entry, "passes") + 1,
         attempts=0,
     )

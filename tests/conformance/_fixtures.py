@@ -56,3 +56,57 @@ def run_docstring_examples(obj: Any, make_globs: Callable[[], dict[str, Any]]) -
         count += len(test.examples)
     assert runner.failures == 0, report.getvalue()
     return count
+
+
+Reply = str | Exception | Callable[[str, "dict[str, Any] | None"], str]
+
+
+class ScriptedLlm(ILlm):
+    """A fake LLM for pipeline unit tests: answers by prompt kind from scripts.
+
+    ``extraction``, ``summary`` and ``shorten`` are lists of replies used in order
+    (the last one repeats); a reply is a string, an exception to raise, or a
+    function ``(prompt, schema) -> str``. Every call is recorded in ``calls`` as
+    ``(kind, prompt, schema)``.
+    """
+
+    def __init__(
+        self,
+        extraction: Sequence[Reply] = ('{"memories": []}',),
+        summary: Sequence[Reply] = ('{"summary": "s", "topics": []}',),
+        shorten: Sequence[Reply] = ("short",),
+    ) -> None:
+        self.scripts = {
+            "extraction": list(extraction),
+            "summary": list(summary),
+            "shorten": list(shorten),
+        }
+        self.calls: list[tuple[str, str, dict[str, Any] | None]] = []
+
+    @staticmethod
+    def kind(prompt: str) -> str:
+        if "<new_messages>" in prompt and "existing memories" in prompt.lower():
+            return "extraction"
+        if "running summary" in prompt:
+            return "summary"
+        return "shorten"
+
+    def prompts(self, kind: str) -> list[str]:
+        return [p for k, p, _ in self.calls if k == kind]
+
+    def generate(self, prompt: str, *, response_json_schema: dict[str, Any] | None = None) -> str:
+        kind = self.kind(prompt)
+        self.calls.append((kind, prompt, response_json_schema))
+        script = self.scripts[kind]
+        reply = script.pop(0) if len(script) > 1 else script[0]
+        if isinstance(reply, Exception):
+            raise reply
+        if callable(reply):
+            return reply(prompt, response_json_schema)
+        return reply
+
+
+def memories_reply(*items: dict[str, Any]) -> str:
+    """An extraction reply holding ``items`` (missing fields get defaults)."""
+    full = [{"record_type": "fact", "timestamp": None, "supersedes": [], **item} for item in items]
+    return json.dumps({"memories": full})
