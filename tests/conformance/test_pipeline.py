@@ -8,6 +8,7 @@ tests pin the plumbing with exact replies.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import warnings
@@ -301,14 +302,17 @@ def test_racing_handles_extract_each_message_once(store: Any) -> None:
     """Two handles of one thread run passes at the same time: one commits, the other
     loses the compare-and-set and re-reads, so every message is extracted once."""
     gate = threading.Barrier(2, timeout=10)
+    armed = threading.Event()
+    lock = threading.Lock()
+    waiting = [True, True]
 
     def reply(prompt: str, schema: Any) -> str:
         texts = [line for line in prompt.splitlines() if "<content>" in line]
-        if len(texts) == 1:
-            try:
+        with lock:
+            wait = armed.is_set() and waiting.pop() if waiting else False
+        if wait:  # the first two passes after arming meet here, both holding a stale state
+            with contextlib.suppress(threading.BrokenBarrierError):
                 gate.wait()
-            except threading.BrokenBarrierError:
-                pass
         return memories_reply(*({"text": t.strip()} for t in texts))
 
     llm = ScriptedLlm(extraction=[reply])
@@ -316,6 +320,7 @@ def test_racing_handles_extract_each_message_once(store: Any) -> None:
     first = _thread(client)
     second = client.get_thread("t1")
     first.add_messages([{"role": "user", "content": "seed"}])
+    armed.set()
     results: list[Any] = []
 
     def add(handle: OracleThread, text: str) -> None:
@@ -331,6 +336,8 @@ def test_racing_handles_extract_each_message_once(store: Any) -> None:
         w.start()
     for w in workers:
         w.join(30)
+    assert gate.n_waiting == 0 and not gate.broken  # both passes met: they really raced
+    assert len(llm.prompts("extraction")) >= 3
     contents = [m.content for m in _memories(store)]
     for text in ("seed", "from first", "from second"):
         assert sum(text in c for c in contents) == 1, contents
@@ -385,6 +392,7 @@ def test_oversized_message_is_shortened_for_the_prompt_only(store: Any) -> None:
     long_text = "word " * 400
     thread.add_messages([{"role": "user", "content": long_text}])
     (shorten_prompt,) = llm.prompts("shorten")
+    assert "<message role=\"user\">" in shorten_prompt and "word word" in shorten_prompt
     (prompt,) = llm.prompts("extraction")
     assert "Ana wrote a long story about her dog Moose." in prompt
     assert long_text not in prompt
