@@ -22,6 +22,7 @@ from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.memory.client import OracleAgentMemory
 from oam_core.memory.config import MemoryExtractionConfig, MemoryExtractionMode
 from oam_core.memory.contextcard import OracleContextCard
+from oam_core.memory.diagnostics import MemoryPipelineWarning
 from oam_core.memory.summary import OracleSummary
 from oam_core.memory.thread import OracleThread
 from oam_core.store.base import OracleMemoryStore
@@ -61,6 +62,7 @@ __all__ = [
     "IThread",
     "MemoryExtractionConfig",
     "MemoryExtractionMode",
+    "MemoryPipelineWarning",
     "MemoryRetentionConfig",
     "Message",
     "MessageRecord",
