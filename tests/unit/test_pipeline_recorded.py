@@ -1,0 +1,152 @@
+"""The LLM pipeline against recorded real model traffic (issue 3; SPEC §7).
+
+SmolLM2-135M-Instruct served by llama.cpp (``scripts/record_cassettes.py``) answered
+these prompts once; the cassettes in ``tests/cassettes/test_pipeline_recorded/`` replay
+them. The model is tiny, so these tests do not judge extraction quality: they check
+that real replies flow through the adapter, the JSON repair and the pipeline into the
+store exactly as parsed, sync and async. Inputs (message times, the store clock, the
+embedder) are fixed so that every prompt, and so every request body, is reproducible.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from oam_core import OracleAgentMemory, SQLiteMemoryStore
+from oam_core.apis.llm import ILlm
+from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.memory.extraction import parse_extraction_reply
+from oam_core.memory.runningsummary import parse_summary_reply
+from oam_core.memory.thread import OracleThread
+
+FIXED_NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+MEMORY_TYPES = ("fact", "guideline", "memory", "preference")
+LLM_OPTIONS: dict[str, Any] = {"max_tokens": 400, "timeout": 1800.0, "max_retries": 0}
+"""``timeout`` (seconds) is generous for recording on a busy 2-core machine; it is not
+part of the request body, so replay does not depend on it."""
+CHAT = [
+    {
+        "role": "user",
+        "content": "Hi, I'm Ana. I live in Porto and I'm allergic to peanuts.",
+        "timestamp": "2024-03-01T09:00:00+00:00",
+    },
+    {
+        "role": "assistant",
+        "content": "Nice to meet you, Ana! I'll keep the peanut allergy in mind.",
+        "timestamp": "2024-03-01T09:00:05+00:00",
+    },
+    {
+        "role": "user",
+        "content": "Next month I'm flying to Lisbon for a conference.",
+        "timestamp": "2024-03-01T09:01:00+00:00",
+        "metadata": {"channel": "web"},
+    },
+]
+
+
+class Spy(ILlm):
+    """Delegates to a recorded LLM and keeps ``(prompt, schema, reply)`` per call."""
+
+    def __init__(self, inner: ILlm) -> None:
+        self.inner = inner
+        self.calls: list[tuple[str, dict[str, Any] | None, str]] = []
+
+    def generate(self, prompt: str, *, response_json_schema: dict[str, Any] | None = None) -> str:
+        reply = self.inner.generate(prompt, response_json_schema=response_json_schema)
+        self.calls.append((prompt, response_json_schema, reply))
+        return reply
+
+    async def generate_async(
+        self, prompt: str, *, response_json_schema: dict[str, Any] | None = None
+    ) -> str:
+        reply = await self.inner.generate_async(prompt, response_json_schema=response_json_schema)
+        self.calls.append((prompt, response_json_schema, reply))
+        return reply
+
+
+def _thread(tmp_path: Path, llm: ILlm, **options: Any) -> OracleThread:
+    store = SQLiteMemoryStore(
+        str(tmp_path / "recorded.db"), embedder=HashingEmbedder(64), clock=lambda: FIXED_NOW
+    )
+    client = OracleAgentMemory(store=store, llm=llm)
+    return client.create_thread(thread_id="trip", user_id="ana", agent_id="concierge", **options)
+
+
+def _memories(thread: OracleThread) -> list[Any]:
+    return [r for kind in MEMORY_TYPES for r in thread.store.list(kind)]
+
+
+def _check_extraction(thread: OracleThread, spy: Spy, ids: list[str]) -> None:
+    (prompt, schema, reply) = spy.calls[-1]
+    assert schema is not None and "memories" in schema["properties"]
+    assert "Next month I&#x27;m flying" in prompt or "Next month I'm flying" in prompt
+    expected = parse_extraction_reply(reply)
+    assert expected, "the recorded reply holds at least one memory"
+    stored = _memories(thread)
+    assert sorted((m.record_type, m.content) for m in stored) == sorted(
+        (m.record_type, m.text) for m in expected
+    )
+    for record in stored:
+        assert (record.thread_id, record.user_id, record.agent_id) == ("trip", "ana", "concierge")
+        assert record.metadata["$agent_memory"]["source_message_ids"] == ids
+        assert record.metadata["channel"] == "web"
+    card = thread.get_context_card(max_relevant_results=10).content
+    assert all(m.content in card for m in stored)
+
+
+def test_recorded_extraction_sync(tmp_path: Path, recorded_llm: Any) -> None:
+    spy = Spy(recorded_llm("extraction_sync", **LLM_OPTIONS))
+    thread = _thread(tmp_path, spy)
+    ids = thread.add_messages(CHAT)
+    assert len(spy.calls) == 1
+    _check_extraction(thread, spy, ids)
+
+
+def test_recorded_extraction_async(tmp_path: Path, recorded_llm: Any) -> None:
+    spy = Spy(recorded_llm("extraction_async", **LLM_OPTIONS))
+    thread = _thread(tmp_path, spy)
+    ids = anyio.run(thread.add_messages_async, CHAT)
+    assert len(spy.calls) == 1
+    _check_extraction(thread, spy, ids)
+
+
+def test_recorded_running_summary_feeds_summary_and_card(tmp_path: Path, recorded_llm: Any) -> None:
+    spy = Spy(recorded_llm("summary", **LLM_OPTIONS))
+    thread = _thread(tmp_path, spy, extract_memories=False, enable_context_summary=True)
+    thread.add_messages(CHAT)
+    (prompt, schema, reply) = spy.calls[0]
+    assert "Lisbon for a conference" in prompt and "running summary" in prompt
+    assert schema is not None and schema["properties"]["topics"]["maxItems"] == 8
+    expected = parse_summary_reply(reply)
+    assert thread.get_summary().content == expected.summary
+    card = thread.get_context_card()
+    assert card.summary == expected.summary
+    assert tuple(card.topics) == expected.topics
+    assert all(t == t.strip().lower() for t in card.topics) and len(card.topics) <= 8
+
+
+def test_recorded_shortening_condenses_the_prompt_copy_only(
+    tmp_path: Path, recorded_llm: Any
+) -> None:
+    spy = Spy(recorded_llm("shortening", **LLM_OPTIONS))
+    thread = _thread(tmp_path, spy, max_message_token_length=40)
+    story = (
+        "Let me tell you about my dog Moose. He is a three year old golden retriever who "
+        "loves the beach, steals socks, and is terrified of the vacuum cleaner. "
+    ) * 6
+    [message_id] = thread.add_messages(
+        [{"role": "user", "content": story, "timestamp": "2024-03-02T10:00:00+00:00"}]
+    )
+    shorten_prompt, shorten_schema, condensed = spy.calls[0]
+    assert shorten_schema is None and "Moose" in shorten_prompt
+    extraction_prompt = spy.calls[1][0]
+    assert story not in extraction_prompt
+    shown = extraction_prompt.split("<content>")[1].split("</content>")[0]
+    assert round(len(shown) / 3.5) <= 40
+    assert shown.strip()[:20] in condensed.strip() or condensed.strip() in shown
+    assert thread.get_messages()[0].content == story
+    assert thread.get_messages()[0].id == message_id
