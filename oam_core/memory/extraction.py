@@ -302,7 +302,7 @@ def parse_extraction_reply(text: str) -> list[ExtractedMemory]:
     """
     memories: list[ExtractedMemory] = []
     seen: set[str] = set()
-    for item in _items(parse_json_reply(text)):
+    for item in _items(parse_json_reply(text, expect=(dict, list))):
         if isinstance(item, str):
             item = {"text": item}
         if not isinstance(item, dict) or not isinstance(item.get("text"), str):
