@@ -573,13 +573,7 @@ class _SQLiteTx(Tx):
             seq = None
             if plan.family == MESSAGE:
                 if plan.thread_id not in next_seq:
-                    next_seq[plan.thread_id] = int(
-                        self.c.execute(
-                            f"SELECT COALESCE(MAX(seq_no), -1) + 1 FROM {self.p}records "
-                            "WHERE family = 'message' AND thread_id IS ?",
-                            (plan.thread_id,),
-                        ).fetchone()[0]
-                    )
+                    next_seq[plan.thread_id] = self._next_seq(plan.thread_id)
                 seq = next_seq[plan.thread_id]
                 next_seq[plan.thread_id] = seq + 1
             rows.append(
@@ -630,6 +624,31 @@ class _SQLiteTx(Tx):
             for seq, chunk in enumerate(plan.chunks)
         ]
         self._insert_chunks(chunk_rows, batch_size)
+        for thread_id, following in next_seq.items():
+            if thread_id is not None:
+                self.c.execute(
+                    f"UPDATE {self.p}records SET seq_no = ? WHERE family = 'thread' AND id = ?",
+                    (following - 1, thread_id),
+                )
+
+    def _next_seq(self, thread_id: str | None) -> int:
+        """The next message ``seq_no`` of a thread: after every message it holds and
+        after the thread row's high-water mark, so a number freed by a delete is never
+        handed out again (the pipeline's watermark relies on it)."""
+        row = self.c.execute(
+            f"SELECT COALESCE(MAX(seq_no), -1) FROM {self.p}records "
+            "WHERE family = 'message' AND thread_id IS ?",
+            (thread_id,),
+        ).fetchone()
+        top = int(row[0])
+        if thread_id is not None:
+            mark = self.c.execute(
+                f"SELECT seq_no FROM {self.p}records WHERE family = 'thread' AND id = ?",
+                (thread_id,),
+            ).fetchone()
+            if mark is not None and mark[0] is not None:
+                top = max(top, int(mark[0]))
+        return top + 1
 
     @staticmethod
     def _chunk_row(

@@ -16,7 +16,8 @@ STORE_TIME = "2026-03-01T12:00:00.000000+00:00"
 
 
 class CountingLlm(ILlm):
-    """A fake LLM that records every prompt and answers with no memories."""
+    """A fake LLM that records every prompt and answers with no memories (and a fixed
+    running summary when asked for one)."""
 
     def __init__(self, reply: str = json.dumps({"memories": []})) -> None:
         self.reply = reply
@@ -24,6 +25,8 @@ class CountingLlm(ILlm):
 
     def generate(self, prompt: str, *, response_json_schema: dict[str, Any] | None = None) -> str:
         self.prompts.append(prompt)
+        if response_json_schema and "summary" in response_json_schema.get("properties", {}):
+            return json.dumps({"summary": "A summary.", "topics": []})
         return self.reply
 
 

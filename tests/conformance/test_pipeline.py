@@ -392,7 +392,7 @@ def test_oversized_message_is_shortened_for_the_prompt_only(store: Any) -> None:
     long_text = "word " * 400
     thread.add_messages([{"role": "user", "content": long_text}])
     (shorten_prompt,) = llm.prompts("shorten")
-    assert "<message role=\"user\">" in shorten_prompt and "word word" in shorten_prompt
+    assert '<message role="user">' in shorten_prompt and "word word" in shorten_prompt
     (prompt,) = llm.prompts("extraction")
     assert "Ana wrote a long story about her dog Moose." in prompt
     assert long_text not in prompt
@@ -545,3 +545,29 @@ def test_async_inline_pass_matches_sync(store: Any) -> None:
     (memory,) = _memories(store)
     assert memory.metadata["$agent_memory"]["source_message_ids"] == ids
     assert drained is True
+
+
+def test_seq_no_freed_by_a_delete_is_never_reused(store: Any) -> None:
+    client = OracleAgentMemory(store=store, extract_memories=False)
+    thread = _thread(client)
+    ids = thread.add_messages([{"role": "user", "content": f"m{i}"} for i in range(3)])
+    assert thread.delete_message(ids[-1]) == 1
+    thread.add_messages([{"role": "user", "content": "after"}])
+    assert [(r.content, r.seq_no) for r in store.list_thread_messages("t1")] == [
+        ("m0", 0),
+        ("m1", 1),
+        ("after", 3),
+    ]
+
+
+def test_message_added_after_deleting_the_watermark_message_is_extracted(store: Any) -> None:
+    llm = ScriptedLlm()
+    thread = _thread(_client(store, llm))
+    ids = thread.add_messages(
+        [{"role": "user", "content": "first"}, {"role": "user", "content": "second"}]
+    )
+    for message_id in ids:
+        thread.delete_message(message_id)
+    thread.add_messages([{"role": "user", "content": "third"}])
+    last = llm.prompts("extraction")[-1]
+    assert len(llm.prompts("extraction")) == 2 and "<content>third</content>" in last
