@@ -11,12 +11,14 @@ Installed by ``pip install "oam[langchain]"``; user guide in ``docs/langchain.md
 
 from __future__ import annotations
 
+from langchain_oam.chat_history import OAMChatMessageHistory
 from langchain_oam.embeddings import LangChainEmbedder, OAMEmbeddings
 from langchain_oam.retrievers import OAMRetriever
 from langchain_oam.vectorstores import OAMVectorStore
 
 __all__ = [
     "LangChainEmbedder",
+    "OAMChatMessageHistory",
     "OAMEmbeddings",
     "OAMRetriever",
     "OAMVectorStore",

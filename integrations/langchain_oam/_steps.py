@@ -45,8 +45,12 @@ def run_sync(steps: Steps[T]) -> T:
     try:
         call = next(steps)
         while True:
-            result = getattr(call.target, call.sync)(*call.args, **call.kwargs)
-            call = steps.send(result)
+            try:
+                result = getattr(call.target, call.sync)(*call.args, **call.kwargs)
+            except Exception as exc:  # handed to the operation, which may handle it
+                call = steps.throw(exc)
+            else:
+                call = steps.send(result)
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]
 
@@ -56,7 +60,11 @@ async def run_async(steps: Steps[T]) -> T:
     try:
         call = next(steps)
         while True:
-            result = await getattr(call.target, call.async_)(*call.args, **call.kwargs)
-            call = steps.send(result)
+            try:
+                result = await getattr(call.target, call.async_)(*call.args, **call.kwargs)
+            except Exception as exc:  # handed to the operation, which may handle it
+                call = steps.throw(exc)
+            else:
+                call = steps.send(result)
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]
