@@ -14,6 +14,7 @@ from __future__ import annotations
 from langchain_oam.chat_history import OAMChatMessageHistory
 from langchain_oam.embeddings import LangChainEmbedder, OAMEmbeddings
 from langchain_oam.retrievers import OAMRetriever
+from langchain_oam.store import OAMStore
 from langchain_oam.vectorstores import OAMVectorStore
 
 __all__ = [
@@ -21,5 +22,6 @@ __all__ = [
     "OAMChatMessageHistory",
     "OAMEmbeddings",
     "OAMRetriever",
+    "OAMStore",
     "OAMVectorStore",
 ]
