@@ -268,7 +268,7 @@ class OAMStore(BaseStore):
 
     def _ttl_kwargs(self, minutes: float | None, now: datetime) -> dict[str, Any]:
         if minutes is None:
-            return {"ttl_days": None}
+            return {"ttl_days": None, "ttl_anchor": TimeToLiveAnchor.CREATED_AT, "timestamps": None}
         if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or minutes < 0:
             raise ValueError(f"ttl must be a non-negative number of minutes, got {minutes!r}")
         days = max(1, math.ceil(minutes / _MINUTES_PER_DAY))
@@ -352,25 +352,30 @@ class OAMStore(BaseStore):
                     **self._ttl_kwargs(op.ttl, now),
                 }
             )
-        for row in rows:
-            # One upsert per item keeps per-row TTL and scope simple; grouped by
-            # shape they could share a transaction, but a put is one item in
-            # practice (LangGraph batches are small).
+        if rows:
             extra: dict[str, Any] = {}
-            if self.store.embedder is None and self._embeddings is not None and row["texts"]:
-                vectors = yield lc(self._embeddings, "embed_documents", row["texts"])
-                extra["embeddings"] = [vectors]
+            if self.store.embedder is None and self._embeddings is not None:
+                flat = [t for row in rows for t in row["texts"]]
+                vectors = list((yield lc(self._embeddings, "embed_documents", flat)) or [])
+                per_row = []
+                for row in rows:
+                    per_row.append(vectors[: len(row["texts"])])
+                    vectors = vectors[len(row["texts"]) :]
+                extra["embeddings"] = per_row
+            # All puts of the batch in one upsert: one transaction.
             yield oam(
                 self.store,
                 "upsert",
-                [row["content"]],
+                [row["content"] for row in rows],
                 self.record_type,
-                index_texts=[row["texts"]],
-                record_ids=[row["id"]],
-                user_ids=row["user_ids"],
-                agent_ids=row["agent_ids"],
-                metadata=[row["metadata"]],
-                **{k: row[k] for k in ("ttl_days", "ttl_anchor", "timestamps") if k in row},
+                index_texts=[row["texts"] for row in rows],
+                record_ids=[row["id"] for row in rows],
+                user_ids=[row["user_ids"] for row in rows],
+                agent_ids=[row["agent_ids"] for row in rows],
+                metadata=[row["metadata"] for row in rows],
+                ttl_days=[row["ttl_days"] for row in rows],
+                ttl_anchor=[row["ttl_anchor"] for row in rows],
+                timestamps=[row["timestamps"] for row in rows],
                 **extra,
             )
         if deletes:

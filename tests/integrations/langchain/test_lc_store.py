@@ -278,3 +278,17 @@ def test_keyword_default_store_ranks_without_embeddings() -> None:
     store.put(("m",), "b", {"text": "a dog barked"})
     assert [h.key for h in store.search(("m",), query="dog")] == ["b"]
     store.close()
+
+
+def test_a_batch_of_puts_is_one_transaction(store: OAMStore) -> None:
+    store.put(("t",), "keep", {"text": "kept"})
+    with pytest.raises(ValueError):
+        store.batch(
+            [
+                PutOp(("t",), "new", {"text": "fine"}),
+                PutOp(("t",), "keep", {"text": "replaced"}),
+                PutOp(("t",), "bad", {"text": "x", "n": float("inf")}),
+            ]
+        )
+    assert store.get(("t",), "new") is None
+    assert store.get(("t",), "keep").value == {"text": "kept"}  # type: ignore[union-attr]
