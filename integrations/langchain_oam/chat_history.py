@@ -196,9 +196,12 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
             }
             try:
                 thread = yield oam(self.memory, "create_thread", thread_id=self.thread_id, **scope)
-            except ValueError:
-                # Another history created it first; use theirs.
-                thread = yield oam(self.memory, "get_thread", self.thread_id)
+            except ValueError as refused:
+                # Another history may have created it first; then use theirs.
+                try:
+                    thread = yield oam(self.memory, "get_thread", self.thread_id)
+                except KeyError:
+                    raise refused from None
         for name in ("user_id", "agent_id"):
             mine, theirs = getattr(self, name), getattr(thread, name)
             if mine is not None and mine != theirs:

@@ -300,3 +300,12 @@ def test_runnable_messages_in_messages_out_sync_and_async(memory: OracleAgentMem
         "again",
         "second",
     ]
+
+
+def test_client_refusing_the_thread_raises_its_own_error(tmp_path: Any) -> None:
+    # extraction on and no LLM: create_thread's ValueError reaches the caller
+    strict = OracleAgentMemory(connection=str(tmp_path / "x.db"))
+    with pytest.raises(ValueError, match=r"(?i)llm"):
+        OAMChatMessageHistory(strict, "t").add_user_message("hi")
+    assert strict.store.get_thread_row("t") is None
+    strict.close()
