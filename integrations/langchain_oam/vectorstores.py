@@ -174,16 +174,22 @@ class OAMVectorStore(VectorStore):
             raise ValueError(f"duplicate ids in one call: {record_ids!r}")
         if not texts:
             return []
-        if self._scoped:
-            # An id is the identity of a record in the whole store: never let a
-            # scoped vector store replace a record of another user/agent/thread.
-            for rid in record_ids:
-                existing = yield oam(self.store, "get", self.record_type, rid)
+        # An id names one record of the memory family in the whole store (SPEC §2):
+        # never let this vector store replace a record it cannot see (another type,
+        # or another user/agent/thread).
+        for rid in record_ids:
+            for record_type in MEMORY_LIKE:
+                existing = yield oam(self.store, "get", record_type, rid)
                 if existing is not None and not self._scope.holds(existing):
-                    raise ValueError(f"id {rid!r} belongs to a record outside this vector store")
+                    raise ValueError(
+                        f"id {rid!r} belongs to a {existing.record_type} record outside "
+                        "this vector store"
+                    )
         extra: dict[str, Any] = dict(kwargs)
         if self.store.embedder is None:
-            extra["embeddings"] = (yield lc(self._embedding, "embed_documents", texts)) or []
+            vectors = iter((yield lc(self._embedding, "embed_documents", texts)) or [])
+            # one vector per text; an empty text has no search row, so no vector
+            extra["embeddings"] = [next(vectors) if t else [] for t in texts]
         ids_out: list[str] = yield oam(
             self.store,
             "upsert",

@@ -203,9 +203,26 @@ def test_upsert_and_scope_isolation(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="outside"):
         bob.add_texts(["x"], ids=["a1"])
     assert alice.get_by_ids(["a1"])[0].page_content == "near"
+    db.add(["a fact"], "fact", record_ids="f1")
+    with pytest.raises(ValueError, match="fact record outside"):
+        everyone.add_texts(["x"], ids=["f1"])  # would silently replace the fact
+    assert db.get("fact", "f1") is not None
     with pytest.raises(ValueError, match="duplicate"):
         alice.add_texts(["x", "y"], ids=["d", "d"])
     assert db.get("memory", "d") is None
+
+
+@pytest.mark.parametrize("own_embedder", [True, False])
+def test_empty_text_is_stored_but_never_found(own_embedder: bool) -> None:
+    emb = DeterministicFakeEmbedding(size=6)
+    vs = (
+        OAMVectorStore(emb)
+        if own_embedder
+        else OAMVectorStore(emb, store=SQLiteMemoryStore(":memory:"))
+    )
+    vs.add_texts(["", "x"], ids=["e", "x"])
+    assert vs.get_by_ids(["e"]) == [Document(id="e", page_content="", metadata={})]
+    assert [d.id for d in vs.similarity_search("x", k=5)] == ["x"]
 
 
 def test_connection_persists_and_from_texts(tmp_path: Path) -> None:
