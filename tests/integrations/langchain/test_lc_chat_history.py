@@ -309,3 +309,32 @@ def test_client_refusing_the_thread_raises_its_own_error(tmp_path: Any) -> None:
         OAMChatMessageHistory(strict, "t").add_user_message("hi")
     assert strict.store.get_thread_row("t") is None
     strict.close()
+
+
+def test_two_histories_racing_to_create_one_thread(memory: OracleAgentMemory) -> None:
+    import threading
+
+    barrier = threading.Barrier(4)
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        history = OAMChatMessageHistory(memory, "race", user_id="alice")
+        barrier.wait()
+        try:
+            for i in range(10):
+                history.add_user_message(f"w{n}-{i}")
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    workers = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert errors == []
+    contents = [m.content for m in OAMChatMessageHistory(memory, "race").messages]
+    assert sorted(contents) == sorted(f"w{n}-{i}" for n in range(4) for i in range(10))
+    for n in range(4):  # each writer's messages keep their order
+        mine = [c for c in contents if isinstance(c, str) and c.startswith(f"w{n}-")]
+        assert mine == [f"w{n}-{i}" for i in range(10)]
+    assert len(memory.list_threads(user_id="alice")) == 1
