@@ -1,1 +1,27 @@
-"""langchain_oam: placeholder package; the adapters land with their issue."""
+"""LangChain and LangGraph adapters for ``oam`` (issue 4; DESIGN "Adapters stay thin").
+
+- ``OAMChatMessageHistory``: a ``BaseChatMessageHistory`` over an ``OracleThread``.
+- ``OAMVectorStore``: a ``VectorStore`` over an ``OracleMemoryStore``.
+- ``OAMRetriever``: a ``BaseRetriever`` over a client or store.
+- ``OAMStore``: a LangGraph ``BaseStore`` (long-term memory across threads).
+- ``LangChainEmbedder`` / ``OAMEmbeddings``: embedding wrappers both ways.
+
+Installed by ``pip install "oam[langchain]"``; user guide in ``docs/langchain.md``.
+"""
+
+from __future__ import annotations
+
+from langchain_oam.chat_history import OAMChatMessageHistory
+from langchain_oam.embeddings import LangChainEmbedder, OAMEmbeddings
+from langchain_oam.retrievers import OAMRetriever
+from langchain_oam.store import OAMStore
+from langchain_oam.vectorstores import OAMVectorStore
+
+__all__ = [
+    "LangChainEmbedder",
+    "OAMChatMessageHistory",
+    "OAMEmbeddings",
+    "OAMRetriever",
+    "OAMStore",
+    "OAMVectorStore",
+]

@@ -246,10 +246,15 @@ class OracleMemoryStore(IMemoryStore):
             ValueError: as ``add``, for any row of any batch; an id repeated across
                 batches or clashing with a stored record. Nothing is written.
         """
+        return self._write_batches(batches, store_kwargs, replace=False)
+
+    def _write_batches(
+        self, batches: Sequence[PendingRecordBatch], store_kwargs: dict[str, Any], *, replace: bool
+    ) -> builtins.list[str]:
         batch_size = self._batch_size(store_kwargs)
         planned = self._plan_batches(batches)
         with self._backend.transaction() as tx:
-            self._insert_planned(tx, planned, batch_size)
+            self._insert_planned(tx, planned, batch_size, replace=replace)
         return [p.id for p in planned.plans]
 
     def _plan_batches(self, batches: Sequence[PendingRecordBatch]) -> _Planned:
@@ -290,11 +295,15 @@ class OracleMemoryStore(IMemoryStore):
         self._embed_plans(chunks)
         return _Planned(plans, by_family, chunks, ctx.now)
 
-    def _insert_planned(self, tx: Tx, planned: _Planned, batch_size: int) -> None:
+    def _insert_planned(
+        self, tx: Tx, planned: _Planned, batch_size: int, *, replace: bool = False
+    ) -> None:
         for family, ids in planned.by_family.items():
             clash = tx.existing_ids(family, ids)
-            if clash:
+            if clash and not replace:
                 raise ValueError(f"record ids already exist: {sorted(clash)}")
+            for record_id in sorted(clash):
+                tx.delete_record(family, record_id, None, NOT_SET)
         tx.insert(planned.plans, planned.now, batch_size)
         self._learn_dim(planned.chunks)
 
@@ -371,6 +380,58 @@ class OracleMemoryStore(IMemoryStore):
             merged.update(keys)
             meta[planning.RESERVED_KEY] = merged
             tx.update_row(row, {"metadata": json.dumps(meta, ensure_ascii=False)})
+
+    def upsert(
+        self,
+        contents: Sequence[str | None],
+        record_type: str,
+        index_texts: Maybe[Sequence[str | Sequence[str] | None]] = NOT_SET,
+        embeddings: Maybe[Sequence[Any] | None] = NOT_SET,
+        record_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
+        thread_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
+        user_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
+        agent_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
+        roles: Maybe[str | Sequence[str | None] | None] = NOT_SET,
+        timestamps: Maybe[str | Sequence[str | None] | None] = NOT_SET,
+        metadata: Maybe[dict[str, Any] | Sequence[dict[str, Any] | None] | None] = NOT_SET,
+        ttl_days: Maybe[int | Sequence[int | None] | None] = NOT_SET,
+        ttl_anchor: Maybe[TimeToLiveAnchor | Sequence[TimeToLiveAnchor]] = NOT_SET,
+        **store_kwargs: Any,
+    ) -> builtins.list[str]:
+        """[oam] ``add``, except that a stored record with one of the ids is replaced,
+        all in one transaction (the "add with ids" semantics of framework adapters).
+
+        Same arguments and rules as ``add``, except that ``record_ids`` must give every
+        id. A record already stored under one of the ids in the same id family
+        (SPEC §2: any memory-like type for memory-like records), expired or not, is
+        deleted with its search rows and the new record is written in its place, with
+        a new ``created_at``. Duplicate ids within the call are still an error.
+
+        Returns:
+            The record ids in input order.
+
+        Raises:
+            ValueError: as ``add``, or when ``record_ids`` is omitted or None; nothing
+                is written or deleted then.
+        """
+        if record_ids is NOT_SET or record_ids is None:
+            raise ValueError("upsert needs record_ids: every record must have an id")
+        batch = PendingRecordBatch(
+            texts=contents,
+            record_type=record_type,
+            index_texts=index_texts,
+            embeddings=embeddings,
+            record_ids=record_ids,
+            thread_ids=thread_ids,
+            user_ids=user_ids,
+            agent_ids=agent_ids,
+            roles=roles,
+            timestamps=timestamps,
+            metadata=metadata,
+            ttl_days=ttl_days,
+            ttl_anchor=ttl_anchor,
+        )
+        return self._write_batches([batch], store_kwargs, replace=True)
 
     @staticmethod
     def _batch_size(store_kwargs: dict[str, Any]) -> int:
@@ -820,6 +881,40 @@ class OracleMemoryStore(IMemoryStore):
         with self._backend.transaction() as tx:
             return tx.delete_record(family, record_id, None, thread_id)
 
+    def delete_records(
+        self, record_type: str, record_ids: Sequence[str], *, thread_id: Maybe[str] = NOT_SET
+    ) -> int:
+        """[oam] Delete several records of one type and their search rows in one
+        transaction (SPEC §3.6 rules per record; no cascades).
+
+        Args:
+            record_type: The type the records must have; rows of another type that
+                share an id are left alone.
+            record_ids: The ids; unknown ids are skipped. An empty list deletes
+                nothing.
+            thread_id: Only delete records whose thread_id equals it (omitted: any).
+
+        Returns:
+            The number of records deleted.
+
+        Raises:
+            ValueError: for an unknown record type, ``thread``, a bare string or a
+                non-string id (nothing is deleted then).
+        """
+        record_type = planning.check_record_type(record_type)
+        if isinstance(record_ids, (str, bytes)) or not isinstance(record_ids, Sequence):
+            raise ValueError(f"record_ids must be a list of str, got {record_ids!r}")
+        for record_id in record_ids:
+            planning.check_id(record_id, "record_ids[]")
+        if thread_id is not NOT_SET:
+            planning.check_id(thread_id, "thread_id")
+        family = family_of(record_type)
+        with self._backend.transaction() as tx:
+            return sum(
+                tx.delete_record(family, record_id, record_type, thread_id)
+                for record_id in dict.fromkeys(record_ids)
+            )
+
     def purge_expired(self) -> int:
         """Delete every expired record and its search rows now (SPEC §3.7).
 
@@ -927,6 +1022,8 @@ class OracleMemoryStore(IMemoryStore):
     search_async = async_twin(search)
     delete_async = async_twin(delete)
     delete_thread_async = async_twin(delete_thread)
+    upsert_async = async_twin(upsert)
+    delete_records_async = async_twin(delete_records)
     delete_scoped_async = async_twin(delete_scoped)
     purge_expired_async = async_twin(purge_expired)
     create_thread_row_async = async_twin(create_thread_row)

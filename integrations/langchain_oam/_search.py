@@ -1,0 +1,235 @@
+"""Shared search plumbing of the vector store and the retriever (no framework state).
+
+Maps ``oam`` records to LangChain ``Document`` objects, decides how a query reaches
+the store (text ranked by the store, or a vector from a LangChain model), converts
+distances to relevance scores and runs maximal marginal relevance. Every function that
+does I/O is a step generator (``_steps``), so sync and async share it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores.utils import maximal_marginal_relevance
+
+from langchain_oam._steps import Call, Steps, lc, oam
+from oam_core import OracleMemoryStore, Record, SearchStrategy
+
+INTERNAL_KEYS = frozenset({"$agent_memory", "$message"})
+"""Metadata keys ``oam`` reserves for itself; never shown to LangChain, never accepted
+from it."""
+
+DistanceKind = Literal["cosine", "normalized"]
+"""``cosine``: cosine distance in [0, 2]; ``normalized``: ``1 - score`` in [0, 1]
+(KEYWORD and HYBRID, SPEC §3.5)."""
+
+
+def relevance(distance: float, kind: DistanceKind) -> float:
+    """A distance as a relevance score in [0, 1], 1 = best (C12).
+
+    Cosine distance ``d`` in [0, 2] maps to ``1 - d / 2`` (identical = 1, orthogonal
+    = 0.5, opposite = 0); a normalized distance ``d`` in [0, 1] to ``1 - d``.
+    """
+    score = 1.0 - distance / 2.0 if kind == "cosine" else 1.0 - distance
+    # Rounded to 6 places: float32 vectors put an identical text at 0.99999994.
+    return round(min(1.0, max(0.0, score)), 6)
+
+
+def clean_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The caller's metadata of a record, without ``oam``'s internal keys."""
+    return {k: v for k, v in (metadata or {}).items() if k not in INTERNAL_KEYS}
+
+
+def check_metadata(metadata: object, where: str) -> dict[str, Any] | None:
+    """Validate one caller metadata dict (None/empty allowed) before writing it.
+
+    Raises:
+        ValueError: for a non-dict, or a key ``oam`` reserves for itself.
+    """
+    if metadata is None:
+        return None
+    if not isinstance(metadata, Mapping):
+        raise ValueError(f"{where} must be a dict or None, got {metadata!r}")
+    reserved = sorted(set(metadata) & INTERNAL_KEYS)
+    if reserved:
+        raise ValueError(f"{where} uses keys reserved by oam: {reserved}")
+    return dict(metadata)
+
+
+def to_document(record: Record) -> Document:
+    """An ``oam`` record as a LangChain ``Document`` (id, content, caller metadata)."""
+    return Document(
+        id=record.id,
+        page_content=record.content if record.content is not None else "",
+        metadata=clean_metadata(record.metadata),
+    )
+
+
+def check_k(value: object, name: str = "k") -> int:
+    """Return ``value`` if it is an int >= 1, else raise ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class SearchScope:
+    """Which records a search sees: scope ids (None = unconstrained), record types and
+    a metadata filter in the ``oam`` filter language (SPEC §4; None = no filter)."""
+
+    record_types: frozenset[str] | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    thread_id: str | None = None
+
+    def kwargs(self, metadata_filter: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The ``store.search`` keyword arguments of this scope and filter."""
+        out: dict[str, Any] = {}
+        if self.record_types is not None:
+            out["record_types"] = set(self.record_types)
+        for name in ("user", "agent", "thread"):
+            value = getattr(self, f"{name}_id")
+            if value is not None:
+                out[f"{name}_id"] = value
+                out[f"exact_{name}_match"] = True
+        if metadata_filter is not None:
+            out["metadata_filter"] = dict(metadata_filter)
+        return out
+
+    def holds(self, record: Record) -> bool:
+        """Whether ``record`` lies in this scope (types and ids; not the filter)."""
+        if self.record_types is not None and record.record_type not in self.record_types:
+            return False
+        return all(
+            getattr(self, f"{n}_id") is None
+            or getattr(record, f"{n}_id") == getattr(self, f"{n}_id")
+            for n in ("user", "agent", "thread")
+        )
+
+
+def store_ranks_text(store: OracleMemoryStore) -> bool:
+    """Whether ``store.search(query=...)`` can rank a text query by itself."""
+    return store.embedder is not None or store.search_strategy is not SearchStrategy.VECTOR
+
+
+def text_kind(store: OracleMemoryStore) -> DistanceKind:
+    """The distance kind of the store's text searches."""
+    return "cosine" if store.search_strategy is SearchStrategy.VECTOR else "normalized"
+
+
+def embed_query_call(store: OracleMemoryStore, embedding: Embeddings | None, text: str) -> Call:
+    """The call that embeds a query: the LangChain model if given, else the store's
+    embedder.
+
+    Raises:
+        ValueError: when neither exists.
+    """
+    if embedding is not None:
+        return lc(embedding, "embed_query", text)
+    if store.embedder is not None:
+        return Call(store.embedder, "embed", "embed_async", ([text],), {"is_query": True})
+    raise ValueError("this search needs query vectors: give an embedding model or a store embedder")
+
+
+def embed_documents_call(
+    store: OracleMemoryStore, embedding: Embeddings | None, texts: list[str]
+) -> Call:
+    """The call that embeds document texts (as ``embed_query_call``)."""
+    if embedding is not None:
+        return lc(embedding, "embed_documents", texts)
+    if store.embedder is not None:
+        return Call(store.embedder, "embed", "embed_async", (texts,), {})
+    raise ValueError("this search needs vectors: give an embedding model or a store embedder")
+
+
+def _vector(result: Any) -> list[float]:
+    arr = np.asarray(result, dtype=np.float32)
+    return [float(x) for x in (arr[0] if arr.ndim == 2 else arr)]
+
+
+def search_steps(
+    store: OracleMemoryStore,
+    scope: SearchScope,
+    k: int,
+    *,
+    query: str | None = None,
+    vector: Sequence[float] | None = None,
+    embedding: Embeddings | None = None,
+    metadata_filter: Mapping[str, Any] | None = None,
+) -> Steps[list[tuple[Record, float, DistanceKind]]]:
+    """Search the store; returns ``(record, distance, kind)`` best first.
+
+    A ``vector`` is searched as is (cosine). A text ``query`` is ranked by the store
+    when it can (its embedder, or a KEYWORD/HYBRID strategy), else embedded with
+    ``embedding`` and searched by vector.
+
+    Raises:
+        ValueError: for k < 1, an invalid filter, or a text query that neither the
+            store nor ``embedding`` can turn into a ranking.
+    """
+    check_k(k)
+    kwargs = scope.kwargs(metadata_filter)
+    if vector is None and query is not None and store_ranks_text(store):
+        hits = yield oam(store, "search", query, k, **kwargs)
+        kind = text_kind(store)
+    else:
+        if vector is None:
+            if embedding is None:
+                raise ValueError(
+                    "the store has no embedder and VECTOR search: pass an embedding model"
+                )
+            vector = _vector((yield lc(embedding, "embed_query", query)))
+        hits = yield oam(store, "search", None, k, query_vector=list(vector), **kwargs)
+        kind = "cosine"
+    return [(record, float(distance), kind) for record, distance in hits]
+
+
+def mmr_steps(
+    store: OracleMemoryStore,
+    scope: SearchScope,
+    *,
+    query: str | None,
+    vector: Sequence[float] | None,
+    k: int,
+    fetch_k: int,
+    lambda_mult: float,
+    embedding: Embeddings | None,
+    metadata_filter: Mapping[str, Any] | None,
+) -> Steps[list[Record]]:
+    """Maximal marginal relevance: fetch ``fetch_k`` nearest records by vector, then
+    pick ``k`` that balance relevance and diversity (``lambda_mult`` 1 = relevance
+    only, 0 = diversity only).
+
+    The candidates' vectors are the embeddings of their stored text (the store does
+    not hand out stored vectors), made by ``embedding`` or the store's embedder.
+
+    Raises:
+        ValueError: for k or fetch_k < 1, ``lambda_mult`` outside [0, 1], or when
+            no embedding model is available.
+    """
+    check_k(k)
+    check_k(fetch_k, "fetch_k")
+    if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, (int, float)):
+        raise ValueError(f"lambda_mult must be a number in [0, 1], got {lambda_mult!r}")
+    if not 0.0 <= float(lambda_mult) <= 1.0:
+        raise ValueError(f"lambda_mult must be in [0, 1], got {lambda_mult!r}")
+    if vector is None:
+        vector = _vector((yield embed_query_call(store, embedding, query or "")))
+    hits = yield from search_steps(
+        store, scope, max(fetch_k, k), vector=vector, metadata_filter=metadata_filter
+    )
+    if not hits:
+        return []
+    records = [record for record, _, _ in hits]
+    texts = [r.content or "" for r in records]
+    rows = yield embed_documents_call(store, embedding, texts)
+    matrix = np.asarray(rows, dtype=np.float32).tolist()
+    picked = maximal_marginal_relevance(
+        np.asarray(vector, dtype=np.float32), matrix, lambda_mult=float(lambda_mult), k=k
+    )
+    return [records[i] for i in picked]

@@ -1,0 +1,268 @@
+"""``OAMChatMessageHistory``: LangChain chat history stored in an ``oam`` thread.
+
+Mapping (lossless, SPEC §2 [oam]): each LangChain message is one ``oam`` message
+record. ``role`` comes from the message type (human -> ``user``, ai -> ``assistant``,
+system -> ``system``, tool -> ``tool``, function -> ``function``, chat -> its own
+role); ``content`` is the text (for list content, its text parts, so search still
+works); everything else LangChain knows about the message (its exact type,
+``additional_kwargs``, ``response_metadata``, ``name``, ``id``, ``tool_calls``,
+``invalid_tool_calls``, ``usage_metadata``, ``tool_call_id``, ``artifact``, ``status``,
+and list content) travels in ``metadata["$message"]["langchain"]`` as
+``langchain_core.messages.message_to_dict`` writes it. ``$message`` also holds the
+framework-neutral ``name``, ``tool_call_id`` and ``tool_calls`` that other ``oam``
+readers use (the speaker name is part of the message's search text). LangChain
+never sees ``oam``'s metadata keys: messages are rebuilt from ``$message`` alone;
+messages written without it (plain ``oam`` messages) map back by role.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+    messages_from_dict,
+)
+
+from langchain_oam._steps import Steps, oam, run_async, run_sync
+from oam_core import Message, MessageRecord, OracleAgentMemory, OracleThread
+
+__all__ = ["OAMChatMessageHistory", "from_oam_message", "to_oam_message"]
+
+MESSAGE_KEY = "$message"
+_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+
+def _base_type(message: BaseMessage) -> str:
+    """``"ai"`` for ``AIMessage`` and ``AIMessageChunk`` alike, etc."""
+    kind = message.type
+    return kind[: -len("MessageChunk")].lower() if kind.endswith("MessageChunk") else kind
+
+
+def to_oam_message(message: BaseMessage) -> Message:
+    """A LangChain message as an ``oam`` ``Message`` (see the module docstring).
+
+    Raises:
+        ValueError: for anything that is not a ``BaseMessage``.
+    """
+    if not isinstance(message, BaseMessage):
+        raise ValueError(f"messages must be LangChain BaseMessage objects, got {message!r}")
+    kind = _base_type(message)
+    role = message.role if isinstance(message, ChatMessage) else _ROLES.get(kind, kind)
+    lc = message_to_dict(message)
+    data: dict[str, Any] = dict(lc["data"])
+    if isinstance(message.content, str):
+        content = message.content
+        del data["content"]  # stored once, as the record's content
+    else:
+        content = message.text
+    fields: dict[str, Any] = {"langchain": {"type": lc["type"], "data": data}}
+    if message.name:
+        fields["name"] = message.name
+    if isinstance(message, ToolMessage):
+        fields["tool_call_id"] = message.tool_call_id
+    if isinstance(message, AIMessage) and message.tool_calls:
+        fields["tool_calls"] = data["tool_calls"]
+    try:  # fail before anything (even the thread row) is written
+        json.dumps(fields, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{type(message).__name__} fields must be JSON-compatible to be stored: {exc}"
+        ) from None
+    return Message(role=role or "unknown", content=content, metadata={MESSAGE_KEY: fields})
+
+
+def from_oam_message(record: Message | MessageRecord) -> BaseMessage:
+    """An ``oam`` message (or message record) as a LangChain message.
+
+    Messages written by ``to_oam_message`` come back exactly; others map by role
+    (``user`` -> human, ``assistant`` -> ai, ``system``, ``tool``, anything else ->
+    ``ChatMessage``), with ``name``/``tool_call_id``/``tool_calls`` from ``$message``
+    when present. Other metadata is ``oam``'s and is not passed on.
+    """
+    metadata = record.metadata or {}
+    raw = metadata.get(MESSAGE_KEY)
+    fields: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    content = record.content if record.content is not None else ""
+    stored = fields.get("langchain")
+    if isinstance(stored, dict) and isinstance(stored.get("data"), dict):
+        data = dict(stored["data"])
+        data.setdefault("content", content)
+        return messages_from_dict([{"type": stored["type"], "data": data}])[0]
+    role = record.role or "unknown"
+    extra: dict[str, Any] = {"id": record.id}
+    if isinstance(fields.get("name"), str):
+        extra["name"] = fields["name"]
+    if role == "user":
+        return HumanMessage(content=content, **extra)
+    if role == "assistant":
+        calls = fields.get("tool_calls")
+        return AIMessage(
+            content=content, tool_calls=calls if isinstance(calls, list) else [], **extra
+        )
+    if role == "system":
+        return SystemMessage(content=content, **extra)
+    if role == "tool":
+        return ToolMessage(
+            content=content, tool_call_id=str(fields.get("tool_call_id", "")), **extra
+        )
+    if role == "function" and "name" in extra:
+        return FunctionMessage(content=content, **extra)
+    return ChatMessage(content=content, role=role, **extra)
+
+
+class OAMChatMessageHistory(BaseChatMessageHistory):
+    """LangChain chat history over an ``OracleThread`` (issue 4; SPEC §6).
+
+    The thread is looked up on the first write (``get_thread``) and created when
+    missing (``create_thread`` with ``thread_id`` and the given ``user_id`` and
+    ``agent_id``; one left as None is generated by the client, as
+    ``create_thread`` does). Writes go through the thread, so a client configured
+    with an LLM extracts memories from the conversation. Reads return the whole
+    thread, oldest first, and never create it.
+
+    ``clear()`` deletes the thread's messages, in one transaction, and keeps the
+    thread row (its scope and options) and the memories already extracted from it,
+    like ``OracleThread.delete_message`` (seed 000). Use
+    ``OracleAgentMemory.delete_thread`` to remove everything.
+
+    Example::
+
+        >>> from oam_core import OracleAgentMemory
+        >>> memory = OracleAgentMemory(connection=":memory:", extract_memories=False)
+        >>> history = OAMChatMessageHistory(memory, "session-1", user_id="alice")
+        >>> history.add_user_message("Hi, I'm Alice.")
+        >>> OAMChatMessageHistory(memory, "session-1").messages[0].content
+        "Hi, I'm Alice."
+
+    Args:
+        memory: The ``OracleAgentMemory`` client.
+        thread_id: The thread (the LangChain session id).
+        user_id, agent_id: Scope of a thread created here; for an existing thread,
+            a given id must equal the thread's.
+
+    Raises:
+        ValueError: for a non-client ``memory`` or a blank id; on first write, when
+            the existing thread belongs to another user or agent.
+    """
+
+    def __init__(
+        self,
+        memory: OracleAgentMemory,
+        thread_id: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> None:
+        if not isinstance(memory, OracleAgentMemory):
+            raise ValueError(f"memory must be an OracleAgentMemory, got {type(memory).__name__}")
+        for name, value in (("thread_id", thread_id), ("user_id", user_id), ("agent_id", agent_id)):
+            if (value is not None or name == "thread_id") and (
+                not isinstance(value, str) or not value.strip()
+            ):
+                raise ValueError(f"{name} must be a non-blank str, got {value!r}")
+        self.memory = memory
+        self.thread_id = thread_id
+        self.user_id = user_id
+        self.agent_id = agent_id
+        self._thread: OracleThread | None = None
+
+    def __repr__(self) -> str:
+        return f"OAMChatMessageHistory(thread_id={self.thread_id!r}, user_id={self.user_id!r})"
+
+    # ------------------------------------------------------------------ steps
+
+    def _thread_steps(self) -> Steps[OracleThread]:
+        if self._thread is not None:
+            return self._thread
+        thread: OracleThread
+        try:
+            thread = yield oam(self.memory, "get_thread", self.thread_id)
+        except KeyError:
+            scope = {
+                name: value
+                for name, value in (("user_id", self.user_id), ("agent_id", self.agent_id))
+                if value is not None
+            }
+            try:
+                thread = yield oam(self.memory, "create_thread", thread_id=self.thread_id, **scope)
+            except ValueError as refused:
+                # Another history may have created it first; then use theirs.
+                try:
+                    thread = yield oam(self.memory, "get_thread", self.thread_id)
+                except KeyError:
+                    raise refused from None
+        for name in ("user_id", "agent_id"):
+            mine, theirs = getattr(self, name), getattr(thread, name)
+            if mine is not None and mine != theirs:
+                raise ValueError(
+                    f"thread {self.thread_id!r} belongs to {name} {theirs!r}, not {mine!r}"
+                )
+        self._thread = thread
+        return self._thread
+
+    def _get_steps(self) -> Steps[list[BaseMessage]]:
+        records = yield oam(self.memory.store, "list_thread_messages", self.thread_id, None)
+        return [from_oam_message(r) for r in records]
+
+    def _add_steps(self, messages: Sequence[BaseMessage]) -> Steps[None]:
+        converted = [to_oam_message(m) for m in messages]
+        if not converted:
+            return
+        thread = yield from self._thread_steps()
+        yield oam(thread, "add_messages", converted)
+
+    def _clear_steps(self) -> Steps[None]:
+        records = yield oam(self.memory.store, "list_thread_messages", self.thread_id, None)
+        if records:
+            yield oam(
+                self.memory.store,
+                "delete_records",
+                "message",
+                [r.id for r in records],
+                thread_id=self.thread_id,
+            )
+
+    # ------------------------------------------------------------- LangChain
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """Every message of the thread, oldest first (not only the last 100)."""
+        return run_sync(self._get_steps())
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        """Async twin of ``messages``."""
+        return await run_async(self._get_steps())
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Append messages, in order, in one thread write (one transaction).
+
+        Raises:
+            ValueError: for a non-message, metadata JSON cannot hold (e.g. a
+                non-JSON tool artifact), or a thread of another user/agent;
+                nothing is written.
+        """
+        run_sync(self._add_steps(messages))
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Async twin of ``add_messages``."""
+        await run_async(self._add_steps(messages))
+
+    def clear(self) -> None:
+        """Delete the thread's messages in one transaction (the thread row and its
+        memories stay; see the class docstring)."""
+        run_sync(self._clear_steps())
+
+    async def aclear(self) -> None:
+        """Async twin of ``clear``."""
+        await run_async(self._clear_steps())

@@ -1,0 +1,538 @@
+"""``OAMVectorStore``: a LangChain ``VectorStore`` over an ``oam`` memory store.
+
+Each LangChain document is one ``oam`` record of a memory-like type (``memory`` by
+default), scoped to the vector store's user, agent and thread; the document's text is
+the record's content, its metadata the record's metadata (exactly what the caller
+stored), its id the record id. Search, filters, scope and TTL are the store's
+(SPEC §3-§4); this module only translates types.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore
+
+from langchain_oam._search import (
+    DistanceKind,
+    SearchScope,
+    check_metadata,
+    mmr_steps,
+    relevance,
+    search_steps,
+    store_ranks_text,
+    text_kind,
+    to_document,
+)
+from langchain_oam._steps import Steps, lc, oam, run_async, run_sync
+from langchain_oam.embeddings import LangChainEmbedder
+from oam_core import OracleAgentMemory, OracleMemoryStore, Record, SQLiteMemoryStore
+
+__all__ = ["OAMVectorStore"]
+
+MEMORY_LIKE = ("memory", "guideline", "fact", "preference")
+
+
+def _scope_id(value: object, name: str) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ValueError(f"{name} must be a non-empty str or None, got {value!r}")
+    return value
+
+
+class OAMVectorStore(VectorStore):
+    """LangChain ``VectorStore`` over an ``OracleMemoryStore`` (SPEC §3; DESIGN
+    "Adapters stay thin").
+
+    Example::
+
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> vs = OAMVectorStore(DeterministicFakeEmbedding(size=8))
+        >>> vs.add_texts(["apples", "pears"], ids=["a", "p"])
+        ['a', 'p']
+        >>> vs.similarity_search("apples", k=1)[0].id
+        'a'
+
+    Args:
+        embedding: LangChain embedding model. With neither ``store`` nor
+            ``connection`` it becomes the embedder (``LangChainEmbedder``) of a new
+            in-memory SQLite store of its dimension. With a store that has its own
+            embedder, that embedder embeds writes and text queries, and
+            ``embedding`` serves ``*_by_vector`` queries and MMR, so both must
+            produce the same vectors; with a store without embedder, this model
+            embeds everything and the vectors are passed to the store.
+        store: An existing store (not closed by ``close``).
+        connection: A database for a new store, as ``OracleAgentMemory(connection=)``
+            takes it (a SQLite path, ``":memory:"`` or ``sqlite:///`` URL), embedded
+            with ``embedding``; closed by ``close``.
+        record_type: The memory-like record type of the documents: ``memory``,
+            ``guideline``, ``fact`` or ``preference``.
+        user_id, agent_id, thread_id: Scope. Given: every document is written with
+            it, and reads, searches and deletes see only records with exactly that
+            id. None: documents are written unscoped in that dimension and reads
+            are not constrained by it.
+
+    Raises:
+        ValueError: naming the argument, for both ``store`` and ``connection``, a
+            non-store ``store``, a record type that is not memory-like, or a blank
+            scope id.
+    """
+
+    def __init__(
+        self,
+        embedding: Embeddings,
+        *,
+        store: OracleMemoryStore | None = None,
+        connection: Any = None,
+        record_type: str = "memory",
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        thread_id: str | None = None,
+    ) -> None:
+        if not isinstance(embedding, Embeddings):
+            raise ValueError(
+                f"embedding must be a LangChain Embeddings, got {type(embedding).__name__}"
+            )
+        if record_type not in MEMORY_LIKE:
+            raise ValueError(f"record_type must be one of {list(MEMORY_LIKE)}, got {record_type!r}")
+        if store is not None and connection is not None:
+            raise ValueError("pass at most one of store and connection, got both")
+        self._embedding = embedding
+        self.record_type = record_type
+        self.user_id = _scope_id(user_id, "user_id")
+        self.agent_id = _scope_id(agent_id, "agent_id")
+        self.thread_id = _scope_id(thread_id, "thread_id")
+        self._owns_store = store is None
+        if store is not None:
+            if not isinstance(store, OracleMemoryStore):
+                raise ValueError(f"store must be an OracleMemoryStore, got {type(store).__name__}")
+            self.store = store
+        elif connection is not None:
+            client = OracleAgentMemory(
+                connection=connection,
+                embedder=LangChainEmbedder(embedding),
+                extract_memories=False,
+            )
+            self.store = client.store
+        else:
+            self.store = SQLiteMemoryStore(":memory:", embedder=LangChainEmbedder(embedding))
+        self._scope = SearchScope(
+            record_types=frozenset({record_type}),
+            user_id=self.user_id,
+            agent_id=self.agent_id,
+            thread_id=self.thread_id,
+        )
+
+    @property
+    def embeddings(self) -> Embeddings:
+        """The LangChain embedding model."""
+        return self._embedding
+
+    @property
+    def _scoped(self) -> bool:
+        return any(v is not None for v in (self.user_id, self.agent_id, self.thread_id))
+
+    def close(self) -> None:
+        """Close the store if this vector store opened it."""
+        if self._owns_store:
+            self.store.close()
+
+    # ------------------------------------------------------------------ writes
+
+    def _add_steps(
+        self,
+        texts: Iterable[str],
+        metadatas: Sequence[Mapping[str, Any] | None] | None,
+        ids: Sequence[str | None] | None,
+        kwargs: Mapping[str, Any],
+    ) -> Steps[list[str]]:
+        texts = list(texts)
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise ValueError(f"texts[{i}] must be a str, got {text!r}")
+        if metadatas is not None and len(metadatas) != len(texts):
+            raise ValueError(f"got {len(metadatas)} metadatas for {len(texts)} texts")
+        if ids is not None and len(ids) != len(texts):
+            raise ValueError(f"got {len(ids)} ids for {len(texts)} texts")
+        unknown = set(kwargs) - {"ttl_days", "ttl_anchor", "timestamps"}
+        if unknown:
+            raise TypeError(f"unexpected keyword arguments: {sorted(unknown)}")
+        metadata = [
+            check_metadata(m, f"metadatas[{i}]")
+            for i, m in enumerate(metadatas or [None] * len(texts))
+        ]
+        record_ids = [
+            i if i is not None else str(uuid.uuid4()) for i in (ids or [None] * len(texts))
+        ]
+        for i, rid in enumerate(record_ids):
+            if not isinstance(rid, str) or not rid:
+                raise ValueError(f"ids[{i}] must be a non-empty str, got {rid!r}")
+        if len(set(record_ids)) != len(record_ids):
+            raise ValueError(f"duplicate ids in one call: {record_ids!r}")
+        if not texts:
+            return []
+        # An id names one record of the memory family in the whole store (SPEC §2):
+        # never let this vector store replace a record it cannot see (another type,
+        # or another user/agent/thread).
+        for rid in record_ids:
+            for record_type in MEMORY_LIKE:
+                existing = yield oam(self.store, "get", record_type, rid)
+                if existing is not None and not self._scope.holds(existing):
+                    raise ValueError(
+                        f"id {rid!r} belongs to a {existing.record_type} record outside "
+                        "this vector store"
+                    )
+        extra: dict[str, Any] = dict(kwargs)
+        if self.store.embedder is None:
+            vectors = iter((yield lc(self._embedding, "embed_documents", texts)) or [])
+            # one vector per text; an empty text has no search row, so no vector
+            extra["embeddings"] = [next(vectors) if t else [] for t in texts]
+        ids_out: list[str] = yield oam(
+            self.store,
+            "upsert",
+            texts,
+            self.record_type,
+            record_ids=record_ids,
+            user_ids=self.user_id,
+            agent_ids=self.agent_id,
+            thread_ids=self.thread_id,
+            metadata=metadata,
+            **extra,
+        )
+        return list(ids_out)
+
+    def add_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        """Add or replace documents, in one store transaction.
+
+        Args:
+            texts: The texts.
+            metadatas: One JSON-compatible dict (or None) per text.
+            ids: One id per text; a None entry gets a uuid4. A text whose id is
+                already stored replaces that record (upsert).
+            **kwargs: ``ttl_days``, ``ttl_anchor``, ``timestamps`` as in
+                ``OracleMemoryStore.add`` (SPEC §3.7).
+
+        Returns:
+            The ids, in input order.
+
+        Raises:
+            ValueError: for misaligned lists, duplicate ids, non-JSON metadata, a
+                reserved metadata key, or an id held by a record outside this
+                vector store's scope; nothing is written.
+            TypeError: for an unknown keyword argument.
+        """
+        return run_sync(self._add_steps(texts, metadatas, ids, kwargs))
+
+    async def aadd_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
+        """Async twin of ``add_texts`` (same semantics)."""
+        return await run_async(self._add_steps(texts, metadatas, ids, kwargs))
+
+    def add_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        """Add or replace documents; ``ids=`` beats each ``Document.id``.
+
+        Raises:
+            ValueError: as ``add_texts``.
+        """
+        ids = kwargs.pop("ids", None)
+        if ids is None:
+            ids = [d.id for d in documents]
+        return self.add_texts(
+            [d.page_content for d in documents],
+            [d.metadata for d in documents],
+            ids=ids,
+            **kwargs,
+        )
+
+    async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
+        """Async twin of ``add_documents``."""
+        ids = kwargs.pop("ids", None)
+        if ids is None:
+            ids = [d.id for d in documents]
+        return await self.aadd_texts(
+            [d.page_content for d in documents],
+            [d.metadata for d in documents],
+            ids=ids,
+            **kwargs,
+        )
+
+    def _delete_steps(self, ids: Sequence[str] | None) -> Steps[bool]:
+        if ids is None:
+            raise ValueError("delete(ids=None) would delete every document; pass the ids to delete")
+        if isinstance(ids, (str, bytes)):
+            raise ValueError(f"ids must be a list of ids, got the bare string {ids!r}")
+        ids = list(ids)
+        for i, rid in enumerate(ids):
+            if not isinstance(rid, str) or not rid:
+                raise ValueError(f"ids[{i}] must be a non-empty str, got {rid!r}")
+        if self._scoped:
+            records = yield from self._get_steps(ids)
+            ids = [r.id for r in records]
+        if ids:
+            yield oam(self.store, "delete_records", self.record_type, ids)
+        return True
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
+        """Delete the documents with these ids (unknown ids are skipped), in one
+        transaction; a scoped vector store only deletes records in its scope.
+
+        Returns:
+            True.
+
+        Raises:
+            ValueError: for ``ids=None`` (never "delete everything", C15) or a
+                non-string id; nothing is deleted.
+        """
+        return run_sync(self._delete_steps(ids))
+
+    async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
+        """Async twin of ``delete``."""
+        return await run_async(self._delete_steps(ids))
+
+    # ------------------------------------------------------------------- reads
+
+    def _get_steps(self, ids: Sequence[str]) -> Steps[list[Record]]:
+        out = []
+        for rid in dict.fromkeys(ids):
+            record = yield oam(self.store, "get", self.record_type, rid)
+            if record is not None and self._scope.holds(record):
+                out.append(record)
+        return out
+
+    def _get_docs_steps(self, ids: Sequence[str]) -> Steps[list[Document]]:
+        if isinstance(ids, (str, bytes)):
+            raise ValueError(f"ids must be a list of ids, got the bare string {ids!r}")
+        return [to_document(r) for r in (yield from self._get_steps(list(ids)))]
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """The stored documents with these ids, in the order of ``ids``; unknown ids
+        (or ids outside this store's scope) are skipped."""
+        return run_sync(self._get_docs_steps(ids))
+
+    async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """Async twin of ``get_by_ids``."""
+        return await run_async(self._get_docs_steps(ids))
+
+    # ----------------------------------------------------------------- search
+
+    def _search_steps(
+        self,
+        k: int,
+        *,
+        query: str | None = None,
+        vector: Sequence[float] | None = None,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> Steps[list[tuple[Document, float, DistanceKind]]]:
+        if kwargs:
+            raise TypeError(f"unexpected keyword arguments: {sorted(kwargs)}")
+        hits = yield from search_steps(
+            self.store,
+            self._scope,
+            k,
+            query=query,
+            vector=vector,
+            embedding=self._embedding,
+            metadata_filter=filter,
+        )
+        return [(to_document(r), d, kind) for r, d, kind in hits]
+
+    def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        """The ``k`` documents nearest to ``query``, best first.
+
+        Args:
+            query: The query text.
+            k: Maximum results (>= 1); fewer when the store holds fewer.
+            **kwargs: ``filter``: a metadata filter in the ``oam`` filter language
+                (SPEC §4), applied before the top-k cut.
+
+        Raises:
+            ValueError: for k < 1, a blank query or an invalid filter.
+        """
+        return [d for d, _ in self.similarity_search_with_score(query, k, **kwargs)]
+
+    async def asimilarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
+        """Async twin of ``similarity_search``."""
+        return [d for d, _ in await self.asimilarity_search_with_score(query, k, **kwargs)]
+
+    def similarity_search_with_score(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """As ``similarity_search``, with each document's distance (lower is nearer):
+        cosine distance in [0, 2] for VECTOR search, ``1 - normalized score`` in
+        [0, 1] for KEYWORD and HYBRID stores (SPEC §3.5)."""
+        hits = run_sync(self._search_steps(k, query=query, **kwargs))
+        return [(d, dist) for d, dist, _ in hits]
+
+    async def asimilarity_search_with_score(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """Async twin of ``similarity_search_with_score``."""
+        hits = await run_async(self._search_steps(k, query=query, **kwargs))
+        return [(d, dist) for d, dist, _ in hits]
+
+    def similarity_search_by_vector(
+        self, embedding: list[float], k: int = 4, **kwargs: Any
+    ) -> list[Document]:
+        """The ``k`` documents nearest to a query vector (cosine), best first.
+
+        Raises:
+            ValueError: for a vector of the wrong dimension, k < 1, an invalid
+                filter, or a KEYWORD-only store.
+        """
+        hits = run_sync(self._search_steps(k, vector=embedding, **kwargs))
+        return [d for d, _, _ in hits]
+
+    async def asimilarity_search_by_vector(
+        self, embedding: list[float], k: int = 4, **kwargs: Any
+    ) -> list[Document]:
+        """Async twin of ``similarity_search_by_vector``."""
+        hits = await run_async(self._search_steps(k, vector=embedding, **kwargs))
+        return [d for d, _, _ in hits]
+
+    def _select_relevance_score_fn(self) -> Callable[[float], float]:
+        """Distance of a text query -> relevance in [0, 1] (see ``relevance``)."""
+        kind: DistanceKind = text_kind(self.store) if store_ranks_text(self.store) else "cosine"
+        return lambda distance: relevance(distance, kind)
+
+    def _similarity_search_with_relevance_scores(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        hits = run_sync(self._search_steps(k, query=query, **kwargs))
+        return [(d, relevance(dist, kind)) for d, dist, kind in hits]
+
+    async def _asimilarity_search_with_relevance_scores(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        hits = await run_async(self._search_steps(k, query=query, **kwargs))
+        return [(d, relevance(dist, kind)) for d, dist, kind in hits]
+
+    def _mmr_steps(
+        self,
+        query: str | None,
+        vector: Sequence[float] | None,
+        k: int,
+        fetch_k: int,
+        lambda_mult: float,
+        filter: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> Steps[list[Document]]:
+        if kwargs:
+            raise TypeError(f"unexpected keyword arguments: {sorted(kwargs)}")
+        records = yield from mmr_steps(
+            self.store,
+            self._scope,
+            query=query,
+            vector=vector,
+            k=k,
+            fetch_k=fetch_k,
+            lambda_mult=lambda_mult,
+            embedding=self._embedding,
+            metadata_filter=filter,
+        )
+        return [to_document(r) for r in records]
+
+    def max_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """Documents picked by maximal marginal relevance among the ``fetch_k``
+        nearest (``lambda_mult``: 1 = relevance only, 0 = diversity only).
+
+        The candidates are re-embedded from their text with ``embedding`` (the store
+        does not return stored vectors). ``filter`` as in ``similarity_search``.
+
+        Raises:
+            ValueError: for k or fetch_k < 1, ``lambda_mult`` outside [0, 1], or an
+                invalid filter.
+        """
+        return run_sync(self._mmr_steps(query, None, k, fetch_k, lambda_mult, **kwargs))
+
+    async def amax_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """Async twin of ``max_marginal_relevance_search``."""
+        return await run_async(self._mmr_steps(query, None, k, fetch_k, lambda_mult, **kwargs))
+
+    def max_marginal_relevance_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """As ``max_marginal_relevance_search``, from a query vector."""
+        return run_sync(self._mmr_steps(None, embedding, k, fetch_k, lambda_mult, **kwargs))
+
+    async def amax_marginal_relevance_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        **kwargs: Any,
+    ) -> list[Document]:
+        """Async twin of ``max_marginal_relevance_search_by_vector``."""
+        return await run_async(self._mmr_steps(None, embedding, k, fetch_k, lambda_mult, **kwargs))
+
+    # ----------------------------------------------------------- constructors
+
+    @classmethod
+    def from_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings,
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> OAMVectorStore:
+        """A new vector store (``kwargs`` go to the constructor) holding ``texts``.
+
+        Raises:
+            ValueError: as the constructor and ``add_texts``.
+        """
+        store = cls(embedding, **kwargs)
+        store.add_texts(texts, metadatas, ids=ids)
+        return store
+
+    @classmethod
+    async def afrom_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings,
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> OAMVectorStore:
+        """Async twin of ``from_texts``."""
+        store = cls(embedding, **kwargs)
+        await store.aadd_texts(texts, metadatas, ids=ids)
+        return store

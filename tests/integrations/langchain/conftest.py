@@ -1,0 +1,48 @@
+"""Fixtures and collection rules of the LangChain / LangGraph adapter tests.
+
+langchain-tests' standard suites write their async tests as bare ``async def``
+methods, expecting pytest-asyncio's ``auto`` mode. The project runs pytest-asyncio in
+its default ``strict`` mode (so nothing changes for the rest of the suite), so the
+hook below marks the coroutine tests collected *in this directory only* with
+``pytest.mark.asyncio``. It runs inside pytest-asyncio's own collection wrapper
+(``trylast``), before that wrapper turns marked coroutines into asyncio test items.
+No warning filter is needed here: the suites run clean under ``filterwarnings=error``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Generator, Iterator
+from typing import Any
+
+import pluggy
+import pytest
+
+from oam_core import OracleAgentMemory, SQLiteMemoryStore
+from oam_core.embedders.hashing import HashingEmbedder
+
+
+@pytest.hookimpl(hookwrapper=True, trylast=True)
+def pytest_pycollect_makeitem(
+    collector: pytest.Collector, name: str, obj: object
+) -> Generator[None, pluggy.Result[Any], None]:
+    outcome = yield
+    result = outcome.get_result()
+    items = result if isinstance(result, list) else [result]
+    for item in items:
+        if isinstance(item, pytest.Function) and inspect.iscoroutinefunction(
+            getattr(item, "obj", None)
+        ):
+            item.add_marker(pytest.mark.asyncio)
+
+
+@pytest.fixture
+def memory(tmp_path: Any) -> Iterator[OracleAgentMemory]:
+    """A client over a real SQLite file with the fast hashing embedder, no LLM."""
+    store = SQLiteMemoryStore(tmp_path / "lc.db", embedder=HashingEmbedder(64))
+    client = OracleAgentMemory(store=store, extract_memories=False)
+    try:
+        yield client
+    finally:
+        client.close()
+        store.close()

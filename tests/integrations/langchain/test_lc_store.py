@@ -1,0 +1,294 @@
+"""OAMStore, the LangGraph BaseStore on oam (issue 4 item 4): items, namespaces,
+scope, search, filters, TTL, batches and async parity."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_oam import OAMStore
+from langchain_oam.store import record_id
+from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
+from langgraph.store.memory import InMemoryStore
+
+from oam_core import OracleAgentMemory, SQLiteMemoryStore
+from oam_core.embedders.hashing import HashingEmbedder
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def oam_store(tmp_path: Path, clock: Clock) -> SQLiteMemoryStore:
+    return SQLiteMemoryStore(tmp_path / "lg.db", embedder=HashingEmbedder(64), clock=clock)
+
+
+@pytest.fixture
+def store(oam_store: SQLiteMemoryStore, clock: Clock) -> OAMStore:
+    return OAMStore(oam_store, index={"fields": ["text"]}, user_index=1, clock=clock)
+
+
+def fill(store: OAMStore) -> None:
+    store.put(("memories", "alice"), "dog", {"text": "Alice's dog is called Biscuit", "n": 3})
+    store.put(("memories", "alice"), "trip", {"text": "Alice flies to Lisbon in May", "n": 7})
+    store.put(("memories", "bob"), "dog", {"text": "Bob has a dog named Rex", "n": 5})
+    store.put(("settings",), "theme", {"text": "dark mode", "n": 1, "tags": ["ui", "dark"]})
+
+
+def test_put_get_update_delete(store: OAMStore, clock: Clock) -> None:
+    ns = ("memories", "alice")
+    store.put(ns, "k1", {"text": "first", "nested": {"a": [1, 2]}})
+    item = store.get(ns, "k1")
+    assert item is not None
+    assert (item.namespace, item.key, item.value) == (
+        ns,
+        "k1",
+        {"text": "first", "nested": {"a": [1, 2]}},
+    )
+    assert item.created_at == item.updated_at == clock.now
+    clock.advance(minutes=5)
+    store.put(ns, "k1", {"text": "second"})
+    updated = store.get(ns, "k1")
+    assert updated is not None and updated.value == {"text": "second"}
+    assert updated.created_at == item.created_at
+    assert updated.updated_at == clock.now
+    assert store.get(ns, "other") is None
+    assert store.get(("memories", "bob"), "k1") is None  # keys are per namespace
+    store.delete(ns, "k1")
+    assert store.get(ns, "k1") is None
+
+
+def test_items_are_oam_records_scoped_by_namespace(
+    store: OAMStore, oam_store: SQLiteMemoryStore
+) -> None:
+    fill(store)
+    record = oam_store.get("memory", record_id(("memories", "alice"), "dog"))
+    assert record is not None
+    assert (record.user_id, record.content) == ("alice", "Alice's dog is called Biscuit")
+    # oam's own user-scoped search sees the LangGraph memories of that user only
+    hits = oam_store.search("dog", k=10, user_id="alice", exact_user_match=True)
+    assert {r.id for r, _ in hits} == {
+        record_id(("memories", "alice"), "dog"),
+        record_id(("memories", "alice"), "trip"),
+    }
+    # and deleting the user through the client removes them
+    client = OracleAgentMemory(store=oam_store, extract_memories=False)
+    client.delete_user("alice")
+    assert store.get(("memories", "alice"), "dog") is None
+    assert store.get(("memories", "bob"), "dog") is not None
+
+
+def test_search_namespace_prefix_query_and_limits(store: OAMStore) -> None:
+    fill(store)
+    assert {i.key for i in store.search(("memories", "alice"))} == {"dog", "trip"}
+    assert {(i.namespace[1], i.key) for i in store.search(("memories",))} == {
+        ("alice", "dog"),
+        ("alice", "trip"),
+        ("bob", "dog"),
+    }
+    assert len(store.search(())) == 4
+    hits = store.search(("memories",), query="Which dog is called Biscuit?", limit=1)
+    assert [(h.namespace, h.key) for h in hits] == [(("memories", "alice"), "dog")]
+    assert hits[0].score is not None and 0.0 <= hits[0].score <= 1.0
+    ranked = store.search(("memories",), query="dog Biscuit", limit=3)
+    assert [h.score for h in ranked] == sorted([h.score or 0 for h in ranked], reverse=True)
+    page = store.search(("memories",), limit=2, offset=1)
+    assert len(page) == 2
+    assert store.search(("nothing",), query="dog") == []
+
+
+def test_filters_native_and_comparisons(store: OAMStore) -> None:
+    fill(store)
+
+    def keys(**kw: object) -> set[tuple[str, ...]]:
+        return {(*i.namespace, i.key) for i in store.search((), **kw)}  # type: ignore[arg-type]
+
+    assert keys(filter={"n": 5}) == {("memories", "bob", "dog")}
+    assert keys(filter={"n": {"$eq": 5}}) == {("memories", "bob", "dog")}
+    assert keys(filter={"n": {"$ne": 5}, "text": {"$ne": "dark mode"}}) == {
+        ("memories", "alice", "dog"),
+        ("memories", "alice", "trip"),
+    }
+    assert keys(filter={"n": {"$gt": 3}}) == {
+        ("memories", "alice", "trip"),
+        ("memories", "bob", "dog"),
+    }
+    assert keys(filter={"n": {"$gte": 3, "$lt": 7}}) == {
+        ("memories", "alice", "dog"),
+        ("memories", "bob", "dog"),
+    }
+    assert keys(filter={"tags": ["ui", "dark"]}) == {("settings", "theme")}
+    # VECTOR search ranks every match of the filter (no relevance cut-off)
+    ranked = store.search((), filter={"n": {"$lte": 3}}, query="Which dog is called Biscuit?")
+    assert [(*i.namespace, i.key) for i in ranked] == [
+        ("memories", "alice", "dog"),
+        ("settings", "theme"),
+    ]
+    with pytest.raises(ValueError, match="unsupported operators"):
+        store.search((), filter={"n": {"$regex": "x"}})
+
+
+def test_same_results_as_langgraph_in_memory_store_for_filters(store: OAMStore) -> None:
+    reference = InMemoryStore()
+    fill(store)
+    fill(reference)  # type: ignore[arg-type]
+    for flt in ({"n": 5}, {"n": {"$gt": 2}}, {"n": {"$ne": 3}}, {"text": "dark mode"}):
+        ours = {(i.namespace, i.key) for i in store.search((), filter=flt)}
+        theirs = {(i.namespace, i.key) for i in reference.search((), filter=flt)}
+        assert ours == theirs, flt
+
+
+def test_list_namespaces(store: OAMStore) -> None:
+    fill(store)
+    store.put(("memories", "alice", "v1"), "x", {"text": "deep"})
+    assert store.list_namespaces() == [
+        ("memories", "alice"),
+        ("memories", "alice", "v1"),
+        ("memories", "bob"),
+        ("settings",),
+    ]
+    assert store.list_namespaces(prefix=("memories",), max_depth=2) == [
+        ("memories", "alice"),
+        ("memories", "bob"),
+    ]
+    assert store.list_namespaces(suffix=("v1",)) == [("memories", "alice", "v1")]
+    assert store.list_namespaces(prefix=("memories", "*")) == [
+        ("memories", "alice"),
+        ("memories", "alice", "v1"),
+        ("memories", "bob"),
+    ]
+    assert store.list_namespaces(limit=1, offset=1) == [("memories", "alice", "v1")]
+
+
+def test_index_false_and_fields() -> None:
+    store = OAMStore()  # KEYWORD ranking: only indexed text can match
+    store.put(("docs",), "hidden", {"text": "secret banana"}, index=False)
+    store.put(("docs",), "title", {"title": "banana bread", "body": "flour"}, index=["title"])
+    hits = store.search(("docs",), query="banana")
+    assert [h.key for h in hits] == ["title"]
+    assert {i.key for i in store.search(("docs",))} == {"hidden", "title"}
+    assert store.search(("docs",), query="flour") == []  # body was not indexed
+    store.close()
+
+
+def test_ttl_expires_and_refreshes_on_read(oam_store: SQLiteMemoryStore, clock: Clock) -> None:
+    store = OAMStore(oam_store, clock=clock, ttl={"default_ttl": 30, "refresh_on_read": True})
+    store.put(("s",), "short", {"text": "short lived"})
+    store.put(("s",), "forever", {"text": "kept"}, ttl=None)
+    clock.advance(minutes=20)
+    assert store.get(("s",), "short") is not None  # read at +20 refreshes to +50
+    clock.advance(minutes=25)
+    assert store.get(("s",), "short", refresh_ttl=False) is not None
+    clock.advance(minutes=10)  # +55 > +50
+    assert store.get(("s",), "short") is None
+    assert [i.key for i in store.search(("s",))] == ["forever"]
+    assert store.purge_expired() == 1
+    clock.advance(days=400)
+    assert store.get(("s",), "forever") is not None
+
+
+def test_ttl_longer_than_a_day_is_exact(oam_store: SQLiteMemoryStore, clock: Clock) -> None:
+    store = OAMStore(oam_store, clock=clock)
+    store.put(("s",), "k", {"text": "x"}, ttl=60 * 30)  # 30 hours
+    clock.advance(hours=29, minutes=59)
+    assert store.get(("s",), "k", refresh_ttl=False) is not None
+    clock.advance(minutes=2)
+    assert store.get(("s",), "k") is None
+
+
+def test_batch_last_put_wins_and_results_align(store: OAMStore) -> None:
+    results = store.batch(
+        [
+            PutOp(("b",), "k", {"v": 1}),
+            PutOp(("b",), "k", {"v": 2}),
+            PutOp(("b",), "gone", {"v": 0}),
+            PutOp(("b",), "gone", None),
+            GetOp(("b",), "k"),
+            GetOp(("b",), "gone"),
+            SearchOp(("b",)),
+        ]
+    )
+    assert results[:4] == [None, None, None, None]
+    assert results[4] is not None and results[4].value == {"v": 2}  # type: ignore[union-attr]
+    assert results[5] is None
+    assert [i.key for i in results[6]] == ["k"]  # type: ignore[union-attr]
+
+
+def test_async_parity(store: OAMStore) -> None:
+    fill(store)
+
+    async def run() -> tuple[object, ...]:
+        await store.aput(("a",), "k", {"text": "async dog"})
+        got = await store.aget(("a",), "k")
+        found = await store.asearch(("memories",), query="dog Biscuit", limit=2)
+        spaces = await store.alist_namespaces()
+        await store.adelete(("a",), "k")
+        return got, found, spaces, await store.aget(("a",), "k")
+
+    got, found, spaces, gone = asyncio.run(run())
+    assert got is not None and got.value == {"text": "async dog"}  # type: ignore[attr-defined]
+    assert [(i.namespace, i.key) for i in found] == [  # type: ignore[attr-defined]
+        (i.namespace, i.key) for i in store.search(("memories",), query="dog Biscuit", limit=2)
+    ]
+    assert ("a",) in spaces  # type: ignore[operator]
+    assert gone is None
+
+
+def test_invalid_namespaces_and_values_write_nothing(store: OAMStore) -> None:
+    with pytest.raises(InvalidNamespaceError):
+        store.put(("a.b",), "k", {"v": 1})
+    with pytest.raises(ValueError, match="JSON"):
+        store.put(("a",), "k", {"v": float("nan")})
+    with pytest.raises(ValueError, match="ttl"):
+        store.batch([PutOp(("a",), "k", {"v": 1}, ttl=-1)])
+    assert store.search(()) == []
+
+
+def test_own_store_with_langchain_embeddings() -> None:
+    store = OAMStore(
+        index={"dims": 16, "embed": DeterministicFakeEmbedding(size=16), "fields": ["text"]}
+    )
+    store.put(("m",), "a", {"text": "apples"})
+    store.put(("m",), "b", {"text": "bananas"})
+    hits = store.search(("m",), query="apples", limit=2)
+    assert [h.key for h in hits] == ["a", "b"]
+    assert hits[0].score == 1.0  # the identical text
+    store.close()
+
+
+def test_keyword_default_store_ranks_without_embeddings() -> None:
+    store = OAMStore()
+    store.put(("m",), "a", {"text": "the cat sat"})
+    store.put(("m",), "b", {"text": "a dog barked"})
+    assert [h.key for h in store.search(("m",), query="dog")] == ["b"]
+    store.close()
+
+
+def test_a_batch_of_puts_is_one_transaction(store: OAMStore) -> None:
+    store.put(("t",), "keep", {"text": "kept"})
+    with pytest.raises(ValueError):
+        store.batch(
+            [
+                PutOp(("t",), "new", {"text": "fine"}),
+                PutOp(("t",), "keep", {"text": "replaced"}),
+                PutOp(("t",), "bad", {"text": "x", "n": float("inf")}),
+            ]
+        )
+    assert store.get(("t",), "new") is None
+    assert store.get(("t",), "keep").value == {"text": "kept"}  # type: ignore[union-attr]

@@ -1,0 +1,364 @@
+"""OAMVectorStore and OAMRetriever beyond the standard suites: score orientation,
+k, deletes, filters, scope, upsert, metadata, MMR, async parity, persistence
+(issue 4 items 2, 3 and 5; C09-C13, C15, C18)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
+from langchain_oam import LangChainEmbedder, OAMEmbeddings, OAMRetriever, OAMVectorStore
+
+from oam_core import OracleAgentMemory, SearchStrategy, SQLiteMemoryStore
+from oam_core.embedders.hashing import HashingEmbedder
+
+
+class MapEmbeddings(Embeddings):
+    """Texts with fixed vectors (unknown texts: a fixed far-away vector)."""
+
+    def __init__(self, table: dict[str, Sequence[float]]) -> None:
+        self.table = table
+        self.dim = len(next(iter(table.values())))
+
+    def _vec(self, text: str) -> list[float]:
+        return [float(x) for x in self.table.get(text, [0.0] * (self.dim - 1) + [1.0])]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._vec(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vec(text)
+
+
+GEOMETRY = MapEmbeddings(
+    {
+        "query": [1, 0, 0, 0],
+        "same": [1, 0, 0, 0],
+        "near": [0.99, 0.14, 0, 0],
+        "side": [0.6, 0, 0.8, 0],
+        "orthogonal": [0, 1, 0, 0],
+        "opposite": [-1, 0, 0, 0],
+    }
+)
+
+
+@pytest.fixture
+def vs() -> OAMVectorStore:
+    return OAMVectorStore(GEOMETRY)
+
+
+def test_relevance_orientation_and_threshold(vs: OAMVectorStore) -> None:  # C12
+    vs.add_texts(["same", "orthogonal", "opposite"], ids=["s", "o", "x"])
+    scored = vs.similarity_search_with_relevance_scores("query", k=3)
+    assert [(d.id, s) for d, s in scored] == [("s", 1.0), ("o", 0.5), ("x", 0.0)]
+    kept = vs.similarity_search_with_relevance_scores("query", k=3, score_threshold=0.9)
+    assert [d.id for d, _ in kept] == ["s"]
+    distances = vs.similarity_search_with_score("query", k=3)
+    assert [round(d, 5) for _, d in distances] == [0.0, 1.0, 2.0]
+
+
+def test_keyword_store_relevance_in_unit_range() -> None:
+    db = SQLiteMemoryStore(":memory:", search_strategy=SearchStrategy.KEYWORD)
+    vs = OAMVectorStore(DeterministicFakeEmbedding(size=4), store=db)
+    vs.add_texts(["red apple pie", "green apple", "blue car"], ids=["1", "2", "3"])
+    scored = vs.similarity_search_with_relevance_scores("apple pie", k=3)
+    assert [d.id for d, _ in scored] == ["1", "2"]
+    assert scored[0][1] == 1.0 and 0.0 <= scored[1][1] < 1.0
+
+
+def test_k_larger_than_data_and_mmr(vs: OAMVectorStore) -> None:  # C13
+    vs.add_texts(["same", "near", "side"])
+    assert len(vs.similarity_search("query", k=10)) == 3
+    assert len(vs.similarity_search("query", k=100_000)) == 3
+    assert len(vs.max_marginal_relevance_search("query", k=10, fetch_k=20)) == 3
+    with pytest.raises(ValueError, match="k"):
+        vs.similarity_search("query", k=0)
+
+
+def test_mmr_prefers_diversity(vs: OAMVectorStore) -> None:
+    vs.add_texts(["same", "near", "side"], ids=["same", "near", "side"])
+    assert [d.id for d in vs.similarity_search("query", k=2)] == ["same", "near"]
+    picked = vs.max_marginal_relevance_search("query", k=2, fetch_k=3, lambda_mult=0.25)
+    assert [d.id for d in picked] == ["same", "side"]
+    by_vector = vs.max_marginal_relevance_search_by_vector([1, 0, 0, 0], k=2, lambda_mult=0.25)
+    assert [d.id for d in by_vector] == ["same", "side"]
+    with pytest.raises(ValueError, match="lambda_mult"):
+        vs.max_marginal_relevance_search("query", lambda_mult=1.5)
+
+
+def test_delete_never_deletes_everything(vs: OAMVectorStore) -> None:  # C15
+    ids = vs.add_texts(["same", "near", "side", "orthogonal", "opposite"])
+    assert vs.delete([]) is True
+    with pytest.raises(ValueError, match="every document"):
+        vs.delete(None)
+    with pytest.raises(ValueError, match="bare string"):
+        vs.delete(ids[0])  # type: ignore[arg-type]
+    assert len(vs.get_by_ids(ids)) == 5
+    vs.delete([ids[1], ids[3], "unknown"])
+    assert [d.id for d in vs.get_by_ids(ids)] == [ids[0], ids[2], ids[4]]
+
+
+def test_by_vector_and_dimension_mismatch(vs: OAMVectorStore) -> None:  # C09
+    vs.add_texts(["same", "side"], ids=["a", "b"])
+    assert [d.id for d in vs.similarity_search_by_vector([0.6, 0, 0.8, 0], k=1)] == ["b"]
+    with pytest.raises(ValueError, match=r"3.*4|4.*3"):
+        vs.similarity_search_by_vector([1.0, 0.0, 0.0], k=1)
+    assert len(vs.similarity_search("query", k=5)) == 2
+
+
+FILTER_CASES: list[tuple[dict[str, Any], set[str]]] = [
+    ({"kind": "doc"}, {"a", "b"}),
+    ({"src": {"kind": "doc"}}, {"a"}),  # C10 nested subset
+    ({"src": {"kind": "pdf"}}, set()),
+    ({"tags": ["a"]}, {"b"}),  # C11 list equality
+    ({"tags": {"$array_contains": "a"}}, {"a", "b", "c"}),
+    ({"tags": {"$array_contains_any": ["b", "z"]}}, {"a", "c"}),
+    ({"kind": {"$not": "doc"}}, {"c", "d"}),
+    ({"flag": True}, {"c"}),  # True never equals 1
+    ({"flag": 1}, {"d"}),
+]
+
+
+def _filter_store() -> OAMVectorStore:
+    vs = OAMVectorStore(DeterministicFakeEmbedding(size=8))
+    vs.add_texts(
+        ["alpha", "beta", "gamma", "delta"],
+        [
+            {"kind": "doc", "tags": ["a", "b"], "src": {"kind": "doc", "n": 1}},
+            {"kind": "doc", "tags": ["a"]},
+            {"kind": "note", "tags": ["b", "a"], "flag": True},
+            {"flag": 1},
+        ],
+        ids=["a", "b", "c", "d"],
+    )
+    return vs
+
+
+@pytest.mark.parametrize(("flt", "expected"), FILTER_CASES)
+def test_filters_sync_and_async_agree(flt: dict[str, Any], expected: set[str]) -> None:
+    vs = _filter_store()
+    assert {d.id for d in vs.similarity_search("alpha", k=10, filter=flt)} == expected
+    got = asyncio.run(vs.asimilarity_search("alpha", k=10, filter=flt))
+    assert {d.id for d in got} == expected
+    mmr = vs.max_marginal_relevance_search("alpha", k=10, filter=flt)
+    assert {d.id for d in mmr} == expected
+
+
+def test_filter_before_top_k() -> None:
+    vs = _filter_store()
+    assert [d.id for d in vs.similarity_search("alpha", k=1, filter={"flag": 1})] == ["d"]
+
+
+def test_invalid_filter_is_an_error_not_unfiltered() -> None:
+    vs = _filter_store()
+    with pytest.raises(ValueError):
+        vs.similarity_search("alpha", k=4, filter={"kind": {"$regex": "d.*"}})
+    with pytest.raises(ValueError):
+        vs.similarity_search("alpha", k=4, filter={"$or": []})
+
+
+def test_metadata_round_trips_exactly_without_internal_keys() -> None:
+    db = SQLiteMemoryStore(":memory:", embedder=HashingEmbedder(16))
+    vs = OAMVectorStore(OAMEmbeddings(db.embedder), store=db)  # type: ignore[arg-type]
+    meta = {"a": 1, "nested": {"x": [1, 2.5, None, "s"]}, "ok": False}
+    vs.add_texts(["text"], [meta], ids=["m1"])
+    assert vs.get_by_ids(["m1"]) == [Document(id="m1", page_content="text", metadata=meta)]
+    # a record written by oam itself, with library-reserved provenance
+    db.add(
+        ["extracted"],
+        "memory",
+        record_ids="m2",
+        metadata={"topic": "t", "$agent_memory": {"source_message_ids": ["x"]}},
+    )
+    assert vs.get_by_ids(["m2"])[0].metadata == {"topic": "t"}
+    assert vs.similarity_search("extracted", k=1)[0].metadata == {"topic": "t"}
+    with pytest.raises(ValueError, match="reserved"):
+        vs.add_texts(["x"], [{"$agent_memory": {}}])
+    with pytest.raises(ValueError):
+        vs.add_texts(["x"], [{"bad": float("nan")}])
+    assert len(db.list("memory")) == 2
+
+
+def test_upsert_and_scope_isolation(tmp_path: Path) -> None:
+    db = SQLiteMemoryStore(tmp_path / "scoped.db")
+    alice = OAMVectorStore(GEOMETRY, store=db, user_id="alice")
+    bob = OAMVectorStore(GEOMETRY, store=db, user_id="bob")
+    everyone = OAMVectorStore(GEOMETRY, store=db)
+    alice.add_texts(["same"], [{"v": 1}], ids=["a1"])
+    alice.add_texts(["near"], [{"v": 2}], ids=["a1"])  # upsert
+    bob.add_texts(["side"], ids=["b1"])
+    assert [(d.page_content, d.metadata) for d in alice.get_by_ids(["a1"])] == [("near", {"v": 2})]
+    assert len(db.list("memory")) == 2
+    assert db.get("memory", "a1").user_id == "alice"  # type: ignore[union-attr]
+    assert [d.id for d in alice.similarity_search("query", k=5)] == ["a1"]
+    assert {d.id for d in everyone.similarity_search("query", k=5)} == {"a1", "b1"}
+    assert bob.get_by_ids(["a1"]) == []
+    bob.delete(["a1"])  # not bob's: left alone
+    assert alice.get_by_ids(["a1"]) != []
+    with pytest.raises(ValueError, match="outside"):
+        bob.add_texts(["x"], ids=["a1"])
+    assert alice.get_by_ids(["a1"])[0].page_content == "near"
+    db.add(["a fact"], "fact", record_ids="f1")
+    with pytest.raises(ValueError, match="fact record outside"):
+        everyone.add_texts(["x"], ids=["f1"])  # would silently replace the fact
+    assert db.get("fact", "f1") is not None
+    with pytest.raises(ValueError, match="duplicate"):
+        alice.add_texts(["x", "y"], ids=["d", "d"])
+    assert db.get("memory", "d") is None
+
+
+@pytest.mark.parametrize("own_embedder", [True, False])
+def test_empty_text_is_stored_but_never_found(own_embedder: bool) -> None:
+    emb = DeterministicFakeEmbedding(size=6)
+    vs = (
+        OAMVectorStore(emb)
+        if own_embedder
+        else OAMVectorStore(emb, store=SQLiteMemoryStore(":memory:"))
+    )
+    vs.add_texts(["", "x"], ids=["e", "x"])
+    assert vs.get_by_ids(["e"]) == [Document(id="e", page_content="", metadata={})]
+    assert [d.id for d in vs.similarity_search("x", k=5)] == ["x"]
+
+
+def test_connection_persists_and_from_texts(tmp_path: Path) -> None:
+    path = tmp_path / "docs.db"
+    emb = DeterministicFakeEmbedding(size=8)
+    first = OAMVectorStore.from_texts(
+        ["foo", "bar"], emb, [{"n": 1}, {"n": 2}], ids=["1", "2"], connection=str(path)
+    )
+    first.close()
+    again = OAMVectorStore(emb, connection=f"sqlite:///{path}")
+    assert [d.id for d in again.similarity_search("bar", k=1)] == ["2"]
+    again.close()
+    made = asyncio.run(OAMVectorStore.afrom_texts(["x"], emb, ids=["x1"], record_type="fact"))
+    assert made.store.get("fact", "x1") is not None
+    with pytest.raises(ValueError, match="record_type"):
+        OAMVectorStore(emb, record_type="message")
+    with pytest.raises(ValueError, match="both"):
+        OAMVectorStore(emb, store=made.store, connection=":memory:")
+
+
+def test_async_twins_match_sync(vs: OAMVectorStore) -> None:  # C18
+    async def run() -> list[Any]:
+        ids = await vs.aadd_texts(["same", "near", "side"], ids=["1", "2", "3"])
+        return [
+            ids,
+            await vs.asimilarity_search_with_score("query", k=3),
+            await vs.asimilarity_search_with_relevance_scores("query", k=3),
+            await vs.asimilarity_search_by_vector([1, 0, 0, 0], k=2),
+            await vs.amax_marginal_relevance_search("query", k=2, lambda_mult=0.25),
+            await vs.aget_by_ids(["3", "1"]),
+            await vs.adelete(["2"]),
+            await vs.asimilarity_search("query", k=3),
+        ]
+
+    ids, scored, relevance, by_vec, mmr, got, deleted, after = asyncio.run(run())
+    assert ids == ["1", "2", "3"]
+    assert [(d.id, round(x, 4)) for d, x in scored] == [("1", 0.0), ("2", 0.0099), ("3", 0.4)]
+    assert [d.id for d, _ in relevance] == ["1", "2", "3"]
+    assert [d.id for d in by_vec] == ["1", "2"]
+    assert [d.id for d in mmr] == ["1", "3"]
+    assert [d.id for d in got] == ["3", "1"]
+    assert deleted is True
+    assert [d.id for d in after] == [d.id for d in vs.similarity_search("query", k=3)] == ["1", "3"]
+
+
+def test_embedding_wrappers_round_trip() -> None:
+    lc = DeterministicFakeEmbedding(size=12)
+    embedder = LangChainEmbedder(lc)
+    assert embedder.embedding_dimension == 12
+    docs = embedder.embed(["a", "b"])
+    assert docs.shape == (2, 12) and docs.dtype.name == "float32"
+    back = OAMEmbeddings(embedder)
+    assert back.embed_query("a") == pytest.approx(lc.embed_query("a"), abs=1e-6)
+    assert asyncio.run(back.aembed_documents(["a"]))[0] == pytest.approx(
+        lc.embed_documents(["a"])[0], abs=1e-6
+    )
+    assert LangChainEmbedder(GEOMETRY).embedding_dimension == 4  # measured by one probe
+    with pytest.raises(ValueError, match="embeddings"):
+        LangChainEmbedder(object())  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------- retriever
+
+
+@pytest.fixture
+def client() -> OracleAgentMemory:
+    store = SQLiteMemoryStore(":memory:", embedder=HashingEmbedder(64))
+    memory = OracleAgentMemory(store=store, extract_memories=False)
+    memory.add_memory("Alice's dog is called Biscuit.", user_id="alice", metadata={"topic": "pets"})
+    memory.add_memory(
+        "Alice flies to Lisbon in May.", user_id="alice", metadata={"topic": "travel"}
+    )
+    memory.add_memory("Alice drinks tea.", user_id="alice", metadata={"topic": "food"})
+    memory.add_memory("Bob's dog is called Rex.", user_id="bob", metadata={"topic": "pets"})
+    thread = memory.create_thread(thread_id="t1", user_id="alice")
+    thread.add_messages([{"role": "user", "content": "My dog Biscuit loves the beach."}])
+    return memory
+
+
+def test_retriever_k_at_construction_and_per_call(client: OracleAgentMemory) -> None:
+    retriever = OAMRetriever(client, k=2, user_id="alice")
+    assert len(retriever.invoke("dog")) == 2
+    assert len(retriever.invoke("dog", k=1)) == 1
+    assert len(retriever.invoke("dog", k=4)) == 4
+    assert len(OAMRetriever(store=client.store, k=3).invoke("dog")) == 3
+    with pytest.raises(ValueError):
+        OAMRetriever(client, k=0)
+    with pytest.raises(ValueError, match="k"):
+        retriever.invoke("dog", k=0)
+
+
+def test_retriever_scope_types_and_filter(client: OracleAgentMemory) -> None:
+    alice_mem = OAMRetriever(client, user_id="alice", record_types=frozenset({"memory"}), k=10)
+    assert {d.page_content for d in alice_mem.invoke("dog")} == {
+        "Alice's dog is called Biscuit.",
+        "Alice flies to Lisbon in May.",
+        "Alice drinks tea.",
+    }
+    pets = OAMRetriever(client, k=10, filter={"topic": "pets"})
+    assert {d.page_content for d in pets.invoke("dog")} == {
+        "Alice's dog is called Biscuit.",
+        "Bob's dog is called Rex.",
+    }
+    assert [d.metadata for d in pets.invoke("dog", filter={"topic": "travel"})] == [
+        {"topic": "travel"}
+    ]
+    in_thread = OAMRetriever(client, thread_id="t1", k=10).invoke("beach")
+    assert [d.page_content for d in in_thread] == ["My dog Biscuit loves the beach."]
+    assert in_thread[0].metadata == {}  # no oam-internal keys
+
+
+def test_retriever_threshold_and_mmr(client: OracleAgentMemory) -> None:
+    loose = OAMRetriever(
+        client, k=10, search_type="similarity_score_threshold", score_threshold=0.0
+    )
+    strict = OAMRetriever(
+        client, k=10, search_type="similarity_score_threshold", score_threshold=0.99
+    )
+    assert len(loose.invoke("Alice drinks tea.")) == 5  # 4 memories + 1 message
+    assert [d.page_content for d in strict.invoke("Alice drinks tea.")] == ["Alice drinks tea."]
+    mmr = OAMRetriever(client, k=2, search_type="mmr", fetch_k=10, user_id="alice")
+    assert len(mmr.invoke("dog")) == 2
+
+
+def test_retriever_async_matches_sync(client: OracleAgentMemory) -> None:
+    retriever = OAMRetriever(client, k=3, user_id="alice")
+    assert asyncio.run(retriever.ainvoke("dog")) == retriever.invoke("dog")
+    assert asyncio.run(retriever.ainvoke("dog", k=1)) == retriever.invoke("dog", k=1)
+
+
+def test_retriever_argument_errors(client: OracleAgentMemory) -> None:
+    with pytest.raises(ValueError, match="needs"):
+        OAMRetriever()
+    with pytest.raises(ValueError, match="not both"):
+        OAMRetriever(client, store=client.store)
+    with pytest.raises(ValueError):
+        OAMRetriever(client, search_type="fuzzy")
+    with pytest.raises(TypeError, match="unexpected"):
+        OAMRetriever(client).invoke("dog", top_n=3)
