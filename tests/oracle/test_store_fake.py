@@ -183,7 +183,7 @@ def test_keyword_store_uses_an_existing_hybrid_index(conn: FakeConnection, clock
 
 def test_dimension_mismatch_fails_at_start(conn: FakeConnection, clock: Any) -> None:
     script_schema(conn, N, dim=8)
-    with pytest.raises(ValueError, match="dimension 8.*dimension 4"):
+    with pytest.raises(ValueError, match=r"dimension 8.*dimension 4"):
         open_store(conn, clock, embedder=HashingEmbedder(4))
 
 
@@ -460,7 +460,7 @@ def test_list_returns_oldest_first_and_decodes_rows(
     conn: FakeConnection, store: OracleDBMemoryStore
 ) -> None:
     meta = json.dumps({"a": 0.1, "b": [1, True]})
-    rows = [_record_row(2, "m2")[:12] + (meta, _dt(), None), _record_row(1, "m1")]
+    rows = [(*_record_row(2, "m2")[:12], meta, _dt(), None), _record_row(1, "m1")]
     conn.script(r"ORDER BY r.pk DESC", rows)
     out = store.list("memory", limit=2)
     assert [r.id for r in out] == ["m1", "m2"]

@@ -104,7 +104,7 @@ class OracleFilterCompiler:
                 path = "strict $" + "".join(f".{k}" for k in key_path)
                 return (
                     f"({self._exists(path)} AND JSON_EQUAL("
-                    f"JSON_QUERY({self._column}, '{_sql(path)}' NULL ON ERROR), JSON(:{name})))"
+                    f"JSON_QUERY({self._column}, '{_sql(path)}'), JSON(:{name})))"
                 )
             lit, bind = self._operand(value)
             return self._exists(f"strict $?({at} == {lit})", [bind] if bind else [])
