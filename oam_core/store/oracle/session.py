@@ -54,6 +54,8 @@ class Session:
             )
         self.target = target
         self.is_pool = hasattr(target, "acquire")
+        self.owned = False
+        """True when the store created the pool (from a URL) and closes it."""
         self.lock = threading.RLock()
 
     @contextmanager
@@ -81,7 +83,10 @@ class Session:
             conn.commit()
 
     def close(self) -> None:
-        """Nothing to release: the caller owns the pool or connection."""
+        """Close the pool if the store created it; a caller's pool or connection stays open."""
+        if self.owned:
+            self.owned = False
+            self.target.close()
 
 
 def run(conn: Any, stmt: Stmt) -> Any:
