@@ -433,3 +433,18 @@ def test_plan_creates_a_missing_purge_job_only_when_allowed() -> None:
     assert _sqls(schema.plan_schema(SchemaPolicy.CREATE_IF_NECESSARY, N, state, wanted())) == [
         schema.PURGE_JOB
     ]
+
+
+def test_btree_index_keys_fit_an_8k_block() -> None:
+    # Each id column is VARCHAR2(512 CHAR) = 2048 bytes in AL32UTF8; the key limit of
+    # an 8K block is 6398 bytes, so an index may hold at most one id-sized column.
+    import re
+
+    wide = {"id", "thread_id", "user_id", "agent_id"}
+    stmts = [s.sql for s in ddl.create_tables(N, 8)]
+    keys = [m.group(1) for s in stmts for m in [re.search(r"ON \w+ \(([^)]*)\)$", s)] if m]
+    keys += [m for s in stmts for m in re.findall(r"UNIQUE \(([^)]*)\)", s)]
+    assert len(keys) == 20  # 16 indexes + 4 unique constraints
+    for key in keys:
+        cols = [c.strip() for c in key.split(",")]
+        assert sum(c in wide for c in cols) <= 1, key

@@ -26,8 +26,9 @@ from oam_core.store.oracle.names import Names
 from oam_core.store.oracle.stmt import Stmt
 
 SCHEMA_VERSION = 1
-ID_LEN = 1024
-"""Longest record, thread and scope id (characters)."""
+ID_LEN = 512
+"""Longest record, thread and scope id (characters; 2048 bytes in AL32UTF8, so one id
+fits an index key even on a STANDARD ``MAX_STRING_SIZE`` database)."""
 
 _ID = f"VARCHAR2({ID_LEN} CHAR)"
 _RECORD_COLUMNS = f"""(
@@ -85,17 +86,23 @@ def create_tables(n: Names, vector_dim: int | None) -> list[Stmt]:
   agent_id {_ID},
   expires_at TIMESTAMP(6){embedding_column(vector_dim)}
 )""",
-        f"CREATE INDEX {n.threads}_USER_IX ON {n.threads} (user_id, agent_id)",
+        # One scope column per index: an index key must stay under 6398 bytes (8K blocks).
+        f"CREATE INDEX {n.threads}_USER_IX ON {n.threads} (user_id)",
+        f"CREATE INDEX {n.threads}_AGENT_IX ON {n.threads} (agent_id)",
         f"CREATE INDEX {n.messages}_THREAD_IX ON {n.messages} (thread_id, seq_no)",
-        f"CREATE INDEX {n.messages}_SCOPE_IX ON {n.messages} (user_id, agent_id)",
+        f"CREATE INDEX {n.messages}_USER_IX ON {n.messages} (user_id)",
+        f"CREATE INDEX {n.messages}_AGENT_IX ON {n.messages} (agent_id)",
         f"CREATE INDEX {n.messages}_EXP_IX ON {n.messages} (expires_at)",
         f"CREATE INDEX {n.memories}_THREAD_IX ON {n.memories} (thread_id)",
-        f"CREATE INDEX {n.memories}_SCOPE_IX ON {n.memories} (user_id, agent_id)",
+        f"CREATE INDEX {n.memories}_USER_IX ON {n.memories} (user_id)",
+        f"CREATE INDEX {n.memories}_AGENT_IX ON {n.memories} (agent_id)",
         f"CREATE INDEX {n.memories}_TYPE_IX ON {n.memories} (record_type, pk)",
         f"CREATE INDEX {n.memories}_EXP_IX ON {n.memories} (expires_at)",
         f"CREATE INDEX {n.chunks}_RECORD_IX ON {n.chunks} (record_family, record_pk, seq)",
-        f"CREATE INDEX {n.chunks}_SCOPE_IX ON {n.chunks} "
-        "(record_type, user_id, agent_id, thread_id, expires_at)",
+        f"CREATE INDEX {n.chunks}_THREAD_IX ON {n.chunks} (thread_id)",
+        f"CREATE INDEX {n.chunks}_USER_IX ON {n.chunks} (user_id)",
+        f"CREATE INDEX {n.chunks}_AGENT_IX ON {n.chunks} (agent_id)",
+        f"CREATE INDEX {n.chunks}_TYPE_IX ON {n.chunks} (record_type, expires_at)",
     ]
     return [Stmt(s) for s in stmts]
 
