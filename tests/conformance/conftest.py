@@ -20,6 +20,8 @@ Fixtures:
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -93,6 +95,8 @@ class BackendSpec:
     shared_storage: bool
     dump: Callable[[Any], RawRows] | None = None
     search_rows: Callable[[Any, str, str], list[tuple[str | None, bool]]] | None = None
+    skip_reason: Callable[[], str | None] | None = None
+    cleanup: Callable[[Any], None] | None = None
 
 
 def _sqlite_conn(store: Any) -> tuple[sqlite3.Connection, str, Any]:
@@ -131,11 +135,75 @@ def _open_sqlite_memory(tmp_path: Path, name: str, **kwargs: Any) -> SQLiteMemor
     return SQLiteMemoryStore(":memory:", **kwargs)
 
 
+ORACLE_ENV = ("OAM_ORACLE_DSN", "OAM_ORACLE_USER", "OAM_ORACLE_PASSWORD")
+_oracle_pool: list[Any] = []
+
+
+def _oracle_skip_reason() -> str | None:
+    missing = [v for v in ORACLE_ENV if not os.environ.get(v)]
+    if missing:
+        return f"live Oracle Database suite: set {', '.join(missing)} (docs/oracle.md)"
+    try:
+        import oracledb  # noqa: F401
+    except ImportError:
+        return "live Oracle Database suite: pip install 'oam[oracle]'"
+    return None
+
+
+def _open_oracle(tmp_path: Path, name: str, **kwargs: Any) -> Any:
+    """A store in its own schema prefix, derived from the test and ``name`` (stable
+    across runs, so RECREATE clears leftovers of an interrupted run)."""
+    import oracledb
+
+    from oam_core.store.options import SchemaPolicy
+    from oam_core.store.oracle import OracleDBMemoryStore
+
+    if not _oracle_pool:
+        _oracle_pool.append(
+            oracledb.create_pool(
+                user=os.environ["OAM_ORACLE_USER"],
+                password=os.environ["OAM_ORACLE_PASSWORD"],
+                dsn=os.environ["OAM_ORACLE_DSN"],
+                min=1,
+                max=8,
+                increment=1,
+            )
+        )
+    from oam_core.apis._sentinel import NOT_SET
+    from oam_core.store.oracle.names import resolve_prefix
+
+    given = kwargs.pop("memory_store_id", None)
+    resolve_prefix(NOT_SET, given)  # bad ids fail as they would in production
+    key = f"{tmp_path.name}/{name}/{given or ''}"
+    store_id = "T" + hashlib.sha1(key.encode()).hexdigest()[:12]
+    first = key not in _oracle_opened
+    _oracle_opened.add(key)
+    policy = SchemaPolicy.RECREATE if first else SchemaPolicy.CREATE_IF_NECESSARY
+    embedder = kwargs.pop("embedder", None)
+    return OracleDBMemoryStore(
+        embedder, _oracle_pool[0], schema_policy=policy, memory_store_id=store_id, **kwargs
+    )
+
+
+_oracle_opened: set[str] = set()
+
+
+def _drop_oracle(store: Any) -> None:
+    store.drop_schema()
+
+
 BACKENDS: dict[str, BackendSpec] = {
     spec.id: spec
     for spec in (
         BackendSpec("sqlite-file", _open_sqlite_file, True, _sqlite_dump, _sqlite_search_rows),
         BackendSpec("sqlite-memory", _open_sqlite_memory, False, _sqlite_dump, _sqlite_search_rows),
+        BackendSpec(
+            "oracle",
+            _open_oracle,
+            True,
+            skip_reason=_oracle_skip_reason,
+            cleanup=_drop_oracle,
+        ),
     )
 }
 
@@ -143,8 +211,22 @@ BACKENDS: dict[str, BackendSpec] = {
 # -- fixtures ----------------------------------------------------------------------
 
 
-@pytest.fixture(params=list(BACKENDS))
+def unavailable_backends() -> dict[str, str]:
+    """Back ends whose prerequisites are missing, with the reason (e.g. no live DSN)."""
+    reasons = {spec.id: spec.skip_reason() for spec in BACKENDS.values() if spec.skip_reason}
+    return {k: v for k, v in reasons.items() if v}
+
+
+# An unavailable back end is left out of the parametrization (no time, no noise) and
+# reported once by test_backend_available.py with its reason.
+@pytest.fixture(params=[b for b in BACKENDS if b not in unavailable_backends()])
 def backend(request: pytest.FixtureRequest) -> BackendSpec:
+    return BACKENDS[request.param]
+
+
+@pytest.fixture(params=list(BACKENDS))
+def any_backend(request: pytest.FixtureRequest) -> BackendSpec:
+    """Every back end of the table, available or not (test_backend_available.py)."""
     return BACKENDS[request.param]
 
 
@@ -169,6 +251,9 @@ def make_store(
 
     yield factory
     for store in opened:
+        if backend.cleanup is not None:
+            with contextlib.suppress(Exception):
+                backend.cleanup(store)
         with contextlib.suppress(Exception):
             store.close()
 

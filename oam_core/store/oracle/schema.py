@@ -163,7 +163,8 @@ def _search_index_steps(n: Names, w: Wanted, *, has_vectorizer: bool) -> list[St
     return []
 
 
-def _drop_all(n: Names, s: SchemaState) -> list[Stmt | str]:
+def drop_all(n: Names, s: SchemaState) -> list[Stmt | str]:
+    """Statements dropping every managed object that ``s`` says exists."""
     steps: list[Stmt | str] = []
     if s.has_job:
         steps.append(ddl.drop_purge_job(n))
@@ -222,7 +223,7 @@ def plan_schema(policy: SchemaPolicy, n: Names, s: SchemaState, w: Wanted) -> Pl
             )
         _check_wanted(w)
         retention = w.retention or MemoryRetentionConfig()
-        steps = _drop_all(n, s) if policy is SchemaPolicy.RECREATE else []
+        steps = drop_all(n, s) if policy is SchemaPolicy.RECREATE else []
         return Plan(
             steps=steps + _create_all(n, w),
             meta=_fresh_meta(w, retention),

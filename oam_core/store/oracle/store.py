@@ -213,6 +213,16 @@ class OracleDBMemoryStore(OracleMemoryStore):
                 stacklevel=4,
             )
 
+    def drop_schema(self) -> None:
+        """[oam] Drop every managed object of this store (tables, indexes, vectorizer
+        preference, purge job). Destructive; the store is unusable afterwards."""
+        self.schema_policy = SchemaPolicy.RECREATE  # read the preference state too
+        state = self._read_state()
+        with self.session.connection() as conn:
+            for step in schema.drop_all(self.names, state):
+                assert isinstance(step, Stmt)
+                run(conn, step)
+
     def sync_search_index(self) -> None:
         """Synchronise the managed text or hybrid index now (for ``SearchIndexSyncMode.MANUAL``;
         ``CTX_DDL.SYNC_INDEX`` commits implicitly, so it runs outside any write).
