@@ -180,6 +180,14 @@ def _open_oracle(tmp_path: Path, name: str, **kwargs: Any) -> Any:
     _oracle_opened.add(key)
     policy = SchemaPolicy.RECREATE if first else SchemaPolicy.CREATE_IF_NECESSARY
     embedder = kwargs.pop("embedder", None)
+    if str(kwargs.get("search_strategy", "")).upper().endswith("HYBRID"):
+        # Seed 004: HYBRID needs an OracleDBEmbedder (the hybrid index's own model).
+        model = os.environ.get("OAM_ORACLE_MODEL")
+        if not model:
+            pytest.skip("HYBRID on Oracle needs an in-database ONNX model: set OAM_ORACLE_MODEL")
+        from oam_core.store.oracle import OracleDBEmbedder
+
+        embedder = OracleDBEmbedder(_oracle_pool[0], model)
     return OracleDBMemoryStore(
         embedder, _oracle_pool[0], schema_policy=policy, memory_store_id=store_id, **kwargs
     )
