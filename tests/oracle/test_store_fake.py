@@ -590,3 +590,48 @@ def test_pool_lends_a_connection_per_call(clock: Any) -> None:
 
 def test_calls_record_types() -> None:
     assert Call("commit").kind == "commit"
+
+
+def test_unique_violation_from_a_concurrent_writer_is_a_value_error(
+    conn: FakeConnection, store: OracleDBMemoryStore
+) -> None:
+    conn.fail("INSERT INTO S1_MEMORIES", FakeDbError(1, "unique constraint violated"))
+    with pytest.raises(ValueError, match="already exist"):
+        store.add(["x"], "memory", record_ids="m1")
+    assert conn.kinds()[-1] == "rollback" and "commit" not in conn.kinds()
+
+
+def test_schema_without_oracle_text_opens_a_vector_store(conn: FakeConnection, clock: Any) -> None:
+    script_schema(conn, N)
+    conn.fail("FROM ctx_user_preferences", FakeDbError(942, "table or view does not exist"))
+    assert open_store(conn, clock).vector_dim == 8
+
+
+def test_hybrid_store_needs_no_dimension_probe(conn: FakeConnection, clock: Any) -> None:
+    script_schema(conn, N, dim=None, hybrid_index=True, vectorizer=True)
+    emb = OracleDBEmbedder(conn, "doc_model")  # dimension unknown
+    open_store(conn, clock, embedder=emb, search_strategy="HYBRID")
+    assert not any("VECTOR_EMBEDDING" in s for s in conn.sql())
+
+
+def test_keyword_store_feeds_an_existing_vector_column(conn: FakeConnection, clock: Any) -> None:
+    script_schema(conn, N, text_index=True)
+    store = open_store(conn, clock, search_strategy="KEYWORD")
+    conn.reset()
+    store.add(["pizza"], "memory")
+    (rows,) = binds_of(conn, "INSERT INTO S1_RECORD_CHUNKS")
+    assert rows[0]["embedding"] is not None and len(rows[0]["embedding"]) == 8
+    with pytest.raises(ValueError, match=r"dimension 8.*is 4"):
+        open_store(conn, clock, search_strategy="KEYWORD", embedder=HashingEmbedder(4))
+
+
+def test_keyword_store_without_vector_column_stores_text_rows(
+    conn: FakeConnection, clock: Any
+) -> None:
+    script_schema(conn, N, dim=None, text_index=True)
+    store = open_store(conn, clock, search_strategy="KEYWORD")
+    assert store.vector_dim is None
+    conn.reset()
+    store.add(["pizza"], "memory", embeddings=[[1.0, 2.0, 3.0]])
+    (rows,) = binds_of(conn, "INSERT INTO S1_RECORD_CHUNKS")
+    assert "embedding" not in rows[0] and rows[0]["chunk_text"] == "pizza"

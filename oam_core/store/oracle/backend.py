@@ -23,7 +23,15 @@ from oam_core.apis.records import MESSAGE, PROFILE_TYPES, THREAD, MessageRecord,
 from oam_core.store.backend import Backend, Predicate, StoredRow, Tx
 from oam_core.store.oracle import sql
 from oam_core.store.oracle.names import Names
-from oam_core.store.oracle.session import Session, chunked, fetchall, fetchone, run, run_batched
+from oam_core.store.oracle.session import (
+    Session,
+    chunked,
+    error_code,
+    fetchall,
+    fetchone,
+    run,
+    run_batched,
+)
 from oam_core.store.planning import ChunkPlan, RowPlan, Vector
 from oam_core.store.ttl import iso
 
@@ -137,8 +145,16 @@ class OracleBackend(Backend):
 
     @contextmanager
     def transaction(self) -> Iterator[Tx]:
+        """One unit of work; a unique-key violation (ORA-00001, a concurrent writer
+        took an id between the existence check and the insert) becomes the
+        ``ValueError`` of SPEC §2, after the rollback."""
         with self.session.transaction() as conn:
-            yield OracleTx(conn, self.n, self.local_vectors)
+            try:
+                yield OracleTx(conn, self.n, self.local_vectors)
+            except Exception as exc:
+                if error_code(exc) == 1:
+                    raise ValueError(f"record ids already exist ({exc})") from exc
+                raise
 
     def close(self) -> None:
         self.session.close()

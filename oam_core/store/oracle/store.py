@@ -35,6 +35,8 @@ from oam_core.store.ttl import Clock
 
 _NO_PRIVILEGE = {1031, 27486}
 """ORA-01031 insufficient privileges, ORA-27486 insufficient privileges (scheduler)."""
+_NO_TABLE = 942
+"""ORA-00942 table or view does not exist."""
 _POOL_ERRORS = {51961, 51962, 51954, 51928}
 """Vector pool missing/full/too large, DML on in-memory graph unsupported: use IVF."""
 
@@ -115,15 +117,17 @@ class OracleDBMemoryStore(OracleMemoryStore):
         self.memory_store_id = None if memory_store_id is NOT_SET else memory_store_id
         self.session = Session(pool)
         local = strategy is SearchStrategy.VECTOR or vector_dim is not None
+        if embedder is not None and not isinstance(embedder, IEmbedder):
+            raise ValueError(f"embedder must be an IEmbedder or None, got {embedder!r}")
+        # Without local vectors the embedder's dimension is not needed (no probe query).
         super().__init__(
-            embedder=embedder,
+            embedder=embedder if local else None,
             vector_dim=vector_dim,
             search_strategy=strategy,
             memory_retention_config=memory_retention_config,
             clock=clock,
         )
-        if not local:
-            self.vector_dim = None
+        self.embedder = embedder
         self.search_index_sync = sync
         self.schema_policy = policy
         wanted = schema.Wanted(
@@ -134,7 +138,14 @@ class OracleDBMemoryStore(OracleMemoryStore):
             retention=memory_retention_config,
         )
         plan = self._open_schema(policy, wanted)
-        self.vector_dim = plan.vector_dim if local or plan.vector_dim else None
+        if not local and plan.vector_dim is not None and embedder is not None:
+            dim = embedder.embedding_dimension  # the schema keeps local vectors: feed them
+            if dim != plan.vector_dim:
+                raise ValueError(
+                    f"the managed schema stores vectors of dimension {plan.vector_dim}, but "
+                    f"the embedder's dimension is {dim}"
+                )
+        self.vector_dim = plan.vector_dim
         self.memory_retention_config = plan.retention
         self._local_vectors = plan.vector_dim is not None
         self._impl = OracleBackend(self.session, self.names, self._local_vectors)
@@ -157,14 +168,14 @@ class OracleDBMemoryStore(OracleMemoryStore):
                 if self.names.meta in tables
                 else {}
             )
-            has_vectorizer = bool(fetchall(conn, q["vectorizer"])) if self._needs_ctx() else False
+            try:
+                has_vectorizer = bool(fetchall(conn, q["vectorizer"]))
+            except Exception as exc:  # no Oracle Text (e.g. a -slim image): no view
+                if error_code(exc) != _NO_TABLE:
+                    raise
+                has_vectorizer = False
             has_job = bool(fetchall(conn, q["job"]))
         return schema.SchemaState(tables, indexes, meta, has_vectorizer, has_job)
-
-    def _needs_ctx(self) -> bool:
-        return self.search_strategy is SearchStrategy.HYBRID or (
-            self.schema_policy is SchemaPolicy.RECREATE
-        )
 
     def _open_schema(self, policy: SchemaPolicy, wanted: schema.Wanted) -> schema.Plan:
         state = self._read_state()
@@ -216,7 +227,6 @@ class OracleDBMemoryStore(OracleMemoryStore):
     def drop_schema(self) -> None:
         """[oam] Drop every managed object of this store (tables, indexes, vectorizer
         preference, purge job). Destructive; the store is unusable afterwards."""
-        self.schema_policy = SchemaPolicy.RECREATE  # read the preference state too
         state = self._read_state()
         with self.session.connection() as conn:
             for step in schema.drop_all(self.names, state):
