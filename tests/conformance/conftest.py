@@ -200,6 +200,26 @@ def _drop_oracle(store: Any) -> None:
     store.drop_schema()
 
 
+def _oracle_search_rows(
+    store: Any, record_type: str, record_id: str
+) -> list[tuple[str | None, bool]]:
+    from oam_core.apis.records import family_of
+    from oam_core.store.oracle.session import fetchall
+    from oam_core.store.oracle.stmt import Stmt
+
+    n = store.names
+    family = family_of(record_type)
+    has = "CASE WHEN c.embedding IS NULL THEN 0 ELSE 1 END" if store._local_vectors else "0"
+    stmt = Stmt(
+        f"SELECT c.chunk_text, {has} FROM {n.chunks} c JOIN {n.record_table(family)} r "
+        "ON r.pk = c.record_pk AND c.record_family = :fam "
+        "WHERE r.record_type = :rt AND r.id = :id ORDER BY c.seq, c.pk",
+        {"fam": family, "rt": record_type, "id": record_id},
+    )
+    with store.session.connection() as conn:
+        return [(text, bool(flag)) for text, flag in fetchall(conn, stmt)]
+
+
 BACKENDS: dict[str, BackendSpec] = {
     spec.id: spec
     for spec in (
@@ -209,6 +229,7 @@ BACKENDS: dict[str, BackendSpec] = {
             "oracle",
             _open_oracle,
             True,
+            search_rows=_oracle_search_rows,
             skip_reason=_oracle_skip_reason,
             cleanup=_drop_oracle,
         ),

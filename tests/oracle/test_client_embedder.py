@@ -31,8 +31,14 @@ def test_embedder_runs_vector_embedding_per_text(conn: FakeConnection) -> None:
         "SELECT VECTOR_EMBEDDING(DOC_MODEL USING :text AS DATA) FROM dual"
     ] * 2
     assert [c.binds for c in calls] == [{"text": "a"}, {"text": "b"}]
-    sizes = [c.sizes for c in conn.calls if c.kind == "setinputsizes"]
-    assert sizes == [{"text": oracledb.DB_TYPE_CLOB}] * 2
+    assert not [c for c in conn.calls if c.kind == "setinputsizes"]  # VARCHAR2 binds
+
+
+def test_embedder_cuts_text_to_the_varchar2_limit(conn: FakeConnection) -> None:
+    conn.script(r"VECTOR_EMBEDDING", [(array.array("f", [1.0]),)])
+    OracleDBEmbedder(conn, "m", dimension=1).embed(["é" * 3000])
+    sent = conn.statements()[0].binds["text"]
+    assert sent == "é" * 2000 and len(sent.encode("utf-8")) == 4000
 
 
 def test_embedder_probes_its_dimension_once(conn: FakeConnection) -> None:

@@ -21,12 +21,26 @@ from oam_core.store.oracle.stmt import Stmt
 _MODEL = re.compile(r"[A-Za-z][A-Za-z0-9_$#]{0,127}(\.[A-Za-z][A-Za-z0-9_$#]{0,127})?")
 
 
+MAX_INPUT_BYTES = 4000
+"""VECTOR_EMBEDDING takes VARCHAR2 input (other types are converted to it), so texts are
+cut to the 4000-byte VARCHAR2 limit of a STANDARD ``MAX_STRING_SIZE`` database; the
+store's chunks (at most ``max_input_tokens * 3.5`` characters) normally fit."""
+
+
+def fit_varchar2(text: str, limit: int = MAX_INPUT_BYTES) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes, never inside a character."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    return data[:limit].decode("utf-8", errors="ignore")
+
+
 def embed_statement(model: str, text: str) -> Stmt:
-    """The query embedding one text with ``model`` (a validated identifier)."""
+    """The query embedding one text with ``model`` (a validated identifier); the text
+    is a VARCHAR2 bind (VECTOR_EMBEDDING input; sqlrf VECTOR_EMBEDDING)."""
     return Stmt(
         f"SELECT VECTOR_EMBEDDING({model} USING :text AS DATA) FROM dual",
-        {"text": text},
-        {"text": "CLOB"},
+        {"text": fit_varchar2(text)},
     )
 
 
