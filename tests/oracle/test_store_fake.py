@@ -635,3 +635,31 @@ def test_keyword_store_without_vector_column_stores_text_rows(
     store.add(["pizza"], "memory", embeddings=[[1.0, 2.0, 3.0]])
     (rows,) = binds_of(conn, "INSERT INTO S1_RECORD_CHUNKS")
     assert "embedding" not in rows[0] and rows[0]["chunk_text"] == "pizza"
+
+
+def test_thread_rows_bind_json_and_compare_and_set(
+    conn: FakeConnection, store: OracleDBMemoryStore
+) -> None:
+    store.create_thread_row("t1", user_id="u1", metadata={"a": 1}, config={"k": 2})
+    (ins,) = [c for c in conn.statements() if c.sql.startswith("INSERT INTO S1_THREADS")]
+    assert ins.binds["metadata"] == {"a": 1} and ins.binds["config"] == {"k": 2}
+    assert ins.binds["state"] == {} and ins.binds["created_at"] == _dt()
+    sizes = _sizes_before(conn, conn.calls.index(ins))
+    assert sizes["config"] is oracledb.DB_TYPE_JSON
+    conn.reset()
+    conn.script(r"SELECT JSON_SERIALIZE\(state RETURNING CLOB\)", [('{"w": 1}',)])
+    assert store.update_thread_row("t1", state={"w": 2}, expected_state={"w": 0}) == 0
+    assert not any(s.startswith("UPDATE") for s in conn.sql())
+    conn.rowcount("UPDATE S1_THREADS", 1)
+    assert store.update_thread_row("t1", state={"w": 2}, expected_state={"w": 1}) == 1
+    (upd,) = [c for c in conn.statements() if c.sql.startswith("UPDATE S1_THREADS")]
+    assert upd.binds == {"state": {"w": 2}, "id": "t1"}
+
+
+def test_async_twin_runs_the_same_transaction(
+    conn: FakeConnection, store: OracleDBMemoryStore
+) -> None:
+    import asyncio
+
+    ids = asyncio.run(store.add_async(["x"], "memory", record_ids="m1"))
+    assert ids == ["m1"] and conn.kinds().count("commit") == 1
