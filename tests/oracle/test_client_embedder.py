@@ -131,3 +131,9 @@ def test_oracle_url_opens_a_pool(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_bad_oracle_urls(url: str) -> None:
     with pytest.raises(ValueError, match="oracle://user:password@host"):
         pool_args(url)
+
+
+def test_async_driver_objects_are_rejected() -> None:
+    fake = type("AsyncConnectionPool", (FakePool,), {})()
+    with pytest.raises(ValueError, match="synchronous"):
+        OracleDBMemoryStore(None, fake)

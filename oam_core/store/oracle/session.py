@@ -52,6 +52,11 @@ class Session:
             raise ValueError(
                 f"pool must be an oracledb connection pool or connection, got {target!r}"
             )
+        if type(target).__name__.startswith("Async"):
+            raise ValueError(
+                f"pool must be a synchronous oracledb pool or connection, got "
+                f"{type(target).__name__}; the store's *_async methods run it in a worker thread"
+            )
         self.target = target
         self.is_pool = hasattr(target, "acquire")
         self.owned = False
