@@ -39,6 +39,7 @@ def all_sql_statements() -> list[Stmt]:
     naive = sql.naive_utc(NOW)
     return [
         *ddl.create_tables(N, 384),
+        ddl.create_tables(N, None, flexible=True)[5],
         ddl.drop_table(N.chunks),
         ddl.drop_index(N.text_index),
         ddl.add_embedding_column(N, 384),
@@ -400,7 +401,7 @@ def test_plan_vector_store_on_a_keyword_schema_without_vectors() -> None:
         "ALTER TABLE S1_RECORD_CHUNKS ADD (embedding VECTOR(8, FLOAT32))",
         schema.VECTOR_INDEX,
     ]
-    assert plan.meta == {"vector_dim": "8"}
+    assert plan.meta == {"vector_dim": "8", "embedding_column": "fixed"}
 
 
 def test_plan_hybrid_model_must_match() -> None:
@@ -448,3 +449,24 @@ def test_btree_index_keys_fit_an_8k_block() -> None:
     for key in keys:
         cols = [c.strip() for c in key.split(",")]
         assert sum(c in wide for c in cols) <= 1, key
+
+
+def test_plan_vector_store_without_dimension_gets_a_flexible_column() -> None:
+    plan = schema.plan_schema(
+        SchemaPolicy.CREATE_IF_EMPTY, N, schema.SchemaState(), wanted(vector_dim=None)
+    )
+    steps = _sqls(plan)
+    assert "embedding VECTOR(*, FLOAT32)" in next(s for s in steps if "S1_RECORD_CHUNKS (" in s)
+    assert schema.VECTOR_INDEX not in steps  # exact search; no index on a flexible column
+    assert plan.meta["embedding_column"] == "flexible" and "vector_dim" not in plan.meta
+    assert plan.local_vectors and plan.vector_dim is None
+    learned = existing(meta={"embedding_column": "flexible", "vector_dim": "4"}, indexes=set())
+    reopened = schema.plan_schema(
+        SchemaPolicy.CREATE_IF_NECESSARY, N, learned, wanted(vector_dim=None)
+    )
+    assert reopened.vector_dim == 4 and reopened.local_vectors and reopened.steps == []
+    with pytest.raises(ValueError, match="dimension 4"):
+        schema.plan_schema(SchemaPolicy.REQUIRE_EXISTING, N, learned, wanted(vector_dim=3))
+    assert ddl.add_embedding_column(N, None).sql == (
+        "ALTER TABLE S1_RECORD_CHUNKS ADD (embedding VECTOR(*, FLOAT32))"
+    )

@@ -663,3 +663,25 @@ def test_async_twin_runs_the_same_transaction(
 
     ids = asyncio.run(store.add_async(["x"], "memory", record_ids="m1"))
     assert ids == ["m1"] and conn.kinds().count("commit") == 1
+
+
+def test_flexible_column_learns_its_dimension_inside_the_first_write(
+    conn: FakeConnection, clock: Any
+) -> None:
+    store = open_store(conn, clock, embedder=None, schema_policy="CREATE_IF_EMPTY")
+    assert any("embedding VECTOR(*, FLOAT32)" in s for s in ddl_calls(conn))
+    assert store.vector_dim is None
+    conn.reset()
+    store.add(["four"], "memory", record_ids="m1", embeddings=[[1.0, 0.0, 0.0, 0.0]])
+    sql = conn.sql()
+    meta = sql.index(next(s for s in sql if s.startswith("MERGE INTO S1_MEMORY_STORE_META")))
+    chunks = sql.index(next(s for s in sql if s.startswith("INSERT INTO S1_RECORD_CHUNKS")))
+    assert meta < chunks and conn.kinds().count("commit") == 1
+    assert binds_of(conn, "^MERGE")[0] == [{"meta_key": "vector_dim", "meta_value": "4"}]
+    assert store.vector_dim == 4
+    conn.reset()
+    with pytest.raises(ValueError, match=r"(?s)(?=.*\b4\b)(?=.*\b3\b)"):
+        store.add(["three"], "memory", embeddings=[[1.0, 0.0, 0.0]])
+    assert conn.calls == []
+    store.add(["four again"], "memory", embeddings=[[0.0, 1.0, 0.0, 0.0]])
+    assert not binds_of(conn, "^MERGE")  # learned once

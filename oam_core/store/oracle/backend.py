@@ -138,10 +138,14 @@ class OracleBackend(Backend):
         local_vectors: The chunks table has an embedding column.
     """
 
-    def __init__(self, session: Session, names: Names, local_vectors: bool) -> None:
+    def __init__(
+        self, session: Session, names: Names, local_vectors: bool, vector_dim: int | None
+    ) -> None:
         self.session = session
         self.n = names
         self.local_vectors = local_vectors
+        self.vector_dim = vector_dim
+        """Known dimension of the local vectors; None until a flexible column learns it."""
 
     @contextmanager
     def transaction(self) -> Iterator[Tx]:
@@ -150,7 +154,7 @@ class OracleBackend(Backend):
         ``ValueError`` of SPEC §2, after the rollback."""
         with self.session.transaction() as conn:
             try:
-                yield OracleTx(conn, self.n, self.local_vectors)
+                yield OracleTx(conn, self)
             except Exception as exc:
                 if error_code(exc) == 1:
                     raise ValueError(f"record ids already exist ({exc})") from exc
@@ -279,10 +283,23 @@ class OracleBackend(Backend):
 class OracleTx(Tx):
     """Write primitives inside one open transaction on ``conn``."""
 
-    def __init__(self, conn: Any, names: Names, local_vectors: bool) -> None:
+    def __init__(self, conn: Any, backend: OracleBackend) -> None:
         self.c = conn
-        self.n = names
-        self.local_vectors = local_vectors
+        self.b = backend
+        self.n = backend.n
+        self.local_vectors = backend.local_vectors
+
+    def _insert_chunk_rows(self, rows: list[dict[str, Any]], batch_size: int) -> None:
+        """Insert search rows; the first vector written to a flexible column records the
+        store's dimension in the schema metadata, inside this transaction."""
+        if not rows:
+            return
+        if self.local_vectors and self.b.vector_dim is None:
+            dims = {len(r["embedding"]) for r in rows if r.get("embedding") is not None}
+            if dims:
+                meta = [{"meta_key": "vector_dim", "meta_value": str(min(dims))}]
+                run(self.c, sql.upsert_meta(self.n, meta))
+        run_batched(self.c, sql.insert_chunks(self.n, rows, self.local_vectors), batch_size)
 
     def existing_ids(self, family: str, ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
@@ -338,10 +355,7 @@ class OracleTx(Tx):
             for plan in plans
             for seq, chunk in enumerate(plan.chunks)
         ]
-        if chunk_rows:
-            run_batched(
-                self.c, sql.insert_chunks(self.n, chunk_rows, self.local_vectors), batch_size
-            )
+        self._insert_chunk_rows(chunk_rows, batch_size)
 
     def _pks(self, plans: Sequence[RowPlan]) -> dict[tuple[str, str], int]:
         pks: dict[tuple[str, str], int] = {}
@@ -414,8 +428,7 @@ class OracleTx(Tx):
             self._chunk_row(family, pk, row.record_type, seq, c, row.scope, expires)
             for seq, c in enumerate(chunks)
         ]
-        if rows:
-            run_batched(self.c, sql.insert_chunks(self.n, rows, self.local_vectors), 256)
+        self._insert_chunk_rows(rows, 256)
 
     def update_row(self, row: StoredRow, fields: dict[str, Any]) -> None:
         family, pk = _split_key(row.key)

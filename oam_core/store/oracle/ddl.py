@@ -49,12 +49,14 @@ _RECORD_COLUMNS = f"""(
   expires_at TIMESTAMP(6)"""
 
 
-def create_tables(n: Names, vector_dim: int | None) -> list[Stmt]:
+def create_tables(n: Names, vector_dim: int | None, flexible: bool = False) -> list[Stmt]:
     """CREATE TABLE statements and their b-tree indexes.
 
     Args:
         n: Object names.
-        vector_dim: Embedding dimension; None creates no embedding column.
+        vector_dim: Embedding dimension; None creates no embedding column, unless
+            ``flexible``.
+        flexible: Without a dimension, create ``embedding VECTOR(*, FLOAT32)``.
     """
     stmts = [
         f"CREATE TABLE {n.meta} (\n  meta_key VARCHAR2(64) PRIMARY KEY,\n"
@@ -84,7 +86,7 @@ def create_tables(n: Names, vector_dim: int | None) -> list[Stmt]:
   thread_id {_ID},
   user_id {_ID},
   agent_id {_ID},
-  expires_at TIMESTAMP(6){embedding_column(vector_dim)}
+  expires_at TIMESTAMP(6){embedding_column(vector_dim, flexible)}
 )""",
         # One scope column per index: an index key must stay under 6398 bytes (8K blocks).
         f"CREATE INDEX {n.threads}_USER_IX ON {n.threads} (user_id)",
@@ -107,16 +109,18 @@ def create_tables(n: Names, vector_dim: int | None) -> list[Stmt]:
     return [Stmt(s) for s in stmts]
 
 
-def embedding_column(vector_dim: int | None) -> str:
-    """The embedding column clause (with a leading comma), or ``""`` without a dimension."""
+def embedding_column(vector_dim: int | None, flexible: bool = False) -> str:
+    """The embedding column clause (with a leading comma): ``VECTOR(dim, FLOAT32)``,
+    ``VECTOR(*, FLOAT32)`` when ``flexible`` without a dimension, else ``""``."""
     if vector_dim is None:
-        return ""
+        return ",\n  embedding VECTOR(*, FLOAT32)" if flexible else ""
     return f",\n  embedding VECTOR({_dim(vector_dim)}, FLOAT32)"
 
 
-def add_embedding_column(n: Names, vector_dim: int) -> Stmt:
-    """Upgrade: add the embedding column to an existing chunks table."""
-    return Stmt(f"ALTER TABLE {n.chunks} ADD (embedding VECTOR({_dim(vector_dim)}, FLOAT32))")
+def add_embedding_column(n: Names, vector_dim: int | None) -> Stmt:
+    """Upgrade: add the embedding column (flexible ``*`` without a dimension)."""
+    dims = "*" if vector_dim is None else str(_dim(vector_dim))
+    return Stmt(f"ALTER TABLE {n.chunks} ADD (embedding VECTOR({dims}, FLOAT32))")
 
 
 def _dim(vector_dim: int) -> int:

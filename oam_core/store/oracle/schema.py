@@ -43,6 +43,11 @@ PURGE_JOB = "PURGE_JOB"
 """Marker step: create the purge job if privileges allow (warn otherwise)."""
 VECTOR_INDEX = "VECTOR_INDEX"
 """Marker step: create the HNSW index, falling back to IVF when the pool is too small."""
+FIXED = "fixed"
+"""Metadata ``embedding_column``: ``VECTOR(dim, FLOAT32)`` with a vector index."""
+FLEXIBLE = "flexible"
+"""Metadata ``embedding_column``: ``VECTOR(*, FLOAT32)``; the dimension is learned from
+the first vector written (recorded in the same transaction) and searches are exact."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +96,9 @@ class Plan:
         steps: ``Stmt``s in order, or the marker strings ``PURGE_JOB`` /
             ``VECTOR_INDEX``.
         meta: Metadata rows to upsert after the DDL (empty: nothing to write).
-        vector_dim: The dimension of the embedding column, or None.
+        vector_dim: The dimension of the local vectors, or None (none, or not yet
+            learned for a flexible column).
+        local_vectors: The chunks table has (or gets) an embedding column.
         retention: The effective retention config.
         keyword_via_hybrid: KEYWORD searches the hybrid index's text branch.
     """
@@ -99,6 +106,7 @@ class Plan:
     steps: list[Stmt | str] = field(default_factory=list)
     meta: dict[str, str] = field(default_factory=dict)
     vector_dim: int | None = None
+    local_vectors: bool = False
     retention: MemoryRetentionConfig = field(default_factory=MemoryRetentionConfig)
     keyword_via_hybrid: bool = False
 
@@ -144,9 +152,19 @@ def retention_from_json(text: str) -> MemoryRetentionConfig:
         raise ValueError(f"stored retention config is not valid: {text!r}") from exc
 
 
-def _create_all(n: Names, w: Wanted) -> list[Stmt | str]:
-    steps: list[Stmt | str] = list(ddl.create_tables(n, w.vector_dim))
+def column_kind(w: Wanted) -> str | None:
+    """The embedding column a new schema gets: ``FIXED`` with a known dimension,
+    ``FLEXIBLE`` (``VECTOR(*, FLOAT32)``, dimension learned from the first vector) for a
+    VECTOR store without one, else None (no local vectors)."""
     if w.vector_dim is not None:
+        return FIXED
+    return FLEXIBLE if w.strategy is SearchStrategy.VECTOR else None
+
+
+def _create_all(n: Names, w: Wanted) -> list[Stmt | str]:
+    kind = column_kind(w)
+    steps: list[Stmt | str] = list(ddl.create_tables(n, w.vector_dim, kind == FLEXIBLE))
+    if kind == FIXED:
         steps.append(VECTOR_INDEX)
     steps.extend(_search_index_steps(n, w, has_vectorizer=False))
     steps.append(PURGE_JOB)
@@ -183,6 +201,9 @@ def _fresh_meta(w: Wanted, retention: MemoryRetentionConfig) -> dict[str, str]:
         "retention": retention_json(retention),
         "created_strategy": w.strategy.value,
     }
+    kind = column_kind(w)
+    if kind is not None:
+        meta["embedding_column"] = kind
     if w.vector_dim is not None:
         meta["vector_dim"] = str(w.vector_dim)
     if w.strategy is SearchStrategy.HYBRID and w.model is not None:
@@ -191,11 +212,6 @@ def _fresh_meta(w: Wanted, retention: MemoryRetentionConfig) -> dict[str, str]:
 
 
 def _check_wanted(w: Wanted) -> None:
-    if w.strategy is SearchStrategy.VECTOR and w.vector_dim is None:
-        raise ValueError(
-            "SearchStrategy.VECTOR needs a vector_dim (or an embedder) to create the "
-            "embedding column of a new schema"
-        )
     if w.strategy is SearchStrategy.HYBRID and not w.model:
         raise ValueError(
             "SearchStrategy.HYBRID needs an OracleDBEmbedder (its model names the index)"
@@ -228,6 +244,7 @@ def plan_schema(policy: SchemaPolicy, n: Names, s: SchemaState, w: Wanted) -> Pl
             steps=steps + _create_all(n, w),
             meta=_fresh_meta(w, retention),
             vector_dim=w.vector_dim,
+            local_vectors=column_kind(w) is not None,
             retention=retention,
         )
     upgrade = policy is SchemaPolicy.CREATE_IF_NECESSARY
@@ -247,14 +264,30 @@ def plan_schema(policy: SchemaPolicy, n: Names, s: SchemaState, w: Wanted) -> Pl
                 f"the managed schema is incomplete or outdated ({what}); open it with "
                 "schema_policy=SchemaPolicy.CREATE_IF_NECESSARY to upgrade it"
             )
-        created = [st for st in ddl.create_tables(n, meta_dim(meta) or w.vector_dim)]
+        kind_now = stored_column(meta) or column_kind(w)
+        created = ddl.create_tables(n, meta_dim(meta) or w.vector_dim, kind_now == FLEXIBLE)
         plan.steps.extend(st for st in created if _creates_missing(st, missing))
         plan.meta["schema_version"] = str(ddl.SCHEMA_VERSION)
+    _plan_vectors(plan, n, s, w, upgrade, missing)
+    _plan_search_index(plan, n, s, w, upgrade)
+    _plan_retention(plan, meta, w, upgrade)
+    if upgrade and not s.has_job:
+        plan.steps.append(PURGE_JOB)
+    return plan
 
-    # Local vector storage.
+
+def _plan_vectors(
+    plan: Plan, n: Names, s: SchemaState, w: Wanted, upgrade: bool, missing: list[str]
+) -> None:
+    """Local vector storage: check the dimension, add the column or index if allowed."""
+    meta = s.meta
     stored_dim = meta_dim(meta)
-    if n.chunks in missing:
+    kind = stored_column(meta)
+    if n.chunks in missing:  # created by this plan
+        kind = kind or column_kind(w)
         stored_dim = stored_dim or w.vector_dim
+        if kind is not None:
+            plan.meta["embedding_column"] = kind
         if stored_dim is not None:
             plan.meta["vector_dim"] = str(stored_dim)
     if w.vector_dim is not None and stored_dim is not None and w.vector_dim != stored_dim:
@@ -262,37 +295,36 @@ def plan_schema(policy: SchemaPolicy, n: Names, s: SchemaState, w: Wanted) -> Pl
             f"the managed schema stores vectors of dimension {stored_dim}, but this store "
             f"was opened with dimension {w.vector_dim}"
         )
+    wants_local = w.strategy is SearchStrategy.VECTOR or w.vector_dim is not None
+    if kind is None and wants_local:
+        if not upgrade:
+            raise ValueError(
+                f"the managed schema has no embedding column for {w.strategy.name} local "
+                "vectors; open it with schema_policy=SchemaPolicy.CREATE_IF_NECESSARY to add one"
+            )
+        kind = column_kind(w)
+        assert kind is not None
+        plan.steps.append(ddl.add_embedding_column(n, w.vector_dim))
+        plan.meta["embedding_column"] = kind
+        if w.vector_dim is not None:
+            plan.meta["vector_dim"] = str(w.vector_dim)
     dim = stored_dim if stored_dim is not None else w.vector_dim
-    if stored_dim is None and (w.vector_dim is not None or w.strategy is SearchStrategy.VECTOR):
-        if dim is None:
-            raise ValueError(
-                "SearchStrategy.VECTOR needs local vector storage, but the managed schema has "
-                "no embedding column; pass vector_dim (or an embedder) with "
-                "schema_policy=SchemaPolicy.CREATE_IF_NECESSARY to add it"
-            )
-        if not upgrade:
-            raise ValueError(
-                f"the managed schema has no embedding column for {w.strategy.name} with "
-                f"vector_dim={dim}; open it with schema_policy=SchemaPolicy.CREATE_IF_NECESSARY "
-                "to add one"
-            )
-        if n.chunks not in missing:
-            plan.steps.append(ddl.add_embedding_column(n, dim))
+    if kind == FLEXIBLE and stored_dim is None and dim is not None and upgrade:
         plan.meta["vector_dim"] = str(dim)
-    plan.vector_dim = dim
-    if dim is not None and n.vector_index not in s.indexes:
-        if not upgrade:
-            raise ValueError(
-                "the managed schema lacks its vector index; open it with "
-                "schema_policy=SchemaPolicy.CREATE_IF_NECESSARY"
-            )
+    plan.vector_dim = dim if kind is not None else None
+    plan.local_vectors = kind is not None
+    # Exact search needs no index: a missing one is created when allowed, never fatal.
+    if kind == FIXED and n.vector_index not in s.indexes and upgrade:
         plan.steps.append(VECTOR_INDEX)
 
-    _plan_search_index(plan, n, s, w, upgrade)
-    _plan_retention(plan, meta, w, upgrade)
-    if upgrade and not s.has_job:
-        plan.steps.append(PURGE_JOB)
-    return plan
+
+def stored_column(meta: dict[str, str]) -> str | None:
+    """The stored embedding column kind (a schema with a dimension but no kind has a
+    fixed column), or None when the chunks table has no embedding column."""
+    kind = meta.get("embedding_column")
+    if kind in (FIXED, FLEXIBLE):
+        return kind
+    return FIXED if meta_dim(meta) is not None else None
 
 
 def _creates_missing(st: Stmt, missing: list[str]) -> bool:

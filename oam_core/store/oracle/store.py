@@ -147,8 +147,8 @@ class OracleDBMemoryStore(OracleMemoryStore):
                 )
         self.vector_dim = plan.vector_dim
         self.memory_retention_config = plan.retention
-        self._local_vectors = plan.vector_dim is not None
-        self._impl = OracleBackend(self.session, self.names, self._local_vectors)
+        self._local_vectors = plan.local_vectors
+        self._impl = OracleBackend(self.session, self.names, self._local_vectors, self.vector_dim)
 
     @property
     def _backend(self) -> Backend:
@@ -262,10 +262,11 @@ class OracleDBMemoryStore(OracleMemoryStore):
         super()._embed_plans(plans)
 
     def _remember_vector_dim(self, dim: int) -> None:
-        """Never reached with local vectors (the dimension is fixed by the DDL)."""
-
-    def _learn_dim(self, plans: Any) -> None:
-        """The column's dimension is fixed at creation; nothing to learn."""
+        """A flexible embedding column learned its dimension (the write's transaction
+        recorded it in the schema metadata); stores without local vectors ignore it."""
+        if self._local_vectors:
+            self.vector_dim = dim
+            self._impl.vector_dim = dim
 
     def _native_search(
         self, query: str | None, query_vector: Any, k: int, pred: Predicate
