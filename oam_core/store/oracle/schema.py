@@ -17,7 +17,9 @@ Rules (seed 004):
   (vector -> keyword), the vectorizer preference and hybrid index (-> hybrid), a
   changed text-index sync mode, and an explicit retention config into the metadata.
 * ``RECREATE`` drops every managed object and creates the schema anew.
-* VECTOR needs the embedding column; KEYWORD needs a text or hybrid index (a keyword
+* VECTOR needs the embedding column (``VECTOR(dim, FLOAT32)``, or ``VECTOR(*, FLOAT32)``
+  when no dimension is known yet); a missing vector index is created when allowed and
+  never fatal (ranking is exact). KEYWORD needs a text or hybrid index (a keyword
   store uses the text branch of an existing hybrid index); HYBRID needs the hybrid
   index built from the same in-database model as the store's ``OracleDBEmbedder``.
 * ``MemoryRetentionConfig`` lives in the metadata: omitted = the stored one; explicit

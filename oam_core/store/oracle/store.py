@@ -67,8 +67,9 @@ class OracleDBMemoryStore(OracleMemoryStore):
             calls of this store are serialised with a lock).
         schema_policy: ``SchemaPolicy`` or its name (default ``REQUIRE_EXISTING``:
             no DDL). See ``oracle/schema.py`` for every rule.
-        vector_dim: Local embedding dimension (VECTOR: defaults to the embedder's).
-            KEYWORD/HYBRID keep no local vectors unless given.
+        vector_dim: Local embedding dimension (VECTOR: defaults to the embedder's;
+            with neither, a flexible column learns it from the first vector).
+            KEYWORD/HYBRID keep no local vectors unless given (or the schema has them).
         table_name_prefix: Deprecated prefix of the managed names (``DeprecationWarning``).
         memory_store_id: Stable store id joined to every managed name with ``_``
             (letter first, letters/digits/underscore, at most 16 characters).
