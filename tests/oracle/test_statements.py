@@ -143,7 +143,7 @@ def test_text_index_sync_modes(sync: SearchIndexSyncMode, clause: str) -> None:
         f"  INDEXTYPE IS CTXSYS.CONTEXT PARAMETERS ('{clause}')"
     )
     assert ddl.alter_text_sync(N, sync).sql == (
-        f"ALTER INDEX S1_CHUNKS_TEXT_IX PARAMETERS ('REPLACE METADATA {clause}')"
+        f"ALTER INDEX S1_CHUNKS_TEXT_IX REBUILD PARAMETERS ('REPLACE METADATA {clause}')"
     )
     with pytest.raises(ValueError, match="HYBRID"):
         ddl.text_index(N, SearchIndexSyncMode.AUTO)
@@ -422,7 +422,7 @@ def test_plan_text_sync_change_needs_create_if_necessary() -> None:
         schema.plan_schema(SchemaPolicy.REQUIRE_EXISTING, N, state, manual)
     plan = schema.plan_schema(SchemaPolicy.CREATE_IF_NECESSARY, N, state, manual)
     assert _sqls(plan) == [
-        "ALTER INDEX S1_CHUNKS_TEXT_IX PARAMETERS ('REPLACE METADATA SYNC (MANUAL)')"
+        "ALTER INDEX S1_CHUNKS_TEXT_IX REBUILD PARAMETERS ('REPLACE METADATA SYNC (MANUAL)')"
     ]
 
 

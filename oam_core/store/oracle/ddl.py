@@ -173,9 +173,10 @@ def text_index(n: Names, sync: SearchIndexSyncMode) -> Stmt:
 
 
 def alter_text_sync(n: Names, sync: SearchIndexSyncMode) -> Stmt:
-    """Change the SYNC mode of the existing CONTEXT index (REPLACE METADATA)."""
+    """Change the SYNC mode of the existing CONTEXT index; ``REBUILD PARAMETERS
+    ('REPLACE METADATA ...')`` rewrites only the index metadata, not the index."""
     return Stmt(
-        f"ALTER INDEX {n.text_index} PARAMETERS ('REPLACE METADATA {text_sync_clause(sync)}')"
+        f"ALTER INDEX {n.text_index} REBUILD PARAMETERS ('REPLACE METADATA {text_sync_clause(sync)}')"
     )
 
 
