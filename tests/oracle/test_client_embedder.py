@@ -137,3 +137,10 @@ def test_async_driver_objects_are_rejected() -> None:
     fake = type("AsyncConnectionPool", (FakePool,), {})()
     with pytest.raises(ValueError, match="synchronous"):
         OracleDBMemoryStore(None, fake)
+
+
+def test_store_and_embedder_on_one_raw_connection_share_one_lock(conn: FakeConnection) -> None:
+    script_schema(conn, Names(""), dim=None, hybrid_index=True, vectorizer=True)
+    emb = OracleDBEmbedder(conn, "doc_model", dimension=8)
+    store = OracleDBMemoryStore(emb, conn, search_strategy="HYBRID")
+    assert store.session is emb.session and store.session.lock is emb.session.lock

@@ -116,7 +116,9 @@ class OracleDBMemoryStore(OracleMemoryStore):
             )
         self.names = Names(resolve_prefix(table_name_prefix, memory_store_id))
         self.memory_store_id = None if memory_store_id is NOT_SET else memory_store_id
-        self.session = Session(pool)
+        shared = isinstance(embedder, OracleDBEmbedder) and embedder.session.target is pool
+        # One raw connection, one lock: the embedder and the store never interleave.
+        self.session = embedder.session if shared else Session(pool)  # type: ignore[union-attr]
         local = strategy is SearchStrategy.VECTOR or vector_dim is not None
         if embedder is not None and not isinstance(embedder, IEmbedder):
             raise ValueError(f"embedder must be an IEmbedder or None, got {embedder!r}")
