@@ -685,3 +685,13 @@ def test_flexible_column_learns_its_dimension_inside_the_first_write(
     assert conn.calls == []
     store.add(["four again"], "memory", embeddings=[[0.0, 1.0, 0.0, 0.0]])
     assert not binds_of(conn, "^MERGE")  # learned once
+
+
+def test_keyword_query_of_only_stopwords_finds_nothing(conn: FakeConnection, clock: Any) -> None:
+    script_schema(conn, N, text_index=True)
+    store = open_store(conn, clock, search_strategy="KEYWORD")
+    conn.fail("CONTAINS", FakeDbError(29902, "DRG-10817: CONTAINS term consists of stopword"))
+    assert store.search("the of", k=3) == []
+    conn.fail("CONTAINS", FakeDbError(29902, "DRG-10599: column is not indexed"))
+    with pytest.raises(FakeDbError):
+        store.search("pizza", k=3)

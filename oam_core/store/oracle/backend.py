@@ -36,6 +36,10 @@ from oam_core.store.planning import ChunkPlan, RowPlan, Vector
 from oam_core.store.ttl import iso
 
 
+_ODCI_ERROR = 29902
+"""ORA-29902 error in executing ODCIIndexStart() (Oracle Text wraps its DRG- errors)."""
+
+
 def to_array(vector: Vector | None) -> array.array[float] | None:
     """A vector as ``array('f')``, bound as VECTOR(FLOAT32) (ORACLE_NOTES §1)."""
     if vector is None:
@@ -245,7 +249,13 @@ class OracleBackend(Backend):
         query = sql.text_query(terms)
         if query is None:
             return []
-        rows = self._all(sql.rank_keyword(self.n, query, k, pred))
+        try:
+            rows = self._all(sql.rank_keyword(self.n, query, k, pred))
+        except Exception as exc:
+            # DRG-10817: every term is a stopword of the index; nothing can match.
+            if error_code(exc) == _ODCI_ERROR and "DRG-10817" in str(exc):
+                return []
+            raise
         return [((fam, int(pk)), float(score)) for fam, pk, score in rows]
 
     def hybrid_search(
