@@ -35,7 +35,6 @@ from oam_core.store.oracle.session import (
 from oam_core.store.planning import ChunkPlan, RowPlan, Vector
 from oam_core.store.ttl import iso
 
-
 _ODCI_ERROR = 29902
 """ORA-29902 error in executing ODCIIndexStart() (Oracle Text wraps its DRG- errors)."""
 
