@@ -38,12 +38,19 @@ __version__ = "0.1.0"
 
 _NOT_YET = {
     "PostgresMemoryStore": "the PostgreSQL back end",
-    "OracleDBMemoryStore": "the Oracle Database back end",
-    "OracleDBEmbedder": "the Oracle Database back end",
 }
+_LAZY = {
+    "OracleDBMemoryStore": "oam_core.store.oracle",
+    "OracleDBEmbedder": "oam_core.store.oracle",
+}
+"""Exports imported on first use (the Oracle back end's driver stays optional)."""
 
 
 def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
     if name in _NOT_YET:
         raise ImportError(
             f"{name} is part of {_NOT_YET[name]}, which this release of oam does not "
@@ -68,6 +75,8 @@ __all__ = [
     "MessageRecord",
     "OracleAgentMemory",
     "OracleContextCard",
+    "OracleDBEmbedder",
+    "OracleDBMemoryStore",
     "OracleMemoryStore",
     "OracleSummary",
     "OracleThread",

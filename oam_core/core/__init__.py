@@ -12,11 +12,22 @@ from oam_core.store.options import (
 )
 from oam_core.store.sqlite import SQLiteMemoryStore
 
+
+def __getattr__(name: str) -> object:
+    if name in ("OracleDBMemoryStore", "OracleDBEmbedder"):
+        import oam_core.store.oracle as oracle
+
+        return getattr(oracle, name)
+    raise AttributeError(f"module 'oam_core.core' has no attribute {name!r}")
+
+
 __all__ = [
     "MemoryExtractionConfig",
     "MemoryExtractionMode",
     "MemoryRetentionConfig",
     "OracleAgentMemory",
+    "OracleDBEmbedder",
+    "OracleDBMemoryStore",
     "OracleMemoryStore",
     "OracleThread",
     "SQLiteMemoryStore",

@@ -117,6 +117,14 @@ class OracleMemoryStore(IMemoryStore):
     def _backend(self) -> Backend:
         raise NotImplementedError
 
+    def _native_search(
+        self, query: str | None, query_vector: Any, k: int, pred: Predicate
+    ) -> builtins.list[tuple[Hashable, float]] | None:
+        """Back end hook: ``(record key, distance)`` pairs from a native ranking (such
+        as Oracle's hybrid vector index), or None to rank with the shared logic below.
+        Called after every argument check."""
+        return None
+
     def _remember_vector_dim(self, dim: int) -> None:
         """Persist a dimension learned from the first explicit vector (back end hook)."""
         self.vector_dim = dim
@@ -775,6 +783,9 @@ class OracleMemoryStore(IMemoryStore):
             agent_id=_scope_arg(agent_id, "agent_id") if exact_agent_match else NOT_SET,
             metadata=_filter_arg(metadata_filter),
         )
+        native = self._native_search(query, qvec, k, pred)
+        if native is not None:
+            return self._materialize(native, k)
         strategy = self.search_strategy
         if qvec is not None:
             ranked = self._vector_ranking([qvec], k, pred, fused=False)

@@ -196,4 +196,8 @@ def open_store(
     kind = backend_of(connection)
     if kind == "sqlite":
         return _open_sqlite(connection, embedder, options)  # type: ignore[arg-type]
+    if kind == "oracle":
+        from oam_core.store.oracle.opener import open_oracle
+
+        return open_oracle(connection, embedder, options)
     raise _later(kind)

@@ -20,6 +20,8 @@ Fixtures:
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -93,6 +95,8 @@ class BackendSpec:
     shared_storage: bool
     dump: Callable[[Any], RawRows] | None = None
     search_rows: Callable[[Any, str, str], list[tuple[str | None, bool]]] | None = None
+    skip_reason: Callable[[], str | None] | None = None
+    cleanup: Callable[[Any], None] | None = None
 
 
 def _sqlite_conn(store: Any) -> tuple[sqlite3.Connection, str, Any]:
@@ -131,11 +135,104 @@ def _open_sqlite_memory(tmp_path: Path, name: str, **kwargs: Any) -> SQLiteMemor
     return SQLiteMemoryStore(":memory:", **kwargs)
 
 
+ORACLE_ENV = ("OAM_ORACLE_DSN", "OAM_ORACLE_USER", "OAM_ORACLE_PASSWORD")
+_oracle_pool: list[Any] = []
+
+
+def _oracle_skip_reason() -> str | None:
+    missing = [v for v in ORACLE_ENV if not os.environ.get(v)]
+    if missing:
+        return f"live Oracle Database suite: set {', '.join(missing)} (docs/oracle.md)"
+    try:
+        import oracledb  # noqa: F401
+    except ImportError:
+        return "live Oracle Database suite: pip install 'oam[oracle]'"
+    return None
+
+
+def _open_oracle(tmp_path: Path, name: str, **kwargs: Any) -> Any:
+    """A store in its own schema prefix, derived from the test and ``name`` (stable
+    across runs, so RECREATE clears leftovers of an interrupted run)."""
+    import oracledb
+
+    from oam_core.store.options import SchemaPolicy
+    from oam_core.store.oracle import OracleDBMemoryStore
+
+    if not _oracle_pool:
+        _oracle_pool.append(
+            oracledb.create_pool(
+                user=os.environ["OAM_ORACLE_USER"],
+                password=os.environ["OAM_ORACLE_PASSWORD"],
+                dsn=os.environ["OAM_ORACLE_DSN"],
+                min=1,
+                max=8,
+                increment=1,
+            )
+        )
+    from oam_core.apis._sentinel import NOT_SET
+    from oam_core.store.oracle.names import resolve_prefix
+
+    given = kwargs.pop("memory_store_id", None)
+    resolve_prefix(NOT_SET, given)  # bad ids fail as they would in production
+    key = f"{tmp_path.name}/{name}/{given or ''}"
+    store_id = "T" + hashlib.sha1(key.encode()).hexdigest()[:12]
+    first = key not in _oracle_opened
+    _oracle_opened.add(key)
+    policy = SchemaPolicy.RECREATE if first else SchemaPolicy.CREATE_IF_NECESSARY
+    embedder = kwargs.pop("embedder", None)
+    if str(kwargs.get("search_strategy", "")).upper().endswith("HYBRID"):
+        # Seed 004: HYBRID needs an OracleDBEmbedder (the hybrid index's own model).
+        model = os.environ.get("OAM_ORACLE_MODEL")
+        if not model:
+            pytest.skip("HYBRID on Oracle needs an in-database ONNX model: set OAM_ORACLE_MODEL")
+        from oam_core.store.oracle import OracleDBEmbedder
+
+        embedder = OracleDBEmbedder(_oracle_pool[0], model)
+    return OracleDBMemoryStore(
+        embedder, _oracle_pool[0], schema_policy=policy, memory_store_id=store_id, **kwargs
+    )
+
+
+_oracle_opened: set[str] = set()
+
+
+def _drop_oracle(store: Any) -> None:
+    store.drop_schema()
+
+
+def _oracle_search_rows(
+    store: Any, record_type: str, record_id: str
+) -> list[tuple[str | None, bool]]:
+    from oam_core.apis.records import family_of
+    from oam_core.store.oracle.session import fetchall
+    from oam_core.store.oracle.stmt import Stmt
+
+    n = store.names
+    family = family_of(record_type)
+    has = "CASE WHEN c.embedding IS NULL THEN 0 ELSE 1 END" if store._local_vectors else "0"
+    stmt = Stmt(
+        f"SELECT c.chunk_text, {has} FROM {n.chunks} c JOIN {n.record_table(family)} r "
+        "ON r.pk = c.record_pk AND c.record_family = :fam "
+        "WHERE r.record_type = :rt AND r.id = :id ORDER BY c.seq, c.pk",
+        {"fam": family, "rt": record_type, "id": record_id},
+    )
+    with store.session.connection() as conn:
+        return [(text, bool(flag)) for text, flag in fetchall(conn, stmt)]
+
+
 BACKENDS: dict[str, BackendSpec] = {
     spec.id: spec
     for spec in (
         BackendSpec("sqlite-file", _open_sqlite_file, True, _sqlite_dump, _sqlite_search_rows),
         BackendSpec("sqlite-memory", _open_sqlite_memory, False, _sqlite_dump, _sqlite_search_rows),
+        BackendSpec(
+            "oracle",
+            _open_oracle,
+            True,
+            search_rows=_oracle_search_rows,
+            skip_reason=_oracle_skip_reason,
+            cleanup=_drop_oracle,
+        ),
     )
 }
 
@@ -143,8 +240,22 @@ BACKENDS: dict[str, BackendSpec] = {
 # -- fixtures ----------------------------------------------------------------------
 
 
-@pytest.fixture(params=list(BACKENDS))
+def unavailable_backends() -> dict[str, str]:
+    """Back ends whose prerequisites are missing, with the reason (e.g. no live DSN)."""
+    reasons = {spec.id: spec.skip_reason() for spec in BACKENDS.values() if spec.skip_reason}
+    return {k: v for k, v in reasons.items() if v}
+
+
+# An unavailable back end is left out of the parametrization (no time, no noise) and
+# reported once by test_backend_available.py with its reason.
+@pytest.fixture(params=[b for b in BACKENDS if b not in unavailable_backends()])
 def backend(request: pytest.FixtureRequest) -> BackendSpec:
+    return BACKENDS[request.param]
+
+
+@pytest.fixture(params=list(BACKENDS))
+def any_backend(request: pytest.FixtureRequest) -> BackendSpec:
+    """Every back end of the table, available or not (test_backend_available.py)."""
     return BACKENDS[request.param]
 
 
@@ -169,6 +280,9 @@ def make_store(
 
     yield factory
     for store in opened:
+        if backend.cleanup is not None:
+            with contextlib.suppress(Exception):
+                backend.cleanup(store)
         with contextlib.suppress(Exception):
             store.close()
 

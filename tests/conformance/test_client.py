@@ -189,8 +189,6 @@ class _FakeDriverObject:
     [
         ("psycopg.connection", "PostgreSQL"),
         ("psycopg_pool.pool", "PostgreSQL"),
-        ("oracledb.connection", "Oracle Database"),
-        ("oracledb.pool", "Oracle Database"),
     ],
 )
 def test_server_drivers_arrive_later(module: str, backend: str) -> None:
@@ -204,7 +202,6 @@ def test_server_drivers_arrive_later(module: str, backend: str) -> None:
     [
         ("postgresql://u:p@localhost/db", "PostgreSQL"),
         ("postgresql+psycopg://localhost/db", "PostgreSQL"),
-        ("oracle://u:p@localhost:1521/FREEPDB1", "Oracle Database"),
         ("mysql://localhost/db", "scheme"),
         ("sqlite://host/db.sqlite", "sqlite:///"),
         ("sqlite:///x.db?mode=ro", "sqlite:///"),
@@ -215,6 +212,15 @@ def test_unsupported_urls(url: str, match: str) -> None:
         OracleAgentMemory.open(url)
     with pytest.raises(ValueError, match=match):
         OracleAgentMemory(connection=url)
+
+
+@pytest.mark.parametrize("module", ["oracledb.connection", "oracledb.pool"])
+def test_oracle_driver_objects_open_the_oracle_store(module: str) -> None:
+    # An object that is neither a connection nor a pool reaches OracleDBMemoryStore,
+    # which names the argument (tests/oracle drives a working fake connection).
+    fake = type("Connection", (_FakeDriverObject,), {"__module__": module})()
+    with pytest.raises(ValueError, match="oracledb connection pool or connection"):
+        OracleAgentMemory(connection=fake)
 
 
 def test_sqlite3_connection_is_rejected() -> None:

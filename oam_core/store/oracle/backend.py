@@ -1,0 +1,525 @@
+"""The Oracle dialect of the ``Backend``/``Tx`` contract (store/backend.py; seed 004).
+
+Executes the statements of sql.py through a ``Session``: every ``Tx`` is one
+transaction (one commit, or a rollback on any error, cascades included), inserts use
+``executemany`` in ``batch_size`` slices, vectors bind as ``array('f')`` (VECTOR),
+metadata as dicts (JSON), times as naive UTC ``TIMESTAMP``.
+"""
+
+from __future__ import annotations
+
+import array
+import builtins
+import json
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any, cast
+
+import numpy as np
+
+from oam_core.apis._sentinel import NOT_SET, Maybe
+from oam_core.apis.records import MESSAGE, PROFILE_TYPES, THREAD, MessageRecord, Record, ThreadRow
+from oam_core.store.backend import Backend, Predicate, StoredRow, Tx
+from oam_core.store.oracle import sql
+from oam_core.store.oracle.names import Names
+from oam_core.store.oracle.session import (
+    Session,
+    chunked,
+    error_code,
+    fetchall,
+    fetchone,
+    run,
+    run_batched,
+)
+from oam_core.store.planning import ChunkPlan, RowPlan, Vector
+from oam_core.store.ttl import iso
+
+_ODCI_ERROR = 29902
+"""ORA-29902 error in executing ODCIIndexStart() (Oracle Text wraps its DRG- errors)."""
+
+
+def to_array(vector: Vector | None) -> array.array[float] | None:
+    """A vector as ``array('f')``, bound as VECTOR(FLOAT32) (ORACLE_NOTES §1)."""
+    if vector is None:
+        return None
+    return array.array("f", np.asarray(vector, dtype=np.float32).tobytes())
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    return None if value is None else value.replace(tzinfo=timezone.utc)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else iso(value.replace(tzinfo=timezone.utc))
+
+
+def _text(value: Any) -> Any:
+    """A fetched CLOB (LOB object in a real driver if the handler was bypassed) as str."""
+    return value.read() if hasattr(value, "read") else value
+
+
+def _json(value: Any) -> Any:
+    value = _text(value)
+    return None if value is None else json.loads(value)
+
+
+def _stored_text(value: Any, is_set: Any) -> str | None:
+    value = _text(value)
+    if value is None:
+        return "" if is_set else None
+    return str(value)
+
+
+def _split_key(key: Hashable) -> tuple[str, int]:
+    """A record key ``(family, pk)`` as typed values."""
+    family, pk = cast(tuple[str, int], key)
+    return family, pk
+
+
+def _family_of_type(record_type: str) -> str:
+    if record_type in (MESSAGE, THREAD) or record_type in PROFILE_TYPES:
+        return record_type
+    return "memory"
+
+
+def record_from_row(family: str, row: Sequence[Any]) -> Record:
+    """Decode a row of ``sql.RECORD_COLUMNS`` (or ``THREAD_AS_RECORD``)."""
+    (
+        _pk,
+        rid,
+        rtype,
+        content,
+        content_set,
+        role,
+        seq_no,
+        thread_id,
+        user_id,
+        agent_id,
+        event_ts,
+        event_ts_set,
+        metadata,
+        created_at,
+        expires_at,
+    ) = row
+    common: dict[str, Any] = dict(
+        id=rid,
+        record_type=rtype,
+        content=_stored_text(content, content_set),
+        timestamp=_stored_text(event_ts, event_ts_set),
+        metadata=_json(metadata),
+        created_at=_iso(created_at),
+        thread_id=thread_id,
+        user_id=user_id,
+        agent_id=agent_id,
+        expires_at=_iso(expires_at),
+    )
+    if family == MESSAGE:
+        return MessageRecord(role=role, seq_no=int(seq_no or 0), **common)
+    return Record(**common)
+
+
+def _thread_row(row: Sequence[Any]) -> ThreadRow:
+    tid, user_id, agent_id, metadata, config, state, created_at = row
+    return ThreadRow(
+        thread_id=tid,
+        user_id=user_id,
+        agent_id=agent_id,
+        metadata=_json(metadata),
+        config=_json(config) or {},
+        state=_json(state) or {},
+        created_at=_iso(created_at) or "",
+    )
+
+
+class OracleBackend(Backend):
+    """Reads and transactions over one schema prefix.
+
+    Args:
+        session: Connection handling (pool or single session).
+        names: Managed object names.
+        local_vectors: The chunks table has an embedding column.
+    """
+
+    def __init__(
+        self, session: Session, names: Names, local_vectors: bool, vector_dim: int | None
+    ) -> None:
+        self.session = session
+        self.n = names
+        self.local_vectors = local_vectors
+        self.vector_dim = vector_dim
+        """Known dimension of the local vectors; None until a flexible column learns it."""
+
+    @contextmanager
+    def transaction(self) -> Iterator[Tx]:
+        """One unit of work; a unique-key violation (ORA-00001, a concurrent writer
+        took an id between the existence check and the insert) becomes the
+        ``ValueError`` of SPEC §2, after the rollback."""
+        with self.session.transaction() as conn:
+            try:
+                yield OracleTx(conn, self)
+            except Exception as exc:
+                if error_code(exc) == 1:
+                    raise ValueError(f"record ids already exist ({exc})") from exc
+                raise
+
+    def close(self) -> None:
+        self.session.close()
+
+    def _all(self, stmt: Any) -> list[tuple[Any, ...]]:
+        with self.session.connection() as conn:
+            return fetchall(conn, stmt)
+
+    def get(self, family: str, record_id: str, record_type: str, now: datetime) -> Record | None:
+        rows = self._all(sql.get_record(self.n, family, record_id, record_type, sql.naive_utc(now)))
+        return record_from_row(family, rows[0]) if rows else None
+
+    def list(self, pred: Predicate, limit: int | None) -> builtins.list[Record]:
+        (record_type,) = tuple(pred.record_types)
+        rows = self._all(sql.list_records(self.n, pred, limit, sql.naive_utc(pred.now)))
+        family = _family_of_type(record_type)
+        return [record_from_row(family, r) for r in reversed(rows)]
+
+    def count_thread_messages(self, thread_id: str, now: datetime) -> int:
+        rows = self._all(sql.count_messages(self.n, thread_id, sql.naive_utc(now)))
+        return int(rows[0][0])
+
+    def thread_messages(
+        self, thread_id: str, start: int | None, end: int | None, now: datetime
+    ) -> builtins.list[Record]:
+        with self.session.connection() as conn:
+            if (start is not None and start < 0) or (end is not None and end < 0):
+                total_row = fetchone(
+                    conn, sql.count_messages(self.n, thread_id, sql.naive_utc(now))
+                )
+                total = int(total_row[0]) if total_row else 0
+                lo, stop, _ = slice(start, end).indices(total)
+                hi: int | None = stop
+            else:
+                lo, hi = start or 0, end
+            if hi is not None and hi <= lo:
+                return []
+            limit = None if hi is None else hi - lo
+            rows = fetchall(
+                conn, sql.thread_messages(self.n, thread_id, lo, limit, sql.naive_utc(now))
+            )
+        return [record_from_row(MESSAGE, r) for r in rows]
+
+    def get_thread(self, thread_id: str) -> ThreadRow | None:
+        rows = self._all(sql.get_thread(self.n, thread_id))
+        return _thread_row(rows[0]) if rows else None
+
+    def list_threads(
+        self, user_id: Maybe[str | None], agent_id: Maybe[str | None]
+    ) -> builtins.list[ThreadRow]:
+        return [_thread_row(r) for r in self._all(sql.list_threads(self.n, user_id, agent_id))]
+
+    def load(self, keys: Sequence[Hashable]) -> dict[Hashable, Record]:
+        by_family: dict[str, list[int]] = {}
+        for key in keys:
+            family, pk = _split_key(key)
+            by_family.setdefault(family, []).append(pk)
+        out: dict[Hashable, Record] = {}
+        with self.session.connection() as conn:
+            for family, pks in by_family.items():
+                for part in chunked(pks, sql.IN_LIST):
+                    for row in fetchall(conn, sql.load_records(self.n, family, part)):
+                        out[(family, int(row[0]))] = record_from_row(family, row)
+        return out
+
+    def rank_vector(
+        self, queries: Sequence[Vector], k: int, pred: Predicate
+    ) -> builtins.list[builtins.list[tuple[Hashable, float]]]:
+        if not self.local_vectors:
+            return [[] for _ in queries]
+        out = []
+        with self.session.connection() as conn:
+            for q in queries:
+                rows = fetchall(conn, sql.rank_vector(self.n, to_array(q), k, pred))
+                ranked: builtins.list[tuple[Hashable, float]] = [
+                    ((fam, int(pk)), max(0.0, float(d))) for fam, pk, d in rows
+                ]
+                out.append(ranked)
+        return out
+
+    def rank_keyword(
+        self, terms: Sequence[str], k: int, pred: Predicate
+    ) -> builtins.list[tuple[Hashable, float]]:
+        query = sql.text_query(terms)
+        if query is None:
+            return []
+        try:
+            rows = self._all(sql.rank_keyword(self.n, query, k, pred))
+        except Exception as exc:
+            # DRG-10817: every term is a stopword of the index; nothing can match.
+            if error_code(exc) == _ODCI_ERROR and "DRG-10817" in str(exc):
+                return []
+            raise
+        return [((fam, int(pk)), float(score)) for fam, pk, score in rows]
+
+    def hybrid_search(
+        self, request: dict[str, Any], k: int, pred: Predicate
+    ) -> builtins.list[tuple[Hashable, float]]:
+        """Rank with ``DBMS_HYBRID_VECTOR.SEARCH``, then keep hits passing ``pred``.
+
+        The hybrid API has no filter on 23ai, so the request asks for ``topN`` rows
+        and grows it (x4) until ``k`` records survive the filter or the index has no
+        more rows: filtering never hides a match that a larger ``topN`` would show.
+
+        Returns:
+            ``(record key, best hybrid score of its search rows)`` pairs, best first.
+        """
+        top_n = max(4 * k, 64)
+        with self.session.connection() as conn:
+            while True:
+                req = json.dumps(
+                    {**request, "return": {"values": ["rowid", "score"], "topN": top_n}}
+                )
+                row = fetchone(conn, sql.hybrid_search(req))
+                hits_text = _text(row[0]) if row else None
+                hits = json.loads(hits_text) if hits_text else []
+                best: dict[Hashable, float] = {}
+                if hits and hits_text:
+                    for fam, pk, score in fetchall(conn, sql.hybrid_hits(self.n, hits_text, pred)):
+                        key = (fam, int(pk))
+                        best[key] = max(best.get(key, 0.0), float(score or 0.0))
+                if len(best) >= k or len(hits) < top_n or top_n >= 1_000_000:
+                    break
+                top_n *= 4
+        return sorted(best.items(), key=lambda kv: -kv[1])
+
+
+class OracleTx(Tx):
+    """Write primitives inside one open transaction on ``conn``."""
+
+    def __init__(self, conn: Any, backend: OracleBackend) -> None:
+        self.c = conn
+        self.b = backend
+        self.n = backend.n
+        self.local_vectors = backend.local_vectors
+
+    def _insert_chunk_rows(self, rows: list[dict[str, Any]], batch_size: int) -> None:
+        """Insert search rows; the first vector written to a flexible column records the
+        store's dimension in the schema metadata, inside this transaction."""
+        if not rows:
+            return
+        if self.local_vectors and self.b.vector_dim is None:
+            dims = {len(r["embedding"]) for r in rows if r.get("embedding") is not None}
+            if dims:
+                meta = [{"meta_key": "vector_dim", "meta_value": str(min(dims))}]
+                run(self.c, sql.upsert_meta(self.n, meta))
+        run_batched(self.c, sql.insert_chunks(self.n, rows, self.local_vectors), batch_size)
+
+    def existing_ids(self, family: str, ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for part in chunked(list(ids), sql.IN_LIST):
+            found.update(r[0] for r in fetchall(self.c, sql.ids_to_pks(self.n, family, part)))
+        return found
+
+    def insert(self, plans: Sequence[RowPlan], created_at: datetime, batch_size: int) -> None:
+        created = sql.naive_utc(created_at)
+        next_seq: dict[str | None, int] = {}
+        by_family: dict[str, list[dict[str, Any]]] = {}
+        if any(p.family == MESSAGE for p in plans):
+            run(self.c, sql.lock_messages(self.n))
+        for plan in plans:
+            seq = None
+            if plan.family == MESSAGE:
+                if plan.thread_id not in next_seq:
+                    row = fetchone(self.c, sql.next_seq(self.n, plan.thread_id))
+                    next_seq[plan.thread_id] = int(row[0]) if row and row[0] is not None else 0
+                seq = next_seq[plan.thread_id]
+                next_seq[plan.thread_id] = seq + 1
+            by_family.setdefault(plan.family, []).append(
+                {
+                    "id": plan.id,
+                    "record_type": plan.record_type,
+                    "content": plan.content,
+                    "content_set": int(plan.content is not None),
+                    "role": plan.role,
+                    "seq_no": seq,
+                    "thread_id": plan.thread_id,
+                    "user_id": plan.user_id,
+                    "agent_id": plan.agent_id,
+                    "event_ts": plan.timestamp,
+                    "event_ts_set": int(plan.timestamp is not None),
+                    "metadata": json.loads(plan.metadata) if plan.metadata is not None else None,
+                    "created_at": created,
+                    "expires_at": sql.naive_utc(plan.expires_at) if plan.expires_at else None,
+                }
+            )
+        for family, rows in by_family.items():
+            run_batched(self.c, sql.insert_records(self.n, family, rows), batch_size)
+        pks = self._pks(plans)
+        chunk_rows = [
+            self._chunk_row(
+                plan.family,
+                pks[(plan.family, plan.id)],
+                plan.record_type,
+                seq,
+                chunk,
+                plan.chunk_scope,
+                sql.naive_utc(plan.expires_at) if plan.expires_at else None,
+            )
+            for plan in plans
+            for seq, chunk in enumerate(plan.chunks)
+        ]
+        self._insert_chunk_rows(chunk_rows, batch_size)
+
+    def _pks(self, plans: Sequence[RowPlan]) -> dict[tuple[str, str], int]:
+        pks: dict[tuple[str, str], int] = {}
+        for family in dict.fromkeys(p.family for p in plans if p.chunks):
+            ids = [p.id for p in plans if p.family == family and p.chunks]
+            for part in chunked(ids, sql.IN_LIST):
+                for rid, pk in fetchall(self.c, sql.ids_to_pks(self.n, family, part)):
+                    pks[(family, rid)] = int(pk)
+        return pks
+
+    def _chunk_row(
+        self,
+        family: str,
+        record_pk: int,
+        record_type: str,
+        seq: int,
+        chunk: ChunkPlan,
+        scope: tuple[str | None, str | None, str | None],
+        expires_at: datetime | None,
+    ) -> dict[str, Any]:
+        row: dict[str, Any] = {
+            "record_family": family,
+            "record_pk": record_pk,
+            "record_type": record_type,
+            "seq": seq,
+            "chunk_text": chunk.text,
+            "thread_id": scope[0],
+            "user_id": scope[1],
+            "agent_id": scope[2],
+            "expires_at": expires_at,
+        }
+        if self.local_vectors:
+            row["embedding"] = to_array(chunk.vector)
+        return row
+
+    def fetch(self, family: str, record_id: str) -> StoredRow | None:
+        row = fetchone(self.c, sql.fetch_row(self.n, family, record_id))
+        if row is None:
+            return None
+        pk, rtype, content, content_set, ts, ts_set, meta, created, tid, uid, aid, _exp = row
+        if rtype == "user_profile":
+            scope: tuple[str | None, str | None, str | None] = (None, record_id, None)
+        elif rtype == "agent_profile":
+            scope = (None, None, record_id)
+        else:
+            scope = (tid, uid, aid)
+        created_at = _aware(created)
+        assert created_at is not None
+        return StoredRow(
+            key=(family, int(pk)),
+            family=family,
+            record_type=rtype,
+            content=_stored_text(content, content_set),
+            timestamp=_stored_text(ts, ts_set),
+            metadata=_json(meta),
+            created_at=created_at,
+            scope=scope,
+        )
+
+    def chunk_texts(self, key: Hashable) -> builtins.list[str | None]:
+        family, pk = _split_key(key)
+        return [_text(r[0]) for r in fetchall(self.c, sql.chunk_texts(self.n, family, pk))]
+
+    def replace_chunks(self, row: StoredRow, chunks: Sequence[ChunkPlan]) -> None:
+        family, pk = _split_key(row.key)
+        current = fetchone(self.c, sql.record_expiry(self.n, family, pk))
+        expires = current[0] if current else None
+        run(self.c, sql.delete_chunks_of(self.n, family, pk))
+        rows = [
+            self._chunk_row(family, pk, row.record_type, seq, c, row.scope, expires)
+            for seq, c in enumerate(chunks)
+        ]
+        self._insert_chunk_rows(rows, 256)
+
+    def update_row(self, row: StoredRow, fields: dict[str, Any]) -> None:
+        family, pk = _split_key(row.key)
+        values: dict[str, Any] = {}
+        if "content" in fields:
+            values["content"] = fields["content"]
+            values["content_set"] = int(fields["content"] is not None)
+        if "metadata" in fields:
+            meta = fields["metadata"]
+            values["metadata"] = json.loads(meta) if meta is not None else None
+        if "timestamp" in fields:
+            values["event_ts"] = fields["timestamp"]
+            values["event_ts_set"] = int(fields["timestamp"] is not None)
+        if "expires_at" in fields:
+            exp = fields["expires_at"]
+            values["expires_at"] = sql.naive_utc(exp) if exp is not None else None
+        if values:
+            run(self.c, sql.update_record(self.n, family, pk, values))
+        if "expires_at" in values:
+            run(self.c, sql.update_chunk_expiry(self.n, family, pk, values["expires_at"]))
+
+    def delete_record(
+        self, family: str, record_id: str, record_type: str | None, thread_id: Maybe[str]
+    ) -> int:
+        row = fetchone(self.c, sql.find_pk(self.n, family, record_id, record_type, thread_id))
+        if row is None:
+            return 0
+        pk = int(row[0])
+        run(self.c, sql.delete_chunks_of(self.n, family, pk))
+        return int(run(self.c, sql.delete_by_pk(self.n, family, pk)).rowcount or 0)
+
+    def delete_thread(self, thread_id: str) -> int:
+        count = 0
+        for stmt in sql.delete_thread(self.n, thread_id):
+            count = int(run(self.c, stmt).rowcount or 0)
+        return count
+
+    def delete_actor_scope(self, column: str, actor_id: str) -> None:
+        for (tid,) in fetchall(self.c, sql.actor_threads(self.n, column, actor_id)):
+            self.delete_thread(tid)
+        for stmt in sql.delete_actor_rows(self.n, column, actor_id):
+            run(self.c, stmt)
+
+    def insert_thread(self, row: ThreadRow) -> None:
+        run(
+            self.c,
+            sql.insert_thread(
+                self.n,
+                {
+                    "id": row.thread_id,
+                    "user_id": row.user_id,
+                    "agent_id": row.agent_id,
+                    "metadata": row.metadata,
+                    "config": row.config,
+                    "state": row.state,
+                    "created_at": sql.naive_utc(datetime.fromisoformat(row.created_at)),
+                },
+            ),
+        )
+
+    def update_thread(
+        self,
+        thread_id: str,
+        config: Maybe[dict[str, Any]],
+        state: Maybe[dict[str, Any]],
+        expected_state: Maybe[dict[str, Any]],
+    ) -> int:
+        row = fetchone(self.c, sql.thread_state_for_update(self.n, thread_id))
+        if row is None:
+            return 0
+        if expected_state is not NOT_SET and (_json(row[0]) or {}) != expected_state:
+            return 0
+        values: dict[str, Any] = {}
+        if config is not NOT_SET:
+            values["config"] = config
+        if state is not NOT_SET:
+            values["state"] = state
+        if not values:
+            return 1
+        return int(run(self.c, sql.update_thread(self.n, thread_id, values)).rowcount or 0)
+
+    def purge(self, now: datetime) -> int:
+        stmts = sql.purge(self.n, sql.naive_utc(now))
+        run(self.c, stmts[0])
+        return sum(int(run(self.c, s).rowcount or 0) for s in stmts[1:])
