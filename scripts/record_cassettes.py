@@ -76,7 +76,7 @@ def start_server(gguf: Path) -> object:
     try:
         import xllamacpp
     except ImportError as exc:
-        raise SystemExit(f'xllamacpp is not installed: pip install -e ".[record]" ({exc})')
+        raise SystemExit(f'xllamacpp is not installed: pip install -e ".[record]" ({exc})') from exc
     params = xllamacpp.CommonParams()
     params.model.path = str(gguf)
     params.model_alias = {MODEL_ALIAS}
@@ -113,7 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--all", action="store_true", help="re-record every request (record mode 'all')"
     )
-    parser.add_argument("pytest_args", nargs="*", help="pytest arguments (default: -m llm_cassette)")
+    parser.add_argument(
+        "pytest_args", nargs="*", help="pytest arguments (default: -m llm_cassette)"
+    )
     args, extra = parser.parse_known_args(argv)
     pytest_args = [*args.pytest_args, *extra] or ["-m", "llm_cassette"]
     server = start_server(find_gguf())
