@@ -91,6 +91,19 @@ class TestRecorded:
         reply = llm.generate(TOPICS_PROMPT, response_json_schema=TOPICS_SCHEMA)
         assert reply.strip()
 
+    def test_fixture_defaults(self, recorded_llm: RecordedFactory) -> None:
+        llm = recorded_llm("fixture_defaults", max_tokens=16)
+        assert isinstance(llm, ILlm)
+        assert llm.cassette.parts[-2:] == ("test_llm_litellm", "fixture_defaults.yaml")
+        assert llm.generate("Say yes.").strip()
+        inner = llm.inner
+        assert (inner.model, inner.api_base, inner.api_key) == ("openai/smollm2", API_BASE, "x")
+        assert inner.structured_output is True
+        assert inner.max_retries == 0
+        assert inner.max_tokens == 16
+        with pytest.raises(ValueError, match="plain file stem"):
+            recorded_llm("../escape")
+
     def test_unrecorded_request_fails_loudly(self, recorded_llm: RecordedFactory) -> None:
         if record_mode() != "none":
             pytest.skip("replay-only check")
