@@ -511,3 +511,70 @@ class TestJsonBodyMatcher:
         a = self._request(b'{"model": "m", "user": "u1"}')
         b = self._request(b'{"model": "m", "user": "u2"}')
         json_body_matcher(a, b)
+
+
+@needs_litellm
+# litellm builds some pydantic schemas lazily and pydantic warns about them.
+@pytest.mark.filterwarnings("ignore::UserWarning:pydantic.*")
+class TestRealLiteLLMErrors:
+    """The real litellm error classes through LiteLLMLlm (completion patched, no network)."""
+
+    @pytest.fixture
+    def real(self, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, list[float]]]:
+        litellm = _litellm.import_litellm("test")
+        sleeps: list[float] = []
+        monkeypatch.setattr(llm_mod, "_sleep", sleeps.append)
+        yield litellm, sleeps
+
+    @staticmethod
+    def _args() -> dict[str, str]:
+        return {"message": "x", "llm_provider": "openai", "model": "m"}
+
+    def _run(
+        self, monkeypatch: pytest.MonkeyPatch, litellm: Any, errors: list[Exception]
+    ) -> tuple[int, Any]:
+        calls: list[dict[str, Any]] = []
+
+        def completion(**kwargs: Any) -> Any:
+            calls.append(kwargs)
+            if errors:
+                raise errors.pop(0)
+            return litellm.ModelResponse(
+                choices=[{"message": {"role": "assistant", "content": "ok"}}]
+            )
+
+        monkeypatch.setattr(litellm, "completion", completion)
+        result: Any
+        try:
+            result = LiteLLMLlm("openai/m", max_retries=2).generate("hi")
+        except Exception as exc:
+            result = exc
+        return len(calls), result
+
+    def test_transient(self, real: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+        litellm, sleeps = real
+        errors = [litellm.RateLimitError(**self._args()), litellm.Timeout(**self._args())]
+        calls, result = self._run(monkeypatch, litellm, errors)
+        assert (calls, result) == (3, "ok")
+        assert len(sleeps) == 2
+
+    @pytest.mark.parametrize(
+        "make",
+        [
+            lambda lt, a: lt.AuthenticationError(**a),
+            lambda lt, a: lt.BadRequestError(**a),
+            lambda lt, a: lt.NotFoundError(**a),
+            lambda lt, a: lt.InternalServerError(
+                **{**a, "message": "OpenAIException - Missing credentials. Please pass an api_key"}
+            ),
+        ],
+    )
+    def test_permanent(
+        self, real: Any, monkeypatch: pytest.MonkeyPatch, make: Callable[[Any, Any], Exception]
+    ) -> None:
+        litellm, sleeps = real
+        error = make(litellm, self._args())
+        calls, result = self._run(monkeypatch, litellm, [error])
+        assert calls == 1
+        assert result is error
+        assert sleeps == []
