@@ -74,15 +74,16 @@ class UnusableReplyError(ValueError):
 def parse_json_reply(
     text: str,
     *,
-    expect: type | tuple[type, ...] = (dict, list),
+    expect: type | tuple[type, ...] = dict,
     allow_incomplete: bool = False,
 ) -> Any:
     """Parse the JSON value in a model reply, repairing common defects.
 
     Args:
         text: The model's reply, as returned by ``ILlm.generate``.
-        expect: Type(s) the top-level value must have, e.g. ``dict`` for an object
-            reply; values of other types are passed over while searching.
+        expect: Type(s) the top-level value must have: ``dict`` for an object reply
+            (both JSON replies of SPEC §7 are objects), ``(dict, list)`` to accept an
+            array too; values of other types are passed over while searching.
         allow_incomplete: When True, JSON cut off before its closing bracket is
             closed by ``json_repair`` instead of refused.
 

@@ -69,7 +69,7 @@ REPAIRS: list[tuple[str, str, Any]] = [
     ("text", "expected"), [c[1:] for c in REPAIRS], ids=[c[0] for c in REPAIRS]
 )
 def test_repairs(text: str, expected: Any) -> None:
-    assert parse_json_reply(text) == expected
+    assert parse_json_reply(text, expect=(dict, list)) == expected
 
 
 UNUSABLE: list[tuple[str, str]] = [
@@ -91,7 +91,7 @@ UNUSABLE: list[tuple[str, str]] = [
 @pytest.mark.parametrize("text", [c[1] for c in UNUSABLE], ids=[c[0] for c in UNUSABLE])
 def test_unusable(text: str) -> None:
     with pytest.raises(UnusableReplyError) as info:
-        parse_json_reply(text)
+        parse_json_reply(text, expect=(dict, list))
     assert info.value.reply == text
     assert isinstance(info.value, ValueError)
 
@@ -99,8 +99,10 @@ def test_unusable(text: str) -> None:
 def test_error_says_why_and_quotes_the_reply() -> None:
     with pytest.raises(UnusableReplyError, match=r"cut off .*: '\{\"a\": \"unter"):
         parse_json_reply('{"a": "unterminated')
-    with pytest.raises(UnusableReplyError, match="no usable JSON dict or list: 'no'"):
+    with pytest.raises(UnusableReplyError, match="no usable JSON dict: 'no'"):
         parse_json_reply("no")
+    with pytest.raises(UnusableReplyError, match="no usable JSON dict or list: 'no'"):
+        parse_json_reply("no", expect=(dict, list))
     with pytest.raises(UnusableReplyError, match=r"\.\.\.$"):
         parse_json_reply("x" * 500)
 
@@ -114,6 +116,7 @@ def test_allow_incomplete_closes_truncated_json() -> None:
     ("text", "expect", "expected"),
     [
         ('[1] says: {"a": 1}', dict, {"a": 1}),
+        ('[2024-01-01] note: {"a": 1}', dict, {"a": 1}),
         ('[1] says: {"a": 1}', (dict, list), [1]),
         ('{"a": 1} then [2]', list, [2]),
         ('[{"text": "x"}]', list, [{"text": "x"}]),
@@ -121,6 +124,12 @@ def test_allow_incomplete_closes_truncated_json() -> None:
 )
 def test_expect_selects_the_type(text: str, expect: Any, expected: Any) -> None:
     assert parse_json_reply(text, expect=expect) == expected
+
+
+def test_default_expects_an_object() -> None:
+    assert parse_json_reply('[1] says: {"a": 1}') == {"a": 1}
+    with pytest.raises(UnusableReplyError):
+        parse_json_reply("[1, 2]")
 
 
 def test_expect_mismatch_is_unusable() -> None:
@@ -179,7 +188,7 @@ def dumped(draw: st.DrawFn, value: Any) -> str:
 @settings(max_examples=200, deadline=None)
 @given(data=st.data(), value=CONTAINERS)
 def test_round_trip_plain(data: st.DataObject, value: Any) -> None:
-    assert parse_json_reply(data.draw(dumped(value))) == value
+    assert parse_json_reply(data.draw(dumped(value)), expect=(dict, list)) == value
 
 
 @settings(max_examples=200, deadline=None)
@@ -196,4 +205,4 @@ def test_round_trip_wrapped(
     body = data.draw(dumped(value))
     if fence:
         body = f"{fence}\n{body}\n```"
-    assert parse_json_reply(f"{before}{body}{after}") == value
+    assert parse_json_reply(f"{before}{body}{after}", expect=(dict, list)) == value
