@@ -159,13 +159,15 @@ SCALARS = (
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text()
 )
-VALUES = st.recursive(
-    SCALARS,
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
-    ),
-    max_leaves=20,
-)
+
+
+def _nest(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(children, max_size=4) | st.dictionaries(
+        st.text(max_size=8), children, max_size=4
+    )
+
+
+VALUES = st.recursive(SCALARS, _nest, max_leaves=20)
 CONTAINERS = st.one_of(
     st.lists(VALUES, max_size=4), st.dictionaries(st.text(max_size=8), VALUES, max_size=4)
 )
