@@ -52,6 +52,7 @@ __all__ = [
     "CassetteMissError",
     "RecordedLlm",
     "json_body_matcher",
+    "open_cassette",
     "record_mode",
 ]
 
@@ -209,6 +210,24 @@ class RecordedLlm(ILlm):
             )
 
 
+def open_cassette(stack: ExitStack, recorder: vcr.VCR, path: Path) -> Any:
+    """Enter ``path``'s cassette on ``stack``; returns vcrpy's ``Cassette``.
+
+    When re-recording (``new_episodes``), interactions a test no longer requests are
+    dropped from its cassette, but only if the test used the cassette at all: a test
+    that sent no request (skipped, or failed before its first call) leaves the file
+    as it was instead of emptying it.
+    """
+    cassette = stack.enter_context(recorder.use_cassette(str(path)))
+
+    def keep_if_unused() -> None:
+        if cassette.play_count == 0 and not cassette.dirty:
+            cassette.drop_unused_requests = False
+
+    stack.callback(keep_if_unused)  # runs before the cassette saves (LIFO)
+    return cassette
+
+
 def _cassette_path(request: pytest.FixtureRequest, name: str) -> Path:
     if not name or "/" in name or "\\" in name or name.startswith("."):
         raise ValueError(f"cassette name must be a plain file stem, got {name!r}")
@@ -240,7 +259,7 @@ def recorded_llm(request: pytest.FixtureRequest) -> Iterator[Callable[..., Recor
                     f"`python scripts/record_cassettes.py {request.node.nodeid}`"
                 )
             path.parent.mkdir(parents=True, exist_ok=True)
-            stack.enter_context(recorder.use_cassette(str(path)))
+            open_cassette(stack, recorder, path)
             options: dict[str, Any] = {
                 "api_base": API_BASE,
                 "api_key": "x",

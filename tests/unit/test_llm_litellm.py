@@ -13,15 +13,24 @@ import json
 import sys
 import types
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import oam_core.llms.litellm as llm_mod
+import tests.llm as tests_llm
 from oam_core import _litellm
 from oam_core.apis.llm import ILlm
 from oam_core.llms import EmptyReplyError, LiteLLMLlm, resolve_llm
-from tests.llm import API_BASE, CassetteMissError, RecordedLlm, json_body_matcher, record_mode
+from tests.llm import (
+    API_BASE,
+    CassetteMissError,
+    RecordedLlm,
+    json_body_matcher,
+    open_cassette,
+    record_mode,
+)
 
 needs_litellm = pytest.mark.skipif(
     importlib.util.find_spec("litellm") is None, reason="litellm not installed"
@@ -578,3 +587,20 @@ class TestRealLiteLLMErrors:
         assert calls == 1
         assert result is error
         assert sleeps == []
+
+
+class TestCassetteFile:
+    """Re-recording keeps a cassette that a test did not use."""
+
+    def test_unused_cassette_is_not_emptied(self, tmp_path: Path) -> None:
+        import shutil
+        from contextlib import ExitStack
+
+        source = Path(__file__).parent.parent / "cassettes" / "test_llm_litellm" / "plain_text.yaml"
+        path = tmp_path / "plain_text.yaml"
+        shutil.copy(source, path)
+        before = path.read_text()
+        with ExitStack() as stack:
+            cassette = open_cassette(stack, tests_llm._vcr("new_episodes"), path)
+            assert len(cassette) == 1
+        assert path.read_text() == before
