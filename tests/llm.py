@@ -32,14 +32,16 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-import vcr
-from vcr.errors import CannotOverwriteExistingCassetteException
-from vcr.request import Request
 
-from oam_core.llms.litellm import LiteLLMLlm
+from oam_core.apis.llm import ILlm
+
+if TYPE_CHECKING:
+    import vcr
+
+    from oam_core.llms.litellm import LiteLLMLlm
 
 __all__ = [
     "API_BASE",
@@ -50,6 +52,7 @@ __all__ = [
     "CassetteMissError",
     "RecordedLlm",
     "json_body_matcher",
+    "open_cassette",
     "record_mode",
 ]
 
@@ -79,7 +82,7 @@ def record_mode() -> str:
     return "new_episodes"
 
 
-def _parsed_body(request: Request) -> Any:
+def _parsed_body(request: Any) -> Any:
     body = request.body
     if body is None or body == b"" or body == "":
         return None
@@ -94,7 +97,7 @@ def _parsed_body(request: Request) -> Any:
     return value
 
 
-def json_body_matcher(r1: Request, r2: Request) -> None:
+def json_body_matcher(r1: Any, r2: Any) -> None:
     """vcrpy matcher: equal parsed JSON bodies (raw text compared if not JSON).
 
     Raises:
@@ -105,6 +108,8 @@ def json_body_matcher(r1: Request, r2: Request) -> None:
 
 
 def _vcr(mode: str) -> vcr.VCR:
+    import vcr
+
     recorder = vcr.VCR(
         record_mode=mode,
         match_on=["method", "path", "json_body"],
@@ -116,12 +121,15 @@ def _vcr(mode: str) -> vcr.VCR:
     return recorder
 
 
-def _miss(exc: BaseException) -> CannotOverwriteExistingCassetteException | None:
+def _miss(exc: BaseException) -> BaseException | None:
+    from vcr.errors import CannotOverwriteExistingCassetteException
+
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         if isinstance(current, CannotOverwriteExistingCassetteException):
-            return current
+            found: BaseException = current
+            return found
         seen.add(id(current))
         current = current.__cause__ or current.__context__
     return None
@@ -175,23 +183,49 @@ def _no_leaked_loop() -> Iterator[None]:
             asyncio.set_event_loop(None)
 
 
-class RecordedLlm(LiteLLMLlm):
-    """``LiteLLMLlm`` against the recording server, turning cassette misses into errors.
+class RecordedLlm(ILlm):
+    """An ``ILlm`` over a ``LiteLLMLlm`` whose traffic is recorded in ``cassette``.
 
-    ``cassette`` is the file this LLM's traffic is recorded in / replayed from.
+    Cassette misses become ``CassetteMissError``; ``inner`` is the wrapped
+    ``LiteLLMLlm`` (its ``model``, ``max_tokens``, ... are readable there).
     """
 
-    cassette: Path
+    def __init__(self, inner: LiteLLMLlm, cassette: Path) -> None:
+        self.inner = inner
+        self.cassette = cassette
+
+    def __repr__(self) -> str:
+        return f"RecordedLlm({self.inner!r}, cassette={str(self.cassette)!r})"
 
     def generate(self, prompt: str, *, response_json_schema: dict[str, Any] | None = None) -> str:
         with _no_leaked_loop(), _quiet_litellm(self.cassette):
-            return super().generate(prompt, response_json_schema=response_json_schema)
+            return self.inner.generate(prompt, response_json_schema=response_json_schema)
 
     async def generate_async(
         self, prompt: str, *, response_json_schema: dict[str, Any] | None = None
     ) -> str:
         with _quiet_litellm(self.cassette):
-            return await super().generate_async(prompt, response_json_schema=response_json_schema)
+            return await self.inner.generate_async(
+                prompt, response_json_schema=response_json_schema
+            )
+
+
+def open_cassette(stack: ExitStack, recorder: vcr.VCR, path: Path) -> Any:
+    """Enter ``path``'s cassette on ``stack``; returns vcrpy's ``Cassette``.
+
+    When re-recording (``new_episodes``), interactions a test no longer requests are
+    dropped from its cassette, but only if the test used the cassette at all: a test
+    that sent no request (skipped, or failed before its first call) leaves the file
+    as it was instead of emptying it.
+    """
+    cassette = stack.enter_context(recorder.use_cassette(str(path)))
+
+    def keep_if_unused() -> None:
+        if cassette.play_count == 0 and not cassette.dirty:
+            cassette.drop_unused_requests = False
+
+    stack.callback(keep_if_unused)  # runs before the cassette saves (LIFO)
+    return cassette
 
 
 def _cassette_path(request: pytest.FixtureRequest, name: str) -> Path:
@@ -225,7 +259,7 @@ def recorded_llm(request: pytest.FixtureRequest) -> Iterator[Callable[..., Recor
                     f"`python scripts/record_cassettes.py {request.node.nodeid}`"
                 )
             path.parent.mkdir(parents=True, exist_ok=True)
-            stack.enter_context(recorder.use_cassette(str(path)))
+            open_cassette(stack, recorder, path)
             options: dict[str, Any] = {
                 "api_base": API_BASE,
                 "api_key": "x",
@@ -235,9 +269,9 @@ def recorded_llm(request: pytest.FixtureRequest) -> Iterator[Callable[..., Recor
                 "max_tokens": 256,
                 **llm_kwargs,
             }
-            llm = RecordedLlm(options.pop("model", MODEL), **options)
-            llm.cassette = path
-            return llm
+            from oam_core.llms.litellm import LiteLLMLlm
+
+            return RecordedLlm(LiteLLMLlm(options.pop("model", MODEL), **options), path)
 
         yield make
 

@@ -269,7 +269,7 @@ def _labels(value: object) -> tuple[str, ...]:
     return tuple(labels)
 
 
-def _items(data: object) -> list[Any]:
+def _items(data: object, text: str) -> list[Any]:
     if isinstance(data, list):
         return data
     if isinstance(data, dict):
@@ -283,7 +283,7 @@ def _items(data: object) -> list[Any]:
                 return []
         elif "text" in data:
             return [data]
-    raise UnusableReplyError(f"expected a list of memories, got {type(data).__name__}")
+    raise UnusableReplyError(f"expected a list of memories, got {type(data).__name__}", text)
 
 
 def parse_extraction_reply(text: str) -> list[ExtractedMemory]:
@@ -302,7 +302,7 @@ def parse_extraction_reply(text: str) -> list[ExtractedMemory]:
     """
     memories: list[ExtractedMemory] = []
     seen: set[str] = set()
-    for item in _items(parse_json_reply(text, expect=(dict, list))):
+    for item in _items(parse_json_reply(text, expect=(dict, list)), text):
         if isinstance(item, str):
             item = {"text": item}
         if not isinstance(item, dict) or not isinstance(item.get("text"), str):

@@ -107,9 +107,9 @@ def parse_summary_reply(text: str) -> RunningSummary:
     if isinstance(data, str):
         data = {"summary": data, "topics": []}
     if not isinstance(data, dict):
-        raise UnusableReplyError(f"expected a summary object, got {type(data).__name__}")
+        raise UnusableReplyError(f"expected a summary object, got {type(data).__name__}", text)
     summary = data.get("summary")
     if not isinstance(summary, str) or not _SURROGATES.sub("", summary).strip():
-        raise UnusableReplyError("the reply has no summary text")
+        raise UnusableReplyError("the reply has no summary text", text)
     body = _SURROGATES.sub("", summary).strip()[:MAX_SUMMARY_CHARS]
     return RunningSummary(body, normalize_topics(data.get("topics")))
