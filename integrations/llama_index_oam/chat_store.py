@@ -108,9 +108,10 @@ class OAMChatStore(AsyncDBChatStore):
 
     def _set(self, key: str, messages: Sequence[ChatMessage], status: MessageStatus) -> None:
         converted = [to_oam_message(_check_message(m), MessageStatus(status)) for m in messages]
+        thread = self._thread(key) if converted else None  # fails before anything is deleted
         self._delete_rows(key, self._records(key))
-        if converted:
-            self._thread(key).add_messages(converted)
+        if thread is not None:
+            thread.add_messages(converted)
 
     def _delete_at(self, key: str, idx: int) -> ChatMessage | None:
         if isinstance(idx, bool) or not isinstance(idx, int):

@@ -279,7 +279,11 @@ class OAMVectorStore(BasePydanticVectorStore):
         (else ``query_embedding``, vector ranking only).
 
         ``query.filters``, ``doc_ids`` and ``node_ids`` (``[]`` = no restriction)
-        restrict the candidates before the top-k cut.
+        restrict the candidates before the top-k cut. A filter with OR branches runs
+        one search per branch and merges them by distance: exact for vector ranking,
+        where a record's distance does not depend on the filter; for KEYWORD and
+        HYBRID the distances are normalized per search, so the order *across*
+        branches is approximate (each branch's own order is exact).
 
         Raises:
             ValueError: for a query mode other than DEFAULT (the store's
