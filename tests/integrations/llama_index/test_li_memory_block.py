@@ -6,9 +6,11 @@ sessions never mix, and messages already stored by ``OAMChatStore`` are not doub
 from __future__ import annotations
 
 import asyncio
+import json
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from llama_index.core.base.llms.types import ChatMessage
@@ -16,7 +18,7 @@ from llama_index.core.memory import InsertMethod, Memory
 from llama_index.core.storage.chat_store.base_db import MessageStatus
 from llama_index_oam import OAMChatStore, OAMMemoryBlock
 
-from oam_core import OracleAgentMemory
+from oam_core import ILlm, OracleAgentMemory
 
 
 @pytest.fixture
@@ -231,3 +233,43 @@ def test_block_works_with_a_keyword_store(tmp_path: Path) -> None:
     card = asyncio.run(block.aget(latest, session_id="s"))
     assert "The user collects stamps" in card
     m.close()
+
+
+class RecordingLlm(ILlm):
+    """A fake LLM that records prompts and extracts nothing."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def generate(self, prompt: str, *, response_json_schema: dict[str, Any] | None = None) -> str:
+        self.prompts.append(prompt)
+        return json.dumps({"memories": []})
+
+
+def test_block_appends_through_the_thread_of_a_client_with_an_llm(tmp_path: Path) -> None:
+    """With extraction on, flushed messages go through ``OracleThread.add_messages`` (the
+    path that runs extraction); concurrent flushes of two sessions stay apart."""
+    client = OracleAgentMemory(connection=str(tmp_path / "llm.db"), llm=RecordingLlm())
+    block = OAMMemoryBlock(client, user_id="u", agent_id="a")
+
+    async def flush() -> None:
+        await asyncio.gather(
+            block.aput([ChatMessage(role="user", content="one")], session_id="s1"),
+            block.aput([ChatMessage(role="user", content="two")], session_id="s2"),
+            block.aput(
+                [
+                    ChatMessage(
+                        role="user", content="three", additional_kwargs={"session_id": "s1"}
+                    ),
+                    ChatMessage(
+                        role="user", content="four", additional_kwargs={"session_id": "s2"}
+                    ),
+                ]
+            ),
+        )
+
+    asyncio.run(flush())
+    assert sorted(m.content for m in client.get_thread("s1").get_messages()) == ["one", "three"]
+    assert sorted(m.content for m in client.get_thread("s2").get_messages()) == ["four", "two"]
+    assert client.get_thread("s1").extract_memories is True
+    client.close()

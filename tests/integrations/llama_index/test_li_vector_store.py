@@ -299,3 +299,16 @@ def test_retriever_end_to_end(embedded_store: SQLiteMemoryStore) -> None:
     client = OracleAgentMemory(store=embedded_store)
     found = client.search("basil", user_id="u1", record_types={"memory"}, k=1)
     assert found[0][0].content == "Pizza Margherita has basil."
+
+
+def test_oam_embedding_matches_the_store_embedder() -> None:
+    embedder = HashingEmbedder(32)
+    model = OAMEmbedding(embedder)
+    text = "custard tarts in Belem"
+    assert model.get_text_embedding(text) == pytest.approx(embedder.embed([text])[0].tolist())
+    query = embedder.embed([text], is_query=True)[0].tolist()
+    assert model.get_query_embedding(text) == pytest.approx(query)
+    assert asyncio.run(model.aget_query_embedding(text)) == pytest.approx(query)
+    assert len(model.get_text_embedding_batch(["a", "b", "c"])) == 3
+    with pytest.raises(ValueError, match="IEmbedder"):
+        OAMEmbedding("hashing")  # type: ignore[arg-type]
