@@ -4,7 +4,7 @@
 short-term queue in the thread whose id is the key (SPEC §6): messages are appended
 with ``OracleThread.add_messages`` (so extraction runs when the client has an LLM) and
 read back in insertion order (SPEC §3.4). The ACTIVE/ARCHIVED status lives in each
-message's metadata (``messages.py``).
+message's metadata (``messages.py``), where the store's filter selects it.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, MessageStatus
 
 from llama_index_oam._util import check_key, check_scope_id, in_thread, thread_for
-from llama_index_oam.messages import status_of, to_chat_message, to_oam_message, with_status
-from oam_core import OracleAgentMemory, OracleThread
+from llama_index_oam.messages import status_filter, to_chat_message, to_oam_message, with_status
+from oam_core import OracleAgentMemory, OracleThread, Record
 from oam_core.apis.records import MessageRecord
 
 
@@ -76,8 +76,17 @@ class OAMChatStore(AsyncDBChatStore):
 
     def _selected(
         self, key: str, status: MessageStatus | None, n: int | None = None
-    ) -> list[MessageRecord]:
-        rows = [r for r in self._records(key) if status is None or status_of(r) == status]
+    ) -> list[Record]:
+        """The key's messages with ``status`` (None: all), oldest first; the status is
+        selected by the store's metadata filter, so the queue is read without the
+        archived history."""
+        check_key("key", key)
+        if status is None:
+            rows: list[Record] = list(self._records(key))
+        else:
+            rows = self._memory.store.list(
+                "message", limit=None, thread_id=key, metadata_filter=status_filter(status)
+            )
         return rows if n is None else rows[:n]
 
     def _thread(self, key: str) -> OracleThread:
@@ -102,7 +111,7 @@ class OAMChatStore(AsyncDBChatStore):
         if converted:
             self._thread(key).add_messages(converted)
 
-    def _delete_rows(self, key: str, rows: Sequence[MessageRecord]) -> None:
+    def _delete_rows(self, key: str, rows: Sequence[Record]) -> None:
         for r in rows:
             self._memory.store.delete_scoped("message", r.id, thread_id=key)
 

@@ -22,13 +22,7 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.storage.chat_store.base_db import MessageStatus
 
 from llama_index_oam._util import check_key, check_scope_id, in_thread, thread_for
-from llama_index_oam.messages import (
-    SESSION_KWARG,
-    has_status,
-    status_of,
-    to_chat_message,
-    to_oam_message,
-)
+from llama_index_oam.messages import SESSION_KWARG, STATUS_KEY, to_chat_message, to_oam_message
 from oam_core import OracleAgentMemory, OracleContextCard, OracleThread, Record
 from oam_core.apis.records import MEMORY_TYPES
 from oam_core.store.options import SearchStrategy
@@ -148,19 +142,18 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
         thread.add_messages([to_oam_message(m) for m in messages])
 
     def _already_stored(self, session: str, messages: Sequence[ChatMessage]) -> bool:
-        """True when the session's latest chat-store-archived messages are ``messages``."""
-        store = self._memory.store
-        want = [(str(getattr(m.role, "value", m.role)), m.content or "") for m in messages]
-        window = 2 * len(want) + 64
-        while True:
-            rows = store.list_thread_messages(session, last_n=window)
-            archived = [r for r in rows if has_status(r) and status_of(r) is MessageStatus.ARCHIVED]
-            if len(archived) >= len(want) or len(rows) < window:
-                break
-            window *= 4
-        tail = archived[len(archived) - len(want) :] if len(archived) >= len(want) else []
-        got = [(str(to_chat_message(r).role.value), to_chat_message(r).content or "") for r in tail]
-        return bool(want) and got == want
+        """True when the session's latest chat-store-archived messages are ``messages``
+        (``OAMChatStore`` stored them in this thread and ``Memory`` just archived them)."""
+        if not messages:
+            return True
+        tail = self._memory.store.list(
+            "message",
+            limit=len(messages),
+            thread_id=session,
+            metadata_filter={STATUS_KEY: MessageStatus.ARCHIVED.value},
+        )
+        got = [(r.content or "", to_chat_message(r).role) for r in tail]
+        return got == [(m.content or "", m.role) for m in messages]
 
     # -- get ----------------------------------------------------------------------
 

@@ -3,11 +3,14 @@
 A chat message is stored as one ``oam`` thread message: its role, its text
 (``ChatMessage.content``, ``""`` when it has none) and, under the reserved metadata
 key ``"$message"`` (SPEC §2 [oam]), the participant ``name`` when
-``additional_kwargs`` has one, plus a ``"llama_index"`` object with the chat store's
-``status`` and the whole message as LlamaIndex serialises it, so tool calls, images
-and other blocks round-trip exactly. Messages without that object (written through
-``OracleThread.add_messages`` directly, or by ``OAMMemoryBlock``) read back as plain
-text messages with status ARCHIVED: they are history, not the short-term queue.
+``additional_kwargs`` has one and, under ``"llama_index"``, the whole message as
+LlamaIndex serialises it, so tool calls, images and other blocks round-trip exactly.
+
+Messages written by ``OAMChatStore`` also carry their queue status in the top-level
+metadata key ``"_llama_index_status"`` (``"active"`` or ``"archived"``), where the
+SPEC §4 filter language can select it (keys starting with ``$`` cannot be filtered).
+Messages without it (written through ``OracleThread.add_messages`` directly, or by
+``OAMMemoryBlock``) count as ARCHIVED: they are history, not the short-term queue.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from oam_core.apis.records import MessageRecord
 MESSAGE_KEY = "$message"
 """Reserved metadata key for chat-framework message fields (SPEC §2 [oam])."""
 LLAMA_KEY = "llama_index"
-"""Key under ``MESSAGE_KEY`` holding the chat store's status and the serialised message."""
+"""Key under ``MESSAGE_KEY`` holding the message as LlamaIndex serialises it."""
+STATUS_KEY = "_llama_index_status"
+"""Top-level metadata key holding the chat-store status of a message."""
 _ROLES = frozenset(r.value for r in MessageRole)
 _ROLE_ALIASES = {"human": "user", "ai": "assistant"}
 """Roles other frameworks store (LangChain's message types), read as LlamaIndex roles;
@@ -33,8 +38,8 @@ SESSION_KWARG = "session_id"
 
 
 def to_oam_message(message: ChatMessage, status: MessageStatus | None = None) -> Message:
-    """The ``oam`` ``Message`` storing ``message`` (with ``status`` when a chat store
-    writes it; without, the message is plain history).
+    """The ``oam`` ``Message`` storing ``message``, with ``status`` when a chat store
+    writes it (without one, the message is plain history).
 
     Raises:
         ValueError: if the message cannot be serialised as JSON.
@@ -42,17 +47,21 @@ def to_oam_message(message: ChatMessage, status: MessageStatus | None = None) ->
     dumped = message.model_dump(mode="json")
     kwargs = dumped.get("additional_kwargs") or {}
     kwargs.pop(SESSION_KWARG, None)
-    fields: dict[str, Any] = {}
+    fields: dict[str, Any] = {LLAMA_KEY: dumped}
     name = kwargs.get("name")
     if isinstance(name, str) and name.strip():
         fields["name"] = name
+    metadata: dict[str, Any] = {MESSAGE_KEY: fields}
     if status is not None:
-        fields[LLAMA_KEY] = {"status": status.value, "message": dumped}
-    return Message(
-        role=_role(message),
-        content=message.content or "",
-        metadata={MESSAGE_KEY: fields} if fields else None,
-    )
+        metadata[STATUS_KEY] = MessageStatus(status).value
+    return Message(role=_role(message), content=message.content or "", metadata=metadata)
+
+
+def status_filter(status: MessageStatus) -> dict[str, Any]:
+    """The SPEC §4 metadata filter selecting messages with ``status``."""
+    if MessageStatus(status) is MessageStatus.ACTIVE:
+        return {STATUS_KEY: MessageStatus.ACTIVE.value}
+    return {STATUS_KEY: {"$not": MessageStatus.ACTIVE.value}}
 
 
 def _role(message: ChatMessage) -> str:
@@ -62,52 +71,34 @@ def _role(message: ChatMessage) -> str:
 
 def status_of(record: Record) -> MessageStatus:
     """The chat-store status of a stored message (ARCHIVED when it has none)."""
-    stored = _llama_fields(record)
-    if stored is not None and stored.get("status") == MessageStatus.ACTIVE.value:
+    if (record.metadata or {}).get(STATUS_KEY) == MessageStatus.ACTIVE.value:
         return MessageStatus.ACTIVE
     return MessageStatus.ARCHIVED
-
-
-def has_status(record: Record) -> bool:
-    """True when the chat store wrote the message (it carries a status)."""
-    return _llama_fields(record) is not None
 
 
 def with_status(record: Record, status: MessageStatus) -> dict[str, Any]:
     """The record's metadata with its chat-store status set to ``status``."""
     metadata = dict(record.metadata or {})
-    fields = dict(metadata.get(MESSAGE_KEY) or {})
-    llama = dict(
-        fields.get(LLAMA_KEY) or {"message": to_chat_message(record).model_dump(mode="json")}
-    )
-    llama["status"] = status.value
-    fields[LLAMA_KEY] = llama
-    metadata[MESSAGE_KEY] = fields
+    metadata[STATUS_KEY] = MessageStatus(status).value
     return metadata
 
 
 def to_chat_message(record: Record) -> ChatMessage:
     """A fresh ``ChatMessage`` for a stored message (callers may mutate it freely)."""
-    stored = _llama_fields(record)
-    if stored is not None and isinstance(stored.get("message"), dict):
-        return ChatMessage.model_validate(stored["message"])
+    fields = (record.metadata or {}).get(MESSAGE_KEY)
+    if isinstance(fields, dict) and isinstance(fields.get(LLAMA_KEY), dict):
+        return ChatMessage.model_validate(fields[LLAMA_KEY])
     role = record.role if isinstance(record, MessageRecord) and record.role else "user"
     role = _ROLE_ALIASES.get(role, role)
     return ChatMessage(role=role if role in _ROLES else "user", content=record.content or "")
-
-
-def _llama_fields(record: Record) -> dict[str, Any] | None:
-    fields = (record.metadata or {}).get(MESSAGE_KEY)
-    if isinstance(fields, dict) and isinstance(fields.get(LLAMA_KEY), dict):
-        return dict(fields[LLAMA_KEY])
-    return None
 
 
 __all__ = [
     "LLAMA_KEY",
     "MESSAGE_KEY",
     "SESSION_KWARG",
-    "has_status",
+    "STATUS_KEY",
+    "status_filter",
     "status_of",
     "to_chat_message",
     "to_oam_message",

@@ -257,3 +257,28 @@ def test_memory_queue_persists_in_oam_threads(
     again.reset()
     assert again.get_all(status=None) == []
     second.close()
+
+
+def test_status_is_filterable_metadata_and_foreign_messages_are_history(
+    memory: OracleAgentMemory,
+) -> None:
+    cs = OAMChatStore(memory)
+
+    async def go() -> None:
+        await cs.add_messages("s", [msg("q1"), msg("q2")])
+        await cs.archive_oldest_messages("s", 1)
+        memory.get_thread("s").add_messages([{"role": "assistant", "content": "direct"}])
+        assert texts(await cs.get_messages("s")) == ["q2"]
+        assert texts(await cs.get_messages("s", status=ARCHIVED)) == ["q1", "direct"]
+        assert (await cs.get_messages("s", status=ARCHIVED))[1].role == MessageRole.ASSISTANT
+
+    run(go())
+    by_status = {
+        r.content: (r.metadata or {}).get("_llama_index_status")
+        for r in memory.store.list_thread_messages("s")
+    }
+    assert by_status == {"q1": "archived", "q2": "active", "direct": None}
+    active = memory.store.list(
+        "message", thread_id="s", metadata_filter={"_llama_index_status": "active"}
+    )
+    assert [r.content for r in active] == ["q2"]
