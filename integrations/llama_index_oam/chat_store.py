@@ -112,8 +112,8 @@ class OAMChatStore(AsyncDBChatStore):
             self._thread(key).add_messages(converted)
 
     def _delete_rows(self, key: str, rows: Sequence[Record]) -> None:
-        for r in rows:
-            self._memory.store.delete_scoped("message", r.id, thread_id=key)
+        """Delete ``rows`` (messages of thread ``key``) in one transaction."""
+        self._memory.store.delete_many("message", [r.id for r in rows if r.thread_id == key])
 
     def _set(self, key: str, messages: Sequence[ChatMessage], status: MessageStatus) -> None:
         converted = [to_oam_message(_check_message(m), MessageStatus(status)) for m in messages]

@@ -229,8 +229,8 @@ class OAMVectorStore(BasePydanticVectorStore):
         self._delete_records(self._select(None, CompiledFilter.everything()))
 
     def _delete_records(self, records: list[Record]) -> None:
-        for record in records:
-            self._store.delete(record.record_type, record.id)
+        """Delete ``records`` (all of this store's type) in one transaction."""
+        self._store.delete_many(self.record_type, [r.id for r in records])
 
     # -- reads --------------------------------------------------------------------
 

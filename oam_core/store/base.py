@@ -737,6 +737,40 @@ class OracleMemoryStore(IMemoryStore):
         with self._backend.transaction() as tx:
             return tx.delete_record(family, record_id, None, thread_id)
 
+    def delete_many(self, record_type: str, record_ids: Sequence[str]) -> int:
+        """[oam] Delete several records of one type and their search rows in one
+        transaction: all or none (SPEC §3.6). Unknown ids are skipped. Used by the
+        framework adapters, whose deletes take id lists.
+
+        Args:
+            record_type: A message or memory-like type (not profiles or threads,
+                whose deletes cascade: use ``delete``/``delete_thread``).
+            record_ids: The ids; an empty list deletes nothing.
+
+        Returns:
+            The number of records deleted.
+
+        Raises:
+            ValueError: for another record type, a bare string or a non-string id;
+                nothing is deleted then.
+        """
+        record_type = planning.check_record_type(record_type, allow_thread=True)
+        if record_type in PROFILE_TYPES or record_type == THREAD:
+            raise ValueError(
+                f"delete_many does not take {record_type!r} records, whose deletes "
+                "cascade; use delete() or delete_thread()"
+            )
+        if isinstance(record_ids, (str, bytes)):
+            raise ValueError(f"record_ids must be a list of ids, got the string {record_ids!r}")
+        ids = [planning.check_id(i, "record_ids[]") for i in record_ids]
+        if not ids:
+            return 0
+        family = family_of(record_type)
+        with self._backend.transaction() as tx:
+            return sum(
+                tx.delete_record(family, i, record_type, NOT_SET) for i in dict.fromkeys(ids)
+            )
+
     def purge_expired(self) -> int:
         """Delete every expired record and its search rows now (SPEC §3.7).
 
@@ -845,6 +879,7 @@ class OracleMemoryStore(IMemoryStore):
     delete_async = async_twin(delete)
     delete_thread_async = async_twin(delete_thread)
     delete_scoped_async = async_twin(delete_scoped)
+    delete_many_async = async_twin(delete_many)
     purge_expired_async = async_twin(purge_expired)
     create_thread_row_async = async_twin(create_thread_row)
     get_thread_row_async = async_twin(get_thread_row)
