@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
-from oam_core import NOT_SET, OracleAgentMemory, OracleThread
+from oam_core import NOT_SET, OracleAgentMemory, OracleMemoryStore, OracleThread
 
 T = TypeVar("T")
 
@@ -42,6 +42,22 @@ def check_key(name: str, value: object) -> str:
     return value
 
 
+def as_client(value: object) -> OracleAgentMemory:
+    """``value`` if it is an ``OracleAgentMemory``; a client without LLM or extraction
+    over it if it is an ``OracleMemoryStore``.
+
+    Raises:
+        ValueError: for anything else.
+    """
+    if isinstance(value, OracleAgentMemory):
+        return value
+    if isinstance(value, OracleMemoryStore):
+        return OracleAgentMemory(store=value, extract_memories=False)
+    raise ValueError(
+        f"memory must be an OracleAgentMemory (or an OracleMemoryStore), got {type(value).__name__}"
+    )
+
+
 def thread_for(
     memory: OracleAgentMemory, thread_id: str, user_id: str | None, agent_id: str | None
 ) -> OracleThread:
@@ -68,4 +84,4 @@ def thread_for(
         return memory.get_thread(thread_id)  # another caller created it meanwhile
 
 
-__all__ = ["check_key", "check_scope_id", "in_thread", "thread_for"]
+__all__ = ["as_client", "check_key", "check_scope_id", "in_thread", "thread_for"]

@@ -16,9 +16,9 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, MessageStatus
 
-from llama_index_oam._util import check_key, check_scope_id, in_thread, thread_for
+from llama_index_oam._util import as_client, check_key, check_scope_id, in_thread, thread_for
 from llama_index_oam.messages import status_filter, to_chat_message, to_oam_message, with_status
-from oam_core import OracleAgentMemory, OracleThread, Record
+from oam_core import OracleAgentMemory, OracleMemoryStore, OracleThread, Record
 from oam_core.apis.records import MessageRecord
 
 
@@ -33,13 +33,14 @@ class OAMChatStore(AsyncDBChatStore):
     Args:
         memory: The ``OracleAgentMemory`` holding the threads. With extraction on it
             needs an LLM (SPEC §5); without one, create it with
-            ``extract_memories=False``.
+            ``extract_memories=False``. A bare ``OracleMemoryStore`` is wrapped in a
+            client without LLM or extraction.
         user_id: User of the threads this store creates.
         agent_id: Agent of the threads this store creates.
 
     Raises:
-        ValueError: if ``memory`` is not an ``OracleAgentMemory`` or a scope id is not
-            a non-blank string.
+        ValueError: if ``memory`` is neither an ``OracleAgentMemory`` nor an
+            ``OracleMemoryStore``, or a scope id is not a non-blank string.
     """
 
     user_id: str | None = None
@@ -49,19 +50,18 @@ class OAMChatStore(AsyncDBChatStore):
 
     def __init__(
         self,
-        memory: OracleAgentMemory,
+        memory: OracleAgentMemory | OracleMemoryStore,
         *,
         user_id: str | None = None,
         agent_id: str | None = None,
     ) -> None:
-        if not isinstance(memory, OracleAgentMemory):
-            raise ValueError(f"memory must be an OracleAgentMemory, got {type(memory).__name__}")
+        client = as_client(memory)
         fields: dict[str, Any] = {
             "user_id": check_scope_id("user_id", user_id),
             "agent_id": check_scope_id("agent_id", agent_id),
         }
         super().__init__(**fields)
-        self._memory = memory
+        self._memory = client
 
     @classmethod
     def class_name(cls) -> str:

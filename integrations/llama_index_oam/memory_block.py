@@ -21,9 +21,9 @@ from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.storage.chat_store.base_db import MessageStatus
 
-from llama_index_oam._util import check_key, check_scope_id, in_thread, thread_for
+from llama_index_oam._util import as_client, check_key, check_scope_id, in_thread, thread_for
 from llama_index_oam.messages import SESSION_KWARG, STATUS_KEY, to_chat_message, to_oam_message
-from oam_core import OracleAgentMemory, OracleContextCard, OracleThread, Record
+from oam_core import OracleAgentMemory, OracleContextCard, OracleMemoryStore, OracleThread, Record
 from oam_core.apis.records import MEMORY_TYPES
 from oam_core.store.options import SearchStrategy
 
@@ -52,7 +52,8 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
     The block keeps no per-session state: one instance serves any number of sessions.
 
     Args:
-        memory: The ``OracleAgentMemory`` holding the threads.
+        memory: The ``OracleAgentMemory`` holding the threads (a bare
+            ``OracleMemoryStore`` is wrapped in a client without LLM or extraction).
         name: The block's name in ``Memory``'s template.
         priority: ``Memory``'s truncation priority (0: never truncated).
         user_id: User of the threads this block creates.
@@ -64,8 +65,9 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
             ``accept_short_term_memory``).
 
     Raises:
-        ValueError: for a ``memory`` that is not an ``OracleAgentMemory``, a blank
-            scope id, or a negative or non-int card option.
+        ValueError: for a ``memory`` that is neither an ``OracleAgentMemory`` nor an
+            ``OracleMemoryStore``, a blank scope id, or a negative or non-int card
+            option.
     """
 
     user_id: str | None = None
@@ -80,7 +82,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
 
     def __init__(
         self,
-        memory: OracleAgentMemory,
+        memory: OracleAgentMemory | OracleMemoryStore,
         *,
         name: str = "oam_memory",
         priority: int = 0,
@@ -91,8 +93,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
         max_recent_messages: int = 0,
         **kwargs: Any,
     ) -> None:
-        if not isinstance(memory, OracleAgentMemory):
-            raise ValueError(f"memory must be an OracleAgentMemory, got {type(memory).__name__}")
+        client = as_client(memory)
         for option, value in (
             ("fallback_message_count", fallback_message_count),
             ("max_relevant_results", max_relevant_results),
@@ -110,7 +111,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
             "max_recent_messages": max_recent_messages,
         }
         super().__init__(**fields, **kwargs)
-        self._memory = memory
+        self._memory = client
 
     # -- put ----------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from llama_index.core.memory import Memory
 from llama_index.core.storage.chat_store.base_db import MessageStatus
 from llama_index_oam import OAMChatStore
 
-from oam_core import OracleAgentMemory
+from oam_core import OracleAgentMemory, SQLiteMemoryStore
 from oam_core.embedders.hashing import HashingEmbedder
 
 T = TypeVar("T")
@@ -282,3 +282,15 @@ def test_status_is_filterable_metadata_and_foreign_messages_are_history(
         "message", thread_id="s", metadata_filter={"_llama_index_status": "active"}
     )
     assert [r.content for r in active] == ["q2"]
+
+
+def test_a_bare_store_is_accepted(store: SQLiteMemoryStore) -> None:
+    cs = OAMChatStore(store, user_id="u")
+
+    async def go() -> list[ChatMessage]:
+        await cs.add_message("s", msg("hi"))
+        return await cs.get_messages("s")
+
+    assert texts(run(go())) == ["hi"]
+    row = store.get_thread_row("s")
+    assert row is not None and row.user_id == "u"
