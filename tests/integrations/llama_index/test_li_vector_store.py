@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from llama_index.core import VectorStoreIndex
+from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.schema import (
     Document,
     NodeRelationship,
@@ -312,3 +313,21 @@ def test_oam_embedding_matches_the_store_embedder() -> None:
     assert len(model.get_text_embedding_batch(["a", "b", "c"])) == 3
     with pytest.raises(ValueError, match="IEmbedder"):
         OAMEmbedding("hashing")  # type: ignore[arg-type]
+
+
+def test_retriever_over_a_keyword_store_ranks_the_query_text(db_path: Path) -> None:
+    """A KEYWORD store needs no real embed model: the retriever's query text is ranked
+    by the store (BM25, SPEC §3.5) even though LlamaIndex embeds nodes with a mock."""
+    kw = SQLiteMemoryStore(db_path, search_strategy="KEYWORD")
+    index = VectorStoreIndex.from_vector_store(
+        OAMVectorStore(kw), embed_model=MockEmbedding(embed_dim=4)
+    )
+    for text in ["apples and pears are fruit", "trains run on rails", "pears grow on trees"]:
+        index.insert(Document(text=text))
+    hits = index.as_retriever(similarity_top_k=5).retrieve("pears")
+    assert sorted(h.node.get_content() for h in hits) == [
+        "apples and pears are fruit",
+        "pears grow on trees",
+    ]
+    assert all(h.score is not None and 0.0 <= h.score <= 1.0 for h in hits)
+    kw.close()
