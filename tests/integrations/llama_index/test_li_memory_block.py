@@ -19,6 +19,7 @@ from llama_index.core.storage.chat_store.base_db import MessageStatus
 from llama_index_oam import OAMChatStore, OAMMemoryBlock
 
 from oam_core import ILlm, OracleAgentMemory
+from oam_core.embedders.hashing import HashingEmbedder
 
 
 @pytest.fixture
@@ -273,4 +274,59 @@ def test_block_appends_through_the_thread_of_a_client_with_an_llm(tmp_path: Path
     assert sorted(m.content for m in client.get_thread("s1").get_messages()) == ["one", "three"]
     assert sorted(m.content for m in client.get_thread("s2").get_messages()) == ["four", "two"]
     assert client.get_thread("s1").extract_memories is True
+    client.close()
+
+
+class ExtractingLlm(ILlm):
+    """A fake LLM that extracts one fixed fact from every pass."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def generate(self, prompt: str, *, response_json_schema: dict[str, Any] | None = None) -> str:
+        self.prompts.append(prompt)
+        fact = {"text": "The user is allergic to peanuts", "record_type": "fact", "timestamp": None}
+        return json.dumps({"memories": [fact]})
+
+
+def test_extraction_runs_on_flushed_messages_and_feeds_the_card(tmp_path: Path) -> None:
+    """With the LLM pipeline (SPEC §7) present, a flush into the block is one
+    extraction pass over the flushed messages, and the extracted fact reaches the card;
+    with ``OAMChatStore`` the messages are extracted once, when first stored."""
+    pytest.importorskip("oam_core.memory.extraction", reason="needs the LLM pipeline")
+    llm = ExtractingLlm()
+    client = OracleAgentMemory(
+        connection=str(tmp_path / "x.db"), embedder=HashingEmbedder(64), llm=llm
+    )
+    block = OAMMemoryBlock(client, user_id="u", agent_id="a")
+    said = ChatMessage(role="user", content="I am allergic to peanuts")
+    asyncio.run(block.aput([said], session_id="s"))
+    assert len(llm.prompts) == 1 and "I am allergic to peanuts" in llm.prompts[0]
+    (fact,) = client.store.list("fact")
+    (stored,) = client.get_thread("s").get_messages()
+    assert fact.user_id == "u" and fact.thread_id == "s"
+    assert fact.metadata is not None
+    assert fact.metadata["$agent_memory"]["source_message_ids"] == [stored.id]
+    question = [ChatMessage(role="user", content="what am I allergic to")]
+    card = ET.fromstring(asyncio.run(block.aget(question, session_id="s")))
+    relevant = [e.findtext("content") for e in card.find("relevant_information") or []]
+    assert relevant[:1] == ["The user is allergic to peanuts"]
+
+    mem = Memory.from_defaults(
+        session_id="s2",
+        chat_store=OAMChatStore(client, user_id="u", agent_id="a"),
+        memory_blocks=[block],
+        token_limit=60,
+        chat_history_token_ratio=0.5,
+        token_flush_size=10,
+    )
+
+    async def chat() -> None:
+        for i in range(6):
+            await mem.aput(ChatMessage(role="user", content=f"message {i} about cats and dogs"))
+
+    before = len(llm.prompts)
+    asyncio.run(chat())
+    assert len(llm.prompts) - before == 6  # one pass per stored message, none on flush
+    assert len(client.get_thread("s2").get_messages()) == 6
     client.close()
