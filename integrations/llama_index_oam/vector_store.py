@@ -65,7 +65,7 @@ class OAMVectorStore(BasePydanticVectorStore):
     thread_id: str | None = None
 
     _store: OracleMemoryStore = PrivateAttr()
-    _owns_store: bool = PrivateAttr(default=False)
+    _opened: OracleAgentMemory | None = PrivateAttr(default=None)
 
     def __init__(
         self,
@@ -94,8 +94,8 @@ class OAMVectorStore(BasePydanticVectorStore):
         }
         super().__init__(**fields)
         if store is None:
-            store = OracleAgentMemory(connection=connection, extract_memories=False).store
-            self._owns_store = True
+            self._opened = OracleAgentMemory(connection=connection, extract_memories=False)
+            store = self._opened.store
         self._store = store
         # A KEYWORD store ranks query text: LlamaIndex then needs no embed model.
         self.is_embedding_query = store.search_strategy is not SearchStrategy.KEYWORD
@@ -112,8 +112,8 @@ class OAMVectorStore(BasePydanticVectorStore):
 
     def close(self) -> None:
         """Close the store if this object opened it (``connection=``)."""
-        if self._owns_store:
-            self._store.close()
+        if self._opened is not None:
+            self._opened.close()
 
     # -- scope --------------------------------------------------------------------
 
