@@ -1,0 +1,87 @@
+"""Small helpers shared by the adapters: worker-thread calls and thread lookup."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import anyio.to_thread
+
+from oam_core import NOT_SET, OracleAgentMemory, OracleMemoryStore, OracleThread
+
+T = TypeVar("T")
+
+
+async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run the sync ``fn`` in a worker thread (one implementation for sync and async,
+    SPEC §9; the event loop never blocks on the database)."""
+    result: T = await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+    return result
+
+
+def check_scope_id(name: str, value: object) -> str | None:
+    """Return ``value`` if it is None or a non-blank string.
+
+    Raises:
+        ValueError: naming ``name`` otherwise.
+    """
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ValueError(f"{name} must be a non-blank str or None, got {value!r}")
+    return value
+
+
+def check_key(name: str, value: object) -> str:
+    """Return ``value`` if it is a non-blank string (a thread id).
+
+    Raises:
+        ValueError: naming ``name`` otherwise.
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-blank str, got {value!r}")
+    return value
+
+
+def as_client(value: object) -> OracleAgentMemory:
+    """``value`` if it is an ``OracleAgentMemory``; a client without LLM or extraction
+    over it if it is an ``OracleMemoryStore``.
+
+    Raises:
+        ValueError: for anything else.
+    """
+    if isinstance(value, OracleAgentMemory):
+        return value
+    if isinstance(value, OracleMemoryStore):
+        return OracleAgentMemory(store=value, extract_memories=False)
+    raise ValueError(
+        f"memory must be an OracleAgentMemory (or an OracleMemoryStore), got {type(value).__name__}"
+    )
+
+
+def thread_for(
+    memory: OracleAgentMemory, thread_id: str, user_id: str | None, agent_id: str | None
+) -> OracleThread:
+    """The thread ``thread_id``, created in scope ``user_id``/``agent_id`` (omitted when
+    None: ``create_thread`` generates them) if it does not exist yet.
+
+    Raises:
+        ValueError: as ``get_thread``/``create_thread`` (e.g. extraction on without an
+            LLM, SPEC §5).
+    """
+    try:
+        return memory.get_thread(thread_id)
+    except KeyError:
+        pass
+    try:
+        return memory.create_thread(
+            thread_id=thread_id,
+            user_id=NOT_SET if user_id is None else user_id,
+            agent_id=NOT_SET if agent_id is None else agent_id,
+        )
+    except ValueError:
+        if memory.store.get_thread_row(thread_id) is None:
+            raise
+        return memory.get_thread(thread_id)  # another caller created it meanwhile
+
+
+__all__ = ["as_client", "check_key", "check_scope_id", "in_thread", "thread_for"]

@@ -1,0 +1,106 @@
+"""LlamaIndex ``ChatMessage`` <-> ``oam`` messages (SPEC §2, §6).
+
+A chat message is stored as one ``oam`` thread message: its role, its text
+(``ChatMessage.content``, ``""`` when it has none) and, under the reserved metadata
+key ``"$message"`` (SPEC §2 [oam]), the participant ``name`` when
+``additional_kwargs`` has one and, under ``"llama_index"``, the whole message as
+LlamaIndex serialises it, so tool calls, images and other blocks round-trip exactly.
+
+Messages written by ``OAMChatStore`` also carry their queue status in the top-level
+metadata key ``"_llama_index_status"`` (``"active"`` or ``"archived"``), where the
+SPEC §4 filter language can select it (keys starting with ``$`` cannot be filtered).
+Messages without it (written through ``OracleThread.add_messages`` directly, or by
+``OAMMemoryBlock``) count as ARCHIVED: they are history, not the short-term queue.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.storage.chat_store.base_db import MessageStatus
+
+from oam_core import Message, Record
+from oam_core.apis.records import MessageRecord
+
+MESSAGE_KEY = "$message"
+"""Reserved metadata key for chat-framework message fields (SPEC §2 [oam])."""
+LLAMA_KEY = "llama_index"
+"""Key under ``MESSAGE_KEY`` holding the message as LlamaIndex serialises it."""
+STATUS_KEY = "_llama_index_status"
+"""Top-level metadata key holding the chat-store status of a message."""
+_ROLES = frozenset(r.value for r in MessageRole)
+_ROLE_ALIASES = {"human": "user", "ai": "assistant"}
+"""Roles other frameworks store (LangChain's message types), read as LlamaIndex roles;
+any other unknown role reads as ``user``."""
+SESSION_KWARG = "session_id"
+"""``additional_kwargs`` key ``BaseMemoryBlock.aput`` sets; never stored."""
+
+
+def to_oam_message(message: ChatMessage, status: MessageStatus | None = None) -> Message:
+    """The ``oam`` ``Message`` storing ``message``, with ``status`` when a chat store
+    writes it (without one, the message is plain history).
+
+    Raises:
+        ValueError: if the message cannot be serialised as JSON.
+    """
+    dumped = message.model_dump(mode="json")
+    kwargs = dumped.get("additional_kwargs") or {}
+    kwargs.pop(SESSION_KWARG, None)
+    fields: dict[str, Any] = {LLAMA_KEY: dumped}
+    name = kwargs.get("name")
+    if isinstance(name, str) and name.strip():
+        fields["name"] = name
+    metadata: dict[str, Any] = {MESSAGE_KEY: fields}
+    if status is not None:
+        metadata[STATUS_KEY] = MessageStatus(status).value
+    return Message(role=_role(message), content=message.content or "", metadata=metadata)
+
+
+def status_filter(status: MessageStatus) -> dict[str, Any]:
+    """The SPEC §4 metadata filter selecting messages with ``status``."""
+    if MessageStatus(status) is MessageStatus.ACTIVE:
+        return {STATUS_KEY: MessageStatus.ACTIVE.value}
+    return {STATUS_KEY: {"$not": MessageStatus.ACTIVE.value}}
+
+
+def _role(message: ChatMessage) -> str:
+    role = message.role
+    return str(getattr(role, "value", role))
+
+
+def status_of(record: Record) -> MessageStatus:
+    """The chat-store status of a stored message (ARCHIVED when it has none)."""
+    if (record.metadata or {}).get(STATUS_KEY) == MessageStatus.ACTIVE.value:
+        return MessageStatus.ACTIVE
+    return MessageStatus.ARCHIVED
+
+
+def with_status(record: Record, status: MessageStatus) -> dict[str, Any]:
+    """The record's metadata with its chat-store status set to ``status``."""
+    metadata = dict(record.metadata or {})
+    metadata[STATUS_KEY] = MessageStatus(status).value
+    return metadata
+
+
+def to_chat_message(record: Record) -> ChatMessage:
+    """A fresh ``ChatMessage`` for a stored message (callers may mutate it freely)."""
+    fields = (record.metadata or {}).get(MESSAGE_KEY)
+    if isinstance(fields, dict) and isinstance(fields.get(LLAMA_KEY), dict):
+        return ChatMessage.model_validate(fields[LLAMA_KEY])
+    role = record.role if isinstance(record, MessageRecord) and record.role else "user"
+    role = _ROLE_ALIASES.get(role, role)
+    return ChatMessage(role=role if role in _ROLES else "user", content=record.content or "")
+
+
+__all__ = [
+    "LLAMA_KEY",
+    "MESSAGE_KEY",
+    "SESSION_KWARG",
+    "STATUS_KEY",
+    "status_filter",
+    "status_of",
+    "to_chat_message",
+    "to_oam_message",
+    "with_status",
+]

@@ -1,0 +1,332 @@
+"""``OAMMemoryBlock`` in ``llama_index.core.memory.Memory`` (modelled on llama-index-core's
+memory tests): flushes reach the session's thread, the card shows up in
+``memory.get()`` for both insert methods, truncation shortens instead of dropping,
+sessions never mix, and messages already stored by ``OAMChatStore`` are not doubled."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.memory import InsertMethod, Memory
+from llama_index.core.storage.chat_store.base_db import MessageStatus
+from llama_index_oam import OAMChatStore, OAMMemoryBlock
+
+from oam_core import ILlm, OracleAgentMemory
+from oam_core.embedders.hashing import HashingEmbedder
+
+
+@pytest.fixture
+def scratch(tmp_path: Path) -> Iterator[OracleAgentMemory]:
+    """A second database for the short-term queue, so the block's own threads only
+    get what the block appends."""
+    m = OracleAgentMemory(connection=str(tmp_path / "queue.db"), extract_memories=False)
+    yield m
+    m.close()
+
+
+def make_memory(
+    block: OAMMemoryBlock,
+    queue: OracleAgentMemory,
+    session: str,
+    *,
+    token_limit: int = 60,
+    insert_method: InsertMethod = InsertMethod.SYSTEM,
+) -> Memory:
+    return Memory.from_defaults(
+        session_id=session,
+        chat_store=OAMChatStore(queue),
+        memory_blocks=[block],
+        token_limit=token_limit,
+        chat_history_token_ratio=0.5,
+        token_flush_size=10,
+        insert_method=insert_method,
+    )
+
+
+def chat(mem: Memory, turns: int, topic: str) -> None:
+    for i in range(turns):
+        mem.put(ChatMessage(role="user", content=f"Tell me about {topic}, part {i}, in detail"))
+        mem.put(ChatMessage(role="assistant", content=f"Here is {topic} part {i}"))
+
+
+def card_of(messages: list[ChatMessage], role: str) -> str:
+    for m in messages:
+        if m.role.value == role and "<context_card>" in (m.content or ""):
+            text = m.content or ""
+            return text[text.index("<context_card>") : text.index("</context_card>") + 15]
+    return ""
+
+
+def test_flushed_messages_reach_the_sessions_thread(
+    memory: OracleAgentMemory, scratch: OracleAgentMemory, event_loop: asyncio.AbstractEventLoop
+) -> None:
+    block = OAMMemoryBlock(memory, user_id="u1", agent_id="a1")
+    mem = make_memory(block, scratch, "s1")
+    chat(mem, 6, "volcanoes")
+    archived = mem.get_all(status=MessageStatus.ARCHIVED)
+    assert archived, "the small token_limit must have flushed messages"
+    thread = memory.get_thread("s1")
+    assert (thread.user_id, thread.agent_id) == ("u1", "a1")
+    stored = thread.get_messages()
+    assert [(m.role, m.content) for m in stored] == [(m.role.value, m.content) for m in archived]
+    dumps = [(m.metadata or {})["$message"]["llama_index"] for m in stored]
+    assert [d["additional_kwargs"] for d in dumps] == [{}] * len(stored)  # no session_id kept
+
+
+@pytest.mark.parametrize("method", [InsertMethod.SYSTEM, InsertMethod.USER])
+def test_card_is_inserted_for_both_insert_methods(
+    memory: OracleAgentMemory,
+    scratch: OracleAgentMemory,
+    event_loop: asyncio.AbstractEventLoop,
+    method: InsertMethod,
+) -> None:
+    block = OAMMemoryBlock(memory, user_id="u1", agent_id="a1")
+    mem = make_memory(block, scratch, "s1", token_limit=4000, insert_method=method)
+    chat(mem, 1, "tea")
+    assert card_of(mem.get(), "system") == card_of(mem.get(), "user") == ""  # no flush yet
+    asyncio.run(
+        block.aput([ChatMessage(role="user", content="I drink green tea")], session_id="s1")
+    )
+    memory.add_memory("User prefers green tea without sugar", user_id="u1", agent_id="a1")
+    got = mem.get()
+    role = "system" if method == InsertMethod.SYSTEM else "user"
+    card = card_of(got, role)
+    assert card, got
+    root = ET.fromstring(card)
+    assert "I drink green tea" in root.findtext("summary", "")
+    relevant = [e.findtext("content") for e in root.find("relevant_information") or []]
+    assert "User prefers green tea without sugar" in relevant
+    if method == InsertMethod.USER:
+        (holder,) = [m for m in got if "<context_card>" in (m.content or "")]
+        assert holder.role.value == "user" and "Tell me about tea" in (holder.content or "")
+        assert [m.role.value for m in got] == ["user", "assistant"]
+    else:
+        assert [m.role.value for m in got] == ["system", "user", "assistant"]
+
+
+def test_latest_input_pulls_its_memories_first(
+    memory: OracleAgentMemory, scratch: OracleAgentMemory, event_loop: asyncio.AbstractEventLoop
+) -> None:
+    block = OAMMemoryBlock(memory, user_id="u1", agent_id="a1", max_relevant_results=1)
+    asyncio.run(block.aput([ChatMessage(role="user", content="hello there")], session_id="s1"))
+    memory.add_memory("The user's dog is called Rex", user_id="u1", agent_id="a1")
+    memory.add_memory("The user works as a pilot", user_id="u1", agent_id="a1")
+    mem = make_memory(block, scratch, "s1", token_limit=4000)
+    for question, expected in [
+        ("what is my dog called", "The user's dog is called Rex"),
+        ("what do I do as work, pilot?", "The user works as a pilot"),
+    ]:
+        card = ET.fromstring(card_of(mem.get(input=question), "system"))
+        relevant = [e.findtext("content") for e in card.find("relevant_information") or []]
+        assert relevant == [expected]
+
+
+def test_sessions_are_kept_apart(
+    memory: OracleAgentMemory, scratch: OracleAgentMemory, event_loop: asyncio.AbstractEventLoop
+) -> None:
+    block = OAMMemoryBlock(memory, user_id="u1", agent_id="a1")
+    first = make_memory(block, scratch, "first")
+    second = make_memory(block, scratch, "second")
+    for _ in range(3):
+        chat(first, 2, "rivers")
+        chat(second, 2, "mountains")
+    one = card_of(first.get(), "system")
+    two = card_of(second.get(), "system")
+    assert "rivers" in one and "mountains" not in one
+    assert "mountains" in two and "rivers" not in two
+    first_thread = [m.content for m in memory.get_thread("first").get_messages()]
+    assert first_thread and all("rivers" in c for c in first_thread)
+    second_thread = [m.content for m in memory.get_thread("second").get_messages()]
+    assert second_thread and all("mountains" in c for c in second_thread)
+
+    async def both() -> tuple[str, str]:
+        a, b = await asyncio.gather(
+            block.aget([], session_id="first"), block.aget([], session_id="second")
+        )
+        return a, b
+
+    a, b = asyncio.run(both())
+    assert "rivers" in a and "mountains" not in a
+    assert "mountains" in b and "rivers" not in b
+
+
+def test_truncation_shortens_the_card(memory: OracleAgentMemory) -> None:
+    block = OAMMemoryBlock(memory, priority=1)
+    long_text = " ".join(f"sentence {i} about the history of ancient Rome" for i in range(40))
+
+    async def go() -> tuple[str, str | None, str | None]:
+        await block.aput([ChatMessage(role="user", content=long_text)], session_id="s")
+        card = await block.aget([], session_id="s")
+        shorter = await block.atruncate(card, 100)
+        gone = await block.atruncate(card, 10**6)
+        return card, shorter, gone
+
+    card, shorter, gone = asyncio.run(go())
+    assert shorter is not None
+    assert len(shorter) <= len(card) - 100 * 3.5
+    assert "(truncated)" in shorter
+    ET.fromstring(shorter)  # still a well-formed card
+    assert gone is None
+    assert asyncio.run(block.atruncate("not a card of this block", 5)) is None
+
+
+def test_memory_truncates_a_prioritised_block_instead_of_dropping_it(
+    memory: OracleAgentMemory, scratch: OracleAgentMemory, event_loop: asyncio.AbstractEventLoop
+) -> None:
+    block = OAMMemoryBlock(memory, priority=1, fallback_message_count=20)
+    mem = make_memory(block, scratch, "s", token_limit=400)
+    chat(mem, 12, "the solar system")
+    full = asyncio.run(block.aget([], session_id="s"))
+    card = card_of(mem.get(), "system")
+    assert card and "(truncated)" in card and len(card) < len(full)
+    ET.fromstring(card)
+
+
+def test_block_does_not_double_messages_of_an_oam_chat_store(
+    memory: OracleAgentMemory, event_loop: asyncio.AbstractEventLoop
+) -> None:
+    block = OAMMemoryBlock(memory)
+    mem = Memory.from_defaults(
+        session_id="s",
+        chat_store=OAMChatStore(memory),
+        memory_blocks=[block],
+        token_limit=60,
+        chat_history_token_ratio=0.5,
+        token_flush_size=10,
+    )
+    chat(mem, 8, "birds")
+    everything = mem.get_all(status=None)
+    assert len(everything) == 16
+    stored = memory.get_thread("s").get_messages()
+    assert [m.content for m in stored] == [m.content for m in everything]
+    # The block still appends what the chat store did not store (another queue).
+    asyncio.run(block.aput([ChatMessage(role="user", content="extra")], session_id="s"))
+    assert memory.get_thread("s").get_messages()[-1].content == "extra"
+
+
+def test_block_without_thread_or_session_and_bad_input(memory: OracleAgentMemory) -> None:
+    block = OAMMemoryBlock(memory)
+    assert asyncio.run(block.aget([], session_id="never-seen")) == ""
+    assert asyncio.run(block.aget([])) == ""
+    with pytest.raises(ValueError, match="session_id"):
+        asyncio.run(block.aput([ChatMessage(role="user", content="x")]))
+    with pytest.raises(ValueError, match="max_relevant_results"):
+        OAMMemoryBlock(memory, max_relevant_results=-1)
+    with pytest.raises(ValueError, match="OracleAgentMemory"):
+        OAMMemoryBlock("nope")  # type: ignore[arg-type]
+    assert (block.name, block.priority) == ("oam_memory", 0)
+
+
+def test_block_works_with_a_keyword_store(tmp_path: Path) -> None:
+    m = OracleAgentMemory(
+        connection=str(tmp_path / "kw.db"), search_strategy="KEYWORD", extract_memories=False
+    )
+    block = OAMMemoryBlock(m, user_id="u", agent_id="a")
+    asyncio.run(block.aput([ChatMessage(role="user", content="hi")], session_id="s"))
+    m.add_memory("The user collects stamps", user_id="u", agent_id="a")
+    latest = [ChatMessage(role="user", content="which stamps do I collect")]
+    card = asyncio.run(block.aget(latest, session_id="s"))
+    assert "The user collects stamps" in card
+    m.close()
+
+
+class RecordingLlm(ILlm):
+    """A fake LLM that records prompts and extracts nothing."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def generate(self, prompt: str, *, response_json_schema: dict[str, Any] | None = None) -> str:
+        self.prompts.append(prompt)
+        return json.dumps({"memories": []})
+
+
+def test_block_appends_through_the_thread_of_a_client_with_an_llm(tmp_path: Path) -> None:
+    """With extraction on, flushed messages go through ``OracleThread.add_messages`` (the
+    path that runs extraction); concurrent flushes of two sessions stay apart."""
+    client = OracleAgentMemory(connection=str(tmp_path / "llm.db"), llm=RecordingLlm())
+    block = OAMMemoryBlock(client, user_id="u", agent_id="a")
+
+    async def flush() -> None:
+        await asyncio.gather(
+            block.aput([ChatMessage(role="user", content="one")], session_id="s1"),
+            block.aput([ChatMessage(role="user", content="two")], session_id="s2"),
+            block.aput(
+                [
+                    ChatMessage(
+                        role="user", content="three", additional_kwargs={"session_id": "s1"}
+                    ),
+                    ChatMessage(
+                        role="user", content="four", additional_kwargs={"session_id": "s2"}
+                    ),
+                ]
+            ),
+        )
+
+    asyncio.run(flush())
+    assert sorted(m.content for m in client.get_thread("s1").get_messages()) == ["one", "three"]
+    assert sorted(m.content for m in client.get_thread("s2").get_messages()) == ["four", "two"]
+    assert client.get_thread("s1").extract_memories is True
+    client.close()
+
+
+class ExtractingLlm(ILlm):
+    """A fake LLM that extracts one fixed fact from every pass."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def generate(self, prompt: str, *, response_json_schema: dict[str, Any] | None = None) -> str:
+        self.prompts.append(prompt)
+        fact = {"text": "The user is allergic to peanuts", "record_type": "fact", "timestamp": None}
+        return json.dumps({"memories": [fact]})
+
+
+def test_extraction_runs_on_flushed_messages_and_feeds_the_card(tmp_path: Path) -> None:
+    """With the LLM pipeline (SPEC §7) present, a flush into the block is one
+    extraction pass over the flushed messages, and the extracted fact reaches the card;
+    with ``OAMChatStore`` the messages are extracted once, when first stored."""
+    pytest.importorskip("oam_core.memory.extraction", reason="needs the LLM pipeline")
+    llm = ExtractingLlm()
+    client = OracleAgentMemory(
+        connection=str(tmp_path / "x.db"), embedder=HashingEmbedder(64), llm=llm
+    )
+    block = OAMMemoryBlock(client, user_id="u", agent_id="a")
+    said = ChatMessage(role="user", content="I am allergic to peanuts")
+    asyncio.run(block.aput([said], session_id="s"))
+    assert len(llm.prompts) == 1 and "I am allergic to peanuts" in llm.prompts[0]
+    (fact,) = client.store.list("fact")
+    (stored,) = client.get_thread("s").get_messages()
+    assert fact.user_id == "u" and fact.thread_id == "s"
+    assert fact.metadata is not None
+    assert fact.metadata["$agent_memory"]["source_message_ids"] == [stored.id]
+    question = [ChatMessage(role="user", content="what am I allergic to")]
+    card = ET.fromstring(asyncio.run(block.aget(question, session_id="s")))
+    relevant = [e.findtext("content") for e in card.find("relevant_information") or []]
+    assert relevant[:1] == ["The user is allergic to peanuts"]
+
+    mem = Memory.from_defaults(
+        session_id="s2",
+        chat_store=OAMChatStore(client, user_id="u", agent_id="a"),
+        memory_blocks=[block],
+        token_limit=60,
+        chat_history_token_ratio=0.5,
+        token_flush_size=10,
+    )
+
+    async def chat() -> None:
+        for i in range(6):
+            await mem.aput(ChatMessage(role="user", content=f"message {i} about cats and dogs"))
+
+    before = len(llm.prompts)
+    asyncio.run(chat())
+    assert len(llm.prompts) - before == 6  # one pass per stored message, none on flush
+    assert len(client.get_thread("s2").get_messages()) == 6
+    client.close()
