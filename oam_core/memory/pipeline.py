@@ -314,6 +314,31 @@ def _advance_steps(
     return _Outcome.RACED if ids is None else _Outcome.DONE
 
 
+def _ask_steps(
+    job: PipelineJob,
+    state: dict[str, Any],
+    key: str,
+    sources: Sequence[MessageRecord],
+    prompt: str,
+    schema: dict[str, Any],
+    parse: Callable[[str], T],
+) -> Steps[T | None]:
+    """One structured LLM call, parsed; None (after counting the failure) when the
+    LLM fails or its reply is unusable."""
+    try:
+        reply = yield from call(job.llm, "generate", prompt, response_json_schema=schema)
+        return parse(reply if isinstance(reply, str) else "")
+    except UnusableReplyError as exc:
+        yield from _record_failure_steps(
+            job, state, key, sources, f"unusable reply ({exc})", unusable=True
+        )
+    except Exception as exc:
+        yield from _record_failure_steps(
+            job, state, key, sources, f"LLM error {exc!r}", unusable=False
+        )
+    return None
+
+
 def _record_failure_steps(
     job: PipelineJob,
     state: dict[str, Any],
@@ -382,23 +407,17 @@ def _extraction_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Ou
 
     count, (prompt, shown), _ = _fit(new_all, render, config.memory_extraction_token_limit)
     sources = pending[:count]
-    try:
-        reply = yield from call(
-            job.llm, "generate", prompt, response_json_schema=extraction_schema()
-        )
-        memories = parse_extraction_reply(reply if isinstance(reply, str) else "")
-    except UnusableReplyError as exc:
-        return (
-            yield from _record_failure_steps(
-                job, state, EXTRACTION_STATE_KEY, sources, f"unusable reply ({exc})", unusable=True
-            )
-        )
-    except Exception as exc:
-        return (
-            yield from _record_failure_steps(
-                job, state, EXTRACTION_STATE_KEY, sources, f"LLM error {exc!r}", unusable=False
-            )
-        )
+    memories = yield from _ask_steps(
+        job,
+        state,
+        EXTRACTION_STATE_KEY,
+        sources,
+        prompt,
+        extraction_schema(),
+        parse_extraction_reply,
+    )
+    if memories is None:
+        return _Outcome.FAILED
     batches, updates = _memory_rows(job, memories, sources, related[:shown])
     entry.update(
         watermark=_seq(sources[-1]),
@@ -487,31 +506,17 @@ def _summary_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Outco
     limit = config.memory_extraction_token_limit
     count, prompt, _ = _fit(copies, lambda new: render_summary_prompt(new, previous, limit), limit)
     sources = pending[:count]
-    try:
-        reply = yield from call(job.llm, "generate", prompt, response_json_schema=summary_schema())
-        summary = parse_summary_reply(reply if isinstance(reply, str) else "")
-    except UnusableReplyError as exc:
-        return (
-            yield from _record_failure_steps(
-                job,
-                state,
-                RUNNING_SUMMARY_STATE_KEY,
-                sources,
-                f"unusable reply ({exc})",
-                unusable=True,
-            )
-        )
-    except Exception as exc:
-        return (
-            yield from _record_failure_steps(
-                job,
-                state,
-                RUNNING_SUMMARY_STATE_KEY,
-                sources,
-                f"LLM error {exc!r}",
-                unusable=False,
-            )
-        )
+    summary = yield from _ask_steps(
+        job,
+        state,
+        RUNNING_SUMMARY_STATE_KEY,
+        sources,
+        prompt,
+        summary_schema(),
+        parse_summary_reply,
+    )
+    if summary is None:
+        return _Outcome.FAILED
     entry.update(
         summary=summary.summary,
         topics=list(summary.topics),
@@ -519,14 +524,7 @@ def _summary_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Outco
         passes=_int(entry, "passes") + 1,
         attempts=0,
     )
-    ids = yield from call(
-        job.store,
-        "commit_thread_pass",
-        job.thread_id,
-        expected_state=state,
-        state=_with_entry(state, RUNNING_SUMMARY_STATE_KEY, entry),
-    )
-    return _Outcome.RACED if ids is None else _Outcome.DONE
+    return (yield from _advance_steps(job, state, RUNNING_SUMMARY_STATE_KEY, entry))
 
 
 def pipeline_steps(job: PipelineJob) -> Steps[dict[str, int]]:
