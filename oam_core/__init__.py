@@ -36,13 +36,21 @@ from oam_core.store.sqlite import SQLiteMemoryStore
 __version__ = "0.1.0"
 
 _NOT_YET = {
-    "PostgresMemoryStore": "the PostgreSQL back end",
     "OracleDBMemoryStore": "the Oracle Database back end",
     "OracleDBEmbedder": "the Oracle Database back end",
 }
 
 
 def __getattr__(name: str) -> Any:
+    if name == "PostgresMemoryStore":  # lazy: psycopg is the optional postgres extra
+        try:
+            from oam_core.store.postgres import PostgresMemoryStore
+        except ImportError as exc:
+            raise ImportError(
+                "PostgresMemoryStore needs the postgres extra: pip install 'oam[postgres]' "
+                f"({exc})"
+            ) from exc
+        return PostgresMemoryStore
     if name in _NOT_YET:
         raise ImportError(
             f"{name} is part of {_NOT_YET[name]}, which this release of oam does not "
@@ -69,6 +77,7 @@ __all__ = [
     "OracleMemoryStore",
     "OracleSummary",
     "OracleThread",
+    "PostgresMemoryStore",
     "PendingRecordBatch",
     "Record",
     "SQLiteMemoryStore",

@@ -196,4 +196,19 @@ def open_store(
     kind = backend_of(connection)
     if kind == "sqlite":
         return _open_sqlite(connection, embedder, options)  # type: ignore[arg-type]
+    if kind == "postgres":
+        return _open_postgres(connection, embedder, options)
     raise _later(kind)
+
+
+def _open_postgres(
+    connection: object, embedder: object, options: Mapping[str, Any]
+) -> OracleMemoryStore:
+    try:
+        from oam_core.store.postgres import open_postgres
+    except ImportError as exc:
+        raise ImportError(
+            "the PostgreSQL back end needs the postgres extra: pip install 'oam[postgres]' "
+            f"({exc})"
+        ) from exc
+    return open_postgres(connection, embedder, options)

@@ -51,6 +51,11 @@ def server_uri() -> str:
         uri = server.get_uri()
         with psycopg.connect(uri, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            # A throwaway test server: skip disk flushes (crash safety of the server
+            # itself is not under test; a killed *client* still rolls back).
+            for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+                conn.execute(f"ALTER SYSTEM SET {setting} = off")
+            conn.execute("SELECT pg_reload_conf()")
     except Exception as exc:  # any failure means: no server in this environment
         _state["error"] = f"PostgreSQL test server (pgserver) cannot start: {exc!r}"
         raise ServerUnavailable(_state["error"]) from exc

@@ -187,8 +187,6 @@ class _FakeDriverObject:
 @pytest.mark.parametrize(
     ("module", "backend"),
     [
-        ("psycopg.connection", "PostgreSQL"),
-        ("psycopg_pool.pool", "PostgreSQL"),
         ("oracledb.connection", "Oracle Database"),
         ("oracledb.pool", "Oracle Database"),
     ],
@@ -199,11 +197,17 @@ def test_server_drivers_arrive_later(module: str, backend: str) -> None:
         OracleAgentMemory(connection=fake)
 
 
+@pytest.mark.parametrize("module", ["psycopg.connection", "psycopg_pool.pool"])
+def test_unknown_psycopg_objects_are_rejected(module: str) -> None:
+    """A psycopg-module object that is neither a pool nor a connection is named."""
+    fake = type("Cursor", (_FakeDriverObject,), {"__module__": module})()
+    with pytest.raises(ValueError, match="PostgreSQL connection must be .* got Cursor"):
+        OracleAgentMemory(connection=fake)
+
+
 @pytest.mark.parametrize(
     ("url", "match"),
     [
-        ("postgresql://u:p@localhost/db", "PostgreSQL"),
-        ("postgresql+psycopg://localhost/db", "PostgreSQL"),
         ("oracle://u:p@localhost:1521/FREEPDB1", "Oracle Database"),
         ("mysql://localhost/db", "scheme"),
         ("sqlite://host/db.sqlite", "sqlite:///"),

@@ -11,6 +11,6 @@ Importing this package needs the ``postgres`` extra (psycopg, psycopg_pool).
 
 from __future__ import annotations
 
-from oam_core.store.postgres.store import PostgresMemoryStore, make_pool
+from oam_core.store.postgres.store import PostgresMemoryStore, make_pool, open_postgres
 
-__all__ = ["PostgresMemoryStore", "make_pool"]
+__all__ = ["PostgresMemoryStore", "make_pool", "open_postgres"]

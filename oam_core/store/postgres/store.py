@@ -10,6 +10,10 @@ code, and the event loop never waits on the server.
 from __future__ import annotations
 
 import json
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any
 
@@ -58,6 +62,13 @@ def make_pool(conninfo: str, *, max_size: int = POOL_MAX_SIZE, timeout: float = 
         psycopg.conninfo.conninfo_to_dict(conninfo)
     except psycopg.ProgrammingError as exc:
         raise ValueError(f"connection is not a valid PostgreSQL conninfo/URL: {exc}") from None
+    try:  # one direct attempt first: a refused or rejected connection fails fast
+        psycopg.connect(conninfo, connect_timeout=int(max(1, timeout))).close()
+    except psycopg.OperationalError as exc:
+        reason = " ".join(str(exc).split())
+        raise ValueError(
+            f"cannot connect to PostgreSQL at {_redact(conninfo)}: {reason}"
+        ) from None
     pool: ConnectionPool[Any] = ConnectionPool(
         conninfo,
         min_size=1,
@@ -76,6 +87,24 @@ def make_pool(conninfo: str, *, max_size: int = POOL_MAX_SIZE, timeout: float = 
     return pool
 
 
+class SingleConnection:
+    """A pool-shaped wrapper of one caller-owned ``psycopg.Connection``: calls take
+    turns on it (a lock), and ``close`` leaves it open."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+        self._lock = threading.RLock()
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """Borrow the connection (blocks while another call uses it)."""
+        with self._lock:
+            yield self.conn
+
+    def close(self) -> None:
+        """Nothing to release: the caller owns the connection."""
+
+
 class PostgresMemoryStore(OracleMemoryStore):
     """Memory store on PostgreSQL with pgvector (SPEC §1, §3.8; DESIGN table).
 
@@ -88,8 +117,9 @@ class PostgresMemoryStore(OracleMemoryStore):
 
     Args:
         conninfo_or_pool: A libpq conninfo string or ``postgresql://`` URL (the store
-            opens and owns a ``psycopg_pool.ConnectionPool``), or a caller's
-            ``psycopg_pool.ConnectionPool`` (borrowed: ``close`` leaves it open).
+            opens and owns a ``psycopg_pool.ConnectionPool``), a caller's
+            ``psycopg_pool.ConnectionPool`` (borrowed: ``close`` leaves it open),
+            or one ``psycopg.Connection`` (borrowed; calls then take turns on it).
             Objects are created in the connection's current schema (search_path).
         embedder: See ``OracleMemoryStore``.
         vector_dim: See ``OracleMemoryStore``; must equal the stored dimension.
@@ -112,7 +142,7 @@ class PostgresMemoryStore(OracleMemoryStore):
 
     def __init__(
         self,
-        conninfo_or_pool: str | ConnectionPool[Any],
+        conninfo_or_pool: str | ConnectionPool[Any] | psycopg.Connection[Any],
         *,
         embedder: IEmbedder | None = None,
         vector_dim: int | None = None,
@@ -141,10 +171,14 @@ class PostgresMemoryStore(OracleMemoryStore):
         elif isinstance(conninfo_or_pool, ConnectionPool):
             pool, owns = conninfo_or_pool, False
             self._where = "the PostgreSQL pool's database"
+        elif isinstance(conninfo_or_pool, psycopg.Connection):
+            pool, owns = SingleConnection(conninfo_or_pool), False
+            self._where = "the PostgreSQL connection's database"
         else:
             raise ValueError(
-                "conninfo_or_pool must be a conninfo string, a postgresql:// URL or a "
-                f"psycopg_pool.ConnectionPool, got {type(conninfo_or_pool).__name__}"
+                "conninfo_or_pool must be a conninfo string, a postgresql:// URL, a "
+                "psycopg_pool.ConnectionPool or a psycopg.Connection, got "
+                f"{type(conninfo_or_pool).__name__}"
             )
         if memory_store_id is not None:
             self._where += f" (memory_store_id {memory_store_id!r})"
@@ -212,3 +246,58 @@ class PostgresMemoryStore(OracleMemoryStore):
                 set_dimension(own, self._impl.p, dim)
         else:
             set_dimension(conn, self._impl.p, dim)
+
+
+def postgres_conninfo(url: str) -> str:
+    """A libpq URL from ``url``: ``postgresql+psycopg://`` and similar driver-qualified
+    or driver-named schemes become ``postgresql://``; conninfo strings pass through."""
+    if "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    if scheme.lower() in ("postgresql", "postgres"):
+        return url
+    return "postgresql://" + rest
+
+
+def open_postgres(
+    connection: object, embedder: object, options: Mapping[str, Any]
+) -> OracleMemoryStore:
+    """Open the store for ``OracleAgentMemory(connection=<PostgreSQL>)`` (SPEC §5).
+
+    Args:
+        connection: A ``postgresql://`` URL (also ``postgres://``,
+            ``postgresql+psycopg://``), a ``psycopg_pool.ConnectionPool`` or a
+            ``psycopg.Connection``.
+        embedder: The client's ``embedder`` argument, or ``NOT_SET``.
+        options: The client's database options (see ``connect.open_store``); the
+            schema policy defaults to REQUIRE_EXISTING (SPEC §3.8, server DBs).
+
+    Raises:
+        ValueError: for an invalid option, an unreachable server, or any
+            ``PostgresMemoryStore`` error.
+    """
+    from oam_core.apis._sentinel import NOT_SET
+    from oam_core.store.connect import resolve_store_embedder, store_id_option
+
+    kwargs: dict[str, Any] = {}
+    if options["schema_policy"] is not NOT_SET:
+        kwargs["schema_policy"] = SchemaPolicy.parse(options["schema_policy"])
+    store_id = store_id_option(options)
+    if store_id is not NOT_SET:
+        kwargs["memory_store_id"] = store_id
+    if options["search_strategy"] is not NOT_SET:
+        kwargs["search_strategy"] = SearchStrategy.parse(options["search_strategy"])
+    if options["memory_retention_config"] is not NOT_SET:
+        kwargs["memory_retention_config"] = options["memory_retention_config"]
+    if embedder is not NOT_SET:
+        kwargs["embedder"] = resolve_store_embedder(embedder)
+    if isinstance(connection, os.PathLike):
+        connection = os.fspath(connection)
+    if isinstance(connection, str):
+        connection = postgres_conninfo(connection)
+    if not isinstance(connection, (str, ConnectionPool, psycopg.Connection)):
+        raise ValueError(
+            "a PostgreSQL connection must be a postgresql:// URL, a "
+            f"psycopg_pool.ConnectionPool or a psycopg.Connection, got {type(connection).__name__}"
+        )
+    return PostgresMemoryStore(connection, **kwargs)
