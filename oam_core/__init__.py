@@ -47,8 +47,7 @@ def __getattr__(name: str) -> Any:
             from oam_core.store.postgres import PostgresMemoryStore
         except ImportError as exc:
             raise ImportError(
-                "PostgresMemoryStore needs the postgres extra: pip install 'oam[postgres]' "
-                f"({exc})"
+                f"PostgresMemoryStore needs the postgres extra: pip install 'oam[postgres]' ({exc})"
             ) from exc
         return PostgresMemoryStore
     if name in _NOT_YET:
@@ -77,8 +76,8 @@ __all__ = [
     "OracleMemoryStore",
     "OracleSummary",
     "OracleThread",
-    "PostgresMemoryStore",
     "PendingRecordBatch",
+    "PostgresMemoryStore",
     "Record",
     "SQLiteMemoryStore",
     "SchemaPolicy",

@@ -169,9 +169,7 @@ class Backend(abc.ABC):
         """Up to ``k`` ``(record key, BM25 score >= 0)`` pairs, best first, for records
         whose retrieval text holds any of ``terms`` (``store/text.query_terms``)."""
 
-    def fuse(
-        self, lists: Sequence[Sequence[Hashable]]
-    ) -> builtins.list[tuple[Hashable, float]]:
+    def fuse(self, lists: Sequence[Sequence[Hashable]]) -> builtins.list[tuple[Hashable, float]]:
         """Reciprocal rank fusion (``ranking.rrf``) of ranked key lists: ``(key, fused
         score)`` pairs, ties in first-seen order. A back end may compute it in SQL."""
         return builtins.list(rrf(lists).items())

@@ -208,7 +208,6 @@ def _open_postgres(
         from oam_core.store.postgres import open_postgres
     except ImportError as exc:
         raise ImportError(
-            "the PostgreSQL back end needs the postgres extra: pip install 'oam[postgres]' "
-            f"({exc})"
+            f"the PostgreSQL back end needs the postgres extra: pip install 'oam[postgres]' ({exc})"
         ) from exc
     return open_postgres(connection, embedder, options)

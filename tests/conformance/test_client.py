@@ -201,7 +201,7 @@ def test_server_drivers_arrive_later(module: str, backend: str) -> None:
 def test_unknown_psycopg_objects_are_rejected(module: str) -> None:
     """A psycopg-module object that is neither a pool nor a connection is named."""
     fake = type("Cursor", (_FakeDriverObject,), {"__module__": module})()
-    with pytest.raises(ValueError, match="PostgreSQL connection must be .* got Cursor"):
+    with pytest.raises(ValueError, match=r"PostgreSQL connection must be .* got Cursor"):
         OracleAgentMemory(connection=fake)
 
 

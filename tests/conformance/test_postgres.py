@@ -51,7 +51,7 @@ def _tables(conninfo: str) -> list[str]:
 
 
 def test_require_existing_is_the_default_and_writes_nothing(conninfo: str) -> None:
-    with pytest.raises(ValueError, match="REQUIRE_EXISTING.*CREATE_IF_NECESSARY"):
+    with pytest.raises(ValueError, match=r"REQUIRE_EXISTING.*CREATE_IF_NECESSARY"):
         _store(conninfo)
     assert _tables(conninfo) == []
 
@@ -73,7 +73,7 @@ def test_create_if_empty_refuses_a_partial_store(conninfo: str) -> None:
     _store(conninfo, schema_policy="CREATE_IF_NECESSARY").close()
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute("DROP TABLE chunks")
-    with pytest.raises(ValueError, match="CREATE_IF_EMPTY.*part of an oam store"):
+    with pytest.raises(ValueError, match=r"CREATE_IF_EMPTY.*part of an oam store"):
         _store(conninfo, schema_policy="CREATE_IF_EMPTY")
     _store(conninfo, schema_policy="CREATE_IF_NECESSARY").close()  # completes it
     assert _tables(conninfo) == ["chunks", "oam_meta", "records"]
@@ -142,9 +142,9 @@ def test_version_row_records_the_config(conninfo: str) -> None:
 
 def test_another_dimension_or_strategy_is_a_clear_error(conninfo: str) -> None:
     _store(conninfo, schema_policy="CREATE_IF_NECESSARY", search_strategy="VECTOR").close()
-    with pytest.raises(ValueError, match="dimension 16.*dimension 32"):
+    with pytest.raises(ValueError, match=r"dimension 16.*dimension 32"):
         _store(conninfo, embedder=HashingEmbedder(32))
-    with pytest.raises(ValueError, match="search_strategy VECTOR.*KEYWORD"):
+    with pytest.raises(ValueError, match=r"search_strategy VECTOR.*KEYWORD"):
         _store(conninfo, search_strategy="KEYWORD")
 
 
@@ -152,11 +152,11 @@ def test_newer_and_outdated_schema_versions(conninfo: str) -> None:
     _store(conninfo, schema_policy="CREATE_IF_NECESSARY").close()
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute("UPDATE oam_meta SET value = '99' WHERE key = 'schema_version'")
-    with pytest.raises(ValueError, match="version 99.*Upgrade oam"):
+    with pytest.raises(ValueError, match=r"version 99.*Upgrade oam"):
         _store(conninfo, schema_policy="CREATE_IF_NECESSARY")
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute("UPDATE oam_meta SET value = '0' WHERE key = 'schema_version'")
-    with pytest.raises(ValueError, match="version 0, older.*CREATE_IF_NECESSARY"):
+    with pytest.raises(ValueError, match=r"version 0, older.*CREATE_IF_NECESSARY"):
         _store(conninfo)
     with pytest.raises(ValueError, match="no upgrade from oam schema version 0"):
         _store(conninfo, schema_policy="CREATE_IF_NECESSARY")

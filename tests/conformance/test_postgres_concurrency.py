@@ -79,7 +79,9 @@ def test_cascade_delete_racing_with_writers_leaves_no_orphans(conninfo: str) -> 
         CTX.Process(target=_pg_workers.adder_until, args=(conninfo, w, "doomed", 4.0, start))
         for w in range(3)
     ]
-    procs.append(CTX.Process(target=_pg_workers.deleter_until, args=(conninfo, "doomed", 4.0, start)))
+    procs.append(
+        CTX.Process(target=_pg_workers.deleter_until, args=(conninfo, "doomed", 4.0, start))
+    )
     for p in procs:
         p.start()
     start.set()

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import psycopg
@@ -35,7 +35,7 @@ from oam_core.apis.records import MESSAGE, THREAD, MessageRecord, Record, Thread
 from oam_core.store.backend import Backend, Predicate, StoredRow, Tx
 from oam_core.store.planning import ChunkPlan, RowPlan, Vector
 from oam_core.store.postgres.filter import PgFilterCompiler
-from oam_core.store.postgres.fulltext import B, K1, index_input, query_words, tsquery_literal
+from oam_core.store.postgres.fulltext import K1, B, index_input, query_words, tsquery_literal
 from oam_core.store.postgres.schema import lock_key
 from oam_core.store.ranking import RRF_K
 from oam_core.store.ttl import iso
@@ -219,7 +219,7 @@ class PgBackend(Backend):
             query += " LIMIT %s"
             params.append(limit)
         with self.reading() as conn:
-            rows = conn.execute(query, params).fetchall()  # type: ignore[arg-type]
+            rows = conn.execute(query, params).fetchall()
         return [self.record(r) for r in reversed(rows)]
 
     def _thread_where(self) -> str:
@@ -234,7 +234,7 @@ class PgBackend(Backend):
 
     def _count(self, conn: Conn, thread_id: str, now: datetime) -> int:
         row = conn.execute(
-            f"SELECT count(*) {self._thread_where()}",  # type: ignore[arg-type]
+            f"SELECT count(*) {self._thread_where()}",
             (thread_id, now.timestamp()),
         ).fetchone()
         return int(row[0]) if row else 0
@@ -253,7 +253,7 @@ class PgBackend(Backend):
             if hi is not None and hi <= lo:
                 return []
             rows = conn.execute(
-                f"SELECT {_RECORD_COLS} {self._thread_where()} "  # type: ignore[arg-type]
+                f"SELECT {_RECORD_COLS} {self._thread_where()} "
                 "ORDER BY seq_no, pk LIMIT %s OFFSET %s",
                 (thread_id, now.timestamp(), None if hi is None else hi - lo, lo),
             ).fetchall()
@@ -262,7 +262,7 @@ class PgBackend(Backend):
     def get_thread(self, thread_id: str) -> ThreadRow | None:
         with self.reading() as conn:
             row = conn.execute(
-                f"SELECT id, user_id, agent_id, metadata, config, state, created_at "  # type: ignore[arg-type]
+                f"SELECT id, user_id, agent_id, metadata, config, state, created_at "
                 f"FROM {self.p}records WHERE family = 'thread' AND id = %s",
                 (thread_id,),
             ).fetchone()
@@ -280,7 +280,7 @@ class PgBackend(Backend):
                 params.append(value)
         with self.reading() as conn:
             rows = conn.execute(
-                f"SELECT id, user_id, agent_id, metadata, config, state, created_at "  # type: ignore[arg-type]
+                f"SELECT id, user_id, agent_id, metadata, config, state, created_at "
                 f"FROM {self.p}records WHERE {' AND '.join(parts)} ORDER BY pk",
                 params,
             ).fetchall()
@@ -291,7 +291,7 @@ class PgBackend(Backend):
             return {}
         with self.reading() as conn:
             rows = conn.execute(
-                f"SELECT {_RECORD_COLS} FROM {self.p}records WHERE pk = ANY(%s)",  # type: ignore[arg-type]
+                f"SELECT {_RECORD_COLS} FROM {self.p}records WHERE pk = ANY(%s)",
                 (list(keys),),
             ).fetchall()
         return {r[0]: self.record(r) for r in rows}
@@ -330,14 +330,14 @@ class PgBackend(Backend):
                 "ORDER BY c.embedding <=> %s::vector LIMIT %s"
             )
             rows = conn.execute(
-                f"SELECT record_pk, min({_distance('d')}) AS dm FROM ({inner}) s "  # type: ignore[arg-type]
+                f"SELECT record_pk, min({_distance('d')}) AS dm FROM ({inner}) s "
                 "GROUP BY record_pk ORDER BY dm, record_pk LIMIT %s",
                 [qtext, *params, qtext, fetch, k],
             ).fetchall()
             if len(rows) >= k:
                 return [(int(pk), float(d)) for pk, d in rows]
         rows = conn.execute(
-            f"SELECT c.record_pk, min({dist}) AS dm FROM {self.p}chunks c {join} "  # type: ignore[arg-type]
+            f"SELECT c.record_pk, min({dist}) AS dm FROM {self.p}chunks c {join} "
             f"WHERE {where} AND c.embedding IS NOT NULL "
             "GROUP BY c.record_pk ORDER BY dm, c.record_pk LIMIT %s",
             [qtext, qtext, *params, k],
@@ -348,7 +348,7 @@ class PgBackend(Backend):
 
     def _lexemes(self, conn: Conn, words: Sequence[str]) -> builtins.list[str]:
         rows = conn.execute(
-            f"SELECT w, tsvector_to_array(to_tsvector('{self.p}oam_fts', w)) "  # type: ignore[arg-type]
+            f"SELECT w, tsvector_to_array(to_tsvector('{self.p}oam_fts', w)) "
             "FROM unnest(%s::text[]) WITH ORDINALITY AS u(w, i) ORDER BY i",
             (list(words),),
         ).fetchall()
@@ -365,15 +365,13 @@ class PgBackend(Backend):
         """``(informative (lexeme, df), common, total rows)``: as SQLite's split, a
         term found in more than half of the search rows is common (BM25 IDF ~ 0); terms
         found nowhere are dropped; with no informative term, the common ones rank."""
-        row = conn.execute(
-            f"SELECT count(*) FROM {self.p}chunks WHERE tsv IS NOT NULL"  # type: ignore[arg-type]
-        ).fetchone()
+        row = conn.execute(f"SELECT count(*) FROM {self.p}chunks WHERE tsv IS NOT NULL").fetchone()
         total = int(row[0]) if row else 0
         informative: builtins.list[tuple[str, int]] = []
         common: builtins.list[tuple[str, int]] = []
         for lx in lexemes:
             hit = conn.execute(
-                f"SELECT count(*) FROM {self.p}chunks WHERE tsv @@ %s::tsquery",  # type: ignore[arg-type]
+                f"SELECT count(*) FROM {self.p}chunks WHERE tsv @@ %s::tsquery",
                 (tsquery_literal([lx]),),
             ).fetchone()
             df = int(hit[0]) if hit else 0
@@ -402,7 +400,7 @@ class PgBackend(Backend):
                 seen = {pk for pk, _ in out}
                 join, where, params = self._candidates(pred)
                 rest = conn.execute(
-                    f"SELECT DISTINCT c.record_pk FROM {self.p}chunks c {join} "  # type: ignore[arg-type]
+                    f"SELECT DISTINCT c.record_pk FROM {self.p}chunks c {join} "
                     f"WHERE c.tsv @@ %s::tsquery AND {where} ORDER BY c.record_pk LIMIT %s",
                     [tsquery_literal(common), *params, k + len(seen)],
                 ).fetchall()
@@ -421,7 +419,7 @@ class PgBackend(Backend):
         ``idf = ln((N - n + 0.5) / (n + 0.5))`` (1e-6 when <= 0) and
         ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`` per term."""
         row = conn.execute(
-            f"SELECT COALESCE(avg(n_tokens), 0) FROM {self.p}chunks WHERE tsv IS NOT NULL"  # type: ignore[arg-type]
+            f"SELECT COALESCE(avg(n_tokens), 0) FROM {self.p}chunks WHERE tsv IS NOT NULL"
         ).fetchone()
         avgdl = float(row[0]) if row and row[0] else 1.0
         lexemes = [lx for lx, _ in terms]
@@ -447,7 +445,7 @@ class PgBackend(Backend):
             SELECT record_pk, max(score) AS s FROM scored
             GROUP BY record_pk ORDER BY s DESC, record_pk LIMIT %s"""
         rows = conn.execute(
-            query,  # type: ignore[arg-type]
+            query,
             [lexemes, idf, tsquery_literal(lexemes), *params, avgdl, k],
         ).fetchall()
         return [(int(pk), float(s)) for pk, s in rows]
@@ -464,7 +462,7 @@ class PgBackend(Backend):
         ranks: builtins.list[int] = []
         for i, lst in enumerate(lists):
             for rank, key in enumerate(lst, start=1):
-                keys.append(int(key))  # type: ignore[call-overload]
+                keys.append(int(cast(Any, key)))
                 list_no.append(i)
                 ranks.append(rank)
         if not keys:
@@ -494,7 +492,7 @@ class PgTx(Tx):
 
     def existing_ids(self, family: str, ids: Sequence[str]) -> set[str]:
         rows = self.c.execute(
-            f"SELECT id FROM {self.p}records WHERE family = %s AND id = ANY(%s)",  # type: ignore[arg-type]
+            f"SELECT id FROM {self.p}records WHERE family = %s AND id = ANY(%s)",
             (family, list(ids)),
         ).fetchall()
         return {r[0] for r in rows}
@@ -511,7 +509,7 @@ class PgTx(Tx):
             if plan.family == MESSAGE:
                 if plan.thread_id not in next_seq:
                     row = self.c.execute(
-                        f"SELECT COALESCE(MAX(seq_no), -1) + 1 FROM {self.p}records "  # type: ignore[arg-type]
+                        f"SELECT COALESCE(MAX(seq_no), -1) + 1 FROM {self.p}records "
                         "WHERE family = 'message' AND thread_id IS NOT DISTINCT FROM %s",
                         (plan.thread_id,),
                     ).fetchone()
@@ -543,14 +541,14 @@ class PgTx(Tx):
         try:
             with self.c.cursor() as cur:
                 for i in range(0, len(rows), batch_size):
-                    cur.executemany(query, rows[i : i + batch_size])  # type: ignore[arg-type]
+                    cur.executemany(query, rows[i : i + batch_size])
         except psycopg.errors.UniqueViolation as exc:
             raise ValueError(f"record ids already exist (written concurrently): {exc}") from None
         pks: dict[tuple[str, str], int] = {}
         for family in {p.family for p in plans}:
             ids = [p.id for p in plans if p.family == family]
             for rid, pk in self.c.execute(
-                f"SELECT id, pk FROM {self.p}records WHERE family = %s AND id = ANY(%s)",  # type: ignore[arg-type]
+                f"SELECT id, pk FROM {self.p}records WHERE family = %s AND id = ANY(%s)",
                 (family, ids),
             ):
                 pks[(family, rid)] = pk
@@ -598,11 +596,11 @@ class PgTx(Tx):
         )
         with self.c.cursor() as cur:
             for i in range(0, len(rows), batch_size):
-                cur.executemany(query, rows[i : i + batch_size])  # type: ignore[arg-type]
+                cur.executemany(query, rows[i : i + batch_size])
 
     def fetch(self, family: str, record_id: str) -> StoredRow | None:
         row = self.c.execute(
-            f"SELECT pk, record_type, content, event_ts, metadata, created_at, thread_id, "  # type: ignore[arg-type]
+            f"SELECT pk, record_type, content, event_ts, metadata, created_at, thread_id, "
             f"user_id, agent_id FROM {self.p}records WHERE family = %s AND id = %s FOR UPDATE",
             (family, record_id),
         ).fetchone()
@@ -630,20 +628,20 @@ class PgTx(Tx):
         return [
             r[0]
             for r in self.c.execute(
-                f"SELECT text FROM {self.p}chunks WHERE record_pk = %s ORDER BY seq",  # type: ignore[arg-type]
+                f"SELECT text FROM {self.p}chunks WHERE record_pk = %s ORDER BY seq",
                 (key,),
             )
         ]
 
     def replace_chunks(self, row: StoredRow, chunks: Sequence[ChunkPlan]) -> None:
         found = self.c.execute(
-            f"SELECT expires_at FROM {self.p}records WHERE pk = %s",  # type: ignore[arg-type]
+            f"SELECT expires_at FROM {self.p}records WHERE pk = %s",
             (row.key,),
         ).fetchone()
         expires = found[0] if found else None
-        self.c.execute(f"DELETE FROM {self.p}chunks WHERE record_pk = %s", (row.key,))  # type: ignore[arg-type]
+        self.c.execute(f"DELETE FROM {self.p}chunks WHERE record_pk = %s", (row.key,))
         rows = [
-            self._chunk_row(int(row.key), row.record_type, seq, c, row.scope, expires)  # type: ignore[call-overload]
+            self._chunk_row(int(cast(Any, row.key)), row.record_type, seq, c, row.scope, expires)
             for seq, c in enumerate(chunks)
         ]
         self._insert_chunks(rows, 256)
@@ -658,12 +656,12 @@ class PgTx(Tx):
         values = {columns[k]: (_epoch(v) if k == "expires_at" else v) for k, v in fields.items()}
         sets = ", ".join(f"{col} = %s" for col in values)
         self.c.execute(
-            f"UPDATE {self.p}records SET {sets} WHERE pk = %s",  # type: ignore[arg-type]
+            f"UPDATE {self.p}records SET {sets} WHERE pk = %s",
             [*values.values(), row.key],
         )
         if "expires_at" in values:
             self.c.execute(
-                f"UPDATE {self.p}chunks SET expires_at = %s WHERE record_pk = %s",  # type: ignore[arg-type]
+                f"UPDATE {self.p}chunks SET expires_at = %s WHERE record_pk = %s",
                 (values["expires_at"], row.key),
             )
 
@@ -678,16 +676,16 @@ class PgTx(Tx):
         if thread_id is not NOT_SET:
             query += " AND thread_id = %s"
             params.append(thread_id)
-        return self.c.execute(query, params).rowcount  # type: ignore[arg-type]
+        return self.c.execute(query, params).rowcount
 
     def delete_thread(self, thread_id: str) -> int:
         self._lock_threads([thread_id])
         n = self.c.execute(
-            f"DELETE FROM {self.p}records WHERE family = 'thread' AND id = %s",  # type: ignore[arg-type]
+            f"DELETE FROM {self.p}records WHERE family = 'thread' AND id = %s",
             (thread_id,),
         ).rowcount
         self.c.execute(
-            f"DELETE FROM {self.p}records WHERE family IN ('message', 'memory') AND thread_id = %s",  # type: ignore[arg-type]
+            f"DELETE FROM {self.p}records WHERE family IN ('message', 'memory') AND thread_id = %s",
             (thread_id,),
         )
         return n
@@ -698,21 +696,21 @@ class PgTx(Tx):
         threads = [
             r[0]
             for r in self.c.execute(
-                f"SELECT id FROM {self.p}records WHERE family = 'thread' AND {column} = %s",  # type: ignore[arg-type]
+                f"SELECT id FROM {self.p}records WHERE family = 'thread' AND {column} = %s",
                 (actor_id,),
             )
         ]
         for tid in threads:
             self.delete_thread(tid)
         self.c.execute(
-            f"DELETE FROM {self.p}records WHERE family IN ('message', 'memory') AND {column} = %s",  # type: ignore[arg-type]
+            f"DELETE FROM {self.p}records WHERE family IN ('message', 'memory') AND {column} = %s",
             (actor_id,),
         )
 
     def insert_thread(self, row: ThreadRow) -> None:
         try:
             self.c.execute(
-                f"INSERT INTO {self.p}records (family, id, record_type, user_id, agent_id, "  # type: ignore[arg-type]
+                f"INSERT INTO {self.p}records (family, id, record_type, user_id, agent_id, "
                 "metadata, created_at, config, state) "
                 "VALUES ('thread', %s, 'thread', %s, %s, %s, %s, %s, %s)",
                 (
@@ -738,7 +736,7 @@ class PgTx(Tx):
         expected_state: Maybe[dict[str, Any]],
     ) -> int:
         row = self.c.execute(
-            f"SELECT state FROM {self.p}records WHERE family = 'thread' AND id = %s FOR UPDATE",  # type: ignore[arg-type]
+            f"SELECT state FROM {self.p}records WHERE family = 'thread' AND id = %s FOR UPDATE",
             (thread_id,),
         ).fetchone()
         if row is None:
@@ -755,12 +753,12 @@ class PgTx(Tx):
         if not sets:
             return 1
         return self.c.execute(
-            f"UPDATE {self.p}records SET {', '.join(sets)} WHERE family = 'thread' AND id = %s",  # type: ignore[arg-type]
+            f"UPDATE {self.p}records SET {', '.join(sets)} WHERE family = 'thread' AND id = %s",
             [*params, thread_id],
         ).rowcount
 
     def purge(self, now: datetime) -> int:
         return self.c.execute(
-            f"DELETE FROM {self.p}records WHERE expires_at IS NOT NULL AND expires_at <= %s",  # type: ignore[arg-type]
+            f"DELETE FROM {self.p}records WHERE expires_at IS NOT NULL AND expires_at <= %s",
             (now.timestamp(),),
         ).rowcount

@@ -47,9 +47,7 @@ class PgFilterCompiler:
         value = f"_f{n}.v"
         cond = self._match(value, expr)  # its params precede the key's in the SQL text
         self.params.append(field.key)
-        return (
-            f"COALESCE((SELECT {cond} FROM (SELECT {parent} -> %s::text AS v) AS _f{n}), FALSE)"
-        )
+        return f"COALESCE((SELECT {cond} FROM (SELECT {parent} -> %s::text AS v) AS _f{n}), FALSE)"
 
     def _match(self, value: str, expr: Expr) -> str:
         if isinstance(expr, Equals):

@@ -141,7 +141,7 @@ def present_tables(conn: psycopg.Connection[Any], p: str) -> set[str]:
 
 def read_meta(conn: psycopg.Connection[Any], p: str) -> dict[str, str]:
     """The store's ``oam_meta`` rows as a dict."""
-    return dict(conn.execute(f"SELECT key, value FROM {p}oam_meta").fetchall())  # type: ignore[arg-type]
+    return dict(conn.execute(f"SELECT key, value FROM {p}oam_meta").fetchall())
 
 
 def write_meta(conn: psycopg.Connection[Any], p: str, values: dict[str, str]) -> None:
@@ -187,7 +187,7 @@ def apply_policy(
     conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("oam-schema", p),))
     if policy is SchemaPolicy.RECREATE:
         for stmt in drop(p):
-            conn.execute(stmt)  # type: ignore[arg-type]
+            conn.execute(stmt)
     present = present_tables(conn, p)
     missing = [t for t in TABLES if t not in present]
     if missing:
@@ -204,7 +204,7 @@ def apply_policy(
                 "CREATE_IF_NECESSARY to complete it or RECREATE to start over"
             )
         for stmt in ddl(p, dim):
-            conn.execute(stmt)  # type: ignore[arg-type]
+            conn.execute(stmt)
         write_meta(conn, p, {"schema_version": str(SCHEMA_VERSION)})
         return
     version = int(read_meta(conn, p).get("schema_version", "0"))
@@ -237,6 +237,6 @@ def upgrade(conn: psycopg.Connection[Any], p: str, version: int) -> None:
             )
         statements: Sequence[str] = step(p)
         for stmt in statements:
-            conn.execute(stmt)  # type: ignore[arg-type]
+            conn.execute(stmt)
         version += 1
         write_meta(conn, p, {"schema_version": str(version)})

@@ -66,9 +66,7 @@ def make_pool(conninfo: str, *, max_size: int = POOL_MAX_SIZE, timeout: float = 
         psycopg.connect(conninfo, connect_timeout=int(max(1, timeout))).close()
     except psycopg.OperationalError as exc:
         reason = " ".join(str(exc).split())
-        raise ValueError(
-            f"cannot connect to PostgreSQL at {_redact(conninfo)}: {reason}"
-        ) from None
+        raise ValueError(f"cannot connect to PostgreSQL at {_redact(conninfo)}: {reason}") from None
     pool: ConnectionPool[Any] = ConnectionPool(
         conninfo,
         min_size=1,
