@@ -21,6 +21,8 @@ from __future__ import annotations
 import builtins
 import json
 import threading
+import time
+import weakref
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -48,8 +50,10 @@ _RECORD_COLS = (
 )
 EXACT_BELOW = 5000
 """Chunk-table size (planner estimate) under which VECTOR ranking scans exactly."""
-EF_SEARCH = 100
-"""Smallest ``hnsw.ef_search`` used for index queries."""
+EF_SEARCH = 64
+"""Smallest ``hnsw.ef_search`` used for index queries (pgvector's default is 40)."""
+SIZE_TTL_S = 5.0
+"""How long the chunk-table size that picks exact vs HNSW ranking is cached."""
 
 
 def _epoch(dt: datetime | None) -> float | None:
@@ -60,11 +64,13 @@ def _from_epoch(value: float | None) -> str | None:
     return None if value is None else iso(datetime.fromtimestamp(value, timezone.utc))
 
 
-def vector_text(vector: Vector | None) -> str | None:
-    """pgvector's text form of ``vector`` (float32 values), or None."""
+def vector_param(vector: Vector | None) -> list[float] | None:
+    """A vector as a bound parameter: a float list sent in binary (``%b``) and cast
+    with ``::float4[]::vector`` in SQL (6x faster than pgvector's text form)."""
     if vector is None:
         return None
-    return "[" + ",".join(map(str, np.asarray(vector, dtype=np.float32).tolist())) + "]"
+    values: list[float] = np.asarray(vector, dtype=np.float32).tolist()
+    return values
 
 
 def _distance(expr: str) -> str:
@@ -81,6 +87,8 @@ class PgBackend(Backend):
         self.owns_pool = owns_pool
         self.exact_below = EXACT_BELOW
         self.ef_search = EF_SEARCH
+        self._size_cache: tuple[float, float] | None = None
+        self._ef_by_conn: weakref.WeakKeyDictionary[Conn, int] = weakref.WeakKeyDictionary()
         self._local = threading.local()
 
     # -- connections -------------------------------------------------------------
@@ -101,9 +109,14 @@ class PgBackend(Backend):
 
     @contextmanager
     def reading(self) -> Iterator[Conn]:
-        """A pooled connection for reads (one short transaction)."""
-        with self.pool.connection() as conn, conn.transaction():
-            yield conn
+        """A pooled connection for reads: autocommit connections (the store's own pool)
+        read without BEGIN/COMMIT round trips; others in one short transaction."""
+        with self.pool.connection() as conn:
+            if conn.autocommit:
+                yield conn
+            else:
+                with conn.transaction():
+                    yield conn
 
     def close(self) -> None:
         if self.owns_pool:
@@ -299,48 +312,74 @@ class PgBackend(Backend):
     # -- VECTOR ------------------------------------------------------------------
 
     def _table_size(self, conn: Conn) -> float:
+        """Chunk rows, from the planner's statistics; a table never analysed yet is
+        counted up to ``exact_below`` rows (a bounded scan)."""
         row = conn.execute(
             "SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", (f"{self.p}chunks",)
         ).fetchone()
-        return float(row[0]) if row and row[0] is not None else -1.0
+        estimate = float(row[0]) if row and row[0] is not None else -1.0
+        if estimate >= 0:
+            return estimate
+        bounded = conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM {self.p}chunks LIMIT %s) s",
+            (min(self.exact_below, 10**9),),
+        ).fetchone()
+        return float(bounded[0]) if bounded else 0.0
+
+    def _size(self, conn: Conn) -> float:
+        """``_table_size``, cached for ``SIZE_TTL_S`` seconds (it only picks the path)."""
+        now = time.monotonic()
+        cached = self._size_cache
+        if cached is None or now - cached[0] > SIZE_TTL_S:
+            cached = (now, self._table_size(conn))
+            self._size_cache = cached
+        return cached[1]
 
     def rank_vector(
         self, queries: Sequence[Vector], k: int, pred: Predicate
     ) -> builtins.list[builtins.list[tuple[Hashable, float]]]:
         with self.reading() as conn:
-            size = self._table_size(conn)
-            approximate = size >= self.exact_below
+            approximate = self._size(conn) >= self.exact_below
             return [self._rank_one(conn, q, k, pred, approximate) for q in queries]
+
+    def _set_ef_search(self, conn: Conn, ef: int) -> None:
+        """Set ``hnsw.ef_search``: for the session of an autocommit connection (once per
+        value, remembered per connection), else for the current transaction."""
+        if not conn.autocommit:
+            conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+        elif self._ef_by_conn.get(conn) != ef:
+            conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef),))
+            self._ef_by_conn[conn] = ef
 
     def _rank_one(
         self, conn: Conn, query: Vector, k: int, pred: Predicate, approximate: bool
     ) -> builtins.list[tuple[Hashable, float]]:
         join, where, params = self._candidates(pred)
-        qtext = vector_text(query)
-        dist = _distance("c.embedding <=> %s::vector")
+        qtext = vector_param(query)
+        dist = _distance("c.embedding <=> qv.v")
         if approximate:
-            fetch = 4 * k + 20
-            conn.execute(
-                "SELECT set_config('hnsw.ef_search', %s, true)",
-                (str(min(1000, max(self.ef_search, 2 * fetch))),),
-            )
+            fetch = 2 * k + 10
+            self._set_ef_search(conn, min(1000, max(self.ef_search, fetch)))
+            # The query vector is bound once, as an InitPlan the HNSW scan orders by.
             inner = (
-                f"SELECT c.record_pk, c.embedding <=> %s::vector AS d FROM {self.p}chunks c {join} "
-                f"WHERE {where} AND c.embedding IS NOT NULL "
-                "ORDER BY c.embedding <=> %s::vector LIMIT %s"
+                f"SELECT c.record_pk, c.embedding <=> (SELECT v FROM qv) AS d "
+                f"FROM {self.p}chunks c {join} WHERE {where} AND c.embedding IS NOT NULL "
+                "ORDER BY c.embedding <=> (SELECT v FROM qv) LIMIT %s"
             )
             rows = conn.execute(
+                "WITH qv AS MATERIALIZED (SELECT %b::float4[]::vector AS v) "
                 f"SELECT record_pk, min({_distance('d')}) AS dm FROM ({inner}) s "
                 "GROUP BY record_pk ORDER BY dm, record_pk LIMIT %s",
-                [qtext, *params, qtext, fetch, k],
+                [qtext, *params, fetch, k],
             ).fetchall()
             if len(rows) >= k:
                 return [(int(pk), float(d)) for pk, d in rows]
         rows = conn.execute(
-            f"SELECT c.record_pk, min({dist}) AS dm FROM {self.p}chunks c {join} "
+            "WITH qv AS MATERIALIZED (SELECT %b::float4[]::vector AS v) "
+            f"SELECT c.record_pk, min({dist}) AS dm FROM qv, {self.p}chunks c {join} "
             f"WHERE {where} AND c.embedding IS NOT NULL "
             "GROUP BY c.record_pk ORDER BY dm, c.record_pk LIMIT %s",
-            [qtext, qtext, *params, k],
+            [qtext, *params, k],
         ).fetchall()
         return [(int(pk), float(d)) for pk, d in rows]
 
@@ -581,7 +620,7 @@ class PgTx(Tx):
             record_type,
             seq,
             chunk.text,
-            vector_text(chunk.vector),
+            vector_param(chunk.vector),
             *scope,
             expires_at,
             words,
@@ -592,7 +631,7 @@ class PgTx(Tx):
         query = (
             f"INSERT INTO {self.p}chunks (record_pk, record_type, seq, text, embedding, "
             "thread_id, user_id, agent_id, expires_at, tsv, n_tokens) VALUES "
-            f"(%s, %s, %s, %s, %s::vector, %s, %s, %s, %s, to_tsvector('{self.p}oam_fts', %s), %s)"
+            f"(%s, %s, %s, %s, %b::float4[]::vector, %s, %s, %s, %s, to_tsvector('{self.p}oam_fts', %s), %s)"
         )
         with self.c.cursor() as cur:
             for i in range(0, len(rows), batch_size):
