@@ -356,3 +356,15 @@ def test_compiled_filters_agree_with_the_reference(
     got = sorted(r.id for r in store.list("memory", metadata_filter=flt))
     want = sorted(i for i, d in zip(ids, docs, strict=True) if matches(d, parse_filter(flt)))
     assert got == want, (docs, flt)
+
+
+def test_nul_characters_are_a_clear_error_and_write_nothing(conninfo: str) -> None:
+    """PostgreSQL text cannot hold NUL and jsonb cannot hold \\u0000: a ValueError,
+    raised with the transaction rolled back (SQLite stores both; a documented gap)."""
+    store = _store(conninfo, schema_policy="CREATE_IF_NECESSARY")
+    with pytest.raises(ValueError, match="NUL"):
+        store.add(["fine", "a\x00b"], "memory", record_ids=["m1", "m2"])
+    with pytest.raises(ValueError, match="NUL"):
+        store.add(["fine"], "memory", record_ids="m3", metadata={"k": "a\x00"})
+    assert store.list("memory") == []
+    store.close()

@@ -73,6 +73,20 @@ def vector_param(vector: Vector | None) -> list[float] | None:
     return values
 
 
+@contextmanager
+def _values_checked() -> Iterator[None]:
+    """Turn PostgreSQL's refusal of a value into ``ValueError``: text holding NUL
+    (``\\x00``) characters, which PostgreSQL text cannot store, or JSON with a
+    ``\\u0000`` escape, which jsonb cannot. The transaction is rolled back first."""
+    try:
+        yield
+    except psycopg.DataError as exc:
+        raise ValueError(
+            f"PostgreSQL cannot store this value (text and JSON may not contain NUL "
+            f"characters): {exc}"
+        ) from None
+
+
 def _distance(expr: str) -> str:
     """Cosine distance clamped to [0, 2]; NaN (a zero vector) counts as 1, as SQLite."""
     return f"LEAST(GREATEST(CASE WHEN ({expr}) = 'NaN' THEN 1.0 ELSE ({expr}) END, 0.0), 2.0)"
@@ -100,7 +114,7 @@ class PgBackend(Backend):
 
     @contextmanager
     def transaction(self) -> Iterator[Tx]:
-        with self.pool.connection() as conn, conn.transaction():
+        with _values_checked(), self.pool.connection() as conn, conn.transaction():
             self._local.conn = conn
             try:
                 yield PgTx(self, conn)
@@ -111,7 +125,7 @@ class PgBackend(Backend):
     def reading(self) -> Iterator[Conn]:
         """A pooled connection for reads: autocommit connections (the store's own pool)
         read without BEGIN/COMMIT round trips; others in one short transaction."""
-        with self.pool.connection() as conn:
+        with _values_checked(), self.pool.connection() as conn:
             if conn.autocommit:
                 yield conn
             else:
@@ -739,6 +753,7 @@ class PgTx(Tx):
                 (actor_id,),
             )
         ]
+        self._lock_threads(threads)  # all at once, in key order: no lock-order deadlock
         for tid in threads:
             self.delete_thread(tid)
         self.c.execute(
