@@ -368,3 +368,17 @@ def test_nul_characters_are_a_clear_error_and_write_nothing(conninfo: str) -> No
         store.add(["fine"], "memory", record_ids="m3", metadata={"k": "a\x00"})
     assert store.list("memory") == []
     store.close()
+
+
+def test_create_if_necessary_recreates_a_dropped_index(conninfo: str) -> None:
+    _store(conninfo, schema_policy="CREATE_IF_NECESSARY").close()
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute("DROP INDEX chunks_hnsw")
+    _store(conninfo).close()  # REQUIRE_EXISTING: no DDL
+    with psycopg.connect(conninfo) as conn:
+        assert conn.execute("SELECT to_regclass('chunks_hnsw')").fetchone() == (None,)
+    _store(conninfo, schema_policy="CREATE_IF_NECESSARY").close()
+    with psycopg.connect(conninfo) as conn:
+        assert conn.execute("SELECT to_regclass('chunks_hnsw')::text").fetchone() == (
+            "chunks_hnsw",
+        )

@@ -207,7 +207,8 @@ def apply_policy(
             conn.execute(stmt)
         write_meta(conn, p, {"schema_version": str(SCHEMA_VERSION)})
         return
-    version = int(read_meta(conn, p).get("schema_version", "0"))
+    meta = read_meta(conn, p)
+    version = int(meta.get("schema_version", "0"))
     if version > SCHEMA_VERSION:
         raise ValueError(
             f"{where} holds oam schema version {version}; this oam reads up to "
@@ -220,6 +221,11 @@ def apply_policy(
                 f"open it with schema_policy=CREATE_IF_NECESSARY to upgrade it"
             )
         upgrade(conn, p, version)
+    if policy is SchemaPolicy.CREATE_IF_NECESSARY:
+        # Recreate any dropped index (all statements are IF NOT EXISTS).
+        stored = meta.get("vector_dim")
+        for stmt in ddl(p, int(stored) if stored is not None else None):
+            conn.execute(stmt)
 
 
 def upgrade(conn: psycopg.Connection[Any], p: str, version: int) -> None:
