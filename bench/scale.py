@@ -101,6 +101,15 @@ def pg_url(db: str | None) -> str:
         import pgserver
 
         server = pgserver.get_server(tempfile.mkdtemp(prefix="oam-scale-"), cleanup_mode="delete")
+        # Room for a 100k x 384 HNSW index in shared buffers (default 128 MB); fsync
+        # off as for any throwaway server. pg_ctl restart keeps the socket options.
+        import psycopg
+        from pgserver._commands import pg_ctl
+
+        with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+            conn.execute("ALTER SYSTEM SET shared_buffers = '1GB'")
+            conn.execute("ALTER SYSTEM SET fsync = off")
+        pg_ctl(["-w", "restart"], pgdata=server.pgdata, user=server.system_user)
     _KEEP.append(server)
     return str(server.get_uri())
 
@@ -227,6 +236,10 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row)
                 print(json.dumps(row), file=sys.stderr)
     print(json.dumps(rows) if args.json else table(rows))
+    for server in _KEEP:  # restarted above, so pgserver's own exit hook misses it
+        from pgserver._commands import pg_ctl
+
+        pg_ctl(["-w", "stop"], pgdata=server.pgdata, user=server.system_user)
     return 0
 
 

@@ -216,9 +216,10 @@ def _open_store(db: str, *, create: bool, **kwargs: Any) -> OracleMemoryStore:
     ``postgresql://`` URL (created there when ``create``, else it must exist)."""
     if backend_of(db) == "postgres":
         from oam_core.store.postgres import PostgresMemoryStore
+        from oam_core.store.postgres.store import postgres_conninfo
 
         policy = SchemaPolicy.CREATE_IF_NECESSARY if create else SchemaPolicy.REQUIRE_EXISTING
-        return PostgresMemoryStore(db, schema_policy=policy, **kwargs)
+        return PostgresMemoryStore(postgres_conninfo(db), schema_policy=policy, **kwargs)
     return SQLiteMemoryStore(sqlite_target(db), **kwargs)
 
 
