@@ -100,11 +100,13 @@ def pg_url(db: str | None) -> str:
         warnings.simplefilter("ignore")
         import pgserver
 
-        server = pgserver.get_server(tempfile.mkdtemp(prefix="oam-scale-"), cleanup_mode="delete")
+        server = pgserver.get_server(  # type: ignore[attr-defined]
+            tempfile.mkdtemp(prefix="oam-scale-"), cleanup_mode="delete"
+        )
         # Room for a 100k x 384 HNSW index in shared buffers (default 128 MB); fsync
         # off as for any throwaway server. pg_ctl restart keeps the socket options.
         import psycopg
-        from pgserver._commands import pg_ctl
+        from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
 
         with psycopg.connect(server.get_uri(), autocommit=True) as conn:
             conn.execute("ALTER SYSTEM SET shared_buffers = '1GB'")
@@ -117,7 +119,11 @@ def pg_url(db: str | None) -> str:
 _KEEP: list[Any] = []
 
 
-def run_sqlite(n: int, data: Any, queries: Any, batch: int, tmp: Path) -> dict[str, Any]:
+Result = tuple[dict[str, Any], list[list[str]]]
+"""A report row and the exact top-k ids of every query."""
+
+
+def run_sqlite(n: int, data: Any, queries: Any, batch: int, tmp: Path) -> Result:
     store = SQLiteMemoryStore(tmp / f"scale{n}.db", vector_dim=DIM)
     try:
         rate = bulk_add(store, data, batch)
@@ -130,7 +136,7 @@ def run_sqlite(n: int, data: Any, queries: Any, batch: int, tmp: Path) -> dict[s
 
 def run_postgres(
     n: int, data: Any, queries: Any, batch: int, url: str, index_after: bool
-) -> dict[str, Any]:
+) -> Result:
     from oam_core.store.postgres import PostgresMemoryStore
     from oam_core.store.postgres.schema import hnsw_index
 
@@ -218,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
     queries = vectors(args.queries, rng, centres)
     url = pg_url(args.db) if "postgres" in backends else ""
-    rows = []
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
             data = vectors(n, np.random.default_rng(n), centres)
@@ -237,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(row), file=sys.stderr)
     print(json.dumps(rows) if args.json else table(rows))
     for server in _KEEP:  # restarted above, so pgserver's own exit hook misses it
-        from pgserver._commands import pg_ctl
+        from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
 
         pg_ctl(["-w", "stop"], pgdata=server.pgdata, user=server.system_user)
     return 0

@@ -47,7 +47,9 @@ def server_uri() -> str:
         atexit.register(shutil.rmtree, root, True)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            server = pgserver.get_server(f"{root}/data", cleanup_mode="stop")
+            server = pgserver.get_server(  # type: ignore[attr-defined]
+                f"{root}/data", cleanup_mode="stop"
+            )
         uri = server.get_uri()
         with psycopg.connect(uri, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
