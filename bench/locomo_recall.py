@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 import time
@@ -44,7 +45,13 @@ try:
 except ImportError:  # running from a checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from oam_core import IEmbedder, OracleAgentMemory, SearchStrategy, SQLiteMemoryStore
+from oam_core import (
+    IEmbedder,
+    OracleAgentMemory,
+    OracleMemoryStore,
+    SearchStrategy,
+    SQLiteMemoryStore,
+)
 from oam_core.embedders import resolve_embedder
 from oam_core.ingest import Conversation, IngestError, load_conversations
 
@@ -154,8 +161,13 @@ def run(
     k: int,
     embedder: str,
     samples: Sequence[str] | None = None,
+    db: str | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark and return the report (the ``--json`` object).
+
+    ``db``: None = a fresh in-memory SQLite store per sample; a ``postgresql://`` URL
+    (or ``pgserver``: a temporary local server) = one PostgreSQL store per sample,
+    ``memory_store_id`` derived from the sample id, recreated on every run.
 
     Each turn carries its speaker as the message's participant name, so the thread
     retrieves it by ``"<speaker>: <text>"`` while the stored content stays the text.
@@ -193,12 +205,7 @@ def run(
     overall = _Tally()
 
     for sample_id, sample_conversations in by_sample.items():
-        store = SQLiteMemoryStore(
-            ":memory:",
-            embedder=model,
-            vector_dim=model.embedding_dimension,
-            search_strategy=strategy,
-        )
+        store = open_store(db, sample_id, model, strategy)
         try:
             memory = OracleAgentMemory(store=store, extract_memories=False)
             embed_before, started = model.seconds, time.perf_counter()
@@ -241,6 +248,7 @@ def run(
             "embedder": embedder,
             "vector_dim": model.embedding_dimension,
             "samples": list(by_sample),
+            "backend": "sqlite" if db is None else "postgres",
             "threads": timings.threads,
             "messages": timings.messages,
             "questions_without_evidence": skipped,
@@ -249,8 +257,55 @@ def run(
     }
 
 
+def open_store(
+    db: str | None, sample_id: str, model: IEmbedder, strategy: SearchStrategy
+) -> OracleMemoryStore:
+    """The store of one sample: in-memory SQLite, or a recreated PostgreSQL store."""
+    if db is None:
+        return SQLiteMemoryStore(
+            ":memory:",
+            embedder=model,
+            vector_dim=model.embedding_dimension,
+            search_strategy=strategy,
+        )
+    from oam_core.store.postgres import PostgresMemoryStore
+
+    store_id = "lm_" + re.sub(r"[^A-Za-z0-9]", "_", sample_id)[:13]
+    return PostgresMemoryStore(
+        pg_url(db),
+        embedder=model,
+        vector_dim=model.embedding_dimension,
+        search_strategy=strategy,
+        memory_store_id=store_id,
+        schema_policy="RECREATE",
+    )
+
+
+def pg_url(db: str) -> str:
+    """``db`` as a PostgreSQL URL; ``pgserver`` starts a temporary local server once."""
+    if db != "pgserver":
+        return db
+    if "pgserver" not in _PG:
+        import tempfile
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import pgserver
+
+            server = pgserver.get_server(
+                tempfile.mkdtemp(prefix="oam-bench-pg-"), cleanup_mode="delete"
+            )
+        _PG["pgserver"] = server.get_uri()
+        _PG["server"] = server
+    return str(_PG["pgserver"])
+
+
+_PG: dict[str, Any] = {}
+
+
 def _search(
-    store: SQLiteMemoryStore,
+    store: OracleMemoryStore,
     model: TimedEmbedder,
     question: Question,
     strategy: SearchStrategy,
@@ -348,6 +403,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embedder", default="local", help="local, hashing, hashing/<dim>")
     parser.add_argument("--samples", help="comma-separated sample ids (default: all)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--db",
+        help="postgresql:// URL, or 'pgserver' for a temporary local PostgreSQL "
+        "(default: in-memory SQLite)",
+    )
     args = parser.parse_args(argv)
     if args.k < 1:
         parser.error("--k must be >= 1")
@@ -359,6 +419,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             k=args.k,
             embedder=args.embedder,
             samples=args.samples.split(",") if args.samples else None,
+            db=args.db,
         )
     except (IngestError, ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)

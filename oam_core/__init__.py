@@ -6,6 +6,7 @@ under ``oam_core.core`` and ``oam_core.apis``.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from oam_core.apis._sentinel import NOT_SET
@@ -36,26 +37,24 @@ from oam_core.store.sqlite import SQLiteMemoryStore
 
 __version__ = "0.1.0"
 
-_NOT_YET = {
-    "PostgresMemoryStore": "the PostgreSQL back end",
-}
 _LAZY = {
-    "OracleDBMemoryStore": "oam_core.store.oracle",
-    "OracleDBEmbedder": "oam_core.store.oracle",
+    "PostgresMemoryStore": ("oam_core.store.postgres", "postgres"),
+    "OracleDBMemoryStore": ("oam_core.store.oracle", "oracle"),
+    "OracleDBEmbedder": ("oam_core.store.oracle", "oracle"),
 }
-"""Exports imported on first use (the Oracle back end's driver stays optional)."""
+"""Exports imported on first use, so the server drivers stay optional extras."""
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    if name in _NOT_YET:
-        raise ImportError(
-            f"{name} is part of {_NOT_YET[name]}, which this release of oam does not "
-            "ship yet; use SQLiteMemoryStore (the embedded default) meanwhile"
-        )
+        module, extra = _LAZY[name]
+        try:
+            found = importlib.import_module(module)
+        except ImportError as exc:
+            raise ImportError(
+                f"{name} needs the {extra} extra: pip install 'oam[{extra}]' ({exc})"
+            ) from exc
+        return getattr(found, name)
     raise AttributeError(f"module 'oam_core' has no attribute {name!r}")
 
 
@@ -81,6 +80,7 @@ __all__ = [
     "OracleSummary",
     "OracleThread",
     "PendingRecordBatch",
+    "PostgresMemoryStore",
     "Record",
     "SQLiteMemoryStore",
     "SchemaPolicy",

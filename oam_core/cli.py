@@ -1,8 +1,9 @@
 """The ``oam`` command line: ingest conversations, search them, show context cards.
 
 A thin layer over the library: files are read by :mod:`oam_core.ingest`, everything
-else goes through ``OracleAgentMemory`` and ``SQLiteMemoryStore``. Every command
-works on one SQLite file (``--db``, default ``./oam.db``) and runs without an LLM
+else goes through ``OracleAgentMemory`` and the store. Every command works on one
+SQLite file or PostgreSQL database (``--db``: a path, default ``./oam.db``, or a
+``postgresql://`` URL; PostgreSQL needs the ``postgres`` extra) and runs without an LLM
 (``extract_memories=False``), so only messages are stored and searched.
 
 Errors a user can cause (a missing or malformed file, an unknown thread, a database
@@ -37,11 +38,20 @@ from oam_core.apis.thread import to_message
 from oam_core.embedders import resolve_embedder
 from oam_core.ingest import Conversation, IngestError, load_conversations
 from oam_core.memory.client import OracleAgentMemory
-from oam_core.store.options import SearchStrategy
+from oam_core.store.base import OracleMemoryStore
+from oam_core.store.connect import backend_of, sqlite_target
+from oam_core.store.options import SchemaPolicy, SearchStrategy
 from oam_core.store.planning import dump_metadata
 from oam_core.store.sqlite import SQLiteMemoryStore
 
 __all__ = ["app", "main"]
+
+try:  # PostgreSQL errors read as database errors when the postgres extra is installed
+    from psycopg import Error as _PgError
+
+    _DB_ERRORS: tuple[type[BaseException], ...] = (_PgError,)
+except ImportError:  # pragma: no cover - without the extra
+    _DB_ERRORS = ()
 
 DEMO_FILE = "demo_conversation.jsonl"
 DEMO_THREAD = "demo-trip-planning"
@@ -64,7 +74,14 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-DbOption = Annotated[Path, typer.Option("--db", help="SQLite database file (created if missing).")]
+DbOption = Annotated[
+    str,
+    typer.Option(
+        "--db",
+        help="SQLite database file (created if missing) or a postgresql:// URL "
+        "(the store is created there by ingest and demo).",
+    ),
+]
 EmbedderOption = Annotated[
     str,
     typer.Option(
@@ -161,6 +178,8 @@ def _user_errors() -> Iterator[None]:
         _fail(message, 1)
     except sqlite3.Error as exc:
         _fail(f"database error: {exc}", 1)
+    except _DB_ERRORS as exc:
+        _fail(f"database error: {exc}", 1)
     except Exception as exc:
         if _debugging():
             raise
@@ -174,13 +193,14 @@ def _fail(message: str, code: int) -> NoReturn:
 
 @contextmanager
 def _memory(
-    db: Path, embedder: str, strategy: SearchStrategy
-) -> Iterator[tuple[OracleAgentMemory, SQLiteMemoryStore]]:
+    db: str, embedder: str, strategy: SearchStrategy, *, create: bool = False
+) -> Iterator[tuple[OracleAgentMemory, OracleMemoryStore]]:
     """Open the store and the client over ``db``; close them when the block ends."""
     _quiet_litellm(embedder)
     model = resolve_embedder(embedder)
-    store = SQLiteMemoryStore(
+    store = _open_store(
         db,
+        create=create,
         embedder=model,
         vector_dim=model.embedding_dimension if model is not None else None,
         search_strategy=strategy,
@@ -189,6 +209,18 @@ def _memory(
         yield OracleAgentMemory(store=store, extract_memories=False), store
     finally:
         store.close()
+
+
+def _open_store(db: str, *, create: bool, **kwargs: Any) -> OracleMemoryStore:
+    """The store at ``db``: a SQLite file, or a PostgreSQL store for a
+    ``postgresql://`` URL (created there when ``create``, else it must exist)."""
+    if backend_of(db) == "postgres":
+        from oam_core.store.postgres import PostgresMemoryStore
+        from oam_core.store.postgres.store import postgres_conninfo
+
+        policy = SchemaPolicy.CREATE_IF_NECESSARY if create else SchemaPolicy.REQUIRE_EXISTING
+        return PostgresMemoryStore(postgres_conninfo(db), schema_policy=policy, **kwargs)
+    return SQLiteMemoryStore(sqlite_target(db), **kwargs)
 
 
 def _quiet_litellm(embedder: str) -> None:
@@ -231,7 +263,7 @@ def _validate(conversations: Sequence[Conversation], source: Path | None) -> Non
 
 def _ingest(
     memory: OracleAgentMemory,
-    store: SQLiteMemoryStore,
+    store: OracleMemoryStore,
     conversations: Sequence[Conversation],
     *,
     replace: bool,
@@ -301,7 +333,7 @@ def _ingest(
 @app.command()
 def ingest(
     file: Annotated[Path, typer.Argument(help="A .jsonl/.json chat file or a LoCoMo file.")],
-    db: DbOption = Path("oam.db"),
+    db: DbOption = "oam.db",
     embedder: EmbedderOption = "local",
     strategy: StrategyOption = SearchStrategy.HYBRID,
     user: Annotated[
@@ -319,7 +351,7 @@ def ingest(
             raise CliError(f"{file}: no such file", code=2)
         conversations = load_conversations(file, user_id=user, agent_id=agent)
         started = time.perf_counter()
-        with _memory(db, embedder, strategy) as (memory, store):
+        with _memory(db, embedder, strategy, create=True) as (memory, store):
             written = _ingest(
                 memory, store, conversations, replace=replace, console=err, source=file
             )
@@ -334,7 +366,7 @@ def ingest(
 @app.command()
 def search(
     query: Annotated[str, typer.Argument(help="What to look for, in natural language.")],
-    db: DbOption = Path("oam.db"),
+    db: DbOption = "oam.db",
     embedder: EmbedderOption = "local",
     strategy: StrategyOption = SearchStrategy.HYBRID,
     user: Annotated[str | None, typer.Option(help="Only records of this user.")] = None,
@@ -367,7 +399,7 @@ def search(
 @app.command()
 def card(
     thread_id: Annotated[str, typer.Argument(help="The thread to build a context card for.")],
-    db: DbOption = Path("oam.db"),
+    db: DbOption = "oam.db",
     embedder: EmbedderOption = "local",
     strategy: StrategyOption = SearchStrategy.HYBRID,
     recent: Annotated[
@@ -387,13 +419,13 @@ def card(
 
 @app.command()
 def threads(
-    db: DbOption = Path("oam.db"),
+    db: DbOption = "oam.db",
     user: Annotated[str | None, typer.Option(help="Only threads of this user.")] = None,
 ) -> None:
     """List the threads in the database with their message counts."""
     with _user_errors():
         _require_db(db)
-        store = SQLiteMemoryStore(db)
+        store = _open_store(db, create=False)
         try:
             rows = store.list_thread_rows(user_id=user) if user else store.list_thread_rows()
             counts = [store.count_thread_messages(row.thread_id) for row in rows]
@@ -414,7 +446,7 @@ def threads(
 
 @app.command()
 def demo(
-    db: DbOption = Path("oam.db"),
+    db: DbOption = "oam.db",
     embedder: EmbedderOption = "local",
     strategy: StrategyOption = SearchStrategy.HYBRID,
     k: Annotated[int, typer.Option("--k", "-k", min=1, help="Results per question.")] = 3,
@@ -430,7 +462,7 @@ def demo(
             agent_id=conversation.agent_id,
             messages=conversation.messages,
         )
-        with _memory(db, embedder, strategy) as (memory, store):
+        with _memory(db, embedder, strategy, create=True) as (memory, store):
             exists = store.get_thread_row(DEMO_THREAD) is not None
             complete = exists and store.count_thread_messages(DEMO_THREAD) == len(
                 conversation.messages
@@ -455,14 +487,17 @@ def demo(
     )
 
 
-def _require_db(db: Path) -> None:
-    if str(db) != ":memory:" and not db.exists():
+def _require_db(db: str) -> None:
+    if backend_of(db) == "postgres":
+        return  # opened with REQUIRE_EXISTING: a missing store is a clear error
+    path = sqlite_target(db)
+    if path != ":memory:" and not Path(path).exists():
         raise CliError(f"{db}: no such database; create it with `oam ingest FILE --db {db}`", 2)
 
 
 def _context_card(
     memory: OracleAgentMemory,
-    store: SQLiteMemoryStore,
+    store: OracleMemoryStore,
     thread_id: str,
     *,
     recent: int,

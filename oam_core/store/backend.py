@@ -20,6 +20,7 @@ from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import Record, ThreadRow
 from oam_core.store.filters import Field
 from oam_core.store.planning import ChunkPlan, RowPlan, Vector
+from oam_core.store.ranking import rrf
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,11 @@ class Backend(abc.ABC):
     ) -> builtins.list[tuple[Hashable, float]]:
         """Up to ``k`` ``(record key, BM25 score >= 0)`` pairs, best first, for records
         whose retrieval text holds any of ``terms`` (``store/text.query_terms``)."""
+
+    def fuse(self, lists: Sequence[Sequence[Hashable]]) -> builtins.list[tuple[Hashable, float]]:
+        """Reciprocal rank fusion (``ranking.rrf``) of ranked key lists: ``(key, fused
+        score)`` pairs, ties in first-seen order. A back end may compute it in SQL."""
+        return builtins.list(rrf(lists).items())
 
     @abc.abstractmethod
     def load(self, keys: Sequence[Hashable]) -> dict[Hashable, Record]:

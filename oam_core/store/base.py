@@ -806,8 +806,8 @@ class OracleMemoryStore(IMemoryStore):
                 v_lists = self._backend.rank_vector(vectors, depth, pred)
                 kw_lists = [self._backend.rank_keyword(query_terms(p), depth, pred) for p in parts]
                 lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
-                fused = rrf(lists)
-                ranked = [(key, rrf_distance(s, len(lists))) for key, s in fused.items()]
+                fused = self._backend.fuse(lists)
+                ranked = [(key, rrf_distance(s, len(lists))) for key, s in fused]
         return self._materialize(ranked, k)
 
     def _query_parts(self, query: str) -> builtins.list[str]:

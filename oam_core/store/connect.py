@@ -35,16 +35,8 @@ _SERVER_BACKENDS: dict[str, BackendKind] = {
 }
 """URL schemes and driver module names of the server back ends."""
 
-_NAMES = {"postgres": "PostgreSQL", "oracle": "Oracle Database"}
 _SQLITE_SCHEMES = frozenset({"sqlite", "sqlite3"})
 _MEMORY = ":memory:"
-
-
-def _later(kind: BackendKind) -> ValueError:
-    return ValueError(
-        f"the {_NAMES[kind]} back end arrives in a later release of oam; use a SQLite path "
-        "or 'sqlite:///path.db' URL (the embedded store) meanwhile"
-    )
 
 
 def backend_of(connection: object) -> BackendKind:
@@ -196,8 +188,22 @@ def open_store(
     kind = backend_of(connection)
     if kind == "sqlite":
         return _open_sqlite(connection, embedder, options)  # type: ignore[arg-type]
+    if kind == "postgres":
+        return _open_postgres(connection, embedder, options)
     if kind == "oracle":
         from oam_core.store.oracle.opener import open_oracle
 
         return open_oracle(connection, embedder, options)
-    raise _later(kind)
+    raise ValueError(f"unsupported back end {kind!r}")  # unreachable: backend_of decides
+
+
+def _open_postgres(
+    connection: object, embedder: object, options: Mapping[str, Any]
+) -> OracleMemoryStore:
+    try:
+        from oam_core.store.postgres import open_postgres
+    except ImportError as exc:
+        raise ImportError(
+            f"the PostgreSQL back end needs the postgres extra: pip install 'oam[postgres]' ({exc})"
+        ) from exc
+    return open_postgres(connection, embedder, options)

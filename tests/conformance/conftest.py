@@ -3,7 +3,8 @@
 Every test here runs once per back end in ``BACKENDS``. A back end is one entry in
 that table: how to open a store, whether two store objects can share its storage,
 and (optionally) how to dump its raw rows so that "nothing was written" checks can
-see search rows too. Adding the PostgreSQL store is one more ``BackendSpec``.
+see search rows too. ``postgres`` runs on a real server from ``pgserver`` (``_pg.py``),
+one schema per test and store name; it skips, with the reason, when no server can start.
 
 Fixtures:
     backend: the ``BackendSpec`` of the current param id.
@@ -29,6 +30,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+import _pg
 import pytest
 
 from oam_core.embedders.hashing import HashingEmbedder
@@ -220,11 +222,41 @@ def _oracle_search_rows(
         return [(text, bool(flag)) for text, flag in fetchall(conn, stmt)]
 
 
+def _open_postgres(tmp_path: Path, name: str, **kwargs: Any) -> Any:
+    """A ``PostgresMemoryStore`` in a schema of its own per (test, name)."""
+    from oam_core.store.postgres import PostgresMemoryStore
+
+    kwargs.setdefault("schema_policy", "CREATE_IF_NECESSARY")
+    return PostgresMemoryStore(_pg.schema_conninfo((str(tmp_path), name)), **kwargs)
+
+
+def _pg_dump(store: Any) -> RawRows:
+    impl = store._impl  # test-only peek at the raw database
+    with impl.reading() as conn:
+        return {
+            table: conn.execute(f"SELECT * FROM {impl.p}{table} ORDER BY pk").fetchall()
+            for table in ("records", "chunks")
+        }
+
+
+def _pg_search_rows(store: Any, record_type: str, record_id: str) -> list[tuple[str | None, bool]]:
+    impl = store._impl
+    with impl.reading() as conn:
+        rows = conn.execute(
+            f"SELECT c.text, c.embedding IS NOT NULL FROM {impl.p}chunks c "
+            f"JOIN {impl.p}records r ON c.record_pk = r.pk "
+            "WHERE r.record_type = %s AND r.id = %s ORDER BY c.seq, c.pk",
+            (record_type, record_id),
+        ).fetchall()
+    return [(text, bool(has)) for text, has in rows]
+
+
 BACKENDS: dict[str, BackendSpec] = {
     spec.id: spec
     for spec in (
         BackendSpec("sqlite-file", _open_sqlite_file, True, _sqlite_dump, _sqlite_search_rows),
         BackendSpec("sqlite-memory", _open_sqlite_memory, False, _sqlite_dump, _sqlite_search_rows),
+        BackendSpec("postgres", _open_postgres, True, _pg_dump, _pg_search_rows),
         BackendSpec(
             "oracle",
             _open_oracle,
@@ -250,6 +282,11 @@ def unavailable_backends() -> dict[str, str]:
 # reported once by test_backend_available.py with its reason.
 @pytest.fixture(params=[b for b in BACKENDS if b not in unavailable_backends()])
 def backend(request: pytest.FixtureRequest) -> BackendSpec:
+    if request.param == "postgres":
+        try:
+            _pg.server_uri()
+        except _pg.ServerUnavailable as exc:
+            pytest.skip(str(exc))
     return BACKENDS[request.param]
 
 

@@ -823,7 +823,7 @@ def test_speaker_name_makes_a_message_findable_by_name(make_store):
     assert [r.content for r, _ in store.search("caller", 5)] == ["x"]
 
 
-def test_a_reply_is_found_by_the_message_it_answers(make_store):
+def test_a_reply_is_found_by_the_message_it_answers(make_store, search_rows):
     """[oam] memory/indexing.py: each message gets a context row (previous message + it),
     also across add_messages calls; long messages get no context row and stay chunked."""
     from oam_core import OracleAgentMemory
@@ -836,18 +836,13 @@ def test_a_reply_is_found_by_the_message_it_answers(make_store):
     thread.add_messages([{"role": "user", "content": "Yes, twice last year!"}])
     found = [r.content for r, _ in store.search("Lisbon", 5, record_types={"message"})]
     assert found == ["Have you ever been to Lisbon?", "Yes, twice last year!"]
-    rows = store._backend.conn.execute(  # type: ignore[attr-defined]
-        "SELECT c.text FROM chunks c JOIN records r ON r.pk = c.record_pk WHERE r.content = ?",
-        ("Yes, twice last year!",),
-    ).fetchall()
-    assert [t for (t,) in rows] == [
+    reply = thread.get_messages()[1]
+    assert reply.content == "Yes, twice last year!"
+    assert [t for t, _ in search_rows(store, "message", reply.id)] == [
         "Yes, twice last year!",
         "Have you ever been to Lisbon?\nYes, twice last year!",
     ]
     long_text = "word " * 3000
-    thread.add_messages([{"role": "user", "content": long_text}])
-    n_rows = store._backend.conn.execute(  # type: ignore[attr-defined]
-        "SELECT count(*) FROM chunks c JOIN records r ON r.pk = c.record_pk WHERE r.content = ?",
-        (long_text,),
-    ).fetchone()[0]
+    (long_id,) = thread.add_messages([{"role": "user", "content": long_text}])
+    n_rows = len(search_rows(store, "message", long_id))
     assert n_rows == len(chunk_text(long_text, store.chunk_chars)) > 1

@@ -199,3 +199,39 @@ def test_turns_are_found_by_their_speaker_name(
     base = ["--data", str(data), "--qrels", str(qrels), "--strategy", "keyword", "--k", "3"]
     named = _run(bench, capsys, *base)
     assert named["overall"] == {"recall_all@3": 1.0, "recall_any@3": 1.0, "n": 1}
+
+
+def _pg_module() -> ModuleType:
+    """The conformance suite's pgserver helper (one server per session)."""
+    if "_pg" not in sys.modules:
+        path = Path(__file__).parents[1] / "conformance" / "_pg.py"
+        spec = importlib.util.spec_from_file_location("_pg", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["_pg"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["_pg"]
+
+
+@pytest.mark.parametrize("strategy", ["keyword", "vector"])
+def test_postgres_back_end_gives_the_same_recall(
+    bench: ModuleType,
+    files: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+    strategy: str,
+) -> None:
+    """``--db postgresql://...`` runs the same benchmark on PostgreSQL, same recall.
+    (Not HYBRID: at k=1 its RRF ties are broken by the random message ids.)"""
+    pg = _pg_module()
+    try:
+        url = pg.conninfo_for(pg.new_schema())
+    except pg.ServerUnavailable as exc:
+        pytest.skip(str(exc))
+    data, qrels = files
+    args = ["--data", str(data), "--qrels", str(qrels), "--strategy", strategy, "--k", "1"]
+    sqlite = _run(bench, capsys, *args)
+    postgres = _run(bench, capsys, *args, "--db", url)
+    assert postgres["config"]["backend"] == "postgres"
+    assert sqlite["config"]["backend"] == "sqlite"
+    assert postgres["overall"] == sqlite["overall"]
+    assert postgres["per_category"] == sqlite["per_category"]

@@ -1,0 +1,301 @@
+"""``PostgresMemoryStore``: the store on a PostgreSQL server with pgvector (SPEC §1, §3).
+
+The store semantics are ``OracleMemoryStore``'s (store/base.py); this module opens
+the pool, applies the schema policy and checks the stored configuration. Async
+methods are the shared worker-thread twins of base.py (SPEC §9): psycopg's blocking
+connections from a thread-safe pool serve them, so sync and async run the very same
+code, and the event loop never waits on the server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict
+from typing import Any
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from oam_core.apis.embedder import IEmbedder
+from oam_core.store.backend import Backend
+from oam_core.store.base import OracleMemoryStore
+from oam_core.store.options import MemoryRetentionConfig, SchemaPolicy, SearchStrategy
+from oam_core.store.postgres.dialect import PgBackend
+from oam_core.store.postgres.schema import (
+    SCHEMA_VERSION,
+    apply_policy,
+    read_meta,
+    set_dimension,
+    write_meta,
+)
+from oam_core.store.sqlite_schema import table_prefix
+from oam_core.store.ttl import Clock
+
+POOL_MAX_SIZE = 10
+"""Connections the store's own pool may open (one per concurrently running call)."""
+
+
+def _redact(conninfo: str) -> str:
+    """``conninfo`` with any password hidden, for error messages."""
+    try:
+        params = psycopg.conninfo.conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError:
+        return "<unparsable conninfo>"
+    if "password" in params:
+        params["password"] = "***"
+    return psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in params.items()})
+
+
+def make_pool(conninfo: str, *, max_size: int = POOL_MAX_SIZE, timeout: float = 30.0) -> Any:
+    """Open a ``psycopg_pool.ConnectionPool`` on ``conninfo`` (autocommit connections;
+    store calls open their own transactions) and wait for its first connection.
+
+    Raises:
+        ValueError: for a malformed conninfo or a server that cannot be reached
+            within ``timeout`` seconds (the message hides the password).
+    """
+    try:
+        psycopg.conninfo.conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError as exc:
+        raise ValueError(f"connection is not a valid PostgreSQL conninfo/URL: {exc}") from None
+    try:  # one direct attempt first: a refused or rejected connection fails fast
+        psycopg.connect(conninfo, connect_timeout=int(max(1, timeout))).close()
+    except psycopg.OperationalError as exc:
+        reason = " ".join(str(exc).split())
+        raise ValueError(f"cannot connect to PostgreSQL at {_redact(conninfo)}: {reason}") from None
+    pool: ConnectionPool[Any] = ConnectionPool(
+        conninfo,
+        min_size=1,
+        max_size=max_size,
+        kwargs={"autocommit": True},
+        open=False,
+        timeout=timeout,
+    )
+    try:
+        pool.open(wait=True, timeout=timeout)
+    except PoolTimeout:
+        pool.close()
+        raise ValueError(
+            f"cannot connect to PostgreSQL at {_redact(conninfo)} within {timeout:g} s"
+        ) from None
+    return pool
+
+
+class SingleConnection:
+    """A pool-shaped wrapper of one caller-owned ``psycopg.Connection``: calls take
+    turns on it (a lock), and ``close`` leaves it open."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+        self._lock = threading.RLock()
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """Borrow the connection (blocks while another call uses it)."""
+        with self._lock:
+            yield self.conn
+
+    def close(self) -> None:
+        """Nothing to release: the caller owns the connection."""
+
+
+class PostgresMemoryStore(OracleMemoryStore):
+    """Memory store on PostgreSQL with pgvector (SPEC §1, §3.8; DESIGN table).
+
+    Many processes may share one store: every call is one transaction, message
+    ``seq_no`` is assigned under a per-thread advisory lock, and deletes cascade in
+    the same transaction. VECTOR ranks by pgvector cosine distance (exact on small
+    tables, the HNSW index on large ones, see ``postgres/dialect.py``), KEYWORD by
+    BM25 over a ``tsvector``/GIN index, HYBRID by reciprocal rank fusion in SQL;
+    metadata filters compile to jsonb operators with bound parameters.
+
+    Args:
+        conninfo_or_pool: A libpq conninfo string or ``postgresql://`` URL (the store
+            opens and owns a ``psycopg_pool.ConnectionPool``), a caller's
+            ``psycopg_pool.ConnectionPool`` (borrowed: ``close`` leaves it open),
+            or one ``psycopg.Connection`` (borrowed; calls then take turns on it).
+            Objects are created in the connection's current schema (search_path).
+        embedder: See ``OracleMemoryStore``.
+        vector_dim: See ``OracleMemoryStore``; must equal the stored dimension.
+        search_strategy: ``SearchStrategy`` or its name; None = the stored strategy
+            (VECTOR for a new store). Must equal the stored strategy.
+        memory_retention_config: TTL defaults, persisted; None = the stored config.
+        memory_store_id: Prefix of every table, index and text-search object, so
+            several stores share one database (letter first, letters/digits/
+            underscore, at most 16 characters; names are case-insensitive).
+        schema_policy: ``SchemaPolicy`` or its name (SPEC §3.8): REQUIRE_EXISTING
+            (default: never runs DDL), CREATE_IF_EMPTY, CREATE_IF_NECESSARY, RECREATE.
+        clock: Zero-argument callable returning an aware datetime (default UTC now).
+
+    Raises:
+        ValueError: for a bad argument, an unreachable server, a missing store under
+            REQUIRE_EXISTING, an outdated or newer schema version, or an existing
+            store with another vector dimension or search strategy. Nothing is
+            written then (the pool the store opened is closed again).
+    """
+
+    def __init__(
+        self,
+        conninfo_or_pool: str | ConnectionPool[Any] | psycopg.Connection[Any],
+        *,
+        embedder: IEmbedder | None = None,
+        vector_dim: int | None = None,
+        search_strategy: SearchStrategy | str | None = None,
+        memory_retention_config: MemoryRetentionConfig | None = None,
+        memory_store_id: str | None = None,
+        schema_policy: SchemaPolicy | str = SchemaPolicy.REQUIRE_EXISTING,
+        clock: Clock | None = None,
+    ) -> None:
+        super().__init__(
+            embedder=embedder,
+            vector_dim=vector_dim,
+            search_strategy=search_strategy
+            if search_strategy is not None
+            else SearchStrategy.VECTOR,
+            memory_retention_config=memory_retention_config,
+            clock=clock,
+        )
+        policy = SchemaPolicy.parse(schema_policy)
+        prefix = table_prefix(memory_store_id)
+        self.memory_store_id = memory_store_id
+        if isinstance(conninfo_or_pool, str):
+            pool = make_pool(conninfo_or_pool)
+            owns = True
+            self._where = f"PostgreSQL {_redact(conninfo_or_pool)}"
+        elif isinstance(conninfo_or_pool, ConnectionPool):
+            pool, owns = conninfo_or_pool, False
+            self._where = "the PostgreSQL pool's database"
+        elif isinstance(conninfo_or_pool, psycopg.Connection):
+            pool, owns = SingleConnection(conninfo_or_pool), False
+            self._where = "the PostgreSQL connection's database"
+        else:
+            raise ValueError(
+                "conninfo_or_pool must be a conninfo string, a postgresql:// URL, a "
+                "psycopg_pool.ConnectionPool or a psycopg.Connection, got "
+                f"{type(conninfo_or_pool).__name__}"
+            )
+        if memory_store_id is not None:
+            self._where += f" (memory_store_id {memory_store_id!r})"
+        self._impl = PgBackend(pool, prefix, owns_pool=owns)
+        try:
+            self._open_schema(policy, search_strategy is not None, memory_retention_config)
+        except BaseException:
+            self._impl.close()
+            raise
+
+    @property
+    def _backend(self) -> Backend:
+        return self._impl
+
+    def _open_schema(
+        self,
+        policy: SchemaPolicy,
+        strategy_given: bool,
+        retention: MemoryRetentionConfig | None,
+    ) -> None:
+        p = self._impl.p
+        with self._impl.pool.connection() as conn, conn.transaction():
+            apply_policy(conn, p, policy, self.vector_dim, self._where)
+            meta = read_meta(conn, p)
+            self._check_config(meta, strategy_given)
+            if retention is None and "retention" in meta:
+                self.memory_retention_config = MemoryRetentionConfig(
+                    **json.loads(meta["retention"])
+                )
+            wanted = {
+                "schema_version": str(SCHEMA_VERSION),
+                "search_strategy": self.search_strategy.value,
+                "retention": json.dumps(asdict(self.memory_retention_config)),
+            }
+            changed = {k: v for k, v in wanted.items() if meta.get(k) != v}
+            if changed:
+                write_meta(conn, p, changed)
+            if self.vector_dim is not None and "vector_dim" not in meta:
+                set_dimension(conn, p, self.vector_dim)
+
+    def _check_config(self, meta: dict[str, str], strategy_given: bool) -> None:
+        stored_dim = meta.get("vector_dim")
+        if stored_dim is not None:
+            if self.vector_dim is not None and int(stored_dim) != self.vector_dim:
+                raise ValueError(
+                    f"{self._where} stores vectors of dimension {stored_dim}, but this store "
+                    f"was opened with dimension {self.vector_dim}"
+                )
+            self.vector_dim = int(stored_dim)
+        stored = meta.get("search_strategy")
+        if stored is not None:
+            if strategy_given and stored != self.search_strategy.value:
+                raise ValueError(
+                    f"{self._where} was created with search_strategy {stored}, but this "
+                    f"store was opened with {self.search_strategy.value}; open it with "
+                    f"search_strategy={stored!r} or use another memory_store_id"
+                )
+            self.search_strategy = SearchStrategy.parse(stored)
+
+    def _remember_vector_dim(self, dim: int) -> None:
+        super()._remember_vector_dim(dim)
+        conn = self._impl.current_conn()
+        if conn is None:  # pragma: no cover - base.py learns dims inside a write
+            with self._impl.pool.connection() as own, own.transaction():
+                set_dimension(own, self._impl.p, dim)
+        else:
+            set_dimension(conn, self._impl.p, dim)
+
+
+def postgres_conninfo(url: str) -> str:
+    """A libpq URL from ``url``: ``postgresql+psycopg://`` and similar driver-qualified
+    or driver-named schemes become ``postgresql://``; conninfo strings pass through."""
+    if "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    if scheme.lower() in ("postgresql", "postgres"):
+        return url
+    return "postgresql://" + rest
+
+
+def open_postgres(
+    connection: object, embedder: object, options: Mapping[str, Any]
+) -> OracleMemoryStore:
+    """Open the store for ``OracleAgentMemory(connection=<PostgreSQL>)`` (SPEC §5).
+
+    Args:
+        connection: A ``postgresql://`` URL (also ``postgres://``,
+            ``postgresql+psycopg://``), a ``psycopg_pool.ConnectionPool`` or a
+            ``psycopg.Connection``.
+        embedder: The client's ``embedder`` argument, or ``NOT_SET``.
+        options: The client's database options (see ``connect.open_store``); the
+            schema policy defaults to REQUIRE_EXISTING (SPEC §3.8, server DBs).
+
+    Raises:
+        ValueError: for an invalid option, an unreachable server, or any
+            ``PostgresMemoryStore`` error.
+    """
+    from oam_core.apis._sentinel import NOT_SET
+    from oam_core.store.connect import resolve_store_embedder, store_id_option
+
+    kwargs: dict[str, Any] = {}
+    if options["schema_policy"] is not NOT_SET:
+        kwargs["schema_policy"] = SchemaPolicy.parse(options["schema_policy"])
+    store_id = store_id_option(options)
+    if store_id is not NOT_SET:
+        kwargs["memory_store_id"] = store_id
+    if options["search_strategy"] is not NOT_SET:
+        kwargs["search_strategy"] = SearchStrategy.parse(options["search_strategy"])
+    if options["memory_retention_config"] is not NOT_SET:
+        kwargs["memory_retention_config"] = options["memory_retention_config"]
+    if embedder is not NOT_SET:
+        kwargs["embedder"] = resolve_store_embedder(embedder)
+    if isinstance(connection, os.PathLike):
+        connection = os.fspath(connection)
+    if isinstance(connection, str):
+        connection = postgres_conninfo(connection)
+    if not isinstance(connection, (str, ConnectionPool, psycopg.Connection)):
+        raise ValueError(
+            "a PostgreSQL connection must be a postgresql:// URL, a "
+            f"psycopg_pool.ConnectionPool or a psycopg.Connection, got {type(connection).__name__}"
+        )
+    return PostgresMemoryStore(connection, **kwargs)
