@@ -156,8 +156,10 @@ class OracleAgentMemory(IAgentMemory):
         store: A ready store, used as is (and not closed by ``close``).
         connection: Where the client opens its own store: a SQLite file path
             (``str`` or ``pathlib.Path``), ``":memory:"``, or a ``sqlite:///path.db``
-            URL. PostgreSQL and Oracle connections, pools and URLs are rejected with
-            a clear error until their back ends ship.
+            URL (the embedded store); a psycopg pool or connection, or a
+            ``postgresql://`` URL (``PostgresMemoryStore``, ``oam[postgres]``); an
+            oracledb pool or connection, or an ``oracle://`` URL
+            (``OracleDBMemoryStore``, ``oam[oracle]``; seed 003).
         embedder: An ``IEmbedder`` or a model id string (``"local"``,
             ``"hashing/64"``, a LiteLLM id such as ``"openai/text-embedding-3-small"``);
             omitted: no embedder (vector search then needs precomputed vectors).
@@ -261,8 +263,8 @@ class OracleAgentMemory(IAgentMemory):
 
         ``"sqlite:///path.db"`` (relative), ``"sqlite:////abs/path.db"``,
         ``"sqlite://:memory:"``, ``":memory:"`` or a bare path open the embedded
-        store; ``"postgresql://..."`` and ``"oracle://..."`` are rejected until those
-        back ends ship. Unlike the constructor, ``open`` defaults ``embedder`` to the
+        store; ``"postgresql://..."`` opens ``PostgresMemoryStore`` and
+        ``"oracle://..."`` ``OracleDBMemoryStore``. Unlike the constructor, ``open`` defaults ``embedder`` to the
         offline ``"local"`` model when ``oam[local]`` is installed (SPEC §8 [oam]).
 
         Example::
