@@ -29,6 +29,7 @@ __all__ = [
     "ExtractedMemory",
     "PromptMessage",
     "extraction_schema",
+    "normalize_timestamp",
     "parse_extraction_reply",
     "related_label",
     "render_extraction_prompt",
@@ -44,7 +45,8 @@ MAX_MEMORIES_PER_PASS = 100
 MAX_MEMORY_CHARS = 2000
 """Longest memory text kept (characters); longer texts are cut."""
 
-_SURROGATES = re.compile(r"[\ud800-\udfff]")
+_SURROGATES = re.compile(r"[\ud800-\udfff\x00]")
+"""Lone surrogates, and NUL (PostgreSQL cannot store it): dropped from model text."""
 _LABEL = re.compile(r"^M(\d{1,3})$")
 _TYPE_ALIASES = {
     "memories": "memory",
@@ -249,12 +251,13 @@ def _record_type(value: object) -> str:
     return "memory"
 
 
-def _timestamp(value: object) -> str | None:
+def normalize_timestamp(value: object) -> str | None:
+    """ISO-8601 UTC form of an event time, or None when it is not a parsable date."""
     if not isinstance(value, str) or not value.strip():
         return None
     try:
         return iso(parse_iso_timestamp(_clean(value)))
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
 
 
@@ -281,6 +284,7 @@ def _items(data: object, text: str) -> list[Any]:
                 return [inner]
             if inner is None:
                 return []
+            data = inner
         elif "text" in data:
             return [data]
     raise UnusableReplyError(f"expected a list of memories, got {type(data).__name__}", text)
@@ -315,7 +319,7 @@ def parse_extraction_reply(text: str) -> list[ExtractedMemory]:
             ExtractedMemory(
                 text=body,
                 record_type=_record_type(item.get("record_type")),
-                timestamp=_timestamp(item.get("timestamp")),
+                timestamp=normalize_timestamp(item.get("timestamp")),
                 supersedes=_labels(item.get("supersedes")),
             )
         )

@@ -37,6 +37,7 @@ from oam_core.memory.extraction import (
     ExtractedMemory,
     PromptMessage,
     extraction_schema,
+    normalize_timestamp,
     parse_extraction_reply,
     related_label,
     render_extraction_prompt,
@@ -327,15 +328,20 @@ def _ask_steps(
     LLM fails or its reply is unusable."""
     try:
         reply = yield from call(job.llm, "generate", prompt, response_json_schema=schema)
-        return parse(reply if isinstance(reply, str) else "")
-    except UnusableReplyError as exc:
-        yield from _record_failure_steps(
-            job, state, key, sources, f"unusable reply ({exc})", unusable=True
-        )
     except Exception as exc:
         yield from _record_failure_steps(
             job, state, key, sources, f"LLM error {exc!r}", unusable=False
         )
+        return None
+    try:
+        return parse(reply if isinstance(reply, str) else "")
+    except UnusableReplyError as exc:
+        problem = str(exc)
+    except Exception as exc:  # whatever a reply does to the parser, it is the reply's fault
+        problem = repr(exc)
+    yield from _record_failure_steps(
+        job, state, key, sources, f"unusable reply ({problem})", unusable=True
+    )
     return None
 
 
@@ -348,18 +354,28 @@ def _record_failure_steps(
     *,
     unusable: bool,
 ) -> Steps[_Outcome]:
-    """Count a failed pass in the state; after ``MAX_ATTEMPTS`` unusable replies over
-    the same messages, skip them (advance the watermark) so the thread moves on."""
+    """Count a failed pass in the state; after ``MAX_ATTEMPTS`` unusable replies, skip
+    the messages that were in every one of those replies' prompts (advance the
+    watermark past them) so the thread moves on.
+
+    Passes always start right after the watermark, so the messages common to the
+    failed passes are those up to the smallest last ``seq_no`` among them
+    (``attempts_upto``); messages added later have been tried fewer times and stay.
+    """
     entry = _state_entry(state, key)
     entry["failed_passes"] = _int(entry, "failed_passes") + 1
     what = "extraction" if key == EXTRACTION_STATE_KEY else "summary"
     if unusable:
         entry["attempts"] = _int(entry, "attempts") + 1
+        last = _seq(pending[-1])
+        upto = entry.get("attempts_upto")
+        entry["attempts_upto"] = min(upto, last) if isinstance(upto, int) else last
         if entry["attempts"] >= MAX_ATTEMPTS:
-            entry["watermark"] = _seq(pending[-1])
+            skipped = [r for r in pending if _seq(r) <= entry["attempts_upto"]]
+            entry["watermark"] = entry.pop("attempts_upto")
             entry["attempts"] = 0
-            entry["skipped_messages"] = _int(entry, "skipped_messages") + len(pending)
-            reason += f"; giving up on these {len(pending)} messages after {MAX_ATTEMPTS} attempts"
+            entry["skipped_messages"] = _int(entry, "skipped_messages") + len(skipped)
+            reason += f"; giving up on {len(skipped)} messages after {MAX_ATTEMPTS} attempts"
     pipeline_warning(f"thread {job.thread_id!r}: {what} pass skipped: {reason}")
     job.counters["failed_passes"] = job.counters.get("failed_passes", 0) + 1
     yield from call(
@@ -383,6 +399,7 @@ def _extraction_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Ou
         return _Outcome.IDLE
     if _all_blank(pending):
         entry.update(watermark=_seq(pending[-1]), attempts=0)
+        entry.pop("attempts_upto", None)
         return (yield from _advance_steps(job, state, EXTRACTION_STATE_KEY, entry))
     copies = yield from shorten_messages_steps(
         [_prompt_copy(r) for r in pending + earlier_records],
@@ -425,6 +442,7 @@ def _extraction_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Ou
         memories=_int(entry, "memories") + len(memories),
         attempts=0,
     )
+    entry.pop("attempts_upto", None)
     ids = yield from call(
         job.store,
         "commit_thread_pass",
@@ -449,7 +467,9 @@ def _memory_rows(
     """Records for the extracted memories (grouped by type) and the supersede marks."""
     source_ids = [r.id for r in sources]
     inherited = _inherited_metadata(sources)
-    fallback_time = next((r.timestamp for r in reversed(sources) if r.timestamp), None)
+    fallback_time = next(
+        (t for r in reversed(sources) if (t := normalize_timestamp(r.timestamp))), None
+    )
     by_label = {related_label(i): record for i, record in enumerate(related)}
     grouped: dict[str, list[tuple[str, ExtractedMemory]]] = {}
     updates: dict[str, tuple[str, str, dict[str, Any]]] = {}
@@ -495,6 +515,7 @@ def _summary_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Outco
         return _Outcome.IDLE
     if _all_blank(pending):
         entry.update(watermark=_seq(pending[-1]), attempts=0)
+        entry.pop("attempts_upto", None)
         return (yield from _advance_steps(job, state, RUNNING_SUMMARY_STATE_KEY, entry))
     copies = yield from shorten_messages_steps(
         [_prompt_copy(r) for r in pending],
@@ -524,6 +545,7 @@ def _summary_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Outco
         passes=_int(entry, "passes") + 1,
         attempts=0,
     )
+    entry.pop("attempts_upto", None)
     return (yield from _advance_steps(job, state, RUNNING_SUMMARY_STATE_KEY, entry))
 
 

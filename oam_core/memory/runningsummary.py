@@ -34,7 +34,7 @@ MAX_TOPICS = 8
 MAX_SUMMARY_CHARS = 8000
 """Longest summary text kept (characters)."""
 
-_SURROGATES = re.compile(r"[\ud800-\udfff]")
+_SURROGATES = re.compile(r"[\ud800-\udfff\x00]")
 _SPACES = re.compile(r"\s+")
 
 

@@ -237,15 +237,39 @@ def test_llm_error_keeps_messages_for_the_next_pass(store: Any) -> None:
 
 
 def test_unusable_replies_are_retried_then_skipped(store: Any) -> None:
-    llm = ScriptedLlm(extraction=["I cannot answer that."])
+    """Only the messages that were in all MAX_ATTEMPTS unusable replies are given up;
+    messages that arrived meanwhile were tried fewer times and stay pending."""
+    llm = ScriptedLlm(extraction=["I cannot answer that."] * MAX_ATTEMPTS + ['{"memories": []}'])
     thread = _thread(_client(store, llm))
     for i in range(MAX_ATTEMPTS):
         with pytest.warns(MemoryPipelineWarning, match="unusable reply"):
             thread.add_messages([{"role": "user", "content": f"m{i}"}])
     entry = _state(store)[EXTRACTION_STATE_KEY]
-    assert entry["skipped_messages"] == MAX_ATTEMPTS and entry["attempts"] == 0
-    assert entry["watermark"] == MAX_ATTEMPTS - 1
-    assert len(thread.get_messages()) == MAX_ATTEMPTS
+    assert entry["skipped_messages"] == 1 and entry["attempts"] == 0
+    assert entry["watermark"] == 0  # m0 was in all three prompts, m1 and m2 were not
+    thread.add_messages([{"role": "user", "content": "m3"}])
+    last = llm.prompts("extraction")[-1]
+    assert "<content>m0</content>" not in last
+    assert all(f"<content>m{i}</content>" in last for i in (1, 2, 3))
+    assert _state(store)[EXTRACTION_STATE_KEY]["watermark"] == 3
+    assert len(thread.get_messages()) == MAX_ATTEMPTS + 1
+
+
+def test_replies_that_break_the_parser_count_as_unusable(store: Any) -> None:
+    nested = '{"memories": ' + "[" * 5000 + "]" * 5000 + "}"
+    odd_time = memories_reply(
+        {"text": "Ana was born long ago", "timestamp": "0001-01-01T00:00:00+01:00"},
+        {"text": "Ana likes\u0000 tea"},
+    )
+    llm = ScriptedLlm(extraction=[nested, odd_time])
+    thread = _thread(_client(store, llm))
+    with pytest.warns(MemoryPipelineWarning, match="unusable reply"):
+        thread.add_messages([{"role": "user", "content": "first"}])
+    assert _state(store)[EXTRACTION_STATE_KEY]["attempts"] == 1
+    thread.add_messages([{"role": "user", "content": "second"}])
+    tea, born = _memories(store)
+    assert born.content == "Ana was born long ago" and born.timestamp is None
+    assert tea.content == "Ana likes tea"
 
 
 def test_repaired_reply_is_used(store: Any) -> None:
