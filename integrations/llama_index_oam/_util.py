@@ -69,9 +69,12 @@ def thread_for(
             LLM, SPEC §5).
     """
     try:
-        return memory.get_thread(thread_id)
+        thread = memory.get_thread(thread_id)
     except KeyError:
         pass
+    else:
+        check_owner(thread.thread_id, thread.user_id, thread.agent_id, user_id, agent_id)
+        return thread
     try:
         return memory.create_thread(
             thread_id=thread_id,
@@ -81,7 +84,50 @@ def thread_for(
     except ValueError:
         if memory.store.get_thread_row(thread_id) is None:
             raise
-        return memory.get_thread(thread_id)  # another caller created it meanwhile
+        thread = memory.get_thread(thread_id)  # another caller created it meanwhile
+        check_owner(thread.thread_id, thread.user_id, thread.agent_id, user_id, agent_id)
+        return thread
 
 
-__all__ = ["as_client", "check_key", "check_scope_id", "in_thread", "thread_for"]
+def check_owner(
+    thread_id: str,
+    owner_user: str | None,
+    owner_agent: str | None,
+    user_id: str | None,
+    agent_id: str | None,
+) -> None:
+    """Refuse a session (thread) that belongs to another user or agent than the
+    adapter's configured ones (None = not configured: any).
+
+    Raises:
+        ValueError: naming the thread and both ids.
+    """
+    for name, owner, mine in (
+        ("user_id", owner_user, user_id),
+        ("agent_id", owner_agent, agent_id),
+    ):
+        if mine is not None and owner != mine:
+            raise ValueError(f"thread {thread_id!r} belongs to {name} {owner!r}, not {mine!r}")
+
+
+def check_row_owner(
+    memory: OracleAgentMemory, thread_id: str, user_id: str | None, agent_id: str | None
+) -> bool:
+    """Whether thread ``thread_id`` exists; raises ``ValueError`` (``check_owner``)
+    when it belongs to someone else."""
+    row = memory.store.get_thread_row(thread_id)
+    if row is None:
+        return False
+    check_owner(thread_id, row.user_id, row.agent_id, user_id, agent_id)
+    return True
+
+
+__all__ = [
+    "as_client",
+    "check_key",
+    "check_owner",
+    "check_row_owner",
+    "check_scope_id",
+    "in_thread",
+    "thread_for",
+]

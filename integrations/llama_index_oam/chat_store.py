@@ -16,7 +16,14 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, MessageStatus
 
-from llama_index_oam._util import as_client, check_key, check_scope_id, in_thread, thread_for
+from llama_index_oam._util import (
+    as_client,
+    check_key,
+    check_row_owner,
+    check_scope_id,
+    in_thread,
+    thread_for,
+)
 from llama_index_oam.messages import status_filter, to_chat_message, to_oam_message, with_status
 from oam_core import OracleAgentMemory, OracleMemoryStore, OracleThread, Record
 from oam_core.apis.records import MessageRecord
@@ -72,6 +79,8 @@ class OAMChatStore(AsyncDBChatStore):
 
     def _records(self, key: str) -> list[MessageRecord]:
         check_key("key", key)
+        if not check_row_owner(self._memory, key, self.user_id, self.agent_id):
+            return []
         return self._memory.store.list_thread_messages(key)
 
     def _selected(
@@ -83,6 +92,8 @@ class OAMChatStore(AsyncDBChatStore):
         check_key("key", key)
         if status is None:
             rows: list[Record] = list(self._records(key))
+        elif not check_row_owner(self._memory, key, self.user_id, self.agent_id):
+            return []
         else:
             rows = self._memory.store.list(
                 "message", limit=None, thread_id=key, metadata_filter=status_filter(status)

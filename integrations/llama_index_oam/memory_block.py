@@ -21,7 +21,14 @@ from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.storage.chat_store.base_db import MessageStatus
 
-from llama_index_oam._util import as_client, check_key, check_scope_id, in_thread, thread_for
+from llama_index_oam._util import (
+    as_client,
+    check_key,
+    check_row_owner,
+    check_scope_id,
+    in_thread,
+    thread_for,
+)
 from llama_index_oam.messages import SESSION_KWARG, STATUS_KEY, to_chat_message, to_oam_message
 from oam_core import OracleAgentMemory, OracleContextCard, OracleMemoryStore, OracleThread, Record
 from oam_core.apis.records import MEMORY_TYPES
@@ -174,7 +181,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
         return await in_thread(self._card_text, session, latest)
 
     def _card_text(self, session: str, latest: str | None) -> str:
-        if self._memory.store.get_thread_row(session) is None:
+        if not check_row_owner(self._memory, session, self.user_id, self.agent_id):
             return ""
         thread = self._memory.get_thread(session)
         card = thread.get_context_card(

@@ -294,3 +294,36 @@ def test_a_bare_store_is_accepted(store: SQLiteMemoryStore) -> None:
     assert texts(run(go())) == ["hi"]
     row = store.get_thread_row("s")
     assert row is not None and row.user_id == "u"
+
+
+def test_sessions_of_another_user_are_refused(tmp_path: Any) -> None:
+    """A store or block configured for one user never reads or writes another
+    user's thread (found by a fresh-user review)."""
+    import asyncio
+
+    from llama_index.core.llms import ChatMessage
+    from llama_index_oam import OAMChatStore, OAMMemoryBlock
+
+    from oam_core import OracleAgentMemory
+    from oam_core.embedders.hashing import HashingEmbedder
+
+    client = OracleAgentMemory(
+        connection=str(tmp_path / "own.db"), embedder=HashingEmbedder(64), extract_memories=False
+    )
+    client.add_memory("Ada's PIN is 1234.", user_id="ada", agent_id="helper")
+    ada = OAMChatStore(client, user_id="ada", agent_id="helper")
+    bob = OAMChatStore(client, user_id="bob", agent_id="helper")
+
+    async def run() -> None:
+        await ada.add_message("ada-session", ChatMessage(role="user", content="my PIN"))
+        with pytest.raises(ValueError, match="belongs to user_id 'ada', not 'bob'"):
+            await bob.add_message("ada-session", ChatMessage(role="user", content="bob was here"))
+        with pytest.raises(ValueError, match="belongs to user_id 'ada'"):
+            await bob.get_messages("ada-session")
+        block = OAMMemoryBlock(client, user_id="bob", agent_id="helper")
+        with pytest.raises(ValueError, match="belongs to user_id 'ada'"):
+            await block.aget([ChatMessage(role="user", content="PIN")], session_id="ada-session")
+        assert [m.content for m in await ada.get_messages("ada-session")] == ["my PIN"]
+
+    asyncio.run(run())
+    client.close()
