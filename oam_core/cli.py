@@ -68,7 +68,7 @@ _BATCH = 64
 
 app = typer.Typer(
     name="oam",
-    help="Agent memory in a SQLite file: ingest chats, search them, build context cards.",
+    help="Agent memory in a SQLite file or PostgreSQL: ingest chats, search them, build context cards.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -92,8 +92,13 @@ EmbedderOption = Annotated[
     ),
 ]
 StrategyOption = Annotated[
-    SearchStrategy,
-    typer.Option("--strategy", case_sensitive=False, help="How search ranks results."),
+    SearchStrategy | None,
+    typer.Option(
+        "--strategy",
+        case_sensitive=False,
+        help="How search ranks results. Default: a PostgreSQL store's own strategy; "
+        "hybrid for SQLite and for new stores.",
+    ),
 ]
 
 
@@ -148,7 +153,7 @@ def _global_options(
         ),
     ] = False,
 ) -> None:
-    """Agent memory in a SQLite file: ingest chats, search them, build context cards."""
+    """Agent memory in a SQLite file or PostgreSQL: ingest chats, search them, build context cards."""
     global _debug
     del version
     _debug = debug
@@ -193,7 +198,7 @@ def _fail(message: str, code: int) -> NoReturn:
 
 @contextmanager
 def _memory(
-    db: str, embedder: str, strategy: SearchStrategy, *, create: bool = False
+    db: str, embedder: str, strategy: SearchStrategy | None, *, create: bool = False
 ) -> Iterator[tuple[OracleAgentMemory, OracleMemoryStore]]:
     """Open the store and the client over ``db``; close them when the block ends."""
     _quiet_litellm(embedder)
@@ -218,8 +223,19 @@ def _open_store(db: str, *, create: bool, **kwargs: Any) -> OracleMemoryStore:
         from oam_core.store.postgres import PostgresMemoryStore
         from oam_core.store.postgres.store import postgres_conninfo
 
+        conninfo = postgres_conninfo(db)
+        if create and kwargs.get("search_strategy", SearchStrategy.HYBRID) is None:
+            # An existing store keeps its strategy; a new one gets the CLI's HYBRID.
+            try:
+                return PostgresMemoryStore(
+                    conninfo, schema_policy=SchemaPolicy.REQUIRE_EXISTING, **kwargs
+                )
+            except ValueError:
+                kwargs["search_strategy"] = SearchStrategy.HYBRID
         policy = SchemaPolicy.CREATE_IF_NECESSARY if create else SchemaPolicy.REQUIRE_EXISTING
-        return PostgresMemoryStore(postgres_conninfo(db), schema_policy=policy, **kwargs)
+        return PostgresMemoryStore(conninfo, schema_policy=policy, **kwargs)
+    if "search_strategy" in kwargs and kwargs["search_strategy"] is None:
+        kwargs["search_strategy"] = SearchStrategy.HYBRID
     return SQLiteMemoryStore(sqlite_target(db), **kwargs)
 
 
@@ -335,7 +351,7 @@ def ingest(
     file: Annotated[Path, typer.Argument(help="A .jsonl/.json chat file or a LoCoMo file.")],
     db: DbOption = "oam.db",
     embedder: EmbedderOption = "local",
-    strategy: StrategyOption = SearchStrategy.HYBRID,
+    strategy: StrategyOption = None,
     user: Annotated[
         str | None, typer.Option(help="User id for the threads (LoCoMo: replaces sample id).")
     ] = None,
@@ -368,7 +384,7 @@ def search(
     query: Annotated[str, typer.Argument(help="What to look for, in natural language.")],
     db: DbOption = "oam.db",
     embedder: EmbedderOption = "local",
-    strategy: StrategyOption = SearchStrategy.HYBRID,
+    strategy: StrategyOption = None,
     user: Annotated[str | None, typer.Option(help="Only records of this user.")] = None,
     thread: Annotated[str | None, typer.Option(help="Only records of this thread.")] = None,
     k: Annotated[int, typer.Option("--k", "-k", min=1, help="How many results.")] = 5,
@@ -401,7 +417,7 @@ def card(
     thread_id: Annotated[str, typer.Argument(help="The thread to build a context card for.")],
     db: DbOption = "oam.db",
     embedder: EmbedderOption = "local",
-    strategy: StrategyOption = SearchStrategy.HYBRID,
+    strategy: StrategyOption = None,
     recent: Annotated[
         int, typer.Option("--recent", min=0, help="Recent messages to include verbatim.")
     ] = 0,
@@ -448,7 +464,7 @@ def threads(
 def demo(
     db: DbOption = "oam.db",
     embedder: EmbedderOption = "local",
-    strategy: StrategyOption = SearchStrategy.HYBRID,
+    strategy: StrategyOption = None,
     k: Annotated[int, typer.Option("--k", "-k", min=1, help="Results per question.")] = 3,
 ) -> None:
     """Ingest a bundled 260-message chat, then answer a few questions from memory."""

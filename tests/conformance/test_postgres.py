@@ -396,3 +396,31 @@ def test_rrf_in_sql_equals_the_python_fusion(filter_store: Any, lists: list[list
     want = list(rrf(lists).items())
     assert [k for k, _ in got] == [k for k, _ in sorted(want, key=lambda kv: -kv[1])]
     assert dict(got) == pytest.approx(dict(want))
+
+
+def test_cli_uses_the_strategy_a_library_store_was_created_with(
+    conninfo: str, tmp_path: Any
+) -> None:
+    """A store the library created (VECTOR by default) is searched and extended by the
+    CLI without --strategy (found by a fresh-user review)."""
+    from typer.testing import CliRunner
+
+    from oam_core.cli import app
+    from oam_core.embedders.hashing import HashingEmbedder
+    from oam_core.store.postgres import PostgresMemoryStore
+
+    store = PostgresMemoryStore(
+        conninfo, embedder=HashingEmbedder(64), schema_policy="CREATE_IF_NECESSARY"
+    )
+    assert store.search_strategy.value == "VECTOR"
+    store.close()
+    chat = tmp_path / "c.jsonl"
+    chat.write_text('{"role": "user", "content": "My cat sleeps on the piano"}\n', encoding="utf-8")
+    runner = CliRunner()
+    args = ["--db", conninfo, "--embedder", "hashing"]
+    ingest = runner.invoke(app, ["ingest", str(chat), *args])
+    assert ingest.exit_code == 0, ingest.output
+    found = runner.invoke(app, ["search", "cat piano", *args])
+    assert found.exit_code == 0 and "piano" in found.stdout, found.output
+    forced = runner.invoke(app, ["search", "cat", *args, "--strategy", "hybrid"])
+    assert forced.exit_code != 0 and "VECTOR" in forced.output
