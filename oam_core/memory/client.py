@@ -38,7 +38,7 @@ from oam_core.memory.thread import (
     run_async,
     run_sync,
 )
-from oam_core.memory.worker import ExtractionWorker
+from oam_core.memory.worker import ExtractionWorker, check_wait_timeout
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.connect import open_store
 from oam_core.store.options import MemoryRetentionConfig, SchemaPolicy, SearchStrategy
@@ -303,6 +303,16 @@ class OracleAgentMemory(IAgentMemory):
 
     # ---------------------------------------------------------------- lifecycle
 
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` was called; a closed client refuses new threads and its
+        threads refuse writes."""
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError("this OracleAgentMemory is closed; open a new client")
+
     def _extraction_worker(self) -> ExtractionWorker:
         """The background worker shared by this client's threads (created on first use)."""
         with self._worker_lock:
@@ -323,8 +333,7 @@ class OracleAgentMemory(IAgentMemory):
         Raises:
             ValueError: for a negative ``timeout``.
         """
-        if timeout is not None and timeout < 0:
-            raise ValueError(f"timeout must be >= 0 seconds or None, got {timeout!r}")
+        check_wait_timeout(timeout)
         worker = self._worker
         return True if worker is None else worker.wait(timeout)
 
@@ -762,6 +771,7 @@ class OracleAgentMemory(IAgentMemory):
         choice: _Extraction,
         options: Mapping[str, Any],
     ) -> Steps[OracleThread]:
+        self._check_open()
         tid = check_id("thread_id", thread_id)
         uid = check_id("user_id", user_id)
         aid = check_id("agent_id", agent_id)
@@ -878,6 +888,7 @@ class OracleAgentMemory(IAgentMemory):
         choice: _Extraction,
         options: Mapping[str, Any],
     ) -> Steps[OracleThread]:
+        self._check_open()
         tid = check_id("thread_id", thread_id if thread_id is not NOT_SET else None)
         thread_llm = self.llm if llm is NOT_SET else _check_llm(llm)
         ThreadConfig.resolve(options)  # validate overrides before any I/O

@@ -49,10 +49,10 @@ from oam_core.memory.threadconfig import (
     check_scope,
 )
 from oam_core.memory.tokens import tokens_for_chars, truncate_tail
+from oam_core.memory.worker import ExtractionWorker, check_wait_timeout
 from oam_core.store.options import SearchStrategy
 
 if TYPE_CHECKING:
-    from oam_core.memory.worker import ExtractionWorker
     from oam_core.store.base import OracleMemoryStore
 
 __all__ = [
@@ -332,6 +332,7 @@ class OracleThread(IThread):
         _check_store_kwargs("add_messages", store_kwargs, _MESSAGE_KEYS)
         if not prepared:
             return []
+        self._check_client_open()
         job = self._pipeline_job()
         if job is not None and job.extract:
             check_messages_fit([m.content for m in prepared], self.config)
@@ -399,6 +400,15 @@ class OracleThread(IThread):
             if row is None:
                 raise
 
+    def _check_client_open(self) -> None:
+        """Refuse writes through a closed client before anything is stored (its
+        background worker is gone, and its store may be closed)."""
+        if self.client is not None and getattr(self.client, "closed", False):
+            raise ValueError(
+                f"thread {self.thread_id!r}: its OracleAgentMemory is closed; reopen the "
+                "thread from an open client"
+            )
+
     def _pipeline_job(self) -> PipelineJob | None:
         """The LLM work this thread does after new messages, or None (no LLM, or
         neither extraction nor the running summary is on)."""
@@ -442,8 +452,6 @@ class OracleThread(IThread):
             worker: ExtractionWorker = self.client._extraction_worker()
             return worker
         if self._own_worker is None:
-            from oam_core.memory.worker import ExtractionWorker
-
             self._own_worker = ExtractionWorker()
         return self._own_worker
 
@@ -462,8 +470,7 @@ class OracleThread(IThread):
             ValueError: for a negative ``timeout``.
         """
         if self.client is None and self._own_worker is None:
-            if timeout is not None and timeout < 0:
-                raise ValueError(f"timeout must be >= 0 seconds or None, got {timeout!r}")
+            check_wait_timeout(timeout)
             return True
         return self._worker().wait(timeout, key=self.thread_id)
 
@@ -535,6 +542,7 @@ class OracleThread(IThread):
         store_kwargs: Mapping[str, Any],
     ) -> Steps[str]:
         scoped_thread = check_scope("thread_id", thread_id, self.thread_id)
+        self._check_client_open()
         return (
             yield from add_memory_steps(
                 self._store,

@@ -9,6 +9,7 @@ the watermark is behind, so the next pass on that thread picks them up.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -16,7 +17,32 @@ from collections.abc import Callable
 
 from oam_core.memory.diagnostics import pipeline_warning
 
-__all__ = ["ExtractionWorker"]
+__all__ = ["ExtractionWorker", "check_wait_timeout"]
+
+_MAX_WAIT = 3600.0
+"""Longest single condition wait (seconds); longer timeouts wait in several steps."""
+
+
+def check_wait_timeout(timeout: object) -> float | None:
+    """A ``wait_for_memory_extraction`` timeout: None (no limit) or a finite number of
+    seconds >= 0.
+
+    Raises:
+        ValueError: naming the value, for anything else (bools, NaN, infinities,
+            negative numbers, strings).
+    """
+    if timeout is None:
+        return None
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not math.isfinite(timeout)
+        or timeout < 0
+    ):
+        raise ValueError(
+            f"timeout must be a finite number of seconds >= 0, or None, got {timeout!r}"
+        )
+    return float(timeout)
 
 
 class ExtractionWorker:
@@ -68,8 +94,7 @@ class ExtractionWorker:
         Raises:
             ValueError: for a negative ``timeout``.
         """
-        if timeout is not None and timeout < 0:
-            raise ValueError(f"timeout must be >= 0 seconds or None, got {timeout!r}")
+        timeout = check_wait_timeout(timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while self._busy(key):
@@ -78,7 +103,7 @@ class ExtractionWorker:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
-                self._cond.wait(remaining)
+                self._cond.wait(None if remaining is None else min(remaining, _MAX_WAIT))
             return True
 
     def close(self, timeout: float | None = None) -> bool:

@@ -46,7 +46,10 @@ def parse_iso_timestamp(value: object, *, what: str = "timestamp") -> datetime:
         raise ValueError(f"{what} must be an ISO-8601 string, got {value!r}") from exc
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc)
+    try:
+        return parsed.astimezone(timezone.utc)
+    except OverflowError:
+        raise ValueError(f"{what} is outside the representable dates: {value!r}") from None
 
 
 def resolve_ttl_days(ttl_days: Maybe[int | None], retention: MemoryRetentionConfig) -> int | None:
@@ -82,8 +85,20 @@ def resolve_ttl_days(ttl_days: Maybe[int | None], retention: MemoryRetentionConf
 
 
 def expiry(anchor: datetime, days: int | None) -> datetime | None:
-    """Return ``anchor + days`` or None when ``days`` is None."""
-    return None if days is None else anchor + timedelta(days=days)
+    """Return ``anchor + days`` or None when ``days`` is None.
+
+    Raises:
+        ValueError: when the expiry falls outside the representable dates (years
+            1-9999), e.g. ``ttl_days=10**9``.
+    """
+    if days is None:
+        return None
+    try:
+        return anchor + timedelta(days=days)
+    except OverflowError:
+        raise ValueError(
+            f"ttl_days={days} from {anchor.isoformat()} is past the last representable date"
+        ) from None
 
 
 def iso(dt: datetime) -> str:

@@ -595,3 +595,33 @@ def test_message_added_after_deleting_the_watermark_message_is_extracted(store: 
     thread.add_messages([{"role": "user", "content": "third"}])
     last = llm.prompts("extraction")[-1]
     assert len(llm.prompts("extraction")) == 2 and "<content>third</content>" in last
+
+
+@pytest.mark.parametrize("timeout", [-1, float("inf"), float("nan"), "abc", True])
+def test_bad_wait_timeouts_are_value_errors(store: Any, timeout: Any) -> None:
+    client = _client(store, ScriptedLlm())
+    thread = _thread(client)
+    with pytest.raises(ValueError, match="timeout"):
+        client.wait_for_memory_extraction(timeout)
+    with pytest.raises(ValueError, match="timeout"):
+        thread.wait_for_memory_extraction(timeout)
+    assert client.wait_for_memory_extraction(1e300) is True  # huge but finite is fine
+
+
+def test_a_closed_client_refuses_writes_before_storing(
+    store: Any, rejected: Callable[..., Any]
+) -> None:
+    client = OracleAgentMemory(
+        store=store,
+        llm=ScriptedLlm(),
+        memory_extraction_config=MemoryExtractionConfig(True, "BACKGROUND"),
+    )
+    thread = _thread(client)
+    client.close()
+    assert client.closed
+    with rejected(store, match="closed"):
+        thread.add_messages([{"role": "user", "content": "after close"}])
+    with rejected(store, match="closed"):
+        thread.add_memory("after close")
+    with rejected(store, match="closed"):
+        client.create_thread(thread_id="t2")

@@ -453,3 +453,17 @@ def test_reopen_with_a_new_config_keeps_existing_expiry(backend, make_store, clo
     add_memory(third, "newest")
     clock.advance(days=8)
     assert [visible(third, "memory", r) for r in ("old", "new", "newest")] == [False, True, True]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"timestamps": "0001-01-01T00:00:00+01:00", "ttl_days": 1, "ttl_anchor": "TIMESTAMP"},
+        {"ttl_days": 10**9},
+    ],
+)
+def test_expiry_outside_representable_dates_is_a_value_error(store, rejected, kwargs):
+    if kwargs.get("ttl_anchor") == "TIMESTAMP":
+        kwargs = {**kwargs, "ttl_anchor": TimeToLiveAnchor.TIMESTAMP}
+    with rejected(store, match="representable"):
+        store.add(["x"], "fact", **kwargs)
