@@ -209,6 +209,11 @@ def check_messages_fit(contents: Sequence[str], config: ThreadConfig) -> None:
         return
     overhead = render_extraction_prompt([PromptMessage("x", "user", None, "")], token_limit=0)
     base = estimate_tokens(overhead[0]) if overhead else 0
+    if base >= limit:
+        raise ValueError(
+            f"memory_extraction_token_limit={limit} is smaller than the extraction prompt "
+            f"itself (about {base} tokens before any message); raise it or set it <= 0"
+        )
     cap = config.max_message_token_length
     for i, content in enumerate(contents):
         size = estimate_tokens(content)

@@ -625,3 +625,11 @@ def test_a_closed_client_refuses_writes_before_storing(
         thread.add_memory("after close")
     with rejected(store, match="closed"):
         client.create_thread(thread_id="t2")
+
+
+def test_a_token_limit_below_the_prompt_itself_is_named(
+    store: Any, rejected: Callable[..., Any]
+) -> None:
+    thread = _thread(_client(store, ScriptedLlm()), memory_extraction_token_limit=300)
+    with rejected(store, match="smaller than the extraction prompt itself"):
+        thread.add_messages([{"role": "user", "content": "hi"}])
