@@ -17,7 +17,7 @@ import threading
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,29 +27,19 @@ import regex
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.embedder import IEmbedder
-from oam_core.apis.records import MESSAGE, THREAD, MessageRecord, Record, ThreadRow
+from oam_core.apis.records import MESSAGE, THREAD, Record, ThreadRow
 from oam_core.store.backend import Backend, Predicate, StoredRow, Tx
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
 from oam_core.store.planning import ChunkPlan, RowPlan, Vector
+from oam_core.store.rows import RECORD_COLUMNS, epoch, record_from_row, thread_from_row
 from oam_core.store.sqlite_filter import SQLiteFilterCompiler
 from oam_core.store.sqlite_schema import SCHEMA_VERSION, ddl, table_prefix
 from oam_core.store.ttl import Clock, iso
 
 _TERM = regex.compile(r"[\p{L}\p{N}]+")
 _DDL_NAME = regex.compile(r"IF NOT EXISTS (\w+)")
-_RECORD_COLS = (
-    "pk, family, id, record_type, content, role, seq_no, thread_id, user_id, agent_id, "
-    "event_ts, metadata, created_at, expires_at"
-)
-
-
-def _epoch(dt: datetime | None) -> float | None:
-    return None if dt is None else dt.timestamp()
-
-
-def _from_epoch(value: float | None) -> str | None:
-    return None if value is None else iso(datetime.fromtimestamp(value, timezone.utc))
+_RECORD_COLS = RECORD_COLUMNS
 
 
 def _blob(vector: Vector | None) -> bytes | None:
@@ -258,39 +248,7 @@ class _SQLiteBackend(Backend):
 
     # -- row decoding -----------------------------------------------------------
 
-    @staticmethod
-    def record(row: Sequence[Any]) -> Record:
-        (
-            _pk,
-            family,
-            rid,
-            rtype,
-            content,
-            role,
-            seq_no,
-            thread_id,
-            user_id,
-            agent_id,
-            event_ts,
-            metadata,
-            created_at,
-            expires_at,
-        ) = row
-        common: dict[str, Any] = dict(
-            id=rid,
-            record_type=rtype,
-            content=content,
-            timestamp=event_ts,
-            metadata=json.loads(metadata) if metadata is not None else None,
-            created_at=created_at,
-            thread_id=thread_id,
-            user_id=user_id,
-            agent_id=agent_id,
-            expires_at=_from_epoch(expires_at),
-        )
-        if family == MESSAGE:
-            return MessageRecord(role=role, seq_no=seq_no or 0, **common)
-        return Record(**common)
+    record = staticmethod(record_from_row)
 
     # -- predicates -------------------------------------------------------------
 
@@ -390,18 +348,7 @@ class _SQLiteBackend(Backend):
             ).fetchone()
         return None if row is None else self._thread(row)
 
-    @staticmethod
-    def _thread(row: Sequence[Any]) -> ThreadRow:
-        tid, user_id, agent_id, metadata, config, state, created_at = row
-        return ThreadRow(
-            thread_id=tid,
-            user_id=user_id,
-            agent_id=agent_id,
-            metadata=json.loads(metadata) if metadata is not None else None,
-            config=json.loads(config or "{}"),
-            state=json.loads(state or "{}"),
-            created_at=created_at,
-        )
+    _thread = staticmethod(thread_from_row)
 
     def list_threads(
         self, user_id: Maybe[str | None], agent_id: Maybe[str | None]
@@ -590,7 +537,7 @@ class _SQLiteTx(Tx):
                     plan.timestamp,
                     plan.metadata,
                     created,
-                    _epoch(plan.expires_at),
+                    epoch(plan.expires_at),
                 )
             )
         sql = (
@@ -618,7 +565,7 @@ class _SQLiteTx(Tx):
                 seq,
                 chunk,
                 plan.chunk_scope,
-                _epoch(plan.expires_at),
+                epoch(plan.expires_at),
             )
             for plan in plans
             for seq, chunk in enumerate(plan.chunks)
@@ -731,7 +678,7 @@ class _SQLiteTx(Tx):
             "timestamp": "event_ts",
             "expires_at": "expires_at",
         }
-        values = {columns[k]: (_epoch(v) if k == "expires_at" else v) for k, v in fields.items()}
+        values = {columns[k]: (epoch(v) if k == "expires_at" else v) for k, v in fields.items()}
         sets = ", ".join(f"{col} = ?" for col in values)
         self.c.execute(
             f"UPDATE {self.p}records SET {sets} WHERE pk = ?", [*values.values(), row.key]

@@ -27,7 +27,7 @@ import time
 import weakref
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, cast
 
 import numpy as np
@@ -35,35 +35,25 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
-from oam_core.apis.records import MESSAGE, THREAD, MessageRecord, Record, ThreadRow
+from oam_core.apis.records import MESSAGE, THREAD, Record, ThreadRow
 from oam_core.store.backend import Backend, Predicate, StoredRow, Tx
 from oam_core.store.planning import ChunkPlan, RowPlan, Vector
 from oam_core.store.postgres.filter import PgFilterCompiler
 from oam_core.store.postgres.fulltext import K1, B, index_input, query_words, tsquery_literal
 from oam_core.store.postgres.schema import lock_key
 from oam_core.store.ranking import RRF_K
+from oam_core.store.rows import RECORD_COLUMNS, epoch, record_from_row, thread_from_row
 from oam_core.store.ttl import iso
 
 Conn = psycopg.Connection[Any]
 
-_RECORD_COLS = (
-    "pk, family, id, record_type, content, role, seq_no, thread_id, user_id, agent_id, "
-    "event_ts, metadata, created_at, expires_at"
-)
+_RECORD_COLS = RECORD_COLUMNS
 EXACT_BELOW = 5000
 """Chunk-table size (planner estimate) under which VECTOR ranking scans exactly."""
 EF_SEARCH = 64
 """Smallest ``hnsw.ef_search`` used for index queries (pgvector's default is 40)."""
 SIZE_TTL_S = 5.0
 """How long the chunk-table size that picks exact vs HNSW ranking is cached."""
-
-
-def _epoch(dt: datetime | None) -> float | None:
-    return None if dt is None else dt.timestamp()
-
-
-def _from_epoch(value: float | None) -> str | None:
-    return None if value is None else iso(datetime.fromtimestamp(value, timezone.utc))
 
 
 def vector_param(vector: Vector | None) -> list[float] | None:
@@ -140,52 +130,9 @@ class PgBackend(Backend):
 
     # -- row decoding --------------------------------------------------------------
 
-    @staticmethod
-    def record(row: Sequence[Any]) -> Record:
-        (
-            _pk,
-            family,
-            rid,
-            rtype,
-            content,
-            role,
-            seq_no,
-            thread_id,
-            user_id,
-            agent_id,
-            event_ts,
-            metadata,
-            created_at,
-            expires_at,
-        ) = row
-        common: dict[str, Any] = dict(
-            id=rid,
-            record_type=rtype,
-            content=content,
-            timestamp=event_ts,
-            metadata=json.loads(metadata) if metadata is not None else None,
-            created_at=created_at,
-            thread_id=thread_id,
-            user_id=user_id,
-            agent_id=agent_id,
-            expires_at=_from_epoch(expires_at),
-        )
-        if family == MESSAGE:
-            return MessageRecord(role=role, seq_no=seq_no or 0, **common)
-        return Record(**common)
+    record = staticmethod(record_from_row)
 
-    @staticmethod
-    def _thread(row: Sequence[Any]) -> ThreadRow:
-        tid, user_id, agent_id, metadata, config, state, created_at = row
-        return ThreadRow(
-            thread_id=tid,
-            user_id=user_id,
-            agent_id=agent_id,
-            metadata=json.loads(metadata) if metadata is not None else None,
-            config=json.loads(config or "{}"),
-            state=json.loads(state or "{}"),
-            created_at=created_at,
-        )
+    _thread = staticmethod(thread_from_row)
 
     # -- predicates --------------------------------------------------------------
 
@@ -580,7 +527,7 @@ class PgTx(Tx):
                     plan.timestamp,
                     plan.metadata,
                     created,
-                    _epoch(plan.expires_at),
+                    epoch(plan.expires_at),
                 )
             )
         query = (
@@ -609,7 +556,7 @@ class PgTx(Tx):
                 seq,
                 chunk,
                 plan.chunk_scope,
-                _epoch(plan.expires_at),
+                epoch(plan.expires_at),
             )
             for plan in plans
             for seq, chunk in enumerate(plan.chunks)
@@ -723,7 +670,7 @@ class PgTx(Tx):
             "timestamp": "event_ts",
             "expires_at": "expires_at",
         }
-        values = {columns[k]: (_epoch(v) if k == "expires_at" else v) for k, v in fields.items()}
+        values = {columns[k]: (epoch(v) if k == "expires_at" else v) for k, v in fields.items()}
         sets = ", ".join(f"{col} = %s" for col in values)
         self.c.execute(
             f"UPDATE {self.p}records SET {sets} WHERE pk = %s",
