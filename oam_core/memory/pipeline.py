@@ -41,6 +41,7 @@ from oam_core.memory.extraction import (
     parse_extraction_reply,
     related_label,
     render_extraction_prompt,
+    render_messages,
 )
 from oam_core.memory.jsonrepair import UnusableReplyError
 from oam_core.memory.provenance import RESERVED_KEY, SUPERSEDED, is_superseded
@@ -194,6 +195,33 @@ def _fit(
     return 1, result, [cut]
 
 
+def _prefix_that_fits(records: Sequence[MessageRecord], cap: int, limit: int, overhead: int) -> int:
+    """How many of ``records`` (at least 1) a prompt of ``limit`` tokens, ``overhead``
+    of them taken by the template, can hold when each message is shown at most
+    ``cap`` tokens long: a bound used to avoid shortening messages that a pass would
+    not include anyway. Context is not counted, so the real fit (``_fit``) may take
+    fewer."""
+    if limit <= 0:
+        return len(records)
+    used = overhead
+    for count, record in enumerate(records):
+        size = estimate_tokens(record.content or "")
+        used += _MESSAGE_MARKUP + (min(size, cap) if cap > 0 else size)
+        if used > limit:
+            return max(count, 1)
+    return len(records)
+
+
+_EMPTY = PromptMessage("x", "assistant", "2026-01-01T00:00:00.000000+00:00", "")
+_MESSAGE_MARKUP = estimate_tokens("".join(render_messages([_EMPTY], "    ")))
+"""Estimated tokens of one message's XML around its content (timestamp, role)."""
+
+
+def _tokens_of(rendered: tuple[str, int] | str | None) -> int:
+    text = rendered[0] if isinstance(rendered, tuple) else rendered
+    return estimate_tokens(text) if text else 0
+
+
 def check_messages_fit(contents: Sequence[str], config: ThreadConfig) -> None:
     """Refuse messages that no extraction prompt could ever hold (before writing).
 
@@ -207,8 +235,7 @@ def check_messages_fit(contents: Sequence[str], config: ThreadConfig) -> None:
     limit = config.memory_extraction_token_limit
     if limit <= 0:
         return
-    overhead = render_extraction_prompt([PromptMessage("x", "user", None, "")], token_limit=0)
-    base = estimate_tokens(overhead[0]) if overhead else 0
+    base = _tokens_of(render_extraction_prompt([_EMPTY]))
     if base >= limit:
         raise ValueError(
             f"memory_extraction_token_limit={limit} is smaller than the extraction prompt "
@@ -406,19 +433,24 @@ def _extraction_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Ou
         entry.update(watermark=_seq(pending[-1]), attempts=0)
         entry.pop("attempts_upto", None)
         return (yield from _advance_steps(job, state, EXTRACTION_STATE_KEY, entry))
+    # Only the messages a pass can hold are shortened (one LLM call each), so a long
+    # backlog does not cost a call per message on every pass.
+    cap = config.max_message_token_length
+    overhead = _tokens_of(render_extraction_prompt([_EMPTY]))
+    likely = _prefix_that_fits(pending, cap, config.memory_extraction_token_limit, overhead)
     copies = yield from shorten_messages_steps(
-        [_prompt_copy(r) for r in pending + earlier_records],
+        [_prompt_copy(r) for r in pending[:likely] + earlier_records],
         job.llm,
-        config.max_message_token_length,
+        cap,
         config.message_shortening_input_token_limit,
     )
-    new_all, earlier_all = copies[: len(pending)], copies[len(pending) :]
+    new_all, earlier_all = copies[:likely], copies[likely:]
     summary = running_summary_from_state(state)
     related = yield from _related_steps(job, new_all)
 
     def render(new: Sequence[PromptMessage]) -> tuple[str, int] | None:
         context = max(window - len(new), 0) if window > 0 else 0
-        earlier = earlier_all[len(earlier_all) - context :] if context else []
+        earlier = earlier_all[max(len(earlier_all) - context, 0) :] if context else []
         return render_extraction_prompt(
             new,
             earlier=earlier,
@@ -522,10 +554,13 @@ def _summary_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Outco
         entry.update(watermark=_seq(pending[-1]), attempts=0)
         entry.pop("attempts_upto", None)
         return (yield from _advance_steps(job, state, RUNNING_SUMMARY_STATE_KEY, entry))
+    cap = config.max_message_token_length
+    overhead = _tokens_of(render_summary_prompt([_EMPTY], None))
+    likely = _prefix_that_fits(pending, cap, config.memory_extraction_token_limit, overhead)
     copies = yield from shorten_messages_steps(
-        [_prompt_copy(r) for r in pending],
+        [_prompt_copy(r) for r in pending[:likely]],
         job.llm,
-        config.max_message_token_length,
+        cap,
         config.message_shortening_input_token_limit,
     )
     previous = running_summary_from_state(state)

@@ -633,3 +633,26 @@ def test_a_token_limit_below_the_prompt_itself_is_named(
     thread = _thread(_client(store, ScriptedLlm()), memory_extraction_token_limit=300)
     with rejected(store, match="smaller than the extraction prompt itself"):
         thread.add_messages([{"role": "user", "content": "hi"}])
+
+
+def test_only_messages_a_pass_can_hold_are_shortened(store: Any) -> None:
+    """A backlog of long messages costs shortening calls only for the messages of
+    the pass at hand, not for the whole backlog on every pass."""
+    llm = ScriptedLlm(
+        extraction=[ConnectionError("down"), '{"memories": []}'], shorten=["condensed text"]
+    )
+    thread = _thread(
+        _client(store, llm), max_message_token_length=20, memory_extraction_token_limit=600
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MemoryPipelineWarning)
+        thread.add_messages(
+            [{"role": "user", "content": f"long {i} " + "x" * 400} for i in range(12)]
+        )
+    first_pass = len(llm.prompts("shorten"))
+    assert 0 < first_pass < 12
+    thread.add_messages([{"role": "user", "content": "short"}])
+    extraction = llm.prompts("extraction")[1:]
+    assert len(extraction) > 1  # the backlog took several passes
+    assert len(llm.prompts("shorten")) - first_pass <= 12  # each long message about once
+    assert _state(store)[EXTRACTION_STATE_KEY]["watermark"] == 12
