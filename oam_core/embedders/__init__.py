@@ -6,9 +6,9 @@ this package imports neither their modules nor their optional dependencies.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from oam_core._lazy import lazy_attributes
 from oam_core.apis.embedder import IEmbedder
 from oam_core.embedders.hashing import HashingEmbedder
 
@@ -25,17 +25,7 @@ _LAZY = {
 _LOCAL_IDS = frozenset({"local", "local/all-MiniLM-L6-v2"})
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY, __all__)
 
 
 def resolve_embedder(embedder: IEmbedder | str | None) -> IEmbedder | None:

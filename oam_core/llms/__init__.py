@@ -6,9 +6,9 @@ package imports neither their module nor litellm.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from oam_core._lazy import lazy_attributes
 from oam_core.apis.llm import ILlm
 
 if TYPE_CHECKING:
@@ -22,17 +22,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY, __all__)
 
 
 def resolve_llm(value: ILlm | str | None, name: str = "llm") -> ILlm | None:
