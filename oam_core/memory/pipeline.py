@@ -22,6 +22,7 @@ async) or on the background worker.
 from __future__ import annotations
 
 import enum
+import functools
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -217,9 +218,14 @@ _MESSAGE_MARKUP = estimate_tokens("".join(render_messages([_EMPTY], "    ")))
 """Estimated tokens of one message's XML around its content (timestamp, role)."""
 
 
-def _tokens_of(rendered: tuple[str, int] | str | None) -> int:
-    text = rendered[0] if isinstance(rendered, tuple) else rendered
-    return estimate_tokens(text) if text else 0
+@functools.cache
+def _template_tokens(kind: str) -> int:
+    """Estimated tokens of a prompt template holding one empty message (the fixed
+    part of every prompt of ``kind``); computed once per process."""
+    if kind == "extraction":
+        rendered = render_extraction_prompt([_EMPTY])
+        return estimate_tokens(rendered[0]) if rendered else 0
+    return estimate_tokens(render_summary_prompt([_EMPTY], None) or "")
 
 
 def check_messages_fit(contents: Sequence[str], config: ThreadConfig) -> None:
@@ -235,7 +241,7 @@ def check_messages_fit(contents: Sequence[str], config: ThreadConfig) -> None:
     limit = config.memory_extraction_token_limit
     if limit <= 0:
         return
-    base = _tokens_of(render_extraction_prompt([_EMPTY]))
+    base = _template_tokens("extraction")
     if base >= limit:
         raise ValueError(
             f"memory_extraction_token_limit={limit} is smaller than the extraction prompt "
@@ -336,7 +342,7 @@ def _all_blank(records: Sequence[MessageRecord]) -> bool:
 def _advance_steps(
     job: PipelineJob, state: dict[str, Any], key: str, entry: dict[str, Any]
 ) -> Steps[_Outcome]:
-    """Move a watermark past messages with nothing to read (no LLM call)."""
+    """Commit a new state ``entry`` for ``key`` (compare-and-set, no records)."""
     ids = yield from call(
         job.store,
         "commit_thread_pass",
@@ -410,13 +416,7 @@ def _record_failure_steps(
             reason += f"; giving up on {len(skipped)} messages after {MAX_ATTEMPTS} attempts"
     pipeline_warning(f"thread {job.thread_id!r}: {what} pass skipped: {reason}")
     job.counters["failed_passes"] = job.counters.get("failed_passes", 0) + 1
-    yield from call(
-        job.store,
-        "commit_thread_pass",
-        job.thread_id,
-        expected_state=state,
-        state=_with_entry(state, key, entry),
-    )
+    yield from _advance_steps(job, state, key, entry)
     return _Outcome.FAILED
 
 
@@ -436,7 +436,7 @@ def _extraction_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Ou
     # Only the messages a pass can hold are shortened (one LLM call each), so a long
     # backlog does not cost a call per message on every pass.
     cap = config.max_message_token_length
-    overhead = _tokens_of(render_extraction_prompt([_EMPTY]))
+    overhead = _template_tokens("extraction")
     likely = _prefix_that_fits(pending, cap, config.memory_extraction_token_limit, overhead)
     copies = yield from shorten_messages_steps(
         [_prompt_copy(r) for r in pending[:likely] + earlier_records],
@@ -555,7 +555,7 @@ def _summary_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Outco
         entry.pop("attempts_upto", None)
         return (yield from _advance_steps(job, state, RUNNING_SUMMARY_STATE_KEY, entry))
     cap = config.max_message_token_length
-    overhead = _tokens_of(render_summary_prompt([_EMPTY], None))
+    overhead = _template_tokens("summary")
     likely = _prefix_that_fits(pending, cap, config.memory_extraction_token_limit, overhead)
     copies = yield from shorten_messages_steps(
         [_prompt_copy(r) for r in pending[:likely]],
