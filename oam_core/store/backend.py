@@ -18,7 +18,7 @@ from typing import Any
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import Record, ThreadRow
-from oam_core.store.filters import Field
+from oam_core.store.filters import Cond
 from oam_core.store.planning import ChunkPlan, RowPlan, Vector
 from oam_core.store.ranking import rrf
 
@@ -52,7 +52,7 @@ class Predicate:
     thread_id: Maybe[str | None] = NOT_SET
     user_id: Maybe[str | None] = NOT_SET
     agent_id: Maybe[str | None] = NOT_SET
-    metadata: Maybe[tuple[Field, ...] | None] = NOT_SET
+    metadata: Maybe[tuple[Cond, ...] | None] = NOT_SET
 
 
 class Tx(abc.ABC):

@@ -2,13 +2,19 @@
 
 A filter is a dict whose entries are ANDed. A plain value matches exactly (the key must
 exist; lists by order and length; nested dicts recursively, an empty dict matching any
-object); a dict whose keys all start with ``$`` is an operator dict:
-``$array_contains`` (a scalar, or a non-empty list meaning "contains all"),
-``$array_contains_any`` (a non-empty list), ``$not`` (negates an operator dict or a
-raw value; a missing field satisfies it). ``True`` never equals ``1``.
+object); a dict whose keys all start with ``$`` is an operator dict. Operators on a
+field: ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``, ``$in``, ``$nin``,
+``$exists``, ``$array_contains``, ``$array_contains_any``, and the combinators
+``$and``, ``$or``, ``$not``; at the top level a filter may also hold ``$and`` /
+``$or`` (lists of filters) and ``$not`` (a filter). ``True`` never equals ``1``, and
+comparisons only relate numbers with numbers and strings with strings. The full
+language, with examples, is in ``docs/filters.md``.
 
-``parse_filter`` is the only parser; every backend compiles its tree and
-``matches`` is the reference evaluator the compiled forms are tested against.
+``parse_filter`` is the only parser. Its tree has boolean combinators (``And``,
+``Or``, ``Not``) only at the condition level: a field's ``{"$not": e}`` becomes
+``Not(Field(key, e))`` and a field's ``$or`` an ``Or`` of fields, which is the same
+predicate, so each compiler handles four condition kinds and six atoms. ``matches``
+is the reference evaluator the compiled SQL forms are tested against.
 """
 
 from __future__ import annotations
@@ -16,22 +22,47 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 Json = Any
 """A JSON-compatible Python value: None, bool, int, float, str, list, dict[str, ...]."""
 
-OPERATORS = ("$array_contains", "$array_contains_any", "$not")
+FIELD_OPERATORS = (
+    "$eq",
+    "$ne",
+    "$gt",
+    "$gte",
+    "$lt",
+    "$lte",
+    "$in",
+    "$nin",
+    "$exists",
+    "$array_contains",
+    "$array_contains_any",
+    "$and",
+    "$or",
+    "$not",
+)
+"""Operators allowed in a field's operator dict."""
+FILTER_OPERATORS = ("$and", "$or", "$not")
+"""Operators allowed as keys of a filter dict (beside field names)."""
+OPERATORS = FIELD_OPERATORS
 MAX_DEPTH = 64
 """Deepest nesting accepted in stored metadata (deeper is a ValueError)."""
 MAX_FILTER_DEPTH = 8
-"""Deepest nesting of a filter (fields within fields, lists within values): each level
-is one correlated subquery in SQL, and SQLite's parser stops a little above this."""
+"""Deepest nesting of a filter (fields within fields, lists within values, boolean
+combinators): each level is one correlated subquery or parenthesis in SQL, and
+SQLite's parser stops a little above this."""
 _MAX_INT = 2**63 - 1
+
+CompareOp = Literal["$gt", "$gte", "$lt", "$lte"]
 
 
 class InvalidFilterError(ValueError):
     """A metadata filter that cannot be parsed (a ``ValueError``, as the reference)."""
+
+
+# -- atoms: positive tests on one field's value (the field must exist) ---------------
 
 
 @dataclass(frozen=True)
@@ -45,7 +76,7 @@ class Equals:
 class Nested:
     """The field is an object and every condition holds inside it."""
 
-    conditions: tuple[Field, ...]
+    conditions: tuple[Cond, ...]
 
 
 @dataclass(frozen=True)
@@ -57,48 +88,85 @@ class Contains:
 
 
 @dataclass(frozen=True)
-class Not:
-    """The positive expression fails (a missing field satisfies a ``Not``)."""
+class Compare:
+    """The field and ``value`` are both numbers (not booleans) or both strings, and
+    ``field <op> value`` holds (strings by code point)."""
 
-    expr: Expr
+    op: CompareOp
+    value: int | float | str
 
 
 @dataclass(frozen=True)
-class AllOf:
-    """Several operators of one operator dict, ANDed."""
+class In:
+    """The field equals one of ``values`` (JSON scalars)."""
 
-    exprs: tuple[Expr, ...]
+    values: tuple[Json, ...]
 
 
-Expr = Equals | Nested | Contains | Not | AllOf
+@dataclass(frozen=True)
+class Exists:
+    """The field is present (with any value, ``null`` included)."""
+
+
+Atom = Equals | Nested | Contains | Compare | In | Exists
+
+
+# -- conditions on an object ---------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Field:
-    """A condition on the field ``key`` of the enclosing object."""
+    """The field ``key`` of the enclosing object exists and satisfies ``atom``."""
 
     key: str
-    expr: Expr
+    atom: Atom
 
 
-def parse_filter(value: object) -> tuple[Field, ...]:
+@dataclass(frozen=True)
+class And:
+    """Every condition holds."""
+
+    conditions: tuple[Cond, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    """At least one condition holds."""
+
+    conditions: tuple[Cond, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    """The condition fails (so a missing field satisfies ``Not(Field(...))``)."""
+
+    condition: Cond
+
+
+Cond = Field | And | Or | Not
+
+
+def parse_filter(value: object) -> tuple[Cond, ...]:
     """Parse a metadata filter dict into its condition tree.
 
     Args:
-        value: The filter, a dict mapping field names to values or operator dicts.
+        value: The filter, a dict mapping field names to values or operator dicts,
+            optionally with ``$and`` / ``$or`` / ``$not`` keys (see ``docs/filters.md``).
 
     Returns:
         The top-level conditions, ANDed (empty for ``{}``: no constraint).
 
     Raises:
-        InvalidFilterError: (a ValueError) for a non-dict filter, a non-string or
-            ``$``-prefixed field name, an unknown operator, an operator dict mixed
-            with plain keys, an empty operand list, or a non-JSON value.
+        InvalidFilterError: (a ValueError naming the operator and the value) for a
+            non-dict filter, a non-string field name, an unknown operator, an
+            operator dict mixed with plain keys, an empty operand list, an operand of
+            the wrong shape, a non-JSON value, or a filter nested deeper than
+            ``MAX_FILTER_DEPTH``.
     """
     if not isinstance(value, Mapping):
         raise InvalidFilterError(f"metadata_filter must be a dict, got {value!r}")
-    tree = _parse_fields(value, "metadata_filter", 0)
-    depth = max((_depth(f.expr) for f in tree), default=0)
+    tree = _parse_filter_dict(value, "metadata_filter", 0, top=True)
+    depth = max((_depth(c) for c in tree), default=0)
     if depth > MAX_FILTER_DEPTH:
         raise InvalidFilterError(
             f"metadata_filter nests {depth} levels; at most {MAX_FILTER_DEPTH} are supported"
@@ -106,17 +174,20 @@ def parse_filter(value: object) -> tuple[Field, ...]:
     return tree
 
 
-def _depth(expr: Expr) -> int:
-    """Subquery levels a condition needs: one per field, list or object level."""
-    if isinstance(expr, Not):
-        return _depth(expr.expr)
-    if isinstance(expr, AllOf):
-        return max(_depth(e) for e in expr.exprs)
-    if isinstance(expr, Nested):
-        return 1 + max((_depth(f.expr) for f in expr.conditions), default=0)
-    if isinstance(expr, Contains):
+def _depth(cond: Cond) -> int:
+    """Subquery (or parenthesis) levels a condition needs."""
+    if isinstance(cond, Not):
+        return 1 + _depth(cond.condition)
+    if isinstance(cond, (And, Or)):
+        return 1 + max((_depth(c) for c in cond.conditions), default=0)
+    atom = cond.atom
+    if isinstance(atom, Nested):
+        return 1 + max((_depth(c) for c in atom.conditions), default=0)
+    if isinstance(atom, Contains):
         return 2
-    return 1 + _value_depth(expr.value)
+    if isinstance(atom, Equals):
+        return 1 + _value_depth(atom.value)
+    return 1
 
 
 def _value_depth(value: Json) -> int:
@@ -127,54 +198,118 @@ def _value_depth(value: Json) -> int:
     return 0
 
 
-def _parse_fields(obj: Mapping[Any, Any], where: str, depth: int) -> tuple[Field, ...]:
+def _check_depth(depth: int, where: str) -> None:
     if depth > MAX_DEPTH:
         raise InvalidFilterError(f"{where}: nested deeper than {MAX_DEPTH} levels")
-    fields = []
+
+
+def _parse_filter_dict(
+    obj: Mapping[Any, Any], where: str, depth: int, *, top: bool
+) -> tuple[Cond, ...]:
+    """A filter dict (fields, and at the top level ``$and``/``$or``/``$not``)."""
+    _check_depth(depth, where)
+    conds: list[Cond] = []
     for key, val in obj.items():
         if not isinstance(key, str):
             raise InvalidFilterError(f"{where}: field names must be strings, got {key!r}")
         if key.startswith("$"):
+            if not top or key not in FILTER_OPERATORS:
+                raise InvalidFilterError(
+                    f"{where}: {key!r} is not a field name; a filter's keys are fields, "
+                    f"and at its top level also {list(FILTER_OPERATORS)}; field operators go "
+                    f"inside a field, e.g. {{'tags': {{'$array_contains': 'x'}}}} "
+                    f"(known: {list(FIELD_OPERATORS)})"
+                )
+            conds.append(_parse_filter_combinator(key, val, f"{where}.{key}", depth + 1))
+            continue
+        conds.append(_parse_field(key, val, f"{where}[{key!r}]", depth + 1))
+    return tuple(conds)
+
+
+def _parse_filter_combinator(op: str, operand: object, where: str, depth: int) -> Cond:
+    if op == "$not":
+        if not isinstance(operand, Mapping):
             raise InvalidFilterError(
-                f"{where}: {key!r} is not a field name; operators go inside a field, "
-                f"e.g. {{'tags': {{'$array_contains': 'x'}}}} (known: {list(OPERATORS)})"
+                f"{where}: $not at the top level needs a filter dict, got {operand!r}"
             )
-        fields.append(Field(key, _parse_value(val, f"{where}[{key!r}]", depth + 1)))
-    return tuple(fields)
+        return Not(_all(_parse_filter_dict(operand, where, depth + 1, top=True)))
+    subs = _operand_list(op, operand, where)
+    parsed = []
+    for i, sub in enumerate(subs):
+        if not isinstance(sub, Mapping):
+            raise InvalidFilterError(
+                f"{where}[{i}]: {op} needs a list of filter dicts, got {sub!r}"
+            )
+        parsed.append(_all(_parse_filter_dict(sub, f"{where}[{i}]", depth + 1, top=True)))
+    return And(tuple(parsed)) if op == "$and" else Or(tuple(parsed))
 
 
-def _parse_value(val: object, where: str, depth: int) -> Expr:
-    if depth > MAX_DEPTH:
-        raise InvalidFilterError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+def _all(conds: tuple[Cond, ...]) -> Cond:
+    """One condition for an ANDed tuple (``{}`` inside a combinator: always true)."""
+    return conds[0] if len(conds) == 1 else And(conds)
+
+
+def _operand_list(op: str, operand: object, where: str) -> list[Any]:
+    if not isinstance(operand, (list, tuple)) or not operand:
+        raise InvalidFilterError(f"{where}: {op} needs a non-empty list, got {operand!r}")
+    return list(operand)
+
+
+def _parse_field(key: str, val: object, where: str, depth: int) -> Cond:
+    """The condition "field ``key`` satisfies ``val``" (a value or an operator dict)."""
+    _check_depth(depth, where)
     if isinstance(val, Mapping):
         op_keys = [k for k in val if isinstance(k, str) and k.startswith("$")]
         if not op_keys:
-            return Nested(_parse_fields(val, where, depth + 1))
+            return Field(key, Nested(_parse_filter_dict(val, where, depth + 1, top=False)))
         if len(op_keys) != len(val):
             raise InvalidFilterError(
                 f"{where}: an operator dict may hold only operators, got keys {list(val)!r}"
             )
-        exprs = [_parse_operator(op, val[op], where, depth) for op in op_keys]
-        return exprs[0] if len(exprs) == 1 else AllOf(tuple(exprs))
-    return Equals(check_json(val, where, depth))
+        conds = [_parse_operator(key, op, val[op], f"{where}.{op}", depth) for op in op_keys]
+        return _all(tuple(conds))
+    return Field(key, Equals(check_json(val, where, depth)))
 
 
-def _parse_operator(op: str, operand: object, where: str, depth: int) -> Expr:
+def _parse_operator(key: str, op: str, operand: object, where: str, depth: int) -> Cond:
     if op == "$not":
-        return Not(_parse_value(operand, f"{where}.$not", depth + 1))
+        return Not(_parse_field(key, operand, where, depth + 1))
+    if op in ("$and", "$or"):
+        subs = _operand_list(op, operand, where)
+        conds = tuple(_parse_field(key, s, f"{where}[{i}]", depth + 1) for i, s in enumerate(subs))
+        return And(conds) if op == "$and" else Or(conds)
+    if op == "$eq":
+        return Field(key, Equals(check_json(operand, where, depth)))
+    if op == "$ne":
+        return Not(Field(key, Equals(check_json(operand, where, depth))))
+    if op in ("$gt", "$gte", "$lt", "$lte"):
+        if isinstance(operand, bool) or not isinstance(operand, (int, float, str)):
+            raise InvalidFilterError(
+                f"{where}: {op} compares with a number or a string, got {operand!r} "
+                "(booleans compare only with $eq and $ne)"
+            )
+        value = check_json(operand, where)
+        return Field(key, Compare(op, value))  # type: ignore[arg-type]
+    if op in ("$in", "$nin"):
+        values = tuple(_scalar(v, where, op) for v in _operand_list(op, operand, where))
+        atom = Field(key, In(values))
+        return atom if op == "$in" else Not(atom)
+    if op == "$exists":
+        if not isinstance(operand, bool):
+            raise InvalidFilterError(f"{where}: $exists takes true or false, got {operand!r}")
+        return Field(key, Exists()) if operand else Not(Field(key, Exists()))
     if op == "$array_contains":
         if isinstance(operand, (list, tuple)):
             if not operand:
-                raise InvalidFilterError(f"{where}: $array_contains needs a non-empty list")
-            return Contains(tuple(_scalar(v, where, op) for v in operand), any_=False)
-        return Contains((_scalar(operand, where, op),), any_=False)
+                raise InvalidFilterError(
+                    f"{where}: $array_contains needs a scalar or a non-empty list, got {operand!r}"
+                )
+            return Field(key, Contains(tuple(_scalar(v, where, op) for v in operand), any_=False))
+        return Field(key, Contains((_scalar(operand, where, op),), any_=False))
     if op == "$array_contains_any":
-        if not isinstance(operand, (list, tuple)) or not operand:
-            raise InvalidFilterError(
-                f"{where}: $array_contains_any needs a non-empty list, got {operand!r}"
-            )
-        return Contains(tuple(_scalar(v, where, op) for v in operand), any_=True)
-    raise InvalidFilterError(f"{where}: unknown operator {op!r} (known: {list(OPERATORS)})")
+        values = tuple(_scalar(v, where, op) for v in _operand_list(op, operand, where))
+        return Field(key, Contains(values, any_=True))
+    raise InvalidFilterError(f"{where}: unknown operator {op!r} (known: {list(FIELD_OPERATORS)})")
 
 
 def _scalar(value: object, where: str, op: str) -> Json:
@@ -189,15 +324,14 @@ def check_json(value: object, where: str, depth: int = 0) -> Json:
     Tuples are accepted as lists. Floats must be finite, ints fit in 64 bits, strings
     be valid Unicode (no lone surrogates), and nesting stay within ``MAX_DEPTH``.
     """
-    if depth > MAX_DEPTH:
-        raise InvalidFilterError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+    _check_depth(depth, where)
     if isinstance(value, str):
         try:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise InvalidFilterError(f"{where}: {value!r} is not valid Unicode text") from None
         return value
-    if value is None or isinstance(value, (str, bool)):
+    if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):
         if abs(value) > _MAX_INT:
@@ -219,6 +353,9 @@ def check_json(value: object, where: str, depth: int = 0) -> Json:
     raise InvalidFilterError(f"{where}: {value!r} is not a JSON value")
 
 
+# -- the reference evaluator -----------------------------------------------------------
+
+
 def json_equal(a: Json, b: Json) -> bool:
     """JSON equality: numbers by value, bools only equal bools, containers deeply."""
     if isinstance(a, bool) or isinstance(b, bool):
@@ -234,32 +371,87 @@ def json_equal(a: Json, b: Json) -> bool:
     return bool(a == b)
 
 
-def matches(metadata: Mapping[str, Json] | None, conditions: tuple[Field, ...]) -> bool:
+def is_number(value: Json) -> bool:
+    """A JSON number (``bool`` is not one)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def compare(value: Json, op: CompareOp, operand: int | float | str) -> bool:
+    """``value <op> operand`` under the filter's typing: numbers with numbers, strings
+    with strings (by code point); any other pair is false."""
+    if is_number(operand):
+        if not is_number(value):
+            return False
+    elif not isinstance(value, str):
+        return False
+    if op == "$gt":
+        return bool(value > operand)
+    if op == "$gte":
+        return bool(value >= operand)
+    if op == "$lt":
+        return bool(value < operand)
+    return bool(value <= operand)
+
+
+def matches(metadata: Mapping[str, Json] | None, conditions: tuple[Cond, ...]) -> bool:
     """Reference evaluator: does ``metadata`` satisfy all ``conditions``?
 
     ``None`` metadata behaves as an object with no fields.
     """
     obj = metadata if metadata is not None else {}
-    return all(_field_holds(obj, f) for f in conditions)
+    return all(holds(obj, c) for c in conditions)
 
 
-def _field_holds(obj: Mapping[str, Json], field: Field) -> bool:
-    expr = field.expr
-    if isinstance(expr, Not):
-        return not _field_holds(obj, Field(field.key, expr.expr))
-    if isinstance(expr, AllOf):
-        return all(_field_holds(obj, Field(field.key, e)) for e in expr.exprs)
-    return field.key in obj and _value_matches(obj[field.key], expr)
+def holds(obj: Mapping[str, Json], cond: Cond) -> bool:
+    """Does the object ``obj`` satisfy one condition?"""
+    if isinstance(cond, Not):
+        return not holds(obj, cond.condition)
+    if isinstance(cond, And):
+        return all(holds(obj, c) for c in cond.conditions)
+    if isinstance(cond, Or):
+        return any(holds(obj, c) for c in cond.conditions)
+    return cond.key in obj and _atom_holds(obj[cond.key], cond.atom)
 
 
-def _value_matches(value: Json, expr: Expr) -> bool:
-    if isinstance(expr, Equals):
-        return json_equal(value, expr.value)
-    if isinstance(expr, Nested):
-        return isinstance(value, dict) and all(_field_holds(value, f) for f in expr.conditions)
-    if isinstance(expr, Contains):
+def _atom_holds(value: Json, atom: Atom) -> bool:
+    if isinstance(atom, Equals):
+        return json_equal(value, atom.value)
+    if isinstance(atom, Nested):
+        return isinstance(value, dict) and all(holds(value, c) for c in atom.conditions)
+    if isinstance(atom, Contains):
         if not isinstance(value, list):
             return False
-        found = [any(json_equal(item, v) for item in value) for v in expr.values]
-        return any(found) if expr.any_ else all(found)
-    raise AssertionError(f"unexpected expression {expr!r}")  # Not/AllOf handled by caller
+        found = [any(json_equal(item, v) for item in value) for v in atom.values]
+        return any(found) if atom.any_ else all(found)
+    if isinstance(atom, Compare):
+        return compare(value, atom.op, atom.value)
+    if isinstance(atom, In):
+        return any(json_equal(value, v) for v in atom.values)
+    return True  # Exists: the caller checked the key
+
+
+__all__ = [
+    "FIELD_OPERATORS",
+    "FILTER_OPERATORS",
+    "MAX_FILTER_DEPTH",
+    "And",
+    "Atom",
+    "Compare",
+    "Cond",
+    "Contains",
+    "Equals",
+    "Exists",
+    "Field",
+    "In",
+    "InvalidFilterError",
+    "Json",
+    "Nested",
+    "Not",
+    "Or",
+    "check_json",
+    "compare",
+    "holds",
+    "json_equal",
+    "matches",
+    "parse_filter",
+]

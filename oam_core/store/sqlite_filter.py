@@ -12,7 +12,23 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from oam_core.store.filters import AllOf, Contains, Equals, Expr, Field, Json, Nested, Not
+from oam_core.store.filters import (
+    And,
+    Atom,
+    Compare,
+    Cond,
+    Contains,
+    Equals,
+    Exists,
+    Field,
+    In,
+    Json,
+    Nested,
+    Not,
+    Or,
+)
+
+_SQL_OP = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 
 class SQLiteFilterCompiler:
@@ -22,48 +38,59 @@ class SQLiteFilterCompiler:
         self._aliases = itertools.count()
         self.params: list[Any] = []
 
-    def compile(self, column: str, conditions: tuple[Field, ...]) -> str:
+    def compile(self, column: str, conditions: tuple[Cond, ...]) -> str:
         """Return SQL true where ``column`` (JSON object text) satisfies ``conditions``."""
         if not conditions:
             return "1"
-        return " AND ".join(self._field(column, f) for f in conditions)
+        return " AND ".join(self._cond(column, c) for c in conditions)
 
     def _alias(self) -> str:
         return f"_j{next(self._aliases)}"
 
+    def _cond(self, parent: str, cond: Cond) -> str:
+        if isinstance(cond, Not):
+            return f"NOT ({self._cond(parent, cond.condition)})"
+        if isinstance(cond, (And, Or)):
+            if not cond.conditions:
+                return "1" if isinstance(cond, And) else "0"
+            joiner = " AND " if isinstance(cond, And) else " OR "
+            return "(" + joiner.join(self._cond(parent, c) for c in cond.conditions) + ")"
+        return self._field(parent, cond)
+
     def _field(self, parent: str, field: Field) -> str:
-        expr = field.expr
-        if isinstance(expr, Not):
-            return f"NOT ({self._field(parent, Field(field.key, expr.expr))})"
-        if isinstance(expr, AllOf):
-            return (
-                "("
-                + " AND ".join(self._field(parent, Field(field.key, e)) for e in expr.exprs)
-                + ")"
-            )
         a = self._alias()
         self.params.append(field.key)
         return (
             f"EXISTS (SELECT 1 FROM json_each({parent}) AS {a} "
-            f"WHERE {a}.key = ? AND {self._match(a, expr)})"
+            f"WHERE {a}.key = ? AND {self._match(a, field.atom)})"
         )
 
-    def _match(self, a: str, expr: Expr) -> str:
-        if isinstance(expr, Equals):
-            return self._equals(a, expr.value)
-        if isinstance(expr, Nested):
-            inner = [self._field(f"{a}.value", f) for f in expr.conditions]
+    def _match(self, a: str, atom: Atom) -> str:
+        if isinstance(atom, Equals):
+            return self._equals(a, atom.value)
+        if isinstance(atom, Nested):
+            inner = [self._cond(f"{a}.value", c) for c in atom.conditions]
             return " AND ".join([f"{a}.type = 'object'", *inner])
-        if isinstance(expr, Contains):
+        if isinstance(atom, Contains):
             parts = []
-            for v in expr.values:
+            for v in atom.values:
                 e = self._alias()
                 parts.append(
                     f"EXISTS (SELECT 1 FROM json_each({a}.value) AS {e} WHERE {self._equals(e, v)})"
                 )
-            joined = (" OR " if expr.any_ else " AND ").join(parts)
+            joined = (" OR " if atom.any_ else " AND ").join(parts)
             return f"{a}.type = 'array' AND ({joined})"
-        raise AssertionError(f"unexpected expression {expr!r}")
+        if isinstance(atom, Compare):
+            # TEXT compares with the BINARY collation: UTF-8 byte order, which is
+            # code point order, as Python's str comparison.
+            types = "= 'text'" if isinstance(atom.value, str) else "IN ('integer', 'real')"
+            self.params.append(atom.value)
+            return f"{a}.type {types} AND {a}.atom {_SQL_OP[atom.op]} ?"
+        if isinstance(atom, In):
+            return "(" + " OR ".join(f"({self._equals(a, v)})" for v in atom.values) + ")"
+        if isinstance(atom, Exists):
+            return "1"
+        raise AssertionError(f"unexpected atom {atom!r}")
 
     def _equals(self, a: str, value: Json) -> str:
         if value is None:

@@ -14,8 +14,14 @@ Semantics (SPEC §4; ORACLE_NOTES §10 pitfalls 2 and 4):
 * ``$array_contains``/``$array_contains_any`` test ``type() == "array"`` and an
   element equal to each value (lax ``[*]``; ``type()`` does not unwrap).
 * Nested dicts require an object and apply their conditions below its path.
-* ``$not`` is SQL ``NOT`` of the positive condition; the positive forms are never
-  NULL, so a missing field satisfies the negation.
+* ``$gt``/``$gte``/``$lt``/``$lte`` test the field's ``type()`` first (``"number"``,
+  ``"double"`` or ``"float"`` for a number operand, ``"string"`` for a string), so a
+  value of another type never matches and is never cast.
+* ``$in`` is an ``||`` of equalities in one ``JSON_EXISTS``; ``$exists`` is
+  ``JSON_EXISTS`` of the strict path (true for a JSON ``null`` too).
+* ``$not``, ``$ne``, ``$nin`` and ``$exists: false`` are SQL ``NOT`` of the positive
+  condition; the positive forms are never NULL, so a missing field satisfies the
+  negation. ``$and``/``$or`` are SQL ``AND``/``OR``.
 """
 
 from __future__ import annotations
@@ -25,18 +31,24 @@ import re
 from typing import Any
 
 from oam_core.store.filters import (
-    AllOf,
+    And,
+    Atom,
+    Compare,
+    Cond,
     Contains,
     Equals,
-    Expr,
-    Field,
+    Exists,
+    In,
     InvalidFilterError,
     Json,
     Nested,
     Not,
+    Or,
 )
 
 _BAD_KEY = re.compile(r'["\\\x00-\x1f\x7f]')
+_PATH_OP = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+_NUMBER_TYPES = ("number", "double", "float")
 
 
 class OracleFilterCompiler:
@@ -50,7 +62,7 @@ class OracleFilterCompiler:
         self.prefix = prefix
         self.binds: dict[str, Any] = {}
 
-    def compile(self, column: str, conditions: tuple[Field, ...]) -> str:
+    def compile(self, column: str, conditions: tuple[Cond, ...]) -> str:
         """Return an SQL condition true where ``column`` satisfies ``conditions``.
 
         Raises:
@@ -60,7 +72,7 @@ class OracleFilterCompiler:
             return "1 = 1"
         self._column = column
         self._n = 0
-        return " AND ".join(self._field((), f) for f in conditions)
+        return " AND ".join(self._cond((), c) for c in conditions)
 
     def _bind(self, value: Any) -> str:
         name = f"{self.prefix}{self._n}"
@@ -70,35 +82,40 @@ class OracleFilterCompiler:
         self.binds[name] = value
         return name
 
-    def _field(self, path: tuple[str, ...], field: Field) -> str:
-        key_path = (*path, _key(field.key))
-        expr = field.expr
-        if isinstance(expr, Not):
-            return f"NOT ({self._field(path, Field(field.key, expr.expr))})"
-        if isinstance(expr, AllOf):
-            return (
-                "(" + " AND ".join(self._field(path, Field(field.key, e)) for e in expr.exprs) + ")"
-            )
-        return self._positive(key_path, expr)
+    def _cond(self, path: tuple[str, ...], cond: Cond) -> str:
+        if isinstance(cond, Not):
+            return f"NOT ({self._cond(path, cond.condition)})"
+        if isinstance(cond, (And, Or)):
+            if not cond.conditions:
+                return "1 = 1" if isinstance(cond, And) else "1 = 0"
+            joiner = " AND " if isinstance(cond, And) else " OR "
+            return "(" + joiner.join(self._cond(path, c) for c in cond.conditions) + ")"
+        return self._positive((*path, _key(cond.key)), cond.atom)
 
-    def _positive(self, key_path: tuple[str, ...], expr: Expr) -> str:
+    def _positive(self, key_path: tuple[str, ...], atom: Atom) -> str:
         at = "@" + "".join(f".{k}" for k in key_path)
-        if isinstance(expr, Nested):
+        if isinstance(atom, Nested):
             parts = [self._exists(f'strict $?({at}.type() == "object")')]
-            parts += [self._field(key_path, f) for f in expr.conditions]
+            parts += [self._cond(key_path, c) for c in atom.conditions]
             return "(" + " AND ".join(parts) + ")"
-        if isinstance(expr, Contains):
-            tests = []
-            passing: list[str] = []
-            for v in expr.values:
-                lit, bind = self._operand(v)
-                if bind is not None:
-                    passing.append(bind)
-                tests.append(f"{at}[*] == {lit}")
-            joined = (" || " if expr.any_ else " && ").join(f"({t})" for t in tests)
+        if isinstance(atom, Contains):
+            tests, passing = self._equalities(f"{at}[*]", atom.values)
+            joined = (" || " if atom.any_ else " && ").join(f"({t})" for t in tests)
             return self._exists(f'lax $?({at}.type() == "array" && ({joined}))', passing)
-        if isinstance(expr, Equals):
-            value = expr.value
+        if isinstance(atom, In):
+            tests, passing = self._equalities(at, atom.values)
+            joined = " || ".join(f"({t})" for t in tests)
+            return self._exists(f"strict $?({joined})", passing)
+        if isinstance(atom, Compare):
+            lit, bind = self._operand(atom.value)
+            names = ("string",) if isinstance(atom.value, str) else _NUMBER_TYPES
+            typed = " || ".join(f'{at}.type() == "{t}"' for t in names)
+            test = f"({typed}) && {at} {_PATH_OP[atom.op]} {lit}"
+            return self._exists(f"strict $?({test})", [bind] if bind else [])
+        if isinstance(atom, Exists):
+            return self._exists("strict $" + "".join(f".{k}" for k in key_path))
+        if isinstance(atom, Equals):
+            value = atom.value
             if isinstance(value, (list, dict)):
                 name = self._bind(json.dumps(value, ensure_ascii=False, allow_nan=False))
                 path = "strict $" + "".join(f".{k}" for k in key_path)
@@ -108,7 +125,18 @@ class OracleFilterCompiler:
                 )
             lit, bind = self._operand(value)
             return self._exists(f"strict $?({at} == {lit})", [bind] if bind else [])
-        raise AssertionError(f"unexpected expression {expr!r}")
+        raise AssertionError(f"unexpected atom {atom!r}")
+
+    def _equalities(self, at: str, values: tuple[Json, ...]) -> tuple[list[str], list[str]]:
+        """``at == v`` path tests for each value, and the binds they pass."""
+        tests: list[str] = []
+        passing: list[str] = []
+        for v in values:
+            lit, bind = self._operand(v)
+            if bind is not None:
+                passing.append(bind)
+            tests.append(f"{at} == {lit}")
+        return tests, passing
 
     def _operand(self, value: Json) -> tuple[str, str | None]:
         """A path operand: a literal for true/false/null, else ``$vN`` bound by PASSING."""

@@ -14,7 +14,26 @@ import itertools
 import json
 from typing import Any
 
-from oam_core.store.filters import AllOf, Contains, Equals, Expr, Field, Nested, Not
+from oam_core.store.filters import (
+    And,
+    Atom,
+    Compare,
+    Cond,
+    Contains,
+    Equals,
+    Exists,
+    Field,
+    In,
+    Nested,
+    Not,
+    Or,
+)
+
+_SQL_OP = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+
+
+def _jsonb(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
 
 class PgFilterCompiler:
@@ -24,43 +43,60 @@ class PgFilterCompiler:
         self.params: list[Any] = []
         self._aliases = itertools.count()
 
-    def compile(self, column: str, conditions: tuple[Field, ...]) -> str:
+    def compile(self, column: str, conditions: tuple[Cond, ...]) -> str:
         """Return SQL true where ``column`` (a jsonb object or NULL) satisfies all
         ``conditions``."""
         if not conditions:
             return "TRUE"
-        return " AND ".join(self._field(column, f) for f in conditions)
+        return " AND ".join(self._cond(column, c) for c in conditions)
+
+    def _cond(self, parent: str, cond: Cond) -> str:
+        if isinstance(cond, Not):
+            return f"NOT ({self._cond(parent, cond.condition)})"
+        if isinstance(cond, (And, Or)):
+            if not cond.conditions:
+                return "TRUE" if isinstance(cond, And) else "FALSE"
+            joiner = " AND " if isinstance(cond, And) else " OR "
+            return "(" + joiner.join(self._cond(parent, c) for c in cond.conditions) + ")"
+        return self._field(parent, cond)
 
     def _field(self, parent: str, field: Field) -> str:
-        expr = field.expr
-        if isinstance(expr, Not):
-            return f"NOT ({self._field(parent, Field(field.key, expr.expr))})"
-        if isinstance(expr, AllOf):
-            return (
-                "("
-                + " AND ".join(self._field(parent, Field(field.key, e)) for e in expr.exprs)
-                + ")"
-            )
         # The field's value gets an alias in a one-row subquery, so the bound key
         # appears once however often the condition refers to the value.
         n = next(self._aliases)
         value = f"_f{n}.v"
-        cond = self._match(value, expr)  # its params precede the key's in the SQL text
+        cond = self._match(value, field.atom)  # its params precede the key's in the SQL text
         self.params.append(field.key)
         return f"COALESCE((SELECT {cond} FROM (SELECT {parent} -> %s::text AS v) AS _f{n}), FALSE)"
 
-    def _match(self, value: str, expr: Expr) -> str:
-        if isinstance(expr, Equals):
-            self.params.append(json.dumps(expr.value, ensure_ascii=False, allow_nan=False))
+    def _match(self, value: str, atom: Atom) -> str:
+        if isinstance(atom, Equals):
+            self.params.append(_jsonb(atom.value))
             return f"{value} = %s::jsonb"
-        if isinstance(expr, Nested):
-            inner = [self._field(value, f) for f in expr.conditions]
+        if isinstance(atom, Nested):
+            inner = [self._cond(value, c) for c in atom.conditions]
             return " AND ".join([f"jsonb_typeof({value}) = 'object'", *inner])
-        if isinstance(expr, Contains):
+        if isinstance(atom, Contains):
             parts = []
-            for v in expr.values:
-                self.params.append(json.dumps([v], ensure_ascii=False, allow_nan=False))
+            for v in atom.values:
+                self.params.append(_jsonb([v]))
                 parts.append(f"{value} @> %s::jsonb")
-            joined = (" OR " if expr.any_ else " AND ").join(parts)
+            joined = (" OR " if atom.any_ else " AND ").join(parts)
             return f"(jsonb_typeof({value}) = 'array' AND ({joined}))"
-        raise AssertionError(f"unexpected expression {expr!r}")
+        if isinstance(atom, Compare):
+            op = _SQL_OP[atom.op]
+            self.params.append(atom.value if isinstance(atom.value, str) else _jsonb(atom.value))
+            if isinstance(atom.value, str):
+                # COLLATE "C" compares UTF-8 bytes: code point order, whatever the
+                # database's default collation.
+                return (
+                    f"(jsonb_typeof({value}) = 'string' AND "
+                    f'({value} #>> \'{{}}\') COLLATE "C" {op} %s::text COLLATE "C")'
+                )
+            return f"(jsonb_typeof({value}) = 'number' AND {value} {op} %s::jsonb)"
+        if isinstance(atom, In):
+            self.params.extend(_jsonb(v) for v in atom.values)
+            return f"{value} IN ({', '.join(['%s::jsonb'] * len(atom.values))})"
+        if isinstance(atom, Exists):
+            return f"{value} IS NOT NULL"
+        raise AssertionError(f"unexpected atom {atom!r}")
