@@ -441,6 +441,23 @@ class OracleMemoryStore(IMemoryStore):
         )
         return self._write_batches([batch], store_kwargs, replace=True)
 
+    def upsert_batches(
+        self, batches: Sequence[PendingRecordBatch], **store_kwargs: Any
+    ) -> builtins.list[str]:
+        """[oam] ``add_batches``, except that stored records with the batches' ids are
+        replaced, all in one transaction (as ``upsert``; docs/llama_index.md).
+
+        Raises:
+            ValueError: as ``add_batches``, or when a batch gives no ``record_ids``;
+                nothing is written or deleted then.
+        """
+        for i, batch in enumerate(batches):
+            if isinstance(batch, PendingRecordBatch) and batch.record_ids in (NOT_SET, None):
+                raise ValueError(
+                    f"upsert_batches needs record_ids in every batch; batches[{i}] has none"
+                )
+        return self._write_batches(batches, store_kwargs, replace=True)
+
     @staticmethod
     def _batch_size(store_kwargs: dict[str, Any]) -> int:
         unknown = set(store_kwargs) - {"batch_size"}
@@ -1034,6 +1051,7 @@ class OracleMemoryStore(IMemoryStore):
     delete_async = async_twin(delete)
     delete_thread_async = async_twin(delete_thread)
     upsert_async = async_twin(upsert)
+    upsert_batches_async = async_twin(upsert_batches)
     delete_records_async = async_twin(delete_records)
     delete_scoped_async = async_twin(delete_scoped)
     purge_expired_async = async_twin(purge_expired)
