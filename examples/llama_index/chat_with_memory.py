@@ -1,6 +1,6 @@
 """A LlamaIndex chat engine whose long-term memory is an ``oam`` thread.
 
-``Memory`` keeps the short-term queue in ``oam`` threads (``OAMChatStore``); when the
+``Memory`` keeps the short-term queue in ``oam`` threads (``OAMDBChatStore``); when the
 queue outgrows its token budget, the oldest turns flush into ``OAMMemoryBlock``,
 which puts the thread's context card (summary plus relevant memories) into the
 system prompt. The chat engine and its memory are rebuilt from the database in a
@@ -30,7 +30,7 @@ from llama_index.core.llms import (
 )
 from llama_index.core.memory import Memory
 from llama_index.core.storage.chat_store.base_db import MessageStatus
-from llama_index_oam import OAMChatStore, OAMMemoryBlock
+from llama_index_oam import OAMDBChatStore, OAMMemoryBlock
 
 from oam_core import OracleAgentMemory
 from oam_core.embedders.hashing import HashingEmbedder
@@ -76,7 +76,7 @@ def open_engine(client: OracleAgentMemory, session: str) -> tuple[SimpleChatEngi
     """A chat engine and its ``Memory``, both living in ``client``'s database."""
     memory = Memory.from_defaults(
         session_id=session,
-        chat_store=OAMChatStore(client, user_id="ada", agent_id="helper"),
+        chat_store=OAMDBChatStore(client, user_id="ada", agent_id="helper"),
         memory_blocks=[OAMMemoryBlock(client, user_id="ada", agent_id="helper")],
         token_limit=120,  # tiny, to flush quickly; use your model's context size
         chat_history_token_ratio=0.5,

@@ -1,7 +1,8 @@
 """llama_index_oam: LlamaIndex adapters over the public ``oam_core`` API.
 
 * ``OAMVectorStore``: a ``BasePydanticVectorStore`` over an ``OracleMemoryStore``.
-* ``OAMChatStore``: an ``AsyncDBChatStore`` keeping ``Memory``'s short-term queue in
+* ``OAMChatStore``: a ``BaseChatStore`` (``ChatMemoryBuffer``) over ``oam`` threads.
+* ``OAMDBChatStore``: an ``AsyncDBChatStore`` keeping ``Memory``'s short-term queue in
   ``oam`` threads.
 * ``OAMMemoryBlock``: a ``Memory`` block that stores flushed messages in the session's
   thread and returns its context card.
@@ -12,7 +13,7 @@ Installed by the ``llamaindex`` extra (``pip install "oam[llamaindex]"``).
 
 from __future__ import annotations
 
-from llama_index_oam.chat_store import OAMChatStore
+from llama_index_oam.chat_store import OAMChatStore, OAMDBChatStore
 from llama_index_oam.embedding import OAMEmbedding
 from llama_index_oam.filters import UnsupportedFilterError
 from llama_index_oam.memory_block import OAMMemoryBlock
@@ -20,6 +21,7 @@ from llama_index_oam.vector_store import OAMVectorStore
 
 __all__ = [
     "OAMChatStore",
+    "OAMDBChatStore",
     "OAMEmbedding",
     "OAMMemoryBlock",
     "OAMVectorStore",

@@ -46,7 +46,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
 
     * ``aput`` (on flush): appends the messages to the session's thread, creating it
       in the scope ``user_id``/``agent_id`` if needed. Messages that an
-      ``OAMChatStore`` already stored in that thread (they are its latest archived
+      ``OAMDBChatStore`` already stored in that thread (they are its latest archived
       messages) are not appended again.
     * ``aget``: the thread's context card (``""`` before the session has a thread).
       When the messages passed in end with a user message, memories of the thread's
@@ -151,7 +151,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
 
     def _already_stored(self, session: str, messages: Sequence[ChatMessage]) -> bool:
         """True when the session's latest chat-store-archived messages are ``messages``
-        (``OAMChatStore`` stored them in this thread and ``Memory`` just archived them)."""
+        (``OAMDBChatStore`` stored them in this thread and ``Memory`` just archived them)."""
         if not messages:
             return True
         tail = self._memory.store.list(

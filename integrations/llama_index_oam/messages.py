@@ -6,7 +6,7 @@ key ``"$message"`` (SPEC §2 [oam]), the participant ``name`` when
 ``additional_kwargs`` has one and, under ``"llama_index"``, the whole message as
 LlamaIndex serialises it, so tool calls, images and other blocks round-trip exactly.
 
-Messages written by ``OAMChatStore`` also carry their queue status in the top-level
+Messages written by ``OAMDBChatStore`` also carry their queue status in the top-level
 metadata key ``"_llama_index_status"`` (``"active"`` or ``"archived"``), where the
 SPEC §4 filter language can select it (keys starting with ``$`` cannot be filtered).
 Messages without it (written through ``OracleThread.add_messages`` directly, or by

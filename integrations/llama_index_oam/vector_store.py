@@ -2,7 +2,8 @@
 
 Nodes are memory-like records of one ``record_type`` in an optional user / agent /
 thread scope (SPEC §2-§3); search is the store's own ``search`` (SPEC §3.5) with the
-LlamaIndex filters compiled by ``filters.py`` onto the SPEC §4 language.
+LlamaIndex filters translated by ``filters.py`` to the ``oam`` filter language
+(docs/filters.md), so the store filters before the top-k cut.
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import PrivateAttr
-from llama_index.core.schema import BaseNode
+from llama_index.core.indices.query.embedding_utils import get_top_k_mmr_embeddings
+from llama_index.core.schema import BaseNode, MetadataMode
 from llama_index.core.vector_stores.types import (
     BasePydanticVectorStore,
     MetadataFilters,
@@ -21,13 +24,24 @@ from llama_index.core.vector_stores.types import (
 )
 
 from llama_index_oam._util import check_scope_id, in_thread
-from llama_index_oam.filters import Branch, CompiledFilter, compile_filters, equals_any
+from llama_index_oam.filters import and_filters, to_oam_filter
 from llama_index_oam.nodes import REF_DOC_KEY, node_to_row, record_to_node
-from oam_core import NOT_SET, OracleAgentMemory, OracleMemoryStore, PendingRecordBatch, Record
+from oam_core import (
+    NOT_SET,
+    OracleAgentMemory,
+    OracleMemoryStore,
+    PendingRecordBatch,
+    Record,
+    SchemaPolicy,
+)
 from oam_core.apis.records import MEMORY_TYPES
+from oam_core.store.filters import Json, matches, parse_filter
 from oam_core.store.options import SearchStrategy
 
 _FETCH_GROWTH = 4
+_MMR_PREFETCH_FACTOR = 4
+"""Candidates fetched for MMR per result, as LlamaIndex's vector stores default."""
+_HYBRID_MODES = (VectorStoreQueryMode.HYBRID, VectorStoreQueryMode.SEMANTIC_HYBRID)
 
 
 class OAMVectorStore(BasePydanticVectorStore):
@@ -36,25 +50,37 @@ class OAMVectorStore(BasePydanticVectorStore):
     Every node is one record of ``record_type`` (``stores_text=True``: the text lives in
     the record, so ``VectorStoreIndex.from_vector_store(store)`` needs no docstore).
     A node's own ``embedding`` is stored as given (one vector for its whole retrieval
-    text, SPEC §3.1); a node without one is embedded by the store's embedder. Scores
-    are ``1 - distance``: cosine similarity for VECTOR search, the normalized score for
-    KEYWORD and HYBRID (SPEC §3.5).
+    text, SPEC §3.1); a node without one is embedded by the store's embedder. Adding a
+    node whose id is stored replaces it, as LlamaIndex's vector stores do, so running
+    an ``IngestionPipeline`` twice is safe. Similarities are those LlamaIndex's vector
+    stores report: ``1 - distance``, the cosine similarity for VECTOR search and the
+    normalized score for KEYWORD and HYBRID (docs/llama_index.md).
 
     Args:
         store: The store to use (not closed by ``close``).
         connection: Instead of ``store``: where to open one, as
             ``OracleAgentMemory(connection=...)`` accepts (a SQLite path,
-            ``":memory:"``, a ``sqlite:///`` URL, ...); opened without an embedder, so
-            nodes must carry embeddings, and closed by ``close``.
+            ``":memory:"``, ``sqlite:///`` or ``postgresql://`` URL, a pool, ...);
+            opened without an embedder, so nodes must carry embeddings, and closed
+            by ``close``.
+        schema_policy: With ``connection``: how to treat the database schema
+            (``SchemaPolicy`` or its name); the default creates the store's tables
+            on a fresh database and upgrades old ones.
+        search_strategy: With ``connection``: the new store's ``SearchStrategy``
+            (omitted: the back end's default, VECTOR).
         record_type: ``memory``, ``guideline``, ``fact`` or ``preference``.
         user_id, agent_id, thread_id: Scope: written on every added node and, where
             given, required (exact match) by every read, search and delete; ``None``
             leaves that dimension unscoped on writes and unconstrained on reads.
+        embed_model: The LlamaIndex embedding model the nodes were embedded with;
+            used by MMR queries to embed their candidates (the store does not return
+            stored vectors) when the store has no embedder of its own.
 
     Raises:
         ValueError: when both or neither of ``store`` and ``connection`` are given,
             ``store`` is not an ``OracleMemoryStore``, ``record_type`` is not
-            memory-like, or a scope id is not a non-blank string.
+            memory-like, a scope id is not a non-blank string, ``embed_model`` is not
+            a ``BaseEmbedding``, or a store option is given with ``store``.
     """
 
     stores_text: bool = True
@@ -66,24 +92,34 @@ class OAMVectorStore(BasePydanticVectorStore):
 
     _store: OracleMemoryStore = PrivateAttr()
     _opened: OracleAgentMemory | None = PrivateAttr(default=None)
+    _embed_model: BaseEmbedding | None = PrivateAttr(default=None)
 
     def __init__(
         self,
         store: OracleMemoryStore | None = None,
         *,
         connection: Any = None,
+        schema_policy: SchemaPolicy | str = SchemaPolicy.CREATE_IF_NECESSARY,
+        search_strategy: SearchStrategy | str | None = None,
         record_type: str = "memory",
         user_id: str | None = None,
         agent_id: str | None = None,
         thread_id: str | None = None,
+        embed_model: BaseEmbedding | None = None,
     ) -> None:
         if (store is None) == (connection is None):
             raise ValueError("give exactly one of store and connection")
         if store is not None and not isinstance(store, OracleMemoryStore):
             raise ValueError(f"store must be an OracleMemoryStore, got {type(store).__name__}")
+        if store is not None and search_strategy is not None:
+            raise ValueError("search_strategy applies to connection=, not to a given store")
         if record_type not in MEMORY_TYPES:
             raise ValueError(
                 f"record_type must be one of {sorted(MEMORY_TYPES)}, got {record_type!r}"
+            )
+        if embed_model is not None and not isinstance(embed_model, BaseEmbedding):
+            raise ValueError(
+                f"embed_model must be a LlamaIndex BaseEmbedding, got {type(embed_model).__name__}"
             )
         fields: dict[str, Any] = {
             "stores_text": True,
@@ -94,9 +130,15 @@ class OAMVectorStore(BasePydanticVectorStore):
         }
         super().__init__(**fields)
         if store is None:
-            self._opened = OracleAgentMemory(connection=connection, extract_memories=False)
+            options: dict[str, Any] = {"schema_policy": schema_policy}
+            if search_strategy is not None:
+                options["search_strategy"] = search_strategy
+            self._opened = OracleAgentMemory(
+                connection=connection, extract_memories=False, **options
+            )
             store = self._opened.store
         self._store = store
+        self._embed_model = embed_model
         # A KEYWORD store ranks query text: LlamaIndex then needs no embed model.
         self.is_embedding_query = store.search_strategy is not SearchStrategy.KEYWORD
 
@@ -136,18 +178,20 @@ class OAMVectorStore(BasePydanticVectorStore):
     # -- writes -------------------------------------------------------------------
 
     def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
-        """Store ``nodes`` in one transaction; return their ids in order.
+        """Store ``nodes`` in one transaction; return their ids in order. A node whose
+        id is already stored (in this store's id family, SPEC §2) replaces that
+        record with its search rows, in the same transaction.
 
         Args:
-            nodes: Nodes with or without ``embedding``; ids must be new.
-            **add_kwargs: Store write options (``ttl_days``, ``ttl_anchor``,
-                ``batch_size``), passed to ``OracleMemoryStore.add_batches``.
+            nodes: Nodes with or without ``embedding``.
+            **add_kwargs: Store write options (``batch_size``), passed to
+                ``OracleMemoryStore.upsert_batches``.
 
         Raises:
-            ValueError: for a node id already stored or repeated (SPEC §2), a node
-                without embedding when the store has no embedder and searches by
-                vector, vectors of the wrong dimension, or non-JSON metadata;
-                nothing is written then.
+            ValueError: for a node id repeated in ``nodes``, an id held by a record
+                outside this store's type or scope, a node without embedding when
+                the store has no embedder and searches by vector, vectors of the
+                wrong dimension, or non-JSON metadata; nothing is written then.
         """
         nodes = list(nodes)
         if not nodes:
@@ -165,13 +209,26 @@ class OAMVectorStore(BasePydanticVectorStore):
                 "embedder, so vector search could never find it: give nodes embeddings "
                 "(e.g. through VectorStoreIndex's embed_model) or configure the store's embedder"
             )
+        for node in nodes:
+            self._check_replaceable(node.node_id)
         batches = []
         if with_vec:
             batches.append(self._batch(with_vec, with_embeddings=True))
         if without:
             batches.append(self._batch(without, with_embeddings=False))
-        store.add_batches(batches, **add_kwargs)
+        store.upsert_batches(batches, **add_kwargs)
         return [n.node_id for n in nodes]
+
+    def _check_replaceable(self, node_id: str) -> None:
+        """Refuse to replace a record this vector store cannot see (another memory-like
+        type, or another user/agent/thread): an id names one record per family."""
+        for record_type in sorted(MEMORY_TYPES):
+            existing = self._store.get(record_type, node_id)
+            if existing is not None and not self._in_scope(existing):
+                raise ValueError(
+                    f"node id {node_id!r} belongs to a {existing.record_type} record outside "
+                    "this vector store (another record type or scope)"
+                )
 
     def _batch(self, nodes: list[BaseNode], *, with_embeddings: bool) -> PendingRecordBatch:
         rows = [node_to_row(n) for n in nodes]
@@ -196,7 +253,7 @@ class OAMVectorStore(BasePydanticVectorStore):
         """
         if not isinstance(ref_doc_id, str) or not ref_doc_id.strip():
             raise ValueError(f"ref_doc_id must be a non-blank str, got {ref_doc_id!r}")
-        self._delete_records(self._select(None, equals_any(REF_DOC_KEY, [ref_doc_id])))
+        self._delete_records(self._select(None, {REF_DOC_KEY: ref_doc_id}))
 
     def delete_nodes(
         self,
@@ -207,26 +264,26 @@ class OAMVectorStore(BasePydanticVectorStore):
         """Delete the nodes that have one of ``node_ids`` (if given) and match ``filters``.
 
         ``node_ids=[]`` is no id restriction, as in ``get_nodes``; but a call that would
-        select everything (no ids and no effective filter) deletes nothing: ``[]``
-        deletes nothing, and ``None`` with no filter is an error (use ``clear``).
+        select everything (no ids and no filter) deletes nothing: ``[]`` deletes
+        nothing, and ``None`` with no filter is an error (use ``clear``).
 
         Raises:
             ValueError: when neither ``node_ids`` nor a filter is given, or for a filter
-                that cannot be compiled (``UnsupportedFilterError``).
+                that cannot be translated (``UnsupportedFilterError``).
         """
-        compiled = compile_filters(filters)
-        if not node_ids and compiled.is_unfiltered:
+        flt = to_oam_filter(filters)
+        if not node_ids and flt is None:
             if node_ids is None:
                 raise ValueError(
                     "delete_nodes needs node_ids or a non-empty filter; call clear() to "
                     "delete every node"
                 )
             return
-        self._delete_records(self._select(node_ids or None, compiled))
+        self._delete_records(self._select(node_ids or None, flt))
 
     def clear(self) -> None:
         """Delete every node of this store's record type and scope."""
-        self._delete_records(self._select(None, CompiledFilter.everything()))
+        self._delete_records(self._select(None, None))
 
     def _delete_records(self, records: list[Record]) -> None:
         """Delete ``records`` (all of this store's type) in one transaction."""
@@ -241,75 +298,60 @@ class OAMVectorStore(BasePydanticVectorStore):
         id) that match ``filters``; in ``node_ids`` order, else oldest first.
 
         Raises:
-            ValueError: for a filter that cannot be compiled (``UnsupportedFilterError``).
+            ValueError: for a filter that cannot be translated (``UnsupportedFilterError``).
         """
-        records = self._select(node_ids or None, compile_filters(filters))
+        records = self._select(node_ids or None, to_oam_filter(filters))
         return [record_to_node(r) for r in records]
 
-    def _select(self, node_ids: list[str] | None, compiled: CompiledFilter) -> list[Record]:
+    def _select(self, node_ids: list[str] | None, flt: dict[str, Json] | None) -> list[Record]:
         if node_ids is not None:
+            tree = parse_filter(flt) if flt is not None else ()
             found = (self._store.get(self.record_type, i) for i in dict.fromkeys(node_ids))
             return [
                 r
                 for r in found
-                if r is not None and self._in_scope(r) and compiled.matches(r.metadata)
+                if r is not None and self._in_scope(r) and matches(r.metadata, tree)
             ]
-        seen: dict[str, Record] = {}
-        for branch in compiled.branches:
-            rows = self._store.list(
-                self.record_type,
-                limit=None,
-                metadata_filter=branch.pushed if branch.pushed else NOT_SET,
-                **self._scope(),
-            )
-            for r in rows:
-                if r.id not in seen and branch.matches(r.metadata):
-                    seen[r.id] = r
-        records = list(seen.values())
-        if len(compiled.branches) > 1:
-            records.sort(key=lambda r: r.created_at or "")
-        return records
+        return self._store.list(
+            self.record_type,
+            limit=None,
+            metadata_filter=flt if flt is not None else NOT_SET,
+            **self._scope(),
+        )
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """Top ``similarity_top_k`` nodes for the query.
 
-        What is ranked follows the store's ``search_strategy`` (SPEC §3.5): VECTOR
-        uses ``query_embedding`` (else ``query_str``, embedded by the store); KEYWORD
-        uses ``query_str``; HYBRID uses ``query_str`` when the store has an embedder
-        (else ``query_embedding``, vector ranking only).
+        Query modes: DEFAULT ranks by the store's ``search_strategy`` (SPEC §3.5):
+        VECTOR uses ``query_embedding`` (else ``query_str``, embedded by the store);
+        KEYWORD uses ``query_str``; HYBRID uses ``query_str`` when the store has an
+        embedder (else ``query_embedding``, vector ranking only). HYBRID and
+        SEMANTIC_HYBRID need a HYBRID store; TEXT_SEARCH a KEYWORD store. MMR picks
+        among ``mmr_prefetch_k`` (default ``4 * similarity_top_k``) candidates with
+        LlamaIndex's ``get_top_k_mmr_embeddings`` (``mmr_threshold`` from
+        ``vector_store_kwargs``); its similarities are the MMR scores, as in
+        ``SimpleVectorStore``.
 
         ``query.filters``, ``doc_ids`` and ``node_ids`` (``[]`` = no restriction)
-        restrict the candidates before the top-k cut. A filter with OR branches runs
-        one search per branch and merges them by distance: exact for vector ranking,
-        where a record's distance does not depend on the filter; for KEYWORD and
-        HYBRID the distances are normalized per search, so the order *across*
-        branches is approximate (each branch's own order is exact).
+        restrict the candidates before the top-k cut.
 
         Raises:
-            ValueError: for a query mode other than DEFAULT (the store's
-                ``search_strategy`` decides how text is ranked), a query with neither
-                embedding nor text, an uncompilable filter, or whatever the store
+            ValueError: for a query mode the store cannot serve (named in the
+                message), a query with neither embedding nor text, an untranslatable
+                filter, MMR without a way to embed candidates, or whatever the store
                 rejects (wrong vector dimension, text query without embedder, ...).
         """
-        if query.mode != VectorStoreQueryMode.DEFAULT:
-            raise ValueError(
-                f"query mode {query.mode.value!r} is not supported; OAMVectorStore ranks with "
-                "its store's search_strategy (VECTOR, KEYWORD or HYBRID) in DEFAULT mode"
-            )
         k = query.similarity_top_k
-        compiled = compile_filters(query.filters)
+        flt = to_oam_filter(query.filters)
         if query.doc_ids:
-            compiled = compiled.restrict(equals_any(REF_DOC_KEY, query.doc_ids))
-        if k < 1 or not compiled.branches:
+            flt = and_filters(flt, {REF_DOC_KEY: {"$in": list(query.doc_ids)}})
+        if k < 1:
             return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
-        target = self._target(query)
         wanted = set(query.node_ids) if query.node_ids else None
-        best: dict[str, tuple[Record, float]] = {}
-        for branch in compiled.branches:
-            for record, distance in self._search_branch(branch, k, wanted, target):
-                if record.id not in best or distance < best[record.id][1]:
-                    best[record.id] = (record, distance)
-        ranked = sorted(best.values(), key=lambda rd: (rd[1], rd[0].record_type, rd[0].id))[:k]
+        if query.mode == VectorStoreQueryMode.MMR:
+            return self._mmr(query, flt, wanted, kwargs)
+        target = self._target(query)
+        ranked = self._search(flt, k, wanted, target)
         return VectorStoreQueryResult(
             nodes=[record_to_node(r) for r, _ in ranked],
             similarities=[1.0 - d for _, d in ranked],
@@ -317,10 +359,37 @@ class OAMVectorStore(BasePydanticVectorStore):
         )
 
     def _target(self, query: VectorStoreQuery) -> dict[str, Any]:
-        """``query_vector=`` or ``query=`` for ``search``, by the store's strategy."""
+        """``query_vector=`` or ``query=`` for ``search``, by mode and strategy."""
         text = query.query_str if query.query_str and query.query_str.strip() else None
         vector = list(query.query_embedding) if query.query_embedding is not None else None
         strategy = self._store.search_strategy
+        mode = query.mode
+        if mode in _HYBRID_MODES or mode == VectorStoreQueryMode.TEXT_SEARCH:
+            needed = (
+                SearchStrategy.KEYWORD
+                if mode == VectorStoreQueryMode.TEXT_SEARCH
+                else (SearchStrategy.HYBRID)
+            )
+            if strategy is not needed:
+                raise ValueError(
+                    f"query mode {mode.value!r} needs a store opened with "
+                    f"search_strategy={needed.name}; this store ranks by {strategy.name} "
+                    "(use the default mode, or open the store with that strategy)"
+                )
+            if text is None:
+                raise ValueError(f"query mode {mode.value!r} needs a non-blank query_str")
+            if self._store.embedder is None and strategy is SearchStrategy.HYBRID:
+                raise ValueError(
+                    f"query mode {mode.value!r}: the HYBRID store has no embedder to embed "
+                    "query_str; configure one"
+                )
+            return {"query": text}
+        if mode != VectorStoreQueryMode.DEFAULT:
+            raise ValueError(
+                f"query mode {mode.value!r} is not supported by OAMVectorStore (supported: "
+                "default, mmr, hybrid and semantic_hybrid on a HYBRID store, text_search on "
+                "a KEYWORD store)"
+            )
         if strategy is SearchStrategy.KEYWORD or (
             strategy is SearchStrategy.HYBRID and self._store.embedder is not None
         ):
@@ -334,32 +403,86 @@ class OAMVectorStore(BasePydanticVectorStore):
             return {"query": text}
         raise ValueError("the query needs a query_embedding or a non-blank query_str")
 
-    def _search_branch(
-        self, branch: Branch, k: int, wanted: set[str] | None, target: dict[str, Any]
+    def _search(
+        self,
+        flt: dict[str, Json] | None,
+        k: int,
+        wanted: set[str] | None,
+        target: dict[str, Any],
     ) -> list[tuple[Record, float]]:
-        """The branch's top k; searches deeper while Python-side checks reject rows."""
+        """The top k in scope and filter; searches deeper while ``wanted`` (node ids,
+        not a metadata field) rejects rows."""
         scope: dict[str, Any] = dict(self._scope())
         scope.update({f"exact_{name.removesuffix('_id')}_match": True for name in self._scope()})
-        checked = bool(branch.residual) or wanted is not None
         fetch = k
         while True:
             rows = self._store.search(
                 k=fetch,
                 record_types={self.record_type},
-                metadata_filter=branch.pushed if branch.pushed else NOT_SET,
+                metadata_filter=flt if flt is not None else NOT_SET,
                 **target,
                 **scope,
             )
-            if not checked:
+            if wanted is None:
                 return rows
-            kept = [
-                (r, d)
-                for r, d in rows
-                if (wanted is None or r.id in wanted) and branch.matches(r.metadata)
-            ]
+            kept = [(r, d) for r, d in rows if r.id in wanted]
             if len(kept) >= k or len(rows) < fetch:
                 return kept[:k]
             fetch *= _FETCH_GROWTH
+
+    def _mmr(
+        self,
+        query: VectorStoreQuery,
+        flt: dict[str, Json] | None,
+        wanted: set[str] | None,
+        kwargs: dict[str, Any],
+    ) -> VectorStoreQueryResult:
+        k = query.similarity_top_k
+        prefetch = kwargs.get("mmr_prefetch_k") or k * int(
+            kwargs.get("mmr_prefetch_factor") or _MMR_PREFETCH_FACTOR
+        )
+        text = query.query_str if query.query_str and query.query_str.strip() else None
+        vector = list(query.query_embedding) if query.query_embedding is not None else None
+        if vector is None:
+            if text is None:
+                raise ValueError("an MMR query needs a query_embedding or a non-blank query_str")
+            vector = self._embed([text], is_query=True)[0]
+        if self._store.search_strategy is SearchStrategy.KEYWORD:
+            if text is None:
+                raise ValueError("MMR on a KEYWORD store ranks its candidates by query_str")
+            target: dict[str, Any] = {"query": text}
+        else:
+            target = {"query_vector": vector}
+        candidates = [r for r, _ in self._search(flt, max(prefetch, k), wanted, target)]
+        if not candidates:
+            return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
+        nodes = {r.id: record_to_node(r) for r in candidates}
+        texts = [nodes[r.id].get_content(metadata_mode=MetadataMode.EMBED) for r in candidates]
+        scores, ids = get_top_k_mmr_embeddings(
+            vector,
+            self._embed(texts, is_query=False),
+            similarity_top_k=k,
+            embedding_ids=[r.id for r in candidates],
+            mmr_threshold=kwargs.get("mmr_threshold"),
+        )
+        return VectorStoreQueryResult(
+            nodes=[nodes[i] for i in ids], similarities=list(scores), ids=list(ids)
+        )
+
+    def _embed(self, texts: list[str], *, is_query: bool) -> list[list[float]]:
+        """Vectors for MMR: the store's embedder, else ``embed_model``."""
+        if self._store.embedder is not None:
+            rows = self._store.embedder.embed(texts, is_query=is_query)
+            return [[float(x) for x in row] for row in rows]
+        if self._embed_model is not None:
+            if is_query:
+                return [self._embed_model.get_query_embedding(t) for t in texts]
+            return self._embed_model.get_text_embedding_batch(texts)
+        raise ValueError(
+            "MMR needs the candidates' vectors and the store does not return stored ones: "
+            "give OAMVectorStore(embed_model=...) the model the nodes were embedded with, "
+            "or use a store with an embedder"
+        )
 
     # -- async twins: the sync methods in a worker thread (SPEC §9) ---------------
 

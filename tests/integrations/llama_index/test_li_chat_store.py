@@ -1,4 +1,4 @@
-"""``OAMChatStore``: the ``AsyncDBChatStore`` contract (modelled on llama-index-core's
+"""``OAMDBChatStore``: the ``AsyncDBChatStore`` contract (modelled on llama-index-core's
 SQLAlchemy chat store tests), copies, ordering, and ``Memory`` on top of it."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from llama_index.core.base.llms.types import ChatMessage, ImageBlock, MessageRole, TextBlock
 from llama_index.core.memory import Memory
 from llama_index.core.storage.chat_store.base_db import MessageStatus
-from llama_index_oam import OAMChatStore
+from llama_index_oam import OAMDBChatStore
 
 from oam_core import OracleAgentMemory, SQLiteMemoryStore
 from oam_core.embedders.hashing import HashingEmbedder
@@ -34,7 +34,7 @@ def texts(messages: list[ChatMessage]) -> list[str | None]:
 
 
 def test_add_get_count_with_status(memory: OracleAgentMemory) -> None:
-    cs = OAMChatStore(memory, user_id="u1")
+    cs = OAMDBChatStore(memory, user_id="u1")
 
     async def go() -> None:
         await cs.add_message("s", msg("a"))
@@ -62,7 +62,7 @@ def test_add_get_count_with_status(memory: OracleAgentMemory) -> None:
 
 
 def test_set_messages_replaces_every_status(memory: OracleAgentMemory) -> None:
-    cs = OAMChatStore(memory)
+    cs = OAMDBChatStore(memory)
 
     async def go() -> None:
         await cs.add_messages("s", [msg("a"), msg("b")])
@@ -76,7 +76,7 @@ def test_set_messages_replaces_every_status(memory: OracleAgentMemory) -> None:
 
 
 def test_delete_message_by_position(memory: OracleAgentMemory) -> None:
-    cs = OAMChatStore(memory)
+    cs = OAMDBChatStore(memory)
 
     async def go() -> None:
         await cs.add_messages("s", [msg("A"), msg("B"), msg("C")])
@@ -92,7 +92,7 @@ def test_delete_message_by_position(memory: OracleAgentMemory) -> None:
 
 
 def test_delete_messages_by_status_keeps_memories(memory: OracleAgentMemory) -> None:
-    cs = OAMChatStore(memory)
+    cs = OAMDBChatStore(memory)
 
     async def go() -> None:
         await cs.add_messages("s", [msg("a"), msg("b")])
@@ -108,7 +108,7 @@ def test_delete_messages_by_status_keeps_memories(memory: OracleAgentMemory) -> 
 
 
 def test_delete_and_archive_oldest(memory: OracleAgentMemory) -> None:
-    cs = OAMChatStore(memory)
+    cs = OAMDBChatStore(memory)
 
     async def go() -> None:
         await cs.add_messages("s", [msg(f"m{i}") for i in range(6)])
@@ -127,8 +127,8 @@ def test_delete_and_archive_oldest(memory: OracleAgentMemory) -> None:
 
 
 def test_get_keys(memory: OracleAgentMemory) -> None:
-    mine = OAMChatStore(memory, user_id="u1")
-    other = OAMChatStore(memory, user_id="u2")
+    mine = OAMDBChatStore(memory, user_id="u1")
+    other = OAMDBChatStore(memory, user_id="u2")
 
     async def go() -> None:
         await mine.add_message("s1", msg("a"))
@@ -142,7 +142,7 @@ def test_get_keys(memory: OracleAgentMemory) -> None:
 
 
 def test_returned_messages_are_copies(memory: OracleAgentMemory) -> None:
-    cs = OAMChatStore(memory)
+    cs = OAMDBChatStore(memory)
 
     async def go() -> None:
         original = msg("hello")
@@ -160,7 +160,7 @@ def test_returned_messages_are_copies(memory: OracleAgentMemory) -> None:
 
 
 def test_tool_calls_and_blocks_round_trip(memory: OracleAgentMemory) -> None:
-    cs = OAMChatStore(memory)
+    cs = OAMDBChatStore(memory)
     call = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
     messages = [
         ChatMessage(role="user", blocks=[TextBlock(text="look"), ImageBlock(url="http://x/y.png")]),
@@ -172,7 +172,7 @@ def test_tool_calls_and_blocks_round_trip(memory: OracleAgentMemory) -> None:
 
     async def go() -> list[ChatMessage]:
         await cs.add_messages("s", messages)
-        return await OAMChatStore(memory).get_messages("s")
+        return await OAMDBChatStore(memory).get_messages("s")
 
     back = run(go())
     assert [m.model_dump() for m in back] == [m.model_dump() for m in messages]
@@ -183,7 +183,7 @@ def test_tool_calls_and_blocks_round_trip(memory: OracleAgentMemory) -> None:
 
 def test_order_is_insertion_order(memory: OracleAgentMemory) -> None:
     """C01/C02: 200 alternating messages read back in insertion order."""
-    cs = OAMChatStore(memory)
+    cs = OAMDBChatStore(memory)
     batch = [msg(f"m{i}", "user" if i % 2 == 0 else "assistant") for i in range(200)]
 
     async def go() -> None:
@@ -200,7 +200,7 @@ def test_order_is_insertion_order(memory: OracleAgentMemory) -> None:
 
 
 def test_bad_arguments(memory: OracleAgentMemory) -> None:
-    cs = OAMChatStore(memory)
+    cs = OAMDBChatStore(memory)
     with pytest.raises(ValueError, match="key"):
         run(cs.get_messages(" "))
     with pytest.raises(ValueError, match="limit"):
@@ -208,15 +208,15 @@ def test_bad_arguments(memory: OracleAgentMemory) -> None:
     with pytest.raises(ValueError, match="ChatMessage"):
         run(cs.add_messages("s", ["not a message"]))  # type: ignore[list-item]
     with pytest.raises(ValueError, match="OracleAgentMemory"):
-        OAMChatStore("nope")  # type: ignore[arg-type]
+        OAMDBChatStore("nope")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="user_id"):
-        OAMChatStore(memory, user_id="")
+        OAMDBChatStore(memory, user_id="")
 
 
 def test_extraction_needs_an_llm_error_passes_through(db_path: Path) -> None:
     strict = OracleAgentMemory(connection=str(db_path))  # extraction on, no LLM
     with pytest.raises(ValueError, match=r"(?i)llm"):
-        run(OAMChatStore(strict).add_message("s", msg("hi")))
+        run(OAMDBChatStore(strict).add_message("s", msg("hi")))
     assert strict.store.list_thread_messages("s") == []
     strict.close()
 
@@ -231,7 +231,7 @@ def test_memory_queue_persists_in_oam_threads(
     )
     mem = Memory.from_defaults(
         session_id="chat-1",
-        chat_store=OAMChatStore(first),
+        chat_store=OAMDBChatStore(first),
         token_limit=40,
         chat_history_token_ratio=0.5,
         token_flush_size=10,
@@ -244,7 +244,7 @@ def test_memory_queue_persists_in_oam_threads(
     first.close()
 
     second = OracleAgentMemory(connection=str(db_path), extract_memories=False)
-    cs = OAMChatStore(second)
+    cs = OAMDBChatStore(second)
     again = Memory.from_defaults(session_id="chat-1", chat_store=cs, token_limit=40)
     assert texts(again.get_all(status=ACTIVE)) == texts(active)
     archived = again.get_all(status=ARCHIVED)
@@ -262,7 +262,7 @@ def test_memory_queue_persists_in_oam_threads(
 def test_status_is_filterable_metadata_and_foreign_messages_are_history(
     memory: OracleAgentMemory,
 ) -> None:
-    cs = OAMChatStore(memory)
+    cs = OAMDBChatStore(memory)
 
     async def go() -> None:
         await cs.add_messages("s", [msg("q1"), msg("q2")])
@@ -285,7 +285,7 @@ def test_status_is_filterable_metadata_and_foreign_messages_are_history(
 
 
 def test_a_bare_store_is_accepted(store: SQLiteMemoryStore) -> None:
-    cs = OAMChatStore(store, user_id="u")
+    cs = OAMDBChatStore(store, user_id="u")
 
     async def go() -> list[ChatMessage]:
         await cs.add_message("s", msg("hi"))
@@ -302,7 +302,7 @@ def test_sessions_of_another_user_are_refused(tmp_path: Any) -> None:
     import asyncio
 
     from llama_index.core.llms import ChatMessage
-    from llama_index_oam import OAMChatStore, OAMMemoryBlock
+    from llama_index_oam import OAMDBChatStore, OAMMemoryBlock
 
     from oam_core import OracleAgentMemory
     from oam_core.embedders.hashing import HashingEmbedder
@@ -311,8 +311,8 @@ def test_sessions_of_another_user_are_refused(tmp_path: Any) -> None:
         connection=str(tmp_path / "own.db"), embedder=HashingEmbedder(64), extract_memories=False
     )
     client.add_memory("Ada's PIN is 1234.", user_id="ada", agent_id="helper")
-    ada = OAMChatStore(client, user_id="ada", agent_id="helper")
-    bob = OAMChatStore(client, user_id="bob", agent_id="helper")
+    ada = OAMDBChatStore(client, user_id="ada", agent_id="helper")
+    bob = OAMDBChatStore(client, user_id="bob", agent_id="helper")
 
     async def run() -> None:
         await ada.add_message("ada-session", ChatMessage(role="user", content="my PIN"))

@@ -1,7 +1,7 @@
 """``OAMMemoryBlock`` in ``llama_index.core.memory.Memory`` (modelled on llama-index-core's
 memory tests): flushes reach the session's thread, the card shows up in
 ``memory.get()`` for both insert methods, truncation shortens instead of dropping,
-sessions never mix, and messages already stored by ``OAMChatStore`` are not doubled."""
+sessions never mix, and messages already stored by ``OAMDBChatStore`` are not doubled."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import InsertMethod, Memory
 from llama_index.core.storage.chat_store.base_db import MessageStatus
-from llama_index_oam import OAMChatStore, OAMMemoryBlock
+from llama_index_oam import OAMDBChatStore, OAMMemoryBlock
 
 from oam_core import ILlm, OracleAgentMemory
 from oam_core.embedders.hashing import HashingEmbedder
@@ -41,7 +41,7 @@ def make_memory(
 ) -> Memory:
     return Memory.from_defaults(
         session_id=session,
-        chat_store=OAMChatStore(queue),
+        chat_store=OAMDBChatStore(queue),
         memory_blocks=[block],
         token_limit=token_limit,
         chat_history_token_ratio=0.5,
@@ -195,7 +195,7 @@ def test_block_does_not_double_messages_of_an_oam_chat_store(
     block = OAMMemoryBlock(memory)
     mem = Memory.from_defaults(
         session_id="s",
-        chat_store=OAMChatStore(memory),
+        chat_store=OAMDBChatStore(memory),
         memory_blocks=[block],
         token_limit=60,
         chat_history_token_ratio=0.5,
@@ -292,7 +292,7 @@ class ExtractingLlm(ILlm):
 def test_extraction_runs_on_flushed_messages_and_feeds_the_card(tmp_path: Path) -> None:
     """With the LLM pipeline (SPEC §7) present, a flush into the block is one
     extraction pass over the flushed messages, and the extracted fact reaches the card;
-    with ``OAMChatStore`` the messages are extracted once, when first stored."""
+    with ``OAMDBChatStore`` the messages are extracted once, when first stored."""
     pytest.importorskip("oam_core.memory.extraction", reason="needs the LLM pipeline")
     llm = ExtractingLlm()
     client = OracleAgentMemory(
@@ -314,7 +314,7 @@ def test_extraction_runs_on_flushed_messages_and_feeds_the_card(tmp_path: Path) 
 
     mem = Memory.from_defaults(
         session_id="s2",
-        chat_store=OAMChatStore(client, user_id="u", agent_id="a"),
+        chat_store=OAMDBChatStore(client, user_id="u", agent_id="a"),
         memory_blocks=[block],
         token_limit=60,
         chat_history_token_ratio=0.5,

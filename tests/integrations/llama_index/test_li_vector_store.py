@@ -123,14 +123,23 @@ def test_node_without_embedding_and_no_embedder_is_rejected(store: SQLiteMemoryS
     assert ids(vs) == []  # nothing written
 
 
-def test_duplicate_ids_write_nothing(store: SQLiteMemoryStore) -> None:
+def test_duplicate_ids_in_one_call_write_nothing(store: SQLiteMemoryStore) -> None:
     vs = OAMVectorStore(store)
     vs.add([node(1)])
     with pytest.raises(ValueError):
-        vs.add([node(2), node(1)])
-    with pytest.raises(ValueError):
         vs.add([node(3), node(3)])
     assert ids(vs) == ["n1"]
+
+
+def test_adding_a_stored_id_replaces_the_node(store: SQLiteMemoryStore) -> None:
+    """LlamaIndex vector stores replace nodes with the same id (BUGCASES C30)."""
+    vs = OAMVectorStore(store)
+    vs.add([node(1), node(2)])
+    changed = node(1, topic="new")
+    assert vs.add([node(3), changed]) == ["n3", "n1"]
+    assert sorted(ids(vs)) == ["n1", "n2", "n3"]
+    (n1,) = vs.get_nodes(["n1"])
+    assert n1.metadata == {"i": 1, "topic": "new"}
 
 
 def test_wrong_dimension_names_both(store: SQLiteMemoryStore) -> None:
@@ -216,10 +225,10 @@ def test_query_needs_something_to_rank(store: SQLiteMemoryStore) -> None:
     vs = OAMVectorStore(store)
     with pytest.raises(ValueError, match="query_embedding or a non-blank query_str"):
         vs.query(VectorStoreQuery(similarity_top_k=1))
-    with pytest.raises(ValueError, match="mode 'mmr'"):
+    with pytest.raises(ValueError, match="mode 'svm' is not supported"):
         vs.query(
             VectorStoreQuery(
-                query_embedding=[1.0], similarity_top_k=1, mode=VectorStoreQueryMode.MMR
+                query_embedding=[1.0], similarity_top_k=1, mode=VectorStoreQueryMode.SVM
             )
         )
 
