@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import threading
+from xml.sax.saxutils import escape
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -53,8 +54,10 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
       user and agent that match its text are put first in the card's relevant
       information (at most ``max_relevant_results`` in all).
     * ``atruncate``: re-renders the card within a smaller token limit (texts are
-      shortened fairly with a ``(truncated)`` marker, the lowest-ranked items dropped
-      first, SPEC §7) instead of dropping the block; None only when nothing fits.
+      shortened fairly with a ``(truncated)`` marker, SPEC §7) instead of dropping
+      the block, keeping the memories longest: the recent messages go first, then
+      the summary, then the lowest-ranked memories (``Memory`` holds the transcript
+      itself); None only when nothing fits.
 
     The block keeps no per-session state: one instance serves any number of sessions.
 
@@ -246,14 +249,40 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
         limit = math.floor(chars / 3.5)
         if limit < 1:
             return None
-        shorter = OracleContextCard(
-            summary=card.summary,
+        return _shorter_card(card, limit) or None
+
+
+def _shorter_card(card: OracleContextCard, limit: int) -> str:
+    """``card`` rendered within ``limit`` tokens, keeping its relevant memories first.
+
+    ``Memory`` keeps the transcript in its own chat history, so what only this block
+    adds, the memories, must go last: the recent messages are dropped before a memory
+    is, then the summary (which, without an LLM, is the fallback transcript). Among
+    the renderings, the first that keeps every memory wins, else the one keeping most.
+    """
+    results = card.relevant_results
+    variants = [
+        (card.summary, card.recent_messages),
+        (card.summary, []),
+        ("", []),
+    ]
+    best, best_kept = "", (-1, -1)
+    for summary, messages in variants:
+        text = OracleContextCard(
+            summary=summary,
             topics=card.topics,
-            relevant_results=_results(card.relevant_results),
-            recent_messages=card.recent_messages,
+            relevant_results=_results(results),
+            recent_messages=messages,
             token_limit=limit,
         ).content
-        return shorter or None
+        whole = sum(f"<content>{escape(r.content or '')}</content>" in text for r, _ in results)
+        shown = sum(f"<record_id>{escape(r.id)}</record_id>" in text for r, _ in results)
+        if whole == len(results):
+            return text
+        kept = (whole, shown)
+        if kept > best_kept:
+            best, best_kept = text, kept
+    return best
 
 
 def _results(
