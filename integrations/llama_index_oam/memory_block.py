@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import math
 import threading
-from xml.sax.saxutils import escape
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
+from xml.sax.saxutils import escape
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import PrivateAttr

@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "conformance"))
 
-import _pg  # noqa: E402  (the conformance suite's server helper, one module for both)
+import _pg  # the conformance suite's server helper: one module for both suites
 
 
 @pytest.fixture
