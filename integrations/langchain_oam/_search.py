@@ -30,14 +30,18 @@ DistanceKind = Literal["cosine", "normalized"]
 
 
 def relevance(distance: float, kind: DistanceKind) -> float:
-    """A distance as a relevance score in [0, 1], 1 = best (C12).
+    """A distance as the frameworks' relevance score, 1 = best (BUGCASES C12, C29).
 
-    Cosine distance ``d`` in [0, 2] maps to ``1 - d / 2`` (identical = 1, orthogonal
-    = 0.5, opposite = 0); a normalized distance ``d`` in [0, 1] to ``1 - d``.
+    ``1 - d`` for both kinds, as langchain-core's cosine convention
+    (``VectorStore._cosine_relevance_score_fn``, used by PGVector) and LangGraph's
+    stores give it: for a cosine distance ``d`` in [0, 2] that is the cosine
+    similarity (identical = 1, orthogonal = 0, opposite = -1, as InMemoryVectorStore
+    and InMemoryStore report it); for a normalized KEYWORD/HYBRID distance in [0, 1],
+    the normalized score. ``kind`` is kept for callers that know which one they hold.
     """
-    score = 1.0 - distance / 2.0 if kind == "cosine" else 1.0 - distance
+    del kind  # the same formula for both kinds (docs/langchain.md)
     # Rounded to 6 places: float32 vectors put an identical text at 0.99999994.
-    return round(min(1.0, max(0.0, score)), 6)
+    return round(1.0 - distance, 6)
 
 
 def clean_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:

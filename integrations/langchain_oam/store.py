@@ -20,22 +20,37 @@ default):
   set to ``expiry - ttl_days`` (``TimeToLiveAnchor.TIMESTAMP``); reads refresh it
   when ``refresh_ttl`` (or ``TTLConfig.refresh_on_read``) says so.
 
-Search with a ``query`` is ranked by the ``oam`` store (its embedder, or KEYWORD /
-HYBRID), or by ``IndexConfig.embed`` when the store has no embedder; a store that
-can rank nothing lists matches, newest first, as LangGraph's ``InMemoryStore`` does
-without an index. Filters: plain values, ``$eq`` and ``$ne`` run in the store's
-query (SPEC §4); ``$gt``/``$gte``/``$lt``/``$lte`` are checked in Python on the
-candidates (all of them, before ``offset``/``limit``).
+Search with a ``query`` is ranked when there is an index (``IndexConfig``), or a
+given ``oam`` store that ranks text itself (its embedder, or KEYWORD / HYBRID);
+scores are LangGraph's: the cosine similarity for vector search, as
+``InMemoryStore`` and ``PostgresStore`` report it (``1 - distance``; KEYWORD and
+HYBRID: the normalized score). As in ``InMemoryStore``, matching items that the
+ranking does not reach (``index=False``, or no query term for KEYWORD) follow with
+score None; without an index the query is ignored and matches are listed newest
+first, as ``PostgresStore`` lists them. Filters are LangGraph's (plain values
+matched exactly, ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``) and the rest
+of the ``oam`` language (docs/filters.md), applied to the item's value inside the
+store's query, before ``offset``/``limit``.
+
+Values are stored as JSON the way ``PostgresStore`` writes them (``orjson``):
+``datetime``, ``date``, ``UUID``, dataclasses and enums become JSON values
+(``datetime`` as its ISO 8601 text) and are read back as such.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import json
+import logging
 import math
+import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
+
+import orjson
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
@@ -63,6 +78,7 @@ from oam_core import (
     OracleAgentMemory,
     OracleMemoryStore,
     Record,
+    SchemaPolicy,
     SearchStrategy,
     SQLiteMemoryStore,
     TimeToLiveAnchor,
@@ -72,11 +88,11 @@ __all__ = ["OAMStore"]
 
 _ID_NAMESPACE = uuid.UUID("6f1d3c52-8a0e-4d8e-9a57-3c3f1b0e2a11")
 _LG = "langgraph"
-_COMPARISONS = {"$gt", "$gte", "$lt", "$lte"}
 _MEMORY_LIKE = ("memory", "guideline", "fact", "preference")
-_SCAN = 10_000
-"""Candidates fetched when a filter must be finished in Python (SPEC §10 list cap)."""
 _MINUTES_PER_DAY = 24 * 60
+_DEFAULT_SWEEP_MINUTES = 5.0
+"""Sweep interval of ``start_ttl_sweeper`` without one given (``PostgresStore``'s)."""
+logger = logging.getLogger("oam")
 
 
 def record_id(namespace: Sequence[str], key: str) -> str:
@@ -92,51 +108,28 @@ def _prefix_filter(prefix: Sequence[str]) -> dict[str, Any]:
     return {_LG: {"path": {str(i): label for i, label in enumerate(prefix)}}}
 
 
-def _split_filter(flt: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
-    """LangGraph filter -> (``oam`` filter on the value, conditions left for Python).
+def _as_json(value: Mapping[str, Any]) -> dict[str, Any]:
+    """An item value as JSON: values JSON lacks (``datetime``, ``date``, ``UUID``,
+    dataclasses, enums, numpy scalars) converted as ``orjson`` converts them (the
+    serializer of LangGraph's server store), everything else kept exactly.
 
     Raises:
-        ValueError: for an operator LangGraph does not define.
+        ValueError: for a value that has no JSON form (naming it), a non-string key,
+            or a non-finite float.
     """
-    native: dict[str, Any] = {}
-    rest: dict[str, Any] = {}
-    for key, cond in (flt or {}).items():
-        if isinstance(cond, Mapping) and any(str(k).startswith("$") for k in cond):
-            ops = dict(cond)
-            unknown = set(ops) - _COMPARISONS - {"$eq", "$ne"}
-            if unknown:
-                raise ValueError(f"filter[{key!r}]: unsupported operators {sorted(unknown)}")
-            positive = [ops[o] for o in ("$eq",) if o in ops]
-            negative = [ops[o] for o in ("$ne",) if o in ops]
-            compare = {o: v for o, v in ops.items() if o in _COMPARISONS}
-            if positive and negative:
-                rest.setdefault(key, {})["$ne"] = negative[0]
-            elif negative:
-                native[key] = {"$not": negative[0]}
-            if positive:
-                native[key] = positive[0]
-            if compare:
-                rest.setdefault(key, {}).update(compare)
-        else:
-            native[key] = cond
-    return native, rest
 
+    def convert(obj: Any) -> Any:
+        try:
+            return orjson.loads(orjson.dumps(obj))
+        except TypeError:
+            raise TypeError(f"{type(obj).__name__} value {obj!r}") from None
 
-def _compare(value: Any, op: str, operand: Any) -> bool:
-    if op == "$ne":
-        return bool(value != operand)
     try:
-        a, b = float(value), float(operand)
-    except (TypeError, ValueError):
-        return False
-    return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[op]
-
-
-def _python_filter(value: Mapping[str, Any], rest: Mapping[str, Any]) -> bool:
-    return all(
-        key in value and all(_compare(value[key], op, operand) for op, operand in ops.items())
-        for key, ops in rest.items()
-    )
+        text = json.dumps(dict(value), default=convert, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"value is not JSON-serializable: {exc}") from None
+    converted: dict[str, Any] = json.loads(text)
+    return converted
 
 
 def _matches_condition(namespace: tuple[str, ...], cond: MatchCondition) -> bool:
@@ -152,28 +145,30 @@ def _matches_condition(namespace: tuple[str, ...], cond: MatchCondition) -> bool
 
 
 class OAMStore(BaseStore):
-    """LangGraph ``BaseStore`` over an ``oam`` client or store (issue 4; see the
-    module docstring for the mapping).
+    """LangGraph ``BaseStore`` over an ``oam`` client or store (see the module
+    docstring for the mapping; user guide in docs/langchain.md).
 
     Example::
 
-        >>> store = OAMStore()
+        >>> from langchain_core.embeddings import DeterministicFakeEmbedding
+        >>> store = OAMStore(index={"embed": DeterministicFakeEmbedding(size=16), "dims": 16})
         >>> store.put(("memories", "alice"), "dog", {"text": "Alice's dog is Biscuit"})
         >>> store.get(("memories", "alice"), "dog").value
         {'text': "Alice's dog is Biscuit"}
-        >>> [i.key for i in store.search(("memories",), query="dog")]
+        >>> [i.key for i in store.search(("memories",), query="Alice's dog is Biscuit")]
         ['dog']
 
     Args:
         memory: An ``OracleAgentMemory`` or ``OracleMemoryStore``; omitted: a new
-            in-memory SQLite store, embedding with ``index["embed"]`` when given,
-            else ranking queries by KEYWORD (BM25).
+            in-memory SQLite store, embedding with ``index["embed"]`` when given.
         index: LangGraph ``IndexConfig``: ``fields`` (JSON paths whose text is
             indexed; default ``["$"]``, the whole value), ``embed`` (LangChain
             ``Embeddings``, function or provider string; used when the ``oam``
-            store has no embedder) and ``dims``.
+            store has no embedder) and ``dims``. Without it (and without a given
+            store that ranks text) queries are ignored, as in ``InMemoryStore``.
         ttl: LangGraph ``TTLConfig``: ``default_ttl`` (minutes),
-            ``refresh_on_read`` (default True). Expired items are always omitted.
+            ``refresh_on_read`` (default True), ``sweep_interval_minutes``.
+            Expired items are always omitted.
         record_type: The memory-like ``oam`` record type of items.
         user_index, agent_index: Namespace position holding the user (agent) id
             of an item; None = items are not scoped in that dimension.
@@ -218,20 +213,17 @@ class OAMStore(BaseStore):
         self._fields: list[str] = list((index or {}).get("fields") or ["$"])
         embed = (index or {}).get("embed")
         self._embeddings: Embeddings | None = ensure_embeddings(embed) if embed else None
-        self._owns_store = memory is None
+        self._owned: OracleAgentMemory | OracleMemoryStore | None = None
+        self._sweeper: threading.Thread | None = None
+        self._sweeper_stop = threading.Event()
+        self._sweeper_future: concurrent.futures.Future[None] | None = None
         if memory is None:
             if index is not None and self._embeddings is None:
                 raise ValueError("index needs 'embed' when OAMStore opens its own store")
-            embedder = (
-                LangChainEmbedder(self._embeddings, dimension=index.get("dims"))
-                if self._embeddings is not None and index is not None
-                else None
-            )
             self.store: OracleMemoryStore = SQLiteMemoryStore(
-                ":memory:",
-                embedder=embedder,
-                search_strategy=SearchStrategy.VECTOR if embedder else SearchStrategy.KEYWORD,
+                ":memory:", embedder=self._own_embedder()
             )
+            self._owned = self.store
         elif isinstance(memory, OracleAgentMemory):
             self.store = memory.store
         elif isinstance(memory, OracleMemoryStore):
@@ -240,11 +232,159 @@ class OAMStore(BaseStore):
             raise ValueError(
                 f"memory must be an OracleAgentMemory or OracleMemoryStore, got {type(memory).__name__}"
             )
+        self._ranks = index is not None or (memory is not None and store_ranks_text(self.store))
+
+    def _own_embedder(self) -> LangChainEmbedder | None:
+        """The embedder of a store this object opens (the index's model, if any)."""
+        if self._embeddings is None or self.index_config is None:
+            return None
+        return LangChainEmbedder(self._embeddings, dimension=self.index_config.get("dims"))
+
+    @classmethod
+    @contextlib.contextmanager
+    def from_conn_string(
+        cls,
+        conn_string: str,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        schema_policy: SchemaPolicy | str = SchemaPolicy.CREATE_IF_NECESSARY,
+        **kwargs: Any,
+    ) -> Iterator[OAMStore]:
+        """Open an ``OAMStore`` on a database, as ``PostgresStore.from_conn_string``.
+
+        Example::
+
+            >>> with OAMStore.from_conn_string("sqlite://:memory:") as store:
+            ...     store.setup()
+            ...     store.put(("users", "123"), "prefs", {"theme": "dark"})
+            ...     store.get(("users", "123"), "prefs").value
+            {'theme': 'dark'}
+
+        Args:
+            conn_string: A database URL or path as ``OracleAgentMemory(connection=)``
+                takes it (``postgresql://...``, ``sqlite:///...``, ``oracle://...``).
+            index: As the constructor; its ``embed`` becomes the store's embedder.
+            ttl: As the constructor.
+            schema_policy: ``SchemaPolicy`` (or name) of the store; the default
+                creates the tables on a fresh database, as ``PostgresStore.setup``.
+            **kwargs: ``record_type``, ``user_index``, ``agent_index``, ``clock``.
+
+        Yields:
+            The store; it, its TTL sweeper and its database connections are closed
+            when the block ends.
+
+        Raises:
+            ValueError: as ``OracleAgentMemory(connection=...)`` (an unsupported URL,
+                a missing schema under ``REQUIRE_EXISTING``) or the constructor.
+        """
+        embed = (index or {}).get("embed")
+        if index is not None and not embed:
+            raise ValueError("index needs 'embed' when OAMStore opens its own store")
+        embedder = (
+            LangChainEmbedder(ensure_embeddings(embed), dimension=index.get("dims"))
+            if index is not None
+            else None
+        )
+        client = OracleAgentMemory(
+            connection=conn_string,
+            embedder=embedder,
+            extract_memories=False,
+            schema_policy=schema_policy,
+        )
+        try:
+            store = cls(client, index=index, ttl=ttl, **kwargs)
+        except BaseException:
+            client.close()
+            raise
+        store._owned = client
+        try:
+            yield store
+        finally:
+            store.close()
+
+    def setup(self) -> None:
+        """Kept for ``PostgresStore`` code (``store.setup()`` once before first use):
+        the schema is already in place, created or checked when the store opened
+        (its ``schema_policy``), so there is nothing left to run."""
 
     def close(self) -> None:
-        """Close the ``oam`` store if this object opened it."""
-        if self._owns_store:
-            self.store.close()
+        """Stop the TTL sweeper and close the ``oam`` store if this object opened it."""
+        self.stop_ttl_sweeper()
+        if self._owned is not None:
+            self._owned.close()
+
+    # -------------------------------------------------------------------- TTL
+
+    def sweep_ttl(self) -> int:
+        """Delete expired items (and every other expired record of the ``oam`` store)
+        now, as ``PostgresStore.sweep_ttl``.
+
+        Returns:
+            The number of records deleted.
+        """
+        return self.store.purge_expired()
+
+    def start_ttl_sweeper(
+        self, sweep_interval_minutes: float | None = None
+    ) -> concurrent.futures.Future[None]:
+        """Sweep expired items in a background thread, as ``PostgresStore``'s sweeper:
+        first at once, then every ``sweep_interval_minutes`` (else the TTL config's,
+        else 5) until ``stop_ttl_sweeper``. Without a TTL config nothing starts.
+
+        Returns:
+            A future resolved when the sweeper stops (already resolved without a TTL
+            config); a second call while it runs returns the same future.
+        """
+        if not self.ttl_config:
+            done: concurrent.futures.Future[None] = concurrent.futures.Future()
+            done.set_result(None)
+            return done
+        if self._sweeper is not None and self._sweeper.is_alive():
+            assert self._sweeper_future is not None
+            return self._sweeper_future
+        minutes = float(
+            sweep_interval_minutes
+            or self.ttl_config.get("sweep_interval_minutes")
+            or _DEFAULT_SWEEP_MINUTES
+        )
+        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._sweeper_stop.clear()
+
+        def loop() -> None:
+            try:
+                while not self._sweeper_stop.is_set():
+                    try:
+                        self.sweep_ttl()
+                    except Exception:  # keep sweeping; the next pass may succeed
+                        logger.exception("OAMStore TTL sweep failed")
+                    self._sweeper_stop.wait(minutes * 60)
+            finally:
+                future.set_result(None)
+
+        self._sweeper_future = future
+        self._sweeper = threading.Thread(target=loop, name="oam-ttl-sweeper", daemon=True)
+        self._sweeper.start()
+        return future
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the TTL sweeper thread.
+
+        Args:
+            timeout: Seconds to wait for it to finish (None: until it does).
+
+        Returns:
+            True when no sweeper runs any more.
+        """
+        thread = self._sweeper
+        if thread is None:
+            return True
+        self._sweeper_stop.set()
+        thread.join(timeout)
+        if thread.is_alive():
+            return False
+        self._sweeper = None
+        return True
 
     # --------------------------------------------------------------- mapping
 
@@ -330,10 +470,11 @@ class OAMStore(BaseStore):
         for op in puts:
             if not isinstance(op.value, Mapping):
                 raise ValueError(f"value must be a dict or None, got {op.value!r}")
+            value = _as_json(op.value)
             rid = record_id(op.namespace, op.key)
             old = yield oam(self.store, "get", self.record_type, rid)
             old_lg = (old.metadata or {}).get(_LG, {}) if old is not None else {}
-            texts = self._texts(op.value, op.index)
+            texts = self._texts(value, op.index)
             lg = {
                 "namespace": list(op.namespace),
                 "path": {str(i): label for i, label in enumerate(op.namespace)},
@@ -345,9 +486,9 @@ class OAMStore(BaseStore):
             rows.append(
                 {
                     "id": rid,
-                    "content": "\n".join(texts) if texts else json.dumps(dict(op.value)),
+                    "content": "\n".join(texts) if texts else json.dumps(value),
                     "texts": texts,
-                    "metadata": {_LG: lg, "value": dict(op.value)},
+                    "metadata": {_LG: lg, "value": value},
                     **self._scope(op.namespace),
                     **self._ttl_kwargs(op.ttl, now),
                 }
@@ -382,39 +523,37 @@ class OAMStore(BaseStore):
             yield oam(self.store, "delete_records", self.record_type, deletes)
 
     def _search_steps(self, op: SearchOp) -> Steps[list[SearchItem]]:
-        native, rest = _split_filter(op.filter)
-        metadata_filter: dict[str, Any] = _prefix_filter(op.namespace_prefix)
-        if native:
-            metadata_filter["value"] = native
-        wanted = op.offset + op.limit
         if op.limit <= 0:
             return []
-        records: list[tuple[Record, float | None]]
-        ranks = store_ranks_text(self.store) or self._embeddings is not None
-        if op.query and op.query.strip() and ranks:
-            k = _SCAN if rest else max(1, wanted)
+        metadata_filter: dict[str, Any] = _prefix_filter(op.namespace_prefix)
+        if op.filter:
+            metadata_filter["value"] = dict(op.filter)  # the oam language, on the value
+        wanted = op.offset + op.limit
+        records: list[tuple[Record, float | None]] = []
+        if op.query and op.query.strip() and self._ranks:
             kwargs: dict[str, Any] = {
                 "record_types": {self.record_type},
                 "metadata_filter": metadata_filter,
             }
             if store_ranks_text(self.store):
-                hits = yield oam(self.store, "search", op.query, k, **kwargs)
+                hits = yield oam(self.store, "search", op.query, wanted, **kwargs)
                 kind = text_kind(self.store)
             else:
                 assert self._embeddings is not None
                 vector = yield lc(self._embeddings, "embed_query", op.query)
-                hits = yield oam(self.store, "search", None, k, query_vector=vector, **kwargs)
+                hits = yield oam(self.store, "search", None, wanted, query_vector=vector, **kwargs)
                 kind = "cosine"
             records = [(r, relevance(d, kind)) for r, d in hits]
-        else:
+        if len(records) < wanted:
+            # Matches the ranking did not reach follow unscored, newest first (as
+            # InMemoryStore appends items it holds no vectors for).
             listed = yield oam(
                 self.store, "list", self.record_type, None, metadata_filter=metadata_filter
             )
             listed.sort(key=lambda r: r.metadata[_LG]["updated_at"], reverse=True)
-            records = [(r, None) for r in listed]
-        kept = [
-            (r, s) for r, s in records if _python_filter((r.metadata or {}).get("value", {}), rest)
-        ][op.offset : wanted]
+            seen = {r.id for r, _ in records}
+            records += [(r, None) for r in listed if r.id not in seen]
+        kept = records[op.offset : wanted]
         for record, _ in kept:
             yield from self._refresh(record, op.refresh_ttl)
         return [self._item(r, s, search=True) for r, s in kept]  # type: ignore[misc]

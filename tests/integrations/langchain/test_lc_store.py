@@ -140,7 +140,7 @@ def test_filters_native_and_comparisons(store: OAMStore) -> None:
         ("memories", "alice", "dog"),
         ("settings", "theme"),
     ]
-    with pytest.raises(ValueError, match="unsupported operators"):
+    with pytest.raises(ValueError, match=r"unknown operator .\$regex"):
         store.search((), filter={"n": {"$regex": "x"}})
 
 
@@ -177,14 +177,18 @@ def test_list_namespaces(store: OAMStore) -> None:
 
 
 def test_index_false_and_fields() -> None:
-    store = OAMStore()  # KEYWORD ranking: only indexed text can match
+    """A KEYWORD store ranks only indexed text; the other matches follow unscored,
+    as InMemoryStore appends the items it holds no vectors for."""
+    store = OAMStore(SQLiteMemoryStore(":memory:", search_strategy="KEYWORD"))
     store.put(("docs",), "hidden", {"text": "secret banana"}, index=False)
     store.put(("docs",), "title", {"title": "banana bread", "body": "flour"}, index=["title"])
     hits = store.search(("docs",), query="banana")
-    assert [h.key for h in hits] == ["title"]
+    assert [(h.key, h.score is not None) for h in hits] == [("title", True), ("hidden", False)]
     assert {i.key for i in store.search(("docs",))} == {"hidden", "title"}
-    assert store.search(("docs",), query="flour") == []  # body was not indexed
-    store.close()
+    flour = store.search(("docs",), query="flour")  # body was not indexed
+    assert [h.score for h in flour] == [None, None]
+    assert store.search(("docs",), query="banana", limit=1)[0].key == "title"
+    store.store.close()
 
 
 def test_ttl_expires_and_refreshes_on_read(oam_store: SQLiteMemoryStore, clock: Clock) -> None:
@@ -272,12 +276,15 @@ def test_own_store_with_langchain_embeddings() -> None:
     store.close()
 
 
-def test_keyword_default_store_ranks_without_embeddings() -> None:
-    store = OAMStore()
-    store.put(("m",), "a", {"text": "the cat sat"})
-    store.put(("m",), "b", {"text": "a dog barked"})
-    assert [h.key for h in store.search(("m",), query="dog")] == ["b"]
-    store.close()
+def test_without_an_index_the_query_is_ignored_as_in_memory_store() -> None:
+    ours, anchor = OAMStore(), InMemoryStore()
+    for store in (ours, anchor):
+        store.put(("m",), "a", {"text": "the cat sat"})
+        store.put(("m",), "b", {"text": "a dog barked"})
+    got = {(h.key, h.score) for h in ours.search(("m",), query="dog")}
+    assert got == {(h.key, h.score) for h in anchor.search(("m",), query="dog")}
+    assert got == {("a", None), ("b", None)}
+    ours.close()
 
 
 def test_a_batch_of_puts_is_one_transaction(store: OAMStore) -> None:

@@ -52,11 +52,16 @@ def vs() -> OAMVectorStore:
     return OAMVectorStore(GEOMETRY)
 
 
-def test_relevance_orientation_and_threshold(vs: OAMVectorStore) -> None:  # C12
+def test_relevance_orientation_and_threshold(vs: OAMVectorStore) -> None:  # C12, C29
+    """Relevance is langchain-core's cosine convention (PGVector's ``1 - distance``):
+    the cosine similarity, so an opposite vector scores -1 and LangChain warns about
+    it exactly as it does for PGVector."""
     vs.add_texts(["same", "orthogonal", "opposite"], ids=["s", "o", "x"])
-    scored = vs.similarity_search_with_relevance_scores("query", k=3)
-    assert [(d.id, s) for d, s in scored] == [("s", 1.0), ("o", 0.5), ("x", 0.0)]
-    kept = vs.similarity_search_with_relevance_scores("query", k=3, score_threshold=0.9)
+    with pytest.warns(UserWarning, match="Relevance scores must be between 0 and 1"):
+        scored = vs.similarity_search_with_relevance_scores("query", k=3)
+    assert [(d.id, s) for d, s in scored] == [("s", 1.0), ("o", 0.0), ("x", -1.0)]
+    with pytest.warns(UserWarning, match="Relevance scores"):
+        kept = vs.similarity_search_with_relevance_scores("query", k=3, score_threshold=0.9)
     assert [d.id for d, _ in kept] == ["s"]
     distances = vs.similarity_search_with_score("query", k=3)
     assert [round(d, 5) for _, d in distances] == [0.0, 1.0, 2.0]
