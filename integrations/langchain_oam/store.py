@@ -51,7 +51,6 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import orjson
-
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     BaseStore,
@@ -79,7 +78,6 @@ from oam_core import (
     OracleMemoryStore,
     Record,
     SchemaPolicy,
-    SearchStrategy,
     SQLiteMemoryStore,
     TimeToLiveAnchor,
 )
