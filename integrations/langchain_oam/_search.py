@@ -74,6 +74,33 @@ def to_document(record: Record) -> Document:
     )
 
 
+RECORD_KEY = "oam"
+"""Metadata key of a retriever document holding the record's facts (see
+``to_retrieved_document``)."""
+
+
+def to_retrieved_document(record: Record, score: float | None = None) -> Document:
+    """A record as a retriever's document: ``to_document``, plus under
+    ``metadata["oam"]`` the record's ``record_type``, ``timestamp``, ``created_at``,
+    ``thread_id``, ``user_id``, ``agent_id`` and relevance ``score`` (None for MMR).
+    Caller metadata that already holds an ``"oam"`` key keeps it (nothing is added).
+    """
+    doc = to_document(record)
+    doc.metadata.setdefault(
+        RECORD_KEY,
+        {
+            "record_type": record.record_type,
+            "score": score,
+            "timestamp": record.timestamp,
+            "created_at": record.created_at,
+            "thread_id": record.thread_id,
+            "user_id": record.user_id,
+            "agent_id": record.agent_id,
+        },
+    )
+    return doc
+
+
 def check_k(value: object, name: str = "k") -> int:
     """Return ``value`` if it is an int >= 1, else raise ValueError naming it."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -205,16 +232,18 @@ def mmr_steps(
     embedding: Embeddings | None,
     metadata_filter: Mapping[str, Any] | None,
 ) -> Steps[list[Record]]:
-    """Maximal marginal relevance: fetch ``fetch_k`` nearest records by vector, then
-    pick ``k`` that balance relevance and diversity (``lambda_mult`` 1 = relevance
-    only, 0 = diversity only).
+    """Maximal marginal relevance: fetch the ``fetch_k`` best records, then pick ``k``
+    that balance relevance and diversity (``lambda_mult`` 1 = relevance only, 0 =
+    diversity only), with langchain-core's ``maximal_marginal_relevance``.
 
-    The candidates' vectors are the embeddings of their stored text (the store does
-    not hand out stored vectors), made by ``embedding`` or the store's embedder.
+    Candidates are the nearest by vector, or, on a KEYWORD store (which ranks text
+    only), the best ranked by the text ``query``. Their vectors are the embeddings
+    of their stored text (the store does not hand out stored vectors), made by
+    ``embedding`` or the store's embedder.
 
     Raises:
-        ValueError: for k or fetch_k < 1, ``lambda_mult`` outside [0, 1], or when
-            no embedding model is available.
+        ValueError: for k or fetch_k < 1, ``lambda_mult`` outside [0, 1], no
+            embedding model, or a vector-only query on a KEYWORD store.
     """
     check_k(k)
     check_k(fetch_k, "fetch_k")
@@ -222,10 +251,20 @@ def mmr_steps(
         raise ValueError(f"lambda_mult must be a number in [0, 1], got {lambda_mult!r}")
     if not 0.0 <= float(lambda_mult) <= 1.0:
         raise ValueError(f"lambda_mult must be in [0, 1], got {lambda_mult!r}")
+    keyword = store.search_strategy is SearchStrategy.KEYWORD
+    if keyword and query is None:
+        raise ValueError(
+            "MMR by vector on a KEYWORD store: the store ranks text only; search by query text"
+        )
     if vector is None:
         vector = _vector((yield embed_query_call(store, embedding, query or "")))
     hits = yield from search_steps(
-        store, scope, max(fetch_k, k), vector=vector, metadata_filter=metadata_filter
+        store,
+        scope,
+        max(fetch_k, k),
+        query=query if keyword else None,
+        vector=None if keyword else vector,
+        metadata_filter=metadata_filter,
     )
     if not hits:
         return []

@@ -1,8 +1,9 @@
 """``OAMRetriever``: a LangChain ``BaseRetriever`` over an ``oam`` client or store.
 
 It ranks records with the store's own search (SPEC §3.5), scoped to a user, agent or
-thread, filtered with the ``oam`` filter language (SPEC §4), and returns them as
-``Document`` objects (id, content, the caller's metadata).
+thread, filtered with the ``oam`` filter language (docs/filters.md), and returns them
+as ``Document`` objects: id, content, the caller's metadata, and under
+``metadata["oam"]`` the record type, timestamps, scope and relevance score.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from langchain_oam._search import (
     mmr_steps,
     relevance,
     search_steps,
-    to_document,
+    to_retrieved_document,
 )
 from langchain_oam._steps import Steps, run_async, run_sync
 from oam_core import OracleAgentMemory, OracleMemoryStore
@@ -57,9 +58,10 @@ class OAMRetriever(BaseRetriever):
         record_types: Record types searched (default: messages, memory-like records
             and profiles, SPEC §3.5).
         search_type: ``"similarity"`` (nearest k), ``"similarity_score_threshold"``
-            (nearest k with relevance >= ``score_threshold``, relevance in [0, 1]) or
+            (nearest k with relevance >= ``score_threshold``) or
             ``"mmr"`` (maximal marginal relevance over ``fetch_k`` candidates,
             diversity set by ``lambda_mult``; needs the store's embedder).
+            Relevance is langchain-core's cosine convention (docs/langchain.md).
         filter: Metadata filter in the ``oam`` language (SPEC §4); per call too.
         score_threshold, fetch_k, lambda_mult: See ``search_type``.
 
@@ -78,7 +80,7 @@ class OAMRetriever(BaseRetriever):
     record_types: frozenset[str] | None = None
     search_type: SearchType = "similarity"
     filter: dict[str, Any] | None = None
-    score_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    score_threshold: float | None = Field(default=None, ge=-1.0, le=1.0)
     fetch_k: int = 20
     lambda_mult: float = Field(default=0.5, ge=0.0, le=1.0)
 
@@ -140,14 +142,15 @@ class OAMRetriever(BaseRetriever):
                 embedding=None,
                 metadata_filter=metadata_filter,
             )
-            return [to_document(r) for r in records]
+            return [to_retrieved_document(r) for r in records]
         hits = yield from search_steps(
             self.store, scope, k, query=query, metadata_filter=metadata_filter
         )
+        scored = [(r, relevance(d, kind)) for r, d, kind in hits]
         threshold = options.get("score_threshold", self.score_threshold)
         if self.search_type == "similarity_score_threshold" and threshold is not None:
-            hits = [h for h in hits if relevance(h[1], h[2]) >= threshold]
-        return [to_document(r) for r, _, _ in hits]
+            scored = [(r, s) for r, s in scored if s >= threshold]
+        return [to_retrieved_document(r, s) for r, s in scored]
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any

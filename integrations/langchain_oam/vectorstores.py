@@ -30,7 +30,14 @@ from langchain_oam._search import (
 )
 from langchain_oam._steps import Steps, lc, oam, run_async, run_sync
 from langchain_oam.embeddings import LangChainEmbedder
-from oam_core import OracleAgentMemory, OracleMemoryStore, Record, SQLiteMemoryStore
+from oam_core import (
+    OracleAgentMemory,
+    OracleMemoryStore,
+    Record,
+    SchemaPolicy,
+    SearchStrategy,
+    SQLiteMemoryStore,
+)
 
 __all__ = ["OAMVectorStore"]
 
@@ -66,8 +73,14 @@ class OAMVectorStore(VectorStore):
             embeds everything and the vectors are passed to the store.
         store: An existing store (not closed by ``close``).
         connection: A database for a new store, as ``OracleAgentMemory(connection=)``
-            takes it (a SQLite path, ``":memory:"`` or ``sqlite:///`` URL), embedded
-            with ``embedding``; closed by ``close``.
+            takes it (a SQLite path, ``":memory:"``, a ``sqlite:///`` or
+            ``postgresql://`` URL, a pool), embedded with ``embedding``; closed by
+            ``close``.
+        schema_policy: With ``connection``: how to treat the database schema
+            (``SchemaPolicy`` or its name); the default creates the store's tables
+            on a fresh database, as PGVector creates its collection tables.
+        search_strategy: With ``connection``: the new store's ``SearchStrategy``
+            (omitted: VECTOR).
         record_type: The memory-like record type of the documents: ``memory``,
             ``guideline``, ``fact`` or ``preference``.
         user_id, agent_id, thread_id: Scope. Given: every document is written with
@@ -77,8 +90,8 @@ class OAMVectorStore(VectorStore):
 
     Raises:
         ValueError: naming the argument, for both ``store`` and ``connection``, a
-            non-store ``store``, a record type that is not memory-like, or a blank
-            scope id.
+            non-store ``store``, a record type that is not memory-like, a blank
+            scope id, or ``search_strategy`` without ``connection``.
     """
 
     def __init__(
@@ -87,6 +100,8 @@ class OAMVectorStore(VectorStore):
         *,
         store: OracleMemoryStore | None = None,
         connection: Any = None,
+        schema_policy: SchemaPolicy | str = SchemaPolicy.CREATE_IF_NECESSARY,
+        search_strategy: SearchStrategy | str | None = None,
         record_type: str = "memory",
         user_id: str | None = None,
         agent_id: str | None = None,
@@ -100,6 +115,8 @@ class OAMVectorStore(VectorStore):
             raise ValueError(f"record_type must be one of {list(MEMORY_LIKE)}, got {record_type!r}")
         if store is not None and connection is not None:
             raise ValueError("pass at most one of store and connection, got both")
+        if search_strategy is not None and connection is None:
+            raise ValueError("search_strategy applies to connection=, not to a given store")
         self._embedding = embedding
         self.record_type = record_type
         self.user_id = _scope_id(user_id, "user_id")
@@ -111,10 +128,14 @@ class OAMVectorStore(VectorStore):
                 raise ValueError(f"store must be an OracleMemoryStore, got {type(store).__name__}")
             self.store = store
         elif connection is not None:
+            options: dict[str, Any] = {"schema_policy": schema_policy}
+            if search_strategy is not None:
+                options["search_strategy"] = search_strategy
             client = OracleAgentMemory(
                 connection=connection,
                 embedder=LangChainEmbedder(embedding),
                 extract_memories=False,
+                **options,
             )
             self.store = client.store
         else:
@@ -157,7 +178,7 @@ class OAMVectorStore(VectorStore):
             raise ValueError(f"got {len(metadatas)} metadatas for {len(texts)} texts")
         if ids is not None and len(ids) != len(texts):
             raise ValueError(f"got {len(ids)} ids for {len(texts)} texts")
-        unknown = set(kwargs) - {"ttl_days", "ttl_anchor", "timestamps"}
+        unknown = set(kwargs) - {"ttl_days", "ttl_anchor", "timestamps", "batch_size"}
         if unknown:
             raise TypeError(f"unexpected keyword arguments: {sorted(unknown)}")
         metadata = [
@@ -220,7 +241,8 @@ class OAMVectorStore(VectorStore):
             ids: One id per text; a None entry gets a uuid4. A text whose id is
                 already stored replaces that record (upsert).
             **kwargs: ``ttl_days``, ``ttl_anchor``, ``timestamps`` as in
-                ``OracleMemoryStore.add`` (SPEC §3.7).
+                ``OracleMemoryStore.add`` (SPEC §3.7); ``batch_size`` (rows per
+                database round trip, as LangChain's indexing API passes it).
 
         Returns:
             The ids, in input order.

@@ -331,12 +331,15 @@ def test_retriever_scope_types_and_filter(client: OracleAgentMemory) -> None:
         "Alice's dog is called Biscuit.",
         "Bob's dog is called Rex.",
     }
-    assert [d.metadata for d in pets.invoke("dog", filter={"topic": "travel"})] == [
+    travel = pets.invoke("dog", filter={"topic": "travel"})
+    assert [{k: v for k, v in d.metadata.items() if k != "oam"} for d in travel] == [
         {"topic": "travel"}
     ]
     in_thread = OAMRetriever(client, thread_id="t1", k=10).invoke("beach")
     assert [d.page_content for d in in_thread] == ["My dog Biscuit loves the beach."]
-    assert in_thread[0].metadata == {}  # no oam-internal keys
+    assert set(in_thread[0].metadata) == {"oam"}  # no oam-internal keys ($message, ...)
+    assert in_thread[0].metadata["oam"]["record_type"] == "message"
+    assert in_thread[0].metadata["oam"]["thread_id"] == "t1"
 
 
 def test_retriever_threshold_and_mmr(client: OracleAgentMemory) -> None:
