@@ -570,17 +570,13 @@ class OAMStore(BaseStore):
         for op in ops:
             validate_op_namespace(op)
         results: list[Result] = [None] * len(ops)
-        i = 0
-        while i < len(ops):
-            op = ops[i]
+        puts: list[PutOp] = []
+        # As InMemoryStore and PostgresStore: the reads of a batch see the store as it
+        # was before the batch; its puts are applied together afterwards.
+        for i, op in enumerate(ops):
             if isinstance(op, PutOp):
-                j = i
-                while j < len(ops) and isinstance(ops[j], PutOp):
-                    j += 1
-                yield from self._put_steps([o for o in ops[i:j] if isinstance(o, PutOp)])
-                i = j
-                continue
-            if isinstance(op, GetOp):
+                puts.append(op)
+            elif isinstance(op, GetOp):
                 results[i] = yield from self._get_steps(op)
             elif isinstance(op, SearchOp):
                 results[i] = yield from self._search_steps(op)
@@ -588,12 +584,14 @@ class OAMStore(BaseStore):
                 results[i] = yield from self._namespaces_steps(op)
             else:
                 raise ValueError(f"unknown operation {op!r}")
-            i += 1
+        if puts:
+            yield from self._put_steps(puts)
         return results
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run LangGraph operations in order; consecutive puts are applied together
-        (the last put of a (namespace, key) wins, as in ``InMemoryStore``).
+        """Run LangGraph operations: the reads in order, on the store as it was before
+        the batch, then every put together in one transaction (the last put of a
+        (namespace, key) wins), as ``InMemoryStore`` and ``PostgresStore`` do.
 
         Raises:
             ValueError: for an invalid namespace, a non-dict value, a negative TTL,
