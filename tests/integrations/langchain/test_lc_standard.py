@@ -1,10 +1,14 @@
-"""langchain-tests' standard suites against the adapters (issue 4, item 5).
+"""langchain-tests' standard suites against the adapters (issues 4 and 13).
 
-``VectorStoreIntegrationTests`` runs twice: over the default in-memory store (the
-store embeds with the suite's ``DeterministicFakeEmbedding``) and over a real SQLite
-file whose store has no embedder (the adapter embeds and passes vectors).
-``RetrieversIntegrationTests`` runs over a memory client holding a few memories.
-Nothing is overridden, skipped or marked xfail.
+``VectorStoreIntegrationTests`` runs over: the default in-memory store (the store
+embeds with the suite's ``DeterministicFakeEmbedding``), a real SQLite file whose
+store has no embedder (the adapter embeds and passes vectors), a KEYWORD store and a
+HYBRID store on SQLite files, and a PostgreSQL store opened with ``connection=`` on a
+fresh database. ``RetrieversIntegrationTests`` runs over a memory client on SQLite
+(VECTOR, KEYWORD and HYBRID) and on PostgreSQL. Nothing is overridden or marked
+xfail; on the KEYWORD store the tests that expect documents without a query term in
+common to be ranked are skipped (``KEYWORD_SKIPS``, with the reason), by the
+collection hook in ``conftest.py``.
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import _pg  # the conformance suite's PostgreSQL server (tests/integrations/conftest.py)
 import pytest
 from langchain_core.vectorstores import VectorStore
 from langchain_oam import OAMRetriever, OAMVectorStore
+from langchain_oam.embeddings import LangChainEmbedder
 from langchain_tests.integration_tests import (
     RetrieversIntegrationTests,
     VectorStoreIntegrationTests,
@@ -23,6 +29,27 @@ from langchain_tests.integration_tests import (
 
 from oam_core import OracleAgentMemory, SQLiteMemoryStore
 from oam_core.embedders.hashing import HashingEmbedder
+
+KEYWORD_REASON = (
+    "a KEYWORD store ranks text by its terms (BM25): a document sharing no term with "
+    "the query is never a result, while this test expects it ranked below the match"
+)
+KEYWORD_SKIPS = {
+    f"TestOAMVectorStoreKeyword::{name}": KEYWORD_REASON
+    for name in (
+        "test_add_documents",
+        "test_add_documents_async",
+        "test_add_documents_by_id_with_mutation",
+        "test_add_documents_by_id_with_mutation_async",
+        "test_add_documents_with_ids_is_idempotent",
+        "test_add_documents_with_ids_is_idempotent_async",
+        "test_deleting_documents",
+        "test_deleting_documents_async",
+        "test_deleting_bulk_documents",
+        "test_deleting_bulk_documents_async",
+    )
+}
+"""Standard tests skipped on the KEYWORD store: node id -> reason."""
 
 
 class TestOAMVectorStoreInMemory(VectorStoreIntegrationTests):
@@ -46,7 +73,58 @@ class TestOAMVectorStoreSQLiteFile(VectorStoreIntegrationTests):
             db.close()
 
 
+class TestOAMVectorStoreKeyword(VectorStoreIntegrationTests):
+    @pytest.fixture
+    def vectorstore(self, tmp_path: Path) -> Iterator[VectorStore]:
+        db = SQLiteMemoryStore(tmp_path / "kw.db", search_strategy="KEYWORD")
+        store = OAMVectorStore(self.get_embeddings(), store=db)
+        try:
+            yield store
+        finally:
+            db.close()
+
+
+class TestOAMVectorStoreHybrid(VectorStoreIntegrationTests):
+    @pytest.fixture
+    def vectorstore(self, tmp_path: Path) -> Iterator[VectorStore]:
+        db = SQLiteMemoryStore(
+            tmp_path / "hy.db",
+            embedder=LangChainEmbedder(self.get_embeddings()),
+            search_strategy="HYBRID",
+        )
+        store = OAMVectorStore(self.get_embeddings(), store=db)
+        try:
+            yield store
+        finally:
+            db.close()
+
+
+class TestOAMVectorStorePostgres(VectorStoreIntegrationTests):
+    @pytest.fixture
+    def vectorstore(self, pg_url: str) -> Iterator[VectorStore]:
+        store = OAMVectorStore(self.get_embeddings(), connection=pg_url)
+        try:
+            yield store
+        finally:
+            store.close()
+
+
 _MEMORY: OracleAgentMemory | None = None
+
+
+FACTS = (
+    "Alice's dog is called Biscuit.",
+    "Alice flies to Lisbon in May.",
+    "Alice prefers tea over coffee.",
+    "Alice works as a nurse.",
+    "Alice's sister lives in Oslo.",
+)
+
+
+def _filled(client: OracleAgentMemory) -> OracleAgentMemory:
+    for text in FACTS:
+        client.add_memory(text, user_id="u1")
+    return client
 
 
 def _memory() -> OracleAgentMemory:
@@ -54,16 +132,7 @@ def _memory() -> OracleAgentMemory:
     global _MEMORY
     if _MEMORY is None:
         store = SQLiteMemoryStore(":memory:", embedder=HashingEmbedder(64))
-        client = OracleAgentMemory(store=store, extract_memories=False)
-        for text in (
-            "Alice's dog is called Biscuit.",
-            "Alice flies to Lisbon in May.",
-            "Alice prefers tea over coffee.",
-            "Alice works as a nurse.",
-            "Alice's sister lives in Oslo.",
-        ):
-            client.add_memory(text, user_id="u1")
-        _MEMORY = client
+        _MEMORY = _filled(OracleAgentMemory(store=store, extract_memories=False))
     return _MEMORY
 
 
@@ -75,6 +144,74 @@ class TestOAMRetrieverStandard(RetrieversIntegrationTests):
     @property
     def retriever_constructor_params(self) -> dict[str, Any]:
         return {"memory": _memory(), "user_id": "u1"}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "What is Alice's dog called?"
+
+
+_CLIENTS: dict[str, OracleAgentMemory] = {}
+
+
+def _client(kind: str) -> OracleAgentMemory:
+    """A client per configuration holding ``FACTS`` (made once per session)."""
+    if kind not in _CLIENTS:
+        if kind == "postgres":
+            url = _pg.conninfo_for(_pg.new_schema())
+            client = OracleAgentMemory(
+                connection=url,
+                embedder=HashingEmbedder(64),
+                extract_memories=False,
+                schema_policy="CREATE_IF_NECESSARY",
+            )
+        else:
+            store = SQLiteMemoryStore(
+                ":memory:", embedder=HashingEmbedder(64), search_strategy=kind.upper()
+            )
+            client = OracleAgentMemory(store=store, extract_memories=False)
+        _CLIENTS[kind] = _filled(client)
+    return _CLIENTS[kind]
+
+
+class TestOAMRetrieverKeyword(RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self) -> type[OAMRetriever]:
+        return OAMRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        return {"memory": _client("keyword"), "user_id": "u1"}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "What is Alice's dog called?"
+
+
+class TestOAMRetrieverHybrid(RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self) -> type[OAMRetriever]:
+        return OAMRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        return {"memory": _client("hybrid"), "user_id": "u1"}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "What is Alice's dog called?"
+
+
+class TestOAMRetrieverPostgres(RetrieversIntegrationTests):
+    @property
+    def retriever_constructor(self) -> type[OAMRetriever]:
+        return OAMRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        try:
+            return {"memory": _client("postgres"), "user_id": "u1"}
+        except _pg.ServerUnavailable as exc:
+            pytest.skip(str(exc))
 
     @property
     def retriever_query_example(self) -> str:
