@@ -23,6 +23,7 @@ from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.schema import BaseComponent
 from llama_index.core.storage.chat_store.base import BaseChatStore
 from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, MessageStatus
 
@@ -175,7 +176,31 @@ class _ThreadChat:
         ]
 
 
-class OAMDBChatStore(AsyncDBChatStore):
+class _ScopedChatStore(BaseComponent):
+    """The fields and constructor both chat stores share (see ``OAMDBChatStore``)."""
+
+    user_id: str | None = None
+    agent_id: str | None = None
+
+    _core: _ThreadChat = PrivateAttr()
+
+    def __init__(
+        self,
+        memory: OracleAgentMemory | OracleMemoryStore,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> None:
+        client = as_client(memory)
+        fields: dict[str, Any] = {
+            "user_id": check_scope_id("user_id", user_id),
+            "agent_id": check_scope_id("agent_id", agent_id),
+        }
+        super().__init__(**fields)
+        self._core = _ThreadChat(client, self.user_id, self.agent_id)
+
+
+class OAMDBChatStore(_ScopedChatStore, AsyncDBChatStore):
     """``AsyncDBChatStore`` keeping each key's messages in the ``oam`` thread of that
     id: ``Memory.from_defaults(chat_store=OAMDBChatStore(memory), session_id=...)``.
 
@@ -197,26 +222,6 @@ class OAMDBChatStore(AsyncDBChatStore):
         ValueError: if ``memory`` is neither an ``OracleAgentMemory`` nor an
             ``OracleMemoryStore``, or a scope id is not a non-blank string.
     """
-
-    user_id: str | None = None
-    agent_id: str | None = None
-
-    _core: _ThreadChat = PrivateAttr()
-
-    def __init__(
-        self,
-        memory: OracleAgentMemory | OracleMemoryStore,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-    ) -> None:
-        client = as_client(memory)
-        fields: dict[str, Any] = {
-            "user_id": check_scope_id("user_id", user_id),
-            "agent_id": check_scope_id("agent_id", agent_id),
-        }
-        super().__init__(**fields)
-        self._core = _ThreadChat(client, self.user_id, self.agent_id)
 
     @classmethod
     def class_name(cls) -> str:
@@ -306,7 +311,7 @@ class OAMDBChatStore(AsyncDBChatStore):
         return await in_thread(self._core.keys)
 
 
-class OAMChatStore(BaseChatStore):
+class OAMChatStore(_ScopedChatStore, BaseChatStore):
     """LlamaIndex ``BaseChatStore`` keeping each key's messages in the ``oam`` thread of
     that id: ``ChatMemoryBuffer.from_defaults(chat_store=OAMChatStore(memory),
     chat_store_key="session-1")``.
@@ -334,26 +339,6 @@ class OAMChatStore(BaseChatStore):
     Raises:
         ValueError: as ``OAMDBChatStore``.
     """
-
-    user_id: str | None = None
-    agent_id: str | None = None
-
-    _core: _ThreadChat = PrivateAttr()
-
-    def __init__(
-        self,
-        memory: OracleAgentMemory | OracleMemoryStore,
-        *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-    ) -> None:
-        client = as_client(memory)
-        fields: dict[str, Any] = {
-            "user_id": check_scope_id("user_id", user_id),
-            "agent_id": check_scope_id("agent_id", agent_id),
-        }
-        super().__init__(**fields)
-        self._core = _ThreadChat(client, self.user_id, self.agent_id)
 
     @classmethod
     def class_name(cls) -> str:

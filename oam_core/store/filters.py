@@ -20,7 +20,7 @@ is the reference evaluator the compiled SQL forms are tested against.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -353,6 +353,22 @@ def check_json(value: object, where: str, depth: int = 0) -> Json:
     raise InvalidFilterError(f"{where}: {value!r} is not a JSON value")
 
 
+def render_sql(cond: Cond, field: Callable[[Field], str], *, true: str, false: str) -> str:
+    """The SQL text of a condition, for every back end's compiler: ``NOT``/``AND``/``OR``
+    around ``field(f)``, the back end's SQL for one field condition, called in text
+    order (so bound parameters can be collected as they are written). ``true`` /
+    ``false`` are the back end's constant conditions, for an empty ``And`` / ``Or``."""
+    if isinstance(cond, Not):
+        return f"NOT ({render_sql(cond.condition, field, true=true, false=false)})"
+    if isinstance(cond, (And, Or)):
+        if not cond.conditions:
+            return true if isinstance(cond, And) else false
+        joiner = " AND " if isinstance(cond, And) else " OR "
+        parts = [render_sql(c, field, true=true, false=false) for c in cond.conditions]
+        return "(" + joiner.join(parts) + ")"
+    return field(cond)
+
+
 # -- the reference evaluator -----------------------------------------------------------
 
 
@@ -454,4 +470,5 @@ __all__ = [
     "json_equal",
     "matches",
     "parse_filter",
+    "render_sql",
 ]

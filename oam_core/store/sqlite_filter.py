@@ -13,7 +13,6 @@ import itertools
 from typing import Any
 
 from oam_core.store.filters import (
-    And,
     Atom,
     Compare,
     Cond,
@@ -24,8 +23,7 @@ from oam_core.store.filters import (
     In,
     Json,
     Nested,
-    Not,
-    Or,
+    render_sql,
 )
 
 _SQL_OP = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
@@ -48,14 +46,7 @@ class SQLiteFilterCompiler:
         return f"_j{next(self._aliases)}"
 
     def _cond(self, parent: str, cond: Cond) -> str:
-        if isinstance(cond, Not):
-            return f"NOT ({self._cond(parent, cond.condition)})"
-        if isinstance(cond, (And, Or)):
-            if not cond.conditions:
-                return "1" if isinstance(cond, And) else "0"
-            joiner = " AND " if isinstance(cond, And) else " OR "
-            return "(" + joiner.join(self._cond(parent, c) for c in cond.conditions) + ")"
-        return self._field(parent, cond)
+        return render_sql(cond, lambda f: self._field(parent, f), true="1", false="0")
 
     def _field(self, parent: str, field: Field) -> str:
         a = self._alias()

@@ -31,19 +31,18 @@ import re
 from typing import Any
 
 from oam_core.store.filters import (
-    And,
     Atom,
     Compare,
     Cond,
     Contains,
     Equals,
     Exists,
+    Field,
     In,
     InvalidFilterError,
     Json,
     Nested,
-    Not,
-    Or,
+    render_sql,
 )
 
 _BAD_KEY = re.compile(r'["\\\x00-\x1f\x7f]')
@@ -83,14 +82,10 @@ class OracleFilterCompiler:
         return name
 
     def _cond(self, path: tuple[str, ...], cond: Cond) -> str:
-        if isinstance(cond, Not):
-            return f"NOT ({self._cond(path, cond.condition)})"
-        if isinstance(cond, (And, Or)):
-            if not cond.conditions:
-                return "1 = 1" if isinstance(cond, And) else "1 = 0"
-            joiner = " AND " if isinstance(cond, And) else " OR "
-            return "(" + joiner.join(self._cond(path, c) for c in cond.conditions) + ")"
-        return self._positive((*path, _key(cond.key)), cond.atom)
+        def field(f: Field) -> str:
+            return self._positive((*path, _key(f.key)), f.atom)
+
+        return render_sql(cond, field, true="1 = 1", false="1 = 0")
 
     def _positive(self, key_path: tuple[str, ...], atom: Atom) -> str:
         at = "@" + "".join(f".{k}" for k in key_path)

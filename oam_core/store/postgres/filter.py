@@ -15,7 +15,6 @@ import json
 from typing import Any
 
 from oam_core.store.filters import (
-    And,
     Atom,
     Compare,
     Cond,
@@ -25,8 +24,7 @@ from oam_core.store.filters import (
     Field,
     In,
     Nested,
-    Not,
-    Or,
+    render_sql,
 )
 
 _SQL_OP = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
@@ -51,14 +49,7 @@ class PgFilterCompiler:
         return " AND ".join(self._cond(column, c) for c in conditions)
 
     def _cond(self, parent: str, cond: Cond) -> str:
-        if isinstance(cond, Not):
-            return f"NOT ({self._cond(parent, cond.condition)})"
-        if isinstance(cond, (And, Or)):
-            if not cond.conditions:
-                return "TRUE" if isinstance(cond, And) else "FALSE"
-            joiner = " AND " if isinstance(cond, And) else " OR "
-            return "(" + joiner.join(self._cond(parent, c) for c in cond.conditions) + ")"
-        return self._field(parent, cond)
+        return render_sql(cond, lambda f: self._field(parent, f), true="TRUE", false="FALSE")
 
     def _field(self, parent: str, field: Field) -> str:
         # The field's value gets an alias in a one-row subquery, so the bound key
