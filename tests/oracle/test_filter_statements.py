@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from oracle_helpers import parse_oracle
 
@@ -19,7 +18,7 @@ from tests.filter_strategies import FILTERS
 
 NUM = '(@."n".type() == "number" || @."n".type() == "double" || @."n".type() == "float")'
 
-CASES: list[tuple[dict[str, Any], str, dict[str, Any]]] = [
+OPERATOR_CASES: list[tuple[dict[str, Any], str, dict[str, Any]]] = [
     (
         {"n": {"$gt": 2}},
         f"""JSON_EXISTS(m, 'strict $?({NUM} && @."n" > $v0)' PASSING :f0 AS "v0")""",
@@ -74,16 +73,8 @@ CASES: list[tuple[dict[str, Any], str, dict[str, Any]]] = [
     ),
     ({"$or": [{}]}, "(1 = 1)", {}),
 ]
-
-
-@pytest.mark.parametrize(("flt", "expected", "binds"), CASES)
-def test_operators_compile_to_json_exists_with_passing(
-    flt: dict[str, Any], expected: str, binds: dict[str, Any]
-) -> None:
-    comp = OracleFilterCompiler()
-    assert comp.compile("m", parse_filter(flt)) == expected
-    assert comp.binds == binds
-    parse_oracle(f"SELECT 1 FROM t WHERE {expected}")
+"""Exact SQL of the comparison, membership, presence and boolean operators; run by
+``test_statements.test_filter_compiles_to_json_exists_with_passing`` with the rest."""
 
 
 def test_comparison_values_never_reach_sql_text() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from oracle_helpers import NOW, parse_oracle
+from test_filter_statements import OPERATOR_CASES
 
 from oam_core.apis.records import SEARCHABLE_TYPES
 from oam_core.store.backend import Predicate
@@ -273,7 +274,7 @@ CASES: list[tuple[dict[str, Any], str, dict[str, Any]]] = [
 ]
 
 
-@pytest.mark.parametrize(("flt", "expected", "binds"), CASES)
+@pytest.mark.parametrize(("flt", "expected", "binds"), CASES + OPERATOR_CASES)
 def test_filter_compiles_to_json_exists_with_passing(
     flt: dict[str, Any], expected: str, binds: dict[str, Any]
 ) -> None:

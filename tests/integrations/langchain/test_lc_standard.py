@@ -136,18 +136,28 @@ def _memory() -> OracleAgentMemory:
     return _MEMORY
 
 
-class TestOAMRetrieverStandard(RetrieversIntegrationTests):
+class _RetrieverSuite(RetrieversIntegrationTests):
+    """The retriever suite over the client ``client()`` gives (properties only: the
+    standard tests themselves are never overridden)."""
+
+    def client(self) -> OracleAgentMemory:
+        return _memory()
+
     @property
     def retriever_constructor(self) -> type[OAMRetriever]:
         return OAMRetriever
 
     @property
     def retriever_constructor_params(self) -> dict[str, Any]:
-        return {"memory": _memory(), "user_id": "u1"}
+        return {"memory": self.client(), "user_id": "u1"}
 
     @property
     def retriever_query_example(self) -> str:
         return "What is Alice's dog called?"
+
+
+class TestOAMRetrieverStandard(_RetrieverSuite):
+    pass
 
 
 _CLIENTS: dict[str, OracleAgentMemory] = {}
@@ -173,46 +183,19 @@ def _client(kind: str) -> OracleAgentMemory:
     return _CLIENTS[kind]
 
 
-class TestOAMRetrieverKeyword(RetrieversIntegrationTests):
-    @property
-    def retriever_constructor(self) -> type[OAMRetriever]:
-        return OAMRetriever
-
-    @property
-    def retriever_constructor_params(self) -> dict[str, Any]:
-        return {"memory": _client("keyword"), "user_id": "u1"}
-
-    @property
-    def retriever_query_example(self) -> str:
-        return "What is Alice's dog called?"
+class TestOAMRetrieverKeyword(_RetrieverSuite):
+    def client(self) -> OracleAgentMemory:
+        return _client("keyword")
 
 
-class TestOAMRetrieverHybrid(RetrieversIntegrationTests):
-    @property
-    def retriever_constructor(self) -> type[OAMRetriever]:
-        return OAMRetriever
-
-    @property
-    def retriever_constructor_params(self) -> dict[str, Any]:
-        return {"memory": _client("hybrid"), "user_id": "u1"}
-
-    @property
-    def retriever_query_example(self) -> str:
-        return "What is Alice's dog called?"
+class TestOAMRetrieverHybrid(_RetrieverSuite):
+    def client(self) -> OracleAgentMemory:
+        return _client("hybrid")
 
 
-class TestOAMRetrieverPostgres(RetrieversIntegrationTests):
-    @property
-    def retriever_constructor(self) -> type[OAMRetriever]:
-        return OAMRetriever
-
-    @property
-    def retriever_constructor_params(self) -> dict[str, Any]:
+class TestOAMRetrieverPostgres(_RetrieverSuite):
+    def client(self) -> OracleAgentMemory:
         try:
-            return {"memory": _client("postgres"), "user_id": "u1"}
+            return _client("postgres")
         except _pg.ServerUnavailable as exc:
             pytest.skip(str(exc))
-
-    @property
-    def retriever_query_example(self) -> str:
-        return "What is Alice's dog called?"
