@@ -68,8 +68,9 @@ def open_memory(
             if must_exist and not Path(path).exists():
                 raise ValueError(f"{db}: no such database")
         db = path
-    if must_exist:
-        kwargs["schema_policy"] = SchemaPolicy.REQUIRE_EXISTING
+    kwargs["schema_policy"] = (
+        SchemaPolicy.REQUIRE_EXISTING if must_exist else SchemaPolicy.CREATE_IF_NECESSARY
+    )
     if llm is not None:
         from oam_core.llms.litellm import LiteLLMLlm
 
