@@ -27,6 +27,7 @@ MESSAGE_PAGE = 500
 """Most messages a thread page shows at once (the newest; older ones page back)."""
 _LIST_CAP = 2000
 _CHAIN_CAP = 50
+_SCAN_CAP = 10000
 
 
 @dataclass
@@ -194,7 +195,7 @@ def memory_chain(memory: OracleAgentMemory, record: Record) -> tuple[list[Record
     older: list[Record] = []
     current = record
     while len(older) < _CHAIN_CAP:
-        replaced = _replaced_by(memory, current.id)
+        replaced = _replaced_by(memory, current)
         replaced = [r for r in replaced if r.id not in seen]
         if not replaced:
             break
@@ -204,11 +205,15 @@ def memory_chain(memory: OracleAgentMemory, record: Record) -> tuple[list[Record
     return older, newer
 
 
-def _replaced_by(memory: OracleAgentMemory, memory_id: str) -> list[Record]:
-    wanted = {"$agent_memory": {"superseded_by": memory_id}}
+def _replaced_by(memory: OracleAgentMemory, record: Record) -> list[Record]:
+    """The memories whose ``superseded_by`` names ``record`` (searched among the
+    memories of its user and agent: a pass only supersedes within that scope)."""
     found: list[Record] = []
     for record_type in MEMORY_TYPE_NAMES:
-        found.extend(memory.store.list(record_type, limit=_CHAIN_CAP, metadata_filter=wanted))
+        candidates = memory.store.list(
+            record_type, limit=_SCAN_CAP, user_id=record.user_id, agent_id=record.agent_id
+        )
+        found.extend(c for c in candidates if provenance(c)["superseded_by"] == record.id)
     return found
 
 
