@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 from _proc import free_port, run_cli, start_cli, stop, wait_for_port
-from _seed import ATTRIBUTE_ATTACK, EMBEDDER, SCRIPT, Seeded
+from _seed import ATTRIBUTE_ATTACK, EMBEDDER, Seeded
 from starlette.testclient import TestClient
 
 from oam_core import OracleAgentMemory
@@ -194,6 +194,10 @@ def test_delete_memory_after_confirmation_with_csrf(client: TestClient, seeded: 
         headers={"origin": "http://evil.example"},
     )
     assert cross.status_code == 403
+    opaque = client.post(
+        "/memory/delete", data={**form, "csrf_token": token}, headers={"origin": "null"}
+    )
+    assert opaque.status_code == 403
     mine = dict(client.cookies)
     client.cookies.clear()
     client.get("/")  # another browser: a session of its own, same form token

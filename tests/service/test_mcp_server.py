@@ -173,7 +173,7 @@ def test_a_server_for_another_user_sees_nothing_of_the_first(
             found = structured(
                 await alice.call_tool("search_memories", {"query": "Porto Lisbon March"})
             )
-            assert [h["id"] for h in found][0] == seeded.porto
+            assert found[0]["id"] == seeded.porto
             assert seeded.lisbon not in [h["id"] for h in found]  # superseded: left out
             everything = structured(
                 await alice.call_tool(
@@ -311,12 +311,14 @@ def test_streamable_http_with_a_token(seeded: Seeded, tmp_path: Path) -> None:
 
         async def scenario() -> None:
             headers = {"Authorization": f"Bearer {token}"}
-            async with httpx2.AsyncClient(headers=headers) as http:
-                async with Client(streamable_http_client(url, http_client=http)) as client:
-                    names = [t.name for t in (await client.list_tools()).tools]
-                    assert names == list(TOOL_NAMES)
-                    hits = structured(await client.call_tool("search_memories", {"query": "Porto"}))
-                    assert hits[0]["id"] == seeded.porto
+            async with (
+                httpx2.AsyncClient(headers=headers) as http,
+                Client(streamable_http_client(url, http_client=http)) as client,
+            ):
+                names = [t.name for t in (await client.list_tools()).tools]
+                assert names == list(TOOL_NAMES)
+                hits = structured(await client.call_tool("search_memories", {"query": "Porto"}))
+                assert hits[0]["id"] == seeded.porto
 
         run(scenario)
     finally:

@@ -45,7 +45,7 @@ from oam_core.store.options import SearchStrategy
 __all__ = ["Inspector", "create_app"]
 
 _HERE = Path(__file__).parent
-_STRATEGIES = [s.value for s in SearchStrategy]
+_STRATEGIES = [s.value.lower() for s in SearchStrategy]
 _SEARCH_TYPES = sorted(SEARCHABLE_TYPES)
 
 
@@ -185,7 +185,7 @@ def create_app(
             request=request,
             csrf_token=inspector.csrf.token_for(session),
             store_name=type(inspector.memory.store).__name__,
-            store_strategy=inspector.strategy.value,
+            store_strategy=inspector.strategy.value.lower(),
             **context,
         )
         response = HTMLResponse(html, status_code=status_code)
@@ -308,7 +308,7 @@ def create_app(
         params = request.query_params
         form: dict[str, Any] = {
             "q": params.get("q", ""),
-            "strategy": params.get("strategy", "") or inspector.strategy.value,
+            "strategy": (params.get("strategy", "") or inspector.strategy.value).lower(),
             "user": params.get("user", ""),
             "agent": params.get("agent", ""),
             "thread": params.get("thread", ""),

@@ -41,10 +41,11 @@ SECURITY_HEADERS = {
     ),
     "x-content-type-options": "nosniff",
     "x-frame-options": "DENY",
-    "referrer-policy": "no-referrer",
+    "referrer-policy": "same-origin",
     "cache-control": "no-store",
 }
-"""Sent with every inspector response: no inline script, no framing, no referrer."""
+"""Sent with every inspector response: no inline script, no framing, no referrer to
+other sites (same-origin keeps the Origin header on our own form posts)."""
 
 
 def is_loopback(host: str) -> bool:
