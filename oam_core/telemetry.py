@@ -149,6 +149,9 @@ def _argument_attributes(signature: inspect.Signature, args: Any, kwargs: Any) -
     contents = bound.get("contents")
     if isinstance(contents, Sequence) and not isinstance(contents, str):
         out["oam.records"] = len(contents)
+    batches = bound.get("batches")
+    if isinstance(batches, Sequence):
+        out["oam.records"] = sum(len(getattr(b, "texts", None) or ()) for b in batches)
     return out
 
 
