@@ -557,5 +557,11 @@ def _record_json(record: Record, distance: float) -> dict[str, Any]:
     }
 
 
+# `oam mcp` and `oam serve` live in oam_core/service (their extras load when they run).
+from oam_core.service import commands as _service  # noqa: E402
+
+app.command("mcp")(_service.mcp)
+app.command("serve")(_service.serve)
+
 if __name__ == "__main__":
     main()

@@ -31,6 +31,7 @@ from oam_core._litellm import (
     retrying,
 )
 from oam_core.apis.llm import ILlm
+from oam_core.telemetry import record_llm_usage, traced_llm, traced_llm_async
 
 __all__ = ["EmptyReplyError", "LiteLLMLlm"]
 
@@ -130,6 +131,7 @@ class LiteLLMLlm(ILlm):
     def __repr__(self) -> str:
         return f"LiteLLMLlm(model={self.model!r}, api_base={self.api_base!r})"
 
+    @traced_llm
     def generate(self, prompt: str, *, response_json_schema: dict[str, Any] | None = None) -> str:
         """Send ``prompt`` as one user message and return the reply text.
 
@@ -153,6 +155,7 @@ class LiteLLMLlm(ILlm):
         loop = retrying(self.max_retries, litellm, lambda s: _sleep(s))
         return self._content(loop(litellm.completion, **request))
 
+    @traced_llm_async
     async def generate_async(
         self, prompt: str, *, response_json_schema: dict[str, Any] | None = None
     ) -> str:
@@ -213,6 +216,7 @@ class LiteLLMLlm(ILlm):
         return request
 
     def _content(self, response: Any) -> str:
+        record_llm_usage(response)
         choices = _field(response, "choices") or []
         if not choices:
             raise EmptyReplyError(f"{self.model} returned no choices")

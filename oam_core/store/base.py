@@ -44,6 +44,7 @@ from oam_core.store.planning import ChunkPlan, PlanContext, RowPlan
 from oam_core.store.ranking import normalized_distances, rrf, rrf_distance
 from oam_core.store.text import query_terms
 from oam_core.store.ttl import Clock, iso, read_clock, utc_now
+from oam_core.telemetry import traced_embed, traced_store
 
 MAX_LIST_LIMIT = 10000
 """Default cap of ``list`` when ``limit`` is omitted (SPEC §10)."""
@@ -153,7 +154,9 @@ class OracleMemoryStore(IMemoryStore):
         todo = [c for c in plans if c.needs_embedding and c.text]
         if not todo or self.embedder is None:
             return
-        vectors = np.asarray(self.embedder.embed([c.text or "" for c in todo]), dtype=np.float32)
+        vectors = np.asarray(
+            traced_embed(self.embedder, [c.text or "" for c in todo]), dtype=np.float32
+        )
         if vectors.shape != (len(todo), self.vector_dim):
             raise ValueError(
                 f"embedder returned shape {vectors.shape}, expected ({len(todo)}, {self.vector_dim})"
@@ -171,6 +174,7 @@ class OracleMemoryStore(IMemoryStore):
 
     # -- add ----------------------------------------------------------------------
 
+    @traced_store
     def add(
         self,
         contents: Sequence[str | None],
@@ -237,6 +241,7 @@ class OracleMemoryStore(IMemoryStore):
             **store_kwargs,
         )
 
+    @traced_store
     def add_batches(
         self, batches: Sequence[PendingRecordBatch], **store_kwargs: Any
     ) -> builtins.list[str]:
@@ -315,6 +320,7 @@ class OracleMemoryStore(IMemoryStore):
         tx.insert(planned.plans, planned.now, batch_size)
         self._learn_dim(planned.chunks)
 
+    @traced_store
     def commit_thread_pass(
         self,
         thread_id: str,
@@ -389,6 +395,7 @@ class OracleMemoryStore(IMemoryStore):
             meta[planning.RESERVED_KEY] = merged
             tx.update_row(row, {"metadata": json.dumps(meta, ensure_ascii=False)})
 
+    @traced_store
     def upsert(
         self,
         contents: Sequence[str | None],
@@ -468,6 +475,7 @@ class OracleMemoryStore(IMemoryStore):
             raise ValueError(f"batch_size must be a positive int, got {size!r}")
         return size
 
+    @traced_store
     def add_user(
         self, user_id: str, information: str, metadata: dict[str, Any] | None = None
     ) -> str:
@@ -478,6 +486,7 @@ class OracleMemoryStore(IMemoryStore):
         """
         return self.add([information], "user_profile", record_ids=user_id, metadata=metadata)[0]
 
+    @traced_store
     def add_agent(
         self, agent_id: str, information: str, metadata: dict[str, Any] | None = None
     ) -> str:
@@ -490,6 +499,7 @@ class OracleMemoryStore(IMemoryStore):
 
     # -- update -------------------------------------------------------------------
 
+    @traced_store
     def update(
         self,
         record_type: str,
@@ -639,6 +649,7 @@ class OracleMemoryStore(IMemoryStore):
 
     # -- reads --------------------------------------------------------------------
 
+    @traced_store
     def get(self, record_type: str, record_id: str) -> Record | None:
         """Return a visible record by type and id, or None (SPEC §3.4).
 
@@ -650,6 +661,7 @@ class OracleMemoryStore(IMemoryStore):
             raise ValueError(f"record_id must be a str, got {record_id!r}")
         return self._backend.get(family_of(record_type), record_id, record_type, self._now())
 
+    @traced_store
     def list(
         self,
         record_type: str,
@@ -692,6 +704,7 @@ class OracleMemoryStore(IMemoryStore):
         )
         return self._backend.list(pred, cap)
 
+    @traced_store
     def list_thread_messages(
         self,
         thread_id: str,
@@ -730,6 +743,7 @@ class OracleMemoryStore(IMemoryStore):
             rows = rows[len(rows) - last_n :] if last_n else []
         return [r for r in rows if isinstance(r, MessageRecord)]
 
+    @traced_store
     def count_thread_messages(self, thread_id: str) -> int:
         """[oam] How many visible messages ``thread_id`` holds."""
         planning.check_id(thread_id, "thread_id")
@@ -737,6 +751,7 @@ class OracleMemoryStore(IMemoryStore):
 
     # -- search -------------------------------------------------------------------
 
+    @traced_store
     def search(
         self,
         query: str | None = None,
@@ -815,7 +830,9 @@ class OracleMemoryStore(IMemoryStore):
                     "configure one or pass query_vector"
                 )
             parts = self._query_parts(query or "")
-            vectors = list(np.asarray(self.embedder.embed(parts, is_query=True), dtype=np.float32))
+            vectors = list(
+                np.asarray(traced_embed(self.embedder, parts, is_query=True), dtype=np.float32)
+            )
             if strategy is SearchStrategy.VECTOR:
                 ranked = self._vector_ranking(vectors, k, pred, fused=len(parts) > 1)
             else:
@@ -859,6 +876,7 @@ class OracleMemoryStore(IMemoryStore):
 
     # -- deletes ------------------------------------------------------------------
 
+    @traced_store
     def delete(self, record_type: str, record_id: str, cascade: bool = False) -> int:
         """Delete a record and its search rows in one transaction (SPEC §3.6).
 
@@ -884,6 +902,7 @@ class OracleMemoryStore(IMemoryStore):
                 tx.delete_actor_scope(column, record_id)
         return deleted
 
+    @traced_store
     def delete_thread(self, thread_id: str) -> int:
         """Delete a thread row, its messages, memory-like records and all their search
         rows in one transaction (SPEC §3.6).
@@ -895,6 +914,7 @@ class OracleMemoryStore(IMemoryStore):
         with self._backend.transaction() as tx:
             return tx.delete_thread(thread_id)
 
+    @traced_store
     def delete_scoped(self, family: str, record_id: str, *, thread_id: Maybe[str] = NOT_SET) -> int:
         """[oam] Delete a message (``family="message"``) or any memory-like record
         (``family="memory"``) by id, optionally only if its thread_id equals
@@ -909,6 +929,7 @@ class OracleMemoryStore(IMemoryStore):
         with self._backend.transaction() as tx:
             return tx.delete_record(family, record_id, None, thread_id)
 
+    @traced_store
     def delete_records(
         self, record_type: str, record_ids: Sequence[str], *, thread_id: Maybe[str] = NOT_SET
     ) -> int:
@@ -943,6 +964,7 @@ class OracleMemoryStore(IMemoryStore):
                 for record_id in dict.fromkeys(record_ids)
             )
 
+    @traced_store
     def purge_expired(self) -> int:
         """Delete every expired record and its search rows now (SPEC §3.7).
 
@@ -954,6 +976,7 @@ class OracleMemoryStore(IMemoryStore):
 
     # -- thread rows --------------------------------------------------------------
 
+    @traced_store
     def create_thread_row(
         self,
         thread_id: str,
@@ -988,11 +1011,13 @@ class OracleMemoryStore(IMemoryStore):
                 raise ValueError(f"thread {thread_id!r} already exists")
             tx.insert_thread(row)
 
+    @traced_store
     def get_thread_row(self, thread_id: str) -> ThreadRow | None:
         """[oam] The stored thread row, or None."""
         planning.check_id(thread_id, "thread_id")
         return self._backend.get_thread(thread_id)
 
+    @traced_store
     def list_thread_rows(
         self, user_id: Maybe[str | None] = NOT_SET, agent_id: Maybe[str | None] = NOT_SET
     ) -> builtins.list[ThreadRow]:
@@ -1001,6 +1026,7 @@ class OracleMemoryStore(IMemoryStore):
             _scope_arg(user_id, "user_id"), _scope_arg(agent_id, "agent_id")
         )
 
+    @traced_store
     def update_thread_row(
         self,
         thread_id: str,

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.pgload import pg_module
+
 BENCH = Path(__file__).parents[2] / "bench" / "locomo_recall.py"
 
 
@@ -201,18 +203,6 @@ def test_turns_are_found_by_their_speaker_name(
     assert named["overall"] == {"recall_all@3": 1.0, "recall_any@3": 1.0, "n": 1}
 
 
-def _pg_module() -> ModuleType:
-    """The conformance suite's pgserver helper (one server per session)."""
-    if "_pg" not in sys.modules:
-        path = Path(__file__).parents[1] / "conformance" / "_pg.py"
-        spec = importlib.util.spec_from_file_location("_pg", path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["_pg"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["_pg"]
-
-
 @pytest.mark.parametrize("strategy", ["keyword", "vector"])
 def test_postgres_back_end_gives_the_same_recall(
     bench: ModuleType,
@@ -222,7 +212,7 @@ def test_postgres_back_end_gives_the_same_recall(
 ) -> None:
     """``--db postgresql://...`` runs the same benchmark on PostgreSQL, same recall.
     (Not HYBRID: at k=1 its RRF ties are broken by the random message ids.)"""
-    pg = _pg_module()
+    pg = pg_module()
     try:
         url = pg.conninfo_for(pg.new_schema())
     except pg.ServerUnavailable as exc:

@@ -1,0 +1,180 @@
+"""The ``oam mcp`` and ``oam serve`` commands, registered by ``oam_core/cli.py``
+(docs/service.md).
+
+Importing this module imports only typer; the MCP SDK, Starlette and uvicorn are
+imported when a command runs, so the rest of the CLI works without the ``mcp`` and
+``serve`` extras. A failure before serving (a missing extra, a bad option, a store
+that cannot be opened) prints one ``Error: ...`` line on stderr and exits with 1.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated
+
+import typer
+
+from oam_core.store.options import SearchStrategy
+
+__all__ = ["MCP_TOKEN_ENV", "SERVE_TOKEN_ENV", "mcp", "serve"]
+
+MCP_TOKEN_ENV = "OAM_MCP_TOKEN"
+"""Environment variable read for ``oam mcp --http --token``."""
+SERVE_TOKEN_ENV = "OAM_SERVE_TOKEN"
+"""Environment variable read for ``oam serve --token``."""
+
+Db = Annotated[
+    str,
+    typer.Option("--db", help="SQLite file or sqlite:/// URL, or a postgresql:// URL."),
+]
+Embedder = Annotated[
+    str,
+    typer.Option(
+        "--embedder",
+        help="'local' (offline), 'hashing/<dim>', 'none' (keyword search only) or a "
+        "LiteLLM embedding model id: the one the store was written with.",
+    ),
+]
+Strategy = Annotated[
+    SearchStrategy | None,
+    typer.Option(
+        "--strategy", case_sensitive=False, help="Search strategy (default: the store's)."
+    ),
+]
+Host = Annotated[str, typer.Option("--host", help="Interface to bind (default: loopback only).")]
+
+
+def _fail(message: str) -> None:
+    typer.echo("Error: " + " ".join(message.split()), err=True)
+    raise typer.Exit(1)
+
+
+@contextmanager
+def _startup_errors(extra: str) -> Iterator[None]:
+    """Report what stops a command before it serves as one line on stderr."""
+    try:
+        yield
+    except (typer.Exit, typer.Abort, KeyboardInterrupt):
+        raise
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] in {"mcp", "starlette", "uvicorn", "jinja2"}:
+            _fail(f"this command needs the {extra} extra: pip install 'oam[{extra}]' ({exc})")
+        _fail(str(exc))
+    except (ValueError, KeyError, ImportError, OSError) as exc:
+        _fail(str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc))
+
+
+def _embedder(value: str) -> str | None:
+    return None if value.strip().lower() == "none" else value
+
+
+def mcp(
+    db: Db = "oam.db",
+    user: Annotated[
+        str | None, typer.Option("--user", help="The user this server is confined to.")
+    ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="The agent this server is confined to.")
+    ] = None,
+    embedder: Embedder = "local",
+    strategy: Strategy = None,
+    llm: Annotated[
+        str | None,
+        typer.Option(
+            "--llm",
+            help="LiteLLM model id that extracts memories from added messages "
+            "(needs oam[litellm]); without it messages are stored as they are.",
+        ),
+    ] = None,
+    llm_api_base: Annotated[
+        str | None, typer.Option("--llm-api-base", help="Base URL of the LLM's API.")
+    ] = None,
+    http: Annotated[
+        bool, typer.Option("--http", help="Serve streamable HTTP at /mcp instead of stdio.")
+    ] = False,
+    host: Host = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="HTTP port.")] = 8000,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar=MCP_TOKEN_ENV,
+            help=f"HTTP only: bearer token every request must carry (or {MCP_TOKEN_ENV}); "
+            "required when --host is not a loopback address.",
+        ),
+    ] = None,
+) -> None:
+    """Serve one user's (or agent's) memory to MCP clients: stdio by default, --http for
+    streamable HTTP. Clients cannot read or write outside --user/--agent."""
+    with _startup_errors("mcp"):
+        from oam_core.service.common import open_memory
+        from oam_core.service.mcp_server import build_server
+        from oam_core.service.scope import Scope
+
+        scope = Scope(user_id=user, agent_id=agent)
+        if http:
+            from oam_core.service.web.security import check_bind
+
+            check_bind(host, token, MCP_TOKEN_ENV)
+        memory = open_memory(
+            db,
+            embedder=_embedder(embedder),
+            llm=llm,
+            llm_api_base=llm_api_base,
+            search_strategy=strategy,
+        )
+    try:
+        server = build_server(memory, scope)
+        if not http:
+            server.run("stdio")
+            return
+        import uvicorn
+
+        from oam_core.service.web.security import TokenMiddleware
+
+        app = TokenMiddleware(
+            server.streamable_http_app(host=host), token=token, allowed_hosts=None
+        )
+        typer.echo(f"oam MCP server for {scope.describe()} on http://{host}:{port}/mcp", err=True)
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+    finally:
+        memory.close()
+
+
+def serve(
+    db: Db = "oam.db",
+    embedder: Embedder = "local",
+    host: Host = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="HTTP port.")] = 8765,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar=SERVE_TOKEN_ENV,
+            help=f"Access token checked on every request (or {SERVE_TOKEN_ENV}); "
+            "required when --host is not a loopback address.",
+        ),
+    ] = None,
+) -> None:
+    """Browse a store in a local web inspector: users, threads, messages, memories with
+    their sources, search and context cards; delete a memory or a thread."""
+    with _startup_errors("serve"):
+        import uvicorn
+
+        from oam_core.service.web.app import create_app
+        from oam_core.service.web.security import check_bind, is_loopback
+
+        check_bind(host, token, SERVE_TOKEN_ENV)
+        app = create_app(
+            db,
+            embedder=_embedder(embedder),
+            token=token,
+            allowed_hosts=None if is_loopback(host) else ["*"],
+        )
+    where = f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
+    hint = "?token=..." if token else ""
+    typer.echo(f"oam inspector for {db} on {where}{hint} (Ctrl-C to stop)", err=True)
+    sys.stderr.flush()
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,0 +1,143 @@
+"""What ``oam mcp`` and ``oam serve`` share: opening the client from a ``--db`` URL,
+turning records into JSON-ready dicts, and reading the library-owned provenance and
+supersede keys (docs/service.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from oam_core.apis.records import MEMORY_TYPES, MessageRecord, Record, ThreadRow
+from oam_core.memory.client import OracleAgentMemory
+from oam_core.memory.provenance import reserved_keys
+from oam_core.store.connect import backend_of, sqlite_target
+from oam_core.store.options import SchemaPolicy, SearchStrategy
+
+__all__ = [
+    "MEMORY_TYPE_NAMES",
+    "open_memory",
+    "provenance",
+    "record_json",
+    "thread_json",
+]
+
+MEMORY_TYPE_NAMES = tuple(sorted(MEMORY_TYPES))
+"""The memory-like record types: fact, guideline, memory, preference."""
+
+
+def open_memory(
+    db: str,
+    *,
+    embedder: str | None = "local",
+    llm: str | None = None,
+    llm_api_base: str | None = None,
+    search_strategy: SearchStrategy | str | None = None,
+    must_exist: bool = False,
+) -> OracleAgentMemory:
+    """Open the client over ``db`` the way both commands do.
+
+    Args:
+        db: A SQLite path or ``sqlite:///`` URL, or a ``postgresql://`` URL
+            (``oam[postgres]``).
+        embedder: ``"local"``, ``"hashing/<dim>"``, a LiteLLM embedding model id, or
+            None for no embedder (then only KEYWORD search ranks text).
+        llm: A LiteLLM model id; when given, threads extract memories from the
+            messages they receive (``oam[litellm]``), else extraction is off.
+        llm_api_base: Base URL of the LLM's API (an OpenAI-compatible server).
+        search_strategy: ``vector``, ``keyword`` or ``hybrid``; None keeps the
+            store's own (the constructor's default for a new SQLite file).
+        must_exist: Refuse to create a store: a missing SQLite file or a PostgreSQL
+            database without an oam store is an error.
+
+    Returns:
+        The client; the caller closes it.
+
+    Raises:
+        ValueError: for a malformed URL, a missing database when ``must_exist``, or
+            a store that does not match the options (dimension, strategy).
+        ImportError: when the embedder, LLM or back end needs an extra that is not
+            installed.
+    """
+    kwargs: dict[str, Any] = {"embedder": embedder}
+    if search_strategy is not None:
+        kwargs["search_strategy"] = SearchStrategy.parse(search_strategy)
+    if backend_of(db) == "sqlite":
+        path = sqlite_target(db)
+        if path != ":memory:":
+            path = str(Path(path).expanduser())
+            if must_exist and not Path(path).exists():
+                raise ValueError(f"{db}: no such database")
+        db = path
+    kwargs["schema_policy"] = (
+        SchemaPolicy.REQUIRE_EXISTING if must_exist else SchemaPolicy.CREATE_IF_NECESSARY
+    )
+    if llm is not None:
+        from oam_core.llms.litellm import LiteLLMLlm
+
+        kwargs["llm"] = LiteLLMLlm(llm, api_base=llm_api_base)
+        kwargs["extract_memories"] = True
+    else:
+        kwargs["extract_memories"] = False
+    return OracleAgentMemory.open(db, **kwargs)
+
+
+def provenance(record: Record) -> dict[str, Any]:
+    """The library-owned keys of a memory (``metadata["$agent_memory"]``), normalized.
+
+    Returns:
+        ``{"source_message_ids": [str, ...], "status": str | None,
+        "superseded_by": str | None, "reason": str | None}``.
+    """
+    keys = reserved_keys(record)
+    sources = keys.get("source_message_ids")
+    return {
+        "source_message_ids": [s for s in sources if isinstance(s, str)]
+        if isinstance(sources, list)
+        else [],
+        "status": _text_or_none(keys.get("status")),
+        "superseded_by": _text_or_none(keys.get("superseded_by")),
+        "reason": _text_or_none(keys.get("reason")),
+    }
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def record_json(record: Record, distance: float | None = None) -> dict[str, Any]:
+    """A record as a JSON-ready dict (``role`` and ``seq_no`` for messages,
+    ``distance`` for a search hit; metadata without the library-owned key)."""
+    metadata = {k: v for k, v in (record.metadata or {}).items() if k != "$agent_memory"}
+    out: dict[str, Any] = {
+        "id": record.id,
+        "record_type": record.record_type,
+        "content": record.content,
+        "timestamp": record.timestamp,
+        "created_at": record.created_at,
+        "thread_id": record.thread_id,
+        "user_id": record.user_id,
+        "agent_id": record.agent_id,
+        "metadata": metadata or None,
+    }
+    if isinstance(record, MessageRecord):
+        out["role"] = record.role
+        out["seq_no"] = record.seq_no
+    if record.record_type in MEMORY_TYPES:
+        out.update(provenance(record))
+    if distance is not None:
+        out["distance"] = distance
+    return out
+
+
+def thread_json(row: ThreadRow, message_count: int | None = None) -> dict[str, Any]:
+    """A thread row as a JSON-ready dict (runtime config and state left out)."""
+    out: dict[str, Any] = {
+        "thread_id": row.thread_id,
+        "user_id": row.user_id,
+        "agent_id": row.agent_id,
+        "metadata": row.metadata,
+        "created_at": row.created_at,
+    }
+    if message_count is not None:
+        out["message_count"] = message_count
+    return out

@@ -1,0 +1,482 @@
+"""``oam mcp``: a Model Context Protocol server over one store, fixed to one scope
+(docs/service.md).
+
+Built on the official MCP Python SDK (``mcp``, the ``mcp`` extra). Tools are plain
+functions with typed, described arguments; the SDK validates arguments against their
+JSON schema and runs each call in a worker thread, so the client's synchronous API
+is used as is. The scope (``--user``/``--agent``) is fixed when the server starts:
+every query is filtered by it in the store, every id a client names is checked
+against it, and nothing a client passes can widen it.
+
+Errors a client can cause (bad arguments, unknown or foreign ids, invalid filters)
+come back as MCP tool errors carrying the library's message; the server keeps
+serving.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from pydantic import BaseModel, Field
+
+from oam_core.apis._sentinel import NOT_SET
+from oam_core.apis.records import Record, ThreadRow
+from oam_core.memory.client import OracleAgentMemory
+from oam_core.memory.thread import OracleThread
+from oam_core.service.common import MEMORY_TYPE_NAMES, record_json, thread_json
+from oam_core.service.scope import Scope
+
+__all__ = ["TOOL_NAMES", "build_server"]
+
+TOOL_NAMES = (
+    "add_messages",
+    "add_memory",
+    "search_memories",
+    "get_context_card",
+    "get_messages",
+    "list_memories",
+    "list_threads",
+    "delete_memory",
+)
+"""The tools every ``oam mcp`` server offers, in the order they are listed."""
+
+MemoryType = Literal["memory", "fact", "preference", "guideline"]
+SearchType = Literal["memory", "fact", "preference", "guideline", "message", "user_profile"]
+
+try:  # database errors of the PostgreSQL driver, when installed
+    from psycopg import Error as _PgError
+
+    _DB_ERRORS: tuple[type[BaseException], ...] = (sqlite3.Error, _PgError)
+except ImportError:  # pragma: no cover - without the postgres extra
+    _DB_ERRORS = (sqlite3.Error,)
+
+
+class MessageIn(BaseModel):
+    """One chat message to store."""
+
+    role: Annotated[
+        str,
+        Field(
+            min_length=1,
+            description="Who wrote it: 'user', 'assistant', 'system' or 'tool'.",
+        ),
+    ]
+    content: Annotated[str, Field(description="The message text, verbatim.")]
+    timestamp: Annotated[
+        str | None,
+        Field(description="When it was written, ISO-8601 (e.g. '2026-03-01T12:00:00Z'); optional."),
+    ] = None
+
+
+class RecordOut(BaseModel):
+    """A stored record: a message, a memory or a profile."""
+
+    id: str
+    record_type: str = Field(
+        description="message, memory, fact, preference, guideline or user_profile."
+    )
+    content: str | None
+    timestamp: str | None = Field(None, description="Event time given by the writer.")
+    created_at: str | None = Field(None, description="When the store wrote it (UTC).")
+    thread_id: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    role: str | None = Field(None, description="Messages only: who wrote it.")
+    metadata: dict[str, Any] | None = None
+    source_message_ids: list[str] | None = Field(
+        None, description="Memories only: the messages it was extracted from."
+    )
+    status: str | None = Field(
+        None, description="Memories only: 'invalid' once a newer memory superseded it."
+    )
+    superseded_by: str | None = Field(None, description="Id of the memory that replaced it.")
+    reason: str | None = Field(None, description="Why it was superseded.")
+    distance: float | None = Field(
+        None, description="Search hits only: lower is closer (0 = best match)."
+    )
+
+
+class ThreadOut(BaseModel):
+    """A conversation thread."""
+
+    thread_id: str
+    user_id: str | None
+    agent_id: str | None
+    created_at: str
+    message_count: int
+    metadata: dict[str, Any] | None = None
+
+
+class AddMessagesOut(BaseModel):
+    """What ``add_messages`` stored."""
+
+    thread_id: str = Field(description="The thread the messages went to (new if none was given).")
+    message_ids: list[str] = Field(description="Ids of the stored messages, in order.")
+    extraction: Literal["ran", "off"] = Field(
+        description="'ran' when an LLM extracted memories from the messages, 'off' when the "
+        "server has no LLM (messages are stored and searchable as they are)."
+    )
+    memories: list[RecordOut] = Field(description="Memories extracted from these messages.")
+
+
+class DeleteOut(BaseModel):
+    """What ``delete_memory`` removed."""
+
+    deleted: int = Field(description="1 when the memory was deleted.")
+
+
+def _record_out(record: Record, distance: float | None = None) -> RecordOut:
+    return RecordOut.model_validate(record_json(record, distance))
+
+
+@contextmanager
+def _client_errors(kind: type[Exception]) -> Iterator[None]:
+    """Turn the library's errors into ``kind`` (ToolError or ResourceError) with the
+    library's message; anything else is the SDK's internal error."""
+    try:
+        yield
+    except (ToolError, ResourceError):
+        raise
+    except KeyError as exc:
+        raise kind(str(exc.args[0]) if exc.args else "not found") from None
+    except (LookupError, ValueError, TypeError, ImportError) as exc:
+        raise kind(str(exc)) from None
+    except _DB_ERRORS as exc:
+        raise kind(f"database error: {exc}") from None
+
+
+class _Service:
+    """The operations behind the tools and resources, over one client and scope."""
+
+    def __init__(self, memory: OracleAgentMemory, scope: Scope) -> None:
+        self.memory = memory
+        self.store = memory.store
+        self.scope = scope
+
+    # -- threads ------------------------------------------------------------------
+
+    def thread_row(self, thread_id: str) -> ThreadRow:
+        return self.scope.thread(self.store.get_thread_row(thread_id), thread_id)
+
+    def thread(self, thread_id: str | None) -> OracleThread:
+        """The thread to write to: an existing one in scope, or a new one."""
+        scope_ids: dict[str, Any] = {
+            "user_id": NOT_SET if self.scope.user_id is None else self.scope.user_id,
+            "agent_id": NOT_SET if self.scope.agent_id is None else self.scope.agent_id,
+        }
+        if thread_id is None:
+            return self.memory.create_thread(**scope_ids)
+        if self.store.get_thread_row(thread_id) is None:
+            try:
+                return self.memory.create_thread(thread_id=thread_id, **scope_ids)
+            except ValueError:
+                if self.store.get_thread_row(thread_id) is None:
+                    raise
+                # Created by a concurrent call meanwhile: fall through to the check.
+        self.thread_row(thread_id)
+        return self.memory.get_thread(thread_id)
+
+    def threads(self, limit: int) -> list[ThreadOut]:
+        rows = self.memory.list_threads(**self.scope.filters())[-limit:]
+        return [
+            ThreadOut.model_validate(
+                thread_json(row, self.store.count_thread_messages(row.thread_id))
+            )
+            for row in rows
+        ]
+
+    # -- memories -----------------------------------------------------------------
+
+    def memory_record(self, memory_id: str) -> Record:
+        found = None
+        for record_type in MEMORY_TYPE_NAMES:
+            found = self.store.get(record_type, memory_id)
+            if found is not None:
+                break
+        return self.scope.record(found, "memory", memory_id)
+
+    def memories(
+        self, thread_id: str | None, record_types: Sequence[str] | None, limit: int
+    ) -> list[Record]:
+        filters: dict[str, Any] = self.scope.filters()
+        if thread_id is not None:
+            self.thread_row(thread_id)
+            filters["thread_id"] = thread_id
+        found: list[Record] = []
+        for record_type in sorted(set(record_types or MEMORY_TYPE_NAMES)):
+            found.extend(self.store.list(record_type, limit=limit, **filters))
+        found.sort(key=lambda r: (r.created_at or "", r.id))
+        return found[-limit:] if limit else []
+
+    def extracted_from(self, thread_id: str, message_ids: list[str]) -> list[Record]:
+        """The memories whose provenance names one of ``message_ids``."""
+        wanted = set(message_ids)
+        out = []
+        for record in self.memories(thread_id, None, 10000):
+            sources = record_json(record).get("source_message_ids") or []
+            if wanted.intersection(sources):
+                out.append(record)
+        return out
+
+
+def _instructions(scope: Scope, extraction: bool) -> str:
+    mode = (
+        "An LLM extracts typed memories (facts, preferences, guidelines) from the messages you add."
+        if extraction
+        else "No LLM is configured: messages are stored and searched as they are; add "
+        "memories yourself with add_memory."
+    )
+    return (
+        f"Long-term memory for {scope.describe()}. Store conversation turns with "
+        "add_messages, save a durable fact or preference with add_memory, and before "
+        "answering recall what is known with search_memories or get_context_card. "
+        f"{mode} Everything you read or write stays inside this scope."
+    )
+
+
+def build_server(memory: OracleAgentMemory, scope: Scope, *, name: str = "oam") -> MCPServer:
+    """Build the MCP server: its tools and resources over ``memory``, fixed to ``scope``.
+
+    Args:
+        memory: An open client; the caller closes it after the server stops.
+        scope: The user and/or agent every call is confined to.
+        name: The server name announced to clients.
+
+    Returns:
+        An ``mcp.server.mcpserver.MCPServer``; run it with ``.run("stdio")`` or
+        serve ``.streamable_http_app()``.
+    """
+    service = _Service(memory, scope)
+    store = service.store
+    extraction = memory.extract_memories and memory.llm is not None
+    server: MCPServer = MCPServer(
+        name, instructions=_instructions(scope, extraction), log_level="WARNING"
+    )
+
+    @server.tool(
+        description="Store chat messages in a thread, in order. Creates the thread when "
+        "thread_id is omitted (the new id is returned) or unknown. When the server has an "
+        "LLM, memories are extracted from the messages before this returns and listed in "
+        "the result.",
+    )
+    def add_messages(
+        messages: Annotated[
+            list[MessageIn], Field(min_length=1, description="The messages, oldest first.")
+        ],
+        thread_id: Annotated[
+            str | None,
+            Field(description="The thread to add to; omit to start a new thread."),
+        ] = None,
+    ) -> AddMessagesOut:
+        with _client_errors(ToolError):
+            thread = service.thread(thread_id)
+            ids = thread.add_messages([m.model_dump(exclude_none=True) for m in messages])
+            memories = service.extracted_from(thread.thread_id, ids) if extraction else []
+            return AddMessagesOut(
+                thread_id=thread.thread_id,
+                message_ids=ids,
+                extraction="ran" if extraction else "off",
+                memories=[_record_out(r) for r in memories],
+            )
+
+    @server.tool(
+        description="Save one durable memory (a fact, preference, guideline or general "
+        "memory) in this server's scope, optionally tied to a thread. Returns the stored "
+        "memory with its id.",
+    )
+    def add_memory(
+        content: Annotated[
+            str,
+            Field(min_length=1, description="The memory, as one self-contained sentence."),
+        ],
+        record_type: Annotated[
+            MemoryType,
+            Field(
+                description="fact (true about the user/world), preference (likes, "
+                "dislikes), guideline (how to behave), or memory (anything else)."
+            ),
+        ] = "memory",
+        thread_id: Annotated[
+            str | None, Field(description="Tie it to this thread; omit for none.")
+        ] = None,
+        metadata: Annotated[
+            dict[str, Any] | None,
+            Field(description="JSON object of your own keys, usable in search filters."),
+        ] = None,
+    ) -> RecordOut:
+        with _client_errors(ToolError):
+            if thread_id is not None:
+                service.thread_row(thread_id)
+            if metadata is not None and "$agent_memory" in metadata:
+                raise ValueError("metadata key '$agent_memory' is reserved for the library")
+            [memory_id] = store.add(
+                [content],
+                record_type,
+                thread_ids=thread_id,
+                user_ids=scope.user_id,
+                agent_ids=scope.agent_id,
+                metadata=metadata,
+            )
+            return _record_out(service.memory_record(memory_id))
+
+    @server.tool(
+        description="Search the memories (and optionally messages) of this scope for a "
+        "natural-language query. Returns up to k hits, closest first, each with its "
+        "distance (lower is closer). Superseded memories are left out unless asked for.",
+    )
+    def search_memories(
+        query: Annotated[str, Field(min_length=1, description="What to recall, in words.")],
+        k: Annotated[int, Field(ge=1, le=100, description="Most hits to return.")] = 5,
+        record_types: Annotated[
+            list[SearchType] | None,
+            Field(description="Types to search; default: memory, fact, preference, guideline."),
+        ] = None,
+        metadata_filter: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description='Metadata filter, e.g. {"topic": "travel"} or '
+                '{"tags": {"$array_contains": "work"}}; keys are ANDed.'
+            ),
+        ] = None,
+        thread_id: Annotated[
+            str | None, Field(description="Only this thread's records; omit for all.")
+        ] = None,
+        include_superseded: Annotated[
+            bool, Field(description="Also return memories a newer one replaced.")
+        ] = False,
+    ) -> list[RecordOut]:
+        with _client_errors(ToolError):
+            kwargs: dict[str, Any] = scope.filters()
+            if thread_id is not None:
+                service.thread_row(thread_id)
+                kwargs["thread_id"] = thread_id
+            if metadata_filter is not None:
+                kwargs["metadata_filter"] = metadata_filter
+            types = set(record_types or MEMORY_TYPE_NAMES)
+            depth = k if include_superseded else 2 * k + 10
+            hits = memory.search(query, k=depth, record_types=types, **kwargs)
+            out = [_record_out(r, d) for r, d in hits]
+            if not include_superseded:
+                out = [h for h in out if h.status != "invalid"]
+            return out[:k]
+
+    @server.tool(
+        description="The context card of a thread: the XML block (summary or recent "
+        "messages, relevant memories) an agent puts into its prompt before answering.",
+    )
+    def get_context_card(
+        thread_id: Annotated[str, Field(min_length=1, description="The thread.")],
+        max_relevant_results: Annotated[
+            int, Field(ge=0, le=50, description="Most memories/messages found by relevance.")
+        ] = 5,
+        max_recent_messages: Annotated[
+            int, Field(ge=0, le=200, description="Latest messages included verbatim.")
+        ] = 0,
+    ) -> str:
+        with _client_errors(ToolError):
+            service.thread_row(thread_id)
+            card = memory.get_thread(thread_id).get_context_card(
+                max_relevant_results=max_relevant_results,
+                max_recent_messages=max_recent_messages,
+            )
+            return card.content
+
+    @server.tool(description="The latest messages of a thread, oldest first.")
+    def get_messages(
+        thread_id: Annotated[str, Field(min_length=1, description="The thread.")],
+        last_n: Annotated[int, Field(ge=1, le=1000, description="How many to return.")] = 20,
+    ) -> list[RecordOut]:
+        with _client_errors(ToolError):
+            service.thread_row(thread_id)
+            return [_record_out(m) for m in store.list_thread_messages(thread_id, last_n=last_n)]
+
+    @server.tool(
+        description="List stored memories of this scope, newest last, with their type, "
+        "source messages and supersede status.",
+    )
+    def list_memories(
+        thread_id: Annotated[
+            str | None, Field(description="Only this thread's memories; omit for all.")
+        ] = None,
+        record_types: Annotated[
+            list[MemoryType] | None, Field(description="Types to list; default: all four.")
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="Most memories to return.")] = 50,
+    ) -> list[RecordOut]:
+        with _client_errors(ToolError):
+            return [_record_out(r) for r in service.memories(thread_id, record_types, limit)]
+
+    @server.tool(description="List the threads of this scope, oldest first, with message counts.")
+    def list_threads(
+        limit: Annotated[int, Field(ge=1, le=1000, description="Most threads (the newest).")] = 100,
+    ) -> list[ThreadOut]:
+        with _client_errors(ToolError):
+            return service.threads(limit)
+
+    @server.tool(
+        description="Delete one memory by id (for example one that is wrong or outdated). "
+        "Messages are never deleted by this tool.",
+    )
+    def delete_memory(
+        memory_id: Annotated[str, Field(min_length=1, description="Id of the memory.")],
+    ) -> DeleteOut:
+        with _client_errors(ToolError):
+            service.memory_record(memory_id)
+            return DeleteOut(deleted=memory.delete_memory(memory_id))
+
+    # -- resources ------------------------------------------------------------------
+
+    @server.resource(
+        "oam://threads",
+        name="threads",
+        description="The threads of this scope (JSON).",
+        mime_type="application/json",
+    )
+    def threads_resource() -> str:
+        with _client_errors(ResourceError):
+            return json.dumps([t.model_dump() for t in service.threads(1000)], ensure_ascii=False)
+
+    @server.resource(
+        "oam://threads/{thread_id}",
+        name="thread",
+        description="One thread and its latest 100 messages (JSON).",
+        mime_type="application/json",
+    )
+    def thread_resource(thread_id: str) -> str:
+        with _client_errors(ResourceError):
+            row = service.thread_row(thread_id)
+            messages = store.list_thread_messages(thread_id, last_n=100)
+            body = {
+                **thread_json(row, store.count_thread_messages(thread_id)),
+                "messages": [record_json(m) for m in messages],
+            }
+            return json.dumps(body, ensure_ascii=False)
+
+    @server.resource(
+        "oam://memories",
+        name="memories",
+        description="The latest 100 memories of this scope (JSON).",
+        mime_type="application/json",
+    )
+    def memories_resource() -> str:
+        with _client_errors(ResourceError):
+            records = service.memories(None, None, 100)
+            return json.dumps([record_json(r) for r in records], ensure_ascii=False)
+
+    @server.resource(
+        "oam://memories/{memory_id}",
+        name="memory",
+        description="One memory with its provenance and supersede status (JSON).",
+        mime_type="application/json",
+    )
+    def memory_resource(memory_id: str) -> str:
+        with _client_errors(ResourceError):
+            return json.dumps(record_json(service.memory_record(memory_id)), ensure_ascii=False)
+
+    return server

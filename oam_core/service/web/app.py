@@ -1,0 +1,471 @@
+"""``oam serve``: a local web inspector over one store (docs/service.md).
+
+Starlette routes render Jinja2 templates with autoescaping on (stored text is
+untrusted and is escaped everywhere); htmx, vendored under ``static/``, only makes the
+search box update in place, and every page works without JavaScript. Pages are read
+through the public client and store API; the two write actions (delete a memory,
+delete a thread) are POST forms behind a confirmation page, with a CSRF token. The
+access token, host checks and security headers are in ``security.py``.
+
+Ids travel as query parameters (``/thread?id=...``), so any stored id, slashes
+included, has a working URL.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from oam_core.apis.records import MEMORY_TYPES, SEARCHABLE_TYPES, MessageRecord
+from oam_core.memory.client import OracleAgentMemory
+from oam_core.service.common import open_memory
+from oam_core.service.web import views
+from oam_core.service.web.security import (
+    SECURITY_HEADERS,
+    SESSION_COOKIE,
+    CsrfSigner,
+    TokenMiddleware,
+    loopback_hosts,
+)
+from oam_core.store.options import SearchStrategy
+
+__all__ = ["Inspector", "create_app"]
+
+_HERE = Path(__file__).parent
+_STRATEGIES = [s.value.lower() for s in SearchStrategy]
+_SEARCH_TYPES = sorted(SEARCHABLE_TYPES)
+
+
+class NotFound(LookupError):
+    """A page asked for an id the store does not hold."""
+
+
+class Inspector:
+    """The inspector's state: the client over the store, one client per other
+    search strategy (opened on first use), and the CSRF signer.
+
+    Args:
+        memory: The client whose store the pages show.
+        db: The store URL, used to open the other strategies; None when only the
+            store's own strategy can be searched.
+        embedder: The embedder id those extra clients use.
+    """
+
+    def __init__(self, memory: OracleAgentMemory, db: str | None, embedder: str | None) -> None:
+        self.memory = memory
+        self.db = db
+        self.embedder = embedder
+        self.csrf = CsrfSigner()
+        self._by_strategy: dict[SearchStrategy, OracleAgentMemory] = {
+            memory.store.search_strategy: memory
+        }
+        self._lock = threading.Lock()
+
+    @property
+    def strategy(self) -> SearchStrategy:
+        """The store's own search strategy."""
+        return self.memory.store.search_strategy
+
+    def client_for(self, strategy: SearchStrategy) -> OracleAgentMemory:
+        """A client over the same store that ranks with ``strategy``.
+
+        Raises:
+            ValueError: when the store cannot be searched that way (a store opened
+                from an object, or a back end that keeps only its own strategy).
+        """
+        with self._lock:
+            if strategy in self._by_strategy:
+                return self._by_strategy[strategy]
+            if self.db is None:
+                raise ValueError(
+                    f"this inspector searches with {self.strategy.value} only "
+                    "(it was not opened from a database URL)"
+                )
+            client = open_memory(
+                self.db, embedder=self.embedder, search_strategy=strategy, must_exist=True
+            )
+            self._by_strategy[strategy] = client
+            return client
+
+    def close(self) -> None:
+        """Close every client this inspector opened (not the one it was given)."""
+        with self._lock:
+            for strategy, client in list(self._by_strategy.items()):
+                if client is not self.memory:
+                    client.close()
+                    del self._by_strategy[strategy]
+
+
+def _href(path: str, **params: object) -> str:
+    given = {k: v for k, v in params.items() if v is not None and v != ""}
+    return path + ("?" + urlencode(given) if given else "")
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_HERE / "templates"),
+        autoescape=True,  # every template, whatever its name: stored text is untrusted
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals["href"] = _href
+    env.globals["memory_types"] = sorted(MEMORY_TYPES)
+    return env
+
+
+def _session(request: Request) -> tuple[str, bool]:
+    existing = CsrfSigner.session_of(Headers(scope=request.scope))
+    return (existing, False) if existing else (CsrfSigner.new_session(), True)
+
+
+def _safe_next(value: object, default: str) -> str:
+    """A same-site relative URL to go back to after a delete, else ``default``."""
+    if not isinstance(value, str) or not value.startswith("/") or value.startswith("//"):
+        return default
+    parts = urlsplit(value)
+    return default if parts.scheme or parts.netloc or "\\" in value else value
+
+
+def create_app(
+    db: str | None = None,
+    *,
+    memory: OracleAgentMemory | None = None,
+    embedder: str | None = "local",
+    token: str | None = None,
+    allowed_hosts: list[str] | None = None,
+) -> Starlette:
+    """Build the inspector's ASGI app.
+
+    Args:
+        db: The store URL (a SQLite path or URL, or a ``postgresql://`` URL); the
+            store must exist. Give ``db`` or ``memory``.
+        memory: An open client to show instead (not closed by the app); the search
+            box then offers only its store's strategy unless ``db`` is given too.
+        embedder: Embedder id for ``db`` (the one the store was written with).
+        token: Access token checked on every request; None = none (loopback only).
+        allowed_hosts: Accepted ``Host`` header names; default: the loopback names.
+            None-like empty list is not accepted; pass ``["*"]`` to accept any.
+
+    Returns:
+        The Starlette app; serve it with uvicorn.
+
+    Raises:
+        ValueError: when neither ``db`` nor ``memory`` is given, or the store
+            cannot be opened (missing database, another embedder dimension).
+    """
+    if memory is None:
+        if db is None:
+            raise ValueError("create_app needs db (a store URL) or memory (a client)")
+        client = open_memory(db, embedder=embedder, must_exist=True)
+        owned = True
+    else:
+        client, owned = memory, False
+    inspector = Inspector(client, db, embedder)
+    env = _environment()
+
+    def render(
+        request: Request, template: str, status_code: int = 200, **context: Any
+    ) -> HTMLResponse:
+        session, new = _session(request)
+        html = env.get_template(template).render(
+            request=request,
+            csrf_token=inspector.csrf.token_for(session),
+            store_name=type(inspector.memory.store).__name__,
+            store_strategy=inspector.strategy.value.lower(),
+            **context,
+        )
+        response = HTMLResponse(html, status_code=status_code)
+        if new:
+            response.set_cookie(SESSION_COOKIE, session, httponly=True, samesite="strict", path="/")
+        return response
+
+    def page(builder: Callable[[Request], Response]) -> Callable[[Request], Response]:
+        def endpoint(request: Request) -> Response:
+            try:
+                return builder(request)
+            except NotFound as exc:
+                return render(request, "error.html", 404, title="Not found", message=str(exc))
+
+        endpoint.__name__ = builder.__name__
+        return endpoint
+
+    def required(request: Request, name: str = "id") -> str:
+        value = request.query_params.get(name, "")
+        if not value:
+            raise NotFound(f"this page needs ?{name}=...")
+        return value
+
+    def index(request: Request) -> Response:
+        users, agents = views.actors(inspector.memory)
+        return render(request, "index.html", title="Users and agents", users=users, agents=agents)
+
+    def actor(kind: str) -> Callable[[Request], Response]:
+        column = f"{kind}_id"
+
+        def actor_page(request: Request) -> Response:
+            actor_id = required(request)
+            rows = inspector.memory.list_threads(**{column: actor_id})
+            profile = inspector.memory.store.get(f"{kind}_profile", actor_id)
+            memories = views.scoped_memories(inspector.memory, **{column: actor_id})
+            if not rows and profile is None and not memories:
+                raise NotFound(f"no {kind} {actor_id!r} in this store")
+            return render(
+                request,
+                "actor.html",
+                title=f"{kind.capitalize()} {actor_id}",
+                kind=kind,
+                actor_id=actor_id,
+                profile=profile,
+                threads=views.thread_rows_with_counts(inspector.memory, rows),
+                memories=views.memory_views(inspector.memory, memories),
+            )
+
+        actor_page.__name__ = f"{kind}_page"
+        return actor_page
+
+    def thread(request: Request) -> Response:
+        thread_id = required(request)
+        store = inspector.memory.store
+        row = store.get_thread_row(thread_id)
+        if row is None:
+            raise NotFound(f"no thread {thread_id!r} in this store")
+        total = store.count_thread_messages(thread_id)
+        first = max(0, total - views.MESSAGE_PAGE)
+        asked = request.query_params.get("from", "")
+        if asked.isdigit():
+            first = min(int(asked), max(0, total - 1))
+        messages = store.list_thread_messages(
+            thread_id, start=first, end=first + views.MESSAGE_PAGE
+        )
+        records = views.thread_memories(inspector.memory, thread_id)
+        return render(
+            request,
+            "thread.html",
+            title=f"Thread {thread_id}",
+            row=row,
+            total=total,
+            first=first,
+            page_size=views.MESSAGE_PAGE,
+            messages=messages,
+            shown={m.id for m in messages},
+            memories=views.memory_views(inspector.memory, records, messages),
+        )
+
+    def card(request: Request) -> Response:
+        thread_id = required(request)
+        if inspector.memory.store.get_thread_row(thread_id) is None:
+            raise NotFound(f"no thread {thread_id!r} in this store")
+        relevant = _int_param(request, "relevant", 5, 0, 50)
+        recent = _int_param(request, "recent", 0, 0, 200)
+        content = (
+            inspector.memory.get_thread(thread_id)
+            .get_context_card(max_relevant_results=relevant, max_recent_messages=recent)
+            .content
+        )
+        return render(
+            request,
+            "card.html",
+            title=f"Context card of {thread_id}",
+            thread_id=thread_id,
+            content=content,
+            relevant=relevant,
+            recent=recent,
+        )
+
+    def memory_page(request: Request) -> Response:
+        memory_id = required(request)
+        record = views.find_memory(inspector.memory, memory_id)
+        if record is None:
+            raise NotFound(f"no memory {memory_id!r} in this store")
+        [view] = views.memory_views(inspector.memory, [record])
+        older, newer = views.memory_chain(inspector.memory, record)
+        return render(
+            request, "memory.html", title=f"Memory {memory_id}", m=view, older=older, newer=newer
+        )
+
+    def message_page(request: Request) -> Response:
+        message_id = required(request)
+        record = inspector.memory.store.get("message", message_id)
+        if not isinstance(record, MessageRecord):
+            raise NotFound(f"no message {message_id!r} in this store")
+        return render(request, "message.html", title=f"Message {message_id}", msg=record)
+
+    def search(request: Request) -> Response:
+        params = request.query_params
+        form: dict[str, Any] = {
+            "q": params.get("q", ""),
+            "strategy": (params.get("strategy", "") or inspector.strategy.value).lower(),
+            "user": params.get("user", ""),
+            "agent": params.get("agent", ""),
+            "thread": params.get("thread", ""),
+            "filter": params.get("filter", ""),
+            "types": params.getlist("types") or sorted(MEMORY_TYPES),
+            "k": _int_param(request, "k", 10, 1, 100),
+        }
+        results: list[tuple[Any, float]] | None = None
+        error = None
+        if form["q"].strip():
+            try:
+                results = _run_search(inspector, form)
+            except (ValueError, TypeError, ImportError) as exc:
+                error = str(exc)
+        return render(
+            request,
+            "search.html",
+            400 if error else 200,
+            title="Search",
+            form=form,
+            strategies=_STRATEGIES,
+            search_types=_SEARCH_TYPES,
+            results=results,
+            error=error,
+        )
+
+    def confirm(kind: str) -> Callable[[Request], Response]:
+        def confirm_page(request: Request) -> Response:
+            item_id = required(request)
+            if kind == "memory":
+                record = views.find_memory(inspector.memory, item_id)
+                if record is None:
+                    raise NotFound(f"no memory {item_id!r} in this store")
+                summary = record.content or ""
+                back = _href("/memory", id=item_id)
+                after = _href("/thread", id=record.thread_id) if record.thread_id else "/"
+            else:
+                row = inspector.memory.store.get_thread_row(item_id)
+                if row is None:
+                    raise NotFound(f"no thread {item_id!r} in this store")
+                count = inspector.memory.store.count_thread_messages(item_id)
+                summary = f"{count} messages and every memory extracted in this thread"
+                back = _href("/thread", id=item_id)
+                after = _href("/user", id=row.user_id) if row.user_id else "/"
+            return render(
+                request,
+                "confirm.html",
+                title=f"Delete {kind} {item_id}?",
+                kind=kind,
+                item_id=item_id,
+                summary=summary,
+                back=back,
+                after=after,
+            )
+
+        confirm_page.__name__ = f"confirm_{kind}"
+        return confirm_page
+
+    def delete(kind: str) -> Callable[[Request], Any]:
+        async def delete_action(request: Request) -> Response:
+            form = await request.form()
+            session = CsrfSigner.session_of(Headers(scope=request.scope))
+            token = form.get("csrf_token")
+            origin = request.headers.get("origin")
+            if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
+                return render(
+                    request,
+                    "error.html",
+                    403,
+                    title="Forbidden",
+                    message="cross-origin request refused",
+                )
+            if not inspector.csrf.valid(session, token if isinstance(token, str) else None):
+                return render(
+                    request,
+                    "error.html",
+                    403,
+                    title="Forbidden",
+                    message="the form's CSRF token is missing or wrong; reload the page and try again",
+                )
+            item_id = form.get("id")
+            if not isinstance(item_id, str) or not item_id:
+                return render(
+                    request, "error.html", 400, title="Bad request", message="no id given"
+                )
+            from starlette.concurrency import run_in_threadpool
+
+            if kind == "memory":
+                deleted = await run_in_threadpool(inspector.memory.delete_memory, item_id)
+            else:
+                deleted = await run_in_threadpool(inspector.memory.delete_thread, item_id)
+            if not deleted:
+                return render(
+                    request,
+                    "error.html",
+                    404,
+                    title="Not found",
+                    message=f"no {kind} {item_id!r} to delete",
+                )
+            return RedirectResponse(_safe_next(form.get("next"), "/"), status_code=303)
+
+        delete_action.__name__ = f"delete_{kind}"
+        return delete_action
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            inspector.close()
+            if owned:
+                client.close()
+
+    routes = [
+        Route("/", page(index)),
+        Route("/user", page(actor("user"))),
+        Route("/agent", page(actor("agent"))),
+        Route("/thread", page(thread)),
+        Route("/thread/card", page(card)),
+        Route("/thread/delete", page(confirm("thread")), methods=["GET"]),
+        Route("/thread/delete", delete("thread"), methods=["POST"]),
+        Route("/memory", page(memory_page)),
+        Route("/memory/delete", page(confirm("memory")), methods=["GET"]),
+        Route("/memory/delete", delete("memory"), methods=["POST"]),
+        Route("/message", page(message_page)),
+        Route("/search", page(search)),
+        Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
+    ]
+    hosts = loopback_hosts() if allowed_hosts is None else allowed_hosts
+    middleware = [
+        Middleware(
+            TokenMiddleware,
+            token=token,
+            allowed_hosts=None if "*" in hosts else hosts,
+            headers=SECURITY_HEADERS,
+        )
+    ]
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    app.state.inspector = inspector
+    return app
+
+
+def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
+    value = request.query_params.get(name, "")
+    if not value.strip().lstrip("-").isdigit():
+        return default
+    return max(low, min(high, int(value)))
+
+
+def _run_search(inspector: Inspector, form: dict[str, Any]) -> list[tuple[Any, float]]:
+    strategy = SearchStrategy.parse(form["strategy"])
+    client = inspector.client_for(strategy)
+    kwargs: dict[str, Any] = {"k": form["k"], "record_types": set(form["types"])}
+    for field, name in (("user", "user_id"), ("agent", "agent_id"), ("thread", "thread_id")):
+        if form[field].strip():
+            kwargs[name] = form[field].strip()
+    metadata_filter = views.parse_filter(form["filter"])
+    if metadata_filter is not None:
+        kwargs["metadata_filter"] = metadata_filter
+    return client.search(form["q"], **kwargs)

@@ -1,0 +1,241 @@
+"""What the inspector's pages show, gathered through the public client and store API
+(docs/service.md). Plain functions returning plain data; no HTML here."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from oam_core.apis.records import MessageRecord, Record, ThreadRow
+from oam_core.memory.client import OracleAgentMemory
+from oam_core.service.common import MEMORY_TYPE_NAMES, provenance, record_json
+
+__all__ = [
+    "MESSAGE_PAGE",
+    "Actor",
+    "MemoryView",
+    "actors",
+    "find_memory",
+    "memory_chain",
+    "memory_views",
+    "parse_filter",
+]
+
+MESSAGE_PAGE = 500
+"""Most messages a thread page shows at once (the newest; older ones page back)."""
+_LIST_CAP = 2000
+_CHAIN_CAP = 50
+_SCAN_CAP = 10000
+
+
+@dataclass
+class Actor:
+    """A user or agent id with what the store holds for it."""
+
+    id: str
+    threads: int = 0
+    profile: str | None = None
+
+
+def actors(memory: OracleAgentMemory) -> tuple[list[Actor], list[Actor]]:
+    """The users and the agents that own threads or have a profile, sorted by id."""
+    users: dict[str, Actor] = {}
+    agents: dict[str, Actor] = {}
+    for row in memory.list_threads():
+        if row.user_id is not None:
+            users.setdefault(row.user_id, Actor(row.user_id)).threads += 1
+        if row.agent_id is not None:
+            agents.setdefault(row.agent_id, Actor(row.agent_id)).threads += 1
+    store = memory.store
+    for record_type, table in (("user_profile", users), ("agent_profile", agents)):
+        for profile in store.list(record_type, limit=_LIST_CAP):
+            table.setdefault(profile.id, Actor(profile.id)).profile = profile.content
+    return sorted(users.values(), key=lambda a: a.id), sorted(agents.values(), key=lambda a: a.id)
+
+
+@dataclass
+class SourceLink:
+    """One source message of a memory: where to find it, or that it is gone."""
+
+    message_id: str
+    thread_id: str | None = None
+    seq_no: int | None = None
+    role: str | None = None
+    excerpt: str | None = None
+
+    @property
+    def found(self) -> bool:
+        return self.thread_id is not None
+
+
+@dataclass
+class MemoryView:
+    """A memory with its provenance and supersede links resolved."""
+
+    record: Record
+    sources: list[SourceLink]
+    status: str | None
+    superseded_by: str | None
+    reason: str | None
+    replaces: list[str] = field(default_factory=list)
+
+    @property
+    def superseded(self) -> bool:
+        return self.status == "invalid"
+
+    @property
+    def metadata_json(self) -> str | None:
+        data = record_json(self.record)["metadata"]
+        return None if data is None else json.dumps(data, ensure_ascii=False, indent=2)
+
+
+def _source_link(
+    memory: OracleAgentMemory, message_id: str, known: dict[str, MessageRecord]
+) -> SourceLink:
+    message = known.get(message_id)
+    if message is None:
+        found = memory.store.get("message", message_id)
+        message = found if isinstance(found, MessageRecord) else None
+    if message is None:
+        return SourceLink(message_id)
+    text = " ".join((message.content or "").split())
+    return SourceLink(
+        message_id,
+        thread_id=message.thread_id,
+        seq_no=message.seq_no,
+        role=message.role,
+        excerpt=text if len(text) <= 160 else text[:159] + "…",
+    )
+
+
+def memory_views(
+    memory: OracleAgentMemory,
+    records: Iterable[Record],
+    messages: Iterable[MessageRecord] = (),
+) -> list[MemoryView]:
+    """Resolve provenance and supersede links of ``records``.
+
+    Args:
+        memory: The client.
+        records: Memory-like records.
+        messages: Messages already loaded (looked up first, before the store).
+    """
+    known = {m.id: m for m in messages}
+    views = []
+    for record in records:
+        keys = provenance(record)
+        views.append(
+            MemoryView(
+                record=record,
+                sources=[_source_link(memory, s, known) for s in keys["source_message_ids"]],
+                status=keys["status"],
+                superseded_by=keys["superseded_by"],
+                reason=keys["reason"],
+            )
+        )
+    by_id = {v.record.id: v for v in views}
+    for view in views:
+        newer = by_id.get(view.superseded_by or "")
+        if newer is not None:
+            newer.replaces.append(view.record.id)
+    return views
+
+
+def thread_memories(memory: OracleAgentMemory, thread_id: str) -> list[Record]:
+    """Every memory-like record of a thread, oldest first."""
+    records: list[Record] = []
+    for record_type in MEMORY_TYPE_NAMES:
+        records.extend(memory.store.list(record_type, limit=_LIST_CAP, thread_id=thread_id))
+    records.sort(key=lambda r: (r.created_at or "", r.id))
+    return records
+
+
+def scoped_memories(memory: OracleAgentMemory, **scope: Any) -> list[Record]:
+    """The newest memory-like records of a user or agent (``user_id=`` /
+    ``agent_id=``), oldest first."""
+    records: list[Record] = []
+    for record_type in MEMORY_TYPE_NAMES:
+        records.extend(memory.store.list(record_type, limit=_LIST_CAP, **scope))
+    records.sort(key=lambda r: (r.created_at or "", r.id))
+    return records[-_LIST_CAP:]
+
+
+def find_memory(memory: OracleAgentMemory, memory_id: str) -> Record | None:
+    """The memory-like record with ``memory_id``, whatever its type, or None."""
+    for record_type in MEMORY_TYPE_NAMES:
+        found = memory.store.get(record_type, memory_id)
+        if found is not None:
+            return found
+    return None
+
+
+def memory_chain(memory: OracleAgentMemory, record: Record) -> tuple[list[Record], list[Record]]:
+    """The supersede chain around ``record``.
+
+    Returns:
+        ``(older, newer)``: the memories this one replaced, nearest first, and the
+        memories that replaced it, in order (each list at most 50 long; a missing
+        link ends it).
+    """
+    newer: list[Record] = []
+    seen = {record.id}
+    current = record
+    while len(newer) < _CHAIN_CAP:
+        next_id = provenance(current)["superseded_by"]
+        if not next_id or next_id in seen:
+            break
+        found = find_memory(memory, next_id)
+        if found is None:
+            break
+        newer.append(found)
+        seen.add(found.id)
+        current = found
+    older: list[Record] = []
+    current = record
+    while len(older) < _CHAIN_CAP:
+        replaced = _replaced_by(memory, current)
+        replaced = [r for r in replaced if r.id not in seen]
+        if not replaced:
+            break
+        older.extend(replaced)
+        seen.update(r.id for r in replaced)
+        current = replaced[0]
+    return older, newer
+
+
+def _replaced_by(memory: OracleAgentMemory, record: Record) -> list[Record]:
+    """The memories whose ``superseded_by`` names ``record`` (searched among the
+    memories of its user and agent: a pass only supersedes within that scope)."""
+    found: list[Record] = []
+    for record_type in MEMORY_TYPE_NAMES:
+        candidates = memory.store.list(
+            record_type, limit=_SCAN_CAP, user_id=record.user_id, agent_id=record.agent_id
+        )
+        found.extend(c for c in candidates if provenance(c)["superseded_by"] == record.id)
+    return found
+
+
+def parse_filter(text: str) -> dict[str, Any] | None:
+    """The search form's metadata filter: empty = none, else a JSON object.
+
+    Raises:
+        ValueError: for text that is not a JSON object.
+    """
+    if not text.strip():
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"metadata filter is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"metadata filter must be a JSON object, got {text!r}")
+    return value
+
+
+def thread_rows_with_counts(
+    memory: OracleAgentMemory, rows: Iterable[ThreadRow]
+) -> list[tuple[ThreadRow, int]]:
+    """Thread rows with their message counts."""
+    return [(row, memory.store.count_thread_messages(row.thread_id)) for row in rows]

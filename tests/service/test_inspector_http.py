@@ -1,0 +1,321 @@
+"""``oam serve``'s pages and actions over HTTP, on SQLite and PostgreSQL: status codes,
+what each page shows, escaping of stored text, the delete flow with its confirmation
+and CSRF check, the access token and the host check (docs/service.md)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlencode
+
+import httpx
+import pytest
+from _proc import free_port, run_cli, start_cli, stop, wait_for_port
+from _seed import ATTRIBUTE_ATTACK, EMBEDDER, Seeded
+from starlette.testclient import TestClient
+
+from oam_core import OracleAgentMemory
+from oam_core.service.web.app import create_app
+
+TOKEN = "inspector-test-token-0123456789"
+
+
+@pytest.fixture
+def client(seeded: Seeded) -> Iterator[TestClient]:
+    with TestClient(create_app(seeded.url, embedder=EMBEDDER), base_url="http://127.0.0.1") as c:
+        yield c
+
+
+def _open(url: str) -> OracleAgentMemory:
+    return OracleAgentMemory.open(url, embedder=EMBEDDER, extract_memories=False)
+
+
+def _text(html: str) -> str:
+    """The page's visible text, roughly: tags removed, whitespace collapsed."""
+    return " ".join(re.sub(r"<[^>]+>", " ", html).split())
+
+
+def _pages(seeded: Seeded) -> list[str]:
+    q = urlencode
+    return [
+        "/",
+        "/user?" + q({"id": "alice"}),
+        "/user?" + q({"id": ATTRIBUTE_ATTACK}),
+        "/agent?" + q({"id": "helper"}),
+        "/thread?" + q({"id": "trip"}),
+        "/thread?" + q({"id": "bob-chat"}),
+        "/thread/card?" + q({"id": "trip", "recent": 2}),
+        "/memory?" + q({"id": seeded.porto}),
+        "/memory?" + q({"id": seeded.lisbon}),
+        "/memory?" + q({"id": seeded.window_seat}),
+        "/message?" + q({"id": seeded.trip_messages[2]}),
+        "/search?" + q({"q": "Porto Lisbon"}),
+        "/search?" + q({"q": "Rex", "types": "message"}),
+        "/memory/delete?" + q({"id": seeded.porto}),
+        "/thread/delete?" + q({"id": "trip"}),
+    ]
+
+
+def test_every_page_renders_and_escapes_stored_text(client: TestClient, seeded: Seeded) -> None:
+    for page in _pages(seeded):
+        response = client.get(page)
+        assert response.status_code == 200, (page, response.text[:500])
+        assert response.headers["content-type"].startswith("text/html")
+        html = response.text
+        assert "<script>alert" not in html and "<img src=x" not in html, page
+        assert "script-src 'self'" in response.headers["content-security-policy"]
+        assert response.headers["x-frame-options"] == "DENY"
+        scripts = re.findall(r"<script[^>]*>", html)
+        assert scripts == ['<script src="/static/htmx.min.js" defer>'], page
+    thread = client.get("/thread?id=trip").text
+    assert (
+        "Change of plan: Porto instead. &lt;script&gt;alert(&#39;oam&#39;)&lt;/script&gt;" in thread
+    )
+    bob = client.get("/user?" + urlencode({"id": ATTRIBUTE_ATTACK})).text
+    assert "&#34;&gt;&lt;img src=x onerror=alert(1)&gt;" in bob
+    memory = client.get(f"/memory?id={seeded.window_seat}").text
+    assert "&lt;script&gt;" in memory  # the metadata JSON, escaped too
+
+
+def test_index_lists_users_and_agents(client: TestClient) -> None:
+    text = _text(client.get("/").text)
+    assert "Users" in text and "alice 1 thread Frequent traveller; likes trains." in text
+    assert "Agents" in text and "helper 2 threads" in text
+
+
+def test_thread_page_shows_messages_in_order_and_memories_with_provenance(
+    client: TestClient, seeded: Seeded
+) -> None:
+    html = client.get("/thread?id=trip").text
+    text = _text(html)
+    first = text.index("user 2026-03-01T10:00:00")
+    second = text.index("assistant 2026-03-01T10:00:05")
+    third = text.index("user 2026-03-02T09:00:00")
+    assert first < second < third
+    assert "Messages 3" in text and "Memories 3" in text
+    assert re.findall(r'<li class="message" id="(msg-\d+)" data-role="(\w+)"', html) == [
+        ("msg-0", "user"),
+        ("msg-1", "assistant"),
+        ("msg-2", "user"),
+    ]
+    porto = html[html.index(f'data-memory-id="{seeded.porto}"') :]
+    porto = porto[: porto.index("</article>")]
+    assert 'href="#msg-2"' in porto and "Replaces" in porto and seeded.lisbon in porto
+    lisbon = html[html.index(f'data-memory-id="{seeded.lisbon}"') :]
+    lisbon = lisbon[: lisbon.index("</article>")]
+    assert (
+        'class="memory superseded"' in html[html.index(f'data-memory-id="{seeded.lisbon}"') - 40 :]
+    )
+    assert 'href="#msg-0"' in lisbon and 'href="#msg-1"' in lisbon
+    assert f'Superseded by <a href="/memory?id={seeded.porto}"' in lisbon
+    assert "updated or contradicted by a newer memory" in lisbon
+
+
+def test_memory_page_shows_the_supersede_chain(client: TestClient, seeded: Seeded) -> None:
+    text = _text(client.get(f"/memory?id={seeded.porto}").text).split("Supersede chain")[1]
+    assert text.index("Alice is flying to Lisbon in March") < text.index("(this memory)")
+    text = _text(client.get(f"/memory?id={seeded.lisbon}").text).split("Supersede chain")[1]
+    assert text.index("(this memory)") < text.index("Alice is going to Porto in March")
+    assert "This memory neither replaced" in _text(
+        client.get(f"/memory?id={seeded.window_seat}").text
+    )
+
+
+def test_context_card_page_shows_the_card_as_the_llm_sees_it(client: TestClient) -> None:
+    html = client.get("/thread/card?id=trip&recent=1").text
+    card = html[html.index('<pre class="card">') :]
+    assert card.startswith('<pre class="card">&lt;context_card&gt;')
+    assert "&lt;recent_messages&gt;" in card and "Change of plan: Porto instead." in card
+
+
+def test_search_shows_distances_and_honours_scope_and_filter(
+    client: TestClient, seeded: Seeded, backend: str
+) -> None:
+    html = client.get("/search?" + urlencode({"q": "Porto Lisbon March", "k": 5})).text
+    rows = re.findall(r'<td class="num">([0-9.]+)</td>', html)
+    assert rows and [float(d) for d in rows] == sorted(float(d) for d in rows)
+    assert f"/memory?id={seeded.porto}" in html
+    scoped = client.get("/search?" + urlencode({"q": "Rex dog", "user": "alice"})).text
+    assert "Rex" not in _text(scoped[scoped.index('id="results"') :])
+    mine = client.get("/search?" + urlencode({"q": "Rex dog", "user": ATTRIBUTE_ATTACK})).text
+    assert f"/memory?id={seeded.bob_memory}" in mine
+    filtered = client.get(
+        "/search?" + urlencode({"q": "Alice", "filter": '{"note": "nothing"}'})
+    ).text
+    assert "No results." in filtered
+    bad = client.get("/search?" + urlencode({"q": "Alice", "filter": "{not json"}))
+    assert bad.status_code == 400 and "metadata filter is not valid JSON" in bad.text
+    bad_type = client.get("/search?" + urlencode({"q": "Alice", "types": "thread"}))
+    assert bad_type.status_code == 400 and "record_types" in bad_type.text
+    for strategy in ("vector", "keyword", "hybrid"):
+        response = client.get("/search?" + urlencode({"q": "Porto", "strategy": strategy}))
+        if backend == "sqlite" or response.status_code == 200:
+            assert response.status_code == 200, (strategy, response.text[-800:])
+            assert f"/memory?id={seeded.porto}" in response.text, strategy
+        else:  # a PostgreSQL store keeps the strategy it was created with
+            assert response.status_code == 400 and "search_strategy" in response.text
+
+
+def test_unknown_ids_are_404(client: TestClient) -> None:
+    for page in (
+        "/thread?id=nope",
+        "/memory?id=nope",
+        "/message?id=nope",
+        "/user?id=nope",
+        "/agent?id=nope",
+        "/thread/card?id=nope",
+        "/thread/delete?id=nope",
+        "/memory/delete?id=nope",
+        "/thread",
+    ):
+        response = client.get(page)
+        assert response.status_code == 404, page
+        assert "<h1>Not found</h1>" in response.text
+    assert client.get("/no-such-page").status_code == 404
+
+
+def _csrf(html: str) -> str:
+    match = re.search(r'name="csrf_token" value="([0-9a-f]{64})"', html)
+    assert match, html
+    return match.group(1)
+
+
+def test_delete_memory_after_confirmation_with_csrf(client: TestClient, seeded: Seeded) -> None:
+    confirm = client.get(f"/memory/delete?id={seeded.window_seat}")
+    assert "Alice prefers window seats" in confirm.text and "cannot be undone" in confirm.text
+    token = _csrf(confirm.text)
+    form = {"id": seeded.window_seat, "next": "/thread?id=trip"}
+    assert client.post("/memory/delete", data=form).status_code == 403
+    assert client.post("/memory/delete", data={**form, "csrf_token": "0" * 64}).status_code == 403
+    cross = client.post(
+        "/memory/delete",
+        data={**form, "csrf_token": token},
+        headers={"origin": "http://evil.example"},
+    )
+    assert cross.status_code == 403
+    opaque = client.post(
+        "/memory/delete", data={**form, "csrf_token": token}, headers={"origin": "null"}
+    )
+    assert opaque.status_code == 403
+    mine = dict(client.cookies)
+    client.cookies.clear()
+    client.get("/")  # another browser: a session of its own, same form token
+    assert client.post("/memory/delete", data={**form, "csrf_token": token}).status_code == 403
+    client.cookies.clear()
+    client.cookies.update(mine)
+    assert client.get("/memory/delete", params={"id": seeded.window_seat}).status_code == 200
+    with _open(seeded.url) as memory:
+        assert memory.store.get("memory", seeded.window_seat) is not None
+    done = client.post("/memory/delete", data={**form, "csrf_token": token}, follow_redirects=False)
+    assert done.status_code == 303 and done.headers["location"] == "/thread?id=trip"
+    with _open(seeded.url) as memory:
+        assert memory.store.get("memory", seeded.window_seat) is None
+        assert memory.store.get("fact", seeded.porto) is not None
+    again = client.post("/memory/delete", data={**form, "csrf_token": token})
+    assert again.status_code == 404
+    escape = client.post(
+        "/memory/delete",
+        data={"id": seeded.porto, "csrf_token": token, "next": "//evil.example/"},
+        follow_redirects=False,
+    )
+    assert escape.status_code == 303 and escape.headers["location"] == "/"
+
+
+def test_delete_thread_after_confirmation(client: TestClient, seeded: Seeded) -> None:
+    confirm = client.get("/thread/delete?id=trip")
+    assert "3 messages and every memory" in confirm.text
+    done = client.post(
+        "/thread/delete",
+        data={"id": "trip", "next": "/user?id=alice", "csrf_token": _csrf(confirm.text)},
+        follow_redirects=False,
+    )
+    assert done.status_code == 303 and done.headers["location"] == "/user?id=alice"
+    assert client.get("/thread?id=trip").status_code == 404
+    with _open(seeded.url) as memory:
+        assert memory.store.get_thread_row("trip") is None
+        assert memory.store.get("fact", seeded.porto) is None
+        assert memory.store.count_thread_messages("bob-chat") == 1
+
+
+def test_writes_are_post_only(client: TestClient, seeded: Seeded) -> None:
+    assert client.put("/memory/delete", data={"id": seeded.porto}).status_code == 405
+    assert client.post("/memory", data={"id": seeded.porto}).status_code == 405
+    assert client.post("/thread", data={"id": "trip"}).status_code == 405
+
+
+def _token_client(seeded: Seeded) -> TestClient:
+    app = create_app(seeded.url, embedder=EMBEDDER, token=TOKEN)
+    return TestClient(app, base_url="http://127.0.0.1")
+
+
+def test_token_is_checked_on_every_request(seeded: Seeded) -> None:
+    with _token_client(seeded) as anonymous:
+        for page in (
+            "/",
+            "/thread?id=trip",
+            "/static/htmx.min.js",
+            "/static/oam.css",
+            "/search?q=x",
+        ):
+            response = anonymous.get(page)
+            assert response.status_code == 401, page
+            assert "Porto" not in response.text and "needs its access token" in response.text
+        assert anonymous.post("/thread/delete", data={"id": "trip"}).status_code == 401
+        assert anonymous.get("/", params={"token": "wrong-" + TOKEN}).status_code == 401
+        assert anonymous.get("/", headers={"authorization": "Bearer nope"}).status_code == 401
+    with _token_client(seeded) as bearer:
+        response = bearer.get("/thread?id=trip", headers={"authorization": f"Bearer {TOKEN}"})
+        assert response.status_code == 200 and "Porto" in response.text
+    with _token_client(seeded) as browser:
+        login = browser.get(
+            "/thread", params={"id": "trip", "token": TOKEN}, follow_redirects=False
+        )
+        assert login.status_code == 303 and login.headers["location"] == "/thread?id=trip"
+        assert (
+            "oam_token=" in login.headers["set-cookie"]
+            and "HttpOnly" in login.headers["set-cookie"]
+        )
+        assert browser.get("/thread?id=trip").status_code == 200  # the cookie now
+        assert browser.get("/static/htmx.min.js").status_code == 200
+
+
+def test_host_header_is_checked_when_bound_to_loopback(seeded: Seeded) -> None:
+    with TestClient(create_app(seeded.url, embedder=EMBEDDER), base_url="http://evil.example") as c:
+        assert c.get("/").status_code == 400
+    with TestClient(
+        create_app(seeded.url, embedder=EMBEDDER), base_url="http://localhost:8765"
+    ) as c:
+        assert c.get("/").status_code == 200
+
+
+def test_serve_refuses_to_bind_off_loopback_without_a_token(tmp_path: Path, seeded: Seeded) -> None:
+    result = run_cli(["serve", "--db", seeded.url, "--host", "0.0.0.0"], cwd=tmp_path)
+    assert result.returncode == 1
+    assert "Error: binding to 0.0.0.0 exposes the store beyond this machine" in result.stderr
+    short = run_cli(
+        ["serve", "--db", seeded.url, "--host", "0.0.0.0", "--token", "short"], cwd=tmp_path
+    )
+    assert short.returncode == 1 and "at least 16 characters" in short.stderr
+    missing = run_cli(["serve", "--db", str(tmp_path / "missing.db")], cwd=tmp_path)
+    assert missing.returncode == 1 and "no such database" in missing.stderr
+    assert not (tmp_path / "missing.db").exists()
+
+
+def test_serve_answers_over_real_http_with_the_token_from_the_environment(
+    seeded: Seeded, tmp_path: Path
+) -> None:
+    port = free_port()
+    process = start_cli(
+        ["serve", "--db", seeded.url, "--embedder", EMBEDDER, "--port", str(port)],
+        cwd=tmp_path,
+        env={"OAM_SERVE_TOKEN": TOKEN},
+    )
+    try:
+        wait_for_port(port, process)
+        base = f"http://127.0.0.1:{port}"
+        assert httpx.get(base + "/").status_code == 401
+        page = httpx.get(base + "/thread?id=trip", headers={"authorization": f"Bearer {TOKEN}"})
+        assert page.status_code == 200 and "Lisbon" in page.text
+    finally:
+        stop(process)
