@@ -107,8 +107,6 @@ class _Extraction:
     def persisted(self) -> dict[str, Any]:
         """The choices to keep on the thread row (only what was given)."""
         kept: dict[str, Any] = {}
-        if self.extract is not None:
-            kept["extract_memories"] = self.extract
         if self.mode is not None:
             kept["extraction_mode"] = self.mode.value
         return kept
@@ -678,8 +676,8 @@ class OracleAgentMemory(IAgentMemory):
 
         Omitted ids are generated (uuid4). Omitted options take the SPEC §10 defaults
         (``ThreadConfig``); options given here are persisted on the thread row so
-        ``get_thread`` restores them. ``extract_memories`` is persisted only when
-        given; otherwise the thread follows the client's setting.
+        ``get_thread`` restores them. ``llm`` and ``extract_memories`` apply to the
+        returned handle only: ``get_thread`` uses the client's unless given again.
 
         Example (seed 003)::
 
@@ -823,11 +821,11 @@ class OracleAgentMemory(IAgentMemory):
     ) -> OracleThread:
         """Reopen a thread created earlier (seed 003; SPEC §5).
 
-        Each option resolves as: the explicit argument here, else the value persisted
-        by ``create_thread``, else the default. ``extract_memories``: explicit, else
-        the thread's persisted override, else the client's setting. ``llm``:
-        explicit, else the client's. Overrides apply to this handle only; they are
-        not written back. The pipeline state on the thread row is restored.
+        Each runtime option resolves as: the explicit argument here, else the value
+        persisted by ``create_thread``, else the default. ``llm`` and
+        ``extract_memories`` are not restored: omitted, they are the client's (as in
+        the reference SDK). Overrides apply to this handle only; they are not written
+        back. The pipeline state on the thread row is restored.
 
         Example (seed 003)::
 
@@ -897,12 +895,9 @@ class OracleAgentMemory(IAgentMemory):
             raise KeyError(f"unknown thread id {tid!r}")
         persisted = row.config or {}
         config = ThreadConfig.resolve(options, persisted)
-        if choice.extract is not None:
-            extract = choice.extract
-        elif isinstance(persisted.get("extract_memories"), bool):
-            extract = persisted["extract_memories"]
-        else:
-            extract = self.extract_memories
+        # Seed 003: with llm or extract_memories omitted, the client's setting counts
+        # (not what create_thread was given); the other options restore as persisted.
+        extract = self.extract_memories if choice.extract is None else choice.extract
         mode = choice.mode or self.extraction_mode
         if choice.mode is None and persisted.get("extraction_mode") in ("INLINE", "BACKGROUND"):
             mode = MemoryExtractionMode(persisted["extraction_mode"])

@@ -51,6 +51,7 @@ from oam_core.memory.threadconfig import (
 from oam_core.memory.tokens import tokens_for_chars, truncate_tail
 from oam_core.memory.worker import ExtractionWorker, check_wait_timeout
 from oam_core.store.options import SearchStrategy
+from oam_core.store.planning import check_text, dump_metadata
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
@@ -113,8 +114,13 @@ def _prepare_messages(messages: object) -> list[Message]:
             f"messages must be a list of Message objects or dicts, got {type(messages).__name__}"
         )
     prepared: list[Message] = []
-    for value in cast(Iterable[MessageLike], messages):
+    for i, value in enumerate(cast(Iterable[MessageLike], messages)):
         message = to_message(value)
+        for name in ("role", "content", "id", "timestamp"):
+            text = getattr(message, name)
+            if text is not None:
+                check_text(text, f"messages[{i}].{name}")
+        dump_metadata(message.metadata, f"messages[{i}].metadata")
         if message.id is None:
             message = Message(
                 role=message.role,
@@ -367,10 +373,6 @@ class OracleThread(IThread):
     def _persisted_config(self) -> dict[str, Any]:
         """The thread's options in the form ``create_thread`` persists on its row."""
         config: dict[str, Any] = self.config.as_kwargs()
-        if not self.extract_memories:
-            # Only the opt-out is persisted: restoring "extract" without an LLM
-            # would make ``get_thread`` refuse the thread.
-            config["extract_memories"] = False
         return config
 
     def _ensure_thread_row_steps(self) -> Steps[None]:

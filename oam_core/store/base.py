@@ -265,8 +265,11 @@ class OracleMemoryStore(IMemoryStore):
             self._insert_planned(tx, planned, batch_size, replace=replace)
         return [p.id for p in planned.plans]
 
-    def _plan_batches(self, batches: Sequence[PendingRecordBatch]) -> _Planned:
-        """Validate and plan ``batches`` (embedding included); nothing is written."""
+    def _plan_batches(
+        self, batches: Sequence[PendingRecordBatch], *, library: bool = False
+    ) -> _Planned:
+        """Validate and plan ``batches`` (embedding included); nothing is written.
+        ``library``: the library's own write, which may set ``$agent_memory``."""
         if not isinstance(batches, (list, tuple)):
             raise ValueError(f"batches must be a list of PendingRecordBatch, got {batches!r}")
         ctx = self._ctx()
@@ -290,6 +293,7 @@ class OracleMemoryStore(IMemoryStore):
                     ttl_days=batch.ttl_days,
                     ttl_anchor=batch.ttl_anchor,
                     ctx=ctx,
+                    library=library,
                 )
             )
         by_family: dict[str, builtins.list[str]] = {}
@@ -359,8 +363,10 @@ class OracleMemoryStore(IMemoryStore):
                     f"got {record_type!r}"
                 )
             planning.check_id(record_id, f"reserved_updates[{i}] record_id")
-            planning.dump_metadata({planning.RESERVED_KEY: keys}, f"reserved_updates[{i}]")
-        planned = self._plan_batches(batches)
+            planning.dump_metadata(
+                {planning.RESERVED_KEY: keys}, f"reserved_updates[{i}]", library=True
+            )
+        planned = self._plan_batches(batches, library=True)
         with self._backend.transaction() as tx:
             won = bool(tx.update_thread(thread_id, NOT_SET, state, expected_state))
             if won:
@@ -509,7 +515,7 @@ class OracleMemoryStore(IMemoryStore):
                 or a TIMESTAMP anchor without an ISO-8601 timestamp.
         """
         record_type = planning.check_record_type(record_type)
-        record_id = planning.check_id(record_id, "record_id")
+        findable = planning.lookup_id(record_id, "record_id")
         given = {
             k: v
             for k, v in {
@@ -535,16 +541,20 @@ class OracleMemoryStore(IMemoryStore):
                 raise ValueError("text=None cannot be combined with a non-null index_text")
             if embedding is not NOT_SET and embedding is not None:
                 raise ValueError("text=None cannot be combined with a non-null embedding")
-        if text is not NOT_SET and text is not None and not isinstance(text, str):
-            raise ValueError(f"text must be a str or None, got {text!r}")
+        if text is not NOT_SET and text is not None:
+            if not isinstance(text, str):
+                raise ValueError(f"text must be a str or None, got {text!r}")
+            planning.check_text(text, "text")
         if record_type == MESSAGE and text is None:
             raise ValueError("text=None is not allowed on messages (content must be a str)")
         if index_text is None and embedding is not NOT_SET and embedding is not None:
             vectors = planning.split_vectors(embedding, "embedding")
             if isinstance(vectors, np.ndarray) or vectors:
                 raise ValueError("index_text=None deletes the search rows; no embedding allowed")
-        if timestamp is not NOT_SET and timestamp is not None and not isinstance(timestamp, str):
-            raise ValueError(f"timestamp must be a str or None, got {timestamp!r}")
+        if timestamp is not NOT_SET and timestamp is not None:
+            if not isinstance(timestamp, str):
+                raise ValueError(f"timestamp must be a str or None, got {timestamp!r}")
+            planning.check_text(timestamp, "timestamp")
         meta_json = planning.dump_metadata(metadata) if metadata is not NOT_SET else None
         if record_type not in EXPIRING_TYPES and (
             ttl_days is not NOT_SET or ttl_anchor is not NOT_SET
@@ -572,6 +582,9 @@ class OracleMemoryStore(IMemoryStore):
             planning.check_dims(
                 [c.vector for c in new_chunks if c.vector is not None], self.vector_dim
             )
+        if not findable:  # no record can have this id
+            return 0
+        if new_chunks is not None:
             self._embed_plans(new_chunks)
 
         with self._backend.transaction() as tx:
@@ -631,6 +644,8 @@ class OracleMemoryStore(IMemoryStore):
         record_type = planning.check_record_type(record_type, allow_thread=True)
         if not isinstance(record_id, str):
             raise ValueError(f"record_id must be a str, got {record_id!r}")
+        if not planning.storable(record_id):  # NUL or a lone surrogate: never stored
+            return None
         return self._backend.get(family_of(record_type), record_id, record_type, self._now())
 
     def list(
@@ -663,7 +678,7 @@ class OracleMemoryStore(IMemoryStore):
         elif isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise ValueError(f"limit must be a non-negative int or None, got {limit!r}")
         else:
-            cap = limit
+            cap = planning.clamp_count(limit)
         scoped = record_type not in PROFILE_TYPES
         pred = Predicate(
             record_types=frozenset({record_type}),
@@ -673,6 +688,8 @@ class OracleMemoryStore(IMemoryStore):
             agent_id=_scope_arg(agent_id, "agent_id") if scoped else NOT_SET,
             metadata=_filter_arg(metadata_filter),
         )
+        if not _findable(pred):
+            return []
         return self._backend.list(pred, cap)
 
     def list_thread_messages(
@@ -694,7 +711,7 @@ class OracleMemoryStore(IMemoryStore):
         Raises:
             ValueError: for a negative or non-int ``last_n``, or non-int positions.
         """
-        planning.check_id(thread_id, "thread_id")
+        findable = planning.lookup_id(thread_id, "thread_id")
         for name, value in (("start", start), ("end", end)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ValueError(f"{name} must be an int or None, got {value!r}")
@@ -702,6 +719,12 @@ class OracleMemoryStore(IMemoryStore):
             isinstance(last_n, bool) or not isinstance(last_n, int) or last_n < 0
         ):
             raise ValueError(f"last_n must be a non-negative int or None, got {last_n!r}")
+        if not findable:
+            return []
+        start = None if start is None else planning.clamp_count(start)
+        end = None if end is None else planning.clamp_count(end)
+        if isinstance(last_n, int):
+            last_n = planning.clamp_count(last_n)
         now = self._now()
         if isinstance(last_n, int) and start is None and end is None:
             if last_n == 0:
@@ -715,7 +738,8 @@ class OracleMemoryStore(IMemoryStore):
 
     def count_thread_messages(self, thread_id: str) -> int:
         """[oam] How many visible messages ``thread_id`` holds."""
-        planning.check_id(thread_id, "thread_id")
+        if not planning.lookup_id(thread_id, "thread_id"):
+            return 0
         return self._backend.count_thread_messages(thread_id, self._now())
 
     # -- search -------------------------------------------------------------------
@@ -760,10 +784,13 @@ class OracleMemoryStore(IMemoryStore):
         """
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be an int >= 1, got {k!r}")
+        k = planning.clamp_count(k)
         if (query is None) == (query_vector is None):
             raise ValueError("give exactly one of query and query_vector")
         if query is not None and (not isinstance(query, str) or not query.strip()):
             raise ValueError(f"query must be a non-blank string, got {query!r}")
+        if query is not None:
+            planning.check_text(query, "query")
         qvec = None
         if query_vector is not None:
             if self.search_strategy is SearchStrategy.KEYWORD:
@@ -783,6 +810,8 @@ class OracleMemoryStore(IMemoryStore):
             agent_id=_scope_arg(agent_id, "agent_id") if exact_agent_match else NOT_SET,
             metadata=_filter_arg(metadata_filter),
         )
+        if not _findable(pred):
+            return []
         native = self._native_search(query, qvec, k, pred)
         if native is not None:
             return self._materialize(native, k)
@@ -857,7 +886,8 @@ class OracleMemoryStore(IMemoryStore):
             ValueError: for an unknown record type or a non-string id.
         """
         record_type = planning.check_record_type(record_type, allow_thread=True)
-        planning.check_id(record_id, "record_id")
+        if not planning.lookup_id(record_id, "record_id"):
+            return 0
         if record_type == THREAD:
             return self.delete_thread(record_id)
         with self._backend.transaction() as tx:
@@ -874,7 +904,8 @@ class OracleMemoryStore(IMemoryStore):
         Returns:
             1 if the thread row existed, else 0 (children are removed either way).
         """
-        planning.check_id(thread_id, "thread_id")
+        if not planning.lookup_id(thread_id, "thread_id"):
+            return 0
         with self._backend.transaction() as tx:
             return tx.delete_thread(thread_id)
 
@@ -888,7 +919,10 @@ class OracleMemoryStore(IMemoryStore):
         """
         if family not in (MESSAGE, "memory"):
             raise ValueError(f"family must be 'message' or 'memory', got {family!r}")
-        planning.check_id(record_id, "record_id")
+        if not planning.lookup_id(record_id, "record_id"):
+            return 0
+        if thread_id is not NOT_SET and not planning.lookup_id(thread_id, "thread_id"):
+            return 0
         with self._backend.transaction() as tx:
             return tx.delete_record(family, record_id, None, thread_id)
 
@@ -915,15 +949,16 @@ class OracleMemoryStore(IMemoryStore):
         record_type = planning.check_record_type(record_type)
         if isinstance(record_ids, (str, bytes)) or not isinstance(record_ids, Sequence):
             raise ValueError(f"record_ids must be a list of str, got {record_ids!r}")
-        for record_id in record_ids:
-            planning.check_id(record_id, "record_ids[]")
-        if thread_id is not NOT_SET:
-            planning.check_id(thread_id, "thread_id")
+        findable = [
+            record_id for record_id in record_ids if planning.lookup_id(record_id, "record_ids[]")
+        ]
+        if thread_id is not NOT_SET and not planning.lookup_id(thread_id, "thread_id"):
+            return 0
         family = family_of(record_type)
         with self._backend.transaction() as tx:
             return sum(
                 tx.delete_record(family, record_id, record_type, thread_id)
-                for record_id in dict.fromkeys(record_ids)
+                for record_id in dict.fromkeys(findable)
             )
 
     def purge_expired(self) -> int:
@@ -973,16 +1008,18 @@ class OracleMemoryStore(IMemoryStore):
 
     def get_thread_row(self, thread_id: str) -> ThreadRow | None:
         """[oam] The stored thread row, or None."""
-        planning.check_id(thread_id, "thread_id")
+        if not planning.lookup_id(thread_id, "thread_id"):
+            return None
         return self._backend.get_thread(thread_id)
 
     def list_thread_rows(
         self, user_id: Maybe[str | None] = NOT_SET, agent_id: Maybe[str | None] = NOT_SET
     ) -> builtins.list[ThreadRow]:
         """[oam] Thread rows oldest first; ``user_id``/``agent_id`` filter as in ``list``."""
-        return self._backend.list_threads(
-            _scope_arg(user_id, "user_id"), _scope_arg(agent_id, "agent_id")
-        )
+        users, agents = _scope_arg(user_id, "user_id"), _scope_arg(agent_id, "agent_id")
+        if not all(v is NOT_SET or v is None or planning.storable(v) for v in (users, agents)):
+            return []
+        return self._backend.list_threads(users, agents)
 
     def update_thread_row(
         self,
@@ -998,7 +1035,7 @@ class OracleMemoryStore(IMemoryStore):
         Raises:
             ValueError: for non-JSON config/state.
         """
-        planning.check_id(thread_id, "thread_id")
+        findable = planning.lookup_id(thread_id, "thread_id")
         for name, value in (
             ("config", config),
             ("state", state),
@@ -1006,6 +1043,8 @@ class OracleMemoryStore(IMemoryStore):
         ):
             if value is not NOT_SET:
                 planning.dump_metadata(value, name)
+        if not findable:
+            return 0
         with self._backend.transaction() as tx:
             return tx.update_thread(thread_id, config, state, expected_state)
 
@@ -1055,13 +1094,12 @@ class _Planned:
 
 
 def _keep_reserved(meta_json: str | None, old: dict[str, Any] | None) -> str | None:
-    """The new metadata JSON with the stored ``$agent_memory`` keys kept (SPEC §3.3)."""
+    """The new metadata JSON with the stored ``$agent_memory`` object kept (SPEC §3.3);
+    the new metadata cannot hold that key (``planning.dump_metadata``)."""
     new = json.loads(meta_json) if meta_json is not None else None
     if old and isinstance(old.get(planning.RESERVED_KEY), dict):
         new = dict(new or {})
-        reserved = dict(old[planning.RESERVED_KEY])
-        reserved.update(new.get(planning.RESERVED_KEY) or {})
-        new[planning.RESERVED_KEY] = reserved
+        new[planning.RESERVED_KEY] = old[planning.RESERVED_KEY]
     return None if new is None else json.dumps(new, ensure_ascii=False, allow_nan=False)
 
 
@@ -1076,7 +1114,20 @@ def _scope_arg(value: Maybe[str | None], name: str) -> Maybe[str | None]:
 def _filter_arg(value: Maybe[dict[str, Any] | None]) -> Any:
     if value is NOT_SET or value is None:
         return value
-    return parse_filter(value)
+    tree = parse_filter(value)
+    # No stored key or string holds NUL or a lone surrogate (planning.dump_metadata),
+    # and SQLite's JSON functions would stop at a NUL: such an operand is an error.
+    planning.check_json_text(value, "metadata_filter")
+    return tree
+
+
+def _findable(pred: Predicate) -> bool:
+    """False when a scope id of ``pred`` cannot be stored (NUL, lone surrogate): then
+    no record matches and the back end is not asked."""
+    return all(
+        value is NOT_SET or value is None or planning.storable(value)
+        for value in (pred.thread_id, pred.user_id, pred.agent_id)
+    )
 
 
 def _types_arg(record_types: Iterable[str] | None) -> frozenset[str]:
