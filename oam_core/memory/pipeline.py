@@ -45,7 +45,12 @@ from oam_core.memory.extraction import (
     render_messages,
 )
 from oam_core.memory.jsonrepair import UnusableReplyError
-from oam_core.memory.provenance import RESERVED_KEY, SUPERSEDED, is_superseded
+from oam_core.memory.provenance import (
+    RESERVED_KEY,
+    SUPERSEDED,
+    is_bookkeeping_key,
+    is_superseded,
+)
 from oam_core.memory.runningsummary import (
     parse_summary_reply,
     render_summary_prompt,
@@ -262,11 +267,11 @@ def check_messages_fit(contents: Sequence[str], config: ThreadConfig) -> None:
 
 def _inherited_metadata(records: Sequence[MessageRecord]) -> dict[str, Any]:
     """Metadata of the source messages merged in order (later wins), without
-    reserved ``$``-keys."""
+    bookkeeping keys (``provenance.is_bookkeeping_key``)."""
     merged: dict[str, Any] = {}
     for record in records:
         for key, value in (record.metadata or {}).items():
-            if not key.startswith("$"):
+            if not is_bookkeeping_key(key):
                 merged[key] = value
     return merged
 

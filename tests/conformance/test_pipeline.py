@@ -92,6 +92,30 @@ def test_extracted_memory_is_typed_scoped_and_carries_provenance(searchable: Any
     assert _state(searchable)[EXTRACTION_STATE_KEY]["memories"] == 2
 
 
+def test_memories_do_not_inherit_bookkeeping_keys(store: Any) -> None:
+    """Issue 14 (9): adapter bookkeeping (LlamaIndex's ``_llama_index_status``) and the
+    library's ``$`` keys stay on the messages; content metadata is inherited."""
+    llm = ScriptedLlm(extraction=[memories_reply({"text": "Ana likes tea"})])
+    thread = _thread(_client(store, llm))
+    thread.add_messages(
+        [
+            {
+                "role": "user",
+                "content": "I like tea",
+                "metadata": {
+                    "_llama_index_status": "active",
+                    "$message": {"name": "Ana"},
+                    "source": "app",
+                    "lang_": "en",
+                },
+            }
+        ]
+    )
+    (memory,) = _memories(store)
+    assert set(memory.metadata) == {"source", "lang_", "$agent_memory"}
+    assert set(memory.metadata["$agent_memory"]) == {"source_message_ids", "extraction_prompt"}
+
+
 def test_prompt_escapes_messages_and_guards_against_injection(store: Any) -> None:
     llm = ScriptedLlm()
     thread = _thread(_client(store, llm))
@@ -270,6 +294,57 @@ def test_replies_that_break_the_parser_count_as_unusable(store: Any) -> None:
     tea, born = _memories(store)
     assert born.content == "Ana was born long ago" and born.timestamp is None
     assert tea.content == "Ana likes tea"
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        '{"memories": [{"fact": "Ana likes tea"}]}',
+        '{"memory": {"text": "Ana likes tea", "record_type": "fact"}}',
+        '{"Ana likes tea": "preference"}',
+        '{"memories": [{"text": 123, "record_type": "fact"}]}',
+    ],
+    ids=["no-text", "singular-key", "text-as-key", "text-not-a-string"],
+)
+def test_c23_a_wrongly_shaped_reply_is_unusable_counted_and_retried(store: Any, wrong: str) -> None:
+    """BUGCASES C23: never "0 memories, done": warned, counted, the watermark stays,
+    and the next pass shows the same messages again."""
+    good = memories_reply({"text": "Ana likes tea", "record_type": "preference"})
+    llm = ScriptedLlm(extraction=[wrong, good])
+    thread = _thread(_client(store, llm))
+    with pytest.warns(MemoryPipelineWarning, match="does not fit the reply schema"):
+        first = thread.add_messages([{"role": "user", "content": "I like tea"}])
+    entry = _state(store)[EXTRACTION_STATE_KEY]
+    assert entry.get("watermark", -1) == -1 and entry["attempts"] == 1
+    assert entry["failed_passes"] == 1 and entry.get("passes", 0) == 0
+    assert _memories(store) == []
+    thread.add_messages([{"role": "user", "content": "and coffee"}])
+    retried = llm.prompts("extraction")[-1]
+    assert "<content>I like tea</content>" in retried and "<content>and coffee</content>" in retried
+    (memory,) = _memories(store)
+    assert memory.content == "Ana likes tea"
+    assert memory.metadata["$agent_memory"]["source_message_ids"][0] == first[0]
+    assert _state(store)[EXTRACTION_STATE_KEY]["watermark"] == 1
+
+
+@pytest.mark.parametrize(
+    ("reply", "stored"),
+    [
+        ('Example format: {"memories": []}\nAnswer: ' + memories_reply({"text": "real"}), ["real"]),
+        (
+            memories_reply({"text": "example"}) + "\nAnswer: " + memories_reply({"text": "real"}),
+            ["real"],
+        ),
+        (memories_reply({"text": "real"}) + '\nNote: {"memories": [{"oops": 1}]}', ["real"]),
+    ],
+    ids=["empty-example-first", "example-first", "bad-trailer"],
+)
+def test_c24_the_last_value_that_fits_is_stored(store: Any, reply: str, stored: list[str]) -> None:
+    """BUGCASES C24: an example object before the real answer never wins."""
+    llm = ScriptedLlm(extraction=[reply])
+    _thread(_client(store, llm)).add_messages([{"role": "user", "content": "hello"}])
+    assert [m.content for m in _memories(store)] == stored
+    assert _state(store)[EXTRACTION_STATE_KEY]["watermark"] == 0
 
 
 def test_repaired_reply_is_used(store: Any) -> None:
