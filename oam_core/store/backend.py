@@ -142,6 +142,21 @@ class Backend(abc.ABC):
         """A thread's visible messages in insertion order, sliced like ``[start:end]``."""
 
     @abc.abstractmethod
+    def thread_messages_by_seq(
+        self,
+        thread_id: str,
+        after: int | None,
+        through: int | None,
+        limit: int | None,
+        newest: bool,
+        now: datetime,
+    ) -> builtins.list[Record]:
+        """A thread's visible messages with ``after < seq_no <= through`` (None: no
+        bound) in insertion order; with ``limit``, only the first ``limit`` of them
+        (``newest``: the last ``limit``). Keyed by ``seq_no``, so reading a long
+        range page by page is not shifted by concurrent deletes."""
+
+    @abc.abstractmethod
     def count_thread_messages(self, thread_id: str, now: datetime) -> int:
         """How many visible messages a thread holds."""
 

@@ -736,6 +736,53 @@ class OracleMemoryStore(IMemoryStore):
             rows = rows[len(rows) - last_n :] if last_n else []
         return [r for r in rows if isinstance(r, MessageRecord)]
 
+    def list_thread_messages_by_seq(
+        self,
+        thread_id: str,
+        *,
+        after: int | None = None,
+        through: int | None = None,
+        limit: int | None = None,
+        newest: bool = False,
+    ) -> builtins.list[MessageRecord]:
+        """[oam] A thread's visible messages by ``seq_no`` range, in insertion order
+        (docs/store.md, "Reading a thread by sequence number").
+
+        ``seq_no`` never changes and is never reused, so reading a long thread page
+        by page (``after`` = the last ``seq_no`` of the previous page) neither skips
+        nor repeats a message when others are deleted meanwhile, unlike positions.
+
+        Args:
+            thread_id: The thread.
+            after: Only messages with ``seq_no > after`` (None: from the first).
+            through: Only messages with ``seq_no <= through`` (None: to the last).
+            limit: At most this many (>= 0; None: all): the oldest of the range, or
+                the newest with ``newest=True``. Huge values are clamped.
+            newest: Take the last ``limit`` of the range instead of the first.
+
+        Raises:
+            ValueError: for a blank ``thread_id``, non-int bounds or a negative limit.
+        """
+        findable = planning.lookup_id(thread_id, "thread_id")
+        for name, value in (("after", after), ("through", through), ("limit", limit)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ValueError(f"{name} must be an int or None, got {value!r}")
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be >= 0 or None, got {limit!r}")
+        if not isinstance(newest, bool):
+            raise ValueError(f"newest must be a bool, got {newest!r}")
+        if not findable or limit == 0:
+            return []
+        rows = self._backend.thread_messages_by_seq(
+            thread_id,
+            None if after is None else planning.clamp_count(after),
+            None if through is None else planning.clamp_count(through),
+            None if limit is None else planning.clamp_count(limit),
+            newest,
+            self._now(),
+        )
+        return [r for r in rows if isinstance(r, MessageRecord)]
+
     def count_thread_messages(self, thread_id: str) -> int:
         """[oam] How many visible messages ``thread_id`` holds."""
         if not planning.lookup_id(thread_id, "thread_id"):
@@ -1068,6 +1115,7 @@ class OracleMemoryStore(IMemoryStore):
     get_async = async_twin(get)
     list_async = async_twin(list)
     list_thread_messages_async = async_twin(list_thread_messages)
+    list_thread_messages_by_seq_async = async_twin(list_thread_messages_by_seq)
     count_thread_messages_async = async_twin(count_thread_messages)
     search_async = async_twin(search)
     delete_async = async_twin(delete)

@@ -339,6 +339,29 @@ class _SQLiteBackend(Backend):
             ).fetchall()
         return [self.record(r) for r in rows]
 
+    def thread_messages_by_seq(
+        self,
+        thread_id: str,
+        after: int | None,
+        through: int | None,
+        limit: int | None,
+        newest: bool,
+        now: datetime,
+    ) -> builtins.list[Record]:
+        sql = f"SELECT {_RECORD_COLS} {self._thread_where()}"
+        params: builtins.list[Any] = [thread_id, now.timestamp()]
+        for op, bound in ((">", after), ("<=", through)):
+            if bound is not None:
+                sql += f" AND seq_no {op} ?"
+                params.append(bound)
+        order = "DESC" if newest else "ASC"
+        sql += f" ORDER BY seq_no {order}, pk {order} LIMIT ?"
+        params.append(-1 if limit is None else limit)
+        with self.lock:
+            rows = self.conn.execute(sql, params).fetchall()
+        records = [self.record(r) for r in rows]
+        return records[::-1] if newest else records
+
     def get_thread(self, thread_id: str) -> ThreadRow | None:
         with self.lock:
             row = self.conn.execute(

@@ -347,6 +347,54 @@ def test_c24_the_last_value_that_fits_is_stored(store: Any, reply: str, stored: 
     assert _state(store)[EXTRACTION_STATE_KEY]["watermark"] == 0
 
 
+@pytest.mark.parametrize("victims", ["newest", "middle", "oldest"])
+def test_c21_deletes_between_page_reads_skip_nothing(store: Any, victims: str) -> None:
+    """BUGCASES C21: a backlog longer than one page (100) is read while another client
+    deletes messages between two page reads (injected into the read). Every message
+    still stored is extracted exactly once and the watermark ends on the last one."""
+    llm = ScriptedLlm(extraction=[TimeoutError("LLM down"), '{"memories": []}'])
+    thread = _thread(_client(store, llm))
+    backlog = [{"role": "user", "content": f"m{i}", "id": f"m{i}"} for i in range(300)]
+    with pytest.warns(MemoryPipelineWarning, match="LLM down"):
+        thread.add_messages(backlog)
+    first = {"newest": 290, "middle": 150, "oldest": 0}[victims]
+    doomed = [f"m{i}" for i in range(first, first + 10)]
+    deleted: list[str] = []
+
+    def deleting(method: Callable[..., Any]) -> Callable[..., Any]:
+        def read(*args: Any, **kwargs: Any) -> Any:
+            rows = method(*args, **kwargs)
+            if not deleted and len(rows) == 100:  # between the first and second page
+                deleted.extend(doomed)
+                for message_id in doomed:
+                    assert store.delete("message", message_id) == 1
+            return rows
+
+        return read
+
+    for name in ("list_thread_messages", "list_thread_messages_by_seq"):
+        setattr(store, name, deleting(getattr(store, name)))
+    try:
+        thread.add_messages([{"role": "user", "content": "last", "id": "last"}])
+    finally:
+        for name in ("list_thread_messages", "list_thread_messages_by_seq"):
+            delattr(store, name)
+    assert deleted == doomed
+    shown = [
+        c
+        for prompt in llm.prompts("extraction")[1:]
+        for c in prompt.split("<content>")[1:]
+        if "</content>" in c
+    ]
+    shown = [c.split("</content>")[0] for c in shown]
+    stored = [m.content for m in thread.get_messages(start=0, end=None)]
+    assert len(stored) == 291
+    lost = set(stored) - set(shown)
+    assert not lost, f"{len(lost)} stored messages never extracted: {sorted(lost)[:5]}"
+    assert len([c for c in shown if c not in doomed]) == len(set(stored))  # once each
+    assert _state(store)[EXTRACTION_STATE_KEY]["watermark"] == 300  # seq_no of "last"
+
+
 def test_repaired_reply_is_used(store: Any) -> None:
     reply = 'Sure! Here you go:\n```json\n{"memories": [{"text": "Ana likes tea", "record_type": "Preferences"}]}\n```'
     llm = ScriptedLlm(extraction=[reply])

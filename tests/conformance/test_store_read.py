@@ -550,3 +550,35 @@ def test_memory_store_ids_separate_stores_in_one_database(file_backend, make_sto
 def test_invalid_memory_store_id_is_rejected(make_store, bad):
     with pytest.raises(ValueError):
         make_store(memory_store_id=bad)
+
+
+# -- reading a thread by seq_no (issue 14, 1; BUGCASES C21) ------------------------------
+
+
+def test_thread_messages_by_seq_ranges_and_pages(store):
+    ids = store.add(
+        [f"m{i}" for i in range(6)],
+        "message",
+        record_ids=[f"m{i}" for i in range(6)],
+        thread_ids="t",
+    )
+    store.add(["other"], "message", thread_ids="u")
+    read = store.list_thread_messages_by_seq
+    seqs = [m.seq_no for m in read("t")]
+    assert [m.id for m in read("t")] == ids and seqs == sorted(seqs)
+    assert [m.id for m in read("t", after=seqs[1])] == ids[2:]
+    assert [m.id for m in read("t", through=seqs[1])] == ids[:2]
+    assert [m.id for m in read("t", after=seqs[0], through=seqs[3])] == ids[1:4]
+    assert [m.id for m in read("t", limit=2)] == ids[:2]
+    assert [m.id for m in read("t", limit=2, newest=True)] == ids[4:]
+    assert [m.id for m in read("t", through=seqs[3], limit=2, newest=True)] == ids[2:4]
+    assert read("t", limit=0) == [] and read("nope") == []
+    # a delete between two pages shifts nothing: the next page starts after a seq_no
+    page = read("t", limit=3)
+    store.delete("message", "m1")
+    store.delete("message", "m4")
+    assert [m.id for m in read("t", after=page[-1].seq_no, limit=3)] == ["m3", "m5"]
+    assert [m.id for m in read("t", after=2**70, through=-(2**70))] == []
+    for bad in ({"after": "1"}, {"limit": -1}, {"through": 1.5}, {"newest": 1}):
+        with pytest.raises(ValueError):
+            read("t", **bad)

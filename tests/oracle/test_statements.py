@@ -75,6 +75,9 @@ def all_sql_statements() -> list[Stmt]:
         sql.count_messages(N, "t", naive),
         sql.thread_messages(N, "t", 3, 5, naive),
         sql.thread_messages(N, "t", 0, None, naive),
+        sql.thread_messages_by_seq(N, "t", 3, 9, 100, False, naive),
+        sql.thread_messages_by_seq(N, "t", None, 9, 5, True, naive),
+        sql.thread_messages_by_seq(N, "t", None, None, None, False, naive),
         sql.get_thread(N, "t"),
         sql.list_threads(N, None, "a"),
         sql.rank_vector(N, array.array("f", [1.0]), 5, PRED),
@@ -470,3 +473,17 @@ def test_plan_vector_store_without_dimension_gets_a_flexible_column() -> None:
     assert ddl.add_embedding_column(N, None).sql == (
         "ALTER TABLE S1_RECORD_CHUNKS ADD (embedding VECTOR(*, FLOAT32))"
     )
+
+
+def test_thread_messages_by_seq_is_keyed_by_seq_no() -> None:
+    """Issue 14 (1): pages of a thread are read by seq_no range, never by OFFSET."""
+    naive = sql.naive_utc(NOW)
+    page = sql.thread_messages_by_seq(N, "t", 41, None, 100, False, naive)
+    assert "OFFSET" not in page.sql
+    assert page.sql.endswith(
+        "AND r.seq_no > :after ORDER BY r.seq_no ASC, r.pk ASC FETCH FIRST :lim ROWS ONLY"
+    )
+    assert page.binds == {"thread_id": "t", "now": naive, "after": 41, "lim": 100}
+    window = sql.thread_messages_by_seq(N, "t", None, 41, 7, True, naive)
+    assert "AND r.seq_no <= :through ORDER BY r.seq_no DESC, r.pk DESC" in window.sql
+    assert window.binds["through"] == 41 and window.binds["lim"] == 7

@@ -205,6 +205,21 @@ class OracleBackend(Backend):
             )
         return [record_from_row(MESSAGE, r) for r in rows]
 
+    def thread_messages_by_seq(
+        self,
+        thread_id: str,
+        after: int | None,
+        through: int | None,
+        limit: int | None,
+        newest: bool,
+        now: datetime,
+    ) -> builtins.list[Record]:
+        stmt = sql.thread_messages_by_seq(
+            self.n, thread_id, after, through, limit, newest, sql.naive_utc(now)
+        )
+        records = [record_from_row(MESSAGE, r) for r in self._all(stmt)]
+        return records[::-1] if newest else records
+
     def get_thread(self, thread_id: str) -> ThreadRow | None:
         rows = self._all(sql.get_thread(self.n, thread_id))
         return _thread_row(rows[0]) if rows else None

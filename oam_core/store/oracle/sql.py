@@ -439,6 +439,33 @@ def thread_messages(n: Names, thread_id: str, offset: int, limit: int | None, no
     return Stmt(sql, binds, {"now": "TIMESTAMP"})
 
 
+def thread_messages_by_seq(
+    n: Names,
+    thread_id: str,
+    after: int | None,
+    through: int | None,
+    limit: int | None,
+    newest: bool,
+    now: Any,
+) -> Stmt:
+    """A thread's visible messages with ``after < seq_no <= through`` (None: no
+    bound), in insertion order (``newest``: descending, for the last ``limit``)."""
+    binds: dict[str, Any] = {"thread_id": thread_id, "now": now}
+    sql = f"SELECT {RECORD_COLUMNS} {_visible_messages(n)}"
+    if after is not None:
+        sql += " AND r.seq_no > :after"
+        binds["after"] = after
+    if through is not None:
+        sql += " AND r.seq_no <= :through"
+        binds["through"] = through
+    order = "DESC" if newest else "ASC"
+    sql += f" ORDER BY r.seq_no {order}, r.pk {order}"
+    if limit is not None:
+        sql += " FETCH FIRST :lim ROWS ONLY"
+        binds["lim"] = limit
+    return Stmt(sql, binds, {"now": "TIMESTAMP"})
+
+
 def get_thread(n: Names, thread_id: str) -> Stmt:
     """A thread row by id."""
     return Stmt(f"SELECT {THREAD_COLUMNS} FROM {n.threads} r WHERE r.id = :id", {"id": thread_id})

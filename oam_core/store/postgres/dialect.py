@@ -235,6 +235,29 @@ class PgBackend(Backend):
             ).fetchall()
         return [self.record(r) for r in rows]
 
+    def thread_messages_by_seq(
+        self,
+        thread_id: str,
+        after: int | None,
+        through: int | None,
+        limit: int | None,
+        newest: bool,
+        now: datetime,
+    ) -> builtins.list[Record]:
+        sql = f"SELECT {_RECORD_COLS} {self._thread_where()}"
+        params: builtins.list[Any] = [thread_id, now.timestamp()]
+        for op, bound in ((">", after), ("<=", through)):
+            if bound is not None:
+                sql += f" AND seq_no {op} %s"
+                params.append(bound)
+        order = "DESC" if newest else "ASC"
+        sql += f" ORDER BY seq_no {order}, pk {order} LIMIT %s"
+        params.append(limit)
+        with self.reading() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        records = [self.record(r) for r in rows]
+        return records[::-1] if newest else records
+
     def get_thread(self, thread_id: str) -> ThreadRow | None:
         with self.reading() as conn:
             row = conn.execute(
