@@ -937,6 +937,7 @@ class OracleAgentMemory(IAgentMemory):
             extract_memories=extract_memories,
             state=state,
             extraction_mode=extraction_mode,
+            stored=True,
             **config.as_kwargs(),
         )
 

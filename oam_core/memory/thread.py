@@ -16,13 +16,15 @@ which ``get_summary`` and ``get_context_card`` already read.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio.to_thread
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
+from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.llm import ILlm
 from oam_core.apis.records import MEMORY_TYPES, MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import IThread, Message, MessageLike, to_message
@@ -96,6 +98,8 @@ _MESSAGE_KEYS = frozenset(
         "metadata",
     }
 )
+_BATCH_FIELDS = frozenset(f.name for f in dataclasses.fields(PendingRecordBatch))
+"""``store_kwargs`` of thread writes that are per-record fields of the batch."""
 _MEMORY_KEYS = frozenset(
     {"contents", "record_type", "record_ids", "thread_ids", "user_ids", "agent_ids", "roles"}
 )
@@ -194,9 +198,10 @@ class OracleThread(IThread):
     LLM, extracted ones) are stored as typed memory records scoped to the thread's
     user, agent and thread. Constructing a thread does no I/O:
     ``OracleAgentMemory.create_thread`` writes the thread row, ``get_thread`` reads
-    it back. Thread-scoped writes (``add_messages``, ``add_memory``) recreate a
-    missing row (a handle kept after ``delete_thread``, or built directly), so no
-    record ever exists without its thread row.
+    it back. Thread-scoped writes (``add_messages``, ``add_memory``) check the row
+    in the transaction that writes the records, so no record ever exists without
+    its thread row: a handle whose row was deleted since it was opened fails with
+    ValueError (nothing is written); a handle built directly creates its row.
 
     Args:
         store: The store that persists the thread's records.
@@ -223,6 +228,8 @@ class OracleThread(IThread):
         extraction_mode: ``MemoryExtractionMode`` (or its name): ``INLINE`` finishes
             the LLM passes before ``add_messages`` returns; ``BACKGROUND`` queues them
             on a worker (``wait_for_memory_extraction`` waits for it).
+        stored: The thread row exists (the client created or read it): once it is
+            deleted, writes through this handle fail instead of recreating it.
 
     Raises:
         ValueError: naming the argument, for a ``None`` or blank ``thread_id``, a
@@ -252,6 +259,7 @@ class OracleThread(IThread):
         extract_memories: bool = True,
         state: Mapping[str, Any] | None = None,
         extraction_mode: MemoryExtractionMode | str = MemoryExtractionMode.INLINE,
+        stored: bool = False,
     ) -> None:
         self.thread_id: str = check_id("thread_id", thread_id)
         self.user_id: str | None = check_scope("user_id", user_id, str(uuid.uuid4()))
@@ -281,6 +289,7 @@ class OracleThread(IThread):
         self._state: dict[str, Any] = dict(state or {})
         self.extraction_mode: MemoryExtractionMode = check_extraction_mode(extraction_mode)
         self._own_worker: ExtractionWorker | None = None
+        self._stored = bool(stored)
 
     @property
     def store(self) -> OracleMemoryStore:
@@ -342,7 +351,6 @@ class OracleThread(IThread):
         job = self._pipeline_job()
         if job is not None and job.extract:
             check_messages_fit([m.content for m in prepared], self.config)
-        yield from self._ensure_thread_row_steps()
         index_kwargs: dict[str, Any] = {}
         if "index_texts" not in store_kwargs:
             last: list[MessageRecord] = yield from call(
@@ -352,20 +360,19 @@ class OracleThread(IThread):
             index_kwargs["index_texts"] = message_index_texts(
                 prepared, previous, self._store.chunk_chars
             )
-        ids: list[str] = yield from call(
-            self._store,
-            "add",
-            [m.content for m in prepared],
-            MESSAGE,
-            record_ids=[m.id for m in prepared],
-            thread_ids=self.thread_id,
-            user_ids=self.user_id,
-            agent_ids=self.agent_id,
-            roles=[m.role for m in prepared],
-            timestamps=[m.timestamp for m in prepared],
-            metadata=[m.metadata for m in prepared],
-            **index_kwargs,
-            **store_kwargs,
+        ids = yield from self._thread_write_steps(
+            {
+                "texts": [m.content for m in prepared],
+                "record_type": MESSAGE,
+                "record_ids": [m.id for m in prepared],
+                "user_ids": self.user_id,
+                "agent_ids": self.agent_id,
+                "roles": [m.role for m in prepared],
+                "timestamps": [m.timestamp for m in prepared],
+                "metadata": [m.metadata for m in prepared],
+                **index_kwargs,
+            },
+            store_kwargs,
         )
         yield from self._after_messages_added(list(ids), prepared)
         return list(ids)
@@ -375,32 +382,41 @@ class OracleThread(IThread):
         config: dict[str, Any] = self.config.as_kwargs()
         return config
 
-    def _ensure_thread_row_steps(self) -> Steps[None]:
-        """Make sure this thread's row exists before a thread-scoped write.
+    def _thread_write_steps(
+        self, fields: Mapping[str, Any], store_kwargs: Mapping[str, Any]
+    ) -> Steps[list[str]]:
+        """Write one batch of this thread's records together with the check of its
+        row, in one transaction (``OracleMemoryStore.add_to_thread``; BUGCASES C16,
+        C22): records never exist without their thread row.
 
-        A handle may outlive ``delete_thread`` (or be built directly on a store);
-        records written through it must never exist without their thread row, or
-        they could never be listed or deleted as part of the thread (BUGCASES C16).
-        A missing row is recreated from the handle's scope, metadata and options; a
-        concurrent creator winning the race is fine.
+        A handle opened from its stored row (``create_thread``/``get_thread``) whose
+        row was deleted since (``delete_thread``, a cascading ``delete_user``) fails
+        with ValueError and writes nothing. A handle built directly on a store
+        creates its missing row, in the same transaction, from its scope, metadata
+        and options.
+
+        ``store_kwargs`` that are ``PendingRecordBatch`` fields (``ttl_days``,
+        ``index_texts``, ...) go into the batch; the rest (``batch_size``) to the
+        store.
         """
-        row = yield from call(self._store, "get_thread_row", self.thread_id)
-        if row is not None:
-            return
-        try:
-            yield from call(
-                self._store,
-                "create_thread_row",
-                self.thread_id,
-                user_id=self.user_id,
-                agent_id=self.agent_id,
-                metadata=self.metadata,
-                config=self._persisted_config(),
-            )
-        except ValueError:
-            row = yield from call(self._store, "get_thread_row", self.thread_id)
-            if row is None:
-                raise
+        batch_fields = dict(fields)
+        extra: dict[str, Any] = {}
+        for key, value in store_kwargs.items():
+            (batch_fields if key in _BATCH_FIELDS else extra)[key] = value
+        batch = PendingRecordBatch(thread_ids=self.thread_id, **batch_fields)
+        missing_row = None
+        if not self._stored:
+            missing_row = {
+                "user_id": self.user_id,
+                "agent_id": self.agent_id,
+                "metadata": self.metadata,
+                "config": self._persisted_config(),
+            }
+        ids: list[str] = yield from call(
+            self._store, "add_to_thread", self.thread_id, [batch], missing_row=missing_row, **extra
+        )
+        self._stored = True
+        return ids
 
     def _check_client_open(self) -> None:
         """Refuse writes through a closed client before anything is stored (its
@@ -555,9 +571,7 @@ class OracleThread(IThread):
                 memory_id=memory_id,
                 store_kwargs=store_kwargs,
                 method="add_memory",
-                before_write=(
-                    self._ensure_thread_row_steps() if scoped_thread == self.thread_id else None
-                ),
+                write=self._thread_write_steps if scoped_thread == self.thread_id else None,
             )
         )
 
@@ -940,12 +954,13 @@ def add_memory_steps(
     memory_id: object,
     store_kwargs: Mapping[str, Any],
     method: str,
-    before_write: Steps[None] | None = None,
+    write: Callable[[Mapping[str, Any], Mapping[str, Any]], Steps[list[str]]] | None = None,
 ) -> Steps[str]:
     """Write one ``memory`` record with the given scope (shared by thread and client).
 
-    ``before_write`` (e.g. making sure the thread row exists) runs after the
-    arguments are validated and before the record is written.
+    ``write(fields, store_kwargs)``, when given, performs the write of the batch
+    ``fields`` (``PendingRecordBatch`` fields without ``thread_ids``), e.g. together
+    with the check of the thread row; otherwise ``store.add`` does.
 
     Raises:
         ValueError: for non-str content, a blank ``memory_id``, or a reserved
@@ -957,8 +972,16 @@ def add_memory_steps(
     ids_kwarg: dict[str, Any] = {}
     if memory_id is not NOT_SET and memory_id is not None:
         ids_kwarg["record_ids"] = [_check_record_id("memory_id", memory_id)]
-    if before_write is not None:
-        yield from before_write
+    if write is not None:
+        fields = {
+            "texts": [content],
+            "record_type": "memory",
+            "user_ids": user_id,
+            "agent_ids": agent_id,
+            **ids_kwarg,
+        }
+        written = yield from write(fields, store_kwargs)
+        return written[0]
     ids: list[str] = yield from call(
         store,
         "add",

@@ -63,6 +63,13 @@ class Tx(abc.ABC):
         """Return which of ``ids`` already exist in ``family``."""
 
     @abc.abstractmethod
+    def hold_thread(self, thread_id: str) -> bool:
+        """Whether the thread row exists, checked so that until the transaction ends
+        no other transaction can delete that thread (``delete_thread``, a cascading
+        actor delete) or create a row with its id: the check and the writes that
+        follow in this transaction see the same thread."""
+
+    @abc.abstractmethod
     def insert(self, plans: Sequence[RowPlan], created_at: datetime, batch_size: int) -> None:
         """Insert records and their search rows; messages get per-thread ``seq_no``."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -1033,13 +1033,27 @@ class OracleMemoryStore(IMemoryStore):
         Raises:
             ValueError: for bad ids, invalid metadata/config, or an existing thread.
         """
+        row = self._new_thread_row(thread_id, user_id, agent_id, metadata, config)
+        with self._backend.transaction() as tx:
+            if tx.hold_thread(thread_id):
+                raise ValueError(f"thread {thread_id!r} already exists")
+            tx.insert_thread(row)
+
+    def _new_thread_row(
+        self,
+        thread_id: str,
+        user_id: str | None,
+        agent_id: str | None,
+        metadata: dict[str, Any] | None,
+        config: dict[str, Any] | None,
+    ) -> ThreadRow:
         planning.check_id(thread_id, "thread_id")
         scope = [
             planning._scope_id(v, n) for v, n in ((user_id, "user_id"), (agent_id, "agent_id"))
         ]
         planning.dump_metadata(metadata)
         planning.dump_metadata(config or {}, "config")
-        row = ThreadRow(
+        return ThreadRow(
             thread_id=thread_id,
             user_id=scope[0],
             agent_id=scope[1],
@@ -1048,10 +1062,71 @@ class OracleMemoryStore(IMemoryStore):
             state={},
             created_at=iso(self._now()),
         )
+
+    def add_to_thread(
+        self,
+        thread_id: str,
+        batches: Sequence[PendingRecordBatch],
+        *,
+        missing_row: Mapping[str, Any] | None = None,
+        **store_kwargs: Any,
+    ) -> builtins.list[str]:
+        """[oam] Write records of one thread together with the check of its row, in
+        ONE transaction (docs/memory-pipeline.md, "Threads and deletes").
+
+        The thread row is held (``Tx.hold_thread``) while the records are written, so
+        a ``delete_thread``, ``delete_user`` or ``delete_agent`` running at the same
+        time either finishes first (then this write sees no row) or waits for this
+        write and deletes its records too: no record ever outlives its thread row
+        (BUGCASES C22).
+
+        Args:
+            thread_id: The thread; every batch must have exactly this ``thread_ids``.
+            batches: The records (rules of ``add_batches``).
+            missing_row: What to create when the row is missing: a dict of
+                ``user_id``, ``agent_id``, ``metadata`` and ``config`` (as
+                ``create_thread_row``); None: a missing row is an error.
+            **store_kwargs: ``batch_size``.
+
+        Returns:
+            All ids, in input order.
+
+        Raises:
+            ValueError: as ``add_batches``; a batch of another thread; or, with
+                ``missing_row`` None, when the thread does not exist (for example
+                deleted meanwhile). Nothing is written then.
+        """
+        planning.check_id(thread_id, "thread_id")
+        for i, batch in enumerate(batches):
+            if not isinstance(batch, PendingRecordBatch) or batch.thread_ids != thread_id:
+                raise ValueError(
+                    f"batches[{i}] must be a PendingRecordBatch with thread_ids={thread_id!r}"
+                )
+        row = None
+        if missing_row is not None:
+            unknown = set(missing_row) - {"user_id", "agent_id", "metadata", "config"}
+            if unknown:
+                raise ValueError(f"missing_row has unknown keys {sorted(unknown)}")
+            row = self._new_thread_row(
+                thread_id,
+                missing_row.get("user_id"),
+                missing_row.get("agent_id"),
+                missing_row.get("metadata"),
+                missing_row.get("config"),
+            )
+        batch_size = self._batch_size(store_kwargs)
+        planned = self._plan_batches(batches)
         with self._backend.transaction() as tx:
-            if tx.existing_ids(THREAD, [thread_id]):
-                raise ValueError(f"thread {thread_id!r} already exists")
-            tx.insert_thread(row)
+            if not tx.hold_thread(thread_id):
+                if row is None:
+                    raise ValueError(
+                        f"thread {thread_id!r} does not exist: it was deleted (delete_thread, "
+                        "or delete_user/delete_agent with cascade) or never created; nothing "
+                        "was written. Create it again with create_thread to go on."
+                    )
+                tx.insert_thread(row)
+            self._insert_planned(tx, planned, batch_size)
+        return [p.id for p in planned.plans]
 
     def get_thread_row(self, thread_id: str) -> ThreadRow | None:
         """[oam] The stored thread row, or None."""
@@ -1125,6 +1200,7 @@ class OracleMemoryStore(IMemoryStore):
     delete_scoped_async = async_twin(delete_scoped)
     purge_expired_async = async_twin(purge_expired)
     create_thread_row_async = async_twin(create_thread_row)
+    add_to_thread_async = async_twin(add_to_thread)
     get_thread_row_async = async_twin(get_thread_row)
     list_thread_rows_async = async_twin(list_thread_rows)
     update_thread_row_async = async_twin(update_thread_row)

@@ -535,6 +535,10 @@ class _SQLiteTx(Tx):
             )
         return found
 
+    def hold_thread(self, thread_id: str) -> bool:
+        # BEGIN IMMEDIATE: no other writer runs until this transaction ends.
+        return bool(self.existing_ids(THREAD, [thread_id]))
+
     def insert(self, plans: Sequence[RowPlan], created_at: datetime, batch_size: int) -> None:
         created = iso(created_at)
         next_seq: dict[str | None, int] = {}

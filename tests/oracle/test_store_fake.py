@@ -382,6 +382,9 @@ def test_delete_thread_cascades_in_one_transaction(
     conn.rowcount("DELETE FROM S1_THREADS", 1)
     assert store.delete_thread("t1") == 1
     assert conn.sql() == [
+        # the row lock first (BUGCASES C22): a writer holding it commits before the
+        # deletes below run, and they see its rows
+        "SELECT id FROM S1_THREADS WHERE id = :thread_id FOR UPDATE",
         "DELETE FROM S1_RECORD_CHUNKS WHERE record_family IN ('message', 'memory') "
         "AND thread_id = :thread_id",
         "DELETE FROM S1_MESSAGES WHERE thread_id = :thread_id",
@@ -389,6 +392,27 @@ def test_delete_thread_cascades_in_one_transaction(
         "DELETE FROM S1_THREADS WHERE id = :thread_id",
     ]
     assert conn.kinds()[-1] == "commit" and conn.kinds().count("commit") == 1
+
+
+def test_c22_thread_writes_hold_the_row_in_their_transaction(
+    conn: FakeConnection, store: OracleDBMemoryStore
+) -> None:
+    """BUGCASES C22 (statement level): ``add_to_thread`` locks the thread row, then
+    writes, in one transaction; a missing row is an error with a rollback."""
+    from oam_core.apis.batch import PendingRecordBatch
+
+    batch = PendingRecordBatch(texts=["x"], record_type="memory", thread_ids="t1")
+    conn.script(r"SELECT id FROM S1_THREADS WHERE id = :thread_id FOR UPDATE", [("t1",)])
+    store.add_to_thread("t1", [batch])
+    sql = conn.sql()
+    assert sql[0] == "SELECT id FROM S1_THREADS WHERE id = :thread_id FOR UPDATE"
+    assert any(s.startswith("INSERT INTO S1_MEMORIES") for s in sql)
+    assert conn.kinds().count("commit") == 1 and conn.kinds()[-1] == "commit"
+    conn.reset()
+    conn.script(r"SELECT id FROM S1_THREADS WHERE id = :thread_id FOR UPDATE", [])
+    with pytest.raises(ValueError, match="thread 't1' does not exist"):
+        store.add_to_thread("t1", [batch])
+    assert conn.kinds()[-1] == "rollback" and not conn.statements("executemany")
 
 
 def test_delete_user_cascade_is_one_transaction_even_without_profile(

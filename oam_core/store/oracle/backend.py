@@ -331,6 +331,11 @@ class OracleTx(Tx):
             found.update(r[0] for r in fetchall(self.c, sql.ids_to_pks(self.n, family, part)))
         return found
 
+    def hold_thread(self, thread_id: str) -> bool:
+        # The row lock (FOR UPDATE): delete_thread locks the row before deleting
+        # anything, so it waits for this transaction (and this one for it).
+        return fetchone(self.c, sql.lock_thread(self.n, thread_id)) is not None
+
     def insert(self, plans: Sequence[RowPlan], created_at: datetime, batch_size: int) -> None:
         created = sql.naive_utc(created_at)
         next_seq: dict[str | None, int] = {}
@@ -485,6 +490,9 @@ class OracleTx(Tx):
         return int(run(self.c, sql.delete_by_pk(self.n, family, pk)).rowcount or 0)
 
     def delete_thread(self, thread_id: str) -> int:
+        # Lock the row first: a writer holding it (hold_thread) commits before these
+        # deletes run, and they see its rows, so nothing is left without its thread.
+        fetchone(self.c, sql.lock_thread(self.n, thread_id))
         count = 0
         for stmt in sql.delete_thread(self.n, thread_id):
             count = int(run(self.c, stmt).rowcount or 0)

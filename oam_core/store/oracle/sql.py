@@ -220,9 +220,16 @@ def delete_by_pk(n: Names, family: str, pk: int) -> Stmt:
     return Stmt(f"DELETE FROM {n.record_table(family)} WHERE pk = :pk", {"pk": pk})
 
 
+def lock_thread(n: Names, thread_id: str) -> Stmt:
+    """Lock a thread row until the transaction ends (no row: nothing is locked)."""
+    return Stmt(
+        f"SELECT id FROM {n.threads} WHERE id = :thread_id FOR UPDATE", {"thread_id": thread_id}
+    )
+
+
 def delete_thread(n: Names, thread_id: str) -> list[Stmt]:
     """Delete a thread's search rows, messages, memory-like records, then the thread row
-    (the last statement's rowcount is the thread count)."""
+    (the last statement's rowcount is the thread count). Run after ``lock_thread``."""
     b = {"thread_id": thread_id}
     return [
         Stmt(

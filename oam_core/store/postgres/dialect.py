@@ -522,6 +522,12 @@ class PgTx(Tx):
         ).fetchall()
         return {r[0] for r in rows}
 
+    def hold_thread(self, thread_id: str) -> bool:
+        # The thread's advisory lock: delete_thread and delete_actor_scope take it
+        # before deleting, so they wait for this transaction (and it for them).
+        self._lock_threads([thread_id])
+        return bool(self.existing_ids(THREAD, [thread_id]))
+
     def insert(self, plans: Sequence[RowPlan], created_at: datetime, batch_size: int) -> None:
         created = iso(created_at)
         message_threads = [p.thread_id for p in plans if p.family == MESSAGE]
