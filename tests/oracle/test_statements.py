@@ -50,6 +50,9 @@ def all_sql_statements() -> list[Stmt]:
         sql.insert_chunks(N, [], False),
         sql.next_seq(N, "t"),
         sql.next_seq(N, None),
+        sql.set_thread_seq(N, "t", 4),
+        sql.lock_thread(N, "t"),
+        *ddl.upgrade_steps(N, 1),
         sql.ids_to_pks(N, "agent_profile", ["a", "b"]),
         sql.fetch_row(N, "memory", "m"),
         sql.chunk_texts(N, "memory", 1),
@@ -326,7 +329,7 @@ def wanted(strategy: SearchStrategy = SearchStrategy.VECTOR, **kw: Any) -> schem
 
 def existing(**kw: Any) -> schema.SchemaState:
     meta = {
-        "schema_version": "1",
+        "schema_version": str(ddl.SCHEMA_VERSION),
         "vector_dim": "8",
         "search_index_sync": "ON_COMMIT",
         "retention": schema.retention_json(MemoryRetentionConfig()),
@@ -367,7 +370,7 @@ def test_plan_require_existing_never_runs_ddl() -> None:
 
 def test_plan_create_if_empty_on_an_incomplete_schema_fails() -> None:
     partial = schema.SchemaState(
-        tables=frozenset({N.meta, N.threads}), meta={"schema_version": "1"}
+        tables=frozenset({N.meta, N.threads}), meta={"schema_version": str(ddl.SCHEMA_VERSION)}
     )
     with pytest.raises(ValueError, match="incomplete or outdated"):
         schema.plan_schema(SchemaPolicy.CREATE_IF_EMPTY, N, partial, wanted())
@@ -487,3 +490,41 @@ def test_thread_messages_by_seq_is_keyed_by_seq_no() -> None:
     window = sql.thread_messages_by_seq(N, "t", None, 41, 7, True, naive)
     assert "AND r.seq_no <= :through ORDER BY r.seq_no DESC, r.pk DESC" in window.sql
     assert window.binds["through"] == 41 and window.binds["lim"] == 7
+
+
+def test_seq_no_high_water_mark_statements() -> None:
+    """Issue 14 (9): Oracle numbers messages after the thread's high-water mark too,
+    not only after MAX(seq_no) of the messages left (a number freed by deleting the
+    last message is never handed out again)."""
+    stmt = sql.next_seq(N, "t1")
+    assert stmt.sql == (
+        "SELECT GREATEST(COALESCE((SELECT MAX(seq_no) FROM S1_MESSAGES "
+        "WHERE thread_id = :thread_id), -1), "
+        "COALESCE((SELECT MAX(seq_no) FROM S1_THREADS WHERE id = :thread_id), -1)) + 1 "
+        "FROM dual"
+    )
+    assert stmt.binds == {"thread_id": "t1"}
+    mark = sql.set_thread_seq(N, "t1", 7)
+    assert mark.sql == "UPDATE S1_THREADS SET seq_no = :seq_no WHERE id = :thread_id"
+    assert mark.binds == {"seq_no": 7, "thread_id": "t1"}
+    threads = next(
+        s for s in ddl.create_tables(N, 8) if s.sql.startswith("CREATE TABLE S1_THREADS")
+    )
+    assert "  seq_no NUMBER,\n" in threads.sql
+
+
+def test_plan_upgrades_a_version_1_schema() -> None:
+    """The schema upgrade step: version 1 has no THREADS.seq_no; CREATE_IF_NECESSARY
+    adds it and records version 2; REQUIRE_EXISTING refuses the outdated schema."""
+    old = existing(meta={"schema_version": "1"})
+    with pytest.raises(
+        ValueError, match=r"outdated \(schema version is '1'\).*CREATE_IF_NECESSARY"
+    ):
+        schema.plan_schema(SchemaPolicy.REQUIRE_EXISTING, N, old, wanted())
+    plan = schema.plan_schema(SchemaPolicy.CREATE_IF_NECESSARY, N, old, wanted())
+    assert _sqls(plan) == ["ALTER TABLE S1_THREADS ADD (seq_no NUMBER)"]
+    assert plan.meta["schema_version"] == "2" == str(ddl.SCHEMA_VERSION)
+    current = schema.plan_schema(SchemaPolicy.CREATE_IF_NECESSARY, N, existing(), wanted())
+    assert "ALTER TABLE S1_THREADS ADD (seq_no NUMBER)" not in _sqls(current)
+    with pytest.raises(ValueError, match="no upgrade from oam schema version 0"):
+        ddl.upgrade_steps(N, 0)

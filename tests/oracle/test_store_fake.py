@@ -85,7 +85,7 @@ def test_create_if_empty_creates_the_vector_schema_in_order(
     meta = binds_of(conn, r"^MERGE INTO S1_MEMORY_STORE_META")
     assert len(meta) == 1
     stored = {r["meta_key"]: r["meta_value"] for r in meta[0]}
-    assert stored["vector_dim"] == "8" and stored["schema_version"] == "1"
+    assert stored["vector_dim"] == "8" and stored["schema_version"] == "2"
     assert json.loads(stored["retention"]) == {"default_ttl_days": None, "max_ttl_days": None}
     # DDL runs before (outside) the one metadata transaction.
     assert conn.kinds()[-2:] == ["executemany", "commit"]
@@ -332,12 +332,16 @@ def test_existing_id_is_rejected_inside_the_transaction(
 def test_messages_get_per_thread_sequence_numbers(
     conn: FakeConnection, store: OracleDBMemoryStore
 ) -> None:
-    conn.script(r"SELECT COALESCE\(MAX\(seq_no\)", [(5,)])
+    conn.script(r"SELECT GREATEST\(COALESCE\(\(SELECT MAX\(seq_no\)", [(5,)])
     store.add(["a", "b"], "message", roles="user", thread_ids="t1")
     assert conn.sql()[1] == "LOCK TABLE S1_MESSAGES IN SHARE ROW EXCLUSIVE MODE"
     (rows,) = binds_of(conn, "INSERT INTO S1_MESSAGES")
     assert [r["seq_no"] for r in rows] == [5, 6]
     assert [r["content_set"] for r in rows] == [1, 1]
+    # the high-water mark moves with the numbers handed out, in the same transaction
+    mark = [c for c in conn.calls if c.sql.startswith("UPDATE S1_THREADS SET seq_no")]
+    assert [c.binds for c in mark] == [{"seq_no": 6, "thread_id": "t1"}]
+    assert conn.kinds()[-1] == "commit"
 
 
 def test_empty_strings_survive_oracle_null(

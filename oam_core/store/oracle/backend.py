@@ -370,6 +370,9 @@ class OracleTx(Tx):
             )
         for family, rows in by_family.items():
             run_batched(self.c, sql.insert_records(self.n, family, rows), batch_size)
+        for thread_id, following in next_seq.items():
+            if thread_id is not None:
+                run(self.c, sql.set_thread_seq(self.n, thread_id, following - 1))
         pks = self._pks(plans)
         chunk_rows = [
             self._chunk_row(

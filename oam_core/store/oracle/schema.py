@@ -13,7 +13,7 @@ Rules (seed 004):
 * ``CREATE_IF_EMPTY`` creates everything when no managed table exists, else behaves
   as ``REQUIRE_EXISTING``.
 * ``CREATE_IF_NECESSARY`` creates missing objects and applies supported upgrades:
-  missing tables/indexes, the embedding column and vector index, a text index
+  the schema version steps (``ddl.UPGRADES``), missing tables/indexes, the embedding column and vector index, a text index
   (vector -> keyword), the vectorizer preference and hybrid index (-> hybrid), a
   changed text-index sync mode, and an explicit retention config into the metadata.
 * ``RECREATE`` drops every managed object and creates the schema anew.
@@ -269,6 +269,8 @@ def plan_schema(policy: SchemaPolicy, n: Names, s: SchemaState, w: Wanted) -> Pl
         kind_now = stored_column(meta) or column_kind(w)
         created = ddl.create_tables(n, meta_dim(meta) or w.vector_dim, kind_now == FLEXIBLE)
         plan.steps.extend(st for st in created if _creates_missing(st, missing))
+        if version is not None and version.isdigit() and n.threads not in missing:
+            plan.steps.extend(ddl.upgrade_steps(n, int(version)))
         plan.meta["schema_version"] = str(ddl.SCHEMA_VERSION)
     _plan_vectors(plan, n, s, w, upgrade, missing)
     _plan_search_index(plan, n, s, w, upgrade)

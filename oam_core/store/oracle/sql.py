@@ -124,14 +124,27 @@ def lock_messages(n: Names) -> Stmt:
 
 
 def next_seq(n: Names, thread_id: str | None) -> Stmt:
-    """The next per-thread message sequence number."""
+    """The next per-thread message sequence number: after every message the thread
+    holds and after its row's high-water mark, so a number freed by a delete is never
+    handed out again."""
     if thread_id is None:
         return Stmt(
             f"SELECT COALESCE(MAX(seq_no), -1) + 1 FROM {n.messages} WHERE thread_id IS NULL"
         )
     return Stmt(
-        f"SELECT COALESCE(MAX(seq_no), -1) + 1 FROM {n.messages} WHERE thread_id = :thread_id",
+        f"SELECT GREATEST(COALESCE((SELECT MAX(seq_no) FROM {n.messages} "
+        "WHERE thread_id = :thread_id), -1), "
+        f"COALESCE((SELECT MAX(seq_no) FROM {n.threads} WHERE id = :thread_id), -1)) + 1 "
+        "FROM dual",
         {"thread_id": thread_id},
+    )
+
+
+def set_thread_seq(n: Names, thread_id: str, seq_no: int) -> Stmt:
+    """Record ``seq_no`` as the thread's message-number high-water mark."""
+    return Stmt(
+        f"UPDATE {n.threads} SET seq_no = :seq_no WHERE id = :thread_id",
+        {"seq_no": seq_no, "thread_id": thread_id},
     )
 
 
