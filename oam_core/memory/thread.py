@@ -28,6 +28,7 @@ from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.llm import ILlm
 from oam_core.apis.records import MEMORY_TYPES, MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import IThread, Message, MessageLike, to_message
+from oam_core.llms.bounded import DEFAULT_LLM_CALL_TIMEOUT, BoundedLlm, check_call_timeout
 from oam_core.memory.config import MemoryExtractionMode, check_extraction_mode
 from oam_core.memory.contextcard import OracleContextCard
 from oam_core.memory.diagnostics import pipeline_warning
@@ -230,6 +231,8 @@ class OracleThread(IThread):
             on a worker (``wait_for_memory_extraction`` waits for it).
         stored: The thread row exists (the client created or read it): once it is
             deleted, writes through this handle fail instead of recreating it.
+        llm_call_timeout: Seconds one pipeline LLM call may take (None: no bound);
+            an overrun fails that pass like an LLM error (docs/memory-pipeline.md).
 
     Raises:
         ValueError: naming the argument, for a ``None`` or blank ``thread_id``, a
@@ -260,6 +263,7 @@ class OracleThread(IThread):
         state: Mapping[str, Any] | None = None,
         extraction_mode: MemoryExtractionMode | str = MemoryExtractionMode.INLINE,
         stored: bool = False,
+        llm_call_timeout: float | None = DEFAULT_LLM_CALL_TIMEOUT,
     ) -> None:
         self.thread_id: str = check_id("thread_id", thread_id)
         self.user_id: str | None = check_scope("user_id", user_id, str(uuid.uuid4()))
@@ -290,6 +294,7 @@ class OracleThread(IThread):
         self.extraction_mode: MemoryExtractionMode = check_extraction_mode(extraction_mode)
         self._own_worker: ExtractionWorker | None = None
         self._stored = bool(stored)
+        self.llm_call_timeout = check_call_timeout(llm_call_timeout)
 
     @property
     def store(self) -> OracleMemoryStore:
@@ -433,12 +438,15 @@ class OracleThread(IThread):
         summarize = self.config.enable_context_summary
         if self.llm is None or not (self.extract_memories or summarize):
             return None
+        llm = self.llm
+        if self.llm_call_timeout is not None:
+            llm = BoundedLlm(llm, self.llm_call_timeout)
         return PipelineJob(
             store=self._store,
             thread_id=self.thread_id,
             user_id=self.user_id,
             agent_id=self.agent_id,
-            llm=self.llm,
+            llm=llm,
             extract=self.extract_memories,
             summarize=summarize,
             config=self.config,

@@ -779,3 +779,59 @@ def test_only_messages_a_pass_can_hold_are_shortened(store: Any) -> None:
     assert len(extraction) > 1  # the backlog took several passes
     assert len(llm.prompts("shorten")) - first_pass <= 12  # each long message about once
     assert _state(store)[EXTRACTION_STATE_KEY]["watermark"] == 12
+
+
+# -- time bounds (issue 14, 9) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_a_hanging_llm_does_not_block_inline_add_messages(
+    store: Any, gated: tuple[threading.Event, ScriptedLlm], use_async: bool
+) -> None:
+    """A custom ILlm that never answers: the INLINE pass gives up after
+    ``llm_call_timeout`` seconds, ``add_messages`` returns with the messages stored,
+    and the next pass (the model answering again) extracts them."""
+    release, llm = gated
+    config = MemoryExtractionConfig(llm_call_timeout=0.2)
+    thread = _thread(_client(store, llm, memory_extraction_config=config))
+    assert thread.llm_call_timeout == 0.2
+    message = [{"role": "user", "content": "Falo português", "id": "m0"}]
+    with pytest.warns(MemoryPipelineWarning, match=r"did not answer within 0\.2 s"):
+        if use_async:
+            ids = anyio.run(lambda: thread.add_messages_async(message))
+        else:
+            ids = thread.add_messages(message)
+    assert ids == ["m0"] and [m.id for m in thread.get_messages()] == ["m0"]
+    assert _state(store)[EXTRACTION_STATE_KEY].get("watermark", -1) == -1
+    release.set()
+    thread.add_messages([{"role": "user", "content": "obrigado"}])
+    assert [m.content for m in _memories(store)] == ["Ana speaks Portuguese"]
+    assert _state(store)[EXTRACTION_STATE_KEY]["watermark"] == 1
+
+
+def test_close_gives_up_on_hung_background_work_after_its_timeout(
+    store: Any, gated: tuple[threading.Event, ScriptedLlm]
+) -> None:
+    release, llm = gated
+    config = MemoryExtractionConfig(True, "BACKGROUND", llm_call_timeout=None)
+    client = _client(store, llm, memory_extraction_config=config)
+    thread = _thread(client)
+    thread.add_messages([{"role": "user", "content": "Falo português"}])
+    worker = client._worker
+    assert worker is not None and worker._thread is not None
+    with pytest.raises(ValueError, match="timeout"):
+        client.close(timeout=-1)
+    assert not client.closed
+    with pytest.warns(MemoryPipelineWarning, match=r"did not finish within 0\.2 s"):
+        client.close(timeout=0.2)
+    assert client.closed and _memories(store) == []
+    assert [m.content for m in thread.get_messages()] == ["Falo português"]  # kept
+    release.set()  # the abandoned call ends on its own
+    worker._thread.join(30)
+    assert not worker._thread.is_alive()
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), "5", True])
+def test_bad_llm_call_timeouts_are_value_errors(bad: Any) -> None:
+    with pytest.raises(ValueError, match="llm_call_timeout"):
+        MemoryExtractionConfig(llm_call_timeout=bad)

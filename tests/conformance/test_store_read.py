@@ -582,3 +582,26 @@ def test_thread_messages_by_seq_ranges_and_pages(store):
     for bad in ({"after": "1"}, {"limit": -1}, {"through": 1.5}, {"newest": 1}):
         with pytest.raises(ValueError):
             read("t", **bad)
+
+
+# -- reopening with another strategy (issue 14, 9) ---------------------------------------
+
+
+def test_reopening_with_another_strategy_works_and_is_recorded(make_store, backend):
+    """SQLite and PostgreSQL keep the vector and the full-text index of every store,
+    so a store reopens with any strategy; the one given is recorded and an open
+    without ``search_strategy`` uses it."""
+    if not backend.shared_storage:
+        pytest.skip(f"{backend.id} storage does not outlive the store object")
+    first = make_store(name="strategies.db", search_strategy="KEYWORD")
+    first.add(["the cat sleeps on the piano", "dogs bark"], "memory", record_ids=["cat", "dog"])
+    first.close()
+    for strategy in ("HYBRID", "VECTOR", "KEYWORD"):
+        store = make_store(name="strategies.db", search_strategy=strategy)
+        assert store.search_strategy.value == strategy
+        assert store.search("cat piano", 1)[0][0].id == "cat"
+        store.close()
+        if backend.id != "oracle":  # Oracle's omitted strategy is VECTOR (seed 004)
+            again = make_store(name="strategies.db")
+            assert again.search_strategy.value == strategy  # recorded
+            again.close()

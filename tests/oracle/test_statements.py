@@ -407,7 +407,11 @@ def test_plan_vector_store_on_a_keyword_schema_without_vectors() -> None:
         "ALTER TABLE S1_RECORD_CHUNKS ADD (embedding VECTOR(8, FLOAT32))",
         schema.VECTOR_INDEX,
     ]
-    assert plan.meta == {"vector_dim": "8", "embedding_column": "fixed"}
+    assert plan.meta == {
+        "vector_dim": "8",
+        "embedding_column": "fixed",
+        "search_strategy": "VECTOR",
+    }
 
 
 def test_plan_hybrid_model_must_match() -> None:
@@ -528,3 +532,32 @@ def test_plan_upgrades_a_version_1_schema() -> None:
     assert "ALTER TABLE S1_THREADS ADD (seq_no NUMBER)" not in _sqls(current)
     with pytest.raises(ValueError, match="no upgrade from oam schema version 0"):
         ddl.upgrade_steps(N, 0)
+
+
+def test_plan_reopening_with_another_strategy_is_recorded_or_refused_by_name() -> None:
+    """Issue 14 (9): a strategy the schema's indexes serve reopens (under any policy:
+    a metadata write, no DDL) and is recorded; one they cannot serve is refused
+    naming the strategy."""
+    hybrid = existing(
+        indexes={N.vector_index, N.hybrid_index},
+        meta={"hybrid_model": "M", "search_strategy": "HYBRID"},
+    )
+    for strategy in (SearchStrategy.KEYWORD, SearchStrategy.VECTOR):
+        plan = schema.plan_schema(
+            SchemaPolicy.REQUIRE_EXISTING, N, hybrid, wanted(strategy=strategy)
+        )
+        assert plan.steps == [] and plan.meta == {"search_strategy": strategy.value}
+    same = schema.plan_schema(
+        SchemaPolicy.REQUIRE_EXISTING,
+        N,
+        hybrid,
+        wanted(strategy=SearchStrategy.HYBRID, model="M"),
+    )
+    assert same.meta == {}
+    vector_only = existing()  # no text or hybrid index
+    with pytest.raises(ValueError, match=r"SearchStrategy\.KEYWORD is incompatible"):
+        schema.plan_schema(
+            SchemaPolicy.REQUIRE_EXISTING, N, vector_only, wanted(strategy=SearchStrategy.KEYWORD)
+        )
+    fresh = schema.plan_schema(SchemaPolicy.CREATE_IF_EMPTY, N, schema.SchemaState(), wanted())
+    assert fresh.meta["search_strategy"] == "VECTOR"

@@ -235,7 +235,9 @@ def test_retention_config_lives_in_schema_metadata(conn: FakeConnection, clock: 
         {
             "meta_key": "retention",
             "meta_value": json.dumps({"default_ttl_days": None, "max_ttl_days": 3}, sort_keys=True),
-        }
+        },
+        # a schema from before the strategy was recorded gets it when it may be written
+        {"meta_key": "search_strategy", "meta_value": "VECTOR"},
     ]
     assert ddl_calls(conn) == []  # existing rows' expiry is not rewritten
 

@@ -24,6 +24,9 @@ Rules (seed 004):
   index built from the same in-database model as the store's ``OracleDBEmbedder``.
 * ``MemoryRetentionConfig`` lives in the metadata: omitted = the stored one; explicit
   and different = an update under ``CREATE_IF_NECESSARY``, an error otherwise.
+* Reopening with another strategy than the stored one works whenever the schema
+  serves it (a metadata write, never DDL, under any policy) and records it as
+  ``search_strategy``; one it cannot serve is refused naming the strategy, as above.
 """
 
 from __future__ import annotations
@@ -202,6 +205,7 @@ def _fresh_meta(w: Wanted, retention: MemoryRetentionConfig) -> dict[str, str]:
         "search_index_sync": w.sync.value,
         "retention": retention_json(retention),
         "created_strategy": w.strategy.value,
+        "search_strategy": w.strategy.value,
     }
     kind = column_kind(w)
     if kind is not None:
@@ -275,6 +279,11 @@ def plan_schema(policy: SchemaPolicy, n: Names, s: SchemaState, w: Wanted) -> Pl
     _plan_vectors(plan, n, s, w, upgrade, missing)
     _plan_search_index(plan, n, s, w, upgrade)
     _plan_retention(plan, meta, w, upgrade)
+    # The schema serves the strategy (else a ValueError above): record a change (a
+    # schema that predates the record gets it when it may be written anyway).
+    stored = meta.get("search_strategy", meta.get("created_strategy"))
+    if stored != w.strategy.value and (stored is not None or upgrade):
+        plan.meta["search_strategy"] = w.strategy.value
     if upgrade and not s.has_job:
         plan.steps.append(PURGE_JOB)
     return plan
