@@ -32,7 +32,13 @@ from oam_core.store.backend import Backend, Predicate, StoredRow, Tx
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
 from oam_core.store.planning import ChunkPlan, RowPlan, Vector
-from oam_core.store.rows import RECORD_COLUMNS, epoch, record_from_row, thread_from_row
+from oam_core.store.rows import (
+    RECORD_COLUMNS,
+    epoch,
+    record_from_row,
+    seq_range,
+    thread_from_row,
+)
 from oam_core.store.sqlite_filter import SQLiteFilterCompiler
 from oam_core.store.sqlite_schema import SCHEMA_VERSION, ddl, table_prefix
 from oam_core.store.ttl import Clock, iso
@@ -352,17 +358,12 @@ class _SQLiteBackend(Backend):
         newest: bool,
         now: datetime,
     ) -> builtins.list[Record]:
-        sql = f"SELECT {_RECORD_COLS} {self._thread_where()}"
-        params: builtins.list[Any] = [thread_id, now.timestamp()]
-        for op, bound in ((">", after), ("<=", through)):
-            if bound is not None:
-                sql += f" AND seq_no {op} ?"
-                params.append(bound)
-        order = "DESC" if newest else "ASC"
-        sql += f" ORDER BY seq_no {order}, pk {order} LIMIT ?"
-        params.append(-1 if limit is None else limit)
+        tail, bounds = seq_range("?", after, through, newest)
+        params = [thread_id, now.timestamp(), *bounds, -1 if limit is None else limit]
         with self.lock:
-            rows = self.conn.execute(sql, params).fetchall()
+            rows = self.conn.execute(
+                f"SELECT {_RECORD_COLS} {self._thread_where()}{tail}", params
+            ).fetchall()
         records = [self.record(r) for r in rows]
         return records[::-1] if newest else records
 

@@ -42,7 +42,13 @@ from oam_core.store.postgres.filter import PgFilterCompiler
 from oam_core.store.postgres.fulltext import K1, B, index_input, query_words, tsquery_literal
 from oam_core.store.postgres.schema import lock_key
 from oam_core.store.ranking import RRF_K
-from oam_core.store.rows import RECORD_COLUMNS, epoch, record_from_row, thread_from_row
+from oam_core.store.rows import (
+    RECORD_COLUMNS,
+    epoch,
+    record_from_row,
+    seq_range,
+    thread_from_row,
+)
 from oam_core.store.ttl import iso
 
 Conn = psycopg.Connection[Any]
@@ -244,17 +250,12 @@ class PgBackend(Backend):
         newest: bool,
         now: datetime,
     ) -> builtins.list[Record]:
-        sql = f"SELECT {_RECORD_COLS} {self._thread_where()}"
-        params: builtins.list[Any] = [thread_id, now.timestamp()]
-        for op, bound in ((">", after), ("<=", through)):
-            if bound is not None:
-                sql += f" AND seq_no {op} %s"
-                params.append(bound)
-        order = "DESC" if newest else "ASC"
-        sql += f" ORDER BY seq_no {order}, pk {order} LIMIT %s"
-        params.append(limit)
+        tail, bounds = seq_range("%s", after, through, newest)
+        params = [thread_id, now.timestamp(), *bounds, limit]
         with self.reading() as conn:
-            rows = conn.execute(sql, params).fetchall()
+            rows = conn.execute(
+                f"SELECT {_RECORD_COLS} {self._thread_where()}{tail}", params
+            ).fetchall()
         records = [self.record(r) for r in rows]
         return records[::-1] if newest else records
 
