@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from oam_core.apis._sentinel import NOT_SET
+from oam_core.apis._sentinel import NOT_SET, NOT_SET_MARKER
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.contextcard import ContextCard
 from oam_core.apis.embedder import IEmbedder
@@ -60,6 +60,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "NOT_SET",
+    "NOT_SET_MARKER",
     "ContextCard",
     "IAgentMemory",
     "IEmbedder",

@@ -15,13 +15,15 @@ loop, so both call styles retry the same way.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import importlib.util
 import logging
 import os
 import re
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
@@ -93,6 +95,33 @@ async def import_litellm_async(user: str) -> ModuleType:
     if module is not None:
         return module
     return await anyio.to_thread.run_sync(lambda: import_litellm(user))
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop set (running or not) in this thread, read without creating one
+    (``asyncio.get_event_loop`` would create it)."""
+    local = getattr(asyncio.get_event_loop_policy(), "_local", None)
+    loop = getattr(local, "_loop", None)
+    return loop if isinstance(loop, asyncio.AbstractEventLoop) else None
+
+
+@contextmanager
+def closing_new_event_loop() -> Iterator[None]:
+    """Close an event loop that appears in this thread during the block.
+
+    The sync ``litellm.completion`` / ``litellm.embedding`` dispatch a logging hook
+    through ``asyncio.get_event_loop()``, which in the main thread creates and sets a
+    loop nobody closes: a ``ResourceWarning: unclosed event loop`` later (issue 14).
+    A loop the caller had before the block is left alone.
+    """
+    before = _thread_loop()
+    try:
+        yield
+    finally:
+        after = _thread_loop()
+        if after is not None and after is not before and not after.is_running():
+            after.close()
+            asyncio.set_event_loop(None)
 
 
 def is_transient(exc: BaseException, litellm: ModuleType) -> bool:

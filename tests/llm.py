@@ -25,7 +25,6 @@ Tests that use the fixture get the ``llm_cassette`` marker automatically, so
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import warnings
@@ -156,33 +155,6 @@ def _quiet_litellm(cassette: Path) -> Iterator[None]:
         ) from exc
 
 
-def _thread_loop() -> asyncio.AbstractEventLoop | None:
-    """The event loop set (not running) in this thread, read without creating one."""
-    local = getattr(asyncio.get_event_loop_policy(), "_local", None)
-    loop = getattr(local, "_loop", None)
-    return loop if isinstance(loop, asyncio.AbstractEventLoop) else None
-
-
-@contextmanager
-def _no_leaked_loop() -> Iterator[None]:
-    """Close the event loop that litellm's sync path leaves behind.
-
-    ``litellm.completion`` dispatches a service-logging hook through
-    ``asyncio.get_event_loop()``, which (Python 3.11, main thread) creates and sets a
-    loop that nobody closes; a later ``asyncio.run`` drops it and, with warnings as
-    errors, the test fails on "unclosed event loop". Only a loop that appeared during
-    the call is closed.
-    """
-    before = _thread_loop()
-    try:
-        yield
-    finally:
-        after = _thread_loop()
-        if after is not None and after is not before and not after.is_running():
-            after.close()
-            asyncio.set_event_loop(None)
-
-
 class RecordedLlm(ILlm):
     """An ``ILlm`` over a ``LiteLLMLlm`` whose traffic is recorded in ``cassette``.
 
@@ -198,7 +170,7 @@ class RecordedLlm(ILlm):
         return f"RecordedLlm({self.inner!r}, cassette={str(self.cassette)!r})"
 
     def generate(self, prompt: str, *, response_json_schema: dict[str, Any] | None = None) -> str:
-        with _no_leaked_loop(), _quiet_litellm(self.cassette):
+        with _quiet_litellm(self.cassette):
             return self.inner.generate(prompt, response_json_schema=response_json_schema)
 
     async def generate_async(

@@ -19,6 +19,10 @@ class _NotSetType(enum.Enum):
 NOT_SET = _NotSetType.NOT_SET
 """Default of every optional argument where omitted and ``None`` differ (SPEC §1)."""
 
+NOT_SET_MARKER = NOT_SET
+"""The same marker under the name the reference SDK's retention docs use (for
+example ``MemoryRetentionConfig(default_ttl_days=NOT_SET_MARKER)``)."""
+
 NotSetType = Literal[_NotSetType.NOT_SET]
 
 T = TypeVar("T")

@@ -1,5 +1,6 @@
 """Reference import path ``core.retention`` (SPEC §1)."""
 
+from oam_core.apis._sentinel import NOT_SET, NOT_SET_MARKER
 from oam_core.store.options import MemoryRetentionConfig
 
-__all__ = ["MemoryRetentionConfig"]
+__all__ = ["NOT_SET", "NOT_SET_MARKER", "MemoryRetentionConfig"]

@@ -25,6 +25,7 @@ from oam_core._litellm import (
     async_retrying,
     check_int,
     check_timeout,
+    closing_new_event_loop,
     import_litellm,
     import_litellm_async,
     require_litellm,
@@ -153,7 +154,8 @@ class LiteLLMLlm(ILlm):
         litellm = import_litellm(_USER)
         request = self._request(litellm, prompt, response_json_schema)
         loop = retrying(self.max_retries, litellm, lambda s: _sleep(s))
-        return self._content(loop(litellm.completion, **request))
+        with closing_new_event_loop():
+            return self._content(loop(litellm.completion, **request))
 
     @traced_llm_async
     async def generate_async(

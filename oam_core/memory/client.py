@@ -22,11 +22,13 @@ from oam_core.apis.embedder import IEmbedder
 from oam_core.apis.llm import ILlm
 from oam_core.apis.memory import IAgentMemory
 from oam_core.apis.records import Record, ThreadRow
+from oam_core.llms.bounded import DEFAULT_LLM_CALL_TIMEOUT, check_call_timeout
 from oam_core.memory.config import (
     MemoryExtractionConfig,
     MemoryExtractionMode,
     check_extraction_mode,
 )
+from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.thread import (
     OracleThread,
     Steps,
@@ -52,6 +54,8 @@ _DB_OPTIONS = (
     "search_strategy",
     "memory_retention_config",
 )
+DEFAULT_CLOSE_TIMEOUT = 60.0
+"""Seconds ``close`` waits for queued background extraction by default."""
 _THREAD_EXTRA_KWARGS = frozenset({"persist_messages_in_config"})
 """``create_thread``/``get_thread`` keyword arguments accepted for compatibility."""
 
@@ -70,10 +74,12 @@ def _check_llm(value: object, name: str = "llm") -> ILlm | None:
 
 @dataclass(frozen=True)
 class _Extraction:
-    """The extraction switch and mode a caller chose (each None = not chosen)."""
+    """The extraction switch, mode and LLM call bound a caller chose (None /
+    ``NOT_SET`` = not chosen)."""
 
     extract: bool | None
     mode: MemoryExtractionMode | None
+    timeout: Maybe[float | None] = NOT_SET
 
     @staticmethod
     def parse(extract_memories: object, config: object) -> _Extraction:
@@ -102,13 +108,11 @@ class _Extraction:
                 f".extract_memories={wanted}; pass one of them"
             )
         mode = check_extraction_mode(config.extraction_mode)
-        return _Extraction(wanted, mode)
+        return _Extraction(wanted, mode, check_call_timeout(config.llm_call_timeout))
 
     def persisted(self) -> dict[str, Any]:
         """The choices to keep on the thread row (only what was given)."""
         kept: dict[str, Any] = {}
-        if self.extract is not None:
-            kept["extract_memories"] = self.extract
         if self.mode is not None:
             kept["extraction_mode"] = self.mode.value
         return kept
@@ -222,6 +226,9 @@ class OracleAgentMemory(IAgentMemory):
             )
         self.extract_memories: bool = extract_memories and choice.extract is not False
         self.extraction_mode: MemoryExtractionMode = choice.mode or MemoryExtractionMode.INLINE
+        self.llm_call_timeout: float | None = (
+            DEFAULT_LLM_CALL_TIMEOUT if choice.timeout is NOT_SET else choice.timeout
+        )
         self._worker: ExtractionWorker | None = None
         self._worker_lock = threading.Lock()
         options = {
@@ -341,20 +348,38 @@ class OracleAgentMemory(IAgentMemory):
         """Async twin of ``wait_for_memory_extraction`` (waits in a worker thread)."""
         return await anyio.to_thread.run_sync(lambda: self.wait_for_memory_extraction(timeout))
 
-    def close(self) -> None:
-        """Finish queued background passes, then close the store if this client
-        opened it (idempotent); a store passed as ``store=`` stays open."""
+    def close(self, timeout: float | None = DEFAULT_CLOSE_TIMEOUT) -> None:
+        """Finish queued background passes, waiting at most ``timeout`` seconds, then
+        close the store if this client opened it (idempotent); a store passed as
+        ``store=`` stays open.
+
+        Work still queued or running when the time is up (a hung LLM call, say) is
+        abandoned with a ``MemoryPipelineWarning``: its messages are stored and
+        stay pending, so the next pass on those threads, from any client, extracts
+        them (docs/memory-pipeline.md, "Time bounds").
+
+        Args:
+            timeout: Seconds to wait for the background worker; None waits as long
+                as it takes.
+
+        Raises:
+            ValueError: for a negative or non-numeric ``timeout`` (nothing is closed).
+        """
+        bound = check_wait_timeout(timeout)
         if self._closed:
             return
         self._closed = True
-        if self._worker is not None:
-            self._worker.close()
+        if self._worker is not None and not self._worker.close(bound):
+            pipeline_warning(
+                f"close(): background memory extraction did not finish within {bound:g} s; "
+                "the remaining messages stay pending and are extracted by the next pass"
+            )
         if self._owns_store:
             self._store.close()
 
-    async def close_async(self) -> None:
-        """Async twin of ``close``."""
-        await anyio.to_thread.run_sync(self.close)
+    async def close_async(self, timeout: float | None = DEFAULT_CLOSE_TIMEOUT) -> None:
+        """Async twin of ``close`` (waits in a worker thread)."""
+        await anyio.to_thread.run_sync(lambda: self.close(timeout))
 
     def __enter__(self) -> OracleAgentMemory:
         return self
@@ -678,8 +703,8 @@ class OracleAgentMemory(IAgentMemory):
 
         Omitted ids are generated (uuid4). Omitted options take the SPEC §10 defaults
         (``ThreadConfig``); options given here are persisted on the thread row so
-        ``get_thread`` restores them. ``extract_memories`` is persisted only when
-        given; otherwise the thread follows the client's setting.
+        ``get_thread`` restores them. ``llm`` and ``extract_memories`` apply to the
+        returned handle only: ``get_thread`` uses the client's unless given again.
 
         Example (seed 003)::
 
@@ -803,6 +828,7 @@ class OracleAgentMemory(IAgentMemory):
             mode,
             config,
             {},
+            choice,
         )
 
     def get_thread(
@@ -823,11 +849,11 @@ class OracleAgentMemory(IAgentMemory):
     ) -> OracleThread:
         """Reopen a thread created earlier (seed 003; SPEC §5).
 
-        Each option resolves as: the explicit argument here, else the value persisted
-        by ``create_thread``, else the default. ``extract_memories``: explicit, else
-        the thread's persisted override, else the client's setting. ``llm``:
-        explicit, else the client's. Overrides apply to this handle only; they are
-        not written back. The pipeline state on the thread row is restored.
+        Each runtime option resolves as: the explicit argument here, else the value
+        persisted by ``create_thread``, else the default. ``llm`` and
+        ``extract_memories`` are not restored: omitted, they are the client's (as in
+        the reference SDK). Overrides apply to this handle only; they are not written
+        back. The pipeline state on the thread row is restored.
 
         Example (seed 003)::
 
@@ -897,12 +923,9 @@ class OracleAgentMemory(IAgentMemory):
             raise KeyError(f"unknown thread id {tid!r}")
         persisted = row.config or {}
         config = ThreadConfig.resolve(options, persisted)
-        if choice.extract is not None:
-            extract = choice.extract
-        elif isinstance(persisted.get("extract_memories"), bool):
-            extract = persisted["extract_memories"]
-        else:
-            extract = self.extract_memories
+        # Seed 003: with llm or extract_memories omitted, the client's setting counts
+        # (not what create_thread was given); the other options restore as persisted.
+        extract = self.extract_memories if choice.extract is None else choice.extract
         mode = choice.mode or self.extraction_mode
         if choice.mode is None and persisted.get("extraction_mode") in ("INLINE", "BACKGROUND"):
             mode = MemoryExtractionMode(persisted["extraction_mode"])
@@ -917,6 +940,7 @@ class OracleAgentMemory(IAgentMemory):
             mode,
             config,
             row.state,
+            choice,
         )
 
     def _thread(
@@ -930,7 +954,9 @@ class OracleAgentMemory(IAgentMemory):
         extraction_mode: MemoryExtractionMode,
         config: ThreadConfig,
         state: Mapping[str, Any],
+        choice: _Extraction,
     ) -> OracleThread:
+        timeout = self.llm_call_timeout if choice.timeout is NOT_SET else choice.timeout
         return OracleThread(
             self._store,
             thread_id=thread_id,
@@ -942,6 +968,8 @@ class OracleAgentMemory(IAgentMemory):
             extract_memories=extract_memories,
             state=state,
             extraction_mode=extraction_mode,
+            stored=True,
+            llm_call_timeout=timeout,
             **config.as_kwargs(),
         )
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from oam_core.llms.bounded import DEFAULT_LLM_CALL_TIMEOUT, check_call_timeout
+
 
 class MemoryExtractionMode(str, enum.Enum):
     """When extraction runs: ``INLINE`` before ``add_messages`` returns, or
@@ -25,10 +27,21 @@ class MemoryExtractionConfig:
     Args:
         extract_memories: Run automatic extraction (then an LLM is required).
         extraction_mode: ``MemoryExtractionMode`` (default ``INLINE``).
+        llm_call_timeout: Seconds one LLM call of the pipeline (extraction, summary,
+            shortening) may take; a call that overruns fails its pass like any LLM
+            error (the messages stay pending). None: no bound. Checked when the
+            config is used.
+
+    Raises:
+        ValueError: for a ``llm_call_timeout`` that is not None or a number > 0.
     """
 
     extract_memories: bool = True
     extraction_mode: MemoryExtractionMode = MemoryExtractionMode.INLINE
+    llm_call_timeout: float | None = DEFAULT_LLM_CALL_TIMEOUT
+
+    def __post_init__(self) -> None:
+        check_call_timeout(self.llm_call_timeout)
 
 
 def check_extraction_mode(value: object) -> MemoryExtractionMode:

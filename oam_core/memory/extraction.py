@@ -16,7 +16,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from oam_core.apis.records import MEMORY_TYPES, Record
 from oam_core.memory.diagnostics import pipeline_warning
-from oam_core.memory.jsonrepair import UnusableReplyError, parse_json_reply
+from oam_core.memory.jsonrepair import parse_json_reply
 from oam_core.memory.summary import RunningSummary
 from oam_core.memory.templates import load_prompt
 from oam_core.memory.tokens import tokens_for_chars
@@ -34,6 +34,7 @@ __all__ = [
     "related_label",
     "render_extraction_prompt",
     "render_messages",
+    "reply_schema",
 ]
 
 EXTRACTION_PROMPT = "extraction_v1"
@@ -128,6 +129,39 @@ def extraction_schema() -> dict[str, Any]:
         },
         "required": ["memories"],
         "additionalProperties": False,
+    }
+
+
+def reply_schema() -> dict[str, Any]:
+    """The schema a reply must fit to be used (``jsonschema``): the prompt's schema
+    (``extraction_schema``) without its generation-time bounds.
+
+    Differences, all deliberate: length and count bounds are dropped (they keep small
+    models from looping; long texts are cut to ``MAX_MEMORY_CHARS`` and long lists to
+    ``MAX_MEMORIES_PER_PASS`` instead); ``timestamp`` and ``supersedes`` may be
+    omitted (None and ``[]``); unknown extra keys are ignored. Everything else is
+    required as asked: an object with a ``memories`` array whose items are objects
+    with a non-blank string ``text`` and a ``record_type`` among the memory types
+    (compared after folding case and plurals, see ``_normalize_reply``).
+    """
+    return {
+        "type": "object",
+        "properties": {
+            "memories": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "text": {"type": "string", "pattern": r"\S"},
+                        "record_type": {"type": "string", "enum": sorted(MEMORY_TYPES)},
+                        "timestamp": {"type": ["string", "null"]},
+                        "supersedes": {"type": "array", "items": {"type": "string"}},
+                    },
+                    "required": ["text", "record_type"],
+                },
+            }
+        },
+        "required": ["memories"],
     }
 
 
@@ -242,13 +276,19 @@ def _clean(text: str) -> str:
     return _SURROGATES.sub("", text).strip()
 
 
-def _record_type(value: object) -> str:
-    if isinstance(value, str):
-        name = value.strip().lower()
-        name = _TYPE_ALIASES.get(name, name)
-        if name in MEMORY_TYPES:
-            return name
-    return "memory"
+def _normalize_reply(value: Any) -> Any:
+    """Fold the case, spaces and plural of each item's ``record_type`` string
+    (``"Preferences"`` -> ``preference``) before the reply is validated; nothing
+    else is changed."""
+    if not isinstance(value, dict) or not isinstance(value.get("memories"), list):
+        return value
+    items = []
+    for item in value["memories"]:
+        if isinstance(item, dict) and isinstance(item.get("record_type"), str):
+            name = item["record_type"].strip().lower()
+            item = {**item, "record_type": _TYPE_ALIASES.get(name, name)}
+        items.append(item)
+    return {**value, "memories": items}
 
 
 def normalize_timestamp(value: object) -> str | None:
@@ -261,56 +301,38 @@ def normalize_timestamp(value: object) -> str | None:
         return None
 
 
-def _labels(value: object) -> tuple[str, ...]:
-    raw = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+def _labels(values: list[str]) -> tuple[str, ...]:
+    """The related-memory labels (``M1``..) among ``values``, normalized, in order,
+    once each; other strings are not labels and are left out."""
     labels = []
-    for item in raw:
-        if isinstance(item, str) and _LABEL.match(item.strip().upper()):
-            label = item.strip().upper()
-            if label not in labels:
-                labels.append(label)
+    for item in values:
+        label = item.strip().upper()
+        if _LABEL.match(label) and label not in labels:
+            labels.append(label)
     return tuple(labels)
-
-
-def _items(data: object, text: str) -> list[Any]:
-    if isinstance(data, list):
-        return data
-    if isinstance(data, dict):
-        if "memories" in data:
-            inner = data["memories"]
-            if isinstance(inner, list):
-                return inner
-            if isinstance(inner, dict):
-                return [inner]
-            if inner is None:
-                return []
-            data = inner
-        elif "text" in data:
-            return [data]
-    raise UnusableReplyError(f"expected a list of memories, got {type(data).__name__}", text)
 
 
 def parse_extraction_reply(text: str) -> list[ExtractedMemory]:
     """Turn the model's reply into memories (SPEC §7).
 
     Repairs what ``parse_json_reply`` can (code fences, prose around the JSON, bad
-    escapes, lone surrogates); accepts ``{"memories": [...]}``, a bare list, a single
-    memory object, or plain strings as items. Items without usable text are dropped;
-    an unknown ``record_type`` becomes ``memory``; an unparsable ``timestamp`` becomes
-    None; duplicate texts within the reply are dropped. More than
+    escapes, lone surrogates), then validates against ``reply_schema``: when the
+    reply holds several JSON values (an example before the answer), the last one
+    that fits is used. One wrongly shaped item (no ``text``, a non-string text, an
+    unknown ``record_type``, ...) makes the whole reply unusable, so the pass is
+    retried rather than counted as "0 memories". Within a fitting reply, an
+    unparsable ``timestamp`` becomes None, ``supersedes`` strings that are not
+    labels are ignored, duplicate texts are dropped, and more than
     ``MAX_MEMORIES_PER_PASS`` memories are cut to that many with a
     ``MemoryPipelineWarning``.
 
     Raises:
-        UnusableReplyError: when no JSON, or JSON of the wrong shape, can be recovered.
+        UnusableReplyError: when no JSON value of the reply fits the schema.
     """
+    data = parse_json_reply(text, schema=reply_schema(), normalize=_normalize_reply)
     memories: list[ExtractedMemory] = []
     seen: set[str] = set()
-    for item in _items(parse_json_reply(text, expect=(dict, list)), text):
-        if isinstance(item, str):
-            item = {"text": item}
-        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
-            continue
+    for item in data["memories"]:
         body = _clean(item["text"])[:MAX_MEMORY_CHARS].strip()
         if not body or body.casefold() in seen:
             continue
@@ -318,9 +340,9 @@ def parse_extraction_reply(text: str) -> list[ExtractedMemory]:
         memories.append(
             ExtractedMemory(
                 text=body,
-                record_type=_record_type(item.get("record_type")),
+                record_type=item["record_type"],
                 timestamp=normalize_timestamp(item.get("timestamp")),
-                supersedes=_labels(item.get("supersedes")),
+                supersedes=_labels(item.get("supersedes") or []),
             )
         )
     if len(memories) > MAX_MEMORIES_PER_PASS:

@@ -14,7 +14,7 @@ How a reply is read, in order:
    ``identifier:`` key or ``}``; a ``[`` followed by a JSON value or ``]``. So prose
    such as "use {name}" or "the set [a, b]" is never read as JSON. Code fences and
    prose around the JSON are skipped this way.
-4. From the first such start, the outermost value is delimited by a bracket scanner
+4. From each such start, the outermost value is delimited by a bracket scanner
    that knows JSON strings and escapes. It is parsed strictly; failing that, after
    escaping invalid backslashes (``\\q`` → a literal backslash and ``q``); failing
    that, by ``json_repair`` (trailing commas, smart or single quotes, unquoted keys,
@@ -22,6 +22,11 @@ How a reply is read, in order:
    skipped and the search goes on after it, never inside it.
 5. Strings in the result get the same surrogate clean-up; NaN and infinities become
    None (they are not JSON).
+6. Without a ``schema`` the first value of the expected type is the answer. With one
+   (the schema the prompt asked for), every complete value is a candidate and the
+   *last* one that validates wins (``jsonschema``): models often show an example
+   (``Example: {"memories": []}``) before the real answer. A reply whose values all
+   fail the schema is unusable, with the validation error in the message.
 
 Why ``json_repair`` behind these guards rather than alone: it is well kept and repairs
 much more than this module would, but given prose it invents structure ("I think
@@ -36,14 +41,17 @@ by default, because the last value would be cut short and stored as if complete;
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import json_repair
+import jsonschema
+import jsonschema.validators
 
 __all__ = ["UnusableReplyError", "parse_json_reply"]
 
@@ -76,6 +84,8 @@ def parse_json_reply(
     *,
     expect: type | tuple[type, ...] = dict,
     allow_incomplete: bool = False,
+    schema: dict[str, Any] | None = None,
+    normalize: Callable[[Any], Any] | None = None,
 ) -> Any:
     """Parse the JSON value in a model reply, repairing common defects.
 
@@ -86,47 +96,80 @@ def parse_json_reply(
             array too; values of other types are passed over while searching.
         allow_incomplete: When True, JSON cut off before its closing bracket is
             closed by ``json_repair`` instead of refused.
+        schema: A JSON schema the answer must fit; then the last complete value
+            that fits wins (module docstring, step 6).
+        normalize: Applied to each candidate before it is validated (e.g. folding
+            the case of an enum value); its result is what is returned.
 
     Returns:
-        The first plausible JSON value of an ``expect`` type (module docstring says
-        how it is found and repaired), with lone surrogates removed from strings and
-        non-finite numbers replaced by None.
+        The chosen JSON value (module docstring says how it is found and repaired),
+        with lone surrogates removed from strings and non-finite numbers replaced
+        by None.
 
     Raises:
         TypeError: if ``text`` is not a str.
         UnusableReplyError: if the reply holds no such value: empty or prose-only
-            replies, JSON of another type, JSON beyond repair, or (unless
-            ``allow_incomplete``) JSON cut off before its end.
+            replies, JSON of another type, JSON beyond repair, (unless
+            ``allow_incomplete``) JSON cut off before its end, or no value that fits
+            ``schema``.
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    cleaned = _THINK.sub("", _clean_str(text).lstrip("\ufeff"))
-    incomplete = False
-    for start, end in _spans(cleaned):
-        if end is None:
-            if not allow_incomplete:
-                incomplete = True
-                break
-            span = cleaned[start:]
-        else:
-            span = cleaned[start:end]
-        value = _parse(span)
-        if value is not _FAILED and isinstance(value, expect):
-            return _clean_value(value)
-        if end is None:
-            break
+    candidates, incomplete = _candidates(text, expect, allow_incomplete, every=schema is not None)
     if incomplete:
-        problem = "its JSON is cut off before the end (token limit?)"
+        raise _unusable("its JSON is cut off before the end (token limit?)", text)
+    if schema is None:
+        if candidates:
+            return candidates[0]
     else:
-        names = " or ".join(
-            t.__name__ for t in (expect if isinstance(expect, tuple) else (expect,))
-        )
-        problem = f"it holds no usable JSON {names}"
-    raise UnusableReplyError(
+        validator = _validator(json.dumps(schema, sort_keys=True))
+        problem = ""
+        for value in reversed(candidates):
+            shaped = normalize(value) if normalize is not None else value
+            error = jsonschema.exceptions.best_match(validator.iter_errors(shaped))
+            if error is None:
+                return shaped
+            problem = problem or f"{error.json_path}: {error.message}"
+        if candidates:
+            raise _unusable(f"its JSON does not fit the reply schema ({problem})", text)
+    names = " or ".join(t.__name__ for t in (expect if isinstance(expect, tuple) else (expect,)))
+    raise _unusable(f"it holds no usable JSON {names}", text)
+
+
+def _candidates(
+    text: str, expect: type | tuple[type, ...], allow_incomplete: bool, *, every: bool
+) -> tuple[list[Any], bool]:
+    """The complete JSON values of an ``expect`` type in ``text``, in order (only the
+    first unless ``every``), and whether the reply ends in a value cut off before its
+    end (refused unless ``allow_incomplete``: the answer may be the cut one)."""
+    cleaned = _THINK.sub("", _clean_str(text).lstrip("\ufeff"))
+    found: list[Any] = []
+    for start, end in _spans(cleaned):
+        if end is None and not allow_incomplete:
+            return found, True
+        value = _parse(cleaned[start:end] if end is not None else cleaned[start:])
+        if value is not _FAILED and isinstance(value, expect):
+            found.append(_clean_value(value))
+            if not every:
+                break
+    return found, False
+
+
+def _unusable(problem: str, text: str) -> UnusableReplyError:
+    return UnusableReplyError(
         f"unusable model reply: {problem}: {text[:_PREVIEW]!r}"
         + ("..." if len(text) > _PREVIEW else ""),
         text,
     )
+
+
+@functools.lru_cache(maxsize=16)
+def _validator(schema_json: str) -> Any:
+    """A checked ``jsonschema`` validator for a schema given as JSON text (cached)."""
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
 
 
 _FAILED: Any = object()

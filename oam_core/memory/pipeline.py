@@ -45,7 +45,12 @@ from oam_core.memory.extraction import (
     render_messages,
 )
 from oam_core.memory.jsonrepair import UnusableReplyError
-from oam_core.memory.provenance import RESERVED_KEY, SUPERSEDED, is_superseded
+from oam_core.memory.provenance import (
+    RESERVED_KEY,
+    SUPERSEDED,
+    is_bookkeeping_key,
+    is_superseded,
+)
 from oam_core.memory.runningsummary import (
     parse_summary_reply,
     render_summary_prompt,
@@ -262,11 +267,11 @@ def check_messages_fit(contents: Sequence[str], config: ThreadConfig) -> None:
 
 def _inherited_metadata(records: Sequence[MessageRecord]) -> dict[str, Any]:
     """Metadata of the source messages merged in order (later wins), without
-    reserved ``$``-keys."""
+    bookkeeping keys (``provenance.is_bookkeeping_key``)."""
     merged: dict[str, Any] = {}
     for record in records:
         for key, value in (record.metadata or {}).items():
-            if not key.startswith("$"):
+            if not is_bookkeeping_key(key):
                 merged[key] = value
     return merged
 
@@ -275,35 +280,45 @@ def _inherited_metadata(records: Sequence[MessageRecord]) -> dict[str, Any]:
 
 
 def _messages_after_steps(
-    job: PipelineJob, watermark: int, earlier: int
+    job: PipelineJob, watermark: int, earlier: int, frequency: int, kind: str
 ) -> Steps[tuple[list[MessageRecord], list[MessageRecord]]]:
     """``(earlier, pending)``: the messages with ``seq_no > watermark`` in order, and
-    up to ``earlier`` messages just before them. Reads newest pages first and stops
-    at the watermark."""
-    seen: dict[str, MessageRecord] = {}
-    older = 0
-    offset = 0
+    up to ``earlier`` messages just before them.
+
+    Pages are read by ``seq_no`` (after the last one read), never by position: a
+    message deleted by another client between two page reads cannot shift a page and
+    make the pass skip one (BUGCASES C21). Reading stops once the pass is due and the
+    messages read already overflow one prompt of ``kind``; the rest waits for the
+    next pass.
+    """
+    config = job.config
+    cap, limit = config.max_message_token_length, config.memory_extraction_token_limit
+    overhead = _template_tokens(kind)
+    pending: list[MessageRecord] = []
+    after = watermark
     while True:
         page: list[MessageRecord] = yield from call(
-            job.store,
-            "list_thread_messages",
-            job.thread_id,
-            start=-(offset + _PAGE),
-            end=-offset if offset else None,
+            job.store, "list_thread_messages_by_seq", job.thread_id, after=after, limit=_PAGE
         )
-        for record in reversed(page):
-            if record.id in seen:
-                continue
-            seen[record.id] = record
-            if _seq(record) <= watermark:
-                older += 1
-        if len(page) < _PAGE or (older > 0 and older >= earlier):
+        pending.extend(page)
+        if len(page) < _PAGE:
             break
-        offset += _PAGE
-    ordered = sorted(seen.values(), key=_seq)
-    pending = [r for r in ordered if _seq(r) > watermark]
-    before = [r for r in ordered if _seq(r) <= watermark]
-    return (before[len(before) - earlier :] if earlier else []), pending
+        after = _seq(page[-1])
+        if _due(pending, frequency) and _prefix_that_fits(pending, cap, limit, overhead) < len(
+            pending
+        ):
+            break
+    before: list[MessageRecord] = []
+    if earlier > 0:
+        before = yield from call(
+            job.store,
+            "list_thread_messages_by_seq",
+            job.thread_id,
+            through=watermark,
+            limit=earlier,
+            newest=True,
+        )
+    return before, pending
 
 
 def _related_steps(job: PipelineJob, new: Sequence[PromptMessage]) -> Steps[list[Record]]:
@@ -425,7 +440,7 @@ def _extraction_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Ou
     entry = _state_entry(state, EXTRACTION_STATE_KEY)
     window = config.memory_extraction_window
     earlier_records, pending = yield from _messages_after_steps(
-        job, _watermark(entry), max(window, 0)
+        job, _watermark(entry), max(window, 0), config.memory_extraction_frequency, "extraction"
     )
     if not _due(pending, config.memory_extraction_frequency):
         return _Outcome.IDLE
@@ -547,7 +562,9 @@ def _memory_rows(
 def _summary_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Outcome]:
     config = job.config
     entry = _state_entry(state, RUNNING_SUMMARY_STATE_KEY)
-    _, pending = yield from _messages_after_steps(job, _watermark(entry), 0)
+    _, pending = yield from _messages_after_steps(
+        job, _watermark(entry), 0, config.context_summary_update_frequency, "summary"
+    )
     if not _due(pending, config.context_summary_update_frequency):
         return _Outcome.IDLE
     if _all_blank(pending):

@@ -12,10 +12,29 @@ from typing import Any
 from oam_core.apis.records import Record
 from oam_core.store.planning import RESERVED_KEY
 
-__all__ = ["RESERVED_KEY", "SUPERSEDED", "is_superseded", "reserved_keys"]
+__all__ = [
+    "BOOKKEEPING_PREFIXES",
+    "RESERVED_KEY",
+    "SUPERSEDED",
+    "is_bookkeeping_key",
+    "is_superseded",
+    "reserved_keys",
+]
 
 SUPERSEDED = "invalid"
 """``$agent_memory.status`` of a memory replaced or contradicted by a newer one."""
+
+BOOKKEEPING_PREFIXES = ("$", "_")
+"""Leading characters of metadata keys that describe a record's handling rather than
+its content: ``$`` for the library's keys (``$agent_memory``, ``$message``), ``_`` for
+framework adapters' (LlamaIndex's ``_llama_index_status``). The one place that says
+which keys an extracted memory does not inherit from its source messages."""
+
+
+def is_bookkeeping_key(key: str) -> bool:
+    """Whether metadata ``key`` is bookkeeping (``BOOKKEEPING_PREFIXES``), so an
+    extracted memory does not inherit it (docs/memory-pipeline.md)."""
+    return key.startswith(BOOKKEEPING_PREFIXES)
 
 
 def reserved_keys(record: Record) -> dict[str, Any]:

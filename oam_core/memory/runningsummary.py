@@ -96,20 +96,31 @@ def render_summary_prompt(
     return prompt
 
 
+def reply_schema() -> dict[str, Any]:
+    """The schema a summary reply must fit (``jsonschema``): ``summary_schema``
+    without its length and count bounds (texts are cut to ``MAX_SUMMARY_CHARS``,
+    topics to ``MAX_TOPICS``); ``topics`` may be omitted; extra keys are ignored."""
+    return {
+        "type": "object",
+        "properties": {
+            "summary": {"type": "string", "pattern": r"\S"},
+            "topics": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["summary"],
+    }
+
+
 def parse_summary_reply(text: str) -> RunningSummary:
-    """Validate the model's ``{"summary", "topics"}`` reply (repairing what
-    ``parse_json_reply`` can; a bare string is taken as the summary).
+    """Validate the model's ``{"summary", "topics"}`` reply against ``reply_schema``
+    (repairing what ``parse_json_reply`` can; of several JSON values, the last that
+    fits is used).
 
     Raises:
-        UnusableReplyError: when no non-blank summary can be recovered.
+        UnusableReplyError: when no value of the reply fits, or the summary is
+            blank once lone surrogates and NUL are removed.
     """
-    data = parse_json_reply(text)
-    if isinstance(data, str):
-        data = {"summary": data, "topics": []}
-    if not isinstance(data, dict):
-        raise UnusableReplyError(f"expected a summary object, got {type(data).__name__}", text)
-    summary = data.get("summary")
-    if not isinstance(summary, str) or not _SURROGATES.sub("", summary).strip():
+    data = parse_json_reply(text, schema=reply_schema())
+    body = _SURROGATES.sub("", data["summary"]).strip()[:MAX_SUMMARY_CHARS]
+    if not body:
         raise UnusableReplyError("the reply has no summary text", text)
-    body = _SURROGATES.sub("", summary).strip()[:MAX_SUMMARY_CHARS]
-    return RunningSummary(body, normalize_topics(data.get("topics")))
+    return RunningSummary(body, normalize_topics(data.get("topics") or []))

@@ -16,16 +16,19 @@ which ``get_summary`` and ``get_context_card`` already read.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio.to_thread
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
+from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.llm import ILlm
 from oam_core.apis.records import MEMORY_TYPES, MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import IThread, Message, MessageLike, to_message
+from oam_core.llms.bounded import DEFAULT_LLM_CALL_TIMEOUT, BoundedLlm, check_call_timeout
 from oam_core.memory.config import MemoryExtractionMode, check_extraction_mode
 from oam_core.memory.contextcard import OracleContextCard
 from oam_core.memory.diagnostics import pipeline_warning
@@ -51,6 +54,7 @@ from oam_core.memory.threadconfig import (
 from oam_core.memory.tokens import tokens_for_chars, truncate_tail
 from oam_core.memory.worker import ExtractionWorker, check_wait_timeout
 from oam_core.store.options import SearchStrategy
+from oam_core.store.planning import check_text, dump_metadata
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
@@ -95,6 +99,8 @@ _MESSAGE_KEYS = frozenset(
         "metadata",
     }
 )
+_BATCH_FIELDS = frozenset(f.name for f in dataclasses.fields(PendingRecordBatch))
+"""``store_kwargs`` of thread writes that are per-record fields of the batch."""
 _MEMORY_KEYS = frozenset(
     {"contents", "record_type", "record_ids", "thread_ids", "user_ids", "agent_ids", "roles"}
 )
@@ -113,8 +119,13 @@ def _prepare_messages(messages: object) -> list[Message]:
             f"messages must be a list of Message objects or dicts, got {type(messages).__name__}"
         )
     prepared: list[Message] = []
-    for value in cast(Iterable[MessageLike], messages):
+    for i, value in enumerate(cast(Iterable[MessageLike], messages)):
         message = to_message(value)
+        for name in ("role", "content", "id", "timestamp"):
+            text = getattr(message, name)
+            if text is not None:
+                check_text(text, f"messages[{i}].{name}")
+        dump_metadata(message.metadata, f"messages[{i}].metadata")
         if message.id is None:
             message = Message(
                 role=message.role,
@@ -188,9 +199,10 @@ class OracleThread(IThread):
     LLM, extracted ones) are stored as typed memory records scoped to the thread's
     user, agent and thread. Constructing a thread does no I/O:
     ``OracleAgentMemory.create_thread`` writes the thread row, ``get_thread`` reads
-    it back. Thread-scoped writes (``add_messages``, ``add_memory``) recreate a
-    missing row (a handle kept after ``delete_thread``, or built directly), so no
-    record ever exists without its thread row.
+    it back. Thread-scoped writes (``add_messages``, ``add_memory``) check the row
+    in the transaction that writes the records, so no record ever exists without
+    its thread row: a handle whose row was deleted since it was opened fails with
+    ValueError (nothing is written); a handle built directly creates its row.
 
     Args:
         store: The store that persists the thread's records.
@@ -217,6 +229,10 @@ class OracleThread(IThread):
         extraction_mode: ``MemoryExtractionMode`` (or its name): ``INLINE`` finishes
             the LLM passes before ``add_messages`` returns; ``BACKGROUND`` queues them
             on a worker (``wait_for_memory_extraction`` waits for it).
+        stored: The thread row exists (the client created or read it): once it is
+            deleted, writes through this handle fail instead of recreating it.
+        llm_call_timeout: Seconds one pipeline LLM call may take (None: no bound);
+            an overrun fails that pass like an LLM error (docs/memory-pipeline.md).
 
     Raises:
         ValueError: naming the argument, for a ``None`` or blank ``thread_id``, a
@@ -246,6 +262,8 @@ class OracleThread(IThread):
         extract_memories: bool = True,
         state: Mapping[str, Any] | None = None,
         extraction_mode: MemoryExtractionMode | str = MemoryExtractionMode.INLINE,
+        stored: bool = False,
+        llm_call_timeout: float | None = DEFAULT_LLM_CALL_TIMEOUT,
     ) -> None:
         self.thread_id: str = check_id("thread_id", thread_id)
         self.user_id: str | None = check_scope("user_id", user_id, str(uuid.uuid4()))
@@ -275,6 +293,8 @@ class OracleThread(IThread):
         self._state: dict[str, Any] = dict(state or {})
         self.extraction_mode: MemoryExtractionMode = check_extraction_mode(extraction_mode)
         self._own_worker: ExtractionWorker | None = None
+        self._stored = bool(stored)
+        self.llm_call_timeout = check_call_timeout(llm_call_timeout)
 
     @property
     def store(self) -> OracleMemoryStore:
@@ -336,7 +356,6 @@ class OracleThread(IThread):
         job = self._pipeline_job()
         if job is not None and job.extract:
             check_messages_fit([m.content for m in prepared], self.config)
-        yield from self._ensure_thread_row_steps()
         index_kwargs: dict[str, Any] = {}
         if "index_texts" not in store_kwargs:
             last: list[MessageRecord] = yield from call(
@@ -346,20 +365,19 @@ class OracleThread(IThread):
             index_kwargs["index_texts"] = message_index_texts(
                 prepared, previous, self._store.chunk_chars
             )
-        ids: list[str] = yield from call(
-            self._store,
-            "add",
-            [m.content for m in prepared],
-            MESSAGE,
-            record_ids=[m.id for m in prepared],
-            thread_ids=self.thread_id,
-            user_ids=self.user_id,
-            agent_ids=self.agent_id,
-            roles=[m.role for m in prepared],
-            timestamps=[m.timestamp for m in prepared],
-            metadata=[m.metadata for m in prepared],
-            **index_kwargs,
-            **store_kwargs,
+        ids = yield from self._thread_write_steps(
+            {
+                "texts": [m.content for m in prepared],
+                "record_type": MESSAGE,
+                "record_ids": [m.id for m in prepared],
+                "user_ids": self.user_id,
+                "agent_ids": self.agent_id,
+                "roles": [m.role for m in prepared],
+                "timestamps": [m.timestamp for m in prepared],
+                "metadata": [m.metadata for m in prepared],
+                **index_kwargs,
+            },
+            store_kwargs,
         )
         yield from self._after_messages_added(list(ids), prepared)
         return list(ids)
@@ -367,38 +385,43 @@ class OracleThread(IThread):
     def _persisted_config(self) -> dict[str, Any]:
         """The thread's options in the form ``create_thread`` persists on its row."""
         config: dict[str, Any] = self.config.as_kwargs()
-        if not self.extract_memories:
-            # Only the opt-out is persisted: restoring "extract" without an LLM
-            # would make ``get_thread`` refuse the thread.
-            config["extract_memories"] = False
         return config
 
-    def _ensure_thread_row_steps(self) -> Steps[None]:
-        """Make sure this thread's row exists before a thread-scoped write.
+    def _thread_write_steps(
+        self, fields: Mapping[str, Any], store_kwargs: Mapping[str, Any]
+    ) -> Steps[list[str]]:
+        """Write one batch of this thread's records together with the check of its
+        row, in one transaction (``OracleMemoryStore.add_to_thread``; BUGCASES C16,
+        C22): records never exist without their thread row.
 
-        A handle may outlive ``delete_thread`` (or be built directly on a store);
-        records written through it must never exist without their thread row, or
-        they could never be listed or deleted as part of the thread (BUGCASES C16).
-        A missing row is recreated from the handle's scope, metadata and options; a
-        concurrent creator winning the race is fine.
+        A handle opened from its stored row (``create_thread``/``get_thread``) whose
+        row was deleted since (``delete_thread``, a cascading ``delete_user``) fails
+        with ValueError and writes nothing. A handle built directly on a store
+        creates its missing row, in the same transaction, from its scope, metadata
+        and options.
+
+        ``store_kwargs`` that are ``PendingRecordBatch`` fields (``ttl_days``,
+        ``index_texts``, ...) go into the batch; the rest (``batch_size``) to the
+        store.
         """
-        row = yield from call(self._store, "get_thread_row", self.thread_id)
-        if row is not None:
-            return
-        try:
-            yield from call(
-                self._store,
-                "create_thread_row",
-                self.thread_id,
-                user_id=self.user_id,
-                agent_id=self.agent_id,
-                metadata=self.metadata,
-                config=self._persisted_config(),
-            )
-        except ValueError:
-            row = yield from call(self._store, "get_thread_row", self.thread_id)
-            if row is None:
-                raise
+        batch_fields = dict(fields)
+        extra: dict[str, Any] = {}
+        for key, value in store_kwargs.items():
+            (batch_fields if key in _BATCH_FIELDS else extra)[key] = value
+        batch = PendingRecordBatch(thread_ids=self.thread_id, **batch_fields)
+        missing_row = None
+        if not self._stored:
+            missing_row = {
+                "user_id": self.user_id,
+                "agent_id": self.agent_id,
+                "metadata": self.metadata,
+                "config": self._persisted_config(),
+            }
+        ids: list[str] = yield from call(
+            self._store, "add_to_thread", self.thread_id, [batch], missing_row=missing_row, **extra
+        )
+        self._stored = True
+        return ids
 
     def _check_client_open(self) -> None:
         """Refuse writes through a closed client before anything is stored (its
@@ -415,12 +438,15 @@ class OracleThread(IThread):
         summarize = self.config.enable_context_summary
         if self.llm is None or not (self.extract_memories or summarize):
             return None
+        llm = self.llm
+        if self.llm_call_timeout is not None:
+            llm = BoundedLlm(llm, self.llm_call_timeout)
         return PipelineJob(
             store=self._store,
             thread_id=self.thread_id,
             user_id=self.user_id,
             agent_id=self.agent_id,
-            llm=self.llm,
+            llm=llm,
             extract=self.extract_memories,
             summarize=summarize,
             config=self.config,
@@ -553,9 +579,7 @@ class OracleThread(IThread):
                 memory_id=memory_id,
                 store_kwargs=store_kwargs,
                 method="add_memory",
-                before_write=(
-                    self._ensure_thread_row_steps() if scoped_thread == self.thread_id else None
-                ),
+                write=self._thread_write_steps if scoped_thread == self.thread_id else None,
             )
         )
 
@@ -938,12 +962,13 @@ def add_memory_steps(
     memory_id: object,
     store_kwargs: Mapping[str, Any],
     method: str,
-    before_write: Steps[None] | None = None,
+    write: Callable[[Mapping[str, Any], Mapping[str, Any]], Steps[list[str]]] | None = None,
 ) -> Steps[str]:
     """Write one ``memory`` record with the given scope (shared by thread and client).
 
-    ``before_write`` (e.g. making sure the thread row exists) runs after the
-    arguments are validated and before the record is written.
+    ``write(fields, store_kwargs)``, when given, performs the write of the batch
+    ``fields`` (``PendingRecordBatch`` fields without ``thread_ids``), e.g. together
+    with the check of the thread row; otherwise ``store.add`` does.
 
     Raises:
         ValueError: for non-str content, a blank ``memory_id``, or a reserved
@@ -955,8 +980,16 @@ def add_memory_steps(
     ids_kwarg: dict[str, Any] = {}
     if memory_id is not NOT_SET and memory_id is not None:
         ids_kwarg["record_ids"] = [_check_record_id("memory_id", memory_id)]
-    if before_write is not None:
-        yield from before_write
+    if write is not None:
+        fields = {
+            "texts": [content],
+            "record_type": "memory",
+            "user_ids": user_id,
+            "agent_ids": agent_id,
+            **ids_kwarg,
+        }
+        written = yield from write(fields, store_kwargs)
+        return written[0]
     ids: list[str] = yield from call(
         store,
         "add",

@@ -63,6 +63,13 @@ class Tx(abc.ABC):
         """Return which of ``ids`` already exist in ``family``."""
 
     @abc.abstractmethod
+    def hold_thread(self, thread_id: str) -> bool:
+        """Whether the thread row exists, checked so that until the transaction ends
+        no other transaction can delete that thread (``delete_thread``, a cascading
+        actor delete) or create a row with its id: the check and the writes that
+        follow in this transaction see the same thread."""
+
+    @abc.abstractmethod
     def insert(self, plans: Sequence[RowPlan], created_at: datetime, batch_size: int) -> None:
         """Insert records and their search rows; messages get per-thread ``seq_no``."""
 
@@ -140,6 +147,21 @@ class Backend(abc.ABC):
         self, thread_id: str, start: int | None, end: int | None, now: datetime
     ) -> builtins.list[Record]:
         """A thread's visible messages in insertion order, sliced like ``[start:end]``."""
+
+    @abc.abstractmethod
+    def thread_messages_by_seq(
+        self,
+        thread_id: str,
+        after: int | None,
+        through: int | None,
+        limit: int | None,
+        newest: bool,
+        now: datetime,
+    ) -> builtins.list[Record]:
+        """A thread's visible messages with ``after < seq_no <= through`` (None: no
+        bound) in insertion order; with ``limit``, only the first ``limit`` of them
+        (``newest``: the last ``limit``). Keyed by ``seq_no``, so reading a long
+        range page by page is not shifted by concurrent deletes."""
 
     @abc.abstractmethod
     def count_thread_messages(self, thread_id: str, now: datetime) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
@@ -270,8 +270,11 @@ class OracleMemoryStore(IMemoryStore):
             self._insert_planned(tx, planned, batch_size, replace=replace)
         return [p.id for p in planned.plans]
 
-    def _plan_batches(self, batches: Sequence[PendingRecordBatch]) -> _Planned:
-        """Validate and plan ``batches`` (embedding included); nothing is written."""
+    def _plan_batches(
+        self, batches: Sequence[PendingRecordBatch], *, library: bool = False
+    ) -> _Planned:
+        """Validate and plan ``batches`` (embedding included); nothing is written.
+        ``library``: the library's own write, which may set ``$agent_memory``."""
         if not isinstance(batches, (list, tuple)):
             raise ValueError(f"batches must be a list of PendingRecordBatch, got {batches!r}")
         ctx = self._ctx()
@@ -295,6 +298,7 @@ class OracleMemoryStore(IMemoryStore):
                     ttl_days=batch.ttl_days,
                     ttl_anchor=batch.ttl_anchor,
                     ctx=ctx,
+                    library=library,
                 )
             )
         by_family: dict[str, builtins.list[str]] = {}
@@ -365,8 +369,10 @@ class OracleMemoryStore(IMemoryStore):
                     f"got {record_type!r}"
                 )
             planning.check_id(record_id, f"reserved_updates[{i}] record_id")
-            planning.dump_metadata({planning.RESERVED_KEY: keys}, f"reserved_updates[{i}]")
-        planned = self._plan_batches(batches)
+            planning.dump_metadata(
+                {planning.RESERVED_KEY: keys}, f"reserved_updates[{i}]", library=True
+            )
+        planned = self._plan_batches(batches, library=True)
         with self._backend.transaction() as tx:
             won = bool(tx.update_thread(thread_id, NOT_SET, state, expected_state))
             if won:
@@ -448,6 +454,7 @@ class OracleMemoryStore(IMemoryStore):
         )
         return self._write_batches([batch], store_kwargs, replace=True)
 
+    @traced_store
     def upsert_batches(
         self, batches: Sequence[PendingRecordBatch], **store_kwargs: Any
     ) -> builtins.list[str]:
@@ -536,7 +543,7 @@ class OracleMemoryStore(IMemoryStore):
                 or a TIMESTAMP anchor without an ISO-8601 timestamp.
         """
         record_type = planning.check_record_type(record_type)
-        record_id = planning.check_id(record_id, "record_id")
+        findable = planning.lookup_id(record_id, "record_id")
         given = {
             k: v
             for k, v in {
@@ -562,16 +569,20 @@ class OracleMemoryStore(IMemoryStore):
                 raise ValueError("text=None cannot be combined with a non-null index_text")
             if embedding is not NOT_SET and embedding is not None:
                 raise ValueError("text=None cannot be combined with a non-null embedding")
-        if text is not NOT_SET and text is not None and not isinstance(text, str):
-            raise ValueError(f"text must be a str or None, got {text!r}")
+        if text is not NOT_SET and text is not None:
+            if not isinstance(text, str):
+                raise ValueError(f"text must be a str or None, got {text!r}")
+            planning.check_text(text, "text")
         if record_type == MESSAGE and text is None:
             raise ValueError("text=None is not allowed on messages (content must be a str)")
         if index_text is None and embedding is not NOT_SET and embedding is not None:
             vectors = planning.split_vectors(embedding, "embedding")
             if isinstance(vectors, np.ndarray) or vectors:
                 raise ValueError("index_text=None deletes the search rows; no embedding allowed")
-        if timestamp is not NOT_SET and timestamp is not None and not isinstance(timestamp, str):
-            raise ValueError(f"timestamp must be a str or None, got {timestamp!r}")
+        if timestamp is not NOT_SET and timestamp is not None:
+            if not isinstance(timestamp, str):
+                raise ValueError(f"timestamp must be a str or None, got {timestamp!r}")
+            planning.check_text(timestamp, "timestamp")
         meta_json = planning.dump_metadata(metadata) if metadata is not NOT_SET else None
         if record_type not in EXPIRING_TYPES and (
             ttl_days is not NOT_SET or ttl_anchor is not NOT_SET
@@ -599,6 +610,9 @@ class OracleMemoryStore(IMemoryStore):
             planning.check_dims(
                 [c.vector for c in new_chunks if c.vector is not None], self.vector_dim
             )
+        if not findable:  # no record can have this id
+            return 0
+        if new_chunks is not None:
             self._embed_plans(new_chunks)
 
         with self._backend.transaction() as tx:
@@ -659,6 +673,8 @@ class OracleMemoryStore(IMemoryStore):
         record_type = planning.check_record_type(record_type, allow_thread=True)
         if not isinstance(record_id, str):
             raise ValueError(f"record_id must be a str, got {record_id!r}")
+        if not planning.storable(record_id):  # NUL or a lone surrogate: never stored
+            return None
         return self._backend.get(family_of(record_type), record_id, record_type, self._now())
 
     @traced_store
@@ -692,7 +708,7 @@ class OracleMemoryStore(IMemoryStore):
         elif isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise ValueError(f"limit must be a non-negative int or None, got {limit!r}")
         else:
-            cap = limit
+            cap = planning.clamp_count(limit)
         scoped = record_type not in PROFILE_TYPES
         pred = Predicate(
             record_types=frozenset({record_type}),
@@ -702,6 +718,8 @@ class OracleMemoryStore(IMemoryStore):
             agent_id=_scope_arg(agent_id, "agent_id") if scoped else NOT_SET,
             metadata=_filter_arg(metadata_filter),
         )
+        if not _findable(pred):
+            return []
         return self._backend.list(pred, cap)
 
     @traced_store
@@ -724,7 +742,7 @@ class OracleMemoryStore(IMemoryStore):
         Raises:
             ValueError: for a negative or non-int ``last_n``, or non-int positions.
         """
-        planning.check_id(thread_id, "thread_id")
+        findable = planning.lookup_id(thread_id, "thread_id")
         for name, value in (("start", start), ("end", end)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ValueError(f"{name} must be an int or None, got {value!r}")
@@ -732,6 +750,12 @@ class OracleMemoryStore(IMemoryStore):
             isinstance(last_n, bool) or not isinstance(last_n, int) or last_n < 0
         ):
             raise ValueError(f"last_n must be a non-negative int or None, got {last_n!r}")
+        if not findable:
+            return []
+        start = None if start is None else planning.clamp_count(start)
+        end = None if end is None else planning.clamp_count(end)
+        if isinstance(last_n, int):
+            last_n = planning.clamp_count(last_n)
         now = self._now()
         if isinstance(last_n, int) and start is None and end is None:
             if last_n == 0:
@@ -744,9 +768,58 @@ class OracleMemoryStore(IMemoryStore):
         return [r for r in rows if isinstance(r, MessageRecord)]
 
     @traced_store
+    def list_thread_messages_by_seq(
+        self,
+        thread_id: str,
+        *,
+        after: int | None = None,
+        through: int | None = None,
+        limit: int | None = None,
+        newest: bool = False,
+    ) -> builtins.list[MessageRecord]:
+        """[oam] A thread's visible messages by ``seq_no`` range, in insertion order
+        (docs/store.md, "Reading a thread by sequence number").
+
+        ``seq_no`` never changes and is never reused, so reading a long thread page
+        by page (``after`` = the last ``seq_no`` of the previous page) neither skips
+        nor repeats a message when others are deleted meanwhile, unlike positions.
+
+        Args:
+            thread_id: The thread.
+            after: Only messages with ``seq_no > after`` (None: from the first).
+            through: Only messages with ``seq_no <= through`` (None: to the last).
+            limit: At most this many (>= 0; None: all): the oldest of the range, or
+                the newest with ``newest=True``. Huge values are clamped.
+            newest: Take the last ``limit`` of the range instead of the first.
+
+        Raises:
+            ValueError: for a blank ``thread_id``, non-int bounds or a negative limit.
+        """
+        findable = planning.lookup_id(thread_id, "thread_id")
+        for name, value in (("after", after), ("through", through), ("limit", limit)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise ValueError(f"{name} must be an int or None, got {value!r}")
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be >= 0 or None, got {limit!r}")
+        if not isinstance(newest, bool):
+            raise ValueError(f"newest must be a bool, got {newest!r}")
+        if not findable or limit == 0:
+            return []
+        rows = self._backend.thread_messages_by_seq(
+            thread_id,
+            None if after is None else planning.clamp_count(after),
+            None if through is None else planning.clamp_count(through),
+            None if limit is None else planning.clamp_count(limit),
+            newest,
+            self._now(),
+        )
+        return [r for r in rows if isinstance(r, MessageRecord)]
+
+    @traced_store
     def count_thread_messages(self, thread_id: str) -> int:
         """[oam] How many visible messages ``thread_id`` holds."""
-        planning.check_id(thread_id, "thread_id")
+        if not planning.lookup_id(thread_id, "thread_id"):
+            return 0
         return self._backend.count_thread_messages(thread_id, self._now())
 
     # -- search -------------------------------------------------------------------
@@ -792,10 +865,13 @@ class OracleMemoryStore(IMemoryStore):
         """
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be an int >= 1, got {k!r}")
+        k = planning.clamp_count(k)
         if (query is None) == (query_vector is None):
             raise ValueError("give exactly one of query and query_vector")
         if query is not None and (not isinstance(query, str) or not query.strip()):
             raise ValueError(f"query must be a non-blank string, got {query!r}")
+        if query is not None:
+            planning.check_text(query, "query")
         qvec = None
         if query_vector is not None:
             if self.search_strategy is SearchStrategy.KEYWORD:
@@ -815,6 +891,8 @@ class OracleMemoryStore(IMemoryStore):
             agent_id=_scope_arg(agent_id, "agent_id") if exact_agent_match else NOT_SET,
             metadata=_filter_arg(metadata_filter),
         )
+        if not _findable(pred):
+            return []
         native = self._native_search(query, qvec, k, pred)
         if native is not None:
             return self._materialize(native, k)
@@ -892,7 +970,8 @@ class OracleMemoryStore(IMemoryStore):
             ValueError: for an unknown record type or a non-string id.
         """
         record_type = planning.check_record_type(record_type, allow_thread=True)
-        planning.check_id(record_id, "record_id")
+        if not planning.lookup_id(record_id, "record_id"):
+            return 0
         if record_type == THREAD:
             return self.delete_thread(record_id)
         with self._backend.transaction() as tx:
@@ -910,7 +989,8 @@ class OracleMemoryStore(IMemoryStore):
         Returns:
             1 if the thread row existed, else 0 (children are removed either way).
         """
-        planning.check_id(thread_id, "thread_id")
+        if not planning.lookup_id(thread_id, "thread_id"):
+            return 0
         with self._backend.transaction() as tx:
             return tx.delete_thread(thread_id)
 
@@ -925,7 +1005,10 @@ class OracleMemoryStore(IMemoryStore):
         """
         if family not in (MESSAGE, "memory"):
             raise ValueError(f"family must be 'message' or 'memory', got {family!r}")
-        planning.check_id(record_id, "record_id")
+        if not planning.lookup_id(record_id, "record_id"):
+            return 0
+        if thread_id is not NOT_SET and not planning.lookup_id(thread_id, "thread_id"):
+            return 0
         with self._backend.transaction() as tx:
             return tx.delete_record(family, record_id, None, thread_id)
 
@@ -953,15 +1036,16 @@ class OracleMemoryStore(IMemoryStore):
         record_type = planning.check_record_type(record_type)
         if isinstance(record_ids, (str, bytes)) or not isinstance(record_ids, Sequence):
             raise ValueError(f"record_ids must be a list of str, got {record_ids!r}")
-        for record_id in record_ids:
-            planning.check_id(record_id, "record_ids[]")
-        if thread_id is not NOT_SET:
-            planning.check_id(thread_id, "thread_id")
+        findable = [
+            record_id for record_id in record_ids if planning.lookup_id(record_id, "record_ids[]")
+        ]
+        if thread_id is not NOT_SET and not planning.lookup_id(thread_id, "thread_id"):
+            return 0
         family = family_of(record_type)
         with self._backend.transaction() as tx:
             return sum(
                 tx.delete_record(family, record_id, record_type, thread_id)
-                for record_id in dict.fromkeys(record_ids)
+                for record_id in dict.fromkeys(findable)
             )
 
     @traced_store
@@ -991,13 +1075,27 @@ class OracleMemoryStore(IMemoryStore):
         Raises:
             ValueError: for bad ids, invalid metadata/config, or an existing thread.
         """
+        row = self._new_thread_row(thread_id, user_id, agent_id, metadata, config)
+        with self._backend.transaction() as tx:
+            if tx.hold_thread(thread_id):
+                raise ValueError(f"thread {thread_id!r} already exists")
+            tx.insert_thread(row)
+
+    def _new_thread_row(
+        self,
+        thread_id: str,
+        user_id: str | None,
+        agent_id: str | None,
+        metadata: dict[str, Any] | None,
+        config: dict[str, Any] | None,
+    ) -> ThreadRow:
         planning.check_id(thread_id, "thread_id")
         scope = [
             planning._scope_id(v, n) for v, n in ((user_id, "user_id"), (agent_id, "agent_id"))
         ]
         planning.dump_metadata(metadata)
         planning.dump_metadata(config or {}, "config")
-        row = ThreadRow(
+        return ThreadRow(
             thread_id=thread_id,
             user_id=scope[0],
             agent_id=scope[1],
@@ -1006,15 +1104,78 @@ class OracleMemoryStore(IMemoryStore):
             state={},
             created_at=iso(self._now()),
         )
+
+    @traced_store
+    def add_to_thread(
+        self,
+        thread_id: str,
+        batches: Sequence[PendingRecordBatch],
+        *,
+        missing_row: Mapping[str, Any] | None = None,
+        **store_kwargs: Any,
+    ) -> builtins.list[str]:
+        """[oam] Write records of one thread together with the check of its row, in
+        ONE transaction (docs/memory-pipeline.md, "Threads and deletes").
+
+        The thread row is held (``Tx.hold_thread``) while the records are written, so
+        a ``delete_thread``, ``delete_user`` or ``delete_agent`` running at the same
+        time either finishes first (then this write sees no row) or waits for this
+        write and deletes its records too: no record ever outlives its thread row
+        (BUGCASES C22).
+
+        Args:
+            thread_id: The thread; every batch must have exactly this ``thread_ids``.
+            batches: The records (rules of ``add_batches``).
+            missing_row: What to create when the row is missing: a dict of
+                ``user_id``, ``agent_id``, ``metadata`` and ``config`` (as
+                ``create_thread_row``); None: a missing row is an error.
+            **store_kwargs: ``batch_size``.
+
+        Returns:
+            All ids, in input order.
+
+        Raises:
+            ValueError: as ``add_batches``; a batch of another thread; or, with
+                ``missing_row`` None, when the thread does not exist (for example
+                deleted meanwhile). Nothing is written then.
+        """
+        planning.check_id(thread_id, "thread_id")
+        for i, batch in enumerate(batches):
+            if not isinstance(batch, PendingRecordBatch) or batch.thread_ids != thread_id:
+                raise ValueError(
+                    f"batches[{i}] must be a PendingRecordBatch with thread_ids={thread_id!r}"
+                )
+        row = None
+        if missing_row is not None:
+            unknown = set(missing_row) - {"user_id", "agent_id", "metadata", "config"}
+            if unknown:
+                raise ValueError(f"missing_row has unknown keys {sorted(unknown)}")
+            row = self._new_thread_row(
+                thread_id,
+                missing_row.get("user_id"),
+                missing_row.get("agent_id"),
+                missing_row.get("metadata"),
+                missing_row.get("config"),
+            )
+        batch_size = self._batch_size(store_kwargs)
+        planned = self._plan_batches(batches)
         with self._backend.transaction() as tx:
-            if tx.existing_ids(THREAD, [thread_id]):
-                raise ValueError(f"thread {thread_id!r} already exists")
-            tx.insert_thread(row)
+            if not tx.hold_thread(thread_id):
+                if row is None:
+                    raise ValueError(
+                        f"thread {thread_id!r} does not exist: it was deleted (delete_thread, "
+                        "or delete_user/delete_agent with cascade) or never created; nothing "
+                        "was written. Create it again with create_thread to go on."
+                    )
+                tx.insert_thread(row)
+            self._insert_planned(tx, planned, batch_size)
+        return [p.id for p in planned.plans]
 
     @traced_store
     def get_thread_row(self, thread_id: str) -> ThreadRow | None:
         """[oam] The stored thread row, or None."""
-        planning.check_id(thread_id, "thread_id")
+        if not planning.lookup_id(thread_id, "thread_id"):
+            return None
         return self._backend.get_thread(thread_id)
 
     @traced_store
@@ -1022,9 +1183,10 @@ class OracleMemoryStore(IMemoryStore):
         self, user_id: Maybe[str | None] = NOT_SET, agent_id: Maybe[str | None] = NOT_SET
     ) -> builtins.list[ThreadRow]:
         """[oam] Thread rows oldest first; ``user_id``/``agent_id`` filter as in ``list``."""
-        return self._backend.list_threads(
-            _scope_arg(user_id, "user_id"), _scope_arg(agent_id, "agent_id")
-        )
+        users, agents = _scope_arg(user_id, "user_id"), _scope_arg(agent_id, "agent_id")
+        if not all(v is NOT_SET or v is None or planning.storable(v) for v in (users, agents)):
+            return []
+        return self._backend.list_threads(users, agents)
 
     @traced_store
     def update_thread_row(
@@ -1041,7 +1203,7 @@ class OracleMemoryStore(IMemoryStore):
         Raises:
             ValueError: for non-JSON config/state.
         """
-        planning.check_id(thread_id, "thread_id")
+        findable = planning.lookup_id(thread_id, "thread_id")
         for name, value in (
             ("config", config),
             ("state", state),
@@ -1049,6 +1211,8 @@ class OracleMemoryStore(IMemoryStore):
         ):
             if value is not NOT_SET:
                 planning.dump_metadata(value, name)
+        if not findable:
+            return 0
         with self._backend.transaction() as tx:
             return tx.update_thread(thread_id, config, state, expected_state)
 
@@ -1072,6 +1236,7 @@ class OracleMemoryStore(IMemoryStore):
     get_async = async_twin(get)
     list_async = async_twin(list)
     list_thread_messages_async = async_twin(list_thread_messages)
+    list_thread_messages_by_seq_async = async_twin(list_thread_messages_by_seq)
     count_thread_messages_async = async_twin(count_thread_messages)
     search_async = async_twin(search)
     delete_async = async_twin(delete)
@@ -1082,6 +1247,7 @@ class OracleMemoryStore(IMemoryStore):
     delete_scoped_async = async_twin(delete_scoped)
     purge_expired_async = async_twin(purge_expired)
     create_thread_row_async = async_twin(create_thread_row)
+    add_to_thread_async = async_twin(add_to_thread)
     get_thread_row_async = async_twin(get_thread_row)
     list_thread_rows_async = async_twin(list_thread_rows)
     update_thread_row_async = async_twin(update_thread_row)
@@ -1099,13 +1265,12 @@ class _Planned:
 
 
 def _keep_reserved(meta_json: str | None, old: dict[str, Any] | None) -> str | None:
-    """The new metadata JSON with the stored ``$agent_memory`` keys kept (SPEC §3.3)."""
+    """The new metadata JSON with the stored ``$agent_memory`` object kept (SPEC §3.3);
+    the new metadata cannot hold that key (``planning.dump_metadata``)."""
     new = json.loads(meta_json) if meta_json is not None else None
     if old and isinstance(old.get(planning.RESERVED_KEY), dict):
         new = dict(new or {})
-        reserved = dict(old[planning.RESERVED_KEY])
-        reserved.update(new.get(planning.RESERVED_KEY) or {})
-        new[planning.RESERVED_KEY] = reserved
+        new[planning.RESERVED_KEY] = old[planning.RESERVED_KEY]
     return None if new is None else json.dumps(new, ensure_ascii=False, allow_nan=False)
 
 
@@ -1120,7 +1285,20 @@ def _scope_arg(value: Maybe[str | None], name: str) -> Maybe[str | None]:
 def _filter_arg(value: Maybe[dict[str, Any] | None]) -> Any:
     if value is NOT_SET or value is None:
         return value
-    return parse_filter(value)
+    tree = parse_filter(value)
+    # No stored key or string holds NUL or a lone surrogate (planning.dump_metadata),
+    # and SQLite's JSON functions would stop at a NUL: such an operand is an error.
+    planning.check_json_text(value, "metadata_filter")
+    return tree
+
+
+def _findable(pred: Predicate) -> bool:
+    """False when a scope id of ``pred`` cannot be stored (NUL, lone surrogate): then
+    no record matches and the back end is not asked."""
+    return all(
+        value is NOT_SET or value is None or planning.storable(value)
+        for value in (pred.thread_id, pred.user_id, pred.agent_id)
+    )
 
 
 def _types_arg(record_types: Iterable[str] | None) -> frozenset[str]:

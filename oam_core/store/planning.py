@@ -9,6 +9,7 @@ back end is touched, so a rejected call writes nothing.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,16 @@ from oam_core.store.ttl import expiry, parse_iso_timestamp, resolve_ttl_days
 
 Vector = npt.NDArray[np.float32]
 RESERVED_KEY = "$agent_memory"
+"""Metadata key reserved for the library (provenance, supersede marks); callers may
+neither write nor change it (docs/store.md, "Metadata")."""
+MAX_ROWS = 2**31 - 1
+"""Bound that counts and positions (``k``, ``limit``, ``start``/``end``) are clamped
+to: far above any result a store can return, small enough that sums of a few of them
+stay within every database's 64-bit integers (docs/store.md, "Limits")."""
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+"""NUL and lone surrogates: no back end stores them (PostgreSQL refuses NUL, UTF-8
+cannot encode a surrogate, SQLite's JSON functions stop at NUL)."""
 
 
 @dataclass
@@ -86,10 +97,80 @@ def check_record_type(record_type: object, *, allow_thread: bool = False) -> str
 
 
 def check_id(value: object, name: str) -> str:
-    """Return ``value`` if it is a non-empty string, else raise ValueError."""
+    """Return ``value`` if it is a non-empty string a store can hold.
+
+    Raises:
+        ValueError: naming ``name``, for a non-string, an empty string, or one with
+            a NUL character or a lone surrogate.
+    """
     if not isinstance(value, str) or not value:
         raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    return check_text(value, name)
+
+
+def lookup_id(value: object, name: str) -> bool:
+    """Check an id used to look records up (get, delete, list and search scopes).
+
+    Returns:
+        Whether a record could have this id; False for a string with a NUL or lone
+        surrogate, which no store holds, so the lookup finds nothing.
+
+    Raises:
+        ValueError: naming ``name``, for a non-string or an empty string.
+    """
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    return storable(value)
+
+
+def check_text(value: str, name: str) -> str:
+    """Return ``value`` if every back end can store it: no NUL (U+0000) and no lone
+    surrogate (U+D800..U+DFFF) (docs/store.md, "Text and ids").
+
+    Raises:
+        ValueError: naming ``name``, the character and its position.
+    """
+    found = _UNSTORABLE.search(value)
+    if found is not None:
+        char = found.group()
+        what = (
+            "a NUL character (U+0000)"
+            if char == "\x00"
+            else f"a lone surrogate (U+{ord(char):04X})"
+        )
+        raise ValueError(
+            f"{name} contains {what} at index {found.start()}; text, ids, roles and "
+            "metadata must be valid Unicode without NUL"
+        )
     return value
+
+
+def storable(value: object) -> bool:
+    """Whether ``value`` is a string a store could hold (no NUL, no lone surrogate);
+    a lookup by an id that is not can only find nothing."""
+    return isinstance(value, str) and _UNSTORABLE.search(value) is None
+
+
+def check_json_text(value: object, name: str, depth: int = 0) -> None:
+    """Apply ``check_text`` to every key and string inside a JSON-like ``value``,
+    naming the path (``metadata['a'][0]``). ``value`` must already be checked as JSON
+    (so its depth is bounded)."""
+    if isinstance(value, str):
+        check_text(value, name)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str):
+                check_text(key, f"{name} key {key!r}")
+            check_json_text(item, f"{name}[{key!r}]", depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            check_json_text(item, f"{name}[{i}]", depth + 1)
+
+
+def clamp_count(value: int) -> int:
+    """``value`` bounded to ``[-MAX_ROWS, MAX_ROWS]`` (huge ``k``/``limit``/positions
+    behave as "everything")."""
+    return max(-MAX_ROWS, min(MAX_ROWS, value))
 
 
 def broadcast(name: str, value: Any, n: int) -> list[Any]:
@@ -107,11 +188,18 @@ def broadcast(name: str, value: Any, n: int) -> list[Any]:
     return [value] * n
 
 
-def dump_metadata(value: object, name: str = "metadata") -> str | None:
+def dump_metadata(value: object, name: str = "metadata", *, library: bool = False) -> str | None:
     """Validate metadata (a JSON-compatible dict or None) and serialise it.
 
+    Args:
+        value: The metadata.
+        name: The argument named in errors.
+        library: The library itself writes (extraction provenance): only then may
+            ``value`` hold the reserved ``$agent_memory`` key.
+
     Raises:
-        ValueError: for a non-dict or a value JSON cannot hold.
+        ValueError: for a non-dict, a value JSON cannot hold, a key or string with
+            a NUL or lone surrogate, or (unless ``library``) the reserved key.
     """
     if value is None:
         return None
@@ -121,12 +209,19 @@ def dump_metadata(value: object, name: str = "metadata") -> str | None:
         checked = check_json(value, name)
     except InvalidFilterError as exc:
         raise ValueError(str(exc)) from None
-    reserved = checked.get(RESERVED_KEY)
-    if reserved is not None and not isinstance(reserved, dict):
-        raise ValueError(
-            f"{name}[{RESERVED_KEY!r}] is reserved for the library and must be an object, "
-            f"got {reserved!r}"
-        )
+    check_json_text(checked, name)
+    if RESERVED_KEY in checked:
+        reserved = checked[RESERVED_KEY]
+        if not library:
+            raise ValueError(
+                f"{name}[{RESERVED_KEY!r}] is reserved for the library (extraction "
+                "provenance); store your own keys under another name"
+            )
+        if not isinstance(reserved, dict):
+            raise ValueError(
+                f"{name}[{RESERVED_KEY!r}] is reserved for the library and must be an "
+                f"object, got {reserved!r}"
+            )
     return json.dumps(checked, ensure_ascii=False, allow_nan=False)
 
 
@@ -202,11 +297,12 @@ def retrieval_chunks(
     if index is NOT_SET or index is None:
         return (chunk_text(content, ctx.chunk_chars) if content else []), False
     if isinstance(index, str):
-        return chunk_text(index, ctx.chunk_chars), False
+        return chunk_text(check_text(index, name), ctx.chunk_chars), False
     if isinstance(index, (list, tuple)):
         for i, item in enumerate(index):
             if not isinstance(item, str):
                 raise ValueError(f"{name}[{i}] must be a string chunk, got {item!r}")
+            check_text(item, f"{name}[{i}]")
         return [c for c in index if c], True
     raise ValueError(f"{name} must be a string, a list of strings or None, got {index!r}")
 
@@ -304,8 +400,13 @@ def plan_add(
     ttl_days: object,
     ttl_anchor: object,
     ctx: PlanContext,
+    library: bool = False,
 ) -> list[RowPlan]:
     """Validate an ``add`` call and return one ``RowPlan`` per record (SPEC §3.2).
+
+    ``roles`` are read for messages only (optional there: a message may have no
+    role) and ignored for every other type. ``library`` allows the reserved
+    ``$agent_memory`` metadata key (see ``dump_metadata``).
 
     Raises:
         ValueError: for any rule of SPEC §3.1-§3.2 and §3.7 the call breaks.
@@ -327,7 +428,8 @@ def plan_add(
     b_thread = broadcast("thread_ids", None if thread_ids is NOT_SET else thread_ids, n)
     b_user = broadcast("user_ids", None if user_ids is NOT_SET else user_ids, n)
     b_agent = broadcast("agent_ids", None if agent_ids is NOT_SET else agent_ids, n)
-    b_roles = broadcast("roles", None if roles is NOT_SET else roles, n)
+    is_message = record_type == MESSAGE
+    b_roles = broadcast("roles", None if roles is NOT_SET or not is_message else roles, n)
     b_ts = broadcast("timestamps", None if timestamps is NOT_SET else timestamps, n)
     b_meta = broadcast("metadata", None if metadata is NOT_SET else metadata, n)
     b_ttl = broadcast("ttl_days", ttl_days, n)
@@ -336,12 +438,14 @@ def plan_add(
     plans: list[RowPlan] = []
     for i in range(n):
         where = f"row {i}"
-        meta_json = dump_metadata(b_meta[i], f"metadata[{i}]")
+        meta_json = dump_metadata(b_meta[i], f"metadata[{i}]", library=library)
         content = contents[i]
         if content is None and isinstance(b_meta[i], Mapping) and "content" in b_meta[i]:
             content = b_meta[i]["content"]
         if content is not None and not isinstance(content, str):
             raise ValueError(f"contents[{i}] must be a str or None, got {content!r}")
+        if content is not None:
+            check_text(content, f"contents[{i}]")
         scope = [
             _scope_id(b, f"{nm}[{i}]")
             for b, nm in (
@@ -351,13 +455,13 @@ def plan_add(
             )
         ]
         role = b_roles[i]
-        if record_type == MESSAGE:
+        if is_message:
             if content is None:
                 raise ValueError(f"contents[{i}]: message content must be a str, got None")
-            if not isinstance(role, str) or not role.strip():
-                raise ValueError(f"roles[{i}]: a message needs a non-empty role, got {role!r}")
-        elif roles is not NOT_SET and role is not None:
-            raise ValueError(f"roles apply only to messages, not {record_type}")
+            if role is not None:
+                if not isinstance(role, str):
+                    raise ValueError(f"roles[{i}] must be a str or None, got {role!r}")
+                check_text(role, f"roles[{i}]")
         if record_type in PROFILE_TYPES:
             if any(s is not None for s in scope):
                 raise ValueError(f"{record_type} records are unscoped; do not pass scope ids")
@@ -366,6 +470,8 @@ def plan_add(
         ts = b_ts[i]
         if ts is not None and not isinstance(ts, str):
             raise ValueError(f"timestamps[{i}] must be a str or None, got {ts!r}")
+        if ts is not None:
+            check_text(ts, f"timestamps[{i}]")
         expires = resolve_ttl(record_type, b_ttl[i], b_anchor[i], ts, ctx.now, ctx.retention, where)
         chunks, owned = retrieval_chunks(b_index[i], content, ctx, f"index_texts[{i}]")
         entry: object = b_index[i]
@@ -383,7 +489,7 @@ def plan_add(
                 id=ids[i],
                 record_type=record_type,
                 content=content,
-                role=role if record_type == MESSAGE else None,
+                role=role if is_message else None,
                 thread_id=scope[0],
                 user_id=scope[1],
                 agent_id=scope[2],
@@ -403,7 +509,7 @@ def _scope_id(value: object, name: str) -> str | None:
         return None
     if not isinstance(value, str) or not value:
         raise ValueError(f"{name} must be a non-empty string or None, got {value!r}")
-    return value
+    return check_text(value, name)
 
 
 def _resolve_ids(record_ids: object, n: int, record_type: str) -> list[str]:

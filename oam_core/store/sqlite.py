@@ -32,7 +32,13 @@ from oam_core.store.backend import Backend, Predicate, StoredRow, Tx
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
 from oam_core.store.planning import ChunkPlan, RowPlan, Vector
-from oam_core.store.rows import RECORD_COLUMNS, epoch, record_from_row, thread_from_row
+from oam_core.store.rows import (
+    RECORD_COLUMNS,
+    epoch,
+    record_from_row,
+    seq_range,
+    thread_from_row,
+)
 from oam_core.store.sqlite_filter import SQLiteFilterCompiler
 from oam_core.store.sqlite_schema import SCHEMA_VERSION, ddl, table_prefix
 from oam_core.store.ttl import Clock, iso
@@ -54,8 +60,10 @@ class SQLiteMemoryStore(OracleMemoryStore):
         embedder: See ``OracleMemoryStore``.
         vector_dim: See ``OracleMemoryStore``; checked against the dimension stored
             in the file.
-        search_strategy: ``SearchStrategy`` or its name. SQLite keeps vectors and a
-            full-text index for every store, so any strategy opens any file.
+        search_strategy: ``SearchStrategy`` or its name; None = the strategy stored
+            in the file (VECTOR for a new one). SQLite keeps vectors and a full-text
+            index for every store, so any strategy opens any file, and the one given
+            is recorded (as on PostgreSQL; docs/postgres.md).
         memory_retention_config: TTL defaults; persisted in the file. When omitted,
             the stored config is used.
         memory_store_id: Prefix of every table, so several stores share one file
@@ -74,7 +82,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
         *,
         embedder: IEmbedder | None = None,
         vector_dim: int | None = None,
-        search_strategy: SearchStrategy | str = SearchStrategy.VECTOR,
+        search_strategy: SearchStrategy | str | None = None,
         memory_retention_config: MemoryRetentionConfig | None = None,
         memory_store_id: str | None = None,
         clock: Clock | None = None,
@@ -82,7 +90,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
         super().__init__(
             embedder=embedder,
             vector_dim=vector_dim,
-            search_strategy=search_strategy,
+            search_strategy=SearchStrategy.VECTOR if search_strategy is None else search_strategy,
             memory_retention_config=memory_retention_config,
             clock=clock,
         )
@@ -91,13 +99,13 @@ class SQLiteMemoryStore(OracleMemoryStore):
         self.path = str(path)
         self.memory_store_id = memory_store_id
         self._impl = _SQLiteBackend(self.path, table_prefix(memory_store_id))
-        self._open_schema(memory_retention_config)
+        self._open_schema(memory_retention_config, search_strategy is not None)
 
     @property
     def _backend(self) -> Backend:
         return self._impl
 
-    def _open_schema(self, retention: MemoryRetentionConfig | None) -> None:
+    def _open_schema(self, retention: MemoryRetentionConfig | None, strategy_given: bool) -> None:
         with self._impl.lock:
             meta = _SQLiteTx(self._impl).meta()
         version = int(meta.get("schema_version", SCHEMA_VERSION))
@@ -118,6 +126,8 @@ class SQLiteMemoryStore(OracleMemoryStore):
             )
         if stored_dim is not None:
             self.vector_dim = int(stored_dim)
+        if not strategy_given and "search_strategy" in meta:
+            self.search_strategy = SearchStrategy.parse(meta["search_strategy"])
         if retention is None and "retention" in meta:
             self.memory_retention_config = MemoryRetentionConfig(**json.loads(meta["retention"]))
         wanted = {
@@ -339,6 +349,24 @@ class _SQLiteBackend(Backend):
             ).fetchall()
         return [self.record(r) for r in rows]
 
+    def thread_messages_by_seq(
+        self,
+        thread_id: str,
+        after: int | None,
+        through: int | None,
+        limit: int | None,
+        newest: bool,
+        now: datetime,
+    ) -> builtins.list[Record]:
+        tail, bounds = seq_range("?", after, through, newest)
+        params = [thread_id, now.timestamp(), *bounds, -1 if limit is None else limit]
+        with self.lock:
+            rows = self.conn.execute(
+                f"SELECT {_RECORD_COLS} {self._thread_where()}{tail}", params
+            ).fetchall()
+        records = [self.record(r) for r in rows]
+        return records[::-1] if newest else records
+
     def get_thread(self, thread_id: str) -> ThreadRow | None:
         with self.lock:
             row = self.conn.execute(
@@ -511,6 +539,10 @@ class _SQLiteTx(Tx):
                 )
             )
         return found
+
+    def hold_thread(self, thread_id: str) -> bool:
+        # BEGIN IMMEDIATE: no other writer runs until this transaction ends.
+        return bool(self.existing_ids(THREAD, [thread_id]))
 
     def insert(self, plans: Sequence[RowPlan], created_at: datetime, batch_size: int) -> None:
         created = iso(created_at)

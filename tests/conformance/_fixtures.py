@@ -113,3 +113,35 @@ def memories_reply(*items: dict[str, Any]) -> str:
     """An extraction reply holding ``items`` (missing fields get defaults)."""
     full = [{"record_type": "fact", "timestamp": None, "supersedes": [], **item} for item in items]
     return json.dumps({"memories": full})
+
+
+def add_derived(
+    store: Any,
+    content: str,
+    record_type: str,
+    record_id: str,
+    reserved: dict[str, Any],
+    *,
+    thread_id: str = "t1",
+    metadata: dict[str, Any] | None = None,
+) -> None:
+    """Write a record the way the extraction pipeline does: with library-owned
+    ``$agent_memory`` provenance, through ``commit_thread_pass`` (callers cannot set
+    that key through ``add``). Creates the thread row when missing."""
+    from oam_core.apis.batch import PendingRecordBatch
+
+    row = store.get_thread_row(thread_id)
+    if row is None:
+        store.create_thread_row(thread_id)
+        row = store.get_thread_row(thread_id)
+    batch = PendingRecordBatch(
+        texts=[content],
+        record_type=record_type,
+        record_ids=[record_id],
+        thread_ids=thread_id,
+        metadata={**(metadata or {}), "$agent_memory": reserved},
+    )
+    state = dict(row.state or {})
+    assert store.commit_thread_pass(
+        thread_id, expected_state=state, state=state, batches=[batch]
+    ) == [record_id]

@@ -349,8 +349,10 @@ def test_llm_requirement_rule(store: Any) -> None:
     assert OracleAgentMemory(store=store, llm=llm).create_thread(thread_id="client-llm").llm is llm
     with pytest.raises(ValueError, match="LLM"):
         OracleAgentMemory(store=store, llm=llm).create_thread(thread_id="x", llm=None)
-    # reopening: the persisted per-thread switch counts, the client's otherwise
-    assert strict.get_thread("off").extract_memories is False
+    # reopening (seed 003): omitted llm / extract_memories are the client's, never
+    # what create_thread was given
+    with pytest.raises(ValueError, match="LLM"):
+        strict.get_thread("off")
     with pytest.raises(ValueError, match="LLM"):
         strict.get_thread("own-llm")
     assert strict.get_thread("own-llm", llm=llm).llm is llm
@@ -359,6 +361,11 @@ def test_llm_requirement_rule(store: Any) -> None:
         strict.get_thread("off", extract_memories=True)
     relaxed = OracleAgentMemory(store=store, extract_memories=False)
     assert relaxed.get_thread("own-llm").llm is None
+    assert relaxed.get_thread("own-llm").extract_memories is False
+    assert relaxed.get_thread("off").extract_memories is False
+    with_client_llm = OracleAgentMemory(store=store, llm=llm)
+    reopened = with_client_llm.get_thread("off")
+    assert reopened.llm is llm and reopened.extract_memories is True
 
 
 # -- create_thread / get_thread ------------------------------------------------------

@@ -92,6 +92,30 @@ def test_extracted_memory_is_typed_scoped_and_carries_provenance(searchable: Any
     assert _state(searchable)[EXTRACTION_STATE_KEY]["memories"] == 2
 
 
+def test_memories_do_not_inherit_bookkeeping_keys(store: Any) -> None:
+    """Issue 14 (9): adapter bookkeeping (LlamaIndex's ``_llama_index_status``) and the
+    library's ``$`` keys stay on the messages; content metadata is inherited."""
+    llm = ScriptedLlm(extraction=[memories_reply({"text": "Ana likes tea"})])
+    thread = _thread(_client(store, llm))
+    thread.add_messages(
+        [
+            {
+                "role": "user",
+                "content": "I like tea",
+                "metadata": {
+                    "_llama_index_status": "active",
+                    "$message": {"name": "Ana"},
+                    "source": "app",
+                    "lang_": "en",
+                },
+            }
+        ]
+    )
+    (memory,) = _memories(store)
+    assert set(memory.metadata) == {"source", "lang_", "$agent_memory"}
+    assert set(memory.metadata["$agent_memory"]) == {"source_message_ids", "extraction_prompt"}
+
+
 def test_prompt_escapes_messages_and_guards_against_injection(store: Any) -> None:
     llm = ScriptedLlm()
     thread = _thread(_client(store, llm))
@@ -270,6 +294,105 @@ def test_replies_that_break_the_parser_count_as_unusable(store: Any) -> None:
     tea, born = _memories(store)
     assert born.content == "Ana was born long ago" and born.timestamp is None
     assert tea.content == "Ana likes tea"
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        '{"memories": [{"fact": "Ana likes tea"}]}',
+        '{"memory": {"text": "Ana likes tea", "record_type": "fact"}}',
+        '{"Ana likes tea": "preference"}',
+        '{"memories": [{"text": 123, "record_type": "fact"}]}',
+    ],
+    ids=["no-text", "singular-key", "text-as-key", "text-not-a-string"],
+)
+def test_c23_a_wrongly_shaped_reply_is_unusable_counted_and_retried(store: Any, wrong: str) -> None:
+    """BUGCASES C23: never "0 memories, done": warned, counted, the watermark stays,
+    and the next pass shows the same messages again."""
+    good = memories_reply({"text": "Ana likes tea", "record_type": "preference"})
+    llm = ScriptedLlm(extraction=[wrong, good])
+    thread = _thread(_client(store, llm))
+    with pytest.warns(MemoryPipelineWarning, match="does not fit the reply schema"):
+        first = thread.add_messages([{"role": "user", "content": "I like tea"}])
+    entry = _state(store)[EXTRACTION_STATE_KEY]
+    assert entry.get("watermark", -1) == -1 and entry["attempts"] == 1
+    assert entry["failed_passes"] == 1 and entry.get("passes", 0) == 0
+    assert _memories(store) == []
+    thread.add_messages([{"role": "user", "content": "and coffee"}])
+    retried = llm.prompts("extraction")[-1]
+    assert "<content>I like tea</content>" in retried and "<content>and coffee</content>" in retried
+    (memory,) = _memories(store)
+    assert memory.content == "Ana likes tea"
+    assert memory.metadata["$agent_memory"]["source_message_ids"][0] == first[0]
+    assert _state(store)[EXTRACTION_STATE_KEY]["watermark"] == 1
+
+
+@pytest.mark.parametrize(
+    ("reply", "stored"),
+    [
+        ('Example format: {"memories": []}\nAnswer: ' + memories_reply({"text": "real"}), ["real"]),
+        (
+            memories_reply({"text": "example"}) + "\nAnswer: " + memories_reply({"text": "real"}),
+            ["real"],
+        ),
+        (memories_reply({"text": "real"}) + '\nNote: {"memories": [{"oops": 1}]}', ["real"]),
+    ],
+    ids=["empty-example-first", "example-first", "bad-trailer"],
+)
+def test_c24_the_last_value_that_fits_is_stored(store: Any, reply: str, stored: list[str]) -> None:
+    """BUGCASES C24: an example object before the real answer never wins."""
+    llm = ScriptedLlm(extraction=[reply])
+    _thread(_client(store, llm)).add_messages([{"role": "user", "content": "hello"}])
+    assert [m.content for m in _memories(store)] == stored
+    assert _state(store)[EXTRACTION_STATE_KEY]["watermark"] == 0
+
+
+@pytest.mark.parametrize("victims", ["newest", "middle", "oldest"])
+def test_c21_deletes_between_page_reads_skip_nothing(store: Any, victims: str) -> None:
+    """BUGCASES C21: a backlog longer than one page (100) is read while another client
+    deletes messages between two page reads (injected into the read). Every message
+    still stored is extracted exactly once and the watermark ends on the last one."""
+    llm = ScriptedLlm(extraction=[TimeoutError("LLM down"), '{"memories": []}'])
+    thread = _thread(_client(store, llm))
+    backlog = [{"role": "user", "content": f"m{i}", "id": f"m{i}"} for i in range(300)]
+    with pytest.warns(MemoryPipelineWarning, match="LLM down"):
+        thread.add_messages(backlog)
+    first = {"newest": 290, "middle": 150, "oldest": 0}[victims]
+    doomed = [f"m{i}" for i in range(first, first + 10)]
+    deleted: list[str] = []
+
+    def deleting(method: Callable[..., Any]) -> Callable[..., Any]:
+        def read(*args: Any, **kwargs: Any) -> Any:
+            rows = method(*args, **kwargs)
+            if not deleted and len(rows) == 100:  # between the first and second page
+                deleted.extend(doomed)
+                for message_id in doomed:
+                    assert store.delete("message", message_id) == 1
+            return rows
+
+        return read
+
+    for name in ("list_thread_messages", "list_thread_messages_by_seq"):
+        setattr(store, name, deleting(getattr(store, name)))
+    try:
+        thread.add_messages([{"role": "user", "content": "last", "id": "last"}])
+    finally:
+        for name in ("list_thread_messages", "list_thread_messages_by_seq"):
+            delattr(store, name)
+    assert deleted == doomed
+    shown = [
+        c
+        for prompt in llm.prompts("extraction")[1:]
+        for c in prompt.split("<content>")[1:]
+        if "</content>" in c
+    ]
+    shown = [c.split("</content>")[0] for c in shown]
+    stored = [m.content for m in thread.get_messages(start=0, end=None)]
+    assert len(stored) == 291
+    lost = set(stored) - set(shown)
+    assert not lost, f"{len(lost)} stored messages never extracted: {sorted(lost)[:5]}"
+    assert len([c for c in shown if c not in doomed]) == len(set(stored))  # once each
+    assert _state(store)[EXTRACTION_STATE_KEY]["watermark"] == 300  # seq_no of "last"
 
 
 def test_repaired_reply_is_used(store: Any) -> None:
@@ -656,3 +779,59 @@ def test_only_messages_a_pass_can_hold_are_shortened(store: Any) -> None:
     assert len(extraction) > 1  # the backlog took several passes
     assert len(llm.prompts("shorten")) - first_pass <= 12  # each long message about once
     assert _state(store)[EXTRACTION_STATE_KEY]["watermark"] == 12
+
+
+# -- time bounds (issue 14, 9) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_a_hanging_llm_does_not_block_inline_add_messages(
+    store: Any, gated: tuple[threading.Event, ScriptedLlm], use_async: bool
+) -> None:
+    """A custom ILlm that never answers: the INLINE pass gives up after
+    ``llm_call_timeout`` seconds, ``add_messages`` returns with the messages stored,
+    and the next pass (the model answering again) extracts them."""
+    release, llm = gated
+    config = MemoryExtractionConfig(llm_call_timeout=0.2)
+    thread = _thread(_client(store, llm, memory_extraction_config=config))
+    assert thread.llm_call_timeout == 0.2
+    message = [{"role": "user", "content": "Falo português", "id": "m0"}]
+    with pytest.warns(MemoryPipelineWarning, match=r"did not answer within 0\.2 s"):
+        if use_async:
+            ids = anyio.run(lambda: thread.add_messages_async(message))
+        else:
+            ids = thread.add_messages(message)
+    assert ids == ["m0"] and [m.id for m in thread.get_messages()] == ["m0"]
+    assert _state(store)[EXTRACTION_STATE_KEY].get("watermark", -1) == -1
+    release.set()
+    thread.add_messages([{"role": "user", "content": "obrigado"}])
+    assert [m.content for m in _memories(store)] == ["Ana speaks Portuguese"]
+    assert _state(store)[EXTRACTION_STATE_KEY]["watermark"] == 1
+
+
+def test_close_gives_up_on_hung_background_work_after_its_timeout(
+    store: Any, gated: tuple[threading.Event, ScriptedLlm]
+) -> None:
+    release, llm = gated
+    config = MemoryExtractionConfig(True, "BACKGROUND", llm_call_timeout=None)
+    client = _client(store, llm, memory_extraction_config=config)
+    thread = _thread(client)
+    thread.add_messages([{"role": "user", "content": "Falo português"}])
+    worker = client._worker
+    assert worker is not None and worker._thread is not None
+    with pytest.raises(ValueError, match="timeout"):
+        client.close(timeout=-1)
+    assert not client.closed
+    with pytest.warns(MemoryPipelineWarning, match=r"did not finish within 0\.2 s"):
+        client.close(timeout=0.2)
+    assert client.closed and _memories(store) == []
+    assert [m.content for m in thread.get_messages()] == ["Falo português"]  # kept
+    release.set()  # the abandoned call ends on its own
+    worker._thread.join(30)
+    assert not worker._thread.is_alive()
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), "5", True])
+def test_bad_llm_call_timeouts_are_value_errors(bad: Any) -> None:
+    with pytest.raises(ValueError, match="llm_call_timeout"):
+        MemoryExtractionConfig(llm_call_timeout=bad)

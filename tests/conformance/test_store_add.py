@@ -238,11 +238,34 @@ def test_non_json_metadata_is_rejected(store, rejected, metadata):
 
 
 @pytest.mark.parametrize(
-    "roles", [{}, {"roles": None}, {"roles": ["user", None]}], ids=["omitted", "None", "one-None"]
+    ("roles", "stored"),
+    [
+        ({}, [None, None]),
+        ({"roles": None}, [None, None]),
+        ({"roles": ["user", None]}, ["user", None]),
+    ],
+    ids=["omitted", "None", "one-None"],
 )
-def test_message_without_role_is_rejected(store, rejected, roles):
-    with rejected(store):
-        store.add(["hi", "there"], "message", thread_ids="t1", **roles)
+def test_message_roles_are_optional(store, roles, stored):
+    """Seed 004 ``add``: roles are optional (``str | None | list[str | None]``)."""
+    ids = store.add(["hi", "there"], "message", thread_ids="t1", **roles)
+    assert [store.get("message", rid).role for rid in ids] == stored
+    assert [m.role for m in store.list_thread_messages("t1")] == stored
+
+
+@pytest.mark.parametrize("roles", ["user", ["user", "assistant"], ["misaligned"], 5])
+def test_roles_are_ignored_for_other_record_types(store, roles):
+    """Seed 004: roles are "only used when record_type is 'message'": ignored, not an
+    error, for every other type."""
+    ids = store.add(["a", "b"], "memory", roles=roles)
+    assert [store.get("memory", rid).content for rid in ids] == ["a", "b"]
+    assert store.add(["info"], "user_profile", record_ids="u1", roles=roles) == ["u1"]
+
+
+@pytest.mark.parametrize("role", [5, b"user", ["user"]])
+def test_message_role_of_the_wrong_type_is_rejected(store, rejected, role):
+    with rejected(store, match=r"roles\[0\]"):
+        store.add(["hi"], "message", thread_ids="t1", roles=[role])
 
 
 def test_message_with_none_content_is_rejected(store, rejected):
@@ -533,9 +556,9 @@ def test_add_batches_returns_all_ids_in_order(store):
     [
         PendingRecordBatch(texts=["x"], record_type="memory", record_ids="m1"),
         PendingRecordBatch(texts=["x", "y"], record_type="memory", thread_ids=["t"]),
-        PendingRecordBatch(texts=["x"], record_type="message", thread_ids="t"),
+        PendingRecordBatch(texts=["x"], record_type="message", thread_ids="t", roles=[3]),
     ],
-    ids=["id-repeated-across-batches", "misaligned", "message-without-role"],
+    ids=["id-repeated-across-batches", "misaligned", "message-with-a-bad-role"],
 )
 def test_add_batches_is_one_transaction(store, rejected, bad):
     good = PendingRecordBatch(texts=["ok"], record_type="memory", record_ids="m1")

@@ -7,6 +7,7 @@ Expected values come from the SPEC and seed 004, not from the implementation.
 from __future__ import annotations
 
 import pytest
+from _fixtures import add_derived
 
 from oam_core.embedders.hashing import HashingEmbedder
 
@@ -88,13 +89,7 @@ def test_delete_unknown_type_is_rejected(store, rejected):
 def test_deleting_a_message_keeps_derived_memories(store):
     """SPEC §3.6: deleting a message removes only that message (seed 000)."""
     store.add(["I like pizza"], "message", record_ids="msg", thread_ids="t1", roles="user")
-    store.add(
-        ["User likes pizza"],
-        "preference",
-        record_ids="pref",
-        thread_ids="t1",
-        metadata={"$agent_memory": {"source_message_ids": ["msg"]}},
-    )
+    add_derived(store, "User likes pizza", "preference", "pref", {"source_message_ids": ["msg"]})
     assert store.delete("message", "msg") == 1
     assert store.list_thread_messages("t1") == []
     assert store.get("preference", "pref").content == "User likes pizza"

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _fixtures import add_derived
 
+from oam_core.apis.batch import PendingRecordBatch
 from oam_core.store.options import MemoryRetentionConfig
 
 
@@ -45,15 +47,25 @@ def test_filters_up_to_the_documented_depth_work_everywhere(make_store, strategy
         store.list("memory", metadata_filter=_nested(MAX_FILTER_DEPTH))
 
 
-def test_reserved_key_must_be_an_object(store, rejected):
+@pytest.mark.parametrize("value", ["str", {}, {"source_message_ids": ["forged"]}])
+def test_reserved_key_is_written_only_by_the_library(store, rejected, value):
+    """Issue 14 (9): ``$agent_memory`` is the library's; callers cannot set it through
+    ``metadata=`` on any write path."""
+    batch = PendingRecordBatch(texts=["m"], record_type="memory", metadata={"$agent_memory": value})
+    with rejected(store, match=r"metadata\[0\]\['\$agent_memory'\] is reserved"):
+        store.add(["m"], "memory", metadata={"$agent_memory": value})
     with rejected(store, match=r"\$agent_memory"):
-        store.add(["m"], "memory", metadata={"$agent_memory": "str"})
+        store.add_batches([batch])
+    with rejected(store, match=r"\$agent_memory"):
+        store.upsert(["m"], "memory", record_ids="m1", metadata={"$agent_memory": value})
+    with rejected(store, match=r"\$agent_memory"):
+        store.add(
+            ["hi"], "message", thread_ids="t", roles="user", metadata=[{"$agent_memory": value}]
+        )
 
 
 def test_reserved_key_survives_metadata_updates(store):
-    store.add(
-        ["m"], "memory", record_ids="y", metadata={"$agent_memory": {"source_message_ids": ["a"]}}
-    )
+    add_derived(store, "m", "memory", "y", {"source_message_ids": ["a"]}, thread_id="t")
     assert store.update("memory", "y", metadata={"k": 2}) == 1
     assert store.get("memory", "y").metadata == {
         "k": 2,

@@ -550,3 +550,58 @@ def test_memory_store_ids_separate_stores_in_one_database(file_backend, make_sto
 def test_invalid_memory_store_id_is_rejected(make_store, bad):
     with pytest.raises(ValueError):
         make_store(memory_store_id=bad)
+
+
+# -- reading a thread by seq_no (issue 14, 1; BUGCASES C21) ------------------------------
+
+
+def test_thread_messages_by_seq_ranges_and_pages(store):
+    ids = store.add(
+        [f"m{i}" for i in range(6)],
+        "message",
+        record_ids=[f"m{i}" for i in range(6)],
+        thread_ids="t",
+    )
+    store.add(["other"], "message", thread_ids="u")
+    read = store.list_thread_messages_by_seq
+    seqs = [m.seq_no for m in read("t")]
+    assert [m.id for m in read("t")] == ids and seqs == sorted(seqs)
+    assert [m.id for m in read("t", after=seqs[1])] == ids[2:]
+    assert [m.id for m in read("t", through=seqs[1])] == ids[:2]
+    assert [m.id for m in read("t", after=seqs[0], through=seqs[3])] == ids[1:4]
+    assert [m.id for m in read("t", limit=2)] == ids[:2]
+    assert [m.id for m in read("t", limit=2, newest=True)] == ids[4:]
+    assert [m.id for m in read("t", through=seqs[3], limit=2, newest=True)] == ids[2:4]
+    assert read("t", limit=0) == [] and read("nope") == []
+    # a delete between two pages shifts nothing: the next page starts after a seq_no
+    page = read("t", limit=3)
+    store.delete("message", "m1")
+    store.delete("message", "m4")
+    assert [m.id for m in read("t", after=page[-1].seq_no, limit=3)] == ["m3", "m5"]
+    assert [m.id for m in read("t", after=2**70, through=-(2**70))] == []
+    for bad in ({"after": "1"}, {"limit": -1}, {"through": 1.5}, {"newest": 1}):
+        with pytest.raises(ValueError):
+            read("t", **bad)
+
+
+# -- reopening with another strategy (issue 14, 9) ---------------------------------------
+
+
+def test_reopening_with_another_strategy_works_and_is_recorded(make_store, backend):
+    """SQLite and PostgreSQL keep the vector and the full-text index of every store,
+    so a store reopens with any strategy; the one given is recorded and an open
+    without ``search_strategy`` uses it."""
+    if not backend.shared_storage:
+        pytest.skip(f"{backend.id} storage does not outlive the store object")
+    first = make_store(name="strategies.db", search_strategy="KEYWORD")
+    first.add(["the cat sleeps on the piano", "dogs bark"], "memory", record_ids=["cat", "dog"])
+    first.close()
+    for strategy in ("HYBRID", "VECTOR", "KEYWORD"):
+        store = make_store(name="strategies.db", search_strategy=strategy)
+        assert store.search_strategy.value == strategy
+        assert store.search("cat piano", 1)[0][0].id == "cat"
+        store.close()
+        if backend.id != "oracle":  # Oracle's omitted strategy is VECTOR (seed 004)
+            again = make_store(name="strategies.db")
+            assert again.search_strategy.value == strategy  # recorded
+            again.close()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from _fixtures import add_derived
 
 from oam_core.embedders.hashing import HashingEmbedder
 
@@ -273,16 +274,14 @@ def test_metadata_none_clears_it(seeded):
     assert [r.id for r in seeded.list("memory", metadata_filter=None)] == ["m1", "m2"]
 
 
-def test_reserved_agent_memory_keys_are_kept(store):
+def test_reserved_agent_memory_keys_are_kept(store, rejected):
     reserved = {"source_message_ids": ["msg-1", "msg-2"]}
-    store.add(
-        ["derived"],
-        "memory",
-        record_ids="m1",
-        metadata={"$agent_memory": reserved, "topic": "food"},
-    )
+    add_derived(store, "derived", "memory", "m1", reserved, metadata={"topic": "food"})
     assert store.update("memory", "m1", metadata={"topic": "travel"}) == 1
     assert store.get("memory", "m1").metadata == {"$agent_memory": reserved, "topic": "travel"}
+    # only the library writes the reserved key: an update cannot change or add it
+    with rejected(store, match=r"\$agent_memory"):
+        store.update("memory", "m1", metadata={"$agent_memory": {"status": "forged"}})
 
 
 def test_timestamp_replaced_and_cleared(seeded):

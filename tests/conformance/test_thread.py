@@ -636,37 +636,95 @@ def _ghost_ids(store: Any) -> list[str]:
     return sorted(r.id for r, _ in store.search("ghost", k=5))
 
 
-@pytest.mark.parametrize("use_async", [False, True])
-def test_c16_stale_handle_after_delete_thread_recreates_the_row(
-    mem: OracleAgentMemory, store: Any, use_async: bool
-) -> None:
-    t = mem.create_thread(
-        thread_id="T", user_id="u", agent_id="a", metadata={"k": 1}, context_card_token_limit=77
-    )
-    mem.delete_thread("T")
-    assert mem.list_threads() == []
-    message = [{"role": "user", "content": "ghost message", "id": "gm"}]
+def _thread_rows_and_records(store: Any, thread_id: str) -> tuple[list[str], list[str]]:
+    threads = [r.thread_id for r in store.list_thread_rows()]
+    records = [r.id for r in store.list("message", thread_id=thread_id)] + [
+        r.id for r in store.list("memory", thread_id=thread_id)
+    ]
+    return threads, records
 
-    if use_async:
 
-        async def run() -> None:
-            await t.add_messages_async(message)
+def _write(t: OracleThread, what: str, use_async: bool) -> None:
+    async def run_async() -> None:
+        if what == "messages":
+            await t.add_messages_async([{"role": "user", "content": "ghost message", "id": "gm"}])
+        else:
             await t.add_memory_async("ghost memory", memory_id="gmem")
 
-        anyio.run(run)
+    if use_async:
+        anyio.run(run_async)
+    elif what == "messages":
+        t.add_messages([{"role": "user", "content": "ghost message", "id": "gm"}])
     else:
-        t.add_messages(message)
         t.add_memory("ghost memory", memory_id="gmem")
 
-    assert _ghost_ids(store) == ["gm", "gmem"]
-    [row] = mem.list_threads()
-    assert (row.thread_id, row.user_id, row.agent_id, row.metadata) == ("T", "u", "a", {"k": 1})
-    reopened = mem.get_thread("T")
-    assert reopened.config.context_card_token_limit == 77
-    assert contents(reopened.get_messages()) == ["ghost message"]
+
+@pytest.mark.parametrize("use_async", [False, True])
+@pytest.mark.parametrize("what", ["messages", "memory"])
+def test_c16_stale_handle_after_delete_thread_fails_and_writes_nothing(
+    mem: OracleAgentMemory, store: Any, use_async: bool, what: str
+) -> None:
+    t = mem.create_thread(thread_id="T", user_id="u", agent_id="a", metadata={"k": 1})
     mem.delete_thread("T")
+    with pytest.raises(ValueError, match="thread 'T' does not exist"):
+        _write(t, what, use_async)
+    assert _thread_rows_and_records(store, "T") == ([], [])
     assert _ghost_ids(store) == []
-    assert mem.list_threads() == []
+    # the same handle reopened from a new row writes again
+    mem.create_thread(thread_id="T", user_id="u", agent_id="a")
+    _write(t, what, use_async)
+    assert _ghost_ids(store) == (["gm"] if what == "messages" else ["gmem"])
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+@pytest.mark.parametrize("what", ["messages", "memory"])
+@pytest.mark.parametrize("deleter", ["delete_thread", "delete_user", "delete_agent"])
+def test_c22_a_delete_landing_between_check_and_write_leaves_no_orphans(
+    mem: OracleAgentMemory, store: Any, use_async: bool, what: str, deleter: str
+) -> None:
+    """BUGCASES C22: another client deletes the thread (or its user or agent, with
+    cascade) while a live handle writes. The delete is injected right after the
+    handle decides to write: into the row check of a check-then-write (the old
+    ``get_thread_row``) and into the combined check-and-write (``add_to_thread``).
+    The write fails clearly and nothing of the thread is left."""
+    t = mem.create_thread(thread_id="T", user_id="u", agent_id="a")
+    t.add_messages([{"role": "user", "content": "kept before", "id": "before"}])
+    other = OracleAgentMemory(store=store, extract_memories=False)
+    target = {"delete_thread": "T", "delete_user": "u", "delete_agent": "a"}[deleter]
+    fired: list[str] = []
+
+    def racing(method: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            result = method(*args, **kwargs)
+            if not fired:
+                fired.append(deleter)
+                assert getattr(other, deleter)(target) in (0, 1)
+            return result
+
+        return call
+
+    def racing_write(method: Any) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if not fired:
+                fired.append(deleter)
+                assert getattr(other, deleter)(target) in (0, 1)
+            return method(*args, **kwargs)
+
+        return call
+
+    store.get_thread_row = racing(store.get_thread_row)
+    store.add_to_thread = racing_write(store.add_to_thread)
+    store.add_to_thread_async = racing_write(store.add_to_thread_async)
+    try:
+        with pytest.raises(ValueError, match="thread 'T' does not exist"):
+            _write(t, what, use_async)
+    finally:
+        for name in ("get_thread_row", "add_to_thread", "add_to_thread_async"):
+            delattr(store, name)
+    assert fired == [deleter]
+    assert _thread_rows_and_records(store, "T") == ([], [])
+    assert _ghost_ids(store) == []
+    assert store.search("kept", 5) == []
 
 
 def test_c16_directly_built_thread_gets_a_row(mem: OracleAgentMemory, store: Any) -> None:
@@ -697,23 +755,21 @@ def test_c16_unscoped_or_invalid_writes_create_no_row(mem: OracleAgentMemory, st
 
 
 def test_c16_concurrent_creator_is_tolerated(mem: OracleAgentMemory, store: Any) -> None:
-    t = mem.create_thread(thread_id="T", user_id="u", agent_id="a")
-    mem.delete_thread("T")
-    real_get = store.get_thread_row
-    calls: list[str] = []
+    """A directly built handle creates its row in the write's transaction; another
+    client creating the same thread just before is fine (no "already exists")."""
+    t = OracleThread(store, thread_id="T", user_id="u", agent_id="a", extract_memories=False)
+    real = store.add_to_thread
 
-    def racing_get(thread_id: str) -> Any:
-        row = real_get(thread_id)
-        if not calls:  # another writer creates the row right after our check
-            calls.append(thread_id)
-            store.create_thread_row(thread_id, user_id="u", agent_id="a")
-        return row
+    def racing(*args: Any, **kwargs: Any) -> Any:
+        if store.get_thread_row("T") is None:  # another writer creates the row first
+            store.create_thread_row("T", user_id="u", agent_id="a")
+        return real(*args, **kwargs)
 
-    store.get_thread_row = racing_get
+    store.add_to_thread = racing
     try:
         t.add_memory("ghost raced", memory_id="raced")
     finally:
-        del store.get_thread_row
+        del store.add_to_thread
     assert _ghost_ids(store) == ["raced"]
     assert [r.thread_id for r in mem.list_threads()] == ["T"]
 

@@ -12,6 +12,7 @@ import sqlglot
 from fakedb import FakeConnection
 from sqlglot import exp
 
+from oam_core.store.oracle import ddl
 from oam_core.store.oracle.names import Names
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
@@ -58,7 +59,7 @@ def script_schema(
     if hybrid_index:
         indexes.append(names.hybrid_index)
     rows = {
-        "schema_version": "1",
+        "schema_version": str(ddl.SCHEMA_VERSION),
         "search_index_sync": "ON_COMMIT",
         "retention": json.dumps({"default_ttl_days": None, "max_ttl_days": None}, sort_keys=True),
     }

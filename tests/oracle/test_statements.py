@@ -51,6 +51,9 @@ def all_sql_statements() -> list[Stmt]:
         sql.insert_chunks(N, [], False),
         sql.next_seq(N, "t"),
         sql.next_seq(N, None),
+        sql.set_thread_seq(N, "t", 4),
+        sql.lock_thread(N, "t"),
+        *ddl.upgrade_steps(N, 1),
         sql.ids_to_pks(N, "agent_profile", ["a", "b"]),
         sql.fetch_row(N, "memory", "m"),
         sql.chunk_texts(N, "memory", 1),
@@ -76,6 +79,9 @@ def all_sql_statements() -> list[Stmt]:
         sql.count_messages(N, "t", naive),
         sql.thread_messages(N, "t", 3, 5, naive),
         sql.thread_messages(N, "t", 0, None, naive),
+        sql.thread_messages_by_seq(N, "t", 3, 9, 100, False, naive),
+        sql.thread_messages_by_seq(N, "t", None, 9, 5, True, naive),
+        sql.thread_messages_by_seq(N, "t", None, None, None, False, naive),
         sql.get_thread(N, "t"),
         sql.list_threads(N, None, "a"),
         sql.rank_vector(N, array.array("f", [1.0]), 5, PRED),
@@ -324,7 +330,7 @@ def wanted(strategy: SearchStrategy = SearchStrategy.VECTOR, **kw: Any) -> schem
 
 def existing(**kw: Any) -> schema.SchemaState:
     meta = {
-        "schema_version": "1",
+        "schema_version": str(ddl.SCHEMA_VERSION),
         "vector_dim": "8",
         "search_index_sync": "ON_COMMIT",
         "retention": schema.retention_json(MemoryRetentionConfig()),
@@ -365,7 +371,7 @@ def test_plan_require_existing_never_runs_ddl() -> None:
 
 def test_plan_create_if_empty_on_an_incomplete_schema_fails() -> None:
     partial = schema.SchemaState(
-        tables=frozenset({N.meta, N.threads}), meta={"schema_version": "1"}
+        tables=frozenset({N.meta, N.threads}), meta={"schema_version": str(ddl.SCHEMA_VERSION)}
     )
     with pytest.raises(ValueError, match="incomplete or outdated"):
         schema.plan_schema(SchemaPolicy.CREATE_IF_EMPTY, N, partial, wanted())
@@ -402,7 +408,11 @@ def test_plan_vector_store_on_a_keyword_schema_without_vectors() -> None:
         "ALTER TABLE S1_RECORD_CHUNKS ADD (embedding VECTOR(8, FLOAT32))",
         schema.VECTOR_INDEX,
     ]
-    assert plan.meta == {"vector_dim": "8", "embedding_column": "fixed"}
+    assert plan.meta == {
+        "vector_dim": "8",
+        "embedding_column": "fixed",
+        "search_strategy": "VECTOR",
+    }
 
 
 def test_plan_hybrid_model_must_match() -> None:
@@ -471,3 +481,84 @@ def test_plan_vector_store_without_dimension_gets_a_flexible_column() -> None:
     assert ddl.add_embedding_column(N, None).sql == (
         "ALTER TABLE S1_RECORD_CHUNKS ADD (embedding VECTOR(*, FLOAT32))"
     )
+
+
+def test_thread_messages_by_seq_is_keyed_by_seq_no() -> None:
+    """Issue 14 (1): pages of a thread are read by seq_no range, never by OFFSET."""
+    naive = sql.naive_utc(NOW)
+    page = sql.thread_messages_by_seq(N, "t", 41, None, 100, False, naive)
+    assert "OFFSET" not in page.sql
+    assert page.sql.endswith(
+        "AND r.seq_no > :after ORDER BY r.seq_no ASC, r.pk ASC FETCH FIRST :lim ROWS ONLY"
+    )
+    assert page.binds == {"thread_id": "t", "now": naive, "after": 41, "lim": 100}
+    window = sql.thread_messages_by_seq(N, "t", None, 41, 7, True, naive)
+    assert "AND r.seq_no <= :through ORDER BY r.seq_no DESC, r.pk DESC" in window.sql
+    assert window.binds["through"] == 41 and window.binds["lim"] == 7
+
+
+def test_seq_no_high_water_mark_statements() -> None:
+    """Issue 14 (9): Oracle numbers messages after the thread's high-water mark too,
+    not only after MAX(seq_no) of the messages left (a number freed by deleting the
+    last message is never handed out again)."""
+    stmt = sql.next_seq(N, "t1")
+    assert stmt.sql == (
+        "SELECT GREATEST(COALESCE((SELECT MAX(seq_no) FROM S1_MESSAGES "
+        "WHERE thread_id = :thread_id), -1), "
+        "COALESCE((SELECT MAX(seq_no) FROM S1_THREADS WHERE id = :thread_id), -1)) + 1 "
+        "FROM dual"
+    )
+    assert stmt.binds == {"thread_id": "t1"}
+    mark = sql.set_thread_seq(N, "t1", 7)
+    assert mark.sql == "UPDATE S1_THREADS SET seq_no = :seq_no WHERE id = :thread_id"
+    assert mark.binds == {"seq_no": 7, "thread_id": "t1"}
+    threads = next(
+        s for s in ddl.create_tables(N, 8) if s.sql.startswith("CREATE TABLE S1_THREADS")
+    )
+    assert "  seq_no NUMBER,\n" in threads.sql
+
+
+def test_plan_upgrades_a_version_1_schema() -> None:
+    """The schema upgrade step: version 1 has no THREADS.seq_no; CREATE_IF_NECESSARY
+    adds it and records version 2; REQUIRE_EXISTING refuses the outdated schema."""
+    old = existing(meta={"schema_version": "1"})
+    with pytest.raises(
+        ValueError, match=r"outdated \(schema version is '1'\).*CREATE_IF_NECESSARY"
+    ):
+        schema.plan_schema(SchemaPolicy.REQUIRE_EXISTING, N, old, wanted())
+    plan = schema.plan_schema(SchemaPolicy.CREATE_IF_NECESSARY, N, old, wanted())
+    assert _sqls(plan) == ["ALTER TABLE S1_THREADS ADD (seq_no NUMBER)"]
+    assert plan.meta["schema_version"] == "2" == str(ddl.SCHEMA_VERSION)
+    current = schema.plan_schema(SchemaPolicy.CREATE_IF_NECESSARY, N, existing(), wanted())
+    assert "ALTER TABLE S1_THREADS ADD (seq_no NUMBER)" not in _sqls(current)
+    with pytest.raises(ValueError, match="no upgrade from oam schema version 0"):
+        ddl.upgrade_steps(N, 0)
+
+
+def test_plan_reopening_with_another_strategy_is_recorded_or_refused_by_name() -> None:
+    """Issue 14 (9): a strategy the schema's indexes serve reopens (under any policy:
+    a metadata write, no DDL) and is recorded; one they cannot serve is refused
+    naming the strategy."""
+    hybrid = existing(
+        indexes={N.vector_index, N.hybrid_index},
+        meta={"hybrid_model": "M", "search_strategy": "HYBRID"},
+    )
+    for strategy in (SearchStrategy.KEYWORD, SearchStrategy.VECTOR):
+        plan = schema.plan_schema(
+            SchemaPolicy.REQUIRE_EXISTING, N, hybrid, wanted(strategy=strategy)
+        )
+        assert plan.steps == [] and plan.meta == {"search_strategy": strategy.value}
+    same = schema.plan_schema(
+        SchemaPolicy.REQUIRE_EXISTING,
+        N,
+        hybrid,
+        wanted(strategy=SearchStrategy.HYBRID, model="M"),
+    )
+    assert same.meta == {}
+    vector_only = existing()  # no text or hybrid index
+    with pytest.raises(ValueError, match=r"SearchStrategy\.KEYWORD is incompatible"):
+        schema.plan_schema(
+            SchemaPolicy.REQUIRE_EXISTING, N, vector_only, wanted(strategy=SearchStrategy.KEYWORD)
+        )
+    fresh = schema.plan_schema(SchemaPolicy.CREATE_IF_EMPTY, N, schema.SchemaState(), wanted())
+    assert fresh.meta["search_strategy"] == "VECTOR"

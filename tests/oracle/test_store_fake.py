@@ -85,7 +85,7 @@ def test_create_if_empty_creates_the_vector_schema_in_order(
     meta = binds_of(conn, r"^MERGE INTO S1_MEMORY_STORE_META")
     assert len(meta) == 1
     stored = {r["meta_key"]: r["meta_value"] for r in meta[0]}
-    assert stored["vector_dim"] == "8" and stored["schema_version"] == "1"
+    assert stored["vector_dim"] == "8" and stored["schema_version"] == "2"
     assert json.loads(stored["retention"]) == {"default_ttl_days": None, "max_ttl_days": None}
     # DDL runs before (outside) the one metadata transaction.
     assert conn.kinds()[-2:] == ["executemany", "commit"]
@@ -235,7 +235,9 @@ def test_retention_config_lives_in_schema_metadata(conn: FakeConnection, clock: 
         {
             "meta_key": "retention",
             "meta_value": json.dumps({"default_ttl_days": None, "max_ttl_days": 3}, sort_keys=True),
-        }
+        },
+        # a schema from before the strategy was recorded gets it when it may be written
+        {"meta_key": "search_strategy", "meta_value": "VECTOR"},
     ]
     assert ddl_calls(conn) == []  # existing rows' expiry is not rewritten
 
@@ -332,12 +334,16 @@ def test_existing_id_is_rejected_inside_the_transaction(
 def test_messages_get_per_thread_sequence_numbers(
     conn: FakeConnection, store: OracleDBMemoryStore
 ) -> None:
-    conn.script(r"SELECT COALESCE\(MAX\(seq_no\)", [(5,)])
+    conn.script(r"SELECT GREATEST\(COALESCE\(\(SELECT MAX\(seq_no\)", [(5,)])
     store.add(["a", "b"], "message", roles="user", thread_ids="t1")
     assert conn.sql()[1] == "LOCK TABLE S1_MESSAGES IN SHARE ROW EXCLUSIVE MODE"
     (rows,) = binds_of(conn, "INSERT INTO S1_MESSAGES")
     assert [r["seq_no"] for r in rows] == [5, 6]
     assert [r["content_set"] for r in rows] == [1, 1]
+    # the high-water mark moves with the numbers handed out, in the same transaction
+    mark = [c for c in conn.calls if c.sql.startswith("UPDATE S1_THREADS SET seq_no")]
+    assert [c.binds for c in mark] == [{"seq_no": 6, "thread_id": "t1"}]
+    assert conn.kinds()[-1] == "commit"
 
 
 def test_empty_strings_survive_oracle_null(
@@ -382,6 +388,9 @@ def test_delete_thread_cascades_in_one_transaction(
     conn.rowcount("DELETE FROM S1_THREADS", 1)
     assert store.delete_thread("t1") == 1
     assert conn.sql() == [
+        # the row lock first (BUGCASES C22): a writer holding it commits before the
+        # deletes below run, and they see its rows
+        "SELECT id FROM S1_THREADS WHERE id = :thread_id FOR UPDATE",
         "DELETE FROM S1_RECORD_CHUNKS WHERE record_family IN ('message', 'memory') "
         "AND thread_id = :thread_id",
         "DELETE FROM S1_MESSAGES WHERE thread_id = :thread_id",
@@ -389,6 +398,27 @@ def test_delete_thread_cascades_in_one_transaction(
         "DELETE FROM S1_THREADS WHERE id = :thread_id",
     ]
     assert conn.kinds()[-1] == "commit" and conn.kinds().count("commit") == 1
+
+
+def test_c22_thread_writes_hold_the_row_in_their_transaction(
+    conn: FakeConnection, store: OracleDBMemoryStore
+) -> None:
+    """BUGCASES C22 (statement level): ``add_to_thread`` locks the thread row, then
+    writes, in one transaction; a missing row is an error with a rollback."""
+    from oam_core.apis.batch import PendingRecordBatch
+
+    batch = PendingRecordBatch(texts=["x"], record_type="memory", thread_ids="t1")
+    conn.script(r"SELECT id FROM S1_THREADS WHERE id = :thread_id FOR UPDATE", [("t1",)])
+    store.add_to_thread("t1", [batch])
+    sql = conn.sql()
+    assert sql[0] == "SELECT id FROM S1_THREADS WHERE id = :thread_id FOR UPDATE"
+    assert any(s.startswith("INSERT INTO S1_MEMORIES") for s in sql)
+    assert conn.kinds().count("commit") == 1 and conn.kinds()[-1] == "commit"
+    conn.reset()
+    conn.script(r"SELECT id FROM S1_THREADS WHERE id = :thread_id FOR UPDATE", [])
+    with pytest.raises(ValueError, match="thread 't1' does not exist"):
+        store.add_to_thread("t1", [batch])
+    assert conn.kinds()[-1] == "rollback" and not conn.statements("executemany")
 
 
 def test_delete_user_cascade_is_one_transaction_even_without_profile(

@@ -31,45 +31,99 @@ def _one(text: str, record_type: str = "fact", **extra: Any) -> str:
     ("reply", "expected"),
     [
         (_one("Ana likes tea"), [ExtractedMemory("Ana likes tea", "fact", None, ())]),
-        # a bare list, a single object, plain strings
-        ('[{"text": "a", "record_type": "memory"}]', [ExtractedMemory("a", "memory", None, ())]),
-        (
-            '{"text": "b", "record_type": "guideline"}',
-            [ExtractedMemory("b", "guideline", None, ())],
-        ),
-        ('{"memories": ["c"]}', [ExtractedMemory("c", "memory", None, ())]),
-        ('{"memories": {"text": "d"}}', [ExtractedMemory("d", "memory", None, ())]),
-        ('{"memories": null}', []),
         ('{"memories": []}', []),
         # fences and prose
         ("```json\n" + _one("e") + "\n```", [ExtractedMemory("e", "fact", None, ())]),
         ("Here you go: " + _one("f") + " Hope it helps!", [ExtractedMemory("f", "fact", None, ())]),
-        # types: case, plurals, unknown
+        # types: case, spaces and plurals are folded
         (_one("g", "Preferences"), [ExtractedMemory("g", "preference", None, ())]),
-        (_one("h", "opinion"), [ExtractedMemory("h", "memory", None, ())]),
-        (_one("i", None), [ExtractedMemory("i", "memory", None, ())]),
-        # timestamps: parsed to UTC ISO, junk dropped
+        (_one("g2", " FACT "), [ExtractedMemory("g2", "fact", None, ())]),
+        # timestamps: parsed to UTC ISO, junk dropped; omitted = None
         (
             _one("j", timestamp="2024-03-10"),
             [ExtractedMemory("j", "fact", "2024-03-10T00:00:00.000000+00:00", ())],
         ),
         (_one("k", timestamp="next tuesday"), [ExtractedMemory("k", "fact", None, ())]),
-        # supersedes labels: normalized, unknown shapes dropped, deduplicated
+        (_one("k2", timestamp=None), [ExtractedMemory("k2", "fact", None, ())]),
+        # supersedes labels: normalized, non-labels ignored, deduplicated
         (
-            _one("l", supersedes=["m1", "M2", "x", 3, "M2"]),
+            _one("l", supersedes=["m1", "M2", "x", "M2"]),
             [ExtractedMemory("l", "fact", None, ("M1", "M2"))],
         ),
-        (_one("m", supersedes="M3"), [ExtractedMemory("m", "fact", None, ("M3",))]),
-        # blanks, non-dicts, duplicates, lone surrogates
+        # extra keys are ignored
+        (_one("x", confidence=0.9), [ExtractedMemory("x", "fact", None, ())]),
+        # duplicates, lone surrogates
         (
-            '{"memories": [{"text": "  "}, 5, {"no": "text"}, {"text": "n"}, {"text": "N"}]}',
-            [ExtractedMemory("n", "memory", None, ())],
+            '{"memories": [{"text": "n", "record_type": "fact"}, '
+            '{"text": "N", "record_type": "memory"}]}',
+            [ExtractedMemory("n", "fact", None, ())],
         ),
-        ('{"memories": [{"text": "o\\ud800p"}]}', [ExtractedMemory("op", "memory", None, ())]),
+        (
+            '{"memories": [{"text": "o\\ud800p", "record_type": "memory"}]}',
+            [ExtractedMemory("op", "memory", None, ())],
+        ),
     ],
 )
 def test_extraction_reply_cases(reply: str, expected: list[ExtractedMemory]) -> None:
     assert parse_extraction_reply(reply) == expected
+
+
+WRONG_SHAPES: list[tuple[str, str]] = [
+    # issue 14 (3), BUGCASES C23: well-formed JSON of the wrong shape
+    ("item without text", '{"memories": [{"fact": "Ana likes tea"}]}'),
+    ("singular key", '{"memory": {"text": "Ana likes tea", "record_type": "fact"}}'),
+    ("text as key", '{"Ana likes tea": "preference"}'),
+    ("text not a string", '{"memories": [{"text": 123, "record_type": "fact"}]}'),
+    ("one bad item among good ones", '{"memories": [' + _one("a")[14:-2] + ', {"txt": "b"}]}'),
+    ("unknown type", _one("h", "opinion")),
+    ("missing type", '{"memories": [{"text": "i"}]}'),
+    ("null type", _one("i", None)),
+    ("blank text", '{"memories": [{"text": "  ", "record_type": "fact"}]}'),
+    ("string items", '{"memories": ["c"]}'),
+    ("non-object item", '{"memories": [5]}'),
+    ("memories an object", '{"memories": {"text": "d", "record_type": "fact"}}'),
+    ("memories null", '{"memories": null}'),
+    ("bare list", '[{"text": "a", "record_type": "memory"}]'),
+    ("bare item", '{"text": "b", "record_type": "guideline"}'),
+    ("supersedes not a list", _one("m", supersedes="M3")),
+    ("supersedes of numbers", _one("m", supersedes=[3])),
+    ("timestamp a number", _one("t", timestamp=20240310)),
+]
+
+
+@pytest.mark.parametrize("reply", [c[1] for c in WRONG_SHAPES], ids=[c[0] for c in WRONG_SHAPES])
+def test_wrongly_shaped_replies_are_unusable(reply: str) -> None:
+    with pytest.raises(UnusableReplyError, match=r"does not fit the reply schema|no usable JSON"):
+        parse_extraction_reply(reply)
+
+
+def test_the_error_names_the_offending_item() -> None:
+    with pytest.raises(UnusableReplyError, match=r"\$\.memories\[1\]"):
+        parse_extraction_reply('{"memories": [' + _one("a")[14:-2] + ', {"txt": "b"}]}')
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        # issue 14 (4), BUGCASES C24: an example before the answer
+        ('Example format: {"memories": []}\nAnswer: ' + _one("real"), ["real"]),
+        (_one("example") + "\nAnswer: " + _one("real"), ["real"]),
+        # the last value that fits wins, whatever comes after it
+        (_one("real") + ' (I ignored {"note": "x"})', ["real"]),
+        ('{"memories": [{"fact": "bad"}]} corrected: ' + _one("fixed"), ["fixed"]),
+        (_one("first") + " " + _one("second") + " " + _one("third"), ["third"]),
+        ("```json\n" + _one("a") + "\n```\n```json\n" + _one("b") + "\n```", ["b"]),
+    ],
+    ids=["empty-example-first", "example-first", "trailer", "fixed", "three", "two-fences"],
+)
+def test_the_last_value_that_fits_wins(reply: str, expected: list[str]) -> None:
+    assert [m.text for m in parse_extraction_reply(reply)] == expected
+
+
+def test_an_answer_cut_off_after_an_example_is_unusable() -> None:
+    """An example followed by a truncated answer must not pass as the example."""
+    with pytest.raises(UnusableReplyError, match="cut off"):
+        parse_extraction_reply('Example: {"memories": []}\nAnswer: {"memories": [{"text": "a')
 
 
 @pytest.mark.parametrize(
@@ -81,7 +135,13 @@ def test_unusable_extraction_replies(reply: str) -> None:
 
 
 def test_more_than_the_cap_is_cut_with_a_warning() -> None:
-    reply = json.dumps({"memories": [{"text": f"t{i}"} for i in range(MAX_MEMORIES_PER_PASS + 7)]})
+    reply = json.dumps(
+        {
+            "memories": [
+                {"text": f"t{i}", "record_type": "memory"} for i in range(MAX_MEMORIES_PER_PASS + 7)
+            ]
+        }
+    )
     with pytest.warns(MemoryPipelineWarning, match=f"{MAX_MEMORIES_PER_PASS + 7} memories"):
         memories = parse_extraction_reply(reply)
     assert [m.text for m in memories] == [f"t{i}" for i in range(MAX_MEMORIES_PER_PASS)]
@@ -107,9 +167,21 @@ def test_topics_are_normalized_in_order(values: list[str]) -> None:
 def test_summary_replies() -> None:
     reply = json.dumps({"summary": " Ana plans a trip. ", "topics": ["Travel", " travel ", "Food"]})
     assert parse_summary_reply(reply) == RunningSummary("Ana plans a trip.", ("travel", "food"))
-    for bad in ('{"summary": "  "}', '{"topics": []}', "[1]", "nothing"):
+    for bad in (
+        '{"summary": "  "}',
+        '{"topics": []}',
+        "[1]",
+        "nothing",
+        '{"summary": 5}',
+        '{"summary": "x", "topics": "travel"}',
+        '{"summary": "x", "topics": [1]}',
+        '{"summary": "\\u0000"}',
+    ):
         with pytest.raises(UnusableReplyError):
             parse_summary_reply(bad)
+    example_first = 'e.g. {"summary": "example", "topics": []} -> ' + reply
+    assert parse_summary_reply(example_first).summary == "Ana plans a trip."
+    assert parse_summary_reply('{"summary": "only"}') == RunningSummary("only", ())
 
 
 def _msg(i: int, text: str) -> PromptMessage:

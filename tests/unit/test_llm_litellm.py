@@ -68,6 +68,35 @@ class TestRecorded:
         assert isinstance(reply, str)
         assert reply.strip()
 
+    def test_sync_call_leaves_no_event_loop_behind(self, recorded_llm: RecordedFactory) -> None:
+        """Issue 14 (9): litellm's sync path creates an event loop in the calling
+        thread; ``generate`` closes it, so no "unclosed event loop" ResourceWarning
+        can follow (the test plugin no longer cleans up after it)."""
+        import asyncio
+        import gc
+        import warnings
+
+        from oam_core._litellm import _thread_loop
+
+        # a fresh policy: no loop, and get_event_loop() may create one (as in a new
+        # process's main thread; set_event_loop(None) would forbid that)
+        asyncio.set_event_loop_policy(None)
+        llm = recorded_llm("sync_async_same", max_tokens=16)  # two recorded replies
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert llm.generate(PLAIN_PROMPT).strip()
+            assert _thread_loop() is None
+            gc.collect()
+        assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+        kept = asyncio.new_event_loop()  # a loop the caller set is left alone
+        asyncio.set_event_loop(kept)
+        try:
+            llm.generate(PLAIN_PROMPT)
+            assert _thread_loop() is kept and not kept.is_closed()
+        finally:
+            asyncio.set_event_loop(None)
+            kept.close()
+
     def test_json_schema(self, recorded_llm: RecordedFactory) -> None:
         llm = recorded_llm("json_schema")
         reply = llm.generate(TOPICS_PROMPT, response_json_schema=TOPICS_SCHEMA)

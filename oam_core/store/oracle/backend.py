@@ -205,6 +205,21 @@ class OracleBackend(Backend):
             )
         return [record_from_row(MESSAGE, r) for r in rows]
 
+    def thread_messages_by_seq(
+        self,
+        thread_id: str,
+        after: int | None,
+        through: int | None,
+        limit: int | None,
+        newest: bool,
+        now: datetime,
+    ) -> builtins.list[Record]:
+        stmt = sql.thread_messages_by_seq(
+            self.n, thread_id, after, through, limit, newest, sql.naive_utc(now)
+        )
+        records = [record_from_row(MESSAGE, r) for r in self._all(stmt)]
+        return records[::-1] if newest else records
+
     def get_thread(self, thread_id: str) -> ThreadRow | None:
         rows = self._all(sql.get_thread(self.n, thread_id))
         return _thread_row(rows[0]) if rows else None
@@ -316,6 +331,11 @@ class OracleTx(Tx):
             found.update(r[0] for r in fetchall(self.c, sql.ids_to_pks(self.n, family, part)))
         return found
 
+    def hold_thread(self, thread_id: str) -> bool:
+        # The row lock (FOR UPDATE): delete_thread locks the row before deleting
+        # anything, so it waits for this transaction (and this one for it).
+        return fetchone(self.c, sql.lock_thread(self.n, thread_id)) is not None
+
     def insert(self, plans: Sequence[RowPlan], created_at: datetime, batch_size: int) -> None:
         created = sql.naive_utc(created_at)
         next_seq: dict[str | None, int] = {}
@@ -350,6 +370,9 @@ class OracleTx(Tx):
             )
         for family, rows in by_family.items():
             run_batched(self.c, sql.insert_records(self.n, family, rows), batch_size)
+        for thread_id, following in next_seq.items():
+            if thread_id is not None:
+                run(self.c, sql.set_thread_seq(self.n, thread_id, following - 1))
         pks = self._pks(plans)
         chunk_rows = [
             self._chunk_row(
@@ -470,6 +493,9 @@ class OracleTx(Tx):
         return int(run(self.c, sql.delete_by_pk(self.n, family, pk)).rowcount or 0)
 
     def delete_thread(self, thread_id: str) -> int:
+        # Lock the row first: a writer holding it (hold_thread) commits before these
+        # deletes run, and they see its rows, so nothing is left without its thread.
+        fetchone(self.c, sql.lock_thread(self.n, thread_id))
         count = 0
         for stmt in sql.delete_thread(self.n, thread_id):
             count = int(run(self.c, stmt).rowcount or 0)

@@ -4,11 +4,13 @@ Pure functions from ``Names`` (validated, upper-case, unquoted) to ``Stmt``s. DD
 takes no binds, so only validated names and integers reach the text; PL/SQL blocks
 (preference, scheduler job) take their values as binds.
 
-Schema version 1:
+Schema version 2 (version 1 lacked ``THREADS.seq_no``; ``UPGRADES`` adds it):
 
 * ``MEMORY_STORE_META`` (key/value): schema version, vector dimension, index sync
   mode, hybrid model, retention config (JSON).
-* ``THREADS``; ``ACTOR_PROFILES``, ``MESSAGES``, ``MEMORIES`` (one row per record,
+* ``THREADS``, with ``seq_no``: the high-water mark of the thread's message
+  numbers, so a number freed by a delete is never handed out again (the pipeline's
+  watermark relies on it); ``ACTOR_PROFILES``, ``MESSAGES``, ``MEMORIES`` (one row per record,
   JSON metadata, ``TIMESTAMP(6)`` times in UTC, ``content_set``/``event_ts_set``
   flags because Oracle stores ``''`` as NULL); ``RECORD_CHUNKS`` (search rows: text
   CLOB, optional ``VECTOR(dim, FLOAT32)`` embedding, copied scope and expiry).
@@ -20,12 +22,13 @@ Schema version 1:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from oam_core.store.options import SearchIndexSyncMode
 from oam_core.store.oracle.names import Names
 from oam_core.store.oracle.stmt import Stmt
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 ID_LEN = 512
 """Longest record, thread and scope id (characters; 2048 bytes in AL32UTF8, so one id
 fits an index key even on a STANDARD ``MAX_STRING_SIZE`` database)."""
@@ -70,6 +73,7 @@ def create_tables(n: Names, vector_dim: int | None, flexible: bool = False) -> l
   config JSON,
   state JSON,
   created_at TIMESTAMP(6) NOT NULL,
+  seq_no NUMBER,
   CONSTRAINT {n.threads}_UK UNIQUE (id)
 )""",
         f"CREATE TABLE {n.profiles} {_RECORD_COLUMNS},\n"
@@ -107,6 +111,34 @@ def create_tables(n: Names, vector_dim: int | None, flexible: bool = False) -> l
         f"CREATE INDEX {n.chunks}_TYPE_IX ON {n.chunks} (record_type, expires_at)",
     ]
     return [Stmt(s) for s in stmts]
+
+
+def upgrade_steps(n: Names, version: int) -> list[Stmt]:
+    """The DDL taking an existing schema from ``version`` to ``SCHEMA_VERSION``
+    (tables this plan creates anew already have the current shape).
+
+    1 -> 2: ``THREADS.seq_no``, the message-number high-water mark. Left NULL, the
+    next number is still after every stored message (``sql.next_seq``), so no data
+    step is needed.
+
+    Raises:
+        ValueError: for a version with no upgrade path.
+    """
+    steps: list[Stmt] = []
+    for step in range(version, SCHEMA_VERSION):
+        if step not in UPGRADES:
+            raise ValueError(
+                f"no upgrade from oam schema version {step} to {step + 1}; recreate the "
+                "schema (SchemaPolicy.RECREATE) or migrate it by hand"
+            )
+        steps.extend(UPGRADES[step](n))
+    return steps
+
+
+UPGRADES: dict[int, Callable[[Names], list[Stmt]]] = {
+    1: lambda n: [Stmt(f"ALTER TABLE {n.threads} ADD (seq_no NUMBER)")],
+}
+"""``UPGRADES[v](names)``: the statements taking schema version ``v`` to ``v + 1``."""
 
 
 def embedding_column(vector_dim: int | None, flexible: bool = False) -> str:

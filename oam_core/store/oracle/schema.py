@@ -13,7 +13,7 @@ Rules (seed 004):
 * ``CREATE_IF_EMPTY`` creates everything when no managed table exists, else behaves
   as ``REQUIRE_EXISTING``.
 * ``CREATE_IF_NECESSARY`` creates missing objects and applies supported upgrades:
-  missing tables/indexes, the embedding column and vector index, a text index
+  the schema version steps (``ddl.UPGRADES``), missing tables/indexes, the embedding column and vector index, a text index
   (vector -> keyword), the vectorizer preference and hybrid index (-> hybrid), a
   changed text-index sync mode, and an explicit retention config into the metadata.
 * ``RECREATE`` drops every managed object and creates the schema anew.
@@ -24,6 +24,9 @@ Rules (seed 004):
   index built from the same in-database model as the store's ``OracleDBEmbedder``.
 * ``MemoryRetentionConfig`` lives in the metadata: omitted = the stored one; explicit
   and different = an update under ``CREATE_IF_NECESSARY``, an error otherwise.
+* Reopening with another strategy than the stored one works whenever the schema
+  serves it (a metadata write, never DDL, under any policy) and records it as
+  ``search_strategy``; one it cannot serve is refused naming the strategy, as above.
 """
 
 from __future__ import annotations
@@ -202,6 +205,7 @@ def _fresh_meta(w: Wanted, retention: MemoryRetentionConfig) -> dict[str, str]:
         "search_index_sync": w.sync.value,
         "retention": retention_json(retention),
         "created_strategy": w.strategy.value,
+        "search_strategy": w.strategy.value,
     }
     kind = column_kind(w)
     if kind is not None:
@@ -269,10 +273,17 @@ def plan_schema(policy: SchemaPolicy, n: Names, s: SchemaState, w: Wanted) -> Pl
         kind_now = stored_column(meta) or column_kind(w)
         created = ddl.create_tables(n, meta_dim(meta) or w.vector_dim, kind_now == FLEXIBLE)
         plan.steps.extend(st for st in created if _creates_missing(st, missing))
+        if version is not None and version.isdigit() and n.threads not in missing:
+            plan.steps.extend(ddl.upgrade_steps(n, int(version)))
         plan.meta["schema_version"] = str(ddl.SCHEMA_VERSION)
     _plan_vectors(plan, n, s, w, upgrade, missing)
     _plan_search_index(plan, n, s, w, upgrade)
     _plan_retention(plan, meta, w, upgrade)
+    # The schema serves the strategy (else a ValueError above): record a change (a
+    # schema that predates the record gets it when it may be written anyway).
+    stored = meta.get("search_strategy", meta.get("created_strategy"))
+    if stored != w.strategy.value and (stored is not None or upgrade):
+        plan.meta["search_strategy"] = w.strategy.value
     if upgrade and not s.has_job:
         plan.steps.append(PURGE_JOB)
     return plan

@@ -124,14 +124,27 @@ def lock_messages(n: Names) -> Stmt:
 
 
 def next_seq(n: Names, thread_id: str | None) -> Stmt:
-    """The next per-thread message sequence number."""
+    """The next per-thread message sequence number: after every message the thread
+    holds and after its row's high-water mark, so a number freed by a delete is never
+    handed out again."""
     if thread_id is None:
         return Stmt(
             f"SELECT COALESCE(MAX(seq_no), -1) + 1 FROM {n.messages} WHERE thread_id IS NULL"
         )
     return Stmt(
-        f"SELECT COALESCE(MAX(seq_no), -1) + 1 FROM {n.messages} WHERE thread_id = :thread_id",
+        f"SELECT GREATEST(COALESCE((SELECT MAX(seq_no) FROM {n.messages} "
+        "WHERE thread_id = :thread_id), -1), "
+        f"COALESCE((SELECT MAX(seq_no) FROM {n.threads} WHERE id = :thread_id), -1)) + 1 "
+        "FROM dual",
         {"thread_id": thread_id},
+    )
+
+
+def set_thread_seq(n: Names, thread_id: str, seq_no: int) -> Stmt:
+    """Record ``seq_no`` as the thread's message-number high-water mark."""
+    return Stmt(
+        f"UPDATE {n.threads} SET seq_no = :seq_no WHERE id = :thread_id",
+        {"seq_no": seq_no, "thread_id": thread_id},
     )
 
 
@@ -220,9 +233,16 @@ def delete_by_pk(n: Names, family: str, pk: int) -> Stmt:
     return Stmt(f"DELETE FROM {n.record_table(family)} WHERE pk = :pk", {"pk": pk})
 
 
+def lock_thread(n: Names, thread_id: str) -> Stmt:
+    """Lock a thread row until the transaction ends (no row: nothing is locked)."""
+    return Stmt(
+        f"SELECT id FROM {n.threads} WHERE id = :thread_id FOR UPDATE", {"thread_id": thread_id}
+    )
+
+
 def delete_thread(n: Names, thread_id: str) -> list[Stmt]:
     """Delete a thread's search rows, messages, memory-like records, then the thread row
-    (the last statement's rowcount is the thread count)."""
+    (the last statement's rowcount is the thread count). Run after ``lock_thread``."""
     b = {"thread_id": thread_id}
     return [
         Stmt(
@@ -435,6 +455,33 @@ def thread_messages(n: Names, thread_id: str, offset: int, limit: int | None, no
     sql = f"SELECT {RECORD_COLUMNS} {_visible_messages(n)} ORDER BY r.seq_no, r.pk OFFSET :off ROWS"
     if limit is not None:
         sql += " FETCH NEXT :lim ROWS ONLY"
+        binds["lim"] = limit
+    return Stmt(sql, binds, {"now": "TIMESTAMP"})
+
+
+def thread_messages_by_seq(
+    n: Names,
+    thread_id: str,
+    after: int | None,
+    through: int | None,
+    limit: int | None,
+    newest: bool,
+    now: Any,
+) -> Stmt:
+    """A thread's visible messages with ``after < seq_no <= through`` (None: no
+    bound), in insertion order (``newest``: descending, for the last ``limit``)."""
+    binds: dict[str, Any] = {"thread_id": thread_id, "now": now}
+    sql = f"SELECT {RECORD_COLUMNS} {_visible_messages(n)}"
+    if after is not None:
+        sql += " AND r.seq_no > :after"
+        binds["after"] = after
+    if through is not None:
+        sql += " AND r.seq_no <= :through"
+        binds["through"] = through
+    order = "DESC" if newest else "ASC"
+    sql += f" ORDER BY r.seq_no {order}, r.pk {order}"
+    if limit is not None:
+        sql += " FETCH FIRST :lim ROWS ONLY"
         binds["lim"] = limit
     return Stmt(sql, binds, {"now": "TIMESTAMP"})
 

@@ -42,7 +42,13 @@ from oam_core.store.postgres.filter import PgFilterCompiler
 from oam_core.store.postgres.fulltext import K1, B, index_input, query_words, tsquery_literal
 from oam_core.store.postgres.schema import lock_key
 from oam_core.store.ranking import RRF_K
-from oam_core.store.rows import RECORD_COLUMNS, epoch, record_from_row, thread_from_row
+from oam_core.store.rows import (
+    RECORD_COLUMNS,
+    epoch,
+    record_from_row,
+    seq_range,
+    thread_from_row,
+)
 from oam_core.store.ttl import iso
 
 Conn = psycopg.Connection[Any]
@@ -234,6 +240,24 @@ class PgBackend(Backend):
                 (thread_id, now.timestamp(), None if hi is None else hi - lo, lo),
             ).fetchall()
         return [self.record(r) for r in rows]
+
+    def thread_messages_by_seq(
+        self,
+        thread_id: str,
+        after: int | None,
+        through: int | None,
+        limit: int | None,
+        newest: bool,
+        now: datetime,
+    ) -> builtins.list[Record]:
+        tail, bounds = seq_range("%s", after, through, newest)
+        params = [thread_id, now.timestamp(), *bounds, limit]
+        with self.reading() as conn:
+            rows = conn.execute(
+                f"SELECT {_RECORD_COLS} {self._thread_where()}{tail}", params
+            ).fetchall()
+        records = [self.record(r) for r in rows]
+        return records[::-1] if newest else records
 
     def get_thread(self, thread_id: str) -> ThreadRow | None:
         with self.reading() as conn:
@@ -498,6 +522,12 @@ class PgTx(Tx):
             (family, list(ids)),
         ).fetchall()
         return {r[0] for r in rows}
+
+    def hold_thread(self, thread_id: str) -> bool:
+        # The thread's advisory lock: delete_thread and delete_actor_scope take it
+        # before deleting, so they wait for this transaction (and it for them).
+        self._lock_threads([thread_id])
+        return bool(self.existing_ids(THREAD, [thread_id]))
 
     def insert(self, plans: Sequence[RowPlan], created_at: datetime, batch_size: int) -> None:
         created = iso(created_at)

@@ -122,7 +122,9 @@ class PostgresMemoryStore(OracleMemoryStore):
         embedder: See ``OracleMemoryStore``.
         vector_dim: See ``OracleMemoryStore``; must equal the stored dimension.
         search_strategy: ``SearchStrategy`` or its name; None = the stored strategy
-            (VECTOR for a new store). Must equal the stored strategy.
+            (VECTOR for a new store). Another strategy than the stored one is used
+            and recorded: the store keeps the vector and the full-text index that
+            every strategy needs (docs/postgres.md).
         memory_retention_config: TTL defaults, persisted; None = the stored config.
         memory_store_id: Prefix of every table, index and text-search object, so
             several stores share one database (letter first, letters/digits/
@@ -134,7 +136,7 @@ class PostgresMemoryStore(OracleMemoryStore):
     Raises:
         ValueError: for a bad argument, an unreachable server, a missing store under
             REQUIRE_EXISTING, an outdated or newer schema version, or an existing
-            store with another vector dimension or search strategy. Nothing is
+            store with another vector dimension. Nothing is
             written then (the pool the store opened is closed again).
     """
 
@@ -227,13 +229,7 @@ class PostgresMemoryStore(OracleMemoryStore):
                 )
             self.vector_dim = int(stored_dim)
         stored = meta.get("search_strategy")
-        if stored is not None:
-            if strategy_given and stored != self.search_strategy.value:
-                raise ValueError(
-                    f"{self._where} was created with search_strategy {stored}, but this "
-                    f"store was opened with {self.search_strategy.value}; open it with "
-                    f"search_strategy={stored!r} or use another memory_store_id"
-                )
+        if stored is not None and not strategy_given:
             self.search_strategy = SearchStrategy.parse(stored)
 
     def _remember_vector_dim(self, dim: int) -> None:

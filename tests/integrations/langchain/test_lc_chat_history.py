@@ -128,12 +128,18 @@ def test_thousand_message_thread_is_returned_whole_and_in_order(
 def test_add_messages_is_one_store_write(memory: OracleAgentMemory, monkeypatch: Any) -> None:
     calls: list[int] = []
     original = memory.store.add
+    original_thread_write = memory.store.add_to_thread
 
     def counting_add(contents: Any, *args: Any, **kwargs: Any) -> Any:
         calls.append(len(contents))
         return original(contents, *args, **kwargs)
 
+    def counting_thread_write(thread_id: str, batches: Any, **kwargs: Any) -> Any:
+        calls.extend(len(b.texts) for b in batches)
+        return original_thread_write(thread_id, batches, **kwargs)
+
     monkeypatch.setattr(memory.store, "add", counting_add)
+    monkeypatch.setattr(memory.store, "add_to_thread", counting_thread_write)
     OAMChatMessageHistory(memory, "t1").add_messages(conversation())
     assert calls == [len(conversation())]
 

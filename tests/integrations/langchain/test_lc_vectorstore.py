@@ -173,13 +173,19 @@ def test_metadata_round_trips_exactly_without_internal_keys() -> None:
     meta = {"a": 1, "nested": {"x": [1, 2.5, None, "s"]}, "ok": False}
     vs.add_texts(["text"], [meta], ids=["m1"])
     assert vs.get_by_ids(["m1"]) == [Document(id="m1", page_content="text", metadata=meta)]
-    # a record written by oam itself, with library-reserved provenance
-    db.add(
-        ["extracted"],
-        "memory",
-        record_ids="m2",
+    # a record written by oam itself (the extraction pipeline's path), with
+    # library-reserved provenance that callers cannot write
+    from oam_core.apis.batch import PendingRecordBatch
+
+    db.create_thread_row("t")
+    extracted = PendingRecordBatch(
+        texts=["extracted"],
+        record_type="memory",
+        record_ids=["m2"],
+        thread_ids="t",
         metadata={"topic": "t", "$agent_memory": {"source_message_ids": ["x"]}},
     )
+    assert db.commit_thread_pass("t", expected_state={}, state={}, batches=[extracted]) == ["m2"]
     assert vs.get_by_ids(["m2"])[0].metadata == {"topic": "t"}
     assert vs.similarity_search("extracted", k=1)[0].metadata == {"topic": "t"}
     with pytest.raises(ValueError, match="reserved"):
