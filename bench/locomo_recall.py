@@ -71,21 +71,54 @@ class Question:
     evidence: frozenset[str]
 
 
+SESSION_K = 5
+"""Depth of the evidence-session hit rate (published session-level figures use 5)."""
+
+
+def session_of(dia_id: str) -> str:
+    """The session of a LoCoMo dialog id: ``"D3:12"`` -> ``"D3"``."""
+    return dia_id.split(":", 1)[0]
+
+
 @dataclass
 class _Tally:
+    """Running sums of one group of questions (a category, or overall)."""
+
     n: int = 0
     all_hits: int = 0
     any_hits: int = 0
+    session_hits: int = 0
+    reciprocal_ranks: float = 0.0
 
-    def add(self, evidence: frozenset[str], retrieved: set[str]) -> None:
+    def add(self, evidence: frozenset[str], ranked: Sequence[frozenset[str]], k: int) -> None:
+        """Score one question.
+
+        Args:
+            evidence: The question's gold dialog ids.
+            ranked: Per result, best first, the dialog ids it stands for (a message:
+                its own id; a memory: the turns it was extracted from).
+            k: The cut-off of recall and MRR.
+        """
         self.n += 1
-        self.all_hits += evidence <= retrieved
-        self.any_hits += bool(evidence & retrieved)
+        top = ranked[:k]
+        covered = frozenset().union(*top)
+        self.all_hits += evidence <= covered
+        self.any_hits += bool(evidence & covered)
+        sessions = {session_of(e) for e in evidence}
+        self.session_hits += any(
+            session_of(d) in sessions for ids in ranked[:SESSION_K] for d in ids
+        )
+        first = next((rank for rank, ids in enumerate(top, 1) if ids & evidence), None)
+        self.reciprocal_ranks += 1.0 / first if first else 0.0
 
     def as_dict(self, k: int) -> dict[str, Any]:
+        """The group's metrics (0.0 for an empty group)."""
+        n = self.n or 1
         return {
-            f"recall_all@{k}": self.all_hits / self.n if self.n else 0.0,
-            f"recall_any@{k}": self.any_hits / self.n if self.n else 0.0,
+            f"recall_all@{k}": self.all_hits / n,
+            f"recall_any@{k}": self.any_hits / n,
+            f"session_hit@{SESSION_K}": self.session_hits / n,
+            f"mrr@{k}": self.reciprocal_ranks / n,
             "n": self.n,
         }
 
@@ -121,6 +154,56 @@ class TimedEmbedder(IEmbedder):
             return self.inner.embed(texts, is_query=is_query)
         finally:
             self.seconds += time.perf_counter() - started
+
+
+class CachedEmbedder(IEmbedder):
+    """Delegates to another embedder through an on-disk cache keyed by (model, text).
+
+    For iterating on ranking without re-embedding LoCoMo: the cache is a SQLite file
+    kept outside the repository (``--embed-cache``). Timings of a cached run measure
+    the cache, not the model; the report says so (``config.embed_cache``).
+    """
+
+    def __init__(self, inner: IEmbedder, model: str, path: Path) -> None:
+        import sqlite3
+
+        self.inner = inner
+        self.model = model
+        self.max_input_tokens = inner.max_input_tokens
+        self._db = sqlite3.connect(str(path), timeout=300)
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS vec (model TEXT, query INTEGER, text TEXT, v BLOB, "
+            "PRIMARY KEY (model, query, text))"
+        )
+
+    @property
+    def embedding_dimension(self) -> int:
+        return self.inner.embedding_dimension
+
+    def embed(self, texts: Sequence[str], *, is_query: bool = False) -> npt.NDArray[np.float32]:
+        """Cached vectors of ``texts``; misses are embedded in one call and stored."""
+        out = np.zeros((len(texts), self.embedding_dimension), dtype=np.float32)
+        missing: dict[str, list[int]] = {}
+        for i, text in enumerate(texts):
+            row = self._db.execute(
+                "SELECT v FROM vec WHERE model = ? AND query = ? AND text = ?",
+                (self.model, int(is_query), text),
+            ).fetchone()
+            if row is None:
+                missing.setdefault(text, []).append(i)
+            else:
+                out[i] = np.frombuffer(row[0], dtype=np.float32)
+        if missing:
+            todo = list(missing)
+            vectors = np.asarray(self.inner.embed(todo, is_query=is_query), dtype=np.float32)
+            for text, vector in zip(todo, vectors, strict=True):
+                out[missing[text]] = vector
+                self._db.execute(
+                    "INSERT OR REPLACE INTO vec VALUES (?, ?, ?, ?)",
+                    (self.model, int(is_query), text, vector.tobytes()),
+                )
+            self._db.commit()
+        return out
 
 
 def load_qrels(path: Path) -> list[Question]:
@@ -162,6 +245,8 @@ def run(
     embedder: str,
     samples: Sequence[str] | None = None,
     db: str | None = None,
+    embed_cache: Path | None = None,
+    per_question: Path | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark and return the report (the ``--json`` object).
 
@@ -196,6 +281,8 @@ def run(
 
     inner = resolve_embedder(embedder)
     assert inner is not None
+    if embed_cache is not None:
+        inner = CachedEmbedder(inner, embedder, embed_cache)
     model = TimedEmbedder(inner)
     timings = _Timings()
     started = time.perf_counter()
@@ -203,6 +290,7 @@ def run(
     timings.model_load_s = time.perf_counter() - started
     tallies = {category: _Tally() for category in CATEGORIES}
     overall = _Tally()
+    dump = per_question.open("w", encoding="utf-8") if per_question is not None else None
 
     for sample_id, sample_conversations in by_sample.items():
         store = open_store(db, sample_id, model, strategy)
@@ -217,12 +305,23 @@ def run(
             timings.ingest_s += time.perf_counter() - started
             timings.ingest_embed_s += model.seconds - embed_before
             for question in questions.get(sample_id, []):
-                retrieved = _search(store, model, question, strategy, k, timings)
-                tallies[question.category].add(question.evidence, retrieved)
+                ranked = _search(store, model, question, strategy, max(k, SESSION_K), timings)
+                tallies[question.category].add(question.evidence, ranked, k)
+                if dump is not None:
+                    row = {
+                        "sample_id": sample_id,
+                        "qa_index": question.qa_index,
+                        "category": question.category,
+                        "evidence": sorted(question.evidence),
+                        "ranked": [sorted(ids) for ids in ranked],
+                    }
+                    dump.write(json.dumps(row) + "\n")
                 if question.category not in EXCLUDED_FROM_OVERALL:
-                    overall.add(question.evidence, retrieved)
+                    overall.add(question.evidence, ranked, k)
         finally:
             store.close()
+    if dump is not None:
+        dump.close()
 
     return {
         "overall": overall.as_dict(k),
@@ -249,6 +348,7 @@ def run(
             "vector_dim": model.embedding_dimension,
             "samples": list(by_sample),
             "backend": "sqlite" if db is None else "postgres",
+            "embed_cache": embed_cache is not None,
             "threads": timings.threads,
             "messages": timings.messages,
             "questions_without_evidence": skipped,
@@ -311,7 +411,7 @@ def _search(
     strategy: SearchStrategy,
     k: int,
     timings: _Timings,
-) -> set[str]:
+) -> list[frozenset[str]]:
     scope: dict[str, Any] = {
         "user_id": question.sample_id,
         "exact_user_match": True,
@@ -334,11 +434,11 @@ def _search(
     timings.embed_ms.append(embed_s * 1000)
     timings.incl_ms.append(total_s * 1000)
     timings.excl_ms.append(search_s * 1000)
-    return {
-        str(record.metadata["dia_id"])
+    return [
+        frozenset({str(record.metadata["dia_id"])})
         for record, _ in results
         if record.metadata and "dia_id" in record.metadata
-    }
+    ]
 
 
 def _percentiles(values: Sequence[float]) -> dict[str, float]:
@@ -356,7 +456,7 @@ def format_table(report: dict[str, Any]) -> str:
     """Render a report as a plain-text table."""
     config, timing = report["config"], report["timing"]
     k = config["k"]
-    all_key, any_key = f"recall_all@{k}", f"recall_any@{k}"
+    keys = [key for key in report["overall"] if key != "n"]
     lines = [
         f"LoCoMo turn-level recall: strategy={config['strategy']} k={k} "
         f"embedder={config['embedder']} ({config['vector_dim']}d)"
@@ -364,15 +464,19 @@ def format_table(report: dict[str, Any]) -> str:
         f"{len(config['samples'])} conversations, {config['threads']} threads, "
         f"{config['messages']} messages",
         "",
-        f"{'category':<22}{'n':>6}{all_key:>16}{any_key:>16}",
+        f"{'category':<22}{'n':>6}" + "".join(f"{key:>15}" for key in keys),
     ]
-    for name, row in report["per_category"].items():
-        label = f"{name} ({row['category']})" + (
-            " *" if name in config["excluded_from_overall"] else ""
+    rows = [
+        (
+            f"{name} ({row['category']})"
+            + (" *" if name in config["excluded_from_overall"] else ""),
+            row,
         )
-        lines.append(f"{label:<22}{row['n']:>6}{row[all_key]:>16.3f}{row[any_key]:>16.3f}")
-    row = report["overall"]
-    lines.append(f"{'overall (1-4)':<22}{row['n']:>6}{row[all_key]:>16.3f}{row[any_key]:>16.3f}")
+        for name, row in report["per_category"].items()
+    ]
+    rows.append(("overall (1-4)", report["overall"]))
+    for label, row in rows:
+        lines.append(f"{label:<22}{row['n']:>6}" + "".join(f"{row[key]:>15.3f}" for key in keys))
     lines += [
         "  * not in overall",
         "",
@@ -408,6 +512,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="postgresql:// URL, or 'pgserver' for a temporary local PostgreSQL "
         "(default: in-memory SQLite)",
     )
+    parser.add_argument(
+        "--embed-cache",
+        type=Path,
+        help="SQLite file caching vectors per (embedder, text), kept outside the "
+        "repository; timings then measure the cache",
+    )
+    parser.add_argument(
+        "--per-question", type=Path, help="write each question's ranked dialog ids (JSONL)"
+    )
     args = parser.parse_args(argv)
     if args.k < 1:
         parser.error("--k must be >= 1")
@@ -420,6 +533,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             embedder=args.embedder,
             samples=args.samples.split(",") if args.samples else None,
             db=args.db,
+            embed_cache=args.embed_cache,
+            per_question=args.per_question,
         )
     except (IngestError, ValueError, ImportError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -42,6 +42,7 @@ from oam_core.store.filters import parse_filter
 from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
 from oam_core.store.planning import ChunkPlan, PlanContext, RowPlan
 from oam_core.store.ranking import normalized_distances, rrf, rrf_distance
+from oam_core.store.signals import POOL, signal_lists
 from oam_core.store.text import query_terms
 from oam_core.store.ttl import Clock, iso, read_clock, utc_now
 
@@ -806,9 +807,25 @@ class OracleMemoryStore(IMemoryStore):
                 v_lists = self._backend.rank_vector(vectors, depth, pred)
                 kw_lists = [self._backend.rank_keyword(query_terms(p), depth, pred) for p in parts]
                 lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
-                fused = self._backend.fuse(lists)
-                ranked = [(key, rrf_distance(s, len(lists))) for key, s in fused]
+                return self._hybrid_results(query or "", lists, k, pred)
         return self._materialize(ranked, k)
+
+    def _hybrid_results(
+        self, query: str, lists: Sequence[Sequence[Hashable]], k: int, pred: Predicate
+    ) -> builtins.list[tuple[Record, float]]:
+        """Fuse the text lists, then the query's speaker and date lists over the fused
+        head (store/signals.py); distances from the final fused scores."""
+        fused = sorted(self._backend.fuse(lists), key=lambda kv: -kv[1])
+        pool = [key for key, _ in fused[: max(POOL, k)]]
+        records = self._backend.load(pool)
+        weights = [1.0] * len(lists)
+        extra = signal_lists(query, pool, records, pred.now)
+        if extra:
+            lists = [*lists, *(keys for keys, _ in extra)]
+            weights += [weight for _, weight in extra]
+            fused = builtins.list(rrf(lists, weights=weights).items())
+        ranked = [(key, rrf_distance(s, sum(weights))) for key, s in fused]
+        return self._materialize(ranked, k, records)
 
     def _query_parts(self, query: str) -> builtins.list[str]:
         return chunk_text(query, self.chunk_chars) or [query]
@@ -832,10 +849,17 @@ class OracleMemoryStore(IMemoryStore):
         return [(key, rrf_distance(s, len(lists))) for key, s in scores.items()]
 
     def _materialize(
-        self, ranked: Sequence[tuple[Hashable, float]], k: int
+        self,
+        ranked: Sequence[tuple[Hashable, float]],
+        k: int,
+        loaded: dict[Hashable, Record] | None = None,
     ) -> builtins.list[tuple[Record, float]]:
         best = sorted(ranked, key=lambda kv: kv[1])[: max(k * 2, k + 10)]
-        records = self._backend.load([key for key, _ in best])
+        loaded = loaded or {}
+        records = {key: loaded[key] for key, _ in best if key in loaded}
+        missing = [key for key, _ in best if key not in loaded]
+        if missing:
+            records.update(self._backend.load(missing))
         out = [(records[key], float(d)) for key, d in best if key in records]
         out.sort(key=lambda rd: (rd[1], rd[0].record_type, rd[0].id))
         return out[:k]
