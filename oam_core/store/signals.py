@@ -38,6 +38,7 @@ __all__ = [
     "POOL",
     "SPEAKER_WEIGHT",
     "participant_name",
+    "passage_text",
     "signal_lists",
 ]
 
@@ -66,6 +67,14 @@ def participant_name(metadata: Mapping[str, Any] | None) -> str | None:
         if isinstance(name, str) and name.strip():
             return name.strip()
     return None
+
+
+def passage_text(record: Record) -> str:
+    """What a reranker reads of a record: ``"<participant>: <content>"`` for a message
+    naming its speaker, else the content (``""`` for none)."""
+    content = record.content or ""
+    name = participant_name(record.metadata)
+    return f"{name}: {content}" if name and content else content
 
 
 def signal_lists(
