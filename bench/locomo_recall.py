@@ -207,20 +207,27 @@ class CachedEmbedder(IEmbedder):
         return out
 
 
+def _jsonl(path: Path, what: str) -> list[tuple[int, str]]:
+    """The non-blank lines of a JSONL file with their line numbers.
+
+    Raises:
+        ValueError: if the file cannot be read.
+    """
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read {what} ({exc.strerror or exc})") from exc
+    return [(lineno, line) for lineno, line in enumerate(lines, start=1) if line.strip()]
+
+
 def load_qrels(path: Path) -> list[Question]:
     """Read the qrels JSONL file.
 
     Raises:
         ValueError: if the file is missing or a line lacks the expected fields.
     """
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read qrels ({exc.strerror or exc})") from exc
     questions: list[Question] = []
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    for lineno, line in _jsonl(path, "qrels"):
         try:
             row = json.loads(line)
             questions.append(
@@ -262,14 +269,8 @@ def load_memories(path: Path) -> list[Memory]:
     Raises:
         ValueError: if the file is missing or a line is not such an object.
     """
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read memories ({exc.strerror or exc})") from exc
     memories: list[Memory] = []
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    for lineno, line in _jsonl(path, "memories"):
         try:
             row = json.loads(line)
             sample_id, content = str(row["sample_id"]), row["content"]
@@ -317,6 +318,23 @@ class _Pass:
         }
 
 
+def load_samples(data: Path, samples: Sequence[str] | None) -> dict[str, list[Conversation]]:
+    """The LoCoMo conversations by sample id (only ``samples`` when given).
+
+    Raises:
+        ValueError: for unreadable data or an unknown sample id.
+    """
+    by_sample: dict[str, list[Conversation]] = {}
+    for conversation in load_conversations(data):
+        by_sample.setdefault(conversation.user_id or "", []).append(conversation)
+    if samples:
+        unknown = sorted(set(samples) - set(by_sample))
+        if unknown:
+            raise ValueError(f"unknown sample ids {unknown}; the data has {sorted(by_sample)}")
+        by_sample = {s: by_sample[s] for s in samples}
+    return by_sample
+
+
 def run(
     data: Path,
     qrels: Path,
@@ -348,15 +366,7 @@ def run(
     Raises:
         ValueError: for unreadable or malformed data, qrels or memories files.
     """
-    conversations = load_conversations(data)
-    by_sample: dict[str, list[Conversation]] = {}
-    for conversation in conversations:
-        by_sample.setdefault(conversation.user_id or "", []).append(conversation)
-    if samples:
-        unknown = sorted(set(samples) - set(by_sample))
-        if unknown:
-            raise ValueError(f"unknown sample ids {unknown}; the data has {sorted(by_sample)}")
-        by_sample = {s: by_sample[s] for s in samples}
+    by_sample = load_samples(data, samples)
     questions: dict[str, list[Question]] = {}
     skipped = 0
     for question in load_qrels(qrels):
@@ -530,15 +540,7 @@ def record_memories(
     Raises:
         ValueError: for unreadable data or an unknown sample id.
     """
-    conversations = load_conversations(data)
-    by_sample: dict[str, list[Conversation]] = {}
-    for conversation in conversations:
-        by_sample.setdefault(conversation.user_id or "", []).append(conversation)
-    if samples:
-        unknown = sorted(set(samples) - set(by_sample))
-        if unknown:
-            raise ValueError(f"unknown sample ids {unknown}; the data has {sorted(by_sample)}")
-        by_sample = {s: by_sample[s] for s in samples}
+    by_sample = load_samples(data, samples)
     model = resolve_embedder(embedder)
     assert model is not None
     written = 0

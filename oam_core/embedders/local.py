@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oam_core._onnx import cpu_session, default_threads, sha256_of
-from oam_core.apis.embedder import IEmbedder
+from oam_core.apis.embedder import IEmbedder, check_texts
 
 __all__ = ["LocalEmbedder"]
 
@@ -172,12 +172,7 @@ class LocalEmbedder(IEmbedder):
                 the model has loaded once).
             RuntimeError: if ``model.onnx`` does not have the pinned sha256 (likewise).
         """
-        if isinstance(texts, str):
-            raise TypeError("texts must be a sequence of strings, not a single str")
-        items = list(texts)
-        for text in items:
-            if not isinstance(text, str):
-                raise TypeError(f"texts must hold strings, got {type(text).__name__}: {text!r}")
+        items = check_texts(texts)
         out = np.zeros((len(items), _DIMENSION), dtype=np.float32)
         if not items:
             return out

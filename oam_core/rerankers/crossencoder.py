@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oam_core._onnx import cpu_session, default_threads, sha256_of
+from oam_core.apis.embedder import check_texts
 from oam_core.rerankers import DEFAULT_CANDIDATES, IReranker
 
 __all__ = ["CrossEncoderReranker"]
@@ -137,12 +138,7 @@ class CrossEncoderReranker(IReranker):
             FileNotFoundError: if the model or tokenizer file is missing.
             RuntimeError: if the model file does not have the pinned sha256.
         """
-        if isinstance(texts, str):
-            raise TypeError("texts must be a sequence of strings, not a single str")
-        items = list(texts)
-        for text in items:
-            if not isinstance(text, str):
-                raise TypeError(f"texts must hold strings, got {type(text).__name__}: {text!r}")
+        items = check_texts(texts)
         out = np.zeros(len(items), dtype=np.float32)
         if not items:
             return out
