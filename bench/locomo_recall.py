@@ -35,7 +35,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -57,7 +57,9 @@ from oam_core.apis.records import MEMORY_TYPES
 from oam_core.embedders import resolve_embedder
 from oam_core.ingest import Conversation, IngestError, load_conversations
 from oam_core.llms import resolve_llm
-from oam_core.rerankers import IReranker
+
+if TYPE_CHECKING:
+    from oam_core.rerankers import IReranker
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
