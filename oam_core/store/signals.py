@@ -57,28 +57,6 @@ Jon find for his store?" when Gina has the store) and the other speaker's turn m
 still be found by its words. On LoCoMo, weight 1.0 would add 0.01 recall_all@10 but
 lose 0.04 on such questions (category 5); see bench/README.md."""
 
-DATE_WEIGHT",
-    "MESSAGE_KEY",
-    "POOL",
-    "SPEAKER_WEIGHT",
-    "participant_name",
-    "passage_text",
-    "signal_lists",
-]
-
-MESSAGE_KEY = "$message"
-"""Reserved metadata key holding chat-framework message fields (name, tool calls, ...)."""
-
-POOL = 50
-"""How many of the best fused candidates the signals re-rank."""
-
-SPEAKER_WEIGHT = 0.25
-"""RRF weight of the speaker list: a soft preference, a quarter of a text list. A
-question may name the wrong person ("What did Jon find for his store?" when Gina has
-the store); the other speaker's turn must then still be found by its words. On LoCoMo
-weight 1.0 gives +0.009 recall_all@10 but loses 0.04 on such questions (category 5);
-0.25 keeps them at least as well found as without the list (bench/README.md)."""
-
 DATE_WEIGHT = 1.0
 """RRF weight of the date list, the same as each text list."""
 
