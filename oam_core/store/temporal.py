@@ -107,7 +107,8 @@ def query_spans(query: str, now: datetime) -> list[Span]:
         now: The reference time of relative words (the store clock).
 
     Returns:
-        The spans, in order of appearance; empty when the query names no date.
+        The distinct spans, in order of appearance; empty when the query names no
+        date (or only impossible ones, such as "30 February").
     """
     spans: list[Span] = []
     for match in _ABSOLUTE.finditer(query):
@@ -115,7 +116,7 @@ def query_spans(query: str, now: datetime) -> list[Span]:
         if span is not None:
             spans.append(span)
     spans.extend(_relative_spans(query, now.date()))
-    return spans
+    return list(dict.fromkeys(spans))
 
 
 def record_days(timestamp: str | None, text: str | None) -> list[date]:

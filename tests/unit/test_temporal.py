@@ -39,6 +39,11 @@ def test_absolute_dates(query: str, expected: list[tuple[str, str]]) -> None:
     assert spans(query) == expected
 
 
+def test_impossible_and_repeated_dates() -> None:
+    assert spans("on 30 February 2023, or 2023-02-30") == []
+    assert spans("May 2023 " * 500) == [("2023-05-01", "2023-06-01")]
+
+
 @pytest.mark.parametrize(
     "query",
     [
