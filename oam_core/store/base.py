@@ -758,7 +758,9 @@ class OracleMemoryStore(IMemoryStore):
         Returns:
             ``(record, distance)`` pairs by ascending distance, ties by record type
             then id. VECTOR: cosine distance of the best chunk in [0, 2]; KEYWORD and
-            HYBRID: ``1 - normalized score`` in [0, 1]. With a ``reranker``, a text
+            HYBRID: ``1 - normalized score`` in [0, 1]; HYBRID also fuses a list of
+            the candidates spoken by a participant the query names and one of those
+            dated in a span it names (docs/retrieval.md). With a ``reranker``, a text
             query's results are the first stage's best ``reranker.candidates``
             re-scored, distance ``1 - sigmoid(score)`` in [0, 1]
             (docs/retrieval.md).
