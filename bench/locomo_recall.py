@@ -35,7 +35,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -47,13 +47,19 @@ except ImportError:  # running from a checkout without `pip install -e .`
 
 from oam_core import (
     IEmbedder,
+    ILlm,
     OracleAgentMemory,
     OracleMemoryStore,
     SearchStrategy,
     SQLiteMemoryStore,
 )
+from oam_core.apis.records import MEMORY_TYPES
 from oam_core.embedders import resolve_embedder
 from oam_core.ingest import Conversation, IngestError, load_conversations
+from oam_core.llms import resolve_llm
+
+if TYPE_CHECKING:
+    from oam_core.rerankers import IReranker
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -71,21 +77,54 @@ class Question:
     evidence: frozenset[str]
 
 
+SESSION_K = 5
+"""Depth of the evidence-session hit rate (published session-level figures use 5)."""
+
+
+def session_of(dia_id: str) -> str:
+    """The session of a LoCoMo dialog id: ``"D3:12"`` -> ``"D3"``."""
+    return dia_id.split(":", 1)[0]
+
+
 @dataclass
 class _Tally:
+    """Running sums of one group of questions (a category, or overall)."""
+
     n: int = 0
     all_hits: int = 0
     any_hits: int = 0
+    session_hits: int = 0
+    reciprocal_ranks: float = 0.0
 
-    def add(self, evidence: frozenset[str], retrieved: set[str]) -> None:
+    def add(self, evidence: frozenset[str], ranked: Sequence[frozenset[str]], k: int) -> None:
+        """Score one question.
+
+        Args:
+            evidence: The question's gold dialog ids.
+            ranked: Per result, best first, the dialog ids it stands for (a message:
+                its own id; a memory: the turns it was extracted from).
+            k: The cut-off of recall and MRR.
+        """
         self.n += 1
-        self.all_hits += evidence <= retrieved
-        self.any_hits += bool(evidence & retrieved)
+        top = ranked[:k]
+        covered = frozenset().union(*top)
+        self.all_hits += evidence <= covered
+        self.any_hits += bool(evidence & covered)
+        sessions = {session_of(e) for e in evidence}
+        self.session_hits += any(
+            session_of(d) in sessions for ids in ranked[:SESSION_K] for d in ids
+        )
+        first = next((rank for rank, ids in enumerate(top, 1) if ids & evidence), None)
+        self.reciprocal_ranks += 1.0 / first if first else 0.0
 
     def as_dict(self, k: int) -> dict[str, Any]:
+        """The group's metrics (0.0 for an empty group)."""
+        n = self.n or 1
         return {
-            f"recall_all@{k}": self.all_hits / self.n if self.n else 0.0,
-            f"recall_any@{k}": self.any_hits / self.n if self.n else 0.0,
+            f"recall_all@{k}": self.all_hits / n,
+            f"recall_any@{k}": self.any_hits / n,
+            f"session_hit@{SESSION_K}": self.session_hits / n,
+            f"mrr@{k}": self.reciprocal_ranks / n,
             "n": self.n,
         }
 
@@ -95,11 +134,8 @@ class _Timings:
     model_load_s: float = 0.0
     ingest_s: float = 0.0
     ingest_embed_s: float = 0.0
-    messages: int = 0
+    records: int = 0
     threads: int = 0
-    embed_ms: list[float] = field(default_factory=list)
-    incl_ms: list[float] = field(default_factory=list)
-    excl_ms: list[float] = field(default_factory=list)
 
 
 class TimedEmbedder(IEmbedder):
@@ -123,20 +159,77 @@ class TimedEmbedder(IEmbedder):
             self.seconds += time.perf_counter() - started
 
 
+class CachedEmbedder(IEmbedder):
+    """Delegates to another embedder through an on-disk cache keyed by (model, text).
+
+    For iterating on ranking without re-embedding LoCoMo: the cache is a SQLite file
+    kept outside the repository (``--embed-cache``). Timings of a cached run measure
+    the cache, not the model; the report says so (``config.embed_cache``).
+    """
+
+    def __init__(self, inner: IEmbedder, model: str, path: Path) -> None:
+        import sqlite3
+
+        self.inner = inner
+        self.model = model
+        self.max_input_tokens = inner.max_input_tokens
+        self._db = sqlite3.connect(str(path), timeout=300)
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS vec (model TEXT, query INTEGER, text TEXT, v BLOB, "
+            "PRIMARY KEY (model, query, text))"
+        )
+
+    @property
+    def embedding_dimension(self) -> int:
+        return self.inner.embedding_dimension
+
+    def embed(self, texts: Sequence[str], *, is_query: bool = False) -> npt.NDArray[np.float32]:
+        """Cached vectors of ``texts``; misses are embedded in one call and stored."""
+        out = np.zeros((len(texts), self.embedding_dimension), dtype=np.float32)
+        missing: dict[str, list[int]] = {}
+        for i, text in enumerate(texts):
+            row = self._db.execute(
+                "SELECT v FROM vec WHERE model = ? AND query = ? AND text = ?",
+                (self.model, int(is_query), text),
+            ).fetchone()
+            if row is None:
+                missing.setdefault(text, []).append(i)
+            else:
+                out[i] = np.frombuffer(row[0], dtype=np.float32)
+        if missing:
+            todo = list(missing)
+            vectors = np.asarray(self.inner.embed(todo, is_query=is_query), dtype=np.float32)
+            for text, vector in zip(todo, vectors, strict=True):
+                out[missing[text]] = vector
+                self._db.execute(
+                    "INSERT OR REPLACE INTO vec VALUES (?, ?, ?, ?)",
+                    (self.model, int(is_query), text, vector.tobytes()),
+                )
+            self._db.commit()
+        return out
+
+
+def _jsonl(path: Path, what: str) -> list[tuple[int, str]]:
+    """The non-blank lines of a JSONL file with their line numbers.
+
+    Raises:
+        ValueError: if the file cannot be read.
+    """
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read {what} ({exc.strerror or exc})") from exc
+    return [(lineno, line) for lineno, line in enumerate(lines, start=1) if line.strip()]
+
+
 def load_qrels(path: Path) -> list[Question]:
     """Read the qrels JSONL file.
 
     Raises:
         ValueError: if the file is missing or a line lacks the expected fields.
     """
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ValueError(f"{path}: cannot read qrels ({exc.strerror or exc})") from exc
     questions: list[Question] = []
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    for lineno, line in _jsonl(path, "qrels"):
         try:
             row = json.loads(line)
             questions.append(
@@ -153,6 +246,97 @@ def load_qrels(path: Path) -> list[Question]:
     return questions
 
 
+@dataclass(frozen=True)
+class Memory:
+    """One line of a recorded extraction (``--memories``)."""
+
+    sample_id: str
+    content: str
+    record_type: str
+    sources: frozenset[str]
+    timestamp: str | None
+
+
+def message_id(sample_id: str, dia_id: str) -> str:
+    """The id the bench gives a LoCoMo turn: ``"<sample_id>:<dia_id>"``; a recorded
+    extraction's ``source_message_ids`` name turns by it."""
+    return f"{sample_id}:{dia_id}"
+
+
+def load_memories(path: Path) -> list[Memory]:
+    """Read a JSONL of memories: ``{"sample_id", "content", "source_message_ids"
+    [, "record_type" (default "memory"), "timestamp"]}`` per line. A source id is a
+    message id ``"<sample_id>:<dia_id>"`` (see ``message_id``) or a bare dialog id.
+
+    Raises:
+        ValueError: if the file is missing or a line is not such an object.
+    """
+    memories: list[Memory] = []
+    for lineno, line in _jsonl(path, "memories"):
+        try:
+            row = json.loads(line)
+            sample_id, content = str(row["sample_id"]), row["content"]
+            record_type = row.get("record_type", "memory")
+            sources = row["source_message_ids"]
+            timestamp = row.get("timestamp")
+            if not isinstance(content, str) or not content.strip():
+                raise ValueError("content must be a non-blank string")
+            if record_type not in MEMORY_TYPES:
+                raise ValueError(f"record_type must be one of {sorted(MEMORY_TYPES)}")
+            if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+                raise ValueError("source_message_ids must be a list of strings")
+            if timestamp is not None and not isinstance(timestamp, str):
+                raise ValueError("timestamp must be a string")
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{path}: line {lineno}: not a memory row ({exc})") from exc
+        prefix = f"{sample_id}:"
+        dias = frozenset(s.removeprefix(prefix) for s in sources)
+        memories.append(Memory(sample_id, content, record_type, dias, timestamp))
+    return memories
+
+
+@dataclass
+class _Pass:
+    """The tallies and latencies of one way of searching (first stage, or reranked)."""
+
+    tallies: dict[int, _Tally] = field(default_factory=lambda: {c: _Tally() for c in CATEGORIES})
+    overall: _Tally = field(default_factory=_Tally)
+    excl_ms: list[float] = field(default_factory=list)
+    incl_ms: list[float] = field(default_factory=list)
+    embed_ms: list[float] = field(default_factory=list)
+
+    def add(self, question: Question, ranked: Sequence[frozenset[str]], k: int) -> None:
+        self.tallies[question.category].add(question.evidence, ranked, k)
+        if question.category not in EXCLUDED_FROM_OVERALL:
+            self.overall.add(question.evidence, ranked, k)
+
+    def report(self, k: int) -> dict[str, Any]:
+        return {
+            "overall": self.overall.as_dict(k),
+            "per_category": {
+                name: {"category": number, **self.tallies[number].as_dict(k)}
+                for number, name in CATEGORIES.items()
+            },
+        }
+
+
+def load_samples(data: Path, samples: Sequence[str] | None) -> dict[str, list[Conversation]]:
+    """The LoCoMo conversations by sample id (only ``samples`` when given).
+
+    Raises:
+        ValueError: for unreadable data or an unknown sample id.
+    """
+    by_sample: dict[str, list[Conversation]] = {}
+    for conversation in load_conversations(data):
+        by_sample.setdefault(conversation.user_id or "", []).append(conversation)
+    if samples:
+        unknown = sorted(set(samples) - set(by_sample))
+        if unknown:
+            raise ValueError(f"unknown sample ids {unknown}; the data has {sorted(by_sample)}")
+        by_sample = {s: by_sample[s] for s in samples}
+    return by_sample
+
+
 def run(
     data: Path,
     qrels: Path,
@@ -162,6 +346,10 @@ def run(
     embedder: str,
     samples: Sequence[str] | None = None,
     db: str | None = None,
+    embed_cache: Path | None = None,
+    per_question: Path | None = None,
+    memories: Path | None = None,
+    reranker: IReranker | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark and return the report (the ``--json`` object).
 
@@ -169,21 +357,18 @@ def run(
     (or ``pgserver``: a temporary local server) = one PostgreSQL store per sample,
     ``memory_store_id`` derived from the sample id, recreated on every run.
 
-    Each turn carries its speaker as the message's participant name, so the thread
-    retrieves it by ``"<speaker>: <text>"`` while the stored content stays the text.
+    Turns (default): each turn carries its speaker as the message's participant name
+    and its session's date as timestamp, so the thread indexes it by
+    ``"[<day>] <speaker>: <text>"`` while the stored content stays the text.
+    ``memories``: a recorded extraction (``load_memories``) is searched instead of the
+    turns; a memory stands for the turns it was extracted from.
+    ``reranker``: every question is searched twice, without and with it; the report
+    gains ``"reranked"`` (the same metrics) and the reranked latencies.
 
     Raises:
-        ValueError: for unreadable or malformed data or qrels files.
+        ValueError: for unreadable or malformed data, qrels or memories files.
     """
-    conversations = load_conversations(data)
-    by_sample: dict[str, list[Conversation]] = {}
-    for conversation in conversations:
-        by_sample.setdefault(conversation.user_id or "", []).append(conversation)
-    if samples:
-        unknown = sorted(set(samples) - set(by_sample))
-        if unknown:
-            raise ValueError(f"unknown sample ids {unknown}; the data has {sorted(by_sample)}")
-        by_sample = {s: by_sample[s] for s in samples}
+    by_sample = load_samples(data, samples)
     questions: dict[str, list[Question]] = {}
     skipped = 0
     for question in load_qrels(qrels):
@@ -193,68 +378,197 @@ def run(
             skipped += 1
             continue
         questions.setdefault(question.sample_id, []).append(question)
+    sample_memories: dict[str, list[Memory]] = {}
+    if memories is not None:
+        for memory in load_memories(memories):
+            sample_memories.setdefault(memory.sample_id, []).append(memory)
 
     inner = resolve_embedder(embedder)
     assert inner is not None
+    if embed_cache is not None:
+        inner = CachedEmbedder(inner, embedder, embed_cache)
     model = TimedEmbedder(inner)
     timings = _Timings()
     started = time.perf_counter()
     model.embed(["warm up"])  # loads a lazy model once, outside the ingest timing
+    load = getattr(reranker, "load", None)
+    if callable(load):
+        load()  # likewise for the reranker, outside the search timings
     timings.model_load_s = time.perf_counter() - started
-    tallies = {category: _Tally() for category in CATEGORIES}
-    overall = _Tally()
+    passes = {"first_stage": _Pass()}
+    if reranker is not None:
+        passes["reranked"] = _Pass()
+    dump = per_question.open("w", encoding="utf-8") if per_question is not None else None
+    record_types = {"message"} if memories is None else set(MEMORY_TYPES)
 
-    for sample_id, sample_conversations in by_sample.items():
-        store = open_store(db, sample_id, model, strategy)
-        try:
-            memory = OracleAgentMemory(store=store, extract_memories=False)
-            embed_before, started = model.seconds, time.perf_counter()
-            for conversation in sample_conversations:
-                thread = memory.create_thread(thread_id=conversation.thread_id, user_id=sample_id)
-                thread.add_messages(conversation.messages)
-                timings.messages += len(conversation.messages)
-                timings.threads += 1
-            timings.ingest_s += time.perf_counter() - started
-            timings.ingest_embed_s += model.seconds - embed_before
-            for question in questions.get(sample_id, []):
-                retrieved = _search(store, model, question, strategy, k, timings)
-                tallies[question.category].add(question.evidence, retrieved)
-                if question.category not in EXCLUDED_FROM_OVERALL:
-                    overall.add(question.evidence, retrieved)
-        finally:
-            store.close()
+    try:
+        for sample_id, sample_conversations in by_sample.items():
+            store = open_store(db, sample_id, model, strategy)
+            try:
+                embed_before, started = model.seconds, time.perf_counter()
+                if memories is None:
+                    _ingest_turns(store, sample_id, sample_conversations, timings)
+                else:
+                    _ingest_memories(store, sample_id, sample_memories.get(sample_id, []), timings)
+                timings.ingest_s += time.perf_counter() - started
+                timings.ingest_embed_s += model.seconds - embed_before
+                for question in questions.get(sample_id, []):
+                    ranked_by: dict[str, list[list[str]]] = {}
+                    for name, tally in passes.items():
+                        store.reranker = reranker if name == "reranked" else None
+                        ranked = _search(
+                            store,
+                            model,
+                            question,
+                            strategy,
+                            max(k, SESSION_K),
+                            tally,
+                            record_types,
+                            text_query=name == "reranked",
+                        )
+                        tally.add(question, ranked, k)
+                        ranked_by[name] = [sorted(ids) for ids in ranked]
+                    if dump is not None:
+                        row = {
+                            "sample_id": sample_id,
+                            "qa_index": question.qa_index,
+                            "category": question.category,
+                            "evidence": sorted(question.evidence),
+                            "ranked": ranked_by["first_stage"],
+                        }
+                        if "reranked" in ranked_by:
+                            row["reranked"] = ranked_by["reranked"]
+                        dump.write(json.dumps(row) + "\n")
+            finally:
+                store.close()
+    finally:
+        if dump is not None:
+            dump.close()
 
-    return {
-        "overall": overall.as_dict(k),
-        "per_category": {
-            name: {"category": number, **tallies[number].as_dict(k)}
-            for number, name in CATEGORIES.items()
-        },
-        "timing": {
-            "model_load_s": round(timings.model_load_s, 3),
-            "ingest_s": round(timings.ingest_s, 3),
-            "ingest_embed_s": round(timings.ingest_embed_s, 3),
-            "ingest_messages_per_s": round(timings.messages / timings.ingest_s, 1)
-            if timings.ingest_s
-            else 0.0,
-            "queries": len(timings.incl_ms),
-            "search_ms_incl_embed": _percentiles(timings.incl_ms),
-            "search_ms_excl_embed": _percentiles(timings.excl_ms),
-            "query_embed_ms": _percentiles(timings.embed_ms),
-        },
-        "config": {
-            "strategy": strategy.value.lower(),
-            "k": k,
-            "embedder": embedder,
-            "vector_dim": model.embedding_dimension,
-            "samples": list(by_sample),
-            "backend": "sqlite" if db is None else "postgres",
-            "threads": timings.threads,
-            "messages": timings.messages,
-            "questions_without_evidence": skipped,
-            "excluded_from_overall": sorted(CATEGORIES[c] for c in EXCLUDED_FROM_OVERALL),
-        },
+    first = passes["first_stage"]
+    report: dict[str, Any] = first.report(k)
+    report["timing"] = {
+        "model_load_s": round(timings.model_load_s, 3),
+        "ingest_s": round(timings.ingest_s, 3),
+        "ingest_embed_s": round(timings.ingest_embed_s, 3),
+        "ingest_records_per_s": round(timings.records / timings.ingest_s, 1)
+        if timings.ingest_s
+        else 0.0,
+        "queries": len(first.incl_ms),
+        "search_ms_incl_embed": _percentiles(first.incl_ms),
+        "search_ms_excl_embed": _percentiles(first.excl_ms),
+        "query_embed_ms": _percentiles(first.embed_ms),
     }
+    if "reranked" in passes:
+        reranked = passes["reranked"]
+        report["reranked"] = reranked.report(k)
+        report["timing"]["reranked_search_ms_excl_embed"] = _percentiles(reranked.excl_ms)
+        report["timing"]["reranked_search_ms_incl_embed"] = _percentiles(reranked.incl_ms)
+    report["config"] = {
+        "on": "turns" if memories is None else "memories",
+        "strategy": strategy.value.lower(),
+        "k": k,
+        "embedder": embedder,
+        "vector_dim": model.embedding_dimension,
+        "reranker": repr(reranker) if reranker is not None else None,
+        "samples": list(by_sample),
+        "backend": "sqlite" if db is None else "postgres",
+        "embed_cache": embed_cache is not None,
+        "threads": timings.threads,
+        "records": timings.records,
+        "questions_without_evidence": skipped,
+        "excluded_from_overall": sorted(CATEGORIES[c] for c in EXCLUDED_FROM_OVERALL),
+    }
+    return report
+
+
+def _ingest_turns(
+    store: OracleMemoryStore,
+    sample_id: str,
+    conversations: Sequence[Conversation],
+    timings: _Timings,
+    memory: OracleAgentMemory | None = None,
+) -> None:
+    """One thread per session; every turn gets the id ``message_id(sample, dia_id)``."""
+    client = memory or OracleAgentMemory(store=store, extract_memories=False)
+    for conversation in conversations:
+        thread = client.create_thread(thread_id=conversation.thread_id, user_id=sample_id)
+        messages = [
+            {**m, "id": message_id(sample_id, str(m["metadata"]["dia_id"]))}
+            for m in conversation.messages
+        ]
+        thread.add_messages(messages)
+        timings.records += len(messages)
+        timings.threads += 1
+
+
+def _ingest_memories(
+    store: OracleMemoryStore, sample_id: str, memories: Sequence[Memory], timings: _Timings
+) -> None:
+    """The sample's memories, user-scoped, each with its source dialog ids in metadata."""
+    by_type: dict[str, list[Memory]] = {}
+    for memory in memories:
+        by_type.setdefault(memory.record_type, []).append(memory)
+    for record_type, group in by_type.items():
+        store.add(
+            [m.content for m in group],
+            record_type,
+            user_ids=sample_id,
+            timestamps=[m.timestamp for m in group],
+            metadata=[{"source_dia_ids": sorted(m.sources)} for m in group],
+        )
+        timings.records += len(group)
+
+
+def record_memories(
+    data: Path,
+    out: Path,
+    *,
+    llm: ILlm | str,
+    embedder: str,
+    samples: Sequence[str] | None = None,
+) -> int:
+    """Extract memories from the LoCoMo turns with a real LLM and write them as the
+    JSONL ``--memories`` reads (the full memory-level run; not run in CI).
+
+    Each sample is ingested like the turn benchmark (message ids from
+    ``message_id``) through ``OracleAgentMemory(llm=..., extract_memories=True)``;
+    every extracted memory is written with the ``source_message_ids`` its provenance
+    holds (``metadata["$agent_memory"]``).
+
+    Returns:
+        The number of memories written.
+
+    Raises:
+        ValueError: for unreadable data or an unknown sample id.
+    """
+    by_sample = load_samples(data, samples)
+    model = resolve_embedder(embedder)
+    assert model is not None
+    written = 0
+    with out.open("w", encoding="utf-8") as fh:
+        for sample_id, sample_conversations in by_sample.items():
+            store = open_store(None, sample_id, model, SearchStrategy.HYBRID)
+            try:
+                client = OracleAgentMemory(store=store, llm=resolve_llm(llm), extract_memories=True)
+                _ingest_turns(store, sample_id, sample_conversations, _Timings(), client)
+                client.wait_for_memory_extraction()
+                for record_type in sorted(MEMORY_TYPES):
+                    for record in store.list(record_type, user_id=sample_id):
+                        provenance = (record.metadata or {}).get("$agent_memory") or {}
+                        row = {
+                            "sample_id": sample_id,
+                            "content": record.content,
+                            "record_type": record_type,
+                            "source_message_ids": list(provenance.get("source_message_ids", [])),
+                            "timestamp": record.timestamp,
+                        }
+                        fh.write(json.dumps(row) + "\n")
+                        written += 1
+                client.close()
+            finally:
+                store.close()
+    return written
 
 
 def open_store(
@@ -310,14 +624,18 @@ def _search(
     question: Question,
     strategy: SearchStrategy,
     k: int,
-    timings: _Timings,
-) -> set[str]:
+    tally: _Pass,
+    record_types: set[str],
+    *,
+    text_query: bool = False,
+) -> list[frozenset[str]]:
+    """Search one question; per result, the dialog ids it stands for."""
     scope: dict[str, Any] = {
         "user_id": question.sample_id,
         "exact_user_match": True,
-        "record_types": {"message"},
+        "record_types": record_types,
     }
-    if strategy is SearchStrategy.VECTOR:
+    if strategy is SearchStrategy.VECTOR and not text_query:
         started = time.perf_counter()
         vector = model.inner.embed([question.question], is_query=True)[0]
         embed_s = time.perf_counter() - started
@@ -331,14 +649,17 @@ def _search(
         total_s = time.perf_counter() - started
         embed_s = model.seconds - embed_before
         search_s = total_s - embed_s
-    timings.embed_ms.append(embed_s * 1000)
-    timings.incl_ms.append(total_s * 1000)
-    timings.excl_ms.append(search_s * 1000)
-    return {
-        str(record.metadata["dia_id"])
-        for record, _ in results
-        if record.metadata and "dia_id" in record.metadata
-    }
+    tally.embed_ms.append(embed_s * 1000)
+    tally.incl_ms.append(total_s * 1000)
+    tally.excl_ms.append(search_s * 1000)
+    ranked: list[frozenset[str]] = []
+    for record, _ in results:
+        meta = record.metadata or {}
+        if "dia_id" in meta:
+            ranked.append(frozenset({str(meta["dia_id"])}))
+        elif "source_dia_ids" in meta:
+            ranked.append(frozenset(str(d) for d in meta["source_dia_ids"]))
+    return ranked
 
 
 def _percentiles(values: Sequence[float]) -> dict[str, float]:
@@ -352,32 +673,46 @@ def _percentiles(values: Sequence[float]) -> dict[str, float]:
     }
 
 
+def _metric_rows(block: dict[str, Any], config: dict[str, Any]) -> list[str]:
+    keys = [key for key in block["overall"] if key != "n"]
+    lines = [f"{'category':<22}{'n':>6}" + "".join(f"{key:>15}" for key in keys)]
+    rows = [
+        (
+            f"{name} ({row['category']})"
+            + (" *" if name in config["excluded_from_overall"] else ""),
+            row,
+        )
+        for name, row in block["per_category"].items()
+    ]
+    rows.append(("overall (1-4)", block["overall"]))
+    for label, row in rows:
+        lines.append(f"{label:<22}{row['n']:>6}" + "".join(f"{row[key]:>15.3f}" for key in keys))
+    return lines
+
+
 def format_table(report: dict[str, Any]) -> str:
     """Render a report as a plain-text table."""
     config, timing = report["config"], report["timing"]
-    k = config["k"]
-    all_key, any_key = f"recall_all@{k}", f"recall_any@{k}"
+    unit = "messages" if config["on"] == "turns" else "memories"
     lines = [
-        f"LoCoMo turn-level recall: strategy={config['strategy']} k={k} "
-        f"embedder={config['embedder']} ({config['vector_dim']}d)"
-        ", "
-        f"{len(config['samples'])} conversations, {config['threads']} threads, "
-        f"{config['messages']} messages",
+        f"LoCoMo {'turn' if config['on'] == 'turns' else 'memory'}-level recall: "
+        f"strategy={config['strategy']} k={config['k']} "
+        f"embedder={config['embedder']} ({config['vector_dim']}d), "
+        f"{len(config['samples'])} conversations, {config['records']} {unit}",
         "",
-        f"{'category':<22}{'n':>6}{all_key:>16}{any_key:>16}",
+        *_metric_rows(report, config),
     ]
-    for name, row in report["per_category"].items():
-        label = f"{name} ({row['category']})" + (
-            " *" if name in config["excluded_from_overall"] else ""
-        )
-        lines.append(f"{label:<22}{row['n']:>6}{row[all_key]:>16.3f}{row[any_key]:>16.3f}")
-    row = report["overall"]
-    lines.append(f"{'overall (1-4)':<22}{row['n']:>6}{row[all_key]:>16.3f}{row[any_key]:>16.3f}")
+    if "reranked" in report:
+        lines += [
+            "",
+            f"with reranker {config['reranker']}:",
+            *_metric_rows(report["reranked"], config),
+        ]
     lines += [
         "  * not in overall",
         "",
         f"model load {timing['model_load_s']:.2f} s; ingest {timing['ingest_s']:.1f} s "
-        f"({timing['ingest_messages_per_s']:.0f} messages/s, embedding "
+        f"({timing['ingest_records_per_s']:.0f} {unit}/s, embedding "
         f"{timing['ingest_embed_s']:.1f} s)",
         f"{timing['queries']} queries, ms        p50       p95      mean",
     ]
@@ -385,12 +720,30 @@ def format_table(report: dict[str, Any]) -> str:
         ("search_ms_incl_embed", "search incl. embed"),
         ("search_ms_excl_embed", "search excl. embed"),
         ("query_embed_ms", "query embedding"),
+        ("reranked_search_ms_incl_embed", "reranked incl. embed"),
+        ("reranked_search_ms_excl_embed", "reranked excl. embed"),
     ):
-        t = timing[key]
-        lines.append(f"  {label:<20}{t['p50']:>9.2f}{t['p95']:>10.2f}{t['mean']:>10.2f}")
+        if key in timing:
+            t = timing[key]
+            lines.append(f"  {label:<20}{t['p50']:>9.2f}{t['p95']:>10.2f}{t['mean']:>10.2f}")
+    if config["embed_cache"]:
+        lines.append("(embeddings from --embed-cache: timings measure the cache)")
     if config["questions_without_evidence"]:
         lines.append(f"({config['questions_without_evidence']} questions without evidence skipped)")
     return "\n".join(lines)
+
+
+def _reranker_from(args: argparse.Namespace) -> IReranker | None:
+    if args.reranker_model is None:
+        return None
+    from oam_core.rerankers import CrossEncoderReranker
+
+    return CrossEncoderReranker(
+        args.reranker_model,
+        args.reranker_tokenizer or args.reranker_model.with_name("tokenizer.json"),
+        sha256=args.reranker_sha256 or "",
+        candidates=args.reranker_candidates,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -408,20 +761,68 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="postgresql:// URL, or 'pgserver' for a temporary local PostgreSQL "
         "(default: in-memory SQLite)",
     )
+    parser.add_argument(
+        "--on",
+        choices=["turns", "memories"],
+        default="turns",
+        help="search the raw turns, or the memories of --memories",
+    )
+    parser.add_argument("--memories", type=Path, help="JSONL of memories (with --on memories)")
+    parser.add_argument(
+        "--record-memories",
+        type=Path,
+        metavar="OUT",
+        help="extract memories with --llm and write them to OUT (JSONL), then exit",
+    )
+    parser.add_argument("--llm", help="LiteLLM model id for --record-memories")
+    parser.add_argument("--reranker-model", type=Path, help="cross-encoder .onnx file")
+    parser.add_argument(
+        "--reranker-tokenizer", type=Path, help="its tokenizer.json (default: beside the model)"
+    )
+    parser.add_argument("--reranker-sha256", help="the model file's sha256 (required)")
+    parser.add_argument("--reranker-candidates", type=int, default=30)
+    parser.add_argument(
+        "--embed-cache",
+        type=Path,
+        help="SQLite file caching vectors per (embedder, text), kept outside the "
+        "repository; timings then measure the cache",
+    )
+    parser.add_argument(
+        "--per-question", type=Path, help="write each question's ranked dialog ids (JSONL)"
+    )
     args = parser.parse_args(argv)
     if args.k < 1:
         parser.error("--k must be >= 1")
+    if (args.on == "memories") != (args.memories is not None):
+        parser.error("--on memories and --memories go together")
+    if args.record_memories is not None and not args.llm:
+        parser.error("--record-memories needs --llm")
+    samples = args.samples.split(",") if args.samples else None
     try:
+        if args.record_memories is not None:
+            count = record_memories(
+                args.data,
+                args.record_memories,
+                llm=args.llm,
+                embedder=args.embedder,
+                samples=samples,
+            )
+            print(f"wrote {count} memories to {args.record_memories}")
+            return 0
         report = run(
             args.data,
             args.qrels,
             strategy=SearchStrategy.parse(args.strategy),
             k=args.k,
             embedder=args.embedder,
-            samples=args.samples.split(",") if args.samples else None,
+            samples=samples,
             db=args.db,
+            embed_cache=args.embed_cache,
+            per_question=args.per_question,
+            memories=args.memories,
+            reranker=_reranker_from(args),
         )
-    except (IngestError, ValueError, ImportError) as exc:
+    except (IngestError, ValueError, ImportError, RuntimeError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(report) if args.json else format_table(report))

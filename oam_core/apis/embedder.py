@@ -50,3 +50,18 @@ class IEmbedder(abc.ABC):
     def chunk_chars(self) -> int:
         """Chunk size in characters: ``min(4000, int(max_input_tokens * 3.5))``."""
         return max(1, min(4000, int(self.max_input_tokens * CHARS_PER_TOKEN)))
+
+
+def check_texts(texts: Sequence[str]) -> list[str]:
+    """The texts of an ``embed`` (or rerank) call as a list.
+
+    Raises:
+        TypeError: if ``texts`` is a single str or holds a non-string.
+    """
+    if isinstance(texts, str):
+        raise TypeError("texts must be a sequence of strings, not a single str")
+    items = list(texts)
+    for text in items:
+        if not isinstance(text, str):
+            raise TypeError(f"texts must hold strings, got {type(text).__name__}: {text!r}")
+    return items

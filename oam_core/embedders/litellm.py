@@ -35,7 +35,7 @@ from oam_core._litellm import (
     require_litellm,
     retrying,
 )
-from oam_core.apis.embedder import IEmbedder
+from oam_core.apis.embedder import IEmbedder, check_texts
 
 __all__ = ["LiteLLMEmbedder"]
 
@@ -162,7 +162,7 @@ class LiteLLMEmbedder(IEmbedder):
             ImportError: if litellm is not installed.
             Exception: LiteLLM's error when a request fails (after retries if transient).
         """
-        items = _check_texts(texts)
+        items = check_texts(texts)
         if not items:
             return np.zeros((0, self.embedding_dimension), dtype=np.float32)
         litellm = _import_litellm()
@@ -179,7 +179,7 @@ class LiteLLMEmbedder(IEmbedder):
 
         Args, returns and raises as ``embed``.
         """
-        items = _check_texts(texts)
+        items = check_texts(texts)
         litellm = await import_litellm_async("LiteLLMEmbedder")
         if not items:
             if self._dimension is None:
@@ -257,13 +257,3 @@ class LiteLLMEmbedder(IEmbedder):
         loop = async_retrying(self.max_retries, litellm, sleep)
         response: Any = await loop(litellm.aembedding, **request)
         return self._parse(response, len(batch))
-
-
-def _check_texts(texts: Sequence[str]) -> list[str]:
-    if isinstance(texts, str):
-        raise TypeError("texts must be a sequence of strings, not a single str")
-    items = list(texts)
-    for text in items:
-        if not isinstance(text, str):
-            raise TypeError(f"texts must hold strings, got {type(text).__name__}: {text!r}")
-    return items

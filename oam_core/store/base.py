@@ -35,6 +35,7 @@ from oam_core.apis.records import (
 )
 from oam_core.apis.store import IMemoryStore
 from oam_core.apis.ttl import TimeToLiveAnchor
+from oam_core.rerankers import IReranker, check_reranker
 from oam_core.store import planning
 from oam_core.store.backend import Backend, Predicate, StoredRow, Tx
 from oam_core.store.chunking import chunk_text
@@ -42,6 +43,7 @@ from oam_core.store.filters import parse_filter
 from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
 from oam_core.store.planning import ChunkPlan, PlanContext, RowPlan
 from oam_core.store.ranking import normalized_distances, rrf, rrf_distance
+from oam_core.store.signals import POOL, passage_text, signal_lists
 from oam_core.store.text import query_terms
 from oam_core.store.ttl import Clock, iso, read_clock, utc_now
 from oam_core.telemetry import traced_embed, traced_store
@@ -71,10 +73,14 @@ class OracleMemoryStore(IMemoryStore):
         memory_retention_config: Store-wide TTL defaults and cap (SPEC §3.7).
         clock: Zero-argument callable returning an aware ``datetime``; every TTL
             decision uses it (default: UTC now).
+        reranker: An ``IReranker`` (e.g. ``CrossEncoderReranker``) that re-scores the
+            best ``reranker.candidates`` results of every text query, or None
+            (docs/retrieval.md).
 
     Raises:
-        ValueError: for a bad strategy, a non-positive ``vector_dim``, or a
-            ``vector_dim`` that differs from the embedder's dimension.
+        ValueError: for a bad strategy, a non-positive ``vector_dim``, a
+            ``vector_dim`` that differs from the embedder's dimension, or a reranker
+            that is not an ``IReranker``.
     """
 
     def __init__(
@@ -85,6 +91,7 @@ class OracleMemoryStore(IMemoryStore):
         search_strategy: SearchStrategy | str = SearchStrategy.VECTOR,
         memory_retention_config: MemoryRetentionConfig | None = None,
         clock: Clock | None = None,
+        reranker: IReranker | None = None,
     ) -> None:
         if embedder is not None and not isinstance(embedder, IEmbedder):
             raise ValueError(f"embedder must be an IEmbedder or None, got {embedder!r}")
@@ -111,6 +118,7 @@ class OracleMemoryStore(IMemoryStore):
         self.search_strategy = SearchStrategy.parse(search_strategy)
         self.memory_retention_config = memory_retention_config or MemoryRetentionConfig()
         self._clock: Clock = clock or utc_now
+        self.reranker: IReranker | None = check_reranker(reranker)
 
     # -- back end hooks -------------------------------------------------------------
 
@@ -855,7 +863,12 @@ class OracleMemoryStore(IMemoryStore):
         Returns:
             ``(record, distance)`` pairs by ascending distance, ties by record type
             then id. VECTOR: cosine distance of the best chunk in [0, 2]; KEYWORD and
-            HYBRID: ``1 - normalized score`` in [0, 1].
+            HYBRID: ``1 - normalized score`` in [0, 1]; HYBRID also fuses a list of
+            the candidates spoken by a participant the query names and one of those
+            dated in a span it names (docs/retrieval.md). With a ``reranker``, a text
+            query's results are the first stage's best ``reranker.candidates``
+            re-scored, distance ``1 - sigmoid(score)`` in [0, 1]
+            (docs/retrieval.md).
 
         Raises:
             ValueError: for none or both of query/query_vector, a blank query, an
@@ -893,14 +906,17 @@ class OracleMemoryStore(IMemoryStore):
         )
         if not _findable(pred):
             return []
-        native = self._native_search(query, qvec, k, pred)
-        if native is not None:
-            return self._materialize(native, k)
+        # A reranker re-scores the first stage's best ``candidates``: rank that deep.
+        depth = k if self.reranker is None or query is None else max(k, self.reranker.candidates)
+        loaded: dict[Hashable, Record] | None = None
+        native = self._native_search(query, qvec, depth, pred)
         strategy = self.search_strategy
-        if qvec is not None:
-            ranked = self._vector_ranking([qvec], k, pred, fused=False)
+        if native is not None:
+            ranked = native
+        elif qvec is not None:
+            ranked = self._vector_ranking([qvec], depth, pred, fused=False)
         elif strategy is SearchStrategy.KEYWORD:
-            ranked = self._keyword_ranking(self._query_parts(query or ""), k, pred)
+            ranked = self._keyword_ranking(self._query_parts(query or ""), depth, pred)
         else:
             if self.embedder is None:
                 raise ValueError(
@@ -912,15 +928,63 @@ class OracleMemoryStore(IMemoryStore):
                 np.asarray(traced_embed(self.embedder, parts, is_query=True), dtype=np.float32)
             )
             if strategy is SearchStrategy.VECTOR:
-                ranked = self._vector_ranking(vectors, k, pred, fused=len(parts) > 1)
+                ranked = self._vector_ranking(vectors, depth, pred, fused=len(parts) > 1)
             else:
-                depth = max(k, _HYBRID_DEPTH)
+                depth = max(depth, _HYBRID_DEPTH)
                 v_lists = self._backend.rank_vector(vectors, depth, pred)
                 kw_lists = [self._backend.rank_keyword(query_terms(p), depth, pred) for p in parts]
                 lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
-                fused = self._backend.fuse(lists)
-                ranked = [(key, rrf_distance(s, len(lists))) for key, s in fused]
-        return self._materialize(ranked, k)
+                ranked, loaded = self._hybrid_ranking(query or "", lists, k, pred)
+        if self.reranker is not None and query is not None:
+            ranked, loaded = self._reranked(self.reranker, query, ranked, k, loaded)
+        return self._materialize(ranked, k, loaded)
+
+    def _hybrid_ranking(
+        self, query: str, lists: Sequence[Sequence[Hashable]], k: int, pred: Predicate
+    ) -> tuple[builtins.list[tuple[Hashable, float]], dict[Hashable, Record]]:
+        """Fuse the text lists, then the query's speaker and date lists over the fused
+        head (store/signals.py). Returns ``(key, distance)`` pairs from the final
+        fused scores, and the head's loaded records."""
+        fused = sorted(self._backend.fuse(lists), key=lambda kv: -kv[1])
+        pool = [key for key, _ in fused[: max(POOL, k)]]
+        records = self._backend.load(pool)
+        weights = [1.0] * len(lists)
+        extra = signal_lists(query, pool, records, pred.now)
+        if extra:
+            lists = [*lists, *(keys for keys, _ in extra)]
+            weights += [weight for _, weight in extra]
+            fused = builtins.list(rrf(lists, weights=weights).items())
+        return [(key, rrf_distance(s, sum(weights))) for key, s in fused], records
+
+    def _reranked(
+        self,
+        reranker: IReranker,
+        query: str,
+        ranked: Sequence[tuple[Hashable, float]],
+        k: int,
+        loaded: dict[Hashable, Record] | None,
+    ) -> tuple[builtins.list[tuple[Hashable, float]], dict[Hashable, Record]]:
+        """The first stage's best ``max(k, reranker.candidates)`` records, re-scored:
+        distance ``1 - sigmoid(score)`` (docs/retrieval.md)."""
+        head = [key for key, _ in sorted(ranked, key=lambda kv: kv[1])]
+        head = head[: max(k, reranker.candidates)]
+        records = dict(loaded or {})
+        missing = [key for key in head if key not in records]
+        if missing:
+            records.update(self._backend.load(missing))
+        head = [key for key in head if key in records]
+        if not head:
+            return [], records
+        scores = np.asarray(
+            reranker.score(query, [passage_text(records[key]) for key in head]), dtype=np.float64
+        )
+        if scores.shape != (len(head),) or not np.isfinite(scores).all():
+            raise ValueError(
+                f"reranker {reranker!r} returned scores of shape {scores.shape}, expected "
+                f"{len(head)} finite values"
+            )
+        distances = 1.0 / (1.0 + np.exp(np.clip(scores, -60.0, 60.0)))
+        return [(key, float(d)) for key, d in zip(head, distances, strict=True)], records
 
     def _query_parts(self, query: str) -> builtins.list[str]:
         return chunk_text(query, self.chunk_chars) or [query]
@@ -944,10 +1008,17 @@ class OracleMemoryStore(IMemoryStore):
         return [(key, rrf_distance(s, len(lists))) for key, s in scores.items()]
 
     def _materialize(
-        self, ranked: Sequence[tuple[Hashable, float]], k: int
+        self,
+        ranked: Sequence[tuple[Hashable, float]],
+        k: int,
+        loaded: dict[Hashable, Record] | None = None,
     ) -> builtins.list[tuple[Record, float]]:
         best = sorted(ranked, key=lambda kv: kv[1])[: max(k * 2, k + 10)]
-        records = self._backend.load([key for key, _ in best])
+        loaded = loaded or {}
+        records = {key: loaded[key] for key, _ in best if key in loaded}
+        missing = [key for key, _ in best if key not in loaded]
+        if missing:
+            records.update(self._backend.load(missing))
         out = [(records[key], float(d)) for key, d in best if key in records]
         out.sort(key=lambda rd: (rd[1], rd[0].record_type, rd[0].id))
         return out[:k]

@@ -13,21 +13,28 @@ ranks, which measured better on LoCoMo (bench/locomo_recall.py)."""
 K = TypeVar("K", bound=Hashable)
 
 
-def rrf(ranked_lists: Sequence[Sequence[K]], k: int = RRF_K) -> dict[K, float]:
-    """Reciprocal rank fusion: ``score(x) = sum over lists of 1 / (k + rank(x))``.
+def rrf(
+    ranked_lists: Sequence[Sequence[K]],
+    k: int = RRF_K,
+    weights: Sequence[float] | None = None,
+) -> dict[K, float]:
+    """Reciprocal rank fusion: ``score(x) = sum over lists of w / (k + rank(x))``.
 
-    Ranks start at 1. Returns the fused scores of every key seen.
+    Ranks start at 1; ``weights`` (one per list, default 1.0 each) scale each list's
+    contribution. Returns the fused scores of every key seen, in first-seen order.
     """
     scores: dict[K, float] = {}
-    for ranked in ranked_lists:
+    for i, ranked in enumerate(ranked_lists):
+        weight = 1.0 if weights is None else weights[i]
         for rank, key in enumerate(ranked, start=1):
-            scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)
+            scores[key] = scores.get(key, 0.0) + weight / (k + rank)
     return scores
 
 
-def rrf_distance(score: float, n_lists: int, k: int = RRF_K) -> float:
+def rrf_distance(score: float, n_lists: float, k: int = RRF_K) -> float:
     """Map a fused RRF score to a distance in [0, 1]: ``1 - score / best possible``,
-    the best possible being rank 1 in all ``n_lists`` lists."""
+    the best possible being rank 1 in every list (``n_lists``: the number of lists,
+    or the sum of their weights)."""
     best = n_lists / (k + 1)
     return max(0.0, min(1.0, 1.0 - score / best))
 

@@ -28,6 +28,7 @@ import regex
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.embedder import IEmbedder
 from oam_core.apis.records import MESSAGE, THREAD, Record, ThreadRow
+from oam_core.rerankers import IReranker
 from oam_core.store.backend import Backend, Predicate, StoredRow, Tx
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
@@ -69,6 +70,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
         memory_store_id: Prefix of every table, so several stores share one file
             (letter first, letters/digits/underscore, at most 16 characters).
         clock: Zero-argument callable returning an aware datetime (default UTC now).
+        reranker: See ``OracleMemoryStore`` (docs/retrieval.md).
 
     Raises:
         ValueError: for a bad ``memory_store_id``, a dimension different from the
@@ -86,6 +88,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
         memory_retention_config: MemoryRetentionConfig | None = None,
         memory_store_id: str | None = None,
         clock: Clock | None = None,
+        reranker: IReranker | None = None,
     ) -> None:
         super().__init__(
             embedder=embedder,
@@ -93,6 +96,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
             search_strategy=SearchStrategy.VECTOR if search_strategy is None else search_strategy,
             memory_retention_config=memory_retention_config,
             clock=clock,
+            reranker=reranker,
         )
         if not isinstance(path, (str, Path)):
             raise ValueError(f"path must be a str or pathlib.Path, got {path!r}")

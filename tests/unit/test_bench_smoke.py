@@ -14,6 +14,7 @@ import pytest
 from tests.pgload import pg_module
 
 BENCH = Path(__file__).parents[2] / "bench" / "locomo_recall.py"
+MEMORIES = Path(__file__).parents[2] / "bench" / "fixtures" / "memories_tiny.jsonl"
 
 
 @pytest.fixture(scope="module")
@@ -117,12 +118,22 @@ def test_keyword_recall_at_1_is_exact(
         "1",
     )
     # Single-hop question: found. Multi-hop (two evidence turns) at k=1: any but not all.
-    assert report["overall"] == {"recall_all@1": 0.5, "recall_any@1": 1.0, "n": 2}
+    # Both questions have an evidence turn at rank 1 (MRR 1) and, within the top 5,
+    # a turn of an evidence session.
+    assert report["overall"] == {
+        "recall_all@1": 0.5,
+        "recall_any@1": 1.0,
+        "session_hit@5": 1.0,
+        "mrr@1": 1.0,
+        "n": 2,
+    }
     categories = report["per_category"]
     assert categories["single-hop"] == {
         "category": 4,
         "recall_all@1": 1.0,
         "recall_any@1": 1.0,
+        "session_hit@5": 1.0,
+        "mrr@1": 1.0,
         "n": 1,
     }
     assert categories["multi-hop"]["n"] == 1
@@ -131,6 +142,8 @@ def test_keyword_recall_at_1_is_exact(
         "category": 5,
         "recall_all@1": 1.0,
         "recall_any@1": 1.0,
+        "session_hit@5": 1.0,
+        "mrr@1": 1.0,
         "n": 1,
     }
     assert categories["temporal"]["n"] == 0
@@ -138,7 +151,7 @@ def test_keyword_recall_at_1_is_exact(
     assert timing["queries"] == 3
     assert timing["query_embed_ms"]["p95"] == 0.0
     assert set(timing["search_ms_incl_embed"]) == {"p50", "p95", "mean"}
-    assert report["config"]["messages"] == 6
+    assert report["config"]["records"] == 6
     assert report["config"]["threads"] == 2
     assert report["config"]["questions_without_evidence"] == 1
 
@@ -163,9 +176,16 @@ def test_vector_and_hybrid_find_everything_with_a_large_k(
         "--k",
         "10",
     )
-    assert report["overall"] == {"recall_all@10": 1.0, "recall_any@10": 1.0, "n": 2}
+    assert report["overall"] == {
+        "recall_all@10": 1.0,
+        "recall_any@10": 1.0,
+        "session_hit@5": 1.0,
+        "mrr@10": report["overall"]["mrr@10"],
+        "n": 2,
+    }
+    assert 0.5 <= report["overall"]["mrr@10"] <= 1.0
     timing = report["timing"]
-    assert timing["ingest_messages_per_s"] > 0
+    assert timing["ingest_records_per_s"] > 0
     assert timing["query_embed_ms"]["p50"] > 0
     assert timing["search_ms_incl_embed"]["p50"] >= timing["search_ms_excl_embed"]["p50"]
 
@@ -200,7 +220,7 @@ def test_turns_are_found_by_their_speaker_name(
     qrels.write_text(json.dumps(row) + "\n", encoding="utf-8")
     base = ["--data", str(data), "--qrels", str(qrels), "--strategy", "keyword", "--k", "3"]
     named = _run(bench, capsys, *base)
-    assert named["overall"] == {"recall_all@3": 1.0, "recall_any@3": 1.0, "n": 1}
+    assert named["overall"]["recall_all@3"] == 1.0
 
 
 @pytest.mark.parametrize("strategy", ["keyword", "vector"])
@@ -225,3 +245,76 @@ def test_postgres_back_end_gives_the_same_recall(
     assert sqlite["config"]["backend"] == "sqlite"
     assert postgres["overall"] == sqlite["overall"]
     assert postgres["per_category"] == sqlite["per_category"]
+
+
+def test_memory_level_recall_on_the_hand_made_fixture(
+    bench: ModuleType, files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--on memories``: a memory is a hit for the turns in its provenance."""
+    data, qrels = files
+    args = ["--data", str(data), "--qrels", str(qrels), "--strategy", "keyword", "--k", "1"]
+    report = _run(bench, capsys, *args, "--on", "memories", "--memories", str(MEMORIES))
+    assert report["config"]["on"] == "memories"
+    assert report["config"]["records"] == 5
+    # "What is the puppy named?" -> the fact from D1:1; "Kyoto temples and matcha ice
+    # cream?" -> the one memory extracted from both D2:1 and D2:3 (recall_all at k=1).
+    assert report["overall"] == {
+        "recall_all@1": 1.0,
+        "recall_any@1": 1.0,
+        "session_hit@5": 1.0,
+        "mrr@1": 1.0,
+        "n": 2,
+    }
+    out = capsys.readouterr().out
+    assert bench.main([*args, "--on", "memories", "--memories", str(MEMORIES)]) == 0
+    assert "memory-level recall" in capsys.readouterr().out and out == ""
+
+
+def test_memories_file_errors(
+    bench: ModuleType, files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data, qrels = files
+    args = ["--data", str(data), "--qrels", str(qrels), "--embedder", "hashing"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"sample_id": "s-1", "content": "x", "source_message_ids": "D1:1"}\n')
+    assert bench.main([*args, "--on", "memories", "--memories", str(bad)]) == 2
+    assert "line 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench.main([*args, "--on", "memories"])
+    with pytest.raises(SystemExit):
+        bench.main([*args, "--record-memories", str(tmp_path / "out.jsonl")])
+
+
+def test_reranked_pass_reports_its_own_metrics_and_latency(
+    bench: ModuleType, files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--reranker-model``: every question is searched without and with the reranker."""
+    pytest.importorskip("onnx")
+    from tests.tiny_cross_encoder import TOKENIZER, build_model
+
+    model = tmp_path / "model.onnx"
+    sha = build_model(model, ["sunny"])
+    data, qrels = files
+    report = _run(
+        bench,
+        capsys,
+        *("--data", str(data), "--qrels", str(qrels), "--strategy", "hybrid", "--k", "1"),
+        *("--reranker-model", str(model), "--reranker-tokenizer", str(TOKENIZER)),
+        *("--reranker-sha256", sha, "--reranker-candidates", "6"),
+    )
+    # The toy cross-encoder scores only the turn naming Sunny (D1:1) above zero, so it
+    # is every question's reranked top 1: right for the puppy question, wrong for the
+    # others, while the first stage is unchanged.
+    reranked = report["reranked"]["per_category"]
+    assert reranked["single-hop"]["recall_all@1"] == 1.0
+    assert reranked["multi-hop"]["recall_any@1"] == 0.0
+    assert reranked["adversarial"]["recall_any@1"] == 0.0
+    assert report["per_category"]["multi-hop"]["recall_any@1"] == 1.0
+    timing = report["timing"]
+    assert timing["reranked_search_ms_excl_embed"]["p50"] > 0
+    assert "CrossEncoderReranker" in report["config"]["reranker"]
+    # A model file that is not the pinned one is refused, with one clear error.
+    args = ["--data", str(data), "--qrels", str(qrels), "--embedder", "hashing"]
+    pinned = ["--reranker-tokenizer", str(TOKENIZER), "--reranker-sha256", "0" * 64]
+    assert bench.main([*args, "--reranker-model", str(model), *pinned]) == 2
+    assert "expected 0000" in capsys.readouterr().err

@@ -21,6 +21,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from oam_core.apis.embedder import IEmbedder
+from oam_core.rerankers import IReranker
 from oam_core.store.backend import Backend
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.options import MemoryRetentionConfig, SchemaPolicy, SearchStrategy
@@ -132,6 +133,8 @@ class PostgresMemoryStore(OracleMemoryStore):
         schema_policy: ``SchemaPolicy`` or its name (SPEC §3.8): REQUIRE_EXISTING
             (default: never runs DDL), CREATE_IF_EMPTY, CREATE_IF_NECESSARY, RECREATE.
         clock: Zero-argument callable returning an aware datetime (default UTC now).
+        reranker: An ``IReranker`` re-scoring the best results of text queries, or
+            None (docs/retrieval.md).
 
     Raises:
         ValueError: for a bad argument, an unreachable server, a missing store under
@@ -151,6 +154,7 @@ class PostgresMemoryStore(OracleMemoryStore):
         memory_store_id: str | None = None,
         schema_policy: SchemaPolicy | str = SchemaPolicy.REQUIRE_EXISTING,
         clock: Clock | None = None,
+        reranker: IReranker | None = None,
     ) -> None:
         super().__init__(
             embedder=embedder,
@@ -160,6 +164,7 @@ class PostgresMemoryStore(OracleMemoryStore):
             else SearchStrategy.VECTOR,
             memory_retention_config=memory_retention_config,
             clock=clock,
+            reranker=reranker,
         )
         policy = SchemaPolicy.parse(schema_policy)
         prefix = table_prefix(memory_store_id)

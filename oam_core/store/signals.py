@@ -1,0 +1,127 @@
+"""Query signals read from the candidates' fields, fused into HYBRID search.
+
+The vector and keyword lists rank records by their text. Two facts a query often
+states are better matched against a record's fields than against its words
+(docs/retrieval.md):
+
+* **the speaker**: "What kind of art does Caroline make?" is about what Caroline
+  said. Her name is in nearly every row of a two-person conversation, so its BM25
+  weight is about zero; the participant name of each message
+  (``metadata["$message"]["name"]``) is exact.
+* **the date**: "What did Nate do for Joanna on 25 May, 2022?" names a day; the
+  answering turn carries that day in its timestamp, or speaks of it ("yesterday")
+  relative to it (``store/temporal.py``).
+
+Each signal is a ranked list of the candidate pool (the best fused records, in
+fused order) restricted to the records that match it. Fused with the text lists by
+reciprocal rank fusion, it lifts matching records without letting a non-matching
+query change anything: a query naming no participant and no date gets no extra
+list, and a list that would hold the whole pool is dropped (it would not
+discriminate).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Hashable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import regex
+
+from oam_core.apis.records import Record
+from oam_core.store.temporal import overlaps, query_spans, record_days
+
+__all__ = [
+    "DATE_WEIGHT",
+    "MESSAGE_KEY",
+    "POOL",
+    "SPEAKER_WEIGHT",
+    "participant_name",
+    "passage_text",
+    "signal_lists",
+]
+
+MESSAGE_KEY = "$message"
+"""Reserved metadata key holding chat-framework message fields (name, tool calls, ...)."""
+
+POOL = 50
+"""How many of the best fused candidates the signals re-rank."""
+
+SPEAKER_WEIGHT = 1 / 3
+"""RRF weight of the speaker list: a soft preference. It is just enough to lift the
+named speaker's turn over a turn one place above it in both text lists (a text tie:
+with RRF k = 5 that gap is ``2 * (1/6 - 1/7)``, which a weight above 2/7 outweighs),
+and far below a text list, because a question may name the wrong person ("What did
+Jon find for his store?" when Gina has the store) and the other speaker's turn must
+still be found by its words. On LoCoMo, weight 1.0 would add 0.01 recall_all@10 but
+lose 0.04 on such questions (category 5); see bench/README.md."""
+
+DATE_WEIGHT = 1.0
+"""RRF weight of the date list, the same as each text list."""
+
+_WORD = regex.compile(r"[\p{L}\p{N}]+")
+
+
+def participant_name(metadata: Mapping[str, Any] | None) -> str | None:
+    """The participant name under ``metadata["$message"]["name"]``, stripped, or None."""
+    fields = (metadata or {}).get(MESSAGE_KEY)
+    if isinstance(fields, Mapping):
+        name = fields.get("name")
+        if isinstance(name, str) and name.strip():
+            return name.strip()
+    return None
+
+
+def passage_text(record: Record) -> str:
+    """What a reranker reads of a record: ``"<participant>: <content>"`` for a message
+    naming its speaker, else the content (``""`` for none)."""
+    content = record.content or ""
+    name = participant_name(record.metadata)
+    return f"{name}: {content}" if name and content else content
+
+
+def signal_lists(
+    query: str,
+    pool: Sequence[Hashable],
+    records: Mapping[Hashable, Record],
+    now: datetime,
+) -> builtins.list[tuple[builtins.list[Hashable], float]]:
+    """The speaker and date lists of a query over a candidate pool, with their RRF
+    weights.
+
+    Args:
+        query: The text query.
+        pool: Candidate record keys, best first (the fused ranking's head).
+        records: The loaded records of ``pool`` (a key may be missing: skipped).
+        now: The store clock, for relative dates in the query ("last week").
+
+    Returns:
+        Zero, one or two ``(ranked keys, weight)`` pairs, the keys a sub-sequence of
+        ``pool``: the candidates spoken by the one participant the query names
+        (``SPEAKER_WEIGHT``), and the candidates whose dates fall in a span the query
+        names (``DATE_WEIGHT``).
+    """
+    present = [key for key in pool if key in records]
+    lists: builtins.list[tuple[builtins.list[Hashable], float]] = []
+    words = {w.lower() for w in _WORD.findall(query)}
+    names = {n for n in (participant_name(records[key].metadata) for key in present) if n}
+    named = {n for n in names if _names_in(n, words)}
+    if len(named) == 1:
+        spoken = [key for key in present if participant_name(records[key].metadata) in named]
+        lists.append((spoken, SPEAKER_WEIGHT))
+    spans = query_spans(query, now)
+    if spans:
+        dated = [
+            key
+            for key in present
+            if overlaps(record_days(records[key].timestamp, records[key].content), spans)
+        ]
+        lists.append((dated, DATE_WEIGHT))
+    return [(keys, weight) for keys, weight in lists if 0 < len(keys) < len(present)]
+
+
+def _names_in(name: str, words: set[str]) -> bool:
+    """Whether every word of a participant name is a word of the query."""
+    parts = [w.lower() for w in _WORD.findall(name)]
+    return bool(parts) and all(p in words for p in parts)

@@ -1,0 +1,218 @@
+"""Dates in queries and messages, for date-aware ranking (docs/retrieval.md).
+
+A question such as "What did Nate do for Joanna on 25 May, 2022?" names the day it
+is about; the turn that answers it was written that day or soon after ("Yesterday
+I got her a stuffed animal", stored with the session's timestamp). This module finds
+the calendar spans a query names (``query_spans``) and the days a record speaks of
+(``record_days``: its timestamp, plus the relative dates in its text such as
+"yesterday" or "last week", resolved against that timestamp), so the search can
+prefer records whose dates fall in the span.
+
+Spotting a date is a small regular expression over month names, day numbers, years
+and ISO dates; turning the spotted text into a date is ``dateutil``'s parser.
+Relative words in a *query* ("last week") are resolved against the store clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+import regex
+from dateutil import parser as date_parser
+from dateutil.relativedelta import relativedelta
+
+__all__ = ["Span", "day_label", "overlaps", "query_spans", "record_days"]
+
+_MONTHS = (
+    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
+    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
+)
+_DAY = r"(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
+_YEAR = r"(?:19|20)\d\d"
+_ABSOLUTE = regex.compile(
+    rf"""
+    (?P<iso>\b{_YEAR}-[01]\d-[0-3]\d\b)
+    | (?P<dmy>\b{_DAY}\s*(?:of\s+)?(?:{_MONTHS})\b\.?,?\s*(?:{_YEAR}\b)?)
+    | (?P<mdy>\b(?:{_MONTHS})\b\.?\s+{_DAY}\b,?\s*(?:{_YEAR}\b)?)
+    | (?P<my>\b(?:{_MONTHS})\b\.?,?\s+(?:of\s+)?{_YEAR}\b)
+    | (?P<y>\b(?:in|of|during|since)\s+{_YEAR}\b)
+    """,
+    regex.IGNORECASE | regex.VERBOSE,
+)
+_UNITS = {"day": 1, "week": 7, "month": 30, "year": 365}
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "couple of": 2,
+    "few": 3,
+}
+_RELATIVE = regex.compile(
+    r"""
+    \b(?P<word>yesterday|today|tonight|tomorrow)\b
+    | \b(?P<last>last|this|next|past)\s+(?P<unit>weekend|week|month|year)\b
+    | \b(?P<n>\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|couple\s+of|few)\s+
+      (?P<ago_unit>day|week|month|year)s?\s+ago\b
+    """,
+    regex.IGNORECASE | regex.VERBOSE,
+)
+_MONTH_NAMES = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+_SLACK = timedelta(days=7)
+"""How far a record's day may lie outside a query's span and still count: a
+conversation mentions an event in the days after it ("last weekend")."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """A half-open calendar interval ``[start, end)`` of days."""
+
+    start: date
+    end: date
+
+
+def query_spans(query: str, now: datetime) -> list[Span]:
+    """The calendar spans a query names.
+
+    Absolute dates ("25 May, 2022", "October 6, 2022", "May 2023", "in 2022",
+    "2023-05-08") give the day, month or year they name; relative words ("yesterday",
+    "last week", "two months ago") are resolved against ``now``. A day or month
+    without a year gets ``now``'s year.
+
+    Args:
+        query: The search query.
+        now: The reference time of relative words (the store clock).
+
+    Returns:
+        The distinct spans, in order of appearance; empty when the query names no
+        date (or only impossible ones, such as "30 February").
+    """
+    spans: list[Span] = []
+    for match in _ABSOLUTE.finditer(query):
+        span = _absolute_span(match, now)
+        if span is not None:
+            spans.append(span)
+    spans.extend(_relative_spans(query, now.date()))
+    return list(dict.fromkeys(spans))
+
+
+def record_days(timestamp: str | None, text: str | None) -> list[date]:
+    """The days a record speaks of: its timestamp's day, plus each relative date of
+    its text ("yesterday", "last week", "three days ago") resolved against it.
+
+    Args:
+        timestamp: The record's event time (ISO-8601), or None.
+        text: The record's content, or None.
+
+    Returns:
+        The days (a relative week, month or year gives its first day); empty when the
+        record has no parseable timestamp.
+    """
+    if not timestamp:
+        return []
+    try:
+        anchor = date_parser.isoparse(timestamp).date()
+    except (ValueError, OverflowError):
+        return []
+    days = [anchor]
+    if text:
+        days.extend(span.start for span in _relative_spans(text, anchor))
+    return days
+
+
+def day_label(timestamp: str | None) -> str | None:
+    """The day of an ISO-8601 timestamp in words, ``"8 May 2023"`` (English month
+    names whatever the locale), or None when ``timestamp`` is missing or unparseable."""
+    if not timestamp:
+        return None
+    try:
+        day = date_parser.isoparse(timestamp).date()
+    except (ValueError, OverflowError):
+        return None
+    return f"{day.day} {_MONTH_NAMES[day.month - 1]} {day.year}"
+
+
+def overlaps(days: Iterable[date], spans: Iterable[Span]) -> bool:
+    """Whether any day lies in any span widened by a week on each side."""
+    spans = list(spans)
+    return any(s.start - _SLACK <= d < s.end + _SLACK for d in days for s in spans)
+
+
+def _absolute_span(match: regex.Match[str], now: datetime) -> Span | None:
+    text = match.group(0)
+    kind = match.lastgroup
+    default = datetime(now.year, 1, 1)
+    try:
+        if kind == "y":
+            year = int(regex.search(_YEAR, text).group(0))  # type: ignore[union-attr]
+            return Span(date(year, 1, 1), date(year + 1, 1, 1))
+        parsed = date_parser.parse(text.replace(" of ", " "), default=default, fuzzy=True)
+    except (ValueError, OverflowError):
+        return None
+    day = parsed.date()
+    if kind == "my":
+        start = day.replace(day=1)
+        return Span(start, start + relativedelta(months=1))
+    return Span(day, day + timedelta(days=1))
+
+
+def _relative_spans(text: str, anchor: date) -> list[Span]:
+    spans: list[Span] = []
+    for match in _RELATIVE.finditer(text):
+        word = (match.group("word") or "").lower()
+        if word:
+            offset = {"yesterday": -1, "tomorrow": 1}.get(word, 0)
+            day = anchor + timedelta(days=offset)
+            spans.append(Span(day, day + timedelta(days=1)))
+        elif match.group("last"):
+            spans.append(
+                _named_period(match.group("last").lower(), match.group("unit").lower(), anchor)
+            )
+        else:
+            count = _count(match.group("n"))
+            days = count * _UNITS[match.group("ago_unit").lower()]
+            day = anchor - timedelta(days=days)
+            spans.append(Span(day, day + timedelta(days=1)))
+    return spans
+
+
+def _named_period(which: str, unit: str, anchor: date) -> Span:
+    step = {"last": -1, "past": -1, "this": 0, "next": 1}[which]
+    if unit in ("week", "weekend"):
+        monday = anchor - timedelta(days=anchor.weekday()) + timedelta(weeks=step)
+        if unit == "weekend":
+            return Span(monday + timedelta(days=5), monday + timedelta(days=7))
+        return Span(monday, monday + timedelta(days=7))
+    if unit == "month":
+        start = anchor.replace(day=1) + relativedelta(months=step)
+        return Span(start, start + relativedelta(months=1))
+    start = date(anchor.year + step, 1, 1)
+    return Span(start, date(start.year + 1, 1, 1))
+
+
+def _count(text: str) -> int:
+    text = " ".join(text.lower().split())
+    return int(text) if text.isdigit() else _NUMBERS.get(text, 1)

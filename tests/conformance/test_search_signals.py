@@ -1,0 +1,145 @@
+"""HYBRID search: speaker and date signals, and the ``reranker=`` option, on every back
+end (docs/retrieval.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from oam_core.rerankers import IReranker
+
+
+def speaker(name: str) -> dict[str, object]:
+    return {"$message": {"name": name}}
+
+
+def ids(results) -> list[str]:
+    return [r.id for r, _ in results]
+
+
+def test_the_named_speaker_ranks_first(make_store):
+    store = make_store(search_strategy="HYBRID")
+    store.add(
+        ["I painted a sunrise by the lake.", "I painted a sunrise by the lake."],
+        "message",
+        record_ids=["ana-1", "ben-1"],
+        thread_ids="t1",
+        roles=["user", "assistant"],
+        metadata=[speaker("Ana"), speaker("Ben")],
+    )
+    assert ids(store.search("What did Ben paint by the lake?", 2))[0] == "ben-1"
+    assert ids(store.search("What did Ana paint by the lake?", 2))[0] == "ana-1"
+    # Both named, or neither: no speaker preference, both still found.
+    assert sorted(ids(store.search("Ana and Ben painted what?", 2))) == ["ana-1", "ben-1"]
+
+
+def test_a_named_day_prefers_records_of_that_day(make_store):
+    store = make_store(search_strategy="HYBRID")
+    store.add(
+        ["We went hiking in the hills.", "We went hiking in the hills.", "Dinner was pasta."],
+        "memory",
+        record_ids=["may", "sept", "other"],
+        timestamps=["2023-05-08T13:56:00", "2023-09-01T10:00:00", "2023-05-08T19:00:00"],
+    )
+    assert ids(store.search("Where did we go hiking on 8 May, 2023?", 3))[0] == "may"
+    assert ids(store.search("Where did we go hiking in September 2023?", 3))[0] == "sept"
+
+
+def test_relative_words_in_a_record_count_for_its_day(make_store):
+    store = make_store(search_strategy="HYBRID")
+    store.add(
+        ["Yesterday I got her a stuffed animal.", "I got her a stuffed animal."],
+        "memory",
+        record_ids=["yesterday", "later"],
+        timestamps=["2022-05-26T10:00:00", "2022-08-26T10:00:00"],
+    )
+    # 25 May is "yesterday" of the first record.
+    assert ids(store.search("What did I get her on 25 May 2022?", 2))[0] == "yesterday"
+
+
+class WordCountReranker(IReranker):
+    """Scores a passage by how often it contains ``word`` (records the calls)."""
+
+    def __init__(self, word: str, candidates: int = 30) -> None:
+        self.word = word
+        self.candidates = candidates
+        self.calls: list[tuple[str, list[str]]] = []
+
+    def score(self, query: str, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.calls.append((query, list(texts)))
+        return np.asarray([t.lower().count(self.word) for t in texts], dtype=np.float32)
+
+
+@pytest.mark.parametrize("strategy", ["VECTOR", "KEYWORD", "HYBRID"])
+def test_reranker_reorders_the_first_stage(make_store, strategy):
+    reranker = WordCountReranker("puppy", candidates=6)
+    store = make_store(search_strategy=strategy, reranker=reranker)
+    texts = [f"note {i} about the park" for i in range(6)]
+    texts[4] = "the park puppy and the puppy trainer"
+    texts[5] = "a puppy at the park"
+    store.add(texts, "memory", record_ids=[f"m{i}" for i in range(6)])
+    results = store.search("park", 2)
+    query, seen = reranker.calls[-1]
+    assert query == "park"
+    assert sorted(seen) == sorted(texts)
+    assert ids(results) == ["m4", "m5"]
+    assert [d for _, d in results] == pytest.approx([1 / (1 + np.exp(2)), 1 / (1 + np.exp(1))])
+
+
+@pytest.mark.parametrize(("k", "seen"), [(2, 3), (5, 5)])
+def test_reranker_reads_max_k_candidates(make_store, k, seen):
+    reranker = WordCountReranker("puppy", candidates=3)
+    store = make_store(search_strategy="HYBRID", reranker=reranker)
+    store.add([f"note {i} about the park" for i in range(8)], "memory")
+    assert len(store.search("park", k)) == k
+    assert len(reranker.calls[-1][1]) == seen
+
+
+def test_reranker_sees_speaker_labelled_messages_and_at_least_k(make_store):
+    reranker = WordCountReranker("ben", candidates=1)
+    store = make_store(search_strategy="HYBRID", reranker=reranker)
+    store.add(
+        ["hello there", "hello again"],
+        "message",
+        record_ids=["a", "b"],
+        thread_ids="t1",
+        roles=["user", "assistant"],
+        metadata=[speaker("Ana"), speaker("Ben")],
+    )
+    results = store.search("hello", 2)
+    assert sorted(reranker.calls[-1][1]) == ["Ana: hello there", "Ben: hello again"]
+    assert ids(results) == ["b", "a"]
+
+
+def test_vector_queries_are_not_reranked(make_store):
+    reranker = WordCountReranker("x")
+    store = make_store(embedder=None, vector_dim=2, reranker=reranker)
+    store.add(["a", "b"], "memory", record_ids=["a", "b"], embeddings=[[1.0, 0.0], [0.0, 1.0]])
+    assert ids(store.search(query_vector=[1.0, 0.0], k=1)) == ["a"]
+    assert reranker.calls == []
+
+
+class BrokenReranker(WordCountReranker):
+    def score(self, query: str, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return np.asarray([np.nan] * len(texts), dtype=np.float32)
+
+
+def test_a_reranker_returning_bad_scores_is_an_error(make_store):
+    store = make_store(search_strategy="HYBRID", reranker=BrokenReranker("x"))
+    store.add(["alpha"], "memory", record_ids="a")
+    with pytest.raises(ValueError, match="finite"):
+        store.search("alpha", 1)
+
+
+@pytest.mark.parametrize("bad", ["cross-encoder", 3, object()])
+def test_reranker_must_be_an_ireranker(make_store, bad):
+    with pytest.raises(ValueError, match="reranker must be an IReranker"):
+        make_store(reranker=bad)
+
+
+def test_reranker_candidates_must_be_positive(make_store):
+    with pytest.raises(ValueError, match="candidates"):
+        make_store(reranker=WordCountReranker("x", candidates=0))

@@ -1,0 +1,102 @@
+"""Dates in queries and records (oam_core/store/temporal.py; docs/retrieval.md)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+import pytest
+
+from oam_core.store.temporal import Span, overlaps, query_spans, record_days
+
+NOW = datetime(2024, 3, 13, 15, 0, tzinfo=timezone.utc)  # a Wednesday
+
+
+def spans(query: str) -> list[tuple[str, str]]:
+    return [(s.start.isoformat(), s.end.isoformat()) for s in query_spans(query, NOW)]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("What did Nate do for Joanna on 25 May, 2022?", [("2022-05-25", "2022-05-26")]),
+        ("What movie did Nate watch on October 6, 2022?", [("2022-10-06", "2022-10-07")]),
+        ("the weekend before 4th October, 2023", [("2023-10-04", "2023-10-05")]),
+        ("What did they paint in July 2023?", [("2023-07-01", "2023-08-01")]),
+        ("What setback did Melanie face in October 2023?", [("2023-10-01", "2023-11-01")]),
+        ("How many times has she gone to the beach in 2023?", [("2023-01-01", "2024-01-01")]),
+        ("notes from 2023-05-08", [("2023-05-08", "2023-05-09")]),
+        ("What happened on March 3?", [("2024-03-03", "2024-03-04")]),
+        (
+            "dinner on 3 May 2023 and lunch on 9 June 2023",
+            [
+                ("2023-05-03", "2023-05-04"),
+                ("2023-06-09", "2023-06-10"),
+            ],
+        ),
+    ],
+)
+def test_absolute_dates(query: str, expected: list[tuple[str, str]]) -> None:
+    assert spans(query) == expected
+
+
+def test_impossible_and_repeated_dates() -> None:
+    assert spans("on 30 February 2023, or 2023-02-30") == []
+    assert spans("May 2023 " * 500) == [("2023-05-01", "2023-06-01")]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What kind of art does Caroline make?",
+        "What may happen if we march on?",
+        "Who won 2 games out of 3?",
+        "Call me at 2023 or 5",
+        "",
+        "!!!",
+    ],
+)
+def test_no_date(query: str) -> None:
+    assert query_spans(query, NOW) == []
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("What did I say yesterday?", [("2024-03-12", "2024-03-13")]),
+        ("what did we plan today", [("2024-03-13", "2024-03-14")]),
+        ("What did I cook last week?", [("2024-03-04", "2024-03-11")]),
+        ("the party last weekend", [("2024-03-09", "2024-03-11")]),
+        ("books I read last month", [("2024-02-01", "2024-03-01")]),
+        ("trips last year", [("2023-01-01", "2024-01-01")]),
+        ("what happened three days ago", [("2024-03-10", "2024-03-11")]),
+        ("a couple of weeks ago", [("2024-02-28", "2024-02-29")]),
+    ],
+)
+def test_relative_dates_resolve_against_now(query: str, expected: list[tuple[str, str]]) -> None:
+    assert spans(query) == expected
+
+
+def test_record_days_resolve_relative_words_against_the_timestamp() -> None:
+    days = record_days("2023-05-26T13:56:00", "Yesterday I got her a stuffed animal!")
+    assert days == [date(2023, 5, 26), date(2023, 5, 25)]
+    assert record_days("2023-05-26T13:56:00+02:00", "Two weeks ago we moved.") == [
+        date(2023, 5, 26),
+        date(2023, 5, 12),
+    ]
+    assert record_days("2023-05-26", None) == [date(2023, 5, 26)]
+
+
+@pytest.mark.parametrize("timestamp", [None, "", "not a date", "2023-13-45"])
+def test_record_days_without_a_usable_timestamp(timestamp: str | None) -> None:
+    assert record_days(timestamp, "yesterday") == []
+
+
+def test_overlaps_allows_a_week_either_side() -> None:
+    may_25 = Span(date(2022, 5, 25), date(2022, 5, 26))
+    assert overlaps([date(2022, 5, 25)], [may_25])
+    assert overlaps([date(2022, 6, 1)], [may_25])
+    assert overlaps([date(2022, 5, 18)], [may_25])
+    assert not overlaps([date(2022, 6, 2)], [may_25])
+    assert not overlaps([date(2022, 5, 17)], [may_25])
+    assert not overlaps([], [may_25])
+    assert not overlaps([date(2022, 5, 25)], [])
