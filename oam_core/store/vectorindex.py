@@ -162,14 +162,14 @@ class _Ann:
     @classmethod
     def build(cls, faiss: Any, mat: FloatArray, pks: IntArray) -> _Ann:
         n, dim = mat.shape
-        nlist = int(min(4096, max(16, math.sqrt(n))))
+        nlist = int(min(4096, max(16, math.sqrt(n)), n))
         quantizer = faiss.IndexFlatIP(dim)
         index = faiss.IndexIVFScalarQuantizer(
             quantizer, dim, nlist, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
         )
         index.cp.niter = 10
         index.cp.min_points_per_centroid = 1  # sampling below 39 per list is deliberate
-        sample = min(n, 40 * nlist)
+        sample = min(n, 25 * nlist)
         pick = np.random.default_rng(0).choice(n, sample, replace=False) if sample < n else None
         index.train(np.ascontiguousarray(mat if pick is None else mat[np.sort(pick)]))
         index.nprobe = min(NPROBE, nlist)
@@ -287,6 +287,7 @@ class VectorIndex:
         self.path = path
         self.ann_min_rows = ann_min_rows
         self.exact_max = exact_max
+        self.compact_min = 1024  # dead rows tolerated before compacting
         self._reset()
 
     def _reset(self) -> None:
@@ -485,7 +486,7 @@ class VectorIndex:
     # -- housekeeping ---------------------------------------------------------------
 
     def _maintain(self, conn: sqlite3.Connection) -> None:
-        if self.n_dead > max(1024, self.n // 4):
+        if self.n_dead > max(self.compact_min, self.n // 4):
             self._compact()
         live = self.n - self.n_dead
         if self.ann is not None and live > REBUILD_GROWTH * self.ann.trained_on:
@@ -529,9 +530,13 @@ class VectorIndex:
             )
             self.ann_min_rows = 2**62
             return
-        keep = np.flatnonzero(self.live[: self.n])
+        if self.n_dead:
+            keep = np.flatnonzero(self.live[: self.n])
+            mat, pks = self.mat[keep], self.pks[keep]
+        else:  # views: no copy of the matrix
+            mat, pks = self.mat[: self.n], self.pks[: self.n]
         try:
-            self.ann = _Ann.build(faiss, self.mat[keep], self.pks[keep])
+            self.ann = _Ann.build(faiss, mat, pks)
             self.ann.hwm = max(self.ann.hwm, self.hwm)
         except (MemoryError, RuntimeError) as exc:
             _warn_once("build", f"cannot build the vector index ({exc}); ranking exactly")
@@ -683,9 +688,9 @@ class VectorIndex:
         if rows is None and mask is not None:
             rows = np.flatnonzero(mask)
         if rows is not None and 4 * len(rows) < self.n:  # gather the few candidates
-            dist = np.clip(1.0 - self.mat[rows] @ queries.T, 0.0, 2.0)
+            dist = np.clip(1.0 - _dot(self.mat[rows], queries), 0.0, 2.0)
         else:  # multiply the whole matrix, then pick (no large copy)
-            dist = np.clip(1.0 - self.mat[: self.n] @ queries.T, 0.0, 2.0)
+            dist = np.clip(1.0 - _dot(self.mat[: self.n], queries), 0.0, 2.0)
             if rows is not None:
                 dist = dist[rows]
         recs = self.rec[: self.n] if rows is None else self.rec[rows]
@@ -712,9 +717,23 @@ class VectorIndex:
             rows = rows[self.live[rows]]
         if not len(rows):
             return None
-        dist = np.clip(1.0 - self.mat[rows] @ q, 0.0, 2.0)
+        dist = np.clip(1.0 - _dot(self.mat[rows], q[None])[:, 0], 0.0, 2.0)
         best = _best_records(dist, self.rec[rows], k)
         return best if len(best) >= k else None
+
+
+SMALL_PRODUCT = 16_384
+"""Rows up to which a single-query product runs in numpy's own loop: a threaded BLAS
+call that small mostly waits for its threads (tens of ms on a loaded machine)."""
+
+
+def _dot(mat: FloatArray, queries: FloatArray) -> FloatArray:
+    """``mat @ queries.T`` (rows x queries), single-threaded when small."""
+    if len(queries) == 1 and len(mat) <= SMALL_PRODUCT:
+        out: FloatArray = np.einsum("ij,j->i", mat, queries[0])[:, None]
+        return out
+    result: FloatArray = mat @ queries.T
+    return result
 
 
 def _best_records(dist: FloatArray, recs: IntArray, k: int) -> list[tuple[int, float]]:
