@@ -269,8 +269,9 @@ class VectorIndex:
     Args:
         table_prefix: The store's table prefix (``memory_store_id`` + ``_``).
         path: Where the ANN index file lives (``index_path``), or None.
-        ann_min_rows: Live rows from which an ANN index is built (tests lower it).
-        exact_max: Candidate rows that are always ranked exactly.
+        ann_min_rows: Live rows from which an ANN index is built (default
+            ``ANN_MIN_ROWS``; tests lower it).
+        exact_max: Candidate rows always ranked exactly (default ``EXACT_MAX``).
 
     Every method must be called with the owning backend's lock held.
     """
@@ -280,13 +281,13 @@ class VectorIndex:
         table_prefix: str,
         path: str | None,
         *,
-        ann_min_rows: int = ANN_MIN_ROWS,
-        exact_max: int = EXACT_MAX,
+        ann_min_rows: int | None = None,
+        exact_max: int | None = None,
     ) -> None:
         self.p = table_prefix
         self.path = path
-        self.ann_min_rows = ann_min_rows
-        self.exact_max = exact_max
+        self.ann_min_rows = ANN_MIN_ROWS if ann_min_rows is None else ann_min_rows
+        self.exact_max = EXACT_MAX if exact_max is None else exact_max
         self.compact_min = 1024  # dead rows tolerated before compacting
         self._reset()
 
