@@ -206,11 +206,13 @@ def test_unusable_index_file_is_rebuilt_with_a_warning(tmp_path: Path, damage: s
         build_index_file(tmp_path / "other.db", seed=1)
         shutil.copy(tmp_path / "other.db.oamvec", index_file)
     else:
-        header_len = int.from_bytes(data[:8], "little")
-        header = json.loads(data[8 : 8 + header_len])
-        header["dim"] = 16
-        new = json.dumps(header).encode()
-        index_file.write_bytes(len(new).to_bytes(8, "little") + new + data[8 + header_len :])
+        length = int.from_bytes(data[-16:-8], "little")  # JSON trailer, length, magic
+        trailer = json.loads(data[-16 - length : -16])
+        trailer["dim"] = 16
+        new = json.dumps(trailer).encode()
+        index_file.write_bytes(
+            data[: -16 - length] + new + len(new).to_bytes(8, "little") + data[-8:]
+        )
     store = open_store(path)
     try:
         with pytest.warns(RuntimeWarning, match="is not usable"):
