@@ -130,7 +130,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
         if self.vector_dim is not None:
             wanted["vector_dim"] = str(self.vector_dim)
         changed = {k: v for k, v in wanted.items() if meta.get(k) != v}
-        if changed:  # a read-only file stays readable when nothing changes
+        if changed and not self._impl.read_only:  # a read-only file stays readable
             with self._impl.transaction() as tx:
                 assert isinstance(tx, _SQLiteTx)
                 for key, value in changed.items():
@@ -161,16 +161,22 @@ class _SQLiteBackend(Backend):
             # A WAL file in a read-only place: read it as an immutable snapshot.
             self.conn = self._connect(f"file:{Path(path).resolve()}?immutable=1", uri=True)
             present = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master")}
+        self.read_only = False
         if not names <= present:
             with self.lock:
-                self.conn.execute("BEGIN IMMEDIATE")
                 try:
+                    self.conn.execute("BEGIN IMMEDIATE")
                     for stmt in statements:
                         self.conn.execute(stmt)
-                except BaseException:
-                    self.conn.execute("ROLLBACK")
-                    raise
-                self.conn.execute("COMMIT")
+                except BaseException as exc:
+                    if self.conn.in_transaction:
+                        self.conn.execute("ROLLBACK")
+                    # A read-only version-1 file: read it as it is (no upgrade).
+                    if "readonly" not in str(exc) or f"{prefix}chunks" not in present:
+                        raise
+                    self.read_only = True
+                else:
+                    self.conn.execute("COMMIT")
         self.index = VectorIndex(prefix, index_path(path, prefix))
 
     @staticmethod
