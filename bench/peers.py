@@ -308,7 +308,7 @@ def _timed(peer: Any, ds: dict[str, Any], users: bool) -> dict[str, float]:
         started = time.perf_counter()
         got = peer.search(q, K, us[i] if users else None)
         lat.append(time.perf_counter() - started)
-        recall.append(len(set(got[:K]) & set(gt[i])) / K)
+        recall.append(len(set(got[:K]) & set(gt[i])) / min(K, len(gt[i])))
     lat.sort()
     return {
         "p50_ms": 1e3 * lat[len(lat) // 2],
