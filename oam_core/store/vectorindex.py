@@ -757,7 +757,7 @@ class VectorIndex:
         return best if len(best) >= k else None
 
 
-SMALL_PRODUCT = 16_384
+SMALL_PRODUCT = 4_096
 """Rows up to which a single-query product runs in numpy's own loop: a threaded BLAS
 call that small mostly waits for its threads (tens of ms on a loaded machine)."""
 
