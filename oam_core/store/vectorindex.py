@@ -527,7 +527,13 @@ class VectorIndex:
         if self.ann is not None and live > REBUILD_GROWTH * self.ann.trained_on:
             self.ann = None
             self._ann_checked = True
-        if self.ann is None and not self._ann_checked and self.path and os.path.exists(self.path):
+        if (
+            self.ann is None
+            and not self._ann_checked
+            and self.dim
+            and self.path
+            and os.path.exists(self.path)
+        ):
             self._ann_checked = True
             self._load_ann()
         if self.ann is None and live >= self.ann_min_rows:
