@@ -10,7 +10,8 @@ Queries are fresh draws from the same mixture, searched with
 Reported per back end and size: bulk add records/s; search p50/p95 in ms. For
 PostgreSQL both the HNSW path and the exact path (forced by raising the store's
 ``exact_below`` threshold) are timed, and HNSW recall@10 is measured against the
-exact top 10. SQLite always ranks exactly (numpy over a cached matrix).
+exact top 10. SQLite ranks from its in-process vector index (docs/sqlite.md: exact
+below 20,000 vector chunks, IVF with exact re-ranking above).
 
 pgvector maintains the HNSW graph on every insert, which is slow (tens of rows per
 second on a loaded 2-core machine); from ``--index-after`` records on (default

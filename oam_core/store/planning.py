@@ -237,7 +237,7 @@ def to_vector(value: object, name: str) -> Vector:
         raise ValueError(f"{name} must be a list of floats, got {value!r}") from exc
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D vector, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():
         raise ValueError(f"{name} contains NaN or infinite values")
     return arr
 

@@ -2,10 +2,12 @@
 
 stdlib ``sqlite3`` in WAL mode; one connection guarded by a lock, so one store object
 is safe to share between threads of a process, and several processes may open the
-same file (SQLite serialises their writers). VECTOR ranks by exact cosine in numpy
-over a cache of chunk vectors (a chunk's vector never changes once written: updates
-replace chunk rows, so cached rows stay valid across processes); KEYWORD ranks with
-FTS5 BM25; scope, type, expiry and metadata filters run in SQL before ranking.
+same file (SQLite serialises their writers). VECTOR ranks from an in-process mirror
+of the chunk vectors (``store/vectorindex.py``: exact for small or filtered candidate
+sets, an IVF index with exact re-ranking for large ones; it catches up with every
+committed write of any connection before each search); KEYWORD ranks with FTS5 BM25.
+Scope, type and expiry filters run on the mirror's arrays, metadata filters in SQL,
+all before the top-k cut.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
-import numpy.typing as npt
 import regex
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
@@ -43,6 +44,7 @@ from oam_core.store.rows import (
 from oam_core.store.sqlite_filter import SQLiteFilterCompiler
 from oam_core.store.sqlite_schema import SCHEMA_VERSION, ddl, table_prefix
 from oam_core.store.ttl import Clock, iso
+from oam_core.store.vectorindex import LOG_KEEP, VectorIndex, index_path
 
 _TERM = regex.compile(r"[\p{L}\p{N}]+")
 _DDL_NAME = regex.compile(r"IF NOT EXISTS (\w+)")
@@ -142,7 +144,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
         if self.vector_dim is not None:
             wanted["vector_dim"] = str(self.vector_dim)
         changed = {k: v for k, v in wanted.items() if meta.get(k) != v}
-        if changed:  # a read-only file stays readable when nothing changes
+        if changed and not self._impl.read_only:  # a read-only file stays readable
             with self._impl.transaction() as tx:
                 assert isinstance(tx, _SQLiteTx)
                 for key, value in changed.items():
@@ -154,54 +156,6 @@ class SQLiteMemoryStore(OracleMemoryStore):
             f"INSERT OR REPLACE INTO {self._impl.p}oam_meta (key, value) VALUES ('vector_dim', ?)",
             (str(dim),),
         )
-
-
-class _VectorCache:
-    """Normalised chunk vectors by chunk pk, loaded incrementally (pks only grow)."""
-
-    def __init__(self) -> None:
-        self.pks = np.zeros(0, dtype=np.int64)
-        self.mat = np.zeros((0, 0), dtype=np.float32)
-
-    def rows(
-        self, backend: _SQLiteBackend, needed: npt.NDArray[np.int64]
-    ) -> npt.NDArray[np.float32]:
-        pos = np.searchsorted(self.pks, needed)
-        found = (
-            (pos < len(self.pks)) & (self.pks[np.minimum(pos, len(self.pks) - 1)] == needed)
-            if len(self.pks)
-            else np.zeros(len(needed), dtype=bool)
-        )
-        if not bool(np.all(found)):
-            self._load(backend, int(self.pks[-1]) if len(self.pks) else 0)
-            pos = np.searchsorted(self.pks, needed)
-        return self.mat[pos]
-
-    def _load(self, backend: _SQLiteBackend, after: int) -> None:
-        p = backend.p
-        rows = backend.conn.execute(
-            f"SELECT pk, embedding FROM {p}chunks WHERE embedding IS NOT NULL AND pk > ? ORDER BY pk",
-            (after,),
-        ).fetchall()
-        if not rows:
-            return
-        vecs = np.stack([np.frombuffer(blob, dtype="<f4") for _, blob in rows]).astype(np.float32)
-        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-        vecs = np.divide(vecs, norms, out=np.zeros_like(vecs), where=norms > 0)
-        pks = np.fromiter((pk for pk, _ in rows), dtype=np.int64, count=len(rows))
-        live = backend.conn.execute(
-            f"SELECT count(*) FROM {p}chunks WHERE has_vector = 1"
-        ).fetchone()[0]
-        if len(self.pks) and len(self.pks) + len(pks) > 2 * max(live, 1):
-            self.pks = np.zeros(0, dtype=np.int64)  # too many dead rows: rebuild
-            self.mat = np.zeros((0, 0), dtype=np.float32)
-            self._load(backend, 0)
-            return
-        if len(self.pks) == 0:
-            self.pks, self.mat = pks, vecs
-        else:
-            self.pks = np.concatenate([self.pks, pks])
-            self.mat = np.concatenate([self.mat, vecs])
 
 
 class _SQLiteBackend(Backend):
@@ -221,17 +175,23 @@ class _SQLiteBackend(Backend):
             # A WAL file in a read-only place: read it as an immutable snapshot.
             self.conn = self._connect(f"file:{Path(path).resolve()}?immutable=1", uri=True)
             present = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master")}
+        self.read_only = False
         if not names <= present:
             with self.lock:
-                self.conn.execute("BEGIN IMMEDIATE")
                 try:
+                    self.conn.execute("BEGIN IMMEDIATE")
                     for stmt in statements:
                         self.conn.execute(stmt)
-                except BaseException:
-                    self.conn.execute("ROLLBACK")
-                    raise
-                self.conn.execute("COMMIT")
-        self.cache = _VectorCache()
+                except BaseException as exc:
+                    if self.conn.in_transaction:
+                        self.conn.execute("ROLLBACK")
+                    # A read-only version-1 file: read it as it is (no upgrade).
+                    if "readonly" not in str(exc) or f"{prefix}chunks" not in present:
+                        raise
+                    self.read_only = True
+                else:
+                    self.conn.execute("COMMIT")
+        self.index = VectorIndex(prefix, index_path(path, prefix))
 
     @staticmethod
     def _connect(target: str, *, uri: bool = False) -> sqlite3.Connection:
@@ -251,6 +211,11 @@ class _SQLiteBackend(Backend):
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield _SQLiteTx(self)
+                changes = f"{self.p}chunk_changes"
+                self.conn.execute(
+                    f"DELETE FROM {changes} WHERE seq <= (SELECT max(seq) FROM {changes}) - ?",
+                    (LOG_KEEP,),
+                )
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise
@@ -258,7 +223,10 @@ class _SQLiteBackend(Backend):
 
     def close(self) -> None:
         with self.lock:
-            self.conn.close()
+            try:
+                self.index.save()
+            finally:
+                self.conn.close()
 
     # -- row decoding -----------------------------------------------------------
 
@@ -428,33 +396,46 @@ class _SQLiteBackend(Backend):
     def rank_vector(
         self, queries: Sequence[Vector], k: int, pred: Predicate
     ) -> builtins.list[builtins.list[tuple[Hashable, float]]]:
-        join, where, params = self._candidates(pred)
-        sql = f"SELECT c.pk, c.record_pk FROM {self.p}chunks c {join} WHERE {where} AND c.has_vector = 1"
-        with self.lock:
-            rows = self.conn.execute(sql, params).fetchall()
-            if not rows:
-                return [[] for _ in queries]
-            arr = np.asarray(rows, dtype=np.int64)
-            order = np.argsort(arr[:, 0], kind="stable")
-            chunk_pks, rec_pks = arr[order, 0], arr[order, 1]
-            mat = self.cache.rows(self, chunk_pks)
         q = np.stack([np.asarray(v, dtype=np.float32) for v in queries])
         qn = np.linalg.norm(q, axis=1, keepdims=True)
         q = np.divide(q, qn, out=np.zeros_like(q), where=qn > 0)
-        dist = np.clip(1.0 - mat @ q.T, 0.0, 2.0)  # (chunks, queries)
-        out: builtins.list[builtins.list[tuple[Hashable, float]]] = []
-        for j in range(q.shape[0]):
-            d = dist[:, j]
-            idx = np.lexsort((d, rec_pks))
-            recs, ds = rec_pks[idx], d[idx]
-            first = np.ones(len(recs), dtype=bool)
-            first[1:] = recs[1:] != recs[:-1]
-            recs, ds = recs[first], ds[first]
-            top = (
-                np.argsort(ds, kind="stable")[:k] if k < len(ds) else np.argsort(ds, kind="stable")
+        scopes = {
+            name: value
+            for name, value in (
+                ("thread", pred.thread_id),
+                ("user", pred.user_id),
+                ("agent", pred.agent_id),
             )
-            out.append([(int(recs[i]), float(ds[i])) for i in top])
-        return out
+            if value is not NOT_SET
+        }
+        with self.lock:
+            began = not self.conn.in_transaction
+            if began:  # one snapshot for the catch-up and the metadata candidates
+                self.conn.execute("BEGIN")
+            try:
+                self.index.sync(self.conn)
+                allowed = None
+                if pred.metadata is not NOT_SET:
+                    join, where, params = self._candidates(pred)
+                    allowed = np.fromiter(
+                        (
+                            r[0]
+                            for r in self.conn.execute(
+                                f"SELECT c.pk FROM {self.p}chunks c {join} "
+                                f"WHERE {where} AND c.has_vector = 1",
+                                params,
+                            )
+                        ),
+                        dtype=np.int64,
+                    )
+            finally:
+                if began:
+                    self.conn.execute("COMMIT")
+            rows, mask = self.index.candidates(
+                pred.record_types, scopes, pred.now.timestamp(), allowed
+            )
+            ranked = self.index.rank(q, k, rows, mask)
+        return [[(rpk, d) for rpk, d in lst] for lst in ranked]
 
     def rank_keyword(
         self, terms: Sequence[str], k: int, pred: Predicate
@@ -581,29 +562,20 @@ class _SQLiteTx(Tx):
             "thread_id, user_id, agent_id, event_ts, metadata, created_at, expires_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
+        base = self._next_pk("records")
         for i in range(0, len(rows), batch_size):
             self.c.executemany(sql, rows[i : i + batch_size])
-        pks: dict[tuple[str, str], int] = {}
-        for family in {p.family for p in plans}:
-            ids = [p.id for p in plans if p.family == family]
-            for i in range(0, len(ids), 500):
-                part = ids[i : i + 500]
-                for rid, pk in self.c.execute(
-                    f"SELECT id, pk FROM {self.p}records WHERE family = ? AND id IN "
-                    f"({', '.join('?' * len(part))})",
-                    [family, *part],
-                ):
-                    pks[(family, rid)] = pk
+        pks = self._inserted_pks(plans, base)
         chunk_rows = [
             self._chunk_row(
-                pks[(plan.family, plan.id)],
+                pk,
                 plan.record_type,
                 seq,
                 chunk,
                 plan.chunk_scope,
                 epoch(plan.expires_at),
             )
-            for plan in plans
+            for plan, pk in zip(plans, pks, strict=True)
             for seq, chunk in enumerate(plan.chunks)
         ]
         self._insert_chunks(chunk_rows, batch_size)
@@ -613,6 +585,36 @@ class _SQLiteTx(Tx):
                     f"UPDATE {self.p}records SET seq_no = ? WHERE family = 'thread' AND id = ?",
                     (following - 1, thread_id),
                 )
+
+    def _next_pk(self, table: str) -> int:
+        """The primary key the next row of ``table`` gets (AUTOINCREMENT: after the
+        largest key it ever held), read inside the write transaction."""
+        row = self.c.execute(
+            f"SELECT max(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), "
+            f"COALESCE((SELECT max(pk) FROM {self.p}{table}), 0))",
+            (f"{self.p}{table}",),
+        ).fetchone()
+        return int(row[0]) + 1
+
+    def _inserted_pks(self, plans: Sequence[RowPlan], base: int) -> builtins.list[int]:
+        """The record keys of ``plans`` just inserted from key ``base`` on. One writer
+        holds the database, so they are consecutive; that is checked (the largest key
+        must be the last one), else they are looked up by id."""
+        last = self.c.execute(f"SELECT max(pk) FROM {self.p}records").fetchone()[0]
+        if last == base + len(plans) - 1:
+            return builtins.list(range(base, base + len(plans)))
+        found: dict[tuple[str, str], int] = {}
+        for family in {p.family for p in plans}:
+            ids = [p.id for p in plans if p.family == family]
+            for i in range(0, len(ids), 500):
+                part = ids[i : i + 500]
+                for rid, pk in self.c.execute(
+                    f"SELECT id, pk FROM {self.p}records WHERE family = ? AND id IN "
+                    f"({', '.join('?' * len(part))})",
+                    [family, *part],
+                ):
+                    found[(family, rid)] = pk
+        return [found[(p.family, p.id)] for p in plans]
 
     def _next_seq(self, thread_id: str | None) -> int:
         """The next message ``seq_no`` of a thread: after every message it holds and
@@ -655,12 +657,21 @@ class _SQLiteTx(Tx):
         )
 
     def _insert_chunks(self, rows: Sequence[tuple[Any, ...]], batch_size: int) -> None:
+        if not rows:
+            return
         sql = (
             f"INSERT INTO {self.p}chunks (record_pk, record_type, seq, text, embedding, has_vector, "
             "thread_id, user_id, agent_id, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
+        first = self._next_pk("chunks")
         for i in range(0, len(rows), batch_size):
             self.c.executemany(sql, rows[i : i + batch_size])
+        # One set-based statement indexes the new text (a per-row trigger is ~2x slower).
+        self.c.execute(
+            f"INSERT INTO {self.p}chunks_fts (rowid, text) SELECT pk, text FROM {self.p}chunks "
+            "WHERE pk >= ? AND text IS NOT NULL",
+            (first,),
+        )
 
     def fetch(self, family: str, record_id: str) -> StoredRow | None:
         row = self.c.execute(

@@ -2,15 +2,22 @@
 
 One ``records`` table holds every record family (ids unique per family), a ``chunks``
 table the search rows (text, float32 vector BLOB, copied scope and expiry), and an
-external-content FTS5 index over chunk text kept in sync by triggers. ``{p}`` is the
-``memory_store_id`` prefix.
+external-content FTS5 index over chunk text (filled by the insert path with one
+set-based statement per write, emptied by a delete trigger). ``chunk_changes`` logs
+the keys of deleted and updated vector chunks for the in-process vector index of
+other connections (``store/vectorindex.py``); inserts need no log, chunk keys only
+grow. ``{p}`` is the ``memory_store_id`` prefix.
+
+Version 2 (from 1): the per-row FTS insert trigger is replaced by the insert path's
+set-based statement (about twice the bulk-add rate), and ``chunk_changes`` with its
+triggers is added. Version 1 files are upgraded when opened writable.
 """
 
 from __future__ import annotations
 
 import re
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _ID = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,15}")
 
@@ -33,7 +40,7 @@ def table_prefix(memory_store_id: str | None) -> str:
 
 
 def ddl(p: str) -> list[str]:
-    """The statements that create schema version 1 with prefix ``p``."""
+    """The statements that create (or upgrade to) schema version 2 with prefix ``p``."""
     return [
         f"""CREATE TABLE IF NOT EXISTS {p}oam_meta (
             key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
@@ -79,11 +86,17 @@ def ddl(p: str) -> list[str]:
         f"""CREATE VIRTUAL TABLE IF NOT EXISTS {p}chunks_fts USING fts5(
             text, content='{p}chunks', content_rowid='pk',
             tokenize='porter unicode61 remove_diacritics 2')""",
-        f"""CREATE TRIGGER IF NOT EXISTS {p}chunks_ai AFTER INSERT ON {p}chunks
-            WHEN new.text IS NOT NULL BEGIN
-            INSERT INTO {p}chunks_fts (rowid, text) VALUES (new.pk, new.text); END""",
+        f"DROP TRIGGER IF EXISTS {p}chunks_ai",  # version 1 indexed text per row
         f"""CREATE TRIGGER IF NOT EXISTS {p}chunks_ad AFTER DELETE ON {p}chunks
             WHEN old.text IS NOT NULL BEGIN
             INSERT INTO {p}chunks_fts ({p}chunks_fts, rowid, text)
             VALUES ('delete', old.pk, old.text); END""",
+        f"""CREATE TABLE IF NOT EXISTS {p}chunk_changes (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT, chunk_pk INTEGER NOT NULL)""",
+        f"""CREATE TRIGGER IF NOT EXISTS {p}chunks_log_delete AFTER DELETE ON {p}chunks
+            WHEN old.has_vector = 1 BEGIN
+            INSERT INTO {p}chunk_changes (chunk_pk) VALUES (old.pk); END""",
+        f"""CREATE TRIGGER IF NOT EXISTS {p}chunks_log_update AFTER UPDATE ON {p}chunks
+            WHEN old.has_vector = 1 OR new.has_vector = 1 BEGIN
+            INSERT INTO {p}chunk_changes (chunk_pk) VALUES (new.pk); END""",
     ]

@@ -292,6 +292,24 @@ def test_hnsw_path_matches_exact_ranking_and_keeps_filtered_results(conninfo: st
     # A selective scope leaves too few index candidates: the exact rerun finds them all.
     rare = store.search(query_vector=queries[0], k=10, user_id="rare", exact_user_match=True)
     assert sorted(r.id for r, _ in rare) == sorted(f"r{i}" for i in range(0, 600, 100))
+    # k matching records exist among many others: the filtered index query returns k,
+    # the exact top k of that user.
+    few = [f"f{i}" for i in range(12)]
+    store.add(
+        few, "memory", record_ids=few, embeddings=list(rng.normal(size=(12, 16))), user_ids="few"
+    )
+    for q in queries[:5]:
+        got = [
+            r.id
+            for r, _ in store.search(query_vector=q, k=10, user_id="few", exact_user_match=True)
+        ]
+        store._impl.exact_below = 10**9
+        want = [
+            r.id
+            for r, _ in store.search(query_vector=q, k=10, user_id="few", exact_user_match=True)
+        ]
+        store._impl.exact_below = 0
+        assert len(got) == 10 and got == want
     store.close()
 
 

@@ -14,8 +14,11 @@ so small stores rank exactly as SQLite does; above that the HNSW index returns t
 ``fetch = 4k + 10`` nearest chunks with ``hnsw.ef_search = max(ef_search, fetch)``
 (64 at k = 10: HNSW recall@10 0.985 at 100k rows, bench/scale.py), and when the
 filters leave fewer than ``k`` records among the index's candidates the query is
-rerun exactly, so a selective filter never loses results (pgvector 0.6 has no
-iterative index scans).
+rerun exactly, so a selective filter never loses results. On pgvector 0.8 and later
+the index scan is iterative (``hnsw.iterative_scan = relaxed_order``: it keeps
+walking the graph until ``fetch`` rows pass the filters), so the exact rerun is
+rare; pgvector 0.6 (what ``pgserver`` ships) has no iterative scans and relies on
+the rerun. See docs/postgres.md.
 """
 
 from __future__ import annotations
@@ -62,6 +65,11 @@ SIZE_TTL_S = 5.0
 """How long the chunk-table size that picks exact vs HNSW ranking is cached."""
 
 
+def _version(text: str) -> tuple[int, ...]:
+    """``"0.8.0"`` -> ``(0, 8, 0)`` (non-numeric parts are 0)."""
+    return tuple(int(part) if part.isdigit() else 0 for part in text.split("."))
+
+
 def vector_param(vector: Vector | None) -> list[float] | None:
     """A vector as a bound parameter: a float list sent in binary (``%b``) and cast
     with ``::float4[]::vector`` in SQL (6x faster than pgvector's text form)."""
@@ -101,6 +109,7 @@ class PgBackend(Backend):
         self.ef_search = EF_SEARCH
         self._size_cache: tuple[float, float] | None = None
         self._ef_by_conn: weakref.WeakKeyDictionary[Conn, int] = weakref.WeakKeyDictionary()
+        self._iterative: bool | None = None  # pgvector >= 0.8 (hnsw.iterative_scan)
         self._local = threading.local()
 
     # -- connections -------------------------------------------------------------
@@ -330,13 +339,23 @@ class PgBackend(Backend):
             return [self._rank_one(conn, q, k, pred, approximate) for q in queries]
 
     def _set_ef_search(self, conn: Conn, ef: int) -> None:
-        """Set ``hnsw.ef_search``: for the session of an autocommit connection (once per
-        value, remembered per connection), else for the current transaction."""
-        if not conn.autocommit:
-            conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-        elif self._ef_by_conn.get(conn) != ef:
-            conn.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef),))
-            self._ef_by_conn[conn] = ef
+        """Set ``hnsw.ef_search`` (and, where pgvector has it, an iterative index
+        scan): for the session of an autocommit connection (once per value,
+        remembered per connection), else for the current transaction."""
+        if self._iterative is None:
+            row = conn.execute(
+                "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+            ).fetchone()
+            self._iterative = row is not None and _version(str(row[0])) >= (0, 8)
+        local = not conn.autocommit
+        if local or self._ef_by_conn.get(conn) != ef:
+            conn.execute("SELECT set_config('hnsw.ef_search', %s, %s)", (str(ef), local))
+            if self._iterative:
+                conn.execute(
+                    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', %s)", (local,)
+                )
+            if not local:
+                self._ef_by_conn[conn] = ef
 
     def _rank_one(
         self, conn: Conn, query: Vector, k: int, pred: Predicate, approximate: bool
@@ -563,32 +582,31 @@ class PgTx(Tx):
         query = (
             f"INSERT INTO {self.p}records (family, id, record_type, content, role, seq_no, "
             "thread_id, user_id, agent_id, event_ts, metadata, created_at, expires_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING pk"
         )
+        pks: builtins.list[int] = []
         try:
             with self.c.cursor() as cur:
                 for i in range(0, len(rows), batch_size):
-                    cur.executemany(query, rows[i : i + batch_size])
+                    cur.executemany(query, rows[i : i + batch_size], returning=True)
+                    while True:  # one result set per row, in input order
+                        row = cur.fetchone()
+                        assert row is not None
+                        pks.append(int(row[0]))
+                        if not cur.nextset():
+                            break
         except psycopg.errors.UniqueViolation as exc:
             raise ValueError(f"record ids already exist (written concurrently): {exc}") from None
-        pks: dict[tuple[str, str], int] = {}
-        for family in {p.family for p in plans}:
-            ids = [p.id for p in plans if p.family == family]
-            for rid, pk in self.c.execute(
-                f"SELECT id, pk FROM {self.p}records WHERE family = %s AND id = ANY(%s)",
-                (family, ids),
-            ):
-                pks[(family, rid)] = pk
         chunk_rows = [
             self._chunk_row(
-                pks[(plan.family, plan.id)],
+                pk,
                 plan.record_type,
                 seq,
                 chunk,
                 plan.chunk_scope,
                 epoch(plan.expires_at),
             )
-            for plan in plans
+            for plan, pk in zip(plans, pks, strict=True)
             for seq, chunk in enumerate(plan.chunks)
         ]
         self._insert_chunks(chunk_rows, batch_size)

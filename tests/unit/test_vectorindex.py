@@ -1,0 +1,320 @@
+"""The embedded store's vector index (oam_core/store/vectorindex.py): processes sharing
+one file, kill -9 mid-write, an unusable index file, no ANN library, the version-1
+schema upgrade. Every check compares search results with a brute-force ranking of the
+rows SQLite holds."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from oam_core import SQLiteMemoryStore
+from oam_core.store import vectorindex
+from oam_core.store.sqlite_schema import SCHEMA_VERSION
+
+DIM = 8
+ROOT = Path(__file__).resolve().parents[2]
+
+# A child process: lowers the index thresholds (so the ANN path and the index file are
+# used), then runs the JSON commands given on stdin, printing one line per command.
+CHILD = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    from oam_core import SQLiteMemoryStore
+    from oam_core.store import vectorindex
+    vectorindex.ANN_MIN_ROWS, vectorindex.EXACT_MAX = 8, 4
+    store = SQLiteMemoryStore(sys.argv[1], vector_dim=8)
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        if cmd["op"] == "add":
+            for start in range(cmd["start"], cmd["stop"], cmd["batch"]):
+                stop = min(start + cmd["batch"], cmd["stop"])
+                vecs = np.random.default_rng(start).standard_normal((stop - start, 8))
+                store.add([f"t{i}" for i in range(start, stop)], "memory",
+                          embeddings=list(vecs.astype(np.float32)),
+                          record_ids=[f"r{i}" for i in range(start, stop)],
+                          user_ids=[f"u{i % 3}" for i in range(start, stop)])
+                print("committed", stop, flush=True)
+        elif cmd["op"] == "delete":
+            for rid in cmd["ids"]:
+                store.delete("memory", rid)
+            print("deleted", flush=True)
+        elif cmd["op"] == "expire":
+            store.update("memory", cmd["id"], ttl_days=0)
+            print("expired", flush=True)
+        elif cmd["op"] == "search":
+            hits = store.search(query_vector=cmd["q"], k=cmd["k"])
+            print(json.dumps([r.id for r, _ in hits]), flush=True)
+        elif cmd["op"] == "reopen":  # closing writes the index file
+            store.close()
+            store = SQLiteMemoryStore(sys.argv[1], vector_dim=8)
+            print("reopened", flush=True)
+        elif cmd["op"] == "close":
+            store.close()
+            print("closed", flush=True)
+    """
+)
+
+
+def child(path: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def ask(proc: subprocess.Popen[str], **cmd: Any) -> str:
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps(cmd) + "\n")
+    proc.stdin.flush()
+    return proc.stdout.readline().strip()
+
+
+def open_store(path: Path) -> SQLiteMemoryStore:
+    store = SQLiteMemoryStore(str(path), vector_dim=DIM)
+    store._impl.index.ann_min_rows = 8
+    store._impl.index.exact_max = 4
+    return store
+
+
+def brute_force(path: Path, q: np.ndarray, k: int) -> list[str]:
+    """Top-k record ids by exact cosine over the vector chunks SQLite holds."""
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute(
+            "SELECT r.id, c.embedding FROM chunks c JOIN records r ON r.pk = c.record_pk "
+            "WHERE c.has_vector = 1 AND (c.expires_at IS NULL OR c.expires_at > ?)",
+            (time.time(),),
+        ).fetchall()
+    ids = [r[0] for r in rows]
+    mat = np.stack([np.frombuffer(r[1], dtype="<f4") for r in rows])
+    sims = mat @ q / np.linalg.norm(mat, axis=1) / np.linalg.norm(q)
+    return [ids[i] for i in np.argsort(-sims, kind="stable")[:k]]
+
+
+def ids(store: SQLiteMemoryStore, q: np.ndarray, k: int) -> list[str]:
+    return [r.id for r, _ in store.search(query_vector=list(q), k=k)]
+
+
+QUERIES = np.random.default_rng(99).standard_normal((5, DIM)).astype(np.float32)
+
+
+def test_two_processes_write_and_search_one_file(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    store = open_store(path)
+    other = child(path)
+    try:
+        assert ask(other, op="add", start=0, stop=60, batch=20) == "committed 20"
+        other.stdout.readline(), other.stdout.readline()  # type: ignore[union-attr]
+        for q in QUERIES:  # this process builds its index from the other's rows
+            assert ids(store, q, 10) == brute_force(path, q, 10)
+        assert store._impl.index.ann is not None
+        store.add(
+            [f"mine {i}" for i in range(20)],
+            "memory",
+            embeddings=list(np.random.default_rng(7).standard_normal((20, DIM)).astype(np.float32)),
+            record_ids=[f"m{i}" for i in range(20)],
+        )
+        for q in QUERIES:  # the other process sees this one's adds
+            assert json.loads(ask(other, op="search", q=q.tolist(), k=10)) == brute_force(
+                path, q, 10
+            )
+        top = ids(store, QUERIES[0], 5)
+        assert ask(other, op="delete", ids=top[:3]) == "deleted"
+        assert ask(other, op="expire", id=top[3]) == "expired"
+        after = ids(store, QUERIES[0], 5)
+        assert not set(top[:4]) & set(after)
+        assert after == brute_force(path, QUERIES[0], 5)
+        assert ask(other, op="add", start=100, stop=130, batch=30) == "committed 130"
+        for q in QUERIES:
+            assert ids(store, q, 10) == brute_force(path, q, 10)
+    finally:
+        other.communicate(json.dumps({"op": "close"}) + "\n", timeout=60)
+        store.close()
+
+
+def test_kill_9_during_bulk_add_leaves_a_consistent_index(tmp_path: Path) -> None:
+    path = tmp_path / "killed.db"
+    proc = child(path)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps({"op": "add", "start": 0, "stop": 40, "batch": 40}) + "\n")
+    proc.stdin.write(json.dumps({"op": "search", "q": QUERIES[0].tolist(), "k": 3}) + "\n")
+    proc.stdin.write(json.dumps({"op": "reopen"}) + "\n")
+    proc.stdin.write(json.dumps({"op": "add", "start": 40, "stop": 20000, "batch": 500}) + "\n")
+    proc.stdin.flush()
+    try:
+        assert proc.stdout.readline().strip() == "committed 40"
+        proc.stdout.readline(), proc.stdout.readline()
+        assert proc.stdout.readline().startswith("committed")  # bulk add under way
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)
+    assert (tmp_path / "killed.db.oamvec").exists()
+    store = open_store(path)
+    try:
+        for q in QUERIES:
+            assert ids(store, q, 10) == brute_force(path, q, 10)
+        with sqlite3.connect(path) as conn:
+            held = conn.execute("SELECT count(*) FROM chunks WHERE has_vector = 1").fetchone()[0]
+        index = store._impl.index
+        assert index.ann is not None and index.n - index.n_dead == held
+    finally:
+        store.close()
+
+
+def build_index_file(path: Path, n: int = 60, seed: int = 0) -> None:
+    store = open_store(path)
+    vecs = np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
+    store.add(
+        [f"t{i}" for i in range(n)],
+        "memory",
+        embeddings=list(vecs),
+        record_ids=[f"r{i}" for i in range(n)],
+    )
+    store.search(query_vector=list(QUERIES[0]), k=3)
+    store.close()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "foreign", "other-dimension"])
+def test_unusable_index_file_is_rebuilt_with_a_warning(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "s.db"
+    build_index_file(path)
+    index_file = tmp_path / "s.db.oamvec"
+    data = index_file.read_bytes()
+    if damage == "garbage":
+        index_file.write_bytes(data[:100] + b"\x00garbage\x00" + data[110:])
+    elif damage == "truncated":
+        index_file.write_bytes(data[: len(data) // 2])
+    elif damage == "foreign":  # another store's index, same dimension and keys
+        build_index_file(tmp_path / "other.db", seed=1)
+        shutil.copy(tmp_path / "other.db.oamvec", index_file)
+    else:
+        length = int.from_bytes(data[-16:-8], "little")  # JSON trailer, length, magic
+        trailer = json.loads(data[-16 - length : -16])
+        trailer["dim"] = 16
+        new = json.dumps(trailer).encode()
+        index_file.write_bytes(
+            data[: -16 - length] + new + len(new).to_bytes(8, "little") + data[-8:]
+        )
+    store = open_store(path)
+    try:
+        with pytest.warns(RuntimeWarning, match="is not usable"):
+            first = ids(store, QUERIES[0], 10)
+        assert first == brute_force(path, QUERIES[0], 10)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for q in QUERIES:
+                assert ids(store, q, 10) == brute_force(path, q, 10)
+    finally:
+        store.close()
+    store = open_store(path)  # the rebuilt file is valid again: no warning
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert ids(store, QUERIES[1], 10) == brute_force(path, QUERIES[1], 10)
+        assert store._impl.index.ann is not None
+    finally:
+        store.close()
+
+
+def test_without_the_ann_library_search_is_exact_with_one_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vectorindex, "_faiss", lambda: None)
+    monkeypatch.setattr(vectorindex, "_warned", set())
+    path = tmp_path / "s.db"
+    store = open_store(path)
+    vecs = np.random.default_rng(3).standard_normal((50, DIM)).astype(np.float32)
+    store.add(["x"] * 50, "memory", embeddings=list(vecs), record_ids=[f"r{i}" for i in range(50)])
+    try:
+        with pytest.warns(RuntimeWarning, match="faiss-cpu is not installed"):
+            assert ids(store, QUERIES[0], 10) == brute_force(path, QUERIES[0], 10)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            store.add(["y"], "memory", embeddings=[vecs[0]], record_ids="extra")
+            for q in QUERIES:
+                assert ids(store, q, 10) == brute_force(path, q, 10)
+        assert store._impl.index.ann is None
+    finally:
+        store.close()
+    assert not (tmp_path / "s.db.oamvec").exists()
+
+
+def test_version_1_file_is_upgraded_and_text_is_indexed_once(tmp_path: Path) -> None:
+    path = tmp_path / "v1.db"
+    store = SQLiteMemoryStore(str(path), search_strategy="KEYWORD")
+    store.add(["old pizza"], "memory", record_ids="old")
+    store.close()
+    with sqlite3.connect(path) as conn:  # turn it back into a version-1 file
+        conn.executescript(
+            """
+            DROP TRIGGER chunks_log_delete; DROP TRIGGER chunks_log_update;
+            DROP TABLE chunk_changes;
+            CREATE TRIGGER chunks_ai AFTER INSERT ON chunks WHEN new.text IS NOT NULL BEGIN
+              INSERT INTO chunks_fts (rowid, text) VALUES (new.pk, new.text); END;
+            UPDATE oam_meta SET value = '1' WHERE key = 'schema_version';
+            """
+        )
+    store = SQLiteMemoryStore(str(path), search_strategy="KEYWORD")
+    try:
+        store.add(["new pizza"], "memory", record_ids="new")
+        assert sorted(r.id for r, _ in store.search("pizza", 5)) == ["new", "old"]
+        conn = store._impl.conn
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        assert "chunks_ai" not in names and "chunk_changes" in names
+        fts_rows = conn.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()[0]
+        assert fts_rows == 2
+        version = conn.execute("SELECT value FROM oam_meta WHERE key = 'schema_version'")
+        assert int(version.fetchone()[0]) == SCHEMA_VERSION
+    finally:
+        store.close()
+
+
+def test_scoped_and_filtered_searches_are_exact_on_a_large_candidate_set(tmp_path: Path) -> None:
+    """Candidates above ``exact_max`` use the ANN index; the masks still apply before
+    the top-k cut and every user gets k results (here IVF probes every list)."""
+    store = open_store(tmp_path / "s.db")
+    rng = np.random.default_rng(5)
+    n = 300
+    vecs = rng.standard_normal((n, DIM)).astype(np.float32)
+    store.add(
+        [f"t{i}" for i in range(n)],
+        "memory",
+        embeddings=list(vecs),
+        record_ids=[f"r{i}" for i in range(n)],
+        user_ids=[f"u{i % 7}" for i in range(n)],
+        metadata=[{"even": i % 2 == 0} for i in range(n)],
+    )
+    try:
+        for q in QUERIES:
+            sims = vecs @ q / np.linalg.norm(vecs, axis=1)
+            for user in ("u0", "u3"):
+                rows = [i for i in range(n) if f"u{i % 7}" == user and i % 2 == 0]
+                want = [f"r{rows[j]}" for j in np.argsort(-sims[rows], kind="stable")[:10]]
+                got = store.search(
+                    query_vector=list(q),
+                    k=10,
+                    user_id=user,
+                    exact_user_match=True,
+                    metadata_filter={"even": True},
+                )
+                assert [r.id for r, _ in got] == want
+    finally:
+        store.close()
