@@ -30,7 +30,15 @@ from langchain_oam._search import (
 )
 from langchain_oam._steps import Steps, lc, oam, run_async, run_sync
 from langchain_oam.embeddings import LangChainEmbedder
-from oam_core import OracleAgentMemory, OracleMemoryStore, Record, SQLiteMemoryStore
+from oam_core import (
+    NOT_SET,
+    OracleAgentMemory,
+    OracleMemoryStore,
+    Record,
+    SearchStrategy,
+    SQLiteMemoryStore,
+)
+from oam_core.store.connect import backend_of
 
 __all__ = ["OAMVectorStore"]
 
@@ -111,14 +119,22 @@ class OAMVectorStore(VectorStore):
                 raise ValueError(f"store must be an OracleMemoryStore, got {type(store).__name__}")
             self.store = store
         elif connection is not None:
+            # A vector store ranks by vector similarity (LangChain's scores); the
+            # embedded store's own default is HYBRID (docs/store.md#search-strategies).
+            embedded = backend_of(connection) == "sqlite"
             client = OracleAgentMemory(
                 connection=connection,
                 embedder=LangChainEmbedder(embedding),
                 extract_memories=False,
+                search_strategy=SearchStrategy.VECTOR if embedded else NOT_SET,
             )
             self.store = client.store
         else:
-            self.store = SQLiteMemoryStore(":memory:", embedder=LangChainEmbedder(embedding))
+            self.store = SQLiteMemoryStore(
+                ":memory:",
+                embedder=LangChainEmbedder(embedding),
+                search_strategy=SearchStrategy.VECTOR,
+            )
         self._scope = SearchScope(
             record_types=frozenset({record_type}),
             user_id=self.user_id,

@@ -43,6 +43,7 @@ from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
 from oam_core.store.planning import ChunkPlan, PlanContext, RowPlan
 from oam_core.store.ranking import normalized_distances, rrf, rrf_distance
 from oam_core.store.text import query_terms
+from oam_core.store.timestamps import normalize_timestamp
 from oam_core.store.ttl import Clock, iso, read_clock, utc_now
 
 MAX_LIST_LIMIT = 10000
@@ -182,7 +183,7 @@ class OracleMemoryStore(IMemoryStore):
         user_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
         agent_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
         roles: Maybe[str | Sequence[str | None] | None] = NOT_SET,
-        timestamps: Maybe[str | Sequence[str | None] | None] = NOT_SET,
+        timestamps: Maybe[str | datetime | Sequence[str | datetime | None] | None] = NOT_SET,
         metadata: Maybe[dict[str, Any] | Sequence[dict[str, Any] | None] | None] = NOT_SET,
         ttl_days: Maybe[int | Sequence[int | None] | None] = NOT_SET,
         ttl_anchor: Maybe[TimeToLiveAnchor | Sequence[TimeToLiveAnchor]] = NOT_SET,
@@ -400,7 +401,7 @@ class OracleMemoryStore(IMemoryStore):
         user_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
         agent_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
         roles: Maybe[str | Sequence[str | None] | None] = NOT_SET,
-        timestamps: Maybe[str | Sequence[str | None] | None] = NOT_SET,
+        timestamps: Maybe[str | datetime | Sequence[str | datetime | None] | None] = NOT_SET,
         metadata: Maybe[dict[str, Any] | Sequence[dict[str, Any] | None] | None] = NOT_SET,
         ttl_days: Maybe[int | Sequence[int | None] | None] = NOT_SET,
         ttl_anchor: Maybe[TimeToLiveAnchor | Sequence[TimeToLiveAnchor]] = NOT_SET,
@@ -482,7 +483,7 @@ class OracleMemoryStore(IMemoryStore):
         index_text: Maybe[str | Sequence[str] | None] = NOT_SET,
         embedding: Maybe[Any] = NOT_SET,
         metadata: Maybe[dict[str, Any] | None] = NOT_SET,
-        timestamp: Maybe[str | None] = NOT_SET,
+        timestamp: Maybe[str | datetime | None] = NOT_SET,
         ttl_days: Maybe[int | None] = NOT_SET,
         ttl_anchor: Maybe[TimeToLiveAnchor] = NOT_SET,
     ) -> int:
@@ -497,7 +498,9 @@ class OracleMemoryStore(IMemoryStore):
                 vectors (alone: clears the vectors of the existing rows).
             metadata: Replaces the whole dict (``None`` clears); keys under
                 ``$agent_memory`` are kept.
-            timestamp: New event time; ``None`` clears it.
+            timestamp: New event time, an ISO-8601 string or a ``datetime`` (naive =
+                UTC), stored normalized to UTC (docs/store.md#timestamps); ``None``
+                clears it.
             ttl_days, ttl_anchor: New expiry (days); omit both to keep it.
 
         Returns:
@@ -506,7 +509,7 @@ class OracleMemoryStore(IMemoryStore):
         Raises:
             ValueError: if no field is given, for the rejected combinations of
                 SPEC §3.1, TTL options on non-expiring types, a dimension mismatch,
-                or a TIMESTAMP anchor without an ISO-8601 timestamp.
+                an unparseable ``timestamp``, or a TIMESTAMP anchor without a timestamp.
         """
         record_type = planning.check_record_type(record_type)
         record_id = planning.check_id(record_id, "record_id")
@@ -543,8 +546,8 @@ class OracleMemoryStore(IMemoryStore):
             vectors = planning.split_vectors(embedding, "embedding")
             if isinstance(vectors, np.ndarray) or vectors:
                 raise ValueError("index_text=None deletes the search rows; no embedding allowed")
-        if timestamp is not NOT_SET and timestamp is not None and not isinstance(timestamp, str):
-            raise ValueError(f"timestamp must be a str or None, got {timestamp!r}")
+        if timestamp is not NOT_SET:
+            timestamp = normalize_timestamp(timestamp, "timestamp")
         meta_json = planning.dump_metadata(metadata) if metadata is not NOT_SET else None
         if record_type not in EXPIRING_TYPES and (
             ttl_days is not NOT_SET or ttl_anchor is not NOT_SET
@@ -792,23 +795,30 @@ class OracleMemoryStore(IMemoryStore):
         elif strategy is SearchStrategy.KEYWORD:
             ranked = self._keyword_ranking(self._query_parts(query or ""), k, pred)
         else:
-            if self.embedder is None:
+            if self.embedder is None and strategy is SearchStrategy.VECTOR:
                 raise ValueError(
-                    f"{strategy.name} search of a text query needs an embedder; "
-                    "configure one or pass query_vector"
+                    "VECTOR search of a text query needs an embedder; configure one, "
+                    "pass query_vector, or use search_strategy=HYBRID or KEYWORD"
                 )
             parts = self._query_parts(query or "")
-            vectors = list(np.asarray(self.embedder.embed(parts, is_query=True), dtype=np.float32))
+            vectors = self._query_vectors(parts)
             if strategy is SearchStrategy.VECTOR:
                 ranked = self._vector_ranking(vectors, k, pred, fused=len(parts) > 1)
             else:
                 depth = max(k, _HYBRID_DEPTH)
-                v_lists = self._backend.rank_vector(vectors, depth, pred)
+                # Without an embedder HYBRID has only its keyword half to fuse.
+                v_lists = self._backend.rank_vector(vectors, depth, pred) if vectors else []
                 kw_lists = [self._backend.rank_keyword(query_terms(p), depth, pred) for p in parts]
                 lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
                 fused = self._backend.fuse(lists)
                 ranked = [(key, rrf_distance(s, len(lists))) for key, s in fused]
         return self._materialize(ranked, k)
+
+    def _query_vectors(self, parts: Sequence[str]) -> builtins.list[Any]:
+        """The query embeddings of ``parts`` (none without an embedder)."""
+        if self.embedder is None:
+            return []
+        return list(np.asarray(self.embedder.embed(parts, is_query=True), dtype=np.float32))
 
     def _query_parts(self, query: str) -> builtins.list[str]:
         return chunk_text(query, self.chunk_chars) or [query]

@@ -31,6 +31,7 @@ from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.store.chunking import chunk_text
 from oam_core.store.filters import InvalidFilterError, check_json
 from oam_core.store.options import MemoryRetentionConfig
+from oam_core.store.timestamps import normalize_timestamp
 from oam_core.store.ttl import expiry, parse_iso_timestamp, resolve_ttl_days
 
 Vector = npt.NDArray[np.float32]
@@ -363,9 +364,9 @@ def plan_add(
                 raise ValueError(f"{record_type} records are unscoped; do not pass scope ids")
             if content is None:
                 raise ValueError(f"contents[{i}]: a profile needs its information text")
-        ts = b_ts[i]
-        if ts is not None and not isinstance(ts, str):
-            raise ValueError(f"timestamps[{i}] must be a str or None, got {ts!r}")
+        ts = normalize_timestamp(
+            b_ts[i], f"timestamps[{i}]" if isinstance(timestamps, (list, tuple)) else "timestamps"
+        )
         expires = resolve_ttl(record_type, b_ttl[i], b_anchor[i], ts, ctx.now, ctx.retention, where)
         chunks, owned = retrieval_chunks(b_index[i], content, ctx, f"index_texts[{i}]")
         entry: object = b_index[i]

@@ -54,8 +54,11 @@ class SQLiteMemoryStore(OracleMemoryStore):
         embedder: See ``OracleMemoryStore``.
         vector_dim: See ``OracleMemoryStore``; checked against the dimension stored
             in the file.
-        search_strategy: ``SearchStrategy`` or its name. SQLite keeps vectors and a
-            full-text index for every store, so any strategy opens any file.
+        search_strategy: ``SearchStrategy`` or its name; HYBRID by default, the
+            best of the three on the LoCoMo benchmark (docs/search.md#strategies).
+            Without an embedder HYBRID ranks text queries by their keywords alone.
+            SQLite keeps vectors and a full-text index for every store, so any
+            strategy opens any file.
         memory_retention_config: TTL defaults; persisted in the file. When omitted,
             the stored config is used.
         memory_store_id: Prefix of every table, so several stores share one file
@@ -74,7 +77,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
         *,
         embedder: IEmbedder | None = None,
         vector_dim: int | None = None,
-        search_strategy: SearchStrategy | str = SearchStrategy.VECTOR,
+        search_strategy: SearchStrategy | str = SearchStrategy.HYBRID,
         memory_retention_config: MemoryRetentionConfig | None = None,
         memory_store_id: str | None = None,
         clock: Clock | None = None,
