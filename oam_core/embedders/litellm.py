@@ -128,6 +128,12 @@ class LiteLLMEmbedder(IEmbedder):
         return f"LiteLLMEmbedder(model={self.model!r}, dimensions={self.dimensions!r})"
 
     @property
+    def embedder_id(self) -> str:
+        """The LiteLLM model id, e.g. ``"openai/text-embedding-3-small"``
+        (docs/store.md#embedder-identity)."""
+        return self.model
+
+    @property
     def embedding_dimension(self) -> int:
         """Vector length: ``dimensions`` if given, else learnt from the first response.
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import warnings
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -39,6 +40,8 @@ from oam_core.store import planning
 from oam_core.store.backend import Backend, Predicate, StoredRow, Tx
 from oam_core.store.chunking import chunk_text
 from oam_core.store.filters import parse_filter
+from oam_core.store.identity import META_KEY as IDENTITY_META_KEY
+from oam_core.store.identity import PROBE_TEXT, EmbedderCheck, EmbedderIdentity
 from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
 from oam_core.store.planning import ChunkPlan, PlanContext, RowPlan
 from oam_core.store.ranking import normalized_distances, rrf, rrf_distance
@@ -71,6 +74,9 @@ class OracleMemoryStore(IMemoryStore):
         memory_retention_config: Store-wide TTL defaults and cap (SPEC §3.7).
         clock: Zero-argument callable returning an aware ``datetime``; every TTL
             decision uses it (default: UTC now).
+        allow_embedder_change: Open a store whose recorded embedder differs from
+            ``embedder`` (same dimension), and record ``embedder`` with the next
+            vector written (docs/store.md#embedder-identity).
 
     Raises:
         ValueError: for a bad strategy, a non-positive ``vector_dim``, or a
@@ -85,7 +91,12 @@ class OracleMemoryStore(IMemoryStore):
         search_strategy: SearchStrategy | str = SearchStrategy.VECTOR,
         memory_retention_config: MemoryRetentionConfig | None = None,
         clock: Clock | None = None,
+        allow_embedder_change: bool = False,
     ) -> None:
+        if not isinstance(allow_embedder_change, bool):
+            raise ValueError(
+                f"allow_embedder_change must be a bool, got {allow_embedder_change!r}"
+            )
         if embedder is not None and not isinstance(embedder, IEmbedder):
             raise ValueError(f"embedder must be an IEmbedder or None, got {embedder!r}")
         if vector_dim is not None and (
@@ -111,6 +122,9 @@ class OracleMemoryStore(IMemoryStore):
         self.search_strategy = SearchStrategy.parse(search_strategy)
         self.memory_retention_config = memory_retention_config or MemoryRetentionConfig()
         self._clock: Clock = clock or utc_now
+        self.allow_embedder_change = allow_embedder_change
+        self._embedder_check = EmbedderCheck()
+        self._unembedded_checked = False
 
     # -- back end hooks -------------------------------------------------------------
 
@@ -129,6 +143,25 @@ class OracleMemoryStore(IMemoryStore):
     def _remember_vector_dim(self, dim: int) -> None:
         """Persist a dimension learned from the first explicit vector (back end hook)."""
         self.vector_dim = dim
+
+    def _adopt_embedder_identity(self, meta_value: str | None, where: str) -> None:
+        """Back ends call this at open with the schema metadata's ``embedder`` value.
+
+        Raises:
+            ValueError: naming both embedders when the store's embedder is not the
+                recorded one (unless ``allow_embedder_change``).
+        """
+        self._embedder_check.where = where
+        self._embedder_check.adopt(
+            meta_value, self.embedder, allow_change=self.allow_embedder_change
+        )
+
+    @property
+    def embedder_identity(self) -> EmbedderIdentity | None:
+        """[oam] The embedder recorded with this store's vectors (id, dimension,
+        fingerprint), or None before its embedder wrote a vector
+        (docs/store.md#embedder-identity)."""
+        return self._embedder_check.stored
 
     # -- helpers ------------------------------------------------------------------
 
@@ -154,7 +187,7 @@ class OracleMemoryStore(IMemoryStore):
         todo = [c for c in plans if c.needs_embedding and c.text]
         if not todo or self.embedder is None:
             return
-        vectors = np.asarray(self.embedder.embed([c.text or "" for c in todo]), dtype=np.float32)
+        vectors = self._embed_texts([c.text or "" for c in todo], is_query=False)
         if vectors.shape != (len(todo), self.vector_dim):
             raise ValueError(
                 f"embedder returned shape {vectors.shape}, expected ({len(todo)}, {self.vector_dim})"
@@ -162,6 +195,31 @@ class OracleMemoryStore(IMemoryStore):
         for c, v in zip(todo, vectors, strict=True):
             c.vector = v
             c.needs_embedding = False
+
+    def _embed_texts(self, texts: Sequence[str], *, is_query: bool) -> np.ndarray:
+        """Every embedder call of the store: float32 array of shape ``(len(texts),
+        dim)``. The first call of a store object also embeds the identity probe, to
+        check the recorded embedder or to record this one with a first write."""
+        embedder = self.embedder
+        assert embedder is not None
+        check = self._embedder_check
+        if not check.wants_probe(writing=not is_query):
+            return np.asarray(embedder.embed(texts, is_query=is_query), dtype=np.float32)
+        if is_query:  # the probe is a document embedding: its own call
+            probe = np.asarray(embedder.embed([PROBE_TEXT]), dtype=np.float32)[0]
+            vectors = np.asarray(embedder.embed(texts, is_query=True), dtype=np.float32)
+        else:
+            both = np.asarray(embedder.embed([*texts, PROBE_TEXT]), dtype=np.float32)
+            vectors, probe = both[:-1], both[-1]
+        check.accept_probe(embedder, probe)
+        return vectors
+
+    def _write_identity(self, tx: Tx) -> None:
+        """Record the embedder's identity in the write transaction that stores its
+        first vectors (see ``_embed_texts``)."""
+        pending = self._embedder_check.pending()
+        if pending is not None:
+            tx.write_meta({IDENTITY_META_KEY: pending})
 
     def _learn_dim(self, plans: Iterable[ChunkPlan]) -> None:
         if self.vector_dim is None:
@@ -264,6 +322,7 @@ class OracleMemoryStore(IMemoryStore):
         planned = self._plan_batches(batches)
         with self._backend.transaction() as tx:
             self._insert_planned(tx, planned, batch_size, replace=replace)
+        self._embedder_check.recorded()
         return [p.id for p in planned.plans]
 
     def _plan_batches(self, batches: Sequence[PendingRecordBatch]) -> _Planned:
@@ -315,6 +374,7 @@ class OracleMemoryStore(IMemoryStore):
                 tx.delete_record(family, record_id, None, NOT_SET)
         tx.insert(planned.plans, planned.now, batch_size)
         self._learn_dim(planned.chunks)
+        self._write_identity(tx)
 
     def commit_thread_pass(
         self,
@@ -367,6 +427,7 @@ class OracleMemoryStore(IMemoryStore):
             if won:
                 self._commit_pass_rows(tx, planned, reserved_updates)
         if won:
+            self._embedder_check.recorded()
             return [p.id for p in planned.plans]
         if self._backend.get_thread(thread_id) is None:
             raise ValueError(f"thread {thread_id!r} does not exist")
@@ -606,6 +667,8 @@ class OracleMemoryStore(IMemoryStore):
             if new_chunks is not None:
                 tx.replace_chunks(row, new_chunks)
                 self._learn_dim(new_chunks)
+                self._write_identity(tx)
+        self._embedder_check.recorded()
         return 1
 
     @staticmethod
@@ -818,7 +881,68 @@ class OracleMemoryStore(IMemoryStore):
         """The query embeddings of ``parts`` (none without an embedder)."""
         if self.embedder is None:
             return []
-        return list(np.asarray(self.embedder.embed(parts, is_query=True), dtype=np.float32))
+        self._warn_unembedded_once()
+        return list(self._embed_texts(parts, is_query=True))
+
+    def _warn_unembedded_once(self) -> None:
+        """Warn (once per store object) when records have search rows without a
+        vector: vector search cannot see them until ``reindex`` embeds them."""
+        if self._unembedded_checked:
+            return
+        self._unembedded_checked = True
+        missing = self._backend.unembedded(None)
+        if not missing:
+            return
+        family, record_id = missing[0]
+        how = "by keywords only" if self.search_strategy is SearchStrategy.HYBRID else "not at all"
+        warnings.warn(
+            f"{len(missing)} record(s) of this store (e.g. {family} {record_id!r}) have "
+            f"search rows without a vector, written without an embedder; "
+            f"{self.search_strategy.name} search finds them {how} until store.reindex() "
+            "(CLI: oam reindex) embeds them",
+            UserWarning,
+            stacklevel=4,
+        )
+
+    def reindex(self, *, batch_size: int = DEFAULT_BATCH_SIZE) -> int:
+        """[oam] Embed the search rows stored without a vector (records written
+        while the store had no embedder), so vector search finds them
+        (docs/store.md#embedder-identity).
+
+        Each batch of records is one transaction; an interrupted run leaves the rest
+        for the next call. Rows with an explicit vector are not touched.
+
+        Args:
+            batch_size: Records embedded and written per transaction (positive int).
+
+        Returns:
+            How many records got vectors.
+
+        Raises:
+            ValueError: when the store has no embedder, or ``batch_size`` is not a
+                positive int.
+        """
+        if self.embedder is None:
+            raise ValueError("reindex needs an embedder: open the store with embedder=...")
+        self._batch_size({"batch_size": batch_size})
+        done = 0
+        seen: set[tuple[str, str]] = set()
+        while todo := self._backend.unembedded(batch_size):
+            if seen.issuperset(todo):
+                break  # nothing left that this embedder can fill
+            seen.update(todo)
+            with self._backend.transaction() as tx:
+                rows = [row for f, rid in todo if (row := tx.fetch(f, rid)) is not None]
+                chunked = [(row, tx.chunk_texts(row.key)) for row in rows]
+                plans = [[ChunkPlan(t, needs_embedding=bool(t)) for t in ts] for _, ts in chunked]
+                self._embed_plans([c for cs in plans for c in cs])
+                for (row, _), chunks in zip(chunked, plans, strict=True):
+                    tx.replace_chunks(row, chunks)
+                self._learn_dim([c for cs in plans for c in cs])
+                self._write_identity(tx)
+            self._embedder_check.recorded()
+            done += len(rows)
+        return done
 
     def _query_parts(self, query: str) -> builtins.list[str]:
         return chunk_text(query, self.chunk_chars) or [query]
@@ -1032,6 +1156,7 @@ class OracleMemoryStore(IMemoryStore):
     # -- async twins (SPEC §9): the sync method, run in a worker thread ------------
 
     add_async = async_twin(add)
+    reindex_async = async_twin(reindex)
     add_batches_async = async_twin(add_batches)
     add_user_async = async_twin(add_user)
     add_agent_async = async_twin(add_agent)

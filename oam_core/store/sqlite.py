@@ -30,6 +30,7 @@ from oam_core.apis.embedder import IEmbedder
 from oam_core.apis.records import MESSAGE, THREAD, Record, ThreadRow
 from oam_core.store.backend import Backend, Predicate, StoredRow, Tx
 from oam_core.store.base import OracleMemoryStore
+from oam_core.store.identity import META_KEY as IDENTITY_META_KEY
 from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
 from oam_core.store.planning import ChunkPlan, RowPlan, Vector
 from oam_core.store.rows import RECORD_COLUMNS, epoch, record_from_row, thread_from_row
@@ -64,11 +65,13 @@ class SQLiteMemoryStore(OracleMemoryStore):
         memory_store_id: Prefix of every table, so several stores share one file
             (letter first, letters/digits/underscore, at most 16 characters).
         clock: Zero-argument callable returning an aware datetime (default UTC now).
+        allow_embedder_change: See ``OracleMemoryStore``.
 
     Raises:
         ValueError: for a bad ``memory_store_id``, a dimension different from the
-            one stored in the file, a schema version this release cannot read, or
-            any ``OracleMemoryStore`` argument error.
+            one stored in the file, an embedder other than the one recorded in the
+            file, a schema version this release cannot read, or any
+            ``OracleMemoryStore`` argument error.
     """
 
     def __init__(
@@ -81,6 +84,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
         memory_retention_config: MemoryRetentionConfig | None = None,
         memory_store_id: str | None = None,
         clock: Clock | None = None,
+        allow_embedder_change: bool = False,
     ) -> None:
         super().__init__(
             embedder=embedder,
@@ -88,6 +92,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
             search_strategy=search_strategy,
             memory_retention_config=memory_retention_config,
             clock=clock,
+            allow_embedder_change=allow_embedder_change,
         )
         if not isinstance(path, (str, Path)):
             raise ValueError(f"path must be a str or pathlib.Path, got {path!r}")
@@ -109,6 +114,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
                 f"{self.path} holds schema version {version}; this oam reads up to "
                 f"{SCHEMA_VERSION}. Upgrade oam."
             )
+        self._adopt_embedder_identity(meta.get(IDENTITY_META_KEY), self.path)
         stored_dim = meta.get("vector_dim")
         if (
             stored_dim is not None
@@ -384,6 +390,16 @@ class _SQLiteBackend(Backend):
                 ).fetchall()
                 out.update({r[0]: self.record(r) for r in rows})
         return out
+
+    def unembedded(self, limit: int | None) -> builtins.list[tuple[str, str]]:
+        with self.lock:
+            rows = self.conn.execute(
+                f"SELECT family, id FROM {self.p}records WHERE pk IN (SELECT record_pk FROM "
+                f"{self.p}chunks WHERE has_vector = 0 AND text IS NOT NULL AND text != '') "
+                "ORDER BY pk LIMIT ?",
+                (-1 if limit is None else limit,),
+            ).fetchall()
+        return [(str(f), str(i)) for f, i in rows]
 
     # -- ranking ----------------------------------------------------------------
 
@@ -780,3 +796,7 @@ class _SQLiteTx(Tx):
             f"DELETE FROM {self.p}records WHERE expires_at IS NOT NULL AND expires_at <= ?",
             (now.timestamp(),),
         ).rowcount
+
+    def write_meta(self, values: dict[str, str]) -> None:
+        for key, value in values.items():
+            self.set_meta(key, value)

@@ -262,7 +262,7 @@ def test_ingest_locomo_file(runner: CliRunner, tmp_path: Path, db: Path) -> None
     )
     [row] = [json.loads(line) for line in found.stdout.splitlines()]
     assert row["metadata"] == {"dia_id": "D1:1", "$message": {"name": "Ana"}}
-    assert row["timestamp"] == "2023-05-08T13:56:00"
+    assert row["timestamp"] == "2023-05-08T13:56:00+00:00"
 
 
 def test_demo_end_to_end(runner: CliRunner, db: Path) -> None:

@@ -40,7 +40,7 @@ from oam_core.store.backend import Backend, Predicate, StoredRow, Tx
 from oam_core.store.planning import ChunkPlan, RowPlan, Vector
 from oam_core.store.postgres.filter import PgFilterCompiler
 from oam_core.store.postgres.fulltext import K1, B, index_input, query_words, tsquery_literal
-from oam_core.store.postgres.schema import lock_key
+from oam_core.store.postgres.schema import lock_key, write_meta
 from oam_core.store.ranking import RRF_K
 from oam_core.store.rows import RECORD_COLUMNS, epoch, record_from_row, thread_from_row
 from oam_core.store.ttl import iso
@@ -271,6 +271,16 @@ class PgBackend(Backend):
                 (list(keys),),
             ).fetchall()
         return {r[0]: self.record(r) for r in rows}
+
+    def unembedded(self, limit: int | None) -> builtins.list[tuple[str, str]]:
+        with self.reading() as conn:
+            rows = conn.execute(
+                f"SELECT family, id FROM {self.p}records WHERE pk IN (SELECT record_pk FROM "
+                f"{self.p}chunks WHERE embedding IS NULL AND text IS NOT NULL AND text <> '') "
+                "ORDER BY pk LIMIT %s",
+                (limit,),
+            ).fetchall()
+        return [(str(f), str(i)) for f, i in rows]
 
     # -- VECTOR ------------------------------------------------------------------
 
@@ -780,3 +790,6 @@ class PgTx(Tx):
             f"DELETE FROM {self.p}records WHERE expires_at IS NOT NULL AND expires_at <= %s",
             (now.timestamp(),),
         ).rowcount
+
+    def write_meta(self, values: dict[str, str]) -> None:
+        write_meta(self.c, self.p, values)

@@ -23,6 +23,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from oam_core.apis.embedder import IEmbedder
 from oam_core.store.backend import Backend
 from oam_core.store.base import OracleMemoryStore
+from oam_core.store.identity import META_KEY as IDENTITY_META_KEY
 from oam_core.store.options import MemoryRetentionConfig, SchemaPolicy, SearchStrategy
 from oam_core.store.postgres.dialect import PgBackend
 from oam_core.store.postgres.schema import (
@@ -130,11 +131,12 @@ class PostgresMemoryStore(OracleMemoryStore):
         schema_policy: ``SchemaPolicy`` or its name (SPEC §3.8): REQUIRE_EXISTING
             (default: never runs DDL), CREATE_IF_EMPTY, CREATE_IF_NECESSARY, RECREATE.
         clock: Zero-argument callable returning an aware datetime (default UTC now).
+        allow_embedder_change: See ``OracleMemoryStore``.
 
     Raises:
         ValueError: for a bad argument, an unreachable server, a missing store under
             REQUIRE_EXISTING, an outdated or newer schema version, or an existing
-            store with another vector dimension or search strategy. Nothing is
+            store with another vector dimension, embedder or search strategy. Nothing is
             written then (the pool the store opened is closed again).
     """
 
@@ -149,6 +151,7 @@ class PostgresMemoryStore(OracleMemoryStore):
         memory_store_id: str | None = None,
         schema_policy: SchemaPolicy | str = SchemaPolicy.REQUIRE_EXISTING,
         clock: Clock | None = None,
+        allow_embedder_change: bool = False,
     ) -> None:
         super().__init__(
             embedder=embedder,
@@ -158,6 +161,7 @@ class PostgresMemoryStore(OracleMemoryStore):
             else SearchStrategy.VECTOR,
             memory_retention_config=memory_retention_config,
             clock=clock,
+            allow_embedder_change=allow_embedder_change,
         )
         policy = SchemaPolicy.parse(schema_policy)
         prefix = table_prefix(memory_store_id)
@@ -218,6 +222,7 @@ class PostgresMemoryStore(OracleMemoryStore):
                 set_dimension(conn, p, self.vector_dim)
 
     def _check_config(self, meta: dict[str, str], strategy_given: bool) -> None:
+        self._adopt_embedder_identity(meta.get(IDENTITY_META_KEY), self._where)
         stored_dim = meta.get("vector_dim")
         if stored_dim is not None:
             if self.vector_dim is not None and int(stored_dim) != self.vector_dim:
