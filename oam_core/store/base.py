@@ -94,9 +94,7 @@ class OracleMemoryStore(IMemoryStore):
         allow_embedder_change: bool = False,
     ) -> None:
         if not isinstance(allow_embedder_change, bool):
-            raise ValueError(
-                f"allow_embedder_change must be a bool, got {allow_embedder_change!r}"
-            )
+            raise ValueError(f"allow_embedder_change must be a bool, got {allow_embedder_change!r}")
         if embedder is not None and not isinstance(embedder, IEmbedder):
             raise ValueError(f"embedder must be an IEmbedder or None, got {embedder!r}")
         if vector_dim is not None and (

@@ -171,9 +171,7 @@ class EmbedderCheck:
             return
         current = identity_of(embedder)
         if current.dimension != self.stored.dimension:
-            raise ValueError(
-                _mismatch(self.where, self.stored, current, ", of another dimension")
-            )
+            raise ValueError(_mismatch(self.where, self.stored, current, ", of another dimension"))
         if current.embedder_id != self.stored.embedder_id:
             raise ValueError(_mismatch(self.where, self.stored, current, ""))
 
