@@ -51,6 +51,7 @@ _DB_OPTIONS = (
     "memory_store_id",
     "search_strategy",
     "memory_retention_config",
+    "allow_embedder_change",
 )
 _THREAD_EXTRA_KWARGS = frozenset({"persist_messages_in_config"})
 """``create_thread``/``get_thread`` keyword arguments accepted for compatibility."""
@@ -182,6 +183,8 @@ class OracleAgentMemory(IAgentMemory):
             passes run ``INLINE`` (before ``add_messages`` returns, the default) or in
             the ``BACKGROUND`` (``wait_for_memory_extraction`` waits; ``close``
             drains). Threads may override it.
+        allow_embedder_change: [oam] Only with ``connection``; open a store whose
+            recorded embedder differs from ``embedder`` (docs/store.md#embedder-identity).
 
     Raises:
         ValueError: naming the argument, when both or neither of ``store`` and
@@ -204,6 +207,7 @@ class OracleAgentMemory(IAgentMemory):
         search_strategy: Maybe[SearchStrategy | str] = NOT_SET,
         memory_retention_config: Maybe[MemoryRetentionConfig] = NOT_SET,
         memory_extraction_config: Maybe[MemoryExtractionConfig] = NOT_SET,
+        allow_embedder_change: Maybe[bool] = NOT_SET,
     ) -> None:
         has_store = store is not NOT_SET and store is not None
         has_connection = connection is not NOT_SET and connection is not None
@@ -230,6 +234,7 @@ class OracleAgentMemory(IAgentMemory):
             "memory_store_id": memory_store_id,
             "search_strategy": search_strategy,
             "memory_retention_config": memory_retention_config,
+            "allow_embedder_change": allow_embedder_change,
         }
         given = [name for name in _DB_OPTIONS if options[name] is not NOT_SET]
         if has_store:
@@ -264,8 +269,10 @@ class OracleAgentMemory(IAgentMemory):
         ``"sqlite:///path.db"`` (relative), ``"sqlite:////abs/path.db"``,
         ``"sqlite://:memory:"``, ``":memory:"`` or a bare path open the embedded
         store; ``"postgresql://..."`` opens ``PostgresMemoryStore`` and
-        ``"oracle://..."`` ``OracleDBMemoryStore``. Unlike the constructor, ``open`` defaults ``embedder`` to the
-        offline ``"local"`` model when ``oam[local]`` is installed (SPEC §8 [oam]).
+        ``"oracle://..."`` ``OracleDBMemoryStore``. Unlike the constructor, ``open``
+        creates or upgrades the store (``schema_policy=CREATE_IF_NECESSARY``) unless
+        ``schema_policy`` is given, and defaults ``embedder`` to the offline
+        ``"local"`` model when ``oam[local]`` is installed (docs/concepts.md#opening).
 
         Example::
 
@@ -286,6 +293,7 @@ class OracleAgentMemory(IAgentMemory):
                 raise ValueError(f"open() takes the database as url; do not pass {name}=")
         if "embedder" not in kwargs and _local_embedder_installed():
             kwargs["embedder"] = "local"
+        kwargs.setdefault("schema_policy", SchemaPolicy.CREATE_IF_NECESSARY)
         return cls(connection=url, **kwargs)
 
     @property

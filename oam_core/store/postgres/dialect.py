@@ -437,7 +437,8 @@ class PgBackend(Backend):
         lexemes = [lx for lx, _ in terms]
         idf = []
         for _, df in terms:
-            value = float(np.log((total - df + 0.5) / (df + 0.5)))
+            # A concurrent writer can make df exceed the total counted just before.
+            value = float(np.log(max(total - df + 0.5, 0.5) / (df + 0.5)))
             idf.append(value if value > 0 else 1e-6)
         join, where, params = self._candidates(pred)
         query = f"""

@@ -123,7 +123,8 @@ class PostgresMemoryStore(OracleMemoryStore):
         embedder: See ``OracleMemoryStore``.
         vector_dim: See ``OracleMemoryStore``; must equal the stored dimension.
         search_strategy: ``SearchStrategy`` or its name; None = the stored strategy
-            (VECTOR for a new store). Must equal the stored strategy.
+            (HYBRID for a new store, as for the embedded store:
+            docs/store.md#search-strategies). Must equal the stored strategy.
         memory_retention_config: TTL defaults, persisted; None = the stored config.
         memory_store_id: Prefix of every table, index and text-search object, so
             several stores share one database (letter first, letters/digits/
@@ -158,7 +159,7 @@ class PostgresMemoryStore(OracleMemoryStore):
             vector_dim=vector_dim,
             search_strategy=search_strategy
             if search_strategy is not None
-            else SearchStrategy.VECTOR,
+            else SearchStrategy.HYBRID,
             memory_retention_config=memory_retention_config,
             clock=clock,
             allow_embedder_change=allow_embedder_change,
@@ -292,6 +293,8 @@ def open_postgres(
         kwargs["search_strategy"] = SearchStrategy.parse(options["search_strategy"])
     if options["memory_retention_config"] is not NOT_SET:
         kwargs["memory_retention_config"] = options["memory_retention_config"]
+    if options.get("allow_embedder_change", NOT_SET) is not NOT_SET:
+        kwargs["allow_embedder_change"] = options["allow_embedder_change"]
     if embedder is not NOT_SET:
         kwargs["embedder"] = resolve_store_embedder(embedder)
     if isinstance(connection, os.PathLike):
