@@ -18,6 +18,7 @@ from xml.sax.saxutils import escape
 from oam_core.apis.contextcard import ContextCard
 from oam_core.apis.records import MessageRecord, Record
 from oam_core.apis.thread import Message
+from oam_core.memory.indexing import speaker_in
 from oam_core.memory.tokens import (
     TRUNCATION_MARKER,
     budget_chars,
@@ -101,6 +102,9 @@ def _render_result(record: Record, content: str) -> list[str]:
     ]
     if isinstance(record, MessageRecord):
         lines.append(f"{inner}<role>{_esc(record.role)}</role>")
+        name = speaker_in(record.metadata)
+        if name is not None:  # docs/context-card.md#speaker-names
+            lines.append(f"{inner}<name>{_esc(name)}</name>")
     lines.append(f"{inner}<content>{_esc(content)}</content>")
     lines.append(f"{_ITEM_INDENT}</{tag}>")
     return lines

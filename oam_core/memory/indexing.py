@@ -28,7 +28,12 @@ MESSAGE_KEY = "$message"
 
 def speaker_name(message: Message) -> str | None:
     """The participant name of ``message``, or None."""
-    fields = (message.metadata or {}).get(MESSAGE_KEY)
+    return speaker_in(message.metadata)
+
+
+def speaker_in(metadata: Mapping[str, object] | None) -> str | None:
+    """The participant name held in a message's ``metadata`` (``$message.name``), or None."""
+    fields = (metadata or {}).get(MESSAGE_KEY)
     if isinstance(fields, Mapping):
         name = fields.get("name")
         if isinstance(name, str) and name.strip():

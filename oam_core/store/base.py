@@ -1103,6 +1103,69 @@ class OracleMemoryStore(IMemoryStore):
                 raise ValueError(f"thread {thread_id!r} already exists")
             tx.insert_thread(row)
 
+    def write_thread(
+        self,
+        thread_id: str,
+        batches: Sequence[PendingRecordBatch],
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        config: dict[str, Any] | None = None,
+        replace: bool = False,
+    ) -> builtins.list[str]:
+        """[oam] Create a thread row and its records in ONE transaction; with
+        ``replace``, an existing thread of this id (its messages, memories and search
+        rows) is deleted first in the same transaction, so a failure keeps the old
+        thread (docs/store.md#writing-a-whole-thread).
+
+        Args:
+            thread_id: The thread to write.
+            batches: Its records (as ``add_batches``); every record must carry
+                ``thread_ids=thread_id``.
+            user_id, agent_id, metadata, config: The thread row, as
+                ``create_thread_row``.
+            replace: Replace an existing thread instead of refusing it.
+
+        Returns:
+            The record ids, batch by batch, in input order.
+
+        Raises:
+            ValueError: for bad ids, metadata or batches, a record of another thread,
+                or an existing thread without ``replace``; nothing is written.
+        """
+        planning.check_id(thread_id, "thread_id")
+        scope = [
+            planning._scope_id(v, n) for v, n in ((user_id, "user_id"), (agent_id, "agent_id"))
+        ]
+        planning.dump_metadata(metadata)
+        planning.dump_metadata(config or {}, "config")
+        planned = self._plan_batches(batches)
+        strays = [p.id for p in planned.plans if p.thread_id != thread_id]
+        if strays:
+            raise ValueError(
+                f"write_thread({thread_id!r}): record {strays[0]!r} belongs to thread "
+                f"{next(p.thread_id for p in planned.plans if p.id == strays[0])!r}"
+            )
+        row = ThreadRow(
+            thread_id=thread_id,
+            user_id=scope[0],
+            agent_id=scope[1],
+            metadata=metadata,
+            config=dict(config or {}),
+            state={},
+            created_at=iso(planned.now),
+        )
+        with self._backend.transaction() as tx:
+            if tx.existing_ids(THREAD, [thread_id]):
+                if not replace:
+                    raise ValueError(f"thread {thread_id!r} already exists")
+                tx.delete_thread(thread_id)
+            tx.insert_thread(row)
+            self._insert_planned(tx, planned, DEFAULT_BATCH_SIZE)
+        self._embedder_check.recorded()
+        return [p.id for p in planned.plans]
+
     def get_thread_row(self, thread_id: str) -> ThreadRow | None:
         """[oam] The stored thread row, or None."""
         planning.check_id(thread_id, "thread_id")
@@ -1155,6 +1218,7 @@ class OracleMemoryStore(IMemoryStore):
 
     add_async = async_twin(add)
     reindex_async = async_twin(reindex)
+    write_thread_async = async_twin(write_thread)
     add_batches_async = async_twin(add_batches)
     add_user_async = async_twin(add_user)
     add_agent_async = async_twin(add_agent)
