@@ -85,17 +85,17 @@ def import_litellm(user: str) -> ModuleType:
         raise ImportError(
             f"{user} needs the litellm package, which is not installed; {INSTALL_HINT}"
         ) from exc
-    if not _quieted and not os.environ.get("OAM_LITELLM_DEBUG"):
+    if not any(m is module for m in _quieted) and not os.environ.get("OAM_LITELLM_DEBUG"):
         # LiteLLM prints a "Give Feedback / Get Help" banner on stdout before every
         # error it maps; oam reports the error itself (docs/llms.md#errors). Once per
         # process, so an application may switch it back on afterwards.
         setattr(module, "suppress_debug_info", True)  # noqa: B010
-        _quieted.append(True)
+        _quieted.append(module)
     return module
 
 
-_quieted: list[bool] = []
-"""Non-empty once oam has switched LiteLLM's debug banner off."""
+_quieted: list[ModuleType] = []
+"""The litellm module(s) whose debug banner oam has switched off."""
 
 
 class MissingApiKeyError(ValueError):

@@ -132,11 +132,12 @@ def same_fingerprint(a: Sequence[float], b: Sequence[float]) -> bool:
 
 
 def _mismatch(where: str, stored: EmbedderIdentity, current: EmbedderIdentity, why: str) -> str:
+    fix = f"open it with the same embedder (CLI: --embedder {stored.embedder_id})"
+    if stored.dimension == current.dimension:
+        fix += ", or pass allow_embedder_change=True if the two produce the same vectors"
     return (
         f"{where} holds vectors of embedder {stored.describe()}, but this store was "
-        f"opened with embedder {current.describe()}{why}; open it with the same "
-        f"embedder (CLI: --embedder {stored.embedder_id}), or pass "
-        "allow_embedder_change=True if the two produce the same vectors"
+        f"opened with embedder {current.describe()}{why}; {fix}"
     )
 
 
