@@ -56,7 +56,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
         vector_dim: See ``OracleMemoryStore``; checked against the dimension stored
             in the file.
         search_strategy: ``SearchStrategy`` or its name; HYBRID by default, the
-            best of the three on the LoCoMo benchmark (docs/search.md#strategies).
+            best of the three on the LoCoMo benchmark (docs/store.md#search-strategies).
             Without an embedder HYBRID ranks text queries by their keywords alone.
             SQLite keeps vectors and a full-text index for every store, so any
             strategy opens any file.
