@@ -166,3 +166,43 @@ def test_cli_lines_run(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 def test_every_page_has_an_example_that_runs(page: str) -> None:
     examples = _doctests(page) + len(_plain_python(page)) + len(_cli_lines(page))
     assert examples > 0, f"docs/{page} has no example that a test runs"
+
+
+_PENDING_PAGES = {"filters.md"}
+"""Pages another change adds (issue 13 writes docs/filters.md)."""
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors of a page: lower-case, punctuation dropped, spaces to -."""
+    text = re.sub(r"```.*?```", "", page.read_text("utf-8"), flags=re.S)
+    headings = re.findall(r"^#+ (.+)$", text, re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+def _references() -> list[tuple[str, str, str]]:
+    """``(where, page, anchor)`` of every docs reference in code, docs and README."""
+    found: list[tuple[str, str, str]] = []
+    sources = [*ROOT.glob("oam_core/**/*.py"), *ROOT.glob("integrations/**/*.py")]
+    for path in sources:
+        for page, anchor in re.findall(r"docs/([\w.-]+\.md)(?:#([\w-]+))?", path.read_text("utf-8")):
+            found.append((str(path.relative_to(ROOT)), page, anchor))
+    for path in [ROOT / "README.md", *DOCS.glob("*.md")]:
+        base = "" if path.parent == DOCS else "docs/"
+        for target, anchor in re.findall(r"\]\(([\w./-]*\.md)?(?:#([\w-]+))?\)", path.read_text("utf-8")):
+            page = (target or path.name).removeprefix(base)
+            if "/" not in page:
+                found.append((str(path.relative_to(ROOT)), page, anchor))
+    return found
+
+
+def test_docs_references_point_at_real_pages_and_anchors() -> None:
+    missing = []
+    for where, page, anchor in _references():
+        if page in _PENDING_PAGES or (ROOT / page).exists():
+            continue
+        path = DOCS / page
+        if not path.exists():
+            missing.append(f"{where}: docs/{page}")
+        elif anchor and anchor not in _anchors(path):
+            missing.append(f"{where}: docs/{page}#{anchor}")
+    assert not missing, "\n".join(sorted(set(missing)))
