@@ -1083,21 +1083,7 @@ class OracleMemoryStore(IMemoryStore):
         Raises:
             ValueError: for bad ids, invalid metadata/config, or an existing thread.
         """
-        planning.check_id(thread_id, "thread_id")
-        scope = [
-            planning._scope_id(v, n) for v, n in ((user_id, "user_id"), (agent_id, "agent_id"))
-        ]
-        planning.dump_metadata(metadata)
-        planning.dump_metadata(config or {}, "config")
-        row = ThreadRow(
-            thread_id=thread_id,
-            user_id=scope[0],
-            agent_id=scope[1],
-            metadata=metadata,
-            config=dict(config or {}),
-            state={},
-            created_at=iso(self._now()),
-        )
+        row = _thread_row(thread_id, user_id, agent_id, metadata, config, self._now())
         with self._backend.transaction() as tx:
             if tx.existing_ids(THREAD, [thread_id]):
                 raise ValueError(f"thread {thread_id!r} already exists")
@@ -1134,12 +1120,7 @@ class OracleMemoryStore(IMemoryStore):
             ValueError: for bad ids, metadata or batches, a record of another thread,
                 or an existing thread without ``replace``; nothing is written.
         """
-        planning.check_id(thread_id, "thread_id")
-        scope = [
-            planning._scope_id(v, n) for v, n in ((user_id, "user_id"), (agent_id, "agent_id"))
-        ]
-        planning.dump_metadata(metadata)
-        planning.dump_metadata(config or {}, "config")
+        row = _thread_row(thread_id, user_id, agent_id, metadata, config, self._now())
         planned = self._plan_batches(batches)
         strays = [p.id for p in planned.plans if p.thread_id != thread_id]
         if strays:
@@ -1147,15 +1128,6 @@ class OracleMemoryStore(IMemoryStore):
                 f"write_thread({thread_id!r}): record {strays[0]!r} belongs to thread "
                 f"{next(p.thread_id for p in planned.plans if p.id == strays[0])!r}"
             )
-        row = ThreadRow(
-            thread_id=thread_id,
-            user_id=scope[0],
-            agent_id=scope[1],
-            metadata=metadata,
-            config=dict(config or {}),
-            state={},
-            created_at=iso(planned.now),
-        )
         with self._backend.transaction() as tx:
             if tx.existing_ids(THREAD, [thread_id]):
                 if not replace:
@@ -1249,6 +1221,34 @@ class _Planned:
     by_family: dict[str, builtins.list[str]]
     chunks: builtins.list[ChunkPlan]
     now: datetime
+
+
+def _thread_row(
+    thread_id: object,
+    user_id: object,
+    agent_id: object,
+    metadata: dict[str, Any] | None,
+    config: dict[str, Any] | None,
+    now: datetime,
+) -> ThreadRow:
+    """A new thread row, checked (ids, JSON metadata and config).
+
+    Raises:
+        ValueError: for a bad id, or metadata/config that JSON cannot hold.
+    """
+    planning.check_id(thread_id, "thread_id")
+    scope = [planning._scope_id(v, n) for v, n in ((user_id, "user_id"), (agent_id, "agent_id"))]
+    planning.dump_metadata(metadata)
+    planning.dump_metadata(config or {}, "config")
+    return ThreadRow(
+        thread_id=str(thread_id),
+        user_id=scope[0],
+        agent_id=scope[1],
+        metadata=metadata,
+        config=dict(config or {}),
+        state={},
+        created_at=iso(now),
+    )
 
 
 def _keep_reserved(meta_json: str | None, old: dict[str, Any] | None) -> str | None:

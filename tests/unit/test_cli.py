@@ -39,18 +39,6 @@ MESSAGES = [
 
 
 @pytest.fixture
-def runner() -> CliRunner:
-    return CliRunner()
-
-
-@pytest.fixture
-def chat(tmp_path: Path) -> Path:
-    path = tmp_path / "chat.jsonl"
-    path.write_text("".join(json.dumps(m) + "\n" for m in MESSAGES), encoding="utf-8")
-    return path
-
-
-@pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "oam.db"
 

@@ -19,18 +19,6 @@ from oam_core import OracleAgentMemory, SearchStrategy
 from oam_core.cli import DEFAULT_AGENT, DEFAULT_USER
 
 
-@pytest.fixture
-def runner() -> CliRunner:
-    return CliRunner()
-
-
-@pytest.fixture
-def chat(tmp_path: Path) -> Path:
-    path = tmp_path / "chat.jsonl"
-    path.write_text("".join(json.dumps(m) + "\n" for m in MESSAGES), encoding="utf-8")
-    return path
-
-
 def _json(stdout: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stdout.splitlines()]
 

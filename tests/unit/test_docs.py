@@ -79,7 +79,9 @@ def _fake_litellm_completion(monkeypatch: pytest.MonkeyPatch, code: str) -> str:
     def completion(**request: Any) -> Any:
         assert request["model"] == "openai/smollm2" and request["api_base"].startswith("http")
         content = '{"topics": ["hiking", "jazz"]}'
-        return litellm.ModelResponse(choices=[{"message": {"role": "assistant", "content": content}}])
+        return litellm.ModelResponse(
+            choices=[{"message": {"role": "assistant", "content": content}}]
+        )
 
     monkeypatch.setattr(litellm, "completion", completion)
     return code
@@ -184,11 +186,15 @@ def _references() -> list[tuple[str, str, str]]:
     found: list[tuple[str, str, str]] = []
     sources = [*ROOT.glob("oam_core/**/*.py"), *ROOT.glob("integrations/**/*.py")]
     for path in sources:
-        for page, anchor in re.findall(r"docs/([\w.-]+\.md)(?:#([\w-]+))?", path.read_text("utf-8")):
+        for page, anchor in re.findall(
+            r"docs/([\w.-]+\.md)(?:#([\w-]+))?", path.read_text("utf-8")
+        ):
             found.append((str(path.relative_to(ROOT)), page, anchor))
     for path in [ROOT / "README.md", *DOCS.glob("*.md")]:
         base = "" if path.parent == DOCS else "docs/"
-        for target, anchor in re.findall(r"\]\(([\w./-]*\.md)?(?:#([\w-]+))?\)", path.read_text("utf-8")):
+        for target, anchor in re.findall(
+            r"\]\(([\w./-]*\.md)?(?:#([\w-]+))?\)", path.read_text("utf-8")
+        ):
             page = (target or path.name).removeprefix(base)
             if "/" not in page:
                 found.append((str(path.relative_to(ROOT)), page, anchor))
