@@ -27,7 +27,6 @@ import os
 import re
 import sqlite3
 import time
-import uuid
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -44,17 +43,15 @@ from typer.core import TyperGroup
 
 import oam_core
 from oam_core.apis._sentinel import NOT_SET
-from oam_core.apis.batch import PendingRecordBatch
-from oam_core.apis.records import MESSAGE, Record
-from oam_core.apis.thread import to_message
+from oam_core.apis.records import Record
 from oam_core.embedders import resolve_embedder
 from oam_core.ingest import Conversation, IngestError, load_conversations
+from oam_core.ingest_writer import WriteMode, plural, write_conversations
 from oam_core.memory.client import OracleAgentMemory
-from oam_core.memory.indexing import message_index_texts, speaker_in
+from oam_core.memory.indexing import speaker_in
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.connect import backend_of, sqlite_target
 from oam_core.store.options import SchemaPolicy, SearchStrategy
-from oam_core.store.planning import dump_metadata
 
 __all__ = ["COMMAND_MODULES", "app", "main"]
 
@@ -391,125 +388,27 @@ def _quiet_litellm(embedder: str) -> None:
 # -- ingesting -----------------------------------------------------------------------
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def _where(conversation: Conversation, index: int, source: Path | None) -> str:
-    if index < len(conversation.locations):
-        return conversation.locations[index]
-    prefix = f"{source}: " if source is not None else ""
-    return f"{prefix}thread {conversation.thread_id!r} message [{index}]"
-
-
-def _validate(conversations: Sequence[Conversation], source: Path | None) -> None:
-    """Check every message the way the store will, before anything is written."""
-    for conversation in conversations:
-        for index, message in enumerate(conversation.messages):
-            try:
-                checked = to_message(message)
-                dump_metadata(checked.metadata)
-                for text in (checked.role, checked.content, checked.timestamp, checked.id):
-                    if text is not None:
-                        text.encode("utf-8")
-            except (ValueError, TypeError) as exc:
-                raise CliError(f"{_where(conversation, index, source)}: {exc}") from None
-
-
-def _message_batch(store: OracleMemoryStore, conversation: Conversation) -> PendingRecordBatch:
-    """The conversation's messages as the thread would write them (same search rows:
-    speaker names and context rows, ``memory/indexing.py``)."""
-    messages = [to_message(m) for m in conversation.messages]
-    return PendingRecordBatch(
-        texts=[m.content for m in messages],
-        record_type=MESSAGE,
-        index_texts=message_index_texts(messages, None, store.chunk_chars),
-        record_ids=[m.id or str(uuid.uuid4()) for m in messages],
-        thread_ids=conversation.thread_id,
-        user_ids=conversation.user_id,
-        agent_ids=conversation.agent_id,
-        roles=[m.role for m in messages],
-        timestamps=[m.timestamp for m in messages],
-        metadata=[m.metadata for m in messages],
-    )
-
-
 def _ingest(
     store: OracleMemoryStore,
     conversations: Sequence[Conversation],
     *,
-    mode: str = "new",
+    mode: WriteMode = "new",
     console: Console,
     source: Path | None = None,
 ) -> tuple[int, int]:
-    """Write each conversation as one thread, each in one transaction.
-
-    Args:
-        mode: ``"new"`` (an existing thread is an error), ``"replace"`` (replaced,
-            old and new in one transaction) or ``"resume"`` (threads already stored
-            whole are skipped).
-
-    Returns:
-        ``(messages written, threads skipped)``.
-
-    Raises:
-        CliError: for an invalid message (nothing is written), a thread that exists
-            (``new``) or exists with other messages (``resume``), or a failed write
-            (the threads before it are stored; ``--resume`` continues).
-    """
-    _validate(conversations, source)
-    existing = {row.thread_id for row in store.list_thread_rows()}
-    clashes = [c for c in conversations if c.thread_id in existing]
-    if clashes and mode == "new":
-        ids = [c.thread_id for c in clashes]
-        shown = ", ".join(ids[:3]) + (" ..." if len(ids) > 3 else "")
-        raise CliError(
-            f"thread(s) already in the database: {shown}; use --resume to skip them or "
-            "--replace to overwrite them"
-        )
-    if mode == "resume":
-        for conversation in clashes:
-            stored = store.count_thread_messages(conversation.thread_id)
-            if stored != len(conversation.messages):
-                raise CliError(
-                    f"thread {conversation.thread_id!r} is in the database with "
-                    f"{_plural(stored, 'message')}, the file has "
-                    f"{len(conversation.messages)}; use --replace to overwrite it"
-                )
+    """``write_conversations`` with a progress bar on ``console``; returns
+    ``(messages written, threads skipped)``."""
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    written = skipped = 0
     total = sum(len(c.messages) for c in conversations)
     with Progress(*columns, TimeElapsedColumn(), console=console, transient=True) as progress:
         task = progress.add_task("Ingesting", total=total)
-        for done, conversation in enumerate(conversations):
-            count = len(conversation.messages)
-            if mode == "resume" and conversation.thread_id in existing:
-                skipped += 1
-                progress.advance(task, count)
-                continue
-            progress.update(task, description=f"Ingesting {conversation.thread_id}")
-            try:
-                store.write_thread(
-                    conversation.thread_id,
-                    [_message_batch(store, conversation)],
-                    user_id=conversation.user_id,
-                    agent_id=conversation.agent_id,
-                    replace=mode == "replace",
-                )
-            except Exception as exc:
-                before = (
-                    ""
-                    if done == 0
-                    else f"; the {_plural(done, 'thread')} before it are stored (--resume continues)"
-                )
-                where = f"{source}: " if source is not None else ""
-                raise CliError(
-                    f"{where}thread {conversation.thread_id!r} was not written: "
-                    f"{exc or type(exc).__name__}{before}"
-                ) from exc
-            written += count
-            progress.advance(task, count)
-    return written, skipped
+
+        def advance(thread_id: str, messages: int) -> None:
+            progress.update(task, description=f"Ingesting {thread_id}", advance=messages)
+
+        return write_conversations(
+            store, conversations, mode=mode, source=source, on_progress=advance
+        )
 
 
 def _with_ids(
@@ -519,8 +418,8 @@ def _with_ids(
     return [
         with_fields(
             c,
-            user_id=c.user_id if c.user_id is not None else user or DEFAULT_USER,
-            agent_id=c.agent_id if c.agent_id is not None else agent or DEFAULT_AGENT,
+            user_id=user if user is not None else c.user_id or DEFAULT_USER,
+            agent_id=agent if agent is not None else c.agent_id or DEFAULT_AGENT,
         )
         for c in conversations
     ]
@@ -573,7 +472,7 @@ def ingest(
             policy=schema_policy,
             allow_embedder_change=allow_embedder_change,
         ) as memory:
-            mode = "replace" if replace else "resume" if resume else "new"
+            mode: WriteMode = "replace" if replace else "resume" if resume else "new"
             written, skipped = _ingest(
                 memory.store, conversations, mode=mode, console=err, source=file
             )
@@ -582,11 +481,11 @@ def ingest(
     threads = len(conversations) - skipped
     rate = written / elapsed if elapsed > 0 else 0.0
     typer.echo(
-        f"Ingested {_plural(written, 'message')} into {_plural(threads, 'thread')} in {db} "
+        f"Ingested {plural(written, 'message')} into {plural(threads, 'thread')} in {db} "
         f"({elapsed:.1f} s, {rate:.0f} messages/s)."
     )
     if skipped:
-        typer.echo(f"Skipped {_plural(skipped, 'thread')} already in the database (--resume).")
+        typer.echo(f"Skipped {plural(skipped, 'thread')} already in the database (--resume).")
     users = sorted({c.user_id or "" for c in conversations})
     agents = sorted({c.agent_id or "" for c in conversations})
     shown = ", ".join(users[:5]) + (" ..." if len(users) > 5 else "")
@@ -731,7 +630,7 @@ def reindex(
             used = store.embedder_identity
     if count:
         name = used.embedder_id if used else "the embedder"
-        typer.echo(f"Embedded {_plural(count, 'record')} with {name} in {db}.")
+        typer.echo(f"Embedded {plural(count, 'record')} with {name} in {db}.")
     else:
         typer.echo(f"Nothing to embed: every record in {db} has its vectors.")
 
@@ -760,7 +659,7 @@ def demo(
             else:
                 # Missing, or left incomplete by an older oam: (re)write it whole.
                 err = Console(stderr=True)
-                mode = "replace" if exists else "new"
+                mode: WriteMode = "replace" if exists else "new"
                 written, _ = _ingest(store, [conversation], mode=mode, console=err)
                 console.print(f"Ingested {written} messages into thread {DEMO_THREAD} ({db}).")
             kind = _score_kind(store)

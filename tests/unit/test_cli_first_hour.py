@@ -249,3 +249,12 @@ def test_tilde_is_expanded_and_a_missing_directory_is_named(
     assert (tmp_path / "home.db").exists()
     missing = invoke(runner, "ingest", chat, "--db", "~/nowhere/x.db", "--embedder", "hashing")
     assert_clean_failure(missing, 2, f"the directory {tmp_path / 'nowhere'} does not exist")
+
+
+def test_user_replaces_the_locomo_sample_id(runner: CliRunner, tmp_path: Path) -> None:
+    db = tmp_path / "x.db"
+    path = _locomo_file(tmp_path, sessions=1)
+    result = invoke(runner, "ingest", path, "--db", db, "--embedder", "hashing", "--user", "ana")
+    assert "User: ana;" in result.stdout
+    row = next(line for line in invoke(runner, "threads", "--db", db).stdout.splitlines()[1:])
+    assert row.split()[:2] == ["conv-x-s1", "ana"]
