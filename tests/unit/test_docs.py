@@ -126,6 +126,7 @@ SETUPS: dict[str, Callable[[pytest.MonkeyPatch, str], str]] = {
 }
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning:pydantic.*")  # LiteLLM's types, first use
 @pytest.mark.parametrize("page", [p for p in PAGES if _plain_python(p)])
 def test_python_blocks_run(
     page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
