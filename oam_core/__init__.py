@@ -7,6 +7,7 @@ under ``oam_core.core`` and ``oam_core.apis``.
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import Any
 
 from oam_core.apis._sentinel import NOT_SET, NOT_SET_MARKER
@@ -36,6 +37,10 @@ from oam_core.store.options import (
 from oam_core.store.sqlite import SQLiteMemoryStore
 
 __version__ = "0.1.0"
+
+# A library's logger stays silent until the application configures logging: without
+# this, Python's last-resort handler would print every pipeline warning a second time.
+logging.getLogger("oam").addHandler(logging.NullHandler())
 
 _LAZY = {
     "PostgresMemoryStore": ("oam_core.store.postgres", "postgres"),

@@ -82,11 +82,43 @@ def import_litellm(user: str) -> ModuleType:
     """
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     try:
-        return importlib.import_module("litellm")
+        module = importlib.import_module("litellm")
     except ImportError as exc:
         raise ImportError(
             f"{user} needs the litellm package, which is not installed; {INSTALL_HINT}"
         ) from exc
+    if not any(m is module for m in _quieted) and not os.environ.get("OAM_LITELLM_DEBUG"):
+        # LiteLLM prints a "Give Feedback / Get Help" banner on stdout before every
+        # error it maps; oam reports the error itself (docs/llms.md#errors). Once per
+        # process, so an application may switch it back on afterwards.
+        setattr(module, "suppress_debug_info", True)  # noqa: B010
+        _quieted.append(module)
+    return module
+
+
+_quieted: list[ModuleType] = []
+"""The litellm module(s) whose debug banner oam has switched off."""
+
+
+class MissingApiKeyError(ValueError):
+    """A LiteLLM model was called without its provider's API key; the message names
+    the environment variable(s) to set (docs/llms.md#errors)."""
+
+
+def missing_key_error(exc: BaseException, model: str, litellm: ModuleType) -> Exception | None:
+    """A ``MissingApiKeyError`` saying what to set when ``exc`` is LiteLLM's report of
+    a missing API key or credentials, else None."""
+    if not _MISSING_CREDENTIALS.search(str(exc)):
+        return None
+    try:
+        missing = list(litellm.validate_environment(model).get("missing_keys") or [])
+    except Exception:  # an unknown provider: name no variable
+        missing = []
+    what = " or ".join(missing) if missing else "the provider's API key variable"
+    return MissingApiKeyError(
+        f"LiteLLM model {model!r} has no API key: set {what}, or pass api_key=... "
+        f"(LiteLLM raised {type(exc).__name__})"
+    )
 
 
 async def import_litellm_async(user: str) -> ModuleType:
@@ -145,6 +177,41 @@ def is_transient(exc: BaseException, litellm: ModuleType) -> bool:
         return True
     status = getattr(exc, "status_code", None)
     return isinstance(status, int) and (status in _TRANSIENT_STATUS or status >= 500)
+
+
+def send(
+    loop: tenacity.Retrying,
+    fn: Callable[..., Any],
+    model: str,
+    litellm: ModuleType,
+    request: dict[str, Any],
+) -> Any:
+    """``fn(**request)`` under the retry ``loop``; a missing API key is re-raised as a
+    ``MissingApiKeyError`` that says what to set."""
+    try:
+        return loop(fn, **request)
+    except Exception as exc:
+        clear = missing_key_error(exc, model, litellm)
+        if clear is None:
+            raise
+        raise clear from exc
+
+
+async def send_async(
+    loop: tenacity.AsyncRetrying,
+    fn: Callable[..., Awaitable[Any]],
+    model: str,
+    litellm: ModuleType,
+    request: dict[str, Any],
+) -> Any:
+    """Async twin of ``send``."""
+    try:
+        return await loop(fn, **request)
+    except Exception as exc:
+        clear = missing_key_error(exc, model, litellm)
+        if clear is None:
+            raise
+        raise clear from exc
 
 
 def _policy(max_retries: int, litellm: ModuleType) -> dict[str, Any]:

@@ -1,27 +1,36 @@
 """The ``oam`` command line: ingest conversations, search them, show context cards.
 
-A thin layer over the library: files are read by :mod:`oam_core.ingest`, everything
-else goes through ``OracleAgentMemory`` and the store. Every command works on one
-SQLite file or PostgreSQL database (``--db``: a path, default ``./oam.db``, or a
-``postgresql://`` URL; PostgreSQL needs the ``postgres`` extra) and runs without an LLM
-(``extract_memories=False``), so only messages are stored and searched.
+A thin layer over the library (docs/cli.md): files are read by :mod:`oam_core.ingest`,
+every database is opened the way ``OracleAgentMemory(connection=...)`` opens it
+(``--db``: a SQLite path, default ``./oam.db``, or a ``postgresql://`` URL), so a
+command and a Python program on the same database rank alike. Commands run without
+an LLM (``extract_memories=False``): messages are stored and searched.
 
 Errors a user can cause (a missing or malformed file, an unknown thread, a database
-opened with another embedder dimension) print one ``Error: ...`` line on stderr and
-exit with code 1 (2 for a file or option that does not exist); they never print a
-traceback. Any other exception is reported the same way (its type and message on one
-line, exit code 1) unless ``--debug`` or ``OAM_DEBUG=1`` asks for the traceback.
+written with another embedder) print one ``Error: ...`` line on stderr and exit with
+code 1 (2 for a file, database or option that does not exist); they never print a
+traceback. Warnings print as ``Warning: ...`` lines. Any other exception is reported
+the same way unless ``--debug`` (anywhere on the line) or ``OAM_DEBUG=1`` asks for
+the traceback.
+
+A command in a module of its own: write ``def register(app: typer.Typer) -> None``
+there (it may use the options and helpers below) and add the module to
+``COMMAND_MODULES``.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
+import re
 import sqlite3
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace as with_fields
 from importlib import metadata, resources
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -30,21 +39,21 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from typer.core import TyperGroup
 
 import oam_core
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import Record
-from oam_core.apis.thread import to_message
 from oam_core.embedders import resolve_embedder
 from oam_core.ingest import Conversation, IngestError, load_conversations
+from oam_core.ingest_writer import WriteMode, plural, write_conversations
 from oam_core.memory.client import OracleAgentMemory
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.connect import backend_of, sqlite_target
 from oam_core.store.options import SchemaPolicy, SearchStrategy
-from oam_core.store.planning import dump_metadata
-from oam_core.store.sqlite import SQLiteMemoryStore
+from oam_core.store.signals import participant_name
 
-__all__ = ["app", "main"]
+__all__ = ["COMMAND_MODULES", "app", "main"]
 
 try:  # PostgreSQL errors read as database errors when the postgres extra is installed
     from psycopg import Error as _PgError
@@ -52,6 +61,9 @@ try:  # PostgreSQL errors read as database errors when the postgres extra is ins
     _DB_ERRORS: tuple[type[BaseException], ...] = (_PgError,)
 except ImportError:  # pragma: no cover - without the extra
     _DB_ERRORS = ()
+
+COMMAND_MODULES: tuple[str, ...] = ("oam_core.service.commands",)
+"""Modules whose ``register(app)`` adds commands (see the module docstring)."""
 
 DEMO_FILE = "demo_conversation.jsonl"
 DEMO_THREAD = "demo-trip-planning"
@@ -63,32 +75,58 @@ DEMO_QUESTIONS = (
     "What food can't the user eat?",
     "What is the user's job?",
 )
-_BATCH = 64
-"""Messages per ``add_messages`` call while ingesting (one transaction each)."""
+DEFAULT_USER = "default-user"
+"""User id of ingested chats when ``--user`` is not given (LoCoMo: the sample id)."""
+DEFAULT_AGENT = "default-agent"
+"""Agent id of ingested chats when ``--agent`` is not given."""
+DEFAULT_EMBEDDER = "local"
+"""The embedder of a new database when ``--embedder`` is not given."""
+SCORE_KINDS = {
+    SearchStrategy.VECTOR: "cosine",
+    SearchStrategy.KEYWORD: "keyword",
+    SearchStrategy.HYBRID: "hybrid",
+}
+"""The label of ``score = 1 - distance`` for each strategy (docs/cli.md#scores)."""
+
+
+class _Group(TyperGroup):
+    """Accepts the global ``--debug`` anywhere before a ``--``, not only before the
+    command name."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        cut = args.index("--") if "--" in args else len(args)
+        if "--debug" in args[:cut]:
+            args = ["--debug", *(a for i, a in enumerate(args) if i >= cut or a != "--debug")]
+        return super().parse_args(ctx, args)
+
 
 app = typer.Typer(
     name="oam",
-    help="Agent memory in a SQLite file or PostgreSQL: ingest chats, search them, build context cards.",
+    cls=_Group,
+    help="Agent memory in a SQLite file or PostgreSQL: ingest chats, search them, build "
+    "context cards. Every command takes --db (default ./oam.db). See docs/cli.md.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
 DbOption = Annotated[
     str,
     typer.Option(
         "--db",
-        help="SQLite database file (created if missing) or a postgresql:// URL "
-        "(the store is created there by ingest and demo).",
+        help="SQLite database file (~ is expanded; created by ingest and demo) or a "
+        "postgresql:// URL.",
     ),
 ]
 EmbedderOption = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--embedder",
-        help="'local' (offline all-MiniLM-L6-v2), 'hashing' or 'hashing/<dim>' (no "
-        "model, word overlap only), or a LiteLLM model id. Use the same one for "
-        "every command on a database.",
+        help="'local' (offline all-MiniLM-L6-v2), 'hashing' or 'hashing/<dim>' (word "
+        "overlap only), a LiteLLM model id, or 'none' (keyword search only; "
+        "`oam reindex` adds the vectors later). Default: the embedder the database "
+        "was written with, 'local' for a new one.",
     ),
 ]
 StrategyOption = Annotated[
@@ -96,8 +134,25 @@ StrategyOption = Annotated[
     typer.Option(
         "--strategy",
         case_sensitive=False,
-        help="How search ranks results. Default: a PostgreSQL store's own strategy; "
-        "hybrid for SQLite and for new stores.",
+        help="How search ranks results. Default: hybrid (a PostgreSQL store keeps the "
+        "strategy it was created with).",
+    ),
+]
+PolicyOption = Annotated[
+    SchemaPolicy | None,
+    typer.Option(
+        "--schema-policy",
+        case_sensitive=False,
+        help="What may be done to the database's schema: create_if_necessary (default "
+        "of ingest and demo), require_existing (default of the other commands), "
+        "create_if_empty, recreate (PostgreSQL only; destructive).",
+    ),
+]
+AllowChangeOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-embedder-change",
+        help="Open a database written with another embedder of the same dimension.",
     ),
 ]
 
@@ -112,11 +167,6 @@ class CliError(Exception):
 
 _debug = False
 """Set by the global ``--debug`` flag: unexpected exceptions are re-raised."""
-
-_DIMENSION_HINT = (
-    "; pass the --embedder the database was ingested with "
-    "(e.g. --embedder hashing/64 for a 64-dimension database)"
-)
 
 
 def main() -> None:
@@ -153,7 +203,8 @@ def _global_options(
         ),
     ] = False,
 ) -> None:
-    """Agent memory in a SQLite file or PostgreSQL: ingest chats, search them, build context cards."""
+    """Agent memory in a SQLite file or PostgreSQL: ingest chats, search them, build
+    context cards. Every command takes --db (default ./oam.db). See docs/cli.md."""
     global _debug
     del version
     _debug = debug
@@ -163,237 +214,322 @@ def _debugging() -> bool:
     return _debug or os.environ.get("OAM_DEBUG", "").strip().lower() in {"1", "true", "yes"}
 
 
+# -- errors and warnings -------------------------------------------------------------
+
+
+_LIBRARY_HINTS = (
+    (re.compile(r"allow_embedder_change=True"), lambda m: "--allow-embedder-change"),
+    (re.compile(r"schema_policy=([A-Z_]+)"), lambda m: f"--schema-policy {m.group(1).lower()}"),
+)
+
+
+def _cli_words(message: str) -> str:
+    """A library message with its argument names spelled as this CLI's options."""
+    for pattern, spell in _LIBRARY_HINTS:
+        message = pattern.sub(spell, message)
+    return message
+
+
 @contextmanager
 def _user_errors() -> Iterator[None]:
-    """Turn every error into one stderr line and an exit code (never a traceback)."""
-    try:
-        yield
-    except (typer.Exit, typer.Abort, KeyboardInterrupt):
-        raise
-    except CliError as exc:
-        _fail(str(exc), exc.code)
-    except IngestError as exc:
-        _fail(str(exc), 1)
-    except KeyError as exc:
-        _fail(str(exc.args[0]) if exc.args else "not found", 1)
-    except (ValueError, ImportError, OSError) as exc:
-        message = str(exc)
-        if "stores vectors of dimension" in message:
-            message += _DIMENSION_HINT
-        _fail(message, 1)
-    except sqlite3.Error as exc:
-        _fail(f"database error: {exc}", 1)
-    except _DB_ERRORS as exc:
-        _fail(f"database error: {exc}", 1)
-    except Exception as exc:
-        if _debugging():
+    """Turn every error into one stderr line and an exit code (never a traceback), and
+    every warning into one ``Warning:`` line."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
-        _fail(f"{type(exc).__name__}: {exc}", 1)
+        except CliError as exc:
+            _fail(str(exc), exc.code, caught)
+        except IngestError as exc:
+            _fail(str(exc), 1, caught)
+        except KeyError as exc:
+            _fail(str(exc.args[0]) if exc.args else "not found", 1, caught)
+        except (ValueError, ImportError, OSError) as exc:
+            message = _cli_words(str(exc))
+            if "has no oam store" in message:
+                message += "; or create it with `oam ingest FILE --db ...`"
+            if "stores vectors of dimension" in message:
+                message += (
+                    "; pass the --embedder the database was written with (the store has "
+                    "not recorded which one)"
+                )
+            _fail(message, 1, caught)
+        except sqlite3.Error as exc:
+            _fail(f"database error: {exc}", 1, caught)
+        except _DB_ERRORS as exc:
+            _fail(f"database error: {exc}", 1, caught)
+        except Exception as exc:
+            if _debugging():
+                raise
+            _fail(f"{type(exc).__name__}: {exc}", 1, caught)
+        _print_warnings(caught)
 
 
-def _fail(message: str, code: int) -> NoReturn:
+def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
+    seen: set[str] = set()
+    for item in caught:
+        text = _cli_words(" ".join(str(item.message).split()))
+        if text not in seen:
+            seen.add(text)
+            typer.echo(f"Warning: {text}", err=True)
+
+
+def _fail(message: str, code: int, caught: Sequence[warnings.WarningMessage] = ()) -> NoReturn:
+    _print_warnings(caught)
     typer.echo("Error: " + (" ".join(message.split()) or "unknown error"), err=True)
     raise typer.Exit(code)
 
 
+# -- opening the database ------------------------------------------------------------
+
+
+def _target(db: str) -> str:
+    """The connection for ``--db``: a URL as given, or a SQLite path with ``~``
+    expanded whose directory exists.
+
+    Raises:
+        CliError: naming the directory when it does not exist.
+    """
+    if backend_of(db) != "sqlite":
+        return db
+    path = sqlite_target(db)
+    if path == ":memory:":
+        return path
+    expanded = Path(os.path.expanduser(path))
+    if not expanded.parent.is_dir():
+        raise CliError(f"--db {db}: the directory {expanded.parent} does not exist", 2)
+    return str(expanded)
+
+
+def _require_db(db: str) -> None:
+    """A SQLite ``--db`` must exist for the commands that only read."""
+    target = _target(db)
+    if backend_of(target) == "sqlite" and target != ":memory:" and not Path(target).exists():
+        raise CliError(f"{db}: no such database; create it with `oam ingest FILE --db {db}`", 2)
+
+
+def _embedder_name(db: str, given: str | None) -> str:
+    """``--embedder`` as given, else the one the database recorded, else the default."""
+    if given is not None:
+        return given
+    target = _target(db)
+    exists = backend_of(target) != "sqlite" or target == ":memory:" or Path(target).exists()
+    if not exists:
+        return DEFAULT_EMBEDDER
+    try:
+        peek = OracleAgentMemory(
+            connection=target,
+            embedder=None,
+            extract_memories=False,
+            schema_policy=SchemaPolicy.REQUIRE_EXISTING,  # a peek never creates
+        )
+    except ValueError:
+        return DEFAULT_EMBEDDER  # no store there yet (it is created with the default)
+    with peek:
+        identity = peek.store.embedder_identity
+    if identity is None:
+        return DEFAULT_EMBEDDER
+    name = identity.embedder_id
+    if name.startswith(("local/", "hashing/")) or (
+        "/" in name and not name.startswith("oracledb/")
+    ):
+        return name
+    raise CliError(
+        f"{db} was written with embedder {name!r}, which the CLI cannot load; pass "
+        "--embedder (docs/cli.md#embedders)"
+    )
+
+
 @contextmanager
 def _memory(
-    db: str, embedder: str, strategy: SearchStrategy | None, *, create: bool = False
-) -> Iterator[tuple[OracleAgentMemory, OracleMemoryStore]]:
-    """Open the store and the client over ``db``; close them when the block ends."""
-    _quiet_litellm(embedder)
-    model = resolve_embedder(embedder)
-    store = _open_store(
-        db,
-        create=create,
+    db: str,
+    embedder: str | None,
+    strategy: SearchStrategy | None = None,
+    *,
+    create: bool = False,
+    policy: SchemaPolicy | None = None,
+    allow_embedder_change: bool = False,
+) -> Iterator[OracleAgentMemory]:
+    """The client over ``db``, opened as ``OracleAgentMemory(connection=...)`` opens it
+    (``create``: the default policy creates the store); closed when the block ends."""
+    chosen = policy or (
+        SchemaPolicy.CREATE_IF_NECESSARY if create else SchemaPolicy.REQUIRE_EXISTING
+    )
+    name = _embedder_name(db, embedder)
+    _quiet_litellm(name)
+    model = None if name.strip().lower() == "none" else resolve_embedder(name)
+    memory = OracleAgentMemory(
+        connection=_target(db),
         embedder=model,
-        vector_dim=model.embedding_dimension if model is not None else None,
-        search_strategy=strategy,
+        extract_memories=False,
+        schema_policy=chosen,
+        search_strategy=NOT_SET if strategy is None else strategy,
+        allow_embedder_change=allow_embedder_change,
     )
     try:
-        yield OracleAgentMemory(store=store, extract_memories=False), store
+        yield memory
     finally:
-        store.close()
-
-
-def _open_store(db: str, *, create: bool, **kwargs: Any) -> OracleMemoryStore:
-    """The store at ``db``: a SQLite file, or a PostgreSQL store for a
-    ``postgresql://`` URL (created there when ``create``, else it must exist)."""
-    if backend_of(db) == "postgres":
-        from oam_core.store.postgres import PostgresMemoryStore
-        from oam_core.store.postgres.store import postgres_conninfo
-
-        conninfo = postgres_conninfo(db)
-        if create and kwargs.get("search_strategy", SearchStrategy.HYBRID) is None:
-            # An existing store keeps its strategy; a new one gets the CLI's HYBRID.
-            try:
-                return PostgresMemoryStore(
-                    conninfo, schema_policy=SchemaPolicy.REQUIRE_EXISTING, **kwargs
-                )
-            except ValueError:
-                kwargs["search_strategy"] = SearchStrategy.HYBRID
-        policy = SchemaPolicy.CREATE_IF_NECESSARY if create else SchemaPolicy.REQUIRE_EXISTING
-        return PostgresMemoryStore(conninfo, schema_policy=policy, **kwargs)
-    if "search_strategy" in kwargs and kwargs["search_strategy"] is None:
-        kwargs["search_strategy"] = SearchStrategy.HYBRID
-    return SQLiteMemoryStore(sqlite_target(db), **kwargs)
+        memory.close()
 
 
 def _quiet_litellm(embedder: str) -> None:
-    """Stop LiteLLM printing banners, cost-map fetch warnings and retry logs: the CLI
-    reports a failure as one ``Error:`` line."""
+    """Keep LiteLLM's and httpx's retry logs off the terminal: the CLI reports a
+    failure as one ``Error:`` line."""
     name = embedder.strip()
-    if name == "local" or name.startswith(("local/", "hashing")):
+    if name in ("local", "none") or name.startswith(("local/", "hashing")):
         return
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     if not _debugging():
         for logger in ("LiteLLM", "LiteLLM Proxy", "LiteLLM Router", "oam", "httpx"):
             logging.getLogger(logger).setLevel(logging.ERROR)
-    try:
-        import litellm
-    except ImportError:
-        return
-    litellm.suppress_debug_info = True
 
 
-def _where(conversation: Conversation, index: int, source: Path | None) -> str:
-    if index < len(conversation.locations):
-        return conversation.locations[index]
-    prefix = f"{source}: " if source is not None else ""
-    return f"{prefix}thread {conversation.thread_id!r} message [{index}]"
-
-
-def _validate(conversations: Sequence[Conversation], source: Path | None) -> None:
-    """Check every message the way the store will, before anything is written."""
-    for conversation in conversations:
-        for index, message in enumerate(conversation.messages):
-            try:
-                checked = to_message(message)
-                dump_metadata(checked.metadata)
-                for text in (checked.role, checked.content, checked.timestamp, checked.id):
-                    if text is not None:
-                        text.encode("utf-8")
-            except (ValueError, TypeError) as exc:
-                raise CliError(f"{_where(conversation, index, source)}: {exc}") from None
+# -- ingesting -----------------------------------------------------------------------
 
 
 def _ingest(
-    memory: OracleAgentMemory,
     store: OracleMemoryStore,
     conversations: Sequence[Conversation],
     *,
-    replace: bool,
+    mode: WriteMode = "new",
     console: Console,
     source: Path | None = None,
-) -> int:
-    """Write each conversation as one thread; return the number of messages written.
-
-    Every message is validated first. A conversation whose write still fails midway
-    has its thread deleted, so no partial thread is left behind.
-
-    Raises:
-        CliError: if a thread exists already and ``replace`` is False, or a message
-            is invalid (nothing is written then), or a write fails (the failing
-            thread is deleted; the error names the file and the message).
-    """
-    _validate(conversations, source)
-    existing = {row.thread_id for row in store.list_thread_rows()}
-    clashes = [c.thread_id for c in conversations if c.thread_id in existing]
-    if clashes and not replace:
-        shown = ", ".join(clashes[:3]) + (" ..." if len(clashes) > 3 else "")
-        raise CliError(
-            f"thread(s) already in the database: {shown}; use --replace to overwrite them"
-        )
+) -> tuple[int, int]:
+    """``write_conversations`` with a progress bar on ``console``; returns
+    ``(messages written, threads skipped)``."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
     total = sum(len(c.messages) for c in conversations)
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    written = 0
-    with Progress(*columns, console=console, transient=True) as progress:
+    with Progress(*columns, TimeElapsedColumn(), console=console, transient=True) as progress:
         task = progress.add_task("Ingesting", total=total)
-        for conversation in conversations:
-            if conversation.thread_id in existing:
-                memory.delete_thread(conversation.thread_id)
-            thread = memory.create_thread(
-                thread_id=conversation.thread_id,
-                user_id=NOT_SET if conversation.user_id is None else conversation.user_id,
-                agent_id=NOT_SET if conversation.agent_id is None else conversation.agent_id,
-            )
-            progress.update(task, description=f"Ingesting {conversation.thread_id}")
-            start = 0
-            try:
-                for start in range(0, len(conversation.messages), _BATCH):
-                    batch = conversation.messages[start : start + _BATCH]
-                    thread.add_messages(batch)
-                    written += len(batch)
-                    progress.advance(task, len(batch))
-            except (typer.Exit, typer.Abort):
-                raise
-            except BaseException as exc:
-                memory.delete_thread(conversation.thread_id)
-                if not isinstance(exc, Exception):
-                    raise
-                first = _where(conversation, start, source)
-                last = min(start + _BATCH, len(conversation.messages)) - 1
-                span = "" if last == start else f" to {_where(conversation, last, source)}"
-                message = str(exc) or type(exc).__name__
-                raise CliError(
-                    f"{first}{span}: {message}; thread {conversation.thread_id!r} was not written"
-                ) from exc
-    return written
+
+        def advance(thread_id: str, messages: int) -> None:
+            progress.update(task, description=f"Ingesting {thread_id}", advance=messages)
+
+        return write_conversations(
+            store, conversations, mode=mode, source=source, on_progress=advance
+        )
+
+
+def _with_ids(
+    conversations: Sequence[Conversation], user: str | None, agent: str | None
+) -> list[Conversation]:
+    """Give every conversation a stable user and agent (the defaults when not given)."""
+    return [
+        with_fields(
+            c,
+            user_id=user if user is not None else c.user_id or DEFAULT_USER,
+            agent_id=agent if agent is not None else c.agent_id or DEFAULT_AGENT,
+        )
+        for c in conversations
+    ]
 
 
 @app.command()
 def ingest(
     file: Annotated[Path, typer.Argument(help="A .jsonl/.json chat file or a LoCoMo file.")],
     db: DbOption = "oam.db",
-    embedder: EmbedderOption = "local",
+    embedder: EmbedderOption = None,
     strategy: StrategyOption = None,
+    schema_policy: PolicyOption = None,
     user: Annotated[
-        str | None, typer.Option(help="User id for the threads (LoCoMo: replaces sample id).")
+        str | None,
+        typer.Option(
+            help=f"User id of the threads (default {DEFAULT_USER}; LoCoMo: the sample id)."
+        ),
     ] = None,
-    agent: Annotated[str | None, typer.Option(help="Agent id for the threads.")] = None,
+    agent: Annotated[
+        str | None, typer.Option(help=f"Agent id of the threads (default {DEFAULT_AGENT}).")
+    ] = None,
+    sample: Annotated[
+        list[str] | None,
+        typer.Option("--sample", help="Only this LoCoMo sample (repeat for several)."),
+    ] = None,
     replace: Annotated[
-        bool, typer.Option("--replace", help="Delete threads with the same id first.")
+        bool, typer.Option("--replace", help="Overwrite threads with the same id.")
     ] = False,
+    resume: Annotated[
+        bool,
+        typer.Option("--resume", help="Skip threads already stored (continue an interrupted run)."),
+    ] = False,
+    allow_embedder_change: AllowChangeOption = False,
 ) -> None:
     """Store every conversation in FILE as one thread (messages only, no LLM)."""
     err = Console(stderr=True)
     with _user_errors():
+        if replace and resume:
+            raise CliError("--replace and --resume exclude each other", 2)
         if not file.exists():
             raise CliError(f"{file}: no such file", code=2)
-        conversations = load_conversations(file, user_id=user, agent_id=agent)
+        conversations = load_conversations(file, samples=sample)
+        conversations = _with_ids(conversations, user, agent)
         started = time.perf_counter()
-        with _memory(db, embedder, strategy, create=True) as (memory, store):
-            written = _ingest(
-                memory, store, conversations, replace=replace, console=err, source=file
+        with _memory(
+            db,
+            embedder,
+            strategy,
+            create=True,
+            policy=schema_policy,
+            allow_embedder_change=allow_embedder_change,
+        ) as memory:
+            mode: WriteMode = "replace" if replace else "resume" if resume else "new"
+            written, skipped = _ingest(
+                memory.store, conversations, mode=mode, console=err, source=file
             )
+            used = memory.store.embedder_identity
         elapsed = time.perf_counter() - started
+    threads = len(conversations) - skipped
     rate = written / elapsed if elapsed > 0 else 0.0
     typer.echo(
-        f"Ingested {written} messages into {len(conversations)} thread(s) in {db} "
+        f"Ingested {plural(written, 'message')} into {plural(threads, 'thread')} in {db} "
         f"({elapsed:.1f} s, {rate:.0f} messages/s)."
     )
+    if skipped:
+        typer.echo(f"Skipped {plural(skipped, 'thread')} already in the database (--resume).")
+    users = sorted({c.user_id or "" for c in conversations})
+    agents = sorted({c.agent_id or "" for c in conversations})
+    shown = ", ".join(users[:5]) + (" ..." if len(users) > 5 else "")
+    typer.echo(
+        f"User: {shown}; agent: {', '.join(agents[:3])}; embedder: "
+        f"{used.embedder_id if used else 'none (keyword search only)'}."
+    )
+
+
+# -- reading -------------------------------------------------------------------------
+
+
+def _speaker(record: Record) -> str:
+    """``Caroline (user)``, ``user``, or ``""`` for records without a role."""
+    role = getattr(record, "role", None) or ""
+    name = participant_name(record.metadata)
+    return f"{name} ({role})" if name and role else name or role
+
+
+def _score_kind(store: OracleMemoryStore) -> str:
+    kind = SCORE_KINDS[store.search_strategy]
+    if store.search_strategy is SearchStrategy.HYBRID and store.embedder is None:
+        return "keyword"  # a HYBRID store without an embedder ranks by keywords alone
+    return kind
 
 
 @app.command()
 def search(
     query: Annotated[str, typer.Argument(help="What to look for, in natural language.")],
     db: DbOption = "oam.db",
-    embedder: EmbedderOption = "local",
+    embedder: EmbedderOption = None,
     strategy: StrategyOption = None,
     user: Annotated[str | None, typer.Option(help="Only records of this user.")] = None,
     thread: Annotated[str | None, typer.Option(help="Only records of this thread.")] = None,
     k: Annotated[int, typer.Option("--k", "-k", min=1, help="How many results.")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+    allow_embedder_change: AllowChangeOption = False,
 ) -> None:
-    """Search the stored messages (and memories) for QUERY."""
+    """Search the stored messages (and memories) for QUERY. Each result shows its
+    score (higher is better) and what the score is: cosine, keyword or hybrid."""
     with _user_errors():
         _require_db(db)
-        with _memory(db, embedder, strategy) as (_, store):
+        with _memory(db, embedder, strategy, allow_embedder_change=allow_embedder_change) as memory:
+            store = memory.store
             results = store.search(
                 query,
                 k,
@@ -402,21 +538,22 @@ def search(
                 thread_id=thread,
                 exact_thread_match=thread is not None,
             )
+            kind = _score_kind(store)
     if as_json:
         for record, distance in results:
-            typer.echo(json.dumps(_record_json(record, distance), ensure_ascii=False))
+            typer.echo(json.dumps(_record_json(record, distance, kind), ensure_ascii=False))
         return
     console = Console(highlight=False, soft_wrap=True)
     if not results:
         console.print("No results.")
-    _print_results(console, results)
+    _print_results(console, results, kind)
 
 
 @app.command()
 def card(
     thread_id: Annotated[str, typer.Argument(help="The thread to build a context card for.")],
     db: DbOption = "oam.db",
-    embedder: EmbedderOption = "local",
+    embedder: EmbedderOption = None,
     strategy: StrategyOption = None,
     recent: Annotated[
         int, typer.Option("--recent", min=0, help="Recent messages to include verbatim.")
@@ -424,12 +561,13 @@ def card(
     relevant: Annotated[
         int, typer.Option("--relevant", min=0, help="Most relevant records to include.")
     ] = 5,
+    allow_embedder_change: AllowChangeOption = False,
 ) -> None:
     """Print the context card of THREAD_ID (the text an agent puts in its prompt)."""
     with _user_errors():
         _require_db(db)
-        with _memory(db, embedder, strategy) as (memory, store):
-            content = _context_card(memory, store, thread_id, recent=recent, relevant=relevant)
+        with _memory(db, embedder, strategy, allow_embedder_change=allow_embedder_change) as memory:
+            content = _context_card(memory, thread_id, recent=recent, relevant=relevant)
     typer.echo(content if content else "(empty context card)")
 
 
@@ -438,32 +576,69 @@ def threads(
     db: DbOption = "oam.db",
     user: Annotated[str | None, typer.Option(help="Only threads of this user.")] = None,
 ) -> None:
-    """List the threads in the database with their message counts."""
+    """List the threads in the database with their message counts and speakers."""
     with _user_errors():
         _require_db(db)
-        store = _open_store(db, create=False)
-        try:
+        with _memory(db, "none") as memory:
+            store = memory.store
             rows = store.list_thread_rows(user_id=user) if user else store.list_thread_rows()
             counts = [store.count_thread_messages(row.thread_id) for row in rows]
-        finally:
-            store.close()
+            speakers = [_speakers(store, row.thread_id) for row in rows]
     if not rows:
         typer.echo(f"No threads in {db}.")
         return
-    header = ("thread", "user", "agent", "messages", "created")
+    header = ("thread", "user", "agent", "messages", "speakers", "created")
     table = [header] + [
-        (row.thread_id, row.user_id or "-", row.agent_id or "-", str(count), row.created_at[:19])
-        for row, count in zip(rows, counts, strict=True)
+        (row.thread_id, row.user_id or "-", row.agent_id or "-", str(n), who, row.created_at[:19])
+        for row, n, who in zip(rows, counts, speakers, strict=True)
     ]
     widths = [max(len(line[col]) for line in table) for col in range(len(header))]
     for line in table:
-        typer.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))
+        cells = zip(line, widths, strict=True)
+        typer.echo("  ".join(cell.ljust(width) for cell, width in cells).rstrip())
+
+
+def _speakers(store: OracleMemoryStore, thread_id: str) -> str:
+    """The named speakers of a thread (``Ana, Ben``), or ``-``."""
+    names = dict.fromkeys(
+        name
+        for message in store.list_thread_messages(thread_id)
+        if (name := participant_name(message.metadata)) is not None
+    )
+    listed = list(names)
+    return ", ".join(listed[:4]) + (f" +{len(listed) - 4}" if len(listed) > 4 else "") or "-"
+
+
+@app.command()
+def reindex(
+    db: DbOption = "oam.db",
+    embedder: EmbedderOption = None,
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", min=1, help="Records embedded per transaction.")
+    ] = 256,
+    allow_embedder_change: AllowChangeOption = False,
+) -> None:
+    """Embed the records stored without vectors (e.g. ingested with --embedder none),
+    so vector and hybrid search find them."""
+    with _user_errors():
+        _require_db(db)
+        with _memory(db, embedder, allow_embedder_change=allow_embedder_change) as memory:
+            store = memory.store
+            if store.embedder is None:
+                raise CliError("reindex needs an embedder: pass --embedder", 2)
+            count = store.reindex(batch_size=batch_size)
+            used = store.embedder_identity
+    if count:
+        name = used.embedder_id if used else "the embedder"
+        typer.echo(f"Embedded {plural(count, 'record')} with {name} in {db}.")
+    else:
+        typer.echo(f"Nothing to embed: every record in {db} has its vectors.")
 
 
 @app.command()
 def demo(
     db: DbOption = "oam.db",
-    embedder: EmbedderOption = "local",
+    embedder: EmbedderOption = None,
     strategy: StrategyOption = None,
     k: Annotated[int, typer.Option("--k", "-k", min=1, help="Results per question.")] = 3,
 ) -> None:
@@ -472,13 +647,9 @@ def demo(
     with _user_errors():
         with resources.as_file(resources.files("oam_core") / "demo" / DEMO_FILE) as path:
             [conversation] = load_conversations(path, user_id=DEMO_USER, agent_id=DEMO_AGENT)
-        conversation = Conversation(
-            thread_id=DEMO_THREAD,
-            user_id=conversation.user_id,
-            agent_id=conversation.agent_id,
-            messages=conversation.messages,
-        )
-        with _memory(db, embedder, strategy, create=True) as (memory, store):
+        conversation = with_fields(conversation, thread_id=DEMO_THREAD)
+        with _memory(db, embedder, strategy, create=True) as memory:
+            store = memory.store
             exists = store.get_thread_row(DEMO_THREAD) is not None
             complete = exists and store.count_thread_messages(DEMO_THREAD) == len(
                 conversation.messages
@@ -486,55 +657,43 @@ def demo(
             if complete:
                 console.print(f"Thread {DEMO_THREAD} is already in {db}; reusing it.")
             else:
-                # Missing, or left incomplete by an interrupted run: (re)ingest it.
+                # Missing, or left incomplete by an older oam: (re)write it whole.
                 err = Console(stderr=True)
-                written = _ingest(memory, store, [conversation], replace=exists, console=err)
+                mode: WriteMode = "replace" if exists else "new"
+                written, _ = _ingest(store, [conversation], mode=mode, console=err)
                 console.print(f"Ingested {written} messages into thread {DEMO_THREAD} ({db}).")
+            kind = _score_kind(store)
             for question in DEMO_QUESTIONS:
                 results = store.search(question, k, user_id=DEMO_USER, exact_user_match=True)
                 console.print(f"\n[bold]Q: {escape(question)}[/bold]")
-                _print_results(console, results)
-            content = _context_card(memory, store, DEMO_THREAD, recent=2, relevant=5)
+                _print_results(console, results, kind)
+            content = _context_card(memory, DEMO_THREAD, recent=2, relevant=5)
+            used = store.embedder_identity
     console.print(f"\n[bold]Context card of {DEMO_THREAD}[/bold] (no LLM: fallback summary)")
     typer.echo(content)
+    name = used.embedder_id if used else "none"
     console.print(
         f'\nTry: oam search "Who is looking after Moose?" --db {db}'
-        + ("" if embedder == "local" else f" --embedder {embedder}")
+        + ("" if embedder is None else f" --embedder {name}")
     )
 
 
-def _require_db(db: str) -> None:
-    if backend_of(db) == "postgres":
-        return  # opened with REQUIRE_EXISTING: a missing store is a clear error
-    path = sqlite_target(db)
-    if path != ":memory:" and not Path(path).exists():
-        raise CliError(f"{db}: no such database; create it with `oam ingest FILE --db {db}`", 2)
-
-
-def _context_card(
-    memory: OracleAgentMemory,
-    store: OracleMemoryStore,
-    thread_id: str,
-    *,
-    recent: int,
-    relevant: int,
-) -> str:
-    if store.get_thread_row(thread_id) is None:
+def _context_card(memory: OracleAgentMemory, thread_id: str, *, recent: int, relevant: int) -> str:
+    if memory.store.get_thread_row(thread_id) is None:
         raise CliError(f"no thread {thread_id!r} in the database (see `oam threads`)")
     thread = memory.get_thread(thread_id)
     card = thread.get_context_card(max_recent_messages=recent, max_relevant_results=relevant)
     return card.content
 
 
-def _print_results(console: Console, results: Sequence[tuple[Record, float]]) -> None:
+def _print_results(console: Console, results: Sequence[tuple[Record, float]], kind: str) -> None:
     for rank, (record, distance) in enumerate(results, start=1):
-        role = getattr(record, "role", None)
-        who = f"{role} " if role else ""
+        who = _speaker(record)
         when = f" {record.timestamp}" if record.timestamp else ""
         console.print(
-            f"{rank:>2}. [dim]{distance:.3f} {record.record_type} "
+            f"{rank:>2}. [dim]{kind} {1.0 - distance:.2f}  {record.record_type} "
             f"{escape(record.thread_id or '-')}{escape(when)}[/dim]\n"
-            f"    {escape(who)}{escape(_shorten(record.content or ''))}"
+            f"    {escape(who + ': ' if who else '')}{escape(_shorten(record.content or ''))}"
         )
 
 
@@ -543,25 +702,26 @@ def _shorten(text: str, limit: int = 300) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _record_json(record: Record, distance: float) -> dict[str, Any]:
+def _record_json(record: Record, distance: float, kind: str) -> dict[str, Any]:
     return {
         "id": record.id,
         "record_type": record.record_type,
+        "score": 1.0 - distance,
+        "score_kind": kind,
         "distance": distance,
         "thread_id": record.thread_id,
         "user_id": record.user_id,
         "role": getattr(record, "role", None),
+        "name": participant_name(record.metadata),
         "timestamp": record.timestamp,
         "content": record.content,
         "metadata": record.metadata,
     }
 
 
-# `oam mcp` and `oam serve` live in oam_core/service (their extras load when they run).
-from oam_core.service import commands as _service  # noqa: E402
+for _module in COMMAND_MODULES:
+    importlib.import_module(_module).register(app)
 
-app.command("mcp")(_service.mcp)
-app.command("serve")(_service.serve)
 
 if __name__ == "__main__":
     main()

@@ -4,14 +4,20 @@ Pure loaders: nothing here touches a store. :func:`load_conversations` reads one
 and auto-detects its layout:
 
 * **JSONL**: one message object per line, ``{"role", "content"[, "timestamp"]
-  [, "metadata"][, "id"]}``. One conversation; its thread id is the file stem.
+  [, "name"][, "metadata"][, "id"]}``. One conversation; its thread id is the file
+  stem. ``role`` is one of ``ROLES``; ``timestamp`` is ISO-8601 (naive = UTC) and
+  comes back normalized to UTC; ``name`` is the speaker's name in a chat of several
+  people (kept as ``metadata["$message"]["name"]``, as the chat frameworks do).
 * **JSON list of messages**: the same objects in one JSON array. One conversation.
 * **LoCoMo** (snap-research/LoCoMo): a list of samples, or a single sample, each with
   ``sample_id`` and ``conversation`` (``speaker_a``, ``speaker_b``,
   ``session_<n>_date_time``, ``session_<n>`` = list of ``{speaker, dia_id, text}``
   turns). One conversation per non-empty session, thread id ``<sample_id>-s<n>``,
   user id = the sample id; ``speaker_a`` speaks as ``"user"`` and ``speaker_b`` as
-  ``"assistant"``.
+  ``"assistant"``, each with their name in ``metadata["$message"]["name"]``.
+  ``samples=`` picks some samples of a file holding several.
+
+The format is documented in docs/cli.md#input-files.
 
 Every problem with the file (missing, unreadable, invalid JSON, wrong shape) raises
 :class:`IngestError` naming the file and the line or element at fault.
@@ -22,18 +28,22 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dateutil import parser as date_parser
 
+from oam_core.memory.indexing import MESSAGE_KEY
 from oam_core.store.planning import dump_metadata
+from oam_core.store.timestamps import normalize_timestamp
 
-__all__ = ["Conversation", "IngestError", "load_conversations"]
+__all__ = ["ROLES", "Conversation", "IngestError", "load_conversations"]
 
-_MESSAGE_KEYS = frozenset({"role", "content", "timestamp", "metadata", "id"})
+ROLES = ("user", "assistant", "system", "tool")
+"""The message roles a conversation file may use."""
+_MESSAGE_KEYS = frozenset({"role", "content", "timestamp", "name", "metadata", "id"})
 _SESSION_KEY = re.compile(r"session_(\d+)")
 
 
@@ -65,6 +75,8 @@ class Conversation:
     locations: list[str] = field(default_factory=list, compare=False)
     """Where each message comes from (``"<file>: line 71"``), parallel to ``messages``;
     empty when unknown."""
+    sample_id: str | None = field(default=None, compare=False)
+    """The LoCoMo sample the conversation belongs to, or None."""
 
 
 def load_conversations(
@@ -72,6 +84,7 @@ def load_conversations(
     *,
     user_id: str | None = None,
     agent_id: str | None = None,
+    samples: Sequence[str] | None = None,
 ) -> list[Conversation]:
     """Read a conversation file and return its conversations, in file order.
 
@@ -84,6 +97,7 @@ def load_conversations(
             When omitted (None), message files get no user and LoCoMo threads get
             their sample id.
         agent_id: Agent id for every conversation, or None for none.
+        samples: LoCoMo sample ids to keep (None: every sample).
 
     Returns:
         The conversations. Message files give exactly one; LoCoMo gives one per
@@ -91,9 +105,31 @@ def load_conversations(
 
     Raises:
         IngestError: if the file is missing or unreadable, is not valid JSON / JSONL,
-            holds no messages, or its objects do not have the expected shape.
+            holds no messages, its objects do not have the expected shape, or
+            ``samples`` names a sample the file does not hold (or the file is not
+            LoCoMo).
     """
-    file = Path(path)
+    conversations = _load(Path(path), user_id, agent_id)
+    if samples is None:
+        return conversations
+    return _pick_samples(Path(path), conversations, samples)
+
+
+def _pick_samples(
+    file: Path, conversations: list[Conversation], samples: Sequence[str]
+) -> list[Conversation]:
+    present = list(dict.fromkeys(c.sample_id for c in conversations if c.sample_id))
+    if not present:
+        raise IngestError(f"{file}: --sample applies to LoCoMo files; this file has no samples")
+    missing = [s for s in samples if s not in present]
+    if missing:
+        shown = ", ".join(present[:10]) + (" ..." if len(present) > 10 else "")
+        raise IngestError(f"{file}: no sample {missing[0]!r}; the file holds {shown}")
+    wanted = set(samples)
+    return [c for c in conversations if c.sample_id in wanted]
+
+
+def _load(file: Path, user_id: str | None, agent_id: str | None) -> list[Conversation]:
     text = _read_text(file)
     if not text.strip():
         raise IngestError(f"{file}: the file is empty; expected JSONL or JSON messages")
@@ -232,15 +268,23 @@ def _check_message(value: Any, where: str) -> dict[str, Any]:
             f"{where}: unknown message keys {unknown!r}; allowed: role, content, "
             "timestamp, metadata, id (put anything else under 'metadata')"
         )
-    role = value.get("role")
-    if not isinstance(role, str) or not role.strip():
-        raise IngestError(f"{where}: 'role' must be a non-empty string, got {role!r}")
-    content = value.get("content")
+    for key in ("role", "content"):
+        if key not in value:
+            raise IngestError(f"{where}: '{key}' is missing")
+    role = value["role"]
+    if role not in ROLES:
+        raise IngestError(
+            f"{where}: 'role' must be one of {', '.join(ROLES)}, got {_describe(role)}; "
+            "put a speaker's name under 'name'"
+        )
+    content = value["content"]
     if not isinstance(content, str):
         raise IngestError(f"{where}: 'content' must be a string, got {_describe(content)}")
     message: dict[str, Any] = {"role": role, "content": content}
+    stamp = value.get("timestamp")
+    if stamp is not None:
+        message["timestamp"] = _timestamp(stamp, f"{where}: 'timestamp'")
     for key, kind, expected in (
-        ("timestamp", str, "a string"),
         ("metadata", dict, "an object"),
         ("id", str, "a string"),
     ):
@@ -250,8 +294,30 @@ def _check_message(value: Any, where: str) -> dict[str, Any]:
         if not isinstance(item, kind):
             raise IngestError(f"{where}: '{key}' must be {expected}, got {_describe(item)}")
         message[key] = item
+    name = value.get("name")
+    if name is not None:
+        if not isinstance(name, str) or not name.strip():
+            raise IngestError(f"{where}: 'name' must be a non-empty string, got {_describe(name)}")
+        meta = dict(message.get("metadata") or {})
+        fields = meta.get(MESSAGE_KEY)
+        meta[MESSAGE_KEY] = {**(fields if isinstance(fields, Mapping) else {}), "name": name}
+        message["metadata"] = meta
     _check_storable(message, where)
     return message
+
+
+def _timestamp(value: Any, where: str) -> str:
+    """The normalized UTC form of a message timestamp (docs/store.md#timestamps)."""
+    if not isinstance(value, str):
+        raise IngestError(f"{where} must be an ISO-8601 string, got {_describe(value)}")
+    try:
+        normalized = normalize_timestamp(value)
+    except ValueError:
+        raise IngestError(
+            f"{where} is not an ISO-8601 date or date-time (e.g. 2026-03-01T09:30:00Z): {value!r}"
+        ) from None
+    assert normalized is not None
+    return normalized
 
 
 def _check_storable(message: Mapping[str, Any], where: str) -> None:
@@ -321,6 +387,7 @@ def _locomo_sample(
                 agent_id=agent_id,
                 messages=messages,
                 locations=locations,
+                sample_id=sample_id,
             )
         )
     return conversations
@@ -332,7 +399,8 @@ def _locomo_time(value: Any, where: str) -> str | None:
     if not isinstance(value, str):
         raise IngestError(f"{where}_date_time must be a string, got {_describe(value)}")
     try:
-        return date_parser.parse(value).isoformat()
+        # LoCoMo writes "1:56 pm on 8 May, 2023": free-form, so dateutil's parser.
+        return normalize_timestamp(date_parser.parse(value)) or ""
     except (ValueError, OverflowError) as exc:
         raise IngestError(f"{where}_date_time: cannot parse date {value!r}") from exc
 
@@ -359,7 +427,7 @@ def _locomo_turn(
         "content": content,
         # The speaker's name is the message's participant name: the thread makes it
         # part of the retrieval text (memory/indexing.py).
-        "metadata": {"dia_id": dia_id, "$message": {"name": speaker}},
+        "metadata": {"dia_id": dia_id, MESSAGE_KEY: {"name": speaker}},
     }
     if timestamp is not None:
         message["timestamp"] = timestamp

@@ -144,8 +144,9 @@ class SearchScope:
 
 
 def store_ranks_text(store: OracleMemoryStore) -> bool:
-    """Whether ``store.search(query=...)`` can rank a text query by itself."""
-    return store.embedder is not None or store.search_strategy is not SearchStrategy.VECTOR
+    """Whether ``store.search(query=...)`` ranks a text query fully by itself (a HYBRID
+    store without an embedder would rank by keywords alone: embed the query instead)."""
+    return store.embedder is not None or store.search_strategy is SearchStrategy.KEYWORD
 
 
 def text_kind(store: OracleMemoryStore) -> DistanceKind:

@@ -128,18 +128,22 @@ class OAMVectorStore(VectorStore):
                 raise ValueError(f"store must be an OracleMemoryStore, got {type(store).__name__}")
             self.store = store
         elif connection is not None:
-            options: dict[str, Any] = {"schema_policy": schema_policy}
-            if search_strategy is not None:
-                options["search_strategy"] = search_strategy
+            # A vector store ranks by vector similarity (LangChain's scores); the
+            # stores' own default is HYBRID (docs/store.md#search-strategies).
             client = OracleAgentMemory(
                 connection=connection,
                 embedder=LangChainEmbedder(embedding),
                 extract_memories=False,
-                **options,
+                schema_policy=schema_policy,
+                search_strategy=search_strategy or SearchStrategy.VECTOR,
             )
             self.store = client.store
         else:
-            self.store = SQLiteMemoryStore(":memory:", embedder=LangChainEmbedder(embedding))
+            self.store = SQLiteMemoryStore(
+                ":memory:",
+                embedder=LangChainEmbedder(embedding),
+                search_strategy=SearchStrategy.VECTOR,
+            )
         self._scope = SearchScope(
             record_types=frozenset({record_type}),
             user_id=self.user_id,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
@@ -28,7 +29,7 @@ class PendingRecordBatch:
     user_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET
     agent_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET
     roles: Maybe[str | Sequence[str | None] | None] = NOT_SET
-    timestamps: Maybe[str | Sequence[str | None] | None] = NOT_SET
+    timestamps: Maybe[str | datetime | Sequence[str | datetime | None] | None] = NOT_SET
     metadata: Maybe[dict[str, Any] | Sequence[dict[str, Any] | None] | None] = NOT_SET
     ttl_days: Maybe[int | Sequence[int | None] | None] = NOT_SET
     ttl_anchor: Maybe[TimeToLiveAnchor | Sequence[TimeToLiveAnchor]] = NOT_SET

@@ -47,6 +47,20 @@ class IEmbedder(abc.ABC):
         return await anyio.to_thread.run_sync(lambda: self.embed(texts, is_query=is_query))
 
     @property
+    def embedder_id(self) -> str:
+        """A stable name of the model behind this embedder, recorded by the store with
+        its first vector so that it can refuse another model later
+        (docs/store.md#embedder-identity).
+
+        The built-in embedders give the id ``embedder=`` accepts (``"local"`` models
+        as ``"local/<model>"``, ``"hashing/<dim>"``, the LiteLLM model id). This
+        default is the class name: override it when one class can run several models
+        (e.g. return the model name), so that the store tells them apart by name
+        rather than only by their vectors.
+        """
+        return type(self).__qualname__
+
+    @property
     def chunk_chars(self) -> int:
         """Chunk size in characters: ``min(4000, int(max_input_tokens * 3.5))``."""
         return max(1, min(4000, int(self.max_input_tokens * CHARS_PER_TOKEN)))

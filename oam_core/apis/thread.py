@@ -20,13 +20,16 @@ class Message:
         role: Who spoke, e.g. ``"user"``, ``"assistant"``, ``"system"``, ``"tool"``.
             Must be a non-empty string.
         content: The text. ``""`` is allowed; ``None`` is not (SPEC §2 [oam]).
-        timestamp: Optional event time, ideally ISO-8601 (naive = UTC).
+        timestamp: Optional event time: an ISO-8601 string or a ``datetime`` (naive =
+            UTC). Kept normalized to a UTC ISO-8601 string
+            (``"2026-03-01T07:30:00+00:00"``; docs/store.md#timestamps).
         metadata: Optional JSON-compatible dict. Framework fields (tool calls,
             ``tool_call_id``, ``name``) travel under the reserved key ``"$message"``.
         id: Optional caller-chosen id; generated (uuid4) when omitted.
 
     Raises:
-        ValueError: if ``role`` is not a non-empty string or ``content`` is not a str.
+        ValueError: if ``role`` is not a non-empty string, ``content`` is not a str,
+            or ``timestamp`` is not an ISO-8601 string or a ``datetime``.
     """
 
     role: str
@@ -40,8 +43,12 @@ class Message:
             raise ValueError(f"Message role must be a non-empty string, got {self.role!r}")
         if not isinstance(self.content, str):
             raise ValueError(f"Message content must be a str ('' is allowed), got {self.content!r}")
-        if self.timestamp is not None and not isinstance(self.timestamp, str):
-            raise ValueError(f"Message timestamp must be a str or None, got {self.timestamp!r}")
+        if self.timestamp is not None:
+            from oam_core.store.timestamps import normalize_timestamp
+
+            object.__setattr__(
+                self, "timestamp", normalize_timestamp(self.timestamp, "Message timestamp")
+            )
         if self.metadata is not None and not isinstance(self.metadata, dict):
             raise ValueError(f"Message metadata must be a dict or None, got {self.metadata!r}")
         if self.id is not None and (not isinstance(self.id, str) or not self.id):

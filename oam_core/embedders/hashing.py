@@ -48,6 +48,11 @@ class HashingEmbedder(IEmbedder):
     def embedding_dimension(self) -> int:
         return self._dim
 
+    @property
+    def embedder_id(self) -> str:
+        """``"hashing/<dim>"`` (what ``embedder=`` and the CLI's ``--embedder`` take)."""
+        return f"hashing/{self._dim}"
+
     def embed(self, texts: Sequence[str], *, is_query: bool = False) -> npt.NDArray[np.float32]:
         """Return a float32 array of shape ``(len(texts), dim)``, rows L2-normalised."""
         self.calls.append(list(texts))

@@ -34,6 +34,8 @@ from oam_core._litellm import (
     is_transient,
     require_litellm,
     retrying,
+    send,
+    send_async,
 )
 from oam_core.apis.embedder import IEmbedder, check_texts
 
@@ -126,6 +128,12 @@ class LiteLLMEmbedder(IEmbedder):
 
     def __repr__(self) -> str:
         return f"LiteLLMEmbedder(model={self.model!r}, dimensions={self.dimensions!r})"
+
+    @property
+    def embedder_id(self) -> str:
+        """The LiteLLM model id, e.g. ``"openai/text-embedding-3-small"``
+        (docs/store.md#embedder-identity)."""
+        return self.model
 
     @property
     def embedding_dimension(self) -> int:
@@ -243,7 +251,7 @@ class LiteLLMEmbedder(IEmbedder):
     def _embed_batch(self, litellm: ModuleType, batch: list[str]) -> npt.NDArray[np.float32]:
         request = self._request(batch)
         loop = retrying(self.max_retries, litellm, lambda s: _sleep(s))
-        response = loop(litellm.embedding, **request)
+        response = send(loop, litellm.embedding, self.model, litellm, request)
         return self._parse(response, len(batch))
 
     async def _embed_batch_async(
@@ -255,5 +263,5 @@ class LiteLLMEmbedder(IEmbedder):
             await _sleep_async(seconds)
 
         loop = async_retrying(self.max_retries, litellm, sleep)
-        response: Any = await loop(litellm.aembedding, **request)
+        response: Any = await send_async(loop, litellm.aembedding, self.model, litellm, request)
         return self._parse(response, len(batch))

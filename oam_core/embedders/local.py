@@ -145,6 +145,11 @@ class LocalEmbedder(IEmbedder):
         """384, known without loading the model."""
         return _DIMENSION
 
+    @property
+    def embedder_id(self) -> str:
+        """``"local/all-MiniLM-L6-v2"`` (docs/store.md#embedder-identity)."""
+        return f"local/{MODEL_NAME}"
+
     def load(self) -> None:
         """Load the model now instead of on the first ``embed`` call.
 

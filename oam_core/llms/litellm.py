@@ -30,6 +30,8 @@ from oam_core._litellm import (
     import_litellm_async,
     require_litellm,
     retrying,
+    send,
+    send_async,
 )
 from oam_core.apis.llm import ILlm
 from oam_core.telemetry import record_llm_usage, traced_llm, traced_llm_async
@@ -147,6 +149,8 @@ class LiteLLMLlm(ILlm):
         Raises:
             TypeError: if ``prompt`` is not a str or the schema is not a dict.
             EmptyReplyError: if the reply holds no text.
+            MissingApiKeyError: (a ``ValueError``) when the provider's API key is not
+                set; the message names the environment variable to set.
             ImportError: if litellm is not installed.
             Exception: LiteLLM's error when the request fails (after retries if
                 transient), e.g. ``litellm.AuthenticationError``, ``litellm.Timeout``.
@@ -155,7 +159,8 @@ class LiteLLMLlm(ILlm):
         request = self._request(litellm, prompt, response_json_schema)
         loop = retrying(self.max_retries, litellm, lambda s: _sleep(s))
         with closing_new_event_loop():
-            return self._content(loop(litellm.completion, **request))
+            response = send(loop, litellm.completion, self.model, litellm, request)
+        return self._content(response)
 
     @traced_llm_async
     async def generate_async(
@@ -172,7 +177,7 @@ class LiteLLMLlm(ILlm):
             await _sleep_async(seconds)
 
         loop = async_retrying(self.max_retries, litellm, sleep)
-        response: Any = await loop(litellm.acompletion, **request)
+        response: Any = await send_async(loop, litellm.acompletion, self.model, litellm, request)
         return self._content(response)
 
     # Shared, I/O-free pieces of one request.

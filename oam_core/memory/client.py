@@ -53,6 +53,7 @@ _DB_OPTIONS = (
     "memory_store_id",
     "search_strategy",
     "memory_retention_config",
+    "allow_embedder_change",
 )
 DEFAULT_CLOSE_TIMEOUT = 60.0
 """Seconds ``close`` waits for queued background extraction by default."""
@@ -186,6 +187,8 @@ class OracleAgentMemory(IAgentMemory):
             passes run ``INLINE`` (before ``add_messages`` returns, the default) or in
             the ``BACKGROUND`` (``wait_for_memory_extraction`` waits; ``close``
             drains). Threads may override it.
+        allow_embedder_change: [oam] Only with ``connection``; open a store whose
+            recorded embedder differs from ``embedder`` (docs/store.md#embedder-identity).
 
     Raises:
         ValueError: naming the argument, when both or neither of ``store`` and
@@ -208,6 +211,7 @@ class OracleAgentMemory(IAgentMemory):
         search_strategy: Maybe[SearchStrategy | str] = NOT_SET,
         memory_retention_config: Maybe[MemoryRetentionConfig] = NOT_SET,
         memory_extraction_config: Maybe[MemoryExtractionConfig] = NOT_SET,
+        allow_embedder_change: Maybe[bool] = NOT_SET,
     ) -> None:
         has_store = store is not NOT_SET and store is not None
         has_connection = connection is not NOT_SET and connection is not None
@@ -237,6 +241,7 @@ class OracleAgentMemory(IAgentMemory):
             "memory_store_id": memory_store_id,
             "search_strategy": search_strategy,
             "memory_retention_config": memory_retention_config,
+            "allow_embedder_change": allow_embedder_change,
         }
         given = [name for name in _DB_OPTIONS if options[name] is not NOT_SET]
         if has_store:
@@ -271,8 +276,10 @@ class OracleAgentMemory(IAgentMemory):
         ``"sqlite:///path.db"`` (relative), ``"sqlite:////abs/path.db"``,
         ``"sqlite://:memory:"``, ``":memory:"`` or a bare path open the embedded
         store; ``"postgresql://..."`` opens ``PostgresMemoryStore`` and
-        ``"oracle://..."`` ``OracleDBMemoryStore``. Unlike the constructor, ``open`` defaults ``embedder`` to the
-        offline ``"local"`` model when ``oam[local]`` is installed (SPEC §8 [oam]).
+        ``"oracle://..."`` ``OracleDBMemoryStore``. Unlike the constructor, ``open``
+        creates or upgrades the store (``schema_policy=CREATE_IF_NECESSARY``) unless
+        ``schema_policy`` is given, and defaults ``embedder`` to the offline
+        ``"local"`` model when ``oam[local]`` is installed (docs/concepts.md#opening).
 
         Example::
 
@@ -293,6 +300,7 @@ class OracleAgentMemory(IAgentMemory):
                 raise ValueError(f"open() takes the database as url; do not pass {name}=")
         if "embedder" not in kwargs and _local_embedder_installed():
             kwargs["embedder"] = "local"
+        kwargs.setdefault("schema_policy", SchemaPolicy.CREATE_IF_NECESSARY)
         return cls(connection=url, **kwargs)
 
     @property

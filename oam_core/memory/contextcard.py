@@ -24,6 +24,7 @@ from oam_core.memory.tokens import (
     cut_head_to_fit,
     cut_tail_to_fit,
 )
+from oam_core.store.signals import participant_name
 
 __all__ = ["DEFAULT_MESSAGE_FORMAT", "OracleContextCard", "RelevantResult"]
 
@@ -101,6 +102,9 @@ def _render_result(record: Record, content: str) -> list[str]:
     ]
     if isinstance(record, MessageRecord):
         lines.append(f"{inner}<role>{_esc(record.role)}</role>")
+        name = participant_name(record.metadata)
+        if name is not None:  # docs/context-card.md#speaker-names
+            lines.append(f"{inner}<name>{_esc(name)}</name>")
     lines.append(f"{inner}<content>{_esc(content)}</content>")
     lines.append(f"{_ITEM_INDENT}</{tag}>")
     return lines

@@ -10,6 +10,7 @@ from typing import Any
 
 from oam_core.apis.records import MessageRecord, Record
 from oam_core.apis.summary import Summary
+from oam_core.store.signals import participant_name
 
 __all__ = [
     "RUNNING_SUMMARY_STATE_KEY",
@@ -61,11 +62,16 @@ def transcript_line(record: Record) -> str:
     """Format a stored message as ``role (timestamp): content`` (SPEC §7 fallback).
 
     The timestamp is the message's own event time, else its store time
-    (``created_at``); with neither, the line is ``role: content``.
+    (``created_at``); with neither, the line is ``role: content``. A message that
+    names its speaker (``metadata["$message"]["name"]``) reads
+    ``Caroline (user, timestamp): content`` (docs/context-card.md#speaker-names).
     """
     role = record.role if isinstance(record, MessageRecord) and record.role else "unknown"
     when = record.timestamp or record.created_at
     content = record.content if record.content is not None else ""
+    name = participant_name(record.metadata)
+    if name is not None:
+        return f"{name} ({role}, {when}): {content}" if when else f"{name} ({role}): {content}"
     return f"{role} ({when}): {content}" if when else f"{role}: {content}"
 
 

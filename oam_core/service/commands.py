@@ -178,3 +178,9 @@ def serve(
     typer.echo(f"oam inspector for {db} on {where}{hint} (Ctrl-C to stop)", err=True)
     sys.stderr.flush()
     uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``oam mcp`` and ``oam serve`` to the ``oam`` command (``cli.COMMAND_MODULES``)."""
+    app.command("mcp")(mcp)
+    app.command("serve")(serve)

@@ -126,6 +126,10 @@ class Tx(abc.ABC):
     def purge(self, now: datetime) -> int:
         """Delete records expired at ``now`` with their search rows; return the count."""
 
+    @abc.abstractmethod
+    def write_meta(self, values: dict[str, str]) -> None:
+        """Insert or replace schema-metadata entries (such as the embedder identity)."""
+
 
 class Backend(abc.ABC):
     """Read primitives and transactions of one database."""
@@ -199,6 +203,11 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def load(self, keys: Sequence[Hashable]) -> dict[Hashable, Record]:
         """Records by key."""
+
+    @abc.abstractmethod
+    def unembedded(self, limit: int | None) -> builtins.list[tuple[str, str]]:
+        """``(family, record id)`` of up to ``limit`` (None: all) records, oldest
+        first, that have a search row with text but without a vector."""
 
     @abc.abstractmethod
     def close(self) -> None:

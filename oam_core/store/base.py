@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import warnings
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -40,11 +41,14 @@ from oam_core.store import planning
 from oam_core.store.backend import Backend, Predicate, StoredRow, Tx
 from oam_core.store.chunking import chunk_text
 from oam_core.store.filters import parse_filter
+from oam_core.store.identity import META_KEY as IDENTITY_META_KEY
+from oam_core.store.identity import PROBE_TEXT, EmbedderCheck, EmbedderIdentity
 from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
 from oam_core.store.planning import ChunkPlan, PlanContext, RowPlan
 from oam_core.store.ranking import normalized_distances, rrf, rrf_distance
 from oam_core.store.signals import POOL, passage_text, signal_lists
 from oam_core.store.text import query_terms
+from oam_core.store.timestamps import normalize_timestamp
 from oam_core.store.ttl import Clock, iso, read_clock, utc_now
 from oam_core.telemetry import traced_embed, traced_store
 
@@ -76,6 +80,9 @@ class OracleMemoryStore(IMemoryStore):
         reranker: An ``IReranker`` (e.g. ``CrossEncoderReranker``) that re-scores the
             best ``reranker.candidates`` results of every text query, or None
             (docs/retrieval.md).
+        allow_embedder_change: Open a store whose recorded embedder differs from
+            ``embedder`` (same dimension), and record ``embedder`` with the next
+            vector written (docs/store.md#embedder-identity).
 
     Raises:
         ValueError: for a bad strategy, a non-positive ``vector_dim``, a
@@ -92,7 +99,10 @@ class OracleMemoryStore(IMemoryStore):
         memory_retention_config: MemoryRetentionConfig | None = None,
         clock: Clock | None = None,
         reranker: IReranker | None = None,
+        allow_embedder_change: bool = False,
     ) -> None:
+        if not isinstance(allow_embedder_change, bool):
+            raise ValueError(f"allow_embedder_change must be a bool, got {allow_embedder_change!r}")
         if embedder is not None and not isinstance(embedder, IEmbedder):
             raise ValueError(f"embedder must be an IEmbedder or None, got {embedder!r}")
         if vector_dim is not None and (
@@ -119,6 +129,9 @@ class OracleMemoryStore(IMemoryStore):
         self.memory_retention_config = memory_retention_config or MemoryRetentionConfig()
         self._clock: Clock = clock or utc_now
         self.reranker: IReranker | None = check_reranker(reranker)
+        self.allow_embedder_change = allow_embedder_change
+        self._embedder_check = EmbedderCheck()
+        self._unembedded_checked = False
 
     # -- back end hooks -------------------------------------------------------------
 
@@ -137,6 +150,25 @@ class OracleMemoryStore(IMemoryStore):
     def _remember_vector_dim(self, dim: int) -> None:
         """Persist a dimension learned from the first explicit vector (back end hook)."""
         self.vector_dim = dim
+
+    def _adopt_embedder_identity(self, meta_value: str | None, where: str) -> None:
+        """Back ends call this at open with the schema metadata's ``embedder`` value.
+
+        Raises:
+            ValueError: naming both embedders when the store's embedder is not the
+                recorded one (unless ``allow_embedder_change``).
+        """
+        self._embedder_check.where = where
+        self._embedder_check.adopt(
+            meta_value, self.embedder, allow_change=self.allow_embedder_change
+        )
+
+    @property
+    def embedder_identity(self) -> EmbedderIdentity | None:
+        """[oam] The embedder recorded with this store's vectors (id, dimension,
+        fingerprint), or None before its embedder wrote a vector
+        (docs/store.md#embedder-identity)."""
+        return self._embedder_check.stored
 
     # -- helpers ------------------------------------------------------------------
 
@@ -162,9 +194,7 @@ class OracleMemoryStore(IMemoryStore):
         todo = [c for c in plans if c.needs_embedding and c.text]
         if not todo or self.embedder is None:
             return
-        vectors = np.asarray(
-            traced_embed(self.embedder, [c.text or "" for c in todo]), dtype=np.float32
-        )
+        vectors = self._embed_texts([c.text or "" for c in todo], is_query=False)
         if vectors.shape != (len(todo), self.vector_dim):
             raise ValueError(
                 f"embedder returned shape {vectors.shape}, expected ({len(todo)}, {self.vector_dim})"
@@ -172,6 +202,31 @@ class OracleMemoryStore(IMemoryStore):
         for c, v in zip(todo, vectors, strict=True):
             c.vector = v
             c.needs_embedding = False
+
+    def _embed_texts(self, texts: Sequence[str], *, is_query: bool) -> np.ndarray:
+        """Every embedder call of the store: float32 array of shape ``(len(texts),
+        dim)``. The first call of a store object also embeds the identity probe, to
+        check the recorded embedder or to record this one with a first write."""
+        embedder = self.embedder
+        assert embedder is not None
+        check = self._embedder_check
+        if not check.wants_probe(writing=not is_query):
+            return np.asarray(traced_embed(embedder, texts, is_query=is_query), dtype=np.float32)
+        if is_query:  # the probe is a document embedding: its own call
+            probe = np.asarray(traced_embed(embedder, [PROBE_TEXT]), dtype=np.float32)[0]
+            vectors = np.asarray(traced_embed(embedder, texts, is_query=True), dtype=np.float32)
+        else:
+            both = np.asarray(traced_embed(embedder, [*texts, PROBE_TEXT]), dtype=np.float32)
+            vectors, probe = both[:-1], both[-1]
+        check.accept_probe(embedder, probe)
+        return vectors
+
+    def _write_identity(self, tx: Tx) -> None:
+        """Record the embedder's identity in the write transaction that stores its
+        first vectors (see ``_embed_texts``)."""
+        pending = self._embedder_check.pending()
+        if pending is not None:
+            tx.write_meta({IDENTITY_META_KEY: pending})
 
     def _learn_dim(self, plans: Iterable[ChunkPlan]) -> None:
         if self.vector_dim is None:
@@ -194,7 +249,7 @@ class OracleMemoryStore(IMemoryStore):
         user_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
         agent_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
         roles: Maybe[str | Sequence[str | None] | None] = NOT_SET,
-        timestamps: Maybe[str | Sequence[str | None] | None] = NOT_SET,
+        timestamps: Maybe[str | datetime | Sequence[str | datetime | None] | None] = NOT_SET,
         metadata: Maybe[dict[str, Any] | Sequence[dict[str, Any] | None] | None] = NOT_SET,
         ttl_days: Maybe[int | Sequence[int | None] | None] = NOT_SET,
         ttl_anchor: Maybe[TimeToLiveAnchor | Sequence[TimeToLiveAnchor]] = NOT_SET,
@@ -276,6 +331,7 @@ class OracleMemoryStore(IMemoryStore):
         planned = self._plan_batches(batches)
         with self._backend.transaction() as tx:
             self._insert_planned(tx, planned, batch_size, replace=replace)
+        self._embedder_check.recorded()
         return [p.id for p in planned.plans]
 
     def _plan_batches(
@@ -331,6 +387,7 @@ class OracleMemoryStore(IMemoryStore):
                 tx.delete_record(family, record_id, None, NOT_SET)
         tx.insert(planned.plans, planned.now, batch_size)
         self._learn_dim(planned.chunks)
+        self._write_identity(tx)
 
     @traced_store
     def commit_thread_pass(
@@ -386,6 +443,7 @@ class OracleMemoryStore(IMemoryStore):
             if won:
                 self._commit_pass_rows(tx, planned, reserved_updates)
         if won:
+            self._embedder_check.recorded()
             return [p.id for p in planned.plans]
         if self._backend.get_thread(thread_id) is None:
             raise ValueError(f"thread {thread_id!r} does not exist")
@@ -421,7 +479,7 @@ class OracleMemoryStore(IMemoryStore):
         user_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
         agent_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
         roles: Maybe[str | Sequence[str | None] | None] = NOT_SET,
-        timestamps: Maybe[str | Sequence[str | None] | None] = NOT_SET,
+        timestamps: Maybe[str | datetime | Sequence[str | datetime | None] | None] = NOT_SET,
         metadata: Maybe[dict[str, Any] | Sequence[dict[str, Any] | None] | None] = NOT_SET,
         ttl_days: Maybe[int | Sequence[int | None] | None] = NOT_SET,
         ttl_anchor: Maybe[TimeToLiveAnchor | Sequence[TimeToLiveAnchor]] = NOT_SET,
@@ -524,7 +582,7 @@ class OracleMemoryStore(IMemoryStore):
         index_text: Maybe[str | Sequence[str] | None] = NOT_SET,
         embedding: Maybe[Any] = NOT_SET,
         metadata: Maybe[dict[str, Any] | None] = NOT_SET,
-        timestamp: Maybe[str | None] = NOT_SET,
+        timestamp: Maybe[str | datetime | None] = NOT_SET,
         ttl_days: Maybe[int | None] = NOT_SET,
         ttl_anchor: Maybe[TimeToLiveAnchor] = NOT_SET,
     ) -> int:
@@ -539,7 +597,9 @@ class OracleMemoryStore(IMemoryStore):
                 vectors (alone: clears the vectors of the existing rows).
             metadata: Replaces the whole dict (``None`` clears); keys under
                 ``$agent_memory`` are kept.
-            timestamp: New event time; ``None`` clears it.
+            timestamp: New event time, an ISO-8601 string or a ``datetime`` (naive =
+                UTC), stored normalized to UTC (docs/store.md#timestamps); ``None``
+                clears it.
             ttl_days, ttl_anchor: New expiry (days); omit both to keep it.
 
         Returns:
@@ -548,7 +608,7 @@ class OracleMemoryStore(IMemoryStore):
         Raises:
             ValueError: if no field is given, for the rejected combinations of
                 SPEC §3.1, TTL options on non-expiring types, a dimension mismatch,
-                or a TIMESTAMP anchor without an ISO-8601 timestamp.
+                an unparseable ``timestamp``, or a TIMESTAMP anchor without a timestamp.
         """
         record_type = planning.check_record_type(record_type)
         findable = planning.lookup_id(record_id, "record_id")
@@ -587,10 +647,10 @@ class OracleMemoryStore(IMemoryStore):
             vectors = planning.split_vectors(embedding, "embedding")
             if isinstance(vectors, np.ndarray) or vectors:
                 raise ValueError("index_text=None deletes the search rows; no embedding allowed")
-        if timestamp is not NOT_SET and timestamp is not None:
-            if not isinstance(timestamp, str):
-                raise ValueError(f"timestamp must be a str or None, got {timestamp!r}")
-            planning.check_text(timestamp, "timestamp")
+        if timestamp is not NOT_SET:
+            if isinstance(timestamp, str):
+                planning.check_text(timestamp, "timestamp")
+            timestamp = normalize_timestamp(timestamp, "timestamp")
         meta_json = planning.dump_metadata(metadata) if metadata is not NOT_SET else None
         if record_type not in EXPIRING_TYPES and (
             ttl_days is not NOT_SET or ttl_anchor is not NOT_SET
@@ -652,6 +712,8 @@ class OracleMemoryStore(IMemoryStore):
             if new_chunks is not None:
                 tx.replace_chunks(row, new_chunks)
                 self._learn_dim(new_chunks)
+                self._write_identity(tx)
+        self._embedder_check.recorded()
         return 1
 
     @staticmethod
@@ -918,20 +980,19 @@ class OracleMemoryStore(IMemoryStore):
         elif strategy is SearchStrategy.KEYWORD:
             ranked = self._keyword_ranking(self._query_parts(query or ""), depth, pred)
         else:
-            if self.embedder is None:
+            if self.embedder is None and strategy is SearchStrategy.VECTOR:
                 raise ValueError(
-                    f"{strategy.name} search of a text query needs an embedder; "
-                    "configure one or pass query_vector"
+                    "VECTOR search of a text query needs an embedder; configure one, "
+                    "pass query_vector, or use search_strategy=HYBRID or KEYWORD"
                 )
             parts = self._query_parts(query or "")
-            vectors = list(
-                np.asarray(traced_embed(self.embedder, parts, is_query=True), dtype=np.float32)
-            )
+            vectors = self._query_vectors(parts)
             if strategy is SearchStrategy.VECTOR:
                 ranked = self._vector_ranking(vectors, depth, pred, fused=len(parts) > 1)
             else:
                 depth = max(depth, _HYBRID_DEPTH)
-                v_lists = self._backend.rank_vector(vectors, depth, pred)
+                # Without an embedder HYBRID has only its keyword half to fuse.
+                v_lists = self._backend.rank_vector(vectors, depth, pred) if vectors else []
                 kw_lists = [self._backend.rank_keyword(query_terms(p), depth, pred) for p in parts]
                 lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
                 ranked, loaded = self._hybrid_ranking(query or "", lists, k, pred)
@@ -985,6 +1046,73 @@ class OracleMemoryStore(IMemoryStore):
             )
         distances = 1.0 / (1.0 + np.exp(np.clip(scores, -60.0, 60.0)))
         return [(key, float(d)) for key, d in zip(head, distances, strict=True)], records
+
+    def _query_vectors(self, parts: Sequence[str]) -> builtins.list[Any]:
+        """The query embeddings of ``parts`` (none without an embedder)."""
+        if self.embedder is None:
+            return []
+        self._warn_unembedded_once()
+        return list(self._embed_texts(parts, is_query=True))
+
+    def _warn_unembedded_once(self) -> None:
+        """Warn (once per store object) when records have search rows without a
+        vector: vector search cannot see them until ``reindex`` embeds them."""
+        if self._unembedded_checked:
+            return
+        self._unembedded_checked = True
+        missing = self._backend.unembedded(None)
+        if not missing:
+            return
+        family, record_id = missing[0]
+        how = "by keywords only" if self.search_strategy is SearchStrategy.HYBRID else "not at all"
+        warnings.warn(
+            f"{len(missing)} record(s) of this store (e.g. {family} {record_id!r}) have "
+            f"search rows without a vector, written without an embedder; "
+            f"{self.search_strategy.name} search finds them {how} until store.reindex() "
+            "(CLI: oam reindex) embeds them",
+            UserWarning,
+            stacklevel=4,
+        )
+
+    def reindex(self, *, batch_size: int = DEFAULT_BATCH_SIZE) -> int:
+        """[oam] Embed the search rows stored without a vector (records written
+        while the store had no embedder), so vector search finds them
+        (docs/store.md#embedder-identity).
+
+        Each batch of records is one transaction; an interrupted run leaves the rest
+        for the next call. Rows with an explicit vector are not touched.
+
+        Args:
+            batch_size: Records embedded and written per transaction (positive int).
+
+        Returns:
+            How many records got vectors.
+
+        Raises:
+            ValueError: when the store has no embedder, or ``batch_size`` is not a
+                positive int.
+        """
+        if self.embedder is None:
+            raise ValueError("reindex needs an embedder: open the store with embedder=...")
+        self._batch_size({"batch_size": batch_size})
+        done = 0
+        seen: set[tuple[str, str]] = set()
+        while todo := self._backend.unembedded(batch_size):
+            if seen.issuperset(todo):
+                break  # nothing left that this embedder can fill
+            seen.update(todo)
+            with self._backend.transaction() as tx:
+                rows = [row for f, rid in todo if (row := tx.fetch(f, rid)) is not None]
+                chunked = [(row, tx.chunk_texts(row.key)) for row in rows]
+                plans = [[ChunkPlan(t, needs_embedding=bool(t)) for t in ts] for _, ts in chunked]
+                self._embed_plans([c for cs in plans for c in cs])
+                for (row, _), chunks in zip(chunked, plans, strict=True):
+                    tx.replace_chunks(row, chunks)
+                self._learn_dim([c for cs in plans for c in cs])
+                self._write_identity(tx)
+            self._embedder_check.recorded()
+            done += len(rows)
+        return done
 
     def _query_parts(self, query: str) -> builtins.list[str]:
         return chunk_text(query, self.chunk_chars) or [query]
@@ -1146,35 +1274,11 @@ class OracleMemoryStore(IMemoryStore):
         Raises:
             ValueError: for bad ids, invalid metadata/config, or an existing thread.
         """
-        row = self._new_thread_row(thread_id, user_id, agent_id, metadata, config)
+        row = _thread_row(thread_id, user_id, agent_id, metadata, config, self._now())
         with self._backend.transaction() as tx:
             if tx.hold_thread(thread_id):
                 raise ValueError(f"thread {thread_id!r} already exists")
             tx.insert_thread(row)
-
-    def _new_thread_row(
-        self,
-        thread_id: str,
-        user_id: str | None,
-        agent_id: str | None,
-        metadata: dict[str, Any] | None,
-        config: dict[str, Any] | None,
-    ) -> ThreadRow:
-        planning.check_id(thread_id, "thread_id")
-        scope = [
-            planning._scope_id(v, n) for v, n in ((user_id, "user_id"), (agent_id, "agent_id"))
-        ]
-        planning.dump_metadata(metadata)
-        planning.dump_metadata(config or {}, "config")
-        return ThreadRow(
-            thread_id=thread_id,
-            user_id=scope[0],
-            agent_id=scope[1],
-            metadata=metadata,
-            config=dict(config or {}),
-            state={},
-            created_at=iso(self._now()),
-        )
 
     @traced_store
     def add_to_thread(
@@ -1221,12 +1325,13 @@ class OracleMemoryStore(IMemoryStore):
             unknown = set(missing_row) - {"user_id", "agent_id", "metadata", "config"}
             if unknown:
                 raise ValueError(f"missing_row has unknown keys {sorted(unknown)}")
-            row = self._new_thread_row(
+            row = _thread_row(
                 thread_id,
                 missing_row.get("user_id"),
                 missing_row.get("agent_id"),
                 missing_row.get("metadata"),
                 missing_row.get("config"),
+                self._now(),
             )
         batch_size = self._batch_size(store_kwargs)
         planned = self._plan_batches(batches)
@@ -1240,6 +1345,57 @@ class OracleMemoryStore(IMemoryStore):
                     )
                 tx.insert_thread(row)
             self._insert_planned(tx, planned, batch_size)
+        self._embedder_check.recorded()
+        return [p.id for p in planned.plans]
+
+    @traced_store
+    def write_thread(
+        self,
+        thread_id: str,
+        batches: Sequence[PendingRecordBatch],
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        config: dict[str, Any] | None = None,
+        replace: bool = False,
+    ) -> builtins.list[str]:
+        """[oam] Create a thread row and its records in ONE transaction; with
+        ``replace``, an existing thread of this id (its messages, memories and search
+        rows) is deleted first in the same transaction, so a failure keeps the old
+        thread (docs/store.md#writing-a-whole-thread).
+
+        Args:
+            thread_id: The thread to write.
+            batches: Its records (as ``add_batches``); every record must carry
+                ``thread_ids=thread_id``.
+            user_id, agent_id, metadata, config: The thread row, as
+                ``create_thread_row``.
+            replace: Replace an existing thread instead of refusing it.
+
+        Returns:
+            The record ids, batch by batch, in input order.
+
+        Raises:
+            ValueError: for bad ids, metadata or batches, a record of another thread,
+                or an existing thread without ``replace``; nothing is written.
+        """
+        row = _thread_row(thread_id, user_id, agent_id, metadata, config, self._now())
+        planned = self._plan_batches(batches)
+        strays = [p.id for p in planned.plans if p.thread_id != thread_id]
+        if strays:
+            raise ValueError(
+                f"write_thread({thread_id!r}): record {strays[0]!r} belongs to thread "
+                f"{next(p.thread_id for p in planned.plans if p.id == strays[0])!r}"
+            )
+        with self._backend.transaction() as tx:
+            if tx.hold_thread(thread_id):
+                if not replace:
+                    raise ValueError(f"thread {thread_id!r} already exists")
+                tx.delete_thread(thread_id)
+            tx.insert_thread(row)
+            self._insert_planned(tx, planned, DEFAULT_BATCH_SIZE)
+        self._embedder_check.recorded()
         return [p.id for p in planned.plans]
 
     @traced_store
@@ -1300,6 +1456,8 @@ class OracleMemoryStore(IMemoryStore):
     # -- async twins (SPEC §9): the sync method, run in a worker thread ------------
 
     add_async = async_twin(add)
+    reindex_async = async_twin(reindex)
+    write_thread_async = async_twin(write_thread)
     add_batches_async = async_twin(add_batches)
     add_user_async = async_twin(add_user)
     add_agent_async = async_twin(add_agent)
@@ -1333,6 +1491,34 @@ class _Planned:
     by_family: dict[str, builtins.list[str]]
     chunks: builtins.list[ChunkPlan]
     now: datetime
+
+
+def _thread_row(
+    thread_id: object,
+    user_id: object,
+    agent_id: object,
+    metadata: dict[str, Any] | None,
+    config: dict[str, Any] | None,
+    now: datetime,
+) -> ThreadRow:
+    """A new thread row, checked (ids, JSON metadata and config).
+
+    Raises:
+        ValueError: for a bad id, or metadata/config that JSON cannot hold.
+    """
+    planning.check_id(thread_id, "thread_id")
+    scope = [planning._scope_id(v, n) for v, n in ((user_id, "user_id"), (agent_id, "agent_id"))]
+    planning.dump_metadata(metadata)
+    planning.dump_metadata(config or {}, "config")
+    return ThreadRow(
+        thread_id=str(thread_id),
+        user_id=scope[0],
+        agent_id=scope[1],
+        metadata=metadata,
+        config=dict(config or {}),
+        state={},
+        created_at=iso(now),
+    )
 
 
 def _keep_reserved(meta_json: str | None, old: dict[str, Any] | None) -> str | None:

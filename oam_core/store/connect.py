@@ -164,6 +164,8 @@ def _open_sqlite(
         kwargs["search_strategy"] = SearchStrategy.parse(options["search_strategy"])
     if options["memory_retention_config"] is not NOT_SET:
         kwargs["memory_retention_config"] = options["memory_retention_config"]
+    if options.get("allow_embedder_change", NOT_SET) is not NOT_SET:
+        kwargs["allow_embedder_change"] = options["allow_embedder_change"]
     if embedder is not NOT_SET:
         kwargs["embedder"] = resolve_store_embedder(embedder)
     return SQLiteMemoryStore(path, **kwargs)
@@ -179,7 +181,8 @@ def open_store(
         embedder: The client's ``embedder`` argument, or ``NOT_SET``.
         options: The client's database options, each possibly ``NOT_SET``:
             ``schema_policy``, ``table_name_prefix``, ``memory_store_id``,
-            ``search_strategy``, ``memory_retention_config``.
+            ``search_strategy``, ``memory_retention_config``,
+            ``allow_embedder_change``.
 
     Raises:
         ValueError: for an unsupported connection or an invalid option; nothing is

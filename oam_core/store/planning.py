@@ -32,6 +32,7 @@ from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.store.chunking import chunk_text
 from oam_core.store.filters import InvalidFilterError, check_json
 from oam_core.store.options import MemoryRetentionConfig
+from oam_core.store.timestamps import normalize_timestamp
 from oam_core.store.ttl import expiry, parse_iso_timestamp, resolve_ttl_days
 
 Vector = npt.NDArray[np.float32]
@@ -468,10 +469,10 @@ def plan_add(
             if content is None:
                 raise ValueError(f"contents[{i}]: a profile needs its information text")
         ts = b_ts[i]
-        if ts is not None and not isinstance(ts, str):
-            raise ValueError(f"timestamps[{i}] must be a str or None, got {ts!r}")
-        if ts is not None:
-            check_text(ts, f"timestamps[{i}]")
+        ts_name = f"timestamps[{i}]" if isinstance(timestamps, (list, tuple)) else "timestamps"
+        if isinstance(ts, str):
+            check_text(ts, ts_name)
+        ts = normalize_timestamp(ts, ts_name)
         expires = resolve_ttl(record_type, b_ttl[i], b_anchor[i], ts, ctx.now, ctx.retention, where)
         chunks, owned = retrieval_chunks(b_index[i], content, ctx, f"index_texts[{i}]")
         entry: object = b_index[i]

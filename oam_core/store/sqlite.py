@@ -32,6 +32,7 @@ from oam_core.apis.records import MESSAGE, THREAD, Record, ThreadRow
 from oam_core.rerankers import IReranker
 from oam_core.store.backend import Backend, Predicate, StoredRow, Tx
 from oam_core.store.base import OracleMemoryStore
+from oam_core.store.identity import META_KEY as IDENTITY_META_KEY
 from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
 from oam_core.store.planning import ChunkPlan, RowPlan, Vector
 from oam_core.store.rows import (
@@ -64,20 +65,24 @@ class SQLiteMemoryStore(OracleMemoryStore):
         vector_dim: See ``OracleMemoryStore``; checked against the dimension stored
             in the file.
         search_strategy: ``SearchStrategy`` or its name; None = the strategy stored
-            in the file (VECTOR for a new one). SQLite keeps vectors and a full-text
-            index for every store, so any strategy opens any file, and the one given
-            is recorded (as on PostgreSQL; docs/postgres.md).
+            in the file, HYBRID for a new one (the best of the three on the LoCoMo
+            benchmark, docs/store.md#search-strategies). Without an embedder HYBRID
+            ranks text queries by their keywords alone. SQLite keeps vectors and a
+            full-text index for every store, so any strategy opens any file, and the
+            one given is recorded (as on PostgreSQL; docs/postgres.md).
         memory_retention_config: TTL defaults; persisted in the file. When omitted,
             the stored config is used.
         memory_store_id: Prefix of every table, so several stores share one file
             (letter first, letters/digits/underscore, at most 16 characters).
         clock: Zero-argument callable returning an aware datetime (default UTC now).
         reranker: See ``OracleMemoryStore`` (docs/retrieval.md).
+        allow_embedder_change: See ``OracleMemoryStore``.
 
     Raises:
         ValueError: for a bad ``memory_store_id``, a dimension different from the
-            one stored in the file, a schema version this release cannot read, or
-            any ``OracleMemoryStore`` argument error.
+            one stored in the file, an embedder other than the one recorded in the
+            file, a schema version this release cannot read, or any
+            ``OracleMemoryStore`` argument error.
     """
 
     def __init__(
@@ -91,14 +96,16 @@ class SQLiteMemoryStore(OracleMemoryStore):
         memory_store_id: str | None = None,
         clock: Clock | None = None,
         reranker: IReranker | None = None,
+        allow_embedder_change: bool = False,
     ) -> None:
         super().__init__(
             embedder=embedder,
             vector_dim=vector_dim,
-            search_strategy=SearchStrategy.VECTOR if search_strategy is None else search_strategy,
+            search_strategy=SearchStrategy.HYBRID if search_strategy is None else search_strategy,
             memory_retention_config=memory_retention_config,
             clock=clock,
             reranker=reranker,
+            allow_embedder_change=allow_embedder_change,
         )
         if not isinstance(path, (str, Path)):
             raise ValueError(f"path must be a str or pathlib.Path, got {path!r}")
@@ -120,6 +127,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
                 f"{self.path} holds schema version {version}; this oam reads up to "
                 f"{SCHEMA_VERSION}. Upgrade oam."
             )
+        self._adopt_embedder_identity(meta.get(IDENTITY_META_KEY), self.path)
         stored_dim = meta.get("vector_dim")
         if (
             stored_dim is not None
@@ -381,6 +389,16 @@ class _SQLiteBackend(Backend):
                 ).fetchall()
                 out.update({r[0]: self.record(r) for r in rows})
         return out
+
+    def unembedded(self, limit: int | None) -> builtins.list[tuple[str, str]]:
+        with self.lock:
+            rows = self.conn.execute(
+                f"SELECT family, id FROM {self.p}records WHERE pk IN (SELECT record_pk FROM "
+                f"{self.p}chunks WHERE has_vector = 0 AND text IS NOT NULL AND text != '') "
+                "ORDER BY pk LIMIT ?",
+                (-1 if limit is None else limit,),
+            ).fetchall()
+        return [(str(f), str(i)) for f, i in rows]
 
     # -- ranking ----------------------------------------------------------------
 
@@ -824,3 +842,7 @@ class _SQLiteTx(Tx):
             f"DELETE FROM {self.p}records WHERE expires_at IS NOT NULL AND expires_at <= ?",
             (now.timestamp(),),
         ).rowcount
+
+    def write_meta(self, values: dict[str, str]) -> None:
+        for key, value in values.items():
+            self.set_meta(key, value)

@@ -244,7 +244,18 @@ def test_client_on_a_pool_a_connection_and_a_url(conninfo: str) -> None:
         hits = client.store.search("Moose", 1)
         assert hits[0][0].content == "my dog is called Moose"
     with pytest.raises(ValueError, match="REQUIRE_EXISTING"):
-        OracleAgentMemory.open(conninfo, memory_store_id="absent", extract_memories=False)
+        OracleAgentMemory.open(
+            conninfo,
+            memory_store_id="absent",
+            schema_policy="REQUIRE_EXISTING",
+            extract_memories=False,
+        )
+    # open() creates a missing store (docs/postgres.md#opening); new stores are HYBRID.
+    with OracleAgentMemory.open(
+        conninfo, embedder="hashing/16", memory_store_id="fresh", extract_memories=False
+    ) as client:
+        assert client.store.search_strategy is SearchStrategy.HYBRID
+        client.create_thread(thread_id="t1").add_messages([{"role": "user", "content": "hi"}])
 
 
 def test_cli_on_postgresql(conninfo: str, tmp_path: Any) -> None:
@@ -259,7 +270,8 @@ def test_cli_on_postgresql(conninfo: str, tmp_path: Any) -> None:
     )
     runner = CliRunner()
     missing = runner.invoke(app, ["search", "Moose", "--db", conninfo, "--embedder", "hashing"])
-    assert missing.exit_code == 1 and "REQUIRE_EXISTING" in missing.output
+    assert missing.exit_code == 1 and "--schema-policy require_existing" in missing.output
+    assert "create it with `oam ingest FILE --db ...`" in missing.output
     ingest = runner.invoke(app, ["ingest", str(chat), "--db", conninfo, "--embedder", "hashing"])
     assert ingest.exit_code == 0, ingest.output
     found = runner.invoke(app, ["search", "beach", "--db", conninfo, "--embedder", "hashing"])
@@ -417,8 +429,8 @@ def test_rrf_in_sql_equals_the_python_fusion(filter_store: Any, lists: list[list
 def test_cli_uses_the_strategy_a_library_store_was_created_with(
     conninfo: str, tmp_path: Any
 ) -> None:
-    """A store the library created (VECTOR by default) is searched and extended by the
-    CLI without --strategy (found by a fresh-user review)."""
+    """A store the library created with VECTOR is searched and extended by the CLI
+    without --strategy (found by a fresh-user review)."""
     from typer.testing import CliRunner
 
     from oam_core.cli import app
@@ -426,7 +438,10 @@ def test_cli_uses_the_strategy_a_library_store_was_created_with(
     from oam_core.store.postgres import PostgresMemoryStore
 
     store = PostgresMemoryStore(
-        conninfo, embedder=HashingEmbedder(64), schema_policy="CREATE_IF_NECESSARY"
+        conninfo,
+        embedder=HashingEmbedder(64),
+        schema_policy="CREATE_IF_NECESSARY",
+        search_strategy="VECTOR",
     )
     assert store.search_strategy.value == "VECTOR"
     store.close()

@@ -40,7 +40,7 @@ WRITES = {
     "user id": (lambda s, v: s.add(["x"], "memory", user_ids=[v]), r"user_ids\[0\]"),
     "agent id": (lambda s, v: s.add(["x"], "memory", agent_ids=v), r"agent_ids\[0\]"),
     "role": (lambda s, v: s.add(["x"], "message", thread_ids="t", roles=v), r"roles\[0\]"),
-    "timestamp": (lambda s, v: s.add(["x"], "memory", timestamps=v), r"timestamps\[0\]"),
+    "timestamp": (lambda s, v: s.add(["x"], "memory", timestamps=v), r"\btimestamps\b"),
     "index text": (lambda s, v: s.add(["x"], "memory", index_texts=[v]), r"index_texts\[0\]"),
     "chunk": (
         lambda s, v: s.add(["x"], "memory", index_texts=[["ok", v]]),

@@ -122,7 +122,8 @@ def test_keyword_search_rejects_query_vector(make_store, rejected):
         store.search(query_vector=[1.0, 0.0], k=1)
 
 
-def test_vector_search_without_embedder_needs_a_query_vector(vstore, rejected):
+def test_vector_search_without_embedder_needs_a_query_vector(make_store, rejected):
+    vstore = make_store(embedder=None, vector_dim=4, search_strategy="VECTOR")
     vstore.add(["pizza"], "memory", embeddings=[vec(1, 0, 0, 0)])
     with rejected(vstore):
         vstore.search("pizza", 1)

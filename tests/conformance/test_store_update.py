@@ -217,7 +217,8 @@ def test_index_text_none_makes_the_record_unsearchable_but_keeps_text(make_store
 
 def test_embedding_none_removes_the_record_from_vector_search(seeded):
     assert seeded.update("memory", "m1", embedding=None) == 1
-    found = [r.id for r, _ in seeded.search("original text", 10, record_types={"memory"})]
+    query = seeded.embedder.embed(["original text"])[0]
+    found = [r.id for r, _ in seeded.search(query_vector=query, k=10, record_types={"memory"})]
     assert "m1" not in found and "m2" in found
 
 

@@ -373,9 +373,9 @@ def test_summary_is_transcript_lines(t: OracleThread) -> None:
         ]
     )
     assert t.get_summary().content == (
-        f"user (2026-01-01T10:00:00): I love pizza.\nassistant ({STORE_TIME}): Noted."
+        f"user (2026-01-01T10:00:00+00:00): I love pizza.\nassistant ({STORE_TIME}): Noted."
     )
-    assert t.get_summary(except_last=1).content == "user (2026-01-01T10:00:00): I love pizza."
+    assert t.get_summary(except_last=1).content == "user (2026-01-01T10:00:00+00:00): I love pizza."
     assert t.get_summary(except_last=2).content == ""
     assert t.get_summary(except_last=5).content == ""
 
@@ -464,7 +464,7 @@ def test_card_exact_xml_without_retrieval(t: OracleThread) -> None:
     assert card.content == (
         "<context_card>\n"
         "  <summary>\n"
-        "    user (2026-02-01T09:00:00): Plan &lt;Rome&gt; &amp; Paris\n"
+        "    user (2026-02-01T09:00:00+00:00): Plan &lt;Rome&gt; &amp; Paris\n"
         f"    assistant ({STORE_TIME}): Sure.\n"
         "  </summary>\n"
         "  <recent_messages>\n"
@@ -555,7 +555,7 @@ def test_card_recent_messages_verbatim(t: OracleThread) -> None:
 
 
 def test_card_without_embedder_skips_retrieval(make_store: Any) -> None:
-    store = make_store(embedder=None)
+    store = make_store(embedder=None, search_strategy="VECTOR")
     mem = OracleAgentMemory(store=store, extract_memories=False)
     thread = mem.create_thread(thread_id="t1")
     thread.add_memory("pizza")

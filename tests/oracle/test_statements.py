@@ -71,6 +71,8 @@ def all_sql_statements() -> list[Stmt]:
         sql.update_thread(N, "t", {"config": {}, "state": {}}),
         *sql.purge(N, naive),
         sql.upsert_meta(N, []),
+        sql.unembedded(N, 100),
+        sql.unembedded(N, None),
         sql.list_records(N, LIST_PRED, 10, naive),
         sql.list_records(N, Predicate(record_types=frozenset({"thread"}), now=NOW), None, naive),
         sql.get_record(N, "memory", "m", "fact", naive),

@@ -349,15 +349,16 @@ def test_messages_get_per_thread_sequence_numbers(
 def test_empty_strings_survive_oracle_null(
     conn: FakeConnection, store: OracleDBMemoryStore
 ) -> None:
-    store.add([""], "memory", record_ids="m1", timestamps="")
+    store.add([""], "memory", record_ids="m1")
     (rows,) = binds_of(conn, "INSERT INTO S1_MEMORIES")
     assert rows[0]["content"] == "" and rows[0]["content_set"] == 1
-    assert rows[0]["event_ts_set"] == 1
+    with pytest.raises(ValueError, match="timestamps must be an ISO-8601"):
+        store.add(["x"], "memory", record_ids="m2", timestamps="")  # not a time (docs/store.md)
     # Oracle hands '' back as NULL; the flags restore it.
     row = (1, "m1", "memory", None, 1, None, None, None, None, None, None, 1, None, _dt(), None)
     conn.script(r"FROM S1_MEMORIES r WHERE r.id = :id", [row])
     rec = store.get("memory", "m1")
-    assert rec is not None and rec.content == "" and rec.timestamp == ""
+    assert rec is not None and rec.content == ""
 
 
 def _dt() -> Any:

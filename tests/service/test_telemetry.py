@@ -17,6 +17,7 @@ from _fake_openai import fake_openai
 
 from oam_core import telemetry
 from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.store.identity import PROBE_TEXT
 from oam_core.store.sqlite import SQLiteMemoryStore
 
 TRACED = textwrap.dedent(
@@ -101,10 +102,11 @@ def test_spans_around_store_embedder_and_llm_calls(
     [batches] = by_name["oam.store.add_batches"]
     assert batches["parent"] == add["id"] and batches["attributes"]["oam.records"] == 2
     write_embed = next(e for e in embeds if e["parent"] == batches["id"])
-    assert write_embed["attributes"]["oam.embed.texts"] == 2
+    # The store's first write also embeds the identity probe (docs/store.md#embedder-identity).
+    assert write_embed["attributes"]["oam.embed.texts"] == 3
     assert write_embed["attributes"]["oam.embed.chars"] == len("a cat on a mat") + len(
         "a dog in fog"
-    )
+    ) + len(PROBE_TEXT)
     assert write_embed["attributes"]["oam.embed.is_query"] is False
     assert write_embed["attributes"]["oam.embedder"] == "HashingEmbedder"
 
@@ -136,7 +138,8 @@ def test_without_an_sdk_every_helper_is_a_no_op(tmp_path: Path) -> None:
         assert store.search("cat", 1)[0][0].content == "a cat"
     finally:
         store.close()
-    assert logging.getLogger("oam").handlers == []
+    handlers = logging.getLogger("oam").handlers
+    assert [type(h) for h in handlers] == [logging.NullHandler]
 
 
 def test_works_without_opentelemetry_installed(tmp_path: Path) -> None:
@@ -160,4 +163,5 @@ def test_works_without_opentelemetry_installed(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "False a cat []"
+    # The library logger carries only the NullHandler of a well-behaved library.
+    assert result.stdout.strip() == "False a cat [<NullHandler (NOTSET)>]"

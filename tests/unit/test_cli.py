@@ -39,20 +39,29 @@ MESSAGES = [
 
 
 @pytest.fixture
-def runner() -> CliRunner:
-    return CliRunner()
-
-
-@pytest.fixture
-def chat(tmp_path: Path) -> Path:
-    path = tmp_path / "chat.jsonl"
-    path.write_text("".join(json.dumps(m) + "\n" for m in MESSAGES), encoding="utf-8")
-    return path
-
-
-@pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "oam.db"
+
+
+def _locomo_file(tmp_path: Path, sessions: int = 2, samples: tuple[str, ...] = ("conv-x",)) -> Path:
+    """A LoCoMo-shaped file: each sample has ``sessions`` one-turn sessions."""
+    data = []
+    for sample_id in samples:
+        conversation: dict[str, Any] = {"speaker_a": "Ana", "speaker_b": "Ben"}
+        for n in range(1, sessions + 1):
+            conversation[f"session_{n}_date_time"] = f"1:56 pm on {n} May, 2023"
+            speaker = "Ana" if n % 2 else "Ben"
+            conversation[f"session_{n}"] = [
+                {
+                    "speaker": speaker,
+                    "dia_id": f"D{n}:1",
+                    "text": f"{speaker} talks about pottery {n}.",
+                }
+            ]
+        data.append({"sample_id": sample_id, "conversation": conversation})
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
 
 
 def invoke(runner: CliRunner, *args: str | Path) -> Result:
@@ -86,13 +95,15 @@ def test_help_lists_every_command(runner: CliRunner) -> None:
 def test_ingest_reports_counts(runner: CliRunner, chat: Path, db: Path) -> None:
     result = invoke(runner, "ingest", chat, "--db", db, "--embedder", "hashing")
     assert result.exit_code == 0, result.output
-    assert "Ingested 4 messages into 1 thread(s)" in result.stdout
+    assert "Ingested 4 messages into 1 thread in" in result.stdout
     assert db.exists()
 
 
 def test_ingest_twice_needs_replace(runner: CliRunner, chat: Path, ingested: Path) -> None:
     again = invoke(runner, "ingest", chat, "--db", ingested, "--embedder", "hashing")
-    assert_clean_failure(again, 1, "already in the database: chat; use --replace")
+    assert_clean_failure(
+        again, 1, "already in the database: chat; use --resume to skip them or --replace"
+    )
     replaced = invoke(
         runner, "ingest", chat, "--db", ingested, "--embedder", "hashing", "--replace"
     )
@@ -188,7 +199,15 @@ def test_missing_file(runner: CliRunner, tmp_path: Path, db: Path) -> None:
         ("bad.jsonl", '{"role": "user", "content": "hi"}\n{"role": \n', "line 2: invalid JSON"),
         ("bad.json", '[{"role": "user", "content": ', "invalid JSON at line 1"),
         ("shape.json", '{"hello": "world"}', "neither a message"),
-        ("role.jsonl", '{"content": "no role"}', "'role' must be a non-empty string"),
+        ("role.jsonl", '{"content": "no role"}', "line 1: 'role' is missing"),
+        ("bot.jsonl", '{"role": "bot", "content": "x"}', "line 1: 'role' must be one of user"),
+        (
+            "when.jsonl",
+            '{"role": "user", "content": "a"}\n{"role": "user", "content": "b", '
+            '"timestamp": "yesterday"}',
+            "line 2: 'timestamp' is not an ISO-8601 date or date-time",
+        ),
+        ("null.jsonl", '{"role": "user", "content": null}', "'content' must be a string, got a"),
     ],
 )
 def test_bad_files_fail_cleanly(
@@ -243,7 +262,7 @@ def test_ingest_locomo_file(runner: CliRunner, tmp_path: Path, db: Path) -> None
     path.write_text(json.dumps([sample]), encoding="utf-8")
     result = invoke(runner, "ingest", path, "--db", db, "--embedder", "hashing")
     assert result.exit_code == 0, result.output
-    assert "Ingested 2 messages into 2 thread(s)" in result.stdout
+    assert "Ingested 2 messages into 2 threads in" in result.stdout
     listed = invoke(runner, "threads", "--db", db)
     assert "conv-x-s1" in listed.stdout and "conv-x-s2" in listed.stdout
     found = invoke(
@@ -262,7 +281,7 @@ def test_ingest_locomo_file(runner: CliRunner, tmp_path: Path, db: Path) -> None
     )
     [row] = [json.loads(line) for line in found.stdout.splitlines()]
     assert row["metadata"] == {"dia_id": "D1:1", "$message": {"name": "Ana"}}
-    assert row["timestamp"] == "2023-05-08T13:56:00"
+    assert row["timestamp"] == "2023-05-08T13:56:00+00:00"
 
 
 def test_demo_end_to_end(runner: CliRunner, db: Path) -> None:
@@ -292,29 +311,57 @@ def test_failed_ingest_leaves_no_thread(runner: CliRunner, tmp_path: Path, db: P
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     again = invoke(runner, "ingest", path, "--db", db, "--embedder", "hashing")
     assert again.exit_code == 0, again.output
-    assert "Ingested 80 messages into 1 thread(s)" in again.stdout
+    assert "Ingested 80 messages into 1 thread in" in again.stdout
 
 
-def test_write_failure_midway_deletes_the_thread(
-    runner: CliRunner, chat: Path, db: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_failed_thread_is_not_written_and_resume_continues(
+    runner: CliRunner, tmp_path: Path, db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from oam_core.memory.thread import OracleThread
+    """Each thread is one transaction: a failure keeps the threads before it, leaves
+    nothing of the failed one, and --resume continues (issue 15 items 5 and 7)."""
+    from oam_core.store.base import OracleMemoryStore
 
-    real = OracleThread.add_messages
-    calls: list[int] = []
+    path = _locomo_file(tmp_path, sessions=3)
+    real = OracleMemoryStore.write_thread
+    calls: list[str] = []
 
-    def flaky(self: OracleThread, messages: Any, **kwargs: Any) -> list[str]:
-        calls.append(len(messages))
-        if len(calls) == 2:
+    def flaky(self: OracleMemoryStore, thread_id: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(thread_id)
+        if thread_id == "conv-x-s2":
             raise RuntimeError("disk on fire")
-        return real(self, messages, **kwargs)
+        return real(self, thread_id, *args, **kwargs)
 
-    monkeypatch.setattr("oam_core.cli._BATCH", 2)
-    monkeypatch.setattr(OracleThread, "add_messages", flaky)
-    result = invoke(runner, "ingest", chat, "--db", db, "--embedder", "hashing")
-    assert_clean_failure(result, 1, f"{chat}: line 3 to {chat}: line 4: disk on fire")
+    monkeypatch.setattr(OracleMemoryStore, "write_thread", flaky)
+    result = invoke(runner, "ingest", path, "--db", db, "--embedder", "hashing")
+    assert_clean_failure(
+        result, 1, "thread 'conv-x-s2' was not written: disk on fire; the 1 thread before"
+    )
     listed = invoke(runner, "threads", "--db", db)
-    assert listed.stdout.strip() == f"No threads in {db}."
+    assert "conv-x-s1" in listed.stdout and "conv-x-s2" not in listed.stdout
+    monkeypatch.setattr(OracleMemoryStore, "write_thread", real)
+    again = invoke(runner, "ingest", path, "--db", db, "--embedder", "hashing")
+    assert_clean_failure(again, 1, "use --resume to skip them")
+    resumed = invoke(runner, "ingest", path, "--db", db, "--embedder", "hashing", "--resume")
+    assert resumed.exit_code == 0, resumed.output
+    assert "Ingested 2 messages into 2 threads" in resumed.stdout
+    assert "Skipped 1 thread already in the database (--resume)." in resumed.stdout
+
+
+def test_a_replace_that_fails_keeps_the_old_thread(
+    runner: CliRunner, chat: Path, ingested: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oam_core.store.base import OracleMemoryStore
+
+    def fail(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(OracleMemoryStore, "_insert_planned", fail)
+    chat.write_text(json.dumps({"role": "user", "content": "new text"}) + "\n", encoding="utf-8")
+    result = invoke(runner, "ingest", chat, "--db", ingested, "--embedder", "hashing", "--replace")
+    assert_clean_failure(result, 1, "thread 'chat' was not written: disk on fire")
+    listed = invoke(runner, "threads", "--db", ingested)
+    row = next(line for line in listed.stdout.splitlines() if line.startswith("chat"))
+    assert " 4 " in row  # the old thread, whole
 
 
 def test_unexpected_errors_are_one_line(
@@ -323,7 +370,7 @@ def test_unexpected_errors_are_one_line(
     def boom(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("oam_core.cli.SQLiteMemoryStore.search", boom)
+    monkeypatch.setattr("oam_core.store.sqlite.SQLiteMemoryStore.search", boom)
     result = invoke(runner, "search", "dog", "--db", ingested, "--embedder", "hashing")
     assert_clean_failure(result, 1, "RuntimeError: boom")
     debug = runner.invoke(
@@ -346,9 +393,10 @@ def test_version(runner: CliRunner) -> None:
     assert result.stdout.startswith("oam 0.")
 
 
-def test_dimension_mismatch_hints_at_embedder(runner: CliRunner, ingested: Path) -> None:
+def test_dimension_mismatch_names_the_recorded_embedder(runner: CliRunner, ingested: Path) -> None:
     result = invoke(runner, "search", "dog", "--db", ingested, "--embedder", "hashing/32")
-    assert_clean_failure(result, 1, "pass the --embedder the database was ingested with")
+    assert_clean_failure(result, 1, "holds vectors of embedder 'hashing/64' (64 dimensions)")
+    assert "--embedder hashing/64" in result.stderr
 
 
 def test_demo_reingests_an_incomplete_thread(runner: CliRunner, db: Path) -> None:

@@ -31,9 +31,7 @@ def test_own_row_carries_day_and_speaker_context_row_does_not_repeat_the_day() -
 
 def test_without_timestamp_or_name_the_text_is_plain() -> None:
     previous = msg("hello")
-    rows = message_index_texts(
-        [msg("hi"), msg("  "), msg("x", timestamp="not a date")], previous, 896
-    )
+    rows = message_index_texts([msg("hi"), msg("  "), msg("x")], previous, 896)
     # A blank message has no rows and no context for the next one.
     assert rows == [["hi", "hello\nhi"], [], ["x"]]
 

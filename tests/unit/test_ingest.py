@@ -65,7 +65,7 @@ def test_jsonl_is_one_conversation_named_after_the_file(tmp_path: Path) -> None:
             {
                 "role": "user",
                 "content": "My dog is called Biscuit.",
-                "timestamp": "2025-01-02T09:00:00",
+                "timestamp": "2025-01-02T09:00:00+00:00",
             },
             {"role": "assistant", "content": "Lovely name!", "metadata": {"turn": 2}},
             {"role": "user", "content": ""},
@@ -87,7 +87,7 @@ def test_jsonl_without_suffix_is_detected(tmp_path: Path) -> None:
 def test_single_line_without_suffix_is_one_message(tmp_path: Path) -> None:
     path = _write(tmp_path / "one.json", json.dumps(MESSAGES[0]))
     [conversation] = load_conversations(path)
-    assert conversation.messages == [MESSAGES[0]]
+    assert conversation.messages == [{**MESSAGES[0], "timestamp": "2025-01-02T09:00:00+00:00"}]
 
 
 def test_json_list_of_messages(tmp_path: Path) -> None:
@@ -124,16 +124,16 @@ def test_locomo_list_one_thread_per_non_empty_session(tmp_path: Path) -> None:
             "role": "user",
             "content": "Hi Ben!",
             "metadata": {"dia_id": "D1:1", "$message": {"name": "Ana"}},
-            "timestamp": "2023-05-08T13:56:00",
+            "timestamp": "2023-05-08T13:56:00+00:00",
         },
         {
             "role": "assistant",
             "content": "Look at my garden. [a photo of tomatoes]",
             "metadata": {"dia_id": "D1:2", "$message": {"name": "Ben"}},
-            "timestamp": "2023-05-08T13:56:00",
+            "timestamp": "2023-05-08T13:56:00+00:00",
         },
     ]
-    assert conversations[1].messages[0]["timestamp"] == "2023-08-09T10:29:00"
+    assert conversations[1].messages[0]["timestamp"] == "2023-08-09T10:29:00+00:00"
     assert conversations[1].messages[0]["role"] == "assistant"
 
 
@@ -159,8 +159,8 @@ def test_locomo_single_sample_and_user_override(tmp_path: Path) -> None:
         ("scalar.json", "42", "got a JSON number"),
         ("empty.json", "[]", "the JSON list is empty"),
         ("obj.json", '{"hello": 1}', "neither a message"),
-        ("noc.jsonl", '{"role": "user"}', "line 1: 'content' must be a string"),
-        ("norole.json", '[{"content": "x"}]', "[0]: 'role' must be a non-empty string"),
+        ("noc.jsonl", '{"role": "user"}', "line 1: 'content' is missing"),
+        ("norole.json", '[{"content": "x"}]', "[0]: 'role' is missing"),
         (
             "extra.jsonl",
             '{"role": "user", "content": "x", "foo": 1}',
@@ -174,7 +174,7 @@ def test_locomo_single_sample_and_user_override(tmp_path: Path) -> None:
         (
             "ts.jsonl",
             '{"role": "user", "content": "x", "timestamp": 17}',
-            "'timestamp' must be a string",
+            "'timestamp' must be an ISO-8601 string",
         ),
         ("list.json", '[{"role": "user", "content": "x"}, 5]', "[1]: expected a message"),
         ("blank.jsonl", "\n\n[1, 2]\n", "line 3: expected a message object"),
@@ -261,7 +261,7 @@ def test_real_locomo_dev_file() -> None:
     assert sum(len(c.messages) for c in conversations) == 4124
     first = conversations[0]
     assert first.thread_id == "conv-26-s1"
-    assert first.messages[0]["timestamp"] == "2023-05-08T13:56:00"
+    assert first.messages[0]["timestamp"] == "2023-05-08T13:56:00+00:00"
     assert first.messages[0]["metadata"] == {"dia_id": "D1:1", "$message": {"name": "Caroline"}}
     assert first.messages[0]["role"] == "user"
     assert first.messages[1]["role"] == "assistant"
@@ -330,3 +330,66 @@ def test_deeply_nested_json_is_an_ingest_error(tmp_path: Path) -> None:
     )
     with pytest.raises(IngestError, match=r"deep\.jsonl: line 2: "):
         load_conversations(lines)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ('{"role": "bot", "content": "x"}', "line 1: 'role' must be one of user, assistant"),
+        ('{"role": null, "content": "x"}', "'role' must be one of user, assistant, system, tool"),
+        (
+            '{"role": "user", "content": null}',
+            "line 1: 'content' must be a string, got a JSON null",
+        ),
+        ('{"role": "user"}', "line 1: 'content' is missing"),
+        (
+            '{"role": "user", "content": "x", "timestamp": "yesterday"}',
+            "line 1: 'timestamp' is not an ISO-8601 date or date-time (e.g. 2026-03-01T09:30:00Z): "
+            "'yesterday'",
+        ),
+        ('{"role": "user", "content": "x", "name": ""}', "line 1: 'name' must be a non-empty"),
+    ],
+)
+def test_fields_are_checked_with_their_line(tmp_path: Path, line: str, expected: str) -> None:
+    """Issue 15 item 6: roles, timestamps and missing fields are checked at the edge."""
+    path = _write(tmp_path / "c.jsonl", '{"role": "user", "content": "ok"}\n' + line + "\n")
+    with pytest.raises(IngestError) as caught:
+        load_conversations(path)
+    assert expected.replace("line 1", "line 2") in str(caught.value)
+
+
+def test_timestamps_are_normalized_and_names_kept(tmp_path: Path) -> None:
+    lines = [
+        {
+            "role": "user",
+            "name": "Caroline",
+            "content": "hi",
+            "timestamp": "2026-03-01T11:30+02:00",
+        },
+        {"role": "user", "name": "Mel", "content": "yo", "metadata": {"$message": {"x": 1}}},
+    ]
+    path = _write(tmp_path / "group.jsonl", "\n".join(json.dumps(m) for m in lines))
+    [conversation] = load_conversations(path)
+    assert conversation.messages == [
+        {
+            "role": "user",
+            "content": "hi",
+            "timestamp": "2026-03-01T09:30:00+00:00",
+            "metadata": {"$message": {"name": "Caroline"}},
+        },
+        {"role": "user", "content": "yo", "metadata": {"$message": {"x": 1, "name": "Mel"}}},
+    ]
+
+
+def test_samples_pick_locomo_conversations(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "lm.json", json.dumps([_locomo_sample("conv-1"), _locomo_sample("conv-2")])
+    )
+    picked = load_conversations(path, samples=["conv-2"])
+    assert {c.sample_id for c in picked} == {"conv-2"}
+    assert [c.thread_id for c in picked] == ["conv-2-s1", "conv-2-s2", "conv-2-s10"]
+    with pytest.raises(IngestError, match="no sample 'conv-9'; the file holds conv-1, conv-2"):
+        load_conversations(path, samples=["conv-9"])
+    chat = _write(tmp_path / "c.jsonl", json.dumps(MESSAGES[0]))
+    with pytest.raises(IngestError, match="applies to LoCoMo files"):
+        load_conversations(chat, samples=["conv-1"])

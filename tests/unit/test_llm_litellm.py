@@ -411,12 +411,19 @@ class TestRetries:
         ],
     )
     def test_permanent_errors_are_not_retried(self, fake: FakeLiteLLM, error: Exception) -> None:
+        # A missing key becomes a MissingApiKeyError saying what to set (docs/llms.md).
+        expected = (
+            _litellm.MissingApiKeyError
+            if _litellm.missing_key_error(error, "openai/x", fake) is not None
+            else type(error)
+        )
         fake.failures = [error]
         llm = LiteLLMLlm("openai/x", max_retries=3)
-        with pytest.raises(type(error)):
+        with pytest.raises(expected) as raised:
             llm.generate("hi")
+        assert raised.value is error or raised.value.__cause__ is error
         fake.failures = [error]
-        with pytest.raises(type(error)):
+        with pytest.raises(expected):
             asyncio.run(llm.generate_async("hi"))
         assert len(fake.calls) == 1
         assert len(fake.async_calls) == 1
@@ -614,7 +621,10 @@ class TestRealLiteLLMErrors:
         error = make(litellm, self._args())
         calls, result = self._run(monkeypatch, litellm, [error])
         assert calls == 1
-        assert result is error
+        if isinstance(result, _litellm.MissingApiKeyError):
+            assert result.__cause__ is error and "set OPENAI_API_KEY" in str(result)
+        else:
+            assert result is error
         assert sleeps == []
 
 

@@ -229,6 +229,11 @@ class OracleBackend(Backend):
     ) -> builtins.list[ThreadRow]:
         return [_thread_row(r) for r in self._all(sql.list_threads(self.n, user_id, agent_id))]
 
+    def unembedded(self, limit: int | None) -> builtins.list[tuple[str, str]]:
+        if not self.local_vectors:
+            return []
+        return [(str(f), str(i)) for f, i in self._all(sql.unembedded(self.n, limit))]
+
     def load(self, keys: Sequence[Hashable]) -> dict[Hashable, Record]:
         by_family: dict[str, list[int]] = {}
         for key in keys:
@@ -549,3 +554,7 @@ class OracleTx(Tx):
         stmts = sql.purge(self.n, sql.naive_utc(now))
         run(self.c, stmts[0])
         return sum(int(run(self.c, s).rowcount or 0) for s in stmts[1:])
+
+    def write_meta(self, values: dict[str, str]) -> None:
+        rows = [{"meta_key": k, "meta_value": v} for k, v in sorted(values.items())]
+        run(self.c, sql.upsert_meta(self.n, rows))

@@ -90,6 +90,11 @@ class OracleDBEmbedder(IEmbedder):
             self._dim = int(self._embed_one("dimension probe").shape[0])
         return self._dim
 
+    @property
+    def embedder_id(self) -> str:
+        """``"oracledb/<MODEL>"``, the in-database model (docs/store.md#embedder-identity)."""
+        return f"oracledb/{self.model}"
+
     def _embed_one(self, text: str) -> npt.NDArray[np.float32]:
         with self.session.connection() as conn:
             row = fetchone(conn, embed_statement(self.model, text))

@@ -56,6 +56,7 @@ def open_oracle(connection: Any, embedder: Any, options: Mapping[str, Any]) -> O
         "search_strategy",
         "memory_retention_config",
         "search_index_sync",
+        "allow_embedder_change",
     ):
         value = options.get(name, NOT_SET)
         if value is not NOT_SET:

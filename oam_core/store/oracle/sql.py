@@ -334,6 +334,26 @@ def upsert_meta(n: Names, rows: Sequence[dict[str, str]]) -> Stmt:
     )
 
 
+def unembedded(n: Names, limit: int | None) -> Stmt:
+    """``(family, id)`` of records with a search row that has text but no vector
+    (written without an embedder), up to ``limit`` (None: all)."""
+    tables = (
+        (n.messages, "c.record_family = 'message'"),
+        (n.memories, "c.record_family = 'memory'"),
+        (n.profiles, "c.record_family IN ('user_profile', 'agent_profile')"),
+    )
+    union = "\nUNION\n".join(
+        f"SELECT c.record_family AS family, r.id AS id, r.pk AS pk FROM {n.chunks} c "
+        f"JOIN {table} r ON r.pk = c.record_pk WHERE {family} "
+        "AND c.embedding IS NULL AND c.chunk_text IS NOT NULL"
+        for table, family in tables
+    )
+    text = f"SELECT family, id FROM (\n{union}\n) ORDER BY family, pk"
+    if limit is None:
+        return Stmt(text)
+    return Stmt(text + " FETCH FIRST :lim ROWS ONLY", {"lim": limit})
+
+
 # -- reads --------------------------------------------------------------------------
 
 

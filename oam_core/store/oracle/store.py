@@ -17,6 +17,7 @@ from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.embedder import IEmbedder
 from oam_core.store.backend import Backend, Predicate
 from oam_core.store.base import OracleMemoryStore
+from oam_core.store.identity import META_KEY as IDENTITY_META_KEY
 from oam_core.store.options import (
     MemoryRetentionConfig,
     SchemaPolicy,
@@ -79,6 +80,8 @@ class OracleDBMemoryStore(OracleMemoryStore):
         memory_retention_config: TTL defaults and cap, stored in the schema metadata;
             omitted = the stored config.
         clock: Zero-argument callable returning an aware datetime (default UTC now).
+        allow_embedder_change: [oam] See ``OracleMemoryStore``
+            (docs/store.md#embedder-identity).
 
     Raises:
         ValueError: for both ``table_name_prefix`` and ``memory_store_id``, a bad id,
@@ -100,6 +103,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         memory_retention_config: MemoryRetentionConfig | None = None,
         *,
         clock: Clock | None = None,
+        allow_embedder_change: bool = False,
     ) -> None:
         strategy = SearchStrategy.parse(search_strategy)
         sync = parse_sync(search_index_sync)
@@ -129,6 +133,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
             search_strategy=strategy,
             memory_retention_config=memory_retention_config,
             clock=clock,
+            allow_embedder_change=allow_embedder_change,
         )
         self.embedder = embedder
         self.search_index_sync = sync
@@ -183,6 +188,9 @@ class OracleDBMemoryStore(OracleMemoryStore):
     def _open_schema(self, policy: SchemaPolicy, wanted: schema.Wanted) -> schema.Plan:
         state = self._read_state()
         plan = schema.plan_schema(policy, self.names, state, wanted)
+        if plan.local_vectors:
+            where = f"the Oracle store (prefix {self.names.prefix!r})"
+            self._adopt_embedder_identity(state.meta.get(IDENTITY_META_KEY), where)
         with self.session.connection() as conn:
             for step in plan.steps:
                 if step == schema.VECTOR_INDEX:

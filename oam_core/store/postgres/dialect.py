@@ -43,7 +43,7 @@ from oam_core.store.backend import Backend, Predicate, StoredRow, Tx
 from oam_core.store.planning import ChunkPlan, RowPlan, Vector
 from oam_core.store.postgres.filter import PgFilterCompiler
 from oam_core.store.postgres.fulltext import K1, B, index_input, query_words, tsquery_literal
-from oam_core.store.postgres.schema import lock_key
+from oam_core.store.postgres.schema import lock_key, write_meta
 from oam_core.store.ranking import RRF_K
 from oam_core.store.rows import (
     RECORD_COLUMNS,
@@ -305,6 +305,16 @@ class PgBackend(Backend):
             ).fetchall()
         return {r[0]: self.record(r) for r in rows}
 
+    def unembedded(self, limit: int | None) -> builtins.list[tuple[str, str]]:
+        with self.reading() as conn:
+            rows = conn.execute(
+                f"SELECT family, id FROM {self.p}records WHERE pk IN (SELECT record_pk FROM "
+                f"{self.p}chunks WHERE embedding IS NULL AND text IS NOT NULL AND text <> '') "
+                "ORDER BY pk LIMIT %s",
+                (limit,),
+            ).fetchall()
+        return [(str(f), str(i)) for f, i in rows]
+
     # -- VECTOR ------------------------------------------------------------------
 
     def _table_size(self, conn: Conn) -> float:
@@ -470,7 +480,8 @@ class PgBackend(Backend):
         lexemes = [lx for lx, _ in terms]
         idf = []
         for _, df in terms:
-            value = float(np.log((total - df + 0.5) / (df + 0.5)))
+            # A concurrent writer can make df exceed the total counted just before.
+            value = float(np.log(max(total - df + 0.5, 0.5) / (df + 0.5)))
             idf.append(value if value > 0 else 1e-6)
         join, where, params = self._candidates(pred)
         query = f"""
@@ -828,3 +839,6 @@ class PgTx(Tx):
             f"DELETE FROM {self.p}records WHERE expires_at IS NOT NULL AND expires_at <= %s",
             (now.timestamp(),),
         ).rowcount
+
+    def write_meta(self, values: dict[str, str]) -> None:
+        write_meta(self.c, self.p, values)

@@ -24,6 +24,7 @@ from oam_core.apis.embedder import IEmbedder
 from oam_core.rerankers import IReranker
 from oam_core.store.backend import Backend
 from oam_core.store.base import OracleMemoryStore
+from oam_core.store.identity import META_KEY as IDENTITY_META_KEY
 from oam_core.store.options import MemoryRetentionConfig, SchemaPolicy, SearchStrategy
 from oam_core.store.postgres.dialect import PgBackend
 from oam_core.store.postgres.schema import (
@@ -123,9 +124,10 @@ class PostgresMemoryStore(OracleMemoryStore):
         embedder: See ``OracleMemoryStore``.
         vector_dim: See ``OracleMemoryStore``; must equal the stored dimension.
         search_strategy: ``SearchStrategy`` or its name; None = the stored strategy
-            (VECTOR for a new store). Another strategy than the stored one is used
-            and recorded: the store keeps the vector and the full-text index that
-            every strategy needs (docs/postgres.md).
+            (HYBRID for a new store, as for the embedded store:
+            docs/store.md#search-strategies). Another strategy than the stored one
+            is used and recorded: the store keeps the vector and the full-text index
+            that every strategy needs (docs/postgres.md).
         memory_retention_config: TTL defaults, persisted; None = the stored config.
         memory_store_id: Prefix of every table, index and text-search object, so
             several stores share one database (letter first, letters/digits/
@@ -135,11 +137,12 @@ class PostgresMemoryStore(OracleMemoryStore):
         clock: Zero-argument callable returning an aware datetime (default UTC now).
         reranker: An ``IReranker`` re-scoring the best results of text queries, or
             None (docs/retrieval.md).
+        allow_embedder_change: See ``OracleMemoryStore``.
 
     Raises:
         ValueError: for a bad argument, an unreachable server, a missing store under
             REQUIRE_EXISTING, an outdated or newer schema version, or an existing
-            store with another vector dimension. Nothing is
+            store with another vector dimension or embedder. Nothing is
             written then (the pool the store opened is closed again).
     """
 
@@ -155,16 +158,18 @@ class PostgresMemoryStore(OracleMemoryStore):
         schema_policy: SchemaPolicy | str = SchemaPolicy.REQUIRE_EXISTING,
         clock: Clock | None = None,
         reranker: IReranker | None = None,
+        allow_embedder_change: bool = False,
     ) -> None:
         super().__init__(
             embedder=embedder,
             vector_dim=vector_dim,
             search_strategy=search_strategy
             if search_strategy is not None
-            else SearchStrategy.VECTOR,
+            else SearchStrategy.HYBRID,
             memory_retention_config=memory_retention_config,
             clock=clock,
             reranker=reranker,
+            allow_embedder_change=allow_embedder_change,
         )
         policy = SchemaPolicy.parse(schema_policy)
         prefix = table_prefix(memory_store_id)
@@ -225,6 +230,7 @@ class PostgresMemoryStore(OracleMemoryStore):
                 set_dimension(conn, p, self.vector_dim)
 
     def _check_config(self, meta: dict[str, str], strategy_given: bool) -> None:
+        self._adopt_embedder_identity(meta.get(IDENTITY_META_KEY), self._where)
         stored_dim = meta.get("vector_dim")
         if stored_dim is not None:
             if self.vector_dim is not None and int(stored_dim) != self.vector_dim:
@@ -288,6 +294,8 @@ def open_postgres(
         kwargs["search_strategy"] = SearchStrategy.parse(options["search_strategy"])
     if options["memory_retention_config"] is not NOT_SET:
         kwargs["memory_retention_config"] = options["memory_retention_config"]
+    if options.get("allow_embedder_change", NOT_SET) is not NOT_SET:
+        kwargs["allow_embedder_change"] = options["allow_embedder_change"]
     if embedder is not NOT_SET:
         kwargs["embedder"] = resolve_store_embedder(embedder)
     if isinstance(connection, os.PathLike):

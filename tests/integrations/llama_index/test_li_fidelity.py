@@ -136,7 +136,13 @@ def test_hybrid_mode_on_a_hybrid_store_and_a_named_error_elsewhere(
     index = _index(OAMVectorStore(hybrid))
     hits = _hits(index, "stock market", similarity_top_k=2, vector_store_query_mode="hybrid")
     assert {t for t, _ in hits} == {TEXTS[3], TEXTS[4]}
-    vector_only = _index(OAMVectorStore(store))
+    vector_only = _index(
+        OAMVectorStore(
+            SQLiteMemoryStore(
+                tmp_path / "v.db", embedder=HashingEmbedder(64), search_strategy="VECTOR"
+            )
+        )
+    )
     with pytest.raises(
         ValueError, match=r"'hybrid' needs a store opened with search_strategy=HYBRID"
     ):

@@ -1,0 +1,147 @@
+"""Write loaded conversations into a store: one thread per conversation, each in one
+transaction (``store.write_thread``), with the search rows a thread would give its
+messages (speaker names, context rows: ``memory/indexing.py``). ``oam ingest`` and
+``oam demo`` use it (docs/cli.md#input-files).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Literal
+
+from oam_core.apis.batch import PendingRecordBatch
+from oam_core.apis.records import MESSAGE
+from oam_core.apis.thread import to_message
+from oam_core.ingest import Conversation, IngestError
+from oam_core.memory.indexing import message_index_texts
+from oam_core.store.base import OracleMemoryStore
+from oam_core.store.planning import dump_metadata
+
+__all__ = ["WriteMode", "plural", "write_conversations"]
+
+WriteMode = Literal["new", "replace", "resume"]
+"""What happens to a thread that is in the store already (see ``write_conversations``)."""
+
+
+def plural(n: int, word: str) -> str:
+    """``"1 message"``, ``"2 messages"``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _where(conversation: Conversation, index: int, source: Path | None) -> str:
+    if index < len(conversation.locations):
+        return conversation.locations[index]
+    prefix = f"{source}: " if source is not None else ""
+    return f"{prefix}thread {conversation.thread_id!r} message [{index}]"
+
+
+def _validate(conversations: Sequence[Conversation], source: Path | None) -> None:
+    """Check every message the way the store will, before anything is written."""
+    for conversation in conversations:
+        for index, message in enumerate(conversation.messages):
+            try:
+                checked = to_message(message)
+                dump_metadata(checked.metadata)
+                for text in (checked.role, checked.content, checked.timestamp, checked.id):
+                    if text is not None:
+                        text.encode("utf-8")
+            except (ValueError, TypeError) as exc:
+                raise IngestError(f"{_where(conversation, index, source)}: {exc}") from None
+
+
+def _message_batch(store: OracleMemoryStore, conversation: Conversation) -> PendingRecordBatch:
+    """The conversation's messages as the thread would write them (same search rows:
+    speaker names and context rows, ``memory/indexing.py``)."""
+    messages = [to_message(m) for m in conversation.messages]
+    return PendingRecordBatch(
+        texts=[m.content for m in messages],
+        record_type=MESSAGE,
+        index_texts=message_index_texts(messages, None, store.chunk_chars),
+        record_ids=[m.id or str(uuid.uuid4()) for m in messages],
+        thread_ids=conversation.thread_id,
+        user_ids=conversation.user_id,
+        agent_ids=conversation.agent_id,
+        roles=[m.role for m in messages],
+        timestamps=[m.timestamp for m in messages],
+        metadata=[m.metadata for m in messages],
+    )
+
+
+def write_conversations(
+    store: OracleMemoryStore,
+    conversations: Sequence[Conversation],
+    *,
+    mode: WriteMode = "new",
+    source: Path | None = None,
+    on_progress: Callable[[str, int], None] | None = None,
+) -> tuple[int, int]:
+    """Write each conversation as one thread, each in one transaction.
+
+    Args:
+        store: Where to write.
+        conversations: From ``load_conversations``, with their user and agent ids.
+        mode: ``"new"`` (an existing thread is an error), ``"replace"`` (replaced,
+            old and new in one transaction) or ``"resume"`` (threads already stored
+            whole are skipped).
+        source: The file, named in error messages.
+        on_progress: Called with ``(thread id, message count)`` after each thread
+            (written or skipped).
+
+    Returns:
+        ``(messages written, threads skipped)``.
+
+    Raises:
+        IngestError: for an invalid message (nothing is written), a thread that exists
+            (``new``) or exists with other messages (``resume``), or a failed write
+            (the threads before it are stored; ``resume`` continues).
+    """
+    _validate(conversations, source)
+    existing = {row.thread_id for row in store.list_thread_rows()}
+    clashes = [c for c in conversations if c.thread_id in existing]
+    if clashes and mode == "new":
+        ids = [c.thread_id for c in clashes]
+        shown = ", ".join(ids[:3]) + (" ..." if len(ids) > 3 else "")
+        raise IngestError(
+            f"thread(s) already in the database: {shown}; use --resume to skip them or "
+            "--replace to overwrite them"
+        )
+    if mode == "resume":
+        for conversation in clashes:
+            stored = store.count_thread_messages(conversation.thread_id)
+            if stored != len(conversation.messages):
+                raise IngestError(
+                    f"thread {conversation.thread_id!r} is in the database with "
+                    f"{plural(stored, 'message')}, the file has "
+                    f"{len(conversation.messages)}; use --replace to overwrite it"
+                )
+    written = skipped = 0
+    for done, conversation in enumerate(conversations):
+        count = len(conversation.messages)
+        if mode == "resume" and conversation.thread_id in existing:
+            skipped += 1
+        else:
+            try:
+                store.write_thread(
+                    conversation.thread_id,
+                    [_message_batch(store, conversation)],
+                    user_id=conversation.user_id,
+                    agent_id=conversation.agent_id,
+                    replace=mode == "replace",
+                )
+            except Exception as exc:
+                before = (
+                    ""
+                    if done == 0
+                    else f"; the {plural(done, 'thread')} before it are stored (--resume continues)"
+                )
+                where = f"{source}: " if source is not None else ""
+                raise IngestError(
+                    f"{where}thread {conversation.thread_id!r} was not written: "
+                    f"{exc or type(exc).__name__}{before}"
+                ) from exc
+            written += count
+        if on_progress is not None:
+            on_progress(conversation.thread_id, count)
+    return written, skipped

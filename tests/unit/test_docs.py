@@ -1,0 +1,232 @@
+"""Every docs page's examples run as tests (STYLE §9).
+
+* ``>>>`` blocks are doctests: pytest collects ``docs/*.md`` (``--doctest-glob``).
+* Other ``python`` blocks of a page run here, in order, in one namespace, in a fresh
+  directory. A page whose examples need a service gets a stand-in: ``postgres.md`` a
+  real PostgreSQL from ``pgserver`` (its URL replaces the documented one),
+  ``oracle.md`` the recording fake connection of ``tests/oracle``, ``llms.md`` and
+  ``memory-pipeline.md`` a local stand-in for the hosted model.
+* ``cli.md``: the first ``jsonl`` block is written to ``chat.jsonl`` and every line
+  of its ``bash`` blocks that starts with ``oam`` runs through the CLI, in order.
+* Every page has at least one example that one of these runs.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_readme import README_MODEL, _FakeHostedLlm
+from typer.testing import CliRunner
+
+import oam_core.llms
+from oam_core.apis.llm import ILlm
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+PAGES = sorted(p.name for p in DOCS.glob("*.md"))
+DOC_PG_URL = "postgresql://app:secret@localhost:5432/agents"
+"""The PostgreSQL URL the docs show; the test puts a real server's URL in its place."""
+_BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.S)
+_NOT_HERE: dict[str, str] = {}
+"""Pages whose plain blocks are run elsewhere, with the reason (their doctests still run)."""
+_SERVERS = ("oam mcp", "oam serve")
+"""Commands that serve until stopped: tests/service starts them and drives them."""
+
+
+def _blocks(page: str, lang: str) -> list[str]:
+    return [body for kind, body in _BLOCK.findall((DOCS / page).read_text("utf-8")) if kind == lang]
+
+
+def _plain_python(page: str) -> list[str]:
+    return [b for b in _blocks(page, "python") if ">>>" not in b]
+
+
+def _doctests(page: str) -> int:
+    return sum(b.count(">>> ") for b in _blocks(page, "python"))
+
+
+def _cli_lines(page: str) -> list[str]:
+    return [
+        line.split("  #")[0].strip()
+        for block in _blocks(page, "bash")
+        for line in block.splitlines()
+        if line.startswith("oam ") and not line.startswith(_SERVERS)
+    ]
+
+
+# -- per-page stand-ins ----------------------------------------------------------------
+
+
+def _fake_hosted_llm(monkeypatch: pytest.MonkeyPatch, code: str) -> str:
+    real = oam_core.llms.resolve_llm
+
+    def resolve(value: Any, name: str = "llm") -> ILlm | None:
+        return _FakeHostedLlm() if value == README_MODEL else real(value, name)
+
+    monkeypatch.setattr(oam_core.llms, "resolve_llm", resolve)
+    return code
+
+
+def _fake_litellm_completion(monkeypatch: pytest.MonkeyPatch, code: str) -> str:
+    import litellm
+
+    def completion(**request: Any) -> Any:
+        assert request["model"] == "openai/smollm2" and request["api_base"].startswith("http")
+        content = '{"topics": ["hiking", "jazz"]}'
+        return litellm.ModelResponse(
+            choices=[{"message": {"role": "assistant", "content": content}}]
+        )
+
+    monkeypatch.setattr(litellm, "completion", completion)
+    return code
+
+
+def _real_postgres(monkeypatch: pytest.MonkeyPatch, code: str) -> str:
+    sys.path.insert(0, str(ROOT / "tests" / "conformance"))
+    import _pg
+
+    try:
+        url = _pg.conninfo_for(_pg.new_schema())
+    except _pg.ServerUnavailable as exc:
+        pytest.skip(str(exc))
+    assert DOC_PG_URL in code
+    return code.replace(DOC_PG_URL, url)
+
+
+def _fake_oracle(monkeypatch: pytest.MonkeyPatch, code: str) -> str:
+    sys.path.insert(0, str(ROOT / "tests" / "oracle"))
+    import oracledb
+    from fakedb import FakePool
+
+    class Pool(FakePool):
+        __module__ = "oracledb.pool"  # what the store tells the back end by
+
+        def close(self) -> None:
+            self.conn.close()
+
+    def create_pool(**kwargs: Any) -> Pool:
+        assert kwargs["dsn"] == "localhost:1521/FREEPDB1", kwargs
+        return Pool()
+
+    monkeypatch.setattr(oracledb, "create_pool", create_pool)
+    return code
+
+
+def _tiny_cross_encoder(monkeypatch: pytest.MonkeyPatch, code: str) -> str:
+    """The model files the page names, as a tiny real ONNX cross-encoder
+    (tests/tiny_cross_encoder.py), with its sha256 in place of the placeholder."""
+    import shutil
+
+    sys.path.insert(0, str(ROOT))
+    from tests.tiny_cross_encoder import TOKENIZER, build_model
+
+    folder = Path("models/ms-marco-MiniLM-L-6-v2")
+    folder.mkdir(parents=True)
+    digest = build_model(folder / "model.onnx", ["river"])
+    shutil.copy(TOKENIZER, folder / "tokenizer.json")
+    assert "<the model file's sha256>" in code
+    return code.replace("<the model file's sha256>", digest)
+
+
+SETUPS: dict[str, Callable[[pytest.MonkeyPatch, str], str]] = {
+    "retrieval.md": _tiny_cross_encoder,
+    "memory-pipeline.md": _fake_hosted_llm,
+    "llms.md": _fake_litellm_completion,
+    "postgres.md": _real_postgres,
+    "oracle.md": _fake_oracle,
+}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning:pydantic.*")  # LiteLLM's types, first use
+@pytest.mark.parametrize("page", [p for p in PAGES if _plain_python(p)])
+def test_python_blocks_run(
+    page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if page in _NOT_HERE:
+        pytest.skip(f"docs/{page}: {_NOT_HERE[page]}")
+    monkeypatch.chdir(tmp_path)
+    code = "\n".join(_plain_python(page))
+    setup = SETUPS.get(page)
+    if setup is not None:
+        code = setup(monkeypatch, code)
+    exec(compile(code, f"docs/{page}", "exec"), {"__name__": "__docs__"})
+    out = capsys.readouterr().out
+    expected = {
+        "memory-pipeline.md": "Alice is vegetarian",
+        "llms.md": '{"topics": ["hiking", "jazz"]}',
+        "postgres.md": "My dog Moose loves the beach.",
+        "oracle.md": "OracleDBMemoryStore",
+    }
+    if page in expected:
+        assert expected[page] in out, out
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if _cli_lines(p)])
+def test_cli_lines_run(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from oam_core import cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "DEFAULT_EMBEDDER", "hashing")
+    [chat] = _blocks(page, "jsonl")[:1]
+    (tmp_path / "chat.jsonl").write_text(chat, encoding="utf-8")
+    runner = CliRunner()
+    for line in _cli_lines(page):
+        result = runner.invoke(cli.app, shlex.split(line)[1:])
+        assert result.exit_code == 0, f"docs/{page}: `{line}` failed:\n{result.output}"
+        assert "Warning" not in result.stderr, f"docs/{page}: `{line}`: {result.stderr}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_has_an_example_that_runs(page: str) -> None:
+    examples = _doctests(page) + len(_plain_python(page)) + len(_cli_lines(page))
+    assert examples > 0, f"docs/{page} has no example that a test runs"
+
+
+_PENDING_PAGES: set[str] = set()
+"""Pages another change adds."""
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors of a page: lower-case, punctuation dropped, spaces to -."""
+    text = re.sub(r"```.*?```", "", page.read_text("utf-8"), flags=re.S)
+    headings = re.findall(r"^#+ (.+)$", text, re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+def _references() -> list[tuple[str, str, str]]:
+    """``(where, page, anchor)`` of every docs reference in code, docs and README."""
+    found: list[tuple[str, str, str]] = []
+    sources = [*ROOT.glob("oam_core/**/*.py"), *ROOT.glob("integrations/**/*.py")]
+    for path in sources:
+        for page, anchor in re.findall(
+            r"docs/([\w.-]+\.md)(?:#([\w-]+))?", path.read_text("utf-8")
+        ):
+            found.append((str(path.relative_to(ROOT)), page, anchor))
+    for path in [ROOT / "README.md", *DOCS.glob("*.md")]:
+        base = "" if path.parent == DOCS else "docs/"
+        for target, anchor in re.findall(
+            r"\]\(([\w./-]*\.md)?(?:#([\w-]+))?\)", path.read_text("utf-8")
+        ):
+            page = (target or path.name).removeprefix(base)
+            if "/" not in page:
+                found.append((str(path.relative_to(ROOT)), page, anchor))
+    return found
+
+
+def test_docs_references_point_at_real_pages_and_anchors() -> None:
+    missing = []
+    for where, page, anchor in _references():
+        if page in _PENDING_PAGES or (ROOT / page).exists():
+            continue
+        path = DOCS / page
+        if not path.exists():
+            missing.append(f"{where}: docs/{page}")
+        elif anchor and anchor not in _anchors(path):
+            missing.append(f"{where}: docs/{page}#{anchor}")
+    assert not missing, "\n".join(sorted(set(missing)))
