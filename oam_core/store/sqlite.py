@@ -210,8 +210,12 @@ class _SQLiteBackend(Backend):
                 ) from exc
             # A WAL file in a read-only place: read it as an immutable snapshot.
             self.conn = self._connect(f"file:{Path(path).resolve()}?immutable=1", uri=True)
-        with self.lock:
-            self.schema_version = sqlite_schema.prepare(self.conn, prefix)
+        try:
+            with self.lock:
+                self.schema_version = sqlite_schema.prepare(self.conn, prefix)
+        except BaseException:
+            self.conn.close()
+            raise
         self.cache = _VectorCache()
 
     @staticmethod

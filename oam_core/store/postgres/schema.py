@@ -39,7 +39,7 @@ SCHEMA_VERSION = 2
 STATS_SHARDS = 16
 """Rows of ``chunk_stats`` (writers pick one by backend pid)."""
 
-TABLES = ("oam_meta", "records", "chunks", "chunk_stats")
+TABLES = ("oam_meta", "records", "chunks")
 """The managed tables, without prefix."""
 
 
@@ -210,6 +210,27 @@ def _to_v2(conn: psycopg.Connection[Any], p: str) -> None:
         )
     for stmt in stats_ddl(p):
         conn.execute(stmt)
+    recount_stats(conn, p)
+
+
+def stats_present(conn: psycopg.Connection[Any], p: str) -> bool:
+    """Whether ``chunk_stats`` and both of its triggers exist (else the counts it holds
+    cannot be trusted and ``recount_stats`` must run after they are created)."""
+    row = conn.execute(
+        "SELECT to_regclass(%s) IS NOT NULL AND (SELECT count(*) FROM pg_trigger "
+        "WHERE tgrelid = to_regclass(%s) AND tgname = ANY(%s)) = 2",
+        (
+            f"{p}chunk_stats",
+            f"{p}chunks",
+            [f"{p.lower()}chunks_stats_ai", f"{p.lower()}chunks_stats_ad"],
+        ),
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def recount_stats(conn: psycopg.Connection[Any], p: str) -> None:
+    """Set ``chunk_stats`` from a count of the chunk table (writers wait meanwhile)."""
+    conn.execute(f"LOCK TABLE {p}chunks IN SHARE MODE")
     conn.execute(f"DELETE FROM {p}chunk_stats")
     conn.execute(
         f"INSERT INTO {p}chunk_stats (shard, n_rows, n_tokens, changes) "
@@ -316,8 +337,11 @@ def apply_policy(
     if policy is SchemaPolicy.CREATE_IF_NECESSARY:
         # Recreate any dropped index (all statements are IF NOT EXISTS).
         stored = meta.get("vector_dim")
+        counted = stats_present(conn, p)
         for stmt in ddl(p, int(stored) if stored is not None else None):
             conn.execute(stmt)
+        if not counted:
+            recount_stats(conn, p)
 
 
 def upgrade(conn: psycopg.Connection[Any], p: str, version: int) -> None:
