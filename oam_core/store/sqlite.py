@@ -217,6 +217,8 @@ class _SQLiteBackend(Backend):
             self.conn.close()
             raise
         self.cache = _VectorCache()
+        # Keyword statistics: (data_version, total_changes) -> {term: capped row count}
+        self._term_rows: tuple[tuple[int, int], dict[str, int]] = ((-1, -1), {})
 
     @staticmethod
     def _connect(target: str, *, uri: bool = False) -> sqlite3.Connection:
@@ -503,19 +505,30 @@ class _SQLiteBackend(Backend):
         is informative, the common ones are ranked (their BM25 still orders by term
         frequency and row length).
 
-        Costs: the row count comes from the index's own size table, and each term's
-        count stops at half the rows, so no query scans the chunk table.
+        Costs: the row count comes from the index's own size table, each term's
+        count stops at half the rows, and the counts are kept until the file changes
+        (``PRAGMA data_version`` for other connections, ``total_changes`` for this
+        one), so no query scans the chunk table.
         """
         fts = f"{self.p}chunks_fts"
-        total = self.conn.execute(f"SELECT count(*) FROM {fts}_docsize").fetchone()[0]
-        half = total // 2
+        version = (
+            int(self.conn.execute("PRAGMA data_version").fetchone()[0]),
+            self.conn.total_changes,
+        )
+        if self._term_rows[0] != version or len(self._term_rows[1]) > 4096:
+            total = self.conn.execute(f"SELECT count(*) FROM {fts}_docsize").fetchone()[0]
+            self._term_rows = (version, {"": int(total)})  # "" is never a term
+        counts = self._term_rows[1]
+        half = counts[""] // 2
         informative: builtins.list[str] = []
         common: builtins.list[str] = []
         for t in terms:
-            df = self.conn.execute(
-                f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?)",
-                (_or([t]), half + 1),
-            ).fetchone()[0]
+            df = counts.get(t)
+            if df is None:
+                df = counts[t] = self.conn.execute(
+                    f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?)",
+                    (_or([t]), half + 1),
+                ).fetchone()[0]
             if df:
                 (common if df > half else informative).append(t)
         return (informative, common) if informative else (common, [])
