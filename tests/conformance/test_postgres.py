@@ -23,15 +23,6 @@ psycopg = pytest.importorskip("psycopg")
 psycopg_pool = pytest.importorskip("psycopg_pool")
 
 
-@pytest.fixture
-def conninfo() -> str:
-    """A fresh empty schema on the session's test server."""
-    try:
-        return _pg.conninfo_for(_pg.new_schema())
-    except _pg.ServerUnavailable as exc:
-        pytest.skip(str(exc))
-
-
 def _store(conninfo: str, **kwargs: Any) -> Any:
     from oam_core.store.postgres import PostgresMemoryStore
 

@@ -12,7 +12,6 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-import _pg
 import pytest
 import regex
 
@@ -46,14 +45,6 @@ QUERIES = [
     "고양이",
     "它喜欢什么",
 ]
-
-
-@pytest.fixture
-def conninfo() -> str:
-    try:
-        return _pg.conninfo_for(_pg.new_schema())
-    except _pg.ServerUnavailable as exc:
-        pytest.skip(str(exc))
 
 
 def _pg_store(conninfo: str, **kwargs: Any) -> Any:

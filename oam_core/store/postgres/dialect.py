@@ -98,7 +98,7 @@ class PgBackend(Backend):
         self._size_cache: tuple[float, float] | None = None
         self._ef_by_conn: weakref.WeakKeyDictionary[Conn, int] = weakref.WeakKeyDictionary()
         self._local = threading.local()
-        # lexeme -> (chunk_stats change counter, rows holding it, capped)
+        # lexeme -> (chunk_stats change counter when counted, rows holding it)
         self._df_cache: dict[str, tuple[int, int]] = {}
 
     # -- connections -------------------------------------------------------------
@@ -375,27 +375,22 @@ class PgBackend(Backend):
         total, tokens, changes = (int(v) for v in row) if row else (0, 0, 0)
         return total, (tokens / total if total else 1.0), changes
 
-    def _doc_freqs(
-        self, conn: Conn, lexemes: Sequence[str], half: int, changes: int
-    ) -> builtins.list[int]:
-        """Rows holding each lexeme, counted through the GIN index up to ``half + 1``
-        (more only tells a common term) and cached until the change counter moves."""
+    def _doc_freqs(self, conn: Conn, lexemes: Sequence[str], changes: int) -> builtins.list[int]:
+        """Rows holding each lexeme: the ones not cached since the change counter last
+        moved are counted together, in one pass over the rows holding any of them."""
         cache = self._df_cache
         if len(cache) > DF_CACHE_SIZE:
             cache.clear()
-        out = []
-        for lx in lexemes:
-            hit = cache.get(lx)
-            if hit is None or hit[0] != changes:
-                row = conn.execute(
-                    f"SELECT count(*) FROM (SELECT 1 FROM {self.p}chunks "
-                    "WHERE tsv @@ %s::tsquery LIMIT %s) s",
-                    (tsquery_literal([lx]), half + 1),
-                ).fetchone()
-                hit = (changes, int(row[0]) if row else 0)
-                cache[lx] = hit
-            out.append(hit[1])
-        return out
+        missing = [lx for lx in lexemes if cache.get(lx, (None, 0))[0] != changes]
+        if missing:
+            counts = ", ".join(["count(*) FILTER (WHERE tsv @@ %s::tsquery)"] * len(missing))
+            row = conn.execute(
+                f"SELECT {counts} FROM {self.p}chunks WHERE tsv @@ %s::tsquery",
+                [*(tsquery_literal([lx]) for lx in missing), tsquery_literal(missing)],
+            ).fetchone()
+            for lx, df in zip(missing, row or [0] * len(missing), strict=True):
+                cache[lx] = (changes, int(df))
+        return [cache[lx][1] for lx in lexemes]
 
     def _split_terms(
         self, conn: Conn, lexemes: Sequence[str], total: int, changes: int
@@ -406,7 +401,7 @@ class PgBackend(Backend):
         half = total // 2
         informative: builtins.list[tuple[str, int]] = []
         common: builtins.list[tuple[str, int]] = []
-        for lx, df in zip(lexemes, self._doc_freqs(conn, lexemes, half, changes), strict=True):
+        for lx, df in zip(lexemes, self._doc_freqs(conn, lexemes, changes), strict=True):
             if df:
                 (common if df > half else informative).append((lx, df))
         if not informative:
