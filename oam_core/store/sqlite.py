@@ -443,16 +443,30 @@ class _SQLiteBackend(Backend):
                 # Rows matching only very common terms: BM25 scores them ~0, so they
                 # follow the ranked ones unranked, in insertion order.
                 seen = {rpk for rpk, _ in out}
-                join, where, params = self._candidates(pred)
-                fts = f"{self.p}chunks_fts"
-                rest = self.conn.execute(
-                    f"SELECT DISTINCT c.record_pk FROM {self.p}chunks c {join} "
-                    f"WHERE c.pk IN (SELECT rowid FROM {fts} WHERE {fts} MATCH ?) AND {where} "
-                    "ORDER BY c.record_pk LIMIT ?",
-                    [_or(common), *params, k + len(seen)],
-                ).fetchall()
-                out += [(int(r), 0.0) for (r,) in rest if r not in seen][: k - len(out)]
+                rest = self._unranked(_or(common), k + len(seen), pred)
+                out += [(int(r), 0.0) for r in rest if r not in seen][: k - len(out)]
         return out
+
+    def _unranked(self, match: str, limit: int, pred: Predicate) -> builtins.list[int]:
+        """The first ``limit`` record pks, in pk order, with a chunk passing ``pred`` that
+        matches ``match`` (terms in more than half of the rows). Unscoped, chunks are
+        walked in record order and each is looked up in the index, so the walk stops
+        after about ``2 * limit`` chunks; scoped to a user, agent or thread, the scope's
+        chunks are intersected with the index's match list instead."""
+        fts = f"{self.p}chunks_fts"
+        join, where, params = self._candidates(pred)
+        scoped = any(v is not NOT_SET for v in (pred.user_id, pred.agent_id, pred.thread_id))
+        matches = (
+            f"c.pk IN (SELECT rowid FROM {fts} WHERE {fts} MATCH ?)"
+            if scoped
+            else f"EXISTS (SELECT 1 FROM {fts} f WHERE {fts} MATCH ? AND f.rowid = c.pk)"
+        )
+        rows = self.conn.execute(
+            f"SELECT DISTINCT c.record_pk FROM {self.p}chunks c {join} "
+            f"WHERE {matches} AND {where} ORDER BY c.record_pk LIMIT ?",
+            [match, *params, limit],
+        ).fetchall()
+        return [int(r) for (r,) in rows]
 
     def _ranked(self, match: str, k: int, pred: Predicate) -> builtins.list[tuple[Hashable, float]]:
         """Up to ``k`` ``(record pk, BM25 of its best chunk)`` pairs for the FTS5 query

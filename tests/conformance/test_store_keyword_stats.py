@@ -47,3 +47,16 @@ def test_another_store_objects_writes_move_the_statistics(make_store, backend):
     fresh = make_store(search_strategy="KEYWORD", embedder=None)
     assert reader.search("zebra stripes", 3) == fresh.search("zebra stripes", 3)
     assert reader.search("zebra stripes", 3)[0][0].id == "s"
+
+
+@pytest.mark.parametrize("scoped", [False, True])
+def test_rows_matching_only_common_terms_follow_in_insertion_order(make_store, scoped):
+    store = make_store(search_strategy="KEYWORD", embedder=None)
+    for i in range(8):  # "note" is in every row: common
+        store.add([f"note {i}"], "memory", record_ids=f"n{i}", user_ids=f"u{i % 2}")
+    store.add(["note about stripes"], "memory", record_ids="s", user_ids="u1")
+    scope = {"user_id": "u1", "exact_user_match": True} if scoped else {}
+    results = store.search("note stripes", 4, **scope)
+    expected = ["s", "n1", "n3", "n5"] if scoped else ["s", "n0", "n1", "n2"]
+    assert sorted(_ids(results)[1:]) == sorted(expected[1:])  # ties: by type, then id
+    assert _ids(results)[0] == "s" and [d for _, d in results[1:]] == [1.0, 1.0, 1.0]
