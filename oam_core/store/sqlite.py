@@ -30,6 +30,7 @@ from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.embedder import IEmbedder
 from oam_core.apis.records import MESSAGE, THREAD, Record, ThreadRow
 from oam_core.rerankers import IReranker
+from oam_core.store import sqlite_schema
 from oam_core.store.backend import Backend, Predicate, StoredRow, Tx
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.identity import META_KEY as IDENTITY_META_KEY
@@ -43,13 +44,18 @@ from oam_core.store.rows import (
     thread_from_row,
 )
 from oam_core.store.sqlite_filter import SQLiteFilterCompiler
-from oam_core.store.sqlite_schema import SCHEMA_VERSION, ddl, table_prefix
+from oam_core.store.sqlite_schema import SCHEMA_VERSION, table_prefix
+from oam_core.store.text import index_text, keyword_terms
 from oam_core.store.ttl import Clock, iso
 from oam_core.store.vectorindex import LOG_KEEP, VectorIndex, index_path
 
 _TERM = regex.compile(r"[\p{L}\p{N}]+")
-_DDL_NAME = regex.compile(r"IF NOT EXISTS (\w+)")
 _RECORD_COLS = RECORD_COLUMNS
+
+
+def _fts_text(text: str | None) -> str | None:
+    """``oam_fts_text(text)``: what the FTS index holds for a chunk's text."""
+    return index_text(text) if isinstance(text, str) else text
 
 
 def _blob(vector: Vector | None) -> bytes | None:
@@ -145,7 +151,7 @@ class SQLiteMemoryStore(OracleMemoryStore):
         if retention is None and "retention" in meta:
             self.memory_retention_config = MemoryRetentionConfig(**json.loads(meta["retention"]))
         wanted = {
-            "schema_version": str(SCHEMA_VERSION),
+            "schema_version": str(self._impl.schema_version),
             "search_strategy": self.search_strategy.value,
             "retention": json.dumps(asdict(self.memory_retention_config)),
         }
@@ -170,11 +176,9 @@ class _SQLiteBackend(Backend):
     def __init__(self, path: str, prefix: str) -> None:
         self.p = prefix
         self.lock = threading.RLock()
-        statements = ddl(prefix)
-        names = {m.group(1) for m in map(_DDL_NAME.search, statements) if m}
         try:
             self.conn = self._connect(path)
-            present = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master")}
+            self.conn.execute("SELECT name FROM sqlite_master").fetchall()
         except sqlite3.OperationalError as exc:
             if "readonly" not in str(exc) or path == ":memory:":
                 raise sqlite3.OperationalError(
@@ -182,24 +186,17 @@ class _SQLiteBackend(Backend):
                 ) from exc
             # A WAL file in a read-only place: read it as an immutable snapshot.
             self.conn = self._connect(f"file:{Path(path).resolve()}?immutable=1", uri=True)
-            present = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master")}
-        self.read_only = False
-        if not names <= present:
+        try:
             with self.lock:
-                try:
-                    self.conn.execute("BEGIN IMMEDIATE")
-                    for stmt in statements:
-                        self.conn.execute(stmt)
-                except BaseException as exc:
-                    if self.conn.in_transaction:
-                        self.conn.execute("ROLLBACK")
-                    # A read-only version-1 file: read it as it is (no upgrade).
-                    if "readonly" not in str(exc) or f"{prefix}chunks" not in present:
-                        raise
-                    self.read_only = True
-                else:
-                    self.conn.execute("COMMIT")
+                self.schema_version = sqlite_schema.prepare(self.conn, prefix)
+        except BaseException:
+            self.conn.close()
+            raise
+        # A file that could not be upgraded (read-only place) is read as it is.
+        self.read_only = self.schema_version < SCHEMA_VERSION
         self.index = VectorIndex(prefix, index_path(path, prefix))
+        # Keyword statistics: (data_version, total_changes) -> {term: capped row count}
+        self._term_rows: tuple[tuple[int, int], dict[str, int]] = ((-1, -1), {})
 
     @staticmethod
     def _connect(target: str, *, uri: bool = False) -> sqlite3.Connection:
@@ -208,6 +205,7 @@ class _SQLiteBackend(Backend):
         )
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA busy_timeout = 30000")
+        conn.create_function(sqlite_schema.FTS_FUNCTION, 1, _fts_text, deterministic=True)
         if target != ":memory:" and not uri:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
@@ -458,36 +456,87 @@ class _SQLiteBackend(Backend):
     def rank_keyword(
         self, terms: Sequence[str], k: int, pred: Predicate
     ) -> builtins.list[tuple[Hashable, float]]:
+        if self.schema_version >= 2:  # a read-only version-1 file indexed plain words
+            terms = keyword_terms(terms)
         terms = [t for t in terms if _TERM.fullmatch(t)]
         if not terms:
             return []
-        fts = f"{self.p}chunks_fts"
-        join, where, params = self._candidates(pred)
-        source = (
-            f"FROM {fts} JOIN {self.p}chunks c ON c.pk = {fts}.rowid {join} "
-            f"WHERE {fts} MATCH ? AND {where}"
-        )
-        ranked_sql = (
-            f"SELECT record_pk, MIN(score) AS s FROM ("
-            f"SELECT c.record_pk AS record_pk, {fts}.rank AS score {source}"
-            f") GROUP BY record_pk ORDER BY s, record_pk LIMIT ?"
-        )
         with self.lock:
             informative, common = self._split_terms(terms)
             if not informative:
                 return []
-            rows = self.conn.execute(ranked_sql, [_or(informative), *params, k]).fetchall()
-            out: builtins.list[tuple[Hashable, float]] = [(int(rpk), float(-s)) for rpk, s in rows]
+            out = self._ranked(_or(informative), k, pred)
             if common and len(out) < k:
                 # Rows matching only very common terms: BM25 scores them ~0, so they
                 # follow the ranked ones unranked, in insertion order.
                 seen = {rpk for rpk, _ in out}
-                rest = self.conn.execute(
-                    f"SELECT DISTINCT c.record_pk {source} ORDER BY c.record_pk LIMIT ?",
-                    [_or(common), *params, k + len(seen)],
-                ).fetchall()
-                out += [(int(r), 0.0) for (r,) in rest if r not in seen][: k - len(out)]
+                rest = self._unranked(_or(common), k + len(seen), pred)
+                out += [(int(r), 0.0) for r in rest if r not in seen][: k - len(out)]
         return out
+
+    def _unranked(self, match: str, limit: int, pred: Predicate) -> builtins.list[int]:
+        """The first ``limit`` record pks, in pk order, with a chunk passing ``pred`` that
+        matches ``match`` (terms in more than half of the rows). Unscoped, chunks are
+        walked in record order and each is looked up in the index, so the walk stops
+        after about ``2 * limit`` chunks; scoped to a user, agent or thread, the scope's
+        chunks are intersected with the index's match list instead."""
+        fts = f"{self.p}chunks_fts"
+        join, where, params = self._candidates(pred)
+        scoped = any(v is not NOT_SET for v in (pred.user_id, pred.agent_id, pred.thread_id))
+        matches = (
+            f"c.pk IN (SELECT rowid FROM {fts} WHERE {fts} MATCH ?)"
+            if scoped
+            else f"EXISTS (SELECT 1 FROM {fts} f WHERE {fts} MATCH ? AND f.rowid = c.pk)"
+        )
+        rows = self.conn.execute(
+            f"SELECT DISTINCT c.record_pk FROM {self.p}chunks c {join} "
+            f"WHERE {matches} AND {where} ORDER BY c.record_pk LIMIT ?",
+            [match, *params, limit],
+        ).fetchall()
+        return [int(r) for (r,) in rows]
+
+    def _ranked(self, match: str, k: int, pred: Predicate) -> builtins.list[tuple[Hashable, float]]:
+        """Up to ``k`` ``(record pk, BM25 of its best chunk)`` pairs for the FTS5 query
+        ``match`` among chunks passing ``pred``, best first, ties by record pk.
+
+        FTS5 ranks every matching row (as a bare ``ORDER BY rank`` query does); the
+        rows are then read in rank order, in growing batches, and only those are
+        checked against ``pred``, until ``k`` records are found and the next row
+        scores worse than the k-th.
+        """
+        fts = f"{self.p}chunks_fts"
+        join, where, params = self._candidates(pred)
+        scope_sql = f"SELECT c.pk, c.record_pk FROM {self.p}chunks c {join} WHERE c.pk IN ({{}}) AND {where}"
+        best: dict[int, float] = {}
+        bound: float | None = None  # the k-th record's score, once k are found
+        cursor = self.conn.execute(
+            f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? ORDER BY rank", (match,)
+        )
+        try:
+            size, done = 64, False
+            while not done and (rows := cursor.fetchmany(size)):
+                size = min(4 * size, 4096)
+                if bound is not None and rows[0][1] > bound:
+                    break
+                in_scope = dict(
+                    self.conn.execute(
+                        scope_sql.format(", ".join("?" * len(rows))),
+                        [*(pk for pk, _ in rows), *params],
+                    ).fetchall()
+                )
+                for pk, score in rows:
+                    if bound is not None and score > bound:
+                        done = True
+                        break
+                    rpk = in_scope.get(pk)
+                    if rpk is not None and rpk not in best:
+                        best[rpk] = score
+                        if len(best) == k:
+                            bound = score
+        finally:
+            cursor.close()
+        ranked = sorted(best.items(), key=lambda kv: (kv[1], kv[0]))[:k]
+        return [(int(rpk), float(-s)) for rpk, s in ranked]
 
     def _split_terms(self, terms: Sequence[str]) -> tuple[builtins.list[str], builtins.list[str]]:
         """Split terms into ``(informative, common)``: a common term is found in more
@@ -495,17 +544,34 @@ class _SQLiteBackend(Backend):
         gives it an IDF of about 0, so it changes no score, but ranking it would make
         nearly every row a candidate. Terms found nowhere are dropped. If no found term
         is informative, the common ones are ranked (their BM25 still orders by term
-        frequency and row length)."""
+        frequency and row length).
+
+        Costs: the row count comes from the index's own size table, each term's
+        count stops at half the rows, and the counts are kept until the file changes
+        (``PRAGMA data_version`` for other connections, ``total_changes`` for this
+        one), so no query scans the chunk table.
+        """
         fts = f"{self.p}chunks_fts"
-        total = self.conn.execute(f"SELECT count(*) FROM {fts}").fetchone()[0]
+        version = (
+            int(self.conn.execute("PRAGMA data_version").fetchone()[0]),
+            self.conn.total_changes,
+        )
+        if self._term_rows[0] != version or len(self._term_rows[1]) > 4096:
+            total = self.conn.execute(f"SELECT count(*) FROM {fts}_docsize").fetchone()[0]
+            self._term_rows = (version, {"": int(total)})  # "" is never a term
+        counts = self._term_rows[1]
+        half = counts[""] // 2
         informative: builtins.list[str] = []
         common: builtins.list[str] = []
         for t in terms:
-            df = self.conn.execute(
-                f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (_or([t]),)
-            ).fetchone()[0]
+            df = counts.get(t)
+            if df is None:
+                df = counts[t] = self.conn.execute(
+                    f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?)",
+                    (_or([t]), half + 1),
+                ).fetchone()[0]
             if df:
-                (common if 2 * df > total else informative).append(t)
+                (common if df > half else informative).append(t)
         return (informative, common) if informative else (common, [])
 
 
@@ -684,10 +750,11 @@ class _SQLiteTx(Tx):
         first = self._next_pk("chunks")
         for i in range(0, len(rows), batch_size):
             self.c.executemany(sql, rows[i : i + batch_size])
-        # One set-based statement indexes the new text (a per-row trigger is ~2x slower).
+        # One set-based statement indexes the new text (a per-row trigger is ~2x slower),
+        # through the view that applies ``oam_fts_text`` (sqlite_schema.py).
         self.c.execute(
-            f"INSERT INTO {self.p}chunks_fts (rowid, text) SELECT pk, text FROM {self.p}chunks "
-            "WHERE pk >= ? AND text IS NOT NULL",
+            f"INSERT INTO {self.p}chunks_fts (rowid, text) SELECT pk, text "
+            f"FROM {self.p}chunks_fts_src WHERE pk >= ? AND text IS NOT NULL",
             (first,),
         )
 

@@ -8,17 +8,37 @@ the keys of deleted and updated vector chunks for the in-process vector index of
 other connections (``store/vectorindex.py``); inserts need no log, chunk keys only
 grow. ``{p}`` is the ``memory_store_id`` prefix.
 
-Version 2 (from 1): the per-row FTS insert trigger is replaced by the insert path's
-set-based statement (about twice the bulk-add rate), and ``chunk_changes`` with its
-triggers is added. Version 1 files are upgraded when opened writable.
+The FTS5 index holds ``store/text.index_text`` of each chunk's text (CJK runs as
+characters and character pairs), through the SQL function ``oam_fts_text`` that every
+connection of the store registers; its content table is the view ``chunks_fts_src``,
+so ``'rebuild'`` re-derives the index from the chunk texts. A GLOB on the code-point
+ranges that hold CJK letters keeps rows without them from calling into Python.
+
+Versions: 1 indexed chunk text as it is, with a per-row FTS insert trigger. 2 indexes
+``index_text``, fills the FTS index with the insert path's set-based statement (about
+twice the bulk-add rate) and adds ``chunk_changes`` with its triggers; ``UPGRADES[1]``
+rebuilds the index from the stored chunk texts when a version-1 file is opened
+writable.
 """
 
 from __future__ import annotations
 
 import re
+import sqlite3
+from collections.abc import Callable
+
+from oam_core.store.text import cjk_block_class
 
 SCHEMA_VERSION = 2
 
+FTS_FUNCTION = "oam_fts_text"
+"""The one-argument SQL function the FTS triggers call (``store/text.index_text``)."""
+
+CJK_GLOB = f"*{cjk_block_class()}*"
+"""A GLOB pattern matching every text that holds a CJK letter (and some that do
+not: the ranges are a superset, ``index_text`` decides)."""
+
+_DDL_NAME = re.compile(r"IF NOT EXISTS (\w+)")
 _ID = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,15}")
 
 
@@ -40,7 +60,7 @@ def table_prefix(memory_store_id: str | None) -> str:
 
 
 def ddl(p: str) -> list[str]:
-    """The statements that create (or upgrade to) schema version 2 with prefix ``p``."""
+    """The statements that create the current schema version with prefix ``p``."""
     return [
         f"""CREATE TABLE IF NOT EXISTS {p}oam_meta (
             key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
@@ -83,14 +103,7 @@ def ddl(p: str) -> list[str]:
         # Covering index for ranking candidates: scans it instead of rows holding vectors.
         f"""CREATE INDEX IF NOT EXISTS {p}chunks_scope ON {p}chunks (
             user_id, record_type, has_vector, agent_id, thread_id, expires_at, record_pk)""",
-        f"""CREATE VIRTUAL TABLE IF NOT EXISTS {p}chunks_fts USING fts5(
-            text, content='{p}chunks', content_rowid='pk',
-            tokenize='porter unicode61 remove_diacritics 2')""",
-        f"DROP TRIGGER IF EXISTS {p}chunks_ai",  # version 1 indexed text per row
-        f"""CREATE TRIGGER IF NOT EXISTS {p}chunks_ad AFTER DELETE ON {p}chunks
-            WHEN old.text IS NOT NULL BEGIN
-            INSERT INTO {p}chunks_fts ({p}chunks_fts, rowid, text)
-            VALUES ('delete', old.pk, old.text); END""",
+        *fts_ddl(p),
         f"""CREATE TABLE IF NOT EXISTS {p}chunk_changes (
             seq INTEGER PRIMARY KEY AUTOINCREMENT, chunk_pk INTEGER NOT NULL)""",
         f"""CREATE TRIGGER IF NOT EXISTS {p}chunks_log_delete AFTER DELETE ON {p}chunks
@@ -100,3 +113,100 @@ def ddl(p: str) -> list[str]:
             WHEN old.has_vector = 1 OR new.has_vector = 1 BEGIN
             INSERT INTO {p}chunk_changes (chunk_pk) VALUES (new.pk); END""",
     ]
+
+
+def _fts_text(column: str) -> str:
+    return f"CASE WHEN {column} GLOB '{CJK_GLOB}' THEN {FTS_FUNCTION}({column}) ELSE {column} END"
+
+
+def fts_ddl(p: str) -> list[str]:
+    """The statements creating the keyword index (schema version 2) with prefix ``p``."""
+    return [
+        f"""CREATE VIEW IF NOT EXISTS {p}chunks_fts_src AS
+            SELECT pk, {_fts_text("text")} AS text FROM {p}chunks""",
+        f"""CREATE VIRTUAL TABLE IF NOT EXISTS {p}chunks_fts USING fts5(
+            text, content='{p}chunks_fts_src', content_rowid='pk',
+            tokenize='porter unicode61 remove_diacritics 2')""",
+        f"""CREATE TRIGGER IF NOT EXISTS {p}chunks_ad AFTER DELETE ON {p}chunks
+            WHEN old.text IS NOT NULL BEGIN
+            INSERT INTO {p}chunks_fts ({p}chunks_fts, rowid, text)
+            VALUES ('delete', old.pk, {_fts_text("old.text")}); END""",
+    ]
+
+
+def _fts_v2(p: str) -> list[str]:
+    return [
+        f"DROP TRIGGER IF EXISTS {p}chunks_ai",
+        f"DROP TRIGGER IF EXISTS {p}chunks_ad",
+        f"DROP TABLE IF EXISTS {p}chunks_fts",
+        *fts_ddl(p),
+        f"INSERT INTO {p}chunks_fts ({p}chunks_fts) VALUES ('rebuild')",
+    ]
+
+
+UPGRADES: dict[int, Callable[[str], list[str]]] = {1: _fts_v2}
+"""``UPGRADES[v](prefix)``: the statements taking a file from version ``v`` to ``v + 1``."""
+
+
+def stored_version(conn: sqlite3.Connection, p: str) -> int | None:
+    """The schema version of the store with prefix ``p`` in ``conn``'s file, or None
+    when the file holds no such store (a ``chunks`` table without a version row is
+    version 1)."""
+    present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    if f"{p}oam_meta" in present:
+        row = conn.execute(f"SELECT value FROM {p}oam_meta WHERE key = 'schema_version'").fetchone()
+        if row is not None:
+            return int(row[0])
+    return 1 if f"{p}chunks" in present else None
+
+
+def prepare(conn: sqlite3.Connection, p: str) -> int:
+    """Create the store with prefix ``p`` if missing, or upgrade it to
+    ``SCHEMA_VERSION``, in one write transaction; return the version it holds after.
+
+    A file of a newer version is left alone (the store refuses it). A file that
+    cannot be written (read-only place) keeps its version: an up-to-date one reads as
+    usual, an older one is searched as that version indexed it.
+
+    Raises:
+        sqlite3.OperationalError: when a new store cannot be written, or on any other
+            database error.
+    """
+    statements = ddl(p)
+    names = {m.group(1) for m in map(_DDL_NAME.search, statements) if m}
+    version = stored_version(conn, p)
+    present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    if version is not None and (
+        version > SCHEMA_VERSION or (version == SCHEMA_VERSION and names <= present)
+    ):
+        return version
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if "readonly" in str(exc) and version is not None:
+            return version
+        raise
+    try:
+        version = stored_version(conn, p)  # another process may have upgraded it
+        if version is not None and version > SCHEMA_VERSION:
+            conn.execute("ROLLBACK")
+            return version
+        for v in range(version or SCHEMA_VERSION, SCHEMA_VERSION):
+            for stmt in UPGRADES[v](p):
+                conn.execute(stmt)
+        for stmt in statements:
+            conn.execute(stmt)
+        conn.execute(
+            f"INSERT OR REPLACE INTO {p}oam_meta (key, value) VALUES ('schema_version', ?)",
+            (str(SCHEMA_VERSION),),
+        )
+    except sqlite3.OperationalError as exc:
+        conn.execute("ROLLBACK")
+        if "readonly" in str(exc) and version is not None:
+            return version
+        raise
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return SCHEMA_VERSION

@@ -5,13 +5,61 @@ function words are dropped, so "When did Caroline paint a sunrise?" matches on
 ``caroline``, ``paint`` and ``sunrise`` rather than on every row holding "a" or
 "did". If nothing but function words remain, all tokens are kept. Every back end
 gets the same terms and ORs them in its own full-text dialect.
+
+Chinese, Japanese and Korean text is written without spaces between words, so a
+word tokenizer sees a whole sentence as one token. The SQLite and PostgreSQL back
+ends therefore index every run of CJK characters as its single characters and its
+overlapping character pairs (``index_text``: 饼干很好 -> 饼 饼干 干 干很 很 很好 好),
+split where the script changes (Han, hiragana, katakana, hangul), and search a CJK
+term by its pairs, or by its one character (``keyword_terms``). A word of any length
+inside a sentence is then found, and BM25 ranks rows holding more of the query's
+pairs first. See ``docs/store.md`` ("Keyword search").
 """
 
 from __future__ import annotations
 
+import unicodedata
+from collections.abc import Iterable
+
 import regex
 
 _WORD = regex.compile(r"[\p{L}\p{N}]+")
+
+# Scripts written without spaces between words: Han (with 々 〆 〇), hiragana,
+# katakana (with ー and the half-width forms) and hangul. A run starts with one of
+# their letters and goes on over their letters and combining marks (か + U+3099).
+_CJK_SCRIPTS = r"[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}\p{scx=Hangul}]"
+_CJK_LETTER_CLASS = rf"[{_CJK_SCRIPTS}&&[\p{{L}}\p{{N}}]]"
+_CJK_RUN = regex.compile(rf"(?V1){_CJK_LETTER_CLASS}[{_CJK_SCRIPTS}&&[\p{{L}}\p{{N}}\p{{M}}]]*")
+_CJK_LETTER = regex.compile(rf"(?V1){_CJK_LETTER_CLASS}")
+CJK_BLOCKS = (
+    (0x1100, 0x11FF),
+    (0x2E80, 0x9FFF),
+    (0xA960, 0xA97F),
+    (0xAC00, 0xD7FF),
+    (0xF900, 0xFAFF),
+    (0xFF00, 0xFFEF),
+    (0x16FE0, 0x16FFF),
+    (0x1AFF0, 0x1B2FF),
+    (0x1D360, 0x1D37F),
+    (0x20000, 0x3FFFF),
+)
+"""Code-point ranges holding every CJK letter (and other characters): a cheap test
+an SQL engine can run before calling ``index_text``, which decides."""
+
+
+def cjk_block_class() -> str:
+    """``CJK_BLOCKS`` as a bracket expression (``[...]``) for GLOB and regular
+    expressions."""
+    return "[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in CJK_BLOCKS) + "]"
+
+
+_SCRIPTS = (
+    ("han", regex.compile(r"\p{sc=Han}")),
+    ("hiragana", regex.compile(r"\p{sc=Hiragana}")),
+    ("katakana", regex.compile(r"\p{sc=Katakana}")),
+    ("hangul", regex.compile(r"\p{sc=Hangul}")),
+)
 
 # Articles, auxiliaries, pronouns, prepositions, conjunctions and question words.
 FUNCTION_WORDS = frozenset(
@@ -114,7 +162,128 @@ FUNCTION_WORDS = frozenset(
 
 
 def query_terms(query: str) -> list[str]:
-    """Return the distinct search terms of ``query``, in order of first appearance."""
-    tokens = list(dict.fromkeys(t.lower() for t in _WORD.findall(query)))
+    """Return the distinct search terms of ``query``, in order of first appearance.
+
+    Args:
+        query: Any text; CJK runs are normalised first, as in ``index_text``.
+
+    Returns:
+        Lower-cased word tokens (letters and digits), English function words dropped
+        unless nothing else is left; an empty list for a query without letters or
+        digits (punctuation, emoji). Never raises.
+    """
+    text = _CJK_RUN.sub(lambda m: _cjk_letters(m.group()), query)
+    tokens = list(dict.fromkeys(t.lower() for t in _WORD.findall(text)))
     content = [t for t in tokens if t not in FUNCTION_WORDS]
     return content or tokens
+
+
+def _cjk_letters(run: str) -> str:
+    """A CJK run in NFKC form without combining marks (half-width katakana become
+    full-width, か followed by U+3099 becomes が)."""
+    return "".join(_CJK_LETTER.findall(unicodedata.normalize("NFKC", run)))
+
+
+def _script(ch: str) -> str:
+    for name, pattern in _SCRIPTS:
+        if pattern.match(ch):
+            return name
+    return ""  # ー and other shared marks: joins the script before it
+
+
+def _segments(run: str) -> list[str]:
+    """A CJK run cut where the script changes (猫はミケ -> 猫 | は | ミケ)."""
+    out: list[str] = []
+    current = ""
+    for ch in _cjk_letters(run):
+        script = _script(ch)
+        if out and script in ("", current):
+            out[-1] += ch
+        else:
+            out.append(ch)
+            current = script or "katakana"
+    return out
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a CJK character (see the module docstring)."""
+    return _CJK_RUN.search(text) is not None
+
+
+def split_cjk(text: str) -> list[tuple[str, list[str]]]:
+    """``text`` as ``(other text, CJK segments after it)`` pairs, in order.
+
+    The other text is returned as it is; each CJK run is normalised and cut where
+    the script changes. ``split_cjk("a猫はb")`` is ``[("a", ["猫", "は"]), ("b", [])]``.
+    """
+    out: list[tuple[str, list[str]]] = []
+    last = 0
+    for m in _CJK_RUN.finditer(text):
+        out.append((text[last : m.start()], _segments(m.group())))
+        last = m.end()
+    out.append((text[last:], []))
+    return out
+
+
+def cjk_grams(segments: Iterable[str]) -> list[str]:
+    """The index tokens of CJK ``segments``: each character and each overlapping
+    pair, in text order (饼干很 -> 饼 饼干 干 干很 很)."""
+    out: list[str] = []
+    for seg in segments:
+        out.append(seg[0])
+        for i in range(1, len(seg)):
+            out += [seg[i - 1 : i + 1], seg[i]]
+    return out
+
+
+def index_text(text: str) -> str:
+    """The text a keyword index holds for a search row of ``text``.
+
+    Each CJK run becomes its ``cjk_grams``, separated by spaces (``index_text(
+    "狗叫Cookie")`` is ``" 狗 狗叫 叫 Cookie"``); text without CJK characters is
+    returned unchanged. Both SQL back ends index this text, so they hold the same
+    tokens; changing what it returns changes the index format (a new schema version
+    whose upgrade rebuilds the index).
+
+    Args:
+        text: A search row's text.
+
+    Returns:
+        The text to cut with the back end's word tokenizer.
+    """
+    if not _CJK_RUN.search(text):
+        return text
+    return "".join(
+        other + (" " + " ".join(cjk_grams(segs)) + " " if segs else "")
+        for other, segs in split_cjk(text)
+    )
+
+
+def keyword_terms(terms: Iterable[str]) -> list[str]:
+    """The index tokens to search for ``query_terms`` output (see ``index_text``).
+
+    A term without CJK characters is kept as it is. The CJK parts of a term are cut
+    where the script changes; a part of two or more characters is searched by its
+    character pairs, a part of one character by that character. One-character
+    hiragana parts (particles such as は, の, を) are dropped unless nothing else is
+    left.
+
+    Args:
+        terms: Search terms, as ``query_terms`` returns them.
+
+    Returns:
+        Distinct tokens in order of first appearance; empty only when ``terms`` is.
+    """
+    tokens: list[str] = []
+    particles: list[str] = []
+    for term in terms:
+        for other, segments in split_cjk(term):
+            tokens += _WORD.findall(other)
+            for seg in segments:
+                if len(seg) > 1:
+                    tokens += [seg[i : i + 2] for i in range(len(seg) - 1)]
+                elif _script(seg) == "hiragana":
+                    particles.append(seg)
+                else:
+                    tokens.append(seg)
+    return list(dict.fromkeys(tokens or particles))

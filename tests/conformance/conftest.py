@@ -16,6 +16,8 @@ Fixtures:
     snapshot: ``snapshot(store)`` returns the store's complete visible state.
     rejected: ``with rejected(store, match=...): ...`` expects a ValueError and
         asserts the store is unchanged afterwards.
+    conninfo: a fresh empty schema on the PostgreSQL test server (PostgreSQL-only
+        tests; skips without a server).
 """
 
 from __future__ import annotations
@@ -294,6 +296,16 @@ def backend(request: pytest.FixtureRequest) -> BackendSpec:
 def any_backend(request: pytest.FixtureRequest) -> BackendSpec:
     """Every back end of the table, available or not (test_backend_available.py)."""
     return BACKENDS[request.param]
+
+
+@pytest.fixture
+def conninfo() -> str:
+    """A conninfo of a fresh empty schema on the session's PostgreSQL test server
+    (PostgreSQL-only tests); skips when no server can start."""
+    try:
+        return _pg.conninfo_for(_pg.new_schema())
+    except _pg.ServerUnavailable as exc:
+        pytest.skip(str(exc))
 
 
 @pytest.fixture

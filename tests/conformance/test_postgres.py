@@ -23,15 +23,6 @@ psycopg = pytest.importorskip("psycopg")
 psycopg_pool = pytest.importorskip("psycopg_pool")
 
 
-@pytest.fixture
-def conninfo() -> str:
-    """A fresh empty schema on the session's test server."""
-    try:
-        return _pg.conninfo_for(_pg.new_schema())
-    except _pg.ServerUnavailable as exc:
-        pytest.skip(str(exc))
-
-
 def _store(conninfo: str, **kwargs: Any) -> Any:
     from oam_core.store.postgres import PostgresMemoryStore
 
@@ -60,7 +51,7 @@ def test_create_if_empty_then_require_existing(conninfo: str) -> None:
     store = _store(conninfo, schema_policy="CREATE_IF_EMPTY")
     store.add(["kept"], "memory", record_ids="m1")
     store.close()
-    assert _tables(conninfo) == ["chunks", "oam_meta", "records"]
+    assert _tables(conninfo) == ["chunk_stats", "chunks", "oam_meta", "records"]
     again = _store(conninfo)  # REQUIRE_EXISTING
     assert again.get("memory", "m1").content == "kept"
     again.close()
@@ -76,7 +67,7 @@ def test_create_if_empty_refuses_a_partial_store(conninfo: str) -> None:
     with pytest.raises(ValueError, match=r"CREATE_IF_EMPTY.*part of an oam store"):
         _store(conninfo, schema_policy="CREATE_IF_EMPTY")
     _store(conninfo, schema_policy="CREATE_IF_NECESSARY").close()  # completes it
-    assert _tables(conninfo) == ["chunks", "oam_meta", "records"]
+    assert _tables(conninfo) == ["chunk_stats", "chunks", "oam_meta", "records"]
 
 
 def test_recreate_drops_the_data(conninfo: str) -> None:
@@ -94,9 +85,11 @@ def test_memory_store_id_prefixes_every_object_and_isolates_stores(conninfo: str
     a.add(["in alpha"], "memory", record_ids="m1")
     assert b.get("memory", "m1") is None
     assert _tables(conninfo) == [
+        "alpha_chunk_stats",
         "alpha_chunks",
         "alpha_oam_meta",
         "alpha_records",
+        "beta_chunk_stats",
         "beta_chunks",
         "beta_oam_meta",
         "beta_records",
@@ -129,7 +122,7 @@ def test_version_row_records_the_config(conninfo: str) -> None:
     store.close()
     with psycopg.connect(conninfo) as conn:
         meta = dict(conn.execute("SELECT key, value FROM oam_meta").fetchall())
-    assert meta["schema_version"] == "1"
+    assert meta["schema_version"] == "2"
     assert meta["vector_dim"] == "16"
     assert meta["search_strategy"] == "HYBRID"
     assert '"default_ttl_days": 7' in meta["retention"]
@@ -167,12 +160,14 @@ def test_upgrade_path_applies_steps(conninfo: str, monkeypatch: pytest.MonkeyPat
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute("UPDATE oam_meta SET value = '0' WHERE key = 'schema_version'")
     monkeypatch.setitem(
-        schema.UPGRADES, 0, lambda p: [f"CREATE INDEX {p}records_upgraded ON {p}records (role)"]
+        schema.UPGRADES,
+        0,
+        lambda conn, p: conn.execute(f"CREATE INDEX {p}records_upgraded ON {p}records (role)"),
     )
     _store(conninfo, schema_policy="CREATE_IF_NECESSARY").close()
     with psycopg.connect(conninfo) as conn:
         version = conn.execute("SELECT value FROM oam_meta WHERE key = 'schema_version'")
-        assert version.fetchone() == ("1",)
+        assert version.fetchone() == (str(schema.SCHEMA_VERSION),)
         assert conn.execute("SELECT to_regclass('records_upgraded')").fetchone() != (None,)
 
 

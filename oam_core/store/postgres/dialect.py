@@ -63,6 +63,8 @@ EF_SEARCH = 64
 """Smallest ``hnsw.ef_search`` used for index queries (pgvector's default is 40)."""
 SIZE_TTL_S = 5.0
 """How long the chunk-table size that picks exact vs HNSW ranking is cached."""
+DF_CACHE_SIZE = 4096
+"""Lexemes whose document frequency a store keeps between searches."""
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -111,6 +113,8 @@ class PgBackend(Backend):
         self._ef_by_conn: weakref.WeakKeyDictionary[Conn, int] = weakref.WeakKeyDictionary()
         self._iterative: bool | None = None  # pgvector >= 0.8 (hnsw.iterative_scan)
         self._local = threading.local()
+        # lexeme -> (chunk_stats change counter when counted, rows holding it)
+        self._df_cache: dict[str, tuple[int, int]] = {}
 
     # -- connections -------------------------------------------------------------
 
@@ -414,27 +418,48 @@ class PgBackend(Backend):
                     out.append(lx)
         return out
 
+    def _stats(self, conn: Conn) -> tuple[int, float, int]:
+        """``(indexed rows, mean tokens per indexed row, change counter)`` from
+        ``chunk_stats`` (a few rows, kept by triggers): no scan of the chunk table."""
+        row = conn.execute(
+            "SELECT COALESCE(sum(n_rows), 0), COALESCE(sum(n_tokens), 0), "
+            f"COALESCE(sum(changes), 0) FROM {self.p}chunk_stats"
+        ).fetchone()
+        total, tokens, changes = (int(v) for v in row) if row else (0, 0, 0)
+        return total, (tokens / total if total else 1.0), changes
+
+    def _doc_freqs(self, conn: Conn, lexemes: Sequence[str], changes: int) -> builtins.list[int]:
+        """Rows holding each lexeme: the ones not cached since the change counter last
+        moved are counted together, in one pass over the rows holding any of them."""
+        cache = self._df_cache
+        if len(cache) > DF_CACHE_SIZE:
+            cache.clear()
+        missing = [lx for lx in lexemes if cache.get(lx, (None, 0))[0] != changes]
+        if missing:
+            counts = ", ".join(["count(*) FILTER (WHERE tsv @@ %s::tsquery)"] * len(missing))
+            row = conn.execute(
+                f"SELECT {counts} FROM {self.p}chunks WHERE tsv @@ %s::tsquery",
+                [*(tsquery_literal([lx]) for lx in missing), tsquery_literal(missing)],
+            ).fetchone()
+            for lx, df in zip(missing, row or [0] * len(missing), strict=True):
+                cache[lx] = (changes, int(df))
+        return [cache[lx][1] for lx in lexemes]
+
     def _split_terms(
-        self, conn: Conn, lexemes: Sequence[str]
-    ) -> tuple[builtins.list[tuple[str, int]], builtins.list[str], int]:
-        """``(informative (lexeme, df), common, total rows)``: as SQLite's split, a
-        term found in more than half of the search rows is common (BM25 IDF ~ 0); terms
-        found nowhere are dropped; with no informative term, the common ones rank."""
-        row = conn.execute(f"SELECT count(*) FROM {self.p}chunks WHERE tsv IS NOT NULL").fetchone()
-        total = int(row[0]) if row else 0
+        self, conn: Conn, lexemes: Sequence[str], total: int, changes: int
+    ) -> tuple[builtins.list[tuple[str, int]], builtins.list[str]]:
+        """``(informative (lexeme, df), common)``: as SQLite's split, a term found in
+        more than half of the search rows is common (BM25 IDF ~ 0); terms found
+        nowhere are dropped; with no informative term, the common ones rank."""
+        half = total // 2
         informative: builtins.list[tuple[str, int]] = []
         common: builtins.list[tuple[str, int]] = []
-        for lx in lexemes:
-            hit = conn.execute(
-                f"SELECT count(*) FROM {self.p}chunks WHERE tsv @@ %s::tsquery",
-                (tsquery_literal([lx]),),
-            ).fetchone()
-            df = int(hit[0]) if hit else 0
+        for lx, df in zip(lexemes, self._doc_freqs(conn, lexemes, changes), strict=True):
             if df:
-                (common if 2 * df > total else informative).append((lx, df))
+                (common if df > half else informative).append((lx, df))
         if not informative:
-            return common, [], total
-        return informative, [lx for lx, _ in common], total
+            return common, []
+        return informative, [lx for lx, _ in common]
 
     def rank_keyword(
         self, terms: Sequence[str], k: int, pred: Predicate
@@ -446,10 +471,11 @@ class PgBackend(Backend):
             lexemes = self._lexemes(conn, words)
             if not lexemes:
                 return []
-            ranked, common, total = self._split_terms(conn, lexemes)
+            total, avgdl, changes = self._stats(conn)
+            ranked, common = self._split_terms(conn, lexemes, total, changes)
             if not ranked:
                 return []
-            out = self._bm25(conn, ranked, total, k, pred)
+            out = self._bm25(conn, ranked, total, avgdl, k, pred)
             if common and len(out) < k:
                 # Rows matching only very common terms follow unranked, oldest first.
                 seen = {pk for pk, _ in out}
@@ -467,16 +493,13 @@ class PgBackend(Backend):
         conn: Conn,
         terms: Sequence[tuple[str, int]],
         total: int,
+        avgdl: float,
         k: int,
         pred: Predicate,
     ) -> builtins.list[tuple[Hashable, float]]:
         """Up to ``k`` ``(record pk, best chunk's BM25)`` pairs, as FTS5 scores them:
         ``idf = ln((N - n + 0.5) / (n + 0.5))`` (1e-6 when <= 0) and
         ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`` per term."""
-        row = conn.execute(
-            f"SELECT COALESCE(avg(n_tokens), 0) FROM {self.p}chunks WHERE tsv IS NOT NULL"
-        ).fetchone()
-        avgdl = float(row[0]) if row and row[0] else 1.0
         lexemes = [lx for lx, _ in terms]
         idf = []
         for _, df in terms:
@@ -502,7 +525,7 @@ class PgBackend(Backend):
             GROUP BY record_pk ORDER BY s DESC, record_pk LIMIT %s"""
         rows = conn.execute(
             query,
-            [lexemes, idf, tsquery_literal(lexemes), *params, avgdl, k],
+            [lexemes, idf, tsquery_literal(lexemes), *params, avgdl or 1.0, k],
         ).fetchall()
         return [(int(pk), float(s)) for pk, s in rows]
 

@@ -5,7 +5,9 @@ BM25 with k1 = 1.2, b = 0.75) so KEYWORD ranks alike on both back ends (SPEC §3
 [oam]): Python cuts text into Unicode word tokens and strips diacritics, PostgreSQL
 stems the tokens with the Snowball English stemmer (no stop words: every token stays
 searchable) into a ``tsvector``, and the BM25 score is computed in SQL from the
-tsvector's term frequencies, the row's token count and corpus statistics.
+tsvector's term frequencies, the row's token count and corpus statistics. CJK runs
+become the same character and character-pair tokens as in SQLite
+(``store/text.index_text``), kept as they are (no diacritics folding: が stays が).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import unicodedata
 from collections.abc import Sequence
 
 import regex
+
+from oam_core.store.text import cjk_grams, has_cjk, keyword_terms, split_cjk
 
 _WORD = regex.compile(r"[\p{L}\p{N}]+")
 
@@ -29,7 +33,18 @@ def _fold(text: str) -> str:
 
 
 def tokens(text: str) -> list[str]:
-    """The word tokens of ``text``, lower-cased, diacritics removed."""
+    """The word tokens of ``text``: lower-cased with diacritics removed, and each
+    CJK run as its characters and character pairs (``store/text.cjk_grams``)."""
+    if not has_cjk(text):
+        return _fold_words(text)
+    out: list[str] = []
+    for other, segments in split_cjk(text):
+        out += _fold_words(other)
+        out += cjk_grams(segments)
+    return out
+
+
+def _fold_words(text: str) -> list[str]:
     return _WORD.findall(_fold(text).lower())
 
 
@@ -42,11 +57,12 @@ def index_input(text: str | None) -> tuple[str | None, int]:
 
 
 def query_words(terms: Sequence[str]) -> list[str]:
-    """The query terms (``store/text.query_terms``) folded like indexed text; a term
-    that folds into several tokens keeps its first."""
+    """The index tokens to search for the query terms (``store/text.query_terms``):
+    CJK parts as ``store/text.keyword_terms`` cuts them, other words folded like
+    indexed text (a word that folds into several tokens keeps its first)."""
     out: list[str] = []
-    for t in terms:
-        words = tokens(t)
+    for t in keyword_terms(terms):
+        words = [t] if has_cjk(t) else _fold_words(t)
         if words and words[0] not in out:
             out.append(words[0])
     return out

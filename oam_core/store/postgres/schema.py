@@ -10,25 +10,34 @@ that the metadata filters run on. Every object name starts with the
 
 ``oam_meta`` is the schema-version row set: ``schema_version``, ``vector_dim``,
 ``search_strategy`` and ``retention`` (SPEC §3.8).
+
+``chunk_stats`` holds what BM25 needs of the whole chunk table (indexed rows, their
+token total, and a change counter), kept by statement triggers on ``chunks`` in up to
+16 rows (one per backend pid modulo 16, so concurrent writers rarely wait on one
+row); keyword search reads it instead of scanning the chunk table.
+
+Versions: 1 indexed chunk words as they are; 2 indexes ``store/text.index_text`` (CJK
+runs as characters and character pairs) and adds ``chunk_stats`` (``UPGRADES[1]``
+re-derives the search text of rows holding CJK characters and counts the table once).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
 
 from oam_core.store.options import SchemaPolicy
+from oam_core.store.postgres.fulltext import index_input
+from oam_core.store.text import cjk_block_class, has_cjk
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The schema version this release writes and reads."""
 
-UPGRADES: dict[int, Callable[[str], list[str]]] = {}
-"""``UPGRADES[v](prefix)`` returns the statements that take a store from version ``v``
-to ``v + 1``; applied in order by ``CREATE_IF_NECESSARY``. Version 1 is the first
-PostgreSQL schema, so the table is empty until a release changes the schema."""
+STATS_SHARDS = 16
+"""Rows of ``chunk_stats`` (writers pick one by backend pid)."""
 
 TABLES = ("oam_meta", "records", "chunks")
 """The managed tables, without prefix."""
@@ -54,7 +63,7 @@ def hnsw_index(p: str) -> str:
 
 
 def ddl(p: str, dim: int | None) -> list[str]:
-    """The statements creating schema version 1 with prefix ``p`` and dimension ``dim``."""
+    """The statements creating the current schema with prefix ``p`` and dimension ``dim``."""
     stmts = [
         "CREATE EXTENSION IF NOT EXISTS vector",
         f"""DO $$ BEGIN
@@ -115,19 +124,123 @@ def ddl(p: str, dim: int | None) -> list[str]:
         f"""CREATE INDEX IF NOT EXISTS {p}chunks_scope ON {p}chunks (
             user_id, record_type, agent_id, thread_id, expires_at, record_pk)""",
         f"CREATE INDEX IF NOT EXISTS {p}chunks_tsv ON {p}chunks USING gin (tsv)",
+        *stats_ddl(p),
     ]
     if dim is not None:
         stmts.append(hnsw_index(p))
     return stmts
 
 
+def stats_ddl(p: str) -> list[str]:
+    """The ``chunk_stats`` table and the statement triggers on ``chunks`` that keep it:
+    per statement, the indexed rows inserted (deleted) and their tokens are added to
+    (subtracted from) the writer's row, and its change counter grows. Chunk search text
+    is never updated in place (an update replaces the chunk rows), so there is no
+    UPDATE trigger. Function and triggers are created only when missing."""
+    delta = (
+        "SELECT count(*), COALESCE(sum(n_tokens), 0) INTO n, t FROM {rows} WHERE tsv IS NOT NULL;"
+    )
+    name = p.lower()
+    triggers = [
+        f"""IF NOT EXISTS (SELECT 1 FROM pg_trigger
+                WHERE tgrelid = '{p}chunks'::regclass AND tgname = '{name}chunks_stats_{op[0]}') THEN
+            CREATE TRIGGER {p}chunks_stats_{op[0]} AFTER {op[1]} ON {p}chunks
+                REFERENCING {op[2]} TABLE AS {op[3]}
+                FOR EACH STATEMENT EXECUTE FUNCTION {p}oam_chunk_stats();
+        END IF;"""
+        for op in (("ai", "INSERT", "NEW", "new_rows"), ("ad", "DELETE", "OLD", "old_rows"))
+    ]
+    return [
+        f"""CREATE TABLE IF NOT EXISTS {p}chunk_stats (
+            shard INTEGER PRIMARY KEY,
+            n_rows BIGINT NOT NULL,
+            n_tokens BIGINT NOT NULL,
+            changes BIGINT NOT NULL)""",
+        f"""DO $$ BEGIN
+        IF NOT EXISTS (SELECT 1 FROM pg_proc WHERE proname = '{name}oam_chunk_stats'
+                       AND pronamespace = current_schema()::regnamespace) THEN
+            CREATE FUNCTION {p}oam_chunk_stats() RETURNS trigger LANGUAGE plpgsql AS $f$
+            DECLARE n BIGINT; t BIGINT; sign INTEGER := 1;
+            BEGIN
+                IF TG_OP = 'INSERT' THEN {delta.format(rows="new_rows")}
+                ELSE {delta.format(rows="old_rows")} sign := -1;
+                END IF;
+                IF n > 0 THEN
+                    INSERT INTO {p}chunk_stats AS s (shard, n_rows, n_tokens, changes)
+                    VALUES (pg_backend_pid() % {STATS_SHARDS}, sign * n, sign * t, n)
+                    ON CONFLICT (shard) DO UPDATE SET n_rows = s.n_rows + EXCLUDED.n_rows,
+                        n_tokens = s.n_tokens + EXCLUDED.n_tokens,
+                        changes = s.changes + EXCLUDED.changes;
+                END IF;
+                RETURN NULL;
+            END $f$;
+        END IF;
+        {" ".join(triggers)}
+        END $$""",
+    ]
+
+
 def drop(p: str) -> list[str]:
     """The statements dropping every object of the store with prefix ``p``."""
     return [
-        f"DROP TABLE IF EXISTS {p}chunks, {p}records, {p}oam_meta CASCADE",
+        f"DROP TABLE IF EXISTS {p}chunks, {p}records, {p}oam_meta, {p}chunk_stats CASCADE",
+        f"DROP FUNCTION IF EXISTS {p}oam_chunk_stats()",
         f"DROP TEXT SEARCH CONFIGURATION IF EXISTS {p}oam_fts",
         f"DROP TEXT SEARCH DICTIONARY IF EXISTS {p}oam_stem",
     ]
+
+
+def _to_v2(conn: psycopg.Connection[Any], p: str) -> None:
+    """Version 1 -> 2: re-derive the search text of rows holding CJK characters (as
+    ``index_text`` cuts them), then create ``chunk_stats`` and count the table once."""
+    conn.execute(f"LOCK TABLE {p}chunks IN SHARE ROW EXCLUSIVE MODE")
+    rows = conn.execute(
+        f"SELECT pk, text FROM {p}chunks WHERE text ~ %s", (cjk_block_class(),)
+    ).fetchall()
+    updates = []
+    for pk, text in rows:
+        if has_cjk(text):
+            words, n_tokens = index_input(text)
+            updates.append((words, n_tokens, pk))
+    with conn.cursor() as cur:
+        cur.executemany(
+            f"UPDATE {p}chunks SET tsv = to_tsvector('{p}oam_fts', %s), n_tokens = %s "
+            "WHERE pk = %s",
+            updates,
+        )
+    for stmt in stats_ddl(p):
+        conn.execute(stmt)
+    recount_stats(conn, p)
+
+
+def stats_present(conn: psycopg.Connection[Any], p: str) -> bool:
+    """Whether ``chunk_stats`` and both of its triggers exist (else the counts it holds
+    cannot be trusted and ``recount_stats`` must run after they are created)."""
+    row = conn.execute(
+        "SELECT to_regclass(%s) IS NOT NULL AND (SELECT count(*) FROM pg_trigger "
+        "WHERE tgrelid = to_regclass(%s) AND tgname = ANY(%s)) = 2",
+        (
+            f"{p}chunk_stats",
+            f"{p}chunks",
+            [f"{p.lower()}chunks_stats_ai", f"{p.lower()}chunks_stats_ad"],
+        ),
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def recount_stats(conn: psycopg.Connection[Any], p: str) -> None:
+    """Set ``chunk_stats`` from a count of the chunk table (writers wait meanwhile)."""
+    conn.execute(f"LOCK TABLE {p}chunks IN SHARE MODE")
+    conn.execute(f"DELETE FROM {p}chunk_stats")
+    conn.execute(
+        f"INSERT INTO {p}chunk_stats (shard, n_rows, n_tokens, changes) "
+        f"SELECT 0, count(*), COALESCE(sum(n_tokens), 0), 1 FROM {p}chunks WHERE tsv IS NOT NULL"
+    )
+
+
+UPGRADES: dict[int, Callable[[psycopg.Connection[Any], str], None]] = {1: _to_v2}
+"""``UPGRADES[v](conn, prefix)`` takes a store from version ``v`` to ``v + 1`` inside the
+caller's transaction; applied in order by ``CREATE_IF_NECESSARY``."""
 
 
 def present_tables(conn: psycopg.Connection[Any], p: str) -> set[str]:
@@ -224,8 +337,11 @@ def apply_policy(
     if policy is SchemaPolicy.CREATE_IF_NECESSARY:
         # Recreate any dropped index (all statements are IF NOT EXISTS).
         stored = meta.get("vector_dim")
+        counted = stats_present(conn, p)
         for stmt in ddl(p, int(stored) if stored is not None else None):
             conn.execute(stmt)
+        if not counted:
+            recount_stats(conn, p)
 
 
 def upgrade(conn: psycopg.Connection[Any], p: str, version: int) -> None:
@@ -241,8 +357,6 @@ def upgrade(conn: psycopg.Connection[Any], p: str, version: int) -> None:
                 f"no upgrade from oam schema version {version} to {version + 1}; "
                 "recreate the store (schema_policy=RECREATE) or migrate it by hand"
             )
-        statements: Sequence[str] = step(p)
-        for stmt in statements:
-            conn.execute(stmt)
+        step(conn, p)
         version += 1
         write_meta(conn, p, {"schema_version": str(version)})

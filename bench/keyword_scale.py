@@ -1,0 +1,236 @@
+"""KEYWORD and HYBRID search at scale, against a bare FTS5 bm25 query over the same rows.
+
+Builds one SQLite file of ``--records`` memory records (default 100,000) through the
+public ``store.add(..., embeddings=...)``: 50 users, each record ``"<speaker>: <words>"``
+with 8-30 words drawn from a Zipf-distributed vocabulary of pseudo-English words (a
+few words are in most rows, as function words are in real chats), and a random unit
+vector of 384 dimensions. Queries are ``"When did <speaker> <w1> <w2> <w3>?"`` with
+words from the same distribution without its 100 most common words (the ones
+``query_terms`` would drop as function words in English text).
+
+Per query, in one run and on one file, it times:
+
+- ``bare``: ``SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH <terms OR'ed>
+  ORDER BY rank LIMIT 10`` on a plain ``sqlite3`` connection, where the terms are the
+  ones oam searches (``store/text.query_terms``: function words removed);
+- ``keyword``: ``store.search(q, 10)`` of a KEYWORD store (everything: query parsing,
+  term statistics, ranking, scope and expiry checks, loading the records);
+- ``hybrid``: ``store.search(q, 10)`` of a HYBRID store (keyword ranking at depth 50,
+  exact vector ranking, RRF). Its query embedding is a ``HashingEmbedder`` (a few
+  microseconds), so the figure is the search itself. The vector half is the SQLite
+  vector path of this checkout; it is replaced by an in-process index (issue 11),
+  which moves this figure, not the keyword one;
+- ``vector``: ``store.search(query_vector=v, k=10)`` of the HYBRID store, the vector
+  half alone, for reading the hybrid figure;
+- ``bare_user`` / ``keyword_user``: the same, scoped to one user of 50 (the bare query
+  joins the chunk rows on ``user_id``; the store is searched with ``user_id=u,
+  exact_user_match=True``).
+
+Every mode runs every query once per repeat, modes interleaved per query; the report
+gives, per repeat, each mode's p50 (ms) and the p50 of the per-query ratio to
+``bare``, then the medians over repeats. Timings on a shared machine are noisy: read
+the ratios, which are measured side by side.
+
+```
+python bench/keyword_scale.py                       # 100k records, 200 queries, 3 repeats
+python bench/keyword_scale.py --records 10000 --queries 50 --repeat 1 --json
+python bench/keyword_scale.py --db /tmp/ks.db       # keep (and reuse) the built file
+```
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import random
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+try:
+    import oam_core  # noqa: F401
+except ImportError:  # running from a checkout without `pip install -e .`
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from oam_core import SQLiteMemoryStore
+from oam_core.embedders import HashingEmbedder
+from oam_core.store.text import query_terms
+
+DIM = 384
+K = 10
+USERS = 50
+VOCAB = 20_000
+QUERY_SKIP = 100
+"""Query words skip the 100 most common words, as ``query_terms`` drops function words."""
+SYLLABLES = [c + v for c in "bcdfghklmnprstvz" for v in "aeiou"]
+
+
+def vocabulary(rng: random.Random) -> list[str]:
+    """``VOCAB`` distinct pseudo-words of 2-4 syllables (porter leaves most alone)."""
+    words: dict[str, None] = {}
+    while len(words) < VOCAB:
+        words["".join(rng.choices(SYLLABLES, k=rng.randint(2, 4)))] = None
+    return list(words)
+
+
+def speakers(user: int) -> tuple[str, str]:
+    return f"Spk{user}a", f"Spk{user}b"
+
+
+class Corpus:
+    """Deterministic records and queries (seeded)."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.words = vocabulary(self.rng)
+        self.cum = list(np.cumsum([1.0 / (r + 1) for r in range(VOCAB)]))
+
+    def draw(self, n: int, skip: int = 0) -> list[str]:
+        """``n`` words by Zipf frequency, among the words after the ``skip`` most common."""
+        lo = self.cum[skip - 1] if skip else 0.0
+        picks = [lo + self.rng.random() * (self.cum[-1] - lo) for _ in range(n)]
+        return [self.words[min(bisect.bisect_left(self.cum, x), VOCAB - 1)] for x in picks]
+
+    def record(self, i: int) -> tuple[str, str]:
+        user = i % USERS
+        name = speakers(user)[self.rng.randint(0, 1)]
+        return f"{name}: {' '.join(self.draw(self.rng.randint(8, 30)))}", f"u{user}"
+
+    def query(self) -> tuple[str, str]:
+        user = self.rng.randrange(USERS)
+        name = speakers(user)[self.rng.randint(0, 1)]
+        words = " ".join(self.draw(3, skip=QUERY_SKIP))
+        return f"When did {name} {words}?", f"u{user}"
+
+
+def build(path: Path, n: int, corpus: Corpus, batch: int = 5000) -> float:
+    """Fill a new store file with ``n`` records; return the seconds it took."""
+    store = SQLiteMemoryStore(path, vector_dim=DIM, search_strategy="KEYWORD")
+    vec_rng = np.random.default_rng(1)
+    started = time.perf_counter()
+    for i in range(0, n, batch):
+        rows = [corpus.record(j) for j in range(i, min(n, i + batch))]
+        vecs = vec_rng.normal(size=(len(rows), DIM)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        store.add(
+            [text for text, _ in rows],
+            "memory",
+            record_ids=[f"r{j}" for j in range(i, i + len(rows))],
+            user_ids=[user for _, user in rows],
+            embeddings=list(vecs),
+        )
+    store.close()
+    return time.perf_counter() - started
+
+
+def fts_query(query: str) -> str:
+    return " OR ".join(f'"{t}"' for t in query_terms(query)) or '""'
+
+
+def timed(fn: Callable[[str, str], Any], query: str, user: str) -> float:
+    started = time.perf_counter()
+    fn(query, user)
+    return (time.perf_counter() - started) * 1000
+
+
+def run(path: Path, queries: list[tuple[str, str]], repeat: int) -> dict[str, Any]:
+    conn = sqlite3.connect(path)  # plain: reading the index needs no oam function
+    kw = SQLiteMemoryStore(path, search_strategy="KEYWORD")
+    embedder = HashingEmbedder(DIM)
+    hy = SQLiteMemoryStore(path, search_strategy="HYBRID", embedder=embedder)
+    vectors = dict(
+        zip((q for q, _ in queries), embedder.embed([q for q, _ in queries]), strict=True)
+    )
+    bare_sql = "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?"
+    bare_user_sql = (
+        "SELECT f.rowid, f.rank FROM chunks_fts f JOIN chunks c ON c.pk = f.rowid "
+        "WHERE chunks_fts MATCH ? AND c.user_id = ? ORDER BY f.rank LIMIT ?"
+    )
+    modes: dict[str, Callable[[str, str], Any]] = {
+        "bare": lambda q, u: conn.execute(bare_sql, (fts_query(q), K)).fetchall(),
+        "keyword": lambda q, u: kw.search(q, K),
+        "hybrid": lambda q, u: hy.search(q, K),
+        "vector": lambda q, u: hy.search(query_vector=vectors[q], k=K),
+        "bare_user": lambda q, u: conn.execute(bare_user_sql, (fts_query(q), u, K)).fetchall(),
+        "keyword_user": lambda q, u: kw.search(q, K, user_id=u, exact_user_match=True),
+    }
+    baseline = {"keyword": "bare", "hybrid": "bare", "vector": "bare", "keyword_user": "bare_user"}
+    for q, u in queries[:5]:  # warm the page cache and the vector cache
+        for fn in modes.values():
+            fn(q, u)
+    runs = []
+    for _ in range(repeat):
+        ms: dict[str, list[float]] = {m: [] for m in modes}
+        for q, u in queries:
+            for mode, fn in modes.items():
+                ms[mode].append(timed(fn, q, u))
+        one: dict[str, Any] = {f"{m}_p50_ms": statistics.median(v) for m, v in ms.items()}
+        for mode, base in baseline.items():
+            ratios = [a / b for a, b in zip(ms[mode], ms[base], strict=True)]
+            one[f"{mode}_ratio_p50"] = statistics.median(ratios)
+            one[f"{mode}_ratio_total"] = sum(ms[mode]) / sum(ms[base])
+        runs.append(one)
+    kw.close()
+    hy.close()
+    conn.close()
+    medians = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+    return {"runs": runs, "median": medians}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--records", type=int, default=100_000)
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--db", type=Path, default=None, help="store file to build or reuse")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    args = ap.parse_args(argv)
+    corpus = Corpus(args.seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.db or Path(tmp) / "keyword_scale.db"
+        build_s = None
+        if not path.exists():
+            build_s = build(path, args.records, corpus)
+        else:
+            for i in range(args.records):  # the same random stream as a fresh build
+                corpus.record(i)
+        queries = [corpus.query() for _ in range(args.queries)]
+        result = run(path, queries, args.repeat)
+    result["config"] = {
+        "records": args.records,
+        "queries": args.queries,
+        "repeat": args.repeat,
+        "k": K,
+        "build_s": build_s,
+        "sqlite": sqlite3.sqlite_version,
+    }
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    med = result["median"]
+    modes_order = ("bare", "keyword", "hybrid", "vector", "bare_user", "keyword_user")
+    print(f"{args.records} records, {args.queries} queries, k={K}, {args.repeat} repeats")
+    if build_s is not None:
+        print(f"build: {build_s:.1f} s ({args.records / build_s:.0f} records/s)")
+    print("| mode | p50 ms | ratio to bare (p50 of per-query ratios) | ratio of total time |")
+    print("|---|---|---|---|")
+    for mode in modes_order:
+        ratio = med.get(f"{mode}_ratio_p50")
+        total = med.get(f"{mode}_ratio_total")
+        r = "" if ratio is None else f"{ratio:.2f}"
+        t = "" if total is None else f"{total:.2f}"
+        print(f"| {mode} | {med[f'{mode}_p50_ms']:.2f} | {r} | {t} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,98 @@
+"""Query terms and the CJK index text (``oam_core/store/text.py``; BUGCASES C31)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+import regex
+
+from oam_core.store import sqlite_schema
+from oam_core.store.postgres import fulltext
+from oam_core.store.text import (
+    CJK_BLOCKS,
+    cjk_grams,
+    has_cjk,
+    index_text,
+    keyword_terms,
+    query_terms,
+    split_cjk,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("饼干很好", " 饼 饼干 干 干很 很 很好 好 "),
+        ("狗叫Cookie!", " 狗 狗叫 叫 Cookie!"),
+        ("猫はミケ", " 猫 は ミ ミケ ケ "),  # cut where the script changes
+        ("すごーい", " す すご ご ごー ー ーい い "),  # ー joins the script before it
+        ("ｶﾞﾑ", " ガ ガム ム "),  # half-width katakana, voicing mark composed
+        ("고양이", " 고 고양 양 양이 이 "),
+        ("plain English, unchanged.", "plain English, unchanged."),
+        ("", ""),
+    ],
+)
+def test_index_text(text: str, expected: str) -> None:
+    assert index_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("我的狗叫什么名字？", ["我的", "的狗", "狗叫", "叫什", "什么", "么名", "名字"]),
+        ("猫の名前は？", ["猫", "名前"]),  # one-character particles dropped
+        ("の", ["の"]),  # ... unless nothing else is left
+        ("我在Google工作", ["我在", "google", "工作"]),
+        ("When did Caroline paint?", ["caroline", "paint"]),
+        ("what is the", ["what", "is", "the"]),  # only function words: all kept
+        ("?!… 。、！ 😀", []),
+        ("ｺｰﾋｰ", ["コー", "ーヒ", "ヒー"]),
+    ],
+)
+def test_keyword_terms_of_a_query(query: str, expected: list[str]) -> None:
+    assert keyword_terms(query_terms(query)) == expected
+
+
+def test_split_cjk_keeps_other_text_as_it_is() -> None:
+    assert split_cjk("a猫はb") == [("a", ["猫", "は"]), ("b", [])]
+    assert cjk_grams(["猫", "ミケ"]) == ["猫", "ミ", "ミケ", "ケ"]
+
+
+def test_combining_marks_outside_cjk_runs_are_not_cjk() -> None:
+    decomposed = "Vie\u0323t"  # a dot below, whose scripts include kana
+    assert not has_cjk(decomposed)
+    assert index_text(decomposed) == decomposed
+
+
+def test_every_cjk_character_is_inside_the_blocks_sql_prefilters_on() -> None:
+    run = regex.compile(
+        r"(?V1)[[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}\p{scx=Hangul}]&&\p{L}]"
+    )
+    outside = [
+        hex(cp)
+        for cp in range(0x110000)
+        if run.match(chr(cp)) and not any(lo <= cp <= hi for lo, hi in CJK_BLOCKS)
+    ]
+    assert outside == []
+
+
+def test_the_sqlite_glob_prefilter_matches_every_cjk_text() -> None:
+    conn = sqlite3.connect(":memory:")
+    samples = ["饼干", "ミケ", "ｶ", "고양이", "𠀋", "x々y", "a\U0002a6d6"]
+    for s in samples:
+        assert has_cjk(s)
+        assert conn.execute("SELECT ? GLOB ?", (s, sqlite_schema.CJK_GLOB)).fetchone() == (1,)
+    assert conn.execute("SELECT 'plain' GLOB ?", (sqlite_schema.CJK_GLOB,)).fetchone() == (0,)
+
+
+def test_sqlite_and_postgres_cut_index_text_into_the_same_tokens() -> None:
+    """What FTS5's unicode61 makes of ``index_text`` equals ``fulltext.tokens`` (before
+    stemming, which both back ends apply to Latin words only)."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='unicode61 remove_diacritics 2')")
+    conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+    text = "私の猫はミケ。我在Google工作，ｶﾞﾑ和고양이가 café"
+    conn.execute("INSERT INTO t (x) VALUES (?)", (index_text(text),))
+    sqlite_tokens = [r[0] for r in conn.execute("SELECT term FROM v ORDER BY offset")]
+    assert sqlite_tokens == fulltext.tokens(text)
