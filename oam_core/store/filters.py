@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from oam_core.errors import InvalidFilterError
+
 Json = Any
 """A JSON-compatible Python value: None, bool, int, float, str, list, dict[str, ...]."""
 
@@ -56,10 +58,6 @@ SQLite's parser stops a little above this."""
 _MAX_INT = 2**63 - 1
 
 CompareOp = Literal["$gt", "$gte", "$lt", "$lte"]
-
-
-class InvalidFilterError(ValueError):
-    """A metadata filter that cannot be parsed (a ``ValueError``, as the reference)."""
 
 
 # -- atoms: positive tests on one field's value (the field must exist) ---------------

@@ -1,0 +1,88 @@
+"""The exceptions `oam` raises, in one tree (docs/errors.md).
+
+Every class derives from ``OAMError`` and also from the built-in exception that the
+reference SDK raises in the same situation, so code written for the reference keeps
+catching ``ValueError``, ``KeyError`` or ``TimeoutError`` while new code can catch
+``OAMError`` (or a precise subclass). Errors of the database drivers (``sqlite3``,
+``psycopg``, ``oracledb``) are mapped to ``StoreError`` subclasses at the store
+boundary with ``raise ... from``, so the driver's exception stays attached as
+``__cause__``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "DatabaseLockedError",
+    "EmbedderMismatchError",
+    "InvalidArgumentError",
+    "InvalidFilterError",
+    "LLMError",
+    "NotFoundError",
+    "OAMError",
+    "SchemaError",
+    "StoreConnectionError",
+    "StoreError",
+    "ThreadDeletedError",
+]
+
+
+class OAMError(Exception):
+    """Base of every exception `oam` raises on purpose."""
+
+
+class InvalidArgumentError(OAMError, ValueError):
+    """An argument has the wrong type, shape or value; the message names the argument
+    and the value. Raised before anything is written."""
+
+
+class InvalidFilterError(InvalidArgumentError):
+    """A metadata filter is not in the filter language (docs/filters.md); the message
+    names the operator and the value."""
+
+
+class ConfigurationError(OAMError, ValueError):
+    """Options that do not go together, or a component that is missing (an embedder
+    for VECTOR search, an LLM when extraction is on)."""
+
+
+class SchemaError(OAMError, ValueError):
+    """The database schema does not fit: missing under ``REQUIRE_EXISTING``, outdated
+    or newer than this release, or created with another dimension or strategy
+    (docs/store.md#schema)."""
+
+
+class EmbedderMismatchError(SchemaError):
+    """The store was written with another embedder than the one it was opened with
+    (docs/store.md#embedder-identity); the message names both."""
+
+
+class NotFoundError(OAMError, KeyError):
+    """A thread (or other object) that must exist does not."""
+
+    def __str__(self) -> str:  # KeyError would print the message with quotes
+        return str(self.args[0]) if self.args else ""
+
+
+class ThreadDeletedError(OAMError, ValueError):
+    """A write to a thread that was deleted meanwhile (by ``delete_thread`` or a
+    cascading user or agent delete); nothing was written."""
+
+
+class StoreError(OAMError):
+    """The database failed in a way that is not the caller's input."""
+
+
+class StoreConnectionError(StoreError, ConnectionError):
+    """The database cannot be reached or opened (server down, bad URL or
+    credentials, a file that cannot be opened)."""
+
+
+class DatabaseLockedError(StoreError, TimeoutError):
+    """Another writer held the database longer than the store waits (SQLite's
+    ``database is locked``, a PostgreSQL lock or pool timeout)."""
+
+
+class LLMError(OAMError, RuntimeError):
+    """The LLM could not be called or gave no usable answer (see the message: a
+    missing API key names the variable to set)."""
