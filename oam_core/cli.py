@@ -42,16 +42,20 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from typer.core import TyperGroup
 
 import oam_core
-from oam_core.apis._sentinel import NOT_SET
-from oam_core.apis.records import Record
+from oam_core import (
+    NOT_SET,
+    OracleAgentMemory,
+    OracleMemoryStore,
+    Record,
+    SchemaPolicy,
+    SearchStrategy,
+)
+from oam_core.apis.thread import participant_name
+from oam_core.connection import backend_of, sqlite_target
 from oam_core.embedders import resolve_embedder
+from oam_core.errors import OAMError
 from oam_core.ingest import Conversation, IngestError, load_conversations
 from oam_core.ingest_writer import WriteMode, plural, write_conversations
-from oam_core.memory.client import OracleAgentMemory
-from oam_core.store.base import OracleMemoryStore
-from oam_core.store.connect import backend_of, sqlite_target
-from oam_core.store.options import SchemaPolicy, SearchStrategy
-from oam_core.store.signals import participant_name
 
 __all__ = ["COMMAND_MODULES", "app", "main"]
 
@@ -157,8 +161,9 @@ AllowChangeOption = Annotated[
 ]
 
 
-class CliError(Exception):
-    """A user-facing failure: printed as one line, then exit with ``code``."""
+class CliError(OAMError):
+    """A user-facing failure: printed as one line, then exit with ``code``
+    (docs/errors.md)."""
 
     def __init__(self, message: str, code: int = 1) -> None:
         super().__init__(message)
@@ -389,7 +394,7 @@ def _quiet_litellm(embedder: str) -> None:
 
 
 def _ingest(
-    store: OracleMemoryStore,
+    memory: OracleAgentMemory,
     conversations: Sequence[Conversation],
     *,
     mode: WriteMode = "new",
@@ -407,7 +412,7 @@ def _ingest(
             progress.update(task, description=f"Ingesting {thread_id}", advance=messages)
 
         return write_conversations(
-            store, conversations, mode=mode, source=source, on_progress=advance
+            memory, conversations, mode=mode, source=source, on_progress=advance
         )
 
 
@@ -473,9 +478,7 @@ def ingest(
             allow_embedder_change=allow_embedder_change,
         ) as memory:
             mode: WriteMode = "replace" if replace else "resume" if resume else "new"
-            written, skipped = _ingest(
-                memory.store, conversations, mode=mode, console=err, source=file
-            )
+            written, skipped = _ingest(memory, conversations, mode=mode, console=err, source=file)
             used = memory.store.embedder_identity
         elapsed = time.perf_counter() - started
     threads = len(conversations) - skipped
@@ -581,7 +584,7 @@ def threads(
         _require_db(db)
         with _memory(db, "none") as memory:
             store = memory.store
-            rows = store.list_thread_rows(user_id=user) if user else store.list_thread_rows()
+            rows = memory.list_threads(user_id=user) if user else memory.list_threads()
             counts = [store.count_thread_messages(row.thread_id) for row in rows]
             speakers = [_speakers(store, row.thread_id) for row in rows]
     if not rows:
@@ -650,7 +653,7 @@ def demo(
         conversation = with_fields(conversation, thread_id=DEMO_THREAD)
         with _memory(db, embedder, strategy, create=True) as memory:
             store = memory.store
-            exists = store.get_thread_row(DEMO_THREAD) is not None
+            exists = memory.get_thread_row(DEMO_THREAD) is not None
             complete = exists and store.count_thread_messages(DEMO_THREAD) == len(
                 conversation.messages
             )
@@ -660,7 +663,7 @@ def demo(
                 # Missing, or left incomplete by an older oam: (re)write it whole.
                 err = Console(stderr=True)
                 mode: WriteMode = "replace" if exists else "new"
-                written, _ = _ingest(store, [conversation], mode=mode, console=err)
+                written, _ = _ingest(memory, [conversation], mode=mode, console=err)
                 console.print(f"Ingested {written} messages into thread {DEMO_THREAD} ({db}).")
             kind = _score_kind(store)
             for question in DEMO_QUESTIONS:
@@ -679,7 +682,7 @@ def demo(
 
 
 def _context_card(memory: OracleAgentMemory, thread_id: str, *, recent: int, relevant: int) -> str:
-    if memory.store.get_thread_row(thread_id) is None:
+    if memory.get_thread_row(thread_id) is None:
         raise CliError(f"no thread {thread_id!r} in the database (see `oam threads`)")
     thread = memory.get_thread(thread_id)
     card = thread.get_context_card(max_recent_messages=recent, max_relevant_results=relevant)

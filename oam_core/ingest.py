@@ -35,9 +35,10 @@ from typing import Any
 
 from dateutil import parser as date_parser
 
-from oam_core.memory.indexing import MESSAGE_KEY
-from oam_core.store.planning import dump_metadata
-from oam_core.store.timestamps import normalize_timestamp
+from oam_core.apis.records import check_metadata
+from oam_core.apis.thread import MESSAGE_KEY
+from oam_core.apis.timestamps import normalize_timestamp
+from oam_core.errors import InvalidArgumentError
 
 __all__ = ["ROLES", "Conversation", "IngestError", "load_conversations"]
 
@@ -47,7 +48,7 @@ _MESSAGE_KEYS = frozenset({"role", "content", "timestamp", "name", "metadata", "
 _SESSION_KEY = re.compile(r"session_(\d+)")
 
 
-class IngestError(ValueError):
+class IngestError(InvalidArgumentError):
     """A conversation file is missing, unreadable, not JSON, or not a known layout.
 
     The message names the file and, where it applies, the line (JSONL, invalid JSON)
@@ -324,10 +325,10 @@ def _check_storable(message: Mapping[str, Any], where: str) -> None:
     """Reject what the store would refuse mid-write: metadata JSON cannot hold (NaN,
     infinity, non-string keys) and text that is not valid Unicode (lone surrogates)."""
     try:
-        dumped = dump_metadata(message.get("metadata"))
+        check_metadata(message.get("metadata"))
     except ValueError as exc:
         raise IngestError(f"{where}: bad 'metadata': {exc}") from None
-    for key, value in (*message.items(), ("metadata", dumped)):
+    for key, value in message.items():
         if not isinstance(value, str):
             continue
         try:

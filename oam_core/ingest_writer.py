@@ -1,23 +1,19 @@
-"""Write loaded conversations into a store: one thread per conversation, each in one
-transaction (``store.write_thread``), with the search rows a thread would give its
-messages (speaker names, context rows: ``memory/indexing.py``). ``oam ingest`` and
+"""Write loaded conversations through a client: one thread per conversation, each in
+one transaction (``OracleAgentMemory.write_thread``, which gives the messages the
+search rows a thread would: speaker names, context rows). ``oam ingest`` and
 ``oam demo`` use it (docs/cli.md#input-files).
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
-from oam_core.apis.batch import PendingRecordBatch
-from oam_core.apis.records import MESSAGE
+from oam_core import OracleAgentMemory
+from oam_core.apis.records import check_metadata
 from oam_core.apis.thread import to_message
 from oam_core.ingest import Conversation, IngestError
-from oam_core.memory.indexing import message_index_texts
-from oam_core.store.base import OracleMemoryStore
-from oam_core.store.planning import dump_metadata
 
 __all__ = ["WriteMode", "plural", "write_conversations"]
 
@@ -43,7 +39,7 @@ def _validate(conversations: Sequence[Conversation], source: Path | None) -> Non
         for index, message in enumerate(conversation.messages):
             try:
                 checked = to_message(message)
-                dump_metadata(checked.metadata)
+                check_metadata(checked.metadata)
                 for text in (checked.role, checked.content, checked.timestamp, checked.id):
                     if text is not None:
                         text.encode("utf-8")
@@ -51,26 +47,8 @@ def _validate(conversations: Sequence[Conversation], source: Path | None) -> Non
                 raise IngestError(f"{_where(conversation, index, source)}: {exc}") from None
 
 
-def _message_batch(store: OracleMemoryStore, conversation: Conversation) -> PendingRecordBatch:
-    """The conversation's messages as the thread would write them (same search rows:
-    speaker names and context rows, ``memory/indexing.py``)."""
-    messages = [to_message(m) for m in conversation.messages]
-    return PendingRecordBatch(
-        texts=[m.content for m in messages],
-        record_type=MESSAGE,
-        index_texts=message_index_texts(messages, None, store.chunk_chars),
-        record_ids=[m.id or str(uuid.uuid4()) for m in messages],
-        thread_ids=conversation.thread_id,
-        user_ids=conversation.user_id,
-        agent_ids=conversation.agent_id,
-        roles=[m.role for m in messages],
-        timestamps=[m.timestamp for m in messages],
-        metadata=[m.metadata for m in messages],
-    )
-
-
 def write_conversations(
-    store: OracleMemoryStore,
+    memory: OracleAgentMemory,
     conversations: Sequence[Conversation],
     *,
     mode: WriteMode = "new",
@@ -80,7 +58,7 @@ def write_conversations(
     """Write each conversation as one thread, each in one transaction.
 
     Args:
-        store: Where to write.
+        memory: The client whose store is written.
         conversations: From ``load_conversations``, with their user and agent ids.
         mode: ``"new"`` (an existing thread is an error), ``"replace"`` (replaced,
             old and new in one transaction) or ``"resume"`` (threads already stored
@@ -98,7 +76,7 @@ def write_conversations(
             (the threads before it are stored; ``resume`` continues).
     """
     _validate(conversations, source)
-    existing = {row.thread_id for row in store.list_thread_rows()}
+    existing = {row.thread_id for row in memory.list_threads()}
     clashes = [c for c in conversations if c.thread_id in existing]
     if clashes and mode == "new":
         ids = [c.thread_id for c in clashes]
@@ -109,7 +87,7 @@ def write_conversations(
         )
     if mode == "resume":
         for conversation in clashes:
-            stored = store.count_thread_messages(conversation.thread_id)
+            stored = memory.store.count_thread_messages(conversation.thread_id)
             if stored != len(conversation.messages):
                 raise IngestError(
                     f"thread {conversation.thread_id!r} is in the database with "
@@ -123,9 +101,9 @@ def write_conversations(
             skipped += 1
         else:
             try:
-                store.write_thread(
+                memory.write_thread(
                     conversation.thread_id,
-                    [_message_batch(store, conversation)],
+                    conversation.messages,
                     user_id=conversation.user_id,
                     agent_id=conversation.agent_id,
                     replace=mode == "replace",

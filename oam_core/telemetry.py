@@ -124,6 +124,7 @@ def span(name: str, attributes: Mapping[str, Any] | None = None) -> Iterator[Spa
 
 
 def _store_attributes(store: Any) -> dict[str, Any]:
+    store = getattr(store, "store", store)  # a ThreadStore (store/threads.py) traces as its store
     name = type(store).__name__
     strategy = getattr(store, "search_strategy", None)
     return {

@@ -17,8 +17,8 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
-from langchain_oam._steps import Call, Steps, lc, oam
 from oam_core import OracleMemoryStore, Record, SearchStrategy
+from oam_core.steps import Steps, call, paired
 
 INTERNAL_KEYS = frozenset({"$agent_memory", "$message"})
 """Metadata keys ``oam`` reserves for itself; never shown to LangChain, never accepted
@@ -154,28 +154,31 @@ def text_kind(store: OracleMemoryStore) -> DistanceKind:
     return "cosine" if store.search_strategy is SearchStrategy.VECTOR else "normalized"
 
 
-def embed_query_call(store: OracleMemoryStore, embedding: Embeddings | None, text: str) -> Call:
-    """The call that embeds a query: the LangChain model if given, else the store's
-    embedder.
+def embed_query_steps(
+    store: OracleMemoryStore, embedding: Embeddings | None, text: str
+) -> Steps[Any]:
+    """Embed a query: with the LangChain model if given, else the store's embedder.
 
     Raises:
         ValueError: when neither exists.
     """
     if embedding is not None:
-        return lc(embedding, "embed_query", text)
+        return (yield from call(paired(embedding.embed_query, embedding.aembed_query), text))
     if store.embedder is not None:
-        return Call(store.embedder, "embed", "embed_async", ([text],), {"is_query": True})
+        return (yield from call(store.embedder.embed, [text], is_query=True))
     raise ValueError("this search needs query vectors: give an embedding model or a store embedder")
 
 
-def embed_documents_call(
+def embed_documents_steps(
     store: OracleMemoryStore, embedding: Embeddings | None, texts: list[str]
-) -> Call:
-    """The call that embeds document texts (as ``embed_query_call``)."""
+) -> Steps[Any]:
+    """Embed document texts (as ``embed_query_steps``)."""
     if embedding is not None:
-        return lc(embedding, "embed_documents", texts)
+        return (
+            yield from call(paired(embedding.embed_documents, embedding.aembed_documents), texts)
+        )
     if store.embedder is not None:
-        return Call(store.embedder, "embed", "embed_async", (texts,), {})
+        return (yield from call(store.embedder.embed, texts))
     raise ValueError("this search needs vectors: give an embedding model or a store embedder")
 
 
@@ -207,7 +210,7 @@ def search_steps(
     check_k(k)
     kwargs = scope.kwargs(metadata_filter)
     if vector is None and query is not None and store_ranks_text(store):
-        hits = yield oam(store, "search", query, k, **kwargs)
+        hits = yield from call(store.search, query, k, **kwargs)
         kind = text_kind(store)
     else:
         if vector is None:
@@ -215,8 +218,12 @@ def search_steps(
                 raise ValueError(
                     "the store has no embedder and VECTOR search: pass an embedding model"
                 )
-            vector = _vector((yield lc(embedding, "embed_query", query)))
-        hits = yield oam(store, "search", None, k, query_vector=list(vector), **kwargs)
+            if query is None:
+                raise ValueError("search needs a query or a vector")
+            vector = _vector(
+                (yield from call(paired(embedding.embed_query, embedding.aembed_query), query))
+            )
+        hits = yield from call(store.search, None, k, query_vector=list(vector), **kwargs)
         kind = "cosine"
     return [(record, float(distance), kind) for record, distance in hits]
 
@@ -258,7 +265,7 @@ def mmr_steps(
             "MMR by vector on a KEYWORD store: the store ranks text only; search by query text"
         )
     if vector is None:
-        vector = _vector((yield embed_query_call(store, embedding, query or "")))
+        vector = _vector((yield from embed_query_steps(store, embedding, query or "")))
     hits = yield from search_steps(
         store,
         scope,
@@ -271,7 +278,7 @@ def mmr_steps(
         return []
     records = [record for record, _, _ in hits]
     texts = [r.content or "" for r in records]
-    rows = yield embed_documents_call(store, embedding, texts)
+    rows = yield from embed_documents_steps(store, embedding, texts)
     matrix = np.asarray(rows, dtype=np.float32).tolist()
     picked = maximal_marginal_relevance(
         np.asarray(vector, dtype=np.float32), matrix, lambda_mult=float(lambda_mult), k=k

@@ -34,8 +34,8 @@ from langchain_core.messages import (
     messages_from_dict,
 )
 
-from langchain_oam._steps import Steps, oam, run_async, run_sync
-from oam_core import Message, MessageRecord, OracleAgentMemory, OracleThread, SchemaPolicy
+from oam_core import NOT_SET, Message, MessageRecord, OracleAgentMemory, OracleThread, SchemaPolicy
+from oam_core.steps import Steps, call, run_async, run_sync
 
 __all__ = ["OAMChatMessageHistory", "from_oam_message", "to_oam_message"]
 
@@ -231,7 +231,7 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
 
     def _check_writable(self) -> None:
         """Fail now for what would make every write fail (see the class docstring)."""
-        row = self.memory.store.get_thread_row(self.thread_id)
+        row = self.memory.get_thread_row(self.thread_id)
         if row is None:
             if self.memory.llm is None and self.memory.extract_memories:
                 raise ValueError(
@@ -258,19 +258,19 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
             return self._thread
         thread: OracleThread
         try:
-            thread = yield oam(self.memory, "get_thread", self.thread_id)
+            thread = yield from call(self.memory.get_thread, self.thread_id)
         except KeyError:
-            scope = {
-                name: value
-                for name, value in (("user_id", self.user_id), ("agent_id", self.agent_id))
-                if value is not None
-            }
             try:
-                thread = yield oam(self.memory, "create_thread", thread_id=self.thread_id, **scope)
+                thread = yield from call(
+                    self.memory.create_thread,
+                    thread_id=self.thread_id,
+                    user_id=NOT_SET if self.user_id is None else self.user_id,
+                    agent_id=NOT_SET if self.agent_id is None else self.agent_id,
+                )
             except ValueError as refused:
                 # Another history may have created it first; then use theirs.
                 try:
-                    thread = yield oam(self.memory, "get_thread", self.thread_id)
+                    thread = yield from call(self.memory.get_thread, self.thread_id)
                 except KeyError:
                     raise refused from None
         self._check_owner(thread.user_id, thread.agent_id)
@@ -279,7 +279,7 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
 
     def _owner_steps(self) -> Steps[bool]:
         """Whether the thread exists; ValueError when it belongs to someone else."""
-        row = yield oam(self.memory.store, "get_thread_row", self.thread_id)
+        row = yield from call(self.memory.get_thread_row, self.thread_id)
         if row is None:
             return False
         self._check_owner(row.user_id, row.agent_id)
@@ -288,7 +288,7 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
     def _get_steps(self) -> Steps[list[BaseMessage]]:
         if not (yield from self._owner_steps()):
             return []
-        records = yield oam(self.memory.store, "list_thread_messages", self.thread_id, None)
+        records = yield from call(self.memory.store.list_thread_messages, self.thread_id, None)
         return [from_oam_message(r) for r in records]
 
     def _add_steps(self, messages: Sequence[BaseMessage]) -> Steps[None]:
@@ -296,16 +296,15 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
         if not converted:
             return
         thread = yield from self._thread_steps()
-        yield oam(thread, "add_messages", converted)
+        yield from call(thread.add_messages, converted)
 
     def _clear_steps(self) -> Steps[None]:
         if not (yield from self._owner_steps()):
             return
-        records = yield oam(self.memory.store, "list_thread_messages", self.thread_id, None)
+        records = yield from call(self.memory.store.list_thread_messages, self.thread_id, None)
         if records:
-            yield oam(
-                self.memory.store,
-                "delete_records",
+            yield from call(
+                self.memory.store.delete_records,
                 "message",
                 [r.id for r in records],
                 thread_id=self.thread_id,

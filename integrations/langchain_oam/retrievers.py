@@ -27,8 +27,8 @@ from langchain_oam._search import (
     search_steps,
     to_retrieved_document,
 )
-from langchain_oam._steps import Steps, run_async, run_sync
 from oam_core import OracleAgentMemory, OracleMemoryStore
+from oam_core.steps import Steps, run_async, run_sync
 
 __all__ = ["OAMRetriever"]
 

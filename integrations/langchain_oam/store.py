@@ -71,7 +71,6 @@ from langgraph.store.base import (
 )
 
 from langchain_oam._search import relevance, store_ranks_text, text_kind
-from langchain_oam._steps import Steps, lc, oam, run_async, run_sync
 from langchain_oam.embeddings import LangChainEmbedder
 from oam_core import (
     OracleAgentMemory,
@@ -81,6 +80,7 @@ from oam_core import (
     SQLiteMemoryStore,
     TimeToLiveAnchor,
 )
+from oam_core.steps import Steps, call, paired, run_async, run_sync
 
 __all__ = ["OAMStore"]
 
@@ -96,6 +96,14 @@ logger = logging.getLogger("oam")
 def record_id(namespace: Sequence[str], key: str) -> str:
     """The ``oam`` record id of a LangGraph item: UUID5 of ``[namespace, key]``."""
     return str(uuid.uuid5(_ID_NAMESPACE, json.dumps([list(namespace), key], ensure_ascii=False)))
+
+
+def _lg_fields(record: Record) -> dict[str, Any]:
+    """The LangGraph fields of a record written by this store (its metadata holds
+    them: the store lists only such records)."""
+    assert record.metadata is not None
+    fields: dict[str, Any] = record.metadata[_LG]
+    return fields
 
 
 def _iso(dt: datetime) -> str:
@@ -438,9 +446,8 @@ class OAMStore(BaseStore):
         if not refresh or minutes is None:
             return
         kwargs = self._ttl_kwargs(minutes, self._now())
-        yield oam(
-            self.store,
-            "update",
+        yield from call(
+            self.store.update,
             self.record_type,
             record.id,
             timestamp=kwargs["timestamps"],
@@ -451,7 +458,7 @@ class OAMStore(BaseStore):
     # ------------------------------------------------------------------- ops
 
     def _get_steps(self, op: GetOp) -> Steps[Item | None]:
-        record = yield oam(self.store, "get", self.record_type, record_id(op.namespace, op.key))
+        record = yield from call(self.store.get, self.record_type, record_id(op.namespace, op.key))
         if record is None or _LG not in (record.metadata or {}):
             return None
         yield from self._refresh(record, op.refresh_ttl)
@@ -470,7 +477,7 @@ class OAMStore(BaseStore):
                 raise ValueError(f"value must be a dict or None, got {op.value!r}")
             value = _as_json(op.value)
             rid = record_id(op.namespace, op.key)
-            old = yield oam(self.store, "get", self.record_type, rid)
+            old = yield from call(self.store.get, self.record_type, rid)
             old_lg = (old.metadata or {}).get(_LG, {}) if old is not None else {}
             texts = self._texts(value, op.index)
             lg = {
@@ -495,16 +502,25 @@ class OAMStore(BaseStore):
             extra: dict[str, Any] = {}
             if self.store.embedder is None and self._embeddings is not None:
                 flat = [t for row in rows for t in row["texts"]]
-                vectors = list((yield lc(self._embeddings, "embed_documents", flat)) or [])
+                vectors = list(
+                    (
+                        yield from call(
+                            paired(
+                                self._embeddings.embed_documents, self._embeddings.aembed_documents
+                            ),
+                            flat,
+                        )
+                    )
+                    or []
+                )
                 per_row = []
                 for row in rows:
                     per_row.append(vectors[: len(row["texts"])])
                     vectors = vectors[len(row["texts"]) :]
                 extra["embeddings"] = per_row
             # All puts of the batch in one upsert: one transaction.
-            yield oam(
-                self.store,
-                "upsert",
+            yield from call(
+                self.store.upsert,
                 [row["content"] for row in rows],
                 self.record_type,
                 index_texts=[row["texts"] for row in rows],
@@ -518,7 +534,7 @@ class OAMStore(BaseStore):
                 **extra,
             )
         if deletes:
-            yield oam(self.store, "delete_records", self.record_type, deletes)
+            yield from call(self.store.delete_records, self.record_type, deletes)
 
     def _search_steps(self, op: SearchOp) -> Steps[list[SearchItem]]:
         if op.limit <= 0:
@@ -534,21 +550,25 @@ class OAMStore(BaseStore):
                 "metadata_filter": metadata_filter,
             }
             if store_ranks_text(self.store):
-                hits = yield oam(self.store, "search", op.query, wanted, **kwargs)
+                hits = yield from call(self.store.search, op.query, wanted, **kwargs)
                 kind = text_kind(self.store)
             else:
                 assert self._embeddings is not None
-                vector = yield lc(self._embeddings, "embed_query", op.query)
-                hits = yield oam(self.store, "search", None, wanted, query_vector=vector, **kwargs)
+                vector = yield from call(
+                    paired(self._embeddings.embed_query, self._embeddings.aembed_query), op.query
+                )
+                hits = yield from call(
+                    self.store.search, None, wanted, query_vector=vector, **kwargs
+                )
                 kind = "cosine"
             records = [(r, relevance(d, kind)) for r, d in hits]
         if len(records) < wanted:
             # Matches the ranking did not reach follow unscored, newest first (as
             # InMemoryStore appends items it holds no vectors for).
-            listed = yield oam(
-                self.store, "list", self.record_type, None, metadata_filter=metadata_filter
+            listed = yield from call(
+                self.store.list, self.record_type, None, metadata_filter=metadata_filter
             )
-            listed.sort(key=lambda r: r.metadata[_LG]["updated_at"], reverse=True)
+            listed.sort(key=lambda r: _lg_fields(r)["updated_at"], reverse=True)
             seen = {r.id for r, _ in records}
             records += [(r, None) for r in listed if r.id not in seen]
         kept = records[op.offset : wanted]
@@ -557,10 +577,10 @@ class OAMStore(BaseStore):
         return [self._item(r, s, search=True) for r, s in kept]  # type: ignore[misc]
 
     def _namespaces_steps(self, op: ListNamespacesOp) -> Steps[list[tuple[str, ...]]]:
-        listed = yield oam(self.store, "list", self.record_type, None, metadata_filter={_LG: {}})
+        listed = yield from call(self.store.list, self.record_type, None, metadata_filter={_LG: {}})
         found: set[tuple[str, ...]] = set()
         for record in listed:
-            ns = tuple(record.metadata[_LG]["namespace"])
+            ns = tuple(_lg_fields(record)["namespace"])
             if all(_matches_condition(ns, c) for c in op.match_conditions or ()):
                 found.add(ns[: op.max_depth] if op.max_depth is not None else ns)
         return sorted(found)[op.offset : op.offset + op.limit]

@@ -28,7 +28,6 @@ from langchain_oam._search import (
     text_kind,
     to_document,
 )
-from langchain_oam._steps import Steps, lc, oam, run_async, run_sync
 from langchain_oam.embeddings import LangChainEmbedder
 from oam_core import (
     OracleAgentMemory,
@@ -38,6 +37,7 @@ from oam_core import (
     SearchStrategy,
     SQLiteMemoryStore,
 )
+from oam_core.steps import Steps, call, paired, run_async, run_sync
 
 __all__ = ["OAMVectorStore"]
 
@@ -204,7 +204,7 @@ class OAMVectorStore(VectorStore):
         # or another user/agent/thread).
         for rid in record_ids:
             for record_type in MEMORY_LIKE:
-                existing = yield oam(self.store, "get", record_type, rid)
+                existing = yield from call(self.store.get, record_type, rid)
                 if existing is not None and not self._scope.holds(existing):
                     raise ValueError(
                         f"id {rid!r} belongs to a {existing.record_type} record outside "
@@ -212,12 +212,19 @@ class OAMVectorStore(VectorStore):
                     )
         extra: dict[str, Any] = dict(kwargs)
         if self.store.embedder is None:
-            vectors = iter((yield lc(self._embedding, "embed_documents", texts)) or [])
+            vectors = iter(
+                (
+                    yield from call(
+                        paired(self._embedding.embed_documents, self._embedding.aembed_documents),
+                        texts,
+                    )
+                )
+                or []
+            )
             # one vector per text; an empty text has no search row, so no vector
             extra["embeddings"] = [next(vectors) if t else [] for t in texts]
-        ids_out: list[str] = yield oam(
-            self.store,
-            "upsert",
+        ids_out: list[str] = yield from call(
+            self.store.upsert,
             texts,
             self.record_type,
             record_ids=record_ids,
@@ -311,7 +318,7 @@ class OAMVectorStore(VectorStore):
             records = yield from self._get_steps(ids)
             ids = [r.id for r in records]
         if ids:
-            yield oam(self.store, "delete_records", self.record_type, ids)
+            yield from call(self.store.delete_records, self.record_type, ids)
         return True
 
     def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
@@ -336,7 +343,7 @@ class OAMVectorStore(VectorStore):
     def _get_steps(self, ids: Sequence[str]) -> Steps[list[Record]]:
         out = []
         for rid in dict.fromkeys(ids):
-            record = yield oam(self.store, "get", self.record_type, rid)
+            record = yield from call(self.store.get, self.record_type, rid)
             if record is not None and self._scope.holds(record):
                 out.append(record)
         return out

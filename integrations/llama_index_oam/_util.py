@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Any, TypeVar
-
-import anyio.to_thread
+from typing import TypeVar
 
 from oam_core import NOT_SET, OracleAgentMemory, OracleMemoryStore, OracleThread
 
 T = TypeVar("T")
-
-
-async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Run the sync ``fn`` in a worker thread (one implementation for sync and async,
-    SPEC §9; the event loop never blocks on the database)."""
-    result: T = await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
-    return result
 
 
 def check_scope_id(name: str, value: object) -> str | None:
@@ -82,7 +71,7 @@ def thread_for(
             agent_id=NOT_SET if agent_id is None else agent_id,
         )
     except ValueError:
-        if memory.store.get_thread_row(thread_id) is None:
+        if memory.get_thread_row(thread_id) is None:
             raise
         thread = memory.get_thread(thread_id)  # another caller created it meanwhile
         check_owner(thread.thread_id, thread.user_id, thread.agent_id, user_id, agent_id)
@@ -115,7 +104,7 @@ def check_row_owner(
 ) -> bool:
     """Whether thread ``thread_id`` exists; raises ``ValueError`` (``check_owner``)
     when it belongs to someone else."""
-    row = memory.store.get_thread_row(thread_id)
+    row = memory.get_thread_row(thread_id)
     if row is None:
         return False
     check_owner(thread_id, row.user_id, row.agent_id, user_id, agent_id)
@@ -128,6 +117,5 @@ __all__ = [
     "check_owner",
     "check_row_owner",
     "check_scope_id",
-    "in_thread",
     "thread_for",
 ]

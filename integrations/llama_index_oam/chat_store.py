@@ -32,12 +32,12 @@ from llama_index_oam._util import (
     check_key,
     check_row_owner,
     check_scope_id,
-    in_thread,
     thread_for,
 )
 from llama_index_oam.messages import status_filter, to_chat_message, to_oam_message, with_status
 from oam_core import OracleAgentMemory, OracleMemoryStore, OracleThread, Record
 from oam_core.apis.records import MessageRecord
+from oam_core.steps import in_worker_thread
 
 
 class _ThreadChat:
@@ -171,7 +171,7 @@ class _ThreadChat:
         store = self._memory.store
         return [
             row.thread_id
-            for row in store.list_thread_rows(**scope)
+            for row in self._memory.list_threads(**scope)
             if store.count_thread_messages(row.thread_id) > 0
         ]
 
@@ -243,13 +243,13 @@ class OAMDBChatStore(_ScopedChatStore, AsyncDBChatStore):
         Raises:
             ValueError: for a blank key or a negative ``limit``/``offset``.
         """
-        return await in_thread(self._core.get, key, status, limit, offset)
+        return await in_worker_thread(self._core.get, key, status, limit, offset)
 
     async def count_messages(
         self, key: str, status: MessageStatus | None = MessageStatus.ACTIVE
     ) -> int:
         """How many messages ``key`` has with ``status`` (None: any)."""
-        return len(await in_thread(self._core.selected, key, status))
+        return len(await in_worker_thread(self._core.selected, key, status))
 
     async def add_message(
         self, key: str, message: ChatMessage, status: MessageStatus = MessageStatus.ACTIVE
@@ -260,7 +260,7 @@ class OAMDBChatStore(_ScopedChatStore, AsyncDBChatStore):
             ValueError: for a blank key or an invalid status; as ``create_thread``
                 when the client needs an LLM it lacks.
         """
-        await in_thread(self._core.add, key, [message], status)
+        await in_worker_thread(self._core.add, key, [message], status)
 
     async def add_messages(
         self,
@@ -269,7 +269,7 @@ class OAMDBChatStore(_ScopedChatStore, AsyncDBChatStore):
         status: MessageStatus = MessageStatus.ACTIVE,
     ) -> None:
         """Append ``messages`` in one thread write (one transaction, SPEC §6)."""
-        await in_thread(self._core.add, key, messages, status)
+        await in_worker_thread(self._core.add, key, messages, status)
 
     async def set_messages(
         self,
@@ -279,16 +279,16 @@ class OAMDBChatStore(_ScopedChatStore, AsyncDBChatStore):
     ) -> None:
         """Replace every message of ``key`` (any status) with ``messages``; the
         thread's memories are kept."""
-        await in_thread(self._core.set, key, messages, status)
+        await in_worker_thread(self._core.set, key, messages, status)
 
     async def delete_message(self, key: str, idx: int) -> ChatMessage | None:
         """Delete the message at position ``idx`` (any status, insertion order;
         negative counts from the end) and return it; None when out of range."""
-        return await in_thread(self._core.delete_at, key, idx)
+        return await in_worker_thread(self._core.delete_at, key, idx)
 
     async def delete_messages(self, key: str, status: MessageStatus | None = None) -> None:
         """Delete the messages of ``key`` with ``status`` (None: all); memories stay."""
-        await in_thread(self._core.delete_status, key, status)
+        await in_worker_thread(self._core.delete_status, key, status)
 
     async def delete_oldest_messages(self, key: str, n: int) -> list[ChatMessage]:
         """Delete the oldest ``n`` ACTIVE messages and return them, oldest first.
@@ -296,7 +296,7 @@ class OAMDBChatStore(_ScopedChatStore, AsyncDBChatStore):
         Raises:
             ValueError: if ``n`` is not an int >= 0.
         """
-        return await in_thread(self._core.delete_oldest, key, n)
+        return await in_worker_thread(self._core.delete_oldest, key, n)
 
     async def archive_oldest_messages(self, key: str, n: int) -> list[ChatMessage]:
         """Mark the oldest ``n`` ACTIVE messages ARCHIVED and return them, oldest first.
@@ -304,11 +304,11 @@ class OAMDBChatStore(_ScopedChatStore, AsyncDBChatStore):
         Raises:
             ValueError: if ``n`` is not an int >= 0.
         """
-        return await in_thread(self._core.archive_oldest, key, n)
+        return await in_worker_thread(self._core.archive_oldest, key, n)
 
     async def get_keys(self) -> list[str]:
         """Ids of the threads (in this store's user/agent scope) holding messages."""
-        return await in_thread(self._core.keys)
+        return await in_worker_thread(self._core.keys)
 
 
 class OAMChatStore(_ScopedChatStore, BaseChatStore):

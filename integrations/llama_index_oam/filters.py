@@ -29,7 +29,10 @@ from llama_index.core.vector_stores.types import (
     MetadataFilters,
 )
 
-from oam_core.store.filters import Json
+from oam_core.errors import InvalidFilterError
+
+Json = Any
+"""A JSON value (an ``oam`` filter operand)."""
 
 NEVER: dict[str, Json] = {"$not": {}}
 """The ``oam`` filter no record satisfies."""
@@ -48,9 +51,10 @@ _UNSUPPORTED = {
 }
 
 
-class UnsupportedFilterError(ValueError):
+class UnsupportedFilterError(InvalidFilterError):
     """A LlamaIndex filter the ``oam`` filter language cannot express exactly
-    (a ``ValueError``; raised before any query runs)."""
+    (an ``InvalidFilterError``, so a ``ValueError``; raised before any query runs;
+    docs/errors.md)."""
 
 
 def to_oam_filter(filters: MetadataFilters | None) -> dict[str, Json] | None:

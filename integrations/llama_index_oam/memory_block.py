@@ -27,13 +27,19 @@ from llama_index_oam._util import (
     check_key,
     check_row_owner,
     check_scope_id,
-    in_thread,
     thread_for,
 )
 from llama_index_oam.messages import SESSION_KWARG, STATUS_KEY, to_chat_message, to_oam_message
-from oam_core import OracleAgentMemory, OracleContextCard, OracleMemoryStore, OracleThread, Record
+from oam_core import (
+    OracleAgentMemory,
+    OracleContextCard,
+    OracleMemoryStore,
+    OracleThread,
+    Record,
+    SearchStrategy,
+)
 from oam_core.apis.records import MEMORY_TYPES
-from oam_core.store.options import SearchStrategy
+from oam_core.steps import in_worker_thread
 
 CHARS_PER_PROMPT_TOKEN = 4.0
 """Characters assumed per token of ``Memory``'s tokenizer when turning its
@@ -144,7 +150,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
                 )
             sessions.setdefault(session, []).append(message)
         for session, batch in sessions.items():
-            await in_thread(self._append, session, batch)
+            await in_worker_thread(self._append, session, batch)
 
     def _append(self, session: str, messages: Sequence[ChatMessage]) -> None:
         thread = thread_for(self._memory, session, self.user_id, self.agent_id)
@@ -181,7 +187,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
             return ""
         check_key("session_id", session)
         latest = _latest_user_text(messages or [])
-        return await in_thread(self._card_text, session, latest)
+        return await in_worker_thread(self._card_text, session, latest)
 
     def _card_text(self, session: str, latest: str | None) -> str:
         if not check_row_owner(self._memory, session, self.user_id, self.agent_id):

@@ -23,8 +23,8 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryResult,
 )
 
-from llama_index_oam._util import check_scope_id, in_thread
-from llama_index_oam.filters import and_filters, to_oam_filter
+from llama_index_oam._util import check_scope_id
+from llama_index_oam.filters import Json, and_filters, to_oam_filter
 from llama_index_oam.nodes import REF_DOC_KEY, node_to_row, record_to_node
 from oam_core import (
     NOT_SET,
@@ -33,10 +33,10 @@ from oam_core import (
     PendingRecordBatch,
     Record,
     SchemaPolicy,
+    SearchStrategy,
 )
-from oam_core.apis.records import MEMORY_TYPES
-from oam_core.store.filters import Json, matches, parse_filter
-from oam_core.store.options import SearchStrategy
+from oam_core.apis.records import MEMORY_TYPES, matches_filter
+from oam_core.steps import in_worker_thread
 
 _FETCH_GROWTH = 4
 _MMR_PREFETCH_FACTOR = 4
@@ -305,12 +305,15 @@ class OAMVectorStore(BasePydanticVectorStore):
 
     def _select(self, node_ids: list[str] | None, flt: dict[str, Json] | None) -> list[Record]:
         if node_ids is not None:
-            tree = parse_filter(flt) if flt is not None else ()
+            if flt is not None:
+                matches_filter(None, flt)  # an invalid filter fails before any read
             found = (self._store.get(self.record_type, i) for i in dict.fromkeys(node_ids))
             return [
                 r
                 for r in found
-                if r is not None and self._in_scope(r) and matches(r.metadata, tree)
+                if r is not None
+                and self._in_scope(r)
+                and (flt is None or matches_filter(r.metadata, flt))
             ]
         return self._store.list(
             self.record_type,
@@ -488,11 +491,11 @@ class OAMVectorStore(BasePydanticVectorStore):
 
     async def async_add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
         """Async twin of ``add``."""
-        return await in_thread(self.add, nodes, **add_kwargs)
+        return await in_worker_thread(self.add, nodes, **add_kwargs)
 
     async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Async twin of ``delete``."""
-        await in_thread(self.delete, ref_doc_id, **delete_kwargs)
+        await in_worker_thread(self.delete, ref_doc_id, **delete_kwargs)
 
     async def adelete_nodes(
         self,
@@ -501,21 +504,21 @@ class OAMVectorStore(BasePydanticVectorStore):
         **delete_kwargs: Any,
     ) -> None:
         """Async twin of ``delete_nodes``."""
-        await in_thread(self.delete_nodes, node_ids, filters, **delete_kwargs)
+        await in_worker_thread(self.delete_nodes, node_ids, filters, **delete_kwargs)
 
     async def aclear(self) -> None:
         """Async twin of ``clear``."""
-        await in_thread(self.clear)
+        await in_worker_thread(self.clear)
 
     async def aget_nodes(
         self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
     ) -> list[BaseNode]:
         """Async twin of ``get_nodes``."""
-        return await in_thread(self.get_nodes, node_ids, filters)
+        return await in_worker_thread(self.get_nodes, node_ids, filters)
 
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """Async twin of ``query``."""
-        return await in_thread(self.query, query, **kwargs)
+        return await in_worker_thread(self.query, query, **kwargs)
 
 
 __all__ = ["OAMVectorStore"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,32 @@ SEARCHABLE_TYPES: frozenset[str] = frozenset({MESSAGE} | MEMORY_TYPES | PROFILE_
 """Types ``search`` looks at when ``record_types`` is omitted (SPEC §3.5)."""
 EXPIRING_TYPES: frozenset[str] = frozenset({MESSAGE} | MEMORY_TYPES)
 """Only these types accept TTL options (SPEC §3.7)."""
+
+
+def check_metadata(value: object, name: str = "metadata") -> None:
+    """Refuse metadata a store would refuse, before anything is written: a non-dict,
+    a value JSON cannot hold (NaN, infinity, non-string keys), a key or string with
+    NUL or a lone surrogate, or the library's reserved ``$agent_memory`` key
+    (docs/store.md#metadata). None passes.
+
+    Raises:
+        ValueError: naming ``name`` and what is wrong.
+    """
+    from oam_core.store.planning import dump_metadata
+
+    dump_metadata(value, name)
+
+
+def matches_filter(metadata: Mapping[str, Any] | None, metadata_filter: Mapping[str, Any]) -> bool:
+    """Whether ``metadata`` passes ``metadata_filter``, evaluated in Python exactly as
+    the stores evaluate it in SQL (docs/filters.md).
+
+    Raises:
+        InvalidFilterError: (a ``ValueError``) for a filter outside the language.
+    """
+    from oam_core.store.filters import matches, parse_filter
+
+    return matches(metadata, parse_filter(metadata_filter))
 
 
 def family_of(record_type: str) -> str:

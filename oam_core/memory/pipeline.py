@@ -1,10 +1,10 @@
-"""The LLM pipeline of a thread: extraction and running-summary passes (SPEC §6-§7;
-DESIGN "Extraction pipeline").
+"""The LLM pipeline of a thread: extraction and running-summary passes
+(docs/memory-pipeline.md).
 
 Each pass reads the thread row's persisted watermark (the ``seq_no`` of the last
 message it covered), collects the messages after it, calls the LLM once, and then
 writes its result *and* the advanced watermark in one transaction
-(``OracleMemoryStore.commit_thread_pass``, a compare-and-set on the thread state). So:
+(``ThreadStore.commit_thread_pass``, a compare-and-set on the thread state). So:
 
 * a crash, an LLM error or a timeout leaves the watermark behind: the next pass
   retries those messages, and nothing acknowledged is lost;
@@ -24,8 +24,8 @@ from __future__ import annotations
 import enum
 import functools
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from oam_core.apis.batch import PendingRecordBatch
@@ -45,6 +45,7 @@ from oam_core.memory.extraction import (
     render_messages,
 )
 from oam_core.memory.jsonrepair import UnusableReplyError
+from oam_core.memory.progress import PassProgress
 from oam_core.memory.provenance import (
     RESERVED_KEY,
     SUPERSEDED,
@@ -57,11 +58,12 @@ from oam_core.memory.runningsummary import (
     summary_schema,
 )
 from oam_core.memory.shortening import shorten_messages_steps
-from oam_core.memory.steps import Steps, call
 from oam_core.memory.summary import RUNNING_SUMMARY_STATE_KEY, running_summary_from_state
 from oam_core.memory.threadconfig import ThreadConfig
 from oam_core.memory.tokens import estimate_tokens, truncate_head, truncate_tail
+from oam_core.steps import Steps, call
 from oam_core.store.options import SearchStrategy
+from oam_core.store.threads import ReservedUpdate, ThreadStore, thread_store
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
@@ -70,13 +72,13 @@ __all__ = [
     "EXTRACTION_STATE_KEY",
     "MAX_ATTEMPTS",
     "PipelineJob",
+    "RunCounters",
     "check_messages_fit",
     "pipeline_steps",
 ]
 
 EXTRACTION_STATE_KEY = "memory_extraction"
-"""Key of the extraction progress in the thread row's ``state``: ``{"watermark":
-seq_no, "passes", "memories", "attempts", "failed_passes", "skipped_messages"}``."""
+"""Key of the extraction progress in the thread row's ``state`` (``PassProgress``)."""
 MAX_ATTEMPTS = 3
 """Passes over the same messages whose replies were unusable before they are skipped."""
 MAX_PASSES_PER_RUN = 64
@@ -95,6 +97,19 @@ class _Outcome(enum.Enum):
     FAILED = "failed"  # LLM error or unusable reply: stop this run
 
 
+@dataclass
+class RunCounters:
+    """What one run of the pipeline did.
+
+    Attributes:
+        memories: Memories written.
+        failed_passes: Passes that failed (LLM error or unusable reply).
+    """
+
+    memories: int = 0
+    failed_passes: int = 0
+
+
 @dataclass(frozen=True)
 class PipelineJob:
     """What one run of the pipeline needs to know about a thread.
@@ -106,6 +121,7 @@ class PipelineJob:
         extract: Run extraction passes.
         summarize: Keep the running summary.
         config: The thread's runtime options (frequencies, windows, budgets).
+        counters: What this run did so far.
     """
 
     store: OracleMemoryStore
@@ -116,7 +132,12 @@ class PipelineJob:
     extract: bool
     summarize: bool
     config: ThreadConfig
-    counters: dict[str, int] = field(default_factory=dict, compare=False)
+    counters: RunCounters = field(default_factory=RunCounters, compare=False)
+
+    @property
+    def threads(self) -> ThreadStore:
+        """The thread side of the store (thread rows, pass commits)."""
+        return thread_store(self.store)
 
 
 # ---------------------------------------------------------------- pure helpers
@@ -131,30 +152,8 @@ def _prompt_copy(record: MessageRecord) -> PromptMessage:
     )
 
 
-def _state_entry(state: Mapping[str, Any], key: str) -> dict[str, Any]:
-    entry = state.get(key)
-    return dict(entry) if isinstance(entry, Mapping) else {}
-
-
-def _int(entry: Mapping[str, Any], key: str) -> int:
-    value = entry.get(key, 0)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def _seq(record: MessageRecord) -> int:
     return record.seq_no if record.seq_no is not None else -1
-
-
-def _watermark(entry: Mapping[str, Any]) -> int:
-    """The ``seq_no`` of the last message a pass covered; -1 before the first pass."""
-    value = entry.get("watermark", -1)
-    return value if isinstance(value, int) and not isinstance(value, bool) else -1
-
-
-def _with_entry(state: Mapping[str, Any], key: str, entry: dict[str, Any]) -> dict[str, Any]:
-    new = dict(state)
-    new[key] = entry
-    return new
 
 
 def _fit(
@@ -298,7 +297,7 @@ def _messages_after_steps(
     after = watermark
     while True:
         page: list[MessageRecord] = yield from call(
-            job.store, "list_thread_messages_by_seq", job.thread_id, after=after, limit=_PAGE
+            job.threads.list_thread_messages_by_seq, job.thread_id, after=after, limit=_PAGE
         )
         pending.extend(page)
         if len(page) < _PAGE:
@@ -311,8 +310,7 @@ def _messages_after_steps(
     before: list[MessageRecord] = []
     if earlier > 0:
         before = yield from call(
-            job.store,
-            "list_thread_messages_by_seq",
+            job.threads.list_thread_messages_by_seq,
             job.thread_id,
             through=watermark,
             limit=earlier,
@@ -332,8 +330,7 @@ def _related_steps(job: PipelineJob, new: Sequence[PromptMessage]) -> Steps[list
     if not query.strip():
         return []
     found: list[tuple[Record, float]] = yield from call(
-        store,
-        "search",
+        store.search,
         query,
         k=RELATED_MEMORY_COUNT * _OVERFETCH,
         user_id=job.user_id,
@@ -355,15 +352,14 @@ def _all_blank(records: Sequence[MessageRecord]) -> bool:
 
 
 def _advance_steps(
-    job: PipelineJob, state: dict[str, Any], key: str, entry: dict[str, Any]
+    job: PipelineJob, state: dict[str, Any], key: str, progress: PassProgress
 ) -> Steps[_Outcome]:
-    """Commit a new state ``entry`` for ``key`` (compare-and-set, no records)."""
+    """Commit a new ``progress`` for ``key`` (compare-and-set, no records)."""
     ids = yield from call(
-        job.store,
-        "commit_thread_pass",
+        job.threads.commit_thread_pass,
         job.thread_id,
         expected_state=state,
-        state=_with_entry(state, key, entry),
+        state=progress.into(state, key),
     )
     return _Outcome.RACED if ids is None else _Outcome.DONE
 
@@ -380,7 +376,7 @@ def _ask_steps(
     """One structured LLM call, parsed; None (after counting the failure) when the
     LLM fails or its reply is unusable."""
     try:
-        reply = yield from call(job.llm, "generate", prompt, response_json_schema=schema)
+        reply = yield from call(job.llm.generate, prompt, response_json_schema=schema)
     except Exception as exc:
         yield from _record_failure_steps(
             job, state, key, sources, f"LLM error {exc!r}", unusable=False
@@ -415,39 +411,37 @@ def _record_failure_steps(
     failed passes are those up to the smallest last ``seq_no`` among them
     (``attempts_upto``); messages added later have been tried fewer times and stay.
     """
-    entry = _state_entry(state, key)
-    entry["failed_passes"] = _int(entry, "failed_passes") + 1
+    progress = PassProgress.read(state, key)
+    progress = replace(progress, failed_passes=progress.failed_passes + 1)
     what = "extraction" if key == EXTRACTION_STATE_KEY else "summary"
     if unusable:
-        entry["attempts"] = _int(entry, "attempts") + 1
         last = _seq(pending[-1])
-        upto = entry.get("attempts_upto")
-        entry["attempts_upto"] = min(upto, last) if isinstance(upto, int) else last
-        if entry["attempts"] >= MAX_ATTEMPTS:
-            skipped = [r for r in pending if _seq(r) <= entry["attempts_upto"]]
-            entry["watermark"] = entry.pop("attempts_upto")
-            entry["attempts"] = 0
-            entry["skipped_messages"] = _int(entry, "skipped_messages") + len(skipped)
+        upto = last if progress.attempts_upto is None else min(progress.attempts_upto, last)
+        progress = replace(progress, attempts=progress.attempts + 1, attempts_upto=upto)
+        if progress.attempts >= MAX_ATTEMPTS:
+            skipped = [r for r in pending if _seq(r) <= upto]
+            progress = progress.advanced(
+                upto, skipped_messages=progress.skipped_messages + len(skipped)
+            )
             reason += f"; giving up on {len(skipped)} messages after {MAX_ATTEMPTS} attempts"
     pipeline_warning(f"thread {job.thread_id!r}: {what} pass skipped: {reason}")
-    job.counters["failed_passes"] = job.counters.get("failed_passes", 0) + 1
-    yield from _advance_steps(job, state, key, entry)
+    job.counters.failed_passes += 1
+    yield from _advance_steps(job, state, key, progress)
     return _Outcome.FAILED
 
 
 def _extraction_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Outcome]:
     config = job.config
-    entry = _state_entry(state, EXTRACTION_STATE_KEY)
+    progress = PassProgress.read(state, EXTRACTION_STATE_KEY)
     window = config.memory_extraction_window
     earlier_records, pending = yield from _messages_after_steps(
-        job, _watermark(entry), max(window, 0), config.memory_extraction_frequency, "extraction"
+        job, progress.watermark, max(window, 0), config.memory_extraction_frequency, "extraction"
     )
     if not _due(pending, config.memory_extraction_frequency):
         return _Outcome.IDLE
     if _all_blank(pending):
-        entry.update(watermark=_seq(pending[-1]), attempts=0)
-        entry.pop("attempts_upto", None)
-        return (yield from _advance_steps(job, state, EXTRACTION_STATE_KEY, entry))
+        done = progress.advanced(_seq(pending[-1]))
+        return (yield from _advance_steps(job, state, EXTRACTION_STATE_KEY, done))
     # Only the messages a pass can hold are shortened (one LLM call each), so a long
     # backlog does not cost a call per message on every pass.
     cap = config.max_message_token_length
@@ -488,25 +482,22 @@ def _extraction_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Ou
     if memories is None:
         return _Outcome.FAILED
     batches, updates = _memory_rows(job, memories, sources, related[:shown])
-    entry.update(
-        watermark=_seq(sources[-1]),
-        passes=_int(entry, "passes") + 1,
-        memories=_int(entry, "memories") + len(memories),
-        attempts=0,
+    done = progress.advanced(
+        _seq(sources[-1]),
+        passes=progress.passes + 1,
+        memories=progress.memories + len(memories),
     )
-    entry.pop("attempts_upto", None)
     ids = yield from call(
-        job.store,
-        "commit_thread_pass",
+        job.threads.commit_thread_pass,
         job.thread_id,
         expected_state=state,
-        state=_with_entry(state, EXTRACTION_STATE_KEY, entry),
+        state=done.into(state, EXTRACTION_STATE_KEY),
         batches=batches,
         reserved_updates=updates,
     )
     if ids is None:
         return _Outcome.RACED
-    job.counters["memories"] = job.counters.get("memories", 0) + len(ids)
+    job.counters.memories += len(ids)
     return _Outcome.DONE
 
 
@@ -515,7 +506,7 @@ def _memory_rows(
     memories: Sequence[ExtractedMemory],
     sources: Sequence[MessageRecord],
     related: Sequence[Record],
-) -> tuple[list[PendingRecordBatch], list[tuple[str, str, dict[str, Any]]]]:
+) -> tuple[list[PendingRecordBatch], list[ReservedUpdate]]:
     """Records for the extracted memories (grouped by type) and the supersede marks."""
     source_ids = [r.id for r in sources]
     inherited = _inherited_metadata(sources)
@@ -524,14 +515,14 @@ def _memory_rows(
     )
     by_label = {related_label(i): record for i, record in enumerate(related)}
     grouped: dict[str, list[tuple[str, ExtractedMemory]]] = {}
-    updates: dict[str, tuple[str, str, dict[str, Any]]] = {}
+    updates: dict[str, ReservedUpdate] = {}
     for memory in memories:
         memory_id = str(uuid.uuid4())
         grouped.setdefault(memory.record_type, []).append((memory_id, memory))
         for label in memory.supersedes:
             old = by_label.get(label)
             if old is not None:
-                updates[old.id] = (
+                updates[old.id] = ReservedUpdate(
                     old.record_type,
                     old.id,
                     {
@@ -561,16 +552,15 @@ def _memory_rows(
 
 def _summary_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Outcome]:
     config = job.config
-    entry = _state_entry(state, RUNNING_SUMMARY_STATE_KEY)
+    progress = PassProgress.read(state, RUNNING_SUMMARY_STATE_KEY)
     _, pending = yield from _messages_after_steps(
-        job, _watermark(entry), 0, config.context_summary_update_frequency, "summary"
+        job, progress.watermark, 0, config.context_summary_update_frequency, "summary"
     )
     if not _due(pending, config.context_summary_update_frequency):
         return _Outcome.IDLE
     if _all_blank(pending):
-        entry.update(watermark=_seq(pending[-1]), attempts=0)
-        entry.pop("attempts_upto", None)
-        return (yield from _advance_steps(job, state, RUNNING_SUMMARY_STATE_KEY, entry))
+        done = progress.advanced(_seq(pending[-1]))
+        return (yield from _advance_steps(job, state, RUNNING_SUMMARY_STATE_KEY, done))
     cap = config.max_message_token_length
     overhead = _template_tokens("summary")
     likely = _prefix_that_fits(pending, cap, config.memory_extraction_token_limit, overhead)
@@ -595,26 +585,24 @@ def _summary_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Outco
     )
     if summary is None:
         return _Outcome.FAILED
-    entry.update(
+    done = progress.advanced(
+        _seq(sources[-1]),
         summary=summary.summary,
-        topics=list(summary.topics),
-        watermark=_seq(sources[-1]),
-        passes=_int(entry, "passes") + 1,
-        attempts=0,
+        topics=tuple(summary.topics),
+        passes=progress.passes + 1,
     )
-    entry.pop("attempts_upto", None)
-    return (yield from _advance_steps(job, state, RUNNING_SUMMARY_STATE_KEY, entry))
+    return (yield from _advance_steps(job, state, RUNNING_SUMMARY_STATE_KEY, done))
 
 
-def pipeline_steps(job: PipelineJob) -> Steps[dict[str, int]]:
+def pipeline_steps(job: PipelineJob) -> Steps[RunCounters]:
     """Run every due pass of the thread: extraction first (it sees the summary of
     what came before), then the running summary; repeat while work is due.
 
     Returns:
-        Counters of this run: ``memories`` written, ``failed_passes``.
+        What this run did.
     """
     for _ in range(MAX_PASSES_PER_RUN):
-        row = yield from call(job.store, "get_thread_row", job.thread_id)
+        row = yield from call(job.threads.get_thread_row, job.thread_id)
         if row is None:  # the thread was deleted meanwhile
             break
         state = dict(row.state or {})
@@ -625,4 +613,4 @@ def pipeline_steps(job: PipelineJob) -> Steps[dict[str, int]]:
             outcome = yield from _summary_pass_steps(job, state)
         if outcome in (_Outcome.IDLE, _Outcome.FAILED):
             break
-    return dict(job.counters)
+    return job.counters

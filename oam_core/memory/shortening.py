@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from oam_core.apis.llm import ILlm
 from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.extraction import PromptMessage
-from oam_core.memory.steps import Steps, call
 from oam_core.memory.templates import load_prompt
 from oam_core.memory.tokens import estimate_tokens, head_tail_excerpt, truncate_head
+from oam_core.steps import Steps, call
 
 __all__ = ["SHORTEN_PROMPT", "shorten_messages_steps"]
 
@@ -65,7 +65,7 @@ def shorten_messages_steps(
             content=head_tail_excerpt(message.content, input_token_limit),
         )
         try:
-            text: str = yield from call(llm, "generate", prompt)
+            text: str = yield from call(llm.generate, prompt)
         except Exception as exc:
             shortened.append(_cut(message, max_tokens, f"condensing it failed ({exc!r})"))
             continue

@@ -1,25 +1,23 @@
-"""``OracleThread``: one conversation backed by a memory store (seed 000; SPEC §6-§7).
+"""``OracleThread``: one conversation backed by a memory store
+(docs/concepts.md#the-client-and-threads; seed 000).
 
-Every public operation is written once, as a *generator of calls* (``Steps``): it
-yields ``Call`` values (a store or LLM method plus arguments) and receives their
-results. ``run_sync`` performs each call with the plain method; ``run_async`` awaits
-the ``*_async`` twin (or runs the sync method in a worker thread when the target has
-no twin). So ``add_messages`` and ``add_messages_async`` share all their logic (SPEC
-§9; STYLE §1), and sync methods stay plain blocking code that also works when called
-from inside a running event loop.
+Every public operation is written once, as a *generator of calls* (``Steps``, see
+``oam_core/steps.py``): it yields ``Call`` values (a bound store or LLM method plus
+arguments) and receives their results. ``sync_method``/``async_method`` turn each
+``_<name>_steps`` method into the public pair ``<name>``/``<name>_async``, driven by
+``run_sync`` (plain blocking calls, also fine inside a running event loop) and
+``run_async`` (the async twins). So ``add_messages`` and ``add_messages_async``
+share all their logic (docs/concepts.md#sync-and-async).
 
-The LLM pipeline (extraction, running summary) is not part of this module yet: its
-seams are ``OracleThread._after_messages_added`` (runs after the raw messages are
-persisted) and the ``summary.RUNNING_SUMMARY_STATE_KEY`` entry of the thread row's state,
-which ``get_summary`` and ``get_context_card`` already read.
+After the raw messages are persisted, the LLM pipeline (``memory/pipeline.py``:
+extraction, running summary) runs inline or on the client's background worker.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import anyio.to_thread
 
@@ -27,15 +25,24 @@ from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.llm import ILlm
 from oam_core.apis.records import MEMORY_TYPES, MESSAGE, MessageRecord, Record
-from oam_core.apis.thread import IThread, Message, MessageLike, to_message
+from oam_core.apis.thread import IThread, Message, MessageLike
 from oam_core.llms.bounded import DEFAULT_LLM_CALL_TIMEOUT, BoundedLlm, check_call_timeout
 from oam_core.memory.config import MemoryExtractionMode, check_extraction_mode
 from oam_core.memory.contextcard import OracleContextCard
 from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.indexing import message_index_texts
+from oam_core.memory.messages import (
+    BATCH_FIELDS,
+    DEFAULT_MESSAGE_WINDOW,
+    MESSAGE_KEYS,
+    add_memory_steps,
+    as_message,
+    message_fields,
+    message_window,
+    prepare_messages,
+)
 from oam_core.memory.pipeline import PipelineJob, check_messages_fit, pipeline_steps
 from oam_core.memory.provenance import is_superseded
-from oam_core.memory.steps import Call, Steps, call, run_async, run_sync
 from oam_core.memory.summary import (
     OracleSummary,
     RunningSummary,
@@ -43,40 +50,29 @@ from oam_core.memory.summary import (
     transcript_line,
 )
 from oam_core.memory.threadconfig import (
+    THREAD_INIT_ORDER,
     ThreadConfig,
+    ThreadOptionArgs,
     _check_int,
     _check_record_id,
     _check_store_kwargs,
     _reject_kwargs,
     check_id,
     check_scope,
+    with_thread_options,
 )
 from oam_core.memory.tokens import tokens_for_chars, truncate_tail
 from oam_core.memory.worker import ExtractionWorker, check_wait_timeout
+from oam_core.steps import Steps, async_method, call, run_sync, sync_method
 from oam_core.store.options import SearchStrategy
-from oam_core.store.planning import check_text, dump_metadata
+from oam_core.store.threads import NewThreadRow, thread_store
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from oam_core.store.base import OracleMemoryStore
 
-__all__ = [
-    "DEFAULT_MESSAGE_WINDOW",
-    "Call",
-    "OracleThread",
-    "Steps",
-    "ThreadConfig",
-    "add_memory_steps",
-    "call",
-    "check_id",
-    "check_scope",
-    "run_async",
-    "run_sync",
-]
-
-T = TypeVar("T")
-
-DEFAULT_MESSAGE_WINDOW = 100
-"""Messages returned by ``get_messages`` when the window is left open (SPEC §10)."""
+__all__ = ["DEFAULT_MESSAGE_WINDOW", "OracleThread", "ThreadClient"]
 
 _TRANSCRIPT_PAGE = 100
 """Messages read per store call while collecting a budget-bounded transcript."""
@@ -86,96 +82,17 @@ _MAX_QUERY_TOKENS = 2000
 _SUPERSEDED_OVERFETCH = 3
 """Memory results fetched per slot, so superseded memories can be dropped."""
 
-_MESSAGE_KEYS = frozenset(
-    {
-        "contents",
-        "record_type",
-        "record_ids",
-        "thread_ids",
-        "user_ids",
-        "agent_ids",
-        "roles",
-        "timestamps",
-        "metadata",
-    }
-)
-_BATCH_FIELDS = frozenset(f.name for f in dataclasses.fields(PendingRecordBatch))
-"""``store_kwargs`` of thread writes that are per-record fields of the batch."""
-_MEMORY_KEYS = frozenset(
-    {"contents", "record_type", "record_ids", "thread_ids", "user_ids", "agent_ids", "roles"}
-)
 
+@runtime_checkable
+class ThreadClient(Protocol):
+    """What a thread needs of the client that opened it (``OracleAgentMemory``)."""
 
-# ------------------------------------------------------------------------ messages
+    @property
+    def closed(self) -> bool:
+        """Whether the client was closed (its threads then refuse writes)."""
 
-
-def _prepare_messages(messages: object) -> list[Message]:
-    """Coerce to ``Message`` objects and give every message an id (uuid4 if missing).
-
-    ``store.add`` takes ids all-or-none (SPEC §2), so missing ids are generated here.
-    """
-    if isinstance(messages, (str, bytes, Mapping, Message)) or not isinstance(messages, Iterable):
-        raise ValueError(
-            f"messages must be a list of Message objects or dicts, got {type(messages).__name__}"
-        )
-    prepared: list[Message] = []
-    for i, value in enumerate(cast(Iterable[MessageLike], messages)):
-        message = to_message(value)
-        for name in ("role", "content", "id", "timestamp"):
-            text = getattr(message, name)
-            if text is not None:
-                check_text(text, f"messages[{i}].{name}")
-        dump_metadata(message.metadata, f"messages[{i}].metadata")
-        if message.id is None:
-            message = Message(
-                role=message.role,
-                content=message.content,
-                timestamp=message.timestamp,
-                metadata=message.metadata,
-                id=str(uuid.uuid4()),
-            )
-        prepared.append(message)
-    return prepared
-
-
-def _as_message(record: Record, *, timestamp_fallback: bool = False) -> Message:
-    """A stored message record as a ``Message`` (``created_at`` fills a missing time
-    when ``timestamp_fallback``)."""
-    role = record.role if isinstance(record, MessageRecord) and record.role else "unknown"
-    timestamp = record.timestamp
-    if timestamp is None and timestamp_fallback:
-        timestamp = record.created_at
-    return Message(
-        role=role,
-        content=record.content if record.content is not None else "",
-        timestamp=timestamp,
-        metadata=record.metadata,
-        id=record.id,
-    )
-
-
-def _window(start: object, end: object) -> dict[str, Any]:
-    """Translate ``get_messages(start, end)`` into ``list_thread_messages`` arguments.
-
-    SPEC §6: both omitted -> the last 100; ``end`` omitted -> 100 messages from
-    ``start``; ``end`` None or -1 -> everything from ``start``; otherwise Python slice
-    semantics (negative values count from the end).
-    """
-    if start is NOT_SET or start is None:
-        if end is NOT_SET:
-            return {"start": -DEFAULT_MESSAGE_WINDOW, "end": None}
-        first = 0
-    else:
-        first = _check_int("start", start)
-    last: int | None
-    if end is NOT_SET:
-        stop = first + DEFAULT_MESSAGE_WINDOW
-        last = stop if first >= 0 or stop < 0 else None
-    elif end is None or _check_int("end", end) == -1:
-        last = None
-    else:
-        last = _check_int("end", end)
-    return {"start": first, "end": last}
+    def extraction_worker(self) -> ExtractionWorker:
+        """The background worker that runs the client's ``BACKGROUND`` passes."""
 
 
 def _can_search(store: OracleMemoryStore) -> bool:
@@ -189,11 +106,9 @@ def _result_key(item: tuple[Record, float]) -> tuple[float, str, str]:
     return (distance, record.record_type, record.id)
 
 
-# -------------------------------------------------------------------------- thread
-
-
 class OracleThread(IThread):
-    """A thread backed by a memory store (seed 000; SPEC §6).
+    """A thread backed by a memory store (docs/concepts.md#the-client-and-threads;
+    seed 000).
 
     Messages are stored one record per message; memories added by hand (and, with an
     LLM, extracted ones) are stored as typed memory records scoped to the thread's
@@ -202,28 +117,22 @@ class OracleThread(IThread):
     it back. Thread-scoped writes (``add_messages``, ``add_memory``) check the row
     in the transaction that writes the records, so no record ever exists without
     its thread row: a handle whose row was deleted since it was opened fails with
-    ValueError (nothing is written); a handle built directly creates its row.
+    ``ThreadDeletedError`` (a ValueError; nothing is written); a handle built
+    directly creates its row.
 
     Args:
         store: The store that persists the thread's records.
         thread_id: Thread id; a uuid4 is generated when omitted.
         user_id: User the thread belongs to; a uuid4 is generated when omitted;
-            ``None`` = no user (SPEC §1).
+            ``None`` = no user.
         agent_id: Agent the thread belongs to; a uuid4 is generated when omitted;
             ``None`` = no agent.
         metadata: JSON-like metadata of the thread.
         persist_messages_in_config: Accepted for compatibility; store-backed threads
             never copy messages into their config.
         llm: LLM used for memory extraction and the running summary, or None.
-        memory_extraction_window: See ``ThreadConfig``.
-        context_summary_update_frequency: See ``ThreadConfig``.
-        memory_extraction_frequency: See ``ThreadConfig``.
-        memory_extraction_token_limit: See ``ThreadConfig``.
-        context_card_token_limit: See ``ThreadConfig``.
-        max_message_token_length: See ``ThreadConfig``.
-        message_shortening_input_token_limit: See ``ThreadConfig``.
-        enable_context_summary: See ``ThreadConfig``.
-        client: The ``OracleAgentMemory`` that opened the thread, if any.
+        client: The ``OracleAgentMemory`` that opened the thread (a
+            ``ThreadClient``), if any.
         extract_memories: Whether memories are extracted when an LLM is configured.
         state: Persisted pipeline state of the thread row (as read by ``get_thread``).
         extraction_mode: ``MemoryExtractionMode`` (or its name): ``INLINE`` finishes
@@ -233,6 +142,10 @@ class OracleThread(IThread):
             deleted, writes through this handle fail instead of recreating it.
         llm_call_timeout: Seconds one pipeline LLM call may take (None: no bound);
             an overrun fails that pass like an LLM error (docs/memory-pipeline.md).
+        **options: The thread options of ``ThreadConfig``
+            (``memory_extraction_window``, ..., ``enable_context_summary``), named
+            parameters between ``llm`` and ``client``; omitted ones take
+            ``ThreadConfig``'s defaults.
 
     Raises:
         ValueError: naming the argument, for a ``None`` or blank ``thread_id``, a
@@ -240,6 +153,9 @@ class OracleThread(IThread):
             option value.
     """
 
+    @with_thread_options(
+        after="llm", positional=("client",), order=THREAD_INIT_ORDER, defaults=True
+    )
     def __init__(
         self,
         store: OracleMemoryStore,
@@ -249,21 +165,14 @@ class OracleThread(IThread):
         metadata: dict[str, Any] | None = None,
         persist_messages_in_config: bool = False,
         llm: ILlm | None = None,
-        memory_extraction_window: int = -1,
-        context_summary_update_frequency: int = -1,
-        memory_extraction_frequency: int = -1,
-        memory_extraction_token_limit: int = 100_000,
-        context_card_token_limit: int = 100_000,
-        max_message_token_length: int = 15_000,
-        message_shortening_input_token_limit: int = 30_000,
-        enable_context_summary: bool = False,
-        client: Any | None = None,
         *,
+        client: ThreadClient | None = None,
         extract_memories: bool = True,
         state: Mapping[str, Any] | None = None,
         extraction_mode: MemoryExtractionMode | str = MemoryExtractionMode.INLINE,
         stored: bool = False,
         llm_call_timeout: float | None = DEFAULT_LLM_CALL_TIMEOUT,
+        **options: Unpack[ThreadOptionArgs],
     ) -> None:
         self.thread_id: str = check_id("thread_id", thread_id)
         self.user_id: str | None = check_scope("user_id", user_id, str(uuid.uuid4()))
@@ -274,16 +183,7 @@ class OracleThread(IThread):
             raise ValueError(f"llm must be an ILlm or None, got {type(llm).__name__}")
         if not isinstance(extract_memories, bool):
             raise ValueError(f"extract_memories must be a bool, got {extract_memories!r}")
-        self.config = ThreadConfig(
-            max_message_token_length=max_message_token_length,
-            message_shortening_input_token_limit=message_shortening_input_token_limit,
-            memory_extraction_window=memory_extraction_window,
-            context_summary_update_frequency=context_summary_update_frequency,
-            memory_extraction_frequency=memory_extraction_frequency,
-            memory_extraction_token_limit=memory_extraction_token_limit,
-            context_card_token_limit=context_card_token_limit,
-            enable_context_summary=enable_context_summary,
-        )
+        self.config = ThreadConfig(**options)
         self.metadata = metadata
         self.llm = llm
         self.extract_memories = extract_memories
@@ -309,8 +209,10 @@ class OracleThread(IThread):
 
     # ------------------------------------------------------------- add_messages
 
-    def add_messages(self, messages: Sequence[MessageLike], **store_kwargs: Any) -> list[str]:
-        """Persist messages, in order, in one store write (seed 000; SPEC §6).
+    def _add_messages_steps(
+        self, /, messages: Sequence[MessageLike], **store_kwargs: Any
+    ) -> Steps[list[str]]:
+        """Persist messages, in order, in one store write (docs/concepts.md#the-client-and-threads).
 
         Messages without an id get a uuid4. The raw messages are written first, in one
         transaction, before any LLM work, so they are never lost. An empty list is a
@@ -337,19 +239,8 @@ class OracleThread(IThread):
                 written.
             TypeError: for a message that is neither a ``Message`` nor a dict.
         """
-        return run_sync(self._add_messages_steps(messages, store_kwargs))
-
-    async def add_messages_async(
-        self, messages: Sequence[MessageLike], **store_kwargs: Any
-    ) -> list[str]:
-        """Async twin of ``add_messages`` (same semantics)."""
-        return await run_async(self._add_messages_steps(messages, store_kwargs))
-
-    def _add_messages_steps(
-        self, messages: object, store_kwargs: Mapping[str, Any]
-    ) -> Steps[list[str]]:
-        prepared = _prepare_messages(messages)
-        _check_store_kwargs("add_messages", store_kwargs, _MESSAGE_KEYS)
+        prepared = prepare_messages(messages)
+        _check_store_kwargs("add_messages", store_kwargs, MESSAGE_KEYS)
         if not prepared:
             return []
         self._check_client_open()
@@ -359,46 +250,36 @@ class OracleThread(IThread):
         index_kwargs: dict[str, Any] = {}
         if "index_texts" not in store_kwargs:
             last: list[MessageRecord] = yield from call(
-                self._store, "list_thread_messages", self.thread_id, 1
+                self._store.list_thread_messages, self.thread_id, 1
             )
-            previous = _as_message(last[0]) if last else None
+            previous = as_message(last[0]) if last else None
             index_kwargs["index_texts"] = message_index_texts(
                 prepared, previous, self._store.chunk_chars
             )
-        ids = yield from self._thread_write_steps(
-            {
-                "texts": [m.content for m in prepared],
-                "record_type": MESSAGE,
-                "record_ids": [m.id for m in prepared],
-                "user_ids": self.user_id,
-                "agent_ids": self.agent_id,
-                "roles": [m.role for m in prepared],
-                "timestamps": [m.timestamp for m in prepared],
-                "metadata": [m.metadata for m in prepared],
-                **index_kwargs,
-            },
-            store_kwargs,
-        )
+        fields = {**message_fields(prepared), "user_ids": self.user_id, "agent_ids": self.agent_id}
+        ids = yield from self._thread_write_steps({**fields, **index_kwargs}, store_kwargs)
         yield from self._after_messages_added(list(ids), prepared)
         return list(ids)
 
+    add_messages = sync_method(_add_messages_steps)
+    add_messages_async = async_method(_add_messages_steps)
+
     def _persisted_config(self) -> dict[str, Any]:
         """The thread's options in the form ``create_thread`` persists on its row."""
-        config: dict[str, Any] = self.config.as_kwargs()
-        return config
+        return self.config.as_kwargs()
 
     def _thread_write_steps(
         self, fields: Mapping[str, Any], store_kwargs: Mapping[str, Any]
     ) -> Steps[list[str]]:
         """Write one batch of this thread's records together with the check of its
-        row, in one transaction (``OracleMemoryStore.add_to_thread``; BUGCASES C16,
-        C22): records never exist without their thread row.
+        row, in one transaction (``ThreadStore.add_to_thread``; BUGCASES C16, C22):
+        records never exist without their thread row.
 
         A handle opened from its stored row (``create_thread``/``get_thread``) whose
         row was deleted since (``delete_thread``, a cascading ``delete_user``) fails
-        with ValueError and writes nothing. A handle built directly on a store
-        creates its missing row, in the same transaction, from its scope, metadata
-        and options.
+        with ``ThreadDeletedError`` and writes nothing. A handle built directly on a
+        store creates its missing row, in the same transaction, from its scope,
+        metadata and options.
 
         ``store_kwargs`` that are ``PendingRecordBatch`` fields (``ttl_days``,
         ``index_texts``, ...) go into the batch; the rest (``batch_size``) to the
@@ -407,18 +288,22 @@ class OracleThread(IThread):
         batch_fields = dict(fields)
         extra: dict[str, Any] = {}
         for key, value in store_kwargs.items():
-            (batch_fields if key in _BATCH_FIELDS else extra)[key] = value
+            (batch_fields if key in BATCH_FIELDS else extra)[key] = value
         batch = PendingRecordBatch(thread_ids=self.thread_id, **batch_fields)
         missing_row = None
         if not self._stored:
-            missing_row = {
-                "user_id": self.user_id,
-                "agent_id": self.agent_id,
-                "metadata": self.metadata,
-                "config": self._persisted_config(),
-            }
+            missing_row = NewThreadRow(
+                user_id=self.user_id,
+                agent_id=self.agent_id,
+                metadata=self.metadata,
+                config=self._persisted_config(),
+            )
         ids: list[str] = yield from call(
-            self._store, "add_to_thread", self.thread_id, [batch], missing_row=missing_row, **extra
+            thread_store(self._store).add_to_thread,
+            self.thread_id,
+            [batch],
+            missing_row=missing_row,
+            **extra,
         )
         self._stored = True
         return ids
@@ -426,7 +311,7 @@ class OracleThread(IThread):
     def _check_client_open(self) -> None:
         """Refuse writes through a closed client before anything is stored (its
         background worker is gone, and its store may be closed)."""
-        if self.client is not None and getattr(self.client, "closed", False):
+        if isinstance(self.client, ThreadClient) and self.client.closed:
             raise ValueError(
                 f"thread {self.thread_id!r}: its OracleAgentMemory is closed; reopen the "
                 "thread from an open client"
@@ -453,7 +338,8 @@ class OracleThread(IThread):
         )
 
     def _after_messages_added(self, ids: list[str], messages: list[Message]) -> Steps[None]:
-        """Run the LLM pipeline after ``messages`` were persisted (SPEC §6-§7).
+        """Run the LLM pipeline after ``messages`` were persisted
+        (docs/memory-pipeline.md).
 
         ``INLINE``: the due extraction and summary passes run now (sync or async, as
         the caller). ``BACKGROUND``: they are queued on the worker. Either way a
@@ -474,9 +360,8 @@ class OracleThread(IThread):
 
     def _worker(self) -> ExtractionWorker:
         """The client's background worker, or this handle's own when it has no client."""
-        if self.client is not None and hasattr(self.client, "_extraction_worker"):
-            worker: ExtractionWorker = self.client._extraction_worker()
-            return worker
+        if isinstance(self.client, ThreadClient):
+            return self.client.extraction_worker()
         if self._own_worker is None:
             self._own_worker = ExtractionWorker()
         return self._own_worker
@@ -506,18 +391,19 @@ class OracleThread(IThread):
 
     # --------------------------------------------------------------- add_memory
 
-    def add_memory(
+    def _add_memory_steps(
         self,
+        /,
         content: str,
         user_id: Maybe[str | None] = NOT_SET,
         agent_id: Maybe[str | None] = NOT_SET,
         thread_id: Maybe[str | None] = NOT_SET,
         memory_id: Maybe[str | None] = NOT_SET,
         **store_kwargs: Any,
-    ) -> str:
-        """Add and index a memory record, scoped to this thread by default (seed 000).
+    ) -> Steps[str]:
+        """Add and index a memory record, scoped to this thread by default (docs/concepts.md#the-client-and-threads).
 
-        Example (seed 000)::
+        Example (docs/concepts.md#the-client-and-threads)::
 
             >>> thread.add_memory("Remember this preference", memory_id="mem-thread-docs")
             'mem-thread-docs'
@@ -540,33 +426,6 @@ class OracleThread(IThread):
             ValueError: for non-str content, a bad id, a reserved ``store_kwargs``
                 key, or an id that already exists; nothing is written.
         """
-        return run_sync(
-            self._add_memory_steps(content, user_id, agent_id, thread_id, memory_id, store_kwargs)
-        )
-
-    async def add_memory_async(
-        self,
-        content: str,
-        user_id: Maybe[str | None] = NOT_SET,
-        agent_id: Maybe[str | None] = NOT_SET,
-        thread_id: Maybe[str | None] = NOT_SET,
-        memory_id: Maybe[str | None] = NOT_SET,
-        **store_kwargs: Any,
-    ) -> str:
-        """Async twin of ``add_memory`` (same semantics)."""
-        return await run_async(
-            self._add_memory_steps(content, user_id, agent_id, thread_id, memory_id, store_kwargs)
-        )
-
-    def _add_memory_steps(
-        self,
-        content: object,
-        user_id: object,
-        agent_id: object,
-        thread_id: object,
-        memory_id: object,
-        store_kwargs: Mapping[str, Any],
-    ) -> Steps[str]:
         scoped_thread = check_scope("thread_id", thread_id, self.thread_id)
         self._check_client_open()
         return (
@@ -583,12 +442,15 @@ class OracleThread(IThread):
             )
         )
 
+    add_memory = sync_method(_add_memory_steps)
+    add_memory_async = async_method(_add_memory_steps)
+
     # ------------------------------------------------------------- get_messages
 
-    def get_messages(
-        self, start: Maybe[int | None] = NOT_SET, end: Maybe[int | None] = NOT_SET
-    ) -> list[Message]:
-        """Return stored messages in chronological (insertion) order (SPEC §6).
+    def _get_messages_steps(
+        self, /, start: Maybe[int | None] = NOT_SET, end: Maybe[int | None] = NOT_SET
+    ) -> Steps[list[Message]]:
+        """Return stored messages in chronological (insertion) order (docs/concepts.md#the-client-and-threads).
 
         Windows: both omitted -> the last 100; ``end`` omitted -> up to 100 messages
         from ``start``; ``end=None`` or ``end=-1`` -> every message from ``start``;
@@ -614,30 +476,24 @@ class OracleThread(IThread):
         Raises:
             ValueError: if ``start`` or ``end`` is not an int (or None).
         """
-        return run_sync(self._get_messages_steps(start, end))
-
-    async def get_messages_async(
-        self, start: Maybe[int | None] = NOT_SET, end: Maybe[int | None] = NOT_SET
-    ) -> list[Message]:
-        """Async twin of ``get_messages`` (same semantics)."""
-        return await run_async(self._get_messages_steps(start, end))
-
-    def _get_messages_steps(self, start: object, end: object) -> Steps[list[Message]]:
-        window = _window(start, end)
-        records: list[Record] = yield from call(
-            self._store, "list_thread_messages", self.thread_id, **window
+        first, last = message_window(start, end)
+        records: list[MessageRecord] = yield from call(
+            self._store.list_thread_messages, self.thread_id, start=first, end=last
         )
-        return [_as_message(r) for r in records]
+        return [as_message(r) for r in records]
+
+    get_messages = sync_method(_get_messages_steps)
+    get_messages_async = async_method(_get_messages_steps)
 
     # ---------------------------------------------------------------- deletions
 
-    def delete_message(self, message_id: str) -> int:
-        """Delete a message of this exact thread by id (seed 000).
+    def _delete_message_steps(self, /, message_id: str) -> Steps[int]:
+        """Delete a message of this exact thread by id (docs/concepts.md#the-client-and-threads).
 
         Only the raw message row goes; memories derived from it stay searchable
         (use ``OracleAgentMemory.delete_thread`` to remove everything).
 
-        Example (seed 000)::
+        Example (docs/concepts.md#the-client-and-threads)::
 
             >>> thread.delete_message("123")
             0
@@ -648,22 +504,18 @@ class OracleThread(IThread):
         Raises:
             ValueError: if ``message_id`` is not a non-empty str.
         """
-        return run_sync(self._delete_message_steps(message_id))
-
-    async def delete_message_async(self, message_id: str) -> int:
-        """Async twin of ``delete_message`` (same semantics)."""
-        return await run_async(self._delete_message_steps(message_id))
-
-    def _delete_message_steps(self, message_id: object) -> Steps[int]:
         record_id = _check_record_id("message_id", message_id)
         deleted: int = yield from call(
-            self._store, "delete_scoped", MESSAGE, record_id, thread_id=self.thread_id
+            thread_store(self._store).delete_scoped, MESSAGE, record_id, thread_id=self.thread_id
         )
         return deleted
 
-    def delete_memory(self, memory_id: str) -> int:
+    delete_message = sync_method(_delete_message_steps)
+    delete_message_async = async_method(_delete_message_steps)
+
+    def _delete_memory_steps(self, /, memory_id: str) -> Steps[int]:
         """Delete a memory-like record (memory, fact, preference, guideline) of this
-        exact thread by id (seed 000).
+        exact thread by id (docs/concepts.md#the-client-and-threads).
 
         Example (seed 000)::
 
@@ -677,25 +529,21 @@ class OracleThread(IThread):
         Raises:
             ValueError: if ``memory_id`` is not a non-empty str.
         """
-        return run_sync(self._delete_memory_steps(memory_id))
-
-    async def delete_memory_async(self, memory_id: str) -> int:
-        """Async twin of ``delete_memory`` (same semantics)."""
-        return await run_async(self._delete_memory_steps(memory_id))
-
-    def _delete_memory_steps(self, memory_id: object) -> Steps[int]:
         record_id = _check_record_id("memory_id", memory_id)
         deleted: int = yield from call(
-            self._store, "delete_scoped", "memory", record_id, thread_id=self.thread_id
+            thread_store(self._store).delete_scoped, "memory", record_id, thread_id=self.thread_id
         )
         return deleted
 
+    delete_memory = sync_method(_delete_memory_steps)
+    delete_memory_async = async_method(_delete_memory_steps)
+
     # ------------------------------------------------------------------ summary
 
-    def get_summary(
-        self, except_last: int = 0, token_budget: int = 1000, **kwargs: Any
-    ) -> OracleSummary:
-        """Return a best-effort summary of the thread (seed 000; SPEC §7).
+    def _get_summary_steps(
+        self, /, except_last: int = 0, token_budget: int = 1000, **kwargs: Any
+    ) -> Steps[OracleSummary]:
+        """Return a best-effort summary of the thread (docs/context-card.md).
 
         The summary is the running summary kept by the LLM pipeline when there is one
         (and ``except_last`` is 0). Otherwise it is the transcript of the thread's
@@ -730,14 +578,13 @@ class OracleThread(IThread):
                 not an int.
         """
         _reject_kwargs("get_summary", kwargs)
-        return run_sync(self._summary_steps(except_last, token_budget))
+        return (yield from self._summary_steps(except_last, token_budget))
 
-    async def get_summary_async(
-        self, except_last: int = 0, token_budget: int = 1000, **kwargs: Any
-    ) -> OracleSummary:
-        """Async twin of ``get_summary`` (same semantics)."""
-        _reject_kwargs("get_summary_async", kwargs)
-        return await run_async(self._summary_steps(except_last, token_budget))
+    # Bound first, so mypy takes the narrower return type from the steps method
+    # rather than from ``IThread``'s declaration.
+    _get_summary = sync_method(_get_summary_steps)
+    get_summary = _get_summary
+    get_summary_async = async_method(_get_summary_steps)
 
     def _summary_steps(self, except_last: object, token_budget: object) -> Steps[OracleSummary]:
         skip = _check_int("except_last", except_last, minimum=0)
@@ -752,7 +599,7 @@ class OracleThread(IThread):
         return OracleSummary(truncate_tail(text, budget))
 
     def _running_summary_steps(self) -> Steps[RunningSummary | None]:
-        row = yield from call(self._store, "get_thread_row", self.thread_id)
+        row = yield from call(thread_store(self._store).get_thread_row, self.thread_id)
         state = row.state if row is not None else self._state
         return running_summary_from_state(state)
 
@@ -764,9 +611,8 @@ class OracleThread(IThread):
         only its tail matters).
         """
         if token_budget <= 0:
-            records: list[Record] = yield from call(
-                self._store,
-                "list_thread_messages",
+            records: list[MessageRecord] = yield from call(
+                self._store.list_thread_messages,
                 self.thread_id,
                 start=0,
                 end=-except_last if except_last else None,
@@ -776,9 +622,8 @@ class OracleThread(IThread):
         size = -1
         offset = except_last
         while True:
-            page: list[Record] = yield from call(
-                self._store,
-                "list_thread_messages",
+            page: list[MessageRecord] = yield from call(
+                self._store.list_thread_messages,
                 self.thread_id,
                 start=-(offset + _TRANSCRIPT_PAGE),
                 end=-offset if offset else None,
@@ -795,14 +640,15 @@ class OracleThread(IThread):
 
     # ------------------------------------------------------------- context card
 
-    def get_context_card(
+    def _get_context_card_steps(
         self,
+        /,
         fallback_message_count: int = 5,
         max_relevant_results: int = 5,
         max_recent_messages: int = 0,
         **kwargs: Any,
-    ) -> OracleContextCard:
-        """Return the thread's context card (seed 000; SPEC §7).
+    ) -> Steps[OracleContextCard]:
+        """Return the thread's context card (docs/context-card.md).
 
         Parts, rendered by ``OracleContextCard``:
 
@@ -848,28 +694,17 @@ class OracleThread(IThread):
             ValueError: if a count is not an int >= 0.
         """
         _reject_kwargs("get_context_card", kwargs)
-        return run_sync(
-            self._context_card_steps(
+        return (
+            yield from self._card_steps(
                 fallback_message_count, max_relevant_results, max_recent_messages
             )
         )
 
-    async def get_context_card_async(
-        self,
-        fallback_message_count: int = 5,
-        max_relevant_results: int = 5,
-        max_recent_messages: int = 0,
-        **kwargs: Any,
-    ) -> OracleContextCard:
-        """Async twin of ``get_context_card`` (same semantics)."""
-        _reject_kwargs("get_context_card_async", kwargs)
-        return await run_async(
-            self._context_card_steps(
-                fallback_message_count, max_relevant_results, max_recent_messages
-            )
-        )
+    _get_context_card = sync_method(_get_context_card_steps)  # (see ``_get_summary``)
+    get_context_card = _get_context_card
+    get_context_card_async = async_method(_get_context_card_steps)
 
-    def _context_card_steps(
+    def _card_steps(
         self,
         fallback_message_count: object,
         max_relevant_results: object,
@@ -880,11 +715,10 @@ class OracleThread(IThread):
         n_recent = _check_int("max_recent_messages", max_recent_messages, minimum=0)
 
         running = yield from self._running_summary_steps()
-        fetched: list[Record] = []
+        fetched: list[MessageRecord] = []
         if n_fallback + n_recent > 0:
             fetched = yield from call(
-                self._store,
-                "list_thread_messages",
+                self._store.list_thread_messages,
                 self.thread_id,
                 start=-(n_fallback + n_recent),
                 end=None,
@@ -914,7 +748,7 @@ class OracleThread(IThread):
             summary=summary,
             topics=topics,
             relevant_results=results,
-            recent_messages=[_as_message(r, timestamp_fallback=True) for r in recent],
+            recent_messages=[as_message(r, timestamp_fallback=True) for r in recent],
             token_limit=self.config.context_card_token_limit,
         )
 
@@ -923,8 +757,7 @@ class OracleThread(IThread):
     ) -> Steps[list[tuple[Record, float]]]:
         """Search memories (user+agent scope) and this thread's messages; merge."""
         found: list[tuple[Record, float]] = yield from call(
-            self._store,
-            "search",
+            self._store.search,
             query,
             k=k * _SUPERSEDED_OVERFETCH,
             user_id=self.user_id,
@@ -934,8 +767,7 @@ class OracleThread(IThread):
             record_types=set(MEMORY_TYPES),
         )
         messages: list[tuple[Record, float]] = yield from call(
-            self._store,
-            "search",
+            self._store.search,
             query,
             k=k + len(shown),
             thread_id=self.thread_id,
@@ -950,55 +782,3 @@ class OracleThread(IThread):
         merged = memories + [item for item in messages if item[0].id not in shown]
         merged.sort(key=_result_key)
         return merged[:k]
-
-
-def add_memory_steps(
-    store: OracleMemoryStore,
-    content: object,
-    *,
-    user_id: str | None,
-    agent_id: str | None,
-    thread_id: str | None,
-    memory_id: object,
-    store_kwargs: Mapping[str, Any],
-    method: str,
-    write: Callable[[Mapping[str, Any], Mapping[str, Any]], Steps[list[str]]] | None = None,
-) -> Steps[str]:
-    """Write one ``memory`` record with the given scope (shared by thread and client).
-
-    ``write(fields, store_kwargs)``, when given, performs the write of the batch
-    ``fields`` (``PendingRecordBatch`` fields without ``thread_ids``), e.g. together
-    with the check of the thread row; otherwise ``store.add`` does.
-
-    Raises:
-        ValueError: for non-str content, a blank ``memory_id``, or a reserved
-            ``store_kwargs`` key; nothing is written.
-    """
-    if not isinstance(content, str):
-        raise ValueError(f"content must be a str, got {type(content).__name__}")
-    _check_store_kwargs(method, store_kwargs, _MEMORY_KEYS)
-    ids_kwarg: dict[str, Any] = {}
-    if memory_id is not NOT_SET and memory_id is not None:
-        ids_kwarg["record_ids"] = [_check_record_id("memory_id", memory_id)]
-    if write is not None:
-        fields = {
-            "texts": [content],
-            "record_type": "memory",
-            "user_ids": user_id,
-            "agent_ids": agent_id,
-            **ids_kwarg,
-        }
-        written = yield from write(fields, store_kwargs)
-        return written[0]
-    ids: list[str] = yield from call(
-        store,
-        "add",
-        [content],
-        "memory",
-        thread_ids=thread_id,
-        user_ids=user_id,
-        agent_ids=agent_id,
-        **ids_kwarg,
-        **store_kwargs,
-    )
-    return ids[0]

@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from oam_core.store.options import SearchStrategy
+from oam_core import SearchStrategy
 
 __all__ = ["MCP_TOKEN_ENV", "SERVE_TOKEN_ENV", "mcp", "serve"]
 

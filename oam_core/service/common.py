@@ -7,11 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from oam_core import OracleAgentMemory, SchemaPolicy, SearchStrategy
 from oam_core.apis.records import MEMORY_TYPES, MessageRecord, Record, ThreadRow
-from oam_core.memory.client import OracleAgentMemory
+from oam_core.connection import backend_of, sqlite_target
 from oam_core.memory.provenance import reserved_keys
-from oam_core.store.connect import backend_of, sqlite_target
-from oam_core.store.options import SchemaPolicy, SearchStrategy
 
 __all__ = [
     "MEMORY_TYPE_NAMES",

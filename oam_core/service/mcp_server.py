@@ -25,10 +25,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from pydantic import BaseModel, Field
 
+from oam_core import OracleAgentMemory, OracleThread
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import Record, ThreadRow
-from oam_core.memory.client import OracleAgentMemory
-from oam_core.memory.thread import OracleThread
 from oam_core.service.common import MEMORY_TYPE_NAMES, record_json, thread_json
 from oam_core.service.scope import Scope
 
@@ -162,7 +161,7 @@ class _Service:
     # -- threads ------------------------------------------------------------------
 
     def thread_row(self, thread_id: str) -> ThreadRow:
-        return self.scope.thread(self.store.get_thread_row(thread_id), thread_id)
+        return self.scope.thread(self.memory.get_thread_row(thread_id), thread_id)
 
     def thread(self, thread_id: str | None) -> OracleThread:
         """The thread to write to: an existing one in scope, or a new one."""
@@ -172,11 +171,11 @@ class _Service:
         }
         if thread_id is None:
             return self.memory.create_thread(**scope_ids)
-        if self.store.get_thread_row(thread_id) is None:
+        if self.memory.get_thread_row(thread_id) is None:
             try:
                 return self.memory.create_thread(thread_id=thread_id, **scope_ids)
             except ValueError:
-                if self.store.get_thread_row(thread_id) is None:
+                if self.memory.get_thread_row(thread_id) is None:
                     raise
                 # Created by a concurrent call meanwhile: fall through to the check.
         self.thread_row(thread_id)

@@ -9,102 +9,18 @@ its own module; this module only dispatches and holds the embedded SQLite opener
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.embedder import IEmbedder
+from oam_core.connection import MEMORY as _MEMORY
+from oam_core.connection import BackendKind, backend_of, sqlite_target
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.options import SchemaPolicy, SearchStrategy
 
 __all__ = ["BackendKind", "backend_of", "open_store", "resolve_store_embedder"]
-
-BackendKind = Literal["sqlite", "postgres", "oracle"]
-
-_SERVER_BACKENDS: dict[str, BackendKind] = {
-    "postgresql": "postgres",
-    "postgres": "postgres",
-    "psycopg": "postgres",
-    "psycopg2": "postgres",
-    "psycopg_pool": "postgres",
-    "oracle": "oracle",
-    "oracledb": "oracle",
-    "cx_oracle": "oracle",
-}
-"""URL schemes and driver module names of the server back ends."""
-
-_SQLITE_SCHEMES = frozenset({"sqlite", "sqlite3"})
-_MEMORY = ":memory:"
-
-
-def backend_of(connection: object) -> BackendKind:
-    """Tell which back end ``connection`` is for.
-
-    Args:
-        connection: A path (``str`` or ``os.PathLike``), ``":memory:"``, a URL
-            (``sqlite:///...``, ``postgresql://...``, ``oracle://...``) or a driver
-            connection/pool object (its module decides: ``psycopg``/``psycopg_pool``
-            or ``oracledb``).
-
-    Raises:
-        ValueError: for an empty string, an unknown URL scheme, a
-            ``sqlite3.Connection`` (the store must own its connection) or any other type.
-    """
-    if isinstance(connection, os.PathLike):
-        return "sqlite"
-    if isinstance(connection, str):
-        if not connection.strip():
-            raise ValueError("connection must not be an empty string")
-        if "://" not in connection:
-            return "sqlite"
-        scheme = connection.split("://", 1)[0].lower().split("+", 1)[0]
-        if scheme in _SQLITE_SCHEMES:
-            return "sqlite"
-        if scheme in _SERVER_BACKENDS:
-            return _SERVER_BACKENDS[scheme]
-        raise ValueError(f"connection URL scheme {scheme!r} is not supported: {connection!r}")
-    root = type(connection).__module__.split(".", 1)[0].lower()
-    if root in _SERVER_BACKENDS:
-        return _SERVER_BACKENDS[root]
-    if isinstance(connection, sqlite3.Connection):
-        raise ValueError(
-            "a sqlite3.Connection cannot be shared with the store; pass the database path "
-            "(or 'sqlite:///path.db') as connection instead"
-        )
-    raise ValueError(
-        "connection must be a SQLite path, a 'sqlite:///...' URL or ':memory:', a "
-        "PostgreSQL conninfo/URL or psycopg pool, or an oracledb pool/connection; "
-        f"got {type(connection).__name__}"
-    )
-
-
-def sqlite_target(connection: str | os.PathLike[str]) -> str:
-    """Resolve a SQLite ``connection`` to a file path or ``":memory:"`` (SPEC §5).
-
-    Accepted: a path, ``":memory:"``, or a URL ``sqlite:///relative.db``,
-    ``sqlite:////absolute.db``, ``sqlite://:memory:``.
-
-    Raises:
-        ValueError: for a malformed ``sqlite://`` URL (host or query given).
-    """
-    if isinstance(connection, os.PathLike):
-        path = os.fspath(connection)
-        if not isinstance(path, str) or not path:
-            raise ValueError(f"connection path must be a non-empty str path, got {connection!r}")
-        return path
-    if "://" not in connection:
-        return connection
-    rest = connection.split("://", 1)[1]
-    if rest in ("", _MEMORY, "/" + _MEMORY):
-        return _MEMORY
-    if not rest.startswith("/") or len(rest) == 1 or "?" in rest:
-        raise ValueError(
-            f"connection {connection!r}: write 'sqlite:///relative/path.db', "
-            "'sqlite:////absolute/path.db' or 'sqlite://:memory:' (no host, no query)"
-        )
-    return rest[1:]
 
 
 def resolve_store_embedder(embedder: object) -> IEmbedder | None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from oam_core.apis.llm import ILlm
 from oam_core.apis.thread import Message
+from oam_core.store.threads import thread_store
 
 STORE_TIME = "2026-03-01T12:00:00.000000+00:00"
 """``created_at`` of every row written under the conformance ``clock`` fixture."""
@@ -130,10 +131,10 @@ def add_derived(
     that key through ``add``). Creates the thread row when missing."""
     from oam_core.apis.batch import PendingRecordBatch
 
-    row = store.get_thread_row(thread_id)
+    row = thread_store(store).get_thread_row(thread_id)
     if row is None:
-        store.create_thread_row(thread_id)
-        row = store.get_thread_row(thread_id)
+        thread_store(store).create_thread_row(thread_id)
+        row = thread_store(store).get_thread_row(thread_id)
     batch = PendingRecordBatch(
         texts=[content],
         record_type=record_type,
@@ -142,6 +143,6 @@ def add_derived(
         metadata={**(metadata or {}), "$agent_memory": reserved},
     )
     state = dict(row.state or {})
-    assert store.commit_thread_pass(
+    assert thread_store(store).commit_thread_pass(
         thread_id, expected_state=state, state=state, batches=[batch]
     ) == [record_id]

@@ -18,6 +18,7 @@ from oam_core.memory.client import OracleAgentMemory
 from oam_core.memory.thread import OracleThread
 from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
 from oam_core.store.sqlite import SQLiteMemoryStore
+from oam_core.store.threads import thread_store
 
 
 @pytest.fixture
@@ -428,7 +429,7 @@ def test_get_thread_restores_config_and_overrides_win(mem: OracleAgentMemory) ->
 
 def test_get_thread_restores_pipeline_state(mem: OracleAgentMemory, store: Any) -> None:
     mem.create_thread(thread_id="st")
-    assert store.update_thread_row("st", state={"watermark": 7}) == 1
+    assert thread_store(store).update_thread_row("st", state={"watermark": 7}) == 1
     assert mem.get_thread("st")._state == {"watermark": 7}
 
 
@@ -494,11 +495,11 @@ def test_delete_user_cascades(mem: OracleAgentMemory, store: Any) -> None:
     thread.add_messages([{"role": "user", "content": "hi"}])
     kept = mem.create_thread(thread_id="t2", user_id="u2")
     assert mem.delete_user("u1", cascade=False) == 1
-    assert store.get_thread_row("t1") is not None
+    assert thread_store(store).get_thread_row("t1") is not None
     assert mem.delete_user("u1") == 0  # profile gone, cleanup still runs
-    assert store.get_thread_row("t1") is None
+    assert thread_store(store).get_thread_row("t1") is None
     assert thread.get_messages() == []
-    assert store.get_thread_row(kept.thread_id) is not None
+    assert thread_store(store).get_thread_row(kept.thread_id) is not None
     with pytest.raises(ValueError, match="cascade"):
         mem.delete_agent("a1", cascade="yes")  # type: ignore[arg-type]
 

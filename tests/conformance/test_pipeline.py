@@ -25,6 +25,7 @@ from oam_core.memory.client import OracleAgentMemory
 from oam_core.memory.diagnostics import MemoryPipelineWarning
 from oam_core.memory.pipeline import EXTRACTION_STATE_KEY, MAX_ATTEMPTS
 from oam_core.memory.thread import OracleThread
+from oam_core.store.threads import thread_store
 
 MEMORY_TYPES = {"memory", "fact", "preference", "guideline"}
 
@@ -48,7 +49,7 @@ def _memories(store: Any) -> list[Any]:
 
 
 def _state(store: Any) -> dict[str, Any]:
-    return dict(store.get_thread_row("t1").state or {})
+    return dict(thread_store(store).get_thread_row("t1").state or {})
 
 
 # -- one pass -----------------------------------------------------------------------
@@ -372,13 +373,17 @@ def test_c21_deletes_between_page_reads_skip_nothing(store: Any, victims: str) -
 
         return read
 
-    for name in ("list_thread_messages", "list_thread_messages_by_seq"):
-        setattr(store, name, deleting(getattr(store, name)))
+    readers = (
+        (store, "list_thread_messages"),
+        (thread_store(store), "list_thread_messages_by_seq"),
+    )
+    for owner, name in readers:
+        setattr(owner, name, deleting(getattr(owner, name)))
     try:
         thread.add_messages([{"role": "user", "content": "last", "id": "last"}])
     finally:
-        for name in ("list_thread_messages", "list_thread_messages_by_seq"):
-            delattr(store, name)
+        for owner, name in readers:
+            delattr(owner, name)
     assert deleted == doomed
     shown = [
         c
@@ -434,7 +439,7 @@ def test_watermark_survives_reopening_the_store(
 def test_losing_the_compare_and_set_writes_nothing(store: Any) -> None:
     client = _client(store, ScriptedLlm())
     _thread(client)
-    written = store.commit_thread_pass(
+    written = thread_store(store).commit_thread_pass(
         "t1",
         expected_state={"stale": True},
         state={"new": True},
@@ -442,7 +447,7 @@ def test_losing_the_compare_and_set_writes_nothing(store: Any) -> None:
     )
     assert written is None and _state(store) == {}
     with pytest.raises(ValueError, match="does not exist"):
-        store.commit_thread_pass("nope", expected_state={}, state={})
+        thread_store(store).commit_thread_pass("nope", expected_state={}, state={})
 
 
 def test_racing_handles_extract_each_message_once(store: Any) -> None:
@@ -634,7 +639,7 @@ def test_bad_extraction_config(store: Any, kwargs: dict[str, Any], match: str) -
     client = OracleAgentMemory(store=store, llm=ScriptedLlm())
     with pytest.raises(ValueError, match=match):
         client.create_thread(thread_id="bad", **kwargs)
-    assert store.get_thread_row("bad") is None
+    assert thread_store(store).get_thread_row("bad") is None
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.memory.client import OracleAgentMemory
 from oam_core.store.filters import matches, parse_filter
 from oam_core.store.options import MemoryRetentionConfig, SchemaPolicy, SearchStrategy
+from oam_core.store.threads import thread_store
 
 psycopg = pytest.importorskip("psycopg")
 psycopg_pool = pytest.importorskip("psycopg_pool")
@@ -465,7 +466,7 @@ def test_c22_a_thread_write_holds_the_thread_against_deletes(
     from oam_core.store.postgres.schema import lock_key
 
     store = _store(conninfo, schema_policy="CREATE_IF_NECESSARY")
-    store.create_thread_row("T", user_id="u")
+    thread_store(store).create_thread_row("T", user_id="u")
     probes: list[bool] = []
     real = dialect.PgTx.hold_thread
 
@@ -481,9 +482,9 @@ def test_c22_a_thread_write_holds_the_thread_against_deletes(
 
     monkeypatch.setattr(dialect.PgTx, "hold_thread", probing)
     batch = PendingRecordBatch(texts=["x"], record_type="memory", thread_ids="T")
-    ids = store.add_to_thread("T", [batch])
+    ids = thread_store(store).add_to_thread("T", [batch])
     assert probes == [False]  # held during the write
     monkeypatch.undo()
     assert store.delete("user_profile", "u", cascade=True) == 0
-    assert store.get("memory", ids[0]) is None and store.get_thread_row("T") is None
+    assert store.get("memory", ids[0]) is None and thread_store(store).get_thread_row("T") is None
     store.close()

@@ -30,7 +30,7 @@ SEED_METHODS = [
     "delete_thread",
     "purge_expired",
 ]
-OAM_EXTRAS = ["count_thread_messages", "create_thread_row", "get_thread_row", "delete_scoped"]
+OAM_EXTRAS = ["count_thread_messages", "upsert", "upsert_batches", "delete_records", "reindex"]
 
 V = [1.0] + [0.0] * 63
 

@@ -10,6 +10,7 @@ import pytest
 from _fixtures import add_derived
 
 from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.store.threads import thread_store
 
 STRATEGIES = ["VECTOR", "KEYWORD", "HYBRID"]
 TYPES = ("message", "memory", "guideline", "fact", "preference", "user_profile", "agent_profile")
@@ -125,8 +126,12 @@ def actors(request, make_store):
     store.add_user("u1", "cascade user one")
     store.add_user("u2", "cascade user two")
     store.add_agent("a1", "cascade agent one")
-    store.create_thread_row("t1", user_id="u1", agent_id="a1", metadata=None, config={})
-    store.create_thread_row("t2", user_id="u2", agent_id="a1", metadata=None, config={})
+    thread_store(store).create_thread_row(
+        "t1", user_id="u1", agent_id="a1", metadata=None, config={}
+    )
+    thread_store(store).create_thread_row(
+        "t2", user_id="u2", agent_id="a1", metadata=None, config={}
+    )
     # t1's children carry only the thread id: the thread row links them to u1
     store.add(
         ["cascade hello", "cascade reply"],
@@ -202,7 +207,7 @@ def test_profile_cascade(actors, record_type, actor, gone, threads_gone):
     for key, record in kept_records.items():
         assert actors.get(*key) == record, "other actors' records must be untouched"
     for thread in ("t1", "t2"):
-        row = actors.get_thread_row(thread)
+        row = thread_store(actors).get_thread_row(thread)
         assert (row is None) == (thread in threads_gone)
     if "t1" in threads_gone:
         assert actors.list_thread_messages("t1") == []
@@ -214,15 +219,15 @@ def test_cascade_runs_when_the_profile_row_is_missing(actors):
     before = everything(actors)
     assert actors.delete("user_profile", "u1", cascade=True) == 0
     assert everything(actors) == before - U1_GONE
-    assert actors.get_thread_row("t1") is None
-    assert actors.get_thread_row("t2") is not None
+    assert thread_store(actors).get_thread_row("t1") is None
+    assert thread_store(actors).get_thread_row("t2") is not None
 
 
 def test_profile_delete_without_cascade_deletes_only_the_profile(actors):
     before = everything(actors)
     assert actors.delete("user_profile", "u1") == 1
     assert everything(actors) == before - {("user_profile", "u1")}
-    assert actors.get_thread_row("t1") is not None
+    assert thread_store(actors).get_thread_row("t1") is not None
 
 
 # -- delete_thread (SPEC §3.6; BUGCASES C16) --------------------------------------------------------
@@ -233,8 +238,12 @@ def test_c16_delete_thread_leaves_nothing_listable_or_searchable(make_store, str
     store = make_store(
         search_strategy=strategy, embedder=HashingEmbedder(64, max_input_tokens=10)
     )  # 35-char chunks
-    store.create_thread_row("t1", user_id="u1", agent_id=None, metadata=None, config={})
-    store.create_thread_row("t2", user_id="u1", agent_id=None, metadata=None, config={})
+    thread_store(store).create_thread_row(
+        "t1", user_id="u1", agent_id=None, metadata=None, config={}
+    )
+    thread_store(store).create_thread_row(
+        "t2", user_id="u1", agent_id=None, metadata=None, config={}
+    )
     long_message = " ".join(f"walrus{i}" for i in range(200))
     store.add(
         [long_message, "walrus short"],
@@ -260,7 +269,7 @@ def test_c16_delete_thread_leaves_nothing_listable_or_searchable(make_store, str
     kept_records = {key: store.get(*key) for key in kept}
 
     assert store.delete_thread("t1") == 1
-    assert store.get_thread_row("t1") is None
+    assert thread_store(store).get_thread_row("t1") is None
     assert store.list_thread_messages("t1") == []
     assert store.count_thread_messages("t1") == 0
     for t in TYPES:
@@ -269,7 +278,7 @@ def test_c16_delete_thread_leaves_nothing_listable_or_searchable(make_store, str
     for query in ("walrus", "walrus0 walrus199", "walrus memory", "walrus fact"):
         assert {(r.record_type, r.id) for r, _ in store.search(query, 100)} <= kept
     assert {key: store.get(*key) for key in kept} == kept_records
-    assert store.get_thread_row("t2") is not None
+    assert thread_store(store).get_thread_row("t2") is not None
     assert store.delete_thread("t1") == 0
 
 
@@ -284,9 +293,11 @@ def test_delete_thread_without_a_thread_row_still_removes_its_records(store):
 
 
 def test_delete_thread_record_type(store):
-    store.create_thread_row("t1", user_id=None, agent_id=None, metadata=None, config={})
+    thread_store(store).create_thread_row(
+        "t1", user_id=None, agent_id=None, metadata=None, config={}
+    )
     assert store.delete("thread", "t1") == 1
-    assert store.get_thread_row("t1") is None
+    assert thread_store(store).get_thread_row("t1") is None
     assert store.delete("thread", "t1") == 0
 
 
@@ -296,17 +307,17 @@ def test_delete_thread_record_type(store):
 def test_delete_scoped_checks_the_thread(store):
     store.add(["hi"], "message", record_ids="x", thread_ids="t1", roles="user")
     store.add(["f"], "fact", record_ids="f", thread_ids="t1")
-    assert store.delete_scoped("message", "x", thread_id="t2") == 0
+    assert thread_store(store).delete_scoped("message", "x", thread_id="t2") == 0
     assert store.get("message", "x") is not None
-    assert store.delete_scoped("message", "x", thread_id="t1") == 1
-    assert store.delete_scoped("memory", "f", thread_id="t2") == 0
-    assert store.delete_scoped("memory", "f") == 1
+    assert thread_store(store).delete_scoped("message", "x", thread_id="t1") == 1
+    assert thread_store(store).delete_scoped("memory", "f", thread_id="t2") == 0
+    assert thread_store(store).delete_scoped("memory", "f") == 1
     assert store.get("fact", "f") is None
-    assert store.delete_scoped("memory", "f") == 0
+    assert thread_store(store).delete_scoped("memory", "f") == 0
 
 
 @pytest.mark.parametrize("family", ["fact", "user_profile", "thread", ""])
 def test_delete_scoped_rejects_other_families(store, rejected, family):
     store.add(["f"], "fact", record_ids="f")
     with rejected(store):
-        store.delete_scoped(family, "f")
+        thread_store(store).delete_scoped(family, "f")

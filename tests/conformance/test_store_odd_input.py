@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from oam_core.memory.client import OracleAgentMemory
+from oam_core.store.threads import thread_store
 
 BAD = {"nul": "a\x00b", "surrogate": "a\ud800b"}
 HUGE = [2**63, 2**64 + 7, 10**30]
@@ -57,9 +58,12 @@ WRITES = {
     "update index text": (lambda s, v: s.update("memory", "p1", index_text=v), "index_text"),
     "update metadata": (lambda s, v: s.update("memory", "p1", metadata={"k": v}), "metadata"),
     "update timestamp": (lambda s, v: s.update("memory", "p1", timestamp=v), "timestamp"),
-    "thread row": (lambda s, v: s.create_thread_row(v), "thread_id"),
-    "thread row user": (lambda s, v: s.create_thread_row("t9", user_id=v), "user_id"),
-    "thread metadata": (lambda s, v: s.create_thread_row("t9", metadata={"k": v}), "metadata"),
+    "thread row": (lambda s, v: thread_store(s).create_thread_row(v), "thread_id"),
+    "thread row user": (lambda s, v: thread_store(s).create_thread_row("t9", user_id=v), "user_id"),
+    "thread metadata": (
+        lambda s, v: thread_store(s).create_thread_row("t9", metadata={"k": v}),
+        "metadata",
+    ),
 }
 
 
@@ -89,8 +93,8 @@ def test_c25_lookups_by_such_an_id_find_nothing(store, kind):
     assert store.list("memory", user_id=bad) == []
     assert store.list_thread_messages(bad) == []
     assert store.count_thread_messages(bad) == 0
-    assert store.get_thread_row(bad) is None
-    assert store.list_thread_rows(user_id=bad) == []
+    assert thread_store(store).get_thread_row(bad) is None
+    assert thread_store(store).list_thread_rows(user_id=bad) == []
     assert store.search("pizza", 5, user_id=bad, exact_user_match=True) == []
     assert store.search("pizza", 5, thread_id=bad, exact_thread_match=True) == []
     assert store.delete("memory", bad) == 0

@@ -10,6 +10,7 @@ import pytest
 
 from oam_core.apis.records import MessageRecord
 from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.store.threads import thread_store
 
 
 def ids(records):
@@ -494,13 +495,15 @@ def test_reopen_keeps_everything(file_backend, make_store):
     )
     first.add(["a", "b", "c"], "message", record_ids=["x", "y", "z"], thread_ids="t1", roles="user")
     first.add_user("u1", "Prefers concise answers.")
-    first.create_thread_row("t1", user_id="u1", agent_id=None, metadata={"k": 1}, config={"c": 2})
+    thread_store(first).create_thread_row(
+        "t1", user_id="u1", agent_id=None, metadata={"k": 1}, config={"c": 2}
+    )
     before = {t: first.list(t, limit=None) for t in ("memory", "message", "user_profile")}
     first.close()
     second = make_store()
     assert {t: second.list(t, limit=None) for t in before} == before
     assert ids(second.list_thread_messages("t1")) == ["x", "y", "z"]
-    row = second.get_thread_row("t1")
+    row = thread_store(second).get_thread_row("t1")
     assert (row.user_id, row.metadata, row.config) == ("u1", {"k": 1}, {"c": 2})
     assert second.search("margherita", 1)[0][0].id == "m1"
     second.add(["d"], "message", record_ids="w", thread_ids="t1", roles="user")
@@ -563,7 +566,7 @@ def test_thread_messages_by_seq_ranges_and_pages(store):
         thread_ids="t",
     )
     store.add(["other"], "message", thread_ids="u")
-    read = store.list_thread_messages_by_seq
+    read = thread_store(store).list_thread_messages_by_seq
     seqs = [m.seq_no for m in read("t")]
     assert [m.id for m in read("t")] == ids and seqs == sorted(seqs)
     assert [m.id for m in read("t", after=seqs[1])] == ids[2:]

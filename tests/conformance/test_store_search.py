@@ -10,6 +10,7 @@ import math
 import pytest
 
 from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.store.threads import thread_store
 
 STRATEGIES = ["VECTOR", "KEYWORD", "HYBRID"]
 PROFILES = {"user_profile", "agent_profile"}
@@ -270,7 +271,9 @@ def test_a_record_with_many_chunks_is_returned_once(make_store, strategy):
 
 
 def test_default_record_types_cover_messages_memories_and_profiles(store):
-    store.create_thread_row("t1", user_id=None, agent_id=None, metadata={"x": "pizza"}, config={})
+    thread_store(store).create_thread_row(
+        "t1", user_id=None, agent_id=None, metadata={"x": "pizza"}, config={}
+    )
     store.add(["pizza msg"], "message", thread_ids="t1", roles="user")
     for t in ("memory", "guideline", "fact", "preference"):
         store.add([f"pizza {t}"], t)

@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 from oam_core import PendingRecordBatch
+from oam_core.store import writes
+from oam_core.store.threads import thread_store
 
 
 def _messages(thread_id: str, *texts: str) -> list[PendingRecordBatch]:
@@ -27,39 +29,39 @@ def _contents(store: Any, thread_id: str) -> list[str]:
 
 
 def test_a_new_thread_with_its_messages(store: Any) -> None:
-    ids = store.write_thread("t1", _messages("t1", "alpha", "beta"), user_id="u1")
+    ids = thread_store(store).write_thread("t1", _messages("t1", "alpha", "beta"), user_id="u1")
     assert len(ids) == 2
     assert _contents(store, "t1") == ["alpha", "beta"]
-    assert store.get_thread_row("t1").user_id == "u1"
+    assert thread_store(store).get_thread_row("t1").user_id == "u1"
 
 
 def test_replace_swaps_the_whole_thread(store: Any) -> None:
-    store.write_thread("t1", _messages("t1", "old zebra", "old yak"), user_id="u1")
-    store.write_thread("t1", _messages("t1", "new kiwi"), user_id="u1", replace=True)
+    thread_store(store).write_thread("t1", _messages("t1", "old zebra", "old yak"), user_id="u1")
+    thread_store(store).write_thread("t1", _messages("t1", "new kiwi"), user_id="u1", replace=True)
     assert _contents(store, "t1") == ["new kiwi"]
     assert [r.content for r, _ in store.search("zebra yak kiwi", 5)] == ["new kiwi"]
 
 
 def test_an_existing_thread_needs_replace(store: Any, rejected: Any) -> None:
-    store.write_thread("t1", _messages("t1", "kept"))
+    thread_store(store).write_thread("t1", _messages("t1", "kept"))
     with rejected(store, match="already exists"):
-        store.write_thread("t1", _messages("t1", "other"))
+        thread_store(store).write_thread("t1", _messages("t1", "other"))
 
 
 def test_records_of_another_thread_are_refused(store: Any, rejected: Any) -> None:
     with rejected(store, match="belongs to thread 't2'"):
-        store.write_thread("t1", _messages("t2", "stray"))
+        thread_store(store).write_thread("t1", _messages("t2", "stray"))
 
 
 def test_a_replace_failing_after_the_delete_keeps_the_old_thread(
     store: Any, rejected: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store.write_thread("t1", _messages("t1", "old one", "old two"), user_id="u1")
+    thread_store(store).write_thread("t1", _messages("t1", "old one", "old two"), user_id="u1")
 
     def fail(*args: Any, **kwargs: Any) -> None:
         raise ValueError("disk full (injected after the old thread was deleted)")
 
-    monkeypatch.setattr(store, "_insert_planned", fail)
+    monkeypatch.setattr(writes, "insert_planned", fail)
     with rejected(store, match="injected"):
-        store.write_thread("t1", _messages("t1", "new"), user_id="u1", replace=True)
+        thread_store(store).write_thread("t1", _messages("t1", "new"), user_id="u1", replace=True)
     assert _contents(store, "t1") == ["old one", "old two"]

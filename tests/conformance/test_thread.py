@@ -19,6 +19,7 @@ from oam_core.memory.contextcard import OracleContextCard
 from oam_core.memory.summary import OracleSummary
 from oam_core.memory.thread import OracleThread
 from oam_core.memory.tokens import truncate_tail
+from oam_core.store.threads import thread_store
 
 
 @pytest.fixture
@@ -437,7 +438,7 @@ def test_summary_argument_errors(t: OracleThread) -> None:
 
 def test_summary_prefers_a_running_summary(t: OracleThread, store: Any) -> None:
     t.add_messages([{"role": "user", "content": "hello"}])
-    store.update_thread_row(
+    thread_store(store).update_thread_row(
         "t1", state={"context_summary": {"summary": "User greets.", "topics": ["greeting"]}}
     )
     assert t.get_summary().content == "User greets."
@@ -637,7 +638,7 @@ def _ghost_ids(store: Any) -> list[str]:
 
 
 def _thread_rows_and_records(store: Any, thread_id: str) -> tuple[list[str], list[str]]:
-    threads = [r.thread_id for r in store.list_thread_rows()]
+    threads = [r.thread_id for r in thread_store(store).list_thread_rows()]
     records = [r.id for r in store.list("message", thread_id=thread_id)] + [
         r.id for r in store.list("memory", thread_id=thread_id)
     ]
@@ -712,15 +713,15 @@ def test_c22_a_delete_landing_between_check_and_write_leaves_no_orphans(
 
         return call
 
-    store.get_thread_row = racing(store.get_thread_row)
-    store.add_to_thread = racing_write(store.add_to_thread)
-    store.add_to_thread_async = racing_write(store.add_to_thread_async)
+    threads = thread_store(store)
+    threads.get_thread_row = racing(threads.get_thread_row)
+    threads.add_to_thread = racing_write(threads.add_to_thread)
     try:
         with pytest.raises(ValueError, match="thread 'T' does not exist"):
             _write(t, what, use_async)
     finally:
-        for name in ("get_thread_row", "add_to_thread", "add_to_thread_async"):
-            delattr(store, name)
+        for name in ("get_thread_row", "add_to_thread"):
+            delattr(threads, name)
     assert fired == [deleter]
     assert _thread_rows_and_records(store, "T") == ([], [])
     assert _ghost_ids(store) == []
@@ -731,9 +732,9 @@ def test_c16_directly_built_thread_gets_a_row(mem: OracleAgentMemory, store: Any
     other = mem.create_thread(thread_id="other", user_id="u", agent_id="a")
     other.add_memory("ghost other", memory_id="keep")
     t = OracleThread(store, thread_id="direct", user_id="u", agent_id="a", extract_memories=False)
-    assert store.get_thread_row("direct") is None
+    assert thread_store(store).get_thread_row("direct") is None
     t.add_memory("ghost direct", memory_id="gd")
-    assert store.get_thread_row("direct") is not None
+    assert thread_store(store).get_thread_row("direct") is not None
     t.add_messages([{"role": "user", "content": "ghost hello", "id": "gh"}])
     assert mem.get_thread("direct").extract_memories is False
     mem.delete_thread("direct")
@@ -750,7 +751,7 @@ def test_c16_unscoped_or_invalid_writes_create_no_row(mem: OracleAgentMemory, st
         t.add_memory(5)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         t.add_messages([{"role": "user"}])
-    assert store.get_thread_row("T") is None
+    assert thread_store(store).get_thread_row("T") is None
     assert _ghost_ids(store) == ["unscoped"]
 
 
@@ -758,18 +759,19 @@ def test_c16_concurrent_creator_is_tolerated(mem: OracleAgentMemory, store: Any)
     """A directly built handle creates its row in the write's transaction; another
     client creating the same thread just before is fine (no "already exists")."""
     t = OracleThread(store, thread_id="T", user_id="u", agent_id="a", extract_memories=False)
-    real = store.add_to_thread
+    threads = thread_store(store)
+    real = threads.add_to_thread
 
     def racing(*args: Any, **kwargs: Any) -> Any:
-        if store.get_thread_row("T") is None:  # another writer creates the row first
-            store.create_thread_row("T", user_id="u", agent_id="a")
+        if thread_store(store).get_thread_row("T") is None:  # another writer creates the row first
+            thread_store(store).create_thread_row("T", user_id="u", agent_id="a")
         return real(*args, **kwargs)
 
-    store.add_to_thread = racing
+    threads.add_to_thread = racing
     try:
         t.add_memory("ghost raced", memory_id="raced")
     finally:
-        del store.add_to_thread
+        del threads.add_to_thread
     assert _ghost_ids(store) == ["raced"]
     assert [r.thread_id for r in mem.list_threads()] == ["T"]
 

@@ -22,6 +22,7 @@ from oam_core.store.options import (
 )
 from oam_core.store.oracle import OracleDBEmbedder, OracleDBMemoryStore
 from oam_core.store.oracle.names import Names
+from oam_core.store.threads import thread_store
 
 N = Names("S1_")
 DDL_WORDS = ("CREATE", "ALTER", "DROP", "BEGIN")
@@ -410,7 +411,7 @@ def test_c22_thread_writes_hold_the_row_in_their_transaction(
 
     batch = PendingRecordBatch(texts=["x"], record_type="memory", thread_ids="t1")
     conn.script(r"SELECT id FROM S1_THREADS WHERE id = :thread_id FOR UPDATE", [("t1",)])
-    store.add_to_thread("t1", [batch])
+    thread_store(store).add_to_thread("t1", [batch])
     sql = conn.sql()
     assert sql[0] == "SELECT id FROM S1_THREADS WHERE id = :thread_id FOR UPDATE"
     assert any(s.startswith("INSERT INTO S1_MEMORIES") for s in sql)
@@ -418,7 +419,7 @@ def test_c22_thread_writes_hold_the_row_in_their_transaction(
     conn.reset()
     conn.script(r"SELECT id FROM S1_THREADS WHERE id = :thread_id FOR UPDATE", [])
     with pytest.raises(ValueError, match="thread 't1' does not exist"):
-        store.add_to_thread("t1", [batch])
+        thread_store(store).add_to_thread("t1", [batch])
     assert conn.kinds()[-1] == "rollback" and not conn.statements("executemany")
 
 
@@ -671,7 +672,7 @@ def test_keyword_store_without_vector_column_stores_text_rows(
 def test_thread_rows_bind_json_and_compare_and_set(
     conn: FakeConnection, store: OracleDBMemoryStore
 ) -> None:
-    store.create_thread_row("t1", user_id="u1", metadata={"a": 1}, config={"k": 2})
+    thread_store(store).create_thread_row("t1", user_id="u1", metadata={"a": 1}, config={"k": 2})
     (ins,) = [c for c in conn.statements() if c.sql.startswith("INSERT INTO S1_THREADS")]
     assert ins.binds["metadata"] == {"a": 1} and ins.binds["config"] == {"k": 2}
     assert ins.binds["state"] == {} and ins.binds["created_at"] == _dt()
@@ -679,10 +680,10 @@ def test_thread_rows_bind_json_and_compare_and_set(
     assert sizes["config"] is oracledb.DB_TYPE_JSON
     conn.reset()
     conn.script(r"SELECT JSON_SERIALIZE\(state RETURNING CLOB\)", [('{"w": 1}',)])
-    assert store.update_thread_row("t1", state={"w": 2}, expected_state={"w": 0}) == 0
+    assert thread_store(store).update_thread_row("t1", state={"w": 2}, expected_state={"w": 0}) == 0
     assert not any(s.startswith("UPDATE") for s in conn.sql())
     conn.rowcount("UPDATE S1_THREADS", 1)
-    assert store.update_thread_row("t1", state={"w": 2}, expected_state={"w": 1}) == 1
+    assert thread_store(store).update_thread_row("t1", state={"w": 2}, expected_state={"w": 1}) == 1
     (upd,) = [c for c in conn.statements() if c.sql.startswith("UPDATE S1_THREADS")]
     assert upd.binds == {"state": {"w": 2}, "id": "t1"}
 

@@ -233,7 +233,7 @@ def test_delete_thread_after_confirmation(client: TestClient, seeded: Seeded) ->
     assert done.status_code == 303 and done.headers["location"] == "/user?id=alice"
     assert client.get("/thread?id=trip").status_code == 404
     with _open(seeded.url) as memory:
-        assert memory.store.get_thread_row("trip") is None
+        assert memory.get_thread_row("trip") is None
         assert memory.store.get("fact", seeded.porto) is None
         assert memory.store.count_thread_messages("bob-chat") == 1
 

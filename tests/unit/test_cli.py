@@ -12,6 +12,7 @@ from typer.testing import CliRunner, Result
 from oam_core.cli import DEMO_QUESTIONS, DEMO_THREAD, _version, app
 from oam_core.embedders import resolve_embedder
 from oam_core.memory.client import OracleAgentMemory
+from oam_core.store import writes
 from oam_core.store.sqlite import SQLiteMemoryStore
 
 MESSAGES = [
@@ -319,26 +320,25 @@ def test_a_failed_thread_is_not_written_and_resume_continues(
 ) -> None:
     """Each thread is one transaction: a failure keeps the threads before it, leaves
     nothing of the failed one, and --resume continues (issue 15 items 5 and 7)."""
-    from oam_core.store.base import OracleMemoryStore
 
     path = _locomo_file(tmp_path, sessions=3)
-    real = OracleMemoryStore.write_thread
+    real = OracleAgentMemory.write_thread
     calls: list[str] = []
 
-    def flaky(self: OracleMemoryStore, thread_id: str, *args: Any, **kwargs: Any) -> Any:
+    def flaky(self: OracleAgentMemory, thread_id: str, *args: Any, **kwargs: Any) -> Any:
         calls.append(thread_id)
         if thread_id == "conv-x-s2":
             raise RuntimeError("disk on fire")
         return real(self, thread_id, *args, **kwargs)
 
-    monkeypatch.setattr(OracleMemoryStore, "write_thread", flaky)
+    monkeypatch.setattr(OracleAgentMemory, "write_thread", flaky)
     result = invoke(runner, "ingest", path, "--db", db, "--embedder", "hashing")
     assert_clean_failure(
         result, 1, "thread 'conv-x-s2' was not written: disk on fire; the 1 thread before"
     )
     listed = invoke(runner, "threads", "--db", db)
     assert "conv-x-s1" in listed.stdout and "conv-x-s2" not in listed.stdout
-    monkeypatch.setattr(OracleMemoryStore, "write_thread", real)
+    monkeypatch.setattr(OracleAgentMemory, "write_thread", real)
     again = invoke(runner, "ingest", path, "--db", db, "--embedder", "hashing")
     assert_clean_failure(again, 1, "use --resume to skip them")
     resumed = invoke(runner, "ingest", path, "--db", db, "--embedder", "hashing", "--resume")
@@ -350,12 +350,11 @@ def test_a_failed_thread_is_not_written_and_resume_continues(
 def test_a_replace_that_fails_keeps_the_old_thread(
     runner: CliRunner, chat: Path, ingested: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from oam_core.store.base import OracleMemoryStore
 
     def fail(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(OracleMemoryStore, "_insert_planned", fail)
+    monkeypatch.setattr(writes, "insert_planned", fail)
     chat.write_text(json.dumps({"role": "user", "content": "new text"}) + "\n", encoding="utf-8")
     result = invoke(runner, "ingest", chat, "--db", ingested, "--embedder", "hashing", "--replace")
     assert_clean_failure(result, 1, "thread 'chat' was not written: disk on fire")

@@ -29,8 +29,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from oam_core import OracleAgentMemory, SearchStrategy
 from oam_core.apis.records import MEMORY_TYPES, SEARCHABLE_TYPES, MessageRecord
-from oam_core.memory.client import OracleAgentMemory
 from oam_core.service.common import open_memory
 from oam_core.service.web import views
 from oam_core.service.web.security import (
@@ -40,7 +40,6 @@ from oam_core.service.web.security import (
     TokenMiddleware,
     loopback_hosts,
 )
-from oam_core.store.options import SearchStrategy
 
 __all__ = ["Inspector", "create_app"]
 
@@ -240,7 +239,7 @@ def create_app(
     def thread(request: Request) -> Response:
         thread_id = required(request)
         store = inspector.memory.store
-        row = store.get_thread_row(thread_id)
+        row = inspector.memory.get_thread_row(thread_id)
         if row is None:
             raise NotFound(f"no thread {thread_id!r} in this store")
         total = store.count_thread_messages(thread_id)
@@ -267,7 +266,7 @@ def create_app(
 
     def card(request: Request) -> Response:
         thread_id = required(request)
-        if inspector.memory.store.get_thread_row(thread_id) is None:
+        if inspector.memory.get_thread_row(thread_id) is None:
             raise NotFound(f"no thread {thread_id!r} in this store")
         relevant = _int_param(request, "relevant", 5, 0, 50)
         recent = _int_param(request, "recent", 0, 0, 200)
@@ -346,7 +345,7 @@ def create_app(
                 back = _href("/memory", id=item_id)
                 after = _href("/thread", id=record.thread_id) if record.thread_id else "/"
             else:
-                row = inspector.memory.store.get_thread_row(item_id)
+                row = inspector.memory.get_thread_row(item_id)
                 if row is None:
                     raise NotFound(f"no thread {item_id!r} in this store")
                 count = inspector.memory.store.count_thread_messages(item_id)

@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from oam_core import OracleAgentMemory
 from oam_core.apis.records import MessageRecord, Record, ThreadRow
-from oam_core.memory.client import OracleAgentMemory
 from oam_core.service.common import MEMORY_TYPE_NAMES, provenance, record_json
 
 __all__ = [

@@ -24,6 +24,7 @@ from langchain_core.runnables.history import RunnableWithMessageHistory
 from langchain_oam import OAMChatMessageHistory
 
 from oam_core import OracleAgentMemory
+from oam_core.store.threads import thread_store
 
 
 def conversation() -> list[BaseMessage]:
@@ -128,7 +129,7 @@ def test_thousand_message_thread_is_returned_whole_and_in_order(
 def test_add_messages_is_one_store_write(memory: OracleAgentMemory, monkeypatch: Any) -> None:
     calls: list[int] = []
     original = memory.store.add
-    original_thread_write = memory.store.add_to_thread
+    original_thread_write = thread_store(memory.store).add_to_thread
 
     def counting_add(contents: Any, *args: Any, **kwargs: Any) -> Any:
         calls.append(len(contents))
@@ -139,7 +140,7 @@ def test_add_messages_is_one_store_write(memory: OracleAgentMemory, monkeypatch:
         return original_thread_write(thread_id, batches, **kwargs)
 
     monkeypatch.setattr(memory.store, "add", counting_add)
-    monkeypatch.setattr(memory.store, "add_to_thread", counting_thread_write)
+    monkeypatch.setattr(thread_store(memory.store), "add_to_thread", counting_thread_write)
     OAMChatMessageHistory(memory, "t1").add_messages(conversation())
     assert calls == [len(conversation())]
 
@@ -181,7 +182,7 @@ def test_two_histories_on_one_thread_interleave(memory: OracleAgentMemory) -> No
 def test_thread_created_on_first_write_with_scope(memory: OracleAgentMemory) -> None:
     history = OAMChatMessageHistory(memory, "new", user_id="alice", agent_id="bot")
     assert history.messages == []
-    assert memory.store.get_thread_row("new") is None  # reads never create it
+    assert memory.get_thread_row("new") is None  # reads never create it
     history.add_user_message("hello")
     thread = memory.get_thread("new")
     assert (thread.user_id, thread.agent_id) == ("alice", "bot")
@@ -203,7 +204,7 @@ def test_clear_removes_messages_keeps_thread_row_and_memories(memory: OracleAgen
     other.add_user_message("untouched")
     history.clear()
     assert history.messages == []
-    assert memory.store.get_thread_row("t1") is not None
+    assert memory.get_thread_row("t1") is not None
     assert memory.store.get("memory", memory_id) is not None
     assert [m.content for m in other.messages] == ["untouched"]
     hits = memory.store.search("What is 6 x 7?", k=10, thread_id="t1", exact_thread_match=True)
@@ -222,7 +223,7 @@ def test_bad_input_is_rejected_before_writing(memory: OracleAgentMemory) -> None
     with pytest.raises(ValueError, match="thread_id"):
         OAMChatMessageHistory(memory, "  ")
     history.add_messages([])
-    assert memory.store.get_thread_row("t1") is None
+    assert memory.get_thread_row("t1") is None
 
 
 # -------------------------------------------------------- RunnableWithMessageHistory
@@ -313,7 +314,7 @@ def test_client_refusing_the_thread_raises_its_own_error(tmp_path: Any) -> None:
     strict = OracleAgentMemory(connection=str(tmp_path / "x.db"))
     with pytest.raises(ValueError, match=r"(?i)llm"):
         OAMChatMessageHistory(strict, "t").add_user_message("hi")
-    assert strict.store.get_thread_row("t") is None
+    assert strict.get_thread_row("t") is None
     strict.close()
 
 

@@ -275,7 +275,7 @@ def test_c28_a_client_that_cannot_write_fails_the_call_not_silently(tmp_path: Pa
     chain = _chain(memory)
     with pytest.raises(ValueError, match="no LLM"):
         chain.invoke({"question": "I'm Ada."}, config={"configurable": {"session_id": "s1"}})
-    assert memory.store.get_thread_row("s1") is None
+    assert memory.get_thread_row("s1") is None
     assert memory.store.list("message") == []
     memory.close()
 

@@ -16,6 +16,7 @@ from langchain_oam import LangChainEmbedder, OAMEmbeddings, OAMRetriever, OAMVec
 
 from oam_core import OracleAgentMemory, SearchStrategy, SQLiteMemoryStore
 from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.store.threads import thread_store
 
 
 class MapEmbeddings(Embeddings):
@@ -177,7 +178,7 @@ def test_metadata_round_trips_exactly_without_internal_keys() -> None:
     # library-reserved provenance that callers cannot write
     from oam_core.apis.batch import PendingRecordBatch
 
-    db.create_thread_row("t")
+    thread_store(db).create_thread_row("t")
     extracted = PendingRecordBatch(
         texts=["extracted"],
         record_type="memory",
@@ -185,7 +186,9 @@ def test_metadata_round_trips_exactly_without_internal_keys() -> None:
         thread_ids="t",
         metadata={"topic": "t", "$agent_memory": {"source_message_ids": ["x"]}},
     )
-    assert db.commit_thread_pass("t", expected_state={}, state={}, batches=[extracted]) == ["m2"]
+    assert thread_store(db).commit_thread_pass(
+        "t", expected_state={}, state={}, batches=[extracted]
+    ) == ["m2"]
     assert vs.get_by_ids(["m2"])[0].metadata == {"topic": "t"}
     assert vs.similarity_search("extracted", k=1)[0].metadata == {"topic": "t"}
     with pytest.raises(ValueError, match="reserved"):

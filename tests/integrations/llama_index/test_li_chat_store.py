@@ -16,6 +16,7 @@ from llama_index_oam import OAMDBChatStore
 
 from oam_core import OracleAgentMemory, SQLiteMemoryStore
 from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.store.threads import thread_store
 
 T = TypeVar("T")
 ACTIVE, ARCHIVED = MessageStatus.ACTIVE, MessageStatus.ARCHIVED
@@ -292,7 +293,7 @@ def test_a_bare_store_is_accepted(store: SQLiteMemoryStore) -> None:
         return await cs.get_messages("s")
 
     assert texts(run(go())) == ["hi"]
-    row = store.get_thread_row("s")
+    row = thread_store(store).get_thread_row("s")
     assert row is not None and row.user_id == "u"
 
 

@@ -1,0 +1,132 @@
+"""How the client opens thread handles: ``create_thread`` writes the thread row,
+``get_thread`` reads it back; each option resolves as the explicit argument, else the
+value persisted on the row, else ``ThreadConfig``'s default
+(docs/concepts.md#the-client-and-threads)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from oam_core.apis._sentinel import NOT_SET
+from oam_core.apis.llm import ILlm
+from oam_core.apis.records import ThreadRow
+from oam_core.errors import NotFoundError
+from oam_core.memory.clientargs import Extraction, check_llm, require_llm
+from oam_core.memory.config import MemoryExtractionMode
+from oam_core.memory.thread import OracleThread
+from oam_core.memory.threadconfig import ThreadConfig, check_id, check_required_id
+from oam_core.steps import Steps, call
+from oam_core.store.threads import thread_store
+
+if TYPE_CHECKING:
+    from oam_core.memory.client import OracleAgentMemory
+
+__all__ = ["new_thread_steps", "reopen_thread_steps"]
+
+
+def new_thread_steps(
+    client: OracleAgentMemory,
+    thread_id: object,
+    user_id: object,
+    agent_id: object,
+    metadata: object,
+    llm: object,
+    choice: Extraction,
+    options: Mapping[str, Any],
+) -> Steps[OracleThread]:
+    """``create_thread``: check everything, write the row, return its handle.
+
+    Raises:
+        ValueError: as ``OracleAgentMemory.create_thread``; nothing is written.
+    """
+    client.check_open()
+    tid = check_id("thread_id", thread_id)
+    uid = check_id("user_id", user_id)
+    aid = check_id("agent_id", agent_id)
+    if metadata is not None and not isinstance(metadata, dict):
+        raise ValueError(f"metadata must be a dict or None, got {metadata!r}")
+    thread_llm = client.llm if llm is NOT_SET else check_llm(llm)
+    extract = client.extract_memories if choice.extract is None else choice.extract
+    mode = client.extraction_mode if choice.mode is None else choice.mode
+    config = ThreadConfig.resolve(options)
+    require_llm(thread_llm, extract)
+    persisted = {name: value for name, value in options.items() if value is not NOT_SET}
+    persisted.update(choice.persisted())
+    yield from call(
+        thread_store(client.store).create_thread_row,
+        tid,
+        user_id=uid,
+        agent_id=aid,
+        metadata=metadata,
+        config=persisted,
+    )
+    row = ThreadRow(
+        thread_id=tid,
+        user_id=uid,
+        agent_id=aid,
+        metadata=metadata,
+        config=persisted,
+        state={},
+        created_at="",
+    )
+    return _handle(client, row, thread_llm, extract, mode, config, choice)
+
+
+def reopen_thread_steps(
+    client: OracleAgentMemory,
+    thread_id: object,
+    llm: object,
+    choice: Extraction,
+    options: Mapping[str, Any],
+) -> Steps[OracleThread]:
+    """``get_thread``: read the row and return its handle.
+
+    Raises:
+        NotFoundError: when the thread does not exist.
+        ValueError: as ``OracleAgentMemory.get_thread``.
+    """
+    client.check_open()
+    tid = check_required_id("thread_id", thread_id)
+    thread_llm = client.llm if llm is NOT_SET else check_llm(llm)
+    ThreadConfig.resolve(options)  # validate overrides before any I/O
+    row: ThreadRow | None = yield from call(thread_store(client.store).get_thread_row, tid)
+    if row is None:
+        raise NotFoundError(f"unknown thread id {tid!r}")
+    persisted = row.config or {}
+    config = ThreadConfig.resolve(options, persisted)
+    # Seed 003: with llm or extract_memories omitted, the client's setting counts
+    # (not what create_thread was given); the other options restore as persisted.
+    extract = client.extract_memories if choice.extract is None else choice.extract
+    mode = choice.mode or client.extraction_mode
+    if choice.mode is None and persisted.get("extraction_mode") in ("INLINE", "BACKGROUND"):
+        mode = MemoryExtractionMode(persisted["extraction_mode"])
+    require_llm(thread_llm, extract)
+    return _handle(client, row, thread_llm, extract, mode, config, choice)
+
+
+def _handle(
+    client: OracleAgentMemory,
+    row: ThreadRow,
+    llm: ILlm | None,
+    extract_memories: bool,
+    extraction_mode: MemoryExtractionMode,
+    config: ThreadConfig,
+    choice: Extraction,
+) -> OracleThread:
+    timeout = client.llm_call_timeout if choice.timeout is NOT_SET else choice.timeout
+    return OracleThread(
+        client.store,
+        thread_id=row.thread_id,
+        user_id=row.user_id,
+        agent_id=row.agent_id,
+        metadata=row.metadata,
+        llm=llm,
+        client=client,
+        extract_memories=extract_memories,
+        state=row.state,
+        extraction_mode=extraction_mode,
+        stored=True,
+        llm_call_timeout=timeout,
+        **config.as_options(),
+    )

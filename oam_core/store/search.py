@@ -1,0 +1,241 @@
+"""``OracleMemoryStore.search``: check the query, rank candidates with the store's
+strategy (or the back end's native ranking), fuse, rerank and load the best records
+(docs/store.md#searching, docs/retrieval.md).
+
+``search`` below is the body of the public method, moved here unchanged but for
+``self`` -> ``store``; the ranking helpers that were private methods of the store
+follow it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import warnings
+from collections.abc import Hashable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from oam_core.apis._sentinel import NOT_SET, Maybe
+from oam_core.apis.records import Record
+from oam_core.rerankers import IReranker
+from oam_core.store import planning
+from oam_core.store.args import filter_arg, findable, scope_arg, types_arg
+from oam_core.store.backend import Predicate
+from oam_core.store.chunking import chunk_text
+from oam_core.store.embedding import embed_texts
+from oam_core.store.options import SearchStrategy
+from oam_core.store.ranking import normalized_distances, rrf, rrf_distance
+from oam_core.store.signals import POOL, passage_text, signal_lists
+from oam_core.store.text import query_terms
+
+if TYPE_CHECKING:
+    from oam_core.store.base import OracleMemoryStore
+
+__all__ = ["HYBRID_DEPTH", "search"]
+
+HYBRID_DEPTH = 50
+"""Candidates each list of a HYBRID search ranks at least, before fusion."""
+
+
+def search(
+    store: OracleMemoryStore,
+    query: str | None,
+    k: int,
+    *,
+    query_vector: Any,
+    thread_id: Maybe[str | None],
+    user_id: Maybe[str | None],
+    agent_id: Maybe[str | None],
+    exact_user_match: bool,
+    exact_agent_match: bool,
+    exact_thread_match: bool,
+    record_types: Iterable[str] | None,
+    metadata_filter: Maybe[dict[str, Any] | None],
+) -> builtins.list[tuple[Record, float]]:
+    """The body of ``OracleMemoryStore.search`` (same arguments, result and errors)."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be an int >= 1, got {k!r}")
+    k = planning.clamp_count(k)
+    if (query is None) == (query_vector is None):
+        raise ValueError("give exactly one of query and query_vector")
+    if query is not None and (not isinstance(query, str) or not query.strip()):
+        raise ValueError(f"query must be a non-blank string, got {query!r}")
+    if query is not None:
+        planning.check_text(query, "query")
+    qvec = None
+    if query_vector is not None:
+        if store.search_strategy is SearchStrategy.KEYWORD:
+            raise ValueError("KEYWORD search ranks text; query_vector is not accepted")
+        qvec = planning.to_vector(query_vector, "query_vector")
+        if store.vector_dim is not None and qvec.shape[0] != store.vector_dim:
+            raise ValueError(
+                f"query_vector dimension {qvec.shape[0]} does not match the store's "
+                f"dimension {store.vector_dim}"
+            )
+    types = types_arg(record_types)
+    pred = Predicate(
+        record_types=types,
+        now=store._now(),
+        thread_id=scope_arg(thread_id, "thread_id") if exact_thread_match else NOT_SET,
+        user_id=scope_arg(user_id, "user_id") if exact_user_match else NOT_SET,
+        agent_id=scope_arg(agent_id, "agent_id") if exact_agent_match else NOT_SET,
+        metadata=filter_arg(metadata_filter),
+    )
+    if not findable(pred):
+        return []
+    # A reranker re-scores the first stage's best ``candidates``: rank that deep.
+    depth = k if store.reranker is None or query is None else max(k, store.reranker.candidates)
+    loaded: dict[Hashable, Record] | None = None
+    native = store._native_search(query, qvec, depth, pred)
+    strategy = store.search_strategy
+    backend = store._backend
+    if native is not None:
+        ranked = native
+    elif qvec is not None:
+        ranked = _vector_ranking(store, [qvec], depth, pred, fused=False)
+    elif strategy is SearchStrategy.KEYWORD:
+        ranked = _keyword_ranking(store, _query_parts(store, query or ""), depth, pred)
+    else:
+        if store.embedder is None and strategy is SearchStrategy.VECTOR:
+            raise ValueError(
+                "VECTOR search of a text query needs an embedder; configure one, "
+                "pass query_vector, or use search_strategy=HYBRID or KEYWORD"
+            )
+        parts = _query_parts(store, query or "")
+        vectors = _query_vectors(store, parts)
+        if strategy is SearchStrategy.VECTOR:
+            ranked = _vector_ranking(store, vectors, depth, pred, fused=len(parts) > 1)
+        else:
+            depth = max(depth, HYBRID_DEPTH)
+            # Without an embedder HYBRID has only its keyword half to fuse.
+            v_lists = backend.rank_vector(vectors, depth, pred) if vectors else []
+            kw_lists = [backend.rank_keyword(query_terms(p), depth, pred) for p in parts]
+            lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
+            ranked, loaded = _hybrid_ranking(store, query or "", lists, k, pred)
+    if store.reranker is not None and query is not None:
+        ranked, loaded = _reranked(store, store.reranker, query, ranked, k, loaded)
+    return _materialize(store, ranked, k, loaded)
+
+
+def _hybrid_ranking(
+    store: OracleMemoryStore,
+    query: str,
+    lists: Sequence[Sequence[Hashable]],
+    k: int,
+    pred: Predicate,
+) -> tuple[builtins.list[tuple[Hashable, float]], dict[Hashable, Record]]:
+    """Fuse the text lists, then the query's speaker and date lists over the fused
+    head (store/signals.py). Returns ``(key, distance)`` pairs from the final fused
+    scores, and the head's loaded records."""
+    fused = sorted(store._backend.fuse(lists), key=lambda kv: -kv[1])
+    pool = [key for key, _ in fused[: max(POOL, k)]]
+    records = store._backend.load(pool)
+    weights = [1.0] * len(lists)
+    extra = signal_lists(query, pool, records, pred.now)
+    if extra:
+        lists = [*lists, *(keys for keys, _ in extra)]
+        weights += [weight for _, weight in extra]
+        fused = builtins.list(rrf(lists, weights=weights).items())
+    return [(key, rrf_distance(s, sum(weights))) for key, s in fused], records
+
+
+def _reranked(
+    store: OracleMemoryStore,
+    reranker: IReranker,
+    query: str,
+    ranked: Sequence[tuple[Hashable, float]],
+    k: int,
+    loaded: dict[Hashable, Record] | None,
+) -> tuple[builtins.list[tuple[Hashable, float]], dict[Hashable, Record]]:
+    """The first stage's best ``max(k, reranker.candidates)`` records, re-scored:
+    distance ``1 - sigmoid(score)`` (docs/retrieval.md)."""
+    head = [key for key, _ in sorted(ranked, key=lambda kv: kv[1])]
+    head = head[: max(k, reranker.candidates)]
+    records = dict(loaded or {})
+    missing = [key for key in head if key not in records]
+    if missing:
+        records.update(store._backend.load(missing))
+    head = [key for key in head if key in records]
+    if not head:
+        return [], records
+    scores = np.asarray(
+        reranker.score(query, [passage_text(records[key]) for key in head]), dtype=np.float64
+    )
+    if scores.shape != (len(head),) or not np.isfinite(scores).all():
+        raise ValueError(
+            f"reranker {reranker!r} returned scores of shape {scores.shape}, expected "
+            f"{len(head)} finite values"
+        )
+    distances = 1.0 / (1.0 + np.exp(np.clip(scores, -60.0, 60.0)))
+    return [(key, float(d)) for key, d in zip(head, distances, strict=True)], records
+
+
+def _query_vectors(store: OracleMemoryStore, parts: Sequence[str]) -> builtins.list[Any]:
+    """The query embeddings of ``parts`` (none without an embedder)."""
+    if store.embedder is None:
+        return []
+    _warn_unembedded_once(store)
+    return list(embed_texts(store, parts, is_query=True))
+
+
+def _warn_unembedded_once(store: OracleMemoryStore) -> None:
+    """Warn (once per store object) when records have search rows without a vector:
+    vector search cannot see them until ``reindex`` embeds them."""
+    if store._unembedded_checked:
+        return
+    store._unembedded_checked = True
+    missing = store._backend.unembedded(None)
+    if not missing:
+        return
+    family, record_id = missing[0]
+    how = "by keywords only" if store.search_strategy is SearchStrategy.HYBRID else "not at all"
+    warnings.warn(
+        f"{len(missing)} record(s) of this store (e.g. {family} {record_id!r}) have "
+        f"search rows without a vector, written without an embedder; "
+        f"{store.search_strategy.name} search finds them {how} until store.reindex() "
+        "(CLI: oam reindex) embeds them",
+        UserWarning,
+        stacklevel=6,
+    )
+
+
+def _query_parts(store: OracleMemoryStore, query: str) -> builtins.list[str]:
+    return chunk_text(query, store.chunk_chars) or [query]
+
+
+def _vector_ranking(
+    store: OracleMemoryStore, vectors: Sequence[Any], k: int, pred: Predicate, *, fused: bool
+) -> builtins.list[tuple[Hashable, float]]:
+    lists = store._backend.rank_vector(vectors, k, pred)
+    if not fused:
+        return lists[0]
+    scores = rrf([[key for key, _ in lst] for lst in lists])
+    return [(key, rrf_distance(s, len(lists))) for key, s in scores.items()]
+
+
+def _keyword_ranking(
+    store: OracleMemoryStore, parts: Sequence[str], k: int, pred: Predicate
+) -> builtins.list[tuple[Hashable, float]]:
+    lists = [store._backend.rank_keyword(query_terms(p), k, pred) for p in parts]
+    if len(lists) == 1:
+        return normalized_distances(lists[0])
+    scores = rrf([[key for key, _ in lst] for lst in lists])
+    return [(key, rrf_distance(s, len(lists))) for key, s in scores.items()]
+
+
+def _materialize(
+    store: OracleMemoryStore,
+    ranked: Sequence[tuple[Hashable, float]],
+    k: int,
+    loaded: dict[Hashable, Record] | None = None,
+) -> builtins.list[tuple[Record, float]]:
+    best = sorted(ranked, key=lambda kv: kv[1])[: max(k * 2, k + 10)]
+    loaded = loaded or {}
+    records = {key: loaded[key] for key, _ in best if key in loaded}
+    missing = [key for key, _ in best if key not in loaded]
+    if missing:
+        records.update(store._backend.load(missing))
+    out = [(records[key], float(d)) for key, d in best if key in records]
+    out.sort(key=lambda rd: (rd[1], rd[0].record_type, rd[0].id))
+    return out[:k]

@@ -1,0 +1,157 @@
+"""The write path every store write shares: validate and plan batches of records
+(``planning.plan_add``, embedding included), then insert the plans inside one
+transaction (docs/store.md#writing-records).
+
+``OracleMemoryStore.add``/``upsert`` and the thread writes of ``store/threads.py``
+all go through ``plan_batches`` (no I/O but the embedder) and ``insert_planned``
+(inside the caller's ``Tx``), so an id clash, a dimension learned from the first
+vector and the embedder identity are handled the same way for each.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from oam_core.apis._sentinel import NOT_SET
+from oam_core.apis.batch import PendingRecordBatch
+from oam_core.store import planning
+from oam_core.store.backend import Tx
+from oam_core.store.embedding import learn_dim, write_identity
+from oam_core.store.planning import ChunkPlan, RowPlan
+
+if TYPE_CHECKING:
+    from oam_core.store.base import OracleMemoryStore
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "Planned",
+    "batch_size",
+    "insert_planned",
+    "plan_batches",
+    "write_batches",
+]
+
+DEFAULT_BATCH_SIZE = 256
+"""Default ``batch_size`` store kwarg (docs/store.md#defaults)."""
+
+
+@dataclass(frozen=True)
+class Planned:
+    """Planned rows of one write: row plans, ids by family, chunk plans, plan time."""
+
+    plans: builtins.list[RowPlan]
+    by_family: dict[str, builtins.list[str]]
+    chunks: builtins.list[ChunkPlan]
+    now: datetime
+
+    @property
+    def ids(self) -> builtins.list[str]:
+        """The record ids, batch by batch, in input order."""
+        return [p.id for p in self.plans]
+
+
+def batch_size(store_kwargs: Mapping[str, Any]) -> int:
+    """The ``batch_size`` store kwarg (rows per executemany).
+
+    Raises:
+        TypeError: for any other keyword.
+        ValueError: for a ``batch_size`` that is not a positive int.
+    """
+    unknown = set(store_kwargs) - {"batch_size"}
+    if unknown:
+        raise TypeError(f"unexpected store keyword arguments: {sorted(unknown)}")
+    size = store_kwargs.get("batch_size", DEFAULT_BATCH_SIZE)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {size!r}")
+    return size
+
+
+def plan_batches(
+    store: OracleMemoryStore, batches: Sequence[PendingRecordBatch], *, library: bool = False
+) -> Planned:
+    """Validate and plan ``batches`` (embedding included); nothing is written.
+
+    Args:
+        store: The store that will write them.
+        batches: ``PendingRecordBatch`` objects.
+        library: The library's own write, which may set ``$agent_memory``.
+
+    Raises:
+        ValueError: for any invalid row, or an id repeated across batches.
+    """
+    if not isinstance(batches, (list, tuple)):
+        raise ValueError(f"batches must be a list of PendingRecordBatch, got {batches!r}")
+    ctx = store._ctx()
+    plans: builtins.list[RowPlan] = []
+    for i, batch in enumerate(batches):
+        if not isinstance(batch, PendingRecordBatch):
+            raise ValueError(f"batches[{i}] must be a PendingRecordBatch, got {batch!r}")
+        plans.extend(
+            planning.plan_add(
+                batch.texts,
+                batch.record_type,
+                index_texts=batch.index_texts,
+                embeddings=batch.embeddings,
+                record_ids=batch.record_ids,
+                thread_ids=batch.thread_ids,
+                user_ids=batch.user_ids,
+                agent_ids=batch.agent_ids,
+                roles=batch.roles,
+                timestamps=batch.timestamps,
+                metadata=batch.metadata,
+                ttl_days=batch.ttl_days,
+                ttl_anchor=batch.ttl_anchor,
+                ctx=ctx,
+                library=library,
+            )
+        )
+    by_family: dict[str, builtins.list[str]] = {}
+    for p in plans:
+        by_family.setdefault(p.family, []).append(p.id)
+    for family, ids in by_family.items():
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"duplicate record ids across batches in family {family!r}")
+    chunks = [c for p in plans for c in p.chunks]
+    planning.check_dims([c.vector for c in chunks if c.vector is not None], store.vector_dim)
+    store._embed_plans(chunks)
+    return Planned(plans, by_family, chunks, ctx.now)
+
+
+def insert_planned(
+    store: OracleMemoryStore, tx: Tx, planned: Planned, size: int, *, replace: bool = False
+) -> None:
+    """Insert ``planned`` in ``tx``; with ``replace``, stored records with the same ids
+    (in the same id family) are deleted first.
+
+    Raises:
+        ValueError: when an id exists already and ``replace`` is False.
+    """
+    for family, ids in planned.by_family.items():
+        clash = tx.existing_ids(family, ids)
+        if clash and not replace:
+            raise ValueError(f"record ids already exist: {sorted(clash)}")
+        for record_id in sorted(clash):
+            tx.delete_record(family, record_id, None, NOT_SET)
+    tx.insert(planned.plans, planned.now, size)
+    learn_dim(store, planned.chunks)
+    write_identity(store, tx)
+
+
+def write_batches(
+    store: OracleMemoryStore,
+    batches: Sequence[PendingRecordBatch],
+    store_kwargs: Mapping[str, Any],
+    *,
+    replace: bool,
+) -> builtins.list[str]:
+    """Plan and insert ``batches`` in one transaction; return their ids in order."""
+    size = batch_size(store_kwargs)
+    planned = plan_batches(store, batches)
+    with store._backend.transaction() as tx:
+        insert_planned(store, tx, planned, size, replace=replace)
+    store._embedder_check.recorded()
+    return planned.ids
