@@ -1,15 +1,17 @@
-"""oam: open agent memory, API-compatible with Oracle's Agent Memory SDK (SPEC §1).
+"""oam: open agent memory, API-compatible with Oracle's Agent Memory SDK
+(docs/concepts.md#names-and-imports).
 
-Everything public is importable from here; the reference module paths are mirrored
-under ``oam_core.core`` and ``oam_core.apis``.
+Everything public is importable from here: the reference SDK's names, the extra
+stores, and the exception tree (docs/errors.md); the reference module paths are
+mirrored under ``oam_core.core`` and ``oam_core.apis``. ``__all__`` is pinned by
+``tests/unit/test_reference_names.py``.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
-from typing import Any
 
+from oam_core._lazy import lazy_attributes
 from oam_core.apis._sentinel import NOT_SET, NOT_SET_MARKER
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.contextcard import ContextCard
@@ -21,6 +23,20 @@ from oam_core.apis.store import IMemoryStore
 from oam_core.apis.summary import Summary
 from oam_core.apis.thread import IThread, Message
 from oam_core.apis.ttl import TimeToLiveAnchor
+from oam_core.errors import (
+    ConfigurationError,
+    DatabaseLockedError,
+    EmbedderMismatchError,
+    InvalidArgumentError,
+    InvalidFilterError,
+    LLMError,
+    NotFoundError,
+    OAMError,
+    SchemaError,
+    StoreConnectionError,
+    StoreError,
+    ThreadDeletedError,
+)
 from oam_core.memory.client import OracleAgentMemory
 from oam_core.memory.config import MemoryExtractionConfig, MemoryExtractionMode
 from oam_core.memory.contextcard import OracleContextCard
@@ -43,41 +59,40 @@ __version__ = "0.1.0"
 logging.getLogger("oam").addHandler(logging.NullHandler())
 
 _LAZY = {
-    "PostgresMemoryStore": ("oam_core.store.postgres", "postgres"),
-    "OracleDBMemoryStore": ("oam_core.store.oracle", "oracle"),
-    "OracleDBEmbedder": ("oam_core.store.oracle", "oracle"),
+    "PostgresMemoryStore": "oam_core.store.postgres",
+    "OracleDBMemoryStore": "oam_core.store.oracle",
+    "OracleDBEmbedder": "oam_core.store.oracle",
 }
 """Exports imported on first use, so the server drivers stay optional extras."""
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module, extra = _LAZY[name]
-        try:
-            found = importlib.import_module(module)
-        except ImportError as exc:
-            raise ImportError(
-                f"{name} needs the {extra} extra: pip install 'oam[{extra}]' ({exc})"
-            ) from exc
-        return getattr(found, name)
-    raise AttributeError(f"module 'oam_core' has no attribute {name!r}")
-
+_EXTRAS = {
+    "PostgresMemoryStore": "postgres",
+    "OracleDBMemoryStore": "oracle",
+    "OracleDBEmbedder": "oracle",
+}
 
 __all__ = [
     "NOT_SET",
     "NOT_SET_MARKER",
+    "ConfigurationError",
     "ContextCard",
+    "DatabaseLockedError",
+    "EmbedderMismatchError",
     "IAgentMemory",
     "IEmbedder",
     "ILlm",
     "IMemoryStore",
     "IThread",
+    "InvalidArgumentError",
+    "InvalidFilterError",
+    "LLMError",
     "MemoryExtractionConfig",
     "MemoryExtractionMode",
     "MemoryPipelineWarning",
     "MemoryRetentionConfig",
     "Message",
     "MessageRecord",
+    "NotFoundError",
+    "OAMError",
     "OracleAgentMemory",
     "OracleContextCard",
     "OracleDBEmbedder",
@@ -89,9 +104,15 @@ __all__ = [
     "PostgresMemoryStore",
     "Record",
     "SQLiteMemoryStore",
+    "SchemaError",
     "SchemaPolicy",
     "SearchIndexSyncMode",
     "SearchStrategy",
+    "StoreConnectionError",
+    "StoreError",
     "Summary",
+    "ThreadDeletedError",
     "TimeToLiveAnchor",
 ]
+
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY, __all__, extras=_EXTRAS)

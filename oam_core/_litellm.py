@@ -30,6 +30,8 @@ from typing import Any
 import anyio.to_thread
 import tenacity
 
+from oam_core.errors import LLMError
+
 logger = logging.getLogger("oam")
 
 INSTALL_HINT = 'pip install "oam[litellm]"'
@@ -100,9 +102,10 @@ _quieted: list[ModuleType] = []
 """The litellm module(s) whose debug banner oam has switched off."""
 
 
-class MissingApiKeyError(ValueError):
+class MissingApiKeyError(LLMError, ValueError):
     """A LiteLLM model was called without its provider's API key; the message names
-    the environment variable(s) to set (docs/llms.md#errors)."""
+    the environment variable(s) to set (docs/llms.md#errors). An ``LLMError``, and a
+    ``ValueError`` as before (docs/errors.md)."""
 
 
 def missing_key_error(exc: BaseException, model: str, litellm: ModuleType) -> Exception | None:

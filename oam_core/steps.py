@@ -208,6 +208,11 @@ def _front(method: F, steps: Callable[..., Any], suffix: str) -> F:
     else:
         method.__doc__ = steps.__doc__
     signature = inspect.signature(steps)
+    first, *rest = signature.parameters.values()
+    # Shown as the reference pages show methods: ``self`` is an ordinary parameter.
+    signature = signature.replace(
+        parameters=[first.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD), *rest]
+    )
     returned = signature.return_annotation
     if isinstance(returned, str) and returned.startswith("Steps[") and returned.endswith("]"):
         signature = signature.replace(return_annotation=returned[len("Steps[") : -1])

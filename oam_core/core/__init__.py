@@ -1,5 +1,6 @@
-"""Reference import path ``oracleagentmemory.core`` (SPEC §1)."""
+"""Reference import path ``oracleagentmemory.core`` (docs/concepts.md#names-and-imports)."""
 
+from oam_core._lazy import lazy_attributes
 from oam_core.memory.client import OracleAgentMemory
 from oam_core.memory.config import MemoryExtractionConfig, MemoryExtractionMode
 from oam_core.memory.thread import OracleThread
@@ -12,14 +13,11 @@ from oam_core.store.options import (
 )
 from oam_core.store.sqlite import SQLiteMemoryStore
 
-
-def __getattr__(name: str) -> object:
-    if name in ("OracleDBMemoryStore", "OracleDBEmbedder"):
-        import oam_core.store.oracle as oracle
-
-        return getattr(oracle, name)
-    raise AttributeError(f"module 'oam_core.core' has no attribute {name!r}")
-
+_LAZY = {
+    "OracleDBMemoryStore": "oam_core.store.oracle",
+    "OracleDBEmbedder": "oam_core.store.oracle",
+}
+"""The Oracle names, imported on first use (the oracle extra stays optional)."""
 
 __all__ = [
     "MemoryExtractionConfig",
@@ -35,3 +33,5 @@ __all__ = [
     "SearchIndexSyncMode",
     "SearchStrategy",
 ]
+
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY, __all__)

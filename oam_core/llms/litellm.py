@@ -34,6 +34,7 @@ from oam_core._litellm import (
     send_async,
 )
 from oam_core.apis.llm import ILlm
+from oam_core.errors import LLMError
 from oam_core.telemetry import record_llm_usage, traced_llm, traced_llm_async
 
 __all__ = ["EmptyReplyError", "LiteLLMLlm"]
@@ -50,8 +51,9 @@ _sleep = time.sleep
 _sleep_async = anyio.sleep
 
 
-class EmptyReplyError(ValueError):
-    """The model answered without any text (no choices, or empty / None content)."""
+class EmptyReplyError(LLMError, ValueError):
+    """The model answered without any text (no choices, or empty / None content); an
+    ``LLMError`` and a ``ValueError`` (docs/errors.md)."""
 
 
 class LiteLLMLlm(ILlm):

@@ -53,6 +53,8 @@ import json_repair
 import jsonschema
 import jsonschema.validators
 
+from oam_core.errors import LLMError
+
 __all__ = ["UnusableReplyError", "parse_json_reply"]
 
 logger = logging.getLogger("oam")
@@ -67,8 +69,9 @@ _VALID_ESCAPES = frozenset('"\\/bfnrt')
 _PREVIEW = 200
 
 
-class UnusableReplyError(ValueError):
-    """No usable JSON could be recovered from a model reply.
+class UnusableReplyError(LLMError, ValueError):
+    """No usable JSON could be recovered from a model reply (an ``LLMError`` and a
+    ``ValueError``; docs/errors.md).
 
     Attributes:
         reply: The reply text as received.

@@ -13,13 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from oam_core.apis.records import Record, ThreadRow
+from oam_core.errors import NotFoundError
 
 __all__ = ["Scope", "ScopeError"]
 
 
-class ScopeError(LookupError):
+class ScopeError(NotFoundError):
     """A record or thread a client named is not in the server's scope (or does not
-    exist: the two are not told apart)."""
+    exist: the two are not told apart). A ``NotFoundError``, so a ``LookupError`` as
+    before (docs/errors.md)."""
 
 
 def _check(name: str, value: object) -> str | None:

@@ -643,3 +643,20 @@ class TestCassetteFile:
             cassette = open_cassette(stack, tests_llm._vcr("new_episodes"), path)
             assert len(cassette) == 1
         assert path.read_text() == before
+
+
+def test_llm_failures_are_llm_errors_and_keep_their_value_error_base(fake: FakeLiteLLM) -> None:
+    """docs/errors.md: a missing key and an empty reply are ``LLMError``s (and, as
+    before, ``ValueError``s), raised by ``generate`` and ``generate_async`` alike."""
+    from oam_core.errors import LLMError
+
+    llm = LiteLLMLlm("openai/x", max_retries=1)
+    fake.failures = [InternalServerError("Missing credentials. Please pass an `api_key`")]
+    with pytest.raises(LLMError) as missing:
+        llm.generate("hi")
+    assert isinstance(missing.value, _litellm.MissingApiKeyError)
+    assert isinstance(missing.value, ValueError)
+    fake.reply = {"choices": []}
+    with pytest.raises(LLMError) as empty:
+        asyncio.run(llm.generate_async("hi"))
+    assert isinstance(empty.value, EmptyReplyError) and isinstance(empty.value, ValueError)

@@ -31,6 +31,7 @@ from starlette.staticfiles import StaticFiles
 
 from oam_core import OracleAgentMemory, SearchStrategy
 from oam_core.apis.records import MEMORY_TYPES, SEARCHABLE_TYPES, MessageRecord
+from oam_core.errors import NotFoundError
 from oam_core.service.common import open_memory
 from oam_core.service.web import views
 from oam_core.service.web.security import (
@@ -48,8 +49,9 @@ _STRATEGIES = [s.value.lower() for s in SearchStrategy]
 _SEARCH_TYPES = sorted(SEARCHABLE_TYPES)
 
 
-class NotFound(LookupError):
-    """A page asked for an id the store does not hold."""
+class NotFound(NotFoundError):
+    """A page asked for an id the store does not hold (a ``NotFoundError``, so a
+    ``LookupError`` as before)."""
 
 
 class Inspector:
