@@ -306,9 +306,10 @@ class OracleAgentMemory(IAgentMemory):
     # ----------------------------------------------------------------- profiles
 
     def _add_user_steps(self, /, user_id: str, information: str) -> Steps[str]:
-        """Store (or replace) a user profile; its record id is ``user_id`` (docs/concepts.md#the-client-and-threads; seed 003).
+        """Store (or replace) a user profile; its record id is ``user_id``
+        (docs/concepts.md#the-client-and-threads).
 
-        Example (docs/concepts.md#the-client-and-threads; seed 003)::
+        Example (seed 003)::
 
             >>> client.add_user("u1", "Prefers concise answers.")
             'u1'

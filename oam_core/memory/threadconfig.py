@@ -27,7 +27,8 @@ T = TypeVar("T")
 
 
 def check_id(name: str, value: object) -> str:
-    """Return ``value`` as an id, generating a uuid4 when it is ``NOT_SET`` (SPEC §5).
+    """Return ``value`` as an id, generating a uuid4 when it is ``NOT_SET``
+    (docs/concepts.md#ids-and-times).
 
     Raises:
         ValueError: if ``value`` is ``None`` or not a non-empty str.
@@ -52,7 +53,8 @@ def check_required_id(name: str, value: object) -> str:
 
 
 def check_scope(name: str, value: object, default: str | None) -> str | None:
-    """Resolve a scope id: omitted -> ``default``, ``None`` -> unscoped (SPEC §1).
+    """Resolve a scope id: omitted -> ``default``, ``None`` -> unscoped
+    (docs/concepts.md#ids-and-times).
 
     Raises:
         ValueError: if ``value`` is neither omitted, None nor a non-empty str.

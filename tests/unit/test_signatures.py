@@ -215,3 +215,30 @@ def test_the_public_store_class_holds_only_the_public_store_api() -> None:
         assert _shape(getattr(OracleMemoryStore, name)) == _shape(
             getattr(OracleMemoryStore, name + "_async")
         ), name
+
+
+def test_a_thread_reaches_its_client_through_the_thread_client_protocol(tmp_path: Any) -> None:
+    """Issue 16 item 5: ``OracleThread`` needs of its client only ``closed`` and
+    ``extraction_worker()`` (``ThreadClient``), nothing private."""
+    from oam_core.memory.thread import ThreadClient
+    from oam_core.memory.worker import ExtractionWorker
+
+    store = SQLiteMemoryStore(str(tmp_path / "c.db"))
+    try:
+        client = OracleAgentMemory(store=store, extract_memories=False)
+        assert isinstance(client, ThreadClient)
+        thread = client.create_thread(thread_id="t1")
+        assert thread._worker() is client.extraction_worker()
+
+        class Closed:
+            closed = True
+
+            def extraction_worker(self) -> ExtractionWorker:
+                raise AssertionError("a closed client is not asked for its worker")
+
+        handle = OracleThread(store, "t2", client=Closed(), extract_memories=False)
+        with pytest.raises(ValueError, match="is closed"):
+            handle.add_messages([{"role": "user", "content": "hi"}])
+        assert client.get_thread_row("t2") is None
+    finally:
+        store.close()
