@@ -224,8 +224,7 @@ class OracleAgentMemory(IAgentMemory):
         threads refuse writes."""
         return self._closed
 
-    def check_open(self) -> None:
-        """Raise ValueError when the client is closed."""
+    def _check_open(self) -> None:
         if self._closed:
             raise ValueError("this OracleAgentMemory is closed; open a new client")
 
@@ -747,7 +746,7 @@ class OracleAgentMemory(IAgentMemory):
             ValueError: for a bad id, a malformed message, or an existing thread
                 without ``replace``; nothing is written.
         """
-        self.check_open()
+        self._check_open()
         tid = check_required_id("thread_id", thread_id)
         if not isinstance(replace, bool):
             raise ValueError(f"replace must be a bool, got {replace!r}")

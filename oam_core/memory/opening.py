@@ -40,7 +40,7 @@ def new_thread_steps(
     Raises:
         ValueError: as ``OracleAgentMemory.create_thread``; nothing is written.
     """
-    client.check_open()
+    client._check_open()
     tid = check_id("thread_id", thread_id)
     uid = check_id("user_id", user_id)
     aid = check_id("agent_id", agent_id)
@@ -61,16 +61,8 @@ def new_thread_steps(
         metadata=metadata,
         config=persisted,
     )
-    row = ThreadRow(
-        thread_id=tid,
-        user_id=uid,
-        agent_id=aid,
-        metadata=metadata,
-        config=persisted,
-        state={},
-        created_at="",
-    )
-    return _handle(client, row, thread_llm, extract, mode, config, choice)
+    scope = (tid, uid, aid, metadata)
+    return _handle(client, scope, {}, thread_llm, extract, mode, config, choice)
 
 
 def reopen_thread_steps(
@@ -86,7 +78,7 @@ def reopen_thread_steps(
         NotFoundError: when the thread does not exist.
         ValueError: as ``OracleAgentMemory.get_thread``.
     """
-    client.check_open()
+    client._check_open()
     tid = check_required_id("thread_id", thread_id)
     thread_llm = client.llm if llm is NOT_SET else check_llm(llm)
     ThreadConfig.resolve(options)  # validate overrides before any I/O
@@ -102,29 +94,33 @@ def reopen_thread_steps(
     if choice.mode is None and persisted.get("extraction_mode") in ("INLINE", "BACKGROUND"):
         mode = MemoryExtractionMode(persisted["extraction_mode"])
     require_llm(thread_llm, extract)
-    return _handle(client, row, thread_llm, extract, mode, config, choice)
+    scope = (row.thread_id, row.user_id, row.agent_id, row.metadata)
+    return _handle(client, scope, row.state, thread_llm, extract, mode, config, choice)
 
 
 def _handle(
     client: OracleAgentMemory,
-    row: ThreadRow,
+    scope: tuple[str, str | None, str | None, dict[str, Any] | None],
+    state: dict[str, Any],
     llm: ILlm | None,
     extract_memories: bool,
     extraction_mode: MemoryExtractionMode,
     config: ThreadConfig,
     choice: Extraction,
 ) -> OracleThread:
+    """The handle of a stored thread: ``scope`` is its id, user, agent and metadata."""
+    thread_id, user_id, agent_id, metadata = scope
     timeout = client.llm_call_timeout if choice.timeout is NOT_SET else choice.timeout
     return OracleThread(
         client.store,
-        thread_id=row.thread_id,
-        user_id=row.user_id,
-        agent_id=row.agent_id,
-        metadata=row.metadata,
+        thread_id=thread_id,
+        user_id=user_id,
+        agent_id=agent_id,
+        metadata=metadata,
         llm=llm,
         client=client,
         extract_memories=extract_memories,
-        state=row.state,
+        state=state,
         extraction_mode=extraction_mode,
         stored=True,
         llm_call_timeout=timeout,
