@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 import builtins
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -53,6 +53,22 @@ class Predicate:
     user_id: Maybe[str | None] = NOT_SET
     agent_id: Maybe[str | None] = NOT_SET
     metadata: Maybe[tuple[Cond, ...] | None] = NOT_SET
+
+
+def message_window(
+    start: int | None, end: int | None, count: Callable[[], int]
+) -> tuple[int, int | None] | None:
+    """``(offset, limit)`` of the slice ``[start:end]`` of a thread's messages (limit
+    None: to the end), or None when the slice is empty. ``count()`` (the thread's
+    visible messages) is called only when a bound is negative."""
+    if (start is not None and start < 0) or (end is not None and end < 0):
+        lo, stop, _ = slice(start, end).indices(count())
+        hi: int | None = stop
+    else:
+        lo, hi = start or 0, end
+    if hi is not None and hi <= lo:
+        return None
+    return lo, None if hi is None else hi - lo
 
 
 class Tx(abc.ABC):
