@@ -16,7 +16,8 @@ Mapping, by SQLSTATE where the server sent one:
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg_pool import PoolTimeout
@@ -30,6 +31,8 @@ from oam_core.errors import (
 from oam_core.store.filters import Cond
 from oam_core.store.postgres.filter import PgFilterCompiler
 from oam_core.store.sql.dialect import Dialect
+
+T = TypeVar("T")
 
 _CONNECTION_STATES = ("08", "28", "3D000", "57P01", "57P02", "57P03")
 _LOCK_STATES = ("55P03", "40P01")
@@ -71,28 +74,34 @@ def map_error(exc: BaseException, where: str) -> Exception | None:
     return StoreError(f"PostgreSQL error on {where}: {_one_line(exc)}")
 
 
-def _compile_filter(column: str, conditions: tuple[Cond, ...]) -> tuple[str, list[Any]]:
-    comp = PgFilterCompiler()
-    return comp.compile(column, conditions), comp.params
+class PostgresDialect(Dialect):
+    """PostgreSQL with pgvector: ``%s`` parameters, a list bound as one array
+    (``= ANY(%s)``), ``LIMIT NULL`` for every row, metadata filters over the
+    generated ``jsonb`` column, and row locks (``FOR UPDATE``) for the rows a write
+    reads."""
+
+    mark = "%s"
+    lock_row = " FOR UPDATE"
+
+    def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        return f"{column} = ANY(%s)", [list(values)]
+
+    def batches(self, values: Sequence[T]) -> Iterator[Sequence[T]]:
+        if values:
+            yield values
+
+    def metadata_filter(self, conditions: tuple[Cond, ...]) -> tuple[str, list[Any]]:
+        compiler = PgFilterCompiler()
+        return compiler.compile("r.meta", conditions), compiler.params
+
+    def limit(self, value: int | None) -> int | None:
+        return value
+
+    def unique_violation(self, exc: BaseException) -> bool:
+        return isinstance(exc, psycopg.errors.UniqueViolation)
+
+    def map_error(self, exc: BaseException, where: str) -> Exception | None:
+        return map_error(exc, where)
 
 
-def _unique_violation(exc: BaseException) -> bool:
-    return isinstance(exc, psycopg.errors.UniqueViolation)
-
-
-POSTGRES = Dialect(
-    name="PostgreSQL",
-    mark="%s",
-    array_binds=True,
-    no_limit=None,
-    metadata_column="meta",
-    compile_filter=_compile_filter,
-    no_vector="c.embedding IS NULL",
-    for_update=" FOR UPDATE",
-    greatest="GREATEST",
-    is_same="IS NOT DISTINCT FROM",
-    map_error=map_error,
-    unique_violation=_unique_violation,
-)
-"""PostgreSQL with pgvector: ``%s`` parameters, lists bound as arrays, metadata
-filters over the generated ``jsonb`` column, row locks for reads inside writes."""
+POSTGRES = PostgresDialect()

@@ -274,22 +274,12 @@ def open_postgres(
             ``PostgresMemoryStore`` error.
     """
     from oam_core.apis._sentinel import NOT_SET
-    from oam_core.store.connect import resolve_store_embedder, store_id_option
+    from oam_core.store.connect import sql_store_options
 
     kwargs: dict[str, Any] = {}
     if options["schema_policy"] is not NOT_SET:
         kwargs["schema_policy"] = SchemaPolicy.parse(options["schema_policy"])
-    store_id = store_id_option(options)
-    if store_id is not NOT_SET:
-        kwargs["memory_store_id"] = store_id
-    if options["search_strategy"] is not NOT_SET:
-        kwargs["search_strategy"] = SearchStrategy.parse(options["search_strategy"])
-    if options["memory_retention_config"] is not NOT_SET:
-        kwargs["memory_retention_config"] = options["memory_retention_config"]
-    if options.get("allow_embedder_change", NOT_SET) is not NOT_SET:
-        kwargs["allow_embedder_change"] = options["allow_embedder_change"]
-    if embedder is not NOT_SET:
-        kwargs["embedder"] = resolve_store_embedder(embedder)
+    kwargs.update(sql_store_options(embedder, options))
     if isinstance(connection, os.PathLike):
         connection = os.fspath(connection)
     if isinstance(connection, str):

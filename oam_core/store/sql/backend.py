@@ -210,8 +210,8 @@ class SqlTx(Tx):
                 self.run(st.set_thread_seq(self.d, self.p, thread_id, following - 1))
 
     def _next_seq(self, thread_id: str | None) -> int:
-        row = self.run(st.next_seq(self.d, self.p, thread_id)).fetchone()
-        return int(row[0]) if row else 0
+        top, mark = self.run(st.next_seq(self.d, self.p, thread_id)).fetchone()
+        return max(int(top), int(mark)) + 1
 
     def fetch(self, family: str, record_id: str) -> StoredRow | None:
         row = self.run(st.fetch_row(self.d, self.p, family, record_id)).fetchone()

@@ -103,7 +103,7 @@ def where(d: Dialect, pred: Predicate, alias: str, *, records: bool) -> tuple[st
     if pred.metadata is None:
         parts.append("r.metadata IS NULL")
     elif pred.metadata is not NOT_SET and pred.metadata:
-        sql, filter_params = d.compile_filter(f"r.{d.metadata_column}", pred.metadata)
+        sql, filter_params = d.metadata_filter(pred.metadata)
         parts.append(sql)
         params.extend(filter_params)
     return " AND ".join(parts), params
@@ -233,7 +233,7 @@ def unembedded(d: Dialect, p: str, limit: int | None) -> Stmt:
     search row holding text but no vector."""
     return Stmt(
         f"SELECT family, id FROM {p}records WHERE pk IN (SELECT record_pk FROM "
-        f"{p}chunks c WHERE {d.no_vector} AND text IS NOT NULL AND text <> '') "
+        f"{p}chunks WHERE embedding IS NULL AND text IS NOT NULL AND text <> '') "
         f"ORDER BY pk LIMIT {d.mark}",
         (d.limit(limit),),
     )
@@ -306,15 +306,17 @@ def ids_to_pks(d: Dialect, p: str, family: str, ids: Sequence[str]) -> Stmt:
 
 
 def next_seq(d: Dialect, p: str, thread_id: str | None) -> Stmt:
-    """The next message ``seq_no`` of a thread: after every message it holds and after
-    the thread row's high-water mark, so a number freed by a delete is never handed
-    out again (the pipeline's watermark relies on it)."""
+    """Two values: the largest message ``seq_no`` of a thread and the thread row's
+    high-water mark (-1 for none). The next ``seq_no`` is one more than the larger, so
+    a number freed by a delete is never handed out again (the pipeline's watermark
+    relies on it)."""
     m = d.mark
+    scope = "thread_id IS NULL" if thread_id is None else f"thread_id = {m}"
     return Stmt(
-        f"SELECT {d.greatest}(COALESCE(MAX(seq_no), -1), COALESCE((SELECT seq_no FROM "
-        f"{p}records WHERE family = 'thread' AND id = {m}), -1)) + 1 FROM {p}records "
-        f"WHERE family = 'message' AND thread_id {d.is_same} {m}",
-        (thread_id, thread_id),
+        f"SELECT (SELECT COALESCE(MAX(seq_no), -1) FROM {p}records WHERE family = 'message' "
+        f"AND {scope}), COALESCE((SELECT seq_no FROM {p}records WHERE family = 'thread' "
+        f"AND id = {m}), -1)",
+        ([] if thread_id is None else [thread_id]) + [thread_id],
     )
 
 
@@ -333,7 +335,7 @@ def fetch_row(d: Dialect, p: str, family: str, record_id: str) -> Stmt:
     return Stmt(
         f"SELECT pk, record_type, content, event_ts, metadata, created_at, thread_id, "
         f"user_id, agent_id FROM {p}records WHERE family = {d.mark} AND id = {d.mark}"
-        f"{d.for_update}",
+        f"{d.lock_row}",
         (family, record_id),
     )
 
@@ -461,7 +463,7 @@ def insert_thread(d: Dialect, p: str, row: ThreadRow) -> Stmt:
 def thread_state(d: Dialect, p: str, thread_id: str) -> Stmt:
     """A thread's state (JSON text), the row locked for the transaction."""
     return Stmt(
-        f"SELECT state FROM {p}records WHERE family = 'thread' AND id = {d.mark}{d.for_update}",
+        f"SELECT state FROM {p}records WHERE family = 'thread' AND id = {d.mark}{d.lock_row}",
         (thread_id,),
     )
 

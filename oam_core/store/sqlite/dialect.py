@@ -15,12 +15,15 @@ no code):
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeVar
 
 from oam_core.errors import DatabaseLockedError, StoreConnectionError, StoreError
 from oam_core.store.filters import Cond
 from oam_core.store.sql.dialect import Dialect
 from oam_core.store.sqlite.filter import SQLiteFilterCompiler
+
+T = TypeVar("T")
 
 _BUSY, _LOCKED, _CORRUPT, _CANTOPEN, _NOTADB = 5, 6, 11, 14, 26
 """SQLite's primary result codes (https://sqlite.org/rescode.html)."""
@@ -72,29 +75,38 @@ def map_error(exc: BaseException, where: str) -> Exception | None:
     return StoreError(f"SQLite error on {where!r}: {exc}")
 
 
-def _compile_filter(column: str, conditions: tuple[Cond, ...]) -> tuple[str, list[Any]]:
-    comp = SQLiteFilterCompiler()
-    return comp.compile(column, conditions), comp.params
+IN_LIST = 500
+"""Most values in one ``IN (...)`` list (SQLite allows 32766 parameters per statement)."""
 
 
-def _unique_violation(exc: BaseException) -> bool:
-    return isinstance(exc, sqlite3.IntegrityError) and "UNIQUE" in str(exc)
+class SQLiteDialect(Dialect):
+    """SQLite: ``?`` parameters, ``IN`` lists of at most ``IN_LIST`` values,
+    ``LIMIT -1`` for every row, metadata filters over the JSON text with
+    ``json_each``; a write transaction (``BEGIN IMMEDIATE``) holds the whole file, so
+    no row locks."""
+
+    mark = "?"
+    lock_row = ""
+
+    def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        return f"{column} IN ({self.marks(len(values))})", list(values)
+
+    def batches(self, values: Sequence[T]) -> Iterator[Sequence[T]]:
+        for i in range(0, len(values), IN_LIST):
+            yield values[i : i + IN_LIST]
+
+    def metadata_filter(self, conditions: tuple[Cond, ...]) -> tuple[str, list[Any]]:
+        compiler = SQLiteFilterCompiler()
+        return compiler.compile("r.metadata", conditions), compiler.params
+
+    def limit(self, value: int | None) -> int | None:
+        return -1 if value is None else value
+
+    def unique_violation(self, exc: BaseException) -> bool:
+        return isinstance(exc, sqlite3.IntegrityError) and "UNIQUE" in str(exc)
+
+    def map_error(self, exc: BaseException, where: str) -> Exception | None:
+        return map_error(exc, where)
 
 
-SQLITE = Dialect(
-    name="SQLite",
-    mark="?",
-    array_binds=False,
-    no_limit=-1,
-    metadata_column="metadata",
-    compile_filter=_compile_filter,
-    no_vector="c.has_vector = 0",
-    for_update="",
-    greatest="max",
-    is_same="IS",
-    map_error=map_error,
-    unique_violation=_unique_violation,
-)
-"""SQLite: ``?`` parameters, ``IN`` lists, metadata filters over the JSON text with
-``json_each``; a write transaction (``BEGIN IMMEDIATE``) holds the whole file, so no
-row locks."""
+SQLITE = SQLiteDialect()

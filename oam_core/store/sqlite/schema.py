@@ -94,13 +94,12 @@ def fts_ddl(p: str) -> list[str]:
 
 
 def _fts_v2(p: str) -> list[str]:
-    return [
-        f"DROP TRIGGER IF EXISTS {p}chunks_ai",
-        f"DROP TRIGGER IF EXISTS {p}chunks_ad",
-        f"DROP TABLE IF EXISTS {p}chunks_fts",
-        *fts_ddl(p),
-        f"INSERT INTO {p}chunks_fts ({p}chunks_fts) VALUES ('rebuild')",
-    ]
+    """Version 1 -> 2: drop the version-1 keyword index and its triggers, create the
+    version-2 one and rebuild it from the chunk texts."""
+    old = [f"TRIGGER IF EXISTS {p}chunks_ai", f"TRIGGER IF EXISTS {p}chunks_ad"]
+    old.append(f"TABLE IF EXISTS {p}chunks_fts")
+    rebuild = f"INSERT INTO {p}chunks_fts ({p}chunks_fts) VALUES ('rebuild')"
+    return [*(f"DROP {o}" for o in old), *fts_ddl(p), rebuild]
 
 
 UPGRADES: dict[int, Callable[[str], list[str]]] = {1: _fts_v2}
