@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.embedder import IEmbedder
+from oam_core.errors import ConfigurationError, SchemaError
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.options import SchemaPolicy, SearchStrategy
 
@@ -175,12 +176,12 @@ def _open_sqlite(
     if policy is not NOT_SET:
         policy = SchemaPolicy.parse(policy)
         if policy is SchemaPolicy.RECREATE:
-            raise ValueError(
+            raise ConfigurationError(
                 "schema_policy=RECREATE is not supported by the embedded SQLite store; "
                 "delete the database file (or use a new memory_store_id) instead"
             )
         if policy is SchemaPolicy.REQUIRE_EXISTING and (path == _MEMORY or not Path(path).exists()):
-            raise ValueError(f"schema_policy=REQUIRE_EXISTING, but no database exists at {path!r}")
+            raise SchemaError(f"schema_policy=REQUIRE_EXISTING, but no database exists at {path!r}")
     return SQLiteMemoryStore(path, **sql_store_options(embedder, options))
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import MESSAGE, PROFILE_TYPES, THREAD, MessageRecord, Record, ThreadRow
+from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import Backend, Predicate, StoredRow, Tx, message_window
 from oam_core.store.oracle import sql
 from oam_core.store.oracle.names import Names
@@ -160,7 +161,7 @@ class OracleBackend(Backend):
                 yield OracleTx(conn, self)
             except Exception as exc:
                 if error_code(exc) == 1:
-                    raise ValueError(f"record ids already exist ({exc})") from exc
+                    raise InvalidArgumentError(f"record ids already exist ({exc})") from exc
                 raise
 
     def close(self) -> None:

@@ -47,7 +47,8 @@ def map_error(exc: BaseException, where: str) -> Exception | None:
 
     Args:
         exc: The exception raised by psycopg or psycopg_pool.
-        where: Names the database (the password hidden).
+        where: Names the database (``PostgreSQL host=... dbname=...``, the password
+            hidden).
     """
     if isinstance(exc, PoolTimeout):
         return DatabaseLockedError(
@@ -59,19 +60,19 @@ def map_error(exc: BaseException, where: str) -> Exception | None:
     state = exc.sqlstate or ""
     if isinstance(exc, psycopg.DataError) or state.startswith("22"):
         return InvalidArgumentError(
-            "PostgreSQL cannot store this value (text and JSON may not contain NUL "
-            f"characters): {exc}"
+            f"{where} cannot store this value (PostgreSQL text and JSON may not contain "
+            f"NUL characters): {exc}"
         )
     if state.startswith(_LOCK_STATES):
         return DatabaseLockedError(
-            f"{where}: another transaction held a lock longer than this one waits "
+            f"{where}: a lock held by another transaction was not had in time "
             f"({_one_line(exc)}); retry, or raise lock_timeout"
         )
     if state.startswith(_CONNECTION_STATES) or (
         not state and isinstance(exc, psycopg.OperationalError)
     ):
-        return StoreConnectionError(f"cannot connect to PostgreSQL at {where}: {_one_line(exc)}")
-    return StoreError(f"PostgreSQL error on {where}: {_one_line(exc)}")
+        return StoreConnectionError(f"cannot connect to {where}: {_one_line(exc)}")
+    return StoreError(f"database error on {where}: {_one_line(exc)}")
 
 
 class PostgresDialect(Dialect):

@@ -21,10 +21,17 @@ from typing import Any, cast
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import MESSAGE, THREAD, Record, ThreadRow
 from oam_core.errors import InvalidArgumentError
-from oam_core.store.backend import Backend, Predicate, StoredRow, Tx, message_window
+from oam_core.store.backend import (
+    Backend,
+    Predicate,
+    StoredRow,
+    Tx,
+    driver_errors,
+    message_window,
+)
 from oam_core.store.planning import ChunkPlan, RowPlan
 from oam_core.store.sql import statements as st
-from oam_core.store.sql.dialect import Dialect, driver_errors
+from oam_core.store.sql.dialect import Dialect
 from oam_core.store.sql.rows import epoch, record_from_row, thread_from_row
 from oam_core.store.sql.statements import ChunkRow, Scope, Stmt
 from oam_core.store.ttl import iso
@@ -46,13 +53,13 @@ class SqlBackend(Backend):
 
     def mapped(self) -> AbstractContextManager[None]:
         """A block whose driver exceptions become ``oam_core.errors`` ones
-        (``dialect.driver_errors``)."""
-        return driver_errors(self.d, self.label)
+        (``backend.driver_errors``)."""
+        return driver_errors(self.d.map_error, self.label)
 
     @abc.abstractmethod
     def reading(self) -> AbstractContextManager[Any]:
         """A DB-API connection for one read, its driver errors mapped
-        (``dialect.driver_errors``)."""
+        (``backend.driver_errors``)."""
 
     def fetch_all(self, stmt: Stmt) -> builtins.list[Any]:
         with self.reading() as conn:

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 
-from oam_core.errors import OAMError
 from oam_core.store.filters import Cond
 
 T = TypeVar("T")
@@ -64,25 +62,3 @@ class Dialect(abc.ABC):
     @abc.abstractmethod
     def unique_violation(self, exc: BaseException) -> bool:
         """Whether ``exc`` is the driver's unique-key violation."""
-
-
-@contextmanager
-def driver_errors(dialect: Dialect, where: str) -> Iterator[None]:
-    """Map the driver's exceptions raised inside the block to ``oam_core.errors``
-    (``raise ... from exc``: the driver's exception stays the ``__cause__``); every
-    other exception passes unchanged. Used at the store boundary: each connection
-    borrowed for a read, each write transaction, each open.
-
-    Args:
-        dialect: Whose driver's exceptions to map.
-        where: Names the database in the messages (a path, a redacted URL).
-    """
-    try:
-        yield
-    except OAMError:
-        raise
-    except Exception as exc:
-        mapped = dialect.map_error(exc, where)
-        if mapped is None:
-            raise
-        raise mapped from exc
