@@ -1,7 +1,7 @@
 """Compile a parsed metadata filter (``store/filters.py``) to jsonb SQL (docs/filters.md).
 
 Every field name and value is a bound parameter (``%s``); the SQL text holds only
-fixed operators. jsonb equality already is JSON equality as SPEC §4 defines it:
+fixed operators. jsonb equality already is JSON equality as docs/filters.md defines it:
 numbers compare by value (``1 = 1.0``), ``true`` never equals ``1``, arrays by order
 and length, objects deeply. Each condition is wrapped in ``COALESCE(..., false)`` so a
 missing field is false and ``$not`` of it is true, as in the reference evaluator

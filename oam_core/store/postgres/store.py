@@ -1,10 +1,11 @@
-"""``PostgresMemoryStore``: the store on a PostgreSQL server with pgvector (SPEC §1, §3).
+"""``PostgresMemoryStore``: the store on a PostgreSQL server with pgvector (docs/postgres.md).
 
 The store semantics are ``OracleMemoryStore``'s (store/base.py); this module opens
-the pool, applies the schema policy and checks the stored configuration. Async
-methods are the shared worker-thread twins of base.py (SPEC §9): psycopg's blocking
-connections from a thread-safe pool serve them, so sync and async run the very same
-code, and the event loop never waits on the server.
+the pool, applies the schema policy and checks the stored configuration
+(``sql/store.py``). Async methods are the shared worker-thread twins of base.py
+(docs/concepts.md#sync-and-async): psycopg's blocking connections from a thread-safe
+pool serve them, so sync and async run the very same code, and the event loop never
+waits on the server.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ class SingleConnection:
 
 
 class PostgresMemoryStore(SqlMemoryStore):
-    """Memory store on PostgreSQL with pgvector (SPEC §1, §3.8; DESIGN table).
+    """Memory store on PostgreSQL with pgvector (docs/postgres.md).
 
     Many processes may share one store: every call is one transaction, message
     ``seq_no`` is assigned under a per-thread advisory lock, and deletes cascade in
@@ -137,7 +138,7 @@ class PostgresMemoryStore(SqlMemoryStore):
         memory_store_id: Prefix of every table, index and text-search object, so
             several stores share one database (letter first, letters/digits/
             underscore, at most 16 characters; names are case-insensitive).
-        schema_policy: ``SchemaPolicy`` or its name (SPEC §3.8): REQUIRE_EXISTING
+        schema_policy: ``SchemaPolicy`` or its name (docs/store.md#schema-policies): REQUIRE_EXISTING
             (default: never runs DDL), CREATE_IF_EMPTY, CREATE_IF_NECESSARY, RECREATE.
         clock: Zero-argument callable returning an aware datetime (default UTC now).
         reranker: An ``IReranker`` re-scoring the best results of text queries, or
@@ -259,7 +260,7 @@ def postgres_conninfo(url: str) -> str:
 def open_postgres(
     connection: object, embedder: object, options: Mapping[str, Any]
 ) -> OracleMemoryStore:
-    """Open the store for ``OracleAgentMemory(connection=<PostgreSQL>)`` (SPEC §5).
+    """Open the store for ``OracleAgentMemory(connection=<PostgreSQL>)`` (docs/postgres.md#opening).
 
     Args:
         connection: A ``postgresql://`` URL (also ``postgres://``,
@@ -267,7 +268,7 @@ def open_postgres(
             ``psycopg.Connection``.
         embedder: The client's ``embedder`` argument, or ``NOT_SET``.
         options: The client's database options (see ``connect.open_store``); the
-            schema policy defaults to REQUIRE_EXISTING (SPEC §3.8, server DBs).
+            schema policy defaults to REQUIRE_EXISTING (docs/store.md#schema-policies).
 
     Raises:
         ValueError: for an invalid option, an unreachable server, or any

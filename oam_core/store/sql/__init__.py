@@ -4,6 +4,7 @@
 - ``statements``: every shared statement as a pure function returning a ``Stmt``;
 - ``backend``: the ``Backend``/``Tx`` primitives over those statements;
 - ``schema``: the shared tables in each back end's column types;
+- ``filter``: the base of the metadata-filter compilers;
 - ``rows``: row decoding;
 - ``store``: the open-time configuration checks of both stores.
 

@@ -62,6 +62,7 @@ class SqlBackend(Backend):
         (``backend.driver_errors``)."""
 
     def fetch_all(self, stmt: Stmt) -> builtins.list[Any]:
+        """Every row ``stmt`` returns, read on a connection of ``reading``."""
         with self.reading() as conn:
             return builtins.list(conn.execute(stmt.sql, stmt.params).fetchall())
 
@@ -168,10 +169,6 @@ class SqlTx(Tx):
         """Insert search rows (and index their text) in batches of ``batch_size``."""
 
     # -- the contract -----------------------------------------------------------------
-
-    def read_meta(self) -> dict[str, str]:
-        """The store's ``oam_meta`` rows."""
-        return dict(self.run(st.read_meta(self.p)).fetchall())
 
     def existing_ids(self, family: str, ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
