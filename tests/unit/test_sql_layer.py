@@ -195,3 +195,12 @@ def test_only_the_drivers_own_errors_are_mapped() -> None:
         assert dialect.map_error(KeyError("mine"), "db") is None
     assert SQLITE.map_error(psycopg.OperationalError("x"), "db") is None
     assert POSTGRES.map_error(sqlite3.OperationalError("x"), "db") is None
+
+
+def test_the_sqlite_store_keeps_its_import_paths() -> None:
+    import oam_core
+    import oam_core.store.sqlite as package
+    from oam_core.store.sqlite.store import SQLiteMemoryStore
+
+    assert package.SQLiteMemoryStore is oam_core.SQLiteMemoryStore is SQLiteMemoryStore
+    assert package.__all__ == ["SQLiteMemoryStore"]
