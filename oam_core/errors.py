@@ -73,9 +73,11 @@ class StoreError(OAMError):
     """The database failed in a way that is not the caller's input."""
 
 
-class StoreConnectionError(StoreError, ConnectionError):
+class StoreConnectionError(StoreError, ConnectionError, ValueError):
     """The database cannot be reached or opened (server down, bad URL or
-    credentials, a file that cannot be opened)."""
+    credentials, a file that cannot be opened, a connection lost). Also a
+    ``ValueError``: the store constructors raised one for an unreachable database
+    before this tree existed, and code catching it keeps working."""
 
 
 class DatabaseLockedError(StoreError, TimeoutError):

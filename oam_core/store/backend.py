@@ -3,21 +3,23 @@
 ``OracleMemoryStore`` (base.py) owns every rule of SPEC §3; a back end implements the
 primitives below in its SQL dialect. Writes run through ``Tx`` inside one transaction;
 reads and rankings take a ``Predicate`` that the back end evaluates inside its query,
-before any top-k cut.
+before any top-k cut. A back end raises ``oam_core.errors`` exceptions, never its
+driver's: ``driver_errors`` maps them at this boundary (docs/errors.md).
 """
 
 from __future__ import annotations
 
 import abc
 import builtins
-from collections.abc import Hashable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import Record, ThreadRow
+from oam_core.errors import OAMError
 from oam_core.store.filters import Cond
 from oam_core.store.planning import ChunkPlan, RowPlan, Vector
 from oam_core.store.ranking import rrf
@@ -53,6 +55,50 @@ class Predicate:
     user_id: Maybe[str | None] = NOT_SET
     agent_id: Maybe[str | None] = NOT_SET
     metadata: Maybe[tuple[Cond, ...] | None] = NOT_SET
+
+
+ErrorMap = Callable[[BaseException, str], "Exception | None"]
+"""``map(exc, where)``: the ``oam_core.errors`` exception for a database driver's
+exception (``where`` names the database in its message), or None when ``exc`` is
+not the driver's."""
+
+
+@contextmanager
+def driver_errors(map_error: ErrorMap, where: str) -> Iterator[None]:
+    """Map the driver's exceptions raised inside the block to ``oam_core.errors``
+    (docs/errors.md) with ``raise ... from exc``, so the driver's exception stays the
+    ``__cause__``; every other exception passes unchanged. The store boundary: each
+    back end wraps every connection it lends, every transaction and every open.
+
+    Args:
+        map_error: The back end's mapping (see ``ErrorMap``).
+        where: Names the database in the messages (a path, a redacted URL).
+    """
+    try:
+        yield
+    except OAMError:
+        raise
+    except Exception as exc:
+        mapped = map_error(exc, where)
+        if mapped is None:
+            raise
+        raise mapped from exc
+
+
+def message_window(
+    start: int | None, end: int | None, count: Callable[[], int]
+) -> tuple[int, int | None] | None:
+    """``(offset, limit)`` of the slice ``[start:end]`` of a thread's messages (limit
+    None: to the end), or None when the slice is empty. ``count()`` (the thread's
+    visible messages) is called only when a bound is negative."""
+    if (start is not None and start < 0) or (end is not None and end < 0):
+        lo, stop, _ = slice(start, end).indices(count())
+        hi: int | None = stop
+    else:
+        lo, hi = start or 0, end
+    if hi is not None and hi <= lo:
+        return None
+    return lo, None if hi is None else hi - lo
 
 
 class Tx(abc.ABC):

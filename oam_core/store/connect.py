@@ -17,6 +17,7 @@ from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.embedder import IEmbedder
 from oam_core.connection import MEMORY as _MEMORY
 from oam_core.connection import BackendKind, backend_of, sqlite_target
+from oam_core.errors import ConfigurationError, SchemaError
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.options import SchemaPolicy, SearchStrategy
 
@@ -56,23 +57,17 @@ def store_id_option(options: Mapping[str, Any]) -> Any:
     return store_id
 
 
-def _open_sqlite(
-    connection: str | os.PathLike[str], embedder: object, options: Mapping[str, Any]
-) -> OracleMemoryStore:
-    from oam_core.store.sqlite import SQLiteMemoryStore
+def sql_store_options(embedder: object, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of ``SQLiteMemoryStore`` and ``PostgresMemoryStore`` that
+    the client's options give (those left ``NOT_SET`` are omitted): ``memory_store_id``
+    (or its alias), ``search_strategy``, ``memory_retention_config``,
+    ``allow_embedder_change`` and the resolved ``embedder``.
 
-    path = sqlite_target(connection)
+    Raises:
+        ValueError: for an invalid strategy, both store-id options, or an embedder
+            that is neither an ``IEmbedder``, a model id nor None.
+    """
     kwargs: dict[str, Any] = {}
-    policy = options["schema_policy"]
-    if policy is not NOT_SET:
-        policy = SchemaPolicy.parse(policy)
-        if policy is SchemaPolicy.RECREATE:
-            raise ValueError(
-                "schema_policy=RECREATE is not supported by the embedded SQLite store; "
-                "delete the database file (or use a new memory_store_id) instead"
-            )
-        if policy is SchemaPolicy.REQUIRE_EXISTING and (path == _MEMORY or not Path(path).exists()):
-            raise ValueError(f"schema_policy=REQUIRE_EXISTING, but no database exists at {path!r}")
     store_id = store_id_option(options)
     if store_id is not NOT_SET:
         kwargs["memory_store_id"] = store_id
@@ -84,7 +79,26 @@ def _open_sqlite(
         kwargs["allow_embedder_change"] = options["allow_embedder_change"]
     if embedder is not NOT_SET:
         kwargs["embedder"] = resolve_store_embedder(embedder)
-    return SQLiteMemoryStore(path, **kwargs)
+    return kwargs
+
+
+def _open_sqlite(
+    connection: str | os.PathLike[str], embedder: object, options: Mapping[str, Any]
+) -> OracleMemoryStore:
+    from oam_core.store.sqlite import SQLiteMemoryStore
+
+    path = sqlite_target(connection)
+    policy = options["schema_policy"]
+    if policy is not NOT_SET:
+        policy = SchemaPolicy.parse(policy)
+        if policy is SchemaPolicy.RECREATE:
+            raise ConfigurationError(
+                "schema_policy=RECREATE is not supported by the embedded SQLite store; "
+                "delete the database file (or use a new memory_store_id) instead"
+            )
+        if policy is SchemaPolicy.REQUIRE_EXISTING and (path == _MEMORY or not Path(path).exists()):
+            raise SchemaError(f"schema_policy=REQUIRE_EXISTING, but no database exists at {path!r}")
+    return SQLiteMemoryStore(path, **sql_store_options(embedder, options))
 
 
 def open_store(

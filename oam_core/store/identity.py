@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from oam_core.apis.embedder import IEmbedder
+from oam_core.errors import EmbedderMismatchError, SchemaError
 
 __all__ = [
     "FINGERPRINT_LENGTH",
@@ -81,7 +82,8 @@ class EmbedderIdentity:
         """Read a metadata value written by ``to_json`` (None stays None).
 
         Raises:
-            ValueError: naming ``where`` when the value is not such an object.
+            SchemaError: (a ValueError) naming ``where`` when the value is not such
+                an object.
         """
         if text is None:
             return None
@@ -94,7 +96,7 @@ class EmbedderIdentity:
                 fingerprint=None if fingerprint is None else tuple(float(x) for x in fingerprint),
             )
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise ValueError(
+            raise SchemaError(
                 f"{where}: the recorded embedder identity is unreadable ({text[:80]!r})"
             ) from exc
 
@@ -162,8 +164,9 @@ class EmbedderCheck:
         store's embedder against its id and dimension.
 
         Raises:
-            ValueError: naming both embedders when they differ (unless
-                ``allow_change``), or when the recorded value is unreadable.
+            EmbedderMismatchError: (a ValueError) naming both embedders when they
+                differ (unless ``allow_change``).
+            SchemaError: (a ValueError) when the recorded value is unreadable.
         """
         self.allow_change = allow_change
         self.stored = EmbedderIdentity.from_json(meta_value, self.where)
@@ -172,9 +175,11 @@ class EmbedderCheck:
             return
         current = identity_of(embedder)
         if current.dimension != self.stored.dimension:
-            raise ValueError(_mismatch(self.where, self.stored, current, ", of another dimension"))
+            raise EmbedderMismatchError(
+                _mismatch(self.where, self.stored, current, ", of another dimension")
+            )
         if current.embedder_id != self.stored.embedder_id:
-            raise ValueError(_mismatch(self.where, self.stored, current, ""))
+            raise EmbedderMismatchError(_mismatch(self.where, self.stored, current, ""))
 
     def wants_probe(self, writing: bool) -> bool:
         """Whether the next embedder call should also embed ``PROBE_TEXT``: to verify
@@ -189,7 +194,8 @@ class EmbedderCheck:
         """Compare (or prepare to record) the embedder's probe embedding.
 
         Raises:
-            ValueError: naming both embedders when the fingerprints differ.
+            EmbedderMismatchError: (a ValueError) naming both embedders when the
+                fingerprints differ.
         """
         current = identity_of(embedder, probe)
         stored = self.stored
@@ -200,7 +206,7 @@ class EmbedderCheck:
             return
         assert stored.fingerprint is not None and current.fingerprint is not None
         if not same_fingerprint(stored.fingerprint, current.fingerprint):
-            raise ValueError(
+            raise EmbedderMismatchError(
                 _mismatch(self.where, stored, current, ", whose vectors differ (fingerprint)")
             )
         self._verified = True

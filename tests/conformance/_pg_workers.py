@@ -69,16 +69,16 @@ def stalled_writer(conninfo: str, n: int, inside: Any) -> None:
     """Start adding ``n`` messages in one call, then stall inside the transaction after
     the record rows are written (before the search rows and the commit), signalling
     ``inside``; the parent kills the process there."""
-    from oam_core.store.postgres import dialect
+    from oam_core.store.postgres import backend
 
-    original = dialect.PgTx._insert_chunks
+    original = backend.PgTx.insert_chunks
 
     def stall(self: Any, rows: Any, batch_size: int) -> None:
         original(self, rows[: len(rows) // 2], batch_size)
         inside.set()
         time.sleep(600)
 
-    dialect.PgTx._insert_chunks = stall  # type: ignore[method-assign]
+    backend.PgTx.insert_chunks = stall  # type: ignore[method-assign]
     store = open_store(conninfo)
     store.add(
         [f"doomed {i}" for i in range(n)],

@@ -462,13 +462,13 @@ def test_c22_a_thread_write_holds_the_thread_against_deletes(
     ``delete_thread`` and the cascading actor deletes take first, so a delete waits
     for the write (and then removes its records too) instead of leaving orphans."""
     from oam_core.apis.batch import PendingRecordBatch
-    from oam_core.store.postgres import dialect
+    from oam_core.store.postgres import backend
     from oam_core.store.postgres.schema import lock_key
 
     store = _store(conninfo, schema_policy="CREATE_IF_NECESSARY")
     thread_store(store).create_thread_row("T", user_id="u")
     probes: list[bool] = []
-    real = dialect.PgTx.hold_thread
+    real = backend.PgTx.hold_thread
 
     def probing(self: Any, thread_id: str) -> bool:
         held = real(self, thread_id)
@@ -480,7 +480,7 @@ def test_c22_a_thread_write_holds_the_thread_against_deletes(
                 other.execute("SELECT pg_advisory_unlock(%s)", (key,))
         return held
 
-    monkeypatch.setattr(dialect.PgTx, "hold_thread", probing)
+    monkeypatch.setattr(backend.PgTx, "hold_thread", probing)
     batch = PendingRecordBatch(texts=["x"], record_type="memory", thread_ids="T")
     ids = thread_store(store).add_to_thread("T", [batch])
     assert probes == [False]  # held during the write

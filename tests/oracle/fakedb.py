@@ -30,12 +30,18 @@ class Call:
 
 
 class FakeDbError(Exception):
-    """An ``oracledb.DatabaseError`` look-alike: ``args[0].code`` is the ORA number."""
+    """An ``oracledb.DatabaseError`` look-alike: ``args[0].code`` is the ORA number
+    (0 for a driver error), ``args[0].full_code`` the full code (``ORA-00054``, or
+    ``full_code`` as given, such as ``DPY-4005``). Its module is the driver's, as the
+    store tells driver errors by it."""
 
-    def __init__(self, code: int, message: str) -> None:
-        err = type("_Error", (), {"code": code, "message": message})()
+    __module__ = "oracledb.exceptions"
+
+    def __init__(self, code: int, message: str, full_code: str = "") -> None:
+        full = full_code or f"ORA-{code:05d}"
+        err = type("_Error", (), {"code": code, "message": message, "full_code": full})()
         super().__init__(err)
-        self.message = f"ORA-{code:05d}: {message}"
+        self.message = f"{full}: {message}"
 
     def __str__(self) -> str:
         return self.message
@@ -187,8 +193,13 @@ class FakePool:
         self.conn = conn or FakeConnection()
         self.acquired = 0
         self.released = 0
+        self.acquire_error: BaseException | None = None
+        """Raised by the next ``acquire`` (then cleared), e.g. a pool timeout."""
 
     def acquire(self) -> FakeConnection:
+        if self.acquire_error is not None:
+            exc, self.acquire_error = self.acquire_error, None
+            raise exc
         self.acquired += 1
         return self.conn
 

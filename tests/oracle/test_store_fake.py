@@ -15,6 +15,7 @@ from fakedb import Call, FakeConnection, FakeDbError, FakePool
 from oracle_helpers import binds_of, script_schema
 
 from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.errors import DatabaseLockedError, StoreError
 from oam_core.store.options import (
     MemoryRetentionConfig,
     SchemaPolicy,
@@ -117,8 +118,9 @@ def test_hnsw_without_vector_pool_falls_back_to_ivf(conn: FakeConnection, clock:
 
 def test_other_ddl_errors_propagate(conn: FakeConnection, clock: Any) -> None:
     conn.fail("CREATE TABLE S1_THREADS", FakeDbError(1031, "insufficient privileges"))
-    with pytest.raises(FakeDbError):
+    with pytest.raises(StoreError, match="ORA-01031") as info:
         open_store(conn, clock, schema_policy=SchemaPolicy.CREATE_IF_EMPTY)
+    assert isinstance(info.value.__cause__, FakeDbError)  # mapped at the session boundary
 
 
 def test_create_if_necessary_upgrades_vector_to_keyword(conn: FakeConnection, clock: Any) -> None:
@@ -306,7 +308,7 @@ def test_failure_mid_add_rolls_back_and_commits_nothing(
     conn: FakeConnection, store: OracleDBMemoryStore
 ) -> None:
     conn.fail("INSERT INTO S1_RECORD_CHUNKS", FakeDbError(1400, "cannot insert NULL"))
-    with pytest.raises(FakeDbError):
+    with pytest.raises(StoreError, match="cannot insert NULL"):
         store.add(["x"], "memory", record_ids="m1")
     assert conn.kinds()[-1] == "rollback" and "commit" not in conn.kinds()
     assert any("INSERT INTO S1_MEMORIES" in s for s in conn.sql())  # the record went first
@@ -445,7 +447,7 @@ def test_failing_cascade_rolls_back_everything(
 ) -> None:
     conn.script(r"SELECT id FROM S1_THREADS WHERE agent_id", [("t1",)])
     conn.fail("DELETE FROM S1_MEMORIES WHERE agent_id", FakeDbError(60, "deadlock detected"))
-    with pytest.raises(FakeDbError):
+    with pytest.raises(DatabaseLockedError, match="deadlock"):
         store.delete("agent_profile", "a1", cascade=True)
     assert conn.kinds()[-1] == "rollback" and "commit" not in conn.kinds()
 
@@ -725,5 +727,5 @@ def test_keyword_query_of_only_stopwords_finds_nothing(conn: FakeConnection, clo
     conn.fail("CONTAINS", FakeDbError(29902, "DRG-10817: CONTAINS term consists of stopword"))
     assert store.search("the of", k=3) == []
     conn.fail("CONTAINS", FakeDbError(29902, "DRG-10599: column is not indexed"))
-    with pytest.raises(FakeDbError):
+    with pytest.raises(StoreError, match="DRG-10599"):
         store.search("pizza", k=3)

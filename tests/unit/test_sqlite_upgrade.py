@@ -20,8 +20,9 @@ import pytest
 
 from oam_core import SQLiteMemoryStore
 from oam_core.embedders.hashing import HashingEmbedder
-from oam_core.store import sqlite_schema
-from oam_core.store.sqlite import _SQLiteBackend
+from oam_core.errors import StoreError
+from oam_core.store.sqlite import schema as sqlite_schema
+from oam_core.store.sqlite.backend import SQLiteBackend
 
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "sqlite_store_v1.db.gz"
 
@@ -115,8 +116,9 @@ def test_a_failed_upgrade_leaves_the_file_as_it_was(
         return [*step(p)[:3], "SELECT no_such_function()"]
 
     monkeypatch.setitem(sqlite_schema.UPGRADES, 1, broken)
-    with pytest.raises(sqlite3.OperationalError, match="no_such_function"):
+    with pytest.raises(StoreError, match="no_such_function") as info:
         SQLiteMemoryStore(v1_file, search_strategy="KEYWORD")
+    assert isinstance(info.value.__cause__, sqlite3.OperationalError)  # mapped at the boundary
     monkeypatch.undo()
     with sqlite3.connect(v1_file) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -133,12 +135,12 @@ def test_a_read_only_version_1_file_is_searched_as_version_1(
     v1_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = v1_file.read_bytes()
-    connect = _SQLiteBackend._connect
+    connect = SQLiteBackend._connect
 
     def read_only(target: str, *, uri: bool = False) -> sqlite3.Connection:
         return connect(f"file:{target}?mode=ro", uri=True)
 
-    monkeypatch.setattr(_SQLiteBackend, "_connect", staticmethod(read_only))
+    monkeypatch.setattr(SQLiteBackend, "_connect", staticmethod(read_only))
     store = SQLiteMemoryStore(v1_file, embedder=HashingEmbedder(16), search_strategy="HYBRID")
     assert store._impl.schema_version == 1
     assert found(store.search("budget Wednesday", 2))[0] == "en-budget"

@@ -7,8 +7,8 @@ import sqlite3
 import pytest
 import regex
 
-from oam_core.store import sqlite_schema
 from oam_core.store.postgres import fulltext
+from oam_core.store.sqlite import schema as sqlite_schema
 from oam_core.store.text import (
     CJK_BLOCKS,
     cjk_grams,

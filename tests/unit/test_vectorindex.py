@@ -23,7 +23,7 @@ import pytest
 
 from oam_core import SQLiteMemoryStore
 from oam_core.store import vectorindex
-from oam_core.store.sqlite_schema import SCHEMA_VERSION
+from oam_core.store.sqlite.schema import SCHEMA_VERSION
 
 DIM = 8
 ROOT = Path(__file__).resolve().parents[2]

@@ -20,7 +20,8 @@ import numpy as np
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import MESSAGE, PROFILE_TYPES, THREAD, MessageRecord, Record, ThreadRow
-from oam_core.store.backend import Backend, Predicate, StoredRow, Tx
+from oam_core.errors import InvalidArgumentError
+from oam_core.store.backend import Backend, Predicate, StoredRow, Tx, message_window
 from oam_core.store.oracle import sql
 from oam_core.store.oracle.names import Names
 from oam_core.store.oracle.session import (
@@ -160,7 +161,7 @@ class OracleBackend(Backend):
                 yield OracleTx(conn, self)
             except Exception as exc:
                 if error_code(exc) == 1:
-                    raise ValueError(f"record ids already exist ({exc})") from exc
+                    raise InvalidArgumentError(f"record ids already exist ({exc})") from exc
                 raise
 
     def close(self) -> None:
@@ -188,20 +189,16 @@ class OracleBackend(Backend):
         self, thread_id: str, start: int | None, end: int | None, now: datetime
     ) -> builtins.list[Record]:
         with self.session.connection() as conn:
-            if (start is not None and start < 0) or (end is not None and end < 0):
-                total_row = fetchone(
-                    conn, sql.count_messages(self.n, thread_id, sql.naive_utc(now))
-                )
-                total = int(total_row[0]) if total_row else 0
-                lo, stop, _ = slice(start, end).indices(total)
-                hi: int | None = stop
-            else:
-                lo, hi = start or 0, end
-            if hi is not None and hi <= lo:
+
+            def count() -> int:
+                row = fetchone(conn, sql.count_messages(self.n, thread_id, sql.naive_utc(now)))
+                return int(row[0]) if row else 0
+
+            window = message_window(start, end, count)
+            if window is None:
                 return []
-            limit = None if hi is None else hi - lo
             rows = fetchall(
-                conn, sql.thread_messages(self.n, thread_id, lo, limit, sql.naive_utc(now))
+                conn, sql.thread_messages(self.n, thread_id, *window, sql.naive_utc(now))
             )
         return [record_from_row(MESSAGE, r) for r in rows]
 

@@ -12,6 +12,8 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from oam_core.apis._sentinel import NOT_SET
+from oam_core.store.backend import driver_errors
+from oam_core.store.oracle.errors import map_error
 from oam_core.store.oracle.store import OracleDBMemoryStore
 
 
@@ -44,6 +46,8 @@ def open_oracle(connection: Any, embedder: Any, options: Mapping[str, Any]) -> O
 
     Raises:
         ValueError: for a bad URL or option, or a schema the policy cannot open.
+        StoreConnectionError: (a ConnectionError and a ValueError) when the pool
+            cannot be created (docs/errors.md).
     """
     from oam_core.store.connect import resolve_store_embedder
 
@@ -65,7 +69,9 @@ def open_oracle(connection: Any, embedder: Any, options: Mapping[str, Any]) -> O
         return OracleDBMemoryStore(emb, connection, **kwargs)
     import oracledb
 
-    pool = oracledb.create_pool(**pool_args(connection))
+    args = pool_args(connection)
+    with driver_errors(map_error, f"Oracle Database {args['dsn']}"):
+        pool = oracledb.create_pool(**args)
     try:
         store = OracleDBMemoryStore(emb, pool, **kwargs)
     except BaseException:

@@ -3,8 +3,8 @@
 ``inspect_statements`` reads what exists (tables, indexes, the vectorizer preference,
 the purge job, the metadata rows); ``plan_schema`` is a pure function from that state,
 the requested configuration and the ``SchemaPolicy`` to the statements to run and the
-configuration the store then uses. Every incompatibility is a ``ValueError`` raised
-before any DDL runs.
+configuration the store then uses. Every incompatibility is a ``SchemaError`` (a
+``ValueError``; docs/errors.md) raised before any DDL runs.
 
 Rules (seed 004):
 
@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from oam_core.errors import ConfigurationError, EmbedderMismatchError, SchemaError
 from oam_core.store.options import (
     MemoryRetentionConfig,
     SchemaPolicy,
@@ -146,7 +147,7 @@ def retention_from_json(text: str) -> MemoryRetentionConfig:
     """Parse a stored retention config.
 
     Raises:
-        ValueError: for stored text that is not a retention config.
+        SchemaError: (a ValueError) for stored text that is not a retention config.
     """
     try:
         data = json.loads(text)
@@ -154,7 +155,7 @@ def retention_from_json(text: str) -> MemoryRetentionConfig:
             default_ttl_days=data.get("default_ttl_days"), max_ttl_days=data.get("max_ttl_days")
         )
     except (ValueError, AttributeError, TypeError) as exc:
-        raise ValueError(f"stored retention config is not valid: {text!r}") from exc
+        raise SchemaError(f"stored retention config is not valid: {text!r}") from exc
 
 
 def column_kind(w: Wanted) -> str | None:
@@ -219,7 +220,7 @@ def _fresh_meta(w: Wanted, retention: MemoryRetentionConfig) -> dict[str, str]:
 
 def _check_wanted(w: Wanted) -> None:
     if w.strategy is SearchStrategy.HYBRID and not w.model:
-        raise ValueError(
+        raise ConfigurationError(
             "SearchStrategy.HYBRID needs an OracleDBEmbedder (its model names the index)"
         )
 
@@ -231,15 +232,18 @@ def plan_schema(policy: SchemaPolicy, n: Names, s: SchemaState, w: Wanted) -> Pl
         The plan; its ``steps`` are empty under ``REQUIRE_EXISTING``.
 
     Raises:
-        ValueError: for a missing, incomplete or newer schema the policy may not
-            create or upgrade, a dimension different from the stored one, a strategy
-            the existing schema cannot serve, a hybrid index built from another
-            model, or a sync mode or retention config differing from the stored ones
-            outside ``CREATE_IF_NECESSARY``.
+        SchemaError: (a ValueError) for a missing, incomplete or newer schema the
+            policy may not create or upgrade, a dimension different from the stored
+            one, a strategy the existing schema cannot serve, or a sync mode or
+            retention config differing from the stored ones outside
+            ``CREATE_IF_NECESSARY``.
+        EmbedderMismatchError: (a SchemaError) for a hybrid index built from another
+            model than the store's ``OracleDBEmbedder``.
+        ConfigurationError: (a ValueError) for HYBRID without an in-database model.
     """
     if policy is SchemaPolicy.RECREATE or not s.tables:
         if not s.tables and policy is SchemaPolicy.REQUIRE_EXISTING:
-            raise ValueError(
+            raise SchemaError(
                 f"no managed schema with prefix {n.prefix or '(none)'!r} exists; open the store "
                 "with schema_policy=SchemaPolicy.CREATE_IF_EMPTY or CREATE_IF_NECESSARY to create it"
             )
@@ -258,7 +262,7 @@ def plan_schema(policy: SchemaPolicy, n: Names, s: SchemaState, w: Wanted) -> Pl
     meta = s.meta
     version = meta.get("schema_version")
     if version is not None and version.isdigit() and int(version) > ddl.SCHEMA_VERSION:
-        raise ValueError(
+        raise SchemaError(
             f"the managed schema has version {version}; this oam reads up to "
             f"{ddl.SCHEMA_VERSION}. Upgrade oam."
         )
@@ -266,7 +270,7 @@ def plan_schema(policy: SchemaPolicy, n: Names, s: SchemaState, w: Wanted) -> Pl
     if missing or version != str(ddl.SCHEMA_VERSION):
         if not upgrade:
             what = f"tables {missing} are missing" if missing else f"schema version is {version!r}"
-            raise ValueError(
+            raise SchemaError(
                 f"the managed schema is incomplete or outdated ({what}); open it with "
                 "schema_policy=SchemaPolicy.CREATE_IF_NECESSARY to upgrade it"
             )
@@ -304,14 +308,14 @@ def _plan_vectors(
         if stored_dim is not None:
             plan.meta["vector_dim"] = str(stored_dim)
     if w.vector_dim is not None and stored_dim is not None and w.vector_dim != stored_dim:
-        raise ValueError(
+        raise SchemaError(
             f"the managed schema stores vectors of dimension {stored_dim}, but this store "
             f"was opened with dimension {w.vector_dim}"
         )
     wants_local = w.strategy is SearchStrategy.VECTOR or w.vector_dim is not None
     if kind is None and wants_local:
         if not upgrade:
-            raise ValueError(
+            raise SchemaError(
                 f"the managed schema has no embedding column for {w.strategy.name} local "
                 "vectors; open it with schema_policy=SchemaPolicy.CREATE_IF_NECESSARY to add one"
             )
@@ -366,7 +370,7 @@ def _plan_search_index(plan: Plan, n: Names, s: SchemaState, w: Wanted, upgrade:
             return
         if not has_text:
             if not upgrade:
-                raise ValueError(
+                raise SchemaError(
                     "SearchStrategy.KEYWORD is incompatible with the existing schema: it has no "
                     "text index; open it with schema_policy=SchemaPolicy.CREATE_IF_NECESSARY to "
                     "add one"
@@ -376,7 +380,7 @@ def _plan_search_index(plan: Plan, n: Names, s: SchemaState, w: Wanted, upgrade:
             return
         if stored_sync is not None and stored_sync != w.sync.value:
             if not upgrade:
-                raise ValueError(
+                raise SchemaError(
                     f"the text index syncs {stored_sync}, not {w.sync.value}; open the store "
                     "with schema_policy=SchemaPolicy.CREATE_IF_NECESSARY to change it"
                 )
@@ -388,18 +392,18 @@ def _plan_search_index(plan: Plan, n: Names, s: SchemaState, w: Wanted, upgrade:
     if has_hybrid:
         stored_model = s.meta.get("hybrid_model")
         if stored_model is not None and stored_model != w.model.upper():
-            raise ValueError(
+            raise EmbedderMismatchError(
                 f"the hybrid index was built with model {stored_model}, but the store's "
                 f"OracleDBEmbedder uses {w.model.upper()}; use the same model or RECREATE"
             )
         if stored_sync is not None and stored_sync != w.sync.value:
-            raise ValueError(
+            raise SchemaError(
                 f"the hybrid index was created with sync mode {stored_sync}, not "
                 f"{w.sync.value}; open it with that mode or RECREATE the schema"
             )
         return
     if not upgrade:
-        raise ValueError(
+        raise SchemaError(
             "SearchStrategy.HYBRID is incompatible with the existing schema: it has no hybrid "
             "vector index; open it with schema_policy=SchemaPolicy.CREATE_IF_NECESSARY to add one"
         )
@@ -421,7 +425,7 @@ def _plan_retention(plan: Plan, meta: dict[str, str], w: Wanted, upgrade: bool) 
     if stored is not None and stored == w.retention:
         return
     if not upgrade:
-        raise ValueError(
+        raise SchemaError(
             f"memory_retention_config {w.retention} differs from the stored {stored}; open the "
             "store with schema_policy=SchemaPolicy.CREATE_IF_NECESSARY to update it, or omit it"
         )

@@ -1,7 +1,8 @@
 """Connections, transactions and statement execution for the Oracle store (seed 004).
 
 A pool (anything with ``acquire``) lends one connection per call, so calls run
-concurrently. A raw connection is single-session mode: one lock serialises every
+concurrently; the driver's exceptions leave every connection and unit of work mapped
+onto ``oam_core.errors`` (``errors.py``). A raw connection is single-session mode: one lock serialises every
 call of the store, which keeps the row locks and transaction assumptions of writes
 intact (seed 004 ``pool``). Each unit of work commits once on success and rolls
 back on any error; DDL (implicit commits) never runs inside one.
@@ -14,6 +15,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from oam_core.store.backend import driver_errors
+from oam_core.store.oracle.errors import driver_exception, map_error
 from oam_core.store.oracle.stmt import Stmt
 
 
@@ -58,6 +61,8 @@ class Session:
                 f"{type(target).__name__}; the store's *_async methods run it in a worker thread"
             )
         self.target = target
+        self.where = f"Oracle Database {getattr(target, 'dsn', None) or ''}".rstrip()
+        """Names the database in error messages."""
         self.is_pool = hasattr(target, "acquire")
         self.owned = False
         """True when the store created the pool (from a URL) and closes it."""
@@ -65,16 +70,18 @@ class Session:
 
     @contextmanager
     def connection(self) -> Iterator[Any]:
-        """A connection for one call (pool: acquired and released; raw: under the lock)."""
-        if self.is_pool:
-            conn = self.target.acquire()
-            try:
-                yield conn
-            finally:
-                self.target.release(conn)
-        else:
-            with self.lock:
-                yield self.target
+        """A connection for one call (pool: acquired and released; raw: under the lock).
+        The driver's exceptions leave it mapped (``errors.map_error``)."""
+        with driver_errors(map_error, self.where):
+            if self.is_pool:
+                conn = self.target.acquire()
+                try:
+                    yield conn
+                finally:
+                    self.target.release(conn)
+            else:
+                with self.lock:
+                    yield self.target
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
@@ -141,8 +148,9 @@ def chunked(values: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 
 
 def error_code(exc: BaseException) -> int | None:
-    """The ORA- error number of an ``oracledb`` error, or None."""
-    args = getattr(exc, "args", ())
+    """The ORA- error number of an ``oracledb`` error (or of the one an ``OAMError``
+    was mapped from), or None."""
+    args = getattr(driver_exception(exc), "args", ())
     err = args[0] if args else None
     code = getattr(err, "code", None)
     return code if isinstance(code, int) else None

@@ -15,6 +15,7 @@ from typing import Any
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.embedder import IEmbedder
+from oam_core.errors import SchemaError
 from oam_core.store.backend import Backend, Predicate
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.identity import META_KEY as IDENTITY_META_KEY
@@ -85,9 +86,12 @@ class OracleDBMemoryStore(OracleMemoryStore):
 
     Raises:
         ValueError: for both ``table_name_prefix`` and ``memory_store_id``, a bad id,
-            AUTO without HYBRID, HYBRID without an ``OracleDBEmbedder``, or a schema
-            the policy cannot open (missing, outdated, other dimension, strategy the
-            schema cannot serve); nothing is created then.
+            AUTO without HYBRID, or HYBRID without an ``OracleDBEmbedder``.
+        SchemaError: (a ValueError) for a schema the policy cannot open (missing,
+            outdated, other dimension, strategy the schema cannot serve);
+            ``EmbedderMismatchError`` for another embedder than the recorded one.
+        StoreConnectionError, DatabaseLockedError, StoreError: for database errors
+            (docs/errors.md). Nothing is created then.
     """
 
     def __init__(
@@ -149,7 +153,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         if not local and plan.vector_dim is not None and embedder is not None:
             dim = embedder.embedding_dimension  # the schema keeps local vectors: feed them
             if dim != plan.vector_dim:
-                raise ValueError(
+                raise SchemaError(
                     f"the managed schema stores vectors of dimension {plan.vector_dim}, but "
                     f"the embedder's dimension is {dim}"
                 )

@@ -1,7 +1,7 @@
-"""Compile a parsed metadata filter (``store/filters.py``) to jsonb SQL (SPEC §4).
+"""Compile a parsed metadata filter (``store/filters.py``) to jsonb SQL (docs/filters.md).
 
 Every field name and value is a bound parameter (``%s``); the SQL text holds only
-fixed operators. jsonb equality already is JSON equality as SPEC §4 defines it:
+fixed operators. jsonb equality already is JSON equality as docs/filters.md defines it:
 numbers compare by value (``1 = 1.0``), ``true`` never equals ``1``, arrays by order
 and length, objects deeply. Each condition is wrapped in ``COALESCE(..., false)`` so a
 missing field is false and ``$not`` of it is true, as in the reference evaluator
@@ -10,22 +10,11 @@ missing field is false and ``$not`` of it is true, as in the reference evaluator
 
 from __future__ import annotations
 
-import itertools
 import json
 from typing import Any
 
-from oam_core.store.filters import (
-    Atom,
-    Compare,
-    Cond,
-    Contains,
-    Equals,
-    Exists,
-    Field,
-    In,
-    Nested,
-    render_sql,
-)
+from oam_core.store.filters import Atom, Compare, Contains, Equals, Exists, Field, In, Nested
+from oam_core.store.sql.filter import FilterCompiler
 
 _SQL_OP = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
@@ -34,38 +23,30 @@ def _jsonb(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False)
 
 
-class PgFilterCompiler:
-    """Turns a filter tree into SQL over a jsonb expression; params in ``self.params``."""
+class PgFilterCompiler(FilterCompiler):
+    """Turns a filter tree into SQL over a jsonb expression (``compile``); its
+    parameters are in ``params``."""
 
-    def __init__(self) -> None:
-        self.params: list[Any] = []
-        self._aliases = itertools.count()
+    true = "TRUE"
+    false = "FALSE"
 
-    def compile(self, column: str, conditions: tuple[Cond, ...]) -> str:
-        """Return SQL true where ``column`` (a jsonb object or NULL) satisfies all
-        ``conditions``."""
-        if not conditions:
-            return "TRUE"
-        return " AND ".join(self._cond(column, c) for c in conditions)
-
-    def _cond(self, parent: str, cond: Cond) -> str:
-        return render_sql(cond, lambda f: self._field(parent, f), true="TRUE", false="FALSE")
-
-    def _field(self, parent: str, field: Field) -> str:
+    def field(self, parent: str, field: Field) -> str:
         # The field's value gets an alias in a one-row subquery, so the bound key
         # appears once however often the condition refers to the value.
-        n = next(self._aliases)
-        value = f"_f{n}.v"
+        alias = self.alias("_f")
+        value = f"{alias}.v"
         cond = self._match(value, field.atom)  # its params precede the key's in the SQL text
         self.params.append(field.key)
-        return f"COALESCE((SELECT {cond} FROM (SELECT {parent} -> %s::text AS v) AS _f{n}), FALSE)"
+        return (
+            f"COALESCE((SELECT {cond} FROM (SELECT {parent} -> %s::text AS v) AS {alias}), FALSE)"
+        )
 
     def _match(self, value: str, atom: Atom) -> str:
         if isinstance(atom, Equals):
             self.params.append(_jsonb(atom.value))
             return f"{value} = %s::jsonb"
         if isinstance(atom, Nested):
-            inner = [self._cond(value, c) for c in atom.conditions]
+            inner = [self.condition(value, c) for c in atom.conditions]
             return " AND ".join([f"jsonb_typeof({value}) = 'object'", *inner])
         if isinstance(atom, Contains):
             parts = []

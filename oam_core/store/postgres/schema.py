@@ -1,4 +1,4 @@
-"""DDL, schema policies and the version row of the PostgreSQL store (SPEC §3.8).
+"""DDL, schema policies and the version row of the PostgreSQL store (docs/store.md#schema).
 
 One ``records`` table holds every record family (ids unique per family); a ``chunks``
 table holds the search rows: text, a pgvector ``vector(dim)`` with an HNSW cosine
@@ -9,7 +9,7 @@ that the metadata filters run on. Every object name starts with the
 ``memory_store_id`` prefix ``{p}``; objects live in the connection's current schema.
 
 ``oam_meta`` is the schema-version row set: ``schema_version``, ``vector_dim``,
-``search_strategy`` and ``retention`` (SPEC §3.8).
+``search_strategy`` and ``retention`` (docs/store.md#schema).
 
 ``chunk_stats`` holds what BM25 needs of the whole chunk table (indexed rows, their
 token total, and a change counter), kept by statement triggers on ``chunks`` in up to
@@ -29,8 +29,20 @@ from typing import Any
 
 import psycopg
 
+from oam_core.errors import SchemaError
 from oam_core.store.options import SchemaPolicy
+from oam_core.store.postgres.dialect import POSTGRES
 from oam_core.store.postgres.fulltext import index_input
+from oam_core.store.sql import statements as st
+from oam_core.store.sql.schema import (
+    ColumnTypes,
+    chunk_index,
+    chunks_table,
+    meta_table,
+    newer_schema,
+    record_indexes,
+    records_table,
+)
 from oam_core.store.text import cjk_block_class, has_cjk
 
 SCHEMA_VERSION = 2
@@ -38,6 +50,10 @@ SCHEMA_VERSION = 2
 
 STATS_SHARDS = 16
 """Rows of ``chunk_stats`` (writers pick one by backend pid)."""
+
+TYPES = ColumnTypes(
+    pk="BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", key="BIGINT", real="DOUBLE PRECISION"
+)
 
 TABLES = ("oam_meta", "records", "chunks")
 """The managed tables, without prefix."""
@@ -79,48 +95,18 @@ def ddl(p: str, dim: int | None) -> list[str]:
                         hword_asciipart, hword_part, hword_numpart WITH {p}oam_stem;
             END IF;
         END $$""",
-        f"""CREATE TABLE IF NOT EXISTS {p}oam_meta (
-            key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
-        f"""CREATE TABLE IF NOT EXISTS {p}records (
-            pk BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            family TEXT NOT NULL,
-            id TEXT NOT NULL,
-            record_type TEXT NOT NULL,
-            content TEXT,
-            role TEXT,
-            seq_no BIGINT,
-            thread_id TEXT,
-            user_id TEXT,
-            agent_id TEXT,
-            event_ts TEXT,
-            metadata TEXT,
-            meta JSONB GENERATED ALWAYS AS (metadata::jsonb) STORED,
-            created_at TEXT NOT NULL,
-            expires_at DOUBLE PRECISION,
-            config TEXT,
-            state TEXT,
-            UNIQUE (family, id))""",
+        meta_table(p),
+        records_table(p, TYPES, extra=["meta JSONB GENERATED ALWAYS AS (metadata::jsonb) STORED"]),
         f"""CREATE UNIQUE INDEX IF NOT EXISTS {p}records_seq ON {p}records (thread_id, seq_no)
             WHERE family = 'message'""",
-        f"CREATE INDEX IF NOT EXISTS {p}records_thread ON {p}records (thread_id, family, seq_no)",
-        f"CREATE INDEX IF NOT EXISTS {p}records_user ON {p}records (user_id)",
-        f"CREATE INDEX IF NOT EXISTS {p}records_agent ON {p}records (agent_id)",
-        f"CREATE INDEX IF NOT EXISTS {p}records_type ON {p}records (record_type, pk)",
-        f"CREATE INDEX IF NOT EXISTS {p}records_expiry ON {p}records (expires_at)",
-        f"""CREATE TABLE IF NOT EXISTS {p}chunks (
-            pk BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            record_pk BIGINT NOT NULL REFERENCES {p}records (pk) ON DELETE CASCADE,
-            record_type TEXT NOT NULL,
-            seq INTEGER NOT NULL,
-            text TEXT,
-            embedding {vector_type(dim)},
-            thread_id TEXT,
-            user_id TEXT,
-            agent_id TEXT,
-            expires_at DOUBLE PRECISION,
-            tsv TSVECTOR,
-            n_tokens INTEGER NOT NULL DEFAULT 0)""",
-        f"CREATE INDEX IF NOT EXISTS {p}chunks_record ON {p}chunks (record_pk, seq)",
+        *record_indexes(p),
+        chunks_table(
+            p,
+            TYPES,
+            vector=[f"embedding {vector_type(dim)}"],
+            extra=["tsv TSVECTOR", "n_tokens INTEGER NOT NULL DEFAULT 0"],
+        ),
+        chunk_index(p),
         f"""CREATE INDEX IF NOT EXISTS {p}chunks_scope ON {p}chunks (
             user_id, record_type, agent_id, thread_id, expires_at, record_pk)""",
         f"CREATE INDEX IF NOT EXISTS {p}chunks_tsv ON {p}chunks USING gin (tsv)",
@@ -254,17 +240,14 @@ def present_tables(conn: psycopg.Connection[Any], p: str) -> set[str]:
 
 def read_meta(conn: psycopg.Connection[Any], p: str) -> dict[str, str]:
     """The store's ``oam_meta`` rows as a dict."""
-    return dict(conn.execute(f"SELECT key, value FROM {p}oam_meta").fetchall())
+    return dict(conn.execute(st.read_meta(p).sql).fetchall())
 
 
 def write_meta(conn: psycopg.Connection[Any], p: str, values: dict[str, str]) -> None:
     """Upsert ``values`` into ``oam_meta``."""
     for key, value in values.items():
-        conn.execute(
-            f"INSERT INTO {p}oam_meta (key, value) VALUES (%s, %s) "
-            "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-            (key, value),
-        )
+        stmt = st.upsert_meta(POSTGRES, p, key, value)
+        conn.execute(stmt.sql, stmt.params)
 
 
 def set_dimension(conn: psycopg.Connection[Any], p: str, dim: int) -> None:
@@ -289,13 +272,14 @@ def apply_policy(
     Args:
         conn: A connection inside an open transaction.
         p: Object prefix (``memory_store_id`` + ``_``, or ``""``).
-        policy: See ``SchemaPolicy`` (SPEC §3.8).
+        policy: See ``SchemaPolicy`` (docs/store.md#schema-policies).
         dim: Vector dimension for a new store, or None when not known yet.
         where: Text naming the store in error messages.
 
     Raises:
-        ValueError: REQUIRE_EXISTING on a missing or outdated store; CREATE_IF_EMPTY
-            on a partial store; any policy on a store of a newer schema version.
+        SchemaError: (a ValueError) REQUIRE_EXISTING on a missing or outdated store;
+            CREATE_IF_EMPTY on a partial store; any policy on a store of a newer
+            schema version.
     """
     conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("oam-schema", p),))
     if policy is SchemaPolicy.RECREATE:
@@ -305,13 +289,13 @@ def apply_policy(
     missing = [t for t in TABLES if t not in present]
     if missing:
         if policy is SchemaPolicy.REQUIRE_EXISTING:
-            raise ValueError(
+            raise SchemaError(
                 f"schema_policy=REQUIRE_EXISTING, but {where} has no oam store "
                 f"(missing tables: {', '.join(p + t for t in missing)}); open it once with "
                 "schema_policy=CREATE_IF_NECESSARY to create it"
             )
         if policy is SchemaPolicy.CREATE_IF_EMPTY and present:
-            raise ValueError(
+            raise SchemaError(
                 f"schema_policy=CREATE_IF_EMPTY, but {where} holds part of an oam store "
                 f"(found {', '.join(sorted(p + t for t in present))}); use "
                 "CREATE_IF_NECESSARY to complete it or RECREATE to start over"
@@ -323,13 +307,10 @@ def apply_policy(
     meta = read_meta(conn, p)
     version = int(meta.get("schema_version", "0"))
     if version > SCHEMA_VERSION:
-        raise ValueError(
-            f"{where} holds oam schema version {version}; this oam reads up to "
-            f"{SCHEMA_VERSION}. Upgrade oam."
-        )
+        raise newer_schema(where, version, SCHEMA_VERSION)
     if version < SCHEMA_VERSION:
         if policy is not SchemaPolicy.CREATE_IF_NECESSARY:
-            raise ValueError(
+            raise SchemaError(
                 f"{where} holds oam schema version {version}, older than {SCHEMA_VERSION}; "
                 f"open it with schema_policy=CREATE_IF_NECESSARY to upgrade it"
             )
@@ -348,12 +329,12 @@ def upgrade(conn: psycopg.Connection[Any], p: str, version: int) -> None:
     """Apply ``UPGRADES`` from ``version`` up to ``SCHEMA_VERSION``.
 
     Raises:
-        ValueError: when no upgrade step exists for a version on the way.
+        SchemaError: (a ValueError) when no upgrade step exists for a version on the way.
     """
     while version < SCHEMA_VERSION:
         step = UPGRADES.get(version)
         if step is None:
-            raise ValueError(
+            raise SchemaError(
                 f"no upgrade from oam schema version {version} to {version + 1}; "
                 "recreate the store (schema_policy=RECREATE) or migrate it by hand"
             )

@@ -1,32 +1,31 @@
-"""``PostgresMemoryStore``: the store on a PostgreSQL server with pgvector (SPEC §1, §3).
+"""``PostgresMemoryStore``: the store on a PostgreSQL server with pgvector (docs/postgres.md).
 
 The store semantics are ``OracleMemoryStore``'s (store/base.py); this module opens
-the pool, applies the schema policy and checks the stored configuration. Async
-methods are the shared worker-thread twins of base.py (SPEC §9): psycopg's blocking
-connections from a thread-safe pool serve them, so sync and async run the very same
-code, and the event loop never waits on the server.
+the pool, applies the schema policy and checks the stored configuration
+(``sql/store.py``). Async methods are the shared worker-thread twins of base.py
+(docs/concepts.md#sync-and-async): psycopg's blocking connections from a thread-safe
+pool serve them, so sync and async run the very same code, and the event loop never
+waits on the server.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict
 from typing import Any
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from oam_core.apis.embedder import IEmbedder
+from oam_core.errors import InvalidArgumentError, StoreConnectionError
 from oam_core.rerankers import IReranker
 from oam_core.store.backend import Backend
 from oam_core.store.base import OracleMemoryStore
-from oam_core.store.identity import META_KEY as IDENTITY_META_KEY
 from oam_core.store.options import MemoryRetentionConfig, SchemaPolicy, SearchStrategy
-from oam_core.store.postgres.dialect import PgBackend
+from oam_core.store.postgres.backend import PgBackend
 from oam_core.store.postgres.schema import (
     SCHEMA_VERSION,
     apply_policy,
@@ -34,7 +33,8 @@ from oam_core.store.postgres.schema import (
     set_dimension,
     write_meta,
 )
-from oam_core.store.sqlite_schema import table_prefix
+from oam_core.store.sql.schema import table_prefix
+from oam_core.store.sql.store import SqlMemoryStore
 from oam_core.store.ttl import Clock
 
 POOL_MAX_SIZE = 10
@@ -57,18 +57,24 @@ def make_pool(conninfo: str, *, max_size: int = POOL_MAX_SIZE, timeout: float = 
     store calls open their own transactions) and wait for its first connection.
 
     Raises:
-        ValueError: for a malformed conninfo or a server that cannot be reached
-            within ``timeout`` seconds (the message hides the password).
+        InvalidArgumentError: (a ValueError) for a malformed conninfo.
+        StoreConnectionError: (a ConnectionError and a ValueError) for a server that
+            cannot be reached within ``timeout`` seconds, or that refuses the
+            credentials (the message hides the password).
     """
     try:
         psycopg.conninfo.conninfo_to_dict(conninfo)
     except psycopg.ProgrammingError as exc:
-        raise ValueError(f"connection is not a valid PostgreSQL conninfo/URL: {exc}") from None
+        raise InvalidArgumentError(
+            f"connection is not a valid PostgreSQL conninfo/URL: {exc}"
+        ) from exc
     try:  # one direct attempt first: a refused or rejected connection fails fast
         psycopg.connect(conninfo, connect_timeout=int(max(1, timeout))).close()
     except psycopg.OperationalError as exc:
         reason = " ".join(str(exc).split())
-        raise ValueError(f"cannot connect to PostgreSQL at {_redact(conninfo)}: {reason}") from None
+        raise StoreConnectionError(
+            f"cannot connect to PostgreSQL at {_redact(conninfo)}: {reason}"
+        ) from exc
     pool: ConnectionPool[Any] = ConnectionPool(
         conninfo,
         min_size=1,
@@ -79,11 +85,11 @@ def make_pool(conninfo: str, *, max_size: int = POOL_MAX_SIZE, timeout: float = 
     )
     try:
         pool.open(wait=True, timeout=timeout)
-    except PoolTimeout:
+    except PoolTimeout as exc:
         pool.close()
-        raise ValueError(
+        raise StoreConnectionError(
             f"cannot connect to PostgreSQL at {_redact(conninfo)} within {timeout:g} s"
-        ) from None
+        ) from exc
     return pool
 
 
@@ -105,8 +111,8 @@ class SingleConnection:
         """Nothing to release: the caller owns the connection."""
 
 
-class PostgresMemoryStore(OracleMemoryStore):
-    """Memory store on PostgreSQL with pgvector (SPEC §1, §3.8; DESIGN table).
+class PostgresMemoryStore(SqlMemoryStore):
+    """Memory store on PostgreSQL with pgvector (docs/postgres.md).
 
     Many processes may share one store: every call is one transaction, message
     ``seq_no`` is assigned under a per-thread advisory lock, and deletes cascade in
@@ -132,7 +138,7 @@ class PostgresMemoryStore(OracleMemoryStore):
         memory_store_id: Prefix of every table, index and text-search object, so
             several stores share one database (letter first, letters/digits/
             underscore, at most 16 characters; names are case-insensitive).
-        schema_policy: ``SchemaPolicy`` or its name (SPEC §3.8): REQUIRE_EXISTING
+        schema_policy: ``SchemaPolicy`` or its name (docs/store.md#schema-policies): REQUIRE_EXISTING
             (default: never runs DDL), CREATE_IF_EMPTY, CREATE_IF_NECESSARY, RECREATE.
         clock: Zero-argument callable returning an aware datetime (default UTC now).
         reranker: An ``IReranker`` re-scoring the best results of text queries, or
@@ -140,10 +146,17 @@ class PostgresMemoryStore(OracleMemoryStore):
         allow_embedder_change: See ``OracleMemoryStore``.
 
     Raises:
-        ValueError: for a bad argument, an unreachable server, a missing store under
-            REQUIRE_EXISTING, an outdated or newer schema version, or an existing
-            store with another vector dimension or embedder. Nothing is
-            written then (the pool the store opened is closed again).
+        InvalidArgumentError: (a ValueError) for a bad argument.
+        StoreConnectionError: (a ConnectionError and a ValueError) for a server that
+            cannot be reached.
+        SchemaError: (a ValueError) for a missing store under REQUIRE_EXISTING, an
+            outdated or newer schema version, or an existing store with another
+            vector dimension.
+        EmbedderMismatchError: (a SchemaError) for an existing store written with
+            another embedder.
+
+        Nothing is written then (the pool the store opened is closed again); see
+        docs/errors.md.
     """
 
     def __init__(
@@ -185,14 +198,14 @@ class PostgresMemoryStore(OracleMemoryStore):
             pool, owns = SingleConnection(conninfo_or_pool), False
             self._where = "the PostgreSQL connection's database"
         else:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "conninfo_or_pool must be a conninfo string, a postgresql:// URL, a "
                 "psycopg_pool.ConnectionPool or a psycopg.Connection, got "
                 f"{type(conninfo_or_pool).__name__}"
             )
         if memory_store_id is not None:
             self._where += f" (memory_store_id {memory_store_id!r})"
-        self._impl = PgBackend(pool, prefix, owns_pool=owns)
+        self._impl = PgBackend(pool, prefix, self._where, owns_pool=owns)
         try:
             self._open_schema(policy, search_strategy is not None, memory_retention_config)
         except BaseException:
@@ -210,44 +223,24 @@ class PostgresMemoryStore(OracleMemoryStore):
         retention: MemoryRetentionConfig | None,
     ) -> None:
         p = self._impl.p
-        with self._impl.pool.connection() as conn, conn.transaction():
+        with self._impl.mapped(), self._impl.pool.connection() as conn, conn.transaction():
             apply_policy(conn, p, policy, self.vector_dim, self._where)
             meta = read_meta(conn, p)
-            self._check_config(meta, strategy_given)
-            if retention is None and "retention" in meta:
-                self.memory_retention_config = MemoryRetentionConfig(
-                    **json.loads(meta["retention"])
-                )
-            wanted = {
-                "schema_version": str(SCHEMA_VERSION),
-                "search_strategy": self.search_strategy.value,
-                "retention": json.dumps(asdict(self.memory_retention_config)),
-            }
+            self._adopt_config(
+                meta, self._where, strategy_given=strategy_given, retention=retention
+            )
+            wanted = self._config_meta(SCHEMA_VERSION)
             changed = {k: v for k, v in wanted.items() if meta.get(k) != v}
             if changed:
                 write_meta(conn, p, changed)
             if self.vector_dim is not None and "vector_dim" not in meta:
                 set_dimension(conn, p, self.vector_dim)
 
-    def _check_config(self, meta: dict[str, str], strategy_given: bool) -> None:
-        self._adopt_embedder_identity(meta.get(IDENTITY_META_KEY), self._where)
-        stored_dim = meta.get("vector_dim")
-        if stored_dim is not None:
-            if self.vector_dim is not None and int(stored_dim) != self.vector_dim:
-                raise ValueError(
-                    f"{self._where} stores vectors of dimension {stored_dim}, but this store "
-                    f"was opened with dimension {self.vector_dim}"
-                )
-            self.vector_dim = int(stored_dim)
-        stored = meta.get("search_strategy")
-        if stored is not None and not strategy_given:
-            self.search_strategy = SearchStrategy.parse(stored)
-
     def _remember_vector_dim(self, dim: int) -> None:
         super()._remember_vector_dim(dim)
         conn = self._impl.current_conn()
         if conn is None:  # pragma: no cover - base.py learns dims inside a write
-            with self._impl.pool.connection() as own, own.transaction():
+            with self._impl.mapped(), self._impl.pool.connection() as own, own.transaction():
                 set_dimension(own, self._impl.p, dim)
         else:
             set_dimension(conn, self._impl.p, dim)
@@ -267,7 +260,7 @@ def postgres_conninfo(url: str) -> str:
 def open_postgres(
     connection: object, embedder: object, options: Mapping[str, Any]
 ) -> OracleMemoryStore:
-    """Open the store for ``OracleAgentMemory(connection=<PostgreSQL>)`` (SPEC §5).
+    """Open the store for ``OracleAgentMemory(connection=<PostgreSQL>)`` (docs/postgres.md#opening).
 
     Args:
         connection: A ``postgresql://`` URL (also ``postgres://``,
@@ -275,35 +268,25 @@ def open_postgres(
             ``psycopg.Connection``.
         embedder: The client's ``embedder`` argument, or ``NOT_SET``.
         options: The client's database options (see ``connect.open_store``); the
-            schema policy defaults to REQUIRE_EXISTING (SPEC §3.8, server DBs).
+            schema policy defaults to REQUIRE_EXISTING (docs/store.md#schema-policies).
 
     Raises:
         ValueError: for an invalid option, an unreachable server, or any
             ``PostgresMemoryStore`` error.
     """
     from oam_core.apis._sentinel import NOT_SET
-    from oam_core.store.connect import resolve_store_embedder, store_id_option
+    from oam_core.store.connect import sql_store_options
 
     kwargs: dict[str, Any] = {}
     if options["schema_policy"] is not NOT_SET:
         kwargs["schema_policy"] = SchemaPolicy.parse(options["schema_policy"])
-    store_id = store_id_option(options)
-    if store_id is not NOT_SET:
-        kwargs["memory_store_id"] = store_id
-    if options["search_strategy"] is not NOT_SET:
-        kwargs["search_strategy"] = SearchStrategy.parse(options["search_strategy"])
-    if options["memory_retention_config"] is not NOT_SET:
-        kwargs["memory_retention_config"] = options["memory_retention_config"]
-    if options.get("allow_embedder_change", NOT_SET) is not NOT_SET:
-        kwargs["allow_embedder_change"] = options["allow_embedder_change"]
-    if embedder is not NOT_SET:
-        kwargs["embedder"] = resolve_store_embedder(embedder)
+    kwargs.update(sql_store_options(embedder, options))
     if isinstance(connection, os.PathLike):
         connection = os.fspath(connection)
     if isinstance(connection, str):
         connection = postgres_conninfo(connection)
     if not isinstance(connection, (str, ConnectionPool, psycopg.Connection)):
-        raise ValueError(
+        raise InvalidArgumentError(
             "a PostgreSQL connection must be a postgresql:// URL, a "
             f"psycopg_pool.ConnectionPool or a psycopg.Connection, got {type(connection).__name__}"
         )

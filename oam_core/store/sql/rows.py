@@ -1,6 +1,5 @@
-"""Row decoding shared by the SQL dialects whose records table has the same column
-layout (SQLite and PostgreSQL): epoch <-> ISO times, record rows, thread rows, and the
-``seq_no`` range condition of a thread read."""
+"""Row decoding of the SQL back ends (SQLite, PostgreSQL), whose records table has one
+column layout (docs/store.md#schema): epoch <-> ISO times, record rows, thread rows."""
 
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ __all__ = [
     "epoch",
     "from_epoch",
     "record_from_row",
-    "seq_range",
     "thread_from_row",
 ]
 
@@ -87,22 +85,3 @@ def thread_from_row(row: Sequence[Any]) -> ThreadRow:
         state=json.loads(state or "{}"),
         created_at=created_at,
     )
-
-
-def seq_range(
-    mark: str, after: int | None, through: int | None, newest: bool
-) -> tuple[str, list[Any]]:
-    """SQL appended to a thread's message query for ``after < seq_no <= through``
-    (None: no bound) in insertion order (``newest``: descending), ending in
-    ``LIMIT <mark>``, and its parameters (the limit's value not included).
-
-    Args:
-        mark: The dialect's parameter placeholder (``?`` or ``%s``).
-    """
-    sql, params = "", []
-    for op, bound in ((">", after), ("<=", through)):
-        if bound is not None:
-            sql += f" AND seq_no {op} {mark}"
-            params.append(bound)
-    order = "DESC" if newest else "ASC"
-    return f"{sql} ORDER BY seq_no {order}, pk {order} LIMIT {mark}", params

@@ -1,4 +1,4 @@
-"""DDL of the embedded SQLite store, versioned (SPEC §3.8; DESIGN "Schema per backend").
+"""DDL of the embedded SQLite store, versioned (docs/store.md#schema, docs/sqlite.md).
 
 One ``records`` table holds every record family (ids unique per family), a ``chunks``
 table the search rows (text, float32 vector BLOB, copied scope and expiry), and an
@@ -27,6 +27,14 @@ import re
 import sqlite3
 from collections.abc import Callable
 
+from oam_core.store.sql.schema import (
+    ColumnTypes,
+    chunk_index,
+    chunks_table,
+    meta_table,
+    record_indexes,
+    records_table,
+)
 from oam_core.store.text import cjk_block_class
 
 SCHEMA_VERSION = 2
@@ -39,67 +47,18 @@ CJK_GLOB = f"*{cjk_block_class()}*"
 not: the ranges are a superset, ``index_text`` decides)."""
 
 _DDL_NAME = re.compile(r"IF NOT EXISTS (\w+)")
-_ID = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,15}")
 
-
-def table_prefix(memory_store_id: str | None) -> str:
-    """Return the object-name prefix for ``memory_store_id`` (SPEC §3.8).
-
-    Raises:
-        ValueError: unless the id starts with a letter, holds only letters, digits
-            and underscores, and has at most 16 characters.
-    """
-    if memory_store_id is None:
-        return ""
-    if not isinstance(memory_store_id, str) or not _ID.fullmatch(memory_store_id):
-        raise ValueError(
-            "memory_store_id must start with a letter, hold only letters, digits and "
-            f"underscores, and have at most 16 characters; got {memory_store_id!r}"
-        )
-    return memory_store_id + "_"
+TYPES = ColumnTypes(pk="INTEGER PRIMARY KEY AUTOINCREMENT", key="INTEGER", real="REAL")
 
 
 def ddl(p: str) -> list[str]:
     """The statements that create the current schema version with prefix ``p``."""
     return [
-        f"""CREATE TABLE IF NOT EXISTS {p}oam_meta (
-            key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
-        f"""CREATE TABLE IF NOT EXISTS {p}records (
-            pk INTEGER PRIMARY KEY AUTOINCREMENT,
-            family TEXT NOT NULL,
-            id TEXT NOT NULL,
-            record_type TEXT NOT NULL,
-            content TEXT,
-            role TEXT,
-            seq_no INTEGER,
-            thread_id TEXT,
-            user_id TEXT,
-            agent_id TEXT,
-            event_ts TEXT,
-            metadata TEXT,
-            created_at TEXT NOT NULL,
-            expires_at REAL,
-            config TEXT,
-            state TEXT,
-            UNIQUE (family, id))""",
-        f"CREATE INDEX IF NOT EXISTS {p}records_thread ON {p}records (thread_id, family, seq_no)",
-        f"CREATE INDEX IF NOT EXISTS {p}records_user ON {p}records (user_id)",
-        f"CREATE INDEX IF NOT EXISTS {p}records_agent ON {p}records (agent_id)",
-        f"CREATE INDEX IF NOT EXISTS {p}records_type ON {p}records (record_type, pk)",
-        f"CREATE INDEX IF NOT EXISTS {p}records_expiry ON {p}records (expires_at)",
-        f"""CREATE TABLE IF NOT EXISTS {p}chunks (
-            pk INTEGER PRIMARY KEY AUTOINCREMENT,
-            record_pk INTEGER NOT NULL REFERENCES {p}records (pk) ON DELETE CASCADE,
-            record_type TEXT NOT NULL,
-            seq INTEGER NOT NULL,
-            text TEXT,
-            embedding BLOB,
-            has_vector INTEGER NOT NULL,
-            thread_id TEXT,
-            user_id TEXT,
-            agent_id TEXT,
-            expires_at REAL)""",
-        f"CREATE INDEX IF NOT EXISTS {p}chunks_record ON {p}chunks (record_pk, seq)",
+        meta_table(p),
+        records_table(p, TYPES),
+        *record_indexes(p),
+        chunks_table(p, TYPES, vector=["embedding BLOB", "has_vector INTEGER NOT NULL"]),
+        chunk_index(p),
         # Covering index for ranking candidates: scans it instead of rows holding vectors.
         f"""CREATE INDEX IF NOT EXISTS {p}chunks_scope ON {p}chunks (
             user_id, record_type, has_vector, agent_id, thread_id, expires_at, record_pk)""",
@@ -135,13 +94,12 @@ def fts_ddl(p: str) -> list[str]:
 
 
 def _fts_v2(p: str) -> list[str]:
-    return [
-        f"DROP TRIGGER IF EXISTS {p}chunks_ai",
-        f"DROP TRIGGER IF EXISTS {p}chunks_ad",
-        f"DROP TABLE IF EXISTS {p}chunks_fts",
-        *fts_ddl(p),
-        f"INSERT INTO {p}chunks_fts ({p}chunks_fts) VALUES ('rebuild')",
-    ]
+    """Version 1 -> 2: drop the version-1 keyword index and its triggers, create the
+    version-2 one and rebuild it from the chunk texts."""
+    old = [f"TRIGGER IF EXISTS {p}chunks_ai", f"TRIGGER IF EXISTS {p}chunks_ad"]
+    old.append(f"TABLE IF EXISTS {p}chunks_fts")
+    rebuild = f"INSERT INTO {p}chunks_fts ({p}chunks_fts) VALUES ('rebuild')"
+    return [*(f"DROP {o}" for o in old), *fts_ddl(p), rebuild]
 
 
 UPGRADES: dict[int, Callable[[str], list[str]]] = {1: _fts_v2}

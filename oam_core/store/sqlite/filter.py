@@ -1,4 +1,5 @@
-"""Compile a parsed metadata filter (``filters.py``) to SQLite JSON SQL (SPEC §4).
+"""Compile a parsed metadata filter (``store/filters.py``) to SQLite JSON SQL
+(docs/filters.md).
 
 Every field name and value is a bound parameter: the generated SQL text contains only
 fixed keywords and generated aliases, so no filter key or value can reach it. Fields
@@ -9,46 +10,23 @@ apart from ``1``.
 
 from __future__ import annotations
 
-import itertools
-from typing import Any
-
-from oam_core.store.filters import (
-    Atom,
-    Compare,
-    Cond,
-    Contains,
-    Equals,
-    Exists,
-    Field,
-    In,
-    Json,
-    Nested,
-    render_sql,
-)
+from oam_core.store.filters import Atom, Compare, Contains, Equals, Exists, Field, In, Json, Nested
+from oam_core.store.sql.filter import FilterCompiler
 
 _SQL_OP = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 
-class SQLiteFilterCompiler:
-    """Turns a filter tree into ``(sql, params)`` over a JSON text column."""
+class SQLiteFilterCompiler(FilterCompiler):
+    """Turns a filter tree into SQL over a JSON text column (``compile``); its
+    parameters are in ``params``."""
 
-    def __init__(self) -> None:
-        self._aliases = itertools.count()
-        self.params: list[Any] = []
-
-    def compile(self, column: str, conditions: tuple[Cond, ...]) -> str:
-        """Return SQL true where ``column`` (JSON object text) satisfies ``conditions``."""
-        if not conditions:
-            return "1"
-        return " AND ".join(self._cond(column, c) for c in conditions)
+    true = "1"
+    false = "0"
 
     def _alias(self) -> str:
-        return f"_j{next(self._aliases)}"
+        return self.alias("_j")
 
-    def _cond(self, parent: str, cond: Cond) -> str:
-        return render_sql(cond, lambda f: self._field(parent, f), true="1", false="0")
-
-    def _field(self, parent: str, field: Field) -> str:
+    def field(self, parent: str, field: Field) -> str:
         a = self._alias()
         self.params.append(field.key)
         return (
@@ -60,7 +38,7 @@ class SQLiteFilterCompiler:
         if isinstance(atom, Equals):
             return self._equals(a, atom.value)
         if isinstance(atom, Nested):
-            inner = [self._cond(f"{a}.value", c) for c in atom.conditions]
+            inner = [self.condition(f"{a}.value", c) for c in atom.conditions]
             return " AND ".join([f"{a}.type = 'object'", *inner])
         if isinstance(atom, Contains):
             parts = []

@@ -1,0 +1,416 @@
+"""The PostgreSQL back end of the store contract (``store/backend.py``) over the shared
+SQL layer (``store/sql``): connections, vector and keyword ranking, RRF in SQL.
+
+Every call borrows a connection from a ``psycopg_pool.ConnectionPool``; writes run in
+one transaction per store call. Scope, type, expiry and metadata predicates are in
+the WHERE clause of the ranking queries, so they apply before any top-k cut.
+
+Ordering and races: a message's ``seq_no`` is assigned under a transaction-scoped
+advisory lock on its thread (a partial unique index backs it), and ``delete_thread``
+takes the same lock, so writers of one thread and a cascade delete of it serialise.
+
+VECTOR ranking: exact (a scan with the cosine distance of every visible chunk)
+while the chunk table is small (``exact_below`` rows, by the planner's statistics),
+so small stores rank exactly as SQLite does; above that the HNSW index returns the
+``fetch = 4k + 10`` nearest chunks with ``hnsw.ef_search = max(ef_search, fetch)``
+(64 at k = 10: HNSW recall@10 0.985 at 100k rows, bench/scale.py), and when the
+filters leave fewer than ``k`` records among the index's candidates the query is
+rerun exactly, so a selective filter never loses results. On pgvector 0.8 and later
+the index scan is iterative (``hnsw.iterative_scan = relaxed_order``: it keeps
+walking the graph until ``fetch`` rows pass the filters), so the exact rerun is
+rare; pgvector 0.6 (what ``pgserver`` ships) has no iterative scans and relies on
+the rerun. See docs/postgres.md.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+import time
+import weakref
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, cast
+
+import numpy as np
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from oam_core.store.backend import Predicate, Tx
+from oam_core.store.planning import RowPlan, Vector
+from oam_core.store.postgres.dialect import POSTGRES
+from oam_core.store.postgres.fulltext import K1, B, index_input, query_words, tsquery_literal
+from oam_core.store.postgres.schema import lock_key
+from oam_core.store.ranking import RRF_K
+from oam_core.store.sql import statements as st
+from oam_core.store.sql.backend import SqlBackend, SqlTx
+from oam_core.store.sql.statements import ChunkRow
+
+Conn = psycopg.Connection[Any]
+
+EXACT_BELOW = 5000
+"""Chunk-table size (planner estimate) under which VECTOR ranking scans exactly."""
+EF_SEARCH = 64
+"""Smallest ``hnsw.ef_search`` used for index queries (pgvector's default is 40)."""
+SIZE_TTL_S = 5.0
+"""How long the chunk-table size that picks exact vs HNSW ranking is cached."""
+DF_CACHE_SIZE = 4096
+"""Lexemes whose document frequency a store keeps between searches."""
+
+
+def _version(text: str) -> tuple[int, ...]:
+    """``"0.8.0"`` -> ``(0, 8, 0)`` (non-numeric parts are 0)."""
+    return tuple(int(part) if part.isdigit() else 0 for part in text.split("."))
+
+
+def vector_param(vector: Vector | None) -> list[float] | None:
+    """A vector as a bound parameter: a float list sent in binary (``%b``) and cast
+    with ``::float4[]::vector`` in SQL (6x faster than pgvector's text form)."""
+    if vector is None:
+        return None
+    values: list[float] = np.asarray(vector, dtype=np.float32).tolist()
+    return values
+
+
+def _distance(expr: str) -> str:
+    """Cosine distance clamped to [0, 2]; NaN (a zero vector) counts as 1, as SQLite."""
+    return f"LEAST(GREATEST(CASE WHEN ({expr}) = 'NaN' THEN 1.0 ELSE ({expr}) END, 0.0), 2.0)"
+
+
+class PgBackend(SqlBackend):
+    """Reads, rankings and transactions over one pool and one object prefix.
+
+    Args:
+        pool: A ``psycopg_pool.ConnectionPool`` or a pool-shaped wrapper of one
+            connection (``store.SingleConnection``).
+        prefix: The object-name prefix.
+        label: Names the database in error messages (the password hidden).
+        owns_pool: ``close`` closes the pool.
+    """
+
+    def __init__(
+        self, pool: ConnectionPool[Any], prefix: str, label: str, *, owns_pool: bool
+    ) -> None:
+        super().__init__(POSTGRES, prefix, label)
+        self.pool = pool
+        self.owns_pool = owns_pool
+        self.exact_below = EXACT_BELOW
+        self.ef_search = EF_SEARCH
+        self._size_cache: tuple[float, float] | None = None
+        self._ef_by_conn: weakref.WeakKeyDictionary[Conn, int] = weakref.WeakKeyDictionary()
+        self._iterative: bool | None = None  # pgvector >= 0.8 (hnsw.iterative_scan)
+        self._local = threading.local()
+        # lexeme -> (chunk_stats change counter when counted, rows holding it)
+        self._df_cache: dict[str, tuple[int, int]] = {}
+
+    # -- connections -------------------------------------------------------------
+
+    def current_conn(self) -> Conn | None:
+        """The connection of this thread's open store transaction, if any."""
+        conn: Conn | None = getattr(self._local, "conn", None)
+        return conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[Tx]:
+        with self.mapped(), self.pool.connection() as conn, conn.transaction():
+            self._local.conn = conn
+            try:
+                yield PgTx(self, conn)
+            finally:
+                self._local.conn = None
+
+    @contextmanager
+    def reading(self) -> Iterator[Conn]:
+        """A pooled connection for reads: autocommit connections (the store's own pool)
+        read without BEGIN/COMMIT round trips; others in one short transaction."""
+        with self.mapped(), self.pool.connection() as conn:
+            if conn.autocommit:
+                yield conn
+            else:
+                with conn.transaction():
+                    yield conn
+
+    def close(self) -> None:
+        if self.owns_pool:
+            self.pool.close()
+
+    # -- VECTOR ------------------------------------------------------------------
+
+    def _table_size(self, conn: Conn) -> float:
+        """Chunk rows, from the planner's statistics; a table never analysed yet is
+        counted up to ``exact_below`` rows (a bounded scan)."""
+        row = conn.execute(
+            "SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", (f"{self.p}chunks",)
+        ).fetchone()
+        estimate = float(row[0]) if row and row[0] is not None else -1.0
+        if estimate >= 0:
+            return estimate
+        bounded = conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM {self.p}chunks LIMIT %s) s",
+            (min(self.exact_below, 10**9),),
+        ).fetchone()
+        return float(bounded[0]) if bounded else 0.0
+
+    def _size(self, conn: Conn) -> float:
+        """``_table_size``, cached for ``SIZE_TTL_S`` seconds (it only picks the path)."""
+        now = time.monotonic()
+        cached = self._size_cache
+        if cached is None or now - cached[0] > SIZE_TTL_S:
+            cached = (now, self._table_size(conn))
+            self._size_cache = cached
+        return cached[1]
+
+    def rank_vector(
+        self, queries: Sequence[Vector], k: int, pred: Predicate
+    ) -> builtins.list[builtins.list[tuple[Hashable, float]]]:
+        with self.reading() as conn:
+            approximate = self._size(conn) >= self.exact_below
+            return [self._rank_one(conn, q, k, pred, approximate) for q in queries]
+
+    def _set_ef_search(self, conn: Conn, ef: int) -> None:
+        """Set ``hnsw.ef_search`` (and, where pgvector has it, an iterative index
+        scan): for the session of an autocommit connection (once per value,
+        remembered per connection), else for the current transaction."""
+        if self._iterative is None:
+            row = conn.execute(
+                "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+            ).fetchone()
+            self._iterative = row is not None and _version(str(row[0])) >= (0, 8)
+        local = not conn.autocommit
+        if local or self._ef_by_conn.get(conn) != ef:
+            conn.execute("SELECT set_config('hnsw.ef_search', %s, %s)", (str(ef), local))
+            if self._iterative:
+                conn.execute(
+                    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', %s)", (local,)
+                )
+            if not local:
+                self._ef_by_conn[conn] = ef
+
+    def _rank_one(
+        self, conn: Conn, query: Vector, k: int, pred: Predicate, approximate: bool
+    ) -> builtins.list[tuple[Hashable, float]]:
+        join, where, params = st.candidates(self.d, self.p, pred)
+        qtext = vector_param(query)
+        dist = _distance("c.embedding <=> qv.v")
+        if approximate:
+            fetch = 4 * k + 10  # chunks: records often have two (text + context row)
+            self._set_ef_search(conn, min(1000, max(self.ef_search, fetch)))
+            # The query vector is bound once, as an InitPlan the HNSW scan orders by.
+            inner = (
+                f"SELECT c.record_pk, c.embedding <=> (SELECT v FROM qv) AS d "
+                f"FROM {self.p}chunks c {join} WHERE {where} AND c.embedding IS NOT NULL "
+                "ORDER BY c.embedding <=> (SELECT v FROM qv) LIMIT %s"
+            )
+            rows = conn.execute(
+                "WITH qv AS MATERIALIZED (SELECT %b::float4[]::vector AS v) "
+                f"SELECT record_pk, min({_distance('d')}) AS dm FROM ({inner}) s "
+                "GROUP BY record_pk ORDER BY dm, record_pk LIMIT %s",
+                [qtext, *params, fetch, k],
+            ).fetchall()
+            if len(rows) >= k:
+                return [(int(pk), float(d)) for pk, d in rows]
+        rows = conn.execute(
+            "WITH qv AS MATERIALIZED (SELECT %b::float4[]::vector AS v) "
+            f"SELECT c.record_pk, min({dist}) AS dm FROM qv, {self.p}chunks c {join} "
+            f"WHERE {where} AND c.embedding IS NOT NULL "
+            "GROUP BY c.record_pk ORDER BY dm, c.record_pk LIMIT %s",
+            [qtext, *params, k],
+        ).fetchall()
+        return [(int(pk), float(d)) for pk, d in rows]
+
+    # -- KEYWORD -----------------------------------------------------------------
+
+    def _lexemes(self, conn: Conn, words: Sequence[str]) -> builtins.list[str]:
+        rows = conn.execute(
+            f"SELECT w, tsvector_to_array(to_tsvector('{self.p}oam_fts', w)) "
+            "FROM unnest(%s::text[]) WITH ORDINALITY AS u(w, i) ORDER BY i",
+            (list(words),),
+        ).fetchall()
+        out: builtins.list[str] = []
+        for _w, lexemes in rows:
+            for lx in lexemes or []:
+                if lx not in out:
+                    out.append(lx)
+        return out
+
+    def _stats(self, conn: Conn) -> tuple[int, float, int]:
+        """``(indexed rows, mean tokens per indexed row, change counter)`` from
+        ``chunk_stats`` (a few rows, kept by triggers): no scan of the chunk table."""
+        row = conn.execute(
+            "SELECT COALESCE(sum(n_rows), 0), COALESCE(sum(n_tokens), 0), "
+            f"COALESCE(sum(changes), 0) FROM {self.p}chunk_stats"
+        ).fetchone()
+        total, tokens, changes = (int(v) for v in row) if row else (0, 0, 0)
+        return total, (tokens / total if total else 1.0), changes
+
+    def _doc_freqs(self, conn: Conn, lexemes: Sequence[str], changes: int) -> builtins.list[int]:
+        """Rows holding each lexeme: the ones not cached since the change counter last
+        moved are counted together, in one pass over the rows holding any of them."""
+        cache = self._df_cache
+        if len(cache) > DF_CACHE_SIZE:
+            cache.clear()
+        missing = [lx for lx in lexemes if cache.get(lx, (None, 0))[0] != changes]
+        if missing:
+            counts = ", ".join(["count(*) FILTER (WHERE tsv @@ %s::tsquery)"] * len(missing))
+            row = conn.execute(
+                f"SELECT {counts} FROM {self.p}chunks WHERE tsv @@ %s::tsquery",
+                [*(tsquery_literal([lx]) for lx in missing), tsquery_literal(missing)],
+            ).fetchone()
+            for lx, df in zip(missing, row or [0] * len(missing), strict=True):
+                cache[lx] = (changes, int(df))
+        return [cache[lx][1] for lx in lexemes]
+
+    def _split_terms(
+        self, conn: Conn, lexemes: Sequence[str], total: int, changes: int
+    ) -> tuple[builtins.list[tuple[str, int]], builtins.list[str]]:
+        """``(informative (lexeme, df), common)``: as SQLite's split, a term found in
+        more than half of the search rows is common (BM25 IDF ~ 0); terms found
+        nowhere are dropped; with no informative term, the common ones rank."""
+        half = total // 2
+        informative: builtins.list[tuple[str, int]] = []
+        common: builtins.list[tuple[str, int]] = []
+        for lx, df in zip(lexemes, self._doc_freqs(conn, lexemes, changes), strict=True):
+            if df:
+                (common if df > half else informative).append((lx, df))
+        if not informative:
+            return common, []
+        return informative, [lx for lx, _ in common]
+
+    def rank_keyword(
+        self, terms: Sequence[str], k: int, pred: Predicate
+    ) -> builtins.list[tuple[Hashable, float]]:
+        words = query_words(terms)
+        if not words:
+            return []
+        with self.reading() as conn:
+            lexemes = self._lexemes(conn, words)
+            if not lexemes:
+                return []
+            total, avgdl, changes = self._stats(conn)
+            ranked, common = self._split_terms(conn, lexemes, total, changes)
+            if not ranked:
+                return []
+            out = self._bm25(conn, ranked, total, avgdl, k, pred)
+            if common and len(out) < k:
+                # Rows matching only very common terms follow unranked, oldest first.
+                seen = {pk for pk, _ in out}
+                join, where, params = st.candidates(self.d, self.p, pred)
+                rest = conn.execute(
+                    f"SELECT DISTINCT c.record_pk FROM {self.p}chunks c {join} "
+                    f"WHERE c.tsv @@ %s::tsquery AND {where} ORDER BY c.record_pk LIMIT %s",
+                    [tsquery_literal(common), *params, k + len(seen)],
+                ).fetchall()
+                out += [(int(r), 0.0) for (r,) in rest if r not in seen][: k - len(out)]
+        return out
+
+    def _bm25(
+        self,
+        conn: Conn,
+        terms: Sequence[tuple[str, int]],
+        total: int,
+        avgdl: float,
+        k: int,
+        pred: Predicate,
+    ) -> builtins.list[tuple[Hashable, float]]:
+        """Up to ``k`` ``(record pk, best chunk's BM25)`` pairs, as FTS5 scores them:
+        ``idf = ln((N - n + 0.5) / (n + 0.5))`` (1e-6 when <= 0) and
+        ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`` per term."""
+        lexemes = [lx for lx, _ in terms]
+        idf = []
+        for _, df in terms:
+            # A concurrent writer can make df exceed the total counted just before.
+            value = float(np.log(max(total - df + 0.5, 0.5) / (df + 0.5)))
+            idf.append(value if value > 0 else 1e-6)
+        join, where, params = st.candidates(self.d, self.p, pred)
+        query = f"""
+            WITH q AS (SELECT * FROM unnest(%s::text[], %s::float8[]) AS q(lex, idf)),
+            hits AS (
+                SELECT c.pk, c.record_pk, c.tsv, c.n_tokens FROM {self.p}chunks c {join}
+                WHERE c.tsv @@ %s::tsquery AND {where}),
+            scored AS (
+                SELECT h.record_pk, sum(q.idf * (u.tf * {K1 + 1}) / (u.tf + {K1} * (1 - {B}
+                    + {B} * h.n_tokens / %s::float8))) AS score
+                FROM hits h
+                CROSS JOIN LATERAL (
+                    SELECT lexeme, COALESCE(array_length(positions, 1), 1)::float8 AS tf
+                    FROM unnest(h.tsv)) u
+                JOIN q ON q.lex = u.lexeme
+                GROUP BY h.pk, h.record_pk)
+            SELECT record_pk, max(score) AS s FROM scored
+            GROUP BY record_pk ORDER BY s DESC, record_pk LIMIT %s"""
+        rows = conn.execute(
+            query,
+            [lexemes, idf, tsquery_literal(lexemes), *params, avgdl or 1.0, k],
+        ).fetchall()
+        return [(int(pk), float(s)) for pk, s in rows]
+
+    # -- HYBRID ------------------------------------------------------------------
+
+    def fuse(
+        self, lists: Sequence[Sequence[Hashable]], rrf_k: int = RRF_K
+    ) -> builtins.list[tuple[Hashable, float]]:
+        """Reciprocal rank fusion of ranked key lists in SQL (``ranking.rrf``'s formula
+        ``sum 1 / (k + rank)``), best first; ties keep first-seen order like ``rrf``."""
+        keys: builtins.list[int] = []
+        list_no: builtins.list[int] = []
+        ranks: builtins.list[int] = []
+        for i, lst in enumerate(lists):
+            for rank, key in enumerate(lst, start=1):
+                keys.append(int(cast(Any, key)))
+                list_no.append(i)
+                ranks.append(rank)
+        if not keys:
+            return []
+        with self.reading() as conn:
+            rows = conn.execute(
+                "SELECT key, sum(1.0::float8 / (%s + rank)) AS score, "
+                "min(array[list_no, rank]) AS first_seen "
+                "FROM unnest(%s::bigint[], %s::int[], %s::int[]) AS u(key, list_no, rank) "
+                "GROUP BY key ORDER BY score DESC, first_seen",
+                (rrf_k, keys, list_no, ranks),
+            ).fetchall()
+        return [(int(key), float(score)) for key, score, _ in rows]
+
+
+class PgTx(SqlTx):
+    """Write primitives over one connection inside an open transaction.
+
+    Ordering and races: a thread's writers and a delete of it serialise on a
+    transaction-scoped advisory lock of the thread (``lock_threads``), which also
+    guards the ``seq_no`` a message gets (a partial unique index backs it).
+    """
+
+    def lock_threads(self, thread_ids: Sequence[str | None]) -> None:
+        for key in sorted({lock_key("oam-thread", self.p, t or "") for t in thread_ids}):
+            self.c.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+
+    def insert_record_rows(
+        self, plans: Sequence[RowPlan], rows: Sequence[tuple[Any, ...]], batch_size: int
+    ) -> builtins.list[int]:
+        query = st.insert_records(self.d, self.p, returning=True)
+        pks: builtins.list[int] = []
+        with self.c.cursor() as cur:
+            for i in range(0, len(rows), batch_size):
+                cur.executemany(query, rows[i : i + batch_size], returning=True)
+                while True:  # one result set per row, in input order
+                    row = cur.fetchone()
+                    assert row is not None
+                    pks.append(int(row[0]))
+                    if not cur.nextset():
+                        break
+        return pks
+
+    def insert_chunks(self, rows: Sequence[ChunkRow], batch_size: int) -> None:
+        query = st.insert_chunks(
+            self.d,
+            self.p,
+            ["embedding", "tsv", "n_tokens"],
+            ["%b::float4[]::vector", f"to_tsvector('{self.p}oam_fts', %s)", "%s"],
+        )
+        values = [
+            (*st.chunk_values(r), vector_param(r.chunk.vector), *index_input(r.chunk.text))
+            for r in rows
+        ]
+        with self.c.cursor() as cur:
+            for i in range(0, len(values), batch_size):
+                cur.executemany(query, values[i : i + batch_size])

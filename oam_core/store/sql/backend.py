@@ -1,0 +1,308 @@
+"""The ``Backend``/``Tx`` primitives (``store/backend.py``) that the SQL back ends share.
+
+``SqlBackend`` answers every read with a statement of ``statements.py`` on a
+connection from ``reading()``; ``SqlTx`` runs every write on the connection of one
+open transaction. A back end (``store/sqlite``, ``store/postgres``) subclasses both
+with what is its own: how connections and transactions are had (``reading``,
+``transaction``, ``close``), how records and search rows are inserted, the thread
+locks of writers that run concurrently, and vector and keyword ranking.
+"""
+
+from __future__ import annotations
+
+import abc
+import builtins
+import json
+from collections.abc import Hashable, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any, cast
+
+from oam_core.apis._sentinel import NOT_SET, Maybe
+from oam_core.apis.records import MESSAGE, THREAD, Record, ThreadRow
+from oam_core.errors import InvalidArgumentError
+from oam_core.store.backend import (
+    Backend,
+    Predicate,
+    StoredRow,
+    Tx,
+    driver_errors,
+    message_window,
+)
+from oam_core.store.planning import ChunkPlan, RowPlan
+from oam_core.store.sql import statements as st
+from oam_core.store.sql.dialect import Dialect
+from oam_core.store.sql.rows import epoch, record_from_row, thread_from_row
+from oam_core.store.sql.statements import ChunkRow, Scope, Stmt
+from oam_core.store.ttl import iso
+
+
+class SqlBackend(Backend):
+    """Reads over the shared statements.
+
+    Args:
+        dialect: The back end's ``Dialect``.
+        prefix: The object-name prefix (``schema.table_prefix``).
+        label: Names the database in error messages (a path, a redacted URL).
+    """
+
+    def __init__(self, dialect: Dialect, prefix: str, label: str) -> None:
+        self.d = dialect
+        self.p = prefix
+        self.label = label
+
+    def mapped(self) -> AbstractContextManager[None]:
+        """A block whose driver exceptions become ``oam_core.errors`` ones
+        (``backend.driver_errors``)."""
+        return driver_errors(self.d.map_error, self.label)
+
+    @abc.abstractmethod
+    def reading(self) -> AbstractContextManager[Any]:
+        """A DB-API connection for one read, its driver errors mapped
+        (``backend.driver_errors``)."""
+
+    def fetch_all(self, stmt: Stmt) -> builtins.list[Any]:
+        """Every row ``stmt`` returns, read on a connection of ``reading``."""
+        with self.reading() as conn:
+            return builtins.list(conn.execute(stmt.sql, stmt.params).fetchall())
+
+    def get(self, family: str, record_id: str, record_type: str, now: datetime) -> Record | None:
+        rows = self.fetch_all(st.get_record(self.d, self.p, family, record_id, record_type, now))
+        return record_from_row(rows[0]) if rows else None
+
+    def list(self, pred: Predicate, limit: int | None) -> builtins.list[Record]:
+        rows = self.fetch_all(st.list_records(self.d, self.p, pred, limit))
+        return [record_from_row(r) for r in reversed(rows)]
+
+    def count_thread_messages(self, thread_id: str, now: datetime) -> int:
+        with self.reading() as conn:
+            return self._count(conn, thread_id, now)
+
+    def _count(self, conn: Any, thread_id: str, now: datetime) -> int:
+        stmt = st.count_messages(self.d, self.p, thread_id, now)
+        row = conn.execute(stmt.sql, stmt.params).fetchone()
+        return int(row[0]) if row else 0
+
+    def thread_messages(
+        self, thread_id: str, start: int | None, end: int | None, now: datetime
+    ) -> builtins.list[Record]:
+        with self.reading() as conn:
+            window = message_window(start, end, lambda: self._count(conn, thread_id, now))
+            if window is None:
+                return []
+            stmt = st.thread_messages(self.d, self.p, thread_id, now, *window)
+            rows = conn.execute(stmt.sql, stmt.params).fetchall()
+        return [record_from_row(r) for r in rows]
+
+    def thread_messages_by_seq(
+        self,
+        thread_id: str,
+        after: int | None,
+        through: int | None,
+        limit: int | None,
+        newest: bool,
+        now: datetime,
+    ) -> builtins.list[Record]:
+        stmt = st.thread_messages_by_seq(
+            self.d, self.p, thread_id, after, through, limit, newest, now
+        )
+        records = [record_from_row(r) for r in self.fetch_all(stmt)]
+        return records[::-1] if newest else records
+
+    def get_thread(self, thread_id: str) -> ThreadRow | None:
+        rows = self.fetch_all(st.get_thread(self.d, self.p, thread_id))
+        return thread_from_row(rows[0]) if rows else None
+
+    def list_threads(
+        self, user_id: Maybe[str | None], agent_id: Maybe[str | None]
+    ) -> builtins.list[ThreadRow]:
+        rows = self.fetch_all(st.list_threads(self.d, self.p, user_id, agent_id))
+        return [thread_from_row(r) for r in rows]
+
+    def load(self, keys: Sequence[Hashable]) -> dict[Hashable, Record]:
+        out: dict[Hashable, Record] = {}
+        with self.reading() as conn:
+            for part in self.d.batches(builtins.list(keys)):
+                stmt = st.load_records(self.d, self.p, part)
+                out.update({r[0]: record_from_row(r) for r in conn.execute(stmt.sql, stmt.params)})
+        return out
+
+    def unembedded(self, limit: int | None) -> builtins.list[tuple[str, str]]:
+        rows = self.fetch_all(st.unembedded(self.d, self.p, limit))
+        return [(str(f), str(i)) for f, i in rows]
+
+
+class SqlTx(Tx):
+    """Writes over the shared statements, on ``conn`` inside an open transaction.
+
+    Args:
+        backend: The back end the transaction belongs to.
+        conn: Its DB-API connection, inside the transaction.
+    """
+
+    def __init__(self, backend: SqlBackend, conn: Any) -> None:
+        self.b = backend
+        self.c = conn
+        self.d = backend.d
+        self.p = backend.p
+
+    def run(self, stmt: Stmt) -> Any:
+        """Execute ``stmt``; return the cursor."""
+        return self.c.execute(stmt.sql, stmt.params)
+
+    # -- what each back end does its own way ----------------------------------------
+
+    def lock_threads(self, thread_ids: Sequence[str | None]) -> None:
+        """Hold the given threads until the transaction ends, so writers of one thread
+        and a delete of it serialise. Nothing to do where a write transaction holds
+        the whole database."""
+
+    @abc.abstractmethod
+    def insert_record_rows(
+        self, plans: Sequence[RowPlan], rows: Sequence[tuple[Any, ...]], batch_size: int
+    ) -> builtins.list[int]:
+        """Insert ``statements.record_values`` rows (one per plan) in batches of
+        ``batch_size``; return their primary keys in order."""
+
+    @abc.abstractmethod
+    def insert_chunks(self, rows: Sequence[ChunkRow], batch_size: int) -> None:
+        """Insert search rows (and index their text) in batches of ``batch_size``."""
+
+    # -- the contract -----------------------------------------------------------------
+
+    def existing_ids(self, family: str, ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for part in self.d.batches(builtins.list(ids)):
+            found.update(r[0] for r in self.run(st.existing_ids(self.d, self.p, family, part)))
+        return found
+
+    def hold_thread(self, thread_id: str) -> bool:
+        self.lock_threads([thread_id])
+        return bool(self.existing_ids(THREAD, [thread_id]))
+
+    def insert(self, plans: Sequence[RowPlan], created_at: datetime, batch_size: int) -> None:
+        created = iso(created_at)
+        message_threads = [p.thread_id for p in plans if p.family == MESSAGE]
+        if message_threads:
+            self.lock_threads(message_threads)
+        next_seq: dict[str | None, int] = {}
+        rows = []
+        for plan in plans:
+            seq = None
+            if plan.family == MESSAGE:
+                if plan.thread_id not in next_seq:
+                    next_seq[plan.thread_id] = self._next_seq(plan.thread_id)
+                seq = next_seq[plan.thread_id]
+                next_seq[plan.thread_id] = seq + 1
+            rows.append(st.record_values(plan, seq, created))
+        try:
+            pks = self.insert_record_rows(plans, rows, batch_size)
+        except Exception as exc:
+            if not self.d.unique_violation(exc):
+                raise
+            raise InvalidArgumentError(
+                f"record ids already exist (written concurrently): {exc}"
+            ) from exc
+        chunk_rows = [
+            ChunkRow(pk, plan.record_type, seq, chunk, plan.chunk_scope, epoch(plan.expires_at))
+            for plan, pk in zip(plans, pks, strict=True)
+            for seq, chunk in enumerate(plan.chunks)
+        ]
+        self.insert_chunks(chunk_rows, batch_size)
+        for thread_id, following in next_seq.items():
+            if thread_id is not None:
+                self.run(st.set_thread_seq(self.d, self.p, thread_id, following - 1))
+
+    def _next_seq(self, thread_id: str | None) -> int:
+        top, mark = self.run(st.next_seq(self.d, self.p, thread_id)).fetchone()
+        return max(int(top), int(mark)) + 1
+
+    def fetch(self, family: str, record_id: str) -> StoredRow | None:
+        row = self.run(st.fetch_row(self.d, self.p, family, record_id)).fetchone()
+        if row is None:
+            return None
+        pk, rtype, content, ts, meta, created, tid, uid, aid = row
+        if rtype == "user_profile":
+            scope: Scope = (None, record_id, None)
+        elif rtype == "agent_profile":
+            scope = (None, None, record_id)
+        else:
+            scope = (tid, uid, aid)
+        return StoredRow(
+            key=pk,
+            family=family,
+            record_type=rtype,
+            content=content,
+            timestamp=ts,
+            metadata=json.loads(meta) if meta is not None else None,
+            created_at=datetime.fromisoformat(created),
+            scope=scope,
+        )
+
+    def chunk_texts(self, key: Hashable) -> builtins.list[str | None]:
+        return [r[0] for r in self.run(st.chunk_texts(self.d, self.p, key))]
+
+    def replace_chunks(self, row: StoredRow, chunks: Sequence[ChunkPlan]) -> None:
+        found = self.run(st.record_expiry(self.d, self.p, row.key)).fetchone()
+        expires = found[0] if found else None
+        self.run(st.delete_chunks_of(self.d, self.p, row.key))
+        pk = int(cast(Any, row.key))
+        rows = [
+            ChunkRow(pk, row.record_type, seq, c, row.scope, expires)
+            for seq, c in enumerate(chunks)
+        ]
+        self.insert_chunks(rows, 256)
+
+    def update_row(self, row: StoredRow, fields: dict[str, Any]) -> None:
+        for stmt in st.update_record(self.d, self.p, row.key, fields):
+            self.run(stmt)
+
+    def delete_record(
+        self, family: str, record_id: str, record_type: str | None, thread_id: Maybe[str]
+    ) -> int:
+        stmt = st.delete_record(self.d, self.p, family, record_id, record_type, thread_id)
+        return int(self.run(stmt).rowcount)
+
+    def delete_thread(self, thread_id: str) -> int:
+        self.lock_threads([thread_id])
+        thread_row, contents = st.delete_thread(self.d, self.p, thread_id)
+        n = int(self.run(thread_row).rowcount)
+        self.run(contents)
+        return n
+
+    def delete_actor_scope(self, column: str, actor_id: str) -> None:
+        threads = [r[0] for r in self.run(st.actor_threads(self.d, self.p, column, actor_id))]
+        self.lock_threads(threads)  # all at once, in key order: no lock-order deadlock
+        for tid in threads:
+            self.delete_thread(tid)
+        self.run(st.delete_actor_rows(self.d, self.p, column, actor_id))
+
+    def insert_thread(self, row: ThreadRow) -> None:
+        try:
+            self.run(st.insert_thread(self.d, self.p, row))
+        except Exception as exc:
+            if not self.d.unique_violation(exc):
+                raise
+            raise InvalidArgumentError(f"thread {row.thread_id!r} already exists") from exc
+
+    def update_thread(
+        self,
+        thread_id: str,
+        config: Maybe[dict[str, Any]],
+        state: Maybe[dict[str, Any]],
+        expected_state: Maybe[dict[str, Any]],
+    ) -> int:
+        row = self.run(st.thread_state(self.d, self.p, thread_id)).fetchone()
+        if row is None:
+            return 0
+        if expected_state is not NOT_SET and json.loads(row[0] or "{}") != expected_state:
+            return 0
+        stmt = st.update_thread(self.d, self.p, thread_id, config, state)
+        return 1 if stmt is None else int(self.run(stmt).rowcount)
+
+    def purge(self, now: datetime) -> int:
+        return int(self.run(st.purge(self.d, self.p, now)).rowcount)
+
+    def write_meta(self, values: dict[str, str]) -> None:
+        for key, value in values.items():
+            self.run(st.upsert_meta(self.d, self.p, key, value))

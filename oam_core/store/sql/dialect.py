@@ -1,0 +1,64 @@
+"""What differs between the SQL back ends that share ``store/sql``: a ``Dialect``.
+
+The statements (``statements.py``) and the shared primitives (``backend.py``) are
+written once over the records/chunks layout of docs/store.md#schema; each back end
+hands them its ``Dialect``: the placeholder, how a list of values is bound and how
+"no limit" is written, the row-lock clause, the metadata filter in its JSON functions,
+and how its driver's exceptions map onto ``oam_core.errors`` (docs/errors.md).
+Vector and full-text ranking stay in the back end's own modules: they are the part
+that is not shared.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar, TypeVar
+
+from oam_core.store.filters import Cond
+
+T = TypeVar("T")
+
+
+class Dialect(abc.ABC):
+    """The facts of one SQL back end that the shared statements need.
+
+    Attributes:
+        mark: The positional parameter placeholder (``?`` or ``%s``).
+        lock_row: Appended to a row read inside a write transaction to lock the row
+            until it ends (``""`` where the transaction holds the whole database).
+    """
+
+    mark: ClassVar[str]
+    lock_row: ClassVar[str]
+
+    def marks(self, n: int) -> str:
+        """``n`` placeholders separated by commas."""
+        return ", ".join([self.mark] * n)
+
+    @abc.abstractmethod
+    def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """SQL true where ``column`` equals one of ``values`` (one ``batches`` slice),
+        and its parameters."""
+
+    @abc.abstractmethod
+    def batches(self, values: Sequence[T]) -> Iterator[Sequence[T]]:
+        """``values`` in the slices that ``any_of`` binds (none for no values)."""
+
+    @abc.abstractmethod
+    def limit(self, value: int | None) -> int | None:
+        """The bound ``LIMIT`` value for at most ``value`` rows (None: every row)."""
+
+    @abc.abstractmethod
+    def metadata_filter(self, conditions: tuple[Cond, ...]) -> tuple[str, list[Any]]:
+        """SQL true where the metadata of records ``r`` satisfies the parsed filter
+        ``conditions`` (docs/filters.md), and its parameters."""
+
+    @abc.abstractmethod
+    def map_error(self, exc: BaseException, where: str) -> Exception | None:
+        """The ``oam_core.errors`` exception for a driver exception (``where`` names
+        the database in its message), or None when ``exc`` is not the driver's."""
+
+    @abc.abstractmethod
+    def unique_violation(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is the driver's unique-key violation."""

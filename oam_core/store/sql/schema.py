@@ -1,0 +1,126 @@
+"""The tables the SQL back ends share (docs/store.md#schema), in each one's column types.
+
+``oam_meta`` holds key/value rows (``schema_version``, ``vector_dim``,
+``search_strategy``, ``retention``, the embedder identity); ``records`` every record
+family, ids unique per family; ``chunks`` the search rows, with the scope and expiry
+copied from their record so the ranking queries filter without a join. Each back end
+adds its own columns (vectors, full-text) and indexes in ``sqlite/schema.py`` and
+``postgres/schema.py``. ``{p}`` is the ``memory_store_id`` prefix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from oam_core.errors import InvalidArgumentError, SchemaError
+
+_ID = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,15}")
+
+
+@dataclass(frozen=True)
+class ColumnTypes:
+    """A back end's column types for the shared tables.
+
+    Attributes:
+        pk: The generated primary key (``INTEGER PRIMARY KEY AUTOINCREMENT``, an
+            identity column).
+        key: An integer that can hold a primary key (references, ``seq_no``).
+        real: A double-precision float (Unix-second expiry times).
+    """
+
+    pk: str
+    key: str
+    real: str
+
+
+def table_prefix(memory_store_id: str | None) -> str:
+    """Return the object-name prefix for ``memory_store_id`` (docs/store.md#schema).
+
+    Raises:
+        InvalidArgumentError: (a ValueError) unless the id starts with a letter, holds
+            only letters, digits and underscores, and has at most 16 characters.
+    """
+    if memory_store_id is None:
+        return ""
+    if not isinstance(memory_store_id, str) or not _ID.fullmatch(memory_store_id):
+        raise InvalidArgumentError(
+            "memory_store_id must start with a letter, hold only letters, digits and "
+            f"underscores, and have at most 16 characters; got {memory_store_id!r}"
+        )
+    return memory_store_id + "_"
+
+
+def newer_schema(where: str, version: int, supported: int) -> SchemaError:
+    """The error for a store written by a newer release (``version > supported``)."""
+    return SchemaError(
+        f"{where} holds oam schema version {version}; this oam reads up to "
+        f"{supported}. Upgrade oam."
+    )
+
+
+def meta_table(p: str) -> str:
+    """``oam_meta``: one row per configuration key."""
+    return f"CREATE TABLE IF NOT EXISTS {p}oam_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+
+
+def records_table(p: str, t: ColumnTypes, extra: Sequence[str] = ()) -> str:
+    """``records``; ``extra`` column definitions follow ``metadata`` (a generated
+    ``jsonb`` copy of it, say)."""
+    columns = [
+        f"pk {t.pk}",
+        "family TEXT NOT NULL",
+        "id TEXT NOT NULL",
+        "record_type TEXT NOT NULL",
+        "content TEXT",
+        "role TEXT",
+        f"seq_no {t.key}",
+        "thread_id TEXT",
+        "user_id TEXT",
+        "agent_id TEXT",
+        "event_ts TEXT",
+        "metadata TEXT",
+        *extra,
+        "created_at TEXT NOT NULL",
+        f"expires_at {t.real}",
+        "config TEXT",
+        "state TEXT",
+        "UNIQUE (family, id)",
+    ]
+    return f"CREATE TABLE IF NOT EXISTS {p}records (\n    " + ",\n    ".join(columns) + ")"
+
+
+def record_indexes(p: str) -> list[str]:
+    """The records indexes: a thread's messages in order, scope columns, type, expiry."""
+    return [
+        f"CREATE INDEX IF NOT EXISTS {p}records_thread ON {p}records (thread_id, family, seq_no)",
+        f"CREATE INDEX IF NOT EXISTS {p}records_user ON {p}records (user_id)",
+        f"CREATE INDEX IF NOT EXISTS {p}records_agent ON {p}records (agent_id)",
+        f"CREATE INDEX IF NOT EXISTS {p}records_type ON {p}records (record_type, pk)",
+        f"CREATE INDEX IF NOT EXISTS {p}records_expiry ON {p}records (expires_at)",
+    ]
+
+
+def chunks_table(p: str, t: ColumnTypes, vector: Sequence[str], extra: Sequence[str] = ()) -> str:
+    """``chunks``, deleted with their record; ``vector`` column definitions follow
+    ``text``, ``extra`` ones (full-text columns) come last."""
+    columns = [
+        f"pk {t.pk}",
+        f"record_pk {t.key} NOT NULL REFERENCES {p}records (pk) ON DELETE CASCADE",
+        "record_type TEXT NOT NULL",
+        "seq INTEGER NOT NULL",
+        "text TEXT",
+        *vector,
+        "thread_id TEXT",
+        "user_id TEXT",
+        "agent_id TEXT",
+        f"expires_at {t.real}",
+        *extra,
+    ]
+    return f"CREATE TABLE IF NOT EXISTS {p}chunks (\n    " + ",\n    ".join(columns) + ")"
+
+
+def chunk_index(p: str) -> str:
+    """A record's search rows in order."""
+    return f"CREATE INDEX IF NOT EXISTS {p}chunks_record ON {p}chunks (record_pk, seq)"

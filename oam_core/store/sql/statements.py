@@ -1,0 +1,506 @@
+"""The statements of the SQL back ends (SQLite, PostgreSQL), written once.
+
+Pure functions: each returns a ``Stmt`` (SQL text and positional parameters) for a
+``Dialect`` and an object prefix ``p`` (the ``memory_store_id`` prefix); nothing here
+runs a query, so tests can check the SQL of both dialects without a database (the
+Oracle back end builds its SQL the same way, ``store/oracle/sql.py``). The layout
+(docs/store.md#schema): one ``records`` table for every record family (``pk``,
+``family``, ``id`` unique per family, scope columns, JSON text columns), a ``chunks``
+table of search rows pointing at their record by ``record_pk`` (deleted with it), and
+``oam_meta`` key/value rows. Ranking queries are not here: they use the dialect's
+vector and full-text operators and live with each back end.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from oam_core.apis._sentinel import NOT_SET, Maybe
+from oam_core.apis.records import THREAD, ThreadRow
+from oam_core.store.backend import Predicate
+from oam_core.store.planning import ChunkPlan, RowPlan
+from oam_core.store.sql.dialect import Dialect
+from oam_core.store.sql.rows import RECORD_COLUMNS, epoch
+
+THREAD_COLUMNS = "id, user_id, agent_id, metadata, config, state, created_at"
+"""The records columns ``rows.thread_from_row`` decodes, in order."""
+
+RECORD_INSERT_COLUMNS = (
+    "family, id, record_type, content, role, seq_no, thread_id, user_id, agent_id, "
+    "event_ts, metadata, created_at, expires_at"
+)
+"""The columns of ``record_values``, in order."""
+
+CHUNK_INSERT_COLUMNS = "record_pk, record_type, seq, text, thread_id, user_id, agent_id, expires_at"
+"""The columns of ``chunk_values``, in order; each back end adds its own."""
+
+Scope = tuple[str | None, str | None, str | None]
+
+_UPDATABLE = {
+    "content": "content",
+    "metadata": "metadata",
+    "timestamp": "event_ts",
+    "expires_at": "expires_at",
+}
+"""``Tx.update_row`` field -> records column."""
+
+
+@dataclass(frozen=True)
+class Stmt:
+    """One statement: SQL text with the dialect's placeholders, and its parameters."""
+
+    sql: str
+    params: Sequence[Any] = ()
+
+
+class ChunkRow(NamedTuple):
+    """One search row to insert: its record's key and type, its position among the
+    record's rows, the planned text and vector, and the scope and expiry (Unix
+    seconds or None) copied from the record."""
+
+    record_pk: int
+    record_type: str
+    seq: int
+    chunk: ChunkPlan
+    scope: Scope
+    expires_at: float | None
+
+
+# -- predicates ---------------------------------------------------------------------
+
+
+def where(d: Dialect, pred: Predicate, alias: str, *, records: bool) -> tuple[str, list[Any]]:
+    """SQL for ``pred`` over ``alias`` (records ``r``, or chunks ``c`` joined to
+    records ``r`` when a metadata filter is given), and its parameters.
+
+    Args:
+        records: ``alias`` is the records table: a thread scope on thread rows is
+            their ``id``.
+    """
+    m = d.mark
+    types = sorted(pred.record_types)
+    type_sql, params = d.any_of(f"{alias}.record_type", types)
+    parts = [type_sql, f"({alias}.expires_at IS NULL OR {alias}.expires_at > {m})"]
+    params.append(pred.now.timestamp())
+    is_thread = records and types == [THREAD]
+    for column, value in (
+        ("thread_id", pred.thread_id),
+        ("user_id", pred.user_id),
+        ("agent_id", pred.agent_id),
+    ):
+        if value is NOT_SET:
+            continue
+        col = "id" if (is_thread and column == "thread_id") else column
+        if value is None:
+            parts.append(f"{alias}.{col} IS NULL")
+        else:
+            parts.append(f"{alias}.{col} = {m}")
+            params.append(value)
+    if pred.metadata is None:
+        parts.append("r.metadata IS NULL")
+    elif pred.metadata is not NOT_SET and pred.metadata:
+        sql, filter_params = d.metadata_filter(pred.metadata)
+        parts.append(sql)
+        params.extend(filter_params)
+    return " AND ".join(parts), params
+
+
+def candidates(d: Dialect, p: str, pred: Predicate) -> tuple[str, str, list[Any]]:
+    """``(join, where, params)`` restricting chunks ``c`` to ``pred``; ``join`` brings
+    in records ``r`` only when a metadata filter needs them."""
+    sql, params = where(d, pred, "c", records=False)
+    join = f"JOIN {p}records r ON r.pk = c.record_pk" if pred.metadata is not NOT_SET else ""
+    return join, sql, params
+
+
+# -- reads --------------------------------------------------------------------------
+
+
+def get_record(
+    d: Dialect, p: str, family: str, record_id: str, record_type: str, now: datetime
+) -> Stmt:
+    """One visible record by family, id and type."""
+    m = d.mark
+    return Stmt(
+        f"SELECT {RECORD_COLUMNS} FROM {p}records WHERE family = {m} AND id = {m} "
+        f"AND record_type = {m} AND (expires_at IS NULL OR expires_at > {m})",
+        (family, record_id, record_type, now.timestamp()),
+    )
+
+
+def list_records(d: Dialect, p: str, pred: Predicate, limit: int | None) -> Stmt:
+    """The newest ``limit`` (None: all) visible records matching ``pred``, newest first."""
+    sql, params = where(d, pred, "r", records=True)
+    text = f"SELECT {RECORD_COLUMNS} FROM {p}records r WHERE {sql} ORDER BY pk DESC"
+    if limit is not None:
+        text += f" LIMIT {d.mark}"
+        params.append(limit)
+    return Stmt(text, params)
+
+
+def _visible_messages(d: Dialect, p: str) -> str:
+    return (
+        f"FROM {p}records WHERE family = 'message' AND thread_id = {d.mark} "
+        f"AND (expires_at IS NULL OR expires_at > {d.mark})"
+    )
+
+
+def count_messages(d: Dialect, p: str, thread_id: str, now: datetime) -> Stmt:
+    """How many visible messages a thread holds."""
+    return Stmt(
+        f"SELECT count(*) {_visible_messages(d, p)}",
+        (thread_id, now.timestamp()),
+    )
+
+
+def thread_messages(
+    d: Dialect, p: str, thread_id: str, now: datetime, offset: int, limit: int | None
+) -> Stmt:
+    """A thread's visible messages in insertion order, ``limit`` (None: all) from
+    ``offset`` on."""
+    return Stmt(
+        f"SELECT {RECORD_COLUMNS} {_visible_messages(d, p)} "
+        f"ORDER BY seq_no, pk LIMIT {d.mark} OFFSET {d.mark}",
+        (thread_id, now.timestamp(), d.limit(limit), offset),
+    )
+
+
+def thread_messages_by_seq(
+    d: Dialect,
+    p: str,
+    thread_id: str,
+    after: int | None,
+    through: int | None,
+    limit: int | None,
+    newest: bool,
+    now: datetime,
+) -> Stmt:
+    """A thread's visible messages with ``after < seq_no <= through`` (None: no
+    bound) in insertion order (``newest``: descending), at most ``limit`` (None: all)."""
+    m = d.mark
+    sql, params = "", [thread_id, now.timestamp()]
+    for op, bound in ((">", after), ("<=", through)):
+        if bound is not None:
+            sql += f" AND seq_no {op} {m}"
+            params.append(bound)
+    order = "DESC" if newest else "ASC"
+    params.append(d.limit(limit))
+    return Stmt(
+        f"SELECT {RECORD_COLUMNS} {_visible_messages(d, p)}{sql} "
+        f"ORDER BY seq_no {order}, pk {order} LIMIT {m}",
+        params,
+    )
+
+
+def get_thread(d: Dialect, p: str, thread_id: str) -> Stmt:
+    """A thread row (``THREAD_COLUMNS``) by id."""
+    return Stmt(
+        f"SELECT {THREAD_COLUMNS} FROM {p}records WHERE family = 'thread' AND id = {d.mark}",
+        (thread_id,),
+    )
+
+
+def list_threads(
+    d: Dialect, p: str, user_id: Maybe[str | None], agent_id: Maybe[str | None]
+) -> Stmt:
+    """Thread rows (``THREAD_COLUMNS``), oldest first, optionally by user and agent
+    (None: the column is NULL)."""
+    parts, params = ["family = 'thread'"], []
+    for column, value in (("user_id", user_id), ("agent_id", agent_id)):
+        if value is None:
+            parts.append(f"{column} IS NULL")
+        elif value is not NOT_SET:
+            parts.append(f"{column} = {d.mark}")
+            params.append(value)
+    return Stmt(
+        f"SELECT {THREAD_COLUMNS} FROM {p}records WHERE {' AND '.join(parts)} ORDER BY pk",
+        params,
+    )
+
+
+def load_records(d: Dialect, p: str, keys: Sequence[Any]) -> Stmt:
+    """Records by key (one ``Dialect.batches`` slice of keys)."""
+    sql, params = d.any_of("pk", keys)
+    return Stmt(f"SELECT {RECORD_COLUMNS} FROM {p}records WHERE {sql}", params)
+
+
+def unembedded(d: Dialect, p: str, limit: int | None) -> Stmt:
+    """``(family, id)`` of up to ``limit`` (None: all) records, oldest first, with a
+    search row holding text but no vector."""
+    return Stmt(
+        f"SELECT family, id FROM {p}records WHERE pk IN (SELECT record_pk FROM "
+        f"{p}chunks WHERE embedding IS NULL AND text IS NOT NULL AND text <> '') "
+        f"ORDER BY pk LIMIT {d.mark}",
+        (d.limit(limit),),
+    )
+
+
+def read_meta(p: str) -> Stmt:
+    """Every ``oam_meta`` row as ``(key, value)``."""
+    return Stmt(f"SELECT key, value FROM {p}oam_meta")
+
+
+# -- writes -------------------------------------------------------------------------
+
+
+def insert_records(d: Dialect, p: str, returning: bool) -> str:
+    """The INSERT of one ``record_values`` row, for ``executemany``."""
+    tail = " RETURNING pk" if returning else ""
+    return (
+        f"INSERT INTO {p}records ({RECORD_INSERT_COLUMNS}) "
+        f"VALUES ({d.marks(RECORD_INSERT_COLUMNS.count(',') + 1)}){tail}"
+    )
+
+
+def record_values(plan: RowPlan, seq_no: int | None, created_at: str) -> tuple[Any, ...]:
+    """The ``RECORD_INSERT_COLUMNS`` values of a planned record row."""
+    return (
+        plan.family,
+        plan.id,
+        plan.record_type,
+        plan.content,
+        plan.role,
+        seq_no,
+        plan.thread_id,
+        plan.user_id,
+        plan.agent_id,
+        plan.timestamp,
+        plan.metadata,
+        created_at,
+        epoch(plan.expires_at),
+    )
+
+
+def insert_chunks(d: Dialect, p: str, columns: Sequence[str], marks: Sequence[str]) -> str:
+    """The INSERT of one search row, for ``executemany``: ``chunk_values`` followed by
+    the back end's own ``columns``, bound through ``marks`` (SQL holding one
+    placeholder each, such as a cast)."""
+    shared = CHUNK_INSERT_COLUMNS.count(",") + 1
+    return (
+        f"INSERT INTO {p}chunks ({CHUNK_INSERT_COLUMNS}, {', '.join(columns)}) "
+        f"VALUES ({d.marks(shared)}, {', '.join(marks)})"
+    )
+
+
+def chunk_values(row: ChunkRow) -> tuple[Any, ...]:
+    """The ``CHUNK_INSERT_COLUMNS`` values of a search row."""
+    return (row.record_pk, row.record_type, row.seq, row.chunk.text, *row.scope, row.expires_at)
+
+
+def existing_ids(d: Dialect, p: str, family: str, ids: Sequence[str]) -> Stmt:
+    """The ids among ``ids`` (one ``Dialect.batches`` slice) that exist in ``family``."""
+    sql, params = d.any_of("id", ids)
+    return Stmt(f"SELECT id FROM {p}records WHERE family = {d.mark} AND {sql}", [family, *params])
+
+
+def ids_to_pks(d: Dialect, p: str, family: str, ids: Sequence[str]) -> Stmt:
+    """``(id, pk)`` of ``ids`` (one ``Dialect.batches`` slice) in ``family``."""
+    sql, params = d.any_of("id", ids)
+    return Stmt(
+        f"SELECT id, pk FROM {p}records WHERE family = {d.mark} AND {sql}", [family, *params]
+    )
+
+
+def next_seq(d: Dialect, p: str, thread_id: str | None) -> Stmt:
+    """Two values: the largest message ``seq_no`` of a thread and the thread row's
+    high-water mark (-1 for none). The next ``seq_no`` is one more than the larger, so
+    a number freed by a delete is never handed out again (the pipeline's watermark
+    relies on it)."""
+    m = d.mark
+    scope = "thread_id IS NULL" if thread_id is None else f"thread_id = {m}"
+    return Stmt(
+        f"SELECT (SELECT COALESCE(MAX(seq_no), -1) FROM {p}records WHERE family = 'message' "
+        f"AND {scope}), COALESCE((SELECT seq_no FROM {p}records WHERE family = 'thread' "
+        f"AND id = {m}), -1)",
+        ([] if thread_id is None else [thread_id]) + [thread_id],
+    )
+
+
+def set_thread_seq(d: Dialect, p: str, thread_id: str, seq_no: int) -> Stmt:
+    """Record ``seq_no`` as the thread's message-number high-water mark."""
+    return Stmt(
+        f"UPDATE {p}records SET seq_no = {d.mark} WHERE family = 'thread' AND id = {d.mark}",
+        (seq_no, thread_id),
+    )
+
+
+def fetch_row(d: Dialect, p: str, family: str, record_id: str) -> Stmt:
+    """One record row by family and id, expired or not, locked for the transaction:
+    ``pk, record_type, content, event_ts, metadata, created_at, thread_id, user_id,
+    agent_id``."""
+    return Stmt(
+        f"SELECT pk, record_type, content, event_ts, metadata, created_at, thread_id, "
+        f"user_id, agent_id FROM {p}records WHERE family = {d.mark} AND id = {d.mark}"
+        f"{d.lock_row}",
+        (family, record_id),
+    )
+
+
+def chunk_texts(d: Dialect, p: str, key: Any) -> Stmt:
+    """A record's search-row texts, in order."""
+    return Stmt(f"SELECT text FROM {p}chunks WHERE record_pk = {d.mark} ORDER BY seq", (key,))
+
+
+def record_expiry(d: Dialect, p: str, key: Any) -> Stmt:
+    """A record's ``expires_at`` (copied to the search rows it gets)."""
+    return Stmt(f"SELECT expires_at FROM {p}records WHERE pk = {d.mark}", (key,))
+
+
+def delete_chunks_of(d: Dialect, p: str, key: Any) -> Stmt:
+    """Delete a record's search rows."""
+    return Stmt(f"DELETE FROM {p}chunks WHERE record_pk = {d.mark}", (key,))
+
+
+def update_record(d: Dialect, p: str, key: Any, fields: dict[str, Any]) -> list[Stmt]:
+    """Set ``fields`` (among ``content``, ``metadata`` JSON text, ``timestamp``,
+    ``expires_at`` aware datetime or None) of a record by key; a new expiry is
+    copied to its search rows.
+
+    Raises:
+        ValueError: for a field outside that set.
+    """
+    unknown = set(fields) - set(_UPDATABLE)
+    if unknown:
+        raise ValueError(f"cannot update record fields {sorted(unknown)}")
+    values = {_UPDATABLE[k]: (epoch(v) if k == "expires_at" else v) for k, v in fields.items()}
+    sets = ", ".join(f"{col} = {d.mark}" for col in values)
+    out = [Stmt(f"UPDATE {p}records SET {sets} WHERE pk = {d.mark}", [*values.values(), key])]
+    if "expires_at" in values:
+        out.append(
+            Stmt(
+                f"UPDATE {p}chunks SET expires_at = {d.mark} WHERE record_pk = {d.mark}",
+                (values["expires_at"], key),
+            )
+        )
+    return out
+
+
+def delete_record(
+    d: Dialect,
+    p: str,
+    family: str,
+    record_id: str,
+    record_type: str | None,
+    thread_id: Maybe[str],
+) -> Stmt:
+    """Delete one record (its search rows cascade); ``record_type`` and ``thread_id``
+    further constrain the match."""
+    m = d.mark
+    sql = f"DELETE FROM {p}records WHERE family = {m} AND id = {m}"
+    params: list[Any] = [family, record_id]
+    if record_type is not None:
+        sql += f" AND record_type = {m}"
+        params.append(record_type)
+    if thread_id is not NOT_SET:
+        sql += f" AND thread_id = {m}"
+        params.append(thread_id)
+    return Stmt(sql, params)
+
+
+def delete_thread(d: Dialect, p: str, thread_id: str) -> tuple[Stmt, Stmt]:
+    """Delete a thread row (its rowcount says whether it existed), then its messages
+    and memories."""
+    return (
+        Stmt(f"DELETE FROM {p}records WHERE family = 'thread' AND id = {d.mark}", (thread_id,)),
+        Stmt(
+            f"DELETE FROM {p}records WHERE family IN ('message', 'memory') "
+            f"AND thread_id = {d.mark}",
+            (thread_id,),
+        ),
+    )
+
+
+def _scope_column(column: str) -> str:
+    if column not in ("user_id", "agent_id"):
+        raise ValueError(f"unknown scope column {column!r}")
+    return column
+
+
+def actor_threads(d: Dialect, p: str, column: str, actor_id: str) -> Stmt:
+    """The ids of the threads whose ``column`` (``user_id``/``agent_id``) is ``actor_id``.
+
+    Raises:
+        ValueError: for another column.
+    """
+    return Stmt(
+        f"SELECT id FROM {p}records WHERE family = 'thread' AND {_scope_column(column)} = {d.mark}",
+        (actor_id,),
+    )
+
+
+def delete_actor_rows(d: Dialect, p: str, column: str, actor_id: str) -> Stmt:
+    """Delete the messages and memories scoped to an actor (``column`` as
+    ``actor_threads``)."""
+    return Stmt(
+        f"DELETE FROM {p}records WHERE family IN ('message', 'memory') "
+        f"AND {_scope_column(column)} = {d.mark}",
+        (actor_id,),
+    )
+
+
+def insert_thread(d: Dialect, p: str, row: ThreadRow) -> Stmt:
+    """Insert a thread row; metadata, config and state are stored as JSON text."""
+    metadata = json.dumps(row.metadata, ensure_ascii=False) if row.metadata is not None else None
+    return Stmt(
+        f"INSERT INTO {p}records (family, id, record_type, user_id, agent_id, metadata, "
+        f"created_at, config, state) VALUES ('thread', {d.mark}, 'thread', {d.marks(6)})",
+        (
+            row.thread_id,
+            row.user_id,
+            row.agent_id,
+            metadata,
+            row.created_at,
+            json.dumps(row.config),
+            json.dumps(row.state),
+        ),
+    )
+
+
+def thread_state(d: Dialect, p: str, thread_id: str) -> Stmt:
+    """A thread's state (JSON text), the row locked for the transaction."""
+    return Stmt(
+        f"SELECT state FROM {p}records WHERE family = 'thread' AND id = {d.mark}{d.lock_row}",
+        (thread_id,),
+    )
+
+
+def update_thread(
+    d: Dialect,
+    p: str,
+    thread_id: str,
+    config: Maybe[dict[str, Any]],
+    state: Maybe[dict[str, Any]],
+) -> Stmt | None:
+    """Set a thread's config and/or state (None when neither is given)."""
+    sets, params = [], []
+    for column, value in (("config", config), ("state", state)):
+        if value is not NOT_SET:
+            sets.append(f"{column} = {d.mark}")
+            params.append(json.dumps(value))
+    if not sets:
+        return None
+    return Stmt(
+        f"UPDATE {p}records SET {', '.join(sets)} WHERE family = 'thread' AND id = {d.mark}",
+        [*params, thread_id],
+    )
+
+
+def purge(d: Dialect, p: str, now: datetime) -> Stmt:
+    """Delete the records expired at ``now`` (their search rows cascade)."""
+    return Stmt(
+        f"DELETE FROM {p}records WHERE expires_at IS NOT NULL AND expires_at <= {d.mark}",
+        (now.timestamp(),),
+    )
+
+
+def upsert_meta(d: Dialect, p: str, key: str, value: str) -> Stmt:
+    """Insert or replace one ``oam_meta`` row."""
+    return Stmt(
+        f"INSERT INTO {p}oam_meta (key, value) VALUES ({d.marks(2)}) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )

@@ -1,0 +1,68 @@
+"""What ``SQLiteMemoryStore`` and ``PostgresMemoryStore`` share when they open: the
+configuration stored in ``oam_meta`` (docs/store.md#schema).
+
+At open a store reads the stored rows, checks its embedder and vector dimension
+against them (``EmbedderMismatchError``, ``SchemaError``), takes the stored strategy
+and retention config where the caller gave none, and writes back what changed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+from oam_core.errors import SchemaError
+from oam_core.store.base import OracleMemoryStore
+from oam_core.store.identity import META_KEY as IDENTITY_META_KEY
+from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
+
+
+class SqlMemoryStore(OracleMemoryStore):
+    """``OracleMemoryStore`` with the open-time configuration checks of the SQL back
+    ends (constructor arguments: see ``OracleMemoryStore``)."""
+
+    def _adopt_config(
+        self,
+        meta: dict[str, str],
+        where: str,
+        *,
+        strategy_given: bool,
+        retention: MemoryRetentionConfig | None,
+    ) -> None:
+        """Check the store against the stored configuration ``meta`` and adopt what
+        the caller left open.
+
+        Args:
+            meta: The ``oam_meta`` rows.
+            where: Names the database in error messages.
+            strategy_given: The caller chose a search strategy (else the stored one
+                is used).
+            retention: The caller's retention config (None: the stored one is used).
+
+        Raises:
+            EmbedderMismatchError: (a ValueError) when the store's embedder is not the
+                recorded one (docs/store.md#embedder-identity).
+            SchemaError: (a ValueError) when the stored vector dimension differs
+                from the store's.
+        """
+        self._adopt_embedder_identity(meta.get(IDENTITY_META_KEY), where)
+        stored_dim = meta.get("vector_dim")
+        if stored_dim is not None:
+            if self.vector_dim is not None and int(stored_dim) != self.vector_dim:
+                raise SchemaError(
+                    f"{where} stores vectors of dimension {stored_dim}, but this store "
+                    f"was opened with dimension {self.vector_dim}"
+                )
+            self.vector_dim = int(stored_dim)
+        if not strategy_given and "search_strategy" in meta:
+            self.search_strategy = SearchStrategy.parse(meta["search_strategy"])
+        if retention is None and "retention" in meta:
+            self.memory_retention_config = MemoryRetentionConfig(**json.loads(meta["retention"]))
+
+    def _config_meta(self, schema_version: int) -> dict[str, str]:
+        """The ``oam_meta`` rows that record this store's configuration."""
+        return {
+            "schema_version": str(schema_version),
+            "search_strategy": self.search_strategy.value,
+            "retention": json.dumps(asdict(self.memory_retention_config)),
+        }

@@ -1,0 +1,252 @@
+"""The SQLite back end of the store contract (``store/backend.py``) over the shared SQL
+layer (``store/sql``): the connection, the vector mirror, FTS5 keyword ranking, and
+the insert path (docs/sqlite.md).
+
+stdlib ``sqlite3`` in WAL mode; one connection guarded by a lock, so one store object
+is safe to share between threads of a process, and several processes may open the
+same file (SQLite serialises their writers). VECTOR ranks from an in-process mirror
+of the chunk vectors (``store/vectorindex.py``: exact for small or filtered candidate
+sets, an IVF index with exact re-ranking for large ones; it catches up with every
+committed write of any connection before each search); KEYWORD ranks with FTS5 BM25
+(``sqlite/keyword.py``). Scope, type and expiry filters run on the mirror's arrays,
+metadata filters in SQL, all before the top-k cut.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sqlite3
+import threading
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from oam_core.apis._sentinel import NOT_SET
+from oam_core.store.backend import Predicate, Tx
+from oam_core.store.planning import RowPlan, Vector
+from oam_core.store.sql import statements as st
+from oam_core.store.sql.backend import SqlBackend, SqlTx
+from oam_core.store.sql.statements import ChunkRow
+from oam_core.store.sqlite import schema
+from oam_core.store.sqlite.dialect import SQLITE
+from oam_core.store.sqlite.keyword import Fts5Ranker
+from oam_core.store.sqlite.schema import SCHEMA_VERSION
+from oam_core.store.text import index_text
+from oam_core.store.vectorindex import LOG_KEEP, VectorIndex, index_path
+
+BUSY_TIMEOUT_S = 30.0
+"""How long a write waits for another connection's write lock before
+``DatabaseLockedError``, in seconds."""
+
+
+def _fts_text(text: str | None) -> str | None:
+    """``oam_fts_text(text)``: what the FTS index holds for a chunk's text."""
+    return index_text(text) if isinstance(text, str) else text
+
+
+def _blob(vector: Vector | None) -> bytes | None:
+    return None if vector is None else np.asarray(vector, dtype="<f4").tobytes()
+
+
+class SQLiteBackend(SqlBackend):
+    """One connection to a SQLite file (or a private in-memory database), guarded by a
+    lock, with the file's vector mirror and keyword ranking.
+
+    Args:
+        path: The database file, or ``":memory:"``.
+        prefix: The object-name prefix.
+
+    Raises:
+        StoreConnectionError: (a ConnectionError and a ValueError) when the file
+            cannot be opened.
+        StoreError: for a file that is not a SQLite database, or any other error
+            while the schema is created or upgraded.
+        DatabaseLockedError: (a TimeoutError) when another connection holds the file
+            for writing past the busy timeout while the schema is prepared.
+    """
+
+    def __init__(self, path: str, prefix: str) -> None:
+        super().__init__(SQLITE, prefix, path)
+        self.lock = threading.RLock()
+        with self.mapped():
+            self.conn = self._open(path)
+            try:
+                with self.lock:
+                    self.schema_version = schema.prepare(self.conn, prefix)
+            except BaseException:
+                self.conn.close()
+                raise
+        # A file that could not be upgraded (read-only place) is read as it is.
+        self.read_only = self.schema_version < SCHEMA_VERSION
+        self.index = VectorIndex(prefix, index_path(path, prefix))
+        self.keywords = Fts5Ranker(SQLITE, prefix, self.schema_version)
+
+    def _open(self, path: str) -> sqlite3.Connection:
+        try:
+            conn = self._connect(path)
+            conn.execute("SELECT name FROM sqlite_master").fetchall()
+            return conn
+        except sqlite3.OperationalError as exc:
+            if "readonly" not in str(exc) or path == ":memory:":
+                raise
+        # A WAL file in a read-only place: read it as an immutable snapshot.
+        return self._connect(f"file:{Path(path).resolve()}?immutable=1", uri=True)
+
+    @staticmethod
+    def _connect(target: str, *, uri: bool = False) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            target,
+            check_same_thread=False,
+            isolation_level=None,
+            timeout=BUSY_TIMEOUT_S,
+            uri=uri,
+        )
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        conn.create_function(schema.FTS_FUNCTION, 1, _fts_text, deterministic=True)
+        if target != ":memory:" and not uri:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection, under the lock, its errors mapped."""
+        with self.lock, self.mapped():
+            yield self.conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[Tx]:
+        """``BEGIN IMMEDIATE``: the write lock of the file until commit, so no other
+        writer (connection or process) runs meanwhile."""
+        with self.lock, self.mapped():
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield SQLiteTx(self, self.conn)
+                changes = f"{self.p}chunk_changes"
+                self.conn.execute(
+                    f"DELETE FROM {changes} WHERE seq <= (SELECT max(seq) FROM {changes}) - ?",
+                    (LOG_KEEP,),
+                )
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self.lock, self.mapped():
+            try:
+                self.index.save()
+            finally:
+                self.conn.close()
+
+    def rank_vector(
+        self, queries: Sequence[Vector], k: int, pred: Predicate
+    ) -> builtins.list[builtins.list[tuple[Hashable, float]]]:
+        q = np.stack([np.asarray(v, dtype=np.float32) for v in queries])
+        qn = np.linalg.norm(q, axis=1, keepdims=True)
+        q = np.divide(q, qn, out=np.zeros_like(q), where=qn > 0)
+        scopes = {
+            name: value
+            for name, value in (
+                ("thread", pred.thread_id),
+                ("user", pred.user_id),
+                ("agent", pred.agent_id),
+            )
+            if value is not NOT_SET
+        }
+        with self.reading():
+            began = not self.conn.in_transaction
+            if began:  # one snapshot for the catch-up and the metadata candidates
+                self.conn.execute("BEGIN")
+            try:
+                self.index.sync(self.conn)
+                allowed = None
+                if pred.metadata is not NOT_SET:
+                    join, where, params = st.candidates(self.d, self.p, pred)
+                    allowed = np.fromiter(
+                        (
+                            r[0]
+                            for r in self.conn.execute(
+                                f"SELECT c.pk FROM {self.p}chunks c {join} "
+                                f"WHERE {where} AND c.has_vector = 1",
+                                params,
+                            )
+                        ),
+                        dtype=np.int64,
+                    )
+            finally:
+                if began:
+                    self.conn.execute("COMMIT")
+            rows, mask = self.index.candidates(
+                pred.record_types, scopes, pred.now.timestamp(), allowed
+            )
+            ranked = self.index.rank(q, k, rows, mask)
+        return [[(rpk, d) for rpk, d in lst] for lst in ranked]
+
+    def rank_keyword(
+        self, terms: Sequence[str], k: int, pred: Predicate
+    ) -> builtins.list[tuple[Hashable, float]]:
+        with self.reading() as conn:
+            return self.keywords.rank(conn, terms, k, pred)
+
+
+class SQLiteTx(SqlTx):
+    """Writes inside ``BEGIN IMMEDIATE``: the transaction holds the whole file, so
+    thread locks need nothing and keys of rows inserted together are consecutive."""
+
+    def insert_record_rows(
+        self, plans: Sequence[RowPlan], rows: Sequence[tuple[Any, ...]], batch_size: int
+    ) -> builtins.list[int]:
+        sql = st.insert_records(self.d, self.p, returning=False)
+        base = self._next_pk("records")
+        for i in range(0, len(rows), batch_size):
+            self.c.executemany(sql, rows[i : i + batch_size])
+        return self._inserted_pks(plans, base)
+
+    def _next_pk(self, table: str) -> int:
+        """The primary key the next row of ``table`` gets (AUTOINCREMENT: after the
+        largest key it ever held), read inside the write transaction."""
+        row = self.c.execute(
+            f"SELECT max(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), "
+            f"COALESCE((SELECT max(pk) FROM {self.p}{table}), 0))",
+            (f"{self.p}{table}",),
+        ).fetchone()
+        return int(row[0]) + 1
+
+    def _inserted_pks(self, plans: Sequence[RowPlan], base: int) -> builtins.list[int]:
+        """The record keys of ``plans`` just inserted from key ``base`` on. One writer
+        holds the database, so they are consecutive; that is checked (the largest key
+        must be the last one), else they are looked up by id."""
+        last = self.c.execute(f"SELECT max(pk) FROM {self.p}records").fetchone()[0]
+        if last == base + len(plans) - 1:
+            return builtins.list(range(base, base + len(plans)))
+        found: dict[tuple[str, str], int] = {}
+        for family in {p.family for p in plans}:
+            ids = [p.id for p in plans if p.family == family]
+            for part in self.d.batches(ids):
+                for rid, pk in self.run(st.ids_to_pks(self.d, self.p, family, part)):
+                    found[(family, rid)] = pk
+        return [found[(p.family, p.id)] for p in plans]
+
+    def insert_chunks(self, rows: Sequence[ChunkRow], batch_size: int) -> None:
+        if not rows:
+            return
+        sql = st.insert_chunks(self.d, self.p, ["embedding", "has_vector"], ["?", "?"])
+        values = [
+            (*st.chunk_values(r), _blob(r.chunk.vector), int(r.chunk.vector is not None))
+            for r in rows
+        ]
+        first = self._next_pk("chunks")
+        for i in range(0, len(values), batch_size):
+            self.c.executemany(sql, values[i : i + batch_size])
+        # One set-based statement indexes the new text (a per-row trigger is ~2x slower),
+        # through the view that applies ``oam_fts_text`` (``sqlite/schema.py``).
+        self.c.execute(
+            f"INSERT INTO {self.p}chunks_fts (rowid, text) SELECT pk, text "
+            f"FROM {self.p}chunks_fts_src WHERE pk >= ? AND text IS NOT NULL",
+            (first,),
+        )

@@ -1,0 +1,175 @@
+"""KEYWORD ranking of the SQLite store: FTS5 BM25 over the chunk index
+(docs/store.md#keyword-search, docs/sqlite.md).
+
+Query terms are cut as the index cut the text (``store/text.keyword_terms``), terms
+found in more than half of the rows are set aside as common (BM25 gives them an IDF
+of about 0), and the FTS5 ranking is read in rank order until ``k`` records pass the
+predicate, so a filter never hides a match.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Hashable, Sequence
+
+import regex
+
+from oam_core.apis._sentinel import NOT_SET
+from oam_core.store.backend import Predicate
+from oam_core.store.sql import statements as st
+from oam_core.store.sql.dialect import Dialect
+from oam_core.store.text import keyword_terms
+
+_TERM = regex.compile(r"[\p{L}\p{N}]+")
+
+
+class Fts5Ranker:
+    """Keyword ranking over the FTS5 index ``{prefix}chunks_fts``.
+
+    Args:
+        dialect: The SQLite dialect.
+        prefix: The object-name prefix.
+        schema_version: The file's schema version (a version-1 file, read where it
+            cannot be upgraded, indexed plain words).
+    """
+
+    def __init__(self, dialect: Dialect, prefix: str, schema_version: int) -> None:
+        self.d = dialect
+        self.p = prefix
+        self.schema_version = schema_version
+        # Term statistics: (data_version, total_changes) -> {term: capped row count}
+        self._term_rows: tuple[tuple[int, int], dict[str, int]] = ((-1, -1), {})
+
+    def rank(
+        self, conn: sqlite3.Connection, terms: Sequence[str], k: int, pred: Predicate
+    ) -> list[tuple[Hashable, float]]:
+        """Up to ``k`` ``(record pk, BM25 score >= 0)`` pairs, best first, for records
+        with a chunk passing ``pred`` whose text holds any of ``terms``
+        (``store/text.query_terms``); ``conn`` is the store's, under its lock."""
+        if self.schema_version >= 2:  # a read-only version-1 file indexed plain words
+            terms = keyword_terms(terms)
+        terms = [t for t in terms if _TERM.fullmatch(t)]
+        if not terms:
+            return []
+        informative, common = self._split_terms(conn, terms)
+        if not informative:
+            return []
+        out = self._ranked(conn, _or(informative), k, pred)
+        if common and len(out) < k:
+            # Rows matching only very common terms: BM25 scores them ~0, so they
+            # follow the ranked ones unranked, in insertion order.
+            seen = {rpk for rpk, _ in out}
+            rest = self._unranked(conn, _or(common), k + len(seen), pred)
+            out += [(int(r), 0.0) for r in rest if r not in seen][: k - len(out)]
+        return out
+
+    def _unranked(
+        self, conn: sqlite3.Connection, match: str, limit: int, pred: Predicate
+    ) -> list[int]:
+        """The first ``limit`` record pks, in pk order, with a chunk passing ``pred`` that
+        matches ``match`` (terms in more than half of the rows). Unscoped, chunks are
+        walked in record order and each is looked up in the index, so the walk stops
+        after about ``2 * limit`` chunks; scoped to a user, agent or thread, the scope's
+        chunks are intersected with the index's match list instead."""
+        fts = f"{self.p}chunks_fts"
+        join, where, params = st.candidates(self.d, self.p, pred)
+        scoped = any(v is not NOT_SET for v in (pred.user_id, pred.agent_id, pred.thread_id))
+        matches = (
+            f"c.pk IN (SELECT rowid FROM {fts} WHERE {fts} MATCH ?)"
+            if scoped
+            else f"EXISTS (SELECT 1 FROM {fts} f WHERE {fts} MATCH ? AND f.rowid = c.pk)"
+        )
+        rows = conn.execute(
+            f"SELECT DISTINCT c.record_pk FROM {self.p}chunks c {join} "
+            f"WHERE {matches} AND {where} ORDER BY c.record_pk LIMIT ?",
+            [match, *params, limit],
+        ).fetchall()
+        return [int(r) for (r,) in rows]
+
+    def _ranked(
+        self, conn: sqlite3.Connection, match: str, k: int, pred: Predicate
+    ) -> list[tuple[Hashable, float]]:
+        """Up to ``k`` ``(record pk, BM25 of its best chunk)`` pairs for the FTS5 query
+        ``match`` among chunks passing ``pred``, best first, ties by record pk.
+
+        FTS5 ranks every matching row (as a bare ``ORDER BY rank`` query does); the
+        rows are then read in rank order, in growing batches, and only those are
+        checked against ``pred``, until ``k`` records are found and the next row
+        scores worse than the k-th.
+        """
+        fts = f"{self.p}chunks_fts"
+        join, where, params = st.candidates(self.d, self.p, pred)
+        scope_sql = f"SELECT c.pk, c.record_pk FROM {self.p}chunks c {join} WHERE c.pk IN ({{}}) AND {where}"
+        best: dict[int, float] = {}
+        bound: float | None = None  # the k-th record's score, once k are found
+        cursor = conn.execute(
+            f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? ORDER BY rank", (match,)
+        )
+        try:
+            size, done = 64, False
+            while not done and (rows := cursor.fetchmany(size)):
+                size = min(4 * size, 4096)
+                if bound is not None and rows[0][1] > bound:
+                    break
+                in_scope = dict(
+                    conn.execute(
+                        scope_sql.format(", ".join("?" * len(rows))),
+                        [*(pk for pk, _ in rows), *params],
+                    ).fetchall()
+                )
+                for pk, score in rows:
+                    if bound is not None and score > bound:
+                        done = True
+                        break
+                    rpk = in_scope.get(pk)
+                    if rpk is not None and rpk not in best:
+                        best[rpk] = score
+                        if len(best) == k:
+                            bound = score
+        finally:
+            cursor.close()
+        ranked = sorted(best.items(), key=lambda kv: (kv[1], kv[0]))[:k]
+        return [(int(rpk), float(-s)) for rpk, s in ranked]
+
+    def _split_terms(
+        self, conn: sqlite3.Connection, terms: Sequence[str]
+    ) -> tuple[list[str], list[str]]:
+        """Split terms into ``(informative, common)``: a common term is found in more
+        than half of the search rows (a speaker's name in every turn, say). FTS5's BM25
+        gives it an IDF of about 0, so it changes no score, but ranking it would make
+        nearly every row a candidate. Terms found nowhere are dropped. If no found term
+        is informative, the common ones are ranked (their BM25 still orders by term
+        frequency and row length).
+
+        Costs: the row count comes from the index's own size table, each term's
+        count stops at half the rows, and the counts are kept until the file changes
+        (``PRAGMA data_version`` for other connections, ``total_changes`` for this
+        one), so no query scans the chunk table.
+        """
+        fts = f"{self.p}chunks_fts"
+        version = (
+            int(conn.execute("PRAGMA data_version").fetchone()[0]),
+            conn.total_changes,
+        )
+        if self._term_rows[0] != version or len(self._term_rows[1]) > 4096:
+            total = conn.execute(f"SELECT count(*) FROM {fts}_docsize").fetchone()[0]
+            self._term_rows = (version, {"": int(total)})  # "" is never a term
+        counts = self._term_rows[1]
+        half = counts[""] // 2
+        informative: list[str] = []
+        common: list[str] = []
+        for t in terms:
+            df = counts.get(t)
+            if df is None:
+                df = counts[t] = conn.execute(
+                    f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?)",
+                    (_or([t]), half + 1),
+                ).fetchone()[0]
+            if df:
+                (common if df > half else informative).append(t)
+        return (informative, common) if informative else (common, [])
+
+
+def _or(terms: Sequence[str]) -> str:
+    """An FTS5 query matching any of ``terms`` (plain word tokens, quoted)."""
+    return " OR ".join(f'"{t}"' for t in terms)

@@ -1,0 +1,119 @@
+"""``SQLiteMemoryStore``: the embedded default store (docs/sqlite.md).
+
+The store semantics are ``OracleMemoryStore``'s (store/base.py); this module opens the
+file (``sqlite/backend.py``), creates or upgrades its schema and checks the stored
+configuration against the store's (``sql/store.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from oam_core.apis.embedder import IEmbedder
+from oam_core.errors import InvalidArgumentError
+from oam_core.rerankers import IReranker
+from oam_core.store.backend import Backend
+from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
+from oam_core.store.sql import statements as st
+from oam_core.store.sql.schema import newer_schema, table_prefix
+from oam_core.store.sql.store import SqlMemoryStore
+from oam_core.store.sqlite.backend import SQLiteBackend
+from oam_core.store.sqlite.schema import SCHEMA_VERSION
+from oam_core.store.ttl import Clock
+
+
+class SQLiteMemoryStore(SqlMemoryStore):
+    """Memory store in one SQLite file, or in memory (the default store; docs/sqlite.md).
+
+    Args:
+        path: Database file path, or ``":memory:"`` for a private in-memory store.
+        embedder: See ``OracleMemoryStore``.
+        vector_dim: See ``OracleMemoryStore``; checked against the dimension stored
+            in the file.
+        search_strategy: ``SearchStrategy`` or its name; None = the strategy stored
+            in the file, HYBRID for a new one (the best of the three on the LoCoMo
+            benchmark, docs/store.md#search-strategies). Without an embedder HYBRID
+            ranks text queries by their keywords alone. SQLite keeps vectors and a
+            full-text index for every store, so any strategy opens any file, and the
+            one given is recorded (as on PostgreSQL; docs/postgres.md).
+        memory_retention_config: TTL defaults; persisted in the file. When omitted,
+            the stored config is used.
+        memory_store_id: Prefix of every table, so several stores share one file
+            (letter first, letters/digits/underscore, at most 16 characters).
+        clock: Zero-argument callable returning an aware datetime (default UTC now).
+        reranker: See ``OracleMemoryStore`` (docs/retrieval.md).
+        allow_embedder_change: See ``OracleMemoryStore``.
+
+    Raises:
+        InvalidArgumentError: (a ValueError) for a bad ``path`` or
+            ``memory_store_id``, or any ``OracleMemoryStore`` argument error.
+        SchemaError: (a ValueError) for a dimension other than the one stored in the
+            file, or a schema version this release cannot read.
+        EmbedderMismatchError: (a SchemaError) for an embedder other than the one
+            recorded in the file.
+        StoreConnectionError: (a ConnectionError and a ValueError) when the file
+            cannot be opened (a missing directory, no permission).
+        DatabaseLockedError: (a TimeoutError) when another connection holds the file
+            for writing past the busy timeout.
+        StoreError: for a file that is not a SQLite database or is damaged.
+
+        See docs/errors.md.
+    """
+
+    def __init__(
+        self,
+        path: str | Path = ":memory:",
+        *,
+        embedder: IEmbedder | None = None,
+        vector_dim: int | None = None,
+        search_strategy: SearchStrategy | str | None = None,
+        memory_retention_config: MemoryRetentionConfig | None = None,
+        memory_store_id: str | None = None,
+        clock: Clock | None = None,
+        reranker: IReranker | None = None,
+        allow_embedder_change: bool = False,
+    ) -> None:
+        super().__init__(
+            embedder=embedder,
+            vector_dim=vector_dim,
+            search_strategy=SearchStrategy.HYBRID if search_strategy is None else search_strategy,
+            memory_retention_config=memory_retention_config,
+            clock=clock,
+            reranker=reranker,
+            allow_embedder_change=allow_embedder_change,
+        )
+        if not isinstance(path, (str, Path)):
+            raise InvalidArgumentError(f"path must be a str or pathlib.Path, got {path!r}")
+        self.path = str(path)
+        self.memory_store_id = memory_store_id
+        self._impl = SQLiteBackend(self.path, table_prefix(memory_store_id))
+        try:
+            self._open_schema(memory_retention_config, search_strategy is not None)
+        except BaseException:
+            self._impl.conn.close()
+            raise
+
+    @property
+    def _backend(self) -> Backend:
+        return self._impl
+
+    def _open_schema(self, retention: MemoryRetentionConfig | None, strategy_given: bool) -> None:
+        impl = self._impl
+        meta = dict(impl.fetch_all(st.read_meta(impl.p)))
+        version = int(meta.get("schema_version", SCHEMA_VERSION))
+        if version > SCHEMA_VERSION:
+            raise newer_schema(self.path, version, SCHEMA_VERSION)
+        self._adopt_config(meta, self.path, strategy_given=strategy_given, retention=retention)
+        wanted = self._config_meta(impl.schema_version)
+        if self.vector_dim is not None:
+            wanted["vector_dim"] = str(self.vector_dim)
+        changed = {k: v for k, v in wanted.items() if meta.get(k) != v}
+        if changed and not impl.read_only:  # a read-only file stays readable
+            with impl.transaction() as tx:
+                tx.write_meta(changed)
+
+    def _remember_vector_dim(self, dim: int) -> None:
+        super()._remember_vector_dim(dim)
+        with self._impl.reading() as conn:  # inside the write that learns it
+            stmt = st.upsert_meta(self._impl.d, self._impl.p, "vector_dim", str(dim))
+            conn.execute(stmt.sql, stmt.params)
