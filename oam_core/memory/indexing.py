@@ -18,7 +18,8 @@ A message is stored as written. It gets two kinds of search rows:
 On LoCoMo (bench/locomo_recall.py) a context row of the previous message lifted
 HYBRID recall_all@10 from 0.59 to 0.63 and KEYWORD from 0.55 to 0.62; the previous
 two messages lift HYBRID from 0.674 to 0.701. It costs one more embedding per
-message. The day prefix lifts HYBRID from 0.633 to 0.658 at no embedding cost
+message (the three-turn row has about 29% more word pieces than the two-turn one, so
+ingest is about 20% slower). The day prefix lifts HYBRID from 0.633 to 0.658 at no embedding cost
 (bench/README.md has the table of steps).
 """
 
