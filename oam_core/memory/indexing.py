@@ -8,13 +8,18 @@ A message is stored as written. It gets two kinds of search rows:
   says her name, and with the day of its timestamp when it has one
   (``"[8 May 2023] Caroline: ..."``), so a question naming the day or month finds
   it by keyword as well; long messages are cut into chunks as the store would;
-* one context row: the previous message of the thread followed by this one, so a
-  short reply ("Yes, twice last year!") is found by the question it answers. The row
-  is added only when both fit one chunk (the previous message is cut from its start).
+* one context row: the ``CONTEXT_MESSAGES`` messages of the thread before it (the
+  previous exchange) followed by this one, so a short reply ("Yes, twice last
+  year!") is found by the question it answers, and a follow-up ("I've been playing
+  for a month now") by the topic raised two turns earlier. The row is added only
+  when the message fits one chunk; earlier messages that do not fit beside it are
+  left out, oldest first (the nearest one is cut from its start).
 
-On LoCoMo (bench/locomo_recall.py) the context row lifts recall_all@10 from 0.59 to
-0.63 for HYBRID and from 0.55 to 0.62 for KEYWORD. It costs one more embedding per
-message. The day prefix lifts HYBRID from 0.633 to 0.658 at no embedding cost
+On LoCoMo (bench/locomo_recall.py) a context row of the previous message lifted
+HYBRID recall_all@10 from 0.59 to 0.63 and KEYWORD from 0.55 to 0.62; the previous
+two messages lift HYBRID from 0.674 to 0.701. It costs one more embedding per
+message (the three-turn row has about 29% more word pieces than the two-turn one, so
+ingest is about 20% slower). The day prefix lifts HYBRID from 0.633 to 0.658 at no embedding cost
 (bench/README.md has the table of steps).
 """
 
@@ -27,7 +32,19 @@ from oam_core.store.chunking import chunk_text
 from oam_core.store.signals import MESSAGE_KEY, participant_name
 from oam_core.store.temporal import day_label
 
-__all__ = ["MESSAGE_KEY", "labelled_text", "message_index_texts", "speaker_name"]
+__all__ = [
+    "CONTEXT_MESSAGES",
+    "MESSAGE_KEY",
+    "labelled_text",
+    "message_index_texts",
+    "speaker_name",
+]
+
+CONTEXT_MESSAGES = 2
+"""How many earlier messages of the thread a message's context row holds: the
+previous exchange (in a two-party chat, the other side's turn and the speaker's own
+turn before it). One measured 0.674, two 0.701, three 0.683 recall_all@10 on LoCoMo
+(bench/README.md): further turns dilute the row."""
 
 
 def speaker_name(message: Message) -> str | None:
@@ -45,28 +62,54 @@ def labelled_text(message: Message) -> str:
 
 
 def message_index_texts(
-    messages: Sequence[Message], previous: Message | None, chunk_chars: int
+    messages: Sequence[Message],
+    previous: Message | Sequence[Message] | None,
+    chunk_chars: int,
 ) -> list[list[str]]:
     """The search-row texts of each message (caller-owned chunks for ``store.add``).
 
     Args:
         messages: The new messages, in thread order.
-        previous: The message stored just before ``messages[0]`` in the thread, if any.
+        previous: The messages stored just before ``messages[0]`` in the thread,
+            oldest first (only the last ``CONTEXT_MESSAGES`` are read), a single
+            message, or None for none.
         chunk_chars: The store's chunk size in characters; no row is longer.
 
     Returns:
         One list of row texts per message (empty for a blank message).
     """
+    if previous is None:
+        earlier: list[Message] = []
+    elif isinstance(previous, Message):
+        earlier = [previous]
+    else:
+        earlier = list(previous)
+    history = [labelled_text(m) for m in earlier[-CONTEXT_MESSAGES:]]
     rows: list[list[str]] = []
-    before = labelled_text(previous) if previous is not None else ""
     for message in messages:
         own = labelled_text(message)
         day = day_label(message.timestamp) if own else None
         chunks = chunk_text(f"[{day}] {own}" if day else own, chunk_chars)
-        room = chunk_chars - len(own) - 1
-        if before and len(chunks) == 1 and room > 0:
-            context = before if len(before) <= room else chunk_text(before, room)[-1]
-            chunks.append(f"{context}\n{own}")
+        if own and len(chunks) == 1:
+            context = _context(history[-CONTEXT_MESSAGES:], chunk_chars - len(own))
+            if context:
+                chunks.append("\n".join([*context, own]))
         rows.append(chunks)
-        before = own
+        history.append(own)
     return rows
+
+
+def _context(texts: Sequence[str], room: int) -> list[str]:
+    """The non-blank ``texts`` that fit in ``room`` characters, each costing its
+    length plus a newline, newest kept first; when not even the newest fits whole,
+    its last chunk of ``room - 1`` characters."""
+    kept: list[str] = []
+    for text in reversed([t for t in texts if t]):
+        if len(text) + 1 <= room:
+            kept.insert(0, text)
+            room -= len(text) + 1
+        else:
+            if not kept and room > 1:
+                kept = [chunk_text(text, room - 1)[-1]]
+            break
+    return kept

@@ -30,7 +30,7 @@ from oam_core.llms.bounded import DEFAULT_LLM_CALL_TIMEOUT, BoundedLlm, check_ca
 from oam_core.memory.config import MemoryExtractionMode, check_extraction_mode
 from oam_core.memory.contextcard import OracleContextCard
 from oam_core.memory.diagnostics import pipeline_warning
-from oam_core.memory.indexing import message_index_texts
+from oam_core.memory.indexing import CONTEXT_MESSAGES, message_index_texts
 from oam_core.memory.messages import (
     BATCH_FIELDS,
     DEFAULT_MESSAGE_WINDOW,
@@ -250,11 +250,10 @@ class OracleThread(IThread):
         index_kwargs: dict[str, Any] = {}
         if "index_texts" not in store_kwargs:
             last: list[MessageRecord] = yield from call(
-                self._store.list_thread_messages, self.thread_id, 1
+                self._store.list_thread_messages, self.thread_id, CONTEXT_MESSAGES
             )
-            previous = as_message(last[0]) if last else None
             index_kwargs["index_texts"] = message_index_texts(
-                prepared, previous, self._store.chunk_chars
+                prepared, [as_message(m) for m in last], self._store.chunk_chars
             )
         fields = {**message_fields(prepared), "user_ids": self.user_id, "agent_ids": self.agent_id}
         ids = yield from self._thread_write_steps({**fields, **index_kwargs}, store_kwargs)

@@ -12,6 +12,10 @@ states are better matched against a record's fields than against its words
   answering turn carries that day in its timestamp, or speaks of it ("yesterday")
   relative to it (``store/temporal.py``).
 
+* **the kind of answer**: a question asking for a time ("When did ...", "How
+  long ...") is answered by a message that states one ("last Friday", "for three
+  years", "yesterday").
+
 Each signal is a ranked list of the candidate pool (the best fused records, in
 fused order) restricted to the records that match it. Fused with the text lists by
 reciprocal rank fusion, it lifts matching records without letting a non-matching
@@ -30,13 +34,20 @@ from typing import Any
 import regex
 
 from oam_core.apis.records import Record
-from oam_core.store.temporal import overlaps, query_spans, record_days
+from oam_core.store.temporal import (
+    asks_for_time,
+    overlaps,
+    query_spans,
+    record_days,
+    states_time,
+)
 
 __all__ = [
     "DATE_WEIGHT",
     "MESSAGE_KEY",
     "POOL",
     "SPEAKER_WEIGHT",
+    "TIME_WEIGHT",
     "participant_name",
     "passage_text",
     "signal_lists",
@@ -59,6 +70,10 @@ lose 0.04 on such questions (category 5); see bench/README.md."""
 
 DATE_WEIGHT = 1.0
 """RRF weight of the date list, the same as each text list."""
+
+TIME_WEIGHT = 1.0
+"""RRF weight of the list of candidates stating a time, for a query asking for one:
+a date signal, weighted like the date list."""
 
 _WORD = regex.compile(r"[\p{L}\p{N}]+")
 
@@ -87,8 +102,8 @@ def signal_lists(
     records: Mapping[Hashable, Record],
     now: datetime,
 ) -> builtins.list[tuple[builtins.list[Hashable], float]]:
-    """The speaker and date lists of a query over a candidate pool, with their RRF
-    weights.
+    """The speaker, date and time lists of a query over a candidate pool, with their
+    RRF weights.
 
     Args:
         query: The text query.
@@ -97,10 +112,11 @@ def signal_lists(
         now: The store clock, for relative dates in the query ("last week").
 
     Returns:
-        Zero, one or two ``(ranked keys, weight)`` pairs, the keys a sub-sequence of
+        Up to three ``(ranked keys, weight)`` pairs, the keys a sub-sequence of
         ``pool``: the candidates spoken by the one participant the query names
-        (``SPEAKER_WEIGHT``), and the candidates whose dates fall in a span the query
-        names (``DATE_WEIGHT``).
+        (``SPEAKER_WEIGHT``); those whose dates fall in a span the query names
+        (``DATE_WEIGHT``); for a query asking for a time, those stating one
+        (``TIME_WEIGHT``). A list holding none or all of the pool is left out.
     """
     present = [key for key in pool if key in records]
     lists: builtins.list[tuple[builtins.list[Hashable], float]] = []
@@ -118,6 +134,8 @@ def signal_lists(
             if overlaps(record_days(records[key].timestamp, records[key].content), spans)
         ]
         lists.append((dated, DATE_WEIGHT))
+    if asks_for_time(query):
+        lists.append(([key for key in present if states_time(records[key].content)], TIME_WEIGHT))
     return [(keys, weight) for keys, weight in lists if 0 < len(keys) < len(present)]
 
 

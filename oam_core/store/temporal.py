@@ -23,7 +23,15 @@ import regex
 from dateutil import parser as date_parser
 from dateutil.relativedelta import relativedelta
 
-__all__ = ["Span", "day_label", "overlaps", "query_spans", "record_days"]
+__all__ = [
+    "Span",
+    "asks_for_time",
+    "day_label",
+    "overlaps",
+    "query_spans",
+    "record_days",
+    "states_time",
+]
 
 _MONTHS = (
     r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
@@ -64,6 +72,28 @@ _RELATIVE = regex.compile(
     | \b(?P<last>last|this|next|past)\s+(?P<unit>weekend|week|month|year)\b
     | \b(?P<n>\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|couple\s+of|few)\s+
       (?P<ago_unit>day|week|month|year)s?\s+ago\b
+    """,
+    regex.IGNORECASE | regex.VERBOSE,
+)
+_PARTS_OF_DAYS = (
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|"
+    r"night|morning|afternoon|evening"
+)
+_STATED_TIME = regex.compile(
+    rf"""
+    \b(?:last|this|next|past|on|yesterday|tomorrow)\s+(?:{_PARTS_OF_DAYS})\b
+    | \b(?:recently|lately|ago|since|tonight)\b
+    | \b(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|
+          couple\s+of|few|several)\s+(?:minute|hour|day|week|month|year)s?\b
+    """,
+    regex.IGNORECASE | regex.VERBOSE,
+)
+_TIME_QUESTION = regex.compile(
+    r"""
+    ^\W*(?:when\b
+      | how\s+long\b
+      | how\s+many\s+(?:days|weeks|months|years)\b
+      | (?:in\s+)?(?:what|which)\s+(?:year|month|day|date|time)\b)
     """,
     regex.IGNORECASE | regex.VERBOSE,
 )
@@ -141,6 +171,22 @@ def record_days(timestamp: str | None, text: str | None) -> list[date]:
     if text:
         days.extend(span.start for span in _relative_spans(text, anchor))
     return days
+
+
+def asks_for_time(query: str) -> bool:
+    """Whether ``query`` asks for a time: it starts with "when", "how long", "how
+    many days/weeks/months/years" or "what/which year/month/day/date/time"."""
+    return _TIME_QUESTION.search(query) is not None
+
+
+def states_time(text: str | None) -> bool:
+    """Whether ``text`` states a time: a date ("25 May, 2022", "in 2022"), a relative
+    date ("yesterday", "last week", "two months ago"), a day or part of one ("last
+    Friday", "on Saturday", "this morning"), "recently", "since", or a duration
+    ("for 3 years", "a month now")."""
+    if not text:
+        return False
+    return any(pattern.search(text) is not None for pattern in (_ABSOLUTE, _RELATIVE, _STATED_TIME))
 
 
 def day_label(timestamp: str | None) -> str | None:

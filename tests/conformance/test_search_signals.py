@@ -1,5 +1,5 @@
-"""HYBRID search: speaker and date signals, and the ``reranker=`` option, on every back
-end (docs/retrieval.md)."""
+"""HYBRID search: speaker, date and time signals, and the ``reranker=`` option, on every
+back end (docs/retrieval.md)."""
 
 from __future__ import annotations
 
@@ -58,6 +58,17 @@ def test_relative_words_in_a_record_count_for_its_day(make_store):
     )
     # 25 May is "yesterday" of the first record.
     assert ids(store.search("What did I get her on 25 May 2022?", 2))[0] == "yesterday"
+
+
+def test_a_question_asking_for_a_time_prefers_records_stating_one(make_store):
+    store = make_store(search_strategy="HYBRID")
+    store.add(
+        ["We visited the old castle with Ben.", "We visited the old castle last Friday."],
+        "memory",
+        record_ids=["ben", "friday"],
+    )
+    assert ids(store.search("When did we visit the old castle?", 2)) == ["friday", "ben"]
+    assert ids(store.search("Did we visit the old castle with Ben?", 2))[0] == "ben"
 
 
 class WordCountReranker(IReranker):

@@ -882,8 +882,9 @@ def test_speaker_name_makes_a_message_findable_by_name(make_store):
 
 
 def test_a_reply_is_found_by_the_message_it_answers(make_store, search_rows):
-    """[oam] memory/indexing.py: each message gets a context row (previous message + it),
-    also across add_messages calls; long messages get no context row and stay chunked."""
+    """[oam] memory/indexing.py: each message gets a context row (the two previous
+    messages + it), also across add_messages calls; long messages get no context row
+    and stay chunked."""
     from oam_core import OracleAgentMemory
     from oam_core.store.chunking import chunk_text
 
@@ -900,6 +901,12 @@ def test_a_reply_is_found_by_the_message_it_answers(make_store, search_rows):
         "Yes, twice last year!",
         "Have you ever been to Lisbon?\nYes, twice last year!",
     ]
+    (follow_up,) = thread.add_messages([{"role": "assistant", "content": "In spring?"}])
+    assert [t for t, _ in search_rows(store, "message", follow_up)] == [
+        "In spring?",
+        "Have you ever been to Lisbon?\nYes, twice last year!\nIn spring?",
+    ]
+    assert "In spring?" in [r.content for r, _ in store.search("Lisbon", 5)]
     long_text = "word " * 3000
     (long_id,) = thread.add_messages([{"role": "user", "content": long_text}])
     n_rows = len(search_rows(store, "message", long_id))

@@ -6,7 +6,14 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from oam_core.store.temporal import Span, overlaps, query_spans, record_days
+from oam_core.store.temporal import (
+    Span,
+    asks_for_time,
+    overlaps,
+    query_spans,
+    record_days,
+    states_time,
+)
 
 NOW = datetime(2024, 3, 13, 15, 0, tzinfo=timezone.utc)  # a Wednesday
 
@@ -100,3 +107,44 @@ def test_overlaps_allows_a_week_either_side() -> None:
     assert not overlaps([date(2022, 5, 17)], [may_25])
     assert not overlaps([], [may_25])
     assert not overlaps([date(2022, 5, 25)], [])
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("When did Caroline go to the support group?", True),
+        ("  when was it", True),
+        ("How long has John played the drums?", True),
+        ("How many months passed between the two adoptions?", True),
+        ("In which year did she move?", True),
+        ("What year did they meet?", True),
+        ("Which month was the trip?", True),
+        ("What did Melanie paint?", False),
+        ("How many times did they go?", False),
+        ("Tell me when you can", False),
+        ("", False),
+    ],
+)
+def test_asks_for_time(query: str, expected: bool) -> None:
+    assert asks_for_time(query) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I went to a castle last Friday.", True),
+        ("We met on Saturday at the park.", True),
+        ("I've been playing for a month now.", True),
+        ("I've had them for 3 years!", True),
+        ("Yesterday was great.", True),
+        ("I moved there in 2022.", True),
+        ("It happened on 25 May, 2022.", True),
+        ("We went there recently.", True),
+        ("We went to the beach with the kids.", False),
+        ("Three dogs and a cat.", False),
+        ("", False),
+        (None, False),
+    ],
+)
+def test_states_time(text: str | None, expected: bool) -> None:
+    assert states_time(text) is expected
