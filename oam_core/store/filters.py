@@ -316,6 +316,32 @@ def _scalar(value: object, where: str, op: str) -> Json:
     return check_json(value, where)
 
 
+def is_plain_json(value: object, depth: int = 0) -> bool:
+    """Whether ``value`` is made only of the built-in JSON types that ``check_json``
+    accepts unchanged: ``dict`` with ``str`` keys, ``list``/``tuple``, ``str``, ``bool``,
+    ``None``, ``int`` within 64 bits, finite ``float``, nested at most ``MAX_DEPTH``.
+    A fast check (exact types, no copy); False means "ask ``check_json``", which
+    names the problem or normalises the value. Strings are not scanned here.
+    """
+    t = type(value)
+    if t is str or t is bool or value is None:
+        return True
+    if t is int:
+        return -_MAX_INT <= value <= _MAX_INT  # type: ignore[operator]
+    if t is float:
+        return math.isfinite(value)  # type: ignore[arg-type]
+    if depth >= MAX_DEPTH:
+        return False
+    if t is dict:
+        for k, v in value.items():  # type: ignore[attr-defined]
+            if type(k) is not str or not is_plain_json(v, depth + 1):
+                return False
+        return True
+    if t is list or t is tuple:
+        return all(is_plain_json(v, depth + 1) for v in value)  # type: ignore[attr-defined]
+    return False
+
+
 def check_json(value: object, where: str, depth: int = 0) -> Json:
     """Return ``value`` if it is JSON-compatible, else raise ``InvalidFilterError``.
 

@@ -1,6 +1,6 @@
 """The ANN half of the embedded store's vector index (``store/vectorindex.py``).
 
-A faiss IVF index (``IndexIVFScalarQuantizer``, 8-bit codes, inner product on unit
+A faiss IVF index (``IndexIVFScalarQuantizer``, 4-bit codes, inner product on unit
 vectors) whose labels are chunk keys. It only proposes candidates: the store re-ranks
 them exactly from its float32 matrix after the scope, type, expiry and filter masks.
 Documented in ``docs/sqlite.md``.
@@ -22,14 +22,16 @@ Why these choices (measured on the project's 2-core machine, 100k x 384, see
 ``bench/README.md``): with ``sqrt(n)`` lists, data with more natural clusters than
 lists (1,000 centres) needed 48 probes for recall 0.98; with ``2 sqrt(n)`` lists 8
 probes give 0.999 there and on the 100-centre peer workload, and each list is half
-as long. 8-bit codes scan faster than 4-bit ones (no nibble unpacking) at 1 byte per
-dimension; the exact re-rank makes the recall of both the same.
+as long. 4-bit codes (half a byte per dimension: 19 MB at 100k x 384) scan within
+10 us of 8-bit ones at 8 probes and the exact re-rank gives both the same recall, so
+the smaller ones keep peak memory near the float32 matrix the exact path needs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import numpy as np
@@ -58,7 +60,7 @@ CALIBRATION_QUERIES = 64
 MAX_PROBE_SHARE = 0.25
 """Calibration stops at this share of the lists: an index that needs more (vectors
 without cluster structure) is not used, and searches rank exactly."""
-ADD_BATCH = 16_384
+ADD_BATCH = 4_096
 """Rows copied from the source and added per step (faiss's buffers scale with it)."""
 _K = 10
 
@@ -150,6 +152,28 @@ class Calibration:
         return 0
 
 
+BLAS_QUERY_BLOCK = 1024
+"""Query rows per BLAS block in faiss's distance products while building (its default
+4,096 makes a 16 MB block at 1,024 database rows; this keeps the build's transient
+memory small at no measurable cost)."""
+
+
+@contextlib.contextmanager
+def _small_blas_blocks(faiss: Any) -> Iterator[None]:
+    """Lower faiss's process-wide BLAS block size for the duration (restored after;
+    another thread's faiss call in between only runs with smaller blocks)."""
+    cvar: Any = getattr(faiss, "cvar", None)
+    old = getattr(cvar, "distance_compute_blas_query_bs", None)
+    if old is None:
+        yield
+        return
+    cvar.distance_compute_blas_query_bs = min(int(old), BLAS_QUERY_BLOCK)
+    try:
+        yield
+    finally:
+        cvar.distance_compute_blas_query_bs = old
+
+
 class Ann:
     """A trained faiss IVF index over unit vectors; labels are chunk keys.
 
@@ -185,6 +209,13 @@ class Ann:
         Raises:
             MemoryError, RuntimeError: when faiss cannot build it.
         """
+        with _small_blas_blocks(faiss):
+            return cls._build(faiss, source, rng, stop)
+
+    @classmethod
+    def _build(
+        cls, faiss: Any, source: RowSource, rng: np.random.Generator, stop: Callable[[], bool]
+    ) -> Ann | None:
         n = source.live_count()
         nlist = list_count(n)
         train, train_pks = source.sample(min(n, TRAIN_PER_LIST * nlist), rng)
@@ -193,7 +224,7 @@ class Ann:
             faiss.IndexFlatIP(dim),
             dim,
             nlist,
-            faiss.ScalarQuantizer.QT_8bit,
+            faiss.ScalarQuantizer.QT_4bit,
             faiss.METRIC_INNER_PRODUCT,
         )
         index.cp.niter = 10

@@ -47,7 +47,7 @@ FORMAT_VERSION = 2
 """Version of the file layout; a file of another version is rebuilt."""
 MAGIC = "oam-vector-index"
 TAIL = b"OAMVIDX2"
-_BLOCK = 1 << 24
+_BLOCK = 1 << 20
 SCOPES = ("thread", "user", "agent")
 _COLUMNS = (  # name, dtype, per-row shape after n
     ("pks", "<i8"),
@@ -278,12 +278,15 @@ def _crc_of_file(path: str, length: int) -> int:
 
 
 def _crc_of_open(f: Any, length: int) -> int:
-    """CRC-32 of the next ``length`` bytes of ``f``, read in 16 MiB blocks."""
+    """CRC-32 of the next ``length`` bytes of ``f``, read through one 1 MiB buffer
+    (no large temporary objects: they would stay in the heap after the read)."""
     crc, left = 0, length
+    buf = bytearray(_BLOCK)
+    view = memoryview(buf)
     while left > 0:
-        block = f.read(min(left, _BLOCK))
-        if not block:
+        got = f.readinto(view[: min(left, _BLOCK)])
+        if not got:
             raise ValueError("truncated")
-        crc = zlib.crc32(block, crc)
-        left -= len(block)
+        crc = zlib.crc32(view[:got], crc)
+        left -= got
     return crc

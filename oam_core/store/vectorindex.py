@@ -91,7 +91,7 @@ reach this share of the rows (or the ANN index was rebuilt); else the reader of 
 older file catches up from it."""
 VERIFY_SAMPLE = 32
 """Rows of a snapshot compared with SQLite when a store opens."""
-_LOAD_BATCH = 2048
+_LOAD_BATCH = 512
 _SCOPES = SCOPES
 
 FloatArray = npt.NDArray[np.float32]
