@@ -44,12 +44,14 @@ MAX_ROWS = 2**31 - 1
 to: far above any result a store can return, small enough that sums of a few of them
 stay within every database's 64-bit integers (docs/store.md, "Limits")."""
 
+_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+"""How stored metadata is serialised (one encoder: ``json.dumps`` builds one per call)."""
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 """NUL and lone surrogates: no back end stores them (PostgreSQL refuses NUL, UTF-8
 cannot encode a surrogate, SQLite's JSON functions stop at NUL)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class ChunkPlan:
     """One search row: its text (None for a vector without text) and vector."""
 
@@ -58,7 +60,7 @@ class ChunkPlan:
     needs_embedding: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class RowPlan:
     """One record to insert, with its search rows."""
 
@@ -210,7 +212,7 @@ def dump_metadata(value: object, name: str = "metadata", *, library: bool = Fals
         # Built-in JSON types only: serialise, and read NUL (escaped as \u0000 by the
         # encoder) and lone surrogates (kept raw) off the text; the slow path below
         # names the culprit if there is one (or clears a backslash-u0000 lookalike).
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text = _JSON.encode(value)
         reserved_ok = RESERVED_KEY not in value or (
             library and isinstance(value[RESERVED_KEY], dict)
         )
@@ -233,7 +235,7 @@ def dump_metadata(value: object, name: str = "metadata", *, library: bool = Fals
                 f"{name}[{RESERVED_KEY!r}] is reserved for the library and must be an "
                 f"object, got {reserved!r}"
             )
-    return json.dumps(checked, ensure_ascii=False, allow_nan=False)
+    return _JSON.encode(checked)
 
 
 def to_vector(value: object, name: str) -> Vector:
