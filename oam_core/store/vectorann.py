@@ -41,8 +41,10 @@ FloatArray = npt.NDArray[np.float32]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
-OVERSAMPLE = 4
-"""ANN candidates per wanted record (chunks of one record, masks, re-rank margin)."""
+OVERSAMPLES = (4, 8, 16)
+"""ANN candidates per wanted record that calibration tries (the exact re-rank needs
+more of them when the 4-bit scores of many near neighbours are close: 1M rows of the
+peer workload need 8)."""
 LISTS_PER_ROOT = 2
 """IVF lists per square root of the rows: 632 at 100k, 2,000 at 1M."""
 MAX_LISTS = 4096
@@ -129,27 +131,31 @@ class Calibration:
         both = np.concatenate([self.best, sims], axis=1)
         self.best = -np.partition(-both, _K - 1, axis=1)[:, :_K]
 
-    def probes(self, index: Any, source: RowSource) -> int:
-        """The fewest probes of ``probe_ladder`` at which ``index`` (searched like a
-        query: ``OVERSAMPLE`` candidates per result, exact re-rank) finds the 10
-        nearest other vectors at recall >= ``RECALL_TARGET``; a hit is a result at
-        least as near as the true 10th (ties count). 0 when none does."""
+    def probes(self, index: Any, source: RowSource) -> tuple[int, int]:
+        """``(nprobe, oversample)``: the fewest probes of ``probe_ladder``, and at
+        those the fewest candidates per result of ``OVERSAMPLES``, at which
+        ``index`` (searched like a query, exact re-rank) finds the 10 nearest other
+        vectors at recall >= ``RECALL_TARGET``; a hit is a result at least as near
+        as the true 10th (ties count). ``(0, 0)`` when none does."""
         ladder = probe_ladder(int(index.nlist))
         m = len(self.pks)
         if len(ladder) == 1 or m == 0 or not np.isfinite(self.best).all():
-            return ladder[-1]  # tiny: every list (exact)
+            return ladder[-1], OVERSAMPLES[0]  # tiny: every list (exact)
         kth = self.best.min(axis=1) - 1e-6
+        widest = _K * OVERSAMPLES[-1] + 1
         for nprobe in ladder:
             index.nprobe = nprobe
-            _, labels = index.search(self.queries, _K * OVERSAMPLE + 1)
+            _, labels = index.search(self.queries, widest)  # best first: prefixes
             vecs, found = source.vectors(labels.ravel())
-            sims = np.einsum("jcd,jd->jc", vecs.reshape(m, labels.shape[1], -1), self.queries)
+            sims = np.einsum("jcd,jd->jc", vecs.reshape(m, widest, -1), self.queries)
             usable = found.reshape(labels.shape) & (labels != self.pks[:, None])
             sims = np.where(usable, sims, -np.inf)
-            top = -np.partition(-sims, _K - 1, axis=1)[:, :_K]
-            if (top >= kth[:, None]).sum() >= RECALL_TARGET * _K * m:
-                return nprobe
-        return 0
+            for oversample in OVERSAMPLES:
+                head = sims[:, : _K * oversample + 1]
+                top = -np.partition(-head, _K - 1, axis=1)[:, :_K]
+                if (top >= kth[:, None]).sum() >= RECALL_TARGET * _K * m:
+                    return nprobe, oversample
+        return 0, 0
 
 
 BLAS_QUERY_BLOCK = 1024
@@ -181,15 +187,25 @@ class Ann:
         hwm: Every chunk with key <= ``hwm`` that was live when it was added is in it.
         trained_on: Live rows when it was trained (a 4x larger store retrains).
         nprobe: Lists scanned per query; 0 = not used (searches rank exactly).
+        oversample: Candidates proposed per wanted record.
         rebuilt: Built (or re-calibrated) since it was last written to a file.
     """
 
-    def __init__(self, faiss: Any, index: Any, hwm: int, trained_on: int, nprobe: int) -> None:
+    def __init__(
+        self,
+        faiss: Any,
+        index: Any,
+        hwm: int,
+        trained_on: int,
+        nprobe: int,
+        oversample: int = OVERSAMPLES[0],
+    ) -> None:
         self.faiss = faiss
         self.index = index
         self.hwm = hwm
         self.trained_on = trained_on
         self.nprobe = int(min(max(0, nprobe), index.nlist))
+        self.oversample = int(min(max(1, oversample), OVERSAMPLES[-1]))
         index.nprobe = max(1, self.nprobe)
         self.rebuilt = True
 
@@ -244,10 +260,8 @@ class Ann:
             if len(pks):
                 index.add_with_ids(np.ascontiguousarray(mat), pks)
                 calibration.observe(mat, pks)
-        ann = cls(faiss, index, after, n, nlist)
-        ann.nprobe = calibration.probes(index, source)
-        index.nprobe = max(1, ann.nprobe)
-        return ann
+        nprobe, oversample = calibration.probes(index, source)
+        return cls(faiss, index, after, n, nprobe, oversample)
 
     def add(self, mat: FloatArray, pks: IntArray) -> None:
         """Add rows ``mat`` (unit, float32 ``(m, dim)``) labelled ``pks`` (ascending)."""

@@ -102,6 +102,7 @@ def write(path: str, snap: Snapshot, faiss: Any) -> bool:
                 "hwm": snap.ann.hwm,
                 "trained_on": snap.ann.trained_on,
                 "nprobe": snap.ann.nprobe,
+                "oversample": snap.ann.oversample,
                 "count": int(snap.ann.index.ntotal),
             }
         else:
@@ -217,6 +218,7 @@ def read(path: str, dim: int, faiss: Any) -> Snapshot:
             _int(ann_info, "hwm"),
             _int(ann_info, "trained_on"),
             _int(ann_info, "nprobe"),
+            _int(ann_info, "oversample"),
         )
         ann.rebuilt = False
     snap = Snapshot(

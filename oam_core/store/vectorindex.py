@@ -62,7 +62,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oam_core.store import vectorfile
-from oam_core.store.vectorann import OVERSAMPLE, Ann
+from oam_core.store.vectorann import Ann
 from oam_core.store.vectorfile import FORMAT_VERSION, SCOPES, Snapshot
 
 __all__ = [
@@ -821,7 +821,8 @@ class VectorIndex:
         assert ann is not None
         n = self.n
         share = count / max(n - self.n_dead, 1)
-        kk = max(k * OVERSAMPLE, 32, math.ceil(k * OVERSAMPLE / max(share, 1e-9)))
+        want = k * ann.oversample
+        kk = max(want, 32, math.ceil(want / max(share, 1e-9)))
         if kk > 4 * self.exact_max:  # so selective that exact is cheaper
             return None
         rows = self._rows_of(ann.search(q, kk))
