@@ -160,8 +160,9 @@ class Calibration:
 
 BLAS_QUERY_BLOCK = 1024
 """Query rows per BLAS block in faiss's distance products while building (its default
-4,096 makes a 16 MB block at 1,024 database rows; this keeps the build's transient
-memory small at no measurable cost)."""
+4,096 makes a 16 MB block at 1,024 database rows, which the allocator keeps after
+the build: about 14 MB of peak memory at 100k). The build takes about a third
+longer with it."""
 
 
 @contextlib.contextmanager
