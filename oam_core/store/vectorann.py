@@ -278,9 +278,14 @@ class Ann:
         if len(pks):
             self.index.remove_ids(self.faiss.IDSelectorBatch(pks))
 
-    def search(self, q: FloatArray, kk: int) -> IntArray:
-        """Labels (chunk keys) of up to ``kk`` entries nearest to unit query ``q``."""
-        _, labels = self.index.search(q.reshape(1, -1), kk)
+    def search(self, q: FloatArray, kk: int, nprobe: int | None = None) -> IntArray:
+        """Labels (chunk keys) of up to ``kk`` entries nearest to unit query ``q``,
+        scanning ``nprobe`` lists (default: the calibrated count)."""
+        if nprobe is None or nprobe == self.index.nprobe:
+            _, labels = self.index.search(q.reshape(1, -1), kk)
+        else:
+            params = self.faiss.SearchParametersIVF(nprobe=int(nprobe))
+            _, labels = self.index.search(q.reshape(1, -1), kk, params=params)
         found: IntArray = labels[0]
         return found[found >= 0]
 

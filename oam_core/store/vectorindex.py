@@ -89,6 +89,10 @@ SAVE_SHARE = 0.05
 """Closing rewrites the index file when rows added and changes since it was written
 reach this share of the rows (or the ANN index was rebuilt); else the reader of the
 older file catches up from it."""
+SCAN_COST = 0.25
+"""Cost of scanning one 4-bit IVF code relative to ranking one candidate row exactly
+(gather and product; measured ~40 ns against ~150 ns at 384 dimensions): a filtered
+search goes exact when its scan would cost more."""
 VERIFY_SAMPLE = 32
 """Rows of a snapshot compared with SQLite when a store opens."""
 _LOAD_BATCH = 512
@@ -820,12 +824,20 @@ class VectorIndex:
         ann = self.ann
         assert ann is not None
         n = self.n
-        share = count / max(n - self.n_dead, 1)
+        live = max(n - self.n_dead, 1)
+        share = max(count / live, 1e-9)
+        # A filter keeping a share s of the rows: its top k lie about 1/s times as
+        # deep in the unfiltered ranking, so scan 1/s times the lists, unless the
+        # exact product over the candidates is cheaper.
+        nlist = int(ann.index.nlist)
+        nprobe = min(nlist, math.ceil(ann.nprobe / share))
+        if nprobe * live / nlist * SCAN_COST > count:
+            return None
         want = k * ann.oversample
-        kk = max(want, 32, math.ceil(want / max(share, 1e-9)))
+        kk = max(want, 32, math.ceil(want / share))
         if kk > 4 * self.exact_max:  # so selective that exact is cheaper
             return None
-        rows = self._rows_of(ann.search(q, kk))
+        rows = self._rows_of(ann.search(q, kk, nprobe))
         rows = rows[rows >= 0]
         tail = int(np.searchsorted(self.pks[:n], ann.hwm, side="right"))
         if tail < n:
