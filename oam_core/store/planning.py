@@ -424,7 +424,7 @@ def plan_add(
     Rules that depend on one column only (ids, scope ids, vectors given as one 2-D
     array, text without NUL or lone surrogates) are checked column by column, once
     per distinct value or with one array operation; the rest row by row. Either way
-    every rule is checked before a plan is returned (docs/store.md, "Bulk add").
+    every rule is checked before a plan is returned (docs/sqlite.md#writes).
 
     Raises:
         ValueError: for any rule of SPEC §3.1-§3.2 and §3.7 the call breaks, naming

@@ -1,7 +1,8 @@
 """Store conformance: the bulk shape of ``add`` (one 2-D array of vectors, aligned
-lists of scope ids and metadata) is checked column by column (docs/store.md, "Bulk
-add"). Every rule still holds: a bad row is named with its value, nothing is
-written, and a good call stores exactly what the row-by-row shape stores.
+lists of scope ids and metadata) is checked column by column (docs/sqlite.md,
+"Writes"; every back end plans writes the same way). Every rule still holds: a bad
+row is named with its value, nothing is written, and a good call stores exactly
+what the row-by-row shape stores.
 """
 
 from __future__ import annotations
