@@ -3,8 +3,12 @@
 Builds one SQLite file of ``--records`` memory records (default 100,000) through the
 public ``store.add(..., embeddings=...)``: 50 users, each record ``"<speaker>: <words>"``
 with 8-30 words drawn from a Zipf-distributed vocabulary of pseudo-English words (a
-few words are in most rows, as function words are in real chats), and a random unit
-vector of 384 dimensions. Queries are ``"When did <speaker> <w1> <w2> <w3>?"`` with
+few words are in most rows, as function words are in real chats), and a unit vector
+of 384 dimensions: by default near one of 100 random centres (gaussian noise, sigma
+0.05 per dimension: the vector model of ``bench/peers.py``, clustered as real
+embeddings are), with ``--vectors random`` uniform on the sphere (no structure: the
+store's IVF calibration then finds no probe count reaching its recall target and
+ranks the vector half exactly). Queries are ``"When did <speaker> <w1> <w2> <w3>?"`` with
 words from the same distribution without its 100 most common words (the ones
 ``query_terms`` would drop as function words in English text).
 
@@ -17,9 +21,8 @@ Per query, in one run and on one file, it times:
   term statistics, ranking, scope and expiry checks, loading the records);
 - ``hybrid``: ``store.search(q, 10)`` of a HYBRID store (keyword ranking at depth 50,
   exact vector ranking, RRF). Its query embedding is a ``HashingEmbedder`` (a few
-  microseconds), so the figure is the search itself. The vector half is the SQLite
-  vector path of this checkout; it is replaced by an in-process index (issue 11),
-  which moves this figure, not the keyword one;
+  microseconds), so the figure is the search itself. The vector half is the
+  in-process vector index (``store/vectorindex.py``, docs/sqlite.md);
 - ``vector``: ``store.search(query_vector=v, k=10)`` of the HYBRID store, the vector
   half alone, for reading the hybrid figure;
 - ``bare_user`` / ``keyword_user``: the same, scoped to one user of 50 (the bare query
@@ -111,21 +114,36 @@ class Corpus:
         return f"When did {name} {words}?", f"u{user}"
 
 
-def build(path: Path, n: int, corpus: Corpus, batch: int = 5000) -> float:
+CENTRES = 100
+NOISE = 0.05
+
+
+def vectors(rng: np.random.Generator, n: int, kind: str, centres: Any) -> Any:
+    """``n`` unit float32 vectors: near ``centres`` (``clustered``) or uniform."""
+    if kind == "random":
+        vecs = rng.normal(size=(n, DIM)).astype(np.float32)
+    else:
+        vecs = centres[rng.integers(0, len(centres), n)]
+        vecs = vecs + rng.normal(size=(n, DIM)).astype(np.float32) * np.float32(NOISE)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    return vecs.astype(np.float32, copy=False)
+
+
+def build(path: Path, n: int, corpus: Corpus, kind: str, batch: int = 5000) -> float:
     """Fill a new store file with ``n`` records; return the seconds it took."""
     store = SQLiteMemoryStore(path, vector_dim=DIM, search_strategy="KEYWORD")
     vec_rng = np.random.default_rng(1)
+    centres = vectors(vec_rng, CENTRES, "random", None)
     started = time.perf_counter()
     for i in range(0, n, batch):
         rows = [corpus.record(j) for j in range(i, min(n, i + batch))]
-        vecs = vec_rng.normal(size=(len(rows), DIM)).astype(np.float32)
-        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        vecs = vectors(vec_rng, len(rows), kind, centres)
         store.add(
             [text for text, _ in rows],
             "memory",
             record_ids=[f"r{j}" for j in range(i, i + len(rows))],
             user_ids=[user for _, user in rows],
-            embeddings=list(vecs),
+            embeddings=vecs,
         )
     store.close()
     return time.perf_counter() - started
@@ -163,9 +181,15 @@ def run(path: Path, queries: list[tuple[str, str]], repeat: int) -> dict[str, An
         "keyword_user": lambda q, u: kw.search(q, K, user_id=u, exact_user_match=True),
     }
     baseline = {"keyword": "bare", "hybrid": "bare", "vector": "bare", "keyword_user": "bare_user"}
-    for q, u in queries[:5]:  # warm the page cache and the vector cache
+    for q, u in queries[:5]:  # warm the page cache and the vector index (built here)
         for fn in modes.values():
             fn(q, u)
+    ann = hy._impl.index.ann  # what ranked the vector half: IVF probes, or exact
+    index_state = (
+        {"lists": int(ann.index.nlist), "nprobe": ann.nprobe, "oversample": ann.oversample}
+        if ann is not None and ann.nprobe
+        else "exact"
+    )
     runs = []
     for _ in range(repeat):
         ms: dict[str, list[float]] = {m: [] for m in modes}
@@ -182,7 +206,7 @@ def run(path: Path, queries: list[tuple[str, str]], repeat: int) -> dict[str, An
     hy.close()
     conn.close()
     medians = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
-    return {"runs": runs, "median": medians}
+    return {"runs": runs, "median": medians, "vector_index": index_state}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--db", type=Path, default=None, help="store file to build or reuse")
+    ap.add_argument(
+        "--vectors", choices=("clustered", "random"), default="clustered", help="record vectors"
+    )
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args(argv)
     corpus = Corpus(args.seed)
@@ -199,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         path = args.db or Path(tmp) / "keyword_scale.db"
         build_s = None
         if not path.exists():
-            build_s = build(path, args.records, corpus)
+            build_s = build(path, args.records, corpus, args.vectors)
         else:
             for i in range(args.records):  # the same random stream as a fresh build
                 corpus.record(i)
@@ -211,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         "repeat": args.repeat,
         "k": K,
         "build_s": build_s,
+        "vectors": args.vectors,
         "sqlite": sqlite3.sqlite_version,
     }
     if args.json:
@@ -218,7 +246,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     med = result["median"]
     modes_order = ("bare", "keyword", "hybrid", "vector", "bare_user", "keyword_user")
-    print(f"{args.records} records, {args.queries} queries, k={K}, {args.repeat} repeats")
+    print(
+        f"{args.records} records ({args.vectors} vectors), {args.queries} queries, k={K}, "
+        f"{args.repeat} repeats; vector index: {result['vector_index']}"
+    )
     if build_s is not None:
         print(f"build: {build_s:.1f} s ({args.records / build_s:.0f} records/s)")
     print("| mode | p50 ms | ratio to bare (p50 of per-query ratios) | ratio of total time |")

@@ -316,6 +316,48 @@ def _scalar(value: object, where: str, op: str) -> Json:
     return check_json(value, where)
 
 
+def is_plain_json(value: object, depth: int = 0) -> bool:
+    """Whether ``value`` is made only of the built-in JSON types that ``check_json``
+    accepts unchanged: ``dict`` with ``str`` keys, ``list``/``tuple``, ``str``, ``bool``,
+    ``None``, ``int`` within 64 bits, finite ``float``, nested at most ``MAX_DEPTH``.
+    A fast check (exact types, no copy, leaves checked inline); False means "ask
+    ``check_json``", which names the problem or normalises the value. Strings are
+    not scanned here.
+    """
+    t = type(value)
+    if t is dict:
+        if depth >= MAX_DEPTH:
+            return False
+        items: Any = value.items()  # type: ignore[attr-defined]
+        for k, v in items:  # noqa: SIM110 - a loop: all() adds a generator frame
+            if type(k) is not str or not _plain_item(v, depth):
+                return False
+        return True
+    if t is list or t is tuple:
+        if depth >= MAX_DEPTH:
+            return False
+        members: Any = value
+        for v in members:  # noqa: SIM110 - as above
+            if not _plain_item(v, depth):
+                return False
+        return True
+    return _plain_item(value, depth - 1)
+
+
+def _plain_item(v: object, depth: int) -> bool:
+    """``is_plain_json`` of a member ``v`` of a container at ``depth``."""
+    t = type(v)
+    if t is str or t is bool or v is None:
+        return True
+    if t is int:
+        return -_MAX_INT <= v <= _MAX_INT  # type: ignore[operator]
+    if t is float:
+        return math.isfinite(v)  # type: ignore[arg-type]
+    if t is dict or t is list or t is tuple:
+        return is_plain_json(v, depth + 1)
+    return False
+
+
 def check_json(value: object, where: str, depth: int = 0) -> Json:
     """Return ``value`` if it is JSON-compatible, else raise ``InvalidFilterError``.
 

@@ -30,7 +30,7 @@ from oam_core.apis.records import (
 )
 from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.store.chunking import chunk_text
-from oam_core.store.filters import InvalidFilterError, check_json
+from oam_core.store.filters import InvalidFilterError, check_json, is_plain_json
 from oam_core.store.options import MemoryRetentionConfig
 from oam_core.store.timestamps import normalize_timestamp
 from oam_core.store.ttl import expiry, parse_iso_timestamp, resolve_ttl_days
@@ -44,12 +44,14 @@ MAX_ROWS = 2**31 - 1
 to: far above any result a store can return, small enough that sums of a few of them
 stay within every database's 64-bit integers (docs/store.md, "Limits")."""
 
+_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+"""How stored metadata is serialised (one encoder: ``json.dumps`` builds one per call)."""
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 """NUL and lone surrogates: no back end stores them (PostgreSQL refuses NUL, UTF-8
 cannot encode a surrogate, SQLite's JSON functions stop at NUL)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class ChunkPlan:
     """One search row: its text (None for a vector without text) and vector."""
 
@@ -58,7 +60,7 @@ class ChunkPlan:
     needs_embedding: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class RowPlan:
     """One record to insert, with its search rows."""
 
@@ -206,6 +208,16 @@ def dump_metadata(value: object, name: str = "metadata", *, library: bool = Fals
         return None
     if not isinstance(value, Mapping):
         raise ValueError(f"{name} must be a dict or None, got {value!r}")
+    if isinstance(value, dict) and is_plain_json(value):
+        # Built-in JSON types only: serialise, and read NUL (escaped as \u0000 by the
+        # encoder) and lone surrogates (kept raw) off the text; the slow path below
+        # names the culprit if there is one (or clears a backslash-u0000 lookalike).
+        text = _JSON.encode(value)
+        reserved_ok = RESERVED_KEY not in value or (
+            library and isinstance(value[RESERVED_KEY], dict)
+        )
+        if reserved_ok and "\\u0000" not in text and _UNSTORABLE.search(text) is None:
+            return text
     try:
         checked = check_json(value, name)
     except InvalidFilterError as exc:
@@ -223,7 +235,7 @@ def dump_metadata(value: object, name: str = "metadata", *, library: bool = Fals
                 f"{name}[{RESERVED_KEY!r}] is reserved for the library and must be an "
                 f"object, got {reserved!r}"
             )
-    return json.dumps(checked, ensure_ascii=False, allow_nan=False)
+    return _JSON.encode(checked)
 
 
 def to_vector(value: object, name: str) -> Vector:
@@ -409,8 +421,14 @@ def plan_add(
     role) and ignored for every other type. ``library`` allows the reserved
     ``$agent_memory`` metadata key (see ``dump_metadata``).
 
+    Rules that depend on one column only (ids, scope ids, vectors given as one 2-D
+    array, text without NUL or lone surrogates) are checked column by column, once
+    per distinct value or with one array operation; the rest row by row. Either way
+    every rule is checked before a plan is returned (docs/sqlite.md#writes).
+
     Raises:
-        ValueError: for any rule of SPEC §3.1-§3.2 and §3.7 the call breaks.
+        ValueError: for any rule of SPEC §3.1-§3.2 and §3.7 the call breaks, naming
+            the argument (``metadata[3]``) and the value.
     """
     record_type = check_record_type(record_type)
     if isinstance(contents, (str, bytes)) or not isinstance(contents, (list, tuple)):
@@ -420,41 +438,51 @@ def plan_add(
     b_index = (
         broadcast("index_texts", index_texts, n) if index_texts is not NOT_SET else [NOT_SET] * n
     )
-    if embeddings is NOT_SET or embeddings is None:
+    matrix = _vector_matrix(embeddings, n, ctx.vector_dim) if index_texts is NOT_SET else None
+    if matrix is not None or embeddings is NOT_SET or embeddings is None:
         b_emb: list[Any] = [NOT_SET] * n
     else:
         if not isinstance(embeddings, (list, tuple, np.ndarray)) or len(embeddings) != n:
             raise ValueError(f"embeddings must be a list with one entry per content ({n})")
         b_emb = list(embeddings)
-    b_thread = broadcast("thread_ids", None if thread_ids is NOT_SET else thread_ids, n)
-    b_user = broadcast("user_ids", None if user_ids is NOT_SET else user_ids, n)
-    b_agent = broadcast("agent_ids", None if agent_ids is NOT_SET else agent_ids, n)
+    b_thread = _scope_column(thread_ids, n, "thread_ids")
+    b_user = _scope_column(user_ids, n, "user_ids")
+    b_agent = _scope_column(agent_ids, n, "agent_ids")
     is_message = record_type == MESSAGE
     b_roles = broadcast("roles", None if roles is NOT_SET or not is_message else roles, n)
     b_ts = broadcast("timestamps", None if timestamps is NOT_SET else timestamps, n)
     b_meta = broadcast("metadata", None if metadata is NOT_SET else metadata, n)
     b_ttl = broadcast("ttl_days", ttl_days, n)
     b_anchor = broadcast("ttl_anchor", ttl_anchor, n)
-
+    if record_type in PROFILE_TYPES and any(
+        v is not None for column in (b_thread, b_user, b_agent) for v in column
+    ):
+        raise ValueError(f"{record_type} records are unscoped; do not pass scope ids")
+    # One TTL for every row when the options are scalars and do not read the timestamp.
+    same_ttl = not isinstance(ttl_days, (list, tuple)) and not _timestamp_anchor(ttl_anchor)
+    if same_ttl and n:
+        expires_all = resolve_ttl(
+            record_type, ttl_days, ttl_anchor, None, ctx.now, ctx.retention, "row 0"
+        )
+    ts_list = isinstance(timestamps, (list, tuple))
+    meta_cache: dict[int, str | None] = {}
+    family = family_of(record_type)
     plans: list[RowPlan] = []
     for i in range(n):
-        where = f"row {i}"
-        meta_json = dump_metadata(b_meta[i], f"metadata[{i}]", library=library)
+        meta = b_meta[i]
+        if meta is None:
+            meta_json = None
+        elif id(meta) in meta_cache:  # one dict broadcast over the rows
+            meta_json = meta_cache[id(meta)]
+        else:
+            meta_json = dump_metadata(meta, f"metadata[{i}]", library=library)
+            if metadata is meta:
+                meta_cache[id(meta)] = meta_json
         content = contents[i]
-        if content is None and isinstance(b_meta[i], Mapping) and "content" in b_meta[i]:
-            content = b_meta[i]["content"]
+        if content is None and isinstance(meta, Mapping) and "content" in meta:
+            content = meta["content"]
         if content is not None and not isinstance(content, str):
             raise ValueError(f"contents[{i}] must be a str or None, got {content!r}")
-        if content is not None:
-            check_text(content, f"contents[{i}]")
-        scope = [
-            _scope_id(b, f"{nm}[{i}]")
-            for b, nm in (
-                (b_thread[i], "thread_ids"),
-                (b_user[i], "user_ids"),
-                (b_agent[i], "agent_ids"),
-            )
-        ]
         role = b_roles[i]
         if is_message:
             if content is None:
@@ -463,37 +491,45 @@ def plan_add(
                 if not isinstance(role, str):
                     raise ValueError(f"roles[{i}] must be a str or None, got {role!r}")
                 check_text(role, f"roles[{i}]")
-        if record_type in PROFILE_TYPES:
-            if any(s is not None for s in scope):
-                raise ValueError(f"{record_type} records are unscoped; do not pass scope ids")
-            if content is None:
-                raise ValueError(f"contents[{i}]: a profile needs its information text")
+        if record_type in PROFILE_TYPES and content is None:
+            raise ValueError(f"contents[{i}]: a profile needs its information text")
         ts = b_ts[i]
-        ts_name = f"timestamps[{i}]" if isinstance(timestamps, (list, tuple)) else "timestamps"
-        if isinstance(ts, str):
-            check_text(ts, ts_name)
-        ts = normalize_timestamp(ts, ts_name)
-        expires = resolve_ttl(record_type, b_ttl[i], b_anchor[i], ts, ctx.now, ctx.retention, where)
-        chunks, owned = retrieval_chunks(b_index[i], content, ctx, f"index_texts[{i}]")
+        if ts is not None:
+            ts_name = f"timestamps[{i}]" if ts_list else "timestamps"
+            if isinstance(ts, str):
+                check_text(ts, ts_name)
+            ts = normalize_timestamp(ts, ts_name)
+        if same_ttl:
+            expires = expires_all
+        else:
+            expires = resolve_ttl(
+                record_type, b_ttl[i], b_anchor[i], ts, ctx.now, ctx.retention, f"row {i}"
+            )
         entry: object = b_index[i]
-        whole: str | None = entry if isinstance(entry, str) else cast("str | None", content)
-        chunk_plans = attach_vectors(chunks, owned, b_emb[i], whole, ctx, f"embeddings[{i}]")
+        if matrix is not None:  # one vector for the whole text (never split)
+            has_text = content is not None and bool(content.strip())
+            chunk_plans = [ChunkPlan(content if has_text else None, matrix[i])]
+        else:
+            chunks, owned = retrieval_chunks(entry, content, ctx, f"index_texts[{i}]")
+            whole: str | None = entry if isinstance(entry, str) else cast("str | None", content)
+            chunk_plans = attach_vectors(chunks, owned, b_emb[i], whole, ctx, f"embeddings[{i}]")
+        thread, user, agent = b_thread[i], b_user[i], b_agent[i]
         if record_type == "user_profile":
             chunk_scope: tuple[str | None, str | None, str | None] = (None, ids[i], None)
         elif record_type == "agent_profile":
             chunk_scope = (None, None, ids[i])
         else:
-            chunk_scope = (scope[0], scope[1], scope[2])
+            chunk_scope = (thread, user, agent)
         plans.append(
             RowPlan(
-                family=family_of(record_type),
+                family=family,
                 id=ids[i],
                 record_type=record_type,
                 content=content,
                 role=role if is_message else None,
-                thread_id=scope[0],
-                user_id=scope[1],
-                agent_id=scope[2],
+                thread_id=thread,
+                user_id=user,
+                agent_id=agent,
                 timestamp=ts,
                 metadata=meta_json,
                 expires_at=expires,
@@ -501,8 +537,84 @@ def plan_add(
                 chunk_scope=chunk_scope,
             )
         )
-    check_dims([c.vector for p in plans for c in p.chunks if c.vector is not None], ctx.vector_dim)
+    check_texts([p.content for p in plans], "contents")
+    if matrix is None:
+        check_dims(
+            [c.vector for p in plans for c in p.chunks if c.vector is not None], ctx.vector_dim
+        )
     return plans
+
+
+def check_texts(values: Sequence[str | None], name: str) -> None:
+    """``check_text`` on every string of ``values`` (None is skipped), naming
+    ``name[i]``: one pass over all of them, row by row only to name a bad one.
+
+    Raises:
+        ValueError: as ``check_text``, for the first bad entry.
+    """
+    if _UNSTORABLE.search("".join(v for v in values if v is not None)) is None:
+        return
+    for i, v in enumerate(values):
+        if v is not None:
+            check_text(v, f"{name}[{i}]")
+
+
+def _vector_matrix(embeddings: object, n: int, store_dim: int | None) -> Vector | None:
+    """``embeddings`` as one float32 array of shape ``(n, dim)`` when it is a 2-D
+    numeric array (one vector per record), checked in one pass; None for any other
+    shape (then each entry is read on its own, ``split_vectors``).
+
+    Raises:
+        ValueError: for a row count other than ``n``, an empty dimension, NaN or
+            infinite values (naming the first such row), or a dimension other than
+            the store's.
+    """
+    if not isinstance(embeddings, np.ndarray) or embeddings.ndim != 2:
+        return None
+    if embeddings.dtype.kind not in "fiub":
+        return None
+    if len(embeddings) != n:
+        raise ValueError(f"embeddings must be a list with one entry per content ({n})")
+    if n == 0:
+        return None
+    mat = np.asarray(embeddings, dtype=np.float32)
+    if mat.shape[1] == 0:
+        raise ValueError(f"embeddings[0] must be a non-empty 1-D vector, got shape {(0,)}")
+    finite = np.isfinite(mat).all(axis=1)
+    if not bool(finite.all()):
+        bad = int(np.flatnonzero(~finite)[0])
+        raise ValueError(f"embeddings[{bad}] contains NaN or infinite values")
+    check_dims([mat[0]], store_dim)
+    return mat
+
+
+def _scope_column(value: object, n: int, name: str) -> list[str | None]:
+    """A scope id argument broadcast over ``n`` rows, each distinct value checked
+    once (``_scope_id``); errors name the first bad row."""
+    if value is NOT_SET or value is None:
+        return [None] * n
+    column = broadcast(name, value, n)
+    try:
+        distinct = set(column)
+    except TypeError:  # an unhashable entry: find and name it row by row
+        distinct = None
+    if distinct is None or not all(_scope_ok(v) for v in distinct):
+        for i, v in enumerate(column):
+            _scope_id(v, f"{name}[{i}]")
+    return column
+
+
+def _scope_ok(value: object) -> bool:
+    return value is None or (isinstance(value, str) and bool(value) and storable(value))
+
+
+def _timestamp_anchor(ttl_anchor: object) -> bool:
+    """Whether a TTL anchor argument (scalar or list) may read row timestamps."""
+    if isinstance(ttl_anchor, (list, tuple)):
+        return True
+    return (
+        ttl_anchor is TimeToLiveAnchor.TIMESTAMP or ttl_anchor == TimeToLiveAnchor.TIMESTAMP.value
+    )
 
 
 def _scope_id(value: object, name: str) -> str | None:
@@ -527,7 +639,11 @@ def _resolve_ids(record_ids: object, n: int, record_type: str) -> list[str]:
         return _resolve_ids(None, n, record_type)
     if any(i is None for i in ids):
         raise ValueError("record_ids must be all given or all omitted, got a partial list")
-    checked = [check_id(i, f"record_ids[{k}]") for k, i in enumerate(ids)]
+    if not all(isinstance(i, str) and i for i in ids):
+        for k, i in enumerate(ids):
+            check_id(i, f"record_ids[{k}]")
+    checked = cast("list[str]", ids)
+    check_texts(checked, "record_ids")
     seen: set[str] = set()
     dups = sorted({i for i in checked if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
     if dups:

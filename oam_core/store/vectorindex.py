@@ -10,25 +10,19 @@ in SQL first and are ranked from the matrix. Documented in ``docs/sqlite.md``.
 Ranking:
 
 * exact (a matrix product over the candidate rows) whenever the candidates are at
-  most ``EXACT_MAX`` rows or no ANN index exists: small and filtered stores rank
+  most ``EXACT_MAX`` rows, no ANN index is ready, or the index's calibration found
+  it cannot reach the recall target on this data: small and filtered stores rank
   exactly;
-* above that, an IVF index (faiss ``IndexIVFScalarQuantizer``, 4-bit codes, inner
-  product on unit vectors) proposes an oversampled candidate list which is re-ranked
-  exactly from the float32 matrix after the scope/type/expiry/filter masks are
-  applied; when the masks leave fewer than ``k`` records the query is ranked
-  exactly, so a filter never loses results.
+* above that, the IVF index of ``store/vectorann.py`` proposes an oversampled
+  candidate list which is re-ranked exactly from the float32 matrix after the
+  scope/type/expiry/filter masks are applied; when the masks leave fewer than ``k``
+  records the query is ranked exactly, so a filter never loses results.
 
-Why IVF and not HNSW (measured on this 2-core machine, 100k x 384 peerbench
-vectors, see ``bench/README.md``): building hnswlib (M=16, ef_construction=100) took
-68 s and usearch 27 s (i8) to 118 s (f32), so a bulk add would either run at HNSW's
-insert rate or leave searches exact for a minute; IVF with scalar codes trains and fills in about
-2-3 s, adds new vectors at matrix-product speed, answers in 0.2-0.5 ms at recall@10
-1.0 against exact, and its 4-bit codes add an eighth of the matrix in memory (an
-``IndexIVFFlat`` would hold a second float32 copy; 8-bit codes measured the same
-recall after the exact re-rank). On less clustered data (1,000 centres) recall@10 is
-0.96 at ``NPROBE`` 16 and 0.97 at 32: the probe count, not the codes, limits it. faiss-cpu ships wheels for the
-main platforms; where it cannot be imported (or an index cannot be built), the
-store ranks exactly and warns once.
+Building the ANN index: from ``ANN_MIN_ROWS`` live rows, in the search that first
+needs it; from ``BACKGROUND_ROWS`` on in a background thread, while searches rank
+exactly (or with the previous index, when a grown store retrains), so no search
+waits for a large build. The thread reads the mirror in slices under ``_mutex``;
+the result is adopted by the next search, which adds the rows written meanwhile.
 
 Consistency with other connections and processes: ``sync`` runs at the start of
 every search, inside the search's read transaction. ``PRAGMA data_version`` (commits
@@ -40,27 +34,22 @@ log pruned past this index's cursor, or a database whose sequence went backwards
 triggers a full reload. So a search never returns a chunk a committed delete,
 update or expiry removed, and never misses a committed add.
 
-Persistence: the trained ANN index is written next to the database as
-``<database file>.oamvec`` (``.<memory_store_id>.oamvec`` with a store id), after it
-is built and when the store closes, atomically (temporary file + rename). The file
-holds faiss's own serialisation followed by a JSON trailer (magic, format version,
-dimension, the highest chunk key it covers, entry count, faiss version, SHA-256 of
-the payload). On open it is used
-only if it parses, matches, covers every live chunk up to its high-water mark and
-finds a sample of its own vectors; otherwise it is rebuilt with a warning. Rows
-added after it was written are added to it incrementally. A kill -9 leaves either
-the old file or the new one (never half of one), and SQLite rolls the write back, so
-the reopened index is consistent or detected stale and rebuilt. On a read-only file
-system nothing is written: the index is built in memory at the first large search
-of each process.
+Persistence (``store/vectorfile.py``): the mirror and its ANN index are written to
+``<database file>.oamvec`` (``.<memory_store_id>.oamvec`` with a store id) after an
+inline build and when the store closes if the file is far behind, atomically. A
+process opening the store reads that snapshot instead of every vector from SQLite,
+then catches up from the snapshot's high-water mark and change-log cursor like any
+reader; it is trusted only if it parses, its checksum matches, the log still
+reaches back to it, and afterwards it holds as many live vector chunks as the
+database with a sample of rows (vectors, keys, scopes, expiry) equal to SQLite's.
+Otherwise it is rebuilt with one warning. A file whose change log was pruned past
+it keeps only its ANN index, checked against the rows read from SQLite. A kill -9
+leaves either the old file or the new one, and SQLite rolls the write back. On a
+read-only file system nothing is written: the index is built in memory.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
-import logging
 import math
 import os
 import sqlite3
@@ -72,28 +61,42 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["ANN_MIN_ROWS", "EXACT_MAX", "FORMAT_VERSION", "VectorIndex", "index_path"]
+from oam_core.store import vectorfile
+from oam_core.store.vectorann import Ann
+from oam_core.store.vectorfile import FORMAT_VERSION, SCOPES, Snapshot
 
-log = logging.getLogger(__name__)
+__all__ = [
+    "ANN_MIN_ROWS",
+    "BACKGROUND_ROWS",
+    "EXACT_MAX",
+    "FORMAT_VERSION",
+    "VectorIndex",
+    "index_path",
+]
 
-FORMAT_VERSION = 1
-"""Version of the index file layout; a file of another version is rebuilt."""
-MAGIC = "oam-vector-index"
 ANN_MIN_ROWS = 20_000
 """Live vector chunks from which an ANN index is built (exact below: ~1 ms)."""
+BACKGROUND_ROWS = 250_000
+"""Live vector chunks from which the ANN index is built in a background thread
+(below, the first search that needs it builds it: about 2 s at 100k)."""
 EXACT_MAX = 5_000
 """Candidate chunks ranked exactly even when an ANN index exists."""
-OVERSAMPLE = 4
-"""ANN candidates per wanted record (chunks of one record, masks, re-rank margin)."""
-NPROBE = 16
-"""IVF lists scanned per query (recall@10 1.0 at 100k on the peer workload)."""
 REBUILD_GROWTH = 4
 """Retrain the ANN index when the live rows grow past this multiple of its training."""
 LOG_KEEP = 100_000
 """Change-log rows a writer keeps; a reader further behind reloads everything."""
-_LOAD_BATCH = 2048
-_ADD_BATCH = 16_384
-_SCOPES = ("thread", "user", "agent")
+SAVE_SHARE = 0.05
+"""Closing rewrites the index file when rows added and changes since it was written
+reach this share of the rows (or the ANN index was rebuilt); else the reader of the
+older file catches up from it."""
+SCAN_COST = 0.25
+"""Cost of scanning one 4-bit IVF code relative to ranking one candidate row exactly
+(gather and product; measured ~40 ns against ~150 ns at 384 dimensions): a filtered
+search goes exact when its scan would cost more."""
+VERIFY_SAMPLE = 32
+"""Rows of a snapshot compared with SQLite when a store opens."""
+_LOAD_BATCH = 512
+_SCOPES = SCOPES
 
 FloatArray = npt.NDArray[np.float32]
 IntArray = npt.NDArray[np.int64]
@@ -132,169 +135,72 @@ def _faiss() -> Any:
 class _Codes:
     """Strings to small int codes (None is -1) for one scope or type column."""
 
-    def __init__(self) -> None:
-        self.code: dict[str, int] = {}
+    def __init__(self, names: Sequence[str] = ()) -> None:
+        self.names: list[str] = list(names)
+        self.code: dict[str | None, int] = {None: -1}
+        self.code.update((v, i) for i, v in enumerate(self.names))
+        if len(self.code) != len(self.names) + 1:
+            raise ValueError("repeated names in a code table")
 
     def encode(self, values: Sequence[str | None]) -> npt.NDArray[np.int32]:
-        code = self.code
-        out = np.empty(len(values), dtype=np.int32)
-        for i, v in enumerate(values):
-            if v is None:
-                out[i] = -1
-            else:
-                c = code.get(v)
-                if c is None:
-                    c = code[v] = len(code)
-                out[i] = c
-        return out
+        get = self.code.get
+        out = [get(v, -2) for v in values]
+        if -2 in out:
+            for i, c in enumerate(out):
+                if c == -2:
+                    v = values[i]
+                    c = self.code.get(v, -2)
+                    if c == -2:
+                        c = self.code[v] = len(self.names)
+                        self.names.append(v)  # type: ignore[arg-type]
+                    out[i] = c
+        return np.array(out, dtype=np.int32)
 
     def lookup(self, value: str | None) -> int | None:
         """The code of ``value`` (-1 for None), None if never seen."""
-        return -1 if value is None else self.code.get(value)
+        return self.code.get(value)
+
+    def __len__(self) -> int:
+        return len(self.names)
 
 
-class _Ann:
-    """A faiss IVF index (4-bit scalar codes) over unit vectors; labels are chunk keys."""
+class _MirrorSource:
+    """The live rows of a ``VectorIndex`` for a build (``vectorann.RowSource``): every
+    read copies under the index's mutex, so a build thread never sees a row move."""
 
-    def __init__(self, faiss: Any, index: Any, hwm: int, trained_on: int) -> None:
-        self.faiss = faiss
-        self.index = index
-        self.hwm = hwm  # every chunk with pk <= hwm that was live when added is in it
-        self.trained_on = trained_on
-        self.dirty = True  # differs from the file on disk
+    def __init__(self, index: VectorIndex) -> None:
+        self.ix = index
 
-    @classmethod
-    def build(cls, faiss: Any, mat: FloatArray, pks: IntArray) -> _Ann:
-        n, dim = mat.shape
-        nlist = int(min(4096, max(16, math.sqrt(n)), n))
-        quantizer = faiss.IndexFlatIP(dim)
-        index = faiss.IndexIVFScalarQuantizer(
-            quantizer, dim, nlist, faiss.ScalarQuantizer.QT_4bit, faiss.METRIC_INNER_PRODUCT
-        )
-        index.cp.niter = 10
-        index.cp.min_points_per_centroid = 1  # sampling below 39 per list is deliberate
-        sample = min(n, 25 * nlist)
-        pick = np.random.default_rng(0).choice(n, sample, replace=False) if sample < n else None
-        index.train(np.ascontiguousarray(mat if pick is None else mat[np.sort(pick)]))
-        index.nprobe = min(NPROBE, nlist)
-        ann = cls(faiss, index, 0, n)
-        ann.add(mat, pks)
-        return ann
+    def live_count(self) -> int:
+        with self.ix._mutex:
+            return self.ix.n - self.ix.n_dead
 
-    def add(self, mat: FloatArray, pks: IntArray) -> None:
-        # in slices: faiss's working buffers scale with the batch (peak memory)
-        for a in range(0, len(pks), _ADD_BATCH):
-            self.index.add_with_ids(
-                np.ascontiguousarray(mat[a : a + _ADD_BATCH]), pks[a : a + _ADD_BATCH]
-            )
-        if len(pks):
-            self.hwm = max(self.hwm, int(pks[-1]))
-            self.dirty = True
+    def sample(self, m: int, rng: np.random.Generator) -> tuple[FloatArray, IntArray]:
+        ix = self.ix
+        with ix._mutex:
+            rows = np.flatnonzero(ix.live[: ix.n])
+            pick = rows[rng.choice(len(rows), min(m, len(rows)), replace=False)]
+            return ix.mat[pick], ix.pks[pick]
 
-    def remove(self, pks: IntArray) -> None:
-        if len(pks):
-            self.index.remove_ids(self.faiss.IDSelectorBatch(pks))
-            self.dirty = True
+    def rows_after(self, pk: int, limit: int) -> tuple[FloatArray, IntArray, int]:
+        ix = self.ix
+        with ix._mutex:
+            start = int(np.searchsorted(ix.pks[: ix.n], pk, side="right"))
+            stop = min(ix.n, start + limit)
+            if start >= stop:
+                return np.zeros((0, ix.dim), np.float32), np.zeros(0, np.int64), pk
+            rows = np.flatnonzero(ix.live[start:stop]) + start
+            return ix.mat[rows], ix.pks[rows], int(ix.pks[stop - 1])
 
-    def search(self, q: FloatArray, kk: int) -> tuple[IntArray, FloatArray]:
-        """Labels (chunk keys) and approximate inner products of up to ``kk`` entries."""
-        scores, labels = self.index.search(q.reshape(1, -1), kk)
-        ok = labels[0] >= 0
-        return labels[0][ok].astype(np.int64), scores[0][ok]
-
-    def ids(self) -> IntArray:
-        """Every label the index holds."""
-        inv = self.index.invlists
-        parts = [
-            self.faiss.rev_swig_ptr(inv.get_ids(i), inv.list_size(i)).copy()
-            for i in range(inv.nlist)
-            if inv.list_size(i)
-        ]
-        return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
-
-    def save(self, path: str, dim: int) -> None:
-        """Write the index to ``path`` atomically: faiss's own serialisation, then a
-        JSON trailer (see the module docstring), streamed (no copy in memory)."""
-        tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
-        try:
-            self.faiss.write_index(self.index, tmp)
-            digest = _sha256(tmp, os.path.getsize(tmp))
-            trailer = json.dumps(
-                {
-                    "magic": MAGIC,
-                    "format": FORMAT_VERSION,
-                    "dim": dim,
-                    "metric": "cosine",
-                    "hwm": self.hwm,
-                    "count": int(self.index.ntotal),
-                    "trained_on": self.trained_on,
-                    "faiss": getattr(self.faiss, "__version__", "?"),
-                    "sha256": digest,
-                }
-            ).encode()
-            with open(tmp, "ab") as f:
-                f.write(trailer + len(trailer).to_bytes(8, "little") + _TAIL)
-            os.replace(tmp, path)
-            self.dirty = False
-        except (OSError, RuntimeError) as exc:  # read-only place: in memory only
-            log.debug("vector index not persisted to %s: %s", path, exc)
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-
-    @classmethod
-    def load(cls, faiss: Any, path: str, dim: int) -> _Ann:
-        """Read an index file; ValueError when it is corrupt or not one of ours."""
-        size = os.path.getsize(path)
-        with open(path, "rb") as f:
-            f.seek(max(0, size - 16))
-            tail = f.read(16)
-            if len(tail) < 16 or tail[8:] != _TAIL:
-                raise ValueError("not an oam vector index")
-            length = int.from_bytes(tail[:8], "little")
-            end = size - 16 - length
-            if length > 65536 or end < 0:
-                raise ValueError("unreadable trailer")
-            f.seek(end)
-            try:
-                header = json.loads(f.read(length))
-            except ValueError as exc:
-                raise ValueError(f"unreadable trailer ({exc})") from None
-        if not isinstance(header, dict) or header.get("magic") != MAGIC:
-            raise ValueError("not an oam vector index")
-        if header.get("format") != FORMAT_VERSION or header.get("dim") != dim:
-            raise ValueError(
-                f"format {header.get('format')} / dimension {header.get('dim')}, expected "
-                f"{FORMAT_VERSION} / {dim}"
-            )
-        if _sha256(path, end) != header.get("sha256"):
-            raise ValueError("checksum mismatch")
-        try:
-            index = faiss.read_index(path)
-        except RuntimeError as exc:
-            raise ValueError(f"faiss cannot read it ({exc})") from None
-        if index.d != dim or index.ntotal != header.get("count"):
-            raise ValueError("entry count or dimension differs from its trailer")
-        index.nprobe = min(NPROBE, index.nlist)
-        ann = cls(faiss, index, int(header["hwm"]), int(header.get("trained_on", index.ntotal)))
-        ann.dirty = False
-        return ann
-
-
-_TAIL = b"OAMVIDX1"
-
-
-def _sha256(path: str, length: int) -> str:
-    """SHA-256 of the first ``length`` bytes of ``path``, read in 1 MiB blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        left = length
-        while left > 0:
-            block = f.read(min(left, 1 << 20))
-            if not block:
-                break
-            h.update(block)
-            left -= len(block)
-    return h.hexdigest()
+    def vectors(self, pks: IntArray) -> tuple[FloatArray, BoolArray]:
+        ix = self.ix
+        with ix._mutex:
+            rows = ix._rows_of(np.asarray(pks, dtype=np.int64))
+            found = rows >= 0
+            found[found] = ix.live[rows[found]]
+            out = np.zeros((len(pks), ix.dim), np.float32)
+            out[found] = ix.mat[rows[found]]
+            return out, found
 
 
 class VectorIndex:
@@ -302,12 +208,15 @@ class VectorIndex:
 
     Args:
         table_prefix: The store's table prefix (``memory_store_id`` + ``_``).
-        path: Where the ANN index file lives (``index_path``), or None.
+        path: Where the index file lives (``index_path``), or None.
         ann_min_rows: Live rows from which an ANN index is built (default
             ``ANN_MIN_ROWS``; tests lower it).
         exact_max: Candidate rows always ranked exactly (default ``EXACT_MAX``).
+        background_rows: Live rows from which the ANN index is built in a
+            background thread (default ``BACKGROUND_ROWS``).
 
-    Every method must be called with the owning backend's lock held.
+    Every method must be called with the owning backend's lock held; the only other
+    thread is the background build, which reads the mirror under ``_mutex``.
     """
 
     def __init__(
@@ -317,12 +226,22 @@ class VectorIndex:
         *,
         ann_min_rows: int | None = None,
         exact_max: int | None = None,
+        background_rows: int | None = None,
     ) -> None:
         self.p = table_prefix
         self.path = path
         self.ann_min_rows = ANN_MIN_ROWS if ann_min_rows is None else ann_min_rows
         self.exact_max = EXACT_MAX if exact_max is None else exact_max
+        self.background_rows = BACKGROUND_ROWS if background_rows is None else background_rows
         self.compact_min = 1024  # dead rows tolerated before compacting
+        self._mutex = threading.RLock()  # the mirror's arrays against the build thread
+        self.ann: Ann | None = None
+        self._pending: Ann | None = None  # from a file whose log was pruned: to check
+        self._saved: tuple[int, int] | None = None  # (hwm, cursor) of the file on disk
+        self._builder: threading.Thread | None = None
+        self._built: Ann | BaseException | None = None
+        self._stop = threading.Event()
+        self._tracked = True  # the file has the change log (a read-only v1 file has not)
         self._reset()
 
     def _reset(self) -> None:
@@ -342,22 +261,24 @@ class VectorIndex:
         self.version: tuple[int, int] | None = None
         self.n_dead = 0
         self.n_expiring = 0
-        self._tracked = True
         self._postings: dict[str, tuple[int, dict[int, IntArray]]] = {}
-        self.ann: _Ann | None = getattr(self, "ann", None)
-        self._ann_checked = getattr(self, "_ann_checked", False)
 
     # -- catching up with SQLite ---------------------------------------------------
 
     def sync(self, conn: sqlite3.Connection) -> None:
         """Bring the mirror up to the database state ``conn`` reads (call inside the
-        search's read transaction)."""
+        search's read transaction), and adopt a finished background build."""
         version = (
             int(conn.execute("PRAGMA data_version").fetchone()[0]),
             conn.total_changes,
         )
-        if version == self.version:
-            return
+        if version != self.version:
+            with self._mutex:
+                self._catch_up(conn, version)
+        if self._builder is not None and not self._builder.is_alive():
+            self._adopt()
+
+    def _catch_up(self, conn: sqlite3.Connection, version: tuple[int, int]) -> None:
         p = self.p
         seqs = dict(
             conn.execute(
@@ -367,14 +288,17 @@ class VectorIndex:
         )
         top = int(seqs.get(f"{p}chunks", 0))
         last_change = int(seqs.get(f"{p}chunk_changes", 0))
-        tracked = self.version is None or self._tracked
-        if self.version is None:
+        first = self.version is None
+        tracked = first or self._tracked
+        restored = False
+        if first:
             self._tracked = bool(
                 conn.execute(
                     "SELECT 1 FROM sqlite_master WHERE name = ?", (f"{p}chunk_changes",)
                 ).fetchone()
             )
-        if not tracked or self.version is None or top < self.hwm or last_change < self.cursor:
+            restored = self._tracked and self._restore(conn, top, last_change)
+        if not restored and (not tracked or first or top < self.hwm or last_change < self.cursor):
             self._reload(conn, last_change)
         elif last_change > self.cursor:
             oldest = conn.execute(f"SELECT min(seq) FROM {p}chunk_changes").fetchone()[0]
@@ -383,18 +307,113 @@ class VectorIndex:
                 self._reload(conn, last_change)
         if top > self.hwm:
             self._load_rows(conn, self.hwm)
+        if restored:
+            try:
+                self._verify(conn)
+            except ValueError as exc:
+                self._unusable(str(exc))
+                self.ann = None
+                self._saved = None
+                self._reload(conn, last_change)
+                self._load_rows(conn, 0)
         self.version = version
-        self._maintain(conn)
+        self._maintain()
 
     def _reload(self, conn: sqlite3.Connection, last_change: int) -> None:
-        ann, checked = self.ann, self._ann_checked
         self._reset()
-        self.ann, self._ann_checked = ann, checked
         self.cursor = last_change
         total = conn.execute(
             f"SELECT count(*) FROM {self.p}chunks WHERE has_vector = 1"
         ).fetchone()[0]
         self._reserve(int(total))
+
+    def _restore(self, conn: sqlite3.Connection, top: int, last_change: int) -> bool:
+        """Load the mirror from the index file if it can be caught up from; True if
+        it was (``_verify`` then checks it against SQLite)."""
+        faiss = _faiss()
+        if faiss is None or not self.path or not os.path.exists(self.path):
+            return False
+        row = conn.execute(
+            f"SELECT length(embedding) FROM {self.p}chunks WHERE has_vector = 1 LIMIT 1"
+        ).fetchone()
+        if row is None or not row[0]:
+            return False
+        try:
+            snap = vectorfile.read(self.path, int(row[0]) // 4, faiss)
+            if snap.hwm > top or snap.cursor > last_change:
+                raise ValueError("it is ahead of the database (another database's file?)")
+        except (OSError, ValueError) as exc:
+            self._unusable(str(exc))
+            return False
+        if snap.cursor < last_change:
+            oldest = conn.execute(f"SELECT min(seq) FROM {self.p}chunk_changes").fetchone()[0]
+            if oldest is None or int(oldest) > snap.cursor + 1:
+                self._pending = snap.ann  # the log no longer reaches back to it
+                return False
+        self._install(snap)
+        return True
+
+    def _install(self, snap: Snapshot) -> None:
+        self._reset()
+        n = snap.n
+        self.n, self.dim = n, snap.dim
+        self.pks, self.rec, self.expires, self.mat = snap.pks, snap.rec, snap.expires, snap.mat
+        self.rtype = snap.columns["rtype"]
+        self.scope = {s: snap.columns[s] for s in _SCOPES}
+        self.live = np.ones(n, bool)
+        self.types = _Codes(snap.tables["types"])
+        self.codes = {s: _Codes(snap.tables[s]) for s in _SCOPES}
+        self.hwm, self.cursor = snap.hwm, snap.cursor
+        self.n_expiring = int(np.isfinite(self.expires).sum())
+        self.ann = snap.ann
+        self._saved = (snap.hwm, snap.cursor)
+
+    def _verify(self, conn: sqlite3.Connection) -> None:
+        """ValueError unless the caught-up snapshot holds as many live vector chunks
+        as the database and a sample of its rows equals SQLite's."""
+        held = int(
+            conn.execute(f"SELECT count(*) FROM {self.p}chunks WHERE has_vector = 1").fetchone()[0]
+        )
+        live = np.flatnonzero(self.live[: self.n])
+        if held != len(live):
+            raise ValueError(f"it holds {len(live)} vector chunks, the database {held}")
+        if not len(live):
+            return
+        rng = np.random.default_rng(len(live))
+        sample = live[rng.choice(len(live), min(VERIFY_SAMPLE, len(live)), replace=False)]
+        keys = self.pks[sample].tolist()
+        stored = {
+            int(r[0]): r[1:]
+            for r in conn.execute(
+                f"SELECT pk, record_pk, record_type, thread_id, user_id, agent_id, expires_at, "
+                f"embedding FROM {self.p}chunks WHERE has_vector = 1 AND pk IN "
+                f"({', '.join('?' * len(keys))})",
+                keys,
+            )
+        }
+        for row, pk in zip(sample.tolist(), keys, strict=True):
+            s = stored.get(pk)
+            if s is None or len(s[6]) != 4 * self.dim:
+                raise ValueError(f"chunk {pk} differs from the database's")
+            vec = _unit(np.frombuffer(s[6], dtype="<f4")[None])[0]
+            same = (
+                int(s[0]) == int(self.rec[row])
+                and self.types.lookup(s[1]) == int(self.rtype[row])
+                and all(
+                    self.codes[name].lookup(value) == int(self.scope[name][row])
+                    for name, value in zip(_SCOPES, s[2:5], strict=True)
+                )
+                and (math.inf if s[5] is None else float(s[5])) == float(self.expires[row])
+                and bool(np.allclose(vec, self.mat[row], rtol=0, atol=1e-6))
+            )
+            if not same:
+                raise ValueError(f"its vectors or rows differ from the database's (chunk {pk})")
+
+    def _unusable(self, reason: str) -> None:
+        _warn_once(
+            f"stale:{self.path}:{reason}",
+            f"vector index {self.path} is not usable ({reason}); rebuilding it",
+        )
 
     def _apply_changes(self, conn: sqlite3.Connection, last_change: int) -> bool:
         """Re-read the mirrored chunks the log names; False if a full reload is needed
@@ -489,14 +508,9 @@ class VectorIndex:
             self.mat = np.zeros((len(self.pks), self.dim), np.float32)
         if len(raw) != m * 4 * self.dim:
             raise ValueError("chunk vectors of different dimensions in one store")
-        vecs = np.frombuffer(raw, dtype="<f4").reshape(m, self.dim)
         self._reserve(self.n + m)
         a, b = self.n, self.n + m
-        out = self.mat[a:b]
-        out[:] = vecs
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        np.divide(out, norms, out=out, where=norms > 0)
-        out[(norms == 0)[:, 0]] = 0.0
+        self.mat[a:b] = _unit(np.frombuffer(raw, dtype="<f4").reshape(m, self.dim))
         self.pks[a:b] = pk
         self.rec[a:b] = rec
         self.rtype[a:b] = self.types.encode(rtype)
@@ -520,30 +534,30 @@ class VectorIndex:
 
     # -- housekeeping ---------------------------------------------------------------
 
-    def _maintain(self, conn: sqlite3.Connection) -> None:
+    def _maintain(self) -> None:
         if self.n_dead > max(self.compact_min, self.n // 4):
             self._compact()
+        if self._pending is not None:
+            ann, self._pending = self._pending, None
+            try:
+                self._validate(ann)
+                self.ann = ann
+            except ValueError as exc:
+                self._unusable(str(exc))
         live = self.n - self.n_dead
-        if self.ann is not None and live > REBUILD_GROWTH * self.ann.trained_on:
-            self.ann = None
-            self._ann_checked = True
-        if (
-            self.ann is None
-            and not self._ann_checked
-            and self.dim
-            and self.path
-            and os.path.exists(self.path)
-        ):
-            self._ann_checked = True
-            self._load_ann()
-        if self.ann is None and live >= self.ann_min_rows:
-            self._build_ann()
-        elif self.ann is not None:
-            start = int(np.searchsorted(self.pks[: self.n], self.ann.hwm, side="right"))
-            if start < self.n:
-                keep = np.flatnonzero(self.live[start : self.n]) + start
-                self.ann.add(self.mat[keep], self.pks[keep])
-                self.ann.hwm = max(self.ann.hwm, self.hwm)
+        grown = self.ann is not None and live > REBUILD_GROWTH * self.ann.trained_on
+        if (self.ann is None or grown) and live >= self.ann_min_rows and self._builder is None:
+            self._build(background=live >= self.background_rows)
+        if self.ann is not None:
+            self._extend_ann(self.ann)
+
+    def _extend_ann(self, ann: Ann) -> None:
+        """Add the live rows above the ANN index's high-water mark to it."""
+        start = int(np.searchsorted(self.pks[: self.n], ann.hwm, side="right"))
+        if start < self.n:
+            keep = np.flatnonzero(self.live[start : self.n]) + start
+            ann.add(self.mat[keep], self.pks[keep])
+        ann.hwm = max(ann.hwm, self.hwm)
 
     def _compact(self) -> None:
         keep = np.flatnonzero(self.live[: self.n])
@@ -561,7 +575,7 @@ class VectorIndex:
         self.n_expiring = int(np.isfinite(self.expires[:m]).sum())
         self._postings.clear()
 
-    def _build_ann(self) -> None:
+    def _build(self, *, background: bool) -> None:
         faiss = _faiss()
         if faiss is None:
             _warn_once(
@@ -571,40 +585,72 @@ class VectorIndex:
             )
             self.ann_min_rows = 2**62
             return
-        if self.n_dead:
-            keep = np.flatnonzero(self.live[: self.n])
-            mat, pks = self.mat[keep], self.pks[keep]
-        else:  # views: no copy of the matrix
-            mat, pks = self.mat[: self.n], self.pks[: self.n]
-        try:
-            self.ann = _Ann.build(faiss, mat, pks)
-            self.ann.hwm = max(self.ann.hwm, self.hwm)
-        except (MemoryError, RuntimeError) as exc:
-            _warn_once("build", f"cannot build the vector index ({exc}); ranking exactly")
-            self.ann = None
-            self.ann_min_rows = 2**62
-            return
-        if self.path:
-            self.ann.save(self.path, self.dim)
-
-    def _load_ann(self) -> None:
-        faiss = _faiss()
-        if faiss is None or not self.path or not self.dim:
-            return
-        try:
-            ann = _Ann.load(faiss, self.path, self.dim)
-            self._validate(ann)
-        except (OSError, ValueError) as exc:
-            _warn_once(
-                f"stale:{self.path}",
-                f"vector index {self.path} is not usable ({exc}); rebuilding it",
+        source = _MirrorSource(self)
+        rng = np.random.default_rng(0)
+        if background:
+            self._stop.clear()
+            self._builder = threading.Thread(
+                target=self._build_thread,
+                args=(faiss, source, rng),
+                name="oam-vector-index",
+                daemon=True,
             )
+            self._builder.start()
             return
+        try:
+            ann = Ann.build(faiss, source, rng)
+        except (MemoryError, RuntimeError) as exc:
+            self._cannot_build(exc)
+            return
+        assert ann is not None
         self.ann = ann
+        self._extend_ann(ann)
+        self._write()
 
-    def _validate(self, ann: _Ann) -> None:
-        """ValueError unless ``ann`` holds every live chunk up to its high-water mark
-        and finds a sample of those chunks' own vectors."""
+    def _build_thread(self, faiss: Any, source: _MirrorSource, rng: np.random.Generator) -> None:
+        try:
+            self._built = Ann.build(faiss, source, rng, stop=self._stop.is_set)
+        except (MemoryError, RuntimeError) as exc:
+            self._built = exc
+
+    def _adopt(self) -> None:
+        """Take over the background build's index: drop the rows deleted meanwhile,
+        add the rows written meanwhile."""
+        with self._mutex:
+            built, self._built, self._builder = self._built, None, None
+            if isinstance(built, BaseException):
+                self._cannot_build(built)
+            elif built is not None:
+                live = self.pks[: self.n][self.live[: self.n]]
+                built.remove(np.setdiff1d(built.ids(), live, assume_unique=True))
+                self.ann = built
+                self._extend_ann(built)
+
+    def _cannot_build(self, exc: BaseException) -> None:
+        _warn_once("build", f"cannot build the vector index ({exc}); ranking exactly")
+        self.ann_min_rows = 2**62
+
+    def stop_building(self) -> None:
+        """Stop a background build (it ends at its next slice) and wait for it."""
+        builder = self._builder
+        if builder is not None:
+            self._stop.set()
+            builder.join()
+            self._builder, self._built = None, None
+
+    def wait_for_build(self, timeout: float | None = None) -> bool:
+        """Wait until a background build ends (its index is adopted by the next
+        search); True when none is running any more."""
+        builder = self._builder
+        if builder is not None:
+            builder.join(timeout)
+            return not builder.is_alive()
+        return True
+
+    def _validate(self, ann: Ann) -> None:
+        """ValueError unless ``ann`` (read from a file whose snapshot could not be
+        caught up with) holds every live chunk up to its high-water mark and finds a
+        sample of those chunks' own vectors."""
         if ann.hwm > self.hwm:
             raise ValueError("it covers chunks this database never held")
         covered = np.flatnonzero(self.live[: self.n] & (self.pks[: self.n] <= ann.hwm))
@@ -617,18 +663,53 @@ class VectorIndex:
         sample = rng.choice(covered, min(16, len(covered)), replace=False)
         found = 0
         for r in sample:
-            labels, scores = ann.search(self.mat[r], 10)
+            labels = ann.search(self.mat[r], 10)
+            rows = self._rows_of(labels)
+            sims = self.mat[rows[rows >= 0]] @ self.mat[r]
             # its own key, or an equal vector ranked first (duplicates)
-            found += int(int(self.pks[r]) in labels.tolist() or (len(scores) and scores[0] > 0.99))
+            found += int(int(self.pks[r]) in labels.tolist() or bool((sims > 0.99).any()))
         if found < len(sample) - max(1, len(sample) // 8):
             raise ValueError("its vectors differ from the database's")
         live = self.pks[: self.n][self.live[: self.n]]
         ann.remove(np.setdiff1d(held, live))  # deleted since it was written
 
     def save(self) -> None:
-        """Persist the ANN index if it changed since it was written."""
-        if self.ann is not None and self.ann.dirty and self.path and self.dim:
-            self.ann.save(self.path, self.dim)
+        """Stop a background build; write the index file if the mirror has moved far
+        from it (``SAVE_SHARE``) or the ANN index was rebuilt since."""
+        self.stop_building()
+        if self.ann is None or not self.path or not self.dim:
+            return
+        if not self.ann.rebuilt and self._saved is not None:
+            old_hwm, old_cursor = self._saved
+            added = self.n - int(np.searchsorted(self.pks[: self.n], old_hwm, side="right"))
+            if added + (self.cursor - old_cursor) < SAVE_SHARE * max(self.n, 1):
+                return
+        self._write()
+
+    def _write(self) -> None:
+        """Write the mirror (live rows) and its ANN index to the index file."""
+        faiss = _faiss()
+        if self.ann is None or not self.path or not self.dim or faiss is None:
+            return
+        with self._mutex:
+            if self.n_dead:
+                self._compact()
+            n = self.n
+            snap = Snapshot(
+                dim=self.dim,
+                hwm=self.hwm,
+                cursor=self.cursor,
+                pks=self.pks[:n],
+                rec=self.rec[:n],
+                expires=self.expires[:n],
+                mat=self.mat[:n],
+                columns={"rtype": self.rtype[:n], **{s: self.scope[s][:n] for s in _SCOPES}},
+                tables={"types": self.types.names, **{s: self.codes[s].names for s in _SCOPES}},
+                ann=self.ann,
+            )
+            if vectorfile.write(self.path, snap, faiss):
+                self.ann.rebuilt = False
+                self._saved = (self.hwm, self.cursor)
 
     # -- ranking ----------------------------------------------------------------------
 
@@ -661,7 +742,7 @@ class VectorIndex:
         with a mask over all rows (``mask=None``: every row)."""
         n = self.n
         type_codes = [self.types.code[t] for t in types if t in self.types.code]
-        every_type = len(type_codes) == len(self.types.code)
+        every_type = len(type_codes) == len(self.types)
         rows: IntArray | None = None
         for name, value in scopes.items():
             code = self.codes[name].lookup(value)
@@ -709,7 +790,7 @@ class VectorIndex:
         count = len(rows) if rows is not None else (self.n if mask is None else int(mask.sum()))
         if count == 0:
             return [[] for _ in range(len(queries))]
-        if self.ann is None or count <= self.exact_max:
+        if self.ann is None or not self.ann.nprobe or count <= self.exact_max:
             return self._exact(queries, k, rows, mask)
         allow = mask
         if rows is not None:
@@ -740,18 +821,27 @@ class VectorIndex:
     def _approximate(
         self, q: FloatArray, k: int, allow: BoolArray | None, count: int
     ) -> list[tuple[int, float]] | None:
-        assert self.ann is not None
-        ntotal = int(self.ann.index.ntotal)
-        share = count / max(self.n - self.n_dead, 1)
-        kk = min(ntotal, max(k * OVERSAMPLE, 32, math.ceil(k * OVERSAMPLE / max(share, 1e-9))))
+        ann = self.ann
+        assert ann is not None
+        n = self.n
+        live = max(n - self.n_dead, 1)
+        share = max(count / live, 1e-9)
+        # A filter keeping a share s of the rows: its top k lie about 1/s times as
+        # deep in the unfiltered ranking, so scan 1/s times the lists, unless the
+        # exact product over the candidates is cheaper.
+        nlist = int(ann.index.nlist)
+        nprobe = min(nlist, math.ceil(ann.nprobe / share))
+        if nprobe * live / nlist * SCAN_COST > count:
+            return None
+        want = k * ann.oversample
+        kk = max(want, 32, math.ceil(want / share))
         if kk > 4 * self.exact_max:  # so selective that exact is cheaper
             return None
-        labels, _ = self.ann.search(q, kk)
-        rows = self._rows_of(labels)
+        rows = self._rows_of(ann.search(q, kk, nprobe))
         rows = rows[rows >= 0]
-        tail = int(np.searchsorted(self.pks[: self.n], self.ann.hwm, side="right"))
-        if tail < self.n:
-            rows = np.concatenate([rows, np.arange(tail, self.n, dtype=np.int64)])
+        tail = int(np.searchsorted(self.pks[:n], ann.hwm, side="right"))
+        if tail < n:
+            rows = np.concatenate([rows, np.arange(tail, n, dtype=np.int64)])
         if allow is not None:
             rows = rows[allow[rows]]
         elif self.n_dead:
@@ -795,3 +885,12 @@ def _best_records(dist: FloatArray, recs: IntArray, k: int) -> list[tuple[int, f
         if len(first) >= k or t >= m:
             return [(int(r[i]), float(d[i])) for i in first[:k]]
         t = min(m, t * 4)
+
+
+def _unit(vecs: FloatArray) -> FloatArray:
+    """Rows of ``vecs`` scaled to unit length (zero rows stay zero), as float32."""
+    out = np.array(vecs, dtype=np.float32)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    np.divide(out, norms, out=out, where=norms > 0)
+    out[(norms == 0)[:, 0]] = 0.0
+    return out

@@ -4,8 +4,10 @@ Random adds, vector updates, deletes, expiries and TTL refreshes; then searches 
 random scopes, record types, metadata filters and k. Each result must be the model's
 exact top k: same distances (to 1e-5) and every returned record at its model distance.
 On SQLite the ANN thresholds are lowered so the index path (IVF candidates, masks,
-exact re-rank, exact fallback) runs even on these small stores; with so few rows
-every IVF list is probed, so the index path must be exact too.
+exact re-rank, exact fallback, the index file read back on reopen) runs even on
+these small stores; with so few rows every IVF list is probed, so the index path
+must be exact too. Half the examples build the index in a background thread, so
+searches land before, during and after its adoption.
 """
 
 from __future__ import annotations
@@ -40,13 +42,24 @@ class Row:
     expires: datetime | None
 
 
-def force_index_path(store: Any) -> None:
-    """On SQLite, build the ANN index from 8 live rows and use it above 4 candidates."""
+def force_index_path(store: Any, background: bool = False) -> None:
+    """On SQLite, build the ANN index from 8 live rows and use it above 4 candidates;
+    with ``background``, build it in a background thread (searches meanwhile rank
+    exactly; the result is adopted whenever the thread ends: any interleaving)."""
     index = getattr(getattr(store, "_impl", None), "index", None)
     if index is not None:
         index.ann_min_rows = 8
         index.exact_max = 4
         index.compact_min = 0
+        if background:
+            index.background_rows = 8
+
+
+def settle(store: Any) -> None:
+    """Wait for a background build of the SQLite index (a no-op elsewhere)."""
+    index = getattr(getattr(store, "_impl", None), "index", None)
+    if index is not None:
+        index.wait_for_build(60)
 
 
 op = st.one_of(
@@ -64,6 +77,7 @@ op = st.one_of(
     st.tuples(st.just("refresh"), st.integers(0, 10**6), st.booleans()),
     st.tuples(st.just("advance"), st.integers(0, 3)),
     st.tuples(st.just("reopen")),
+    st.tuples(st.just("settle")),
 )
 search = st.tuples(
     st.integers(1, 12),
@@ -84,13 +98,14 @@ search = st.tuples(
     seed=st.integers(0, 2**32 - 1),
     ops=st.lists(op, min_size=1, max_size=14),
     searches=st.lists(search, min_size=1, max_size=4),
+    background=st.booleans(),
 )
-def test_vector_search_matches_brute_force(backend, make_store, seed, ops, searches):
+def test_vector_search_matches_brute_force(backend, make_store, seed, ops, searches, background):
     rng = np.random.default_rng(seed)
     clock = FakeClock()
     name = f"model{next(_names)}.db"
     store = make_store(name=name, embedder=None, vector_dim=DIM, clock=clock)
-    force_index_path(store)
+    force_index_path(store, background)
     model: dict[str, Row] = {}
     serial = itertools.count()
 
@@ -136,7 +151,9 @@ def test_vector_search_matches_brute_force(backend, make_store, seed, ops, searc
         elif o[0] == "reopen" and backend.shared_storage:
             store.close()
             store = make_store(name=name, embedder=None, vector_dim=DIM, clock=clock)
-            force_index_path(store)
+            force_index_path(store, background)
+        elif o[0] == "settle":
+            settle(store)
 
     for k, user, agent, thread, types, tag in searches:
         q = rng.standard_normal(DIM).astype(np.float32)

@@ -318,3 +318,301 @@ def test_scoped_and_filtered_searches_are_exact_on_a_large_candidate_set(tmp_pat
                 assert [r.id for r, _ in got] == want
     finally:
         store.close()
+
+
+# -- the index file as a snapshot of the mirror -----------------------------------------
+
+
+def add_random(store: SQLiteMemoryStore, start: int, stop: int, seed: int = 0) -> None:
+    vecs = np.random.default_rng(seed + start).standard_normal((stop - start, DIM))
+    store.add(
+        [f"t{i}" for i in range(start, stop)],
+        "memory",
+        embeddings=vecs.astype(np.float32),
+        record_ids=[f"r{i}" for i in range(start, stop)],
+        user_ids=[f"u{i % 3}" for i in range(start, stop)],
+    )
+
+
+def test_reopening_reads_the_snapshot_and_catches_up_with_later_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.db"
+    build_index_file(path, n=200)
+    other = SQLiteMemoryStore(str(path))  # writes after the snapshot, from elsewhere
+    other.delete("memory", "r5")
+    other.update("memory", "r6", ttl_days=0)
+    add_random(other, 200, 230)
+    other.close()
+    loaded: list[int] = []
+    load_rows = vectorindex.VectorIndex._load_rows
+
+    def counting(self: Any, conn: sqlite3.Connection, after: int) -> None:
+        loaded.append(after)
+        load_rows(self, conn, after)
+
+    monkeypatch.setattr(vectorindex.VectorIndex, "_load_rows", counting)
+    store = open_store(path)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for q in QUERIES:
+                assert ids(store, q, 10) == brute_force(path, q, 10)
+        index = store._impl.index
+        assert loaded == [index._saved[0]] and index._saved[0] >= 200  # only the new rows
+        assert index.ann is not None and index.n - index.n_dead == 230 - 1  # r6 expired, not gone
+        found = {r.id for r, _ in store.search(query_vector=list(QUERIES[0]), k=300)}
+        assert "r5" not in found and "r6" not in found and "r229" in found
+    finally:
+        store.close()
+
+
+def test_a_snapshot_the_change_log_no_longer_reaches_is_reloaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oam_core.store.sqlite import backend as sqlite_backend
+
+    path = tmp_path / "s.db"
+    build_index_file(path, n=200)
+    monkeypatch.setattr(sqlite_backend, "LOG_KEEP", 2)  # writers keep 2 log rows
+    other = SQLiteMemoryStore(str(path))
+    for rid in ("r1", "r2", "r3", "r4"):
+        other.delete("memory", rid)
+    other.close()
+    store = open_store(path)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # its ANN index is checked and kept: no warning
+            for q in QUERIES:
+                assert ids(store, q, 10) == brute_force(path, q, 10)
+        index = store._impl.index
+        assert index.ann is not None and index.n - index.n_dead == 196
+    finally:
+        store.close()
+
+
+def test_a_snapshot_ahead_of_the_database_is_rebuilt_with_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    build_index_file(path, n=60)
+    shutil.copy(path, tmp_path / "old.db")  # the database as it was
+    store = open_store(path)
+    add_random(store, 60, 90)
+    store.search(query_vector=list(QUERIES[0]), k=3)
+    store._impl.index.ann.rebuilt = True  # force the rewrite at close
+    store.close()
+    shutil.copy(tmp_path / "old.db", path)  # a restored backup with the newer index file
+    for suffix in ("-wal", "-shm"):
+        (tmp_path / f"s.db{suffix}").unlink(missing_ok=True)
+    store = open_store(path)
+    try:
+        with pytest.warns(RuntimeWarning, match="ahead of the database"):
+            assert ids(store, QUERIES[0], 10) == brute_force(path, QUERIES[0], 10)
+    finally:
+        store.close()
+
+
+def test_a_snapshot_whose_rows_differ_from_the_database_is_rebuilt(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    build_index_file(path, n=60)
+    with sqlite3.connect(path) as conn:  # an edit the change log cannot explain
+        conn.execute("DROP TRIGGER chunks_log_update")
+        conn.execute("UPDATE chunks SET user_id = 'someone'")
+    store = open_store(path)
+    try:
+        with pytest.warns(RuntimeWarning, match="is not usable"):
+            first = store.search(
+                query_vector=list(QUERIES[0]), k=60, user_id="someone", exact_user_match=True
+            )
+        assert len(first) == 60
+    finally:
+        store.close()
+
+
+def test_closing_rewrites_the_file_only_when_it_is_far_behind(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    build_index_file(path, n=400)
+    index_file = tmp_path / "s.db.oamvec"
+    written = index_file.stat().st_mtime_ns
+    store = open_store(path)
+    add_random(store, 400, 405)  # 5 of 405 rows: under SAVE_SHARE
+    assert ids(store, QUERIES[0], 10) == brute_force(path, QUERIES[0], 10)
+    store.close()
+    assert index_file.stat().st_mtime_ns == written
+    store = open_store(path)
+    add_random(store, 405, 460)
+    assert ids(store, QUERIES[0], 10) == brute_force(path, QUERIES[0], 10)
+    store.close()
+    assert index_file.stat().st_mtime_ns != written
+    store = open_store(path)
+    try:
+        assert store._impl.index._saved is None  # not searched yet
+        assert ids(store, QUERIES[1], 10) == brute_force(path, QUERIES[1], 10)
+        assert store._impl.index._saved == (store._impl.index.hwm, store._impl.index.cursor)
+    finally:
+        store.close()
+
+
+# -- building in the background -----------------------------------------------------------
+
+
+def test_searches_are_exact_while_the_index_builds_in_the_background(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build is held at its first slice (the interleaving is injected, not slept
+    for); meanwhile searches rank exactly and writes go on; the finished index is
+    adopted by the next search with those writes applied."""
+    import threading
+
+    from oam_core.store import vectorann
+
+    started, release = threading.Event(), threading.Event()
+    build = vectorann.Ann._build.__func__  # type: ignore[attr-defined]
+
+    def held(cls: Any, faiss: Any, source: Any, rng: Any, stop: Any) -> Any:
+        rows_after = source.rows_after
+
+        def slow(pk: int, limit: int) -> Any:
+            started.set()
+            release.wait(60)
+            return rows_after(pk, limit)
+
+        source.rows_after = slow
+        return build(cls, faiss, source, rng, stop)
+
+    monkeypatch.setattr(vectorann.Ann, "_build", classmethod(held))
+    path = tmp_path / "s.db"
+    store = open_store(path)
+    store._impl.index.background_rows = 8
+    try:
+        add_random(store, 0, 300)
+        assert ids(store, QUERIES[0], 10) == brute_force(path, QUERIES[0], 10)
+        assert started.wait(60)
+        index = store._impl.index
+        assert index.ann is None and index._builder is not None
+        store.delete("memory", "r7")
+        add_random(store, 300, 340)
+        for q in QUERIES:  # exact meanwhile, with the new writes
+            assert ids(store, q, 10) == brute_force(path, q, 10)
+        release.set()
+        assert index.wait_for_build(60)
+        for q in QUERIES:  # adopted: rows deleted and added during the build applied
+            assert ids(store, q, 10) == brute_force(path, q, 10)
+        assert index.ann is not None and index._builder is None
+        held_pks = set(index.ann.ids().tolist())
+        live = set(index.pks[: index.n][index.live[: index.n]].tolist())
+        assert held_pks == live
+    finally:
+        release.set()
+        store.close()
+
+
+def test_closing_stops_a_background_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The build waits at its first slice until it is told to stop; closing the store
+    tells it, waits for the thread, and writes nothing."""
+    import threading
+
+    from oam_core.store import vectorann
+
+    started = threading.Event()
+    results: list[Any] = []
+    rows_after = vectorindex._MirrorSource.rows_after
+    build = vectorann.Ann.build.__func__  # type: ignore[attr-defined]
+
+    def waiting(self: Any, pk: int, limit: int) -> Any:
+        started.set()
+        self.ix._stop.wait(60)  # set by close(); else the build goes on after 60 s
+        return rows_after(self, pk, limit)
+
+    def recorded(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        results.append(build(cls, *args, **kwargs))
+        return results[-1]
+
+    monkeypatch.setattr(vectorindex._MirrorSource, "rows_after", waiting)
+    monkeypatch.setattr(vectorann.Ann, "build", classmethod(recorded))
+    path = tmp_path / "s.db"
+    store = open_store(path)
+    store._impl.index.background_rows = 8
+    add_random(store, 0, 300)
+    assert ids(store, QUERIES[0], 10) == brute_force(path, QUERIES[0], 10)
+    assert started.wait(60)
+    store.close()
+    assert results == [None]  # the build stopped instead of finishing
+    assert store._impl.index._builder is None and store._impl.index.ann is None
+    assert not (tmp_path / "s.db.oamvec").exists()
+
+
+# -- calibration --------------------------------------------------------------------------
+
+
+def test_calibration_probes_few_lists_on_clustered_data_and_none_on_noise() -> None:
+    import faiss
+
+    from oam_core.store import vectorann
+
+    class Source:
+        def __init__(self, mat: np.ndarray) -> None:
+            self.mat, self.pks = mat, np.arange(1, len(mat) + 1, dtype=np.int64)
+
+        def live_count(self) -> int:
+            return len(self.mat)
+
+        def sample(self, m: int, rng: np.random.Generator) -> Any:
+            pick = rng.choice(len(self.mat), m, replace=False)
+            return self.mat[pick], self.pks[pick]
+
+        def rows_after(self, pk: int, limit: int) -> Any:
+            rows = self.pks[pk : pk + limit] - 1
+            return self.mat[rows], self.pks[rows], int(self.pks[rows[-1]]) if len(rows) else pk
+
+        def vectors(self, pks: np.ndarray) -> Any:
+            found = (pks >= 1) & (pks <= len(self.mat))
+            out = np.zeros((len(pks), self.mat.shape[1]), np.float32)
+            out[found] = self.mat[pks[found] - 1]
+            return out, found
+
+    rng = np.random.default_rng(0)
+    n, dim = 20_000, 128
+    centres = rng.standard_normal((200, dim))  # the peer workload's shape, 128-d
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    clustered = centres[rng.integers(0, 200, n)] + 0.05 * rng.standard_normal((n, dim))
+    noise = rng.standard_normal((n, dim))
+    for data, clusters in ((clustered, True), (noise, False)):
+        mat = (data / np.linalg.norm(data, axis=1, keepdims=True)).astype(np.float32)
+        ann = vectorann.Ann.build(faiss, Source(mat), np.random.default_rng(1))
+        assert ann is not None and ann.index.ntotal == n
+        if clusters:
+            assert vectorann.MIN_PROBES <= ann.nprobe <= ann.index.nlist // 4
+        else:
+            assert ann.nprobe == 0  # no probe count reaches the target: rank exactly
+
+
+def test_an_index_that_misses_the_recall_target_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oam_core.store import vectorann
+
+    monkeypatch.setattr(vectorann.Calibration, "probes", lambda self, index, source: (0, 0))
+    path = tmp_path / "s.db"
+    store = open_store(path)
+    store._impl.index.exact_max = 0
+    try:
+        add_random(store, 0, 400)
+        exact = vectorindex.VectorIndex._exact
+        calls: list[int] = []
+        monkeypatch.setattr(
+            vectorindex.VectorIndex,
+            "_exact",
+            lambda self, *a: calls.append(1) or exact(self, *a),
+        )
+        for q in QUERIES:
+            assert ids(store, q, 10) == brute_force(path, q, 10)
+        assert store._impl.index.ann is not None and store._impl.index.ann.nprobe == 0
+        assert len(calls) == len(QUERIES)
+    finally:
+        store.close()
+    store = open_store(path)  # the verdict is kept in the file
+    try:
+        assert ids(store, QUERIES[0], 10) == brute_force(path, QUERIES[0], 10)
+        assert store._impl.index.ann is not None and store._impl.index.ann.nprobe == 0
+    finally:
+        store.close()

@@ -47,8 +47,15 @@ def _fts_text(text: str | None) -> str | None:
     return index_text(text) if isinstance(text, str) else text
 
 
-def _blob(vector: Vector | None) -> bytes | None:
-    return None if vector is None else np.asarray(vector, dtype="<f4").tobytes()
+def _blob(vector: Vector | None) -> Any:
+    if vector is None:
+        return None
+    if vector.dtype == _F4 and vector.flags.c_contiguous:
+        return vector  # bound as a BLOB through the buffer protocol: no copy
+    return np.asarray(vector, dtype=_F4).tobytes()
+
+
+_F4 = np.dtype("<f4")
 
 
 class SQLiteBackend(SqlBackend):

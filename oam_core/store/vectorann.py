@@ -1,0 +1,300 @@
+"""The ANN half of the embedded store's vector index (``store/vectorindex.py``).
+
+A faiss IVF index (``IndexIVFScalarQuantizer``, 4-bit codes, inner product on unit
+vectors) whose labels are chunk keys. It only proposes candidates: the store re-ranks
+them exactly from its float32 matrix after the scope, type, expiry and filter masks.
+Documented in ``docs/sqlite.md``.
+
+Build, from any ``RowSource`` (the mirror, read under its lock, so a build can run in
+a background thread while searches go on):
+
+* ``LISTS_PER_ROOT * sqrt(n)`` lists, trained (10 k-means rounds) on a sample of
+  ``TRAIN_PER_LIST`` vectors per list;
+* every live row added, in slices copied from the source (bounded extra memory);
+* the probe count calibrated on the store's own data: ``CALIBRATION_QUERIES``
+  stored vectors are searched for their 10 nearest *other* vectors, with the
+  search's oversampling and exact re-rank, and the fewest probes reaching recall
+  ``RECALL_TARGET`` against exact are kept. Data without cluster structure, where no
+  probe count up to ``MAX_PROBE_SHARE`` of the lists reaches it, gets ``nprobe = 0``:
+  the index is not used and searches rank exactly.
+
+Why these choices (measured on the project's 2-core machine, 100k x 384, see
+``bench/README.md``): with ``sqrt(n)`` lists, data with more natural clusters than
+lists (1,000 centres) needed 48 probes for recall 0.98; with ``2 sqrt(n)`` lists 8
+probes give 0.999 there and on the 100-centre peer workload, and each list is half
+as long. 4-bit codes (half a byte per dimension: 19 MB at 100k x 384) scan within
+10 us of 8-bit ones at 8 probes and the exact re-rank gives both the same recall, so
+the smaller ones keep peak memory near the float32 matrix the exact path needs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float32]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+OVERSAMPLES = (4, 8, 16)
+"""ANN candidates per wanted record that calibration tries (the exact re-rank needs
+more of them when the 4-bit scores of many near neighbours are close: 1M rows of the
+peer workload need 8)."""
+LISTS_PER_ROOT = 2
+"""IVF lists per square root of the rows: 632 at 100k, 2,000 at 1M."""
+MAX_LISTS = 4096
+"""Most IVF lists (training cost grows with the square of the list count)."""
+TRAIN_PER_LIST = 25
+"""Training vectors per IVF list (a sample of the rows)."""
+MIN_PROBES = 8
+"""Fewest IVF lists scanned per query; calibration raises it where recall needs."""
+EXHAUSTIVE_LISTS = 64
+"""Indexes of at most this many lists scan them all (tiny stores: exact)."""
+RECALL_TARGET = 0.99
+"""recall@10 against exact that calibration asks of the store's own vectors."""
+CALIBRATION_QUERIES = 64
+"""Stored vectors searched (leaving themselves out) to calibrate the probe count."""
+MAX_PROBE_SHARE = 0.25
+"""Calibration stops at this share of the lists: an index that needs more (vectors
+without cluster structure) is not used, and searches rank exactly."""
+ADD_BATCH = 4_096
+"""Rows copied from the source and added per step (faiss's buffers scale with it)."""
+_K = 10
+
+
+class RowSource(Protocol):
+    """Where a build reads the live rows (unit float32 vectors, ascending chunk keys)."""
+
+    def live_count(self) -> int:
+        """How many live rows there are now."""
+        ...
+
+    def sample(self, m: int, rng: np.random.Generator) -> tuple[FloatArray, IntArray]:
+        """Copies of ``m`` random live rows and their keys, in random order."""
+        ...
+
+    def rows_after(self, pk: int, limit: int) -> tuple[FloatArray, IntArray, int]:
+        """Copies of the live rows among the next ``limit`` rows with key > ``pk``,
+        their keys, and the largest key looked at (``pk`` when none is left)."""
+        ...
+
+    def vectors(self, pks: IntArray) -> tuple[FloatArray, BoolArray]:
+        """The vectors of ``pks`` (zero rows where unknown) and which were found."""
+        ...
+
+
+def list_count(n: int) -> int:
+    """IVF lists for ``n`` rows: ``LISTS_PER_ROOT * sqrt(n)`` within [16, MAX_LISTS]."""
+    return int(min(MAX_LISTS, max(16, LISTS_PER_ROOT * math.sqrt(n)), n))
+
+
+def probe_ladder(nlist: int) -> list[int]:
+    """Probe counts calibration tries, in order: every list for small indexes, else
+    ``MIN_PROBES`` growing by about half up to ``MAX_PROBE_SHARE`` of the lists."""
+    if nlist <= EXHAUSTIVE_LISTS:
+        return [nlist]
+    top = max(MIN_PROBES, int(nlist * MAX_PROBE_SHARE))
+    steps, p = [], MIN_PROBES
+    while p < top:
+        steps.append(p)
+        p = max(p + 1, (p * 3) // 2)
+    return [*steps, top]
+
+
+class Calibration:
+    """The exact neighbourhoods of a few stored vectors, gathered while a build
+    streams the rows past (``observe``), then the probe count they need (``probes``).
+
+    Args:
+        queries: float32 array of shape ``(m, dim)``, unit rows taken from the store.
+        pks: Their chunk keys, shape ``(m,)`` (each is left out of its own truth).
+    """
+
+    def __init__(self, queries: FloatArray, pks: IntArray) -> None:
+        self.queries = np.ascontiguousarray(queries, dtype=np.float32)
+        self.pks = np.asarray(pks, dtype=np.int64)
+        self.best = np.full((len(pks), _K), -np.inf, np.float32)
+
+    def observe(self, mat: FloatArray, pks: IntArray) -> None:
+        """Fold rows ``mat`` (keys ``pks``, ascending) into the running top 10."""
+        if not len(pks) or not len(self.pks):
+            return
+        sims = self.queries @ mat.T
+        pos = np.minimum(np.searchsorted(pks, self.pks), len(pks) - 1)
+        own = np.flatnonzero(pks[pos] == self.pks)
+        sims[own, pos[own]] = -np.inf
+        both = np.concatenate([self.best, sims], axis=1)
+        self.best = -np.partition(-both, _K - 1, axis=1)[:, :_K]
+
+    def probes(self, index: Any, source: RowSource) -> tuple[int, int]:
+        """``(nprobe, oversample)``: the fewest probes of ``probe_ladder``, and at
+        those the fewest candidates per result of ``OVERSAMPLES``, at which
+        ``index`` (searched like a query, exact re-rank) finds the 10 nearest other
+        vectors at recall >= ``RECALL_TARGET``; a hit is a result at least as near
+        as the true 10th (ties count). ``(0, 0)`` when none does."""
+        ladder = probe_ladder(int(index.nlist))
+        m = len(self.pks)
+        if len(ladder) == 1 or m == 0 or not np.isfinite(self.best).all():
+            return ladder[-1], OVERSAMPLES[0]  # tiny: every list (exact)
+        kth = self.best.min(axis=1) - 1e-6
+        widest = _K * OVERSAMPLES[-1] + 1
+        for nprobe in ladder:
+            index.nprobe = nprobe
+            _, labels = index.search(self.queries, widest)  # best first: prefixes
+            vecs, found = source.vectors(labels.ravel())
+            sims = np.einsum("jcd,jd->jc", vecs.reshape(m, widest, -1), self.queries)
+            usable = found.reshape(labels.shape) & (labels != self.pks[:, None])
+            sims = np.where(usable, sims, -np.inf)
+            for oversample in OVERSAMPLES:
+                head = sims[:, : _K * oversample + 1]
+                top = -np.partition(-head, _K - 1, axis=1)[:, :_K]
+                if (top >= kth[:, None]).sum() >= RECALL_TARGET * _K * m:
+                    return nprobe, oversample
+        return 0, 0
+
+
+BLAS_QUERY_BLOCK = 1024
+"""Query rows per BLAS block in faiss's distance products while building (its default
+4,096 makes a 16 MB block at 1,024 database rows, which the allocator keeps after
+the build: about 14 MB of peak memory at 100k). The build takes about a third
+longer with it."""
+
+
+@contextlib.contextmanager
+def _small_blas_blocks(faiss: Any) -> Iterator[None]:
+    """Lower faiss's process-wide BLAS block size for the duration (restored after;
+    another thread's faiss call in between only runs with smaller blocks)."""
+    cvar: Any = getattr(faiss, "cvar", None)
+    old = getattr(cvar, "distance_compute_blas_query_bs", None)
+    if old is None:
+        yield
+        return
+    cvar.distance_compute_blas_query_bs = min(int(old), BLAS_QUERY_BLOCK)
+    try:
+        yield
+    finally:
+        cvar.distance_compute_blas_query_bs = old
+
+
+class Ann:
+    """A trained faiss IVF index over unit vectors; labels are chunk keys.
+
+    Attributes:
+        hwm: Every chunk with key <= ``hwm`` that was live when it was added is in it.
+        trained_on: Live rows when it was trained (a 4x larger store retrains).
+        nprobe: Lists scanned per query; 0 = not used (searches rank exactly).
+        oversample: Candidates proposed per wanted record.
+        rebuilt: Built (or re-calibrated) since it was last written to a file.
+    """
+
+    def __init__(
+        self,
+        faiss: Any,
+        index: Any,
+        hwm: int,
+        trained_on: int,
+        nprobe: int,
+        oversample: int = OVERSAMPLES[0],
+    ) -> None:
+        self.faiss = faiss
+        self.index = index
+        self.hwm = hwm
+        self.trained_on = trained_on
+        self.nprobe = int(min(max(0, nprobe), index.nlist))
+        self.oversample = int(min(max(1, oversample), OVERSAMPLES[-1]))
+        index.nprobe = max(1, self.nprobe)
+        self.rebuilt = True
+
+    @classmethod
+    def build(
+        cls,
+        faiss: Any,
+        source: RowSource,
+        rng: np.random.Generator,
+        stop: Callable[[], bool] = lambda: False,
+    ) -> Ann | None:
+        """Train, fill and calibrate an index from ``source`` (module docstring).
+
+        Returns:
+            The index, or None when ``stop()`` turned true during the build.
+
+        Raises:
+            MemoryError, RuntimeError: when faiss cannot build it.
+        """
+        with _small_blas_blocks(faiss):
+            return cls._build(faiss, source, rng, stop)
+
+    @classmethod
+    def _build(
+        cls, faiss: Any, source: RowSource, rng: np.random.Generator, stop: Callable[[], bool]
+    ) -> Ann | None:
+        n = source.live_count()
+        nlist = list_count(n)
+        train, train_pks = source.sample(min(n, TRAIN_PER_LIST * nlist), rng)
+        dim = int(train.shape[1])
+        index = faiss.IndexIVFScalarQuantizer(
+            faiss.IndexFlatIP(dim),
+            dim,
+            nlist,
+            faiss.ScalarQuantizer.QT_4bit,
+            faiss.METRIC_INNER_PRODUCT,
+        )
+        index.cp.niter = 10
+        index.cp.min_points_per_centroid = 1  # sampling below 39 per list is deliberate
+        index.train(np.ascontiguousarray(train))
+        pick = rng.choice(len(train_pks), min(CALIBRATION_QUERIES, len(train_pks)), replace=False)
+        calibration = Calibration(train[pick], train_pks[pick])
+        del train
+        after = 0
+        while True:
+            if stop():
+                return None
+            mat, pks, last = source.rows_after(after, ADD_BATCH)
+            if last == after:
+                break
+            after = last
+            if len(pks):
+                index.add_with_ids(np.ascontiguousarray(mat), pks)
+                calibration.observe(mat, pks)
+        nprobe, oversample = calibration.probes(index, source)
+        return cls(faiss, index, after, n, nprobe, oversample)
+
+    def add(self, mat: FloatArray, pks: IntArray) -> None:
+        """Add rows ``mat`` (unit, float32 ``(m, dim)``) labelled ``pks`` (ascending)."""
+        for a in range(0, len(pks), ADD_BATCH):
+            self.index.add_with_ids(
+                np.ascontiguousarray(mat[a : a + ADD_BATCH]), pks[a : a + ADD_BATCH]
+            )
+        if len(pks):
+            self.hwm = max(self.hwm, int(pks[-1]))
+
+    def remove(self, pks: IntArray) -> None:
+        """Drop the entries labelled ``pks``."""
+        if len(pks):
+            self.index.remove_ids(self.faiss.IDSelectorBatch(pks))
+
+    def search(self, q: FloatArray, kk: int, nprobe: int | None = None) -> IntArray:
+        """Labels (chunk keys) of up to ``kk`` entries nearest to unit query ``q``,
+        scanning ``nprobe`` lists (default: the calibrated count)."""
+        if nprobe is None or nprobe == self.index.nprobe:
+            _, labels = self.index.search(q.reshape(1, -1), kk)
+        else:
+            params = self.faiss.SearchParametersIVF(nprobe=int(nprobe))
+            _, labels = self.index.search(q.reshape(1, -1), kk, params=params)
+        found: IntArray = labels[0]
+        return found[found >= 0]
+
+    def ids(self) -> IntArray:
+        """Every label the index holds."""
+        inv = self.index.invlists
+        parts = [
+            self.faiss.rev_swig_ptr(inv.get_ids(i), inv.list_size(i)).copy()
+            for i in range(inv.nlist)
+            if inv.list_size(i)
+        ]
+        return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)

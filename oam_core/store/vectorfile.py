@@ -1,0 +1,294 @@
+"""The embedded store's vector index file, ``<database>.oamvec`` (``docs/sqlite.md``).
+
+A snapshot of the in-memory mirror (``store/vectorindex.py``) as it stood after it
+caught up with the database at chunk key ``hwm`` and change-log sequence ``cursor``:
+the trained faiss index (``store/vectorann.py``) followed by the mirror's arrays
+(live rows only) and a JSON trailer. Reopening a store reads it instead of every
+vector out of SQLite, then catches up from ``(hwm, cursor)`` like any other reader.
+
+Layout (all integers little-endian)::
+
+    faiss index (faiss.write_index), bytes [0, ann_end)
+    arrays: pks <i8, record keys <i8, type codes <i4, thread/user/agent codes <i4,
+            expiry <f8 (inf = never), unit vectors <f4 (n, dim)
+    code tables: JSON {"types": [...], "thread": [...], "user": [...], "agent": [...]}
+    trailer: JSON {magic, format, dim, n, hwm, cursor, ann, sections, tables, crc32, ...}
+    8 bytes: trailer length; 8 bytes: b"OAMVIDX2"
+
+``crc32`` covers every byte before the trailer. ``read`` raises ``ValueError`` for
+anything it cannot trust (wrong magic or version, another dimension, a checksum
+mismatch, a short file); the store then rebuilds with one warning. ``write`` goes
+through a temporary file and a rename, so readers and crashes see the old file or
+the new one, never half of one; where the directory cannot be written it writes
+nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from oam_core.store.vectorann import Ann
+
+__all__ = ["FORMAT_VERSION", "Snapshot", "read", "write"]
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 2
+"""Version of the file layout; a file of another version is rebuilt."""
+MAGIC = "oam-vector-index"
+TAIL = b"OAMVIDX2"
+_BLOCK = 1 << 20
+SCOPES = ("thread", "user", "agent")
+_COLUMNS = (  # name, dtype, per-row shape after n
+    ("pks", "<i8"),
+    ("rec", "<i8"),
+    ("rtype", "<i4"),
+    ("thread", "<i4"),
+    ("user", "<i4"),
+    ("agent", "<i4"),
+    ("expires", "<f8"),
+    ("mat", "<f4"),
+)
+
+
+@dataclass
+class Snapshot:
+    """The mirror's live rows and code tables, with the faiss index if it had one.
+
+    Arrays are of length ``n`` (``mat``: float32 of shape ``(n, dim)``); ``columns``
+    maps ``rtype``/``thread``/``user``/``agent`` to int32 codes, ``tables`` maps
+    ``types``/``thread``/``user``/``agent`` to the strings of codes 0, 1, ...
+    """
+
+    dim: int
+    hwm: int
+    cursor: int
+    pks: npt.NDArray[np.int64]
+    rec: npt.NDArray[np.int64]
+    expires: npt.NDArray[np.float64]
+    mat: npt.NDArray[np.float32]
+    columns: dict[str, npt.NDArray[np.int32]]
+    tables: dict[str, list[str]]
+    ann: Ann | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.pks)
+
+
+def write(path: str, snap: Snapshot, faiss: Any) -> bool:
+    """Write ``snap`` to ``path`` atomically; False (logged) when the place is not
+    writable or faiss fails."""
+    tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
+    try:
+        ann_info = None
+        if snap.ann is not None:
+            faiss.write_index(snap.ann.index, tmp)
+            end = os.path.getsize(tmp)
+            crc = _crc_of_file(tmp, end)
+            ann_info = {
+                "end": end,
+                "hwm": snap.ann.hwm,
+                "trained_on": snap.ann.trained_on,
+                "nprobe": snap.ann.nprobe,
+                "oversample": snap.ann.oversample,
+                "count": int(snap.ann.index.ntotal),
+            }
+        else:
+            open(tmp, "wb").close()
+            end, crc = 0, 0
+        arrays = {
+            "pks": snap.pks,
+            "rec": snap.rec,
+            "expires": snap.expires,
+            "mat": snap.mat,
+            **snap.columns,
+        }
+        sections = []
+        with open(tmp, "ab") as f:
+            offset = end
+            for name, dtype in _COLUMNS:
+                arr = np.ascontiguousarray(arrays[name], dtype=dtype)
+                view = arr.data.cast("B")
+                f.write(view)
+                crc = zlib.crc32(view, crc)
+                sections.append([name, offset, len(view), dtype, list(arr.shape)])
+                offset += len(view)
+            tables = json.dumps(snap.tables, ensure_ascii=False).encode()
+            f.write(tables)
+            crc = zlib.crc32(tables, crc)
+            trailer = json.dumps(
+                {
+                    "magic": MAGIC,
+                    "format": FORMAT_VERSION,
+                    "dim": snap.dim,
+                    "metric": "cosine",
+                    "n": snap.n,
+                    "hwm": snap.hwm,
+                    "cursor": snap.cursor,
+                    "ann": ann_info,
+                    "sections": sections,
+                    "tables": [offset, len(tables)],
+                    "faiss": getattr(faiss, "__version__", "?"),
+                    "crc32": crc,
+                }
+            ).encode()
+            f.write(trailer + len(trailer).to_bytes(8, "little") + TAIL)
+        os.replace(tmp, path)
+        return True
+    except (OSError, RuntimeError, MemoryError) as exc:  # read-only place: in memory only
+        log.debug("vector index not persisted to %s: %s", path, exc)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return False
+
+
+def read(path: str, dim: int, faiss: Any) -> Snapshot:
+    """Read the file at ``path`` for a store whose vectors have ``dim`` dimensions.
+
+    Raises:
+        ValueError: naming what is wrong, for any file it cannot trust.
+        OSError: when it cannot be read.
+    """
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        header = _trailer(f, size)
+        if header.get("format") != FORMAT_VERSION or header.get("dim") != dim:
+            raise ValueError(
+                f"format {header.get('format')} / dimension {header.get('dim')}, expected "
+                f"{FORMAT_VERSION} / {dim}"
+            )
+        n = _int(header, "n")
+        ann_info = header.get("ann")
+        end = _int(ann_info, "end") if isinstance(ann_info, dict) else 0
+        crc = _crc_of_open(f, end)
+        arrays: dict[str, Any] = {}
+        sections = header.get("sections")
+        if not isinstance(sections, list) or [s[0] for s in sections] != [c for c, _ in _COLUMNS]:
+            raise ValueError("unreadable trailer (sections)")
+        offset = end
+        for (name, dtype), section in zip(_COLUMNS, sections, strict=True):
+            shape = (n, dim) if name == "mat" else (n,)
+            if section[1:] != [
+                offset,
+                n * int(np.prod(shape[1:])) * np.dtype(dtype).itemsize,
+                dtype,
+                list(shape),
+            ]:
+                raise ValueError(f"unreadable trailer (section {name})")
+            arr = np.empty(shape, dtype=dtype)
+            view = arr.data.cast("B")
+            if f.readinto(view) != len(view):
+                raise ValueError("truncated")
+            crc = zlib.crc32(view, crc)
+            arrays[name] = arr
+            offset += len(view)
+        where, length = header.get("tables", [None, None])
+        if where != offset or not isinstance(length, int) or length < 0:
+            raise ValueError("unreadable trailer (tables)")
+        raw = f.read(length)
+        crc = zlib.crc32(raw, crc)
+        if crc != header.get("crc32"):
+            raise ValueError("checksum mismatch")
+    tables = json.loads(raw)
+    if not isinstance(tables, dict) or set(tables) != {"types", *SCOPES}:
+        raise ValueError("unreadable code tables")
+    ann = None
+    if isinstance(ann_info, dict):
+        try:
+            index = faiss.read_index(path)
+        except RuntimeError as exc:
+            raise ValueError(f"faiss cannot read it ({exc})") from None
+        if index.d != dim or index.ntotal != ann_info.get("count"):
+            raise ValueError("entry count or dimension differs from its trailer")
+        ann = Ann(
+            faiss,
+            index,
+            _int(ann_info, "hwm"),
+            _int(ann_info, "trained_on"),
+            _int(ann_info, "nprobe"),
+            _int(ann_info, "oversample"),
+        )
+        ann.rebuilt = False
+    snap = Snapshot(
+        dim=dim,
+        hwm=_int(header, "hwm"),
+        cursor=_int(header, "cursor"),
+        pks=arrays["pks"],
+        rec=arrays["rec"],
+        expires=arrays["expires"],
+        mat=arrays["mat"],
+        columns={c: arrays[c] for c in ("rtype", *SCOPES)},
+        tables={key: [str(v) for v in values] for key, values in tables.items()},
+        ann=ann,
+    )
+    _check_codes(snap)
+    return snap
+
+
+def _trailer(f: Any, size: int) -> dict[str, Any]:
+    f.seek(max(0, size - 16))
+    tail = f.read(16)
+    if len(tail) < 16 or tail[8:] != TAIL:
+        raise ValueError("not an oam vector index of this version")
+    length = int.from_bytes(tail[:8], "little")
+    start = size - 16 - length
+    if length > 1 << 20 or start < 0:
+        raise ValueError("unreadable trailer")
+    f.seek(start)
+    try:
+        header = json.loads(f.read(length))
+    except ValueError as exc:
+        raise ValueError(f"unreadable trailer ({exc})") from None
+    if not isinstance(header, dict) or header.get("magic") != MAGIC:
+        raise ValueError("not an oam vector index")
+    f.seek(0)
+    return header
+
+
+def _int(d: Any, key: str) -> int:
+    value = d.get(key) if isinstance(d, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"unreadable trailer ({key})")
+    return value
+
+
+def _check_codes(snap: Snapshot) -> None:
+    """Every code must name a table entry (-1 = None), keys must ascend."""
+    for column, table in (("rtype", "types"), *((s, s) for s in SCOPES)):
+        codes = snap.columns[column]
+        if snap.n and (codes.min() < -1 or codes.max() >= len(snap.tables[table])):
+            raise ValueError(f"unreadable {column} codes")
+    if snap.n > 1 and not bool((np.diff(snap.pks) > 0).all()):
+        raise ValueError("chunk keys out of order")
+
+
+def _crc_of_file(path: str, length: int) -> int:
+    with open(path, "rb") as f:
+        return _crc_of_open(f, length)
+
+
+def _crc_of_open(f: Any, length: int) -> int:
+    """CRC-32 of the next ``length`` bytes of ``f``, read through one 1 MiB buffer
+    (no large temporary objects: they would stay in the heap after the read)."""
+    crc, left = 0, length
+    buf = bytearray(_BLOCK)
+    view = memoryview(buf)
+    while left > 0:
+        got = f.readinto(view[: min(left, _BLOCK)])
+        if not got:
+            raise ValueError("truncated")
+        crc = zlib.crc32(view[:got], crc)
+        left -= got
+    return crc

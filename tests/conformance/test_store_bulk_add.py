@@ -1,0 +1,157 @@
+"""Store conformance: the bulk shape of ``add`` (one 2-D array of vectors, aligned
+lists of scope ids and metadata) is checked column by column (docs/sqlite.md,
+"Writes"; every back end plans writes the same way). Every rule still holds: a bad
+row is named with its value, nothing is written, and a good call stores exactly
+what the row-by-row shape stores.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+
+import numpy as np
+import pytest
+
+DIM = 8
+
+
+def matrix(n: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((n, DIM)).astype(np.float32)
+
+
+@pytest.fixture
+def store(make_store):
+    return make_store(embedder=None, vector_dim=DIM)
+
+
+def test_an_array_and_a_list_of_lists_store_the_same(make_store):
+    vecs = matrix(6)
+    kwargs = dict(
+        record_ids=[f"r{i}" for i in range(6)],
+        user_ids=[f"u{i % 2}" for i in range(6)],
+        metadata=[{"i": i, "tags": ["a", "b"], "ok": True} for i in range(6)],
+    )
+    by_array = make_store(embedder=None, vector_dim=DIM, name="array.db")
+    by_list = make_store(embedder=None, vector_dim=DIM, name="list.db")
+    by_array.add([f"text {i}" for i in range(6)], "memory", embeddings=vecs, **kwargs)
+    by_list.add([f"text {i}" for i in range(6)], "memory", embeddings=vecs.tolist(), **kwargs)
+    for rid in kwargs["record_ids"]:
+        a, b = by_array.get("memory", rid), by_list.get("memory", rid)
+        assert (a.content, a.user_id, a.metadata) == (b.content, b.user_id, b.metadata)
+    q = matrix(1, seed=9)[0]
+    got = [(r.id, round(d, 6)) for r, d in by_array.search(query_vector=q, k=6)]
+    assert got == [(r.id, round(d, 6)) for r, d in by_list.search(query_vector=q, k=6)]
+    assert [
+        r.id for r, _ in by_array.search(query_vector=q, k=6, user_id="u1", exact_user_match=True)
+    ] == [r.id for r, _ in by_list.search(query_vector=q, k=6, user_id="u1", exact_user_match=True)]
+
+
+def test_an_array_row_of_nan_is_named(store, rejected):
+    vecs = matrix(5)
+    vecs[3, 2] = math.nan
+    with rejected(store, match=r"embeddings\[3\].*NaN"):
+        store.add(["t"] * 5, "memory", embeddings=vecs)
+
+
+def test_an_array_of_another_dimension_is_rejected(store, rejected):
+    with rejected(store, match=r"(?s)(?=.*\b4\b)(?=.*\b8\b)"):
+        store.add(["t"] * 3, "memory", embeddings=np.ones((3, 4), np.float32))
+
+
+def test_an_array_with_too_few_rows_is_rejected(store, rejected):
+    with rejected(store, match="one entry per content"):
+        store.add(["t"] * 3, "memory", embeddings=matrix(2))
+
+
+def test_an_array_of_zero_dimensions_is_rejected(store, rejected):
+    with rejected(store, match="non-empty"):
+        store.add(["t"] * 2, "memory", embeddings=np.zeros((2, 0), np.float32))
+
+
+def test_integer_and_float64_arrays_are_read_as_float32(store):
+    ids = store.add(["a", "b"], "memory", embeddings=np.eye(2, DIM, dtype=np.int64))
+    assert store.search(query_vector=np.eye(1, DIM)[0], k=1)[0][0].id == ids[0]
+    ids = store.add(["c"], "memory", embeddings=np.eye(1, DIM, 3, dtype=np.float64))
+    assert store.search(query_vector=np.eye(1, DIM, 3)[0], k=1)[0][0].id == ids[0]
+
+
+@pytest.mark.parametrize(
+    ("arg", "values", "match"),
+    [
+        ("user_ids", ["u1", "", "u1"], r"user_ids\[1\]"),
+        ("user_ids", ["u1", "u1", 7], r"user_ids\[2\].*7"),
+        ("agent_ids", ["a", ["not", "hashable"], "a"], r"agent_ids\[1\]"),
+        ("thread_ids", ["t", "t", "bad\x00id"], r"thread_ids\[2\].*NUL"),
+        ("record_ids", ["r1", "r\ud800", "r3"], r"record_ids\[1\].*surrogate"),
+    ],
+)
+def test_a_bad_id_in_a_column_is_named(store, rejected, arg, values, match):
+    with rejected(store, match=match):
+        store.add(["a", "b", "c"], "memory", embeddings=matrix(3), **{arg: values})
+
+
+def test_a_bad_content_in_a_column_is_named(store, rejected):
+    with rejected(store, match=r"contents\[2\].*NUL"):
+        store.add(["fine", "fine", "not\x00fine"], "memory", embeddings=matrix(3))
+
+
+@pytest.mark.parametrize(
+    ("meta", "match"),
+    [
+        ({"k": "nul\x00inside"}, r"metadata\[1\].*NUL"),
+        ({"nul\x00key": 1}, r"metadata\[1\].*NUL"),
+        ({"deep": [{"x": "\udc00"}]}, r"metadata\[1\]"),
+        ({1: "int key"}, r"metadata\[1\].*keys must be strings"),
+        ({"big": 2**64}, r"metadata\[1\].*64 bits"),
+        ({"nan": math.nan}, r"metadata\[1\]"),
+        ({"set": {1}}, r"metadata\[1\]"),
+        ({"$agent_memory": {}}, r"metadata\[1\].*reserved"),
+    ],
+    ids=["nul", "nul-key", "surrogate", "int-key", "big-int", "nan", "set", "reserved"],
+)
+def test_bad_metadata_in_a_column_is_named(store, rejected, meta, match):
+    with rejected(store, match=match):
+        store.add(["a", "b"], "memory", embeddings=matrix(2), metadata=[{"ok": 1}, meta])
+
+
+def test_metadata_nested_past_the_limit_is_rejected(store, rejected):
+    deep: object = "leaf"
+    for _ in range(70):
+        deep = [deep]
+    with rejected(store, match=r"metadata\[0\].*deeper"):
+        store.add(["a"], "memory", embeddings=matrix(1), metadata=[{"d": deep}])
+
+
+@pytest.mark.parametrize(
+    ("meta", "stored"),
+    [
+        ({"text": "a backslash-u0000: \\u0000"}, {"text": "a backslash-u0000: \\u0000"}),
+        ({"t": (1, 2)}, {"t": [1, 2]}),
+        (collections.OrderedDict(a=1), {"a": 1}),
+        ({"n": -(2**63) + 1, "f": 1.5, "b": False, "z": None}, None),
+    ],
+    ids=["backslash-u0000", "tuple", "dict-subclass", "scalars"],
+)
+def test_unusual_but_valid_metadata_is_stored(store, meta, stored):
+    [rid] = store.add(["a"], "memory", embeddings=matrix(1), metadata=[meta])
+    assert store.get("memory", rid).metadata == (dict(meta) if stored is None else stored)
+
+
+def test_one_metadata_dict_broadcast_over_the_rows(store):
+    ids = store.add(["a", "b", "c"], "memory", embeddings=matrix(3), metadata={"shared": [1]})
+    assert [store.get("memory", rid).metadata for rid in ids] == [{"shared": [1]}] * 3
+
+
+def test_ttl_broadcast_and_per_row(store, clock):
+    a, b = store.add(["a", "b"], "memory", embeddings=matrix(2), ttl_days=2)
+    c, d = store.add(["c", "d"], "memory", embeddings=matrix(2), ttl_days=[1, None])
+    assert store.get("memory", a).expires_at == store.get("memory", b).expires_at
+    assert store.get("memory", a).expires_at is not None
+    assert store.get("memory", c).expires_at is not None
+    assert store.get("memory", d).expires_at is None
+
+
+def test_blank_content_with_one_vector_is_a_row_without_text(store, search_rows):
+    [rid] = store.add(["   "], "memory", embeddings=matrix(1))
+    assert search_rows(store, "memory", rid) == [(None, True)]
