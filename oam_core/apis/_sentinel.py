@@ -1,4 +1,4 @@
-"""The ``NOT_SET`` marker that tells an omitted argument from an explicit ``None`` (SPEC §1)."""
+"""The ``NOT_SET`` marker that tells an omitted argument from an explicit ``None`` (docs/concepts.md#ids-and-times)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ class _NotSetType(enum.Enum):
 
 
 NOT_SET = _NotSetType.NOT_SET
-"""Default of every optional argument where omitted and ``None`` differ (SPEC §1)."""
+"""Default of every optional argument where omitted and ``None`` differ (docs/concepts.md#ids-and-times)."""
 
 NOT_SET_MARKER = NOT_SET
 """The same marker under the name the reference SDK's retention docs use (for

@@ -1,4 +1,4 @@
-"""``PendingRecordBatch``: a prepared write for ``add_batches`` (SPEC §3.2, seed 004)."""
+"""``PendingRecordBatch``: a prepared write for ``add_batches`` (docs/store.md#writing-records; Oracle's SDK type)."""
 
 from __future__ import annotations
 

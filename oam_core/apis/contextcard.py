@@ -1,4 +1,4 @@
-"""Abstract context card (seed 000, ``apis.contextcard.ContextCard``)."""
+"""Abstract context card (Oracle's SDK ``apis.contextcard.ContextCard``; docs/context-card.md)."""
 
 from __future__ import annotations
 

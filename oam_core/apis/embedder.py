@@ -1,4 +1,4 @@
-"""Embedding model interface (SPEC §8)."""
+"""Embedding model interface (docs/concepts.md#embedders)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 CHARS_PER_TOKEN = 3.5
-"""Characters per token used for every token estimate (SPEC §7, §10)."""
+"""Characters per token used for every token estimate (docs/store.md#defaults)."""
 
 
 class IEmbedder(abc.ABC):

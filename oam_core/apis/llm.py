@@ -1,4 +1,4 @@
-"""LLM interface (SPEC §8)."""
+"""LLM interface (docs/concepts.md#embedders; docs/llms.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Client interface marker (SPEC §5; seed 003 ``IAgentMemory``)."""
+"""Client interface marker (docs/concepts.md#opening; Oracle's SDK ``IAgentMemory``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stored record types returned by the store (SPEC §2)."""
+"""Stored record types returned by the store (docs/concepts.md#records)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ PROFILE_TYPES: frozenset[str] = frozenset({"user_profile", "agent_profile"})
 THREAD = "thread"
 RECORD_TYPES: frozenset[str] = frozenset({MESSAGE, THREAD} | MEMORY_TYPES | PROFILE_TYPES)
 SEARCHABLE_TYPES: frozenset[str] = frozenset({MESSAGE} | MEMORY_TYPES | PROFILE_TYPES)
-"""Types ``search`` looks at when ``record_types`` is omitted (SPEC §3.5)."""
+"""Types ``search`` looks at when ``record_types`` is omitted (docs/store.md#scopes)."""
 EXPIRING_TYPES: frozenset[str] = frozenset({MESSAGE} | MEMORY_TYPES)
-"""Only these types accept TTL options (SPEC §3.7)."""
+"""Only these types accept TTL options (docs/store.md#ttl-and-retention)."""
 
 
 def check_metadata(value: object, name: str = "metadata") -> None:
@@ -86,7 +86,7 @@ class MessageRecord(Record):
     """A stored message: a ``Record`` plus its ``role`` and per-thread ``seq_no``.
 
     ``seq_no`` is the 0-based insertion sequence number of the message within its
-    thread; it orders a thread's history (SPEC §3.4).
+    thread; it orders a thread's history (docs/store.md#sequence-numbers).
     """
 
     role: str | None = None
@@ -101,9 +101,9 @@ class ThreadRow:
         thread_id, user_id, agent_id: The thread's scope.
         metadata: Caller metadata kept on the thread row, or None.
         config: The thread's runtime configuration (JSON object), persisted so that
-            ``get_thread`` can rebuild the thread (SPEC §5).
+            ``get_thread`` can rebuild the thread (docs/concepts.md#the-client-and-threads).
         state: Cadence and pipeline state (JSON object), e.g. extraction watermarks
-            (SPEC §6); written with compare-and-set by ``update_thread_row``.
+            (docs/concepts.md#the-client-and-threads); written with compare-and-set by ``update_thread_row``.
         created_at: Store time of creation, ISO-8601 UTC.
     """
 

@@ -1,4 +1,4 @@
-"""Store interface marker (SPEC §3; seed 004 ``IMemoryStore``)."""
+"""Store interface marker (docs/store.md; Oracle's SDK ``IMemoryStore``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Abstract thread summary (seed 000, ``apis.summary.Summary``)."""
+"""Abstract thread summary (Oracle's SDK ``apis.summary.Summary``; docs/context-card.md#summaries)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Thread-level data types and interface (SPEC §6; seed 000, ``apis.thread``)."""
+"""Thread-level data types and interface (docs/concepts.md#the-client-and-threads; Oracle's SDK ``apis.thread``)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class Message:
     Args:
         role: Who spoke, e.g. ``"user"``, ``"assistant"``, ``"system"``, ``"tool"``.
             Must be a non-empty string.
-        content: The text. ``""`` is allowed; ``None`` is not (SPEC §2 [oam]).
+        content: The text. ``""`` is allowed; ``None`` is not (docs/concepts.md#records).
         timestamp: Optional event time: an ISO-8601 string or a ``datetime`` (naive =
             UTC). Kept normalized to a UTC ISO-8601 string
             (``"2026-03-01T07:30:00+00:00"``; docs/store.md#timestamps).
@@ -125,7 +125,7 @@ class IThread(abc.ABC):
 
     @abc.abstractmethod
     def get_messages(self, start: int | None = ..., end: int | None = ...) -> list[Message]:
-        """Return stored messages in chronological order (SPEC §6 windows)."""
+        """Return stored messages in chronological order (windows: docs/concepts.md#the-client-and-threads)."""
 
     @abc.abstractmethod
     def get_summary(self, except_last: int = 0, token_budget: int = 1000) -> Summary:

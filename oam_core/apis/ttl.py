@@ -1,4 +1,4 @@
-"""Time-to-live anchors (SPEC §3.7; seed 004, ``oracleagentmemory.apis.ttl``)."""
+"""Time-to-live anchors (docs/store.md#ttl-and-retention; Oracle's SDK ``oracleagentmemory.apis.ttl``)."""
 
 from __future__ import annotations
 

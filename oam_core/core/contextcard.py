@@ -1,4 +1,4 @@
-"""Reference import path ``core.contextcard`` (seed 000)."""
+"""Reference import path ``core.contextcard`` (Oracle's SDK; docs/concepts.md#names-and-imports)."""
 
 from oam_core.memory.contextcard import OracleContextCard
 

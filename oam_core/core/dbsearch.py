@@ -1,4 +1,4 @@
-"""Reference import path ``core.dbsearch`` (SPEC §1)."""
+"""Reference import path ``core.dbsearch`` (docs/concepts.md#names-and-imports)."""
 
 from oam_core.store.options import SearchIndexSyncMode, SearchStrategy
 

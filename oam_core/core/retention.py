@@ -1,4 +1,4 @@
-"""Reference import path ``core.retention`` (SPEC §1)."""
+"""Reference import path ``core.retention`` (docs/concepts.md#names-and-imports)."""
 
 from oam_core.apis._sentinel import NOT_SET, NOT_SET_MARKER
 from oam_core.store.options import MemoryRetentionConfig

@@ -1,4 +1,4 @@
-"""Reference import path ``core.summary`` (seed 000)."""
+"""Reference import path ``core.summary`` (Oracle's SDK; docs/concepts.md#names-and-imports)."""
 
 from oam_core.memory.summary import OracleSummary
 

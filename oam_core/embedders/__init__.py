@@ -1,4 +1,4 @@
-"""Embedders: a local offline model, LiteLLM-hosted models and a hashing fake (SPEC §8).
+"""Embedders: a local offline model, LiteLLM-hosted models and a hashing fake (docs/concepts.md#embedders).
 
 ``LocalEmbedder`` and ``LiteLLMEmbedder`` are imported on first access, so importing
 this package imports neither their modules nor their optional dependencies.
@@ -31,11 +31,11 @@ __getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY, __all__)
 def resolve_embedder(embedder: IEmbedder | str | None) -> IEmbedder | None:
     """Turn the ``embedder=`` argument of the client and stores into an embedder.
 
-    Accepted values (SPEC §5 ``embedder``, §8):
+    Accepted values (docs/concepts.md#embedders):
 
     * an ``IEmbedder``: returned as is;
     * None: None (no embedder; vector search then needs ``query_vector``);
-    * ``"local"`` or ``"local/all-MiniLM-L6-v2"``: ``LocalEmbedder()``, offline [oam];
+    * ``"local"`` or ``"local/all-MiniLM-L6-v2"``: ``LocalEmbedder()``, offline (an oam addition);
     * ``"hashing"`` or ``"hashing/<dim>"``: ``HashingEmbedder(dim)``, the test fake;
     * any other string: a LiteLLM model id, e.g. ``"openai/text-embedding-3-small"``,
       giving ``LiteLLMEmbedder(embedder)``.

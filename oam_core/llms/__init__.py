@@ -1,4 +1,4 @@
-"""LLMs: LiteLLM-hosted chat models (SPEC §8).
+"""LLMs: LiteLLM-hosted chat models (docs/llms.md).
 
 ``LiteLLMLlm`` and ``EmptyReplyError`` are imported on first access, so importing this
 package imports neither their module nor litellm.
@@ -26,7 +26,7 @@ __getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY, __all__)
 
 
 def resolve_llm(value: ILlm | str | None, name: str = "llm") -> ILlm | None:
-    """Turn an ``llm=`` argument into an LLM (SPEC §5 ``llm``, §8).
+    """Turn an ``llm=`` argument into an LLM (docs/llms.md).
 
     Accepted values:
 

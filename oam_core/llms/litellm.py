@@ -1,4 +1,4 @@
-"""LLM for any chat model that LiteLLM can reach (SPEC §8).
+"""LLM for any chat model that LiteLLM can reach (docs/llms.md).
 
 ``litellm`` is an optional dependency (``pip install "oam[litellm]"``), imported on the
 first request (see ``oam_core._litellm``). Every request is one user message sent

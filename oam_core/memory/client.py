@@ -1,5 +1,5 @@
 """``OracleAgentMemory``: the agent-memory client (docs/concepts.md#the-client-and-threads;
-seed 003).
+the API of Oracle's SDK).
 
 The client owns (or borrows) a store, creates and reopens threads, and manages user
 and agent profiles and free-standing memories. Like ``OracleThread``, every operation
@@ -65,9 +65,9 @@ DEFAULT_CLOSE_TIMEOUT = 60.0
 
 class OracleAgentMemory(IAgentMemory):
     """Agent-memory client over a caller's store or an embedded SQLite database
-    (docs/concepts.md#the-client-and-threads; seed 003).
+    (docs/concepts.md#the-client-and-threads; the API of Oracle's SDK).
 
-    Example (seed 003, with the embedded store)::
+    Example (as in Oracle's SDK documentation, with the embedded store)::
 
         >>> client = OracleAgentMemory(connection=":memory:", extract_memories=False)
         >>> client.add_user("u1", "Prefers concise answers.")
@@ -82,7 +82,7 @@ class OracleAgentMemory(IAgentMemory):
             URL (the embedded store); a psycopg pool or connection, or a
             ``postgresql://`` URL (``PostgresMemoryStore``, ``oam[postgres]``); an
             oracledb pool or connection, or an ``oracle://`` URL
-            (``OracleDBMemoryStore``, ``oam[oracle]``; seed 003).
+            (``OracleDBMemoryStore``, ``oam[oracle]``; docs/oracle.md#opening-a-store).
         embedder: An ``IEmbedder`` or a model id string (``"local"``,
             ``"hashing/64"``, a LiteLLM id such as ``"openai/text-embedding-3-small"``);
             omitted: no embedder (vector search then needs precomputed vectors).
@@ -106,7 +106,7 @@ class OracleAgentMemory(IAgentMemory):
             passes run ``INLINE`` (before ``add_messages`` returns, the default) or in
             the ``BACKGROUND`` (``wait_for_memory_extraction`` waits; ``close``
             drains). Threads may override it.
-        allow_embedder_change: [oam] Only with ``connection``; open a store whose
+        allow_embedder_change: (An oam addition.) Only with ``connection``; open a store whose
             recorded embedder differs from ``embedder`` (docs/store.md#embedder-identity).
 
     Raises:
@@ -171,7 +171,7 @@ class OracleAgentMemory(IAgentMemory):
 
     @classmethod
     def open(cls, url: str | os.PathLike[str], **kwargs: Any) -> OracleAgentMemory:
-        """Open a client from one database URL or path ([oam]; docs/concepts.md#opening).
+        """Open a client from one database URL or path (an oam addition; docs/concepts.md#opening).
 
         ``"sqlite:///path.db"`` (relative), ``"sqlite:////abs/path.db"``,
         ``"sqlite://:memory:"``, ``":memory:"`` or a bare path open the embedded
@@ -229,7 +229,7 @@ class OracleAgentMemory(IAgentMemory):
             raise ValueError("this OracleAgentMemory is closed; open a new client")
 
     def extraction_worker(self) -> ExtractionWorker:
-        """[oam] The background worker that runs the ``BACKGROUND`` passes of this
+        """An oam addition: the background worker that runs the ``BACKGROUND`` passes of this
         client's threads (created on first use; ``ThreadClient``)."""
         with self._worker_lock:
             if self._worker is None:
@@ -308,7 +308,7 @@ class OracleAgentMemory(IAgentMemory):
         """Store (or replace) a user profile; its record id is ``user_id``
         (docs/concepts.md#the-client-and-threads).
 
-        Example (seed 003)::
+        Example (as in Oracle's SDK documentation)::
 
             >>> client.add_user("u1", "Prefers concise answers.")
             'u1'
@@ -324,9 +324,9 @@ class OracleAgentMemory(IAgentMemory):
     add_user_async = async_method(_add_user_steps)
 
     def _add_agent_steps(self, /, agent_id: str, information: str) -> Steps[str]:
-        """Store (or replace) an agent profile; its record id is ``agent_id`` (seed 003).
+        """Store (or replace) an agent profile; its record id is ``agent_id`` (as in Oracle's SDK).
 
-        Example (seed 003)::
+        Example (as in Oracle's SDK documentation)::
 
             >>> client.add_agent("a1", "Support assistant")
             'a1'
@@ -352,9 +352,9 @@ class OracleAgentMemory(IAgentMemory):
 
     def _delete_user_steps(self, /, user_id: str, cascade: bool = True) -> Steps[int]:
         """Delete a user profile; with ``cascade`` also the user's threads and every
-        record scoped to the user, even when the profile is missing (seed 003).
+        record scoped to the user, even when the profile is missing, as Oracle's SDK does (docs/store.md#reading-updating-deleting).
 
-        Example (seed 003)::
+        Example (as in Oracle's SDK documentation)::
 
             >>> client.add_user("u-delete", "Prefers concise answers.")
             'u-delete'
@@ -374,9 +374,9 @@ class OracleAgentMemory(IAgentMemory):
 
     def _delete_agent_steps(self, /, agent_id: str, cascade: bool = True) -> Steps[int]:
         """Delete an agent profile; with ``cascade`` also the agent's threads and every
-        record scoped to the agent, even when the profile is missing (seed 003).
+        record scoped to the agent, even when the profile is missing, as Oracle's SDK does (docs/store.md#reading-updating-deleting).
 
-        Example (seed 003)::
+        Example (as in Oracle's SDK documentation)::
 
             >>> client.add_agent("a-delete", "Support assistant")
             'a-delete'
@@ -414,11 +414,11 @@ class OracleAgentMemory(IAgentMemory):
         memory_id: Maybe[str | None] = NOT_SET,
         **store_kwargs: Any,
     ) -> Steps[str]:
-        """Add a memory record with the given scope (seed 003).
+        """Add a memory record with the given scope (docs/concepts.md#the-client-and-threads).
 
         Omitted or ``None`` scope ids leave the memory unscoped in that dimension.
 
-        Example (seed 003)::
+        Example (as in Oracle's SDK documentation)::
 
             >>> client.add_memory("User likes pizza", memory_id="mem-1")
             'mem-1'
@@ -457,9 +457,9 @@ class OracleAgentMemory(IAgentMemory):
 
     def _delete_memory_steps(self, /, memory_id: str) -> Steps[int]:
         """Delete a memory-like record (memory, fact, preference or guideline) by id
-        (seed 003).
+        (docs/concepts.md#the-client-and-threads).
 
-        Example (seed 003)::
+        Example (as in Oracle's SDK documentation)::
 
             >>> memory_id = client.add_memory("Temporary memory", memory_id="mem-delete")
             >>> client.delete_memory(memory_id)
@@ -490,7 +490,7 @@ class OracleAgentMemory(IAgentMemory):
         record_types: Maybe[Iterable[str]] = NOT_SET,
         metadata_filter: Maybe[dict[str, Any] | None] = NOT_SET,
     ) -> Steps[list[tuple[Record, float]]]:
-        """[oam] Search the store within a scope (docs/store.md#searching).
+        """An oam addition: search the store within a scope (docs/store.md#searching).
 
         A given scope id is matched exactly (``None``: only records unscoped in that
         dimension); an omitted one leaves the dimension unconstrained.
@@ -548,14 +548,14 @@ class OracleAgentMemory(IAgentMemory):
         memory_extraction_config: Maybe[MemoryExtractionConfig] = NOT_SET,
         **kwargs: Unpack[OpenThreadArgs],
     ) -> Steps[OracleThread]:
-        """Create and register a thread (docs/concepts.md#the-client-and-threads; seed 003).
+        """Create and register a thread (docs/concepts.md#the-client-and-threads; the API of Oracle's SDK).
 
         Omitted ids are generated (uuid4). Omitted options take ``ThreadConfig``'s
         defaults; options given here are persisted on the thread row so
         ``get_thread`` restores them. ``llm`` and ``extract_memories`` apply to the
         returned handle only: ``get_thread`` uses the client's unless given again.
 
-        Example (seed 003)::
+        Example (as in Oracle's SDK documentation)::
 
             >>> thread = client.create_thread(thread_id="c1", user_id="u1")
             >>> thread.thread_id
@@ -608,7 +608,7 @@ class OracleAgentMemory(IAgentMemory):
         memory_extraction_config: Maybe[MemoryExtractionConfig] = NOT_SET,
         **kwargs: Unpack[OpenThreadArgs],
     ) -> Steps[OracleThread]:
-        """Reopen a thread created earlier (docs/concepts.md#the-client-and-threads; seed 003).
+        """Reopen a thread created earlier (docs/concepts.md#the-client-and-threads; the API of Oracle's SDK).
 
         Each runtime option resolves as: the explicit argument here, else the value
         persisted by ``create_thread``, else the default. ``llm`` and
@@ -616,7 +616,7 @@ class OracleAgentMemory(IAgentMemory):
         the reference SDK). Overrides apply to this handle only; they are not written
         back. The pipeline state on the thread row is restored.
 
-        Example (seed 003)::
+        Example (as in Oracle's SDK documentation)::
 
             >>> created = client.create_thread(thread_id="c1", user_id="u1")
             >>> loaded = client.get_thread("c1")
@@ -648,9 +648,9 @@ class OracleAgentMemory(IAgentMemory):
     get_thread_async = async_method(_get_thread_steps)
 
     def _delete_thread_steps(self, /, thread_id: str) -> Steps[int]:
-        """Delete a thread with its messages, memories and search rows (seed 003).
+        """Delete a thread with its messages, memories and search rows (docs/store.md#reading-updating-deleting).
 
-        Example (seed 003)::
+        Example (as in Oracle's SDK documentation)::
 
             >>> thread = client.create_thread(thread_id="c-delete")
             >>> client.delete_thread(thread.thread_id)
@@ -672,7 +672,7 @@ class OracleAgentMemory(IAgentMemory):
     def _list_threads_steps(
         self, /, user_id: Maybe[str | None] = NOT_SET, agent_id: Maybe[str | None] = NOT_SET
     ) -> Steps[list[ThreadRow]]:
-        """[oam] The stored threads, oldest first (docs/concepts.md#the-client-and-threads).
+        """An oam addition: the stored threads, oldest first (docs/concepts.md#the-client-and-threads).
 
         Args:
             user_id: Only this user's threads (``None``: threads without a user).
@@ -697,7 +697,7 @@ class OracleAgentMemory(IAgentMemory):
     list_threads_async = async_method(_list_threads_steps)
 
     def _get_thread_row_steps(self, /, thread_id: str) -> Steps[ThreadRow | None]:
-        """[oam] The stored row of a thread (its ids, scope, metadata, runtime config,
+        """An oam addition: the stored row of a thread (its ids, scope, metadata, runtime config,
         pipeline state and ``created_at``), or None when there is no such thread; it
         never creates one (docs/concepts.md#the-client-and-threads).
 
@@ -721,7 +721,7 @@ class OracleAgentMemory(IAgentMemory):
         metadata: dict[str, Any] | None = None,
         replace: bool = False,
     ) -> Steps[list[str]]:
-        """[oam] Store a whole conversation as one thread: the thread row and all its
+        """An oam addition: store a whole conversation as one thread: the thread row and all its
         messages in ONE transaction, indexed as ``add_messages`` indexes them (speaker
         names, context rows). With ``replace``, a thread of this id (its messages,
         memories and search rows) is deleted in the same transaction, so a failure

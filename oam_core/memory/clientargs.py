@@ -67,7 +67,7 @@ class Extraction:
 
     @staticmethod
     def parse(extract_memories: object, config: object) -> Extraction:
-        """Combine ``extract_memories=`` (seed 003) and ``memory_extraction_config=``.
+        """Combine ``extract_memories=`` (Oracle's SDK) and ``memory_extraction_config=``.
 
         Raises:
             ValueError: for a config that is not a ``MemoryExtractionConfig``, or

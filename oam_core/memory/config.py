@@ -1,4 +1,4 @@
-"""Memory-extraction settings accepted by the client and threads (SPEC §1, §6).
+"""Memory-extraction settings accepted by the client and threads (docs/memory-pipeline.md#extraction-cadence).
 
 The extraction pipeline that honours them is built on top of these types; today a
 thread persists them with its runtime configuration.

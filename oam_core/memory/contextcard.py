@@ -1,7 +1,7 @@
-"""``OracleContextCard``: the XML-like block of thread context (seed 000; SPEC §7).
+"""``OracleContextCard``: the XML-like block of thread context (docs/context-card.md#format; Oracle's SDK type).
 
 Rendering is pure: the card is built from plain values and renders the exact shape of
-SPEC §7 (2-space indentation, sections ``topics``, ``summary``,
+docs/context-card.md#format (2-space indentation, sections ``topics``, ``summary``,
 ``relevant_information``, ``recent_messages`` in that order, empty sections left out,
 an empty card rendered as ``""``). Retrieval lives in ``memory.thread``.
 """
@@ -149,7 +149,7 @@ def _fair_allowances(needs: dict[tuple[str, int], int], room: int) -> dict[tuple
 
 
 class OracleContextCard(ContextCard):
-    """Context card returned by ``OracleThread.get_context_card`` (seed 000; SPEC §7).
+    """Context card returned by ``OracleThread.get_context_card`` (docs/context-card.md#format; Oracle's SDK type).
 
     Rendered shape (2-space indentation; every text XML-escaped; a section is left out
     when it has nothing to show; a card with nothing at all renders as ``""``)::
@@ -181,7 +181,7 @@ class OracleContextCard(ContextCard):
     ``<fact>``, ``<preference>``, ``<guideline>``, ``<message>``, ``<user_profile>``,
     ...); message results also carry ``<role>``.
 
-    Example (seed 000)::
+    Example (as in Oracle's SDK documentation)::
 
         >>> card = OracleContextCard(summary="ctx")
         >>> "<summary>" in card.content and "ctx" in card.content
@@ -197,7 +197,7 @@ class OracleContextCard(ContextCard):
             ``(Record, distance)`` pair as returned by ``search``, in display order.
         recent_messages: Recent raw messages rendered verbatim, oldest first.
         message_format: Template of one recent message (see ``DEFAULT_MESSAGE_FORMAT``).
-        token_limit: Bound of the whole rendered card in estimated tokens (SPEC §7:
+        token_limit: Bound of the whole rendered card in estimated tokens (docs/context-card.md#what-goes-in:
             ``max(1, round(len / 3.5))``); ``<= 0`` = no bound. When the card is over
             it, the texts (summary, each result's content, each recent message's
             content) share the characters left after the markup fairly: a text
@@ -288,7 +288,7 @@ class OracleContextCard(ContextCard):
     def formatted_content(self) -> str:
         """The rendered card text used in prompt-building flows (same as ``content``).
 
-        Example (seed 000)::
+        Example (as in Oracle's SDK documentation)::
 
             >>> card = OracleContextCard(summary="ctx", topics=["travel"])
             >>> "<topics>" in card.formatted_content

@@ -1,4 +1,4 @@
-"""Warnings of the LLM pipeline (SPEC §7).
+"""Warnings of the LLM pipeline (docs/memory-pipeline.md#failures-never-lose-messages).
 
 A pass that cannot complete (LLM error, unusable reply, oversized input) never fails
 ``add_messages``: the messages are already stored. It warns with

@@ -1,4 +1,4 @@
-"""The extraction prompt and its reply (SPEC §7; seed 000 ``llm``).
+"""The extraction prompt and its reply (docs/memory-pipeline.md#what-a-pass-does).
 
 Pure functions, no I/O: ``render_extraction_prompt`` assembles the prompt within a
 token budget, ``parse_extraction_reply`` turns the model's text into validated
@@ -40,7 +40,7 @@ __all__ = [
 EXTRACTION_PROMPT = "extraction_v1"
 """Template of the extraction prompt (``prompts/extraction_v1.txt``)."""
 RELATED_MEMORY_COUNT = 7
-"""Existing memories shown to one extraction pass (SPEC §10)."""
+"""Existing memories shown to one extraction pass (docs/memory-pipeline.md#what-a-pass-does)."""
 MAX_MEMORIES_PER_PASS = 100
 """Memories kept from one reply; the rest are dropped with a warning."""
 MAX_MEMORY_CHARS = 2000
@@ -61,7 +61,7 @@ _TYPE_ALIASES = {
 
 @dataclass(frozen=True)
 class PromptMessage:
-    """A message as shown to the LLM: its content may be shortened (SPEC §7).
+    """A message as shown to the LLM: its content may be shortened (docs/memory-pipeline.md#what-a-pass-does).
 
     Attributes:
         id: The stored message's id.
@@ -199,7 +199,7 @@ def render_extraction_prompt(
     summary: RunningSummary | None = None,
     token_limit: int = 0,
 ) -> tuple[str, int] | None:
-    """Assemble the extraction prompt (SPEC §7).
+    """Assemble the extraction prompt (docs/memory-pipeline.md#what-a-pass-does).
 
     When the prompt would exceed ``token_limit`` estimated tokens (``<= 0``: no
     limit), context is dropped, oldest first: earlier messages from the oldest, then
@@ -313,7 +313,7 @@ def _labels(values: list[str]) -> tuple[str, ...]:
 
 
 def parse_extraction_reply(text: str) -> list[ExtractedMemory]:
-    """Turn the model's reply into memories (SPEC §7).
+    """Turn the model's reply into memories (docs/memory-pipeline.md#what-a-pass-does).
 
     Repairs what ``parse_json_reply`` can (code fences, prose around the JSON, bad
     escapes, lone surrogates), then validates against ``reply_schema``: when the

@@ -1,4 +1,4 @@
-"""What a message is retrieved by (SPEC §2 [oam], §3.1; docs/retrieval.md).
+"""What a message is retrieved by (docs/retrieval.md#what-a-message-is-indexed-by; docs/store.md#what-is-stored-and-what-is-searched).
 
 A message is stored as written. It gets two kinds of search rows:
 

@@ -1,6 +1,6 @@
-"""Turn an LLM reply into JSON, repairing what models commonly get wrong (SPEC §7).
+"""Turn an LLM reply into JSON, repairing what models commonly get wrong (docs/llms.md#reading-json-out-of-a-reply).
 
-SPEC §7: "Malformed output (code fences, trailing text, bad escapes) is repaired where
+docs/memory-pipeline.md#what-a-pass-does: malformed output (code fences, trailing text, bad escapes) is repaired where
 possible, otherwise the pass is skipped with a warning". ``parse_json_reply`` does the
 repairing; it raises ``UnusableReplyError`` when nothing trustworthy is left, and the
 caller skips its pass.
@@ -95,7 +95,7 @@ def parse_json_reply(
     Args:
         text: The model's reply, as returned by ``ILlm.generate``.
         expect: Type(s) the top-level value must have: ``dict`` for an object reply
-            (both JSON replies of SPEC §7 are objects), ``(dict, list)`` to accept an
+            (both JSON replies of the memory pipeline are objects), ``(dict, list)`` to accept an
             array too; values of other types are passed over while searching.
         allow_incomplete: When True, JSON cut off before its closing bracket is
             closed by ``json_repair`` instead of refused.

@@ -1,4 +1,4 @@
-"""Library-owned metadata of derived records (SPEC §2 provenance; issue 3 supersede).
+"""Library-owned metadata of derived records (provenance and supersede: docs/concepts.md#records).
 
 Keys under ``metadata["$agent_memory"]`` are written by the library only:
 ``source_message_ids`` (the messages a memory was extracted from), ``status``

@@ -1,4 +1,4 @@
-"""The running-summary prompt and its reply (SPEC §7; seed 000 ``enable_context_summary``).
+"""The running-summary prompt and its reply (docs/memory-pipeline.md#running-summary; ``enable_context_summary``).
 
 Pure functions: ``render_summary_prompt`` builds the incremental prompt (previous
 summary and topics plus the messages since) within a token budget;
@@ -30,7 +30,7 @@ __all__ = [
 SUMMARY_PROMPT = "summary_v1"
 """Template of the running-summary prompt (``prompts/summary_v1.txt``)."""
 MAX_TOPICS = 8
-"""Most topics kept (SPEC §7)."""
+"""Most topics kept (docs/memory-pipeline.md#running-summary)."""
 MAX_SUMMARY_CHARS = 8000
 """Longest summary text kept (characters)."""
 
@@ -57,7 +57,7 @@ def summary_schema() -> dict[str, Any]:
 
 def normalize_topics(values: object) -> tuple[str, ...]:
     """Trim, collapse spaces, lower-case and de-duplicate topics, keeping their order;
-    at most ``MAX_TOPICS`` (SPEC §7). Non-strings and blanks are dropped."""
+    at most ``MAX_TOPICS`` (docs/memory-pipeline.md#running-summary). Non-strings and blanks are dropped."""
     raw = [values] if isinstance(values, str) else values if isinstance(values, list) else []
     topics: list[str] = []
     for value in raw:

@@ -1,4 +1,4 @@
-"""Prompt-time shortening of oversized messages (SPEC §7; seed 000
+"""Prompt-time shortening of oversized messages (docs/memory-pipeline.md#what-a-pass-does;
 ``max_message_token_length``).
 
 Only the copy shown to the LLM is shortened; stored messages never change. With an

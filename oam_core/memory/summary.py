@@ -1,4 +1,4 @@
-"""Thread summaries (seed 000; SPEC §6-§7): the ``OracleSummary`` value type, the
+"""Thread summaries (docs/context-card.md#summaries; docs/memory-pipeline.md#running-summary): the ``OracleSummary`` value type, the
 transcript-line format of the no-LLM fallback, and the running summary that the LLM
 pipeline keeps in the thread row's state."""
 
@@ -22,12 +22,12 @@ __all__ = [
 
 RUNNING_SUMMARY_STATE_KEY = "context_summary"
 """Key of the running summary in a thread row's ``state``: a JSON object
-``{"summary": str, "topics": [str, ...]}`` written by the summary pipeline (SPEC §7)."""
+``{"summary": str, "topics": [str, ...]}`` written by the summary pipeline (docs/memory-pipeline.md#running-summary)."""
 
 
 @dataclass(frozen=True)
 class RunningSummary:
-    """The running summary of a thread and its retrieval topics (SPEC §7).
+    """The running summary of a thread and its retrieval topics (docs/memory-pipeline.md#running-summary).
 
     Attributes:
         summary: Non-blank summary text.
@@ -59,7 +59,7 @@ def running_summary_from_state(state: Mapping[str, Any] | None) -> RunningSummar
 
 
 def transcript_line(record: Record) -> str:
-    """Format a stored message as ``role (timestamp): content`` (SPEC §7 fallback).
+    """Format a stored message as ``role (timestamp): content`` (the fallback of docs/context-card.md#what-goes-in).
 
     The timestamp is the message's own event time, else its store time
     (``created_at``); with neither, the line is ``role: content``. A message that
@@ -76,9 +76,9 @@ def transcript_line(record: Record) -> str:
 
 
 class OracleSummary(Summary):
-    """Summary returned by ``OracleThread.get_summary`` (seed 000, ``core.summary``).
+    """Summary returned by ``OracleThread.get_summary`` (docs/context-card.md#summaries; Oracle's SDK ``core.summary``).
 
-    Example (seed 000)::
+    Example (as in Oracle's SDK documentation)::
 
         >>> summary = OracleSummary(content="Plan the Rome itinerary.")
         >>> summary.content
@@ -106,7 +106,7 @@ class OracleSummary(Summary):
     def content(self) -> str:
         """The summary text.
 
-        Example (seed 000)::
+        Example (as in Oracle's SDK documentation)::
 
             >>> OracleSummary(content="Keep the tea preference in mind.").content
             'Keep the tea preference in mind.'

@@ -1,4 +1,4 @@
-"""Prompt templates of the LLM pipeline (SPEC §7).
+"""Prompt templates of the LLM pipeline (docs/memory-pipeline.md).
 
 Templates are versioned text files in ``oam_core/memory/prompts/`` (``<name>_v<n>.txt``)
 with ``$name`` placeholders (``string.Template``), so prompt text stays out of code and

@@ -1,5 +1,5 @@
 """``OracleThread``: one conversation backed by a memory store
-(docs/concepts.md#the-client-and-threads; seed 000).
+(docs/concepts.md#the-client-and-threads; the API of Oracle's SDK).
 
 Every public operation is written once, as a *generator of calls* (``Steps``, see
 ``oam_core/steps.py``): it yields ``Call`` values (a bound store or LLM method plus
@@ -108,7 +108,7 @@ def _result_key(item: tuple[Record, float]) -> tuple[float, str, str]:
 
 class OracleThread(IThread):
     """A thread backed by a memory store (docs/concepts.md#the-client-and-threads;
-    seed 000).
+    the API of Oracle's SDK).
 
     Messages are stored one record per message; memories added by hand (and, with an
     LLM, extracted ones) are stored as typed memory records scoped to the thread's
@@ -218,7 +218,7 @@ class OracleThread(IThread):
         transaction, before any LLM work, so they are never lost. An empty list is a
         no-op (no store write, no LLM call).
 
-        Example (seed 000)::
+        Example (as in Oracle's SDK documentation)::
 
             >>> len(thread.add_messages([{"role": "user", "content": "I love pizza."}]))
             1
@@ -456,7 +456,7 @@ class OracleThread(IThread):
         otherwise ``messages[start:end]`` with Python slice semantics (negative
         values count from the end). Only the window is read from the store.
 
-        Example (seed 000)::
+        Example (as in Oracle's SDK documentation)::
 
             >>> len(thread.add_messages([{"role": "user", "content": "Stored message example"}]))
             1
@@ -516,7 +516,7 @@ class OracleThread(IThread):
         """Delete a memory-like record (memory, fact, preference, guideline) of this
         exact thread by id (docs/concepts.md#the-client-and-threads).
 
-        Example (seed 000)::
+        Example (as in Oracle's SDK documentation)::
 
             >>> thread.delete_memory("456")
             0
@@ -555,7 +555,7 @@ class OracleThread(IThread):
         ``int(token_budget * 3.5)`` characters in all (``""`` if the budget cannot hold
         the marker and one character).
 
-        Example (seed 000)::
+        Example (as in Oracle's SDK documentation)::
 
             >>> len(thread.add_messages([{"role": "assistant", "content": "Summary source message"}]))
             1
@@ -670,7 +670,7 @@ class OracleThread(IThread):
         their markup does not fit (see ``OracleContextCard``'s ``token_limit``); a
         card with nothing left is ``""``.
 
-        Example (seed 000)::
+        Example (as in Oracle's SDK documentation)::
 
             >>> thread.add_memory("User likes pizza", memory_id="mem-context-docs")
             'mem-context-docs'

@@ -211,7 +211,7 @@ class OpenThreadArgs(ThreadOptionArgs, total=False):
 
 
 OPTION_NAMES: tuple[str, ...] = ThreadConfig.option_names()
-"""The option names, in the order of the client's methods (seed 003)."""
+"""The option names, in the order of the client's methods (as in Oracle's SDK; docs/concepts.md#the-client-and-threads)."""
 THREAD_INIT_ORDER: tuple[str, ...] = (
     "memory_extraction_window",
     "context_summary_update_frequency",
@@ -222,7 +222,7 @@ THREAD_INIT_ORDER: tuple[str, ...] = (
     "message_shortening_input_token_limit",
     "enable_context_summary",
 )
-"""The same names in the order ``OracleThread()`` takes them (seed 000)."""
+"""The same names in the order ``OracleThread()`` takes them (as in Oracle's SDK)."""
 assert sorted(THREAD_INIT_ORDER) == sorted(OPTION_NAMES)
 
 _DEFAULTS = ThreadConfig()

@@ -1,8 +1,8 @@
-"""Token estimates and text-bounding helpers (SPEC §7, §10).
+"""Token estimates and text-bounding helpers (docs/store.md#defaults).
 
 Everything here is pure string arithmetic: no tokenizer, no I/O. One token is taken
 to be ``3.5`` characters (``CHARS_PER_TOKEN``), and a *budget* or *limit* of ``0`` or
-less always means "no bound" (SPEC §7). Cuts never split a user-perceived character
+less always means "no bound" (docs/memory-pipeline.md#extraction-cadence). Cuts never split a user-perceived character
 (grapheme cluster), so emoji ZWJ sequences and combining marks survive intact.
 """
 
@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 TRUNCATION_MARKER = "(truncated)\n"
-"""Leading marker of a text whose beginning was cut away (SPEC §7 ``get_summary``)."""
+"""Leading marker of a text whose beginning was cut away (``get_summary``: docs/context-card.md#summaries)."""
 
 ELISION_MARKER = "\n…(truncated)…\n"
 """Marker put where a head-and-tail excerpt dropped the middle of a text."""
@@ -51,7 +51,7 @@ def tokens_for_chars(length: int) -> int:
 
 
 def estimate_tokens(text: str) -> int:
-    """Estimate the token count of ``text`` (SPEC §7).
+    """Estimate the token count of ``text`` (docs/store.md#defaults).
 
     Args:
         text: Any string; ``""`` counts as one token.
@@ -68,7 +68,7 @@ def estimate_tokens(text: str) -> int:
 
 
 def budget_chars(token_budget: int) -> int:
-    """Characters allowed by a token budget: ``int(token_budget * 3.5)`` (SPEC §7).
+    """Characters allowed by a token budget: ``int(token_budget * 3.5)`` (docs/store.md#defaults).
 
     Args:
         token_budget: Budget in tokens; ``<= 0`` means unbounded.
@@ -112,7 +112,7 @@ def _boundary_at_or_before(text: str, pos: int) -> int:
 
 
 def truncate_tail(text: str, token_budget: int, *, marker: str = TRUNCATION_MARKER) -> str:
-    """Keep the end of ``text`` within a token budget, marking the cut (SPEC §7).
+    """Keep the end of ``text`` within a token budget, marking the cut (docs/context-card.md#summaries).
 
     The text is returned unchanged when ``token_budget <= 0`` or when
     ``estimate_tokens(text) <= token_budget``. Otherwise the result is ``marker``
@@ -174,7 +174,7 @@ def truncate_head(text: str, token_budget: int, *, marker: str = "\n(truncated)"
 
 
 def head_tail_excerpt(text: str, token_limit: int, *, marker: str = ELISION_MARKER) -> str:
-    """Keep the head and the tail of ``text``, dropping the middle (SPEC §7 shortening).
+    """Keep the head and the tail of ``text``, dropping the middle (docs/memory-pipeline.md#what-a-pass-does).
 
     Used to bound the excerpt of an oversized message that is sent to the LLM for
     shortening (``message_shortening_input_token_limit``), or shown when no LLM is

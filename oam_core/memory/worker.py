@@ -1,4 +1,4 @@
-"""Background worker for ``MemoryExtractionMode.BACKGROUND`` (issue 3; SPEC §6).
+"""Background worker for ``MemoryExtractionMode.BACKGROUND`` (docs/memory-pipeline.md#modes).
 
 One daemon thread runs queued pipeline runs in order. Runs are keyed by thread id: a
 run queued for a thread that already has one waiting is merged into it (the waiting

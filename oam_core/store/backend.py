@@ -1,6 +1,6 @@
 """The contract between the shared store logic and a database back end.
 
-``OracleMemoryStore`` (base.py) owns every rule of SPEC §3; a back end implements the
+``OracleMemoryStore`` (base.py) owns every rule of docs/store.md; a back end implements the
 primitives below in its SQL dialect. Writes run through ``Tx`` inside one transaction;
 reads and rankings take a ``Predicate`` that the back end evaluates inside its query,
 before any top-k cut. A back end raises ``oam_core.errors`` exceptions, never its

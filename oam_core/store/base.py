@@ -154,7 +154,7 @@ class OracleMemoryStore(IMemoryStore):
 
     @property
     def embedder_identity(self) -> EmbedderIdentity | None:
-        """[oam] The embedder recorded with this store's vectors (id, dimension,
+        """An oam addition: the embedder recorded with this store's vectors (id, dimension,
         fingerprint), or None before its embedder wrote a vector
         (docs/store.md#embedder-identity)."""
         return self._embedder_check.stored
@@ -291,7 +291,7 @@ class OracleMemoryStore(IMemoryStore):
         ttl_anchor: Maybe[TimeToLiveAnchor | Sequence[TimeToLiveAnchor]] = NOT_SET,
         **store_kwargs: Any,
     ) -> builtins.list[str]:
-        """[oam] ``add``, except that a stored record with one of the ids is replaced,
+        """An oam addition: ``add``, except that a stored record with one of the ids is replaced,
         all in one transaction (the "add with ids" semantics of framework adapters).
 
         Same arguments and rules as ``add``, except that ``record_ids`` must give every
@@ -331,7 +331,7 @@ class OracleMemoryStore(IMemoryStore):
     def upsert_batches(
         self, batches: Sequence[PendingRecordBatch], **store_kwargs: Any
     ) -> builtins.list[str]:
-        """[oam] ``add_batches``, except that stored records with the batches' ids are
+        """An oam addition: ``add_batches``, except that stored records with the batches' ids are
         replaced, all in one transaction (as ``upsert``; docs/llama_index.md).
 
         Raises:
@@ -499,7 +499,7 @@ class OracleMemoryStore(IMemoryStore):
         Args:
             thread_id: The thread.
             last_n: Only the last ``last_n`` messages (omitted or None: all).
-            start, end: [oam] Python-slice positions over the thread's messages
+            start, end: (An oam addition.) Python-slice positions over the thread's messages
                 (negative allowed), applied before ``last_n``.
 
         Raises:
@@ -532,7 +532,7 @@ class OracleMemoryStore(IMemoryStore):
 
     @traced_store
     def count_thread_messages(self, thread_id: str) -> int:
-        """[oam] How many visible messages ``thread_id`` holds."""
+        """An oam addition: how many visible messages ``thread_id`` holds."""
         if not planning.lookup_id(thread_id, "thread_id"):
             return 0
         return self._backend.count_thread_messages(thread_id, self._now())
@@ -601,7 +601,7 @@ class OracleMemoryStore(IMemoryStore):
         )
 
     def reindex(self, *, batch_size: int = DEFAULT_BATCH_SIZE) -> int:
-        """[oam] Embed the search rows stored without a vector (records written
+        """An oam addition: embed the search rows stored without a vector (records written
         while the store had no embedder), so vector search finds them
         (docs/store.md#embedder-identity).
 
@@ -670,7 +670,7 @@ class OracleMemoryStore(IMemoryStore):
     def delete_records(
         self, record_type: str, record_ids: Sequence[str], *, thread_id: Maybe[str] = NOT_SET
     ) -> int:
-        """[oam] Delete several records of one type and their search rows in one
+        """An oam addition: delete several records of one type and their search rows in one
         transaction (``delete`` rules per record; no cascades).
 
         Args:

@@ -1,4 +1,4 @@
-"""Cut retrieval text into chunks without splitting a character (SPEC §3.1, §8).
+"""Cut retrieval text into chunks without splitting a character (docs/store.md#what-is-stored-and-what-is-searched).
 
 Chunks are at most ``size`` characters and never cut inside a grapheme cluster (an
 emoji ZWJ sequence or a letter with combining marks stays whole). A cut prefers the

@@ -1,4 +1,4 @@
-"""Open the right store for ``OracleAgentMemory(connection=...)`` (SPEC §5).
+"""Open the right store for ``OracleAgentMemory(connection=...)`` (docs/concepts.md#opening).
 
 ``open_store`` tells the back end from the connection (a path or URL string, or a
 driver object such as a psycopg pool or an oracledb pool), then hands the shared
@@ -47,7 +47,7 @@ def store_id_option(options: Mapping[str, Any]) -> Any:
     Returns ``NOT_SET`` when neither is given.
 
     Raises:
-        ValueError: when both are given (seed 004).
+        ValueError: when both are given (docs/oracle.md#options).
     """
     prefix, store_id = options["table_name_prefix"], options["memory_store_id"]
     if prefix is not NOT_SET:

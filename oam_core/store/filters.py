@@ -1,4 +1,4 @@
-"""Metadata filter language: parse to a tree, evaluate in Python (SPEC §4; seed 004).
+"""Metadata filter language: parse to a tree, evaluate in Python (docs/filters.md).
 
 A filter is a dict whose entries are ANDed. A plain value matches exactly (the key must
 exist; lists by order and length; nested dicts recursively, an empty dict matching any

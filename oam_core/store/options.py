@@ -1,4 +1,4 @@
-"""Store configuration enums and the retention config (SPEC §3.7-§3.8; seed 004)."""
+"""Store configuration enums and the retention config (docs/store.md#ttl-and-retention, docs/store.md#schema-policies)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from oam_core.apis._sentinel import NOT_SET, Maybe
 
 
 class SearchStrategy(str, enum.Enum):
-    """How ``search`` ranks records (SPEC §3.5; ``core.dbsearch.SearchStrategy``).
+    """How ``search`` ranks records (docs/store.md#search-strategies; ``core.dbsearch.SearchStrategy``).
 
     ``VECTOR``: cosine distance of the best chunk (needs an embedder or a
     ``query_vector``). ``KEYWORD``: BM25 over the query's terms in the retrieval text
@@ -31,7 +31,7 @@ class SearchStrategy(str, enum.Enum):
 
 
 class SearchIndexSyncMode(str, enum.Enum):
-    """When database-managed text indexes see new rows (seed 004; Oracle only).
+    """When database-managed text indexes see new rows (docs/oracle.md#options; Oracle only).
 
     ``ON_COMMIT`` (default), ``MANUAL``, ``AUTO`` (HYBRID only). The embedded and
     PostgreSQL stores always index within the writing transaction.
@@ -43,7 +43,7 @@ class SearchIndexSyncMode(str, enum.Enum):
 
 
 class SchemaPolicy(str, enum.Enum):
-    """What a store may do to its schema at start (SPEC §3.8; seed 004).
+    """What a store may do to its schema at start (docs/store.md#schema-policies).
 
     ``REQUIRE_EXISTING`` never runs DDL; ``CREATE_IF_EMPTY`` bootstraps an empty
     database; ``CREATE_IF_NECESSARY`` creates missing objects and applies supported
@@ -67,7 +67,7 @@ class SchemaPolicy(str, enum.Enum):
 
 @dataclass(frozen=True)
 class MemoryRetentionConfig:
-    """Store-wide retention for messages and memory-like records (SPEC §3.7).
+    """Store-wide retention for messages and memory-like records (docs/store.md#ttl-and-retention).
 
     Args:
         default_ttl_days: Days to live when a write omits ``ttl_days``; ``None`` (the

@@ -1,4 +1,4 @@
-"""Write planning: validate a write and turn it into row plans (SPEC §3.1-§3.3, §3.7).
+"""Write planning: validate a write and turn it into row plans (docs/store.md#what-is-stored-and-what-is-searched, docs/store.md#ttl-and-retention).
 
 Everything here is pure (no I/O): it checks arguments, broadcasts scalars, resolves
 content fallbacks, retrieval text, chunks, explicit vectors and TTL, and returns plans
@@ -371,7 +371,7 @@ def resolve_ttl(
     retention: MemoryRetentionConfig,
     name: str,
 ) -> datetime | None:
-    """Compute one row's expiry (SPEC §3.7).
+    """Compute one row's expiry (docs/store.md#ttl-and-retention).
 
     Raises:
         ValueError: TTL options on a non-expiring type, a bad anchor, or a TIMESTAMP
@@ -415,7 +415,7 @@ def plan_add(
     ctx: PlanContext,
     library: bool = False,
 ) -> list[RowPlan]:
-    """Validate an ``add`` call and return one ``RowPlan`` per record (SPEC §3.2).
+    """Validate an ``add`` call and return one ``RowPlan`` per record (docs/store.md#writing-records).
 
     ``roles`` are read for messages only (optional there: a message may have no
     role) and ignored for every other type. ``library`` allows the reserved
@@ -427,7 +427,7 @@ def plan_add(
     every rule is checked before a plan is returned (docs/sqlite.md#writes).
 
     Raises:
-        ValueError: for any rule of SPEC §3.1-§3.2 and §3.7 the call breaks, naming
+        ValueError: for any rule of docs/store.md#what-is-stored-and-what-is-searched or docs/store.md#ttl-and-retention the call breaks, naming
             the argument (``metadata[3]``) and the value.
     """
     record_type = check_record_type(record_type)

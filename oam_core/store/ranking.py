@@ -1,4 +1,4 @@
-"""Distances and rank fusion shared by every back end (SPEC §3.5)."""
+"""Distances and rank fusion shared by every back end (docs/store.md#search-strategies)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Query terms for keyword search (SPEC §3.5 [oam]: BM25 over the query's terms).
+"""Query terms for keyword search (docs/store.md#keyword-search: BM25 over the query's terms).
 
 A query is cut into lower-cased word tokens (Unicode letters and digits) and English
 function words are dropped, so "When did Caroline paint a sunrise?" matches on

@@ -1,4 +1,4 @@
-"""Time-to-live resolution and the store clock (SPEC §3.7; seed 004)."""
+"""Time-to-live resolution and the store clock (docs/store.md#ttl-and-retention)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Oracle Database 23ai back end (seed 004): ``OracleDBMemoryStore``, ``OracleDBEmbedder``.
+"""Oracle Database 23ai back end (docs/oracle.md): ``OracleDBMemoryStore``, ``OracleDBEmbedder``.
 
 Needs ``python-oracledb`` (``pip install 'oam[oracle]'``), imported lazily by the
 modules that talk to a database.

@@ -1,4 +1,4 @@
-"""The Oracle dialect of the ``Backend``/``Tx`` contract (store/backend.py; seed 004).
+"""The Oracle dialect of the ``Backend``/``Tx`` contract (store/backend.py; docs/oracle.md).
 
 Executes the statements of sql.py through a ``Session``: every ``Tx`` is one
 transaction (one commit, or a rollback on any error, cascades included), inserts use
@@ -155,7 +155,7 @@ class OracleBackend(Backend):
     def transaction(self) -> Iterator[Tx]:
         """One unit of work; a unique-key violation (ORA-00001, a concurrent writer
         took an id between the existence check and the insert) becomes the
-        ``ValueError`` of SPEC §2, after the rollback."""
+        ``ValueError`` of docs/concepts.md#ids-and-times, after the rollback."""
         with self.session.transaction() as conn:
             try:
                 yield OracleTx(conn, self)

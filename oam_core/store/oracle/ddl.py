@@ -1,4 +1,4 @@
-"""DDL of the Oracle store, per search strategy (seed 004; ORACLE_NOTES §1-§3, §7-§8).
+"""DDL of the Oracle store, per search strategy (docs/oracle.md#managed-objects-prefix-id_; ORACLE_NOTES §1-§3, §7-§8).
 
 Pure functions from ``Names`` (validated, upper-case, unquoted) to ``Stmt``s. DDL
 takes no binds, so only validated names and integers reach the text; PL/SQL blocks
@@ -187,7 +187,7 @@ def text_sync_clause(sync: SearchIndexSyncMode) -> str:
     """Oracle Text SYNC clause for a CONTEXT index (KEYWORD rejects AUTO earlier).
 
     Raises:
-        ValueError: for ``AUTO`` (hybrid indexes only; seed 004).
+        ValueError: for ``AUTO`` (hybrid indexes only, as in Oracle's SDK).
     """
     if sync is SearchIndexSyncMode.ON_COMMIT:
         return "SYNC (ON COMMIT)"

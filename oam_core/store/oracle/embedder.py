@@ -1,4 +1,4 @@
-"""``OracleDBEmbedder``: embeddings from an in-database ONNX model (SPEC §8; seed 004).
+"""``OracleDBEmbedder``: embeddings from an in-database ONNX model (docs/concepts.md#embedders; docs/oracle.md#options).
 
 Runs ``VECTOR_EMBEDDING(model USING :text AS DATA)`` (ORACLE_NOTES §4 [EMB]) on the
 given connection or pool. ``SearchStrategy.HYBRID`` requires this embedder: the

@@ -1,4 +1,4 @@
-"""Compile a parsed metadata filter (``filters.py``) to Oracle SQL/JSON (SPEC §4).
+"""Compile a parsed metadata filter (``filters.py``) to Oracle SQL/JSON (docs/filters.md).
 
 Values never reach the SQL text: scalars are bound through ``JSON_EXISTS ... PASSING
 :f0 AS "v0"`` (ORACLE_NOTES §5 [JEX]), lists through ``JSON(:f0)``; ``true``, ``false``
@@ -6,7 +6,7 @@ and ``null`` are path literals because PASSING takes no BOOLEAN. Keys must reach
 path text, so each is double-quoted (``$."a b"``), any ``'`` doubled for the SQL
 literal, and keys holding ``"``, ``\\`` or control characters are rejected.
 
-Semantics (SPEC §4; ORACLE_NOTES §10 pitfalls 2 and 4):
+Semantics (docs/filters.md; ORACLE_NOTES §10 pitfalls 2 and 4):
 
 * Scalars match in ``strict`` mode, so an array is never unwrapped: ``{"tags": "a"}``
   does not match ``["a", "b"]``, and a missing key is false.

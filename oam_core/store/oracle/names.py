@@ -1,4 +1,4 @@
-"""Managed object names of one Oracle memory store (seed 004; SPEC §3.8).
+"""Managed object names of one Oracle memory store (docs/oracle.md#managed-objects-prefix-id_; docs/store.md#schema).
 
 ``memory_store_id`` is joined to every managed object name with an underscore
 (letter first, letters/digits/underscore, at most 16 characters). The deprecated
@@ -22,7 +22,7 @@ def resolve_prefix(table_name_prefix: Maybe[str | None], memory_store_id: Maybe[
     """Return the object-name prefix from ``memory_store_id`` or ``table_name_prefix``.
 
     Args:
-        table_name_prefix: Deprecated (seed 004: since 26.6.0); used verbatim, e.g.
+        table_name_prefix: Deprecated (in Oracle's SDK since 26.6.0; docs/oracle.md#options); used verbatim, e.g.
             ``"APP_"``. Emits a ``DeprecationWarning``.
         memory_store_id: Stable id of the store; the prefix is ``ID_`` upper-cased.
 

@@ -1,4 +1,4 @@
-"""Open an ``OracleDBMemoryStore`` for ``OracleAgentMemory(connection=...)`` (SPEC §5; seed 003).
+"""Open an ``OracleDBMemoryStore`` for ``OracleAgentMemory(connection=...)`` (docs/concepts.md#opening; docs/oracle.md#opening-a-store).
 
 ``connection`` is an ``oracledb`` pool or connection, or an ``oracle://user:password@
 host:port/service`` URL (a small pool is created for it). Omitted options take the

@@ -1,4 +1,4 @@
-"""Schema policy for the Oracle store: inspect, then plan DDL (seed 004; SPEC §3.8).
+"""Schema policy for the Oracle store: inspect, then plan DDL (docs/store.md#schema-policies).
 
 ``inspect_statements`` reads what exists (tables, indexes, the vectorizer preference,
 the purge job, the metadata rows); ``plan_schema`` is a pure function from that state,
@@ -6,7 +6,7 @@ the requested configuration and the ``SchemaPolicy`` to the statements to run an
 configuration the store then uses. Every incompatibility is a ``SchemaError`` (a
 ``ValueError``; docs/errors.md) raised before any DDL runs.
 
-Rules (seed 004):
+Rules (as Oracle's SDK applies them; docs/store.md#schema-policies):
 
 * ``REQUIRE_EXISTING`` (default) runs no DDL; a missing, incomplete or outdated
   schema, or one lacking what the strategy needs, fails at start.

@@ -1,10 +1,10 @@
-"""Connections, transactions and statement execution for the Oracle store (seed 004).
+"""Connections, transactions and statement execution for the Oracle store (docs/oracle.md).
 
 A pool (anything with ``acquire``) lends one connection per call, so calls run
 concurrently; the driver's exceptions leave every connection and unit of work mapped
 onto ``oam_core.errors`` (``errors.py``). A raw connection is single-session mode: one lock serialises every
 call of the store, which keeps the row locks and transaction assumptions of writes
-intact (seed 004 ``pool``). Each unit of work commits once on success and rolls
+intact (Oracle's SDK ``pool``; docs/oracle.md#opening-a-store). Each unit of work commits once on success and rolls
 back on any error; DDL (implicit commits) never runs inside one.
 """
 
@@ -124,7 +124,7 @@ def run(conn: Any, stmt: Stmt) -> Any:
 
 
 def run_batched(conn: Any, stmt: Stmt, batch_size: int) -> None:
-    """``executemany`` of ``stmt.rows`` in slices of ``batch_size`` (seed 004: 256)."""
+    """``executemany`` of ``stmt.rows`` in slices of ``batch_size`` (256 by default, as in Oracle's SDK; docs/store.md#defaults)."""
     rows = list(stmt.rows)
     for i in range(0, len(rows), batch_size):
         run(conn, Stmt(stmt.sql, types=stmt.types, rows=rows[i : i + batch_size]))

@@ -1,4 +1,4 @@
-"""``OracleDBMemoryStore``: Oracle Database 23ai back end (seed 004; SPEC §3, §3.8).
+"""``OracleDBMemoryStore``: Oracle Database 23ai back end (docs/oracle.md; docs/store.md#schema).
 
 The store semantics come from ``OracleMemoryStore`` (base.py); this class opens the
 schema under a ``SchemaPolicy`` (schema.py), then serves the ``Backend`` contract in
@@ -59,7 +59,7 @@ def parse_sync(value: SearchIndexSyncMode | str) -> SearchIndexSyncMode:
 
 
 class OracleDBMemoryStore(OracleMemoryStore):
-    """Database-backed persistence for messages, memories and actor profiles (seed 004).
+    """Database-backed persistence for messages, memories and actor profiles (docs/oracle.md).
 
     Args:
         embedder: Embeds retrieval text for local vector storage; may be None when
@@ -81,7 +81,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         memory_retention_config: TTL defaults and cap, stored in the schema metadata;
             omitted = the stored config.
         clock: Zero-argument callable returning an aware datetime (default UTC now).
-        allow_embedder_change: [oam] See ``OracleMemoryStore``
+        allow_embedder_change: (An oam addition.) See ``OracleMemoryStore``
             (docs/store.md#embedder-identity).
 
     Raises:
@@ -240,7 +240,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
             )
 
     def drop_schema(self) -> None:
-        """[oam] Drop every managed object of this store (tables, indexes, vectorizer
+        """An oam addition: drop every managed object of this store (tables, indexes, vectorizer
         preference, purge job). Destructive; the store is unusable afterwards."""
         state = self._read_state()
         with self.session.connection() as conn:

@@ -1,8 +1,8 @@
 """Keyword search text for the PostgreSQL store: tokens, tsquery terms and BM25 SQL.
 
 The store mirrors the SQLite FTS5 setup (``porter unicode61 remove_diacritics 2``,
-BM25 with k1 = 1.2, b = 0.75) so KEYWORD ranks alike on both back ends (SPEC §3.5
-[oam]): Python cuts text into Unicode word tokens and strips diacritics, PostgreSQL
+BM25 with k1 = 1.2, b = 0.75) so KEYWORD ranks alike on both back ends
+(docs/store.md#keyword-search): Python cuts text into Unicode word tokens and strips diacritics, PostgreSQL
 stems the tokens with the Snowball English stemmer (no stop words: every token stays
 searchable) into a ``tsvector``, and the BM25 score is computed in SQL from the
 tsvector's term frequencies, the row's token count and corpus statistics. CJK runs
