@@ -26,7 +26,7 @@ from it."""
 
 DistanceKind = Literal["cosine", "normalized"]
 """``cosine``: cosine distance in [0, 2]; ``normalized``: ``1 - score`` in [0, 1]
-(KEYWORD and HYBRID, SPEC §3.5)."""
+(KEYWORD and HYBRID, docs/store.md#search-strategies)."""
 
 
 def relevance(distance: float, kind: DistanceKind) -> float:
@@ -111,7 +111,7 @@ def check_k(value: object, name: str = "k") -> int:
 @dataclass(frozen=True)
 class SearchScope:
     """Which records a search sees: scope ids (None = unconstrained), record types and
-    a metadata filter in the ``oam`` filter language (SPEC §4; None = no filter)."""
+    a metadata filter in the ``oam`` filter language (docs/filters.md; None = no filter)."""
 
     record_types: frozenset[str] | None = None
     user_id: str | None = None

@@ -1,6 +1,6 @@
 """``OAMChatMessageHistory``: LangChain chat history stored in an ``oam`` thread.
 
-Mapping (lossless, SPEC §2 [oam]): each LangChain message is one ``oam`` message
+Mapping (lossless, docs/langchain.md#chat-history): each LangChain message is one ``oam`` message
 record. ``role`` comes from the message type (human -> ``user``, ai -> ``assistant``,
 system -> ``system``, tool -> ``tool``, function -> ``function``, chat -> its own
 role); ``content`` is the text (for list content, its text parts, so search still
@@ -122,7 +122,7 @@ def from_oam_message(record: Message | MessageRecord) -> BaseMessage:
 
 
 class OAMChatMessageHistory(BaseChatMessageHistory):
-    """LangChain chat history over an ``OracleThread`` (SPEC §6; docs/langchain.md).
+    """LangChain chat history over an ``OracleThread`` (docs/langchain.md#chat-history).
 
     The thread is looked up when the history is made and created on the first write
     when missing (``create_thread`` with ``thread_id`` and the given ``user_id`` and
@@ -140,7 +140,7 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
 
     ``clear()`` deletes the thread's messages, in one transaction, and keeps the
     thread row (its scope and options) and the memories already extracted from it,
-    like ``OracleThread.delete_message`` (seed 000). Use
+    like ``OracleThread.delete_message`` (docs/concepts.md#the-client-and-threads). Use
     ``OracleAgentMemory.delete_thread`` to remove everything.
 
     Example::

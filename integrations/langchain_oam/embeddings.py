@@ -1,7 +1,7 @@
 """Embedding wrappers in both directions between LangChain and ``oam``.
 
 ``LangChainEmbedder`` makes a LangChain ``Embeddings`` usable as an ``oam``
-``IEmbedder`` (SPEC §8), so a store can embed with any LangChain model;
+``IEmbedder`` (docs/concepts.md#embedders), so a store can embed with any LangChain model;
 ``OAMEmbeddings`` makes an ``IEmbedder`` (for example ``oam``'s offline local model or
 the ``HashingEmbedder``) usable wherever LangChain expects ``Embeddings``.
 """
@@ -34,7 +34,7 @@ def _matrix(rows: Sequence[Sequence[float]], dim: int | None, n: int) -> npt.NDA
 
 
 class LangChainEmbedder(IEmbedder):
-    """An ``oam`` ``IEmbedder`` backed by a LangChain ``Embeddings`` (SPEC §8).
+    """An ``oam`` ``IEmbedder`` backed by a LangChain ``Embeddings`` (docs/concepts.md#embedders).
 
     Documents go through ``embed_documents``; queries (``is_query=True``) through
     ``embed_query``, one call per query text; ``embed_async`` uses the model's own
@@ -47,7 +47,7 @@ class LangChainEmbedder(IEmbedder):
             short probe text (one model call, on first use).
         max_input_tokens: The longest input the model embeds whole; the store cuts
             retrieval text into chunks of ``min(4000, max_input_tokens * 3.5)``
-            characters (SPEC §8).
+            characters (docs/concepts.md#embedders).
 
     Raises:
         ValueError: for a non-``Embeddings`` model or a non-positive dimension or
@@ -119,7 +119,7 @@ class LangChainEmbedder(IEmbedder):
 class OAMEmbeddings(Embeddings):
     """A LangChain ``Embeddings`` backed by an ``oam`` ``IEmbedder``.
 
-    ``embed_query`` embeds with ``is_query=True`` (asymmetric models, SPEC §8).
+    ``embed_query`` embeds with ``is_query=True`` (asymmetric models, docs/concepts.md#embedders).
 
     Args:
         embedder: The ``oam`` embedder, e.g. ``LocalEmbedder()`` or

@@ -1,6 +1,6 @@
 """``OAMRetriever``: a LangChain ``BaseRetriever`` over an ``oam`` client or store.
 
-It ranks records with the store's own search (SPEC §3.5), scoped to a user, agent or
+It ranks records with the store's own search (docs/store.md#search-strategies), scoped to a user, agent or
 thread, filtered with the ``oam`` filter language (docs/filters.md), and returns them
 as ``Document`` objects: id, content, the caller's metadata, and under
 ``metadata["oam"]`` the record type, timestamps, scope and relevance score.
@@ -36,7 +36,7 @@ SearchType = Literal["similarity", "similarity_score_threshold", "mmr"]
 
 
 class OAMRetriever(BaseRetriever):
-    """Retrieve ``oam`` records as LangChain documents (issue 4; SPEC §3.5).
+    """Retrieve ``oam`` records as LangChain documents (docs/langchain.md#retriever).
 
     Example::
 
@@ -56,13 +56,13 @@ class OAMRetriever(BaseRetriever):
         user_id, agent_id, thread_id: Only records with exactly this scope id (None:
             unconstrained). Profiles carry their own id as their user/agent scope.
         record_types: Record types searched (default: messages, memory-like records
-            and profiles, SPEC §3.5).
+            and profiles, docs/store.md#scopes).
         search_type: ``"similarity"`` (nearest k), ``"similarity_score_threshold"``
             (nearest k with relevance >= ``score_threshold``) or
             ``"mmr"`` (maximal marginal relevance over ``fetch_k`` candidates,
             diversity set by ``lambda_mult``; needs the store's embedder).
             Relevance is langchain-core's cosine convention (docs/langchain.md).
-        filter: Metadata filter in the ``oam`` language (SPEC §4); per call too.
+        filter: Metadata filter in the ``oam`` language (docs/filters.md); per call too.
         score_threshold, fetch_k, lambda_mult: See ``search_type``.
 
     Raises:

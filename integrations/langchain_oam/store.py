@@ -14,7 +14,7 @@ default):
 - scope: with ``user_index``/``agent_index``, the namespace label at that position is
   the record's ``user_id``/``agent_id``, so ``oam``'s user-scoped search, context
   cards and ``delete_user(cascade=True)`` see the LangGraph memories too;
-- TTL: the store's own expiry (SPEC §3.7): expired items are invisible at once and
+- TTL: the store's own expiry (docs/store.md#ttl-and-retention): expired items are invisible at once and
   purged by ``purge_expired``. LangGraph TTLs are minutes and ``oam``'s are whole
   days, so an item's expiry is written as ``ttl_days`` anchored on a record timestamp
   set to ``expiry - ttl_days`` (``TimeToLiveAnchor.TIMESTAMP``); reads refresh it
@@ -624,5 +624,5 @@ class OAMStore(BaseStore):
         return await run_async(self._batch_steps(ops))
 
     def purge_expired(self) -> int:
-        """Delete expired records of the ``oam`` store now (SPEC §3.7)."""
+        """Delete expired records of the ``oam`` store now (docs/store.md#ttl-and-retention)."""
         return self.store.purge_expired()

@@ -4,7 +4,7 @@ Each LangChain document is one ``oam`` record of a memory-like type (``memory`` 
 default), scoped to the vector store's user, agent and thread; the document's text is
 the record's content, its metadata the record's metadata (exactly what the caller
 stored), its id the record id. Search, filters, scope and TTL are the store's
-(SPEC §3-§4); this module only translates types.
+(docs/store.md, docs/filters.md); this module only translates types.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ def _scope_id(value: object, name: str) -> str | None:
 
 
 class OAMVectorStore(VectorStore):
-    """LangChain ``VectorStore`` over an ``OracleMemoryStore`` (SPEC §3; DESIGN
-    "Adapters stay thin").
+    """LangChain ``VectorStore`` over an ``OracleMemoryStore`` (docs/langchain.md#vector-store;
+    the adapter stays thin).
 
     Example::
 
@@ -199,7 +199,7 @@ class OAMVectorStore(VectorStore):
             raise ValueError(f"duplicate ids in one call: {record_ids!r}")
         if not texts:
             return []
-        # An id names one record of the memory family in the whole store (SPEC §2):
+        # An id names one record of the memory family in the whole store (docs/concepts.md#ids-and-times):
         # never let this vector store replace a record it cannot see (another type,
         # or another user/agent/thread).
         for rid in record_ids:
@@ -252,7 +252,7 @@ class OAMVectorStore(VectorStore):
             ids: One id per text; a None entry gets a uuid4. A text whose id is
                 already stored replaces that record (upsert).
             **kwargs: ``ttl_days``, ``ttl_anchor``, ``timestamps`` as in
-                ``OracleMemoryStore.add`` (SPEC §3.7); ``batch_size`` (rows per
+                ``OracleMemoryStore.add`` (docs/store.md#ttl-and-retention); ``batch_size`` (rows per
                 database round trip, as LangChain's indexing API passes it).
 
         Returns:
@@ -393,7 +393,7 @@ class OAMVectorStore(VectorStore):
             query: The query text.
             k: Maximum results (>= 1); fewer when the store holds fewer.
             **kwargs: ``filter``: a metadata filter in the ``oam`` filter language
-                (SPEC §4), applied before the top-k cut.
+                (docs/filters.md), applied before the top-k cut.
 
         Raises:
             ValueError: for k < 1, a blank query or an invalid filter.
@@ -409,7 +409,7 @@ class OAMVectorStore(VectorStore):
     ) -> list[tuple[Document, float]]:
         """As ``similarity_search``, with each document's distance (lower is nearer):
         cosine distance in [0, 2] for VECTOR search, ``1 - normalized score`` in
-        [0, 1] for KEYWORD and HYBRID stores (SPEC §3.5)."""
+        [0, 1] for KEYWORD and HYBRID stores (docs/store.md#search-strategies)."""
         hits = run_sync(self._search_steps(k, query=query, **kwargs))
         return [(d, dist) for d, dist, _ in hits]
 

@@ -55,7 +55,7 @@ def thread_for(
 
     Raises:
         ValueError: as ``get_thread``/``create_thread`` (e.g. extraction on without an
-            LLM, SPEC §5).
+            LLM, docs/concepts.md#the-client-and-threads).
     """
     try:
         thread = memory.get_thread(thread_id)

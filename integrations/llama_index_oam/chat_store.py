@@ -1,4 +1,4 @@
-"""LlamaIndex chat stores over ``oam`` threads: one thread per key (SPEC §6).
+"""LlamaIndex chat stores over ``oam`` threads: one thread per key (docs/llama_index.md#chat-store-and-memory-block).
 
 Two interfaces, two classes, one implementation (``_ThreadChat``):
 
@@ -10,7 +10,7 @@ Two interfaces, two classes, one implementation (``_ThreadChat``):
   status).
 
 Messages are appended with ``OracleThread.add_messages`` (so extraction runs when the
-client has an LLM) and read back in insertion order (SPEC §3.4). The ACTIVE/ARCHIVED
+client has an LLM) and read back in insertion order (docs/store.md#reading-updating-deleting). The ACTIVE/ARCHIVED
 status lives in each message's metadata (``messages.py``), where the store's filter
 selects it. A key whose thread belongs to another user or agent is refused on every
 read, write and delete (BUGCASES C27).
@@ -211,7 +211,7 @@ class OAMDBChatStore(_ScopedChatStore, AsyncDBChatStore):
 
     Args:
         memory: The ``OracleAgentMemory`` holding the threads. With extraction on it
-            needs an LLM (SPEC §5); without one, create it with
+            needs an LLM (docs/concepts.md#the-client-and-threads); without one, create it with
             ``extract_memories=False``. A bare ``OracleMemoryStore`` is wrapped in a
             client without LLM or extraction.
         user_id: User of the threads this store creates (and the only user whose
@@ -268,7 +268,7 @@ class OAMDBChatStore(_ScopedChatStore, AsyncDBChatStore):
         messages: list[ChatMessage],
         status: MessageStatus = MessageStatus.ACTIVE,
     ) -> None:
-        """Append ``messages`` in one thread write (one transaction, SPEC §6)."""
+        """Append ``messages`` in one thread write (one transaction, docs/concepts.md#the-client-and-threads)."""
         await in_worker_thread(self._core.add, key, messages, status)
 
     async def set_messages(

@@ -1,4 +1,4 @@
-"""``OAMEmbedding``: an ``oam`` embedder as a LlamaIndex embedding model (SPEC §8).
+"""``OAMEmbedding``: an ``oam`` embedder as a LlamaIndex embedding model (docs/concepts.md#embedders).
 
 Lets ``VectorStoreIndex`` embed nodes and queries with the same model as the store
 (e.g. ``OAMEmbedding(store.embedder)``), so vectors written by LlamaIndex and by
@@ -19,7 +19,7 @@ from oam_core import IEmbedder
 class OAMEmbedding(BaseEmbedding):
     """LlamaIndex ``BaseEmbedding`` over an ``oam`` ``IEmbedder``.
 
-    Queries are embedded with ``is_query=True``, texts without (SPEC §8).
+    Queries are embedded with ``is_query=True``, texts without (docs/concepts.md#embedders).
 
     Args:
         embedder: The ``oam`` embedder.

@@ -2,9 +2,9 @@
 
 ``Memory`` flushes messages out of its short-term queue into its blocks and asks each
 block for text to insert into the prompt. This block keeps one ``oam`` thread per
-``Memory`` session (the session id is the thread id, SPEC §6): flushed messages are
+``Memory`` session (the session id is the thread id, docs/llama_index.md#chat-store-and-memory-block): flushed messages are
 appended to it with ``add_messages`` (extraction runs there when the client has an
-LLM), and the prompt text is the thread's context card (SPEC §7), with the memories
+LLM), and the prompt text is the thread's context card (docs/context-card.md), with the memories
 most relevant to the latest user input put first.
 """
 
@@ -43,7 +43,7 @@ from oam_core.steps import in_worker_thread
 
 CHARS_PER_PROMPT_TOKEN = 4.0
 """Characters assumed per token of ``Memory``'s tokenizer when turning its
-``tokens_to_truncate`` into characters (a little more than SPEC §7's 3.5, so a
+``tokens_to_truncate`` into characters (a little more than the store's 3.5, docs/store.md#defaults, so a
 truncation removes at least what was asked)."""
 _CARD_CACHE = 64
 
@@ -60,7 +60,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
       user and agent that match its text are put first in the card's relevant
       information (at most ``max_relevant_results`` in all).
     * ``atruncate``: re-renders the card within a smaller token limit (texts are
-      shortened fairly with a ``(truncated)`` marker, SPEC §7) instead of dropping
+      shortened fairly with a ``(truncated)`` marker, docs/context-card.md#what-goes-in) instead of dropping
       the block, keeping the memories longest: the recent messages go first, then
       the summary, then the lowest-ranked memories (``Memory`` holds the transcript
       itself); None only when nothing fits.
@@ -74,7 +74,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
         priority: ``Memory``'s truncation priority (0: never truncated).
         user_id: User of the threads this block creates.
         agent_id: Agent of the threads this block creates.
-        fallback_message_count: ``get_context_card`` option (SPEC §6).
+        fallback_message_count: ``get_context_card`` option (docs/context-card.md#what-goes-in).
         max_relevant_results: ``get_context_card`` option.
         max_recent_messages: ``get_context_card`` option.
         **kwargs: Other ``BaseMemoryBlock`` fields (``description``,

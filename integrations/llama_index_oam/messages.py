@@ -1,14 +1,14 @@
-"""LlamaIndex ``ChatMessage`` <-> ``oam`` messages (SPEC §2, §6).
+"""LlamaIndex ``ChatMessage`` <-> ``oam`` messages (docs/llama_index.md#chat-store-and-memory-block).
 
 A chat message is stored as one ``oam`` thread message: its role, its text
 (``ChatMessage.content``, ``""`` when it has none) and, under the reserved metadata
-key ``"$message"`` (SPEC §2 [oam]), the participant ``name`` when
+key ``"$message"`` (docs/concepts.md#records), the participant ``name`` when
 ``additional_kwargs`` has one and, under ``"llama_index"``, the whole message as
 LlamaIndex serialises it, so tool calls, images and other blocks round-trip exactly.
 
 Messages written by ``OAMDBChatStore`` also carry their queue status in the top-level
 metadata key ``"_llama_index_status"`` (``"active"`` or ``"archived"``), where the
-SPEC §4 filter language can select it (keys starting with ``$`` cannot be filtered).
+filter language (docs/filters.md) can select it (keys starting with ``$`` cannot be filtered).
 Messages without it (written through ``OracleThread.add_messages`` directly, or by
 ``OAMMemoryBlock``) count as ARCHIVED: they are history, not the short-term queue.
 """
@@ -24,7 +24,7 @@ from oam_core import Message, Record
 from oam_core.apis.records import MessageRecord
 
 MESSAGE_KEY = "$message"
-"""Reserved metadata key for chat-framework message fields (SPEC §2 [oam])."""
+"""Reserved metadata key for chat-framework message fields (docs/concepts.md#records)."""
 LLAMA_KEY = "llama_index"
 """Key under ``MESSAGE_KEY`` holding the message as LlamaIndex serialises it."""
 STATUS_KEY = "_llama_index_status"
@@ -58,7 +58,7 @@ def to_oam_message(message: ChatMessage, status: MessageStatus | None = None) ->
 
 
 def status_filter(status: MessageStatus) -> dict[str, Any]:
-    """The SPEC §4 metadata filter selecting messages with ``status``."""
+    """The metadata filter (docs/filters.md) selecting messages with ``status``."""
     if MessageStatus(status) is MessageStatus.ACTIVE:
         return {STATUS_KEY: MessageStatus.ACTIVE.value}
     return {STATUS_KEY: {"$not": MessageStatus.ACTIVE.value}}

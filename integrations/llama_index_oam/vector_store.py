@@ -1,7 +1,7 @@
 """``OAMVectorStore``: a LlamaIndex vector store over an ``oam`` memory store.
 
 Nodes are memory-like records of one ``record_type`` in an optional user / agent /
-thread scope (SPEC §2-§3); search is the store's own ``search`` (SPEC §3.5) with the
+thread scope (docs/store.md#scopes); search is the store's own ``search`` (docs/store.md#search-strategies) with the
 LlamaIndex filters translated by ``filters.py`` to the ``oam`` filter language
 (docs/filters.md), so the store filters before the top-k cut.
 """
@@ -50,7 +50,7 @@ class OAMVectorStore(BasePydanticVectorStore):
     Every node is one record of ``record_type`` (``stores_text=True``: the text lives in
     the record, so ``VectorStoreIndex.from_vector_store(store)`` needs no docstore).
     A node's own ``embedding`` is stored as given (one vector for its whole retrieval
-    text, SPEC §3.1); a node without one is embedded by the store's embedder. Adding a
+    text, docs/store.md#what-is-stored-and-what-is-searched); a node without one is embedded by the store's embedder. Adding a
     node whose id is stored replaces it, as LlamaIndex's vector stores do, so running
     an ``IngestionPipeline`` twice is safe. Similarities are those LlamaIndex's vector
     stores report: ``1 - distance``, the cosine similarity for VECTOR search and the
@@ -179,7 +179,7 @@ class OAMVectorStore(BasePydanticVectorStore):
 
     def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
         """Store ``nodes`` in one transaction; return their ids in order. A node whose
-        id is already stored (in this store's id family, SPEC §2) replaces that
+        id is already stored (in this store's id family, docs/concepts.md#ids-and-times) replaces that
         record with its search rows, in the same transaction.
 
         Args:
@@ -325,7 +325,7 @@ class OAMVectorStore(BasePydanticVectorStore):
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """Top ``similarity_top_k`` nodes for the query.
 
-        Query modes: DEFAULT ranks by the store's ``search_strategy`` (SPEC §3.5):
+        Query modes: DEFAULT ranks by the store's ``search_strategy`` (docs/store.md#search-strategies):
         VECTOR uses ``query_embedding`` (else ``query_str``, embedded by the store);
         KEYWORD uses ``query_str``; HYBRID uses ``query_str`` when the store has an
         embedder (else ``query_embedding``, vector ranking only). HYBRID and
@@ -487,7 +487,7 @@ class OAMVectorStore(BasePydanticVectorStore):
             "or use a store with an embedder"
         )
 
-    # -- async twins: the sync methods in a worker thread (SPEC §9) ---------------
+    # -- async twins: the sync methods in a worker thread (docs/concepts.md#sync-and-async)
 
     async def async_add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
         """Async twin of ``add``."""
