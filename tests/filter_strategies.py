@@ -1,4 +1,4 @@
-"""Hypothesis strategies for metadata and metadata filters (the whole SPEC §4 language),
+"""Hypothesis strategies for metadata and metadata filters (the whole language of docs/filters.md),
 shared by the unit tests (SQLite compiler, Oracle statements) and the conformance
 suite (every back end against the reference evaluator ``filters.matches``)."""
 

@@ -1,4 +1,4 @@
-"""Fixtures of the store conformance suite (SPEC §2-§4, §10; seed 004).
+"""Fixtures of the store conformance suite (docs/store.md, docs/filters.md).
 
 Every test here runs once per back end in ``BACKENDS``. A back end is one entry in
 that table: how to open a store, whether two store objects can share its storage,

@@ -1,4 +1,4 @@
-"""``OracleAgentMemory`` over every store back end (SPEC §5, §9; seed 003)."""
+"""``OracleAgentMemory`` over every store back end (docs/concepts.md#opening, docs/concepts.md#sync-and-async)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def db_path(tmp_path: Path) -> str:
     return str(tmp_path / "client.db")
 
 
-# -- seed 003 examples, verbatim (db_pool -> a SQLite path) ---------------------------
+# -- Oracle's SDK documentation examples, verbatim (db_pool -> a SQLite path) ---------
 
 
 @pytest.fixture
@@ -118,7 +118,7 @@ def test_seed_get_thread_example(seed_client: OracleAgentMemory) -> None:
 
 
 def test_docstring_examples_run(make_store: Any) -> None:
-    """The seed 003 examples quoted in the docstrings run as written (STYLE §9)."""
+    """The examples of Oracle's SDK documentation quoted in the docstrings run as written (STYLE §9)."""
 
     names = iter(range(1000))
 
@@ -335,7 +335,7 @@ def test_close_and_context_managers(db_path: str, store: Any) -> None:
     assert store.get("user_profile", "u3") is not None
 
 
-# -- LLM requirement (SPEC §5) --------------------------------------------------------
+# -- LLM requirement (docs/concepts.md#the-client-and-threads) ------------------------
 
 
 def test_llm_requirement_rule(store: Any) -> None:
@@ -350,7 +350,7 @@ def test_llm_requirement_rule(store: Any) -> None:
     assert OracleAgentMemory(store=store, llm=llm).create_thread(thread_id="client-llm").llm is llm
     with pytest.raises(ValueError, match="LLM"):
         OracleAgentMemory(store=store, llm=llm).create_thread(thread_id="x", llm=None)
-    # reopening (seed 003): omitted llm / extract_memories are the client's, never
+    # reopening (as in Oracle's SDK): omitted llm / extract_memories are the client's, never
     # what create_thread was given
     with pytest.raises(ValueError, match="LLM"):
         strict.get_thread("off")
@@ -546,7 +546,7 @@ def test_list_threads(mem: OracleAgentMemory) -> None:
     assert [r.thread_id for r in mem.list_threads(user_id="u1", agent_id="x")] == ["a"]
 
 
-# -- async twins and loops (SPEC §9; C18) -------------------------------------------
+# -- async twins and loops (docs/concepts.md#sync-and-async; C18) -------------------
 
 
 def test_async_twins_match_sync(mem: OracleAgentMemory) -> None:

@@ -1,4 +1,4 @@
-"""The LLM pipeline on every back end, driven by a scripted fake LLM (SPEC §6-§7;
+"""The LLM pipeline on every back end, driven by a scripted fake LLM (docs/memory-pipeline.md;
 issue 3): cadence, windows, provenance, supersede, failures, watermark durability,
 running summary, shortening, token limits, extraction modes.
 

@@ -1,4 +1,4 @@
-"""PostgreSQL-only rules: opening, schema policies and the version row (SPEC §3.8, §5),
+"""PostgreSQL-only rules: opening, schema policies and the version row (docs/postgres.md#opening, docs/store.md#schema-policies),
 the HNSW path of VECTOR search, and the jsonb filter compiler against the reference
 evaluator. The shared store semantics run in the other conformance files on every
 back end, PostgreSQL included.
@@ -199,7 +199,7 @@ def test_unreachable_server_is_a_clear_error_without_the_password() -> None:
         PostgresMemoryStore(42)  # type: ignore[arg-type]
 
 
-# -- the client over PostgreSQL (SPEC §5) -------------------------------------------------
+# -- the client over PostgreSQL (docs/concepts.md#opening) --------------------------------
 
 
 def test_client_on_a_pool_a_connection_and_a_url(conninfo: str) -> None:

@@ -1,5 +1,5 @@
-"""Several processes on one PostgreSQL store (issue 6 §5; SPEC §2 seq_no, §3.2 one call =
-one transaction, §3.6 cascades; BUGCASES C16): real OS processes (spawn), a real server.
+"""Several processes on one PostgreSQL store (issue 6 §5; docs/store.md#sequence-numbers;
+one call = one transaction; cascades: docs/store.md#reading-updating-deleting; BUGCASES C16): real OS processes (spawn), a real server.
 """
 
 from __future__ import annotations

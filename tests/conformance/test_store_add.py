@@ -1,6 +1,6 @@
-"""Store conformance: ``add`` / ``add_batches`` (SPEC §2, §3.1, §3.2; seed 004).
+"""Store conformance: ``add`` / ``add_batches`` (docs/store.md#writing-records, docs/store.md#what-is-stored-and-what-is-searched).
 
-Expected values come from the SPEC and seed 004, not from the implementation.
+Expected values come from the documented rules and Oracle's SDK, not from the implementation.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def texts(rows):
     return [text for text, _ in rows]
 
 
-# -- ids (SPEC §2) ---------------------------------------------------------------------
+# -- ids (docs/concepts.md#ids-and-times) ----------------------------------------------
 
 
 def test_generated_ids_are_uuid4_strings_in_input_order(store):
@@ -92,7 +92,7 @@ def test_id_clashing_with_existing_record_writes_nothing(store, rejected):
 
 
 def test_clash_in_a_later_executemany_batch_writes_nothing(store, rejected):
-    """One call is one transaction, whatever ``batch_size`` (SPEC §3.2)."""
+    """One call is one transaction, whatever ``batch_size`` (docs/store.md#what-is-stored-and-what-is-searched)."""
     store.add(["existing"], "memory", record_ids="r9")
     with rejected(store):
         store.add(
@@ -120,7 +120,7 @@ def test_profiles_take_the_actor_id_as_record_id(store):
     assert (agent.record_type, agent.content) == ("agent_profile", "Support assistant")
 
 
-# -- fields, broadcast and alignment (SPEC §3.2) ------------------------------------------
+# -- fields, broadcast and alignment (docs/store.md#what-is-stored-and-what-is-searched) ---
 
 
 def test_fields_round_trip(store):
@@ -214,9 +214,9 @@ def test_misaligned_lists_are_rejected(store, rejected, arg, value):
 
 
 def test_bare_string_contents_are_rejected(store, rejected):
-    """contents is a list (seed 004); a bare string must not become one row per char.
+    """contents is a list (docs/store.md#writing-records); a bare string must not become one row per char.
 
-    SPEC is silent; [oam] treats a bare string as a ValueError, as for record_types.
+    A bare string is a ValueError, as for record_types.
     """
     with rejected(store):
         store.add("hello", "memory")
@@ -234,7 +234,7 @@ def test_non_json_metadata_is_rejected(store, rejected, metadata):
         store.add(["x", "y"], "memory", metadata=metadata)
 
 
-# -- messages (SPEC §2) ------------------------------------------------------------------
+# -- messages (docs/concepts.md#records) -------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -269,7 +269,7 @@ def test_message_role_of_the_wrong_type_is_rejected(store, rejected, role):
 
 
 def test_message_with_none_content_is_rejected(store, rejected):
-    """SPEC §2 [oam]: None content is a ValueError."""
+    """None content is a ValueError (docs/concepts.md#records)."""
     with rejected(store):
         store.add(["fine", None], "message", thread_ids="t1", roles="user")
 
@@ -280,7 +280,7 @@ def test_message_with_empty_content_is_kept(store):
     assert [m.id for m in store.list_thread_messages("t1")] == [rid]
 
 
-# -- contents fallback (SPEC §3.1) -----------------------------------------------------------
+# -- contents fallback (docs/store.md#what-is-stored-and-what-is-searched) -------------------
 
 
 def test_none_content_falls_back_to_metadata_content(store, search_rows):
@@ -303,7 +303,7 @@ def test_given_content_wins_over_metadata_content(store):
     assert record.metadata == {"content": "from metadata"}
 
 
-# -- index_texts (SPEC §3.1 table) -------------------------------------------------------------
+# -- index_texts (the table of docs/store.md#what-is-stored-and-what-is-searched) --------------
 
 INDEX_TEXTS = [
     ("omitted", None, False, ["stored text"]),
@@ -367,7 +367,7 @@ def test_string_index_text_may_be_chunked_by_the_store(make_store, search_rows):
     assert " ".join(rows).split() == text.split()
 
 
-# -- explicit embeddings (SPEC §3.1) -------------------------------------------------------------
+# -- explicit embeddings (docs/store.md#what-is-stored-and-what-is-searched) ---------------------
 
 
 def test_explicit_embeddings_bypass_the_embedder(store, search_rows):
@@ -515,7 +515,7 @@ def test_emoji_and_cjk_round_trip_with_valid_chunks(make_store, search_rows):
     assert "".join(chunks).replace(" ", "") == text.replace(" ", "")
 
 
-# -- add_batches (SPEC §3.2) -------------------------------------------------------------------------
+# -- add_batches (docs/store.md#writing-records) -----------------------------------------------------
 
 
 def test_add_batches_seed_example(store):

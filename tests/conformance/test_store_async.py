@@ -1,4 +1,4 @@
-"""Store conformance: async twins (SPEC §3, §9; BUGCASES C18).
+"""Store conformance: async twins (docs/concepts.md#sync-and-async; BUGCASES C18).
 
 The same scenario runs through the sync methods on one store and through the
 ``*_async`` twins on another; results, order and errors must be identical.
@@ -222,7 +222,7 @@ def test_async_twins_do_not_block_the_event_loop_thread(make_store, clock):
 
 
 def test_sync_methods_work_inside_a_running_event_loop(store):
-    """SPEC §9: sync wrappers must work when called inside a running loop."""
+    """docs/concepts.md#sync-and-async: sync wrappers must work when called inside a running loop."""
 
     async def run():
         ids = store.add(["pizza"], "memory", record_ids=["m1"])

@@ -1,7 +1,8 @@
 """Store conformance: concurrent writers and several store objects on one database
-(SPEC §2 seq_no, §3.2 one call = one transaction, §3.4 insertion order).
+(docs/store.md#sequence-numbers; one call = one transaction, insertion order:
+docs/store.md#what-is-stored-and-what-is-searched).
 
-Expected values come from the SPEC, not from the implementation.
+Expected values come from the documented rules, not from the implementation.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Store conformance: delete, profile cascades, delete_thread (SPEC §3.6; seed 004;
+"""Store conformance: delete, profile cascades, delete_thread (docs/store.md#reading-updating-deleting;
 BUGCASES C03, C16).
 
-Expected values come from the SPEC and seed 004, not from the implementation.
+Expected values come from the documented rules and Oracle's SDK, not from the implementation.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def test_delete_unknown_type_is_rejected(store, rejected):
 
 
 def test_deleting_a_message_keeps_derived_memories(store):
-    """SPEC §3.6: deleting a message removes only that message (seed 000)."""
+    """Deleting a message removes only that message (docs/concepts.md#the-client-and-threads)."""
     store.add(["I like pizza"], "message", record_ids="msg", thread_ids="t1", roles="user")
     add_derived(store, "User likes pizza", "preference", "pref", {"source_message_ids": ["msg"]})
     assert store.delete("message", "msg") == 1
@@ -116,7 +116,7 @@ def test_cascade_is_ignored_for_non_profiles(store):
     assert ids(store.list("memory")) == ["m2"]
 
 
-# -- profile cascades (SPEC §3.6) -----------------------------------------------------------------
+# -- profile cascades (docs/store.md#reading-updating-deleting) -----------------------------------
 
 
 @pytest.fixture(params=STRATEGIES)
@@ -230,7 +230,7 @@ def test_profile_delete_without_cascade_deletes_only_the_profile(actors):
     assert thread_store(actors).get_thread_row("t1") is not None
 
 
-# -- delete_thread (SPEC §3.6; BUGCASES C16) --------------------------------------------------------
+# -- delete_thread (docs/store.md#reading-updating-deleting; BUGCASES C16) --------------------------
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -301,7 +301,7 @@ def test_delete_thread_record_type(store):
     assert store.delete("thread", "t1") == 0
 
 
-# -- delete_scoped ([oam]) ---------------------------------------------------------------------------
+# -- delete_scoped (an oam addition) -----------------------------------------------------------------
 
 
 def test_delete_scoped_checks_the_thread(store):

@@ -1,5 +1,5 @@
 """Store conformance: the comparison and boolean operators of the metadata filter
-language (SPEC §4 [oam]; docs/filters.md) on every back end, in ``list`` and
+language (docs/filters.md) on every back end, in ``list`` and
 ``search``, sync and async, and every back end held equal to the reference evaluator
 ``filters.matches`` on random metadata and random filters."""
 

@@ -1,7 +1,8 @@
 """Store conformance: get / list / list_thread_messages, the metadata filter language,
-and persistence of file stores (SPEC §2, §3.4, §3.8, §4, §10; seed 004).
+and persistence of file stores (docs/store.md#reading-updating-deleting, docs/store.md#schema, docs/filters.md,
+docs/store.md#defaults).
 
-Expected values come from the SPEC and seed 004, not from the implementation.
+Expected values come from the documented rules and Oracle's SDK, not from the implementation.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def test_get_message_is_a_message_record(store):
     assert (record.role, record.content, record.thread_id) == ("user", "hi", "t1")
 
 
-# -- list: limit and order (SPEC §3.4, §10) --------------------------------------------------
+# -- list: limit and order (docs/store.md#reading-updating-deleting) -------------------------
 
 
 def test_list_seed_examples(store):
@@ -116,7 +117,7 @@ def test_list_unknown_type_is_rejected(store):
         store.list("note")
 
 
-# -- list: scope filters (SPEC §3.4) -----------------------------------------------------------
+# -- list: scope filters (docs/store.md#scopes) ------------------------------------------------
 
 SCOPED = [  # id, thread, user, agent
     ("A", "t1", "u1", "a1"),
@@ -175,7 +176,7 @@ def test_profile_list_is_ordered_and_typed(store):
     assert (agent.id, agent.record_type, agent.content) == ("a1", "agent_profile", "agent info")
 
 
-# -- metadata filter language (SPEC §4) ----------------------------------------------------------
+# -- metadata filter language (docs/filters.md) --------------------------------------------------
 
 FILTER_DATA = {
     "r1": {"src": {"kind": "doc", "n": 1}},
@@ -275,7 +276,7 @@ BOOL_DATA = {
     ],
 )
 def test_true_never_equals_one(store, flt, expected):
-    """SPEC §4 [oam]: ``True`` never equals ``1``, at any depth and in any operator."""
+    """docs/filters.md#values: ``True`` never equals ``1``, at any depth and in any operator."""
     for rid, meta in BOOL_DATA.items():
         store.add([f"pizza {rid}"], "memory", record_ids=rid, metadata=meta)
     assert ids(store.list("memory", metadata_filter=flt)) == expected
@@ -358,7 +359,7 @@ def test_hostile_filter_keys_and_values_are_literal(store, key):
     assert store.get("memory", "target").metadata == {key: value}
 
 
-# -- list_thread_messages (SPEC §3.4) --------------------------------------------------------------
+# -- list_thread_messages (docs/store.md#sequence-numbers) -----------------------------------------
 
 
 def test_list_thread_messages_seed_example(store):
@@ -472,7 +473,7 @@ def test_thread_messages_carry_role_and_increasing_seq_no(thread20):
     assert thread20.list_thread_messages("none") == []
 
 
-# -- persistence (SPEC §3.8) --------------------------------------------------------------------------
+# -- persistence (docs/store.md#schema) ---------------------------------------------------------------
 
 
 @pytest.fixture
@@ -604,7 +605,7 @@ def test_reopening_with_another_strategy_works_and_is_recorded(make_store, backe
         assert store.search_strategy.value == strategy
         assert store.search("cat piano", 1)[0][0].id == "cat"
         store.close()
-        if backend.id != "oracle":  # Oracle's omitted strategy is VECTOR (seed 004)
+        if backend.id != "oracle":  # Oracle defaults to VECTOR (docs/store.md#search-strategies)
             again = make_store(name="strategies.db")
             assert again.search_strategy.value == strategy  # recorded
             again.close()

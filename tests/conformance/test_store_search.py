@@ -1,6 +1,6 @@
-"""Store conformance: ``search`` (SPEC §3.5, §4; seed 004; BUGCASES C12, C13).
+"""Store conformance: ``search`` (docs/store.md#search-strategies, docs/filters.md; BUGCASES C12, C13).
 
-Expected values come from the SPEC and seed 004, not from the implementation.
+Expected values come from the documented rules and Oracle's SDK, not from the implementation.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def test_seed_metadata_filter_examples(store):
         assert set(found(store.search("pizza", k=5, metadata_filter=flt))) == expected, flt
 
 
-# -- arguments (SPEC §3.5) -------------------------------------------------------------------
+# -- arguments (docs/store.md#search-strategies) ---------------------------------------------
 
 BAD_ARGS = [
     ("no-query", {}),
@@ -148,7 +148,7 @@ def test_fewer_than_k_results_is_normal(store):
     assert store.search("pizza", 5, record_types={"fact"}) == []
 
 
-# -- distances and order (SPEC §3.5; BUGCASES C12) -----------------------------------------------
+# -- distances and order (docs/store.md#search-strategies; BUGCASES C12) -------------------------
 
 
 def test_c12_identical_first_with_best_score(vstore):
@@ -292,7 +292,7 @@ def test_default_record_types_cover_messages_memories_and_profiles(store):
     ],
 )
 def test_long_query_is_split_for_the_embedder(make_store, strategy):
-    """SPEC §3.5: queries longer than one chunk are split like documents."""
+    """docs/store.md#search-strategies: queries longer than one chunk are split like documents."""
     embedder = HashingEmbedder(64, max_input_tokens=10)  # 35-char chunks
     store = make_store(search_strategy=strategy, embedder=embedder)
     store.add(["zebra giraffe"], "memory", record_ids="target")
@@ -304,7 +304,7 @@ def test_long_query_is_split_for_the_embedder(make_store, strategy):
     assert all(len(t) <= 35 for call in embedder.calls for t in call)
 
 
-# -- scope (SPEC §3.5) -----------------------------------------------------------------------
+# -- scope (docs/store.md#scopes) ------------------------------------------------------------
 
 SCOPED = [  # id, thread, user, agent
     ("A", "t1", "u1", "a1"),
@@ -381,7 +381,7 @@ PROFILE_CASES = [
     ("kwargs", "expected"), PROFILE_CASES, ids=[repr(c[0]) for c in PROFILE_CASES]
 )
 def test_profiles_take_their_own_id_as_scope(store, kwargs, expected):
-    """Profiles: own id as the user (agent) dimension, NULL elsewhere (SPEC §3.5)."""
+    """Profiles: own id as the user (agent) dimension, NULL elsewhere (docs/store.md#scopes)."""
     store.add_user("u1", "pizza fan")
     store.add_user("u2", "pizza critic")
     store.add_agent("a1", "pizza bot")
@@ -391,7 +391,7 @@ def test_profiles_take_their_own_id_as_scope(store, kwargs, expected):
     assert {(r.record_type, r.id) for r, _ in results} == expected
 
 
-# -- filters before the top-k cut (SPEC §3.5) -----------------------------------------------------
+# -- filters before the top-k cut (docs/store.md#scopes) ------------------------------------------
 
 NEAR = "pizza pizza pizza"
 FAR = "pizza among quantum physics lectures harbor lantern meadow copper violet window"
@@ -441,7 +441,7 @@ def test_filters_apply_before_top_k(crowded, kwargs):
     assert found(crowded.search("pizza", 3, **kwargs)) == ["far"]
 
 
-# -- KEYWORD and HYBRID (SPEC §3.5 [oam]) -------------------------------------------------------
+# -- KEYWORD and HYBRID (docs/store.md#keyword-search) ------------------------------------------
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
-"""Store conformance: time to live and retention (SPEC §3.7; seed 004).
+"""Store conformance: time to live and retention (docs/store.md#ttl-and-retention).
 
 Time comes from the injected ``clock`` fixture (start 2026-03-01T12:00:00Z), so no test
-sleeps. Expected values come from the SPEC and seed 004, not from the implementation.
+sleeps. Expected values come from the documented rules and Oracle's SDK, not from the implementation.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def retention(**kwargs):
 
 
 def views(store, record_type, rid, *, thread=None):
-    """Is ``rid`` visible through each read path? (SPEC §3.4: hidden from every read.)"""
+    """Is ``rid`` visible through each read path? (docs/store.md#ttl-and-retention: hidden from every read.)"""
     seen = {
         "get": store.get(record_type, rid) is not None,
         "list": rid in [r.id for r in store.list(record_type, limit=None)],
@@ -43,7 +43,7 @@ def add_memory(store, rid="m1", **kwargs):
     return store.add([f"ttl memory {rid}"], "memory", record_ids=rid, **kwargs)
 
 
-# -- resolution of ttl_days (SPEC §3.7) --------------------------------------------------------
+# -- resolution of ttl_days (docs/store.md#ttl-and-retention) ----------------------------------
 
 
 @pytest.mark.parametrize(
@@ -176,7 +176,7 @@ def test_invalid_ttl_on_add_writes_nothing(make_store, rejected, record_type, kw
         )
 
 
-# -- anchors (SPEC §3.7) ---------------------------------------------------------------------------
+# -- anchors (docs/store.md#ttl-and-retention) -----------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -238,7 +238,7 @@ def test_per_row_anchors_need_timestamps_only_where_anchored(make_store, clock):
     assert [visible(store, "memory", r) for r in "ab"] == [False, True]
 
 
-# -- expiry is immediate and applies before top-k (SPEC §3.4, §3.7) ----------------------------------
+# -- expiry is immediate and applies before top-k (docs/store.md#ttl-and-retention) ------------------
 
 
 def test_expired_rows_are_hidden_at_once_from_every_read(make_store, clock):
@@ -273,7 +273,7 @@ def test_expired_rows_are_filtered_before_top_k(make_store, clock, strategy):
     assert [r.id for r, _ in store.search("pizza", 1)] == ["far"]
 
 
-# -- update (SPEC §3.7) ---------------------------------------------------------------------------------
+# -- update (docs/store.md#ttl-and-retention) -----------------------------------------------------------
 
 
 def test_update_without_ttl_options_keeps_the_expiry(make_store, clock):
@@ -392,7 +392,7 @@ def test_invalid_ttl_on_update_writes_nothing(store, rejected, record_type, rid,
         store.update(record_type, rid, **kwargs)
 
 
-# -- purge (SPEC §3.7) ------------------------------------------------------------------------------------
+# -- purge (docs/store.md#ttl-and-retention) --------------------------------------------------------------
 
 
 def test_purge_expired_removes_rows_and_returns_the_count(make_store, clock, backend, search_rows):
@@ -425,7 +425,7 @@ def test_purge_does_not_touch_refreshed_rows(make_store, clock):
     assert visible(store)
 
 
-# -- persistence of the retention config (seed 004) -----------------------------------------------------
+# -- persistence of the retention config (docs/store.md#ttl-and-retention) ------------------------------
 
 
 def test_reopen_without_config_keeps_the_stored_retention(backend, make_store, clock):

@@ -1,6 +1,6 @@
-"""Store conformance: ``update`` (SPEC §3.1, §3.3; seed 004).
+"""Store conformance: ``update`` (docs/store.md#reading-updating-deleting, docs/store.md#what-is-stored-and-what-is-searched).
 
-Expected values come from the SPEC and seed 004, not from the implementation.
+Expected values come from the documented rules and Oracle's SDK, not from the implementation.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def test_update_returns_zero_for_unknown_id(seeded, snapshot):
 
 @pytest.mark.parametrize("record_type", ["fact", "message", "user_profile"])
 def test_update_returns_zero_when_the_type_does_not_match(seeded, snapshot, record_type):
-    """Returns 0 when no record matches record_type *and* record_id (seed 004)."""
+    """Returns 0 when no record matches record_type *and* record_id (docs/store.md#reading-updating-deleting)."""
     before = snapshot(seeded)
     assert seeded.update(record_type, "m1", text="x") == 0
     assert snapshot(seeded) == before
@@ -97,7 +97,7 @@ def test_update_of_unsupported_record_type_is_rejected(seeded, rejected, record_
         seeded.update(record_type, "m1", text="x")
 
 
-# -- rejected combinations (SPEC §3.1) ----------------------------------------------------
+# -- rejected combinations (docs/store.md#what-is-stored-and-what-is-searched) ------------
 
 REJECTED = [
     ("text=None+index_text", "memory", "m1", {"text": None, "index_text": "x"}),
@@ -158,7 +158,7 @@ def test_dimension_mismatch_names_both_dims(seeded, rejected):
         seeded.update("memory", "m1", embedding=[1.0, 0.0, 0.0])
 
 
-# -- text / index_text / embedding (SPEC §3.1 table) ------------------------------------------
+# -- text / index_text / embedding (the table of docs/store.md#what-is-stored-and-what-is-searched) ---
 
 SEMANTIC = [
     ("text", {"text": "new text"}, "new text", [("new text", True)]),
@@ -259,7 +259,7 @@ def test_one_vector_for_long_replacement_text_is_one_row(make_store, search_rows
     assert len(search_rows(store, "memory", "m1")) > 1, "without a vector the store chunks it"
 
 
-# -- metadata / timestamp / scope (SPEC §3.3) --------------------------------------------------
+# -- metadata / timestamp / scope (docs/store.md#reading-updating-deleting) --------------------
 
 
 def test_metadata_replaces_the_whole_dict(seeded):

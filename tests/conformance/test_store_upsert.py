@@ -1,4 +1,4 @@
-"""Store conformance: [oam] ``upsert`` and ``delete_records``, the two store methods
+"""Store conformance: the oam additions ``upsert`` and ``delete_records``, the two store methods
 the framework adapters write through (one transaction each; issue 4).
 
 Expected values come from their contracts in ``OracleMemoryStore``: upsert = add

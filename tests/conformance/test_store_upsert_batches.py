@@ -1,4 +1,4 @@
-"""Store conformance: [oam] ``upsert_batches``, the write of LlamaIndex's vector store
+"""Store conformance: the oam addition ``upsert_batches``, the write of LlamaIndex's vector store
 (BUGCASES C30: re-ingesting the same node ids replaces them, in one transaction)."""
 
 from __future__ import annotations

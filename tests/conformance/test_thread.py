@@ -1,4 +1,4 @@
-"""``OracleThread`` over every store back end (SPEC §6-§7, §9; seed 000; BUGCASES C01-C03,
+"""``OracleThread`` over every store back end (docs/concepts.md#the-client-and-threads, docs/context-card.md; BUGCASES C01-C03,
 C06, C18, C19)."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def t(mem: OracleAgentMemory) -> OracleThread:
     return mem.create_thread(thread_id="t1", user_id="u1", agent_id="a1")
 
 
-# -- seed 000 examples, verbatim ------------------------------------------------------
+# -- Oracle's SDK documentation examples, verbatim ------------------------------------
 
 
 def test_seed_create_thread_example(tmp_path: Path) -> None:
@@ -100,7 +100,7 @@ def test_seed_card_and_summary_type_examples() -> None:
 
 
 def test_docstring_examples_run(make_store: Any) -> None:
-    """The seed 000 examples quoted in the docstrings run as written (STYLE §9)."""
+    """The examples of Oracle's SDK documentation quoted in the docstrings run as written (STYLE §9)."""
 
     names = iter(range(1000))
 
@@ -202,7 +202,7 @@ def test_add_messages_forwards_store_kwargs(t: OracleThread, store: Any, clock: 
     assert t.get_messages() == []
 
 
-# -- get_messages windows (SPEC §6; C01) ----------------------------------------------
+# -- get_messages windows (docs/concepts.md#the-client-and-threads; C01) --------------
 
 
 @pytest.fixture
@@ -284,7 +284,7 @@ def test_c02_equal_timestamps_keep_insertion_order(t: OracleThread) -> None:
         assert contents(t.get_messages(start=2, end=4)) == ["x", "w"]
 
 
-# -- deletions (C03; seed 000) -------------------------------------------------------
+# -- deletions (C03; docs/concepts.md#the-client-and-threads) ------------------------
 
 
 def test_c03_delete_middle_first_then_last(t: OracleThread) -> None:
@@ -363,7 +363,7 @@ def test_add_memory_rejects_bad_input(t: OracleThread, store: Any, snapshot: Any
     del before
 
 
-# -- get_summary (SPEC §7; C06) -------------------------------------------------------
+# -- get_summary (docs/context-card.md#summaries; C06) --------------------------------
 
 
 def test_summary_is_transcript_lines(t: OracleThread) -> None:
@@ -448,7 +448,7 @@ def test_summary_prefers_a_running_summary(t: OracleThread, store: Any) -> None:
     assert "User greets." in card.content
 
 
-# -- context card (SPEC §7) -----------------------------------------------------------
+# -- context card (docs/context-card.md) ----------------------------------------------
 
 
 def test_card_exact_xml_without_retrieval(t: OracleThread) -> None:
@@ -776,7 +776,7 @@ def test_c16_concurrent_creator_is_tolerated(mem: OracleAgentMemory, store: Any)
     assert [r.thread_id for r in mem.list_threads()] == ["T"]
 
 
-# -- async twins (SPEC §9; C18) --------------------------------------------------------
+# -- async twins (docs/concepts.md#sync-and-async; C18) --------------------------------
 
 
 def test_async_reads_match_sync(t: OracleThread) -> None:
@@ -853,7 +853,7 @@ def test_sync_methods_work_inside_a_running_loop(t: OracleThread) -> None:
 
 
 def test_speaker_name_makes_a_message_findable_by_name(make_store):
-    """SPEC §2 [oam]: the participant name in metadata["$message"]["name"] is part of the
+    """docs/context-card.md#speaker-names: the participant name in metadata["$message"]["name"] is part of the
     message's retrieval text; the stored content is unchanged."""
     from oam_core import OracleAgentMemory
 
@@ -882,7 +882,7 @@ def test_speaker_name_makes_a_message_findable_by_name(make_store):
 
 
 def test_a_reply_is_found_by_the_message_it_answers(make_store, search_rows):
-    """[oam] memory/indexing.py: each message gets a context row (the two previous
+    """docs/retrieval.md#what-a-message-is-indexed-by: each message gets a context row (the two previous
     messages + it), also across add_messages calls; long messages get no context row
     and stay chunked."""
     from oam_core import OracleAgentMemory

@@ -1,5 +1,5 @@
 """OracleDBEmbedder statements and ``OracleAgentMemory(connection=oracledb pool)``
-wiring (seed 003, seed 004; no database)."""
+wiring (docs/oracle.md#opening-a-store; no database)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Every generated Oracle statement: expected text, sqlglot (Oracle dialect) parse,
-bind values and declared bind types (seed 004; ORACLE_NOTES §1-§8)."""
+bind values and declared bind types (docs/oracle.md; ORACLE_NOTES §1-§8)."""
 
 from __future__ import annotations
 

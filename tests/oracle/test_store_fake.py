@@ -1,5 +1,6 @@
 """The real ``OracleDBMemoryStore`` driven through a recording fake connection
-(seed 004 rules: transactions, batching, cascades, policies; no database needed)."""
+(the rules of docs/oracle.md and docs/store.md: transactions, batching, cascades,
+policies; no database needed)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``OracleContextCard`` and ``OracleSummary`` rendering (SPEC §7; seed 000)."""
+"""``OracleContextCard`` and ``OracleSummary`` rendering (docs/context-card.md#format, docs/context-card.md#summaries)."""
 
 from __future__ import annotations
 

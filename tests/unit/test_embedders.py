@@ -1,4 +1,4 @@
-"""Embedders (SPEC §8): local ONNX model, LiteLLM adapter, resolve_embedder."""
+"""Embedders (docs/concepts.md#embedders): local ONNX model, LiteLLM adapter, resolve_embedder."""
 
 from __future__ import annotations
 

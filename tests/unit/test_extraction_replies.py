@@ -1,4 +1,4 @@
-"""Extraction and summary replies, prompt budgets (SPEC §7): pure functions, no LLM."""
+"""Extraction and summary replies, prompt budgets (docs/memory-pipeline.md#what-a-pass-does): pure functions, no LLM."""
 
 from __future__ import annotations
 

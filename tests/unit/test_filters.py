@@ -1,5 +1,5 @@
 """Metadata filter language: parser errors, reference evaluator, and the SQLite
-compilation held equal to the evaluator on random rows and filters (SPEC §4;
+compilation held equal to the evaluator on random rows and filters (see
 docs/filters.md)."""
 
 from __future__ import annotations

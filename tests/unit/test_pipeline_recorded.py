@@ -1,4 +1,4 @@
-"""The LLM pipeline against recorded real model traffic (issue 3; SPEC §7).
+"""The LLM pipeline against recorded real model traffic (docs/memory-pipeline.md#what-a-pass-does).
 
 SmolLM2-135M-Instruct served by llama.cpp (``scripts/record_cassettes.py``) answered
 these prompts once; the cassettes in ``tests/cassettes/test_pipeline_recorded/`` replay

@@ -52,7 +52,7 @@ OAM_EXTRAS = {
     "PostgresMemoryStore",
     "MemoryPipelineWarning",
 }
-"""[oam] additions: the embedded and PostgreSQL stores, the sentinel alias, the
+"""oam additions (docs/concepts.md#names-and-imports): the embedded and PostgreSQL stores, the sentinel alias, the
 pipeline's warning category."""
 
 ERRORS = {

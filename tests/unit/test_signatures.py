@@ -36,7 +36,7 @@ SEED_003_OPTIONS = [
     ("context_card_token_limit", 100_000),
     ("enable_context_summary", False),
 ]
-"""The options in the order and with the defaults of seed 003 (docs/store.md#defaults)."""
+"""The options in the order and with the defaults of Oracle's SDK client (docs/memory-pipeline.md#extraction-cadence)."""
 SEED_000_ORDER = [
     "memory_extraction_window",
     "context_summary_update_frequency",
@@ -47,7 +47,7 @@ SEED_000_ORDER = [
     "message_shortening_input_token_limit",
     "enable_context_summary",
 ]
-"""The options in the order ``OracleThread`` takes them (seed 000)."""
+"""The options in the order ``OracleThread`` takes them (as in Oracle's SDK)."""
 DEFAULTS = dict(SEED_003_OPTIONS)
 
 CREATE_THREAD = [
@@ -183,7 +183,7 @@ def test_every_sync_method_and_its_async_twin_share_one_signature(owner: type, n
 
 
 STORE_API = {
-    # seed 004
+    # Oracle's SDK (docs/store.md)
     "add",
     "add_batches",
     "update",
@@ -195,7 +195,7 @@ STORE_API = {
     "delete_thread",
     "add_user",
     "add_agent",
-    # [oam] (docs/store.md)
+    # oam additions (docs/store.md)
     "upsert",
     "upsert_batches",
     "delete_records",

@@ -1,4 +1,4 @@
-"""Token estimate and truncation helpers (SPEC §7, §10)."""
+"""Token estimate and truncation helpers (docs/store.md#defaults, docs/context-card.md#summaries)."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ DIM = 6
 
 def random_rows(rng: random.Random, n: int) -> list[dict[str, Any]]:
     """Metadata rows: ``color`` a string, null or missing; ``n`` an int or missing;
-    ``tags`` a list of strings or missing (no booleans: SPEC §4 keeps True != 1)."""
+    ``tags`` a list of strings or missing (no booleans: docs/filters.md#values keeps True != 1)."""
     rows = []
     for _ in range(n):
         row: dict[str, Any] = {}

@@ -290,7 +290,7 @@ class ExtractingLlm(ILlm):
 
 
 def test_extraction_runs_on_flushed_messages_and_feeds_the_card(tmp_path: Path) -> None:
-    """With the LLM pipeline (SPEC §7) present, a flush into the block is one
+    """With the LLM pipeline (docs/memory-pipeline.md) present, a flush into the block is one
     extraction pass over the flushed messages, and the extracted fact reaches the card;
     with ``OAMDBChatStore`` the messages are extracted once, when first stored."""
     pytest.importorskip("oam_core.memory.extraction", reason="needs the LLM pipeline")

@@ -326,7 +326,7 @@ def test_oam_embedding_matches_the_store_embedder() -> None:
 
 def test_retriever_over_a_keyword_store_ranks_the_query_text(db_path: Path) -> None:
     """A KEYWORD store needs no real embed model: the retriever's query text is ranked
-    by the store (BM25, SPEC §3.5) even though LlamaIndex embeds nodes with a mock."""
+    by the store (BM25, docs/store.md#keyword-search) even though LlamaIndex embeds nodes with a mock."""
     kw = SQLiteMemoryStore(db_path, search_strategy="KEYWORD")
     index = VectorStoreIndex.from_vector_store(
         OAMVectorStore(kw), embed_model=MockEmbedding(embed_dim=4)
