@@ -199,15 +199,21 @@ def _anchors(page: Path) -> set[str]:
     return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
 
 
+_CODE_REFERENCE = re.compile(r"docs/([\w.-]+\.md)(?:#([\w-]+))?")
+"""A docs reference in a docstring or comment: ``docs/<page>.md`` or ``docs/<page>.md#<anchor>``."""
+
+
+def _code_references(where: str, text: str) -> list[tuple[str, str, str]]:
+    return [(where, page, anchor) for page, anchor in _CODE_REFERENCE.findall(text)]
+
+
 def _references() -> list[tuple[str, str, str]]:
-    """``(where, page, anchor)`` of every docs reference in code, docs and README."""
+    """``(where, page, anchor)`` of every docs reference in code, tests, benchmarks,
+    scripts, docs and README."""
     found: list[tuple[str, str, str]] = []
-    sources = [*ROOT.glob("oam_core/**/*.py"), *ROOT.glob("integrations/**/*.py")]
-    for path in sources:
-        for page, anchor in re.findall(
-            r"docs/([\w.-]+\.md)(?:#([\w-]+))?", path.read_text("utf-8")
-        ):
-            found.append((str(path.relative_to(ROOT)), page, anchor))
+    for folder in ("oam_core", "integrations", "tests", "bench", "scripts"):
+        for path in ROOT.glob(f"{folder}/**/*.py"):
+            found += _code_references(str(path.relative_to(ROOT)), path.read_text("utf-8"))
     for path in [ROOT / "README.md", *DOCS.glob("*.md")]:
         base = "" if path.parent == DOCS else "docs/"
         for target, anchor in re.findall(
@@ -219,9 +225,10 @@ def _references() -> list[tuple[str, str, str]]:
     return found
 
 
-def test_docs_references_point_at_real_pages_and_anchors() -> None:
+def _missing(references: list[tuple[str, str, str]]) -> list[str]:
+    """The references whose page or anchor does not exist."""
     missing = []
-    for where, page, anchor in _references():
+    for where, page, anchor in references:
         if page in _PENDING_PAGES or (ROOT / page).exists():
             continue
         path = DOCS / page
@@ -229,4 +236,46 @@ def test_docs_references_point_at_real_pages_and_anchors() -> None:
             missing.append(f"{where}: docs/{page}")
         elif anchor and anchor not in _anchors(path):
             missing.append(f"{where}: docs/{page}#{anchor}")
+    return missing
+
+
+def test_docs_references_point_at_real_pages_and_anchors() -> None:
+    missing = _missing(_references())
     assert not missing, "\n".join(sorted(set(missing)))
+
+
+def test_a_docstring_reference_to_a_missing_anchor_fails() -> None:
+    # "docs" + "/" keeps these made-up references out of this file's own references
+    text = '"""Rules ({d}store.md#scopes; {d}store.md#no-such-rule; {d}nowhere.md)."""'
+    d = "docs" + "/"
+    found = _code_references("x.py", text.format(d=d))
+    assert len(found) == 3
+    assert _missing(found) == [f"x.py: {d}store.md#no-such-rule", f"x.py: {d}nowhere.md"]
+
+
+_OUTSIDE_REFERENCES = ("SPEC " + "\N{SECTION SIGN}", "SPEC" + ".md", "seed" + " 00")
+"""Citations of the specification and its reference pages, which live outside the
+repository (spelled in pieces so this file does not hold them)."""
+
+
+def test_no_tracked_file_cites_the_specification() -> None:
+    """The repository stands alone: code, tests and docs cite ``docs/*.md`` pages, never
+    the specification kept outside it."""
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=False)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    cited = []
+    for name in listed.stdout.decode("utf-8").split("\0"):
+        path = ROOT / name
+        if not name or not path.is_file():
+            continue
+        try:
+            text = path.read_text("utf-8")
+        except UnicodeDecodeError:
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            if any(needle in line for needle in _OUTSIDE_REFERENCES):
+                cited.append(f"{name}:{number}: {line.strip()}")
+    assert not cited, "\n".join(cited)

@@ -1,4 +1,4 @@
-"""The public signatures stay those of the reference pages (seeds 000, 003, 004), and
+"""The public signatures stay those of Oracle's SDK reference (docs/concepts.md#names-and-imports), and
 the thread options are defined once (``ThreadConfig``) for all the entry points that
 take them (docs/concepts.md#the-client-and-threads; issue 16 item 2)."""
 
