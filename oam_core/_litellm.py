@@ -5,7 +5,7 @@ the first request, never when ``oam_core`` is imported, and always with
 ``LITELLM_LOCAL_MODEL_COST_MAP=True`` so that importing it does not fetch a price map
 from the internet.
 
-Retry policy (docs/llms.md#using-a-hosted-or-local-model: retries with backoff on transient errors): up to ``max_retries``
+Retry policy (docs/llms.md#using-a-hosted-or-local-model): up to ``max_retries``
 retries after the first attempt, full-jitter exponential backoff starting at
 ``BACKOFF_BASE`` seconds and capped at ``BACKOFF_MAX`` seconds, on transient errors only
 (see ``is_transient``); other errors, and the last transient one, propagate as LiteLLM

@@ -1,7 +1,7 @@
 """Turn an LLM reply into JSON, repairing what models commonly get wrong (docs/llms.md#reading-json-out-of-a-reply).
 
-docs/memory-pipeline.md#what-a-pass-does: malformed output (code fences, trailing text, bad escapes) is repaired where
-possible, otherwise the pass is skipped with a warning". ``parse_json_reply`` does the
+A pipeline pass repairs a reply it can and, when it cannot, warns and leaves its
+messages for the next pass (docs/memory-pipeline.md#failures-never-lose-messages). ``parse_json_reply`` does the
 repairing; it raises ``UnusableReplyError`` when nothing trustworthy is left, and the
 caller skips its pass.
 
