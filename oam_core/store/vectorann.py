@@ -64,6 +64,8 @@ MAX_PROBE_SHARE = 0.25
 without cluster structure) is not used, and searches rank exactly."""
 ADD_BATCH = 4_096
 """Rows copied from the source and added per step (faiss's buffers scale with it)."""
+CHECK_BATCH = 16_384
+"""Rows copied from the source per step of a recall check (``Ann.recall_holds``)."""
 _K = 10
 
 
@@ -138,24 +140,43 @@ class Calibration:
         vectors at recall >= ``RECALL_TARGET``; a hit is a result at least as near
         as the true 10th (ties count). ``(0, 0)`` when none does."""
         ladder = probe_ladder(int(index.nlist))
-        m = len(self.pks)
-        if len(ladder) == 1 or m == 0 or not np.isfinite(self.best).all():
+        if len(ladder) == 1 or len(self.pks) == 0 or not np.isfinite(self.best).all():
             return ladder[-1], OVERSAMPLES[0]  # tiny: every list (exact)
-        kth = self.best.min(axis=1) - 1e-6
-        widest = _K * OVERSAMPLES[-1] + 1
         for nprobe in ladder:
-            index.nprobe = nprobe
-            _, labels = index.search(self.queries, widest)  # best first: prefixes
-            vecs, found = source.vectors(labels.ravel())
-            sims = np.einsum("jcd,jd->jc", vecs.reshape(m, widest, -1), self.queries)
-            usable = found.reshape(labels.shape) & (labels != self.pks[:, None])
-            sims = np.where(usable, sims, -np.inf)
+            sims = self._candidate_sims(index, source, nprobe)
             for oversample in OVERSAMPLES:
-                head = sims[:, : _K * oversample + 1]
-                top = -np.partition(-head, _K - 1, axis=1)[:, :_K]
-                if (top >= kth[:, None]).sum() >= RECALL_TARGET * _K * m:
+                if self._meets(sims, oversample):
                     return nprobe, oversample
         return 0, 0
+
+    def holds(self, index: Any, source: RowSource, nprobe: int, oversample: int) -> bool:
+        """Whether ``index`` searched with ``nprobe`` lists and ``oversample``
+        candidates per result still reaches ``RECALL_TARGET`` on these queries."""
+        if len(self.pks) == 0 or not np.isfinite(self.best).all():
+            return True  # fewer than 11 rows: nothing to miss
+        return self._meets(self._candidate_sims(index, source, nprobe), oversample)
+
+    def _candidate_sims(self, index: Any, source: RowSource, nprobe: int) -> FloatArray:
+        """Exact similarities of each query's widest candidate list, best first
+        (-inf for the query itself and rows no longer live)."""
+        m, widest = len(self.pks), _K * OVERSAMPLES[-1] + 1
+        old = index.nprobe
+        index.nprobe = nprobe
+        try:
+            _, labels = index.search(self.queries, widest)
+        finally:
+            index.nprobe = old
+        vecs, found = source.vectors(labels.ravel())
+        sims = np.einsum("jcd,jd->jc", vecs.reshape(m, widest, -1), self.queries)
+        usable = found.reshape(labels.shape) & (labels != self.pks[:, None])
+        out: FloatArray = np.where(usable, sims, -np.inf).astype(np.float32)
+        return out
+
+    def _meets(self, sims: FloatArray, oversample: int) -> bool:
+        kth = self.best.min(axis=1) - 1e-6
+        head = sims[:, : _K * oversample + 1]
+        top = -np.partition(-head, _K - 1, axis=1)[:, :_K]
+        return bool((top >= kth[:, None]).sum() >= RECALL_TARGET * _K * len(self.pks))
 
 
 BLAS_QUERY_BLOCK = 1024
@@ -187,6 +208,9 @@ class Ann:
     Attributes:
         hwm: Every chunk with key <= ``hwm`` that was live when it was added is in it.
         trained_on: Live rows when it was trained (a 4x larger store retrains).
+        trained_hwm: The highest chunk key when it was trained; rows above it were
+            added later and may come from data its lists do not fit.
+        checked_on: Live rows when its recall was last checked (``recall_holds``).
         nprobe: Lists scanned per query; 0 = not used (searches rank exactly).
         oversample: Candidates proposed per wanted record.
         rebuilt: Built (or re-calibrated) since it was last written to a file.
@@ -200,11 +224,15 @@ class Ann:
         trained_on: int,
         nprobe: int,
         oversample: int = OVERSAMPLES[0],
+        trained_hwm: int | None = None,
+        checked_on: int | None = None,
     ) -> None:
         self.faiss = faiss
         self.index = index
         self.hwm = hwm
         self.trained_on = trained_on
+        self.trained_hwm = hwm if trained_hwm is None else trained_hwm
+        self.checked_on = trained_on if checked_on is None else checked_on
         self.nprobe = int(min(max(0, nprobe), index.nlist))
         self.oversample = int(min(max(1, oversample), OVERSAMPLES[-1]))
         index.nprobe = max(1, self.nprobe)
@@ -263,6 +291,25 @@ class Ann:
                 calibration.observe(mat, pks)
         nprobe, oversample = calibration.probes(index, source)
         return cls(faiss, index, after, n, nprobe, oversample)
+
+    def recall_holds(self, queries: FloatArray, pks: IntArray, rows: RowSource) -> bool:
+        """Whether the calibrated probe count and oversampling still reach
+        ``RECALL_TARGET`` for ``queries`` (stored unit rows, float32 of shape
+        ``(m, dim)``, keys ``pks``), whose exact 10 nearest other rows are found
+        by scanning every live row of ``rows``. An index trained before many rows
+        of another distribution were added fails this (their lists are too long
+        or too coarse), and is then retrained (``store/vectorindex.py``)."""
+        if not self.nprobe:
+            return True  # not used: searches already rank exactly
+        calibration = Calibration(queries, pks)
+        after = 0
+        while True:
+            mat, got, last = rows.rows_after(after, CHECK_BATCH)
+            if last == after:
+                break
+            after = last
+            calibration.observe(mat, got)
+        return calibration.holds(self.index, rows, self.nprobe, self.oversample)
 
     def add(self, mat: FloatArray, pks: IntArray) -> None:
         """Add rows ``mat`` (unit, float32 ``(m, dim)``) labelled ``pks`` (ascending)."""

@@ -103,6 +103,8 @@ def write(path: str, snap: Snapshot, faiss: Any) -> bool:
                 "trained_on": snap.ann.trained_on,
                 "nprobe": snap.ann.nprobe,
                 "oversample": snap.ann.oversample,
+                "trained_hwm": snap.ann.trained_hwm,
+                "checked_on": snap.ann.checked_on,
                 "count": int(snap.ann.index.ntotal),
             }
         else:
@@ -219,6 +221,9 @@ def read(path: str, dim: int, faiss: Any) -> Snapshot:
             _int(ann_info, "trained_on"),
             _int(ann_info, "nprobe"),
             _int(ann_info, "oversample"),
+            # files written before these keys: every row counts as added since training
+            _int(ann_info, "trained_hwm") if "trained_hwm" in ann_info else 0,
+            _int(ann_info, "checked_on") if "checked_on" in ann_info else None,
         )
         ann.rebuilt = False
     snap = Snapshot(

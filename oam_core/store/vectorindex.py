@@ -62,7 +62,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oam_core.store import vectorfile
-from oam_core.store.vectorann import Ann
+from oam_core.store.vectorann import CALIBRATION_QUERIES, Ann
 from oam_core.store.vectorfile import FORMAT_VERSION, SCOPES, Snapshot
 
 __all__ = [
@@ -83,6 +83,9 @@ EXACT_MAX = 5_000
 """Candidate chunks ranked exactly even when an ANN index exists."""
 REBUILD_GROWTH = 4
 """Retrain the ANN index when the live rows grow past this multiple of its training."""
+RECHECK_GROWTH = 1.25
+"""Check the ANN index's recall on the rows added since its training whenever the
+live rows grew by this factor since the last check (``_check_recall``)."""
 LOG_KEEP = 100_000
 """Change-log rows a writer keeps; a reader further behind reloads everything."""
 SAVE_SHARE = 0.05
@@ -550,6 +553,25 @@ class VectorIndex:
             self._build(background=live >= self.background_rows)
         if self.ann is not None:
             self._extend_ann(self.ann)
+            self._check_recall(self.ann, live)
+
+    def _check_recall(self, ann: Ann, live: int) -> None:
+        """Once the live rows grew by ``RECHECK_GROWTH`` since the index's last
+        check, test its recall on rows added since it was trained; when it falls
+        short (they come from data its lists do not fit), rank exactly until a
+        retrained index is ready."""
+        if not ann.nprobe or self._builder is not None or live < RECHECK_GROWTH * ann.checked_on:
+            return
+        ann.checked_on = live
+        rows = np.flatnonzero(self.live[: self.n] & (self.pks[: self.n] > ann.trained_hwm))
+        if not len(rows):
+            return
+        rng = np.random.default_rng(live)
+        pick = rng.choice(rows, min(CALIBRATION_QUERIES, len(rows)), replace=False)
+        if ann.recall_holds(self.mat[pick], self.pks[pick], _MirrorSource(self)):
+            return
+        self.ann = None  # the index file keeps its old verdict: a reopened store re-checks
+        self._build(background=live >= self.background_rows)
 
     def _extend_ann(self, ann: Ann) -> None:
         """Add the live rows above the ANN index's high-water mark to it."""
