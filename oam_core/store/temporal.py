@@ -186,7 +186,41 @@ def states_time(text: str | None) -> bool:
     ("for 3 years", "a month now")."""
     if not text:
         return False
+    if not _may_state_time(text):
+        return False
     return any(pattern.search(text) is not None for pattern in (_ABSOLUTE, _RELATIVE, _STATED_TIME))
+
+
+_TIME_WORDS = (
+    "day",
+    "week",
+    "month",
+    "year",
+    "minute",
+    "hour",
+    "night",
+    "morning",
+    "afternoon",
+    "evening",
+    "tomorrow",
+    "recently",
+    "lately",
+    "ago",
+    "since",
+)
+"""Every match of ``states_time``'s patterns holds an ASCII digit (each date form)
+or one of these words (``"day"`` covers the weekdays, "today" and "yesterday",
+``"night"`` covers "tonight")."""
+_DIGITS = frozenset("0123456789")
+
+
+def _may_state_time(text: str) -> bool:
+    """A necessary condition for ``states_time``, about 20x cheaper than its three
+    patterns (a search ranks ~50 candidates per query). ``casefold`` maps every
+    character the patterns' IGNORECASE matches to an ASCII letter (the Kelvin sign,
+    the long s) onto that letter, so no match is missed."""
+    folded = text.casefold()
+    return not _DIGITS.isdisjoint(folded) or any(w in folded for w in _TIME_WORDS)
 
 
 def day_label(timestamp: str | None) -> str | None:
