@@ -192,6 +192,20 @@ def states_time(text: str | None) -> bool:
 
 
 _TIME_WORDS = (
+    "19",
+    "20",
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "may",
+    "jun",
+    "jul",
+    "aug",
+    "sep",
+    "oct",
+    "nov",
+    "dec",
     "day",
     "week",
     "month",
@@ -208,19 +222,19 @@ _TIME_WORDS = (
     "ago",
     "since",
 )
-"""Every match of ``states_time``'s patterns holds an ASCII digit (each date form)
-or one of these words (``"day"`` covers the weekdays, "today" and "yesterday",
-``"night"`` covers "tonight")."""
-_DIGITS = frozenset("0123456789")
+"""Every match of ``states_time``'s patterns holds one of these: a date holds a year
+(19xx, 20xx) or a month name; every other form a word of its own (``"day"`` covers
+the weekdays, "today" and "yesterday", ``"night"`` covers "tonight", a count of
+days or years its unit, "2 weeks ago" its "ago")."""
 
 
 def _may_state_time(text: str) -> bool:
-    """A necessary condition for ``states_time``, about 20x cheaper than its three
-    patterns (a search ranks ~50 candidates per query). ``casefold`` maps every
+    """A necessary condition for ``states_time``, many times cheaper than its three
+    patterns (a search checks ~50 candidates per query). ``casefold`` maps every
     character the patterns' IGNORECASE matches to an ASCII letter (the Kelvin sign,
     the long s) onto that letter, so no match is missed."""
     folded = text.casefold()
-    return not _DIGITS.isdisjoint(folded) or any(w in folded for w in _TIME_WORDS)
+    return any(w in folded for w in _TIME_WORDS)
 
 
 def day_label(timestamp: str | None) -> str | None:

@@ -162,6 +162,12 @@ _FRAGMENTS = [
     "\u017fince",  # the long s
     "3",
     "2022",
+    "1999",
+    "Spk0a:",
+    "25th",
+    "Jul",
+    "of",
+    "in",
     "May",
     "a",
     "few",
