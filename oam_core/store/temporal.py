@@ -186,7 +186,55 @@ def states_time(text: str | None) -> bool:
     ("for 3 years", "a month now")."""
     if not text:
         return False
+    if not _may_state_time(text):
+        return False
     return any(pattern.search(text) is not None for pattern in (_ABSOLUTE, _RELATIVE, _STATED_TIME))
+
+
+_TIME_WORDS = (
+    "19",
+    "20",
+    "jan",
+    "feb",
+    "mar",
+    "apr",
+    "may",
+    "jun",
+    "jul",
+    "aug",
+    "sep",
+    "oct",
+    "nov",
+    "dec",
+    "day",
+    "week",
+    "month",
+    "year",
+    "minute",
+    "hour",
+    "night",
+    "morning",
+    "afternoon",
+    "evening",
+    "tomorrow",
+    "recently",
+    "lately",
+    "ago",
+    "since",
+)
+"""Every match of ``states_time``'s patterns holds one of these: a date holds a year
+(19xx, 20xx) or a month name; every other form a word of its own (``"day"`` covers
+the weekdays, "today" and "yesterday", ``"night"`` covers "tonight", a count of
+days or years its unit, "2 weeks ago" its "ago")."""
+
+
+def _may_state_time(text: str) -> bool:
+    """A necessary condition for ``states_time``, many times cheaper than its three
+    patterns (a search checks ~50 candidates per query). ``casefold`` maps every
+    character the patterns' IGNORECASE matches to an ASCII letter (the Kelvin sign,
+    the long s) onto that letter, so no match is missed."""
+    folded = text.casefold()
+    return any(w in folded for w in _TIME_WORDS)
 
 
 def day_label(timestamp: str | None) -> str | None:

@@ -37,4 +37,5 @@ def test_peers_table_and_json(tmp_path: Path) -> None:
     oam = runs["oam@400"][0]
     assert oam["search"]["recall"] == 1.0 and oam["user"]["recall"] == 1.0
     assert oam["add_per_s"] > 0 and oam["reopen_first_search_s"] > 0
+    assert oam["index_ready_s"] > 0
     assert runs["numpy@400"][0]["search"]["recall"] == 1.0

@@ -5,7 +5,10 @@ from __future__ import annotations
 from datetime import date, datetime, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from oam_core.store import temporal
 from oam_core.store.temporal import (
     Span,
     asks_for_time,
@@ -148,3 +151,65 @@ def test_asks_for_time(query: str, expected: bool) -> None:
 )
 def test_states_time(text: str | None, expected: bool) -> None:
     assert states_time(text) is expected
+
+
+_FRAGMENTS = [
+    "last",
+    "on",
+    "Friday",
+    "WEEKEND",
+    "wee\u212a",  # the Kelvin sign: IGNORECASE matches it as "k"
+    "\u017fince",  # the long s
+    "3",
+    "2022",
+    "1999",
+    "Spk0a:",
+    "25th",
+    "Jul",
+    "of",
+    "in",
+    "May",
+    "a",
+    "few",
+    "months",
+    "ago",
+    "tonight",
+    "Tomorrow",
+    "recently",
+    "hours",
+    "lately",
+    "year",
+    "minute",
+    "evening",
+    "cat",
+    "é",
+    "ß",
+    "?",
+    ",",
+]
+
+
+def _patterns_match(text: str) -> bool:
+    """``states_time`` without its pre-check: the three patterns alone."""
+    return bool(text) and any(
+        p.search(text) is not None
+        for p in (temporal._ABSOLUTE, temporal._RELATIVE, temporal._STATED_TIME)
+    )
+
+
+def test_states_time_prefilter_on_every_pair_of_fragments() -> None:
+    """The cheap pre-check never hides a text the three patterns match: every text
+    of one or two fragments."""
+    texts = [*_FRAGMENTS, *(f"{a} {b}" for a in _FRAGMENTS for b in _FRAGMENTS)]
+    assert [t for t in texts if states_time(t) is not _patterns_match(t)] == []
+
+
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=8), st.sampled_from([" ", "", "  "]))
+def test_states_time_prefilter_keeps_every_match(words: list[str], sep: str) -> None:
+    text = sep.join(words)
+    assert states_time(text) is _patterns_match(text)
+
+
+@given(st.text(max_size=40))
+def test_states_time_prefilter_on_any_text(text: str) -> None:
+    assert states_time(text) is _patterns_match(text)
