@@ -20,7 +20,7 @@ Peers (missing packages are reported, not fatal; ``pip install 'oam[bench]'``):
   usearch    raw HNSW (connectivity 16), post-filter of an oversampled list
   oam        SQLiteMemoryStore (file): store.add / store.search, user_id +
              exact_user_match; also reports the seconds until its vector index
-             serves searches after the load (from 250k rows the index is built in
+             serves searches after the load (from 120k rows the index is built in
              a background thread: searches are timed after it) and reopen + first
              search of the file
 

@@ -76,9 +76,10 @@ __all__ = [
 
 ANN_MIN_ROWS = 20_000
 """Live vector chunks from which an ANN index is built (exact below: ~1 ms)."""
-BACKGROUND_ROWS = 250_000
+BACKGROUND_ROWS = 120_000
 """Live vector chunks from which the ANN index is built in a background thread
-(below, the first search that needs it builds it: about 2 s at 100k)."""
+(below, the first search that needs it builds it and waits: about 2 s at 100k on a
+2-core machine; 7 s was measured inline at 200k, too long for one search)."""
 EXACT_MAX = 5_000
 """Candidate chunks ranked exactly even when an ANN index exists."""
 REBUILD_GROWTH = 4
