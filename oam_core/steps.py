@@ -1,5 +1,5 @@
 """Write an operation once, run it sync or async (docs/concepts.md#sync-and-async;
-STYLE §1, httpx-style).
+as httpx does).
 
 An operation is a generator that yields ``Call`` values and receives their results.
 A ``Call`` holds a *bound method* (``store.search``, ``llm.generate``, ...) and its

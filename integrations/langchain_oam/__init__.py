@@ -1,4 +1,5 @@
-"""LangChain and LangGraph adapters for ``oam`` (issue 4; DESIGN "Adapters stay thin").
+"""LangChain and LangGraph adapters for ``oam`` (issue 4): thin layers
+over the public core API, with no storage logic of their own.
 
 - ``OAMChatMessageHistory``: a ``BaseChatMessageHistory`` over an ``OracleThread``.
 - ``OAMVectorStore``: a ``VectorStore`` over an ``OracleMemoryStore``.

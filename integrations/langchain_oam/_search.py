@@ -30,7 +30,7 @@ DistanceKind = Literal["cosine", "normalized"]
 
 
 def relevance(distance: float, kind: DistanceKind) -> float:
-    """A distance as the frameworks' relevance score, 1 = best (BUGCASES C12, C29).
+    """A distance as the frameworks' relevance score, 1 = best (C12, C29 in docs/failure-modes.md).
 
     ``1 - d`` for both kinds, as langchain-core's cosine convention
     (``VectorStore._cosine_relevance_score_fn``, used by PGVector) and LangGraph's

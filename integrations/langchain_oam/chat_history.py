@@ -133,10 +133,10 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
 
     Everything that would make a write fail later is checked when the history is
     made, because ``RunnableWithMessageHistory`` writes from a callback whose errors
-    LangChain only logs (BUGCASES C28): a thread of another user or agent, and a
+    LangChain only logs (docs/failure-modes.md#c28): a thread of another user or agent, and a
     client whose extraction is on but has no LLM, raise ``ValueError`` here. Reads
     and ``clear()`` of a thread of another user or agent are refused like writes
-    (BUGCASES C27).
+    (docs/failure-modes.md#c27).
 
     ``clear()`` deletes the thread's messages, in one transaction, and keeps the
     thread row (its scope and options) and the memories already extracted from it,

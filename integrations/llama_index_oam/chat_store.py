@@ -13,7 +13,7 @@ Messages are appended with ``OracleThread.add_messages`` (so extraction runs whe
 client has an LLM) and read back in insertion order (docs/store.md#reading-updating-deleting). The ACTIVE/ARCHIVED
 status lives in each message's metadata (``messages.py``), where the store's filter
 selects it. A key whose thread belongs to another user or agent is refused on every
-read, write and delete (BUGCASES C27).
+read, write and delete (docs/failure-modes.md#c27).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A deterministic, dependency-free embedder for tests and demos (STYLE §8)."""
+"""A deterministic, dependency-free embedder for tests and demos."""
 
 from __future__ import annotations
 

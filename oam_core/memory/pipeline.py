@@ -286,7 +286,7 @@ def _messages_after_steps(
 
     Pages are read by ``seq_no`` (after the last one read), never by position: a
     message deleted by another client between two page reads cannot shift a page and
-    make the pass skip one (BUGCASES C21). Reading stops once the pass is due and the
+    make the pass skip one (docs/failure-modes.md#c21). Reading stops once the pass is due and the
     messages read already overflow one prompt of ``kind``; the rest waits for the
     next pass.
     """

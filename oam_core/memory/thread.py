@@ -271,7 +271,7 @@ class OracleThread(IThread):
         self, fields: Mapping[str, Any], store_kwargs: Mapping[str, Any]
     ) -> Steps[list[str]]:
         """Write one batch of this thread's records together with the check of its
-        row, in one transaction (``ThreadStore.add_to_thread``; BUGCASES C16, C22):
+        row, in one transaction (``ThreadStore.add_to_thread``; C16, C22 in docs/failure-modes.md):
         records never exist without their thread row.
 
         A handle opened from its stored row (``create_thread``/``get_thread``) whose

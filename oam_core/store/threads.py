@@ -183,7 +183,7 @@ class ThreadStore:
         a ``delete_thread``, ``delete_user`` or ``delete_agent`` running at the same
         time either finishes first (then this write sees no row) or waits for this
         write and deletes its records too: no record ever outlives its thread row
-        (BUGCASES C22).
+        (docs/failure-modes.md#c22).
 
         Args:
             thread_id: The thread; every batch must have exactly this ``thread_ids``.
@@ -352,7 +352,7 @@ class ThreadStore:
         ``seq_no`` never changes and is never reused, so reading a long thread page
         by page (``after`` = the last ``seq_no`` of the previous page) neither skips
         nor repeats a message when others are deleted meanwhile, unlike positions
-        (BUGCASES C21).
+        (docs/failure-modes.md#c21).
 
         Args:
             thread_id: The thread.

@@ -118,7 +118,7 @@ def test_seed_get_thread_example(seed_client: OracleAgentMemory) -> None:
 
 
 def test_docstring_examples_run(make_store: Any) -> None:
-    """The examples of Oracle's SDK documentation quoted in the docstrings run as written (STYLE §9)."""
+    """The examples of Oracle's SDK documentation quoted in the docstrings run as written."""
 
     names = iter(range(1000))
 

@@ -308,7 +308,7 @@ def test_replies_that_break_the_parser_count_as_unusable(store: Any) -> None:
     ids=["no-text", "singular-key", "text-as-key", "text-not-a-string"],
 )
 def test_c23_a_wrongly_shaped_reply_is_unusable_counted_and_retried(store: Any, wrong: str) -> None:
-    """BUGCASES C23: never "0 memories, done": warned, counted, the watermark stays,
+    """docs/failure-modes.md#c23: never "0 memories, done": warned, counted, the watermark stays,
     and the next pass shows the same messages again."""
     good = memories_reply({"text": "Ana likes tea", "record_type": "preference"})
     llm = ScriptedLlm(extraction=[wrong, good])
@@ -341,7 +341,7 @@ def test_c23_a_wrongly_shaped_reply_is_unusable_counted_and_retried(store: Any, 
     ids=["empty-example-first", "example-first", "bad-trailer"],
 )
 def test_c24_the_last_value_that_fits_is_stored(store: Any, reply: str, stored: list[str]) -> None:
-    """BUGCASES C24: an example object before the real answer never wins."""
+    """docs/failure-modes.md#c24: an example object before the real answer never wins."""
     llm = ScriptedLlm(extraction=[reply])
     _thread(_client(store, llm)).add_messages([{"role": "user", "content": "hello"}])
     assert [m.content for m in _memories(store)] == stored
@@ -350,7 +350,7 @@ def test_c24_the_last_value_that_fits_is_stored(store: Any, reply: str, stored: 
 
 @pytest.mark.parametrize("victims", ["newest", "middle", "oldest"])
 def test_c21_deletes_between_page_reads_skip_nothing(store: Any, victims: str) -> None:
-    """BUGCASES C21: a backlog longer than one page (100) is read while another client
+    """docs/failure-modes.md#c21: a backlog longer than one page (100) is read while another client
     deletes messages between two page reads (injected into the read). Every message
     still stored is extracted exactly once and the watermark ends on the last one."""
     llm = ScriptedLlm(extraction=[TimeoutError("LLM down"), '{"memories": []}'])

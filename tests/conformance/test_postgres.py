@@ -457,7 +457,7 @@ def test_cli_uses_the_strategy_a_library_store_was_created_with(
 def test_c22_a_thread_write_holds_the_thread_against_deletes(
     conninfo: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """BUGCASES C22 on PostgreSQL: inside ``add_to_thread``'s transaction, right after
+    """docs/failure-modes.md#c22 on PostgreSQL: inside ``add_to_thread``'s transaction, right after
     the row check, another session cannot take the thread's lock that
     ``delete_thread`` and the cascading actor deletes take first, so a delete waits
     for the write (and then removes its records too) instead of leaving orphans."""

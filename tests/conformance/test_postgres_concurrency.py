@@ -1,5 +1,5 @@
 """Several processes on one PostgreSQL store (issue 6 §5; docs/store.md#sequence-numbers;
-one call = one transaction; cascades: docs/store.md#reading-updating-deleting; BUGCASES C16): real OS processes (spawn), a real server.
+one call = one transaction; cascades: docs/store.md#reading-updating-deleting; docs/failure-modes.md#c16): real OS processes (spawn), a real server.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """PostgreSQL KEYWORD search against SQLite's, its corpus statistics, and the upgrade of
-a version-1 store (BUGCASES C31).
+a version-1 store (docs/failure-modes.md#c31).
 
 KEYWORD ranks alike on both back ends: the same query over the same rows gives the
 same records with the same distances. BM25's corpus statistics come from

@@ -19,7 +19,7 @@ from oam_core.embedders.hashing import HashingEmbedder
 DIM = 64
 MEMORY_LIKE = ("memory", "guideline", "fact", "preference")
 BOTH_DIMS = r"(?s)(?=.*\b4\b)(?=.*\b3\b)"
-"""A ValueError message that names both 4 and 3 (BUGCASES C09)."""
+"""A ValueError message that names both 4 and 3 (docs/failure-modes.md#c09)."""
 
 
 def basis(i: int, dim: int = DIM) -> list[float]:
@@ -76,14 +76,14 @@ def test_partial_ids_are_rejected(store, rejected):
 
 
 def test_duplicate_ids_in_one_call_write_nothing(store, rejected):
-    """BUGCASES C14."""
+    """Repeated ids in one batch write nothing (docs/failure-modes.md#c14)."""
     with rejected(store):
         store.add(["one", "two"], "memory", record_ids=["r1", "r1"])
     assert store.get("memory", "r1") is None
 
 
 def test_id_clashing_with_existing_record_writes_nothing(store, rejected):
-    """BUGCASES C14: a batch clashing with an existing id writes nothing."""
+    """docs/failure-modes.md#c14: a batch clashing with an existing id writes nothing."""
     store.add(["old"], "memory", record_ids="r1")
     with rejected(store):
         store.add(["new", "clash"], "memory", record_ids=["r2", "r1"])
@@ -457,7 +457,7 @@ def test_one_vector_without_retrieval_text_is_stored_without_text(store, search_
 
 @pytest.mark.parametrize("learned", [False, True], ids=["vector_dim=4", "learned-from-first-add"])
 def test_dimension_change_is_rejected_naming_both_dims(make_store, rejected, learned):
-    """BUGCASES C09: ValueError naming 4 and 3; existing data intact and searchable."""
+    """docs/failure-modes.md#c09: ValueError naming 4 and 3; existing data intact and searchable."""
     store = make_store(embedder=None, vector_dim=None if learned else 4)
     store.add(["four dims"], "memory", embeddings=[[1.0, 0.0, 0.0, 0.0]], record_ids="m4")
     with rejected(store, match=BOTH_DIMS):
@@ -474,14 +474,14 @@ def test_embedder_dimension_mismatch_is_rejected(store, rejected):
         store.add(["x"], "memory", embeddings=[[1.0, 0.0, 0.0]])
 
 
-# -- long and unusual text (BUGCASES C07, C08) --------------------------------------------------
+# -- long and unusual text (C07, C08 in docs/failure-modes.md) -------------------------------------
 
 FILLER = "river stone cloud maple harbor lantern meadow copper violet window "
 
 
 @pytest.mark.parametrize("strategy", ["VECTOR", "KEYWORD", "HYBRID"])
 def test_long_text_is_chunked_for_the_embedder_and_found_by_its_last_word(make_store, strategy):
-    """BUGCASES C07: limit 512 tokens → no embedder call over 1792 chars."""
+    """docs/failure-modes.md#c07: limit 512 tokens → no embedder call over 1792 chars."""
     embedder = HashingEmbedder(256, max_input_tokens=512)
     store = make_store(embedder=embedder, search_strategy=strategy)
     body = (FILLER * (140_000 // len(FILLER) + 1))[: 140_000 - len(" zanzibarquux")]
@@ -498,7 +498,7 @@ def test_long_text_is_chunked_for_the_embedder_and_found_by_its_last_word(make_s
 
 
 def test_emoji_and_cjk_round_trip_with_valid_chunks(make_store, search_rows):
-    """BUGCASES C08: exact round trip; every chunk valid UTF-8 without U+FFFD."""
+    """docs/failure-modes.md#c08: exact round trip; every chunk valid UTF-8 without U+FFFD."""
     embedder = HashingEmbedder(DIM, max_input_tokens=50)  # 175-char store chunks
     store = make_store(embedder=embedder)
     family = "\U0001f469\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466"

@@ -1,4 +1,4 @@
-"""Store conformance: async twins (docs/concepts.md#sync-and-async; BUGCASES C18).
+"""Store conformance: async twins (docs/concepts.md#sync-and-async; docs/failure-modes.md#c18).
 
 The same scenario runs through the sync methods on one store and through the
 ``*_async`` twins on another; results, order and errors must be identical.
@@ -120,7 +120,7 @@ async def outcome_async(coro_fn):
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_c18_async_twins_give_identical_results(make_store, clock, strategy):
-    """BUGCASES C18: identical results, order and errors."""
+    """docs/failure-modes.md#c18: identical results, order and errors."""
     sync_store = make_store(name="sync.db", search_strategy=strategy)
     async_store = make_store(name="async.db", search_strategy=strategy)
     start = clock.now

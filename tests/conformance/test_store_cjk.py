@@ -1,4 +1,4 @@
-"""Store conformance: KEYWORD search in Chinese, Japanese and Korean (BUGCASES C31).
+"""Store conformance: KEYWORD search in Chinese, Japanese and Korean (docs/failure-modes.md#c31).
 
 A word inside a CJK sentence (no spaces between words) is found by KEYWORD and
 HYBRID search on every back end, and ranks alike everywhere: the expected orders

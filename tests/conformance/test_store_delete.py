@@ -1,5 +1,5 @@
 """Store conformance: delete, profile cascades, delete_thread (docs/store.md#reading-updating-deleting;
-BUGCASES C03, C16).
+C03, C16 in docs/failure-modes.md).
 
 Expected values come from the documented rules and Oracle's SDK, not from the implementation.
 """
@@ -98,7 +98,7 @@ def test_deleting_a_message_keeps_derived_memories(store):
 
 
 def test_c03_delete_middle_first_then_the_rest(store):
-    """BUGCASES C03 at store level."""
+    """Deleting the middle message, then the rest (docs/failure-modes.md#c03), at store level."""
     store.add(["A", "B", "C"], "message", record_ids=["a", "b", "c"], thread_ids="t1", roles="user")
     assert store.delete("message", "b") == 1
     assert [m.content for m in store.list_thread_messages("t1")] == ["A", "C"]
@@ -230,7 +230,7 @@ def test_profile_delete_without_cascade_deletes_only_the_profile(actors):
     assert thread_store(actors).get_thread_row("t1") is not None
 
 
-# -- delete_thread (docs/store.md#reading-updating-deleting; BUGCASES C16) --------------------------
+# -- delete_thread (docs/store.md#reading-updating-deleting; docs/failure-modes.md#c16) ------------
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

@@ -1,4 +1,4 @@
-"""The store knows its embedder (BUGCASES C32; docs/store.md#embedder-identity).
+"""The store knows its embedder (docs/failure-modes.md#c32; docs/store.md#embedder-identity).
 
 The identity (id, dimension, fingerprint) is recorded with the first vector the
 store's embedder writes; another embedder is refused at open (id, dimension) or at

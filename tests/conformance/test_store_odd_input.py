@@ -1,4 +1,4 @@
-"""Odd input on every back end (BUGCASES C25, C26; issue 14 items 5-7).
+"""Odd input on every back end (C25, C26 in docs/failure-modes.md; issue 14 items 5-7).
 
 C25: NUL (U+0000) and lone surrogates (U+D800..U+DFFF) in text, ids, roles,
 timestamps and metadata keys or values are the same ValueError naming the argument on

@@ -284,7 +284,7 @@ def test_true_never_equals_one(store, flt, expected):
 
 
 def test_c10_nested_filter_on_a_single_record(store):
-    """BUGCASES C10."""
+    """A filter on a nested object matches by its keys (docs/failure-modes.md#c10)."""
     store.add(["doc"], "memory", record_ids="m1", metadata={"src": {"kind": "doc", "n": 1}})
     assert ids(store.list("memory", metadata_filter={"src": {"kind": "doc"}})) == ["m1"]
     assert store.list("memory", metadata_filter={"src": {"kind": "pdf"}}) == []
@@ -292,7 +292,7 @@ def test_c10_nested_filter_on_a_single_record(store):
 
 
 def test_c11_list_equality_vs_membership(store):
-    """BUGCASES C11."""
+    """A list value is equality, ``$array_contains`` is membership (docs/failure-modes.md#c11)."""
     store.add(
         ["x", "y", "z"],
         "memory",
@@ -367,7 +367,7 @@ def test_list_thread_messages_seed_example(store):
 
 
 def test_c02_equal_timestamps_keep_insertion_order(store):
-    """BUGCASES C02: ties in timestamp never reorder messages."""
+    """docs/failure-modes.md#c02: ties in timestamp never reorder messages."""
     same = "2026-01-01T12:00:00+00:00"
     order = ["z9", "m5", "a1", "q7", "b2"]  # neither sorted by id nor by content
     for i, rid in enumerate(order):
@@ -556,7 +556,7 @@ def test_invalid_memory_store_id_is_rejected(make_store, bad):
         make_store(memory_store_id=bad)
 
 
-# -- reading a thread by seq_no (issue 14, 1; BUGCASES C21) ------------------------------
+# -- reading a thread by seq_no (issue 14, 1; docs/failure-modes.md#c21) ---------------------------
 
 
 def test_thread_messages_by_seq_ranges_and_pages(store):

@@ -1,4 +1,4 @@
-"""Store conformance: ``search`` (docs/store.md#search-strategies, docs/filters.md; BUGCASES C12, C13).
+"""Store conformance: ``search`` (docs/store.md#search-strategies, docs/filters.md; C12, C13 in docs/failure-modes.md).
 
 Expected values come from the documented rules and Oracle's SDK, not from the implementation.
 """
@@ -134,7 +134,7 @@ def test_vector_search_without_embedder_needs_a_query_vector(make_store, rejecte
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("k", [3, 10, 100_000])
 def test_c13_k_larger_than_the_data(make_store, strategy, k):
-    """BUGCASES C13: 3 records, k=10 and k=100000 → 3 results, no error."""
+    """docs/failure-modes.md#c13: 3 records, k=10 and k=100000 → 3 results, no error."""
     store = make_store(search_strategy=strategy)
     store.add(["pizza one", "pizza two", "pizza three"], "memory")
     results = store.search("pizza", k)
@@ -148,7 +148,7 @@ def test_fewer_than_k_results_is_normal(store):
     assert store.search("pizza", 5, record_types={"fact"}) == []
 
 
-# -- distances and order (docs/store.md#search-strategies; BUGCASES C12) -------------------------
+# -- distances and order (docs/store.md#search-strategies; docs/failure-modes.md#c12) --------------
 
 
 def test_c12_identical_first_with_best_score(vstore):
@@ -172,7 +172,7 @@ def test_c12_identical_first_with_best_score(vstore):
     ],
 )
 def test_c12_identical_text_gets_the_best_distance(make_store, strategy):
-    """BUGCASES C12 by text: identical record first, kept by a 0.9 relevance threshold."""
+    """docs/failure-modes.md#c12 by text: identical record first, kept by a 0.9 relevance threshold."""
     store = make_store(search_strategy=strategy)
     store.add(["pizza margherita", "sushi roll"], "memory", record_ids=["same", "other"])
     results = store.search("pizza margherita", 2)

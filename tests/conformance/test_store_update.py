@@ -49,7 +49,7 @@ def test_seed_update_example(store):
 
 @pytest.mark.parametrize("strategy", ["VECTOR", "KEYWORD", "HYBRID"])
 def test_text_update_keeps_metadata_and_scope_and_is_searchable(make_store, strategy):
-    """BUGCASES C17: a text-only update never wipes metadata."""
+    """docs/failure-modes.md#c17: a text-only update never wipes metadata."""
     store = make_store(search_strategy=strategy)
     store.add(
         ["pizza margherita"],

@@ -1,5 +1,5 @@
 """Store conformance: the oam addition ``upsert_batches``, the write of LlamaIndex's vector store
-(BUGCASES C30: re-ingesting the same node ids replaces them, in one transaction)."""
+(docs/failure-modes.md#c30: re-ingesting the same node ids replaces them, in one transaction)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""``OracleThread`` over every store back end (docs/concepts.md#the-client-and-threads, docs/context-card.md; BUGCASES C01-C03,
-C06, C18, C19)."""
+"""``OracleThread`` over every store back end (docs/concepts.md#the-client-and-threads, docs/context-card.md; C01-C03,
+C06, C18, C19 in docs/failure-modes.md)."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def test_seed_card_and_summary_type_examples() -> None:
 
 
 def test_docstring_examples_run(make_store: Any) -> None:
-    """The examples of Oracle's SDK documentation quoted in the docstrings run as written (STYLE §9)."""
+    """The examples of Oracle's SDK documentation quoted in the docstrings run as written."""
 
     names = iter(range(1000))
 
@@ -683,7 +683,7 @@ def test_c16_stale_handle_after_delete_thread_fails_and_writes_nothing(
 def test_c22_a_delete_landing_between_check_and_write_leaves_no_orphans(
     mem: OracleAgentMemory, store: Any, use_async: bool, what: str, deleter: str
 ) -> None:
-    """BUGCASES C22: another client deletes the thread (or its user or agent, with
+    """docs/failure-modes.md#c22: another client deletes the thread (or its user or agent, with
     cascade) while a live handle writes. The delete is injected right after the
     handle decides to write: into the row check of a check-then-write (the old
     ``get_thread_row``) and into the combined check-and-write (``add_to_thread``).

@@ -1,6 +1,6 @@
 """Oracle filter compilation at statement level: the exact ``JSON_EXISTS`` text of every
 operator (comparisons, ``$in``, ``$exists``, boolean combinators), values only ever
-bound through ``PASSING`` (docs/filters.md; ORACLE_NOTES §5), and every
+bound through ``PASSING`` (docs/filters.md, docs/oracle.md#filters-in-sql), and every
 random filter of the language compiling to SQL that sqlglot's Oracle dialect parses,
 with each ``$vN`` in a path passed and each ``:fN`` bound."""
 

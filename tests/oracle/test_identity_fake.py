@@ -1,5 +1,5 @@
 """The Oracle store records and checks its embedder's identity, statement by statement
-(BUGCASES C32; docs/store.md#embedder-identity)."""
+(docs/failure-modes.md#c32; docs/store.md#embedder-identity)."""
 
 from __future__ import annotations
 

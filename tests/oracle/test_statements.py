@@ -1,5 +1,5 @@
 """Every generated Oracle statement: expected text, sqlglot (Oracle dialect) parse,
-bind values and declared bind types (docs/oracle.md; ORACLE_NOTES §1-§8)."""
+bind values and declared bind types (docs/oracle.md#how-the-store-talks-to-the-database)."""
 
 from __future__ import annotations
 
@@ -307,7 +307,7 @@ def test_filter_rejects_keys_the_path_cannot_quote(key: str) -> None:
 
 def test_filter_semantics_match_the_reference_on_the_cases() -> None:
     # The SQL forms above encode the reference semantics (filters.matches); pin the
-    # reference results the live suite compares against (BUGCASES C10/C11).
+    # reference results the live suite compares against (C10, C11 in docs/failure-modes.md).
     tags = [{"tags": ["a", "b"]}, {"tags": ["a"]}, {"tags": ["b", "a"]}]
     assert [matches(m, parse_filter({"tags": ["a"]})) for m in tags] == [False, True, False]
     contains = parse_filter({"tags": {"$array_contains": "a"}})

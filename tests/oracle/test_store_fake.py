@@ -393,7 +393,7 @@ def test_delete_thread_cascades_in_one_transaction(
     conn.rowcount("DELETE FROM S1_THREADS", 1)
     assert store.delete_thread("t1") == 1
     assert conn.sql() == [
-        # the row lock first (BUGCASES C22): a writer holding it commits before the
+        # the row lock first (docs/failure-modes.md#c22): a writer holding it commits before the
         # deletes below run, and they see its rows
         "SELECT id FROM S1_THREADS WHERE id = :thread_id FOR UPDATE",
         "DELETE FROM S1_RECORD_CHUNKS WHERE record_family IN ('message', 'memory') "
@@ -408,7 +408,7 @@ def test_delete_thread_cascades_in_one_transaction(
 def test_c22_thread_writes_hold_the_row_in_their_transaction(
     conn: FakeConnection, store: OracleDBMemoryStore
 ) -> None:
-    """BUGCASES C22 (statement level): ``add_to_thread`` locks the thread row, then
+    """docs/failure-modes.md#c22 (statement level): ``add_to_thread`` locks the thread row, then
     writes, in one transaction; a missing row is an error with a rollback."""
     from oam_core.apis.batch import PendingRecordBatch
 

@@ -1,4 +1,4 @@
-"""Every docs page's examples run as tests (STYLE §9).
+"""Every docs page's examples run as tests.
 
 * ``>>>`` blocks are doctests: pytest collects ``docs/*.md`` (``--doctest-glob``).
 * Other ``python`` blocks of a page run here, in order, in one namespace, in a fresh
@@ -256,11 +256,39 @@ def test_a_docstring_reference_to_a_missing_anchor_fails() -> None:
 _OUTSIDE_REFERENCES = ("SPEC " + "\N{SECTION SIGN}", "SPEC" + ".md", "seed" + " 00")
 """Citations of the specification and its reference pages, which live outside the
 repository (spelled in pieces so this file does not hold them)."""
+_OUTSIDE_NAMES = "|".join(("BUG" + "CASES", "ORACLE" + "_NOTES"))
+_OUTSIDE_NOTES = "|".join(("STY" + "LE", "DES" + "IGN"))
+_OUTSIDE_DOCUMENTS = re.compile(
+    rf"\b(?:{_OUTSIDE_NAMES})\b|\b(?:{_OUTSIDE_NOTES})(?:\.md| ?\N{{SECTION SIGN}}| \d| \")"
+)
+"""Citations of the other documents kept outside the repository (bug classes, Oracle
+facts, design and style notes): ``docs/failure-modes.md`` and ``docs/oracle.md`` say
+what the code relies on. Spelled in pieces so this file does not match itself."""
+
+
+def _cites_outside(line: str) -> bool:
+    return any(n in line for n in _OUTSIDE_REFERENCES) or bool(_OUTSIDE_DOCUMENTS.search(line))
+
+
+def test_a_citation_of_an_outside_document_is_caught() -> None:
+    section = "\N{SECTION SIGN}"
+    cited = [
+        "BUG" + "CASES C21",
+        "ORACLE" + "_NOTES " + section + "1",
+        "STY" + "LE " + section + "9",
+        "STY" + "LE 3",
+        "DES" + "IGN.md",
+        "DES" + 'IGN "Adapters stay thin"',
+        "SP" + "EC " + section + "4",
+    ]
+    fine = ["docs/failure-modes.md#c21", "a STYLE constant", "DESIGNS", "oracle_notes"]
+    assert [_cites_outside(line) for line in cited] == [True] * len(cited)
+    assert [_cites_outside(line) for line in fine] == [False] * len(fine)
 
 
 def test_no_tracked_file_cites_the_specification() -> None:
     """The repository stands alone: code, tests and docs cite ``docs/*.md`` pages, never
-    the specification kept outside it."""
+    the specification or the other documents kept outside it."""
     import subprocess
 
     listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=False)
@@ -276,6 +304,6 @@ def test_no_tracked_file_cites_the_specification() -> None:
         except UnicodeDecodeError:
             continue
         for number, line in enumerate(text.splitlines(), 1):
-            if any(needle in line for needle in _OUTSIDE_REFERENCES):
+            if _cites_outside(line):
                 cited.append(f"{name}:{number}: {line.strip()}")
     assert not cited, "\n".join(cited)

@@ -150,7 +150,7 @@ class TestLocalEmbedder:
         assert cosine(a, b) < 0.95
 
     def test_cjk_tail_past_256_pieces_reaches_the_model(self, local: LocalEmbedder) -> None:
-        # BUGCASES C07: ~1 word piece per CJK character, so an 896-char chunk is 609 pieces.
+        # docs/failure-modes.md#c07: ~1 word piece per CJK character, so an 896-char chunk is 609 pieces.
         with_tail, without = local.embed([CJK_FILLER + ANIMALS_TAIL, CJK_FILLER])
         # Was exactly 1.0 (tail truncated); measured 0.9971. Mean pooling dilutes a
         # 7-piece tail among 609 pieces: in one window, 240 chars of filler already give 0.983.

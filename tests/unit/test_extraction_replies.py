@@ -69,7 +69,7 @@ def test_extraction_reply_cases(reply: str, expected: list[ExtractedMemory]) -> 
 
 
 WRONG_SHAPES: list[tuple[str, str]] = [
-    # issue 14 (3), BUGCASES C23: well-formed JSON of the wrong shape
+    # issue 14 (3), docs/failure-modes.md#c23: well-formed JSON of the wrong shape
     ("item without text", '{"memories": [{"fact": "Ana likes tea"}]}'),
     ("singular key", '{"memory": {"text": "Ana likes tea", "record_type": "fact"}}'),
     ("text as key", '{"Ana likes tea": "preference"}'),
@@ -105,7 +105,7 @@ def test_the_error_names_the_offending_item() -> None:
 @pytest.mark.parametrize(
     ("reply", "expected"),
     [
-        # issue 14 (4), BUGCASES C24: an example before the answer
+        # issue 14 (4), docs/failure-modes.md#c24: an example before the answer
         ('Example format: {"memories": []}\nAnswer: ' + _one("real"), ["real"]),
         (_one("example") + "\nAnswer: " + _one("real"), ["real"]),
         # the last value that fits wins, whatever comes after it

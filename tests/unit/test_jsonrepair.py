@@ -1,6 +1,6 @@
 """parse_json_reply: every repair in a case table, refusals, and round-trip properties.
 
-docs/llms.md#reading-json-out-of-a-reply (malformed extraction output is repaired where possible), BUGCASES C20 (reply
+docs/llms.md#reading-json-out-of-a-reply (malformed extraction output is repaired where possible), docs/failure-modes.md#c20 (reply
 wrapped in a code fence; reply with prose around it).
 """
 

@@ -1,4 +1,4 @@
-"""README examples run as written (STYLE §9): every ```python block without ``>>>``
+"""README examples run as written: every ```python block without ``>>>``
 prompts is executed in a fresh temporary directory.
 
 The README's hosted model id (``openai/gpt-4o-mini``) is answered by a local fake

@@ -14,7 +14,7 @@ def test_not_set_marker_is_the_not_set_sentinel() -> None:
     assert "NOT_SET_MARKER" in oam_core.__all__
 
 
-# -- the public surface (docs/concepts.md#names-and-imports; STYLE 3) -----------------
+# -- the public surface (docs/concepts.md#names-and-imports) ---------------------------------------
 
 REFERENCE_NAMES = {
     "OracleAgentMemory",

@@ -26,7 +26,7 @@ P = inspect.Parameter
 PK, KW, VK = P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY, P.VAR_KEYWORD
 EMPTY = P.empty
 
-SEED_003_OPTIONS = [
+REFERENCE_THREAD_OPTIONS = [
     ("max_message_token_length", 15_000),
     ("message_shortening_input_token_limit", 30_000),
     ("memory_extraction_window", -1),
@@ -37,7 +37,7 @@ SEED_003_OPTIONS = [
     ("enable_context_summary", False),
 ]
 """The options in the order and with the defaults of Oracle's SDK client (docs/memory-pipeline.md#extraction-cadence)."""
-SEED_000_ORDER = [
+REFERENCE_ORDER = [
     "memory_extraction_window",
     "context_summary_update_frequency",
     "memory_extraction_frequency",
@@ -48,7 +48,7 @@ SEED_000_ORDER = [
     "enable_context_summary",
 ]
 """The options in the order ``OracleThread`` takes them (as in Oracle's SDK)."""
-DEFAULTS = dict(SEED_003_OPTIONS)
+DEFAULTS = dict(REFERENCE_THREAD_OPTIONS)
 
 CREATE_THREAD = [
     ("self", PK, EMPTY),
@@ -58,7 +58,7 @@ CREATE_THREAD = [
     ("metadata", PK, None),
     ("llm", PK, NOT_SET),
     ("extract_memories", PK, NOT_SET),
-    *[(name, PK, NOT_SET) for name, _ in SEED_003_OPTIONS],
+    *[(name, PK, NOT_SET) for name, _ in REFERENCE_THREAD_OPTIONS],
     ("memory_extraction_config", PK, NOT_SET),
     ("kwargs", VK, EMPTY),
 ]
@@ -67,7 +67,7 @@ GET_THREAD = [
     ("thread_id", PK, EMPTY),
     ("llm", PK, NOT_SET),
     ("extract_memories", PK, NOT_SET),
-    *[(name, PK, NOT_SET) for name, _ in SEED_003_OPTIONS],
+    *[(name, PK, NOT_SET) for name, _ in REFERENCE_THREAD_OPTIONS],
     ("memory_extraction_config", PK, NOT_SET),
     ("kwargs", VK, EMPTY),
 ]
@@ -80,7 +80,7 @@ THREAD_INIT = [
     ("metadata", PK, None),
     ("persist_messages_in_config", PK, False),
     ("llm", PK, None),
-    *[(name, PK, DEFAULTS[name]) for name in SEED_000_ORDER],
+    *[(name, PK, DEFAULTS[name]) for name in REFERENCE_ORDER],
     ("client", PK, None),
     ("extract_memories", KW, True),
     ("state", KW, None),
@@ -113,7 +113,7 @@ def test_thread_entry_points_have_the_reference_signatures(
 
 def test_the_options_are_defined_once() -> None:
     fields = {f.name: f for f in dataclasses.fields(ThreadConfig)}
-    assert list(fields) == [name for name, _ in SEED_003_OPTIONS] == list(OPTION_NAMES)
+    assert list(fields) == [name for name, _ in REFERENCE_THREAD_OPTIONS] == list(OPTION_NAMES)
     assert {name: f.default for name, f in fields.items()} == DEFAULTS
     hints = typing.get_type_hints(ThreadOptionArgs)
     assert hints == {name: type(DEFAULTS[name]) for name in fields}

@@ -1,4 +1,4 @@
-"""Query terms and the CJK index text (``oam_core/store/text.py``; BUGCASES C31)."""
+"""Query terms and the CJK index text (``oam_core/store/text.py``; docs/failure-modes.md#c31)."""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ _ODCI_ERROR = 29902
 
 
 def to_array(vector: Vector | None) -> array.array[float] | None:
-    """A vector as ``array('f')``, bound as VECTOR(FLOAT32) (ORACLE_NOTES §1)."""
+    """A vector as ``array('f')``, bound as VECTOR(FLOAT32) (docs/oracle.md#bind-types)."""
     if vector is None:
         return None
     return array.array("f", np.asarray(vector, dtype=np.float32).tobytes())

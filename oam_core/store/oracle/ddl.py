@@ -1,4 +1,4 @@
-"""DDL of the Oracle store, per search strategy (docs/oracle.md#managed-objects-prefix-id_; ORACLE_NOTES §1-§3, §7-§8).
+"""DDL of the Oracle store, per search strategy (docs/oracle.md#managed-objects-prefix-id_, docs/oracle.md#indexes-and-jobs).
 
 Pure functions from ``Names`` (validated, upper-case, unquoted) to ``Stmt``s. DDL
 takes no binds, so only validated names and integers reach the text; PL/SQL blocks
@@ -166,7 +166,7 @@ def _dim(vector_dim: int) -> int:
 
 
 def hnsw_index(n: Names) -> Stmt:
-    """HNSW cosine vector index on the chunk embeddings (ORACLE_NOTES §1 [CVI][HNSW])."""
+    """HNSW cosine vector index on the chunk embeddings (docs/oracle.md#indexes-and-jobs)."""
     return Stmt(
         f"CREATE VECTOR INDEX {n.vector_index} ON {n.chunks} (embedding)\n"
         "  ORGANIZATION INMEMORY NEIGHBOR GRAPH\n  DISTANCE COSINE\n"
@@ -175,7 +175,7 @@ def hnsw_index(n: Names) -> Stmt:
 
 
 def ivf_index(n: Names) -> Stmt:
-    """IVF fallback when the vector pool cannot hold an HNSW graph (ORACLE_NOTES §1 [IVF])."""
+    """IVF fallback when the vector pool cannot hold an HNSW graph (docs/oracle.md#indexes-and-jobs)."""
     return Stmt(
         f"CREATE VECTOR INDEX {n.vector_index} ON {n.chunks} (embedding)\n"
         "  ORGANIZATION NEIGHBOR PARTITIONS\n  DISTANCE COSINE\n"
@@ -197,7 +197,7 @@ def text_sync_clause(sync: SearchIndexSyncMode) -> str:
 
 
 def text_index(n: Names, sync: SearchIndexSyncMode) -> Stmt:
-    """Oracle Text CONTEXT index on the chunk text (ORACLE_NOTES §2 [CTX])."""
+    """Oracle Text CONTEXT index on the chunk text (docs/oracle.md#indexes-and-jobs)."""
     return Stmt(
         f"CREATE INDEX {n.text_index} ON {n.chunks} (chunk_text)\n"
         f"  INDEXTYPE IS CTXSYS.CONTEXT PARAMETERS ('{text_sync_clause(sync)}')"
@@ -213,7 +213,7 @@ def alter_text_sync(n: Names, sync: SearchIndexSyncMode) -> Stmt:
 
 
 def vectorizer_params(model: str) -> str:
-    """JSON parameters of the vectorizer preference for ``model`` (ORACLE_NOTES §3 [PREF])."""
+    """JSON parameters of the vectorizer preference for ``model`` (docs/oracle.md#indexes-and-jobs)."""
     return json.dumps(
         {
             "vector_idxtype": "hnsw",
@@ -282,7 +282,7 @@ def purge_action(n: Names) -> str:
 
 
 def create_purge_job(n: Names) -> Stmt:
-    """DBMS_SCHEDULER job purging expired rows hourly (ORACLE_NOTES §7 [SCH])."""
+    """DBMS_SCHEDULER job purging expired rows hourly (docs/oracle.md#indexes-and-jobs)."""
     return Stmt(
         "BEGIN\n  DBMS_SCHEDULER.CREATE_JOB(\n    job_name => :job_name,\n"
         "    job_type => 'PLSQL_BLOCK',\n    job_action => :job_action,\n"
@@ -301,5 +301,5 @@ def drop_purge_job(n: Names) -> Stmt:
 
 
 def sync_index(name: str) -> Stmt:
-    """Synchronise a Text or hybrid index now (issues an implicit commit; ORACLE_NOTES §2)."""
+    """Synchronise a Text or hybrid index now (issues an implicit commit; docs/oracle.md#indexes-and-jobs)."""
     return Stmt("BEGIN\n  CTX_DDL.SYNC_INDEX(:idx_name);\nEND;", {"idx_name": name})

@@ -1,6 +1,6 @@
 """``OracleDBEmbedder``: embeddings from an in-database ONNX model (docs/concepts.md#embedders; docs/oracle.md#options).
 
-Runs ``VECTOR_EMBEDDING(model USING :text AS DATA)`` (ORACLE_NOTES §4 [EMB]) on the
+Runs ``VECTOR_EMBEDDING(model USING :text AS DATA)`` (docs/oracle.md) on the
 given connection or pool. ``SearchStrategy.HYBRID`` requires this embedder: the
 store's hybrid vector index is built with the same model, so queries and index agree.
 """

@@ -1,12 +1,12 @@
 """Compile a parsed metadata filter (``filters.py``) to Oracle SQL/JSON (docs/filters.md).
 
 Values never reach the SQL text: scalars are bound through ``JSON_EXISTS ... PASSING
-:f0 AS "v0"`` (ORACLE_NOTES §5 [JEX]), lists through ``JSON(:f0)``; ``true``, ``false``
+:f0 AS "v0"`` (docs/oracle.md#filters-in-sql), lists through ``JSON(:f0)``; ``true``, ``false``
 and ``null`` are path literals because PASSING takes no BOOLEAN. Keys must reach the
 path text, so each is double-quoted (``$."a b"``), any ``'`` doubled for the SQL
 literal, and keys holding ``"``, ``\\`` or control characters are rejected.
 
-Semantics (docs/filters.md; ORACLE_NOTES §10 pitfalls 2 and 4):
+Semantics (docs/filters.md, docs/oracle.md#filters-in-sql):
 
 * Scalars match in ``strict`` mode, so an array is never unwrapped: ``{"tags": "a"}``
   does not match ``["a", "b"]``, and a missing key is false.

@@ -32,7 +32,7 @@ def _db_types() -> dict[str, Any]:
 
 
 def _lob_as_text(cursor: Any, metadata: Any) -> Any:
-    """Output type handler: fetch CLOBs as ``str`` (ORACLE_NOTES §6 [LOB])."""
+    """Output type handler: fetch CLOBs as ``str`` (docs/oracle.md#bind-types)."""
     import oracledb
 
     if metadata.type_code is oracledb.DB_TYPE_CLOB:

@@ -1,10 +1,10 @@
-"""DML and queries of the Oracle store, as ``Stmt`` builders (no I/O; DESIGN table).
+"""DML and queries of the Oracle store, as ``Stmt`` builders (no I/O).
 
 Rows live in one table per family (``THREADS``, ``ACTOR_PROFILES``, ``MESSAGES``,
 ``MEMORIES``); search rows in ``RECORD_CHUNKS`` point at them by
 ``(record_family, record_pk)``. A record key handed to ``base.py`` is the tuple
 ``(family, pk)``. Scope, type, expiry and metadata filters are part of every ranking
-query, before ``FETCH FIRST`` (ORACLE_NOTES §10 pitfall 1). Times are naive UTC
+query, before ``FETCH FIRST`` (docs/oracle.md#filters-in-sql). Times are naive UTC
 ``TIMESTAMP(6)`` binds; the store clock supplies ``:now``.
 """
 
@@ -79,7 +79,7 @@ _CHUNK_INSERT_COLS = (
 
 def naive_utc(dt: datetime) -> datetime:
     """An aware datetime as naive UTC, the form stored in ``TIMESTAMP(6)`` columns
-    (python-oracledb ignores ``tzinfo`` on bind; ORACLE_NOTES §7)."""
+    (python-oracledb ignores ``tzinfo`` on bind; docs/oracle.md#bind-types)."""
     return dt.astimezone(timezone.utc).replace(tzinfo=None)
 
 
@@ -574,7 +574,7 @@ def text_query(terms: Sequence[str]) -> str | None:
     joined by ACCUM (ranked by terms matched); None when no term is left.
 
     Terms are word tokens (letters and digits, ``store/text.query_terms``), so no
-    brace or operator character can get in (ORACLE_NOTES §2 [RES][ESC]).
+    brace or operator character can get in (docs/oracle.md#keyword-queries).
     """
     clean = [t for t in terms if t and t.isalnum()][:MAX_TEXT_TERMS]
     if not clean:

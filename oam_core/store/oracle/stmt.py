@@ -3,7 +3,7 @@
 Every statement the Oracle back end runs is built as a ``Stmt`` by pure functions
 (ddl.py, sql.py, filter.py), so tests can check the exact SQL, the bind values and
 the bind types without a database. ``types`` names the ``oracledb.DB_TYPE_*`` each
-typed bind gets through ``cursor.setinputsizes`` (ORACLE_NOTES §1, §5, §7): VECTOR
+typed bind gets through ``cursor.setinputsizes`` (docs/oracle.md#bind-types): VECTOR
 for ``array.array("f")`` embeddings, JSON for metadata dicts, CLOB for long text and
 TIMESTAMP for naive-UTC datetimes (a plain datetime bind would be a DATE).
 """

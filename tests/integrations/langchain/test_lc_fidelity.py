@@ -1,17 +1,18 @@
 """LangChain and LangGraph users switching to ``oam`` (issue 13): each scenario written
-as a LangChain user writes it, against the store they came from where one exists.
+as a LangChain user writes it, against the store they came from where one exists
+(C tags: docs/failure-modes.md).
 
 * item 1: ``langchain_core.indexing.index`` with incremental cleanup, equal to
   ``InMemoryVectorStore``'s results.
-* item 2 / BUGCASES C27: a history opened with another user's id reads and clears
+* item 2 / C27: a history opened with another user's id reads and clears
   nothing.
-* item 3 / BUGCASES C28: ``RunnableWithMessageHistory`` over a client that cannot
+* item 3 / C28: ``RunnableWithMessageHistory`` over a client that cannot
   write fails on the call, never answers with nothing stored.
 * item 4: PGVector / Chroma style filters on ``similarity_search`` and the retriever.
 * item 5: MMR on a KEYWORD store.
 * item 8: a fresh PostgreSQL database through ``connection=`` and
   ``OAMStore.from_conn_string``.
-* item 9 / BUGCASES C29: relevance equal to langchain-core's cosine convention
+* item 9 / C29: relevance equal to langchain-core's cosine convention
   (InMemoryVectorStore's similarity, PGVector's ``1 - distance``).
 * item 11: retriever documents carry score, record type and timestamps; datetimes in
   LangGraph items; ``session_id=`` and ``connection=`` on the history.

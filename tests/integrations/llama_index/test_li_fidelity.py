@@ -1,13 +1,14 @@
 """LlamaIndex users switching to ``oam`` (issue 13): each scenario written as a
-LlamaIndex user writes it, against the store they came from where one exists.
+LlamaIndex user writes it, against the store they came from where one exists
+(C tags: docs/failure-modes.md).
 
 * item 5: MMR, hybrid and text-search query modes through ``VectorStoreIndex``;
   MMR equal to ``SimpleVectorStore``'s for the same vectors.
 * item 6: ``ChatMemoryBuffer.from_defaults(chat_store=OAMChatStore(...))``.
-* item 7 / BUGCASES C30: an ``IngestionPipeline`` run twice replaces, atomically.
+* item 7 / C30: an ``IngestionPipeline`` run twice replaces, atomically.
 * item 8: ``OAMVectorStore(connection="postgresql://...")`` on a fresh database.
-* BUGCASES C29: similarities equal ``SimpleVectorStore``'s for the same vectors.
-* BUGCASES C27: a chat store of another user can neither read nor clear a thread.
+* C29: similarities equal ``SimpleVectorStore``'s for the same vectors.
+* C27: a chat store of another user can neither read nor clear a thread.
 """
 
 from __future__ import annotations

@@ -132,7 +132,7 @@ def test_duplicate_ids_in_one_call_write_nothing(store: SQLiteMemoryStore) -> No
 
 
 def test_adding_a_stored_id_replaces_the_node(store: SQLiteMemoryStore) -> None:
-    """LlamaIndex vector stores replace nodes with the same id (BUGCASES C30)."""
+    """LlamaIndex vector stores replace nodes with the same id (docs/failure-modes.md#c30)."""
     vs = OAMVectorStore(store)
     vs.add([node(1), node(2)])
     changed = node(1, topic="new")
