@@ -53,9 +53,11 @@ from oam_core import (
 from oam_core.apis.thread import participant_name
 from oam_core.connection import backend_of, sqlite_target
 from oam_core.embedders import resolve_embedder
-from oam_core.errors import OAMError
+from oam_core.errors import OAMError, SchemaError
 from oam_core.ingest import Conversation, IngestError, load_conversations
 from oam_core.ingest_writer import WriteMode, plural, write_conversations
+from oam_core.store.identity import EmbedderIdentity
+from oam_core.store.strategy import searching_with, strategy_of
 
 __all__ = ["COMMAND_MODULES", "app", "main"]
 
@@ -138,8 +140,9 @@ StrategyOption = Annotated[
     typer.Option(
         "--strategy",
         case_sensitive=False,
-        help="How search ranks results. Default: hybrid (a PostgreSQL store keeps the "
-        "strategy it was created with).",
+        help="How this command's searches rank. Default: the store's recorded strategy "
+        "(hybrid for a new store); the recorded one is not changed, except by ingest "
+        "or demo creating the store.",
     ),
 ]
 PolicyOption = Annotated[
@@ -315,25 +318,29 @@ def _require_db(db: str) -> None:
         raise CliError(f"{db}: no such database; create it with `oam ingest FILE --db {db}`", 2)
 
 
-def _embedder_name(db: str, given: str | None) -> str:
-    """``--embedder`` as given, else the one the database recorded, else the default."""
-    if given is not None:
-        return given
+def _peek(db: str) -> tuple[bool, EmbedderIdentity | None]:
+    """Whether ``db`` holds an oam store, and the embedder identity it recorded
+    (opened read-only in spirit: a peek never creates anything)."""
     target = _target(db)
-    exists = backend_of(target) != "sqlite" or target == ":memory:" or Path(target).exists()
-    if not exists:
-        return DEFAULT_EMBEDDER
+    if backend_of(target) == "sqlite" and (target == ":memory:" or not Path(target).exists()):
+        return False, None
     try:
         peek = OracleAgentMemory(
             connection=target,
             embedder=None,
             extract_memories=False,
-            schema_policy=SchemaPolicy.REQUIRE_EXISTING,  # a peek never creates
+            schema_policy=SchemaPolicy.REQUIRE_EXISTING,
         )
-    except ValueError:
-        return DEFAULT_EMBEDDER  # no store there yet (it is created with the default)
+    except SchemaError:
+        return False, None  # no store there yet
     with peek:
-        identity = peek.store.embedder_identity
+        return True, peek.store.embedder_identity
+
+
+def _embedder_name(given: str | None, identity: EmbedderIdentity | None, db: str) -> str:
+    """``--embedder`` as given, else the one the database recorded, else the default."""
+    if given is not None:
+        return given
     if identity is None:
         return DEFAULT_EMBEDDER
     name = identity.embedder_id
@@ -358,23 +365,30 @@ def _memory(
     allow_embedder_change: bool = False,
 ) -> Iterator[OracleAgentMemory]:
     """The client over ``db``, opened as ``OracleAgentMemory(connection=...)`` opens it
-    (``create``: the default policy creates the store); closed when the block ends."""
+    (``create``: the default policy creates the store); closed when the block ends.
+
+    ``strategy`` ranks this command's searches and is not recorded: the store keeps
+    its default, except a store this command creates, whose default it becomes
+    (docs/cli.md#commands)."""
     chosen = policy or (
         SchemaPolicy.CREATE_IF_NECESSARY if create else SchemaPolicy.REQUIRE_EXISTING
     )
-    name = _embedder_name(db, embedder)
+    exists, identity = _peek(db) if embedder is None or strategy is not None else (True, None)
+    name = _embedder_name(embedder, identity, db)
     _quiet_litellm(name)
     model = None if name.strip().lower() == "none" else resolve_embedder(name)
+    new_default = strategy is not None and not exists
     memory = OracleAgentMemory(
         connection=_target(db),
         embedder=model,
         extract_memories=False,
         schema_policy=chosen,
-        search_strategy=NOT_SET if strategy is None else strategy,
+        search_strategy=strategy if new_default else NOT_SET,
         allow_embedder_change=allow_embedder_change,
     )
     try:
-        yield memory
+        with searching_with(memory.store, None if new_default else strategy):
+            yield memory
     finally:
         memory.close()
 
@@ -509,8 +523,9 @@ def _speaker(record: Record) -> str:
 
 
 def _score_kind(store: OracleMemoryStore) -> str:
-    kind = SCORE_KINDS[store.search_strategy]
-    if store.search_strategy is SearchStrategy.HYBRID and store.embedder is None:
+    strategy = strategy_of(store)
+    kind = SCORE_KINDS[strategy]
+    if strategy is SearchStrategy.HYBRID and store.embedder is None:
         return "keyword"  # a HYBRID store without an embedder ranks by keywords alone
     return kind
 

@@ -40,7 +40,10 @@ Embedder = Annotated[
 Strategy = Annotated[
     SearchStrategy | None,
     typer.Option(
-        "--strategy", case_sensitive=False, help="Search strategy (default: the store's)."
+        "--strategy",
+        case_sensitive=False,
+        help="How this server's searches rank (default: the store's recorded strategy, "
+        "which is not changed).",
     ),
 ]
 Host = Annotated[str, typer.Option("--host", help="Interface to bind (default: loopback only).")]
@@ -105,9 +108,14 @@ def mcp(
             "required when --host is not a loopback address.",
         ),
     ] = None,
+    create: Annotated[
+        bool,
+        typer.Option("--create", help="Create the store when the database has none yet."),
+    ] = False,
 ) -> None:
     """Serve one user's (or agent's) memory to MCP clients: stdio by default, --http for
-    streamable HTTP. Clients cannot read or write outside --user/--agent."""
+    streamable HTTP. Clients cannot read or write outside --user/--agent. The store
+    must exist unless --create is given."""
     with _startup_errors("mcp"):
         from oam_core.service.common import open_memory
         from oam_core.service.mcp_server import build_server
@@ -123,10 +131,12 @@ def mcp(
             embedder=_embedder(embedder),
             llm=llm,
             llm_api_base=llm_api_base,
-            search_strategy=strategy,
+            must_exist=not create,
+            missing_hint="pass --create to start a new store there",
         )
     try:
-        server = build_server(memory, scope)
+        with _startup_errors("mcp"):
+            server = build_server(memory, scope, search_strategy=strategy)
         if not http:
             server.run("stdio")
             return

@@ -27,7 +27,7 @@ def run(scenario):  # type: ignore[no-untyped-def]
 
 def test_tools_have_typed_schemas_and_descriptions(db_url: str, tmp_path: Path) -> None:
     async def scenario() -> None:
-        async with mcp_session(db_url, "--user", "alice", cwd=tmp_path) as client:
+        async with mcp_session(db_url, "--user", "alice", "--create", cwd=tmp_path) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert list(tools) == list(TOOL_NAMES)
             for tool in tools.values():
@@ -55,7 +55,7 @@ def test_tools_have_typed_schemas_and_descriptions(db_url: str, tmp_path: Path) 
 def test_add_search_list_and_read_back(db_url: str, tmp_path: Path) -> None:
     async def scenario() -> None:
         async with mcp_session(
-            db_url, "--user", "alice", "--agent", "helper", cwd=tmp_path
+            db_url, "--user", "alice", "--agent", "helper", "--create", cwd=tmp_path
         ) as client:
             added = structured(
                 await client.call_tool(
@@ -262,7 +262,8 @@ def test_add_messages_runs_extraction_when_an_llm_is_configured(
     with fake_openai(extraction_reply("The user's cat is called Miso")) as (api_base, requests):
 
         async def scenario() -> None:
-            args = ("--user", "alice", "--llm", "openai/fake-model", "--llm-api-base", api_base)
+            args = ("--user", "alice", "--create", "--llm", "openai/fake-model")
+            args += ("--llm-api-base", api_base)
             async with mcp_session(db_url, *args, cwd=tmp_path) as client:
                 added = structured(
                     await client.call_tool(
