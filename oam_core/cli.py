@@ -377,17 +377,17 @@ def _memory(
     name = _embedder_name(embedder, identity, db)
     _quiet_litellm(name)
     model = None if name.strip().lower() == "none" else resolve_embedder(name)
-    new_default = strategy is not None and not exists
+    new_default = strategy if strategy is not None and not exists else None
     memory = OracleAgentMemory(
         connection=_target(db),
         embedder=model,
         extract_memories=False,
         schema_policy=chosen,
-        search_strategy=strategy if new_default else NOT_SET,
+        search_strategy=NOT_SET if new_default is None else new_default,
         allow_embedder_change=allow_embedder_change,
     )
     try:
-        with searching_with(memory.store, None if new_default else strategy):
+        with searching_with(memory.store, None if new_default is not None else strategy):
             yield memory
     finally:
         memory.close()

@@ -93,12 +93,14 @@ def test_the_override_is_bound_to_one_store_and_one_block(vector_store: str) -> 
         with searching_with(a.store, "keyword"):
             assert strategy_of(a.store) is SearchStrategy.KEYWORD
             assert strategy_of(b.store) is SearchStrategy.VECTOR
-            [(record, distance)] = a.store.search("Porto", 1)
+            [(_record, distance)] = a.store.search("Porto", 1)
             assert distance == 0.0
         assert strategy_of(a.store) is SearchStrategy.VECTOR
-        with pytest.raises(ValueError, match="search_strategy must be one of"):
-            with searching_with(a.store, "fuzzy"):
-                pass
+        with (
+            pytest.raises(ValueError, match="search_strategy must be one of"),
+            searching_with(a.store, "fuzzy"),
+        ):
+            pass
     assert _recorded(vector_store) is SearchStrategy.VECTOR
 
 

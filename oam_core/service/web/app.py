@@ -33,7 +33,6 @@ from oam_core.apis.records import MEMORY_TYPES, SEARCHABLE_TYPES, MessageRecord
 from oam_core.errors import NotFoundError
 from oam_core.service.common import open_memory
 from oam_core.service.web import views
-from oam_core.store.strategy import searching_with
 from oam_core.service.web.security import (
     SECURITY_HEADERS,
     SESSION_COOKIE,
@@ -41,6 +40,7 @@ from oam_core.service.web.security import (
     TokenMiddleware,
     loopback_hosts,
 )
+from oam_core.store.strategy import searching_with
 
 __all__ = ["Inspector", "create_app"]
 
