@@ -72,12 +72,22 @@ def write_conversations(
 
     Raises:
         IngestError: for an invalid message (nothing is written), a thread that exists
-            (``new``) or exists with other messages (``resume``), or a failed write
+            (``new``), exists with other messages (``resume``) or belongs to another
+            user (``replace``, ``resume``; nothing is written), or a failed write
             (the threads before it are stored; ``resume`` continues).
     """
     _validate(conversations, source)
-    existing = {row.thread_id for row in memory.list_threads()}
+    existing = {row.thread_id: row for row in memory.list_threads()}
     clashes = [c for c in conversations if c.thread_id in existing]
+    for conversation in clashes if mode != "new" else ():
+        owner = existing[conversation.thread_id].user_id
+        if owner != conversation.user_id:
+            flag = "--replace" if mode == "replace" else "--resume"
+            raise IngestError(
+                f"thread {conversation.thread_id!r} belongs to user {owner!r}, not "
+                f"{conversation.user_id!r}; {flag} does not take over another user's "
+                "thread (pass --user with its owner, or use another thread id)"
+            )
     if clashes and mode == "new":
         ids = [c.thread_id for c in clashes]
         shown = ", ".join(ids[:3]) + (" ..." if len(ids) > 3 else "")
