@@ -13,7 +13,7 @@ import pytest
 from _fake_openai import extraction_reply, fake_openai
 from _mcp import error_text, mcp_session, resource_json, structured
 from _proc import free_port, run_cli, start_cli, stop, wait_for_port
-from _seed import SCRIPT, Seeded
+from _seed import EMBEDDER, SCRIPT, Seeded
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -340,3 +340,18 @@ def test_a_scope_is_required(tmp_path: Path) -> None:
     result = run_cli(["mcp", "--db", str(tmp_path / "x.db")], cwd=tmp_path)
     assert result.returncode == 1
     assert "Error: a scope needs a user_id, an agent_id or both (--user / --agent)" in result.stderr
+
+
+def test_a_missing_store_is_refused_unless_create(db_url: str, tmp_path: Path) -> None:
+    """Like ``oam serve``, ``oam mcp`` does not create a store by accident (a
+    fresh-user review saw a mistyped --db silently create a new file)."""
+    result = run_cli(["mcp", "--db", db_url, "--user", "alice"], cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "pass --create to start a new store there" in result.stderr
+    if "://" not in db_url:
+        assert f"Error: {db_url}: no such database;" in result.stderr
+        assert not Path(db_url).exists()
+    else:
+        assert "has no oam store" in result.stderr
+        with pytest.raises(ValueError, match="has no oam store"):
+            OracleAgentMemory.open(db_url, embedder=EMBEDDER, schema_policy="REQUIRE_EXISTING")
