@@ -311,8 +311,11 @@ def _target(db: str) -> str:
     return str(expanded)
 
 
-def _require_db(db: str) -> None:
-    """A SQLite ``--db`` must exist for the commands that only read."""
+def _require_db(db: str, policy: SchemaPolicy | None = None) -> None:
+    """A SQLite ``--db`` must exist for the commands that only read (unless
+    ``--schema-policy`` lets them create it)."""
+    if policy not in (None, SchemaPolicy.REQUIRE_EXISTING):
+        return
     target = _target(db)
     if backend_of(target) == "sqlite" and target != ":memory:" and not Path(target).exists():
         raise CliError(f"{db}: no such database; create it with `oam ingest FILE --db {db}`", 2)
@@ -377,6 +380,7 @@ def _memory(
     name = _embedder_name(embedder, identity, db)
     _quiet_litellm(name)
     model = None if name.strip().lower() == "none" else resolve_embedder(name)
+    exists = exists and chosen is not SchemaPolicy.RECREATE
     new_default = strategy if strategy is not None and not exists else None
     memory = OracleAgentMemory(
         connection=_target(db),
@@ -536,6 +540,7 @@ def search(
     db: DbOption = "oam.db",
     embedder: EmbedderOption = None,
     strategy: StrategyOption = None,
+    schema_policy: PolicyOption = None,
     user: Annotated[str | None, typer.Option(help="Only records of this user.")] = None,
     thread: Annotated[str | None, typer.Option(help="Only records of this thread.")] = None,
     k: Annotated[int, typer.Option("--k", "-k", min=1, help="How many results.")] = 5,
@@ -545,8 +550,14 @@ def search(
     """Search the stored messages (and memories) for QUERY. Each result shows its
     score (higher is better) and what the score is: cosine, keyword or hybrid."""
     with _user_errors():
-        _require_db(db)
-        with _memory(db, embedder, strategy, allow_embedder_change=allow_embedder_change) as memory:
+        _require_db(db, schema_policy)
+        with _memory(
+            db,
+            embedder,
+            strategy,
+            policy=schema_policy,
+            allow_embedder_change=allow_embedder_change,
+        ) as memory:
             store = memory.store
             results = store.search(
                 query,
@@ -573,6 +584,7 @@ def card(
     db: DbOption = "oam.db",
     embedder: EmbedderOption = None,
     strategy: StrategyOption = None,
+    schema_policy: PolicyOption = None,
     recent: Annotated[
         int, typer.Option("--recent", min=0, help="Recent messages to include verbatim.")
     ] = 0,
@@ -583,8 +595,14 @@ def card(
 ) -> None:
     """Print the context card of THREAD_ID (the text an agent puts in its prompt)."""
     with _user_errors():
-        _require_db(db)
-        with _memory(db, embedder, strategy, allow_embedder_change=allow_embedder_change) as memory:
+        _require_db(db, schema_policy)
+        with _memory(
+            db,
+            embedder,
+            strategy,
+            policy=schema_policy,
+            allow_embedder_change=allow_embedder_change,
+        ) as memory:
             content = _context_card(memory, thread_id, recent=recent, relevant=relevant)
     typer.echo(content if content else "(empty context card)")
 
@@ -592,12 +610,13 @@ def card(
 @app.command()
 def threads(
     db: DbOption = "oam.db",
+    schema_policy: PolicyOption = None,
     user: Annotated[str | None, typer.Option(help="Only threads of this user.")] = None,
 ) -> None:
     """List the threads in the database with their message counts and speakers."""
     with _user_errors():
-        _require_db(db)
-        with _memory(db, "none") as memory:
+        _require_db(db, schema_policy)
+        with _memory(db, "none", policy=schema_policy) as memory:
             store = memory.store
             rows = memory.list_threads(user_id=user) if user else memory.list_threads()
             counts = [store.count_thread_messages(row.thread_id) for row in rows]
@@ -631,6 +650,7 @@ def _speakers(store: OracleMemoryStore, thread_id: str) -> str:
 def reindex(
     db: DbOption = "oam.db",
     embedder: EmbedderOption = None,
+    schema_policy: PolicyOption = None,
     batch_size: Annotated[
         int, typer.Option("--batch-size", min=1, help="Records embedded per transaction.")
     ] = 256,
@@ -639,8 +659,10 @@ def reindex(
     """Embed the records stored without vectors (e.g. ingested with --embedder none),
     so vector and hybrid search find them."""
     with _user_errors():
-        _require_db(db)
-        with _memory(db, embedder, allow_embedder_change=allow_embedder_change) as memory:
+        _require_db(db, schema_policy)
+        with _memory(
+            db, embedder, policy=schema_policy, allow_embedder_change=allow_embedder_change
+        ) as memory:
             store = memory.store
             if store.embedder is None:
                 raise CliError("reindex needs an embedder: pass --embedder", 2)
@@ -658,6 +680,7 @@ def demo(
     db: DbOption = "oam.db",
     embedder: EmbedderOption = None,
     strategy: StrategyOption = None,
+    schema_policy: PolicyOption = None,
     k: Annotated[int, typer.Option("--k", "-k", min=1, help="Results per question.")] = 3,
 ) -> None:
     """Ingest a bundled 260-message chat, then answer a few questions from memory."""
@@ -666,7 +689,7 @@ def demo(
         with resources.as_file(resources.files("oam_core") / "demo" / DEMO_FILE) as path:
             [conversation] = load_conversations(path, user_id=DEMO_USER, agent_id=DEMO_AGENT)
         conversation = with_fields(conversation, thread_id=DEMO_THREAD)
-        with _memory(db, embedder, strategy, create=True) as memory:
+        with _memory(db, embedder, strategy, create=True, policy=schema_policy) as memory:
             store = memory.store
             exists = memory.get_thread_row(DEMO_THREAD) is not None
             complete = exists and store.count_thread_messages(DEMO_THREAD) == len(

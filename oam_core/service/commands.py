@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from oam_core import SearchStrategy
+from oam_core import SchemaPolicy, SearchStrategy
 
 __all__ = ["MCP_TOKEN_ENV", "SERVE_TOKEN_ENV", "mcp", "serve"]
 
@@ -47,6 +47,15 @@ Strategy = Annotated[
     ),
 ]
 Host = Annotated[str, typer.Option("--host", help="Interface to bind (default: loopback only).")]
+Policy = Annotated[
+    SchemaPolicy | None,
+    typer.Option(
+        "--schema-policy",
+        case_sensitive=False,
+        help="What may be done to the database's schema (docs/store.md#schema-policies); "
+        "default require_existing (mcp --create: create_if_necessary).",
+    ),
+]
 
 
 def _fail(message: str) -> None:
@@ -112,6 +121,7 @@ def mcp(
         bool,
         typer.Option("--create", help="Create the store when the database has none yet."),
     ] = False,
+    schema_policy: Policy = None,
 ) -> None:
     """Serve one user's (or agent's) memory to MCP clients: stdio by default, --http for
     streamable HTTP. Clients cannot read or write outside --user/--agent. The store
@@ -133,6 +143,7 @@ def mcp(
             llm_api_base=llm_api_base,
             must_exist=not create,
             missing_hint="pass --create to start a new store there",
+            schema_policy=schema_policy,
         )
     try:
         with _startup_errors("mcp"):
@@ -156,6 +167,7 @@ def mcp(
 def serve(
     db: Db = "oam.db",
     embedder: Embedder = "local",
+    schema_policy: Policy = None,
     host: Host = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="HTTP port.")] = 8765,
     token: Annotated[
@@ -182,6 +194,7 @@ def serve(
             embedder=_embedder(embedder),
             token=token,
             allowed_hosts=None if is_loopback(host) else ["*"],
+            schema_policy=schema_policy,
         )
     where = f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
     hint = "?token=..." if token else ""

@@ -34,6 +34,7 @@ def open_memory(
     search_strategy: SearchStrategy | str | None = None,
     must_exist: bool = False,
     missing_hint: str = "create it with `oam ingest FILE --db ...`",
+    schema_policy: SchemaPolicy | str | None = None,
 ) -> OracleAgentMemory:
     """Open the client over ``db`` the way both commands do.
 
@@ -50,6 +51,10 @@ def open_memory(
         must_exist: Refuse to create a store: a missing SQLite file or a PostgreSQL
             database without an oam store is an error.
         missing_hint: What the error for a missing store suggests doing.
+        schema_policy: ``SchemaPolicy`` or its name (docs/store.md#schema-policies);
+            None = ``REQUIRE_EXISTING`` when ``must_exist``, else
+            ``CREATE_IF_NECESSARY``. A given policy decides alone (``must_exist``
+            is then ignored).
 
     Returns:
         The client; the caller closes it.
@@ -63,6 +68,11 @@ def open_memory(
             installed.
     """
     kwargs: dict[str, Any] = {"embedder": embedder}
+    if schema_policy is not None:
+        policy = SchemaPolicy.parse(schema_policy)
+        must_exist = policy is SchemaPolicy.REQUIRE_EXISTING
+    else:
+        policy = SchemaPolicy.REQUIRE_EXISTING if must_exist else SchemaPolicy.CREATE_IF_NECESSARY
     if search_strategy is not None:
         kwargs["search_strategy"] = SearchStrategy.parse(search_strategy)
     target = db
@@ -72,9 +82,7 @@ def open_memory(
             target = str(Path(target).expanduser())
             if must_exist and not Path(target).exists():
                 raise SchemaError(f"{db}: no such database; {missing_hint}")
-    kwargs["schema_policy"] = (
-        SchemaPolicy.REQUIRE_EXISTING if must_exist else SchemaPolicy.CREATE_IF_NECESSARY
-    )
+    kwargs["schema_policy"] = policy
     if llm is not None:
         from oam_core.llms.litellm import LiteLLMLlm
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from test_cli import MESSAGES, assert_clean_failure, invoke
 from typer.testing import CliRunner
 
@@ -38,3 +39,53 @@ def test_replace_and_resume_refuse_another_users_thread(
     mine = invoke(runner, "ingest", chat, "--db", db, "--replace", "--user", "ana")
     assert mine.exit_code == 0, mine.output
     assert _messages(db, "chat") == [MESSAGES[0]["content"]]
+
+
+# -- --schema-policy on every command that opens a store ------------------------------
+
+
+def test_every_store_command_takes_schema_policy(runner: CliRunner) -> None:
+    for command in ("ingest", "search", "card", "threads", "reindex", "demo", "mcp", "serve"):
+        result = invoke(runner, command, "--help")
+        assert result.exit_code == 0 and "--schema-policy" in result.stdout, command
+
+
+def test_schema_policy_is_honoured_by_the_reading_commands(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    db = tmp_path / "new.db"
+    refused = invoke(runner, "threads", "--db", db)
+    assert_clean_failure(refused, 2, "no such database")
+    created = invoke(runner, "threads", "--db", db, "--schema-policy", "create_if_necessary")
+    assert created.exit_code == 0 and "No threads in" in created.stdout, created.output
+    assert db.exists()
+    found = invoke(
+        runner,
+        "search",
+        "x",
+        "--db",
+        db,
+        "--embedder",
+        "none",
+        "--schema-policy",
+        "require_existing",
+    )
+    assert found.exit_code == 0 and "No results." in found.stdout, found.output
+    recreate = invoke(runner, "reindex", "--db", db, "--schema-policy", "recreate")
+    assert_clean_failure(recreate, 1, "--schema-policy recreate is not supported by the embedded")
+    other = tmp_path / "other.db"
+    card = invoke(runner, "card", "t", "--db", other, "--schema-policy", "create_if_empty")
+    assert_clean_failure(card, 1, "no thread 't' in the database")
+    assert other.exists()
+
+
+def test_serve_takes_schema_policy(tmp_path: Path) -> None:
+    from oam_core.service.web.app import create_app
+
+    db = tmp_path / "inspect.db"
+    with pytest.raises(ValueError, match="no such database"):
+        create_app(str(db), embedder="hashing/64")
+    assert not db.exists()
+    app = create_app(str(db), embedder="hashing/64", schema_policy="create_if_necessary")
+    assert db.exists() and app.state.inspector.memory.store is not None
+    app.state.inspector.memory.close()

@@ -28,7 +28,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from oam_core import OracleAgentMemory, SearchStrategy
+from oam_core import OracleAgentMemory, SchemaPolicy, SearchStrategy
 from oam_core.apis.records import MEMORY_TYPES, SEARCHABLE_TYPES, MessageRecord
 from oam_core.errors import NotFoundError
 from oam_core.service.common import open_memory
@@ -111,6 +111,7 @@ def create_app(
     embedder: str | None = "local",
     token: str | None = None,
     allowed_hosts: list[str] | None = None,
+    schema_policy: SchemaPolicy | str | None = None,
 ) -> Starlette:
     """Build the inspector's ASGI app.
 
@@ -122,6 +123,8 @@ def create_app(
         token: Access token checked on every request; None = none (loopback only).
         allowed_hosts: Accepted ``Host`` header names; default: the loopback names.
             None-like empty list is not accepted; pass ``["*"]`` to accept any.
+        schema_policy: For ``db``: ``SchemaPolicy`` or its name; default
+            ``REQUIRE_EXISTING`` (docs/store.md#schema-policies).
 
     Returns:
         The Starlette app; serve it with uvicorn.
@@ -133,7 +136,7 @@ def create_app(
     if memory is None:
         if db is None:
             raise ValueError("create_app needs db (a store URL) or memory (a client)")
-        client = open_memory(db, embedder=embedder, must_exist=True)
+        client = open_memory(db, embedder=embedder, must_exist=True, schema_policy=schema_policy)
         owned = True
     else:
         client, owned = memory, False
