@@ -106,7 +106,16 @@ def test_ingest_twice_needs_replace(runner: CliRunner, chat: Path, ingested: Pat
         again, 1, "already in the database: chat; use --resume to skip them or --replace"
     )
     replaced = invoke(
-        runner, "ingest", chat, "--db", ingested, "--embedder", "hashing", "--replace"
+        runner,
+        "ingest",
+        chat,
+        "--db",
+        ingested,
+        "--embedder",
+        "hashing",
+        "--replace",
+        "--user",
+        "u1",
     )
     assert replaced.exit_code == 0, replaced.output
     listed = invoke(runner, "threads", "--db", ingested)
@@ -356,7 +365,18 @@ def test_a_replace_that_fails_keeps_the_old_thread(
 
     monkeypatch.setattr(writes, "insert_planned", fail)
     chat.write_text(json.dumps({"role": "user", "content": "new text"}) + "\n", encoding="utf-8")
-    result = invoke(runner, "ingest", chat, "--db", ingested, "--embedder", "hashing", "--replace")
+    result = invoke(
+        runner,
+        "ingest",
+        chat,
+        "--db",
+        ingested,
+        "--embedder",
+        "hashing",
+        "--replace",
+        "--user",
+        "u1",
+    )
     assert_clean_failure(result, 1, "thread 'chat' was not written: disk on fire")
     listed = invoke(runner, "threads", "--db", ingested)
     row = next(line for line in listed.stdout.splitlines() if line.startswith("chat"))
