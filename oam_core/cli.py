@@ -450,7 +450,9 @@ def _with_ids(
 
 @app.command()
 def ingest(
-    file: Annotated[Path, typer.Argument(help="A .jsonl/.json chat file or a LoCoMo file.")],
+    file: Annotated[
+        Path, typer.Argument(help="A .jsonl/.json chat file or a LoCoMo file (~ is expanded).")
+    ],
     db: DbOption = "oam.db",
     embedder: EmbedderOption = None,
     strategy: StrategyOption = None,
@@ -482,6 +484,7 @@ def ingest(
     with _user_errors():
         if replace and resume:
             raise CliError("--replace and --resume exclude each other", 2)
+        file = file.expanduser()
         if not file.exists():
             raise CliError(f"{file}: no such file", code=2)
         conversations = load_conversations(file, samples=sample)

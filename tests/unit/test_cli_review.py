@@ -89,3 +89,32 @@ def test_serve_takes_schema_policy(tmp_path: Path) -> None:
     app = create_app(str(db), embedder="hashing/64", schema_policy="create_if_necessary")
     assert db.exists() and app.state.inspector.memory.store is not None
     app.state.inspector.memory.close()
+
+
+# -- ~ and missing directories --------------------------------------------------------
+
+
+def test_home_is_expanded_and_a_missing_directory_is_named(
+    runner: CliRunner, chat: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    from oam_core import StoreConnectionError
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for connection, name in (("~/a.db", "a.db"), ("sqlite:///~/b.db", "b.db")):
+        with OracleAgentMemory.open(connection, embedder=None) as memory:
+            memory.store.add(["kept"], "memory")
+        assert (tmp_path / name).exists(), connection
+        assert not Path("~").exists()
+    for connection in (str(tmp_path / "nodir" / "c.db"), "sqlite:///~/nodir/c.db"):
+        with pytest.raises(StoreConnectionError) as raised:
+            OracleAgentMemory.open(connection, embedder=None)
+        message = str(raised.value)
+        assert f"'{tmp_path / 'nodir'}' does not exist" in message, message
+        assert not isinstance(raised.value, sqlite3.Error)
+    assert not (tmp_path / "nodir").exists()
+    assert chat == tmp_path / "chat.jsonl"
+    result = invoke(runner, "ingest", "~/chat.jsonl", "--db", "~/cli.db", "--embedder", "hashing")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "cli.db").exists()
