@@ -258,7 +258,7 @@ def _user_errors() -> Iterator[None]:
             message = _cli_words(str(exc))
             if "has no oam store" in message:
                 message += "; or create it with `oam ingest FILE --db ...`"
-            if "stores vectors of dimension" in message:
+            if "stores vectors of dimension" in message and "written by" not in message:
                 message += (
                     "; pass the --embedder the database was written with (the store has "
                     "not recorded which one)"
@@ -348,7 +348,7 @@ def _embedder_name(given: str | None, identity: EmbedderIdentity | None, db: str
         return DEFAULT_EMBEDDER
     name = identity.embedder_id
     if name.startswith(("local/", "hashing/")) or (
-        "/" in name and not name.startswith("oracledb/")
+        "/" in name and not name.startswith(("oracledb/", "langchain:"))
     ):
         return name
     raise CliError(

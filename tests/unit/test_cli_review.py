@@ -118,3 +118,22 @@ def test_home_is_expanded_and_a_missing_directory_is_named(
     result = invoke(runner, "ingest", "~/chat.jsonl", "--db", "~/cli.db", "--embedder", "hashing")
     assert result.exit_code == 0, result.output
     assert (tmp_path / "cli.db").exists()
+
+
+# -- embedder identity wording ------------------------------------------------------
+
+
+def test_a_dimension_error_names_the_recorded_embedder(
+    runner: CliRunner, chat: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "x.db"
+    assert invoke(runner, "ingest", chat, "--db", db, "--embedder", "hashing/16").exit_code == 0
+    args = ("search", "dog", "--db", db, "--embedder", "hashing/32")
+    for extra in ((), ("--allow-embedder-change",)):
+        result = invoke(runner, *args, *extra)
+        assert_clean_failure(result, 1, "hashing/16")
+        assert "has not recorded" not in result.stderr
+        assert "--embedder hashing/16" in result.stderr
+    forced = invoke(runner, *args, "--allow-embedder-change")
+    assert "written by embedder 'hashing/16'" in forced.stderr
+    assert "allow_embedder_change" not in forced.stderr  # spelled as the CLI flag
