@@ -12,7 +12,7 @@ from typing import Literal
 
 from oam_core import OracleAgentMemory
 from oam_core.apis.records import check_metadata
-from oam_core.apis.thread import to_message
+from oam_core.apis.thread import check_ids_all_or_none, to_message
 from oam_core.ingest import Conversation, IngestError
 
 __all__ = ["WriteMode", "plural", "write_conversations"]
@@ -36,6 +36,17 @@ def _where(conversation: Conversation, index: int, source: Path | None) -> str:
 def _validate(conversations: Sequence[Conversation], source: Path | None) -> None:
     """Check every message the way the store will, before anything is written."""
     for conversation in conversations:
+        ids = [message.get("id") for message in conversation.messages]
+        try:
+            check_ids_all_or_none(ids)
+        except ValueError:
+            mixed = next(i for i, v in enumerate(ids) if (v is None) != (ids[0] is None))
+            has = "has an 'id'" if ids[mixed] is not None else "has no 'id'"
+            first = _where(conversation, 0, source)
+            raise IngestError(
+                f"{_where(conversation, mixed, source)}: {has}, unlike the first message "
+                f"({first}); give every message of a conversation an id, or none"
+            ) from None
         for index, message in enumerate(conversation.messages):
             try:
                 checked = to_message(message)

@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 from oam_core import OracleAgentMemory, OracleThread, SearchStrategy
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import Record, ThreadRow
+from oam_core.memory.messages import prepare_messages
 from oam_core.service.common import MEMORY_TYPE_NAMES, record_json, thread_json
 from oam_core.service.scope import Scope
 from oam_core.store.strategy import searching_with
@@ -64,7 +65,8 @@ class MessageIn(BaseModel):
         str,
         Field(
             min_length=1,
-            description="Who wrote it: 'user', 'assistant', 'system' or 'tool'.",
+            description="Who wrote it: usually 'user', 'assistant', 'system' or 'tool' "
+            "(any non-blank role is stored as given).",
         ),
     ]
     content: Annotated[str, Field(description="The message text, verbatim.")]
@@ -300,8 +302,10 @@ def build_server(
         ] = None,
     ) -> AddMessagesOut:
         with service.calling(ToolError):
+            # Checked before a new thread is created: a bad message writes nothing.
+            given = prepare_messages([m.model_dump(exclude_none=True) for m in messages])
             thread = service.thread(thread_id)
-            ids = thread.add_messages([m.model_dump(exclude_none=True) for m in messages])
+            ids = thread.add_messages(given)
             memories = service.extracted_from(thread.thread_id, ids) if extraction else []
             return AddMessagesOut(
                 thread_id=thread.thread_id,

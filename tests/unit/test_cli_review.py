@@ -137,3 +137,37 @@ def test_a_dimension_error_names_the_recorded_embedder(
     forced = invoke(runner, *args, "--allow-embedder-change")
     assert "written by embedder 'hashing/16'" in forced.stderr
     assert "allow_embedder_change" not in forced.stderr  # spelled as the CLI flag
+
+
+# -- one rule for ids and roles ---------------------------------------------------------
+
+
+def test_ingest_applies_the_library_rules_for_ids_and_roles(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    db = tmp_path / "x.db"
+    mixed = tmp_path / "mixed.jsonl"
+    lines = [
+        {"role": "user", "content": "a", "id": "a"},
+        {"role": "assistant", "content": "b", "id": "b"},
+        {"role": "user", "content": "c"},
+    ]
+    mixed.write_text("".join(json.dumps(m) + "\n" for m in lines), encoding="utf-8")
+    result = invoke(runner, "ingest", mixed, "--db", db, "--embedder", "hashing")
+    assert_clean_failure(result, 1, "line 3: has no 'id', unlike the first message")
+    assert "mixed.jsonl: line 1" in result.stderr
+    with OracleAgentMemory.open(db, embedder="hashing", extract_memories=False) as memory:
+        assert memory.list_threads() == []
+    roles = tmp_path / "roles.jsonl"
+    roles.write_text(
+        "".join(json.dumps({"role": r, "content": f"by {r}"}) + "\n" for r in ("bot", "developer")),
+        encoding="utf-8",
+    )
+    stored = invoke(runner, "ingest", roles, "--db", db, "--embedder", "hashing")
+    assert stored.exit_code == 0, stored.output
+    with OracleAgentMemory.open(db, embedder="hashing", extract_memories=False) as memory:
+        assert [m.role for m in memory.store.list_thread_messages("roles")] == ["bot", "developer"]
+    unknown = tmp_path / "keys.jsonl"
+    unknown.write_text('{"role": "user", "content": "x", "speaker": "Ana"}\n', encoding="utf-8")
+    keys = invoke(runner, "ingest", unknown, "--db", db, "--embedder", "hashing")
+    assert_clean_failure(keys, 1, "allowed: role, content, name, timestamp, metadata, id")
