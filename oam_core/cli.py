@@ -25,7 +25,6 @@ import json
 import logging
 import os
 import re
-import sqlite3
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -53,20 +52,13 @@ from oam_core import (
 from oam_core.apis.thread import participant_name
 from oam_core.connection import backend_of, sqlite_target
 from oam_core.embedders import resolve_embedder
-from oam_core.errors import OAMError, SchemaError
+from oam_core.errors import OAMError, SchemaError, StoreError
 from oam_core.ingest import Conversation, IngestError, load_conversations
 from oam_core.ingest_writer import WriteMode, plural, write_conversations
 from oam_core.store.identity import EmbedderIdentity
 from oam_core.store.strategy import searching_with, strategy_of
 
 __all__ = ["COMMAND_MODULES", "app", "main"]
-
-try:  # PostgreSQL errors read as database errors when the postgres extra is installed
-    from psycopg import Error as _PgError
-
-    _DB_ERRORS: tuple[type[BaseException], ...] = (_PgError,)
-except ImportError:  # pragma: no cover - without the extra
-    _DB_ERRORS = ()
 
 COMMAND_MODULES: tuple[str, ...] = ("oam_core.service.commands",)
 """Modules whose ``register(app)`` adds commands (see the module docstring)."""
@@ -254,6 +246,8 @@ def _user_errors() -> Iterator[None]:
             _fail(str(exc), 1, caught)
         except KeyError as exc:
             _fail(str(exc.args[0]) if exc.args else "not found", 1, caught)
+        except StoreError as exc:  # driver errors, mapped by the store (docs/errors.md)
+            _fail(_cli_words(str(exc)), 1, caught)
         except (ValueError, ImportError, OSError) as exc:
             message = _cli_words(str(exc))
             if "has no oam store" in message:
@@ -264,10 +258,6 @@ def _user_errors() -> Iterator[None]:
                     "not recorded which one)"
                 )
             _fail(message, 1, caught)
-        except sqlite3.Error as exc:
-            _fail(f"database error: {exc}", 1, caught)
-        except _DB_ERRORS as exc:
-            _fail(f"database error: {exc}", 1, caught)
         except Exception as exc:
             if _debugging():
                 raise

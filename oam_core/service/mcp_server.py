@@ -16,7 +16,6 @@ serving.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Annotated, Any, Literal
@@ -28,6 +27,7 @@ from pydantic import BaseModel, Field
 from oam_core import OracleAgentMemory, OracleThread, SearchStrategy
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import Record, ThreadRow
+from oam_core.errors import StoreError
 from oam_core.memory.messages import prepare_messages
 from oam_core.service.common import MEMORY_TYPE_NAMES, record_json, thread_json
 from oam_core.service.scope import Scope
@@ -49,13 +49,6 @@ TOOL_NAMES = (
 
 MemoryType = Literal["memory", "fact", "preference", "guideline"]
 SearchType = Literal["memory", "fact", "preference", "guideline", "message", "user_profile"]
-
-try:  # database errors of the PostgreSQL driver, when installed
-    from psycopg import Error as _PgError
-
-    _DB_ERRORS: tuple[type[BaseException], ...] = (sqlite3.Error, _PgError)
-except ImportError:  # pragma: no cover - without the postgres extra
-    _DB_ERRORS = (sqlite3.Error,)
 
 
 class MessageIn(BaseModel):
@@ -149,8 +142,8 @@ def _client_errors(kind: type[Exception]) -> Iterator[None]:
         raise kind(str(exc.args[0]) if exc.args else "not found") from None
     except (LookupError, ValueError, TypeError, ImportError) as exc:
         raise kind(str(exc)) from None
-    except _DB_ERRORS as exc:
-        raise kind(f"database error: {exc}") from None
+    except StoreError as exc:  # driver errors, mapped by the store (docs/errors.md)
+        raise kind(str(exc)) from None
 
 
 class _Service:

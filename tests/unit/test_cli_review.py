@@ -171,3 +171,26 @@ def test_ingest_applies_the_library_rules_for_ids_and_roles(
     unknown.write_text('{"role": "user", "content": "x", "speaker": "Ana"}\n', encoding="utf-8")
     keys = invoke(runner, "ingest", unknown, "--db", db, "--embedder", "hashing")
     assert_clean_failure(keys, 1, "allowed: role, content, name, timestamp, metadata, id")
+
+
+# -- database errors through the error tree -----------------------------------------------
+
+
+def test_store_errors_are_one_line_even_with_debug(
+    runner: CliRunner, chat: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oam_core import StoreConnectionError, StoreError
+
+    assert not issubclass(StoreConnectionError, ValueError)
+    db = tmp_path / "x.db"
+    assert invoke(runner, "ingest", chat, "--db", db, "--embedder", "hashing").exit_code == 0
+    for error in (StoreError("database error on x.db: disk I/O"), StoreConnectionError("lost")):
+
+        def fail(*args: object, error: Exception = error, **kwargs: object) -> None:
+            raise error
+
+        monkeypatch.setattr("oam_core.store.sqlite.SQLiteMemoryStore.search", fail)
+        for debug in ((), ("--debug",)):
+            result = invoke(runner, *debug, "search", "dog", "--db", db, "--embedder", "hashing")
+            assert_clean_failure(result, 1, f"Error: {error}")
+            assert "StoreError" not in result.stderr
