@@ -220,6 +220,15 @@ def _debugging() -> bool:
 _LIBRARY_HINTS = (
     (re.compile(r"allow_embedder_change=True"), lambda m: "--allow-embedder-change"),
     (re.compile(r"schema_policy=([A-Z_]+)"), lambda m: f"--schema-policy {m.group(1).lower()}"),
+    (
+        re.compile(r"configure one, pass query_vector, or"),
+        lambda m: "pass --embedder (e.g. local), or",
+    ),
+    (
+        re.compile(r"search_strategy=([A-Z]+)((?: or |, )[A-Z]+)*"),
+        lambda m: "--strategy " + m.group(0).split("=", 1)[1].lower(),
+    ),
+    (re.compile(r"store\.reindex\(\) \(CLI: oam reindex\)"), lambda m: "`oam reindex`"),
 )
 
 
@@ -252,11 +261,6 @@ def _user_errors() -> Iterator[None]:
             message = _cli_words(str(exc))
             if "has no oam store" in message:
                 message += "; or create it with `oam ingest FILE --db ...`"
-            if "stores vectors of dimension" in message and "written by" not in message:
-                message += (
-                    "; pass the --embedder the database was written with (the store has "
-                    "not recorded which one)"
-                )
             _fail(message, 1, caught)
         except Exception as exc:
             if _debugging():

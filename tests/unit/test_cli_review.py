@@ -194,3 +194,27 @@ def test_store_errors_are_one_line_even_with_debug(
             result = invoke(runner, *debug, "search", "dog", "--db", db, "--embedder", "hashing")
             assert_clean_failure(result, 1, f"Error: {error}")
             assert "StoreError" not in result.stderr
+
+
+def test_a_dimension_without_a_recorded_embedder_says_what_is_recorded(
+    runner: CliRunner, chat: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "x.db"
+    assert invoke(runner, "ingest", chat, "--db", db, "--embedder", "none").exit_code == 0
+    # a search with an embedder fixes the dimension, before any vector is written
+    assert invoke(runner, "search", "dog", "--db", db, "--embedder", "hashing/16").exit_code == 0
+    result = invoke(runner, "search", "dog", "--db", db, "--embedder", "hashing/8")
+    assert_clean_failure(
+        result,
+        1,
+        "records vector dimension 16 and no embedder yet, but this store was opened with "
+        "embedder 'hashing/8' of dimension 8; open it with an embedder of dimension 16",
+    )
+    assert "has not recorded" not in result.stderr
+    vector = invoke(
+        runner, "search", "dog", "--db", db, "--embedder", "none", "--strategy", "vector"
+    )
+    assert_clean_failure(
+        vector, 1, "pass --embedder (e.g. local), or use --strategy hybrid or keyword"
+    )
+    assert "query_vector" not in vector.stderr and "search_strategy=" not in vector.stderr

@@ -50,9 +50,15 @@ class SqlMemoryStore(OracleMemoryStore):
         if stored_dim is not None:
             if self.vector_dim is not None and int(stored_dim) != self.vector_dim:
                 recorded = self.embedder_identity
+                given = (
+                    f"embedder {self.embedder.embedder_id!r} of dimension {self.vector_dim}"
+                    if self.embedder is not None
+                    else f"dimension {self.vector_dim}"
+                )
                 message = (
-                    f"{where} stores vectors of dimension {stored_dim}, but this store "
-                    f"was opened with dimension {self.vector_dim}"
+                    f"{where} records vector dimension {stored_dim} and no embedder yet, "
+                    f"but this store was opened with {given}; open it with an embedder "
+                    f"of dimension {stored_dim}"
                 )
                 if recorded is not None:  # allow_embedder_change skipped the identity check
                     message = (
