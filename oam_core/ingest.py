@@ -14,7 +14,8 @@ and auto-detects its layout:
   ``session_<n>_date_time``, ``session_<n>`` = list of ``{speaker, dia_id, text}``
   turns). One conversation per non-empty session, thread id ``<sample_id>-s<n>``,
   user id = the sample id; ``speaker_a`` speaks as ``"user"`` and ``speaker_b`` as
-  ``"assistant"``, each with their name in ``metadata["$message"]["name"]``.
+  ``"assistant"``, each with their name in ``metadata["$message"]["name"]``; a turn's
+  ``blip_caption`` (an image description) is appended to its text in brackets.
   ``samples=`` picks some samples of a file holding several.
 
 The format is documented in docs/cli.md#input-files.
@@ -214,12 +215,21 @@ def _from_document(
     first = document[0]
     if isinstance(first, Mapping) and "conversation" in first:
         conversations: list[Conversation] = []
+        seen: dict[object, int] = {}
         for index, sample in enumerate(document):
             if not isinstance(sample, Mapping) or "conversation" not in sample:
                 raise IngestError(
                     f"{file}: [{index}]: expected a LoCoMo sample with a 'conversation' "
                     f"object, like element [0]; got {_describe(sample)}"
                 )
+            sample_id = sample.get("sample_id")
+            if isinstance(sample_id, str) and sample_id in seen:
+                raise IngestError(
+                    f"{file}: [{index}]: sample_id {sample_id!r} is also the id of element "
+                    f"[{seen[sample_id]}]; each sample needs its own (its threads are "
+                    f"{sample_id}-s<n>)"
+                )
+            seen[sample_id] = index
             conversations.extend(_locomo_sample(file, sample, index, user_id, agent_id))
         return conversations
     messages = [
@@ -419,6 +429,11 @@ def _locomo_turn(
             f"{where}: speaker {speaker!r} is neither speaker_a nor speaker_b "
             f"({', '.join(map(repr, roles))})"
         )
+    if isinstance(dia_id, str) and dia_id:
+        where = f"{where} (turn {dia_id})"
+    if "text" not in turn:
+        keys = ", ".join(sorted(map(str, turn))) or "none"
+        raise IngestError(f"{where}: the turn has no 'text' (its keys: {keys})")
     if not isinstance(text, str):
         raise IngestError(f"{where}: 'text' must be a string, got {_describe(text)}")
     if not isinstance(dia_id, str) or not dia_id:
