@@ -156,7 +156,10 @@ def mcp(
         from oam_core.service.web.security import TokenMiddleware
 
         app = TokenMiddleware(
-            server.streamable_http_app(host=host), token=token, allowed_hosts=None
+            server.streamable_http_app(host=host),
+            token=token,
+            allowed_hosts=None,
+            header_only=True,  # a token in a URL would end up in logs
         )
         typer.echo(f"oam MCP server for {scope.describe()} on http://{host}:{port}/mcp", err=True)
         uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -308,7 +308,13 @@ def test_streamable_http_with_a_token(seeded: Seeded, tmp_path: Path) -> None:
     try:
         wait_for_port(port, process)
         url = f"http://127.0.0.1:{port}/mcp"
-        assert httpx.post(url, json={}).status_code == 401
+        refused = httpx.post(url, json={})
+        assert refused.status_code == 401
+        assert "'Authorization: Bearer YOUR_TOKEN'" in refused.text
+        assert "?token=" not in refused.text
+        # the token in the URL (or a cookie) is not accepted: URLs end up in logs
+        assert httpx.post(f"{url}?token={token}", json={}).status_code == 401
+        assert httpx.post(url, json={}, cookies={"oam_token": token}).status_code == 401
 
         async def scenario() -> None:
             headers = {"Authorization": f"Bearer {token}"}
