@@ -356,17 +356,20 @@ def _memory(
     db: str,
     embedder: str | None,
     strategy: SearchStrategy | None = None,
-    *,
-    create: bool = False,
     policy: SchemaPolicy | None = None,
     allow_embedder_change: bool = False,
+    *,
+    create: bool = False,
 ) -> Iterator[OracleAgentMemory]:
     """The client over ``db``, opened as ``OracleAgentMemory(connection=...)`` opens it
-    (``create``: the default policy creates the store); closed when the block ends.
+    (``create``: the default policy creates the store, else a missing SQLite file
+    is an error unless ``policy`` may create it); closed when the block ends.
 
     ``strategy`` ranks this command's searches and is not recorded: the store keeps
     its default, except a store this command creates, whose default it becomes
     (docs/cli.md#commands)."""
+    if not create:
+        _require_db(db, policy)
     chosen = policy or (
         SchemaPolicy.CREATE_IF_NECESSARY if create else SchemaPolicy.REQUIRE_EXISTING
     )
@@ -546,25 +549,20 @@ def search(
 ) -> None:
     """Search the stored messages (and memories) for QUERY. Each result shows its
     score (higher is better) and what the score is: cosine, keyword or hybrid."""
-    with _user_errors():
-        _require_db(db, schema_policy)
-        with _memory(
-            db,
-            embedder,
-            strategy,
-            policy=schema_policy,
-            allow_embedder_change=allow_embedder_change,
-        ) as memory:
-            store = memory.store
-            results = store.search(
-                query,
-                k,
-                user_id=user,
-                exact_user_match=user is not None,
-                thread_id=thread,
-                exact_thread_match=thread is not None,
-            )
-            kind = _score_kind(store)
+    with (
+        _user_errors(),
+        _memory(db, embedder, strategy, schema_policy, allow_embedder_change) as memory,
+    ):
+        store = memory.store
+        results = store.search(
+            query,
+            k,
+            user_id=user,
+            exact_user_match=user is not None,
+            thread_id=thread,
+            exact_thread_match=thread is not None,
+        )
+        kind = _score_kind(store)
     if as_json:
         for record, distance in results:
             typer.echo(json.dumps(_record_json(record, distance, kind), ensure_ascii=False))
@@ -591,16 +589,11 @@ def card(
     allow_embedder_change: AllowChangeOption = False,
 ) -> None:
     """Print the context card of THREAD_ID (the text an agent puts in its prompt)."""
-    with _user_errors():
-        _require_db(db, schema_policy)
-        with _memory(
-            db,
-            embedder,
-            strategy,
-            policy=schema_policy,
-            allow_embedder_change=allow_embedder_change,
-        ) as memory:
-            content = _context_card(memory, thread_id, recent=recent, relevant=relevant)
+    with (
+        _user_errors(),
+        _memory(db, embedder, strategy, schema_policy, allow_embedder_change) as memory,
+    ):
+        content = _context_card(memory, thread_id, recent=recent, relevant=relevant)
     typer.echo(content if content else "(empty context card)")
 
 
@@ -611,13 +604,11 @@ def threads(
     user: Annotated[str | None, typer.Option(help="Only threads of this user.")] = None,
 ) -> None:
     """List the threads in the database with their message counts and speakers."""
-    with _user_errors():
-        _require_db(db, schema_policy)
-        with _memory(db, "none", policy=schema_policy) as memory:
-            store = memory.store
-            rows = memory.list_threads(user_id=user) if user else memory.list_threads()
-            counts = [store.count_thread_messages(row.thread_id) for row in rows]
-            speakers = [_speakers(store, row.thread_id) for row in rows]
+    with _user_errors(), _memory(db, "none", policy=schema_policy) as memory:
+        store = memory.store
+        rows = memory.list_threads(user_id=user) if user else memory.list_threads()
+        counts = [store.count_thread_messages(row.thread_id) for row in rows]
+        speakers = [_speakers(store, row.thread_id) for row in rows]
     if not rows:
         typer.echo(f"No threads in {db}.")
         return
@@ -655,16 +646,17 @@ def reindex(
 ) -> None:
     """Embed the records stored without vectors (e.g. ingested with --embedder none),
     so vector and hybrid search find them."""
-    with _user_errors():
-        _require_db(db, schema_policy)
-        with _memory(
+    with (
+        _user_errors(),
+        _memory(
             db, embedder, policy=schema_policy, allow_embedder_change=allow_embedder_change
-        ) as memory:
-            store = memory.store
-            if store.embedder is None:
-                raise CliError("reindex needs an embedder: pass --embedder", 2)
-            count = store.reindex(batch_size=batch_size)
-            used = store.embedder_identity
+        ) as memory,
+    ):
+        store = memory.store
+        if store.embedder is None:
+            raise CliError("reindex needs an embedder: pass --embedder", 2)
+        count = store.reindex(batch_size=batch_size)
+        used = store.embedder_identity
     if count:
         name = used.embedder_id if used else "the embedder"
         typer.echo(f"Embedded {plural(count, 'record')} with {name} in {db}.")
