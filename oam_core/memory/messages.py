@@ -74,14 +74,15 @@ def prepare_messages(messages: object) -> list[Message]:
             f"messages must be a list of Message objects or dicts, got {type(messages).__name__}"
         )
     given = [to_message(value) for value in cast(Iterable[MessageLike], messages)]
-    check_ids_all_or_none([m.id for m in given])
-    prepared: list[Message] = []
-    for i, message in enumerate(given):
+    for i, message in enumerate(given):  # each value first, then how they go together
         for name in ("role", "content", "id", "timestamp"):
             text = getattr(message, name)
             if text is not None:
                 check_text(text, f"messages[{i}].{name}")
         dump_metadata(message.metadata, f"messages[{i}].metadata")
+    check_ids_all_or_none([m.id for m in given])
+    prepared: list[Message] = []
+    for message in given:
         if message.id is None:
             message = Message(
                 role=message.role,
