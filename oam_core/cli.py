@@ -25,7 +25,6 @@ import json
 import logging
 import os
 import re
-import sqlite3
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -53,18 +52,13 @@ from oam_core import (
 from oam_core.apis.thread import participant_name
 from oam_core.connection import backend_of, sqlite_target
 from oam_core.embedders import resolve_embedder
-from oam_core.errors import OAMError
+from oam_core.errors import OAMError, SchemaError, StoreError
 from oam_core.ingest import Conversation, IngestError, load_conversations
 from oam_core.ingest_writer import WriteMode, plural, write_conversations
+from oam_core.store.identity import EmbedderIdentity
+from oam_core.store.strategy import searching_with, strategy_of
 
 __all__ = ["COMMAND_MODULES", "app", "main"]
-
-try:  # PostgreSQL errors read as database errors when the postgres extra is installed
-    from psycopg import Error as _PgError
-
-    _DB_ERRORS: tuple[type[BaseException], ...] = (_PgError,)
-except ImportError:  # pragma: no cover - without the extra
-    _DB_ERRORS = ()
 
 COMMAND_MODULES: tuple[str, ...] = ("oam_core.service.commands",)
 """Modules whose ``register(app)`` adds commands (see the module docstring)."""
@@ -138,8 +132,9 @@ StrategyOption = Annotated[
     typer.Option(
         "--strategy",
         case_sensitive=False,
-        help="How search ranks results. Default: hybrid (a PostgreSQL store keeps the "
-        "strategy it was created with).",
+        help="How this command's searches rank. Default: the store's recorded strategy "
+        "(hybrid for a new store); the recorded one is not changed, except by ingest "
+        "or demo creating the store.",
     ),
 ]
 PolicyOption = Annotated[
@@ -225,6 +220,15 @@ def _debugging() -> bool:
 _LIBRARY_HINTS = (
     (re.compile(r"allow_embedder_change=True"), lambda m: "--allow-embedder-change"),
     (re.compile(r"schema_policy=([A-Z_]+)"), lambda m: f"--schema-policy {m.group(1).lower()}"),
+    (
+        re.compile(r"configure one, pass query_vector, or"),
+        lambda m: "pass --embedder (e.g. local), or",
+    ),
+    (
+        re.compile(r"search_strategy=([A-Z]+)((?: or |, )[A-Z]+)*"),
+        lambda m: "--strategy " + m.group(0).split("=", 1)[1].lower(),
+    ),
+    (re.compile(r"store\.reindex\(\) \(CLI: oam reindex\)"), lambda m: "`oam reindex`"),
 )
 
 
@@ -251,20 +255,13 @@ def _user_errors() -> Iterator[None]:
             _fail(str(exc), 1, caught)
         except KeyError as exc:
             _fail(str(exc.args[0]) if exc.args else "not found", 1, caught)
+        except StoreError as exc:  # driver errors, mapped by the store (docs/errors.md)
+            _fail(_cli_words(str(exc)), 1, caught)
         except (ValueError, ImportError, OSError) as exc:
             message = _cli_words(str(exc))
             if "has no oam store" in message:
                 message += "; or create it with `oam ingest FILE --db ...`"
-            if "stores vectors of dimension" in message:
-                message += (
-                    "; pass the --embedder the database was written with (the store has "
-                    "not recorded which one)"
-                )
             _fail(message, 1, caught)
-        except sqlite3.Error as exc:
-            _fail(f"database error: {exc}", 1, caught)
-        except _DB_ERRORS as exc:
-            _fail(f"database error: {exc}", 1, caught)
         except Exception as exc:
             if _debugging():
                 raise
@@ -308,37 +305,44 @@ def _target(db: str) -> str:
     return str(expanded)
 
 
-def _require_db(db: str) -> None:
-    """A SQLite ``--db`` must exist for the commands that only read."""
+def _require_db(db: str, policy: SchemaPolicy | None = None) -> None:
+    """A SQLite ``--db`` must exist for the commands that only read (unless
+    ``--schema-policy`` lets them create it)."""
+    if policy not in (None, SchemaPolicy.REQUIRE_EXISTING):
+        return
     target = _target(db)
     if backend_of(target) == "sqlite" and target != ":memory:" and not Path(target).exists():
         raise CliError(f"{db}: no such database; create it with `oam ingest FILE --db {db}`", 2)
 
 
-def _embedder_name(db: str, given: str | None) -> str:
-    """``--embedder`` as given, else the one the database recorded, else the default."""
-    if given is not None:
-        return given
+def _peek(db: str) -> tuple[bool, EmbedderIdentity | None]:
+    """Whether ``db`` holds an oam store, and the embedder identity it recorded
+    (opened read-only in spirit: a peek never creates anything)."""
     target = _target(db)
-    exists = backend_of(target) != "sqlite" or target == ":memory:" or Path(target).exists()
-    if not exists:
-        return DEFAULT_EMBEDDER
+    if backend_of(target) == "sqlite" and (target == ":memory:" or not Path(target).exists()):
+        return False, None
     try:
         peek = OracleAgentMemory(
             connection=target,
             embedder=None,
             extract_memories=False,
-            schema_policy=SchemaPolicy.REQUIRE_EXISTING,  # a peek never creates
+            schema_policy=SchemaPolicy.REQUIRE_EXISTING,
         )
-    except ValueError:
-        return DEFAULT_EMBEDDER  # no store there yet (it is created with the default)
+    except SchemaError:
+        return False, None  # no store there yet
     with peek:
-        identity = peek.store.embedder_identity
+        return True, peek.store.embedder_identity
+
+
+def _embedder_name(given: str | None, identity: EmbedderIdentity | None, db: str) -> str:
+    """``--embedder`` as given, else the one the database recorded, else the default."""
+    if given is not None:
+        return given
     if identity is None:
         return DEFAULT_EMBEDDER
     name = identity.embedder_id
     if name.startswith(("local/", "hashing/")) or (
-        "/" in name and not name.startswith("oracledb/")
+        "/" in name and not name.startswith(("oracledb/", "langchain:"))
     ):
         return name
     raise CliError(
@@ -352,29 +356,40 @@ def _memory(
     db: str,
     embedder: str | None,
     strategy: SearchStrategy | None = None,
-    *,
-    create: bool = False,
     policy: SchemaPolicy | None = None,
     allow_embedder_change: bool = False,
+    *,
+    create: bool = False,
 ) -> Iterator[OracleAgentMemory]:
     """The client over ``db``, opened as ``OracleAgentMemory(connection=...)`` opens it
-    (``create``: the default policy creates the store); closed when the block ends."""
+    (``create``: the default policy creates the store, else a missing SQLite file
+    is an error unless ``policy`` may create it); closed when the block ends.
+
+    ``strategy`` ranks this command's searches and is not recorded: the store keeps
+    its default, except a store this command creates, whose default it becomes
+    (docs/cli.md#commands)."""
+    if not create:
+        _require_db(db, policy)
     chosen = policy or (
         SchemaPolicy.CREATE_IF_NECESSARY if create else SchemaPolicy.REQUIRE_EXISTING
     )
-    name = _embedder_name(db, embedder)
+    exists, identity = _peek(db) if embedder is None or strategy is not None else (True, None)
+    name = _embedder_name(embedder, identity, db)
     _quiet_litellm(name)
     model = None if name.strip().lower() == "none" else resolve_embedder(name)
+    exists = exists and chosen is not SchemaPolicy.RECREATE
+    new_default = strategy if strategy is not None and not exists else None
     memory = OracleAgentMemory(
         connection=_target(db),
         embedder=model,
         extract_memories=False,
         schema_policy=chosen,
-        search_strategy=NOT_SET if strategy is None else strategy,
+        search_strategy=NOT_SET if new_default is None else new_default,
         allow_embedder_change=allow_embedder_change,
     )
     try:
-        yield memory
+        with searching_with(memory.store, None if new_default is not None else strategy):
+            yield memory
     finally:
         memory.close()
 
@@ -432,7 +447,9 @@ def _with_ids(
 
 @app.command()
 def ingest(
-    file: Annotated[Path, typer.Argument(help="A .jsonl/.json chat file or a LoCoMo file.")],
+    file: Annotated[
+        Path, typer.Argument(help="A .jsonl/.json chat file or a LoCoMo file (~ is expanded).")
+    ],
     db: DbOption = "oam.db",
     embedder: EmbedderOption = None,
     strategy: StrategyOption = None,
@@ -464,6 +481,7 @@ def ingest(
     with _user_errors():
         if replace and resume:
             raise CliError("--replace and --resume exclude each other", 2)
+        file = file.expanduser()
         if not file.exists():
             raise CliError(f"{file}: no such file", code=2)
         conversations = load_conversations(file, samples=sample)
@@ -509,8 +527,9 @@ def _speaker(record: Record) -> str:
 
 
 def _score_kind(store: OracleMemoryStore) -> str:
-    kind = SCORE_KINDS[store.search_strategy]
-    if store.search_strategy is SearchStrategy.HYBRID and store.embedder is None:
+    strategy = strategy_of(store)
+    kind = SCORE_KINDS[strategy]
+    if strategy is SearchStrategy.HYBRID and store.embedder is None:
         return "keyword"  # a HYBRID store without an embedder ranks by keywords alone
     return kind
 
@@ -521,6 +540,7 @@ def search(
     db: DbOption = "oam.db",
     embedder: EmbedderOption = None,
     strategy: StrategyOption = None,
+    schema_policy: PolicyOption = None,
     user: Annotated[str | None, typer.Option(help="Only records of this user.")] = None,
     thread: Annotated[str | None, typer.Option(help="Only records of this thread.")] = None,
     k: Annotated[int, typer.Option("--k", "-k", min=1, help="How many results.")] = 5,
@@ -529,19 +549,20 @@ def search(
 ) -> None:
     """Search the stored messages (and memories) for QUERY. Each result shows its
     score (higher is better) and what the score is: cosine, keyword or hybrid."""
-    with _user_errors():
-        _require_db(db)
-        with _memory(db, embedder, strategy, allow_embedder_change=allow_embedder_change) as memory:
-            store = memory.store
-            results = store.search(
-                query,
-                k,
-                user_id=user,
-                exact_user_match=user is not None,
-                thread_id=thread,
-                exact_thread_match=thread is not None,
-            )
-            kind = _score_kind(store)
+    with (
+        _user_errors(),
+        _memory(db, embedder, strategy, schema_policy, allow_embedder_change) as memory,
+    ):
+        store = memory.store
+        results = store.search(
+            query,
+            k,
+            user_id=user,
+            exact_user_match=user is not None,
+            thread_id=thread,
+            exact_thread_match=thread is not None,
+        )
+        kind = _score_kind(store)
     if as_json:
         for record, distance in results:
             typer.echo(json.dumps(_record_json(record, distance, kind), ensure_ascii=False))
@@ -558,6 +579,7 @@ def card(
     db: DbOption = "oam.db",
     embedder: EmbedderOption = None,
     strategy: StrategyOption = None,
+    schema_policy: PolicyOption = None,
     recent: Annotated[
         int, typer.Option("--recent", min=0, help="Recent messages to include verbatim.")
     ] = 0,
@@ -567,26 +589,26 @@ def card(
     allow_embedder_change: AllowChangeOption = False,
 ) -> None:
     """Print the context card of THREAD_ID (the text an agent puts in its prompt)."""
-    with _user_errors():
-        _require_db(db)
-        with _memory(db, embedder, strategy, allow_embedder_change=allow_embedder_change) as memory:
-            content = _context_card(memory, thread_id, recent=recent, relevant=relevant)
+    with (
+        _user_errors(),
+        _memory(db, embedder, strategy, schema_policy, allow_embedder_change) as memory,
+    ):
+        content = _context_card(memory, thread_id, recent=recent, relevant=relevant)
     typer.echo(content if content else "(empty context card)")
 
 
 @app.command()
 def threads(
     db: DbOption = "oam.db",
+    schema_policy: PolicyOption = None,
     user: Annotated[str | None, typer.Option(help="Only threads of this user.")] = None,
 ) -> None:
     """List the threads in the database with their message counts and speakers."""
-    with _user_errors():
-        _require_db(db)
-        with _memory(db, "none") as memory:
-            store = memory.store
-            rows = memory.list_threads(user_id=user) if user else memory.list_threads()
-            counts = [store.count_thread_messages(row.thread_id) for row in rows]
-            speakers = [_speakers(store, row.thread_id) for row in rows]
+    with _user_errors(), _memory(db, "none", policy=schema_policy) as memory:
+        store = memory.store
+        rows = memory.list_threads(user_id=user) if user else memory.list_threads()
+        counts = [store.count_thread_messages(row.thread_id) for row in rows]
+        speakers = [_speakers(store, row.thread_id) for row in rows]
     if not rows:
         typer.echo(f"No threads in {db}.")
         return
@@ -616,6 +638,7 @@ def _speakers(store: OracleMemoryStore, thread_id: str) -> str:
 def reindex(
     db: DbOption = "oam.db",
     embedder: EmbedderOption = None,
+    schema_policy: PolicyOption = None,
     batch_size: Annotated[
         int, typer.Option("--batch-size", min=1, help="Records embedded per transaction.")
     ] = 256,
@@ -623,14 +646,17 @@ def reindex(
 ) -> None:
     """Embed the records stored without vectors (e.g. ingested with --embedder none),
     so vector and hybrid search find them."""
-    with _user_errors():
-        _require_db(db)
-        with _memory(db, embedder, allow_embedder_change=allow_embedder_change) as memory:
-            store = memory.store
-            if store.embedder is None:
-                raise CliError("reindex needs an embedder: pass --embedder", 2)
-            count = store.reindex(batch_size=batch_size)
-            used = store.embedder_identity
+    with (
+        _user_errors(),
+        _memory(
+            db, embedder, policy=schema_policy, allow_embedder_change=allow_embedder_change
+        ) as memory,
+    ):
+        store = memory.store
+        if store.embedder is None:
+            raise CliError("reindex needs an embedder: pass --embedder", 2)
+        count = store.reindex(batch_size=batch_size)
+        used = store.embedder_identity
     if count:
         name = used.embedder_id if used else "the embedder"
         typer.echo(f"Embedded {plural(count, 'record')} with {name} in {db}.")
@@ -643,6 +669,7 @@ def demo(
     db: DbOption = "oam.db",
     embedder: EmbedderOption = None,
     strategy: StrategyOption = None,
+    schema_policy: PolicyOption = None,
     k: Annotated[int, typer.Option("--k", "-k", min=1, help="Results per question.")] = 3,
 ) -> None:
     """Ingest a bundled 260-message chat, then answer a few questions from memory."""
@@ -651,7 +678,7 @@ def demo(
         with resources.as_file(resources.files("oam_core") / "demo" / DEMO_FILE) as path:
             [conversation] = load_conversations(path, user_id=DEMO_USER, agent_id=DEMO_AGENT)
         conversation = with_fields(conversation, thread_id=DEMO_THREAD)
-        with _memory(db, embedder, strategy, create=True) as memory:
+        with _memory(db, embedder, strategy, create=True, policy=schema_policy) as memory:
             store = memory.store
             exists = memory.get_thread_row(DEMO_THREAD) is not None
             complete = exists and store.count_thread_messages(DEMO_THREAD) == len(

@@ -73,11 +73,11 @@ class StoreError(OAMError):
     """The database failed in a way that is not the caller's input."""
 
 
-class StoreConnectionError(StoreError, ConnectionError, ValueError):
+class StoreConnectionError(StoreError, ConnectionError):
     """The database cannot be reached or opened (server down, bad URL or
-    credentials, a file that cannot be opened, a connection lost). Also a
-    ``ValueError``: the store constructors raised one for an unreachable database
-    before this tree existed, and code catching it keeps working."""
+    credentials, a file that cannot be opened or whose directory does not exist, a
+    connection lost). Not a ``ValueError``: a connection failure is not a bad
+    argument value; catch ``StoreError`` (or ``ConnectionError``)."""
 
 
 class DatabaseLockedError(StoreError, TimeoutError):

@@ -5,7 +5,7 @@ and auto-detects its layout:
 
 * **JSONL**: one message object per line, ``{"role", "content"[, "timestamp"]
   [, "name"][, "metadata"][, "id"]}``. One conversation; its thread id is the file
-  stem. ``role`` is one of ``ROLES``; ``timestamp`` is ISO-8601 (naive = UTC) and
+  stem. ``role`` is any non-blank string (usually one of ``ROLES``); ``timestamp`` is ISO-8601 (naive = UTC) and
   comes back normalized to UTC; ``name`` is the speaker's name in a chat of several
   people (kept as ``metadata["$message"]["name"]``, as the chat frameworks do).
 * **JSON list of messages**: the same objects in one JSON array. One conversation.
@@ -14,7 +14,8 @@ and auto-detects its layout:
   ``session_<n>_date_time``, ``session_<n>`` = list of ``{speaker, dia_id, text}``
   turns). One conversation per non-empty session, thread id ``<sample_id>-s<n>``,
   user id = the sample id; ``speaker_a`` speaks as ``"user"`` and ``speaker_b`` as
-  ``"assistant"``, each with their name in ``metadata["$message"]["name"]``.
+  ``"assistant"``, each with their name in ``metadata["$message"]["name"]``; a turn's
+  ``blip_caption`` (an image description) is appended to its text in brackets.
   ``samples=`` picks some samples of a file holding several.
 
 The format is documented in docs/cli.md#input-files.
@@ -36,14 +37,14 @@ from typing import Any
 from dateutil import parser as date_parser
 
 from oam_core.apis.records import check_metadata
-from oam_core.apis.thread import MESSAGE_KEY
+from oam_core.apis.thread import COMMON_ROLES, MESSAGE_KEY, check_role
 from oam_core.apis.timestamps import normalize_timestamp
 from oam_core.errors import InvalidArgumentError
 
 __all__ = ["ROLES", "Conversation", "IngestError", "load_conversations"]
 
-ROLES = ("user", "assistant", "system", "tool")
-"""The message roles a conversation file may use."""
+ROLES = COMMON_ROLES
+"""The usual message roles; a file may use any non-blank role (``check_role``)."""
 _MESSAGE_KEYS = frozenset({"role", "content", "timestamp", "name", "metadata", "id"})
 _SESSION_KEY = re.compile(r"session_(\d+)")
 
@@ -214,12 +215,21 @@ def _from_document(
     first = document[0]
     if isinstance(first, Mapping) and "conversation" in first:
         conversations: list[Conversation] = []
+        seen: dict[object, int] = {}
         for index, sample in enumerate(document):
             if not isinstance(sample, Mapping) or "conversation" not in sample:
                 raise IngestError(
                     f"{file}: [{index}]: expected a LoCoMo sample with a 'conversation' "
                     f"object, like element [0]; got {_describe(sample)}"
                 )
+            sample_id = sample.get("sample_id")
+            if isinstance(sample_id, str) and sample_id in seen:
+                raise IngestError(
+                    f"{file}: [{index}]: sample_id {sample_id!r} is also the id of element "
+                    f"[{seen[sample_id]}]; each sample needs its own (its threads are "
+                    f"{sample_id}-s<n>)"
+                )
+            seen[sample_id] = index
             conversations.extend(_locomo_sample(file, sample, index, user_id, agent_id))
         return conversations
     messages = [
@@ -267,17 +277,19 @@ def _check_message(value: Any, where: str) -> dict[str, Any]:
     if unknown:
         raise IngestError(
             f"{where}: unknown message keys {unknown!r}; allowed: role, content, "
-            "timestamp, metadata, id (put anything else under 'metadata')"
+            "name, timestamp, metadata, id (put anything else under 'metadata')"
         )
     for key in ("role", "content"):
         if key not in value:
             raise IngestError(f"{where}: '{key}' is missing")
     role = value["role"]
-    if role not in ROLES:
+    try:
+        check_role(role, "'role'")
+    except ValueError:
         raise IngestError(
-            f"{where}: 'role' must be one of {', '.join(ROLES)}, got {_describe(role)}; "
-            "put a speaker's name under 'name'"
-        )
+            f"{where}: 'role' must be a non-empty string such as {', '.join(ROLES)}, got "
+            f"{_describe(role)}; put a speaker's name under 'name'"
+        ) from None
     content = value["content"]
     if not isinstance(content, str):
         raise IngestError(f"{where}: 'content' must be a string, got {_describe(content)}")
@@ -417,6 +429,11 @@ def _locomo_turn(
             f"{where}: speaker {speaker!r} is neither speaker_a nor speaker_b "
             f"({', '.join(map(repr, roles))})"
         )
+    if isinstance(dia_id, str) and dia_id:
+        where = f"{where} (turn {dia_id})"
+    if "text" not in turn:
+        keys = ", ".join(sorted(map(str, turn))) or "none"
+        raise IngestError(f"{where}: the turn has no 'text' (its keys: {keys})")
     if not isinstance(text, str):
         raise IngestError(f"{where}: 'text' must be a string, got {_describe(text)}")
     if not isinstance(dia_id, str) or not dia_id:

@@ -12,7 +12,7 @@ from typing import Literal
 
 from oam_core import OracleAgentMemory
 from oam_core.apis.records import check_metadata
-from oam_core.apis.thread import to_message
+from oam_core.apis.thread import check_ids_all_or_none, to_message
 from oam_core.ingest import Conversation, IngestError
 
 __all__ = ["WriteMode", "plural", "write_conversations"]
@@ -36,6 +36,17 @@ def _where(conversation: Conversation, index: int, source: Path | None) -> str:
 def _validate(conversations: Sequence[Conversation], source: Path | None) -> None:
     """Check every message the way the store will, before anything is written."""
     for conversation in conversations:
+        ids = [message.get("id") for message in conversation.messages]
+        try:
+            check_ids_all_or_none(ids)
+        except ValueError:
+            mixed = next(i for i, v in enumerate(ids) if (v is None) != (ids[0] is None))
+            has = "has an 'id'" if ids[mixed] is not None else "has no 'id'"
+            first = _where(conversation, 0, source)
+            raise IngestError(
+                f"{_where(conversation, mixed, source)}: {has}, unlike the first message "
+                f"({first}); give every message of a conversation an id, or none"
+            ) from None
         for index, message in enumerate(conversation.messages):
             try:
                 checked = to_message(message)
@@ -72,12 +83,22 @@ def write_conversations(
 
     Raises:
         IngestError: for an invalid message (nothing is written), a thread that exists
-            (``new``) or exists with other messages (``resume``), or a failed write
+            (``new``), exists with other messages (``resume``) or belongs to another
+            user (``replace``, ``resume``; nothing is written), or a failed write
             (the threads before it are stored; ``resume`` continues).
     """
     _validate(conversations, source)
-    existing = {row.thread_id for row in memory.list_threads()}
+    existing = {row.thread_id: row for row in memory.list_threads()}
     clashes = [c for c in conversations if c.thread_id in existing]
+    for conversation in clashes if mode != "new" else ():
+        owner = existing[conversation.thread_id].user_id
+        if owner != conversation.user_id:
+            flag = "--replace" if mode == "replace" else "--resume"
+            raise IngestError(
+                f"thread {conversation.thread_id!r} belongs to user {owner!r}, not "
+                f"{conversation.user_id!r}; {flag} does not take over another user's "
+                "thread (pass --user with its owner, or use another thread id)"
+            )
     if clashes and mode == "new":
         ids = [c.thread_id for c in clashes]
         shown = ", ".join(ids[:3]) + (" ..." if len(ids) > 3 else "")

@@ -32,6 +32,8 @@ from typing import Any, ParamSpec, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from oam_core.store.strategy import strategy_of
+
 try:  # optional: the otel (or mcp) extra
     from opentelemetry import trace as _trace
 except ImportError:  # pragma: no cover - exercised by the no-otel test in a subprocess
@@ -126,7 +128,7 @@ def span(name: str, attributes: Mapping[str, Any] | None = None) -> Iterator[Spa
 def _store_attributes(store: Any) -> dict[str, Any]:
     store = getattr(store, "store", store)  # a ThreadStore (store/threads.py) traces as its store
     name = type(store).__name__
-    strategy = getattr(store, "search_strategy", None)
+    strategy = strategy_of(store) if hasattr(store, "search_strategy") else None
     return {
         "oam.store": name,
         "db.system.name": _DB_SYSTEMS.get(name),

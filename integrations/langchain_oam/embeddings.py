@@ -19,6 +19,8 @@ from oam_core import IEmbedder
 __all__ = ["LangChainEmbedder", "OAMEmbeddings"]
 
 _PROBE = "dimension probe"
+MODEL_NAME_ATTRIBUTES = ("model", "model_name")
+"""Attributes of a LangChain ``Embeddings`` that name its model, in the order read."""
 
 
 def _matrix(rows: Sequence[Sequence[float]], dim: int | None, n: int) -> npt.NDArray[np.float32]:
@@ -49,6 +51,12 @@ class LangChainEmbedder(IEmbedder):
             retrieval text into chunks of ``min(4000, max_input_tokens * 3.5)``
             characters (docs/concepts.md#embedders).
 
+    Its ``embedder_id`` (recorded by the store, docs/store.md#embedder-identity) is
+    ``langchain:<class>:<model>`` from the model's ``model`` or ``model_name``
+    attribute (``langchain:<class>`` without one); an ``OAMEmbeddings`` keeps the id
+    of the ``oam`` embedder it wraps, so wrapping one for LangChain and back changes
+    nothing.
+
     Raises:
         ValueError: for a non-``Embeddings`` model or a non-positive dimension or
             token limit.
@@ -72,6 +80,8 @@ class LangChainEmbedder(IEmbedder):
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         self.embeddings = embeddings
         self.max_input_tokens = max_input_tokens
+        if dimension is None and isinstance(embeddings, OAMEmbeddings):
+            dimension = embeddings.embedder.embedding_dimension
         if dimension is None:
             for attr in ("size", "dims", "dimensions"):
                 value = getattr(embeddings, attr, None)
@@ -79,6 +89,19 @@ class LangChainEmbedder(IEmbedder):
                     dimension = value
                     break
         self._dimension = dimension
+
+    @property
+    def embedder_id(self) -> str:
+        """``langchain:<class>:<model>``, ``langchain:<class>``, or the wrapped ``oam``
+        embedder's id (see the class docstring)."""
+        if isinstance(self.embeddings, OAMEmbeddings):
+            return self.embeddings.embedder.embedder_id
+        name = f"langchain:{type(self.embeddings).__name__}"
+        for attr in MODEL_NAME_ATTRIBUTES:
+            model = getattr(self.embeddings, attr, None)
+            if isinstance(model, str) and model.strip():
+                return f"{name}:{model.strip()}"
+        return name
 
     @property
     def embedding_dimension(self) -> int:

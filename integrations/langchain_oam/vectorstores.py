@@ -87,11 +87,17 @@ class OAMVectorStore(VectorStore):
             it, and reads, searches and deletes see only records with exactly that
             id. None: documents are written unscoped in that dimension and reads
             are not constrained by it.
+        allow_embedder_change: With ``connection``: open a database whose vectors
+            were recorded with another embedder of the same dimension, as the
+            store's option of that name (docs/store.md#embedder-identity).
 
     Raises:
         ValueError: naming the argument, for both ``store`` and ``connection``, a
             non-store ``store``, a record type that is not memory-like, a blank
-            scope id, or ``search_strategy`` without ``connection``.
+            scope id, or ``search_strategy`` or ``allow_embedder_change`` without
+            ``connection``.
+        EmbedderMismatchError: (a ValueError) for a database written with another
+            embedder, unless ``allow_embedder_change``.
     """
 
     def __init__(
@@ -106,6 +112,7 @@ class OAMVectorStore(VectorStore):
         user_id: str | None = None,
         agent_id: str | None = None,
         thread_id: str | None = None,
+        allow_embedder_change: bool = False,
     ) -> None:
         if not isinstance(embedding, Embeddings):
             raise ValueError(
@@ -117,6 +124,12 @@ class OAMVectorStore(VectorStore):
             raise ValueError("pass at most one of store and connection, got both")
         if search_strategy is not None and connection is None:
             raise ValueError("search_strategy applies to connection=, not to a given store")
+        if not isinstance(allow_embedder_change, bool):
+            raise ValueError(f"allow_embedder_change must be a bool, got {allow_embedder_change!r}")
+        if allow_embedder_change and store is not None:
+            raise ValueError(
+                "allow_embedder_change applies to connection=; a given store keeps its own"
+            )
         self._embedding = embedding
         self.record_type = record_type
         self.user_id = _scope_id(user_id, "user_id")
@@ -136,6 +149,7 @@ class OAMVectorStore(VectorStore):
                 extract_memories=False,
                 schema_policy=schema_policy,
                 search_strategy=search_strategy or SearchStrategy.VECTOR,
+                allow_embedder_change=allow_embedder_change,
             )
             self.store = client.store
         else:

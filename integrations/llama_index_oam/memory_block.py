@@ -61,9 +61,10 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
       information (at most ``max_relevant_results`` in all).
     * ``atruncate``: re-renders the card within a smaller token limit (texts are
       shortened fairly with a ``(truncated)`` marker, docs/context-card.md#what-goes-in) instead of dropping
-      the block, keeping the memories longest: the recent messages go first, then
-      the summary, then the lowest-ranked memories (``Memory`` holds the transcript
-      itself); None only when nothing fits.
+      the block, keeping the memories longest and whole: the recent messages go
+      first, then the summary, then the message hits, then the lowest-ranked
+      memories (``Memory`` holds the transcript itself); None only when nothing
+      fits. Nothing stored is changed (docs/llama_index.md).
 
     The block keeps no per-session state: one instance serves any number of sessions.
 
@@ -259,36 +260,55 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
 
 
 def _shorter_card(card: OracleContextCard, limit: int) -> str:
-    """``card`` rendered within ``limit`` tokens, keeping its relevant memories first.
+    """``card`` rendered within ``limit`` tokens, keeping what only this block adds.
 
-    ``Memory`` keeps the transcript in its own chat history, so what only this block
-    adds, the memories, must go last: the recent messages are dropped before a memory
-    is, then the summary (which, without an LLM, is the fallback transcript). Among
-    the renderings, the first that keeps every memory wins, else the one keeping most.
+    ``Memory`` keeps the transcript in its own chat history, so the parts go in this
+    order, each only when the card does not fit without it: the recent messages, the
+    summary (without an LLM, the fallback transcript), the message hits from the
+    lowest-ranked up, and last the memories (every record that is not a message),
+    lowest-ranked first. The first rendering that fits and shows each memory it holds
+    in full wins; when not even the best memory fits whole, it is shortened with a
+    ``(truncated)`` marker. Returns ``""`` when nothing fits.
     """
-    results = card.relevant_results
-    variants = [
-        (card.summary, card.recent_messages),
-        (card.summary, []),
-        ("", []),
-    ]
-    best, best_kept = "", (-1, -1)
-    for summary, messages in variants:
-        text = OracleContextCard(
+    ranked = card.relevant_results
+    memories = [pair for pair in ranked if _is_memory(pair[0])]
+    hits = [pair for pair in ranked if not _is_memory(pair[0])]
+
+    def render(
+        summary: str,
+        messages: Sequence[Any],
+        kept: Sequence[tuple[Record, float | None]],
+    ) -> str:
+        chosen = {id(pair) for pair in kept}
+        return OracleContextCard(
             summary=summary,
             topics=card.topics,
-            relevant_results=_results(results),
+            relevant_results=_results([pair for pair in ranked if id(pair) in chosen]),
             recent_messages=messages,
             token_limit=limit,
         ).content
-        whole = sum(f"<content>{escape(r.content or '')}</content>" in text for r, _ in results)
-        shown = sum(f"<record_id>{escape(r.id)}</record_id>" in text for r, _ in results)
-        if whole == len(results):
+
+    stages: list[tuple[str, Sequence[Any], list[tuple[Record, float | None]]]] = [
+        (card.summary, card.recent_messages, [*memories, *hits]),
+        (card.summary, [], [*memories, *hits]),
+    ]
+    stages += [("", [], [*memories, *hits[:n]]) for n in range(len(hits), -1, -1)]
+    stages += [("", [], memories[:n]) for n in range(len(memories) - 1, 0, -1)]
+    for summary, messages, kept in stages:
+        text = render(summary, messages, kept)
+        if text and all(_shown_whole(record, text) for record, _ in kept if _is_memory(record)):
             return text
-        kept = (whole, shown)
-        if kept > best_kept:
-            best, best_kept = text, kept
-    return best
+    return render("", [], memories[:1] or hits[:1])
+
+
+def _is_memory(record: Record) -> bool:
+    return record.record_type != "message"
+
+
+def _shown_whole(record: Record, text: str) -> bool:
+    """Whether the card ``text`` shows ``record`` with its whole content."""
+    item = f"<record_id>{escape(record.id)}</record_id>"
+    return item in text and f"<content>{escape(record.content or '')}</content>" in text
 
 
 def _results(

@@ -14,13 +14,64 @@ if TYPE_CHECKING:
     from oam_core.apis.summary import Summary
 
 
+COMMON_ROLES = ("user", "assistant", "system", "tool")
+"""The roles chat formats share; any other non-blank role string is stored as given
+(chat frameworks have more, such as LlamaIndex's ``developer`` or a LangChain
+``ChatMessage`` role; docs/concepts.md#records)."""
+
+
+def check_role(role: object, argument: str = "role") -> str:
+    """The one rule for a message role, used by the library, ``oam ingest`` and
+    ``oam mcp``: a non-blank string (NUL and lone surrogates are refused where
+    text is stored).
+
+    Args:
+        role: The value to check.
+        argument: Names the value in the error message.
+
+    Returns:
+        ``role`` unchanged.
+
+    Raises:
+        ValueError: naming ``argument`` and the value when it is not a non-blank str.
+    """
+    if not isinstance(role, str) or not role.strip():
+        raise ValueError(f"{argument} must be a non-empty string, got {role!r}")
+    return role
+
+
+def check_ids_all_or_none(ids: Sequence[str | None], argument: str = "messages") -> None:
+    """The one rule for the ids of the messages of one call, used by the library
+    (``add_messages``, ``write_thread``) and ``oam ingest``: all given or all omitted
+    (docs/concepts.md#records).
+
+    Args:
+        ids: Each message's id, None where it has none.
+        argument: Names the messages in the error message (``messages[3]``).
+
+    Raises:
+        ValueError: naming ``argument`` and the first index whose id is given (or
+            omitted) while the first message's is not.
+    """
+    if not ids:
+        return
+    given = ids[0] is not None
+    for i, value in enumerate(ids):
+        if (value is not None) != given:
+            first, this = ("has an id", "has none") if given else ("has no id", "has one")
+            raise ValueError(
+                f"{argument}: ids must be given for every message or for none; "
+                f"{argument}[0] {first} but {argument}[{i}] {this}"
+            )
+
+
 @dataclass(frozen=True)
 class Message:
     """One chat message.
 
     Args:
-        role: Who spoke, e.g. ``"user"``, ``"assistant"``, ``"system"``, ``"tool"``.
-            Must be a non-empty string.
+        role: Who spoke, e.g. ``"user"``, ``"assistant"``, ``"system"``, ``"tool"``;
+            any non-blank string (``check_role``).
         content: The text. ``""`` is allowed; ``None`` is not (docs/concepts.md#records).
         timestamp: Optional event time: an ISO-8601 string or a ``datetime`` (naive =
             UTC). Kept normalized to a UTC ISO-8601 string
@@ -41,8 +92,7 @@ class Message:
     id: str | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.role, str) or not self.role.strip():
-            raise ValueError(f"Message role must be a non-empty string, got {self.role!r}")
+        check_role(self.role, "Message role")
         if not isinstance(self.content, str):
             raise ValueError(f"Message content must be a str ('' is allowed), got {self.content!r}")
         if self.timestamp is not None:

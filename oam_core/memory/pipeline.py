@@ -63,6 +63,7 @@ from oam_core.memory.threadconfig import ThreadConfig
 from oam_core.memory.tokens import estimate_tokens, truncate_head, truncate_tail
 from oam_core.steps import Steps, call
 from oam_core.store.options import SearchStrategy
+from oam_core.store.strategy import strategy_of
 from oam_core.store.threads import ReservedUpdate, ThreadStore, thread_store
 
 if TYPE_CHECKING:
@@ -323,7 +324,7 @@ def _related_steps(job: PipelineJob, new: Sequence[PromptMessage]) -> Steps[list
     """Up to ``RELATED_MEMORY_COUNT`` live memories of the thread's user and agent
     (any thread) most related to the new messages."""
     store = job.store
-    strategy = getattr(store, "search_strategy", SearchStrategy.VECTOR)
+    strategy = strategy_of(store)
     if store.embedder is None and strategy is SearchStrategy.VECTOR:
         return []
     query = truncate_tail("\n".join(m.content for m in new), _MAX_QUERY_TOKENS, marker="")

@@ -65,6 +65,7 @@ from oam_core.memory.tokens import tokens_for_chars, truncate_tail
 from oam_core.memory.worker import ExtractionWorker, check_wait_timeout
 from oam_core.steps import Steps, async_method, call, run_sync, sync_method
 from oam_core.store.options import SearchStrategy
+from oam_core.store.strategy import strategy_of
 from oam_core.store.threads import NewThreadRow, thread_store
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ class ThreadClient(Protocol):
 
 def _can_search(store: OracleMemoryStore) -> bool:
     """Whether ``store.search`` can rank a text query (VECTOR needs an embedder)."""
-    strategy = getattr(store, "search_strategy", SearchStrategy.VECTOR)
+    strategy = strategy_of(store)
     return store.embedder is not None or strategy is not SearchStrategy.VECTOR
 
 

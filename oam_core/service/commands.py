@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from oam_core import SearchStrategy
+from oam_core import SchemaPolicy, SearchStrategy
 
 __all__ = ["MCP_TOKEN_ENV", "SERVE_TOKEN_ENV", "mcp", "serve"]
 
@@ -40,10 +40,22 @@ Embedder = Annotated[
 Strategy = Annotated[
     SearchStrategy | None,
     typer.Option(
-        "--strategy", case_sensitive=False, help="Search strategy (default: the store's)."
+        "--strategy",
+        case_sensitive=False,
+        help="How this server's searches rank (default: the store's recorded strategy, "
+        "which is not changed).",
     ),
 ]
 Host = Annotated[str, typer.Option("--host", help="Interface to bind (default: loopback only).")]
+Policy = Annotated[
+    SchemaPolicy | None,
+    typer.Option(
+        "--schema-policy",
+        case_sensitive=False,
+        help="What may be done to the database's schema (docs/store.md#schema-policies); "
+        "default require_existing (mcp --create: create_if_necessary).",
+    ),
+]
 
 
 def _fail(message: str) -> None:
@@ -105,9 +117,15 @@ def mcp(
             "required when --host is not a loopback address.",
         ),
     ] = None,
+    create: Annotated[
+        bool,
+        typer.Option("--create", help="Create the store when the database has none yet."),
+    ] = False,
+    schema_policy: Policy = None,
 ) -> None:
     """Serve one user's (or agent's) memory to MCP clients: stdio by default, --http for
-    streamable HTTP. Clients cannot read or write outside --user/--agent."""
+    streamable HTTP. Clients cannot read or write outside --user/--agent. The store
+    must exist unless --create is given."""
     with _startup_errors("mcp"):
         from oam_core.service.common import open_memory
         from oam_core.service.mcp_server import build_server
@@ -123,10 +141,13 @@ def mcp(
             embedder=_embedder(embedder),
             llm=llm,
             llm_api_base=llm_api_base,
-            search_strategy=strategy,
+            must_exist=not create,
+            missing_hint="pass --create to start a new store there",
+            schema_policy=schema_policy,
         )
     try:
-        server = build_server(memory, scope)
+        with _startup_errors("mcp"):
+            server = build_server(memory, scope, search_strategy=strategy)
         if not http:
             server.run("stdio")
             return
@@ -135,7 +156,10 @@ def mcp(
         from oam_core.service.web.security import TokenMiddleware
 
         app = TokenMiddleware(
-            server.streamable_http_app(host=host), token=token, allowed_hosts=None
+            server.streamable_http_app(host=host),
+            token=token,
+            allowed_hosts=None,
+            header_only=True,  # a token in a URL would end up in logs
         )
         typer.echo(f"oam MCP server for {scope.describe()} on http://{host}:{port}/mcp", err=True)
         uvicorn.run(app, host=host, port=port, log_level="warning")
@@ -146,6 +170,7 @@ def mcp(
 def serve(
     db: Db = "oam.db",
     embedder: Embedder = "local",
+    schema_policy: Policy = None,
     host: Host = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="HTTP port.")] = 8765,
     token: Annotated[
@@ -172,6 +197,7 @@ def serve(
             embedder=_embedder(embedder),
             token=token,
             allowed_hosts=None if is_loopback(host) else ["*"],
+            schema_policy=schema_policy,
         )
     where = f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
     hint = "?token=..." if token else ""

@@ -10,6 +10,7 @@ from typing import Any
 from oam_core import OracleAgentMemory, SchemaPolicy, SearchStrategy
 from oam_core.apis.records import MEMORY_TYPES, MessageRecord, Record, ThreadRow
 from oam_core.connection import backend_of, sqlite_target
+from oam_core.errors import SchemaError
 from oam_core.memory.provenance import reserved_keys
 
 __all__ = [
@@ -32,6 +33,8 @@ def open_memory(
     llm_api_base: str | None = None,
     search_strategy: SearchStrategy | str | None = None,
     must_exist: bool = False,
+    missing_hint: str = "create it with `oam ingest FILE --db ...`",
+    schema_policy: SchemaPolicy | str | None = None,
 ) -> OracleAgentMemory:
     """Open the client over ``db`` the way both commands do.
 
@@ -47,29 +50,39 @@ def open_memory(
             store's own (the constructor's default for a new SQLite file).
         must_exist: Refuse to create a store: a missing SQLite file or a PostgreSQL
             database without an oam store is an error.
+        missing_hint: What the error for a missing store suggests doing.
+        schema_policy: ``SchemaPolicy`` or its name (docs/store.md#schema-policies);
+            None = ``REQUIRE_EXISTING`` when ``must_exist``, else
+            ``CREATE_IF_NECESSARY``. A given policy decides alone (``must_exist``
+            is then ignored).
 
     Returns:
         The client; the caller closes it.
 
     Raises:
-        ValueError: for a malformed URL, a missing database when ``must_exist``, or
-            a store that does not match the options (dimension, strategy).
+        SchemaError: (a ValueError) for a missing database or store when
+            ``must_exist`` (``<db>: no such database; <missing_hint>`` for SQLite).
+        ValueError: for a malformed URL, or a store that does not match the options
+            (dimension, embedder).
         ImportError: when the embedder, LLM or back end needs an extra that is not
             installed.
     """
     kwargs: dict[str, Any] = {"embedder": embedder}
+    if schema_policy is not None:
+        policy = SchemaPolicy.parse(schema_policy)
+        must_exist = policy is SchemaPolicy.REQUIRE_EXISTING
+    else:
+        policy = SchemaPolicy.REQUIRE_EXISTING if must_exist else SchemaPolicy.CREATE_IF_NECESSARY
     if search_strategy is not None:
         kwargs["search_strategy"] = SearchStrategy.parse(search_strategy)
+    target = db
     if backend_of(db) == "sqlite":
-        path = sqlite_target(db)
-        if path != ":memory:":
-            path = str(Path(path).expanduser())
-            if must_exist and not Path(path).exists():
-                raise ValueError(f"{db}: no such database")
-        db = path
-    kwargs["schema_policy"] = (
-        SchemaPolicy.REQUIRE_EXISTING if must_exist else SchemaPolicy.CREATE_IF_NECESSARY
-    )
+        target = sqlite_target(db)
+        if target != ":memory:":
+            target = str(Path(target).expanduser())
+            if must_exist and not Path(target).exists():
+                raise SchemaError(f"{db}: no such database; {missing_hint}")
+    kwargs["schema_policy"] = policy
     if llm is not None:
         from oam_core.llms.litellm import LiteLLMLlm
 
@@ -77,7 +90,12 @@ def open_memory(
         kwargs["extract_memories"] = True
     else:
         kwargs["extract_memories"] = False
-    return OracleAgentMemory.open(db, **kwargs)
+    try:
+        return OracleAgentMemory.open(target, **kwargs)
+    except SchemaError as exc:
+        if must_exist and "has no oam store" in str(exc):  # the URL may hold a password
+            raise SchemaError(f"{exc}; {missing_hint}") from exc
+        raise
 
 
 def provenance(record: Record) -> dict[str, Any]:

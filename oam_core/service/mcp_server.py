@@ -16,7 +16,6 @@ serving.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Annotated, Any, Literal
@@ -25,11 +24,14 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from pydantic import BaseModel, Field
 
-from oam_core import OracleAgentMemory, OracleThread
+from oam_core import OracleAgentMemory, OracleThread, SearchStrategy
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import Record, ThreadRow
+from oam_core.errors import StoreError
+from oam_core.memory.messages import prepare_messages
 from oam_core.service.common import MEMORY_TYPE_NAMES, record_json, thread_json
 from oam_core.service.scope import Scope
+from oam_core.store.strategy import searching_with
 
 __all__ = ["TOOL_NAMES", "build_server"]
 
@@ -48,13 +50,6 @@ TOOL_NAMES = (
 MemoryType = Literal["memory", "fact", "preference", "guideline"]
 SearchType = Literal["memory", "fact", "preference", "guideline", "message", "user_profile"]
 
-try:  # database errors of the PostgreSQL driver, when installed
-    from psycopg import Error as _PgError
-
-    _DB_ERRORS: tuple[type[BaseException], ...] = (sqlite3.Error, _PgError)
-except ImportError:  # pragma: no cover - without the postgres extra
-    _DB_ERRORS = (sqlite3.Error,)
-
 
 class MessageIn(BaseModel):
     """One chat message to store."""
@@ -63,7 +58,8 @@ class MessageIn(BaseModel):
         str,
         Field(
             min_length=1,
-            description="Who wrote it: 'user', 'assistant', 'system' or 'tool'.",
+            description="Who wrote it: usually 'user', 'assistant', 'system' or 'tool' "
+            "(any non-blank role is stored as given).",
         ),
     ]
     content: Annotated[str, Field(description="The message text, verbatim.")]
@@ -146,17 +142,29 @@ def _client_errors(kind: type[Exception]) -> Iterator[None]:
         raise kind(str(exc.args[0]) if exc.args else "not found") from None
     except (LookupError, ValueError, TypeError, ImportError) as exc:
         raise kind(str(exc)) from None
-    except _DB_ERRORS as exc:
-        raise kind(f"database error: {exc}") from None
+    except StoreError as exc:  # driver errors, mapped by the store (docs/errors.md)
+        raise kind(str(exc)) from None
 
 
 class _Service:
     """The operations behind the tools and resources, over one client and scope."""
 
-    def __init__(self, memory: OracleAgentMemory, scope: Scope) -> None:
+    def __init__(
+        self, memory: OracleAgentMemory, scope: Scope, strategy: SearchStrategy | None
+    ) -> None:
         self.memory = memory
         self.store = memory.store
         self.scope = scope
+        self.strategy = strategy
+        with searching_with(self.store, strategy):  # refuse a strategy it cannot serve now
+            pass
+
+    @contextmanager
+    def calling(self, kind: type[Exception]) -> Iterator[None]:
+        """One tool or resource call: the library's errors as ``kind``, searches
+        ranked with the server's ``--strategy`` (the store's default is not changed)."""
+        with _client_errors(kind), searching_with(self.store, self.strategy):
+            yield
 
     # -- threads ------------------------------------------------------------------
 
@@ -239,19 +247,32 @@ def _instructions(scope: Scope, extraction: bool) -> str:
     )
 
 
-def build_server(memory: OracleAgentMemory, scope: Scope, *, name: str = "oam") -> MCPServer:
+def build_server(
+    memory: OracleAgentMemory,
+    scope: Scope,
+    *,
+    name: str = "oam",
+    search_strategy: SearchStrategy | str | None = None,
+) -> MCPServer:
     """Build the MCP server: its tools and resources over ``memory``, fixed to ``scope``.
 
     Args:
         memory: An open client; the caller closes it after the server stops.
         scope: The user and/or agent every call is confined to.
         name: The server name announced to clients.
+        search_strategy: How the tools' searches rank (``SearchStrategy`` or its
+            name); None = the store's default. The store's recorded default is not
+            changed (docs/service.md).
 
     Returns:
         An ``mcp.server.mcpserver.MCPServer``; run it with ``.run("stdio")`` or
         serve ``.streamable_http_app()``.
+
+    Raises:
+        ValueError: for an unknown strategy or one the store cannot serve.
     """
-    service = _Service(memory, scope)
+    strategy = None if search_strategy is None else SearchStrategy.parse(search_strategy)
+    service = _Service(memory, scope, strategy)
     store = service.store
     extraction = memory.extract_memories and memory.llm is not None
     server: MCPServer = MCPServer(
@@ -273,9 +294,11 @@ def build_server(memory: OracleAgentMemory, scope: Scope, *, name: str = "oam") 
             Field(description="The thread to add to; omit to start a new thread."),
         ] = None,
     ) -> AddMessagesOut:
-        with _client_errors(ToolError):
+        with service.calling(ToolError):
+            # Checked before a new thread is created: a bad message writes nothing.
+            given = prepare_messages([m.model_dump(exclude_none=True) for m in messages])
             thread = service.thread(thread_id)
-            ids = thread.add_messages([m.model_dump(exclude_none=True) for m in messages])
+            ids = thread.add_messages(given)
             memories = service.extracted_from(thread.thread_id, ids) if extraction else []
             return AddMessagesOut(
                 thread_id=thread.thread_id,
@@ -309,7 +332,7 @@ def build_server(memory: OracleAgentMemory, scope: Scope, *, name: str = "oam") 
             Field(description="JSON object of your own keys, usable in search filters."),
         ] = None,
     ) -> RecordOut:
-        with _client_errors(ToolError):
+        with service.calling(ToolError):
             if thread_id is not None:
                 service.thread_row(thread_id)
             if metadata is not None and "$agent_memory" in metadata:
@@ -350,7 +373,7 @@ def build_server(memory: OracleAgentMemory, scope: Scope, *, name: str = "oam") 
             bool, Field(description="Also return memories a newer one replaced.")
         ] = False,
     ) -> list[RecordOut]:
-        with _client_errors(ToolError):
+        with service.calling(ToolError):
             kwargs: dict[str, Any] = scope.filters()
             if thread_id is not None:
                 service.thread_row(thread_id)
@@ -378,7 +401,7 @@ def build_server(memory: OracleAgentMemory, scope: Scope, *, name: str = "oam") 
             int, Field(ge=0, le=200, description="Latest messages included verbatim.")
         ] = 0,
     ) -> str:
-        with _client_errors(ToolError):
+        with service.calling(ToolError):
             service.thread_row(thread_id)
             card = memory.get_thread(thread_id).get_context_card(
                 max_relevant_results=max_relevant_results,
@@ -391,7 +414,7 @@ def build_server(memory: OracleAgentMemory, scope: Scope, *, name: str = "oam") 
         thread_id: Annotated[str, Field(min_length=1, description="The thread.")],
         last_n: Annotated[int, Field(ge=1, le=1000, description="How many to return.")] = 20,
     ) -> list[RecordOut]:
-        with _client_errors(ToolError):
+        with service.calling(ToolError):
             service.thread_row(thread_id)
             return [_record_out(m) for m in store.list_thread_messages(thread_id, last_n=last_n)]
 
@@ -408,14 +431,14 @@ def build_server(memory: OracleAgentMemory, scope: Scope, *, name: str = "oam") 
         ] = None,
         limit: Annotated[int, Field(ge=1, le=1000, description="Most memories to return.")] = 50,
     ) -> list[RecordOut]:
-        with _client_errors(ToolError):
+        with service.calling(ToolError):
             return [_record_out(r) for r in service.memories(thread_id, record_types, limit)]
 
     @server.tool(description="List the threads of this scope, oldest first, with message counts.")
     def list_threads(
         limit: Annotated[int, Field(ge=1, le=1000, description="Most threads (the newest).")] = 100,
     ) -> list[ThreadOut]:
-        with _client_errors(ToolError):
+        with service.calling(ToolError):
             return service.threads(limit)
 
     @server.tool(
@@ -425,7 +448,7 @@ def build_server(memory: OracleAgentMemory, scope: Scope, *, name: str = "oam") 
     def delete_memory(
         memory_id: Annotated[str, Field(min_length=1, description="Id of the memory.")],
     ) -> DeleteOut:
-        with _client_errors(ToolError):
+        with service.calling(ToolError):
             service.memory_record(memory_id)
             return DeleteOut(deleted=memory.delete_memory(memory_id))
 
@@ -438,7 +461,7 @@ def build_server(memory: OracleAgentMemory, scope: Scope, *, name: str = "oam") 
         mime_type="application/json",
     )
     def threads_resource() -> str:
-        with _client_errors(ResourceError):
+        with service.calling(ResourceError):
             return json.dumps([t.model_dump() for t in service.threads(1000)], ensure_ascii=False)
 
     @server.resource(
@@ -448,7 +471,7 @@ def build_server(memory: OracleAgentMemory, scope: Scope, *, name: str = "oam") 
         mime_type="application/json",
     )
     def thread_resource(thread_id: str) -> str:
-        with _client_errors(ResourceError):
+        with service.calling(ResourceError):
             row = service.thread_row(thread_id)
             messages = store.list_thread_messages(thread_id, last_n=100)
             body = {
@@ -464,7 +487,7 @@ def build_server(memory: OracleAgentMemory, scope: Scope, *, name: str = "oam") 
         mime_type="application/json",
     )
     def memories_resource() -> str:
-        with _client_errors(ResourceError):
+        with service.calling(ResourceError):
             records = service.memories(None, None, 100)
             return json.dumps([record_json(r) for r in records], ensure_ascii=False)
 
@@ -475,7 +498,7 @@ def build_server(memory: OracleAgentMemory, scope: Scope, *, name: str = "oam") 
         mime_type="application/json",
     )
     def memory_resource(memory_id: str) -> str:
-        with _client_errors(ResourceError):
+        with service.calling(ResourceError):
             return json.dumps(record_json(service.memory_record(memory_id)), ensure_ascii=False)
 
     return server

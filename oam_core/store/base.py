@@ -136,6 +136,11 @@ class OracleMemoryStore(IMemoryStore):
         Called after every argument check."""
         return None
 
+    def _serves_strategy(self, strategy: SearchStrategy) -> bool:
+        """Back end hook: whether one call may search by ``strategy`` without
+        reopening the store (store/strategy.py); the SQL back ends keep every index."""
+        return True
+
     def _remember_vector_dim(self, dim: int) -> None:
         """Persist a dimension learned from the first explicit vector (back end hook)."""
         self.vector_dim = dim

@@ -17,7 +17,7 @@ from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.embedder import IEmbedder
 from oam_core.connection import MEMORY as _MEMORY
 from oam_core.connection import BackendKind, backend_of, sqlite_target
-from oam_core.errors import ConfigurationError, SchemaError
+from oam_core.errors import ConfigurationError, SchemaError, StoreConnectionError
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.options import SchemaPolicy, SearchStrategy
 
@@ -88,6 +88,14 @@ def _open_sqlite(
     from oam_core.store.sqlite import SQLiteMemoryStore
 
     path = sqlite_target(connection)
+    if path != _MEMORY:
+        path = os.path.expanduser(path)
+        parent = Path(path).parent
+        if not parent.is_dir():
+            raise StoreConnectionError(
+                f"cannot open SQLite database {path!r}: the directory {str(parent)!r} "
+                "does not exist; create it first"
+            )
     policy = options["schema_policy"]
     if policy is not NOT_SET:
         policy = SchemaPolicy.parse(policy)
@@ -114,9 +122,13 @@ def open_store(
             ``search_strategy``, ``memory_retention_config``,
             ``allow_embedder_change``.
 
+    A SQLite path (or ``sqlite:///`` URL) has ``~`` expanded.
+
     Raises:
         ValueError: for an unsupported connection or an invalid option; nothing is
             opened or written then.
+        StoreConnectionError: for a SQLite path whose directory does not exist
+            (naming both), or a database that cannot be reached (docs/errors.md).
     """
     kind = backend_of(connection)
     if kind == "sqlite":

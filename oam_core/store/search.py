@@ -27,6 +27,7 @@ from oam_core.store.embedding import embed_texts
 from oam_core.store.options import SearchStrategy
 from oam_core.store.ranking import normalized_distances, rrf, rrf_distance
 from oam_core.store.signals import POOL, passage_text, signal_lists
+from oam_core.store.strategy import strategy_of
 from oam_core.store.text import query_terms
 
 if TYPE_CHECKING:
@@ -63,9 +64,10 @@ def search(
         raise ValueError(f"query must be a non-blank string, got {query!r}")
     if query is not None:
         planning.check_text(query, "query")
+    strategy = strategy_of(store)
     qvec = None
     if query_vector is not None:
-        if store.search_strategy is SearchStrategy.KEYWORD:
+        if strategy is SearchStrategy.KEYWORD:
             raise ValueError("KEYWORD search ranks text; query_vector is not accepted")
         qvec = planning.to_vector(query_vector, "query_vector")
         if store.vector_dim is not None and qvec.shape[0] != store.vector_dim:
@@ -88,7 +90,6 @@ def search(
     depth = k if store.reranker is None or query is None else max(k, store.reranker.candidates)
     loaded: dict[Hashable, Record] | None = None
     native = store._native_search(query, qvec, depth, pred)
-    strategy = store.search_strategy
     backend = store._backend
     if native is not None:
         ranked = native
@@ -189,11 +190,12 @@ def _warn_unembedded_once(store: OracleMemoryStore) -> None:
     if not missing:
         return
     family, record_id = missing[0]
-    how = "by keywords only" if store.search_strategy is SearchStrategy.HYBRID else "not at all"
+    strategy = strategy_of(store)
+    how = "by keywords only" if strategy is SearchStrategy.HYBRID else "not at all"
     warnings.warn(
         f"{len(missing)} record(s) of this store (e.g. {family} {record_id!r}) have "
         f"search rows without a vector, written without an embedder; "
-        f"{store.search_strategy.name} search finds them {how} until store.reindex() "
+        f"{strategy.name} search finds them {how} until store.reindex() "
         "(CLI: oam reindex) embeds them",
         UserWarning,
         stacklevel=6,

@@ -190,10 +190,12 @@ def test_dimension_learned_from_the_first_vector_types_the_column(conninfo: str)
 
 
 def test_unreachable_server_is_a_clear_error_without_the_password() -> None:
+    from oam_core.errors import StoreConnectionError
     from oam_core.store.postgres import PostgresMemoryStore
 
-    with pytest.raises(ValueError, match="cannot connect to PostgreSQL") as info:
+    with pytest.raises(StoreConnectionError, match="cannot connect to PostgreSQL") as info:
         PostgresMemoryStore("postgresql://u:secret@/db?host=/nonexistent-dir-oam")
+    assert not isinstance(info.value, ValueError)  # a connection failure is not a bad value
     assert "secret" not in str(info.value)
     with pytest.raises(ValueError, match="conninfo_or_pool"):
         PostgresMemoryStore(42)  # type: ignore[arg-type]

@@ -101,4 +101,4 @@ def test_an_unreachable_database_at_open_is_a_connection_error(clock: Any) -> No
     pool.acquire_error = FakeDbError(12541, "Cannot connect. No listener at host db port 1521")
     with pytest.raises(StoreConnectionError, match="ORA-12541") as info:
         _store(pool, clock)
-    assert isinstance(info.value, ValueError)  # as the store raised before the tree
+    assert isinstance(info.value, ConnectionError) and not isinstance(info.value, ValueError)

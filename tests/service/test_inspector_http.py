@@ -130,7 +130,7 @@ def test_context_card_page_shows_the_card_as_the_llm_sees_it(client: TestClient)
 
 
 def test_search_shows_distances_and_honours_scope_and_filter(
-    client: TestClient, seeded: Seeded, backend: str
+    client: TestClient, seeded: Seeded
 ) -> None:
     html = client.get("/search?" + urlencode({"q": "Porto Lisbon March", "k": 5})).text
     rows = re.findall(r'<td class="num">([0-9.]+)</td>', html)
@@ -150,11 +150,8 @@ def test_search_shows_distances_and_honours_scope_and_filter(
     assert bad_type.status_code == 400 and "record_types" in bad_type.text
     for strategy in ("vector", "keyword", "hybrid"):
         response = client.get("/search?" + urlencode({"q": "Porto", "strategy": strategy}))
-        if backend == "sqlite" or response.status_code == 200:
-            assert response.status_code == 200, (strategy, response.text[-800:])
-            assert f"/memory?id={seeded.porto}" in response.text, strategy
-        else:  # a PostgreSQL store keeps the strategy it was created with
-            assert response.status_code == 400 and "search_strategy" in response.text
+        assert response.status_code == 200, (strategy, response.text[-800:])
+        assert f"/memory?id={seeded.porto}" in response.text, strategy
 
 
 def test_unknown_ids_are_404(client: TestClient) -> None:

@@ -13,7 +13,7 @@ import pytest
 from _fake_openai import extraction_reply, fake_openai
 from _mcp import error_text, mcp_session, resource_json, structured
 from _proc import free_port, run_cli, start_cli, stop, wait_for_port
-from _seed import SCRIPT, Seeded
+from _seed import EMBEDDER, SCRIPT, Seeded
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -27,7 +27,7 @@ def run(scenario):  # type: ignore[no-untyped-def]
 
 def test_tools_have_typed_schemas_and_descriptions(db_url: str, tmp_path: Path) -> None:
     async def scenario() -> None:
-        async with mcp_session(db_url, "--user", "alice", cwd=tmp_path) as client:
+        async with mcp_session(db_url, "--user", "alice", "--create", cwd=tmp_path) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert list(tools) == list(TOOL_NAMES)
             for tool in tools.values():
@@ -55,7 +55,7 @@ def test_tools_have_typed_schemas_and_descriptions(db_url: str, tmp_path: Path) 
 def test_add_search_list_and_read_back(db_url: str, tmp_path: Path) -> None:
     async def scenario() -> None:
         async with mcp_session(
-            db_url, "--user", "alice", "--agent", "helper", cwd=tmp_path
+            db_url, "--user", "alice", "--agent", "helper", "--create", cwd=tmp_path
         ) as client:
             added = structured(
                 await client.call_tool(
@@ -262,7 +262,8 @@ def test_add_messages_runs_extraction_when_an_llm_is_configured(
     with fake_openai(extraction_reply("The user's cat is called Miso")) as (api_base, requests):
 
         async def scenario() -> None:
-            args = ("--user", "alice", "--llm", "openai/fake-model", "--llm-api-base", api_base)
+            args = ("--user", "alice", "--create", "--llm", "openai/fake-model")
+            args += ("--llm-api-base", api_base)
             async with mcp_session(db_url, *args, cwd=tmp_path) as client:
                 added = structured(
                     await client.call_tool(
@@ -307,7 +308,13 @@ def test_streamable_http_with_a_token(seeded: Seeded, tmp_path: Path) -> None:
     try:
         wait_for_port(port, process)
         url = f"http://127.0.0.1:{port}/mcp"
-        assert httpx.post(url, json={}).status_code == 401
+        refused = httpx.post(url, json={})
+        assert refused.status_code == 401
+        assert "'Authorization: Bearer YOUR_TOKEN'" in refused.text
+        assert "?token=" not in refused.text
+        # the token in the URL (or a cookie) is not accepted: URLs end up in logs
+        assert httpx.post(f"{url}?token={token}", json={}).status_code == 401
+        assert httpx.post(url, json={}, cookies={"oam_token": token}).status_code == 401
 
         async def scenario() -> None:
             headers = {"Authorization": f"Bearer {token}"}
@@ -339,3 +346,18 @@ def test_a_scope_is_required(tmp_path: Path) -> None:
     result = run_cli(["mcp", "--db", str(tmp_path / "x.db")], cwd=tmp_path)
     assert result.returncode == 1
     assert "Error: a scope needs a user_id, an agent_id or both (--user / --agent)" in result.stderr
+
+
+def test_a_missing_store_is_refused_unless_create(db_url: str, tmp_path: Path) -> None:
+    """Like ``oam serve``, ``oam mcp`` does not create a store by accident (a
+    fresh-user review saw a mistyped --db silently create a new file)."""
+    result = run_cli(["mcp", "--db", db_url, "--user", "alice"], cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "pass --create to start a new store there" in result.stderr
+    if "://" not in db_url:
+        assert f"Error: {db_url}: no such database;" in result.stderr
+        assert not Path(db_url).exists()
+    else:
+        assert "has no oam store" in result.stderr
+        with pytest.raises(ValueError, match="has no oam store"):
+            OracleAgentMemory.open(db_url, embedder=EMBEDDER, schema_policy="REQUIRE_EXISTING")

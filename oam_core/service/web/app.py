@@ -13,7 +13,6 @@ included, has a working URL.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -29,7 +28,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from oam_core import OracleAgentMemory, SearchStrategy
+from oam_core import OracleAgentMemory, SchemaPolicy, SearchStrategy
 from oam_core.apis.records import MEMORY_TYPES, SEARCHABLE_TYPES, MessageRecord
 from oam_core.errors import NotFoundError
 from oam_core.service.common import open_memory
@@ -41,6 +40,7 @@ from oam_core.service.web.security import (
     TokenMiddleware,
     loopback_hosts,
 )
+from oam_core.store.strategy import searching_with
 
 __all__ = ["Inspector", "create_app"]
 
@@ -55,59 +55,22 @@ class NotFound(NotFoundError):
 
 
 class Inspector:
-    """The inspector's state: the client over the store, one client per other
-    search strategy (opened on first use), and the CSRF signer.
+    """The inspector's state: the client over the store and the CSRF signer.
 
     Args:
-        memory: The client whose store the pages show.
-        db: The store URL, used to open the other strategies; None when only the
-            store's own strategy can be searched.
-        embedder: The embedder id those extra clients use.
+        memory: The client whose store the pages show; the search box ranks each
+            search with the strategy it asks for, without changing the store's
+            recorded default (store/strategy.py).
     """
 
-    def __init__(self, memory: OracleAgentMemory, db: str | None, embedder: str | None) -> None:
+    def __init__(self, memory: OracleAgentMemory) -> None:
         self.memory = memory
-        self.db = db
-        self.embedder = embedder
         self.csrf = CsrfSigner()
-        self._by_strategy: dict[SearchStrategy, OracleAgentMemory] = {
-            memory.store.search_strategy: memory
-        }
-        self._lock = threading.Lock()
 
     @property
     def strategy(self) -> SearchStrategy:
         """The store's own search strategy."""
         return self.memory.store.search_strategy
-
-    def client_for(self, strategy: SearchStrategy) -> OracleAgentMemory:
-        """A client over the same store that ranks with ``strategy``.
-
-        Raises:
-            ValueError: when the store cannot be searched that way (a store opened
-                from an object, or a back end that keeps only its own strategy).
-        """
-        with self._lock:
-            if strategy in self._by_strategy:
-                return self._by_strategy[strategy]
-            if self.db is None:
-                raise ValueError(
-                    f"this inspector searches with {self.strategy.value} only "
-                    "(it was not opened from a database URL)"
-                )
-            client = open_memory(
-                self.db, embedder=self.embedder, search_strategy=strategy, must_exist=True
-            )
-            self._by_strategy[strategy] = client
-            return client
-
-    def close(self) -> None:
-        """Close every client this inspector opened (not the one it was given)."""
-        with self._lock:
-            for strategy, client in list(self._by_strategy.items()):
-                if client is not self.memory:
-                    client.close()
-                    del self._by_strategy[strategy]
 
 
 def _href(path: str, **params: object) -> str:
@@ -148,18 +111,20 @@ def create_app(
     embedder: str | None = "local",
     token: str | None = None,
     allowed_hosts: list[str] | None = None,
+    schema_policy: SchemaPolicy | str | None = None,
 ) -> Starlette:
     """Build the inspector's ASGI app.
 
     Args:
         db: The store URL (a SQLite path or URL, or a ``postgresql://`` URL); the
             store must exist. Give ``db`` or ``memory``.
-        memory: An open client to show instead (not closed by the app); the search
-            box then offers only its store's strategy unless ``db`` is given too.
+        memory: An open client to show instead (not closed by the app).
         embedder: Embedder id for ``db`` (the one the store was written with).
         token: Access token checked on every request; None = none (loopback only).
         allowed_hosts: Accepted ``Host`` header names; default: the loopback names.
             None-like empty list is not accepted; pass ``["*"]`` to accept any.
+        schema_policy: For ``db``: ``SchemaPolicy`` or its name; default
+            ``REQUIRE_EXISTING`` (docs/store.md#schema-policies).
 
     Returns:
         The Starlette app; serve it with uvicorn.
@@ -171,11 +136,11 @@ def create_app(
     if memory is None:
         if db is None:
             raise ValueError("create_app needs db (a store URL) or memory (a client)")
-        client = open_memory(db, embedder=embedder, must_exist=True)
+        client = open_memory(db, embedder=embedder, must_exist=True, schema_policy=schema_policy)
         owned = True
     else:
         client, owned = memory, False
-    inspector = Inspector(client, db, embedder)
+    inspector = Inspector(client)
     env = _environment()
 
     def render(
@@ -419,7 +384,6 @@ def create_app(
         try:
             yield
         finally:
-            inspector.close()
             if owned:
                 client.close()
 
@@ -460,8 +424,7 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
 
 
 def _run_search(inspector: Inspector, form: dict[str, Any]) -> list[tuple[Any, float]]:
-    strategy = SearchStrategy.parse(form["strategy"])
-    client = inspector.client_for(strategy)
+    client = inspector.memory
     kwargs: dict[str, Any] = {"k": form["k"], "record_types": set(form["types"])}
     for field, name in (("user", "user_id"), ("agent", "agent_id"), ("thread", "thread_id")):
         if form[field].strip():
@@ -469,4 +432,5 @@ def _run_search(inspector: Inspector, form: dict[str, Any]) -> list[tuple[Any, f
     metadata_filter = views.parse_filter(form["filter"])
     if metadata_filter is not None:
         kwargs["metadata_filter"] = metadata_filter
-    return client.search(form["q"], **kwargs)
+    with searching_with(client.store, form["strategy"]):
+        return client.search(form["q"], **kwargs)

@@ -100,7 +100,9 @@ class TokenMiddleware:
 
     A request passes with ``Authorization: Bearer <token>``, the ``oam_token``
     cookie, or ``?token=<token>`` (a GET then gets the cookie and a redirect to the
-    same URL without the token, so it does not stay in the address bar).
+    same URL without the token, so it does not stay in the address bar). With
+    ``header_only`` (``oam mcp``, whose clients are programs) only the header counts:
+    a token in a URL ends up in logs.
 
     Args:
         app: The wrapped ASGI app.
@@ -108,6 +110,7 @@ class TokenMiddleware:
         allowed_hosts: Accepted ``Host`` names (without port), or None for any (a
             service bound to a public interface behind a name you choose).
         headers: Extra response headers added to every HTTP response.
+        header_only: Accept the token only as ``Authorization: Bearer <token>``.
     """
 
     def __init__(
@@ -117,9 +120,11 @@ class TokenMiddleware:
         token: str | None,
         allowed_hosts: list[str] | None,
         headers: dict[str, str] | None = None,
+        header_only: bool = False,
     ) -> None:
         self.app = app
         self.token = token
+        self.header_only = header_only
         self.allowed_hosts = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
         self.headers = [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
 
@@ -150,6 +155,14 @@ class TokenMiddleware:
             auth[7:].strip().encode(), expected
         ):
             return None
+        if self.header_only:
+            return PlainTextResponse(
+                "401 Unauthorized: this oam MCP server needs its access token in the "
+                "header 'Authorization: Bearer YOUR_TOKEN' (a token in the URL is not "
+                "accepted: URLs end up in logs).",
+                status_code=401,
+                headers={"www-authenticate": "Bearer"},
+            )
         cookie = _cookies(headers).get(TOKEN_COOKIE)
         if cookie is not None and hmac.compare_digest(cookie.encode(), expected):
             return None

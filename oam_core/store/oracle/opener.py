@@ -46,7 +46,7 @@ def open_oracle(connection: Any, embedder: Any, options: Mapping[str, Any]) -> O
 
     Raises:
         ValueError: for a bad URL or option, or a schema the policy cannot open.
-        StoreConnectionError: (a ConnectionError and a ValueError) when the pool
+        StoreConnectionError: (a ConnectionError) when the pool
             cannot be created (docs/errors.md).
     """
     from oam_core.store.connect import resolve_store_embedder

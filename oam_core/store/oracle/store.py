@@ -283,6 +283,9 @@ class OracleDBMemoryStore(OracleMemoryStore):
             self.vector_dim = dim
             self._impl.vector_dim = dim
 
+    def _serves_strategy(self, strategy: SearchStrategy) -> bool:
+        return strategy is self.search_strategy  # its indexes serve the one it opened with
+
     def _native_search(
         self, query: str | None, query_vector: Any, k: int, pred: Predicate
     ) -> builtins.list[tuple[Hashable, float]] | None:

@@ -58,7 +58,7 @@ def make_pool(conninfo: str, *, max_size: int = POOL_MAX_SIZE, timeout: float = 
 
     Raises:
         InvalidArgumentError: (a ValueError) for a malformed conninfo.
-        StoreConnectionError: (a ConnectionError and a ValueError) for a server that
+        StoreConnectionError: (a ConnectionError) for a server that
             cannot be reached within ``timeout`` seconds, or that refuses the
             credentials (the message hides the password).
     """
@@ -147,7 +147,7 @@ class PostgresMemoryStore(SqlMemoryStore):
 
     Raises:
         InvalidArgumentError: (a ValueError) for a bad argument.
-        StoreConnectionError: (a ConnectionError and a ValueError) for a server that
+        StoreConnectionError: (a ConnectionError) for a server that
             cannot be reached.
         SchemaError: (a ValueError) for a missing store under REQUIRE_EXISTING, an
             outdated or newer schema version, or an existing store with another

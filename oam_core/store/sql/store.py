@@ -49,10 +49,26 @@ class SqlMemoryStore(OracleMemoryStore):
         stored_dim = meta.get("vector_dim")
         if stored_dim is not None:
             if self.vector_dim is not None and int(stored_dim) != self.vector_dim:
-                raise SchemaError(
-                    f"{where} stores vectors of dimension {stored_dim}, but this store "
-                    f"was opened with dimension {self.vector_dim}"
+                recorded = self.embedder_identity
+                given = (
+                    f"embedder {self.embedder.embedder_id!r} of dimension {self.vector_dim}"
+                    if self.embedder is not None
+                    else f"dimension {self.vector_dim}"
                 )
+                message = (
+                    f"{where} records vector dimension {stored_dim} and no embedder yet, "
+                    f"but this store was opened with {given}; open it with an embedder "
+                    f"of dimension {stored_dim}"
+                )
+                if recorded is not None:  # allow_embedder_change skipped the identity check
+                    message = (
+                        f"{where} stores vectors of dimension {stored_dim} written by "
+                        f"embedder {recorded.embedder_id!r}, but this store was opened with "
+                        f"dimension {self.vector_dim}; allow_embedder_change=True does not "
+                        "cover another dimension: open it with the recorded embedder (CLI: "
+                        f"--embedder {recorded.embedder_id})"
+                    )
+                raise SchemaError(message)
             self.vector_dim = int(stored_dim)
         if not strategy_given and "search_strategy" in meta:
             self.search_strategy = SearchStrategy.parse(meta["search_strategy"])

@@ -67,7 +67,7 @@ class SQLiteBackend(SqlBackend):
         prefix: The object-name prefix.
 
     Raises:
-        StoreConnectionError: (a ConnectionError and a ValueError) when the file
+        StoreConnectionError: (a ConnectionError) when the file
             cannot be opened.
         StoreError: for a file that is not a SQLite database, or any other error
             while the schema is created or upgraded.

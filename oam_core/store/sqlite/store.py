@@ -51,7 +51,7 @@ class SQLiteMemoryStore(SqlMemoryStore):
             file, or a schema version this release cannot read.
         EmbedderMismatchError: (a SchemaError) for an embedder other than the one
             recorded in the file.
-        StoreConnectionError: (a ConnectionError and a ValueError) when the file
+        StoreConnectionError: (a ConnectionError) when the file
             cannot be opened (a missing directory, no permission).
         DatabaseLockedError: (a TimeoutError) when another connection holds the file
             for writing past the busy timeout.

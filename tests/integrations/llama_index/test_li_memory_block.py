@@ -17,6 +17,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import InsertMethod, Memory
 from llama_index.core.storage.chat_store.base_db import MessageStatus
 from llama_index_oam import OAMDBChatStore, OAMMemoryBlock
+from llama_index_oam.memory_block import CHARS_PER_PROMPT_TOKEN
 
 from oam_core import ILlm, OracleAgentMemory
 from oam_core.embedders.hashing import HashingEmbedder
@@ -175,6 +176,54 @@ def test_truncation_shortens_the_card(memory: OracleAgentMemory) -> None:
     ET.fromstring(shorter)  # still a well-formed card
     assert gone is None
     assert asyncio.run(block.atruncate("not a card of this block", 5)) is None
+
+
+def test_truncation_keeps_the_memory_before_summary_and_message_hits(
+    memory: OracleAgentMemory,
+) -> None:
+    """At every requested cut, the card keeps the stored memory whole as long as
+    anything is kept: the transcript summary and the message hits go first (a
+    fresh-user review saw the memory dropped while the filler stayed). Truncation
+    writes nothing: the memory stays stored."""
+    thread = memory.create_thread(thread_id="s1", user_id="u", agent_id="a")
+    filler = "compost soil gardening tomatoes and compost soil gardening " * 8
+    thread.add_messages(
+        [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}: {filler}"}
+            for i in range(12)
+        ]
+    )
+    fact = "The user is allergic to wasps, so no gardening in August."
+    memory.store.add([fact], "fact", user_ids="u", agent_ids="a", thread_ids="s1")
+    block = OAMMemoryBlock(memory, user_id="u", agent_id="a", priority=1, fallback_message_count=6)
+
+    async def go() -> tuple[str, list[tuple[int, str | None]]]:
+        card = await block.aget([], session_id="s1")
+        cuts = [len(card) * percent // 400 for percent in range(5, 100, 5)]
+        return card, [(n, await block.atruncate(card, n)) for n in cuts]
+
+    card, shorter = asyncio.run(go())
+    assert fact in card and "compost" in card
+    alone = len(card_with(fact))
+    for n, text in shorter:
+        assert text is not None, n
+        ET.fromstring(text)
+        assert len(text) <= len(card) - n * 3.5, n
+        if len(card) - n * CHARS_PER_PROMPT_TOKEN >= alone + 8:
+            assert fact in text, (n, text)
+    [stored] = memory.store.list("fact", user_id="u")
+    assert stored.content == fact
+
+
+def card_with(fact: str) -> str:
+    """The card holding one fact alone (what the smallest useful truncation keeps)."""
+    from oam_core import OracleContextCard
+    from oam_core.apis.records import Record
+
+    record = Record(
+        id="x" * 36, record_type="fact", content=fact, created_at="2026-12-01T13:41:42.588409+00:00"
+    )
+    return OracleContextCard(relevant_results=[record]).content
 
 
 def test_memory_truncates_a_prioritised_block_instead_of_dropping_it(

@@ -1,0 +1,76 @@
+"""``oam mcp`` applies the library's rules for message roles (any non-blank role) and
+answers a bad one with a tool error that writes nothing (not even the new thread), on
+SQLite and PostgreSQL (in-process, with the SDK's own client)."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from _mcp import error_text, structured
+from _seed import EMBEDDER
+from mcp import Client
+
+from oam_core import OracleAgentMemory, StoreConnectionError, StoreError
+from oam_core.service.mcp_server import build_server
+from oam_core.service.scope import Scope
+
+
+def test_roles_follow_the_library_rule(db_url: str) -> None:
+    memory = OracleAgentMemory.open(db_url, embedder=EMBEDDER, extract_memories=False)
+    server = build_server(memory, Scope(user_id="alice"))
+
+    async def scenario() -> None:
+        async with Client(server) as client:
+            added = structured(
+                await client.call_tool(
+                    "add_messages",
+                    {
+                        "messages": [
+                            {"role": "developer", "content": "Be brief."},
+                            {"role": "user", "content": "Hi"},
+                        ]
+                    },
+                )
+            )
+            stored = memory.store.list_thread_messages(added["thread_id"])
+            assert [m.role for m in stored] == ["developer", "user"]
+            bad = await client.call_tool(
+                "add_messages", {"messages": [{"role": "   ", "content": "x"}]}
+            )
+            assert "role must be a non-empty string" in error_text(bad)
+            threads = structured(await client.call_tool("list_threads", {}))
+            assert [t["message_count"] for t in threads] == [2]
+
+    try:
+        anyio.run(scenario)
+    finally:
+        memory.close()
+
+
+def test_a_store_error_is_a_tool_error_and_the_server_keeps_serving(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = OracleAgentMemory.open(db_url, embedder=EMBEDDER, extract_memories=False)
+    server = build_server(memory, Scope(user_id="alice"))
+    real = type(memory.store).search
+
+    async def scenario() -> None:
+        async with Client(server) as client:
+            for error in (
+                StoreConnectionError("cannot connect to the test database: connection lost"),
+                StoreError("database error on the test database: disk I/O error"),
+            ):
+
+                def fail(*args: object, error: Exception = error, **kwargs: object) -> None:
+                    raise error
+
+                monkeypatch.setattr(type(memory.store), "search", fail)
+                failed = await client.call_tool("search_memories", {"query": "cat"})
+                assert error_text(failed).endswith(f"search_memories: {error}")
+            monkeypatch.setattr(type(memory.store), "search", real)
+            assert structured(await client.call_tool("search_memories", {"query": "cat"})) == []
+
+    try:
+        anyio.run(scenario)
+    finally:
+        memory.close()
