@@ -5,7 +5,7 @@ and auto-detects its layout:
 
 * **JSONL**: one message object per line, ``{"role", "content"[, "timestamp"]
   [, "name"][, "metadata"][, "id"]}``. One conversation; its thread id is the file
-  stem. ``role`` is any non-blank string (usually one of ``ROLES``); ``timestamp`` is ISO-8601 (naive = UTC) and
+  stem. ``role`` is one of ``ROLES``; ``timestamp`` is ISO-8601 (naive = UTC) and
   comes back normalized to UTC; ``name`` is the speaker's name in a chat of several
   people (kept as ``metadata["$message"]["name"]``, as the chat frameworks do).
 * **JSON list of messages**: the same objects in one JSON array. One conversation.
@@ -37,14 +37,14 @@ from typing import Any
 from dateutil import parser as date_parser
 
 from oam_core.apis.records import check_metadata
-from oam_core.apis.thread import COMMON_ROLES, MESSAGE_KEY, check_role
+from oam_core.apis.thread import COMMON_ROLES, MESSAGE_KEY, check_known_role
 from oam_core.apis.timestamps import normalize_timestamp
 from oam_core.errors import InvalidArgumentError
 
 __all__ = ["ROLES", "Conversation", "IngestError", "load_conversations"]
 
 ROLES = COMMON_ROLES
-"""The usual message roles; a file may use any non-blank role (``check_role``)."""
+"""The message roles a file may use (``check_known_role``)."""
 _MESSAGE_KEYS = frozenset({"role", "content", "timestamp", "name", "metadata", "id"})
 _SESSION_KEY = re.compile(r"session_(\d+)")
 
@@ -284,10 +284,10 @@ def _check_message(value: Any, where: str) -> dict[str, Any]:
             raise IngestError(f"{where}: '{key}' is missing")
     role = value["role"]
     try:
-        check_role(role, "'role'")
+        check_known_role(role, "'role'")
     except ValueError:
         raise IngestError(
-            f"{where}: 'role' must be a non-empty string such as {', '.join(ROLES)}, got "
+            f"{where}: 'role' must be one of {', '.join(ROLES)}, got "
             f"{_describe(role)}; put a speaker's name under 'name'"
         ) from None
     content = value["content"]

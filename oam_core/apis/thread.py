@@ -21,8 +21,8 @@ COMMON_ROLES = ("user", "assistant", "system", "tool")
 
 
 def check_role(role: object, argument: str = "role") -> str:
-    """The one rule for a message role, used by the library, ``oam ingest`` and
-    ``oam mcp``: a non-blank string (NUL and lone surrogates are refused where
+    """The library's rule for a message role (``Message``, ``add_messages``): a
+    non-blank string (NUL and lone surrogates are refused where
     text is stored).
 
     Args:
@@ -38,6 +38,31 @@ def check_role(role: object, argument: str = "role") -> str:
     if not isinstance(role, str) or not role.strip():
         raise ValueError(f"{argument} must be a non-empty string, got {role!r}")
     return role
+
+
+def check_known_role(role: object, argument: str = "role") -> str:
+    """The rule for a message role read from outside Python (``oam ingest`` files,
+    ``oam mcp`` tools): one of ``COMMON_ROLES``. The library itself takes any
+    non-blank role (``check_role``), because chat frameworks write others
+    (``developer``, ``chatbot``, ``model``); data from a file or another program gets
+    the stricter check, so a typo such as ``"bot"`` is caught at the edge
+    (docs/concepts.md#records).
+
+    Args:
+        role: The value to check.
+        argument: Names the value in the error message.
+
+    Returns:
+        ``role`` unchanged.
+
+    Raises:
+        ValueError: naming ``argument`` and the value when it is not one of
+            ``COMMON_ROLES``.
+    """
+    if role not in COMMON_ROLES:
+        allowed = ", ".join(repr(r) for r in COMMON_ROLES)
+        raise ValueError(f"{argument} must be one of {allowed}, got {role!r}")
+    return str(role)
 
 
 def check_ids_all_or_none(ids: Sequence[str | None], argument: str = "messages") -> None:

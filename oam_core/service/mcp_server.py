@@ -55,12 +55,8 @@ class MessageIn(BaseModel):
     """One chat message to store."""
 
     role: Annotated[
-        str,
-        Field(
-            min_length=1,
-            description="Who wrote it: usually 'user', 'assistant', 'system' or 'tool' "
-            "(any non-blank role is stored as given).",
-        ),
+        Literal["user", "assistant", "system", "tool"],
+        Field(description="Who wrote it (a speaker's name goes in the text or metadata)."),
     ]
     content: Annotated[str, Field(description="The message text, verbatim.")]
     timestamp: Annotated[

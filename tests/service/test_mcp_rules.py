@@ -1,4 +1,5 @@
-"""``oam mcp`` applies the library's rules for message roles (any non-blank role) and
+"""``oam mcp`` takes the roles a file may hold (user, assistant, system, tool; the
+library itself takes any non-blank role) and
 answers a bad one with a tool error that writes nothing (not even the new thread), on
 SQLite and PostgreSQL (in-process, with the SDK's own client)."""
 
@@ -15,7 +16,7 @@ from oam_core.service.mcp_server import build_server
 from oam_core.service.scope import Scope
 
 
-def test_roles_follow_the_library_rule(db_url: str) -> None:
+def test_roles_are_the_four_known_ones(db_url: str) -> None:
     memory = OracleAgentMemory.open(db_url, embedder=EMBEDDER, extract_memories=False)
     server = build_server(memory, Scope(user_id="alice"))
 
@@ -26,18 +27,19 @@ def test_roles_follow_the_library_rule(db_url: str) -> None:
                     "add_messages",
                     {
                         "messages": [
-                            {"role": "developer", "content": "Be brief."},
+                            {"role": "system", "content": "Be brief."},
                             {"role": "user", "content": "Hi"},
                         ]
                     },
                 )
             )
             stored = memory.store.list_thread_messages(added["thread_id"])
-            assert [m.role for m in stored] == ["developer", "user"]
-            bad = await client.call_tool(
-                "add_messages", {"messages": [{"role": "   ", "content": "x"}]}
-            )
-            assert "role must be a non-empty string" in error_text(bad)
+            assert [m.role for m in stored] == ["system", "user"]
+            for role in ("   ", "bot"):
+                bad = await client.call_tool(
+                    "add_messages", {"messages": [{"role": role, "content": "x"}]}
+                )
+                assert "role" in error_text(bad), role
             threads = structured(await client.call_tool("list_threads", {}))
             assert [t["message_count"] for t in threads] == [2]
 
@@ -74,3 +76,13 @@ def test_a_store_error_is_a_tool_error_and_the_server_keeps_serving(
         anyio.run(scenario)
     finally:
         memory.close()
+
+
+def test_the_tool_schema_lists_the_roles_a_file_may_hold() -> None:
+    from typing import get_args
+
+    from oam_core.apis.thread import COMMON_ROLES
+    from oam_core.service.mcp_server import MessageIn
+
+    role = MessageIn.model_fields["role"].annotation
+    assert get_args(role) == COMMON_ROLES

@@ -203,7 +203,11 @@ def test_missing_file(runner: CliRunner, tmp_path: Path, db: Path) -> None:
         ("bad.json", '[{"role": "user", "content": ', "invalid JSON at line 1"),
         ("shape.json", '{"hello": "world"}', "neither a message"),
         ("role.jsonl", '{"content": "no role"}', "line 1: 'role' is missing"),
-        ("blank.jsonl", '{"role": "", "content": "x"}', "line 1: 'role' must be a non-empty"),
+        (
+            "blank.jsonl",
+            '{"role": "", "content": "x"}',
+            "line 1: 'role' must be one of user, assistant",
+        ),
         (
             "when.jsonl",
             '{"role": "user", "content": "a"}\n{"role": "user", "content": "b", '

@@ -163,10 +163,20 @@ def test_ingest_applies_the_library_rules_for_ids_and_roles(
         "".join(json.dumps({"role": r, "content": f"by {r}"}) + "\n" for r in ("bot", "developer")),
         encoding="utf-8",
     )
+    refused = invoke(runner, "ingest", roles, "--db", db, "--embedder", "hashing")
+    assert_clean_failure(
+        refused,
+        1,
+        "line 1: 'role' must be one of user, assistant, system, tool, got a JSON string (\"bot\")",
+    )
+    roles.write_text(
+        "".join(json.dumps({"role": r, "content": f"by {r}"}) + "\n" for r in ("system", "tool")),
+        encoding="utf-8",
+    )
     stored = invoke(runner, "ingest", roles, "--db", db, "--embedder", "hashing")
     assert stored.exit_code == 0, stored.output
     with OracleAgentMemory.open(db, embedder="hashing", extract_memories=False) as memory:
-        assert [m.role for m in memory.store.list_thread_messages("roles")] == ["bot", "developer"]
+        assert [m.role for m in memory.store.list_thread_messages("roles")] == ["system", "tool"]
     unknown = tmp_path / "keys.jsonl"
     unknown.write_text('{"role": "user", "content": "x", "speaker": "Ana"}\n', encoding="utf-8")
     keys = invoke(runner, "ingest", unknown, "--db", db, "--embedder", "hashing")
