@@ -77,6 +77,7 @@ def test_create_if_empty_creates_the_vector_schema_in_order(
         "S1_MESSAGES",
         "S1_MEMORIES",
         "S1_RECORD_CHUNKS",
+        "S1_CHUNK_SOURCES",
     ]
     assert "embedding VECTOR(8, FLOAT32)" in next(s for s in ddl if "S1_RECORD_CHUNKS (" in s)
     vec = [s for s in ddl if s.startswith("CREATE VECTOR INDEX")]
@@ -87,7 +88,7 @@ def test_create_if_empty_creates_the_vector_schema_in_order(
     meta = binds_of(conn, r"^MERGE INTO S1_MEMORY_STORE_META")
     assert len(meta) == 1
     stored = {r["meta_key"]: r["meta_value"] for r in meta[0]}
-    assert stored["vector_dim"] == "8" and stored["schema_version"] == "2"
+    assert stored["vector_dim"] == "8" and stored["schema_version"] == "3"
     assert json.loads(stored["retention"]) == {"default_ttl_days": None, "max_ttl_days": None}
     # DDL runs before (outside) the one metadata transaction.
     assert conn.kinds()[-2:] == ["executemany", "commit"]
@@ -395,6 +396,9 @@ def test_delete_thread_cascades_in_one_transaction(
         # the row lock first (BUGCASES C22): a writer holding it commits before the
         # deletes below run, and they see its rows
         "SELECT id FROM S1_THREADS WHERE id = :thread_id FOR UPDATE",
+        # the rows quoting its messages (none elsewhere today; store/quotes.py)
+        "DELETE FROM S1_RECORD_CHUNKS WHERE pk IN (SELECT chunk_pk FROM S1_CHUNK_SOURCES "
+        "WHERE source_pk IN (SELECT pk FROM S1_MESSAGES WHERE thread_id = :thread_id))",
         "DELETE FROM S1_RECORD_CHUNKS WHERE record_family IN ('message', 'memory') "
         "AND thread_id = :thread_id",
         "DELETE FROM S1_MESSAGES WHERE thread_id = :thread_id",
@@ -460,6 +464,11 @@ def test_purge_expired_deletes_chunks_first(
     assert store.purge_expired() == 5
     assert conn.sql()[0] == "DELETE FROM S1_RECORD_CHUNKS WHERE expires_at <= :now"
     assert conn.statements()[0].binds["now"] == _dt()
+    # then the rows quoting an expired message (store/quotes.py), before the messages
+    quoting = conn.statements()[1]
+    assert "S1_CHUNK_SOURCES WHERE source_pk IN (SELECT pk FROM S1_MESSAGES WHERE " in quoting.sql
+    assert quoting.binds["now"] == _dt()
+    assert conn.sql()[2].startswith("DELETE FROM S1_MESSAGES WHERE expires_at")
 
 
 # -- reads and search -------------------------------------------------------------------

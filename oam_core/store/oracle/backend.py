@@ -626,9 +626,9 @@ class OracleTx(Tx):
 
     def purge(self, now: datetime) -> int:
         stmts = sql.purge(self.n, sql.naive_utc(now))
+        run(self.c, stmts[0])
         where, binds, types = oq.expired_messages(sql.naive_utc(now))
         run(self.c, oq.drop_quoting(self.n, where, binds, types))
-        run(self.c, stmts[0])
         return sum(int(run(self.c, s).rowcount or 0) for s in stmts[1:])
 
     def write_meta(self, values: dict[str, str]) -> None:
