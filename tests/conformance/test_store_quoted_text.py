@@ -257,3 +257,62 @@ def test_quoting_chunk_rejects_bad_sources() -> None:
     with pytest.raises(ValueError, match="sources"):
         QuotingChunk("x", [1])  # type: ignore[list-item]
     assert QuotingChunk("x", ["a", "a", "b"]).sources == ("a", "b")
+
+
+def _downgrade_to_v2(store: Any, backend: Any) -> None:
+    """Make the store's storage look as schema version 2 wrote it: no links table."""
+    impl = store._impl  # test-only: raw statements
+    statements = [
+        f"DROP TABLE {impl.p}chunk_sources",
+        f"UPDATE {impl.p}oam_meta SET value = '2' WHERE key = 'schema_version'",
+    ]
+    if backend.id.startswith("sqlite"):
+        with impl.lock:
+            for stmt in statements:
+                impl.conn.execute(stmt)
+            impl.conn.commit()
+    else:
+        with impl.reading() as conn:
+            for stmt in statements:
+                conn.execute(stmt)
+            conn.commit()
+
+
+def test_upgrade_deletes_the_context_rows_that_do_not_say_what_they_quote(
+    make_store: Callable[..., Any], backend: Any
+) -> None:
+    if not backend.shared_storage:
+        pytest.skip(f"{backend.id} storage does not outlive the store object")
+    store, thread = _open(make_store, "KEYWORD", name="old.db")
+    ids = _write(thread)
+    long_text = " ".join(f"word{i}\nline" for i in range(220))  # two own rows, no context
+    store.add([long_text], "message", record_ids="long", thread_ids="t2", index_texts=[long_text])
+    rows_before = backend.search_rows(store, "message", "long")
+    assert len(rows_before) == 2
+    _downgrade_to_v2(store, backend)
+    store.close()
+    reopened = make_store(search_strategy="KEYWORD", embedder=_embedder(), name="old.db")
+    assert [len(backend.search_rows(reopened, "message", m)) for m in ids] == [1, 1, 1, 1]
+    assert backend.search_rows(reopened, "message", "long") == rows_before
+    assert [r.id for r, _ in reopened.search("zebracorn", 50)] == [ids[0]]
+    # The links table is back: new context rows quote, and go with what they quote.
+    mem = OracleAgentMemory(store=reopened, extract_memories=False)
+    later = mem.get_thread("t1").add_messages([{"role": "user", "content": "one more"}])
+    assert len(backend.search_rows(reopened, "message", later[0])) == 2
+    reopened.delete("message", ids[3])
+    assert len(backend.search_rows(reopened, "message", later[0])) == 1
+
+
+def test_another_connection_does_not_return_a_dropped_row(
+    make_store: Callable[..., Any], backend: Any
+) -> None:
+    """A second store object on the same storage (its in-process vector index, on
+    SQLite) catches up with the rows another one dropped."""
+    if not backend.shared_storage:
+        pytest.skip(f"{backend.id} storage is private to its store object")
+    writer, thread = _open(make_store, "VECTOR", name="shared.db")
+    ids = _write(thread)
+    reader = make_store(search_strategy="VECTOR", embedder=_embedder(), name="shared.db")
+    assert _distance_to_secret(reader, ids[1]) < 0.5  # loaded, context row included
+    writer.delete("message", ids[0])
+    assert all(d > 0.9 for _, d in reader.search(SECRET, 50))
