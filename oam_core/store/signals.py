@@ -31,6 +31,7 @@ discriminate).
 from __future__ import annotations
 
 import builtins
+import re
 from collections.abc import Hashable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -93,6 +94,8 @@ _STEM = 5
 "paint"), a crude stand-in for the keyword index's stemmer."""
 
 _WORD = regex.compile(r"[\p{L}\p{N}]+")
+_WORD_START = r"(?<![^\W_])"
+_WORD_END = r"(?![^\W_])"
 
 
 def participant_name(metadata: Mapping[str, Any] | None) -> str | None:
@@ -171,20 +174,19 @@ def own_text_list(
         pool: Candidate record keys, best first, all in ``records``.
         records: The loaded records.
     """
-    terms = {_stemmed(t) for t in query_terms(query)}
-    if not terms:
+    stems = sorted({t[:_STEM] for t in query_terms(query)})
+    if not stems:
         return []
+    # A word holds a stem when its first _STEM letters are the stem (a shorter stem:
+    # the whole word); one alternation finds every stem a text holds.
+    alternatives = [f"({re.escape(s)})" + ("" if len(s) == _STEM else _WORD_END) for s in stems]
+    holds = re.compile(_WORD_START + "(?:" + "|".join(alternatives) + ")")
     held = []
     for rank, key in enumerate(pool):
-        words = {_stemmed(w.lower()) for w in _WORD.findall(records[key].content or "")}
-        found = len(terms & words)
+        found = {m.lastindex for m in holds.finditer((records[key].content or "").lower())}
         if found:
-            held.append((-found, rank, key))
+            held.append((-len(found), rank, key))
     return [key for _, _, key in sorted(held)]
-
-
-def _stemmed(word: str) -> str:
-    return word[:_STEM]
 
 
 def _names_in(name: str, words: set[str]) -> bool:
