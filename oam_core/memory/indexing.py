@@ -13,7 +13,9 @@ A message is stored as written. It gets two kinds of search rows:
   year!") is found by the question it answers, and a follow-up ("I've been playing
   for a month now") by the topic raised two turns earlier. The row is added only
   when the message fits one chunk; earlier messages that do not fit beside it are
-  left out, oldest first (the nearest one is cut from its start).
+  left out, oldest first (the nearest one is cut from its start). The row is a
+  ``store.quotes.QuotingChunk`` naming the messages it quotes, so deleting, changing
+  or expiring one of them deletes (or expires) the row too (docs/store.md).
 
 On LoCoMo (bench/locomo_recall.py) a context row of the previous message lifted
 HYBRID recall_all@10 from 0.59 to 0.63 and KEYWORD from 0.55 to 0.62; the previous
@@ -29,6 +31,7 @@ from collections.abc import Sequence
 
 from oam_core.apis.thread import Message
 from oam_core.store.chunking import chunk_text
+from oam_core.store.quotes import QuotingChunk
 from oam_core.store.signals import MESSAGE_KEY, participant_name
 from oam_core.store.temporal import day_label
 
@@ -84,32 +87,33 @@ def message_index_texts(
         earlier = [previous]
     else:
         earlier = list(previous)
-    history = [labelled_text(m) for m in earlier[-CONTEXT_MESSAGES:]]
+    history = [(labelled_text(m), m.id) for m in earlier[-CONTEXT_MESSAGES:]]
     rows: list[list[str]] = []
     for message in messages:
         own = labelled_text(message)
         day = day_label(message.timestamp) if own else None
-        chunks = chunk_text(f"[{day}] {own}" if day else own, chunk_chars)
+        chunks: list[str] = chunk_text(f"[{day}] {own}" if day else own, chunk_chars)
         if own and len(chunks) == 1:
             context = _context(history[-CONTEXT_MESSAGES:], chunk_chars - len(own))
             if context:
-                chunks.append("\n".join([*context, own]))
+                text = "\n".join([*(t for t, _ in context), own])
+                chunks.append(QuotingChunk(text, [i for _, i in context if i is not None]))
         rows.append(chunks)
-        history.append(own)
+        history.append((own, message.id))
     return rows
 
 
-def _context(texts: Sequence[str], room: int) -> list[str]:
-    """The non-blank ``texts`` that fit in ``room`` characters, each costing its
-    length plus a newline, newest kept first; when not even the newest fits whole,
-    its last chunk of ``room - 1`` characters."""
-    kept: list[str] = []
-    for text in reversed([t for t in texts if t]):
+def _context(texts: Sequence[tuple[str, str | None]], room: int) -> list[tuple[str, str | None]]:
+    """The ``(text, message id)`` pairs of non-blank ``texts`` that fit in ``room``
+    characters, each costing its length plus a newline, newest kept first; when not
+    even the newest fits whole, its last chunk of ``room - 1`` characters."""
+    kept: list[tuple[str, str | None]] = []
+    for text, message_id in reversed([t for t in texts if t[0]]):
         if len(text) + 1 <= room:
-            kept.insert(0, text)
+            kept.insert(0, (text, message_id))
             room -= len(text) + 1
         else:
             if not kept and room > 1:
-                kept = [chunk_text(text, room - 1)[-1]]
+                kept = [(chunk_text(text, room - 1)[-1], message_id)]
             break
     return kept

@@ -37,6 +37,7 @@ class StoredRow:
     metadata: dict[str, Any] | None
     created_at: datetime
     scope: tuple[str | None, str | None, str | None]
+    id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,15 @@ class Tx(abc.ABC):
     @abc.abstractmethod
     def replace_chunks(self, row: StoredRow, chunks: Sequence[ChunkPlan]) -> None:
         """Delete a record's search rows and write ``chunks`` in their place."""
+
+    @abc.abstractmethod
+    def drop_quoting(self, key: Hashable) -> None:
+        """Delete the search rows that quote the record ``key`` (``store/quotes.py``)."""
+
+    @abc.abstractmethod
+    def clamp_quoting(self, key: Hashable) -> None:
+        """Set the rows quoting the record ``key``, and its own rows that quote others,
+        to expire at the earliest expiry of their record and their sources."""
 
     @abc.abstractmethod
     def update_row(self, row: StoredRow, fields: dict[str, Any]) -> None:

@@ -32,6 +32,7 @@ from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.store.chunking import chunk_text
 from oam_core.store.filters import InvalidFilterError, check_json, is_plain_json
 from oam_core.store.options import MemoryRetentionConfig
+from oam_core.store.quotes import take_sources
 from oam_core.store.timestamps import normalize_timestamp
 from oam_core.store.ttl import expiry, parse_iso_timestamp, resolve_ttl_days
 
@@ -53,11 +54,13 @@ cannot encode a surrogate, SQLite's JSON functions stop at NUL)."""
 
 @dataclass(slots=True)
 class ChunkPlan:
-    """One search row: its text (None for a vector without text) and vector."""
+    """One search row: its text (None for a vector without text) and vector;
+    ``sources``: ids of the message records its text quotes (``store/quotes.py``)."""
 
     text: str | None
     vector: Vector | None = None
     needs_embedding: bool = False
+    sources: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -513,6 +516,7 @@ def plan_add(
             chunks, owned = retrieval_chunks(entry, content, ctx, f"index_texts[{i}]")
             whole: str | None = entry if isinstance(entry, str) else cast("str | None", content)
             chunk_plans = attach_vectors(chunks, owned, b_emb[i], whole, ctx, f"embeddings[{i}]")
+            take_sources(chunk_plans)
         thread, user, agent = b_thread[i], b_user[i], b_agent[i]
         if record_type == "user_profile":
             chunk_scope: tuple[str | None, str | None, str | None] = (None, ids[i], None)

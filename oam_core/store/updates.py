@@ -19,6 +19,7 @@ from oam_core.store import planning
 from oam_core.store.backend import StoredRow, Tx
 from oam_core.store.embedding import learn_dim, write_identity
 from oam_core.store.planning import ChunkPlan
+from oam_core.store.quotes import take_sources
 from oam_core.store.timestamps import normalize_timestamp
 
 if TYPE_CHECKING:
@@ -96,6 +97,7 @@ def update_record(
         chunks, owned = planning.retrieval_chunks(source, None, ctx, "index_text")
         whole = source if isinstance(source, str) else None
         new_chunks = planning.attach_vectors(chunks, owned, embedding, whole, ctx, "embedding")
+        take_sources(new_chunks)
     explicit: builtins.list[Any] | None = None
     if embedding_only and embedding is not NOT_SET and embedding is not None:
         split = planning.split_vectors(embedding, "embedding")
@@ -134,8 +136,12 @@ def update_record(
             )
         if embedding_only and embedding is not NOT_SET:
             new_chunks = _revector(tx, row, explicit)
+        if "content" in fields:  # rows quoting the old text go with it
+            tx.drop_quoting(row.key)
         if fields:
             tx.update_row(row, fields)
+        if "expires_at" in fields:
+            tx.clamp_quoting(row.key)
         if new_chunks is not None:
             tx.replace_chunks(row, new_chunks)
             learn_dim(store, new_chunks)

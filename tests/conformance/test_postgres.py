@@ -52,7 +52,7 @@ def test_create_if_empty_then_require_existing(conninfo: str) -> None:
     store = _store(conninfo, schema_policy="CREATE_IF_EMPTY")
     store.add(["kept"], "memory", record_ids="m1")
     store.close()
-    assert _tables(conninfo) == ["chunk_stats", "chunks", "oam_meta", "records"]
+    assert _tables(conninfo) == ["chunk_sources", "chunk_stats", "chunks", "oam_meta", "records"]
     again = _store(conninfo)  # REQUIRE_EXISTING
     assert again.get("memory", "m1").content == "kept"
     again.close()
@@ -64,11 +64,11 @@ def test_create_if_empty_then_require_existing(conninfo: str) -> None:
 def test_create_if_empty_refuses_a_partial_store(conninfo: str) -> None:
     _store(conninfo, schema_policy="CREATE_IF_NECESSARY").close()
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute("DROP TABLE chunks")
+        conn.execute("DROP TABLE chunks CASCADE")  # and the links' reference to it
     with pytest.raises(ValueError, match=r"CREATE_IF_EMPTY.*part of an oam store"):
         _store(conninfo, schema_policy="CREATE_IF_EMPTY")
     _store(conninfo, schema_policy="CREATE_IF_NECESSARY").close()  # completes it
-    assert _tables(conninfo) == ["chunk_stats", "chunks", "oam_meta", "records"]
+    assert _tables(conninfo) == ["chunk_sources", "chunk_stats", "chunks", "oam_meta", "records"]
 
 
 def test_recreate_drops_the_data(conninfo: str) -> None:
@@ -86,10 +86,12 @@ def test_memory_store_id_prefixes_every_object_and_isolates_stores(conninfo: str
     a.add(["in alpha"], "memory", record_ids="m1")
     assert b.get("memory", "m1") is None
     assert _tables(conninfo) == [
+        "alpha_chunk_sources",
         "alpha_chunk_stats",
         "alpha_chunks",
         "alpha_oam_meta",
         "alpha_records",
+        "beta_chunk_sources",
         "beta_chunk_stats",
         "beta_chunks",
         "beta_oam_meta",
@@ -123,7 +125,7 @@ def test_version_row_records_the_config(conninfo: str) -> None:
     store.close()
     with psycopg.connect(conninfo) as conn:
         meta = dict(conn.execute("SELECT key, value FROM oam_meta").fetchall())
-    assert meta["schema_version"] == "2"
+    assert meta["schema_version"] == "3"
     assert meta["vector_dim"] == "16"
     assert meta["search_strategy"] == "HYBRID"
     assert '"default_ttl_days": 7' in meta["retention"]

@@ -154,3 +154,22 @@ def test_reranker_must_be_an_ireranker(make_store, bad):
 def test_reranker_candidates_must_be_positive(make_store):
     with pytest.raises(ValueError, match="candidates"):
         make_store(reranker=WordCountReranker("x", candidates=0))
+
+
+def test_own_words_rank_ahead_of_a_reply_matching_only_through_its_quote(make_store):
+    """A reply's context row quotes the turns before it, so "Aww, how sweet!" matches a
+    query about the rescue dog as well as the question turn before it. The turns whose
+    own text holds query terms rank first (the own-text list; docs/retrieval.md)."""
+    from oam_core.memory.client import OracleAgentMemory
+
+    store = make_store(search_strategy="HYBRID")
+    memory = OracleAgentMemory(store=store, extract_memories=False)
+    thread = memory.create_thread(thread_id="t1", user_id="u1")
+    turns = [
+        ("user", "Did you do anything fun this weekend?"),
+        ("assistant", "We adopted a rescue dog named Biscuit."),
+        ("user", "Aww, how sweet!"),
+    ]
+    question, answer, reply = thread.add_messages([{"role": r, "content": c} for r, c in turns])
+    ranked = ids(store.search("fun weekend rescue dog Biscuit", 3))
+    assert ranked == [answer, question, reply]

@@ -4,6 +4,7 @@ bind values and declared bind types (docs/oracle.md#how-the-store-talks-to-the-d
 from __future__ import annotations
 
 import array
+import dataclasses
 import json
 from typing import Any
 
@@ -21,6 +22,7 @@ from oam_core.store.options import (
     SearchStrategy,
 )
 from oam_core.store.oracle import ddl, schema, sql
+from oam_core.store.oracle import quoting as oracle_quoting
 from oam_core.store.oracle.filter import OracleFilterCompiler
 from oam_core.store.oracle.names import Names
 from oam_core.store.oracle.stmt import Stmt
@@ -379,7 +381,13 @@ def test_plan_create_if_empty_on_an_incomplete_schema_fails() -> None:
         schema.plan_schema(SchemaPolicy.CREATE_IF_EMPTY, N, partial, wanted())
     plan = schema.plan_schema(SchemaPolicy.CREATE_IF_NECESSARY, N, partial, wanted())
     created = [s.split()[2] for s in _sqls(plan) if s.startswith("CREATE TABLE")]
-    assert created == ["S1_ACTOR_PROFILES", "S1_MESSAGES", "S1_MEMORIES", "S1_RECORD_CHUNKS"]
+    assert created == [
+        "S1_ACTOR_PROFILES",
+        "S1_MESSAGES",
+        "S1_MEMORIES",
+        "S1_RECORD_CHUNKS",
+        "S1_CHUNK_SOURCES",
+    ]
     assert not any("S1_THREADS_USER_IX" in s for s in _sqls(plan))
 
 
@@ -396,9 +404,10 @@ def test_plan_recreate_drops_everything_first() -> None:
     steps = _sqls(plan)
     assert "DBMS_SCHEDULER.DROP_JOB" in steps[0]
     assert steps[1] == "DROP INDEX S1_CHUNKS_HYBRID_IX FORCE"
-    assert steps[2] == "DROP TABLE S1_RECORD_CHUNKS CASCADE CONSTRAINTS PURGE"
-    assert "DROP_PREFERENCE" in steps[8]
-    assert steps[9].startswith("CREATE TABLE S1_MEMORY_STORE_META")
+    assert steps[2] == "DROP TABLE S1_CHUNK_SOURCES CASCADE CONSTRAINTS PURGE"
+    assert steps[3] == "DROP TABLE S1_RECORD_CHUNKS CASCADE CONSTRAINTS PURGE"
+    assert "DROP_PREFERENCE" in steps[9]
+    assert steps[10].startswith("CREATE TABLE S1_MEMORY_STORE_META")
 
 
 def test_plan_vector_store_on_a_keyword_schema_without_vectors() -> None:
@@ -458,7 +467,7 @@ def test_btree_index_keys_fit_an_8k_block() -> None:
     stmts = [s.sql for s in ddl.create_tables(N, 8)]
     keys = [m.group(1) for s in stmts for m in [re.search(r"ON \w+ \(([^)]*)\)$", s)] if m]
     keys += [m for s in stmts for m in re.findall(r"UNIQUE \(([^)]*)\)", s)]
-    assert len(keys) == 20  # 16 indexes + 4 unique constraints
+    assert len(keys) == 21  # 17 indexes + 4 unique constraints
     for key in keys:
         cols = [c.strip() for c in key.split(",")]
         assert sum(c in wide for c in cols) <= 1, key
@@ -529,12 +538,29 @@ def test_plan_upgrades_a_version_1_schema() -> None:
     ):
         schema.plan_schema(SchemaPolicy.REQUIRE_EXISTING, N, old, wanted())
     plan = schema.plan_schema(SchemaPolicy.CREATE_IF_NECESSARY, N, old, wanted())
-    assert _sqls(plan) == ["ALTER TABLE S1_THREADS ADD (seq_no NUMBER)"]
-    assert plan.meta["schema_version"] == "2" == str(ddl.SCHEMA_VERSION)
+    legacy = oracle_quoting.legacy_context_rows(N).sql
+    assert _sqls(plan) == ["ALTER TABLE S1_THREADS ADD (seq_no NUMBER)", legacy]
+    assert plan.meta["schema_version"] == "3" == str(ddl.SCHEMA_VERSION)
     current = schema.plan_schema(SchemaPolicy.CREATE_IF_NECESSARY, N, existing(), wanted())
     assert "ALTER TABLE S1_THREADS ADD (seq_no NUMBER)" not in _sqls(current)
+    assert legacy not in _sqls(current)
     with pytest.raises(ValueError, match="no upgrade from oam schema version 0"):
         ddl.upgrade_steps(N, 0)
+
+
+def test_plan_upgrades_a_version_2_schema() -> None:
+    """Version 2 has no CHUNK_SOURCES: CREATE_IF_NECESSARY creates it (table, then its
+    index) and deletes the context rows that do not say what they quote."""
+    tables = frozenset(t for t in N.tables if t != N.chunk_sources)
+    old = dataclasses.replace(existing(meta={"schema_version": "2"}), tables=tables)
+    plan = schema.plan_schema(SchemaPolicy.CREATE_IF_NECESSARY, N, old, wanted())
+    steps = _sqls(plan)
+    created = [i for i, s in enumerate(steps) if s.startswith("CREATE TABLE S1_CHUNK_SOURCES")]
+    index = [i for i, s in enumerate(steps) if "S1_CHUNK_SOURCES_SRC_IX" in s]
+    legacy = steps.index(oracle_quoting.legacy_context_rows(N).sql)
+    assert created and index and created[0] < index[0] < legacy
+    assert "REFERENCES S1_MESSAGES (pk) ON DELETE CASCADE" in steps[created[0]]
+    assert plan.meta["schema_version"] == "3"
 
 
 def test_plan_reopening_with_another_strategy_is_recorded_or_refused_by_name() -> None:

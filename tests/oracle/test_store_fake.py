@@ -78,6 +78,7 @@ def test_create_if_empty_creates_the_vector_schema_in_order(
         "S1_MESSAGES",
         "S1_MEMORIES",
         "S1_RECORD_CHUNKS",
+        "S1_CHUNK_SOURCES",
     ]
     assert "embedding VECTOR(8, FLOAT32)" in next(s for s in ddl if "S1_RECORD_CHUNKS (" in s)
     vec = [s for s in ddl if s.startswith("CREATE VECTOR INDEX")]
@@ -88,7 +89,7 @@ def test_create_if_empty_creates_the_vector_schema_in_order(
     meta = binds_of(conn, r"^MERGE INTO S1_MEMORY_STORE_META")
     assert len(meta) == 1
     stored = {r["meta_key"]: r["meta_value"] for r in meta[0]}
-    assert stored["vector_dim"] == "8" and stored["schema_version"] == "2"
+    assert stored["vector_dim"] == "8" and stored["schema_version"] == "3"
     assert json.loads(stored["retention"]) == {"default_ttl_days": None, "max_ttl_days": None}
     # DDL runs before (outside) the one metadata transaction.
     assert conn.kinds()[-2:] == ["executemany", "commit"]
@@ -396,6 +397,9 @@ def test_delete_thread_cascades_in_one_transaction(
         # the row lock first (docs/failure-modes.md#c22): a writer holding it commits before the
         # deletes below run, and they see its rows
         "SELECT id FROM S1_THREADS WHERE id = :thread_id FOR UPDATE",
+        # the rows quoting its messages (none elsewhere today; store/quotes.py)
+        "DELETE FROM S1_RECORD_CHUNKS WHERE pk IN (SELECT chunk_pk FROM S1_CHUNK_SOURCES "
+        "WHERE source_pk IN (SELECT pk FROM S1_MESSAGES WHERE thread_id = :thread_id))",
         "DELETE FROM S1_RECORD_CHUNKS WHERE record_family IN ('message', 'memory') "
         "AND thread_id = :thread_id",
         "DELETE FROM S1_MESSAGES WHERE thread_id = :thread_id",
@@ -461,6 +465,11 @@ def test_purge_expired_deletes_chunks_first(
     assert store.purge_expired() == 5
     assert conn.sql()[0] == "DELETE FROM S1_RECORD_CHUNKS WHERE expires_at <= :now"
     assert conn.statements()[0].binds["now"] == _dt()
+    # then the rows quoting an expired message (store/quotes.py), before the messages
+    quoting = conn.statements()[1]
+    assert "S1_CHUNK_SOURCES WHERE source_pk IN (SELECT pk FROM S1_MESSAGES WHERE " in quoting.sql
+    assert quoting.binds["now"] == _dt()
+    assert conn.sql()[2].startswith("DELETE FROM S1_MESSAGES WHERE expires_at")
 
 
 # -- reads and search -------------------------------------------------------------------
@@ -730,3 +739,68 @@ def test_keyword_query_of_only_stopwords_finds_nothing(conn: FakeConnection, clo
     conn.fail("CONTAINS", FakeDbError(29902, "DRG-10599: column is not indexed"))
     with pytest.raises(StoreError, match="DRG-10599"):
         store.search("pizza", k=3)
+
+
+# -- rows that quote other messages (store/quotes.py) -------------------------------------
+
+
+def test_add_links_quoting_rows_and_leaves_out_one_quoting_a_missing_message(
+    conn: FakeConnection, store: OracleDBMemoryStore
+) -> None:
+    from oam_core.store.quotes import QuotingChunk
+
+    conn.script(r"SELECT id, pk, expires_at FROM S1_MESSAGES WHERE id IN", [("old", 3, None)])
+    store.add(
+        ["first", "reply"],
+        "message",
+        record_ids=["a", "b"],
+        index_texts=[
+            ["first", QuotingChunk("old\nfirst", ["old"])],
+            ["reply", QuotingChunk("first\nreply", ["a"]), QuotingChunk("gone\nreply", ["gone"])],
+        ],
+    )
+    (lookup,) = [c for c in conn.statements() if "pk, expires_at FROM S1_MESSAGES" in c.sql]
+    assert sorted(lookup.binds.values()) == ["gone", "old"] and "FOR UPDATE" in lookup.sql
+    chunks = [c for c in conn.statements("executemany") if "INTO S1_RECORD_CHUNKS" in c.sql]
+    texts = [r["chunk_text"] for c in chunks for r in c.binds]
+    assert texts == ["first", "old\nfirst", "reply", "first\nreply"]  # "gone" left out
+    (links,) = [c for c in conn.statements("executemany") if "INTO S1_CHUNK_SOURCES" in c.sql]
+    first, reply = links.binds
+    assert (first["source_pk"], first["record_family"], first["seq"]) == (3, "message", 1)
+    assert (reply["record_family"], reply["seq"]) == ("message", 1)
+    assert links.binds[1]["source_pk"] == links.binds[0]["record_pk"]  # "a" quoted by "b"
+    assert links.binds[1]["record_pk"] != links.binds[0]["record_pk"]
+    assert conn.kinds().count("commit") == 1
+
+
+def test_delete_of_a_message_deletes_the_rows_quoting_it_first(
+    conn: FakeConnection, store: OracleDBMemoryStore
+) -> None:
+    conn.script(r"SELECT pk FROM S1_MESSAGES WHERE id = :id", [(5,)])
+    conn.rowcount("DELETE FROM S1_MESSAGES WHERE pk", 1)
+    assert store.delete("message", "m5") == 1
+    sql = conn.sql()
+    quoting = sql.index(
+        "DELETE FROM S1_RECORD_CHUNKS WHERE pk IN "
+        "(SELECT chunk_pk FROM S1_CHUNK_SOURCES WHERE source_pk = :pk)"
+    )
+    assert quoting < sql.index("DELETE FROM S1_MESSAGES WHERE pk = :pk")
+
+
+def test_a_new_ttl_clamps_the_quoting_rows_to_the_earliest_expiry(
+    conn: FakeConnection, store: OracleDBMemoryStore
+) -> None:
+    row = (7, "message", "old", 1, None, 0, None, _dt(), "t1", None, None, None)
+    conn.script(r"FROM S1_MESSAGES r WHERE r.id = :id", [row])
+    conn.script(
+        r"SELECT c.pk, c.record_family, c.record_pk FROM S1_RECORD_CHUNKS", [(40, "message", 8)]
+    )
+    conn.script(r"SELECT expires_at FROM S1_MESSAGES WHERE pk", [(None,)])
+    conn.script(r"SELECT m.expires_at FROM S1_CHUNK_SOURCES", [(_dt(),)])
+    assert store.update("message", "m7", ttl_days=1) == 1
+    (clamp,) = [
+        c
+        for c in conn.statements()
+        if c.sql.startswith("UPDATE S1_RECORD_CHUNKS SET expires_at = :expires_at WHERE pk")
+    ]
+    assert clamp.binds == {"expires_at": _dt(), "chunk_pk": 40}

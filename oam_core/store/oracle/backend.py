@@ -22,6 +22,7 @@ from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import MESSAGE, PROFILE_TYPES, THREAD, MessageRecord, Record, ThreadRow
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import Backend, Predicate, StoredRow, Tx, message_window
+from oam_core.store.oracle import quoting as oq
 from oam_core.store.oracle import sql
 from oam_core.store.oracle.names import Names
 from oam_core.store.oracle.session import (
@@ -34,6 +35,13 @@ from oam_core.store.oracle.session import (
     run_batched,
 )
 from oam_core.store.planning import ChunkPlan, RowPlan, Vector
+from oam_core.store.quotes import (
+    QuotingRow,
+    ResolvedChunk,
+    earliest,
+    quoted_ids,
+    resolve_quotes,
+)
 from oam_core.store.ttl import iso
 
 _ODCI_ERROR = 29902
@@ -376,6 +384,14 @@ class OracleTx(Tx):
             if thread_id is not None:
                 run(self.c, sql.set_thread_seq(self.n, thread_id, following - 1))
         pks = self._pks(plans)
+        keys = [pks.get((plan.family, plan.id)) for plan in plans]
+        expiries = [sql.naive_utc(plan.expires_at) if plan.expires_at else None for plan in plans]
+        quoting, dropped = self._resolve_quotes(
+            [
+                (plan.id if plan.family == MESSAGE else None, key, exp, plan.chunks)
+                for plan, key, exp in zip(plans, keys, expiries, strict=True)
+            ]
+        )
         chunk_rows = [
             self._chunk_row(
                 plan.family,
@@ -384,12 +400,55 @@ class OracleTx(Tx):
                 seq,
                 chunk,
                 plan.chunk_scope,
-                sql.naive_utc(plan.expires_at) if plan.expires_at else None,
+                quoting[(i, seq)].expires_at if (i, seq) in quoting else expiries[i],
             )
-            for plan in plans
+            for i, plan in enumerate(plans)
             for seq, chunk in enumerate(plan.chunks)
+            if (i, seq) not in dropped
         ]
         self._insert_chunk_rows(chunk_rows, batch_size)
+        self._link(quoting, [(plan.family, key) for plan, key in zip(plans, keys, strict=True)])
+
+    def _resolve_quotes(
+        self, rows: Sequence[QuotingRow]
+    ) -> tuple[dict[tuple[int, int], ResolvedChunk], set[tuple[int, int]]]:
+        """``quotes.resolve_quotes`` of ``rows``, the quoted messages read and locked
+        in this transaction."""
+        stored: dict[str, tuple[Hashable, Any]] = {}
+        for part in chunked(quoted_ids(rows), sql.IN_LIST):
+            for mid, pk, exp in fetchall(self.c, oq.message_keys(self.n, part)):
+                stored[mid] = (int(pk), exp)
+        return resolve_quotes(rows, stored)
+
+    def _link(
+        self, quoting: dict[tuple[int, int], ResolvedChunk], keys: Sequence[tuple[str, Any]]
+    ) -> None:
+        """Write the ``CHUNK_SOURCES`` links of the quoting rows just inserted."""
+        links = [
+            {
+                "source_pk": src,
+                "record_family": keys[r.plan][0],
+                "record_pk": keys[r.plan][1],
+                "seq": r.seq,
+            }
+            for r in quoting.values()
+            for src in r.source_keys
+        ]
+        if links:
+            run_batched(self.c, oq.insert_links(self.n, links), 256)
+
+    def drop_quoting(self, key: Hashable) -> None:
+        family, pk = _split_key(key)
+        if family == MESSAGE:
+            run(self.c, oq.drop_quoting_key(self.n, pk))
+
+    def clamp_quoting(self, key: Hashable) -> None:
+        family, pk = _split_key(key)
+        for chunk_pk, rec_family, rec_pk in fetchall(self.c, oq.quoting_rows(self.n, family, pk)):
+            own = fetchone(self.c, sql.record_expiry(self.n, rec_family, int(rec_pk)))
+            sources = [r[0] for r in fetchall(self.c, oq.source_expiries(self.n, int(chunk_pk)))]
+            expires = earliest(own[0] if own else None, *sources)
+            run(self.c, oq.set_row_expiry(self.n, int(chunk_pk), expires))
 
     def _pks(self, plans: Sequence[RowPlan]) -> dict[tuple[str, str], int]:
         pks: dict[tuple[str, str], int] = {}
@@ -447,6 +506,7 @@ class OracleTx(Tx):
             metadata=_json(meta),
             created_at=created_at,
             scope=scope,
+            id=record_id,
         )
 
     def chunk_texts(self, key: Hashable) -> builtins.list[str | None]:
@@ -458,11 +518,23 @@ class OracleTx(Tx):
         current = fetchone(self.c, sql.record_expiry(self.n, family, pk))
         expires = current[0] if current else None
         run(self.c, sql.delete_chunks_of(self.n, family, pk))
+        own_id = row.id if family == MESSAGE else None
+        quoting, dropped = self._resolve_quotes([(own_id, pk, expires, chunks)])
         rows = [
-            self._chunk_row(family, pk, row.record_type, seq, c, row.scope, expires)
+            self._chunk_row(
+                family,
+                pk,
+                row.record_type,
+                seq,
+                c,
+                row.scope,
+                quoting[(0, seq)].expires_at if (0, seq) in quoting else expires,
+            )
             for seq, c in enumerate(chunks)
+            if (0, seq) not in dropped
         ]
         self._insert_chunk_rows(rows, 256)
+        self._link(quoting, [(family, pk)])
 
     def update_row(self, row: StoredRow, fields: dict[str, Any]) -> None:
         family, pk = _split_key(row.key)
@@ -491,6 +563,8 @@ class OracleTx(Tx):
         if row is None:
             return 0
         pk = int(row[0])
+        if family == MESSAGE:
+            run(self.c, oq.drop_quoting_key(self.n, pk))
         run(self.c, sql.delete_chunks_of(self.n, family, pk))
         return int(run(self.c, sql.delete_by_pk(self.n, family, pk)).rowcount or 0)
 
@@ -498,6 +572,7 @@ class OracleTx(Tx):
         # Lock the row first: a writer holding it (hold_thread) commits before these
         # deletes run, and they see its rows, so nothing is left without its thread.
         fetchone(self.c, sql.lock_thread(self.n, thread_id))
+        run(self.c, oq.drop_quoting(self.n, "thread_id = :thread_id", {"thread_id": thread_id}))
         count = 0
         for stmt in sql.delete_thread(self.n, thread_id):
             count = int(run(self.c, stmt).rowcount or 0)
@@ -506,6 +581,8 @@ class OracleTx(Tx):
     def delete_actor_scope(self, column: str, actor_id: str) -> None:
         for (tid,) in fetchall(self.c, sql.actor_threads(self.n, column, actor_id)):
             self.delete_thread(tid)
+        sql_column = {"user_id": "user_id", "agent_id": "agent_id"}[column]
+        run(self.c, oq.drop_quoting(self.n, f"{sql_column} = :actor_id", {"actor_id": actor_id}))
         for stmt in sql.delete_actor_rows(self.n, column, actor_id):
             run(self.c, stmt)
 
@@ -550,6 +627,8 @@ class OracleTx(Tx):
     def purge(self, now: datetime) -> int:
         stmts = sql.purge(self.n, sql.naive_utc(now))
         run(self.c, stmts[0])
+        where, binds, types = oq.expired_messages(sql.naive_utc(now))
+        run(self.c, oq.drop_quoting(self.n, where, binds, types))
         return sum(int(run(self.c, s).rowcount or 0) for s in stmts[1:])
 
     def write_meta(self, values: dict[str, str]) -> None:

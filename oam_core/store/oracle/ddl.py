@@ -26,9 +26,10 @@ from collections.abc import Callable
 
 from oam_core.store.options import SearchIndexSyncMode
 from oam_core.store.oracle.names import Names
+from oam_core.store.oracle.quoting import legacy_context_rows, sources_table
 from oam_core.store.oracle.stmt import Stmt
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 ID_LEN = 512
 """Longest record, thread and scope id (characters; 2048 bytes in AL32UTF8, so one id
 fits an index key even on a STANDARD ``MAX_STRING_SIZE`` database)."""
@@ -110,7 +111,7 @@ def create_tables(n: Names, vector_dim: int | None, flexible: bool = False) -> l
         f"CREATE INDEX {n.chunks}_AGENT_IX ON {n.chunks} (agent_id)",
         f"CREATE INDEX {n.chunks}_TYPE_IX ON {n.chunks} (record_type, expires_at)",
     ]
-    return [Stmt(s) for s in stmts]
+    return [*(Stmt(s) for s in stmts), *sources_table(n)]
 
 
 def upgrade_steps(n: Names, version: int) -> list[Stmt]:
@@ -119,7 +120,8 @@ def upgrade_steps(n: Names, version: int) -> list[Stmt]:
 
     1 -> 2: ``THREADS.seq_no``, the message-number high-water mark. Left NULL, the
     next number is still after every stored message (``sql.next_seq``), so no data
-    step is needed.
+    step is needed. 2 -> 3: ``CHUNK_SOURCES`` (created as a missing table) and the
+    context rows written before it, which do not say what they quote, deleted.
 
     Raises:
         ValueError: for a version with no upgrade path.
@@ -137,6 +139,7 @@ def upgrade_steps(n: Names, version: int) -> list[Stmt]:
 
 UPGRADES: dict[int, Callable[[Names], list[Stmt]]] = {
     1: lambda n: [Stmt(f"ALTER TABLE {n.threads} ADD (seq_no NUMBER)")],
+    2: lambda n: [legacy_context_rows(n)],
 }
 """``UPGRADES[v](names)``: the statements taking schema version ``v`` to ``v + 1``."""
 

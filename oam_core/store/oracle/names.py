@@ -96,6 +96,11 @@ class Names:
         return self._n("RECORD_CHUNKS")
 
     @property
+    def chunk_sources(self) -> str:
+        """The messages each search row quotes (``store/quotes.py``)."""
+        return self._n("CHUNK_SOURCES")
+
+    @property
     def vector_index(self) -> str:
         return self._n("CHUNKS_VEC_IX")
 
@@ -120,7 +125,15 @@ class Names:
     @property
     def tables(self) -> tuple[str, ...]:
         """Managed tables in creation order."""
-        return (self.meta, self.threads, self.profiles, self.messages, self.memories, self.chunks)
+        return (
+            self.meta,
+            self.threads,
+            self.profiles,
+            self.messages,
+            self.memories,
+            self.chunks,
+            self.chunk_sources,
+        )
 
     def record_table(self, family: str) -> str:
         """The table of a record family (``message``, ``memory``, a profile type, ``thread``).

@@ -18,7 +18,10 @@ row); keyword search reads it instead of scanning the chunk table.
 
 Versions: 1 indexed chunk words as they are; 2 indexes ``store/text.index_text`` (CJK
 runs as characters and character pairs) and adds ``chunk_stats`` (``UPGRADES[1]``
-re-derives the search text of rows holding CJK characters and counts the table once).
+re-derives the search text of rows holding CJK characters and counts the table once);
+3 adds ``chunk_sources``, the records each search row quotes (``store/quotes.py``;
+``UPGRADES[2]`` deletes the context rows written before, which do not say what they
+quote).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from oam_core.store.options import SchemaPolicy
 from oam_core.store.postgres.dialect import POSTGRES
 from oam_core.store.postgres.fulltext import index_input
 from oam_core.store.sql import statements as st
+from oam_core.store.sql.quoting import legacy_context_rows, sources_table
 from oam_core.store.sql.schema import (
     ColumnTypes,
     chunk_index,
@@ -45,7 +49,7 @@ from oam_core.store.sql.schema import (
 )
 from oam_core.store.text import cjk_block_class, has_cjk
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema version this release writes and reads."""
 
 STATS_SHARDS = 16
@@ -107,6 +111,7 @@ def ddl(p: str, dim: int | None) -> list[str]:
             extra=["tsv TSVECTOR", "n_tokens INTEGER NOT NULL DEFAULT 0"],
         ),
         chunk_index(p),
+        *sources_table(p, TYPES),
         f"""CREATE INDEX IF NOT EXISTS {p}chunks_scope ON {p}chunks (
             user_id, record_type, agent_id, thread_id, expires_at, record_pk)""",
         f"CREATE INDEX IF NOT EXISTS {p}chunks_tsv ON {p}chunks USING gin (tsv)",
@@ -169,7 +174,8 @@ def stats_ddl(p: str) -> list[str]:
 def drop(p: str) -> list[str]:
     """The statements dropping every object of the store with prefix ``p``."""
     return [
-        f"DROP TABLE IF EXISTS {p}chunks, {p}records, {p}oam_meta, {p}chunk_stats CASCADE",
+        f"DROP TABLE IF EXISTS {p}chunk_sources, {p}chunks, {p}records, {p}oam_meta, "
+        f"{p}chunk_stats CASCADE",
         f"DROP FUNCTION IF EXISTS {p}oam_chunk_stats()",
         f"DROP TEXT SEARCH CONFIGURATION IF EXISTS {p}oam_fts",
         f"DROP TEXT SEARCH DICTIONARY IF EXISTS {p}oam_stem",
@@ -224,7 +230,15 @@ def recount_stats(conn: psycopg.Connection[Any], p: str) -> None:
     )
 
 
-UPGRADES: dict[int, Callable[[psycopg.Connection[Any], str], None]] = {1: _to_v2}
+def _to_v3(conn: psycopg.Connection[Any], p: str) -> None:
+    """Version 2 -> 3: create ``chunk_sources`` and delete the context rows that do
+    not say what they quote (``quoting.legacy_context_rows``)."""
+    for stmt in sources_table(p, TYPES):
+        conn.execute(stmt)
+    conn.execute(legacy_context_rows(p, "chr(10)"))
+
+
+UPGRADES: dict[int, Callable[[psycopg.Connection[Any], str], None]] = {1: _to_v2, 2: _to_v3}
 """``UPGRADES[v](conn, prefix)`` takes a store from version ``v`` to ``v + 1`` inside the
 caller's transaction; applied in order by ``CREATE_IF_NECESSARY``."""
 

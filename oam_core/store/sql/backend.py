@@ -30,6 +30,8 @@ from oam_core.store.backend import (
     message_window,
 )
 from oam_core.store.planning import ChunkPlan, RowPlan
+from oam_core.store.quotes import QuotingRow, ResolvedChunk, quoted_ids, resolve_quotes
+from oam_core.store.sql import quoting as sq
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.dialect import Dialect
 from oam_core.store.sql.rows import epoch, record_from_row, thread_from_row
@@ -203,15 +205,80 @@ class SqlTx(Tx):
             raise InvalidArgumentError(
                 f"record ids already exist (written concurrently): {exc}"
             ) from exc
+        expiries = [epoch(plan.expires_at) for plan in plans]
+        quoting, dropped = self._resolve_quotes(
+            [
+                (plan.id if plan.family == MESSAGE else None, pk, exp, plan.chunks)
+                for plan, pk, exp in zip(plans, pks, expiries, strict=True)
+            ]
+        )
         chunk_rows = [
-            ChunkRow(pk, plan.record_type, seq, chunk, plan.chunk_scope, epoch(plan.expires_at))
-            for plan, pk in zip(plans, pks, strict=True)
+            ChunkRow(pk, plan.record_type, seq, chunk, plan.chunk_scope, exp)
+            for plan, pk, exp in zip(plans, pks, expiries, strict=True)
             for seq, chunk in enumerate(plan.chunks)
         ]
+        if quoting or dropped:
+            chunk_rows = self._quoted_rows(chunk_rows, quoting, dropped)
         self.insert_chunks(chunk_rows, batch_size)
+        self._link(quoting, pks)
         for thread_id, following in next_seq.items():
             if thread_id is not None:
                 self.run(st.set_thread_seq(self.d, self.p, thread_id, following - 1))
+
+    def _resolve_quotes(
+        self, rows: Sequence[QuotingRow]
+    ) -> tuple[dict[tuple[int, int], ResolvedChunk], set[tuple[int, int]]]:
+        """``quotes.resolve_quotes`` of ``rows``, the quoted messages read (and on a
+        server, locked) in this transaction."""
+        stored: dict[str, tuple[Hashable, float | None]] = {}
+        for part in self.d.batches(quoted_ids(rows)):
+            for mid, pk, exp in self.run(sq.message_keys(self.d, self.p, part)):
+                stored[mid] = (pk, exp)
+        return resolve_quotes(rows, stored)
+
+    @staticmethod
+    def _quoted_rows(
+        rows: Sequence[ChunkRow],
+        quoting: dict[tuple[int, int], ResolvedChunk],
+        dropped: set[tuple[int, int]],
+    ) -> builtins.list[ChunkRow]:
+        """``rows`` (of records in write order) without the ``dropped`` ones and with
+        the expiry of the quoting ones."""
+        out: builtins.list[ChunkRow] = []
+        index, last = -1, None
+        for row in rows:
+            if row.record_pk != last:
+                index, last = index + 1, row.record_pk
+            if (index, row.seq) in dropped:
+                continue
+            found = quoting.get((index, row.seq))
+            out.append(row if found is None else row._replace(expires_at=found.expires_at))
+        return out
+
+    def _link(self, quoting: dict[tuple[int, int], ResolvedChunk], keys: Sequence[Any]) -> None:
+        """Write the ``chunk_sources`` links of the quoting rows just inserted."""
+        links = [
+            (source, keys[r.plan], r.seq) for r in quoting.values() for source in r.source_keys
+        ]
+        if links:
+            cur = self.c.cursor()
+            try:
+                cur.executemany(sq.insert_link(self.d, self.p), links)
+            finally:
+                cur.close()
+
+    def drop_quoting(self, key: Hashable) -> None:
+        self.run(sq.drop_quoting_key(self.d, self.p, key))
+
+    def clamp_quoting(self, key: Hashable) -> None:
+        self.run(sq.clamp_expiry(self.d, self.p, key))
+
+    def _drop_quoting_where(self, where: str, params: Sequence[Any]) -> None:
+        """Lock the records ``where`` selects (on a server), then delete the rows
+        quoting them: a writer quoting one of them has committed or will not find it."""
+        if self.d.lock_row:
+            self.run(Stmt(f"SELECT pk FROM {self.p}records WHERE {where}{self.d.lock_row}", params))
+        self.run(sq.drop_quoting(self.p, where, params))
 
     def _next_seq(self, thread_id: str | None) -> int:
         top, mark = self.run(st.next_seq(self.d, self.p, thread_id)).fetchone()
@@ -237,6 +304,7 @@ class SqlTx(Tx):
             metadata=json.loads(meta) if meta is not None else None,
             created_at=datetime.fromisoformat(created),
             scope=scope,
+            id=record_id,
         )
 
     def chunk_texts(self, key: Hashable) -> builtins.list[str | None]:
@@ -247,11 +315,16 @@ class SqlTx(Tx):
         expires = found[0] if found else None
         self.run(st.delete_chunks_of(self.d, self.p, row.key))
         pk = int(cast(Any, row.key))
+        own_id = row.id if row.family == MESSAGE else None
+        quoting, dropped = self._resolve_quotes([(own_id, pk, expires, chunks)])
         rows = [
             ChunkRow(pk, row.record_type, seq, c, row.scope, expires)
             for seq, c in enumerate(chunks)
         ]
+        if quoting or dropped:
+            rows = self._quoted_rows(rows, quoting, dropped)
         self.insert_chunks(rows, 256)
+        self._link(quoting, [pk])
 
     def update_row(self, row: StoredRow, fields: dict[str, Any]) -> None:
         for stmt in st.update_record(self.d, self.p, row.key, fields):
@@ -260,11 +333,15 @@ class SqlTx(Tx):
     def delete_record(
         self, family: str, record_id: str, record_type: str | None, thread_id: Maybe[str]
     ) -> int:
+        self._drop_quoting_where(
+            *st.record_match(self.d, family, record_id, record_type, thread_id)
+        )
         stmt = st.delete_record(self.d, self.p, family, record_id, record_type, thread_id)
         return int(self.run(stmt).rowcount)
 
     def delete_thread(self, thread_id: str) -> int:
         self.lock_threads([thread_id])
+        self._drop_quoting_where(*st.thread_contents(self.d, thread_id))
         thread_row, contents = st.delete_thread(self.d, self.p, thread_id)
         n = int(self.run(thread_row).rowcount)
         self.run(contents)
@@ -275,6 +352,7 @@ class SqlTx(Tx):
         self.lock_threads(threads)  # all at once, in key order: no lock-order deadlock
         for tid in threads:
             self.delete_thread(tid)
+        self._drop_quoting_where(*st.actor_rows(self.d, column, actor_id))
         self.run(st.delete_actor_rows(self.d, self.p, column, actor_id))
 
     def insert_thread(self, row: ThreadRow) -> None:
@@ -301,6 +379,8 @@ class SqlTx(Tx):
         return 1 if stmt is None else int(self.run(stmt).rowcount)
 
     def purge(self, now: datetime) -> int:
+        self.run(sq.drop_quoting(self.p, *st.expired(self.d, now)))
+        self.run(sq.purge_rows(self.d, self.p, now))
         return int(self.run(st.purge(self.d, self.p, now)).rowcount)
 
     def write_meta(self, values: dict[str, str]) -> None:

@@ -389,8 +389,17 @@ def delete_record(
 ) -> Stmt:
     """Delete one record (its search rows cascade); ``record_type`` and ``thread_id``
     further constrain the match."""
+    where, params = record_match(d, family, record_id, record_type, thread_id)
+    return Stmt(f"DELETE FROM {p}records WHERE {where}", params)
+
+
+def record_match(
+    d: Dialect, family: str, record_id: str, record_type: str | None, thread_id: Maybe[str]
+) -> tuple[str, list[Any]]:
+    """The condition on ``records`` columns selecting the record ``delete_record``
+    deletes, and its parameters."""
     m = d.mark
-    sql = f"DELETE FROM {p}records WHERE family = {m} AND id = {m}"
+    sql = f"family = {m} AND id = {m}"
     params: list[Any] = [family, record_id]
     if record_type is not None:
         sql += f" AND record_type = {m}"
@@ -398,20 +407,23 @@ def delete_record(
     if thread_id is not NOT_SET:
         sql += f" AND thread_id = {m}"
         params.append(thread_id)
-    return Stmt(sql, params)
+    return sql, params
 
 
 def delete_thread(d: Dialect, p: str, thread_id: str) -> tuple[Stmt, Stmt]:
     """Delete a thread row (its rowcount says whether it existed), then its messages
-    and memories."""
+    and memories (``thread_contents``)."""
+    where, params = thread_contents(d, thread_id)
     return (
         Stmt(f"DELETE FROM {p}records WHERE family = 'thread' AND id = {d.mark}", (thread_id,)),
-        Stmt(
-            f"DELETE FROM {p}records WHERE family IN ('message', 'memory') "
-            f"AND thread_id = {d.mark}",
-            (thread_id,),
-        ),
+        Stmt(f"DELETE FROM {p}records WHERE {where}", params),
     )
+
+
+def thread_contents(d: Dialect, thread_id: str) -> tuple[str, list[Any]]:
+    """The condition on ``records`` columns selecting a thread's messages and
+    memories, and its parameters."""
+    return f"family IN ('message', 'memory') AND thread_id = {d.mark}", [thread_id]
 
 
 def _scope_column(column: str) -> str:
@@ -435,11 +447,14 @@ def actor_threads(d: Dialect, p: str, column: str, actor_id: str) -> Stmt:
 def delete_actor_rows(d: Dialect, p: str, column: str, actor_id: str) -> Stmt:
     """Delete the messages and memories scoped to an actor (``column`` as
     ``actor_threads``)."""
-    return Stmt(
-        f"DELETE FROM {p}records WHERE family IN ('message', 'memory') "
-        f"AND {_scope_column(column)} = {d.mark}",
-        (actor_id,),
-    )
+    where, params = actor_rows(d, column, actor_id)
+    return Stmt(f"DELETE FROM {p}records WHERE {where}", params)
+
+
+def actor_rows(d: Dialect, column: str, actor_id: str) -> tuple[str, list[Any]]:
+    """The condition on ``records`` columns selecting the messages and memories
+    scoped to an actor, and its parameters."""
+    return f"family IN ('message', 'memory') AND {_scope_column(column)} = {d.mark}", [actor_id]
 
 
 def insert_thread(d: Dialect, p: str, row: ThreadRow) -> Stmt:
@@ -491,10 +506,14 @@ def update_thread(
 
 def purge(d: Dialect, p: str, now: datetime) -> Stmt:
     """Delete the records expired at ``now`` (their search rows cascade)."""
-    return Stmt(
-        f"DELETE FROM {p}records WHERE expires_at IS NOT NULL AND expires_at <= {d.mark}",
-        (now.timestamp(),),
-    )
+    where, params = expired(d, now)
+    return Stmt(f"DELETE FROM {p}records WHERE {where}", params)
+
+
+def expired(d: Dialect, now: datetime) -> tuple[str, list[Any]]:
+    """The condition on ``records`` columns selecting the records expired at ``now``,
+    and its parameters."""
+    return f"expires_at IS NOT NULL AND expires_at <= {d.mark}", [now.timestamp()]
 
 
 def upsert_meta(d: Dialect, p: str, key: str, value: str) -> Stmt:

@@ -18,7 +18,9 @@ Versions: 1 indexed chunk text as it is, with a per-row FTS insert trigger. 2 in
 ``index_text``, fills the FTS index with the insert path's set-based statement (about
 twice the bulk-add rate) and adds ``chunk_changes`` with its triggers; ``UPGRADES[1]``
 rebuilds the index from the stored chunk texts when a version-1 file is opened
-writable.
+writable. 3 adds ``chunk_sources``, the records each search row quotes
+(``store/quotes.py``); ``UPGRADES[2]`` deletes the context rows written before, which
+do not say what they quote.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import re
 import sqlite3
 from collections.abc import Callable
 
+from oam_core.store.sql.quoting import legacy_context_rows, sources_table
 from oam_core.store.sql.schema import (
     ColumnTypes,
     chunk_index,
@@ -37,7 +40,7 @@ from oam_core.store.sql.schema import (
 )
 from oam_core.store.text import cjk_block_class
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 FTS_FUNCTION = "oam_fts_text"
 """The one-argument SQL function the FTS triggers call (``store/text.index_text``)."""
@@ -59,6 +62,7 @@ def ddl(p: str) -> list[str]:
         *record_indexes(p),
         chunks_table(p, TYPES, vector=["embedding BLOB", "has_vector INTEGER NOT NULL"]),
         chunk_index(p),
+        *sources_table(p, TYPES),
         # Covering index for ranking candidates: scans it instead of rows holding vectors.
         f"""CREATE INDEX IF NOT EXISTS {p}chunks_scope ON {p}chunks (
             user_id, record_type, has_vector, agent_id, thread_id, expires_at, record_pk)""",
@@ -107,7 +111,13 @@ def _fts_v2(p: str) -> list[str]:
     return [*(f"DROP {o}" for o in old), *fts_ddl(p), rebuild]
 
 
-UPGRADES: dict[int, Callable[[str], list[str]]] = {1: _fts_v2}
+def _sources_v3(p: str) -> list[str]:
+    """Version 2 -> 3: create ``chunk_sources`` and delete the context rows that do
+    not say what they quote (``quoting.legacy_context_rows``)."""
+    return [*sources_table(p, TYPES), legacy_context_rows(p, "char(10)")]
+
+
+UPGRADES: dict[int, Callable[[str], list[str]]] = {1: _fts_v2, 2: _sources_v3}
 """``UPGRADES[v](prefix)``: the statements taking a file from version ``v`` to ``v + 1``."""
 
 
