@@ -39,6 +39,10 @@ MESSAGES = [
 ]
 
 
+REPLACE_AS_U1 = ("--embedder", "hashing", "--replace", "--user", "u1")
+"""``--replace`` by the owner of the ``ingested`` fixture's thread."""
+
+
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "oam.db"
@@ -105,9 +109,7 @@ def test_ingest_twice_needs_replace(runner: CliRunner, chat: Path, ingested: Pat
     assert_clean_failure(
         again, 1, "already in the database: chat; use --resume to skip them or --replace"
     )
-    replaced = invoke(
-        runner, "ingest", chat, "--db", ingested, "--embedder", "hashing", "--replace"
-    )
+    replaced = invoke(runner, "ingest", chat, "--db", ingested, *REPLACE_AS_U1)
     assert replaced.exit_code == 0, replaced.output
     listed = invoke(runner, "threads", "--db", ingested)
     assert listed.exit_code == 0
@@ -356,7 +358,7 @@ def test_a_replace_that_fails_keeps_the_old_thread(
 
     monkeypatch.setattr(writes, "insert_planned", fail)
     chat.write_text(json.dumps({"role": "user", "content": "new text"}) + "\n", encoding="utf-8")
-    result = invoke(runner, "ingest", chat, "--db", ingested, "--embedder", "hashing", "--replace")
+    result = invoke(runner, "ingest", chat, "--db", ingested, *REPLACE_AS_U1)
     assert_clean_failure(result, 1, "thread 'chat' was not written: disk on fire")
     listed = invoke(runner, "threads", "--db", ingested)
     row = next(line for line in listed.stdout.splitlines() if line.startswith("chat"))
