@@ -436,8 +436,8 @@ class OracleAgentMemory(IAgentMemory):
             The memory id.
 
         Raises:
-            ValueError: for non-str content, a bad id, a reserved ``store_kwargs``
-                key, or an id that already exists; nothing is written.
+            ValueError: for non-str or blank content, a bad id, a reserved
+                ``store_kwargs`` key, or an id that already exists; nothing is written.
         """
         return (
             yield from add_memory_steps(

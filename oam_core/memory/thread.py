@@ -423,8 +423,8 @@ class OracleThread(IThread):
             The memory id.
 
         Raises:
-            ValueError: for non-str content, a bad id, a reserved ``store_kwargs``
-                key, or an id that already exists; nothing is written.
+            ValueError: for non-str or blank content, a bad id, a reserved
+                ``store_kwargs`` key, or an id that already exists; nothing is written.
         """
         scoped_thread = check_scope("thread_id", thread_id, self.thread_id)
         self._check_client_open()
