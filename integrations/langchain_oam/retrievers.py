@@ -17,7 +17,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from langchain_oam._search import (
     SearchScope,
@@ -67,7 +67,8 @@ class OAMRetriever(BaseRetriever):
 
     Raises:
         ValueError: (pydantic ``ValidationError`` is one) for both or neither of
-            memory/store, or an invalid option.
+            memory/store, an invalid option, or ``"similarity_score_threshold"``
+            without ``score_threshold``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -101,6 +102,16 @@ class OAMRetriever(BaseRetriever):
         if kwargs.get("store") is None:
             raise ValueError("OAMRetriever needs an OracleAgentMemory or an OracleMemoryStore")
         super().__init__(**kwargs)
+
+    @model_validator(mode="after")
+    def _threshold_given(self) -> OAMRetriever:
+        # As langchain-core's VectorStoreRetriever: the threshold search needs one.
+        if self.search_type == "similarity_score_threshold" and self.score_threshold is None:
+            raise ValueError(
+                "search_type='similarity_score_threshold' needs score_threshold "
+                "(a float, relevance >= it is kept)"
+            )
+        return self
 
     @field_validator("k", "fetch_k")
     @classmethod

@@ -3,8 +3,10 @@
 A chat message is stored as one ``oam`` thread message: its role, its text
 (``ChatMessage.content``, ``""`` when it has none) and, under the reserved metadata
 key ``"$message"`` (docs/concepts.md#records), the participant ``name`` when
-``additional_kwargs`` has one and, under ``"llama_index"``, the whole message as
-LlamaIndex serialises it, so tool calls, images and other blocks round-trip exactly.
+``additional_kwargs`` has one, its ``tool_calls`` and ``tool_call_id`` (the
+framework-neutral fields the context card reads, docs/context-card.md#tool-calls) and,
+under ``"llama_index"``, the whole message as LlamaIndex serialises it, so tool calls,
+images and other blocks round-trip exactly.
 
 Messages written by ``OAMDBChatStore`` also carry their queue status in the top-level
 metadata key ``"_llama_index_status"`` (``"active"`` or ``"archived"``), where the
@@ -51,6 +53,11 @@ def to_oam_message(message: ChatMessage, status: MessageStatus | None = None) ->
     name = kwargs.get("name")
     if isinstance(name, str) and name.strip():
         fields["name"] = name
+    # The framework-neutral copies other oam readers use (the context card shows calls).
+    if isinstance(kwargs.get("tool_calls"), list) and kwargs["tool_calls"]:
+        fields["tool_calls"] = kwargs["tool_calls"]
+    if isinstance(kwargs.get("tool_call_id"), str):
+        fields["tool_call_id"] = kwargs["tool_call_id"]
     metadata: dict[str, Any] = {MESSAGE_KEY: fields}
     if status is not None:
         metadata[STATUS_KEY] = MessageStatus(status).value

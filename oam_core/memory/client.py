@@ -436,8 +436,8 @@ class OracleAgentMemory(IAgentMemory):
             The memory id.
 
         Raises:
-            ValueError: for non-str content, a bad id, a reserved ``store_kwargs``
-                key, or an id that already exists; nothing is written.
+            ValueError: for non-str or blank content, a bad id, a reserved
+                ``store_kwargs`` key, or an id that already exists; nothing is written.
         """
         return (
             yield from add_memory_steps(
@@ -725,7 +725,8 @@ class OracleAgentMemory(IAgentMemory):
         messages in ONE transaction, indexed as ``add_messages`` indexes them (speaker
         names, context rows). With ``replace``, a thread of this id (its messages,
         memories and search rows) is deleted in the same transaction, so a failure
-        leaves the old thread as it was (docs/concepts.md#writing-a-whole-thread).
+        leaves the old thread as it was; a thread of another user is never replaced
+        (docs/concepts.md#writing-a-whole-thread).
 
         No LLM is called: the thread's pipeline extracts the messages on its next
         pass (``add_messages`` on a handle from ``get_thread``).
@@ -743,8 +744,9 @@ class OracleAgentMemory(IAgentMemory):
             The message ids, in input order.
 
         Raises:
-            ValueError: for a bad id, a malformed message, or an existing thread
-                without ``replace``; nothing is written.
+            ValueError: for a bad id, a malformed message, an existing thread
+                without ``replace``, or (with ``replace``) an existing thread of
+                another user; nothing is written.
         """
         self._check_open()
         tid = check_required_id("thread_id", thread_id)

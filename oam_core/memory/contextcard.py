@@ -24,6 +24,7 @@ from oam_core.memory.tokens import (
     cut_head_to_fit,
     cut_tail_to_fit,
 )
+from oam_core.memory.toolcalls import TOOL_RESULT_ROLES, shown_content
 from oam_core.store.signals import participant_name
 
 __all__ = ["DEFAULT_MESSAGE_FORMAT", "OracleContextCard", "RelevantResult"]
@@ -206,8 +207,11 @@ class OracleContextCard(ContextCard):
             ``"(truncated)\n"``; other texts keep their beginning followed by
             ``" …(truncated)"``). When the shares cannot hold a marked text, whole
             items are dropped, lowest priority first: results from the lowest
-            ranked up, then recent messages from the oldest, then the summary, then
-            the topics. A card with nothing left is ``""``.
+            ranked up, then recent messages from the oldest (with the tool results
+            that would then open the window), then the summary, then the topics. A
+            card with nothing left is ``""``. A message's tool calls
+            (``metadata["$message"]["tool_calls"]``) are shown after its content, one
+            ``tool call: name(arguments)`` line each (docs/context-card.md#tool-calls).
 
     Raises:
         ValueError: if an argument has the wrong type, or ``message_format`` uses a
@@ -309,7 +313,7 @@ class OracleContextCard(ContextCard):
             items.append(
                 _Item(
                     ("message", i),
-                    message.content,
+                    shown_content(message.content, message.metadata),
                     functools.partial(_render_message, template, message, _ITEM_INDENT),
                 )
             )
@@ -317,7 +321,9 @@ class OracleContextCard(ContextCard):
             items.append(
                 _Item(
                     ("result", i),
-                    record.content or "",
+                    shown_content(record.content, record.metadata)
+                    if isinstance(record, MessageRecord)
+                    else record.content or "",
                     functools.partial(_render_result, record),
                 )
             )
@@ -336,12 +342,25 @@ class OracleContextCard(ContextCard):
             fitted = self._fit(active, needs, limit)
             if fitted is not None:
                 return fitted
-            active = active[:-1]
+            active = self._drop_lowest(active)
         for topics in (self._topics, ()):
             content = self._assemble(topics, {})
             if len(content) <= limit:
                 return content
         return ""
+
+    def _drop_lowest(self, active: list[_Item]) -> list[_Item]:
+        """``active`` without its lowest-priority item; when that is the oldest recent
+        message, also without the tool results it leaves at the window's start
+        (docs/context-card.md#tool-calls)."""
+        dropped, kept = active[-1], active[:-1]
+        if dropped.key[0] != "message":
+            return kept
+        while kept and kept[-1].key[0] == "message":
+            if self._messages[kept[-1].key[1]].role not in TOOL_RESULT_ROLES:
+                break
+            kept = kept[:-1]
+        return kept
 
     def _fit(
         self, active: list[_Item], needs: dict[tuple[str, int], int], limit: int

@@ -171,11 +171,16 @@ def add_memory_steps(
     with the check of the thread row; otherwise ``store.add`` does.
 
     Raises:
-        ValueError: for non-str content, a blank ``memory_id``, or a reserved
-            ``store_kwargs`` key; nothing is written.
+        ValueError: for non-str or blank (empty or whitespace-only) content, a blank
+            ``memory_id``, or a reserved ``store_kwargs`` key; nothing is written.
     """
     if not isinstance(content, str):
         raise ValueError(f"content must be a str, got {type(content).__name__}")
+    if not content.strip():
+        raise ValueError(
+            f"content must be non-blank text (a memory without words is never found), "
+            f"got {content!r}"
+        )
     _check_store_kwargs(method, store_kwargs, _MEMORY_KEYS)
     ids_kwarg: dict[str, Any] = {}
     if memory_id is not NOT_SET and memory_id is not None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from oam_core.apis.records import MessageRecord, Record
 from oam_core.apis.summary import Summary
+from oam_core.memory.toolcalls import shown_content
 from oam_core.store.signals import participant_name
 
 __all__ = [
@@ -64,11 +65,13 @@ def transcript_line(record: Record) -> str:
     The timestamp is the message's own event time, else its store time
     (``created_at``); with neither, the line is ``role: content``. A message that
     names its speaker (``metadata["$message"]["name"]``) reads
-    ``Caroline (user, timestamp): content`` (docs/context-card.md#speaker-names).
+    ``Caroline (user, timestamp): content`` (docs/context-card.md#speaker-names); an
+    assistant's tool calls follow the content on the same line, ``tool call:
+    name(arguments)`` each (docs/context-card.md#tool-calls).
     """
     role = record.role if isinstance(record, MessageRecord) and record.role else "unknown"
     when = record.timestamp or record.created_at
-    content = record.content if record.content is not None else ""
+    content = shown_content(record.content, record.metadata, sep=" ")
     name = participant_name(record.metadata)
     if name is not None:
         return f"{name} ({role}, {when}): {content}" if when else f"{name} ({role}): {content}"

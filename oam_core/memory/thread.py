@@ -62,6 +62,7 @@ from oam_core.memory.threadconfig import (
     with_thread_options,
 )
 from oam_core.memory.tokens import tokens_for_chars, truncate_tail
+from oam_core.memory.toolcalls import drop_orphan_results
 from oam_core.memory.worker import ExtractionWorker, check_wait_timeout
 from oam_core.steps import Steps, async_method, call, run_sync, sync_method
 from oam_core.store.options import SearchStrategy
@@ -423,8 +424,8 @@ class OracleThread(IThread):
             The memory id.
 
         Raises:
-            ValueError: for non-str content, a bad id, a reserved ``store_kwargs``
-                key, or an id that already exists; nothing is written.
+            ValueError: for non-str or blank content, a bad id, a reserved
+                ``store_kwargs`` key, or an id that already exists; nothing is written.
         """
         scoped_thread = check_scope("thread_id", thread_id, self.thread_id)
         self._check_client_open()
@@ -663,7 +664,9 @@ class OracleThread(IThread):
           only and skip messages already shown in the card. Results are merged by
           distance. Skipped when the store cannot rank text (VECTOR without an
           embedder);
-        * recent messages: the last ``max_recent_messages`` messages, verbatim.
+        * recent messages: the last ``max_recent_messages`` messages, verbatim; tool
+          results at the start of that window (their call fell outside it) go to the
+          summary part instead (docs/context-card.md#tool-calls).
 
         The whole rendered card stays within ``context_card_token_limit`` estimated
         tokens (``<= 0`` = no bound): over it, the texts are fairly shortened with a
@@ -723,9 +726,10 @@ class OracleThread(IThread):
                 start=-(n_fallback + n_recent),
                 end=None,
             )
-        recent = fetched[len(fetched) - n_recent :] if n_recent else []
+        recent = fetched[max(0, len(fetched) - n_recent) :] if n_recent else []
+        recent = drop_orphan_results(recent, lambda r: r.role)
         earlier = fetched[: len(fetched) - len(recent)]
-        summary_records = earlier[len(earlier) - n_fallback :] if n_fallback else []
+        summary_records = earlier[max(0, len(earlier) - n_fallback) :] if n_fallback else []
 
         shown: set[str] = {r.id for r in recent}
         if running is not None:

@@ -30,7 +30,7 @@ from oam_core.apis.records import Record, ThreadRow
 from oam_core.errors import StoreError
 from oam_core.memory.messages import prepare_messages
 from oam_core.service.common import MEMORY_TYPE_NAMES, record_json, thread_json
-from oam_core.service.scope import Scope
+from oam_core.service.scope import Scope, ScopeError
 from oam_core.store.strategy import searching_with
 
 __all__ = ["TOOL_NAMES", "build_server"]
@@ -168,21 +168,20 @@ class _Service:
         return self.scope.thread(self.memory.get_thread_row(thread_id), thread_id)
 
     def thread(self, thread_id: str | None) -> OracleThread:
-        """The thread to write to: an existing one in scope, or a new one."""
-        scope_ids: dict[str, Any] = {
-            "user_id": NOT_SET if self.scope.user_id is None else self.scope.user_id,
-            "agent_id": NOT_SET if self.scope.agent_id is None else self.scope.agent_id,
-        }
+        """The thread to write to: an existing one in scope, or (``thread_id`` None) a
+        new one with a server-generated id. A client never picks the id of a new
+        thread: creating an unknown id but refusing another user's would tell the
+        two apart, so both get the same ``ScopeError`` (docs/service.md#the-scope)."""
         if thread_id is None:
+            scope_ids: dict[str, Any] = {
+                "user_id": NOT_SET if self.scope.user_id is None else self.scope.user_id,
+                "agent_id": NOT_SET if self.scope.agent_id is None else self.scope.agent_id,
+            }
             return self.memory.create_thread(**scope_ids)
-        if self.memory.get_thread_row(thread_id) is None:
-            try:
-                return self.memory.create_thread(thread_id=thread_id, **scope_ids)
-            except ValueError:
-                if self.memory.get_thread_row(thread_id) is None:
-                    raise
-                # Created by a concurrent call meanwhile: fall through to the check.
-        self.thread_row(thread_id)
+        try:
+            self.thread_row(thread_id)
+        except ScopeError as exc:
+            raise ScopeError(f"{exc}; omit thread_id to start a new thread") from None
         return self.memory.get_thread(thread_id)
 
     def threads(self, limit: int) -> list[ThreadOut]:
@@ -276,8 +275,9 @@ def build_server(
     )
 
     @server.tool(
-        description="Store chat messages in a thread, in order. Creates the thread when "
-        "thread_id is omitted (the new id is returned) or unknown. When the server has an "
+        description="Store chat messages in a thread, in order. Omit thread_id to start a "
+        "new thread (its id is returned); a given thread_id must name a thread of this "
+        "scope. When the server has an "
         "LLM, memories are extracted from the messages before this returns and listed in "
         "the result.",
     )
@@ -287,7 +287,7 @@ def build_server(
         ],
         thread_id: Annotated[
             str | None,
-            Field(description="The thread to add to; omit to start a new thread."),
+            Field(description="A thread of this scope to add to; omit to start a new thread."),
         ] = None,
     ) -> AddMessagesOut:
         with service.calling(ToolError):

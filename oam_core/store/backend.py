@@ -129,6 +129,10 @@ class Tx(abc.ABC):
         """The texts of a record's search rows, in order."""
 
     @abc.abstractmethod
+    def has_vectors(self, key: Hashable) -> bool:
+        """Whether any of a record's search rows holds a vector the store wrote."""
+
+    @abc.abstractmethod
     def replace_chunks(self, row: StoredRow, chunks: Sequence[ChunkPlan]) -> None:
         """Delete a record's search rows and write ``chunks`` in their place."""
 

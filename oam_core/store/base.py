@@ -586,7 +586,7 @@ class OracleMemoryStore(IMemoryStore):
 
         Raises:
             ValueError: for none or both of query/query_vector, a blank query, an
-                empty, non-finite or wrong-dimension vector, k < 1, a bare-string or
+                empty, non-finite, all-zero or wrong-dimension vector, k < 1, a bare-string or
                 unknown record type, an invalid filter, a vector query under KEYWORD,
                 or a text query needing an embedder the store lacks.
         """

@@ -70,6 +70,11 @@ def search(
         if strategy is SearchStrategy.KEYWORD:
             raise ValueError("KEYWORD search ranks text; query_vector is not accepted")
         qvec = planning.to_vector(query_vector, "query_vector")
+        if not qvec.any():
+            raise ValueError(
+                "query_vector is all zeros: a vector without a direction has no cosine "
+                "distance to anything; pass a non-zero vector"
+            )
         if store.vector_dim is not None and qvec.shape[0] != store.vector_dim:
             raise ValueError(
                 f"query_vector dimension {qvec.shape[0]} does not match the store's "

@@ -254,7 +254,9 @@ class ThreadStore:
 
         Raises:
             ValueError: for bad ids, metadata or batches, a record of another thread,
-                or an existing thread without ``replace``; nothing is written.
+                an existing thread without ``replace``, or (with ``replace``) an
+                existing thread of another user (its ``user_id`` differs from
+                ``user_id``); nothing is written.
         """
         new = NewThreadRow(user_id, agent_id, metadata, config)
         row = _thread_row(thread_id, new, self._now())
@@ -265,10 +267,22 @@ class ThreadStore:
                 f"write_thread({thread_id!r}): record {strays[0]!r} belongs to thread "
                 f"{next(p.thread_id for p in planned.plans if p.id == strays[0])!r}"
             )
+        before = self.store._backend.get_thread(thread_id) if replace else None
+        if before is not None and before.user_id != user_id:
+            raise ValueError(
+                f"thread {thread_id!r} belongs to user {before.user_id!r}, not {user_id!r}; "
+                "replace does not take over another user's thread (write it with its "
+                "owner's user_id, or use another thread id); nothing was written"
+            )
         with self.store._backend.transaction() as tx:
             if tx.hold_thread(thread_id):
                 if not replace:
                     raise ValueError(f"thread {thread_id!r} already exists")
+                if before is None:  # created since the owner check: check it again
+                    raise ValueError(
+                        f"thread {thread_id!r} was created while this write started; "
+                        "nothing was written, try again"
+                    )
                 tx.delete_thread(thread_id)
             tx.insert_thread(row)
             writes.insert_planned(self.store, tx, planned, writes.DEFAULT_BATCH_SIZE)

@@ -116,6 +116,7 @@ def update_record(
         row = tx.fetch(family_of(record_type), record_id)
         if row is None or row.record_type != record_type:
             return 0
+        _keep_vectors(tx, row, new_chunks, embedding, record_id)
         fields: dict[str, Any] = {}
         if text is not NOT_SET:
             fields["content"] = text
@@ -148,6 +149,34 @@ def update_record(
             write_identity(store, tx)
     store._embedder_check.recorded()
     return 1
+
+
+def _keep_vectors(
+    tx: Tx,
+    row: StoredRow,
+    new_chunks: builtins.list[ChunkPlan] | None,
+    embedding: Maybe[Any],
+    record_id: str,
+) -> None:
+    """Refuse a text update that would silently drop the record's vectors: on a store
+    without an embedder, new search rows get no vector unless ``embedding`` is given
+    (docs/store.md#what-is-stored-and-what-is-searched).
+
+    Raises:
+        ValueError: ``embedding`` omitted, the new search rows lack vectors and the
+            record's current search rows hold some.
+    """
+    if embedding is not NOT_SET or not new_chunks:
+        return
+    if all(c.vector is not None or c.needs_embedding or not c.text for c in new_chunks):
+        return
+    if tx.has_vectors(row.key):
+        raise ValueError(
+            f"update of {row.record_type} {record_id!r}: a text update on a store without "
+            "an embedder needs embedding=... (the record's search rows hold vectors that "
+            "would be lost); pass embedding=<vector>, or embedding=None to store the new "
+            "search rows without vectors"
+        )
 
 
 def _revector(

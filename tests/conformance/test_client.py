@@ -477,6 +477,21 @@ def test_add_memory_scope(mem: OracleAgentMemory, store: Any) -> None:
         mem.add_memory("w", record_type="fact")
 
 
+@pytest.mark.parametrize("content", ["", "   ", "\n\t"])
+def test_add_memory_refuses_blank_text(
+    mem: OracleAgentMemory, store: Any, rejected: Any, content: str
+) -> None:
+    """review F7: a memory without words is refused, naming the argument, by the
+    client and the thread, sync and async."""
+    thread = mem.create_thread(thread_id="t1", user_id="u", agent_id="a")
+    with rejected(store, match="content must be non-blank text"):
+        mem.add_memory(content)
+    with rejected(store, match="content must be non-blank text"):
+        thread.add_memory(content)
+    with rejected(store, match="content must be non-blank text"):
+        asyncio.run(mem.add_memory_async(content, user_id="u"))
+
+
 def test_delete_memory_finds_every_memory_like_type(mem: OracleAgentMemory, store: Any) -> None:
     for record_type in ("memory", "fact", "preference", "guideline"):
         (record_id,) = store.add([f"a {record_type}"], record_type, thread_ids="t1")

@@ -5,6 +5,7 @@ Expected values come from the documented rules and Oracle's SDK, not from the im
 
 from __future__ import annotations
 
+import asyncio
 import math
 
 import pytest
@@ -106,7 +107,20 @@ BAD_ARGS = [
     ("inf-query-vector", {"query_vector": [math.inf] + [0.0] * 63}),
     ("2d-query-vector", {"query_vector": [[1.0] * 64]}),
     ("wrong-dim-query-vector", {"query_vector": [1.0, 0.0, 0.0]}),
+    ("zero-query-vector", {"query_vector": [0.0] * 64}),
 ]
+
+
+@pytest.mark.parametrize("strategy", ["VECTOR", "HYBRID"])
+def test_an_all_zero_query_vector_is_rejected_naming_it(make_store, rejected, strategy):
+    """review F7: a zero vector has no direction (its cosine distance is undefined)."""
+    store = make_store(search_strategy=strategy)
+    store.add(["pizza"], "memory")
+    with rejected(store, match="query_vector is all zeros"):
+        store.search(query_vector=[0] * 64, k=1)
+    with rejected(store, match="query_vector is all zeros"):
+        asyncio.run(store.search_async(query_vector=[-0.0] * 64, k=1))
+    assert len(store.search(query_vector=[1e-3] + [0.0] * 63, k=1)) == 1
 
 
 @pytest.mark.parametrize("kwargs", [b[1] for b in BAD_ARGS], ids=[b[0] for b in BAD_ARGS])

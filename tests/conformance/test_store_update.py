@@ -5,6 +5,7 @@ Expected values come from the documented rules and Oracle's SDK, not from the im
 
 from __future__ import annotations
 
+import asyncio
 import math
 
 import pytest
@@ -328,3 +329,39 @@ def test_message_update_keeps_its_place_in_the_thread(store):
         ("c", "three", "user"),
     ]
     assert [m.seq_no for m in messages] == sorted(m.seq_no for m in messages)
+
+
+def test_text_update_without_embedder_keeps_caller_vectors(make_store, rejected):
+    """A text update on a store without an embedder would write search rows without
+    vectors: with the record's vectors caller-supplied, it is refused unless the
+    caller passes ``embedding=`` (a new vector, or None to drop the vectors)."""
+    store = make_store(embedder=None)
+    store.add(["north"], "memory", record_ids="n", embeddings=[basis(0)])
+    store.add(["south"], "memory", record_ids="s", embeddings=[basis(1)])
+    store.add(["keyword only"], "memory", record_ids="k")
+    with rejected(store, match=r"memory 'n'.*needs embedding="):
+        store.update("memory", "n", text="north renamed")
+    with rejected(store, match=r"needs embedding="):
+        store.update("memory", "n", index_text=["north", "renamed"])
+    assert store.search(query_vector=basis(0), k=1)[0][0].id == "n"
+
+    assert store.update("memory", "n", text="north renamed", embedding=basis(2)) == 1
+    hit, distance = store.search(query_vector=basis(2), k=1)[0]
+    assert (hit.id, hit.content, distance) == ("n", "north renamed", pytest.approx(0.0, abs=1e-6))
+
+    assert store.update("memory", "s", text="south renamed", embedding=None) == 1
+    assert "s" not in [r.id for r, _ in store.search(query_vector=basis(1), k=5)]
+    assert store.get("memory", "s").content == "south renamed"
+    # A record that never had vectors is updated as before.
+    assert store.update("memory", "k", text="keyword renamed") == 1
+    assert store.get("memory", "k").content == "keyword renamed"
+    # Metadata-only and embedding-only updates do not touch the retrieval text.
+    assert store.update("memory", "n", metadata={"x": 1}) == 1
+    assert store.search(query_vector=basis(2), k=1)[0][0].id == "n"
+
+
+def test_text_update_without_embedder_keeps_caller_vectors_async(make_store, rejected):
+    store = make_store(embedder=None)
+    store.add(["north"], "memory", record_ids="n", embeddings=[basis(0)])
+    with rejected(store, match=r"needs embedding="):
+        asyncio.run(store.update_async("memory", "n", text="north renamed"))

@@ -65,3 +65,42 @@ def test_a_replace_failing_after_the_delete_keeps_the_old_thread(
     with rejected(store, match="injected"):
         thread_store(store).write_thread("t1", _messages("t1", "new"), user_id="u1", replace=True)
     assert _contents(store, "t1") == ["old one", "old two"]
+
+
+def test_replace_never_takes_over_another_users_thread(store: Any, rejected: Any) -> None:
+    """review F5: replace=True on alice's thread for bob is refused, naming the thread
+    and both owners, with alice's thread untouched."""
+    from oam_core import OracleAgentMemory
+
+    memory = OracleAgentMemory(store=store, extract_memories=False)
+    memory.write_thread("a", [{"role": "user", "content": "alice secret"}], user_id="alice")
+    with rejected(store, match=r"thread 'a' belongs to user 'alice', not 'bob'"):
+        memory.write_thread("a", [{"role": "user", "content": "bob"}], user_id="bob", replace=True)
+    with rejected(store, match=r"belongs to user 'alice', not None"):
+        memory.write_thread("a", [], replace=True)
+    assert memory.get_thread_row("a").user_id == "alice"
+    assert _contents(store, "a") == ["alice secret"]
+    # The owner may replace it.
+    memory.write_thread("a", [{"role": "user", "content": "new"}], user_id="alice", replace=True)
+    assert _contents(store, "a") == ["new"]
+
+
+def test_replace_refuses_a_thread_created_after_the_owner_check(
+    store: Any, rejected: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner is read before the transaction; a thread of another user created in
+    between (injected here) is not replaced either."""
+    backend = store._backend
+    read = backend.get_thread
+
+    def read_then_alice_writes(thread_id: str) -> Any:
+        row = read(thread_id)
+        thread_store(store).write_thread("a", _messages("a", "alice"), user_id="alice")
+        return row
+
+    monkeypatch.setattr(backend, "get_thread", read_then_alice_writes)
+    with pytest.raises(ValueError, match="'a' was created while this write started"):
+        thread_store(store).write_thread("a", _messages("a", "bob"), user_id="bob", replace=True)
+    monkeypatch.undo()
+    assert thread_store(store).get_thread_row("a").user_id == "alice"
+    assert _contents(store, "a") == ["alice"]

@@ -554,6 +554,26 @@ def test_card_recent_messages_verbatim(t: OracleThread) -> None:
     assert t.get_context_card(max_relevant_results=0).recent_messages == []
 
 
+@pytest.mark.parametrize(("n_messages", "n_recent"), [(4, 0), (4, 1), (3, 5), (6, 2)])
+def test_card_window_shorter_than_the_counts(
+    t: OracleThread, n_messages: int, n_recent: int
+) -> None:
+    """With fewer messages than fallback + recent, every message shows once: the
+    recent ones verbatim, all the others in the fallback summary."""
+    t.add_messages(alternating(n_messages))
+    card = t.get_context_card(
+        fallback_message_count=5, max_relevant_results=0, max_recent_messages=n_recent
+    )
+    shown = min(n_recent, n_messages)
+    assert contents(card.recent_messages) == [
+        f"m{i}" for i in range(n_messages - shown, n_messages)
+    ]
+    earlier = range(max(0, n_messages - shown - 5), n_messages - shown)
+    assert [line.rsplit(": ", 1)[1] for line in card.summary.splitlines()] == [
+        f"m{i}" for i in earlier
+    ]
+
+
 def test_card_without_embedder_skips_retrieval(make_store: Any) -> None:
     store = make_store(embedder=None, search_strategy="VECTOR")
     mem = OracleAgentMemory(store=store, extract_memories=False)

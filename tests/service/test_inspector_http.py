@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from html import unescape
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -152,6 +153,15 @@ def test_search_shows_distances_and_honours_scope_and_filter(
         response = client.get("/search?" + urlencode({"q": "Porto", "strategy": strategy}))
         assert response.status_code == 200, (strategy, response.text[-800:])
         assert f"/memory?id={seeded.porto}" in response.text, strategy
+
+
+@pytest.mark.parametrize("k", ["-5", "abc", "0", "", "101", "2.5"])
+def test_search_rejects_a_bad_k_visibly(client: TestClient, k: str) -> None:
+    """review F7: a bad k is a 400 with the reason on the page, never a silent default."""
+    response = client.get("/search?" + urlencode({"q": "Porto", "k": k}))
+    assert response.status_code == 400, response.text[-500:]
+    assert f"k must be a whole number from 1 to 100, got {k!r}" in unescape(response.text)
+    assert 'class="results"' not in response.text
 
 
 def test_unknown_ids_are_404(client: TestClient) -> None:

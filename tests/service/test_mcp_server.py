@@ -227,6 +227,45 @@ def test_a_server_for_another_user_sees_nothing_of_the_first(
         assert not [r for r in memory.store.list("memory") if r.content == "planted"]
 
 
+def test_add_messages_cannot_probe_which_thread_ids_exist(seeded: Seeded, tmp_path: Path) -> None:
+    """review F4: an unknown thread id and another user's are answered alike (same
+    error, same text but the id), and neither creates nor changes a thread; a new
+    thread gets a server-generated id."""
+
+    async def scenario() -> None:
+        async with mcp_session(seeded.url, "--user", "mallory", cwd=tmp_path) as mallory:
+            answers = []
+            for thread_id in ("no-such-thread", "trip"):
+                result = await mallory.call_tool(
+                    "add_messages",
+                    {"thread_id": thread_id, "messages": [{"role": "user", "content": "x"}]},
+                )
+                answers.append(error_text(result).replace(repr(thread_id), "<id>"))
+            assert answers[0] == answers[1], answers
+            assert answers[0] == (
+                "Error executing tool add_messages: no thread <id> in this server's scope "
+                "(user 'mallory'); "
+                "omit thread_id to start a new thread"
+            )
+            assert structured(await mallory.call_tool("list_threads", {})) == []
+            added = structured(
+                await mallory.call_tool(
+                    "add_messages", {"messages": [{"role": "user", "content": "hello"}]}
+                )
+            )
+            assert added["thread_id"] not in ("no-such-thread", "trip")
+            threads = structured(await mallory.call_tool("list_threads", {}))
+            assert [t["thread_id"] for t in threads] == [added["thread_id"]]
+
+    run(scenario)
+    with OracleAgentMemory.open(
+        seeded.url, embedder="hashing/64", extract_memories=False
+    ) as memory:
+        assert memory.get_thread_row("no-such-thread") is None
+        assert memory.get_thread_row("trip").user_id == "alice"
+        assert memory.store.count_thread_messages("trip") == 3
+
+
 def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
     seeded: Seeded, tmp_path: Path
 ) -> None:

@@ -341,3 +341,49 @@ def test_c06_invalid_token_limit() -> None:
         OracleContextCard(summary="x", token_limit="10")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="token_limit"):
         OracleContextCard(summary="x", token_limit=True)
+
+
+def _call_message(i: int) -> Message:
+    calls = [{"id": f"c{i}", "function": {"name": "lookup", "arguments": '{"q": "x"}'}}]
+    return Message("assistant", "", T0, metadata={"$message": {"tool_calls": calls}}, id=f"a{i}")
+
+
+def test_budget_never_leaves_a_tool_result_opening_the_window() -> None:
+    """BUGCASES C05: dropping the oldest recent message under the token limit also
+    drops the tool results that would then open the window."""
+    messages = [
+        _call_message(0),
+        Message("tool", "result " * 20, T0, id="t0"),
+        Message("tool", "second result", T0, id="t1"),
+        Message("assistant", "answer", T0, id="a1"),
+    ]
+    full = OracleContextCard(recent_messages=messages)
+    assert '<content>tool call: lookup({"q": "x"})</content>' in full.content
+    for limit in range(1, estimate_tokens(full.content) + 1):
+        content = OracleContextCard(recent_messages=messages, token_limit=limit).content
+        if not content:
+            continue
+        roles = [r.text for r in ET.fromstring(content).iter("role")]
+        assert roles and roles[0] != "tool", (limit, roles)
+
+
+def test_transcript_line_shows_tool_calls() -> None:
+    record = MessageRecord(
+        id="a0",
+        record_type="message",
+        content="",
+        role="assistant",
+        timestamp=T0,
+        metadata={
+            "$message": {
+                "tool_calls": [
+                    {"name": "get_weather", "args": {"city": "Paris"}, "id": "c1"},
+                    {"id": "c2", "function": {"name": "now", "arguments": "{}"}},
+                    "not a call",
+                ]
+            }
+        },
+    )
+    assert summary_module.transcript_line(record) == (
+        f'assistant ({T0}): tool call: get_weather({{"city": "Paris"}}) tool call: now({{}})'
+    )

@@ -86,7 +86,8 @@ def test_opening_upgrades_the_store_and_keeps_every_record(v1_file: Path) -> Non
 def test_the_upgraded_store_takes_writes_and_stays_consistent(v1_file: Path) -> None:
     store = SQLiteMemoryStore(v1_file, search_strategy="KEYWORD")
     store.add(["新しい記録です。"], "memory", record_ids="ja-new")
-    store.update("memory", "zh-dog", text="我的鸟叫小黄。")
+    # No embedder: the record's vectors are dropped only when asked (embedding=None).
+    store.update("memory", "zh-dog", text="我的鸟叫小黄。", embedding=None)
     store.delete("memory", "ja-cat")
     _integrity_check(store)
     assert found(store.search("記録", 3)) == ["ja-new"]

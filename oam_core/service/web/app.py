@@ -280,11 +280,13 @@ def create_app(
             "thread": params.get("thread", ""),
             "filter": params.get("filter", ""),
             "types": params.getlist("types") or sorted(MEMORY_TYPES),
-            "k": _int_param(request, "k", 10, 1, 100),
+            "k": params.get("k", "10"),
         }
         results: list[tuple[Any, float]] | None = None
-        error = None
-        if form["q"].strip():
+        error = _k_error(form["k"])
+        if error is None:
+            form["k"] = int(form["k"])
+        if error is None and form["q"].strip():
             try:
                 results = _run_search(inspector, form)
             except (ValueError, TypeError, ImportError) as exc:
@@ -421,6 +423,14 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
     if not value.strip().lstrip("-").isdigit():
         return default
     return max(low, min(high, int(value)))
+
+
+def _k_error(value: str) -> str | None:
+    """Why the search form's ``k`` is not a whole number from 1 to 100, or None."""
+    text = value.strip()
+    if text.isascii() and text.isdigit() and 1 <= int(text) <= 100:
+        return None
+    return f"k must be a whole number from 1 to 100, got {value!r}"
 
 
 def _run_search(inspector: Inspector, form: dict[str, Any]) -> list[tuple[Any, float]]:

@@ -513,6 +513,13 @@ class OracleTx(Tx):
         family, pk = _split_key(key)
         return [_text(r[0]) for r in fetchall(self.c, sql.chunk_texts(self.n, family, pk))]
 
+    def has_vectors(self, key: Hashable) -> bool:
+        if not self.local_vectors:  # the database embeds; no vector of ours to lose
+            return False
+        family, pk = _split_key(key)
+        found = fetchone(self.c, sql.chunk_vector_count(self.n, family, pk))
+        return bool(found and found[0])
+
     def replace_chunks(self, row: StoredRow, chunks: Sequence[ChunkPlan]) -> None:
         family, pk = _split_key(row.key)
         current = fetchone(self.c, sql.record_expiry(self.n, family, pk))

@@ -180,6 +180,15 @@ def chunk_texts(n: Names, family: str, pk: int) -> Stmt:
     )
 
 
+def chunk_vector_count(n: Names, family: str, pk: int) -> Stmt:
+    """How many of a record's search rows hold a local vector."""
+    return Stmt(
+        f"SELECT COUNT(*) FROM {n.chunks} WHERE record_family = :family AND record_pk = :pk "
+        "AND embedding IS NOT NULL",
+        {"family": family, "pk": pk},
+    )
+
+
 def record_expiry(n: Names, family: str, pk: int) -> Stmt:
     """A record's ``expires_at`` (copied to the search rows it gets)."""
     return Stmt(f"SELECT expires_at FROM {n.record_table(family)} WHERE pk = :pk", {"pk": pk})

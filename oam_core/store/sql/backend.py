@@ -310,6 +310,9 @@ class SqlTx(Tx):
     def chunk_texts(self, key: Hashable) -> builtins.list[str | None]:
         return [r[0] for r in self.run(st.chunk_texts(self.d, self.p, key))]
 
+    def has_vectors(self, key: Hashable) -> bool:
+        return bool(self.run(st.chunk_vector_count(self.d, self.p, key)).fetchone()[0])
+
     def replace_chunks(self, row: StoredRow, chunks: Sequence[ChunkPlan]) -> None:
         found = self.run(st.record_expiry(self.d, self.p, row.key)).fetchone()
         expires = found[0] if found else None

@@ -345,6 +345,14 @@ def chunk_texts(d: Dialect, p: str, key: Any) -> Stmt:
     return Stmt(f"SELECT text FROM {p}chunks WHERE record_pk = {d.mark} ORDER BY seq", (key,))
 
 
+def chunk_vector_count(d: Dialect, p: str, key: Any) -> Stmt:
+    """How many of a record's search rows hold a vector."""
+    return Stmt(
+        f"SELECT COUNT(*) FROM {p}chunks WHERE record_pk = {d.mark} AND embedding IS NOT NULL",
+        (key,),
+    )
+
+
 def record_expiry(d: Dialect, p: str, key: Any) -> Stmt:
     """A record's ``expires_at`` (copied to the search rows it gets)."""
     return Stmt(f"SELECT expires_at FROM {p}records WHERE pk = {d.mark}", (key,))

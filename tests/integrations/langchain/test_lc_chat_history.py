@@ -345,3 +345,32 @@ def test_two_histories_racing_to_create_one_thread(memory: OracleAgentMemory) ->
         mine = [c for c in contents if isinstance(c, str) and c.startswith(f"w{n}-")]
         assert mine == [f"w{n}-{i}" for i in range(10)]
     assert len(memory.list_threads(user_id="alice")) == 1
+
+
+def test_context_card_window_never_starts_with_a_tool_result(memory: OracleAgentMemory) -> None:
+    """BUGCASES C05 through the history: the window drops the orphan tool result (it
+    joins the summary with its call), and the call is shown by name and arguments."""
+    history = OAMChatMessageHistory(memory, "tools", user_id="u", agent_id="a")
+    history.add_messages(
+        [
+            HumanMessage("Weather in Paris?"),
+            AIMessage(
+                "", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "c1"}]
+            ),
+            ToolMessage("22C sunny", tool_call_id="c1"),
+            AIMessage("It is 22C and sunny."),
+        ]
+    )
+    thread = memory.get_thread("tools")
+    card = thread.get_context_card(max_recent_messages=2, max_relevant_results=0)
+    assert [(m.role, m.content) for m in card.recent_messages] == [
+        ("assistant", "It is 22C and sunny.")
+    ]
+    lines = card.summary.splitlines()
+    assert [line.split(" (")[0] for line in lines] == ["user", "assistant", "tool"]
+    assert lines[1].endswith('): tool call: get_weather({"city": "Paris"})')
+    assert lines[2].endswith("): 22C sunny")
+    # A window holding the call keeps the pair, and renders the call.
+    card = thread.get_context_card(max_recent_messages=3, max_relevant_results=0)
+    assert [m.role for m in card.recent_messages] == ["assistant", "tool", "assistant"]
+    assert '<content>tool call: get_weather({"city": "Paris"})</content>' in card.content

@@ -364,6 +364,20 @@ def test_retriever_threshold_and_mmr(client: OracleAgentMemory) -> None:
     assert len(mmr.invoke("dog")) == 2
 
 
+def test_threshold_search_needs_a_threshold_like_langchain(client: OracleAgentMemory) -> None:
+    """review F7: as langchain-core's VectorStoreRetriever, a threshold search without
+    a threshold is a ValueError when the retriever is made."""
+    from langchain_core.vectorstores import InMemoryVectorStore, VectorStoreRetriever
+
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=8))
+    with pytest.raises(ValueError, match="score_threshold"):
+        VectorStoreRetriever(vectorstore=store, search_type="similarity_score_threshold")
+    with pytest.raises(ValueError, match="needs score_threshold"):
+        OAMRetriever(client, search_type="similarity_score_threshold")
+    with pytest.raises(ValueError, match="needs score_threshold"):
+        OAMRetriever(client, search_type="similarity_score_threshold", score_threshold=None)
+
+
 def test_retriever_async_matches_sync(client: OracleAgentMemory) -> None:
     retriever = OAMRetriever(client, k=3, user_id="alice")
     assert asyncio.run(retriever.ainvoke("dog")) == retriever.invoke("dog")

@@ -180,6 +180,13 @@ def test_tool_calls_and_blocks_round_trip(memory: OracleAgentMemory) -> None:
     stored = memory.store.list_thread_messages("s")
     assert [r.role for r in stored] == ["user", "assistant", "tool"]
     assert stored[2].metadata is not None and stored[2].metadata["$message"]["name"] == "f"
+    assert stored[1].metadata["$message"]["tool_calls"] == [call]
+    assert stored[2].metadata["$message"]["tool_call_id"] == "call_1"
+    # The context card shows the call (name and arguments), not an empty message, and
+    # its recent window never opens with the tool result.
+    card = memory.get_thread("s").get_context_card(max_recent_messages=1, max_relevant_results=0)
+    assert card.recent_messages == []
+    assert "assistant" in card.summary and "tool call: f({})" in card.summary
 
 
 def test_order_is_insertion_order(memory: OracleAgentMemory) -> None:
