@@ -349,7 +349,7 @@ def _call_message(i: int) -> Message:
 
 
 def test_budget_never_leaves_a_tool_result_opening_the_window() -> None:
-    """BUGCASES C05: dropping the oldest recent message under the token limit also
+    """C05 (docs/failure-modes.md#c05): dropping the oldest recent message under the token limit also
     drops the tool results that would then open the window."""
     messages = [
         _call_message(0),

@@ -356,8 +356,12 @@ def test_deeply_nested_json_is_an_ingest_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        ('{"role": " ", "content": "x"}', "line 1: 'role' must be a non-empty string such as"),
-        ('{"role": null, "content": "x"}', "'role' must be a non-empty string such as user, "),
+        (
+            '{"role": " ", "content": "x"}',
+            "line 1: 'role' must be one of user, assistant, system, tool",
+        ),
+        ('{"role": null, "content": "x"}', "'role' must be one of user, "),
+        ('{"role": "bot", "content": "x"}', "line 1: 'role' must be one of user, assistant"),
         (
             '{"role": "user", "content": null}',
             "line 1: 'content' must be a string, got a JSON null",

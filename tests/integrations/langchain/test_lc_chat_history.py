@@ -348,7 +348,7 @@ def test_two_histories_racing_to_create_one_thread(memory: OracleAgentMemory) ->
 
 
 def test_context_card_window_never_starts_with_a_tool_result(memory: OracleAgentMemory) -> None:
-    """BUGCASES C05 through the history: the window drops the orphan tool result (it
+    """C05 (docs/failure-modes.md#c05) through the history: the window drops the orphan tool result (it
     joins the summary with its call), and the call is shown by name and arguments."""
     history = OAMChatMessageHistory(memory, "tools", user_id="u", agent_id="a")
     history.add_messages(
