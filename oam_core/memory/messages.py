@@ -27,6 +27,7 @@ __all__ = [
     "MESSAGE_KEYS",
     "add_memory_steps",
     "as_message",
+    "check_memory_content",
     "message_fields",
     "message_window",
     "prepare_messages",
@@ -152,6 +153,23 @@ def message_window(start: object, end: object) -> tuple[int, int | None]:
     return first, last
 
 
+def check_memory_content(content: object) -> str:
+    """The rule for a memory's text (``add_memory`` in Python and over MCP): a str
+    with at least one non-space character (docs/concepts.md#records).
+
+    Raises:
+        ValueError: for a non-str, empty or whitespace-only ``content``.
+    """
+    if not isinstance(content, str):
+        raise ValueError(f"content must be a str, got {type(content).__name__}")
+    if not content.strip():
+        raise ValueError(
+            f"content must be non-blank text (a memory without words is never found), "
+            f"got {content!r}"
+        )
+    return content
+
+
 def add_memory_steps(
     store: OracleMemoryStore,
     content: object,
@@ -174,13 +192,7 @@ def add_memory_steps(
         ValueError: for non-str or blank (empty or whitespace-only) content, a blank
             ``memory_id``, or a reserved ``store_kwargs`` key; nothing is written.
     """
-    if not isinstance(content, str):
-        raise ValueError(f"content must be a str, got {type(content).__name__}")
-    if not content.strip():
-        raise ValueError(
-            f"content must be non-blank text (a memory without words is never found), "
-            f"got {content!r}"
-        )
+    content = check_memory_content(content)
     _check_store_kwargs(method, store_kwargs, _MEMORY_KEYS)
     ids_kwarg: dict[str, Any] = {}
     if memory_id is not NOT_SET and memory_id is not None:

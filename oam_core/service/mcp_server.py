@@ -28,7 +28,7 @@ from oam_core import OracleAgentMemory, OracleThread, SearchStrategy
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import Record, ThreadRow
 from oam_core.errors import StoreError
-from oam_core.memory.messages import prepare_messages
+from oam_core.memory.messages import check_memory_content, prepare_messages
 from oam_core.service.common import MEMORY_TYPE_NAMES, record_json, thread_json
 from oam_core.service.scope import Scope, ScopeError
 from oam_core.store.strategy import searching_with
@@ -329,6 +329,7 @@ def build_server(
         ] = None,
     ) -> RecordOut:
         with service.calling(ToolError):
+            check_memory_content(content)
             if thread_id is not None:
                 service.thread_row(thread_id)
             if metadata is not None and "$agent_memory" in metadata:

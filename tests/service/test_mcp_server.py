@@ -280,6 +280,7 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
                 ("add_messages", {"messages": []}, "at least 1"),
                 ("add_messages", {"messages": [{"role": "user"}]}, "content"),
                 ("add_memory", {"content": "x", "record_type": "message"}, "record_type"),
+                ("add_memory", {"content": "   "}, "content must be non-blank text"),
                 ("add_memory", {"content": "x", "metadata": {"$agent_memory": {}}}, "reserved"),
                 ("get_context_card", {"thread_id": "no-such-thread"}, "no thread 'no-such-thread'"),
                 ("delete_memory", {"memory_id": "no-such-memory"}, "no memory 'no-such-memory'"),
