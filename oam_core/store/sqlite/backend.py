@@ -112,6 +112,7 @@ class SQLiteBackend(SqlBackend):
             uri=uri,
         )
         conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA secure_delete = ON")  # deleted rows' bytes are zeroed
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         conn.create_function(schema.FTS_FUNCTION, 1, _fts_text, deterministic=True)
         if target != ":memory:" and not uri:

@@ -112,6 +112,28 @@ class SQLiteMemoryStore(SqlMemoryStore):
             with impl.transaction() as tx:
                 tx.write_meta(changed)
 
+    def compact(self) -> None:
+        """Remove every trace of deleted text from the file (docs/sqlite.md#deleted-text).
+
+        Deleted rows are zeroed on disk when they are deleted, but the FTS5 keyword
+        index only marks a deleted word as deleted until its segments are merged.
+        This merges them (FTS5 ``optimize``), rewrites the file (``VACUUM``) and
+        empties the write-ahead log. It takes time proportional to the store (about
+        the time to copy the file) and holds the write lock meanwhile.
+
+        Raises:
+            DatabaseLockedError: when another connection holds the file for writing
+                past the busy timeout.
+            StoreError: for a read-only or damaged file.
+        """
+        impl = self._impl
+        fts = f"{impl.p}chunks_fts"
+        with impl.reading() as conn:  # autocommit: each statement is its own write
+            conn.execute(f"INSERT INTO {fts}({fts}) VALUES('optimize')")
+            conn.execute("VACUUM")
+            if self.path != ":memory:":
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def _remember_vector_dim(self, dim: int) -> None:
         super()._remember_vector_dim(dim)
         with self._impl.reading() as conn:  # inside the write that learns it
