@@ -54,7 +54,7 @@ from oam_core.connection import backend_of, sqlite_target
 from oam_core.embedders import resolve_embedder
 from oam_core.errors import OAMError, SchemaError, StoreError
 from oam_core.ingest import Conversation, IngestError, load_conversations
-from oam_core.ingest_writer import WriteMode, plural, write_conversations
+from oam_core.ingest_writer import WriteMode, plural, validate_conversations, write_conversations
 from oam_core.store.identity import EmbedderIdentity
 from oam_core.store.strategy import searching_with, strategy_of
 
@@ -486,6 +486,7 @@ def ingest(
             raise CliError(f"{file}: no such file", code=2)
         conversations = load_conversations(file, samples=sample)
         conversations = _with_ids(conversations, user, agent)
+        validate_conversations(conversations, file)  # before the store is created
         started = time.perf_counter()
         with _memory(
             db,

@@ -15,7 +15,7 @@ from oam_core.apis.records import check_metadata
 from oam_core.apis.thread import check_ids_all_or_none, to_message
 from oam_core.ingest import Conversation, IngestError
 
-__all__ = ["WriteMode", "plural", "write_conversations"]
+__all__ = ["WriteMode", "plural", "validate_conversations", "write_conversations"]
 
 WriteMode = Literal["new", "replace", "resume"]
 """What happens to a thread that is in the store already (see ``write_conversations``)."""
@@ -33,8 +33,20 @@ def _where(conversation: Conversation, index: int, source: Path | None) -> str:
     return f"{prefix}thread {conversation.thread_id!r} message [{index}]"
 
 
-def _validate(conversations: Sequence[Conversation], source: Path | None) -> None:
-    """Check every message the way the store will, before anything is written."""
+def validate_conversations(conversations: Sequence[Conversation], source: Path | None) -> None:
+    """Check every message the way the store will, before anything is written (the
+    CLI calls it before it opens or creates the store; ``write_conversations`` calls
+    it again for other callers).
+
+    Args:
+        conversations: From ``load_conversations``.
+        source: The file they came from, named in errors (None: none).
+
+    Raises:
+        IngestError: naming the line (or thread and index) and the rule broken: ids
+            given for some messages of a conversation and not others, a bad role,
+            timestamp, metadata or text (docs/cli.md#input-files).
+    """
     for conversation in conversations:
         ids = [message.get("id") for message in conversation.messages]
         try:
@@ -87,7 +99,7 @@ def write_conversations(
             user (``replace``, ``resume``; nothing is written), or a failed write
             (the threads before it are stored; ``resume`` continues).
     """
-    _validate(conversations, source)
+    validate_conversations(conversations, source)
     existing = {row.thread_id: row for row in memory.list_threads()}
     clashes = [c for c in conversations if c.thread_id in existing]
     for conversation in clashes if mode != "new" else ():
