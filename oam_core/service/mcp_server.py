@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from oam_core import OracleAgentMemory, OracleThread, SearchStrategy
 from oam_core.apis._sentinel import NOT_SET
@@ -52,7 +52,10 @@ SearchType = Literal["memory", "fact", "preference", "guideline", "message", "us
 
 
 class MessageIn(BaseModel):
-    """One chat message to store."""
+    """One chat message to store (any other key is refused, not dropped: ids are the
+    server's, a speaker's name goes in the text)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     role: Annotated[
         Literal["user", "assistant", "system", "tool"],

@@ -279,6 +279,11 @@ def test_bad_arguments_are_tool_errors_and_the_server_keeps_serving(
                 ("search_memories", {"query": "   "}, "non-blank"),
                 ("add_messages", {"messages": []}, "at least 1"),
                 ("add_messages", {"messages": [{"role": "user"}]}, "content"),
+                (
+                    "add_messages",
+                    {"messages": [{"role": "user", "content": "hi", "id": "a"}]},
+                    "id",
+                ),
                 ("add_memory", {"content": "x", "record_type": "message"}, "record_type"),
                 ("add_memory", {"content": "   "}, "content must be non-blank text"),
                 ("add_memory", {"content": "x", "metadata": {"$agent_memory": {}}}, "reserved"),
