@@ -73,6 +73,8 @@ def to_oam_message(message: BaseMessage) -> Message:
         fields["tool_call_id"] = message.tool_call_id
     if isinstance(message, AIMessage) and message.tool_calls:
         fields["tool_calls"] = data["tool_calls"]
+    elif isinstance(message, AIMessage) and "function_call" in message.additional_kwargs:
+        fields["function_call"] = message.additional_kwargs["function_call"]  # older form
     try:  # fail before anything (even the thread row) is written
         json.dumps(fields, allow_nan=False)
     except (TypeError, ValueError) as exc:

@@ -45,15 +45,18 @@ def _call_line(call: object) -> str | None:
 
 def tool_call_lines(metadata: Mapping[str, Any] | None) -> list[str]:
     """One ``tool call: name(arguments)`` line per tool call a message's metadata
-    carries (``metadata["$message"]["tool_calls"]``), in order; ``[]`` for none.
+    carries (``metadata["$message"]["tool_calls"]``, or the older single
+    ``function_call`` ``{"name", "arguments"}``), in order; ``[]`` for none.
 
     Args:
         metadata: A message's metadata, or None.
     """
     fields = (metadata or {}).get(MESSAGE_KEY)
-    calls = fields.get("tool_calls") if isinstance(fields, Mapping) else None
-    if not isinstance(calls, list):
+    if not isinstance(fields, Mapping):
         return []
+    calls = fields.get("tool_calls")
+    if not isinstance(calls, list):
+        calls = [fields["function_call"]] if "function_call" in fields else []
     return [line for line in map(_call_line, calls) if line is not None]
 
 

@@ -374,3 +374,22 @@ def test_context_card_window_never_starts_with_a_tool_result(memory: OracleAgent
     card = thread.get_context_card(max_recent_messages=3, max_relevant_results=0)
     assert [m.role for m in card.recent_messages] == ["assistant", "tool", "assistant"]
     assert '<content>tool call: get_weather({"city": "Paris"})</content>' in card.content
+
+
+def test_the_older_function_call_form_is_shown_and_round_trips(memory: OracleAgentMemory) -> None:
+    """An ``AIMessage`` with ``additional_kwargs["function_call"]`` (LangChain's older
+    form) and its ``FunctionMessage``: the card shows the call, the history gives both
+    back exactly."""
+    call = AIMessage(
+        "",
+        additional_kwargs={
+            "function_call": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}
+        },
+    )
+    sent = [HumanMessage("Weather in Oslo?"), call, FunctionMessage("-3C", name="get_weather")]
+    history = OAMChatMessageHistory(memory, "fn", user_id="u", agent_id="a")
+    history.add_messages([*sent, AIMessage("It is -3C.")])
+    assert history.messages[1].additional_kwargs == call.additional_kwargs
+    assert isinstance(history.messages[2], FunctionMessage)
+    card = memory.get_thread("fn").get_context_card(max_recent_messages=3, max_relevant_results=0)
+    assert '<content>tool call: get_weather({"city": "Oslo"})</content>' in card.content
