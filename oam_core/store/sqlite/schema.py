@@ -20,7 +20,9 @@ twice the bulk-add rate) and adds ``chunk_changes`` with its triggers; ``UPGRADE
 rebuilds the index from the stored chunk texts when a version-1 file is opened
 writable. 3 adds ``chunk_sources``, the records each search row quotes
 (``store/quotes.py``); ``UPGRADES[2]`` deletes the context rows written before, which
-do not say what they quote.
+do not say what they quote. 4 makes the records' thread, agent and expiry indexes
+partial (rows where the column is set, ``sql/schema.record_indexes``); ``UPGRADES[3]``
+drops them and the DDL creates them again.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from collections.abc import Callable
 
 from oam_core.store.sql.quoting import legacy_context_rows, sources_table
 from oam_core.store.sql.schema import (
+    SPARSE_RECORD_INDEXES,
     ColumnTypes,
     chunk_index,
     chunks_table,
@@ -40,7 +43,7 @@ from oam_core.store.sql.schema import (
 )
 from oam_core.store.text import cjk_block_class
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 FTS_FUNCTION = "oam_fts_text"
 """The one-argument SQL function the FTS triggers call (``store/text.index_text``)."""
@@ -59,7 +62,7 @@ def ddl(p: str) -> list[str]:
     return [
         meta_table(p),
         records_table(p, TYPES),
-        *record_indexes(p),
+        *record_indexes(p, partial=True),
         chunks_table(p, TYPES, vector=["embedding BLOB", "has_vector INTEGER NOT NULL"]),
         chunk_index(p),
         *sources_table(p, TYPES),
@@ -117,7 +120,13 @@ def _sources_v3(p: str) -> list[str]:
     return [*sources_table(p, TYPES), legacy_context_rows(p, "char(10)")]
 
 
-UPGRADES: dict[int, Callable[[str], list[str]]] = {1: _fts_v2, 2: _sources_v3}
+def _partial_v4(p: str) -> list[str]:
+    """Version 3 -> 4: drop the thread, agent and expiry indexes; ``ddl`` creates them
+    again holding only the rows where their column is set."""
+    return [f"DROP INDEX IF EXISTS {p}{name}" for name in SPARSE_RECORD_INDEXES]
+
+
+UPGRADES: dict[int, Callable[[str], list[str]]] = {1: _fts_v2, 2: _sources_v3, 3: _partial_v4}
 """``UPGRADES[v](prefix)``: the statements taking a file from version ``v`` to ``v + 1``."""
 
 
