@@ -529,71 +529,113 @@ def plan_add(
         )
     ts_list = isinstance(timestamps, (list, tuple))
     meta_json_column = dump_metadata_column(b_meta, library=library)
+    is_profile = record_type in PROFILE_TYPES
+    matrix_rows = None if matrix is None else list(matrix)  # row views, made in one loop
     family = family_of(record_type)
     plans: list[RowPlan] = []
-    for i in range(n):
-        meta = b_meta[i]
-        meta_json = meta_json_column[i]
-        content = contents[i]
-        if content is None and isinstance(meta, Mapping) and "content" in meta:
-            content = meta["content"]
-        if content is not None and not isinstance(content, str):
-            raise ValueError(f"contents[{i}] must be a str or None, got {content!r}")
-        role = b_roles[i]
-        if is_message:
-            if content is None:
-                raise ValueError(f"contents[{i}]: message content must be a str, got None")
-            if role is not None:
-                if not isinstance(role, str):
-                    raise ValueError(f"roles[{i}] must be a str or None, got {role!r}")
-                check_text(role, f"roles[{i}]")
-        if record_type in PROFILE_TYPES and content is None:
-            raise ValueError(f"contents[{i}]: a profile needs its information text")
-        ts = b_ts[i]
-        if ts is not None:
-            ts_name = f"timestamps[{i}]" if ts_list else "timestamps"
-            if isinstance(ts, str):
-                check_text(ts, ts_name)
-            ts = normalize_timestamp(ts, ts_name)
-        if same_ttl:
-            expires = expires_all
-        else:
-            expires = resolve_ttl(
-                record_type, b_ttl[i], b_anchor[i], ts, ctx.now, ctx.retention, f"row {i}"
-            )
-        entry: object = b_index[i]
-        if matrix is not None:  # one vector for the whole text (never split)
-            has_text = content is not None and bool(content.strip())
-            chunk_plans = [ChunkPlan(content if has_text else None, matrix[i])]
-        else:
-            chunks, owned = retrieval_chunks(entry, content, ctx, f"index_texts[{i}]")
-            whole: str | None = entry if isinstance(entry, str) else cast("str | None", content)
-            chunk_plans = attach_vectors(chunks, owned, b_emb[i], whole, ctx, f"embeddings[{i}]")
-            take_sources(chunk_plans)
-        thread, user, agent = b_thread[i], b_user[i], b_agent[i]
-        if record_type == "user_profile":
-            chunk_scope: tuple[str | None, str | None, str | None] = (None, ids[i], None)
-        elif record_type == "agent_profile":
-            chunk_scope = (None, None, ids[i])
-        else:
-            chunk_scope = (thread, user, agent)
-        plans.append(
+    if (
+        matrix_rows is not None
+        and same_ttl
+        and not is_message
+        and not is_profile
+        and b_ts.count(None) == n
+        and all(type(c) is str for c in contents)
+    ):
+        # The bulk shape (text, one vector and scope per record, nothing read row by
+        # row): the rows the loop below would plan, built in one comprehension.
+        plans = [
             RowPlan(
-                family=family,
-                id=ids[i],
-                record_type=record_type,
-                content=content,
-                role=role if is_message else None,
-                thread_id=thread,
-                user_id=user,
-                agent_id=agent,
-                timestamp=ts,
-                metadata=meta_json,
-                expires_at=expires,
-                chunks=chunk_plans,
-                chunk_scope=chunk_scope,
+                family,
+                rid,
+                record_type,
+                c,
+                None,
+                t,
+                u,
+                a,
+                None,
+                mj,
+                expires_all,
+                [ChunkPlan(c if c and not c.isspace() else None, row)],
+                (t, u, a),
             )
-        )
+            for rid, c, t, u, a, mj, row in zip(
+                ids,
+                contents,
+                b_thread,
+                b_user,
+                b_agent,
+                meta_json_column,
+                matrix_rows,
+                strict=True,
+            )
+        ]
+    else:
+        for i in range(n):
+            meta = b_meta[i]
+            meta_json = meta_json_column[i]
+            content = contents[i]
+            if content is None and isinstance(meta, Mapping) and "content" in meta:
+                content = meta["content"]
+            if content is not None and not isinstance(content, str):
+                raise ValueError(f"contents[{i}] must be a str or None, got {content!r}")
+            role = b_roles[i]
+            if is_message:
+                if content is None:
+                    raise ValueError(f"contents[{i}]: message content must be a str, got None")
+                if role is not None:
+                    if not isinstance(role, str):
+                        raise ValueError(f"roles[{i}] must be a str or None, got {role!r}")
+                    check_text(role, f"roles[{i}]")
+            if is_profile and content is None:
+                raise ValueError(f"contents[{i}]: a profile needs its information text")
+            ts = b_ts[i]
+            if ts is not None:
+                ts_name = f"timestamps[{i}]" if ts_list else "timestamps"
+                if isinstance(ts, str):
+                    check_text(ts, ts_name)
+                ts = normalize_timestamp(ts, ts_name)
+            if same_ttl:
+                expires = expires_all
+            else:
+                expires = resolve_ttl(
+                    record_type, b_ttl[i], b_anchor[i], ts, ctx.now, ctx.retention, f"row {i}"
+                )
+            entry: object = b_index[i]
+            if matrix_rows is not None:  # one vector for the whole text (never split)
+                has_text = bool(content) and not content.isspace()  # type: ignore[union-attr]
+                chunk_plans = [ChunkPlan(content if has_text else None, matrix_rows[i])]
+            else:
+                chunks, owned = retrieval_chunks(entry, content, ctx, f"index_texts[{i}]")
+                whole: str | None = entry if isinstance(entry, str) else cast("str | None", content)
+                chunk_plans = attach_vectors(
+                    chunks, owned, b_emb[i], whole, ctx, f"embeddings[{i}]"
+                )
+                take_sources(chunk_plans)
+            thread, user, agent = b_thread[i], b_user[i], b_agent[i]
+            if record_type == "user_profile":
+                chunk_scope: tuple[str | None, str | None, str | None] = (None, ids[i], None)
+            elif record_type == "agent_profile":
+                chunk_scope = (None, None, ids[i])
+            else:
+                chunk_scope = (thread, user, agent)
+            plans.append(
+                RowPlan(
+                    family=family,
+                    id=ids[i],
+                    record_type=record_type,
+                    content=content,
+                    role=role if is_message else None,
+                    thread_id=thread,
+                    user_id=user,
+                    agent_id=agent,
+                    timestamp=ts,
+                    metadata=meta_json,
+                    expires_at=expires,
+                    chunks=chunk_plans,
+                    chunk_scope=chunk_scope,
+                )
+            )
     check_texts([p.content for p in plans], "contents")
     if matrix is None:
         check_dims(

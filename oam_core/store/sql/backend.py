@@ -189,14 +189,15 @@ class SqlTx(Tx):
             self.lock_threads(message_threads)
         next_seq: dict[str | None, int] = {}
         rows = []
-        for plan in plans:
+        expiries = [epoch(plan.expires_at) for plan in plans]
+        for plan, exp in zip(plans, expiries, strict=True):
             seq = None
             if plan.family == MESSAGE:
                 if plan.thread_id not in next_seq:
                     next_seq[plan.thread_id] = self._next_seq(plan.thread_id)
                 seq = next_seq[plan.thread_id]
                 next_seq[plan.thread_id] = seq + 1
-            rows.append(st.record_values(plan, seq, created))
+            rows.append(st.record_values(plan, seq, created, exp))
         try:
             pks = self.insert_record_rows(plans, rows, batch_size)
         except Exception as exc:
@@ -205,7 +206,6 @@ class SqlTx(Tx):
             raise InvalidArgumentError(
                 f"record ids already exist (written concurrently): {exc}"
             ) from exc
-        expiries = [epoch(plan.expires_at) for plan in plans]
         quoting, dropped = self._resolve_quotes(
             [
                 (plan.id if plan.family == MESSAGE else None, pk, exp, plan.chunks)

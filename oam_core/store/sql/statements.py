@@ -256,8 +256,11 @@ def insert_records(d: Dialect, p: str, returning: bool) -> str:
     )
 
 
-def record_values(plan: RowPlan, seq_no: int | None, created_at: str) -> tuple[Any, ...]:
-    """The ``RECORD_INSERT_COLUMNS`` values of a planned record row."""
+def record_values(
+    plan: RowPlan, seq_no: int | None, created_at: str, expires_at: float | None
+) -> tuple[Any, ...]:
+    """The ``RECORD_INSERT_COLUMNS`` values of a planned record row; ``expires_at`` is
+    ``epoch(plan.expires_at)``."""
     return (
         plan.family,
         plan.id,
@@ -271,7 +274,7 @@ def record_values(plan: RowPlan, seq_no: int | None, created_at: str) -> tuple[A
         plan.timestamp,
         plan.metadata,
         created_at,
-        epoch(plan.expires_at),
+        expires_at,
     )
 
 

@@ -55,7 +55,7 @@ def _fts_text(text: str | None) -> str | None:
 def _blob(vector: Vector | None) -> Any:
     if vector is None:
         return None
-    if vector.dtype == _F4 and vector.flags.c_contiguous:
+    if (vector.dtype is _F4 or vector.dtype == _F4) and vector.flags.c_contiguous:
         return vector  # bound as a BLOB through the buffer protocol: no copy
     return np.asarray(vector, dtype=_F4).tobytes()
 
