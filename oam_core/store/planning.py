@@ -603,7 +603,7 @@ def plan_add(
                 )
             entry: object = b_index[i]
             if matrix_rows is not None:  # one vector for the whole text (never split)
-                has_text = bool(content) and not content.isspace()  # type: ignore[union-attr]
+                has_text = bool(content) and not content.isspace()
                 chunk_plans = [ChunkPlan(content if has_text else None, matrix_rows[i])]
             else:
                 chunks, owned = retrieval_chunks(entry, content, ctx, f"index_texts[{i}]")

@@ -11,6 +11,7 @@ bound. The rows stored are the same as with a full INSERT.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -26,13 +27,12 @@ def literal(value: object) -> str | None:
     NUL) become literals; strings are quoted by doubling ``'``, the one escape an
     SQL string literal has.
     """
-    t = type(value)
-    if t is int:
+    if type(value) is int:
         return str(value)
-    if t is float:
-        return repr(value) if value == value and abs(value) != float("inf") else None  # type: ignore[operator]
-    if t is str and len(value) <= MAX_LITERAL_CHARS and "\x00" not in value:  # type: ignore[arg-type]
-        return "'" + value.replace("'", "''") + "'"  # type: ignore[attr-defined]
+    if type(value) is float:
+        return repr(value) if math.isfinite(value) else None
+    if type(value) is str and len(value) <= MAX_LITERAL_CHARS and "\x00" not in value:
+        return "'" + value.replace("'", "''") + "'"
     return None
 
 

@@ -47,7 +47,8 @@ class Checkpointer:
         self.done = 0
         """Checkpoints the thread has run (tests wait on it with ``drain``)."""
         self._wake = threading.Condition()
-        self._pending = False
+        self._pending = False  # a commit asked for a checkpoint
+        self._busy = False  # the thread is checkpointing
         self._stop = False
         self._thread = threading.Thread(target=self._run, name="oam-wal-checkpoint", daemon=True)
         self._thread.start()
@@ -82,8 +83,6 @@ class Checkpointer:
             self._wake.notify()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join()
-
-    _busy = False
 
     def _run(self) -> None:
         conn: sqlite3.Connection | None = None
