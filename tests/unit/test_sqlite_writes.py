@@ -5,6 +5,7 @@ column-wise metadata serialisation."""
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import sqlite3
@@ -158,14 +159,30 @@ def test_commits_past_the_threshold_are_checkpointed_by_the_thread(tmp_path: Pat
     store.close()
 
 
-def test_small_commits_do_not_wake_the_thread(tmp_path: Path) -> None:
+def test_small_commits_do_not_start_the_thread(tmp_path: Path) -> None:
     store = SQLiteMemoryStore(str(tmp_path / "s.db"), vector_dim=4)
     ckpt = store._impl.checkpointer
     assert ckpt is not None
     for i in range(5):
         _add(store, 1, start=i, dim=4)
+    assert ckpt._thread is None and ckpt.done == 0
+    store.close()
+
+
+def test_after_a_checkpoint_the_log_shrinks_and_small_commits_stay_quiet(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.db"
+    store = SQLiteMemoryStore(str(path), vector_dim=384)
+    ckpt = store._impl.checkpointer
+    assert ckpt is not None
+    _add(store, 8000)
+    assert ckpt.drain() and ckpt.done == 1
+    for i in range(20):  # the first resets the log, truncated to the threshold
+        _add(store, 1, start=8000 + i)
     assert ckpt.drain()
-    assert ckpt.done == 0
+    assert ckpt.done == 1
+    assert (tmp_path / "s.db-wal").stat().st_size <= checkpoint.WAL_CHECKPOINT_BYTES
     store.close()
 
 
@@ -183,12 +200,28 @@ def test_without_the_thread_the_committer_checkpoints(tmp_path: Path) -> None:
 
 
 def test_close_stops_the_thread(tmp_path: Path) -> None:
-    store = SQLiteMemoryStore(str(tmp_path / "s.db"), vector_dim=4)
+    store = SQLiteMemoryStore(str(tmp_path / "s.db"), vector_dim=384)
     ckpt = store._impl.checkpointer
-    assert ckpt is not None and ckpt._thread.is_alive()
+    assert ckpt is not None
+    _add(store, 4000)
+    thread = ckpt._thread
+    assert thread is not None and thread.is_alive()
     store.close()
-    assert not ckpt._thread.is_alive()
-    assert ckpt._thread not in threading.enumerate()
+    assert not thread.is_alive()
+    assert thread not in threading.enumerate()
+
+
+def test_a_store_never_closed_stops_its_thread_when_collected(tmp_path: Path) -> None:
+    store = SQLiteMemoryStore(str(tmp_path / "s.db"), vector_dim=384)
+    ckpt = store._impl.checkpointer
+    assert ckpt is not None
+    _add(store, 4000)
+    thread = ckpt._thread
+    assert thread is not None and thread.is_alive()
+    del store
+    gc.collect()
+    thread.join(timeout=30)
+    assert not thread.is_alive()
 
 
 def test_in_memory_and_read_only_stores_have_no_checkpoint_thread(tmp_path: Path) -> None:
@@ -201,12 +234,12 @@ def test_the_thread_survives_a_failing_checkpoint(tmp_path: Path, monkeypatch) -
     ckpt = store._impl.checkpointer
     assert ckpt is not None
     (tmp_path / "elsewhere").mkdir()
-    monkeypatch.setattr(ckpt, "path", str(tmp_path / "elsewhere" / "missing.db"))
+    monkeypatch.setattr(ckpt, "uri", f"{(tmp_path / 'elsewhere' / 'missing.db').as_uri()}?mode=rw")
     _add(store, 4000)  # its connection cannot open: logged, not raised
     assert ckpt.drain()
     assert ckpt._thread.is_alive() and ckpt.done == 0
     assert not (tmp_path / "elsewhere" / "missing.db").exists()  # never created
-    monkeypatch.setattr(ckpt, "path", str(path))
+    monkeypatch.setattr(ckpt, "uri", f"{path.as_uri()}?mode=rw")
     _add(store, 10, start=4000)
     assert ckpt.drain()
     assert ckpt.done == 1

@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 import sqlite3
 import threading
+import weakref
 from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,7 +33,7 @@ from oam_core.store.sql.backend import SqlBackend, SqlTx
 from oam_core.store.sql.statements import ChunkRow
 from oam_core.store.sqlite import schema
 from oam_core.store.sqlite.bulk import narrow_insert
-from oam_core.store.sqlite.checkpoint import Checkpointer
+from oam_core.store.sqlite.checkpoint import WAL_CHECKPOINT_BYTES, Checkpointer
 from oam_core.store.sqlite.dialect import SQLITE
 from oam_core.store.sqlite.keyword import Fts5Ranker
 from oam_core.store.sqlite.schema import SCHEMA_VERSION
@@ -98,7 +99,9 @@ class SQLiteBackend(SqlBackend):
         self.checkpointer: Checkpointer | None = None
         if not self.read_only and self._wal():
             self.conn.execute("PRAGMA wal_autocheckpoint = 0")
+            self.conn.execute(f"PRAGMA journal_size_limit = {WAL_CHECKPOINT_BYTES}")
             self.checkpointer = Checkpointer(path, BUSY_TIMEOUT_S)
+            weakref.finalize(self, self.checkpointer.close)  # a store never closed
         self.index = VectorIndex(prefix, index_path(path, prefix))
         self.keywords = Fts5Ranker(SQLITE, prefix, self.schema_version)
 

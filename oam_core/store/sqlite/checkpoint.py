@@ -9,9 +9,13 @@ past ``WAL_CHECKPOINT_BYTES``. SQLite releases the GIL while it copies, so the c
 overlaps the next write's Python work. A PASSIVE checkpoint never waits for readers
 or writers and never blocks them.
 
-Durability is unchanged: a commit is in the log when it returns either way. When the
-thread is gone (after a ``fork``) or falls behind, so that the log passes
-``WAL_INLINE_BYTES``, the committing thread checkpoints itself, as SQLite would.
+The store's connection sets ``journal_size_limit`` to ``WAL_CHECKPOINT_BYTES``: the
+log is truncated to that size when a write restarts it after a complete checkpoint,
+so a larger file means pages written since, and small commits never wake the thread
+(it starts with the first large log). Durability is unchanged: a commit is in the
+log when it returns either way. After ``close``, in a forked child, or when the log
+passes ``WAL_INLINE_BYTES`` (the thread falls behind, or a reader holds an old
+snapshot), the committing thread checkpoints itself, as SQLite would.
 """
 
 from __future__ import annotations
@@ -41,8 +45,9 @@ class Checkpointer:
     """
 
     def __init__(self, path: str, timeout: float) -> None:
-        self.path = path
-        self.wal = path + "-wal"
+        where = Path(path).resolve()  # a later chdir must not move it
+        self.uri = f"{where.as_uri()}?mode=rw"  # never creates a file
+        self.wal = str(where) + "-wal"
         self.timeout = timeout
         self.done = 0
         """Checkpoints the thread has run (tests wait on it with ``drain``)."""
@@ -50,23 +55,30 @@ class Checkpointer:
         self._pending = False  # a commit asked for a checkpoint
         self._busy = False  # the thread is checkpointing
         self._stop = False
-        self._thread = threading.Thread(target=self._run, name="oam-wal-checkpoint", daemon=True)
-        self._thread.start()
+        self._pid = os.getpid()
+        self._thread: threading.Thread | None = None  # started by the first large log
 
     def committed(self, conn: sqlite3.Connection) -> None:
-        """Called after each commit on ``conn``: wake the thread when the log is past
-        ``WAL_CHECKPOINT_BYTES``, or checkpoint on ``conn`` itself when the thread is
-        not running or the log is past ``WAL_INLINE_BYTES``."""
+        """Called after each commit on ``conn`` (which sets ``journal_size_limit`` to
+        ``WAL_CHECKPOINT_BYTES``, so that a log reset after a checkpoint shrinks the
+        file to that size and a larger file means pages written since): wake the
+        thread when the log is past ``WAL_CHECKPOINT_BYTES``; checkpoint on ``conn``
+        itself past ``WAL_INLINE_BYTES``, after ``close``, or in a forked child."""
         try:
             size = os.stat(self.wal).st_size
         except OSError:
             return
-        if size < WAL_CHECKPOINT_BYTES:
+        if size <= WAL_CHECKPOINT_BYTES:
             return
-        if size >= WAL_INLINE_BYTES or not self._thread.is_alive():
+        if size > WAL_INLINE_BYTES or self._stop or os.getpid() != self._pid:
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
             return
         with self._wake:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="oam-wal-checkpoint", daemon=True
+                )
+                self._thread.start()
             self._pending = True
             self._wake.notify()
 
@@ -77,12 +89,14 @@ class Checkpointer:
             return self._wake.wait_for(lambda: not self._pending and not self._busy, timeout)
 
     def close(self) -> None:
-        """Stop the thread and wait for it (a checkpoint under way finishes first)."""
+        """Stop the thread and wait for it (a checkpoint under way finishes first);
+        later commits checkpoint on their own connection."""
         with self._wake:
             self._stop = True
             self._wake.notify()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
 
     def _run(self) -> None:
         conn: sqlite3.Connection | None = None
@@ -98,7 +112,7 @@ class Checkpointer:
                 try:
                     if conn is None:
                         conn = sqlite3.connect(
-                            f"{Path(self.path).resolve().as_uri()}?mode=rw",
+                            self.uri,
                             uri=True,
                             timeout=self.timeout,
                             isolation_level=None,
@@ -107,7 +121,7 @@ class Checkpointer:
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                     self.done += 1
                 except sqlite3.Error as exc:  # busy, or the file went away: try next time
-                    _log.debug("background WAL checkpoint of %s failed: %s", self.path, exc)
+                    _log.debug("background WAL checkpoint of %s failed: %s", self.uri, exc)
         finally:
             with self._wake:
                 self._busy = False
