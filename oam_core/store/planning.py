@@ -29,6 +29,7 @@ from oam_core.apis.records import (
     THREAD,
     family_of,
 )
+from oam_core.apis.thread import check_role
 from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.store.chunking import chunk_text
 from oam_core.store.filters import InvalidFilterError, check_json, is_plain_json
@@ -584,8 +585,7 @@ def plan_add(
                 if content is None:
                     raise ValueError(f"contents[{i}]: message content must be a str, got None")
                 if role is not None:
-                    if not isinstance(role, str):
-                        raise ValueError(f"roles[{i}] must be a str or None, got {role!r}")
+                    check_role(role, f"roles[{i}]")  # a non-blank str
                     check_text(role, f"roles[{i}]")
             if is_profile and content is None:
                 raise ValueError(f"contents[{i}]: a profile needs its information text")

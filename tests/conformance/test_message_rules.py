@@ -62,3 +62,12 @@ def test_any_non_blank_role_is_stored_and_a_blank_one_is_rejected(
             thread.add_messages(
                 [{"role": "user", "content": "ok"}, {"role": blank, "content": "x"}]
             )
+
+
+@pytest.mark.parametrize("blank", ["", "   ", 3])
+def test_store_add_refuses_a_blank_role_as_the_thread_does(
+    store: Any, rejected: Any, blank: object
+) -> None:
+    with rejected(store, match=r"roles\[1\] must be a non-empty string"):
+        store.add(["ok", "x"], "message", thread_ids="T", roles=["user", blank])
+    assert store.add(["ok"], "message", thread_ids="T", roles=["developer"])

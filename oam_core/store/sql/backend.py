@@ -206,12 +206,15 @@ class SqlTx(Tx):
             raise InvalidArgumentError(
                 f"record ids already exist (written concurrently): {exc}"
             ) from exc
-        quoting, dropped = self._resolve_quotes(
-            [
-                (plan.id if plan.family == MESSAGE else None, pk, exp, plan.chunks)
-                for plan, pk, exp in zip(plans, pks, expiries, strict=True)
-            ]
-        )
+        quoting: dict[tuple[int, int], ResolvedChunk] = {}
+        dropped: set[tuple[int, int]] = set()
+        if any(c.sources for plan in plans for c in plan.chunks):  # context rows quote
+            quoting, dropped = self._resolve_quotes(
+                [
+                    (plan.id if plan.family == MESSAGE else None, pk, exp, plan.chunks)
+                    for plan, pk, exp in zip(plans, pks, expiries, strict=True)
+                ]
+            )
         chunk_rows = [
             ChunkRow(pk, plan.record_type, seq, chunk, plan.chunk_scope, exp)
             for plan, pk, exp in zip(plans, pks, expiries, strict=True)
