@@ -42,6 +42,10 @@ _value = hs.one_of(
 )
 
 
+def _columns(rows: list[tuple[Any, ...]]) -> list[list[Any]]:
+    return [list(c) for c in zip(*rows, strict=True)] if rows else [[] for _ in COLUMNS]
+
+
 def _stored(sql: str, params: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE TABLE t (a, b, c, d)")
@@ -64,33 +68,37 @@ def test_a_narrow_insert_stores_what_a_full_insert_stores(rows, same, empty) -> 
         for row in rows
     ]
     full = "INSERT INTO t (a, b, c, d) VALUES (?, ?, ?, ?)"
-    sql, params = narrow_insert("t", COLUMNS, rows)
+    sql, params = narrow_insert("t", COLUMNS, _columns(rows))
     assert _stored(sql, params) == _stored(full, rows)
 
 
 def test_columns_null_or_equal_in_every_row_are_not_bound() -> None:
     rows = [(None, "memory", 1.5, "x"), (None, "memory", 1.5, "y")]
-    sql, params = narrow_insert("t", COLUMNS, rows)
+    sql, params = narrow_insert("t", COLUMNS, _columns(rows))
     assert sql == "INSERT INTO t (b, c, d) VALUES ('memory', 1.5, ?)"
     assert params == [("x",), ("y",)]
 
 
 def test_one_row_binds_every_column_so_the_statement_is_reused() -> None:
-    sql, params = narrow_insert("t", COLUMNS, [(None, "memory", 1, "x")])
+    sql, params = narrow_insert("t", COLUMNS, _columns([(None, "memory", 1, "x")]))
     assert sql == "INSERT INTO t (a, b, c, d) VALUES (?, ?, ?, ?)"
     assert params == [(None, "memory", 1, "x")]
 
 
 def test_equal_values_of_different_types_stay_bound() -> None:
     # 1 == 1.0 == True, but SQLite stores an integer, a real and an integer.
-    sql, params = narrow_insert("t", COLUMNS, [(1, 0, 0, 0), (1.0, 0, 0, 0), (True, 0, 0, 0)])
+    sql, params = narrow_insert(
+        "t", COLUMNS, _columns([(1, 0, 0, 0), (1.0, 0, 0, 0), (True, 0, 0, 0)])
+    )
     assert sql == "INSERT INTO t (a, b, c, d) VALUES (?, 0, 0, 0)"
     assert [type(p[0]) for p in params] == [int, float, bool]
 
 
 def test_bound_columns_are_never_compared() -> None:
     vec = np.zeros(3, dtype=np.float32)
-    sql, params = narrow_insert("t", COLUMNS, [(vec, 1, 2, 3), (vec, 1, 2, 3)], bound=("a",))
+    sql, params = narrow_insert(
+        "t", COLUMNS, _columns([(vec, 1, 2, 3), (vec, 1, 2, 3)]), bound=("a",)
+    )
     assert sql == "INSERT INTO t (a, b, c, d) VALUES (?, 1, 2, 3)"
     assert len(params) == 2 and params[0][0] is vec
 

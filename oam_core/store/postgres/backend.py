@@ -385,9 +385,10 @@ class PgTx(SqlTx):
             self.c.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
 
     def insert_record_rows(
-        self, plans: Sequence[RowPlan], rows: Sequence[tuple[Any, ...]], batch_size: int
+        self, plans: Sequence[RowPlan], columns: Sequence[Sequence[Any]], batch_size: int
     ) -> builtins.list[int]:
         query = st.insert_records(self.d, self.p, returning=True)
+        rows = builtins.list(zip(*columns, strict=True))
         pks: builtins.list[int] = []
         with self.c.cursor() as cur:
             for i in range(0, len(rows), batch_size):
@@ -408,8 +409,8 @@ class PgTx(SqlTx):
             ["%b::float4[]::vector", f"to_tsvector('{self.p}oam_fts', %s)", "%s"],
         )
         values = [
-            (*st.chunk_values(r), vector_param(r.chunk.vector), *index_input(r.chunk.text))
-            for r in rows
+            (*shared, vector_param(r.chunk.vector), *index_input(r.chunk.text))
+            for shared, r in zip(zip(*st.chunk_columns(rows), strict=True), rows, strict=True)
         ]
         with self.c.cursor() as cur:
             for i in range(0, len(values), batch_size):

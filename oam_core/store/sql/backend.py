@@ -161,10 +161,11 @@ class SqlTx(Tx):
 
     @abc.abstractmethod
     def insert_record_rows(
-        self, plans: Sequence[RowPlan], rows: Sequence[tuple[Any, ...]], batch_size: int
+        self, plans: Sequence[RowPlan], columns: Sequence[Sequence[Any]], batch_size: int
     ) -> builtins.list[int]:
-        """Insert ``statements.record_values`` rows (one per plan) in batches of
-        ``batch_size``; return their primary keys in order."""
+        """Insert the records of ``plans``, given as ``statements.record_columns``
+        (one list per column), in batches of ``batch_size``; return their primary
+        keys in order."""
 
     @abc.abstractmethod
     def insert_chunks(self, rows: Sequence[ChunkRow], batch_size: int) -> None:
@@ -188,18 +189,18 @@ class SqlTx(Tx):
         if message_threads:
             self.lock_threads(message_threads)
         next_seq: dict[str | None, int] = {}
-        rows = []
-        expiries = [epoch(plan.expires_at) for plan in plans]
-        for plan, exp in zip(plans, expiries, strict=True):
-            seq = None
+        seqs: builtins.list[int | None] = [None] * len(plans)
+        for i, plan in enumerate(plans if message_threads else ()):
             if plan.family == MESSAGE:
                 if plan.thread_id not in next_seq:
                     next_seq[plan.thread_id] = self._next_seq(plan.thread_id)
                 seq = next_seq[plan.thread_id]
+                seqs[i] = seq
                 next_seq[plan.thread_id] = seq + 1
-            rows.append(st.record_values(plan, seq, created, exp))
+        expiries = [epoch(plan.expires_at) for plan in plans]
+        columns = st.record_columns(plans, seqs, created, expiries)
         try:
-            pks = self.insert_record_rows(plans, rows, batch_size)
+            pks = self.insert_record_rows(plans, columns, batch_size)
         except Exception as exc:
             if not self.d.unique_violation(exc):
                 raise

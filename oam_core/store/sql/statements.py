@@ -33,10 +33,10 @@ RECORD_INSERT_COLUMNS = (
     "family, id, record_type, content, role, seq_no, thread_id, user_id, agent_id, "
     "event_ts, metadata, created_at, expires_at"
 )
-"""The columns of ``record_values``, in order."""
+"""The columns of ``record_columns``, in order."""
 
 CHUNK_INSERT_COLUMNS = "record_pk, record_type, seq, text, thread_id, user_id, agent_id, expires_at"
-"""The columns of ``chunk_values``, in order; each back end adds its own."""
+"""The columns of ``chunk_columns``, in order; each back end adds its own."""
 
 Scope = tuple[str | None, str | None, str | None]
 
@@ -248,7 +248,7 @@ def read_meta(p: str) -> Stmt:
 
 
 def insert_records(d: Dialect, p: str, returning: bool) -> str:
-    """The INSERT of one ``record_values`` row, for ``executemany``."""
+    """The INSERT of one ``record_columns`` row, for ``executemany``."""
     tail = " RETURNING pk" if returning else ""
     return (
         f"INSERT INTO {p}records ({RECORD_INSERT_COLUMNS}) "
@@ -256,30 +256,35 @@ def insert_records(d: Dialect, p: str, returning: bool) -> str:
     )
 
 
-def record_values(
-    plan: RowPlan, seq_no: int | None, created_at: str, expires_at: float | None
-) -> tuple[Any, ...]:
-    """The ``RECORD_INSERT_COLUMNS`` values of a planned record row; ``expires_at`` is
-    ``epoch(plan.expires_at)``."""
-    return (
-        plan.family,
-        plan.id,
-        plan.record_type,
-        plan.content,
-        plan.role,
-        seq_no,
-        plan.thread_id,
-        plan.user_id,
-        plan.agent_id,
-        plan.timestamp,
-        plan.metadata,
-        created_at,
-        expires_at,
-    )
+def record_columns(
+    plans: Sequence[RowPlan],
+    seq_nos: Sequence[int | None],
+    created_at: str,
+    expires_at: Sequence[float | None],
+) -> list[list[Any]]:
+    """The ``RECORD_INSERT_COLUMNS`` values of planned record rows, column by column
+    (one list per column, one entry per plan); ``expires_at`` holds
+    ``epoch(plan.expires_at)`` of each. ``zip(*columns)`` gives the rows."""
+    n = len(plans)
+    return [
+        [p.family for p in plans],
+        [p.id for p in plans],
+        [p.record_type for p in plans],
+        [p.content for p in plans],
+        [p.role for p in plans],
+        list(seq_nos),
+        [p.thread_id for p in plans],
+        [p.user_id for p in plans],
+        [p.agent_id for p in plans],
+        [p.timestamp for p in plans],
+        [p.metadata for p in plans],
+        [created_at] * n,
+        list(expires_at),
+    ]
 
 
 def insert_chunks(d: Dialect, p: str, columns: Sequence[str], marks: Sequence[str]) -> str:
-    """The INSERT of one search row, for ``executemany``: ``chunk_values`` followed by
+    """The INSERT of one search row, for ``executemany``: a ``chunk_columns`` row followed by
     the back end's own ``columns``, bound through ``marks`` (SQL holding one
     placeholder each, such as a cast)."""
     shared = CHUNK_INSERT_COLUMNS.count(",") + 1
@@ -289,9 +294,19 @@ def insert_chunks(d: Dialect, p: str, columns: Sequence[str], marks: Sequence[st
     )
 
 
-def chunk_values(row: ChunkRow) -> tuple[Any, ...]:
-    """The ``CHUNK_INSERT_COLUMNS`` values of a search row."""
-    return (row.record_pk, row.record_type, row.seq, row.chunk.text, *row.scope, row.expires_at)
+def chunk_columns(rows: Sequence[ChunkRow]) -> list[list[Any]]:
+    """The ``CHUNK_INSERT_COLUMNS`` values of search rows, column by column (one list
+    per column); ``zip(*columns)`` gives the rows."""
+    return [
+        [r.record_pk for r in rows],
+        [r.record_type for r in rows],
+        [r.seq for r in rows],
+        [r.chunk.text for r in rows],
+        [r.scope[0] for r in rows],
+        [r.scope[1] for r in rows],
+        [r.scope[2] for r in rows],
+        [r.expires_at for r in rows],
+    ]
 
 
 def existing_ids(d: Dialect, p: str, family: str, ids: Sequence[str]) -> Stmt:

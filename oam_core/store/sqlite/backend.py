@@ -233,14 +233,12 @@ class SQLiteTx(SqlTx):
     thread locks need nothing and keys of rows inserted together are consecutive."""
 
     def insert_record_rows(
-        self, plans: Sequence[RowPlan], rows: Sequence[tuple[Any, ...]], batch_size: int
+        self, plans: Sequence[RowPlan], columns: Sequence[Sequence[Any]], batch_size: int
     ) -> builtins.list[int]:
         base = self._next_pk("records")
-        for i in range(0, len(rows), batch_size):
-            sql, params = narrow_insert(
-                f"{self.p}records", _RECORD_COLUMNS, rows[i : i + batch_size]
-            )
-            self.c.executemany(sql, params)
+        for i in range(0, len(plans), batch_size):
+            part = [c[i : i + batch_size] for c in columns]
+            self.c.executemany(*narrow_insert(f"{self.p}records", _RECORD_COLUMNS, part))
         return self._inserted_pks(plans, base)
 
     def _next_pk(self, table: str) -> int:
@@ -271,16 +269,18 @@ class SQLiteTx(SqlTx):
     def insert_chunks(self, rows: Sequence[ChunkRow], batch_size: int) -> None:
         if not rows:
             return
-        values = [
-            (*st.chunk_values(r), _blob(r.chunk.vector), int(r.chunk.vector is not None))
-            for r in rows
+        vectors = [r.chunk.vector for r in rows]
+        columns = [
+            *st.chunk_columns(rows),
+            [_blob(v) for v in vectors],
+            [0 if v is None else 1 for v in vectors],
         ]
         first = self._next_pk("chunks")
-        for i in range(0, len(values), batch_size):
-            sql, params = narrow_insert(
-                f"{self.p}chunks", _CHUNK_COLUMNS, values[i : i + batch_size], ("embedding",)
+        for i in range(0, len(rows), batch_size):
+            part = [c[i : i + batch_size] for c in columns]
+            self.c.executemany(
+                *narrow_insert(f"{self.p}chunks", _CHUNK_COLUMNS, part, ("embedding",))
             )
-            self.c.executemany(sql, params)
         # One set-based statement indexes the new text (a per-row trigger is ~2x slower),
         # through the view that applies ``oam_fts_text`` (``sqlite/schema.py``).
         self.c.execute(

@@ -38,16 +38,17 @@ def literal(value: object) -> str | None:
 
 def narrow_insert(
     table: str,
-    columns: Sequence[str],
-    rows: Sequence[tuple[Any, ...]],
+    names: Sequence[str],
+    columns: Sequence[Sequence[Any]],
     bound: Collection[str] = (),
 ) -> tuple[str, list[tuple[Any, ...]]]:
-    """The INSERT of ``rows`` into ``table`` binding only the columns that vary.
+    """The INSERT of a batch into ``table`` binding only the columns that vary.
 
     Args:
         table: The table's (prefixed) name.
-        columns: Column names, one per tuple entry of each row.
-        rows: The rows, each a tuple of ``len(columns)`` values (None for NULL).
+        names: Column names.
+        columns: One sequence of values per name, all of the same length (the rows);
+            None for NULL.
         bound: Columns always bound as they are (values ``==`` cannot compare, such
             as numpy vectors bound as BLOBs).
 
@@ -56,14 +57,15 @@ def narrow_insert(
         of the columns that are still bound. With fewer than two rows every column
         is bound, so a single-row write reuses one cached statement.
     """
-    if len(rows) < 2:
-        marks = ", ".join("?" * len(columns))
-        return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", list(rows)
-    n = len(rows)
-    names: list[str] = []
+    n = len(columns[0]) if columns else 0
+    if n < 2:
+        marks = ", ".join("?" * len(names))
+        rows = list(zip(*columns, strict=True))
+        return f"INSERT INTO {table} ({', '.join(names)}) VALUES ({marks})", rows
+    kept_names: list[str] = []
     values: list[str] = []
     kept: list[Sequence[Any]] = []
-    for name, column in zip(columns, zip(*rows, strict=True), strict=True):
+    for name, column in zip(names, columns, strict=True):
         if name not in bound:
             first = column[0]
             if first is None and column.count(None) == n:
@@ -74,13 +76,13 @@ def narrow_insert(
                 and column.count(first) == n
                 and (type(first) is str or _same_types(column))
             ):
-                names.append(name)
+                kept_names.append(name)
                 values.append(text)
                 continue
-        names.append(name)
+        kept_names.append(name)
         values.append("?")
         kept.append(column)
-    sql = f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join(values)})"
+    sql = f"INSERT INTO {table} ({', '.join(kept_names)}) VALUES ({', '.join(values)})"
     return sql, list(zip(*kept, strict=True)) if kept else [()] * n
 
 
