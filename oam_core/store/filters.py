@@ -329,16 +329,19 @@ def is_plain_json(value: object, depth: int = 0) -> bool:
         if depth >= MAX_DEPTH:
             return False
         items: Any = value.items()  # type: ignore[attr-defined]
-        for k, v in items:  # noqa: SIM110 - a loop: all() adds a generator frame
-            if type(k) is not str or not _plain_item(v, depth):
+        for k, v in items:
+            if type(k) is not str:
+                return False
+            tv = type(v)  # strings and None inline: most metadata values
+            if tv is not str and v is not None and not _plain_item(v, depth):
                 return False
         return True
     if t is list or t is tuple:
         if depth >= MAX_DEPTH:
             return False
         members: Any = value
-        for v in members:  # noqa: SIM110 - as above
-            if not _plain_item(v, depth):
+        for v in members:  # noqa: SIM110 - a loop: all() adds a generator frame
+            if type(v) is not str and not _plain_item(v, depth):
                 return False
         return True
     return _plain_item(value, depth - 1)
