@@ -130,6 +130,15 @@ def test_context_card_page_shows_the_card_as_the_llm_sees_it(client: TestClient)
     assert "&lt;recent_messages&gt;" in card and "Change of plan: Porto instead." in card
 
 
+@pytest.mark.parametrize("query", ["recent=-1", "recent=201", "relevant=abc", "relevant=2.5"])
+def test_context_card_page_refuses_a_bad_count_naming_it(client: TestClient, query: str) -> None:
+    name, value = query.split("=")
+    response = client.get(f"/thread/card?id=trip&{query}")
+    assert response.status_code == 400
+    assert f"{name} must be a whole number from 0 to" in _text(response.text)
+    assert repr(value) in _text(response.text).replace("&#39;", "'")
+
+
 def test_search_shows_distances_and_honours_scope_and_filter(
     client: TestClient, seeded: Seeded
 ) -> None:

@@ -54,6 +54,11 @@ class NotFound(NotFoundError):
     ``LookupError`` as before)."""
 
 
+class BadParameter(ValueError):
+    """A page got a query parameter it cannot use (shown as a 400 page naming the
+    parameter and the value)."""
+
+
 class Inspector:
     """The inspector's state: the client over the store and the CSRF signer.
 
@@ -165,6 +170,8 @@ def create_app(
                 return builder(request)
             except NotFound as exc:
                 return render(request, "error.html", 404, title="Not found", message=str(exc))
+            except BadParameter as exc:
+                return render(request, "error.html", 400, title="Bad request", message=str(exc))
 
         endpoint.__name__ = builder.__name__
         return endpoint
@@ -419,10 +426,18 @@ def create_app(
 
 
 def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
-    value = request.query_params.get(name, "")
-    if not value.strip().lstrip("-").isdigit():
+    """The whole number ``?name=`` from ``low`` to ``high``; ``default`` when absent.
+
+    Raises:
+        BadParameter: naming the parameter and the value for anything else.
+    """
+    value = request.query_params.get(name)
+    if value is None or not value.strip():
         return default
-    return max(low, min(high, int(value)))
+    text = value.strip()
+    if text.isascii() and text.isdigit() and low <= int(text) <= high:
+        return int(text)
+    raise BadParameter(f"{name} must be a whole number from {low} to {high}, got {value!r}")
 
 
 def _k_error(value: str) -> str | None:
