@@ -351,6 +351,20 @@ def _embedder_name(given: str | None, identity: EmbedderIdentity | None, db: str
     )
 
 
+def embedder_for(db: str, given: str | None) -> str:
+    """The embedder a command uses on ``db``: ``given`` (``--embedder``), else the one
+    the database recorded, else ``DEFAULT_EMBEDDER`` (docs/cli.md#embedders).
+
+    Raises:
+        CliError: when the recorded embedder is one the CLI cannot load (an Oracle
+            in-database model, a LangChain class).
+    """
+    if given is not None:
+        return given
+    _exists, identity = _peek(db)
+    return _embedder_name(None, identity, db)
+
+
 @contextmanager
 def _memory(
     db: str,

@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from oam_core import SchemaPolicy, SearchStrategy
+from oam_core.errors import OAMError
 
 __all__ = ["MCP_TOKEN_ENV", "SERVE_TOKEN_ENV", "mcp", "serve"]
 
@@ -30,11 +31,12 @@ Db = Annotated[
     typer.Option("--db", help="SQLite file or sqlite:/// URL, or a postgresql:// URL."),
 ]
 Embedder = Annotated[
-    str,
+    str | None,
     typer.Option(
         "--embedder",
         help="'local' (offline), 'hashing/<dim>', 'none' (keyword search only) or a "
-        "LiteLLM embedding model id: the one the store was written with.",
+        "LiteLLM embedding model id: the one the store was written with. Default: "
+        "the embedder the database recorded, else 'local'.",
     ),
 ]
 Strategy = Annotated[
@@ -74,11 +76,16 @@ def _startup_errors(extra: str) -> Iterator[None]:
         if exc.name and exc.name.split(".")[0] in {"mcp", "starlette", "uvicorn", "jinja2"}:
             _fail(f"this command needs the {extra} extra: pip install 'oam[{extra}]' ({exc})")
         _fail(str(exc))
-    except (ValueError, KeyError, ImportError, OSError) as exc:
+    except (ValueError, KeyError, ImportError, OSError, OAMError) as exc:
         _fail(str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc))
 
 
-def _embedder(value: str) -> str | None:
+def _embedder(db: str, given: str | None) -> str | None:
+    """The embedder name ``open_memory`` gets: ``--embedder``, else the one ``db``
+    recorded, else ``local`` (``oam_core.cli.embedder_for``); None for ``none``."""
+    from oam_core.cli import embedder_for
+
+    value = embedder_for(db, given)
     return None if value.strip().lower() == "none" else value
 
 
@@ -90,7 +97,7 @@ def mcp(
     agent: Annotated[
         str | None, typer.Option("--agent", help="The agent this server is confined to.")
     ] = None,
-    embedder: Embedder = "local",
+    embedder: Embedder = None,
     strategy: Strategy = None,
     llm: Annotated[
         str | None,
@@ -138,7 +145,7 @@ def mcp(
             check_bind(host, token, MCP_TOKEN_ENV)
         memory = open_memory(
             db,
-            embedder=_embedder(embedder),
+            embedder=_embedder(db, embedder),
             llm=llm,
             llm_api_base=llm_api_base,
             must_exist=not create,
@@ -169,7 +176,7 @@ def mcp(
 
 def serve(
     db: Db = "oam.db",
-    embedder: Embedder = "local",
+    embedder: Embedder = None,
     schema_policy: Policy = None,
     host: Host = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="HTTP port.")] = 8765,
@@ -194,7 +201,7 @@ def serve(
         check_bind(host, token, SERVE_TOKEN_ENV)
         app = create_app(
             db,
-            embedder=_embedder(embedder),
+            embedder=_embedder(db, embedder),
             token=token,
             allowed_hosts=None if is_loopback(host) else ["*"],
             schema_policy=schema_policy,

@@ -16,20 +16,27 @@ from mcp.types import CallToolResult
 BASE_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENAI_API_KEY": "test-key-not-used"}
 
 
-def server_params(url: str, *args: str, cwd: Path) -> StdioServerParameters:
-    """``python -m oam_core.cli mcp --db URL --embedder hashing/64 ARGS...``."""
+def server_params(
+    url: str, *args: str, cwd: Path, embedder: str | None = EMBEDDER
+) -> StdioServerParameters:
+    """``python -m oam_core.cli mcp --db URL --embedder hashing/64 ARGS...`` (no
+    ``--embedder`` when ``embedder`` is None)."""
+    chosen = [] if embedder is None else ["--embedder", embedder]
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "oam_core.cli", "mcp", "--db", url, "--embedder", EMBEDDER, *args],
+        args=["-m", "oam_core.cli", "mcp", "--db", url, *chosen, *args],
         env=BASE_ENV,
         cwd=str(cwd),
     )
 
 
 @asynccontextmanager
-async def mcp_session(url: str, *args: str, cwd: Path) -> AsyncIterator[Client]:
+async def mcp_session(
+    url: str, *args: str, cwd: Path, embedder: str | None = EMBEDDER
+) -> AsyncIterator[Client]:
     """A connected client of a fresh ``oam mcp`` subprocess (stopped on exit)."""
-    async with Client(server_params(url, *args, cwd=cwd), read_timeout_seconds=120) as client:
+    params = server_params(url, *args, cwd=cwd, embedder=embedder)
+    async with Client(params, read_timeout_seconds=120) as client:
         yield client
 
 

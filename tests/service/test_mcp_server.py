@@ -163,6 +163,20 @@ def test_add_search_list_and_read_back(db_url: str, tmp_path: Path) -> None:
         assert [r.content for r in memory.store.list("memory")] == ["The user likes jazz"]
 
 
+def test_without_embedder_the_server_uses_the_one_the_store_recorded(
+    seeded: Seeded, tmp_path: Path
+) -> None:
+    # The store was written with hashing/64: the default 'local' model would not match.
+    async def scenario() -> None:
+        async with mcp_session(seeded.url, "--user", "alice", cwd=tmp_path, embedder=None) as c:
+            found = structured(
+                await c.call_tool("search_memories", {"query": "Porto Lisbon March"})
+            )
+            assert seeded.porto in {m["id"] for m in found}
+
+    run(scenario)
+
+
 def test_a_server_for_another_user_sees_nothing_of_the_first(
     seeded: Seeded, tmp_path: Path
 ) -> None:
