@@ -50,7 +50,7 @@ from oam_core import (
     SearchStrategy,
 )
 from oam_core.apis.thread import participant_name
-from oam_core.connection import backend_of, sqlite_target
+from oam_core.connection import backend_of, sqlite_holds_store, sqlite_target
 from oam_core.embedders import resolve_embedder
 from oam_core.errors import OAMError, SchemaError, StoreError
 from oam_core.ingest import Conversation, IngestError, load_conversations
@@ -319,7 +319,9 @@ def _peek(db: str) -> tuple[bool, EmbedderIdentity | None]:
     """Whether ``db`` holds an oam store, and the embedder identity it recorded
     (opened read-only in spirit: a peek never creates anything)."""
     target = _target(db)
-    if backend_of(target) == "sqlite" and (target == ":memory:" or not Path(target).exists()):
+    if backend_of(target) == "sqlite" and (
+        target == ":memory:" or not Path(target).exists() or not sqlite_holds_store(target)
+    ):
         return False, None
     try:
         peek = OracleAgentMemory(
@@ -387,7 +389,12 @@ def _memory(
     chosen = policy or (
         SchemaPolicy.CREATE_IF_NECESSARY if create else SchemaPolicy.REQUIRE_EXISTING
     )
-    exists, identity = _peek(db) if embedder is None or strategy is not None else (True, None)
+    peeked = embedder is None or strategy is not None or not create
+    exists, identity = _peek(db) if peeked else (True, None)
+    if not exists and not create and chosen is SchemaPolicy.REQUIRE_EXISTING:
+        # A file that holds no store (a zero-byte file, another program's database)
+        # is not turned into one by a command that only reads.
+        raise CliError(f"{db}: no oam store there; create it with `oam ingest FILE --db {db}`", 2)
     name = _embedder_name(embedder, identity, db)
     _quiet_litellm(name)
     model = None if name.strip().lower() == "none" else resolve_embedder(name)

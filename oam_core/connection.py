@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from pathlib import Path
 from typing import Literal
 
-__all__ = ["MEMORY", "BackendKind", "backend_of", "sqlite_target"]
+__all__ = ["MEMORY", "BackendKind", "backend_of", "sqlite_holds_store", "sqlite_target"]
 
 MEMORY = ":memory:"
 """The in-memory SQLite database."""
@@ -100,3 +101,31 @@ def sqlite_target(connection: str | os.PathLike[str]) -> str:
             "'sqlite:////absolute/path.db' or 'sqlite://:memory:' (no host, no query)"
         )
     return rest[1:]
+
+
+def sqlite_holds_store(path: str) -> bool:
+    """Whether the existing SQLite file at ``path`` holds an oam store (its
+    ``oam_meta`` or ``chunks`` table), read without writing: opening a store on an
+    empty file would create one there (docs/cli.md#commands).
+
+    Args:
+        path: A file path (not ``:memory:``).
+
+    Returns:
+        False for an empty database; True when it holds a store, and also when the
+        file cannot be read as a database (the store's own open then names the
+        problem).
+    """
+    try:
+        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return True
+    try:
+        found = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE name IN ('oam_meta', 'chunks')"
+        ).fetchone()
+    except sqlite3.DatabaseError:
+        return True
+    finally:
+        conn.close()
+    return found is not None

@@ -9,7 +9,7 @@ from typing import Any
 
 from oam_core import OracleAgentMemory, SchemaPolicy, SearchStrategy
 from oam_core.apis.records import MEMORY_TYPES, MessageRecord, Record, ThreadRow
-from oam_core.connection import backend_of, sqlite_target
+from oam_core.connection import backend_of, sqlite_holds_store, sqlite_target
 from oam_core.errors import SchemaError
 from oam_core.memory.provenance import reserved_keys
 
@@ -82,6 +82,8 @@ def open_memory(
             target = str(Path(target).expanduser())
             if must_exist and not Path(target).exists():
                 raise SchemaError(f"{db}: no such database; {missing_hint}")
+            if must_exist and not sqlite_holds_store(target):
+                raise SchemaError(f"{db}: no oam store there; {missing_hint}")
     kwargs["schema_policy"] = policy
     if llm is not None:
         from oam_core.llms.litellm import LiteLLMLlm

@@ -227,3 +227,34 @@ def test_a_dimension_without_a_recorded_embedder_says_what_is_recorded(
         vector, 1, "pass --embedder (e.g. local), or use --strategy hybrid or keyword"
     )
     assert "query_vector" not in vector.stderr and "search_strategy=" not in vector.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "code", "text"),
+    [
+        (["search", "hello"], 2, "no oam store there"),
+        (["card", "chat"], 2, "no oam store there"),
+        (["threads"], 2, "no oam store there"),
+        (["reindex", "--embedder", "hashing"], 2, "no oam store there"),
+        (["mcp", "--user", "u1"], 1, "no oam store there; pass --create"),
+        (["serve"], 1, "no oam store there"),
+    ],
+)
+def test_a_command_that_only_reads_leaves_an_empty_file_empty(
+    runner: CliRunner, tmp_path: Path, command: list[str], code: int, text: str
+) -> None:
+    # It used to write a store (and the default embedder's dimension) into the file,
+    # so a later `oam ingest --embedder hashing` failed on the dimension.
+    db = tmp_path / "empty.db"
+    db.touch()
+    assert_clean_failure(invoke(runner, *command, "--db", db), code, text)
+    assert db.stat().st_size == 0
+    assert not (tmp_path / "empty.db-wal").exists()
+
+
+def test_ingest_fills_an_empty_file(runner: CliRunner, chat: Path, tmp_path: Path) -> None:
+    db = tmp_path / "empty.db"
+    db.touch()
+    result = invoke(runner, "ingest", chat, "--db", db, "--embedder", "hashing", "--user", "u1")
+    assert result.exit_code == 0, result.output
+    assert len(_messages(db, "chat")) == 4
