@@ -391,9 +391,15 @@ def _memory(
     )
     peeked = embedder is None or strategy is not None or not create
     exists, identity = _peek(db) if peeked else (True, None)
-    if not exists and not create and chosen is SchemaPolicy.REQUIRE_EXISTING:
+    if (
+        not exists
+        and not create
+        and chosen is SchemaPolicy.REQUIRE_EXISTING
+        and backend_of(_target(db)) == "sqlite"
+    ):
         # A file that holds no store (a zero-byte file, another program's database)
-        # is not turned into one by a command that only reads.
+        # is not turned into one by a command that only reads (a server refuses on
+        # its own).
         raise CliError(f"{db}: no oam store there; create it with `oam ingest FILE --db {db}`", 2)
     name = _embedder_name(embedder, identity, db)
     _quiet_litellm(name)
