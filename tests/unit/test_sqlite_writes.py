@@ -22,7 +22,6 @@ from oam_core import SQLiteMemoryStore
 from oam_core.store import planning
 from oam_core.store.planning import NOT_SET, PlanContext, dump_metadata, dump_metadata_column
 from oam_core.store.sqlite import checkpoint
-from oam_core.store.sqlite.backend import PAGE_SIZE
 from oam_core.store.sqlite.bulk import MAX_LITERAL_CHARS, literal, narrow_insert
 from oam_core.store.sqlite.schema import SCHEMA_VERSION, SPARSE_RECORD_INDEXES
 
@@ -73,10 +72,18 @@ def test_a_narrow_insert_stores_what_a_full_insert_stores(rows, same, empty) -> 
 
 
 def test_columns_null_or_equal_in_every_row_are_not_bound() -> None:
-    rows = [(None, "memory", 1.5, "x"), (None, "memory", 1.5, "y")]
+    rows = [(None, "memory", 7, "x"), (None, "memory", 7, "y")]
     sql, params = narrow_insert("t", COLUMNS, _columns(rows))
-    assert sql == "INSERT INTO t (b, c, d) VALUES ('memory', 1.5, ?)"
+    assert sql == "INSERT INTO t (b, c, d) VALUES ('memory', 7, ?)"
     assert params == [("x",), ("y",)]
+
+
+def test_equal_floats_stay_bound() -> None:
+    # SQLite before 3.43 may read a decimal literal one unit in the last place off.
+    rows = [(None, "memory", 1772366400.020769, "x"), (None, "memory", 1772366400.020769, "y")]
+    sql, params = narrow_insert("t", COLUMNS, _columns(rows))
+    assert sql == "INSERT INTO t (b, c, d) VALUES ('memory', ?, ?)"
+    assert params == [(1772366400.020769, "x"), (1772366400.020769, "y")]
 
 
 def test_one_row_binds_every_column_so_the_statement_is_reused() -> None:
@@ -108,8 +115,8 @@ def test_bound_columns_are_never_compared() -> None:
     [
         (7, "7"),
         (-(2**63), str(-(2**63))),
-        (0.1, "0.1"),
-        (1e300, "1e+300"),
+        (0.1, None),
+        (1e300, None),
         ("it's", "'it''s'"),
         ("", "''"),
         (float("nan"), None),
@@ -266,15 +273,14 @@ def _index_sql(path: Path) -> dict[str, str]:
         )
 
 
-def test_new_stores_have_partial_thread_agent_and_expiry_indexes(tmp_path: Path) -> None:
+def test_new_stores_have_partial_agent_and_expiry_indexes(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     SQLiteMemoryStore(str(path)).close()
     sql = _index_sql(path)
-    for name, column in zip(
-        SPARSE_RECORD_INDEXES, ["thread_id", "agent_id", "expires_at"], strict=True
-    ):
+    for name, column in zip(SPARSE_RECORD_INDEXES, ["agent_id", "expires_at"], strict=True):
         assert sql[name].endswith(f"WHERE {column} IS NOT NULL")
     assert "WHERE" not in sql["records_user"]
+    assert "WHERE" not in sql["records_thread"]  # next_seq reads thread_id IS NULL
 
 
 def _as_version_3(path: Path) -> None:
@@ -314,21 +320,6 @@ def test_a_version_3_file_is_upgraded_and_keeps_its_records(tmp_path: Path) -> N
     assert [r.id for r in store.list("memory", agent_id="ag")] == ["x"]
     assert [r.id for r, _ in store.search(query_vector=[0, 1, 0, 0], k=1)] == ["y"]
     store.close()
-
-
-def test_new_files_get_large_pages_and_old_ones_keep_theirs(tmp_path: Path) -> None:
-    new = tmp_path / "new.db"
-    SQLiteMemoryStore(str(new)).close()
-    old = tmp_path / "old.db"
-    with sqlite3.connect(old) as conn:
-        conn.execute("PRAGMA page_size = 4096")
-        conn.execute("CREATE TABLE unrelated (x)")
-    store = SQLiteMemoryStore(str(old), vector_dim=4)
-    store.add(["a"], "memory", embeddings=[[1, 0, 0, 0]], record_ids=["a"])
-    assert [r.id for r, _ in store.search(query_vector=[1, 0, 0, 0], k=1)] == ["a"]
-    store.close()
-    page = {p: sqlite3.connect(p).execute("PRAGMA page_size").fetchone()[0] for p in (new, old)}
-    assert page == {new: PAGE_SIZE, old: 4096}
 
 
 # -- metadata, column-wise ----------------------------------------------------------------

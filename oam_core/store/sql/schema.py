@@ -91,7 +91,7 @@ def records_table(p: str, t: ColumnTypes, extra: Sequence[str] = ()) -> str:
     return f"CREATE TABLE IF NOT EXISTS {p}records (\n    " + ",\n    ".join(columns) + ")"
 
 
-SPARSE_RECORD_INDEXES = ("records_thread", "records_agent", "records_expiry")
+SPARSE_RECORD_INDEXES = ("records_agent", "records_expiry")
 """The records indexes that ``record_indexes(partial=True)`` limits to rows whose
 first column is not NULL."""
 
@@ -99,19 +99,19 @@ first column is not NULL."""
 def record_indexes(p: str, *, partial: bool = False) -> list[str]:
     """The records indexes: a thread's messages in order, scope columns, type, expiry.
 
-    With ``partial``, the thread, agent and expiry indexes (``SPARSE_RECORD_INDEXES``)
-    hold only rows where that column is set: most records of a store have no agent,
-    no expiry, and memories no thread, and a write then skips those indexes. A query
-    comparing the column (``agent_id = ?``, ``expires_at <= ?``) still uses them; one
-    asking for ``IS NULL`` reads the type index instead.
+    With ``partial``, the agent and expiry indexes (``SPARSE_RECORD_INDEXES``) hold
+    only rows where that column is set: most records of a store have no agent and no
+    expiry, and a write then skips those indexes. A query comparing the column
+    (``agent_id = ?``, ``expires_at <= ?``) still uses them; one asking for ``IS
+    NULL`` reads the type index instead. The thread index stays whole: the next
+    message number of thread-less messages is read off it (``thread_id IS NULL``).
     """
 
     def sparse(column: str) -> str:
         return f" WHERE {column} IS NOT NULL" if partial else ""
 
     return [
-        f"CREATE INDEX IF NOT EXISTS {p}records_thread ON {p}records (thread_id, family, seq_no)"
-        + sparse("thread_id"),
+        f"CREATE INDEX IF NOT EXISTS {p}records_thread ON {p}records (thread_id, family, seq_no)",
         f"CREATE INDEX IF NOT EXISTS {p}records_user ON {p}records (user_id)",
         f"CREATE INDEX IF NOT EXISTS {p}records_agent ON {p}records (agent_id)"
         + sparse("agent_id"),

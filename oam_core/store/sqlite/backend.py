@@ -44,9 +44,6 @@ BUSY_TIMEOUT_S = 30.0
 """How long a write waits for another connection's write lock before
 ``DatabaseLockedError``, in seconds."""
 
-PAGE_SIZE = 16384
-"""The page size of a file the store creates, in bytes (docs/sqlite.md#writes)."""
-
 
 def _fts_text(text: str | None) -> str | None:
     """``oam_fts_text(text)``: what the FTS index holds for a chunk's text."""
@@ -100,7 +97,8 @@ class SQLiteBackend(SqlBackend):
         if not self.read_only and self._wal():
             self.conn.execute("PRAGMA wal_autocheckpoint = 0")
             self.conn.execute(f"PRAGMA journal_size_limit = {WAL_CHECKPOINT_BYTES}")
-            self.checkpointer = Checkpointer(path, BUSY_TIMEOUT_S)
+            file = self.conn.execute("PRAGMA database_list").fetchone()[2]
+            self.checkpointer = Checkpointer(file, BUSY_TIMEOUT_S)
             weakref.finalize(self, self.checkpointer.close)  # a store never closed
         self.index = VectorIndex(prefix, index_path(path, prefix))
         self.keywords = Fts5Ranker(SQLITE, prefix, self.schema_version)
@@ -130,9 +128,6 @@ class SQLiteBackend(SqlBackend):
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         conn.create_function(schema.FTS_FUNCTION, 1, _fts_text, deterministic=True)
         if target != ":memory:" and not uri:
-            # Takes effect in a new file only: rows holding a vector (1.5 KiB at 384
-            # dimensions) fit ten to a page instead of two.
-            conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
         return conn
@@ -148,6 +143,8 @@ class SQLiteBackend(SqlBackend):
         """``BEGIN IMMEDIATE``: the write lock of the file until commit, so no other
         writer (connection or process) runs meanwhile."""
         with self.lock, self.mapped():
+            if self.checkpointer is not None:
+                self.checkpointer.before_write()
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield SQLiteTx(self, self.conn)

@@ -11,7 +11,6 @@ bound. The rows stored are the same as with a full INSERT.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -23,14 +22,14 @@ characters; a longer one stays bound."""
 def literal(value: object) -> str | None:
     """``value`` as an SQLite literal, or None when it stays bound.
 
-    Only exact ``int``, finite ``float`` and ``str`` (up to ``MAX_LITERAL_CHARS``, no
-    NUL) become literals; strings are quoted by doubling ``'``, the one escape an
-    SQL string literal has.
+    Only exact ``int`` and ``str`` (up to ``MAX_LITERAL_CHARS``, no NUL) become
+    literals; strings are quoted by doubling ``'``, the one escape an SQL string
+    literal has. Floats stay bound: SQLite before 3.43 does not round every decimal
+    literal to the nearest double, so an expiry time written as text could be
+    stored one unit in the last place off.
     """
     if type(value) is int:
         return str(value)
-    if type(value) is float:
-        return repr(value) if math.isfinite(value) else None
     if type(value) is str and len(value) <= MAX_LITERAL_CHARS and "\x00" not in value:
         return "'" + value.replace("'", "''") + "'"
     return None

@@ -40,7 +40,9 @@ class Checkpointer:
     """Runs PASSIVE checkpoints of one database file in a daemon thread.
 
     Args:
-        path: The database file (its log is ``path + "-wal"``).
+        path: The database file as SQLite opened it (``PRAGMA database_list``: an
+            absolute path, also for a store opened through a ``file:`` name); its
+            log is ``path + "-wal"``.
         timeout: The busy timeout of the thread's connection, in seconds.
     """
 
@@ -57,45 +59,80 @@ class Checkpointer:
         self._stop = False
         self._pid = os.getpid()
         self._thread: threading.Thread | None = None  # started by the first large log
+        self._started = False
+
+    def _forked(self) -> bool:
+        """Whether this is a child forked after the store opened: the thread is not
+        there and its lock may have been copied held, so neither is touched."""
+        return os.getpid() != self._pid
+
+    def before_write(self) -> None:
+        """Called before each write transaction: wait for a checkpoint asked for or
+        under way. It then ends before the write starts, the log is all copied, and
+        the write restarts it from its beginning, as after SQLite's own checkpoints;
+        a checkpoint overlapping the next write would keep the log from ever
+        restarting. The wait overlaps nothing only when writes follow each other at
+        once; between them (the caller's work, planning the next write) the copy
+        runs on its own."""
+        if self._forked() or not self._started:
+            return
+        with self._wake:
+            self._wake.wait_for(lambda: not self._pending and not self._busy, self.timeout)
 
     def committed(self, conn: sqlite3.Connection) -> None:
         """Called after each commit on ``conn`` (which sets ``journal_size_limit`` to
         ``WAL_CHECKPOINT_BYTES``, so that a log reset after a checkpoint shrinks the
         file to that size and a larger file means pages written since): wake the
         thread when the log is past ``WAL_CHECKPOINT_BYTES``; checkpoint on ``conn``
-        itself past ``WAL_INLINE_BYTES``, after ``close``, or in a forked child."""
+        itself past ``WAL_INLINE_BYTES``, after ``close``, in a forked child, or
+        when no thread can be started. Never raises: the commit is done."""
         try:
             size = os.stat(self.wal).st_size
         except OSError:
             return
         if size <= WAL_CHECKPOINT_BYTES:
             return
-        if size > WAL_INLINE_BYTES or self._stop or os.getpid() != self._pid:
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            return
+        try:
+            if size > WAL_INLINE_BYTES or self._stop or self._forked() or not self._wakes():
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except Exception as exc:  # a failed checkpoint is retried after a later commit
+            _log.debug("WAL checkpoint of %s after a commit failed: %s", self.wal, exc)
+
+    def _wakes(self) -> bool:
+        """Ask the thread (started on first use) for a checkpoint; False when no
+        thread could be started."""
         with self._wake:
             if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="oam-wal-checkpoint", daemon=True
-                )
-                self._thread.start()
+                thread = threading.Thread(target=self._run, name="oam-wal-checkpoint", daemon=True)
+                try:
+                    thread.start()
+                except RuntimeError:  # a thread limit, or interpreter shutdown
+                    self._stop = True
+                    return False
+                self._thread, self._started = thread, True
             self._pending = True
             self._wake.notify()
+        return True
 
     def drain(self, timeout: float = 30.0) -> bool:
         """Wait until no wake-up is pending and the thread is idle; return whether it
         is (False after ``timeout`` seconds)."""
+        if self._forked():
+            return True
         with self._wake:
             return self._wake.wait_for(lambda: not self._pending and not self._busy, timeout)
 
     def close(self) -> None:
         """Stop the thread and wait for it (a checkpoint under way finishes first);
         later commits checkpoint on their own connection."""
+        if self._forked():
+            self._stop = True
+            return
         with self._wake:
             self._stop = True
             self._wake.notify()
             thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
+        if thread is not None and thread.is_alive() and thread is not threading.current_thread():
             thread.join()
 
     def _run(self) -> None:

@@ -20,9 +20,9 @@ twice the bulk-add rate) and adds ``chunk_changes`` with its triggers; ``UPGRADE
 rebuilds the index from the stored chunk texts when a version-1 file is opened
 writable. 3 adds ``chunk_sources``, the records each search row quotes
 (``store/quotes.py``); ``UPGRADES[2]`` deletes the context rows written before, which
-do not say what they quote. 4 makes the records' thread, agent and expiry indexes
-partial (rows where the column is set, ``sql/schema.record_indexes``); ``UPGRADES[3]``
-drops them and the DDL creates them again.
+do not say what they quote. 4 makes the records' agent and expiry indexes partial
+(rows where the column is set, ``sql/schema.record_indexes``); ``UPGRADES[3]`` drops
+them and the DDL creates them again.
 """
 
 from __future__ import annotations
@@ -121,8 +121,8 @@ def _sources_v3(p: str) -> list[str]:
 
 
 def _partial_v4(p: str) -> list[str]:
-    """Version 3 -> 4: drop the thread, agent and expiry indexes; ``ddl`` creates them
-    again holding only the rows where their column is set."""
+    """Version 3 -> 4: drop the agent and expiry indexes; ``ddl`` creates them again
+    holding only the rows where their column is set."""
     return [f"DROP INDEX IF EXISTS {p}{name}" for name in SPARSE_RECORD_INDEXES]
 
 

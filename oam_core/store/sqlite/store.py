@@ -7,17 +7,19 @@ configuration against the store's (``sql/store.py``).
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from pathlib import Path
 
 from oam_core.apis.embedder import IEmbedder
-from oam_core.errors import InvalidArgumentError
+from oam_core.errors import DatabaseLockedError, InvalidArgumentError
 from oam_core.rerankers import IReranker
 from oam_core.store.backend import Backend
 from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.schema import newer_schema, table_prefix
 from oam_core.store.sql.store import SqlMemoryStore
-from oam_core.store.sqlite.backend import SQLiteBackend
+from oam_core.store.sqlite.backend import BUSY_TIMEOUT_S, SQLiteBackend
 from oam_core.store.sqlite.schema import SCHEMA_VERSION
 from oam_core.store.ttl import Clock
 
@@ -129,13 +131,41 @@ class SQLiteMemoryStore(SqlMemoryStore):
         impl = self._impl
         fts = f"{impl.p}chunks_fts"
         with impl.reading() as conn:  # autocommit: each statement is its own write
+            if impl.checkpointer is not None:
+                impl.checkpointer.drain()
             conn.execute(f"INSERT INTO {fts}({fts}) VALUES('optimize')")
             conn.execute("VACUUM")
             if self.path != ":memory:":
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                _empty_log(conn, self.path)
 
     def _remember_vector_dim(self, dim: int) -> None:
         super()._remember_vector_dim(dim)
         with self._impl.reading() as conn:  # inside the write that learns it
             stmt = st.upsert_meta(self._impl.d, self._impl.p, "vector_dim", str(dim))
             conn.execute(stmt.sql, stmt.params)
+
+
+COMPACT_WAIT_S = BUSY_TIMEOUT_S
+"""How long ``compact`` retries emptying the log while another connection
+checkpoints or reads an older snapshot, in seconds."""
+
+
+def _empty_log(conn: sqlite3.Connection, path: str) -> None:
+    """``PRAGMA wal_checkpoint(TRUNCATE)`` until it reports done: SQLite answers
+    busy, without waiting, while another connection checkpoints.
+
+    Raises:
+        DatabaseLockedError: when the log is still in use after ``COMPACT_WAIT_S``.
+    """
+    deadline = time.monotonic() + COMPACT_WAIT_S
+    while True:
+        busy, _log_frames, _copied = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if not busy:
+            return
+        if time.monotonic() >= deadline:
+            raise DatabaseLockedError(
+                f"{path}: another connection is checkpointing or reading an older snapshot, "
+                "so compact() could not empty the write-ahead log (deleted text may remain "
+                "in it); run compact() again when it is done"
+            )
+        time.sleep(0.05)
