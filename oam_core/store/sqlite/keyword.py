@@ -10,7 +10,7 @@ predicate, so a filter never hides a match.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 
 import regex
 
@@ -95,7 +95,9 @@ class Fts5Ranker:
         read are checked against ``pred``, until ``k`` records are found and the next
         row scores worse than the k-th. Unscoped, most rows pass, so the first
         ``_head_rows(k)`` rows are asked for with a ``LIMIT`` (SQLite keeps only
-        them while sorting); when they do not settle the ranking (too few records
+        them while sorting) and the first ``k + _HEAD_SPARE`` of them checked, the
+        rest only when those do not hold ``k`` records; when the head does not
+        settle the ranking (too few records
         passed, or the last row ties the k-th record's score) the rows are streamed
         as scoped searches read them: every row, in score order, in growing batches.
         The score is ``bm25()`` in the ORDER BY, the same value FTS5's ``rank``
@@ -112,31 +114,38 @@ class Fts5Ranker:
             f"SELECT rowid, bm25({fts}) AS score FROM {fts} WHERE {fts} MATCH ? ORDER BY score"
         )
 
-        def in_scope(rows: Sequence[tuple[int, float]]) -> dict[int, int]:
-            return dict(
-                conn.execute(
-                    scope_sql.format(", ".join("?" * len(rows))),
-                    [*(pk for pk, _ in rows), *params],
-                ).fetchall()
-            )
+        def fold(
+            batches: Iterable[Sequence[tuple[int, float]]],
+        ) -> tuple[dict[int, float], float | None]:
+            """Check batches of rows, in score order, against ``pred`` until the
+            ranking is settled: ``(best, bound)`` as ``_collect`` keeps them."""
+            best: dict[int, float] = {}
+            bound: float | None = None
+            for rows in batches:
+                if not rows or (bound is not None and rows[0][1] > bound):
+                    break
+                in_scope = dict(
+                    conn.execute(
+                        scope_sql.format(", ".join("?" * len(rows))),
+                        [*(pk for pk, _ in rows), *params],
+                    ).fetchall()
+                )
+                best, bound = _collect(rows, in_scope, k, best, bound)
+                if bound is not None and rows[-1][1] > bound:
+                    break
+            return best, bound
 
         if not _scoped(pred):
             limit = _head_rows(k)
-            rows = conn.execute(f"{ranked_sql} LIMIT ?", (match, limit)).fetchall()
-            best, bound = _collect(rows, in_scope(rows) if rows else {}, k, {}, None)
-            if len(rows) < limit or (bound is not None and rows[-1][1] > bound):
+            head = conn.execute(f"{ranked_sql} LIMIT ?", (match, limit)).fetchall()
+            # Most rows pass: check about k of them first, the rest only if needed.
+            first = k + _HEAD_SPARE
+            best, bound = fold((head[:first], head[first:]))
+            if len(head) < limit or (bound is not None and head[-1][1] > bound):
                 return _best_first(best, k)
-        best, bound = {}, None
         cursor = conn.execute(ranked_sql, (match,))
         try:
-            size = 64
-            while rows := cursor.fetchmany(size):
-                size = min(4 * size, 4096)
-                if bound is not None and rows[0][1] > bound:
-                    break
-                best, bound = _collect(rows, in_scope(rows), k, best, bound)
-                if bound is not None and rows[-1][1] > bound:
-                    break
+            best, bound = fold(_batches(cursor))
         finally:
             cursor.close()
         return _best_first(best, k)
@@ -190,11 +199,23 @@ def _scoped(pred: Predicate) -> bool:
     return any(v is not NOT_SET for v in (pred.user_id, pred.agent_id, pred.thread_id))
 
 
+_HEAD_SPARE = 8
+"""Rows beyond ``k`` an unscoped search checks against the predicate first."""
+
+
 def _head_rows(k: int) -> int:
     """How many best rows an unscoped keyword search asks for first: room for ``k``
     records of two matching chunks each (a message's own row and its context row)
     and a few filtered out (expired, another record type)."""
-    return 2 * k + 16
+    return 2 * k + 2 * _HEAD_SPARE
+
+
+def _batches(cursor: sqlite3.Cursor) -> Iterator[list[tuple[int, float]]]:
+    """A cursor's rows in growing batches (64, 256, ... 4096 rows)."""
+    size = 64
+    while rows := cursor.fetchmany(size):
+        yield rows
+        size = min(4 * size, 4096)
 
 
 def _collect(
