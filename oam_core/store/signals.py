@@ -44,7 +44,7 @@ from oam_core.store.temporal import (
     overlaps,
     query_spans,
     record_days,
-    states_time,
+    states_time_each,
 )
 from oam_core.store.text import query_terms
 
@@ -157,7 +157,8 @@ def signal_lists(
         ]
         lists.append((dated, DATE_WEIGHT))
     if asks_for_time(query):
-        lists.append(([key for key in present if states_time(records[key].content)], TIME_WEIGHT))
+        stated = states_time_each([records[key].content for key in present])
+        lists.append(([key for key, yes in zip(present, stated, strict=True) if yes], TIME_WEIGHT))
     lists.append((own_text_list(query, present, records), OWN_TEXT_WEIGHT))
     return [(keys, weight) for keys, weight in lists if 0 < len(keys) < len(present)]
 

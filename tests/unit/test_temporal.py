@@ -17,6 +17,7 @@ from oam_core.store.temporal import (
     query_spans,
     record_days,
     states_time,
+    states_time_each,
 )
 
 NOW = datetime(2024, 3, 13, 15, 0, tzinfo=timezone.utc)  # a Wednesday
@@ -244,8 +245,35 @@ def test_date_precheck_never_hides_an_absolute_date(parts: list[str], sep: str) 
     digits, month letters and separators, where dates are likely)."""
     text = sep.join(parts)
     if temporal._ABSOLUTE.search(text) is not None:
-        assert temporal._may_state_date(text, text.casefold())
+        assert _date_precheck(text)
     assert states_time(text) is _patterns_match(text)
+
+
+def _date_precheck(text: str) -> bool:
+    monthly = temporal._texts_holding([text.casefold()], temporal._MONTH_STEMS)
+    return temporal._may_state_date(text, bool(monthly))
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.lists(st.sampled_from([*_FRAGMENTS, "\0", "ag", "o"]), max_size=5).map(" ".join),
+            st.lists(st.sampled_from([*_FRAGMENTS, "\0", "ag", "o"]), max_size=5).map("".join),
+        ),
+        max_size=12,
+    )
+)
+def test_states_time_each_answers_text_by_text(texts: list[str | None]) -> None:
+    """Looking for the words in the join of all texts finds what each text's own
+    patterns find: no hit spans two texts, none is credited to the wrong one."""
+    assert states_time_each(texts) == [_patterns_match(t) if t else False for t in texts]
+
+
+def test_texts_holding() -> None:
+    texts = ["a week", "", "wee", "k ago", "ago\0day", "nothing"]
+    assert temporal._texts_holding(texts, ["week", "ago", "day"]) == {0, 3, 4}
+    assert temporal._texts_holding([], ["week"]) == set()
 
 
 @pytest.mark.parametrize(
@@ -253,7 +281,8 @@ def test_date_precheck_never_hides_an_absolute_date(parts: list[str], sep: str) 
     [
         ("We met on 25 May, 2022.", True),
         ("since 1999", True),
-        ("Spk20a: hello", True),  # "20" and a digit: the pattern decides (no date)
+        ("Spk20a: hello", False),  # "20" but no year: no date form
+        ("Spk20a: back in 2019", True),
         ("on the 3rd of March", True),
         ("25May", True),
         ("May I come? Sure.", False),  # a month name without a number
@@ -266,7 +295,7 @@ def test_date_precheck_never_hides_an_absolute_date(parts: list[str], sep: str) 
     ],
 )
 def test_date_precheck(text: str, expected: bool) -> None:
-    assert temporal._may_state_date(text, text.casefold()) is expected
+    assert _date_precheck(text) is expected
 
 
 def test_month_forms_are_the_words_the_month_pattern_matches() -> None:
