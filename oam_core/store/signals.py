@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -44,7 +44,7 @@ from oam_core.store.temporal import (
     overlaps,
     query_spans,
     record_days,
-    states_time,
+    states_time_each,
 )
 from oam_core.store.text import query_terms
 
@@ -157,7 +157,8 @@ def signal_lists(
         ]
         lists.append((dated, DATE_WEIGHT))
     if asks_for_time(query):
-        lists.append(([key for key in present if states_time(records[key].content)], TIME_WEIGHT))
+        stated = states_time_each([records[key].content for key in present])
+        lists.append(([key for key, yes in zip(present, stated, strict=True) if yes], TIME_WEIGHT))
     lists.append((own_text_list(query, present, records), OWN_TEXT_WEIGHT))
     return [(keys, weight) for keys, weight in lists if 0 < len(keys) < len(present)]
 
@@ -177,16 +178,50 @@ def own_text_list(
     stems = sorted({t[:_STEM] for t in query_terms(query)})
     if not stems:
         return []
-    # A word holds a stem when its first _STEM letters are the stem (a shorter stem:
-    # the whole word); one alternation finds every stem a text holds.
-    alternatives = [f"({re.escape(s)})" + ("" if len(s) == _STEM else _WORD_END) for s in stems]
-    holds = re.compile(_WORD_START + "(?:" + "|".join(alternatives) + ")")
+    count = _stem_counter(stems)
     held = []
     for rank, key in enumerate(pool):
-        found = {m.lastindex for m in holds.finditer((records[key].content or "").lower())}
+        found = count((records[key].content or "").lower())
         if found:
-            held.append((-len(found), rank, key))
+            held.append((-found, rank, key))
     return [key for _, _, key in sorted(held)]
+
+
+def _stem_counter(stems: Sequence[str]) -> Callable[[str], int]:
+    """A function counting how many of ``stems`` a lower-cased text holds: a word holds
+    a stem when its first ``_STEM`` letters are the stem (a shorter stem: the whole
+    word), a word being a run of alphanumeric characters (``str.isalnum``, which is
+    what ``[^\\W_]`` means to ``re``).
+
+    Stems of alphanumeric characters only (every plain word) are found with
+    ``str.find`` and a look at the characters around each hit; others (a lower-cased
+    "İ" brings a combining mark) by one regular expression, which gives the same
+    counts for the former (tests/unit/test_signals_own_text.py)."""
+    if all(s.isalnum() for s in stems):
+        return lambda text: sum(1 for s in stems if _holds_word(text, s))
+    return _stem_pattern_counter(stems)
+
+
+def _holds_word(text: str, stem: str) -> bool:
+    """Whether ``stem`` (alphanumeric) starts a word of ``text``, and ends it if it is
+    shorter than ``_STEM``."""
+    whole = len(stem) < _STEM
+    end = len(stem)
+    at = text.find(stem)
+    while at >= 0:
+        if (at == 0 or not text[at - 1].isalnum()) and (
+            not whole or at + end == len(text) or not text[at + end].isalnum()
+        ):
+            return True
+        at = text.find(stem, at + 1)
+    return False
+
+
+def _stem_pattern_counter(stems: Sequence[str]) -> Callable[[str], int]:
+    """``_stem_counter`` by one alternation of the stems (each one a group)."""
+    alternatives = [f"({re.escape(s)})" + ("" if len(s) == _STEM else _WORD_END) for s in stems]
+    holds = re.compile(_WORD_START + "(?:" + "|".join(alternatives) + ")")
+    return lambda text: len({m.lastindex for m in holds.finditer(text)})
 
 
 def _names_in(name: str, words: set[str]) -> bool:

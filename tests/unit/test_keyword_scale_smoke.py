@@ -30,10 +30,13 @@ def test_json_report_and_a_reused_file(
     first = json.loads(capsys.readouterr().out)
     assert first["config"]["records"] == 300 and first["config"]["build_s"] > 0
     assert len(first["runs"]) == 2
-    for mode in ("bare", "keyword", "hybrid", "vector", "bare_user", "keyword_user"):
+    modes = ("bare", "bare_bm25", "keyword", "hybrid", "vector")
+    for mode in (*modes, "bare_user", "keyword_user", "hybrid_user"):
         assert first["median"][f"{mode}_p50_ms"] > 0
-    for mode in ("keyword", "hybrid", "keyword_user"):
+    for mode in ("keyword", "hybrid", "bare_bm25", "keyword_user", "hybrid_user"):
         assert first["median"][f"{mode}_ratio_p50"] > 0
+    for mode in ("keyword", "hybrid"):
+        assert first["median"][f"{mode}_bm25_ratio_p50"] > 0
     assert bench.main(args) == 0  # reuses the file: nothing built
     assert json.loads(capsys.readouterr().out)["config"]["build_s"] is None
 

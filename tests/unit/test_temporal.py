@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import date, datetime, timezone
 
 import pytest
+import regex
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -16,6 +17,7 @@ from oam_core.store.temporal import (
     query_spans,
     record_days,
     states_time,
+    states_time_each,
 )
 
 NOW = datetime(2024, 3, 13, 15, 0, tzinfo=timezone.utc)  # a Wednesday
@@ -186,6 +188,20 @@ _FRAGMENTS = [
     "ß",
     "?",
     ",",
+    "25May",  # a day glued to its month
+    "5thmar",
+    "Mayday",
+    "market",
+    "March",
+    "\u017fept",  # the long s: "sept" to IGNORECASE
+    "Sept.",
+    "DEC",
+    "2022-05-08",
+    "\u0662\u0660\u0662\u0662",  # Arabic-Indic digits: Unicode digits, not ASCII
+    "\uff12\uff10\uff12\uff12",  # fullwidth digits
+    "Spk19a:",
+    "_",
+    "-",
 ]
 
 
@@ -213,3 +229,78 @@ def test_states_time_prefilter_keeps_every_match(words: list[str], sep: str) -> 
 @given(st.text(max_size=40))
 def test_states_time_prefilter_on_any_text(text: str) -> None:
     assert states_time(text) is _patterns_match(text)
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(_FRAGMENTS), st.text(alphabet="19205thmayMAYsepSEP\u017f-.", max_size=6)
+        ),
+        max_size=6,
+    ),
+    st.sampled_from([" ", "", ", ", "-"]),
+)
+def test_date_precheck_never_hides_an_absolute_date(parts: list[str], sep: str) -> None:
+    """``_may_state_date`` holds wherever ``_ABSOLUTE`` finds a date (texts dense in
+    digits, month letters and separators, where dates are likely)."""
+    text = sep.join(parts)
+    if temporal._ABSOLUTE.search(text) is not None:
+        assert _date_precheck(text)
+    assert states_time(text) is _patterns_match(text)
+
+
+def _date_precheck(text: str) -> bool:
+    monthly = temporal._texts_holding([text.casefold()], temporal._MONTH_STEMS)
+    return temporal._may_state_date(text, bool(monthly))
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.lists(st.sampled_from([*_FRAGMENTS, "\0", "ag", "o"]), max_size=5).map(" ".join),
+            st.lists(st.sampled_from([*_FRAGMENTS, "\0", "ag", "o"]), max_size=5).map("".join),
+        ),
+        max_size=12,
+    )
+)
+def test_states_time_each_answers_text_by_text(texts: list[str | None]) -> None:
+    """Looking for the words in the join of all texts finds what each text's own
+    patterns find: no hit spans two texts, none is credited to the wrong one."""
+    assert states_time_each(texts) == [_patterns_match(t) if t else False for t in texts]
+
+
+def test_texts_holding() -> None:
+    texts = ["a week", "", "wee", "k ago", "ago\0day", "nothing"]
+    assert temporal._texts_holding(texts, ["week", "ago", "day"]) == {0, 3, 4}
+    assert temporal._texts_holding([], ["week"]) == set()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("We met on 25 May, 2022.", True),
+        ("since 1999", True),
+        ("Spk20a: hello", False),  # "20" but no year: no date form
+        ("Spk20a: back in 2019", True),
+        ("on the 3rd of March", True),
+        ("25May", True),
+        ("May I come? Sure.", False),  # a month name without a number
+        ("I went to the market at 5.", False),  # "mar" inside a word
+        ("Decide by 3", False),
+        ("Spk3a: we went in March", True),
+        ("Spk3a: we went to the mall", False),
+        ("\u0662\u0660\u0662\u0662", False),  # no ASCII digit: no date form
+        ("", False),
+    ],
+)
+def test_date_precheck(text: str, expected: bool) -> None:
+    assert _date_precheck(text) is expected
+
+
+def test_month_forms_are_the_words_the_month_pattern_matches() -> None:
+    names = [m.lower() for m in temporal._MONTH_NAMES]
+    candidates = {n[:i] for n in names for i in range(1, len(n) + 1)} | {"sept"}
+    month = regex.compile(f"(?:{temporal._MONTHS})", regex.IGNORECASE)
+    assert {c for c in candidates if month.fullmatch(c)} == set(temporal._MONTH_FORMS)
+    assert {f[:3] for f in temporal._MONTH_FORMS} == set(temporal._MONTH_STEMS)

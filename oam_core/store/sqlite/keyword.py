@@ -10,7 +10,7 @@ predicate, so a filter never hides a match.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 
 import regex
 
@@ -73,10 +73,9 @@ class Fts5Ranker:
         chunks are intersected with the index's match list instead."""
         fts = f"{self.p}chunks_fts"
         join, where, params = st.candidates(self.d, self.p, pred)
-        scoped = any(v is not NOT_SET for v in (pred.user_id, pred.agent_id, pred.thread_id))
         matches = (
             f"c.pk IN (SELECT rowid FROM {fts} WHERE {fts} MATCH ?)"
-            if scoped
+            if _scoped(pred)
             else f"EXISTS (SELECT 1 FROM {fts} f WHERE {fts} MATCH ? AND f.rowid = c.pk)"
         )
         rows = conn.execute(
@@ -92,24 +91,38 @@ class Fts5Ranker:
         """Up to ``k`` ``(record pk, BM25 of its best chunk)`` pairs for the FTS5 query
         ``match`` among chunks passing ``pred``, best first, ties by record pk.
 
-        FTS5 ranks every matching row (as a bare ``ORDER BY rank`` query does); the
-        rows are then read in rank order, in growing batches, and only those are
-        checked against ``pred``, until ``k`` records are found and the next row
-        scores worse than the k-th.
+        FTS5 scores every matching row; the rows are read best first and only those
+        read are checked against ``pred``, until ``k`` records are found and the next
+        row scores worse than the k-th. Unscoped, most rows pass, so the first
+        ``_head_rows(k)`` rows are asked for with a ``LIMIT`` (SQLite keeps only
+        them while sorting) and the first ``k + _HEAD_SPARE`` of them checked, the
+        rest only when those do not hold ``k`` records; when the head does not
+        settle the ranking (too few records
+        passed, or the last row ties the k-th record's score) the rows are streamed
+        as scoped searches read them: every row, in score order, in growing batches.
+        The score is ``bm25()`` in the ORDER BY, the same value FTS5's ``rank``
+        column holds, without its extra sorting pass (bench/README.md,
+        ``keyword_scale.py``).
         """
         fts = f"{self.p}chunks_fts"
         join, where, params = st.candidates(self.d, self.p, pred)
-        scope_sql = f"SELECT c.pk, c.record_pk FROM {self.p}chunks c {join} WHERE c.pk IN ({{}}) AND {where}"
-        best: dict[int, float] = {}
-        bound: float | None = None  # the k-th record's score, once k are found
-        cursor = conn.execute(
-            f"SELECT rowid, rank FROM {fts} WHERE {fts} MATCH ? ORDER BY rank", (match,)
+        scope_sql = (
+            f"SELECT c.pk, c.record_pk FROM {self.p}chunks c {join} "
+            f"WHERE c.pk IN ({{}}) AND {where}"
         )
-        try:
-            size, done = 64, False
-            while not done and (rows := cursor.fetchmany(size)):
-                size = min(4 * size, 4096)
-                if bound is not None and rows[0][1] > bound:
+        ranked_sql = (
+            f"SELECT rowid, bm25({fts}) AS score FROM {fts} WHERE {fts} MATCH ? ORDER BY score"
+        )
+
+        def fold(
+            batches: Iterable[Sequence[tuple[int, float]]],
+        ) -> tuple[dict[int, float], float | None]:
+            """Check batches of rows, in score order, against ``pred`` until the
+            ranking is settled: ``(best, bound)`` as ``_collect`` keeps them."""
+            best: dict[int, float] = {}
+            bound: float | None = None
+            for rows in batches:
+                if not rows or (bound is not None and rows[0][1] > bound):
                     break
                 in_scope = dict(
                     conn.execute(
@@ -117,19 +130,25 @@ class Fts5Ranker:
                         [*(pk for pk, _ in rows), *params],
                     ).fetchall()
                 )
-                for pk, score in rows:
-                    if bound is not None and score > bound:
-                        done = True
-                        break
-                    rpk = in_scope.get(pk)
-                    if rpk is not None and rpk not in best:
-                        best[rpk] = score
-                        if len(best) == k:
-                            bound = score
+                best, bound = _collect(rows, in_scope, k, best, bound)
+                if bound is not None and rows[-1][1] > bound:
+                    break
+            return best, bound
+
+        if not _scoped(pred):
+            limit = _head_rows(k)
+            head = conn.execute(f"{ranked_sql} LIMIT ?", (match, limit)).fetchall()
+            # Most rows pass: check about k of them first, the rest only if needed.
+            first = k + _HEAD_SPARE
+            best, bound = fold((head[:first], head[first:]))
+            if len(head) < limit or (bound is not None and head[-1][1] > bound):
+                return _best_first(best, k)
+        cursor = conn.execute(ranked_sql, (match,))
+        try:
+            best, bound = fold(_batches(cursor))
         finally:
             cursor.close()
-        ranked = sorted(best.items(), key=lambda kv: (kv[1], kv[0]))[:k]
-        return [(int(rpk), float(-s)) for rpk, s in ranked]
+        return _best_first(best, k)
 
     def _split_terms(
         self, conn: sqlite3.Connection, terms: Sequence[str]
@@ -173,3 +192,57 @@ class Fts5Ranker:
 def _or(terms: Sequence[str]) -> str:
     """An FTS5 query matching any of ``terms`` (plain word tokens, quoted)."""
     return " OR ".join(f'"{t}"' for t in terms)
+
+
+def _scoped(pred: Predicate) -> bool:
+    """Whether ``pred`` keeps one user's, agent's or thread's rows only."""
+    return any(v is not NOT_SET for v in (pred.user_id, pred.agent_id, pred.thread_id))
+
+
+_HEAD_SPARE = 8
+"""Rows beyond ``k`` an unscoped search checks against the predicate first."""
+
+
+def _head_rows(k: int) -> int:
+    """How many best rows an unscoped keyword search asks for first: room for ``k``
+    records of two matching chunks each (a message's own row and its context row)
+    and a few filtered out (expired, another record type)."""
+    return 2 * k + 2 * _HEAD_SPARE
+
+
+def _batches(cursor: sqlite3.Cursor) -> Iterator[list[tuple[int, float]]]:
+    """A cursor's rows in growing batches (64, 256, ... 4096 rows)."""
+    size = 64
+    while rows := cursor.fetchmany(size):
+        yield rows
+        size = min(4 * size, 4096)
+
+
+def _collect(
+    rows: Sequence[tuple[int, float]],
+    in_scope: dict[int, int],
+    k: int,
+    best: dict[int, float],
+    bound: float | None,
+) -> tuple[dict[int, float], float | None]:
+    """Fold a batch of ``(chunk pk, score)`` rows, in score order (lower is better),
+    into ``best`` (record pk -> its best chunk's score) and ``bound`` (the k-th
+    record's score, once ``k`` are found; rows scoring worse than it end the read).
+    ``in_scope`` maps the batch's chunk pks passing the predicate to their record
+    pks. Returns the updated ``(best, bound)``."""
+    for pk, score in rows:
+        if bound is not None and score > bound:
+            break
+        rpk = in_scope.get(pk)
+        if rpk is not None and rpk not in best:
+            best[rpk] = score
+            if len(best) == k:
+                bound = score
+    return best, bound
+
+
+def _best_first(best: dict[int, float], k: int) -> list[tuple[Hashable, float]]:
+    """The ``k`` best ``(record pk, BM25 >= 0)`` pairs of ``best`` (record pk -> FTS5
+    score, lower is better), ties by record pk."""
+    ranked = sorted(best.items(), key=lambda kv: (kv[1], kv[0]))[:k]
+    return [(int(rpk), float(-s)) for rpk, s in ranked]
