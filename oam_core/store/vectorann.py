@@ -74,9 +74,9 @@ ENCODER_TRAIN_ROWS = 8_192
 lists themselves are trained on the whole sample)."""
 CHECK_BATCH = ADD_BATCH
 """Rows copied from the source per step of a recall check (``Ann.recall_holds``)."""
-SIMS_BLOCK = 8
+SIMS_BLOCK = 2
 """Calibration queries whose candidates' vectors are gathered at once (all 64 at
-once would copy 16 MB of vectors at 384 dimensions)."""
+once would copy 16 MB of vectors at 384 dimensions, 2 of them 0.5 MB)."""
 _K = 10
 
 
@@ -239,6 +239,17 @@ def _assign(index: Any, mat: FloatArray) -> IntArray:
     return out
 
 
+def _lookup(keys: IntArray, values: npt.NDArray[np.int32], pks: IntArray) -> IntArray:
+    """``values`` at the positions of ``pks`` in the ascending ``keys`` (-1 where
+    absent), as int64."""
+    out = np.full(len(pks), -1, np.int64)
+    if len(keys):
+        pos = np.minimum(np.searchsorted(keys, pks), len(keys) - 1)
+        hit = keys[pos] == pks
+        out[hit] = values[pos[hit]]
+    return out
+
+
 def _reserve_lists(index: Any, sizes: IntArray) -> None:
     """Allocate list ``i`` of ``index`` for ``sizes[i]`` entries: a list resized up
     from empty gets exactly that capacity, and resizing it back to empty keeps it."""
@@ -352,10 +363,10 @@ class Ann:
             after = last
             if len(pks):
                 seen_pks.append(pks)
-                seen_lists.append(_assign(index, mat))
+                seen_lists.append(_assign(index, mat).astype(np.int32))
                 calibration.observe(mat, pks)
         known_pks = np.concatenate(seen_pks) if seen_pks else np.zeros(0, np.int64)
-        known_lists = np.concatenate(seen_lists) if seen_lists else np.zeros(0, np.int64)
+        known_lists = np.concatenate(seen_lists) if seen_lists else np.zeros(0, np.int32)
         del seen_pks, seen_lists
         _reserve_lists(index, np.bincount(known_lists, minlength=nlist))
         # Pass 2: add the rows to the lists found above; rows written since pass 1 are
@@ -369,12 +380,12 @@ class Ann:
                 break
             after = last
             if len(pks):
-                pos = np.minimum(np.searchsorted(known_pks, pks), max(len(known_pks) - 1, 0))
-                known = known_pks[pos] == pks if len(known_pks) else np.zeros(len(pks), bool)
-                lists = np.where(known, known_lists[pos] if len(known_lists) else 0, -1)
-                if not known.all():
-                    lists[~known] = _assign(index, mat[~known])
+                lists = _lookup(known_pks, known_lists, pks)
+                new = lists < 0
+                if new.any():
+                    lists[new] = _assign(index, mat[new])
                 _add_to_lists(faiss, index, mat, pks, lists)
+        del known_pks, known_lists
         nprobe, oversample = calibration.probes(index, source)
         return cls(faiss, index, after, n, nprobe, oversample)
 

@@ -334,8 +334,10 @@ class VectorIndex:
     def _restore(self, conn: sqlite3.Connection, top: int, last_change: int) -> bool:
         """Load the mirror from the index file if it can be caught up from; True if
         it was (``_verify`` then checks it against SQLite)."""
+        if not self.path or not os.path.exists(self.path):
+            return False  # (faiss, its BLAS and their 9 MB are loaded only when needed)
         faiss = _faiss()
-        if faiss is None or not self.path or not os.path.exists(self.path):
+        if faiss is None:
             return False
         row = conn.execute(
             f"SELECT length(embedding) FROM {self.p}chunks WHERE has_vector = 1 LIMIT 1"
