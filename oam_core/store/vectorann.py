@@ -220,6 +220,21 @@ def _small_blas_blocks(faiss: Any) -> Iterator[None]:
         cvar.distance_compute_blas_query_bs = old
 
 
+def _slices(
+    source: RowSource, limit: int, stop: Callable[[], bool]
+) -> Iterator[tuple[FloatArray, IntArray, int]]:
+    """Copies of the live rows of ``source`` in key order, ``limit`` rows looked at
+    per slice: ``(vectors, keys, largest key looked at)`` per slice (a slice of
+    deleted rows is empty); ends early once ``stop()`` is true (the caller checks)."""
+    after = 0
+    while not stop():
+        mat, pks, last = source.rows_after(after, limit)
+        if last == after:
+            return
+        after = last
+        yield mat, pks, last
+
+
 def _prefix(mat: FloatArray, m: int) -> FloatArray:
     """The first ``m`` rows of ``mat``, which the caller gives up: shrunk in place
     when ``mat`` owns its buffer (the allocator returns the rest), else copied."""
@@ -353,18 +368,13 @@ class Ann:
         # size (faiss grows a list by doubling as entries arrive: ~1.4x the codes, and
         # the outgrown buffers stay in the heap).
         seen_pks, seen_lists = [], []
-        after = 0
-        while True:
-            if stop():
-                return None
-            mat, pks, last = source.rows_after(after, ADD_BATCH)
-            if last == after:
-                break
-            after = last
+        for mat, pks, _ in _slices(source, ADD_BATCH, stop):
             if len(pks):
                 seen_pks.append(pks)
                 seen_lists.append(_assign(index, mat).astype(np.int32))
                 calibration.observe(mat, pks)
+        if stop():
+            return None
         known_pks = np.concatenate(seen_pks) if seen_pks else np.zeros(0, np.int64)
         known_lists = np.concatenate(seen_lists) if seen_lists else np.zeros(0, np.int32)
         del seen_pks, seen_lists
@@ -372,19 +382,16 @@ class Ann:
         # Pass 2: add the rows to the lists found above; rows written since pass 1 are
         # assigned here, rows deleted since are not read again.
         after = 0
-        while True:
-            if stop():
-                return None
-            mat, pks, last = source.rows_after(after, ADD_BATCH)
-            if last == after:
-                break
+        for mat, pks, last in _slices(source, ADD_BATCH, stop):
             after = last
+            lists = _lookup(known_pks, known_lists, pks)
+            new = lists < 0
+            if new.any():
+                lists[new] = _assign(index, mat[new])
             if len(pks):
-                lists = _lookup(known_pks, known_lists, pks)
-                new = lists < 0
-                if new.any():
-                    lists[new] = _assign(index, mat[new])
                 _add_to_lists(faiss, index, mat, pks, lists)
+        if stop():
+            return None
         del known_pks, known_lists
         nprobe, oversample = calibration.probes(index, source)
         return cls(faiss, index, after, n, nprobe, oversample)
@@ -399,12 +406,7 @@ class Ann:
         if not self.nprobe:
             return True  # not used: searches already rank exactly
         calibration = Calibration(queries, pks)
-        after = 0
-        while True:
-            mat, got, last = rows.rows_after(after, CHECK_BATCH)
-            if last == after:
-                break
-            after = last
+        for mat, got, _ in _slices(rows, CHECK_BATCH, lambda: False):
             calibration.observe(mat, got)
         return calibration.holds(self.index, rows, self.nprobe, self.oversample)
 
