@@ -9,8 +9,12 @@ Build, from any ``RowSource`` (the mirror, read under its lock, so a build can r
 a background thread while searches go on):
 
 * ``LISTS_PER_ROOT * sqrt(n)`` lists, trained (10 k-means rounds) on a sample of
-  ``TRAIN_PER_LIST`` vectors per list;
-* every live row added, in slices copied from the source (bounded extra memory);
+  ``TRAIN_PER_LIST`` vectors per list; the 4-bit ranges on the first
+  ``ENCODER_TRAIN_ROWS`` of that sample;
+* every live row added in two passes over slices copied from the source: the first
+  finds each row's list, so each list is allocated once at its final size, the
+  second adds the rows to those lists (extra memory: one slice, the row-to-list
+  map, and the codes themselves, not faiss's doubling growth);
 * the probe count calibrated on the store's own data: ``CALIBRATION_QUERIES``
   stored vectors are searched for their 10 nearest *other* vectors, with the
   search's oversampling and exact re-rank, and the fewest probes reaching recall
@@ -62,10 +66,17 @@ CALIBRATION_QUERIES = 64
 MAX_PROBE_SHARE = 0.25
 """Calibration stops at this share of the lists: an index that needs more (vectors
 without cluster structure) is not used, and searches rank exactly."""
-ADD_BATCH = 4_096
-"""Rows copied from the source and added per step (faiss's buffers scale with it)."""
-CHECK_BATCH = 16_384
+ADD_BATCH = 1_024
+"""Rows copied from the source and added per step (the copy and faiss's buffers
+scale with it; 4,096 rows left 6 MB more in the heap at the same build time)."""
+ENCODER_TRAIN_ROWS = 8_192
+"""Sample rows the 4-bit ranges are trained on (faiss copies their residuals; the
+lists themselves are trained on the whole sample)."""
+CHECK_BATCH = ADD_BATCH
 """Rows copied from the source per step of a recall check (``Ann.recall_holds``)."""
+SIMS_BLOCK = 2
+"""Calibration queries whose candidates' vectors are gathered at once (all 64 at
+once would copy 16 MB of vectors at 384 dimensions, 2 of them 0.5 MB)."""
 _K = 10
 
 
@@ -166,9 +177,16 @@ class Calibration:
             _, labels = index.search(self.queries, widest)
         finally:
             index.nprobe = old
-        vecs, found = source.vectors(labels.ravel())
-        sims = np.einsum("jcd,jd->jc", vecs.reshape(m, widest, -1), self.queries)
-        usable = found.reshape(labels.shape) & (labels != self.pks[:, None])
+        sims = np.empty(labels.shape, np.float32)
+        found = np.empty(labels.shape, bool)
+        for a in range(0, m, SIMS_BLOCK):  # the candidates' vectors, a few queries at a time
+            part = labels[a : a + SIMS_BLOCK]
+            vecs, hit = source.vectors(part.ravel())
+            sims[a : a + SIMS_BLOCK] = np.einsum(
+                "jcd,jd->jc", vecs.reshape(len(part), widest, -1), self.queries[a : a + SIMS_BLOCK]
+            )
+            found[a : a + SIMS_BLOCK] = hit.reshape(part.shape)
+        usable = found & (labels != self.pks[:, None])
         out: FloatArray = np.where(usable, sims, -np.inf).astype(np.float32)
         return out
 
@@ -200,6 +218,69 @@ def _small_blas_blocks(faiss: Any) -> Iterator[None]:
         yield
     finally:
         cvar.distance_compute_blas_query_bs = old
+
+
+def _slices(
+    source: RowSource, limit: int, stop: Callable[[], bool]
+) -> Iterator[tuple[FloatArray, IntArray, int]]:
+    """Copies of the live rows of ``source`` in key order, ``limit`` rows looked at
+    per slice: ``(vectors, keys, largest key looked at)`` per slice (a slice of
+    deleted rows is empty); ends early once ``stop()`` is true (the caller checks)."""
+    after = 0
+    while not stop():
+        mat, pks, last = source.rows_after(after, limit)
+        if last == after:
+            return
+        after = last
+        yield mat, pks, last
+
+
+def _prefix(mat: FloatArray, m: int) -> FloatArray:
+    """The first ``m`` rows of ``mat``, which the caller gives up: shrunk in place
+    when ``mat`` owns its buffer (the allocator returns the rest), else copied."""
+    if len(mat) <= m:
+        return mat
+    if mat.flags.owndata and mat.flags.c_contiguous and mat.base is None:
+        mat.resize((m, *mat.shape[1:]), refcheck=False)
+        return mat
+    head: FloatArray = mat[:m].copy()
+    return head
+
+
+def _assign(index: Any, mat: FloatArray) -> IntArray:
+    """The IVF list of each row of ``mat`` (what faiss's own add computes)."""
+    _, lists = index.quantizer.search(np.ascontiguousarray(mat), 1)
+    out: IntArray = lists[:, 0].astype(np.int64)
+    return out
+
+
+def _lookup(keys: IntArray, values: npt.NDArray[np.int32], pks: IntArray) -> IntArray:
+    """``values`` at the positions of ``pks`` in the ascending ``keys`` (-1 where
+    absent), as int64."""
+    out = np.full(len(pks), -1, np.int64)
+    if len(keys):
+        pos = np.minimum(np.searchsorted(keys, pks), len(keys) - 1)
+        hit = keys[pos] == pks
+        out[hit] = values[pos[hit]]
+    return out
+
+
+def _reserve_lists(index: Any, sizes: IntArray) -> None:
+    """Allocate list ``i`` of ``index`` for ``sizes[i]`` entries: a list resized up
+    from empty gets exactly that capacity, and resizing it back to empty keeps it."""
+    inv = index.invlists
+    for i in np.flatnonzero(sizes).tolist():
+        if inv.list_size(i) == 0:
+            inv.resize(i, int(sizes[i]))
+            inv.resize(i, 0)
+
+
+def _add_to_lists(faiss: Any, index: Any, mat: FloatArray, pks: IntArray, lists: IntArray) -> None:
+    """Add rows ``mat`` labelled ``pks`` to the IVF lists ``lists`` (one per row)."""
+    x = np.ascontiguousarray(mat, dtype=np.float32)
+    ids = np.ascontiguousarray(pks, dtype=np.int64)
+    where = np.ascontiguousarray(lists, dtype=np.int64)
+    index.add_core(len(ids), faiss.swig_ptr(x), faiss.swig_ptr(ids), faiss.swig_ptr(where))
 
 
 class Ann:
@@ -274,21 +355,44 @@ class Ann:
         )
         index.cp.niter = 10
         index.cp.min_points_per_centroid = 1  # sampling below 39 per list is deliberate
-        index.train(np.ascontiguousarray(train))
         pick = rng.choice(len(train_pks), min(CALIBRATION_QUERIES, len(train_pks)), replace=False)
         calibration = Calibration(train[pick], train_pks[pick])
+        # The lists (k-means into the quantizer) from the whole sample, the 4-bit
+        # ranges from a prefix of it (faiss copies the residuals of what it is given:
+        # the sample and its residuals together would be 30% of the matrix at 100k).
+        faiss.Clustering(dim, nlist, index.cp).train(train, index.quantizer)
+        train = _prefix(train, ENCODER_TRAIN_ROWS)
+        index.train(train)  # the trained quantizer is kept: only the encoder is trained
         del train
-        after = 0
-        while True:
-            if stop():
-                return None
-            mat, pks, last = source.rows_after(after, ADD_BATCH)
-            if last == after:
-                break
-            after = last
+        # Pass 1: every row's list, so that each list is allocated once at its final
+        # size (faiss grows a list by doubling as entries arrive: ~1.4x the codes, and
+        # the outgrown buffers stay in the heap).
+        seen_pks, seen_lists = [], []
+        for mat, pks, _ in _slices(source, ADD_BATCH, stop):
             if len(pks):
-                index.add_with_ids(np.ascontiguousarray(mat), pks)
+                seen_pks.append(pks)
+                seen_lists.append(_assign(index, mat).astype(np.int32))
                 calibration.observe(mat, pks)
+        if stop():
+            return None
+        known_pks = np.concatenate(seen_pks) if seen_pks else np.zeros(0, np.int64)
+        known_lists = np.concatenate(seen_lists) if seen_lists else np.zeros(0, np.int32)
+        del seen_pks, seen_lists
+        _reserve_lists(index, np.bincount(known_lists, minlength=nlist))
+        # Pass 2: add the rows to the lists found above; rows written since pass 1 are
+        # assigned here, rows deleted since are not read again.
+        after = 0
+        for mat, pks, last in _slices(source, ADD_BATCH, stop):
+            after = last
+            lists = _lookup(known_pks, known_lists, pks)
+            new = lists < 0
+            if new.any():
+                lists[new] = _assign(index, mat[new])
+            if len(pks):
+                _add_to_lists(faiss, index, mat, pks, lists)
+        if stop():
+            return None
+        del known_pks, known_lists
         nprobe, oversample = calibration.probes(index, source)
         return cls(faiss, index, after, n, nprobe, oversample)
 
@@ -302,12 +406,7 @@ class Ann:
         if not self.nprobe:
             return True  # not used: searches already rank exactly
         calibration = Calibration(queries, pks)
-        after = 0
-        while True:
-            mat, got, last = rows.rows_after(after, CHECK_BATCH)
-            if last == after:
-                break
-            after = last
+        for mat, got, _ in _slices(rows, CHECK_BATCH, lambda: False):
             calibration.observe(mat, got)
         return calibration.holds(self.index, rows, self.nprobe, self.oversample)
 

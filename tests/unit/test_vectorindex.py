@@ -664,3 +664,166 @@ def test_rows_from_new_data_added_after_the_build_keep_recall(
         assert ix.ann.trained_on == (2 * n if shifted else n)  # retrained only when needed
     finally:
         store.close()
+
+
+# -- memory of the build and key lookups ----------------------------------------------------
+
+
+class _Rows:
+    """A ``vectorann.RowSource`` over a matrix; ``between_passes`` runs once, when the
+    build has read every row the first time (a writer adding and deleting rows)."""
+
+    def __init__(self, mat: np.ndarray, between_passes: Any = None) -> None:
+        self.mat = mat
+        self.pks = np.arange(1, len(mat) + 1, dtype=np.int64) * 2  # keys with gaps
+        self.live = np.ones(len(mat), bool)
+        self.between_passes = between_passes
+
+    def live_count(self) -> int:
+        return int(self.live.sum())
+
+    def sample(self, m: int, rng: np.random.Generator) -> Any:
+        rows = np.flatnonzero(self.live)
+        pick = rows[rng.choice(len(rows), m, replace=False)]
+        return self.mat[pick], self.pks[pick]
+
+    def rows_after(self, pk: int, limit: int) -> Any:
+        start = int(np.searchsorted(self.pks, pk, side="right"))
+        stop = min(len(self.pks), start + limit)
+        if start >= stop:
+            if self.between_passes is not None:
+                hook, self.between_passes = self.between_passes, None
+                hook(self)
+            return np.zeros((0, self.mat.shape[1]), np.float32), np.zeros(0, np.int64), pk
+        rows = np.flatnonzero(self.live[start:stop]) + start
+        return self.mat[rows].copy(), self.pks[rows].copy(), int(self.pks[stop - 1])
+
+    def vectors(self, pks: np.ndarray) -> Any:
+        pos = np.minimum(np.searchsorted(self.pks, pks), len(self.pks) - 1)
+        found = (self.pks[pos] == pks) & self.live[pos]
+        out = np.zeros((len(pks), self.mat.shape[1]), np.float32)
+        out[found] = self.mat[pos[found]]
+        return out, found
+
+
+def _unit_clusters(n: int, seed: int, dim: int = 32) -> np.ndarray:
+    data = _clusters(n, seed, dim)
+    unit: np.ndarray = (data / np.linalg.norm(data, axis=1, keepdims=True)).astype(np.float32)
+    return unit
+
+
+def _lists(index: Any) -> list[tuple[list[int], bytes]]:
+    import faiss
+
+    inv = index.invlists
+    out = []
+    for i in range(inv.nlist):
+        size = inv.list_size(i)
+        ids_ = faiss.rev_swig_ptr(inv.get_ids(i), size).tolist() if size else []
+        codes = bytes(faiss.rev_swig_ptr(inv.get_codes(i), size * inv.code_size)) if size else b""
+        out.append((ids_, codes))
+    return out
+
+
+def test_the_two_pass_build_fills_the_lists_as_faiss_own_add_does() -> None:
+    """Rows are assigned first and added to pre-sized lists second: the lists hold the
+    same keys and codes, in the same order, as faiss's ``add_with_ids`` gives."""
+    import faiss
+
+    from oam_core.store import vectorann
+
+    source = _Rows(_unit_clusters(6_000, 3))
+    ann = vectorann.Ann.build(faiss, source, np.random.default_rng(0))
+    assert ann is not None and ann.index.ntotal == 6_000
+    reference = faiss.clone_index(ann.index)
+    reference.reset()  # keeps the trained lists and 4-bit ranges
+    reference.add_with_ids(source.mat, source.pks)
+    assert _lists(ann.index) == _lists(reference)
+    assert ann.hwm == int(source.pks[-1])
+
+
+def test_rows_written_or_deleted_between_the_build_passes_are_handled() -> None:
+    import faiss
+
+    from oam_core.store import vectorann
+
+    first = _unit_clusters(3_000, 4)
+    later = _unit_clusters(500, 5)
+
+    def writer(src: _Rows) -> None:  # after pass 1: 500 rows added, 300 deleted
+        src.mat = np.vstack([src.mat, later])
+        src.pks = np.concatenate([src.pks, src.pks[-1] + 2 * np.arange(1, 501)])
+        src.live = np.concatenate([src.live, np.ones(500, bool)])
+        src.live[100:400] = False
+
+    source = _Rows(first, writer)
+    ann = vectorann.Ann.build(faiss, source, np.random.default_rng(0))
+    assert ann is not None
+    live = source.pks[source.live]
+    assert sorted(ann.ids().tolist()) == live.tolist()
+    _, want = ann.index.quantizer.search(source.mat[source.live], 1)
+    inv = ann.index.invlists
+    got = {}
+    for i in range(inv.nlist):
+        for key in faiss.rev_swig_ptr(inv.get_ids(i), inv.list_size(i)).tolist():
+            got[key] = i
+    assert [got[int(k)] for k in live] == want[:, 0].tolist()  # each row in its own list
+    assert ann.hwm == int(source.pks[-1])
+
+
+def test_prefix_shrinks_an_owned_sample_in_place_and_copies_a_view() -> None:
+    from oam_core.store import vectorann
+
+    base = np.arange(40, dtype=np.float32).reshape(10, 4)
+    owned = base[np.arange(10)]  # a gathered sample owns its buffer
+    expect = owned[:3].copy()
+    head = vectorann._prefix(owned, 3)
+    assert head is owned and head.shape == (3, 4) and np.array_equal(head, expect)
+    view = base[2:]
+    head = vectorann._prefix(view, 3)
+    assert head is not view and np.array_equal(head, base[2:5]) and base.shape == (10, 4)
+    assert vectorann._prefix(base, 20) is base
+
+
+def _mirror(keys: list[int], dim: int = 4) -> vectorindex.VectorIndex:
+    ix = vectorindex.VectorIndex("", None)
+    vec = np.ones(dim, "<f4").tobytes()
+    rows = [(k, k, "memory", None, "u", None, None, vec) for k in keys]
+    for a in range(0, len(rows), 7):  # appended in batches, like a catch-up
+        ix._append(rows[a : a + 7])
+    return ix
+
+
+def _searched(ix: vectorindex.VectorIndex, keys: np.ndarray) -> list[int]:
+    have = ix.pks[: ix.n]
+    pos = np.minimum(np.searchsorted(have, keys), ix.n - 1)
+    rows: list[int] = np.where(have[pos] == keys, pos, -1).tolist()
+    return rows
+
+
+def test_key_lookup_table_gives_the_rows_a_binary_search_gives() -> None:
+    keys = [3, 4, 5, 9, 10, 11, 12, 20, 21, 40]
+    ix = _mirror(keys)
+    assert ix._slots is not None and ix._slot_base == 3
+    probe = np.array([0, 2, 3, 4, 6, 9, 12, 13, 20, 39, 40, 41, 1000, -5], np.int64)
+    assert ix._rows_of(probe).tolist() == _searched(ix, probe)
+    assert ix._rows_of(probe).tolist()[:4] == [-1, -1, 0, 1]
+    ix.live[[1, 4, 7]] = False  # deleted, then compacted: rows move
+    ix.n_dead = 3
+    ix._compact()
+    assert ix.pks[: ix.n].tolist() == [3, 5, 9, 11, 12, 21, 40]
+    assert ix._rows_of(probe).tolist() == _searched(ix, probe)
+    assert ix._rows_of(np.array([21, 4], np.int64)).tolist() == [5, -1]
+
+
+def test_sparse_keys_fall_back_to_a_binary_search_and_come_back() -> None:
+    keys = [1, 2, *range(10_000, 10_020)]  # span 10,020 > 4 x 22 + 1024
+    ix = _mirror(keys)
+    assert ix._slots is None
+    probe = np.array([1, 2, 3, 9_999, 10_000, 10_019, 10_020], np.int64)
+    assert ix._rows_of(probe).tolist() == _searched(ix, probe) == [0, 1, -1, -1, 2, 21, -1]
+    ix.live[:2] = False  # the two far keys are deleted: dense again after compaction
+    ix.n_dead = 2
+    ix._compact()
+    assert ix._slots is not None and ix._slot_base == 10_000
+    assert ix._rows_of(probe).tolist() == _searched(ix, probe) == [-1, -1, -1, -1, 0, 19, -1]
