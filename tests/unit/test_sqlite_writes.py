@@ -162,8 +162,7 @@ def test_commits_past_the_threshold_are_checkpointed_by_the_thread(tmp_path: Pat
     store = SQLiteMemoryStore(str(path), vector_dim=384)
     ckpt = store._impl.checkpointer
     assert ckpt is not None
-    conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert store._impl.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     _add(store, 4000)  # 4000 rows of 1.5 KiB: past WAL_CHECKPOINT_BYTES
     assert (path.parent / "s.db-wal").stat().st_size >= checkpoint.WAL_CHECKPOINT_BYTES
     assert ckpt.drain()
