@@ -144,7 +144,7 @@ class SQLiteBackend(SqlBackend):
         writer (connection or process) runs meanwhile."""
         with self.lock, self.mapped():
             if self.checkpointer is not None:
-                self.checkpointer.before_write()
+                self.checkpointer.before_write(self.conn)
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield SQLiteTx(self, self.conn)

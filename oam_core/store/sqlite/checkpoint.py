@@ -12,8 +12,11 @@ or writers and never blocks them.
 The store's connection sets ``journal_size_limit`` to ``WAL_CHECKPOINT_BYTES``: the
 log is truncated to that size when a write restarts it after a complete checkpoint,
 so a larger file means pages written since, and small commits never wake the thread
-(it starts with the first large log). Durability is unchanged: a commit is in the
-log when it returns either way. After ``close``, in a forked child, or when the log
+(it starts with the first large log). SQLite restarts the log only at a write that
+finds it all copied, so a checkpoint may overlap writes only while the log is under
+``WAL_WAIT_BYTES``; past it, the next write waits for it and copies the rest first
+(``before_write``). Durability is unchanged: a commit is in the log when it returns
+either way. After ``close``, in a forked child, or when the log
 passes ``WAL_INLINE_BYTES`` (the thread falls behind, or a reader holds an old
 snapshot), the committing thread checkpoints itself, as SQLite would.
 """
@@ -29,6 +32,10 @@ from pathlib import Path
 WAL_CHECKPOINT_BYTES = 4 * 1024 * 1024
 """Log size, in bytes, from which a commit wakes the checkpoint thread (SQLite's own
 threshold is 1000 pages, 4 MiB at the default page size)."""
+
+WAL_WAIT_BYTES = 64 * 1024 * 1024
+"""Log size, in bytes, from which a write waits for the checkpoint under way before it
+starts (``Checkpointer.before_write``)."""
 
 WAL_INLINE_BYTES = 256 * 1024 * 1024
 """Log size, in bytes, from which the committing thread checkpoints itself."""
@@ -66,18 +73,23 @@ class Checkpointer:
         there and its lock may have been copied held, so neither is touched."""
         return os.getpid() != self._pid
 
-    def before_write(self) -> None:
-        """Called before each write transaction: wait for a checkpoint asked for or
-        under way. It then ends before the write starts, the log is all copied, and
-        the write restarts it from its beginning, as after SQLite's own checkpoints;
-        a checkpoint overlapping the next write would keep the log from ever
-        restarting. The wait overlaps nothing only when writes follow each other at
-        once; between them (the caller's work, planning the next write) the copy
-        runs on its own."""
+    def before_write(self, conn: sqlite3.Connection) -> None:
+        """Called on ``conn`` before each write transaction. A checkpoint may overlap
+        the write while the log is under ``WAL_WAIT_BYTES``; past it, wait for the
+        thread, then copy what was written meanwhile on ``conn``, so that the log is
+        all copied when the write starts and SQLite restarts it from its beginning.
+        (SQLite restarts the log only at a write that finds it all copied: a
+        checkpoint overlapping every write would let it grow without end.)"""
         if self._forked() or not self._started:
             return
-        with self._wake:
-            self._wake.wait_for(lambda: not self._pending and not self._busy, self.timeout)
+        try:
+            if os.stat(self.wal).st_size <= WAL_WAIT_BYTES:
+                return
+            with self._wake:
+                self._wake.wait_for(lambda: not self._pending and not self._busy, self.timeout)
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except Exception as exc:  # the write goes on; a later one catches up
+            _log.debug("WAL checkpoint of %s before a write failed: %s", self.wal, exc)
 
     def committed(self, conn: sqlite3.Connection) -> None:
         """Called after each commit on ``conn`` (which sets ``journal_size_limit`` to
