@@ -449,3 +449,26 @@ def test_the_bulk_shape_plans_what_the_row_by_row_loop_plans() -> None:
             np.array_equal(x.vector, y.vector) for x, y in zip(b.chunks, r.chunks, strict=True)
         )
     assert [c.text for p in bulk for c in p.chunks][1:3] == [None, None]  # blank: no text
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_if_the_thread_dies_commits_checkpoint_themselves(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "s.db"
+    store = SQLiteMemoryStore(str(path), vector_dim=384)
+    ckpt = store._impl.checkpointer
+    assert ckpt is not None
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("not a database error: the thread ends")
+
+    monkeypatch.setattr(checkpoint.sqlite3, "connect", broken)
+    _add(store, 4000)
+    assert ckpt._thread is not None
+    ckpt._thread.join(timeout=30)
+    assert not ckpt._thread.is_alive() and ckpt.drain(timeout=1)
+    monkeypatch.undo()
+    _add(store, 4000, start=4000)  # no wait on a dead thread; checkpointed inline
+    log, done = _wal_frames(path)
+    assert log == done
+    assert len(store.list("memory")) == 8000
+    store.close()

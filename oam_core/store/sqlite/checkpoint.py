@@ -86,7 +86,7 @@ class Checkpointer:
             if os.stat(self.wal).st_size <= WAL_WAIT_BYTES:
                 return
             with self._wake:
-                self._wake.wait_for(lambda: not self._pending and not self._busy, self.timeout)
+                self._wake.wait_for(self._idle, self.timeout)
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
         except Exception as exc:  # the write goes on; a later one catches up
             _log.debug("WAL checkpoint of %s before a write failed: %s", self.wal, exc)
@@ -122,9 +122,16 @@ class Checkpointer:
                     self._stop = True
                     return False
                 self._thread, self._started = thread, True
+            elif not self._thread.is_alive():  # it died: the committer checkpoints
+                return False
             self._pending = True
             self._wake.notify()
         return True
+
+    def _idle(self) -> bool:
+        """No checkpoint asked for or under way (or no thread left to run one)."""
+        alive = self._thread is not None and self._thread.is_alive()
+        return not alive or (not self._pending and not self._busy)
 
     def drain(self, timeout: float = 30.0) -> bool:
         """Wait until no wake-up is pending and the thread is idle; return whether it
@@ -132,7 +139,7 @@ class Checkpointer:
         if self._forked():
             return True
         with self._wake:
-            return self._wake.wait_for(lambda: not self._pending and not self._busy, timeout)
+            return self._wake.wait_for(self._idle, timeout)
 
     def close(self) -> None:
         """Stop the thread and wait for it (a checkpoint under way finishes first);
