@@ -306,13 +306,20 @@ def _target(db: str) -> str:
 
 
 def _require_db(db: str, policy: SchemaPolicy | None = None) -> None:
-    """A SQLite ``--db`` must exist for the commands that only read (unless
-    ``--schema-policy`` lets them create it)."""
+    """A SQLite ``--db`` must exist, and hold a store, for the commands that only read
+    (unless ``--schema-policy`` lets them create it): an empty file or another
+    program's database is left as it is, not made a store (a server refuses a
+    missing store on its own)."""
     if policy not in (None, SchemaPolicy.REQUIRE_EXISTING):
         return
     target = _target(db)
-    if backend_of(target) == "sqlite" and target != ":memory:" and not Path(target).exists():
-        raise CliError(f"{db}: no such database; create it with `oam ingest FILE --db {db}`", 2)
+    if backend_of(target) != "sqlite" or target == ":memory:":
+        return
+    hint = f"create it with `oam ingest FILE --db {db}`"
+    if not Path(target).exists():
+        raise CliError(f"{db}: no such database; {hint}", 2)
+    if not sqlite_holds_store(target):
+        raise CliError(f"{db}: no oam store there; {hint}", 2)
 
 
 def _peek(db: str) -> tuple[bool, EmbedderIdentity | None]:
@@ -389,18 +396,7 @@ def _memory(
     chosen = policy or (
         SchemaPolicy.CREATE_IF_NECESSARY if create else SchemaPolicy.REQUIRE_EXISTING
     )
-    peeked = embedder is None or strategy is not None or not create
-    exists, identity = _peek(db) if peeked else (True, None)
-    if (
-        not exists
-        and not create
-        and chosen is SchemaPolicy.REQUIRE_EXISTING
-        and backend_of(_target(db)) == "sqlite"
-    ):
-        # A file that holds no store (a zero-byte file, another program's database)
-        # is not turned into one by a command that only reads (a server refuses on
-        # its own).
-        raise CliError(f"{db}: no oam store there; create it with `oam ingest FILE --db {db}`", 2)
+    exists, identity = _peek(db) if embedder is None or strategy is not None else (True, None)
     name = _embedder_name(embedder, identity, db)
     _quiet_litellm(name)
     model = None if name.strip().lower() == "none" else resolve_embedder(name)

@@ -66,7 +66,6 @@ class Checkpointer:
         self._stop = False
         self._pid = os.getpid()
         self._thread: threading.Thread | None = None  # started by the first large log
-        self._started = False
 
     def _forked(self) -> bool:
         """Whether this is a child forked after the store opened: the thread is not
@@ -80,7 +79,7 @@ class Checkpointer:
         all copied when the write starts and SQLite restarts it from its beginning.
         (SQLite restarts the log only at a write that finds it all copied: a
         checkpoint overlapping every write would let it grow without end.)"""
-        if self._forked() or not self._started:
+        if self._forked() or self._thread is None:
             return
         try:
             if os.stat(self.wal).st_size <= WAL_WAIT_BYTES:
@@ -121,7 +120,7 @@ class Checkpointer:
                 except RuntimeError:  # a thread limit, or interpreter shutdown
                     self._stop = True
                     return False
-                self._thread, self._started = thread, True
+                self._thread = thread
             elif not self._thread.is_alive():  # it died: the committer checkpoints
                 return False
             self._pending = True
