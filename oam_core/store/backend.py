@@ -21,7 +21,7 @@ from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import Record, ThreadRow
 from oam_core.errors import OAMError
 from oam_core.store.filters import Cond
-from oam_core.store.planning import ChunkPlan, RowPlan, Vector
+from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan, Vector
 from oam_core.store.ranking import rrf
 
 
@@ -119,6 +119,12 @@ class Tx(abc.ABC):
     @abc.abstractmethod
     def insert(self, plans: Sequence[RowPlan], created_at: datetime, batch_size: int) -> None:
         """Insert records and their search rows; messages get per-thread ``seq_no``."""
+
+    def insert_bulk(self, plan: BulkPlan, created_at: datetime, batch_size: int) -> None:
+        """Insert the records of ``plan`` (given column by column) and their search
+        rows; the same rows as ``insert(plan.row_plans(), ...)``, which is what a back
+        end without a columnar insert does."""
+        self.insert(plan.row_plans(), created_at, batch_size)
 
     @abc.abstractmethod
     def fetch(self, family: str, record_id: str) -> StoredRow | None:

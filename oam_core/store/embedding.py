@@ -72,9 +72,14 @@ def write_identity(store: OracleMemoryStore, tx: Tx) -> None:
         tx.write_meta({IDENTITY_META_KEY: pending})
 
 
-def learn_dim(store: OracleMemoryStore, plans: Iterable[ChunkPlan]) -> None:
-    """Adopt the dimension of the first vector written by a store that has none yet."""
+def learn_dim(store: OracleMemoryStore, plans: Iterable[ChunkPlan], dim: int | None = None) -> None:
+    """Adopt the dimension of the first vector written by a store that has none yet:
+    ``dim`` (that of vectors given as columns, ``planning.BulkPlan``) or that of the
+    first chunk plan holding a vector."""
     if store.vector_dim is None:
+        if dim is not None:
+            store._remember_vector_dim(dim)
+            return
         for c in plans:
             if c.vector is not None:
                 store._remember_vector_dim(int(c.vector.shape[0]))

@@ -332,8 +332,14 @@ def is_plain_json(value: object, depth: int = 0) -> bool:
         for k, v in items:
             if type(k) is not str:
                 return False
-            tv = type(v)  # strings and None inline: most metadata values
-            if tv is not str and v is not None and not _plain_item(v, depth):
+            tv = type(v)  # strings, None and lists of strings inline: most metadata
+            if tv is str or v is None:
+                continue
+            if tv is list and depth + 1 < MAX_DEPTH:
+                for m in v:
+                    if type(m) is not str and not _plain_item(m, depth + 1):
+                        return False
+            elif not _plain_item(v, depth):
                 return False
         return True
     if t is list or t is tuple:

@@ -21,7 +21,7 @@ from oam_core.apis.batch import PendingRecordBatch
 from oam_core.store import planning
 from oam_core.store.backend import Tx
 from oam_core.store.embedding import learn_dim, write_identity
-from oam_core.store.planning import ChunkPlan, RowPlan
+from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
@@ -39,19 +39,43 @@ DEFAULT_BATCH_SIZE = 256
 """Default ``batch_size`` store kwarg (docs/store.md#defaults)."""
 
 
+Part = RowPlan | BulkPlan
+"""One unit of a write: a record planned row by row, or a call planned as columns."""
+
+
 @dataclass(frozen=True)
 class Planned:
-    """Planned rows of one write: row plans, ids by family, chunk plans, plan time."""
+    """Planned rows of one write: the parts in input order (row plans and bulk
+    plans), ids by family, the row plans' chunk plans, the dimension of the first
+    vector given (None if none), plan time."""
 
-    plans: builtins.list[RowPlan]
+    parts: builtins.list[Part]
     by_family: dict[str, builtins.list[str]]
     chunks: builtins.list[ChunkPlan]
+    vector_dim: int | None
     now: datetime
 
     @property
     def ids(self) -> builtins.list[str]:
         """The record ids, batch by batch, in input order."""
-        return [p.id for p in self.plans]
+        out: builtins.list[str] = []
+        for part in self.parts:
+            if isinstance(part, BulkPlan):
+                out.extend(part.ids)
+            else:
+                out.append(part.id)
+        return out
+
+    @property
+    def plans(self) -> builtins.list[RowPlan]:
+        """Every record as a ``RowPlan``, in input order."""
+        out: builtins.list[RowPlan] = []
+        for part in self.parts:
+            if isinstance(part, BulkPlan):
+                out.extend(part.row_plans())
+            else:
+                out.append(part)
+        return out
 
 
 def batch_size(store_kwargs: Mapping[str, Any]) -> int:
@@ -86,39 +110,44 @@ def plan_batches(
     if not isinstance(batches, (list, tuple)):
         raise ValueError(f"batches must be a list of PendingRecordBatch, got {batches!r}")
     ctx = store._ctx()
-    plans: builtins.list[RowPlan] = []
+    parts: builtins.list[Part] = []
+    by_family: dict[str, builtins.list[str]] = {}
     for i, batch in enumerate(batches):
         if not isinstance(batch, PendingRecordBatch):
             raise ValueError(f"batches[{i}] must be a PendingRecordBatch, got {batch!r}")
-        plans.extend(
-            planning.plan_add(
-                batch.texts,
-                batch.record_type,
-                index_texts=batch.index_texts,
-                embeddings=batch.embeddings,
-                record_ids=batch.record_ids,
-                thread_ids=batch.thread_ids,
-                user_ids=batch.user_ids,
-                agent_ids=batch.agent_ids,
-                roles=batch.roles,
-                timestamps=batch.timestamps,
-                metadata=batch.metadata,
-                ttl_days=batch.ttl_days,
-                ttl_anchor=batch.ttl_anchor,
-                ctx=ctx,
-                library=library,
-            )
+        planned = planning.plan_records(
+            batch.texts,
+            batch.record_type,
+            index_texts=batch.index_texts,
+            embeddings=batch.embeddings,
+            record_ids=batch.record_ids,
+            thread_ids=batch.thread_ids,
+            user_ids=batch.user_ids,
+            agent_ids=batch.agent_ids,
+            roles=batch.roles,
+            timestamps=batch.timestamps,
+            metadata=batch.metadata,
+            ttl_days=batch.ttl_days,
+            ttl_anchor=batch.ttl_anchor,
+            ctx=ctx,
+            library=library,
         )
-    by_family: dict[str, builtins.list[str]] = {}
-    for p in plans:
-        by_family.setdefault(p.family, []).append(p.id)
+        if isinstance(planned, BulkPlan):
+            parts.append(planned)
+            by_family.setdefault(planned.family, []).extend(planned.ids)
+        else:
+            parts.extend(planned)
+            for p in planned:
+                by_family.setdefault(p.family, []).append(p.id)
     for family, ids in by_family.items():
         if len(set(ids)) != len(ids):
             raise ValueError(f"duplicate record ids across batches in family {family!r}")
-    chunks = [c for p in plans for c in p.chunks]
-    planning.check_dims([c.vector for c in chunks if c.vector is not None], store.vector_dim)
+    chunks = [c for p in parts if isinstance(p, RowPlan) for c in p.chunks]
+    given = [c.vector for c in chunks if c.vector is not None]
+    given.extend(p.vectors[0] for p in parts if isinstance(p, BulkPlan))
+    dim = planning.check_dims(given, store.vector_dim)
     store._embed_plans(chunks)
-    return Planned(plans, by_family, chunks, ctx.now)
+    return Planned(parts, by_family, chunks, dim, ctx.now)
 
 
 def insert_planned(
@@ -136,8 +165,18 @@ def insert_planned(
             raise ValueError(f"record ids already exist: {sorted(clash)}")
         for record_id in sorted(clash):
             tx.delete_record(family, record_id, None, NOT_SET)
-    tx.insert(planned.plans, planned.now, size)
-    learn_dim(store, planned.chunks)
+    run: builtins.list[RowPlan] = []
+    for part in planned.parts:  # consecutive row plans go in one insert
+        if isinstance(part, BulkPlan):
+            if run:
+                tx.insert(run, planned.now, size)
+                run = []
+            tx.insert_bulk(part, planned.now, size)
+        else:
+            run.append(part)
+    if run or not planned.parts:
+        tx.insert(run, planned.now, size)
+    learn_dim(store, planned.chunks, planned.vector_dim)
     write_identity(store, tx)
 
 

@@ -155,3 +155,81 @@ def test_ttl_broadcast_and_per_row(store, clock):
 def test_blank_content_with_one_vector_is_a_row_without_text(store, search_rows):
     [rid] = store.add(["   "], "memory", embeddings=matrix(1))
     assert search_rows(store, "memory", rid) == [(None, True)]
+
+
+class _Text(str):
+    """Contents of this type are planned row by row (the bulk shape needs exact str)."""
+
+
+BULK_CONTENTS = ["alpha beta", "   ", "", "gamma delta\n", "naïve café", "x " * 40, "日本語の文"]
+
+
+def _bulk_kwargs(n: int) -> dict:
+    return dict(
+        record_ids=[f"r{i}" for i in range(n)],
+        user_ids=["u1", "u2", None, "u1", "u3", "u1", "u2"][:n],
+        thread_ids="t1",
+        agent_ids=[None, "a1", None, None, "a2", None, None][:n],
+        metadata=[{"a": 1}, None, {"b": [1, 2]}, None, {}, {"c": "d"}, {"日": "本"}][:n],
+        ttl_days=7,
+    )
+
+
+def test_the_columnar_insert_stores_the_rows_the_row_by_row_insert_stores(make_store, snapshot):
+    n = len(BULK_CONTENTS)
+    vecs = matrix(n)
+    bulk = make_store(embedder=None, vector_dim=DIM, name="bulk.db")
+    rows = make_store(embedder=None, vector_dim=DIM, name="rows.db")
+    assert bulk.add(BULK_CONTENTS, "memory", embeddings=vecs, **_bulk_kwargs(n)) == [
+        f"r{i}" for i in range(n)
+    ]
+    rows.add([_Text(c) for c in BULK_CONTENTS], "memory", embeddings=vecs, **_bulk_kwargs(n))
+    assert snapshot(bulk) == snapshot(rows)  # records and search rows, byte for byte
+    assert [r.id for r, _ in bulk.search("gamma", 3)] == ["r3"]  # the text is indexed
+    bulk.delete("memory", "r3")
+    assert bulk.search("gamma", 3) == []
+
+
+def test_bulk_and_row_by_row_batches_keep_their_order(make_store, snapshot):
+    from oam_core.apis.batch import PendingRecordBatch
+
+    vecs = matrix(6)
+
+    def batches(text: type) -> list:
+        return [
+            PendingRecordBatch(
+                [text("one a"), text("one b")],
+                "memory",
+                embeddings=vecs[:2],
+                record_ids=["m1", "m2"],
+            ),
+            PendingRecordBatch(
+                [text("hello")],
+                "message",
+                embeddings=vecs[2:3],
+                record_ids=["x1"],
+                thread_ids="t",
+                roles="user",
+            ),
+            PendingRecordBatch(
+                [text("two a"), text("two b"), text("two c")],
+                "memory",
+                embeddings=vecs[3:],
+                record_ids=["m3", "m4", "m5"],
+                user_ids="u",
+            ),
+        ]
+
+    bulk = make_store(embedder=None, vector_dim=DIM, name="bulk.db")
+    rows = make_store(embedder=None, vector_dim=DIM, name="rows.db")
+    assert bulk.add_batches(batches(str)) == ["m1", "m2", "x1", "m3", "m4", "m5"]
+    assert rows.add_batches(batches(_Text)) == ["m1", "m2", "x1", "m3", "m4", "m5"]
+    assert snapshot(bulk) == snapshot(rows)
+
+
+def test_a_bulk_add_teaches_a_store_its_dimension(make_store):
+    store = make_store(embedder=None)
+    store.add(["a", "b"], "memory", embeddings=matrix(2))
+    assert store.vector_dim == DIM
+    with pytest.raises(ValueError, match="dimension"):
+        store.add(["c"], "memory", embeddings=np.ones((1, DIM + 1), dtype=np.float32))

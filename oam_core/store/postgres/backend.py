@@ -37,14 +37,13 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from oam_core.store.backend import Predicate, Tx
-from oam_core.store.planning import RowPlan, Vector
+from oam_core.store.planning import Vector
 from oam_core.store.postgres.dialect import POSTGRES
 from oam_core.store.postgres.fulltext import K1, B, index_input, query_words, tsquery_literal
 from oam_core.store.postgres.schema import lock_key
 from oam_core.store.ranking import RRF_K
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.backend import SqlBackend, SqlTx
-from oam_core.store.sql.statements import ChunkRow
 
 Conn = psycopg.Connection[Any]
 
@@ -385,7 +384,7 @@ class PgTx(SqlTx):
             self.c.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
 
     def insert_record_rows(
-        self, plans: Sequence[RowPlan], columns: Sequence[Sequence[Any]], batch_size: int
+        self, columns: Sequence[Sequence[Any]], batch_size: int
     ) -> builtins.list[int]:
         query = st.insert_records(self.d, self.p, returning=True)
         rows = builtins.list(zip(*columns, strict=True))
@@ -401,7 +400,12 @@ class PgTx(SqlTx):
                         break
         return pks
 
-    def insert_chunks(self, rows: Sequence[ChunkRow], batch_size: int) -> None:
+    def insert_chunk_columns(
+        self,
+        columns: Sequence[Sequence[Any]],
+        vectors: Sequence[Vector | None],
+        batch_size: int,
+    ) -> None:
         query = st.insert_chunks(
             self.d,
             self.p,
@@ -409,8 +413,10 @@ class PgTx(SqlTx):
             ["%b::float4[]::vector", f"to_tsvector('{self.p}oam_fts', %s)", "%s"],
         )
         values = [
-            (*shared, vector_param(r.chunk.vector), *index_input(r.chunk.text))
-            for shared, r in zip(zip(*st.chunk_columns(rows), strict=True), rows, strict=True)
+            (*shared, vector_param(v), *index_input(text))
+            for shared, v, text in zip(
+                zip(*columns, strict=True), vectors, columns[st.CHUNK_TEXT], strict=True
+            )
         ]
         with self.c.cursor() as cur:
             for i in range(0, len(values), batch_size):

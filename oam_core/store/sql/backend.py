@@ -29,7 +29,7 @@ from oam_core.store.backend import (
     driver_errors,
     message_window,
 )
-from oam_core.store.planning import ChunkPlan, RowPlan
+from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan, Vector
 from oam_core.store.quotes import QuotingRow, ResolvedChunk, quoted_ids, resolve_quotes
 from oam_core.store.sql import quoting as sq
 from oam_core.store.sql import statements as st
@@ -161,15 +161,28 @@ class SqlTx(Tx):
 
     @abc.abstractmethod
     def insert_record_rows(
-        self, plans: Sequence[RowPlan], columns: Sequence[Sequence[Any]], batch_size: int
+        self, columns: Sequence[Sequence[Any]], batch_size: int
     ) -> builtins.list[int]:
-        """Insert the records of ``plans``, given as ``statements.record_columns``
-        (one list per column), in batches of ``batch_size``; return their primary
-        keys in order."""
+        """Insert records given as ``statements.record_columns`` (one list per
+        column, family and id first), in batches of ``batch_size``; return their
+        primary keys in order."""
 
     @abc.abstractmethod
+    def insert_chunk_columns(
+        self,
+        columns: Sequence[Sequence[Any]],
+        vectors: Sequence[Vector | None],
+        batch_size: int,
+    ) -> None:
+        """Insert search rows given as ``statements.chunk_columns`` (one list per
+        column) with their vectors (float32 arrays of shape ``(dim,)``, or None), and
+        index their text, in batches of ``batch_size``."""
+
     def insert_chunks(self, rows: Sequence[ChunkRow], batch_size: int) -> None:
         """Insert search rows (and index their text) in batches of ``batch_size``."""
+        if rows:
+            vectors = [r.chunk.vector for r in rows]
+            self.insert_chunk_columns(st.chunk_columns(rows), vectors, batch_size)
 
     # -- the contract -----------------------------------------------------------------
 
@@ -199,14 +212,7 @@ class SqlTx(Tx):
                 next_seq[plan.thread_id] = seq + 1
         expiries = [epoch(plan.expires_at) for plan in plans]
         columns = st.record_columns(plans, seqs, created, expiries)
-        try:
-            pks = self.insert_record_rows(plans, columns, batch_size)
-        except Exception as exc:
-            if not self.d.unique_violation(exc):
-                raise
-            raise InvalidArgumentError(
-                f"record ids already exist (written concurrently): {exc}"
-            ) from exc
+        pks = self._insert_records(columns, batch_size)
         quoting: dict[tuple[int, int], ResolvedChunk] = {}
         dropped: set[tuple[int, int]] = set()
         if any(c.sources for plan in plans for c in plan.chunks):  # context rows quote
@@ -228,6 +234,27 @@ class SqlTx(Tx):
         for thread_id, following in next_seq.items():
             if thread_id is not None:
                 self.run(st.set_thread_seq(self.d, self.p, thread_id, following - 1))
+
+    def _insert_records(
+        self, columns: Sequence[Sequence[Any]], batch_size: int
+    ) -> builtins.list[int]:
+        """``insert_record_rows``; a unique violation (an id another writer stored
+        since the check) becomes ``InvalidArgumentError``."""
+        try:
+            return self.insert_record_rows(columns, batch_size)
+        except Exception as exc:
+            if not self.d.unique_violation(exc):
+                raise
+            raise InvalidArgumentError(
+                f"record ids already exist (written concurrently): {exc}"
+            ) from exc
+
+    def insert_bulk(self, plan: BulkPlan, created_at: datetime, batch_size: int) -> None:
+        expires = epoch(plan.expires_at)
+        columns = st.bulk_record_columns(plan, iso(created_at), expires)
+        pks = self._insert_records(columns, batch_size)
+        chunk_columns = st.bulk_chunk_columns(plan, pks, expires)
+        self.insert_chunk_columns(chunk_columns, builtins.list(plan.vectors), batch_size)
 
     def _resolve_quotes(
         self, rows: Sequence[QuotingRow]

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import THREAD, ThreadRow
 from oam_core.store.backend import Predicate
-from oam_core.store.planning import ChunkPlan, RowPlan
+from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
 from oam_core.store.sql.dialect import Dialect
 from oam_core.store.sql.rows import RECORD_COLUMNS, epoch
 
@@ -37,6 +37,8 @@ RECORD_INSERT_COLUMNS = (
 
 CHUNK_INSERT_COLUMNS = "record_pk, record_type, seq, text, thread_id, user_id, agent_id, expires_at"
 """The columns of ``chunk_columns``, in order; each back end adds its own."""
+CHUNK_TEXT = CHUNK_INSERT_COLUMNS.split(", ").index("text")
+"""The position of the text column among ``chunk_columns``."""
 
 Scope = tuple[str | None, str | None, str | None]
 
@@ -280,6 +282,47 @@ def record_columns(
         [p.metadata for p in plans],
         [created_at] * n,
         list(expires_at),
+    ]
+
+
+def bulk_record_columns(
+    plan: BulkPlan, created_at: str, expires_at: float | None
+) -> list[list[Any]]:
+    """``record_columns`` of the records of ``plan``: the same values, taken from its
+    columns; ``expires_at`` is ``epoch(plan.expires_at)``."""
+    n = len(plan.ids)
+    return [
+        [plan.family] * n,
+        plan.ids,
+        [plan.record_type] * n,
+        plan.contents,
+        [None] * n,
+        [None] * n,
+        plan.thread_ids,
+        plan.user_ids,
+        plan.agent_ids,
+        [None] * n,
+        plan.metadata,
+        [created_at] * n,
+        [expires_at] * n,
+    ]
+
+
+def bulk_chunk_columns(
+    plan: BulkPlan, record_pks: Sequence[int], expires_at: float | None
+) -> list[list[Any]]:
+    """``chunk_columns`` of the one search row each record of ``plan`` gets, for the
+    records stored under ``record_pks`` (in order)."""
+    n = len(plan.ids)
+    return [
+        list(record_pks),
+        [plan.record_type] * n,
+        [0] * n,
+        plan.chunk_texts(),
+        plan.thread_ids,
+        plan.user_ids,
+        plan.agent_ids,
+        [expires_at] * n,
     ]
 
 

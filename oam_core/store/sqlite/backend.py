@@ -27,10 +27,9 @@ import numpy as np
 
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.store.backend import Predicate, Tx
-from oam_core.store.planning import RowPlan, Vector
+from oam_core.store.planning import Vector
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.backend import SqlBackend, SqlTx
-from oam_core.store.sql.statements import ChunkRow
 from oam_core.store.sqlite import schema
 from oam_core.store.sqlite.bulk import narrow_insert
 from oam_core.store.sqlite.checkpoint import WAL_CHECKPOINT_BYTES, Checkpointer
@@ -230,13 +229,13 @@ class SQLiteTx(SqlTx):
     thread locks need nothing and keys of rows inserted together are consecutive."""
 
     def insert_record_rows(
-        self, plans: Sequence[RowPlan], columns: Sequence[Sequence[Any]], batch_size: int
+        self, columns: Sequence[Sequence[Any]], batch_size: int
     ) -> builtins.list[int]:
         base = self._next_pk("records")
-        for i in range(0, len(plans), batch_size):
+        for i in range(0, len(columns[0]), batch_size):
             part = [c[i : i + batch_size] for c in columns]
             self.c.executemany(*narrow_insert(f"{self.p}records", _RECORD_COLUMNS, part))
-        return self._inserted_pks(plans, base)
+        return self._inserted_pks(columns[0], columns[1], base)
 
     def _next_pk(self, table: str) -> int:
         """The primary key the next row of ``table`` gets (AUTOINCREMENT: after the
@@ -248,32 +247,39 @@ class SQLiteTx(SqlTx):
         ).fetchone()
         return int(row[0]) + 1
 
-    def _inserted_pks(self, plans: Sequence[RowPlan], base: int) -> builtins.list[int]:
-        """The record keys of ``plans`` just inserted from key ``base`` on. One writer
-        holds the database, so they are consecutive; that is checked (the largest key
-        must be the last one), else they are looked up by id."""
+    def _inserted_pks(
+        self, families: Sequence[str], ids: Sequence[str], base: int
+    ) -> builtins.list[int]:
+        """The keys of the records ``(families[i], ids[i])`` just inserted from key
+        ``base`` on. One writer holds the database, so they are consecutive; that is
+        checked (the largest key must be the last one), else they are looked up by id."""
+        n = len(ids)
         last = self.c.execute(f"SELECT max(pk) FROM {self.p}records").fetchone()[0]
-        if last == base + len(plans) - 1:
-            return builtins.list(range(base, base + len(plans)))
+        if last == base + n - 1:
+            return builtins.list(range(base, base + n))
         found: dict[tuple[str, str], int] = {}
-        for family in {p.family for p in plans}:
-            ids = [p.id for p in plans if p.family == family]
-            for part in self.d.batches(ids):
+        for family in set(families):
+            wanted = [rid for f, rid in zip(families, ids, strict=True) if f == family]
+            for part in self.d.batches(wanted):
                 for rid, pk in self.run(st.ids_to_pks(self.d, self.p, family, part)):
                     found[(family, rid)] = pk
-        return [found[(p.family, p.id)] for p in plans]
+        return [found[key] for key in zip(families, ids, strict=True)]
 
-    def insert_chunks(self, rows: Sequence[ChunkRow], batch_size: int) -> None:
-        if not rows:
+    def insert_chunk_columns(
+        self,
+        columns: Sequence[Sequence[Any]],
+        vectors: Sequence[Vector | None],
+        batch_size: int,
+    ) -> None:
+        if not vectors:
             return
-        vectors = [r.chunk.vector for r in rows]
         columns = [
-            *st.chunk_columns(rows),
+            *columns,
             [_blob(v) for v in vectors],
             [0 if v is None else 1 for v in vectors],
         ]
         first = self._next_pk("chunks")
-        for i in range(0, len(rows), batch_size):
+        for i in range(0, len(vectors), batch_size):
             part = [c[i : i + batch_size] for c in columns]
             self.c.executemany(
                 *narrow_insert(f"{self.p}chunks", _CHUNK_COLUMNS, part, ("embedding",))
