@@ -338,6 +338,9 @@ def dump_metadata_column(
     Raises:
         ValueError: as ``dump_metadata``, for the first bad entry.
     """
+    plain = _plain_column(values)
+    if plain is not None:
+        return plain
     out: list[str | None] = []
     seen: dict[int, str | None] = {}
     fast: list[int] = []
@@ -365,6 +368,36 @@ def dump_metadata_column(
         for i in fast:  # names the culprit, or clears a backslash-u0000 lookalike
             out[i] = dump_metadata(values[i], f"{name}[{i}]", library=library)
     return out
+
+
+def _plain_column(values: Sequence[object]) -> list[str | None] | None:
+    """The column serialised in two passes when every entry is None or a dict of
+    built-in JSON types without the reserved key, and no text needs a closer look
+    (an escaped NUL); None otherwise. A dict broadcast over the rows is serialised
+    once."""
+    if not values:
+        return []
+    first = values[0]
+    if type(first) is dict and all(v is first for v in values):
+        if RESERVED_KEY in first or not is_plain_json(first):
+            return None
+        text = _plain_text(first)
+        if text is None:
+            return None
+        texts: list[str | None] = [text] * len(values)
+    elif all(
+        v is None or (type(v) is dict and RESERVED_KEY not in v and is_plain_json(v))
+        for v in values
+    ):
+        try:  # orjson refuses lone surrogates: the caller's loop then names the entry
+            texts = [None if v is None else orjson.dumps(v).decode() for v in values]
+        except orjson.JSONEncodeError:
+            return None
+    else:
+        return None
+    if "\\u0000" in "".join([t for t in texts if t is not None]):
+        return None
+    return texts
 
 
 def to_vector(value: object, name: str) -> Vector:
