@@ -233,3 +233,18 @@ def test_a_bulk_add_teaches_a_store_its_dimension(make_store):
     assert store.vector_dim == DIM
     with pytest.raises(ValueError, match="dimension"):
         store.add(["c"], "memory", embeddings=np.ones((1, DIM + 1), dtype=np.float32))
+
+
+@pytest.mark.parametrize(
+    ("meta", "match"),
+    [
+        ({"$agent_memory": {}}, r"metadata\[0\].*reserved"),
+        ({"nan": math.nan}, r"metadata\[0\]"),
+        ({"k": "nul\x00inside"}, r"metadata\[0\].*NUL"),
+        ({"k": ["ok", "\udc00"]}, r"metadata\[0\]"),
+    ],
+    ids=["reserved", "nan", "nul", "surrogate-in-list"],
+)
+def test_a_bad_broadcast_metadata_dict_is_named(store, rejected, meta, match):
+    with rejected(store, match=match):
+        store.add(["a", "b"], "memory", embeddings=matrix(2), metadata=meta)
