@@ -559,49 +559,6 @@ def resolve_ttl(
     return expiry(base, days)
 
 
-def plan_add(
-    contents: object,
-    record_type: str,
-    *,
-    index_texts: object,
-    embeddings: object,
-    record_ids: object,
-    thread_ids: object,
-    user_ids: object,
-    agent_ids: object,
-    roles: object,
-    timestamps: object,
-    metadata: object,
-    ttl_days: object,
-    ttl_anchor: object,
-    ctx: PlanContext,
-    library: bool = False,
-) -> list[RowPlan]:
-    """Validate an ``add`` call and return one ``RowPlan`` per record (docs/store.md#writing-records).
-
-    The arguments, rules and errors are those of ``plan_records``; a call in the bulk
-    shape is returned as row plans too (``BulkPlan.row_plans``).
-    """
-    planned = plan_records(
-        contents,
-        record_type,
-        index_texts=index_texts,
-        embeddings=embeddings,
-        record_ids=record_ids,
-        thread_ids=thread_ids,
-        user_ids=user_ids,
-        agent_ids=agent_ids,
-        roles=roles,
-        timestamps=timestamps,
-        metadata=metadata,
-        ttl_days=ttl_days,
-        ttl_anchor=ttl_anchor,
-        ctx=ctx,
-        library=library,
-    )
-    return planned.row_plans() if isinstance(planned, BulkPlan) else planned
-
-
 def plan_records(
     contents: object,
     record_type: str,

@@ -1,5 +1,5 @@
 """The write path every store write shares: validate and plan batches of records
-(``planning.plan_add``, embedding included), then insert the plans inside one
+(``planning.plan_records``, embedding included), then insert the plans inside one
 transaction (docs/store.md#writing-records).
 
 ``OracleMemoryStore.add``/``upsert`` and the thread writes of ``store/threads.py``

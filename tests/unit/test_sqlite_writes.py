@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as hs
 
 from oam_core import SQLiteMemoryStore
@@ -60,6 +60,7 @@ def _stored(sql: str, params: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     hs.sampled_from([0, 1, 2, 3]),
     hs.sampled_from([0, 1, 2, 3]),
 )
+@example(rows=[(None, None, None, None)] * 2, same=0, empty=0)  # every column left out
 def test_a_narrow_insert_stores_what_a_full_insert_stores(rows, same, empty) -> None:
     # Make some columns constant or all-NULL, the cases narrowing acts on.
     rows = [
@@ -379,11 +380,11 @@ def test_one_dict_broadcast_is_serialised_once(monkeypatch) -> None:
     assert len(calls) == 1
 
 
-# -- the bulk shape of plan_add -------------------------------------------------------------
+# -- the bulk shape of plan_records -------------------------------------------------------------
 
 
 class _Text(str):
-    """A str subclass: plan_add then plans row by row (the bulk shape needs exact str)."""
+    """A str subclass: plan_records then plans row by row (the bulk shape needs exact str)."""
 
 
 def _plans(contents: list[str], matrix: np.ndarray, **kw: Any) -> list[planning.RowPlan]:
@@ -412,7 +413,8 @@ def _plans(contents: list[str], matrix: np.ndarray, **kw: Any) -> list[planning.
         ttl_anchor=NOT_SET,
     )
     args.update(kw)
-    return planning.plan_add(contents, "memory", ctx=ctx, **args)
+    planned = planning.plan_records(contents, "memory", ctx=ctx, **args)
+    return planned.row_plans() if isinstance(planned, planning.BulkPlan) else planned
 
 
 def test_the_bulk_shape_plans_what_the_row_by_row_loop_plans() -> None:

@@ -67,8 +67,8 @@ def narrow_insert(
     for name, column in zip(names, columns, strict=True):
         if name not in bound:
             first = column[0]
-            if first is None and column.count(None) == n:
-                continue
+            if first is None and column.count(None) == n and (kept_names or name != names[-1]):
+                continue  # (the last column stays when all others were left out)
             text = literal(first)
             if (
                 text is not None
