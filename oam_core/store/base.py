@@ -28,6 +28,7 @@ from oam_core.apis.records import (
 )
 from oam_core.apis.store import IMemoryStore
 from oam_core.apis.ttl import TimeToLiveAnchor
+from oam_core.errors import InvalidArgumentError
 from oam_core.rerankers import IReranker, check_reranker
 from oam_core.steps import async_twin
 from oam_core.store import planning
@@ -142,8 +143,30 @@ class OracleMemoryStore(IMemoryStore):
         return True
 
     def _remember_vector_dim(self, dim: int) -> None:
-        """Persist a dimension learned from the first explicit vector (back end hook)."""
+        """Persist a dimension learned from the first explicit vector (back end hook),
+        inside the write transaction that stores it, before its rows.
+
+        Raises:
+            InvalidArgumentError: (from back ends, see ``_check_recorded_dim``) when
+                another store object recorded another dimension since this one opened.
+        """
         self.vector_dim = dim
+
+    def _check_recorded_dim(self, recorded: str | None, dim: int) -> None:
+        """Back ends call this inside the write that learns ``dim`` with the dimension
+        the storage records now (None for none). A store opened before any vector was
+        written may find that another store object on the same storage recorded one
+        since: it adopts it and refuses ``dim`` if it differs (docs/store.md#schema).
+
+        Raises:
+            InvalidArgumentError: naming both dimensions when they differ.
+        """
+        if recorded is not None and int(recorded) != dim:
+            self.vector_dim = int(recorded)
+            raise InvalidArgumentError(
+                f"vector dimension {dim} does not match the store's dimension {recorded} "
+                "(recorded by another store object after this one was opened)"
+            )
 
     def _adopt_embedder_identity(self, meta_value: str | None, where: str) -> None:
         """Back ends call this at open with the schema metadata's ``embedder`` value.

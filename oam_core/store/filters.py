@@ -359,7 +359,7 @@ def _plain_item(v: object, depth: int) -> bool:
     if t is str or t is bool or v is None:
         return True
     if t is int:
-        return -_MAX_INT <= v <= _MAX_INT  # type: ignore[operator]
+        return -_MAX_INT - 1 <= v <= _MAX_INT  # type: ignore[operator]
     if t is float:
         return math.isfinite(v)  # type: ignore[arg-type]
     if t is dict or t is list or t is tuple:
@@ -383,7 +383,7 @@ def check_json(value: object, where: str, depth: int = 0) -> Json:
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):
-        if abs(value) > _MAX_INT:
+        if not -_MAX_INT - 1 <= value <= _MAX_INT:
             raise InvalidFilterError(f"{where}: integer {value} does not fit in 64 bits")
         return value
     if isinstance(value, float):

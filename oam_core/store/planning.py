@@ -9,9 +9,10 @@ back end is touched, so a rejected call writes nothing.
 from __future__ import annotations
 
 import json
+import math
 import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
@@ -407,14 +408,45 @@ def to_vector(value: object, name: str) -> Vector:
         ValueError: for an empty, non-numeric, non-1-D or non-finite vector.
     """
     try:
-        arr = np.asarray(value, dtype=np.float32)
+        with np.errstate(over="ignore"):  # out of float32's range: refused below
+            arr = np.asarray(value, dtype=np.float32)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be a list of floats, got {value!r}") from exc
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D vector, got shape {arr.shape}")
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} contains NaN or infinite values")
+    check_vector_rows(arr[None, :], lambda _: name)
     return arr
+
+
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def check_vector_rows(rows: Vector, name: Callable[[int], str]) -> None:
+    """Refuse vectors a cosine distance cannot be computed for: NaN or infinite
+    values (as float32), or a squared length past float32's range.
+
+    Args:
+        rows: float32 array of shape ``(n, dim)``, one vector per row.
+        name: ``name(i)`` names row ``i`` in errors (``embeddings[3]``).
+
+    Raises:
+        ValueError: naming the first such row.
+    """
+    bound = math.sqrt(_F32_MAX / rows.shape[1])
+    if -bound < rows.min() and rows.max() < bound:  # NaN fails both comparisons
+        return
+    finite = np.isfinite(rows).all(axis=1)
+    if not bool(finite.all()):
+        bad = int(np.flatnonzero(~finite)[0])
+        raise ValueError(f"{name(bad)} contains NaN or infinite values (as float32)")
+    squared = np.einsum("ij,ij->i", rows, rows, dtype=np.float64)
+    over = np.flatnonzero(squared > _F32_MAX)
+    if over.size:
+        bad = int(over[0])
+        raise ValueError(
+            f"{name(bad)}: its squared length {squared[bad]:.3g} is past float32's range "
+            f"({_F32_MAX:.3g}); scale it down (cosine distance does not depend on length)"
+        )
 
 
 def split_vectors(value: object, name: str) -> list[Vector] | Vector:
@@ -532,8 +564,17 @@ def resolve_ttl(
     created: datetime,
     retention: MemoryRetentionConfig,
     name: str,
+    *,
+    ttl_name: str = "ttl_days",
+    anchor_name: str = "ttl_anchor",
+    timestamp_name: str = "timestamp",
 ) -> datetime | None:
     """Compute one row's expiry (docs/store.md#ttl-and-retention).
+
+    Args:
+        name: Names the call in errors about the record type (``update``, ``row 3``).
+        ttl_name, anchor_name, timestamp_name: Name the row's ``ttl_days``,
+            ``ttl_anchor`` and timestamp in errors (``ttl_days[3]``).
 
     Raises:
         ValueError: TTL options on a non-expiring type, a bad anchor, or a TIMESTAMP
@@ -550,10 +591,12 @@ def resolve_ttl(
         try:
             anchor = TimeToLiveAnchor(anchor)
         except ValueError:
-            raise ValueError(f"ttl_anchor must be a TimeToLiveAnchor, got {ttl_anchor!r}") from None
-    days = resolve_ttl_days(ttl_days, retention)  # type: ignore[arg-type]
+            raise ValueError(
+                f"{anchor_name} must be a TimeToLiveAnchor, got {ttl_anchor!r}"
+            ) from None
+    days = resolve_ttl_days(ttl_days, retention, ttl_name)  # type: ignore[arg-type]
     if anchor is TimeToLiveAnchor.TIMESTAMP:
-        base = parse_iso_timestamp(timestamp, what=f"{name}: timestamp (ttl_anchor=TIMESTAMP)")
+        base = parse_iso_timestamp(timestamp, what=f"{timestamp_name} (ttl_anchor=TIMESTAMP)")
     else:
         base = created
     return expiry(base, days)
@@ -607,7 +650,14 @@ def plan_records(
         b_emb: list[Any] = [NOT_SET] * n
     else:
         if not isinstance(embeddings, (list, tuple, np.ndarray)) or len(embeddings) != n:
-            raise ValueError(f"embeddings must be a list with one entry per content ({n})")
+            got = (
+                f"an array of shape {embeddings.shape}"
+                if isinstance(embeddings, np.ndarray)
+                else f"{len(embeddings)} entries"
+                if isinstance(embeddings, (list, tuple))
+                else repr(embeddings)
+            )
+            raise ValueError(f"embeddings must hold one entry per content ({n}), got {got}")
         b_emb = list(embeddings)
     b_thread = _scope_column(thread_ids, n, "thread_ids")
     b_user = _scope_column(user_ids, n, "user_ids")
@@ -683,7 +733,18 @@ def plan_records(
             expires = expires_all
         else:
             expires = resolve_ttl(
-                record_type, b_ttl[i], b_anchor[i], ts, ctx.now, ctx.retention, f"row {i}"
+                record_type,
+                b_ttl[i],
+                b_anchor[i],
+                ts,
+                ctx.now,
+                ctx.retention,
+                f"row {i}",
+                ttl_name=f"ttl_days[{i}]" if isinstance(ttl_days, (list, tuple)) else "ttl_days",
+                anchor_name=(
+                    f"ttl_anchor[{i}]" if isinstance(ttl_anchor, (list, tuple)) else "ttl_anchor"
+                ),
+                timestamp_name=f"timestamps[{i}]" if ts_list else "timestamps",
             )
         entry: object = b_index[i]
         if matrix_rows is not None:  # one vector for the whole text (never split)
@@ -765,15 +826,17 @@ def _vector_matrix(embeddings: object, n: int, store_dim: int | None) -> Vector 
     if embeddings.dtype.kind not in "fiub":
         return None
     if len(embeddings) != n:
-        raise ValueError(f"embeddings must be a list with one entry per content ({n})")
+        raise ValueError(
+            f"embeddings must hold one entry per content ({n}), got an array of shape "
+            f"{embeddings.shape}"
+        )
     if n == 0:
         return None
-    mat = np.asarray(embeddings, dtype=np.float32)
+    with np.errstate(over="ignore"):  # out of float32's range: refused below
+        mat = np.asarray(embeddings, dtype=np.float32)
     if mat.shape[1] == 0:
         raise ValueError(f"embeddings[0] must be a non-empty 1-D vector, got shape {(0,)}")
-    if not bool(np.isfinite(mat).all()):
-        bad = int(np.flatnonzero(~np.isfinite(mat).all(axis=1))[0])
-        raise ValueError(f"embeddings[{bad}] contains NaN or infinite values")
+    check_vector_rows(mat, lambda i: f"embeddings[{i}]")
     check_dims([mat[0]], store_dim)
     return mat
 
@@ -836,7 +899,11 @@ def _resolve_ids(record_ids: object, n: int, record_type: str) -> list[str]:
     checked = cast("list[str]", ids)
     check_texts(checked, "record_ids")
     if len(set(checked)) != n:
-        seen: set[str] = set()
-        dups = sorted({i for i in checked if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
-        raise ValueError(f"duplicate record ids in one call: {dups}")
+        raise ValueError(f"duplicate record ids in one call: {duplicates(checked)}")
     return checked
+
+
+def duplicates(ids: Sequence[str]) -> list[str]:
+    """The ids that occur more than once in ``ids``, sorted."""
+    seen: set[str] = set()
+    return sorted({i for i in ids if i in seen or seen.add(i)})  # type: ignore[func-returns-value]

@@ -52,8 +52,11 @@ def parse_iso_timestamp(value: object, *, what: str = "timestamp") -> datetime:
         raise ValueError(f"{what} is outside the representable dates: {value!r}") from None
 
 
-def resolve_ttl_days(ttl_days: Maybe[int | None], retention: MemoryRetentionConfig) -> int | None:
-    """Turn a caller's ``ttl_days`` into the days to apply (None = never expires).
+def resolve_ttl_days(
+    ttl_days: Maybe[int | None], retention: MemoryRetentionConfig, name: str = "ttl_days"
+) -> int | None:
+    """Turn a caller's ``ttl_days`` into the days to apply (None = never expires);
+    ``name`` names it in errors (``ttl_days[3]``).
 
     Omitted → ``default_ttl_days``; ``None`` → ``max_ttl_days`` if set, else never;
     above ``max_ttl_days`` → clamped with a ``UserWarning``.
@@ -67,9 +70,9 @@ def resolve_ttl_days(ttl_days: Maybe[int | None], retention: MemoryRetentionConf
     elif ttl_days is None:
         return max_days if isinstance(max_days, int) else None
     elif isinstance(ttl_days, bool) or not isinstance(ttl_days, int):
-        raise ValueError(f"ttl_days must be a non-negative int or None, got {ttl_days!r}")
+        raise ValueError(f"{name} must be a non-negative int or None, got {ttl_days!r}")
     elif ttl_days < 0:
-        raise ValueError(f"ttl_days must not be negative, got {ttl_days!r}")
+        raise ValueError(f"{name} must not be negative, got {ttl_days!r}")
     else:
         days = ttl_days
     if not isinstance(days, int):

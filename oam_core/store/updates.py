@@ -144,8 +144,8 @@ def update_record(
         if "expires_at" in fields:
             tx.clamp_quoting(row.key)
         if new_chunks is not None:
-            tx.replace_chunks(row, new_chunks)
             learn_dim(store, new_chunks)
+            tx.replace_chunks(row, new_chunks)
             write_identity(store, tx)
     store._embedder_check.recorded()
     return 1

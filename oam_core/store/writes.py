@@ -115,23 +115,12 @@ def plan_batches(
     for i, batch in enumerate(batches):
         if not isinstance(batch, PendingRecordBatch):
             raise ValueError(f"batches[{i}] must be a PendingRecordBatch, got {batch!r}")
-        planned = planning.plan_records(
-            batch.texts,
-            batch.record_type,
-            index_texts=batch.index_texts,
-            embeddings=batch.embeddings,
-            record_ids=batch.record_ids,
-            thread_ids=batch.thread_ids,
-            user_ids=batch.user_ids,
-            agent_ids=batch.agent_ids,
-            roles=batch.roles,
-            timestamps=batch.timestamps,
-            metadata=batch.metadata,
-            ttl_days=batch.ttl_days,
-            ttl_anchor=batch.ttl_anchor,
-            ctx=ctx,
-            library=library,
-        )
+        try:
+            planned = _plan_batch(batch, ctx, library)
+        except ValueError as exc:
+            if len(batches) == 1:
+                raise
+            raise _in_batch(exc, i) from None
         if isinstance(planned, BulkPlan):
             parts.append(planned)
             by_family.setdefault(planned.family, []).extend(planned.ids)
@@ -141,13 +130,49 @@ def plan_batches(
                 by_family.setdefault(p.family, []).append(p.id)
     for family, ids in by_family.items():
         if len(set(ids)) != len(ids):
-            raise ValueError(f"duplicate record ids across batches in family {family!r}")
+            raise ValueError(
+                f"duplicate record ids across batches in family {family!r}: "
+                f"{planning.duplicates(ids)}"
+            )
     chunks = [c for p in parts if isinstance(p, RowPlan) for c in p.chunks]
     given = [c.vector for c in chunks if c.vector is not None]
     given.extend(p.vectors[0] for p in parts if isinstance(p, BulkPlan))
     dim = planning.check_dims(given, store.vector_dim)
     store._embed_plans(chunks)
     return Planned(parts, by_family, chunks, dim, ctx.now)
+
+
+def _plan_batch(
+    batch: PendingRecordBatch, ctx: planning.PlanContext, library: bool
+) -> builtins.list[RowPlan] | BulkPlan:
+    """``planning.plan_records`` of one batch."""
+    return planning.plan_records(
+        batch.texts,
+        batch.record_type,
+        index_texts=batch.index_texts,
+        embeddings=batch.embeddings,
+        record_ids=batch.record_ids,
+        thread_ids=batch.thread_ids,
+        user_ids=batch.user_ids,
+        agent_ids=batch.agent_ids,
+        roles=batch.roles,
+        timestamps=batch.timestamps,
+        metadata=batch.metadata,
+        ttl_days=batch.ttl_days,
+        ttl_anchor=batch.ttl_anchor,
+        ctx=ctx,
+        library=library,
+    )
+
+
+def _in_batch(exc: ValueError, i: int) -> ValueError:
+    """``exc`` with its message prefixed by the batch it is about (``batches[i]: ``),
+    of the same type where that type takes a message."""
+    message = f"batches[{i}]: {exc}"
+    try:
+        return type(exc)(message)
+    except TypeError:
+        return ValueError(message)
 
 
 def insert_planned(
@@ -165,6 +190,7 @@ def insert_planned(
             raise ValueError(f"record ids already exist: {sorted(clash)}")
         for record_id in sorted(clash):
             tx.delete_record(family, record_id, None, NOT_SET)
+    learn_dim(store, planned.chunks, planned.vector_dim)  # before the rows: checks it
     run: builtins.list[RowPlan] = []
     for part in planned.parts:  # consecutive row plans go in one insert
         if isinstance(part, BulkPlan):
@@ -176,7 +202,6 @@ def insert_planned(
             run.append(part)
     if run or not planned.parts:
         tx.insert(run, planned.now, size)
-    learn_dim(store, planned.chunks, planned.vector_dim)
     write_identity(store, tx)
 
 

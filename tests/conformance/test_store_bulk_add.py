@@ -248,3 +248,11 @@ def test_a_bulk_add_teaches_a_store_its_dimension(make_store):
 def test_a_bad_broadcast_metadata_dict_is_named(store, rejected, meta, match):
     with rejected(store, match=match):
         store.add(["a", "b"], "memory", embeddings=matrix(2), metadata=meta)
+
+
+def test_an_all_zero_vector_is_stored_at_distance_one(store):
+    store.add(["zero"], "memory", embeddings=np.zeros((1, DIM), np.float32), record_ids=["z"])
+    store.add(["one"], "memory", embeddings=np.ones((1, DIM), np.float32), record_ids=["o"])
+    got = store.search(query_vector=np.ones(DIM, np.float32), k=5)
+    assert [r.id for r, _ in got] == ["o", "z"]
+    assert got[1][1] == pytest.approx(1.0, abs=1e-6)

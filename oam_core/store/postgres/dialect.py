@@ -42,6 +42,11 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
+_NUL_STATES = ("22021", "22P05")
+"""SQLSTATEs of text PostgreSQL cannot hold: a character not in the encoding's
+repertoire (NUL in text) and an untranslatable character (``\\u0000`` in jsonb)."""
+
+
 def map_error(exc: BaseException, where: str) -> Exception | None:
     """The ``oam_core.errors`` exception for a psycopg exception (None for others).
 
@@ -58,11 +63,13 @@ def map_error(exc: BaseException, where: str) -> Exception | None:
     if not isinstance(exc, psycopg.Error):
         return None
     state = exc.sqlstate or ""
-    if isinstance(exc, psycopg.DataError) or state.startswith("22"):
+    if state in _NUL_STATES:
         return InvalidArgumentError(
             f"{where} cannot store this value (PostgreSQL text and JSON may not contain "
             f"NUL characters): {exc}"
         )
+    if isinstance(exc, psycopg.DataError) or state.startswith("22"):
+        return InvalidArgumentError(f"{where} cannot store this value: {_one_line(exc)}")
     if state.startswith(_LOCK_STATES):
         return DatabaseLockedError(
             f"{where}: a lock held by another transaction was not had in time "

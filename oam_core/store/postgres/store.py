@@ -237,13 +237,17 @@ class PostgresMemoryStore(SqlMemoryStore):
                 set_dimension(conn, p, self.vector_dim)
 
     def _remember_vector_dim(self, dim: int) -> None:
-        super()._remember_vector_dim(dim)
         conn = self._impl.current_conn()
         if conn is None:  # pragma: no cover - base.py learns dims inside a write
             with self._impl.mapped(), self._impl.pool.connection() as own, own.transaction():
-                set_dimension(own, self._impl.p, dim)
+                self._record_dim(own, dim)
         else:
-            set_dimension(conn, self._impl.p, dim)
+            self._record_dim(conn, dim)
+
+    def _record_dim(self, conn: Any, dim: int) -> None:
+        self._check_recorded_dim(read_meta(conn, self._impl.p).get("vector_dim"), dim)
+        super()._remember_vector_dim(dim)
+        set_dimension(conn, self._impl.p, dim)
 
 
 def postgres_conninfo(url: str) -> str:

@@ -139,8 +139,10 @@ class SQLiteMemoryStore(SqlMemoryStore):
                 _empty_log(conn, self.path)
 
     def _remember_vector_dim(self, dim: int) -> None:
-        super()._remember_vector_dim(dim)
         with self._impl.reading() as conn:  # inside the write that learns it
+            recorded = dict(conn.execute(st.read_meta(self._impl.p).sql).fetchall())
+            self._check_recorded_dim(recorded.get("vector_dim"), dim)
+            super()._remember_vector_dim(dim)
             stmt = st.upsert_meta(self._impl.d, self._impl.p, "vector_dim", str(dim))
             conn.execute(stmt.sql, stmt.params)
 
