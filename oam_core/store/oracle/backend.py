@@ -333,6 +333,7 @@ class OracleTx(Tx):
             if dims:
                 meta = [{"meta_key": "vector_dim", "meta_value": str(min(dims))}]
                 run(self.c, sql.upsert_meta(self.n, meta))
+                self.b.vector_dim = min(dims)
         run_batched(self.c, sql.insert_chunks(self.n, rows, self.local_vectors), batch_size)
 
     def existing_ids(self, family: str, ids: Sequence[str]) -> set[str]:

@@ -277,11 +277,11 @@ class OracleDBMemoryStore(OracleMemoryStore):
         super()._embed_plans(plans)
 
     def _remember_vector_dim(self, dim: int) -> None:
-        """A flexible embedding column learned its dimension (the write's transaction
-        recorded it in the schema metadata); stores without local vectors ignore it."""
+        """A flexible embedding column learns its dimension: the write's transaction
+        records it in the schema metadata with its first search rows
+        (``OracleTx._insert_chunk_rows``); stores without local vectors ignore it."""
         if self._local_vectors:
             self.vector_dim = dim
-            self._impl.vector_dim = dim
 
     def _serves_strategy(self, strategy: SearchStrategy) -> bool:
         return strategy is self.search_strategy  # its indexes serve the one it opened with
