@@ -398,34 +398,47 @@ def _memory(
     )
     exists, identity = _peek(db) if embedder is None or strategy is not None else (True, None)
     name = _embedder_name(embedder, identity, db)
-    _quiet_litellm(name)
-    model = None if name.strip().lower() == "none" else resolve_embedder(name)
-    exists = exists and chosen is not SchemaPolicy.RECREATE
-    new_default = strategy if strategy is not None and not exists else None
-    memory = OracleAgentMemory(
-        connection=_target(db),
-        embedder=model,
-        extract_memories=False,
-        schema_policy=chosen,
-        search_strategy=NOT_SET if new_default is None else new_default,
-        allow_embedder_change=allow_embedder_change,
-    )
-    try:
-        with searching_with(memory.store, None if new_default is not None else strategy):
-            yield memory
-    finally:
-        memory.close()
+    with _quiet_litellm(name):
+        model = None if name.strip().lower() == "none" else resolve_embedder(name)
+        exists = exists and chosen is not SchemaPolicy.RECREATE
+        new_default = strategy if strategy is not None and not exists else None
+        memory = OracleAgentMemory(
+            connection=_target(db),
+            embedder=model,
+            extract_memories=False,
+            schema_policy=chosen,
+            search_strategy=NOT_SET if new_default is None else new_default,
+            allow_embedder_change=allow_embedder_change,
+        )
+        try:
+            with searching_with(memory.store, None if new_default is not None else strategy):
+                yield memory
+        finally:
+            memory.close()
 
 
-def _quiet_litellm(embedder: str) -> None:
-    """Keep LiteLLM's and httpx's retry logs off the terminal: the CLI reports a
-    failure as one ``Error:`` line."""
+_NOISY_LOGGERS = ("LiteLLM", "LiteLLM Proxy", "LiteLLM Router", "oam", "httpx")
+
+
+@contextmanager
+def _quiet_litellm(embedder: str) -> Iterator[None]:
+    """Keep LiteLLM's and httpx's retry logs off the terminal while the block runs:
+    the CLI reports a failure as one ``Error:`` line. The loggers' levels are put
+    back when it ends, so a command run in-process (``CliRunner``, a notebook)
+    leaves logging as it found it."""
     name = embedder.strip()
-    if name in ("local", "none") or name.startswith(("local/", "hashing")):
+    if name in ("local", "none") or name.startswith(("local/", "hashing")) or _debugging():
+        yield
         return
-    if not _debugging():
-        for logger in ("LiteLLM", "LiteLLM Proxy", "LiteLLM Router", "oam", "httpx"):
-            logging.getLogger(logger).setLevel(logging.ERROR)
+    loggers = [logging.getLogger(n) for n in _NOISY_LOGGERS]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
 
 
 # -- ingesting -----------------------------------------------------------------------

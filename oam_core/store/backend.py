@@ -117,6 +117,11 @@ class Tx(abc.ABC):
         follow in this transaction see the same thread."""
 
     @abc.abstractmethod
+    def hold_thread_row(self, thread_id: str) -> ThreadRow | None:
+        """``hold_thread``, returning the held row (None: no such thread): a check
+        of its scope stays true for the writes that follow in this transaction."""
+
+    @abc.abstractmethod
     def insert(self, plans: Sequence[RowPlan], created_at: datetime, batch_size: int) -> None:
         """Insert records and their search rows; messages get per-thread ``seq_no``."""
 

@@ -267,21 +267,20 @@ class ThreadStore:
                 f"write_thread({thread_id!r}): record {strays[0]!r} belongs to thread "
                 f"{next(p.thread_id for p in planned.plans if p.id == strays[0])!r}"
             )
-        before = self.store._backend.get_thread(thread_id) if replace else None
-        if before is not None and before.user_id != user_id:
-            raise ValueError(
-                f"thread {thread_id!r} belongs to user {before.user_id!r}, not {user_id!r}; "
-                "replace does not take over another user's thread (write it with its "
-                "owner's user_id, or use another thread id); nothing was written"
-            )
         with self.store._backend.transaction() as tx:
-            if tx.hold_thread(thread_id):
+            # The owner is checked on the row this transaction holds: a thread deleted
+            # and written again by another writer since this call began is the one
+            # checked and replaced (or refused), never an older read of it.
+            held = tx.hold_thread_row(thread_id)
+            if held is not None:
                 if not replace:
                     raise ValueError(f"thread {thread_id!r} already exists")
-                if before is None:  # created since the owner check: check it again
+                if held.user_id != row.user_id:
                     raise ValueError(
-                        f"thread {thread_id!r} was created while this write started; "
-                        "nothing was written, try again"
+                        f"thread {thread_id!r} belongs to user {held.user_id!r}, not "
+                        f"{user_id!r}; replace does not take over another user's thread "
+                        "(write it with its owner's user_id, or use another thread id); "
+                        "nothing was written"
                     )
                 tx.delete_thread(thread_id)
             tx.insert_thread(row)

@@ -3,6 +3,7 @@ fails keeps the old thread (issue 15 item 7; docs/store.md#writing-a-whole-threa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -85,22 +86,83 @@ def test_replace_never_takes_over_another_users_thread(store: Any, rejected: Any
     assert _contents(store, "a") == ["new"]
 
 
-def test_replace_refuses_a_thread_created_after_the_owner_check(
+def _before_the_transaction(
+    store: Any, monkeypatch: pytest.MonkeyPatch, other_writer: Callable[[], None]
+) -> None:
+    """Run ``other_writer`` (another writer, committing) once, after the next
+    ``write_thread`` call has begun and before its transaction opens: the window
+    in which an owner read outside the transaction goes stale."""
+    backend = store._backend
+    opened = backend.transaction
+    fired: list[bool] = []
+
+    def transaction() -> Any:
+        if not fired:
+            fired.append(True)
+            other_writer()
+        return opened()
+
+    monkeypatch.setattr(backend, "transaction", transaction)
+
+
+def test_replace_refuses_a_thread_created_by_another_user_meanwhile(
     store: Any, rejected: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The owner is read before the transaction; a thread of another user created in
-    between (injected here) is not replaced either."""
-    backend = store._backend
-    read = backend.get_thread
+    """No thread 'a' when bob's replace begins; alice writes one before its
+    transaction: bob's replace is refused and alice's thread stays."""
 
-    def read_then_alice_writes(thread_id: str) -> Any:
-        row = read(thread_id)
+    def alice_writes() -> None:
         thread_store(store).write_thread("a", _messages("a", "alice"), user_id="alice")
-        return row
 
-    monkeypatch.setattr(backend, "get_thread", read_then_alice_writes)
-    with pytest.raises(ValueError, match="'a' was created while this write started"):
+    _before_the_transaction(store, monkeypatch, alice_writes)
+    with pytest.raises(ValueError, match=r"'a' belongs to user 'alice', not 'bob'"):
         thread_store(store).write_thread("a", _messages("a", "bob"), user_id="bob", replace=True)
     monkeypatch.undo()
     assert thread_store(store).get_thread_row("a").user_id == "alice"
     assert _contents(store, "a") == ["alice"]
+
+
+def test_replace_checks_the_owner_of_a_thread_deleted_and_recreated_meanwhile(
+    store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bob owns 'a' when his replace begins; before its transaction another writer
+    deletes 'a' and alice writes a thread 'a' of her own. bob's replace is refused:
+    it never deletes alice's committed thread nor takes over its id."""
+    thread_store(store).write_thread("a", _messages("a", "bob old"), user_id="bob")
+
+    def delete_then_alice_writes() -> None:
+        assert store.delete_thread("a") == 1
+        thread_store(store).write_thread("a", _messages("a", "alice secret"), user_id="alice")
+
+    _before_the_transaction(store, monkeypatch, delete_then_alice_writes)
+    with pytest.raises(ValueError, match=r"'a' belongs to user 'alice', not 'bob'"):
+        thread_store(store).write_thread(
+            "a", _messages("a", "bob new"), user_id="bob", replace=True
+        )
+    monkeypatch.undo()
+    assert thread_store(store).get_thread_row("a").user_id == "alice"
+    assert _contents(store, "a") == ["alice secret"]
+    assert [r.content for r, _ in store.search("secret", 5)] == ["alice secret"]
+
+
+@pytest.mark.parametrize("existed", [True, False], ids=["recreated", "created"])
+def test_replace_by_the_owner_replaces_the_thread_as_it_is_when_it_runs(
+    store: Any, monkeypatch: pytest.MonkeyPatch, existed: bool
+) -> None:
+    """Another writer of the same user (re)creates 'a' meanwhile: the replace runs
+    after it, as if the two calls had run one after the other, so the thread ends
+    as the replace wrote it (no "try again" error, no mix of both)."""
+    if existed:
+        thread_store(store).write_thread("a", _messages("a", "first"), user_id="u1")
+
+    def other_writer() -> None:
+        if existed:
+            store.delete_thread("a")
+        thread_store(store).write_thread("a", _messages("a", "second", "third"), user_id="u1")
+
+    _before_the_transaction(store, monkeypatch, other_writer)
+    ids = thread_store(store).write_thread("a", _messages("a", "final"), user_id="u1", replace=True)
+    monkeypatch.undo()
+    assert _contents(store, "a") == ["final"]
+    assert [m.id for m in store.list_thread_messages("a")] == ids
+    assert [r.content for r, _ in store.search("first second third final", 5)] == ["final"]

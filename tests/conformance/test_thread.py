@@ -930,3 +930,44 @@ def test_a_reply_is_found_by_the_message_it_answers(make_store, search_rows):
     (long_id,) = thread.add_messages([{"role": "user", "content": long_text}])
     n_rows = len(search_rows(store, "message", long_id))
     assert n_rows == len(chunk_text(long_text, store.chunk_chars)) > 1
+
+
+def test_card_after_a_delete_and_an_edit_shows_the_thread_as_it_is(
+    make_store: Any,
+) -> None:
+    """A message's context row quotes the turns before it; deleting or editing one of
+    them drops the rows quoting it, which are not rebuilt (docs/retrieval.md). The
+    card is still right: no deleted or replaced text, the neighbours found by their
+    own text, and no extra work (the same embedder calls as before the delete)."""
+
+    embedder = HashingEmbedder(64)  # records the texts of each call in .calls
+    store = make_store(embedder=embedder)
+    thread = OracleAgentMemory(store=store, extract_memories=False).create_thread(
+        thread_id="t1", user_id="u1", agent_id="a1"
+    )
+    ids = thread.add_messages(
+        [
+            {"role": "user", "content": "My sister Dana moved to Oslo last spring."},
+            {"role": "assistant", "content": "Wow, how exciting for her!"},
+            {"role": "user", "content": "She says the winters are long."},
+            {"role": "user", "content": "Tell me about Oslo."},
+        ]
+    )
+
+    def card() -> tuple[str, list[list[str]]]:
+        before = len(embedder.calls)
+        content = thread.get_context_card(fallback_message_count=1).content
+        return content, embedder.calls[before:]
+
+    first, first_calls = card()
+    assert "Dana" in first and "how exciting" in first
+    assert thread.delete_message(ids[0]) == 1
+    after_delete, delete_calls = card()
+    assert "Dana" not in after_delete
+    assert "how exciting" in after_delete and "winters are long" in after_delete
+    assert store.update("message", ids[1], text="Winter there sounds dark.") is not None
+    after_edit, edit_calls = card()
+    assert "how exciting" not in after_edit and "Winter there sounds dark." in after_edit
+    # Only the card's query is embedded, the same each time: nothing is rebuilt.
+    assert first_calls == delete_calls == edit_calls
+    assert all(len(texts) == 1 for texts in first_calls), first_calls

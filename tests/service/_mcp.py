@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,6 +15,10 @@ from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 
 BASE_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENAI_API_KEY": "test-key-not-used"}
+# The MCP client starts the server with a minimal environment; PYTHONPATH is passed on
+# so the server imports the same oam_core as the test process.
+if "PYTHONPATH" in os.environ:
+    BASE_ENV["PYTHONPATH"] = os.environ["PYTHONPATH"]
 
 
 def server_params(

@@ -417,3 +417,32 @@ def test_demo_reingests_an_incomplete_thread(runner: CliRunner, db: Path) -> Non
     assert f"Ingested 260 messages into thread {DEMO_THREAD}" in result.stdout
     listed = invoke(runner, "threads", "--db", db)
     assert "260" in listed.stdout
+
+
+def test_a_command_run_in_process_leaves_logging_as_it_found_it(
+    runner: CliRunner, ingested: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hosted embedder's retry logs are quiet during the command only."""
+    import logging
+
+    import oam_core.cli
+
+    seen: list[int] = []
+
+    def resolve(name: str) -> Any:
+        seen.append(logging.getLogger("oam").level)
+        return resolve_embedder("hashing")
+
+    monkeypatch.setattr(oam_core.cli, "resolve_embedder", resolve)
+    library, litellm = logging.getLogger("oam"), logging.getLogger("LiteLLM")
+    before = (library.level, litellm.level, list(library.handlers))
+    library.setLevel(logging.INFO)
+    try:
+        hosted = ("--embedder", "openai/text-embedding-3-small")
+        result = invoke(runner, "search", "Biscuit", "--db", ingested, *hosted)
+        assert result.exit_code == 0, result.output
+        assert seen == [logging.ERROR]
+        assert (library.level, litellm.level) == (logging.INFO, before[1])
+        assert library.handlers == before[2]
+    finally:
+        library.setLevel(before[0])

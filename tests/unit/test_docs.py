@@ -5,7 +5,8 @@
   directory. A page whose examples need a service gets a stand-in: ``postgres.md`` a
   real PostgreSQL from ``pgserver`` (its URL replaces the documented one),
   ``oracle.md`` the recording fake connection of ``tests/oracle``, ``llms.md`` and
-  ``memory-pipeline.md`` a local stand-in for the hosted model.
+  ``memory-pipeline.md`` a local stand-in for the hosted model; the tracer provider
+  ``service.md`` sets lasts only for its test.
 * ``cli.md``: the first ``jsonl`` block is written to ``chat.jsonl`` and every line
   of its ``bash`` blocks that starts with ``oam`` runs through the CLI, in order.
 * Every page has at least one example that one of these runs.
@@ -134,7 +135,17 @@ def _tiny_cross_encoder(monkeypatch: pytest.MonkeyPatch, code: str) -> str:
     return code.replace("<the model file's sha256>", digest)
 
 
+def _own_tracer_provider(monkeypatch: pytest.MonkeyPatch, code: str) -> str:
+    """The page sets OpenTelemetry's global tracer provider: for this test only, so
+    later tests still run without an SDK (tests/otel_globals.py)."""
+    from tests.otel_globals import fresh_tracer_globals
+
+    fresh_tracer_globals(monkeypatch)
+    return code
+
+
 SETUPS: dict[str, Callable[[pytest.MonkeyPatch, str], str]] = {
+    "service.md": _own_tracer_provider,
     "retrieval.md": _tiny_cross_encoder,
     "memory-pipeline.md": _fake_hosted_llm,
     "llms.md": _fake_litellm_completion,
@@ -162,6 +173,7 @@ def test_python_blocks_run(
         "llms.md": '{"topics": ["hiking", "jazz"]}',
         "postgres.md": "My dog Moose loves the beach.",
         "oracle.md": "OracleDBMemoryStore",
+        "service.md": "oam.store.search 1",
     }
     if page in expected:
         assert expected[page] in out, out

@@ -347,6 +347,12 @@ class OracleTx(Tx):
         # anything, so it waits for this transaction (and this one for it).
         return fetchone(self.c, sql.lock_thread(self.n, thread_id)) is not None
 
+    def hold_thread_row(self, thread_id: str) -> ThreadRow | None:
+        if not self.hold_thread(thread_id):
+            return None
+        rows = fetchall(self.c, sql.get_thread(self.n, thread_id))
+        return _thread_row(rows[0]) if rows else None
+
     def insert(self, plans: Sequence[RowPlan], created_at: datetime, batch_size: int) -> None:
         created = sql.naive_utc(created_at)
         next_seq: dict[str | None, int] = {}

@@ -196,6 +196,11 @@ class SqlTx(Tx):
         self.lock_threads([thread_id])
         return bool(self.existing_ids(THREAD, [thread_id]))
 
+    def hold_thread_row(self, thread_id: str) -> ThreadRow | None:
+        self.lock_threads([thread_id])
+        rows = self.run(st.get_thread(self.d, self.p, thread_id)).fetchall()
+        return thread_from_row(rows[0]) if rows else None
+
     def insert(self, plans: Sequence[RowPlan], created_at: datetime, batch_size: int) -> None:
         created = iso(created_at)
         message_threads = [p.thread_id for p in plans if p.family == MESSAGE]
