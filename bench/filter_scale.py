@@ -273,7 +273,7 @@ def run(path: Path, ds: dict[str, Any], repeat: int, chroma: Chroma | None) -> d
                 fn(q, c)
     runs = []
     for _ in range(repeat):
-        ms = {(n, m): [] for n in names for m in modes}
+        ms: dict[tuple[str, str], list[float]] = {(n, m): [] for n in names for m in modes}
         recall: dict[tuple[str, str], list[float]] = {
             (n, m): [] for n in names for m in modes if m != "numpy"
         }
@@ -283,7 +283,7 @@ def run(path: Path, ds: dict[str, Any], repeat: int, chroma: Chroma | None) -> d
                 for mode, fn in modes.items():
                     if mode == "oam_cold":
                         write()
-                    t, got = _timed(lambda fn=fn, c=c: fn(q, c))  # type: ignore[misc]
+                    t, got = _timed(lambda fn=fn, q=q, c=c: fn(q, c))  # type: ignore[misc]
                     ms[(c.name, mode)].append(t)
                     if mode == "numpy":
                         want = got
@@ -346,7 +346,9 @@ def main(argv: list[str] | None = None) -> int:
     print("| filter | " + " | ".join(f"{m} p50 / p95 ms" for m in modes) + " | recall |")
     print("|---|" + "---|" * len(modes) + "---|")
     for name in result["filters"]:
-        cells = [f"{med[f'{name}/{m}/p50_ms']:.2f} / {med[f'{name}/{m}/p95_ms']:.2f}" for m in modes]
+        cells = [
+            f"{med[f'{name}/{m}/p50_ms']:.2f} / {med[f'{name}/{m}/p95_ms']:.2f}" for m in modes
+        ]
         rec = " ".join(f"{m} {med[f'{name}/{m}/recall']:.3f}" for m in modes if m != "numpy")
         print(f"| {name} | " + " | ".join(cells) + f" | {rec} |")
     return 0

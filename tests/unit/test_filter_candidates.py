@@ -56,7 +56,7 @@ def test_a_commit_inside_a_search_is_seen_by_the_next_one(
     other = sqlite3.connect(tmp_path / "c.db", isolation_level=None)
     assert _ids(store, {"k": "x"}) == {"a", "c"}  # cached at this state
     real = candidates.filtered_chunks
-    commits = []
+    commits: list[int] = []
 
     def commit_first(*args: Any, **kwargs: Any) -> Any:
         # After the index caught up, before the filter's candidates are read:

@@ -101,8 +101,9 @@ def statement(p: str, pred: Predicate) -> tuple[str, list[Any]]:
     """The SQL selecting the keys of the records that pass ``pred.metadata``
     (``None``: records without metadata), restricted to ``pred``'s record types and,
     when it has one, its scope; no expiry clause. ``p`` is the table prefix."""
+    meta_params: list[Any] = []
     if pred.metadata is None:
-        meta_sql, meta_params = "r.metadata IS NULL", []
+        meta_sql = "r.metadata IS NULL"
     else:
         assert pred.metadata is not NOT_SET
         meta_sql, meta_params = SQLITE.metadata_filter(pred.metadata)

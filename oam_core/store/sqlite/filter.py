@@ -87,10 +87,10 @@ class SQLiteFilterCompiler(FilterCompiler):
         root: _Object = _Path(column, "$") if self.paths else column
         return " AND ".join(self.condition(root, c) for c in conditions)
 
-    def condition(self, parent: _Object, cond: Cond) -> str:  # type: ignore[override]
+    def condition(self, parent: _Object, cond: Cond) -> str:
         return render_sql(cond, lambda f: self.field(parent, f), true=self.true, false=self.false)
 
-    def field(self, parent: _Object, field: Field) -> str:  # type: ignore[override]
+    def field(self, parent: _Object, field: Field) -> str:
         if isinstance(parent, _Path):
             if PATH_KEY.fullmatch(field.key):
                 return self._match(_Path(parent.column, f'{parent.path}."{field.key}"'), field.atom)
