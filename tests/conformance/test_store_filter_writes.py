@@ -51,7 +51,7 @@ def test_each_write_kind_reaches_a_repeated_filter(pair: tuple[Any, Any]) -> Non
 
 _OPS = st.lists(
     st.tuples(
-        st.sampled_from(["add", "update", "delete", "search", "search"]),
+        st.sampled_from(["add", "update", "text", "delete", "search", "search"]),
         st.integers(0, 5),  # record number
         METADATA,
         st.booleans(),  # the write goes through the searcher itself
@@ -86,6 +86,8 @@ def test_repeated_filter_equals_a_model_over_random_writes(
         elif op == "update" and rid in model:
             store.update("memory", rid, metadata=meta)
             model[rid] = meta
+        elif op == "text" and rid in model:  # new search rows for the record
+            store.update("memory", rid, text=f"pizza {i} again")
         elif op == "delete" and rid in model:
             store.delete("memory", rid)
             del model[rid]

@@ -48,11 +48,12 @@ Key = tuple[str, tuple[tuple[type, Any], ...]]
 
 class MirrorRows(Protocol):
     """What this module reads of the vector index: its row count and, per row, the
-    chunk key (``pks``) and the record key (``rec``)."""
+    chunk key (``pks``), the record key (``rec``) and whether it is live."""
 
     n: int
     pks: IntArray
     rec: IntArray
+    live: npt.NDArray[np.bool_]
 
 
 class FilterCache:
@@ -139,7 +140,8 @@ def statement(p: str, pred: Predicate) -> tuple[str, list[Any]]:
 
 
 def chunks_of(index: MirrorRows, record_pks: IntArray) -> IntArray:
-    """The chunk keys of the index rows whose record is in ``record_pks``."""
+    """The chunk keys of the live index rows whose record is in ``record_pks``, in
+    row order (so the index maps them to increasing rows without sorting)."""
     n = index.n
     recs = index.rec[:n]
     if not len(record_pks) or not n:
@@ -147,7 +149,8 @@ def chunks_of(index: MirrorRows, record_pks: IntArray) -> IntArray:
     top = int(max(int(recs.max()), int(record_pks.max()))) + 1
     wanted = np.zeros(top, bool)
     wanted[record_pks] = True
-    return np.ascontiguousarray(index.pks[:n][wanted[recs]])
+    keep = wanted[recs] & index.live[:n]
+    return np.ascontiguousarray(index.pks[:n][keep])
 
 
 def filtered_chunks(
