@@ -88,6 +88,10 @@ CASES: list[tuple[dict[str, Any], list[int]]] = [
     ({"tags": '["a"]'}, []),
     ({"src": '{"kind":"doc","n":1}'}, []),
     ({"tags": {"$in": ['["a"]', "a"]}}, [9]),
+    # the JSON text holds "é" escaped (json.dumps): no substring shortcut for it
+    ({"s": "é"}, [13]),
+    ({"s": {"$in": ["é", "zz"]}}, [13]),
+    ({"s": {"$not": {"$in": ["é", "b"]}}}, [i for i in range(16) if i not in (11, 13)]),
 ]
 
 
@@ -124,7 +128,9 @@ def test_plain_keys_are_read_by_path_and_others_by_json_each() -> None:
     comp = SQLiteFilterCompiler()
     sql = comp.compile("r.m", parse_filter({"user": "u1", "src": {"kind": {"$gt": 1}}}))
     assert "json_each" not in sql
-    assert comp.params == ['$."user"', "u1", '$."src"', '$."src"."kind"', '$."src"."kind"', 1]
+    # "u1" twice: the substring test of the JSON text, then the value's
+    assert comp.params == ["u1", '$."user"', "u1", '$."src"', '$."src"."kind"', '$."src"."kind"', 1]
+    assert "instr(r.m, ?)" in sql
     for key in ('k"y', "é", "a\\b", "", "x/y"):
         comp = SQLiteFilterCompiler()
         sql = comp.compile("r.m", parse_filter({key: 1}))

@@ -7,7 +7,9 @@ is read one of two ways, with the same result:
 
 * by JSON path (``json_type`` / ``json_extract`` with a bound path ``$."key"``) when
   every key on the way is plain ASCII (``PATH_KEY``): one lookup per row instead of a
-  ``json_each`` subquery, about twice as fast over a large table. SQLite matches a
+  ``json_each`` subquery, about twice as fast over a large table. A test for a plain
+  string (equality, ``$in``, array membership) first looks for the string in the
+  JSON text (``instr``), so rows without it are not parsed (``_needles``). SQLite matches a
   quoted path label against the key as the JSON text spells it, so a key a serializer
   might escape (non-ASCII, ``"``, ``\\``, control characters) is not read this way;
 * by ``json_each`` rows compared on ``key`` otherwise (any key).
@@ -93,7 +95,10 @@ class SQLiteFilterCompiler(FilterCompiler):
     def field(self, parent: _Object, field: Field) -> str:
         if isinstance(parent, _Path):
             if PATH_KEY.fullmatch(field.key):
-                return self._match(_Path(parent.column, f'{parent.path}."{field.key}"'), field.atom)
+                value = _Path(parent.column, f'{parent.path}."{field.key}"')
+                needles = self._needles(parent.column, field.atom)
+                match = self._match(value, field.atom)
+                return f"({needles} AND {match})" if needles else match
             if parent.path == "$":
                 parent = parent.column
             else:  # a key that cannot be a path label, inside a path-read object
@@ -105,6 +110,24 @@ class SQLiteFilterCompiler(FilterCompiler):
             f"EXISTS (SELECT 1 FROM json_each({parent}) AS {a} "
             f"WHERE {a}.key = ? AND {self._match(_Each(a), field.atom)})"
         )
+
+    def _needles(self, column: str, atom: Atom) -> str:
+        """A substring test of the JSON text that every row matching ``atom`` passes
+        (empty: none), checked before the row is parsed: a string made only of
+        ``PATH_KEY`` characters is written verbatim by every JSON serializer, so a
+        text without it cannot hold that string. Equivalent to the exact test it
+        guards, so it holds under ``NOT`` too."""
+        if isinstance(atom, Equals):
+            values: tuple[Json, ...] = (atom.value,)
+        elif isinstance(atom, (In, Contains)):
+            values = atom.values
+        else:
+            return ""
+        if not all(isinstance(v, str) and PATH_KEY.fullmatch(v) for v in values):
+            return ""
+        self.params.extend(values)
+        joiner = " AND " if isinstance(atom, Contains) and not atom.any_ else " OR "
+        return "(" + joiner.join(f"instr({column}, ?) > 0" for _ in values) + ")"
 
     # -- reading a value: a json_each row's columns, or path functions --------------
 
