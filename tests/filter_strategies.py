@@ -8,13 +8,13 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-KEYS = st.sampled_from(["a", "b", "c.d", "t'ag"])
+KEYS = st.sampled_from(["a", "b", "c.d", "t'ag", "é"])
 SCALARS = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(-2, 2),
     st.sampled_from([1.0, 0.5, -0.0]),
-    st.sampled_from(["x", "y", "", "X", "é", "10", "9"]),
+    st.sampled_from(["x", "y", "", "X", "é", "10", "9", "[1]"]),
 )
 COMPARABLE = st.one_of(
     st.integers(-2, 2), st.sampled_from([0.5, 1.0]), st.sampled_from(["x", "y", "", "X", "é", "10"])

@@ -821,7 +821,9 @@ class VectorIndex:
                 rows = post
         if allowed_pks is not None:
             found = self._rows_of(np.asarray(allowed_pks, dtype=np.int64))
-            found = np.unique(found[found >= 0])
+            found = found[found >= 0]
+            if len(found) > 1 and not (found[1:] > found[:-1]).all():  # else sorted, unique
+                found = np.unique(found)
             rows = found if rows is None else np.intersect1d(rows, found, assume_unique=True)
         if rows is not None:
             rows = np.sort(rows)

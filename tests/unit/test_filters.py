@@ -84,6 +84,14 @@ CASES: list[tuple[dict[str, Any], list[int]]] = [
     ({"n": {"$and": [{"$gt": 1}, {"$ne": 10}]}}, [12]),
     ({"src": {"$or": [{"kind": "doc", "n": 1}, {"n": 4}]}}, [3, 15]),
     ({"$or": [{}, {"n": 1}]}, list(range(16))),  # {} inside $or: always true
+    # a string spelling an array or object as SQLite writes it equals no array/object
+    ({"tags": '["a"]'}, []),
+    ({"src": '{"kind":"doc","n":1}'}, []),
+    ({"tags": {"$in": ['["a"]', "a"]}}, [9]),
+    # the JSON text holds "é" escaped (json.dumps): no substring shortcut for it
+    ({"s": "é"}, [13]),
+    ({"s": {"$in": ["é", "zz"]}}, [13]),
+    ({"s": {"$not": {"$in": ["é", "b"]}}}, [i for i in range(16) if i not in (11, 13)]),
 ]
 
 
@@ -96,8 +104,8 @@ def db() -> sqlite3.Connection:
     return conn
 
 
-def sql_ids(conn: sqlite3.Connection, flt: dict[str, Any]) -> list[int]:
-    comp = SQLiteFilterCompiler()
+def sql_ids(conn: sqlite3.Connection, flt: dict[str, Any], *, paths: bool = True) -> list[int]:
+    comp = SQLiteFilterCompiler(paths=paths)
     where = comp.compile("r.m", parse_filter(flt))
     return [r[0] for r in conn.execute(f"SELECT id FROM r WHERE {where} ORDER BY id", comp.params)]
 
@@ -108,11 +116,25 @@ def test_case_table_python(flt: dict[str, Any], expected: list[int]) -> None:
     assert [i for i, m in enumerate(ROWS) if matches(m, tree)] == expected
 
 
+@pytest.mark.parametrize("paths", [True, False], ids=["paths", "json_each"])
 @pytest.mark.parametrize(("flt", "expected"), CASES)
 def test_case_table_sqlite(
-    db: sqlite3.Connection, flt: dict[str, Any], expected: list[int]
+    db: sqlite3.Connection, flt: dict[str, Any], expected: list[int], paths: bool
 ) -> None:
-    assert sql_ids(db, flt) == expected
+    assert sql_ids(db, flt, paths=paths) == expected
+
+
+def test_plain_keys_are_read_by_path_and_others_by_json_each() -> None:
+    comp = SQLiteFilterCompiler()
+    sql = comp.compile("r.m", parse_filter({"user": "u1", "src": {"kind": {"$gt": 1}}}))
+    assert "json_each" not in sql
+    # "u1" twice: the substring test of the JSON text, then the value's
+    assert comp.params == ["u1", '$."user"', "u1", '$."src"', '$."src"."kind"', '$."src"."kind"', 1]
+    assert "instr(r.m, ?)" in sql
+    for key in ('k"y', "é", "a\\b", "", "x/y"):
+        comp = SQLiteFilterCompiler()
+        sql = comp.compile("r.m", parse_filter({key: 1}))
+        assert "json_each(r.m)" in sql and key in comp.params, key
 
 
 def test_keys_and_values_never_reach_sql_text() -> None:
@@ -184,8 +206,16 @@ def test_errors_name_the_operator_and_the_value(bad: Any, named: list[str]) -> N
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(rows=st.lists(METADATA, min_size=1, max_size=8), flt=FILTERS)
-def test_sqlite_compilation_equals_reference(rows: list[Any], flt: dict[str, Any]) -> None:
+@given(
+    rows=st.lists(METADATA, min_size=1, max_size=8),
+    flt=FILTERS,
+    paths=st.booleans(),
+    ascii_only=st.booleans(),
+)
+def test_sqlite_compilation_equals_reference(
+    rows: list[Any], flt: dict[str, Any], paths: bool, ascii_only: bool
+) -> None:
+    """Both ways of reading a field, over JSON text written with or without escapes."""
     try:
         tree = parse_filter(flt)
     except InvalidFilterError:
@@ -194,7 +224,8 @@ def test_sqlite_compilation_equals_reference(rows: list[Any], flt: dict[str, Any
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE TABLE r (id INTEGER, m TEXT)")
     for i, m in enumerate(rows):
-        conn.execute("INSERT INTO r VALUES (?, ?)", (i, None if m is None else json.dumps(m)))
+        text = None if m is None else json.dumps(m, ensure_ascii=ascii_only)
+        conn.execute("INSERT INTO r VALUES (?, ?)", (i, text))
     expected = [i for i, m in enumerate(rows) if matches(m, tree)]
-    assert sql_ids(conn, flt) == expected
+    assert sql_ids(conn, flt, paths=paths) == expected
     conn.close()

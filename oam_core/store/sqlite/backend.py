@@ -32,6 +32,7 @@ from oam_core.store.sql import statements as st
 from oam_core.store.sql.backend import SqlBackend, SqlTx
 from oam_core.store.sqlite import schema
 from oam_core.store.sqlite.bulk import narrow_insert
+from oam_core.store.sqlite.candidates import FilterCache, filtered_chunks
 from oam_core.store.sqlite.checkpoint import WAL_CHECKPOINT_BYTES, Checkpointer
 from oam_core.store.sqlite.dialect import SQLITE
 from oam_core.store.sqlite.keyword import Fts5Ranker
@@ -100,6 +101,7 @@ class SQLiteBackend(SqlBackend):
             self.checkpointer = Checkpointer(file, BUSY_TIMEOUT_S)
             weakref.finalize(self, self.checkpointer.close)  # a store never closed
         self.index = VectorIndex(prefix, index_path(path, prefix))
+        self.filters = FilterCache()  # metadata-filter candidates (sqlite/candidates.py)
         self.keywords = Fts5Ranker(SQLITE, prefix, self.schema_version)
 
     def _open(self, path: str) -> sqlite3.Connection:
@@ -196,17 +198,8 @@ class SQLiteBackend(SqlBackend):
                 self.index.sync(self.conn)
                 allowed = None
                 if pred.metadata is not NOT_SET:
-                    join, where, params = st.candidates(self.d, self.p, pred)
-                    allowed = np.fromiter(
-                        (
-                            r[0]
-                            for r in self.conn.execute(
-                                f"SELECT c.pk FROM {self.p}chunks c {join} "
-                                f"WHERE {where} AND c.has_vector = 1",
-                                params,
-                            )
-                        ),
-                        dtype=np.int64,
+                    allowed = filtered_chunks(
+                        self.conn, self.p, pred, self.index, self.filters, cacheable=began
                     )
             finally:
                 if began:
