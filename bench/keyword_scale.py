@@ -38,7 +38,9 @@ Per query, in one run and on one file, it times:
   the sort), so ``bare_user`` stays the stricter scoped baseline; the
   ``*_user_bm25_ratio_p50`` figures are against this form.
 
-Every mode runs every query once per repeat, modes interleaved per query; the report
+Each mode has its own connection (a store of its own for each store mode), so no
+mode finds the pages another mode just read for the same query in its SQLite page
+cache. Every mode runs every query once per repeat, modes interleaved per query; the report
 gives, per repeat, each mode's p50 (ms) and the p50 of the per-query ratio to
 ``bare``, then the medians over repeats. Timings on a shared machine are noisy: read
 the ratios, which are measured side by side.
@@ -169,10 +171,18 @@ def timed(fn: Callable[[str, str], Any], query: str, user: str) -> float:
 
 
 def run(path: Path, queries: list[tuple[str, str]], repeat: int) -> dict[str, Any]:
-    conn = sqlite3.connect(path)  # plain: reading the index needs no oam function
+    # One connection (store) per mode: a mode never finds in its SQLite page cache
+    # the pages another mode just read for the same query (bare_bm25 used to run
+    # on bare's connection, right after it).
+    plain = {
+        m: sqlite3.connect(path)  # plain: reading the index needs no oam function
+        for m in ("bare", "bare_bm25", "bare_user", "bare_user_bm25")
+    }
     kw = SQLiteMemoryStore(path, search_strategy="KEYWORD")
+    kw_user = SQLiteMemoryStore(path, search_strategy="KEYWORD")
     embedder = HashingEmbedder(DIM)
     hy = SQLiteMemoryStore(path, search_strategy="HYBRID", embedder=embedder)
+    hy_user = SQLiteMemoryStore(path, search_strategy="HYBRID", embedder=embedder)
     vectors = dict(
         zip((q for q, _ in queries), embedder.embed([q for q, _ in queries]), strict=True)
     )
@@ -190,17 +200,21 @@ def run(path: Path, queries: list[tuple[str, str]], repeat: int) -> dict[str, An
         "ON c.pk = f.rowid WHERE chunks_fts MATCH ? AND c.user_id = ? ORDER BY score LIMIT ?"
     )
     modes: dict[str, Callable[[str, str], Any]] = {
-        "bare": lambda q, u: conn.execute(bare_sql, (fts_query(q), K)).fetchall(),
-        "bare_bm25": lambda q, u: conn.execute(bm25_sql, (fts_query(q), K)).fetchall(),
+        "bare": lambda q, u: plain["bare"].execute(bare_sql, (fts_query(q), K)).fetchall(),
+        "bare_bm25": lambda q, u: (
+            plain["bare_bm25"].execute(bm25_sql, (fts_query(q), K)).fetchall()
+        ),
         "keyword": lambda q, u: kw.search(q, K),
         "hybrid": lambda q, u: hy.search(q, K),
         "vector": lambda q, u: hy.search(query_vector=vectors[q], k=K),
-        "bare_user": lambda q, u: conn.execute(bare_user_sql, (fts_query(q), u, K)).fetchall(),
-        "bare_user_bm25": lambda q, u: conn.execute(
-            bare_user_bm25_sql, (fts_query(q), u, K)
-        ).fetchall(),
-        "keyword_user": lambda q, u: kw.search(q, K, user_id=u, exact_user_match=True),
-        "hybrid_user": lambda q, u: hy.search(q, K, user_id=u, exact_user_match=True),
+        "bare_user": lambda q, u: (
+            plain["bare_user"].execute(bare_user_sql, (fts_query(q), u, K)).fetchall()
+        ),
+        "bare_user_bm25": lambda q, u: (
+            plain["bare_user_bm25"].execute(bare_user_bm25_sql, (fts_query(q), u, K)).fetchall()
+        ),
+        "keyword_user": lambda q, u: kw_user.search(q, K, user_id=u, exact_user_match=True),
+        "hybrid_user": lambda q, u: hy_user.search(q, K, user_id=u, exact_user_match=True),
     }
     baseline = {
         "keyword": "bare",
@@ -237,9 +251,10 @@ def run(path: Path, queries: list[tuple[str, str]], repeat: int) -> dict[str, An
             ratios = [a / b for a, b in zip(ms[mode], ms[base], strict=True)]
             one[f"{mode}_bm25_ratio_p50"] = statistics.median(ratios)
         runs.append(one)
-    kw.close()
-    hy.close()
-    conn.close()
+    for store in (kw, kw_user, hy, hy_user):
+        store.close()
+    for conn in plain.values():
+        conn.close()
     medians = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
     return {"runs": runs, "median": medians, "vector_index": index_state}
 
