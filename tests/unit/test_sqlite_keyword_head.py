@@ -132,7 +132,7 @@ def test_random_corpus_ranks_as_the_whole_index_scoped_and_not(tmp_path: Path) -
     for i in range(400):
         words = rng.choices(WORDS, k=rng.randint(1, 3)) + rng.choices(FILLER, k=rng.randint(0, 9))
         texts.append(" ".join(words))
-        users.append(f"u{i % 4}")
+        users.append(f"u{i % 8}")
         # a third of the records have a second search row
         second = " ".join(rng.choices(WORDS + FILLER, k=rng.randint(1, 6)))
         chunks.append([texts[-1], second] if i % 3 == 0 else texts[-1])
@@ -155,7 +155,7 @@ def test_random_corpus_ranks_as_the_whole_index_scoped_and_not(tmp_path: Path) -
                 assert reads.reads() in (["head"], ["head", "all"])
                 scoped = _rank(store, words, k, user="u2")
                 assert scoped == _reference(store.path, words, k, user="u2")
-                # a user of 100 records: FTS5 scores that user's rows only
+                # a user of 50 records of 400: FTS5 scores that user's rows only
                 assert reads.reads() in (["user-head"], ["user-head", "user-all"])
                 agent = _rank(store, words, k, agent="a1")
                 assert agent == _reference(store.path, words, k, ids=agent_ids)
@@ -240,8 +240,9 @@ def _user_corpus(store: SQLiteMemoryStore, n: int, start: int = 0, user: str = "
 def test_user_holding_many_rows_is_read_in_score_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A user above the user-only threshold is ranked from the whole index; a write
-    that takes a user past it is seen by the next search (the count is re-read)."""
+    """A user above the user-only threshold (30 rows here), or holding more than a
+    quarter of the rows, is ranked from the whole index; a write that takes a user
+    past it is seen by the next search (the count is re-read)."""
     monkeypatch.setattr(keyword, "USER_FILTER_ROWS", 30)
     store = _store(tmp_path)
     _user_corpus(store, 300, user="big")
@@ -252,6 +253,9 @@ def test_user_holding_many_rows_is_read_in_score_order(
             store.path, ["kiwi", "fig"], 5, user=user
         )
     assert reads.reads() == ["all", "user-head"]
+    monkeypatch.setattr(keyword, "USER_FILTER_ROWS", 4096)  # "big" holds 300 of 320
+    assert _rank(store, ["kiwi"], 5, user="big") == _reference(store.path, ["kiwi"], 5, user="big")
+    assert reads.reads() == ["all"]
     _user_corpus(store, 20, start=20, user="small")  # 40 rows: above 30
     assert _rank(store, ["kiwi", "fig"], 5, user="small") == _reference(
         store.path, ["kiwi", "fig"], 5, user="small"
@@ -264,9 +268,9 @@ def test_user_only_read_applies_the_metadata_filter_in_its_checks(tmp_path: Path
     """The user's row list leaves out the metadata filter; the checks apply it, so
     the head of a user-only read may hold records the filter drops."""
     store = _store(tmp_path)
-    _user_corpus(store, 200, user="u1")
-    _user_corpus(store, 200, start=200, user="u2")
-    even = {f"u1-{i}" for i in range(0, 200, 2)}
+    _user_corpus(store, 100, user="u1")
+    _user_corpus(store, 300, start=100, user="u2")
+    even = {f"u1-{i}" for i in range(0, 100, 2)}
     reads = _Reads(store)
     for k in (1, 10, 60):
         got = _rank(store, ["plum", "lime"], k, user="u1", metadata={"even": True})

@@ -45,7 +45,7 @@ class Fts5Ranker:
         # scope's capped chunk-row count.
         self._version = (-1, -1)
         self._term_rows: dict[str, int] = {}
-        self._user_rows: dict[str | None, int] = {}
+        self._user_rows: dict[tuple[str | None, int], int] = {}  # (user, cap) -> count
 
     def rank(
         self, conn: sqlite3.Connection, terms: Sequence[str], k: int, pred: Predicate
@@ -173,20 +173,21 @@ class Fts5Ranker:
 
         It is used when ``pred`` names a user holding at most ``_user_filter_max``
         chunk rows: the list is then read from the covering index ``chunks_scope``
-        (~0.25 us a row) and FTS5 computes BM25 only for the user's matching rows,
-        which costs less than reading and checking the ranking of every user's rows
-        (the ``+`` keeps SQLite from turning the list into one FTS5 lookup per row).
-        A larger user's list would cost more than that reading (85 ms for 100,000
-        rows), so a larger user is read in score order as before. The count is capped
-        and kept until the file changes (``_split_terms`` refreshes it).
+        and FTS5 computes BM25 only for the user's matching rows, which costs less
+        than reading and checking the ranking of every user's rows (the ``+`` keeps
+        SQLite from turning the list into one FTS5 lookup per row). A larger user's
+        list would cost more than it saves (85 ms for 100,000 rows; a user holding
+        most rows is found near the top of the ranking anyway), so a larger user is
+        read in score order. The count is capped and kept until the file changes
+        (``_split_terms`` refreshes it).
         """
         if pred.user_id is NOT_SET:
             return "", []
         cap = _user_filter_max(self._term_rows.get("", 0))
-        rows = self._user_rows.get(pred.user_id)
+        rows = self._user_rows.get((pred.user_id, cap))
         if rows is None:
             user = "c.user_id IS NULL" if pred.user_id is None else "c.user_id = ?"
-            rows = self._user_rows[pred.user_id] = conn.execute(
+            rows = self._user_rows[(pred.user_id, cap)] = conn.execute(
                 f"SELECT count(*) FROM (SELECT 1 FROM {self.p}chunks c WHERE {user} LIMIT ?)",
                 [*([] if pred.user_id is None else [pred.user_id]), cap + 1],
             ).fetchone()[0]
@@ -260,15 +261,17 @@ def _head_rows(k: int) -> int:
 
 
 USER_FILTER_ROWS = 4096
-"""A user holding at most this many chunk rows (or at most 1/16 of all rows) is
+"""A user holding at most this many chunk rows, and at most a quarter of all rows, is
 searched by keywords over that user's rows only (``Fts5Ranker._user_filter``)."""
 
 
 def _user_filter_max(total: int) -> int:
     """The most chunk rows a user may hold for the user-only keyword read, of
-    ``total`` rows in the index: where reading that user's row list costs less than
-    reading and checking the whole ranking until ``k`` of the user's records appear."""
-    return max(USER_FILTER_ROWS, total // 16)
+    ``total`` rows in the index. A user's list costs ~0.4 us a row to read, so it
+    pays where it leaves out most rows (a quarter or less kept), and it is kept
+    short, which also bounds the count (at most ``USER_FILTER_ROWS + 1`` index
+    entries, ~0.4 ms, once per change of the file)."""
+    return min(USER_FILTER_ROWS, total // 4)
 
 
 def _score(row: tuple[int, float]) -> float:
