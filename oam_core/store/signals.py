@@ -42,6 +42,7 @@ import regex
 from oam_core.apis.records import Record
 from oam_core.store.temporal import (
     asks_for_time,
+    nul_joined,
     overlaps,
     query_spans,
     record_days,
@@ -196,22 +197,12 @@ def _stem_counts_each(stems: Sequence[str], texts: Sequence[str]) -> builtins.li
     if not all(s.isalnum() for s in stems):
         count = _stem_pattern_counter(stems)
         return [count(text) for text in texts]
-    joined = "\0".join(texts)
-    starts = []
-    at = 0
-    for text in texts:
-        starts.append(at)
-        at += len(text) + 1
-    starts.append(at)  # the end, as the start of a text past the last
+    joined, starts = nul_joined(texts)
     counts = [0] * len(texts)
     for stem in stems:
-        whole = len(stem) < _STEM
-        end = len(stem)
         at = joined.find(stem)
         while at >= 0:
-            if (at == 0 or not joined[at - 1].isalnum()) and (
-                not whole or at + end == len(joined) or not joined[at + end].isalnum()
-            ):
+            if _starts_word(joined, stem, at):
                 i = bisect_right(starts, at) - 1
                 counts[i] += 1
                 at = joined.find(stem, starts[i + 1])  # a stem counts once a text
@@ -238,16 +229,21 @@ def _stem_counter(stems: Sequence[str]) -> Callable[[str], int]:
 def _holds_word(text: str, stem: str) -> bool:
     """Whether ``stem`` (alphanumeric) starts a word of ``text``, and ends it if it is
     shorter than ``_STEM``."""
-    whole = len(stem) < _STEM
-    end = len(stem)
     at = text.find(stem)
     while at >= 0:
-        if (at == 0 or not text[at - 1].isalnum()) and (
-            not whole or at + end == len(text) or not text[at + end].isalnum()
-        ):
+        if _starts_word(text, stem, at):
             return True
         at = text.find(stem, at + 1)
     return False
+
+
+def _starts_word(text: str, stem: str, at: int) -> bool:
+    """Whether the ``stem`` found at ``text[at:]`` starts a word, and ends it if it is
+    shorter than ``_STEM``."""
+    end = at + len(stem)
+    return (at == 0 or not text[at - 1].isalnum()) and (
+        len(stem) >= _STEM or end == len(text) or not text[end].isalnum()
+    )
 
 
 def _stem_pattern_counter(stems: Sequence[str]) -> Callable[[str], int]:

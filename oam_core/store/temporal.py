@@ -29,6 +29,7 @@ __all__ = [
     "Span",
     "asks_for_time",
     "day_label",
+    "nul_joined",
     "overlaps",
     "query_spans",
     "record_days",
@@ -272,17 +273,31 @@ _WORD_RUN = regex.compile(r"\w+")
 _YEAR_RUN = regex.compile(_YEAR)
 
 
-def _texts_holding(texts: Sequence[str], words: Sequence[str]) -> set[int]:
-    """The indexes of ``texts`` holding any of ``words`` (none of which holds a NUL):
-    each word is looked for in the NUL-joined texts, skipping to the next text after
-    a hit, so a search runs ``len(words)`` scans however many texts there are."""
-    joined = "\0".join(texts)
+def nul_joined(texts: Sequence[str]) -> tuple[str, list[int]]:
+    """``texts`` joined by NUL characters, and the offset where each text starts in
+    the join, plus one past the last (``len(join) + 1``): the text holding the join's
+    position ``p`` is ``bisect_right(starts, p) - 1``.
+
+    Args:
+        texts: Texts without NUL (stored text never holds one).
+
+    Returns:
+        ``(joined, starts)``, ``starts`` of length ``len(texts) + 1``.
+    """
     starts = []
     at = 0
     for text in texts:
         starts.append(at)
         at += len(text) + 1
     starts.append(at)  # the end, as the start of a text past the last
+    return "\0".join(texts), starts
+
+
+def _texts_holding(texts: Sequence[str], words: Sequence[str]) -> set[int]:
+    """The indexes of ``texts`` holding any of ``words`` (none of which holds a NUL):
+    each word is looked for in the NUL-joined texts, skipping to the next text after
+    a hit, so a search runs ``len(words)`` scans however many texts there are."""
+    joined, starts = nul_joined(texts)
     found: set[int] = set()
     for word in words:
         hit = joined.find(word)
