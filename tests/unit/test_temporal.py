@@ -192,6 +192,8 @@ _FRAGMENTS = [
     "5thmar",
     "Mayday",
     "market",
+    "since",
+    "Since",
     "Chicago",  # "ago" inside a word
     "agony",
     "today",
