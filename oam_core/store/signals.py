@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import builtins
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -41,6 +42,7 @@ import regex
 from oam_core.apis.records import Record
 from oam_core.store.temporal import (
     asks_for_time,
+    nul_joined,
     overlaps,
     query_spans,
     record_days,
@@ -178,13 +180,35 @@ def own_text_list(
     stems = sorted({t[:_STEM] for t in query_terms(query)})
     if not stems:
         return []
-    count = _stem_counter(stems)
-    held = []
-    for rank, key in enumerate(pool):
-        found = count((records[key].content or "").lower())
-        if found:
-            held.append((-found, rank, key))
+    counts = _stem_counts_each(stems, [(records[key].content or "").lower() for key in pool])
+    held = [
+        (-found, rank, key)
+        for rank, (key, found) in enumerate(zip(pool, counts, strict=True))
+        if found
+    ]
     return [key for _, _, key in sorted(held)]
+
+
+def _stem_counts_each(stems: Sequence[str], texts: Sequence[str]) -> builtins.list[int]:
+    """``_stem_counter(stems)`` of each of ``texts`` (lower-cased, without NUL). For
+    alphanumeric stems each stem is looked for once in the NUL-joined texts: a NUL
+    is not alphanumeric, so it bounds a word as a text's start or end does, and no
+    hit spans two texts."""
+    if not all(s.isalnum() for s in stems):
+        count = _stem_pattern_counter(stems)
+        return [count(text) for text in texts]
+    joined, starts = nul_joined(texts)
+    counts = [0] * len(texts)
+    for stem in stems:
+        at = joined.find(stem)
+        while at >= 0:
+            if _starts_word(joined, stem, at):
+                i = bisect_right(starts, at) - 1
+                counts[i] += 1
+                at = joined.find(stem, starts[i + 1])  # a stem counts once a text
+            else:
+                at = joined.find(stem, at + 1)
+    return counts
 
 
 def _stem_counter(stems: Sequence[str]) -> Callable[[str], int]:
@@ -205,16 +229,21 @@ def _stem_counter(stems: Sequence[str]) -> Callable[[str], int]:
 def _holds_word(text: str, stem: str) -> bool:
     """Whether ``stem`` (alphanumeric) starts a word of ``text``, and ends it if it is
     shorter than ``_STEM``."""
-    whole = len(stem) < _STEM
-    end = len(stem)
     at = text.find(stem)
     while at >= 0:
-        if (at == 0 or not text[at - 1].isalnum()) and (
-            not whole or at + end == len(text) or not text[at + end].isalnum()
-        ):
+        if _starts_word(text, stem, at):
             return True
         at = text.find(stem, at + 1)
     return False
+
+
+def _starts_word(text: str, stem: str, at: int) -> bool:
+    """Whether the ``stem`` found at ``text[at:]`` starts a word, and ends it if it is
+    shorter than ``_STEM``."""
+    end = at + len(stem)
+    return (at == 0 or not text[at - 1].isalnum()) and (
+        len(stem) >= _STEM or end == len(text) or not text[end].isalnum()
+    )
 
 
 def _stem_pattern_counter(stems: Sequence[str]) -> Callable[[str], int]:

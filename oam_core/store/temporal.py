@@ -16,6 +16,7 @@ Relative words in a *query* ("last week") are resolved against the store clock.
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -28,6 +29,7 @@ __all__ = [
     "Span",
     "asks_for_time",
     "day_label",
+    "nul_joined",
     "overlaps",
     "query_spans",
     "record_days",
@@ -218,6 +220,7 @@ def states_time_each(texts: Sequence[str | None]) -> list[bool]:
         else:
             out.append(
                 i in timed
+                and _may_state_relative(text)
                 and (_RELATIVE.search(text) is not None or _STATED_TIME.search(text) is not None)
             )
     return out
@@ -247,6 +250,17 @@ the casefolded text: ``casefold`` maps every character the patterns' IGNORECASE
 matches to an ASCII letter (the Kelvin sign, the long s) onto that letter, so no
 match is missed."""
 
+_TIME_HINT = re.compile(
+    r"\b(?:week|month|year|minute|hour|morning|afternoon|evening|tomorrow|recently|lately|"
+    r"ago|since)|day|night",
+    re.IGNORECASE,
+)
+"""Where each ``_TIME_WORDS`` word sits in a match of ``_RELATIVE`` or
+``_STATED_TIME``: at the start of a word, but for "day" ("yesterday", "Monday") and
+"night" ("tonight"), which may end one. So "Chicago" or "dragon" holds no time."""
+_DIGIT_STARTS_WORD = regex.compile(r"\b[0-9]", regex.IGNORECASE)
+"""Every form of ``_ABSOLUTE`` starts a word with an ASCII digit: the day or year
+follows ``\b`` or white space (so "Spk24a" holds no date)."""
 _DIGITS = frozenset("0123456789")
 _MONTH_STEMS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _MONTH_FORMS = (
@@ -259,17 +273,31 @@ _WORD_RUN = regex.compile(r"\w+")
 _YEAR_RUN = regex.compile(_YEAR)
 
 
-def _texts_holding(texts: Sequence[str], words: Sequence[str]) -> set[int]:
-    """The indexes of ``texts`` holding any of ``words`` (none of which holds a NUL):
-    each word is looked for in the NUL-joined texts, skipping to the next text after
-    a hit, so a search runs ``len(words)`` scans however many texts there are."""
-    joined = "\0".join(texts)
+def nul_joined(texts: Sequence[str]) -> tuple[str, list[int]]:
+    """``texts`` joined by NUL characters, and the offset where each text starts in
+    the join, plus one past the last (``len(join) + 1``): the text holding the join's
+    position ``p`` is ``bisect_right(starts, p) - 1``.
+
+    Args:
+        texts: Texts without NUL (stored text never holds one).
+
+    Returns:
+        ``(joined, starts)``, ``starts`` of length ``len(texts) + 1``.
+    """
     starts = []
     at = 0
     for text in texts:
         starts.append(at)
         at += len(text) + 1
     starts.append(at)  # the end, as the start of a text past the last
+    return "\0".join(texts), starts
+
+
+def _texts_holding(texts: Sequence[str], words: Sequence[str]) -> set[int]:
+    """The indexes of ``texts`` holding any of ``words`` (none of which holds a NUL):
+    each word is looked for in the NUL-joined texts, skipping to the next text after
+    a hit, so a search runs ``len(words)`` scans however many texts there are."""
+    joined, starts = nul_joined(texts)
     found: set[int] = set()
     for word in words:
         hit = joined.find(word)
@@ -289,14 +317,23 @@ def _may_state_date(text: str, has_month_stem: bool) -> bool:
     end of a run of word characters (``_WORD_RUN``, the patterns' own definition of a
     word character), and that run casefolds to a text ending with the month's name
     (``_TIME_WORDS`` says why casefolding is safe). ``has_month_stem``: whether the
-    casefolded text holds one of ``_MONTH_STEMS``."""
+    casefolded text holds one of ``_MONTH_STEMS``. The digit that starts the day or
+    year starts a word (``_DIGIT_STARTS_WORD``)."""
     if _DIGITS.isdisjoint(text):
         return False
     if ("19" in text or "20" in text) and _YEAR_RUN.search(text) is not None:
         return True
-    if not has_month_stem:
+    if not has_month_stem or _DIGIT_STARTS_WORD.search(text) is None:
         return False
     return any(w.casefold().endswith(_MONTH_FORMS) for w in _WORD_RUN.findall(text))
+
+
+def _may_state_relative(text: str) -> bool:
+    """A necessary condition for ``_RELATIVE`` and ``_STATED_TIME`` on a text holding
+    one of ``_TIME_WORDS``: for an ASCII text, that word where ``_TIME_HINT`` puts it
+    (``re`` and ``regex`` agree on ASCII word boundaries and case); any other text
+    passes (a non-ASCII character may case-fold to a letter of the word)."""
+    return not text.isascii() or _TIME_HINT.search(text) is not None
 
 
 def day_label(timestamp: str | None) -> str | None:

@@ -13,6 +13,7 @@ from oam_core.apis.records import Record
 from oam_core.store.signals import (
     _holds_word,
     _stem_counter,
+    _stem_counts_each,
     _stem_pattern_counter,
     own_text_list,
 )
@@ -40,6 +41,26 @@ def test_find_counts_stems_taken_from_the_text(parts: list[str]) -> None:
         text = sep.join(parts)
         stems = sorted({p[:5] for p in parts} | {"paint", "art", "pa"})
         assert _stem_counter(stems)(text) == _stem_pattern_counter(stems)(text)
+
+
+@given(
+    st.lists(st.text(alphabet=_ALPHABET, max_size=20).map(str.lower), max_size=8),
+    st.lists(st.sampled_from(["ab", "abcde", "a", "e0", "z", "9_", "é", "\u3042a"]), min_size=1),
+)
+def test_counts_over_the_joined_texts_are_each_texts_own(
+    texts: list[str], stems: list[str]
+) -> None:
+    """One search of the NUL-joined texts counts, text by text, what the counter of
+    one text counts: no hit spans two texts, none is credited to the wrong one."""
+    ordered = sorted(set(stems))
+    assert _stem_counts_each(ordered, texts) == [_stem_counter(ordered)(t) for t in texts]
+
+
+def test_counts_over_the_joined_texts() -> None:
+    texts = ["art art", "", "smart", "paint\u3042", "x art"]
+    assert _stem_counts_each(["art", "paint"], texts) == [1, 0, 0, 1, 1]
+    assert _stem_counts_each(["art", "\u0130"], texts) == [1, 0, 0, 0, 1]  # the regex path
+    assert _stem_counts_each(["art"], []) == []
 
 
 def test_holds_word() -> None:

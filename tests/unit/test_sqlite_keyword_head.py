@@ -1,8 +1,9 @@
 """The SQLite keyword ranker's two reads (oam_core/store/sqlite/keyword.py;
-docs/store.md#keyword-search): an unscoped search first asks FTS5 for its best rows
+docs/store.md#keyword-search): an unscoped search, or one scoped to a user holding
+few rows (then FTS5 scores only that user's rows), first asks FTS5 for its best rows
 with a ``LIMIT`` and, when they do not settle the ranking, reads every row in score
-order as a scoped search does. Both must rank as a brute-force reading of the whole
-index: each record by its best in-scope chunk, ties by record key.
+order as other scoped searches do. All must rank as a brute-force reading of the
+whole index: each record by its best in-scope chunk, ties by record key.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from oam_core import SQLiteMemoryStore
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.store.args import types_arg
 from oam_core.store.backend import Predicate
+from oam_core.store.filters import parse_filter
+from oam_core.store.sqlite import keyword
 from oam_core.store.sqlite.keyword import _head_rows
 
 WORDS = ["kiwi", "plum", "pear", "fig", "lime", "date", "yam", "okra"]
@@ -35,9 +38,11 @@ def _reference(
     k: int,
     user: str | None = None,
     types: set[str] | None = None,
+    ids: set[str] | None = None,
 ) -> list[tuple[int, float]]:
     """The ``k`` best ``(record pk, BM25 >= 0)`` pairs: every matching row scored by
-    ``bm25``, each record by its best chunk passing the filter, ties by record pk."""
+    ``bm25``, each record by its best chunk passing the filter (user, types, record
+    ids), ties by record pk."""
     conn = sqlite3.connect(path)
     try:
         match = " OR ".join(f'"{w}"' for w in words)
@@ -55,8 +60,10 @@ def _reference(
         conn.close()
     best: dict[int, float] = {}
     for pk, score in scores:
-        rpk, _, uid, rtype = owner[pk]
+        rpk, rid, uid, rtype = owner[pk]
         if (user is not None and uid != user) or (types is not None and rtype not in types):
+            continue
+        if ids is not None and rid not in ids:
             continue
         best[rpk] = min(score, best.get(rpk, score))
     ranked = sorted(best.items(), key=lambda kv: (kv[1], kv[0]))[:k]
@@ -69,12 +76,16 @@ def _rank(
     k: int,
     user: str | None = None,
     types: set[str] | None = None,
+    metadata: dict[str, Any] | None = None,
+    agent: str | None = None,
 ) -> list[tuple[Any, float]]:
     """The ranker's answer: ``(record pk, BM25)`` pairs, best first."""
     pred = Predicate(
         record_types=types_arg(types),
         now=datetime.now(timezone.utc),
         user_id=NOT_SET if user is None else user,
+        agent_id=NOT_SET if agent is None else agent,
+        metadata=NOT_SET if metadata is None else parse_filter(metadata),
     )
     return store._backend.rank_keyword(words, k, pred)
 
@@ -82,6 +93,11 @@ def _rank(
 def _ids(store: SQLiteMemoryStore, ranked: list[tuple[Any, float]]) -> list[str]:
     records = store._backend.load([rpk for rpk, _ in ranked])
     return [records[rpk].id for rpk, _ in ranked]
+
+
+def _head_or_all(sql: str) -> str:
+    """``"head"`` when the ranking read ends with a ``LIMIT``, else ``"all"``."""
+    return "head" if sql.rstrip().rsplit(" ", 2)[-2] == "LIMIT" else "all"
 
 
 class _Reads:
@@ -93,18 +109,19 @@ class _Reads:
 
     def kinds(self) -> list[str]:
         """``"head"`` for a ``LIMIT``-ed read of the best rows, ``"all"`` for a read of
-        every row in score order, ``"check"`` for a check of rows against the filter."""
+        every row in score order, ``"check"`` for a check of rows against the filter;
+        ``"user-head"`` / ``"user-all"`` for those reads over one user's rows only."""
         out = []
         for s in self.sql:
             if s.startswith("SELECT rowid, bm25("):
-                out.append("head" if "LIMIT" in s else "all")
+                out.append(("user-" if "+rowid IN" in s else "") + _head_or_all(s))
             elif s.startswith("SELECT c.pk, c.record_pk"):
                 out.append("check")
         self.sql.clear()
         return out
 
     def reads(self) -> list[str]:
-        """``kinds`` without the checks."""
+        """``kinds`` without the checks and counts."""
         return [kind for kind in self.kinds() if kind != "check"]
 
 
@@ -115,7 +132,7 @@ def test_random_corpus_ranks_as_the_whole_index_scoped_and_not(tmp_path: Path) -
     for i in range(400):
         words = rng.choices(WORDS, k=rng.randint(1, 3)) + rng.choices(FILLER, k=rng.randint(0, 9))
         texts.append(" ".join(words))
-        users.append(f"u{i % 4}")
+        users.append(f"u{i % 8}")
         # a third of the records have a second search row
         second = " ".join(rng.choices(WORDS + FILLER, k=rng.randint(1, 6)))
         chunks.append([texts[-1], second] if i % 3 == 0 else texts[-1])
@@ -125,7 +142,9 @@ def test_random_corpus_ranks_as_the_whole_index_scoped_and_not(tmp_path: Path) -
         index_texts=chunks,
         record_ids=[f"m{i}" for i in range(400)],
         user_ids=users,
+        agent_ids=[f"a{i % 3}" for i in range(400)],
     )
+    agent_ids = {f"m{i}" for i in range(400) if i % 3 == 1}
     reads = _Reads(store)
     cases = 0
     for k in (1, 3, 10, 25, 60):
@@ -136,7 +155,11 @@ def test_random_corpus_ranks_as_the_whole_index_scoped_and_not(tmp_path: Path) -
                 assert reads.reads() in (["head"], ["head", "all"])
                 scoped = _rank(store, words, k, user="u2")
                 assert scoped == _reference(store.path, words, k, user="u2")
-                assert reads.reads() == ["all"]  # a scoped search reads in score order
+                # a user of 50 records of 400: FTS5 scores that user's rows only
+                assert reads.reads() in (["user-head"], ["user-head", "user-all"])
+                agent = _rank(store, words, k, agent="a1")
+                assert agent == _reference(store.path, words, k, ids=agent_ids)
+                assert reads.reads() == ["all"]  # other scopes read in score order
                 cases += 1
     assert cases == 60
     store.close()
@@ -196,4 +219,81 @@ def test_fewer_matches_than_the_head_are_read_once(tmp_path: Path) -> None:
     reads = _Reads(store)
     assert _ids(store, _rank(store, ["lime"], 10)) == ["b", "a"]
     assert reads.kinds() == ["head", "check"]
+    store.close()
+
+
+def _user_corpus(store: SQLiteMemoryStore, n: int, start: int = 0, user: str = "u1") -> None:
+    rng = random.Random(start)
+    texts = [
+        " ".join(rng.choices(WORDS, k=rng.randint(1, 3)) + rng.choices(FILLER, k=rng.randint(0, 6)))
+        for _ in range(n)
+    ]
+    store.add(
+        texts,
+        "memory",
+        record_ids=[f"{user}-{i}" for i in range(start, start + n)],
+        user_ids=[user] * n,
+        metadata=[{"even": i % 2 == 0} for i in range(start, start + n)],
+    )
+
+
+def test_user_holding_many_rows_is_read_in_score_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user above the user-only threshold (30 rows here), or holding more than a
+    quarter of the rows, is ranked from the whole index; a write that takes a user
+    past it is seen by the next search (the count is re-read)."""
+    monkeypatch.setattr(keyword, "USER_FILTER_ROWS", 30)
+    store = _store(tmp_path)
+    _user_corpus(store, 300, user="big")
+    _user_corpus(store, 20, user="small")
+    reads = _Reads(store)
+    for user in ("big", "small"):
+        assert _rank(store, ["kiwi", "fig"], 5, user=user) == _reference(
+            store.path, ["kiwi", "fig"], 5, user=user
+        )
+    assert reads.reads() == ["all", "user-head"]
+    _user_corpus(store, 20, start=20, user="small")  # 40 rows: above 30
+    assert _rank(store, ["kiwi", "fig"], 5, user="small") == _reference(
+        store.path, ["kiwi", "fig"], 5, user="small"
+    )
+    assert reads.reads() == ["all"]
+    monkeypatch.setattr(keyword, "USER_FILTER_ROWS", 4096)
+    for user, kinds in (("big", ["all"]), ("small", ["user-head"])):  # 300 and 40 of 340
+        assert _rank(store, ["kiwi"], 5, user=user) == _reference(
+            store.path, ["kiwi"], 5, user=user
+        )
+        assert reads.reads() == kinds
+    store.close()
+
+
+def test_user_only_read_applies_the_metadata_filter_in_its_checks(tmp_path: Path) -> None:
+    """The user's row list leaves out the metadata filter; the checks apply it, so
+    the head of a user-only read may hold records the filter drops."""
+    store = _store(tmp_path)
+    _user_corpus(store, 100, user="u1")
+    _user_corpus(store, 300, start=100, user="u2")
+    even = {f"u1-{i}" for i in range(0, 100, 2)}
+    reads = _Reads(store)
+    for k in (1, 10, 60):
+        got = _rank(store, ["plum", "lime"], k, user="u1", metadata={"even": True})
+        assert got == _reference(store.path, ["plum", "lime"], k, user="u1", ids=even)
+        assert reads.reads()[0] == "user-head"
+    store.close()
+
+
+def test_rows_tying_the_kth_record_after_the_first_check_are_checked(tmp_path: Path) -> None:
+    """Every row ties; the head's second part holds the records with the smallest
+    keys (their search rows were re-written last). The rows that tie the k-th
+    record's score are still checked, so the ties go to the smallest keys, without
+    a read past the head (there are fewer rows than it holds)."""
+    store = _store(tmp_path)
+    n = _head_rows(5) - 6
+    store.add(["plum tart"] * n, "memory", record_ids=[f"r{i:03d}" for i in range(n)])
+    for i in range(n - (5 + keyword._HEAD_SPARE)):
+        store.update("memory", f"r{i:03d}", text="tart plum")
+    reads = _Reads(store)
+    got = _rank(store, ["plum"], 5)
+    assert _ids(store, got) == ["r000", "r001", "r002", "r003", "r004"]
+    assert reads.kinds() == ["head", "check", "check"]
     store.close()

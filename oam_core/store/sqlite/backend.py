@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import sqlite3
+import sys
 import threading
 import weakref
 from collections.abc import Hashable, Iterator, Sequence
@@ -43,6 +44,11 @@ from oam_core.store.vectorindex import LOG_KEEP, VectorIndex, index_path
 BUSY_TIMEOUT_S = 30.0
 """How long a write waits for another connection's write lock before
 ``DatabaseLockedError``, in seconds."""
+
+MMAP_BYTES = 1 << 30 if sys.maxsize > 2**32 else 0
+"""``PRAGMA mmap_size`` of a store's file connection, in bytes: up to the first GiB
+of the file is read through a memory map instead of ``read()`` calls, on 64-bit
+builds only (docs/sqlite.md#reading-through-a-memory-map)."""
 
 
 def _fts_text(text: str | None) -> str | None:
@@ -127,6 +133,8 @@ class SQLiteBackend(SqlBackend):
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA secure_delete = ON")  # deleted rows' bytes are zeroed
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        if target != ":memory:" and MMAP_BYTES:
+            conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
         conn.create_function(schema.FTS_FUNCTION, 1, _fts_text, deterministic=True)
         if target != ":memory:" and not uri:
             conn.execute("PRAGMA journal_mode = WAL")

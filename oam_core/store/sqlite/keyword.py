@@ -9,8 +9,11 @@ predicate, so a filter never hides a match.
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
+from bisect import bisect_right
 from collections.abc import Hashable, Iterable, Iterator, Sequence
+from typing import Any
 
 import regex
 
@@ -37,8 +40,12 @@ class Fts5Ranker:
         self.d = dialect
         self.p = prefix
         self.schema_version = schema_version
-        # Term statistics: (data_version, total_changes) -> {term: capped row count}
-        self._term_rows: tuple[tuple[int, int], dict[str, int]] = ((-1, -1), {})
+        # Statistics kept until the file changes, keyed by (data_version,
+        # total_changes): each term's capped row count ("" -> all rows), each user
+        # scope's capped chunk-row count.
+        self._version = (-1, -1)
+        self._term_rows: dict[str, int] = {}
+        self._user_rows: dict[tuple[str | None, int], int] = {}  # (user, cap) -> count
 
     def rank(
         self, conn: sqlite3.Connection, terms: Sequence[str], k: int, pred: Predicate
@@ -93,16 +100,18 @@ class Fts5Ranker:
 
         FTS5 scores every matching row; the rows are read best first and only those
         read are checked against ``pred``, until ``k`` records are found and the next
-        row scores worse than the k-th. Unscoped, most rows pass, so the first
-        ``_head_rows(k)`` rows are asked for with a ``LIMIT`` (SQLite keeps only
-        them while sorting) and the first ``k + _HEAD_SPARE`` of them checked, the
-        rest only when those do not hold ``k`` records; when the head does not
-        settle the ranking (too few records
-        passed, or the last row ties the k-th record's score) the rows are streamed
-        as scoped searches read them: every row, in score order, in growing batches.
-        The score is ``bm25()`` in the ORDER BY, the same value FTS5's ``rank``
-        column holds, without its extra sorting pass (bench/README.md,
-        ``keyword_scale.py``).
+        row scores worse than the k-th (rows past that are not checked). Unscoped,
+        most rows pass, so the first ``_head_rows(k)`` rows are asked for with a
+        ``LIMIT`` (SQLite keeps only them while sorting) and the first
+        ``k + _HEAD_SPARE`` of them checked, the rest only when those do not hold
+        ``k`` records. Scoped to a user holding few rows (``_user_filter``), FTS5
+        scores only that user's rows (a ``rowid IN`` list read from the covering scope
+        index) and the same head is read; for other scopes every row is read in score
+        order. When the head does not settle the ranking (too few records passed, or
+        its last row ties the k-th record's score) the rows are streamed: every row,
+        in score order, in growing batches. The score is ``bm25()`` in the ORDER BY,
+        the same value FTS5's ``rank`` column holds, without its extra sorting pass
+        (bench/README.md, ``keyword_scale.py``).
         """
         fts = f"{self.p}chunks_fts"
         join, where, params = st.candidates(self.d, self.p, pred)
@@ -110,8 +119,10 @@ class Fts5Ranker:
             f"SELECT c.pk, c.record_pk FROM {self.p}chunks c {join} "
             f"WHERE c.pk IN ({{}}) AND {where}"
         )
+        only, only_params = self._user_filter(conn, pred)
         ranked_sql = (
-            f"SELECT rowid, bm25({fts}) AS score FROM {fts} WHERE {fts} MATCH ? ORDER BY score"
+            f"SELECT rowid, bm25({fts}) AS score FROM {fts} WHERE {fts} MATCH ?{only} "
+            "ORDER BY score"
         )
 
         def fold(
@@ -122,7 +133,12 @@ class Fts5Ranker:
             best: dict[int, float] = {}
             bound: float | None = None
             for rows in batches:
-                if not rows or (bound is not None and rows[0][1] > bound):
+                last = False
+                if bound is not None:  # rows scoring worse than the k-th cannot count
+                    cut = bisect_right(rows, bound, key=_score)
+                    last = cut < len(rows)
+                    rows = rows[:cut]
+                if not rows:
                     break
                 in_scope = dict(
                     conn.execute(
@@ -131,24 +147,56 @@ class Fts5Ranker:
                     ).fetchall()
                 )
                 best, bound = _collect(rows, in_scope, k, best, bound)
-                if bound is not None and rows[-1][1] > bound:
+                if last or (bound is not None and rows[-1][1] > bound):
                     break
             return best, bound
 
-        if not _scoped(pred):
+        if only or not _scoped(pred):
             limit = _head_rows(k)
-            head = conn.execute(f"{ranked_sql} LIMIT ?", (match, limit)).fetchall()
+            head = conn.execute(f"{ranked_sql} LIMIT ?", (match, *only_params, limit)).fetchall()
             # Most rows pass: check about k of them first, the rest only if needed.
             first = k + _HEAD_SPARE
             best, bound = fold((head[:first], head[first:]))
             if len(head) < limit or (bound is not None and head[-1][1] > bound):
                 return _best_first(best, k)
-        cursor = conn.execute(ranked_sql, (match,))
+        cursor = conn.execute(ranked_sql, (match, *only_params))
         try:
             best, bound = fold(_batches(cursor))
         finally:
             cursor.close()
         return _best_first(best, k)
+
+    def _user_filter(self, conn: sqlite3.Connection, pred: Predicate) -> tuple[str, list[Any]]:
+        """``(sql, params)``: an ``AND +rowid IN (...)`` condition keeping the chunk
+        rows of ``pred``'s user, record types, expiry and other scopes (not its
+        metadata filter, which the checks apply), or ``("", [])``.
+
+        It is used when ``pred`` names a user holding at most ``_user_filter_max``
+        chunk rows: the list is then read from the covering index ``chunks_scope``
+        and FTS5 computes BM25 only for the user's matching rows, which costs less
+        than reading and checking the ranking of every user's rows (the ``+`` keeps
+        SQLite from turning the list into one FTS5 lookup per row). A larger user's
+        list would cost more than it saves (85 ms for 100,000 rows; a user holding
+        most rows is found near the top of the ranking anyway), so a larger user is
+        read in score order. The count is capped and kept until the file changes
+        (``_split_terms`` refreshes it).
+        """
+        if pred.user_id is NOT_SET:
+            return "", []
+        cap = _user_filter_max(self._term_rows.get("", 0))
+        rows = self._user_rows.get((pred.user_id, cap))
+        if rows is None:
+            user = "c.user_id IS NULL" if pred.user_id is None else "c.user_id = ?"
+            rows = self._user_rows[(pred.user_id, cap)] = conn.execute(
+                f"SELECT count(*) FROM (SELECT 1 FROM {self.p}chunks c WHERE {user} LIMIT ?)",
+                [*([] if pred.user_id is None else [pred.user_id]), cap + 1],
+            ).fetchone()[0]
+        if rows > cap:
+            return "", []
+        where, params = st.where(
+            self.d, dataclasses.replace(pred, metadata=NOT_SET), "c", records=False
+        )
+        return f" AND +rowid IN (SELECT c.pk FROM {self.p}chunks c WHERE {where})", params
 
     def _split_terms(
         self, conn: sqlite3.Connection, terms: Sequence[str]
@@ -170,10 +218,12 @@ class Fts5Ranker:
             int(conn.execute("PRAGMA data_version").fetchone()[0]),
             conn.total_changes,
         )
-        if self._term_rows[0] != version or len(self._term_rows[1]) > 4096:
+        if self._version != version or len(self._term_rows) > 4096 or len(self._user_rows) > 4096:
             total = conn.execute(f"SELECT count(*) FROM {fts}_docsize").fetchone()[0]
-            self._term_rows = (version, {"": int(total)})  # "" is never a term
-        counts = self._term_rows[1]
+            self._version = version
+            self._term_rows = {"": int(total)}  # "" is never a term
+            self._user_rows = {}
+        counts = self._term_rows
         half = counts[""] // 2
         informative: list[str] = []
         common: list[str] = []
@@ -208,6 +258,24 @@ def _head_rows(k: int) -> int:
     records of two matching chunks each (a message's own row and its context row)
     and a few filtered out (expired, another record type)."""
     return 2 * k + 2 * _HEAD_SPARE
+
+
+USER_FILTER_ROWS = 4096
+"""A user holding at most this many chunk rows, and at most a quarter of all rows, is
+searched by keywords over that user's rows only (``Fts5Ranker._user_filter``)."""
+
+
+def _user_filter_max(total: int) -> int:
+    """The most chunk rows a user may hold for the user-only keyword read, of
+    ``total`` rows in the index. A user's list costs ~0.4 us a row to read, so it
+    pays where it leaves out most rows (a quarter or less kept), and it is kept
+    short, which also bounds the count (at most ``USER_FILTER_ROWS + 1`` index
+    entries, ~0.4 ms, once per change of the file)."""
+    return min(USER_FILTER_ROWS, total // 4)
+
+
+def _score(row: tuple[int, float]) -> float:
+    return row[1]
 
 
 def _batches(cursor: sqlite3.Cursor) -> Iterator[list[tuple[int, float]]]:
