@@ -328,7 +328,7 @@ def add_random(store: SQLiteMemoryStore, start: int, stop: int, seed: int = 0) -
     store.add(
         [f"t{i}" for i in range(start, stop)],
         "memory",
-        embeddings=vecs.astype(np.float32),
+        embeddings=list(vecs.astype(np.float32)),
         record_ids=[f"r{i}" for i in range(start, stop)],
         user_ids=[f"u{i % 3}" for i in range(start, stop)],
     )
@@ -359,6 +359,7 @@ def test_reopening_reads_the_snapshot_and_catches_up_with_later_writes(
             for q in QUERIES:
                 assert ids(store, q, 10) == brute_force(path, q, 10)
         index = store._impl.index
+        assert index._saved is not None
         assert loaded == [index._saved[0]] and index._saved[0] >= 200  # only the new rows
         assert index.ann is not None and index.n - index.n_dead == 230 - 1  # r6 expired, not gone
         found = {r.id for r, _ in store.search(query_vector=list(QUERIES[0]), k=300)}
@@ -398,7 +399,9 @@ def test_a_snapshot_ahead_of_the_database_is_rebuilt_with_a_warning(tmp_path: Pa
     store = open_store(path)
     add_random(store, 60, 90)
     store.search(query_vector=list(QUERIES[0]), k=3)
-    store._impl.index.ann.rebuilt = True  # force the rewrite at close
+    ann = store._impl.index.ann
+    assert ann is not None
+    ann.rebuilt = True  # force the rewrite at close
     store.close()
     shutil.copy(tmp_path / "old.db", path)  # a restored backup with the newer index file
     for suffix in ("-wal", "-shm"):
@@ -599,11 +602,12 @@ def test_an_index_that_misses_the_recall_target_is_not_used(
         add_random(store, 0, 400)
         exact = vectorindex.VectorIndex._exact
         calls: list[int] = []
-        monkeypatch.setattr(
-            vectorindex.VectorIndex,
-            "_exact",
-            lambda self, *a: calls.append(1) or exact(self, *a),
-        )
+
+        def counted(self: vectorindex.VectorIndex, *a: Any) -> Any:
+            calls.append(1)
+            return exact(self, *a)
+
+        monkeypatch.setattr(vectorindex.VectorIndex, "_exact", counted)
         for q in QUERIES:
             assert ids(store, q, 10) == brute_force(path, q, 10)
         assert store._impl.index.ann is not None and store._impl.index.ann.nprobe == 0
@@ -652,7 +656,9 @@ def test_rows_from_new_data_added_after_the_build_keep_recall(
     store = SQLiteMemoryStore(str(tmp_path / "s.db"), vector_dim=64, search_strategy="VECTOR")
     try:
         ix = store._impl.index
-        store.add(["a"] * n, "memory", embeddings=first, record_ids=[f"a{i}" for i in range(n)])
+        store.add(
+            ["a"] * n, "memory", embeddings=list(first), record_ids=[f"a{i}" for i in range(n)]
+        )
         store.search(query_vector=first[0], k=10)
         assert ix.ann is not None and ix.ann.nprobe and ix.ann.trained_on == n
         store.add(["b"] * n, "memory", embeddings=later, record_ids=[f"b{i}" for i in range(n)])
