@@ -1,16 +1,16 @@
 """The ANN half of the embedded store's vector index (``store/vectorindex.py``).
 
-A faiss IVF index (``IndexIVFScalarQuantizer``, 4-bit codes, inner product on unit
-vectors) whose labels are chunk keys. It only proposes candidates: the store re-ranks
-them exactly from its float32 matrix after the scope, type, expiry and filter masks.
-Documented in ``docs/sqlite.md``.
+A faiss IVF index (``IndexIVFScalarQuantizer``, signed 8-bit codes of the vectors
+scaled by ``Ann.scale``, inner product) whose labels are chunk keys. It only proposes
+candidates: the store re-ranks them exactly from its float32 matrix after the scope,
+type, expiry and filter masks. Documented in ``docs/sqlite.md``.
 
 Build, from any ``RowSource`` (the mirror, read under its lock, so a build can run in
 a background thread while searches go on):
 
 * ``LISTS_PER_ROOT * sqrt(n)`` lists, trained (10 k-means rounds) on a sample of
-  ``TRAIN_PER_LIST`` vectors per list; the 4-bit ranges on the first
-  ``ENCODER_TRAIN_ROWS`` of that sample;
+  ``TRAIN_PER_LIST`` vectors per list; the code scale from the first
+  ``SCALE_ROWS`` of that sample (``code_scale``);
 * every live row added in two passes over slices copied from the source: the first
   finds each row's list, so each list is allocated once at its final size, the
   second adds the rows to those lists (extra memory: one slice, the row-to-list
@@ -22,13 +22,18 @@ a background thread while searches go on):
   probe count up to ``MAX_PROBE_SHARE`` of the lists reaches it, gets ``nprobe = 0``:
   the index is not used and searches rank exactly.
 
-Why these choices (measured on the project's 2-core machine, 100k x 384, see
+Why these choices (measured on the project's 2-core machine, 100k and 1M x 384, see
 ``bench/README.md``): with ``sqrt(n)`` lists, data with more natural clusters than
 lists (1,000 centres) needed 48 probes for recall 0.98; with ``2 sqrt(n)`` lists 8
 probes give 0.999 there and on the 100-centre peer workload, and each list is half
-as long. 4-bit codes (half a byte per dimension: 19 MB at 100k x 384) scan within
-10 us of 8-bit ones at 8 probes and the exact re-rank gives both the same recall, so
-the smaller ones keep peak memory near the float32 matrix the exact path needs.
+as long. The codes: on the peer workload a query's ten nearest neighbours lie
+anywhere in its cluster, so at 1M every code type scans about 10,000 codes per query
+for recall 0.98, and the time per code decides. faiss scans signed 8-bit codes
+("direct": the query is quantized too, integer products) in 0.58 ms there, its 4-bit
+codes in 1.11 ms and its generic 8-bit ones in 0.80-0.89 ms, all at the same recall
+after the exact re-rank; fast-scan 4-bit PQ (48 or 96 sub-quantizers) and 1- or
+2-bit RaBitQ scan faster but reach recall 0.35-0.96 only, with 4x the candidates.
+The 8-bit codes cost a quarter of the float32 matrix (37 MB at 100k x 384).
 """
 
 from __future__ import annotations
@@ -47,8 +52,7 @@ BoolArray = npt.NDArray[np.bool_]
 
 OVERSAMPLES = (4, 8, 16)
 """ANN candidates per wanted record that calibration tries (the exact re-rank needs
-more of them when the 4-bit scores of many near neighbours are close: 1M rows of the
-peer workload need 8)."""
+more of them when the coded scores of many near neighbours are close)."""
 LISTS_PER_ROOT = 2
 """IVF lists per square root of the rows: 632 at 100k, 2,000 at 1M."""
 MAX_LISTS = 4096
@@ -69,9 +73,14 @@ without cluster structure) is not used, and searches rank exactly."""
 ADD_BATCH = 1_024
 """Rows copied from the source and added per step (the copy and faiss's buffers
 scale with it; 4,096 rows left 6 MB more in the heap at the same build time)."""
-ENCODER_TRAIN_ROWS = 8_192
-"""Sample rows the 4-bit ranges are trained on (faiss copies their residuals; the
-lists themselves are trained on the whole sample)."""
+SCALE_ROWS = 8_192
+"""Sample rows whose largest components set the code scale (``code_scale``)."""
+CODE_MAX = 127
+"""Largest magnitude of a signed 8-bit code (faiss's direct codes wrap around past
+it: ``encode`` clips)."""
+SCALE_QUANTILE = 0.999
+"""Share of the sampled rows whose largest component fits the code range unclipped
+(a clipped component only coarsens that row's proposed score: the re-rank is exact)."""
 CHECK_BATCH = ADD_BATCH
 """Rows copied from the source per step of a recall check (``Ann.recall_holds``)."""
 SIMS_BLOCK = 2
@@ -126,10 +135,12 @@ class Calibration:
     Args:
         queries: float32 array of shape ``(m, dim)``, unit rows taken from the store.
         pks: Their chunk keys, shape ``(m,)`` (each is left out of its own truth).
+        scale: The code scale of the index they will search (``Ann.scale``).
     """
 
-    def __init__(self, queries: FloatArray, pks: IntArray) -> None:
+    def __init__(self, queries: FloatArray, pks: IntArray, scale: float) -> None:
         self.queries = np.ascontiguousarray(queries, dtype=np.float32)
+        self.coded = encode(self.queries, scale)
         self.pks = np.asarray(pks, dtype=np.int64)
         self.best = np.full((len(pks), _K), -np.inf, np.float32)
 
@@ -174,7 +185,7 @@ class Calibration:
         old = index.nprobe
         index.nprobe = nprobe
         try:
-            _, labels = index.search(self.queries, widest)
+            _, labels = index.search(self.coded, widest)
         finally:
             index.nprobe = old
         sims = np.empty(labels.shape, np.float32)
@@ -235,21 +246,33 @@ def _slices(
         yield mat, pks, last
 
 
-def _prefix(mat: FloatArray, m: int) -> FloatArray:
-    """The first ``m`` rows of ``mat``, which the caller gives up: shrunk in place
-    when ``mat`` owns its buffer (the allocator returns the rest), else copied."""
-    if len(mat) <= m:
-        return mat
-    if mat.flags.owndata and mat.flags.c_contiguous and mat.base is None:
-        mat.resize((m, *mat.shape[1:]), refcheck=False)
-        return mat
-    head: FloatArray = mat[:m].copy()
-    return head
+def code_scale(mat: FloatArray) -> float:
+    """The factor mapping components of the rows of ``mat`` (float32 ``(m, dim)``) to
+    signed 8-bit codes: ``CODE_MAX`` over the ``SCALE_QUANTILE`` quantile of the rows'
+    largest absolute component (1.0 for no rows or all-zero rows)."""
+    if not len(mat):
+        return 1.0
+    peaks = np.concatenate(
+        [np.abs(mat[a : a + ADD_BATCH]).max(axis=1) for a in range(0, len(mat), ADD_BATCH)]
+    )
+    top = float(np.quantile(peaks, SCALE_QUANTILE))
+    return CODE_MAX / top if top > 0 else 1.0
 
 
-def _assign(index: Any, mat: FloatArray) -> IntArray:
-    """The IVF list of each row of ``mat`` (what faiss's own add computes)."""
-    _, lists = index.quantizer.search(np.ascontiguousarray(mat), 1)
+def encode(mat: FloatArray, scale: float) -> FloatArray:
+    """What faiss is given for rows ``mat``: ``scale`` times them, rounded to whole
+    numbers within +-``CODE_MAX`` (faiss's direct codes truncate and wrap around), as
+    a new C-contiguous float32 array of the same shape."""
+    out: FloatArray = np.multiply(mat, np.float32(scale), dtype=np.float32)
+    np.rint(out, out=out)
+    np.clip(out, -CODE_MAX, CODE_MAX, out=out)
+    return out
+
+
+def _assign(index: Any, coded: FloatArray) -> IntArray:
+    """The IVF list of each row of ``coded`` (``encode``d rows: what faiss's own add
+    computes)."""
+    _, lists = index.quantizer.search(coded, 1)
     out: IntArray = lists[:, 0].astype(np.int64)
     return out
 
@@ -275,18 +298,44 @@ def _reserve_lists(index: Any, sizes: IntArray) -> None:
             inv.resize(i, 0)
 
 
-def _add_to_lists(faiss: Any, index: Any, mat: FloatArray, pks: IntArray, lists: IntArray) -> None:
-    """Add rows ``mat`` labelled ``pks`` to the IVF lists ``lists`` (one per row)."""
-    x = np.ascontiguousarray(mat, dtype=np.float32)
+def _add_to_lists(
+    faiss: Any, index: Any, coded: FloatArray, pks: IntArray, lists: IntArray
+) -> None:
+    """Add ``encode``d rows ``coded`` labelled ``pks`` to the IVF lists ``lists``."""
+    x = np.ascontiguousarray(coded, dtype=np.float32)
     ids = np.ascontiguousarray(pks, dtype=np.int64)
     where = np.ascontiguousarray(lists, dtype=np.int64)
     index.add_core(len(ids), faiss.swig_ptr(x), faiss.swig_ptr(ids), faiss.swig_ptr(where))
+
+
+def new_index(faiss: Any, dim: int, nlist: int) -> Any:
+    """An empty IVF index of ``nlist`` lists over ``dim`` dimensions with signed 8-bit
+    direct codes of the whole (scaled) vectors, not of their residuals."""
+    return faiss.IndexIVFScalarQuantizer(
+        faiss.IndexFlatIP(dim),
+        dim,
+        nlist,
+        faiss.ScalarQuantizer.QT_8bit_direct_signed,
+        faiss.METRIC_INNER_PRODUCT,
+        False,
+    )
+
+
+def is_own_kind(faiss: Any, index: Any) -> bool:
+    """Whether ``index`` (read from a file) is an index ``new_index`` makes."""
+    return (
+        isinstance(index, faiss.IndexIVFScalarQuantizer)
+        and int(index.sq.qtype) == int(faiss.ScalarQuantizer.QT_8bit_direct_signed)
+        and not bool(index.by_residual)
+        and int(index.metric_type) == int(faiss.METRIC_INNER_PRODUCT)
+    )
 
 
 class Ann:
     """A trained faiss IVF index over unit vectors; labels are chunk keys.
 
     Attributes:
+        scale: Vectors are multiplied by it before they are coded (``encode``).
         hwm: Every chunk with key <= ``hwm`` that was live when it was added is in it.
         trained_on: Live rows when it was trained (a 4x larger store retrains).
         trained_hwm: The highest chunk key when it was trained; rows above it were
@@ -307,9 +356,11 @@ class Ann:
         oversample: int = OVERSAMPLES[0],
         trained_hwm: int | None = None,
         checked_on: int | None = None,
+        scale: float = 1.0,
     ) -> None:
         self.faiss = faiss
         self.index = index
+        self.scale = float(scale)
         self.hwm = hwm
         self.trained_on = trained_on
         self.trained_hwm = hwm if trained_hwm is None else trained_hwm
@@ -346,24 +397,17 @@ class Ann:
         nlist = list_count(n)
         train, train_pks = source.sample(min(n, TRAIN_PER_LIST * nlist), rng)
         dim = int(train.shape[1])
-        index = faiss.IndexIVFScalarQuantizer(
-            faiss.IndexFlatIP(dim),
-            dim,
-            nlist,
-            faiss.ScalarQuantizer.QT_4bit,
-            faiss.METRIC_INNER_PRODUCT,
-        )
+        index = new_index(faiss, dim, nlist)
         index.cp.niter = 10
         index.cp.min_points_per_centroid = 1  # sampling below 39 per list is deliberate
+        scale = code_scale(train[:SCALE_ROWS])
         pick = rng.choice(len(train_pks), min(CALIBRATION_QUERIES, len(train_pks)), replace=False)
-        calibration = Calibration(train[pick], train_pks[pick])
-        # The lists (k-means into the quantizer) from the whole sample, the 4-bit
-        # ranges from a prefix of it (faiss copies the residuals of what it is given:
-        # the sample and its residuals together would be 30% of the matrix at 100k).
+        calibration = Calibration(train[pick], train_pks[pick], scale)
+        # The lists: k-means into the quantizer (unit centroids: the coded vectors
+        # are scaled, which leaves the order of their products with them unchanged).
         faiss.Clustering(dim, nlist, index.cp).train(train, index.quantizer)
-        train = _prefix(train, ENCODER_TRAIN_ROWS)
-        index.train(train)  # the trained quantizer is kept: only the encoder is trained
         del train
+        index.is_trained = True  # direct codes have nothing to train
         # Pass 1: every row's list, so that each list is allocated once at its final
         # size (faiss grows a list by doubling as entries arrive: ~1.4x the codes, and
         # the outgrown buffers stay in the heap).
@@ -371,7 +415,7 @@ class Ann:
         for mat, pks, _ in _slices(source, ADD_BATCH, stop):
             if len(pks):
                 seen_pks.append(pks)
-                seen_lists.append(_assign(index, mat).astype(np.int32))
+                seen_lists.append(_assign(index, encode(mat, scale)).astype(np.int32))
                 calibration.observe(mat, pks)
         if stop():
             return None
@@ -384,17 +428,18 @@ class Ann:
         after = 0
         for mat, pks, last in _slices(source, ADD_BATCH, stop):
             after = last
+            coded = encode(mat, scale)
             lists = _lookup(known_pks, known_lists, pks)
             new = lists < 0
             if new.any():
-                lists[new] = _assign(index, mat[new])
+                lists[new] = _assign(index, coded[new])
             if len(pks):
-                _add_to_lists(faiss, index, mat, pks, lists)
+                _add_to_lists(faiss, index, coded, pks, lists)
         if stop():
             return None
         del known_pks, known_lists
         nprobe, oversample = calibration.probes(index, source)
-        return cls(faiss, index, after, n, nprobe, oversample)
+        return cls(faiss, index, after, n, nprobe, oversample, scale=scale)
 
     def recall_holds(self, queries: FloatArray, pks: IntArray, rows: RowSource) -> bool:
         """Whether the calibrated probe count and oversampling still reach
@@ -405,7 +450,7 @@ class Ann:
         or too coarse), and is then retrained (``store/vectorindex.py``)."""
         if not self.nprobe:
             return True  # not used: searches already rank exactly
-        calibration = Calibration(queries, pks)
+        calibration = Calibration(queries, pks, self.scale)
         for mat, got, _ in _slices(rows, CHECK_BATCH, lambda: False):
             calibration.observe(mat, got)
         return calibration.holds(self.index, rows, self.nprobe, self.oversample)
@@ -414,7 +459,7 @@ class Ann:
         """Add rows ``mat`` (unit, float32 ``(m, dim)``) labelled ``pks`` (ascending)."""
         for a in range(0, len(pks), ADD_BATCH):
             self.index.add_with_ids(
-                np.ascontiguousarray(mat[a : a + ADD_BATCH]), pks[a : a + ADD_BATCH]
+                encode(mat[a : a + ADD_BATCH], self.scale), pks[a : a + ADD_BATCH]
             )
         if len(pks):
             self.hwm = max(self.hwm, int(pks[-1]))
@@ -427,11 +472,12 @@ class Ann:
     def search(self, q: FloatArray, kk: int, nprobe: int | None = None) -> IntArray:
         """Labels (chunk keys) of up to ``kk`` entries nearest to unit query ``q``,
         scanning ``nprobe`` lists (default: the calibrated count)."""
+        coded = encode(q.reshape(1, -1), self.scale)
         if nprobe is None or nprobe == self.index.nprobe:
-            _, labels = self.index.search(q.reshape(1, -1), kk)
+            _, labels = self.index.search(coded, kk)
         else:
             params = self.faiss.SearchParametersIVF(nprobe=int(nprobe))
-            _, labels = self.index.search(q.reshape(1, -1), kk, params=params)
+            _, labels = self.index.search(coded, kk, params=params)
         found: IntArray = labels[0]
         return found[found >= 0]
 

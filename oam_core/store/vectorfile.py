@@ -8,11 +8,12 @@ vector out of SQLite, then catches up from ``(hwm, cursor)`` like any other read
 
 Layout (all integers little-endian)::
 
-    faiss index (faiss.write_index), bytes [0, ann_end)
+    faiss index (faiss.write_index: IVF, signed 8-bit codes), bytes [0, ann_end)
     arrays: pks <i8, record keys <i8, type codes <i4, thread/user/agent codes <i4,
             expiry <f8 (inf = never), unit vectors <f4 (n, dim)
     code tables: JSON {"types": [...], "thread": [...], "user": [...], "agent": [...]}
-    trailer: JSON {magic, format, dim, n, hwm, cursor, ann, sections, tables, crc32, ...}
+    trailer: JSON {magic, format, dim, n, hwm, cursor, ann (with its code scale),
+             sections, tables, crc32, ...}
     8 bytes: trailer length; 8 bytes: b"OAMVIDX2"
 
 ``crc32`` covers every byte before the trailer. ``read`` raises ``ValueError`` for
@@ -37,16 +38,18 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oam_core.store.vectorann import Ann
+from oam_core.store.vectorann import Ann, is_own_kind
 
 __all__ = ["FORMAT_VERSION", "Snapshot", "read", "write"]
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 2
-"""Version of the file layout; a file of another version is rebuilt."""
+FORMAT_VERSION = 3
+"""Version of the file layout; a file of another version is rebuilt. 3: the IVF index
+holds signed 8-bit codes of the scaled vectors (``ann.scale`` in the trailer); 2 held
+4-bit codes of their residuals."""
 MAGIC = "oam-vector-index"
-TAIL = b"OAMVIDX2"
+TAIL = b"OAMVIDX2"  # marks the kind of file (unchanged since format 2; the trailer says which)
 _BLOCK = 1 << 20
 SCOPES = ("thread", "user", "agent")
 _COLUMNS = (  # name, dtype, per-row shape after n
@@ -106,6 +109,7 @@ def write(path: str, snap: Snapshot, faiss: Any) -> bool:
                 "trained_hwm": snap.ann.trained_hwm,
                 "checked_on": snap.ann.checked_on,
                 "count": int(snap.ann.index.ntotal),
+                "scale": snap.ann.scale,
             }
         else:
             open(tmp, "wb").close()
@@ -214,6 +218,11 @@ def read(path: str, dim: int, faiss: Any) -> Snapshot:
             raise ValueError(f"faiss cannot read it ({exc})") from None
         if index.d != dim or index.ntotal != ann_info.get("count"):
             raise ValueError("entry count or dimension differs from its trailer")
+        if not is_own_kind(faiss, index):
+            raise ValueError(f"its IVF index is of another kind ({type(index).__name__})")
+        scale = ann_info.get("scale")
+        if not isinstance(scale, float) or not 0 < scale < float("inf"):
+            raise ValueError("unreadable trailer (scale)")
         ann = Ann(
             faiss,
             index,
@@ -224,6 +233,7 @@ def read(path: str, dim: int, faiss: Any) -> Snapshot:
             # files written before these keys: every row counts as added since training
             _int(ann_info, "trained_hwm") if "trained_hwm" in ann_info else 0,
             _int(ann_info, "checked_on") if "checked_on" in ann_info else None,
+            scale,
         )
         ann.rebuilt = False
     snap = Snapshot(

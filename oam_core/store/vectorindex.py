@@ -94,9 +94,11 @@ SAVE_SHARE = 0.05
 reach this share of the rows (or the ANN index was rebuilt); else the reader of the
 older file catches up from it."""
 SCAN_COST = 0.25
-"""Cost of scanning one 4-bit IVF code relative to ranking one candidate row exactly
-(gather and product; measured ~40 ns against ~150 ns at 384 dimensions): a filtered
-search goes exact when its scan would cost more."""
+"""Cost of scanning one IVF code relative to ranking one candidate row exactly
+(gather and product; measured for 4-bit codes, ~40 ns against ~150 ns at 384
+dimensions; the 8-bit direct codes now used scan in about half the time, so the
+estimate errs toward exact): a filtered search goes exact when its scan would cost
+more."""
 VERIFY_SAMPLE = 32
 """Rows of a snapshot compared with SQLite when a store opens."""
 SLOT_SPAN = 4

@@ -328,7 +328,7 @@ def add_random(store: SQLiteMemoryStore, start: int, stop: int, seed: int = 0) -
     store.add(
         [f"t{i}" for i in range(start, stop)],
         "memory",
-        embeddings=vecs.astype(np.float32),
+        embeddings=list(vecs.astype(np.float32)),
         record_ids=[f"r{i}" for i in range(start, stop)],
         user_ids=[f"u{i % 3}" for i in range(start, stop)],
     )
@@ -359,6 +359,7 @@ def test_reopening_reads_the_snapshot_and_catches_up_with_later_writes(
             for q in QUERIES:
                 assert ids(store, q, 10) == brute_force(path, q, 10)
         index = store._impl.index
+        assert index._saved is not None
         assert loaded == [index._saved[0]] and index._saved[0] >= 200  # only the new rows
         assert index.ann is not None and index.n - index.n_dead == 230 - 1  # r6 expired, not gone
         found = {r.id for r, _ in store.search(query_vector=list(QUERIES[0]), k=300)}
@@ -398,7 +399,9 @@ def test_a_snapshot_ahead_of_the_database_is_rebuilt_with_a_warning(tmp_path: Pa
     store = open_store(path)
     add_random(store, 60, 90)
     store.search(query_vector=list(QUERIES[0]), k=3)
-    store._impl.index.ann.rebuilt = True  # force the rewrite at close
+    ann = store._impl.index.ann
+    assert ann is not None
+    ann.rebuilt = True  # force the rewrite at close
     store.close()
     shutil.copy(tmp_path / "old.db", path)  # a restored backup with the newer index file
     for suffix in ("-wal", "-shm"):
@@ -599,11 +602,12 @@ def test_an_index_that_misses_the_recall_target_is_not_used(
         add_random(store, 0, 400)
         exact = vectorindex.VectorIndex._exact
         calls: list[int] = []
-        monkeypatch.setattr(
-            vectorindex.VectorIndex,
-            "_exact",
-            lambda self, *a: calls.append(1) or exact(self, *a),
-        )
+
+        def counted(self: vectorindex.VectorIndex, *a: Any) -> Any:
+            calls.append(1)
+            return exact(self, *a)
+
+        monkeypatch.setattr(vectorindex.VectorIndex, "_exact", counted)
         for q in QUERIES:
             assert ids(store, q, 10) == brute_force(path, q, 10)
         assert store._impl.index.ann is not None and store._impl.index.ann.nprobe == 0
@@ -652,7 +656,9 @@ def test_rows_from_new_data_added_after_the_build_keep_recall(
     store = SQLiteMemoryStore(str(tmp_path / "s.db"), vector_dim=64, search_strategy="VECTOR")
     try:
         ix = store._impl.index
-        store.add(["a"] * n, "memory", embeddings=first, record_ids=[f"a{i}" for i in range(n)])
+        store.add(
+            ["a"] * n, "memory", embeddings=list(first), record_ids=[f"a{i}" for i in range(n)]
+        )
         store.search(query_vector=first[0], k=10)
         assert ix.ann is not None and ix.ann.nprobe and ix.ann.trained_on == n
         store.add(["b"] * n, "memory", embeddings=later, record_ids=[f"b{i}" for i in range(n)])
@@ -736,8 +742,8 @@ def test_the_two_pass_build_fills_the_lists_as_faiss_own_add_does() -> None:
     ann = vectorann.Ann.build(faiss, source, np.random.default_rng(0))
     assert ann is not None and ann.index.ntotal == 6_000
     reference = faiss.clone_index(ann.index)
-    reference.reset()  # keeps the trained lists and 4-bit ranges
-    reference.add_with_ids(source.mat, source.pks)
+    reference.reset()  # keeps the trained lists
+    reference.add_with_ids(vectorann.encode(source.mat, ann.scale), source.pks)
     assert _lists(ann.index) == _lists(reference)
     assert ann.hwm == int(source.pks[-1])
 
@@ -761,7 +767,7 @@ def test_rows_written_or_deleted_between_the_build_passes_are_handled() -> None:
     assert ann is not None
     live = source.pks[source.live]
     assert sorted(ann.ids().tolist()) == live.tolist()
-    _, want = ann.index.quantizer.search(source.mat[source.live], 1)
+    _, want = ann.index.quantizer.search(vectorann.encode(source.mat[source.live], ann.scale), 1)
     inv = ann.index.invlists
     got = {}
     for i in range(inv.nlist):
@@ -771,18 +777,63 @@ def test_rows_written_or_deleted_between_the_build_passes_are_handled() -> None:
     assert ann.hwm == int(source.pks[-1])
 
 
-def test_prefix_shrinks_an_owned_sample_in_place_and_copies_a_view() -> None:
+def test_codes_are_rounded_scaled_vectors_clipped_to_the_signed_byte_range() -> None:
+    import faiss
+
     from oam_core.store import vectorann
 
-    base = np.arange(40, dtype=np.float32).reshape(10, 4)
-    owned = base[np.arange(10)]  # a gathered sample owns its buffer
-    expect = owned[:3].copy()
-    head = vectorann._prefix(owned, 3)
-    assert head is owned and head.shape == (3, 4) and np.array_equal(head, expect)
-    view = base[2:]
-    head = vectorann._prefix(view, 3)
-    assert head is not view and np.array_equal(head, base[2:5]) and base.shape == (10, 4)
-    assert vectorann._prefix(base, 20) is base
+    rows = np.array([[0.1, -0.2, 0.05, 0.0], [0.3, 0.0, -0.01, 0.02]], np.float32)
+    scale = vectorann.code_scale(rows)
+    assert scale == pytest.approx(127 / np.quantile([0.2, 0.3], vectorann.SCALE_QUANTILE))
+    assert vectorann.code_scale(np.zeros((3, 4), np.float32)) == 1.0
+    assert vectorann.code_scale(np.zeros((0, 4), np.float32)) == 1.0
+    coded = vectorann.encode(np.array([[0.3, -0.3, 0.0049, 2.0]], np.float32), 100.0)
+    assert coded.tolist() == [[30.0, -30.0, 0.0, 127.0]]  # rounded; 200 clipped, not wrapped
+    sq = faiss.ScalarQuantizer(4, faiss.ScalarQuantizer.QT_8bit_direct_signed)
+    assert sq.decode(sq.compute_codes(coded)).tolist() == coded.tolist()  # faiss keeps them
+
+
+def test_an_index_file_of_format_2_or_of_another_index_kind_is_not_trusted(
+    tmp_path: Path,
+) -> None:
+    """A format-2 file (4-bit residual codes) and a file claiming format 3 whose faiss
+    index has other codes are both refused: the store rebuilds them (with a warning)."""
+    import faiss
+
+    from oam_core.store import vectorann, vectorfile
+
+    path = tmp_path / "s.db"
+    build_index_file(path, n=400)
+    index_file = str(tmp_path / "s.db.oamvec")
+    snap = vectorfile.read(index_file, DIM, faiss)
+    assert snap.ann is not None and snap.ann.scale > 1.0
+    assert vectorann.is_own_kind(faiss, snap.ann.index)
+    data = Path(index_file).read_bytes()
+    length = int.from_bytes(data[-16:-8], "little")
+    trailer = json.loads(data[-16 - length : -16])
+    old = dict(trailer, format=2)
+    old_bytes = json.dumps(old).encode()
+    Path(index_file).write_bytes(
+        data[: -16 - length] + old_bytes + len(old_bytes).to_bytes(8, "little") + data[-8:]
+    )
+    with pytest.raises(ValueError, match="format 2"):
+        vectorfile.read(index_file, DIM, faiss)
+    four_bit = faiss.IndexIVFScalarQuantizer(
+        faiss.IndexFlatIP(DIM), DIM, 4, faiss.ScalarQuantizer.QT_4bit, faiss.METRIC_INNER_PRODUCT
+    )
+    vecs = np.random.default_rng(0).standard_normal((400, DIM)).astype(np.float32)
+    four_bit.train(vecs)
+    four_bit.add(vecs)
+    snap.ann.index = four_bit
+    assert vectorfile.write(index_file, snap, faiss)
+    with pytest.raises(ValueError, match="another kind"):
+        vectorfile.read(index_file, DIM, faiss)
+    store = open_store(path)
+    try:
+        with pytest.warns(RuntimeWarning, match="is not usable"):
+            assert ids(store, QUERIES[0], 10) == brute_force(path, QUERIES[0], 10)
+    finally:
+        store.close()
 
 
 def _mirror(keys: list[int], dim: int = 4) -> vectorindex.VectorIndex:
