@@ -128,12 +128,16 @@ class _ThreadChat:
         return [to_chat_message(r) for r in rows]
 
     def set(self, key: str, messages: Sequence[ChatMessage], status: MessageStatus) -> None:
-        """Replace every message of ``key`` with ``messages`` (checked before the delete)."""
+        """Replace every message of ``key`` with ``messages``: the new messages are
+        written first, then the ones read before are deleted, so a failed write (an
+        embedder or database error) leaves the old messages in place, never an
+        empty key; a message another writer adds meanwhile is kept."""
         converted = [to_oam_message(_check_message(m), MessageStatus(status)) for m in messages]
-        thread = self.thread(key) if converted else None  # fails before anything is deleted
-        self.delete_rows(key, self.records(key))
+        thread = self.thread(key) if converted else None  # fails before anything is written
+        old = self.records(key)
         if thread is not None:
             thread.add_messages(converted)
+        self.delete_rows(key, old)
 
     def delete_at(self, key: str, idx: int) -> ChatMessage | None:
         """Delete the message at position ``idx`` and return it (None out of range)."""

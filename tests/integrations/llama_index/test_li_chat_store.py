@@ -12,7 +12,7 @@ import pytest
 from llama_index.core.base.llms.types import ChatMessage, ImageBlock, MessageRole, TextBlock
 from llama_index.core.memory import Memory
 from llama_index.core.storage.chat_store.base_db import MessageStatus
-from llama_index_oam import OAMDBChatStore
+from llama_index_oam import OAMChatStore, OAMDBChatStore
 
 from oam_core import OracleAgentMemory, SQLiteMemoryStore
 from oam_core.embedders.hashing import HashingEmbedder
@@ -335,3 +335,22 @@ def test_sessions_of_another_user_are_refused(tmp_path: Any) -> None:
 
     asyncio.run(run())
     client.close()
+
+
+def test_a_failed_set_messages_keeps_the_old_messages(
+    memory: OracleAgentMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cs = OAMChatStore(memory)
+    cs.set_messages("s", [msg("a"), msg("b")])
+    store = memory.store
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the embedder is down")
+
+    monkeypatch.setattr(store, "_embed_plans", refuse)  # every write of new text fails
+    with pytest.raises(RuntimeError, match="embedder is down"):
+        cs.set_messages("s", [msg("x"), msg("y")])
+    monkeypatch.undo()
+    assert texts(cs.get_messages("s")) == ["a", "b"]  # nothing acknowledged was lost
+    cs.set_messages("s", [msg("x"), msg("y")])
+    assert texts(cs.get_messages("s")) == ["x", "y"]
