@@ -190,9 +190,21 @@ def insert_planned(
             raise ValueError(f"record ids already exist: {sorted(clash)}")
         for record_id in sorted(clash):
             tx.delete_record(family, record_id, None, NOT_SET)
+    known_dim = store.vector_dim
     learn_dim(store, planned.chunks, planned.vector_dim)  # before the rows: checks it
+    try:
+        _insert_parts(tx, planned, size)
+    except BaseException:
+        if known_dim is None:  # the transaction rolls back the dimension learned in it
+            store.vector_dim = None
+        raise
+    write_identity(store, tx)
+
+
+def _insert_parts(tx: Tx, planned: Planned, size: int) -> None:
+    """Insert the parts of ``planned`` in order; consecutive row plans in one insert."""
     run: builtins.list[RowPlan] = []
-    for part in planned.parts:  # consecutive row plans go in one insert
+    for part in planned.parts:
         if isinstance(part, BulkPlan):
             if run:
                 tx.insert(run, planned.now, size)
@@ -202,7 +214,6 @@ def insert_planned(
             run.append(part)
     if run or not planned.parts:
         tx.insert(run, planned.now, size)
-    write_identity(store, tx)
 
 
 def write_batches(

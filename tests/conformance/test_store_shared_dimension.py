@@ -89,3 +89,23 @@ def test_a_vector_whose_norm_overflows_is_refused_or_ranked_right(make_store):
     [(record, distance)] = store.search(query_vector=np.ones(8, np.float32), k=1)
     assert record.id == "big"
     assert distance == pytest.approx(0.0, abs=1e-4)
+
+
+def test_a_write_that_fails_after_learning_the_dimension_forgets_it(make_store, monkeypatch):
+    """The dimension is learned inside the write; when the write fails after that (a
+    database error on the rows), the transaction drops it and so does the store."""
+    from oam_core.store.sql.backend import SqlTx
+
+    store = make_store(embedder=None)
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(SqlTx, "insert_bulk", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        store.add(["a"], "memory", embeddings=_vecs(1, 8), record_ids=["a1"])
+    monkeypatch.undo()
+    assert store.vector_dim is None
+    store.add(["b"], "memory", embeddings=_vecs(1, 4), record_ids=["b1"])  # another dim: fine
+    assert store.vector_dim == 4
+    assert [r.id for r, _ in store.search(query_vector=_vecs(1, 4)[0], k=5)] == ["b1"]
