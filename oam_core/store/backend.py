@@ -105,6 +105,10 @@ def message_window(
 class Tx(abc.ABC):
     """Write primitives, all inside one open transaction."""
 
+    refuses_existing_ids: bool = False
+    """Whether ``insert``/``insert_bulk`` refuse a record id stored before, with a
+    ``ValueError`` naming it: a write that does not replace needs no check first."""
+
     @abc.abstractmethod
     def existing_ids(self, family: str, ids: Sequence[str]) -> set[str]:
         """Return which of ``ids`` already exist in ``family``."""

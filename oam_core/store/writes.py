@@ -184,7 +184,7 @@ def insert_planned(
     Raises:
         ValueError: when an id exists already and ``replace`` is False.
     """
-    for family, ids in planned.by_family.items():
+    for family, ids in planned.by_family.items() if replace or not tx.refuses_existing_ids else ():
         clash = tx.existing_ids(family, ids)
         if clash and not replace:
             raise ValueError(f"record ids already exist: {sorted(clash)}")

@@ -256,3 +256,32 @@ def test_an_all_zero_vector_is_stored_at_distance_one(store):
     got = store.search(query_vector=np.ones(DIM, np.float32), k=5)
     assert [r.id for r, _ in got] == ["o", "z"]
     assert got[1][1] == pytest.approx(1.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("shape", ["bulk", "rows"])
+def test_an_id_stored_before_is_named_and_nothing_is_written(store, rejected, shape):
+    store.add(["a", "b"], "memory", embeddings=matrix(2), record_ids=["a", "b"])
+    texts = ["c", "b-again", "d"] if shape == "bulk" else [_Text(t) for t in ("c", "b-again", "d")]
+    with rejected(store, match=r"record ids already exist: \['b'\]"):
+        store.add(texts, "memory", embeddings=matrix(3, seed=1), record_ids=["c", "b", "d"])
+
+
+def test_an_id_stored_before_in_a_later_batch_undoes_the_earlier_ones(store, rejected):
+    from oam_core.apis.batch import PendingRecordBatch
+
+    store.add(
+        ["old"], "message", record_ids=["m"], thread_ids="t", roles="user", embeddings=matrix(1)
+    )
+    batches = [
+        PendingRecordBatch(["x", "y"], "memory", embeddings=matrix(2), record_ids=["x", "y"]),
+        PendingRecordBatch(
+            ["again"],
+            "message",
+            record_ids=["m"],
+            thread_ids="t",
+            roles="user",
+            embeddings=matrix(1, seed=2),
+        ),
+    ]
+    with rejected(store, match=r"record ids already exist: \['m'\]"):
+        store.add_batches(batches)

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from oam_core.apis._sentinel import NOT_SET
+from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import Predicate, Tx
 from oam_core.store.planning import Vector
 from oam_core.store.sql import statements as st
@@ -229,14 +230,46 @@ class SQLiteTx(SqlTx):
     """Writes inside ``BEGIN IMMEDIATE``: the transaction holds the whole file, so
     thread locks need nothing and keys of rows inserted together are consecutive."""
 
+    refuses_existing_ids = True
+
     def insert_record_rows(
         self, columns: Sequence[Sequence[Any]], batch_size: int
     ) -> builtins.list[int]:
+        """As ``SqlTx.insert_record_rows``; the unique index refuses an id stored before.
+
+        Raises:
+            InvalidArgumentError: naming the ids of ``columns`` stored before this
+                call (the transaction holds the file, so nothing else wrote them).
+        """
         base = self._next_pk("records")
-        for i in range(0, len(columns[0]), batch_size):
-            part = [c[i : i + batch_size] for c in columns]
-            self.c.executemany(*narrow_insert(f"{self.p}records", _RECORD_COLUMNS, part))
+        try:
+            for i in range(0, len(columns[0]), batch_size):
+                part = [c[i : i + batch_size] for c in columns]
+                self.c.executemany(*narrow_insert(f"{self.p}records", _RECORD_COLUMNS, part))
+        except sqlite3.IntegrityError as exc:
+            if not self.d.unique_violation(exc):
+                raise
+            clash = self._stored_before(columns[0], columns[1], base)
+            raise InvalidArgumentError(f"record ids already exist: {clash}") from None
         return self._inserted_pks(columns[0], columns[1], base)
+
+    def _stored_before(
+        self, families: Sequence[str], ids: Sequence[str], base: int
+    ) -> builtins.list[str]:
+        """The ids among ``(families[i], ids[i])`` held by rows older than key ``base``."""
+        found: set[str] = set()
+        for family in set(families):
+            wanted = [rid for f, rid in zip(families, ids, strict=True) if f == family]
+            for part in self.d.batches(wanted):
+                sql, params = self.d.any_of("id", part)
+                found.update(
+                    r[0]
+                    for r in self.c.execute(
+                        f"SELECT id FROM {self.p}records WHERE family = ? AND pk < ? AND {sql}",
+                        [family, base, *params],
+                    )
+                )
+        return sorted(found)
 
     def _next_pk(self, table: str) -> int:
         """The primary key the next row of ``table`` gets (AUTOINCREMENT: after the
