@@ -264,11 +264,14 @@ def clamp_count(value: int) -> int:
 def broadcast(name: str, value: Any, n: int) -> list[Any]:
     """Broadcast a scalar over ``n`` rows, or check a list has ``n`` entries.
 
-    ``NOT_SET`` broadcasts as ``NOT_SET``.
+    ``NOT_SET`` broadcasts as ``NOT_SET``. A 1-D numpy array (a column of a data
+    frame, say) is a list of its values as Python objects.
 
     Raises:
         ValueError: if a list's length is not ``n``.
     """
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        value = value.tolist()
     if isinstance(value, (list, tuple)):
         if len(value) != n:
             raise ValueError(f"{name} has {len(value)} entries but contents has {n}")
@@ -408,8 +411,11 @@ def to_vector(value: object, name: str) -> Vector:
         ValueError: for an empty, non-numeric, non-1-D or non-finite vector.
     """
     try:
+        given = value if isinstance(value, np.ndarray) else np.asarray(value)
+        if given.dtype.kind not in "fiub":  # text, complex or objects: not read as numbers
+            raise TypeError(given.dtype)
         with np.errstate(over="ignore"):  # out of float32's range: refused below
-            arr = np.asarray(value, dtype=np.float32)
+            arr = np.asarray(given, dtype=np.float32)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be a list of floats, got {value!r}") from exc
     if arr.ndim != 1 or arr.size == 0:

@@ -56,3 +56,26 @@ def test_the_smallest_int64_fits_in_64_bits(store):
     # refused as "does not fit in 64 bits" (the check is abs(v) > 2**63 - 1).
     [rid] = store.add(["a"], "memory", metadata={"n": -(2**63)})
     assert store.get("memory", rid).metadata == {"n": -(2**63)}
+
+
+@pytest.mark.parametrize(
+    "vector",
+    [np.array([1 + 2j] * 8), ["1"] * 8, np.array(["1.5"] * 8), [1.0, None] * 4],
+    ids=["complex", "strings", "string-array", "none"],
+)
+def test_a_vector_that_is_not_numbers_is_refused(store, vector):
+    with pytest.raises(ValueError, match=r"embeddings\[0\] must be a list of floats"):
+        store.add(["a"], "memory", embeddings=[vector])
+
+
+def test_scope_ids_and_record_ids_may_be_numpy_columns(store):
+    ids = store.add(
+        ["a", "b"],
+        "memory",
+        record_ids=np.array(["r1", "r2"]),
+        user_ids=np.array(["u1", "u2"]),
+        embeddings=np.ones((2, 8), np.float32),
+    )
+    assert ids == ["r1", "r2"]
+    assert [store.get("memory", i).user_id for i in ids] == ["u1", "u2"]
+    assert all(type(i) is str for i in ids)
