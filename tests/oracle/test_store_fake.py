@@ -731,6 +731,19 @@ def test_flexible_column_learns_its_dimension_inside_the_first_write(
     assert not binds_of(conn, "^MERGE")  # learned once
 
 
+def test_a_failed_first_write_records_the_dimension_again(conn: FakeConnection, clock: Any) -> None:
+    store = open_store(conn, clock, embedder=None, schema_policy="CREATE_IF_EMPTY")
+    conn.reset()
+    conn.fail("^INSERT INTO S1_RECORD_CHUNKS", FakeDbError(1653, "unable to extend table"))
+    with pytest.raises(Exception, match="unable to extend"):
+        store.add(["four"], "memory", record_ids="m1", embeddings=[[1.0, 0.0, 0.0, 0.0]])
+    assert store.vector_dim is None  # rolled back with the write
+    conn.reset()
+    store.add(["four"], "memory", record_ids="m1", embeddings=[[1.0, 0.0, 0.0, 0.0]])
+    assert binds_of(conn, "^MERGE")[0] == [{"meta_key": "vector_dim", "meta_value": "4"}]
+    assert store.vector_dim == 4
+
+
 def test_keyword_query_of_only_stopwords_finds_nothing(conn: FakeConnection, clock: Any) -> None:
     script_schema(conn, N, text_index=True)
     store = open_store(conn, clock, search_strategy="KEYWORD")

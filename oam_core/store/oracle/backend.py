@@ -164,10 +164,12 @@ class OracleBackend(Backend):
         """One unit of work; a unique-key violation (ORA-00001, a concurrent writer
         took an id between the existence check and the insert) becomes the
         ``ValueError`` of docs/concepts.md#ids-and-times, after the rollback."""
+        known_dim = self.vector_dim
         with self.session.transaction() as conn:
             try:
                 yield OracleTx(conn, self)
             except Exception as exc:
+                self.vector_dim = known_dim  # the rollback drops a dimension recorded in it
                 if error_code(exc) == 1:
                     raise InvalidArgumentError(f"record ids already exist ({exc})") from exc
                 raise
