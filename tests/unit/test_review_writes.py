@@ -17,6 +17,7 @@ import pytest
 from oam_core import SQLiteMemoryStore
 from oam_core.errors import DatabaseLockedError
 from oam_core.store.sqlite import checkpoint
+from oam_core.store.sqlite.backend import SQLiteTx
 
 
 def _vectors(n: int, dim: int, seed: int = 0) -> np.ndarray:
@@ -45,11 +46,13 @@ def test_the_log_stays_bounded_when_checkpoints_start_late(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # One message per call, as an agent writes a conversation, and the checkpoint
-    # thread gets the CPU late each time: its checkpoint cannot start until the next
-    # write is about to begin. A checkpoint overlapping that write would keep SQLite
-    # from ever restarting the log, which then grows by every commit (review finding:
-    # 256 MiB). The write waits for it (``Checkpointer.before_write``), so the log is
-    # all copied when the write starts and restarts from its beginning.
+    # thread gets the CPU late each time: its checkpoint runs while the next write is
+    # under way. A checkpoint overlapping every write would keep SQLite from ever
+    # restarting the log, which then grows by every commit (review finding: 256 MiB).
+    # Past WAL_WAIT_BYTES the write waits for it (``Checkpointer.before_write``), so
+    # the log is all copied when the write starts and restarts from its beginning.
+    # The thread's checkpoint is released inside the write transaction (the wrapped
+    # ``SQLiteTx.insert``), so every checkpoint overlaps a write, whatever the timing.
     go = threading.Event()
     real_connect = sqlite3.connect
     gated = types.SimpleNamespace(
@@ -62,19 +65,29 @@ def test_the_log_stays_bounded_when_checkpoints_start_late(
     ckpt = store._impl.checkpointer
     assert ckpt is not None
     real_before = ckpt.before_write
-    waited = []
-
+    real_insert = SQLiteTx.insert
+    overlapped = []
     sizes = []
 
-    def late_thread(conn: sqlite3.Connection) -> None:  # the thread runs just now
+    def before_write(conn: sqlite3.Connection) -> None:
         sizes.append((path.parent / "s.db-wal").stat().st_size)
-        if ckpt._pending or ckpt._busy:
+        past = sizes[-1] > checkpoint.WAL_WAIT_BYTES
+        if past:  # the write waits for the thread: let it finish
             go.set()
-            waited.append(1)
         real_before(conn)
-        go.clear()
+        if past:
+            go.clear()
 
-    monkeypatch.setattr(ckpt, "before_write", late_thread)
+    def insert_during_checkpoint(self: Any, *args: Any, **kwargs: Any) -> None:
+        if ckpt._pending or ckpt._busy:  # the thread checkpoints now, inside this write
+            go.set()
+            assert ckpt.drain()
+            go.clear()
+            overlapped.append(1)
+        real_insert(self, *args, **kwargs)
+
+    monkeypatch.setattr(ckpt, "before_write", before_write)
+    monkeypatch.setattr(SQLiteTx, "insert", insert_during_checkpoint)
     store.add(["big"] * 4000, "memory", embeddings=_vectors(4000, 384))  # past 4 MiB
     vector = _vectors(1, 384)
     try:
@@ -84,7 +97,7 @@ def test_the_log_stays_bounded_when_checkpoints_start_late(
     finally:
         go.set()
         store.close()
-    assert waited and ckpt.done > 0  # checkpoints ran, each one just before a write
+    assert overlapped and ckpt.done > 0  # checkpoints ran, each one inside a write
     assert max(sizes) > checkpoint.WAL_WAIT_BYTES  # the log grew to the bound...
     assert max(sizes) <= checkpoint.WAL_WAIT_BYTES + checkpoint.WAL_CHECKPOINT_BYTES, (
         f"-wal file reached {max(sizes) / 2**20:.0f} MiB in 1500 one-message adds"
