@@ -128,6 +128,13 @@ def probe_ladder(nlist: int) -> list[int]:
     return [*steps, top]
 
 
+COPY_SIM = 0.99999
+"""Rows at least this similar (cosine) to a calibration query count as the query
+itself: copies of it (the same text stored again) sit in its own list with its own
+code, so counting them would pass calibration at one probe while a fresh query's
+nearest rows lie in other lists. They are left out of its truth and its candidates."""
+
+
 class Calibration:
     """The exact neighbourhoods of a few stored vectors, gathered while a build
     streams the rows past (``observe``), then the probe count they need (``probes``).
@@ -152,6 +159,7 @@ class Calibration:
         pos = np.minimum(np.searchsorted(pks, self.pks), len(pks) - 1)
         own = np.flatnonzero(pks[pos] == self.pks)
         sims[own, pos[own]] = -np.inf
+        sims[sims >= COPY_SIM] = -np.inf  # copies of the query (COPY_SIM)
         both = np.concatenate([self.best, sims], axis=1)
         self.best = -np.partition(-both, _K - 1, axis=1)[:, :_K]
 
@@ -197,7 +205,7 @@ class Calibration:
                 "jcd,jd->jc", vecs.reshape(len(part), widest, -1), self.queries[a : a + SIMS_BLOCK]
             )
             found[a : a + SIMS_BLOCK] = hit.reshape(part.shape)
-        usable = found & (labels != self.pks[:, None])
+        usable = found & (labels != self.pks[:, None]) & (sims < COPY_SIM)
         out: FloatArray = np.where(usable, sims, -np.inf).astype(np.float32)
         return out
 

@@ -18,7 +18,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
-from conftest import FakeClock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -100,9 +99,11 @@ search = st.tuples(
     searches=st.lists(search, min_size=1, max_size=4),
     background=st.booleans(),
 )
-def test_vector_search_matches_brute_force(backend, make_store, seed, ops, searches, background):
+def test_vector_search_matches_brute_force(
+    backend, make_store, clock, seed, ops, searches, background
+):
     rng = np.random.default_rng(seed)
-    clock = FakeClock()
+    clock = type(clock)()  # a fresh FakeClock per example (conftest.py)
     name = f"model{next(_names)}.db"
     store = make_store(name=name, embedder=None, vector_dim=DIM, clock=clock)
     force_index_path(store, background)

@@ -3,10 +3,11 @@ column layout (docs/store.md#schema): epoch <-> ISO times, record rows, thread r
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
+
+import orjson
 
 from oam_core.apis.records import MESSAGE, MessageRecord, Record, ThreadRow
 from oam_core.store.ttl import iso
@@ -60,7 +61,7 @@ def record_from_row(row: Sequence[Any]) -> Record:
         record_type=rtype,
         content=content,
         timestamp=event_ts,
-        metadata=json.loads(metadata) if metadata is not None else None,
+        metadata=orjson.loads(metadata) if metadata is not None else None,
         created_at=created_at,
         thread_id=thread_id,
         user_id=user_id,
@@ -80,8 +81,8 @@ def thread_from_row(row: Sequence[Any]) -> ThreadRow:
         thread_id=tid,
         user_id=user_id,
         agent_id=agent_id,
-        metadata=json.loads(metadata) if metadata is not None else None,
-        config=json.loads(config or "{}"),
-        state=json.loads(state or "{}"),
+        metadata=orjson.loads(metadata) if metadata is not None else None,
+        config=orjson.loads(config or "{}"),
+        state=orjson.loads(state or "{}"),
         created_at=created_at,
     )
