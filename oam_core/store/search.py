@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import builtins
 import warnings
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -211,12 +211,31 @@ def _query_parts(store: OracleMemoryStore, query: str) -> builtins.list[str]:
     return chunk_text(query, store.chunk_chars) or [query]
 
 
+def _with_ties(
+    rank: Callable[[int], builtins.list[tuple[Hashable, float]]], k: int
+) -> builtins.list[tuple[Hashable, float]]:
+    """``rank(n)`` (the ``n`` nearest ``(key, distance)``) deep enough to hold every
+    result tied with the k-th: back ends cut a tie at any order, and the final sort
+    breaks ties by record type and id (docs/store.md#searching), so ``search(k=1)``
+    is the first result of ``search(k=3)``. One more than ``k`` is asked for, and
+    twice as many while the last one still ties the k-th."""
+    n = k + 1
+    while True:
+        ranked = rank(n)
+        if len(ranked) < n or n >= planning.MAX_ROWS:
+            return ranked
+        distances = sorted(d for _, d in ranked)
+        if distances[n - 1] != distances[k - 1]:
+            return ranked
+        n = min(2 * n, planning.MAX_ROWS)
+
+
 def _vector_ranking(
     store: OracleMemoryStore, vectors: Sequence[Any], k: int, pred: Predicate, *, fused: bool
 ) -> builtins.list[tuple[Hashable, float]]:
-    lists = store._backend.rank_vector(vectors, k, pred)
     if not fused:
-        return lists[0]
+        return _with_ties(lambda n: store._backend.rank_vector(vectors, n, pred)[0], k)
+    lists = store._backend.rank_vector(vectors, k, pred)
     scores = rrf([[key for key, _ in lst] for lst in lists])
     return [(key, rrf_distance(s, len(lists))) for key, s in scores.items()]
 
@@ -224,9 +243,12 @@ def _vector_ranking(
 def _keyword_ranking(
     store: OracleMemoryStore, parts: Sequence[str], k: int, pred: Predicate
 ) -> builtins.list[tuple[Hashable, float]]:
+    if len(parts) == 1:
+        terms = query_terms(parts[0])
+        return _with_ties(
+            lambda n: normalized_distances(store._backend.rank_keyword(terms, n, pred)), k
+        )
     lists = [store._backend.rank_keyword(query_terms(p), k, pred) for p in parts]
-    if len(lists) == 1:
-        return normalized_distances(lists[0])
     scores = rrf([[key for key, _ in lst] for lst in lists])
     return [(key, rrf_distance(s, len(lists))) for key, s in scores.items()]
 
@@ -237,7 +259,10 @@ def _materialize(
     k: int,
     loaded: dict[Hashable, Record] | None = None,
 ) -> builtins.list[tuple[Record, float]]:
-    best = sorted(ranked, key=lambda kv: kv[1])[: max(k * 2, k + 10)]
+    ordered = sorted(ranked, key=lambda kv: kv[1])
+    limit = max(k * 2, k + 10)  # and every result tied with the k-th (``_with_ties``)
+    kth = ordered[k - 1][1] if len(ordered) >= k else None
+    best = [kv for i, kv in enumerate(ordered) if i < limit or (kth is not None and kv[1] <= kth)]
     loaded = loaded or {}
     records = {key: loaded[key] for key, _ in best if key in loaded}
     missing = [key for key, _ in best if key not in loaded]

@@ -40,11 +40,6 @@ def test_ann_recall_with_duplicate_vectors(tmp_path: Path) -> None:
     assert hits / (10 * queries) >= 0.99
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known: back ends cut ties at k by insertion order, the final sort orders "
-    "them by (record type, id); the fix makes both use one tie-break",
-)
 def test_keyword_ties_top_k_is_prefix_of_larger_k(tmp_path: Path) -> None:
     """Tied records: the back end cuts ties at k by record pk (insertion order), the
     final sort orders them by (record_type, id), so search(k=1) returns a record
@@ -54,3 +49,16 @@ def test_keyword_ties_top_k_is_prefix_of_larger_k(tmp_path: Path) -> None:
     top1 = [r.id for r, _ in store.search("apple", 1)]
     top3 = [r.id for r, _ in store.search("apple", 3)]
     assert top1 == top3[:1], (top1, top3)
+
+
+@pytest.mark.parametrize("copies", [3, 40])
+def test_vector_ties_at_k_are_broken_by_id(tmp_path: Path, copies: int) -> None:
+    """Identical vectors tie; the k results are the tied records of smallest id,
+    whatever order they were written in (docs/store.md#searching)."""
+    store = SQLiteMemoryStore(tmp_path / "v.db", vector_dim=4, embedder=None)
+    ids = [f"r{i:03d}" for i in range(copies)][::-1]  # written in descending id order
+    store.add(["x"] * copies, "memory", embeddings=np.ones((copies, 4), np.float32), record_ids=ids)
+    q = np.ones(4, np.float32)
+    for k in (1, 2, 5):
+        got = [r.id for r, _ in store.search(query_vector=q, k=k)]
+        assert got == sorted(ids)[:k]
