@@ -495,7 +495,8 @@ def test_vector_search_filters_before_the_top_k(
     assert "(c.expires_at IS NULL OR c.expires_at > :now)" in where
     assert tail.endswith("FETCH FIRST :k ROWS ONLY")
     assert call.binds["qv"].typecode == "f" and call.binds["f0"] == "slack"
-    assert call.binds["now"] == _dt() and call.binds["k"] == 2
+    # k + 1 rows: one more shows whether a tie crosses the k-th place (store/search.py)
+    assert call.binds["now"] == _dt() and call.binds["k"] == 3
     sizes = _sizes_before(conn, conn.calls.index(call))
     assert sizes["qv"] is oracledb.DB_TYPE_VECTOR and sizes["now"] is oracledb.DB_TYPE_TIMESTAMP
 

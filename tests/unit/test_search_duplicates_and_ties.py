@@ -15,7 +15,7 @@ def test_ann_recall_with_duplicate_vectors(tmp_path: Path) -> None:
     embedded again: repeated messages). Calibration uses stored vectors as queries,
     whose 10 nearest others are their own copies, so it passes at 8 probes; fresh
     queries then miss their true nearest group. Recall@10 must stay at the documented
-    0.99 target (docs/sqlite.md#calibration)."""
+    0.99 target (docs/sqlite.md#how-a-search-is-ranked)."""
     n, dim, copies = 30_000, 32, 20
     rng = np.random.default_rng(0)
     base = rng.standard_normal((n // copies, dim)).astype(np.float32)
