@@ -257,19 +257,7 @@ class SQLiteTx(SqlTx):
         self, families: Sequence[str], ids: Sequence[str], base: int
     ) -> builtins.list[str]:
         """The ids among ``(families[i], ids[i])`` held by rows older than key ``base``."""
-        found: set[str] = set()
-        for family in set(families):
-            wanted = [rid for f, rid in zip(families, ids, strict=True) if f == family]
-            for part in self.d.batches(wanted):
-                sql, params = self.d.any_of("id", part)
-                found.update(
-                    r[0]
-                    for r in self.c.execute(
-                        f"SELECT id FROM {self.p}records WHERE family = ? AND pk < ? AND {sql}",
-                        [family, base, *params],
-                    )
-                )
-        return sorted(found)
+        return sorted({rid for (_f, rid), pk in self._pks_of(families, ids).items() if pk < base})
 
     def _next_pk(self, table: str) -> int:
         """The primary key the next row of ``table`` gets (AUTOINCREMENT: after the
@@ -291,13 +279,18 @@ class SQLiteTx(SqlTx):
         last = self.c.execute(f"SELECT max(pk) FROM {self.p}records").fetchone()[0]
         if last == base + n - 1:
             return builtins.list(range(base, base + n))
+        found = self._pks_of(families, ids)
+        return [found[key] for key in zip(families, ids, strict=True)]
+
+    def _pks_of(self, families: Sequence[str], ids: Sequence[str]) -> dict[tuple[str, str], int]:
+        """The stored keys of the records ``(families[i], ids[i])`` that exist."""
         found: dict[tuple[str, str], int] = {}
         for family in set(families):
             wanted = [rid for f, rid in zip(families, ids, strict=True) if f == family]
             for part in self.d.batches(wanted):
                 for rid, pk in self.run(st.ids_to_pks(self.d, self.p, family, part)):
                     found[(family, rid)] = pk
-        return [found[key] for key in zip(families, ids, strict=True)]
+        return found
 
     def insert_chunk_columns(
         self,
