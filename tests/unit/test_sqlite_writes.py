@@ -148,6 +148,16 @@ def _add(store: SQLiteMemoryStore, n: int, start: int = 0, dim: int = 384) -> No
     )
 
 
+def _with_checkpointer(
+    *args: Any, **kwargs: Any
+) -> tuple[SQLiteMemoryStore, checkpoint.Checkpointer]:
+    """A file store and its WAL checkpointer (a file store always has one)."""
+    store = SQLiteMemoryStore(*args, **kwargs)
+    ckpt = store._impl.checkpointer
+    assert ckpt is not None
+    return store, ckpt
+
+
 def _wal_frames(path: Path) -> tuple[int, int]:
     """``(frames in the log, frames copied to the database)`` from a new connection."""
     conn = sqlite3.connect(path)
@@ -160,9 +170,7 @@ def _wal_frames(path: Path) -> tuple[int, int]:
 
 def test_commits_past_the_threshold_are_checkpointed_by_the_thread(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
-    store = SQLiteMemoryStore(str(path), vector_dim=384)
-    ckpt = store._impl.checkpointer
-    assert ckpt is not None
+    store, ckpt = _with_checkpointer(str(path), vector_dim=384)
     assert store._impl.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     _add(store, 4000)  # 4000 rows of 1.5 KiB: past WAL_CHECKPOINT_BYTES
     assert (path.parent / "s.db-wal").stat().st_size >= checkpoint.WAL_CHECKPOINT_BYTES
@@ -175,9 +183,7 @@ def test_commits_past_the_threshold_are_checkpointed_by_the_thread(tmp_path: Pat
 
 
 def test_small_commits_do_not_start_the_thread(tmp_path: Path) -> None:
-    store = SQLiteMemoryStore(str(tmp_path / "s.db"), vector_dim=4)
-    ckpt = store._impl.checkpointer
-    assert ckpt is not None
+    store, ckpt = _with_checkpointer(str(tmp_path / "s.db"), vector_dim=4)
     for i in range(5):
         _add(store, 1, start=i, dim=4)
     assert ckpt._thread is None and ckpt.done == 0
@@ -188,9 +194,7 @@ def test_after_a_checkpoint_the_log_shrinks_and_small_commits_stay_quiet(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "s.db"
-    store = SQLiteMemoryStore(str(path), vector_dim=384)
-    ckpt = store._impl.checkpointer
-    assert ckpt is not None
+    store, ckpt = _with_checkpointer(str(path), vector_dim=384)
     _add(store, 8000)
     assert ckpt.drain() and ckpt.done == 1
     for i in range(20):  # the first resets the log, truncated to the threshold
@@ -203,9 +207,7 @@ def test_after_a_checkpoint_the_log_shrinks_and_small_commits_stay_quiet(
 
 def test_without_the_thread_the_committer_checkpoints(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
-    store = SQLiteMemoryStore(str(path), vector_dim=384)
-    ckpt = store._impl.checkpointer
-    assert ckpt is not None
+    store, ckpt = _with_checkpointer(str(path), vector_dim=384)
     ckpt.close()  # as after a fork: the thread is gone
     _add(store, 4000)
     log, done = _wal_frames(path)
@@ -215,9 +217,7 @@ def test_without_the_thread_the_committer_checkpoints(tmp_path: Path) -> None:
 
 
 def test_close_stops_the_thread(tmp_path: Path) -> None:
-    store = SQLiteMemoryStore(str(tmp_path / "s.db"), vector_dim=384)
-    ckpt = store._impl.checkpointer
-    assert ckpt is not None
+    store, ckpt = _with_checkpointer(str(tmp_path / "s.db"), vector_dim=384)
     _add(store, 4000)
     thread = ckpt._thread
     assert thread is not None and thread.is_alive()
@@ -227,9 +227,7 @@ def test_close_stops_the_thread(tmp_path: Path) -> None:
 
 
 def test_a_store_never_closed_stops_its_thread_when_collected(tmp_path: Path) -> None:
-    store = SQLiteMemoryStore(str(tmp_path / "s.db"), vector_dim=384)
-    ckpt = store._impl.checkpointer
-    assert ckpt is not None
+    store, ckpt = _with_checkpointer(str(tmp_path / "s.db"), vector_dim=384)
     _add(store, 4000)
     thread = ckpt._thread
     assert thread is not None and thread.is_alive()
@@ -245,9 +243,7 @@ def test_in_memory_and_read_only_stores_have_no_checkpoint_thread(tmp_path: Path
 
 def test_the_thread_survives_a_failing_checkpoint(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "s.db"
-    store = SQLiteMemoryStore(str(path), vector_dim=384)
-    ckpt = store._impl.checkpointer
-    assert ckpt is not None
+    store, ckpt = _with_checkpointer(str(path), vector_dim=384)
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.setattr(ckpt, "uri", f"{(tmp_path / 'elsewhere' / 'missing.db').as_uri()}?mode=rw")
     _add(store, 4000)  # its connection cannot open: logged, not raised
@@ -456,9 +452,7 @@ def test_the_bulk_shape_plans_what_the_row_by_row_loop_plans() -> None:
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_if_the_thread_dies_commits_checkpoint_themselves(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "s.db"
-    store = SQLiteMemoryStore(str(path), vector_dim=384)
-    ckpt = store._impl.checkpointer
-    assert ckpt is not None
+    store, ckpt = _with_checkpointer(str(path), vector_dim=384)
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("not a database error: the thread ends")
