@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy.typing as npt
+
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.ttl import TimeToLiveAnchor
 
@@ -23,7 +25,7 @@ class PendingRecordBatch:
     texts: Sequence[str | None]
     record_type: str
     index_texts: Maybe[Sequence[str | Sequence[str] | None]] = NOT_SET
-    embeddings: Maybe[Sequence[Any] | None] = NOT_SET
+    embeddings: Maybe[Sequence[Any] | npt.NDArray[Any] | None] = NOT_SET
     record_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET
     thread_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET
     user_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET

@@ -15,6 +15,8 @@ from collections.abc import Hashable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+import numpy.typing as npt
+
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.embedder import IEmbedder
@@ -220,7 +222,7 @@ class OracleMemoryStore(IMemoryStore):
         contents: Sequence[str | None],
         record_type: str,
         index_texts: Maybe[Sequence[str | Sequence[str] | None]] = NOT_SET,
-        embeddings: Maybe[Sequence[Any] | None] = NOT_SET,
+        embeddings: Maybe[Sequence[Any] | npt.NDArray[Any] | None] = NOT_SET,
         record_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
         thread_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
         user_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
@@ -242,8 +244,10 @@ class OracleMemoryStore(IMemoryStore):
             index_texts: Retrieval text per record: a string (chunked by the store),
                 a list of strings (caller-owned chunks), or None (use the content).
             embeddings: Per record one vector (for the whole retrieval text) or a list
-                of chunk vectors (one per caller chunk); the embedder is not called
-                for them. ``None`` = omitted.
+                of chunk vectors (one per caller chunk), or one array of shape
+                ``(n, dim)`` (one vector per record: the fastest form,
+                docs/sqlite.md#writes); the embedder is not called for them.
+                ``None`` = omitted.
             record_ids: All given or all omitted (uuid4); a single string for one record.
             thread_ids, user_ids, agent_ids, roles, timestamps, metadata, ttl_days,
                 ttl_anchor: A scalar broadcast over all records, or an aligned list.
@@ -307,7 +311,7 @@ class OracleMemoryStore(IMemoryStore):
         contents: Sequence[str | None],
         record_type: str,
         index_texts: Maybe[Sequence[str | Sequence[str] | None]] = NOT_SET,
-        embeddings: Maybe[Sequence[Any] | None] = NOT_SET,
+        embeddings: Maybe[Sequence[Any] | npt.NDArray[Any] | None] = NOT_SET,
         record_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
         thread_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
         user_ids: Maybe[str | Sequence[str | None] | None] = NOT_SET,
