@@ -52,6 +52,14 @@ of the file is read through a memory map instead of ``read()`` calls, on 64-bit
 builds only (docs/sqlite.md#reading-through-a-memory-map)."""
 
 
+PAGE_BYTES = 8192
+"""``PRAGMA page_size`` of a file the store creates, in bytes (SQLite's default is 4096).
+A chunk row holds its vector (1.5 KiB at 384 dimensions), so 4 KiB pages fit two rows
+and waste a fifth of each page; 8 KiB pages make files ~16% smaller and bulk writes
+~8% faster at the same single-record write time (docs/sqlite.md#page-size). A file
+created before keeps its page size: SQLite cannot change it in WAL mode."""
+
+
 def _fts_text(text: str | None) -> str | None:
     """``oam_fts_text(text)``: what the FTS index holds for a chunk's text."""
     return index_text(text) if isinstance(text, str) else text
@@ -131,6 +139,8 @@ class SQLiteBackend(SqlBackend):
             timeout=BUSY_TIMEOUT_S,
             uri=uri,
         )
+        if not uri:  # a no-op unless the database is still empty
+            conn.execute(f"PRAGMA page_size = {PAGE_BYTES}")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA secure_delete = ON")  # deleted rows' bytes are zeroed
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
