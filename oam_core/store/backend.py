@@ -270,6 +270,24 @@ class Backend(abc.ABC):
         """Up to ``k`` ``(record key, BM25 score >= 0)`` pairs, best first, for records
         whose retrieval text holds any of ``terms`` (``store/text.query_terms``)."""
 
+    def rank_hybrid(
+        self,
+        queries: Sequence[Vector],
+        term_lists: Sequence[Sequence[str]],
+        k: int,
+        pred: Predicate,
+    ) -> tuple[
+        builtins.list[builtins.list[tuple[Hashable, float]]],
+        builtins.list[builtins.list[tuple[Hashable, float]]],
+    ]:
+        """Both halves of a HYBRID search: ``rank_vector(queries, k, pred)`` (no
+        vector lists when ``queries`` is empty) and ``rank_keyword(terms, k, pred)``
+        for each entry of ``term_lists``. A back end may run them concurrently
+        (SQLite does: docs/sqlite.md#hybrid-search-in-parallel); the lists are the
+        same as the two calls give."""
+        vector_lists = self.rank_vector(queries, k, pred) if queries else []
+        return vector_lists, [self.rank_keyword(terms, k, pred) for terms in term_lists]
+
     def fuse(self, lists: Sequence[Sequence[Hashable]]) -> builtins.list[tuple[Hashable, float]]:
         """Reciprocal rank fusion (``ranking.rrf``) of ranked key lists: ``(key, fused
         score)`` pairs, ties in first-seen order. A back end may compute it in SQL."""

@@ -115,8 +115,9 @@ def search(
         else:
             depth = max(depth, HYBRID_DEPTH)
             # Without an embedder HYBRID has only its keyword half to fuse.
-            v_lists = backend.rank_vector(vectors, depth, pred) if vectors else []
-            kw_lists = [backend.rank_keyword(query_terms(p), depth, pred) for p in parts]
+            v_lists, kw_lists = backend.rank_hybrid(
+                vectors, [query_terms(p) for p in parts], depth, pred
+            )
             lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
             ranked, loaded = _hybrid_ranking(store, query or "", lists, k, pred)
     if store.reranker is not None and query is not None:

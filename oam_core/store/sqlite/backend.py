@@ -40,7 +40,8 @@ from oam_core.store.sqlite.dialect import SQLITE
 from oam_core.store.sqlite.keyword import Fts5Ranker
 from oam_core.store.sqlite.schema import SCHEMA_VERSION
 from oam_core.store.text import index_text
-from oam_core.store.vectorindex import LOG_KEEP, VectorIndex, index_path
+from oam_core.store.vectorindex import LOG_KEEP, BoolArray, IntArray, VectorIndex, index_path
+from oam_core.store.worker import run_beside
 
 BUSY_TIMEOUT_S = 30.0
 """How long a write waits for another connection's write lock before
@@ -197,9 +198,59 @@ class SQLiteBackend(SqlBackend):
     def rank_vector(
         self, queries: Sequence[Vector], k: int, pred: Predicate
     ) -> builtins.list[builtins.list[tuple[Hashable, float]]]:
-        q = np.stack([np.asarray(v, dtype=np.float32) for v in queries])
-        qn = np.linalg.norm(q, axis=1, keepdims=True)
-        q = np.divide(q, qn, out=np.zeros_like(q), where=qn > 0)
+        with self.reading():
+            with self._snapshot() as began:
+                rows, mask = self._vector_candidates(pred, cacheable=began)
+            return self._rank_rows(queries, k, rows, mask)
+
+    def rank_hybrid(
+        self,
+        queries: Sequence[Vector],
+        term_lists: Sequence[Sequence[str]],
+        k: int,
+        pred: Predicate,
+    ) -> tuple[
+        builtins.list[builtins.list[tuple[Hashable, float]]],
+        builtins.list[builtins.list[tuple[Hashable, float]]],
+    ]:
+        """Both halves in one read snapshot, the vector ranking on a helper thread
+        while FTS5 ranks the keywords (docs/sqlite.md#hybrid-search-in-parallel). The
+        lock is held until both are done: no other thread's catch-up changes the
+        mirror while the helper reads it."""
+        if not queries or not term_lists:
+            return super().rank_hybrid(queries, term_lists, k, pred)
+        with self.reading() as conn, self._snapshot() as began:
+            rows, mask = self._vector_candidates(pred, cacheable=began)
+            return run_beside(
+                lambda: self._rank_rows(queries, k, rows, mask),
+                lambda: [self.keywords.rank(conn, terms, k, pred) for terms in term_lists],
+            )
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[bool]:
+        """A read transaction around the block unless one is open; yields whether
+        it began one (one snapshot for the catch-up, the candidates and the
+        keyword ranking)."""
+        began = not self.conn.in_transaction
+        if began:
+            self.conn.execute("BEGIN")
+        try:
+            yield began
+        finally:
+            if began:
+                self.conn.execute("COMMIT")
+
+    def _vector_candidates(
+        self, pred: Predicate, *, cacheable: bool
+    ) -> tuple[IntArray | None, BoolArray | None]:
+        """The mirror brought up to date, then the candidate ``(rows, mask)`` of
+        ``pred`` (``VectorIndex.candidates``); under the lock, in a snapshot."""
+        self.index.sync(self.conn)
+        allowed = None
+        if pred.metadata is not NOT_SET:
+            allowed = filtered_chunks(
+                self.conn, self.p, pred, self.index, self.filters, cacheable=cacheable
+            )
         scopes = {
             name: value
             for name, value in (
@@ -209,24 +260,22 @@ class SQLiteBackend(SqlBackend):
             )
             if value is not NOT_SET
         }
-        with self.reading():
-            began = not self.conn.in_transaction
-            if began:  # one snapshot for the catch-up and the metadata candidates
-                self.conn.execute("BEGIN")
-            try:
-                self.index.sync(self.conn)
-                allowed = None
-                if pred.metadata is not NOT_SET:
-                    allowed = filtered_chunks(
-                        self.conn, self.p, pred, self.index, self.filters, cacheable=began
-                    )
-            finally:
-                if began:
-                    self.conn.execute("COMMIT")
-            rows, mask = self.index.candidates(
-                pred.record_types, scopes, pred.now.timestamp(), allowed
-            )
-            ranked = self.index.rank(q, k, rows, mask)
+        return self.index.candidates(pred.record_types, scopes, pred.now.timestamp(), allowed)
+
+    def _rank_rows(
+        self,
+        queries: Sequence[Vector],
+        k: int,
+        rows: IntArray | None,
+        mask: BoolArray | None,
+    ) -> builtins.list[builtins.list[tuple[Hashable, float]]]:
+        """The nearest ``k`` records per query among the candidates; reads only the
+        mirror, so the caller holds the lock (another thread's catch-up would change
+        it) but the helper thread of ``rank_hybrid`` may run it."""
+        q = np.stack([np.asarray(v, dtype=np.float32) for v in queries])
+        qn = np.linalg.norm(q, axis=1, keepdims=True)
+        q = np.divide(q, qn, out=np.zeros_like(q), where=qn > 0)
+        ranked = self.index.rank(q, k, rows, mask)
         return [[(rpk, d) for rpk, d in lst] for lst in ranked]
 
     def rank_keyword(
