@@ -19,8 +19,18 @@ T = TypeVar("T")
 S = TypeVar("S")
 M = TypeVar("M")
 
-WORKERS = min(8, os.cpu_count() or 1)
-"""Threads of the pool; with one core (``WORKERS == 1``) nothing runs beside."""
+
+def _usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the system has one, as
+    under ``taskset`` or a container's cpuset), else ``os.cpu_count()``."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity call (macOS, Windows)
+        return os.cpu_count() or 1
+
+
+WORKERS = min(8, _usable_cores())
+"""Threads of the pool; with one usable core (``WORKERS == 1``) nothing runs beside."""
 
 _lock = threading.Lock()
 _pool: tuple[int, ThreadPoolExecutor] | None = None

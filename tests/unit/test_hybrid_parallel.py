@@ -180,3 +180,15 @@ def test_no_helper_thread_when_none_can_start(monkeypatch: pytest.MonkeyPatch) -
         lambda: order.append("side") or 1, lambda: order.append("main") or 2
     )
     assert (side, main) == (1, 2) and order == ["main", "side"]
+
+
+def test_the_pool_counts_the_cores_the_process_may_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ``taskset -c 0`` or a one-CPU container ``os.cpu_count()`` still says
+    the machine's count; the affinity set decides."""
+    monkeypatch.setattr(worker.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert worker._usable_cores() == 1
+    monkeypatch.setattr(worker.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert worker._usable_cores() == 3
+    monkeypatch.delattr(worker.os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(worker.os, "cpu_count", lambda: 6)
+    assert worker._usable_cores() == 6
