@@ -5,6 +5,7 @@ docs/sqlite.md#hybrid-search-in-parallel)."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -174,21 +175,28 @@ def test_no_helper_thread_when_none_can_start(monkeypatch: pytest.MonkeyPatch) -
         def submit(self, fn: Any) -> Any:
             raise RuntimeError("can't start new thread")
 
-    monkeypatch.setattr(worker, "_pool", (__import__("os").getpid(), Refusing()))
+    monkeypatch.setattr(worker, "_pool", (os.getpid(), Refusing()))
     order: list[str] = []
-    side, main = worker.run_beside(
-        lambda: order.append("side") or 1, lambda: order.append("main") or 2
-    )
-    assert (side, main) == (1, 2) and order == ["main", "side"]
+
+    def side() -> int:
+        order.append("side")
+        return 1
+
+    def main() -> int:
+        order.append("main")
+        return 2
+
+    assert worker.run_beside(side, main) == (1, 2)
+    assert order == ["main", "side"]
 
 
 def test_the_pool_counts_the_cores_the_process_may_use(monkeypatch: pytest.MonkeyPatch) -> None:
     """Under ``taskset -c 0`` or a one-CPU container ``os.cpu_count()`` still says
     the machine's count; the affinity set decides."""
-    monkeypatch.setattr(worker.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
     assert worker._usable_cores() == 1
-    monkeypatch.setattr(worker.os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
     assert worker._usable_cores() == 3
-    monkeypatch.delattr(worker.os, "sched_getaffinity", raising=False)
-    monkeypatch.setattr(worker.os, "cpu_count", lambda: 6)
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 6)
     assert worker._usable_cores() == 6
