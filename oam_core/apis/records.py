@@ -26,7 +26,7 @@ def check_metadata(value: object, name: str = "metadata") -> None:
     Raises:
         ValueError: naming ``name`` and what is wrong.
     """
-    from oam_core.store.planning import dump_metadata
+    from oam_core.store.metadatajson import dump_metadata
 
     dump_metadata(value, name)
 

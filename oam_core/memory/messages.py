@@ -16,7 +16,8 @@ from oam_core.apis.records import MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import Message, MessageLike, check_ids_all_or_none, to_message
 from oam_core.memory.threadconfig import _check_int, _check_record_id, _check_store_kwargs
 from oam_core.steps import Steps, call
-from oam_core.store.planning import check_text, dump_metadata
+from oam_core.store.metadatajson import dump_metadata
+from oam_core.store.planning import check_text
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore

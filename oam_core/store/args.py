@@ -38,7 +38,7 @@ def filter_arg(value: Maybe[dict[str, Any] | None]) -> Any:
     if value is NOT_SET or value is None:
         return value
     tree = parse_filter(value)
-    # No stored key or string holds NUL or a lone surrogate (planning.dump_metadata),
+    # No stored key or string holds NUL or a lone surrogate (metadatajson.dump_metadata),
     # and SQLite's JSON functions would stop at a NUL: such an operand is an error.
     planning.check_json_text(value, "metadata_filter")
     return tree

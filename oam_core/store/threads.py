@@ -30,6 +30,7 @@ from oam_core.errors import ThreadDeletedError
 from oam_core.store import planning, writes
 from oam_core.store.args import int_or_none, scope_arg
 from oam_core.store.backend import Tx
+from oam_core.store.metadatajson import RESERVED_KEY, dump_metadata
 from oam_core.store.ttl import iso
 from oam_core.telemetry import traced_store
 
@@ -159,7 +160,7 @@ class ThreadStore:
             ("expected_state", expected_state),
         ):
             if value is not NOT_SET:
-                planning.dump_metadata(value, name)
+                dump_metadata(value, name)
         if not findable:
             return 0
         with self.store._backend.transaction() as tx:
@@ -324,7 +325,7 @@ class ThreadStore:
         """
         planning.check_id(thread_id, "thread_id")
         for name, value in (("state", state), ("expected_state", expected_state)):
-            planning.dump_metadata(value, name)
+            dump_metadata(value, name)
         for i, update in enumerate(reserved_updates):
             if update.record_type not in MEMORY_TYPES and update.record_type != MESSAGE:
                 raise ValueError(
@@ -332,9 +333,7 @@ class ThreadStore:
                     f"got {update.record_type!r}"
                 )
             planning.check_id(update.record_id, f"reserved_updates[{i}] record_id")
-            planning.dump_metadata(
-                {planning.RESERVED_KEY: update.keys}, f"reserved_updates[{i}]", library=True
-            )
+            dump_metadata({RESERVED_KEY: update.keys}, f"reserved_updates[{i}]", library=True)
         planned = writes.plan_batches(self.store, batches, library=True)
         with self.store._backend.transaction() as tx:
             won = bool(tx.update_thread(thread_id, NOT_SET, state, expected_state))
@@ -427,10 +426,10 @@ def _merge_reserved(tx: Tx, updates: Sequence[ReservedUpdate]) -> None:
         if row is None or row.record_type != update.record_type:
             continue
         meta = dict(row.metadata or {})
-        reserved = meta.get(planning.RESERVED_KEY)
+        reserved = meta.get(RESERVED_KEY)
         merged = dict(reserved) if isinstance(reserved, dict) else {}
         merged.update(update.keys)
-        meta[planning.RESERVED_KEY] = merged
+        meta[RESERVED_KEY] = merged
         tx.update_row(row, {"metadata": json.dumps(meta, ensure_ascii=False)})
 
 
@@ -444,8 +443,8 @@ def _thread_row(thread_id: object, new: NewThreadRow, now: datetime) -> ThreadRo
     scope = [
         planning._scope_id(v, n) for v, n in ((new.user_id, "user_id"), (new.agent_id, "agent_id"))
     ]
-    planning.dump_metadata(new.metadata)
-    planning.dump_metadata(new.config or {}, "config")
+    dump_metadata(new.metadata)
+    dump_metadata(new.config or {}, "config")
     return ThreadRow(
         thread_id=str(thread_id),
         user_id=scope[0],

@@ -18,6 +18,7 @@ from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.store import planning
 from oam_core.store.backend import StoredRow, Tx
 from oam_core.store.embedding import learn_dim, write_identity
+from oam_core.store.metadatajson import RESERVED_KEY, dump_metadata
 from oam_core.store.planning import ChunkPlan
 from oam_core.store.quotes import take_sources
 from oam_core.store.timestamps import normalize_timestamp
@@ -83,7 +84,7 @@ def update_record(
         if isinstance(timestamp, str):
             planning.check_text(timestamp, "timestamp")
         timestamp = normalize_timestamp(timestamp, "timestamp")
-    meta_json = planning.dump_metadata(metadata) if metadata is not NOT_SET else None
+    meta_json = dump_metadata(metadata) if metadata is not NOT_SET else None
     if record_type not in EXPIRING_TYPES and (ttl_days is not NOT_SET or ttl_anchor is not NOT_SET):
         raise ValueError(f"{record_type} records do not expire; ttl_days/ttl_anchor not allowed")
 
@@ -198,9 +199,9 @@ def _revector(
 def keep_reserved(meta_json: str | None, old: dict[str, Any] | None) -> str | None:
     """The new metadata JSON with the stored ``$agent_memory`` object kept
     (docs/store.md#metadata); the new metadata cannot hold that key
-    (``planning.dump_metadata``)."""
+    (``metadatajson.dump_metadata``)."""
     new = json.loads(meta_json) if meta_json is not None else None
-    if old and isinstance(old.get(planning.RESERVED_KEY), dict):
+    if old and isinstance(old.get(RESERVED_KEY), dict):
         new = dict(new or {})
-        new[planning.RESERVED_KEY] = old[planning.RESERVED_KEY]
+        new[RESERVED_KEY] = old[RESERVED_KEY]
     return None if new is None else json.dumps(new, ensure_ascii=False, allow_nan=False)

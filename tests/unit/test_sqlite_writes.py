@@ -19,8 +19,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as hs
 
 from oam_core import SQLiteMemoryStore
-from oam_core.store import planning
-from oam_core.store.planning import NOT_SET, PlanContext, dump_metadata, dump_metadata_column
+from oam_core.store import metadatajson, planning
+from oam_core.store.metadatajson import dump_metadata, dump_metadata_column
+from oam_core.store.planning import NOT_SET, PlanContext
 from oam_core.store.sqlite import checkpoint
 from oam_core.store.sqlite.bulk import MAX_LITERAL_CHARS, literal, narrow_insert
 from oam_core.store.sqlite.schema import SCHEMA_VERSION, SPARSE_RECORD_INDEXES
@@ -369,8 +370,8 @@ def test_the_column_serialises_each_entry_as_dump_metadata_does(i: int) -> None:
 
 def test_one_dict_broadcast_is_serialised_once(monkeypatch) -> None:
     calls = []
-    real = planning._plain_text
-    monkeypatch.setattr(planning, "_plain_text", lambda v: calls.append(v) or real(v))
+    real = metadatajson._plain_text
+    monkeypatch.setattr(metadatajson, "_plain_text", lambda v: calls.append(v) or real(v))
     shared = {"user": "u"}
     assert dump_metadata_column([shared] * 50) == ['{"user":"u"}'] * 50
     assert len(calls) == 1

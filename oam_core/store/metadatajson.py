@@ -1,0 +1,164 @@
+"""Metadata serialisation: check a record's metadata and turn it into the JSON text a back end stores (docs/store.md#metadata).
+
+Metadata is a JSON object (a dict, or None). ``dump_metadata`` refuses what a store
+cannot hold (a non-dict, a value JSON cannot hold, a key or string with a NUL or a
+lone surrogate) and the reserved ``$agent_memory`` key unless the library itself
+writes it, naming the argument (``metadata[3]``) and the value.
+``dump_metadata_column`` does the same for one value per record, in one pass in the
+common case. Everything here is pure (no I/O), so a rejected call writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+import orjson
+
+from oam_core.store.filters import InvalidFilterError, check_json, is_plain_json
+from oam_core.store.planning import check_json_text, storable
+
+RESERVED_KEY = "$agent_memory"
+"""Metadata key reserved for the library (provenance, supersede marks); callers may
+neither write nor change it (docs/store.md, "Metadata")."""
+
+_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+"""How stored metadata that needed ``check_json`` is serialised (one encoder:
+``json.dumps`` builds one per call); compact, as ``_plain_text`` writes the rest."""
+
+
+def _plain_text(value: dict[str, Any]) -> str | None:
+    """``value`` (``is_plain_json``) as compact JSON through orjson, about ten times
+    faster than ``json``; None when orjson refuses it (a lone surrogate), which the
+    caller then checks the slow way. The text parses back to the same value as
+    ``_JSON``'s (floats may be spelt differently: ``1e-5`` for ``1e-05``)."""
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:
+        return None
+
+
+def dump_metadata(value: object, name: str = "metadata", *, library: bool = False) -> str | None:
+    """Validate metadata (a JSON-compatible dict or None) and serialise it.
+
+    Args:
+        value: The metadata.
+        name: The argument named in errors.
+        library: The library itself writes (extraction provenance): only then may
+            ``value`` hold the reserved ``$agent_memory`` key.
+
+    Raises:
+        ValueError: for a non-dict, a value JSON cannot hold, a key or string with
+            a NUL or lone surrogate, or (unless ``library``) the reserved key.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{name} must be a dict or None, got {value!r}")
+    if isinstance(value, dict) and is_plain_json(value):
+        # Built-in JSON types only: serialise, and read NUL (escaped as \u0000 by the
+        # encoder) and lone surrogates (kept raw) off the text; the slow path below
+        # names the culprit if there is one (or clears a backslash-u0000 lookalike).
+        text = _plain_text(value) or ""
+        reserved_ok = RESERVED_KEY not in value or (
+            library and isinstance(value[RESERVED_KEY], dict)
+        )
+        if text and reserved_ok and "\\u0000" not in text and storable(text):
+            return text
+    try:
+        checked = check_json(value, name)
+    except InvalidFilterError as exc:
+        raise ValueError(str(exc)) from None
+    check_json_text(checked, name)
+    if RESERVED_KEY in checked:
+        reserved = checked[RESERVED_KEY]
+        if not library:
+            raise ValueError(
+                f"{name}[{RESERVED_KEY!r}] is reserved for the library (extraction "
+                "provenance); store your own keys under another name"
+            )
+        if not isinstance(reserved, dict):
+            raise ValueError(
+                f"{name}[{RESERVED_KEY!r}] is reserved for the library and must be an "
+                f"object, got {reserved!r}"
+            )
+    return _JSON.encode(checked)
+
+
+def dump_metadata_column(
+    values: Sequence[object], name: str = "metadata", *, library: bool = False
+) -> list[str | None]:
+    """``dump_metadata`` of every entry of ``values`` (``name[i]`` in errors), the
+    common case column-wise: dicts of built-in JSON types without the reserved key
+    are serialised, then all their texts are read for NUL and lone surrogates in one
+    pass; any other entry, or every entry when that pass finds something, goes
+    through ``dump_metadata`` to be checked (and named) on its own.
+
+    Args:
+        values: One metadata value (dict or None) per record; the same dict object
+            broadcast over the rows is serialised once.
+
+    Raises:
+        ValueError: as ``dump_metadata``, for the first bad entry.
+    """
+    plain = _plain_column(values)
+    if plain is not None:
+        return plain
+    out: list[str | None] = []
+    seen: dict[int, str | None] = {}
+    fast: list[int] = []
+    for i, value in enumerate(values):
+        if value is None:
+            out.append(None)
+        elif id(value) in seen:
+            out.append(seen[id(value)])
+        elif (
+            type(value) is dict
+            and RESERVED_KEY not in value
+            and is_plain_json(value)
+            and (text := _plain_text(value)) is not None
+        ):
+            seen[id(value)] = text
+            out.append(text)
+            fast.append(i)
+        else:
+            text = dump_metadata(value, f"{name}[{i}]", library=library)
+            seen[id(value)] = text
+            out.append(text)
+    texts = [cast("str", out[i]) for i in fast]
+    joined = "".join(texts)
+    if "\\u0000" in joined or not storable(joined):
+        for i in fast:  # names the culprit, or clears a backslash-u0000 lookalike
+            out[i] = dump_metadata(values[i], f"{name}[{i}]", library=library)
+    return out
+
+
+def _plain_column(values: Sequence[object]) -> list[str | None] | None:
+    """The column serialised in two passes when every entry is None or a dict of
+    built-in JSON types without the reserved key, and no text needs a closer look
+    (an escaped NUL); None otherwise. A dict broadcast over the rows is serialised
+    once."""
+    if not values:
+        return []
+    first = values[0]
+    if type(first) is dict and all(v is first for v in values):
+        if RESERVED_KEY in first or not is_plain_json(first):
+            return None
+        text = _plain_text(first)
+        if text is None:
+            return None
+        texts: list[str | None] = [text] * len(values)
+    elif all(
+        v is None or (type(v) is dict and RESERVED_KEY not in v and is_plain_json(v))
+        for v in values
+    ):
+        try:  # orjson refuses lone surrogates: the caller's loop then names the entry
+            texts = [None if v is None else orjson.dumps(v).decode() for v in values]
+        except orjson.JSONEncodeError:
+            return None
+    else:
+        return None
+    if "\\u0000" in "".join([t for t in texts if t is not None]):
+        return None
+    return texts
