@@ -200,7 +200,8 @@ class OracleBackend(Backend):
                 raise
             finally:
                 self._local.tx = outer
-        self.recorded_dim = tx.recorded_dim
+        if tx.recorded_dim is not None:
+            self.recorded_dim = tx.recorded_dim
 
     def close(self) -> None:
         self.session.close()
@@ -362,8 +363,8 @@ class OracleTx(Tx):
 
         Unless already known, the recorded one is read under a row lock
         (``sql.lock_meta``), so writers that learn a dimension take turns and each
-        reads what the one before committed; another dimension is refused by the
-        store's check (which adopts the recorded one), none is recorded as ``dim``.
+        reads what the one before committed. Another dimension is refused by the
+        store's check (which adopts the recorded one); with none recorded, ``dim`` is.
 
         Raises:
             InvalidArgumentError: naming both dimensions when another is recorded.
