@@ -11,7 +11,8 @@ from __future__ import annotations
 import array
 import builtins
 import json
-from collections.abc import Hashable, Iterator, Sequence
+import threading
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any, cast
@@ -25,6 +26,7 @@ from oam_core.store.backend import Backend, Predicate, StoredRow, Tx, message_wi
 from oam_core.store.oracle import quoting as oq
 from oam_core.store.oracle import sql
 from oam_core.store.oracle.names import Names
+from oam_core.store.oracle.schema import parse_dim
 from oam_core.store.oracle.session import (
     Session,
     chunked,
@@ -141,6 +143,10 @@ def _thread_row(row: Sequence[Any]) -> ThreadRow:
     )
 
 
+DimCheck = Callable[[str | None, int], None]
+"""``OracleMemoryStore._check_recorded_dim``: (recorded value or None, new dimension)."""
+
+
 class OracleBackend(Backend):
     """Reads and transactions over one schema prefix.
 
@@ -148,31 +154,54 @@ class OracleBackend(Backend):
         session: Connection handling (pool or single session).
         names: Managed object names.
         local_vectors: The chunks table has an embedding column.
+        recorded_dim: The vector dimension the schema metadata records, or None
+            (a flexible column that has not recorded one yet).
+        check_dim: The store's check of a dimension against the recorded one;
+            raises to refuse it (docs/oracle.md#vector-dimension).
     """
 
     def __init__(
-        self, session: Session, names: Names, local_vectors: bool, vector_dim: int | None
+        self,
+        session: Session,
+        names: Names,
+        local_vectors: bool,
+        recorded_dim: int | None,
+        check_dim: DimCheck,
     ) -> None:
         self.session = session
         self.n = names
         self.local_vectors = local_vectors
-        self.vector_dim = vector_dim
-        """Known dimension of the local vectors; None until a flexible column learns it."""
+        self.recorded_dim = recorded_dim
+        """Dimension recorded in the metadata as far as this object knows; set when a
+        transaction that recorded or read it commits."""
+        self.check_dim = check_dim
+        self._local = threading.local()
+
+    def current_tx(self) -> OracleTx | None:
+        """The open ``transaction`` of this thread, if any."""
+        tx: OracleTx | None = getattr(self._local, "tx", None)
+        return tx
 
     @contextmanager
     def transaction(self) -> Iterator[Tx]:
         """One unit of work; a unique-key violation (ORA-00001, a concurrent writer
         took an id between the existence check and the insert) becomes the
-        ``ValueError`` of docs/concepts.md#ids-and-times, after the rollback."""
-        known_dim = self.vector_dim
+        ``ValueError`` of docs/concepts.md#ids-and-times, after the rollback. A
+        dimension recorded in it counts as recorded only once it commits."""
+        outer = self.current_tx()
         with self.session.transaction() as conn:
+            tx = OracleTx(conn, self)
+            self._local.tx = tx
             try:
-                yield OracleTx(conn, self)
+                yield tx
             except Exception as exc:
-                self.vector_dim = known_dim  # the rollback drops a dimension recorded in it
                 if error_code(exc) == 1:
                     raise InvalidArgumentError(f"record ids already exist ({exc})") from exc
                 raise
+            finally:
+                self._local.tx = outer
+        if tx.recorded_dim is not None:
+            self.recorded_dim = tx.recorded_dim
 
     def close(self) -> None:
         self.session.close()
@@ -324,18 +353,42 @@ class OracleTx(Tx):
         self.b = backend
         self.n = backend.n
         self.local_vectors = backend.local_vectors
+        self.recorded_dim = backend.recorded_dim
+        """The recorded dimension as this transaction sees it (the backend takes it on
+        commit; a rollback drops what this transaction recorded)."""
+
+    def record_dim(self, dim: int) -> None:
+        """Make ``dim`` the schema's vector dimension in this transaction, before the
+        rows that need it (docs/oracle.md#vector-dimension).
+
+        Unless already known, the recorded one is read under a row lock
+        (``sql.lock_meta``), so writers that learn a dimension take turns and each
+        reads what the one before committed. Another dimension is refused by the
+        store's check (which adopts the recorded one); with none recorded, ``dim`` is.
+
+        Raises:
+            InvalidArgumentError: naming both dimensions when another is recorded.
+        """
+        recorded = self.recorded_dim
+        if recorded is None:
+            fetchone(self.c, sql.lock_meta(self.n))
+            row = fetchone(self.c, sql.meta_value(self.n, "vector_dim"))
+            recorded = parse_dim(row[0] if row else None)
+        self.b.check_dim(None if recorded is None else str(recorded), dim)
+        if recorded is None:
+            meta = [{"meta_key": "vector_dim", "meta_value": str(dim)}]
+            run(self.c, sql.upsert_meta(self.n, meta))
+        self.recorded_dim = dim
 
     def _insert_chunk_rows(self, rows: list[dict[str, Any]], batch_size: int) -> None:
-        """Insert search rows; the first vector written to a flexible column records the
-        store's dimension in the schema metadata, inside this transaction."""
+        """Insert search rows. Vectors written before the schema records a dimension
+        (a flexible column whose store knew its dimension at open) record it first."""
         if not rows:
             return
-        if self.local_vectors and self.b.vector_dim is None:
-            dims = {len(r["embedding"]) for r in rows if r.get("embedding") is not None}
-            if dims:
-                meta = [{"meta_key": "vector_dim", "meta_value": str(min(dims))}]
-                run(self.c, sql.upsert_meta(self.n, meta))
-                self.b.vector_dim = min(dims)
+        if self.local_vectors and self.recorded_dim is None:
+            dim = next((len(r["embedding"]) for r in rows if r.get("embedding") is not None), None)
+            if dim is not None:
+                self.record_dim(dim)
         run_batched(self.c, sql.insert_chunks(self.n, rows, self.local_vectors), batch_size)
 
     def existing_ids(self, family: str, ids: Sequence[str]) -> set[str]:

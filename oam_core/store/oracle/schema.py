@@ -104,6 +104,9 @@ class Plan:
         meta: Metadata rows to upsert after the DDL (empty: nothing to write).
         vector_dim: The dimension of the local vectors, or None (none, or not yet
             learned for a flexible column).
+        recorded_dim: The dimension the metadata records once ``meta`` is written, or
+            None: a flexible column's first write with vectors records it
+            (``OracleTx.record_dim``), even when the store knows its dimension.
         local_vectors: The chunks table has (or gets) an embedding column.
         retention: The effective retention config.
         keyword_via_hybrid: KEYWORD searches the hybrid index's text branch.
@@ -112,6 +115,7 @@ class Plan:
     steps: list[Stmt | str] = field(default_factory=list)
     meta: dict[str, str] = field(default_factory=dict)
     vector_dim: int | None = None
+    recorded_dim: int | None = None
     local_vectors: bool = False
     retention: MemoryRetentionConfig = field(default_factory=MemoryRetentionConfig)
     keyword_via_hybrid: bool = False
@@ -254,6 +258,7 @@ def plan_schema(policy: SchemaPolicy, n: Names, s: SchemaState, w: Wanted) -> Pl
             steps=steps + _create_all(n, w),
             meta=_fresh_meta(w, retention),
             vector_dim=w.vector_dim,
+            recorded_dim=w.vector_dim,
             local_vectors=column_kind(w) is not None,
             retention=retention,
         )
@@ -326,9 +331,10 @@ def _plan_vectors(
         if w.vector_dim is not None:
             plan.meta["vector_dim"] = str(w.vector_dim)
     dim = stored_dim if stored_dim is not None else w.vector_dim
-    if kind == FLEXIBLE and stored_dim is None and dim is not None and upgrade:
-        plan.meta["vector_dim"] = str(dim)
+    # A flexible column without a recorded dimension is not given one here, from a
+    # state read outside any transaction: another store object may record one first.
     plan.vector_dim = dim if kind is not None else None
+    plan.recorded_dim = meta_dim({**meta, **plan.meta}) if kind is not None else None
     plan.local_vectors = kind is not None
     # Exact search needs no index: a missing one is created when allowed, never fatal.
     if kind == FIXED and n.vector_index not in s.indexes and upgrade:
@@ -354,7 +360,11 @@ def _creates_missing(st: Stmt, missing: list[str]) -> bool:
 
 def meta_dim(meta: dict[str, str]) -> int | None:
     """The stored vector dimension, or None."""
-    value = meta.get("vector_dim")
+    return parse_dim(meta.get("vector_dim"))
+
+
+def parse_dim(value: str | None) -> int | None:
+    """A stored ``vector_dim`` value as an int; None for none (or an empty value)."""
     return int(value) if value and value.isdigit() else None
 
 

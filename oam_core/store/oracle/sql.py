@@ -343,6 +343,21 @@ def upsert_meta(n: Names, rows: Sequence[dict[str, str]]) -> Stmt:
     )
 
 
+def lock_meta(n: Names) -> Stmt:
+    """Lock the ``schema_version`` metadata row (every opened schema has one) until
+    the transaction ends: writers recording the vector dimension queue on it, and a
+    query after the lock sees what the writer before committed (read committed)."""
+    return Stmt(
+        f"SELECT meta_value FROM {n.meta} WHERE meta_key = :meta_key FOR UPDATE",
+        {"meta_key": "schema_version"},
+    )
+
+
+def meta_value(n: Names, key: str) -> Stmt:
+    """One metadata value by key (no row: not recorded)."""
+    return Stmt(f"SELECT meta_value FROM {n.meta} WHERE meta_key = :meta_key", {"meta_key": key})
+
+
 def unembedded(n: Names, limit: int | None) -> Stmt:
     """``(family, id)`` of records with a search row that has text but no vector
     (written without an embedder), up to ``limit`` (None: all)."""

@@ -150,17 +150,24 @@ class OracleDBMemoryStore(OracleMemoryStore):
             retention=memory_retention_config,
         )
         plan = self._open_schema(policy, wanted)
-        if not local and plan.vector_dim is not None and embedder is not None:
+        if not local and plan.local_vectors and embedder is not None:
             dim = embedder.embedding_dimension  # the schema keeps local vectors: feed them
-            if dim != plan.vector_dim:
+            if plan.vector_dim is not None and dim != plan.vector_dim:
                 raise SchemaError(
                     f"the managed schema stores vectors of dimension {plan.vector_dim}, but "
                     f"the embedder's dimension is {dim}"
                 )
+            plan.vector_dim = dim  # a flexible column records it with the first vectors
         self.vector_dim = plan.vector_dim
         self.memory_retention_config = plan.retention
         self._local_vectors = plan.local_vectors
-        self._impl = OracleBackend(self.session, self.names, self._local_vectors, self.vector_dim)
+        self._impl = OracleBackend(
+            self.session,
+            self.names,
+            self._local_vectors,
+            plan.recorded_dim,
+            self._check_recorded_dim,
+        )
 
     @property
     def _backend(self) -> Backend:
@@ -277,11 +284,20 @@ class OracleDBMemoryStore(OracleMemoryStore):
         super()._embed_plans(plans)
 
     def _remember_vector_dim(self, dim: int) -> None:
-        """A flexible embedding column learns its dimension: the write's transaction
-        records it in the schema metadata with its first search rows
-        (``OracleTx._insert_chunk_rows``); stores without local vectors ignore it."""
-        if self._local_vectors:
-            self.vector_dim = dim
+        """A flexible embedding column learns its dimension inside the write that
+        stores its first vector, before its rows (``OracleTx.record_dim``: the
+        dimension another store object recorded meanwhile is adopted, and ``dim``
+        refused if it differs); stores without local vectors ignore it.
+
+        Raises:
+            InvalidArgumentError: naming both dimensions when they differ.
+        """
+        if not self._local_vectors:
+            return
+        tx = self._impl.current_tx()
+        assert tx is not None, "a dimension is learned inside a write transaction"
+        tx.record_dim(dim)
+        super()._remember_vector_dim(dim)
 
     def _serves_strategy(self, strategy: SearchStrategy) -> bool:
         return strategy is self.search_strategy  # its indexes serve the one it opened with
