@@ -11,7 +11,8 @@ share one implementation and the event loop never blocks on the database.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -36,7 +37,7 @@ from oam_core.steps import async_twin
 from oam_core.store import planning
 from oam_core.store import search as search_flow
 from oam_core.store.args import filter_arg, findable, scope_arg
-from oam_core.store.backend import Backend, Predicate
+from oam_core.store.backend import Backend, Predicate, Tx
 from oam_core.store.embedding import embed_plans
 from oam_core.store.embedding import reindex as embed_missing
 from oam_core.store.identity import EmbedderCheck, EmbedderIdentity
@@ -117,6 +118,7 @@ class OracleMemoryStore(IMemoryStore):
             )
         self.embedder = embedder
         self.vector_dim: int | None = vector_dim
+        self._adopted_dim: int | None = None  # see _writing
         self.search_strategy = SearchStrategy.parse(search_strategy)
         self.memory_retention_config = memory_retention_config or MemoryRetentionConfig()
         self._clock: Clock = clock or utc_now
@@ -154,6 +156,23 @@ class OracleMemoryStore(IMemoryStore):
         """
         self.vector_dim = dim
 
+    @contextmanager
+    def _writing(self) -> Iterator[Tx]:
+        """``self._backend.transaction()`` for a write that may learn the vector
+        dimension (``embedding.learn_dim``): when the transaction fails, anywhere up
+        to its commit, a dimension learned inside it is forgotten again, as the
+        rollback drops the recorded one, so the next write learns its own."""
+        known = self.vector_dim
+        try:
+            with self._backend.transaction() as tx:
+                yield tx
+        except BaseException:
+            # One adopted from the storage (``_check_recorded_dim``) was committed by
+            # another store object: it stays.
+            if known is None and self.vector_dim != self._adopted_dim:
+                self.vector_dim = None
+            raise
+
     def _check_recorded_dim(self, recorded: str | None, dim: int) -> None:
         """Back ends call this inside the write that learns ``dim`` with the dimension
         the storage records now (None for none). A store opened before any vector was
@@ -164,7 +183,7 @@ class OracleMemoryStore(IMemoryStore):
             InvalidArgumentError: naming both dimensions when they differ.
         """
         if recorded is not None and int(recorded) != dim:
-            self.vector_dim = int(recorded)
+            self.vector_dim = self._adopted_dim = int(recorded)
             raise InvalidArgumentError(
                 f"vector dimension {dim} does not match the store's dimension {recorded} "
                 "(recorded by another store object after this one was opened)"

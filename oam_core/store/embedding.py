@@ -96,7 +96,7 @@ def reindex(store: OracleMemoryStore, batch_size: int) -> int:
         if seen.issuperset(todo):
             break  # nothing left that this embedder can fill
         seen.update(todo)
-        with backend.transaction() as tx:
+        with store._writing() as tx:
             rows = [row for f, rid in todo if (row := tx.fetch(f, rid)) is not None]
             chunked = [(row, tx.chunk_texts(row.key)) for row in rows]
             plans: builtins.list[builtins.list[ChunkPlan]] = [

@@ -115,7 +115,7 @@ class ThreadStore:
             ValueError: for bad ids, invalid metadata/config, or an existing thread.
         """
         row = _thread_row(thread_id, NewThreadRow(user_id, agent_id, metadata, config), self._now())
-        with self.store._backend.transaction() as tx:
+        with self.store._writing() as tx:
             if tx.hold_thread(thread_id):
                 raise ValueError(f"thread {thread_id!r} already exists")
             tx.insert_thread(row)
@@ -163,7 +163,7 @@ class ThreadStore:
                 dump_metadata(value, name)
         if not findable:
             return 0
-        with self.store._backend.transaction() as tx:
+        with self.store._writing() as tx:
             return tx.update_thread(thread_id, config, state, expected_state)
 
     # -- thread-scoped writes ------------------------------------------------------
@@ -212,7 +212,7 @@ class ThreadStore:
         row = None if missing_row is None else _thread_row(thread_id, missing_row, self._now())
         size = writes.batch_size(store_kwargs)
         planned = writes.plan_batches(self.store, batches)
-        with self.store._backend.transaction() as tx:
+        with self.store._writing() as tx:
             if not tx.hold_thread(thread_id):
                 if row is None:
                     raise ThreadDeletedError(
@@ -268,7 +268,7 @@ class ThreadStore:
                 f"write_thread({thread_id!r}): record {strays[0]!r} belongs to thread "
                 f"{next(p.thread_id for p in planned.plans if p.id == strays[0])!r}"
             )
-        with self.store._backend.transaction() as tx:
+        with self.store._writing() as tx:
             # The owner is checked on the row this transaction holds: a thread deleted
             # and written again by another writer since this call began is the one
             # checked and replaced (or refused), never an older read of it.
@@ -335,7 +335,7 @@ class ThreadStore:
             planning.check_id(update.record_id, f"reserved_updates[{i}] record_id")
             dump_metadata({RESERVED_KEY: update.keys}, f"reserved_updates[{i}]", library=True)
         planned = writes.plan_batches(self.store, batches, library=True)
-        with self.store._backend.transaction() as tx:
+        with self.store._writing() as tx:
             won = bool(tx.update_thread(thread_id, NOT_SET, state, expected_state))
             if won:
                 writes.insert_planned(self.store, tx, planned, writes.DEFAULT_BATCH_SIZE)
@@ -411,7 +411,7 @@ class ThreadStore:
             return 0
         if thread_id is not NOT_SET and not planning.lookup_id(thread_id, "thread_id"):
             return 0
-        with self.store._backend.transaction() as tx:
+        with self.store._writing() as tx:
             return tx.delete_record(family, record_id, None, thread_id)
 
     def _now(self) -> datetime:

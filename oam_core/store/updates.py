@@ -113,7 +113,7 @@ def update_record(
     if new_chunks is not None:
         store._embed_plans(new_chunks)
 
-    with store._backend.transaction() as tx:
+    with store._writing() as tx:
         row = tx.fetch(family_of(record_type), record_id)
         if row is None or row.record_type != record_type:
             return 0

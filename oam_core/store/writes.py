@@ -190,14 +190,10 @@ def insert_planned(
             raise ValueError(f"record ids already exist: {sorted(clash)}")
         for record_id in sorted(clash):
             tx.delete_record(family, record_id, None, NOT_SET)
-    known_dim = store.vector_dim
-    learn_dim(store, planned.chunks, planned.vector_dim)  # before the rows: checks it
-    try:
-        _insert_parts(tx, planned, size)
-    except BaseException:
-        if known_dim is None:  # the transaction rolls back the dimension learned in it
-            store.vector_dim = None
-        raise
+    # Before the rows: checks it against the recorded one. The caller's transaction
+    # comes from ``store._writing()``, which forgets it when the write fails.
+    learn_dim(store, planned.chunks, planned.vector_dim)
+    _insert_parts(tx, planned, size)
     write_identity(store, tx)
 
 
@@ -226,7 +222,7 @@ def write_batches(
     """Plan and insert ``batches`` in one transaction; return their ids in order."""
     size = batch_size(store_kwargs)
     planned = plan_batches(store, batches)
-    with store._backend.transaction() as tx:
+    with store._writing() as tx:
         insert_planned(store, tx, planned, size, replace=replace)
     store._embedder_check.recorded()
     return planned.ids

@@ -91,21 +91,47 @@ def test_a_vector_whose_norm_overflows_is_refused_or_ranked_right(make_store):
     assert distance == pytest.approx(0.0, abs=1e-4)
 
 
-def test_a_write_that_fails_after_learning_the_dimension_forgets_it(make_store, monkeypatch):
+@pytest.mark.parametrize("where", ["rows", "after the rows"])
+def test_a_write_that_fails_after_learning_the_dimension_forgets_it(make_store, monkeypatch, where):
     """The dimension is learned inside the write; when the write fails after that (a
-    database error on the rows), the transaction drops it and so does the store."""
-    from oam_core.store.sql.backend import SqlTx
+    database error on the rows, or later in the same transaction), the transaction
+    drops it and so does the store."""
+    from oam_core.store import writes
 
     store = make_store(embedder=None)
 
-    def broken(self, *args, **kwargs):
+    def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(SqlTx, "insert_bulk", broken)
+    monkeypatch.setattr(writes, "_insert_parts" if where == "rows" else "write_identity", broken)
     with pytest.raises(RuntimeError, match="disk full"):
         store.add(["a"], "memory", embeddings=_vecs(1, 8), record_ids=["a1"])
     monkeypatch.undo()
     assert store.vector_dim is None
+    assert store.get("memory", "a1") is None
     store.add(["b"], "memory", embeddings=_vecs(1, 4), record_ids=["b1"])  # another dim: fine
     assert store.vector_dim == 4
     assert [r.id for r, _ in store.search(query_vector=_vecs(1, 4)[0], k=5)] == ["b1"]
+
+
+def test_an_update_that_fails_after_learning_the_dimension_forgets_it(make_store, monkeypatch):
+    """The same for ``update(..., embedding=...)``, the first vector of a store whose
+    records were written without vectors."""
+    from oam_core.store import updates
+
+    store = make_store(embedder=None)
+    store.add(["plain text"], "memory", record_ids=["t1"])
+    assert store.vector_dim is None
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(updates, "write_identity", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        store.update("memory", "t1", embedding=_vecs(1, 8)[0].tolist())
+    monkeypatch.undo()
+    assert store.vector_dim is None
+    assert store.update("memory", "t1", embedding=_vecs(1, 4)[0].tolist()) == 1
+    assert store.vector_dim == 4
+    [(record, distance)] = store.search(query_vector=_vecs(1, 4)[0], k=1)
+    assert record.id == "t1" and distance == pytest.approx(0.0, abs=1e-4)

@@ -106,13 +106,27 @@ class SQLiteMemoryStore(SqlMemoryStore):
         if version > SCHEMA_VERSION:
             raise newer_schema(self.path, version, SCHEMA_VERSION)
         self._adopt_config(meta, self.path, strategy_given=strategy_given, retention=retention)
-        wanted = self._config_meta(impl.schema_version)
+        if impl.read_only or not self._meta_changes(meta):  # a read-only file stays readable
+            return
+        with impl.transaction() as tx:
+            # Read again under the write lock: another store object may have recorded
+            # a dimension (or another configuration) since, and writing ours over it
+            # would leave the file with vectors of two dimensions.
+            fresh = dict(impl.fetch_all(st.read_meta(impl.p)))
+            if fresh != meta:
+                self._adopt_config(
+                    fresh, self.path, strategy_given=strategy_given, retention=retention
+                )
+            changed = self._meta_changes(fresh)
+            if changed:
+                tx.write_meta(changed)
+
+    def _meta_changes(self, meta: dict[str, str]) -> dict[str, str]:
+        """The ``oam_meta`` rows this store records that differ from ``meta``."""
+        wanted = self._config_meta(self._impl.schema_version)
         if self.vector_dim is not None:
             wanted["vector_dim"] = str(self.vector_dim)
-        changed = {k: v for k, v in wanted.items() if meta.get(k) != v}
-        if changed and not impl.read_only:  # a read-only file stays readable
-            with impl.transaction() as tx:
-                tx.write_meta(changed)
+        return {k: v for k, v in wanted.items() if meta.get(k) != v}
 
     def compact(self) -> None:
         """Remove every trace of deleted text from the file (docs/sqlite.md#deleted-text).
