@@ -10,6 +10,7 @@ import multiprocessing
 import signal
 import threading
 from collections.abc import Iterator
+from concurrent import futures
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ def test_ctrl_c_while_waiting_for_the_vector_half_keeps_the_lock(
     waiting, decided, checked = threading.Event(), threading.Event(), threading.Event()
     held: list[bool] = []
     waits: list[int] = []
-    real_wait, real_rank = worker.wait, sqlite_backend.SQLiteBackend._rank_rows
+    real_wait, real_rank = futures.wait, sqlite_backend.SQLiteBackend._rank_rows
 
     def spy_wait(*args: Any, **kwargs: Any) -> Any:
         waits.append(1)
@@ -76,7 +77,7 @@ def test_ctrl_c_while_waiting_for_the_vector_half_keeps_the_lock(
                 checked.set()
         return real_rank(self, *args)
 
-    monkeypatch.setattr(worker, "wait", spy_wait)
+    monkeypatch.setattr("oam_core.store.worker.wait", spy_wait)
     monkeypatch.setattr(sqlite_backend.SQLiteBackend, "_rank_rows", helper)
     with pytest.raises(KeyboardInterrupt):
         try:
@@ -146,14 +147,14 @@ def test_a_fork_while_another_thread_is_in_beside_leaves_the_child_a_free_lock(
     monkeypatch.setattr(worker, "WORKERS", 2)
     monkeypatch.setattr(worker, "_pool", None)
     inside, forked = threading.Event(), threading.Event()
-    real_pool = worker.ThreadPoolExecutor
+    real_pool = futures.ThreadPoolExecutor
 
     def slow_pool(*args: Any, **kwargs: Any) -> Any:  # runs under worker._lock
         inside.set()
         forked.wait(10)
         return real_pool(*args, **kwargs)
 
-    monkeypatch.setattr(worker, "ThreadPoolExecutor", slow_pool)
+    monkeypatch.setattr("oam_core.store.worker.ThreadPoolExecutor", slow_pool)
     creator = threading.Thread(target=lambda: worker.run_beside(lambda: 1, lambda: 2))
     creator.start()
     assert inside.wait(10)
