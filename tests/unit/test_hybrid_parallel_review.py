@@ -7,7 +7,6 @@ Each interleaving is injected by wrapping the method that reads or waits."""
 from __future__ import annotations
 
 import multiprocessing
-import signal
 import threading
 from collections.abc import Iterator
 from concurrent import futures
@@ -42,33 +41,32 @@ def _held_by_another_thread(lock: Any) -> bool:
     return not got
 
 
-@pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs pthread_kill")
 def test_ctrl_c_while_waiting_for_the_vector_half_keeps_the_lock(
     store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """SIGINT arrives while the searching thread waits for the helper (the keyword half
-    is done): KeyboardInterrupt must not leave the store lock while the helper still
-    reads the mirror (another thread's catch-up resizes its arrays in place)."""
+    """Ctrl-C while the searching thread waits for the helper (the keyword half is
+    done): the SIGINT handler raises KeyboardInterrupt inside ``wait``, injected here
+    as the first ``wait`` call raising it. The store lock must not be left while the
+    helper still reads the mirror (another thread's catch-up resizes its arrays in
+    place, ``refcheck=False``)."""
     monkeypatch.setattr(worker, "WORKERS", 2)
     impl = store._impl
     main = threading.get_ident()
     # ``decided``: the caller either left search (the lock with it) or waits again
-    waiting, decided, checked = threading.Event(), threading.Event(), threading.Event()
+    decided, checked = threading.Event(), threading.Event()
     held: list[bool] = []
     waits: list[int] = []
     real_wait, real_rank = futures.wait, sqlite_backend.SQLiteBackend._rank_rows
 
-    def spy_wait(*args: Any, **kwargs: Any) -> Any:
+    def interrupted_wait(*args: Any, **kwargs: Any) -> Any:
         waits.append(1)
-        if len(waits) > 1:
-            decided.set()
-        waiting.set()
+        if len(waits) == 1:
+            raise KeyboardInterrupt  # what the SIGINT handler raises in the wait
+        decided.set()
         return real_wait(*args, **kwargs)
 
     def helper(self: Any, *args: Any) -> Any:
         if threading.get_ident() != main and not held:
-            waiting.wait(10)
-            signal.pthread_kill(main, signal.SIGINT)  # Ctrl-C, now
             decided.wait(10)
             held.append(_held_by_another_thread(impl.lock))
             try:
@@ -77,7 +75,7 @@ def test_ctrl_c_while_waiting_for_the_vector_half_keeps_the_lock(
                 checked.set()
         return real_rank(self, *args)
 
-    monkeypatch.setattr("oam_core.store.worker.wait", spy_wait)
+    monkeypatch.setattr("oam_core.store.worker.wait", interrupted_wait)
     monkeypatch.setattr(sqlite_backend.SQLiteBackend, "_rank_rows", helper)
     with pytest.raises(KeyboardInterrupt):
         try:
