@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 S = TypeVar("S")
@@ -36,6 +36,16 @@ _lock = threading.Lock()
 _pool: tuple[int, ThreadPoolExecutor] | None = None
 
 
+def _after_fork_in_child() -> None:
+    """A lock another thread held at ``fork`` stays held in the child: replace it."""
+    global _lock, _pool
+    _lock, _pool = threading.Lock(), None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def beside(fn: Callable[[], T]) -> Future[T] | None:
     """Start ``fn()`` on a helper thread and return its future, or None when it should
     run in the caller instead: a single core (``WORKERS``), the interpreter shutting
@@ -44,15 +54,42 @@ def beside(fn: Callable[[], T]) -> Future[T] | None:
     global _pool
     if WORKERS < 2:
         return None
+    with _lock:
+        pid = os.getpid()
+        if _pool is None or _pool[0] != pid:
+            _pool = (pid, ThreadPoolExecutor(WORKERS, thread_name_prefix="oam-search"))
+        pool = _pool[1]
+    future: Future[T] = Future()
+
+    def task() -> None:
+        if future.set_running_or_notify_cancel():  # else the caller runs ``fn``
+            try:
+                future.set_result(fn())
+            except BaseException as exc:
+                future.set_exception(exc)
+
     try:
-        with _lock:
-            pid = os.getpid()
-            if _pool is None or _pool[0] != pid:
-                _pool = (pid, ThreadPoolExecutor(WORKERS, thread_name_prefix="oam-search"))
-            pool = _pool[1]
-        return pool.submit(fn)
+        pool.submit(task)
     except RuntimeError:  # shutting down, or no thread can be started
-        return None
+        # ``submit`` queued the task before it failed to start a thread: a busy
+        # thread of the pool would run it later, after the caller's lock is gone.
+        if future.cancel():
+            return None
+    return future
+
+
+def _wait_for(future: Future[Any]) -> None:
+    """Wait until ``future`` is done, through ``KeyboardInterrupt`` (raised after):
+    the helper may read state the caller holds a lock over."""
+    interrupted: BaseException | None = None
+    while True:
+        try:
+            wait([future])
+            break
+        except BaseException as exc:  # a signal handler's exception (Ctrl-C)
+            interrupted = interrupted or exc
+    if interrupted is not None:
+        raise interrupted
 
 
 def run_beside(side: Callable[[], S], main: Callable[[], M]) -> tuple[S, M]:
@@ -67,5 +104,5 @@ def run_beside(side: Callable[[], S], main: Callable[[], M]) -> tuple[S, M]:
     try:
         got = main()
     finally:
-        wait([future])
+        _wait_for(future)
     return future.result(), got
