@@ -257,6 +257,14 @@ def read_meta(conn: psycopg.Connection[Any], p: str) -> dict[str, str]:
     return dict(conn.execute(st.read_meta(p).sql).fetchall())
 
 
+def lock_meta(conn: psycopg.Connection[Any], p: str) -> None:
+    """Hold ``oam_meta`` against other writers of the configuration until the
+    transaction ends (``SHARE ROW EXCLUSIVE`` conflicts with itself and with row
+    writes, not with reads): two first writes, or opens, learning a vector dimension
+    take turns, and the second reads what the first committed."""
+    conn.execute(f"LOCK TABLE {p}oam_meta IN SHARE ROW EXCLUSIVE MODE")
+
+
 def write_meta(conn: psycopg.Connection[Any], p: str, values: dict[str, str]) -> None:
     """Upsert ``values`` into ``oam_meta``."""
     for key, value in values.items():

@@ -29,6 +29,7 @@ from oam_core.store.postgres.backend import PgBackend
 from oam_core.store.postgres.schema import (
     SCHEMA_VERSION,
     apply_policy,
+    lock_meta,
     read_meta,
     set_dimension,
     write_meta,
@@ -225,6 +226,8 @@ class PostgresMemoryStore(SqlMemoryStore):
         p = self._impl.p
         with self._impl.mapped(), self._impl.pool.connection() as conn, conn.transaction():
             apply_policy(conn, p, policy, self.vector_dim, self._where)
+            if self.vector_dim is not None:  # it may record the dimension below
+                lock_meta(conn, p)
             meta = read_meta(conn, p)
             self._adopt_config(
                 meta, self._where, strategy_given=strategy_given, retention=retention
@@ -245,6 +248,7 @@ class PostgresMemoryStore(SqlMemoryStore):
             self._record_dim(conn, dim)
 
     def _record_dim(self, conn: Any, dim: int) -> None:
+        lock_meta(conn, self._impl.p)  # another first write waits, then reads ours
         self._check_recorded_dim(read_meta(conn, self._impl.p).get("vector_dim"), dim)
         super()._remember_vector_dim(dim)
         set_dimension(conn, self._impl.p, dim)
