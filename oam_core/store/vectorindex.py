@@ -928,9 +928,9 @@ class VectorIndex:
 SMALL_PRODUCT = 32_768 * 384
 """Float32 elements (48 MiB: 32,768 rows of 384 dims) up to which a single-query
 product over a slice of the matrix runs in numpy's own loop rather than the threaded
-BLAS. On a loaded 2-core machine a threaded call waits for its second thread: 8-20 ms
-where the loop takes 0.3-4 ms; above this size the BLAS's second core pays again
-(docs/sqlite.md#how-a-search-is-ranked)."""
+BLAS. On a loaded 2-core machine a threaded call of 5,000-25,000 rows waited 8-23 ms
+for its second thread where the loop took 0.6-7 ms; above this size the second core
+pays for the wait (docs/sqlite.md#how-a-search-is-ranked)."""
 
 GATHER_BYTES = 768 * 1024
 """Bytes of matrix rows gathered at a time for a single-query product over scattered
