@@ -53,7 +53,12 @@ measured in the same run.
 python bench/filter_scale.py                             # 100k records, 100 queries, 3 repeats
 python bench/filter_scale.py --records 10000 --queries 20 --repeat 1 --json
 python bench/filter_scale.py --db /tmp/fs.db --chroma    # keep (and reuse) the built file
+python bench/filter_scale.py --db /tmp/fs.db --exact     # as a store without an ANN index
 ```
+
+``--exact`` makes oam rank every search exactly, as a store does whose vectors have
+no cluster structure (no usable index) or while its index builds: the candidate rows'
+product is then the whole cost of a warm search.
 """
 
 from __future__ import annotations
@@ -241,8 +246,12 @@ def _timed(fn: Callable[[], list[str]]) -> tuple[float, list[str]]:
     return (time.perf_counter() - started) * 1000, out
 
 
-def run(path: Path, ds: dict[str, Any], repeat: int, chroma: Chroma | None) -> dict[str, Any]:
+def run(
+    path: Path, ds: dict[str, Any], repeat: int, chroma: Chroma | None, exact: bool = False
+) -> dict[str, Any]:
     store = SQLiteMemoryStore(path, search_strategy="VECTOR")
+    if exact:  # the ranking of a store without a usable ANN index
+        store._impl.index.exact_max = 1 << 62
     writer = sqlite3.connect(path, isolation_level=None)
     tick = [0]
 
@@ -314,6 +323,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--db", type=Path, default=None, help="store file to build or reuse")
     ap.add_argument("--chroma", action="store_true", help="also time chromadb")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument(
+        "--exact", action="store_true", help="oam ranks every search exactly (no ANN index)"
+    )
     args = ap.parse_args(argv)
     ds = dataset(args.records, args.queries, args.seed)
     with tempfile.TemporaryDirectory() as tmp:
@@ -321,12 +333,13 @@ def main(argv: list[str] | None = None) -> int:
         build_s = build(path, ds) if not path.exists() else None
         chroma = Chroma(tmp, ds) if args.chroma else None
         load = os.getloadavg()
-        result = run(path, ds, args.repeat, chroma)
+        result = run(path, ds, args.repeat, chroma, args.exact)
         result["loadavg"] = [load, os.getloadavg()]
     result["config"] = {
         "records": args.records,
         "queries": args.queries,
         "repeat": args.repeat,
+        "exact": args.exact,
         "k": K,
         "build_s": build_s,
         "sqlite": sqlite3.sqlite_version,
@@ -337,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
     med = result["median"]
     print(
         f"{args.records} records, {args.queries} queries per filter, k={K}, "
-        f"{args.repeat} repeats; load average before/after: "
+        f"{args.repeat} repeats{', exact ranking' if args.exact else ''}; "
+        "load average before/after: "
         + " / ".join(" ".join(f"{x:.2f}" for x in la) for la in result["loadavg"])
     )
     if build_s is not None:

@@ -882,7 +882,7 @@ class VectorIndex:
         if rows is None and mask is not None:
             rows = np.flatnonzero(mask)
         if rows is not None and 4 * len(rows) < self.n:  # gather the few candidates
-            dist = np.clip(1.0 - _dot(self.mat[rows], queries), 0.0, 2.0)
+            dist = np.clip(1.0 - _dot_rows(self.mat, rows, queries), 0.0, 2.0)
         else:  # multiply the whole matrix, then pick (no large copy)
             dist = np.clip(1.0 - _dot(self.mat[: self.n], queries), 0.0, 2.0)
             if rows is not None:
@@ -920,23 +920,47 @@ class VectorIndex:
             rows = rows[self.live[rows]]
         if not len(rows):
             return None
-        dist = np.clip(1.0 - _dot(self.mat[rows], q[None])[:, 0], 0.0, 2.0)
+        dist = np.clip(1.0 - _dot_rows(self.mat, rows, q[None])[:, 0], 0.0, 2.0)
         best = _best_records(dist, self.rec[rows], k)
         return best if len(best) >= k else None
 
 
-SMALL_PRODUCT = 4_096
-"""Rows up to which a single-query product runs in numpy's own loop: a threaded BLAS
-call that small mostly waits for its threads (tens of ms on a loaded machine)."""
+SMALL_PRODUCT = 32_768 * 384
+"""Float32 elements (48 MiB: 32,768 rows of 384 dims) up to which a single-query
+product over a slice of the matrix runs in numpy's own loop rather than the threaded
+BLAS. On a loaded 2-core machine a threaded call of 5,000-25,000 rows waited 8-23 ms
+for its second thread where the loop took 0.6-7 ms; above this size the second core
+pays for the wait (docs/sqlite.md#how-a-search-is-ranked)."""
+
+GATHER_BYTES = 768 * 1024
+"""Bytes of matrix rows gathered at a time for a single-query product over scattered
+rows (512 rows of 384 dims): the block is multiplied while it is still in the core's
+cache, and no copy of every candidate row is allocated."""
 
 
 def _dot(mat: FloatArray, queries: FloatArray) -> FloatArray:
-    """``mat @ queries.T`` (rows x queries), single-threaded when small."""
-    if len(queries) == 1 and len(mat) <= SMALL_PRODUCT:
+    """``mat @ queries.T`` (rows x queries); one query in numpy's loop when small."""
+    if len(queries) == 1 and mat.size <= SMALL_PRODUCT:
         out: FloatArray = np.einsum("ij,j->i", mat, queries[0])[:, None]
         return out
     result: FloatArray = mat @ queries.T
     return result
+
+
+def _dot_rows(mat: FloatArray, rows: IntArray, queries: FloatArray) -> FloatArray:
+    """``mat[rows] @ queries.T`` (rows x queries). One query: gathered a block at a
+    time and multiplied in numpy's loop, whatever the number of rows, so a row's
+    product is the same bits as in ``_dot`` below ``SMALL_PRODUCT`` and wherever the
+    row sits in the block (identical vectors tie exactly)."""
+    if len(queries) != 1:
+        result: FloatArray = mat[rows] @ queries.T
+        return result
+    q = queries[0]
+    step = max(1, GATHER_BYTES // max(1, mat.shape[1] * mat.itemsize))
+    out: FloatArray = np.empty((len(rows), 1), np.float32)
+    for a in range(0, len(rows), step):
+        np.einsum("ij,j->i", mat[rows[a : a + step]], q, out=out[a : a + step, 0])
+    return out
 
 
 def _best_records(dist: FloatArray, recs: IntArray, k: int) -> list[tuple[int, float]]:

@@ -40,8 +40,10 @@ def test_json_report_and_a_reused_file(
             assert med[f"{name}/{mode}/p50_ms"] > 0
         for mode in ("oam_cold", "oam_warm"):
             assert med[f"{name}/{mode}/recall"] == 1.0, (name, mode)
-    assert bench.main(args) == 0  # reuses the file: nothing built
-    assert json.loads(capsys.readouterr().out)["config"]["build_s"] is None
+    assert bench.main([*args, "--exact"]) == 0  # reuses the file: nothing built
+    again = json.loads(capsys.readouterr().out)
+    assert again["config"]["build_s"] is None and again["config"]["exact"] is True
+    assert all(again["median"][f"{name}/oam_warm/recall"] == 1.0 for name in again["filters"])
 
 
 def test_baseline_predicates_agree_with_the_filters(bench: ModuleType) -> None:
