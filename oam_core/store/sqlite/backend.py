@@ -370,10 +370,13 @@ class SQLiteTx(SqlTx):
             self.c.executemany(
                 *narrow_insert(f"{self.p}chunks", _CHUNK_COLUMNS, part, ("embedding",))
             )
-        # One set-based statement indexes the new text (a per-row trigger is ~2x slower),
-        # through the view that applies ``oam_fts_text`` (``sqlite/schema.py``).
-        self.c.execute(
-            f"INSERT INTO {self.p}chunks_fts (rowid, text) SELECT pk, text "
-            f"FROM {self.p}chunks_fts_src WHERE pk >= ? AND text IS NOT NULL",
-            (first,),
+        # The new text goes to FTS5 from the caller's column, through the expression
+        # the view and the delete trigger apply (``schema.fts_text``): reading it back
+        # from the rows just written would read their pages (vectors included) again,
+        # from the log once they left the page cache. Keys are consecutive (BEGIN
+        # IMMEDIATE holds the file).
+        texts = columns[st.CHUNK_TEXT]
+        self.c.executemany(
+            f"INSERT INTO {self.p}chunks_fts (rowid, text) VALUES (?1, {schema.fts_text('?2')})",
+            [(first + i, text) for i, text in enumerate(texts) if text is not None],
         )

@@ -81,7 +81,9 @@ def ddl(p: str) -> list[str]:
     ]
 
 
-def _fts_text(column: str) -> str:
+def fts_text(column: str) -> str:
+    """The SQL expression of what the FTS index holds for the text ``column`` (a column
+    name or a parameter such as ``?2``): the text itself, or ``oam_fts_text`` of it."""
     # ASCII text (as many bytes as characters) skips the GLOB: its character class
     # costs ~9 us per row, more than indexing the row.
     return (
@@ -94,14 +96,14 @@ def fts_ddl(p: str) -> list[str]:
     """The statements creating the keyword index (schema version 2) with prefix ``p``."""
     return [
         f"""CREATE VIEW IF NOT EXISTS {p}chunks_fts_src AS
-            SELECT pk, {_fts_text("text")} AS text FROM {p}chunks""",
+            SELECT pk, {fts_text("text")} AS text FROM {p}chunks""",
         f"""CREATE VIRTUAL TABLE IF NOT EXISTS {p}chunks_fts USING fts5(
             text, content='{p}chunks_fts_src', content_rowid='pk',
             tokenize='porter unicode61 remove_diacritics 2')""",
         f"""CREATE TRIGGER IF NOT EXISTS {p}chunks_ad AFTER DELETE ON {p}chunks
             WHEN old.text IS NOT NULL BEGIN
             INSERT INTO {p}chunks_fts ({p}chunks_fts, rowid, text)
-            VALUES ('delete', old.pk, {_fts_text("old.text")}); END""",
+            VALUES ('delete', old.pk, {fts_text("old.text")}); END""",
     ]
 
 
