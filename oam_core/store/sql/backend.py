@@ -259,7 +259,14 @@ class SqlTx(Tx):
         columns = st.bulk_record_columns(plan, iso(created_at), expires)
         pks = self._insert_records(columns, batch_size)
         chunk_columns = st.bulk_chunk_columns(plan, pks, expires)
-        self.insert_chunk_columns(chunk_columns, builtins.list(plan.vectors), batch_size)
+        self.insert_vector_columns(chunk_columns, plan.vectors, batch_size)
+
+    def insert_vector_columns(
+        self, columns: Sequence[Sequence[Any]], vectors: Vector, batch_size: int
+    ) -> None:
+        """``insert_chunk_columns`` with every row's vector given as one float32 array
+        of shape ``(rows, dim)``; a back end may bind it whole."""
+        self.insert_chunk_columns(columns, builtins.list(vectors), batch_size)
 
     def _resolve_quotes(
         self, rows: Sequence[QuotingRow]

@@ -19,7 +19,7 @@ import sqlite3
 import sys
 import threading
 import weakref
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from oam_core.store.backend import Predicate, Tx
 from oam_core.store.planning import Vector
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.backend import SqlBackend, SqlTx
-from oam_core.store.sqlite import schema
+from oam_core.store.sqlite import jsonrows, schema
 from oam_core.store.sqlite.bulk import narrow_insert
 from oam_core.store.sqlite.candidates import FilterCache, filtered_chunks
 from oam_core.store.sqlite.checkpoint import WAL_CHECKPOINT_BYTES, Checkpointer
@@ -119,6 +119,8 @@ class SQLiteBackend(SqlBackend):
         self.index = VectorIndex(prefix, index_path(path, prefix))
         self.filters = FilterCache()  # metadata-filter candidates (sqlite/candidates.py)
         self.keywords = Fts5Ranker(SQLITE, prefix, self.schema_version)
+        self.json_rows = jsonrows.supported(self.conn)
+        """Whether batches are written through ``json_each`` (``sqlite/jsonrows.py``)."""
 
     def _open(self, path: str) -> sqlite3.Connection:
         try:
@@ -291,6 +293,10 @@ class SQLiteTx(SqlTx):
 
     refuses_existing_ids = True
 
+    def __init__(self, backend: SQLiteBackend, conn: sqlite3.Connection) -> None:
+        super().__init__(backend, conn)
+        self.json_rows = backend.json_rows
+
     def insert_record_rows(
         self, columns: Sequence[Sequence[Any]], batch_size: int
     ) -> builtins.list[int]:
@@ -302,9 +308,7 @@ class SQLiteTx(SqlTx):
         """
         base = self._next_pk("records")
         try:
-            for i in range(0, len(columns[0]), batch_size):
-                part = [c[i : i + batch_size] for c in columns]
-                self.c.executemany(*narrow_insert(f"{self.p}records", _RECORD_COLUMNS, part))
+            self._insert_rows("records", base, _RECORD_COLUMNS, columns, batch_size)
         except sqlite3.IntegrityError as exc:
             if not self.d.unique_violation(exc):
                 raise
@@ -359,16 +363,56 @@ class SQLiteTx(SqlTx):
     ) -> None:
         if not vectors:
             return
-        columns = [
-            *columns,
-            [_blob(v) for v in vectors],
-            [0 if v is None else 1 for v in vectors],
-        ]
+        has_vector = [0 if v is None else 1 for v in vectors]
+        blobs = [_blob(v) for v in vectors]
+        self._insert_chunks(columns, has_vector, lambda a, b: blobs[a:b], None, batch_size)
+
+    def insert_vector_columns(
+        self, columns: Sequence[Sequence[Any]], vectors: Vector, batch_size: int
+    ) -> None:
+        if not len(vectors):
+            return
+        matrix = np.ascontiguousarray(vectors, dtype=_F4)
+        has_vector = [1] * len(matrix)
+        self._insert_chunks(columns, has_vector, lambda a, b: list(matrix[a:b]), matrix, batch_size)
+
+    def _insert_chunks(
+        self,
+        columns: Sequence[Sequence[Any]],
+        has_vector: list[int],
+        blobs: Callable[[int, int], Sequence[Any]],
+        matrix: Vector | None,
+        batch_size: int,
+    ) -> None:
+        """Insert search rows and index their text. ``blobs(a, b)`` gives the
+        ``embedding`` values of rows ``a`` to ``b``; ``matrix``, when every row has a
+        vector, holds them all (float32, shape ``(rows, dim)``) to be bound whole."""
         first = self._next_pk("chunks")
-        for i in range(0, len(vectors), batch_size):
-            part = [c[i : i + batch_size] for c in columns]
-            self.c.executemany(
-                *narrow_insert(f"{self.p}chunks", _CHUNK_COLUMNS, part, ("embedding",))
+        names = [*_CHUNK_COLUMNS[:-2], "has_vector"]
+        n = len(has_vector)
+        # Without the matrix, rows with vectors are bound one by one.
+        use_json = self.json_rows and n > 1 and (matrix is not None or not any(has_vector))
+        step = jsonrows.ROWS_PER_STATEMENT if use_json else n
+        for i in range(0, n, step):
+            part = [c[i : i + step] for c in (*columns, has_vector)]
+            if use_json:
+                given = jsonrows.plan(
+                    f"{self.p}chunks",
+                    "pk",
+                    first + i,
+                    names,
+                    part,
+                    None if matrix is None else ("embedding", matrix[i : i + step]),
+                )
+                if given is not None:
+                    self.c.execute(*given)
+                    continue
+            self._insert_bound(
+                "chunks",
+                [*names, "embedding"],
+                [*part, blobs(i, i + len(part[0]))],
+                batch_size,
+                ("embedding",),
             )
         # The new text goes to FTS5 from the caller's column, through the expression
         # the view and the delete trigger apply (``schema.fts_text``): reading it back
@@ -376,7 +420,56 @@ class SQLiteTx(SqlTx):
         # from the log once they left the page cache. Keys are consecutive (BEGIN
         # IMMEDIATE holds the file).
         texts = columns[st.CHUNK_TEXT]
-        self.c.executemany(
-            f"INSERT INTO {self.p}chunks_fts (rowid, text) VALUES (?1, {schema.fts_text('?2')})",
-            [(first + i, text) for i, text in enumerate(texts) if text is not None],
-        )
+        fts = f"{self.p}chunks_fts"
+        for i in range(0, n, jsonrows.ROWS_PER_STATEMENT):
+            texts_part = texts[i : i + jsonrows.ROWS_PER_STATEMENT]
+            given_texts = jsonrows.array(texts_part) if use_json else None
+            if given_texts is not None:
+                self.c.execute(
+                    f"INSERT INTO {fts} (rowid, text) SELECT ?1 + key, "
+                    f"{schema.fts_text('value')} FROM json_each(?2) WHERE value IS NOT NULL",
+                    (first + i, given_texts),
+                )
+                continue
+            self.c.executemany(
+                f"INSERT INTO {fts} (rowid, text) VALUES (?1, {schema.fts_text('?2')})",
+                [(first + i + j, t) for j, t in enumerate(texts_part) if t is not None],
+            )
+
+    def _insert_rows(
+        self,
+        table: str,
+        first: int,
+        names: Sequence[str],
+        columns: Sequence[Sequence[Any]],
+        batch_size: int,
+    ) -> None:
+        """Insert ``columns`` into ``table`` (keys ``first`` on, which the AUTOINCREMENT
+        sequence gives next): a statement per ``jsonrows.ROWS_PER_STATEMENT`` rows
+        through ``json_each``, or, where that cannot carry the values exactly, an
+        ``executemany`` per ``batch_size`` rows."""
+        n = len(columns[0]) if columns else 0
+        use_json = self.json_rows and n > 1
+        step = jsonrows.ROWS_PER_STATEMENT if use_json else max(n, 1)
+        for i in range(0, n, step):
+            part = [c[i : i + step] for c in columns]
+            if use_json:
+                given = jsonrows.plan(f"{self.p}{table}", "pk", first + i, names, part)
+                if given is not None:
+                    self.c.execute(*given)
+                    continue
+            self._insert_bound(table, names, part, batch_size)
+
+    def _insert_bound(
+        self,
+        table: str,
+        names: Sequence[str],
+        columns: Sequence[Sequence[Any]],
+        batch_size: int,
+        blobs: Sequence[str] = (),
+    ) -> None:
+        """Insert ``columns`` with an ``executemany`` per ``batch_size`` rows, binding
+        the values that vary (``bulk.narrow_insert``)."""
+        for j in range(0, len(columns[0]), batch_size):
+            rows = [c[j : j + batch_size] for c in columns]
+            self.c.executemany(*narrow_insert(f"{self.p}{table}", names, rows, blobs))
