@@ -219,7 +219,7 @@ def storable(value: object) -> bool:
     return isinstance(value, str) and _UNSTORABLE.search(value) is None
 
 
-def check_json_text(value: object, name: str, depth: int = 0) -> None:
+def check_json_text(value: object, name: str) -> None:
     """Apply ``check_text`` to every key and string inside a JSON-like ``value``,
     naming the path (``metadata['a'][0]``). ``value`` must already be checked as JSON
     (so its depth is bounded)."""
@@ -229,10 +229,10 @@ def check_json_text(value: object, name: str, depth: int = 0) -> None:
         for key, item in value.items():
             if isinstance(key, str):
                 check_text(key, f"{name} key {key!r}")
-            check_json_text(item, f"{name}[{key!r}]", depth + 1)
+            check_json_text(item, f"{name}[{key!r}]")
     elif isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
-            check_json_text(item, f"{name}[{i}]", depth + 1)
+            check_json_text(item, f"{name}[{i}]")
 
 
 def clamp_count(value: int) -> int:
