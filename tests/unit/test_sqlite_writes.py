@@ -19,9 +19,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as hs
 
 from oam_core import SQLiteMemoryStore
+from oam_core.apis._sentinel import NOT_SET
 from oam_core.store import metadatajson, planning
 from oam_core.store.metadatajson import dump_metadata, dump_metadata_column
-from oam_core.apis._sentinel import NOT_SET
 from oam_core.store.planning import PlanContext
 from oam_core.store.sqlite import checkpoint
 from oam_core.store.sqlite.bulk import MAX_LITERAL_CHARS, literal, narrow_insert
