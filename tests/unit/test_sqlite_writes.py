@@ -22,10 +22,10 @@ from oam_core import SQLiteMemoryStore
 from oam_core.store import metadatajson, planning
 from oam_core.store.metadatajson import dump_metadata, dump_metadata_column
 from oam_core.store.planning import NOT_SET, PlanContext
-from oam_core.store.sqlite import checkpoint
-from oam_core.store.sqlite.bulk import MAX_LITERAL_CHARS, literal, narrow_insert
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.schema import THREAD_INDEX_WHERE
+from oam_core.store.sqlite import checkpoint
+from oam_core.store.sqlite.bulk import MAX_LITERAL_CHARS, literal, narrow_insert
 from oam_core.store.sqlite.dialect import SQLITE
 from oam_core.store.sqlite.schema import SCHEMA_VERSION, SPARSE_RECORD_INDEXES
 
