@@ -21,7 +21,7 @@ from oam_core.apis._sentinel import NOT_SET
 from oam_core.store.backend import Predicate
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.dialect import Dialect
-from oam_core.store.sqlite.scoped import record_scope
+from oam_core.store.sqlite.scoped import NO_RECORD, record_scope
 from oam_core.store.text import keyword_terms
 
 _TERM = regex.compile(r"[\p{L}\p{N}]+")
@@ -85,6 +85,8 @@ class Fts5Ranker:
             # The scope's records (their indexes), their rows through chunks_record:
             # records are met in key order, so the read stops after ``limit``.
             scope_sql, scope_params = record_scope(pred)
+            if scope_sql == NO_RECORD:
+                return []
             where, params = st.where(self.d, _unscoped(pred), "c", records=False)
             sql = (
                 f"SELECT DISTINCT r.pk FROM {self.p}records r "
@@ -209,6 +211,8 @@ class Fts5Ranker:
         if rows > cap:
             return "", []
         scope_sql, params = record_scope(pred)
+        if scope_sql == NO_RECORD:
+            return " AND 0", []
         return (
             f" AND +rowid IN (SELECT c.pk FROM {self.p}records r "
             f"JOIN {self.p}chunks c ON c.record_pk = r.pk WHERE {scope_sql} "

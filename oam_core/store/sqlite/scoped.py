@@ -23,6 +23,8 @@ from oam_core.store.sqlite.dialect import SQLITE
 
 PROFILE_COLUMN = {"user_profile": "user_id", "agent_profile": "agent_id"}
 """The scope column a profile's chunk rows hold its id in (the others are NULL)."""
+NO_RECORD = "0"
+"""The condition ``record_scope`` gives when no record can be in the scope."""
 
 
 def scope_terms(pred: Predicate) -> list[tuple[str, str | None]]:
@@ -53,7 +55,12 @@ def record_scope(pred: Predicate) -> tuple[str, list[Any]]:
     params: list[Any] = []
     plain = [t for t in types if t not in PROFILE_COLUMN]
     if plain:
-        type_sql, type_params = SQLITE.any_of("r.record_type", plain)
+        # A scope index narrows more than the type index (one type: all its records):
+        # the unary + keeps SQLite off records_type when a scope index applies.
+        indexed = any(_indexed(column, value) for column, value in scope)
+        type_sql, type_params = SQLITE.any_of(
+            "+r.record_type" if indexed else "r.record_type", plain
+        )
         parts = [type_sql]
         params += type_params
         for column, value in scope:
@@ -79,7 +86,13 @@ def record_scope(pred: Predicate) -> tuple[str, list[Any]]:
             terms.append(" AND ".join(parts))
             params += values
     if not terms:
-        return "0", []
+        return NO_RECORD, []
     if len(terms) == 1:
         return terms[0], params
     return "(" + " OR ".join(f"({t})" for t in terms) + ")", params
+
+
+def _indexed(column: str, value: str | None) -> bool:
+    """Whether a records index finds ``column = value`` (``records_user`` holds every
+    record, ``records_agent`` and ``records_thread`` only rows with the column set)."""
+    return column == "user_id" or value is not None
