@@ -181,44 +181,44 @@ class Fts5Ranker:
 
     def _user_filter(self, conn: sqlite3.Connection, pred: Predicate) -> tuple[str, list[Any]]:
         """``(sql, params)``: an ``AND +rowid IN (...)`` condition keeping the chunk
-        rows of the records of ``pred``'s user, record types and other scopes that
-        have not expired, or ``("", [])``. The list may hold more rows than pass
-        ``pred`` (a quoting row expiring before its record, the metadata filter):
-        ``_ranked`` checks every row it reads.
+        rows of ``pred``'s user (the rows of the user's records, and of the user's
+        profile when ``pred`` searches profiles), or ``("", [])``. The list holds
+        every row passing ``pred`` and may hold more (other record types, expired
+        rows, other scopes, the metadata filter): ``_ranked`` checks every row it
+        reads.
 
         It is used when ``pred`` names a user holding at most ``_user_filter_max``
-        chunk rows: the list is then read from the user's records (``records_user``,
-        each record's rows from ``chunks_record``, no chunk row read) and FTS5
-        computes BM25 only for the user's matching rows, which costs less
-        than reading and checking the ranking of every user's rows (the ``+`` keeps
-        SQLite from turning the list into one FTS5 lookup per row). A larger user's
-        list would cost more than it saves (85 ms for 100,000 rows; a user holding
-        most rows is found near the top of the ranking anyway), so a larger user is
-        read in score order. The count is capped and kept until the file changes
-        (``_split_terms`` refreshes it).
+        chunk rows: the list is then read from two indexes, without reading a record
+        or a chunk row (``records_user`` gives the user's record keys,
+        ``chunks_record`` each record's row keys), and FTS5 computes BM25 only for
+        the user's matching rows, which costs less than reading and checking the
+        ranking of every user's rows (the ``+`` keeps SQLite from turning the list
+        into one FTS5 lookup per row). Testing the record type or expiry in the list
+        would read each record (about 2.5 us a row, five times the list). A larger
+        user's list would cost more than it saves (85 ms for 100,000 rows; a user
+        holding most rows is found near the top of the ranking anyway), so a larger
+        user is read in score order. The count is capped and kept until the file
+        changes (``_split_terms`` refreshes it).
         """
         if pred.user_id is NOT_SET:
             return "", []
         cap = _user_filter_max(self._term_rows.get("", 0))
+        user = "r.user_id IS NULL" if pred.user_id is None else "r.user_id = ?"
+        params: list[Any] = [] if pred.user_id is None else [pred.user_id]
+        rows_of = f"SELECT c.pk FROM {self.p}records r JOIN {self.p}chunks c ON c.record_pk = r.pk"
         rows = self._user_rows.get((pred.user_id, cap))
         if rows is None:
-            user = "r.user_id IS NULL" if pred.user_id is None else "r.user_id = ?"
             rows = self._user_rows[(pred.user_id, cap)] = conn.execute(
-                f"SELECT count(*) FROM (SELECT 1 FROM {self.p}records r "
-                f"JOIN {self.p}chunks c ON c.record_pk = r.pk WHERE {user} LIMIT ?)",
-                [*([] if pred.user_id is None else [pred.user_id]), cap + 1],
+                f"SELECT count(*) FROM ({rows_of} WHERE {user} LIMIT ?)", [*params, cap + 1]
             ).fetchone()[0]
         if rows > cap:
             return "", []
-        scope_sql, params = record_scope(pred)
-        if scope_sql == NO_RECORD:
-            return " AND 0", []
-        return (
-            f" AND +rowid IN (SELECT c.pk FROM {self.p}records r "
-            f"JOIN {self.p}chunks c ON c.record_pk = r.pk WHERE {scope_sql} "
-            "AND (r.expires_at IS NULL OR r.expires_at > ?))",
-            [*params, pred.now.timestamp()],
-        )
+        rows_sql = f"{rows_of} WHERE {user}"
+        if pred.user_id is not None and "user_profile" in pred.record_types:
+            # A user profile's rows hold its id as the user (docs/store.md#scopes).
+            rows_sql += f" UNION ALL {rows_of} WHERE r.family = 'user_profile' AND r.id = ?"
+            params.append(pred.user_id)
+        return f" AND +rowid IN ({rows_sql})", params
 
     def _split_terms(
         self, conn: sqlite3.Connection, terms: Sequence[str]
