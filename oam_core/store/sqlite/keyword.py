@@ -77,13 +77,13 @@ class Fts5Ranker:
         """The first ``limit`` record pks, in pk order, with a chunk passing ``pred`` that
         matches ``match`` (terms in more than half of the rows). Unscoped, chunks are
         walked in record order and each is looked up in the index, so the walk stops
-        after about ``2 * limit`` chunks; scoped to a user, agent or thread, the scope's
-        records are walked in order and their chunks intersected with the index's
+        after about ``2 * limit`` chunks; scoped to a user, agent or thread, the chunks
+        of the scope's records (``sqlite/scoped.py``) are intersected with the index's
         match list instead."""
         fts = f"{self.p}chunks_fts"
         if _scoped(pred):
-            # The scope's records (their indexes), their rows through chunks_record:
-            # records are met in key order, so the read stops after ``limit``.
+            # The scope's records from their indexes (schema 5 keeps no scope index
+            # on the chunks), their rows through chunks_record; expiry on the row.
             scope_sql, scope_params = record_scope(pred)
             if scope_sql == NO_RECORD:
                 return []
@@ -119,8 +119,8 @@ class Fts5Ranker:
         ``k + _HEAD_SPARE`` of them checked, the rest only when those do not hold
         ``k`` records. Scoped to a user holding few rows (``_user_filter``), FTS5
         scores only that user's rows (a ``rowid IN`` list read from the records and
-        chunk indexes) and the same head is read; for other scopes every row is read in score
-        order. When the head does not settle the ranking (too few records passed, or
+        chunk indexes) and the same head is read; for other scopes every row is read
+        in score order. When the head does not settle the ranking (too few records passed, or
         its last row ties the k-th record's score) the rows are streamed: every row,
         in score order, in growing batches. The score is ``bm25()`` in the ORDER BY,
         the same value FTS5's ``rank`` column holds, without its extra sorting pass
