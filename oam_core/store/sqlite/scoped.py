@@ -43,10 +43,11 @@ def scope_terms(pred: Predicate) -> list[tuple[str, str | None]]:
 def record_scope(pred: Predicate) -> tuple[str, list[Any]]:
     """``(sql, params)``: true for the records ``r`` of ``pred``'s record types whose
     chunk rows are in ``pred``'s thread, user and agent scope (no expiry, no
-    metadata). Without a scope, the types alone; else one term per kind of record: the types other than profiles by their
-    scope columns, each profile type by its id (``r.family``, ``r.id``: the unique
-    index) when the scope names its user or agent; a profile is left out when the
-    scope asks for a thread or for a profile without its id."""
+    metadata). Without a scope, the types alone; else one term per kind of record:
+    the types other than profiles by their scope columns, each profile type by its
+    id (``r.family``, ``r.id``: the unique index) when the scope names its user or
+    agent; a profile is left out when the scope asks for a thread or for a profile
+    without its id. ``NO_RECORD`` when no record can pass."""
     scope = scope_terms(pred)
     types = sorted(pred.record_types)
     if not scope:
