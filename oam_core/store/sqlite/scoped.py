@@ -1,5 +1,5 @@
 """A search's record types and scope as a condition on the records table of the
-embedded store (docs/sqlite.md#scoped-searches).
+embedded store (docs/sqlite.md#schema-version-5).
 
 A chunk row copies its record's type and scope, except a profile's: the rows of a
 user profile hold its id as the user and no thread or agent, those of an agent
