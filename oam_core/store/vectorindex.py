@@ -62,6 +62,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oam_core.store import vectorfile
+from oam_core.store.sqlite.schema import vector_count
 from oam_core.store.vectorann import CALIBRATION_QUERIES, Ann
 from oam_core.store.vectorfile import FORMAT_VERSION, SCOPES, Snapshot
 
@@ -334,9 +335,7 @@ class VectorIndex:
     def _reload(self, conn: sqlite3.Connection, last_change: int) -> None:
         self._reset()
         self.cursor = last_change
-        total = conn.execute(
-            f"SELECT count(*) FROM {self.p}chunks WHERE has_vector = 1"
-        ).fetchone()[0]
+        total = conn.execute(vector_count(self.p)).fetchone()[0]
         self._reserve(int(total))
 
     def _restore(self, conn: sqlite3.Connection, top: int, last_change: int) -> bool:
@@ -386,9 +385,7 @@ class VectorIndex:
     def _verify(self, conn: sqlite3.Connection) -> None:
         """ValueError unless the caught-up snapshot holds as many live vector chunks
         as the database and a sample of its rows equals SQLite's."""
-        held = int(
-            conn.execute(f"SELECT count(*) FROM {self.p}chunks WHERE has_vector = 1").fetchone()[0]
-        )
+        held = int(conn.execute(vector_count(self.p)).fetchone()[0])
         live = np.flatnonzero(self.live[: self.n])
         if held != len(live):
             raise ValueError(f"it holds {len(live)} vector chunks, the database {held}")

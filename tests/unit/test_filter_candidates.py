@@ -114,5 +114,5 @@ def test_statement_leaves_out_the_clock_and_keeps_true_apart_from_one() -> None:
     assert sql_true != sql_one or params_true != params_one
     assert "expires_at" not in sql_true
     scoped, params = candidates.statement("", _pred({"n": 1}, user_id="u1"))
-    assert "c.user_id = ?" in scoped and "u1" in params and "expires_at" not in scoped
+    assert "r.user_id = ?" in scoped and "u1" in params and "expires_at" not in scoped
     assert candidates.statement("", _pred({"n": 1}, thread_id=None))[0].count("IS NULL") == 1

@@ -126,8 +126,9 @@ def _steps_of_one_add(store: SQLiteMemoryStore, vector: np.ndarray) -> int:
 
 def test_adding_a_message_without_a_thread_does_not_read_every_message(tmp_path: Path) -> None:
     # next_seq asks MAX(seq_no) of the messages with thread_id IS NULL: schema 3 read
-    # it off records_thread; the partial index holds no such row, so schema 4 reads
-    # every message of the store on each add (0.2 ms -> 540 ms at 200k messages).
+    # it off records_thread; a thread index holding only rows with a thread would hold
+    # no such row, and each add would read every message of the store (0.2 ms -> 540
+    # ms at 200k messages). Schema 5's partial thread index keeps every message.
     store = SQLiteMemoryStore(str(tmp_path / "s.db"), embedder=None, vector_dim=4)
     vectors = _vectors(20_000, 4)
     store.add([f"m {i}" for i in range(200)], "message", roles="user", embeddings=vectors[:200])

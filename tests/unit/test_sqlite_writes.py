@@ -23,8 +23,11 @@ from oam_core.apis._sentinel import NOT_SET
 from oam_core.store import metadatajson, planning
 from oam_core.store.metadatajson import dump_metadata, dump_metadata_column
 from oam_core.store.planning import PlanContext
+from oam_core.store.sql import statements as st
+from oam_core.store.sql.schema import THREAD_INDEX_WHERE
 from oam_core.store.sqlite import checkpoint
 from oam_core.store.sqlite.bulk import MAX_LITERAL_CHARS, literal, narrow_insert
+from oam_core.store.sqlite.dialect import SQLITE
 from oam_core.store.sqlite.schema import SCHEMA_VERSION, SPARSE_RECORD_INDEXES
 
 # -- narrow_insert ------------------------------------------------------------------
@@ -278,7 +281,14 @@ def test_new_stores_have_partial_agent_and_expiry_indexes(tmp_path: Path) -> Non
     for name, column in zip(SPARSE_RECORD_INDEXES, ["agent_id", "expires_at"], strict=True):
         assert sql[name].endswith(f"WHERE {column} IS NOT NULL")
     assert "WHERE" not in sql["records_user"]
-    assert "WHERE" not in sql["records_thread"]  # next_seq reads thread_id IS NULL
+    # Schema 5: memories without a thread skip the thread index; every message stays
+    # in it, so the next number of thread-less messages is still read off it.
+    assert sql["records_thread"].endswith(f"WHERE {THREAD_INDEX_WHERE}")
+    with sqlite3.connect(path) as conn:
+        for thread_id in (None, "t1"):
+            stmt = st.next_seq(SQLITE, "", thread_id)
+            plan = conn.execute(f"EXPLAIN QUERY PLAN {stmt.sql}", stmt.params).fetchall()
+            assert any("records_thread" in row[-1] for row in plan), plan
 
 
 def _as_version_3(path: Path) -> None:

@@ -96,22 +96,33 @@ SPARSE_RECORD_INDEXES = ("records_agent", "records_expiry")
 first column is not NULL."""
 
 
-def record_indexes(p: str, *, partial: bool = False) -> list[str]:
+THREAD_INDEX_WHERE = "thread_id IS NOT NULL OR family = 'message'"
+"""The rows ``record_indexes(sparse_thread=True)`` keeps in the thread index."""
+
+
+def record_indexes(p: str, *, partial: bool = False, sparse_thread: bool = False) -> list[str]:
     """The records indexes: a thread's messages in order, scope columns, type, expiry.
 
     With ``partial``, the agent and expiry indexes (``SPARSE_RECORD_INDEXES``) hold
     only rows where that column is set: most records of a store have no agent and no
     expiry, and a write then skips those indexes. A query comparing the column
     (``agent_id = ?``, ``expires_at <= ?``) still uses them; one asking for ``IS
-    NULL`` reads the type index instead. The thread index stays whole: the next
-    message number of thread-less messages is read off it (``thread_id IS NULL``).
+    NULL`` reads the type index instead.
+
+    With ``sparse_thread``, the thread index holds the rows that have a thread and
+    every message (``THREAD_INDEX_WHERE``): memories without a thread, most of a
+    store, skip it, and the next message number of thread-less messages is still
+    read off it (``family = 'message' AND thread_id IS NULL`` implies the index's
+    condition). Without it the index is whole.
     """
 
     def sparse(column: str) -> str:
         return f" WHERE {column} IS NOT NULL" if partial else ""
 
+    thread_where = f" WHERE {THREAD_INDEX_WHERE}" if sparse_thread else ""
     return [
-        f"CREATE INDEX IF NOT EXISTS {p}records_thread ON {p}records (thread_id, family, seq_no)",
+        f"CREATE INDEX IF NOT EXISTS {p}records_thread ON {p}records (thread_id, family, seq_no)"
+        + thread_where,
         f"CREATE INDEX IF NOT EXISTS {p}records_user ON {p}records (user_id)",
         f"CREATE INDEX IF NOT EXISTS {p}records_agent ON {p}records (agent_id)"
         + sparse("agent_id"),

@@ -6,10 +6,12 @@ expiry and liveness itself; this module gives it the chunk keys whose record pas
 the metadata filter, before the top-k cut:
 
 * without a scope, one scan of the ``records`` table (the filter's SQL over
-  ``r.metadata``, ``sqlite/filter.py``) gives the passing record keys, mapped to their
-  chunks through the index's own arrays (no join to ``chunks``);
-* with a thread, user or agent scope, the scoped chunk rows (the ``chunks_scope``
-  index) are joined to their records, so only that user's records are tested.
+  ``r.metadata``, ``sqlite/filter.py``) gives the passing record keys;
+* with a thread, user or agent scope, the records of that scope (their indexes,
+  ``sqlite/scoped.py``), so only that user's records are tested.
+
+The keys are mapped to their chunks through the index's own arrays (no join to
+``chunks``): the index knows which chunks hold a vector.
 
 Neither query holds the expiry clause, so its result does not depend on the clock; the
 index checks expiry at the search's ``now``.
@@ -34,6 +36,7 @@ import numpy.typing as npt
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.store.backend import Predicate
 from oam_core.store.sqlite.dialect import SQLITE
+from oam_core.store.sqlite.scoped import record_scope
 
 IntArray = npt.NDArray[np.int64]
 
@@ -108,35 +111,11 @@ def statement(p: str, pred: Predicate) -> tuple[str, list[Any]]:
     else:
         assert pred.metadata is not NOT_SET
         meta_sql, meta_params = SQLITE.metadata_filter(pred.metadata)
-    types = sorted(pred.record_types)
-    scope = [
-        (column, value)
-        for column, value in (
-            ("thread_id", pred.thread_id),
-            ("user_id", pred.user_id),
-            ("agent_id", pred.agent_id),
-        )
-        if value is not NOT_SET
+    type_sql, params = record_scope(pred)
+    return f"SELECT r.pk FROM {p}records r WHERE {type_sql} AND {meta_sql}", [
+        *params,
+        *meta_params,
     ]
-    if not scope:
-        type_sql, params = SQLITE.any_of("r.record_type", types)
-        return f"SELECT r.pk FROM {p}records r WHERE {type_sql} AND {meta_sql}", [
-            *params,
-            *meta_params,
-        ]
-    type_sql, params = SQLITE.any_of("c.record_type", types)
-    parts = [type_sql]
-    for column, value in scope:
-        if value is None:
-            parts.append(f"c.{column} IS NULL")
-        else:
-            parts.append(f"c.{column} = ?")
-            params.append(value)
-    return (
-        f"SELECT DISTINCT c.record_pk FROM {p}chunks c JOIN {p}records r ON r.pk = c.record_pk "
-        f"WHERE {' AND '.join(parts)} AND c.has_vector = 1 AND {meta_sql}",
-        [*params, *meta_params],
-    )
 
 
 def chunks_of(index: MirrorRows, record_pks: IntArray) -> IntArray:

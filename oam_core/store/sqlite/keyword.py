@@ -21,6 +21,7 @@ from oam_core.apis._sentinel import NOT_SET
 from oam_core.store.backend import Predicate
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.dialect import Dialect
+from oam_core.store.sqlite.scoped import NO_RECORD, record_scope
 from oam_core.store.text import keyword_terms
 
 _TERM = regex.compile(r"[\p{L}\p{N}]+")
@@ -76,21 +77,33 @@ class Fts5Ranker:
         """The first ``limit`` record pks, in pk order, with a chunk passing ``pred`` that
         matches ``match`` (terms in more than half of the rows). Unscoped, chunks are
         walked in record order and each is looked up in the index, so the walk stops
-        after about ``2 * limit`` chunks; scoped to a user, agent or thread, the scope's
-        chunks are intersected with the index's match list instead."""
+        after about ``2 * limit`` chunks; scoped to a user, agent or thread, the chunks
+        of the scope's records (``sqlite/scoped.py``) are intersected with the index's
+        match list instead."""
         fts = f"{self.p}chunks_fts"
-        join, where, params = st.candidates(self.d, self.p, pred)
-        matches = (
-            f"c.pk IN (SELECT rowid FROM {fts} WHERE {fts} MATCH ?)"
-            if _scoped(pred)
-            else f"EXISTS (SELECT 1 FROM {fts} f WHERE {fts} MATCH ? AND f.rowid = c.pk)"
-        )
-        rows = conn.execute(
-            f"SELECT DISTINCT c.record_pk FROM {self.p}chunks c {join} "
-            f"WHERE {matches} AND {where} ORDER BY c.record_pk LIMIT ?",
-            [match, *params, limit],
-        ).fetchall()
-        return [int(r) for (r,) in rows]
+        if _scoped(pred):
+            # The scope's records from their indexes (schema 5 keeps no scope index
+            # on the chunks), their rows through chunks_record; expiry on the row.
+            scope_sql, scope_params = record_scope(pred)
+            if scope_sql == NO_RECORD:
+                return []
+            where, params = st.where(self.d, _unscoped(pred), "c", records=False)
+            sql = (
+                f"SELECT DISTINCT r.pk FROM {self.p}records r "
+                f"JOIN {self.p}chunks c ON c.record_pk = r.pk WHERE {scope_sql} "
+                f"AND c.pk IN (SELECT rowid FROM {fts} WHERE {fts} MATCH ?) AND {where} "
+                "ORDER BY r.pk LIMIT ?"
+            )
+            params = [*scope_params, match, *params, limit]
+        else:
+            join, where, params = st.candidates(self.d, self.p, pred)
+            sql = (
+                f"SELECT DISTINCT c.record_pk FROM {self.p}chunks c {join} "
+                f"WHERE EXISTS (SELECT 1 FROM {fts} f WHERE {fts} MATCH ? AND f.rowid = c.pk) "
+                f"AND {where} ORDER BY c.record_pk LIMIT ?"
+            )
+            params = [match, *params, limit]
+        return [int(r) for (r,) in conn.execute(sql, params).fetchall()]
 
     def _ranked(
         self, conn: sqlite3.Connection, match: str, k: int, pred: Predicate
@@ -105,9 +118,9 @@ class Fts5Ranker:
         ``LIMIT`` (SQLite keeps only them while sorting) and the first
         ``k + _HEAD_SPARE`` of them checked, the rest only when those do not hold
         ``k`` records. Scoped to a user holding few rows (``_user_filter``), FTS5
-        scores only that user's rows (a ``rowid IN`` list read from the covering scope
-        index) and the same head is read; for other scopes every row is read in score
-        order. When the head does not settle the ranking (too few records passed, or
+        scores only that user's rows (a ``rowid IN`` list read from the records and
+        chunk indexes) and the same head is read; for other scopes every row is read
+        in score order. When the head does not settle the ranking (too few records passed, or
         its last row ties the k-th record's score) the rows are streamed: every row,
         in score order, in growing batches. The score is ``bm25()`` in the ORDER BY,
         the same value FTS5's ``rank`` column holds, without its extra sorting pass
@@ -168,35 +181,44 @@ class Fts5Ranker:
 
     def _user_filter(self, conn: sqlite3.Connection, pred: Predicate) -> tuple[str, list[Any]]:
         """``(sql, params)``: an ``AND +rowid IN (...)`` condition keeping the chunk
-        rows of ``pred``'s user, record types, expiry and other scopes (not its
-        metadata filter, which the checks apply), or ``("", [])``.
+        rows of ``pred``'s user (the rows of the user's records, and of the user's
+        profile when ``pred`` searches profiles), or ``("", [])``. The list holds
+        every row passing ``pred`` and may hold more (other record types, expired
+        rows, other scopes, the metadata filter): ``_ranked`` checks every row it
+        reads.
 
         It is used when ``pred`` names a user holding at most ``_user_filter_max``
-        chunk rows: the list is then read from the covering index ``chunks_scope``
-        and FTS5 computes BM25 only for the user's matching rows, which costs less
-        than reading and checking the ranking of every user's rows (the ``+`` keeps
-        SQLite from turning the list into one FTS5 lookup per row). A larger user's
-        list would cost more than it saves (85 ms for 100,000 rows; a user holding
-        most rows is found near the top of the ranking anyway), so a larger user is
-        read in score order. The count is capped and kept until the file changes
-        (``_split_terms`` refreshes it).
+        chunk rows: the list is then read from two indexes, without reading a record
+        or a chunk row (``records_user`` gives the user's record keys,
+        ``chunks_record`` each record's row keys), and FTS5 computes BM25 only for
+        the user's matching rows, which costs less than reading and checking the
+        ranking of every user's rows (the ``+`` keeps SQLite from turning the list
+        into one FTS5 lookup per row). Testing the record type or expiry in the list
+        would read each record (about 2.5 us a row, five times the list). A larger
+        user's list would cost more than it saves (85 ms for 100,000 rows; a user
+        holding most rows is found near the top of the ranking anyway), so a larger
+        user is read in score order. The count is capped and kept until the file
+        changes (``_split_terms`` refreshes it).
         """
         if pred.user_id is NOT_SET:
             return "", []
         cap = _user_filter_max(self._term_rows.get("", 0))
+        user = "r.user_id IS NULL" if pred.user_id is None else "r.user_id = ?"
+        params: list[Any] = [] if pred.user_id is None else [pred.user_id]
+        rows_of = f"SELECT c.pk FROM {self.p}records r JOIN {self.p}chunks c ON c.record_pk = r.pk"
         rows = self._user_rows.get((pred.user_id, cap))
         if rows is None:
-            user = "c.user_id IS NULL" if pred.user_id is None else "c.user_id = ?"
             rows = self._user_rows[(pred.user_id, cap)] = conn.execute(
-                f"SELECT count(*) FROM (SELECT 1 FROM {self.p}chunks c WHERE {user} LIMIT ?)",
-                [*([] if pred.user_id is None else [pred.user_id]), cap + 1],
+                f"SELECT count(*) FROM ({rows_of} WHERE {user} LIMIT ?)", [*params, cap + 1]
             ).fetchone()[0]
         if rows > cap:
             return "", []
-        where, params = st.where(
-            self.d, dataclasses.replace(pred, metadata=NOT_SET), "c", records=False
-        )
-        return f" AND +rowid IN (SELECT c.pk FROM {self.p}chunks c WHERE {where})", params
+        rows_sql = f"{rows_of} WHERE {user}"
+        if pred.user_id is not None and "user_profile" in pred.record_types:
+            # A user profile's rows hold its id as the user (docs/store.md#scopes).
+            rows_sql += f" UNION ALL {rows_of} WHERE r.family = 'user_profile' AND r.id = ?"
+            params.append(pred.user_id)
+        return f" AND +rowid IN ({rows_sql})", params
 
     def _split_terms(
         self, conn: sqlite3.Connection, terms: Sequence[str]
@@ -242,6 +264,11 @@ class Fts5Ranker:
 def _or(terms: Sequence[str]) -> str:
     """An FTS5 query matching any of ``terms`` (plain word tokens, quoted)."""
     return " OR ".join(f'"{t}"' for t in terms)
+
+
+def _unscoped(pred: Predicate) -> Predicate:
+    """``pred`` without its thread, user and agent scope."""
+    return dataclasses.replace(pred, thread_id=NOT_SET, user_id=NOT_SET, agent_id=NOT_SET)
 
 
 def _scoped(pred: Predicate) -> bool:

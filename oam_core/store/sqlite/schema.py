@@ -22,7 +22,16 @@ writable. 3 adds ``chunk_sources``, the records each search row quotes
 (``store/quotes.py``); ``UPGRADES[2]`` deletes the context rows written before, which
 do not say what they quote. 4 makes the records' agent and expiry indexes partial
 (rows where the column is set, ``sql/schema.record_indexes``); ``UPGRADES[3]`` drops
-them and the DDL creates them again.
+them and the DDL creates them again. 5 drops the covering index ``chunks_scope``
+(keyed on the user, each insert landed at one of many places of it) and makes the
+records' thread index partial (rows with a thread, and messages); scoped searches read
+the records' scope indexes and reach the chunk rows through ``chunks_record``
+(``sqlite/scoped.py``). It adds two chunk indexes that hold almost nothing in a vector
+store: the rows with an expiry (``purge_expired``) and the rows without a vector (so
+the vector count reads no vector page, ``vector_count``). ``UPGRADES[4]`` drops the two
+indexes and the DDL creates the new ones, once, on the first writable open; a
+version-4 file opened read-only is searched through its old indexes by the same
+queries.
 """
 
 from __future__ import annotations
@@ -43,7 +52,7 @@ from oam_core.store.sql.schema import (
 )
 from oam_core.store.text import cjk_block_class
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 FTS_FUNCTION = "oam_fts_text"
 """The one-argument SQL function the FTS triggers call (``store/text.index_text``)."""
@@ -62,13 +71,14 @@ def ddl(p: str) -> list[str]:
     return [
         meta_table(p),
         records_table(p, TYPES),
-        *record_indexes(p, partial=True),
+        *record_indexes(p, partial=True, sparse_thread=True),
         chunks_table(p, TYPES, vector=["embedding BLOB", "has_vector INTEGER NOT NULL"]),
         chunk_index(p),
         *sources_table(p, TYPES),
-        # Covering index for ranking candidates: scans it instead of rows holding vectors.
-        f"""CREATE INDEX IF NOT EXISTS {p}chunks_scope ON {p}chunks (
-            user_id, record_type, has_vector, agent_id, thread_id, expires_at, record_pk)""",
+        f"""CREATE INDEX IF NOT EXISTS {p}chunks_expiry ON {p}chunks (expires_at)
+            WHERE expires_at IS NOT NULL""",
+        f"""CREATE INDEX IF NOT EXISTS {p}chunks_novector ON {p}chunks (has_vector)
+            WHERE has_vector = 0""",
         *fts_ddl(p),
         f"""CREATE TABLE IF NOT EXISTS {p}chunk_changes (
             seq INTEGER PRIMARY KEY AUTOINCREMENT, chunk_pk INTEGER NOT NULL)""",
@@ -128,7 +138,30 @@ def _partial_v4(p: str) -> list[str]:
     return [f"DROP INDEX IF EXISTS {p}{name}" for name in SPARSE_RECORD_INDEXES]
 
 
-UPGRADES: dict[int, Callable[[str], list[str]]] = {1: _fts_v2, 2: _sources_v3, 3: _partial_v4}
+def _sparse_v5(p: str) -> list[str]:
+    """Version 4 -> 5: drop the chunks' covering scope index and the records' whole
+    thread index; ``ddl`` creates the partial thread index and the sparse chunk
+    indexes."""
+    return [f"DROP INDEX IF EXISTS {p}{name}" for name in ("chunks_scope", "records_thread")]
+
+
+def vector_count(p: str) -> str:
+    """The SQL counting the chunk rows of prefix ``p`` that hold a vector: all rows
+    (counted on the smallest index) less those without one (the partial index
+    ``chunks_novector``, empty in a vector store). A version-4 file, read where it
+    cannot be upgraded, counts on its covering scope index instead."""
+    return (
+        f"SELECT (SELECT count(*) FROM {p}chunks) - "
+        f"(SELECT count(*) FROM {p}chunks WHERE has_vector = 0)"
+    )
+
+
+UPGRADES: dict[int, Callable[[str], list[str]]] = {
+    1: _fts_v2,
+    2: _sources_v3,
+    3: _partial_v4,
+    4: _sparse_v5,
+}
 """``UPGRADES[v](prefix)``: the statements taking a file from version ``v`` to ``v + 1``."""
 
 
