@@ -208,3 +208,60 @@ def test_a_clashing_id_leaves_the_store_as_it_was(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"record ids already exist: \['m5'\]"):
         store.add(["a", "b", "c"], "memory", embeddings=vectors, record_ids=["new1", "m5", "new2"])
     assert _file(store) == before
+
+
+def _long_fill(store: SQLiteMemoryStore, n: int = 6, words: int = 60_000) -> None:
+    rng = np.random.default_rng(3)
+    store.add(
+        [f"w{i} " * words + "é東京" for i in range(n)],  # ~0.4 MB each
+        "memory",
+        embeddings=rng.standard_normal((n, 8)).astype(np.float32),
+        record_ids=[f"r{i}" for i in range(n)],
+        user_ids=[f"u{i % 2}" for i in range(n)],
+    )
+    store.add(
+        [f"k{i} " * words for i in range(n)],  # no vectors: the keyword shape
+        "memory",
+        index_texts=[[f"k{i} " * words, f"x{i} " * words] for i in range(n)],
+        record_ids=[f"k{i}" for i in range(n)],
+    )
+
+
+@pytest.mark.skipif(not hasattr(sqlite3.Connection, "setlimit"), reason="Python 3.11+")
+def test_a_batch_longer_than_sqlites_value_limit_is_written(tmp_path: Path) -> None:
+    # Each row is far below the limit on one value, the batch as one JSON text is not:
+    # binding row by row wrote it, so the JSON statements must be cut to fit.
+    files = []
+    for use_json in (True, False):
+        store = SQLiteMemoryStore(tmp_path / f"{use_json}.db", vector_dim=8)
+        store._impl.json_rows = use_json  # type: ignore[attr-defined]
+        store._impl.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 1_000_000)  # type: ignore[attr-defined]
+        _long_fill(store)
+        files.append(_file(store))
+        assert [r.id for r, _ in store.search("x5", k=3)] == ["k5"]
+        store.close()
+    assert files[0] == files[1]
+    assert len(files[0]["records"]) == 12 and len(files[0]["chunks"]) == 18
+
+
+def test_statements_are_cut_to_the_bytes_they_may_bind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(jsonrows, "MAX_STATEMENT_BYTES", 100_000)
+    files, statements = [], []
+    for use_json in (True, False):
+        store = SQLiteMemoryStore(tmp_path / f"{use_json}.db", vector_dim=8)
+        store._impl.json_rows = use_json  # type: ignore[attr-defined]
+        store._impl.conn.set_trace_callback(statements.append)  # type: ignore[attr-defined]
+        _long_fill(store, n=5, words=10_000)  # 30 KB a row: 5 rows = 150 KB
+        store._impl.conn.set_trace_callback(None)  # type: ignore[attr-defined]
+        files.append(_file(store))
+        store.close()
+    assert files[0] == files[1]
+    json_inserts = [s for s in statements if "json_each" in s]
+    # The 5 records of each call in halves of 2 and 3 rows; the 10 chunks of the
+    # second call (30 KB each) in at least 4 statements, and their FTS rows too.
+    assert all(len(s) < 100_000 for s in json_inserts)
+    assert len([s for s in json_inserts if "INSERT INTO records " in s]) == 4
+    assert len([s for s in json_inserts if "INSERT INTO chunks " in s]) >= 5
+    assert len([s for s in json_inserts if "INSERT INTO chunks_fts " in s]) >= 5

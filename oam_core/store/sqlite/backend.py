@@ -296,6 +296,7 @@ class SQLiteTx(SqlTx):
     def __init__(self, backend: SQLiteBackend, conn: sqlite3.Connection) -> None:
         super().__init__(backend, conn)
         self.json_rows = backend.json_rows
+        self.max_bytes = jsonrows.max_bytes(conn) if self.json_rows else 0
 
     def insert_record_rows(
         self, columns: Sequence[Sequence[Any]], batch_size: int
@@ -390,27 +391,23 @@ class SQLiteTx(SqlTx):
         first = self._next_pk("chunks")
         names = [*_CHUNK_COLUMNS[:-2], "has_vector"]
         n = len(has_vector)
+        all_columns = [*columns, has_vector]
         # Without the matrix, rows with vectors are bound one by one.
         use_json = self.json_rows and n > 1 and (matrix is not None or not any(has_vector))
-        step = jsonrows.ROWS_PER_STATEMENT if use_json else n
-        for i in range(0, n, step):
-            part = [c[i : i + step] for c in (*columns, has_vector)]
-            if use_json:
-                given = jsonrows.plan(
-                    f"{self.p}chunks",
-                    "pk",
-                    first + i,
-                    names,
-                    part,
-                    None if matrix is None else ("embedding", matrix[i : i + step]),
-                )
-                if given is not None:
-                    self.c.execute(*given)
-                    continue
+        spans: list[jsonrows.Span[tuple[str, list[Any]]]] = [(0, n, None)]
+        if use_json:
+            vectors = None if matrix is None else ("embedding", matrix)
+            spans = jsonrows.plans(
+                f"{self.p}chunks", "pk", first, names, all_columns, vectors, self.max_bytes
+            )
+        for a, b, given in spans:
+            if given is not None:
+                self.c.execute(*given)
+                continue
             self._insert_bound(
                 "chunks",
                 [*names, "embedding"],
-                [*part, blobs(i, i + len(part[0]))],
+                [*(c[a:b] for c in all_columns), blobs(a, b)],
                 batch_size,
                 ("embedding",),
             )
@@ -421,19 +418,20 @@ class SQLiteTx(SqlTx):
         # IMMEDIATE holds the file).
         texts = columns[st.CHUNK_TEXT]
         fts = f"{self.p}chunks_fts"
-        for i in range(0, n, jsonrows.ROWS_PER_STATEMENT):
-            texts_part = texts[i : i + jsonrows.ROWS_PER_STATEMENT]
-            given_texts = jsonrows.array(texts_part) if use_json else None
+        text_spans: list[jsonrows.Span[str]] = [(0, n, None)]
+        if use_json:
+            text_spans = jsonrows.arrays(texts, self.max_bytes)
+        for a, b, given_texts in text_spans:
             if given_texts is not None:
                 self.c.execute(
                     f"INSERT INTO {fts} (rowid, text) SELECT ?1 + key, "
                     f"{schema.fts_text('value')} FROM json_each(?2) WHERE value IS NOT NULL",
-                    (first + i, given_texts),
+                    (first + a, given_texts),
                 )
                 continue
             self.c.executemany(
                 f"INSERT INTO {fts} (rowid, text) VALUES (?1, {schema.fts_text('?2')})",
-                [(first + i + j, t) for j, t in enumerate(texts_part) if t is not None],
+                [(first + j, t) for j, t in enumerate(texts[a:b], a) if t is not None],
             )
 
     def _insert_rows(
@@ -446,19 +444,20 @@ class SQLiteTx(SqlTx):
     ) -> None:
         """Insert ``columns`` into ``table`` (keys ``first`` on, which the AUTOINCREMENT
         sequence gives next): a statement per ``jsonrows.ROWS_PER_STATEMENT`` rows
-        through ``json_each``, or, where that cannot carry the values exactly, an
-        ``executemany`` per ``batch_size`` rows."""
+        (binding at most ``jsonrows.MAX_STATEMENT_BYTES``) through ``json_each``, or,
+        where that cannot carry the values exactly, an ``executemany`` per
+        ``batch_size`` rows."""
         n = len(columns[0]) if columns else 0
-        use_json = self.json_rows and n > 1
-        step = jsonrows.ROWS_PER_STATEMENT if use_json else max(n, 1)
-        for i in range(0, n, step):
-            part = [c[i : i + step] for c in columns]
-            if use_json:
-                given = jsonrows.plan(f"{self.p}{table}", "pk", first + i, names, part)
-                if given is not None:
-                    self.c.execute(*given)
-                    continue
-            self._insert_bound(table, names, part, batch_size)
+        spans: list[jsonrows.Span[tuple[str, list[Any]]]] = [(0, n, None)] if n else []
+        if self.json_rows and n > 1:
+            spans = jsonrows.plans(
+                f"{self.p}{table}", "pk", first, names, columns, None, self.max_bytes
+            )
+        for a, b, given in spans:
+            if given is not None:
+                self.c.execute(*given)
+                continue
+            self._insert_bound(table, names, [c[a:b] for c in columns], batch_size)
 
     def _insert_bound(
         self,

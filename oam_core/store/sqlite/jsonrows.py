@@ -21,8 +21,8 @@ which SQLite reads the array does not matter.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -34,8 +34,19 @@ ROWS_PER_STATEMENT = 8192
 """Rows one statement writes at most: bounds the JSON text and the BLOB a statement
 binds (about 2 MB and 12 MB at 384 dimensions)."""
 
+MAX_STATEMENT_BYTES = 64 << 20
+"""Bytes of JSON text and BLOB one statement binds at most (long texts, wide vectors):
+a batch past it is cut into smaller statements, so SQLite's limit on one value
+(``SQLITE_LIMIT_LENGTH``, 1 GB by default) is not reached where binding row by row
+would not reach it, and the copies a statement holds stay small."""
+
 _JSON_TYPES = frozenset({str, int, type(None)})
 _INT64 = (-(2**63), 2**63 - 1)
+_T = TypeVar("_T")
+
+Span = tuple[int, int, _T | None]
+"""``(start, stop, what)``: rows ``start`` to ``stop`` go in one statement built from
+``what``, or, where ``what`` is None, are bound row by row."""
 
 
 def supported(conn: sqlite3.Connection) -> bool:
@@ -44,6 +55,69 @@ def supported(conn: sqlite3.Connection) -> bool:
         return bool(conn.execute("SELECT '[7]' ->> 0").fetchone()[0] == 7)
     except sqlite3.Error:
         return False
+
+
+def max_bytes(conn: sqlite3.Connection) -> int:
+    """``MAX_STATEMENT_BYTES``, or ``conn``'s own limit on one value when lower."""
+    getlimit = getattr(conn, "getlimit", None)  # Python 3.11+
+    if getlimit is None:
+        return MAX_STATEMENT_BYTES
+    return min(MAX_STATEMENT_BYTES, int(getlimit(getattr(sqlite3, "SQLITE_LIMIT_LENGTH", 0))))
+
+
+def plans(
+    table: str,
+    key: str,
+    first: int,
+    names: Sequence[str],
+    columns: Sequence[Sequence[Any]],
+    vectors: tuple[str, npt.NDArray[np.float32]] | None = None,
+    limit: int = MAX_STATEMENT_BYTES,
+) -> list[Span[tuple[str, list[Any]]]]:
+    """``plan`` of ``columns`` per ``ROWS_PER_STATEMENT`` rows, cut in halves until
+    each statement binds at most ``limit`` bytes; a span JSON cannot carry, or a
+    single row past ``limit``, comes with None (bind it row by row)."""
+
+    def build(a: int, b: int) -> tuple[tuple[str, list[Any]], int] | None:
+        part = [c[a:b] for c in columns]
+        cut = None if vectors is None else (vectors[0], vectors[1][a:b])
+        return _plan(table, key, first + a, names, part, cut)
+
+    return _spans(len(columns[0]) if columns else 0, build, limit)
+
+
+def arrays(values: Sequence[str | None], limit: int = MAX_STATEMENT_BYTES) -> list[Span[str]]:
+    """``array`` of ``values`` per ``ROWS_PER_STATEMENT`` values, cut as ``plans``."""
+
+    def build(a: int, b: int) -> tuple[str, int] | None:
+        text = array(values[a:b])
+        return None if text is None else (text, len(text.encode()))
+
+    return _spans(len(values), build, limit)
+
+
+def _spans(
+    n: int, build: Callable[[int, int], tuple[_T, int] | None], limit: int
+) -> list[Span[_T]]:
+    """Rows ``0`` to ``n`` as spans of at most ``ROWS_PER_STATEMENT`` rows whose
+    ``build(start, stop)`` (a statement and the bytes it binds) stays within
+    ``limit``, halving a span past it."""
+    out: list[Span[_T]] = []
+
+    def visit(a: int, b: int) -> None:
+        built = build(a, b)
+        if built is not None and built[1] > limit:
+            if b - a > 1:
+                mid = (a + b) // 2
+                visit(a, mid)
+                visit(mid, b)
+                return
+            built = None  # one row: bound as it is, as every row was before
+        out.append((a, b, None if built is None else built[0]))
+
+    for start in range(0, n, ROWS_PER_STATEMENT):
+        visit(start, min(n, start + ROWS_PER_STATEMENT))
+    return out
 
 
 def plan(
@@ -70,10 +144,24 @@ def plan(
         ``(sql, params)`` for ``execute``, or None when a value cannot go through
         JSON exactly (see the module docstring); nothing is written then.
     """
+    planned = _plan(table, key, first, names, columns, vectors)
+    return None if planned is None else planned[0]
+
+
+def _plan(
+    table: str,
+    key: str,
+    first: int,
+    names: Sequence[str],
+    columns: Sequence[Sequence[Any]],
+    vectors: tuple[str, npt.NDArray[np.float32]] | None = None,
+) -> tuple[tuple[str, list[Any]], int] | None:
+    """``plan`` and the bytes of JSON text and BLOB its statement binds."""
     n = len(columns[0]) if columns else 0
     if n == 0:
         return None
     params: list[Any] = [first]
+    blob_bytes = 0
     kept: list[str] = []
     exprs: list[str] = []
     varying: list[Sequence[Any]] = []
@@ -83,6 +171,7 @@ def plan(
         if matrix.shape[0] != n or not width or not matrix.flags.c_contiguous:
             return None
         params.append(matrix)  # bound through the buffer protocol, not copied
+        blob_bytes = matrix.nbytes
         kept.append(name)
         exprs.append(f"substr(?{len(params)}, key * {width} + 1, {width})")
     for name, column in zip(names, columns, strict=True):
@@ -118,7 +207,7 @@ def plan(
         f"INSERT INTO {table} ({', '.join([key, *kept])}) "
         f"SELECT {', '.join(['?1 + key', *exprs])} FROM json_each(?{len(params)})"
     )
-    return sql, params
+    return (sql, params), len(rows) + blob_bytes
 
 
 def array(values: Sequence[str | None]) -> str | None:
