@@ -89,11 +89,7 @@ def plans(
 def arrays(values: Sequence[str | None], limit: int = MAX_STATEMENT_BYTES) -> list[Span[str]]:
     """``array`` of ``values`` per ``ROWS_PER_STATEMENT`` values, cut as ``plans``."""
 
-    def build(a: int, b: int) -> tuple[str, int] | None:
-        text = array(values[a:b])
-        return None if text is None else (text, len(text.encode()))
-
-    return _spans(len(values), build, limit)
+    return _spans(len(values), lambda a, b: _array(values[a:b]), limit)
 
 
 def _spans(
@@ -213,12 +209,19 @@ def _plan(
 def array(values: Sequence[str | None]) -> str | None:
     """``values`` as a JSON array (``json_each`` gives row ``i`` as ``key`` ``i`` and
     its text as ``value``), or None when JSON would not carry them exactly."""
+    given = _array(values)
+    return None if given is None else given[0]
+
+
+def _array(values: Sequence[str | None]) -> tuple[str, int] | None:
+    """``array`` and its length in bytes."""
     if not _jsonable(values):
         return None
     try:
-        return orjson.dumps(list(values)).decode()
+        text = orjson.dumps(list(values))
     except orjson.JSONEncodeError:  # a lone surrogate
         return None
+    return text.decode(), len(text)
 
 
 def _same_types(column: Sequence[Any]) -> bool:
