@@ -148,8 +148,9 @@ def _sparse_v5(p: str) -> list[str]:
 def vector_count(p: str) -> str:
     """The SQL counting the chunk rows of prefix ``p`` that hold a vector: all rows
     (counted on the smallest index) less those without one (the partial index
-    ``chunks_novector``, empty in a vector store). A version-4 file, read where it
-    cannot be upgraded, counts on its covering scope index instead."""
+    ``chunks_novector``, empty in a vector store). The same SQL serves a version-4
+    file read where it cannot be upgraded: SQLite's planner then answers the second
+    count from that file's covering scope index."""
     return (
         f"SELECT (SELECT count(*) FROM {p}chunks) - "
         f"(SELECT count(*) FROM {p}chunks WHERE has_vector = 0)"
