@@ -296,6 +296,7 @@ class SQLiteTx(SqlTx):
     def __init__(self, backend: SQLiteBackend, conn: sqlite3.Connection) -> None:
         super().__init__(backend, conn)
         self.json_rows = backend.json_rows
+        self._json_bound: dict[str, list[Any]] = {}
         self.max_bytes = jsonrows.max_bytes(conn) if self.json_rows else 0
 
     def insert_record_rows(
@@ -402,7 +403,7 @@ class SQLiteTx(SqlTx):
             )
         for a, b, given in spans:
             if given is not None:
-                self.c.execute(*given)
+                self._execute_json(*given)
                 continue
             self._insert_bound(
                 "chunks",
@@ -423,16 +424,17 @@ class SQLiteTx(SqlTx):
             text_spans = jsonrows.arrays(texts, self.max_bytes)
         for a, b, given_texts in text_spans:
             if given_texts is not None:
-                self.c.execute(
+                self._execute_json(
                     f"INSERT INTO {fts} (rowid, text) SELECT ?1 + key, "
                     f"{schema.fts_text('value')} FROM json_each(?2) WHERE value IS NOT NULL",
-                    (first + a, given_texts),
+                    [first + a, given_texts],
                 )
                 continue
             self.c.executemany(
                 f"INSERT INTO {fts} (rowid, text) VALUES (?1, {schema.fts_text('?2')})",
                 [(first + j, t) for j, t in enumerate(texts[a:b], a) if t is not None],
             )
+        self._release_json()
 
     def _insert_rows(
         self,
@@ -455,9 +457,24 @@ class SQLiteTx(SqlTx):
             )
         for a, b, given in spans:
             if given is not None:
-                self.c.execute(*given)
+                self._execute_json(*given)
                 continue
             self._insert_bound(table, names, [c[a:b] for c in columns], batch_size)
+        self._release_json()
+
+    def _execute_json(self, sql: str, params: list[Any]) -> None:
+        """Execute a ``jsonrows`` statement, noting it for ``_release_json``."""
+        self.c.execute(sql, params)
+        self._json_bound[sql] = params
+
+    def _release_json(self) -> None:
+        """Run each noted statement once more with an empty array (it writes nothing):
+        a cached statement keeps its last bound values, and the JSON text and vector
+        BLOB of a batch (about 15 MB at 8192 rows of 384 dimensions) would stay in
+        memory until its next use."""
+        for sql, params in self._json_bound.items():
+            self.c.execute(sql, jsonrows.released(params))
+        self._json_bound.clear()
 
     def _insert_bound(
         self,
