@@ -7,7 +7,7 @@ counter and checks the foreign keys. Here a batch becomes one statement: the val
 that vary go in one JSON array of rows (serialised by orjson, read back by SQLite's
 ``json_each`` in C), the values equal in every row are written as SQL literals or
 bound once, and the vectors go in one BLOB that ``substr`` cuts into rows. A bulk add
-is about a tenth faster, and the statement stays small whatever the batch holds.
+is 4-7% faster (bench/README.md), and the statement stays small whatever the batch holds.
 
 Only values JSON carries exactly go through it: ``str`` (no NUL), ``int`` within 64
 bits and ``None``. A float that varies between rows (SQLite before 3.43 does not read
