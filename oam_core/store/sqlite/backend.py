@@ -366,8 +366,9 @@ class SQLiteTx(SqlTx):
         if not vectors:
             return
         has_vector = [0 if v is None else 1 for v in vectors]
-        blobs = [_blob(v) for v in vectors]
-        self._insert_chunks(columns, has_vector, lambda a, b: blobs[a:b], None, batch_size)
+        blob_list = [_blob(v) for v in vectors] if any(has_vector) else None
+        blobs = None if blob_list is None else (lambda a, b: blob_list[a:b])
+        self._insert_chunks(columns, has_vector, blobs, None, batch_size)
 
     def insert_vector_columns(
         self, columns: Sequence[Sequence[Any]], vectors: Vector, batch_size: int
@@ -382,36 +383,16 @@ class SQLiteTx(SqlTx):
         self,
         columns: Sequence[Sequence[Any]],
         has_vector: list[int],
-        blobs: Callable[[int, int], Sequence[Any]],
+        blobs: Callable[[int, int], Sequence[Any]] | None,
         matrix: Vector | None,
         batch_size: int,
     ) -> None:
-        """Insert search rows and index their text. ``blobs(a, b)`` gives the
-        ``embedding`` values of rows ``a`` to ``b``; ``matrix``, when every row has a
-        vector, holds them all (float32, shape ``(rows, dim)``) to be bound whole."""
+        """Insert search rows (``_insert_rows`` with their vectors) and index their
+        text."""
         first = self._next_pk("chunks")
         names = [*_CHUNK_COLUMNS[:-2], "has_vector"]
         n = len(has_vector)
-        all_columns = [*columns, has_vector]
-        # Without the matrix, rows with vectors are bound one by one.
-        use_json = self.json_rows and n > 1 and (matrix is not None or not any(has_vector))
-        spans: list[jsonrows.Span[tuple[str, list[Any]]]] = [(0, n, None)]
-        if use_json:
-            vectors = None if matrix is None else ("embedding", matrix)
-            spans = jsonrows.plans(
-                f"{self.p}chunks", "pk", first, names, all_columns, vectors, self.max_bytes
-            )
-        for a, b, given in spans:
-            if given is not None:
-                self._execute_json(*given)
-                continue
-            self._insert_bound(
-                "chunks",
-                [*names, "embedding"],
-                [*(c[a:b] for c in all_columns), blobs(a, b)],
-                batch_size,
-                ("embedding",),
-            )
+        self._insert_rows("chunks", first, names, [*columns, has_vector], batch_size, blobs, matrix)
         # The new text goes to FTS5 from the caller's column, through the expression
         # the view and the delete trigger apply (``schema.fts_text``): reading it back
         # from the rows just written would read their pages (vectors included) again,
@@ -420,7 +401,7 @@ class SQLiteTx(SqlTx):
         texts = columns[st.CHUNK_TEXT]
         fts = f"{self.p}chunks_fts"
         text_spans: list[jsonrows.Span[str]] = [(0, n, None)]
-        if use_json:
+        if self.json_rows and n > 1:
             text_spans = jsonrows.arrays(texts, self.max_bytes)
         for a, b, given_texts in text_spans:
             if given_texts is not None:
@@ -443,23 +424,37 @@ class SQLiteTx(SqlTx):
         names: Sequence[str],
         columns: Sequence[Sequence[Any]],
         batch_size: int,
+        blobs: Callable[[int, int], Sequence[Any]] | None = None,
+        matrix: Vector | None = None,
     ) -> None:
         """Insert ``columns`` into ``table`` (keys ``first`` on, which the AUTOINCREMENT
         sequence gives next): a statement per ``jsonrows.ROWS_PER_STATEMENT`` rows
         (binding at most ``jsonrows.MAX_STATEMENT_BYTES``) through ``json_each``, or,
         where that cannot carry the values exactly, an ``executemany`` per
-        ``batch_size`` rows."""
+        ``batch_size`` rows.
+
+        Args:
+            blobs: ``blobs(a, b)`` gives the ``embedding`` values of rows ``a`` to
+                ``b``, for rows bound one by one (None: no row has a vector).
+            matrix: Every row's vector (float32, shape ``(rows, dim)``), bound whole
+                through ``json_each``; without it, rows with vectors are bound one by
+                one.
+        """
         n = len(columns[0]) if columns else 0
         spans: list[jsonrows.Span[tuple[str, list[Any]]]] = [(0, n, None)] if n else []
-        if self.json_rows and n > 1:
+        if self.json_rows and n > 1 and (blobs is None or matrix is not None):
+            vectors = None if matrix is None else ("embedding", matrix)
             spans = jsonrows.plans(
-                f"{self.p}{table}", "pk", first, names, columns, None, self.max_bytes
+                f"{self.p}{table}", "pk", first, names, columns, vectors, self.max_bytes
             )
         for a, b, given in spans:
             if given is not None:
                 self._execute_json(*given)
-                continue
-            self._insert_bound(table, names, [c[a:b] for c in columns], batch_size)
+            elif blobs is None:
+                self._insert_bound(table, names, [c[a:b] for c in columns], batch_size)
+            else:
+                parts = [*(c[a:b] for c in columns), blobs(a, b)]
+                self._insert_bound(table, [*names, "embedding"], parts, batch_size, ("embedding",))
         self._release_json()
 
     def _execute_json(self, sql: str, params: list[Any]) -> None:
