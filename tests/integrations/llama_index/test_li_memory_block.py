@@ -416,11 +416,14 @@ def test_memory_keeps_the_only_memory_when_a_card_of_it_fits_the_room_left(
     for i in range(14):
         mem.put(
             ChatMessage(
-                role="user", content=f"turn {i}: tell me about gardening, soil and compost in detail"
+                role="user",
+                content=f"turn {i}: tell me about gardening, soil and compost in detail",
             )
         )
         mem.put(
-            ChatMessage(role="assistant", content=f"turn {i}: here is more about gardening and compost")
+            ChatMessage(
+                role="assistant", content=f"turn {i}: here is more about gardening and compost"
+            )
         )
     got = mem.get(input="what may Tom eat?")
     history = [m for m in got if "<context_card>" not in (m.content or "")]
