@@ -412,3 +412,36 @@ def test_listing_a_page_reads_only_the_rows_the_page_needs(
     )
     assert [(h.key, h.score is None) for h in hits] == [("k007", False), ("plain", True)]
     assert sum(counts) <= 10 + 10
+
+
+def test_postgres_store_ranks_pages_and_refuses_negative_pages_as_in_memory_store(
+    pg_url: str,
+) -> None:
+    """The same checks on PostgreSQL (``from_conn_string``), side by side with
+    ``InMemoryStore``: vector order and scores, the newest page read alone, and a
+    negative offset refused."""
+    index: Any = {"dims": 16, "embed": DeterministicFakeEmbedding(size=16), "fields": ["text"]}
+    anchor = InMemoryStore(index=index)
+    with OAMStore.from_conn_string(pg_url, index=index) as ours:
+        for store in (anchor, ours):
+            for key, text in TEXTS.items():
+                store.put(("docs",), key, {"text": text})
+        want, got = _scores(anchor, "dog"), _scores(ours, "dog")
+        assert [k for k, _ in got] == [k for k, _ in want]
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-5)
+        for i in range(30):
+            ours.put(("many",), f"m{i:02d}", {"text": f"note {i}"})
+        listed: list[int] = []
+        original = ours.store.list
+
+        def counting(*args: Any, **kwargs: Any) -> list[Any]:
+            rows = original(*args, **kwargs)
+            listed.append(len(rows))
+            return rows
+
+        ours.store.list = counting  # type: ignore[method-assign]
+        page = ours.search(("many",), limit=5, offset=5)
+        assert [h.key for h in page] == [f"m{i:02d}" for i in range(24, 19, -1)]
+        assert listed == [10]
+        with pytest.raises(InvalidArgumentError, match="offset"):
+            ours.search(("many",), offset=-1)
