@@ -471,3 +471,25 @@ def test_truncation_drops_memories_one_by_one_lowest_ranked_first(
     shorter, ranked = asyncio.run(go())
     assert sorted(ranked) == sorted(facts)
     assert _result_contents(shorter) == ranked[:2]
+
+
+def test_truncation_counts_with_the_given_tokenizer(memory: OracleAgentMemory) -> None:
+    """``tokenizer_fn`` (``Memory``'s own, when it has a custom one) is what the
+    block counts with: here one token a character, so the card shrinks by at least
+    as many characters as tokens were asked for."""
+    memory.add_memory("Rex the dog eats salmon.", user_id="u", agent_id="a")
+    block = OAMMemoryBlock(memory, user_id="u", agent_id="a", priority=1, tokenizer_fn=list)
+
+    async def go() -> tuple[str, str | None]:
+        await block.aput(
+            [ChatMessage(role="user", content="tell me about dogs " * 30)], session_id="s"
+        )
+        card = await block.aget([ChatMessage(role="user", content="dog food")], session_id="s")
+        return card, await block.atruncate(card, len(card) // 2)
+
+    card, shorter = asyncio.run(go())
+    assert shorter is not None
+    assert len(shorter) <= len(card) - len(card) // 2
+    assert "Rex the dog eats salmon." in _result_contents(shorter)
+    with pytest.raises(ValueError, match="tokenizer_fn"):
+        OAMMemoryBlock(memory, tokenizer_fn="cl100k")  # type: ignore[arg-type]
