@@ -24,10 +24,14 @@ Search with a ``query`` is ranked when there is an index (``IndexConfig``), or a
 given ``oam`` store that ranks text itself (its embedder, or KEYWORD / HYBRID);
 scores are LangGraph's: the cosine similarity for vector search, as
 ``InMemoryStore`` and ``PostgresStore`` report it (``1 - distance``; KEYWORD and
-HYBRID: the normalized score). As in ``InMemoryStore``, matching items that the
-ranking does not reach (``index=False``, or no query term for KEYWORD) follow with
-score None; without an index the query is ignored and matches are listed newest
-first, as ``PostgresStore`` lists them. Filters are LangGraph's (plain values
+HYBRID: the normalized score). A store this adapter opens itself (no ``memory``, or
+``from_conn_string``) ranks by the query's vector alone, so order and scores are
+``InMemoryStore``'s for the same embedding function. As in ``InMemoryStore``,
+matching items that the ranking does not reach (``index=False``, or no query term
+for KEYWORD) follow with score None; without an index the query is ignored and
+matches are listed newest (last put) first, as ``PostgresStore`` lists them. A
+search reads only the ``offset + limit`` records its page needs; a negative
+``limit`` or ``offset`` is an ``InvalidArgumentError`` (docs/langchain.md#langgraph-store). Filters are LangGraph's (plain values
 matched exactly, ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``) and the rest
 of the ``oam`` language (docs/filters.md), applied to the item's value inside the
 store's query, before ``offset``/``limit``.
@@ -73,6 +77,7 @@ from langgraph.store.base import (
 from langchain_oam._search import relevance, store_ranks_text, text_kind
 from langchain_oam.embeddings import LangChainEmbedder
 from oam_core import (
+    InvalidArgumentError,
     OracleAgentMemory,
     OracleMemoryStore,
     Record,
@@ -136,6 +141,14 @@ def _as_json(value: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError(f"value is not JSON-serializable: {exc}") from None
     converted: dict[str, Any] = json.loads(text)
     return converted
+
+
+def _check_page(limit: object, offset: object) -> None:
+    """Raise ``InvalidArgumentError`` for a ``limit`` or ``offset`` that is not an
+    int >= 0 (a negative one would count from the end of the matches)."""
+    for name, value in (("limit", limit), ("offset", offset)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidArgumentError(f"{name} must be an int >= 0, got {value!r}")
 
 
 def _matches_condition(namespace: tuple[str, ...], cond: MatchCondition) -> bool:
@@ -239,6 +252,9 @@ class OAMStore(BaseStore):
                 f"memory must be an OracleAgentMemory or OracleMemoryStore, got {type(memory).__name__}"
             )
         self._ranks = index is not None or (memory is not None and store_ranks_text(self.store))
+        # A store this object opens promises InMemoryStore's (PostgresStore's) ranking:
+        # the cosine similarity of the query vector, not the store's own text ranking.
+        self._by_vector = memory is None and index is not None
 
     def _own_embedder(self) -> LangChainEmbedder | None:
         """The embedder of a store this object opens (the index's model, if any)."""
@@ -304,6 +320,7 @@ class OAMStore(BaseStore):
             client.close()
             raise
         store._owned = client
+        store._by_vector = index is not None
         try:
             yield store
         finally:
@@ -537,7 +554,7 @@ class OAMStore(BaseStore):
             yield from call(self.store.delete_records, self.record_type, deletes)
 
     def _search_steps(self, op: SearchOp) -> Steps[list[SearchItem]]:
-        if op.limit <= 0:
+        if op.limit == 0:
             return []
         metadata_filter: dict[str, Any] = _prefix_filter(op.namespace_prefix)
         if op.filter:
@@ -549,7 +566,7 @@ class OAMStore(BaseStore):
                 "record_types": {self.record_type},
                 "metadata_filter": metadata_filter,
             }
-            if store_ranks_text(self.store):
+            if store_ranks_text(self.store) and not self._by_vector:
                 hits = yield from call(self.store.search, op.query, wanted, **kwargs)
                 kind = text_kind(self.store)
             else:
@@ -563,14 +580,16 @@ class OAMStore(BaseStore):
                 kind = "cosine"
             records = [(r, relevance(d, kind)) for r, d in hits]
         if len(records) < wanted:
-            # Matches the ranking did not reach follow unscored, newest first (as
-            # InMemoryStore appends items it holds no vectors for).
+            # Matches the ranking did not reach follow unscored, newest (last put)
+            # first, as InMemoryStore appends items it holds no vectors for. A put
+            # writes its record anew, so the store's newest ``wanted`` rows are the
+            # last put; at most ``len(records)`` of them are ranked already, so they
+            # hold every unranked item the page needs.
             listed = yield from call(
-                self.store.list, self.record_type, None, metadata_filter=metadata_filter
+                self.store.list, self.record_type, wanted, metadata_filter=metadata_filter
             )
-            listed.sort(key=lambda r: _lg_fields(r)["updated_at"], reverse=True)
             seen = {r.id for r, _ in records}
-            records += [(r, None) for r in listed if r.id not in seen]
+            records += [(r, None) for r in reversed(listed) if r.id not in seen]
         kept = records[op.offset : wanted]
         for record, _ in kept:
             yield from self._refresh(record, op.refresh_ttl)
@@ -589,6 +608,8 @@ class OAMStore(BaseStore):
         ops = list(ops)
         for op in ops:
             validate_op_namespace(op)
+            if isinstance(op, (SearchOp, ListNamespacesOp)):
+                _check_page(op.limit, op.offset)
         results: list[Result] = [None] * len(ops)
         puts: list[PutOp] = []
         # As InMemoryStore and PostgresStore: the reads of a batch see the store as it
@@ -614,6 +635,9 @@ class OAMStore(BaseStore):
         (namespace, key) wins), as ``InMemoryStore`` and ``PostgresStore`` do.
 
         Raises:
+            InvalidArgumentError: (a ``ValueError``) for a negative or non-int
+                ``limit`` or ``offset`` of a search or namespace listing, before any
+                operation of the batch runs.
             ValueError: for an invalid namespace, a non-dict value, a negative TTL,
                 an unsupported filter operator, or an invalid ``oam`` filter.
         """

@@ -10,17 +10,17 @@ most relevant to the latest user input put first.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from xml.sax.saxutils import escape
 
 from llama_index.core.base.llms.types import ChatMessage
-from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.memory.memory import BaseMemoryBlock
 from llama_index.core.storage.chat_store.base_db import MessageStatus
+from llama_index.core.utils import get_tokenizer
 
 from llama_index_oam._util import (
     as_client,
@@ -41,10 +41,6 @@ from oam_core import (
 from oam_core.apis.records import MEMORY_TYPES
 from oam_core.steps import in_worker_thread
 
-CHARS_PER_PROMPT_TOKEN = 4.0
-"""Characters assumed per token of ``Memory``'s tokenizer when turning its
-``tokens_to_truncate`` into characters (a little more than the store's 3.5, docs/store.md#defaults, so a
-truncation removes at least what was asked)."""
 _CARD_CACHE = 64
 
 
@@ -59,12 +55,15 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
       When the messages passed in end with a user message, memories of the thread's
       user and agent that match its text are put first in the card's relevant
       information (at most ``max_relevant_results`` in all).
-    * ``atruncate``: re-renders the card within a smaller token limit (texts are
-      shortened fairly with a ``(truncated)`` marker, docs/context-card.md#what-goes-in) instead of dropping
-      the block, keeping the memories longest and whole: the recent messages go
-      first, then the summary, then the message hits, then the lowest-ranked
-      memories (``Memory`` holds the transcript itself); None only when nothing
-      fits. Nothing stored is changed (docs/llama_index.md).
+    * ``atruncate``: re-renders the card ``tokens_to_truncate`` tokens shorter,
+      counted with ``tokenizer_fn`` (the tokenizer ``Memory`` counts with), instead
+      of dropping the block. Parts are dropped one at a time until the card fits:
+      the recent messages, then the summary, then the message hits, then the
+      memories, each kind lowest-ranked first (``Memory`` holds the transcript
+      itself), so the best memories stay longest and whole; only when not even the
+      best memory fits alone is its text shortened with a ``(truncated)`` marker
+      (docs/context-card.md#what-goes-in). None only when nothing fits. Nothing
+      stored is changed (docs/llama_index.md#chat-store-and-memory-block).
 
     The block keeps no per-session state: one instance serves any number of sessions.
 
@@ -78,6 +77,11 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
         fallback_message_count: ``get_context_card`` option (docs/context-card.md#what-goes-in).
         max_relevant_results: ``get_context_card`` option.
         max_recent_messages: ``get_context_card`` option.
+        tokenizer_fn: ``str -> list`` tokenizer whose list length is a text's token
+            count, as ``Memory(tokenizer_fn=...)`` takes it; give ``Memory``'s when it
+            has a custom one (default: LlamaIndex's global tokenizer,
+            ``llama_index.core.utils.get_tokenizer()``, which ``Memory`` also uses
+            by default).
         **kwargs: Other ``BaseMemoryBlock`` fields (``description``,
             ``accept_short_term_memory``).
 
@@ -92,9 +96,16 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
     fallback_message_count: int = 5
     max_relevant_results: int = 5
     max_recent_messages: int = 0
+    tokenizer_fn: Callable[[str], list[Any]] = Field(
+        default_factory=get_tokenizer,
+        exclude=True,
+        description="The tokenizer that counts the card's tokens (Memory's).",
+    )
 
     _memory: OracleAgentMemory = PrivateAttr()
-    _cards: OrderedDict[str, OracleContextCard] = PrivateAttr(default_factory=OrderedDict)
+    _cards: OrderedDict[str, tuple[OracleContextCard, int]] = PrivateAttr(
+        default_factory=OrderedDict
+    )
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     def __init__(
@@ -108,6 +119,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
         fallback_message_count: int = 5,
         max_relevant_results: int = 5,
         max_recent_messages: int = 0,
+        tokenizer_fn: Callable[[str], list[Any]] | None = None,
         **kwargs: Any,
     ) -> None:
         client = as_client(memory)
@@ -127,6 +139,10 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
             "max_relevant_results": max_relevant_results,
             "max_recent_messages": max_recent_messages,
         }
+        if tokenizer_fn is not None:
+            if not callable(tokenizer_fn):
+                raise ValueError(f"tokenizer_fn must be callable, got {tokenizer_fn!r}")
+            fields["tokenizer_fn"] = tokenizer_fn
         super().__init__(**fields, **kwargs)
         self._memory = client
 
@@ -204,7 +220,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
         text = card.content
         if text:
             with self._lock:
-                self._cards[text] = card
+                self._cards[text] = (card, thread.config.context_card_token_limit)
                 self._cards.move_to_end(text)
                 while len(self._cards) > _CARD_CACHE:
                     self._cards.popitem(last=False)
@@ -240,53 +256,89 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
     # -- truncate -----------------------------------------------------------------
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
-        """The card ``content`` re-rendered about ``tokens_to_truncate`` tokens shorter.
+        """The card ``content`` re-rendered at least ``tokens_to_truncate`` tokens
+        shorter, counted with ``tokenizer_fn`` as ``Memory`` counts them.
+
+        Args:
+            content: A card this block's ``aget`` returned.
+            tokens_to_truncate: How many tokens ``Memory`` needs removed.
 
         Returns:
-            The shorter, still well-formed card; None when nothing fits, or when
-            ``content`` is not a card this block rendered recently.
+            The shorter, still well-formed card (see the class docstring for what
+            goes first); None when nothing fits, or when ``content`` is not a card
+            this block rendered recently.
         """
         if tokens_to_truncate <= 0:
             return content
         with self._lock:
-            card = self._cards.get(content)
-        if card is None:
+            cached = self._cards.get(content)
+        if cached is None:
             return None
-        chars = len(content) - math.ceil(tokens_to_truncate * CHARS_PER_PROMPT_TOKEN)
-        limit = math.floor(chars / 3.5)
-        if limit < 1:
+        card, token_limit = cached
+
+        def tokens(text: str) -> int:
+            return len(self.tokenizer_fn(text))
+
+        budget = tokens(content) - tokens_to_truncate
+        if budget < 1:
             return None
-        return _shorter_card(card, limit) or None
+        return await in_worker_thread(_shorter_card, card, token_limit, budget, tokens) or None
 
 
-def _shorter_card(card: OracleContextCard, limit: int) -> str:
-    """``card`` rendered within ``limit`` tokens, keeping what only this block adds.
+def _shorter_card(
+    card: OracleContextCard, token_limit: int, budget: int, tokens: Callable[[str], int]
+) -> str:
+    """``card`` rendered within ``budget`` tokens (counted by ``tokens``), keeping what
+    only this block adds.
 
-    ``Memory`` keeps the transcript in its own chat history, so the parts go in this
-    order, each only when the card does not fit without it: the recent messages, the
-    summary (without an LLM, the fallback transcript), the message hits from the
+    ``Memory`` keeps the transcript in its own chat history, so parts are dropped one
+    at a time, each only when the card does not fit without it: the recent messages,
+    the summary (without an LLM, the fallback transcript), the message hits from the
     lowest-ranked up, and last the memories (every record that is not a message),
-    lowest-ranked first. The first rendering that fits and shows each memory it holds
-    in full wins; when not even the best memory fits whole, it is shortened with a
-    ``(truncated)`` marker. Returns ``""`` when nothing fits.
+    lowest-ranked first. Each selection is rendered at the largest card token limit
+    (at most the card's own) whose text fits, so long texts are shortened fairly
+    (docs/context-card.md#what-goes-in); the first selection that fits and shows each
+    memory it holds as the full card showed it wins. When not even the best memory
+    fits alone that way, it is kept shortened with a ``(truncated)`` marker. Returns
+    ``""`` when nothing fits.
     """
     ranked = card.relevant_results
     memories = [pair for pair in ranked if _is_memory(pair[0])]
     hits = [pair for pair in ranked if not _is_memory(pair[0])]
+    full = card.content
+    top = token_limit if token_limit > 0 else max(1, len(full))
 
-    def render(
-        summary: str,
-        messages: Sequence[Any],
-        kept: Sequence[tuple[Record, float | None]],
+    def fitted(
+        summary: str, messages: Sequence[Any], kept: Sequence[tuple[Record, float | None]]
     ) -> str:
         chosen = {id(pair) for pair in kept}
-        return OracleContextCard(
-            summary=summary,
-            topics=card.topics,
-            relevant_results=_results([pair for pair in ranked if id(pair) in chosen]),
-            recent_messages=messages,
-            token_limit=limit,
-        ).content
+        results = _results([pair for pair in ranked if id(pair) in chosen])
+
+        def render(limit: int) -> str:
+            return OracleContextCard(
+                summary=summary,
+                topics=card.topics,
+                relevant_results=results,
+                recent_messages=messages,
+                token_limit=limit,
+            ).content
+
+        def fits(text: str) -> bool:
+            return bool(text) and tokens(text) <= budget
+
+        text = render(top)
+        if fits(text):
+            return text
+        # The largest limit below ``top`` whose rendering fits (renderings grow with it).
+        low, high, best = 1, top - 1, ""
+        while low <= high:
+            middle = (low + high) // 2
+            text = render(middle)
+            if fits(text):
+                best, low = text, middle + 1
+            else:
+                high = middle - 1
+        return best
 
     stages: list[tuple[str, Sequence[Any], list[tuple[Record, float | None]]]] = [
         (card.summary, card.recent_messages, [*memories, *hits]),
@@ -295,20 +347,32 @@ def _shorter_card(card: OracleContextCard, limit: int) -> str:
     stages += [("", [], [*memories, *hits[:n]]) for n in range(len(hits), -1, -1)]
     stages += [("", [], memories[:n]) for n in range(len(memories) - 1, 0, -1)]
     for summary, messages, kept in stages:
-        text = render(summary, messages, kept)
-        if text and all(_shown_whole(record, text) for record, _ in kept if _is_memory(record)):
+        text = fitted(summary, messages, kept)
+        if text and all(
+            _shown_as_in(record, text, full) for record, _ in kept if _is_memory(record)
+        ):
             return text
-    return render("", [], memories[:1] or hits[:1])
+    return fitted("", [], memories[:1] or hits[:1])
 
 
 def _is_memory(record: Record) -> bool:
     return record.record_type != "message"
 
 
-def _shown_whole(record: Record, text: str) -> bool:
-    """Whether the card ``text`` shows ``record`` with its whole content."""
-    item = f"<record_id>{escape(record.id)}</record_id>"
-    return item in text and f"<content>{escape(record.content or '')}</content>" in text
+def _shown_as_in(record: Record, text: str, full: str) -> bool:
+    """Whether the card ``text`` shows ``record``'s content as the card ``full`` did
+    (whole, or shortened by the card's own token limit alike)."""
+    return _shown_content(record, text) == _shown_content(record, full) is not None
+
+
+def _shown_content(record: Record, text: str) -> str | None:
+    """The ``<content>`` text a card shows for ``record`` (None: not shown)."""
+    start = text.find(f"<record_id>{escape(record.id)}</record_id>")
+    if start < 0:
+        return None
+    opened = text.find("<content>", start)
+    closed = text.find("</content>", opened)
+    return text[opened:closed] if 0 <= opened < closed else None
 
 
 def _results(
@@ -328,4 +392,4 @@ def _latest_user_text(messages: Sequence[ChatMessage]) -> str | None:
     return text if text.strip() else None
 
 
-__all__ = ["CHARS_PER_PROMPT_TOKEN", "OAMMemoryBlock"]
+__all__ = ["OAMMemoryBlock"]

@@ -58,3 +58,11 @@ def test_docstring_examples_run(module: str) -> None:
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_the_quick_start_of_the_docs_runs_as_plain_python(run_quick_start: Any) -> None:
+    """docs/langchain.md's quick start is plain Python (no ``>>>``) that prints what
+    the page says it prints."""
+    printed, expected = run_quick_start("langchain.md")
+    assert printed == expected
+    assert printed.splitlines()[1] == '["Alice\'s dog is called Biscuit."]'

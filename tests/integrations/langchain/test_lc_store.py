@@ -4,8 +4,10 @@ scope, search, filters, TTL, batches and async parity."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -14,7 +16,7 @@ from langchain_oam.store import record_id
 from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 
-from oam_core import OracleAgentMemory, SQLiteMemoryStore
+from oam_core import InvalidArgumentError, OracleAgentMemory, SQLiteMemoryStore
 from oam_core.embedders.hashing import HashingEmbedder
 
 
@@ -300,3 +302,146 @@ def test_a_batch_of_puts_is_one_transaction(store: OAMStore) -> None:
         )
     assert store.get(("t",), "new") is None
     assert store.get(("t",), "keep").value == {"text": "kept"}  # type: ignore[union-attr]
+
+
+# -- issue item 6: own-store ranking, negative pages, reads bounded by the page ------------
+
+TEXTS = {
+    "k1": "the weather in Lisbon is sunny",
+    "k2": "Alice's dog is called Biscuit",
+    "k3": "trains to Porto leave hourly",
+    "k4": "green tea without sugar",
+    "k5": "a dog named Rex barks at night",
+}
+
+
+def _scores(store: Any, query: str) -> list[tuple[str, float | None]]:
+    return [(h.key, h.score) for h in store.search(("docs",), query=query, limit=5)]
+
+
+@pytest.mark.parametrize("opened", ["own", "from_conn_string"])
+def test_a_store_the_adapter_opens_ranks_by_vector_as_in_memory_store(opened: str) -> None:
+    """Side by side with LangGraph's ``InMemoryStore`` on the same embedding function:
+    the same order and the same cosine scores (a store the adapter opens itself
+    searches by vector, not by the store's HYBRID fusion)."""
+    index: Any = {"dims": 16, "embed": DeterministicFakeEmbedding(size=16), "fields": ["text"]}
+    anchor = InMemoryStore(index=index)
+    with contextlib.ExitStack() as stack:
+        if opened == "own":
+            ours = OAMStore(index=index)
+            stack.callback(ours.close)
+        else:
+            ours = stack.enter_context(OAMStore.from_conn_string("sqlite://:memory:", index=index))
+        for store in (anchor, ours):
+            for key, text in TEXTS.items():
+                store.put(("docs",), key, {"text": text})
+        for query in ("dog", "Lisbon weather", "a dog named Rex barks at night"):
+            want, got = _scores(anchor, query), _scores(ours, query)
+            assert [k for k, _ in got] == [k for k, _ in want], query
+            assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("call", "name", "value"),
+    [
+        (lambda s: s.search(("p",), limit=-1), "limit", -1),
+        (lambda s: s.search(("p",), offset=-1), "offset", -1),
+        (lambda s: s.search(("p",), query="item", limit=-2), "limit", -2),
+        (lambda s: s.search(("p",), query="item", offset=-1), "offset", -1),
+        (lambda s: s.list_namespaces(limit=-1), "limit", -1),
+        (lambda s: s.list_namespaces(offset=-3), "offset", -3),
+    ],
+    ids=["search-limit", "search-offset", "query-limit", "query-offset", "ns-limit", "ns-offset"],
+)
+def test_negative_limit_or_offset_raises_naming_it(
+    store: OAMStore, call: Any, name: str, value: int
+) -> None:
+    """A negative ``limit``/``offset`` raises ``InvalidArgumentError`` naming the
+    argument and the value (``offset=-1`` listed the oldest item)."""
+    for i in range(3):
+        store.put(("p",), f"k{i}", {"text": f"item {i}"})
+    with pytest.raises(InvalidArgumentError, match=rf"{name}.*{value}"):
+        call(store)
+    # a batch holding such a read writes nothing either
+    with pytest.raises(InvalidArgumentError):
+        store.batch([PutOp(("p",), "new", {"text": "x"}), SearchOp(("p",), offset=-1)])
+    assert store.get(("p",), "new") is None
+
+
+def _count_rows_read(monkeypatch: pytest.MonkeyPatch, oam_store: SQLiteMemoryStore) -> list[int]:
+    """Rows each read statement of the store returns (the listing reads go through
+    ``fetch_all``)."""
+    counts: list[int] = []
+    backend = oam_store._backend
+    original = backend.fetch_all
+
+    def counting(stmt: Any) -> list[Any]:
+        rows = original(stmt)
+        counts.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(backend, "fetch_all", counting)
+    return counts
+
+
+def test_listing_a_page_reads_only_the_rows_the_page_needs(
+    oam_store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch, clock: Clock
+) -> None:
+    """The latest 10 of 400 items: the listing reads 10 rows (offset 20: 30), newest
+    first; with a query whose ranking reaches fewer items than the page, the
+    unranked ones that fill it come from a bounded read too."""
+    store = OAMStore(oam_store, index={"fields": ["text"]}, clock=clock)
+    for start in range(0, 400, 100):
+        clock.advance(seconds=1)
+        store.batch(
+            [PutOp(("big",), f"k{i:03d}", {"text": f"note {i}"}) for i in range(start, start + 100)]
+        )
+    clock.advance(seconds=1)
+    store.put(("big",), "plain", {"text": "no index"}, index=False)
+    counts = _count_rows_read(monkeypatch, oam_store)
+    page = store.search(("big",), limit=10)
+    assert [h.key for h in page] == ["plain", *[f"k{i:03d}" for i in range(399, 390, -1)]]
+    assert sum(counts) == 10
+    counts.clear()
+    later = store.search(("big",), limit=10, offset=20)
+    assert [h.key for h in later] == [f"k{i:03d}" for i in range(380, 370, -1)]
+    assert sum(counts) <= 30
+    counts.clear()
+    hits = store.search(
+        ("big",), query="note 7", limit=10, filter={"text": {"$in": ["note 7", "no index"]}}
+    )
+    assert [(h.key, h.score is None) for h in hits] == [("k007", False), ("plain", True)]
+    assert sum(counts) <= 10 + 10
+
+
+def test_postgres_store_ranks_pages_and_refuses_negative_pages_as_in_memory_store(
+    pg_url: str,
+) -> None:
+    """The same checks on PostgreSQL (``from_conn_string``), side by side with
+    ``InMemoryStore``: vector order and scores, the newest page read alone, and a
+    negative offset refused."""
+    index: Any = {"dims": 16, "embed": DeterministicFakeEmbedding(size=16), "fields": ["text"]}
+    anchor = InMemoryStore(index=index)
+    with OAMStore.from_conn_string(pg_url, index=index) as ours:
+        for store in (anchor, ours):
+            for key, text in TEXTS.items():
+                store.put(("docs",), key, {"text": text})
+        want, got = _scores(anchor, "dog"), _scores(ours, "dog")
+        assert [k for k, _ in got] == [k for k, _ in want]
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-5)
+        for i in range(30):
+            ours.put(("many",), f"m{i:02d}", {"text": f"note {i}"})
+        listed: list[int] = []
+        original = ours.store.list
+
+        def counting(*args: Any, **kwargs: Any) -> list[Any]:
+            rows = original(*args, **kwargs)
+            listed.append(len(rows))
+            return rows
+
+        ours.store.list = counting  # type: ignore[method-assign]
+        page = ours.search(("many",), limit=5, offset=5)
+        assert [h.key for h in page] == [f"m{i:02d}" for i in range(24, 19, -1)]
+        assert listed == [10]
+        with pytest.raises(InvalidArgumentError, match="offset"):
+            ours.search(("many",), offset=-1)

@@ -34,3 +34,12 @@ def test_retriever_example(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert filtered == ["Pasteis de nata are custard tarts; the oldest bakery is in Belem."]
     assert remembered == ["Ada is vegetarian, so paella should be the vegetable kind."]
     assert len(capsys.readouterr().out.splitlines()) == 3
+
+
+def test_the_quick_start_of_the_docs_runs_as_plain_python(
+    run_quick_start: Any, event_loop: asyncio.AbstractEventLoop
+) -> None:
+    """docs/llama_index.md's quick start is plain Python (no ``>>>``) that prints what
+    the page says it prints: the card holding the memory is the system message."""
+    printed, expected = run_quick_start("llama_index.md")
+    assert printed == expected == "['system', 'user']\nTrue\n"

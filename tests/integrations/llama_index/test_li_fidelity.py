@@ -309,6 +309,7 @@ def test_memory_block_keeps_the_memory_when_the_budget_holds_it_alone(
 ) -> None:
     import asyncio
 
+    from llama_index.core.utils import get_tokenizer
     from llama_index_oam import OAMMemoryBlock
 
     fact = "Ada's cat Tom is allergic to fish."
@@ -328,9 +329,11 @@ def test_memory_block_keeps_the_memory_when_the_budget_holds_it_alone(
             [ChatMessage(role="user", content="what may Tom eat, fish?")], session_id="s1"
         )
         # Memory asks for a card so much shorter that what is left holds the memory
-        # alone (with a few characters to spare), not the memory and the transcript.
-        alone = len(OracleContextCard(relevant_results=_first_result(block, card)).content)
-        return card, await block.atruncate(card, (len(card) - alone - 20) // 4)
+        # alone (with a few tokens to spare), not the memory and the transcript;
+        # tokens as Memory counts them.
+        tokens = get_tokenizer()
+        alone = len(tokens(OracleContextCard(relevant_results=_first_result(block, card)).content))
+        return card, await block.atruncate(card, len(tokens(card)) - alone - 5)
 
     card, shorter = asyncio.run(go())
     assert fact in card and "gardening" in card
@@ -339,4 +342,4 @@ def test_memory_block_keeps_the_memory_when_the_budget_holds_it_alone(
 
 
 def _first_result(block: Any, content: str) -> list[Any]:
-    return [block._cards[content].relevant_results[0][0]]
+    return [block._cards[content][0].relevant_results[0][0]]

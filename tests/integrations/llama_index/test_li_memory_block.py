@@ -16,10 +16,10 @@ import pytest
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import InsertMethod, Memory
 from llama_index.core.storage.chat_store.base_db import MessageStatus
+from llama_index.core.utils import get_tokenizer
 from llama_index_oam import OAMDBChatStore, OAMMemoryBlock
-from llama_index_oam.memory_block import CHARS_PER_PROMPT_TOKEN
 
-from oam_core import ILlm, OracleAgentMemory
+from oam_core import ILlm, OracleAgentMemory, OracleContextCard
 from oam_core.embedders.hashing import HashingEmbedder
 
 
@@ -199,17 +199,19 @@ def test_truncation_keeps_the_memory_before_summary_and_message_hits(
 
     async def go() -> tuple[str, list[tuple[int, str | None]]]:
         card = await block.aget([], session_id="s1")
-        cuts = [len(card) * percent // 400 for percent in range(5, 100, 5)]
+        cuts = [_tokens(card) * percent // 100 for percent in range(5, 100, 5)]
         return card, [(n, await block.atruncate(card, n)) for n in cuts]
 
     card, shorter = asyncio.run(go())
     assert fact in card and "compost" in card
-    alone = len(card_with(fact))
+    alone = _tokens(card_with(fact))
     for n, text in shorter:
-        assert text is not None, n
+        if text is None:  # only when not even a card of the fact alone fits
+            assert _tokens(card) - n < alone, n
+            continue
         ET.fromstring(text)
-        assert len(text) <= len(card) - n * 3.5, n
-        if len(card) - n * CHARS_PER_PROMPT_TOKEN >= alone + 8:
+        assert _tokens(text) <= _tokens(card) - n, n
+        if _tokens(card) - n >= alone:
             assert fact in text, (n, text)
     [stored] = memory.store.list("fact", user_id="u")
     assert stored.content == fact
@@ -379,3 +381,115 @@ def test_extraction_runs_on_flushed_messages_and_feeds_the_card(tmp_path: Path) 
     assert len(llm.prompts) - before == 6  # one pass per stored message, none on flush
     assert len(client.get_thread("s2").get_messages()) == 6
     client.close()
+
+
+# -- issue item 5: truncation counts Memory's tokens and drops results one by one -----------
+
+
+def _tokens(text: str) -> int:
+    """A text's tokens as ``Memory`` counts them by default."""
+    return len(get_tokenizer()(text))
+
+
+def _result_contents(card: str) -> list[str]:
+    section = ET.fromstring(card).find("relevant_information")
+    return [e.findtext("content") or "" for e in (section if section is not None else [])]
+
+
+def test_memory_keeps_the_only_memory_when_a_card_of_it_fits_the_room_left(
+    memory: OracleAgentMemory, scratch: OracleAgentMemory, event_loop: asyncio.AbstractEventLoop
+) -> None:
+    """``Memory(token_limit=400, chat_history_token_ratio=0.5)``: the history leaves
+    about 250 tokens, a card holding the block's only memory takes about 100 (XML,
+    ids and timestamps cost more tokens per character than prose), so the card is
+    kept with that memory whole, within the room left, instead of being dropped."""
+    fact = "Ada's cat Tom is allergic to fish."
+    memory.add_memory(fact, user_id="ada", agent_id="helper")
+    block = OAMMemoryBlock(memory, user_id="ada", agent_id="helper", priority=1)
+    mem = Memory.from_defaults(
+        session_id="s1",
+        chat_store=OAMDBChatStore(scratch),
+        memory_blocks=[block],
+        token_limit=400,
+        chat_history_token_ratio=0.5,
+    )
+    for i in range(14):
+        mem.put(
+            ChatMessage(
+                role="user",
+                content=f"turn {i}: tell me about gardening, soil and compost in detail",
+            )
+        )
+        mem.put(
+            ChatMessage(
+                role="assistant", content=f"turn {i}: here is more about gardening and compost"
+            )
+        )
+    got = mem.get(input="what may Tom eat?")
+    history = [m for m in got if "<context_card>" not in (m.content or "")]
+    room = 400 - sum(_tokens(m.content or "") for m in history)
+    full = asyncio.run(
+        block.aget([ChatMessage(role="user", content="what may Tom eat?")], session_id="s1")
+    )
+    assert _tokens(full) > room  # Memory had to truncate the block
+    alone = OracleContextCard(relevant_results=[memory.store.list("memory")[0]]).content
+    assert _tokens(alone) < room
+    card = card_of(got, "system")
+    assert card, got
+    assert _tokens(card) <= room
+    assert _result_contents(card)[0] == fact
+
+
+def test_truncation_drops_memories_one_by_one_lowest_ranked_first(
+    memory: OracleAgentMemory,
+) -> None:
+    """At a budget that holds the best two memories but not the third, the
+    truncated card holds exactly the best two, whole, in rank order."""
+    facts = [
+        "The user's dog Rex eats salmon kibble.",
+        "The user's dog Rex sleeps in a basket.",
+        "The user's dog Rex was born in Porto.",
+        "The user's dog Rex fears thunder.",
+    ]
+    for fact in facts:
+        memory.add_memory(fact, user_id="u", agent_id="a")
+    block = OAMMemoryBlock(memory, user_id="u", agent_id="a", priority=1)
+
+    async def go() -> tuple[str, list[str]]:
+        await block.aput([ChatMessage(role="user", content="hello")], session_id="s")
+        card = await block.aget(
+            [ChatMessage(role="user", content="what does the dog Rex eat")], session_id="s"
+        )
+        ranked = _result_contents(card)
+        records = {r.content: r for r in memory.store.list("memory")}
+        best_two = OracleContextCard(relevant_results=[records[c] for c in ranked[:2]]).content
+        cut = _tokens(card) - _tokens(best_two) - 5
+        shorter = await block.atruncate(card, cut)
+        assert shorter is not None
+        return shorter, ranked
+
+    shorter, ranked = asyncio.run(go())
+    assert sorted(ranked) == sorted(facts)
+    assert _result_contents(shorter) == ranked[:2]
+
+
+def test_truncation_counts_with_the_given_tokenizer(memory: OracleAgentMemory) -> None:
+    """``tokenizer_fn`` (``Memory``'s own, when it has a custom one) is what the
+    block counts with: here one token a character, so the card shrinks by at least
+    as many characters as tokens were asked for."""
+    memory.add_memory("Rex the dog eats salmon.", user_id="u", agent_id="a")
+    block = OAMMemoryBlock(memory, user_id="u", agent_id="a", priority=1, tokenizer_fn=list)
+
+    async def go() -> tuple[str, str | None]:
+        await block.aput(
+            [ChatMessage(role="user", content="tell me about dogs " * 30)], session_id="s"
+        )
+        card = await block.aget([ChatMessage(role="user", content="dog food")], session_id="s")
+        return card, await block.atruncate(card, len(card) // 2)
+
+    card, shorter = asyncio.run(go())
+    assert shorter is not None
+    assert len(shorter) <= len(card) - len(card) // 2
+    assert "Rex the dog eats salmon." in _result_contents(shorter)
+    with pytest.raises(ValueError, match="tokenizer_fn"):
+        OAMMemoryBlock(memory, tokenizer_fn="cl100k")  # type: ignore[arg-type]
