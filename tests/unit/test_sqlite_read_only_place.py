@@ -61,8 +61,9 @@ def test_a_store_whose_wal_files_cannot_be_made_is_read_as_a_snapshot(
     monkeypatch.setattr(sqlite_backend, "_writable_dir", lambda _path: False)
     store = _open(path)
     try:
-        assert [r.id for r, _ in store.search("budget Wednesday", 2)][0] == "m-budget"
-        assert store.get("memory", "m-dog").content == TEXTS[1]
+        assert store.search("budget Wednesday", 2)[0][0].id == "m-budget"
+        dog = store.get("memory", "m-dog")
+        assert dog is not None and dog.content == TEXTS[1]
         with pytest.raises(StoreError, match="readonly"):
             store.add(["new"], "memory", record_ids="m-new")
     finally:

@@ -134,6 +134,8 @@ class SQLiteBackend(SqlBackend):
             self.checkpointer = Checkpointer(file, BUSY_TIMEOUT_S)
             weakref.finalize(self, self.checkpointer.close)  # a store never closed
         self.index = VectorIndex(prefix, index_path(path, prefix))
+        if not self.read_only:
+            self.index.remove_stale_files()
         self.filters = FilterCache()  # metadata-filter candidates (sqlite/candidates.py)
         self.keywords = Fts5Ranker(SQLITE, prefix, self.schema_version)
         self.json_rows = jsonrows.supported(self.conn)
