@@ -30,7 +30,7 @@ from typing import Any
 import anyio.to_thread
 import tenacity
 
-from oam_core.errors import LLMError
+from oam_core.errors import ConfigurationError, LLMError
 
 logger = logging.getLogger("oam")
 
@@ -102,10 +102,51 @@ _quieted: list[ModuleType] = []
 """The litellm module(s) whose debug banner oam has switched off."""
 
 
-class MissingApiKeyError(LLMError, ValueError):
+class MissingApiKeyError(LLMError, ConfigurationError):
     """A LiteLLM model was called without its provider's API key; the message names
-    the environment variable(s) to set (docs/llms.md#errors). An ``LLMError``, and a
-    ``ValueError`` as before (docs/errors.md)."""
+    the environment variable(s) to set (docs/llms.md#errors). An ``LLMError`` and a
+    ``ConfigurationError`` (so a ``ValueError``, docs/errors.md): the memory pipeline
+    does not count it as a failed pass but raises it (``INLINE``) or reports it once
+    (``BACKGROUND``, docs/memory-pipeline.md#failures-never-lose-messages)."""
+
+
+def check_api_key(model: str, litellm: ModuleType, request: dict[str, Any]) -> None:
+    """Raise ``MissingApiKeyError`` before any connection when ``model``'s provider
+    needs an API key that is neither in ``request`` nor set.
+
+    Asks LiteLLM which variables the provider needs (``litellm.validate_environment``)
+    and refuses only when all of them are API keys (``*_API_KEY``) and none is set,
+    neither in the environment nor module-wide (``litellm.api_key``,
+    ``litellm.<provider>_key``). Providers with other credentials (AWS, Vertex, Azure
+    AD) or no key at all, requests with an ``api_base`` (a server of your own may
+    need no key) and LiteLLM's ``mock_response`` are left to LiteLLM; its own report of a missing key is mapped by
+    ``missing_key_error``.
+
+    Raises:
+        MissingApiKeyError: naming the variable(s) to set.
+    """
+    if any(request.get(k) for k in ("api_key", "api_base", "mock_response")):
+        return
+    if getattr(litellm, "api_key", None):
+        return
+    validate = getattr(litellm, "validate_environment", None)
+    if validate is None:
+        return
+    try:
+        found = validate(model=model)
+        provider = litellm.get_llm_provider(model=model)[1]
+    except Exception:  # a model LiteLLM does not know: it will say so itself
+        return
+    missing = [str(k) for k in found.get("missing_keys") or []]
+    if found.get("keys_in_environment") or not missing:
+        return
+    if not all(k.endswith("_API_KEY") for k in missing):
+        return
+    if provider and getattr(litellm, f"{provider}_key", None):
+        return
+    raise MissingApiKeyError(
+        f"LiteLLM model {model!r} has no API key: set {' or '.join(missing)}, or pass api_key=..."
+    )
 
 
 def missing_key_error(exc: BaseException, model: str, litellm: ModuleType) -> Exception | None:
@@ -189,8 +230,10 @@ def send(
     litellm: ModuleType,
     request: dict[str, Any],
 ) -> Any:
-    """``fn(**request)`` under the retry ``loop``; a missing API key is re-raised as a
-    ``MissingApiKeyError`` that says what to set."""
+    """``fn(**request)`` under the retry ``loop``; a missing API key is a
+    ``MissingApiKeyError`` that says what to set, raised before any request when
+    LiteLLM can tell (``check_api_key``)."""
+    check_api_key(model, litellm, request)
     try:
         return loop(fn, **request)
     except Exception as exc:
@@ -208,6 +251,7 @@ async def send_async(
     request: dict[str, Any],
 ) -> Any:
     """Async twin of ``send``."""
+    check_api_key(model, litellm, request)
     try:
         return await loop(fn, **request)
     except Exception as exc:

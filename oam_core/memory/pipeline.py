@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.llm import ILlm
 from oam_core.apis.records import MEMORY_TYPES, MessageRecord, Record
+from oam_core.errors import ConfigurationError
 from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.extraction import (
     EXTRACTION_PROMPT,
@@ -378,6 +379,8 @@ def _ask_steps(
     LLM fails or its reply is unusable."""
     try:
         reply = yield from call(job.llm.generate, prompt, response_json_schema=schema)
+    except ConfigurationError:  # e.g. no API key: every pass would fail the same way
+        raise
     except Exception as exc:
         yield from _record_failure_steps(
             job, state, key, sources, f"LLM error {exc!r}", unusable=False

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from oam_core.apis.llm import ILlm
+from oam_core.errors import ConfigurationError
 from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.extraction import PromptMessage
 from oam_core.memory.templates import load_prompt
@@ -66,6 +67,8 @@ def shorten_messages_steps(
         )
         try:
             text: str = yield from call(llm.generate, prompt)
+        except ConfigurationError:  # e.g. no API key: the pass stops and says so
+            raise
         except Exception as exc:
             shortened.append(_cut(message, max_tokens, f"condensing it failed ({exc!r})"))
             continue

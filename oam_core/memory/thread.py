@@ -26,6 +26,7 @@ from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.llm import ILlm
 from oam_core.apis.records import MEMORY_TYPES, MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import IThread, Message, MessageLike
+from oam_core.errors import ConfigurationError
 from oam_core.llms.bounded import DEFAULT_LLM_CALL_TIMEOUT, BoundedLlm, check_call_timeout
 from oam_core.memory.config import MemoryExtractionMode, check_extraction_mode
 from oam_core.memory.contextcard import OracleContextCard
@@ -356,6 +357,8 @@ class OracleThread(IThread):
             return
         try:
             yield from pipeline_steps(job)
+        except ConfigurationError:
+            raise  # the setup is wrong (e.g. no API key): the caller must hear of it
         except Exception as exc:
             pipeline_warning(f"thread {self.thread_id!r}: memory pipeline failed: {exc!r}")
 

@@ -15,7 +15,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from oam_core.memory.diagnostics import pipeline_warning
+from oam_core.errors import ConfigurationError
+from oam_core.memory.diagnostics import logger, pipeline_warning
 
 __all__ = ["ExtractionWorker", "check_wait_timeout"]
 
@@ -49,7 +50,9 @@ class ExtractionWorker:
     """A single background thread that runs pipeline jobs, one at a time.
 
     Jobs never raise out of the worker: an exception becomes a
-    ``MemoryPipelineWarning`` and the worker goes on.
+    ``MemoryPipelineWarning`` and the worker goes on. A ``ConfigurationError`` (no
+    API key, for example) is reported once per worker and message, then only
+    logged at DEBUG: every later job would repeat it until the setup is fixed.
     """
 
     def __init__(self, name: str = "oam-extraction") -> None:
@@ -59,6 +62,7 @@ class ExtractionWorker:
         self._running: str | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._reported: set[str] = set()  # ConfigurationError messages already warned
 
     def submit(self, key: str, job: Callable[[], object]) -> None:
         """Queue ``job`` for ``key`` (a thread id); merged with a waiting job of the
@@ -114,6 +118,17 @@ class ExtractionWorker:
             self._cond.notify_all()
         return drained
 
+    def _report_once(self, exc: ConfigurationError) -> None:
+        message = str(exc)
+        if message in self._reported:
+            logger.debug("background memory extraction still cannot run: %s", message)
+            return
+        self._reported.add(message)
+        pipeline_warning(
+            f"background memory extraction cannot run: {message} (messages are stored "
+            "and extracted by the first pass after this is fixed)"
+        )
+
     def _loop(self) -> None:
         while True:
             with self._cond:
@@ -129,6 +144,8 @@ class ExtractionWorker:
                 self._running = key
             try:
                 job()
+            except ConfigurationError as exc:
+                self._report_once(exc)
             except Exception as exc:
                 pipeline_warning(f"background memory extraction for thread {key!r} failed: {exc!r}")
             finally:

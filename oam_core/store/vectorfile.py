@@ -30,17 +30,24 @@ import contextlib
 import json
 import logging
 import os
+import re
+import sys
 import threading
+import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+if sys.platform != "win32":
+    import fcntl
 
 import numpy as np
 import numpy.typing as npt
 
 from oam_core.store.vectorann import Ann, is_own_kind
 
-__all__ = ["FORMAT_VERSION", "Snapshot", "read", "write"]
+__all__ = ["FORMAT_VERSION", "STALE_TMP_S", "Snapshot", "read", "remove_stale", "write"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +57,11 @@ holds signed 8-bit codes of the scaled vectors (``ann.scale`` in the trailer); 2
 4-bit codes of their residuals."""
 MAGIC = "oam-vector-index"
 TAIL = b"OAMVIDX2"  # marks the kind of file (unchanged since format 2; the trailer says which)
+TMP_INFIX = ".tmp-"
+"""The index file's temporary files are ``<file>.tmp-<pid>-<thread id>``."""
+STALE_TMP_S = 3600.0
+"""Seconds after its last change from which a temporary index file whose process id
+is in use is taken as left behind (the id was reused)."""
 _BLOCK = 1 << 20
 SCOPES = ("thread", "user", "agent")
 _COLUMNS = (  # name, dtype, per-row shape after n
@@ -92,72 +104,163 @@ class Snapshot:
 
 def write(path: str, snap: Snapshot, faiss: Any) -> bool:
     """Write ``snap`` to ``path`` atomically; False (logged) when the place is not
-    writable or faiss fails."""
-    tmp = f"{path}.tmp-{os.getpid()}-{threading.get_ident()}"
+    writable or faiss fails.
+
+    The bytes go to ``<path>.tmp-<pid>-<thread id>`` first, held under an exclusive
+    lock (POSIX ``flock``) until it is renamed over ``path`` or removed, so that
+    ``remove_stale`` can tell a write under way from one a killed process left.
+    """
+    tmp = f"{path}{TMP_INFIX}{os.getpid()}-{threading.get_ident()}"
     try:
-        ann_info = None
-        if snap.ann is not None:
-            faiss.write_index(snap.ann.index, tmp)
-            end = os.path.getsize(tmp)
-            crc = _crc_of_file(tmp, end)
-            ann_info = {
-                "end": end,
-                "hwm": snap.ann.hwm,
-                "trained_on": snap.ann.trained_on,
-                "nprobe": snap.ann.nprobe,
-                "oversample": snap.ann.oversample,
-                "trained_hwm": snap.ann.trained_hwm,
-                "checked_on": snap.ann.checked_on,
-                "count": int(snap.ann.index.ntotal),
-                "scale": snap.ann.scale,
-            }
-        else:
-            open(tmp, "wb").close()
-            end, crc = 0, 0
-        arrays = {
-            "pks": snap.pks,
-            "rec": snap.rec,
-            "expires": snap.expires,
-            "mat": snap.mat,
-            **snap.columns,
-        }
-        sections = []
-        with open(tmp, "ab") as f:
-            offset = end
-            for name, dtype in _COLUMNS:
-                arr = np.ascontiguousarray(arrays[name], dtype=dtype)
-                view = arr.data.cast("B")
-                f.write(view)
-                crc = zlib.crc32(view, crc)
-                sections.append([name, offset, len(view), dtype, list(arr.shape)])
-                offset += len(view)
-            tables = json.dumps(snap.tables, ensure_ascii=False).encode()
-            f.write(tables)
-            crc = zlib.crc32(tables, crc)
-            trailer = json.dumps(
-                {
-                    "magic": MAGIC,
-                    "format": FORMAT_VERSION,
-                    "dim": snap.dim,
-                    "metric": "cosine",
-                    "n": snap.n,
-                    "hwm": snap.hwm,
-                    "cursor": snap.cursor,
-                    "ann": ann_info,
-                    "sections": sections,
-                    "tables": [offset, len(tables)],
-                    "faiss": getattr(faiss, "__version__", "?"),
-                    "crc32": crc,
-                }
-            ).encode()
-            f.write(trailer + len(trailer).to_bytes(8, "little") + TAIL)
-        os.replace(tmp, path)
+        with _claimed(tmp):
+            _write_to(tmp, snap, faiss)
+            os.replace(tmp, path)
         return True
     except (OSError, RuntimeError, MemoryError) as exc:  # read-only place: in memory only
         log.debug("vector index not persisted to %s: %s", path, exc)
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         return False
+
+
+@contextlib.contextmanager
+def _claimed(tmp: str) -> Iterator[None]:
+    """Create ``tmp`` and hold an exclusive lock on it for the block (POSIX; a lock
+    dies with its process, ``kill -9`` included). Windows keeps no lock: it refuses to
+    remove a file another process has open."""
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        if sys.platform != "win32":
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        else:
+            os.close(fd)  # a rename of a file still open fails there
+            fd = -1
+        yield
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def remove_stale(path: str) -> list[str]:
+    """Remove the temporary files that writes of the index file ``path`` left behind
+    when their process was killed (``kill -9``, out of memory, power loss), each as
+    large as the index; return the paths removed (docs/sqlite.md#the-index-file).
+
+    Only files named as ``write`` names them for this ``path`` are considered. One is
+    removed when no process holds its lock (POSIX; on Windows, when it can be
+    removed at all) and either the process that wrote it is gone or the file was not
+    modified for ``STALE_TMP_S`` (its process id now belongs to another process).
+    Another live process's write under way is never touched; any file that cannot be
+    examined or removed is left as it is.
+    """
+    directory, name = os.path.split(os.path.abspath(path))
+    pattern = re.compile(re.escape(name + TMP_INFIX) + r"(\d+)-\d+")
+    removed: list[str] = []
+    try:
+        entries = [e for e in os.scandir(directory) if pattern.fullmatch(e.name)]
+    except OSError:
+        return removed
+    for entry in entries:
+        match = pattern.fullmatch(entry.name)
+        assert match is not None
+        with contextlib.suppress(OSError):
+            age = time.time() - entry.stat(follow_symlinks=False).st_mtime
+            if _process_alive(int(match[1])) and age < STALE_TMP_S:
+                continue
+            if _unlink_unlocked(entry.path):
+                log.info("removed %s, left by an interrupted index write", entry.path)
+                removed.append(entry.path)
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (on Windows, assumed: ``os.kill`` would end it)."""
+    if sys.platform == "win32" or pid <= 0:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by another user
+        return True
+    return True
+
+
+def _unlink_unlocked(tmp: str) -> bool:
+    """Remove ``tmp`` unless a writer holds its lock; whether it was removed."""
+    if sys.platform == "win32":
+        os.unlink(tmp)  # refused while a writer has it open
+        return True
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # a live writer's
+        os.unlink(tmp)
+        return True
+    finally:
+        os.close(fd)
+
+
+def _write_to(tmp: str, snap: Snapshot, faiss: Any) -> None:
+    """The file's bytes, written to ``tmp``."""
+    ann_info = None
+    if snap.ann is not None:
+        faiss.write_index(snap.ann.index, tmp)
+        end = os.path.getsize(tmp)
+        crc = _crc_of_file(tmp, end)
+        ann_info = {
+            "end": end,
+            "hwm": snap.ann.hwm,
+            "trained_on": snap.ann.trained_on,
+            "nprobe": snap.ann.nprobe,
+            "oversample": snap.ann.oversample,
+            "trained_hwm": snap.ann.trained_hwm,
+            "checked_on": snap.ann.checked_on,
+            "count": int(snap.ann.index.ntotal),
+            "scale": snap.ann.scale,
+        }
+    else:
+        open(tmp, "wb").close()
+        end, crc = 0, 0
+    arrays = {
+        "pks": snap.pks,
+        "rec": snap.rec,
+        "expires": snap.expires,
+        "mat": snap.mat,
+        **snap.columns,
+    }
+    sections = []
+    with open(tmp, "ab") as f:
+        offset = end
+        for name, dtype in _COLUMNS:
+            arr = np.ascontiguousarray(arrays[name], dtype=dtype)
+            view = arr.data.cast("B")
+            f.write(view)
+            crc = zlib.crc32(view, crc)
+            sections.append([name, offset, len(view), dtype, list(arr.shape)])
+            offset += len(view)
+        tables = json.dumps(snap.tables, ensure_ascii=False).encode()
+        f.write(tables)
+        crc = zlib.crc32(tables, crc)
+        trailer = json.dumps(
+            {
+                "magic": MAGIC,
+                "format": FORMAT_VERSION,
+                "dim": snap.dim,
+                "metric": "cosine",
+                "n": snap.n,
+                "hwm": snap.hwm,
+                "cursor": snap.cursor,
+                "ann": ann_info,
+                "sections": sections,
+                "tables": [offset, len(tables)],
+                "faiss": getattr(faiss, "__version__", "?"),
+                "crc32": crc,
+            }
+        ).encode()
+        f.write(trailer + len(trailer).to_bytes(8, "little") + TAIL)
 
 
 def read(path: str, dim: int, faiss: Any) -> Snapshot:

@@ -740,6 +740,12 @@ class VectorIndex:
         live = self.pks[: self.n][self.live[: self.n]]
         ann.remove(np.setdiff1d(held, live))  # deleted since it was written
 
+    def remove_stale_files(self) -> None:
+        """Remove the temporary index files that writers killed mid-write left
+        beside the index file (``vectorfile.remove_stale``); call on a writable open."""
+        if self.path:
+            vectorfile.remove_stale(self.path)
+
     def save(self) -> None:
         """Stop a background build; write the index file if the mirror has moved far
         from it (``SAVE_SHARE``) or the ANN index was rebuilt since."""

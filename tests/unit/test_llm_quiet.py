@@ -1,6 +1,7 @@
 """The LLM path without an API key is quiet: no LiteLLM banner on stdout, nothing on
-stderr, and one warning per failed pass that says what to set (docs/llms.md#errors).
-Real LiteLLM; it fails on the missing key before any request is sent."""
+stderr; an INLINE pass raises one ``MissingApiKeyError`` that says what to set
+(docs/llms.md#errors), after the messages are stored. Real LiteLLM; the missing key is
+found before any request is sent."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from pathlib import Path
 import pytest
 
 from oam_core import MemoryPipelineWarning, OracleAgentMemory
+from oam_core._litellm import MissingApiKeyError
 
 pytest.importorskip("litellm")
 
 
-def test_a_missing_key_is_one_warning_naming_the_variable(
+def test_a_missing_key_is_raised_naming_the_variable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     for name in ("OPENAI_API_KEY", "OPENAI_ADMIN_KEY", "OAM_LITELLM_DEBUG"):
@@ -27,12 +29,13 @@ def test_a_missing_key_is_one_warning_naming_the_variable(
     thread = memory.create_thread(user_id="alice")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        ids = thread.add_messages([{"role": "user", "content": "I am vegetarian."}])
+        with pytest.raises(MissingApiKeyError, match="has no API key: set OPENAI_API_KEY"):
+            thread.add_messages([{"role": "user", "content": "I am vegetarian."}])
+        stored = [m.content for m in thread.get_messages()]
     memory.close()
-    assert len(ids) == 1  # the message is stored all the same
+    assert stored == ["I am vegetarian."]  # the message is stored all the same
     pipeline = [w for w in caught if issubclass(w.category, MemoryPipelineWarning)]
-    assert len(pipeline) == 1, [str(w.message) for w in caught]
-    assert "has no API key: set OPENAI_API_KEY" in str(pipeline[0].message)
+    assert pipeline == [], [str(w.message) for w in caught]
     out, err = capfd.readouterr()
     assert "Give Feedback" not in out and out == ""
     assert err == ""

@@ -15,6 +15,7 @@ metadata filters in SQL, all before the top-k cut.
 from __future__ import annotations
 
 import builtins
+import os
 import sqlite3
 import sys
 import threading
@@ -61,6 +62,22 @@ and waste a fifth of each page; 8 KiB pages make files ~16% smaller and bulk wri
 created before keeps its page size: SQLite cannot change it in WAL mode."""
 
 
+def _writable_dir(path: str) -> bool:
+    """Whether the process may create files in ``path``'s directory (a read-only
+    mount answers False even to root)."""
+    return os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
+
+
+def _in_read_only_place(path: str, exc: sqlite3.OperationalError) -> bool:
+    """Whether ``exc``, raised while opening ``path`` for writing, says that the file
+    exists but cannot be written where it is: the file itself is read-only, or its
+    directory refuses the ``-wal``/``-shm`` files that WAL mode needs beside it."""
+    message = str(exc)
+    if "readonly" in message:
+        return True
+    return "unable to open" in message and os.path.isfile(path) and not _writable_dir(path)
+
+
 def _fts_text(text: str | None) -> str | None:
     """``oam_fts_text(text)``: what the FTS index holds for a chunk's text."""
     return index_text(text) if isinstance(text, str) else text
@@ -100,15 +117,15 @@ class SQLiteBackend(SqlBackend):
         super().__init__(SQLITE, prefix, path)
         self.lock = threading.RLock()
         with self.mapped():
-            self.conn = self._open(path)
+            self.conn, immutable = self._open(path)
             try:
                 with self.lock:
                     self.schema_version = schema.prepare(self.conn, prefix)
             except BaseException:
                 self.conn.close()
                 raise
-        # A file that could not be upgraded (read-only place) is read as it is.
-        self.read_only = self.schema_version < SCHEMA_VERSION
+        # A file in a read-only place, or one that could not be upgraded, is read as it is.
+        self.read_only = immutable or self.schema_version < SCHEMA_VERSION
         self.checkpointer: Checkpointer | None = None
         if not self.read_only and self._wal():
             self.conn.execute("PRAGMA wal_autocheckpoint = 0")
@@ -117,21 +134,28 @@ class SQLiteBackend(SqlBackend):
             self.checkpointer = Checkpointer(file, BUSY_TIMEOUT_S)
             weakref.finalize(self, self.checkpointer.close)  # a store never closed
         self.index = VectorIndex(prefix, index_path(path, prefix))
+        if not self.read_only:
+            self.index.remove_stale_files()
         self.filters = FilterCache()  # metadata-filter candidates (sqlite/candidates.py)
         self.keywords = Fts5Ranker(SQLITE, prefix, self.schema_version)
         self.json_rows = jsonrows.supported(self.conn)
         """Whether batches are written through ``json_each`` (``sqlite/jsonrows.py``)."""
 
-    def _open(self, path: str) -> sqlite3.Connection:
+    def _open(self, path: str) -> tuple[sqlite3.Connection, bool]:
+        """The connection, and whether it reads the file as an immutable snapshot: a
+        file that exists in a read-only place (docs/sqlite.md#read-only-places), where
+        SQLite can neither write it nor create its ``-wal`` and ``-shm`` files."""
+        conn = None
         try:
             conn = self._connect(path)
             conn.execute("SELECT name FROM sqlite_master").fetchall()
-            return conn
+            return conn, False
         except sqlite3.OperationalError as exc:
-            if "readonly" not in str(exc) or path == ":memory:":
+            if conn is not None:
+                conn.close()
+            if path == ":memory:" or not _in_read_only_place(path, exc):
                 raise
-        # A WAL file in a read-only place: read it as an immutable snapshot.
-        return self._connect(f"file:{Path(path).resolve()}?immutable=1", uri=True)
+        return self._connect(f"{Path(path).resolve().as_uri()}?immutable=1", uri=True), True
 
     @staticmethod
     def _connect(target: str, *, uri: bool = False) -> sqlite3.Connection:
@@ -142,6 +166,14 @@ class SQLiteBackend(SqlBackend):
             timeout=BUSY_TIMEOUT_S,
             uri=uri,
         )
+        try:
+            return SQLiteBackend._configure(conn, target, uri=uri)
+        except BaseException:
+            conn.close()  # e.g. no -wal/-shm file can be made beside it
+            raise
+
+    @staticmethod
+    def _configure(conn: sqlite3.Connection, target: str, *, uri: bool) -> sqlite3.Connection:
         if not uri:  # a no-op unless the database is still empty
             conn.execute(f"PRAGMA page_size = {PAGE_BYTES}")
         conn.execute("PRAGMA foreign_keys = ON")
