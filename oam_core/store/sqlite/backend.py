@@ -62,7 +62,7 @@ created before keeps its page size: SQLite cannot change it in WAL mode."""
 
 
 def _fts_text(text: str | None) -> str | None:
-    """``oam_fts_text(text)``: what the FTS index holds for a chunk's text."""
+    """``oam_fts_fold(text)``: what the FTS index holds for a chunk's text (folded)."""
     return index_text(text) if isinstance(text, str) else text
 
 
