@@ -126,5 +126,7 @@ def test_a_connection_of_the_previous_release_cannot_delete_from_the_folded_inde
     SQLiteMemoryStore(v5_file, search_strategy="KEYWORD").close()
     with sqlite3.connect(v5_file) as conn:
         conn.create_function("oam_fts_text", 1, lambda t: index_text(t, folded=False))
-        with pytest.raises(sqlite3.OperationalError, match=f"no such function: {sqlite_schema.FTS_FUNCTION}"):
+        with pytest.raises(
+            sqlite3.OperationalError, match=f"no such function: {sqlite_schema.FTS_FUNCTION}"
+        ):
             conn.execute("DELETE FROM chunks")
