@@ -14,6 +14,12 @@ split where the script changes (Han, hiragana, katakana, hangul), and search a C
 term by its pairs, or by its one character (``keyword_terms``). A word of any length
 inside a sentence is then found, and BM25 ranks rows holding more of the query's
 pairs first. See ``docs/store.md`` ("Keyword search").
+
+Outside CJK runs both back ends index, and search, the folded form of the text
+(``fold``): Unicode case folding (``str.casefold``: ß -> ss, final ς -> σ) and accent
+removal (NFKD, combining marks dropped: İ -> i, é -> e, ή -> η), so "STRASSE" finds
+"Straße" and "αθηνα" finds "Αθήνα". The stored text stays as it was written; only the
+index form folds.
 """
 
 from __future__ import annotations
@@ -168,14 +174,58 @@ def query_terms(query: str) -> list[str]:
         query: Any text; CJK runs are normalised first, as in ``index_text``.
 
     Returns:
-        Lower-cased word tokens (letters and digits), English function words dropped
-        unless nothing else is left; an empty list for a query without letters or
-        digits (punctuation, emoji). Never raises.
+        Lower-cased word tokens (letters and digits; ``İ`` lower-cases to ``i``, so
+        "İstanbul" stays one word), English function words dropped unless nothing
+        else is left; an empty list for a query without letters or digits
+        (punctuation, emoji). Never raises. The query is NFC-normalised first, so a
+        decomposed accent stays inside its word. The words keep their accents:
+        ``keyword_terms`` folds them for the SQLite and PostgreSQL indexes, Oracle
+        Text searches them as they are.
     """
-    text = _CJK_RUN.sub(lambda m: _cjk_letters(m.group()), query)
-    tokens = list(dict.fromkeys(t.lower() for t in _WORD.findall(text)))
+    text = _CJK_RUN.sub(lambda m: _cjk_letters(m.group()), unicodedata.normalize("NFC", query))
+    tokens = list(dict.fromkeys(_lower(t) for t in _WORD.findall(text)))
     content = [t for t in tokens if t not in FUNCTION_WORDS]
     return content or tokens
+
+
+def _lower(word: str) -> str:
+    """``word`` lower-cased, still letters and digits only: ``"İ".lower()`` is ``i``
+    followed by a combining dot above (U+0307), which is dropped."""
+    lowered = word.lower()
+    if lowered.isalnum():
+        return lowered
+    return "".join(ch for ch in lowered if not unicodedata.combining(ch))
+
+
+def fold(text: str) -> str:
+    """The keyword-index form of ``text`` outside CJK runs (docs/store.md#keyword-search).
+
+    Unicode case folding and accent removal: NFKD, ``str.casefold``, NFKD again (a
+    folded character may decompose further), then every character with a nonzero
+    canonical combining class dropped. ``fold("İstanbul")``, ``fold("ISTANBUL")``
+    and ``fold("istanbul")`` are ``"istanbul"``; ``fold("Straße")`` is
+    ``"strasse"``; ``fold("Αθήνα")`` is ``"αθηνα"``; full-width and compatibility
+    forms become their plain letters (``"ＡＢ"`` -> ``"ab"``). ASCII text is only
+    lower-cased. ``fold(fold(t)) == fold(t)`` for every text.
+
+    ``index_text`` and ``keyword_terms`` apply it to the text outside CJK runs (NFKD
+    would split hangul syllables into jamo and strip the voicing marks of kana), so
+    both back ends index and search the same folded words.
+
+    Args:
+        text: Any text.
+
+    Returns:
+        The folded text; never raises.
+    """
+    if text.isascii():
+        return text.lower()
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", text).casefold())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def _same(text: str) -> str:
+    return text
 
 
 def _cjk_letters(run: str) -> str:
@@ -236,33 +286,37 @@ def cjk_grams(segments: Iterable[str]) -> list[str]:
     return out
 
 
-def index_text(text: str) -> str:
+def index_text(text: str, *, folded: bool = True) -> str:
     """The text a keyword index holds for a search row of ``text``.
 
-    Each CJK run becomes its ``cjk_grams``, separated by spaces (``index_text(
-    "狗叫Cookie")`` is ``" 狗 狗叫 叫 Cookie"``); text without CJK characters is
-    returned unchanged. Both SQL back ends index this text, so they hold the same
-    tokens; changing what it returns changes the index format (a new schema version
-    whose upgrade rebuilds the index).
+    Each CJK run becomes its ``cjk_grams``, separated by spaces, and the other text
+    is folded (``fold``): ``index_text("狗叫Straße")`` is ``" 狗 狗叫 叫 strasse"``.
+    Both SQL back ends index this text, so they hold the same tokens; changing what
+    it returns changes the index format (a new schema version whose upgrade rebuilds
+    the index).
 
     Args:
         text: A search row's text.
+        folded: False keeps the other text as it is (what SQLite schema versions 2
+            to 5 indexed).
 
     Returns:
         The text to cut with the back end's word tokenizer.
     """
+    keep = fold if folded else _same
     if not _CJK_RUN.search(text):
-        return text
+        return keep(text)
     return "".join(
-        other + (" " + " ".join(cjk_grams(segs)) + " " if segs else "")
+        keep(other) + (" " + " ".join(cjk_grams(segs)) + " " if segs else "")
         for other, segs in split_cjk(text)
     )
 
 
-def keyword_terms(terms: Iterable[str]) -> list[str]:
+def keyword_terms(terms: Iterable[str], *, folded: bool = True) -> list[str]:
     """The index tokens to search for ``query_terms`` output (see ``index_text``).
 
-    A term without CJK characters is kept as it is. The CJK parts of a term are cut
+    The text of a term outside CJK runs is folded (``fold``) and cut into words
+    (``"Straße"`` -> ``strasse``). The CJK parts of a term are cut
     where the script changes; a part of two or more characters is searched by its
     character pairs, a part of one character by that character. One-character
     hiragana parts (particles such as は, の, を) are dropped unless nothing else is
@@ -270,15 +324,19 @@ def keyword_terms(terms: Iterable[str]) -> list[str]:
 
     Args:
         terms: Search terms, as ``query_terms`` returns them.
+        folded: False searches an index cut from ``index_text(text, folded=False)``
+            (the text outside CJK runs is not folded).
 
     Returns:
-        Distinct tokens in order of first appearance; empty only when ``terms`` is.
+        Distinct tokens in order of first appearance; empty only when ``terms`` is
+        (or holds no letter or digit).
     """
+    keep = fold if folded else _same
     tokens: list[str] = []
     particles: list[str] = []
     for term in terms:
         for other, segments in split_cjk(term):
-            tokens += _WORD.findall(other)
+            tokens += _WORD.findall(keep(other))
             for seg in segments:
                 if len(seg) > 1:
                     tokens += [seg[i : i + 2] for i in range(len(seg) - 1)]

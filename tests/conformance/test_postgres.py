@@ -125,7 +125,7 @@ def test_version_row_records_the_config(conninfo: str) -> None:
     store.close()
     with psycopg.connect(conninfo) as conn:
         meta = dict(conn.execute("SELECT key, value FROM oam_meta").fetchall())
-    assert meta["schema_version"] == "3"
+    assert meta["schema_version"] == "4"
     assert meta["vector_dim"] == "16"
     assert meta["search_strategy"] == "HYBRID"
     assert '"default_ttl_days": 7' in meta["retention"]

@@ -26,6 +26,7 @@ from oam_core.store.oracle import quoting as oracle_quoting
 from oam_core.store.oracle.filter import OracleFilterCompiler
 from oam_core.store.oracle.names import Names
 from oam_core.store.oracle.stmt import Stmt
+from oam_core.store.text import query_terms
 
 N = Names("S1_")
 PRED = Predicate(
@@ -239,6 +240,13 @@ def test_text_query_escapes_terms() -> None:
     )
     assert sql.text_query(["a}b", "", "x-y"]) is None
     assert sql.text_query([f"t{i}" for i in range(100)]).count("ACCUM") == 63  # type: ignore[union-attr]
+
+
+def test_text_query_of_a_dotted_capital_i_or_a_decomposed_accent_keeps_the_word() -> None:
+    # "İ".lower() is i + U+0307 (a combining dot, not a letter): the word stays whole
+    # and is searched at all (B57); a decomposed é stays inside its word.
+    assert sql.text_query(query_terms("İstanbul İZMİR")) == "{istanbul} ACCUM {izmir}"
+    assert sql.text_query(query_terms("Cafe\u0301 Straße")) == "{café} ACCUM {straße}"
 
 
 # -- filter compiler ---------------------------------------------------------------------

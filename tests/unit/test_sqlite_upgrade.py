@@ -171,5 +171,5 @@ def test_a_plain_sqlite3_client_reads_the_index_but_cannot_write_chunks(tmp_path
             "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH '\"饼干\"'"
         ).fetchall()
         assert len(rows) == 1
-        with pytest.raises(sqlite3.OperationalError, match="oam_fts_text"):
+        with pytest.raises(sqlite3.OperationalError, match=sqlite_schema.FTS_FUNCTION):
             conn.execute("DELETE FROM chunks")

@@ -21,7 +21,10 @@ runs as characters and character pairs) and adds ``chunk_stats`` (``UPGRADES[1]`
 re-derives the search text of rows holding CJK characters and counts the table once);
 3 adds ``chunk_sources``, the records each search row quotes (``store/quotes.py``;
 ``UPGRADES[2]`` deletes the context rows written before, which do not say what they
-quote).
+quote); 4 indexes the text folded as ``store/text.fold`` folds it (Unicode case
+folding: ß -> ss; version 3 lower-cased and removed accents), the same text as the
+SQLite index (``UPGRADES[3]`` re-derives the search text of rows holding non-ASCII
+characters, whose tokens can change, and counts the table once).
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from oam_core.store.sql.schema import (
 )
 from oam_core.store.text import cjk_block_class, has_cjk
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The schema version this release writes and reads."""
 
 STATS_SHARDS = 16
@@ -238,7 +241,29 @@ def _to_v3(conn: psycopg.Connection[Any], p: str) -> None:
     conn.execute(legacy_context_rows(p, "chr(10)"))
 
 
-UPGRADES: dict[int, Callable[[psycopg.Connection[Any], str], None]] = {1: _to_v2, 2: _to_v3}
+def _to_v4(conn: psycopg.Connection[Any], p: str) -> None:
+    """Version 3 -> 4: re-derive the search text and token count of every row holding
+    a non-ASCII character (``store/text.fold``; ASCII text folds as before), then
+    count the table once."""
+    conn.execute(f"LOCK TABLE {p}chunks IN SHARE ROW EXCLUSIVE MODE")
+    rows = conn.execute(
+        f"SELECT pk, text FROM {p}chunks "
+        "WHERE text IS NOT NULL AND octet_length(text) <> char_length(text)"
+    ).fetchall()
+    with conn.cursor() as cur:
+        cur.executemany(
+            f"UPDATE {p}chunks SET tsv = to_tsvector('{p}oam_fts', %s), n_tokens = %s "
+            "WHERE pk = %s",
+            [(*index_input(text), pk) for pk, text in rows],
+        )
+    recount_stats(conn, p)
+
+
+UPGRADES: dict[int, Callable[[psycopg.Connection[Any], str], None]] = {
+    1: _to_v2,
+    2: _to_v3,
+    3: _to_v4,
+}
 """``UPGRADES[v](conn, prefix)`` takes a store from version ``v`` to ``v + 1`` inside the
 caller's transaction; applied in order by ``CREATE_IF_NECESSARY``."""
 

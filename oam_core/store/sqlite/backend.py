@@ -79,7 +79,7 @@ def _in_read_only_place(path: str, exc: sqlite3.OperationalError) -> bool:
 
 
 def _fts_text(text: str | None) -> str | None:
-    """``oam_fts_text(text)``: what the FTS index holds for a chunk's text."""
+    """``oam_fts_fold(text)``: what the FTS index holds for a chunk's text (folded)."""
     return index_text(text) if isinstance(text, str) else text
 
 

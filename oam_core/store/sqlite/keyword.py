@@ -1,7 +1,8 @@
 """KEYWORD ranking of the SQLite store: FTS5 BM25 over the chunk index
 (docs/store.md#keyword-search, docs/sqlite.md).
 
-Query terms are cut as the index cut the text (``store/text.keyword_terms``), terms
+Query terms are cut and folded as the index cut and folded the text
+(``store/text.keyword_terms``), terms
 found in more than half of the rows are set aside as common (BM25 gives them an IDF
 of about 0), and the FTS5 ranking is read in rank order until ``k`` records pass the
 predicate, so a filter never hides a match.
@@ -21,6 +22,7 @@ from oam_core.apis._sentinel import NOT_SET
 from oam_core.store.backend import Predicate
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.dialect import Dialect
+from oam_core.store.sqlite.schema import FOLDED_VERSION
 from oam_core.store.sqlite.scoped import NO_RECORD, record_scope
 from oam_core.store.text import keyword_terms
 
@@ -34,7 +36,7 @@ class Fts5Ranker:
         dialect: The SQLite dialect.
         prefix: The object-name prefix.
         schema_version: The file's schema version (a version-1 file, read where it
-            cannot be upgraded, indexed plain words).
+            cannot be upgraded, indexed plain words; versions 2 to 5 unfolded text).
     """
 
     def __init__(self, dialect: Dialect, prefix: str, schema_version: int) -> None:
@@ -55,7 +57,8 @@ class Fts5Ranker:
         with a chunk passing ``pred`` whose text holds any of ``terms``
         (``store/text.query_terms``); ``conn`` is the store's, under its lock."""
         if self.schema_version >= 2:  # a read-only version-1 file indexed plain words
-            terms = keyword_terms(terms)
+            # and a read-only version 2-5 file unfolded text (``schema.FOLDED_VERSION``)
+            terms = keyword_terms(terms, folded=self.schema_version >= FOLDED_VERSION)
         terms = [t for t in terms if _TERM.fullmatch(t)]
         if not terms:
             return []
