@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -27,9 +28,13 @@ from oam_core.store.base import OracleMemoryStore
 from oam_core.store.options import MemoryRetentionConfig, SchemaPolicy, SearchStrategy
 from oam_core.store.postgres.backend import PgBackend
 from oam_core.store.postgres.schema import (
+    HNSW_HALFVEC_MAX_DIM,
+    HNSW_VECTOR_MAX_DIM,
     SCHEMA_VERSION,
+    ann_kind,
     apply_policy,
     lock_meta,
+    pgvector_version,
     read_meta,
     set_dimension,
     write_meta,
@@ -55,7 +60,8 @@ def _redact(conninfo: str) -> str:
 
 def make_pool(conninfo: str, *, max_size: int = POOL_MAX_SIZE, timeout: float = 30.0) -> Any:
     """Open a ``psycopg_pool.ConnectionPool`` on ``conninfo`` (autocommit connections;
-    store calls open their own transactions) and wait for its first connection.
+    store calls open their own transactions; the store checks each connection it
+    takes, ``PgBackend._connection``) and wait for its first connection.
 
     Raises:
         InvalidArgumentError: (a ValueError) for a malformed conninfo.
@@ -238,6 +244,24 @@ class PostgresMemoryStore(SqlMemoryStore):
                 write_meta(conn, p, changed)
             if self.vector_dim is not None and "vector_dim" not in meta:
                 set_dimension(conn, p, self.vector_dim)
+            self._use_ann(conn, self.vector_dim)
+
+    def _use_ann(self, conn: Any, dim: int | None) -> None:
+        """Tell the back end which HNSW index serves vectors of ``dim``
+        (``schema.ann_kind``); warn when none can (docs/postgres.md#vector-index)."""
+        version = pgvector_version(conn)
+        kind = ann_kind(dim, version)
+        self._impl.ann, self._impl.ann_dim = kind, dim
+        if dim is not None and kind is None:
+            warnings.warn(
+                f"{self._where}: pgvector {'.'.join(map(str, version))} has no HNSW index "
+                f"for vectors of {dim} dimensions (up to {HNSW_VECTOR_MAX_DIM}, or "
+                f"{HNSW_HALFVEC_MAX_DIM} as halfvec on pgvector 0.7 and later); VECTOR "
+                "search scans every search row exactly, which slows down as the store "
+                "grows (docs/postgres.md#vector-index)",
+                UserWarning,
+                stacklevel=4,
+            )
 
     def _remember_vector_dim(self, dim: int) -> None:
         conn = self._impl.current_conn()
@@ -252,6 +276,7 @@ class PostgresMemoryStore(SqlMemoryStore):
         self._check_recorded_dim(read_meta(conn, self._impl.p).get("vector_dim"), dim)
         super()._remember_vector_dim(dim)
         set_dimension(conn, self._impl.p, dim)
+        self._use_ann(conn, dim)
 
 
 def postgres_conninfo(url: str) -> str:
