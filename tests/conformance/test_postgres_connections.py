@@ -9,7 +9,7 @@ connection of the real test server (``_pg.py``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
 
 import pytest
@@ -45,10 +45,8 @@ def _pool_pids(store: Any, n: int) -> list[int]:
         conns = [stack.enter_context(store._impl.pool.connection()) for _ in range(n)]
         pids = []
         for conn in conns:
-            try:  # one the pool holds from before may be dead already
+            with suppress(psycopg.OperationalError):  # one held from before may be dead
                 pids.append(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
-            except psycopg.OperationalError:
-                pass
         return pids
 
 
