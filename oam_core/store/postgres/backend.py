@@ -36,6 +36,7 @@ import numpy as np
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from oam_core.apis._sentinel import Maybe
 from oam_core.store.backend import Predicate, Tx
 from oam_core.store.planning import Vector
 from oam_core.store.postgres.dialect import POSTGRES
@@ -458,11 +459,33 @@ class PgTx(SqlTx):
     Ordering and races: a thread's writers and a delete of it serialise on a
     transaction-scoped advisory lock of the thread (``lock_threads``), which also
     guards the ``seq_no`` a message gets (a partial unique index backs it).
+
+    Lock order (docs/postgres.md#concurrency-and-durability), the same in every
+    transaction, so no two of them wait on each other: (1) the advisory locks of the
+    threads written, all at once in key order, before anything else; (2) the thread
+    rows; (3) record rows; (4) the ``chunk_stats`` row of the session, which the
+    triggers on ``chunks`` take when search rows are inserted or deleted. Every
+    transaction that writes a thread row or a thread's messages takes (1) first: a
+    message write, a pipeline pass (``update_thread``), a thread delete. A message
+    write moves the thread's sequence mark (2) before it inserts search rows (4).
     """
 
     def lock_threads(self, thread_ids: Sequence[str | None]) -> None:
         for key in sorted({lock_key("oam-thread", self.p, t or "") for t in thread_ids}):
             self.c.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+
+    def update_thread(
+        self,
+        thread_id: str,
+        config: Maybe[dict[str, Any]],
+        state: Maybe[dict[str, Any]],
+        expected_state: Maybe[dict[str, Any]],
+    ) -> int:
+        # The thread's lock first (the lock order above): a pipeline pass commits with
+        # this update and then inserts its memories' search rows, while a message
+        # write of the thread holds the lock, its statistics row and, next, the row.
+        self.lock_threads([thread_id])
+        return super().update_thread(thread_id, config, state, expected_state)
 
     def insert_record_rows(
         self, columns: Sequence[Sequence[Any]], batch_size: int

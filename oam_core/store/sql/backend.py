@@ -225,6 +225,12 @@ class SqlTx(Tx):
                 seq = next_seq[plan.thread_id]
                 seqs[i] = seq
                 next_seq[plan.thread_id] = seq + 1
+        # The thread rows are written before any search row: on a server, inserting
+        # search rows takes a row of the keyword statistics (postgres chunk_stats), and
+        # a pipeline pass writes the thread row first too, so both take their row
+        # locks in one order (thread lock, thread row, statistics) and cannot deadlock.
+        for thread_id in sorted(t for t in next_seq if t is not None):
+            self.run(st.set_thread_seq(self.d, self.p, thread_id, next_seq[thread_id] - 1))
         expiries = [epoch(plan.expires_at) for plan in plans]
         columns = st.record_columns(plans, seqs, created, expiries)
         pks = self._insert_records(columns, batch_size)
@@ -246,9 +252,6 @@ class SqlTx(Tx):
             chunk_rows = self._quoted_rows(chunk_rows, quoting, dropped)
         self.insert_chunks(chunk_rows, batch_size)
         self._link(quoting, pks)
-        for thread_id, following in next_seq.items():
-            if thread_id is not None:
-                self.run(st.set_thread_seq(self.d, self.p, thread_id, following - 1))
 
     def _insert_records(
         self, columns: Sequence[Sequence[Any]], batch_size: int
