@@ -8,7 +8,7 @@ connection of the real test server (``_pg.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
 
@@ -74,7 +74,7 @@ def _killing_after_the_check(conninfo: str) -> Iterator[list[int]]:
     statement); yields the process ids of the connections checked, in order."""
     from oam_core.store.postgres import backend
 
-    real: Callable[[Any], bool] = backend._alive
+    real = backend._alive
     checked: list[int] = []
 
     def alive(conn: Any) -> bool:
@@ -84,11 +84,11 @@ def _killing_after_the_check(conninfo: str) -> Iterator[list[int]]:
             _terminate(conninfo, checked)
         return ok
 
-    backend._alive = alive  # type: ignore[assignment]
+    backend._alive = alive
     try:
         yield checked
     finally:
-        backend._alive = real  # type: ignore[assignment]
+        backend._alive = real
 
 
 @pytest.mark.parametrize("strategy", ["VECTOR", "KEYWORD", "HYBRID"])

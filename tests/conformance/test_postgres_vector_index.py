@@ -9,7 +9,7 @@ ranks exactly. The test runs whichever the test server's pgvector supports
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -75,13 +75,14 @@ def test_a_3072_dimension_embedder_adds_searches_and_uses_the_index_it_can(
             "WHERE attrelid = 'chunks'::regclass AND attname = 'embedding'"
         ).fetchone() == (f"vector({DIM})",)
         index = conn.execute(
-            "SELECT indexdef FROM pg_indexes WHERE indexname = 'chunks_hnsw'"
+            "SELECT indexdef FROM pg_indexes "
+            "WHERE schemaname = current_schema() AND indexname = 'chunks_hnsw'"
         ).fetchone()
     log: list[tuple[str, Any]] = []
     real = backend.PgBackend._rank_one
 
     def recording(self: Any, conn: Any, *args: Any) -> Any:
-        return real(self, _Recording(conn, log), *args)
+        return real(self, cast(Any, _Recording(conn, log)), *args)
 
     monkeypatch.setattr(backend.PgBackend, "_rank_one", recording)
     store._impl.exact_below = 0  # the index path wherever there is an index
