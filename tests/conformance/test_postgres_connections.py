@@ -22,7 +22,7 @@ from oam_core.store.threads import thread_store
 psycopg = pytest.importorskip("psycopg")
 
 
-def _store(conninfo: str) -> Any:
+def _store(conninfo: Any) -> Any:
     from oam_core.store.postgres import PostgresMemoryStore
 
     return PostgresMemoryStore(
@@ -50,8 +50,18 @@ def _pool_pids(store: Any, n: int) -> list[int]:
         return pids
 
 
-def test_every_call_succeeds_after_the_server_ended_the_idle_connections(conninfo: str) -> None:
-    store = _store(conninfo)
+@pytest.mark.parametrize("given", ["url", "caller's pool"])
+def test_every_call_succeeds_after_the_server_ended_the_idle_connections(
+    conninfo: str, given: str
+) -> None:
+    from psycopg_pool import ConnectionPool
+
+    pool = None
+    if given == "url":
+        store = _store(conninfo)
+    else:
+        pool = ConnectionPool(conninfo, min_size=1, max_size=4, open=True)
+        store = _store(pool)
     store.add(["the blue kettle"], "memory", record_ids="m1")
     thread_store(store).create_thread_row("T", user_id="u")
     for call in (
@@ -65,6 +75,8 @@ def test_every_call_succeeds_after_the_server_ended_the_idle_connections(conninf
         assert call() in ("m1", "the blue kettle", "m2", ["m1", "m2"])
     assert store.search("teapot", 1)[0][0].id == "m2"
     store.close()
+    if pool is not None:
+        pool.close()
 
 
 @contextmanager

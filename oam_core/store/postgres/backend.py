@@ -130,7 +130,7 @@ class PgBackend(SqlBackend):
         return conn
 
     @contextmanager
-    def _connection(self) -> Iterator[Conn]:
+    def checked_connection(self) -> Iterator[Conn]:
         """A connection of the pool that answered a check (one empty query): one the
         server ended while it was idle (a restart, ``pg_terminate_backend``, an idle
         timeout) is handed back, every idle connection of the pool is checked at
@@ -148,7 +148,7 @@ class PgBackend(SqlBackend):
 
     @contextmanager
     def transaction(self) -> Iterator[Tx]:
-        with self.mapped(), self._connection() as conn, conn.transaction():
+        with self.mapped(), self.checked_connection() as conn, conn.transaction():
             self._local.conn = conn
             try:
                 yield PgTx(self, conn)
@@ -165,7 +165,7 @@ class PgBackend(SqlBackend):
     @contextmanager
     def _read_conn(self) -> Iterator[Conn]:
         """``reading`` without the error mapping."""
-        with self._connection() as conn:
+        with self.checked_connection() as conn:
             if conn.autocommit:
                 yield conn
             else:

@@ -61,7 +61,7 @@ def _redact(conninfo: str) -> str:
 def make_pool(conninfo: str, *, max_size: int = POOL_MAX_SIZE, timeout: float = 30.0) -> Any:
     """Open a ``psycopg_pool.ConnectionPool`` on ``conninfo`` (autocommit connections;
     store calls open their own transactions; the store checks each connection it
-    takes, ``PgBackend._connection``) and wait for its first connection.
+    takes, ``PgBackend.checked_connection``) and wait for its first connection.
 
     Raises:
         InvalidArgumentError: (a ValueError) for a malformed conninfo.
@@ -230,7 +230,7 @@ class PostgresMemoryStore(SqlMemoryStore):
         retention: MemoryRetentionConfig | None,
     ) -> None:
         p = self._impl.p
-        with self._impl.mapped(), self._impl.pool.connection() as conn, conn.transaction():
+        with self._impl.mapped(), self._impl.checked_connection() as conn, conn.transaction():
             apply_policy(conn, p, policy, self.vector_dim, self._where)
             if self.vector_dim is not None:  # it may record the dimension below
                 lock_meta(conn, p)
@@ -266,7 +266,7 @@ class PostgresMemoryStore(SqlMemoryStore):
     def _remember_vector_dim(self, dim: int) -> None:
         conn = self._impl.current_conn()
         if conn is None:  # pragma: no cover - base.py learns dims inside a write
-            with self._impl.mapped(), self._impl.pool.connection() as own, own.transaction():
+            with self._impl.mapped(), self._impl.checked_connection() as own, own.transaction():
                 self._record_dim(own, dim)
         else:
             self._record_dim(conn, dim)
