@@ -125,3 +125,33 @@ def test_the_index_statement_fits_the_dimension_and_the_pgvector_version() -> No
         "USING hnsw (((embedding)::halfvec(3072)) halfvec_cosine_ops)"
     )
     assert hnsw_index("p_", None, 5000) is None
+
+
+def test_without_its_halfvec_index_the_store_ranks_exactly(conninfo: str) -> None:
+    """A store over 2,000 dimensions whose halfvec index is missing (dropped, or
+    pgvector upgraded after the store was made) ranks exactly until an open with
+    CREATE_IF_NECESSARY builds the index (pgvector 0.7 and later only)."""
+    from oam_core.store.postgres import PostgresMemoryStore
+    from oam_core.store.postgres.schema import ann_kind, pgvector_version
+
+    with psycopg.connect(conninfo) as conn:
+        if ann_kind(DIM, pgvector_version(conn)) != "halfvec":
+            pytest.skip("the test server's pgvector has no halfvec (0.7 and later)")
+    store = PostgresMemoryStore(
+        conninfo, embedder=HashingEmbedder(DIM), schema_policy="CREATE_IF_NECESSARY"
+    )
+    store.add(["the blue kettle whistles", "a red teapot"], "memory", record_ids=["m1", "m2"])
+    assert store._impl.ann == "halfvec"
+    store.close()
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute("DROP INDEX chunks_hnsw")
+    again = PostgresMemoryStore(conninfo, embedder=HashingEmbedder(DIM))
+    assert again._impl.ann is None
+    again._impl.exact_below = 0
+    assert [r.id for r, _ in again.search("red teapot", 1)] == ["m2"]
+    again.close()
+    rebuilt = PostgresMemoryStore(
+        conninfo, embedder=HashingEmbedder(DIM), schema_policy="CREATE_IF_NECESSARY"
+    )
+    assert rebuilt._impl.ann == "halfvec"
+    rebuilt.close()

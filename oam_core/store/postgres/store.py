@@ -100,6 +100,12 @@ def make_pool(conninfo: str, *, max_size: int = POOL_MAX_SIZE, timeout: float = 
     return pool
 
 
+def _index_exists(conn: Any, name: str) -> bool:
+    """Whether the index ``name`` exists in the connection's search path."""
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
+    return bool(row and row[0])
+
+
 class SingleConnection:
     """A pool-shaped wrapper of one caller-owned ``psycopg.Connection``: calls take
     turns on it (a lock), and ``close`` leaves it open."""
@@ -251,7 +257,6 @@ class PostgresMemoryStore(SqlMemoryStore):
         (``schema.ann_kind``); warn when none can (docs/postgres.md#vector-index)."""
         version = pgvector_version(conn)
         kind = ann_kind(dim, version)
-        self._impl.ann, self._impl.ann_dim = kind, dim
         if dim is not None and kind is None:
             warnings.warn(
                 f"{self._where}: pgvector {'.'.join(map(str, version))} has no HNSW index "
@@ -262,6 +267,12 @@ class PostgresMemoryStore(SqlMemoryStore):
                 UserWarning,
                 stacklevel=4,
             )
+        elif kind == "halfvec" and not _index_exists(conn, f"{self._impl.p}chunks_hnsw"):
+            # Not built yet (pgvector upgraded since the store was created): ordering
+            # by the half-precision expression without its index would only lose
+            # precision, so rank exactly until a CREATE_IF_NECESSARY open builds it.
+            kind = None
+        self._impl.ann, self._impl.ann_dim = kind, dim
 
     def _remember_vector_dim(self, dim: int) -> None:
         conn = self._impl.current_conn()
