@@ -28,24 +28,26 @@ import builtins
 import threading
 import time
 import weakref
-from collections.abc import Hashable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any, cast
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from oam_core.apis._sentinel import Maybe
 from oam_core.store.backend import Predicate, Tx
 from oam_core.store.planning import Vector
 from oam_core.store.postgres.dialect import POSTGRES
 from oam_core.store.postgres.fulltext import K1, B, index_input, query_words, tsquery_literal
-from oam_core.store.postgres.schema import lock_key
+from oam_core.store.postgres.schema import ann_expression, lock_key
 from oam_core.store.ranking import RRF_K
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.backend import SqlBackend, SqlTx
 
 Conn = psycopg.Connection[Any]
+T = TypeVar("T")
 
 EXACT_BELOW = 5000
 """Chunk-table size (planner estimate) under which VECTOR ranking scans exactly."""
@@ -69,6 +71,20 @@ def vector_param(vector: Vector | None) -> list[float] | None:
         return None
     values: list[float] = np.asarray(vector, dtype=np.float32).tolist()
     return values
+
+
+def _alive(conn: Conn) -> bool:
+    """Whether ``conn`` answers the pool's check (an empty query)."""
+    try:
+        ConnectionPool.check_connection(conn)
+    except psycopg.Error:
+        return False
+    return True
+
+
+def _dead(conn: Conn) -> bool:
+    """Whether ``conn`` lost its server session (closed, or broken by an error)."""
+    return bool(conn.closed or conn.broken)
 
 
 def _distance(expr: str) -> str:
@@ -98,6 +114,10 @@ class PgBackend(SqlBackend):
         self._size_cache: tuple[float, float] | None = None
         self._ef_by_conn: weakref.WeakKeyDictionary[Conn, int] = weakref.WeakKeyDictionary()
         self._iterative: bool | None = None  # pgvector >= 0.8 (hnsw.iterative_scan)
+        # The HNSW index kind (schema.ann_kind) and the dimension it was built for;
+        # None: no index, VECTOR ranking always scans exactly.
+        self.ann: str | None = "vector"
+        self.ann_dim: int | None = None
         self._local = threading.local()
         # lexeme -> (chunk_stats change counter when counted, rows holding it)
         self._df_cache: dict[str, tuple[int, int]] = {}
@@ -110,8 +130,25 @@ class PgBackend(SqlBackend):
         return conn
 
     @contextmanager
+    def checked_connection(self) -> Iterator[Conn]:
+        """A connection of the pool that answered a check (one empty query): one the
+        server ended while it was idle (a restart, ``pg_terminate_backend``, an idle
+        timeout) is handed back, every idle connection of the pool is checked at
+        once (``ConnectionPool.check`` drops the dead ones and opens new ones), and
+        another is taken. psycopg_pool's own ``check=`` option would wait 1 s, 2 s,
+        4 s, ... between dead connections (its reconnection backoff), so the store
+        checks here instead. A caller's single connection is used as it is."""
+        with ExitStack() as stack:
+            conn: Conn = stack.enter_context(self.pool.connection())
+            if isinstance(self.pool, ConnectionPool) and not _alive(conn):
+                stack.close()  # the pool discards the dead connection
+                self.pool.check()
+                conn = stack.enter_context(self.pool.connection())
+            yield conn
+
+    @contextmanager
     def transaction(self) -> Iterator[Tx]:
-        with self.mapped(), self.pool.connection() as conn, conn.transaction():
+        with self.mapped(), self.checked_connection() as conn, conn.transaction():
             self._local.conn = conn
             try:
                 yield PgTx(self, conn)
@@ -122,12 +159,45 @@ class PgBackend(SqlBackend):
     def reading(self) -> Iterator[Conn]:
         """A pooled connection for reads: autocommit connections (the store's own pool)
         read without BEGIN/COMMIT round trips; others in one short transaction."""
-        with self.mapped(), self.pool.connection() as conn:
+        with self.mapped(), self._read_conn() as conn:
+            yield conn
+
+    @contextmanager
+    def _read_conn(self) -> Iterator[Conn]:
+        """``reading`` without the error mapping."""
+        with self.checked_connection() as conn:
             if conn.autocommit:
                 yield conn
             else:
                 with conn.transaction():
                     yield conn
+
+    def read(self, fn: Callable[[Any], T]) -> T:
+        """``fn(conn)`` on a connection of ``reading``; when that connection turns out
+        dead (the server restarted, or ended the session: ``pg_terminate_backend``,
+        an idle timeout), the idle connections of the pool are checked and ``fn``
+        runs once more on another one. Reads only: ``fn`` must not write.
+
+        Raises:
+            StoreConnectionError: when the second connection fails too (the server
+                is down), or for a caller's single connection that died.
+        """
+        used: builtins.list[Conn] = []
+
+        def once() -> T:
+            with self._read_conn() as conn:
+                used.append(conn)
+                return fn(conn)
+
+        with self.mapped():
+            try:
+                return once()
+            except psycopg.OperationalError:
+                if not used or not _dead(used[-1]) or self.current_conn() is not None:
+                    raise
+            if isinstance(self.pool, ConnectionPool):
+                self.pool.check()  # drop the other dead ones now, without backoff waits
+            return once()
 
     def close(self) -> None:
         if self.owns_pool:
@@ -162,9 +232,11 @@ class PgBackend(SqlBackend):
     def rank_vector(
         self, queries: Sequence[Vector], k: int, pred: Predicate
     ) -> builtins.list[builtins.list[tuple[Hashable, float]]]:
-        with self.reading() as conn:
+        def ranked(conn: Conn) -> builtins.list[builtins.list[tuple[Hashable, float]]]:
             approximate = self._size(conn) >= self.exact_below
             return [self._rank_one(conn, q, k, pred, approximate) for q in queries]
+
+        return self.read(ranked)
 
     def _set_ef_search(self, conn: Conn, ef: int) -> None:
         """Set ``hnsw.ef_search`` (and, where pgvector has it, an iterative index
@@ -191,14 +263,18 @@ class PgBackend(SqlBackend):
         join, where, params = st.candidates(self.d, self.p, pred)
         qtext = vector_param(query)
         dist = _distance("c.embedding <=> qv.v")
-        if approximate:
+        if approximate and self.ann is not None:
             fetch = 4 * k + 10  # chunks: records often have two (text + context row)
             self._set_ef_search(conn, min(1000, max(self.ef_search, fetch)))
-            # The query vector is bound once, as an InitPlan the HNSW scan orders by.
+            # The query vector is bound once, as an InitPlan the HNSW scan orders by;
+            # the order is the indexed expression's (halfvec over 2,000 dimensions),
+            # the distance returned is the full-precision one.
+            indexed = ann_expression("c.embedding", self.ann, self.ann_dim)
+            probe = ann_expression("(SELECT v FROM qv)", self.ann, self.ann_dim)
             inner = (
                 f"SELECT c.record_pk, c.embedding <=> (SELECT v FROM qv) AS d "
                 f"FROM {self.p}chunks c {join} WHERE {where} AND c.embedding IS NOT NULL "
-                "ORDER BY c.embedding <=> (SELECT v FROM qv) LIMIT %s"
+                f"ORDER BY {indexed} <=> {probe} LIMIT %s"
             )
             rows = conn.execute(
                 "WITH qv AS MATERIALIZED (SELECT %b::float4[]::vector AS v) "
@@ -281,25 +357,30 @@ class PgBackend(SqlBackend):
         words = query_words(terms)
         if not words:
             return []
-        with self.reading() as conn:
-            lexemes = self._lexemes(conn, words)
-            if not lexemes:
-                return []
-            total, avgdl, changes = self._stats(conn)
-            ranked, common = self._split_terms(conn, lexemes, total, changes)
-            if not ranked:
-                return []
-            out = self._bm25(conn, ranked, total, avgdl, k, pred)
-            if common and len(out) < k:
-                # Rows matching only very common terms follow unranked, oldest first.
-                seen = {pk for pk, _ in out}
-                join, where, params = st.candidates(self.d, self.p, pred)
-                rest = conn.execute(
-                    f"SELECT DISTINCT c.record_pk FROM {self.p}chunks c {join} "
-                    f"WHERE c.tsv @@ %s::tsquery AND {where} ORDER BY c.record_pk LIMIT %s",
-                    [tsquery_literal(common), *params, k + len(seen)],
-                ).fetchall()
-                out += [(int(r), 0.0) for (r,) in rest if r not in seen][: k - len(out)]
+        return self.read(lambda conn: self._rank_keyword(conn, words, k, pred))
+
+    def _rank_keyword(
+        self, conn: Conn, words: Sequence[str], k: int, pred: Predicate
+    ) -> builtins.list[tuple[Hashable, float]]:
+        """``rank_keyword`` on one connection."""
+        lexemes = self._lexemes(conn, words)
+        if not lexemes:
+            return []
+        total, avgdl, changes = self._stats(conn)
+        ranked, common = self._split_terms(conn, lexemes, total, changes)
+        if not ranked:
+            return []
+        out = self._bm25(conn, ranked, total, avgdl, k, pred)
+        if common and len(out) < k:
+            # Rows matching only very common terms follow unranked, oldest first.
+            seen = {pk for pk, _ in out}
+            join, where, params = st.candidates(self.d, self.p, pred)
+            rest = conn.execute(
+                f"SELECT DISTINCT c.record_pk FROM {self.p}chunks c {join} "
+                f"WHERE c.tsv @@ %s::tsquery AND {where} ORDER BY c.record_pk LIMIT %s",
+                [tsquery_literal(common), *params, k + len(seen)],
+            ).fetchall()
+            out += [(int(r), 0.0) for (r,) in rest if r not in seen][: k - len(out)]
         return out
 
     def _bm25(
@@ -360,14 +441,15 @@ class PgBackend(SqlBackend):
                 ranks.append(rank)
         if not keys:
             return []
-        with self.reading() as conn:
-            rows = conn.execute(
+        rows = self.read(
+            lambda conn: conn.execute(
                 "SELECT key, sum(1.0::float8 / (%s + rank)) AS score, "
                 "min(array[list_no, rank]) AS first_seen "
                 "FROM unnest(%s::bigint[], %s::int[], %s::int[]) AS u(key, list_no, rank) "
                 "GROUP BY key ORDER BY score DESC, first_seen",
                 (rrf_k, keys, list_no, ranks),
             ).fetchall()
+        )
         return [(int(key), float(score)) for key, score, _ in rows]
 
 
@@ -377,11 +459,33 @@ class PgTx(SqlTx):
     Ordering and races: a thread's writers and a delete of it serialise on a
     transaction-scoped advisory lock of the thread (``lock_threads``), which also
     guards the ``seq_no`` a message gets (a partial unique index backs it).
+
+    Lock order (docs/postgres.md#concurrency-and-durability), the same in every
+    transaction, so no two of them wait on each other: (1) the advisory locks of the
+    threads written, all at once in key order, before anything else; (2) the thread
+    rows; (3) record rows; (4) the ``chunk_stats`` row of the session, which the
+    triggers on ``chunks`` take when search rows are inserted or deleted. Every
+    transaction that writes a thread row or a thread's messages takes (1) first: a
+    message write, a pipeline pass (``update_thread``), a thread delete. A message
+    write moves the thread's sequence mark (2) before it inserts search rows (4).
     """
 
     def lock_threads(self, thread_ids: Sequence[str | None]) -> None:
         for key in sorted({lock_key("oam-thread", self.p, t or "") for t in thread_ids}):
             self.c.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+
+    def update_thread(
+        self,
+        thread_id: str,
+        config: Maybe[dict[str, Any]],
+        state: Maybe[dict[str, Any]],
+        expected_state: Maybe[dict[str, Any]],
+    ) -> int:
+        # The thread's lock first (the lock order above): a pipeline pass commits with
+        # this update and then inserts its memories' search rows, while a message
+        # write of the thread holds the lock, its statistics row and, next, the row.
+        self.lock_threads([thread_id])
+        return super().update_thread(thread_id, config, state, expected_state)
 
     def insert_record_rows(
         self, columns: Sequence[Sequence[Any]], batch_size: int

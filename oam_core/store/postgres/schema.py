@@ -77,16 +77,73 @@ def vector_type(dim: int | None) -> str:
     return "vector" if dim is None else f"vector({int(dim)})"
 
 
-def hnsw_index(p: str) -> str:
-    """The HNSW cosine index over the chunk vectors (needs a typed column)."""
+HNSW_VECTOR_MAX_DIM = 2000
+"""The most dimensions pgvector's HNSW index takes on a ``vector`` column."""
+HNSW_HALFVEC_MAX_DIM = 4000
+"""The most dimensions pgvector's HNSW index takes on ``halfvec`` (pgvector 0.7+)."""
+HALFVEC_SINCE = (0, 7)
+"""The first pgvector version with the ``halfvec`` type."""
+
+
+def pgvector_version(conn: psycopg.Connection[Any]) -> tuple[int, ...]:
+    """The installed pgvector version, as ``(major, minor, patch)`` (``()`` when the
+    extension is not installed)."""
+    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    if row is None:
+        return ()
+    return tuple(int(part) if part.isdigit() else 0 for part in str(row[0]).split("."))
+
+
+def ann_kind(dim: int | None, version: tuple[int, ...]) -> str | None:
+    """How the chunk vectors of ``dim`` dimensions are indexed on pgvector ``version``:
+    ``"vector"`` (an HNSW index on the column, up to 2,000 dimensions), ``"halfvec"``
+    (an HNSW index on the expression ``embedding::halfvec(dim)``, 2,001 to 4,000
+    dimensions on pgvector 0.7 and later), or None (no ANN index: searches scan
+    exactly; also while the dimension is unknown). docs/postgres.md#vector-index."""
+    if dim is None:
+        return None
+    if dim <= HNSW_VECTOR_MAX_DIM:
+        return "vector"
+    if dim <= HNSW_HALFVEC_MAX_DIM and version >= HALFVEC_SINCE:
+        return "halfvec"
+    return None
+
+
+def ann_expression(column: str, kind: str | None, dim: int | None) -> str:
+    """The indexed expression of ``column`` for ``ann_kind`` ``kind``: a query must
+    order by ``ann_expression(...) <=> ...`` for the planner to use the index."""
+    return f"({column})::halfvec({int(dim or 0)})" if kind == "halfvec" else column
+
+
+def hnsw_index(p: str, kind: str | None = "vector", dim: int | None = None) -> str | None:
+    """The HNSW cosine index over the chunk vectors for ``ann_kind`` ``kind`` (needs a
+    typed column), or None when ``kind`` is None (no index can hold the vectors)."""
+    if kind is None:
+        return None
+    if kind == "halfvec":
+        return (
+            f"CREATE INDEX IF NOT EXISTS {p}chunks_hnsw ON {p}chunks "
+            f"USING hnsw (({ann_expression('embedding', kind, dim)}) halfvec_cosine_ops)"
+        )
     return (
         f"CREATE INDEX IF NOT EXISTS {p}chunks_hnsw ON {p}chunks "
         "USING hnsw (embedding vector_cosine_ops)"
     )
 
 
+def create_ann_index(conn: psycopg.Connection[Any], p: str, dim: int | None) -> str | None:
+    """Create the HNSW index that fits ``dim`` on this server's pgvector (``ann_kind``);
+    return its kind (None: no index, the vectors have too many dimensions)."""
+    kind = ann_kind(dim, pgvector_version(conn))
+    stmt = hnsw_index(p, kind, dim)
+    if stmt is not None:
+        conn.execute(stmt)
+    return kind
+
+
 def ddl(p: str, dim: int | None) -> list[str]:
-    """The statements creating the current schema with prefix ``p`` and dimension ``dim``."""
+    """The statements creating the current schema with prefix ``p`` and dimension ``dim``
+    (without the HNSW index, which depends on the server: ``create_ann_index``)."""
     stmts = [
         "CREATE EXTENSION IF NOT EXISTS vector",
         f"""DO $$ BEGIN
@@ -120,8 +177,6 @@ def ddl(p: str, dim: int | None) -> list[str]:
         f"CREATE INDEX IF NOT EXISTS {p}chunks_tsv ON {p}chunks USING gin (tsv)",
         *stats_ddl(p),
     ]
-    if dim is not None:
-        stmts.append(hnsw_index(p))
     return stmts
 
 
@@ -298,13 +353,14 @@ def write_meta(conn: psycopg.Connection[Any], p: str, values: dict[str, str]) ->
 
 
 def set_dimension(conn: psycopg.Connection[Any], p: str, dim: int) -> None:
-    """Type the vector column as ``vector(dim)`` and build the HNSW index (a store
-    created before its dimension was known learns it from the first vector)."""
+    """Type the vector column as ``vector(dim)`` and build the HNSW index that fits
+    ``dim`` (``create_ann_index``; a store created before its dimension was known
+    learns it from the first vector)."""
     conn.execute(
         f"ALTER TABLE {p}chunks ALTER COLUMN embedding TYPE {vector_type(dim)} "
         f"USING embedding::{vector_type(dim)}"
     )
-    conn.execute(hnsw_index(p))
+    create_ann_index(conn, p, dim)
     write_meta(conn, p, {"vector_dim": str(dim)})
 
 
@@ -349,6 +405,7 @@ def apply_policy(
             )
         for stmt in ddl(p, dim):
             conn.execute(stmt)
+        create_ann_index(conn, p, dim)
         write_meta(conn, p, {"schema_version": str(SCHEMA_VERSION)})
         return
     meta = read_meta(conn, p)
@@ -366,8 +423,10 @@ def apply_policy(
         # Recreate any dropped index (all statements are IF NOT EXISTS).
         stored = meta.get("vector_dim")
         counted = stats_present(conn, p)
-        for stmt in ddl(p, int(stored) if stored is not None else None):
+        known = int(stored) if stored is not None else None
+        for stmt in ddl(p, known):
             conn.execute(stmt)
+        create_ann_index(conn, p, known)
         if not counted:
             recount_stats(conn, p)
 

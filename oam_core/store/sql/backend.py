@@ -13,10 +13,10 @@ from __future__ import annotations
 import abc
 import builtins
 import json
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import MESSAGE, THREAD, Record, ThreadRow
@@ -37,6 +37,8 @@ from oam_core.store.sql.dialect import Dialect
 from oam_core.store.sql.rows import epoch, record_from_row, thread_from_row
 from oam_core.store.sql.statements import ChunkRow, Scope, Stmt
 from oam_core.store.ttl import iso
+
+T = TypeVar("T")
 
 
 class SqlBackend(Backend):
@@ -63,10 +65,16 @@ class SqlBackend(Backend):
         """A DB-API connection for one read, its driver errors mapped
         (``backend.driver_errors``)."""
 
+    def read(self, fn: Callable[[Any], T]) -> T:
+        """``fn(conn)`` on a connection of ``reading``: every read goes through here,
+        so a back end can run it again on another connection when the first one
+        turned out dead (``postgres/backend.py``)."""
+        with self.reading() as conn:
+            return fn(conn)
+
     def fetch_all(self, stmt: Stmt) -> builtins.list[Any]:
         """Every row ``stmt`` returns, read on a connection of ``reading``."""
-        with self.reading() as conn:
-            return builtins.list(conn.execute(stmt.sql, stmt.params).fetchall())
+        return self.read(lambda conn: builtins.list(conn.execute(stmt.sql, stmt.params).fetchall()))
 
     def get(self, family: str, record_id: str, record_type: str, now: datetime) -> Record | None:
         rows = self.fetch_all(st.get_record(self.d, self.p, family, record_id, record_type, now))
@@ -77,8 +85,7 @@ class SqlBackend(Backend):
         return [record_from_row(r) for r in reversed(rows)]
 
     def count_thread_messages(self, thread_id: str, now: datetime) -> int:
-        with self.reading() as conn:
-            return self._count(conn, thread_id, now)
+        return self.read(lambda conn: self._count(conn, thread_id, now))
 
     def _count(self, conn: Any, thread_id: str, now: datetime) -> int:
         stmt = st.count_messages(self.d, self.p, thread_id, now)
@@ -88,13 +95,14 @@ class SqlBackend(Backend):
     def thread_messages(
         self, thread_id: str, start: int | None, end: int | None, now: datetime
     ) -> builtins.list[Record]:
-        with self.reading() as conn:
+        def window_rows(conn: Any) -> builtins.list[Any]:
             window = message_window(start, end, lambda: self._count(conn, thread_id, now))
             if window is None:
                 return []
             stmt = st.thread_messages(self.d, self.p, thread_id, now, *window)
-            rows = conn.execute(stmt.sql, stmt.params).fetchall()
-        return [record_from_row(r) for r in rows]
+            return builtins.list(conn.execute(stmt.sql, stmt.params).fetchall())
+
+        return [record_from_row(r) for r in self.read(window_rows)]
 
     def thread_messages_by_seq(
         self,
@@ -122,12 +130,14 @@ class SqlBackend(Backend):
         return [thread_from_row(r) for r in rows]
 
     def load(self, keys: Sequence[Hashable]) -> dict[Hashable, Record]:
-        out: dict[Hashable, Record] = {}
-        with self.reading() as conn:
+        def loaded(conn: Any) -> dict[Hashable, Record]:
+            out: dict[Hashable, Record] = {}
             for part in self.d.batches(builtins.list(keys)):
                 stmt = st.load_records(self.d, self.p, part)
                 out.update({r[0]: record_from_row(r) for r in conn.execute(stmt.sql, stmt.params)})
-        return out
+            return out
+
+        return self.read(loaded)
 
     def unembedded(self, limit: int | None) -> builtins.list[tuple[str, str]]:
         rows = self.fetch_all(st.unembedded(self.d, self.p, limit))
@@ -215,6 +225,12 @@ class SqlTx(Tx):
                 seq = next_seq[plan.thread_id]
                 seqs[i] = seq
                 next_seq[plan.thread_id] = seq + 1
+        # The thread rows are written before any search row: on a server, inserting
+        # search rows takes a row of the keyword statistics (postgres chunk_stats), and
+        # a pipeline pass writes the thread row first too, so both take their row
+        # locks in one order (thread lock, thread row, statistics) and cannot deadlock.
+        for thread_id in sorted(t for t in next_seq if t is not None):
+            self.run(st.set_thread_seq(self.d, self.p, thread_id, next_seq[thread_id] - 1))
         expiries = [epoch(plan.expires_at) for plan in plans]
         columns = st.record_columns(plans, seqs, created, expiries)
         pks = self._insert_records(columns, batch_size)
@@ -236,9 +252,6 @@ class SqlTx(Tx):
             chunk_rows = self._quoted_rows(chunk_rows, quoting, dropped)
         self.insert_chunks(chunk_rows, batch_size)
         self._link(quoting, pks)
-        for thread_id, following in next_seq.items():
-            if thread_id is not None:
-                self.run(st.set_thread_seq(self.d, self.p, thread_id, following - 1))
 
     def _insert_records(
         self, columns: Sequence[Sequence[Any]], batch_size: int

@@ -1,0 +1,164 @@
+"""Lost server sessions on PostgreSQL (docs/postgres.md#lost-connections): after the
+server ended the pool's connections (a restart, ``pg_terminate_backend``, an idle
+timeout), the next calls succeed; a read whose connection dies after it was taken
+from the pool runs once more on another; a write on a dead connection fails with
+``StoreConnectionError`` and applies nothing. Sessions are ended from a separate admin
+connection of the real test server (``_pg.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager, suppress
+from typing import Any
+
+import pytest
+
+from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.errors import StoreConnectionError
+from oam_core.store.options import SearchStrategy
+from oam_core.store.threads import thread_store
+
+psycopg = pytest.importorskip("psycopg")
+
+
+def _store(conninfo: Any) -> Any:
+    from oam_core.store.postgres import PostgresMemoryStore
+
+    return PostgresMemoryStore(
+        conninfo, embedder=HashingEmbedder(16), schema_policy="CREATE_IF_NECESSARY"
+    )
+
+
+def _terminate(conninfo: str, pids: list[int]) -> None:
+    """End the server sessions ``pids`` and wait (up to 5 s) until they are gone."""
+    with psycopg.connect(conninfo, autocommit=True) as admin:
+        for pid in pids:
+            ended = admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,)).fetchone()
+            assert ended == (True,)
+
+
+def _pool_pids(store: Any, n: int) -> list[int]:
+    """Take ``n`` connections of the store's pool at once (so it holds ``n`` idle ones
+    afterwards) and return their server process ids."""
+    with ExitStack() as stack:
+        conns = [stack.enter_context(store._impl.pool.connection()) for _ in range(n)]
+        pids = []
+        for conn in conns:
+            with suppress(psycopg.OperationalError):  # one held from before may be dead
+                pids.append(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
+        return pids
+
+
+@pytest.mark.parametrize("given", ["url", "caller's pool"])
+def test_every_call_succeeds_after_the_server_ended_the_idle_connections(
+    conninfo: str, given: str
+) -> None:
+    from psycopg_pool import ConnectionPool
+
+    pool = None
+    if given == "url":
+        store = _store(conninfo)
+    else:
+        pool = ConnectionPool(conninfo, min_size=1, max_size=4, open=True)
+        store = _store(pool)
+    store.add(["the blue kettle"], "memory", record_ids="m1")
+    thread_store(store).create_thread_row("T", user_id="u")
+    for call in (
+        lambda: store.search("kettle", 1)[0][0].id,
+        lambda: store.get("memory", "m1").content,
+        lambda: store.add(["a red teapot"], "memory", record_ids="m2")[0],
+        lambda: [r.id for r in store.list("memory")],
+    ):
+        pids = _pool_pids(store, 3)
+        _terminate(conninfo, pids)
+        assert call() in ("m1", "the blue kettle", "m2", ["m1", "m2"])
+    assert store.search("teapot", 1)[0][0].id == "m2"
+    store.close()
+    if pool is not None:
+        pool.close()
+
+
+@contextmanager
+def _killing_after_the_check(conninfo: str) -> Iterator[list[int]]:
+    """While active, the first connection the store takes from its pool passes the
+    store's check, then the server ends its session (before the call's first
+    statement); yields the process ids of the connections checked, in order."""
+    from oam_core.store.postgres import backend
+
+    real = backend._alive
+    checked: list[int] = []
+
+    def alive(conn: Any) -> bool:
+        ok = real(conn)
+        checked.append(conn.info.backend_pid)
+        if len(checked) == 1:
+            _terminate(conninfo, checked)
+        return ok
+
+    backend._alive = alive
+    try:
+        yield checked
+    finally:
+        backend._alive = real
+
+
+@pytest.mark.parametrize("strategy", ["VECTOR", "KEYWORD", "HYBRID"])
+def test_a_read_whose_connection_died_after_checkout_runs_once_more(
+    conninfo: str, strategy: str
+) -> None:
+    store = _store(conninfo)
+    store.add(["the blue kettle", "a red teapot"], "memory", record_ids=["m1", "m2"])
+    store.search_strategy = SearchStrategy.parse(strategy)
+    want = [(r.id, d) for r, d in store.search("teapot", 2)]
+    with _killing_after_the_check(conninfo) as checked:
+        assert [(r.id, d) for r, d in store.search("teapot", 2)] == want
+    assert len(checked) >= 2 and checked[1] != checked[0]
+    with _killing_after_the_check(conninfo) as checked:
+        assert store.get("memory", "m1").content == "the blue kettle"
+        assert [r.id for r in store.list("memory")] == ["m1", "m2"]
+    assert len(checked) >= 2 and checked[1] != checked[0]
+    store.close()
+
+
+def test_a_write_on_a_dead_connection_fails_cleanly_and_applies_nothing(conninfo: str) -> None:
+    store = _store(conninfo)
+    store.add(["kept"], "memory", record_ids="m0")
+    with (
+        _killing_after_the_check(conninfo),
+        pytest.raises(StoreConnectionError, match="cannot connect"),
+    ):
+        store.add(["lost", "lost too"], "memory", record_ids=["m1", "m2"])
+    assert [r.id for r in store.list("memory")] == ["m0"]
+    assert store.add(["again"], "memory", record_ids="m1") == ["m1"]
+    assert sorted(r.id for r in store.list("memory")) == ["m0", "m1"]
+    store.close()
+
+
+def test_a_session_ended_in_the_middle_of_a_write_leaves_nothing(
+    conninfo: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The records are inserted, then the server ends the session before the search
+    rows are: the server rolls the transaction back, the caller gets
+    ``StoreConnectionError``, and the next write works."""
+    from oam_core.store.postgres import backend
+
+    store = _store(conninfo)
+    real = backend.PgTx.insert_chunk_columns
+    ended: list[int] = []
+
+    def ending(self: Any, *args: Any, **kwargs: Any) -> None:
+        if not ended:
+            ended.append(self.c.info.backend_pid)
+            _terminate(conninfo, ended)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(backend.PgTx, "insert_chunk_columns", ending)
+    with pytest.raises(StoreConnectionError):
+        store.add(["half"], "memory", record_ids="m1")
+    assert ended and store.list("memory") == []
+    with psycopg.connect(conninfo) as conn:
+        assert conn.execute("SELECT count(*) FROM records").fetchone() == (0,)
+    assert store.add(["whole"], "memory", record_ids="m1") == ["m1"]
+    assert store.get("memory", "m1").content == "whole"
+    store.close()
