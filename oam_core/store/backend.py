@@ -375,6 +375,11 @@ class Backend(abc.ABC):
         one read, so exporting holds no lock between pages (docs/transfer.md)."""
         raise NotImplementedError(f"{type(self).__name__} cannot dump its rows")
 
+    def dump_counts(self, user_ids: Sequence[str] | None, now: datetime) -> dict[str, int]:
+        """How many rows of each record type ``dump_page`` returns (with the same
+        ``user_ids``) that are not expired at ``now``: the dump header's counts."""
+        raise NotImplementedError(f"{type(self).__name__} cannot count its rows")
+
     @abc.abstractmethod
     def close(self) -> None:
         """Release connections."""

@@ -794,6 +794,12 @@ class OracleMemoryStore(IMemoryStore):
             )
         return dumprows.dump_pages(self, None if user_ids is None else list(user_ids), page_size)
 
+    def dump_counts(self, *, user_ids: Sequence[str] | None = None) -> dict[str, int]:
+        """An oam addition: how many rows of each record type (threads included)
+        ``dump_rows`` returns that are not expired now (docs/transfer.md)."""
+        users = None if user_ids is None else list(user_ids)
+        return self._backend.dump_counts(users, self._now())
+
     def restore_rows(
         self,
         rows: Sequence[DumpRow],

@@ -138,6 +138,10 @@ class SqlBackend(Backend):
         rows = self.fetch_all(st.unembedded(self.d, self.p, limit))
         return [(str(f), str(i)) for f, i in rows]
 
+    def dump_counts(self, user_ids: Sequence[str] | None, now: datetime) -> dict[str, int]:
+        rows = self.fetch_all(sd.counts(self.d, self.p, user_ids, now.timestamp()))
+        return {str(t): int(n) for t, n in rows}
+
     vector_select = "embedding"
     """The expression reading a search row's vector as little-endian float32 bytes
     or a float list (``dump_page``)."""

@@ -20,12 +20,34 @@ def page(
 ) -> Stmt:
     """Up to ``limit`` rows of ``DUMP_COLUMNS`` with ``pk > after``, in ``pk`` order;
     with ``user_ids``, only the rows of those users (scope, own threads, profiles)."""
-    m = d.mark
+    parts, params = _users(d, p, user_ids)
+    if after is not None:
+        parts.append(f"pk > {d.mark}")
+        params.append(after)
+    where = f"WHERE {' AND '.join(parts)} " if parts else ""
+    params.append(limit)
+    return Stmt(
+        f"SELECT {DUMP_COLUMNS} FROM {p}records {where}ORDER BY pk LIMIT {d.mark}", params
+    )
+
+
+def counts(d: Dialect, p: str, user_ids: Sequence[str] | None, now: float) -> Stmt:
+    """``(record_type, count)`` of the rows ``page`` returns that are not expired at
+    ``now`` (Unix seconds)."""
+    parts, params = _users(d, p, user_ids)
+    parts.append(f"(expires_at IS NULL OR expires_at > {d.mark})")
+    params.append(now)
+    return Stmt(
+        f"SELECT record_type, count(*) FROM {p}records WHERE {' AND '.join(parts)} "
+        "GROUP BY record_type",
+        params,
+    )
+
+
+def _users(d: Dialect, p: str, user_ids: Sequence[str] | None) -> tuple[list[str], list[Any]]:
+    """The conditions selecting the rows of ``user_ids`` (none for None)."""
     parts: list[str] = []
     params: list[Any] = []
-    if after is not None:
-        parts.append(f"pk > {m}")
-        params.append(after)
     if user_ids is not None:
         users = d.marks(len(user_ids)) if user_ids else "NULL"
         parts.append(
@@ -34,9 +56,7 @@ def page(
             f"{p}records WHERE family = 'thread' AND user_id IN ({users}))))"
         )
         params.extend([*user_ids, *user_ids, *user_ids])
-    where = f"WHERE {' AND '.join(parts)} " if parts else ""
-    params.append(limit)
-    return Stmt(f"SELECT {DUMP_COLUMNS} FROM {p}records {where}ORDER BY pk LIMIT {m}", params)
+    return parts, params
 
 
 def chunks_of(d: Dialect, p: str, vector: str, keys: Sequence[int]) -> Stmt:
