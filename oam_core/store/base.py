@@ -34,10 +34,9 @@ from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.errors import InvalidArgumentError
 from oam_core.rerankers import IReranker, check_reranker
 from oam_core.steps import async_twin
-from oam_core.store import planning
+from oam_core.store import dumprows, planning
 from oam_core.store import search as search_flow
 from oam_core.store.args import filter_arg, findable, scope_arg
-from oam_core.store import dumprows
 from oam_core.store.backend import Backend, DumpRow, Predicate, Tx
 from oam_core.store.dumprows import OnConflict, RestoreResult
 from oam_core.store.embedding import embed_plans
@@ -793,6 +792,11 @@ class OracleMemoryStore(IMemoryStore):
                 f"user_ids must be a list of non-empty strings or None, got {user_ids!r}"
             )
         return dumprows.dump_pages(self, None if user_ids is None else list(user_ids), page_size)
+
+    def clock_now(self) -> datetime:
+        """An oam addition: the store clock's current time (aware UTC), the "now" of
+        every TTL decision (docs/store.md#ttl-and-retention)."""
+        return self._now()
 
     def dump_counts(self, *, user_ids: Sequence[str] | None = None) -> dict[str, int]:
         """An oam addition: how many rows of each record type (threads included)

@@ -120,9 +120,7 @@ def restore(
             write = live
             for family, rid in sorted(clash):
                 tx.delete_record(family, rid, None, NOT_SET)
-        learn_dim(
-            store, (ChunkPlan(c.text, c.vector) for r in write for c in r.chunks), None
-        )
+        learn_dim(store, (ChunkPlan(c.text, c.vector) for r in write for c in r.chunks), None)
         tx.restore(write, batch_size)
         if record_identity and identity is not None:
             tx.write_meta({META_KEY: identity.to_json()})

@@ -83,7 +83,9 @@ def backup_sqlite(
         raise InvalidArgumentError(f"source: {str(src_path)!r} holds no oam store")
     dest = Path(os.fspath(destination)).expanduser()
     if not dest.parent.is_dir():
-        raise InvalidArgumentError(f"destination: the directory {str(dest.parent)!r} does not exist")
+        raise InvalidArgumentError(
+            f"destination: the directory {str(dest.parent)!r} does not exist"
+        )
     if dest.resolve() == src_path.resolve():
         raise InvalidArgumentError("destination is the source file")
     if dest.exists() and not overwrite:
@@ -109,7 +111,9 @@ def backup_sqlite(
         for name in copied:
             Path(name).unlink(missing_ok=True)
         raise
-    return BackupSummary(str(dest), dest.stat().st_size, tuple(copied), time.perf_counter() - started)
+    return BackupSummary(
+        str(dest), dest.stat().st_size, tuple(copied), time.perf_counter() - started
+    )
 
 
 def _copy_index_files(src: Path, dest: Path) -> list[str]:

@@ -31,9 +31,9 @@ __all__ = ["register"]
 class Conflict(str, Enum):
     """``--on-conflict`` values."""
 
-    error = "error"
-    skip = "skip"
-    replace = "replace"
+    ERROR = "error"
+    SKIP = "skip"
+    REPLACE = "replace"
 
 
 class Source(str, Enum):
@@ -61,8 +61,10 @@ EmbedderOption = Annotated[
 ]
 UserOption = Annotated[
     list[str] | None,
-    typer.Option("--user", help="Only this user's threads, messages, memories and profile "
-                 "(repeat for several users)."),
+    typer.Option(
+        "--user",
+        help="Only this user's threads, messages, memories and profile (repeat for several users).",
+    ),
 ]
 ConflictOption = Annotated[
     Conflict,
@@ -125,41 +127,52 @@ def register(app: typer.Typer) -> None:
 
     @app.command("export")
     def export_cmd(
-        file: Annotated[Path, typer.Argument(help="The dump to write: .jsonl, or .jsonl.gz "
-                                             "compressed; '-' writes to stdout.")],
+        file: Annotated[
+            Path,
+            typer.Argument(
+                help="The dump to write: .jsonl, or .jsonl.gz compressed; '-' writes to stdout."
+            ),
+        ],
         db: DbOption = "oam.db",
         user: UserOption = None,
     ) -> None:
         """Write a store's whole content (or some users') to an oam dump file."""
         cli = _cli()
-        with cli._user_errors(), cli._memory(db, "none") as memory:
-            with _bar("Exporting") as advance:
-                if str(file) == "-":
-                    out = typer.get_binary_stream("stdout")
-                    summary = export_store(memory.store, out, user_ids=user, progress=advance)
-                else:
-                    summary = export_store(memory.store, file, user_ids=user, progress=advance)
+        with cli._user_errors(), cli._memory(db, "none") as memory, _bar("Exporting") as advance:
+            if str(file) == "-":
+                out = typer.get_binary_stream("stdout")
+                summary = export_store(memory.store, out, user_ids=user, progress=advance)
+            else:
+                summary = export_store(memory.store, file, user_ids=user, progress=advance)
         if str(file) != "-":
             _done("Exported", summary, f"{db} -> {file}")
 
     @app.command("import")
     def import_cmd(
-        file: Annotated[Path, typer.Argument(help="An oam dump (.jsonl or .jsonl.gz), or "
-                                             "with --from mem0 the JSON of mem0's get_all().")],
+        file: Annotated[
+            Path,
+            typer.Argument(
+                help="An oam dump (.jsonl or .jsonl.gz), or "
+                "with --from mem0 the JSON of mem0's get_all()."
+            ),
+        ],
         db: DbOption = "oam.db",
-        on_conflict: ConflictOption = Conflict.error,
+        on_conflict: ConflictOption = Conflict.ERROR,
         reembed: ReembedOption = False,
         create: CreateOption = False,
         embedder: EmbedderOption = None,
         from_: Annotated[
             Source,
-            typer.Option("--from", case_sensitive=False, help="The file's kind: oam (a dump) "
-                         "or mem0 (embedded with --embedder)."),
+            typer.Option(
+                "--from",
+                case_sensitive=False,
+                help="The file's kind: oam (a dump) or mem0 (embedded with --embedder).",
+            ),
         ] = Source.oam,
     ) -> None:
         """Read an oam dump (or mem0 memories) into a store, batch by batch."""
         cli = _cli()
-        conflict: OnConflict = on_conflict.value  # type: ignore[assignment]
+        conflict: OnConflict = on_conflict.value
         mem0 = from_ is Source.mem0
         with cli._user_errors():
             name = _target_embedder(db, embedder, reembed or mem0)
@@ -170,7 +183,10 @@ def register(app: typer.Typer) -> None:
                     )
                 else:
                     summary = import_store(
-                        memory.store, file, on_conflict=conflict, reembed=reembed,
+                        memory.store,
+                        file,
+                        on_conflict=conflict,
+                        reembed=reembed,
                         progress=advance,
                     )
         _done("Imported", summary, f"{file} -> {db}")
@@ -180,14 +196,14 @@ def register(app: typer.Typer) -> None:
         src: Annotated[str, typer.Argument(help="The source store: a SQLite file or URL.")],
         dst: Annotated[str, typer.Argument(help="The target store: a SQLite file or URL.")],
         user: UserOption = None,
-        on_conflict: ConflictOption = Conflict.error,
+        on_conflict: ConflictOption = Conflict.ERROR,
         reembed: ReembedOption = False,
         create: CreateOption = False,
         embedder: EmbedderOption = None,
     ) -> None:
         """Copy one store into another (SQLite, PostgreSQL, Oracle) without a file."""
         cli = _cli()
-        conflict: OnConflict = on_conflict.value  # type: ignore[assignment]
+        conflict: OnConflict = on_conflict.value
         with cli._user_errors():
             name = _target_embedder(dst, embedder, reembed)
             with (
@@ -196,8 +212,12 @@ def register(app: typer.Typer) -> None:
                 _bar("Copying") as advance,
             ):
                 summary = copy_store(
-                    source.store, target.store, user_ids=user, on_conflict=conflict,
-                    reembed=reembed, progress=advance,
+                    source.store,
+                    target.store,
+                    user_ids=user,
+                    on_conflict=conflict,
+                    reembed=reembed,
+                    progress=advance,
                 )
         _done("Copied", summary, f"{src} -> {dst}")
 
@@ -205,8 +225,9 @@ def register(app: typer.Typer) -> None:
     def backup_cmd(
         dest: Annotated[Path, typer.Argument(help="The backup file to write.")],
         db: DbOption = "oam.db",
-        overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace DEST if it "
-                                                "exists.")] = False,
+        overwrite: Annotated[
+            bool, typer.Option("--overwrite", help="Replace DEST if it exists.")
+        ] = False,
     ) -> None:
         """A consistent copy of a live SQLite store (SQLite's online backup) while other
         processes write, with its vector index file."""

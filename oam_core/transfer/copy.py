@@ -58,4 +58,3 @@ def copy_store(
             writer.add(row, f"source row {done}")
     writer.flush(f"source row {done}")
     return writer.summary()
-

@@ -63,7 +63,11 @@ def header(
 def end(record_counts: Mapping[str, int], search_rows: int) -> bytes:
     """The end line: what the dump holds, so that a truncated dump is told apart."""
     return _line(
-        {"kind": "end", "record_counts": dict(sorted(record_counts.items())), "search_rows": search_rows}
+        {
+            "kind": "end",
+            "record_counts": dict(sorted(record_counts.items())),
+            "search_rows": search_rows,
+        }
     )
 
 

@@ -44,7 +44,7 @@ def open_write(target: Target, name: str) -> Iterator[IO[bytes]]:
         return
     if path.name.endswith(".gz"):
         with gzip.open(path, "wb", compresslevel=GZIP_LEVEL) as gz:
-            yield gz
+            yield gz  # type: ignore[misc]
     else:
         with open(path, "wb") as f:
             yield f
@@ -74,6 +74,6 @@ def open_read(source: Target, name: str) -> Iterator[IO[bytes]]:
         f.seek(0)
         if magic == b"\x1f\x8b":
             with gzip.open(f, "rb") as gz:
-                yield gz
+                yield gz  # type: ignore[misc]
         else:
             yield f

@@ -28,7 +28,7 @@ from oam_core.store.base import OracleMemoryStore
 from oam_core.store.chunking import chunk_text
 from oam_core.store.dumprows import OnConflict
 from oam_core.store.metadatajson import dump_metadata
-from oam_core.store.ttl import iso, parse_iso_timestamp, read_clock, utc_now
+from oam_core.store.ttl import iso, parse_iso_timestamp
 from oam_core.transfer.io import Target, open_read
 from oam_core.transfer.reader import BATCH_ROWS, BatchWriter, check_options, reembed_rows
 from oam_core.transfer.summary import TransferError, TransferSummary
@@ -45,7 +45,7 @@ def _items(value: Any) -> list[Any]:
     if isinstance(value, list):
         return value
     raise InvalidArgumentError(
-        "source: not mem0 get_all() output (expected {\"results\": [...]} or a list of "
+        'source: not mem0 get_all() output (expected {"results": [...]} or a list of '
         f"memories), got {type(value).__name__}"
     )
 
@@ -81,7 +81,11 @@ def to_row(item: Any, i: int, chunk_chars: int, now: str) -> DumpRow:
     if extra:
         merged[MEM0_KEY] = extra
     created = _opt(item, "created_at", i)
-    created_at = now if created is None else iso(parse_iso_timestamp(created, what=f"memories[{i}].created_at"))
+    created_at = (
+        now
+        if created is None
+        else iso(parse_iso_timestamp(created, what=f"memories[{i}].created_at"))
+    )
     return DumpRow(
         family="memory",
         id=rid,
@@ -138,7 +142,7 @@ def import_mem0(
         raise InvalidArgumentError(f"source is not JSON: {exc}") from None
     writer = BatchWriter(store, conflict, False, None, batch_rows, progress, len(items))
     writer.bytes = len(raw)
-    now = iso(read_clock(utc_now))
+    now = iso(store.clock_now())
     batch: list[DumpRow] = []
     for i, row in _rows(items, store.chunk_chars, now, writer):
         batch.append(row)
@@ -164,4 +168,3 @@ def _write(store: OracleMemoryStore, writer: BatchWriter, batch: list[DumpRow], 
         for row in reembed_rows(store, batch):
             writer.pending.append(row)
         writer.flush(f"memories up to [{last}]")
-

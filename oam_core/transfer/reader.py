@@ -57,9 +57,7 @@ def check_embedder(
     """
     if reembed:
         if store.embedder is None:
-            raise InvalidArgumentError(
-                "reembed=True needs a target store opened with an embedder"
-            )
+            raise InvalidArgumentError("reembed=True needs a target store opened with an embedder")
         return
     if dimension is None:
         return
@@ -293,4 +291,3 @@ def import_store(
             )
         writer.flush(f"lines {start}-{lineno}")
     return writer.summary()
-

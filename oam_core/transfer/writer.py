@@ -7,7 +7,6 @@ from collections.abc import Callable, Sequence
 
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.identity import EmbedderIdentity
-from oam_core.store.ttl import read_clock, utc_now
 from oam_core.transfer import format as fmt
 from oam_core.transfer.io import Target, open_write
 from oam_core.transfer.summary import TransferSummary
@@ -58,7 +57,7 @@ def export_store(
     started = time.perf_counter()
     users = None if user_ids is None else list(user_ids)
     rows_iter = store.dump_rows(user_ids=users, page_size=PAGE_ROWS)  # checks user_ids
-    now = read_clock(utc_now)
+    now = store.clock_now()
     expected = store.dump_counts(user_ids=users)
     total = sum(expected.values())
     counts: dict[str, int] = {}

@@ -167,7 +167,8 @@ class SqlBackend(Backend):
                 for chunk_pk, source in conn.execute(stmt.sql, stmt.params):
                     sources.setdefault(int(chunk_pk), []).append(str(source))
         out = [
-            _dump_row(row, chunks.get(key, ()), sources) for row, key in zip(rows, keys, strict=True)
+            _dump_row(row, chunks.get(key, ()), sources)
+            for row, key in zip(rows, keys, strict=True)
         ]
         return out, keys[-1]
 
@@ -555,7 +556,7 @@ class SqlTx(Tx):
         if not rows:
             return
         expiries = [epoch(r.expires_at) for r in rows]
-        columns = [
+        columns: builtins.list[builtins.list[Any]] = [
             [r.family for r in rows],
             [r.id for r in rows],
             [r.record_type for r in rows],

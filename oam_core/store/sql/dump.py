@@ -15,9 +15,7 @@ DUMP_COLUMNS = f"{RECORD_COLUMNS}, config, state"
 """The records columns ``dump_page`` reads: ``RECORD_COLUMNS`` then the thread's JSON."""
 
 
-def page(
-    d: Dialect, p: str, after: int | None, limit: int, user_ids: Sequence[str] | None
-) -> Stmt:
+def page(d: Dialect, p: str, after: int | None, limit: int, user_ids: Sequence[str] | None) -> Stmt:
     """Up to ``limit`` rows of ``DUMP_COLUMNS`` with ``pk > after``, in ``pk`` order;
     with ``user_ids``, only the rows of those users (scope, own threads, profiles)."""
     parts, params = _users(d, p, user_ids)
@@ -26,9 +24,7 @@ def page(
         params.append(after)
     where = f"WHERE {' AND '.join(parts)} " if parts else ""
     params.append(limit)
-    return Stmt(
-        f"SELECT {DUMP_COLUMNS} FROM {p}records {where}ORDER BY pk LIMIT {d.mark}", params
-    )
+    return Stmt(f"SELECT {DUMP_COLUMNS} FROM {p}records {where}ORDER BY pk LIMIT {d.mark}", params)
 
 
 def counts(d: Dialect, p: str, user_ids: Sequence[str] | None, now: float) -> Stmt:
