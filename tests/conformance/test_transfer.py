@@ -17,8 +17,13 @@ import orjson
 import pytest
 from conftest import BACKENDS, LISTED_TYPES, FakeClock
 
-from oam_core import EmbedderMismatchError, InvalidArgumentError, copy_store, export_store
-from oam_core import import_store
+from oam_core import (
+    EmbedderMismatchError,
+    InvalidArgumentError,
+    copy_store,
+    export_store,
+    import_store,
+)
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.store.options import SearchStrategy
@@ -28,7 +33,20 @@ from oam_core.transfer import TransferError
 
 TARGETS = ("sqlite-file", "postgres")
 MEMORY_TYPES = ("memory", "guideline", "fact", "preference")
-WORDS = "lisbon berlin coffee tea dog cat piano violin train plane rust python".split()
+WORDS = [
+    "lisbon",
+    "berlin",
+    "coffee",
+    "tea",
+    "dog",
+    "cat",
+    "piano",
+    "violin",
+    "train",
+    "plane",
+    "rust",
+    "python",
+]
 
 
 @pytest.fixture(params=TARGETS)
@@ -306,7 +324,7 @@ def test_another_embedder_needs_reembed(
     path = tmp_path / "d.jsonl"
     export_store(source, path)
     target = make_target(embedder=HashingEmbedder(32))
-    with pytest.raises(EmbedderMismatchError, match="hashing/64.*hashing/32"):
+    with pytest.raises(EmbedderMismatchError, match=r"hashing/64.*hashing/32"):
         import_store(target, path)
     assert target.list("fact") == []
     done = import_store(target, path, reembed=True)
