@@ -80,20 +80,21 @@ def restore(
         if (r.family, r.id) in seen:
             raise InvalidArgumentError(f"record id {r.id!r} ({r.record_type}) is given twice")
         seen.add((r.family, r.id))
-    dims = {int(c.vector.shape[0]) for r in live for c in r.chunks if c.vector is not None}
-    known = store.vector_dim
-    for dim in dims:
-        if (known is not None and dim != known) or len(dims) > 1:
-            bad = next(
-                r
-                for r in live
-                for c in r.chunks
-                if c.vector is not None and int(c.vector.shape[0]) != (known or min(dims))
-            )
-            raise InvalidArgumentError(
-                f"record {bad.id!r}: vector dimension {dim} does not match the store's "
-                f"dimension {known if known is not None else min(dims)}"
-            )
+    expected = store.vector_dim
+    dims: set[int] = set()
+    for r in live:
+        for c in r.chunks:
+            if c.vector is None:
+                continue
+            dim = int(c.vector.shape[0])
+            if expected is None:
+                expected = dim
+            if dim != expected:
+                raise InvalidArgumentError(
+                    f"record {r.id!r}: vector dimension {dim} does not match the store's "
+                    f"dimension {expected}"
+                )
+            dims.add(dim)
     record_identity = (
         identity is not None
         and store.embedder_identity is None
