@@ -1,5 +1,5 @@
 """Opening a dump destination or source: a path (``.gz``: gzip) or a binary file
-object (docs/transfer.md#files)."""
+object (docs/transfer.md#export)."""
 
 from __future__ import annotations
 

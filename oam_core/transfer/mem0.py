@@ -1,5 +1,5 @@
 """``import_mem0``: read the JSON that mem0's ``Memory.get_all()`` returns into a store
-(docs/migrating.md#from-mem0).
+(docs/migrating.md#bringing-mem0s-memories-along).
 
 Accepted shapes: the object ``{"results": [...], ...}`` of mem0 1.x (other keys,
 such as ``relations``, are ignored) or the bare list of older versions. Each item is
@@ -113,7 +113,7 @@ def import_mem0(
     progress: Progress | None = None,
 ) -> TransferSummary:
     """Import mem0 memories (the JSON of ``Memory.get_all()``) into ``store`` as
-    ``memory`` records embedded with ``store``'s embedder (docs/migrating.md#from-mem0).
+    ``memory`` records embedded with ``store``'s embedder (docs/migrating.md#bringing-mem0s-memories-along).
 
     Args:
         store: A store opened with an embedder.

@@ -48,7 +48,7 @@ class TransferSummary:
 class TransferError(InvalidArgumentError):
     """A dump could not be read or written past some point (a malformed line, an id
     that clashes, a truncated file). ``summary`` says what was committed before the
-    failing batch; the target holds exactly that (docs/transfer.md#errors).
+    failing batch; the target holds exactly that (docs/transfer.md#summaries-and-errors).
 
     Args:
         message: What went wrong, naming the line number or the id.

@@ -1,4 +1,4 @@
-"""Bad dumps (docs/transfer.md#errors): each is a clear error naming the line or id,
+"""Bad dumps (docs/transfer.md#summaries-and-errors): each is a clear error naming the line or id,
 raised before the failing batch writes anything; the batches before it stay committed
 and the error's summary counts them. Real SQLite files."""
 
