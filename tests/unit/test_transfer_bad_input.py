@@ -125,7 +125,7 @@ def test_an_id_twice_in_one_batch(tmp_path: Path, lines: list[bytes]) -> None:
     broken = [*lines[:3], _record(lines[3], id="f0"), *lines[4:]]
     path = _write(tmp_path / "twice.jsonl", broken)
     with _target(tmp_path) as target:
-        with pytest.raises(TransferError, match="record id 'f0' .* is given twice"):
+        with pytest.raises(TransferError, match=r"record id 'f0' .* is given twice"):
             import_store(target, path)
         assert _ids(target) == []
 
