@@ -15,7 +15,7 @@ from typing import Any
 import _pg
 import orjson
 import pytest
-from conftest import BACKENDS, LISTED_TYPES, FakeClock
+from conftest import BACKENDS, LISTED_TYPES, FakeClock, unavailable_backends
 
 from oam_core import (
     EmbedderMismatchError,
@@ -31,7 +31,8 @@ from oam_core.store.quotes import QuotingChunk
 from oam_core.store.threads import ReservedUpdate, thread_store
 from oam_core.transfer import TransferError
 
-TARGETS = ("sqlite-file", "postgres")
+TARGETS = ("sqlite-file", "postgres", *(() if "oracle" in unavailable_backends() else ("oracle",)))
+"""Target back ends; Oracle Database when the live suite is configured (OAM_ORACLE_DSN)."""
 MEMORY_TYPES = ("memory", "guideline", "fact", "preference")
 WORDS = [
     "lisbon",
@@ -71,6 +72,8 @@ def make_target(
 
     yield factory
     for store in opened:
+        if spec.cleanup is not None:
+            spec.cleanup(store)
         store.close()
 
 
