@@ -8,8 +8,9 @@ object. This module turns lines into ``DumpRow`` objects and back; it does no I/
 from __future__ import annotations
 
 import base64
+import binascii
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -244,19 +245,23 @@ def _chunk(c: Any, i: int) -> DumpChunk:
         if not isinstance(vector, str):
             raise LineError(f"search_rows[{i}].vector must be base64 text")
         try:
-            raw = base64.b64decode(vector, validate=True)
-        except ValueError:
+            raw = binascii.a2b_base64(vector)
+        except binascii.Error:
             raise LineError(f"search_rows[{i}].vector is not base64") from None
         if not raw or len(raw) % 4:
             raise LineError(f"search_rows[{i}].vector holds {len(raw)} bytes, not float32s")
-        vec = np.frombuffer(raw, dtype=_F4).astype(np.float32)
-    sources = c.get("sources", [])
-    if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+        vec = np.frombuffer(raw, dtype=_F4)
+    sources = c.get("sources") or ()
+    if sources and (not isinstance(sources, list) or not all(isinstance(s, str) for s in sources)):
         raise LineError(f"search_rows[{i}].sources must be a list of ids")
+    text = c.get("text")
+    if text is not None and not isinstance(text, str):
+        raise LineError(f"search_rows[{i}].text must be a string or null, got {text!r}")
+    expires = c.get("expires_at")
     return DumpChunk(
-        text=_str(c, "text"),
+        text=text,
         vector=vec,
-        expires_at=_time(c, "expires_at"),
+        expires_at=None if expires is None else _parse(expires, "expires_at"),
         sources=tuple(sources),
     )
 
@@ -298,11 +303,21 @@ def _created(v: Mapping[str, Any]) -> str:
 
 
 def _time(v: Mapping[str, Any], key: str) -> datetime | None:
-    value = _str(v, key)
+    value = v.get(key)
     return None if value is None else _parse(value, key)
 
 
-def _parse(value: str, key: str) -> datetime:
+def _parse(value: Any, key: str) -> datetime:
+    """An ISO-8601 time as an aware UTC datetime; the form the dump writes is read
+    by ``datetime.fromisoformat`` (fast), any other form by the store's parser."""
+    if not isinstance(value, str):
+        raise LineError(f"{key} must be an ISO-8601 string or null, got {value!r}")
+    try:
+        parsed = datetime.fromisoformat(value)
+        if parsed.tzinfo is not None:
+            return parsed.astimezone(timezone.utc)
+    except ValueError:
+        pass
     try:
         return parse_iso_timestamp(value, what=key)
     except ValueError as exc:

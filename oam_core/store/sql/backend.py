@@ -591,7 +591,12 @@ class SqlTx(Tx):
                 )
                 links.extend((stored[s], pk, seq) for s in chunk.sources)
                 seq += 1
-        self.insert_chunks(chunk_rows, batch_size)
+        vectors = [r.chunk.vector for r in chunk_rows]
+        if chunk_rows and all(v is not None for v in vectors):
+            matrix = np.stack(cast("list[Vector]", vectors))  # one array: the bulk path
+            self.insert_vector_columns(st.chunk_columns(chunk_rows), matrix, batch_size)
+        else:
+            self.insert_chunks(chunk_rows, batch_size)
         if links:
             cur = self.c.cursor()
             try:
