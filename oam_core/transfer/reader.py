@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import dataclasses
+import queue
+import threading
 import time
 import zlib
 from collections.abc import Iterator
@@ -192,6 +194,81 @@ class _Damaged(Exception):
         self.line = line
 
 
+@dataclasses.dataclass
+class _Parsed:
+    """One batch of parsed rows, or the end of the dump (``final``), or a failure."""
+
+    rows: list[DumpRow]
+    label: str
+    bytes: int
+    final: bool = False
+    error: str | None = None
+    crash: BaseException | None = None
+
+
+def _parse(
+    lines: Iterator[tuple[int, bytes]],
+    batch_rows: int,
+    nbytes: int,
+    out: queue.Queue[_Parsed],
+    stop: threading.Event,
+) -> None:
+    """Parse the rows after the header into batches of ``batch_rows`` for ``out``; the
+    last item is ``final``. A bad line, a damaged stream or a dump that ends without
+    its end line (or whose end line's counts differ) ends it with ``error`` (the rows
+    of the unfinished batch are dropped)."""
+
+    def put(item: _Parsed) -> bool:
+        while not stop.is_set():
+            try:
+                out.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    pending: list[DumpRow] = []
+    seen: dict[str, int] = {}
+    chunks = 0
+    start = lineno = 1
+    end: dict[str, Any] | None = None
+    try:
+        for lineno, line in lines:
+            nbytes += len(line)
+            if not line.strip():
+                continue
+            if end is not None:
+                raise fmt.LineError("data after the end line")
+            item = fmt.decode(line)
+            if isinstance(item, dict):
+                end = item
+                continue
+            if not pending:
+                start = lineno
+            seen[item.record_type] = seen.get(item.record_type, 0) + 1
+            chunks += len(item.chunks)
+            pending.append(item)
+            if len(pending) >= batch_rows:
+                if not put(_Parsed(pending, f"lines {start}-{lineno}", nbytes)):
+                    return
+                pending = []
+        error = None
+        if end is None:
+            error = f"source is truncated: it ends at line {lineno} without its end line"
+        elif end.get("record_counts") != seen or end.get("search_rows") != chunks:
+            error = (
+                f"source line {lineno}: the end line counts {end.get('record_counts')} rows "
+                f"and {end.get('search_rows')} search rows, the dump holds {seen} and {chunks}"
+            )
+        put(_Parsed(pending, f"lines {start}-{lineno}", nbytes, final=True, error=error))
+    except fmt.LineError as exc:
+        put(_Parsed([], "", nbytes, final=True, error=f"source line {lineno}: {exc}"))
+    except _Damaged as exc:
+        put(_Parsed([], "", nbytes, final=True, error=f"source line {exc.line}: {exc}"))
+    except BaseException as exc:  # handed to the importing thread, raised there
+        put(_Parsed([], "", nbytes, final=True, crash=exc))
+
+
 def import_store(
     store: OracleMemoryStore,
     source: Target,
@@ -252,42 +329,28 @@ def import_store(
         total = sum(v for v in counts.values() if isinstance(v, int))
         writer = BatchWriter(store, conflict, reembed, identity, batch_rows, progress, total)
         writer.bytes = len(first[1])
-        end: dict[str, Any] | None = None
-        seen: dict[str, int] = {}
-        chunks = 0
-        start = 2
-        lineno = 1
+        # Lines are parsed in a thread of their own while the batch before is written
+        # (the database releases the GIL while it writes); at most two parsed batches
+        # wait, so memory stays bounded.
+        parsed: queue.Queue[_Parsed] = queue.Queue(maxsize=2)
+        stop = threading.Event()
+        reader = threading.Thread(
+            target=_parse, args=(lines, batch_rows, writer.bytes, parsed, stop), daemon=True
+        )
+        reader.start()
         try:
-            for lineno, line in lines:
-                writer.bytes += len(line)
-                if not line.strip():
-                    continue
-                if end is not None:
-                    raise fmt.LineError("data after the end line")
-                item = fmt.decode(line)
-                if isinstance(item, dict):
-                    end = item
-                    continue
-                if not writer.pending:
-                    start = lineno
-                seen[item.record_type] = seen.get(item.record_type, 0) + 1
-                chunks += len(item.chunks)
-                writer.add(item, f"lines {start}-{lineno}")
-        except fmt.LineError as exc:
-            raise TransferError(f"source line {lineno}: {exc}", writer.summary()) from None
-        except _Damaged as exc:
-            raise TransferError(f"source line {exc.line}: {exc}", writer.summary()) from exc
-        if end is None:
-            raise TransferError(
-                f"source is truncated: it ends at line {lineno} without its end line",
-                writer.summary(),
-            )
-        if end.get("record_counts") != seen or end.get("search_rows") != chunks:
-            raise TransferError(
-                f"source line {lineno}: the end line counts {end.get('record_counts')} rows "
-                f"and {end.get('search_rows')} search rows, the dump holds {seen} and "
-                f"{chunks}",
-                writer.summary(),
-            )
-        writer.flush(f"lines {start}-{lineno}")
+            while True:
+                item = parsed.get()
+                writer.bytes = item.bytes
+                if item.crash is not None:
+                    raise item.crash
+                if item.error is not None:
+                    raise TransferError(item.error, writer.summary())
+                writer.pending = item.rows
+                writer.flush(item.label)
+                if item.final:
+                    break
+        finally:
+            stop.set()
+            reader.join()
     return writer.summary()
