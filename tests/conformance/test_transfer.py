@@ -1,21 +1,19 @@
 """Moving memory between stores (docs/transfer.md): ``copy_store``, ``export_store`` and
 ``import_store`` between every pair of back ends, on real SQLite files and the real
 PostgreSQL server; the source back end is this suite's ``backend``, the target each
-entry of ``TARGETS``."""
+entry of ``TRANSFER_TARGETS`` (conftest.py)."""
 
 from __future__ import annotations
 
 import gzip
 import io
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import _pg
 import orjson
 import pytest
-from conftest import BACKENDS, LISTED_TYPES, FakeClock, unavailable_backends
 
 from oam_core import (
     EmbedderMismatchError,
@@ -31,9 +29,8 @@ from oam_core.store.quotes import QuotingChunk
 from oam_core.store.threads import ReservedUpdate, thread_store
 from oam_core.transfer import TransferError
 
-TARGETS = ("sqlite-file", "postgres", *(() if "oracle" in unavailable_backends() else ("oracle",)))
-"""Target back ends; Oracle Database when the live suite is configured (OAM_ORACLE_DSN)."""
 MEMORY_TYPES = ("memory", "guideline", "fact", "preference")
+LISTED_TYPES = ("message", *MEMORY_TYPES, "user_profile", "agent_profile")
 WORDS = [
     "lisbon",
     "berlin",
@@ -50,38 +47,11 @@ WORDS = [
 ]
 
 
-@pytest.fixture(params=TARGETS)
-def make_target(
-    request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock
-) -> Iterator[Callable[..., Any]]:
-    """``make_target(name=..., **kwargs)`` opens a store on the target back end."""
-    if request.param == "postgres":
-        try:
-            _pg.server_uri()
-        except _pg.ServerUnavailable as exc:
-            pytest.skip(str(exc))
-    spec = BACKENDS[request.param]
-    opened: list[Any] = []
-
-    def factory(*, name: str = "target.db", **kwargs: Any) -> Any:
-        kwargs.setdefault("clock", clock)
-        kwargs.setdefault("embedder", HashingEmbedder(64))
-        store = spec.open(tmp_path, name, **kwargs)
-        opened.append(store)
-        return store
-
-    yield factory
-    for store in opened:
-        if spec.cleanup is not None:
-            spec.cleanup(store)
-        store.close()
-
-
 def _text(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 6)))
 
 
-def populate(store: Any, clock: FakeClock, n: int, seed: int) -> None:
+def populate(store: Any, clock: Any, n: int, seed: int) -> None:
     """About ``n`` records of every kind: threads with config and state, messages
     (some quoting earlier ones in a context row), memory-like records of every type
     and scope with metadata, timestamps, TTLs and supersede links, profiles."""
@@ -212,7 +182,7 @@ def dump_lines(store: Any) -> list[bytes]:
 
 
 def test_copy_is_lossless(
-    make_store: Callable[..., Any], make_target: Callable[..., Any], clock: FakeClock
+    make_store: Callable[..., Any], make_target: Callable[..., Any], clock: Any
 ) -> None:
     source = make_store()
     populate(source, clock, 120, seed=7)
@@ -247,7 +217,7 @@ def test_copy_is_lossless(
 def test_export_import_gzip_round_trip(
     make_store: Callable[..., Any],
     make_target: Callable[..., Any],
-    clock: FakeClock,
+    clock: Any,
     tmp_path: Path,
 ) -> None:
     source = make_store()
@@ -278,7 +248,7 @@ def test_export_import_gzip_round_trip(
 
 
 def test_user_ids_limit_the_dump(
-    make_store: Callable[..., Any], make_target: Callable[..., Any], clock: FakeClock
+    make_store: Callable[..., Any], make_target: Callable[..., Any], clock: Any
 ) -> None:
     source = make_store()
     populate(source, clock, 60, seed=5)
