@@ -161,3 +161,17 @@ def test_backup_refuses_bad_arguments(tmp_path: Path) -> None:
     assert (tmp_path / "b.db").read_bytes() == b"keep"
     with pytest.raises(InvalidArgumentError, match="destination is the source"):
         backup_sqlite(db, db, overwrite=True)
+
+
+def test_backup_copies_the_vector_index_files(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    with SQLiteMemoryStore(str(db), embedder=HashingEmbedder(16)) as store:
+        store.add(["kept"], "fact", record_ids="f1")
+    # Index files of the default store and of a named one (their content is the
+    # store's concern: the backup copies them as they are, before the database).
+    (tmp_path / "s.db.oamvec").write_bytes(b"index of the default store")
+    (tmp_path / "s.db.s2.oamvec").write_bytes(b"index of store s2")
+    summary = backup_sqlite(db, tmp_path / "b.db")
+    assert summary.index_files == (str(tmp_path / "b.db.oamvec"), str(tmp_path / "b.db.s2.oamvec"))
+    assert (tmp_path / "b.db.oamvec").read_bytes() == b"index of the default store"
+    assert (tmp_path / "b.db.s2.oamvec").read_bytes() == b"index of store s2"
