@@ -62,6 +62,10 @@ _LAZY = {
     "PostgresMemoryStore": "oam_core.store.postgres",
     "OracleDBMemoryStore": "oam_core.store.oracle",
     "OracleDBEmbedder": "oam_core.store.oracle",
+    "export_store": "oam_core.transfer",
+    "import_store": "oam_core.transfer",
+    "copy_store": "oam_core.transfer",
+    "TransferSummary": "oam_core.transfer",
 }
 """Exports imported on first use, so the server drivers stay optional extras."""
 _EXTRAS = {
@@ -113,6 +117,10 @@ __all__ = [
     "Summary",
     "ThreadDeletedError",
     "TimeToLiveAnchor",
+    "TransferSummary",
+    "copy_store",
+    "export_store",
+    "import_store",
 ]
 
 __getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY, __all__, extras=_EXTRAS)

@@ -60,7 +60,7 @@ from oam_core.store.strategy import searching_with, strategy_of
 
 __all__ = ["COMMAND_MODULES", "app", "main"]
 
-COMMAND_MODULES: tuple[str, ...] = ("oam_core.service.commands",)
+COMMAND_MODULES: tuple[str, ...] = ("oam_core.service.commands", "oam_core.transfer.cli")
 """Modules whose ``register(app)`` adds commands (see the module docstring)."""
 
 DEMO_FILE = "demo_conversation.jsonl"
@@ -229,6 +229,9 @@ _LIBRARY_HINTS = (
         lambda m: "--strategy " + m.group(0).split("=", 1)[1].lower(),
     ),
     (re.compile(r"store\.reindex\(\) \(CLI: oam reindex\)"), lambda m: "`oam reindex`"),
+    (re.compile(r"on_conflict='skip' or 'replace'"), lambda m: "--on-conflict skip or replace"),
+    (re.compile(r"reembed=True"), lambda m: "--reembed"),
+    (re.compile(r"overwrite=True \(CLI: --overwrite\)"), lambda m: "--overwrite"),
 )
 
 

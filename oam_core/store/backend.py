@@ -58,6 +58,61 @@ class Predicate:
     metadata: Maybe[tuple[Cond, ...] | None] = NOT_SET
 
 
+@dataclass(frozen=True, slots=True)
+class DumpChunk:
+    """One search row as a dump holds it (docs/transfer.md).
+
+    Attributes:
+        text: The chunk text as indexed, or None (a vector without text).
+        vector: float32 array of shape ``(dim,)``, or None (a row without vector).
+        expires_at: The row's own expiry (aware datetime), or None; a row quoting
+            messages may expire before its record.
+        sources: Ids of the message records the text quotes (``store/quotes.py``).
+    """
+
+    text: str | None
+    vector: Vector | None
+    expires_at: datetime | None = None
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DumpRow:
+    """One stored row (record or thread) with every column, as export reads it and
+    import writes it back (docs/transfer.md).
+
+    Attributes:
+        family, id, record_type: The record's id namespace, id and type.
+        content, role, timestamp: As stored (``timestamp`` normalized ISO-8601).
+        seq_no: A message's sequence number; a thread's high-water mark of message
+            numbers (None: none handed out yet).
+        thread_id, user_id, agent_id: The scope columns.
+        metadata: JSON text of the metadata (reserved keys included), or None.
+        created_at: Store time of the write, ISO-8601 UTC.
+        expires_at: Absolute expiry (aware datetime), or None.
+        config, state: A thread's persisted runtime configuration and state (JSON
+            text); None for other records.
+        chunks: The record's search rows, in order.
+    """
+
+    family: str
+    id: str
+    record_type: str
+    content: str | None
+    role: str | None
+    seq_no: int | None
+    thread_id: str | None
+    user_id: str | None
+    agent_id: str | None
+    timestamp: str | None
+    metadata: str | None
+    created_at: str
+    expires_at: datetime | None
+    config: str | None = None
+    state: str | None = None
+    chunks: tuple[DumpChunk, ...] = ()
+
+
 ErrorMap = Callable[[BaseException, str], "Exception | None"]
 """``map(exc, where)``: the ``oam_core.errors`` exception for a database driver's
 exception (``where`` names the database in its message), or None when ``exc`` is
@@ -205,6 +260,13 @@ class Tx(abc.ABC):
     def write_meta(self, values: dict[str, str]) -> None:
         """Insert or replace schema-metadata entries (such as the embedder identity)."""
 
+    def restore(self, rows: Sequence[DumpRow], batch_size: int) -> None:
+        """Insert ``rows`` as they are (ids, ``created_at``, ``seq_no``, expiry, search
+        rows with their vectors and quoted sources), in order, ``batch_size`` rows per
+        statement: the import path of docs/transfer.md. The ids are known to be new;
+        a chunk quoting a message missing from the store is not written."""
+        raise NotImplementedError(f"{type(self).__name__} cannot restore dumped rows")
+
 
 class Backend(abc.ABC):
     """Read primitives and transactions of one database."""
@@ -301,6 +363,22 @@ class Backend(abc.ABC):
     def unembedded(self, limit: int | None) -> builtins.list[tuple[str, str]]:
         """``(family, record id)`` of up to ``limit`` (None: all) records, oldest
         first, that have a search row with text but without a vector."""
+
+    def dump_page(
+        self, after: Hashable | None, limit: int, user_ids: Sequence[str] | None
+    ) -> tuple[builtins.list[DumpRow], Hashable | None]:
+        """Up to ``limit`` stored rows (records and threads, expired ones included)
+        after the key ``after`` (None: from the start), in insertion order, with
+        their search rows; and the key to pass as ``after`` for the next page.
+        ``user_ids``: only those users' threads, the rows of those threads, the rows
+        scoped to those users and their profiles (None: everything). Each page is
+        one read, so exporting holds no lock between pages (docs/transfer.md)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot dump its rows")
+
+    def dump_counts(self, user_ids: Sequence[str] | None, now: datetime) -> dict[str, int]:
+        """How many rows of each record type ``dump_page`` returns (with the same
+        ``user_ids``) that are not expired at ``now``: the dump header's counts."""
+        raise NotImplementedError(f"{type(self).__name__} cannot count its rows")
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -34,10 +34,11 @@ from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.errors import InvalidArgumentError
 from oam_core.rerankers import IReranker, check_reranker
 from oam_core.steps import async_twin
-from oam_core.store import planning
+from oam_core.store import dumprows, planning
 from oam_core.store import search as search_flow
 from oam_core.store.args import filter_arg, findable, scope_arg
-from oam_core.store.backend import Backend, Predicate, Tx
+from oam_core.store.backend import Backend, DumpRow, Predicate, Tx
+from oam_core.store.dumprows import OnConflict, RestoreResult
 from oam_core.store.embedding import embed_plans
 from oam_core.store.embedding import reindex as embed_missing
 from oam_core.store.identity import EmbedderCheck, EmbedderIdentity
@@ -763,6 +764,78 @@ class OracleMemoryStore(IMemoryStore):
         """
         with self._backend.transaction() as tx:
             return tx.purge(self._now())
+
+    # -- moving memory between stores ----------------------------------------------
+
+    def dump_rows(
+        self, *, user_ids: Sequence[str] | None = None, page_size: int = 512
+    ) -> Iterator[builtins.list[DumpRow]]:
+        """An oam addition: every stored row (records and threads, expired ones
+        included) with its search rows and vectors, in insertion order, as pages of
+        at most ``page_size`` rows; each page is one read (docs/transfer.md).
+        ``oam_core.transfer.export_store`` writes them as a dump.
+
+        Args:
+            user_ids: Only those users' threads, the rows of those threads, the rows
+                scoped to those users and their profiles; None: everything.
+            page_size: Rows per page (positive int).
+
+        Raises:
+            InvalidArgumentError: for a bad ``page_size`` or ``user_ids``.
+        """
+        if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+            raise InvalidArgumentError(f"page_size must be a positive int, got {page_size!r}")
+        if user_ids is not None and (
+            isinstance(user_ids, str) or not all(isinstance(u, str) and u for u in user_ids)
+        ):
+            raise InvalidArgumentError(
+                f"user_ids must be a list of non-empty strings or None, got {user_ids!r}"
+            )
+        return dumprows.dump_pages(self, None if user_ids is None else list(user_ids), page_size)
+
+    def clock_now(self) -> datetime:
+        """An oam addition: the store clock's current time (aware UTC), the "now" of
+        every TTL decision (docs/store.md#ttl-and-retention)."""
+        return self._now()
+
+    def dump_counts(self, *, user_ids: Sequence[str] | None = None) -> dict[str, int]:
+        """An oam addition: how many rows of each record type (threads included)
+        ``dump_rows`` returns that are not expired now (docs/transfer.md)."""
+        users = None if user_ids is None else list(user_ids)
+        return self._backend.dump_counts(users, self._now())
+
+    def restore_rows(
+        self,
+        rows: Sequence[DumpRow],
+        *,
+        on_conflict: OnConflict = "error",
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        identity: EmbedderIdentity | None = None,
+    ) -> RestoreResult:
+        """An oam addition: write dumped rows back as they were (ids, store times,
+        message numbers, expiry, search rows and vectors) in one transaction
+        (docs/transfer.md). ``oam_core.transfer.import_store`` calls it per batch.
+
+        Args:
+            rows: ``DumpRow`` objects in insertion order (a thread before its rows).
+            on_conflict: ``"error"``, ``"skip"`` (keep the stored row) or
+                ``"replace"`` (delete the stored row first).
+            batch_size: Rows per executemany (positive int).
+            identity: The embedder of the rows' vectors; recorded as the store's
+                when it has none yet and its own embedder (if any) has that id.
+
+        Returns:
+            ``RestoreResult``: the rows written and the counts skipped.
+
+        Raises:
+            InvalidArgumentError: for an id given twice, an id already stored with
+                ``on_conflict="error"`` (named), a bad ``on_conflict`` or a vector of
+                another dimension. Nothing of ``rows`` is written.
+        """
+        size = batch_size_arg({"batch_size": batch_size})
+        return dumprows.restore(
+            self, rows, on_conflict=on_conflict, batch_size=size, identity=identity
+        )
 
     def close(self) -> None:
         """Release the database connection(s)."""

@@ -374,3 +374,41 @@ def search_rows(backend: BackendSpec) -> Callable[[Any, str, str], list[tuple[st
     if backend.search_rows is None:
         pytest.skip(f"{backend.id} does not expose its search rows")
     return backend.search_rows
+
+
+TRANSFER_TARGETS = [
+    b for b in ("sqlite-file", "postgres", "oracle") if b not in unavailable_backends()
+]
+"""Target back ends of the transfer tests (test_transfer.py): Oracle Database only
+when the live suite is configured."""
+
+
+@pytest.fixture(params=TRANSFER_TARGETS)
+def make_target(
+    request: pytest.FixtureRequest, tmp_path: Path, clock: FakeClock
+) -> Iterator[Callable[..., Any]]:
+    """``make_target(name=..., **kwargs)`` opens a store on a second back end (each of
+    ``TRANSFER_TARGETS`` in turn; default ``HashingEmbedder(64)`` and the ``clock``
+    fixture), the target of a copy from the ``backend`` store."""
+    if request.param == "postgres":
+        try:
+            _pg.server_uri()
+        except _pg.ServerUnavailable as exc:
+            pytest.skip(str(exc))
+    spec = BACKENDS[request.param]
+    opened: list[Any] = []
+
+    def factory(*, name: str = "target.db", **kwargs: Any) -> Any:
+        kwargs.setdefault("clock", clock)
+        kwargs.setdefault("embedder", HashingEmbedder(64))
+        store = spec.open(tmp_path, name, **kwargs)
+        opened.append(store)
+        return store
+
+    yield factory
+    for store in opened:
+        if spec.cleanup is not None:
+            with contextlib.suppress(Exception):
+                spec.cleanup(store)
+        with contextlib.suppress(Exception):
+            store.close()

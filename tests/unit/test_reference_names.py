@@ -51,9 +51,13 @@ OAM_EXTRAS = {
     "SQLiteMemoryStore",
     "PostgresMemoryStore",
     "MemoryPipelineWarning",
+    "export_store",
+    "import_store",
+    "copy_store",
+    "TransferSummary",
 }
 """oam additions (docs/concepts.md#names-and-imports): the embedded and PostgreSQL stores, the sentinel alias, the
-pipeline's warning category."""
+pipeline's warning category, moving memory between stores (docs/transfer.md)."""
 
 ERRORS = {
     "OAMError",

@@ -22,7 +22,16 @@ import numpy as np
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import MESSAGE, PROFILE_TYPES, THREAD, MessageRecord, Record, ThreadRow
 from oam_core.errors import InvalidArgumentError
-from oam_core.store.backend import Backend, Predicate, StoredRow, Tx, message_window
+from oam_core.store.backend import (
+    Backend,
+    DumpChunk,
+    DumpRow,
+    Predicate,
+    StoredRow,
+    Tx,
+    message_window,
+)
+from oam_core.store.oracle import dump as od
 from oam_core.store.oracle import quoting as oq
 from oam_core.store.oracle import sql
 from oam_core.store.oracle.names import Names
@@ -343,6 +352,99 @@ class OracleBackend(Backend):
                     break
                 top_n *= 4
         return sorted(best.items(), key=lambda kv: -kv[1])
+
+    def dump_page(
+        self, after: Hashable | None, limit: int, user_ids: Sequence[str] | None
+    ) -> tuple[builtins.list[DumpRow], Hashable | None]:
+        index, pk = cast("tuple[int, int | None]", after or (0, None))
+        with self.session.connection() as conn:
+            while index < len(od.FAMILIES):
+                family = od.FAMILIES[index]
+                rows = fetchall(conn, od.page(self.n, family, pk, limit, user_ids))
+                if rows:
+                    out = self._dump_rows(conn, family, rows)
+                    return out, (index, int(rows[-1][0]))
+                index, pk = index + 1, None
+        return [], after
+
+    def _dump_rows(
+        self, conn: Any, family: str, rows: Sequence[Sequence[Any]]
+    ) -> builtins.list[DumpRow]:
+        if family == THREAD:
+            return [
+                DumpRow(
+                    family=THREAD,
+                    id=tid,
+                    record_type=THREAD,
+                    content=None,
+                    role=None,
+                    seq_no=None if seq is None else int(seq),
+                    thread_id=None,
+                    user_id=uid,
+                    agent_id=aid,
+                    timestamp=None,
+                    metadata=_text(meta),
+                    created_at=_iso(created) or "",
+                    expires_at=None,
+                    config=_text(config),
+                    state=_text(state),
+                )
+                for _pk, tid, uid, aid, meta, config, state, created, seq in rows
+            ]
+        pks = [int(r[0]) for r in rows]
+        chunks: dict[int, builtins.list[tuple[Any, ...]]] = {}
+        # Both profile types share a table; their search rows name their own type.
+        families = ("user_profile", "agent_profile") if family == "user_profile" else (family,)
+        for part in chunked(pks, sql.IN_LIST):
+            for fam in families:
+                for c in fetchall(conn, od.chunks_of(self.n, fam, part, self.local_vectors)):
+                    chunks.setdefault(int(c[1]), []).append(tuple(c))
+        sources: dict[int, builtins.list[str]] = {}
+        chunk_pks = [int(c[0]) for cs in chunks.values() for c in cs]
+        for part in chunked(chunk_pks, sql.IN_LIST):
+            for chunk_pk, mid in fetchall(conn, od.sources_of(self.n, part)):
+                sources.setdefault(int(chunk_pk), []).append(str(mid))
+        out = []
+        for row in rows:
+            record = record_from_row(family, row)
+            own = chunks.get(int(row[0]), [])
+            out.append(
+                DumpRow(
+                    family=_family_of_type(record.record_type),
+                    id=record.id,
+                    record_type=record.record_type,
+                    content=record.content,
+                    role=getattr(record, "role", None),
+                    seq_no=None if row[6] is None else int(row[6]),
+                    thread_id=record.thread_id,
+                    user_id=record.user_id,
+                    agent_id=record.agent_id,
+                    timestamp=record.timestamp,
+                    metadata=_text(row[12]),
+                    created_at=record.created_at or "",
+                    expires_at=_aware(row[14]),
+                    chunks=tuple(
+                        DumpChunk(
+                            text=_text(c[2]),
+                            vector=None if c[3] is None else np.asarray(c[3], dtype=np.float32),
+                            expires_at=_aware(c[4]),
+                            sources=tuple(sources.get(int(c[0]), ())),
+                        )
+                        for c in own
+                    ),
+                )
+            )
+        return out
+
+    def dump_counts(self, user_ids: Sequence[str] | None, now: datetime) -> dict[str, int]:
+        out: dict[str, int] = {}
+        with self.session.connection() as conn:
+            for family in od.FAMILIES:
+                stmt = od.counts(self.n, family, user_ids, sql.naive_utc(now))
+                for rtype, count in fetchall(conn, stmt):
+                    if int(count):
+                        out[str(rtype)] = int(count)
+        return out
 
 
 class OracleTx(Tx):
@@ -703,3 +805,97 @@ class OracleTx(Tx):
     def write_meta(self, values: dict[str, str]) -> None:
         rows = [{"meta_key": k, "meta_value": v} for k, v in sorted(values.items())]
         run(self.c, sql.upsert_meta(self.n, rows))
+
+    def restore(self, rows: Sequence[DumpRow], batch_size: int) -> None:
+        records: builtins.list[DumpRow] = []
+        for row in rows:
+            if row.family == THREAD:
+                run(
+                    self.c,
+                    od.insert_thread(
+                        self.n,
+                        {
+                            "id": row.id,
+                            "user_id": row.user_id,
+                            "agent_id": row.agent_id,
+                            "metadata": _json(row.metadata),
+                            "config": _json(row.config) or {},
+                            "state": _json(row.state) or {},
+                            "created_at": sql.naive_utc(datetime.fromisoformat(row.created_at)),
+                            "seq_no": row.seq_no,
+                        },
+                    ),
+                )
+            else:
+                records.append(row)
+        by_table: dict[str, builtins.list[dict[str, Any]]] = {}
+        for r in records:
+            by_table.setdefault(r.family, []).append(
+                {
+                    "id": r.id,
+                    "record_type": r.record_type,
+                    "content": r.content,
+                    "content_set": int(r.content is not None),
+                    "role": r.role,
+                    "seq_no": r.seq_no,
+                    "thread_id": r.thread_id,
+                    "user_id": r.user_id,
+                    "agent_id": r.agent_id,
+                    "event_ts": r.timestamp,
+                    "event_ts_set": int(r.timestamp is not None),
+                    "metadata": _json(r.metadata),
+                    "created_at": sql.naive_utc(datetime.fromisoformat(r.created_at)),
+                    "expires_at": sql.naive_utc(r.expires_at) if r.expires_at else None,
+                }
+            )
+        for family, binds in by_table.items():
+            run_batched(self.c, sql.insert_records(self.n, family, binds), batch_size)
+        with_chunks = [r for r in records if r.chunks]
+        pks: dict[tuple[str, str], int] = {}
+        for family in dict.fromkeys(r.family for r in with_chunks):
+            ids = [r.id for r in with_chunks if r.family == family]
+            for part in chunked(ids, sql.IN_LIST):
+                for rid, pk in fetchall(self.c, sql.ids_to_pks(self.n, family, part)):
+                    pks[(family, str(rid))] = int(pk)
+        stored: dict[str, int] = {}
+        quoted = sorted({s for r in with_chunks for c in r.chunks for s in c.sources})
+        for part in chunked(quoted, sql.IN_LIST):
+            for mid, pk, _exp in fetchall(self.c, oq.message_keys(self.n, part)):
+                stored[str(mid)] = int(pk)
+        chunk_rows: builtins.list[dict[str, Any]] = []
+        links: builtins.list[dict[str, Any]] = []
+        for r in with_chunks:
+            pk = pks[(r.family, r.id)]
+            scope = _restore_scope(r)
+            seq = 0
+            for chunk in r.chunks:
+                if any(s not in stored for s in chunk.sources):
+                    continue  # it quotes a message the store does not hold
+                expires = sql.naive_utc(chunk.expires_at) if chunk.expires_at else None
+                plan = ChunkPlan(chunk.text, chunk.vector)
+                chunk_rows.append(
+                    self._chunk_row(r.family, pk, r.record_type, seq, plan, scope, expires)
+                )
+                links.extend(
+                    {"source_pk": stored[s], "record_family": r.family, "record_pk": pk, "seq": seq}
+                    for s in chunk.sources
+                )
+                seq += 1
+        self._insert_chunk_rows(chunk_rows, batch_size)
+        if links:
+            run_batched(self.c, oq.insert_links(self.n, links), batch_size)
+        marks: dict[str, int] = {}
+        for r in records:
+            if r.family == MESSAGE and r.thread_id is not None and r.seq_no is not None:
+                marks[r.thread_id] = max(marks.get(r.thread_id, -1), r.seq_no)
+        for thread_id, seq_no in marks.items():
+            run(self.c, od.raise_thread_seq(self.n, thread_id, seq_no))
+
+
+def _restore_scope(row: DumpRow) -> tuple[str | None, str | None, str | None]:
+    """The scope a record's search rows carry: a profile's own id in its dimension."""
+    if row.record_type == "user_profile":
+        return (None, row.id, None)
+    if row.record_type == "agent_profile":
+        return (None, None, row.id)
+    return (row.thread_id, row.user_id, row.agent_id)

@@ -103,6 +103,8 @@ class PgBackend(SqlBackend):
         owns_pool: ``close`` closes the pool.
     """
 
+    vector_select = "embedding::float4[]"
+
     def __init__(
         self, pool: ConnectionPool[Any], prefix: str, label: str, *, owns_pool: bool
     ) -> None:

@@ -15,14 +15,18 @@ import builtins
 import json
 from collections.abc import Callable, Hashable, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, TypeVar, cast
+
+import numpy as np
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import MESSAGE, THREAD, Record, ThreadRow
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import (
     Backend,
+    DumpChunk,
+    DumpRow,
     Predicate,
     StoredRow,
     Tx,
@@ -31,6 +35,7 @@ from oam_core.store.backend import (
 )
 from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan, Vector
 from oam_core.store.quotes import QuotingRow, ResolvedChunk, quoted_ids, resolve_quotes
+from oam_core.store.sql import dump as sd
 from oam_core.store.sql import quoting as sq
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.dialect import Dialect
@@ -142,6 +147,90 @@ class SqlBackend(Backend):
     def unembedded(self, limit: int | None) -> builtins.list[tuple[str, str]]:
         rows = self.fetch_all(st.unembedded(self.d, self.p, limit))
         return [(str(f), str(i)) for f, i in rows]
+
+    def dump_counts(self, user_ids: Sequence[str] | None, now: datetime) -> dict[str, int]:
+        rows = self.fetch_all(sd.counts(self.d, self.p, user_ids, now.timestamp()))
+        return {str(t): int(n) for t, n in rows}
+
+    vector_select = "embedding"
+    """The expression reading a search row's vector as little-endian float32 bytes
+    or a float list (``dump_page``)."""
+
+    def dump_page(
+        self, after: Hashable | None, limit: int, user_ids: Sequence[str] | None
+    ) -> tuple[builtins.list[DumpRow], Hashable | None]:
+        with self.reading() as conn:
+            stmt = sd.page(self.d, self.p, cast("int | None", after), limit, user_ids)
+            rows = conn.execute(stmt.sql, stmt.params).fetchall()
+            if not rows:
+                return [], after
+            keys = [int(r[0]) for r in rows]
+            chunks: dict[int, builtins.list[tuple[Any, ...]]] = {}
+            for part in self.d.batches(keys):
+                stmt = sd.chunks_of(self.d, self.p, self.vector_select, part)
+                for c in conn.execute(stmt.sql, stmt.params):
+                    chunks.setdefault(int(c[1]), []).append(tuple(c))
+            chunk_keys = [int(c[0]) for cs in chunks.values() for c in cs]
+            sources: dict[int, builtins.list[str]] = {}
+            for part in self.d.batches(chunk_keys):
+                stmt = sd.sources_of(self.d, self.p, part)
+                for chunk_pk, source in conn.execute(stmt.sql, stmt.params):
+                    sources.setdefault(int(chunk_pk), []).append(str(source))
+        out = [
+            _dump_row(row, chunks.get(key, ()), sources)
+            for row, key in zip(rows, keys, strict=True)
+        ]
+        return out, keys[-1]
+
+
+def utc_from_epoch(value: float | None) -> datetime | None:
+    """Unix seconds as an aware UTC datetime, or None."""
+    return None if value is None else datetime.fromtimestamp(value, timezone.utc)
+
+
+def _vector(value: Any) -> Vector | None:
+    """A stored vector (float32 bytes or a float list) as a float32 array."""
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return np.frombuffer(value, dtype="<f4").astype(np.float32)
+    return np.asarray(value, dtype=np.float32)
+
+
+def _dump_row(
+    row: Sequence[Any],
+    chunks: Sequence[Sequence[Any]],
+    sources: dict[int, builtins.list[str]],
+) -> DumpRow:
+    """A ``DumpRow`` from a row of ``sd.DUMP_COLUMNS`` and its ``sd.chunks_of`` rows."""
+    (_pk, family, rid, rtype, content, role, seq_no, tid, uid, aid) = row[:10]
+    event_ts, metadata, created_at, expires_at, config, state = row[10:]
+    return DumpRow(
+        family=family,
+        id=rid,
+        record_type=rtype,
+        content=content,
+        role=role,
+        seq_no=None if seq_no is None else int(seq_no),
+        thread_id=tid,
+        user_id=uid,
+        agent_id=aid,
+        timestamp=event_ts,
+        metadata=metadata,
+        created_at=created_at,
+        expires_at=utc_from_epoch(expires_at),
+        config=config,
+        state=state,
+        chunks=tuple(
+            DumpChunk(
+                text=c[2],
+                vector=_vector(c[3]),
+                expires_at=utc_from_epoch(c[4]),
+                sources=tuple(sources.get(int(c[0]), ())),
+            )
+            for c in chunks
+        ),
+    )
 
 
 class SqlTx(Tx):
@@ -445,3 +534,100 @@ class SqlTx(Tx):
     def write_meta(self, values: dict[str, str]) -> None:
         for key, value in values.items():
             self.run(st.upsert_meta(self.d, self.p, key, value))
+
+    def restore(self, rows: Sequence[DumpRow], batch_size: int) -> None:
+        run: builtins.list[DumpRow] = []
+        for row in rows:
+            if row.family == THREAD:
+                self._restore_records(run, batch_size)
+                run = []
+                self._restore_thread(row)
+            else:
+                run.append(row)
+        self._restore_records(run, batch_size)
+
+    def _restore_thread(self, row: DumpRow) -> None:
+        cur = self.c.cursor()
+        try:
+            cur.execute(
+                sd.insert_thread(self.d, self.p),
+                (
+                    row.id,
+                    row.user_id,
+                    row.agent_id,
+                    row.metadata,
+                    row.created_at,
+                    row.config or "{}",
+                    row.state or "{}",
+                    row.seq_no,
+                ),
+            )
+        finally:
+            cur.close()
+
+    def _restore_records(self, rows: Sequence[DumpRow], batch_size: int) -> None:
+        if not rows:
+            return
+        expiries = [epoch(r.expires_at) for r in rows]
+        columns: builtins.list[builtins.list[Any]] = [
+            [r.family for r in rows],
+            [r.id for r in rows],
+            [r.record_type for r in rows],
+            [r.content for r in rows],
+            [r.role for r in rows],
+            [r.seq_no for r in rows],
+            [r.thread_id for r in rows],
+            [r.user_id for r in rows],
+            [r.agent_id for r in rows],
+            [r.timestamp for r in rows],
+            [r.metadata for r in rows],
+            [r.created_at for r in rows],
+            expiries,
+        ]
+        pks = self._insert_records(columns, batch_size)
+        quoted = sorted({s for r in rows for c in r.chunks for s in c.sources})
+        stored: dict[str, Any] = {}
+        for part in self.d.batches(quoted):
+            for mid, pk, _exp in self.run(sq.message_keys(self.d, self.p, part)):
+                stored[mid] = pk
+        chunk_rows: builtins.list[ChunkRow] = []
+        links: builtins.list[tuple[Any, int, int]] = []
+        for row, pk in zip(rows, pks, strict=True):
+            scope = _chunk_scope(row)
+            seq = 0
+            for chunk in row.chunks:
+                if any(s not in stored for s in chunk.sources):
+                    continue  # it quotes a message the store does not hold
+                plan = ChunkPlan(chunk.text, chunk.vector, sources=chunk.sources)
+                chunk_rows.append(
+                    ChunkRow(pk, row.record_type, seq, plan, scope, epoch(chunk.expires_at))
+                )
+                links.extend((stored[s], pk, seq) for s in chunk.sources)
+                seq += 1
+        vectors = [r.chunk.vector for r in chunk_rows]
+        if chunk_rows and all(v is not None for v in vectors):
+            matrix = np.stack(cast("list[Vector]", vectors))  # one array: the bulk path
+            self.insert_vector_columns(st.chunk_columns(chunk_rows), matrix, batch_size)
+        else:
+            self.insert_chunks(chunk_rows, batch_size)
+        if links:
+            cur = self.c.cursor()
+            try:
+                cur.executemany(sq.insert_link(self.d, self.p), links)
+            finally:
+                cur.close()
+        marks: dict[str, int] = {}
+        for r in rows:
+            if r.family == MESSAGE and r.thread_id is not None and r.seq_no is not None:
+                marks[r.thread_id] = max(marks.get(r.thread_id, -1), r.seq_no)
+        for thread_id, seq_no in marks.items():
+            self.run(sd.raise_thread_seq(self.d, self.p, thread_id, seq_no))
+
+
+def _chunk_scope(row: DumpRow) -> Scope:
+    """The scope a record's search rows carry: a profile's own id in its dimension."""
+    if row.record_type == "user_profile":
+        return (None, row.id, None)
+    if row.record_type == "agent_profile":
+        return (None, None, row.id)
+    return (row.thread_id, row.user_id, row.agent_id)

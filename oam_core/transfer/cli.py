@@ -1,0 +1,237 @@
+"""The ``oam export``, ``oam import``, ``oam copy`` and ``oam backup`` commands,
+registered by ``oam_core/cli.py`` (docs/cli.md#moving-memory-between-stores,
+docs/transfer.md). Each shows a progress bar on stderr and prints a one-line
+summary."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import Enum
+from pathlib import Path
+from types import ModuleType
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from oam_core.store.dumprows import OnConflict
+from oam_core.transfer.backup import backup_sqlite
+from oam_core.transfer.copy import copy_store
+from oam_core.transfer.mem0 import import_mem0
+from oam_core.transfer.reader import import_store
+from oam_core.transfer.summary import TransferSummary
+from oam_core.transfer.writer import export_store
+
+__all__ = ["register"]
+
+
+class Conflict(str, Enum):
+    """``--on-conflict`` values."""
+
+    ERROR = "error"
+    SKIP = "skip"
+    REPLACE = "replace"
+
+
+class Source(str, Enum):
+    """``--from`` values."""
+
+    oam = "oam"
+    mem0 = "mem0"
+
+
+DbOption = Annotated[
+    str,
+    typer.Option(
+        "--db",
+        help="SQLite database file (~ is expanded) or a postgresql:// or oracle:// URL.",
+    ),
+]
+EmbedderOption = Annotated[
+    str | None,
+    typer.Option(
+        "--embedder",
+        help="The target's embedder ('local', 'hashing/<dim>', a LiteLLM model id): used "
+        "by --reembed and --from mem0. Default: the one the target recorded, else "
+        "'local'. Without them no model is loaded: the vectors are copied.",
+    ),
+]
+UserOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--user",
+        help="Only this user's threads, messages, memories and profile (repeat for several users).",
+    ),
+]
+ConflictOption = Annotated[
+    Conflict,
+    typer.Option(
+        "--on-conflict",
+        case_sensitive=False,
+        help="An id the target already holds: error (stop, nothing of that batch "
+        "written), skip (keep the target's row; completes an interrupted import), "
+        "replace.",
+    ),
+]
+ReembedOption = Annotated[
+    bool,
+    typer.Option(
+        "--reembed",
+        help="Embed the text again with the target's embedder (--embedder) instead of "
+        "copying the vectors; needed when the source used another embedder.",
+    ),
+]
+CreateOption = Annotated[
+    bool,
+    typer.Option("--create", help="Create the target store if it does not exist."),
+]
+
+
+def _cli() -> ModuleType:
+    """``oam_core.cli`` (its option parsing and store opening), imported when a
+    command runs: it imports this module to register the commands."""
+    return importlib.import_module("oam_core.cli")
+
+
+@contextmanager
+def _bar(verb: str) -> Iterator[Callable[[int, int], None]]:
+    """A transient progress bar on stderr; yields the ``progress`` callback."""
+    console = Console(stderr=True)
+    columns = (TextColumn(verb), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(verb, total=None)
+
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=max(total, done))
+
+        yield advance
+
+
+def _done(verb: str, summary: TransferSummary, where: str) -> None:
+    typer.echo(f"{verb} {where}: {summary.line()}")
+
+
+def _target_embedder(db: str, given: str | None, needs: bool) -> str:
+    """``--embedder`` for a target: as given; else the recorded one when the
+    command embeds (``needs``), else 'none' (vectors are copied, no model loaded)."""
+    if given is not None:
+        return given
+    return str(_cli().embedder_for(db, None)) if needs else "none"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the transfer commands to ``app``."""
+
+    @app.command("export")
+    def export_cmd(
+        file: Annotated[
+            Path,
+            typer.Argument(
+                help="The dump to write: .jsonl, or .jsonl.gz compressed; '-' writes to stdout."
+            ),
+        ],
+        db: DbOption = "oam.db",
+        user: UserOption = None,
+    ) -> None:
+        """Write a store's whole content (or some users') to an oam dump file."""
+        cli = _cli()
+        with cli._user_errors(), cli._memory(db, "none") as memory, _bar("Exporting") as advance:
+            if str(file) == "-":
+                out = typer.get_binary_stream("stdout")
+                summary = export_store(memory.store, out, user_ids=user, progress=advance)
+            else:
+                summary = export_store(memory.store, file, user_ids=user, progress=advance)
+        if str(file) != "-":
+            _done("Exported", summary, f"{db} -> {file}")
+
+    @app.command("import")
+    def import_cmd(
+        file: Annotated[
+            Path,
+            typer.Argument(
+                help="An oam dump (.jsonl or .jsonl.gz), or "
+                "with --from mem0 the JSON of mem0's get_all()."
+            ),
+        ],
+        db: DbOption = "oam.db",
+        on_conflict: ConflictOption = Conflict.ERROR,
+        reembed: ReembedOption = False,
+        create: CreateOption = False,
+        embedder: EmbedderOption = None,
+        from_: Annotated[
+            Source,
+            typer.Option(
+                "--from",
+                case_sensitive=False,
+                help="The file's kind: oam (a dump) or mem0 (embedded with --embedder).",
+            ),
+        ] = Source.oam,
+    ) -> None:
+        """Read an oam dump (or mem0 memories) into a store, batch by batch."""
+        cli = _cli()
+        conflict: OnConflict = on_conflict.value
+        mem0 = from_ is Source.mem0
+        with cli._user_errors():
+            name = _target_embedder(db, embedder, reembed or mem0)
+            with cli._memory(db, name, create=create) as memory, _bar("Importing") as advance:
+                if mem0:
+                    summary = import_mem0(
+                        memory.store, file, on_conflict=conflict, progress=advance
+                    )
+                else:
+                    summary = import_store(
+                        memory.store,
+                        file,
+                        on_conflict=conflict,
+                        reembed=reembed,
+                        progress=advance,
+                    )
+        _done("Imported", summary, f"{file} -> {db}")
+
+    @app.command("copy")
+    def copy_cmd(
+        src: Annotated[str, typer.Argument(help="The source store: a SQLite file or URL.")],
+        dst: Annotated[str, typer.Argument(help="The target store: a SQLite file or URL.")],
+        user: UserOption = None,
+        on_conflict: ConflictOption = Conflict.ERROR,
+        reembed: ReembedOption = False,
+        create: CreateOption = False,
+        embedder: EmbedderOption = None,
+    ) -> None:
+        """Copy one store into another (SQLite, PostgreSQL, Oracle) without a file."""
+        cli = _cli()
+        conflict: OnConflict = on_conflict.value
+        with cli._user_errors():
+            name = _target_embedder(dst, embedder, reembed)
+            with (
+                cli._memory(src, "none") as source,
+                cli._memory(dst, name, create=create) as target,
+                _bar("Copying") as advance,
+            ):
+                summary = copy_store(
+                    source.store,
+                    target.store,
+                    user_ids=user,
+                    on_conflict=conflict,
+                    reembed=reembed,
+                    progress=advance,
+                )
+        _done("Copied", summary, f"{src} -> {dst}")
+
+    @app.command("backup")
+    def backup_cmd(
+        dest: Annotated[Path, typer.Argument(help="The backup file to write.")],
+        db: DbOption = "oam.db",
+        overwrite: Annotated[
+            bool, typer.Option("--overwrite", help="Replace DEST if it exists.")
+        ] = False,
+    ) -> None:
+        """A consistent copy of a live SQLite store (SQLite's online backup) while other
+        processes write, with its vector index file."""
+        cli = _cli()
+        with cli._user_errors():
+            summary = backup_sqlite(cli._target(db), dest, overwrite=overwrite)
+        typer.echo(f"Backed up {db} -> {summary.line()}")

@@ -1,0 +1,60 @@
+"""``copy_store``: stream one store's rows into another (docs/transfer.md#copy)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from oam_core.errors import InvalidArgumentError
+from oam_core.store.base import OracleMemoryStore
+from oam_core.store.dumprows import OnConflict
+from oam_core.transfer.reader import BATCH_ROWS, BatchWriter, check_embedder, check_options
+from oam_core.transfer.summary import TransferSummary
+from oam_core.transfer.writer import Progress, store_identity
+
+
+def copy_store(
+    source_store: OracleMemoryStore,
+    target_store: OracleMemoryStore,
+    *,
+    user_ids: Sequence[str] | None = None,
+    on_conflict: OnConflict = "error",
+    reembed: bool = False,
+    batch_rows: int = BATCH_ROWS,
+    progress: Progress | None = None,
+) -> TransferSummary:
+    """Copy the rows of ``source_store`` into ``target_store`` without a file: the
+    same as ``export_store`` then ``import_store``, streamed (docs/transfer.md#copy).
+
+    Args:
+        source_store, target_store: Any two ``OracleMemoryStore`` objects (not the
+            same one).
+        user_ids: Only those users' threads, messages, memories and profiles.
+        on_conflict, reembed, batch_rows, progress: As ``import_store``.
+
+    Returns:
+        ``TransferSummary`` of what the target received (``bytes`` is 0).
+
+    Raises:
+        InvalidArgumentError: for a bad option, or the same store twice.
+        EmbedderMismatchError: as ``import_store`` (nothing written).
+        TransferError: as ``import_store``, naming the id that clashes.
+    """
+    conflict = check_options(on_conflict, reembed)
+    if source_store is target_store:
+        raise InvalidArgumentError("copy_store needs two different stores")
+    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
+        raise InvalidArgumentError(f"batch_rows must be a positive int, got {batch_rows!r}")
+    users = None if user_ids is None else list(user_ids)
+    pages = source_store.dump_rows(user_ids=users, page_size=batch_rows)
+    identity = store_identity(source_store)
+    dim = source_store.vector_dim
+    check_embedder(target_store, identity, dim, reembed, "the source store")
+    total = sum(source_store.dump_counts(user_ids=users).values())
+    writer = BatchWriter(target_store, conflict, reembed, identity, batch_rows, progress, total)
+    done = 0
+    for page in pages:
+        for row in page:
+            done += 1
+            writer.add(row, f"source row {done}")
+    writer.flush(f"source row {done}")
+    return writer.summary()

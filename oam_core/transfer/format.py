@@ -1,0 +1,324 @@
+"""The oam dump format, version 1 (docs/transfer.md#the-dump-format).
+
+JSON Lines in UTF-8 (gzip when the name ends in ``.gz``): one header object, one
+object per stored row in insertion order (a thread before its messages), one end
+object. This module turns lines into ``DumpRow`` objects and back; it does no I/O.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import orjson
+
+from oam_core.apis.records import RECORD_TYPES, THREAD, family_of
+from oam_core.store.backend import DumpChunk, DumpRow
+from oam_core.store.identity import EmbedderIdentity
+from oam_core.store.ttl import iso, parse_iso_timestamp
+
+FORMAT = "oam-dump"
+"""The header's ``format`` value."""
+VERSION = 1
+"""The version this module writes and the newest it reads."""
+
+_F4 = np.dtype("<f4")
+
+
+class LineError(ValueError):
+    """A line that is not a valid dump line; the reader adds the line number."""
+
+
+def header(
+    identity: EmbedderIdentity | None,
+    dimension: int | None,
+    record_counts: Mapping[str, int],
+    created_at: datetime,
+    user_ids: list[str] | None,
+) -> bytes:
+    """The header line (with its newline). ``identity``: the embedder of the
+    vectors; without one, ``dimension`` alone (id null) when the store has vectors."""
+    embedder: dict[str, Any] | None = None
+    if identity is not None:
+        embedder = {"id": identity.embedder_id, "dimension": identity.dimension}
+        if identity.fingerprint is not None:
+            embedder["fingerprint"] = list(identity.fingerprint)
+    elif dimension is not None:
+        embedder = {"id": None, "dimension": dimension}
+    return _line(
+        {
+            "format": FORMAT,
+            "version": VERSION,
+            "created_at": iso(created_at),
+            "embedder": embedder,
+            "record_counts": dict(sorted(record_counts.items())),
+            "user_ids": user_ids,
+        }
+    )
+
+
+def end(record_counts: Mapping[str, int], search_rows: int) -> bytes:
+    """The end line: what the dump holds, so that a truncated dump is told apart."""
+    return _line(
+        {
+            "kind": "end",
+            "record_counts": dict(sorted(record_counts.items())),
+            "search_rows": search_rows,
+        }
+    )
+
+
+def _line(value: Any) -> bytes:
+    return orjson.dumps(value) + b"\n"
+
+
+def encode(row: DumpRow) -> bytes:
+    """One row's line (with its newline)."""
+    meta = None if row.metadata is None else orjson.loads(row.metadata)
+    if row.family == THREAD:
+        return _line(
+            {
+                "kind": "thread",
+                "id": row.id,
+                "user_id": row.user_id,
+                "agent_id": row.agent_id,
+                "metadata": meta,
+                "created_at": row.created_at,
+                "config": orjson.loads(row.config or "{}"),
+                "state": orjson.loads(row.state or "{}"),
+                "seq_no": row.seq_no,
+            }
+        )
+    return _line(
+        {
+            "kind": "record",
+            "id": row.id,
+            "record_type": row.record_type,
+            "content": row.content,
+            "role": row.role,
+            "seq_no": row.seq_no,
+            "thread_id": row.thread_id,
+            "user_id": row.user_id,
+            "agent_id": row.agent_id,
+            "timestamp": row.timestamp,
+            "metadata": meta,
+            "created_at": row.created_at,
+            "expires_at": None if row.expires_at is None else iso(row.expires_at),
+            "search_rows": [
+                {
+                    "text": c.text,
+                    "vector": None
+                    if c.vector is None
+                    else base64.b64encode(np.asarray(c.vector, dtype=_F4).tobytes()).decode(),
+                    "expires_at": None if c.expires_at is None else iso(c.expires_at),
+                    "sources": list(c.sources),
+                }
+                for c in row.chunks
+            ],
+        }
+    )
+
+
+def parse_header(line: bytes) -> dict[str, Any]:
+    """The header object of a dump's first line.
+
+    Raises:
+        LineError: when it is not an oam dump header, or is of a newer version.
+    """
+    value = _object(line)
+    if value.get("format") != FORMAT:
+        raise LineError(f"not an oam dump header (format {value.get('format')!r})")
+    version = value.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise LineError(f"bad dump version {version!r}")
+    if version > VERSION:
+        raise LineError(
+            f"dump format version {version} is newer than this oam reads ({VERSION}); "
+            "upgrade oam to import it"
+        )
+    embedder = value.get("embedder")
+    if embedder is not None and not (
+        isinstance(embedder, dict)
+        and (embedder.get("id") is None or isinstance(embedder.get("id"), str))
+        and isinstance(embedder.get("dimension"), int)
+        and embedder["dimension"] > 0
+    ):
+        raise LineError(f"bad embedder in the header: {embedder!r}")
+    counts = value.get("record_counts")
+    if not isinstance(counts, dict):
+        raise LineError(f"bad record_counts in the header: {counts!r}")
+    return value
+
+
+def header_dimension(head: Mapping[str, Any]) -> int | None:
+    """The vector dimension a parsed header names, or None."""
+    e = head.get("embedder")
+    return None if e is None else int(e["dimension"])
+
+
+def header_identity(head: Mapping[str, Any]) -> EmbedderIdentity | None:
+    """The embedder a parsed header names (None: none, or its id is unknown)."""
+    e = head.get("embedder")
+    if e is None or e.get("id") is None:
+        return None
+    fp = e.get("fingerprint")
+    return EmbedderIdentity(
+        str(e["id"]), int(e["dimension"]), None if fp is None else tuple(float(x) for x in fp)
+    )
+
+
+def _object(line: bytes) -> dict[str, Any]:
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise LineError(f"not JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise LineError(f"not a JSON object but {type(value).__name__}")
+    return value
+
+
+def decode(line: bytes) -> DumpRow | dict[str, Any]:
+    """The ``DumpRow`` of a row line, or the end object (a dict).
+
+    Raises:
+        LineError: for a line that is not JSON, of an unknown kind or record type,
+            or with a field of the wrong type.
+    """
+    v = _object(line)
+    kind = v.get("kind")
+    if kind == "end":
+        return v
+    if kind == "thread":
+        return DumpRow(
+            family=THREAD,
+            id=_id(v, "id"),
+            record_type=THREAD,
+            content=None,
+            role=None,
+            seq_no=_int(v, "seq_no"),
+            thread_id=None,
+            user_id=_str(v, "user_id"),
+            agent_id=_str(v, "agent_id"),
+            timestamp=None,
+            metadata=_json_object(v, "metadata"),
+            created_at=_created(v),
+            expires_at=None,
+            config=_json_object(v, "config") or "{}",
+            state=_json_object(v, "state") or "{}",
+        )
+    if kind != "record":
+        raise LineError(f"unknown kind {kind!r} (expected 'record', 'thread' or 'end')")
+    rtype = v.get("record_type")
+    if not isinstance(rtype, str) or rtype not in RECORD_TYPES or rtype == THREAD:
+        raise LineError(f"unknown record_type {rtype!r}")
+    rows = v.get("search_rows", [])
+    if not isinstance(rows, list):
+        raise LineError(f"search_rows must be a list, got {type(rows).__name__}")
+    return DumpRow(
+        family=family_of(rtype),
+        id=_id(v, "id"),
+        record_type=rtype,
+        content=_str(v, "content"),
+        role=_str(v, "role"),
+        seq_no=_int(v, "seq_no"),
+        thread_id=_str(v, "thread_id"),
+        user_id=_str(v, "user_id"),
+        agent_id=_str(v, "agent_id"),
+        timestamp=_str(v, "timestamp"),
+        metadata=_json_object(v, "metadata"),
+        created_at=_created(v),
+        expires_at=_time(v, "expires_at"),
+        chunks=tuple(_chunk(c, i) for i, c in enumerate(rows)),
+    )
+
+
+def _chunk(c: Any, i: int) -> DumpChunk:
+    if not isinstance(c, dict):
+        raise LineError(f"search_rows[{i}] must be an object")
+    vector = c.get("vector")
+    vec = None
+    if vector is not None:
+        if not isinstance(vector, str):
+            raise LineError(f"search_rows[{i}].vector must be base64 text")
+        try:
+            raw = binascii.a2b_base64(vector)
+        except binascii.Error:
+            raise LineError(f"search_rows[{i}].vector is not base64") from None
+        if not raw or len(raw) % 4:
+            raise LineError(f"search_rows[{i}].vector holds {len(raw)} bytes, not float32s")
+        vec = np.frombuffer(raw, dtype=_F4)
+    sources = c.get("sources") or ()
+    if sources and (not isinstance(sources, list) or not all(isinstance(s, str) for s in sources)):
+        raise LineError(f"search_rows[{i}].sources must be a list of ids")
+    text = c.get("text")
+    if text is not None and not isinstance(text, str):
+        raise LineError(f"search_rows[{i}].text must be a string or null, got {text!r}")
+    expires = c.get("expires_at")
+    return DumpChunk(
+        text=text,
+        vector=vec,
+        expires_at=None if expires is None else _parse(expires, "expires_at"),
+        sources=tuple(sources),
+    )
+
+
+def _str(v: Mapping[str, Any], key: str) -> str | None:
+    value = v.get(key)
+    if value is not None and not isinstance(value, str):
+        raise LineError(f"{key} must be a string or null, got {value!r}")
+    return value
+
+
+def _id(v: Mapping[str, Any], key: str) -> str:
+    value = v.get(key)
+    if not isinstance(value, str) or not value:
+        raise LineError(f"{key} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _int(v: Mapping[str, Any], key: str) -> int | None:
+    value = v.get(key)
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+        raise LineError(f"{key} must be an integer or null, got {value!r}")
+    return value
+
+
+def _json_object(v: Mapping[str, Any], key: str) -> str | None:
+    value = v.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise LineError(f"{key} must be an object or null, got {type(value).__name__}")
+    return orjson.dumps(value).decode()
+
+
+def _created(v: Mapping[str, Any]) -> str:
+    value = _id(v, "created_at")
+    _parse(value, "created_at")
+    return value
+
+
+def _time(v: Mapping[str, Any], key: str) -> datetime | None:
+    value = v.get(key)
+    return None if value is None else _parse(value, key)
+
+
+def _parse(value: Any, key: str) -> datetime:
+    """An ISO-8601 time as an aware UTC datetime; the form the dump writes is read
+    by ``datetime.fromisoformat`` (fast), any other form by the store's parser."""
+    if not isinstance(value, str):
+        raise LineError(f"{key} must be an ISO-8601 string or null, got {value!r}")
+    try:
+        parsed = datetime.fromisoformat(value)
+        if parsed.tzinfo is not None:
+            return parsed.astimezone(timezone.utc)
+    except ValueError:
+        pass
+    try:
+        return parse_iso_timestamp(value, what=key)
+    except ValueError as exc:
+        raise LineError(str(exc)) from None

@@ -1,0 +1,170 @@
+"""``import_mem0``: read the JSON that mem0's ``Memory.get_all()`` returns into a store
+(docs/migrating.md#bringing-mem0s-memories-along).
+
+Accepted shapes: the object ``{"results": [...], ...}`` of mem0 1.x (other keys,
+such as ``relations``, are ignored) or the bare list of older versions. Each item is
+a memory: ``id``, ``memory`` (the text), ``user_id``/``agent_id``/``run_id``
+(scope), ``metadata``, ``created_at``, ``updated_at``, and optionally ``hash``,
+``actor_id`` and ``role``.
+
+Each becomes a ``memory`` record that keeps the mem0 id, with ``user_id`` and
+``agent_id`` as they were and ``run_id`` as its ``thread_id`` (a mem0 run is one
+session, an oam thread); ``created_at`` is kept as the record's store time; the
+mem0 metadata is kept and the rest of the item (hash, updated_at, actor_id, role)
+is kept under ``metadata["mem0"]``. The text is chunked and embedded with the target
+store's embedder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import orjson
+
+from oam_core.errors import InvalidArgumentError
+from oam_core.store.backend import DumpChunk, DumpRow
+from oam_core.store.base import OracleMemoryStore
+from oam_core.store.chunking import chunk_text
+from oam_core.store.dumprows import OnConflict
+from oam_core.store.metadatajson import dump_metadata
+from oam_core.store.ttl import iso, parse_iso_timestamp
+from oam_core.transfer.io import Target, open_read
+from oam_core.transfer.reader import BATCH_ROWS, BatchWriter, check_options, reembed_rows
+from oam_core.transfer.summary import TransferError, TransferSummary
+from oam_core.transfer.writer import Progress
+
+MEM0_KEY = "mem0"
+"""The metadata key holding the mem0 fields that have no oam column."""
+_KEPT = ("hash", "updated_at", "actor_id", "role")
+
+
+def _items(value: Any) -> list[Any]:
+    if isinstance(value, Mapping) and isinstance(value.get("results"), list):
+        return list(value["results"])
+    if isinstance(value, list):
+        return value
+    raise InvalidArgumentError(
+        'source: not mem0 get_all() output (expected {"results": [...]} or a list of '
+        f"memories), got {type(value).__name__}"
+    )
+
+
+def _opt(item: Mapping[str, Any], key: str, i: int) -> str | None:
+    value = item.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"memories[{i}].{key} must be a string, got {value!r}")
+    return value
+
+
+def to_row(item: Any, i: int, chunk_chars: int, now: str) -> DumpRow:
+    """The ``DumpRow`` of one mem0 memory (vectors still to embed).
+
+    Raises:
+        ValueError: naming ``memories[i]`` and the field that is missing or wrong.
+    """
+    if not isinstance(item, Mapping):
+        raise ValueError(f"memories[{i}] must be an object, got {type(item).__name__}")
+    rid = _opt(item, "id", i)
+    text = item.get("memory")
+    if rid is None:
+        raise ValueError(f"memories[{i}] has no id")
+    if not isinstance(text, str):
+        raise ValueError(f"memories[{i}] ({rid}): memory must be a string, got {text!r}")
+    meta = item.get("metadata")
+    if meta is not None and not isinstance(meta, Mapping):
+        raise ValueError(f"memories[{i}] ({rid}): metadata must be an object or null")
+    merged: dict[str, Any] = dict(meta or {})
+    extra = {k: item[k] for k in _KEPT if item.get(k) is not None}
+    if extra:
+        merged[MEM0_KEY] = extra
+    created = _opt(item, "created_at", i)
+    created_at = (
+        now
+        if created is None
+        else iso(parse_iso_timestamp(created, what=f"memories[{i}].created_at"))
+    )
+    return DumpRow(
+        family="memory",
+        id=rid,
+        record_type="memory",
+        content=text,
+        role=None,
+        seq_no=None,
+        thread_id=_opt(item, "run_id", i),
+        user_id=_opt(item, "user_id", i),
+        agent_id=_opt(item, "agent_id", i),
+        timestamp=None,
+        metadata=dump_metadata(merged or None, f"memories[{i}].metadata"),
+        created_at=created_at,
+        expires_at=None,
+        chunks=tuple(DumpChunk(c, None) for c in chunk_text(text, chunk_chars)),
+    )
+
+
+def import_mem0(
+    store: OracleMemoryStore,
+    source: Target,
+    *,
+    on_conflict: OnConflict = "error",
+    batch_rows: int = BATCH_ROWS,
+    progress: Progress | None = None,
+) -> TransferSummary:
+    """Import mem0 memories (the JSON of ``Memory.get_all()``) into ``store`` as
+    ``memory`` records embedded with ``store``'s embedder (docs/migrating.md#bringing-mem0s-memories-along).
+
+    Args:
+        store: A store opened with an embedder.
+        source: A path to the JSON file (gzip detected) or a binary file object.
+        on_conflict: As ``import_store``: what to do with an id the store holds.
+        batch_rows: Memories per transaction.
+        progress: Called with ``(rows_done, rows_expected)`` after each batch.
+
+    Returns:
+        ``TransferSummary`` (``records["memory"]``: memories written).
+
+    Raises:
+        InvalidArgumentError: for a store without embedder, a file that is not JSON
+            or not mem0 output (nothing written).
+        TransferError: for a memory without id or text, or an id that clashes:
+            names it; the batches before it are committed (``.summary``).
+    """
+    conflict = check_options(on_conflict, False)
+    if store.embedder is None:
+        raise InvalidArgumentError("importing mem0 memories needs a store with an embedder")
+    with open_read(source, "source") as stream:
+        raw = stream.read()
+    try:
+        items = _items(orjson.loads(raw))
+    except orjson.JSONDecodeError as exc:
+        raise InvalidArgumentError(f"source is not JSON: {exc}") from None
+    writer = BatchWriter(store, conflict, False, None, batch_rows, progress, len(items))
+    writer.bytes = len(raw)
+    now = iso(store.clock_now())
+    batch: list[DumpRow] = []
+    for i, row in _rows(items, store.chunk_chars, now, writer):
+        batch.append(row)
+        if len(batch) >= batch_rows:
+            _write(store, writer, batch, i)
+            batch = []
+    _write(store, writer, batch, len(items) - 1)
+    return writer.summary()
+
+
+def _rows(
+    items: list[Any], chunk_chars: int, now: str, writer: BatchWriter
+) -> Iterator[tuple[int, DumpRow]]:
+    for i, item in enumerate(items):
+        try:
+            yield i, to_row(item, i, chunk_chars, now)
+        except ValueError as exc:
+            raise TransferError(f"source: {exc}", writer.summary()) from None
+
+
+def _write(store: OracleMemoryStore, writer: BatchWriter, batch: list[DumpRow], last: int) -> None:
+    if batch:
+        for row in reembed_rows(store, batch):
+            writer.pending.append(row)
+        writer.flush(f"memories up to [{last}]")

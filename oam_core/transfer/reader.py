@@ -1,0 +1,356 @@
+"""``import_store``: read an oam dump into a store, batch by batch
+(docs/transfer.md#import)."""
+
+from __future__ import annotations
+
+import dataclasses
+import queue
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from typing import IO, Any
+
+import numpy as np
+
+from oam_core.errors import EmbedderMismatchError, InvalidArgumentError
+from oam_core.store.backend import DumpRow
+from oam_core.store.base import OracleMemoryStore
+from oam_core.store.dumprows import ON_CONFLICT, OnConflict
+from oam_core.store.identity import EmbedderIdentity
+from oam_core.transfer import format as fmt
+from oam_core.transfer.io import Target, open_read
+from oam_core.transfer.summary import TransferError, TransferSummary
+from oam_core.transfer.writer import Progress, store_identity
+
+BATCH_ROWS = 1000
+"""Rows per import transaction (and per executemany)."""
+
+
+def check_options(on_conflict: object, reembed: object) -> OnConflict:
+    """``on_conflict`` if valid.
+
+    Raises:
+        InvalidArgumentError: naming the argument and the value.
+    """
+    if on_conflict not in ON_CONFLICT:
+        raise InvalidArgumentError(
+            f"on_conflict must be one of {list(ON_CONFLICT)}, got {on_conflict!r}"
+        )
+    if not isinstance(reembed, bool):
+        raise InvalidArgumentError(f"reembed must be a bool, got {reembed!r}")
+    return on_conflict  # type: ignore[return-value]
+
+
+def check_embedder(
+    store: OracleMemoryStore,
+    identity: EmbedderIdentity | None,
+    dimension: int | None,
+    reembed: bool,
+    what: str,
+) -> None:
+    """Check, before anything is written, that rows whose vectors come from
+    ``identity`` (or are of ``dimension``) fit ``store``.
+
+    Raises:
+        EmbedderMismatchError: naming both embedders when they differ and
+            ``reembed`` is False.
+        InvalidArgumentError: for ``reembed=True`` without an embedder on ``store``.
+    """
+    if reembed:
+        if store.embedder is None:
+            raise InvalidArgumentError("reembed=True needs a target store opened with an embedder")
+        return
+    if dimension is None:
+        return
+    target = store_identity(store)
+    target_dim = store.vector_dim
+    if target_dim is not None and target_dim != dimension:
+        raise EmbedderMismatchError(
+            f"{what} holds vectors of {dimension} dimensions from "
+            f"{identity.describe() if identity else 'an unknown embedder'}, the target "
+            f"store's are {target.describe() if target else f'of {target_dim} dimensions'}; "
+            "pass reembed=True to embed the text again with the target's embedder"
+        )
+    if identity is not None and target is not None and identity.embedder_id != target.embedder_id:
+        raise EmbedderMismatchError(
+            f"{what} holds vectors from {identity.describe()}, the target store's "
+            f"embedder is {target.describe()}; pass reembed=True to embed the text again "
+            "with the target's embedder"
+        )
+
+
+def reembed_rows(store: OracleMemoryStore, rows: list[DumpRow]) -> list[DumpRow]:
+    """``rows`` with every search row's vector made again from its text by the
+    store's embedder (a row without text keeps no vector)."""
+    assert store.embedder is not None
+    texts = [c.text for r in rows for c in r.chunks if c.text]
+    vectors = iter(np.asarray(store.embedder.embed(texts), dtype=np.float32)) if texts else iter(())
+    out = []
+    for r in rows:
+        chunks = tuple(
+            dataclasses.replace(c, vector=next(vectors) if c.text else None) for c in r.chunks
+        )
+        out.append(dataclasses.replace(r, chunks=chunks))
+    return out
+
+
+class BatchWriter:
+    """Writes rows to a store in batches through ``restore_rows`` and keeps the
+    counts of what was committed."""
+
+    def __init__(
+        self,
+        store: OracleMemoryStore,
+        on_conflict: OnConflict,
+        reembed: bool,
+        identity: EmbedderIdentity | None,
+        batch_rows: int,
+        progress: Progress | None,
+        total: int,
+    ) -> None:
+        self.store = store
+        self.on_conflict = on_conflict
+        self.reembed = reembed
+        self.identity = None if reembed else identity
+        self.batch_rows = batch_rows
+        self.progress = progress
+        self.total = total
+        self.pending: list[DumpRow] = []
+        self.records: dict[str, int] = {}
+        self.search_rows = 0
+        self.skipped_existing = 0
+        self.skipped_expired = 0
+        self.bytes = 0
+        self.started = time.perf_counter()
+
+    def summary(self) -> TransferSummary:
+        """What was committed so far."""
+        return TransferSummary(
+            records=dict(self.records),
+            search_rows=self.search_rows,
+            skipped_expired=self.skipped_expired,
+            skipped_existing=self.skipped_existing,
+            bytes=self.bytes,
+            seconds=time.perf_counter() - self.started,
+        )
+
+    def add(self, row: DumpRow, where: str) -> None:
+        """Queue a row; write the batch when full."""
+        self.pending.append(row)
+        if len(self.pending) >= self.batch_rows:
+            self.flush(where)
+
+    def flush(self, where: str) -> None:
+        """Write the queued rows in one transaction.
+
+        Raises:
+            TransferError: when the batch is refused (an id that clashes, a vector
+                of another dimension); nothing of it is written.
+        """
+        if not self.pending:
+            return
+        rows, self.pending = self.pending, []
+        if self.reembed:
+            rows = reembed_rows(self.store, rows)
+        try:
+            result = self.store.restore_rows(
+                rows,
+                on_conflict=self.on_conflict,
+                batch_size=self.batch_rows,
+                identity=self.identity,
+            )
+        except InvalidArgumentError as exc:
+            raise TransferError(f"{where}: {exc}", self.summary()) from exc
+        for r in result.written:
+            self.records[r.record_type] = self.records.get(r.record_type, 0) + 1
+            self.search_rows += len(r.chunks)
+        self.skipped_existing += result.skipped_existing
+        self.skipped_expired += result.skipped_expired
+        if self.progress is not None:
+            done = sum(self.records.values()) + self.skipped_existing + self.skipped_expired
+            self.progress(done, self.total)
+
+
+def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    """``(line number, line)`` of a binary stream; a damaged gzip stream is a
+    ``LineError`` at the line it stops in."""
+    n = 0
+    it = iter(stream)
+    while True:
+        try:
+            line = next(it)
+        except StopIteration:
+            return
+        except (EOFError, OSError, zlib.error) as exc:
+            raise _Damaged(n + 1, f"the compressed dump is damaged or truncated ({exc})") from exc
+        n += 1
+        yield n, line
+
+
+class _Damaged(Exception):
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+@dataclasses.dataclass
+class _Parsed:
+    """One batch of parsed rows, or the end of the dump (``final``), or a failure."""
+
+    rows: list[DumpRow]
+    label: str
+    bytes: int
+    final: bool = False
+    error: str | None = None
+    crash: BaseException | None = None
+
+
+def _parse(
+    lines: Iterator[tuple[int, bytes]],
+    batch_rows: int,
+    nbytes: int,
+    out: queue.Queue[_Parsed],
+    stop: threading.Event,
+) -> None:
+    """Parse the rows after the header into batches of ``batch_rows`` for ``out``; the
+    last item is ``final``. A bad line, a damaged stream or a dump that ends without
+    its end line (or whose end line's counts differ) ends it with ``error`` (the rows
+    of the unfinished batch are dropped)."""
+
+    def put(item: _Parsed) -> bool:
+        while not stop.is_set():
+            try:
+                out.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    pending: list[DumpRow] = []
+    seen: dict[str, int] = {}
+    chunks = 0
+    start = lineno = 1
+    end: dict[str, Any] | None = None
+    try:
+        for lineno, line in lines:
+            nbytes += len(line)
+            if not line.strip():
+                continue
+            if end is not None:
+                raise fmt.LineError("data after the end line")
+            item = fmt.decode(line)
+            if isinstance(item, dict):
+                end = item
+                continue
+            if not pending:
+                start = lineno
+            seen[item.record_type] = seen.get(item.record_type, 0) + 1
+            chunks += len(item.chunks)
+            pending.append(item)
+            if len(pending) >= batch_rows:
+                if not put(_Parsed(pending, f"lines {start}-{lineno}", nbytes)):
+                    return
+                pending = []
+        error = None
+        if end is None:
+            error = f"source is truncated: it ends at line {lineno} without its end line"
+        elif end.get("record_counts") != seen or end.get("search_rows") != chunks:
+            error = (
+                f"source line {lineno}: the end line counts {end.get('record_counts')} rows "
+                f"and {end.get('search_rows')} search rows, the dump holds {seen} and {chunks}"
+            )
+        put(_Parsed(pending, f"lines {start}-{lineno}", nbytes, final=True, error=error))
+    except fmt.LineError as exc:
+        put(_Parsed([], "", nbytes, final=True, error=f"source line {lineno}: {exc}"))
+    except _Damaged as exc:
+        put(_Parsed([], "", nbytes, final=True, error=f"source line {exc.line}: {exc}"))
+    except BaseException as exc:  # handed to the importing thread, raised there
+        put(_Parsed([], "", nbytes, final=True, crash=exc))
+
+
+def import_store(
+    store: OracleMemoryStore,
+    source: Target,
+    *,
+    on_conflict: OnConflict = "error",
+    reembed: bool = False,
+    batch_rows: int = BATCH_ROWS,
+    progress: Progress | None = None,
+) -> TransferSummary:
+    """Read an oam dump into ``store``, streaming, one transaction per batch of
+    ``batch_rows`` rows through the store's bulk insert (docs/transfer.md#import).
+
+    Args:
+        store: Any ``OracleMemoryStore``; rows keep their ids, store times, message
+            numbers, expiry, metadata, search rows and vectors.
+        source: A path (gzip detected by content) or a binary file object.
+        on_conflict: ``"error"`` (an id the store holds stops the import, naming
+            it), ``"skip"`` (keep the store's row: a re-run after an interruption
+            completes the import without duplicates) or ``"replace"``.
+        reembed: Embed every search row's text again with ``store``'s embedder
+            instead of taking the dump's vectors (needed when the dump comes from
+            another embedder).
+        batch_rows: Rows per transaction (positive int).
+        progress: Called with ``(rows_done, rows_expected)`` after each batch.
+
+    Returns:
+        ``TransferSummary``: rows written per type, search rows, rows skipped as
+        existing or expired, uncompressed bytes read, seconds.
+
+    Raises:
+        InvalidArgumentError: for a bad option, a missing file, or a first line that
+            is not a version-1 oam dump header (nothing written).
+        EmbedderMismatchError: the dump's vectors come from another embedder id or
+            dimension than the store's, without ``reembed`` (nothing written).
+        TransferError: (an ``InvalidArgumentError``) for a line that is not JSON,
+            of an unknown kind or record type, an id that clashes, a damaged or
+            truncated dump: names the line or id; the failing batch is not written
+            and ``.summary`` says what was committed before it.
+    """
+    conflict = check_options(on_conflict, reembed)
+    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
+        raise InvalidArgumentError(f"batch_rows must be a positive int, got {batch_rows!r}")
+    with open_read(source, "source") as stream:
+        lines = _lines(stream)
+        try:
+            first = next(lines, None)
+        except _Damaged as exc:
+            raise InvalidArgumentError(f"source line 1: {exc}") from exc
+        if first is None:
+            raise InvalidArgumentError("source is empty: no oam dump header")
+        try:
+            head = fmt.parse_header(first[1])
+        except fmt.LineError as exc:
+            raise InvalidArgumentError(f"source line 1: {exc}") from None
+        identity = fmt.header_identity(head)
+        check_embedder(store, identity, fmt.header_dimension(head), reembed, "the dump")
+        counts: dict[str, Any] = head["record_counts"]
+        total = sum(v for v in counts.values() if isinstance(v, int))
+        writer = BatchWriter(store, conflict, reembed, identity, batch_rows, progress, total)
+        writer.bytes = len(first[1])
+        # Lines are parsed in a thread of their own while the batch before is written
+        # (the database releases the GIL while it writes); at most two parsed batches
+        # wait, so memory stays bounded.
+        parsed: queue.Queue[_Parsed] = queue.Queue(maxsize=2)
+        stop = threading.Event()
+        reader = threading.Thread(
+            target=_parse, args=(lines, batch_rows, writer.bytes, parsed, stop), daemon=True
+        )
+        reader.start()
+        try:
+            while True:
+                item = parsed.get()
+                writer.bytes = item.bytes
+                if item.crash is not None:
+                    raise item.crash
+                if item.error is not None:
+                    raise TransferError(item.error, writer.summary())
+                writer.pending = item.rows
+                writer.flush(item.label)
+                if item.final:
+                    break
+        finally:
+            stop.set()
+            reader.join()
+    return writer.summary()

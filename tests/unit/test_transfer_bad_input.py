@@ -1,0 +1,152 @@
+"""Bad dumps (docs/transfer.md#summaries-and-errors): each is a clear error naming the line or id,
+raised before the failing batch writes anything; the batches before it stay committed
+and the error's summary counts them. Real SQLite files."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from oam_core import InvalidArgumentError, SQLiteMemoryStore, export_store, import_store
+from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.transfer import TransferError
+
+IDS = [f"f{i}" for i in range(6)]
+
+
+@pytest.fixture
+def lines(tmp_path: Path) -> list[bytes]:
+    """A dump of six facts f0..f5: header, six record lines, end line."""
+    with SQLiteMemoryStore(str(tmp_path / "src.db"), embedder=HashingEmbedder(16)) as source:
+        source.add([f"fact number {i}" for i in range(6)], "fact", record_ids=IDS, user_ids="u")
+        export_store(source, tmp_path / "d.jsonl")
+    return (tmp_path / "d.jsonl").read_bytes().splitlines()
+
+
+def _write(path: Path, lines: list[bytes]) -> Path:
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    return path
+
+
+def _target(tmp_path: Path) -> SQLiteMemoryStore:
+    return SQLiteMemoryStore(str(tmp_path / "dst.db"), embedder=HashingEmbedder(16))
+
+
+def _ids(store: SQLiteMemoryStore) -> list[str]:
+    return [r.id for r in store.list("fact", limit=None)]
+
+
+def _record(line: bytes, **changes: Any) -> bytes:
+    value = orjson.loads(line)
+    value.update(changes)
+    return orjson.dumps(value)
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (b"{not json", "line 6: not JSON"),
+        (b"[1, 2]", "line 6: not a JSON object"),
+        (None, "line 6: unknown record_type 'fact_sheet'"),
+        (b'{"kind": "edge", "id": "x"}', "line 6: unknown kind 'edge'"),
+    ],
+)
+def test_a_bad_line_stops_before_its_batch(
+    tmp_path: Path, lines: list[bytes], bad: bytes | None, message: str
+) -> None:
+    broken = list(lines)
+    broken[5] = bad if bad is not None else _record(lines[5], record_type="fact_sheet")
+    path = _write(tmp_path / "bad.jsonl", broken)
+    with _target(tmp_path) as target:
+        with pytest.raises(TransferError, match=message) as caught:
+            import_store(target, path, batch_rows=2)
+        # Lines 2-3 and 4-5 were two committed batches; line 6 is in the third.
+        assert _ids(target) == IDS[:4]
+        assert caught.value.summary.records == {"fact": 4}
+        assert "committed before it: 4 rows (fact 4)" in str(caught.value)
+        # The dump fixed, a re-run with skip completes it without duplicates.
+        done = import_store(target, _write(tmp_path / "good.jsonl", lines), on_conflict="skip")
+        assert (done.records, done.skipped_existing) == ({"fact": 2}, 4)
+        assert _ids(target) == IDS
+
+
+def test_truncated_dump(tmp_path: Path, lines: list[bytes]) -> None:
+    path = _write(tmp_path / "cut.jsonl", lines[:-1])  # no end line
+    with _target(tmp_path) as target:
+        with pytest.raises(TransferError, match="truncated: it ends at line 7") as caught:
+            import_store(target, path, batch_rows=4)
+        assert _ids(target) == IDS[:4]  # the last, partial batch is not written
+        assert caught.value.summary.total == 4
+
+
+def test_truncated_gzip(tmp_path: Path, lines: list[bytes]) -> None:
+    data = gzip.compress(b"".join(line + b"\n" for line in lines))
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(data[: len(data) - 40])
+    with _target(tmp_path) as target:
+        with pytest.raises(TransferError, match="damaged or truncated") as caught:
+            import_store(target, path, batch_rows=100)
+        assert _ids(target) == []
+        assert caught.value.summary.total == 0
+
+
+def test_end_line_counts_must_match(tmp_path: Path, lines: list[bytes]) -> None:
+    path = _write(tmp_path / "short.jsonl", [*lines[:3], lines[-1]])
+    with _target(tmp_path) as target:
+        with pytest.raises(TransferError, match="the end line counts"):
+            import_store(target, path)
+        assert _ids(target) == []
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        ({"version": 2}, "version 2 is newer than this oam reads"),
+        ({"format": "other"}, "line 1: not an oam dump header"),
+        ({"record_counts": None}, "bad record_counts"),
+    ],
+)
+def test_bad_header_writes_nothing(
+    tmp_path: Path, lines: list[bytes], header: dict[str, Any], message: str
+) -> None:
+    path = _write(tmp_path / "h.jsonl", [_record(lines[0], **header), *lines[1:]])
+    with _target(tmp_path) as target:
+        with pytest.raises(InvalidArgumentError, match=message):
+            import_store(target, path)
+        assert _ids(target) == []
+
+
+def test_an_id_twice_in_one_batch(tmp_path: Path, lines: list[bytes]) -> None:
+    broken = [*lines[:3], _record(lines[3], id="f0"), *lines[4:]]
+    path = _write(tmp_path / "twice.jsonl", broken)
+    with _target(tmp_path) as target:
+        with pytest.raises(TransferError, match=r"record id 'f0' .* is given twice"):
+            import_store(target, path)
+        assert _ids(target) == []
+
+
+def test_a_vector_of_another_dimension(tmp_path: Path, lines: list[bytes]) -> None:
+    value = orjson.loads(lines[2])
+    value["search_rows"][0]["vector"] = base64.b64encode(b"\0" * 4 * 8).decode()
+    path = _write(tmp_path / "dim.jsonl", [*lines[:2], orjson.dumps(value), *lines[3:]])
+    with _target(tmp_path) as target:
+        with pytest.raises(TransferError, match="record 'f1': vector dimension 8"):
+            import_store(target, path)
+        assert _ids(target) == []
+
+
+def test_bad_options(tmp_path: Path, lines: list[bytes]) -> None:
+    path = _write(tmp_path / "d.jsonl", lines)
+    with _target(tmp_path) as target:
+        with pytest.raises(InvalidArgumentError, match="on_conflict must be one of"):
+            import_store(target, path, on_conflict="merge")  # type: ignore[arg-type]
+        with pytest.raises(InvalidArgumentError, match="no such file"):
+            import_store(target, tmp_path / "missing.jsonl")
+        with pytest.raises(InvalidArgumentError, match="source is empty"):
+            import_store(target, _write(tmp_path / "empty.jsonl", []))
+        assert _ids(target) == []

@@ -1,0 +1,152 @@
+"""``oam export``, ``oam import``, ``oam copy`` and ``oam backup`` (docs/cli.md#moving-memory-between-stores):
+real SQLite files through typer's CliRunner."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from test_cli import assert_clean_failure, invoke
+from typer.testing import CliRunner
+
+from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.store.sqlite import SQLiteMemoryStore
+from oam_core.store.threads import thread_store
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    path = tmp_path / "src.db"
+    with SQLiteMemoryStore(str(path), embedder=HashingEmbedder(32)) as store:
+        thread_store(store).create_thread_row("t1", user_id="ana", config={"k": 1})
+        store.add(
+            ["hello there", "how are you"], "message", thread_ids="t1", user_ids="ana", roles="user"
+        )
+        store.add(["Ana has a dog"], "fact", user_ids="ana", record_ids="f-ana")
+        store.add(["Ben drinks tea"], "fact", user_ids="ben", record_ids="f-ben")
+    return path
+
+
+def _facts(path: Path) -> list[str]:
+    with SQLiteMemoryStore(str(path)) as store:
+        return [r.id for r in store.list("fact", limit=None)]
+
+
+def test_export_import_copy_backup(runner: CliRunner, source: Path, tmp_path: Path) -> None:
+    dump = tmp_path / "d.jsonl.gz"
+    exported = invoke(runner, "export", dump, "--db", source)
+    assert exported.exit_code == 0, exported.output
+    assert re.fullmatch(
+        r"Exported \S+ -> \S+: 5 rows \(fact 2, message 2, thread 1\), 4 search rows, "
+        r"0 skipped as existing, 0 skipped as expired, \d+ bytes in [\d.]+ s\n",
+        exported.stdout,
+    )
+    target = tmp_path / "dst.db"
+    missing = invoke(runner, "import", dump, "--db", target)
+    assert_clean_failure(missing, 2, "no such database")
+    imported = invoke(runner, "import", dump, "--db", target, "--create")
+    assert imported.exit_code == 0, imported.output
+    assert "Imported" in imported.stdout and "5 rows" in imported.stdout
+    assert _facts(target) == ["f-ana", "f-ben"]
+    clash = invoke(runner, "import", dump, "--db", target)
+    assert_clean_failure(clash, 1, "already exists in the target store")
+    assert "--on-conflict skip or replace" in clash.stderr
+    skipped = invoke(runner, "import", dump, "--db", target, "--on-conflict", "skip")
+    assert skipped.exit_code == 0 and "5 skipped as existing" in skipped.stdout
+    copied = invoke(runner, "copy", source, tmp_path / "c.db", "--create", "--user", "ben")
+    assert copied.exit_code == 0, copied.output
+    assert _facts(tmp_path / "c.db") == ["f-ben"]
+    backup = invoke(runner, "backup", tmp_path / "b.db", "--db", source)
+    assert backup.exit_code == 0, backup.output
+    assert _facts(tmp_path / "b.db") == ["f-ana", "f-ben"]
+    again = invoke(runner, "backup", tmp_path / "b.db", "--db", source)
+    assert_clean_failure(again, 1, "exists; pass --overwrite")
+
+
+def test_another_embedder_needs_reembed(runner: CliRunner, source: Path, tmp_path: Path) -> None:
+    dump = tmp_path / "d.jsonl"
+    assert invoke(runner, "export", dump, "--db", source).exit_code == 0
+    target = tmp_path / "t.db"
+    SQLiteMemoryStore(str(target), embedder=HashingEmbedder(16)).close()
+    with SQLiteMemoryStore(str(target), embedder=HashingEmbedder(16)) as store:
+        store.add(["x"], "memory")  # records its embedder
+    refused = invoke(runner, "import", dump, "--db", target)
+    assert_clean_failure(refused, 1, "'hashing/32' (32 dimensions)")
+    assert "--reembed" in refused.stderr
+    done = invoke(runner, "import", dump, "--db", target, "--reembed")
+    assert done.exit_code == 0, done.output
+    assert _facts(target) == ["f-ana", "f-ben"]
+
+
+def test_a_bad_line_names_it(runner: CliRunner, source: Path, tmp_path: Path) -> None:
+    dump = tmp_path / "d.jsonl"
+    assert invoke(runner, "export", dump, "--db", source).exit_code == 0
+    lines = dump.read_bytes().splitlines()
+    lines[3] = b"{oops"
+    dump.write_bytes(b"\n".join(lines) + b"\n")
+    result = invoke(runner, "import", dump, "--db", tmp_path / "t.db", "--create")
+    assert_clean_failure(result, 1, "source line 4: not JSON")
+    assert "committed before it: 0 rows" in result.stderr
+
+
+def test_import_from_mem0(runner: CliRunner, tmp_path: Path) -> None:
+    data = {
+        "results": [
+            {
+                "id": "m-1",
+                "memory": "Loves hiking",
+                "user_id": "alice",
+                "created_at": "2025-01-01T00:00:00Z",
+            },
+            {
+                "id": "m-2",
+                "memory": "Vegetarian",
+                "user_id": "alice",
+                "run_id": "r1",
+                "metadata": {"a": 1},
+            },
+        ],
+        "relations": [],
+    }
+    path = tmp_path / "mem0.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    db = tmp_path / "m.db"
+    args = ("import", path, "--from", "mem0", "--db", db, "--create", "--embedder", "hashing")
+    result = invoke(runner, *args)
+    assert result.exit_code == 0, result.output
+    assert "2 rows (memory 2)" in result.stdout
+    with SQLiteMemoryStore(str(db)) as store:
+        first, second = store.list("memory")
+        assert (first.id, first.user_id, first.created_at) == (
+            "m-1",
+            "alice",
+            "2025-01-01T00:00:00.000000+00:00",
+        )
+        assert (second.thread_id, second.metadata) == ("r1", {"a": 1})
+    again = invoke(runner, *args, "--on-conflict", "skip")
+    assert again.exit_code == 0 and "2 skipped as existing" in again.stdout
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"id": "x", "memory": 3}]), encoding="utf-8")
+    failed = invoke(runner, "import", bad, "--from", "mem0", "--db", db, "--embedder", "hashing")
+    assert_clean_failure(failed, 1, "memories[0] (x): memory must be a string")
+
+
+@pytest.mark.parametrize("command", ["export", "import", "copy", "backup"])
+def test_docs_describe_every_option(runner: CliRunner, command: str) -> None:
+    """docs/cli.md names every option that ``--help`` lists for the command."""
+    help_text = invoke(runner, command, "--help").stdout
+    options = set(re.findall(r"(--[a-z][a-z-]+)", help_text)) - {"--help"}
+    assert options, help_text
+    page = (ROOT / "docs" / "cli.md").read_text("utf-8")
+    section = page[page.index("## Moving memory between stores") :]
+    assert f"oam {command}" in section
+    assert {o for o in options if o not in section} == set()
