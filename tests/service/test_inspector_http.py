@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import httpx
+import httpx2
 import pytest
 from _proc import free_port, run_cli, start_cli, stop, wait_for_port
 from _seed import ATTRIBUTE_ATTACK, EMBEDDER, Seeded
@@ -335,3 +336,55 @@ def test_serve_answers_over_real_http_with_the_token_from_the_environment(
         assert page.status_code == 200 and "Lisbon" in page.text
     finally:
         stop(process)
+
+
+HUGE = "9" * 5000
+"""Longer than Python's integer-string limit (4300 digits): int() of it raises."""
+
+
+@pytest.mark.parametrize(
+    ("page", "name", "value"),
+    [
+        ("/search?q=Porto&k=" + HUGE, "k", HUGE),
+        ("/thread/card?id=trip&relevant=" + HUGE, "relevant", HUGE),
+        ("/thread/card?id=trip&recent=" + HUGE, "recent", HUGE),
+        ("/thread?id=trip&from=" + HUGE, "from", HUGE),
+        ("/thread?" + urlencode({"id": "trip", "from": "²"}), "from", "²"),
+        ("/thread?" + urlencode({"id": "trip", "from": "-1"}), "from", "-1"),
+    ],
+    ids=["k", "relevant", "recent", "from", "from-superscript", "from-negative"],
+)
+def test_a_huge_or_non_ascii_number_is_the_400_page(
+    client: TestClient, page: str, name: str, value: str
+) -> None:
+    """issue 14: a 5,000-digit number or a superscript digit was a 500."""
+    response = client.get(page)
+    assert response.status_code == 400, response.text[-300:]
+    text = unescape(_text(response.text))
+    assert f"{name} must be a whole number" in text
+    assert repr(value)[:40] in text
+
+
+def test_the_thread_page_still_pages_with_a_valid_from(client: TestClient) -> None:
+    def shown(page: str) -> list[str]:
+        return re.findall(r'<li class="message" id="(msg-\d+)"', client.get(page).text)
+
+    assert shown("/thread?id=trip&from=1") == ["msg-1", "msg-2"]
+    assert shown("/thread?id=trip&from=99") == ["msg-2"]  # past the end: the last one
+
+
+@pytest.mark.parametrize(
+    "path", ["//evil.example/x", "///evil.example/x", "/\\evil.example/x", "//evil.example"]
+)
+def test_the_token_redirect_stays_on_the_app(seeded: Seeded, path: str) -> None:
+    """issue 14: ``GET //evil.example/x?token=T`` redirected to ``//evil.example/x``,
+    a protocol-relative URL of another site, with the token cookie set."""
+    with _token_client(seeded) as browser:
+        raw = f"{path}?token={TOKEN}&a=1".encode()
+        url = httpx2.URL("http://127.0.0.1").copy_with(raw_path=raw)  # sent as is
+        response = browser.get(url, follow_redirects=False)
+        assert response.status_code == 303
+        location = response.headers["location"]
+        assert location.startswith("/") and not location.startswith(("//", "/\\")), location
+        assert httpx.URL("http://127.0.0.1:8765").join(location).host == "127.0.0.1"
+        assert location.endswith("evil.example/x?a=1") or location.endswith("evil.example?a=1")

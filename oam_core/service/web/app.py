@@ -218,9 +218,9 @@ def create_app(
             raise NotFound(f"no thread {thread_id!r} in this store")
         total = store.count_thread_messages(thread_id)
         first = max(0, total - views.MESSAGE_PAGE)
-        asked = request.query_params.get("from", "")
-        if asked.isdigit():
-            first = min(int(asked), max(0, total - 1))
+        asked = _int_param(request, "from", first, 0, _MAX_WHOLE)
+        if "from" in request.query_params:
+            first = min(asked, max(0, total - 1))
         messages = store.list_thread_messages(
             thread_id, start=first, end=first + views.MESSAGE_PAGE
         )
@@ -425,6 +425,28 @@ def create_app(
     return app
 
 
+_MAX_WHOLE = 10**15
+"""Largest ``?from=`` accepted (it is clamped to the thread's last message)."""
+
+
+def _whole_number(value: str, low: int, high: int) -> int | None:
+    """``value`` as an int when it is ASCII digits from ``low`` to ``high``, else None.
+
+    Checked as text first: ``int()`` also takes other Unicode digits (``"²"`` is
+    refused by it only after ``isdigit()`` said yes) and refuses strings longer than
+    Python's integer-string limit (4300 digits) with a ValueError."""
+    text = value.strip()
+    if not (text.isascii() and text.isdigit()) or len(text.lstrip("0")) > len(str(high)):
+        return None
+    number = int(text)
+    return number if low <= number <= high else None
+
+
+def _describe(value: str) -> str:
+    """``repr(value)``, shortened for a message when it is long."""
+    return repr(value) if len(value) <= 60 else repr(value[:40]) + f"... ({len(value)} characters)"
+
+
 def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
     """The whole number ``?name=`` from ``low`` to ``high``; ``default`` when absent.
 
@@ -434,18 +456,18 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
     value = request.query_params.get(name)
     if value is None or not value.strip():
         return default
-    text = value.strip()
-    if text.isascii() and text.isdigit() and low <= int(text) <= high:
-        return int(text)
-    raise BadParameter(f"{name} must be a whole number from {low} to {high}, got {value!r}")
+    number = _whole_number(value, low, high)
+    if number is None:
+        limit = f"from {low} to {high}" if high < _MAX_WHOLE else f"of at least {low}"
+        raise BadParameter(f"{name} must be a whole number {limit}, got {_describe(value)}")
+    return number
 
 
 def _k_error(value: str) -> str | None:
     """Why the search form's ``k`` is not a whole number from 1 to 100, or None."""
-    text = value.strip()
-    if text.isascii() and text.isdigit() and 1 <= int(text) <= 100:
+    if _whole_number(value, 1, 100) is not None:
         return None
-    return f"k must be a whole number from 1 to 100, got {value!r}"
+    return f"k must be a whole number from 1 to 100, got {_describe(value)}"
 
 
 def _run_search(inspector: Inspector, form: dict[str, Any]) -> list[tuple[Any, float]]:
