@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from oam_core import SchemaPolicy, SearchStrategy
+from oam_core import __version__ as oam_version
 from oam_core.errors import OAMError
 
 __all__ = ["MCP_TOKEN_ENV", "SERVE_TOKEN_ENV", "mcp", "serve"]
@@ -78,6 +79,17 @@ def _startup_errors(extra: str) -> Iterator[None]:
         _fail(str(exc))
     except (ValueError, KeyError, ImportError, OSError, OAMError) as exc:
         _fail(str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc))
+
+
+def _shown_db(db: str) -> str:
+    """``db`` for a message: a URL without its password."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(db)
+    if parts.password is None:
+        return db
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()
 
 
 def _embedder(db: str, given: str | None) -> str | None:
@@ -156,6 +168,14 @@ def mcp(
         with _startup_errors("mcp"):
             server = build_server(memory, scope, search_strategy=strategy)
         if not http:
+            # stdout carries the protocol; one line on stderr tells a person at a
+            # terminal that the server is up and waiting for a client.
+            typer.echo(
+                f"oam {oam_version}: MCP server for {scope.describe()} on stdio "
+                f"(store {_shown_db(db)}); waiting for a client (Ctrl-C to stop)",
+                err=True,
+            )
+            sys.stderr.flush()
             server.run("stdio")
             return
         import uvicorn
@@ -168,7 +188,10 @@ def mcp(
             allowed_hosts=None,
             header_only=True,  # a token in a URL would end up in logs
         )
-        typer.echo(f"oam MCP server for {scope.describe()} on http://{host}:{port}/mcp", err=True)
+        typer.echo(
+            f"oam {oam_version}: MCP server for {scope.describe()} on http://{host}:{port}/mcp",
+            err=True,
+        )
         uvicorn.run(app, host=host, port=port, log_level="warning")
     finally:
         memory.close()

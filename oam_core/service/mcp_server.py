@@ -25,6 +25,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from pydantic import BaseModel, ConfigDict, Field
 
 from oam_core import OracleAgentMemory, OracleThread, SearchStrategy
+from oam_core import __version__ as oam_version
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import Record, ThreadRow
 from oam_core.errors import StoreError
@@ -274,7 +275,10 @@ def build_server(
     store = service.store
     extraction = memory.extract_memories and memory.llm is not None
     server: MCPServer = MCPServer(
-        name, instructions=_instructions(scope, extraction), log_level="WARNING"
+        name,
+        version=oam_version,
+        instructions=_instructions(scope, extraction),
+        log_level="WARNING",
     )
 
     @server.tool(
@@ -333,16 +337,20 @@ def build_server(
     ) -> RecordOut:
         with service.calling(ToolError):
             check_memory_content(content)
+            owner: Scope | ThreadRow = scope
             if thread_id is not None:
-                service.thread_row(thread_id)
+                # The thread's own ids (inside the scope): its context card finds the
+                # memories of its user and agent, and without --agent the thread's
+                # agent id was generated when it was created.
+                owner = service.thread_row(thread_id)
             if metadata is not None and "$agent_memory" in metadata:
                 raise ValueError("metadata key '$agent_memory' is reserved for the library")
             [memory_id] = store.add(
                 [content],
                 record_type,
                 thread_ids=thread_id,
-                user_ids=scope.user_id,
-                agent_ids=scope.agent_id,
+                user_ids=owner.user_id,
+                agent_ids=owner.agent_id,
                 metadata=metadata,
             )
             return _record_out(service.memory_record(memory_id))
