@@ -81,6 +81,21 @@ def _startup_errors(extra: str) -> Iterator[None]:
         _fail(str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc))
 
 
+def _log_to_stderr() -> None:
+    """Send the MCP server's log (``oam.service.mcp``: the details of failures a
+    client gets only a summary of) to stderr, one plain line per record plus the
+    traceback, whatever the SDK does with the root logger."""
+    import logging
+
+    logger = logging.getLogger("oam.service.mcp")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("oam mcp: %(levelname)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
 def _shown_db(db: str) -> str:
     """``db`` for a message: a URL without its password."""
     from urllib.parse import urlsplit
@@ -164,6 +179,7 @@ def mcp(
             missing_hint="pass --create to start a new store there",
             schema_policy=schema_policy,
         )
+    _log_to_stderr()
     try:
         with _startup_errors("mcp"):
             server = build_server(memory, scope, search_strategy=strategy)

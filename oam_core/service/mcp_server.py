@@ -9,13 +9,16 @@ every query is filtered by it in the store, every id a client names is checked
 against it, and nothing a client passes can widen it.
 
 Errors a client can cause (bad arguments, unknown or foreign ids, invalid filters)
-come back as MCP tool errors carrying the library's message; the server keeps
-serving.
+come back as MCP tool errors carrying the library's message; failures of the
+server's side carry their class and a safe message, the details go to the log
+(``oam.service.mcp``). The server keeps serving.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import secrets
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Annotated, Any, Literal
@@ -28,7 +31,7 @@ from oam_core import OracleAgentMemory, OracleThread, SearchStrategy
 from oam_core import __version__ as oam_version
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import Record, ThreadRow
-from oam_core.errors import StoreError
+from oam_core.errors import DatabaseLockedError, StoreConnectionError, StoreError
 from oam_core.memory.messages import check_memory_content, prepare_messages
 from oam_core.service.common import MEMORY_TYPE_NAMES, record_json, thread_json
 from oam_core.service.scope import Scope, ScopeError
@@ -130,20 +133,65 @@ def _record_out(record: Record, distance: float | None = None) -> RecordOut:
     return RecordOut.model_validate(record_json(record, distance))
 
 
+_log = logging.getLogger("oam.service.mcp")
+"""Where the details of a failure the client only gets a summary of are logged
+(``oam mcp`` writes them to stderr)."""
+
+_DRIVER_MODULES = ("sqlite3", "psycopg", "psycopg_pool", "oracledb")
+
+
+def _from_driver(exc: BaseException) -> bool:
+    """Whether a database driver's exception is in ``exc``'s cause chain (its text
+    names the database: a file path, a user, a socket, a search_path)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if type(current).__module__.split(".")[0] in _DRIVER_MODULES:
+            return True
+        current = current.__cause__  # the store maps a driver error ``from`` it
+    return False
+
+
+def _safe_message(exc: BaseException) -> str:
+    """What a client may read about a failure of the server's own (no path, user,
+    host or schema of the database)."""
+    if isinstance(exc, DatabaseLockedError):
+        return "the database is busy: another writer held it longer than the server waits; retry"
+    if isinstance(exc, StoreConnectionError):
+        return "the server cannot reach its database"
+    if isinstance(exc, StoreError):
+        return "the database failed"
+    if isinstance(exc, ValueError):
+        return "the database refused a value"
+    return "internal error"
+
+
 @contextmanager
 def _client_errors(kind: type[Exception]) -> Iterator[None]:
-    """Turn the library's errors into ``kind`` (ToolError or ResourceError) with the
-    library's message; anything else is the SDK's internal error."""
+    """Turn errors into ``kind`` (ToolError or ResourceError).
+
+    The client's own mistakes (a bad argument, an id outside the scope) carry the
+    library's message. A failure of the server's side (a ``StoreError``, an error a
+    database driver raised, anything unexpected) carries only its class and a safe
+    message with an error id; its whole text, which names the database (file path,
+    PostgreSQL user, socket, search_path), goes to the server's log with that id."""
     try:
         yield
     except (ToolError, ResourceError):
         raise
-    except KeyError as exc:
-        raise kind(str(exc.args[0]) if exc.args else "not found") from None
-    except (LookupError, ValueError, TypeError, ImportError) as exc:
-        raise kind(str(exc)) from None
-    except StoreError as exc:  # driver errors, mapped by the store (docs/errors.md)
-        raise kind(str(exc)) from None
+    except Exception as exc:
+        ours = isinstance(exc, (LookupError, ValueError, TypeError, ImportError))
+        if ours and not isinstance(exc, StoreError) and not _from_driver(exc):
+            if isinstance(exc, KeyError):
+                raise kind(str(exc.args[0]) if exc.args else "not found") from None
+            raise kind(str(exc)) from None
+        ref = secrets.token_hex(4)
+        _log.error("error %s: %s: %s", ref, type(exc).__name__, exc, exc_info=exc)
+        raise kind(
+            f"{type(exc).__name__}: {_safe_message(exc)} (error {ref}; the details are in "
+            "the server's log)"
+        ) from None
 
 
 class _Service:
