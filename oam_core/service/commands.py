@@ -156,13 +156,30 @@ def mcp(
         typer.Option("--create", help="Create the store when the database has none yet."),
     ] = False,
     schema_policy: Policy = None,
+    max_content_chars: Annotated[
+        int,
+        typer.Option(
+            "--max-content-chars",
+            min=1,
+            help="Most characters of one message or memory, and of one add_messages call "
+            "in all; larger calls are refused with a tool error.",
+        ),
+    ] = 100_000,
+    max_query_chars: Annotated[
+        int,
+        typer.Option(
+            "--max-query-chars",
+            min=1,
+            help="Most characters of a search_memories query; longer ones are refused.",
+        ),
+    ] = 4_000,
 ) -> None:
     """Serve one user's (or agent's) memory to MCP clients: stdio by default, --http for
     streamable HTTP. Clients cannot read or write outside --user/--agent. The store
     must exist unless --create is given."""
     with _startup_errors("mcp"):
         from oam_core.service.common import open_memory
-        from oam_core.service.mcp_server import build_server
+        from oam_core.service.mcp_server import Limits, build_server
         from oam_core.service.scope import Scope
 
         scope = Scope(user_id=user, agent_id=agent)
@@ -182,7 +199,8 @@ def mcp(
     _log_to_stderr()
     try:
         with _startup_errors("mcp"):
-            server = build_server(memory, scope, search_strategy=strategy)
+            limits = Limits(max_content_chars=max_content_chars, max_query_chars=max_query_chars)
+            server = build_server(memory, scope, search_strategy=strategy, limits=limits)
         if not http:
             # stdout carries the protocol; one line on stderr tells a person at a
             # terminal that the server is up and waiting for a client.

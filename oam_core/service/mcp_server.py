@@ -21,6 +21,7 @@ import logging
 import secrets
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -31,13 +32,24 @@ from oam_core import OracleAgentMemory, OracleThread, SearchStrategy
 from oam_core import __version__ as oam_version
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import Record, ThreadRow
-from oam_core.errors import DatabaseLockedError, StoreConnectionError, StoreError
+from oam_core.errors import (
+    DatabaseLockedError,
+    InvalidArgumentError,
+    StoreConnectionError,
+    StoreError,
+)
 from oam_core.memory.messages import check_memory_content, prepare_messages
 from oam_core.service.common import MEMORY_TYPE_NAMES, record_json, thread_json
 from oam_core.service.scope import Scope, ScopeError
 from oam_core.store.strategy import searching_with
 
-__all__ = ["TOOL_NAMES", "build_server"]
+__all__ = [
+    "DEFAULT_MAX_CONTENT_CHARS",
+    "DEFAULT_MAX_QUERY_CHARS",
+    "TOOL_NAMES",
+    "Limits",
+    "build_server",
+]
 
 TOOL_NAMES = (
     "add_messages",
@@ -50,6 +62,67 @@ TOOL_NAMES = (
     "delete_memory",
 )
 """The tools every ``oam mcp`` server offers, in the order they are listed."""
+
+DEFAULT_MAX_CONTENT_CHARS = 100_000
+"""Most characters of one message or memory, and of all messages of one
+``add_messages`` call (``oam mcp --max-content-chars``)."""
+DEFAULT_MAX_QUERY_CHARS = 4_000
+"""Most characters of a ``search_memories`` query (``oam mcp --max-query-chars``)."""
+PREVIEW_CHARS = 200
+"""Characters of a saved memory that ``add_memory`` returns as its preview."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one call may carry: checked before anything is embedded or written, so
+    a huge argument costs neither CPU nor memory in the store (docs/service.md).
+
+    Attributes:
+        max_content_chars: Most characters of one message or memory, of all the
+            messages of one ``add_messages`` call, and of a metadata object or filter
+            as JSON.
+        max_query_chars: Most characters of a ``search_memories`` query.
+
+    Raises:
+        InvalidArgumentError: when a limit is not a whole number >= 1.
+    """
+
+    max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS
+    max_query_chars: int = DEFAULT_MAX_QUERY_CHARS
+
+    def __post_init__(self) -> None:
+        for name in ("max_content_chars", "max_query_chars"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidArgumentError(f"{name} must be a whole number >= 1, got {value!r}")
+
+    def check(self, name: str, size: int, limit: int, flag: str) -> None:
+        """Refuse ``size`` characters of argument ``name`` over ``limit``.
+
+        Raises:
+            InvalidArgumentError: naming the argument, its size, the limit and the
+                ``oam mcp`` flag that sets it.
+        """
+        if size > limit:
+            raise InvalidArgumentError(
+                f"{name} is {size:,} characters; this server takes at most {limit:,} "
+                f"(oam mcp {flag}); split it or shorten it"
+            )
+
+    def content(self, name: str, text: str) -> None:
+        """Refuse a message or memory text over ``max_content_chars``."""
+        self.check(name, len(text), self.max_content_chars, "--max-content-chars")
+
+    def json(self, name: str, value: object) -> None:
+        """Refuse a metadata object or filter whose JSON is over ``max_content_chars``."""
+        if value is not None:
+            size = len(json.dumps(value, ensure_ascii=False, default=str))
+            self.check(name, size, self.max_content_chars, "--max-content-chars")
+
+    def query(self, text: str) -> None:
+        """Refuse a query over ``max_query_chars``."""
+        self.check("query", len(text), self.max_query_chars, "--max-query-chars")
+
 
 MemoryType = Literal["memory", "fact", "preference", "guideline"]
 SearchType = Literal["memory", "fact", "preference", "guideline", "message", "user_profile"]
@@ -121,6 +194,18 @@ class AddMessagesOut(BaseModel):
         "server has no LLM (messages are stored and searchable as they are)."
     )
     memories: list[RecordOut] = Field(description="Memories extracted from these messages.")
+
+
+class SavedMemoryOut(BaseModel):
+    """What ``add_memory`` saved: its id and a preview, not the whole text back."""
+
+    id: str = Field(description="The memory's id (for delete_memory and oam://memories/{id}).")
+    record_type: str
+    thread_id: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    preview: str = Field(description=f"The first {PREVIEW_CHARS} characters of the content.")
+    content_chars: int = Field(description="Length of the saved content, in characters.")
 
 
 class DeleteOut(BaseModel):
@@ -300,6 +385,7 @@ def build_server(
     *,
     name: str = "oam",
     search_strategy: SearchStrategy | str | None = None,
+    limits: Limits | None = None,
 ) -> MCPServer:
     """Build the MCP server: its tools and resources over ``memory``, fixed to ``scope``.
 
@@ -310,6 +396,9 @@ def build_server(
         search_strategy: How the tools' searches rank (``SearchStrategy`` or its
             name); None = the store's default. The store's recorded default is not
             changed (docs/service.md).
+        limits: The size limits of content and queries; None = ``Limits()``
+            (100,000 characters of content, 4,000 of a query). A call over them is a
+            tool error, before anything is embedded or written.
 
     Returns:
         An ``mcp.server.mcpserver.MCPServer``; run it with ``.run("stdio")`` or
@@ -319,6 +408,7 @@ def build_server(
         ValueError: for an unknown strategy or one the store cannot serve.
     """
     strategy = None if search_strategy is None else SearchStrategy.parse(search_strategy)
+    limit = Limits() if limits is None else limits
     service = _Service(memory, scope, strategy)
     store = service.store
     extraction = memory.extract_memories and memory.llm is not None
@@ -334,7 +424,8 @@ def build_server(
         "new thread (its id is returned); a given thread_id must name a thread of this "
         "scope. When the server has an "
         "LLM, memories are extracted from the messages before this returns and listed in "
-        "the result.",
+        f"the result. One call carries at most {limit.max_content_chars:,} characters of "
+        "content in all.",
     )
     def add_messages(
         messages: Annotated[
@@ -347,6 +438,12 @@ def build_server(
     ) -> AddMessagesOut:
         with service.calling(ToolError):
             # Checked before a new thread is created: a bad message writes nothing.
+            for i, message in enumerate(messages):
+                limit.content(f"messages[{i}].content", message.content)
+            total = sum(len(m.content) for m in messages)
+            limit.check(
+                "the messages' content", total, limit.max_content_chars, "--max-content-chars"
+            )
             given = prepare_messages([m.model_dump(exclude_none=True) for m in messages])
             thread = service.thread(thread_id)
             ids = thread.add_messages(given)
@@ -360,8 +457,8 @@ def build_server(
 
     @server.tool(
         description="Save one durable memory (a fact, preference, guideline or general "
-        "memory) in this server's scope, optionally tied to a thread. Returns the stored "
-        "memory with its id.",
+        "memory) in this server's scope, optionally tied to a thread. Returns its id and a "
+        f"short preview. The content takes at most {limit.max_content_chars:,} characters.",
     )
     def add_memory(
         content: Annotated[
@@ -382,8 +479,10 @@ def build_server(
             dict[str, Any] | None,
             Field(description="JSON object of your own keys, usable in search filters."),
         ] = None,
-    ) -> RecordOut:
+    ) -> SavedMemoryOut:
         with service.calling(ToolError):
+            limit.content("content", content)
+            limit.json("metadata", metadata)
             check_memory_content(content)
             owner: Scope | ThreadRow = scope
             if thread_id is not None:
@@ -401,12 +500,21 @@ def build_server(
                 agent_ids=owner.agent_id,
                 metadata=metadata,
             )
-            return _record_out(service.memory_record(memory_id))
+            return SavedMemoryOut(
+                id=memory_id,
+                record_type=record_type,
+                thread_id=thread_id,
+                user_id=owner.user_id,
+                agent_id=owner.agent_id,
+                preview=content if len(content) <= PREVIEW_CHARS else content[:PREVIEW_CHARS] + "…",
+                content_chars=len(content),
+            )
 
     @server.tool(
         description="Search the memories (and optionally messages) of this scope for a "
         "natural-language query. Returns up to k hits, closest first, each with its "
-        "distance (lower is closer). Superseded memories are left out unless asked for.",
+        "distance (lower is closer). Superseded memories are left out unless asked for. "
+        f"The query takes at most {limit.max_query_chars:,} characters.",
     )
     def search_memories(
         query: Annotated[str, Field(min_length=1, description="What to recall, in words.")],
@@ -430,6 +538,8 @@ def build_server(
         ] = False,
     ) -> list[RecordOut]:
         with service.calling(ToolError):
+            limit.query(query)
+            limit.json("metadata_filter", metadata_filter)
             kwargs: dict[str, Any] = scope.filters()
             if thread_id is not None:
                 service.thread_row(thread_id)
