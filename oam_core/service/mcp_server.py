@@ -39,7 +39,7 @@ from oam_core.errors import (
     StoreError,
 )
 from oam_core.memory.messages import check_memory_content, prepare_messages
-from oam_core.service.common import MEMORY_TYPE_NAMES, record_json, thread_json
+from oam_core.service.common import MEMORY_TYPE_NAMES, record_json, score_kind, thread_json
 from oam_core.service.scope import Scope, ScopeError
 from oam_core.store.strategy import searching_with
 
@@ -168,8 +168,19 @@ class RecordOut(BaseModel):
     )
     superseded_by: str | None = Field(None, description="Id of the memory that replaced it.")
     reason: str | None = Field(None, description="Why it was superseded.")
+    score: float | None = Field(
+        None,
+        description="Search hits only: higher is better, 1 - distance (what it measures: "
+        "score_kind); it ranks the hits of one query, not across queries.",
+    )
+    score_kind: str | None = Field(
+        None,
+        description="Search hits only: 'cosine' (vector search: cosine similarity), "
+        "'keyword' (BM25 relative to the best match) or 'hybrid' (fused rank, 1 = first "
+        "in both rankings).",
+    )
     distance: float | None = Field(
-        None, description="Search hits only: lower is closer (0 = best match)."
+        None, description="Search hits only: the raw distance, 1 - score (lower is closer)."
     )
 
 
@@ -214,8 +225,10 @@ class DeleteOut(BaseModel):
     deleted: int = Field(description="1 when the memory was deleted.")
 
 
-def _record_out(record: Record, distance: float | None = None) -> RecordOut:
-    return RecordOut.model_validate(record_json(record, distance))
+def _record_out(
+    record: Record, distance: float | None = None, kind: str | None = None
+) -> RecordOut:
+    return RecordOut.model_validate(record_json(record, distance, kind))
 
 
 _log = logging.getLogger("oam.service.mcp")
@@ -512,8 +525,8 @@ def build_server(
 
     @server.tool(
         description="Search the memories (and optionally messages) of this scope for a "
-        "natural-language query. Returns up to k hits, closest first, each with its "
-        "distance (lower is closer). Superseded memories are left out unless asked for. "
+        "natural-language query. Returns up to k hits, best first, each with its score "
+        "(higher is better; score_kind says what it measures). Superseded memories are left out unless asked for. "
         f"The query takes at most {limit.max_query_chars:,} characters.",
     )
     def search_memories(
@@ -549,7 +562,8 @@ def build_server(
             types = set(record_types or MEMORY_TYPE_NAMES)
             depth = k if include_superseded else 2 * k + 10
             hits = memory.search(query, k=depth, record_types=types, **kwargs)
-            out = [_record_out(r, d) for r, d in hits]
+            kind = score_kind(store)
+            out = [_record_out(r, d, kind) for r, d in hits]
             if not include_superseded:
                 out = [h for h in out if h.status != "invalid"]
             return out[:k]

@@ -140,12 +140,13 @@ def test_context_card_page_refuses_a_bad_count_naming_it(client: TestClient, que
     assert repr(value) in _text(response.text).replace("&#39;", "'")
 
 
-def test_search_shows_distances_and_honours_scope_and_filter(
+def test_search_shows_scores_and_honours_scope_and_filter(
     client: TestClient, seeded: Seeded
 ) -> None:
     html = client.get("/search?" + urlencode({"q": "Porto Lisbon March", "k": 5})).text
-    rows = re.findall(r'<td class="num">([0-9.]+)</td>', html)
-    assert rows and [float(d) for d in rows] == sorted(float(d) for d in rows)
+    # issue 21: scores (higher is better), as the CLI shows them, not distances
+    rows = re.findall(r'<td class="num"[^>]*>([0-9.-]+)</td>', html)
+    assert rows and [float(d) for d in rows] == sorted((float(d) for d in rows), reverse=True)
     assert f"/memory?id={seeded.porto}" in html
     scoped = client.get("/search?" + urlencode({"q": "Rex dog", "user": "alice"})).text
     assert "Rex" not in _text(scoped[scoped.index('id="results"') :])

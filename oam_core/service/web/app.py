@@ -31,7 +31,7 @@ from starlette.staticfiles import StaticFiles
 from oam_core import OracleAgentMemory, SchemaPolicy, SearchStrategy
 from oam_core.apis.records import MEMORY_TYPES, SEARCHABLE_TYPES, MessageRecord
 from oam_core.errors import NotFoundError
-from oam_core.service.common import open_memory
+from oam_core.service.common import open_memory, score_kind
 from oam_core.service.web import views
 from oam_core.service.web.security import (
     SECURITY_HEADERS,
@@ -47,6 +47,9 @@ __all__ = ["Inspector", "create_app"]
 _HERE = Path(__file__).parent
 _STRATEGIES = [s.value.lower() for s in SearchStrategy]
 _SEARCH_TYPES = sorted(SEARCHABLE_TYPES)
+_DEFAULT_TYPES = sorted({*MEMORY_TYPES, "message"})
+"""What the search box searches unless told: memories and messages (a store filled by
+``oam ingest`` holds messages only)."""
 
 
 class NotFound(NotFoundError):
@@ -286,16 +289,17 @@ def create_app(
             "agent": params.get("agent", ""),
             "thread": params.get("thread", ""),
             "filter": params.get("filter", ""),
-            "types": params.getlist("types") or sorted(MEMORY_TYPES),
+            "types": params.getlist("types") or _DEFAULT_TYPES,
             "k": params.get("k", "10"),
         }
         results: list[tuple[Any, float]] | None = None
+        kind = ""
         error = _k_error(form["k"])
         if error is None:
             form["k"] = int(form["k"])
         if error is None and form["q"].strip():
             try:
-                results = _run_search(inspector, form)
+                results, kind = _run_search(inspector, form)
             except (ValueError, TypeError, ImportError) as exc:
                 error = str(exc)
         return render(
@@ -307,6 +311,7 @@ def create_app(
             strategies=_STRATEGIES,
             search_types=_SEARCH_TYPES,
             results=results,
+            score_kind=kind,
             error=error,
         )
 
@@ -470,7 +475,11 @@ def _k_error(value: str) -> str | None:
     return f"k must be a whole number from 1 to 100, got {_describe(value)}"
 
 
-def _run_search(inspector: Inspector, form: dict[str, Any]) -> list[tuple[Any, float]]:
+def _run_search(
+    inspector: Inspector, form: dict[str, Any]
+) -> tuple[list[tuple[Any, float]], str]:
+    """The search form's hits with their distances, and what ``1 - distance``
+    measures for them (``score_kind``)."""
     client = inspector.memory
     kwargs: dict[str, Any] = {"k": form["k"], "record_types": set(form["types"])}
     for field, name in (("user", "user_id"), ("agent", "agent_id"), ("thread", "thread_id")):
@@ -480,4 +489,4 @@ def _run_search(inspector: Inspector, form: dict[str, Any]) -> list[tuple[Any, f
     if metadata_filter is not None:
         kwargs["metadata_filter"] = metadata_filter
     with searching_with(client.store, form["strategy"]):
-        return client.search(form["q"], **kwargs)
+        return client.search(form["q"], **kwargs), score_kind(client.store)
