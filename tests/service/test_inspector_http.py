@@ -389,3 +389,49 @@ def test_the_token_redirect_stays_on_the_app(seeded: Seeded, path: str) -> None:
         assert location.startswith("/") and not location.startswith(("//", "/\\")), location
         assert httpx.URL("http://127.0.0.1:8765").join(location).host == "127.0.0.1"
         assert location.endswith("evil.example/x?a=1") or location.endswith("evil.example?a=1")
+
+
+def _memory_ids(html: str) -> list[str]:
+    return re.findall(r'<article class="memory[^"]*" data-memory-id="([^"]+)"', html)
+
+
+def test_the_memories_page_lists_every_thread_with_filters_and_pages(
+    client: TestClient, seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 21: memories could only be seen one thread or one user at a time."""
+    every = _memory_ids(client.get("/memories").text)
+    assert set(every) == {seeded.lisbon, seeded.porto, seeded.window_seat, seeded.bob_memory}
+    assert every[0] == seeded.bob_memory  # newest first
+    mine = client.get("/memories?" + urlencode({"user": "alice"})).text
+    assert set(_memory_ids(mine)) == {seeded.lisbon, seeded.porto, seeded.window_seat}
+    facts = client.get("/memories?" + urlencode({"types": "fact", "agent": "helper"})).text
+    assert _memory_ids(facts) == [seeded.porto, seeded.lisbon]
+    bob = client.get("/memories?" + urlencode({"thread": "bob-chat"})).text
+    assert _memory_ids(bob) == [seeded.bob_memory]
+    assert "No memories." in client.get("/memories?user=nobody").text
+    bad = client.get("/memories?types=message")
+    assert bad.status_code == 400 and "types must be among" in unescape(bad.text)
+    assert client.get("/memories?page=0").status_code == 400
+
+    monkeypatch.setattr("oam_core.service.web.views.MEMORY_PAGE", 3)
+    first = client.get("/memories?" + urlencode({"user": "alice"})).text
+    assert len(_memory_ids(first)) == 3 and "Older memories" not in first
+    first = client.get("/memories").text
+    assert _memory_ids(first) == every[:3] and "Newer memories" not in first
+    older = re.search(r'<a href="([^"]+)">Older memories</a>', first)
+    assert older
+    second = client.get(unescape(older.group(1))).text
+    assert _memory_ids(second) == every[3:] and "Newer memories" in second
+
+
+def test_a_long_thread_pages_both_ways(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("oam_core.service.web.views.MESSAGE_PAGE", 1)
+    latest = client.get("/thread?id=trip").text
+    assert re.findall(r'<li class="message" id="(msg-\d+)"', latest) == ["msg-2"]
+    assert "Earlier messages</a> (showing 3–3 of 3)" in latest
+    oldest = client.get("/thread?id=trip&from=0").text
+    assert re.findall(r'<li class="message" id="(msg-\d+)"', oldest) == ["msg-0"]
+    later = re.search(r'<a href="([^"]+)">Later messages</a>', oldest)
+    assert later and unescape(later.group(1)) == "/thread?id=trip&from=1"

@@ -83,7 +83,7 @@ class Inspector:
 
 def _href(path: str, **params: object) -> str:
     given = {k: v for k, v in params.items() if v is not None and v != ""}
-    return path + ("?" + urlencode(given) if given else "")
+    return path + ("?" + urlencode(given, doseq=True) if given else "")
 
 
 def _environment() -> jinja2.Environment:
@@ -273,6 +273,33 @@ def create_app(
             request, "memory.html", title=f"Memory {memory_id}", m=view, older=older, newer=newer
         )
 
+    def memories_list(request: Request) -> Response:
+        params = request.query_params
+        form = {name: params.get(name, "").strip() for name in ("user", "agent", "thread")}
+        types = params.getlist("types") or sorted(MEMORY_TYPES)
+        unknown = [t for t in types if t not in MEMORY_TYPES]
+        if unknown:
+            raise BadParameter(
+                f"types must be among {', '.join(sorted(MEMORY_TYPES))}, got {unknown[0]!r}"
+            )
+        page_no = _int_param(request, "page", 1, 1, views.MEMORY_PAGES)
+        scope = {f"{k}_id": v for k, v in form.items() if v}
+        records, more = views.memory_page(inspector.memory, types, page_no - 1, **scope)
+        here = {**form, "types": types if params.getlist("types") else None}
+        return render(
+            request,
+            "memories.html",
+            title="Memories",
+            form=form,
+            types=types,
+            page=page_no,
+            memories=views.memory_views(inspector.memory, records),
+            newer=_href("/memories", **here, page=page_no - 1) if page_no > 1 else None,
+            older=_href("/memories", **here, page=page_no + 1)
+            if more and page_no < views.MEMORY_PAGES
+            else None,
+        )
+
     def message_page(request: Request) -> Response:
         message_id = required(request)
         record = inspector.memory.store.get("message", message_id)
@@ -413,6 +440,7 @@ def create_app(
         Route("/memory/delete", page(confirm("memory")), methods=["GET"]),
         Route("/memory/delete", delete("memory"), methods=["POST"]),
         Route("/message", page(message_page)),
+        Route("/memories", page(memories_list)),
         Route("/search", page(search)),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
