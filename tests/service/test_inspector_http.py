@@ -424,9 +424,7 @@ def test_the_memories_page_lists_every_thread_with_filters_and_pages(
     assert _memory_ids(second) == every[3:] and "Newer memories" in second
 
 
-def test_a_long_thread_pages_both_ways(
-    client: TestClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_long_thread_pages_both_ways(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("oam_core.service.web.views.MESSAGE_PAGE", 1)
     latest = client.get("/thread?id=trip").text
     assert re.findall(r'<li class="message" id="(msg-\d+)"', latest) == ["msg-2"]

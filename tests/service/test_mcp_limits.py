@@ -81,7 +81,9 @@ def long_text() -> str:
     return "Alice's travel notes: " + "trains and window seats, " * 40
 
 
-def test_the_limits_are_set_by_flags_and_named_in_the_tool_descriptions(db_url: str, tmp_path: Path) -> None:
+def test_the_limits_are_set_by_flags_and_named_in_the_tool_descriptions(
+    db_url: str, tmp_path: Path
+) -> None:
     async def scenario() -> None:
         args = ("--user", "alice", "--create", "--max-content-chars", "40")
         async with mcp_session(db_url, *args, "--max-query-chars", "12", cwd=tmp_path) as c:

@@ -41,11 +41,8 @@ def test_cli_mcp_and_inspector_show_the_same_scores(
     ingested: str, tmp_path: Path, strategy: str
 ) -> None:
     query = "flying to Lisbon in March"
-    cli = run_cli(
-        ["search", query, "--db", ingested, "--embedder", EMBEDDER, "--strategy", strategy]
-        + ["--json", "-k", "3"],
-        cwd=tmp_path,
-    )
+    args = ["search", query, "--db", ingested, "--embedder", EMBEDDER, "--strategy", strategy]
+    cli = run_cli([*args, "--json", "-k", "3"], cwd=tmp_path)
     assert cli.returncode == 0, cli.stderr
     expected = [json.loads(line) for line in cli.stdout.splitlines()]
     kind = {"vector": "cosine", "keyword": "keyword", "hybrid": "hybrid"}[strategy]

@@ -503,9 +503,7 @@ def _k_error(value: str) -> str | None:
     return f"k must be a whole number from 1 to 100, got {_describe(value)}"
 
 
-def _run_search(
-    inspector: Inspector, form: dict[str, Any]
-) -> tuple[list[tuple[Any, float]], str]:
+def _run_search(inspector: Inspector, form: dict[str, Any]) -> tuple[list[tuple[Any, float]], str]:
     """The search form's hits with their distances, and what ``1 - distance``
     measures for them (``score_kind``)."""
     client = inspector.memory

@@ -171,7 +171,7 @@ def memory_page(
     memory: OracleAgentMemory,
     record_types: Iterable[str],
     page: int,
-    **scope: str,
+    **scope: Any,
 ) -> tuple[list[Record], bool]:
     """One page of the memories list: memory-like records of ``record_types``
     across threads, newest first, filtered exactly by ``scope`` (``user_id=``,
