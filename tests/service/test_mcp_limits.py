@@ -10,7 +10,9 @@ from pathlib import Path
 import anyio
 import pytest
 from _mcp import error_text, mcp_session, structured
+from _proc import free_port, start_cli, stop, wait_for_port
 from _seed import EMBEDDER
+from mcp import Client
 
 from oam_core import OracleAgentMemory
 from oam_core.errors import InvalidArgumentError
@@ -113,3 +115,24 @@ def test_the_cli_defaults_are_the_library_defaults() -> None:
     params = inspect.signature(commands.mcp).parameters
     assert params["max_content_chars"].default == DEFAULT_MAX_CONTENT_CHARS
     assert params["max_query_chars"].default == DEFAULT_MAX_QUERY_CHARS
+
+
+def test_a_huge_query_over_http_is_refused(db_url: str, tmp_path: Path) -> None:
+    """issue 16: over streamable HTTP a 3.5 MB query cost 30 s of CPU."""
+    port = free_port()
+    args = ["mcp", "--db", db_url, "--embedder", EMBEDDER, "--user", "alice", "--create"]
+    process = start_cli([*args, "--http", "--port", str(port)], cwd=tmp_path)
+    try:
+        wait_for_port(port, process)
+
+        async def scenario() -> None:
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                query = "where " * 600_000  # 3.6 MB
+                refused = error_text(await client.call_tool("search_memories", {"query": query}))
+                assert "query is 3,600,000 characters; this server takes at most 4,000" in refused
+                hits = await client.call_tool("search_memories", {"query": "where"})
+                assert structured(hits) == []
+
+        anyio.run(scenario)
+    finally:
+        stop(process)
