@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from oam_core import SchemaPolicy, SearchStrategy
+from oam_core import __version__ as oam_version
 from oam_core.errors import OAMError
 
 __all__ = ["MCP_TOKEN_ENV", "SERVE_TOKEN_ENV", "mcp", "serve"]
@@ -80,6 +81,32 @@ def _startup_errors(extra: str) -> Iterator[None]:
         _fail(str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc))
 
 
+def _log_to_stderr() -> None:
+    """Send the MCP server's log (``oam.service.mcp``: the details of failures a
+    client gets only a summary of) to stderr, one plain line per record plus the
+    traceback, whatever the SDK does with the root logger."""
+    import logging
+
+    logger = logging.getLogger("oam.service.mcp")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("oam mcp: %(levelname)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+
+
+def _shown_db(db: str) -> str:
+    """``db`` for a message: a URL without its password."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(db)
+    if parts.password is None:
+        return db
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()
+
+
 def _embedder(db: str, given: str | None) -> str | None:
     """The embedder name ``open_memory`` gets: ``--embedder``, else the one ``db``
     recorded, else ``local`` (``oam_core.cli.embedder_for``); None for ``none``."""
@@ -129,13 +156,30 @@ def mcp(
         typer.Option("--create", help="Create the store when the database has none yet."),
     ] = False,
     schema_policy: Policy = None,
+    max_content_chars: Annotated[
+        int,
+        typer.Option(
+            "--max-content-chars",
+            min=1,
+            help="Most characters of one message or memory, and of one add_messages call "
+            "in all; larger calls are refused with a tool error.",
+        ),
+    ] = 100_000,
+    max_query_chars: Annotated[
+        int,
+        typer.Option(
+            "--max-query-chars",
+            min=1,
+            help="Most characters of a search_memories query; longer ones are refused.",
+        ),
+    ] = 4_000,
 ) -> None:
     """Serve one user's (or agent's) memory to MCP clients: stdio by default, --http for
     streamable HTTP. Clients cannot read or write outside --user/--agent. The store
     must exist unless --create is given."""
     with _startup_errors("mcp"):
         from oam_core.service.common import open_memory
-        from oam_core.service.mcp_server import build_server
+        from oam_core.service.mcp_server import Limits, build_server
         from oam_core.service.scope import Scope
 
         scope = Scope(user_id=user, agent_id=agent)
@@ -152,10 +196,20 @@ def mcp(
             missing_hint="pass --create to start a new store there",
             schema_policy=schema_policy,
         )
+    _log_to_stderr()
     try:
         with _startup_errors("mcp"):
-            server = build_server(memory, scope, search_strategy=strategy)
+            limits = Limits(max_content_chars=max_content_chars, max_query_chars=max_query_chars)
+            server = build_server(memory, scope, search_strategy=strategy, limits=limits)
         if not http:
+            # stdout carries the protocol; one line on stderr tells a person at a
+            # terminal that the server is up and waiting for a client.
+            typer.echo(
+                f"oam {oam_version}: MCP server for {scope.describe()} on stdio "
+                f"(store {_shown_db(db)}); waiting for a client (Ctrl-C to stop)",
+                err=True,
+            )
+            sys.stderr.flush()
             server.run("stdio")
             return
         import uvicorn
@@ -168,7 +222,10 @@ def mcp(
             allowed_hosts=None,
             header_only=True,  # a token in a URL would end up in logs
         )
-        typer.echo(f"oam MCP server for {scope.describe()} on http://{host}:{port}/mcp", err=True)
+        typer.echo(
+            f"oam {oam_version}: MCP server for {scope.describe()} on http://{host}:{port}/mcp",
+            err=True,
+        )
         uvicorn.run(app, host=host, port=port, log_level="warning")
     finally:
         memory.close()

@@ -18,6 +18,7 @@ __all__ = [
     "open_memory",
     "provenance",
     "record_json",
+    "score_kind",
     "thread_json",
 ]
 
@@ -100,6 +101,20 @@ def open_memory(
         raise
 
 
+def score_kind(store: object) -> str:
+    """What ``score = 1 - distance`` measures for the searches ``store`` ranks now
+    (inside ``searching_with``: the override): ``cosine``, ``keyword`` or ``hybrid``,
+    the labels of ``oam search`` (docs/cli.md#scores). A HYBRID store without an
+    embedder ranks by keywords alone."""
+    from oam_core.cli import SCORE_KINDS
+    from oam_core.store.strategy import strategy_of
+
+    strategy = strategy_of(store)
+    if strategy is SearchStrategy.HYBRID and getattr(store, "embedder", None) is None:
+        return SCORE_KINDS[SearchStrategy.KEYWORD]
+    return SCORE_KINDS[strategy]
+
+
 def provenance(record: Record) -> dict[str, Any]:
     """The library-owned keys of a memory (``metadata["$agent_memory"]``), normalized.
 
@@ -123,9 +138,13 @@ def _text_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def record_json(record: Record, distance: float | None = None) -> dict[str, Any]:
-    """A record as a JSON-ready dict (``role`` and ``seq_no`` for messages,
-    ``distance`` for a search hit; metadata without the library-owned key)."""
+def record_json(
+    record: Record, distance: float | None = None, kind: str | None = None
+) -> dict[str, Any]:
+    """A record as a JSON-ready dict (``role`` and ``seq_no`` for messages; for a
+    search hit ``score`` = ``1 - distance``, higher is better, ``score_kind`` =
+    ``kind`` (``score_kind(store)``) and the raw ``distance``, as ``oam search
+    --json``; metadata without the library-owned key)."""
     metadata = {k: v for k, v in (record.metadata or {}).items() if k != "$agent_memory"}
     out: dict[str, Any] = {
         "id": record.id,
@@ -144,6 +163,8 @@ def record_json(record: Record, distance: float | None = None) -> dict[str, Any]
     if record.record_type in MEMORY_TYPES:
         out.update(provenance(record))
     if distance is not None:
+        out["score"] = 1.0 - distance
+        out["score_kind"] = kind
         out["distance"] = distance
     return out
 

@@ -9,15 +9,19 @@ every query is filtered by it in the store, every id a client names is checked
 against it, and nothing a client passes can widen it.
 
 Errors a client can cause (bad arguments, unknown or foreign ids, invalid filters)
-come back as MCP tool errors carrying the library's message; the server keeps
-serving.
+come back as MCP tool errors carrying the library's message; failures of the
+server's side carry their class and a safe message, the details go to the log
+(``oam.service.mcp``). The server keeps serving.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import secrets
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -25,15 +29,27 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from pydantic import BaseModel, ConfigDict, Field
 
 from oam_core import OracleAgentMemory, OracleThread, SearchStrategy
+from oam_core import __version__ as oam_version
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import Record, ThreadRow
-from oam_core.errors import StoreError
+from oam_core.errors import (
+    DatabaseLockedError,
+    InvalidArgumentError,
+    StoreConnectionError,
+    StoreError,
+)
 from oam_core.memory.messages import check_memory_content, prepare_messages
-from oam_core.service.common import MEMORY_TYPE_NAMES, record_json, thread_json
+from oam_core.service.common import MEMORY_TYPE_NAMES, record_json, score_kind, thread_json
 from oam_core.service.scope import Scope, ScopeError
 from oam_core.store.strategy import searching_with
 
-__all__ = ["TOOL_NAMES", "build_server"]
+__all__ = [
+    "DEFAULT_MAX_CONTENT_CHARS",
+    "DEFAULT_MAX_QUERY_CHARS",
+    "TOOL_NAMES",
+    "Limits",
+    "build_server",
+]
 
 TOOL_NAMES = (
     "add_messages",
@@ -46,6 +62,67 @@ TOOL_NAMES = (
     "delete_memory",
 )
 """The tools every ``oam mcp`` server offers, in the order they are listed."""
+
+DEFAULT_MAX_CONTENT_CHARS = 100_000
+"""Most characters of one message or memory, and of all messages of one
+``add_messages`` call (``oam mcp --max-content-chars``)."""
+DEFAULT_MAX_QUERY_CHARS = 4_000
+"""Most characters of a ``search_memories`` query (``oam mcp --max-query-chars``)."""
+PREVIEW_CHARS = 200
+"""Characters of a saved memory that ``add_memory`` returns as its preview."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one call may carry: checked before anything is embedded or written, so
+    a huge argument costs neither CPU nor memory in the store (docs/service.md).
+
+    Attributes:
+        max_content_chars: Most characters of one message or memory, of all the
+            messages of one ``add_messages`` call, and of a metadata object or filter
+            as JSON.
+        max_query_chars: Most characters of a ``search_memories`` query.
+
+    Raises:
+        InvalidArgumentError: when a limit is not a whole number >= 1.
+    """
+
+    max_content_chars: int = DEFAULT_MAX_CONTENT_CHARS
+    max_query_chars: int = DEFAULT_MAX_QUERY_CHARS
+
+    def __post_init__(self) -> None:
+        for name in ("max_content_chars", "max_query_chars"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidArgumentError(f"{name} must be a whole number >= 1, got {value!r}")
+
+    def check(self, name: str, size: int, limit: int, flag: str) -> None:
+        """Refuse ``size`` characters of argument ``name`` over ``limit``.
+
+        Raises:
+            InvalidArgumentError: naming the argument, its size, the limit and the
+                ``oam mcp`` flag that sets it.
+        """
+        if size > limit:
+            raise InvalidArgumentError(
+                f"{name} is {size:,} characters; this server takes at most {limit:,} "
+                f"(oam mcp {flag}); split it or shorten it"
+            )
+
+    def content(self, name: str, text: str) -> None:
+        """Refuse a message or memory text over ``max_content_chars``."""
+        self.check(name, len(text), self.max_content_chars, "--max-content-chars")
+
+    def json(self, name: str, value: object) -> None:
+        """Refuse a metadata object or filter whose JSON is over ``max_content_chars``."""
+        if value is not None:
+            size = len(json.dumps(value, ensure_ascii=False, default=str))
+            self.check(name, size, self.max_content_chars, "--max-content-chars")
+
+    def query(self, text: str) -> None:
+        """Refuse a query over ``max_query_chars``."""
+        self.check("query", len(text), self.max_query_chars, "--max-query-chars")
+
 
 MemoryType = Literal["memory", "fact", "preference", "guideline"]
 SearchType = Literal["memory", "fact", "preference", "guideline", "message", "user_profile"]
@@ -91,8 +168,19 @@ class RecordOut(BaseModel):
     )
     superseded_by: str | None = Field(None, description="Id of the memory that replaced it.")
     reason: str | None = Field(None, description="Why it was superseded.")
+    score: float | None = Field(
+        None,
+        description="Search hits only: higher is better, 1 - distance (what it measures: "
+        "score_kind); it ranks the hits of one query, not across queries.",
+    )
+    score_kind: str | None = Field(
+        None,
+        description="Search hits only: 'cosine' (vector search: cosine similarity), "
+        "'keyword' (BM25 relative to the best match) or 'hybrid' (fused rank, 1 = first "
+        "in both rankings).",
+    )
     distance: float | None = Field(
-        None, description="Search hits only: lower is closer (0 = best match)."
+        None, description="Search hits only: the raw distance, 1 - score (lower is closer)."
     )
 
 
@@ -119,30 +207,89 @@ class AddMessagesOut(BaseModel):
     memories: list[RecordOut] = Field(description="Memories extracted from these messages.")
 
 
+class SavedMemoryOut(BaseModel):
+    """What ``add_memory`` saved: its id and a preview, not the whole text back."""
+
+    id: str = Field(description="The memory's id (for delete_memory and oam://memories/{id}).")
+    record_type: str
+    thread_id: str | None = None
+    user_id: str | None = None
+    agent_id: str | None = None
+    preview: str = Field(description=f"The first {PREVIEW_CHARS} characters of the content.")
+    content_chars: int = Field(description="Length of the saved content, in characters.")
+
+
 class DeleteOut(BaseModel):
     """What ``delete_memory`` removed."""
 
     deleted: int = Field(description="1 when the memory was deleted.")
 
 
-def _record_out(record: Record, distance: float | None = None) -> RecordOut:
-    return RecordOut.model_validate(record_json(record, distance))
+def _record_out(
+    record: Record, distance: float | None = None, kind: str | None = None
+) -> RecordOut:
+    return RecordOut.model_validate(record_json(record, distance, kind))
+
+
+_log = logging.getLogger("oam.service.mcp")
+"""Where the details of a failure the client only gets a summary of are logged
+(``oam mcp`` writes them to stderr)."""
+
+_DRIVER_MODULES = ("sqlite3", "psycopg", "psycopg_pool", "oracledb")
+
+
+def _from_driver(exc: BaseException) -> bool:
+    """Whether a database driver's exception is in ``exc``'s cause chain (its text
+    names the database: a file path, a user, a socket, a search_path)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if type(current).__module__.split(".")[0] in _DRIVER_MODULES:
+            return True
+        current = current.__cause__  # the store maps a driver error ``from`` it
+    return False
+
+
+def _safe_message(exc: BaseException) -> str:
+    """What a client may read about a failure of the server's own (no path, user,
+    host or schema of the database)."""
+    if isinstance(exc, DatabaseLockedError):
+        return "the database is busy: another writer held it longer than the server waits; retry"
+    if isinstance(exc, StoreConnectionError):
+        return "the server cannot reach its database"
+    if isinstance(exc, StoreError):
+        return "the database failed"
+    if isinstance(exc, ValueError):
+        return "the database refused a value"
+    return "internal error"
 
 
 @contextmanager
 def _client_errors(kind: type[Exception]) -> Iterator[None]:
-    """Turn the library's errors into ``kind`` (ToolError or ResourceError) with the
-    library's message; anything else is the SDK's internal error."""
+    """Turn errors into ``kind`` (ToolError or ResourceError).
+
+    The client's own mistakes (a bad argument, an id outside the scope) carry the
+    library's message. A failure of the server's side (a ``StoreError``, an error a
+    database driver raised, anything unexpected) carries only its class and a safe
+    message with an error id; its whole text, which names the database (file path,
+    PostgreSQL user, socket, search_path), goes to the server's log with that id."""
     try:
         yield
     except (ToolError, ResourceError):
         raise
-    except KeyError as exc:
-        raise kind(str(exc.args[0]) if exc.args else "not found") from None
-    except (LookupError, ValueError, TypeError, ImportError) as exc:
-        raise kind(str(exc)) from None
-    except StoreError as exc:  # driver errors, mapped by the store (docs/errors.md)
-        raise kind(str(exc)) from None
+    except Exception as exc:
+        ours = isinstance(exc, (LookupError, ValueError, TypeError, ImportError))
+        if ours and not isinstance(exc, StoreError) and not _from_driver(exc):
+            if isinstance(exc, KeyError):
+                raise kind(str(exc.args[0]) if exc.args else "not found") from None
+            raise kind(str(exc)) from None
+        ref = secrets.token_hex(4)
+        _log.error("error %s: %s: %s", ref, type(exc).__name__, exc, exc_info=exc)
+        raise kind(
+            f"{type(exc).__name__}: {_safe_message(exc)} (error {ref}; the details are in "
+            "the server's log)"
+        ) from None
 
 
 class _Service:
@@ -251,6 +398,7 @@ def build_server(
     *,
     name: str = "oam",
     search_strategy: SearchStrategy | str | None = None,
+    limits: Limits | None = None,
 ) -> MCPServer:
     """Build the MCP server: its tools and resources over ``memory``, fixed to ``scope``.
 
@@ -261,6 +409,9 @@ def build_server(
         search_strategy: How the tools' searches rank (``SearchStrategy`` or its
             name); None = the store's default. The store's recorded default is not
             changed (docs/service.md).
+        limits: The size limits of content and queries; None = ``Limits()``
+            (100,000 characters of content, 4,000 of a query). A call over them is a
+            tool error, before anything is embedded or written.
 
     Returns:
         An ``mcp.server.mcpserver.MCPServer``; run it with ``.run("stdio")`` or
@@ -270,11 +421,15 @@ def build_server(
         ValueError: for an unknown strategy or one the store cannot serve.
     """
     strategy = None if search_strategy is None else SearchStrategy.parse(search_strategy)
+    limit = Limits() if limits is None else limits
     service = _Service(memory, scope, strategy)
     store = service.store
     extraction = memory.extract_memories and memory.llm is not None
     server: MCPServer = MCPServer(
-        name, instructions=_instructions(scope, extraction), log_level="WARNING"
+        name,
+        version=oam_version,
+        instructions=_instructions(scope, extraction),
+        log_level="WARNING",
     )
 
     @server.tool(
@@ -282,7 +437,8 @@ def build_server(
         "new thread (its id is returned); a given thread_id must name a thread of this "
         "scope. When the server has an "
         "LLM, memories are extracted from the messages before this returns and listed in "
-        "the result.",
+        f"the result. One call carries at most {limit.max_content_chars:,} characters of "
+        "content in all.",
     )
     def add_messages(
         messages: Annotated[
@@ -295,6 +451,12 @@ def build_server(
     ) -> AddMessagesOut:
         with service.calling(ToolError):
             # Checked before a new thread is created: a bad message writes nothing.
+            for i, message in enumerate(messages):
+                limit.content(f"messages[{i}].content", message.content)
+            total = sum(len(m.content) for m in messages)
+            limit.check(
+                "the messages' content", total, limit.max_content_chars, "--max-content-chars"
+            )
             given = prepare_messages([m.model_dump(exclude_none=True) for m in messages])
             thread = service.thread(thread_id)
             ids = thread.add_messages(given)
@@ -308,8 +470,8 @@ def build_server(
 
     @server.tool(
         description="Save one durable memory (a fact, preference, guideline or general "
-        "memory) in this server's scope, optionally tied to a thread. Returns the stored "
-        "memory with its id.",
+        "memory) in this server's scope, optionally tied to a thread. Returns its id and a "
+        f"short preview. The content takes at most {limit.max_content_chars:,} characters.",
     )
     def add_memory(
         content: Annotated[
@@ -330,27 +492,42 @@ def build_server(
             dict[str, Any] | None,
             Field(description="JSON object of your own keys, usable in search filters."),
         ] = None,
-    ) -> RecordOut:
+    ) -> SavedMemoryOut:
         with service.calling(ToolError):
+            limit.content("content", content)
+            limit.json("metadata", metadata)
             check_memory_content(content)
+            owner: Scope | ThreadRow = scope
             if thread_id is not None:
-                service.thread_row(thread_id)
+                # The thread's own ids (inside the scope): its context card finds the
+                # memories of its user and agent, and without --agent the thread's
+                # agent id was generated when it was created.
+                owner = service.thread_row(thread_id)
             if metadata is not None and "$agent_memory" in metadata:
                 raise ValueError("metadata key '$agent_memory' is reserved for the library")
             [memory_id] = store.add(
                 [content],
                 record_type,
                 thread_ids=thread_id,
-                user_ids=scope.user_id,
-                agent_ids=scope.agent_id,
+                user_ids=owner.user_id,
+                agent_ids=owner.agent_id,
                 metadata=metadata,
             )
-            return _record_out(service.memory_record(memory_id))
+            return SavedMemoryOut(
+                id=memory_id,
+                record_type=record_type,
+                thread_id=thread_id,
+                user_id=owner.user_id,
+                agent_id=owner.agent_id,
+                preview=content if len(content) <= PREVIEW_CHARS else content[:PREVIEW_CHARS] + "…",
+                content_chars=len(content),
+            )
 
     @server.tool(
         description="Search the memories (and optionally messages) of this scope for a "
-        "natural-language query. Returns up to k hits, closest first, each with its "
-        "distance (lower is closer). Superseded memories are left out unless asked for.",
+        "natural-language query. Returns up to k hits, best first, each with its score "
+        "(higher is better; score_kind says what it measures). Superseded memories are left out unless asked for. "
+        f"The query takes at most {limit.max_query_chars:,} characters.",
     )
     def search_memories(
         query: Annotated[str, Field(min_length=1, description="What to recall, in words.")],
@@ -374,6 +551,8 @@ def build_server(
         ] = False,
     ) -> list[RecordOut]:
         with service.calling(ToolError):
+            limit.query(query)
+            limit.json("metadata_filter", metadata_filter)
             kwargs: dict[str, Any] = scope.filters()
             if thread_id is not None:
                 service.thread_row(thread_id)
@@ -383,7 +562,8 @@ def build_server(
             types = set(record_types or MEMORY_TYPE_NAMES)
             depth = k if include_superseded else 2 * k + 10
             hits = memory.search(query, k=depth, record_types=types, **kwargs)
-            out = [_record_out(r, d) for r, d in hits]
+            kind = score_kind(store)
+            out = [_record_out(r, d, kind) for r, d in hits]
             if not include_superseded:
                 out = [h for h in out if h.status != "invalid"]
             return out[:k]

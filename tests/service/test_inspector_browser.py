@@ -149,3 +149,21 @@ def test_search_updates_in_place_and_a_memory_is_deleted_after_confirmation(
     expect(page.locator("article.memory")).to_have_count(2)
     page.screenshot(path=str(tmp_path / "after-delete.png"), full_page=True)
     assert errors == []
+
+
+def test_pages_stack_on_a_narrow_screen(server: str, page: Page, tmp_path: Path) -> None:
+    """issue 21: at phone width the thread's two columns stayed side by side and the
+    pages scrolled sideways."""
+    page.set_viewport_size({"width": 400, "height": 800})
+    for path in ("/", "/thread?id=trip", "/user?id=alice", "/search?q=Porto", "/memories"):
+        page.goto(server + path)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 400, (path, width)
+    page.goto(server + "/thread?id=trip")
+    messages = page.locator("section.messages-column").bounding_box()
+    memories = page.locator("section.memories-column").bounding_box()
+    assert messages and memories
+    assert memories["y"] >= messages["y"] + messages["height"]  # below, not beside
+    assert memories["width"] > 300 and messages["width"] > 300
+    page.screenshot(path=str(tmp_path / "narrow-thread.png"), full_page=True)
+    assert (tmp_path / "narrow-thread.png").stat().st_size > 10_000

@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import httpx
+import httpx2
 import pytest
 from _proc import free_port, run_cli, start_cli, stop, wait_for_port
 from _seed import ATTRIBUTE_ATTACK, EMBEDDER, Seeded
@@ -139,12 +140,13 @@ def test_context_card_page_refuses_a_bad_count_naming_it(client: TestClient, que
     assert repr(value) in _text(response.text).replace("&#39;", "'")
 
 
-def test_search_shows_distances_and_honours_scope_and_filter(
+def test_search_shows_scores_and_honours_scope_and_filter(
     client: TestClient, seeded: Seeded
 ) -> None:
     html = client.get("/search?" + urlencode({"q": "Porto Lisbon March", "k": 5})).text
-    rows = re.findall(r'<td class="num">([0-9.]+)</td>', html)
-    assert rows and [float(d) for d in rows] == sorted(float(d) for d in rows)
+    # issue 21: scores (higher is better), as the CLI shows them, not distances
+    rows = re.findall(r'<td class="num"[^>]*>([0-9.-]+)</td>', html)
+    assert rows and [float(d) for d in rows] == sorted((float(d) for d in rows), reverse=True)
     assert f"/memory?id={seeded.porto}" in html
     scoped = client.get("/search?" + urlencode({"q": "Rex dog", "user": "alice"})).text
     assert "Rex" not in _text(scoped[scoped.index('id="results"') :])
@@ -335,3 +337,99 @@ def test_serve_answers_over_real_http_with_the_token_from_the_environment(
         assert page.status_code == 200 and "Lisbon" in page.text
     finally:
         stop(process)
+
+
+HUGE = "9" * 5000
+"""Longer than Python's integer-string limit (4300 digits): int() of it raises."""
+
+
+@pytest.mark.parametrize(
+    ("page", "name", "value"),
+    [
+        ("/search?q=Porto&k=" + HUGE, "k", HUGE),
+        ("/thread/card?id=trip&relevant=" + HUGE, "relevant", HUGE),
+        ("/thread/card?id=trip&recent=" + HUGE, "recent", HUGE),
+        ("/thread?id=trip&from=" + HUGE, "from", HUGE),
+        ("/thread?" + urlencode({"id": "trip", "from": "²"}), "from", "²"),
+        ("/thread?" + urlencode({"id": "trip", "from": "-1"}), "from", "-1"),
+    ],
+    ids=["k", "relevant", "recent", "from", "from-superscript", "from-negative"],
+)
+def test_a_huge_or_non_ascii_number_is_the_400_page(
+    client: TestClient, page: str, name: str, value: str
+) -> None:
+    """issue 14: a 5,000-digit number or a superscript digit was a 500."""
+    response = client.get(page)
+    assert response.status_code == 400, response.text[-300:]
+    text = unescape(_text(response.text))
+    assert f"{name} must be a whole number" in text
+    assert repr(value)[:40] in text
+
+
+def test_the_thread_page_still_pages_with_a_valid_from(client: TestClient) -> None:
+    def shown(page: str) -> list[str]:
+        return re.findall(r'<li class="message" id="(msg-\d+)"', client.get(page).text)
+
+    assert shown("/thread?id=trip&from=1") == ["msg-1", "msg-2"]
+    assert shown("/thread?id=trip&from=99") == ["msg-2"]  # past the end: the last one
+
+
+@pytest.mark.parametrize(
+    "path", ["//evil.example/x", "///evil.example/x", "/\\evil.example/x", "//evil.example"]
+)
+def test_the_token_redirect_stays_on_the_app(seeded: Seeded, path: str) -> None:
+    """issue 14: ``GET //evil.example/x?token=T`` redirected to ``//evil.example/x``,
+    a protocol-relative URL of another site, with the token cookie set."""
+    with _token_client(seeded) as browser:
+        raw = f"{path}?token={TOKEN}&a=1".encode()
+        url = httpx2.URL("http://127.0.0.1").copy_with(raw_path=raw)  # sent as is
+        response = browser.get(url, follow_redirects=False)
+        assert response.status_code == 303
+        location = response.headers["location"]
+        assert location.startswith("/") and not location.startswith(("//", "/\\")), location
+        assert httpx.URL("http://127.0.0.1:8765").join(location).host == "127.0.0.1"
+        assert location.endswith("evil.example/x?a=1") or location.endswith("evil.example?a=1")
+
+
+def _memory_ids(html: str) -> list[str]:
+    return re.findall(r'<article class="memory[^"]*" data-memory-id="([^"]+)"', html)
+
+
+def test_the_memories_page_lists_every_thread_with_filters_and_pages(
+    client: TestClient, seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 21: memories could only be seen one thread or one user at a time."""
+    every = _memory_ids(client.get("/memories").text)
+    assert set(every) == {seeded.lisbon, seeded.porto, seeded.window_seat, seeded.bob_memory}
+    assert every[0] == seeded.bob_memory  # newest first
+    mine = client.get("/memories?" + urlencode({"user": "alice"})).text
+    assert set(_memory_ids(mine)) == {seeded.lisbon, seeded.porto, seeded.window_seat}
+    facts = client.get("/memories?" + urlencode({"types": "fact", "agent": "helper"})).text
+    assert _memory_ids(facts) == [seeded.porto, seeded.lisbon]
+    bob = client.get("/memories?" + urlencode({"thread": "bob-chat"})).text
+    assert _memory_ids(bob) == [seeded.bob_memory]
+    assert "No memories." in client.get("/memories?user=nobody").text
+    bad = client.get("/memories?types=message")
+    assert bad.status_code == 400 and "types must be among" in unescape(bad.text)
+    assert client.get("/memories?page=0").status_code == 400
+
+    monkeypatch.setattr("oam_core.service.web.views.MEMORY_PAGE", 3)
+    first = client.get("/memories?" + urlencode({"user": "alice"})).text
+    assert len(_memory_ids(first)) == 3 and "Older memories" not in first
+    first = client.get("/memories").text
+    assert _memory_ids(first) == every[:3] and "Newer memories" not in first
+    older = re.search(r'<a href="([^"]+)">Older memories</a>', first)
+    assert older
+    second = client.get(unescape(older.group(1))).text
+    assert _memory_ids(second) == every[3:] and "Newer memories" in second
+
+
+def test_a_long_thread_pages_both_ways(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("oam_core.service.web.views.MESSAGE_PAGE", 1)
+    latest = client.get("/thread?id=trip").text
+    assert re.findall(r'<li class="message" id="(msg-\d+)"', latest) == ["msg-2"]
+    assert "Earlier messages</a> (showing 3–3 of 3)" in latest
+    oldest = client.get("/thread?id=trip&from=0").text
+    assert re.findall(r'<li class="message" id="(msg-\d+)"', oldest) == ["msg-0"]
+    later = re.search(r'<a href="([^"]+)">Later messages</a>', oldest)
+    assert later and unescape(later.group(1)) == "/thread?id=trip&from=1"

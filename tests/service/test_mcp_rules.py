@@ -58,9 +58,16 @@ def test_a_store_error_is_a_tool_error_and_the_server_keeps_serving(
 
     async def scenario() -> None:
         async with Client(server) as client:
-            for error in (
-                StoreConnectionError("cannot connect to the test database: connection lost"),
-                StoreError("database error on the test database: disk I/O error"),
+            # issue 15: the class and a safe message, not the text (it names the database)
+            for error, summary in (
+                (
+                    StoreConnectionError("cannot connect to the test database: connection lost"),
+                    "StoreConnectionError: the server cannot reach its database",
+                ),
+                (
+                    StoreError("database error on the test database: disk I/O error"),
+                    "StoreError: the database failed",
+                ),
             ):
 
                 def fail(*args: object, error: Exception = error, **kwargs: object) -> None:
@@ -68,7 +75,8 @@ def test_a_store_error_is_a_tool_error_and_the_server_keeps_serving(
 
                 monkeypatch.setattr(type(memory.store), "search", fail)
                 failed = await client.call_tool("search_memories", {"query": "cat"})
-                assert error_text(failed).endswith(f"search_memories: {error}")
+                assert f"search_memories: {summary} (error " in error_text(failed)
+                assert "test database" not in error_text(failed)
             monkeypatch.setattr(type(memory.store), "search", real)
             assert structured(await client.call_tool("search_memories", {"query": "cat"})) == []
 

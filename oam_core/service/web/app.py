@@ -31,7 +31,7 @@ from starlette.staticfiles import StaticFiles
 from oam_core import OracleAgentMemory, SchemaPolicy, SearchStrategy
 from oam_core.apis.records import MEMORY_TYPES, SEARCHABLE_TYPES, MessageRecord
 from oam_core.errors import NotFoundError
-from oam_core.service.common import open_memory
+from oam_core.service.common import open_memory, score_kind
 from oam_core.service.web import views
 from oam_core.service.web.security import (
     SECURITY_HEADERS,
@@ -47,6 +47,9 @@ __all__ = ["Inspector", "create_app"]
 _HERE = Path(__file__).parent
 _STRATEGIES = [s.value.lower() for s in SearchStrategy]
 _SEARCH_TYPES = sorted(SEARCHABLE_TYPES)
+_DEFAULT_TYPES = sorted({*MEMORY_TYPES, "message"})
+"""What the search box searches unless told: memories and messages (a store filled by
+``oam ingest`` holds messages only)."""
 
 
 class NotFound(NotFoundError):
@@ -80,7 +83,7 @@ class Inspector:
 
 def _href(path: str, **params: object) -> str:
     given = {k: v for k, v in params.items() if v is not None and v != ""}
-    return path + ("?" + urlencode(given) if given else "")
+    return path + ("?" + urlencode(given, doseq=True) if given else "")
 
 
 def _environment() -> jinja2.Environment:
@@ -218,9 +221,9 @@ def create_app(
             raise NotFound(f"no thread {thread_id!r} in this store")
         total = store.count_thread_messages(thread_id)
         first = max(0, total - views.MESSAGE_PAGE)
-        asked = request.query_params.get("from", "")
-        if asked.isdigit():
-            first = min(int(asked), max(0, total - 1))
+        asked = _int_param(request, "from", first, 0, _MAX_WHOLE)
+        if "from" in request.query_params:
+            first = min(asked, max(0, total - 1))
         messages = store.list_thread_messages(
             thread_id, start=first, end=first + views.MESSAGE_PAGE
         )
@@ -270,6 +273,33 @@ def create_app(
             request, "memory.html", title=f"Memory {memory_id}", m=view, older=older, newer=newer
         )
 
+    def memories_list(request: Request) -> Response:
+        params = request.query_params
+        form = {name: params.get(name, "").strip() for name in ("user", "agent", "thread")}
+        types = params.getlist("types") or sorted(MEMORY_TYPES)
+        unknown = [t for t in types if t not in MEMORY_TYPES]
+        if unknown:
+            raise BadParameter(
+                f"types must be among {', '.join(sorted(MEMORY_TYPES))}, got {unknown[0]!r}"
+            )
+        page_no = _int_param(request, "page", 1, 1, views.MEMORY_PAGES)
+        scope = {f"{k}_id": v for k, v in form.items() if v}
+        records, more = views.memory_page(inspector.memory, types, page_no - 1, **scope)
+        here = {**form, "types": types if params.getlist("types") else None}
+        return render(
+            request,
+            "memories.html",
+            title="Memories",
+            form=form,
+            types=types,
+            page=page_no,
+            memories=views.memory_views(inspector.memory, records),
+            newer=_href("/memories", **here, page=page_no - 1) if page_no > 1 else None,
+            older=_href("/memories", **here, page=page_no + 1)
+            if more and page_no < views.MEMORY_PAGES
+            else None,
+        )
+
     def message_page(request: Request) -> Response:
         message_id = required(request)
         record = inspector.memory.store.get("message", message_id)
@@ -286,16 +316,17 @@ def create_app(
             "agent": params.get("agent", ""),
             "thread": params.get("thread", ""),
             "filter": params.get("filter", ""),
-            "types": params.getlist("types") or sorted(MEMORY_TYPES),
+            "types": params.getlist("types") or _DEFAULT_TYPES,
             "k": params.get("k", "10"),
         }
         results: list[tuple[Any, float]] | None = None
+        kind = ""
         error = _k_error(form["k"])
         if error is None:
             form["k"] = int(form["k"])
         if error is None and form["q"].strip():
             try:
-                results = _run_search(inspector, form)
+                results, kind = _run_search(inspector, form)
             except (ValueError, TypeError, ImportError) as exc:
                 error = str(exc)
         return render(
@@ -307,6 +338,7 @@ def create_app(
             strategies=_STRATEGIES,
             search_types=_SEARCH_TYPES,
             results=results,
+            score_kind=kind,
             error=error,
         )
 
@@ -408,6 +440,7 @@ def create_app(
         Route("/memory/delete", page(confirm("memory")), methods=["GET"]),
         Route("/memory/delete", delete("memory"), methods=["POST"]),
         Route("/message", page(message_page)),
+        Route("/memories", page(memories_list)),
         Route("/search", page(search)),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
@@ -425,6 +458,28 @@ def create_app(
     return app
 
 
+_MAX_WHOLE = 10**15
+"""Largest ``?from=`` accepted (it is clamped to the thread's last message)."""
+
+
+def _whole_number(value: str, low: int, high: int) -> int | None:
+    """``value`` as an int when it is ASCII digits from ``low`` to ``high``, else None.
+
+    Checked as text first: ``int()`` also takes other Unicode digits (``"²"`` is
+    refused by it only after ``isdigit()`` said yes) and refuses strings longer than
+    Python's integer-string limit (4300 digits) with a ValueError."""
+    text = value.strip()
+    if not (text.isascii() and text.isdigit()) or len(text.lstrip("0")) > len(str(high)):
+        return None
+    number = int(text)
+    return number if low <= number <= high else None
+
+
+def _describe(value: str) -> str:
+    """``repr(value)``, shortened for a message when it is long."""
+    return repr(value) if len(value) <= 60 else repr(value[:40]) + f"... ({len(value)} characters)"
+
+
 def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
     """The whole number ``?name=`` from ``low`` to ``high``; ``default`` when absent.
 
@@ -434,21 +489,23 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
     value = request.query_params.get(name)
     if value is None or not value.strip():
         return default
-    text = value.strip()
-    if text.isascii() and text.isdigit() and low <= int(text) <= high:
-        return int(text)
-    raise BadParameter(f"{name} must be a whole number from {low} to {high}, got {value!r}")
+    number = _whole_number(value, low, high)
+    if number is None:
+        limit = f"from {low} to {high}" if high < _MAX_WHOLE else f"of at least {low}"
+        raise BadParameter(f"{name} must be a whole number {limit}, got {_describe(value)}")
+    return number
 
 
 def _k_error(value: str) -> str | None:
     """Why the search form's ``k`` is not a whole number from 1 to 100, or None."""
-    text = value.strip()
-    if text.isascii() and text.isdigit() and 1 <= int(text) <= 100:
+    if _whole_number(value, 1, 100) is not None:
         return None
-    return f"k must be a whole number from 1 to 100, got {value!r}"
+    return f"k must be a whole number from 1 to 100, got {_describe(value)}"
 
 
-def _run_search(inspector: Inspector, form: dict[str, Any]) -> list[tuple[Any, float]]:
+def _run_search(inspector: Inspector, form: dict[str, Any]) -> tuple[list[tuple[Any, float]], str]:
+    """The search form's hits with their distances, and what ``1 - distance``
+    measures for them (``score_kind``)."""
     client = inspector.memory
     kwargs: dict[str, Any] = {"k": form["k"], "record_types": set(form["types"])}
     for field, name in (("user", "user_id"), ("agent", "agent_id"), ("thread", "thread_id")):
@@ -458,4 +515,4 @@ def _run_search(inspector: Inspector, form: dict[str, Any]) -> list[tuple[Any, f
     if metadata_filter is not None:
         kwargs["metadata_filter"] = metadata_filter
     with searching_with(client.store, form["strategy"]):
-        return client.search(form["q"], **kwargs)
+        return client.search(form["q"], **kwargs), score_kind(client.store)

@@ -13,7 +13,7 @@ import hmac
 import ipaddress
 import secrets
 from http.cookies import SimpleCookie
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
@@ -95,6 +95,14 @@ def _host_name(host_header: str) -> str:
     return host_header.rsplit(":", 1)[0] if host_header.count(":") == 1 else host_header
 
 
+def _own_path(scope: Scope) -> str:
+    """The request's path as a redirect target that stays on this app: one leading
+    slash (``//host/x`` and ``/\\host/x`` would be read by a browser as another
+    site), percent-encoded."""
+    path = scope.get("root_path", "") + scope["path"]
+    return "/" + quote(path.lstrip("/\\"), safe="/:@!$&'()*+,;=-._~")
+
+
 class TokenMiddleware:
     """Check the ``Host`` header and, when a token is set, the token on every request.
 
@@ -172,8 +180,7 @@ class TokenMiddleware:
             if scope.get("method") != "GET":
                 return None
             rest = urlencode([(k, v) for k, v in query if k != "token"])
-            target = scope.get("root_path", "") + scope["path"] + (f"?{rest}" if rest else "")
-            response = RedirectResponse(target, status_code=303)
+            response = RedirectResponse(_own_path(scope) + (f"?{rest}" if rest else ""), 303)
             response.set_cookie(
                 TOKEN_COOKIE, self.token, httponly=True, samesite="strict", path="/"
             )

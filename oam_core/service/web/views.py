@@ -19,12 +19,17 @@ __all__ = [
     "actors",
     "find_memory",
     "memory_chain",
+    "memory_page",
     "memory_views",
     "parse_filter",
 ]
 
 MESSAGE_PAGE = 500
 """Most messages a thread page shows at once (the newest; older ones page back)."""
+MEMORY_PAGE = 50
+"""Memories per page of the memories list (``/memories``), newest first."""
+MEMORY_PAGES = 200
+"""Pages the memories list goes back at most (``MEMORY_PAGE`` each)."""
 _LIST_CAP = 2000
 _CHAIN_CAP = 50
 _SCAN_CAP = 10000
@@ -160,6 +165,33 @@ def scoped_memories(memory: OracleAgentMemory, **scope: Any) -> list[Record]:
         records.extend(memory.store.list(record_type, limit=_LIST_CAP, **scope))
     records.sort(key=lambda r: (r.created_at or "", r.id))
     return records[-_LIST_CAP:]
+
+
+def memory_page(
+    memory: OracleAgentMemory,
+    record_types: Iterable[str],
+    page: int,
+    **scope: Any,
+) -> tuple[list[Record], bool]:
+    """One page of the memories list: memory-like records of ``record_types``
+    across threads, newest first, filtered exactly by ``scope`` (``user_id=``,
+    ``agent_id=``, ``thread_id=``).
+
+    Args:
+        memory: The client.
+        record_types: Memory types to list (``memory``, ``fact``, ...).
+        page: 0 = the newest ``MEMORY_PAGE`` records, 1 = the ones before, ...
+        **scope: Exact filters; absent = any.
+
+    Returns:
+        ``(records, more)``: the page's records and whether older ones exist.
+    """
+    wanted = (page + 1) * MEMORY_PAGE
+    records: list[Record] = []
+    for record_type in sorted(set(record_types)):
+        records.extend(memory.store.list(record_type, limit=wanted + 1, **scope))
+    records.sort(key=lambda r: (r.created_at or "", r.id), reverse=True)
+    return records[page * MEMORY_PAGE : wanted], len(records) > wanted
 
 
 def find_memory(memory: OracleAgentMemory, memory_id: str) -> Record | None:
