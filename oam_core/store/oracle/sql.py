@@ -237,6 +237,44 @@ def find_pk(n: Names, family: str, record_id: str, record_type: str | None, thre
     return Stmt(sql + " FOR UPDATE", binds)
 
 
+def find_pks(
+    n: Names, family: str, ids: Sequence[str], record_type: str | None, thread_id: Any
+) -> Stmt:
+    """``find_pk`` for several ids (at most ``IN_LIST``): the pks of the rows a
+    ``delete_records`` targets, locked."""
+    binds: dict[str, Any] = {f"i{j}": rid for j, rid in enumerate(ids)}
+    placeholders = ", ".join(f":i{j}" for j in range(len(ids)))
+    sql = f"SELECT pk FROM {n.record_table(family)} WHERE id IN ({placeholders})"
+    if record_type is not None:
+        sql += " AND record_type = :record_type"
+        binds["record_type"] = record_type
+    if thread_id is not NOT_SET:
+        sql += " AND thread_id = :thread_id"
+        binds["thread_id"] = thread_id
+    return Stmt(sql + " FOR UPDATE", binds)
+
+
+def pk_list(pks: Sequence[int], column: str = "pk") -> tuple[str, dict[str, Any]]:
+    """``<column> IN (:p0, ...)`` for at most ``IN_LIST`` pks, and its binds."""
+    binds = {f"p{j}": pk for j, pk in enumerate(pks)}
+    return f"{column} IN ({', '.join(f':p{j}' for j in range(len(pks)))})", binds
+
+
+def delete_chunks_of_pks(n: Names, family: str, pks: Sequence[int]) -> Stmt:
+    """Delete the search rows of several records (at most ``IN_LIST``) of one family."""
+    where, binds = pk_list(pks, "record_pk")
+    return Stmt(
+        f"DELETE FROM {n.chunks} WHERE record_family = :family AND {where}",
+        {**binds, "family": family},
+    )
+
+
+def delete_by_pks(n: Names, family: str, pks: Sequence[int]) -> Stmt:
+    """Delete record rows by pk (at most ``IN_LIST``)."""
+    where, binds = pk_list(pks)
+    return Stmt(f"DELETE FROM {n.record_table(family)} WHERE {where}", binds)
+
+
 def delete_by_pk(n: Names, family: str, pk: int) -> Stmt:
     """Delete one record row by pk."""
     return Stmt(f"DELETE FROM {n.record_table(family)} WHERE pk = :pk", {"pk": pk})
