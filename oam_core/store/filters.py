@@ -422,15 +422,16 @@ JOIN_WIDTH = 64
 """Most terms ``join_sql`` chains without parentheses."""
 
 
-def join_sql(parts: list[str], joiner: str) -> str:
+def join_sql(parts: list[str], joiner: str, *, bare: bool = False) -> str:
     """``parts`` joined by ``joiner`` (``" AND "`` / ``" OR "``), in parentheses, and in
     nested groups of at most ``JOIN_WIDTH`` terms: a flat chain of n terms is an
     expression tree n deep, and SQLite refuses trees deeper than 1,000 ("Expression
     tree is too large"); grouped, 100,000 terms are three levels of parentheses
     and under 200 deep. The text keeps the order of ``parts`` (bound parameters are
-    collected in that order)."""
+    collected in that order). ``bare``: no parentheses around a chain short enough
+    to stay flat (the top level of a WHERE clause)."""
     if len(parts) <= JOIN_WIDTH:
-        return "(" + joiner.join(parts) + ")"
+        return joiner.join(parts) if bare else "(" + joiner.join(parts) + ")"
     size = -(-len(parts) // JOIN_WIDTH)  # ceil: at most JOIN_WIDTH groups
     groups = [join_sql(parts[i : i + size], joiner) for i in range(0, len(parts), size)]
     return "(" + joiner.join(groups) + ")"

@@ -36,7 +36,7 @@ class FilterCompiler(abc.ABC):
         ``conditions``."""
         if not conditions:
             return self.true
-        return join_sql([self.condition(column, c) for c in conditions], " AND ")
+        return join_sql([self.condition(column, c) for c in conditions], " AND ", bare=True)
 
     def condition(self, parent: str, cond: Cond) -> str:
         """SQL for ``cond`` over the JSON value ``parent``."""

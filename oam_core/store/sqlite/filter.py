@@ -104,7 +104,7 @@ class SQLiteFilterCompiler(FilterCompiler):
         if not conditions:
             return self.true
         root: _Object = _Path(column, "$") if self.paths else column
-        return join_sql([self.condition(root, c) for c in conditions], " AND ")
+        return join_sql([self.condition(root, c) for c in conditions], " AND ", bare=True)
 
     def condition(self, parent: _Object, cond: Cond) -> str:
         return render_sql(cond, lambda f: self.field(parent, f), true=self.true, false=self.false)
