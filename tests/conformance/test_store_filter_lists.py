@@ -131,6 +131,17 @@ def test_postgres_delete_of_70000_ids_is_a_bounded_number_of_statements(
     real = [f"r{i}" for i in range(500)]
     store.add(["x"] * len(real), "memory", record_ids=real)
     ids = [f"gone{i}" for i in range(69_500)] + real
+    statements = _count_statements(monkeypatch)
+    assert store.delete_records("memory", ids) == 500
+    monkeypatch.undo()
+    deletes = [s for s in statements if "DELETE" in s]
+    assert 1 <= len(deletes) <= 3, statements
+    assert len(statements) <= 10, statements
+    assert store.list("memory", limit=None) == []
+
+
+def _count_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every statement psycopg executes from now on (until ``monkeypatch.undo()``)."""
     statements: list[str] = []
     execute = psycopg.Cursor.execute
 
@@ -139,12 +150,23 @@ def test_postgres_delete_of_70000_ids_is_a_bounded_number_of_statements(
         return execute(self, query, *args, **kwargs)
 
     monkeypatch.setattr(psycopg.Cursor, "execute", counted)
-    assert store.delete_records("memory", ids) == 500
+    return statements
+
+
+def test_postgres_upsert_replaces_many_ids_with_one_delete(
+    backend: Any, store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``upsert`` deletes the records it replaces in one statement, not one per id."""
+    if backend.id != "postgres":
+        pytest.skip("counts PostgreSQL statements")
+    ids = [f"r{i}" for i in range(1_000)]
+    store.add(["old"] * len(ids), "memory", record_ids=ids)
+    statements = _count_statements(monkeypatch)
+    assert store.upsert(["new"] * len(ids), "memory", record_ids=ids) == ids
     monkeypatch.undo()
-    deletes = [s for s in statements if "DELETE" in s]
-    assert 1 <= len(deletes) <= 3, statements
-    assert len(statements) <= 10, statements
-    assert store.list("memory", limit=None) == []
+    deletes = [s for s in statements if s.lstrip().startswith("DELETE FROM records")]
+    assert len(deletes) == 1, deletes
+    assert {r.content for r in store.list("memory", limit=None)} == {"new"}
 
 
 def test_postgres_too_many_parameters_is_not_a_connection_error(conninfo: str) -> None:
