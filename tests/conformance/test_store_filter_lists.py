@@ -88,7 +88,7 @@ def test_array_contains_any_with_100000_values(listed: Any) -> None:
     assert _check(listed, {"tags": {"$array_contains_any": NUMBERS}}) == ["d00"]
 
 
-@pytest.mark.parametrize("width", [1_000, 3_000])
+@pytest.mark.parametrize("width", [1_000])
 def test_or_and_and_with_many_branches_equal_the_reference(listed: Any, width: int) -> None:
     ors = {"$or": [{"n": i} for i in range(width)] + [{"s": "zzz"}]}
     assert _check(listed, ors) == ["d00", "d01", "d12"]
