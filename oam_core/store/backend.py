@@ -227,6 +227,21 @@ class Tx(abc.ABC):
         """Delete one record and its search rows; ``record_type``/``thread_id`` further
         constrain the match. Returns rows deleted (0/1)."""
 
+    def delete_records(
+        self,
+        family: str,
+        record_ids: Sequence[str],
+        record_type: str | None,
+        thread_id: Maybe[str],
+    ) -> int:
+        """Delete the records among ``record_ids`` (distinct ids) and their search
+        rows, constrained as ``delete_record``; return how many were deleted. A back
+        end deletes them with a bounded number of statements (here: one per id)."""
+        return sum(
+            self.delete_record(family, record_id, record_type, thread_id)
+            for record_id in record_ids
+        )
+
     @abc.abstractmethod
     def delete_thread(self, thread_id: str) -> int:
         """Delete a thread row, its messages and memory-like records and their search

@@ -749,10 +749,7 @@ class OracleMemoryStore(IMemoryStore):
             return 0
         family = family_of(record_type)
         with self._backend.transaction() as tx:
-            return sum(
-                tx.delete_record(family, record_id, record_type, thread_id)
-                for record_id in dict.fromkeys(ids)
-            )
+            return tx.delete_records(family, list(dict.fromkeys(ids)), record_type, thread_id)
 
     @traced_store
     def purge_expired(self) -> int:

@@ -20,7 +20,7 @@ is the reference evaluator the compiled SQL forms are tested against.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sized
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -414,8 +414,44 @@ def render_sql(cond: Cond, field: Callable[[Field], str], *, true: str, false: s
             return true if isinstance(cond, And) else false
         joiner = " AND " if isinstance(cond, And) else " OR "
         parts = [render_sql(c, field, true=true, false=false) for c in cond.conditions]
-        return "(" + joiner.join(parts) + ")"
+        return join_sql(parts, joiner)
     return field(cond)
+
+
+JOIN_WIDTH = 64
+"""Most terms ``join_sql`` chains without parentheses."""
+
+
+def join_sql(parts: list[str], joiner: str, *, bare: bool = False) -> str:
+    """``parts`` joined by ``joiner`` (``" AND "`` / ``" OR "``), in parentheses, and in
+    nested groups of at most ``JOIN_WIDTH`` terms: a flat chain of n terms is an
+    expression tree n deep, and SQLite refuses trees deeper than 1,000 ("Expression
+    tree is too large"); grouped, 100,000 terms are three levels of parentheses
+    and under 200 deep. The text keeps the order of ``parts`` (bound parameters are
+    collected in that order). ``bare``: no parentheses around a chain short enough
+    to stay flat (the top level of a WHERE clause)."""
+    if len(parts) <= JOIN_WIDTH:
+        return joiner.join(parts) if bare else "(" + joiner.join(parts) + ")"
+    size = -(-len(parts) // JOIN_WIDTH)  # ceil: at most JOIN_WIDTH groups
+    groups = [join_sql(parts[i : i + size], joiner) for i in range(0, len(parts), size)]
+    return "(" + joiner.join(groups) + ")"
+
+
+def check_width(params: Sized, limit: int, database: str) -> None:
+    """Raise when a compiled filter binds more than ``limit`` values, the most that
+    fit, beside the rest of a query, in one statement of ``database``.
+
+    Raises:
+        InvalidFilterError: (an ``InvalidArgumentError``) naming ``metadata_filter``
+            and the limit (docs/filters.md#long-lists).
+    """
+    if len(params) > limit:
+        raise InvalidFilterError(
+            f"metadata_filter binds {len(params):,} values, but at most {limit:,} fit in one "
+            f"{database} query (each field condition binds one to three; a $in, $nin or "
+            "$array_contains_any list binds at most two whatever its length): put the "
+            "alternatives of one field in $in, or split the filter"
+        )
 
 
 # -- the reference evaluator -----------------------------------------------------------
@@ -514,8 +550,10 @@ __all__ = [
     "Not",
     "Or",
     "check_json",
+    "check_width",
     "compare",
     "holds",
+    "join_sql",
     "json_equal",
     "matches",
     "parse_filter",

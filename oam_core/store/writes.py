@@ -188,8 +188,8 @@ def insert_planned(
         clash = tx.existing_ids(family, ids)
         if clash and not replace:
             raise ValueError(f"record ids already exist: {sorted(clash)}")
-        for record_id in sorted(clash):
-            tx.delete_record(family, record_id, None, NOT_SET)
+        if clash:
+            tx.delete_records(family, sorted(clash), None, NOT_SET)
     # Before the rows: checks it against the recorded one. The caller's transaction
     # comes from ``store._writing()``, which forgets it when the write fails.
     learn_dim(store, planned.chunks, planned.vector_dim)

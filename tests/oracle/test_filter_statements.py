@@ -6,9 +6,11 @@ with each ``$vN`` in a path passed and each ``:fN`` bound."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from oracle_helpers import parse_oracle
 
@@ -115,3 +117,61 @@ def test_every_filter_compiles_to_parseable_sql_with_every_variable_bound(
         assert all(v == f for v, f in passed.items())
         assert path.count("(") == path.count(")")
     assert set(re.findall(r":(f\d+)", text)) == set(comp.binds)
+
+
+def test_long_in_lists_are_two_json_array_binds() -> None:
+    """A 100,000-value ``$in``/``$nin`` binds its strings and its numbers as one JSON
+    array each (CLOB, read by JSON_TABLE after a type() test), whatever its length;
+    true/false/null, ``""`` and numbers past NUMBER's range stay path equalities
+    (docs/filters.md#long-lists)."""
+    values: list[Any] = [f"v{i}" for i in range(100_000)] + [7, 2.5, True, None, "", 1e40]
+    for op in ("$in", "$nin"):
+        comp = OracleFilterCompiler()
+        text = comp.compile("r.metadata", parse_filter({"src": {"k": {op: values}}}))
+        parse_oracle(f"SELECT 1 FROM t r WHERE {text}")
+        assert json.loads(comp.binds["f0"]) == values[:100_000]
+        assert json.loads(comp.binds["f1"]) == [7, 2.5]
+        assert comp.binds["f2"] == "" and comp.binds["f3"] == 1e40
+        assert len(comp.binds) == 4 and comp.types == {"f0": "CLOB", "f1": "CLOB"}
+        assert (
+            """(JSON_EXISTS(r.metadata, 'strict $?(@."src"."k".type() == "string")') AND """
+            """EXISTS (SELECT 1 FROM JSON_TABLE(:f0, '$[*]' COLUMNS (v VARCHAR2(4000) """
+            """PATH '$')) jt_f0 WHERE jt_f0.v = JSON_VALUE(r.metadata, 'strict $."src"."k"' """
+            """RETURNING VARCHAR2(4000) NULL ON ERROR)))"""
+        ) in text
+        assert "RETURNING NUMBER NULL ON ERROR" in text
+        assert (
+            """JSON_EXISTS(r.metadata, 'strict $?((@."src"."k" == true) || (@."src"."k" == null) """
+            """|| (@."src"."k" == $v2) || (@."src"."k" == $v3))' PASSING :f2 AS "v2", :f3 AS "v3")"""
+        ) in text
+        assert ("AND NOT (((JSON_EXISTS" in text) == (op == "$nin")
+
+
+def test_long_in_list_binds_are_declared_clob_in_every_query() -> None:
+    from oracle_helpers import NOW
+
+    from oam_core.apis.records import SEARCHABLE_TYPES
+    from oam_core.store.backend import Predicate
+    from oam_core.store.oracle import sql
+    from oam_core.store.oracle.names import Names
+
+    flt = parse_filter({"k": {"$in": [f"v{i}" for i in range(50)]}})
+    pred = Predicate(record_types=SEARCHABLE_TYPES, now=NOW, metadata=flt)
+    n = Names("S1_")
+    listed = sql.list_records(
+        n, Predicate(record_types=frozenset({"fact"}), now=NOW, metadata=flt), 5, NOW
+    )
+    for stmt in (
+        listed,
+        sql.rank_vector(n, [1.0], 5, pred),
+        sql.rank_keyword(n, "{a}", 5, pred),
+        sql.hybrid_hits(n, "[]", pred),
+    ):
+        assert stmt.types["f0"] == "CLOB", stmt.sql
+        assert json.loads(stmt.binds["f0"])[-1] == "v49"
+
+
+def test_a_filter_with_too_many_binds_is_an_invalid_filter_error() -> None:
+    flt = parse_filter({"$or": [{"k": f"v{i}"} for i in range(70_000)]})
+    with pytest.raises(InvalidFilterError, match=r"metadata_filter binds 70,000 .*at most 65,000"):
+        OracleFilterCompiler().compile("m", flt)

@@ -12,6 +12,7 @@ import pytest
 from oracle_helpers import NOW, parse_oracle
 from test_filter_statements import OPERATOR_CASES
 
+from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import SEARCHABLE_TYPES
 from oam_core.store.backend import Predicate
 from oam_core.store.filters import InvalidFilterError, matches, parse_filter
@@ -66,6 +67,10 @@ def all_sql_statements() -> list[Stmt]:
         sql.update_chunk_expiry(N, "memory", 1, None),
         sql.find_pk(N, "memory", "m", "fact", "t1"),
         sql.delete_by_pk(N, "memory", 1),
+        sql.find_pks(N, "memory", ["a", "b"], "fact", "t1"),
+        sql.find_pks(N, "user_profile", ["a"], None, NOT_SET),
+        sql.delete_chunks_of_pks(N, "memory", [1, 2]),
+        sql.delete_by_pks(N, "memory", [1, 2]),
         *sql.delete_thread(N, "t"),
         sql.actor_threads(N, "agent_id", "a"),
         *sql.delete_actor_rows(N, "user_id", "u"),

@@ -409,6 +409,39 @@ def test_delete_thread_cascades_in_one_transaction(
     assert conn.kinds()[-1] == "commit" and conn.kinds().count("commit") == 1
 
 
+def test_delete_records_of_many_ids_is_a_few_statements_per_500(
+    conn: FakeConnection, store: OracleDBMemoryStore
+) -> None:
+    """``delete_records`` finds, unquotes and deletes 500 ids per statement, not one
+    id at a time (docs/filters.md#long-lists)."""
+    known = {f"m{i}": 100 + i for i in range(0, 1_200, 2)}
+
+    def pks(sql: str, binds: dict[str, Any]) -> list[tuple[Any, ...]]:
+        return [(known[v],) for k, v in binds.items() if k.startswith("i") and v in known]
+
+    conn.script(r"SELECT pk FROM S1_MESSAGES WHERE id IN", pks)
+    conn.rowcount("DELETE FROM S1_MESSAGES WHERE pk IN", 7)
+    ids = [f"m{i}" for i in range(1_200)]
+    assert store.delete_records("message", ids, thread_id="t1") == 21
+    sql = conn.sql()
+    assert len(sql) == 3 * 4, sql
+    assert sql[0].startswith("SELECT pk FROM S1_MESSAGES WHERE id IN (:i0, :i1, ")
+    assert sql[0].endswith(
+        ", :i499) AND record_type = :record_type AND thread_id = :thread_id FOR UPDATE"
+    )
+    assert sql[1].startswith(
+        "DELETE FROM S1_RECORD_CHUNKS WHERE pk IN (SELECT chunk_pk FROM S1_CHUNK_SOURCES "
+        "WHERE source_pk IN (SELECT pk FROM S1_MESSAGES WHERE pk IN (:p0, "
+    )
+    assert sql[2].startswith(
+        "DELETE FROM S1_RECORD_CHUNKS WHERE record_family = :family AND record_pk IN (:p0, "
+    )
+    assert sql[3].startswith("DELETE FROM S1_MESSAGES WHERE pk IN (:p0, :p1, ")
+    deleted = [c.binds for c in conn.statements() if c.sql.startswith("DELETE FROM S1_MESSAGES")]
+    assert sorted(v for b in deleted for v in b.values()) == sorted(known.values())
+    assert conn.kinds().count("commit") == 1
+
+
 def test_c22_thread_writes_hold_the_row_in_their_transaction(
     conn: FakeConnection, store: OracleDBMemoryStore
 ) -> None:

@@ -104,8 +104,10 @@ def db() -> sqlite3.Connection:
     return conn
 
 
-def sql_ids(conn: sqlite3.Connection, flt: dict[str, Any], *, paths: bool = True) -> list[int]:
-    comp = SQLiteFilterCompiler(paths=paths)
+def sql_ids(
+    conn: sqlite3.Connection, flt: dict[str, Any], *, paths: bool = True, inline: int = 16
+) -> list[int]:
+    comp = SQLiteFilterCompiler(paths=paths, inline=inline)
     where = comp.compile("r.m", parse_filter(flt))
     return [r[0] for r in conn.execute(f"SELECT id FROM r WHERE {where} ORDER BY id", comp.params)]
 
@@ -116,12 +118,14 @@ def test_case_table_python(flt: dict[str, Any], expected: list[int]) -> None:
     assert [i for i, m in enumerate(ROWS) if matches(m, tree)] == expected
 
 
+@pytest.mark.parametrize("inline", [16, 0], ids=["or-lists", "json-lists"])
 @pytest.mark.parametrize("paths", [True, False], ids=["paths", "json_each"])
 @pytest.mark.parametrize(("flt", "expected"), CASES)
 def test_case_table_sqlite(
-    db: sqlite3.Connection, flt: dict[str, Any], expected: list[int], paths: bool
+    db: sqlite3.Connection, flt: dict[str, Any], expected: list[int], paths: bool, inline: int
 ) -> None:
-    assert sql_ids(db, flt, paths=paths) == expected
+    """Value lists as ``OR``s of equalities and as bound JSON arrays agree."""
+    assert sql_ids(db, flt, paths=paths, inline=inline) == expected
 
 
 def test_plain_keys_are_read_by_path_and_others_by_json_each() -> None:
@@ -211,11 +215,13 @@ def test_errors_name_the_operator_and_the_value(bad: Any, named: list[str]) -> N
     flt=FILTERS,
     paths=st.booleans(),
     ascii_only=st.booleans(),
+    inline=st.sampled_from([16, 0]),
 )
 def test_sqlite_compilation_equals_reference(
-    rows: list[Any], flt: dict[str, Any], paths: bool, ascii_only: bool
+    rows: list[Any], flt: dict[str, Any], paths: bool, ascii_only: bool, inline: int
 ) -> None:
-    """Both ways of reading a field, over JSON text written with or without escapes."""
+    """Both ways of reading a field, over JSON text written with or without escapes,
+    with value lists inline or bound as JSON arrays."""
     try:
         tree = parse_filter(flt)
     except InvalidFilterError:
@@ -227,5 +233,16 @@ def test_sqlite_compilation_equals_reference(
         text = None if m is None else json.dumps(m, ensure_ascii=ascii_only)
         conn.execute("INSERT INTO r VALUES (?, ?)", (i, text))
     expected = [i for i, m in enumerate(rows) if matches(m, tree)]
-    assert sql_ids(conn, flt, paths=paths) == expected
+    assert sql_ids(conn, flt, paths=paths, inline=inline) == expected
     conn.close()
+
+
+def test_long_chains_stay_under_sqlite_expression_depth(db: sqlite3.Connection) -> None:
+    """A flat chain of 1,000 terms is an expression tree 1,000 deep, which SQLite
+    refuses; the compiler groups long chains (``filters.join_sql``)."""
+    for flt in (
+        {"$or": [{"n": {"$gt": 1000 + i}} for i in range(5_000)] + [{"n": 1}]},
+        {"n": {"$in": [*range(2, 50_000), 1]}},
+    ):
+        want = [i for i, m in enumerate(ROWS) if matches(m, parse_filter(flt))]
+        assert want and sql_ids(db, flt) == want

@@ -739,6 +739,23 @@ class OracleTx(Tx):
         run(self.c, sql.delete_chunks_of(self.n, family, pk))
         return int(run(self.c, sql.delete_by_pk(self.n, family, pk)).rowcount or 0)
 
+    def delete_records(
+        self,
+        family: str,
+        record_ids: Sequence[str],
+        record_type: str | None,
+        thread_id: Maybe[str],
+    ) -> int:
+        deleted = 0
+        for part in chunked(list(record_ids), sql.IN_LIST):
+            found = fetchall(self.c, sql.find_pks(self.n, family, part, record_type, thread_id))
+            for pks in chunked([int(r[0]) for r in found], sql.IN_LIST):
+                if family == MESSAGE:
+                    run(self.c, oq.drop_quoting(self.n, *sql.pk_list(pks)))
+                run(self.c, sql.delete_chunks_of_pks(self.n, family, pks))
+                deleted += int(run(self.c, sql.delete_by_pks(self.n, family, pks)).rowcount or 0)
+        return deleted
+
     def delete_thread(self, thread_id: str) -> int:
         # Lock the row first: a writer holding it (hold_thread) commits before these
         # deletes run, and they see its rows, so nothing is left without its thread.

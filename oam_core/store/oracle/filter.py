@@ -18,7 +18,13 @@ Semantics (docs/filters.md, docs/oracle.md#filters-in-sql):
   ``"double"`` or ``"float"`` for a number operand, ``"string"`` for a string), so a
   value of another type never matches and is never cast.
 * ``$in`` is an ``||`` of equalities in one ``JSON_EXISTS``; ``$exists`` is
-  ``JSON_EXISTS`` of the strict path (true for a JSON ``null`` too).
+  ``JSON_EXISTS`` of the strict path (true for a JSON ``null`` too). A ``$in`` list
+  longer than ``INLINE`` binds its strings and its numbers each as one JSON array
+  read by ``JSON_TABLE`` (``EXISTS (... WHERE jt.v = JSON_VALUE(...))`` after a
+  ``type()`` test), so any length is a few binds (Oracle takes at most 65,535 per
+  statement); the values an SQL column cannot hold exactly (empty strings, which
+  Oracle reads as NULL, strings over 4,000 bytes, numbers past 1e38) and ``true``,
+  ``false``, ``null`` stay path equalities.
 * ``$not``, ``$ne``, ``$nin`` and ``$exists: false`` are SQL ``NOT`` of the positive
   condition; the positive forms are never NULL, so a missing field satisfies the
   negation. ``$and``/``$or`` are SQL ``AND``/``OR``.
@@ -42,12 +48,22 @@ from oam_core.store.filters import (
     InvalidFilterError,
     Json,
     Nested,
+    check_width,
+    is_number,
+    join_sql,
     render_sql,
 )
+from oam_core.store.oracle.stmt import BindType
 
 _BAD_KEY = re.compile(r'["\\\x00-\x1f\x7f]')
 _PATH_OP = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 _NUMBER_TYPES = ("number", "double", "float")
+INLINE = 16
+"""Longest ``$in`` list written as path equalities; longer ones go through JSON_TABLE."""
+MAX_BINDS = 65_000
+"""Most binds a filter may use (Oracle takes 65,535 per statement, with the query's own)."""
+_MAX_TEXT = 4000
+_MAX_NUMBER = 1e38
 
 
 class OracleFilterCompiler:
@@ -60,6 +76,8 @@ class OracleFilterCompiler:
     def __init__(self, prefix: str = "f") -> None:
         self.prefix = prefix
         self.binds: dict[str, Any] = {}
+        self.types: dict[str, BindType] = {}
+        """Declared bind types: ``CLOB`` for the JSON arrays of long ``$in`` lists."""
 
     def compile(self, column: str, conditions: tuple[Cond, ...]) -> str:
         """Return an SQL condition true where ``column`` satisfies ``conditions``.
@@ -71,7 +89,9 @@ class OracleFilterCompiler:
             return "1 = 1"
         self._column = column
         self._n = 0
-        return " AND ".join(self._cond((), c) for c in conditions)
+        text = join_sql([self._cond((), c) for c in conditions], " AND ", bare=True)
+        check_width(self.binds, MAX_BINDS, "Oracle")
+        return text
 
     def _bind(self, value: Any) -> str:
         name = f"{self.prefix}{self._n}"
@@ -97,6 +117,8 @@ class OracleFilterCompiler:
             tests, passing = self._equalities(f"{at}[*]", atom.values)
             joined = (" || " if atom.any_ else " && ").join(f"({t})" for t in tests)
             return self._exists(f'lax $?({at}.type() == "array" && ({joined}))', passing)
+        if isinstance(atom, In) and len(atom.values) > INLINE:
+            return self._in_list(key_path, atom.values)
         if isinstance(atom, In):
             tests, passing = self._equalities(at, atom.values)
             joined = " || ".join(f"({t})" for t in tests)
@@ -121,6 +143,39 @@ class OracleFilterCompiler:
             lit, bind = self._operand(value)
             return self._exists(f"strict $?({at} == {lit})", [bind] if bind else [])
         raise AssertionError(f"unexpected atom {atom!r}")
+
+    def _in_list(self, key_path: tuple[str, ...], values: tuple[Json, ...]) -> str:
+        """The field equals one of ``values``: strings and numbers each bound as one
+        JSON array (``JSON_TABLE`` rows compared with ``JSON_VALUE`` of the field,
+        whose ``type()`` is tested first, so ``"1"`` never meets ``1``); the rest as
+        path equalities. Never NULL, so ``NOT`` of it holds for a missing field."""
+        at = "@" + "".join(f".{k}" for k in key_path)
+        path = _sql("strict $" + "".join(f".{k}" for k in key_path))
+        strings = [v for v in values if _listed_string(v)]
+        numbers = [v for v in values if _listed_number(v)]
+        rest = [v for v in values if not _listed_string(v) and not _listed_number(v)]
+        parts = []
+        for members, names, sql_type in (
+            (strings, ("string",), f"VARCHAR2({_MAX_TEXT})"),
+            (numbers, _NUMBER_TYPES, "NUMBER"),
+        ):
+            if not members:
+                continue
+            typed = " || ".join(f'{at}.type() == "{t}"' for t in names)
+            head = self._exists(f"strict $?({typed})")
+            name = self._bind(json.dumps(members, ensure_ascii=False, allow_nan=False))
+            self.types[name] = "CLOB"
+            jt = f"jt_{name}"
+            parts.append(
+                f"({head} AND EXISTS (SELECT 1 FROM JSON_TABLE(:{name}, '$[*]' "
+                f"COLUMNS (v {sql_type} PATH '$')) {jt} WHERE {jt}.v = JSON_VALUE("
+                f"{self._column}, '{path}' RETURNING {sql_type} NULL ON ERROR)))"
+            )
+        if rest:
+            tests, passing = self._equalities(at, tuple(rest))
+            joined = " || ".join(f"({t})" for t in tests)
+            parts.append(self._exists(f"strict $?({joined})", passing))
+        return join_sql(parts, " OR ")
 
     def _equalities(self, at: str, values: tuple[Json, ...]) -> tuple[list[str], list[str]]:
         """``at == v`` path tests for each value, and the binds they pass."""
@@ -149,6 +204,16 @@ class OracleFilterCompiler:
         if binds:
             passing = " PASSING " + ", ".join(f':{b} AS "v{b[len(self.prefix) :]}"' for b in binds)
         return f"JSON_EXISTS({self._column}, '{_sql(path)}'{passing})"
+
+
+def _listed_string(value: Json) -> bool:
+    """A string a ``VARCHAR2`` column holds as it is (Oracle reads ``''`` as NULL)."""
+    return isinstance(value, str) and 0 < len(value.encode()) <= _MAX_TEXT
+
+
+def _listed_number(value: Json) -> bool:
+    """A number an Oracle ``NUMBER`` holds (up to 38 digits, below 1e126)."""
+    return is_number(value) and abs(value) < _MAX_NUMBER
 
 
 def _key(key: str) -> str:

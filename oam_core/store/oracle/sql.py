@@ -237,6 +237,44 @@ def find_pk(n: Names, family: str, record_id: str, record_type: str | None, thre
     return Stmt(sql + " FOR UPDATE", binds)
 
 
+def find_pks(
+    n: Names, family: str, ids: Sequence[str], record_type: str | None, thread_id: Any
+) -> Stmt:
+    """``find_pk`` for several ids (at most ``IN_LIST``): the pks of the rows a
+    ``delete_records`` targets, locked."""
+    binds: dict[str, Any] = {f"i{j}": rid for j, rid in enumerate(ids)}
+    placeholders = ", ".join(f":i{j}" for j in range(len(ids)))
+    sql = f"SELECT pk FROM {n.record_table(family)} WHERE id IN ({placeholders})"
+    if record_type is not None:
+        sql += " AND record_type = :record_type"
+        binds["record_type"] = record_type
+    if thread_id is not NOT_SET:
+        sql += " AND thread_id = :thread_id"
+        binds["thread_id"] = thread_id
+    return Stmt(sql + " FOR UPDATE", binds)
+
+
+def pk_list(pks: Sequence[int], column: str = "pk") -> tuple[str, dict[str, Any]]:
+    """``<column> IN (:p0, ...)`` for at most ``IN_LIST`` pks, and its binds."""
+    binds = {f"p{j}": pk for j, pk in enumerate(pks)}
+    return f"{column} IN ({', '.join(f':p{j}' for j in range(len(pks)))})", binds
+
+
+def delete_chunks_of_pks(n: Names, family: str, pks: Sequence[int]) -> Stmt:
+    """Delete the search rows of several records (at most ``IN_LIST``) of one family."""
+    where, binds = pk_list(pks, "record_pk")
+    return Stmt(
+        f"DELETE FROM {n.chunks} WHERE record_family = :family AND {where}",
+        {**binds, "family": family},
+    )
+
+
+def delete_by_pks(n: Names, family: str, pks: Sequence[int]) -> Stmt:
+    """Delete record rows by pk (at most ``IN_LIST``)."""
+    where, binds = pk_list(pks)
+    return Stmt(f"DELETE FROM {n.record_table(family)} WHERE {where}", binds)
+
+
 def delete_by_pk(n: Names, family: str, pk: int) -> Stmt:
     """Delete one record row by pk."""
     return Stmt(f"DELETE FROM {n.record_table(family)} WHERE pk = :pk", {"pk": pk})
@@ -410,7 +448,10 @@ def _types_in(types: Sequence[str], alias: str, binds: dict[str, Any]) -> str:
 
 
 def _meta_condition(
-    pred: Predicate, binds: dict[str, Any], comp: OracleFilterCompiler
+    pred: Predicate,
+    binds: dict[str, Any],
+    comp: OracleFilterCompiler,
+    types: dict[str, BindType],
 ) -> str | None:
     if pred.metadata is None:
         return "r.metadata IS NULL"
@@ -418,6 +459,7 @@ def _meta_condition(
         return None
     sql = comp.compile("r.metadata", pred.metadata)
     binds.update(comp.binds)
+    types.update(comp.types)
     return sql
 
 
@@ -442,7 +484,7 @@ def list_records(n: Names, pred: Predicate, limit: int | None, now: Any) -> Stmt
             "(r.expires_at IS NULL OR r.expires_at > :now)",
             *_scope_parts(pred, "r", binds, thread_id_col="thread_id"),
         ]
-    meta = _meta_condition(pred, binds, OracleFilterCompiler())
+    meta = _meta_condition(pred, binds, OracleFilterCompiler(), types)
     if meta:
         parts.append(meta)
     where = " AND ".join(parts) if parts else "1 = 1"
@@ -549,8 +591,14 @@ def list_threads(n: Names, user_id: Any, agent_id: Any) -> Stmt:
     return Stmt(f"SELECT {THREAD_COLUMNS} FROM {n.threads} r{where} ORDER BY r.pk", binds)
 
 
-def chunk_where(n: Names, pred: Predicate, binds: dict[str, Any]) -> str:
-    """Condition restricting search rows ``c`` to ``pred`` (type, expiry, scope, metadata)."""
+def chunk_where(
+    n: Names,
+    pred: Predicate,
+    binds: dict[str, Any],
+    bind_types: dict[str, BindType] | None = None,
+) -> str:
+    """Condition restricting search rows ``c`` to ``pred`` (type, expiry, scope, metadata);
+    its binds go to ``binds``, the types it declares to ``bind_types``."""
     parts = [
         _types_in(sorted(pred.record_types), "c", binds),
         "(c.expires_at IS NULL OR c.expires_at > :now)",
@@ -558,7 +606,7 @@ def chunk_where(n: Names, pred: Predicate, binds: dict[str, Any]) -> str:
     ]
     binds["now"] = naive_utc(pred.now)
     comp = OracleFilterCompiler()
-    meta = _meta_condition(pred, binds, comp)
+    meta = _meta_condition(pred, binds, comp, {} if bind_types is None else bind_types)
     if meta:
         fams = []
         types = pred.record_types
@@ -580,7 +628,8 @@ def rank_vector(n: Names, query: Any, k: int, pred: Predicate) -> Stmt:
     """Records nearest to ``query`` (``array('f')``) by the cosine distance of their best
     chunk; exact search, filters before ``FETCH FIRST``."""
     binds: dict[str, Any] = {}
-    where = chunk_where(n, pred, binds)
+    types: dict[str, BindType] = {"qv": "VECTOR", "now": "TIMESTAMP"}
+    where = chunk_where(n, pred, binds, types)
     binds.update(qv=query, k=k)
     return Stmt(
         "SELECT c.record_family, c.record_pk, "
@@ -589,7 +638,7 @@ def rank_vector(n: Names, query: Any, k: int, pred: Predicate) -> Stmt:
         "GROUP BY c.record_family, c.record_pk "
         "ORDER BY dist, c.record_family, c.record_pk FETCH FIRST :k ROWS ONLY",
         binds,
-        {"qv": "VECTOR", "now": "TIMESTAMP"},
+        types,
     )
 
 
@@ -609,7 +658,8 @@ def text_query(terms: Sequence[str]) -> str | None:
 def rank_keyword(n: Names, query: str, k: int, pred: Predicate) -> Stmt:
     """Records whose search rows match an Oracle Text query, best ``SCORE`` first."""
     binds: dict[str, Any] = {}
-    where = chunk_where(n, pred, binds)
+    types: dict[str, BindType] = {"now": "TIMESTAMP"}
+    where = chunk_where(n, pred, binds, types)
     binds.update(q=query, k=k)
     return Stmt(
         "SELECT record_family, record_pk, MAX(score) AS score FROM ("
@@ -618,7 +668,7 @@ def rank_keyword(n: Names, query: str, k: int, pred: Predicate) -> Stmt:
         ") GROUP BY record_family, record_pk "
         "ORDER BY score DESC, record_family, record_pk FETCH FIRST :k ROWS ONLY",
         binds,
-        {"now": "TIMESTAMP"},
+        types,
     )
 
 
@@ -635,11 +685,12 @@ def hybrid_hits(n: Names, hits_json: str, pred: Predicate) -> Stmt:
     """Map hybrid-search hits (``[{"rowid", "score"}]``) back to search rows that pass
     ``pred``; each row yields ``(family, pk, score)``."""
     binds: dict[str, Any] = {"hits": hits_json}
-    where = chunk_where(n, pred, binds)
+    types: dict[str, BindType] = {"hits": "CLOB", "now": "TIMESTAMP"}
+    where = chunk_where(n, pred, binds, types)
     return Stmt(
         "SELECT c.record_family, c.record_pk, h.score FROM JSON_TABLE(:hits, '$[*]' "
         "COLUMNS (rid VARCHAR2(64) PATH '$.rowid', score NUMBER PATH '$.score')) h "
         f"JOIN {n.chunks} c ON c.ROWID = CHARTOROWID(h.rid) WHERE {where}",
         binds,
-        {"hits": "CLOB", "now": "TIMESTAMP"},
+        types,
     )

@@ -11,6 +11,9 @@ Mapping, by SQLSTATE where the server sent one:
   ``DatabaseLockedError``;
 - class ``22`` data exceptions (text or JSON holding NUL characters) ->
   ``InvalidArgumentError``: the value cannot be stored, nothing was written;
+- libpq refusing a statement with more than 65,535 parameters (an
+  ``OperationalError`` without SQLSTATE, raised before anything is sent; the
+  connection stays good) -> ``InvalidArgumentError``: retrying cannot help;
 - any other ``psycopg.Error`` -> ``StoreError``.
 """
 
@@ -28,12 +31,15 @@ from oam_core.errors import (
     StoreConnectionError,
     StoreError,
 )
-from oam_core.store.filters import Cond
+from oam_core.store.filters import Cond, check_width
 from oam_core.store.postgres.filter import PgFilterCompiler
 from oam_core.store.sql.dialect import Dialect
 
 T = TypeVar("T")
 
+FILTER_PARAMS = 65_000
+"""Most values a metadata filter may bind: libpq sends at most 65,535 parameters with
+a statement, and the query around the filter binds a few."""
 _CONNECTION_STATES = ("08", "28", "3D000", "57P01", "57P02", "57P03")
 _LOCK_STATES = ("55P03", "40P01")
 
@@ -45,6 +51,10 @@ def _one_line(exc: BaseException) -> str:
 _NUL_STATES = ("22021", "22P05")
 """SQLSTATEs of text PostgreSQL cannot hold: a character not in the encoding's
 repertoire (NUL in text) and an untranslatable character (``\\u0000`` in jsonb)."""
+
+
+_TOO_MANY_PARAMS = "number of parameters must be between"
+"""libpq's message for a statement binding more than 65,535 parameters."""
 
 
 def map_error(exc: BaseException, where: str) -> Exception | None:
@@ -70,6 +80,11 @@ def map_error(exc: BaseException, where: str) -> Exception | None:
         )
     if isinstance(exc, psycopg.DataError) or state.startswith("22"):
         return InvalidArgumentError(f"{where} cannot store this value: {_one_line(exc)}")
+    if not state and _TOO_MANY_PARAMS in str(exc):
+        return InvalidArgumentError(
+            f"{where}: the query binds more values than PostgreSQL takes in one statement "
+            f"({_one_line(exc)}); pass fewer values at once"
+        )
     if state.startswith(_LOCK_STATES):
         return DatabaseLockedError(
             f"{where}: a lock held by another transaction was not had in time "
@@ -100,7 +115,9 @@ class PostgresDialect(Dialect):
 
     def metadata_filter(self, conditions: tuple[Cond, ...]) -> tuple[str, list[Any]]:
         compiler = PgFilterCompiler()
-        return compiler.compile("r.meta", conditions), compiler.params
+        sql = compiler.compile("r.meta", conditions)
+        check_width(compiler.params, FILTER_PARAMS, "PostgreSQL")
+        return sql, compiler.params
 
     def limit(self, value: int | None) -> int | None:
         return value

@@ -6,6 +6,13 @@ numbers compare by value (``1 = 1.0``), ``true`` never equals ``1``, arrays by o
 and length, objects deeply. Each condition is wrapped in ``COALESCE(..., false)`` so a
 missing field is false and ``$not`` of it is true, as in the reference evaluator
 ``filters.matches``.
+
+A value list (``$in``, ``$nin``, ``$array_contains``, ``$array_contains_any``) is one
+``jsonb`` array parameter whatever its length, so no list reaches libpq's limit of
+65,535 parameters: ``IN (SELECT jsonb_array_elements(%s))`` (the server hashes the
+list once per query), or ``@>`` of the whole list for ``$array_contains``. (A
+``jsonb[]`` parameter would do too, but psycopg takes seconds to send 100,000
+strings that way; one JSON text is sent as it is.)
 """
 
 from __future__ import annotations
@@ -13,7 +20,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from oam_core.store.filters import Atom, Compare, Contains, Equals, Exists, Field, In, Nested
+from oam_core.store.filters import (
+    Atom,
+    Compare,
+    Contains,
+    Equals,
+    Exists,
+    Field,
+    In,
+    Nested,
+    join_sql,
+)
 from oam_core.store.sql.filter import FilterCompiler
 
 _SQL_OP = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
@@ -47,14 +64,21 @@ class PgFilterCompiler(FilterCompiler):
             return f"{value} = %s::jsonb"
         if isinstance(atom, Nested):
             inner = [self.condition(value, c) for c in atom.conditions]
-            return " AND ".join([f"jsonb_typeof({value}) = 'object'", *inner])
+            return join_sql([f"jsonb_typeof({value}) = 'object'", *inner], " AND ")
         if isinstance(atom, Contains):
-            parts = []
-            for v in atom.values:
-                self.params.append(_jsonb([v]))
-                parts.append(f"{value} @> %s::jsonb")
-            joined = (" OR " if atom.any_ else " AND ").join(parts)
-            return f"(jsonb_typeof({value}) = 'array' AND ({joined}))"
+            # An array contains [v1, v2] when it holds each of them (scalars match
+            # only scalar members); "any" asks it of [v] for each v.
+            if atom.any_:
+                self.params.append(_jsonb(list(atom.values)))
+                m = self.alias("_m")
+                test = (
+                    f"EXISTS (SELECT 1 FROM jsonb_array_elements({value}) AS {m}(m) "
+                    f"WHERE {m}.m IN (SELECT jsonb_array_elements(%s::jsonb)))"
+                )
+            else:
+                self.params.append(_jsonb(list(atom.values)))
+                test = f"{value} @> %s::jsonb"
+            return f"(jsonb_typeof({value}) = 'array' AND {test})"
         if isinstance(atom, Compare):
             op = _SQL_OP[atom.op]
             self.params.append(atom.value if isinstance(atom.value, str) else _jsonb(atom.value))
@@ -67,8 +91,8 @@ class PgFilterCompiler(FilterCompiler):
                 )
             return f"(jsonb_typeof({value}) = 'number' AND {value} {op} %s::jsonb)"
         if isinstance(atom, In):
-            self.params.extend(_jsonb(v) for v in atom.values)
-            return f"{value} IN ({', '.join(['%s::jsonb'] * len(atom.values))})"
+            self.params.append(_jsonb(list(atom.values)))
+            return f"{value} IN (SELECT jsonb_array_elements(%s::jsonb))"
         if isinstance(atom, Exists):
             return f"{value} IS NOT NULL"
         raise AssertionError(f"unexpected atom {atom!r}")

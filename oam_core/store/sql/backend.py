@@ -487,6 +487,22 @@ class SqlTx(Tx):
         stmt = st.delete_record(self.d, self.p, family, record_id, record_type, thread_id)
         return int(self.run(stmt).rowcount)
 
+    def delete_records(
+        self,
+        family: str,
+        record_ids: Sequence[str],
+        record_type: str | None,
+        thread_id: Maybe[str],
+    ) -> int:
+        deleted = 0
+        for batch in self.d.batches(record_ids):
+            self._drop_quoting_where(
+                *st.records_match(self.d, family, batch, record_type, thread_id)
+            )
+            stmt = st.delete_records(self.d, self.p, family, batch, record_type, thread_id)
+            deleted += int(self.run(stmt).rowcount)
+        return deleted
+
     def delete_thread(self, thread_id: str) -> int:
         self.lock_threads([thread_id])
         self._drop_quoting_where(*st.thread_contents(self.d, thread_id))

@@ -13,7 +13,7 @@ import abc
 import itertools
 from typing import Any, ClassVar
 
-from oam_core.store.filters import Cond, Field, render_sql
+from oam_core.store.filters import Cond, Field, join_sql, render_sql
 
 
 class FilterCompiler(abc.ABC):
@@ -36,7 +36,7 @@ class FilterCompiler(abc.ABC):
         ``conditions``."""
         if not conditions:
             return self.true
-        return " AND ".join(self.condition(column, c) for c in conditions)
+        return join_sql([self.condition(column, c) for c in conditions], " AND ", bare=True)
 
     def condition(self, parent: str, cond: Cond) -> str:
         """SQL for ``cond`` over the JSON value ``parent``."""

@@ -479,6 +479,42 @@ def record_match(
     return sql, params
 
 
+def delete_records(
+    d: Dialect,
+    p: str,
+    family: str,
+    record_ids: Sequence[str],
+    record_type: str | None,
+    thread_id: Maybe[str],
+) -> Stmt:
+    """Delete the records among ``record_ids`` (one ``batches`` slice) in one
+    statement (their search rows cascade); ``record_type`` and ``thread_id`` as in
+    ``delete_record``."""
+    where, params = records_match(d, family, record_ids, record_type, thread_id)
+    return Stmt(f"DELETE FROM {p}records WHERE {where}", params)
+
+
+def records_match(
+    d: Dialect,
+    family: str,
+    record_ids: Sequence[str],
+    record_type: str | None,
+    thread_id: Maybe[str],
+) -> tuple[str, list[Any]]:
+    """``record_match`` for several ids (one ``batches`` slice)."""
+    m = d.mark
+    ids_sql, ids_params = d.any_of("id", record_ids)
+    sql = f"family = {m} AND {ids_sql}"
+    params: list[Any] = [family, *ids_params]
+    if record_type is not None:
+        sql += f" AND record_type = {m}"
+        params.append(record_type)
+    if thread_id is not NOT_SET:
+        sql += f" AND thread_id = {m}"
+        params.append(thread_id)
+    return sql, params
+
+
 def delete_thread(d: Dialect, p: str, thread_id: str) -> tuple[Stmt, Stmt]:
     """Delete a thread row (its rowcount says whether it existed), then its messages
     and memories (``thread_contents``)."""

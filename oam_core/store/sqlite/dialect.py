@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
 from oam_core.errors import DatabaseLockedError, StoreConnectionError, StoreError
-from oam_core.store.filters import Cond
+from oam_core.store.filters import Cond, check_width
 from oam_core.store.sql.dialect import Dialect
 from oam_core.store.sqlite.filter import SQLiteFilterCompiler
 
@@ -77,6 +77,9 @@ def map_error(exc: BaseException, where: str) -> Exception | None:
 
 IN_LIST = 500
 """Most values in one ``IN (...)`` list (SQLite allows 32766 parameters per statement)."""
+FILTER_PARAMS = 32_000
+"""Most values a metadata filter may bind: SQLite allows 32,766 parameters per
+statement, and the query around the filter binds a few."""
 
 
 class SQLiteDialect(Dialect):
@@ -97,7 +100,9 @@ class SQLiteDialect(Dialect):
 
     def metadata_filter(self, conditions: tuple[Cond, ...]) -> tuple[str, list[Any]]:
         compiler = SQLiteFilterCompiler()
-        return compiler.compile("r.metadata", conditions), compiler.params
+        sql = compiler.compile("r.metadata", conditions)
+        check_width(compiler.params, FILTER_PARAMS, "SQLite")
+        return sql, compiler.params
 
     def limit(self, value: int | None) -> int | None:
         return -1 if value is None else value

@@ -17,10 +17,19 @@ is read one of two ways, with the same result:
 Either way the ``type`` of the value keeps ``true`` apart from ``1`` and a string
 apart from a number, and a missing key makes the field's condition false (never
 NULL, so ``NOT`` of it is true, as the reference evaluator says).
+
+A ``$in``/``$nin``/``$array_contains_any`` list longer than ``INLINE`` values is bound
+as JSON arrays, one for its strings and one for its numbers
+(``value IN (SELECT value FROM json_each(?))``, which SQLite reads once into a
+temporary index), so a list of any length is two parameters and one lookup per row;
+shorter lists stay an ``OR`` of equalities, whose strings first go through the
+``instr`` test. Long ``AND``/``OR`` chains are grouped (``filters.join_sql``) so that
+SQLite's expression depth limit (1,000) is not reached.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -35,11 +44,16 @@ from oam_core.store.filters import (
     In,
     Json,
     Nested,
+    is_number,
+    join_sql,
     render_sql,
 )
 from oam_core.store.sql.filter import FilterCompiler
 
 _SQL_OP = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+INLINE = 16
+"""Longest value list compiled as an ``OR`` of equalities; longer ones are bound as
+JSON arrays."""
 PATH_KEY = re.compile(r"[A-Za-z0-9_ .:'@#%+-]+")
 """Keys read by JSON path: printable ASCII that no JSON serializer escapes, without
 ``"`` (a quoted path label cannot hold it)."""
@@ -74,20 +88,23 @@ class SQLiteFilterCompiler(FilterCompiler):
     Args:
         paths: Read fields with plain keys by JSON path (the default); False reads
             every field through ``json_each`` (the two agree; tests compare them).
+        inline: Longest value list written as an ``OR`` of equalities (``INLINE``);
+            longer ones are bound as JSON arrays (the two agree; tests compare them).
     """
 
     true = "1"
     false = "0"
 
-    def __init__(self, *, paths: bool = True) -> None:
+    def __init__(self, *, paths: bool = True, inline: int = INLINE) -> None:
         super().__init__()
         self.paths = paths
+        self.inline = inline
 
     def compile(self, column: str, conditions: tuple[Cond, ...]) -> str:
         if not conditions:
             return self.true
         root: _Object = _Path(column, "$") if self.paths else column
-        return " AND ".join(self.condition(root, c) for c in conditions)
+        return join_sql([self.condition(root, c) for c in conditions], " AND ", bare=True)
 
     def condition(self, parent: _Object, cond: Cond) -> str:
         return render_sql(cond, lambda f: self.field(parent, f), true=self.true, false=self.false)
@@ -123,11 +140,13 @@ class SQLiteFilterCompiler(FilterCompiler):
             values = atom.values
         else:
             return ""
+        if len(values) > self.inline:
+            return ""
         if not all(isinstance(v, str) and PATH_KEY.fullmatch(v) for v in values):
             return ""
         self.params.extend(values)
         joiner = " AND " if isinstance(atom, Contains) and not atom.any_ else " OR "
-        return "(" + joiner.join(f"instr({column}, ?) > 0" for _ in values) + ")"
+        return join_sql([f"instr({column}, ?) > 0" for _ in values], joiner)
 
     # -- reading a value: a json_each row's columns, or path functions --------------
 
@@ -175,9 +194,14 @@ class SQLiteFilterCompiler(FilterCompiler):
             inner_parent: _Object = v if isinstance(v, _Path) else f"{v.a}.value"
             head = self._is(v, "object")  # first: parameters go in text order
             inner = [self.condition(inner_parent, c) for c in atom.conditions]
-            return "(" + " AND ".join([head, *inner]) + ")"
+            return join_sql([head, *inner], " AND ")
         if isinstance(atom, Contains):
             head = self._is(v, "array")
+            if atom.any_ and len(atom.values) > self.inline:
+                e = self.alias("_j")
+                members = self._members(v)
+                found = self._in_list(_Each(e), atom.values)
+                return f"({head} AND EXISTS (SELECT 1 FROM {members} AS {e} WHERE {found}))"
             parts = []
             for value in atom.values:
                 e = self.alias("_j")
@@ -185,8 +209,8 @@ class SQLiteFilterCompiler(FilterCompiler):
                     f"EXISTS (SELECT 1 FROM {self._members(v)} AS {e} "
                     f"WHERE {self._equals(_Each(e), value)})"
                 )
-            joined = (" OR " if atom.any_ else " AND ").join(parts)
-            return f"({head} AND ({joined}))"
+            joined = join_sql(parts, " OR " if atom.any_ else " AND ")
+            return f"({head} AND {joined})"
         if isinstance(atom, Compare):
             # TEXT compares with the BINARY collation: UTF-8 byte order, which is
             # code point order, as Python's str comparison.
@@ -198,10 +222,31 @@ class SQLiteFilterCompiler(FilterCompiler):
             self.params.append(atom.value)
             return f"({head} AND {value} {_SQL_OP[atom.op]} ?)"
         if isinstance(atom, In):
-            return "(" + " OR ".join(self._equals(v, value) for value in atom.values) + ")"
+            if len(atom.values) > self.inline:
+                return self._in_list(v, atom.values)
+            return join_sql([self._equals(v, value) for value in atom.values], " OR ")
         if isinstance(atom, Exists):
             return f"{self._type(v)} IS NOT NULL" if isinstance(v, _Path) else "1"
         raise AssertionError(f"unexpected atom {atom!r}")
+
+    def _in_list(self, v: _Value, values: tuple[Json, ...]) -> str:
+        """True (1) when the value equals one of the scalars ``values``, else 0: the
+        strings and the numbers each bound as one JSON array, read by ``json_each``
+        (a number's ``atom`` is its value, so ``1`` meets ``1.0``; the type test keeps
+        text apart from numbers and from arrays or objects)."""
+        strings = [x for x in values if isinstance(x, str)]
+        numbers = [x for x in values if is_number(x)]
+        parts = []
+        for kinds, members in ((("text",), strings), (("integer", "real"), numbers)):
+            if members:
+                head = self._is(v, *kinds)
+                atom = self._atom(v)
+                self.params.append(json.dumps(members, ensure_ascii=False, allow_nan=False))
+                parts.append(f"({head} AND {atom} IN (SELECT value FROM json_each(?)))")
+        for literal in (True, False, None):
+            if any(x is literal for x in values):
+                parts.append(self._equals(v, literal))
+        return join_sql(parts, " OR ")
 
     def _equals(self, v: _Value, value: Json) -> str:
         """True (1) when the value equals ``value``, else 0 (never NULL)."""
@@ -238,7 +283,7 @@ class SQLiteFilterCompiler(FilterCompiler):
                     f"EXISTS (SELECT 1 FROM {members} AS {e} "
                     f"WHERE {e}.key = ? AND {self._equals(_Each(e), item)})"
                 )
-            return "(" + " AND ".join(parts) + ")"
+            return join_sql(parts, " AND ")
         if isinstance(value, dict):
             parts = [self._is(v, "object")]
             parts.append(f"(SELECT count(*) FROM {self._members(v)}) = ?")
@@ -251,5 +296,5 @@ class SQLiteFilterCompiler(FilterCompiler):
                     f"EXISTS (SELECT 1 FROM {members} AS {e} "
                     f"WHERE {e}.key = ? AND {self._equals(_Each(e), item)})"
                 )
-            return "(" + " AND ".join(parts) + ")"
+            return join_sql(parts, " AND ")
         raise AssertionError(f"unexpected value {value!r}")
