@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
@@ -763,7 +763,7 @@ def _resolve_ids(record_ids: object, n: int, record_type: str) -> list[str]:
     checked = cast("list[str]", ids)
     check_texts(checked, "record_ids")
     if len(set(checked)) != n:
-        raise ValueError(f"duplicate record ids in one call: {duplicates(checked)}")
+        raise ValueError(f"duplicate record ids in one call: {name_ids(duplicates(checked))}")
     return checked
 
 
@@ -771,3 +771,19 @@ def duplicates(ids: Sequence[str]) -> list[str]:
     """The ids that occur more than once in ``ids``, sorted."""
     seen: set[str] = set()
     return sorted({i for i in ids if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
+
+
+NAMED_IDS = 5
+"""Most ids an error message lists (``name_ids``)."""
+
+
+def name_ids(ids: Iterable[str], limit: int = NAMED_IDS) -> str:
+    """The ids for an error message: all of them as a sorted list when there are at
+    most ``limit``, else the first ``limit`` and the count
+    (``['a', 'b', 'c', 'd', 'e', ...] (9000 ids)``), so a clash of thousands of ids
+    does not make a message of megabytes."""
+    ordered = sorted(set(ids))
+    if len(ordered) <= limit:
+        return repr(ordered)
+    shown = ", ".join(repr(i) for i in ordered[:limit])
+    return f"[{shown}, ...] ({len(ordered)} ids)"

@@ -29,7 +29,7 @@ import numpy as np
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import Predicate, Tx
-from oam_core.store.planning import Vector
+from oam_core.store.planning import Vector, name_ids
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.backend import SqlBackend, SqlTx
 from oam_core.store.sqlite import jsonrows, schema
@@ -315,7 +315,7 @@ class SQLiteTx(SqlTx):
             if not self.d.unique_violation(exc):
                 raise
             clash = self._stored_before(columns[0], columns[1], base)
-            raise InvalidArgumentError(f"record ids already exist: {clash}") from None
+            raise InvalidArgumentError(f"record ids already exist: {name_ids(clash)}") from None
         return self._inserted_pks(columns[0], columns[1], base)
 
     def _stored_before(
