@@ -67,6 +67,8 @@ def test_schema_policy_is_honoured_by_the_reading_commands(
         db,
         "--embedder",
         "none",
+        "--strategy",  # without an embedder only KEYWORD ranks text (docs/store.md#searching)
+        "keyword",
         "--schema-policy",
         "require_existing",
     )
