@@ -29,7 +29,7 @@ import numpy as np
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import Predicate, Tx
-from oam_core.store.planning import Vector, name_ids
+from oam_core.store.planning import Vector, lengthen_short_rows, name_ids
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.backend import SqlBackend, SqlTx
 from oam_core.store.sqlite import jsonrows, schema
@@ -274,7 +274,7 @@ class SQLiteBackend(SqlBackend):
         """The nearest ``k`` records per query among the candidates; reads only the
         mirror, so the caller holds the lock (another thread's catch-up would change
         it) but the helper thread of ``rank_hybrid`` may run it."""
-        q = np.stack([np.asarray(v, dtype=np.float32) for v in queries])
+        q = lengthen_short_rows(np.stack([np.asarray(v, dtype=np.float32) for v in queries]))
         qn = np.linalg.norm(q, axis=1, keepdims=True)
         q = np.divide(q, qn, out=np.zeros_like(q), where=qn > 0)
         ranked = self.index.rank(q, k, rows, mask)
