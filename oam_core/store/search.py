@@ -70,8 +70,8 @@ def search(
         # Before anything runs: HYBRID would otherwise rank by keywords alone, silently.
         raise ConfigurationError(
             f"{strategy.name} search of a text query needs an embedder, and this store "
-            "has none (embedder=None): open it with embedder=..., pass query_vector "
-            "instead of query, or open it with search_strategy=KEYWORD"
+            "has none (embedder=None): configure one, pass query_vector, or use "
+            "search_strategy=KEYWORD"
         )
     qvec = None
     if query_vector is not None:
