@@ -256,7 +256,9 @@ class EmbedderCheck:
             return ProbeStep(bare=stored is None or self.allow_change)
         return ProbeStep(record=index)
 
-    def record(self, embedder: IEmbedder, probe: str | None, vector: Sequence[float] | None) -> None:
+    def record(
+        self, embedder: IEmbedder, probe: str | None, vector: Sequence[float] | None
+    ) -> None:
         """Prepare to record the embedder's identity with the current write: with the
         fingerprint of ``probe`` (a text of the write, embedded as ``vector``), or
         only the id and dimension when both are None."""

@@ -276,7 +276,8 @@ def to_vector(value: object, name: str) -> Vector:
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D vector, got shape {arr.shape}")
     check_vector_rows(arr[None, :], lambda _: name)
-    return lengthen_short_rows(arr[None, :])[0]
+    row: Vector = lengthen_short_rows(arr[None, :])[0]
+    return row
 
 
 _F32_MAX = float(np.finfo(np.float32).max)

@@ -37,10 +37,8 @@ def test_mixed_ids_keep_the_given_ones_and_generate_the_rest(
     mem: OracleAgentMemory, store: Any, use_async: bool
 ) -> None:
     thread = mem.create_thread(thread_id="T", user_id="u", agent_id="a")
-    if use_async:
-        ids = asyncio.run(thread.add_messages_async(MIXED))
-    else:
-        ids = thread.add_messages(MIXED)
+    add = thread.add_messages_async if use_async else thread.add_messages
+    ids = asyncio.run(add(MIXED)) if use_async else add(MIXED)
     assert ids[:2] == ["m1", "m2"]
     assert ids[2] not in ("m1", "m2") and len(ids[2]) == 36  # a uuid4
     reverse = thread.add_messages(

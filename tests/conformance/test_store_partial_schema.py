@@ -73,7 +73,7 @@ def test_the_client_passes_the_policy_to_the_embedded_store(tmp_path: Path) -> N
     memory.add_memory("kept", memory_id="k")
     memory.close()
     _drop(BACKENDS["sqlite-file"], tmp_path, "c.db", "chunk_sources")
-    with pytest.raises(SchemaError, match="chunk_sources.* missing"):
+    with pytest.raises(SchemaError, match=r"chunk_sources.* missing"):
         OracleAgentMemory(connection=path, schema_policy="CREATE_IF_EMPTY")
     assert "chunk_sources" not in _tables(BACKENDS["sqlite-file"], tmp_path, "c.db")
     fresh = tmp_path / "fresh.db"

@@ -12,8 +12,8 @@ import pytest
 from oracle_helpers import NOW, parse_oracle
 from test_filter_statements import OPERATOR_CASES
 
-from oam_core.errors import SchemaError
 from oam_core.apis.records import SEARCHABLE_TYPES
+from oam_core.errors import SchemaError
 from oam_core.store.backend import Predicate
 from oam_core.store.filters import InvalidFilterError, matches, parse_filter
 from oam_core.store.options import (

@@ -229,9 +229,7 @@ def test_a_dimension_without_a_recorded_embedder_says_what_is_recorded(
     vector = invoke(
         runner, "search", "dog", "--db", db, "--embedder", "none", "--strategy", "vector"
     )
-    assert_clean_failure(
-        vector, 1, "pass --embedder (e.g. local), or use --strategy keyword"
-    )
+    assert_clean_failure(vector, 1, "pass --embedder (e.g. local), or use --strategy keyword")
     assert "query_vector" not in vector.stderr and "search_strategy=" not in vector.stderr
 
 
