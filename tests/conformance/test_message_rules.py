@@ -3,7 +3,7 @@ fresh-user review found them differing between the library, ``oam ingest`` and
 ``oam mcp``; docs/concepts.md#records).
 
 * Each message's id is optional on its own: in one call the given ids are kept and
-  the missing ones generated (seed: "and optional id"); an id given twice is a
+  the missing ones generated; an id given twice is a
   ValueError naming it, and nothing is written.
 * A role is any non-blank string: ``user``, ``assistant``, ``system``, ``tool`` and
   framework roles such as ``developer`` are stored as given; a blank role is a

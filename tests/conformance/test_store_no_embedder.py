@@ -2,7 +2,7 @@
 behind the caller's back (docs/store.md#searching).
 
 Under VECTOR or HYBRID a text search is a ``ConfigurationError`` naming ``embedder``,
-raised before the store is read (seed 003: such callers pass vectors); a KEYWORD store
+raised before the store is read (such callers pass vectors); a KEYWORD store
 searches text without one. The client's search, a search scoped to a thread and the
 context card go the same way (docs/context-card.md#without-an-embedder).
 """

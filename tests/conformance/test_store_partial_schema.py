@@ -1,7 +1,6 @@
 """Conformance: a partial store (one table dropped) is refused, not completed, by
 ``CREATE_IF_EMPTY`` and ``REQUIRE_EXISTING``, naming what is missing;
-``CREATE_IF_NECESSARY`` completes it (docs/store.md#schema-policies; seed 004: "if
-objects already exist, a complete and current managed schema is required").
+``CREATE_IF_NECESSARY`` completes it (docs/store.md#schema-policies).
 """
 
 from __future__ import annotations
