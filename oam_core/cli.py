@@ -567,7 +567,7 @@ def _score_kind(store: OracleMemoryStore) -> str:
     strategy = strategy_of(store)
     kind = SCORE_KINDS[strategy]
     if strategy is SearchStrategy.HYBRID and store.embedder is None:
-        return "keyword"  # a HYBRID store without an embedder ranks by keywords alone
+        return "keyword"  # ``search`` ranks a HYBRID store without an embedder by keywords
     return kind
 
 

@@ -34,8 +34,9 @@ class SQLiteMemoryStore(SqlMemoryStore):
             in the file.
         search_strategy: ``SearchStrategy`` or its name; None = the strategy stored
             in the file, HYBRID for a new one (the best of the three on the LoCoMo
-            benchmark, docs/store.md#search-strategies). Without an embedder HYBRID
-            ranks text queries by their keywords alone. SQLite keeps vectors and a
+            benchmark, docs/store.md#search-strategies). Without an embedder only
+            KEYWORD ranks text queries (VECTOR and HYBRID refuse them with a
+            ``ConfigurationError``). SQLite keeps vectors and a
             full-text index for every store, so any strategy opens any file, and the
             one given is recorded (as on PostgreSQL; docs/postgres.md).
         memory_retention_config: TTL defaults; persisted in the file. When omitted,
