@@ -9,10 +9,11 @@ vector its embedder writes:
   a LiteLLM model id; an embedder of your own gives its class name unless it
   overrides ``embedder_id``);
 * ``dimension``: the vector length;
-* ``probe`` and ``fingerprint``: one text of that first write (the shortest, at most
-  ``PROBE_MAX_JSON`` characters as JSON) and the first ``FINGERPRINT_LENGTH``
+* ``probe`` and ``probe_fingerprint``: one text of that first write (the shortest, at
+  most ``PROBE_MAX_JSON`` characters as JSON) and the first ``FINGERPRINT_LENGTH``
   components of its L2-normalised embedding, which tell apart two embedders that
-  share an id.
+  share an id (``EmbedderIdentity.fingerprint``; an earlier release's key
+  ``fingerprint`` is the fingerprint of its fixed sentence).
 
 The embedder only ever sees texts the caller wrote or searched: the probe is taken
 from a write, and its vector is the one that write stores (no extra text is sent).
@@ -92,10 +93,13 @@ class EmbedderIdentity:
     def to_json(self) -> str:
         """The metadata value (a JSON object, at most a few hundred characters)."""
         value: dict[str, Any] = {"id": self.embedder_id, "dimension": self.dimension}
-        if self.fingerprint is not None:
-            value["fingerprint"] = list(self.fingerprint)
-        if self.probe is not None:
+        if self.fingerprint is not None and self.probe is not None:
+            # Not under "fingerprint": an earlier release would check that one against
+            # its fixed sentence, and refuse the store after a downgrade.
             value["probe"] = self.probe
+            value["probe_fingerprint"] = list(self.fingerprint)
+        elif self.fingerprint is not None:
+            value["fingerprint"] = list(self.fingerprint)
         return json.dumps(value, separators=(",", ":"))
 
     @staticmethod
@@ -110,8 +114,8 @@ class EmbedderIdentity:
             return None
         try:
             value = json.loads(text)
-            fingerprint = value.get("fingerprint")
             probe = value.get("probe")
+            fingerprint = value.get("fingerprint" if probe is None else "probe_fingerprint")
             return EmbedderIdentity(
                 embedder_id=str(value["id"]),
                 dimension=int(value["dimension"]),

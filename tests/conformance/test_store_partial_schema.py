@@ -8,11 +8,11 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import _pg
 import pytest
-from conftest import BACKENDS
 
 from oam_core import OracleAgentMemory
 from oam_core.errors import SchemaError
@@ -71,10 +71,10 @@ def test_the_client_passes_the_policy_to_the_embedded_store(tmp_path: Path) -> N
     memory = OracleAgentMemory(connection=path, extract_memories=False)
     memory.add_memory("kept", memory_id="k")
     memory.close()
-    _drop(BACKENDS["sqlite-file"], tmp_path, "c.db", "chunk_sources")
+    _drop(SimpleNamespace(id="sqlite-file"), tmp_path, "c.db", "chunk_sources")
     with pytest.raises(SchemaError, match=r"chunk_sources.* missing"):
         OracleAgentMemory(connection=path, schema_policy="CREATE_IF_EMPTY")
-    assert "chunk_sources" not in _tables(BACKENDS["sqlite-file"], tmp_path, "c.db")
+    assert "chunk_sources" not in _tables(SimpleNamespace(id="sqlite-file"), tmp_path, "c.db")
     fresh = tmp_path / "fresh.db"
     created = OracleAgentMemory(
         connection=fresh, schema_policy="CREATE_IF_EMPTY", extract_memories=False
