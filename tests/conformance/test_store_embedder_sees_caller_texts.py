@@ -10,6 +10,7 @@ text of the first write, and later store objects check it by embedding that text
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -64,6 +65,8 @@ def test_a_lookup_embedder_sees_only_the_callers_texts(make_store: Any, reopenab
     identity = first.embedder_identity
     assert identity is not None and identity.probe == WRITTEN[0]  # the shortest
     assert identity.fingerprint is not None
+    # not under "fingerprint": an earlier release checks that one against its sentence
+    assert set(json.loads(identity.to_json())) == {"id", "dimension", "probe", "probe_fingerprint"}
 
     again_embedder = TableEmbedder(WRITTEN + SEARCHED)
     again = make_store(name="t.db", embedder=again_embedder)
