@@ -570,7 +570,7 @@ def _score_kind(store: OracleMemoryStore) -> str:
     strategy = strategy_of(store)
     kind = SCORE_KINDS[strategy]
     if strategy is SearchStrategy.HYBRID and store.embedder is None:
-        return "keyword"  # a HYBRID store without an embedder ranks by keywords alone
+        return "keyword"  # ``search`` ranks a HYBRID store without an embedder by keywords
     return kind
 
 
@@ -594,15 +594,23 @@ def search(
         _memory(db, embedder, strategy, schema_policy, allow_embedder_change) as memory,
     ):
         store = memory.store
-        results = store.search(
-            query,
-            k,
-            user_id=user,
-            exact_user_match=user is not None,
-            thread_id=thread,
-            exact_thread_match=thread is not None,
+        # Without an embedder a HYBRID store cannot rank text (store.search refuses):
+        # the command ranks by keywords, as each result's score kind shows.
+        keywords = (
+            strategy is None
+            and store.embedder is None
+            and store.search_strategy is SearchStrategy.HYBRID
         )
-        kind = _score_kind(store)
+        with searching_with(store, SearchStrategy.KEYWORD if keywords else None):
+            results = store.search(
+                query,
+                k,
+                user_id=user,
+                exact_user_match=user is not None,
+                thread_id=thread,
+                exact_thread_match=thread is not None,
+            )
+            kind = _score_kind(store)
     if as_json:
         for record, distance in results:
             typer.echo(json.dumps(_record_json(record, distance, kind), ensure_ascii=False))

@@ -43,13 +43,13 @@ class InvalidFilterError(InvalidArgumentError):
 
 class ConfigurationError(OAMError, ValueError):
     """Options that do not go together, or a component that is missing (an embedder
-    for VECTOR search, an LLM when extraction is on)."""
+    for a text search under VECTOR or HYBRID, an LLM when extraction is on)."""
 
 
 class SchemaError(OAMError, ValueError):
-    """The database schema does not fit: missing under ``REQUIRE_EXISTING``, outdated
-    or newer than this release, or created with another dimension or strategy
-    (docs/store.md#schema)."""
+    """The database schema does not fit: missing under ``REQUIRE_EXISTING``, partial
+    under ``REQUIRE_EXISTING`` or ``CREATE_IF_EMPTY``, outdated or newer than this
+    release, or created with another dimension or strategy (docs/store.md#schema)."""
 
 
 class EmbedderMismatchError(SchemaError):

@@ -12,7 +12,7 @@ from typing import Literal
 
 from oam_core import OracleAgentMemory
 from oam_core.apis.records import check_metadata
-from oam_core.apis.thread import check_ids_all_or_none, to_message
+from oam_core.apis.thread import to_message
 from oam_core.ingest import Conversation, IngestError
 
 __all__ = ["WriteMode", "plural", "validate_conversations", "write_conversations"]
@@ -43,22 +43,10 @@ def validate_conversations(conversations: Sequence[Conversation], source: Path |
         source: The file they came from, named in errors (None: none).
 
     Raises:
-        IngestError: naming the line (or thread and index) and the rule broken: ids
-            given for some messages of a conversation and not others, a bad role,
-            timestamp, metadata or text (docs/cli.md#input-files).
+        IngestError: naming the line (or thread and index) and the rule broken: a bad
+            role, timestamp, metadata or text (docs/cli.md#input-files).
     """
     for conversation in conversations:
-        ids = [message.get("id") for message in conversation.messages]
-        try:
-            check_ids_all_or_none(ids)
-        except ValueError:
-            mixed = next(i for i, v in enumerate(ids) if (v is None) != (ids[0] is None))
-            has = "has an 'id'" if ids[mixed] is not None else "has no 'id'"
-            first = _where(conversation, 0, source)
-            raise IngestError(
-                f"{_where(conversation, mixed, source)}: {has}, unlike the first message "
-                f"({first}); give every message of a conversation an id, or none"
-            ) from None
         for index, message in enumerate(conversation.messages):
             try:
                 checked = to_message(message)

@@ -65,31 +65,6 @@ def check_known_role(role: object, argument: str = "role") -> str:
     return str(role)
 
 
-def check_ids_all_or_none(ids: Sequence[str | None], argument: str = "messages") -> None:
-    """The one rule for the ids of the messages of one call, used by the library
-    (``add_messages``, ``write_thread``) and ``oam ingest``: all given or all omitted
-    (docs/concepts.md#records).
-
-    Args:
-        ids: Each message's id, None where it has none.
-        argument: Names the messages in the error message (``messages[3]``).
-
-    Raises:
-        ValueError: naming ``argument`` and the first index whose id is given (or
-            omitted) while the first message's is not.
-    """
-    if not ids:
-        return
-    given = ids[0] is not None
-    for i, value in enumerate(ids):
-        if (value is not None) != given:
-            first, this = ("has an id", "has none") if given else ("has no id", "has one")
-            raise ValueError(
-                f"{argument}: ids must be given for every message or for none; "
-                f"{argument}[0] {first} but {argument}[{i}] {this}"
-            )
-
-
 @dataclass(frozen=True)
 class Message:
     """One chat message.

@@ -510,7 +510,8 @@ class OracleAgentMemory(IAgentMemory):
 
         Raises:
             ValueError: as ``OracleMemoryStore.search`` (blank query, ``k < 1``, bad
-                record types or filter, no embedder for a VECTOR store, ...).
+                record types or filter, ...); ``ConfigurationError`` for a store
+                without an embedder under VECTOR or HYBRID.
         """
         scope: dict[str, Any] = {}
         for dim, value in (("user", user_id), ("agent", agent_id), ("thread", thread_id)):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.records import MESSAGE, MessageRecord, Record
-from oam_core.apis.thread import Message, MessageLike, check_ids_all_or_none, to_message
+from oam_core.apis.thread import Message, MessageLike, to_message
 from oam_core.memory.threadconfig import _check_int, _check_record_id, _check_store_kwargs
 from oam_core.steps import Steps, call
 from oam_core.store.metadatajson import dump_metadata
@@ -62,13 +62,13 @@ _MEMORY_KEYS = frozenset(
 def prepare_messages(messages: object) -> list[Message]:
     """Coerce to ``Message`` objects and give every message an id (uuid4 if missing).
 
-    Ids are all given or all omitted (docs/concepts.md#records); missing ones are
-    generated here.
+    Each message's id is optional on its own (docs/concepts.md#records): given ids are
+    kept, missing ones are generated here. An id given twice is refused by the store
+    (``duplicate record ids in one call``).
 
     Raises:
-        ValueError: for a non-list, a malformed message, a mix of messages with and
-            without ids (naming the first offending index), text holding NUL or a
-            lone surrogate, or metadata JSON cannot hold.
+        ValueError: for a non-list, a malformed message, text holding NUL or a lone
+            surrogate, or metadata JSON cannot hold.
         TypeError: for a message that is neither a ``Message`` nor a dict.
     """
     if isinstance(messages, (str, bytes, Mapping, Message)) or not isinstance(messages, Iterable):
@@ -82,7 +82,6 @@ def prepare_messages(messages: object) -> list[Message]:
             if text is not None:
                 check_text(text, f"messages[{i}].{name}")
         dump_metadata(message.metadata, f"messages[{i}].metadata")
-    check_ids_all_or_none([m.id for m in given])
     prepared: list[Message] = []
     for message in given:
         if message.id is None:

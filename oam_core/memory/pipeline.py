@@ -326,8 +326,8 @@ def _related_steps(job: PipelineJob, new: Sequence[PromptMessage]) -> Steps[list
     (any thread) most related to the new messages."""
     store = job.store
     strategy = strategy_of(store)
-    if store.embedder is None and strategy is SearchStrategy.VECTOR:
-        return []
+    if store.embedder is None and strategy is not SearchStrategy.KEYWORD:
+        return []  # such a store cannot rank text (store.search would refuse)
     query = truncate_tail("\n".join(m.content for m in new), _MAX_QUERY_TOKENS, marker="")
     if not query.strip():
         return []

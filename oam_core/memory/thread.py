@@ -99,9 +99,9 @@ class ThreadClient(Protocol):
 
 
 def _can_search(store: OracleMemoryStore) -> bool:
-    """Whether ``store.search`` can rank a text query (VECTOR needs an embedder)."""
-    strategy = strategy_of(store)
-    return store.embedder is not None or strategy is not SearchStrategy.VECTOR
+    """Whether ``store.search`` can rank a text query: VECTOR and HYBRID need an
+    embedder, KEYWORD does not (docs/context-card.md#without-an-embedder)."""
+    return store.embedder is not None or strategy_of(store) is SearchStrategy.KEYWORD
 
 
 def _result_key(item: tuple[Record, float]) -> tuple[float, str, str]:
@@ -665,8 +665,8 @@ class OracleThread(IThread):
           messages). Memory-like records must belong to this thread's user and agent
           exactly, from any of their threads; message results come from this thread
           only and skip messages already shown in the card. Results are merged by
-          distance. Skipped when the store cannot rank text (VECTOR without an
-          embedder);
+          distance. Left out when the store cannot rank text: a VECTOR or HYBRID
+          store without an embedder (docs/context-card.md#without-an-embedder);
         * recent messages: the last ``max_recent_messages`` messages, verbatim; tool
           results at the start of that window (their call fell outside it) go to the
           summary part instead (docs/context-card.md#tool-calls).

@@ -634,8 +634,10 @@ class OracleMemoryStore(IMemoryStore):
         Raises:
             ValueError: for none or both of query/query_vector, a blank query, an
                 empty, non-finite, all-zero or wrong-dimension vector, k < 1, a bare-string or
-                unknown record type, an invalid filter, a vector query under KEYWORD,
-                or a text query needing an embedder the store lacks.
+                unknown record type, an invalid filter, or a vector query under KEYWORD.
+            ConfigurationError: (a ValueError) for a text query to a store without an
+                embedder under VECTOR or HYBRID, before anything runs; only a KEYWORD
+                store ranks text without one (docs/store.md#searching).
         """
         return search_flow.search(
             self,

@@ -106,7 +106,10 @@ def _open_sqlite(
             )
         if policy is SchemaPolicy.REQUIRE_EXISTING and (path == _MEMORY or not Path(path).exists()):
             raise SchemaError(f"schema_policy=REQUIRE_EXISTING, but no database exists at {path!r}")
-    return SQLiteMemoryStore(path, **sql_store_options(embedder, options))
+    kwargs = sql_store_options(embedder, options)
+    if policy is not NOT_SET:
+        kwargs["schema_policy"] = policy
+    return SQLiteMemoryStore(path, **kwargs)
 
 
 def open_store(

@@ -1,5 +1,5 @@
 """Everything a store asks of its embedder: embedding planned search rows and queries,
-the identity probe that records or checks the embedder, the vector dimension learned
+the identity that records or checks the embedder, the vector dimension learned
 from a first explicit vector, and ``reindex`` (docs/store.md#embedder-identity).
 """
 
@@ -13,8 +13,7 @@ import numpy as np
 
 from oam_core.store.backend import Tx
 from oam_core.store.identity import META_KEY as IDENTITY_META_KEY
-from oam_core.store.identity import PROBE_TEXT
-from oam_core.store.planning import ChunkPlan
+from oam_core.store.planning import ChunkPlan, lengthen_short_rows
 from oam_core.telemetry import traced_embed
 
 if TYPE_CHECKING:
@@ -44,29 +43,51 @@ def embed_plans(store: OracleMemoryStore, plans: Iterable[ChunkPlan]) -> None:
 
 
 def embed_texts(store: OracleMemoryStore, texts: Sequence[str], *, is_query: bool) -> np.ndarray:
-    """Every embedder call of the store: float32 array of shape ``(len(texts), dim)``.
+    """Every embedder call of the store: float32 array of shape ``(len(texts), dim)``,
+    rows of tiny components lengthened (``planning.lengthen_short_rows``).
 
-    The first call of a store object also embeds the identity probe, to check the
-    recorded embedder or to record this one with a first write.
+    The embedder sees only ``texts`` (what the caller wrote or searched) and, once per
+    store object when a fingerprint is recorded, the recorded probe: a text the caller
+    wrote to this store, sent with a write's texts (not at all when the write holds
+    it) or, before a search, on its own as a document (docs/store.md#embedder-identity).
+    A first write records the identity from its own texts.
+
+    Raises:
+        EmbedderMismatchError: (a ValueError) when the embedder's embedding of the
+            recorded probe differs from the recorded fingerprint.
     """
     embedder = store.embedder
     assert embedder is not None
     check = store._embedder_check
-    if not check.wants_probe(writing=not is_query):
-        return np.asarray(traced_embed(embedder, texts, is_query=is_query), dtype=np.float32)
-    if is_query:  # the probe is a document embedding: its own call
-        probe = np.asarray(traced_embed(embedder, [PROBE_TEXT]), dtype=np.float32)[0]
-        vectors = np.asarray(traced_embed(embedder, texts, is_query=True), dtype=np.float32)
+    step = check.step(texts, writing=not is_query)
+    if step is None:
+        vectors = np.asarray(traced_embed(embedder, texts, is_query=is_query), dtype=np.float32)
+    elif step.verify is not None:
+        probe = step.verify
+        if is_query:  # the fingerprint is a document embedding: its own call
+            own = np.asarray(traced_embed(embedder, [probe]), dtype=np.float32)[0]
+            vectors = np.asarray(traced_embed(embedder, texts, is_query=True), dtype=np.float32)
+        elif probe in texts:
+            vectors = np.asarray(traced_embed(embedder, texts), dtype=np.float32)
+            own = vectors[list(texts).index(probe)]
+        else:
+            both = np.asarray(traced_embed(embedder, [*texts, probe]), dtype=np.float32)
+            vectors, own = both[:-1], both[-1]
+        check.verify(embedder, own)
     else:
-        both = np.asarray(traced_embed(embedder, [*texts, PROBE_TEXT]), dtype=np.float32)
-        vectors, probe = both[:-1], both[-1]
-    check.accept_probe(embedder, probe)
+        vectors = np.asarray(traced_embed(embedder, texts, is_query=is_query), dtype=np.float32)
+        if step.record is not None:
+            check.record(embedder, texts[step.record], vectors[step.record])
+        elif step.bare:
+            check.record(embedder, None, None)
+    if vectors.ndim == 2:
+        vectors = lengthen_short_rows(vectors)
     return vectors
 
 
 def write_identity(store: OracleMemoryStore, tx: Tx) -> None:
-    """Record the embedder's identity in the write transaction that stores its first
-    vectors (see ``embed_texts``)."""
+    """Record the embedder's identity in the write transaction that stores the
+    vectors it was taken from (see ``embed_texts``)."""
     pending = store._embedder_check.pending()
     if pending is not None:
         tx.write_meta({IDENTITY_META_KEY: pending})

@@ -9,14 +9,23 @@ vector its embedder writes:
   a LiteLLM model id; an embedder of your own gives its class name unless it
   overrides ``embedder_id``);
 * ``dimension``: the vector length;
-* ``fingerprint``: the first ``FINGERPRINT_LENGTH`` components of the L2-normalised
-  embedding of ``PROBE_TEXT``, which tells apart two embedders that share an id.
+* ``probe`` and ``probe_fingerprint``: one text of that first write (the shortest, at
+  most ``PROBE_MAX_JSON`` characters as JSON) and the first ``FINGERPRINT_LENGTH``
+  components of its L2-normalised embedding, which tell apart two embedders that
+  share an id (``EmbedderIdentity.fingerprint``; an earlier release's key
+  ``fingerprint`` is the fingerprint of its fixed sentence).
 
-Opening the store with an embedder of another id or dimension fails at once; the first
-time a store object embeds, the fingerprint of its embedder is compared with the
-recorded one (cosine similarity at least ``FINGERPRINT_MIN_COSINE``: hosted models are
-not bit-for-bit deterministic). ``allow_embedder_change=True`` skips both checks, and
-the store then records the new embedder with its next vector.
+The embedder only ever sees texts the caller wrote or searched: the probe is taken
+from a write, and its vector is the one that write stores (no extra text is sent).
+Opening the store with an embedder of another id or dimension fails at once; the
+first time a store object embeds, its embedder's embedding of the recorded probe is
+compared with the fingerprint (cosine similarity at least ``FINGERPRINT_MIN_COSINE``:
+hosted models are not bit-for-bit deterministic), in the same call as the write's own
+texts (or the one it already holds when the write repeats it). A store recorded by an
+earlier release holds the fingerprint of a fixed sentence the caller never wrote: it
+is not checked, and the next write records a probe of its own.
+``allow_embedder_change=True`` skips both checks, and the store then records the new
+embedder with its next vector.
 """
 
 from __future__ import annotations
@@ -36,15 +45,17 @@ __all__ = [
     "FINGERPRINT_LENGTH",
     "FINGERPRINT_MIN_COSINE",
     "META_KEY",
-    "PROBE_TEXT",
+    "PROBE_MAX_JSON",
     "EmbedderCheck",
     "EmbedderIdentity",
+    "ProbeStep",
 ]
 
 META_KEY = "embedder"
 """The schema-metadata key holding the identity (JSON)."""
-PROBE_TEXT = "The quick brown fox jumps."
-"""The fixed text whose embedding is the fingerprint (short: fits every chunk size)."""
+PROBE_MAX_JSON = 1000
+"""Longest probe text, as JSON characters (ASCII escapes): the identity fits the
+Oracle store's ``VARCHAR2(4000)`` metadata value."""
 FINGERPRINT_LENGTH = 32
 """Components of the probe embedding kept in the metadata."""
 FINGERPRINT_MIN_COSINE = 0.99
@@ -58,13 +69,22 @@ class EmbedderIdentity:
     Attributes:
         embedder_id: The embedder's ``embedder_id``.
         dimension: Its vector length.
-        fingerprint: Leading components of its normalised probe embedding, or None
-            when not known.
+        fingerprint: Leading components of its normalised embedding of ``probe``, or
+            None when not known.
+        probe: The text (one the caller wrote) whose embedding ``fingerprint`` is;
+            None when not known (an identity recorded by an earlier release holds the
+            fingerprint of a fixed sentence, not checked any more).
     """
 
     embedder_id: str
     dimension: int
     fingerprint: tuple[float, ...] | None = None
+    probe: str | None = None
+
+    @property
+    def checkable(self) -> bool:
+        """Whether the fingerprint can be checked: its probe text is known."""
+        return self.fingerprint is not None and self.probe is not None
 
     def describe(self) -> str:
         """``'local/all-MiniLM-L6-v2' (384 dimensions)``."""
@@ -73,7 +93,12 @@ class EmbedderIdentity:
     def to_json(self) -> str:
         """The metadata value (a JSON object, at most a few hundred characters)."""
         value: dict[str, Any] = {"id": self.embedder_id, "dimension": self.dimension}
-        if self.fingerprint is not None:
+        if self.fingerprint is not None and self.probe is not None:
+            # Not under "fingerprint": an earlier release would check that one against
+            # its fixed sentence, and refuse the store after a downgrade.
+            value["probe"] = self.probe
+            value["probe_fingerprint"] = list(self.fingerprint)
+        elif self.fingerprint is not None:
             value["fingerprint"] = list(self.fingerprint)
         return json.dumps(value, separators=(",", ":"))
 
@@ -89,11 +114,13 @@ class EmbedderIdentity:
             return None
         try:
             value = json.loads(text)
-            fingerprint = value.get("fingerprint")
+            probe = value.get("probe")
+            fingerprint = value.get("fingerprint" if probe is None else "probe_fingerprint")
             return EmbedderIdentity(
                 embedder_id=str(value["id"]),
                 dimension=int(value["dimension"]),
                 fingerprint=None if fingerprint is None else tuple(float(x) for x in fingerprint),
+                probe=None if probe is None else str(probe),
             )
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise SchemaError(
@@ -101,14 +128,49 @@ class EmbedderIdentity:
             ) from exc
 
 
-def identity_of(embedder: IEmbedder, probe: Sequence[float] | None = None) -> EmbedderIdentity:
-    """The identity of ``embedder``; with ``probe`` (its embedding of ``PROBE_TEXT``)
-    including the fingerprint."""
+def identity_of(
+    embedder: IEmbedder, probe: str | None = None, vector: Sequence[float] | None = None
+) -> EmbedderIdentity:
+    """The identity of ``embedder``; with ``probe`` and ``vector`` (its embedding of
+    ``probe``) including the fingerprint."""
     return EmbedderIdentity(
         embedder_id=embedder.embedder_id,
         dimension=embedder.embedding_dimension,
-        fingerprint=None if probe is None else fingerprint(probe),
+        fingerprint=None if vector is None else fingerprint(vector),
+        probe=None if vector is None else probe,
     )
+
+
+def pick_probe(texts: Sequence[str]) -> int | None:
+    """The index of the text of a write to record as the probe: the shortest non-blank
+    one of at most ``PROBE_MAX_JSON`` JSON characters (first of equals); None when
+    there is none."""
+    best: int | None = None
+    for i, text in enumerate(texts):
+        if not text.strip() or len(json.dumps(text)) > PROBE_MAX_JSON:
+            continue
+        if best is None or len(text) < len(texts[best]):
+            best = i
+    return best
+
+
+@dataclass(frozen=True)
+class ProbeStep:
+    """What the next embedder call of a store object does for the identity
+    (``EmbedderCheck.step``).
+
+    Attributes:
+        record: Index of the text of this write to record as the probe (its vector
+            gives the fingerprint); None when none is recorded by this call.
+        verify: The recorded probe text to embed (as a document) and compare with
+            the fingerprint; None when nothing is verified by this call.
+        bare: Record the id and dimension without a fingerprint (a first write
+            holding no text short enough to be the probe).
+    """
+
+    record: int | None = None
+    verify: str | None = None
+    bare: bool = False
 
 
 def fingerprint(vector: Sequence[float]) -> tuple[float, ...]:
@@ -181,30 +243,46 @@ class EmbedderCheck:
         if current.embedder_id != self.stored.embedder_id:
             raise EmbedderMismatchError(_mismatch(self.where, self.stored, current, ""))
 
-    def wants_probe(self, writing: bool) -> bool:
-        """Whether the next embedder call should also embed ``PROBE_TEXT``: to verify
-        a recorded fingerprint once, or to record the identity with a first write."""
+    def step(self, texts: Sequence[str], writing: bool) -> ProbeStep | None:
+        """What the next embedder call, of ``texts``, does for the identity: verify a
+        recorded fingerprint once per store object (any call), or record the
+        identity with a write (the first one, one after ``allow_embedder_change``, or
+        one of a store whose fingerprint cannot be checked). None: nothing."""
         if self._verified:
-            return False
-        if self.stored is None or self.allow_change:
-            return writing
-        return self.stored.fingerprint is not None
+            return None
+        stored = self.stored
+        if stored is not None and stored.checkable and not self.allow_change:
+            return ProbeStep(verify=stored.probe)
+        if not writing:
+            return None
+        index = pick_probe(texts)
+        if index is None:
+            return ProbeStep(bare=stored is None or self.allow_change)
+        return ProbeStep(record=index)
 
-    def accept_probe(self, embedder: IEmbedder, probe: Sequence[float]) -> None:
-        """Compare (or prepare to record) the embedder's probe embedding.
+    def record(
+        self, embedder: IEmbedder, probe: str | None, vector: Sequence[float] | None
+    ) -> None:
+        """Prepare to record the embedder's identity with the current write: with the
+        fingerprint of ``probe`` (a text of the write, embedded as ``vector``), or
+        only the id and dimension when both are None."""
+        current = identity_of(embedder, probe, vector)
+        if current != self.stored:
+            self._pending = current
+        self._verified = current.checkable
+
+    def verify(self, embedder: IEmbedder, vector: Sequence[float]) -> None:
+        """Compare the embedder's embedding of the recorded probe with the recorded
+        fingerprint.
 
         Raises:
             EmbedderMismatchError: (a ValueError) naming both embedders when the
                 fingerprints differ.
         """
-        current = identity_of(embedder, probe)
         stored = self.stored
-        if stored is None or self.allow_change:
-            if stored != current:
-                self._pending = current
-            self._verified = True
-            return
-        assert stored.fingerprint is not None and current.fingerprint is not None
+        assert stored is not None and stored.fingerprint is not None
+        current = identity_of(embedder, stored.probe, vector)
+        assert current.fingerprint is not None
         if not same_fingerprint(stored.fingerprint, current.fingerprint):
             raise EmbedderMismatchError(
                 _mismatch(self.where, stored, current, ", whose vectors differ (fingerprint)")

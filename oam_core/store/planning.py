@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
@@ -276,7 +276,8 @@ def to_vector(value: object, name: str) -> Vector:
     if arr.ndim != 1 or arr.size == 0:
         raise ValueError(f"{name} must be a non-empty 1-D vector, got shape {arr.shape}")
     check_vector_rows(arr[None, :], lambda _: name)
-    return arr
+    row: Vector = lengthen_short_rows(arr[None, :])[0]
+    return row
 
 
 _F32_MAX = float(np.finfo(np.float32).max)
@@ -308,6 +309,41 @@ def check_vector_rows(rows: Vector, name: Callable[[int], str]) -> None:
             f"{name(bad)}: its squared length {squared[bad]:.3g} is past float32's range "
             f"({_F32_MAX:.3g}); scale it down (cosine distance does not depend on length)"
         )
+
+
+SHORT_COMPONENT = 2.0**-50
+"""A vector whose largest component is below this in absolute value (about 8.9e-16)
+is scaled to unit length before it is stored or searched (``lengthen_short_rows``)."""
+
+
+def lengthen_short_rows(rows: Vector) -> Vector:
+    """``rows`` with every non-zero row whose components are all below
+    ``SHORT_COMPONENT`` in absolute value scaled to unit length, in float64.
+
+    The squares of components below about 1e-19 underflow float32, so such a vector
+    would otherwise have length 0 when a back end (the embedded vector index,
+    pgvector, Oracle) computes its cosine distance in float32, and rank as a zero
+    vector. The cosine distance does not depend on length, so the direction is all
+    that is kept. ``rows`` itself (possibly the caller's array) is never modified: a
+    copy is returned when a row changes (docs/store.md#what-is-stored-and-what-is-searched).
+
+    Args:
+        rows: float32 array of shape ``(n, dim)``, finite (``check_vector_rows``).
+    """
+    if rows.size == 0:
+        return rows
+    # One cheap float32 pass finds the candidates; the float64 work is theirs only.
+    peak = np.maximum(rows.max(axis=1), -rows.min(axis=1))
+    short = np.flatnonzero((peak < SHORT_COMPONENT) & (peak > 0))
+    if short.size == 0:
+        return rows
+    out = np.array(rows, dtype=np.float32, copy=True)
+    wide = rows[short].astype(np.float64)
+    # Scale by the peak first: the squares of the scaled rows cannot underflow.
+    wide /= peak[short, None].astype(np.float64)
+    wide /= np.linalg.norm(wide, axis=1, keepdims=True)
+    out[short] = wide.astype(np.float32)
+    return out
 
 
 def split_vectors(value: object, name: str) -> list[Vector] | Vector:
@@ -702,7 +738,7 @@ def _vector_matrix(embeddings: object, n: int, store_dim: int | None) -> Vector 
         raise ValueError(f"embeddings[0] must be a non-empty 1-D vector, got shape {(0,)}")
     check_vector_rows(mat, lambda i: f"embeddings[{i}]")
     check_dims([mat[0]], store_dim)
-    return mat
+    return lengthen_short_rows(mat)
 
 
 def _scope_column(value: object, n: int, name: str) -> list[str | None]:
@@ -763,7 +799,7 @@ def _resolve_ids(record_ids: object, n: int, record_type: str) -> list[str]:
     checked = cast("list[str]", ids)
     check_texts(checked, "record_ids")
     if len(set(checked)) != n:
-        raise ValueError(f"duplicate record ids in one call: {duplicates(checked)}")
+        raise ValueError(f"duplicate record ids in one call: {name_ids(duplicates(checked))}")
     return checked
 
 
@@ -771,3 +807,19 @@ def duplicates(ids: Sequence[str]) -> list[str]:
     """The ids that occur more than once in ``ids``, sorted."""
     seen: set[str] = set()
     return sorted({i for i in ids if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
+
+
+NAMED_IDS = 5
+"""Most ids an error message lists (``name_ids``)."""
+
+
+def name_ids(ids: Iterable[str], limit: int = NAMED_IDS) -> str:
+    """The ids for an error message: all of them as a sorted list when there are at
+    most ``limit``, else the first ``limit`` and the count
+    (``['a', 'b', 'c', 'd', 'e', ...] (9000 ids)``), so a clash of thousands of ids
+    does not make a message of megabytes."""
+    ordered = sorted(set(ids))
+    if len(ordered) <= limit:
+        return repr(ordered)
+    shown = ", ".join(repr(i) for i in ordered[:limit])
+    return f"[{shown}, ...] ({len(ordered)} ids)"

@@ -18,6 +18,7 @@ import numpy as np
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import Record
+from oam_core.errors import ConfigurationError
 from oam_core.rerankers import IReranker
 from oam_core.store import planning
 from oam_core.store.args import filter_arg, findable, scope_arg, types_arg
@@ -65,6 +66,13 @@ def search(
     if query is not None:
         planning.check_text(query, "query")
     strategy = strategy_of(store)
+    if query is not None and store.embedder is None and strategy is not SearchStrategy.KEYWORD:
+        # Before anything runs: HYBRID would otherwise rank by keywords alone, silently.
+        raise ConfigurationError(
+            f"{strategy.name} search of a text query needs an embedder, and this store "
+            "has none (embedder=None): configure one, pass query_vector, or use "
+            "search_strategy=KEYWORD"
+        )
     qvec = None
     if query_vector is not None:
         if strategy is SearchStrategy.KEYWORD:
@@ -103,18 +111,12 @@ def search(
     elif strategy is SearchStrategy.KEYWORD:
         ranked = _keyword_ranking(store, _query_parts(store, query or ""), depth, pred)
     else:
-        if store.embedder is None and strategy is SearchStrategy.VECTOR:
-            raise ValueError(
-                "VECTOR search of a text query needs an embedder; configure one, "
-                "pass query_vector, or use search_strategy=HYBRID or KEYWORD"
-            )
         parts = _query_parts(store, query or "")
         vectors = _query_vectors(store, parts)
         if strategy is SearchStrategy.VECTOR:
             ranked = _vector_ranking(store, vectors, depth, pred, fused=len(parts) > 1)
         else:
             depth = max(depth, HYBRID_DEPTH)
-            # Without an embedder HYBRID has only its keyword half to fuse.
             v_lists, kw_lists = backend.rank_hybrid(
                 vectors, [query_terms(p) for p in parts], depth, pred
             )

@@ -132,7 +132,7 @@ def plan_batches(
         if len(set(ids)) != len(ids):
             raise ValueError(
                 f"duplicate record ids across batches in family {family!r}: "
-                f"{planning.duplicates(ids)}"
+                f"{planning.name_ids(planning.duplicates(ids))}"
             )
     chunks = [c for p in parts if isinstance(p, RowPlan) for c in p.chunks]
     given = [c.vector for c in chunks if c.vector is not None]
@@ -187,7 +187,7 @@ def insert_planned(
     for family, ids in planned.by_family.items() if replace or not tx.refuses_existing_ids else ():
         clash = tx.existing_ids(family, ids)
         if clash and not replace:
-            raise ValueError(f"record ids already exist: {sorted(clash)}")
+            raise ValueError(f"record ids already exist: {planning.name_ids(clash)}")
         if clash:
             tx.delete_records(family, sorted(clash), None, NOT_SET)
     # Before the rows: checks it against the recorded one. The caller's transaction

@@ -19,6 +19,7 @@ import pytest
 
 from oam_core.apis.embedder import IEmbedder
 from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.errors import ConfigurationError
 from oam_core.store.identity import FINGERPRINT_LENGTH
 
 
@@ -152,8 +153,9 @@ def test_reindex_runs_in_batches(make_store: Any, reopenable: None) -> None:
     assert store.reindex() == 0
 
 
-def test_hybrid_without_an_embedder_ranks_by_keywords(make_store: Any) -> None:
+def test_hybrid_without_an_embedder_refuses_a_text_query(make_store: Any) -> None:
+    # It ranked by keywords alone, silently, before (test_store_no_embedder.py).
     store = make_store(embedder=None, search_strategy="HYBRID")
     store.add(["my dog is called biscuit", "lisbon in march"], "memory", record_ids=["d", "l"])
-    [(record, distance)] = store.search("biscuit", 5)
-    assert record.id == "d" and distance == pytest.approx(0.0)
+    with pytest.raises(ConfigurationError, match="embedder"):
+        store.search("biscuit", 5)

@@ -116,7 +116,7 @@ def test_docstring_examples_run(make_store: Any) -> None:
 
 
 def test_add_messages_persists_scope_roles_timestamps_metadata(t: OracleThread, store: Any) -> None:
-    # one call's ids are all given or all omitted (test_message_rules.py): two calls
+    # a message's id is optional on its own (test_message_rules.py)
     ids = t.add_messages(
         [Message("user", "hello", timestamp="2026-01-01T00:00:00+00:00", metadata={"k": 1})]
     )

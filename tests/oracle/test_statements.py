@@ -14,6 +14,7 @@ from test_filter_statements import OPERATOR_CASES
 
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import SEARCHABLE_TYPES
+from oam_core.errors import SchemaError
 from oam_core.store.backend import Predicate
 from oam_core.store.filters import InvalidFilterError, matches, parse_filter
 from oam_core.store.options import (
@@ -384,6 +385,23 @@ def test_plan_create_if_empty_per_strategy() -> None:
 def test_plan_require_existing_never_runs_ddl() -> None:
     plan = schema.plan_schema(SchemaPolicy.REQUIRE_EXISTING, N, existing(), wanted())
     assert plan.steps == [] and plan.meta == {} and plan.vector_dim == 8
+
+
+@pytest.mark.parametrize("policy", [SchemaPolicy.CREATE_IF_EMPTY, SchemaPolicy.REQUIRE_EXISTING])
+def test_plan_refuses_one_dropped_table_naming_it_and_runs_no_ddl(policy: SchemaPolicy) -> None:
+    """One table dropped from a current schema (the SQLite and PostgreSQL stores
+    completed it silently; tests/conformance/test_store_partial_schema.py)."""
+    state = existing()
+    dropped = schema.SchemaState(
+        tables=state.tables - {N.chunks},
+        indexes=state.indexes,
+        meta=state.meta,
+        has_job=True,
+    )
+    with pytest.raises(SchemaError, match=rf"{N.chunks}.*missing.*CREATE_IF_NECESSARY"):
+        schema.plan_schema(policy, N, dropped, wanted())
+    plan = schema.plan_schema(SchemaPolicy.CREATE_IF_NECESSARY, N, dropped, wanted())
+    assert [s.split()[2] for s in _sqls(plan) if s.startswith("CREATE TABLE")] == [N.chunks]
 
 
 def test_plan_create_if_empty_on_an_incomplete_schema_fails() -> None:

@@ -18,7 +18,6 @@ from _fake_openai import fake_openai
 
 from oam_core import telemetry
 from oam_core.embedders.hashing import HashingEmbedder
-from oam_core.store.identity import PROBE_TEXT
 from oam_core.store.sqlite import SQLiteMemoryStore
 from tests.otel_globals import fresh_tracer_globals
 
@@ -104,11 +103,12 @@ def test_spans_around_store_embedder_and_llm_calls(
     [batches] = by_name["oam.store.add_batches"]
     assert batches["parent"] == add["id"] and batches["attributes"]["oam.records"] == 2
     write_embed = next(e for e in embeds if e["parent"] == batches["id"])
-    # The store's first write also embeds the identity probe (docs/store.md#embedder-identity).
-    assert write_embed["attributes"]["oam.embed.texts"] == 3
+    # The embedder sees only the caller's texts: the identity is taken from them
+    # (docs/store.md#embedder-identity).
+    assert write_embed["attributes"]["oam.embed.texts"] == 2
     assert write_embed["attributes"]["oam.embed.chars"] == len("a cat on a mat") + len(
         "a dog in fog"
-    ) + len(PROBE_TEXT)
+    )
     assert write_embed["attributes"]["oam.embed.is_query"] is False
     assert write_embed["attributes"]["oam.embedder"] == "HashingEmbedder"
 

@@ -11,7 +11,7 @@ import pytest
 from test_cli import MESSAGES, assert_clean_failure, invoke
 from typer.testing import CliRunner
 
-from oam_core import OracleAgentMemory
+from oam_core import OracleAgentMemory, SQLiteMemoryStore
 
 
 def _messages(db: Path, thread_id: str) -> list[str]:
@@ -67,6 +67,8 @@ def test_schema_policy_is_honoured_by_the_reading_commands(
         db,
         "--embedder",
         "none",
+        "--strategy",  # without an embedder only KEYWORD ranks text (docs/store.md#searching)
+        "keyword",
         "--schema-policy",
         "require_existing",
     )
@@ -153,10 +155,14 @@ def test_ingest_applies_the_library_rules_for_ids_and_roles(
         {"role": "user", "content": "c"},
     ]
     mixed.write_text("".join(json.dumps(m) + "\n" for m in lines), encoding="utf-8")
-    result = invoke(runner, "ingest", mixed, "--db", db, "--embedder", "hashing")
-    assert_clean_failure(result, 1, "line 3: has no 'id', unlike the first message")
-    assert "mixed.jsonl: line 1" in result.stderr
-    assert not db.exists()  # refused before the store (and its embedder) is created
+    # each message's id is optional on its own: given ones kept, the rest generated
+    kept = tmp_path / "mixed.db"
+    result = invoke(runner, "ingest", mixed, "--db", kept, "--embedder", "hashing")
+    assert result.exit_code == 0, result.stderr
+    store = SQLiteMemoryStore(kept)
+    stored = store.list_thread_messages("mixed")
+    store.close()
+    assert [m.id for m in stored][:2] == ["a", "b"] and len(stored[2].id) == 36
     roles = tmp_path / "roles.jsonl"
     roles.write_text(
         "".join(json.dumps({"role": r, "content": f"by {r}"}) + "\n" for r in ("bot", "developer")),
@@ -223,9 +229,7 @@ def test_a_dimension_without_a_recorded_embedder_says_what_is_recorded(
     vector = invoke(
         runner, "search", "dog", "--db", db, "--embedder", "none", "--strategy", "vector"
     )
-    assert_clean_failure(
-        vector, 1, "pass --embedder (e.g. local), or use --strategy hybrid or keyword"
-    )
+    assert_clean_failure(vector, 1, "pass --embedder (e.g. local), or use --strategy keyword")
     assert "query_vector" not in vector.stderr and "search_strategy=" not in vector.stderr
 
 

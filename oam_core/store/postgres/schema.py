@@ -63,7 +63,9 @@ TYPES = ColumnTypes(
 )
 
 TABLES = ("oam_meta", "records", "chunks")
-"""The managed tables, without prefix."""
+"""The managed tables every schema version has, without prefix."""
+LATER_TABLES = ("chunk_stats", "chunk_sources")
+"""The managed tables later schema versions added: a current store has them too."""
 
 
 def lock_key(*parts: str) -> int:
@@ -323,11 +325,13 @@ UPGRADES: dict[int, Callable[[psycopg.Connection[Any], str], None]] = {
 caller's transaction; applied in order by ``CREATE_IF_NECESSARY``."""
 
 
-def present_tables(conn: psycopg.Connection[Any], p: str) -> set[str]:
-    """Which managed tables of prefix ``p`` exist in the current schema."""
+def present_tables(
+    conn: psycopg.Connection[Any], p: str, names: tuple[str, ...] = TABLES
+) -> set[str]:
+    """Which of the managed tables ``names`` of prefix ``p`` exist in the current schema."""
     rows = conn.execute(
         "SELECT t FROM unnest(%s::text[]) AS t WHERE to_regclass(%s || t) IS NOT NULL",
-        (list(TABLES), p),
+        (list(names), p),
     ).fetchall()
     return {r[0] for r in rows}
 
@@ -381,8 +385,8 @@ def apply_policy(
 
     Raises:
         SchemaError: (a ValueError) REQUIRE_EXISTING on a missing or outdated store;
-            CREATE_IF_EMPTY on a partial store; any policy on a store of a newer
-            schema version.
+            REQUIRE_EXISTING or CREATE_IF_EMPTY on a partial store (a table dropped),
+            naming what is missing; any policy on a store of a newer schema version.
     """
     conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key("oam-schema", p),))
     if policy is SchemaPolicy.RECREATE:
@@ -391,17 +395,13 @@ def apply_policy(
     present = present_tables(conn, p)
     missing = [t for t in TABLES if t not in present]
     if missing:
+        if policy is not SchemaPolicy.CREATE_IF_NECESSARY and present:
+            raise _partial(policy, where, [p + t for t in missing])
         if policy is SchemaPolicy.REQUIRE_EXISTING:
             raise SchemaError(
                 f"schema_policy=REQUIRE_EXISTING, but {where} has no oam store "
                 f"(missing tables: {', '.join(p + t for t in missing)}); open it once with "
                 "schema_policy=CREATE_IF_NECESSARY to create it"
-            )
-        if policy is SchemaPolicy.CREATE_IF_EMPTY and present:
-            raise SchemaError(
-                f"schema_policy=CREATE_IF_EMPTY, but {where} holds part of an oam store "
-                f"(found {', '.join(sorted(p + t for t in present))}); use "
-                "CREATE_IF_NECESSARY to complete it or RECREATE to start over"
             )
         for stmt in ddl(p, dim):
             conn.execute(stmt)
@@ -419,6 +419,14 @@ def apply_policy(
                 f"open it with schema_policy=CREATE_IF_NECESSARY to upgrade it"
             )
         upgrade(conn, p, version)
+    if policy is not SchemaPolicy.CREATE_IF_NECESSARY:
+        # A current store has every table: one dropped is refused, not created.
+        later = present_tables(conn, p, LATER_TABLES)
+        gone = [p + t for t in LATER_TABLES if t not in later]
+        if not gone and not stats_present(conn, p):
+            gone.append(f"the triggers of {p}chunk_stats")
+        if gone:
+            raise _partial(policy, where, gone)
     if policy is SchemaPolicy.CREATE_IF_NECESSARY:
         # Recreate any dropped index (all statements are IF NOT EXISTS).
         stored = meta.get("vector_dim")
@@ -429,6 +437,15 @@ def apply_policy(
         create_ann_index(conn, p, known)
         if not counted:
             recount_stats(conn, p)
+
+
+def _partial(policy: SchemaPolicy, where: str, missing: list[str]) -> SchemaError:
+    """The error of a store ``policy`` may not complete: what is missing, and the fix."""
+    return SchemaError(
+        f"schema_policy={policy.value}, but {where} holds part of an oam store: "
+        f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing; use "
+        "CREATE_IF_NECESSARY to complete it or RECREATE to start over"
+    )
 
 
 def upgrade(conn: psycopg.Connection[Any], p: str, version: int) -> None:

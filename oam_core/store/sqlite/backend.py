@@ -30,7 +30,7 @@ import numpy as np
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import Predicate, Tx
-from oam_core.store.planning import Vector
+from oam_core.store.planning import Vector, lengthen_short_rows, name_ids
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.backend import SqlBackend, SqlTx
 from oam_core.store.sqlite import jsonrows, schema
@@ -306,7 +306,7 @@ class SQLiteBackend(SqlBackend):
         """The nearest ``k`` records per query among the candidates; reads only the
         mirror, so the caller holds the lock (another thread's catch-up would change
         it) but the helper thread of ``rank_hybrid`` may run it."""
-        q = np.stack([np.asarray(v, dtype=np.float32) for v in queries])
+        q = lengthen_short_rows(np.stack([np.asarray(v, dtype=np.float32) for v in queries]))
         qn = np.linalg.norm(q, axis=1, keepdims=True)
         q = np.divide(q, qn, out=np.zeros_like(q), where=qn > 0)
         ranked = self.index.rank(q, k, rows, mask)
@@ -347,7 +347,7 @@ class SQLiteTx(SqlTx):
             if not self.d.unique_violation(exc):
                 raise
             clash = self._stored_before(columns[0], columns[1], base)
-            raise InvalidArgumentError(f"record ids already exist: {clash}") from None
+            raise InvalidArgumentError(f"record ids already exist: {name_ids(clash)}") from None
         return self._inserted_pks(columns[0], columns[1], base)
 
     def _stored_before(

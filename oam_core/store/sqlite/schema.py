@@ -46,7 +46,10 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Callable
+from pathlib import Path
 
+from oam_core.errors import SchemaError
+from oam_core.store.options import SchemaPolicy
 from oam_core.store.sql.quoting import legacy_context_rows, sources_table
 from oam_core.store.sql.schema import (
     SPARSE_RECORD_INDEXES,
@@ -197,6 +200,44 @@ def stored_version(conn: sqlite3.Connection, p: str) -> int | None:
         if row is not None:
             return int(row[0])
     return 1 if f"{p}chunks" in present else None
+
+
+def check_policy(path: str, p: str, policy: SchemaPolicy) -> None:
+    """Refuse, before the store opens ``path`` for writing, a partial store under
+    ``CREATE_IF_EMPTY`` or ``REQUIRE_EXISTING``: one whose objects of prefix ``p``
+    exist in part (a table dropped), which ``prepare`` would complete silently
+    (docs/store.md#schema-policies). A store of an older version is left to
+    ``prepare`` (its upgrade creates objects it never had); so is a file that cannot
+    be read here (``prepare`` reports it).
+
+    Raises:
+        SchemaError: (a ValueError) naming the missing objects and the policy to use.
+    """
+    if policy is SchemaPolicy.CREATE_IF_NECESSARY or path == ":memory:":
+        return
+    if not Path(path).is_file():
+        return
+    try:
+        conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return
+    try:
+        present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        version = stored_version(conn, p)
+    except sqlite3.Error:
+        return
+    finally:
+        conn.close()
+    if version is not None and version != SCHEMA_VERSION:
+        return
+    wanted = [m.group(1) for m in map(_DDL_NAME.search, ddl(p)) if m]
+    missing = [name for name in wanted if name not in present]
+    if missing and len(missing) < len(wanted):
+        raise SchemaError(
+            f"schema_policy={policy.value}, but {path!r} holds part of an oam store: "
+            f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing; open it "
+            "with schema_policy=CREATE_IF_NECESSARY to complete it"
+        )
 
 
 def prepare(conn: sqlite3.Connection, p: str) -> int:

@@ -12,15 +12,15 @@ import time
 from pathlib import Path
 
 from oam_core.apis.embedder import IEmbedder
-from oam_core.errors import DatabaseLockedError, InvalidArgumentError
+from oam_core.errors import ConfigurationError, DatabaseLockedError, InvalidArgumentError
 from oam_core.rerankers import IReranker
 from oam_core.store.backend import Backend
-from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
+from oam_core.store.options import MemoryRetentionConfig, SchemaPolicy, SearchStrategy
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.schema import newer_schema, table_prefix
 from oam_core.store.sql.store import SqlMemoryStore
 from oam_core.store.sqlite.backend import BUSY_TIMEOUT_S, SQLiteBackend
-from oam_core.store.sqlite.schema import SCHEMA_VERSION
+from oam_core.store.sqlite.schema import SCHEMA_VERSION, check_policy
 from oam_core.store.ttl import Clock
 
 
@@ -34,8 +34,9 @@ class SQLiteMemoryStore(SqlMemoryStore):
             in the file.
         search_strategy: ``SearchStrategy`` or its name; None = the strategy stored
             in the file, HYBRID for a new one (the best of the three on the LoCoMo
-            benchmark, docs/store.md#search-strategies). Without an embedder HYBRID
-            ranks text queries by their keywords alone. SQLite keeps vectors and a
+            benchmark, docs/store.md#search-strategies). Without an embedder only
+            KEYWORD ranks text queries (VECTOR and HYBRID refuse them with a
+            ``ConfigurationError``). SQLite keeps vectors and a
             full-text index for every store, so any strategy opens any file, and the
             one given is recorded (as on PostgreSQL; docs/postgres.md).
         memory_retention_config: TTL defaults; persisted in the file. When omitted,
@@ -45,12 +46,19 @@ class SQLiteMemoryStore(SqlMemoryStore):
         clock: Zero-argument callable returning an aware datetime (default UTC now).
         reranker: See ``OracleMemoryStore`` (docs/retrieval.md).
         allow_embedder_change: See ``OracleMemoryStore``.
+        schema_policy: ``SchemaPolicy`` or its name, or None (docs/store.md#schema-policies).
+            The embedded store creates and upgrades its schema under every policy;
+            ``CREATE_IF_EMPTY`` and ``REQUIRE_EXISTING`` refuse a file holding part
+            of a store (a table dropped), which None and ``CREATE_IF_NECESSARY``
+            complete. ``RECREATE`` is not supported (delete the file instead).
 
     Raises:
         InvalidArgumentError: (a ValueError) for a bad ``path`` or
             ``memory_store_id``, or any ``OracleMemoryStore`` argument error.
         SchemaError: (a ValueError) for a dimension other than the one stored in the
-            file, or a schema version this release cannot read.
+            file, a schema version this release cannot read, or a partial store
+            under ``CREATE_IF_EMPTY`` or ``REQUIRE_EXISTING`` (naming what is missing).
+        ConfigurationError: (a ValueError) for ``schema_policy=RECREATE``.
         EmbedderMismatchError: (a SchemaError) for an embedder other than the one
             recorded in the file.
         StoreConnectionError: (a ConnectionError) when the file
@@ -74,7 +82,14 @@ class SQLiteMemoryStore(SqlMemoryStore):
         clock: Clock | None = None,
         reranker: IReranker | None = None,
         allow_embedder_change: bool = False,
+        schema_policy: SchemaPolicy | str | None = None,
     ) -> None:
+        policy = None if schema_policy is None else SchemaPolicy.parse(schema_policy)
+        if policy is SchemaPolicy.RECREATE:
+            raise ConfigurationError(
+                "schema_policy=RECREATE is not supported by the embedded SQLite store; "
+                "delete the database file (or use a new memory_store_id) instead"
+            )
         super().__init__(
             embedder=embedder,
             vector_dim=vector_dim,
@@ -88,7 +103,10 @@ class SQLiteMemoryStore(SqlMemoryStore):
             raise InvalidArgumentError(f"path must be a str or pathlib.Path, got {path!r}")
         self.path = str(path)
         self.memory_store_id = memory_store_id
-        self._impl = SQLiteBackend(self.path, table_prefix(memory_store_id))
+        prefix = table_prefix(memory_store_id)
+        if policy is not None:
+            check_policy(self.path, prefix, policy)
+        self._impl = SQLiteBackend(self.path, prefix)
         try:
             self._open_schema(memory_retention_config, search_strategy is not None)
         except BaseException:
