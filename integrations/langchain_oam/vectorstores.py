@@ -9,6 +9,7 @@ stored), its id the record id. Search, filters, scope and TTL are the store's
 
 from __future__ import annotations
 
+import collections
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -38,6 +39,7 @@ from oam_core import (
     SQLiteMemoryStore,
 )
 from oam_core.steps import Steps, call, paired, run_async, run_sync
+from oam_core.store.planning import name_ids
 
 __all__ = ["OAMVectorStore"]
 
@@ -210,7 +212,8 @@ class OAMVectorStore(VectorStore):
             if not isinstance(rid, str) or not rid:
                 raise ValueError(f"ids[{i}] must be a non-empty str, got {rid!r}")
         if len(set(record_ids)) != len(record_ids):
-            raise ValueError(f"duplicate ids in one call: {record_ids!r}")
+            twice = [rid for rid, n in collections.Counter(record_ids).items() if n > 1]
+            raise ValueError(f"duplicate ids in one call: {name_ids(twice)}")
         if not texts:
             return []
         # An id names one record of the memory family in the whole store (docs/concepts.md#ids-and-times):

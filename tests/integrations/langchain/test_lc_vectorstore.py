@@ -226,6 +226,16 @@ def test_upsert_and_scope_isolation(tmp_path: Path) -> None:
     assert db.get("memory", "d") is None
 
 
+def test_duplicate_ids_error_names_the_first_few_and_the_count(vs: OAMVectorStore) -> None:
+    ids = [f"id-{i:05d}" for i in range(9000)] * 2
+    with pytest.raises(ValueError, match="duplicate ids") as raised:
+        vs.add_texts(["x"] * len(ids), ids=ids)
+    message = str(raised.value)
+    assert "'id-00000'" in message and "(9000 ids)" in message
+    assert "'id-08999'" not in message
+    assert len(message) < 300
+
+
 @pytest.mark.parametrize("own_embedder", [True, False])
 def test_empty_text_is_stored_but_never_found(own_embedder: bool) -> None:
     emb = DeterministicFakeEmbedding(size=6)
