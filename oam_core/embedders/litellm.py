@@ -44,6 +44,17 @@ __all__ = ["LiteLLMEmbedder"]
 logger = logging.getLogger("oam")
 
 _PROBE_TEXT = "dimension probe"
+
+
+def _known_dimension(litellm: Any, model: str) -> int | None:
+    """The vector length LiteLLM's bundled model table gives ``model``
+    (``output_vector_size``), or None when the table does not know it. Reads the
+    local table only: no request is sent."""
+    try:
+        size = litellm.get_model_info(model).get("output_vector_size")
+    except Exception:  # an unknown model is an exception of LiteLLM's own kinds
+        return None
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
 # Former names of the shared helpers, kept for callers and tests.
 _is_transient = is_transient
 _BACKOFF_MAX = BACKOFF_MAX
@@ -137,9 +148,13 @@ class LiteLLMEmbedder(IEmbedder):
 
     @property
     def embedding_dimension(self) -> int:
-        """Vector length: ``dimensions`` if given, else learnt from the first response.
+        """Vector length: ``dimensions`` if given, else LiteLLM's model table's
+        ``output_vector_size`` for a model it knows (``text-embedding-3-small``: 1536),
+        else learnt from the first response.
 
-        When nothing has been embedded yet, this sends one probe request (once).
+        Only for a model the table does not know, when nothing has been embedded yet,
+        this sends one probe request (once): the only text oam itself ever sends to an
+        embedder (docs/concepts.md#embedders).
 
         Raises:
             ImportError: if litellm is not installed.
@@ -148,7 +163,10 @@ class LiteLLMEmbedder(IEmbedder):
         if self._dimension is None:
             with self._lock:
                 if self._dimension is None:
-                    self._embed_batch(_import_litellm(), [_PROBE_TEXT])
+                    litellm = _import_litellm()
+                    self._dimension = _known_dimension(litellm, self.model)
+                    if self._dimension is None:
+                        self._embed_batch(litellm, [_PROBE_TEXT])
         assert self._dimension is not None
         return self._dimension
 
@@ -190,6 +208,8 @@ class LiteLLMEmbedder(IEmbedder):
         items = check_texts(texts)
         litellm = await import_litellm_async("LiteLLMEmbedder")
         if not items:
+            if self._dimension is None:
+                self._dimension = _known_dimension(litellm, self.model)
             if self._dimension is None:
                 await self._embed_batch_async(litellm, [_PROBE_TEXT])
             return np.zeros((0, self.embedding_dimension), dtype=np.float32)

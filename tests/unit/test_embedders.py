@@ -443,6 +443,35 @@ class TestLiteLLMEmbedder:
         assert "dimensions" not in fake_litellm.calls[0]
         assert len(fake_litellm.calls[0]["input"]) == 1
 
+    def test_a_dimension_litellm_knows_needs_no_probe(self, fake_litellm: FakeLiteLLM) -> None:
+        sizes = {"openai/text-embedding-3-large": 3072}
+
+        def get_model_info(model: str) -> dict[str, Any]:
+            if model not in sizes:
+                raise Exception(f"unknown model {model}")
+            return {"mode": "embedding", "output_vector_size": sizes[model]}
+
+        fake_litellm.module.get_model_info = get_model_info  # type: ignore[attr-defined]
+        assert LiteLLMEmbedder("openai/text-embedding-3-large").embedding_dimension == 3072
+        vectors = asyncio.run(LiteLLMEmbedder("openai/text-embedding-3-large").embed_async([]))
+        assert vectors.shape == (0, 3072)
+        assert fake_litellm.calls == [] and fake_litellm.async_calls == []
+        # A model the table does not know is still probed, once.
+        assert LiteLLMEmbedder("openai/unknown").embedding_dimension == 8
+        assert len(fake_litellm.calls) == 1
+
+    def test_real_litellm_table_gives_openai_dimensions_without_a_request(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        litellm = pytest.importorskip("litellm")
+
+        def refuse(**kwargs: Any) -> None:
+            raise AssertionError(f"a request was sent: {kwargs.get('input')!r}")
+
+        monkeypatch.setattr(litellm, "embedding", refuse)
+        assert LiteLLMEmbedder("openai/text-embedding-3-small").embedding_dimension == 1536
+        assert LiteLLMEmbedder("text-embedding-3-large").embedding_dimension == 3072
+
     def test_dimension_learnt_from_first_embed(self, fake_litellm: FakeLiteLLM) -> None:
         embedder = LiteLLMEmbedder("cohere/embed-english-v3.0")
         embedder.embed(["a", "b"])
