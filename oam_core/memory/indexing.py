@@ -29,11 +29,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-
-from typing import TYPE_CHECKING
 
 from oam_core.apis.thread import Message
 from oam_core.store.chunking import chunk_text

@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from oam_core import OracleAgentMemory
 from oam_core.apis.thread import Message
-from oam_core.embedders import resolve_embedder
+from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.ingest import Conversation
 from oam_core.ingest_writer import write_conversations
 from oam_core.memory.indexing import EMBED_STEP, message_rows
@@ -23,7 +23,7 @@ class CountingEmbedder:
     """The hashing embedder, recording every text it is asked to embed, per call."""
 
     def __init__(self) -> None:
-        self.inner = resolve_embedder("hashing")
+        self.inner = HashingEmbedder()
         self.calls: list[list[str]] = []
 
     def __call__(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
@@ -37,7 +37,8 @@ def msg(content: str, name: str | None = None) -> Message:
 
 
 def unit(v: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-    return v / np.linalg.norm(v)
+    out: npt.NDArray[np.float64] = v / np.linalg.norm(v)
+    return out
 
 
 def test_context_row_vector_is_the_length_weighted_mean_of_the_own_rows() -> None:
@@ -77,7 +78,9 @@ def test_previous_and_cut_parts_are_embedded_as_quoted() -> None:
 
 
 def test_steps_keep_order_equal_one_call_and_report_progress_per_call() -> None:
-    turns = [msg(f"turn number {i} " + "word " * (i % 7), "Ana" if i % 2 else "Ben") for i in range(11)]
+    turns = [
+        msg(f"turn number {i} " + "word " * (i % 7), "Ana" if i % 2 else "Ben") for i in range(11)
+    ]
     rows = message_rows(turns, None, 896)
     whole = rows.vectors(CountingEmbedder())
     embed = CountingEmbedder()
@@ -100,7 +103,7 @@ def test_a_blank_or_long_message_has_no_context_row_but_others_still_do() -> Non
 
 
 def test_add_messages_embeds_no_context_row_text(tmp_path: Path) -> None:
-    embedder = resolve_embedder("hashing")
+    embedder = HashingEmbedder()
     original = embedder.embed
     seen: list[str] = []
 
@@ -126,7 +129,7 @@ def test_add_messages_embeds_no_context_row_text(tmp_path: Path) -> None:
     ]
     # The context rows are stored: the replies are found by the words they quote.
     hits = memory.store.search("adopted", k=3, record_types={"message"})
-    assert sorted(h.content for h, _ in hits) == ["Beagle.", "I adopted a dog.", "What breed?"]
+    assert sorted(str(h.content) for h, _ in hits) == ["Beagle.", "I adopted a dog.", "What breed?"]
     memory.close()
 
 
