@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oam_core.apis.thread import Message
+from oam_core.errors import InvalidArgumentError
 from oam_core.store.chunking import chunk_text
 from oam_core.store.embedding import embed_texts
 from oam_core.store.quotes import QuotingChunk
@@ -63,9 +64,10 @@ previous exchange (in a two-party chat, the other side's turn and the speaker's 
 turn before it). One measured 0.674, two 0.701, three 0.683 recall_all@10 on LoCoMo
 (bench/README.md): further turns dilute the row."""
 
-EMBED_STEP = 64
-"""Messages embedded per embedder call when messages are written (``MessageRows.vectors``),
-so a long write reports progress (``oam ingest``) between calls."""
+EMBED_STEP = 8
+"""Messages embedded per embedder call by ``write_thread`` (``MessageRows.vectors``), so
+``oam ingest`` and ``oam demo`` move their progress bar between calls: under a second
+per step at the 8-40 messages/s measured with the ``local`` embedder (bench/README.md)."""
 
 
 def speaker_name(message: Message) -> str | None:
@@ -139,10 +141,15 @@ class MessageRows:
                 ``embed`` (``step`` messages at a time).
             step: Messages per ``embed`` call (positive).
 
+        Raises:
+            InvalidArgumentError: if ``step`` is not a positive int.
+
         Returns:
             Per message a float32 array ``(len(texts[i]), dim)``, rows in the order of
             ``texts[i]``.
         """
+        if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+            raise InvalidArgumentError(f"step must be a positive int, got {step!r}")
         n = len(self.texts)
         own: dict[int, npt.NDArray[np.float32]] = {}
         out: list[npt.NDArray[np.float32]] = []
@@ -251,9 +258,13 @@ def store_row_vectors(
     on_progress: Callable[[int], None] | None = None,
 ) -> list[npt.NDArray[np.float32]]:
     """``rows.vectors`` with the store's embedder (``embeds_in_python`` must hold):
-    the calls the store itself would make, identity probe included."""
+    the calls the store itself would make, identity probe included. Without
+    ``on_progress``, one embedder call for all the rows; with it, one per
+    ``EMBED_STEP`` messages."""
 
     def embed(texts: list[str]) -> npt.NDArray[np.float32]:
         return np.asarray(embed_texts(store, texts, is_query=False), dtype=np.float32)
 
+    if on_progress is None:
+        return rows.vectors(embed, step=max(1, len(rows.texts)))
     return rows.vectors(embed, on_progress=on_progress)

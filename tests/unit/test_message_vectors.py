@@ -9,10 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
 from oam_core import OracleAgentMemory
 from oam_core.apis.thread import Message
 from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.errors import InvalidArgumentError
 from oam_core.ingest import Conversation
 from oam_core.ingest_writer import write_conversations
 from oam_core.memory.indexing import EMBED_STEP, message_rows
@@ -147,3 +149,11 @@ def test_write_conversations_reports_progress_while_a_thread_is_embedded(tmp_pat
     assert (written, skipped) == (n, 0)
     assert calls == [("t1", EMBED_STEP), ("t1", EMBED_STEP), ("t1", 5)]
     memory.close()
+
+
+@pytest.mark.parametrize("step", [0, -1, 1.5, True])
+def test_a_bad_step_is_refused_before_any_embedding(step: object) -> None:
+    embed = CountingEmbedder()
+    with pytest.raises(InvalidArgumentError, match="step must be a positive int"):
+        message_rows([msg("hi")], None, 896).vectors(embed, step=step)  # type: ignore[arg-type]
+    assert embed.calls == []
