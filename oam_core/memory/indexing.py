@@ -19,9 +19,11 @@ A message is stored as written. It gets two kinds of search rows:
 
 On LoCoMo (bench/locomo_recall.py) a context row of the previous message lifted
 HYBRID recall_all@10 from 0.59 to 0.63 and KEYWORD from 0.55 to 0.62; the previous
-two messages lift HYBRID from 0.674 to 0.701. It costs one more embedding per
-message (the three-turn row has about 29% more word pieces than the two-turn one, so
-ingest is about 20% slower). The day prefix lifts HYBRID from 0.633 to 0.658 at no embedding cost
+two messages lift HYBRID from 0.674 to 0.701. The context row's text is not
+embedded: its vector is the length-weighted mean of the own-row vectors of the
+messages it quotes (``MessageRows.vectors``), so a message costs one embedding, not
+two (ingest about 3x faster with the ``local`` embedder, for recall_all@10 0.727 ->
+0.723 on two LoCoMo samples; bench/README.md). The day prefix lifts HYBRID from 0.633 to 0.658 at no embedding cost
 (bench/README.md has the table of steps).
 """
 
@@ -64,10 +66,11 @@ previous exchange (in a two-party chat, the other side's turn and the speaker's 
 turn before it). One measured 0.674, two 0.701, three 0.683 recall_all@10 on LoCoMo
 (bench/README.md): further turns dilute the row."""
 
-EMBED_STEP = 8
+EMBED_STEP = 4
 """Messages embedded per embedder call by ``write_thread`` (``MessageRows.vectors``), so
 ``oam ingest`` and ``oam demo`` move their progress bar between calls: under a second
-per step at the 8-40 messages/s measured with the ``local`` embedder (bench/README.md)."""
+per step at the 8-40 messages/s measured with the ``local`` embedder under load
+(bench/README.md); a step of 8 left one 3 s gap in 33 on the demo conversation."""
 
 
 def speaker_name(message: Message) -> str | None:

@@ -136,7 +136,7 @@ def test_add_messages_embeds_no_context_row_text(tmp_path: Path) -> None:
 
 
 def test_write_conversations_reports_progress_while_a_thread_is_embedded(tmp_path: Path) -> None:
-    n = 2 * EMBED_STEP + 5
+    n = 2 * EMBED_STEP + 1
     messages = [{"role": "user", "content": f"message {i}"} for i in range(n)]
     memory = OracleAgentMemory.open(
         f"sqlite:///{tmp_path / 'i.db'}", embedder="hashing", extract_memories=False
@@ -147,7 +147,7 @@ def test_write_conversations_reports_progress_while_a_thread_is_embedded(tmp_pat
         memory, [conversation], on_progress=lambda t, c: calls.append((t, c))
     )
     assert (written, skipped) == (n, 0)
-    assert calls == [("t1", EMBED_STEP), ("t1", EMBED_STEP), ("t1", 5)]
+    assert calls == [("t1", EMBED_STEP), ("t1", EMBED_STEP), ("t1", 1)]
     memory.close()
 
 
