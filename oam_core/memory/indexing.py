@@ -20,8 +20,8 @@ A message is stored as written. It gets two kinds of search rows:
 On LoCoMo (bench/locomo_recall.py) a context row of the previous message lifted
 HYBRID recall_all@10 from 0.59 to 0.63 and KEYWORD from 0.55 to 0.62; the previous
 two messages lift HYBRID from 0.674 to 0.701. The context row's text is not
-embedded: its vector is the length-weighted mean of the own-row vectors of the
-messages it quotes (``MessageRows.vectors``), so a message costs one embedding, not
+embedded: its vector is the mean of the own-row vectors of the messages it quotes,
+weighted by the square root of their length (``MessageRows.vectors``), so a message costs one embedding, not
 two (ingest about 3x faster with the ``local`` embedder, for recall_all@10 0.727 ->
 0.723 on two LoCoMo samples; bench/README.md). The day prefix lifts HYBRID from 0.633 to 0.658 at no embedding cost
 (bench/README.md has the table of steps).
@@ -133,8 +133,10 @@ class MessageRows:
         """The vector of every row, with one model pass per own row only
         (docs/store.md#search-rows-that-quote-other-messages).
 
-        Own rows are embedded; a context row's vector is the length-weighted mean of
-        the unit vectors of its parts, L2-normalised: the own row's vector for each
+        Own rows are embedded; a context row's vector is the mean of the unit vectors
+        of its parts weighted by the square root of their length in characters,
+        L2-normalised (on LoCoMo, square-root weights kept recall where plain length
+        or equal weights lost some; bench/README.md): the own row's vector for each
         message of this run it quotes whole, and one embedding of the quoted text for
         a part from ``previous`` or cut to fit.
 
@@ -172,7 +174,7 @@ class MessageRows:
                     own[i] = rows[0]
                 if self.pieces[i]:
                     total = sum(
-                        len(t) * (own[k] if k is not None else vectors[todo[t]])
+                        len(t) ** 0.5 * (own[k] if k is not None else vectors[todo[t]])
                         for t, k in self.pieces[i]
                     )
                     norm = max(float(np.linalg.norm(total)), 1e-12)

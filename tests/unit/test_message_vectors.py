@@ -43,7 +43,7 @@ def unit(v: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return out
 
 
-def test_context_row_vector_is_the_length_weighted_mean_of_the_own_rows() -> None:
+def test_context_row_vector_is_the_sqrt_length_weighted_mean_of_the_own_rows() -> None:
     turns = [msg("I adopted a dog.", "Ana"), msg("What breed?", "Ben"), msg("A beagle.", "Ana")]
     rows = message_rows(turns, None, 896)
     embed = CountingEmbedder()
@@ -55,7 +55,7 @@ def test_context_row_vector_is_the_length_weighted_mean_of_the_own_rows() -> Non
     for i in range(3):
         np.testing.assert_allclose(vectors[i][0], own[i], atol=1e-6)
     lengths = [len("Ana: I adopted a dog."), len("Ben: What breed?"), len("Ana: A beagle.")]
-    expected = unit(sum(n * own[k].astype(np.float64) for k, n in enumerate(lengths)))
+    expected = unit(sum(n**0.5 * own[k].astype(np.float64) for k, n in enumerate(lengths)))
     np.testing.assert_allclose(vectors[2][1], expected, atol=1e-6)
     np.testing.assert_allclose(np.linalg.norm(vectors[2][1]), 1.0, atol=1e-6)
 
@@ -68,8 +68,8 @@ def test_previous_and_cut_parts_are_embedded_as_quoted() -> None:
     vectors = rows.vectors(embed)
     assert embed.calls == [["hi", "hello", "x"]]
     hi, hello, x = embed.inner.embed(["hi", "hello", "x"])
-    np.testing.assert_allclose(vectors[0][1], unit(5.0 * hello + 2.0 * hi), atol=1e-6)
-    np.testing.assert_allclose(vectors[1][1], unit(5.0 * hello + 2.0 * hi + x), atol=1e-6)
+    np.testing.assert_allclose(vectors[0][1], unit(5**0.5 * hello + 2**0.5 * hi), atol=1e-6)
+    np.testing.assert_allclose(vectors[1][1], unit(5**0.5 * hello + 2**0.5 * hi + x), atol=1e-6)
     # A part cut to fit is embedded as cut, not as the message's whole text.
     rows = message_rows([msg("b" * 40), msg("c" * 10)], None, 25)
     cut = rows.texts[1][1].split("\n")[0]
