@@ -21,9 +21,10 @@ On LoCoMo (bench/locomo_recall.py) a context row of the previous message lifted
 HYBRID recall_all@10 from 0.59 to 0.63 and KEYWORD from 0.55 to 0.62; the previous
 two messages lift HYBRID from 0.674 to 0.701. The context row's text is not
 embedded: its vector is the mean of the own-row vectors of the messages it quotes,
-weighted by the square root of their length (``MessageRows.vectors``), so a message costs one embedding, not
-two (``add_messages`` about 2x faster with the ``local`` embedder, for recall_all@10
-0.720 -> 0.718 on four LoCoMo samples; bench/README.md). The day prefix lifts HYBRID from 0.633 to 0.658 at no embedding cost
+weighted by the square root of their length (``MessageRows.vectors``), so a message
+costs one embedding, not two (``add_messages`` about 2x faster with the ``local``
+embedder, for recall_all@10 0.720 -> 0.718 on four LoCoMo samples; bench/README.md).
+The day prefix lifts HYBRID from 0.633 to 0.658 at no embedding cost
 (bench/README.md has the table of steps).
 """
 
