@@ -157,3 +157,37 @@ def test_a_bad_step_is_refused_before_any_embedding(step: object) -> None:
     with pytest.raises(InvalidArgumentError, match="step must be a positive int"):
         message_rows([msg("hi")], None, 896).vectors(embed, step=step)  # type: ignore[arg-type]
     assert embed.calls == []
+
+
+def test_a_thread_written_with_embedded_context_rows_reads_and_grows_the_same(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    old = [Message(role="user", content="I adopted a dog."), Message(role="user", content="Rex.")]
+    memory = OracleAgentMemory.open(url, embedder=HashingEmbedder(), extract_memories=False)
+    thread = memory.create_thread(user_id="u1")
+    # As before: the context row's text embedded by the store.
+    rows = message_rows(old, None, memory.store.chunk_chars).texts
+    thread.add_messages(old, index_texts=rows)
+    tid = thread.thread_id
+    memory.close()
+    embedder = HashingEmbedder()
+    memory = OracleAgentMemory.open(url, embedder=embedder, extract_memories=False)
+    thread = memory.get_thread(tid)
+    thread.add_messages([{"role": "user", "content": "He is a beagle."}])
+    assert [m.content for m in thread.get_messages()] == [
+        "I adopted a dog.",
+        "Rex.",
+        "He is a beagle.",
+    ]
+    # The old context row is found by its embedded text, the new one by its words.
+    query = embedder.embed(["I adopted a dog.\nRex."])[0]
+    hits = memory.store.search(query_vector=query, k=1, record_types={"message"})
+    assert [h.content for h, _ in hits] == ["Rex."]
+    hits = memory.store.search("adopted", k=3, record_types={"message"})
+    assert sorted(str(h.content) for h, _ in hits) == [
+        "He is a beagle.",
+        "I adopted a dog.",
+        "Rex.",
+    ]
+    memory.close()
