@@ -23,7 +23,7 @@ two messages lift HYBRID from 0.674 to 0.701. The context row's text is not
 embedded: its vector is the mean of the own-row vectors of the messages it quotes,
 weighted by the square root of their length (``MessageRows.vectors``), so a message
 costs one embedding, not two (``add_messages`` about 2x faster with the ``local``
-embedder, for recall_all@10 0.720 -> 0.718 on four LoCoMo samples; bench/README.md).
+embedder, for recall_all@10 0.712 -> 0.705 on the LoCoMo dev set; bench/README.md).
 The day prefix lifts HYBRID from 0.633 to 0.658 at no embedding cost
 (bench/README.md has the table of steps).
 """
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTEXT_MESSAGES",
+    "DERIVE_CONTEXT_VECTORS",
     "EMBED_STEP",
     "MESSAGE_KEY",
     "MessageRows",
@@ -72,6 +73,11 @@ EMBED_STEP = 4
 ``oam ingest`` and ``oam demo`` move their progress bar between calls: under a second
 per step at the 8-40 messages/s measured with the ``local`` embedder under load
 (bench/README.md); a step of 8 left one 3 s gap in 33 on the demo conversation."""
+
+DERIVE_CONTEXT_VECTORS = True
+"""Whether ``add_messages`` and ``write_thread`` vector context rows from the own rows
+(one model pass per message) instead of embedding their text (two). On the LoCoMo dev
+set: ingest ratio 0.31 -> 0.67, HYBRID recall_all@10 0.712 -> 0.705 (bench/README.md)."""
 
 
 def speaker_name(message: Message) -> str | None:
@@ -130,6 +136,7 @@ class MessageRows:
         *,
         on_progress: Callable[[int], None] | None = None,
         step: int = EMBED_STEP,
+        derive_context: bool = True,
     ) -> list[npt.NDArray[np.float32]]:
         """The vector of every row, with one model pass per own row only
         (docs/store.md#search-rows-that-quote-other-messages).
@@ -146,6 +153,9 @@ class MessageRows:
             on_progress: Called with the number of messages done after each call of
                 ``embed`` (``step`` messages at a time).
             step: Messages per ``embed`` call (positive).
+            derive_context: False to embed each context row's text instead (two
+                model passes per message, as before; recall_all@10 0.712 against
+                0.705 on the LoCoMo dev set, bench/README.md).
 
         Raises:
             InvalidArgumentError: if ``step`` is not a positive int.
@@ -163,9 +173,9 @@ class MessageRows:
             batch = range(start, min(n, start + step))
             todo: dict[str, int] = {}
             for i in batch:
-                for text in self._own_texts(i):
+                for text in self._own_texts(i) if derive_context else self.texts[i]:
                     todo.setdefault(text, len(todo))
-                for text, index in self.pieces[i]:
+                for text, index in self.pieces[i] if derive_context else ():
                     if index is None:
                         todo.setdefault(text, len(todo))
             vectors = embed(list(todo)) if todo else np.zeros((0, 0), dtype=np.float32)
@@ -173,7 +183,9 @@ class MessageRows:
                 rows = [vectors[todo[t]] for t in self._own_texts(i)]
                 if len(rows) == 1:
                     own[i] = rows[0]
-                if self.pieces[i]:
+                if self.pieces[i] and not derive_context:
+                    rows.append(vectors[todo[self.texts[i][-1]]])
+                elif self.pieces[i]:
                     total = sum(
                         len(t) ** 0.5 * (own[k] if k is not None else vectors[todo[t]])
                         for t, k in self.pieces[i]
@@ -271,6 +283,7 @@ def store_row_vectors(
     def embed(texts: list[str]) -> npt.NDArray[np.float32]:
         return np.asarray(embed_texts(store, texts, is_query=False), dtype=np.float32)
 
+    derive = DERIVE_CONTEXT_VECTORS
     if on_progress is None:
-        return rows.vectors(embed, step=max(1, len(rows.texts)))
-    return rows.vectors(embed, on_progress=on_progress)
+        return rows.vectors(embed, step=max(1, len(rows.texts)), derive_context=derive)
+    return rows.vectors(embed, on_progress=on_progress, derive_context=derive)

@@ -191,3 +191,14 @@ def test_a_thread_written_with_embedded_context_rows_reads_and_grows_the_same(
         "Rex.",
     ]
     memory.close()
+
+
+def test_without_deriving_the_context_row_text_is_embedded_in_the_same_calls() -> None:
+    turns = [msg("I adopted a dog.", "Ana"), msg("What breed?", "Ben"), msg("A beagle.", "Ana")]
+    rows = message_rows(turns, None, 896)
+    embed = CountingEmbedder()
+    done: list[int] = []
+    vectors = rows.vectors(embed, on_progress=done.append, step=2, derive_context=False)
+    assert embed.calls == [rows.texts[0] + rows.texts[1], rows.texts[2]] and done == [2, 1]
+    for texts, got in zip(rows.texts, vectors, strict=True):
+        np.testing.assert_allclose(got, embed.inner.embed(texts), atol=1e-6)
