@@ -75,8 +75,10 @@ def write_conversations(
             old and new in one transaction) or ``"resume"`` (threads already stored
             whole are skipped).
         source: The file, named in error messages.
-        on_progress: Called with ``(thread id, message count)`` after each thread
-            (written or skipped).
+        on_progress: Called with ``(thread id, message count)`` as messages are done:
+            while a thread's messages are embedded (every ``indexing.EMBED_STEP``
+            messages), and for the rest of the thread once it is written or skipped;
+            the counts of one thread add up to its message count.
 
     Returns:
         ``(messages written, threads skipped)``.
@@ -118,9 +120,17 @@ def write_conversations(
     written = skipped = 0
     for done, conversation in enumerate(conversations):
         count = len(conversation.messages)
+        reported = 0
         if mode == "resume" and conversation.thread_id in existing:
             skipped += 1
         else:
+
+            def embedded(messages: int, thread_id: str = conversation.thread_id) -> None:
+                nonlocal reported
+                reported += messages
+                if on_progress is not None:
+                    on_progress(thread_id, messages)
+
             try:
                 memory.write_thread(
                     conversation.thread_id,
@@ -128,6 +138,7 @@ def write_conversations(
                     user_id=conversation.user_id,
                     agent_id=conversation.agent_id,
                     replace=mode == "replace",
+                    on_progress=embedded,
                 )
             except Exception as exc:
                 before = (
@@ -141,6 +152,6 @@ def write_conversations(
                     f"{exc or type(exc).__name__}{before}"
                 ) from exc
             written += count
-        if on_progress is not None:
-            on_progress(conversation.thread_id, count)
+        if on_progress is not None and count > reported:
+            on_progress(conversation.thread_id, count - reported)
     return written, skipped

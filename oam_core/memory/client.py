@@ -36,7 +36,7 @@ from oam_core.memory.clientargs import (
 )
 from oam_core.memory.config import MemoryExtractionConfig, MemoryExtractionMode
 from oam_core.memory.diagnostics import pipeline_warning
-from oam_core.memory.indexing import message_index_texts
+from oam_core.memory.indexing import embeds_in_python, message_rows, store_row_vectors
 from oam_core.memory.messages import add_memory_steps, message_fields, prepare_messages
 from oam_core.memory.opening import new_thread_steps, reopen_thread_steps
 from oam_core.memory.thread import OracleThread
@@ -721,6 +721,7 @@ class OracleAgentMemory(IAgentMemory):
         agent_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         replace: bool = False,
+        on_progress: Callable[[int], None] | None = None,
     ) -> Steps[list[str]]:
         """An oam addition: store a whole conversation as one thread: the thread row and all its
         messages in ONE transaction, indexed as ``add_messages`` indexes them (speaker
@@ -740,6 +741,9 @@ class OracleAgentMemory(IAgentMemory):
             agent_id: The thread's agent, or None.
             metadata: JSON-like metadata of the thread row.
             replace: Replace an existing thread instead of refusing it.
+            on_progress: Called with a number of messages each time that many more
+                are embedded (every ``indexing.EMBED_STEP`` messages; never when the
+                store embeds in the database or has no embedder), before the write.
 
         Returns:
             The message ids, in input order.
@@ -753,12 +757,22 @@ class OracleAgentMemory(IAgentMemory):
         tid = check_required_id("thread_id", thread_id)
         if not isinstance(replace, bool):
             raise ValueError(f"replace must be a bool, got {replace!r}")
+        if on_progress is not None and not callable(on_progress):
+            raise ValueError(f"on_progress must be callable or None, got {on_progress!r}")
         prepared = prepare_messages(messages)
+        rows = message_rows(prepared, None, self._store.chunk_chars)
+        vectors: dict[str, Any] = {}
+        if prepared and embeds_in_python(self._store):
+            # Context rows vectored from the own rows (one model pass per message).
+            vectors["embeddings"] = yield from call(
+                store_row_vectors, self._store, rows, on_progress
+            )
         batch = PendingRecordBatch(
             thread_ids=tid,
             user_ids=user_id,
             agent_ids=agent_id,
-            index_texts=message_index_texts(prepared, None, self._store.chunk_chars),
+            index_texts=rows.texts,
+            **vectors,
             **message_fields(prepared),
         )
         ids: list[str] = yield from call(

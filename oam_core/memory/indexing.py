@@ -19,28 +19,47 @@ A message is stored as written. It gets two kinds of search rows:
 
 On LoCoMo (bench/locomo_recall.py) a context row of the previous message lifted
 HYBRID recall_all@10 from 0.59 to 0.63 and KEYWORD from 0.55 to 0.62; the previous
-two messages lift HYBRID from 0.674 to 0.701. It costs one more embedding per
-message (the three-turn row has about 29% more word pieces than the two-turn one, so
-ingest is about 20% slower). The day prefix lifts HYBRID from 0.633 to 0.658 at no embedding cost
+two messages lift HYBRID from 0.674 to 0.701. The context row's text is not
+embedded: its vector is the mean of the own-row vectors of the messages it quotes,
+weighted by the square root of their length (``MessageRows.vectors``), so a message
+costs one embedding, not two (``add_messages`` about 2x faster with the ``local``
+embedder, for recall_all@10 0.712 -> 0.705 on the LoCoMo dev set; bench/README.md).
+The day prefix lifts HYBRID from 0.633 to 0.658 at no embedding cost
 (bench/README.md has the table of steps).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
 
 from oam_core.apis.thread import Message
+from oam_core.errors import InvalidArgumentError
 from oam_core.store.chunking import chunk_text
+from oam_core.store.embedding import embed_texts
 from oam_core.store.quotes import QuotingChunk
 from oam_core.store.signals import MESSAGE_KEY, participant_name
 from oam_core.store.temporal import day_label
 
+if TYPE_CHECKING:
+    from oam_core.store.base import OracleMemoryStore
+
 __all__ = [
     "CONTEXT_MESSAGES",
+    "DERIVE_CONTEXT_VECTORS",
+    "EMBED_STEP",
     "MESSAGE_KEY",
+    "MessageRows",
+    "embeds_in_python",
     "labelled_text",
     "message_index_texts",
+    "message_rows",
     "speaker_name",
+    "store_row_vectors",
 ]
 
 CONTEXT_MESSAGES = 2
@@ -48,6 +67,17 @@ CONTEXT_MESSAGES = 2
 previous exchange (in a two-party chat, the other side's turn and the speaker's own
 turn before it). One measured 0.674, two 0.701, three 0.683 recall_all@10 on LoCoMo
 (bench/README.md): further turns dilute the row."""
+
+EMBED_STEP = 4
+"""Messages embedded per embedder call by ``write_thread`` (``MessageRows.vectors``), so
+``oam ingest`` and ``oam demo`` move their progress bar between calls: under a second
+per step at the 8-40 messages/s measured with the ``local`` embedder under load
+(bench/README.md); a step of 8 left one 3 s gap in 33 on the demo conversation."""
+
+DERIVE_CONTEXT_VECTORS = True
+"""Whether ``add_messages`` and ``write_thread`` vector context rows from the own rows
+(one model pass per message) instead of embedding their text (two). On the LoCoMo dev
+set: ingest ratio 0.31 -> 0.67, HYBRID recall_all@10 0.712 -> 0.705 (bench/README.md)."""
 
 
 def speaker_name(message: Message) -> str | None:
@@ -81,39 +111,179 @@ def message_index_texts(
     Returns:
         One list of row texts per message (empty for a blank message).
     """
+    return message_rows(messages, previous, chunk_chars).texts
+
+
+@dataclass(frozen=True)
+class MessageRows:
+    """The search rows of a run of messages: their texts, and how to vector them.
+
+    Attributes:
+        texts: One list of row texts per message, as ``message_index_texts`` returns:
+            the own chunks, then the context row when there is one.
+        pieces: Per message, the parts of its context row in order (empty when it
+            has none): ``(text, index)`` with ``index`` the position in ``messages``
+            of the message whose own one-chunk row holds exactly ``text`` (without
+            the day prefix), or None for a part that is cut or from ``previous``.
+    """
+
+    texts: list[list[str]]
+    pieces: list[list[tuple[str, int | None]]]
+
+    def vectors(
+        self,
+        embed: Callable[[list[str]], npt.NDArray[np.float32]],
+        *,
+        on_progress: Callable[[int], None] | None = None,
+        step: int = EMBED_STEP,
+        derive_context: bool = True,
+    ) -> list[npt.NDArray[np.float32]]:
+        """The vector of every row, with one model pass per own row only
+        (docs/store.md#search-rows-that-quote-other-messages).
+
+        Own rows are embedded; a context row's vector is the mean of the unit vectors
+        of its parts weighted by the square root of their length in characters,
+        L2-normalised (on LoCoMo, square-root weights kept recall where plain length
+        or equal weights lost some; bench/README.md): the own row's vector for each
+        message of this run it quotes whole, and one embedding of the quoted text for
+        a part from ``previous`` or cut to fit.
+
+        Args:
+            embed: Embeds a list of texts into a float32 ``(n, dim)`` array of unit rows.
+            on_progress: Called with the number of messages done after each call of
+                ``embed`` (``step`` messages at a time).
+            step: Messages per ``embed`` call (positive).
+            derive_context: False to embed each context row's text instead (two
+                model passes per message, as before; recall_all@10 0.712 against
+                0.705 on the LoCoMo dev set, bench/README.md).
+
+        Raises:
+            InvalidArgumentError: if ``step`` is not a positive int.
+
+        Returns:
+            Per message a float32 array ``(len(texts[i]), dim)``, rows in the order of
+            ``texts[i]``.
+        """
+        if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+            raise InvalidArgumentError(f"step must be a positive int, got {step!r}")
+        n = len(self.texts)
+        own: dict[int, npt.NDArray[np.float32]] = {}
+        out: list[npt.NDArray[np.float32]] = []
+        for start in range(0, n, step):
+            batch = range(start, min(n, start + step))
+            todo: dict[str, int] = {}
+            for i in batch:
+                for text in self._own_texts(i) if derive_context else self.texts[i]:
+                    todo.setdefault(text, len(todo))
+                for text, index in self.pieces[i] if derive_context else ():
+                    if index is None:
+                        todo.setdefault(text, len(todo))
+            vectors = embed(list(todo)) if todo else np.zeros((0, 0), dtype=np.float32)
+            for i in batch:
+                rows = [vectors[todo[t]] for t in self._own_texts(i)]
+                if len(rows) == 1:
+                    own[i] = rows[0]
+                if self.pieces[i] and not derive_context:
+                    rows.append(vectors[todo[self.texts[i][-1]]])
+                elif self.pieces[i]:
+                    total = sum(
+                        len(t) ** 0.5 * (own[k] if k is not None else vectors[todo[t]])
+                        for t, k in self.pieces[i]
+                    )
+                    norm = max(float(np.linalg.norm(total)), 1e-12)
+                    rows.append(np.asarray(total / norm, dtype=np.float32))
+                out.append(
+                    np.stack(rows).astype(np.float32)
+                    if rows
+                    else np.zeros((0, vectors.shape[1] if vectors.size else 0), np.float32)
+                )
+            if on_progress is not None:
+                on_progress(len(batch))
+        return out
+
+    def _own_texts(self, i: int) -> list[str]:
+        """The own (embedded) rows of message ``i``: all but its context row."""
+        texts = self.texts[i]
+        return texts[:-1] if self.pieces[i] else texts
+
+
+def message_rows(
+    messages: Sequence[Message],
+    previous: Message | Sequence[Message] | None,
+    chunk_chars: int,
+) -> MessageRows:
+    """The search rows of ``messages`` (arguments as ``message_index_texts``), with
+    what ``MessageRows.vectors`` needs to vector the context rows without embedding
+    them."""
     if previous is None:
         earlier: list[Message] = []
     elif isinstance(previous, Message):
         earlier = [previous]
     else:
         earlier = list(previous)
-    history = [(labelled_text(m), m.id) for m in earlier[-CONTEXT_MESSAGES:]]
+    # (text, message id, position in ``messages`` or None)
+    history: list[tuple[str, str | None, int | None]] = [
+        (labelled_text(m), m.id, None) for m in earlier[-CONTEXT_MESSAGES:]
+    ]
     rows: list[list[str]] = []
-    for message in messages:
+    pieces: list[list[tuple[str, int | None]]] = []
+    for position, message in enumerate(messages):
         own = labelled_text(message)
         day = day_label(message.timestamp) if own else None
         chunks: list[str] = chunk_text(f"[{day}] {own}" if day else own, chunk_chars)
+        parts: list[tuple[str, int | None]] = []
         if own and len(chunks) == 1:
             context = _context(history[-CONTEXT_MESSAGES:], chunk_chars - len(own))
             if context:
-                text = "\n".join([*(t for t, _ in context), own])
-                chunks.append(QuotingChunk(text, [i for _, i in context if i is not None]))
+                text = "\n".join([*(t for t, _, _ in context), own])
+                chunks.append(QuotingChunk(text, [i for _, i, _ in context if i is not None]))
+                parts = [(t, k) for t, _, k in context] + [(own, position)]
         rows.append(chunks)
-        history.append((own, message.id))
-    return rows
+        pieces.append(parts)
+        whole = own and len(chunks) - (1 if parts else 0) == 1
+        history.append((own, message.id, position if whole else None))
+    return MessageRows(rows, pieces)
 
 
-def _context(texts: Sequence[tuple[str, str | None]], room: int) -> list[tuple[str, str | None]]:
-    """The ``(text, message id)`` pairs of non-blank ``texts`` that fit in ``room``
-    characters, each costing its length plus a newline, newest kept first; when not
-    even the newest fits whole, its last chunk of ``room - 1`` characters."""
-    kept: list[tuple[str, str | None]] = []
-    for text, message_id in reversed([t for t in texts if t[0]]):
+def _context(
+    texts: Sequence[tuple[str, str | None, int | None]], room: int
+) -> list[tuple[str, str | None, int | None]]:
+    """The ``(text, message id, position)`` triples of non-blank ``texts`` that fit in
+    ``room`` characters, each costing its length plus a newline, newest kept first;
+    when not even the newest fits whole, its last chunk of ``room - 1`` characters
+    (with position None: the text is no longer the message's own)."""
+    kept: list[tuple[str, str | None, int | None]] = []
+    for text, message_id, position in reversed([t for t in texts if t[0]]):
         if len(text) + 1 <= room:
-            kept.insert(0, (text, message_id))
+            kept.insert(0, (text, message_id, position))
             room -= len(text) + 1
         else:
             if not kept and room > 1:
-                kept = [(chunk_text(text, room - 1)[-1], message_id)]
+                kept = [(chunk_text(text, room - 1)[-1], message_id, None)]
             break
     return kept
+
+
+def embeds_in_python(store: OracleMemoryStore) -> bool:
+    """Whether ``store`` vectors its rows with its own ``embedder`` here (not in the
+    database, and not text-only), so ``MessageRows.vectors`` can vector them."""
+    return store.embedder is not None and bool(getattr(store, "_local_vectors", True))
+
+
+def store_row_vectors(
+    store: OracleMemoryStore,
+    rows: MessageRows,
+    on_progress: Callable[[int], None] | None = None,
+) -> list[npt.NDArray[np.float32]]:
+    """``rows.vectors`` with the store's embedder (``embeds_in_python`` must hold):
+    the calls the store itself would make, identity probe included. Without
+    ``on_progress``, one embedder call for all the rows; with it, one per
+    ``EMBED_STEP`` messages."""
+
+    def embed(texts: list[str]) -> npt.NDArray[np.float32]:
+        return np.asarray(embed_texts(store, texts, is_query=False), dtype=np.float32)
+
+    derive = DERIVE_CONTEXT_VECTORS
+    if on_progress is None:
+        return rows.vectors(embed, step=max(1, len(rows.texts)), derive_context=derive)
+    return rows.vectors(embed, on_progress=on_progress, derive_context=derive)

@@ -31,7 +31,12 @@ from oam_core.llms.bounded import DEFAULT_LLM_CALL_TIMEOUT, BoundedLlm, check_ca
 from oam_core.memory.config import MemoryExtractionMode, check_extraction_mode
 from oam_core.memory.contextcard import OracleContextCard
 from oam_core.memory.diagnostics import pipeline_warning
-from oam_core.memory.indexing import CONTEXT_MESSAGES, message_index_texts
+from oam_core.memory.indexing import (
+    CONTEXT_MESSAGES,
+    embeds_in_python,
+    message_rows,
+    store_row_vectors,
+)
 from oam_core.memory.messages import (
     BATCH_FIELDS,
     DEFAULT_MESSAGE_WINDOW,
@@ -255,9 +260,12 @@ class OracleThread(IThread):
             last: list[MessageRecord] = yield from call(
                 self._store.list_thread_messages, self.thread_id, CONTEXT_MESSAGES
             )
-            index_kwargs["index_texts"] = message_index_texts(
-                prepared, [as_message(m) for m in last], self._store.chunk_chars
-            )
+            rows = message_rows(prepared, [as_message(m) for m in last], self._store.chunk_chars)
+            index_kwargs["index_texts"] = rows.texts
+            if "embeddings" not in store_kwargs and embeds_in_python(self._store):
+                # Context rows vectored from the own rows (one model pass per message).
+                vectors = yield from call(store_row_vectors, self._store, rows)
+                index_kwargs["embeddings"] = vectors
         fields = {**message_fields(prepared), "user_ids": self.user_id, "agent_ids": self.agent_id}
         ids = yield from self._thread_write_steps({**fields, **index_kwargs}, store_kwargs)
         yield from self._after_messages_added(list(ids), prepared)
