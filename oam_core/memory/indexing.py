@@ -19,11 +19,12 @@ A message is stored as written. It gets two kinds of search rows:
 
 On LoCoMo (bench/locomo_recall.py) a context row of the previous message lifted
 HYBRID recall_all@10 from 0.59 to 0.63 and KEYWORD from 0.55 to 0.62; the previous
-two messages lift HYBRID from 0.674 to 0.701. The context row's text is not
-embedded: its vector is the mean of the own-row vectors of the messages it quotes,
-weighted by the square root of their length (``MessageRows.vectors``), so a message
-costs one embedding, not two (``add_messages`` about 2x faster with the ``local``
-embedder, for recall_all@10 0.712 -> 0.705 on the LoCoMo dev set; bench/README.md).
+two messages lift HYBRID from 0.674 to 0.701. Each message so costs two embeddings
+(its own row and its context row). ``DERIVE_CONTEXT_VECTORS`` measures the other
+choice: the context row's vector as the length-weighted mean of the own-row vectors
+of the messages it quotes (one embedding a message, ``add_messages`` about 2x faster
+with the ``local`` embedder), for recall_all@10 0.712 -> 0.705 on the LoCoMo dev set,
+more than it may cost; it is off (bench/README.md#context-row-vectors-from-the-own-rows).
 The day prefix lifts HYBRID from 0.633 to 0.658 at no embedding cost
 (bench/README.md has the table of steps).
 """
@@ -74,10 +75,12 @@ EMBED_STEP = 4
 per step at the 8-40 messages/s measured with the ``local`` embedder under load
 (bench/README.md); a step of 8 left one 3 s gap in 33 on the demo conversation."""
 
-DERIVE_CONTEXT_VECTORS = True
+DERIVE_CONTEXT_VECTORS = False
 """Whether ``add_messages`` and ``write_thread`` vector context rows from the own rows
-(one model pass per message) instead of embedding their text (two). On the LoCoMo dev
-set: ingest ratio 0.31 -> 0.67, HYBRID recall_all@10 0.712 -> 0.705 (bench/README.md)."""
+(one model pass per message) instead of embedding their text (two). Off: on the LoCoMo
+dev set it took the ingest ratio from 0.31 to 0.67 but HYBRID recall_all@10 from 0.712
+to 0.705 (single-hop 0.913 -> 0.902), more than the 0.005 a speed-up may cost
+(bench/README.md#context-row-vectors-from-the-own-rows)."""
 
 
 def speaker_name(message: Message) -> str | None:

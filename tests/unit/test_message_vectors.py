@@ -17,8 +17,8 @@ from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.errors import InvalidArgumentError
 from oam_core.ingest import Conversation
 from oam_core.ingest_writer import write_conversations
+from oam_core.memory import indexing
 from oam_core.memory.indexing import EMBED_STEP, message_rows
-from oam_core.store.identity import PROBE_TEXT
 
 
 class CountingEmbedder:
@@ -104,7 +104,11 @@ def test_a_blank_or_long_message_has_no_context_row_but_others_still_do() -> Non
     assert rows.texts[3][1].split("\n")[0] in embed.calls[0]
 
 
-def test_add_messages_embeds_no_context_row_text(tmp_path: Path) -> None:
+@pytest.mark.parametrize("derive", [True, False])
+def test_add_messages_embeds_context_row_text_only_when_not_deriving(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, derive: bool
+) -> None:
+    monkeypatch.setattr(indexing, "DERIVE_CONTEXT_VECTORS", derive)
     embedder = HashingEmbedder()
     original = embedder.embed
     seen: list[str] = []
@@ -122,13 +126,16 @@ def test_add_messages_embeds_no_context_row_text(tmp_path: Path) -> None:
     thread.add_messages(
         [{"role": "assistant", "content": "What breed?"}, {"role": "user", "content": "Beagle."}]
     )
-    # Own rows (and the one earlier message quoted from the store), no context row.
-    assert [t for t in seen if t != PROBE_TEXT] == [
-        "I adopted a dog.",
-        "What breed?",
-        "I adopted a dog.",
-        "Beagle.",
-    ]
+    own = ["I adopted a dog.", "What breed?", "Beagle."]
+    if derive:
+        # Own rows (and the one earlier message quoted from the store), no context row.
+        assert seen == ["I adopted a dog.", "What breed?", "I adopted a dog.", "Beagle."]
+    else:
+        # The default: own rows and each context row's text.
+        assert [t for t in seen if t in own] == own
+        context = [t for t in seen if t not in own]
+        assert len(context) == 2 and all("\n" in t for t in context)
+        assert "adopted" in context[0] and "breed" in context[1]
     # The context rows are stored: the replies are found by the words they quote.
     hits = memory.store.search("adopted", k=3, record_types={"message"})
     assert sorted(str(h.content) for h, _ in hits) == ["Beagle.", "I adopted a dog.", "What breed?"]
