@@ -17,6 +17,8 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from oam_core.connection import MEMORY, backend_of, sqlite_target
+from oam_core.errors import InvalidArgumentError
 from oam_core.store.dumprows import OnConflict
 from oam_core.transfer.backup import backup_sqlite
 from oam_core.transfer.copy import copy_store
@@ -122,6 +124,20 @@ def _target_embedder(db: str, given: str | None, needs: bool) -> str:
     return str(_cli().embedder_for(db, None)) if needs else "none"
 
 
+def _same_store(src: str, dst: str) -> bool:
+    """Whether two ``--db`` values name one store: the same SQLite file, or the same
+    URL."""
+    if src == dst:
+        return True
+    try:
+        if backend_of(src) != "sqlite" or backend_of(dst) != "sqlite":
+            return False
+        a, b = sqlite_target(src), sqlite_target(dst)
+    except ValueError:
+        return False  # the command's own opening reports it
+    return MEMORY not in (a, b) and Path(a).resolve() == Path(b).resolve()
+
+
 def register(app: typer.Typer) -> None:
     """Add the transfer commands to ``app``."""
 
@@ -135,9 +151,18 @@ def register(app: typer.Typer) -> None:
         ],
         db: DbOption = "oam.db",
         user: UserOption = None,
+        overwrite: Annotated[
+            bool, typer.Option("--overwrite", help="Replace FILE if it exists.")
+        ] = False,
     ) -> None:
         """Write a store's whole content (or some users') to an oam dump file."""
         cli = _cli()
+        if str(file) != "-" and file.exists() and not overwrite:
+            with cli._user_errors():
+                raise InvalidArgumentError(
+                    f"FILE: {str(file)!r} exists; pass --overwrite to replace it "
+                    "(the store to read is --db)"
+                )
         with cli._user_errors(), cli._memory(db, "none") as memory, _bar("Exporting") as advance:
             if str(file) == "-":
                 out = typer.get_binary_stream("stdout")
@@ -205,6 +230,8 @@ def register(app: typer.Typer) -> None:
         cli = _cli()
         conflict: OnConflict = on_conflict.value
         with cli._user_errors():
+            if _same_store(src, dst):
+                raise InvalidArgumentError(f"DST: {dst!r} is the source store {src!r}")
             name = _target_embedder(dst, embedder, reembed)
             with (
                 cli._memory(src, "none") as source,

@@ -28,11 +28,13 @@ def _path(target: Any) -> Path | None:
 
 @contextmanager
 def open_write(target: Target, name: str) -> Iterator[IO[bytes]]:
-    """A binary stream writing to ``target``.
+    """A binary stream writing to ``target``. A path is written as a temporary file
+    beside it (``.<name>.<pid>.tmp``) that replaces it only once the whole dump is
+    written: a failed or interrupted export leaves an existing file as it was.
 
     Raises:
         InvalidArgumentError: naming ``name`` for an object that is neither a path
-            nor a writable binary file.
+            nor a writable binary file, or a path whose directory does not exist.
     """
     path = _path(target)
     if path is None:
@@ -42,12 +44,21 @@ def open_write(target: Target, name: str) -> Iterator[IO[bytes]]:
             )
         yield target  # type: ignore[misc]
         return
-    if path.name.endswith(".gz"):
-        with gzip.open(path, "wb", compresslevel=GZIP_LEVEL) as gz:
-            yield gz  # type: ignore[misc]
-    else:
-        with open(path, "wb") as f:
-            yield f
+    if not path.parent.is_dir():
+        raise InvalidArgumentError(f"{name}: the directory {str(path.parent)!r} does not exist")
+    if path.is_dir():
+        raise InvalidArgumentError(f"{name}: {str(path)!r} is a directory")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        if path.name.endswith(".gz"):
+            with gzip.open(tmp, "wb", compresslevel=GZIP_LEVEL) as gz:
+                yield gz  # type: ignore[misc]
+        else:
+            with open(tmp, "wb") as f:
+                yield f
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 @contextmanager

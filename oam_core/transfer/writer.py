@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
+from oam_core.errors import InvalidArgumentError
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.identity import EmbedderIdentity
 from oam_core.transfer import format as fmt
@@ -51,10 +54,15 @@ def export_store(
         as expired, uncompressed bytes written, seconds.
 
     Raises:
-        InvalidArgumentError: for a bad ``destination`` or ``user_ids``.
+        InvalidArgumentError: for a bad ``destination`` (a missing directory, a
+            directory, the exported SQLite store's own database file) or ``user_ids``.
         StoreError: when the store cannot be read.
+
+    A path is replaced only once the whole dump is written (a temporary file beside
+    it until then), so a failed export leaves an existing file as it was.
     """
     started = time.perf_counter()
+    _refuse_own_file(store, destination)
     users = None if user_ids is None else list(user_ids)
     rows_iter = store.dump_rows(user_ids=users, page_size=PAGE_ROWS)  # checks user_ids
     now = store.clock_now()
@@ -90,3 +98,24 @@ def export_store(
         bytes=written,
         seconds=time.perf_counter() - started,
     )
+
+
+def _refuse_own_file(store: OracleMemoryStore, destination: Target) -> None:
+    """Refuse to write a dump over the database file of ``store`` itself (or its
+    ``-wal``/``-shm``), which would destroy the store being exported.
+
+    Raises:
+        InvalidArgumentError: naming ``destination``.
+    """
+    from oam_core.store.sqlite import SQLiteMemoryStore
+
+    if not isinstance(destination, (str, os.PathLike)) or not isinstance(store, SQLiteMemoryStore):
+        return
+    if store.path == ":memory:" or str(store.path).startswith("file:"):
+        return
+    own = Path(store.path).resolve()
+    dest = Path(os.fspath(destination)).resolve()
+    if dest in {own, own.with_name(own.name + "-wal"), own.with_name(own.name + "-shm")}:
+        raise InvalidArgumentError(
+            f"destination: {os.fspath(destination)!r} is the exported store's own database file"
+        )

@@ -150,3 +150,50 @@ def test_docs_describe_every_option(runner: CliRunner, command: str) -> None:
     section = page[page.index("## Moving memory between stores") :]
     assert f"oam {command}" in section
     assert {o for o in options if o not in section} == set()
+
+
+def test_export_never_overwrites_a_file_or_the_store_unasked(
+    runner: CliRunner, source: Path, tmp_path: Path
+) -> None:
+    before = source.read_bytes()
+    # A user who takes the argument for the database: the store itself is not replaced.
+    own = invoke(runner, "export", source, "--db", source)
+    assert_clean_failure(own, 1, "exists; pass --overwrite")
+    own = invoke(runner, "export", source, "--db", source, "--overwrite")
+    assert_clean_failure(own, 1, "own database file")
+    assert _facts(source) == ["f-ana", "f-ben"]
+    other = tmp_path / "notes.jsonl"
+    other.write_text("keep me\n", encoding="utf-8")
+    refused = invoke(runner, "export", other, "--db", source)
+    assert_clean_failure(refused, 1, "exists; pass --overwrite")
+    assert other.read_text(encoding="utf-8") == "keep me\n"
+    replaced = invoke(runner, "export", other, "--db", source, "--overwrite")
+    assert replaced.exit_code == 0, replaced.output
+    assert other.read_text(encoding="utf-8").startswith('{"format":')
+    assert source.read_bytes()[:16] == before[:16]
+
+
+def test_copy_refuses_a_store_onto_itself(runner: CliRunner, source: Path) -> None:
+    for dst in (str(source), f"sqlite:///{source}"):
+        copied = invoke(runner, "copy", str(source), dst, "--on-conflict", "replace")
+        assert_clean_failure(copied, 1, "is the source store")
+    assert _facts(source) == ["f-ana", "f-ben"]
+
+
+def test_a_failed_export_leaves_an_existing_file_as_it_was(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oam_core import export_store
+    from oam_core.transfer import format as fmt
+
+    dump = tmp_path / "d.jsonl"
+    dump.write_bytes(b"the previous dump\n")
+
+    def broken(*args: object, **kwargs: object) -> bytes:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(fmt, "header", broken)
+    with SQLiteMemoryStore(str(source)) as store, pytest.raises(RuntimeError, match="disk full"):
+        export_store(store, dump)
+    assert dump.read_bytes() == b"the previous dump\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.jsonl", "src.db"]
