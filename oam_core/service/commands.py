@@ -19,6 +19,7 @@ import typer
 from oam_core import SchemaPolicy, SearchStrategy
 from oam_core import __version__ as oam_version
 from oam_core.errors import OAMError
+from oam_core.service.common import DEFAULT_MAX_CONTENT_CHARS, DEFAULT_MAX_QUERY_CHARS
 
 __all__ = ["MCP_TOKEN_ENV", "SERVE_TOKEN_ENV", "mcp", "serve"]
 
@@ -164,7 +165,7 @@ def mcp(
             help="Most characters of one message or memory, and of one add_messages call "
             "in all; larger calls are refused with a tool error.",
         ),
-    ] = 100_000,
+    ] = DEFAULT_MAX_CONTENT_CHARS,
     max_query_chars: Annotated[
         int,
         typer.Option(
@@ -172,7 +173,7 @@ def mcp(
             min=1,
             help="Most characters of a search_memories query; longer ones are refused.",
         ),
-    ] = 4_000,
+    ] = DEFAULT_MAX_QUERY_CHARS,
 ) -> None:
     """Serve one user's (or agent's) memory to MCP clients: stdio by default, --http for
     streamable HTTP. Clients cannot read or write outside --user/--agent. The store
@@ -246,6 +247,14 @@ def serve(
             "required when --host is not a loopback address.",
         ),
     ] = None,
+    max_query_chars: Annotated[
+        int,
+        typer.Option(
+            "--max-query-chars",
+            min=1,
+            help="Most characters of a search query; longer ones get the 400 page.",
+        ),
+    ] = DEFAULT_MAX_QUERY_CHARS,
 ) -> None:
     """Browse a store in a local web inspector: users, threads, messages, memories with
     their sources, search and context cards; delete a memory or a thread."""
@@ -262,6 +271,7 @@ def serve(
             token=token,
             allowed_hosts=None if is_loopback(host) else ["*"],
             schema_policy=schema_policy,
+            max_query_chars=max_query_chars,
         )
     where = f"http://{'[' + host + ']' if ':' in host else host}:{port}/"
     hint = "?token=..." if token else ""

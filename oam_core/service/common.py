@@ -13,6 +13,13 @@ from oam_core.connection import backend_of, sqlite_holds_store, sqlite_target
 from oam_core.errors import SchemaError
 from oam_core.memory.provenance import reserved_keys
 
+DEFAULT_MAX_CONTENT_CHARS = 100_000
+"""Most characters of one message or memory, and of all messages of one
+``add_messages`` call (``oam mcp --max-content-chars``)."""
+DEFAULT_MAX_QUERY_CHARS = 4_000
+"""Most characters of a search query (``oam mcp`` and ``oam serve``
+``--max-query-chars``): a longer one is refused before it is embedded."""
+
 __all__ = [
     "MEMORY_TYPE_NAMES",
     "open_memory",

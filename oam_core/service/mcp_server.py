@@ -39,7 +39,14 @@ from oam_core.errors import (
     StoreError,
 )
 from oam_core.memory.messages import check_memory_content, prepare_messages
-from oam_core.service.common import MEMORY_TYPE_NAMES, record_json, score_kind, thread_json
+from oam_core.service.common import (
+    DEFAULT_MAX_CONTENT_CHARS,
+    DEFAULT_MAX_QUERY_CHARS,
+    MEMORY_TYPE_NAMES,
+    record_json,
+    score_kind,
+    thread_json,
+)
 from oam_core.service.scope import Scope, ScopeError
 from oam_core.store.strategy import searching_with
 
@@ -63,11 +70,6 @@ TOOL_NAMES = (
 )
 """The tools every ``oam mcp`` server offers, in the order they are listed."""
 
-DEFAULT_MAX_CONTENT_CHARS = 100_000
-"""Most characters of one message or memory, and of all messages of one
-``add_messages`` call (``oam mcp --max-content-chars``)."""
-DEFAULT_MAX_QUERY_CHARS = 4_000
-"""Most characters of a ``search_memories`` query (``oam mcp --max-query-chars``)."""
 PREVIEW_CHARS = 200
 """Characters of a saved memory that ``add_memory`` returns as its preview."""
 

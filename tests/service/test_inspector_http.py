@@ -8,6 +8,7 @@ import re
 from collections.abc import Iterator
 from html import unescape
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 import httpx
@@ -433,3 +434,36 @@ def test_a_long_thread_pages_both_ways(client: TestClient, monkeypatch: pytest.M
     assert re.findall(r'<li class="message" id="(msg-\d+)"', oldest) == ["msg-0"]
     later = re.search(r'<a href="([^"]+)">Later messages</a>', oldest)
     assert later and unescape(later.group(1)) == "/thread?id=trip&from=1"
+
+
+def test_a_query_over_the_limit_is_the_400_page_before_any_embedding(
+    seeded: Seeded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 60 KB query kept the local embedder busy for 20 s: the inspector refuses a
+    query over ``max_query_chars`` as the MCP server does (docs/service.md)."""
+    app = create_app(seeded.url, embedder=EMBEDDER, max_query_chars=50)
+    with TestClient(app, base_url="http://127.0.0.1") as browser:
+        embedded: list[int] = []
+        embedder = app.state.inspector.memory.store.embedder
+        real = embedder.embed
+
+        def counting(texts: Any, **kwargs: Any) -> Any:
+            embedded.append(len(texts))
+            return real(texts, **kwargs)
+
+        monkeypatch.setattr(embedder, "embed", counting)
+        response = browser.get("/search?" + urlencode({"q": "Lisbon " * 20}))
+        assert response.status_code == 400
+        text = unescape(_text(response.text))
+        assert "query: 140 characters, over the limit of 50" in text
+        assert "--max-query-chars" in text
+        assert embedded == []
+        ok = browser.get("/search?" + urlencode({"q": "Lisbon"}))
+        assert ok.status_code == 200
+        assert embedded  # the counter sees a search that runs
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.5])
+def test_a_bad_query_limit_is_refused_naming_it(seeded: Seeded, bad: object) -> None:
+    with pytest.raises(ValueError, match="max_query_chars must be a whole number"):
+        create_app(seeded.url, embedder=EMBEDDER, max_query_chars=bad)  # type: ignore[arg-type]

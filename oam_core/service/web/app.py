@@ -30,8 +30,8 @@ from starlette.staticfiles import StaticFiles
 
 from oam_core import OracleAgentMemory, SchemaPolicy, SearchStrategy
 from oam_core.apis.records import MEMORY_TYPES, SEARCHABLE_TYPES, MessageRecord
-from oam_core.errors import NotFoundError
-from oam_core.service.common import open_memory, score_kind
+from oam_core.errors import InvalidArgumentError, NotFoundError
+from oam_core.service.common import DEFAULT_MAX_QUERY_CHARS, open_memory, score_kind
 from oam_core.service.web import views
 from oam_core.service.web.security import (
     SECURITY_HEADERS,
@@ -120,6 +120,7 @@ def create_app(
     token: str | None = None,
     allowed_hosts: list[str] | None = None,
     schema_policy: SchemaPolicy | str | None = None,
+    max_query_chars: int = DEFAULT_MAX_QUERY_CHARS,
 ) -> Starlette:
     """Build the inspector's ASGI app.
 
@@ -133,14 +134,25 @@ def create_app(
             None-like empty list is not accepted; pass ``["*"]`` to accept any.
         schema_policy: For ``db``: ``SchemaPolicy`` or its name; default
             ``REQUIRE_EXISTING`` (docs/store.md#schema-policies).
+        max_query_chars: Most characters of a search query (>= 1); a longer one is
+            the 400 page, before anything is embedded (docs/service.md#size-limits).
 
     Returns:
         The Starlette app; serve it with uvicorn.
 
     Raises:
-        ValueError: when neither ``db`` nor ``memory`` is given, or the store
-            cannot be opened (missing database, another embedder dimension).
+        ValueError: when neither ``db`` nor ``memory`` is given, the store
+            cannot be opened (missing database, another embedder dimension), or
+            ``max_query_chars`` is not a whole number >= 1.
     """
+    if (
+        isinstance(max_query_chars, bool)
+        or not isinstance(max_query_chars, int)
+        or max_query_chars < 1
+    ):
+        raise InvalidArgumentError(
+            f"max_query_chars must be a whole number >= 1, got {max_query_chars!r}"
+        )
     if memory is None:
         if db is None:
             raise ValueError("create_app needs db (a store URL) or memory (a client)")
@@ -324,6 +336,11 @@ def create_app(
         error = _k_error(form["k"])
         if error is None:
             form["k"] = int(form["k"])
+        if error is None and len(form["q"]) > max_query_chars:
+            error = (
+                f"query: {len(form['q']):,} characters, over the limit of "
+                f"{max_query_chars:,} (oam serve --max-query-chars)"
+            )
         if error is None and form["q"].strip():
             try:
                 results, kind = _run_search(inspector, form)
