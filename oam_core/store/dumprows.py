@@ -47,7 +47,8 @@ def dump_pages(
     """Pages of at most ``page_size`` stored rows in insertion order (``dump_rows``)."""
     after: Hashable | None = None
     while True:
-        rows, after = store._backend.dump_page(after, page_size, user_ids)
+        with store._backend.streaming():
+            rows, after = store._backend.dump_page(after, page_size, user_ids)
         if not rows:
             return
         yield rows
@@ -104,7 +105,7 @@ def restore(
     by_family: dict[str, builtins.list[str]] = {}
     for r in live:
         by_family.setdefault(r.family, []).append(r.id)
-    with store._writing() as tx:
+    with store._backend.streaming(), store._writing() as tx:
         clash: set[tuple[str, str]] = set()
         for family, ids in by_family.items():
             clash.update((family, i) for i in tx.existing_ids(family, ids))
