@@ -15,8 +15,8 @@ import builtins
 import json
 from collections.abc import Callable, Hashable, Sequence
 from contextlib import AbstractContextManager
-from operator import attrgetter
 from datetime import datetime, timezone
+from operator import attrgetter
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -582,10 +582,62 @@ class SqlTx(Tx):
         for part in self.d.batches(quoted):
             for mid, pk, _exp in self.run(sq.message_keys(self.d, self.p, part)):
                 stored[mid] = pk
+        chunk_columns: builtins.list[builtins.list[Any]]
+        vectors: builtins.list[Vector | None]
+        links: builtins.list[tuple[Any, int, int]] = []
+        firsts = [r.chunks[0] if len(r.chunks) == 1 else None for r in rows]
+        if all(c is not None and not c.sources for c in firsts) and not any(
+            r.record_type in _PROFILES for r in rows
+        ):
+            # The common shape (one search row per record, quoting nothing), column
+            # by column as above.
+            ones = cast("list[DumpChunk]", firsts)
+            chunk_columns = [
+                pks,
+                columns[2],
+                [0] * len(rows),
+                [c.text for c in ones],
+                columns[6],
+                columns[7],
+                columns[8],
+                [None if c.expires_at is None else c.expires_at.timestamp() for c in ones],
+            ]
+            vectors = [c.vector for c in ones]
+        else:
+            chunk_columns, vectors = self._chunk_columns(rows, pks, stored, links)
+        if vectors and all(v is not None for v in vectors):
+            # One array, the bulk path (``restore_rows`` checked that every vector
+            # has the store's dimension).
+            matrix = np.concatenate(cast("list[Vector]", vectors)).reshape(len(vectors), -1)
+            self.insert_vector_columns(chunk_columns, matrix, batch_size)
+        elif vectors:
+            self.insert_chunk_columns(chunk_columns, vectors, batch_size)
+        if links:
+            cur = self.c.cursor()
+            try:
+                cur.executemany(sq.insert_link(self.d, self.p), links)
+            finally:
+                cur.close()
+        marks: dict[str, int] = {}
+        for r in rows:
+            if r.family == MESSAGE and r.thread_id is not None and r.seq_no is not None:
+                marks[r.thread_id] = max(marks.get(r.thread_id, -1), r.seq_no)
+        for thread_id, seq_no in marks.items():
+            self.run(sd.raise_thread_seq(self.d, self.p, thread_id, seq_no))
+
+    @staticmethod
+    def _chunk_columns(
+        rows: Sequence[DumpRow],
+        pks: Sequence[int],
+        stored: dict[str, Any],
+        links: builtins.list[tuple[Any, int, int]],
+    ) -> tuple[builtins.list[builtins.list[Any]], builtins.list[Vector | None]]:
+        """The search-row columns of ``rows`` (keys ``pks``) and their vectors; a row
+        quoting a message missing from ``stored`` is left out; the quote links of
+        the others are added to ``links``."""
         chunk_columns: builtins.list[builtins.list[Any]] = [[] for _ in range(8)]
         record_pks, types, seqs, texts, tids, uids, aids, expiries = chunk_columns
         vectors: builtins.list[Vector | None] = []
-        links: builtins.list[tuple[Any, int, int]] = []
         for row, pk in zip(rows, pks, strict=True):
             if not row.chunks:
                 continue
@@ -606,23 +658,7 @@ class SqlTx(Tx):
                 expiries.append(None if chunk.expires_at is None else chunk.expires_at.timestamp())
                 vectors.append(chunk.vector)
                 seq += 1
-        if vectors and all(v is not None for v in vectors):
-            matrix = np.stack(cast("list[Vector]", vectors))  # one array: the bulk path
-            self.insert_vector_columns(chunk_columns, matrix, batch_size)
-        elif vectors:
-            self.insert_chunk_columns(chunk_columns, vectors, batch_size)
-        if links:
-            cur = self.c.cursor()
-            try:
-                cur.executemany(sq.insert_link(self.d, self.p), links)
-            finally:
-                cur.close()
-        marks: dict[str, int] = {}
-        for r in rows:
-            if r.family == MESSAGE and r.thread_id is not None and r.seq_no is not None:
-                marks[r.thread_id] = max(marks.get(r.thread_id, -1), r.seq_no)
-        for thread_id, seq_no in marks.items():
-            self.run(sd.raise_thread_seq(self.d, self.p, thread_id, seq_no))
+        return chunk_columns, vectors
 
 
 _RECORD_FIELDS = attrgetter(
@@ -641,6 +677,8 @@ _RECORD_FIELDS = attrgetter(
 )
 """The ``DumpRow`` fields of the records columns ``insert_record_rows`` takes, in
 order (its expiry, last, is converted to Unix seconds)."""
+_PROFILES = frozenset({"user_profile", "agent_profile"})
+"""Record types whose search rows carry the record's own id as their scope."""
 
 
 def _chunk_scope(row: DumpRow) -> Scope:
