@@ -217,6 +217,7 @@ def decode(line: bytes) -> DumpRow | dict[str, Any]:
 
 
 _ROW_TYPES = frozenset(t for t in RECORD_TYPES if t != THREAD)
+_FAMILY = {t: family_of(t) for t in _ROW_TYPES}
 _STR_OR_NONE = frozenset({str, type(None)})
 _TEXT_KEYS = ("content", "role", "thread_id", "user_id", "agent_id", "timestamp")
 
@@ -232,7 +233,12 @@ def _record(v: dict[str, Any]) -> DumpRow:
     rid = g("id")
     if type(rid) is not str or not rid:
         rid = _id(v, "id")
-    content, role, tid, uid, aid, ts = (g(k) for k in _TEXT_KEYS)
+    content = g("content")
+    role = g("role")
+    tid = g("thread_id")
+    uid = g("user_id")
+    aid = g("agent_id")
+    ts = g("timestamp")
     if not {type(content), type(role), type(tid), type(uid), type(aid), type(ts)} <= _STR_OR_NONE:
         for key in _TEXT_KEYS:
             _str(v, key)
@@ -249,21 +255,23 @@ def _record(v: dict[str, Any]) -> DumpRow:
     rows = g("search_rows", [])
     if type(rows) is not list:
         raise LineError(f"search_rows must be a list, got {type(rows).__name__}")
-    return DumpRow(
-        family=family_of(rtype),
-        id=rid,
-        record_type=rtype,
-        content=content,
-        role=role,
-        seq_no=seq_no,
-        thread_id=tid,
-        user_id=uid,
-        agent_id=aid,
-        timestamp=ts,
-        metadata=metadata,
-        created_at=created,
-        expires_at=None if expires is None else _parse(expires, "expires_at"),
-        chunks=tuple([_chunk(c, i) for i, c in enumerate(rows)]),
+    return DumpRow(  # positional: the fields in their order
+        _FAMILY[rtype],
+        rid,
+        rtype,
+        content,
+        role,
+        seq_no,
+        tid,
+        uid,
+        aid,
+        ts,
+        metadata,
+        created,
+        None if expires is None else _parse(expires, "expires_at"),
+        None,
+        None,
+        tuple([_chunk(c, i) for i, c in enumerate(rows)]),
     )
 
 
