@@ -27,7 +27,13 @@ def test_export_and_import_read_without_the_memory_map(
     source = SQLiteMemoryStore(str(tmp_path / "a.db"), embedder=HashingEmbedder(16))
     source.add([f"fact {i}" for i in range(30)], "fact", user_ids="u1")
     target = SQLiteMemoryStore(str(tmp_path / "b.db"), embedder=HashingEmbedder(16))
-    seen: dict[str, list[int]] = {"page": [], "restore": []}
+    seen: dict[str, list[int]] = {"count": [], "page": [], "restore": []}
+
+    dump_counts = SQLiteBackend.dump_counts
+
+    def count(self: SQLiteBackend, *args: Any) -> Any:
+        seen["count"].append(_mmap(self.conn))
+        return dump_counts(self, *args)
 
     dump_page = SQLiteBackend.dump_page
 
@@ -41,12 +47,14 @@ def test_export_and_import_read_without_the_memory_map(
         seen["restore"].append(_mmap(self.c))
         restore(self, *args)
 
+    monkeypatch.setattr(SQLiteBackend, "dump_counts", count)
     monkeypatch.setattr(SQLiteBackend, "dump_page", page)
     monkeypatch.setattr(SQLiteTx, "restore", write)
     assert _mmap(source._backend.conn) == MMAP_BYTES
     export_store(source, tmp_path / "a.jsonl")
     import_store(target, tmp_path / "a.jsonl", batch_rows=10)
-    assert seen == {"page": [0, 0], "restore": [0, 0, 0]}  # the last page is empty
+    # The header's counts read every record too; the last page is empty.
+    assert seen == {"count": [0], "page": [0, 0], "restore": [0, 0, 0]}
     # The map is back for the store's own reads.
     assert _mmap(source._backend.conn) == MMAP_BYTES
     assert _mmap(target._backend.conn) == MMAP_BYTES
