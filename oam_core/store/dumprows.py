@@ -123,8 +123,10 @@ def restore(
             write = live
             for family, rid in sorted(clash):
                 tx.delete_record(family, rid, None, NOT_SET)
-        if dims and store.vector_dim is None and any(
-            c.vector is not None for r in write for c in r.chunks
+        if (
+            dims
+            and store.vector_dim is None
+            and any(c.vector is not None for r in write for c in r.chunks)
         ):
             learn_dim(store, (), next(iter(dims)))
         tx.restore(write, batch_size)
