@@ -10,8 +10,11 @@ SQLite file C; with ``--pg``, a store of ``--pg-records`` records copied SQLite 
 PostgreSQL (the tests' ``pgserver``) -> SQLite D, whose dump must equal the first
 one's apart from the header's time. Prints
 one JSON report: records/s per phase, the import/add ratio, peak RSS in MB
-(``ru_maxrss``, which counts the database pages SQLite reads through its memory map)
-and peak anonymous memory in MB (the process's own heap; ``AnonPeak``). ``--skip-copy``
+(``ru_maxrss``, which counts the database pages SQLite reads through its memory map),
+peak anonymous memory in MB (the process's own heap and arrays, what a USS counts
+but shared libraries; ``AnonPeak``) and peak file-backed resident memory (mapped
+files and libraries), and the 1-minute load average at the start and end of each
+phase (the machine is shared). ``--skip-copy``
 leaves out the copies.
 """
 
@@ -60,6 +63,7 @@ class AnonPeak:
         import threading
 
         self.peak_kb = 0
+        self.peak_file_kb = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -70,6 +74,8 @@ class AnonPeak:
                 for line in f:
                     if line.startswith("RssAnon:"):
                         self.peak_kb = max(self.peak_kb, int(line.split()[1]))
+                    elif line.startswith("RssFile:"):
+                        self.peak_file_kb = max(self.peak_file_kb, int(line.split()[1]))
         except OSError:
             pass
 
@@ -219,9 +225,12 @@ def main() -> None:
         fn = PHASES[ns.phase]
         values: list[Any] = [int(a) if a.isdigit() else a for a in ns.args]
         anon = AnonPeak()
+        load = os.getloadavg()[0]
         result = fn(*values)
         result["peak_anon_mb"] = round(anon.stop(), 1)
+        result["peak_file_mb"] = round(anon.peak_file_kb / 1024, 1)
         result["peak_rss_mb"] = round(_peak_mb(), 1)
+        result["load_1min"] = [round(load, 1), round(os.getloadavg()[0], 1)]
         print(json.dumps(result))
         return
     work = Path(ns.dir or tempfile.mkdtemp(prefix="oam-transfer-"))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 import builtins
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -389,6 +389,13 @@ class Backend(abc.ABC):
         scoped to those users and their profiles (None: everything). Each page is
         one read, so exporting holds no lock between pages (docs/transfer.md)."""
         raise NotImplementedError(f"{type(self).__name__} cannot dump its rows")
+
+    def streaming(self) -> AbstractContextManager[None]:
+        """Held around each page ``dump_page`` reads and each batch the import writes:
+        where a back end maps its file into memory, the pages a whole-store pass
+        touches would stay in the process's resident memory until the map is
+        dropped, so it reads without the map meanwhile (docs/transfer.md#memory)."""
+        return nullcontext()
 
     def dump_counts(self, user_ids: Sequence[str] | None, now: datetime) -> dict[str, int]:
         """How many rows of each record type ``dump_page`` returns (with the same

@@ -801,7 +801,8 @@ class OracleMemoryStore(IMemoryStore):
         """An oam addition: how many rows of each record type (threads included)
         ``dump_rows`` returns that are not expired now (docs/transfer.md)."""
         users = None if user_ids is None else list(user_ids)
-        return self._backend.dump_counts(users, self._now())
+        with self._backend.streaming():  # it reads every record's row
+            return self._backend.dump_counts(users, self._now())
 
     def restore_rows(
         self,

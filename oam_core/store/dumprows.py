@@ -17,7 +17,6 @@ from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import DumpRow
 from oam_core.store.embedding import learn_dim
 from oam_core.store.identity import META_KEY, EmbedderIdentity
-from oam_core.store.planning import ChunkPlan
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
@@ -47,7 +46,8 @@ def dump_pages(
     """Pages of at most ``page_size`` stored rows in insertion order (``dump_rows``)."""
     after: Hashable | None = None
     while True:
-        rows, after = store._backend.dump_page(after, page_size, user_ids)
+        with store._backend.streaming():
+            rows, after = store._backend.dump_page(after, page_size, user_ids)
         if not rows:
             return
         yield rows
@@ -75,26 +75,28 @@ def restore(
     now = store._now()
     live = [r for r in rows if r.expires_at is None or r.expires_at > now]
     expired = len(rows) - len(live)
-    seen: set[tuple[str, str]] = set()
-    for r in live:
-        if (r.family, r.id) in seen:
-            raise InvalidArgumentError(f"record id {r.id!r} ({r.record_type}) is given twice")
-        seen.add((r.family, r.id))
+    keys = [(r.family, r.id) for r in live]
+    if len(set(keys)) != len(keys):
+        seen: set[tuple[str, str]] = set()
+        for r, key in zip(live, keys, strict=True):
+            if key in seen:
+                raise InvalidArgumentError(f"record id {r.id!r} ({r.record_type}) is given twice")
+            seen.add(key)
     expected = store.vector_dim
-    dims: set[int] = set()
-    for r in live:
-        for c in r.chunks:
-            if c.vector is None:
-                continue
-            dim = int(c.vector.shape[0])
-            if expected is None:
-                expected = dim
-            if dim != expected:
-                raise InvalidArgumentError(
-                    f"record {r.id!r}: vector dimension {dim} does not match the store's "
-                    f"dimension {expected}"
-                )
-            dims.add(dim)
+    dims = {int(c.vector.shape[0]) for r in live for c in r.chunks if c.vector is not None}
+    if len(dims) > 1 or (expected is not None and dims - {expected}):
+        for r in live:
+            for c in r.chunks:
+                if c.vector is None:
+                    continue
+                dim = int(c.vector.shape[0])
+                if expected is None:
+                    expected = dim
+                if dim != expected:
+                    raise InvalidArgumentError(
+                        f"record {r.id!r}: vector dimension {dim} does not match the "
+                        f"store's dimension {expected}"
+                    )
     record_identity = (
         identity is not None
         and store.embedder_identity is None
@@ -104,7 +106,7 @@ def restore(
     by_family: dict[str, builtins.list[str]] = {}
     for r in live:
         by_family.setdefault(r.family, []).append(r.id)
-    with store._writing() as tx:
+    with store._backend.streaming(), store._writing() as tx:
         clash: set[tuple[str, str]] = set()
         for family, ids in by_family.items():
             clash.update((family, i) for i in tx.existing_ids(family, ids))
@@ -121,7 +123,12 @@ def restore(
             write = live
             for family, rid in sorted(clash):
                 tx.delete_record(family, rid, None, NOT_SET)
-        learn_dim(store, (ChunkPlan(c.text, c.vector) for r in write for c in r.chunks), None)
+        if (
+            dims
+            and store.vector_dim is None
+            and any(c.vector is not None for r in write for c in r.chunks)
+        ):
+            learn_dim(store, (), next(iter(dims)))
         tx.restore(write, batch_size)
         if record_identity and identity is not None:
             tx.write_meta({META_KEY: identity.to_json()})

@@ -4,12 +4,9 @@
 from __future__ import annotations
 
 import dataclasses
-import queue
-import threading
 import time
-import zlib
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
@@ -19,6 +16,7 @@ from oam_core.store.base import OracleMemoryStore
 from oam_core.store.dumprows import ON_CONFLICT, OnConflict
 from oam_core.store.identity import EmbedderIdentity
 from oam_core.transfer import format as fmt
+from oam_core.transfer.decoder import BadLine, Decoded, decoded, numbered
 from oam_core.transfer.io import Target, open_read
 from oam_core.transfer.summary import TransferError, TransferSummary
 from oam_core.transfer.writer import Progress, store_identity
@@ -172,28 +170,6 @@ class BatchWriter:
             self.progress(done, self.total)
 
 
-def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
-    """``(line number, line)`` of a binary stream; a damaged gzip stream is a
-    ``LineError`` at the line it stops in."""
-    n = 0
-    it = iter(stream)
-    while True:
-        try:
-            line = next(it)
-        except StopIteration:
-            return
-        except (EOFError, OSError, zlib.error) as exc:
-            raise _Damaged(n + 1, f"the compressed dump is damaged or truncated ({exc})") from exc
-        n += 1
-        yield n, line
-
-
-class _Damaged(Exception):
-    def __init__(self, line: int, message: str) -> None:
-        super().__init__(message)
-        self.line = line
-
-
 @dataclasses.dataclass
 class _Parsed:
     """One batch of parsed rows, or the end of the dump (``final``), or a failure."""
@@ -203,43 +179,25 @@ class _Parsed:
     bytes: int
     final: bool = False
     error: str | None = None
-    crash: BaseException | None = None
 
 
-def _parse(
-    lines: Iterator[tuple[int, bytes]],
-    batch_rows: int,
-    nbytes: int,
-    out: queue.Queue[_Parsed],
-    stop: threading.Event,
-) -> None:
-    """Parse the rows after the header into batches of ``batch_rows`` for ``out``; the
-    last item is ``final``. A bad line, a damaged stream or a dump that ends without
-    its end line (or whose end line's counts differ) ends it with ``error`` (the rows
-    of the unfinished batch are dropped)."""
-
-    def put(item: _Parsed) -> bool:
-        while not stop.is_set():
-            try:
-                out.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
+def _batches(items: Iterator[Decoded], batch_rows: int, nbytes: int) -> Iterator[_Parsed]:
+    """The decoded rows in batches of ``batch_rows``; the last item is ``final``. A
+    bad line, a damaged stream or a dump that ends without its end line (or whose
+    end line's counts differ) ends it with ``error`` (the rows of the unfinished
+    batch are dropped)."""
     pending: list[DumpRow] = []
     seen: dict[str, int] = {}
     chunks = 0
     start = lineno = 1
     end: dict[str, Any] | None = None
     try:
-        for lineno, line in lines:
-            nbytes += len(line)
-            if not line.strip():
+        for lineno, size, item in items:
+            nbytes += size
+            if item is None:
                 continue
             if end is not None:
-                raise fmt.LineError("data after the end line")
-            item = fmt.decode(line)
+                raise BadLine(lineno, "data after the end line")
             if isinstance(item, dict):
                 end = item
                 continue
@@ -249,8 +207,7 @@ def _parse(
             chunks += len(item.chunks)
             pending.append(item)
             if len(pending) >= batch_rows:
-                if not put(_Parsed(pending, f"lines {start}-{lineno}", nbytes)):
-                    return
+                yield _Parsed(pending, f"lines {start}-{lineno}", nbytes)
                 pending = []
         error = None
         if end is None:
@@ -260,13 +217,9 @@ def _parse(
                 f"source line {lineno}: the end line counts {end.get('record_counts')} rows "
                 f"and {end.get('search_rows')} search rows, the dump holds {seen} and {chunks}"
             )
-        put(_Parsed(pending, f"lines {start}-{lineno}", nbytes, final=True, error=error))
-    except fmt.LineError as exc:
-        put(_Parsed([], "", nbytes, final=True, error=f"source line {lineno}: {exc}"))
-    except _Damaged as exc:
-        put(_Parsed([], "", nbytes, final=True, error=f"source line {exc.line}: {exc}"))
-    except BaseException as exc:  # handed to the importing thread, raised there
-        put(_Parsed([], "", nbytes, final=True, crash=exc))
+        yield _Parsed(pending, f"lines {start}-{lineno}", nbytes, final=True, error=error)
+    except BadLine as exc:
+        yield _Parsed([], "", nbytes, final=True, error=f"source line {exc.line}: {exc}")
 
 
 def import_store(
@@ -312,10 +265,10 @@ def import_store(
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise InvalidArgumentError(f"batch_rows must be a positive int, got {batch_rows!r}")
     with open_read(source, "source") as stream:
-        lines = _lines(stream)
+        lines = numbered(stream)
         try:
             first = next(lines, None)
-        except _Damaged as exc:
+        except BadLine as exc:
             raise InvalidArgumentError(f"source line 1: {exc}") from exc
         if first is None:
             raise InvalidArgumentError("source is empty: no oam dump header")
@@ -329,28 +282,11 @@ def import_store(
         total = sum(v for v in counts.values() if isinstance(v, int))
         writer = BatchWriter(store, conflict, reembed, identity, batch_rows, progress, total)
         writer.bytes = len(first[1])
-        # Lines are parsed in a thread of their own while the batch before is written
-        # (the database releases the GIL while it writes); at most two parsed batches
-        # wait, so memory stays bounded.
-        parsed: queue.Queue[_Parsed] = queue.Queue(maxsize=2)
-        stop = threading.Event()
-        reader = threading.Thread(
-            target=_parse, args=(lines, batch_rows, writer.bytes, parsed, stop), daemon=True
-        )
-        reader.start()
-        try:
-            while True:
-                item = parsed.get()
-                writer.bytes = item.bytes
-                if item.crash is not None:
-                    raise item.crash
-                if item.error is not None:
-                    raise TransferError(item.error, writer.summary())
-                writer.pending = item.rows
-                writer.flush(item.label)
-                if item.final:
-                    break
-        finally:
-            stop.set()
-            reader.join()
+        # Decoded and written in turn, in this thread (``decoder.py`` says why).
+        for item in _batches(decoded(lines), batch_rows, writer.bytes):
+            writer.bytes = item.bytes
+            if item.error is not None:
+                raise TransferError(item.error, writer.summary())
+            writer.pending = item.rows
+            writer.flush(item.label)
     return writer.summary()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +30,9 @@ from oam_core.store.quotes import QuotingChunk
 from oam_core.store.threads import ReservedUpdate, thread_store
 from oam_core.transfer import TransferError
 
+RECORDS = int(os.environ.get("OAM_TRANSFER_TEST_RECORDS", "120"))
+"""About how many records the lossless tests write (``populate``); CI keeps the
+default, a longer run sets ``OAM_TRANSFER_TEST_RECORDS`` (bench/README.md#transferpy)."""
 MEMORY_TYPES = ("memory", "guideline", "fact", "preference")
 LISTED_TYPES = ("message", *MEMORY_TYPES, "user_profile", "agent_profile")
 WORDS = [
@@ -167,7 +171,7 @@ def _search(store: Any, strategy: SearchStrategy, query: str, scope: dict[str, A
     from oam_core.store.strategy import searching_with
 
     with searching_with(store, strategy):
-        hits = store.search(query, k=10_000, **scope)
+        hits = store.search(query, k=10_000 + 4 * RECORDS, **scope)
     return sorted((round(d, 4), r.id, r) for r, d in hits)
 
 
@@ -185,7 +189,7 @@ def test_copy_is_lossless(
     make_store: Callable[..., Any], make_target: Callable[..., Any], clock: Any
 ) -> None:
     source = make_store()
-    populate(source, clock, 120, seed=7)
+    populate(source, clock, RECORDS, seed=7)
     target = make_target()
     summary = copy_store(source, target)
     assert summary.records["thread"] == len(thread_store(source).list_thread_rows())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import os
 import sys
 import tempfile
 from datetime import datetime, timezone
@@ -32,6 +33,11 @@ def _module() -> ModuleType:
 
 
 CASES = _module()
+SIZED = "OAM_TRANSFER_TEST_RECORDS" in os.environ
+"""A longer run: every example of ``OAM_TRANSFER_TEST_RECORDS`` records, and
+``OAM_TRANSFER_TEST_EXAMPLES`` examples (default 1); CI draws 6 of 20 to 200."""
+SIZES = st.just(CASES.RECORDS) if SIZED else st.integers(20, 200)
+EXAMPLES = int(os.environ.get("OAM_TRANSFER_TEST_EXAMPLES", "1" if SIZED else "6"))
 
 
 class Clock:
@@ -48,8 +54,8 @@ class Clock:
         return self.now
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(20, 200))
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), n=SIZES)
 def test_copy_and_round_trip_keep_everything(seed: int, n: int) -> None:
     clock = Clock()
     with tempfile.TemporaryDirectory() as tmp:

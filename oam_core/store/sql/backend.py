@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable, Hashable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timezone
+from operator import attrgetter
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -584,48 +585,49 @@ class SqlTx(Tx):
     def _restore_records(self, rows: Sequence[DumpRow], batch_size: int) -> None:
         if not rows:
             return
-        expiries = [epoch(r.expires_at) for r in rows]
+        # Column by column in C (``attrgetter`` and ``zip``), not row by row: at
+        # hundreds of thousands of rows the Python work per row is what an import
+        # adds to the store's own bulk insert (bench/README.md#transferpy).
         columns: builtins.list[builtins.list[Any]] = [
-            [r.family for r in rows],
-            [r.id for r in rows],
-            [r.record_type for r in rows],
-            [r.content for r in rows],
-            [r.role for r in rows],
-            [r.seq_no for r in rows],
-            [r.thread_id for r in rows],
-            [r.user_id for r in rows],
-            [r.agent_id for r in rows],
-            [r.timestamp for r in rows],
-            [r.metadata for r in rows],
-            [r.created_at for r in rows],
-            expiries,
+            builtins.list(c) for c in zip(*map(_RECORD_FIELDS, rows), strict=True)
         ]
+        columns.append([None if r.expires_at is None else r.expires_at.timestamp() for r in rows])
         pks = self._insert_records(columns, batch_size)
         quoted = sorted({s for r in rows for c in r.chunks for s in c.sources})
         stored: dict[str, Any] = {}
         for part in self.d.batches(quoted):
             for mid, pk, _exp in self.run(sq.message_keys(self.d, self.p, part)):
                 stored[mid] = pk
-        chunk_rows: builtins.list[ChunkRow] = []
+        chunk_columns: builtins.list[builtins.list[Any]]
+        vectors: builtins.list[Vector | None]
         links: builtins.list[tuple[Any, int, int]] = []
-        for row, pk in zip(rows, pks, strict=True):
-            scope = _chunk_scope(row)
-            seq = 0
-            for chunk in row.chunks:
-                if any(s not in stored for s in chunk.sources):
-                    continue  # it quotes a message the store does not hold
-                plan = ChunkPlan(chunk.text, chunk.vector, sources=chunk.sources)
-                chunk_rows.append(
-                    ChunkRow(pk, row.record_type, seq, plan, scope, epoch(chunk.expires_at))
-                )
-                links.extend((stored[s], pk, seq) for s in chunk.sources)
-                seq += 1
-        vectors = [r.chunk.vector for r in chunk_rows]
-        if chunk_rows and all(v is not None for v in vectors):
-            matrix = np.stack(cast("list[Vector]", vectors))  # one array: the bulk path
-            self.insert_vector_columns(st.chunk_columns(chunk_rows), matrix, batch_size)
+        firsts = [r.chunks[0] if len(r.chunks) == 1 else None for r in rows]
+        if all(c is not None and not c.sources for c in firsts) and not any(
+            r.record_type in _PROFILES for r in rows
+        ):
+            # The common shape (one search row per record, quoting nothing), column
+            # by column as above.
+            ones = cast("list[DumpChunk]", firsts)
+            chunk_columns = [
+                pks,
+                columns[2],
+                [0] * len(rows),
+                [c.text for c in ones],
+                columns[6],
+                columns[7],
+                columns[8],
+                [None if c.expires_at is None else c.expires_at.timestamp() for c in ones],
+            ]
+            vectors = [c.vector for c in ones]
         else:
-            self.insert_chunks(chunk_rows, batch_size)
+            chunk_columns, vectors = self._chunk_columns(rows, pks, stored, links)
+        if vectors and all(v is not None for v in vectors):
+            # One array, the bulk path (``restore_rows`` checked that every vector
+            # has the store's dimension).
+            matrix = np.concatenate(cast("list[Vector]", vectors)).reshape(len(vectors), -1)
+            self.insert_vector_columns(chunk_columns, matrix, batch_size)
+        elif vectors:
+            self.insert_chunk_columns(chunk_columns, vectors, batch_size)
         if links:
             cur = self.c.cursor()
             try:
@@ -638,6 +640,61 @@ class SqlTx(Tx):
                 marks[r.thread_id] = max(marks.get(r.thread_id, -1), r.seq_no)
         for thread_id, seq_no in marks.items():
             self.run(sd.raise_thread_seq(self.d, self.p, thread_id, seq_no))
+
+    @staticmethod
+    def _chunk_columns(
+        rows: Sequence[DumpRow],
+        pks: Sequence[int],
+        stored: dict[str, Any],
+        links: builtins.list[tuple[Any, int, int]],
+    ) -> tuple[builtins.list[builtins.list[Any]], builtins.list[Vector | None]]:
+        """The search-row columns of ``rows`` (keys ``pks``) and their vectors; a row
+        quoting a message missing from ``stored`` is left out; the quote links of
+        the others are added to ``links``."""
+        chunk_columns: builtins.list[builtins.list[Any]] = [[] for _ in range(8)]
+        record_pks, types, seqs, texts, tids, uids, aids, expiries = chunk_columns
+        vectors: builtins.list[Vector | None] = []
+        for row, pk in zip(rows, pks, strict=True):
+            if not row.chunks:
+                continue
+            tid, uid, aid = _chunk_scope(row)
+            seq = 0
+            for chunk in row.chunks:
+                if chunk.sources:
+                    if any(s not in stored for s in chunk.sources):
+                        continue  # it quotes a message the store does not hold
+                    links.extend((stored[s], pk, seq) for s in chunk.sources)
+                record_pks.append(pk)
+                types.append(row.record_type)
+                seqs.append(seq)
+                texts.append(chunk.text)
+                tids.append(tid)
+                uids.append(uid)
+                aids.append(aid)
+                expiries.append(None if chunk.expires_at is None else chunk.expires_at.timestamp())
+                vectors.append(chunk.vector)
+                seq += 1
+        return chunk_columns, vectors
+
+
+_RECORD_FIELDS = attrgetter(
+    "family",
+    "id",
+    "record_type",
+    "content",
+    "role",
+    "seq_no",
+    "thread_id",
+    "user_id",
+    "agent_id",
+    "timestamp",
+    "metadata",
+    "created_at",
+)
+"""The ``DumpRow`` fields of the records columns ``insert_record_rows`` takes, in
+order (its expiry, last, is converted to Unix seconds)."""
+_PROFILES = frozenset({"user_profile", "agent_profile"})
+"""Record types whose search rows carry the record's own id as their scope."""
 
 
 def _chunk_scope(row: DumpRow) -> Scope:

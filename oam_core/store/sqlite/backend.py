@@ -140,6 +140,8 @@ class SQLiteBackend(SqlBackend):
         self.keywords = Fts5Ranker(SQLITE, prefix, self.schema_version)
         self.json_rows = jsonrows.supported(self.conn)
         """Whether batches are written through ``json_each`` (``sqlite/jsonrows.py``)."""
+        self.mapped_file = path != ":memory:" and bool(MMAP_BYTES)
+        """Whether the connection reads the file through a memory map (``streaming``)."""
 
     def _open(self, path: str) -> tuple[sqlite3.Connection, bool]:
         """The connection, and whether it reads the file as an immutable snapshot: a
@@ -214,6 +216,24 @@ class SQLiteBackend(SqlBackend):
             self.conn.execute("COMMIT")
             if self.checkpointer is not None:
                 self.checkpointer.committed(self.conn)
+
+    @contextmanager
+    def streaming(self) -> Iterator[None]:
+        """Without the memory map meanwhile: an export or import touches every page
+        of the file once, and through the map (``MMAP_BYTES``) each page it touched
+        would count in the process's resident memory until the map is dropped, so
+        a pass over a large store would look like a process growing with the store
+        (docs/transfer.md#memory). Reads go through SQLite's own page cache instead
+        (a bounded size); the map is set back after."""
+        if not self.mapped_file:
+            yield
+            return
+        with self.lock, self.mapped():
+            self.conn.execute("PRAGMA mmap_size = 0")
+            try:
+                yield
+            finally:
+                self.conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
 
     def _wal(self) -> bool:
         """Whether the connection writes a file in WAL mode."""
