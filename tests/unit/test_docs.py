@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import shlex
 import sys
@@ -166,7 +167,15 @@ def test_python_blocks_run(
     setup = SETUPS.get(page)
     if setup is not None:
         code = setup(monkeypatch, code)
-    exec(compile(code, f"docs/{page}", "exec"), {"__name__": "__docs__"})
+    # LlamaIndex's sync wrappers (docs/llama_index.md) run on asyncio.get_event_loop(),
+    # which would leave a loop nobody closes (a ResourceWarning in a later test).
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        exec(compile(code, f"docs/{page}", "exec"), {"__name__": "__docs__"})
+    finally:
+        loop.close()
+        asyncio.set_event_loop(None)
     out = capsys.readouterr().out
     expected = {
         "memory-pipeline.md": "Alice is vegetarian",
