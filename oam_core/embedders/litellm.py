@@ -55,6 +55,8 @@ def _known_dimension(litellm: Any, model: str) -> int | None:
     except Exception:  # an unknown model is an exception of LiteLLM's own kinds
         return None
     return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
+
+
 # Former names of the shared helpers, kept for callers and tests.
 _is_transient = is_transient
 _BACKOFF_MAX = BACKOFF_MAX
