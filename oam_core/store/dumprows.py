@@ -12,6 +12,8 @@ from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+import numpy as np
+
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import DumpRow
@@ -83,6 +85,11 @@ def restore(
                 raise InvalidArgumentError(f"record id {r.id!r} ({r.record_type}) is given twice")
             seen.add(key)
     expected = store.vector_dim
+    if expected is None and identity is not None:
+        # A new store learns its dimension from the dump's header, not from the
+        # first vector: a header that names another dimension than its vectors hold
+        # would record an identity no embedder can open the store with.
+        expected = identity.dimension
     dims = {int(c.vector.shape[0]) for r in live for c in r.chunks if c.vector is not None}
     if len(dims) > 1 or (expected is not None and dims - {expected}):
         for r in live:
@@ -97,6 +104,12 @@ def restore(
                         f"record {r.id!r}: vector dimension {dim} does not match the "
                         f"store's dimension {expected}"
                     )
+    for r in live:
+        for c in r.chunks:
+            if c.vector is not None and not np.isfinite(c.vector).all():
+                raise InvalidArgumentError(
+                    f"record {r.id!r}: a search row's vector holds NaN or infinity"
+                )
     record_identity = (
         identity is not None
         and store.embedder_identity is None

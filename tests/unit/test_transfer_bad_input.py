@@ -140,6 +140,39 @@ def test_a_vector_of_another_dimension(tmp_path: Path, lines: list[bytes]) -> No
         assert _ids(target) == []
 
 
+def test_a_header_naming_another_dimension_than_its_vectors(
+    tmp_path: Path, lines: list[bytes]
+) -> None:
+    """A new store (no embedder, no dimension yet) used to learn 16 from the vectors
+    while recording the header's 'hashing/8' of 8 dimensions: no embedder could open
+    it afterwards."""
+    head = orjson.loads(lines[0])
+    head["embedder"] = {"id": "hashing/8", "dimension": 8}
+    path = _write(tmp_path / "head.jsonl", [orjson.dumps(head), *lines[1:]])
+    with SQLiteMemoryStore(str(tmp_path / "new.db")) as target:
+        with pytest.raises(TransferError, match="vector dimension 16 does not match"):
+            import_store(target, path)
+        assert _ids(target) == []
+        assert target.vector_dim is None
+    with SQLiteMemoryStore(str(tmp_path / "new.db"), embedder=HashingEmbedder(8)) as reopened:
+        assert reopened.search("fact", k=1) == []
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_vector_that_is_not_finite(tmp_path: Path, lines: list[bytes], value: float) -> None:
+    import numpy as np
+
+    row = orjson.loads(lines[2])
+    vector = np.full(16, 0.25, dtype="<f4")
+    vector[3] = value
+    row["search_rows"][0]["vector"] = base64.b64encode(vector.tobytes()).decode()
+    path = _write(tmp_path / "nan.jsonl", [*lines[:2], orjson.dumps(row), *lines[3:]])
+    with _target(tmp_path) as target:
+        with pytest.raises(TransferError, match="record 'f1': a search row's vector holds NaN"):
+            import_store(target, path)
+        assert _ids(target) == []
+
+
 def test_bad_options(tmp_path: Path, lines: list[bytes]) -> None:
     path = _write(tmp_path / "d.jsonl", lines)
     with _target(tmp_path) as target:
