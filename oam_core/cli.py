@@ -402,7 +402,7 @@ def _memory(
     exists, identity = _peek(db) if embedder is None or strategy is not None else (True, None)
     name = _embedder_name(embedder, identity, db)
     with _quiet_litellm(name):
-        model = None if name.strip().lower() == "none" else resolve_embedder(name)
+        model = resolve_embedder(name)
         exists = exists and chosen is not SchemaPolicy.RECREATE
         new_default = strategy if strategy is not None and not exists else None
         memory = OracleAgentMemory(

@@ -34,7 +34,8 @@ def resolve_embedder(embedder: IEmbedder | str | None) -> IEmbedder | None:
     Accepted values (docs/concepts.md#embedders):
 
     * an ``IEmbedder``: returned as is;
-    * None: None (no embedder; vector search then needs ``query_vector``);
+    * None or ``"none"`` (any case): None (no embedder; vector search then needs
+      ``query_vector``), as the CLI's ``--embedder none``;
     * ``"local"`` or ``"local/all-MiniLM-L6-v2"``: ``LocalEmbedder()``, offline (an oam addition);
     * ``"hashing"`` or ``"hashing/<dim>"``: ``HashingEmbedder(dim)``, the test fake;
     * any other string: a LiteLLM model id, e.g. ``"openai/text-embedding-3-small"``,
@@ -44,7 +45,7 @@ def resolve_embedder(embedder: IEmbedder | str | None) -> IEmbedder | None:
         embedder: The value to resolve.
 
     Returns:
-        The embedder, or None when ``embedder`` is None.
+        The embedder, or None when ``embedder`` is None or ``"none"``.
 
     Raises:
         TypeError: if ``embedder`` is not an ``IEmbedder``, a str or None.
@@ -63,6 +64,8 @@ def resolve_embedder(embedder: IEmbedder | str | None) -> IEmbedder | None:
     name = embedder.strip()
     if not name:
         raise ValueError("embedder id must not be empty")
+    if name.lower() == "none":
+        return None
     if name in _LOCAL_IDS:
         from oam_core.embedders.local import LocalEmbedder
 

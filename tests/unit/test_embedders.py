@@ -658,6 +658,27 @@ class TestResolveEmbedder:
     def test_none_stays_none(self) -> None:
         assert resolve_embedder(None) is None
 
+    @pytest.mark.parametrize("name", ["none", "None", " NONE "])
+    def test_the_string_none_is_no_embedder_as_in_the_cli(self, name: str) -> None:
+        assert resolve_embedder(name) is None
+
+    def test_a_client_opened_with_embedder_none_searches_by_keyword(self, tmp_path: Any) -> None:
+        from oam_core import OracleAgentMemory, SearchStrategy
+
+        memory = OracleAgentMemory.open(
+            f"sqlite:///{tmp_path / 'k.db'}",
+            embedder="none",
+            extract_memories=False,
+            search_strategy=SearchStrategy.KEYWORD,
+        )
+        try:
+            assert memory.store.embedder is None
+            memory.add_memory("Ada keeps bees.", user_id="ada")
+            hits = memory.search("bees", user_id="ada")
+            assert [r.content for r, _ in hits] == ["Ada keeps bees."]
+        finally:
+            memory.close()
+
     def test_embedder_passes_through(self) -> None:
         embedder = HashingEmbedder(8)
         assert resolve_embedder(embedder) is embedder
