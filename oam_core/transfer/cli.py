@@ -200,6 +200,8 @@ def register(app: typer.Typer) -> None:
         conflict: OnConflict = on_conflict.value
         mem0 = from_ is Source.mem0
         with cli._user_errors():
+            if not file.is_file():
+                raise cli.CliError(f"FILE: no such file {str(file)!r}", 2)
             name = _target_embedder(db, embedder, reembed or mem0)
             with cli._memory(db, name, create=create) as memory, _bar("Importing") as advance:
                 if mem0:

@@ -197,3 +197,11 @@ def test_a_failed_export_leaves_an_existing_file_as_it_was(
         export_store(store, dump)
     assert dump.read_bytes() == b"the previous dump\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.jsonl", "src.db"]
+
+
+def test_import_of_a_missing_file_exits_2_as_documented(runner: CliRunner, tmp_path: Path) -> None:
+    missing = invoke(
+        runner, "import", tmp_path / "nope.jsonl", "--db", tmp_path / "t.db", "--create"
+    )
+    assert_clean_failure(missing, 2, "no such file")
+    assert not (tmp_path / "t.db").exists()
