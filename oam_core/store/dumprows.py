@@ -29,6 +29,7 @@ from oam_core.store.embedding import learn_dim
 from oam_core.store.identity import META_KEY, EmbedderIdentity
 from oam_core.store.metadatajson import RESERVED_KEY, dump_metadata
 from oam_core.store.planning import check_text, check_texts
+from oam_core.store.ttl import iso, parse_iso_timestamp
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
@@ -181,6 +182,7 @@ _CHUNK_TEXT = attrgetter("text")
 _CHUNK_SOURCES = attrgetter("sources")
 _METADATA = attrgetter("metadata")
 _TIMESTAMP = attrgetter("timestamp")
+_CREATED = attrgetter("created_at")
 _RECORD_TYPE = attrgetter("record_type")
 _ROW_TEXT_NAMES = ("content", "role", "thread_id", "user_id", "agent_id", "timestamp")
 
@@ -188,7 +190,8 @@ _ROW_TEXT_NAMES = ("content", "role", "thread_id", "user_id", "agent_id", "times
 def check_rows(store: OracleMemoryStore, rows: Sequence[DumpRow]) -> builtins.list[DumpRow]:
     """Refuse rows the store's own write path (``add``, ``add_messages``) refuses,
     and return them with each event ``timestamp`` in the stored form
-    (``normalize_timestamp``): a dump is a file from elsewhere (docs/transfer.md).
+    (``normalize_timestamp``) and each ``created_at`` in the form the store writes
+    (UTC with microseconds): a dump is a file from elsewhere (docs/transfer.md).
 
     One pass over the whole batch in the common case; a failing check looks for the
     row and field to name.
@@ -236,6 +239,14 @@ def check_rows(store: OracleMemoryStore, rows: Sequence[DumpRow]) -> builtins.li
                     raise InvalidArgumentError(str(exc)) from None
                 if norm != ts:
                     out[i] = dataclasses.replace(r, timestamp=norm)
+    if not all(map(_stored_created, map(_CREATED, out))):
+        for i, r in enumerate(out):
+            if not _stored_created(r.created_at):
+                try:
+                    when = parse_iso_timestamp(r.created_at, what=f"record {r.id!r}: created_at")
+                except ValueError as exc:
+                    raise InvalidArgumentError(str(exc)) from None
+                out[i] = dataclasses.replace(r, created_at=iso(when))
     if None in map(_CHUNK_TEXT, chunks):
         for r in rows:
             for j, c in enumerate(r.chunks):
@@ -284,6 +295,12 @@ def _stored_form(ts: str) -> bool:
     except ValueError:
         return False
     return parsed.isoformat(timespec="seconds" if len(ts) == 25 else "microseconds") == ts
+
+
+def _stored_created(value: str) -> bool:
+    """Whether a ``created_at`` is in the form the store writes (``iso``: UTC with
+    microseconds); the decoder has parsed it already."""
+    return len(value) == 32 and value[10] == "T" and value.endswith("+00:00")
 
 
 def _check_message(

@@ -306,3 +306,14 @@ def test_library_metadata_round_trips(tmp_path: Path, chat: list[bytes]) -> None
         assert _messages(target) == ["m0", "m1", "m2"]
         m1 = target.get("message", "m1")
         assert m1 is not None and m1.metadata == meta
+
+
+def test_created_at_is_stored_in_the_store_form(tmp_path: Path, lines: list[bytes]) -> None:
+    """A hand-written ``created_at`` in another ISO-8601 form is stored as the store
+    writes its own (UTC, microseconds), so store times compare as times."""
+    broken = [*lines[:5], _record(lines[5], created_at="2026-03-01T09:30:00+02:00"), *lines[6:]]
+    with _target(tmp_path) as target:
+        import_store(target, _write(tmp_path / "c.jsonl", broken))
+        record = target.get("fact", "f4")
+        assert record is not None
+        assert record.created_at == "2026-03-01T07:30:00.000000+00:00"
