@@ -198,13 +198,13 @@ def check_rows(store: OracleMemoryStore, rows: Sequence[DumpRow]) -> builtins.li
 
     Raises:
         InvalidArgumentError: naming the record id and the field, for text with NUL
-            or a lone surrogate, an impossible timestamp, a message without a
-            non-blank role or text or ``thread_id``, of another user or agent than
-            its thread (None passes; a thread neither in ``rows`` nor in the store
-            is not refused: ``store.add`` writes such messages), or with a ``seq_no`` another
-            message of its thread has, metadata the store refuses (the reserved
-            ``$agent_memory`` key must be an object), or a search row without text
-            of a record with text.
+            or a lone surrogate, an impossible timestamp, metadata the store
+            refuses (the reserved ``$agent_memory`` key must be an object), a search
+            row without text of a record with text, or a message with a blank role
+            (None passes, as in ``store.add``), without text, with the ``seq_no`` of
+            another message of its thread, or of another user or agent than its
+            thread (None passes). A thread neither in ``rows`` nor in the store, or
+            no thread, is not refused: ``store.add`` writes such messages.
     """
     # Column-wise in C (``attrgetter``, ``chain``), row by row only to name a culprit
     # or for the few rows that need a closer look: this runs on every imported row.
@@ -310,20 +310,21 @@ def _check_message(
     seqs: set[tuple[str, int]],
 ) -> None:
     where = f"record {r.id!r} (message)"
-    try:
-        check_role(r.role, f"{where}: role")
-    except ValueError as exc:
-        raise InvalidArgumentError(str(exc)) from None
+    if r.role is not None:  # ``store.add(..., "message")`` takes no role, as None
+        try:
+            check_role(r.role, f"{where}: role")
+        except ValueError as exc:
+            raise InvalidArgumentError(str(exc)) from None
     if r.content is None:
         raise InvalidArgumentError(f"{where}: content must be a string, got None")
     tid = r.thread_id
-    if tid is None:
-        raise InvalidArgumentError(f"{where}: thread_id must be a thread's id, got None")
+    if tid is None or r.seq_no is None:
+        # ``store.add(..., "message")`` without ``thread_ids`` writes messages of no
+        # thread, each numbered 0.
+        return
     if tid not in threads:
         threads[tid] = store._backend.get_thread(tid)
     thread = threads[tid]
-    if r.seq_no is None:
-        raise InvalidArgumentError(f"{where}: seq_no must be an integer, got None")
     if (tid, r.seq_no) in seqs:
         raise InvalidArgumentError(
             f"{where}: seq_no {r.seq_no} is given to another message of thread {tid!r}"

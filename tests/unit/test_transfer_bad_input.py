@@ -263,7 +263,7 @@ def _messages(store: SQLiteMemoryStore) -> list[str]:
     ("change", "message"),
     [
         ({"role": ""}, r"record 'm2' \(message\): role must be a non-empty string"),
-        ({"role": None}, r"record 'm2' \(message\): role must be a non-empty string"),
+        ({"role": "  "}, r"record 'm2' \(message\): role must be a non-empty string"),
         ({"content": None}, r"record 'm2' \(message\): content must be a string"),
         ({"seq_no": 0}, r"record 'm2' \(message\): seq_no 0 is given to another message"),
         ({"user_id": "u2"}, r"record 'm2' \(message\): user_id 'u2' differs from its thread"),
@@ -317,3 +317,20 @@ def test_created_at_is_stored_in_the_store_form(tmp_path: Path, lines: list[byte
         record = target.get("fact", "f4")
         assert record is not None
         assert record.created_at == "2026-03-01T07:30:00.000000+00:00"
+
+
+def test_messages_store_add_writes_are_imported(tmp_path: Path) -> None:
+    """``store.add(..., "message")`` writes messages without a role, without a thread
+    (each numbered 0), of a thread without a thread row and without a scope: a dump
+    of them imports as it is."""
+    with SQLiteMemoryStore(str(tmp_path / "s.db"), embedder=HashingEmbedder(16)) as source:
+        thread_store(source).create_thread_row("t1", user_id="u1")
+        source.add(["a", "b"], "message", record_ids=["n0", "n1"])
+        source.add(["c"], "message", thread_ids="orphan", record_ids="n2")
+        source.add(["d"], "message", thread_ids="t1", roles="user", record_ids="n3")
+        export_store(source, tmp_path / "m.jsonl")
+        expected = source.list("message", limit=None)
+    with _target(tmp_path) as target:
+        summary = import_store(target, tmp_path / "m.jsonl")
+        assert summary.records == {"message": 4, "thread": 1}
+        assert target.list("message", limit=None) == expected
