@@ -8,17 +8,28 @@ the dump format itself lives in ``oam_core.transfer``.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from itertools import chain
+from operator import attrgetter
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+import orjson
 
 from oam_core.apis._sentinel import NOT_SET
+from oam_core.apis.records import MESSAGE, THREAD, ThreadRow
+from oam_core.apis.thread import check_role
+from oam_core.apis.timestamps import normalize_timestamp
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import DumpRow
 from oam_core.store.embedding import learn_dim
 from oam_core.store.identity import META_KEY, EmbedderIdentity
+from oam_core.store.metadatajson import RESERVED_KEY, dump_metadata
+from oam_core.store.planning import check_text, check_texts
+from oam_core.store.ttl import iso, parse_iso_timestamp
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
@@ -67,8 +78,9 @@ def restore(
 
     Raises:
         InvalidArgumentError: for an id given twice, an id the store holds with
-            ``on_conflict="error"``, or a vector of another dimension than the
-            store's; nothing of ``rows`` is written.
+            ``on_conflict="error"``, a vector of another dimension than the
+            store's, or a row the store's write path refuses (``check_rows``);
+            nothing of ``rows`` is written.
     """
     if on_conflict not in ON_CONFLICT:
         raise InvalidArgumentError(
@@ -84,6 +96,7 @@ def restore(
             if key in seen:
                 raise InvalidArgumentError(f"record id {r.id!r} ({r.record_type}) is given twice")
             seen.add(key)
+    live = check_rows(store, live)
     expected = store.vector_dim
     if expected is None and identity is not None:
         # A new store learns its dimension from the dump's header, not from the
@@ -149,3 +162,184 @@ def restore(
         store._embedder_check.stored = identity
     skipped = len(live) - len(write)
     return RestoreResult(write, skipped, expired)
+
+
+_ROW_TEXT = attrgetter("content", "role", "thread_id", "user_id", "agent_id", "timestamp")
+_ROW_ALL = attrgetter(
+    "id",
+    "content",
+    "role",
+    "thread_id",
+    "user_id",
+    "agent_id",
+    "timestamp",
+    "metadata",
+    "config",
+    "state",
+)
+_CHUNKS = attrgetter("chunks")
+_CHUNK_TEXT = attrgetter("text")
+_CHUNK_SOURCES = attrgetter("sources")
+_METADATA = attrgetter("metadata")
+_TIMESTAMP = attrgetter("timestamp")
+_CREATED = attrgetter("created_at")
+_RECORD_TYPE = attrgetter("record_type")
+_ROW_TEXT_NAMES = ("content", "role", "thread_id", "user_id", "agent_id", "timestamp")
+
+
+def check_rows(store: OracleMemoryStore, rows: Sequence[DumpRow]) -> builtins.list[DumpRow]:
+    """Refuse rows the store's own write path (``add``, ``add_messages``) refuses,
+    and return them with each event ``timestamp`` in the stored form
+    (``normalize_timestamp``) and each ``created_at`` in the form the store writes
+    (UTC with microseconds): a dump is a file from elsewhere (docs/transfer.md).
+
+    One pass over the whole batch in the common case; a failing check looks for the
+    row and field to name.
+
+    Raises:
+        InvalidArgumentError: naming the record id and the field, for text with NUL
+            or a lone surrogate, an impossible timestamp, metadata the store
+            refuses (the reserved ``$agent_memory`` key must be an object), a search
+            row without text of a record with text, or a message with a blank role
+            (None passes, as in ``store.add``), without text, with the ``seq_no`` of
+            another message of its thread, or of another user or agent than its
+            thread (None passes). A thread neither in ``rows`` nor in the store, or
+            no thread, is not refused: ``store.add`` writes such messages.
+    """
+    # Column-wise in C (``attrgetter``, ``chain``), row by row only to name a culprit
+    # or for the few rows that need a closer look: this runs on every imported row.
+    chunks = builtins.list(chain.from_iterable(map(_CHUNKS, rows)))
+    texts: builtins.list[str | None] = builtins.list(chain.from_iterable(map(_ROW_ALL, rows)))
+    texts.extend(map(_CHUNK_TEXT, chunks))
+    texts.extend(chain.from_iterable(map(_CHUNK_SOURCES, chunks)))
+    try:
+        check_texts(texts, "rows")
+    except ValueError:
+        for r in rows:
+            _check_row_text(r)
+    out = builtins.list(rows)
+    metas = "".join([m for m in map(_METADATA, rows) if m is not None])
+    if "\\u0000" in metas or RESERVED_KEY in metas:
+        for r in rows:
+            meta = r.metadata
+            if meta is not None and ("\\u0000" in meta or RESERVED_KEY in meta):
+                try:
+                    dump_metadata(orjson.loads(meta), f"record {r.id!r}: metadata", library=True)
+                except ValueError as exc:
+                    raise InvalidArgumentError(str(exc)) from None
+    stamps = set(map(_TIMESTAMP, rows))
+    stamps.discard(None)
+    if not all(map(_stored_form, stamps)):
+        for i, r in enumerate(rows):
+            ts = r.timestamp
+            if ts is not None and not _stored_form(ts):
+                try:
+                    norm = normalize_timestamp(ts, f"record {r.id!r}: timestamp")
+                except ValueError as exc:
+                    raise InvalidArgumentError(str(exc)) from None
+                if norm != ts:
+                    out[i] = dataclasses.replace(r, timestamp=norm)
+    if not all(map(_stored_created, map(_CREATED, out))):
+        for i, r in enumerate(out):
+            if not _stored_created(r.created_at):
+                try:
+                    when = parse_iso_timestamp(r.created_at, what=f"record {r.id!r}: created_at")
+                except ValueError as exc:
+                    raise InvalidArgumentError(str(exc)) from None
+                out[i] = dataclasses.replace(r, created_at=iso(when))
+    if None in map(_CHUNK_TEXT, chunks):
+        for r in rows:
+            for j, c in enumerate(r.chunks):
+                if c.text is None and r.content:
+                    raise InvalidArgumentError(
+                        f"record {r.id!r}: search_rows[{j}].text is null but the record "
+                        "has text to index"
+                    )
+    if MESSAGE in map(_RECORD_TYPE, rows):
+        threads: dict[str, DumpRow | ThreadRow | None] = {
+            r.id: r for r in rows if r.family == THREAD
+        }
+        seqs: set[tuple[str, int]] = set()
+        for r in rows:
+            if r.record_type == MESSAGE:
+                _check_message(store, r, threads, seqs)
+    return out
+
+
+def _check_row_text(r: DumpRow) -> None:
+    where = f"record {r.id!r}"
+    try:
+        check_text(r.id, f"{where}: id")
+        for name, value in zip(_ROW_TEXT_NAMES, _ROW_TEXT(r), strict=True):
+            if value is not None:
+                check_text(value, f"{where}: {name}")
+        for name in ("metadata", "config", "state"):
+            value = getattr(r, name)
+            if value is not None:
+                check_text(value, f"{where}: {name}")
+        for j, c in enumerate(r.chunks):
+            if c.text is not None:
+                check_text(c.text, f"{where}: search_rows[{j}].text")
+            check_texts(builtins.list(c.sources), f"{where}: search_rows[{j}].sources")
+    except ValueError as exc:
+        raise InvalidArgumentError(str(exc)) from None
+
+
+def _stored_form(ts: str) -> bool:
+    """Whether ``ts`` is already what ``normalize_timestamp`` stores (the fast path:
+    a dump written by oam holds only these)."""
+    if len(ts) not in (25, 32) or ts[10] != "T" or not ts.endswith("+00:00"):
+        return False
+    try:
+        parsed = datetime.fromisoformat(ts)
+    except ValueError:
+        return False
+    return parsed.isoformat(timespec="seconds" if len(ts) == 25 else "microseconds") == ts
+
+
+def _stored_created(value: str) -> bool:
+    """Whether a ``created_at`` is in the form the store writes (``iso``: UTC with
+    microseconds); the decoder has parsed it already."""
+    return len(value) == 32 and value[10] == "T" and value.endswith("+00:00")
+
+
+def _check_message(
+    store: OracleMemoryStore,
+    r: DumpRow,
+    threads: dict[str, DumpRow | ThreadRow | None],
+    seqs: set[tuple[str, int]],
+) -> None:
+    where = f"record {r.id!r} (message)"
+    if r.role is not None:  # ``store.add(..., "message")`` takes no role, as None
+        try:
+            check_role(r.role, f"{where}: role")
+        except ValueError as exc:
+            raise InvalidArgumentError(str(exc)) from None
+    if r.content is None:
+        raise InvalidArgumentError(f"{where}: content must be a string, got None")
+    tid = r.thread_id
+    if tid is None or r.seq_no is None:
+        # ``store.add(..., "message")`` without ``thread_ids`` writes messages of no
+        # thread, each numbered 0.
+        return
+    if tid not in threads:
+        threads[tid] = store._backend.get_thread(tid)
+    thread = threads[tid]
+    if (tid, r.seq_no) in seqs:
+        raise InvalidArgumentError(
+            f"{where}: seq_no {r.seq_no} is given to another message of thread {tid!r}"
+        )
+    seqs.add((tid, r.seq_no))
+    if thread is None:
+        # ``store.add(..., "message", thread_ids=...)`` writes messages of a thread
+        # without a thread row: a dump of such a store holds them.
+        return
+    for name in ("user_id", "agent_id"):
+        mine, theirs = getattr(r, name), getattr(thread, name)
+        # None is what ``store.add(..., "message")`` writes without a scope; another
+        # user's or agent's id would put the message in a thread not theirs.
+        if mine is not None and mine != theirs:
+            raise InvalidArgumentError(
+                f"{where}: {name} {mine!r} differs from its thread {tid!r}'s {theirs!r} "
+                "(a message belongs to its thread's user and agent, or to none)"
+            )

@@ -144,7 +144,8 @@ class BatchWriter:
 
         Raises:
             TransferError: when the batch is refused (an id that clashes, a vector
-                of another dimension); nothing of it is written.
+                of another dimension, a row the write path refuses); nothing of it
+                is written.
         """
         if not self.pending:
             return
@@ -257,8 +258,11 @@ def import_store(
         EmbedderMismatchError: the dump's vectors come from another embedder id or
             dimension than the store's, without ``reembed`` (nothing written).
         TransferError: (an ``InvalidArgumentError``) for a line that is not JSON,
-            of an unknown kind or record type, an id that clashes, a damaged or
-            truncated dump: names the line or id; the failing batch is not written
+            of an unknown kind or record type, an id that clashes, a row the
+            store's write path refuses (NUL in text, an impossible timestamp, a
+            bad message role, seq_no or scope, ``check_rows`` in
+            ``oam_core/store/dumprows.py``), a damaged or truncated dump: names the
+            line or id; the failing batch is not written
             and ``.summary`` says what was committed before it.
     """
     conflict = check_options(on_conflict, reembed)

@@ -14,6 +14,7 @@ import pytest
 
 from oam_core import InvalidArgumentError, SQLiteMemoryStore, export_store, import_store
 from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.store.threads import thread_store
 from oam_core.transfer import TransferError
 
 IDS = [f"f{i}" for i in range(6)]
@@ -183,3 +184,153 @@ def test_bad_options(tmp_path: Path, lines: list[bytes]) -> None:
         with pytest.raises(InvalidArgumentError, match="source is empty"):
             import_store(target, _write(tmp_path / "empty.jsonl", []))
         assert _ids(target) == []
+
+
+def _search_row(line: bytes, **changes: Any) -> bytes:
+    value = orjson.loads(line)
+    value["search_rows"][0].update(changes)
+    return orjson.dumps(value)
+
+
+# What the store's write path (``add``, ``add_messages``) refuses, import refuses too,
+# naming the record and the field, before the failing batch writes anything.
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"content": "fact\x00four"}, r"record 'f4': content .*NUL"),
+        ({"user_id": "u\x00"}, r"record 'f4': user_id .*NUL"),
+        ({"metadata": {"k": ["a\x00b"]}}, r"record 'f4': metadata\['k'\]\[0\] .*NUL"),
+        ({"search_text": "fact\x00"}, r"record 'f4': search_rows\[0\]\.text .*NUL"),
+        ({"timestamp": "2026-02-30T00:00:00+00:00"}, r"record 'f4': timestamp must be an ISO"),
+        ({"timestamp": "yesterday"}, r"record 'f4': timestamp must be an ISO"),
+        ({"created_at": "2026-02-30T00:00:00+00:00"}, r"line 6: .*created_at"),
+        ({"expires_at": "not a time"}, r"line 6: .*expires_at"),
+        ({"metadata": {"$agent_memory": "mine"}}, r"record 'f4': metadata\['\$agent_memory'\]"),
+        ({"search_text": None}, r"record 'f4': search_rows\[0\]\.text is null"),
+    ],
+)
+def test_what_add_refuses_import_refuses(
+    tmp_path: Path, lines: list[bytes], change: dict[str, Any], message: str
+) -> None:
+    broken = list(lines)
+    if "search_text" in change:
+        broken[5] = _search_row(lines[5], text=change["search_text"])
+    else:
+        broken[5] = _record(lines[5], **change)
+    path = _write(tmp_path / "bad.jsonl", broken)
+    with _target(tmp_path) as target:
+        with pytest.raises(TransferError, match=message) as caught:
+            import_store(target, path, batch_rows=2)
+        assert _ids(target) == IDS[:4]  # the batch of line 6 wrote nothing
+        assert caught.value.summary.records == {"fact": 4}
+
+
+def test_a_timestamp_is_stored_as_add_stores_it(tmp_path: Path, lines: list[bytes]) -> None:
+    broken = [*lines[:5], _record(lines[5], timestamp="2026-03-01T09:30:00+02:00"), *lines[6:]]
+    with _target(tmp_path) as target:
+        import_store(target, _write(tmp_path / "ts.jsonl", broken))
+        target.add(["same time"], "fact", record_ids="x", timestamps="2026-03-01T09:30:00+02:00")
+        imported = target.get("fact", "f4")
+        added = target.get("fact", "x")
+        assert imported is not None and added is not None
+        assert imported.timestamp == added.timestamp == "2026-03-01T07:30:00+00:00"
+
+
+@pytest.fixture
+def chat(tmp_path: Path) -> list[bytes]:
+    """A dump of thread t1 (user u1, agent a1) and its messages m0..m2: header,
+    thread, three message lines, end line."""
+    with SQLiteMemoryStore(str(tmp_path / "chat.db"), embedder=HashingEmbedder(16)) as source:
+        thread_store(source).create_thread_row("t1", user_id="u1", agent_id="a1")
+        source.add(
+            [f"message {i}" for i in range(3)],
+            "message",
+            thread_ids="t1",
+            roles="user",
+            user_ids="u1",
+            agent_ids="a1",
+            record_ids=["m0", "m1", "m2"],
+        )
+        export_store(source, tmp_path / "chat.jsonl")
+    return (tmp_path / "chat.jsonl").read_bytes().splitlines()
+
+
+def _messages(store: SQLiteMemoryStore) -> list[str]:
+    return [r.id for r in store.list("message", limit=None)]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"role": ""}, r"record 'm2' \(message\): role must be a non-empty string"),
+        ({"role": "  "}, r"record 'm2' \(message\): role must be a non-empty string"),
+        ({"content": None}, r"record 'm2' \(message\): content must be a string"),
+        ({"seq_no": 0}, r"record 'm2' \(message\): seq_no 0 is given to another message"),
+        ({"user_id": "u2"}, r"record 'm2' \(message\): user_id 'u2' differs from its thread"),
+        ({"agent_id": "a2"}, r"record 'm2' \(message\): agent_id 'a2' differs from its thread"),
+    ],
+)
+def test_a_bad_message_is_refused(
+    tmp_path: Path, chat: list[bytes], change: dict[str, Any], message: str
+) -> None:
+    assert [orjson.loads(line).get("id") for line in chat[1:5]] == ["t1", "m0", "m1", "m2"]
+    broken = [*chat[:4], _record(chat[4], **change), chat[5]]
+    with _target(tmp_path) as target:
+        with pytest.raises(TransferError, match=message):
+            import_store(target, _write(tmp_path / "bad.jsonl", broken))
+        assert _messages(target) == []
+        assert thread_store(target).list_thread_rows() == []
+
+
+def test_a_message_checked_against_a_thread_of_the_target(
+    tmp_path: Path, chat: list[bytes]
+) -> None:
+    """The thread was imported in an earlier batch: its message is checked against
+    the stored thread."""
+    broken = [*chat[:4], _record(chat[4], user_id="u2"), chat[5]]
+    with _target(tmp_path) as target:
+        with pytest.raises(TransferError, match=r"user_id 'u2' differs from its thread 't1'"):
+            import_store(target, _write(tmp_path / "bad.jsonl", broken), batch_rows=1)
+        assert _messages(target) == ["m0", "m1"]
+
+
+def test_library_metadata_round_trips(tmp_path: Path, chat: list[bytes]) -> None:
+    """Reserved keys as the library writes them (a message's ``$message`` name, a
+    supersede mark under ``$agent_memory``) are imported."""
+    meta = {"$message": {"name": "Ann"}, "$agent_memory": {"status": "invalid"}}
+    value = orjson.loads(chat[3])
+    value["metadata"] = meta
+    fixed = [*chat[:3], orjson.dumps(value), *chat[4:]]
+    with _target(tmp_path) as target:
+        import_store(target, _write(tmp_path / "ok.jsonl", fixed))
+        assert _messages(target) == ["m0", "m1", "m2"]
+        m1 = target.get("message", "m1")
+        assert m1 is not None and m1.metadata == meta
+
+
+def test_created_at_is_stored_in_the_store_form(tmp_path: Path, lines: list[bytes]) -> None:
+    """A hand-written ``created_at`` in another ISO-8601 form is stored as the store
+    writes its own (UTC, microseconds), so store times compare as times."""
+    broken = [*lines[:5], _record(lines[5], created_at="2026-03-01T09:30:00+02:00"), *lines[6:]]
+    with _target(tmp_path) as target:
+        import_store(target, _write(tmp_path / "c.jsonl", broken))
+        record = target.get("fact", "f4")
+        assert record is not None
+        assert record.created_at == "2026-03-01T07:30:00.000000+00:00"
+
+
+def test_messages_store_add_writes_are_imported(tmp_path: Path) -> None:
+    """``store.add(..., "message")`` writes messages without a role, without a thread
+    (each numbered 0), of a thread without a thread row and without a scope: a dump
+    of them imports as it is."""
+    with SQLiteMemoryStore(str(tmp_path / "s.db"), embedder=HashingEmbedder(16)) as source:
+        thread_store(source).create_thread_row("t1", user_id="u1")
+        source.add(["a", "b"], "message", record_ids=["n0", "n1"])
+        source.add(["c"], "message", thread_ids="orphan", record_ids="n2")
+        source.add(["d"], "message", thread_ids="t1", roles="user", record_ids="n3")
+        export_store(source, tmp_path / "m.jsonl")
+        expected = source.list("message", limit=None)
+    with _target(tmp_path) as target:
+        summary = import_store(target, tmp_path / "m.jsonl")
+        assert summary.records == {"message": 4, "thread": 1}
+        assert target.list("message", limit=None) == expected
