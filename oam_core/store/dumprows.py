@@ -97,32 +97,12 @@ def restore(
                 raise InvalidArgumentError(f"record id {r.id!r} ({r.record_type}) is given twice")
             seen.add(key)
     live = check_rows(store, live)
-    expected = store.vector_dim
-    if expected is None and identity is not None:
-        # A new store learns its dimension from the dump's header, not from the
-        # first vector: a header that names another dimension than its vectors hold
-        # would record an identity no embedder can open the store with.
-        expected = identity.dimension
-    dims = {int(c.vector.shape[0]) for r in live for c in r.chunks if c.vector is not None}
-    if len(dims) > 1 or (expected is not None and dims - {expected}):
-        for r in live:
-            for c in r.chunks:
-                if c.vector is None:
-                    continue
-                dim = int(c.vector.shape[0])
-                if expected is None:
-                    expected = dim
-                if dim != expected:
-                    raise InvalidArgumentError(
-                        f"record {r.id!r}: vector dimension {dim} does not match the "
-                        f"store's dimension {expected}"
-                    )
-    for r in live:
-        for c in r.chunks:
-            if c.vector is not None and not np.isfinite(c.vector).all():
-                raise InvalidArgumentError(
-                    f"record {r.id!r}: a search row's vector holds NaN or infinity"
-                )
+    dims = _check_vectors(
+        live,
+        store.vector_dim
+        if store.vector_dim is not None
+        else (None if identity is None else identity.dimension),
+    )
     record_identity = (
         identity is not None
         and store.embedder_identity is None
@@ -185,6 +165,40 @@ _TIMESTAMP = attrgetter("timestamp")
 _CREATED = attrgetter("created_at")
 _RECORD_TYPE = attrgetter("record_type")
 _ROW_TEXT_NAMES = ("content", "role", "thread_id", "user_id", "agent_id", "timestamp")
+
+
+def _check_vectors(rows: Sequence[DumpRow], expected: int | None) -> set[int]:
+    """Refuse a search-row vector whose dimension differs from ``expected`` (the
+    store's; for a new store the dump header's, so that a header naming another
+    dimension than its vectors cannot record an identity no embedder opens), or from
+    the batch's first vector when there is neither; and one holding NaN or infinity.
+    One pass over the batch's vectors; row by row only to name the bad one.
+
+    Returns:
+        The batch's vector dimension as a set (empty when no row has a vector).
+
+    Raises:
+        InvalidArgumentError: naming the record.
+    """
+    found = [(r, c.vector) for r in rows for c in r.chunks if c.vector is not None]
+    if not found:
+        return set()
+    dims = {int(v.shape[0]) for _, v in found}
+    if len(dims) > 1 or (expected is not None and dims != {expected}):
+        want = expected if expected is not None else int(found[0][1].shape[0])
+        for r, v in found:
+            if int(v.shape[0]) != want:
+                raise InvalidArgumentError(
+                    f"record {r.id!r}: vector dimension {int(v.shape[0])} does not match "
+                    f"the store's dimension {want}"
+                )
+    if not np.isfinite(np.concatenate([v for _, v in found])).all():
+        for r, v in found:
+            if not np.isfinite(v).all():
+                raise InvalidArgumentError(
+                    f"record {r.id!r}: a search row's vector holds NaN or infinity"
+                )
+    return dims
 
 
 def check_rows(store: OracleMemoryStore, rows: Sequence[DumpRow]) -> builtins.list[DumpRow]:
