@@ -156,7 +156,9 @@ class IndexFile:
 
     def exists(self) -> bool:
         """Whether there is a file to read."""
-        return bool(self.path) and os.path.exists(self.path or "")
+        if not self.path:
+            return False
+        return os.path.exists(self.path)
 
     def load(self, dim: int, faiss: Any, top: int, last_change: int) -> Snapshot | None:
         """The snapshot in the file, for vectors of ``dim`` dimensions; None (with

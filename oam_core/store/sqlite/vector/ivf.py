@@ -104,7 +104,10 @@ def warn_once(key: str, message: str) -> None:
 
 
 def load_faiss() -> Any:
-    """The faiss module, or None (then ranking stays exact, with one warning)."""
+    """The faiss module, or None (then ranking stays exact, with one warning).
+
+    The other modules call it as ``ivf.load_faiss()``: one name to replace for a
+    process without faiss (tests do)."""
     try:
         import faiss
     except ImportError:
