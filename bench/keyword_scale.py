@@ -26,7 +26,7 @@ Per query, in one run and on one file, it times:
 - ``hybrid``: ``store.search(q, 10)`` of a HYBRID store (keyword ranking at depth 50,
   exact vector ranking, RRF). Its query embedding is a ``HashingEmbedder`` (a few
   microseconds), so the figure is the search itself. The vector half is the
-  in-process vector index (``store/vectorindex.py``, docs/sqlite.md);
+  in-process vector index (``store/sqlite/vector/``, docs/sqlite.md);
 - ``vector``: ``store.search(query_vector=v, k=10)`` of the HYBRID store, the vector
   half alone, for reading the hybrid figure;
 - ``bare_user`` / ``keyword_user`` / ``hybrid_user``: the same, scoped to one user of

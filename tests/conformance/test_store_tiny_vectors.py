@@ -18,7 +18,7 @@ import numpy.typing as npt
 import pytest
 
 from oam_core.apis.embedder import IEmbedder
-from oam_core.store.vectorindex import _unit
+from oam_core.store.sqlite.vector.mirror import unit as _unit
 
 TINY = 1e-25
 

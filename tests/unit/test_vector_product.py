@@ -1,5 +1,5 @@
 """Single-query products of the embedded store's vector index
-(oam_core/store/vectorindex.py ``_dot`` / ``_dot_rows``): a record's distance is the
+(oam_core/store/sqlite/vector/ranking.py ``dot`` / ``dot_rows``): a record's distance is the
 same bits whichever candidate set ranked it, and identical vectors tie exactly, also
 past the 4,096 rows where the product used to go to the threaded BLAS (whose last
 rows sum in another order)."""
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from oam_core import SQLiteMemoryStore
-from oam_core.store import vectorindex
+from oam_core.store.sqlite.vector import ranking
 
 DIM = 384
 
@@ -29,20 +29,20 @@ def test_gathered_product_is_the_same_bits_as_the_slice_product(n: int) -> None:
     mat = unit(rng.standard_normal((2 * n + 7, DIM)))
     q = unit(rng.standard_normal((1, DIM)))
     rows = np.sort(rng.choice(len(mat), n, replace=False))
-    got = vectorindex._dot_rows(mat, rows, q)
+    got = ranking.dot_rows(mat, rows, q)
     assert got.shape == (n, 1) and got.dtype == np.float32
     # each row's product alone, and within a slice of the matrix: the same bits
-    alone = np.array([vectorindex._dot(mat[r : r + 1], q)[0, 0] for r in rows[:50]])
+    alone = np.array([ranking.dot(mat[r : r + 1], q)[0, 0] for r in rows[:50]])
     assert np.array_equal(got[:50, 0], alone)
-    assert np.array_equal(got[:, 0], vectorindex._dot(mat, q)[rows, 0])
+    assert np.array_equal(got[:, 0], ranking.dot(mat, q)[rows, 0])
     # several queries keep the matrix product; its values agree to float32 rounding
     qs = unit(rng.standard_normal((3, DIM)))
-    np.testing.assert_allclose(vectorindex._dot_rows(mat, rows, qs), mat[rows] @ qs.T, atol=1e-6)
+    np.testing.assert_allclose(ranking.dot_rows(mat, rows, qs), mat[rows] @ qs.T, atol=1e-6)
 
 
 def test_no_rows_give_an_empty_product() -> None:
     mat = unit(np.ones((4, DIM)))
-    assert vectorindex._dot_rows(mat, np.zeros(0, np.int64), mat[:1]).shape == (0, 1)
+    assert ranking.dot_rows(mat, np.zeros(0, np.int64), mat[:1]).shape == (0, 1)
 
 
 def exact_store(path: Path) -> SQLiteMemoryStore:

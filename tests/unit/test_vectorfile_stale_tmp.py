@@ -1,4 +1,4 @@
-"""Temporary index files left by a write that was killed (store/vectorfile.py,
+"""Temporary index files left by a write that was killed (store/sqlite/vector/file.py,
 docs/sqlite.md#the-index-file).
 
 The index file is written to ``<file>.oamvec.tmp-<pid>-<thread id>`` and renamed
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from oam_core import SQLiteMemoryStore
-from oam_core.store import vectorfile
+from oam_core.store.sqlite.vector import file as indexfile
 
 DIM = 8
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,8 +35,8 @@ CHILD = textwrap.dedent(
     import faiss
     import numpy as np
     from oam_core import SQLiteMemoryStore
-    from oam_core.store import vectorindex
-    vectorindex.ANN_MIN_ROWS, vectorindex.EXACT_MAX = 8, 4
+    from oam_core.store.sqlite.vector import builds, ranking
+    builds.ANN_MIN_ROWS, ranking.EXACT_MAX = 8, 4
     store = SQLiteMemoryStore(sys.argv[1], vector_dim=8)
     vecs = np.random.default_rng(0).standard_normal((200, 8)).astype(np.float32)
     store.add([f"t{i}" for i in range(200)], "memory", embeddings=list(vecs),
@@ -122,9 +122,9 @@ def test_only_left_behind_files_of_this_index_are_removed(tmp_path: Path) -> Non
         dead_file = Path(f"{index}.tmp-{dead.pid}-3")
         for f in (live_fresh, live_old, other_store, not_ours, dead_file):
             f.write_bytes(b"x" * 100)
-        hour_ago = time.time() - vectorfile.STALE_TMP_S - 60
+        hour_ago = time.time() - indexfile.STALE_TMP_S - 60
         os.utime(live_old, (hour_ago, hour_ago))
-        removed = vectorfile.remove_stale(index)
+        removed = indexfile.remove_stale(index)
     finally:
         alive.communicate(b"")
     assert sorted(removed) == sorted([str(live_old), str(dead_file)])
@@ -135,9 +135,9 @@ def test_only_left_behind_files_of_this_index_are_removed(tmp_path: Path) -> Non
 def test_a_file_whose_writer_holds_its_lock_is_kept_whatever_its_age(tmp_path: Path) -> None:
     index = str(tmp_path / "s.db.oamvec")
     tmp = f"{index}.tmp-{2**22 + 9}-1"  # a process id no process has here
-    with vectorfile._claimed(tmp):
-        hour_ago = time.time() - vectorfile.STALE_TMP_S - 60
+    with indexfile._claimed(tmp):
+        hour_ago = time.time() - indexfile.STALE_TMP_S - 60
         os.utime(tmp, (hour_ago, hour_ago))
-        assert vectorfile.remove_stale(index) == []
+        assert indexfile.remove_stale(index) == []
         assert os.path.exists(tmp)
-    assert vectorfile.remove_stale(index) == [tmp]
+    assert indexfile.remove_stale(index) == [tmp]

@@ -1,4 +1,4 @@
-"""The embedded store's vector index (oam_core/store/vectorindex.py): processes sharing
+"""The embedded store's vector index (oam_core/store/sqlite/vector/): processes sharing
 one file, kill -9 mid-write, an unusable index file, no ANN library, the version-1
 schema upgrade. Every check compares search results with a brute-force ranking of the
 rows SQLite holds."""
@@ -22,8 +22,9 @@ import numpy as np
 import pytest
 
 from oam_core import SQLiteMemoryStore
-from oam_core.store import vectorindex
 from oam_core.store.sqlite.schema import SCHEMA_VERSION
+from oam_core.store.sqlite.vector import changelog, ivf, ranking
+from oam_core.store.sqlite.vector.mirror import LiveRows, Mirror
 
 DIM = 8
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,8 +36,8 @@ CHILD = textwrap.dedent(
     import json, sys
     import numpy as np
     from oam_core import SQLiteMemoryStore
-    from oam_core.store import vectorindex
-    vectorindex.ANN_MIN_ROWS, vectorindex.EXACT_MAX = 8, 4
+    from oam_core.store.sqlite.vector import builds, ranking
+    builds.ANN_MIN_ROWS, ranking.EXACT_MAX = 8, 4
     store = SQLiteMemoryStore(sys.argv[1], vector_dim=8)
     for line in sys.stdin:
         cmd = json.loads(line)
@@ -174,7 +175,7 @@ def test_kill_9_during_bulk_add_leaves_a_consistent_index(tmp_path: Path) -> Non
         with sqlite3.connect(path) as conn:
             held = conn.execute("SELECT count(*) FROM chunks WHERE has_vector = 1").fetchone()[0]
         index = store._impl.index
-        assert index.ann is not None and index.n - index.n_dead == held
+        assert index.ann is not None and index.mirror.n - index.mirror.n_dead == held
     finally:
         store.close()
 
@@ -237,8 +238,8 @@ def test_unusable_index_file_is_rebuilt_with_a_warning(tmp_path: Path, damage: s
 def test_without_the_ann_library_search_is_exact_with_one_warning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(vectorindex, "_faiss", lambda: None)
-    monkeypatch.setattr(vectorindex, "_warned", set())
+    monkeypatch.setattr(ivf, "load_faiss", lambda: None)
+    monkeypatch.setattr(ivf, "_warned", set())
     path = tmp_path / "s.db"
     store = open_store(path)
     vecs = np.random.default_rng(3).standard_normal((50, DIM)).astype(np.float32)
@@ -345,13 +346,13 @@ def test_reopening_reads_the_snapshot_and_catches_up_with_later_writes(
     add_random(other, 200, 230)
     other.close()
     loaded: list[int] = []
-    load_rows = vectorindex.VectorIndex._load_rows
+    load_rows = changelog.ChangeLog._load_rows
 
     def counting(self: Any, conn: sqlite3.Connection, after: int) -> None:
         loaded.append(after)
         load_rows(self, conn, after)
 
-    monkeypatch.setattr(vectorindex.VectorIndex, "_load_rows", counting)
+    monkeypatch.setattr(changelog.ChangeLog, "_load_rows", counting)
     store = open_store(path)
     try:
         with warnings.catch_warnings():
@@ -359,9 +360,11 @@ def test_reopening_reads_the_snapshot_and_catches_up_with_later_writes(
             for q in QUERIES:
                 assert ids(store, q, 10) == brute_force(path, q, 10)
         index = store._impl.index
-        assert index._saved is not None
-        assert loaded == [index._saved[0]] and index._saved[0] >= 200  # only the new rows
-        assert index.ann is not None and index.n - index.n_dead == 230 - 1  # r6 expired, not gone
+        assert index.file.saved is not None
+        assert loaded == [index.file.saved[0]] and index.file.saved[0] >= 200  # only the new rows
+        assert (
+            index.ann is not None and index.mirror.n - index.mirror.n_dead == 230 - 1
+        )  # r6 expired, not gone
         found = {r.id for r, _ in store.search(query_vector=list(QUERIES[0]), k=300)}
         assert "r5" not in found and "r6" not in found and "r229" in found
     finally:
@@ -387,7 +390,7 @@ def test_a_snapshot_the_change_log_no_longer_reaches_is_reloaded(
             for q in QUERIES:
                 assert ids(store, q, 10) == brute_force(path, q, 10)
         index = store._impl.index
-        assert index.ann is not None and index.n - index.n_dead == 196
+        assert index.ann is not None and index.mirror.n - index.mirror.n_dead == 196
     finally:
         store.close()
 
@@ -448,9 +451,12 @@ def test_closing_rewrites_the_file_only_when_it_is_far_behind(tmp_path: Path) ->
     assert index_file.stat().st_mtime_ns != written
     store = open_store(path)
     try:
-        assert store._impl.index._saved is None  # not searched yet
+        assert store._impl.index.file.saved is None  # not searched yet
         assert ids(store, QUERIES[1], 10) == brute_force(path, QUERIES[1], 10)
-        assert store._impl.index._saved == (store._impl.index.hwm, store._impl.index.cursor)
+        assert store._impl.index.file.saved == (
+            store._impl.index.mirror.hwm,
+            store._impl.index.mirror.cursor,
+        )
     finally:
         store.close()
 
@@ -466,10 +472,8 @@ def test_searches_are_exact_while_the_index_builds_in_the_background(
     adopted by the next search with those writes applied."""
     import threading
 
-    from oam_core.store import vectorann
-
     started, release = threading.Event(), threading.Event()
-    build = vectorann.Ann._build.__func__  # type: ignore[attr-defined]
+    build = ivf.Ann._build.__func__  # type: ignore[attr-defined]
 
     def held(cls: Any, faiss: Any, source: Any, rng: Any, stop: Any) -> Any:
         rows_after = source.rows_after
@@ -482,7 +486,7 @@ def test_searches_are_exact_while_the_index_builds_in_the_background(
         source.rows_after = slow
         return build(cls, faiss, source, rng, stop)
 
-    monkeypatch.setattr(vectorann.Ann, "_build", classmethod(held))
+    monkeypatch.setattr(ivf.Ann, "_build", classmethod(held))
     path = tmp_path / "s.db"
     store = open_store(path)
     store._impl.index.background_rows = 8
@@ -491,7 +495,7 @@ def test_searches_are_exact_while_the_index_builds_in_the_background(
         assert ids(store, QUERIES[0], 10) == brute_force(path, QUERIES[0], 10)
         assert started.wait(60)
         index = store._impl.index
-        assert index.ann is None and index._builder is not None
+        assert index.ann is None and index.builds.thread is not None
         store.delete("memory", "r7")
         add_random(store, 300, 340)
         for q in QUERIES:  # exact meanwhile, with the new writes
@@ -500,9 +504,10 @@ def test_searches_are_exact_while_the_index_builds_in_the_background(
         assert index.wait_for_build(60)
         for q in QUERIES:  # adopted: rows deleted and added during the build applied
             assert ids(store, q, 10) == brute_force(path, q, 10)
-        assert index.ann is not None and index._builder is None
+        assert index.ann is not None and index.builds.thread is None
         held_pks = set(index.ann.ids().tolist())
-        live = set(index.pks[: index.n][index.live[: index.n]].tolist())
+        mirror = index.mirror
+        live = set(mirror.pks[: mirror.n][mirror.live[: mirror.n]].tolist())
         assert held_pks == live
     finally:
         release.set()
@@ -514,24 +519,22 @@ def test_closing_stops_a_background_build(tmp_path: Path, monkeypatch: pytest.Mo
     tells it, waits for the thread, and writes nothing."""
     import threading
 
-    from oam_core.store import vectorann
-
     started = threading.Event()
     results: list[Any] = []
-    rows_after = vectorindex._MirrorSource.rows_after
-    build = vectorann.Ann.build.__func__  # type: ignore[attr-defined]
+    rows_after = LiveRows.rows_after
+    build = ivf.Ann.build.__func__  # type: ignore[attr-defined]
 
     def waiting(self: Any, pk: int, limit: int) -> Any:
         started.set()
-        self.ix._stop.wait(60)  # set by close(); else the build goes on after 60 s
+        store._impl.index.builds._stop.wait(60)  # set by close(); else the build goes on after 60 s
         return rows_after(self, pk, limit)
 
     def recorded(cls: Any, *args: Any, **kwargs: Any) -> Any:
         results.append(build(cls, *args, **kwargs))
         return results[-1]
 
-    monkeypatch.setattr(vectorindex._MirrorSource, "rows_after", waiting)
-    monkeypatch.setattr(vectorann.Ann, "build", classmethod(recorded))
+    monkeypatch.setattr(LiveRows, "rows_after", waiting)
+    monkeypatch.setattr(ivf.Ann, "build", classmethod(recorded))
     path = tmp_path / "s.db"
     store = open_store(path)
     store._impl.index.background_rows = 8
@@ -540,7 +543,7 @@ def test_closing_stops_a_background_build(tmp_path: Path, monkeypatch: pytest.Mo
     assert started.wait(60)
     store.close()
     assert results == [None]  # the build stopped instead of finishing
-    assert store._impl.index._builder is None and store._impl.index.ann is None
+    assert store._impl.index.builds.thread is None and store._impl.index.ann is None
     assert not (tmp_path / "s.db.oamvec").exists()
 
 
@@ -549,8 +552,6 @@ def test_closing_stops_a_background_build(tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_calibration_probes_few_lists_on_clustered_data_and_none_on_noise() -> None:
     import faiss
-
-    from oam_core.store import vectorann
 
     class Source:
         def __init__(self, mat: np.ndarray) -> None:
@@ -581,10 +582,10 @@ def test_calibration_probes_few_lists_on_clustered_data_and_none_on_noise() -> N
     noise = rng.standard_normal((n, dim))
     for data, clusters in ((clustered, True), (noise, False)):
         mat = (data / np.linalg.norm(data, axis=1, keepdims=True)).astype(np.float32)
-        ann = vectorann.Ann.build(faiss, Source(mat), np.random.default_rng(1))
+        ann = ivf.Ann.build(faiss, Source(mat), np.random.default_rng(1))
         assert ann is not None and ann.index.ntotal == n
         if clusters:
-            assert vectorann.MIN_PROBES <= ann.nprobe <= ann.index.nlist // 4
+            assert ivf.MIN_PROBES <= ann.nprobe <= ann.index.nlist // 4
         else:
             assert ann.nprobe == 0  # no probe count reaches the target: rank exactly
 
@@ -592,22 +593,20 @@ def test_calibration_probes_few_lists_on_clustered_data_and_none_on_noise() -> N
 def test_an_index_that_misses_the_recall_target_is_not_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from oam_core.store import vectorann
-
-    monkeypatch.setattr(vectorann.Calibration, "probes", lambda self, index, source: (0, 0))
+    monkeypatch.setattr(ivf.Calibration, "probes", lambda self, index, source: (0, 0))
     path = tmp_path / "s.db"
     store = open_store(path)
     store._impl.index.exact_max = 0
     try:
         add_random(store, 0, 400)
-        exact = vectorindex.VectorIndex._exact
+        exact = ranking.exact
         calls: list[int] = []
 
-        def counted(self: vectorindex.VectorIndex, *a: Any) -> Any:
+        def counted(*a: Any) -> Any:
             calls.append(1)
-            return exact(self, *a)
+            return exact(*a)
 
-        monkeypatch.setattr(vectorindex.VectorIndex, "_exact", counted)
+        monkeypatch.setattr(ranking, "exact", counted)
         for q in QUERIES:
             assert ids(store, q, 10) == brute_force(path, q, 10)
         assert store._impl.index.ann is not None and store._impl.index.ann.nprobe == 0
@@ -676,7 +675,7 @@ def test_rows_from_new_data_added_after_the_build_keep_recall(
 
 
 class _Rows:
-    """A ``vectorann.RowSource`` over a matrix; ``between_passes`` runs once, when the
+    """An ``ivf.RowSource`` over a matrix; ``between_passes`` runs once, when the
     build has read every row the first time (a writer adding and deleting rows)."""
 
     def __init__(self, mat: np.ndarray, between_passes: Any = None) -> None:
@@ -736,22 +735,18 @@ def test_the_two_pass_build_fills_the_lists_as_faiss_own_add_does() -> None:
     same keys and codes, in the same order, as faiss's ``add_with_ids`` gives."""
     import faiss
 
-    from oam_core.store import vectorann
-
     source = _Rows(_unit_clusters(6_000, 3))
-    ann = vectorann.Ann.build(faiss, source, np.random.default_rng(0))
+    ann = ivf.Ann.build(faiss, source, np.random.default_rng(0))
     assert ann is not None and ann.index.ntotal == 6_000
     reference = faiss.clone_index(ann.index)
     reference.reset()  # keeps the trained lists
-    reference.add_with_ids(vectorann.encode(source.mat, ann.scale), source.pks)
+    reference.add_with_ids(ivf.encode(source.mat, ann.scale), source.pks)
     assert _lists(ann.index) == _lists(reference)
     assert ann.hwm == int(source.pks[-1])
 
 
 def test_rows_written_or_deleted_between_the_build_passes_are_handled() -> None:
     import faiss
-
-    from oam_core.store import vectorann
 
     first = _unit_clusters(3_000, 4)
     later = _unit_clusters(500, 5)
@@ -763,11 +758,11 @@ def test_rows_written_or_deleted_between_the_build_passes_are_handled() -> None:
         src.live[100:400] = False
 
     source = _Rows(first, writer)
-    ann = vectorann.Ann.build(faiss, source, np.random.default_rng(0))
+    ann = ivf.Ann.build(faiss, source, np.random.default_rng(0))
     assert ann is not None
     live = source.pks[source.live]
     assert sorted(ann.ids().tolist()) == live.tolist()
-    _, want = ann.index.quantizer.search(vectorann.encode(source.mat[source.live], ann.scale), 1)
+    _, want = ann.index.quantizer.search(ivf.encode(source.mat[source.live], ann.scale), 1)
     inv = ann.index.invlists
     got = {}
     for i in range(inv.nlist):
@@ -780,14 +775,12 @@ def test_rows_written_or_deleted_between_the_build_passes_are_handled() -> None:
 def test_codes_are_rounded_scaled_vectors_clipped_to_the_signed_byte_range() -> None:
     import faiss
 
-    from oam_core.store import vectorann
-
     rows = np.array([[0.1, -0.2, 0.05, 0.0], [0.3, 0.0, -0.01, 0.02]], np.float32)
-    scale = vectorann.code_scale(rows)
-    assert scale == pytest.approx(127 / np.quantile([0.2, 0.3], vectorann.SCALE_QUANTILE))
-    assert vectorann.code_scale(np.zeros((3, 4), np.float32)) == 1.0
-    assert vectorann.code_scale(np.zeros((0, 4), np.float32)) == 1.0
-    coded = vectorann.encode(np.array([[0.3, -0.3, 0.0049, 2.0]], np.float32), 100.0)
+    scale = ivf.code_scale(rows)
+    assert scale == pytest.approx(127 / np.quantile([0.2, 0.3], ivf.SCALE_QUANTILE))
+    assert ivf.code_scale(np.zeros((3, 4), np.float32)) == 1.0
+    assert ivf.code_scale(np.zeros((0, 4), np.float32)) == 1.0
+    coded = ivf.encode(np.array([[0.3, -0.3, 0.0049, 2.0]], np.float32), 100.0)
     assert coded.tolist() == [[30.0, -30.0, 0.0, 127.0]]  # rounded; 200 clipped, not wrapped
     sq = faiss.ScalarQuantizer(4, faiss.ScalarQuantizer.QT_8bit_direct_signed)
     assert sq.decode(sq.compute_codes(coded)).tolist() == coded.tolist()  # faiss keeps them
@@ -800,14 +793,14 @@ def test_an_index_file_of_format_2_or_of_another_index_kind_is_not_trusted(
     index has other codes are both refused: the store rebuilds them (with a warning)."""
     import faiss
 
-    from oam_core.store import vectorann, vectorfile
+    from oam_core.store.sqlite.vector import file as indexfile
 
     path = tmp_path / "s.db"
     build_index_file(path, n=400)
     index_file = str(tmp_path / "s.db.oamvec")
-    snap = vectorfile.read(index_file, DIM, faiss)
+    snap = indexfile.read(index_file, DIM, faiss)
     assert snap.ann is not None and snap.ann.scale > 1.0
-    assert vectorann.is_own_kind(faiss, snap.ann.index)
+    assert ivf.is_own_kind(faiss, snap.ann.index)
     data = Path(index_file).read_bytes()
     length = int.from_bytes(data[-16:-8], "little")
     trailer = json.loads(data[-16 - length : -16])
@@ -817,7 +810,7 @@ def test_an_index_file_of_format_2_or_of_another_index_kind_is_not_trusted(
         data[: -16 - length] + old_bytes + len(old_bytes).to_bytes(8, "little") + data[-8:]
     )
     with pytest.raises(ValueError, match="format 2"):
-        vectorfile.read(index_file, DIM, faiss)
+        indexfile.read(index_file, DIM, faiss)
     four_bit = faiss.IndexIVFScalarQuantizer(
         faiss.IndexFlatIP(DIM), DIM, 4, faiss.ScalarQuantizer.QT_4bit, faiss.METRIC_INNER_PRODUCT
     )
@@ -825,9 +818,9 @@ def test_an_index_file_of_format_2_or_of_another_index_kind_is_not_trusted(
     four_bit.train(vecs)
     four_bit.add(vecs)
     snap.ann.index = four_bit
-    assert vectorfile.write(index_file, snap, faiss)
+    assert indexfile.write(index_file, snap, faiss)
     with pytest.raises(ValueError, match="another kind"):
-        vectorfile.read(index_file, DIM, faiss)
+        indexfile.read(index_file, DIM, faiss)
     store = open_store(path)
     try:
         with pytest.warns(RuntimeWarning, match="is not usable"):
@@ -836,16 +829,16 @@ def test_an_index_file_of_format_2_or_of_another_index_kind_is_not_trusted(
         store.close()
 
 
-def _mirror(keys: list[int], dim: int = 4) -> vectorindex.VectorIndex:
-    ix = vectorindex.VectorIndex("", None)
+def _mirror(keys: list[int], dim: int = 4) -> Mirror:
+    ix = Mirror()
     vec = np.ones(dim, "<f4").tobytes()
     rows = [(k, k, "memory", None, "u", None, None, vec) for k in keys]
     for a in range(0, len(rows), 7):  # appended in batches, like a catch-up
-        ix._append(rows[a : a + 7])
+        ix.append(rows[a : a + 7])
     return ix
 
 
-def _searched(ix: vectorindex.VectorIndex, keys: np.ndarray) -> list[int]:
+def _searched(ix: Mirror, keys: np.ndarray) -> list[int]:
     have = ix.pks[: ix.n]
     pos = np.minimum(np.searchsorted(have, keys), ix.n - 1)
     rows: list[int] = np.where(have[pos] == keys, pos, -1).tolist()
@@ -857,14 +850,14 @@ def test_key_lookup_table_gives_the_rows_a_binary_search_gives() -> None:
     ix = _mirror(keys)
     assert ix._slots is not None and ix._slot_base == 3
     probe = np.array([0, 2, 3, 4, 6, 9, 12, 13, 20, 39, 40, 41, 1000, -5], np.int64)
-    assert ix._rows_of(probe).tolist() == _searched(ix, probe)
-    assert ix._rows_of(probe).tolist()[:4] == [-1, -1, 0, 1]
+    assert ix.rows_of(probe).tolist() == _searched(ix, probe)
+    assert ix.rows_of(probe).tolist()[:4] == [-1, -1, 0, 1]
     ix.live[[1, 4, 7]] = False  # deleted, then compacted: rows move
     ix.n_dead = 3
-    ix._compact()
+    ix.compact()
     assert ix.pks[: ix.n].tolist() == [3, 5, 9, 11, 12, 21, 40]
-    assert ix._rows_of(probe).tolist() == _searched(ix, probe)
-    assert ix._rows_of(np.array([21, 4], np.int64)).tolist() == [5, -1]
+    assert ix.rows_of(probe).tolist() == _searched(ix, probe)
+    assert ix.rows_of(np.array([21, 4], np.int64)).tolist() == [5, -1]
 
 
 def test_sparse_keys_fall_back_to_a_binary_search_and_come_back() -> None:
@@ -872,9 +865,9 @@ def test_sparse_keys_fall_back_to_a_binary_search_and_come_back() -> None:
     ix = _mirror(keys)
     assert ix._slots is None
     probe = np.array([1, 2, 3, 9_999, 10_000, 10_019, 10_020], np.int64)
-    assert ix._rows_of(probe).tolist() == _searched(ix, probe) == [0, 1, -1, -1, 2, 21, -1]
+    assert ix.rows_of(probe).tolist() == _searched(ix, probe) == [0, 1, -1, -1, 2, 21, -1]
     ix.live[:2] = False  # the two far keys are deleted: dense again after compaction
     ix.n_dead = 2
-    ix._compact()
+    ix.compact()
     assert ix._slots is not None and ix._slot_base == 10_000
-    assert ix._rows_of(probe).tolist() == _searched(ix, probe) == [-1, -1, -1, -1, 0, 19, -1]
+    assert ix.rows_of(probe).tolist() == _searched(ix, probe) == [-1, -1, -1, -1, 0, 19, -1]

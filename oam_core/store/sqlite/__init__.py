@@ -5,6 +5,7 @@
 - ``dialect``: the ``Dialect`` of the shared SQL layer and the ``sqlite3`` error map;
 - ``keyword``: FTS5 BM25 keyword ranking;
 - ``backend``: the ``Backend``/``Tx`` contract (connection, vector mirror, inserts);
+- ``vector``: the in-process vector index (a package, one module per job);
 - ``store``: ``SQLiteMemoryStore``.
 
 See docs/sqlite.md.

@@ -5,7 +5,7 @@ the insert path (docs/sqlite.md).
 stdlib ``sqlite3`` in WAL mode; one connection guarded by a lock, so one store object
 is safe to share between threads of a process, and several processes may open the
 same file (SQLite serialises their writers). VECTOR ranks from an in-process mirror
-of the chunk vectors (``store/vectorindex.py``: exact for small or filtered candidate
+of the chunk vectors (``sqlite/vector/``: exact for small or filtered candidate
 sets, an IVF index with exact re-ranking for large ones; it catches up with every
 committed write of any connection before each search); KEYWORD ranks with FTS5 BM25
 (``sqlite/keyword.py``). Scope, type and expiry filters run on the mirror's arrays,
@@ -40,8 +40,8 @@ from oam_core.store.sqlite.checkpoint import WAL_CHECKPOINT_BYTES, Checkpointer
 from oam_core.store.sqlite.dialect import SQLITE
 from oam_core.store.sqlite.keyword import Fts5Ranker
 from oam_core.store.sqlite.schema import SCHEMA_VERSION
+from oam_core.store.sqlite.vector import LOG_KEEP, BoolArray, IntArray, VectorIndex, index_path
 from oam_core.store.text import index_text
-from oam_core.store.vectorindex import LOG_KEEP, BoolArray, IntArray, VectorIndex, index_path
 from oam_core.store.worker import run_beside
 
 BUSY_TIMEOUT_S = 30.0
@@ -303,7 +303,7 @@ class SQLiteBackend(SqlBackend):
         allowed = None
         if pred.metadata is not NOT_SET:
             allowed = filtered_chunks(
-                self.conn, self.p, pred, self.index, self.filters, cacheable=cacheable
+                self.conn, self.p, pred, self.index.mirror, self.filters, cacheable=cacheable
             )
         scopes = {
             name: value

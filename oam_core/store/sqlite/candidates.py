@@ -1,7 +1,7 @@
 """The chunks a metadata filter lets a VECTOR search of the embedded store rank
 (docs/filters.md#how-it-runs, docs/sqlite.md).
 
-The in-process vector index (``store/vectorindex.py``) applies record type, scope,
+The in-process vector index (``sqlite/vector/``) applies record type, scope,
 expiry and liveness itself; this module gives it the chunk keys whose record passes
 the metadata filter, before the top-k cut:
 

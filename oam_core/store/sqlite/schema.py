@@ -5,7 +5,7 @@ table the search rows (text, float32 vector BLOB, copied scope and expiry), and 
 external-content FTS5 index over chunk text (filled by the insert path with one
 set-based statement per write, emptied by a delete trigger). ``chunk_changes`` logs
 the keys of deleted and updated vector chunks for the in-process vector index of
-other connections (``store/vectorindex.py``); inserts need no log, chunk keys only
+other connections (``sqlite/vector/``); inserts need no log, chunk keys only
 grow. ``{p}`` is the ``memory_store_id`` prefix.
 
 The FTS5 index holds ``store/text.index_text`` of each chunk's text (the text

@@ -1,4 +1,4 @@
-"""The ANN half of the embedded store's vector index (``store/vectorindex.py``).
+"""The ANN half of the embedded store's vector index (``store/sqlite/vector/``).
 
 A faiss IVF index (``IndexIVFScalarQuantizer``, signed 8-bit codes of the vectors
 scaled by ``Ann.scale``, inner product) whose labels are chunk keys. It only proposes
@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -87,6 +89,30 @@ SIMS_BLOCK = 2
 """Calibration queries whose candidates' vectors are gathered at once (all 64 at
 once would copy 16 MB of vectors at 384 dimensions, 2 of them 0.5 MB)."""
 _K = 10
+
+_warned: set[str] = set()
+_warn_lock = threading.Lock()
+
+
+def warn_once(key: str, message: str) -> None:
+    """Warn ``message`` (``RuntimeWarning``) once per process for ``key``."""
+    with _warn_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    warnings.warn(message, RuntimeWarning, stacklevel=4)
+
+
+def load_faiss() -> Any:
+    """The faiss module, or None (then ranking stays exact, with one warning).
+
+    The other modules call it as ``ivf.load_faiss()``: one name to replace for a
+    process without faiss (tests do)."""
+    try:
+        import faiss
+    except ImportError:
+        return None
+    return faiss
 
 
 class RowSource(Protocol):
@@ -455,7 +481,7 @@ class Ann:
         ``(m, dim)``, keys ``pks``), whose exact 10 nearest other rows are found
         by scanning every live row of ``rows``. An index trained before many rows
         of another distribution were added fails this (their lists are too long
-        or too coarse), and is then retrained (``store/vectorindex.py``)."""
+        or too coarse), and is then retrained (``vector/builds.py``)."""
         if not self.nprobe:
             return True  # not used: searches already rank exactly
         calibration = Calibration(queries, pks, self.scale)

@@ -1,8 +1,8 @@
 """The embedded store's vector index file, ``<database>.oamvec`` (``docs/sqlite.md``).
 
-A snapshot of the in-memory mirror (``store/vectorindex.py``) as it stood after it
+A snapshot of the in-memory mirror (``vector/mirror.py``) as it stood after it
 caught up with the database at chunk key ``hwm`` and change-log sequence ``cursor``:
-the trained faiss index (``store/vectorann.py``) followed by the mirror's arrays
+the trained faiss index (``vector/ivf.py``) followed by the mirror's arrays
 (live rows only) and a JSON trailer. Reopening a store reads it instead of every
 vector out of SQLite, then catches up from ``(hwm, cursor)`` like any other reader.
 
@@ -16,12 +16,25 @@ Layout (all integers little-endian)::
              sections, tables, crc32, ...}
     8 bytes: trailer length; 8 bytes: b"OAMVIDX2"
 
-``crc32`` covers every byte before the trailer. ``read`` raises ``ValueError`` for
-anything it cannot trust (wrong magic or version, another dimension, a checksum
-mismatch, a short file); the store then rebuilds with one warning. ``write`` goes
-through a temporary file and a rename, so readers and crashes see the old file or
-the new one, never half of one; where the directory cannot be written it writes
-nothing.
+``crc32`` covers every byte before the trailer. ``read`` raises
+``InvalidArgumentError`` (a ``ValueError``) for anything it cannot trust (wrong magic
+or version, another dimension, a checksum mismatch, a short file); the store then
+rebuilds with one warning. ``write`` goes through a temporary file and a rename, so
+readers and crashes see the old file or the new one, never half of one; where the
+directory cannot be written it writes nothing.
+
+Persistence (``IndexFile``): the mirror and its ANN index are written to
+``<database file>.oamvec`` (``.<memory_store_id>.oamvec`` with a store id) after an
+inline build and when the store closes if the file is far behind, atomically. A
+process opening the store reads that snapshot instead of every vector from SQLite,
+then catches up from the snapshot's high-water mark and change-log cursor like any
+reader; it is trusted only if it parses, its checksum matches, the log still
+reaches back to it, and afterwards it holds as many live vector chunks as the
+database with a sample of rows (vectors, keys, scopes, expiry) equal to SQLite's.
+Otherwise it is rebuilt with one warning. A file whose change log was pruned past
+it keeps only its ANN index, checked against the rows read from SQLite. A kill -9
+leaves either the old file or the new one, and SQLite rolls the write back. On a
+read-only file system nothing is written: the index is built in memory.
 """
 
 from __future__ import annotations
@@ -45,9 +58,20 @@ if sys.platform != "win32":
 import numpy as np
 import numpy.typing as npt
 
-from oam_core.store.vectorann import Ann, is_own_kind
+from oam_core.errors import InvalidArgumentError
+from oam_core.store.sqlite.vector.ivf import Ann, is_own_kind, warn_once
 
-__all__ = ["FORMAT_VERSION", "STALE_TMP_S", "Snapshot", "read", "remove_stale", "write"]
+__all__ = [
+    "FORMAT_VERSION",
+    "SAVE_SHARE",
+    "STALE_TMP_S",
+    "IndexFile",
+    "Snapshot",
+    "index_path",
+    "read",
+    "remove_stale",
+    "write",
+]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +86,10 @@ TMP_INFIX = ".tmp-"
 STALE_TMP_S = 3600.0
 """Seconds after its last change from which a temporary index file whose process id
 is in use is taken as left behind (the id was reused)."""
+SAVE_SHARE = 0.05
+"""Closing rewrites the index file when rows added and changes since it was written
+reach this share of the rows (or the ANN index was rebuilt); else the reader of the
+older file catches up from it."""
 _BLOCK = 1 << 20
 SCOPES = ("thread", "user", "agent")
 _COLUMNS = (  # name, dtype, per-row shape after n
@@ -100,6 +128,77 @@ class Snapshot:
     @property
     def n(self) -> int:
         return len(self.pks)
+
+
+def index_path(db_path: str, prefix: str) -> str | None:
+    """Where the ANN index of the store with table ``prefix`` in ``db_path`` is kept,
+    or None for an in-memory database."""
+    if db_path == ":memory:" or db_path.startswith("file:"):
+        return None
+    store = f".{prefix.rstrip('_')}" if prefix else ""
+    return f"{db_path}{store}.oamvec"
+
+
+class IndexFile:
+    """One store's index file as this process knows it.
+
+    Args:
+        path: The file (``index_path``), or None: nothing is read or written.
+
+    Attributes:
+        saved: ``(hwm, cursor)`` of the snapshot the file holds, as this process read
+            or last wrote it; None when unknown (then closing rewrites it).
+    """
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.saved: tuple[int, int] | None = None
+
+    def exists(self) -> bool:
+        """Whether there is a file to read."""
+        if not self.path:
+            return False
+        return os.path.exists(self.path)
+
+    def load(self, dim: int, faiss: Any, top: int, last_change: int) -> Snapshot | None:
+        """The snapshot in the file, for vectors of ``dim`` dimensions; None (with
+        one warning, ``unusable``) when it cannot be trusted or is ahead of the
+        database, whose chunk keys reach ``top`` and change log ``last_change``."""
+        if not self.path:
+            return None
+        try:
+            snap = read(self.path, dim, faiss)
+            if snap.hwm > top or snap.cursor > last_change:
+                raise InvalidArgumentError("it is ahead of the database (another database's file?)")
+        except (OSError, ValueError) as exc:
+            self.unusable(str(exc))
+            return None
+        return snap
+
+    def unusable(self, reason: str) -> None:
+        """Warn, once per file and reason, that the file is rebuilt for ``reason``."""
+        warn_once(
+            f"stale:{self.path}:{reason}",
+            f"vector index {self.path} is not usable ({reason}); rebuilding it",
+        )
+
+    def far_behind(self, moved: int, rows: int) -> bool:
+        """Whether ``moved`` rows added or changed since the file was written are at
+        least ``SAVE_SHARE`` of the mirror's ``rows``."""
+        return moved >= SAVE_SHARE * max(rows, 1)
+
+    def store(self, snap: Snapshot, faiss: Any) -> bool:
+        """Write ``snap`` (``write``); whether it was written."""
+        if not self.path or not write(self.path, snap, faiss):
+            return False
+        self.saved = (snap.hwm, snap.cursor)
+        return True
+
+    def remove_stale(self) -> None:
+        """Remove the temporary files that writers killed mid-write left beside the
+        file (``remove_stale``); call on a writable open."""
+        if self.path:
+            remove_stale(self.path)
 
 
 def write(path: str, snap: Snapshot, faiss: Any) -> bool:
@@ -267,14 +366,14 @@ def read(path: str, dim: int, faiss: Any) -> Snapshot:
     """Read the file at ``path`` for a store whose vectors have ``dim`` dimensions.
 
     Raises:
-        ValueError: naming what is wrong, for any file it cannot trust.
+        InvalidArgumentError: naming what is wrong, for any file it cannot trust.
         OSError: when it cannot be read.
     """
     size = os.path.getsize(path)
     with open(path, "rb") as f:
         header = _trailer(f, size)
         if header.get("format") != FORMAT_VERSION or header.get("dim") != dim:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"format {header.get('format')} / dimension {header.get('dim')}, expected "
                 f"{FORMAT_VERSION} / {dim}"
             )
@@ -282,63 +381,18 @@ def read(path: str, dim: int, faiss: Any) -> Snapshot:
         ann_info = header.get("ann")
         end = _int(ann_info, "end") if isinstance(ann_info, dict) else 0
         crc = _crc_of_open(f, end)
-        arrays: dict[str, Any] = {}
-        sections = header.get("sections")
-        if not isinstance(sections, list) or [s[0] for s in sections] != [c for c, _ in _COLUMNS]:
-            raise ValueError("unreadable trailer (sections)")
-        offset = end
-        for (name, dtype), section in zip(_COLUMNS, sections, strict=True):
-            shape = (n, dim) if name == "mat" else (n,)
-            if section[1:] != [
-                offset,
-                n * int(np.prod(shape[1:])) * np.dtype(dtype).itemsize,
-                dtype,
-                list(shape),
-            ]:
-                raise ValueError(f"unreadable trailer (section {name})")
-            arr = np.empty(shape, dtype=dtype)
-            view = arr.data.cast("B")
-            if f.readinto(view) != len(view):
-                raise ValueError("truncated")
-            crc = zlib.crc32(view, crc)
-            arrays[name] = arr
-            offset += len(view)
+        arrays, offset, crc = _read_arrays(f, header.get("sections"), n, dim, end, crc)
         where, length = header.get("tables", [None, None])
         if where != offset or not isinstance(length, int) or length < 0:
-            raise ValueError("unreadable trailer (tables)")
+            raise InvalidArgumentError("unreadable trailer (tables)")
         raw = f.read(length)
         crc = zlib.crc32(raw, crc)
         if crc != header.get("crc32"):
-            raise ValueError("checksum mismatch")
+            raise InvalidArgumentError("checksum mismatch")
     tables = json.loads(raw)
     if not isinstance(tables, dict) or set(tables) != {"types", *SCOPES}:
-        raise ValueError("unreadable code tables")
-    ann = None
-    if isinstance(ann_info, dict):
-        try:
-            index = faiss.read_index(path)
-        except RuntimeError as exc:
-            raise ValueError(f"faiss cannot read it ({exc})") from None
-        if index.d != dim or index.ntotal != ann_info.get("count"):
-            raise ValueError("entry count or dimension differs from its trailer")
-        if not is_own_kind(faiss, index):
-            raise ValueError(f"its IVF index is of another kind ({type(index).__name__})")
-        scale = ann_info.get("scale")
-        if not isinstance(scale, float) or not 0 < scale < float("inf"):
-            raise ValueError("unreadable trailer (scale)")
-        ann = Ann(
-            faiss,
-            index,
-            _int(ann_info, "hwm"),
-            _int(ann_info, "trained_on"),
-            _int(ann_info, "nprobe"),
-            _int(ann_info, "oversample"),
-            # files written before these keys: every row counts as added since training
-            _int(ann_info, "trained_hwm") if "trained_hwm" in ann_info else 0,
-            _int(ann_info, "checked_on") if "checked_on" in ann_info else None,
-            scale,
-        )
-        ann.rebuilt = False
+        raise InvalidArgumentError("unreadable code tables")
+    ann = _read_ann(path, ann_info, dim, faiss) if isinstance(ann_info, dict) else None
     snap = Snapshot(
         dim=dim,
         hwm=_int(header, "hwm"),
@@ -355,22 +409,80 @@ def read(path: str, dim: int, faiss: Any) -> Snapshot:
     return snap
 
 
+def _read_arrays(
+    f: Any, sections: Any, n: int, dim: int, offset: int, crc: int
+) -> tuple[dict[str, Any], int, int]:
+    """The ``_COLUMNS`` arrays of ``n`` rows read from ``f`` at ``offset`` as the
+    trailer's ``sections`` list them: ``(arrays by name, offset after them, crc32
+    continued over their bytes)``."""
+    if not isinstance(sections, list) or [s[0] for s in sections] != [c for c, _ in _COLUMNS]:
+        raise InvalidArgumentError("unreadable trailer (sections)")
+    arrays: dict[str, Any] = {}
+    for (name, dtype), section in zip(_COLUMNS, sections, strict=True):
+        shape = (n, dim) if name == "mat" else (n,)
+        if section[1:] != [
+            offset,
+            n * int(np.prod(shape[1:])) * np.dtype(dtype).itemsize,
+            dtype,
+            list(shape),
+        ]:
+            raise InvalidArgumentError(f"unreadable trailer (section {name})")
+        arr = np.empty(shape, dtype=dtype)
+        view = arr.data.cast("B")
+        if f.readinto(view) != len(view):
+            raise InvalidArgumentError("truncated")
+        crc = zlib.crc32(view, crc)
+        arrays[name] = arr
+        offset += len(view)
+    return arrays, offset, crc
+
+
+def _read_ann(path: str, ann_info: dict[str, Any], dim: int, faiss: Any) -> Ann:
+    """The faiss index at the start of the file at ``path``, checked against the
+    trailer's ``ann`` entry (``ann_info``)."""
+    try:
+        index = faiss.read_index(path)
+    except RuntimeError as exc:
+        raise InvalidArgumentError(f"faiss cannot read it ({exc})") from None
+    if index.d != dim or index.ntotal != ann_info.get("count"):
+        raise InvalidArgumentError("entry count or dimension differs from its trailer")
+    if not is_own_kind(faiss, index):
+        raise InvalidArgumentError(f"its IVF index is of another kind ({type(index).__name__})")
+    scale = ann_info.get("scale")
+    if not isinstance(scale, float) or not 0 < scale < float("inf"):
+        raise InvalidArgumentError("unreadable trailer (scale)")
+    ann = Ann(
+        faiss,
+        index,
+        _int(ann_info, "hwm"),
+        _int(ann_info, "trained_on"),
+        _int(ann_info, "nprobe"),
+        _int(ann_info, "oversample"),
+        # files written before these keys: every row counts as added since training
+        _int(ann_info, "trained_hwm") if "trained_hwm" in ann_info else 0,
+        _int(ann_info, "checked_on") if "checked_on" in ann_info else None,
+        scale,
+    )
+    ann.rebuilt = False
+    return ann
+
+
 def _trailer(f: Any, size: int) -> dict[str, Any]:
     f.seek(max(0, size - 16))
     tail = f.read(16)
     if len(tail) < 16 or tail[8:] != TAIL:
-        raise ValueError("not an oam vector index of this version")
+        raise InvalidArgumentError("not an oam vector index of this version")
     length = int.from_bytes(tail[:8], "little")
     start = size - 16 - length
     if length > 1 << 20 or start < 0:
-        raise ValueError("unreadable trailer")
+        raise InvalidArgumentError("unreadable trailer")
     f.seek(start)
     try:
         header = json.loads(f.read(length))
     except ValueError as exc:
-        raise ValueError(f"unreadable trailer ({exc})") from None
+        raise InvalidArgumentError(f"unreadable trailer ({exc})") from None
     if not isinstance(header, dict) or header.get("magic") != MAGIC:
-        raise ValueError("not an oam vector index")
+        raise InvalidArgumentError("not an oam vector index")
     f.seek(0)
     return header
 
@@ -378,7 +490,7 @@ def _trailer(f: Any, size: int) -> dict[str, Any]:
 def _int(d: Any, key: str) -> int:
     value = d.get(key) if isinstance(d, dict) else None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"unreadable trailer ({key})")
+        raise InvalidArgumentError(f"unreadable trailer ({key})")
     return value
 
 
@@ -387,9 +499,9 @@ def _check_codes(snap: Snapshot) -> None:
     for column, table in (("rtype", "types"), *((s, s) for s in SCOPES)):
         codes = snap.columns[column]
         if snap.n and (codes.min() < -1 or codes.max() >= len(snap.tables[table])):
-            raise ValueError(f"unreadable {column} codes")
+            raise InvalidArgumentError(f"unreadable {column} codes")
     if snap.n > 1 and not bool((np.diff(snap.pks) > 0).all()):
-        raise ValueError("chunk keys out of order")
+        raise InvalidArgumentError("chunk keys out of order")
 
 
 def _crc_of_file(path: str, length: int) -> int:
@@ -406,7 +518,7 @@ def _crc_of_open(f: Any, length: int) -> int:
     while left > 0:
         got = f.readinto(view[: min(left, _BLOCK)])
         if not got:
-            raise ValueError("truncated")
+            raise InvalidArgumentError("truncated")
         crc = zlib.crc32(view[:got], crc)
         left -= got
     return crc

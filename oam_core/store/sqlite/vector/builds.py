@@ -1,0 +1,265 @@
+"""The life of the vector index's ANN index (``vector/ivf.py``) over the mirror
+(``vector/mirror.py``): when it is built, adopted, checked, extended, compacted and
+written with the mirror to the index file (``vector/file.py``).
+
+Building the ANN index: from ``ANN_MIN_ROWS`` live rows, in the search that first
+needs it; from ``BACKGROUND_ROWS`` on in a background thread, while searches rank
+exactly (or with the previous index, when a grown store retrains), so no search
+waits for a large build. The thread reads the mirror in slices under its lock
+(``mirror.LiveRows``); the result is adopted by the next search, which adds the rows
+written meanwhile.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from oam_core.errors import InvalidArgumentError
+from oam_core.store.sqlite.vector import ivf
+from oam_core.store.sqlite.vector.file import IndexFile
+from oam_core.store.sqlite.vector.ivf import CALIBRATION_QUERIES, Ann
+from oam_core.store.sqlite.vector.mirror import LiveRows, Mirror
+
+__all__ = ["ANN_MIN_ROWS", "BACKGROUND_ROWS", "REBUILD_GROWTH", "RECHECK_GROWTH", "AnnBuilds"]
+
+ANN_MIN_ROWS = 20_000
+"""Live vector chunks from which an ANN index is built (exact below: ~1 ms)."""
+BACKGROUND_ROWS = 120_000
+"""Live vector chunks from which the ANN index is built in a background thread
+(below, the first search that needs it builds it and waits: about 2 s at 100k on a
+2-core machine; 7 s was measured inline at 200k, too long for one search)."""
+REBUILD_GROWTH = 4
+"""Retrain the ANN index when the live rows grow past this multiple of its training."""
+RECHECK_GROWTH = 1.25
+"""Check the ANN index's recall on the rows added since its training whenever the
+live rows grew by this factor since the last check (``AnnBuilds.check_recall``)."""
+COMPACT_MIN = 1024
+"""Dead rows tolerated before the mirror is compacted (and a quarter of the rows)."""
+NEVER = 2**62
+"""``ann_min_rows`` once an index cannot be built (no faiss, or faiss failed)."""
+
+
+class AnnBuilds:
+    """The ANN index of one mirror and its builds (module docstring).
+
+    Args:
+        mirror: The arrays the index covers.
+        file: The index file, written after an inline build and on ``save``.
+        ann_min_rows: Live rows from which an ANN index is built (default
+            ``ANN_MIN_ROWS``, read when the object is made; tests lower it).
+        background_rows: Live rows from which it is built in a background thread
+            (default ``BACKGROUND_ROWS``).
+
+    Attributes:
+        compact_min: Dead rows tolerated before compacting (``COMPACT_MIN``).
+        ann: The index searches use, or None (they rank exactly).
+        pending: An index read from a file whose change log was pruned past it,
+            checked against the mirror (``validate``) by the next ``maintain``.
+        thread: The background build, or None; once it is no longer alive the next
+            search calls ``adopt``.
+
+    Every method but the build thread's runs with the store's lock held.
+    """
+
+    def __init__(
+        self,
+        mirror: Mirror,
+        file: IndexFile,
+        *,
+        ann_min_rows: int | None = None,
+        background_rows: int | None = None,
+    ) -> None:
+        self.mirror = mirror
+        self.file = file
+        self.ann_min_rows = ANN_MIN_ROWS if ann_min_rows is None else ann_min_rows
+        self.background_rows = BACKGROUND_ROWS if background_rows is None else background_rows
+        self.compact_min = COMPACT_MIN
+        self.ann: Ann | None = None
+        self.pending: Ann | None = None
+        self.thread: threading.Thread | None = None
+        self._built: Ann | BaseException | None = None
+        self._stop = threading.Event()
+
+    def maintain(self) -> None:
+        """After a catch-up: compact a mirror with many dead rows, check a pending
+        index, build or retrain the index when due, add the new rows to it and
+        check its recall when the rows grew."""
+        m = self.mirror
+        if m.n_dead > max(self.compact_min, m.n // 4):
+            self.compact()
+        if self.pending is not None:
+            ann, self.pending = self.pending, None
+            try:
+                self.validate(ann)
+                self.ann = ann
+            except ValueError as exc:
+                self.file.unusable(str(exc))
+        live = m.n - m.n_dead
+        grown = self.ann is not None and live > REBUILD_GROWTH * self.ann.trained_on
+        if (self.ann is None or grown) and live >= self.ann_min_rows and self.thread is None:
+            self.build(background=live >= self.background_rows)
+        if self.ann is not None:
+            self.extend(self.ann)
+            self.check_recall(self.ann, live)
+
+    def check_recall(self, ann: Ann, live: int) -> None:
+        """Once the live rows grew by ``RECHECK_GROWTH`` since the index's last
+        check, test its recall on rows added since it was trained; when it falls
+        short (they come from data its lists do not fit), rank exactly until a
+        retrained index is ready."""
+        if not ann.nprobe or self.thread is not None or live < RECHECK_GROWTH * ann.checked_on:
+            return
+        ann.checked_on = live
+        m = self.mirror
+        rows = np.flatnonzero(m.live[: m.n] & (m.pks[: m.n] > ann.trained_hwm))
+        if not len(rows):
+            return
+        rng = np.random.default_rng(live)
+        pick = rng.choice(rows, min(CALIBRATION_QUERIES, len(rows)), replace=False)
+        if ann.recall_holds(m.mat[pick], m.pks[pick], LiveRows(m)):
+            return
+        self.ann = None  # the index file keeps its old verdict: a reopened store re-checks
+        self.build(background=live >= self.background_rows)
+
+    def extend(self, ann: Ann) -> None:
+        """Add the live rows above the ANN index's high-water mark to it."""
+        m = self.mirror
+        start = m.first_row_after(ann.hwm)
+        if start < m.n:
+            keep = np.flatnonzero(m.live[start : m.n]) + start
+            ann.add(m.mat[keep], m.pks[keep])
+        ann.hwm = max(ann.hwm, m.hwm)
+
+    def compact(self) -> None:
+        """Drop the mirror's dead rows, and their entries from the index."""
+        dead = self.mirror.compact()
+        if self.ann is not None:
+            self.ann.remove(dead[dead <= self.ann.hwm])
+
+    def build(self, *, background: bool) -> None:
+        """Build an index now (then write the index file), or start a thread that
+        builds one (``adopt``)."""
+        faiss = ivf.load_faiss()
+        if faiss is None:
+            ivf.warn_once(
+                "faiss",
+                "faiss-cpu is not installed: the embedded store ranks vectors exactly "
+                "(correct, slower on large stores); pip install faiss-cpu",
+            )
+            self.ann_min_rows = NEVER
+            return
+        source = LiveRows(self.mirror)
+        rng = np.random.default_rng(0)
+        if background:
+            self._stop.clear()
+            self.thread = threading.Thread(
+                target=self._run,
+                args=(faiss, source, rng),
+                name="oam-vector-index",
+                daemon=True,
+            )
+            self.thread.start()
+            return
+        try:
+            ann = Ann.build(faiss, source, rng)
+        except (MemoryError, RuntimeError) as exc:
+            self._cannot_build(exc)
+            return
+        assert ann is not None
+        self.ann = ann
+        self.extend(ann)
+        self.write()
+
+    def _run(self, faiss: Any, source: LiveRows, rng: np.random.Generator) -> None:
+        try:
+            self._built = Ann.build(faiss, source, rng, stop=self._stop.is_set)
+        except (MemoryError, RuntimeError) as exc:
+            self._built = exc
+
+    def adopt(self) -> None:
+        """Take over the background build's index: drop the rows deleted meanwhile,
+        add the rows written meanwhile."""
+        with self.mirror.lock:
+            built, self._built, self.thread = self._built, None, None
+            if isinstance(built, BaseException):
+                self._cannot_build(built)
+            elif built is not None:
+                built.remove(np.setdiff1d(built.ids(), self.mirror.live_keys(), assume_unique=True))
+                self.ann = built
+                self.extend(built)
+
+    def _cannot_build(self, exc: BaseException) -> None:
+        ivf.warn_once("build", f"cannot build the vector index ({exc}); ranking exactly")
+        self.ann_min_rows = NEVER
+
+    def stop(self) -> None:
+        """Stop a background build (it ends at its next slice) and wait for it."""
+        thread = self.thread
+        if thread is not None:
+            self._stop.set()
+            thread.join()
+            self.thread, self._built = None, None
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until a background build ends (its index is adopted by the next
+        search); True when none is running any more."""
+        thread = self.thread
+        if thread is not None:
+            thread.join(timeout)
+            return not thread.is_alive()
+        return True
+
+    def validate(self, ann: Ann) -> None:
+        """InvalidArgumentError unless ``ann`` (read from a file whose snapshot could not be
+        caught up with) holds every live chunk up to its high-water mark and finds a
+        sample of those chunks' own vectors; then drops its deleted chunks."""
+        m = self.mirror
+        if ann.hwm > m.hwm:
+            raise InvalidArgumentError("it covers chunks this database never held")
+        covered = np.flatnonzero(m.live[: m.n] & (m.pks[: m.n] <= ann.hwm))
+        if not len(covered):
+            return
+        held = ann.ids()
+        if not bool(np.isin(m.pks[covered], held).all()):
+            raise InvalidArgumentError("it lacks chunks the database holds")
+        rng = np.random.default_rng(len(covered))
+        sample = rng.choice(covered, min(16, len(covered)), replace=False)
+        found = 0
+        for r in sample:
+            labels = ann.search(m.mat[r], 10)
+            rows = m.rows_of(labels)
+            sims = m.mat[rows[rows >= 0]] @ m.mat[r]
+            # its own key, or an equal vector ranked first (duplicates)
+            found += int(int(m.pks[r]) in labels.tolist() or bool((sims > 0.99).any()))
+        if found < len(sample) - max(1, len(sample) // 8):
+            raise InvalidArgumentError("its vectors differ from the database's")
+        ann.remove(np.setdiff1d(held, m.live_keys()))  # deleted since it was written
+
+    def save(self) -> None:
+        """Stop a background build; write the index file if the mirror has moved far
+        from it (``file.SAVE_SHARE``) or the ANN index was rebuilt since."""
+        self.stop()
+        m = self.mirror
+        if self.ann is None or not self.file.path or not m.dim:
+            return
+        saved = self.file.saved
+        if not self.ann.rebuilt and saved is not None:
+            added = m.n - m.first_row_after(saved[0])
+            if not self.file.far_behind(added + (m.cursor - saved[1]), m.n):
+                return
+        self.write()
+
+    def write(self) -> None:
+        """Write the mirror (live rows) and the ANN index to the index file."""
+        faiss = ivf.load_faiss()
+        m = self.mirror
+        if self.ann is None or not self.file.path or not m.dim or faiss is None:
+            return
+        with m.lock:
+            if m.n_dead:
+                self.compact()
+            if self.file.store(m.snapshot(self.ann), faiss):
+                self.ann.rebuilt = False

@@ -1,0 +1,272 @@
+"""Ranking from the vector index's arrays (``vector/mirror.py``): the candidate rows
+of a search, then the nearest records among them.
+
+Ranking:
+
+* exact (a matrix product over the candidate rows) whenever the candidates are at
+  most ``EXACT_MAX`` rows, no ANN index is ready, or the index's calibration found
+  it cannot reach the recall target on this data: small and filtered stores rank
+  exactly;
+* above that, the IVF index of ``vector/ivf.py`` proposes an oversampled
+  candidate list which is re-ranked exactly from the float32 matrix after the
+  scope/type/expiry/filter masks are applied; when the masks leave fewer than ``k``
+  records the query is ranked exactly, so a filter never loses results.
+
+Everything a search runs here reads the mirror's attributes and calls nothing else
+of the package unless a metadata filter or the ANN index is used, so a search of a
+store that did not change runs through this module and the facade only.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from oam_core.store.sqlite.vector.ivf import Ann, BoolArray, FloatArray, IntArray
+from oam_core.store.sqlite.vector.mirror import Mirror
+
+__all__ = [
+    "EXACT_MAX",
+    "GATHER_BYTES",
+    "SCAN_COST",
+    "SMALL_PRODUCT",
+    "Ranked",
+    "candidates",
+    "exact",
+    "posting",
+    "rank",
+]
+
+EXACT_MAX = 5_000
+"""Candidate chunks ranked exactly even when an ANN index exists."""
+SCAN_COST = 0.25
+"""Cost of scanning one IVF code relative to ranking one candidate row exactly
+(gather and product; measured for 4-bit codes, ~40 ns against ~150 ns at 384
+dimensions; the 8-bit direct codes now used scan in about half the time, so the
+estimate errs toward exact): a filtered search goes exact when its scan would cost
+more."""
+SMALL_PRODUCT = 32_768 * 384
+"""Float32 elements (48 MiB: 32,768 rows of 384 dims) up to which a single-query
+product over a slice of the matrix runs in numpy's own loop rather than the threaded
+BLAS. On a loaded 2-core machine a threaded call of 5,000-25,000 rows waited 8-23 ms
+for its second thread where the loop took 0.6-7 ms; above this size the second core
+pays for the wait (docs/sqlite.md#how-a-search-is-ranked)."""
+GATHER_BYTES = 768 * 1024
+"""Bytes of matrix rows gathered at a time for a single-query product over scattered
+rows (512 rows of 384 dims): the block is multiplied while it is still in the core's
+cache, and no copy of every candidate row is allocated."""
+
+Ranked = list[list[tuple[int, float]]]
+"""Per query, ``(record pk, cosine distance)`` pairs, nearest first."""
+
+
+def posting(mirror: Mirror, scope: str, code: int) -> IntArray:
+    """The rows of ``mirror`` whose ``scope`` column holds ``code``, ascending
+    (cached in ``mirror.postings`` until the rows change)."""
+    entry = mirror.postings.get(scope)
+    if entry is None:
+        codes = mirror.scope[scope][: mirror.n]
+        order = np.argsort(codes, kind="stable").astype(np.int64)
+        sorted_codes = codes[order]
+        uniq, starts = np.unique(sorted_codes, return_index=True)
+        ends = np.append(starts[1:], len(order))
+        entry = {
+            int(c): order[s:e]
+            for c, s, e in zip(uniq.tolist(), starts.tolist(), ends.tolist(), strict=True)
+        }
+        mirror.postings[scope] = entry
+    return entry.get(code, np.zeros(0, np.int64))
+
+
+def candidates(
+    mirror: Mirror,
+    types: frozenset[str],
+    scopes: dict[str, str | None],
+    now: float,
+    allowed_pks: IntArray | None,
+) -> tuple[IntArray | None, BoolArray | None]:
+    """Candidate rows of ``mirror`` as ``(rows, mask)``: sorted row positions, or
+    ``rows=None`` with a mask over all rows (``mask=None``: every row).
+
+    Args:
+        mirror: The arrays, caught up with the search's snapshot.
+        types: Record types searched.
+        scopes: Scope name (``thread``/``user``/``agent``) to the exact value kept.
+        now: The search's time, epoch seconds (rows expiring by then are left out).
+        allowed_pks: Chunk keys a metadata filter kept, or None for no filter.
+    """
+    n = mirror.n
+    known = mirror.types.code
+    type_codes = [known[t] for t in types if t in known]
+    every_type = len(type_codes) == len(mirror.types.names)
+    rows: IntArray | None = None
+    for name, value in scopes.items():
+        code = mirror.codes[name].code.get(value)
+        if code is None:
+            return np.zeros(0, np.int64), None
+        post = posting(mirror, name, code)
+        if rows is None or len(post) < len(rows):
+            rows = post
+    if allowed_pks is not None:
+        found = mirror.rows_of(np.asarray(allowed_pks, dtype=np.int64))
+        found = found[found >= 0]
+        if len(found) > 1 and not (found[1:] > found[:-1]).all():  # else sorted, unique
+            found = np.unique(found)
+        rows = found if rows is None else np.intersect1d(rows, found, assume_unique=True)
+    if rows is not None:
+        rows = np.sort(rows)
+        keep = np.ones(len(rows), bool)
+        for name, value in scopes.items():
+            keep &= mirror.scope[name][rows] == mirror.codes[name].code.get(value)
+        if mirror.n_dead:
+            keep &= mirror.live[rows]
+        if not every_type:
+            keep &= np.isin(mirror.rtype[rows], type_codes)
+        if mirror.n_expiring:
+            keep &= mirror.expires[rows] > now
+        return rows[keep], None
+    mask: BoolArray | None = None
+    if mirror.n_dead:
+        mask = mirror.live[:n].copy()
+    if not every_type:
+        tmask = np.isin(mirror.rtype[:n], type_codes)
+        mask = tmask if mask is None else mask & tmask
+    if mirror.n_expiring:
+        emask = mirror.expires[:n] > now
+        mask = emask if mask is None else mask & emask
+    return None, mask
+
+
+def rank(
+    mirror: Mirror,
+    ann: Ann | None,
+    queries: FloatArray,
+    k: int,
+    rows: IntArray | None,
+    mask: BoolArray | None,
+    exact_max: int,
+) -> Ranked:
+    """Top ``k`` ``(record pk, cosine distance)`` per unit query row, nearest first,
+    ties by record pk, over the candidates ``(rows, mask)`` of ``candidates``:
+    exactly up to ``exact_max`` candidates or without a usable ``ann``, else from
+    the ANN index's proposals re-ranked exactly (module docstring)."""
+    count = len(rows) if rows is not None else (mirror.n if mask is None else int(mask.sum()))
+    if count == 0:
+        return [[] for _ in range(len(queries))]
+    if ann is None or not ann.nprobe or count <= exact_max:
+        return exact(mirror, queries, k, rows, mask)
+    allow = mask
+    if rows is not None:
+        allow = np.zeros(mirror.n, bool)
+        allow[rows] = True
+    out = []
+    for q in queries:
+        best = approximate(mirror, ann, q, k, allow, count, exact_max)
+        if best is None:
+            best = exact(mirror, q[None], k, rows, mask)[0]
+        out.append(best)
+    return out
+
+
+def exact(
+    mirror: Mirror, queries: FloatArray, k: int, rows: IntArray | None, mask: BoolArray | None
+) -> Ranked:
+    """``rank`` by the exact product with every candidate row."""
+    if rows is None and mask is not None:
+        rows = np.flatnonzero(mask)
+    if rows is not None and 4 * len(rows) < mirror.n:  # gather the few candidates
+        dist = np.clip(1.0 - dot_rows(mirror.mat, rows, queries), 0.0, 2.0)
+    else:  # multiply the whole matrix, then pick (no large copy)
+        dist = np.clip(1.0 - dot(mirror.mat[: mirror.n], queries), 0.0, 2.0)
+        if rows is not None:
+            dist = dist[rows]
+    recs = mirror.rec[: mirror.n] if rows is None else mirror.rec[rows]
+    return [best_records(dist[:, j], recs, k) for j in range(len(queries))]
+
+
+def approximate(
+    mirror: Mirror,
+    ann: Ann,
+    q: FloatArray,
+    k: int,
+    allow: BoolArray | None,
+    count: int,
+    exact_max: int,
+) -> list[tuple[int, float]] | None:
+    """The ``k`` nearest records to ``q`` among the rows ``allow`` keeps (``count``
+    of them) from ``ann``'s proposals; None when exact ranking is cheaper or the
+    proposals hold fewer than ``k`` records."""
+    n = mirror.n
+    live = max(n - mirror.n_dead, 1)
+    share = max(count / live, 1e-9)
+    # A filter keeping a share s of the rows: its top k lie about 1/s times as
+    # deep in the unfiltered ranking, so scan 1/s times the lists, unless the
+    # exact product over the candidates is cheaper.
+    nlist = int(ann.index.nlist)
+    nprobe = min(nlist, math.ceil(ann.nprobe / share))
+    if nprobe * live / nlist * SCAN_COST > count:
+        return None
+    want = k * ann.oversample
+    kk = max(want, 32, math.ceil(want / share))
+    if kk > 4 * exact_max:  # so selective that exact is cheaper
+        return None
+    rows = mirror.rows_of(ann.search(q, kk, nprobe))
+    rows = rows[rows >= 0]
+    tail = mirror.first_row_after(ann.hwm)
+    if tail < n:
+        rows = np.concatenate([rows, np.arange(tail, n, dtype=np.int64)])
+    if allow is not None:
+        rows = rows[allow[rows]]
+    elif mirror.n_dead:
+        rows = rows[mirror.live[rows]]
+    if not len(rows):
+        return None
+    dist = np.clip(1.0 - dot_rows(mirror.mat, rows, q[None])[:, 0], 0.0, 2.0)
+    best = best_records(dist, mirror.rec[rows], k)
+    return best if len(best) >= k else None
+
+
+def dot(mat: FloatArray, queries: FloatArray) -> FloatArray:
+    """``mat @ queries.T`` (rows x queries); one query in numpy's loop when small."""
+    if len(queries) == 1 and mat.size <= SMALL_PRODUCT:
+        out: FloatArray = np.einsum("ij,j->i", mat, queries[0])[:, None]
+        return out
+    result: FloatArray = mat @ queries.T
+    return result
+
+
+def dot_rows(mat: FloatArray, rows: IntArray, queries: FloatArray) -> FloatArray:
+    """``mat[rows] @ queries.T`` (rows x queries). One query: gathered a block at a
+    time and multiplied in numpy's loop, whatever the number of rows, so a row's
+    product is the same bits as in ``dot`` below ``SMALL_PRODUCT`` and wherever the
+    row sits in the block (identical vectors tie exactly)."""
+    if len(queries) != 1:
+        result: FloatArray = mat[rows] @ queries.T
+        return result
+    q = queries[0]
+    step = max(1, GATHER_BYTES // max(1, mat.shape[1] * mat.itemsize))
+    out: FloatArray = np.empty((len(rows), 1), np.float32)
+    for a in range(0, len(rows), step):
+        np.einsum("ij,j->i", mat[rows[a : a + step]], q, out=out[a : a + step, 0])
+    return out
+
+
+def best_records(dist: FloatArray, recs: IntArray, k: int) -> list[tuple[int, float]]:
+    """The ``k`` records with the smallest chunk distance, ties by record pk."""
+    m = len(dist)
+    t = min(m, max(2 * k, k + 16))
+    while True:
+        if t < m:
+            cut = np.partition(dist, t - 1)[t - 1]
+            idx = np.flatnonzero(dist <= cut)
+        else:
+            idx = np.arange(m)
+        d, r = dist[idx], recs[idx]
+        order = np.lexsort((r, d))
+        d, r = d[order], r[order]
+        _, first = np.unique(r, return_index=True)
+        first.sort()
+        if len(first) >= k or t >= m:
+            return [(int(r[i]), float(d[i])) for i in first[:k]]
+        t = min(m, t * 4)
