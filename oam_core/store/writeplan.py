@@ -474,8 +474,10 @@ def _row_plan(
 ) -> RowPlan:
     """Record ``i`` with its checked text, role and search-row scope: its timestamp,
     expiry and search rows are read here."""
-    ts = _row_timestamp(c, i)
-    expires = _row_expiry(c, i, ts, ctx)
+    ts = c.timestamps[i]
+    if ts is not None:
+        ts = _row_timestamp(c, i, ts)
+    expires = c.expires_at if c.expires_at is not NOT_SET else _row_expiry(c, i, ts, ctx)
     return RowPlan(
         family=c.family,
         id=c.ids[i],
@@ -493,11 +495,8 @@ def _row_plan(
     )
 
 
-def _row_timestamp(c: WriteColumns, i: int) -> str | None:
-    """Record ``i``'s timestamp, normalized (docs/store.md#timestamps)."""
-    ts = c.timestamps[i]
-    if ts is None:
-        return None
+def _row_timestamp(c: WriteColumns, i: int, ts: str | datetime) -> str | None:
+    """Record ``i``'s timestamp ``ts``, normalized (docs/store.md#timestamps)."""
     name = c.row_name("timestamps", i)
     if isinstance(ts, str):
         planning.check_text(ts, name)
@@ -505,9 +504,7 @@ def _row_timestamp(c: WriteColumns, i: int) -> str | None:
 
 
 def _row_expiry(c: WriteColumns, i: int, ts: str | None, ctx: PlanContext) -> datetime | None:
-    """Record ``i``'s expiry: the shared one, or its own TTL options read."""
-    if c.expires_at is not NOT_SET:
-        return c.expires_at
+    """Record ``i``'s expiry from its own TTL options."""
     return planning.resolve_ttl(
         c.record_type,
         c.ttl_days[i],
