@@ -183,4 +183,3 @@ def test_refused_write_arguments_are_invalid_argument_errors(
         call(store)
     assert isinstance(caught.value, OAMError) and isinstance(caught.value, ValueError)
     assert store.list("memory") == []
-
