@@ -30,7 +30,16 @@ from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.errors import InvalidArgumentError
 from oam_core.store import planning
 from oam_core.store.metadatajson import dump_metadata_column
-from oam_core.store.planning import BulkPlan, ChunkPlan, PlanContext, RowPlan, Vector
+from oam_core.store.planning import (
+    BulkPlan,
+    ChunkPlan,
+    PlanContext,
+    RowPlan,
+    Vector,
+    attach_vectors,
+    check_text,
+    retrieval_chunks,
+)
 from oam_core.store.quotes import take_sources
 from oam_core.store.timestamps import normalize_timestamp
 
@@ -304,7 +313,7 @@ def _refuse_scope_id(value: str | None, name: str) -> None:
     """Raise the error for a scope id ``_scope_ok`` refuses, naming ``name``."""
     if not isinstance(value, str) or not value:
         raise InvalidArgumentError(f"{name} must be a non-empty string or None, got {value!r}")
-    planning.check_text(value, name)  # raises: a NUL or a lone surrogate
+    check_text(value, name)  # raises: a NUL or a lone surrogate
 
 
 def _shared_expiry(
@@ -426,7 +435,7 @@ def _plan_message_row(
     role = c.roles[i]
     if role is not None:
         check_role(role, f"roles[{i}]")  # a non-blank str
-        planning.check_text(role, f"roles[{i}]")
+        check_text(role, f"roles[{i}]")
     scope = (c.thread_ids[i], c.user_ids[i], c.agent_ids[i])
     return _row_plan(c, i, content, role, scope, ctx, rows)
 
@@ -499,7 +508,7 @@ def _row_timestamp(c: WriteColumns, i: int, ts: str | datetime) -> str | None:
     """Record ``i``'s timestamp ``ts``, normalized (docs/store.md#timestamps)."""
     name = c.row_name("timestamps", i)
     if isinstance(ts, str):
-        planning.check_text(ts, name)
+        check_text(ts, name)
     return normalize_timestamp(ts, name)
 
 
@@ -528,8 +537,8 @@ def _row_chunks(
         has_text = content is not None and content != "" and not content.isspace()
         return [ChunkPlan(content if has_text else None, rows[i])]
     entry = c.index_texts[i]
-    chunks, owned = planning.retrieval_chunks(entry, content, ctx, f"index_texts[{i}]")
+    chunks, owned = retrieval_chunks(entry, content, ctx, f"index_texts[{i}]")
     whole = entry if isinstance(entry, str) else content
-    plans = planning.attach_vectors(chunks, owned, c.embeddings[i], whole, ctx, f"embeddings[{i}]")
+    plans = attach_vectors(chunks, owned, c.embeddings[i], whole, ctx, f"embeddings[{i}]")
     take_sources(plans)
     return plans
