@@ -345,7 +345,13 @@ def _timestamp_anchor(ttl_anchor: Maybe[TimeToLiveAnchor | Sequence[TimeToLiveAn
 def plan_batch(
     batch: PendingRecordBatch, ctx: PlanContext, *, library: bool = False
 ) -> list[RowPlan] | BulkPlan:
-    """``plan_records(parse_batch(batch, ctx, library=library), ctx)``."""
+    """Check and plan one batch: ``plan_records(parse_batch(batch, ctx, library=library),
+    ctx)`` (docs/store.md#writing-records).
+
+    Raises:
+        InvalidArgumentError: as ``parse_batch`` and ``plan_records``; nothing is
+            written then.
+    """
     return plan_records(parse_batch(batch, ctx, library=library), ctx)
 
 
