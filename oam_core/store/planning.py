@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import math
 import re
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -22,18 +21,12 @@ import numpy.typing as npt
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import (
     EXPIRING_TYPES,
-    MESSAGE,
-    PROFILE_TYPES,
     RECORD_TYPES,
     THREAD,
-    family_of,
 )
-from oam_core.apis.thread import check_role
 from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.store.chunking import chunk_text
 from oam_core.store.options import MemoryRetentionConfig
-from oam_core.store.quotes import take_sources
-from oam_core.store.timestamps import normalize_timestamp
 from oam_core.store.ttl import expiry, parse_iso_timestamp, resolve_ttl_days
 
 Vector = npt.NDArray[np.float32]
@@ -499,194 +492,6 @@ def resolve_ttl(
     return expiry(base, days)
 
 
-def plan_records(
-    contents: object,
-    record_type: str,
-    *,
-    index_texts: object,
-    embeddings: object,
-    record_ids: object,
-    thread_ids: object,
-    user_ids: object,
-    agent_ids: object,
-    roles: object,
-    timestamps: object,
-    metadata: object,
-    ttl_days: object,
-    ttl_anchor: object,
-    ctx: PlanContext,
-    library: bool = False,
-) -> list[RowPlan] | BulkPlan:
-    """Validate an ``add`` call and return its records: a ``BulkPlan`` when the call
-    has the bulk shape (see ``BulkPlan``), else one ``RowPlan`` per record
-    (docs/store.md#writing-records).
-
-    ``roles`` are read for messages only (optional there: a message may have no
-    role) and ignored for every other type. ``library`` allows the reserved
-    ``$agent_memory`` metadata key (see ``metadatajson.dump_metadata``).
-
-    Rules that depend on one column only (ids, scope ids, vectors given as one 2-D
-    array, text without NUL or lone surrogates) are checked column by column, once
-    per distinct value or with one array operation; the rest row by row. Either way
-    every rule is checked before a plan is returned (docs/sqlite.md#writes).
-
-    Raises:
-        ValueError: for any rule of docs/store.md#what-is-stored-and-what-is-searched or docs/store.md#ttl-and-retention the call breaks, naming
-            the argument (``metadata[3]``) and the value.
-    """
-    # Imported here, not at the top: metadatajson imports this module's text checks.
-    from oam_core.store.metadatajson import dump_metadata_column
-
-    record_type = check_record_type(record_type)
-    if isinstance(contents, (str, bytes)) or not isinstance(contents, (list, tuple)):
-        raise ValueError(f"contents must be a list of str or None, got {contents!r}")
-    n = len(contents)
-    ids = _resolve_ids(record_ids, n, record_type)
-    b_index = (
-        broadcast("index_texts", index_texts, n) if index_texts is not NOT_SET else [NOT_SET] * n
-    )
-    matrix = _vector_matrix(embeddings, n, ctx.vector_dim) if index_texts is NOT_SET else None
-    if matrix is not None or embeddings is NOT_SET or embeddings is None:
-        b_emb: list[Any] = [NOT_SET] * n
-    else:
-        if not isinstance(embeddings, (list, tuple, np.ndarray)) or len(embeddings) != n:
-            got = (
-                f"an array of shape {embeddings.shape}"
-                if isinstance(embeddings, np.ndarray)
-                else f"{len(embeddings)} entries"
-                if isinstance(embeddings, (list, tuple))
-                else repr(embeddings)
-            )
-            raise ValueError(f"embeddings must hold one entry per content ({n}), got {got}")
-        b_emb = list(embeddings)
-    b_thread = _scope_column(thread_ids, n, "thread_ids")
-    b_user = _scope_column(user_ids, n, "user_ids")
-    b_agent = _scope_column(agent_ids, n, "agent_ids")
-    is_message = record_type == MESSAGE
-    b_roles = broadcast("roles", None if roles is NOT_SET or not is_message else roles, n)
-    b_ts = broadcast("timestamps", None if timestamps is NOT_SET else timestamps, n)
-    b_meta = broadcast("metadata", None if metadata is NOT_SET else metadata, n)
-    b_ttl = broadcast("ttl_days", ttl_days, n)
-    b_anchor = broadcast("ttl_anchor", ttl_anchor, n)
-    if record_type in PROFILE_TYPES and any(
-        v is not None for column in (b_thread, b_user, b_agent) for v in column
-    ):
-        raise ValueError(f"{record_type} records are unscoped; do not pass scope ids")
-    # One TTL for every row when the options are scalars and do not read the timestamp.
-    same_ttl = not isinstance(ttl_days, (list, tuple)) and not _timestamp_anchor(ttl_anchor)
-    if same_ttl and n:
-        expires_all = resolve_ttl(
-            record_type, ttl_days, ttl_anchor, None, ctx.now, ctx.retention, "row 0"
-        )
-    ts_list = isinstance(timestamps, (list, tuple))
-    meta_json_column = dump_metadata_column(b_meta, library=library)
-    is_profile = record_type in PROFILE_TYPES
-    family = family_of(record_type)
-    if (
-        matrix is not None
-        and same_ttl
-        and not is_message
-        and not is_profile
-        and b_ts.count(None) == n
-        and all(type(c) is str for c in contents)
-    ):
-        texts = cast("list[str]", list(contents))
-        check_texts(texts, "contents")
-        return BulkPlan(
-            family,
-            record_type,
-            ids,
-            texts,
-            b_thread,
-            b_user,
-            b_agent,
-            meta_json_column,
-            expires_all,
-            matrix,
-        )
-    matrix_rows = None if matrix is None else list(matrix)  # row views, made in one loop
-    plans: list[RowPlan] = []
-    for i in range(n):
-        meta = b_meta[i]
-        meta_json = meta_json_column[i]
-        content = contents[i]
-        if content is None and isinstance(meta, Mapping) and "content" in meta:
-            content = meta["content"]
-        if content is not None and not isinstance(content, str):
-            raise ValueError(f"contents[{i}] must be a str or None, got {content!r}")
-        role = b_roles[i]
-        if is_message:
-            if content is None:
-                raise ValueError(f"contents[{i}]: message content must be a str, got None")
-            if role is not None:
-                check_role(role, f"roles[{i}]")  # a non-blank str
-                check_text(role, f"roles[{i}]")
-        if is_profile and content is None:
-            raise ValueError(f"contents[{i}]: a profile needs its information text")
-        ts = b_ts[i]
-        if ts is not None:
-            ts_name = f"timestamps[{i}]" if ts_list else "timestamps"
-            if isinstance(ts, str):
-                check_text(ts, ts_name)
-            ts = normalize_timestamp(ts, ts_name)
-        if same_ttl:
-            expires = expires_all
-        else:
-            expires = resolve_ttl(
-                record_type,
-                b_ttl[i],
-                b_anchor[i],
-                ts,
-                ctx.now,
-                ctx.retention,
-                f"row {i}",
-                ttl_name=f"ttl_days[{i}]" if isinstance(ttl_days, (list, tuple)) else "ttl_days",
-                anchor_name=(
-                    f"ttl_anchor[{i}]" if isinstance(ttl_anchor, (list, tuple)) else "ttl_anchor"
-                ),
-                timestamp_name=f"timestamps[{i}]" if ts_list else "timestamps",
-            )
-        entry: object = b_index[i]
-        if matrix_rows is not None:  # one vector for the whole text (never split)
-            has_text = bool(content) and not content.isspace()
-            chunk_plans = [ChunkPlan(content if has_text else None, matrix_rows[i])]
-        else:
-            chunks, owned = retrieval_chunks(entry, content, ctx, f"index_texts[{i}]")
-            whole: str | None = entry if isinstance(entry, str) else cast("str | None", content)
-            chunk_plans = attach_vectors(chunks, owned, b_emb[i], whole, ctx, f"embeddings[{i}]")
-            take_sources(chunk_plans)
-        thread, user, agent = b_thread[i], b_user[i], b_agent[i]
-        if record_type == "user_profile":
-            chunk_scope: tuple[str | None, str | None, str | None] = (None, ids[i], None)
-        elif record_type == "agent_profile":
-            chunk_scope = (None, None, ids[i])
-        else:
-            chunk_scope = (thread, user, agent)
-        plans.append(
-            RowPlan(
-                family=family,
-                id=ids[i],
-                record_type=record_type,
-                content=content,
-                role=role if is_message else None,
-                thread_id=thread,
-                user_id=user,
-                agent_id=agent,
-                timestamp=ts,
-                metadata=meta_json,
-                expires_at=expires,
-                chunks=chunk_plans,
-                chunk_scope=chunk_scope,
-            )
-        )
-    check_texts([p.content for p in plans], "contents")
-    if matrix is None:
-        check_dims(
-            [c.vector for p in plans for c in p.chunks if c.vector is not None], ctx.vector_dim
-        )
-    return plans
-
-
 def check_texts(values: Sequence[str | None], name: str) -> None:
     """``check_text`` on every string of ``values`` (None is skipped), naming
     ``name[i]``: one pass over all of them, row by row only to name a bad one.
@@ -711,96 +516,12 @@ def check_texts(values: Sequence[str | None], name: str) -> None:
             check_text(v, f"{name}[{i}]")
 
 
-def _vector_matrix(embeddings: object, n: int, store_dim: int | None) -> Vector | None:
-    """``embeddings`` as one float32 array of shape ``(n, dim)`` when it is a 2-D
-    numeric array (one vector per record), checked in one pass; None for any other
-    shape (then each entry is read on its own, ``split_vectors``).
-
-    Raises:
-        ValueError: for a row count other than ``n``, an empty dimension, NaN or
-            infinite values (naming the first such row), or a dimension other than
-            the store's.
-    """
-    if not isinstance(embeddings, np.ndarray) or embeddings.ndim != 2:
-        return None
-    if embeddings.dtype.kind not in "fiub":
-        return None
-    if len(embeddings) != n:
-        raise ValueError(
-            f"embeddings must hold one entry per content ({n}), got an array of shape "
-            f"{embeddings.shape}"
-        )
-    if n == 0:
-        return None
-    with np.errstate(over="ignore"):  # out of float32's range: refused below
-        mat = np.asarray(embeddings, dtype=np.float32)
-    if mat.shape[1] == 0:
-        raise ValueError(f"embeddings[0] must be a non-empty 1-D vector, got shape {(0,)}")
-    check_vector_rows(mat, lambda i: f"embeddings[{i}]")
-    check_dims([mat[0]], store_dim)
-    return lengthen_short_rows(mat)
-
-
-def _scope_column(value: object, n: int, name: str) -> list[str | None]:
-    """A scope id argument broadcast over ``n`` rows, each distinct value checked
-    once (``_scope_id``); errors name the first bad row."""
-    if value is NOT_SET or value is None:
-        return [None] * n
-    column = broadcast(name, value, n)
-    try:
-        distinct = set(column)
-    except TypeError:  # an unhashable entry: find and name it row by row
-        distinct = None
-    if distinct is None or not all(_scope_ok(v) for v in distinct):
-        for i, v in enumerate(column):
-            _scope_id(v, f"{name}[{i}]")
-    return column
-
-
-def _scope_ok(value: object) -> bool:
-    return value is None or (isinstance(value, str) and bool(value) and storable(value))
-
-
-def _timestamp_anchor(ttl_anchor: object) -> bool:
-    """Whether a TTL anchor argument (scalar or list) may read row timestamps."""
-    if isinstance(ttl_anchor, (list, tuple)):
-        return True
-    return (
-        ttl_anchor is TimeToLiveAnchor.TIMESTAMP or ttl_anchor == TimeToLiveAnchor.TIMESTAMP.value
-    )
-
-
 def _scope_id(value: object, name: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value:
         raise ValueError(f"{name} must be a non-empty string or None, got {value!r}")
     return check_text(value, name)
-
-
-def _resolve_ids(record_ids: object, n: int, record_type: str) -> list[str]:
-    if record_ids is NOT_SET or record_ids is None:
-        if record_type in PROFILE_TYPES:
-            raise ValueError(f"{record_type} records need record_ids (the user or agent id)")
-        return [str(uuid.uuid4()) for _ in range(n)]
-    if isinstance(record_ids, str):
-        if n != 1:
-            raise ValueError(f"a single record id {record_ids!r} given for {n} records")
-        return [check_id(record_ids, "record_ids")]
-    ids = broadcast("record_ids", record_ids, n)
-    nones = ids.count(None)
-    if nones == n:
-        return _resolve_ids(None, n, record_type)
-    if nones:
-        raise ValueError("record_ids must be all given or all omitted, got a partial list")
-    if set(map(type, ids)) != {str} or "" in ids:
-        for k, i in enumerate(ids):
-            check_id(i, f"record_ids[{k}]")
-    checked = cast("list[str]", ids)
-    check_texts(checked, "record_ids")
-    if len(set(checked)) != n:
-        raise ValueError(f"duplicate record ids in one call: {name_ids(duplicates(checked))}")
-    return checked
 
 
 def duplicates(ids: Sequence[str]) -> list[str]:

@@ -1,12 +1,19 @@
-"""``OracleMemoryStore.update``: check the fields given, plan the new search rows, then
-change the record in one transaction (docs/store.md#reading-updating-deleting and
-docs/store.md#what-is-stored-and-what-is-searched)."""
+"""``OracleMemoryStore.update`` in three steps (docs/store.md#reading-updating-deleting
+and docs/store.md#what-is-stored-and-what-is-searched):
+
+1. parse: ``parse_update`` checks the fields given and ``plan_search_rows`` plans the
+   new search rows (no I/O but the embedder, which runs after it);
+2. plan: ``plan_update`` turns the stored row and the parsed fields into the changes
+   to make (pure: no I/O);
+3. apply: ``update_record`` reads the row and writes the changes in one transaction.
+"""
 
 from __future__ import annotations
 
 import builtins
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -15,18 +22,101 @@ import numpy as np
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import EXPIRING_TYPES, MESSAGE, PROFILE_TYPES, family_of
 from oam_core.apis.ttl import TimeToLiveAnchor
+from oam_core.errors import InvalidArgumentError
 from oam_core.store import planning
 from oam_core.store.backend import StoredRow, Tx
 from oam_core.store.embedding import learn_dim, write_identity
 from oam_core.store.metadatajson import RESERVED_KEY, dump_metadata
-from oam_core.store.planning import ChunkPlan
+from oam_core.store.options import MemoryRetentionConfig
+from oam_core.store.planning import ChunkPlan, PlanContext, Vector
 from oam_core.store.quotes import take_sources
 from oam_core.store.timestamps import normalize_timestamp
+from oam_core.store.writeplan import EmbeddingEntry
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
 
-__all__ = ["keep_reserved", "update_record"]
+__all__ = [
+    "RecordChanges",
+    "SearchRows",
+    "UpdateArgs",
+    "keep_reserved",
+    "parse_update",
+    "plan_search_rows",
+    "plan_update",
+    "update_record",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateArgs:
+    """The checked arguments of one ``update`` (``NOT_SET``: not given).
+
+    Attributes:
+        record_type: A known record type other than ``thread``.
+        record_id: The id; ``findable`` is False when no record can have it (a NUL
+            or a lone surrogate), then nothing is read or written.
+        text: The new stored text (None clears it), free of NUL and lone surrogates.
+        index_text, embedding: As given (read by ``plan_search_rows``).
+        metadata_json: The new metadata as checked JSON text (None clears it).
+        timestamp: The new timestamp, normalized (docs/store.md#timestamps).
+        ttl_days, ttl_anchor: As given; only on types that expire.
+    """
+
+    record_type: str
+    record_id: str
+    findable: bool
+    text: Maybe[str | None]
+    index_text: Maybe[str | Sequence[str] | None]
+    embedding: Maybe[EmbeddingEntry]
+    metadata_json: Maybe[str | None]
+    timestamp: Maybe[str | None]
+    ttl_days: Maybe[int | None]
+    ttl_anchor: Maybe[TimeToLiveAnchor]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRows:
+    """What an update does to the record's search rows.
+
+    Attributes:
+        chunks: New search rows replacing the stored ones (marked for the embedder
+            where they need a vector), or None to keep them.
+        revector: For an update of the embedding alone: the vectors to give the
+            stored search rows, one per row (None: store them without vectors);
+            ``NOT_SET`` otherwise.
+    """
+
+    chunks: builtins.list[ChunkPlan] | None
+    revector: Maybe[builtins.list[Vector] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordChanges:
+    """The changes ``plan_update`` finds for one stored record (``NOT_SET``: the
+    column is kept).
+
+    Attributes:
+        content, metadata, timestamp, expires_at: New column values (``metadata``
+            as JSON text, with the stored ``$agent_memory`` object kept).
+        chunks: The search rows replacing the stored ones, or None to keep them.
+    """
+
+    content: Maybe[str | None]
+    metadata: Maybe[str | None]
+    timestamp: Maybe[str | None]
+    expires_at: Maybe[datetime | None]
+    chunks: builtins.list[ChunkPlan] | None
+
+    def fields(self) -> dict[str, Any]:
+        """The columns to set, by name (``Tx.update_row``)."""
+        given = (
+            ("content", self.content),
+            ("metadata", self.metadata),
+            ("timestamp", self.timestamp),
+            ("expires_at", self.expires_at),
+        )
+        return {name: value for name, value in given if value is not NOT_SET}
 
 
 def update_record(
@@ -36,161 +126,210 @@ def update_record(
     *,
     text: Maybe[str | None],
     index_text: Maybe[str | Sequence[str] | None],
-    embedding: Maybe[Any],
+    embedding: Maybe[EmbeddingEntry],
     metadata: Maybe[dict[str, Any] | None],
     timestamp: Maybe[str | datetime | None],
     ttl_days: Maybe[int | None],
     ttl_anchor: Maybe[TimeToLiveAnchor],
 ) -> int:
-    """The body of ``OracleMemoryStore.update`` (same arguments, result and errors)."""
-    record_type = planning.check_record_type(record_type)
-    findable = planning.lookup_id(record_id, "record_id")
-    given = {
-        k: v
-        for k, v in {
-            "text": text,
-            "index_text": index_text,
-            "embedding": embedding,
-            "metadata": metadata,
-            "timestamp": timestamp,
-            "ttl_days": ttl_days,
-            "ttl_anchor": ttl_anchor,
-        }.items()
-        if v is not NOT_SET
-    }
-    if not given:
-        raise ValueError(
-            "update needs at least one of text, index_text, embedding, "
-            "metadata, timestamp, ttl_days, ttl_anchor"
-        )
-    if text is None:
-        if record_type in PROFILE_TYPES:
-            raise ValueError(f"text=None is not allowed on {record_type} records")
-        if index_text is not NOT_SET and index_text is not None:
-            raise ValueError("text=None cannot be combined with a non-null index_text")
-        if embedding is not NOT_SET and embedding is not None:
-            raise ValueError("text=None cannot be combined with a non-null embedding")
-    if text is not NOT_SET and text is not None:
-        if not isinstance(text, str):
-            raise ValueError(f"text must be a str or None, got {text!r}")
-        planning.check_text(text, "text")
-    if record_type == MESSAGE and text is None:
-        raise ValueError("text=None is not allowed on messages (content must be a str)")
-    if index_text is None and embedding is not NOT_SET and embedding is not None:
-        vectors = planning.split_vectors(embedding, "embedding")
-        if isinstance(vectors, np.ndarray) or vectors:
-            raise ValueError("index_text=None deletes the search rows; no embedding allowed")
-    if timestamp is not NOT_SET:
-        if isinstance(timestamp, str):
-            planning.check_text(timestamp, "timestamp")
-        timestamp = normalize_timestamp(timestamp, "timestamp")
-    meta_json = dump_metadata(metadata) if metadata is not NOT_SET else None
-    if record_type not in EXPIRING_TYPES and (ttl_days is not NOT_SET or ttl_anchor is not NOT_SET):
-        raise ValueError(f"{record_type} records do not expire; ttl_days/ttl_anchor not allowed")
-
+    """The body of ``OracleMemoryStore.update`` (same arguments, result and errors):
+    parse, embed, then read the row and apply its planned changes in one transaction."""
+    args = parse_update(
+        record_type,
+        record_id,
+        text=text,
+        index_text=index_text,
+        embedding=embedding,
+        metadata=metadata,
+        timestamp=timestamp,
+        ttl_days=ttl_days,
+        ttl_anchor=ttl_anchor,
+    )
     ctx = store._ctx()
-    new_chunks: builtins.list[ChunkPlan] | None = None  # None: keep the search rows
-    embedding_only = text is NOT_SET and index_text is NOT_SET
-    if text is None or (index_text is None and index_text is not NOT_SET):
-        new_chunks = []
-    elif not embedding_only:
-        source: Any = index_text if index_text is not NOT_SET else text
-        chunks, owned = planning.retrieval_chunks(source, None, ctx, "index_text")
-        whole = source if isinstance(source, str) else None
-        new_chunks = planning.attach_vectors(chunks, owned, embedding, whole, ctx, "embedding")
-        take_sources(new_chunks)
-    explicit: builtins.list[Any] | None = None
-    if embedding_only and embedding is not NOT_SET and embedding is not None:
-        split = planning.split_vectors(embedding, "embedding")
-        explicit = [split] if isinstance(split, np.ndarray) else split
-        planning.check_dims(explicit, store.vector_dim)
-    if new_chunks is not None:
-        planning.check_dims(
-            [c.vector for c in new_chunks if c.vector is not None], store.vector_dim
-        )
-    if not findable:  # no record can have this id
+    rows = plan_search_rows(args, ctx)
+    if not args.findable:  # no record can have this id
         return 0
-    if new_chunks is not None:
-        store._embed_plans(new_chunks)
+    if rows.chunks is not None:
+        store._embed_plans(rows.chunks)
 
     with store._writing() as tx:
-        row = tx.fetch(family_of(record_type), record_id)
-        if row is None or row.record_type != record_type:
+        row = tx.fetch(family_of(args.record_type), args.record_id)
+        if row is None or row.record_type != args.record_type:
             return 0
-        _keep_vectors(tx, row, new_chunks, embedding, record_id)
-        fields: dict[str, Any] = {}
-        if text is not NOT_SET:
-            fields["content"] = text
-        if metadata is not NOT_SET:
-            fields["metadata"] = keep_reserved(meta_json, row.metadata)
-        if timestamp is not NOT_SET:
-            fields["timestamp"] = timestamp
-        if ttl_days is not NOT_SET or ttl_anchor is not NOT_SET:
-            event_ts = timestamp if timestamp is not NOT_SET else row.timestamp
-            fields["expires_at"] = planning.resolve_ttl(
-                record_type,
-                ttl_days,
-                ttl_anchor,
-                event_ts,
-                row.created_at,
-                store.memory_retention_config,
-                "update",
-            )
-        if embedding_only and embedding is not NOT_SET:
-            new_chunks = _revector(tx, row, explicit)
-        if "content" in fields:  # rows quoting the old text go with it
-            tx.drop_quoting(row.key)
-        if fields:
-            tx.update_row(row, fields)
-        if "expires_at" in fields:
-            tx.clamp_quoting(row.key)
-        if new_chunks is not None:
-            learn_dim(store, new_chunks)
-            tx.replace_chunks(row, new_chunks)
-            write_identity(store, tx)
+        _keep_vectors(tx, row, rows.chunks, args.embedding, args.record_id)
+        stored = tx.chunk_texts(row.key) if rows.revector is not NOT_SET else []
+        changes = plan_update(row, args, rows, store.memory_retention_config, stored)
+        _apply(store, tx, row, changes)
     store._embedder_check.recorded()
     return 1
 
 
-def _keep_vectors(
-    tx: Tx,
-    row: StoredRow,
-    new_chunks: builtins.list[ChunkPlan] | None,
-    embedding: Maybe[Any],
+# -- parse ----------------------------------------------------------------------------
+
+
+def parse_update(
+    record_type: str,
     record_id: str,
-) -> None:
-    """Refuse a text update that would silently drop the record's vectors: on a store
-    without an embedder, new search rows get no vector unless ``embedding`` is given
-    (docs/store.md#what-is-stored-and-what-is-searched).
+    *,
+    text: Maybe[str | None],
+    index_text: Maybe[str | Sequence[str] | None],
+    embedding: Maybe[EmbeddingEntry],
+    metadata: Maybe[dict[str, Any] | None],
+    timestamp: Maybe[str | datetime | None],
+    ttl_days: Maybe[int | None],
+    ttl_anchor: Maybe[TimeToLiveAnchor],
+) -> UpdateArgs:
+    """Check the arguments of ``update`` (no I/O).
 
     Raises:
-        ValueError: ``embedding`` omitted, the new search rows lack vectors and the
-            record's current search rows hold some.
+        InvalidArgumentError: no field given, a rejected combination of
+            docs/store.md#what-is-stored-and-what-is-searched, a bad text, timestamp or
+            metadata, or TTL options on a type that does not expire.
     """
-    if embedding is not NOT_SET or not new_chunks:
-        return
-    if all(c.vector is not None or c.needs_embedding or not c.text for c in new_chunks):
-        return
-    if tx.has_vectors(row.key):
-        raise ValueError(
-            f"update of {row.record_type} {record_id!r}: a text update on a store without "
-            "an embedder needs embedding=... (the record's search rows hold vectors that "
-            "would be lost); pass embedding=<vector>, or embedding=None to store the new "
-            "search rows without vectors"
+    record_type = planning.check_record_type(record_type)
+    findable = planning.lookup_id(record_id, "record_id")
+    given = (text, index_text, embedding, metadata, timestamp, ttl_days, ttl_anchor)
+    if all(v is NOT_SET for v in given):
+        raise InvalidArgumentError(
+            "update needs at least one of text, index_text, embedding, "
+            "metadata, timestamp, ttl_days, ttl_anchor"
         )
+    _check_text(record_type, text, index_text, embedding)
+    if timestamp is not NOT_SET:
+        if isinstance(timestamp, str):
+            planning.check_text(timestamp, "timestamp")
+        timestamp = normalize_timestamp(timestamp, "timestamp")
+    meta_json = dump_metadata(metadata) if metadata is not NOT_SET else NOT_SET
+    if record_type not in EXPIRING_TYPES and (ttl_days is not NOT_SET or ttl_anchor is not NOT_SET):
+        raise InvalidArgumentError(
+            f"{record_type} records do not expire; ttl_days/ttl_anchor not allowed"
+        )
+    return UpdateArgs(
+        record_type,
+        record_id,
+        findable,
+        text,
+        index_text,
+        embedding,
+        meta_json,
+        timestamp,
+        ttl_days,
+        ttl_anchor,
+    )
+
+
+def _check_text(
+    record_type: str,
+    text: Maybe[str | None],
+    index_text: Maybe[str | Sequence[str] | None],
+    embedding: Maybe[EmbeddingEntry],
+) -> None:
+    """The rules on ``text`` and what may go with it."""
+    if text is None:
+        if record_type in PROFILE_TYPES:
+            raise InvalidArgumentError(f"text=None is not allowed on {record_type} records")
+        if index_text is not NOT_SET and index_text is not None:
+            raise InvalidArgumentError("text=None cannot be combined with a non-null index_text")
+        if embedding is not NOT_SET and embedding is not None:
+            raise InvalidArgumentError("text=None cannot be combined with a non-null embedding")
+    if text is not NOT_SET and text is not None:
+        if not isinstance(text, str):
+            raise InvalidArgumentError(f"text must be a str or None, got {text!r}")
+        planning.check_text(text, "text")
+    if record_type == MESSAGE and text is None:
+        raise InvalidArgumentError("text=None is not allowed on messages (content must be a str)")
+    if index_text is None and embedding is not NOT_SET and embedding is not None:
+        vectors = planning.split_vectors(embedding, "embedding")
+        if isinstance(vectors, np.ndarray) or vectors:
+            raise InvalidArgumentError(
+                "index_text=None deletes the search rows; no embedding allowed"
+            )
+
+
+def plan_search_rows(args: UpdateArgs, ctx: PlanContext) -> SearchRows:
+    """Plan the new search rows of an update (no I/O; the embedder runs later).
+
+    Raises:
+        InvalidArgumentError: for bad retrieval text or vectors, or vectors of another
+            dimension than the store's.
+    """
+    text, index_text, embedding = args.text, args.index_text, args.embedding
+    embedding_only = text is NOT_SET and index_text is NOT_SET
+    if embedding_only:
+        if embedding is NOT_SET:
+            return SearchRows(None, NOT_SET)
+        if embedding is None:
+            return SearchRows(None, None)
+        split = planning.split_vectors(embedding, "embedding")
+        explicit = [split] if isinstance(split, np.ndarray) else split
+        planning.check_dims(explicit, ctx.vector_dim)
+        return SearchRows(None, explicit)
+    if text is None or index_text is None:
+        return SearchRows([], NOT_SET)
+    source = index_text if index_text is not NOT_SET else text
+    chunks, owned = planning.retrieval_chunks(source, None, ctx, "index_text")
+    whole = source if isinstance(source, str) else None
+    new_chunks = planning.attach_vectors(chunks, owned, embedding, whole, ctx, "embedding")
+    take_sources(new_chunks)
+    planning.check_dims([c.vector for c in new_chunks if c.vector is not None], ctx.vector_dim)
+    return SearchRows(new_chunks, NOT_SET)
+
+
+# -- plan -----------------------------------------------------------------------------
+
+
+def plan_update(
+    row: StoredRow,
+    args: UpdateArgs,
+    rows: SearchRows,
+    retention: MemoryRetentionConfig,
+    stored_texts: Sequence[str | None],
+) -> RecordChanges:
+    """The changes an update makes to the stored ``row`` (pure: no I/O).
+
+    Args:
+        row: The record as stored.
+        args: The checked arguments (``parse_update``).
+        rows: The planned search rows (``plan_search_rows``), embedded.
+        retention: The store's retention, for a new expiry without ``ttl_days``.
+        stored_texts: The texts of the record's search rows, in order (read only
+            when ``rows.revector`` is set).
+
+    Raises:
+        InvalidArgumentError: a TIMESTAMP anchor without a timestamp to count from,
+            or a count of vectors other than the record's search rows.
+    """
+    metadata: Maybe[str | None] = NOT_SET
+    if args.metadata_json is not NOT_SET:
+        metadata = keep_reserved(args.metadata_json, row.metadata)
+    expires_at: Maybe[datetime | None] = NOT_SET
+    if args.ttl_days is not NOT_SET or args.ttl_anchor is not NOT_SET:
+        event_ts = args.timestamp if args.timestamp is not NOT_SET else row.timestamp
+        expires_at = planning.resolve_ttl(
+            args.record_type,
+            args.ttl_days,
+            args.ttl_anchor,
+            event_ts,
+            row.created_at,
+            retention,
+            "update",
+        )
+    chunks = rows.chunks
+    if rows.revector is not NOT_SET:
+        chunks = _revector(stored_texts, rows.revector)
+    return RecordChanges(args.text, metadata, args.timestamp, expires_at, chunks)
 
 
 def _revector(
-    tx: Tx, row: StoredRow, vectors: builtins.list[Any] | None
+    texts: Sequence[str | None], vectors: builtins.list[Vector] | None
 ) -> builtins.list[ChunkPlan]:
     """The record's search rows again, with ``vectors`` (None: without vectors)."""
-    texts = tx.chunk_texts(row.key)
     if vectors is None:
         return [ChunkPlan(t) for t in texts]
     if len(vectors) == 1 and not texts:
         return [ChunkPlan(None, vectors[0])]
     if len(vectors) != len(texts):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"embedding has {len(vectors)} vectors but the record has {len(texts)} search rows"
         )
     return [ChunkPlan(t, v) for t, v in zip(texts, vectors, strict=True)]
@@ -205,3 +344,50 @@ def keep_reserved(meta_json: str | None, old: dict[str, Any] | None) -> str | No
         new = dict(new or {})
         new[RESERVED_KEY] = old[RESERVED_KEY]
     return None if new is None else json.dumps(new, ensure_ascii=False, allow_nan=False)
+
+
+# -- apply ----------------------------------------------------------------------------
+
+
+def _keep_vectors(
+    tx: Tx,
+    row: StoredRow,
+    new_chunks: builtins.list[ChunkPlan] | None,
+    embedding: Maybe[EmbeddingEntry],
+    record_id: str,
+) -> None:
+    """Refuse a text update that would silently drop the record's vectors: on a store
+    without an embedder, new search rows get no vector unless ``embedding`` is given
+    (docs/store.md#what-is-stored-and-what-is-searched).
+
+    Raises:
+        InvalidArgumentError: ``embedding`` omitted, the new search rows lack vectors
+            and the record's current search rows hold some.
+    """
+    if embedding is not NOT_SET or not new_chunks:
+        return
+    if all(c.vector is not None or c.needs_embedding or not c.text for c in new_chunks):
+        return
+    if tx.has_vectors(row.key):
+        raise InvalidArgumentError(
+            f"update of {row.record_type} {record_id!r}: a text update on a store without "
+            "an embedder needs embedding=... (the record's search rows hold vectors that "
+            "would be lost); pass embedding=<vector>, or embedding=None to store the new "
+            "search rows without vectors"
+        )
+
+
+def _apply(store: OracleMemoryStore, tx: Tx, row: StoredRow, changes: RecordChanges) -> None:
+    """Write ``changes`` to ``row`` in ``tx``: the rows quoting an old text go with it,
+    a new expiry reaches the rows quoting the record."""
+    fields = changes.fields()
+    if "content" in fields:
+        tx.drop_quoting(row.key)
+    if fields:
+        tx.update_row(row, fields)
+    if "expires_at" in fields:
+        tx.clamp_quoting(row.key)
+    if changes.chunks is not None:
+        learn_dim(store, changes.chunks)
+        tx.replace_chunks(row, changes.chunks)
+        write_identity(store, tx)

@@ -1,5 +1,5 @@
 """The write path every store write shares: validate and plan batches of records
-(``planning.plan_records``, embedding included), then insert the plans inside one
+(``writeplan.plan_records``, embedding included), then insert the plans inside one
 transaction (docs/store.md#writing-records).
 
 ``OracleMemoryStore.add``/``upsert`` and the thread writes of ``store/threads.py``
@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.batch import PendingRecordBatch
-from oam_core.store import planning
+from oam_core.errors import InvalidArgumentError
+from oam_core.store import planning, writeplan
 from oam_core.store.backend import Tx
 from oam_core.store.embedding import learn_dim, write_identity
 from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
@@ -83,14 +84,14 @@ def batch_size(store_kwargs: Mapping[str, Any]) -> int:
 
     Raises:
         TypeError: for any other keyword.
-        ValueError: for a ``batch_size`` that is not a positive int.
+        InvalidArgumentError: for a ``batch_size`` that is not a positive int.
     """
     unknown = set(store_kwargs) - {"batch_size"}
     if unknown:
         raise TypeError(f"unexpected store keyword arguments: {sorted(unknown)}")
     size = store_kwargs.get("batch_size", DEFAULT_BATCH_SIZE)
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {size!r}")
+        raise InvalidArgumentError(f"batch_size must be a positive int, got {size!r}")
     return size
 
 
@@ -105,18 +106,18 @@ def plan_batches(
         library: The library's own write, which may set ``$agent_memory``.
 
     Raises:
-        ValueError: for any invalid row, or an id repeated across batches.
+        InvalidArgumentError: for any invalid row, or an id repeated across batches.
     """
     if not isinstance(batches, (list, tuple)):
-        raise ValueError(f"batches must be a list of PendingRecordBatch, got {batches!r}")
+        raise InvalidArgumentError(f"batches must be a list of PendingRecordBatch, got {batches!r}")
     ctx = store._ctx()
     parts: builtins.list[Part] = []
     by_family: dict[str, builtins.list[str]] = {}
     for i, batch in enumerate(batches):
         if not isinstance(batch, PendingRecordBatch):
-            raise ValueError(f"batches[{i}] must be a PendingRecordBatch, got {batch!r}")
+            raise InvalidArgumentError(f"batches[{i}] must be a PendingRecordBatch, got {batch!r}")
         try:
-            planned = _plan_batch(batch, ctx, library)
+            planned = writeplan.plan_batch(batch, ctx, library=library)
         except ValueError as exc:
             if len(batches) == 1:
                 raise
@@ -130,7 +131,7 @@ def plan_batches(
                 by_family.setdefault(p.family, []).append(p.id)
     for family, ids in by_family.items():
         if len(set(ids)) != len(ids):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"duplicate record ids across batches in family {family!r}: "
                 f"{planning.name_ids(planning.duplicates(ids))}"
             )
@@ -142,29 +143,6 @@ def plan_batches(
     return Planned(parts, by_family, chunks, dim, ctx.now)
 
 
-def _plan_batch(
-    batch: PendingRecordBatch, ctx: planning.PlanContext, library: bool
-) -> builtins.list[RowPlan] | BulkPlan:
-    """``planning.plan_records`` of one batch."""
-    return planning.plan_records(
-        batch.texts,
-        batch.record_type,
-        index_texts=batch.index_texts,
-        embeddings=batch.embeddings,
-        record_ids=batch.record_ids,
-        thread_ids=batch.thread_ids,
-        user_ids=batch.user_ids,
-        agent_ids=batch.agent_ids,
-        roles=batch.roles,
-        timestamps=batch.timestamps,
-        metadata=batch.metadata,
-        ttl_days=batch.ttl_days,
-        ttl_anchor=batch.ttl_anchor,
-        ctx=ctx,
-        library=library,
-    )
-
-
 def _in_batch(exc: ValueError, i: int) -> ValueError:
     """``exc`` with its message prefixed by the batch it is about (``batches[i]: ``),
     of the same type where that type takes a message."""
@@ -172,7 +150,7 @@ def _in_batch(exc: ValueError, i: int) -> ValueError:
     try:
         return type(exc)(message)
     except TypeError:
-        return ValueError(message)
+        return InvalidArgumentError(message)
 
 
 def insert_planned(
@@ -182,12 +160,12 @@ def insert_planned(
     (in the same id family) are deleted first.
 
     Raises:
-        ValueError: when an id exists already and ``replace`` is False.
+        InvalidArgumentError: when an id exists already and ``replace`` is False.
     """
     for family, ids in planned.by_family.items() if replace or not tx.refuses_existing_ids else ():
         clash = tx.existing_ids(family, ids)
         if clash and not replace:
-            raise ValueError(f"record ids already exist: {planning.name_ids(clash)}")
+            raise InvalidArgumentError(f"record ids already exist: {planning.name_ids(clash)}")
         if clash:
             tx.delete_records(family, sorted(clash), None, NOT_SET)
     # Before the rows: checks it against the recorded one. The caller's transaction

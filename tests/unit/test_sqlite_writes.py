@@ -20,7 +20,8 @@ from hypothesis import strategies as hs
 
 from oam_core import SQLiteMemoryStore
 from oam_core.apis._sentinel import NOT_SET
-from oam_core.store import metadatajson, planning
+from oam_core.apis.batch import PendingRecordBatch
+from oam_core.store import metadatajson, planning, writeplan
 from oam_core.store.metadatajson import dump_metadata, dump_metadata_column
 from oam_core.store.planning import PlanContext
 from oam_core.store.sql import statements as st
@@ -421,7 +422,7 @@ def _plans(contents: list[str], matrix: np.ndarray, **kw: Any) -> list[planning.
         ttl_anchor=NOT_SET,
     )
     args.update(kw)
-    planned = planning.plan_records(contents, "memory", ctx=ctx, **args)
+    planned = writeplan.plan_batch(PendingRecordBatch(contents, "memory", **args), ctx)
     return planned.row_plans() if isinstance(planned, planning.BulkPlan) else planned
 
 

@@ -4,7 +4,7 @@ embedded store (docs/sqlite.md#schema-version-5).
 A chunk row copies its record's type and scope, except a profile's: the rows of a
 user profile hold its id as the user and no thread or agent, those of an agent
 profile its id as the agent, while the profile record itself has no scope
-(``planning.plan_records``, docs/store.md#scopes). ``record_scope`` writes a
+(``writeplan._plan_profile_row``, docs/store.md#scopes). ``record_scope`` writes a
 predicate's types and scope over records ``r`` so that it holds for a record exactly
 when it holds for the record's chunk rows. A scoped search (schema version 5 keeps no
 scope index on the chunks) then starts from the records' indexes (``records_user``,
