@@ -117,9 +117,12 @@ def participant_name(metadata: Mapping[str, Any] | None) -> str | None:
     Args:
         metadata: A record's or message's metadata, or None.
     """
-    from oam_core.store.signals import participant_name as stored_name
-
-    return stored_name(metadata)
+    fields = (metadata or {}).get(MESSAGE_KEY)
+    if isinstance(fields, Mapping):
+        name = fields.get("name")
+        if isinstance(name, str) and name.strip():
+            return name.strip()
+    return None
 
 
 MessageT = Mapping[str, Any]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from oam_core.store.filters import (
+from oam_core.filters import (
     Atom,
     Compare,
     Contains,

@@ -13,7 +13,7 @@ import abc
 import itertools
 from typing import Any, ClassVar
 
-from oam_core.store.filters import Cond, Field, join_sql, render_sql
+from oam_core.filters import Cond, Field, join_sql, render_sql
 
 
 class FilterCompiler(abc.ABC):

@@ -33,7 +33,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from oam_core.store.filters import (
+from oam_core.filters import (
     Atom,
     Compare,
     Cond,
