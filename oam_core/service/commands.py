@@ -18,6 +18,7 @@ import typer
 
 from oam_core import SchemaPolicy, SearchStrategy
 from oam_core import __version__ as oam_version
+from oam_core.clicommon import embedder_for
 from oam_core.errors import OAMError
 from oam_core.service.common import DEFAULT_MAX_CONTENT_CHARS, DEFAULT_MAX_QUERY_CHARS
 
@@ -113,9 +114,7 @@ def _shown_db(db: str) -> str:
 
 def _embedder(db: str, given: str | None) -> str | None:
     """The embedder name ``open_memory`` gets: ``--embedder``, else the one ``db``
-    recorded, else ``local`` (``oam_core.cli.embedder_for``); None for ``none``."""
-    from oam_core.cli import embedder_for
-
+    recorded, else ``local`` (``clicommon.embedder_for``); None for ``none``."""
     value = embedder_for(db, given)
     return None if value.strip().lower() == "none" else value
 
