@@ -547,7 +547,9 @@ def _add_memory(server: MCPServer, t: _Tools) -> None:
                 # agent id was generated when it was created.
                 owner = service.thread_row(thread_id)
             if metadata is not None and "$agent_memory" in metadata:
-                raise InvalidArgumentError("metadata key '$agent_memory' is reserved for the library")
+                raise InvalidArgumentError(
+                    "metadata key '$agent_memory' is reserved for the library"
+                )
             [memory_id] = store.add(
                 [content],
                 record_type,
