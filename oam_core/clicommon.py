@@ -167,7 +167,7 @@ def _alternative(text: str) -> tuple[str, str, str] | None:
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Turn every error into one stderr line and an exit code (never a traceback), and
-    every warning into one ``Warning:`` line (docs/cli.md#errors).
+    every warning into one ``Warning:`` line (docs/cli.md#commands).
 
     Exit codes: a ``CliError`` its own; 1 for anything else. With ``--debug`` an
     unexpected exception (not one a user can cause) is re-raised with its traceback.
