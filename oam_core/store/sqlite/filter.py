@@ -1,4 +1,4 @@
-"""Compile a parsed metadata filter (``store/filters.py``) to SQLite JSON SQL
+"""Compile a parsed metadata filter (``oam_core/filters.py``) to SQLite JSON SQL
 (docs/filters.md).
 
 Every field name and value is a bound parameter: the generated SQL text contains only
