@@ -9,12 +9,13 @@ an LLM (``extract_memories=False``): messages are stored and searched.
 Errors a user can cause (a missing or malformed file, an unknown thread, a database
 written with another embedder) print one ``Error: ...`` line on stderr and exit with
 code 1 (2 for a file, database or option that does not exist); they never print a
-traceback. Warnings print as ``Warning: ...`` lines. Any other exception is reported
-the same way unless ``--debug`` (anywhere on the line) or ``OAM_DEBUG=1`` asks for
-the traceback.
+traceback. Warnings print as ``Warning: ...`` lines, library argument names spelled
+as flags (``clicommon.FLAGS``). Any other exception is reported the same way unless
+``--debug`` (anywhere on the line) or ``OAM_DEBUG=1`` asks for the traceback.
 
 A command in a module of its own: write ``def register(app: typer.Typer) -> None``
-there (it may use the options and helpers below) and add the module to
+there (it may use the helpers of ``oam_core.clicommon``: ``user_errors``,
+``memory_at``, ``db_target``, ``embedder_for``, ``CliError``) and add the module to
 ``COMMAND_MODULES``.
 """
 
@@ -22,17 +23,12 @@ from __future__ import annotations
 
 import importlib
 import json
-import logging
-import os
-import re
 import time
-import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import replace as with_fields
 from importlib import metadata, resources
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -41,24 +37,18 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from typer.core import TyperGroup
 
 import oam_core
-from oam_core import (
-    NOT_SET,
-    OracleAgentMemory,
-    OracleMemoryStore,
-    Record,
-    SchemaPolicy,
-    SearchStrategy,
-)
+from oam_core import OracleAgentMemory, OracleMemoryStore, Record, SchemaPolicy, SearchStrategy
 from oam_core.apis.thread import participant_name
-from oam_core.connection import backend_of, sqlite_holds_store, sqlite_target
-from oam_core.embedders import resolve_embedder
-from oam_core.errors import OAMError, SchemaError, StoreError
-from oam_core.ingest import Conversation, IngestError, load_conversations
+from oam_core.clicommon import (
+    CliError,
+    memory_at,
+    set_debug,
+    user_errors,
+)
+from oam_core.ingest import Conversation, load_conversations
 from oam_core.ingest_writer import WriteMode, plural, validate_conversations, write_conversations
-from oam_core.store.identity import EmbedderIdentity
-from oam_core.store.strategy import searching_with, strategy_of
 
-__all__ = ["COMMAND_MODULES", "app", "main"]
+__all__ = ["COMMAND_MODULES", "CliError", "app", "main"]
 
 COMMAND_MODULES: tuple[str, ...] = ("oam_core.service.commands", "oam_core.transfer.cli")
 """Modules whose ``register(app)`` adds commands (see the module docstring)."""
@@ -77,8 +67,6 @@ DEFAULT_USER = "default-user"
 """User id of ingested chats when ``--user`` is not given (LoCoMo: the sample id)."""
 DEFAULT_AGENT = "default-agent"
 """Agent id of ingested chats when ``--agent`` is not given."""
-DEFAULT_EMBEDDER = "local"
-"""The embedder of a new database when ``--embedder`` is not given."""
 SCORE_KINDS = {
     SearchStrategy.VECTOR: "cosine",
     SearchStrategy.KEYWORD: "keyword",
@@ -156,19 +144,6 @@ AllowChangeOption = Annotated[
 ]
 
 
-class CliError(OAMError):
-    """A user-facing failure: printed as one line, then exit with ``code``
-    (docs/errors.md)."""
-
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-_debug = False
-"""Set by the global ``--debug`` flag: unexpected exceptions are re-raised."""
-
-
 def main() -> None:
     """Entry point of the ``oam`` console script."""
     app()
@@ -205,243 +180,8 @@ def _global_options(
 ) -> None:
     """Agent memory in a SQLite file or PostgreSQL: ingest chats, search them, build
     context cards. Every command takes --db (default ./oam.db). See docs/cli.md."""
-    global _debug
     del version
-    _debug = debug
-
-
-def _debugging() -> bool:
-    return _debug or os.environ.get("OAM_DEBUG", "").strip().lower() in {"1", "true", "yes"}
-
-
-# -- errors and warnings -------------------------------------------------------------
-
-
-_LIBRARY_HINTS = (
-    (re.compile(r"allow_embedder_change=True"), lambda m: "--allow-embedder-change"),
-    (re.compile(r"schema_policy=([A-Z_]+)"), lambda m: f"--schema-policy {m.group(1).lower()}"),
-    (
-        re.compile(r"configure one, pass query_vector, or"),
-        lambda m: "pass --embedder (e.g. local), or",
-    ),
-    (
-        re.compile(r"search_strategy=([A-Z]+)((?: or |, )[A-Z]+)*"),
-        lambda m: "--strategy " + m.group(0).split("=", 1)[1].lower(),
-    ),
-    (re.compile(r"store\.reindex\(\) \(CLI: oam reindex\)"), lambda m: "`oam reindex`"),
-    (re.compile(r"on_conflict='skip' or 'replace'"), lambda m: "--on-conflict skip or replace"),
-    (re.compile(r"reembed=True"), lambda m: "--reembed"),
-    (re.compile(r"overwrite=True \(CLI: --overwrite\)"), lambda m: "--overwrite"),
-)
-
-
-def _cli_words(message: str) -> str:
-    """A library message with its argument names spelled as this CLI's options."""
-    for pattern, spell in _LIBRARY_HINTS:
-        message = pattern.sub(spell, message)
-    return message
-
-
-@contextmanager
-def _user_errors() -> Iterator[None]:
-    """Turn every error into one stderr line and an exit code (never a traceback), and
-    every warning into one ``Warning:`` line."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            yield
-        except (typer.Exit, typer.Abort, KeyboardInterrupt):
-            raise
-        except CliError as exc:
-            _fail(str(exc), exc.code, caught)
-        except IngestError as exc:
-            _fail(str(exc), 1, caught)
-        except KeyError as exc:
-            _fail(str(exc.args[0]) if exc.args else "not found", 1, caught)
-        except StoreError as exc:  # driver errors, mapped by the store (docs/errors.md)
-            _fail(_cli_words(str(exc)), 1, caught)
-        except (ValueError, ImportError, OSError) as exc:
-            message = _cli_words(str(exc))
-            if "has no oam store" in message:
-                message += "; or create it with `oam ingest FILE --db ...`"
-            _fail(message, 1, caught)
-        except Exception as exc:
-            if _debugging():
-                raise
-            _fail(f"{type(exc).__name__}: {exc}", 1, caught)
-        _print_warnings(caught)
-
-
-def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
-    seen: set[str] = set()
-    for item in caught:
-        text = _cli_words(" ".join(str(item.message).split()))
-        if text not in seen:
-            seen.add(text)
-            typer.echo(f"Warning: {text}", err=True)
-
-
-def _fail(message: str, code: int, caught: Sequence[warnings.WarningMessage] = ()) -> NoReturn:
-    _print_warnings(caught)
-    typer.echo("Error: " + (" ".join(message.split()) or "unknown error"), err=True)
-    raise typer.Exit(code)
-
-
-# -- opening the database ------------------------------------------------------------
-
-
-def _target(db: str) -> str:
-    """The connection for ``--db``: a URL as given, or a SQLite path with ``~``
-    expanded whose directory exists.
-
-    Raises:
-        CliError: naming the directory when it does not exist.
-    """
-    if backend_of(db) != "sqlite":
-        return db
-    path = sqlite_target(db)
-    if path == ":memory:":
-        return path
-    expanded = Path(os.path.expanduser(path))
-    if not expanded.parent.is_dir():
-        raise CliError(f"--db {db}: the directory {expanded.parent} does not exist", 2)
-    return str(expanded)
-
-
-def _require_db(db: str, policy: SchemaPolicy | None = None) -> None:
-    """A SQLite ``--db`` must exist, and hold a store, for the commands that only read
-    (unless ``--schema-policy`` lets them create it): an empty file or another
-    program's database is left as it is, not made a store (a server refuses a
-    missing store on its own)."""
-    if policy not in (None, SchemaPolicy.REQUIRE_EXISTING):
-        return
-    target = _target(db)
-    if backend_of(target) != "sqlite" or target == ":memory:":
-        return
-    hint = f"create it with `oam ingest FILE --db {db}`"
-    if not Path(target).exists():
-        raise CliError(f"{db}: no such database; {hint}", 2)
-    if not sqlite_holds_store(target):
-        raise CliError(f"{db}: no oam store there; {hint}", 2)
-
-
-def _peek(db: str) -> tuple[bool, EmbedderIdentity | None]:
-    """Whether ``db`` holds an oam store, and the embedder identity it recorded
-    (opened read-only in spirit: a peek never creates anything)."""
-    target = _target(db)
-    if backend_of(target) == "sqlite" and (
-        target == ":memory:" or not Path(target).exists() or not sqlite_holds_store(target)
-    ):
-        return False, None
-    try:
-        peek = OracleAgentMemory(
-            connection=target,
-            embedder=None,
-            extract_memories=False,
-            schema_policy=SchemaPolicy.REQUIRE_EXISTING,
-        )
-    except SchemaError:
-        return False, None  # no store there yet
-    with peek:
-        return True, peek.store.embedder_identity
-
-
-def _embedder_name(given: str | None, identity: EmbedderIdentity | None, db: str) -> str:
-    """``--embedder`` as given, else the one the database recorded, else the default."""
-    if given is not None:
-        return given
-    if identity is None:
-        return DEFAULT_EMBEDDER
-    name = identity.embedder_id
-    if name.startswith(("local/", "hashing/")) or (
-        "/" in name and not name.startswith(("oracledb/", "langchain:"))
-    ):
-        return name
-    raise CliError(
-        f"{db} was written with embedder {name!r}, which the CLI cannot load; pass "
-        "--embedder (docs/cli.md#embedders)"
-    )
-
-
-def embedder_for(db: str, given: str | None) -> str:
-    """The embedder a command uses on ``db``: ``given`` (``--embedder``), else the one
-    the database recorded, else ``DEFAULT_EMBEDDER`` (docs/cli.md#embedders).
-
-    Raises:
-        CliError: when the recorded embedder is one the CLI cannot load (an Oracle
-            in-database model, a LangChain class).
-    """
-    if given is not None:
-        return given
-    _exists, identity = _peek(db)
-    return _embedder_name(None, identity, db)
-
-
-@contextmanager
-def _memory(
-    db: str,
-    embedder: str | None,
-    strategy: SearchStrategy | None = None,
-    policy: SchemaPolicy | None = None,
-    allow_embedder_change: bool = False,
-    *,
-    create: bool = False,
-) -> Iterator[OracleAgentMemory]:
-    """The client over ``db``, opened as ``OracleAgentMemory(connection=...)`` opens it
-    (``create``: the default policy creates the store, else a missing SQLite file
-    is an error unless ``policy`` may create it); closed when the block ends.
-
-    ``strategy`` ranks this command's searches and is not recorded: the store keeps
-    its default, except a store this command creates, whose default it becomes
-    (docs/cli.md#commands)."""
-    if not create:
-        _require_db(db, policy)
-    chosen = policy or (
-        SchemaPolicy.CREATE_IF_NECESSARY if create else SchemaPolicy.REQUIRE_EXISTING
-    )
-    exists, identity = _peek(db) if embedder is None or strategy is not None else (True, None)
-    name = _embedder_name(embedder, identity, db)
-    with _quiet_litellm(name):
-        model = resolve_embedder(name)
-        exists = exists and chosen is not SchemaPolicy.RECREATE
-        new_default = strategy if strategy is not None and not exists else None
-        memory = OracleAgentMemory(
-            connection=_target(db),
-            embedder=model,
-            extract_memories=False,
-            schema_policy=chosen,
-            search_strategy=NOT_SET if new_default is None else new_default,
-            allow_embedder_change=allow_embedder_change,
-        )
-        try:
-            with searching_with(memory.store, None if new_default is not None else strategy):
-                yield memory
-        finally:
-            memory.close()
-
-
-_NOISY_LOGGERS = ("LiteLLM", "LiteLLM Proxy", "LiteLLM Router", "oam", "httpx")
-
-
-@contextmanager
-def _quiet_litellm(embedder: str) -> Iterator[None]:
-    """Keep LiteLLM's and httpx's retry logs off the terminal while the block runs:
-    the CLI reports a failure as one ``Error:`` line. The loggers' levels are put
-    back when it ends, so a command run in-process (``CliRunner``, a notebook)
-    leaves logging as it found it."""
-    name = embedder.strip()
-    if name in ("local", "none") or name.startswith(("local/", "hashing")) or _debugging():
-        yield
-        return
-    loggers = [logging.getLogger(n) for n in _NOISY_LOGGERS]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        for lg, level in zip(loggers, levels, strict=True):
-            lg.setLevel(level)
+    set_debug(debug)
 
 
 # -- ingesting -----------------------------------------------------------------------
@@ -517,7 +257,7 @@ def ingest(
 ) -> None:
     """Store every conversation in FILE as one thread (messages only, no LLM)."""
     err = Console(stderr=True)
-    with _user_errors():
+    with user_errors():
         if replace and resume:
             raise CliError("--replace and --resume exclude each other", 2)
         file = file.expanduser()
@@ -527,7 +267,7 @@ def ingest(
         conversations = _with_ids(conversations, user, agent)
         validate_conversations(conversations, file)  # before the store is created
         started = time.perf_counter()
-        with _memory(
+        with memory_at(
             db,
             embedder,
             strategy,
@@ -566,12 +306,13 @@ def _speaker(record: Record) -> str:
     return f"{name} ({role})" if name and role else name or role
 
 
-def _score_kind(store: OracleMemoryStore) -> str:
-    strategy = strategy_of(store)
-    kind = SCORE_KINDS[strategy]
-    if strategy is SearchStrategy.HYBRID and store.embedder is None:
+def _score_kind(store: OracleMemoryStore, strategy: SearchStrategy | None) -> str:
+    """The score label of the searches ``store`` ranks with ``strategy`` (None: its
+    own, ``search_strategy``)."""
+    used = strategy or store.search_strategy
+    if used is SearchStrategy.HYBRID and store.embedder is None:
         return "keyword"  # ``search`` ranks a HYBRID store without an embedder by keywords
-    return kind
+    return SCORE_KINDS[used]
 
 
 @app.command()
@@ -590,8 +331,8 @@ def search(
     """Search the stored messages (and memories) for QUERY. Each result shows its
     score (higher is better) and what the score is: cosine, keyword or hybrid."""
     with (
-        _user_errors(),
-        _memory(db, embedder, strategy, schema_policy, allow_embedder_change) as memory,
+        user_errors(),
+        memory_at(db, embedder, strategy, schema_policy, allow_embedder_change) as memory,
     ):
         store = memory.store
         # Without an embedder a HYBRID store cannot rank text (store.search refuses):
@@ -601,7 +342,7 @@ def search(
             and store.embedder is None
             and store.search_strategy is SearchStrategy.HYBRID
         )
-        with searching_with(store, SearchStrategy.KEYWORD if keywords else None):
+        with store.searching_with(SearchStrategy.KEYWORD if keywords else None):
             results = store.search(
                 query,
                 k,
@@ -610,7 +351,7 @@ def search(
                 thread_id=thread,
                 exact_thread_match=thread is not None,
             )
-            kind = _score_kind(store)
+            kind = _score_kind(store, strategy)
     if as_json:
         for record, distance in results:
             typer.echo(json.dumps(_record_json(record, distance, kind), ensure_ascii=False))
@@ -638,8 +379,8 @@ def card(
 ) -> None:
     """Print the context card of THREAD_ID (the text an agent puts in its prompt)."""
     with (
-        _user_errors(),
-        _memory(db, embedder, strategy, schema_policy, allow_embedder_change) as memory,
+        user_errors(),
+        memory_at(db, embedder, strategy, schema_policy, allow_embedder_change) as memory,
     ):
         content = _context_card(memory, thread_id, recent=recent, relevant=relevant)
     typer.echo(content if content else "(empty context card)")
@@ -652,7 +393,7 @@ def threads(
     user: Annotated[str | None, typer.Option(help="Only threads of this user.")] = None,
 ) -> None:
     """List the threads in the database with their message counts and speakers."""
-    with _user_errors(), _memory(db, "none", policy=schema_policy) as memory:
+    with user_errors(), memory_at(db, "none", policy=schema_policy) as memory:
         store = memory.store
         rows = memory.list_threads(user_id=user) if user else memory.list_threads()
         counts = [store.count_thread_messages(row.thread_id) for row in rows]
@@ -695,8 +436,8 @@ def reindex(
     """Embed the records stored without vectors (e.g. ingested with --embedder none),
     so vector and hybrid search find them."""
     with (
-        _user_errors(),
-        _memory(
+        user_errors(),
+        memory_at(
             db, embedder, policy=schema_policy, allow_embedder_change=allow_embedder_change
         ) as memory,
     ):
@@ -722,11 +463,11 @@ def demo(
 ) -> None:
     """Ingest a bundled 260-message chat, then answer a few questions from memory."""
     console = Console(highlight=False, soft_wrap=True)
-    with _user_errors():
+    with user_errors():
         with resources.as_file(resources.files("oam_core") / "demo" / DEMO_FILE) as path:
             [conversation] = load_conversations(path, user_id=DEMO_USER, agent_id=DEMO_AGENT)
         conversation = with_fields(conversation, thread_id=DEMO_THREAD)
-        with _memory(db, embedder, strategy, create=True, policy=schema_policy) as memory:
+        with memory_at(db, embedder, strategy, create=True, policy=schema_policy) as memory:
             store = memory.store
             exists = memory.get_thread_row(DEMO_THREAD) is not None
             complete = exists and store.count_thread_messages(DEMO_THREAD) == len(
@@ -740,7 +481,7 @@ def demo(
                 mode: WriteMode = "replace" if exists else "new"
                 written, _ = _ingest(memory, [conversation], mode=mode, console=err)
                 console.print(f"Ingested {written} messages into thread {DEMO_THREAD} ({db}).")
-            kind = _score_kind(store)
+            kind = _score_kind(store, strategy)
             for question in DEMO_QUESTIONS:
                 results = store.search(question, k, user_id=DEMO_USER, exact_user_match=True)
                 console.print(f"\n[bold]Q: {escape(question)}[/bold]")

@@ -90,6 +90,31 @@ def write_conversations(
             (the threads before it are stored; ``resume`` continues).
     """
     validate_conversations(conversations, source)
+    stored = _check_clashes(memory, conversations, mode)
+    written = skipped = 0
+    for done, conversation in enumerate(conversations):
+        count = len(conversation.messages)
+        reported = 0
+        if mode == "resume" and conversation.thread_id in stored:
+            skipped += 1
+        else:
+            reported = _write_thread(memory, conversation, mode, done, source, on_progress)
+            written += count
+        if on_progress is not None and count > reported:
+            on_progress(conversation.thread_id, count - reported)
+    return written, skipped
+
+
+def _check_clashes(
+    memory: OracleAgentMemory, conversations: Sequence[Conversation], mode: WriteMode
+) -> set[str]:
+    """The ids of the threads already stored, once ``mode`` allows each clash: none
+    for ``new``, only the same user's threads for ``replace`` and ``resume``, and for
+    ``resume`` only threads stored whole.
+
+    Raises:
+        IngestError: naming the thread and the option that would write it.
+    """
     existing = {row.thread_id: row for row in memory.list_threads()}
     clashes = [c for c in conversations if c.thread_id in existing]
     for conversation in clashes if mode != "new" else ():
@@ -117,41 +142,50 @@ def write_conversations(
                     f"{plural(stored, 'message')}, the file has "
                     f"{len(conversation.messages)}; use --replace to overwrite it"
                 )
-    written = skipped = 0
-    for done, conversation in enumerate(conversations):
-        count = len(conversation.messages)
-        reported = 0
-        if mode == "resume" and conversation.thread_id in existing:
-            skipped += 1
-        else:
+    return set(existing)
 
-            def embedded(messages: int, thread_id: str = conversation.thread_id) -> None:
-                nonlocal reported
-                reported += messages
-                if on_progress is not None:
-                    on_progress(thread_id, messages)
 
-            try:
-                memory.write_thread(
-                    conversation.thread_id,
-                    conversation.messages,
-                    user_id=conversation.user_id,
-                    agent_id=conversation.agent_id,
-                    replace=mode == "replace",
-                    on_progress=embedded,
-                )
-            except Exception as exc:
-                before = (
-                    ""
-                    if done == 0
-                    else f"; the {plural(done, 'thread')} before it are stored (--resume continues)"
-                )
-                where = f"{source}: " if source is not None else ""
-                raise IngestError(
-                    f"{where}thread {conversation.thread_id!r} was not written: "
-                    f"{exc or type(exc).__name__}{before}"
-                ) from exc
-            written += count
-        if on_progress is not None and count > reported:
-            on_progress(conversation.thread_id, count - reported)
-    return written, skipped
+def _write_thread(
+    memory: OracleAgentMemory,
+    conversation: Conversation,
+    mode: WriteMode,
+    done: int,
+    source: Path | None,
+    on_progress: Callable[[str, int], None] | None,
+) -> int:
+    """Write one conversation as a thread in one transaction (``done`` threads are
+    written before it); returns how many messages ``on_progress`` was told of.
+
+    Raises:
+        IngestError: wrapping the failure, naming the thread and, after the first
+            thread, that ``--resume`` continues.
+    """
+    reported = 0
+
+    def embedded(messages: int) -> None:
+        nonlocal reported
+        reported += messages
+        if on_progress is not None:
+            on_progress(conversation.thread_id, messages)
+
+    try:
+        memory.write_thread(
+            conversation.thread_id,
+            conversation.messages,
+            user_id=conversation.user_id,
+            agent_id=conversation.agent_id,
+            replace=mode == "replace",
+            on_progress=embedded,
+        )
+    except Exception as exc:
+        before = (
+            ""
+            if done == 0
+            else f"; the {plural(done, 'thread')} before it are stored (--resume continues)"
+        )
+        where = f"{source}: " if source is not None else ""
+        raise IngestError(
+            f"{where}thread {conversation.thread_id!r} was not written: "
+            f"{exc or type(exc).__name__}{before}"
+        ) from exc
+    return reported

@@ -6,6 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from oam_core.apis.metadatajson import dump_metadata
+from oam_core.filters import matches, parse_filter
+
 MESSAGE = "message"
 MEMORY_TYPES: frozenset[str] = frozenset({"memory", "guideline", "fact", "preference"})
 PROFILE_TYPES: frozenset[str] = frozenset({"user_profile", "agent_profile"})
@@ -24,10 +27,8 @@ def check_metadata(value: object, name: str = "metadata") -> None:
     (docs/store.md#metadata). None passes.
 
     Raises:
-        ValueError: naming ``name`` and what is wrong.
+        InvalidArgumentError: (a ``ValueError``) naming ``name`` and what is wrong.
     """
-    from oam_core.store.metadatajson import dump_metadata
-
     dump_metadata(value, name)
 
 
@@ -38,8 +39,6 @@ def matches_filter(metadata: Mapping[str, Any] | None, metadata_filter: Mapping[
     Raises:
         InvalidFilterError: (a ``ValueError``) for a filter outside the language.
     """
-    from oam_core.store.filters import matches, parse_filter
-
     return matches(metadata, parse_filter(metadata_filter))
 
 

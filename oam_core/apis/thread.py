@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from oam_core.apis.timestamps import normalize_timestamp
+from oam_core.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from oam_core.apis.contextcard import ContextCard
@@ -33,10 +34,10 @@ def check_role(role: object, argument: str = "role") -> str:
         ``role`` unchanged.
 
     Raises:
-        ValueError: naming ``argument`` and the value when it is not a non-blank str.
+        InvalidArgumentError: naming ``argument`` and the value when it is not a non-blank str.
     """
     if not isinstance(role, str) or not role.strip():
-        raise ValueError(f"{argument} must be a non-empty string, got {role!r}")
+        raise InvalidArgumentError(f"{argument} must be a non-empty string, got {role!r}")
     return role
 
 
@@ -56,12 +57,12 @@ def check_known_role(role: object, argument: str = "role") -> str:
         ``role`` unchanged.
 
     Raises:
-        ValueError: naming ``argument`` and the value when it is not one of
+        InvalidArgumentError: naming ``argument`` and the value when it is not one of
             ``COMMON_ROLES``.
     """
     if role not in COMMON_ROLES:
         allowed = ", ".join(repr(r) for r in COMMON_ROLES)
-        raise ValueError(f"{argument} must be one of {allowed}, got {role!r}")
+        raise InvalidArgumentError(f"{argument} must be one of {allowed}, got {role!r}")
     return str(role)
 
 
@@ -81,7 +82,7 @@ class Message:
         id: Optional caller-chosen id; generated (uuid4) when omitted.
 
     Raises:
-        ValueError: if ``role`` is not a non-empty string, ``content`` is not a str,
+        InvalidArgumentError: if ``role`` is not a non-empty string, ``content`` is not a str,
             or ``timestamp`` is not an ISO-8601 string or a ``datetime``.
     """
 
@@ -94,15 +95,21 @@ class Message:
     def __post_init__(self) -> None:
         check_role(self.role, "Message role")
         if not isinstance(self.content, str):
-            raise ValueError(f"Message content must be a str ('' is allowed), got {self.content!r}")
+            raise InvalidArgumentError(
+                f"Message content must be a str ('' is allowed), got {self.content!r}"
+            )
         if self.timestamp is not None:
             object.__setattr__(
                 self, "timestamp", normalize_timestamp(self.timestamp, "Message timestamp")
             )
         if self.metadata is not None and not isinstance(self.metadata, dict):
-            raise ValueError(f"Message metadata must be a dict or None, got {self.metadata!r}")
+            raise InvalidArgumentError(
+                f"Message metadata must be a dict or None, got {self.metadata!r}"
+            )
         if self.id is not None and (not isinstance(self.id, str) or not self.id):
-            raise ValueError(f"Message id must be a non-empty str or None, got {self.id!r}")
+            raise InvalidArgumentError(
+                f"Message id must be a non-empty str or None, got {self.id!r}"
+            )
 
 
 MESSAGE_KEY = "$message"
@@ -117,9 +124,12 @@ def participant_name(metadata: Mapping[str, Any] | None) -> str | None:
     Args:
         metadata: A record's or message's metadata, or None.
     """
-    from oam_core.store.signals import participant_name as stored_name
-
-    return stored_name(metadata)
+    fields = (metadata or {}).get(MESSAGE_KEY)
+    if isinstance(fields, Mapping):
+        name = fields.get("name")
+        if isinstance(name, str) and name.strip():
+            return name.strip()
+    return None
 
 
 MessageT = Mapping[str, Any]
@@ -133,7 +143,7 @@ def to_message(value: MessageLike) -> Message:
     """Coerce a ``Message`` or a message dict to a ``Message``.
 
     Raises:
-        ValueError: for a dict without ``role``/``content``, unknown keys, or bad values.
+        InvalidArgumentError: for a dict without ``role``/``content``, unknown keys, or bad values.
         TypeError: for anything that is neither a ``Message`` nor a mapping.
     """
     if isinstance(value, Message):
@@ -141,12 +151,12 @@ def to_message(value: MessageLike) -> Message:
     if not isinstance(value, Mapping):
         raise TypeError(f"messages must be Message objects or dicts, got {type(value).__name__}")
     if "role" not in value:
-        raise ValueError(f"message dict is missing 'role': {dict(value)!r}")
+        raise InvalidArgumentError(f"message dict is missing 'role': {dict(value)!r}")
     if "content" not in value:
-        raise ValueError(f"message dict is missing 'content': {dict(value)!r}")
+        raise InvalidArgumentError(f"message dict is missing 'content': {dict(value)!r}")
     unknown = set(value) - {"role", "content", "timestamp", "metadata", "id"}
     if unknown:
-        raise ValueError(f"message dict has unknown keys {sorted(unknown)!r}")
+        raise InvalidArgumentError(f"message dict has unknown keys {sorted(unknown)!r}")
     return Message(
         role=value["role"],
         content=value["content"],

@@ -17,6 +17,8 @@ from datetime import datetime, timezone
 
 from dateutil.parser import isoparse
 
+from oam_core.errors import InvalidArgumentError
+
 __all__ = ["normalize_timestamp", "parse_timestamp"]
 
 _FRACTION = re.compile(r"\d:?\d\d[.,]\d")
@@ -34,7 +36,7 @@ def parse_timestamp(value: object, name: str = "timestamp") -> datetime:
         The time as an aware ``datetime`` in UTC.
 
     Raises:
-        ValueError: naming ``name`` and the value, when ``value`` is neither a
+        InvalidArgumentError: naming ``name`` and the value, when ``value`` is neither a
             ``datetime`` nor an ISO-8601 string, or lies outside the dates Python can
             represent once converted to UTC.
     """
@@ -44,12 +46,12 @@ def parse_timestamp(value: object, name: str = "timestamp") -> datetime:
         try:
             parsed = isoparse(value.strip())
         except (ValueError, OverflowError) as exc:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{name} must be an ISO-8601 date or date-time (e.g. 2026-03-01T09:30:00Z) "
                 f"or a datetime, got {value!r}"
             ) from exc
     else:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{name} must be an ISO-8601 string or a datetime, got {type(value).__name__} {value!r}"
         )
     if parsed.tzinfo is None:
@@ -57,7 +59,9 @@ def parse_timestamp(value: object, name: str = "timestamp") -> datetime:
     try:
         return parsed.astimezone(timezone.utc)
     except (OverflowError, ValueError):
-        raise ValueError(f"{name} is outside the representable dates: {value!r}") from None
+        raise InvalidArgumentError(
+            f"{name} is outside the representable dates: {value!r}"
+        ) from None
 
 
 def normalize_timestamp(value: object, name: str = "timestamp") -> str | None:
@@ -72,7 +76,7 @@ def normalize_timestamp(value: object, name: str = "timestamp") -> str | None:
         microseconds when ``value`` has fractional seconds.
 
     Raises:
-        ValueError: as ``parse_timestamp``.
+        InvalidArgumentError: as ``parse_timestamp``.
     """
     if value is None:
         return None

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.batch import PendingRecordBatch
+from oam_core.apis.metadatajson import dump_metadata
 from oam_core.apis.records import MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import Message, MessageLike, to_message
 from oam_core.memory.threadconfig import _check_int, _check_record_id, _check_store_kwargs
 from oam_core.steps import Steps, call
-from oam_core.store.metadatajson import dump_metadata
 from oam_core.store.planning import check_text
 
 if TYPE_CHECKING:

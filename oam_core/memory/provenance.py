@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from oam_core.apis.metadatajson import RESERVED_KEY
 from oam_core.apis.records import Record
-from oam_core.store.metadatajson import RESERVED_KEY
 
 __all__ = [
     "BOOKKEEPING_PREFIXES",

@@ -12,14 +12,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from oam_core import SchemaPolicy, SearchStrategy
 from oam_core import __version__ as oam_version
+from oam_core.clicommon import embedder_for
 from oam_core.errors import OAMError
 from oam_core.service.common import DEFAULT_MAX_CONTENT_CHARS, DEFAULT_MAX_QUERY_CHARS
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
 
 __all__ = ["MCP_TOKEN_ENV", "SERVE_TOKEN_ENV", "mcp", "serve"]
 
@@ -99,81 +103,87 @@ def _log_to_stderr() -> None:
 
 def _shown_db(db: str) -> str:
     """``db`` for a message: a URL without its password."""
-    from urllib.parse import urlsplit
+    from urllib.parse import urlsplit, urlunsplit
 
     parts = urlsplit(db)
     if parts.password is None:
         return db
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return parts._replace(netloc=netloc).geturl()
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 def _embedder(db: str, given: str | None) -> str | None:
     """The embedder name ``open_memory`` gets: ``--embedder``, else the one ``db``
-    recorded, else ``local`` (``oam_core.cli.embedder_for``); None for ``none``."""
-    from oam_core.cli import embedder_for
-
+    recorded, else ``local`` (``clicommon.embedder_for``); None for ``none``."""
     value = embedder_for(db, given)
     return None if value.strip().lower() == "none" else value
 
 
+User = Annotated[str | None, typer.Option("--user", help="The user this server is confined to.")]
+Agent = Annotated[str | None, typer.Option("--agent", help="The agent this server is confined to.")]
+Llm = Annotated[
+    str | None,
+    typer.Option(
+        "--llm",
+        help="LiteLLM model id that extracts memories from added messages "
+        "(needs oam[litellm]); without it messages are stored as they are.",
+    ),
+]
+LlmApiBase = Annotated[
+    str | None, typer.Option("--llm-api-base", help="Base URL of the LLM's API.")
+]
+Http = Annotated[
+    bool, typer.Option("--http", help="Serve streamable HTTP at /mcp instead of stdio.")
+]
+Port = Annotated[int, typer.Option("--port", min=1, max=65535, help="HTTP port.")]
+McpToken = Annotated[
+    str | None,
+    typer.Option(
+        "--token",
+        envvar=MCP_TOKEN_ENV,
+        help=f"HTTP only: bearer token every request must carry (or {MCP_TOKEN_ENV}); "
+        "required when --host is not a loopback address.",
+    ),
+]
+Create = Annotated[
+    bool,
+    typer.Option("--create", help="Create the store when the database has none yet."),
+]
+MaxContentChars = Annotated[
+    int,
+    typer.Option(
+        "--max-content-chars",
+        min=1,
+        help="Most characters of one message or memory, and of one add_messages call "
+        "in all; larger calls are refused with a tool error.",
+    ),
+]
+McpMaxQueryChars = Annotated[
+    int,
+    typer.Option(
+        "--max-query-chars",
+        min=1,
+        help="Most characters of a search_memories query; longer ones are refused.",
+    ),
+]
+
+
 def mcp(
     db: Db = "oam.db",
-    user: Annotated[
-        str | None, typer.Option("--user", help="The user this server is confined to.")
-    ] = None,
-    agent: Annotated[
-        str | None, typer.Option("--agent", help="The agent this server is confined to.")
-    ] = None,
+    user: User = None,
+    agent: Agent = None,
     embedder: Embedder = None,
     strategy: Strategy = None,
-    llm: Annotated[
-        str | None,
-        typer.Option(
-            "--llm",
-            help="LiteLLM model id that extracts memories from added messages "
-            "(needs oam[litellm]); without it messages are stored as they are.",
-        ),
-    ] = None,
-    llm_api_base: Annotated[
-        str | None, typer.Option("--llm-api-base", help="Base URL of the LLM's API.")
-    ] = None,
-    http: Annotated[
-        bool, typer.Option("--http", help="Serve streamable HTTP at /mcp instead of stdio.")
-    ] = False,
+    llm: Llm = None,
+    llm_api_base: LlmApiBase = None,
+    http: Http = False,
     host: Host = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="HTTP port.")] = 8000,
-    token: Annotated[
-        str | None,
-        typer.Option(
-            "--token",
-            envvar=MCP_TOKEN_ENV,
-            help=f"HTTP only: bearer token every request must carry (or {MCP_TOKEN_ENV}); "
-            "required when --host is not a loopback address.",
-        ),
-    ] = None,
-    create: Annotated[
-        bool,
-        typer.Option("--create", help="Create the store when the database has none yet."),
-    ] = False,
+    port: Port = 8000,
+    token: McpToken = None,
+    create: Create = False,
     schema_policy: Policy = None,
-    max_content_chars: Annotated[
-        int,
-        typer.Option(
-            "--max-content-chars",
-            min=1,
-            help="Most characters of one message or memory, and of one add_messages call "
-            "in all; larger calls are refused with a tool error.",
-        ),
-    ] = DEFAULT_MAX_CONTENT_CHARS,
-    max_query_chars: Annotated[
-        int,
-        typer.Option(
-            "--max-query-chars",
-            min=1,
-            help="Most characters of a search_memories query; longer ones are refused.",
-        ),
-    ] = DEFAULT_MAX_QUERY_CHARS,
+    max_content_chars: MaxContentChars = DEFAULT_MAX_CONTENT_CHARS,
+    max_query_chars: McpMaxQueryChars = DEFAULT_MAX_QUERY_CHARS,
 ) -> None:
     """Serve one user's (or agent's) memory to MCP clients: stdio by default, --http for
     streamable HTTP. Clients cannot read or write outside --user/--agent. The store
@@ -202,34 +212,43 @@ def mcp(
         with _startup_errors("mcp"):
             limits = Limits(max_content_chars=max_content_chars, max_query_chars=max_query_chars)
             server = build_server(memory, scope, search_strategy=strategy, limits=limits)
-        if not http:
-            # stdout carries the protocol; one line on stderr tells a person at a
-            # terminal that the server is up and waiting for a client.
-            typer.echo(
-                f"oam {oam_version}: MCP server for {scope.describe()} on stdio "
-                f"(store {_shown_db(db)}); waiting for a client (Ctrl-C to stop)",
-                err=True,
-            )
-            sys.stderr.flush()
-            server.run("stdio")
-            return
-        import uvicorn
-
-        from oam_core.service.web.security import TokenMiddleware
-
-        app = TokenMiddleware(
-            server.streamable_http_app(host=host),
-            token=token,
-            allowed_hosts=None,
-            header_only=True,  # a token in a URL would end up in logs
-        )
-        typer.echo(
-            f"oam {oam_version}: MCP server for {scope.describe()} on http://{host}:{port}/mcp",
-            err=True,
-        )
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        where = f"{scope.describe()} on "
+        if http:
+            _serve_mcp_http(server, where, host, port, token)
+        else:
+            _serve_mcp_stdio(server, where, db)
     finally:
         memory.close()
+
+
+def _serve_mcp_stdio(server: MCPServer, where: str, db: str) -> None:
+    """Run ``server`` on stdin/stdout until the client leaves."""
+    # stdout carries the protocol; one line on stderr tells a person at a terminal
+    # that the server is up and waiting for a client.
+    typer.echo(
+        f"oam {oam_version}: MCP server for {where}stdio "
+        f"(store {_shown_db(db)}); waiting for a client (Ctrl-C to stop)",
+        err=True,
+    )
+    sys.stderr.flush()
+    server.run("stdio")
+
+
+def _serve_mcp_http(server: MCPServer, where: str, host: str, port: int, token: str | None) -> None:
+    """Run ``server`` as streamable HTTP at ``http://host:port/mcp``, every request
+    checked for ``token`` (header only: a token in a URL would end up in logs)."""
+    import uvicorn
+
+    from oam_core.service.web.security import TokenMiddleware
+
+    app = TokenMiddleware(
+        server.streamable_http_app(host=host),
+        token=token,
+        allowed_hosts=None,
+        header_only=True,
+    )
+    typer.echo(f"oam {oam_version}: MCP server for {where}http://{host}:{port}/mcp", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
 def serve(
@@ -237,7 +256,7 @@ def serve(
     embedder: Embedder = None,
     schema_policy: Policy = None,
     host: Host = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="HTTP port.")] = 8765,
+    port: Port = 8765,
     token: Annotated[
         str | None,
         typer.Option(

@@ -28,7 +28,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from pydantic import BaseModel, ConfigDict, Field
 
-from oam_core import OracleAgentMemory, OracleThread, SearchStrategy
+from oam_core import OracleAgentMemory, OracleMemoryStore, OracleThread, SearchStrategy
 from oam_core import __version__ as oam_version
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import Record, ThreadRow
@@ -48,7 +48,6 @@ from oam_core.service.common import (
     thread_json,
 )
 from oam_core.service.scope import Scope, ScopeError
-from oam_core.store.strategy import searching_with
 
 __all__ = [
     "DEFAULT_MAX_CONTENT_CHARS",
@@ -304,14 +303,14 @@ class _Service:
         self.store = memory.store
         self.scope = scope
         self.strategy = strategy
-        with searching_with(self.store, strategy):  # refuse a strategy it cannot serve now
+        with self.store.searching_with(strategy):  # refuse a strategy it cannot serve now
             pass
 
     @contextmanager
     def calling(self, kind: type[Exception]) -> Iterator[None]:
         """One tool or resource call: the library's errors as ``kind``, searches
         ranked with the server's ``--strategy`` (the store's default is not changed)."""
-        with _client_errors(kind), searching_with(self.store, self.strategy):
+        with _client_errors(kind), self.store.searching_with(self.strategy):
             yield
 
     # -- threads ------------------------------------------------------------------
@@ -379,6 +378,18 @@ class _Service:
         return out
 
 
+@dataclass(frozen=True)
+class _Tools:
+    """What the tools and resources of ``build_server`` work on."""
+
+    service: _Service
+    store: OracleMemoryStore
+    memory: OracleAgentMemory
+    scope: Scope
+    limit: Limits
+    extraction: bool
+
+
 def _instructions(scope: Scope, extraction: bool) -> str:
     mode = (
         "An LLM extracts typed memories (facts, preferences, guidelines) from the messages you add."
@@ -425,7 +436,6 @@ def build_server(
     strategy = None if search_strategy is None else SearchStrategy.parse(search_strategy)
     limit = Limits() if limits is None else limits
     service = _Service(memory, scope, strategy)
-    store = service.store
     extraction = memory.extract_memories and memory.llm is not None
     server: MCPServer = MCPServer(
         name,
@@ -433,6 +443,32 @@ def build_server(
         instructions=_instructions(scope, extraction),
         log_level="WARNING",
     )
+
+    tools = _Tools(service, service.store, memory, scope, limit, extraction)
+    for register in (
+        _add_messages,
+        _add_memory,
+        _search_memories,
+        _get_context_card,
+        _get_messages,
+        _list_memories,
+        _list_threads,
+        _delete_memory,
+        _threads_resource,
+        _thread_resource,
+        _memories_resource,
+        _memory_resource,
+    ):
+        register(server, tools)
+    return server
+
+
+# -- the tools and resources, in the order build_server registers them ------------
+
+
+def _add_messages(server: MCPServer, t: _Tools) -> None:
+    """Register the ``add_messages`` tool."""
+    service, limit, extraction = t.service, t.limit, t.extraction
 
     @server.tool(
         description="Store chat messages in a thread, in order. Omit thread_id to start a "
@@ -470,6 +506,11 @@ def build_server(
                 memories=[_record_out(r) for r in memories],
             )
 
+
+def _add_memory(server: MCPServer, t: _Tools) -> None:
+    """Register the ``add_memory`` tool."""
+    service, store, scope, limit = t.service, t.store, t.scope, t.limit
+
     @server.tool(
         description="Save one durable memory (a fact, preference, guideline or general "
         "memory) in this server's scope, optionally tied to a thread. Returns its id and a "
@@ -506,7 +547,9 @@ def build_server(
                 # agent id was generated when it was created.
                 owner = service.thread_row(thread_id)
             if metadata is not None and "$agent_memory" in metadata:
-                raise ValueError("metadata key '$agent_memory' is reserved for the library")
+                raise InvalidArgumentError(
+                    "metadata key '$agent_memory' is reserved for the library"
+                )
             [memory_id] = store.add(
                 [content],
                 record_type,
@@ -524,6 +567,11 @@ def build_server(
                 preview=content if len(content) <= PREVIEW_CHARS else content[:PREVIEW_CHARS] + "…",
                 content_chars=len(content),
             )
+
+
+def _search_memories(server: MCPServer, t: _Tools) -> None:
+    """Register the ``search_memories`` tool."""
+    service, store, memory, scope, limit = t.service, t.store, t.memory, t.scope, t.limit
 
     @server.tool(
         description="Search the memories (and optionally messages) of this scope for a "
@@ -570,6 +618,11 @@ def build_server(
                 out = [h for h in out if h.status != "invalid"]
             return out[:k]
 
+
+def _get_context_card(server: MCPServer, t: _Tools) -> None:
+    """Register the ``get_context_card`` tool."""
+    service, memory = t.service, t.memory
+
     @server.tool(
         description="The context card of a thread: the XML block (summary or recent "
         "messages, relevant memories) an agent puts into its prompt before answering.",
@@ -591,6 +644,11 @@ def build_server(
             )
             return card.content
 
+
+def _get_messages(server: MCPServer, t: _Tools) -> None:
+    """Register the ``get_messages`` tool."""
+    service, store = t.service, t.store
+
     @server.tool(description="The latest messages of a thread, oldest first.")
     def get_messages(
         thread_id: Annotated[str, Field(min_length=1, description="The thread.")],
@@ -599,6 +657,11 @@ def build_server(
         with service.calling(ToolError):
             service.thread_row(thread_id)
             return [_record_out(m) for m in store.list_thread_messages(thread_id, last_n=last_n)]
+
+
+def _list_memories(server: MCPServer, t: _Tools) -> None:
+    """Register the ``list_memories`` tool."""
+    service = t.service
 
     @server.tool(
         description="List stored memories of this scope, newest last, with their type, "
@@ -616,12 +679,22 @@ def build_server(
         with service.calling(ToolError):
             return [_record_out(r) for r in service.memories(thread_id, record_types, limit)]
 
+
+def _list_threads(server: MCPServer, t: _Tools) -> None:
+    """Register the ``list_threads`` tool."""
+    service = t.service
+
     @server.tool(description="List the threads of this scope, oldest first, with message counts.")
     def list_threads(
         limit: Annotated[int, Field(ge=1, le=1000, description="Most threads (the newest).")] = 100,
     ) -> list[ThreadOut]:
         with service.calling(ToolError):
             return service.threads(limit)
+
+
+def _delete_memory(server: MCPServer, t: _Tools) -> None:
+    """Register the ``delete_memory`` tool."""
+    service, memory = t.service, t.memory
 
     @server.tool(
         description="Delete one memory by id (for example one that is wrong or outdated). "
@@ -634,7 +707,10 @@ def build_server(
             service.memory_record(memory_id)
             return DeleteOut(deleted=memory.delete_memory(memory_id))
 
-    # -- resources ------------------------------------------------------------------
+
+def _threads_resource(server: MCPServer, t: _Tools) -> None:
+    """Register the ``threads_resource`` resource."""
+    service = t.service
 
     @server.resource(
         "oam://threads",
@@ -645,6 +721,11 @@ def build_server(
     def threads_resource() -> str:
         with service.calling(ResourceError):
             return json.dumps([t.model_dump() for t in service.threads(1000)], ensure_ascii=False)
+
+
+def _thread_resource(server: MCPServer, t: _Tools) -> None:
+    """Register the ``thread_resource`` resource."""
+    service, store = t.service, t.store
 
     @server.resource(
         "oam://threads/{thread_id}",
@@ -662,6 +743,11 @@ def build_server(
             }
             return json.dumps(body, ensure_ascii=False)
 
+
+def _memories_resource(server: MCPServer, t: _Tools) -> None:
+    """Register the ``memories_resource`` resource."""
+    service = t.service
+
     @server.resource(
         "oam://memories",
         name="memories",
@@ -673,6 +759,11 @@ def build_server(
             records = service.memories(None, None, 100)
             return json.dumps([record_json(r) for r in records], ensure_ascii=False)
 
+
+def _memory_resource(server: MCPServer, t: _Tools) -> None:
+    """Register the ``memory_resource`` resource."""
+    service = t.service
+
     @server.resource(
         "oam://memories/{memory_id}",
         name="memory",
@@ -682,5 +773,3 @@ def build_server(
     def memory_resource(memory_id: str) -> str:
         with service.calling(ResourceError):
             return json.dumps(record_json(service.memory_record(memory_id)), ensure_ascii=False)
-
-    return server

@@ -8,9 +8,9 @@ from typing import Any
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import SEARCHABLE_TYPES
+from oam_core.filters import parse_filter
 from oam_core.store import planning
 from oam_core.store.backend import Predicate
-from oam_core.store.filters import parse_filter
 
 __all__ = ["filter_arg", "findable", "int_or_none", "scope_arg", "types_arg"]
 

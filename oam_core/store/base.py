@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Hashable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -44,6 +44,7 @@ from oam_core.store.embedding import reindex as embed_missing
 from oam_core.store.identity import EmbedderCheck, EmbedderIdentity
 from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
 from oam_core.store.planning import ChunkPlan, PlanContext
+from oam_core.store.strategy import searching_with as strategy_override
 from oam_core.store.ttl import Clock, read_clock, utc_now
 from oam_core.store.updates import update_record
 from oam_core.store.writes import DEFAULT_BATCH_SIZE, write_batches
@@ -653,6 +654,17 @@ class OracleMemoryStore(IMemoryStore):
             record_types=record_types,
             metadata_filter=metadata_filter,
         )
+
+    def searching_with(self, strategy: SearchStrategy | str | None) -> AbstractContextManager[None]:
+        """Rank this store's searches made inside the ``with`` block (in this thread or
+        task) with ``strategy``, None: the store's own; ``search_strategy`` is not
+        changed and nothing is recorded (docs/store.md#search-strategies).
+
+        Raises:
+            ValueError: for an unknown strategy, or one this store's indexes cannot
+                serve (an Oracle store serves only the strategy it was opened with).
+        """
+        return strategy_override(self, strategy)
 
     def reindex(self, *, batch_size: int = DEFAULT_BATCH_SIZE) -> int:
         """An oam addition: embed the search rows stored without a vector (records written

@@ -9,8 +9,7 @@ back end is touched, so a rejected call writes nothing.
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -24,6 +23,9 @@ from oam_core.apis.records import (
     RECORD_TYPES,
     THREAD,
 )
+from oam_core.apis.storable import check_json_text as check_json_text
+from oam_core.apis.storable import check_text as check_text
+from oam_core.apis.storable import storable as storable
 from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.store.chunking import chunk_text
 from oam_core.store.options import MemoryRetentionConfig
@@ -34,11 +36,6 @@ MAX_ROWS = 2**31 - 1
 """Bound that counts and positions (``k``, ``limit``, ``start``/``end``) are clamped
 to: far above any result a store can return, small enough that sums of a few of them
 stay within every database's 64-bit integers (docs/store.md, "Limits")."""
-
-
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-"""NUL and lone surrogates: no back end stores them (PostgreSQL refuses NUL, UTF-8
-cannot encode a surrogate, SQLite's JSON functions stop at NUL)."""
 
 
 @dataclass(slots=True)
@@ -182,50 +179,6 @@ def lookup_id(value: object, name: str) -> bool:
     if not isinstance(value, str) or not value:
         raise ValueError(f"{name} must be a non-empty string, got {value!r}")
     return storable(value)
-
-
-def check_text(value: str, name: str) -> str:
-    """Return ``value`` if every back end can store it: no NUL (U+0000) and no lone
-    surrogate (U+D800..U+DFFF) (docs/store.md, "Text and ids").
-
-    Raises:
-        ValueError: naming ``name``, the character and its position.
-    """
-    found = _UNSTORABLE.search(value)
-    if found is not None:
-        char = found.group()
-        what = (
-            "a NUL character (U+0000)"
-            if char == "\x00"
-            else f"a lone surrogate (U+{ord(char):04X})"
-        )
-        raise ValueError(
-            f"{name} contains {what} at index {found.start()}; text, ids, roles and "
-            "metadata must be valid Unicode without NUL"
-        )
-    return value
-
-
-def storable(value: object) -> bool:
-    """Whether ``value`` is a string a store could hold (no NUL, no lone surrogate);
-    a lookup by an id that is not can only find nothing."""
-    return isinstance(value, str) and _UNSTORABLE.search(value) is None
-
-
-def check_json_text(value: object, name: str) -> None:
-    """Apply ``check_text`` to every key and string inside a JSON-like ``value``,
-    naming the path (``metadata['a'][0]``). ``value`` must already be checked as JSON
-    (so its depth is bounded)."""
-    if isinstance(value, str):
-        check_text(value, name)
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            if isinstance(key, str):
-                check_text(key, f"{name} key {key!r}")
-            check_json_text(item, f"{name}[{key!r}]")
-    elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            check_json_text(item, f"{name}[{i}]")
 
 
 def clamp_count(value: int) -> int:

@@ -35,11 +35,11 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
 
 import regex
 
 from oam_core.apis.records import Record
+from oam_core.apis.thread import MESSAGE_KEY, participant_name
 from oam_core.store.temporal import (
     asks_for_time,
     nul_joined,
@@ -62,9 +62,6 @@ __all__ = [
     "passage_text",
     "signal_lists",
 ]
-
-MESSAGE_KEY = "$message"
-"""Reserved metadata key holding chat-framework message fields (name, tool calls, ...)."""
 
 POOL = 50
 """How many of the best fused candidates the signals re-rank."""
@@ -98,16 +95,6 @@ _STEM = 5
 _WORD = regex.compile(r"[\p{L}\p{N}]+")
 _WORD_START = r"(?<![^\W_])"
 _WORD_END = r"(?![^\W_])"
-
-
-def participant_name(metadata: Mapping[str, Any] | None) -> str | None:
-    """The participant name under ``metadata["$message"]["name"]``, stripped, or None."""
-    fields = (metadata or {}).get(MESSAGE_KEY)
-    if isinstance(fields, Mapping):
-        name = fields.get("name")
-        if isinstance(name, str) and name.strip():
-            return name.strip()
-    return None
 
 
 def passage_text(record: Record) -> str:

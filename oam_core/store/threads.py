@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.batch import PendingRecordBatch
+from oam_core.apis.metadatajson import RESERVED_KEY, dump_metadata
 from oam_core.apis.records import MEMORY_TYPES, MESSAGE, MessageRecord, ThreadRow, family_of
 from oam_core.errors import ThreadDeletedError
 from oam_core.store import planning, writes
 from oam_core.store.args import int_or_none, scope_arg
 from oam_core.store.backend import Tx
-from oam_core.store.metadatajson import RESERVED_KEY, dump_metadata
 from oam_core.store.ttl import iso
 from oam_core.telemetry import traced_store
 

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
+from oam_core.apis.metadatajson import RESERVED_KEY, dump_metadata
 from oam_core.apis.records import EXPIRING_TYPES, MESSAGE, PROFILE_TYPES, family_of
 from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.errors import InvalidArgumentError
 from oam_core.store import planning
 from oam_core.store.backend import StoredRow, Tx
 from oam_core.store.embedding import learn_dim, write_identity
-from oam_core.store.metadatajson import RESERVED_KEY, dump_metadata
 from oam_core.store.options import MemoryRetentionConfig
 from oam_core.store.planning import ChunkPlan, PlanContext, Vector
 from oam_core.store.quotes import take_sources

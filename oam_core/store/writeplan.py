@@ -24,12 +24,12 @@ import numpy.typing as npt
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.batch import PendingRecordBatch
+from oam_core.apis.metadatajson import dump_metadata_column
 from oam_core.apis.records import MESSAGE, PROFILE_TYPES, family_of
 from oam_core.apis.thread import check_role
 from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.errors import InvalidArgumentError
 from oam_core.store import planning
-from oam_core.store.metadatajson import dump_metadata_column
 from oam_core.store.planning import (
     BulkPlan,
     ChunkPlan,

@@ -5,29 +5,29 @@ summary."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from types import ModuleType
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from oam_core.clicommon import CliError, db_target, embedder_for, memory_at, user_errors
 from oam_core.connection import MEMORY, backend_of, sqlite_target
 from oam_core.errors import InvalidArgumentError
-from oam_core.store.dumprows import OnConflict
-from oam_core.transfer.backup import backup_sqlite
-from oam_core.transfer.copy import copy_store
-from oam_core.transfer.mem0 import import_mem0
-from oam_core.transfer.reader import import_store
-from oam_core.transfer.summary import TransferSummary
-from oam_core.transfer.writer import export_store
+from oam_core.transfer import (
+    TransferSummary,
+    backup_sqlite,
+    copy_store,
+    export_store,
+    import_mem0,
+    import_store,
+)
 
-__all__ = ["register"]
+__all__ = ["backup_cmd", "copy_cmd", "export_cmd", "import_cmd", "register"]
 
 
 class Conflict(str, Enum):
@@ -36,6 +36,17 @@ class Conflict(str, Enum):
     ERROR = "error"
     SKIP = "skip"
     REPLACE = "replace"
+
+
+OnConflict = Literal["error", "skip", "replace"]
+"""The ``on_conflict`` argument of ``import_store``, ``copy_store`` and ``import_mem0``."""
+
+ON_CONFLICT: dict[Conflict, OnConflict] = {
+    Conflict.ERROR: "error",
+    Conflict.SKIP: "skip",
+    Conflict.REPLACE: "replace",
+}
+"""``--on-conflict`` as the library's ``on_conflict``."""
 
 
 class Source(str, Enum):
@@ -92,12 +103,6 @@ CreateOption = Annotated[
 ]
 
 
-def _cli() -> ModuleType:
-    """``oam_core.cli`` (its option parsing and store opening), imported when a
-    command runs: it imports this module to register the commands."""
-    return importlib.import_module("oam_core.cli")
-
-
 @contextmanager
 def _bar(verb: str) -> Iterator[Callable[[int, int], None]]:
     """A transient progress bar on stderr; yields the ``progress`` callback."""
@@ -121,7 +126,7 @@ def _target_embedder(db: str, given: str | None, needs: bool) -> str:
     command embeds (``needs``), else 'none' (vectors are copied, no model loaded)."""
     if given is not None:
         return given
-    return str(_cli().embedder_for(db, None)) if needs else "none"
+    return embedder_for(db, None) if needs else "none"
 
 
 def _same_store(src: str, dst: str) -> bool:
@@ -138,129 +143,122 @@ def _same_store(src: str, dst: str) -> bool:
     return MEMORY not in (a, b) and Path(a).resolve() == Path(b).resolve()
 
 
-def register(app: typer.Typer) -> None:
-    """Add the transfer commands to ``app``."""
+def export_cmd(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="The dump to write: .jsonl, or .jsonl.gz compressed; '-' writes to stdout."
+        ),
+    ],
+    db: DbOption = "oam.db",
+    user: UserOption = None,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace FILE if it exists.")
+    ] = False,
+) -> None:
+    """Write a store's whole content (or some users') to an oam dump file."""
+    if str(file) != "-" and file.exists() and not overwrite:
+        with user_errors():
+            raise InvalidArgumentError(
+                f"FILE: {str(file)!r} exists; pass --overwrite to replace it "
+                "(the store to read is --db)"
+            )
+    with user_errors(), memory_at(db, "none") as memory, _bar("Exporting") as advance:
+        if str(file) == "-":
+            out = typer.get_binary_stream("stdout")
+            summary = export_store(memory.store, out, user_ids=user, progress=advance)
+        else:
+            summary = export_store(memory.store, file, user_ids=user, progress=advance)
+    if str(file) != "-":
+        _done("Exported", summary, f"{db} -> {file}")
 
-    @app.command("export")
-    def export_cmd(
-        file: Annotated[
-            Path,
-            typer.Argument(
-                help="The dump to write: .jsonl, or .jsonl.gz compressed; '-' writes to stdout."
-            ),
-        ],
-        db: DbOption = "oam.db",
-        user: UserOption = None,
-        overwrite: Annotated[
-            bool, typer.Option("--overwrite", help="Replace FILE if it exists.")
-        ] = False,
-    ) -> None:
-        """Write a store's whole content (or some users') to an oam dump file."""
-        cli = _cli()
-        if str(file) != "-" and file.exists() and not overwrite:
-            with cli._user_errors():
-                raise InvalidArgumentError(
-                    f"FILE: {str(file)!r} exists; pass --overwrite to replace it "
-                    "(the store to read is --db)"
-                )
-        with cli._user_errors(), cli._memory(db, "none") as memory, _bar("Exporting") as advance:
-            if str(file) == "-":
-                out = typer.get_binary_stream("stdout")
-                summary = export_store(memory.store, out, user_ids=user, progress=advance)
+
+def import_cmd(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            help="An oam dump (.jsonl or .jsonl.gz), or "
+            "with --from mem0 the JSON of mem0's get_all()."
+        ),
+    ],
+    db: DbOption = "oam.db",
+    on_conflict: ConflictOption = Conflict.ERROR,
+    reembed: ReembedOption = False,
+    create: CreateOption = False,
+    embedder: EmbedderOption = None,
+    from_: Annotated[
+        Source,
+        typer.Option(
+            "--from",
+            case_sensitive=False,
+            help="The file's kind: oam (a dump) or mem0 (embedded with --embedder).",
+        ),
+    ] = Source.oam,
+) -> None:
+    """Read an oam dump (or mem0 memories) into a store, batch by batch."""
+    conflict = ON_CONFLICT[on_conflict]
+    mem0 = from_ is Source.mem0
+    with user_errors():
+        if not file.is_file():
+            raise CliError(f"FILE: no such file {str(file)!r}", 2)
+        name = _target_embedder(db, embedder, reembed or mem0)
+        with memory_at(db, name, create=create) as memory, _bar("Importing") as advance:
+            if mem0:
+                summary = import_mem0(memory.store, file, on_conflict=conflict, progress=advance)
             else:
-                summary = export_store(memory.store, file, user_ids=user, progress=advance)
-        if str(file) != "-":
-            _done("Exported", summary, f"{db} -> {file}")
-
-    @app.command("import")
-    def import_cmd(
-        file: Annotated[
-            Path,
-            typer.Argument(
-                help="An oam dump (.jsonl or .jsonl.gz), or "
-                "with --from mem0 the JSON of mem0's get_all()."
-            ),
-        ],
-        db: DbOption = "oam.db",
-        on_conflict: ConflictOption = Conflict.ERROR,
-        reembed: ReembedOption = False,
-        create: CreateOption = False,
-        embedder: EmbedderOption = None,
-        from_: Annotated[
-            Source,
-            typer.Option(
-                "--from",
-                case_sensitive=False,
-                help="The file's kind: oam (a dump) or mem0 (embedded with --embedder).",
-            ),
-        ] = Source.oam,
-    ) -> None:
-        """Read an oam dump (or mem0 memories) into a store, batch by batch."""
-        cli = _cli()
-        conflict: OnConflict = on_conflict.value
-        mem0 = from_ is Source.mem0
-        with cli._user_errors():
-            if not file.is_file():
-                raise cli.CliError(f"FILE: no such file {str(file)!r}", 2)
-            name = _target_embedder(db, embedder, reembed or mem0)
-            with cli._memory(db, name, create=create) as memory, _bar("Importing") as advance:
-                if mem0:
-                    summary = import_mem0(
-                        memory.store, file, on_conflict=conflict, progress=advance
-                    )
-                else:
-                    summary = import_store(
-                        memory.store,
-                        file,
-                        on_conflict=conflict,
-                        reembed=reembed,
-                        progress=advance,
-                    )
-        _done("Imported", summary, f"{file} -> {db}")
-
-    @app.command("copy")
-    def copy_cmd(
-        src: Annotated[str, typer.Argument(help="The source store: a SQLite file or URL.")],
-        dst: Annotated[str, typer.Argument(help="The target store: a SQLite file or URL.")],
-        user: UserOption = None,
-        on_conflict: ConflictOption = Conflict.ERROR,
-        reembed: ReembedOption = False,
-        create: CreateOption = False,
-        embedder: EmbedderOption = None,
-    ) -> None:
-        """Copy one store into another (SQLite, PostgreSQL, Oracle) without a file."""
-        cli = _cli()
-        conflict: OnConflict = on_conflict.value
-        with cli._user_errors():
-            if _same_store(src, dst):
-                raise InvalidArgumentError(f"DST: {dst!r} is the source store {src!r}")
-            name = _target_embedder(dst, embedder, reembed)
-            with (
-                cli._memory(src, "none") as source,
-                cli._memory(dst, name, create=create) as target,
-                _bar("Copying") as advance,
-            ):
-                summary = copy_store(
-                    source.store,
-                    target.store,
-                    user_ids=user,
-                    on_conflict=conflict,
-                    reembed=reembed,
-                    progress=advance,
+                summary = import_store(
+                    memory.store, file, on_conflict=conflict, reembed=reembed, progress=advance
                 )
-        _done("Copied", summary, f"{src} -> {dst}")
+    _done("Imported", summary, f"{file} -> {db}")
 
-    @app.command("backup")
-    def backup_cmd(
-        dest: Annotated[Path, typer.Argument(help="The backup file to write.")],
-        db: DbOption = "oam.db",
-        overwrite: Annotated[
-            bool, typer.Option("--overwrite", help="Replace DEST if it exists.")
-        ] = False,
-    ) -> None:
-        """A consistent copy of a live SQLite store (SQLite's online backup) while other
-        processes write, with its vector index file."""
-        cli = _cli()
-        with cli._user_errors():
-            summary = backup_sqlite(cli._target(db), dest, overwrite=overwrite)
-        typer.echo(f"Backed up {db} -> {summary.line()}")
+
+def copy_cmd(
+    src: Annotated[str, typer.Argument(help="The source store: a SQLite file or URL.")],
+    dst: Annotated[str, typer.Argument(help="The target store: a SQLite file or URL.")],
+    user: UserOption = None,
+    on_conflict: ConflictOption = Conflict.ERROR,
+    reembed: ReembedOption = False,
+    create: CreateOption = False,
+    embedder: EmbedderOption = None,
+) -> None:
+    """Copy one store into another (SQLite, PostgreSQL, Oracle) without a file."""
+    with user_errors():
+        if _same_store(src, dst):
+            raise InvalidArgumentError(f"DST: {dst!r} is the source store {src!r}")
+        name = _target_embedder(dst, embedder, reembed)
+        with (
+            memory_at(src, "none") as source,
+            memory_at(dst, name, create=create) as target,
+            _bar("Copying") as advance,
+        ):
+            summary = copy_store(
+                source.store,
+                target.store,
+                user_ids=user,
+                on_conflict=ON_CONFLICT[on_conflict],
+                reembed=reembed,
+                progress=advance,
+            )
+    _done("Copied", summary, f"{src} -> {dst}")
+
+
+def backup_cmd(
+    dest: Annotated[Path, typer.Argument(help="The backup file to write.")],
+    db: DbOption = "oam.db",
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace DEST if it exists.")
+    ] = False,
+) -> None:
+    """A consistent copy of a live SQLite store (SQLite's online backup) while other
+    processes write, with its vector index file."""
+    with user_errors():
+        summary = backup_sqlite(db_target(db), dest, overwrite=overwrite)
+    typer.echo(f"Backed up {db} -> {summary.line()}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the transfer commands to ``app`` (``cli.COMMAND_MODULES``)."""
+    app.command("export")(export_cmd)
+    app.command("import")(import_cmd)
+    app.command("copy")(copy_cmd)
+    app.command("backup")(backup_cmd)

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.filters import matches, parse_filter
 from oam_core.memory.client import OracleAgentMemory
-from oam_core.store.filters import matches, parse_filter
 from oam_core.store.options import MemoryRetentionConfig, SchemaPolicy, SearchStrategy
 from oam_core.store.threads import thread_store
 

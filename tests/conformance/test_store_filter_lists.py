@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from oam_core.errors import InvalidArgumentError, StoreConnectionError
-from oam_core.store.filters import matches, parse_filter
+from oam_core.filters import matches, parse_filter
 
 BIG = 100_000
 

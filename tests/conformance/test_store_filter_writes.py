@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oam_core.store.filters import InvalidFilterError, matches, parse_filter
+from oam_core.filters import InvalidFilterError, matches, parse_filter
 from tests.filter_strategies import FILTERS, METADATA
 
 FLT = {"kind": "x"}

@@ -35,7 +35,7 @@ def test_deep_filter_is_a_value_error(store, method):
 
 @pytest.mark.parametrize("strategy", ["VECTOR", "KEYWORD", "HYBRID"])
 def test_filters_up_to_the_documented_depth_work_everywhere(make_store, strategy):
-    from oam_core.store.filters import MAX_FILTER_DEPTH
+    from oam_core.filters import MAX_FILTER_DEPTH
 
     store = make_store(search_strategy=strategy)
     deepest = _nested(MAX_FILTER_DEPTH - 1)  # MAX_FILTER_DEPTH levels of fields

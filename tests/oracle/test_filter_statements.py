@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from oracle_helpers import parse_oracle
 
-from oam_core.store.filters import InvalidFilterError, parse_filter
+from oam_core.filters import InvalidFilterError, parse_filter
 from oam_core.store.oracle.filter import OracleFilterCompiler
 from tests.filter_strategies import FILTERS
 

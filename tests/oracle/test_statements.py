@@ -15,8 +15,8 @@ from test_filter_statements import OPERATOR_CASES
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import SEARCHABLE_TYPES
 from oam_core.errors import SchemaError
+from oam_core.filters import InvalidFilterError, matches, parse_filter
 from oam_core.store.backend import Predicate
-from oam_core.store.filters import InvalidFilterError, matches, parse_filter
 from oam_core.store.options import (
     MemoryRetentionConfig,
     SchemaPolicy,

@@ -425,7 +425,7 @@ def test_a_command_run_in_process_leaves_logging_as_it_found_it(
     """A hosted embedder's retry logs are quiet during the command only."""
     import logging
 
-    import oam_core.cli
+    import oam_core.clicommon
 
     seen: list[int] = []
 
@@ -433,7 +433,7 @@ def test_a_command_run_in_process_leaves_logging_as_it_found_it(
         seen.append(logging.getLogger("oam").level)
         return resolve_embedder("hashing")
 
-    monkeypatch.setattr(oam_core.cli, "resolve_embedder", resolve)
+    monkeypatch.setattr(oam_core.clicommon, "resolve_embedder", resolve)
     library, litellm = logging.getLogger("oam"), logging.getLogger("LiteLLM")
     before = (library.level, litellm.level, list(library.handlers))
     library.setLevel(logging.INFO)

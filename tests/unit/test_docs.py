@@ -190,10 +190,10 @@ def test_python_blocks_run(
 
 @pytest.mark.parametrize("page", [p for p in PAGES if _cli_lines(p)])
 def test_cli_lines_run(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from oam_core import cli
+    from oam_core import cli, clicommon
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(cli, "DEFAULT_EMBEDDER", "hashing")
+    monkeypatch.setattr(clicommon, "DEFAULT_EMBEDDER", "hashing")
     [chat] = _blocks(page, "jsonl")[:1]
     (tmp_path / "chat.jsonl").write_text(chat, encoding="utf-8")
     runner = CliRunner()

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from oam_core import SQLiteMemoryStore
+from oam_core.filters import parse_filter
 from oam_core.store.backend import Predicate
-from oam_core.store.filters import parse_filter
 from oam_core.store.sqlite import backend as sqlite_backend
 from oam_core.store.sqlite import candidates
 from oam_core.store.sqlite.candidates import FilterCache

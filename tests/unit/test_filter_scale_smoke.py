@@ -47,7 +47,7 @@ def test_json_report_and_a_reused_file(
 
 
 def test_baseline_predicates_agree_with_the_filters(bench: ModuleType) -> None:
-    from oam_core.store.filters import matches, parse_filter
+    from oam_core.filters import matches, parse_filter
 
     ds = bench.dataset(300, 3, seed=1)
     for cases in ds["cases"]:

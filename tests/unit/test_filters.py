@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from oam_core.store.filters import InvalidFilterError, matches, parse_filter
+from oam_core.filters import InvalidFilterError, matches, parse_filter
 from oam_core.store.sqlite.filter import SQLiteFilterCompiler
 from tests.filter_strategies import FILTERS, METADATA
 

@@ -16,8 +16,8 @@ from oam_core.errors import (
     StoreConnectionError,
     StoreError,
 )
+from oam_core.filters import parse_filter
 from oam_core.store.backend import Predicate, message_window
-from oam_core.store.filters import parse_filter
 from oam_core.store.sql import statements as st
 from oam_core.store.sqlite.dialect import IN_LIST, SQLITE
 

@@ -19,10 +19,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as hs
 
 from oam_core import SQLiteMemoryStore
+from oam_core.apis import metadatajson
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.batch import PendingRecordBatch
-from oam_core.store import metadatajson, planning, writeplan
-from oam_core.store.metadatajson import dump_metadata, dump_metadata_column
+from oam_core.apis.metadatajson import dump_metadata, dump_metadata_column
+from oam_core.store import planning, writeplan
 from oam_core.store.planning import PlanContext
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.schema import THREAD_INDEX_WHERE

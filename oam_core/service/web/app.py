@@ -14,7 +14,7 @@ included, has a working URL.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -40,7 +40,6 @@ from oam_core.service.web.security import (
     TokenMiddleware,
     loopback_hosts,
 )
-from oam_core.store.strategy import searching_with
 
 __all__ = ["Inspector", "create_app"]
 
@@ -112,6 +111,295 @@ def _safe_next(value: object, default: str) -> str:
     return default if parts.scheme or parts.netloc or "\\" in value else value
 
 
+class _Pages:
+    """The inspector's pages over one ``Inspector``: each method answers one route of
+    ``create_app``'s table (``page`` turns ``NotFound``/``BadParameter`` into the 404
+    and 400 pages)."""
+
+    def __init__(self, inspector: Inspector, env: jinja2.Environment, max_query_chars: int):
+        self.inspector = inspector
+        self.env = env
+        self.max_query_chars = max_query_chars
+
+    def render(
+        self, request: Request, template: str, status_code: int = 200, **context: Any
+    ) -> HTMLResponse:
+        session, new = _session(request)
+        html = self.env.get_template(template).render(
+            request=request,
+            csrf_token=self.inspector.csrf.token_for(session),
+            store_name=type(self.inspector.memory.store).__name__,
+            store_strategy=self.inspector.strategy.value.lower(),
+            **context,
+        )
+        response = HTMLResponse(html, status_code=status_code)
+        if new:
+            response.set_cookie(SESSION_COOKIE, session, httponly=True, samesite="strict", path="/")
+        return response
+
+    def page(self, builder: Callable[[Request], Response]) -> Callable[[Request], Response]:
+        def endpoint(request: Request) -> Response:
+            try:
+                return builder(request)
+            except NotFound as exc:
+                return self.render(request, "error.html", 404, title="Not found", message=str(exc))
+            except BadParameter as exc:
+                return self.render(
+                    request, "error.html", 400, title="Bad request", message=str(exc)
+                )
+
+        endpoint.__name__ = builder.__name__
+        return endpoint
+
+    def required(self, request: Request, name: str = "id") -> str:
+        value = request.query_params.get(name, "")
+        if not value:
+            raise NotFound(f"this page needs ?{name}=...")
+        return value
+
+    def index(self, request: Request) -> Response:
+        users, agents = views.actors(self.inspector.memory)
+        return self.render(
+            request, "index.html", title="Users and agents", users=users, agents=agents
+        )
+
+    def actor(self, kind: str) -> Callable[[Request], Response]:
+        column = f"{kind}_id"
+
+        def actor_page(request: Request) -> Response:
+            actor_id = self.required(request)
+            rows = self.inspector.memory.list_threads(**{column: actor_id})
+            profile = self.inspector.memory.store.get(f"{kind}_profile", actor_id)
+            memories = views.scoped_memories(self.inspector.memory, **{column: actor_id})
+            if not rows and profile is None and not memories:
+                raise NotFound(f"no {kind} {actor_id!r} in this store")
+            return self.render(
+                request,
+                "actor.html",
+                title=f"{kind.capitalize()} {actor_id}",
+                kind=kind,
+                actor_id=actor_id,
+                profile=profile,
+                threads=views.thread_rows_with_counts(self.inspector.memory, rows),
+                memories=views.memory_views(self.inspector.memory, memories),
+            )
+
+        actor_page.__name__ = f"{kind}_page"
+        return actor_page
+
+    def thread(self, request: Request) -> Response:
+        thread_id = self.required(request)
+        store = self.inspector.memory.store
+        row = self.inspector.memory.get_thread_row(thread_id)
+        if row is None:
+            raise NotFound(f"no thread {thread_id!r} in this store")
+        total = store.count_thread_messages(thread_id)
+        first = max(0, total - views.MESSAGE_PAGE)
+        asked = _int_param(request, "from", first, 0, _MAX_WHOLE)
+        if "from" in request.query_params:
+            first = min(asked, max(0, total - 1))
+        messages = store.list_thread_messages(
+            thread_id, start=first, end=first + views.MESSAGE_PAGE
+        )
+        records = views.thread_memories(self.inspector.memory, thread_id)
+        return self.render(
+            request,
+            "thread.html",
+            title=f"Thread {thread_id}",
+            row=row,
+            total=total,
+            first=first,
+            page_size=views.MESSAGE_PAGE,
+            messages=messages,
+            shown={m.id for m in messages},
+            memories=views.memory_views(self.inspector.memory, records, messages),
+        )
+
+    def card(self, request: Request) -> Response:
+        thread_id = self.required(request)
+        if self.inspector.memory.get_thread_row(thread_id) is None:
+            raise NotFound(f"no thread {thread_id!r} in this store")
+        relevant = _int_param(request, "relevant", 5, 0, 50)
+        recent = _int_param(request, "recent", 0, 0, 200)
+        content = (
+            self.inspector.memory.get_thread(thread_id)
+            .get_context_card(max_relevant_results=relevant, max_recent_messages=recent)
+            .content
+        )
+        return self.render(
+            request,
+            "card.html",
+            title=f"Context card of {thread_id}",
+            thread_id=thread_id,
+            content=content,
+            relevant=relevant,
+            recent=recent,
+        )
+
+    def memory_page(self, request: Request) -> Response:
+        memory_id = self.required(request)
+        record = views.find_memory(self.inspector.memory, memory_id)
+        if record is None:
+            raise NotFound(f"no memory {memory_id!r} in this store")
+        [view] = views.memory_views(self.inspector.memory, [record])
+        older, newer = views.memory_chain(self.inspector.memory, record)
+        return self.render(
+            request, "memory.html", title=f"Memory {memory_id}", m=view, older=older, newer=newer
+        )
+
+    def memories_list(self, request: Request) -> Response:
+        params = request.query_params
+        form = {name: params.get(name, "").strip() for name in ("user", "agent", "thread")}
+        types = params.getlist("types") or sorted(MEMORY_TYPES)
+        unknown = [t for t in types if t not in MEMORY_TYPES]
+        if unknown:
+            raise BadParameter(
+                f"types must be among {', '.join(sorted(MEMORY_TYPES))}, got {unknown[0]!r}"
+            )
+        page_no = _int_param(request, "page", 1, 1, views.MEMORY_PAGES)
+        scope = {f"{k}_id": v for k, v in form.items() if v}
+        records, more = views.memory_page(self.inspector.memory, types, page_no - 1, **scope)
+        here = {**form, "types": types if params.getlist("types") else None}
+        return self.render(
+            request,
+            "memories.html",
+            title="Memories",
+            form=form,
+            types=types,
+            page=page_no,
+            memories=views.memory_views(self.inspector.memory, records),
+            newer=_href("/memories", **here, page=page_no - 1) if page_no > 1 else None,
+            older=_href("/memories", **here, page=page_no + 1)
+            if more and page_no < views.MEMORY_PAGES
+            else None,
+        )
+
+    def message_page(self, request: Request) -> Response:
+        message_id = self.required(request)
+        record = self.inspector.memory.store.get("message", message_id)
+        if not isinstance(record, MessageRecord):
+            raise NotFound(f"no message {message_id!r} in this store")
+        return self.render(request, "message.html", title=f"Message {message_id}", msg=record)
+
+    def search(self, request: Request) -> Response:
+        params = request.query_params
+        form: dict[str, Any] = {
+            "q": params.get("q", ""),
+            "strategy": (params.get("strategy", "") or self.inspector.strategy.value).lower(),
+            "user": params.get("user", ""),
+            "agent": params.get("agent", ""),
+            "thread": params.get("thread", ""),
+            "filter": params.get("filter", ""),
+            "types": params.getlist("types") or _DEFAULT_TYPES,
+            "k": params.get("k", "10"),
+        }
+        results: list[tuple[Any, float]] | None = None
+        kind = ""
+        error = _k_error(form["k"])
+        if error is None:
+            form["k"] = int(form["k"])
+        if error is None and len(form["q"]) > self.max_query_chars:
+            error = (
+                f"query: {len(form['q']):,} characters, over the limit of "
+                f"{self.max_query_chars:,} (oam serve --max-query-chars)"
+            )
+        if error is None and form["q"].strip():
+            try:
+                results, kind = _run_search(self.inspector, form)
+            except (ValueError, TypeError, ImportError) as exc:
+                error = str(exc)
+        return self.render(
+            request,
+            "search.html",
+            400 if error else 200,
+            title="Search",
+            form=form,
+            strategies=_STRATEGIES,
+            search_types=_SEARCH_TYPES,
+            results=results,
+            score_kind=kind,
+            error=error,
+        )
+
+    def confirm(self, kind: str) -> Callable[[Request], Response]:
+        def confirm_page(request: Request) -> Response:
+            item_id = self.required(request)
+            if kind == "memory":
+                record = views.find_memory(self.inspector.memory, item_id)
+                if record is None:
+                    raise NotFound(f"no memory {item_id!r} in this store")
+                summary = record.content or ""
+                back = _href("/memory", id=item_id)
+                after = _href("/thread", id=record.thread_id) if record.thread_id else "/"
+            else:
+                row = self.inspector.memory.get_thread_row(item_id)
+                if row is None:
+                    raise NotFound(f"no thread {item_id!r} in this store")
+                count = self.inspector.memory.store.count_thread_messages(item_id)
+                summary = f"{count} messages and every memory extracted in this thread"
+                back = _href("/thread", id=item_id)
+                after = _href("/user", id=row.user_id) if row.user_id else "/"
+            return self.render(
+                request,
+                "confirm.html",
+                title=f"Delete {kind} {item_id}?",
+                kind=kind,
+                item_id=item_id,
+                summary=summary,
+                back=back,
+                after=after,
+            )
+
+        confirm_page.__name__ = f"confirm_{kind}"
+        return confirm_page
+
+    def delete(self, kind: str) -> Callable[[Request], Any]:
+        async def delete_action(request: Request) -> Response:
+            form = await request.form()
+            session = CsrfSigner.session_of(Headers(scope=request.scope))
+            token = form.get("csrf_token")
+            origin = request.headers.get("origin")
+            if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
+                return self.render(
+                    request,
+                    "error.html",
+                    403,
+                    title="Forbidden",
+                    message="cross-origin request refused",
+                )
+            if not self.inspector.csrf.valid(session, token if isinstance(token, str) else None):
+                return self.render(
+                    request,
+                    "error.html",
+                    403,
+                    title="Forbidden",
+                    message="the form's CSRF token is missing or wrong; reload the page and try again",
+                )
+            item_id = form.get("id")
+            if not isinstance(item_id, str) or not item_id:
+                return self.render(
+                    request, "error.html", 400, title="Bad request", message="no id given"
+                )
+            from starlette.concurrency import run_in_threadpool
+
+            if kind == "memory":
+                deleted = await run_in_threadpool(self.inspector.memory.delete_memory, item_id)
+            else:
+                deleted = await run_in_threadpool(self.inspector.memory.delete_thread, item_id)
+            if not deleted:
+                return self.render(
+                    request,
+                    "error.html",
+                    404,
+                    title="Not found",
+                    message=f"no {kind} {item_id!r} to delete",
+                )
+            return RedirectResponse(_safe_next(form.get("next"), "/"), status_code=303)
+
+        delete_action.__name__ = f"delete_{kind}"
+        return delete_action
+
+
 def create_app(
     db: str | None = None,
     *,
@@ -145,320 +433,25 @@ def create_app(
             cannot be opened (missing database, another embedder dimension), or
             ``max_query_chars`` is not a whole number >= 1.
     """
-    if (
-        isinstance(max_query_chars, bool)
-        or not isinstance(max_query_chars, int)
-        or max_query_chars < 1
-    ):
-        raise InvalidArgumentError(
-            f"max_query_chars must be a whole number >= 1, got {max_query_chars!r}"
-        )
-    if memory is None:
-        if db is None:
-            raise ValueError("create_app needs db (a store URL) or memory (a client)")
-        client = open_memory(db, embedder=embedder, must_exist=True, schema_policy=schema_policy)
-        owned = True
-    else:
-        client, owned = memory, False
+    client, owned = _client(db, memory, embedder, schema_policy, max_query_chars)
     inspector = Inspector(client)
-    env = _environment()
+    pages = _Pages(inspector, _environment(), max_query_chars)
 
-    def render(
-        request: Request, template: str, status_code: int = 200, **context: Any
-    ) -> HTMLResponse:
-        session, new = _session(request)
-        html = env.get_template(template).render(
-            request=request,
-            csrf_token=inspector.csrf.token_for(session),
-            store_name=type(inspector.memory.store).__name__,
-            store_strategy=inspector.strategy.value.lower(),
-            **context,
-        )
-        response = HTMLResponse(html, status_code=status_code)
-        if new:
-            response.set_cookie(SESSION_COOKIE, session, httponly=True, samesite="strict", path="/")
-        return response
-
-    def page(builder: Callable[[Request], Response]) -> Callable[[Request], Response]:
-        def endpoint(request: Request) -> Response:
-            try:
-                return builder(request)
-            except NotFound as exc:
-                return render(request, "error.html", 404, title="Not found", message=str(exc))
-            except BadParameter as exc:
-                return render(request, "error.html", 400, title="Bad request", message=str(exc))
-
-        endpoint.__name__ = builder.__name__
-        return endpoint
-
-    def required(request: Request, name: str = "id") -> str:
-        value = request.query_params.get(name, "")
-        if not value:
-            raise NotFound(f"this page needs ?{name}=...")
-        return value
-
-    def index(request: Request) -> Response:
-        users, agents = views.actors(inspector.memory)
-        return render(request, "index.html", title="Users and agents", users=users, agents=agents)
-
-    def actor(kind: str) -> Callable[[Request], Response]:
-        column = f"{kind}_id"
-
-        def actor_page(request: Request) -> Response:
-            actor_id = required(request)
-            rows = inspector.memory.list_threads(**{column: actor_id})
-            profile = inspector.memory.store.get(f"{kind}_profile", actor_id)
-            memories = views.scoped_memories(inspector.memory, **{column: actor_id})
-            if not rows and profile is None and not memories:
-                raise NotFound(f"no {kind} {actor_id!r} in this store")
-            return render(
-                request,
-                "actor.html",
-                title=f"{kind.capitalize()} {actor_id}",
-                kind=kind,
-                actor_id=actor_id,
-                profile=profile,
-                threads=views.thread_rows_with_counts(inspector.memory, rows),
-                memories=views.memory_views(inspector.memory, memories),
-            )
-
-        actor_page.__name__ = f"{kind}_page"
-        return actor_page
-
-    def thread(request: Request) -> Response:
-        thread_id = required(request)
-        store = inspector.memory.store
-        row = inspector.memory.get_thread_row(thread_id)
-        if row is None:
-            raise NotFound(f"no thread {thread_id!r} in this store")
-        total = store.count_thread_messages(thread_id)
-        first = max(0, total - views.MESSAGE_PAGE)
-        asked = _int_param(request, "from", first, 0, _MAX_WHOLE)
-        if "from" in request.query_params:
-            first = min(asked, max(0, total - 1))
-        messages = store.list_thread_messages(
-            thread_id, start=first, end=first + views.MESSAGE_PAGE
-        )
-        records = views.thread_memories(inspector.memory, thread_id)
-        return render(
-            request,
-            "thread.html",
-            title=f"Thread {thread_id}",
-            row=row,
-            total=total,
-            first=first,
-            page_size=views.MESSAGE_PAGE,
-            messages=messages,
-            shown={m.id for m in messages},
-            memories=views.memory_views(inspector.memory, records, messages),
-        )
-
-    def card(request: Request) -> Response:
-        thread_id = required(request)
-        if inspector.memory.get_thread_row(thread_id) is None:
-            raise NotFound(f"no thread {thread_id!r} in this store")
-        relevant = _int_param(request, "relevant", 5, 0, 50)
-        recent = _int_param(request, "recent", 0, 0, 200)
-        content = (
-            inspector.memory.get_thread(thread_id)
-            .get_context_card(max_relevant_results=relevant, max_recent_messages=recent)
-            .content
-        )
-        return render(
-            request,
-            "card.html",
-            title=f"Context card of {thread_id}",
-            thread_id=thread_id,
-            content=content,
-            relevant=relevant,
-            recent=recent,
-        )
-
-    def memory_page(request: Request) -> Response:
-        memory_id = required(request)
-        record = views.find_memory(inspector.memory, memory_id)
-        if record is None:
-            raise NotFound(f"no memory {memory_id!r} in this store")
-        [view] = views.memory_views(inspector.memory, [record])
-        older, newer = views.memory_chain(inspector.memory, record)
-        return render(
-            request, "memory.html", title=f"Memory {memory_id}", m=view, older=older, newer=newer
-        )
-
-    def memories_list(request: Request) -> Response:
-        params = request.query_params
-        form = {name: params.get(name, "").strip() for name in ("user", "agent", "thread")}
-        types = params.getlist("types") or sorted(MEMORY_TYPES)
-        unknown = [t for t in types if t not in MEMORY_TYPES]
-        if unknown:
-            raise BadParameter(
-                f"types must be among {', '.join(sorted(MEMORY_TYPES))}, got {unknown[0]!r}"
-            )
-        page_no = _int_param(request, "page", 1, 1, views.MEMORY_PAGES)
-        scope = {f"{k}_id": v for k, v in form.items() if v}
-        records, more = views.memory_page(inspector.memory, types, page_no - 1, **scope)
-        here = {**form, "types": types if params.getlist("types") else None}
-        return render(
-            request,
-            "memories.html",
-            title="Memories",
-            form=form,
-            types=types,
-            page=page_no,
-            memories=views.memory_views(inspector.memory, records),
-            newer=_href("/memories", **here, page=page_no - 1) if page_no > 1 else None,
-            older=_href("/memories", **here, page=page_no + 1)
-            if more and page_no < views.MEMORY_PAGES
-            else None,
-        )
-
-    def message_page(request: Request) -> Response:
-        message_id = required(request)
-        record = inspector.memory.store.get("message", message_id)
-        if not isinstance(record, MessageRecord):
-            raise NotFound(f"no message {message_id!r} in this store")
-        return render(request, "message.html", title=f"Message {message_id}", msg=record)
-
-    def search(request: Request) -> Response:
-        params = request.query_params
-        form: dict[str, Any] = {
-            "q": params.get("q", ""),
-            "strategy": (params.get("strategy", "") or inspector.strategy.value).lower(),
-            "user": params.get("user", ""),
-            "agent": params.get("agent", ""),
-            "thread": params.get("thread", ""),
-            "filter": params.get("filter", ""),
-            "types": params.getlist("types") or _DEFAULT_TYPES,
-            "k": params.get("k", "10"),
-        }
-        results: list[tuple[Any, float]] | None = None
-        kind = ""
-        error = _k_error(form["k"])
-        if error is None:
-            form["k"] = int(form["k"])
-        if error is None and len(form["q"]) > max_query_chars:
-            error = (
-                f"query: {len(form['q']):,} characters, over the limit of "
-                f"{max_query_chars:,} (oam serve --max-query-chars)"
-            )
-        if error is None and form["q"].strip():
-            try:
-                results, kind = _run_search(inspector, form)
-            except (ValueError, TypeError, ImportError) as exc:
-                error = str(exc)
-        return render(
-            request,
-            "search.html",
-            400 if error else 200,
-            title="Search",
-            form=form,
-            strategies=_STRATEGIES,
-            search_types=_SEARCH_TYPES,
-            results=results,
-            score_kind=kind,
-            error=error,
-        )
-
-    def confirm(kind: str) -> Callable[[Request], Response]:
-        def confirm_page(request: Request) -> Response:
-            item_id = required(request)
-            if kind == "memory":
-                record = views.find_memory(inspector.memory, item_id)
-                if record is None:
-                    raise NotFound(f"no memory {item_id!r} in this store")
-                summary = record.content or ""
-                back = _href("/memory", id=item_id)
-                after = _href("/thread", id=record.thread_id) if record.thread_id else "/"
-            else:
-                row = inspector.memory.get_thread_row(item_id)
-                if row is None:
-                    raise NotFound(f"no thread {item_id!r} in this store")
-                count = inspector.memory.store.count_thread_messages(item_id)
-                summary = f"{count} messages and every memory extracted in this thread"
-                back = _href("/thread", id=item_id)
-                after = _href("/user", id=row.user_id) if row.user_id else "/"
-            return render(
-                request,
-                "confirm.html",
-                title=f"Delete {kind} {item_id}?",
-                kind=kind,
-                item_id=item_id,
-                summary=summary,
-                back=back,
-                after=after,
-            )
-
-        confirm_page.__name__ = f"confirm_{kind}"
-        return confirm_page
-
-    def delete(kind: str) -> Callable[[Request], Any]:
-        async def delete_action(request: Request) -> Response:
-            form = await request.form()
-            session = CsrfSigner.session_of(Headers(scope=request.scope))
-            token = form.get("csrf_token")
-            origin = request.headers.get("origin")
-            if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
-                return render(
-                    request,
-                    "error.html",
-                    403,
-                    title="Forbidden",
-                    message="cross-origin request refused",
-                )
-            if not inspector.csrf.valid(session, token if isinstance(token, str) else None):
-                return render(
-                    request,
-                    "error.html",
-                    403,
-                    title="Forbidden",
-                    message="the form's CSRF token is missing or wrong; reload the page and try again",
-                )
-            item_id = form.get("id")
-            if not isinstance(item_id, str) or not item_id:
-                return render(
-                    request, "error.html", 400, title="Bad request", message="no id given"
-                )
-            from starlette.concurrency import run_in_threadpool
-
-            if kind == "memory":
-                deleted = await run_in_threadpool(inspector.memory.delete_memory, item_id)
-            else:
-                deleted = await run_in_threadpool(inspector.memory.delete_thread, item_id)
-            if not deleted:
-                return render(
-                    request,
-                    "error.html",
-                    404,
-                    title="Not found",
-                    message=f"no {kind} {item_id!r} to delete",
-                )
-            return RedirectResponse(_safe_next(form.get("next"), "/"), status_code=303)
-
-        delete_action.__name__ = f"delete_{kind}"
-        return delete_action
-
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            if owned:
-                client.close()
-
+    page = pages.page
     routes = [
-        Route("/", page(index)),
-        Route("/user", page(actor("user"))),
-        Route("/agent", page(actor("agent"))),
-        Route("/thread", page(thread)),
-        Route("/thread/card", page(card)),
-        Route("/thread/delete", page(confirm("thread")), methods=["GET"]),
-        Route("/thread/delete", delete("thread"), methods=["POST"]),
-        Route("/memory", page(memory_page)),
-        Route("/memory/delete", page(confirm("memory")), methods=["GET"]),
-        Route("/memory/delete", delete("memory"), methods=["POST"]),
-        Route("/message", page(message_page)),
-        Route("/memories", page(memories_list)),
-        Route("/search", page(search)),
+        Route("/", page(pages.index)),
+        Route("/user", page(pages.actor("user"))),
+        Route("/agent", page(pages.actor("agent"))),
+        Route("/thread", page(pages.thread)),
+        Route("/thread/card", page(pages.card)),
+        Route("/thread/delete", page(pages.confirm("thread")), methods=["GET"]),
+        Route("/thread/delete", pages.delete("thread"), methods=["POST"]),
+        Route("/memory", page(pages.memory_page)),
+        Route("/memory/delete", page(pages.confirm("memory")), methods=["GET"]),
+        Route("/memory/delete", pages.delete("memory"), methods=["POST"]),
+        Route("/message", page(pages.message_page)),
+        Route("/memories", page(pages.memories_list)),
+        Route("/search", page(pages.search)),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
     hosts = loopback_hosts() if allowed_hosts is None else allowed_hosts
@@ -470,9 +463,53 @@ def create_app(
             headers=SECURITY_HEADERS,
         )
     ]
-    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    app = Starlette(routes=routes, middleware=middleware, lifespan=_lifespan(client, owned))
     app.state.inspector = inspector
     return app
+
+
+def _client(
+    db: str | None,
+    memory: OracleAgentMemory | None,
+    embedder: str | None,
+    schema_policy: SchemaPolicy | str | None,
+    max_query_chars: int,
+) -> tuple[OracleAgentMemory, bool]:
+    """The client to show (``create_app``'s arguments) and whether the app owns it.
+
+    Raises:
+        InvalidArgumentError: for a ``max_query_chars`` that is not a whole number
+            >= 1, or neither ``db`` nor ``memory``.
+    """
+    if (
+        isinstance(max_query_chars, bool)
+        or not isinstance(max_query_chars, int)
+        or max_query_chars < 1
+    ):
+        raise InvalidArgumentError(
+            f"max_query_chars must be a whole number >= 1, got {max_query_chars!r}"
+        )
+    if memory is not None:
+        return memory, False
+    if db is None:
+        raise InvalidArgumentError("create_app needs db (a store URL) or memory (a client)")
+    return open_memory(db, embedder=embedder, must_exist=True, schema_policy=schema_policy), True
+
+
+def _lifespan(
+    client: OracleAgentMemory, owned: bool
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: close ``client`` when the server stops, if the app owns it."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if owned:
+                client.close()
+
+    return lifespan
 
 
 _MAX_WHOLE = 10**15
@@ -531,5 +568,5 @@ def _run_search(inspector: Inspector, form: dict[str, Any]) -> tuple[list[tuple[
     metadata_filter = views.parse_filter(form["filter"])
     if metadata_filter is not None:
         kwargs["metadata_filter"] = metadata_filter
-    with searching_with(client.store, form["strategy"]):
+    with client.store.searching_with(form["strategy"]):
         return client.search(form["q"], **kwargs), score_kind(client.store)

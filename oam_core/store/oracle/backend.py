@@ -8,23 +8,19 @@ metadata as dicts (JSON), times as naive UTC ``TIMESTAMP``.
 
 from __future__ import annotations
 
-import array
 import builtins
 import json
 import threading
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, cast
 
-import numpy as np
-
 from oam_core.apis._sentinel import NOT_SET, Maybe
-from oam_core.apis.records import MESSAGE, PROFILE_TYPES, THREAD, MessageRecord, Record, ThreadRow
+from oam_core.apis.records import MESSAGE, Record, ThreadRow
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import (
     Backend,
-    DumpChunk,
     DumpRow,
     Predicate,
     StoredRow,
@@ -35,6 +31,17 @@ from oam_core.store.oracle import dump as od
 from oam_core.store.oracle import quoting as oq
 from oam_core.store.oracle import sql
 from oam_core.store.oracle.names import Names
+from oam_core.store.oracle.rows import (
+    family_of_type,
+    json_value,
+    lob_text,
+    record_from_row,
+    split_key,
+    stored_text,
+    thread_row,
+    to_array,
+    utc,
+)
 from oam_core.store.oracle.schema import parse_dim
 from oam_core.store.oracle.session import (
     Session,
@@ -45,6 +52,7 @@ from oam_core.store.oracle.session import (
     run,
     run_batched,
 )
+from oam_core.store.oracle.transfer import dump_rows, restore
 from oam_core.store.planning import ChunkPlan, RowPlan, Vector
 from oam_core.store.quotes import (
     QuotingRow,
@@ -53,103 +61,9 @@ from oam_core.store.quotes import (
     quoted_ids,
     resolve_quotes,
 )
-from oam_core.store.ttl import iso
 
 _ODCI_ERROR = 29902
 """ORA-29902 error in executing ODCIIndexStart() (Oracle Text wraps its DRG- errors)."""
-
-
-def to_array(vector: Vector | None) -> array.array[float] | None:
-    """A vector as ``array('f')``, bound as VECTOR(FLOAT32) (docs/oracle.md#bind-types)."""
-    if vector is None:
-        return None
-    return array.array("f", np.asarray(vector, dtype=np.float32).tobytes())
-
-
-def _aware(value: datetime | None) -> datetime | None:
-    return None if value is None else value.replace(tzinfo=timezone.utc)
-
-
-def _iso(value: datetime | None) -> str | None:
-    return None if value is None else iso(value.replace(tzinfo=timezone.utc))
-
-
-def _text(value: Any) -> Any:
-    """A fetched CLOB (LOB object in a real driver if the handler was bypassed) as str."""
-    return value.read() if hasattr(value, "read") else value
-
-
-def _json(value: Any) -> Any:
-    value = _text(value)
-    return None if value is None else json.loads(value)
-
-
-def _stored_text(value: Any, is_set: Any) -> str | None:
-    value = _text(value)
-    if value is None:
-        return "" if is_set else None
-    return str(value)
-
-
-def _split_key(key: Hashable) -> tuple[str, int]:
-    """A record key ``(family, pk)`` as typed values."""
-    family, pk = cast(tuple[str, int], key)
-    return family, pk
-
-
-def _family_of_type(record_type: str) -> str:
-    if record_type in (MESSAGE, THREAD) or record_type in PROFILE_TYPES:
-        return record_type
-    return "memory"
-
-
-def record_from_row(family: str, row: Sequence[Any]) -> Record:
-    """Decode a row of ``sql.RECORD_COLUMNS`` (or ``THREAD_AS_RECORD``)."""
-    (
-        _pk,
-        rid,
-        rtype,
-        content,
-        content_set,
-        role,
-        seq_no,
-        thread_id,
-        user_id,
-        agent_id,
-        event_ts,
-        event_ts_set,
-        metadata,
-        created_at,
-        expires_at,
-    ) = row
-    common: dict[str, Any] = dict(
-        id=rid,
-        record_type=rtype,
-        content=_stored_text(content, content_set),
-        timestamp=_stored_text(event_ts, event_ts_set),
-        metadata=_json(metadata),
-        created_at=_iso(created_at),
-        thread_id=thread_id,
-        user_id=user_id,
-        agent_id=agent_id,
-        expires_at=_iso(expires_at),
-    )
-    if family == MESSAGE:
-        return MessageRecord(role=role, seq_no=int(seq_no or 0), **common)
-    return Record(**common)
-
-
-def _thread_row(row: Sequence[Any]) -> ThreadRow:
-    tid, user_id, agent_id, metadata, config, state, created_at = row
-    return ThreadRow(
-        thread_id=tid,
-        user_id=user_id,
-        agent_id=agent_id,
-        metadata=_json(metadata),
-        config=_json(config) or {},
-        state=_json(state) or {},
-        created_at=_iso(created_at) or "",
-    )
 
 
 DimCheck = Callable[[str | None, int], None]
@@ -226,7 +140,7 @@ class OracleBackend(Backend):
     def list(self, pred: Predicate, limit: int | None) -> builtins.list[Record]:
         (record_type,) = tuple(pred.record_types)
         rows = self._all(sql.list_records(self.n, pred, limit, sql.naive_utc(pred.now)))
-        family = _family_of_type(record_type)
+        family = family_of_type(record_type)
         return [record_from_row(family, r) for r in reversed(rows)]
 
     def count_thread_messages(self, thread_id: str, now: datetime) -> int:
@@ -267,12 +181,12 @@ class OracleBackend(Backend):
 
     def get_thread(self, thread_id: str) -> ThreadRow | None:
         rows = self._all(sql.get_thread(self.n, thread_id))
-        return _thread_row(rows[0]) if rows else None
+        return thread_row(rows[0]) if rows else None
 
     def list_threads(
         self, user_id: Maybe[str | None], agent_id: Maybe[str | None]
     ) -> builtins.list[ThreadRow]:
-        return [_thread_row(r) for r in self._all(sql.list_threads(self.n, user_id, agent_id))]
+        return [thread_row(r) for r in self._all(sql.list_threads(self.n, user_id, agent_id))]
 
     def unembedded(self, limit: int | None) -> builtins.list[tuple[str, str]]:
         if not self.local_vectors:
@@ -282,7 +196,7 @@ class OracleBackend(Backend):
     def load(self, keys: Sequence[Hashable]) -> dict[Hashable, Record]:
         by_family: dict[str, list[int]] = {}
         for key in keys:
-            family, pk = _split_key(key)
+            family, pk = split_key(key)
             by_family.setdefault(family, []).append(pk)
         out: dict[Hashable, Record] = {}
         with self.session.connection() as conn:
@@ -341,7 +255,7 @@ class OracleBackend(Backend):
                     {**request, "return": {"values": ["rowid", "score"], "topN": top_n}}
                 )
                 row = fetchone(conn, sql.hybrid_search(req))
-                hits_text = _text(row[0]) if row else None
+                hits_text = lob_text(row[0]) if row else None
                 hits = json.loads(hits_text) if hits_text else []
                 best: dict[Hashable, float] = {}
                 if hits and hits_text:
@@ -362,79 +276,10 @@ class OracleBackend(Backend):
                 family = od.FAMILIES[index]
                 rows = fetchall(conn, od.page(self.n, family, pk, limit, user_ids))
                 if rows:
-                    out = self._dump_rows(conn, family, rows)
+                    out = dump_rows(conn, self.n, family, rows, self.local_vectors)
                     return out, (index, int(rows[-1][0]))
                 index, pk = index + 1, None
         return [], after
-
-    def _dump_rows(
-        self, conn: Any, family: str, rows: Sequence[Sequence[Any]]
-    ) -> builtins.list[DumpRow]:
-        if family == THREAD:
-            return [
-                DumpRow(
-                    family=THREAD,
-                    id=tid,
-                    record_type=THREAD,
-                    content=None,
-                    role=None,
-                    seq_no=None if seq is None else int(seq),
-                    thread_id=None,
-                    user_id=uid,
-                    agent_id=aid,
-                    timestamp=None,
-                    metadata=_text(meta),
-                    created_at=_iso(created) or "",
-                    expires_at=None,
-                    config=_text(config),
-                    state=_text(state),
-                )
-                for _pk, tid, uid, aid, meta, config, state, created, seq in rows
-            ]
-        pks = [int(r[0]) for r in rows]
-        chunks: dict[int, builtins.list[tuple[Any, ...]]] = {}
-        # Both profile types share a table; their search rows name their own type.
-        families = ("user_profile", "agent_profile") if family == "user_profile" else (family,)
-        for part in chunked(pks, sql.IN_LIST):
-            for fam in families:
-                for c in fetchall(conn, od.chunks_of(self.n, fam, part, self.local_vectors)):
-                    chunks.setdefault(int(c[1]), []).append(tuple(c))
-        sources: dict[int, builtins.list[str]] = {}
-        chunk_pks = [int(c[0]) for cs in chunks.values() for c in cs]
-        for part in chunked(chunk_pks, sql.IN_LIST):
-            for chunk_pk, mid in fetchall(conn, od.sources_of(self.n, part)):
-                sources.setdefault(int(chunk_pk), []).append(str(mid))
-        out = []
-        for row in rows:
-            record = record_from_row(family, row)
-            own = chunks.get(int(row[0]), [])
-            out.append(
-                DumpRow(
-                    family=_family_of_type(record.record_type),
-                    id=record.id,
-                    record_type=record.record_type,
-                    content=record.content,
-                    role=getattr(record, "role", None),
-                    seq_no=None if row[6] is None else int(row[6]),
-                    thread_id=record.thread_id,
-                    user_id=record.user_id,
-                    agent_id=record.agent_id,
-                    timestamp=record.timestamp,
-                    metadata=_text(row[12]),
-                    created_at=record.created_at or "",
-                    expires_at=_aware(row[14]),
-                    chunks=tuple(
-                        DumpChunk(
-                            text=_text(c[2]),
-                            vector=None if c[3] is None else np.asarray(c[3], dtype=np.float32),
-                            expires_at=_aware(c[4]),
-                            sources=tuple(sources.get(int(c[0]), ())),
-                        )
-                        for c in own
-                    ),
-                )
-            )
-        return out
 
     def dump_counts(self, user_ids: Sequence[str] | None, now: datetime) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -482,7 +327,7 @@ class OracleTx(Tx):
             run(self.c, sql.upsert_meta(self.n, meta))
         self.recorded_dim = dim
 
-    def _insert_chunk_rows(self, rows: list[dict[str, Any]], batch_size: int) -> None:
+    def insert_chunk_rows(self, rows: list[dict[str, Any]], batch_size: int) -> None:
         """Insert search rows. Vectors written before the schema records a dimension
         (a flexible column whose store knew its dimension at open) record it first."""
         if not rows:
@@ -508,7 +353,7 @@ class OracleTx(Tx):
         if not self.hold_thread(thread_id):
             return None
         rows = fetchall(self.c, sql.get_thread(self.n, thread_id))
-        return _thread_row(rows[0]) if rows else None
+        return thread_row(rows[0]) if rows else None
 
     def insert(self, plans: Sequence[RowPlan], created_at: datetime, batch_size: int) -> None:
         created = sql.naive_utc(created_at)
@@ -557,7 +402,7 @@ class OracleTx(Tx):
             ]
         )
         chunk_rows = [
-            self._chunk_row(
+            self.chunk_row(
                 plan.family,
                 pks[(plan.family, plan.id)],
                 plan.record_type,
@@ -570,7 +415,7 @@ class OracleTx(Tx):
             for seq, chunk in enumerate(plan.chunks)
             if (i, seq) not in dropped
         ]
-        self._insert_chunk_rows(chunk_rows, batch_size)
+        self.insert_chunk_rows(chunk_rows, batch_size)
         self._link(quoting, [(plan.family, key) for plan, key in zip(plans, keys, strict=True)])
 
     def _resolve_quotes(
@@ -602,12 +447,12 @@ class OracleTx(Tx):
             run_batched(self.c, oq.insert_links(self.n, links), 256)
 
     def drop_quoting(self, key: Hashable) -> None:
-        family, pk = _split_key(key)
+        family, pk = split_key(key)
         if family == MESSAGE:
             run(self.c, oq.drop_quoting_key(self.n, pk))
 
     def clamp_quoting(self, key: Hashable) -> None:
-        family, pk = _split_key(key)
+        family, pk = split_key(key)
         for chunk_pk, rec_family, rec_pk in fetchall(self.c, oq.quoting_rows(self.n, family, pk)):
             own = fetchone(self.c, sql.record_expiry(self.n, rec_family, int(rec_pk)))
             sources = [r[0] for r in fetchall(self.c, oq.source_expiries(self.n, int(chunk_pk)))]
@@ -623,7 +468,7 @@ class OracleTx(Tx):
                     pks[(family, rid)] = int(pk)
         return pks
 
-    def _chunk_row(
+    def chunk_row(
         self,
         family: str,
         record_pk: int,
@@ -633,6 +478,8 @@ class OracleTx(Tx):
         scope: tuple[str | None, str | None, str | None],
         expires_at: datetime | None,
     ) -> dict[str, Any]:
+        """The binds of one search row of the record ``(family, record_pk)`` at
+        position ``seq``; the vector only when the store keeps its own vectors."""
         row: dict[str, Any] = {
             "record_family": family,
             "record_pk": record_pk,
@@ -659,40 +506,40 @@ class OracleTx(Tx):
             scope = (None, None, record_id)
         else:
             scope = (tid, uid, aid)
-        created_at = _aware(created)
+        created_at = utc(created)
         assert created_at is not None
         return StoredRow(
             key=(family, int(pk)),
             family=family,
             record_type=rtype,
-            content=_stored_text(content, content_set),
-            timestamp=_stored_text(ts, ts_set),
-            metadata=_json(meta),
+            content=stored_text(content, content_set),
+            timestamp=stored_text(ts, ts_set),
+            metadata=json_value(meta),
             created_at=created_at,
             scope=scope,
             id=record_id,
         )
 
     def chunk_texts(self, key: Hashable) -> builtins.list[str | None]:
-        family, pk = _split_key(key)
-        return [_text(r[0]) for r in fetchall(self.c, sql.chunk_texts(self.n, family, pk))]
+        family, pk = split_key(key)
+        return [lob_text(r[0]) for r in fetchall(self.c, sql.chunk_texts(self.n, family, pk))]
 
     def has_vectors(self, key: Hashable) -> bool:
         if not self.local_vectors:  # the database embeds; no vector of ours to lose
             return False
-        family, pk = _split_key(key)
+        family, pk = split_key(key)
         found = fetchone(self.c, sql.chunk_vector_count(self.n, family, pk))
         return bool(found and found[0])
 
     def replace_chunks(self, row: StoredRow, chunks: Sequence[ChunkPlan]) -> None:
-        family, pk = _split_key(row.key)
+        family, pk = split_key(row.key)
         current = fetchone(self.c, sql.record_expiry(self.n, family, pk))
         expires = current[0] if current else None
         run(self.c, sql.delete_chunks_of(self.n, family, pk))
         own_id = row.id if family == MESSAGE else None
         quoting, dropped = self._resolve_quotes([(own_id, pk, expires, chunks)])
         rows = [
-            self._chunk_row(
+            self.chunk_row(
                 family,
                 pk,
                 row.record_type,
@@ -704,11 +551,11 @@ class OracleTx(Tx):
             for seq, c in enumerate(chunks)
             if (0, seq) not in dropped
         ]
-        self._insert_chunk_rows(rows, 256)
+        self.insert_chunk_rows(rows, 256)
         self._link(quoting, [(family, pk)])
 
     def update_row(self, row: StoredRow, fields: dict[str, Any]) -> None:
-        family, pk = _split_key(row.key)
+        family, pk = split_key(row.key)
         values: dict[str, Any] = {}
         if "content" in fields:
             values["content"] = fields["content"]
@@ -801,7 +648,7 @@ class OracleTx(Tx):
         row = fetchone(self.c, sql.thread_state_for_update(self.n, thread_id))
         if row is None:
             return 0
-        if expected_state is not NOT_SET and (_json(row[0]) or {}) != expected_state:
+        if expected_state is not NOT_SET and (json_value(row[0]) or {}) != expected_state:
             return 0
         values: dict[str, Any] = {}
         if config is not NOT_SET:
@@ -824,95 +671,4 @@ class OracleTx(Tx):
         run(self.c, sql.upsert_meta(self.n, rows))
 
     def restore(self, rows: Sequence[DumpRow], batch_size: int) -> None:
-        records: builtins.list[DumpRow] = []
-        for row in rows:
-            if row.family == THREAD:
-                run(
-                    self.c,
-                    od.insert_thread(
-                        self.n,
-                        {
-                            "id": row.id,
-                            "user_id": row.user_id,
-                            "agent_id": row.agent_id,
-                            "metadata": _json(row.metadata),
-                            "config": _json(row.config) or {},
-                            "state": _json(row.state) or {},
-                            "created_at": sql.naive_utc(datetime.fromisoformat(row.created_at)),
-                            "seq_no": row.seq_no,
-                        },
-                    ),
-                )
-            else:
-                records.append(row)
-        by_table: dict[str, builtins.list[dict[str, Any]]] = {}
-        for r in records:
-            by_table.setdefault(r.family, []).append(
-                {
-                    "id": r.id,
-                    "record_type": r.record_type,
-                    "content": r.content,
-                    "content_set": int(r.content is not None),
-                    "role": r.role,
-                    "seq_no": r.seq_no,
-                    "thread_id": r.thread_id,
-                    "user_id": r.user_id,
-                    "agent_id": r.agent_id,
-                    "event_ts": r.timestamp,
-                    "event_ts_set": int(r.timestamp is not None),
-                    "metadata": _json(r.metadata),
-                    "created_at": sql.naive_utc(datetime.fromisoformat(r.created_at)),
-                    "expires_at": sql.naive_utc(r.expires_at) if r.expires_at else None,
-                }
-            )
-        for family, binds in by_table.items():
-            run_batched(self.c, sql.insert_records(self.n, family, binds), batch_size)
-        with_chunks = [r for r in records if r.chunks]
-        pks: dict[tuple[str, str], int] = {}
-        for family in dict.fromkeys(r.family for r in with_chunks):
-            ids = [r.id for r in with_chunks if r.family == family]
-            for part in chunked(ids, sql.IN_LIST):
-                for rid, pk in fetchall(self.c, sql.ids_to_pks(self.n, family, part)):
-                    pks[(family, str(rid))] = int(pk)
-        stored: dict[str, int] = {}
-        quoted = sorted({s for r in with_chunks for c in r.chunks for s in c.sources})
-        for part in chunked(quoted, sql.IN_LIST):
-            for mid, pk, _exp in fetchall(self.c, oq.message_keys(self.n, part)):
-                stored[str(mid)] = int(pk)
-        chunk_rows: builtins.list[dict[str, Any]] = []
-        links: builtins.list[dict[str, Any]] = []
-        for r in with_chunks:
-            pk = pks[(r.family, r.id)]
-            scope = _restore_scope(r)
-            seq = 0
-            for chunk in r.chunks:
-                if any(s not in stored for s in chunk.sources):
-                    continue  # it quotes a message the store does not hold
-                expires = sql.naive_utc(chunk.expires_at) if chunk.expires_at else None
-                plan = ChunkPlan(chunk.text, chunk.vector)
-                chunk_rows.append(
-                    self._chunk_row(r.family, pk, r.record_type, seq, plan, scope, expires)
-                )
-                links.extend(
-                    {"source_pk": stored[s], "record_family": r.family, "record_pk": pk, "seq": seq}
-                    for s in chunk.sources
-                )
-                seq += 1
-        self._insert_chunk_rows(chunk_rows, batch_size)
-        if links:
-            run_batched(self.c, oq.insert_links(self.n, links), batch_size)
-        marks: dict[str, int] = {}
-        for r in records:
-            if r.family == MESSAGE and r.thread_id is not None and r.seq_no is not None:
-                marks[r.thread_id] = max(marks.get(r.thread_id, -1), r.seq_no)
-        for thread_id, seq_no in marks.items():
-            run(self.c, od.raise_thread_seq(self.n, thread_id, seq_no))
-
-
-def _restore_scope(row: DumpRow) -> tuple[str | None, str | None, str | None]:
-    """The scope a record's search rows carry: a profile's own id in its dimension."""
-    if row.record_type == "user_profile":
-        return (None, row.id, None)
-    if row.record_type == "agent_profile":
-        return (None, None, row.id)
-    return (row.thread_id, row.user_id, row.agent_id)
+        restore(self, rows, batch_size)

@@ -36,7 +36,7 @@ import json
 import re
 from typing import Any
 
-from oam_core.store.filters import (
+from oam_core.filters import (
     Atom,
     Compare,
     Cond,

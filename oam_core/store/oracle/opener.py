@@ -12,7 +12,9 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from oam_core.apis._sentinel import NOT_SET
+from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import driver_errors
+from oam_core.store.openoptions import resolve_store_embedder
 from oam_core.store.oracle.errors import map_error
 from oam_core.store.oracle.store import OracleDBMemoryStore
 
@@ -21,12 +23,12 @@ def pool_args(url: str) -> dict[str, Any]:
     """``oracledb.create_pool`` arguments for an ``oracle://`` URL.
 
     Raises:
-        ValueError: for a URL without user, host or service name.
+        InvalidArgumentError: for a URL without user, host or service name.
     """
     parts = urlsplit(url)
     service = parts.path.lstrip("/")
     if not parts.username or not parts.hostname or not service:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"Oracle Database URL must look like oracle://user:password@host:1521/SERVICE, "
             f"got {url!r}"
         )
@@ -49,8 +51,6 @@ def open_oracle(connection: Any, embedder: Any, options: Mapping[str, Any]) -> O
         StoreConnectionError: (a ConnectionError) when the pool
             cannot be created (docs/errors.md).
     """
-    from oam_core.store.connect import resolve_store_embedder
-
     emb = None if embedder is NOT_SET else resolve_store_embedder(embedder)
     kwargs: dict[str, Any] = {}
     for name in (

@@ -31,7 +31,7 @@ from oam_core.errors import (
     StoreConnectionError,
     StoreError,
 )
-from oam_core.store.filters import Cond, check_width
+from oam_core.filters import Cond, check_width
 from oam_core.store.postgres.filter import PgFilterCompiler
 from oam_core.store.sql.dialect import Dialect
 

@@ -1,4 +1,4 @@
-"""Compile a parsed metadata filter (``store/filters.py``) to jsonb SQL (docs/filters.md).
+"""Compile a parsed metadata filter (``oam_core/filters.py``) to jsonb SQL (docs/filters.md).
 
 Every field name and value is a bound parameter (``%s``); the SQL text holds only
 fixed operators. jsonb equality already is JSON equality as docs/filters.md defines it:
@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from oam_core.store.filters import (
+from oam_core.filters import (
     Atom,
     Compare,
     Contains,

@@ -319,7 +319,7 @@ def open_postgres(
             ``PostgresMemoryStore`` error.
     """
     from oam_core.apis._sentinel import NOT_SET
-    from oam_core.store.connect import sql_store_options
+    from oam_core.store.openoptions import sql_store_options
 
     kwargs: dict[str, Any] = {}
     if options["schema_policy"] is not NOT_SET:

@@ -15,7 +15,7 @@ import abc
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar, TypeVar
 
-from oam_core.store.filters import Cond
+from oam_core.filters import Cond
 
 T = TypeVar("T")
 

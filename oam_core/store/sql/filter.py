@@ -1,6 +1,6 @@
 """What the SQL back ends' metadata-filter compilers share (docs/filters.md).
 
-A compiler turns a parsed filter tree (``store/filters.py``) into one SQL condition
+A compiler turns a parsed filter tree (``oam_core/filters.py``) into one SQL condition
 over a JSON column; every key and value is a bound parameter, collected in
 ``params`` in the order their placeholders appear in the text, so no filter key or
 value can reach the SQL. ``NOT``/``AND``/``OR`` are rendered once
@@ -13,7 +13,7 @@ import abc
 import itertools
 from typing import Any, ClassVar
 
-from oam_core.store.filters import Cond, Field, join_sql, render_sql
+from oam_core.filters import Cond, Field, join_sql, render_sql
 
 
 class FilterCompiler(abc.ABC):

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
 from oam_core.errors import DatabaseLockedError, StoreConnectionError, StoreError
-from oam_core.store.filters import Cond, check_width
+from oam_core.filters import Cond, check_width
 from oam_core.store.sql.dialect import Dialect
 from oam_core.store.sqlite.filter import SQLiteFilterCompiler
 

@@ -1,4 +1,4 @@
-"""Compile a parsed metadata filter (``store/filters.py``) to SQLite JSON SQL
+"""Compile a parsed metadata filter (``oam_core/filters.py``) to SQLite JSON SQL
 (docs/filters.md).
 
 Every field name and value is a bound parameter: the generated SQL text contains only
@@ -33,7 +33,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from oam_core.store.filters import (
+from oam_core.filters import (
     Atom,
     Compare,
     Cond,

@@ -16,8 +16,9 @@ from typing import Any, cast
 
 import orjson
 
-from oam_core.store.filters import InvalidFilterError, check_json, is_plain_json
-from oam_core.store.planning import check_json_text, storable
+from oam_core.apis.storable import check_json_text, storable
+from oam_core.errors import InvalidArgumentError, InvalidFilterError
+from oam_core.filters import check_json, is_plain_json
 
 RESERVED_KEY = "$agent_memory"
 """Metadata key reserved for the library (provenance, supersede marks); callers may
@@ -49,13 +50,13 @@ def dump_metadata(value: object, name: str = "metadata", *, library: bool = Fals
             ``value`` hold the reserved ``$agent_memory`` key.
 
     Raises:
-        ValueError: for a non-dict, a value JSON cannot hold, a key or string with
+        InvalidArgumentError: for a non-dict, a value JSON cannot hold, a key or string with
             a NUL or lone surrogate, or (unless ``library``) the reserved key.
     """
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        raise ValueError(f"{name} must be a dict or None, got {value!r}")
+        raise InvalidArgumentError(f"{name} must be a dict or None, got {value!r}")
     if isinstance(value, dict) and is_plain_json(value):
         # Built-in JSON types only: serialise, and read NUL (escaped as \u0000 by the
         # encoder) and lone surrogates (kept raw) off the text; the slow path below
@@ -69,17 +70,17 @@ def dump_metadata(value: object, name: str = "metadata", *, library: bool = Fals
     try:
         checked = check_json(value, name)
     except InvalidFilterError as exc:
-        raise ValueError(str(exc)) from None
+        raise InvalidArgumentError(str(exc)) from None
     check_json_text(checked, name)
     if RESERVED_KEY in checked:
         reserved = checked[RESERVED_KEY]
         if not library:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{name}[{RESERVED_KEY!r}] is reserved for the library (extraction "
                 "provenance); store your own keys under another name"
             )
         if not isinstance(reserved, dict):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{name}[{RESERVED_KEY!r}] is reserved for the library and must be an "
                 f"object, got {reserved!r}"
             )
@@ -100,7 +101,7 @@ def dump_metadata_column(
             broadcast over the rows is serialised once.
 
     Raises:
-        ValueError: as ``dump_metadata``, for the first bad entry.
+        InvalidArgumentError: as ``dump_metadata``, for the first bad entry.
     """
     plain = _plain_column(values)
     if plain is not None:

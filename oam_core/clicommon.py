@@ -1,0 +1,380 @@
+"""What every ``oam`` command shares (docs/cli.md): errors and warnings as one line
+each, library argument names spelled as the command line's flags, and ``--db`` opened
+the way ``OracleAgentMemory(connection=...)`` opens it.
+
+The commands of ``oam_core/cli.py``, ``oam_core/transfer/cli.py`` and
+``oam_core/service/commands.py`` use these helpers; they reach the library only
+through its public names (``oam_core``, ``oam_core.connection``,
+``oam_core.embedders``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+
+from oam_core import NOT_SET, OracleAgentMemory, SchemaPolicy, SearchStrategy
+from oam_core.connection import backend_of, sqlite_holds_store, sqlite_target
+from oam_core.embedders import resolve_embedder
+from oam_core.errors import OAMError, SchemaError, StoreError
+from oam_core.ingest import IngestError
+
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "FLAGS",
+    "PHRASES",
+    "CliError",
+    "cli_words",
+    "db_target",
+    "debugging",
+    "embedder_for",
+    "memory_at",
+    "quiet_litellm",
+    "require_db",
+    "set_debug",
+    "user_errors",
+]
+
+DEFAULT_EMBEDDER = "local"
+"""The embedder of a new database when ``--embedder`` is not given."""
+
+
+class CliError(OAMError):
+    """A user-facing failure: printed as one line, then exit with ``code``
+    (docs/errors.md)."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+_debug = False
+"""Set by the global ``--debug`` flag: unexpected exceptions are re-raised."""
+
+
+def set_debug(on: bool) -> None:
+    """Record the global ``--debug`` flag (``oam --debug ...``)."""
+    global _debug
+    _debug = on
+
+
+def debugging() -> bool:
+    """Whether ``--debug`` or ``OAM_DEBUG=1`` asks for tracebacks and library logs."""
+    return _debug or os.environ.get("OAM_DEBUG", "").strip().lower() in {"1", "true", "yes"}
+
+
+# -- library words as flags -----------------------------------------------------------
+
+FLAGS: dict[str, str] = {
+    "allow_embedder_change": "--allow-embedder-change",
+    "schema_policy": "--schema-policy",
+    "search_strategy": "--strategy",
+    "on_conflict": "--on-conflict",
+    "reembed": "--reembed",
+    "overwrite": "--overwrite",
+}
+"""The library's argument names and the flags that set them. A message naming an
+argument with a value, ``name=VALUE``, is shown as ``--flag value``: ``True`` as the
+flag alone, an enum member (``CREATE_IF_NECESSARY``, ``SchemaPolicy.RECREATE``) by its
+lower-case name, a quoted string without its quotes; alternatives (``'skip' or
+'replace'``, ``HYBRID, KEYWORD``) follow the first value."""
+
+PHRASES: dict[str, str] = {
+    "overwrite=True (CLI: --overwrite)": "--overwrite",
+    "store.reindex() (CLI: oam reindex)": "`oam reindex`",
+    "configure one, pass query_vector, or": "pass --embedder (e.g. local), or",
+}
+"""Library phrases with no argument of their own, and what the command line says
+instead (replaced before ``FLAGS`` is applied)."""
+
+_SEPARATORS = (" or ", ", ")
+"""What joins alternative values (``'skip' or 'replace'``)."""
+
+
+def cli_words(message: str) -> str:
+    """``message`` (a library error or warning) with the library's argument names
+    spelled as this command line's flags (``PHRASES``, then ``FLAGS``)."""
+    for library, cli in PHRASES.items():
+        message = message.replace(library, cli)
+    for name, flag in FLAGS.items():
+        message = _spell(message, name, flag)
+    return message
+
+
+def _spell(message: str, name: str, flag: str) -> str:
+    """Every ``name=VALUE[ or VALUE...]`` of ``message`` as ``flag value[ or value]``."""
+    out: list[str] = []
+    rest = message
+    while (at := rest.find(name + "=")) >= 0:
+        if at > 0 and (rest[at - 1].isalnum() or rest[at - 1] == "_"):
+            out.append(rest[: at + len(name)])  # part of a longer name
+            rest = rest[at + len(name) :]
+            continue
+        out.append(rest[:at])
+        rest = rest[at + len(name) + 1 :]
+        first, rest = _value(rest)
+        values = [] if first is None or first == "True" else [first]
+        while values and (joined := _alternative(rest)) is not None:
+            separator, value, rest = joined
+            values.append(separator + value)
+        out.append(" ".join([flag, "".join(values)]) if values else flag)
+    return "".join(out) + rest
+
+
+def _value(text: str) -> tuple[str | None, str]:
+    """The value at the start of ``text`` as the command line writes it, and the text
+    after it; None when there is none (``name=`` followed by anything else)."""
+    if text.startswith("'"):
+        end = text.find("'", 1)
+        if end > 1:
+            return text[1:end], text[end + 1 :]
+        return None, text
+    end = 0
+    while end < len(text) and (text[end].isalnum() or text[end] in "_."):
+        end += 1
+    word = text[:end].rstrip(".")
+    if not word:
+        return None, text
+    if word == "True":
+        return word, text[len(word) :]
+    member = word.rpartition(".")[2]
+    if member.isupper():
+        return member.lower(), text[len(word) :]
+    return None, text
+
+
+def _alternative(text: str) -> tuple[str, str, str] | None:
+    """``(separator, value, rest)`` when ``text`` starts with another value joined by
+    one of ``_SEPARATORS``, else None."""
+    for separator in _SEPARATORS:
+        if text.startswith(separator):
+            value, rest = _value(text[len(separator) :])
+            if value is not None and value != "True":
+                return separator, value, rest
+    return None
+
+
+# -- errors and warnings --------------------------------------------------------------
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn every error into one stderr line and an exit code (never a traceback), and
+    every warning into one ``Warning:`` line (docs/cli.md#commands).
+
+    Exit codes: a ``CliError`` its own; 1 for anything else. With ``--debug`` an
+    unexpected exception (not one a user can cause) is re-raised with its traceback.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise
+        except CliError as exc:
+            _fail(str(exc), exc.code, caught)
+        except IngestError as exc:
+            _fail(str(exc), 1, caught)
+        except KeyError as exc:
+            _fail(str(exc.args[0]) if exc.args else "not found", 1, caught)
+        except StoreError as exc:  # driver errors, mapped by the store (docs/errors.md)
+            _fail(cli_words(str(exc)), 1, caught)
+        except (ValueError, ImportError, OSError) as exc:
+            message = cli_words(str(exc))
+            if "has no oam store" in message:
+                message += "; or create it with `oam ingest FILE --db ...`"
+            _fail(message, 1, caught)
+        except Exception as exc:
+            if debugging():
+                raise
+            _fail(f"{type(exc).__name__}: {exc}", 1, caught)
+        _print_warnings(caught)
+
+
+def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
+    seen: set[str] = set()
+    for item in caught:
+        text = cli_words(" ".join(str(item.message).split()))
+        if text not in seen:
+            seen.add(text)
+            typer.echo(f"Warning: {text}", err=True)
+
+
+def _fail(message: str, code: int, caught: Sequence[warnings.WarningMessage] = ()) -> NoReturn:
+    _print_warnings(caught)
+    typer.echo("Error: " + (" ".join(message.split()) or "unknown error"), err=True)
+    raise typer.Exit(code)
+
+
+# -- opening the database -------------------------------------------------------------
+
+
+def db_target(db: str) -> str:
+    """The connection for ``--db``: a URL as given, or a SQLite path with ``~``
+    expanded whose directory exists.
+
+    Raises:
+        CliError: naming the directory when it does not exist (exit code 2).
+    """
+    if backend_of(db) != "sqlite":
+        return db
+    path = sqlite_target(db)
+    if path == ":memory:":
+        return path
+    expanded = Path(os.path.expanduser(path))
+    if not expanded.parent.is_dir():
+        raise CliError(f"--db {db}: the directory {expanded.parent} does not exist", 2)
+    return str(expanded)
+
+
+def require_db(db: str, policy: SchemaPolicy | None = None) -> None:
+    """A SQLite ``--db`` must exist, and hold a store, for the commands that only read
+    (unless ``--schema-policy`` lets them create it): an empty file or another
+    program's database is left as it is, not made a store (a server refuses a
+    missing store on its own).
+
+    Raises:
+        CliError: naming ``db`` and how to create the store (exit code 2).
+    """
+    if policy not in (None, SchemaPolicy.REQUIRE_EXISTING):
+        return
+    target = db_target(db)
+    if backend_of(target) != "sqlite" or target == ":memory:":
+        return
+    hint = f"create it with `oam ingest FILE --db {db}`"
+    if not Path(target).exists():
+        raise CliError(f"{db}: no such database; {hint}", 2)
+    if not sqlite_holds_store(target):
+        raise CliError(f"{db}: no oam store there; {hint}", 2)
+
+
+def _peek(db: str) -> tuple[bool, str | None]:
+    """Whether ``db`` holds an oam store, and the id of the embedder it recorded
+    (opened read-only in spirit: a peek never creates anything)."""
+    target = db_target(db)
+    if backend_of(target) == "sqlite" and (
+        target == ":memory:" or not Path(target).exists() or not sqlite_holds_store(target)
+    ):
+        return False, None
+    try:
+        peek = OracleAgentMemory(
+            connection=target,
+            embedder=None,
+            extract_memories=False,
+            schema_policy=SchemaPolicy.REQUIRE_EXISTING,
+        )
+    except SchemaError:
+        return False, None  # no store there yet
+    with peek:
+        identity = peek.store.embedder_identity
+        return True, None if identity is None else identity.embedder_id
+
+
+def _embedder_name(given: str | None, recorded: str | None, db: str) -> str:
+    """``--embedder`` as given, else the one the database recorded, else the default."""
+    if given is not None:
+        return given
+    if recorded is None:
+        return DEFAULT_EMBEDDER
+    if recorded.startswith(("local/", "hashing/")) or (
+        "/" in recorded and not recorded.startswith(("oracledb/", "langchain:"))
+    ):
+        return recorded
+    raise CliError(
+        f"{db} was written with embedder {recorded!r}, which the CLI cannot load; pass "
+        "--embedder (docs/cli.md#embedders)"
+    )
+
+
+def embedder_for(db: str, given: str | None) -> str:
+    """The embedder a command uses on ``db``: ``given`` (``--embedder``), else the one
+    the database recorded, else ``DEFAULT_EMBEDDER`` (docs/cli.md#embedders).
+
+    Raises:
+        CliError: when the recorded embedder is one the CLI cannot load (an Oracle
+            in-database model, a LangChain class).
+    """
+    if given is not None:
+        return given
+    _exists, recorded = _peek(db)
+    return _embedder_name(None, recorded, db)
+
+
+@contextmanager
+def memory_at(
+    db: str,
+    embedder: str | None,
+    strategy: SearchStrategy | None = None,
+    policy: SchemaPolicy | None = None,
+    allow_embedder_change: bool = False,
+    *,
+    create: bool = False,
+) -> Iterator[OracleAgentMemory]:
+    """The client over ``db``, opened as ``OracleAgentMemory(connection=...)`` opens it
+    (``create``: the default policy creates the store, else a missing SQLite file
+    is an error unless ``policy`` may create it); closed when the block ends.
+
+    ``strategy`` ranks this command's searches and is not recorded: the store keeps
+    its default, except a store this command creates, whose default it becomes
+    (docs/cli.md#commands).
+
+    Raises:
+        CliError: for a missing database or one written with an embedder the CLI
+            cannot load; the library's errors pass through (``user_errors`` prints
+            them).
+    """
+    if not create:
+        require_db(db, policy)
+    chosen = policy or (
+        SchemaPolicy.CREATE_IF_NECESSARY if create else SchemaPolicy.REQUIRE_EXISTING
+    )
+    exists, recorded = _peek(db) if embedder is None or strategy is not None else (True, None)
+    name = _embedder_name(embedder, recorded, db)
+    with quiet_litellm(name):
+        model = resolve_embedder(name)
+        exists = exists and chosen is not SchemaPolicy.RECREATE
+        new_default = strategy if strategy is not None and not exists else None
+        memory = OracleAgentMemory(
+            connection=db_target(db),
+            embedder=model,
+            extract_memories=False,
+            schema_policy=chosen,
+            search_strategy=NOT_SET if new_default is None else new_default,
+            allow_embedder_change=allow_embedder_change,
+        )
+        try:
+            with memory.store.searching_with(None if new_default is not None else strategy):
+                yield memory
+        finally:
+            memory.close()
+
+
+_NOISY_LOGGERS = ("LiteLLM", "LiteLLM Proxy", "LiteLLM Router", "oam", "httpx")
+
+
+@contextmanager
+def quiet_litellm(embedder: str) -> Iterator[None]:
+    """Keep LiteLLM's and httpx's retry logs off the terminal while the block runs:
+    the CLI reports a failure as one ``Error:`` line. The loggers' levels are put
+    back when it ends, so a command run in-process (``CliRunner``, a notebook)
+    leaves logging as it found it."""
+    name = embedder.strip()
+    if name in ("local", "none") or name.startswith(("local/", "hashing")) or debugging():
+        yield
+        return
+    loggers = [logging.getLogger(n) for n in _NOISY_LOGGERS]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
