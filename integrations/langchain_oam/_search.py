@@ -26,7 +26,17 @@ from it."""
 
 DistanceKind = Literal["cosine", "normalized"]
 """``cosine``: cosine distance in [0, 2]; ``normalized``: ``1 - score`` in [0, 1]
-(KEYWORD and HYBRID, docs/store.md#search-strategies)."""
+(KEYWORD, HYBRID, a query searched in parts, a reranked search;
+docs/store.md#search-strategies)."""
+
+
+def distance_kind(distance: float) -> DistanceKind:
+    """What a distance of ``store.search`` measures, read from the distance itself
+    (its ``kind``, docs/store.md#search-strategies): ``cosine`` for a cosine distance,
+    ``normalized`` for the others. A plain float (a store of another library) is
+    taken as a cosine distance."""
+    kind = getattr(distance, "kind", None)
+    return "cosine" if kind is None or kind == "cosine" else "normalized"
 
 
 def relevance(distance: float, kind: DistanceKind) -> float:
@@ -149,11 +159,6 @@ def store_ranks_text(store: OracleMemoryStore) -> bool:
     return store.embedder is not None or store.search_strategy is SearchStrategy.KEYWORD
 
 
-def text_kind(store: OracleMemoryStore) -> DistanceKind:
-    """The distance kind of the store's text searches."""
-    return "cosine" if store.search_strategy is SearchStrategy.VECTOR else "normalized"
-
-
 def embed_query_steps(
     store: OracleMemoryStore, embedding: Embeddings | None, text: str
 ) -> Steps[Any]:
@@ -211,7 +216,6 @@ def search_steps(
     kwargs = scope.kwargs(metadata_filter)
     if vector is None and query is not None and store_ranks_text(store):
         hits = yield from call(store.search, query, k, **kwargs)
-        kind = text_kind(store)
     else:
         if vector is None:
             if embedding is None:
@@ -224,8 +228,7 @@ def search_steps(
                 (yield from call(paired(embedding.embed_query, embedding.aembed_query), query))
             )
         hits = yield from call(store.search, None, k, query_vector=list(vector), **kwargs)
-        kind = "cosine"
-    return [(record, float(distance), kind) for record, distance in hits]
+    return [(record, float(distance), distance_kind(distance)) for record, distance in hits]
 
 
 def mmr_steps(
