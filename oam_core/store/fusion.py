@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import ClassVar, TypeVar
 
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.signals import (
@@ -33,6 +33,7 @@ __all__ = [
     "Distance",
     "DistanceKind",
     "FusionConfig",
+    "distance_type",
     "fuse",
     "normalized_distances",
     "rrf_distance",
@@ -73,22 +74,70 @@ class Distance(float):
 
     ``store.search`` returns ``(record, distance)`` pairs whose distance is one of
     these (docs/store.md#search-strategies); ``1 - distance`` is the relevance score
-    the adapters report.
+    the adapters report. ``Distance.of(value, kind)`` makes one; each kind is a
+    subclass, so making one costs what ``float(value)`` does.
     """
 
-    __slots__ = ("kind",)
-    kind: DistanceKind
+    __slots__ = ()
+    kind: ClassVar[DistanceKind]
 
-    def __new__(cls, value: float, kind: DistanceKind) -> Distance:
-        self = super().__new__(cls, value)
-        self.kind = kind
-        return self
+    @staticmethod
+    def of(value: float, kind: DistanceKind) -> Distance:
+        """``value`` as a distance of ``kind``."""
+        return distance_type(kind)(value)
 
-    def __reduce__(self) -> tuple[type[Distance], tuple[float, DistanceKind]]:
-        return Distance, (float(self), self.kind)
 
-    def __repr__(self) -> str:
-        return float.__repr__(self)
+class CosineDistance(Distance):
+    """A ``DistanceKind.COSINE`` distance."""
+
+    __slots__ = ()
+    kind = DistanceKind.COSINE
+
+
+class KeywordDistance(Distance):
+    """A ``DistanceKind.KEYWORD`` distance."""
+
+    __slots__ = ()
+    kind = DistanceKind.KEYWORD
+
+
+class FusedDistance(Distance):
+    """A ``DistanceKind.FUSED`` distance."""
+
+    __slots__ = ()
+    kind = DistanceKind.FUSED
+
+
+class HybridIndexDistance(Distance):
+    """A ``DistanceKind.HYBRID_INDEX`` distance."""
+
+    __slots__ = ()
+    kind = DistanceKind.HYBRID_INDEX
+
+
+class RerankedDistance(Distance):
+    """A ``DistanceKind.RERANKED`` distance."""
+
+    __slots__ = ()
+    kind = DistanceKind.RERANKED
+
+
+_DISTANCE_CLASSES: dict[DistanceKind, type[Distance]] = {
+    cls.kind: cls
+    for cls in (
+        CosineDistance,
+        KeywordDistance,
+        FusedDistance,
+        HybridIndexDistance,
+        RerankedDistance,
+    )
+}
+
+
+def distance_type(kind: DistanceKind) -> type[Distance]:
+    """The ``Distance`` subclass of ``kind``: ``distance_type(kind)(value)`` is
+    ``Distance.of(value, kind)``, for making many of one kind."""
+    return _DISTANCE_CLASSES[kind]
 
 
 @dataclass(frozen=True, slots=True)

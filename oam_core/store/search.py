@@ -27,9 +27,9 @@ from oam_core.store.embedding import embed_texts
 from oam_core.store.fusion import (
     DEFAULT_FUSION,
     HYBRID_DEPTH,
-    Distance,
     DistanceKind,
     FusionConfig,
+    distance_type,
     fuse,
     normalized_distances,
     rrf_distance,
@@ -306,8 +306,9 @@ def _materialize(
     missing = [key for key, _ in best if key not in loaded]
     if missing:
         records.update(store._backend.load(missing))
+    as_distance = distance_type(kind)
     out: builtins.list[tuple[Record, float]] = [
-        (records[key], Distance(d, kind)) for key, d in best if key in records
+        (records[key], as_distance(d)) for key, d in best if key in records
     ]
     out.sort(key=lambda rd: (rd[1], rd[0].record_type, rd[0].id))
     return out[:k]

@@ -83,10 +83,11 @@ def test_a_bad_setting_is_refused_naming_it(field: str, value: object) -> None:
 
 
 def test_a_distance_is_a_float_that_says_what_it_measures() -> None:
-    d = Distance(0.25, DistanceKind.FUSED)
+    d = Distance.of(0.25, DistanceKind.FUSED)
     assert isinstance(d, float) and d == 0.25 and d < 0.5
     assert d.kind is DistanceKind.FUSED and d.kind == "fused"
     assert repr(d) == "0.25" and json.dumps([d]) == "[0.25]"
     back = pickle.loads(pickle.dumps(d))
     assert back == 0.25 and back.kind is DistanceKind.FUSED
     assert 1.0 - d == 0.75 and type(1.0 - d) is float
+    assert {Distance.of(0.5, kind).kind for kind in DistanceKind} == set(DistanceKind)
