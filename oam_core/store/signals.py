@@ -22,10 +22,10 @@ states are better matched against a record's fields than against its words
 
 Each signal is a ranked list of the candidate pool (the best fused records, in
 fused order) restricted to the records that match it. Fused with the text lists by
-reciprocal rank fusion, it lifts matching records without letting a non-matching
-query change anything: a query naming no participant and no date gets no extra
-list, and a list that would hold the whole pool is dropped (it would not
-discriminate).
+reciprocal rank fusion (``store/fusion.py``, with the weights of its
+``FusionConfig``), it lifts matching records without letting a non-matching query
+change anything: a query naming no participant and no date gets no extra list, and
+a list that would hold the whole pool is dropped (it would not discriminate).
 """
 
 from __future__ import annotations
