@@ -83,21 +83,7 @@ def search(
             "has none (embedder=None): configure one, pass query_vector, or use "
             "search_strategy=KEYWORD"
         )
-    qvec = None
-    if query_vector is not None:
-        if strategy is SearchStrategy.KEYWORD:
-            raise InvalidArgumentError("KEYWORD search ranks text; query_vector is not accepted")
-        qvec = planning.to_vector(query_vector, "query_vector")
-        if not qvec.any():
-            raise InvalidArgumentError(
-                "query_vector is all zeros: a vector without a direction has no cosine "
-                "distance to anything; pass a non-zero vector"
-            )
-        if store.vector_dim is not None and qvec.shape[0] != store.vector_dim:
-            raise InvalidArgumentError(
-                f"query_vector dimension {qvec.shape[0]} does not match the store's "
-                f"dimension {store.vector_dim}"
-            )
+    qvec = None if query_vector is None else _query_vector_arg(store, strategy, query_vector)
     types = types_arg(record_types)
     pred = Predicate(
         record_types=types,
@@ -113,7 +99,6 @@ def search(
     depth = k if store.reranker is None or query is None else max(k, store.reranker.candidates)
     loaded: dict[Hashable, Record] | None = None
     native = store._native_search(query, qvec, depth, pred)
-    backend = store._backend
     kind = DistanceKind.COSINE
     if native is not None:
         ranked, kind = native, DistanceKind.HYBRID_INDEX
@@ -125,28 +110,58 @@ def search(
             )
     elif qvec is not None:
         ranked = _vector_ranking(store, [qvec], depth, pred, fused=False)
-    elif strategy is SearchStrategy.KEYWORD:
-        ranked, kind = _keyword_ranking(store, _query_parts(store, query or ""), depth, pred)
     else:
-        parts = _query_parts(store, query or "")
-        vectors = _query_vectors(store, parts)
-        if strategy is SearchStrategy.VECTOR:
-            ranked = _vector_ranking(store, vectors, depth, pred, fused=len(parts) > 1)
-            kind = DistanceKind.FUSED if len(parts) > 1 else DistanceKind.COSINE
-        else:
-            depth = max(depth, fusion.depth)
-            v_lists, kw_lists = backend.rank_hybrid(
-                vectors, [query_terms(p) for p in parts], depth, pred
-            )
-            lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
-            weights = [fusion.list_weight] * len(lists)
-            ranked, loaded, kind = _hybrid_ranking(
-                store, query or "", lists, weights, k, pred, fusion
-            )
+        ranked, loaded, kind = _text_ranking(store, strategy, query or "", depth, k, pred, fusion)
     if store.reranker is not None and query is not None:
         ranked, loaded = _reranked(store, store.reranker, query, ranked, k, loaded)
         kind = DistanceKind.RERANKED
     return _materialize(store, ranked, k, kind, loaded)
+
+
+def _query_vector_arg(store: OracleMemoryStore, strategy: SearchStrategy, query_vector: Any) -> Any:
+    """``query_vector`` checked and as a float32 array (``planning.to_vector``)."""
+    if strategy is SearchStrategy.KEYWORD:
+        raise InvalidArgumentError("KEYWORD search ranks text; query_vector is not accepted")
+    qvec = planning.to_vector(query_vector, "query_vector")
+    if not qvec.any():
+        raise InvalidArgumentError(
+            "query_vector is all zeros: a vector without a direction has no cosine "
+            "distance to anything; pass a non-zero vector"
+        )
+    if store.vector_dim is not None and qvec.shape[0] != store.vector_dim:
+        raise InvalidArgumentError(
+            f"query_vector dimension {qvec.shape[0]} does not match the store's "
+            f"dimension {store.vector_dim}"
+        )
+    return qvec
+
+
+def _text_ranking(
+    store: OracleMemoryStore,
+    strategy: SearchStrategy,
+    query: str,
+    depth: int,
+    k: int,
+    pred: Predicate,
+    fusion: FusionConfig,
+) -> tuple[Ranked, dict[Hashable, Record] | None, DistanceKind]:
+    """The first stage of a text query by ``strategy``: ``(key, distance)`` pairs,
+    the records it loaded (HYBRID: the signals' pool) and the distances' kind."""
+    parts = _query_parts(store, query)
+    if strategy is SearchStrategy.KEYWORD:
+        ranked, kind = _keyword_ranking(store, parts, depth, pred)
+        return ranked, None, kind
+    vectors = _query_vectors(store, parts)
+    if strategy is SearchStrategy.VECTOR:
+        ranked = _vector_ranking(store, vectors, depth, pred, fused=len(parts) > 1)
+        return ranked, None, DistanceKind.FUSED if len(parts) > 1 else DistanceKind.COSINE
+    depth = max(depth, fusion.depth)
+    v_lists, kw_lists = store._backend.rank_hybrid(
+        vectors, [query_terms(p) for p in parts], depth, pred
+    )
+    lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
+    weights = [fusion.list_weight] * len(lists)
+    return _hybrid_ranking(store, query, lists, weights, k, pred, fusion)
 
 
 def _hybrid_ranking(
@@ -239,7 +254,7 @@ def _warn_unembedded_once(store: OracleMemoryStore) -> None:
         f"{strategy.name} search finds them {how} until store.reindex() "
         "(CLI: oam reindex) embeds them",
         UserWarning,
-        stacklevel=6,
+        stacklevel=7,
     )
 
 
