@@ -18,6 +18,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from oam_core import OracleMemoryStore, Record, SearchStrategy
+from oam_core.errors import InvalidArgumentError
 from oam_core.steps import Steps, call, paired
 
 INTERNAL_KEYS = frozenset({"$agent_memory", "$message"})
@@ -26,7 +27,17 @@ from it."""
 
 DistanceKind = Literal["cosine", "normalized"]
 """``cosine``: cosine distance in [0, 2]; ``normalized``: ``1 - score`` in [0, 1]
-(KEYWORD and HYBRID, docs/store.md#search-strategies)."""
+(KEYWORD, HYBRID, a query searched in parts, a reranked search;
+docs/store.md#search-strategies)."""
+
+
+def distance_kind(distance: float) -> DistanceKind:
+    """What a distance of ``store.search`` measures, read from the distance itself
+    (its ``kind``, docs/store.md#search-strategies): ``cosine`` for a cosine distance,
+    ``normalized`` for the others. A plain float (a store of another library) is
+    taken as a cosine distance."""
+    kind = getattr(distance, "kind", None)
+    return "cosine" if kind is None or kind == "cosine" else "normalized"
 
 
 def relevance(distance: float, kind: DistanceKind) -> float:
@@ -58,10 +69,10 @@ def check_metadata(metadata: object, where: str) -> dict[str, Any] | None:
     if metadata is None:
         return None
     if not isinstance(metadata, Mapping):
-        raise ValueError(f"{where} must be a dict or None, got {metadata!r}")
+        raise InvalidArgumentError(f"{where} must be a dict or None, got {metadata!r}")
     reserved = sorted(set(metadata) & INTERNAL_KEYS)
     if reserved:
-        raise ValueError(f"{where} uses keys reserved by oam: {reserved}")
+        raise InvalidArgumentError(f"{where} uses keys reserved by oam: {reserved}")
     return dict(metadata)
 
 
@@ -104,7 +115,7 @@ def to_retrieved_document(record: Record, score: float | None = None) -> Documen
 def check_k(value: object, name: str = "k") -> int:
     """Return ``value`` if it is an int >= 1, else raise ValueError naming it."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        raise InvalidArgumentError(f"{name} must be an int >= 1, got {value!r}")
     return value
 
 
@@ -149,11 +160,6 @@ def store_ranks_text(store: OracleMemoryStore) -> bool:
     return store.embedder is not None or store.search_strategy is SearchStrategy.KEYWORD
 
 
-def text_kind(store: OracleMemoryStore) -> DistanceKind:
-    """The distance kind of the store's text searches."""
-    return "cosine" if store.search_strategy is SearchStrategy.VECTOR else "normalized"
-
-
 def embed_query_steps(
     store: OracleMemoryStore, embedding: Embeddings | None, text: str
 ) -> Steps[Any]:
@@ -166,7 +172,9 @@ def embed_query_steps(
         return (yield from call(paired(embedding.embed_query, embedding.aembed_query), text))
     if store.embedder is not None:
         return (yield from call(store.embedder.embed, [text], is_query=True))
-    raise ValueError("this search needs query vectors: give an embedding model or a store embedder")
+    raise InvalidArgumentError(
+        "this search needs query vectors: give an embedding model or a store embedder"
+    )
 
 
 def embed_documents_steps(
@@ -179,7 +187,9 @@ def embed_documents_steps(
         )
     if store.embedder is not None:
         return (yield from call(store.embedder.embed, texts))
-    raise ValueError("this search needs vectors: give an embedding model or a store embedder")
+    raise InvalidArgumentError(
+        "this search needs vectors: give an embedding model or a store embedder"
+    )
 
 
 def _vector(result: Any) -> list[float]:
@@ -211,21 +221,19 @@ def search_steps(
     kwargs = scope.kwargs(metadata_filter)
     if vector is None and query is not None and store_ranks_text(store):
         hits = yield from call(store.search, query, k, **kwargs)
-        kind = text_kind(store)
     else:
         if vector is None:
             if embedding is None:
-                raise ValueError(
+                raise InvalidArgumentError(
                     "the store has no embedder and VECTOR search: pass an embedding model"
                 )
             if query is None:
-                raise ValueError("search needs a query or a vector")
+                raise InvalidArgumentError("search needs a query or a vector")
             vector = _vector(
                 (yield from call(paired(embedding.embed_query, embedding.aembed_query), query))
             )
         hits = yield from call(store.search, None, k, query_vector=list(vector), **kwargs)
-        kind = "cosine"
-    return [(record, float(distance), kind) for record, distance in hits]
+    return [(record, float(distance), distance_kind(distance)) for record, distance in hits]
 
 
 def mmr_steps(
@@ -256,12 +264,12 @@ def mmr_steps(
     check_k(k)
     check_k(fetch_k, "fetch_k")
     if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, (int, float)):
-        raise ValueError(f"lambda_mult must be a number in [0, 1], got {lambda_mult!r}")
+        raise InvalidArgumentError(f"lambda_mult must be a number in [0, 1], got {lambda_mult!r}")
     if not 0.0 <= float(lambda_mult) <= 1.0:
-        raise ValueError(f"lambda_mult must be in [0, 1], got {lambda_mult!r}")
+        raise InvalidArgumentError(f"lambda_mult must be in [0, 1], got {lambda_mult!r}")
     keyword = store.search_strategy is SearchStrategy.KEYWORD
     if keyword and query is None:
-        raise ValueError(
+        raise InvalidArgumentError(
             "MMR by vector on a KEYWORD store: the store ranks text only; search by query text"
         )
     if vector is None:

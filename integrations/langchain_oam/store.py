@@ -74,7 +74,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from langchain_oam._search import relevance, store_ranks_text, text_kind
+from langchain_oam._search import distance_kind, relevance, store_ranks_text
 from langchain_oam.embeddings import LangChainEmbedder
 from oam_core import (
     InvalidArgumentError,
@@ -568,7 +568,6 @@ class OAMStore(BaseStore):
             }
             if store_ranks_text(self.store) and not self._by_vector:
                 hits = yield from call(self.store.search, op.query, wanted, **kwargs)
-                kind = text_kind(self.store)
             else:
                 assert self._embeddings is not None
                 vector = yield from call(
@@ -577,8 +576,7 @@ class OAMStore(BaseStore):
                 hits = yield from call(
                     self.store.search, None, wanted, query_vector=vector, **kwargs
                 )
-                kind = "cosine"
-            records = [(r, relevance(d, kind)) for r, d in hits]
+            records = [(r, relevance(d, distance_kind(d))) for r, d in hits]
         if len(records) < wanted:
             # Matches the ranking did not reach follow unscored, newest (last put)
             # first, as InMemoryStore appends items it holds no vectors for. A put

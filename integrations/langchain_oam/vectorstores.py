@@ -22,11 +22,10 @@ from langchain_oam._search import (
     DistanceKind,
     SearchScope,
     check_metadata,
+    distance_kind,
     mmr_steps,
     relevance,
     search_steps,
-    store_ranks_text,
-    text_kind,
     to_document,
 )
 from langchain_oam.embeddings import LangChainEmbedder
@@ -458,8 +457,7 @@ class OAMVectorStore(VectorStore):
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         """Distance of a text query -> relevance in [0, 1] (see ``relevance``)."""
-        kind: DistanceKind = text_kind(self.store) if store_ranks_text(self.store) else "cosine"
-        return lambda distance: relevance(distance, kind)
+        return lambda distance: relevance(distance, distance_kind(distance))
 
     def _similarity_search_with_relevance_scores(
         self, query: str, k: int = 4, **kwargs: Any

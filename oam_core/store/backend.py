@@ -22,7 +22,6 @@ from oam_core.apis.records import Record, ThreadRow
 from oam_core.errors import OAMError
 from oam_core.filters import Cond
 from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan, Vector
-from oam_core.store.ranking import rrf
 
 
 @dataclass(frozen=True)
@@ -361,14 +360,10 @@ class Backend(abc.ABC):
         vector lists when ``queries`` is empty) and ``rank_keyword(terms, k, pred)``
         for each entry of ``term_lists``. A back end may run them concurrently
         (SQLite does: docs/sqlite.md#hybrid-search-in-parallel); the lists are the
-        same as the two calls give."""
+        same as the two calls give. A back end ranks and never fuses: the lists are
+        fused once, by ``store/fusion.py``."""
         vector_lists = self.rank_vector(queries, k, pred) if queries else []
         return vector_lists, [self.rank_keyword(terms, k, pred) for terms in term_lists]
-
-    def fuse(self, lists: Sequence[Sequence[Hashable]]) -> builtins.list[tuple[Hashable, float]]:
-        """Reciprocal rank fusion (``ranking.rrf``) of ranked key lists: ``(key, fused
-        score)`` pairs, ties in first-seen order. A back end may compute it in SQL."""
-        return builtins.list(rrf(lists).items())
 
     @abc.abstractmethod
     def load(self, keys: Sequence[Hashable]) -> dict[Hashable, Record]:

@@ -1,10 +1,9 @@
 """``OracleMemoryStore.search``: check the query, rank candidates with the store's
-strategy (or the back end's native ranking), fuse, rerank and load the best records
-(docs/store.md#searching, docs/retrieval.md).
+strategy (or the back end's native ranking), fuse them once (``store/fusion.py``),
+rerank and load the best records (docs/store.md#searching, docs/retrieval.md).
 
-``search`` below is the body of the public method, moved here unchanged but for
-``self`` -> ``store``; the ranking helpers that were private methods of the store
-follow it.
+``search`` below is the body of the public method; the ranking helpers follow it.
+Every distance it returns is a ``fusion.Distance``, which says what it measures.
 """
 
 from __future__ import annotations
@@ -18,16 +17,25 @@ import numpy as np
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import Record
-from oam_core.errors import ConfigurationError
+from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.rerankers import IReranker
 from oam_core.store import planning
 from oam_core.store.args import filter_arg, findable, scope_arg, types_arg
 from oam_core.store.backend import Predicate
 from oam_core.store.chunking import chunk_text
 from oam_core.store.embedding import embed_texts
+from oam_core.store.fusion import (
+    DEFAULT_FUSION,
+    HYBRID_DEPTH,
+    DistanceKind,
+    FusionConfig,
+    distance_type,
+    fuse,
+    normalized_distances,
+    rrf_distance,
+)
 from oam_core.store.options import SearchStrategy
-from oam_core.store.ranking import normalized_distances, rrf, rrf_distance
-from oam_core.store.signals import POOL, passage_text, signal_lists
+from oam_core.store.signals import passage_text, signal_lists
 from oam_core.store.strategy import strategy_of
 from oam_core.store.text import query_terms
 
@@ -36,8 +44,8 @@ if TYPE_CHECKING:
 
 __all__ = ["HYBRID_DEPTH", "search"]
 
-HYBRID_DEPTH = 50
-"""Candidates each list of a HYBRID search ranks at least, before fusion."""
+Ranked = builtins.list[tuple[Hashable, float]]
+"""``(record key, distance)`` pairs."""
 
 
 def search(
@@ -54,15 +62,17 @@ def search(
     exact_thread_match: bool,
     record_types: Iterable[str] | None,
     metadata_filter: Maybe[dict[str, Any] | None],
+    fusion: FusionConfig = DEFAULT_FUSION,
 ) -> builtins.list[tuple[Record, float]]:
-    """The body of ``OracleMemoryStore.search`` (same arguments, result and errors)."""
+    """The body of ``OracleMemoryStore.search`` (same arguments, result and errors);
+    ``fusion``: how HYBRID fuses its lists. Each distance is a ``fusion.Distance``."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be an int >= 1, got {k!r}")
+        raise InvalidArgumentError(f"k must be an int >= 1, got {k!r}")
     k = planning.clamp_count(k)
     if (query is None) == (query_vector is None):
-        raise ValueError("give exactly one of query and query_vector")
+        raise InvalidArgumentError("give exactly one of query and query_vector")
     if query is not None and (not isinstance(query, str) or not query.strip()):
-        raise ValueError(f"query must be a non-blank string, got {query!r}")
+        raise InvalidArgumentError(f"query must be a non-blank string, got {query!r}")
     if query is not None:
         planning.check_text(query, "query")
     strategy = strategy_of(store)
@@ -73,21 +83,7 @@ def search(
             "has none (embedder=None): configure one, pass query_vector, or use "
             "search_strategy=KEYWORD"
         )
-    qvec = None
-    if query_vector is not None:
-        if strategy is SearchStrategy.KEYWORD:
-            raise ValueError("KEYWORD search ranks text; query_vector is not accepted")
-        qvec = planning.to_vector(query_vector, "query_vector")
-        if not qvec.any():
-            raise ValueError(
-                "query_vector is all zeros: a vector without a direction has no cosine "
-                "distance to anything; pass a non-zero vector"
-            )
-        if store.vector_dim is not None and qvec.shape[0] != store.vector_dim:
-            raise ValueError(
-                f"query_vector dimension {qvec.shape[0]} does not match the store's "
-                f"dimension {store.vector_dim}"
-            )
+    qvec = None if query_vector is None else _query_vector_arg(store, strategy, query_vector)
     types = types_arg(record_types)
     pred = Predicate(
         record_types=types,
@@ -103,50 +99,102 @@ def search(
     depth = k if store.reranker is None or query is None else max(k, store.reranker.candidates)
     loaded: dict[Hashable, Record] | None = None
     native = store._native_search(query, qvec, depth, pred)
-    backend = store._backend
+    kind = DistanceKind.COSINE
     if native is not None:
-        ranked = native
+        ranked, kind = native, DistanceKind.HYBRID_INDEX
+        if query is not None:
+            # The index fused its own lists; the query's signal lists fuse onto them.
+            index_lists = [[key for key, _ in native]]
+            ranked, loaded, kind = _hybrid_ranking(
+                store, query, index_lists, [fusion.index_weight], k, pred, fusion, native
+            )
     elif qvec is not None:
         ranked = _vector_ranking(store, [qvec], depth, pred, fused=False)
-    elif strategy is SearchStrategy.KEYWORD:
-        ranked = _keyword_ranking(store, _query_parts(store, query or ""), depth, pred)
     else:
-        parts = _query_parts(store, query or "")
-        vectors = _query_vectors(store, parts)
-        if strategy is SearchStrategy.VECTOR:
-            ranked = _vector_ranking(store, vectors, depth, pred, fused=len(parts) > 1)
-        else:
-            depth = max(depth, HYBRID_DEPTH)
-            v_lists, kw_lists = backend.rank_hybrid(
-                vectors, [query_terms(p) for p in parts], depth, pred
-            )
-            lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
-            ranked, loaded = _hybrid_ranking(store, query or "", lists, k, pred)
+        ranked, loaded, kind = _text_ranking(store, strategy, query or "", depth, k, pred, fusion)
     if store.reranker is not None and query is not None:
         ranked, loaded = _reranked(store, store.reranker, query, ranked, k, loaded)
-    return _materialize(store, ranked, k, loaded)
+        kind = DistanceKind.RERANKED
+    return _materialize(store, ranked, k, kind, loaded)
+
+
+def _query_vector_arg(store: OracleMemoryStore, strategy: SearchStrategy, query_vector: Any) -> Any:
+    """``query_vector`` checked and as a float32 array (``planning.to_vector``)."""
+    if strategy is SearchStrategy.KEYWORD:
+        raise InvalidArgumentError("KEYWORD search ranks text; query_vector is not accepted")
+    qvec = planning.to_vector(query_vector, "query_vector")
+    if not qvec.any():
+        raise InvalidArgumentError(
+            "query_vector is all zeros: a vector without a direction has no cosine "
+            "distance to anything; pass a non-zero vector"
+        )
+    if store.vector_dim is not None and qvec.shape[0] != store.vector_dim:
+        raise InvalidArgumentError(
+            f"query_vector dimension {qvec.shape[0]} does not match the store's "
+            f"dimension {store.vector_dim}"
+        )
+    return qvec
+
+
+def _text_ranking(
+    store: OracleMemoryStore,
+    strategy: SearchStrategy,
+    query: str,
+    depth: int,
+    k: int,
+    pred: Predicate,
+    fusion: FusionConfig,
+) -> tuple[Ranked, dict[Hashable, Record] | None, DistanceKind]:
+    """The first stage of a text query by ``strategy``: ``(key, distance)`` pairs,
+    the records it loaded (HYBRID: the signals' pool) and the distances' kind."""
+    parts = _query_parts(store, query)
+    if strategy is SearchStrategy.KEYWORD:
+        ranked, kind = _keyword_ranking(store, parts, depth, pred)
+        return ranked, None, kind
+    vectors = _query_vectors(store, parts)
+    if strategy is SearchStrategy.VECTOR:
+        ranked = _vector_ranking(store, vectors, depth, pred, fused=len(parts) > 1)
+        return ranked, None, DistanceKind.FUSED if len(parts) > 1 else DistanceKind.COSINE
+    depth = max(depth, fusion.depth)
+    v_lists, kw_lists = store._backend.rank_hybrid(
+        vectors, [query_terms(p) for p in parts], depth, pred
+    )
+    lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
+    weights = [fusion.list_weight] * len(lists)
+    return _hybrid_ranking(store, query, lists, weights, k, pred, fusion)
 
 
 def _hybrid_ranking(
     store: OracleMemoryStore,
     query: str,
     lists: Sequence[Sequence[Hashable]],
+    weights: Sequence[float],
     k: int,
     pred: Predicate,
-) -> tuple[builtins.list[tuple[Hashable, float]], dict[Hashable, Record]]:
-    """Fuse the text lists, then the query's speaker and date lists over the fused
-    head (store/signals.py). Returns ``(key, distance)`` pairs from the final fused
-    scores, and the head's loaded records."""
-    fused = sorted(store._backend.fuse(lists), key=lambda kv: -kv[1])
-    pool = [key for key, _ in fused[: max(POOL, k)]]
+    fusion: FusionConfig,
+    index: Ranked | None = None,
+) -> tuple[Ranked, dict[Hashable, Record], DistanceKind]:
+    """Fuse the text lists, then the query's signal lists (store/signals.py) read from
+    the fused head onto the same scores: each list enters the fusion once.
+
+    Returns ``(key, distance)`` pairs from the fused scores, the head's loaded records
+    and the distances' kind. ``index``: the distances of a back end's own fused
+    ranking (``lists`` is then its one list), kept as they are when no signal list
+    applies."""
+    fused = fuse(lists, weights, rrf_k=fusion.rrf_k)
+    pool = [key for key, _ in fused[: max(fusion.pool, k)]]
     records = store._backend.load(pool)
-    weights = [1.0] * len(lists)
-    extra = signal_lists(query, pool, records, pred.now)
+    extra = signal_lists(query, pool, records, pred.now, fusion.signals)
+    if not extra and index is not None:
+        return index, records, DistanceKind.HYBRID_INDEX
+    all_weights = [*weights, *(fusion.weight(signal) for signal, _ in extra)]
     if extra:
-        lists = [*lists, *(keys for keys, _ in extra)]
-        weights += [weight for _, weight in extra]
-        fused = builtins.list(rrf(lists, weights=weights).items())
-    return [(key, rrf_distance(s, sum(weights))) for key, s in fused], records
+        fused = fuse(
+            [keys for _, keys in extra], all_weights[len(weights) :], rrf_k=fusion.rrf_k, onto=fused
+        )
+    best = sum(all_weights)
+    ranked = [(key, rrf_distance(s, best, fusion.rrf_k)) for key, s in fused]
+    return ranked, records, DistanceKind.FUSED
 
 
 def _reranked(
@@ -172,7 +220,7 @@ def _reranked(
         reranker.score(query, [passage_text(records[key]) for key in head]), dtype=np.float64
     )
     if scores.shape != (len(head),) or not np.isfinite(scores).all():
-        raise ValueError(
+        raise InvalidArgumentError(
             f"reranker {reranker!r} returned scores of shape {scores.shape}, expected "
             f"{len(head)} finite values"
         )
@@ -206,7 +254,7 @@ def _warn_unembedded_once(store: OracleMemoryStore) -> None:
         f"{strategy.name} search finds them {how} until store.reindex() "
         "(CLI: oam reindex) embeds them",
         UserWarning,
-        stacklevel=6,
+        stacklevel=7,
     )
 
 
@@ -239,27 +287,29 @@ def _vector_ranking(
     if not fused:
         return _with_ties(lambda n: store._backend.rank_vector(vectors, n, pred)[0], k)
     lists = store._backend.rank_vector(vectors, k, pred)
-    scores = rrf([[key for key, _ in lst] for lst in lists])
-    return [(key, rrf_distance(s, len(lists))) for key, s in scores.items()]
+    scores = fuse([[key for key, _ in lst] for lst in lists])
+    return [(key, rrf_distance(s, len(lists))) for key, s in scores]
 
 
 def _keyword_ranking(
     store: OracleMemoryStore, parts: Sequence[str], k: int, pred: Predicate
-) -> builtins.list[tuple[Hashable, float]]:
+) -> tuple[Ranked, DistanceKind]:
     if len(parts) == 1:
         terms = query_terms(parts[0])
-        return _with_ties(
+        ranked = _with_ties(
             lambda n: normalized_distances(store._backend.rank_keyword(terms, n, pred)), k
         )
+        return ranked, DistanceKind.KEYWORD
     lists = [store._backend.rank_keyword(query_terms(p), k, pred) for p in parts]
-    scores = rrf([[key for key, _ in lst] for lst in lists])
-    return [(key, rrf_distance(s, len(lists))) for key, s in scores.items()]
+    scores = fuse([[key for key, _ in lst] for lst in lists])
+    return [(key, rrf_distance(s, len(lists))) for key, s in scores], DistanceKind.FUSED
 
 
 def _materialize(
     store: OracleMemoryStore,
     ranked: Sequence[tuple[Hashable, float]],
     k: int,
+    kind: DistanceKind,
     loaded: dict[Hashable, Record] | None = None,
 ) -> builtins.list[tuple[Record, float]]:
     ordered = sorted(ranked, key=lambda kv: kv[1])
@@ -271,6 +321,9 @@ def _materialize(
     missing = [key for key, _ in best if key not in loaded]
     if missing:
         records.update(store._backend.load(missing))
-    out = [(records[key], float(d)) for key, d in best if key in records]
+    as_distance = distance_type(kind)
+    out: builtins.list[tuple[Record, float]] = [
+        (records[key], as_distance(d)) for key, d in best if key in records
+    ]
     out.sort(key=lambda rd: (rd[1], rd[0].record_type, rd[0].id))
     return out[:k]

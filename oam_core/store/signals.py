@@ -22,18 +22,19 @@ states are better matched against a record's fields than against its words
 
 Each signal is a ranked list of the candidate pool (the best fused records, in
 fused order) restricted to the records that match it. Fused with the text lists by
-reciprocal rank fusion, it lifts matching records without letting a non-matching
-query change anything: a query naming no participant and no date gets no extra
-list, and a list that would hold the whole pool is dropped (it would not
-discriminate).
+reciprocal rank fusion (``store/fusion.py``, with the weights of its
+``FusionConfig``), it lifts matching records without letting a non-matching query
+change anything: a query naming no participant and no date gets no extra list, and
+a list that would hold the whole pool is dropped (it would not discriminate).
 """
 
 from __future__ import annotations
 
 import builtins
+import enum
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from datetime import datetime
 
 import regex
@@ -57,11 +58,23 @@ __all__ = [
     "POOL",
     "SPEAKER_WEIGHT",
     "TIME_WEIGHT",
+    "Signal",
     "own_text_list",
     "participant_name",
     "passage_text",
     "signal_lists",
 ]
+
+
+class Signal(enum.Enum):
+    """The query signals, each one more ranked list of a HYBRID search's candidates
+    (which apply, and their weights: ``fusion.FusionConfig``)."""
+
+    SPEAKER = "speaker"
+    DATE = "date"
+    TIME = "time"
+    OWN_TEXT = "own_text"
+
 
 POOL = 50
 """How many of the best fused candidates the signals re-rank."""
@@ -110,46 +123,49 @@ def signal_lists(
     pool: Sequence[Hashable],
     records: Mapping[Hashable, Record],
     now: datetime,
-) -> builtins.list[tuple[builtins.list[Hashable], float]]:
-    """The speaker, date and time lists of a query over a candidate pool, with their
-    RRF weights.
+    which: Collection[Signal] = frozenset(Signal),
+) -> builtins.list[tuple[Signal, builtins.list[Hashable]]]:
+    """The speaker, date, time and own-text lists of a query over a candidate pool.
 
     Args:
         query: The text query.
         pool: Candidate record keys, best first (the fused ranking's head).
         records: The loaded records of ``pool`` (a key may be missing: skipped).
         now: The store clock, for relative dates in the query ("last week").
+        which: The signals to read (the others are not computed).
 
     Returns:
-        Up to four ``(ranked keys, weight)`` pairs, the keys a sub-sequence of
-        ``pool``: the candidates spoken by the one participant the query names
-        (``SPEAKER_WEIGHT``); those whose dates fall in a span the query names
-        (``DATE_WEIGHT``); for a query asking for a time, those stating one
-        (``TIME_WEIGHT``); those whose own content holds query terms
-        (``OWN_TEXT_WEIGHT``, ``own_text_list``). A list holding none or all of the
-        pool is left out.
+        Up to four ``(signal, ranked keys)`` pairs in this order, the keys a
+        sub-sequence of ``pool``: the candidates spoken by the one participant the
+        query names (``SPEAKER``, weighed by ``SPEAKER_WEIGHT``); those whose dates
+        fall in a span the query names (``DATE``, ``DATE_WEIGHT``); for a query
+        asking for a time, those stating one (``TIME``, ``TIME_WEIGHT``); those whose
+        own content holds query terms (``OWN_TEXT``, ``OWN_TEXT_WEIGHT``,
+        ``own_text_list``). A list holding none or all of the pool is left out.
     """
     present = [key for key in pool if key in records]
-    lists: builtins.list[tuple[builtins.list[Hashable], float]] = []
-    words = {w.lower() for w in _WORD.findall(query)}
-    names = {n for n in (participant_name(records[key].metadata) for key in present) if n}
-    named = {n for n in names if _names_in(n, words)}
-    if len(named) == 1:
-        spoken = [key for key in present if participant_name(records[key].metadata) in named]
-        lists.append((spoken, SPEAKER_WEIGHT))
-    spans = query_spans(query, now)
+    lists: builtins.list[tuple[Signal, builtins.list[Hashable]]] = []
+    if Signal.SPEAKER in which:
+        words = {w.lower() for w in _WORD.findall(query)}
+        names = {n for n in (participant_name(records[key].metadata) for key in present) if n}
+        named = {n for n in names if _names_in(n, words)}
+        if len(named) == 1:
+            spoken = [key for key in present if participant_name(records[key].metadata) in named]
+            lists.append((Signal.SPEAKER, spoken))
+    spans = query_spans(query, now) if Signal.DATE in which else []
     if spans:
         dated = [
             key
             for key in present
             if overlaps(record_days(records[key].timestamp, records[key].content), spans)
         ]
-        lists.append((dated, DATE_WEIGHT))
-    if asks_for_time(query):
+        lists.append((Signal.DATE, dated))
+    if Signal.TIME in which and asks_for_time(query):
         stated = states_time_each([records[key].content for key in present])
-        lists.append(([key for key, yes in zip(present, stated, strict=True) if yes], TIME_WEIGHT))
-    lists.append((own_text_list(query, present, records), OWN_TEXT_WEIGHT))
-    return [(keys, weight) for keys, weight in lists if 0 < len(keys) < len(present)]
+        lists.append((Signal.TIME, [key for key, yes in zip(present, stated, strict=True) if yes]))
+    if Signal.OWN_TEXT in which:
+        lists.append((Signal.OWN_TEXT, own_text_list(query, present, records)))
+    return [(signal, keys) for signal, keys in lists if 0 < len(keys) < len(present)]
 
 
 def own_text_list(

@@ -412,20 +412,6 @@ def test_create_if_necessary_recreates_a_dropped_index(conninfo: str) -> None:
         )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-@given(
-    lists=st.lists(st.lists(st.integers(1, 12), unique=True, max_size=8), min_size=1, max_size=4)
-)
-def test_rrf_in_sql_equals_the_python_fusion(filter_store: Any, lists: list[list[int]]) -> None:
-    """HYBRID fuses in SQL: same keys, same scores, ties in first-seen order."""
-    from oam_core.store.ranking import rrf
-
-    got = filter_store._impl.fuse(lists)
-    want = list(rrf(lists).items())
-    assert [k for k, _ in got] == [k for k, _ in sorted(want, key=lambda kv: -kv[1])]
-    assert dict(got) == pytest.approx(dict(want))
-
-
 def test_cli_uses_the_strategy_a_library_store_was_created_with(
     conninfo: str, tmp_path: Any
 ) -> None:

@@ -579,6 +579,32 @@ def test_hybrid_search_uses_dbms_hybrid_vector(conn: FakeConnection, clock: Any)
     assert not any("VECTOR_EMBEDDING" in s for s in conn.sql())  # the DB embeds the query
 
 
+def test_hybrid_index_ranking_gets_the_speaker_signal(conn: FakeConnection, clock: Any) -> None:
+    """The query's signal lists (store/signals.py) fuse onto the hybrid index's
+    ranking as they do onto the vector and keyword lists of the other back ends: the
+    named speaker's turn is lifted over the index's first hit; its distance is then
+    a fused one (store/fusion.py)."""
+    store = _hybrid_store(conn, clock)
+    hits = [{"rowid": "AAA", "score": 80.0}, {"rowid": "AAB", "score": 40.0}]
+    conn.script(r"DBMS_HYBRID_VECTOR.SEARCH", [(json.dumps(hits),)])
+    conn.script(r"JSON_TABLE\(:hits", [("memory", 1, 80.0), ("memory", 2, 40.0)])
+
+    def spoken(pk: int, rid: str, name: str) -> tuple[Any, ...]:
+        row = list(_record_row(pk, rid))
+        row[12] = json.dumps({"$message": {"name": name}})
+        return tuple(row)
+
+    conn.script(r"WHERE r.pk IN", [spoken(1, "m1", "Ana"), spoken(2, "m2", "Ben")])
+    out = store.search("What pizza did Ben order?", k=2)
+    assert [r.id for r, _ in out] == ["m2", "m1"]
+    # Index list weight 2, speaker list weight 1/3, RRF k = 5: best possible 7/3 / 6.
+    best = (2 + 1 / 3) / 6
+    assert [d for _, d in out] == pytest.approx(
+        [1 - (2 / 7 + 1 / 3 / 6) / best, 1 - (2 / 6) / best]
+    )
+    assert [d.kind.value for _, d in out] == ["fused", "fused"]
+
+
 def test_hybrid_search_grows_top_n_until_filtered_hits_fill_k(
     conn: FakeConnection, clock: Any
 ) -> None:

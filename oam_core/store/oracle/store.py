@@ -18,6 +18,7 @@ from oam_core.apis.embedder import IEmbedder
 from oam_core.errors import SchemaError
 from oam_core.store.backend import Backend, Predicate
 from oam_core.store.base import OracleMemoryStore
+from oam_core.store.fusion import normalized_distances
 from oam_core.store.identity import META_KEY as IDENTITY_META_KEY
 from oam_core.store.options import (
     MemoryRetentionConfig,
@@ -31,7 +32,6 @@ from oam_core.store.oracle.embedder import OracleDBEmbedder
 from oam_core.store.oracle.names import Names, resolve_prefix
 from oam_core.store.oracle.session import Session, error_code, fetchall, run
 from oam_core.store.oracle.stmt import Stmt
-from oam_core.store.ranking import normalized_distances
 from oam_core.store.text import query_terms
 from oam_core.store.ttl import Clock
 

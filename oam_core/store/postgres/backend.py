@@ -1,5 +1,5 @@
 """The PostgreSQL back end of the store contract (``store/backend.py``) over the shared
-SQL layer (``store/sql``): connections, vector and keyword ranking, RRF in SQL.
+SQL layer (``store/sql``): connections, vector and keyword ranking.
 
 Every call borrows a connection from a ``psycopg_pool.ConnectionPool``; writes run in
 one transaction per store call. Scope, type, expiry and metadata predicates are in
@@ -30,7 +30,7 @@ import time
 import weakref
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
@@ -42,7 +42,6 @@ from oam_core.store.planning import Vector
 from oam_core.store.postgres.dialect import POSTGRES
 from oam_core.store.postgres.fulltext import K1, B, index_input, query_words, tsquery_literal
 from oam_core.store.postgres.schema import ann_expression, lock_key
-from oam_core.store.ranking import RRF_K
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.backend import SqlBackend, SqlTx
 
@@ -425,34 +424,6 @@ class PgBackend(SqlBackend):
             [lexemes, idf, tsquery_literal(lexemes), *params, avgdl or 1.0, k],
         ).fetchall()
         return [(int(pk), float(s)) for pk, s in rows]
-
-    # -- HYBRID ------------------------------------------------------------------
-
-    def fuse(
-        self, lists: Sequence[Sequence[Hashable]], rrf_k: int = RRF_K
-    ) -> builtins.list[tuple[Hashable, float]]:
-        """Reciprocal rank fusion of ranked key lists in SQL (``ranking.rrf``'s formula
-        ``sum 1 / (k + rank)``), best first; ties keep first-seen order like ``rrf``."""
-        keys: builtins.list[int] = []
-        list_no: builtins.list[int] = []
-        ranks: builtins.list[int] = []
-        for i, lst in enumerate(lists):
-            for rank, key in enumerate(lst, start=1):
-                keys.append(int(cast(Any, key)))
-                list_no.append(i)
-                ranks.append(rank)
-        if not keys:
-            return []
-        rows = self.read(
-            lambda conn: conn.execute(
-                "SELECT key, sum(1.0::float8 / (%s + rank)) AS score, "
-                "min(array[list_no, rank]) AS first_seen "
-                "FROM unnest(%s::bigint[], %s::int[], %s::int[]) AS u(key, list_no, rank) "
-                "GROUP BY key ORDER BY score DESC, first_seen",
-                (rrf_k, keys, list_no, ranks),
-            ).fetchall()
-        )
-        return [(int(key), float(score)) for key, score, _ in rows]
 
 
 class PgTx(SqlTx):

@@ -403,3 +403,40 @@ def test_retriever_argument_errors(client: OracleAgentMemory) -> None:
         OAMRetriever(client, search_type="fuzzy")
     with pytest.raises(TypeError, match="unexpected"):
         OAMRetriever(client).invoke("dog", top_n=3)
+
+
+def test_the_distance_kind_comes_from_the_store_results() -> None:
+    """The adapter reads what each distance measures from the result (its ``kind``)
+    instead of guessing it from the strategy: a VECTOR store's query long enough to be
+    searched in parts returns fused distances, a HYBRID store's query vector cosine
+    ones (docs/store.md#search-strategies)."""
+    from langchain_oam._search import SearchScope, search_steps
+
+    from oam_core.steps import run_sync
+
+    long_query = "the park puppy and the trainer walked along the river in the morning sun"
+    kinds = {}
+    for strategy in ("VECTOR", "HYBRID"):
+        store = SQLiteMemoryStore(
+            ":memory:",
+            embedder=HashingEmbedder(64, max_input_tokens=12),
+            search_strategy=strategy,
+        )
+        store.add(["the park puppy", "a puppy trainer by the river"], "memory")
+        scope = SearchScope(record_types=frozenset({"memory"}))
+        for label, kwargs in (
+            ("short", {"query": "park"}),
+            ("long", {"query": long_query}),
+            ("vector", {"vector": store.embedder.embed(["park"], is_query=True)[0]}),
+        ):
+            hits = run_sync(search_steps(store, scope, 2, **kwargs))
+            kinds[strategy, label] = {kind for _, _, kind in hits}
+        store.close()
+    assert kinds == {
+        ("VECTOR", "short"): {"cosine"},
+        ("VECTOR", "long"): {"normalized"},
+        ("VECTOR", "vector"): {"cosine"},
+        ("HYBRID", "short"): {"normalized"},
+        ("HYBRID", "long"): {"normalized"},
+        ("HYBRID", "vector"): {"cosine"},
+    }
