@@ -27,8 +27,6 @@ import numpy.typing as npt
 from oam_core._litellm import (
     BACKOFF_MAX,
     async_retrying,
-    check_int,
-    check_timeout,
     import_litellm,
     import_litellm_async,
     is_transient,
@@ -38,6 +36,7 @@ from oam_core._litellm import (
     send_async,
 )
 from oam_core.apis.embedder import IEmbedder, check_texts
+from oam_core.checks import check_int, check_optional_int, check_seconds
 
 __all__ = ["LiteLLMEmbedder"]
 
@@ -121,11 +120,11 @@ class LiteLLMEmbedder(IEmbedder):
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"model must be a non-empty LiteLLM model id, got {model!r}")
-        check_int("dimensions", dimensions, minimum=1, optional=True)
-        check_int("max_retries", max_retries, minimum=0)
-        check_int("max_input_tokens", max_input_tokens, minimum=1)
-        check_int("batch_size", batch_size, minimum=1)
-        timeout = check_timeout(timeout)
+        check_optional_int(dimensions, "dimensions", minimum=1)
+        check_int(max_retries, "max_retries", minimum=0)
+        check_int(max_input_tokens, "max_input_tokens", minimum=1)
+        check_int(batch_size, "batch_size", minimum=1)
+        timeout = check_seconds(timeout, "timeout")
         require_litellm("LiteLLMEmbedder")
         self.model = model
         self.dimensions = dimensions

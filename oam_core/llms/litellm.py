@@ -23,8 +23,6 @@ import anyio
 
 from oam_core._litellm import (
     async_retrying,
-    check_int,
-    check_timeout,
     closing_new_event_loop,
     import_litellm,
     import_litellm_async,
@@ -34,6 +32,7 @@ from oam_core._litellm import (
     send_async,
 )
 from oam_core.apis.llm import ILlm
+from oam_core.checks import check_int, check_optional_int, check_seconds
 from oam_core.errors import LLMError
 from oam_core.telemetry import record_llm_usage, traced_llm, traced_llm_async
 
@@ -108,8 +107,8 @@ class LiteLLMLlm(ILlm):
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise ValueError(f"model must be a non-empty LiteLLM model id, got {model!r}")
-        check_int("max_retries", max_retries, minimum=0)
-        check_int("max_tokens", max_tokens, minimum=1, optional=True)
+        check_int(max_retries, "max_retries", minimum=0)
+        check_optional_int(max_tokens, "max_tokens", minimum=1)
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
             raise ValueError(f"temperature must be a number, got {temperature!r}")
         if structured_output is not None and not isinstance(structured_output, bool):
@@ -122,7 +121,7 @@ class LiteLLMLlm(ILlm):
                 f"completion_kwargs cannot set {', '.join(reserved)}: "
                 "LiteLLMLlm sets them itself (use its own arguments)"
             )
-        self.timeout = check_timeout(timeout)
+        self.timeout = check_seconds(timeout, "timeout")
         require_litellm(_USER)
         self.model = model
         self.api_base = api_base

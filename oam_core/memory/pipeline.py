@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.llm import ILlm
 from oam_core.apis.records import MEMORY_TYPES, MessageRecord, Record
+from oam_core.checks import strategy_of
 from oam_core.errors import ConfigurationError
 from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.extraction import (
@@ -64,7 +65,6 @@ from oam_core.memory.threadconfig import ThreadConfig
 from oam_core.memory.tokens import estimate_tokens, truncate_head, truncate_tail
 from oam_core.steps import Steps, call
 from oam_core.store.options import SearchStrategy
-from oam_core.store.strategy import strategy_of
 from oam_core.store.threads import ReservedUpdate, ThreadStore, thread_store
 
 if TYPE_CHECKING:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import regex
 
 from oam_core.apis.embedder import CHARS_PER_TOKEN
+from oam_core.checks import check_int
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -37,12 +38,6 @@ ELISION_MARKER = "\n…(truncated)…\n"
 _GRAPHEME = regex.compile(r"\X")
 _SNAP_WINDOW = 64
 """How far (in code points) before a cut the grapheme scan starts to resynchronise."""
-
-
-def _check_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an int, got {value!r}")
-    return value
 
 
 def tokens_for_chars(length: int) -> int:
@@ -79,7 +74,7 @@ def budget_chars(token_budget: int) -> int:
     Raises:
         ValueError: if ``token_budget`` is not an int.
     """
-    token_budget = _check_int("token_budget", token_budget)
+    token_budget = check_int(token_budget, "token_budget")
     if token_budget <= 0:
         return -1
     return int(token_budget * CHARS_PER_TOKEN)

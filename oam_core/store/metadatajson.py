@@ -16,8 +16,8 @@ from typing import Any, cast
 
 import orjson
 
+from oam_core.checks import check_json_text, storable
 from oam_core.store.filters import InvalidFilterError, check_json, is_plain_json
-from oam_core.store.planning import check_json_text, storable
 
 RESERVED_KEY = "$agent_memory"
 """Metadata key reserved for the library (provenance, supersede marks); callers may

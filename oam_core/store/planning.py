@@ -8,44 +8,43 @@ back end is touched, so a rejected call writes nothing.
 
 from __future__ import annotations
 
-import math
-import re
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
 import numpy as np
-import numpy.typing as npt
 
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import (
     EXPIRING_TYPES,
     MESSAGE,
     PROFILE_TYPES,
-    RECORD_TYPES,
-    THREAD,
     family_of,
 )
 from oam_core.apis.thread import check_role
 from oam_core.apis.ttl import TimeToLiveAnchor
+from oam_core.checks import Vector as Vector
+from oam_core.checks import (
+    anchors_on_timestamp,
+    broadcast,
+    check_dims,
+    check_id,
+    check_record_type,
+    check_scope_id,
+    check_text,
+    check_texts,
+    check_vector_rows,
+    lengthen_short_rows,
+    scope_ok,
+    split_vectors,
+)
 from oam_core.store.chunking import chunk_text
 from oam_core.store.options import MemoryRetentionConfig
 from oam_core.store.quotes import take_sources
 from oam_core.store.timestamps import normalize_timestamp
 from oam_core.store.ttl import expiry, parse_iso_timestamp, resolve_ttl_days
-
-Vector = npt.NDArray[np.float32]
-MAX_ROWS = 2**31 - 1
-"""Bound that counts and positions (``k``, ``limit``, ``start``/``end``) are clamped
-to: far above any result a store can return, small enough that sums of a few of them
-stay within every database's 64-bit integers (docs/store.md, "Limits")."""
-
-
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-"""NUL and lone surrogates: no back end stores them (PostgreSQL refuses NUL, UTF-8
-cannot encode a surrogate, SQLite's JSON functions stop at NUL)."""
 
 
 @dataclass(slots=True)
@@ -153,235 +152,6 @@ class PlanContext:
     has_embedder: bool
     retention: MemoryRetentionConfig
     now: datetime
-
-
-def check_record_type(record_type: object, *, allow_thread: bool = False) -> str:
-    """Return ``record_type`` if known, else raise ValueError naming it."""
-    if not isinstance(record_type, str) or record_type not in RECORD_TYPES:
-        raise ValueError(f"record_type must be one of {sorted(RECORD_TYPES)}, got {record_type!r}")
-    if record_type == THREAD and not allow_thread:
-        raise ValueError("record_type 'thread' cannot be written with add(); create a thread")
-    return record_type
-
-
-def check_id(value: object, name: str) -> str:
-    """Return ``value`` if it is a non-empty string a store can hold.
-
-    Raises:
-        ValueError: naming ``name``, for a non-string, an empty string, or one with
-            a NUL character or a lone surrogate.
-    """
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
-    return check_text(value, name)
-
-
-def lookup_id(value: object, name: str) -> bool:
-    """Check an id used to look records up (get, delete, list and search scopes).
-
-    Returns:
-        Whether a record could have this id; False for a string with a NUL or lone
-        surrogate, which no store holds, so the lookup finds nothing.
-
-    Raises:
-        ValueError: naming ``name``, for a non-string or an empty string.
-    """
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
-    return storable(value)
-
-
-def check_text(value: str, name: str) -> str:
-    """Return ``value`` if every back end can store it: no NUL (U+0000) and no lone
-    surrogate (U+D800..U+DFFF) (docs/store.md, "Text and ids").
-
-    Raises:
-        ValueError: naming ``name``, the character and its position.
-    """
-    found = _UNSTORABLE.search(value)
-    if found is not None:
-        char = found.group()
-        what = (
-            "a NUL character (U+0000)"
-            if char == "\x00"
-            else f"a lone surrogate (U+{ord(char):04X})"
-        )
-        raise ValueError(
-            f"{name} contains {what} at index {found.start()}; text, ids, roles and "
-            "metadata must be valid Unicode without NUL"
-        )
-    return value
-
-
-def storable(value: object) -> bool:
-    """Whether ``value`` is a string a store could hold (no NUL, no lone surrogate);
-    a lookup by an id that is not can only find nothing."""
-    return isinstance(value, str) and _UNSTORABLE.search(value) is None
-
-
-def check_json_text(value: object, name: str) -> None:
-    """Apply ``check_text`` to every key and string inside a JSON-like ``value``,
-    naming the path (``metadata['a'][0]``). ``value`` must already be checked as JSON
-    (so its depth is bounded)."""
-    if isinstance(value, str):
-        check_text(value, name)
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            if isinstance(key, str):
-                check_text(key, f"{name} key {key!r}")
-            check_json_text(item, f"{name}[{key!r}]")
-    elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            check_json_text(item, f"{name}[{i}]")
-
-
-def clamp_count(value: int) -> int:
-    """``value`` bounded to ``[-MAX_ROWS, MAX_ROWS]`` (huge ``k``/``limit``/positions
-    behave as "everything")."""
-    return max(-MAX_ROWS, min(MAX_ROWS, value))
-
-
-def broadcast(name: str, value: Any, n: int) -> list[Any]:
-    """Broadcast a scalar over ``n`` rows, or check a list has ``n`` entries.
-
-    ``NOT_SET`` broadcasts as ``NOT_SET``. A 1-D numpy array (a column of a data
-    frame, say) is a list of its values as Python objects.
-
-    Raises:
-        ValueError: if a list's length is not ``n``.
-    """
-    if isinstance(value, np.ndarray) and value.ndim == 1:
-        value = value.tolist()
-    if isinstance(value, (list, tuple)):
-        if len(value) != n:
-            raise ValueError(f"{name} has {len(value)} entries but contents has {n}")
-        return list(value)
-    return [value] * n
-
-
-def to_vector(value: object, name: str) -> Vector:
-    """Convert one vector to a finite, non-empty float32 array of shape ``(dim,)``.
-
-    Raises:
-        ValueError: for an empty, non-numeric, non-1-D or non-finite vector.
-    """
-    try:
-        given = value if isinstance(value, np.ndarray) else np.asarray(value)
-        if given.dtype.kind not in "fiub":  # text, complex or objects: not read as numbers
-            raise TypeError(given.dtype)
-        with np.errstate(over="ignore"):  # out of float32's range: refused below
-            arr = np.asarray(given, dtype=np.float32)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a list of floats, got {value!r}") from exc
-    if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"{name} must be a non-empty 1-D vector, got shape {arr.shape}")
-    check_vector_rows(arr[None, :], lambda _: name)
-    row: Vector = lengthen_short_rows(arr[None, :])[0]
-    return row
-
-
-_F32_MAX = float(np.finfo(np.float32).max)
-
-
-def check_vector_rows(rows: Vector, name: Callable[[int], str]) -> None:
-    """Refuse vectors a cosine distance cannot be computed for: NaN or infinite
-    values (as float32), or a squared length past float32's range.
-
-    Args:
-        rows: float32 array of shape ``(n, dim)``, one vector per row.
-        name: ``name(i)`` names row ``i`` in errors (``embeddings[3]``).
-
-    Raises:
-        ValueError: naming the first such row.
-    """
-    bound = math.sqrt(_F32_MAX / rows.shape[1])
-    if -bound < rows.min() and rows.max() < bound:  # NaN fails both comparisons
-        return
-    finite = np.isfinite(rows).all(axis=1)
-    if not bool(finite.all()):
-        bad = int(np.flatnonzero(~finite)[0])
-        raise ValueError(f"{name(bad)} contains NaN or infinite values (as float32)")
-    squared = np.einsum("ij,ij->i", rows, rows, dtype=np.float64)
-    over = np.flatnonzero(squared > _F32_MAX)
-    if over.size:
-        bad = int(over[0])
-        raise ValueError(
-            f"{name(bad)}: its squared length {squared[bad]:.3g} is past float32's range "
-            f"({_F32_MAX:.3g}); scale it down (cosine distance does not depend on length)"
-        )
-
-
-SHORT_COMPONENT = 2.0**-50
-"""A vector whose largest component is below this in absolute value (about 8.9e-16)
-is scaled to unit length before it is stored or searched (``lengthen_short_rows``)."""
-
-
-def lengthen_short_rows(rows: Vector) -> Vector:
-    """``rows`` with every non-zero row whose components are all below
-    ``SHORT_COMPONENT`` in absolute value scaled to unit length, in float64.
-
-    The squares of components below about 1e-19 underflow float32, so such a vector
-    would otherwise have length 0 when a back end (the embedded vector index,
-    pgvector, Oracle) computes its cosine distance in float32, and rank as a zero
-    vector. The cosine distance does not depend on length, so the direction is all
-    that is kept. ``rows`` itself (possibly the caller's array) is never modified: a
-    copy is returned when a row changes (docs/store.md#what-is-stored-and-what-is-searched).
-
-    Args:
-        rows: float32 array of shape ``(n, dim)``, finite (``check_vector_rows``).
-    """
-    if rows.size == 0:
-        return rows
-    # One cheap float32 pass finds the candidates; the float64 work is theirs only.
-    peak = np.maximum(rows.max(axis=1), -rows.min(axis=1))
-    short = np.flatnonzero((peak < SHORT_COMPONENT) & (peak > 0))
-    if short.size == 0:
-        return rows
-    out = np.array(rows, dtype=np.float32, copy=True)
-    wide = rows[short].astype(np.float64)
-    # Scale by the peak first: the squares of the scaled rows cannot underflow.
-    wide /= peak[short, None].astype(np.float64)
-    wide /= np.linalg.norm(wide, axis=1, keepdims=True)
-    out[short] = wide.astype(np.float32)
-    return out
-
-
-def split_vectors(value: object, name: str) -> list[Vector] | Vector:
-    """Read an embedding entry: one vector, or a list of chunk vectors.
-
-    Returns:
-        A single float32 vector, or a list (possibly empty) of them.
-    """
-    if isinstance(value, np.ndarray):
-        if value.ndim == 2:
-            return [to_vector(row, f"{name}[{i}]") for i, row in enumerate(value)]
-        if value.ndim == 1 and value.size == 0:
-            return []
-        return to_vector(value, name)
-    if isinstance(value, (list, tuple)):
-        if not value:
-            return []
-        if all(isinstance(v, (list, tuple, np.ndarray)) for v in value):
-            return [to_vector(v, f"{name}[{i}]") for i, v in enumerate(value)]
-        return to_vector(value, name)
-    raise ValueError(f"{name} must be a vector or a list of vectors, got {value!r}")
-
-
-def check_dims(vectors: Sequence[Vector], store_dim: int | None) -> int | None:
-    """Check all vectors share one dimension equal to the store's; return it.
-
-    Raises:
-        ValueError: naming both dimensions on a mismatch.
-    """
-    dims = {int(v.shape[0]) for v in vectors}
-    if len(dims) > 1:
-        raise ValueError(f"all vectors of one call must share a dimension, got {sorted(dims)}")
-    if not dims:
-        return store_dim
-    dim = dims.pop()
-    if store_dim is not None and dim != store_dim:
-        raise ValueError(f"vector dimension {dim} does not match the store's dimension {store_dim}")
-    return dim
 
 
 def retrieval_chunks(
@@ -543,7 +313,7 @@ def plan_records(
     n = len(contents)
     ids = _resolve_ids(record_ids, n, record_type)
     b_index = (
-        broadcast("index_texts", index_texts, n) if index_texts is not NOT_SET else [NOT_SET] * n
+        broadcast(index_texts, "index_texts", n) if index_texts is not NOT_SET else [NOT_SET] * n
     )
     matrix = _vector_matrix(embeddings, n, ctx.vector_dim) if index_texts is NOT_SET else None
     if matrix is not None or embeddings is NOT_SET or embeddings is None:
@@ -563,17 +333,17 @@ def plan_records(
     b_user = _scope_column(user_ids, n, "user_ids")
     b_agent = _scope_column(agent_ids, n, "agent_ids")
     is_message = record_type == MESSAGE
-    b_roles = broadcast("roles", None if roles is NOT_SET or not is_message else roles, n)
-    b_ts = broadcast("timestamps", None if timestamps is NOT_SET else timestamps, n)
-    b_meta = broadcast("metadata", None if metadata is NOT_SET else metadata, n)
-    b_ttl = broadcast("ttl_days", ttl_days, n)
-    b_anchor = broadcast("ttl_anchor", ttl_anchor, n)
+    b_roles = broadcast(None if roles is NOT_SET or not is_message else roles, "roles", n)
+    b_ts = broadcast(None if timestamps is NOT_SET else timestamps, "timestamps", n)
+    b_meta = broadcast(None if metadata is NOT_SET else metadata, "metadata", n)
+    b_ttl = broadcast(ttl_days, "ttl_days", n)
+    b_anchor = broadcast(ttl_anchor, "ttl_anchor", n)
     if record_type in PROFILE_TYPES and any(
         v is not None for column in (b_thread, b_user, b_agent) for v in column
     ):
         raise ValueError(f"{record_type} records are unscoped; do not pass scope ids")
     # One TTL for every row when the options are scalars and do not read the timestamp.
-    same_ttl = not isinstance(ttl_days, (list, tuple)) and not _timestamp_anchor(ttl_anchor)
+    same_ttl = not isinstance(ttl_days, (list, tuple)) and not anchors_on_timestamp(ttl_anchor)
     if same_ttl and n:
         expires_all = resolve_ttl(
             record_type, ttl_days, ttl_anchor, None, ctx.now, ctx.retention, "row 0"
@@ -687,30 +457,6 @@ def plan_records(
     return plans
 
 
-def check_texts(values: Sequence[str | None], name: str) -> None:
-    """``check_text`` on every string of ``values`` (None is skipped), naming
-    ``name[i]``: one pass over all of them, row by row only to name a bad one.
-
-    Raises:
-        ValueError: as ``check_text``, for the first bad entry.
-    """
-    try:
-        joined = "".join(values)  # type: ignore[arg-type]
-    except TypeError:  # a None among them
-        joined = "".join([v for v in values if v is not None])
-    if "\x00" not in joined:
-        if joined.isascii():
-            return
-        try:
-            joined.encode("utf-8")  # refuses lone surrogates; ~6x faster than the regex
-            return
-        except UnicodeEncodeError:
-            pass
-    for i, v in enumerate(values):
-        if v is not None:
-            check_text(v, f"{name}[{i}]")
-
-
 def _vector_matrix(embeddings: object, n: int, store_dim: int | None) -> Vector | None:
     """``embeddings`` as one float32 array of shape ``(n, dim)`` when it is a 2-D
     numeric array (one vector per record), checked in one pass; None for any other
@@ -746,36 +492,15 @@ def _scope_column(value: object, n: int, name: str) -> list[str | None]:
     once (``_scope_id``); errors name the first bad row."""
     if value is NOT_SET or value is None:
         return [None] * n
-    column = broadcast(name, value, n)
+    column = broadcast(value, name, n)
     try:
         distinct = set(column)
     except TypeError:  # an unhashable entry: find and name it row by row
         distinct = None
-    if distinct is None or not all(_scope_ok(v) for v in distinct):
+    if distinct is None or not all(scope_ok(v) for v in distinct):
         for i, v in enumerate(column):
-            _scope_id(v, f"{name}[{i}]")
+            check_scope_id(v, f"{name}[{i}]")
     return column
-
-
-def _scope_ok(value: object) -> bool:
-    return value is None or (isinstance(value, str) and bool(value) and storable(value))
-
-
-def _timestamp_anchor(ttl_anchor: object) -> bool:
-    """Whether a TTL anchor argument (scalar or list) may read row timestamps."""
-    if isinstance(ttl_anchor, (list, tuple)):
-        return True
-    return (
-        ttl_anchor is TimeToLiveAnchor.TIMESTAMP or ttl_anchor == TimeToLiveAnchor.TIMESTAMP.value
-    )
-
-
-def _scope_id(value: object, name: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{name} must be a non-empty string or None, got {value!r}")
-    return check_text(value, name)
 
 
 def _resolve_ids(record_ids: object, n: int, record_type: str) -> list[str]:
@@ -787,7 +512,7 @@ def _resolve_ids(record_ids: object, n: int, record_type: str) -> list[str]:
         if n != 1:
             raise ValueError(f"a single record id {record_ids!r} given for {n} records")
         return [check_id(record_ids, "record_ids")]
-    ids = broadcast("record_ids", record_ids, n)
+    ids = broadcast(record_ids, "record_ids", n)
     nones = ids.count(None)
     if nones == n:
         return _resolve_ids(None, n, record_type)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from oam_core import checks
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import EXPIRING_TYPES, MESSAGE, PROFILE_TYPES, family_of
 from oam_core.apis.ttl import TimeToLiveAnchor
@@ -43,8 +44,8 @@ def update_record(
     ttl_anchor: Maybe[TimeToLiveAnchor],
 ) -> int:
     """The body of ``OracleMemoryStore.update`` (same arguments, result and errors)."""
-    record_type = planning.check_record_type(record_type)
-    findable = planning.lookup_id(record_id, "record_id")
+    record_type = checks.check_record_type(record_type)
+    findable = checks.lookup_id(record_id, "record_id")
     given = {
         k: v
         for k, v in {
@@ -73,16 +74,16 @@ def update_record(
     if text is not NOT_SET and text is not None:
         if not isinstance(text, str):
             raise ValueError(f"text must be a str or None, got {text!r}")
-        planning.check_text(text, "text")
+        checks.check_text(text, "text")
     if record_type == MESSAGE and text is None:
         raise ValueError("text=None is not allowed on messages (content must be a str)")
     if index_text is None and embedding is not NOT_SET and embedding is not None:
-        vectors = planning.split_vectors(embedding, "embedding")
+        vectors = checks.split_vectors(embedding, "embedding")
         if isinstance(vectors, np.ndarray) or vectors:
             raise ValueError("index_text=None deletes the search rows; no embedding allowed")
     if timestamp is not NOT_SET:
         if isinstance(timestamp, str):
-            planning.check_text(timestamp, "timestamp")
+            checks.check_text(timestamp, "timestamp")
         timestamp = normalize_timestamp(timestamp, "timestamp")
     meta_json = dump_metadata(metadata) if metadata is not NOT_SET else None
     if record_type not in EXPIRING_TYPES and (ttl_days is not NOT_SET or ttl_anchor is not NOT_SET):
@@ -101,11 +102,11 @@ def update_record(
         take_sources(new_chunks)
     explicit: builtins.list[Any] | None = None
     if embedding_only and embedding is not NOT_SET and embedding is not None:
-        split = planning.split_vectors(embedding, "embedding")
+        split = checks.split_vectors(embedding, "embedding")
         explicit = [split] if isinstance(split, np.ndarray) else split
-        planning.check_dims(explicit, store.vector_dim)
+        checks.check_dims(explicit, store.vector_dim)
     if new_chunks is not None:
-        planning.check_dims(
+        checks.check_dims(
             [c.vector for c in new_chunks if c.vector is not None], store.vector_dim
         )
     if not findable:  # no record can have this id

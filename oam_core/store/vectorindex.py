@@ -61,8 +61,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from oam_core.checks import lengthen_short_rows
 from oam_core.store import vectorfile
-from oam_core.store.planning import lengthen_short_rows
 from oam_core.store.sqlite.schema import vector_count
 from oam_core.store.vectorann import CALIBRATION_QUERIES, Ann
 from oam_core.store.vectorfile import FORMAT_VERSION, SCOPES, Snapshot
@@ -991,7 +991,7 @@ def _unit(vecs: FloatArray) -> FloatArray:
     """Rows of ``vecs`` scaled to unit length (zero rows stay zero), as float32.
 
     Rows whose components are all tiny (stored before writes lengthened them,
-    ``planning.lengthen_short_rows``) are scaled in float64 first: the squares of
+    ``checks.lengthen_short_rows``) are scaled in float64 first: the squares of
     components below about 1e-19 underflow float32, and such a row would else stay
     a zero row (docs/store.md#what-is-stored-and-what-is-searched)."""
     out = lengthen_short_rows(np.array(vecs, dtype=np.float32))

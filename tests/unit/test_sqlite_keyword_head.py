@@ -18,7 +18,7 @@ import pytest
 
 from oam_core import SQLiteMemoryStore
 from oam_core.apis._sentinel import NOT_SET
-from oam_core.store.args import types_arg
+from oam_core.checks import types_arg
 from oam_core.store.backend import Predicate
 from oam_core.store.filters import parse_filter
 from oam_core.store.sqlite import keyword
