@@ -18,6 +18,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from oam_core import OracleMemoryStore, Record, SearchStrategy
+from oam_core.checks import check_int
 from oam_core.steps import Steps, call, paired
 
 INTERNAL_KEYS = frozenset({"$agent_memory", "$message"})
@@ -99,13 +100,6 @@ def to_retrieved_document(record: Record, score: float | None = None) -> Documen
         },
     )
     return doc
-
-
-def check_k(value: object, name: str = "k") -> int:
-    """Return ``value`` if it is an int >= 1, else raise ValueError naming it."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -207,7 +201,7 @@ def search_steps(
         ValueError: for k < 1, an invalid filter, or a text query that neither the
             store nor ``embedding`` can turn into a ranking.
     """
-    check_k(k)
+    check_int(k, "k", minimum=1)
     kwargs = scope.kwargs(metadata_filter)
     if vector is None and query is not None and store_ranks_text(store):
         hits = yield from call(store.search, query, k, **kwargs)
@@ -253,8 +247,8 @@ def mmr_steps(
         ValueError: for k or fetch_k < 1, ``lambda_mult`` outside [0, 1], no
             embedding model, or a vector-only query on a KEYWORD store.
     """
-    check_k(k)
-    check_k(fetch_k, "fetch_k")
+    check_int(k, "k", minimum=1)
+    check_int(fetch_k, "fetch_k", minimum=1)
     if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, (int, float)):
         raise ValueError(f"lambda_mult must be a number in [0, 1], got {lambda_mult!r}")
     if not 0.0 <= float(lambda_mult) <= 1.0:

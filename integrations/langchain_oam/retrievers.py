@@ -21,13 +21,13 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from langchain_oam._search import (
     SearchScope,
-    check_k,
     mmr_steps,
     relevance,
     search_steps,
     to_retrieved_document,
 )
 from oam_core import OracleAgentMemory, OracleMemoryStore
+from oam_core.checks import check_int
 from oam_core.steps import Steps, run_async, run_sync
 
 __all__ = ["OAMRetriever"]
@@ -116,7 +116,7 @@ class OAMRetriever(BaseRetriever):
     @field_validator("k", "fetch_k")
     @classmethod
     def _positive(cls, value: int) -> int:
-        return check_k(value)
+        return check_int(value, "k", minimum=1)
 
     @field_validator("store", mode="before")
     @classmethod
@@ -133,7 +133,7 @@ class OAMRetriever(BaseRetriever):
         unknown = set(options) - {"k", "filter", "score_threshold", "fetch_k", "lambda_mult"}
         if unknown:
             raise TypeError(f"unexpected keyword arguments: {sorted(unknown)}")
-        k = check_k(options.get("k", self.k))
+        k = check_int(options.get("k", self.k), "k", minimum=1)
         metadata_filter = options.get("filter", self.filter)
         scope = SearchScope(
             record_types=self.record_types,

@@ -77,7 +77,6 @@ from langgraph.store.base import (
 from langchain_oam._search import relevance, store_ranks_text, text_kind
 from langchain_oam.embeddings import LangChainEmbedder
 from oam_core import (
-    InvalidArgumentError,
     OracleAgentMemory,
     OracleMemoryStore,
     Record,
@@ -85,6 +84,7 @@ from oam_core import (
     SQLiteMemoryStore,
     TimeToLiveAnchor,
 )
+from oam_core.checks import check_int
 from oam_core.steps import Steps, call, paired, run_async, run_sync
 
 __all__ = ["OAMStore"]
@@ -141,14 +141,6 @@ def _as_json(value: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError(f"value is not JSON-serializable: {exc}") from None
     converted: dict[str, Any] = json.loads(text)
     return converted
-
-
-def _check_page(limit: object, offset: object) -> None:
-    """Raise ``InvalidArgumentError`` for a ``limit`` or ``offset`` that is not an
-    int >= 0 (a negative one would count from the end of the matches)."""
-    for name, value in (("limit", limit), ("offset", offset)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise InvalidArgumentError(f"{name} must be an int >= 0, got {value!r}")
 
 
 def _matches_condition(namespace: tuple[str, ...], cond: MatchCondition) -> bool:
@@ -609,7 +601,8 @@ class OAMStore(BaseStore):
         for op in ops:
             validate_op_namespace(op)
             if isinstance(op, (SearchOp, ListNamespacesOp)):
-                _check_page(op.limit, op.offset)
+                check_int(op.limit, "limit", minimum=0)
+                check_int(op.offset, "offset", minimum=0)
         results: list[Result] = [None] * len(ops)
         puts: list[PutOp] = []
         # As InMemoryStore and PostgresStore: the reads of a batch see the store as it

@@ -9,28 +9,6 @@ from oam_core import NOT_SET, OracleAgentMemory, OracleMemoryStore, OracleThread
 T = TypeVar("T")
 
 
-def check_scope_id(name: str, value: object) -> str | None:
-    """Return ``value`` if it is None or a non-blank string.
-
-    Raises:
-        ValueError: naming ``name`` otherwise.
-    """
-    if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise ValueError(f"{name} must be a non-blank str or None, got {value!r}")
-    return value
-
-
-def check_key(name: str, value: object) -> str:
-    """Return ``value`` if it is a non-blank string (a thread id).
-
-    Raises:
-        ValueError: naming ``name`` otherwise.
-    """
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{name} must be a non-blank str, got {value!r}")
-    return value
-
-
 def as_client(value: object) -> OracleAgentMemory:
     """``value`` if it is an ``OracleAgentMemory``; a client without LLM or extraction
     over it if it is an ``OracleMemoryStore``.
@@ -113,9 +91,7 @@ def check_row_owner(
 
 __all__ = [
     "as_client",
-    "check_key",
     "check_owner",
     "check_row_owner",
-    "check_scope_id",
     "thread_for",
 ]

@@ -24,9 +24,7 @@ from llama_index.core.utils import get_tokenizer
 
 from llama_index_oam._util import (
     as_client,
-    check_key,
     check_row_owner,
-    check_scope_id,
     thread_for,
 )
 from llama_index_oam.messages import SESSION_KWARG, STATUS_KEY, to_chat_message, to_oam_message
@@ -39,6 +37,7 @@ from oam_core import (
     SearchStrategy,
 )
 from oam_core.apis.records import MEMORY_TYPES
+from oam_core.checks import check_nonblank, check_scope
 from oam_core.steps import in_worker_thread
 
 _CARD_CACHE = 64
@@ -133,8 +132,8 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
         fields: dict[str, Any] = {
             "name": name,
             "priority": priority,
-            "user_id": check_scope_id("user_id", user_id),
-            "agent_id": check_scope_id("agent_id", agent_id),
+            "user_id": check_scope(user_id, "user_id", kind="a non-blank str"),
+            "agent_id": check_scope(agent_id, "agent_id", kind="a non-blank str"),
             "fallback_message_count": fallback_message_count,
             "max_relevant_results": max_relevant_results,
             "max_recent_messages": max_recent_messages,
@@ -202,7 +201,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
         session = block_kwargs.get(SESSION_KWARG)
         if session is None:
             return ""
-        check_key("session_id", session)
+        check_nonblank(session, "session_id")
         latest = _latest_user_text(messages or [])
         return await in_worker_thread(self._card_text, session, latest)
 

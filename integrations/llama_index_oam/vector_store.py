@@ -23,7 +23,6 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryResult,
 )
 
-from llama_index_oam._util import check_scope_id
 from llama_index_oam.filters import Json, and_filters, to_oam_filter
 from llama_index_oam.nodes import REF_DOC_KEY, node_to_row, record_to_node
 from oam_core import (
@@ -36,6 +35,7 @@ from oam_core import (
     SearchStrategy,
 )
 from oam_core.apis.records import MEMORY_TYPES, matches_filter
+from oam_core.checks import check_scope
 from oam_core.steps import in_worker_thread
 
 _FETCH_GROWTH = 4
@@ -124,9 +124,9 @@ class OAMVectorStore(BasePydanticVectorStore):
         fields: dict[str, Any] = {
             "stores_text": True,
             "record_type": record_type,
-            "user_id": check_scope_id("user_id", user_id),
-            "agent_id": check_scope_id("agent_id", agent_id),
-            "thread_id": check_scope_id("thread_id", thread_id),
+            "user_id": check_scope(user_id, "user_id", kind="a non-blank str"),
+            "agent_id": check_scope(agent_id, "agent_id", kind="a non-blank str"),
+            "thread_id": check_scope(thread_id, "thread_id", kind="a non-blank str"),
         }
         super().__init__(**fields)
         if store is None:

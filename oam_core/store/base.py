@@ -745,9 +745,7 @@ class OracleMemoryStore(IMemoryStore):
         record_type = checks.check_record_type(record_type)
         if isinstance(record_ids, (str, bytes)) or not isinstance(record_ids, Sequence):
             raise ValueError(f"record_ids must be a list of str, got {record_ids!r}")
-        ids = [
-            record_id for record_id in record_ids if checks.lookup_id(record_id, "record_ids[]")
-        ]
+        ids = [record_id for record_id in record_ids if checks.lookup_id(record_id, "record_ids[]")]
         if thread_id is not NOT_SET and not checks.lookup_id(thread_id, "thread_id"):
             return 0
         family = family_of(record_type)

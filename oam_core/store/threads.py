@@ -442,7 +442,8 @@ def _thread_row(thread_id: object, new: NewThreadRow, now: datetime) -> ThreadRo
     """
     checks.check_id(thread_id, "thread_id")
     scope = [
-        checks.check_scope_id(v, n) for v, n in ((new.user_id, "user_id"), (new.agent_id, "agent_id"))
+        checks.check_scope_id(v, n)
+        for v, n in ((new.user_id, "user_id"), (new.agent_id, "agent_id"))
     ]
     dump_metadata(new.metadata)
     dump_metadata(new.config or {}, "config")

@@ -106,9 +106,7 @@ def update_record(
         explicit = [split] if isinstance(split, np.ndarray) else split
         checks.check_dims(explicit, store.vector_dim)
     if new_chunks is not None:
-        checks.check_dims(
-            [c.vector for c in new_chunks if c.vector is not None], store.vector_dim
-        )
+        checks.check_dims([c.vector for c in new_chunks if c.vector is not None], store.vector_dim)
     if not findable:  # no record can have this id
         return 0
     if new_chunks is not None:
