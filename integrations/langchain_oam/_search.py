@@ -19,6 +19,7 @@ from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from oam_core import OracleMemoryStore, Record, SearchStrategy
 from oam_core.checks import check_int
+from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import Steps, call, paired
 
 INTERNAL_KEYS = frozenset({"$agent_memory", "$message"})
@@ -59,10 +60,10 @@ def check_metadata(metadata: object, where: str) -> dict[str, Any] | None:
     if metadata is None:
         return None
     if not isinstance(metadata, Mapping):
-        raise ValueError(f"{where} must be a dict or None, got {metadata!r}")
+        raise InvalidArgumentError(f"{where} must be a dict or None, got {metadata!r}")
     reserved = sorted(set(metadata) & INTERNAL_KEYS)
     if reserved:
-        raise ValueError(f"{where} uses keys reserved by oam: {reserved}")
+        raise InvalidArgumentError(f"{where} uses keys reserved by oam: {reserved}")
     return dict(metadata)
 
 
@@ -160,7 +161,9 @@ def embed_query_steps(
         return (yield from call(paired(embedding.embed_query, embedding.aembed_query), text))
     if store.embedder is not None:
         return (yield from call(store.embedder.embed, [text], is_query=True))
-    raise ValueError("this search needs query vectors: give an embedding model or a store embedder")
+    raise ConfigurationError(
+        "this search needs query vectors: give an embedding model or a store embedder"
+    )
 
 
 def embed_documents_steps(
@@ -173,7 +176,9 @@ def embed_documents_steps(
         )
     if store.embedder is not None:
         return (yield from call(store.embedder.embed, texts))
-    raise ValueError("this search needs vectors: give an embedding model or a store embedder")
+    raise ConfigurationError(
+        "this search needs vectors: give an embedding model or a store embedder"
+    )
 
 
 def _vector(result: Any) -> list[float]:
@@ -209,11 +214,11 @@ def search_steps(
     else:
         if vector is None:
             if embedding is None:
-                raise ValueError(
+                raise ConfigurationError(
                     "the store has no embedder and VECTOR search: pass an embedding model"
                 )
             if query is None:
-                raise ValueError("search needs a query or a vector")
+                raise InvalidArgumentError("search needs a query or a vector")
             vector = _vector(
                 (yield from call(paired(embedding.embed_query, embedding.aembed_query), query))
             )
@@ -250,12 +255,12 @@ def mmr_steps(
     check_int(k, "k", minimum=1)
     check_int(fetch_k, "fetch_k", minimum=1)
     if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, (int, float)):
-        raise ValueError(f"lambda_mult must be a number in [0, 1], got {lambda_mult!r}")
+        raise InvalidArgumentError(f"lambda_mult must be a number in [0, 1], got {lambda_mult!r}")
     if not 0.0 <= float(lambda_mult) <= 1.0:
-        raise ValueError(f"lambda_mult must be in [0, 1], got {lambda_mult!r}")
+        raise InvalidArgumentError(f"lambda_mult must be in [0, 1], got {lambda_mult!r}")
     keyword = store.search_strategy is SearchStrategy.KEYWORD
     if keyword and query is None:
-        raise ValueError(
+        raise ConfigurationError(
             "MMR by vector on a KEYWORD store: the store ranks text only; search by query text"
         )
     if vector is None:

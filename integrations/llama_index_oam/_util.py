@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 from oam_core import NOT_SET, OracleAgentMemory, OracleMemoryStore, OracleThread
+from oam_core.errors import InvalidArgumentError
 
 T = TypeVar("T")
 
@@ -20,7 +21,7 @@ def as_client(value: object) -> OracleAgentMemory:
         return value
     if isinstance(value, OracleMemoryStore):
         return OracleAgentMemory(store=value, extract_memories=False)
-    raise ValueError(
+    raise InvalidArgumentError(
         f"memory must be an OracleAgentMemory (or an OracleMemoryStore), got {type(value).__name__}"
     )
 
@@ -74,7 +75,9 @@ def check_owner(
         ("agent_id", owner_agent, agent_id),
     ):
         if mine is not None and owner != mine:
-            raise ValueError(f"thread {thread_id!r} belongs to {name} {owner!r}, not {mine!r}")
+            raise InvalidArgumentError(
+                f"thread {thread_id!r} belongs to {name} {owner!r}, not {mine!r}"
+            )
 
 
 def check_row_owner(

@@ -36,6 +36,7 @@ from llama_index_oam.messages import status_filter, to_chat_message, to_oam_mess
 from oam_core import OracleAgentMemory, OracleMemoryStore, OracleThread, Record
 from oam_core.apis.records import MessageRecord
 from oam_core.checks import check_int, check_nonblank, check_scope
+from oam_core.errors import InvalidArgumentError
 from oam_core.steps import in_worker_thread
 
 
@@ -99,7 +100,9 @@ class _ThreadChat:
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 0
             ):
-                raise ValueError(f"{name} must be a non-negative int or None, got {value!r}")
+                raise InvalidArgumentError(
+                    f"{name} must be a non-negative int or None, got {value!r}"
+                )
         rows = self.selected(key, status)[offset or 0 :]
         if limit is not None:
             rows = rows[:limit]
@@ -141,7 +144,7 @@ class _ThreadChat:
     def delete_at(self, key: str, idx: int) -> ChatMessage | None:
         """Delete the message at position ``idx`` and return it (None out of range)."""
         if isinstance(idx, bool) or not isinstance(idx, int):
-            raise ValueError(f"idx must be an int, got {idx!r}")
+            raise InvalidArgumentError(f"idx must be an int, got {idx!r}")
         rows = self.records(key)
         if not -len(rows) <= idx < len(rows):
             return None
@@ -378,7 +381,7 @@ class OAMChatStore(_ScopedChatStore, BaseChatStore):
             self._core.add(key, [message], MessageStatus.ACTIVE)
             return
         if isinstance(idx, bool) or not isinstance(idx, int):
-            raise ValueError(f"idx must be an int or None, got {idx!r}")
+            raise InvalidArgumentError(f"idx must be an int or None, got {idx!r}")
         current = self.get_messages(key)
         current.insert(idx, _check_message(message))
         self.set_messages(key, current)
@@ -403,7 +406,9 @@ class OAMChatStore(_ScopedChatStore, BaseChatStore):
 
 def _check_message(message: object) -> ChatMessage:
     if not isinstance(message, ChatMessage):
-        raise ValueError(f"messages must be ChatMessage objects, got {type(message).__name__}")
+        raise InvalidArgumentError(
+            f"messages must be ChatMessage objects, got {type(message).__name__}"
+        )
     return message
 
 

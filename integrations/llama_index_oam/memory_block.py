@@ -38,6 +38,7 @@ from oam_core import (
 )
 from oam_core.apis.records import MEMORY_TYPES
 from oam_core.checks import check_nonblank, check_scope
+from oam_core.errors import InvalidArgumentError
 from oam_core.steps import in_worker_thread
 
 _CARD_CACHE = 64
@@ -128,7 +129,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
             ("max_recent_messages", max_recent_messages),
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{option} must be an int >= 0, got {value!r}")
+                raise InvalidArgumentError(f"{option} must be an int >= 0, got {value!r}")
         fields: dict[str, Any] = {
             "name": name,
             "priority": priority,
@@ -140,7 +141,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
         }
         if tokenizer_fn is not None:
             if not callable(tokenizer_fn):
-                raise ValueError(f"tokenizer_fn must be callable, got {tokenizer_fn!r}")
+                raise InvalidArgumentError(f"tokenizer_fn must be callable, got {tokenizer_fn!r}")
             fields["tokenizer_fn"] = tokenizer_fn
         super().__init__(**fields, **kwargs)
         self._memory = client
@@ -160,7 +161,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
         for message in messages:
             session = message.additional_kwargs.get(SESSION_KWARG)
             if not isinstance(session, str) or not session.strip():
-                raise ValueError(
+                raise InvalidArgumentError(
                     "OAMMemoryBlock needs the session of every message: call "
                     f"aput(messages, session_id=...); got {session!r}"
                 )

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from oam_core._lazy import lazy_attributes
 from oam_core.apis.llm import ILlm
+from oam_core.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from oam_core.llms.litellm import EmptyReplyError, LiteLLMLlm
@@ -52,13 +53,13 @@ def resolve_llm(value: ILlm | str | None, name: str = "llm") -> ILlm | None:
     if value is None or isinstance(value, ILlm):
         return value
     if not isinstance(value, str):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{name} must be an ILlm, a LiteLLM model id string or None, "
             f"got {type(value).__name__}: {value!r}"
         )
     model = value.strip()
     if not model:
-        raise ValueError(f"{name} must not be an empty model id, got {value!r}")
+        raise InvalidArgumentError(f"{name} must not be an empty model id, got {value!r}")
     from oam_core.llms.litellm import LiteLLMLlm
 
     return LiteLLMLlm(model)

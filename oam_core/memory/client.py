@@ -33,6 +33,7 @@ from oam_core.checks import (
     check_scope,
     reject_kwargs,
 )
+from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.llms.bounded import DEFAULT_LLM_CALL_TIMEOUT
 from oam_core.memory.clientargs import (
     THREAD_EXTRA_KWARGS,
@@ -46,7 +47,7 @@ from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.indexing import embeds_in_python, message_rows, store_row_vectors
 from oam_core.memory.messages import add_memory_steps, message_fields, prepare_messages
 from oam_core.memory.opening import new_thread_steps, reopen_thread_steps
-from oam_core.memory.thread import OracleThread
+from oam_core.memory.thread import ClientClosedError, OracleThread
 from oam_core.memory.threadconfig import (
     OpenThreadArgs,
     split_options,
@@ -139,7 +140,7 @@ class OracleAgentMemory(IAgentMemory):
         has_store = store is not NOT_SET and store is not None
         has_connection = connection is not NOT_SET and connection is not None
         if has_store == has_connection:
-            raise ValueError(
+            raise ConfigurationError(
                 "pass exactly one of store and connection, got "
                 + ("both" if has_store else "neither")
             )
@@ -147,7 +148,7 @@ class OracleAgentMemory(IAgentMemory):
         check_bool(extract_memories, "extract_memories")
         choice = Extraction.parse(NOT_SET, memory_extraction_config)
         if choice.extract is True and not extract_memories:
-            raise ValueError(
+            raise ConfigurationError(
                 "extract_memories=False contradicts memory_extraction_config"
                 ".extract_memories=True; pass one of them"
             )
@@ -201,7 +202,7 @@ class OracleAgentMemory(IAgentMemory):
         """
         for name in ("store", "connection"):
             if name in kwargs:
-                raise ValueError(f"open() takes the database as url; do not pass {name}=")
+                raise InvalidArgumentError(f"open() takes the database as url; do not pass {name}=")
         if "embedder" not in kwargs and local_embedder_installed():
             kwargs["embedder"] = "local"
         kwargs.setdefault("schema_policy", SchemaPolicy.CREATE_IF_NECESSARY)
@@ -230,7 +231,7 @@ class OracleAgentMemory(IAgentMemory):
 
     def _check_open(self) -> None:
         if self._closed:
-            raise ValueError("this OracleAgentMemory is closed; open a new client")
+            raise ClientClosedError("this OracleAgentMemory is closed; open a new client")
 
     def extraction_worker(self) -> ExtractionWorker:
         """An oam addition: the background worker that runs the ``BACKGROUND`` passes of this
@@ -350,7 +351,7 @@ class OracleAgentMemory(IAgentMemory):
     ) -> Steps[str]:
         actor = check_given_id(actor_id if actor_id is not NOT_SET else None, name)
         if not isinstance(info, str):
-            raise ValueError(f"information must be a str, got {type(info).__name__}")
+            raise InvalidArgumentError(f"information must be a str, got {type(info).__name__}")
         result: str = yield from call(add, actor, info)
         return result
 
@@ -760,9 +761,9 @@ class OracleAgentMemory(IAgentMemory):
         self._check_open()
         tid = check_required_id(thread_id, "thread_id")
         if not isinstance(replace, bool):
-            raise ValueError(f"replace must be a bool, got {replace!r}")
+            raise InvalidArgumentError(f"replace must be a bool, got {replace!r}")
         if on_progress is not None and not callable(on_progress):
-            raise ValueError(f"on_progress must be callable or None, got {on_progress!r}")
+            raise InvalidArgumentError(f"on_progress must be callable or None, got {on_progress!r}")
         prepared = prepare_messages(messages)
         rows = message_rows(prepared, None, self._store.chunk_chars)
         vectors: dict[str, Any] = {}

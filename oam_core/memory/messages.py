@@ -15,6 +15,7 @@ from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.records import MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import Message, MessageLike, to_message
 from oam_core.checks import check_int, check_record_id, check_store_kwargs, check_text
+from oam_core.errors import InvalidArgumentError
 from oam_core.steps import Steps, call
 from oam_core.store.metadatajson import dump_metadata
 
@@ -71,7 +72,7 @@ def prepare_messages(messages: object) -> list[Message]:
         TypeError: for a message that is neither a ``Message`` nor a dict.
     """
     if isinstance(messages, (str, bytes, Mapping, Message)) or not isinstance(messages, Iterable):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"messages must be a list of Message objects or dicts, got {type(messages).__name__}"
         )
     given = [to_message(value) for value in cast(Iterable[MessageLike], messages)]
@@ -160,9 +161,9 @@ def check_memory_content(content: object) -> str:
         ValueError: for a non-str, empty or whitespace-only ``content``.
     """
     if not isinstance(content, str):
-        raise ValueError(f"content must be a str, got {type(content).__name__}")
+        raise InvalidArgumentError(f"content must be a str, got {type(content).__name__}")
     if not content.strip():
-        raise ValueError(
+        raise InvalidArgumentError(
             f"content must be non-blank text (a memory without words is never found), "
             f"got {content!r}"
         )

@@ -12,7 +12,7 @@ from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.llm import ILlm
 from oam_core.apis.records import ThreadRow
 from oam_core.checks import check_given_id, check_llm, check_required_id
-from oam_core.errors import NotFoundError
+from oam_core.errors import InvalidArgumentError, NotFoundError
 from oam_core.memory.clientargs import Extraction, require_llm
 from oam_core.memory.config import MemoryExtractionMode
 from oam_core.memory.thread import OracleThread
@@ -46,7 +46,7 @@ def new_thread_steps(
     uid = check_given_id(user_id, "user_id")
     aid = check_given_id(agent_id, "agent_id")
     if metadata is not None and not isinstance(metadata, dict):
-        raise ValueError(f"metadata must be a dict or None, got {metadata!r}")
+        raise InvalidArgumentError(f"metadata must be a dict or None, got {metadata!r}")
     thread_llm = client.llm if llm is NOT_SET else check_llm(llm)
     extract = client.extract_memories if choice.extract is None else choice.extract
     mode = client.extraction_mode if choice.mode is None else choice.mode

@@ -36,7 +36,7 @@ from oam_core.checks import (
     reject_kwargs,
     strategy_of,
 )
-from oam_core.errors import ConfigurationError
+from oam_core.errors import ConfigurationError, InvalidArgumentError, OAMError
 from oam_core.llms.bounded import DEFAULT_LLM_CALL_TIMEOUT, BoundedLlm, check_call_timeout
 from oam_core.memory.config import MemoryExtractionMode, check_extraction_mode
 from oam_core.memory.contextcard import OracleContextCard
@@ -83,7 +83,7 @@ if TYPE_CHECKING:
 
     from oam_core.store.base import OracleMemoryStore
 
-__all__ = ["DEFAULT_MESSAGE_WINDOW", "OracleThread", "ThreadClient"]
+__all__ = ["DEFAULT_MESSAGE_WINDOW", "ClientClosedError", "OracleThread", "ThreadClient"]
 
 _TRANSCRIPT_PAGE = 100
 """Messages read per store call while collecting a budget-bounded transcript."""
@@ -115,6 +115,11 @@ def _can_search(store: OracleMemoryStore) -> bool:
 def _result_key(item: tuple[Record, float]) -> tuple[float, str, str]:
     record, distance = item
     return (distance, record.record_type, record.id)
+
+
+class ClientClosedError(OAMError, ValueError):
+    """A call on an ``OracleAgentMemory`` that was closed, or on a thread of it;
+    nothing was done. Open a new client (docs/errors.md)."""
 
 
 class OracleThread(IThread):
@@ -189,11 +194,11 @@ class OracleThread(IThread):
         self.user_id: str | None = check_scope(user_id, "user_id", str(uuid.uuid4()))
         self.agent_id: str | None = check_scope(agent_id, "agent_id", str(uuid.uuid4()))
         if metadata is not None and not isinstance(metadata, dict):
-            raise ValueError(f"metadata must be a dict or None, got {metadata!r}")
+            raise InvalidArgumentError(f"metadata must be a dict or None, got {metadata!r}")
         if llm is not None and not isinstance(llm, ILlm):
-            raise ValueError(f"llm must be an ILlm or None, got {type(llm).__name__}")
+            raise InvalidArgumentError(f"llm must be an ILlm or None, got {type(llm).__name__}")
         if not isinstance(extract_memories, bool):
-            raise ValueError(f"extract_memories must be a bool, got {extract_memories!r}")
+            raise InvalidArgumentError(f"extract_memories must be a bool, got {extract_memories!r}")
         self.config = ThreadConfig(**options)
         self.metadata = metadata
         self.llm = llm
@@ -325,7 +330,7 @@ class OracleThread(IThread):
         """Refuse writes through a closed client before anything is stored (its
         background worker is gone, and its store may be closed)."""
         if isinstance(self.client, ThreadClient) and self.client.closed:
-            raise ValueError(
+            raise ClientClosedError(
                 f"thread {self.thread_id!r}: its OracleAgentMemory is closed; reopen the "
                 "thread from an open client"
             )

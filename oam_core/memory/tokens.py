@@ -14,6 +14,7 @@ import regex
 
 from oam_core.apis.embedder import CHARS_PER_TOKEN
 from oam_core.checks import check_int
+from oam_core.errors import InvalidArgumentError
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -58,7 +59,7 @@ def estimate_tokens(text: str) -> int:
         ValueError: if ``text`` is not a str.
     """
     if not isinstance(text, str):
-        raise ValueError(f"text must be a str, got {type(text).__name__}")
+        raise InvalidArgumentError(f"text must be a str, got {type(text).__name__}")
     return tokens_for_chars(len(text))
 
 

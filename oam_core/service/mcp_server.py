@@ -506,7 +506,9 @@ def build_server(
                 # agent id was generated when it was created.
                 owner = service.thread_row(thread_id)
             if metadata is not None and "$agent_memory" in metadata:
-                raise ValueError("metadata key '$agent_memory' is reserved for the library")
+                raise InvalidArgumentError(
+                    "metadata key '$agent_memory' is reserved for the library"
+                )
             [memory_id] = store.add(
                 [content],
                 record_type,

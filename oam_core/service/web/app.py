@@ -30,7 +30,7 @@ from starlette.staticfiles import StaticFiles
 
 from oam_core import OracleAgentMemory, SchemaPolicy, SearchStrategy
 from oam_core.apis.records import MEMORY_TYPES, SEARCHABLE_TYPES, MessageRecord
-from oam_core.errors import InvalidArgumentError, NotFoundError
+from oam_core.errors import ConfigurationError, InvalidArgumentError, NotFoundError
 from oam_core.service.common import DEFAULT_MAX_QUERY_CHARS, open_memory, score_kind
 from oam_core.service.web import views
 from oam_core.service.web.security import (
@@ -155,7 +155,7 @@ def create_app(
         )
     if memory is None:
         if db is None:
-            raise ValueError("create_app needs db (a store URL) or memory (a client)")
+            raise ConfigurationError("create_app needs db (a store URL) or memory (a client)")
         client = open_memory(db, embedder=embedder, must_exist=True, schema_policy=schema_policy)
         owned = True
     else:
