@@ -486,7 +486,7 @@ class OracleMemoryStore(IMemoryStore):
         """
         record_type = checks.check_record_type(record_type, allow_thread=True)
         if not isinstance(record_id, str):
-            raise ValueError(f"record_id must be a str, got {record_id!r}")
+            raise InvalidArgumentError(f"record_id must be a str, got {record_id!r}")
         if not checks.storable(record_id):  # NUL or a lone surrogate: never stored
             return None
         return self._backend.get(family_of(record_type), record_id, record_type, self._now())
@@ -521,7 +521,7 @@ class OracleMemoryStore(IMemoryStore):
         elif limit is None:
             cap = None
         elif isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ValueError(f"limit must be a non-negative int or None, got {limit!r}")
+            raise InvalidArgumentError(f"limit must be a non-negative int or None, got {limit!r}")
         else:
             cap = checks.clamp_count(limit)
         scoped = record_type not in PROFILE_TYPES

@@ -55,9 +55,7 @@ def search(
     metadata_filter: Maybe[dict[str, Any] | None],
 ) -> builtins.list[tuple[Record, float]]:
     """The body of ``OracleMemoryStore.search`` (same arguments, result and errors)."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be an int >= 1, got {k!r}")
-    k = checks.clamp_count(k)
+    k = checks.clamp_count(checks.check_int(k, "k", minimum=1))
     if (query is None) == (query_vector is None):
         raise ValueError("give exactly one of query and query_vector")
     if query is not None and (not isinstance(query, str) or not query.strip()):
