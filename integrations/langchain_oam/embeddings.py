@@ -15,6 +15,7 @@ import numpy.typing as npt
 from langchain_core.embeddings import Embeddings
 
 from oam_core import IEmbedder
+from oam_core.checks import check_optional_int
 from oam_core.errors import InvalidArgumentError
 
 __all__ = ["LangChainEmbedder", "OAMEmbeddings"]
@@ -75,10 +76,7 @@ class LangChainEmbedder(IEmbedder):
                 f"embeddings must be a LangChain Embeddings, got {type(embeddings).__name__}"
             )
         for name, value in (("dimension", dimension), ("max_input_tokens", max_input_tokens)):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1
-            ):
-                raise InvalidArgumentError(f"{name} must be a positive int, got {value!r}")
+            check_optional_int(value, name, minimum=1)
         self.embeddings = embeddings
         self.max_input_tokens = max_input_tokens
         if dimension is None and isinstance(embeddings, OAMEmbeddings):

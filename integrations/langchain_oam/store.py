@@ -84,7 +84,7 @@ from oam_core import (
     SQLiteMemoryStore,
     TimeToLiveAnchor,
 )
-from oam_core.checks import check_int
+from oam_core.checks import check_int, check_optional_int
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import Steps, call, paired, run_async, run_sync
 
@@ -212,12 +212,7 @@ class OAMStore(BaseStore):
                 f"record_type must be one of {list(_MEMORY_LIKE)}, got {record_type!r}"
             )
         for name, value in (("user_index", user_index), ("agent_index", agent_index)):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 0
-            ):
-                raise InvalidArgumentError(
-                    f"{name} must be a non-negative int or None, got {value!r}"
-                )
+            check_optional_int(value, name, minimum=0)
         self.index_config = index
         self.ttl_config = ttl
         self.record_type = record_type

@@ -35,7 +35,7 @@ from llama_index_oam._util import (
 from llama_index_oam.messages import status_filter, to_chat_message, to_oam_message, with_status
 from oam_core import OracleAgentMemory, OracleMemoryStore, OracleThread, Record
 from oam_core.apis.records import MessageRecord
-from oam_core.checks import check_int, check_nonblank, check_scope
+from oam_core.checks import check_int, check_nonblank, check_optional_int, check_scope
 from oam_core.errors import InvalidArgumentError
 from oam_core.steps import in_worker_thread
 
@@ -97,12 +97,7 @@ class _ThreadChat:
             ValueError: for a negative or non-int ``limit``/``offset``, or as ``records``.
         """
         for name, value in (("limit", limit), ("offset", offset)):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 0
-            ):
-                raise InvalidArgumentError(
-                    f"{name} must be a non-negative int or None, got {value!r}"
-                )
+            check_optional_int(value, name, minimum=0)
         rows = self.selected(key, status)[offset or 0 :]
         if limit is not None:
             rows = rows[:limit]
@@ -143,8 +138,7 @@ class _ThreadChat:
 
     def delete_at(self, key: str, idx: int) -> ChatMessage | None:
         """Delete the message at position ``idx`` and return it (None out of range)."""
-        if isinstance(idx, bool) or not isinstance(idx, int):
-            raise InvalidArgumentError(f"idx must be an int, got {idx!r}")
+        check_int(idx, "idx")
         rows = self.records(key)
         if not -len(rows) <= idx < len(rows):
             return None
@@ -380,8 +374,7 @@ class OAMChatStore(_ScopedChatStore, BaseChatStore):
         if idx is None:
             self._core.add(key, [message], MessageStatus.ACTIVE)
             return
-        if isinstance(idx, bool) or not isinstance(idx, int):
-            raise InvalidArgumentError(f"idx must be an int or None, got {idx!r}")
+        check_optional_int(idx, "idx")
         current = self.get_messages(key)
         current.insert(idx, _check_message(message))
         self.set_messages(key, current)

@@ -37,7 +37,7 @@ from oam_core import (
     SearchStrategy,
 )
 from oam_core.apis.records import MEMORY_TYPES
-from oam_core.checks import check_nonblank, check_scope
+from oam_core.checks import check_int, check_nonblank, check_scope
 from oam_core.errors import InvalidArgumentError
 from oam_core.steps import in_worker_thread
 
@@ -128,8 +128,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
             ("max_relevant_results", max_relevant_results),
             ("max_recent_messages", max_recent_messages),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InvalidArgumentError(f"{option} must be an int >= 0, got {value!r}")
+            check_int(value, option, minimum=0)
         fields: dict[str, Any] = {
             "name": name,
             "priority": priority,

@@ -18,6 +18,7 @@ from xml.sax.saxutils import escape
 from oam_core.apis.contextcard import ContextCard
 from oam_core.apis.records import MessageRecord, Record
 from oam_core.apis.thread import Message
+from oam_core.checks import check_int
 from oam_core.errors import InvalidArgumentError
 from oam_core.memory.tokens import (
     TRUNCATION_MARKER,
@@ -256,8 +257,7 @@ class OracleContextCard(ContextCard):
                 "message_format may only use the placeholders {id}, {timestamp}, {role} "
                 f"and {{content}}, got {message_format!r}"
             ) from exc
-        if isinstance(token_limit, bool) or not isinstance(token_limit, int):
-            raise InvalidArgumentError(f"token_limit must be an int, got {token_limit!r}")
+        check_int(token_limit, "token_limit")
         self._summary = summary
         self._token_limit = token_limit
         self._topics = tuple(t.strip() for t in topics if t.strip())

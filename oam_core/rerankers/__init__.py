@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oam_core._lazy import lazy_attributes
+from oam_core.checks import check_int
 from oam_core.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -67,11 +68,7 @@ def check_reranker(reranker: object) -> IReranker | None:
         return None
     if not isinstance(reranker, IReranker):
         raise InvalidArgumentError(f"reranker must be an IReranker or None, got {reranker!r}")
-    candidates = reranker.candidates
-    if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
-        raise InvalidArgumentError(
-            f"reranker.candidates must be a positive int, got {candidates!r}"
-        )
+    check_int(reranker.candidates, "reranker.candidates", minimum=1)
     return reranker
 
 
