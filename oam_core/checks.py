@@ -26,7 +26,6 @@ import numpy as np
 import numpy.typing as npt
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
-from oam_core.apis.llm import ILlm
 from oam_core.apis.records import RECORD_TYPES, SEARCHABLE_TYPES, THREAD
 from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.errors import InvalidArgumentError
@@ -49,7 +48,6 @@ __all__ = [
     "check_id",
     "check_int",
     "check_json_text",
-    "check_llm",
     "check_nonblank",
     "check_optional_int",
     "check_optional_seconds",
@@ -200,24 +198,6 @@ def check_store_kwargs(kwargs: Mapping[str, Any], method: str, reserved: frozens
         raise InvalidArgumentError(
             f"{method}() sets {clash} itself; they cannot be passed as store_kwargs"
         )
-
-
-def check_llm(value: object, name: str = "llm") -> ILlm | None:
-    """An ``llm=`` argument as an ``ILlm`` (a string is a LiteLLM model id) or None.
-
-    Raises:
-        InvalidArgumentError: naming ``name``, for another type.
-        ImportError: for a model id when litellm is not installed.
-    """
-    if value is None or isinstance(value, ILlm):
-        return value
-    if isinstance(value, str):
-        from oam_core.llms import resolve_llm
-
-        return resolve_llm(value)
-    raise InvalidArgumentError(
-        f"{name} must be an ILlm, a LiteLLM model id string or None, got {type(value).__name__}"
-    )
 
 
 def broadcast(value: Any, name: str, n: int) -> list[Any]:

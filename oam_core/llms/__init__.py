@@ -26,7 +26,7 @@ _LAZY = {
 __getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY, __all__)
 
 
-def resolve_llm(value: ILlm | str | None, name: str = "llm") -> ILlm | None:
+def resolve_llm(value: object, name: str = "llm") -> ILlm | None:
     """Turn an ``llm=`` argument into an LLM (docs/llms.md).
 
     Accepted values:
@@ -45,8 +45,8 @@ def resolve_llm(value: ILlm | str | None, name: str = "llm") -> ILlm | None:
         The LLM, or None when ``value`` is None.
 
     Raises:
-        ValueError: if ``value`` is another type or an empty / blank string; the
-            message names ``name`` and the value.
+        InvalidArgumentError: if ``value`` is another type or an empty / blank
+            string; the message names ``name`` and the value.
         ImportError: if ``value`` is a string and litellm is not installed
             (install ``oam[litellm]``).
     """

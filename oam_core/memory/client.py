@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
+from oam_core import llms  # read at call time: tests stand in for hosted models
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.embedder import IEmbedder
@@ -27,7 +28,6 @@ from oam_core.apis.thread import MessageLike
 from oam_core.checks import (
     check_bool,
     check_given_id,
-    check_llm,
     check_optional_seconds,
     check_required_id,
     check_scope,
@@ -144,7 +144,7 @@ class OracleAgentMemory(IAgentMemory):
                 "pass exactly one of store and connection, got "
                 + ("both" if has_store else "neither")
             )
-        self.llm: ILlm | None = check_llm(None if llm is NOT_SET else llm)
+        self.llm: ILlm | None = llms.resolve_llm(None if llm is NOT_SET else llm)
         check_bool(extract_memories, "extract_memories")
         choice = Extraction.parse(NOT_SET, memory_extraction_config)
         if choice.extract is True and not extract_memories:
