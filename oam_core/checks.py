@@ -60,6 +60,7 @@ __all__ = [
     "check_store_kwargs",
     "check_text",
     "check_texts",
+    "check_thread_owner",
     "check_vector_rows",
     "clamp_count",
     "filter_arg",
@@ -417,6 +418,29 @@ def check_scope_id(value: object, name: str) -> str | None:
 def scope_ok(value: object) -> bool:
     """Whether ``check_scope_id`` passes ``value`` (without naming anything)."""
     return value is None or (isinstance(value, str) and bool(value) and storable(value))
+
+
+def check_thread_owner(
+    thread_id: str,
+    owner_user: str | None,
+    owner_agent: str | None,
+    user_id: str | None,
+    agent_id: str | None,
+) -> None:
+    """Refuse a thread that belongs to another user or agent than the ones a caller
+    (an adapter) is configured with (``user_id``/``agent_id`` None: any).
+
+    Raises:
+        InvalidArgumentError: naming the thread and both ids.
+    """
+    for name, owner, wanted in (
+        ("user_id", owner_user, user_id),
+        ("agent_id", owner_agent, agent_id),
+    ):
+        if wanted is not None and owner != wanted:
+            raise InvalidArgumentError(
+                f"thread {thread_id!r} belongs to {name} {owner!r}, not {wanted!r}"
+            )
 
 
 def check_record_type(record_type: object, *, allow_thread: bool = False) -> str:

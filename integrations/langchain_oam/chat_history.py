@@ -35,6 +35,7 @@ from langchain_core.messages import (
 )
 
 from oam_core import NOT_SET, Message, MessageRecord, OracleAgentMemory, OracleThread, SchemaPolicy
+from oam_core.checks import check_thread_owner
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import Steps, call, run_async, run_sync
 
@@ -247,16 +248,8 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
                     "OracleAgentMemory, or create it with extract_memories=False"
                 )
             return
-        self._check_owner(row.user_id, row.agent_id)
+        check_thread_owner(self.thread_id, row.user_id, row.agent_id, self.user_id, self.agent_id)
         self._thread = self.memory.get_thread(self.thread_id)  # ValueError without an LLM
-
-    def _check_owner(self, user_id: str | None, agent_id: str | None) -> None:
-        for name, theirs in (("user_id", user_id), ("agent_id", agent_id)):
-            mine = getattr(self, name)
-            if mine is not None and mine != theirs:
-                raise InvalidArgumentError(
-                    f"thread {self.thread_id!r} belongs to {name} {theirs!r}, not {mine!r}"
-                )
 
     # ------------------------------------------------------------------ steps
 
@@ -280,7 +273,9 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
                     thread = yield from call(self.memory.get_thread, self.thread_id)
                 except KeyError:
                     raise refused from None
-        self._check_owner(thread.user_id, thread.agent_id)
+        check_thread_owner(
+            self.thread_id, thread.user_id, thread.agent_id, self.user_id, self.agent_id
+        )
         self._thread = thread
         return self._thread
 
@@ -289,7 +284,7 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
         row = yield from call(self.memory.get_thread_row, self.thread_id)
         if row is None:
             return False
-        self._check_owner(row.user_id, row.agent_id)
+        check_thread_owner(self.thread_id, row.user_id, row.agent_id, self.user_id, self.agent_id)
         return True
 
     def _get_steps(self) -> Steps[list[BaseMessage]]:
