@@ -20,7 +20,7 @@ import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
@@ -144,7 +144,7 @@ def check_seconds(value: object, name: str, *, zero: bool = False) -> float:
             NaN, infinities, negative numbers, strings).
     """
     if _seconds_ok(value, zero):
-        return float(value)  # type: ignore[arg-type]
+        return float(value)
     raise InvalidArgumentError(
         f"{name} must be a finite number of seconds {'>= 0' if zero else '> 0'}, got {value!r}"
     )
@@ -159,14 +159,14 @@ def check_optional_seconds(value: object, name: str, *, zero: bool = False) -> f
     if value is None:
         return None
     if _seconds_ok(value, zero):
-        return float(value)  # type: ignore[arg-type]
+        return float(value)
     raise InvalidArgumentError(
         f"{name} must be a finite number of seconds {'>= 0' if zero else '> 0'}, or None, "
         f"got {value!r}"
     )
 
 
-def _seconds_ok(value: object, zero: bool) -> bool:
+def _seconds_ok(value: object, zero: bool) -> TypeGuard[float]:
     return (
         not isinstance(value, bool)
         and isinstance(value, (int, float))
