@@ -283,27 +283,3 @@ def async_retrying(
 ) -> tenacity.AsyncRetrying:
     """Async retry loop with the module's policy; ``await sleep(seconds)`` does the backoff."""
     return tenacity.AsyncRetrying(sleep=sleep, **_policy(max_retries, litellm))
-
-
-def check_int(name: str, value: object, *, minimum: int, optional: bool = False) -> None:
-    """Raise ValueError naming ``name`` unless ``value`` is an int >= ``minimum`` (or None)."""
-    if value is None and optional:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        kind = "a positive int" if minimum == 1 else f"an int >= {minimum}"
-        raise ValueError(f"{name} must be {kind}{' or None' if optional else ''}, got {value!r}")
-
-
-def check_timeout(timeout: object) -> float:
-    """Return ``timeout`` as float seconds.
-
-    Raises:
-        ValueError: unless it is a positive finite number.
-    """
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, (int, float))
-        or not 0 < timeout < float("inf")
-    ):
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    return float(timeout)

@@ -18,7 +18,8 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from oam_core import OracleMemoryStore, Record, SearchStrategy
-from oam_core.errors import InvalidArgumentError
+from oam_core.checks import check_int
+from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import Steps, call, paired
 
 INTERNAL_KEYS = frozenset({"$agent_memory", "$message"})
@@ -112,13 +113,6 @@ def to_retrieved_document(record: Record, score: float | None = None) -> Documen
     return doc
 
 
-def check_k(value: object, name: str = "k") -> int:
-    """Return ``value`` if it is an int >= 1, else raise ValueError naming it."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgumentError(f"{name} must be an int >= 1, got {value!r}")
-    return value
-
-
 @dataclass(frozen=True)
 class SearchScope:
     """Which records a search sees: scope ids (None = unconstrained), record types and
@@ -172,7 +166,7 @@ def embed_query_steps(
         return (yield from call(paired(embedding.embed_query, embedding.aembed_query), text))
     if store.embedder is not None:
         return (yield from call(store.embedder.embed, [text], is_query=True))
-    raise InvalidArgumentError(
+    raise ConfigurationError(
         "this search needs query vectors: give an embedding model or a store embedder"
     )
 
@@ -187,7 +181,7 @@ def embed_documents_steps(
         )
     if store.embedder is not None:
         return (yield from call(store.embedder.embed, texts))
-    raise InvalidArgumentError(
+    raise ConfigurationError(
         "this search needs vectors: give an embedding model or a store embedder"
     )
 
@@ -217,14 +211,14 @@ def search_steps(
         ValueError: for k < 1, an invalid filter, or a text query that neither the
             store nor ``embedding`` can turn into a ranking.
     """
-    check_k(k)
+    check_int(k, "k", minimum=1)
     kwargs = scope.kwargs(metadata_filter)
     if vector is None and query is not None and store_ranks_text(store):
         hits = yield from call(store.search, query, k, **kwargs)
     else:
         if vector is None:
             if embedding is None:
-                raise InvalidArgumentError(
+                raise ConfigurationError(
                     "the store has no embedder and VECTOR search: pass an embedding model"
                 )
             if query is None:
@@ -261,15 +255,15 @@ def mmr_steps(
         ValueError: for k or fetch_k < 1, ``lambda_mult`` outside [0, 1], no
             embedding model, or a vector-only query on a KEYWORD store.
     """
-    check_k(k)
-    check_k(fetch_k, "fetch_k")
+    check_int(k, "k", minimum=1)
+    check_int(fetch_k, "fetch_k", minimum=1)
     if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, (int, float)):
         raise InvalidArgumentError(f"lambda_mult must be a number in [0, 1], got {lambda_mult!r}")
     if not 0.0 <= float(lambda_mult) <= 1.0:
         raise InvalidArgumentError(f"lambda_mult must be in [0, 1], got {lambda_mult!r}")
     keyword = store.search_strategy is SearchStrategy.KEYWORD
     if keyword and query is None:
-        raise InvalidArgumentError(
+        raise ConfigurationError(
             "MMR by vector on a KEYWORD store: the store ranks text only; search by query text"
         )
     if vector is None:

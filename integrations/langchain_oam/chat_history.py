@@ -35,6 +35,8 @@ from langchain_core.messages import (
 )
 
 from oam_core import NOT_SET, Message, MessageRecord, OracleAgentMemory, OracleThread, SchemaPolicy
+from oam_core.checks import check_thread_owner
+from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import Steps, call, run_async, run_sync
 
 __all__ = ["OAMChatMessageHistory", "from_oam_message", "to_oam_message"]
@@ -56,7 +58,9 @@ def to_oam_message(message: BaseMessage) -> Message:
         ValueError: for anything that is not a ``BaseMessage``.
     """
     if not isinstance(message, BaseMessage):
-        raise ValueError(f"messages must be LangChain BaseMessage objects, got {message!r}")
+        raise InvalidArgumentError(
+            f"messages must be LangChain BaseMessage objects, got {message!r}"
+        )
     kind = _base_type(message)
     role = message.role if isinstance(message, ChatMessage) else _ROLES.get(kind, kind)
     lc = message_to_dict(message)
@@ -78,7 +82,7 @@ def to_oam_message(message: BaseMessage) -> Message:
     try:  # fail before anything (even the thread row) is written
         json.dumps(fields, allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{type(message).__name__} fields must be JSON-compatible to be stored: {exc}"
         ) from None
     return Message(role=role or "unknown", content=content, metadata={MESSAGE_KEY: fields})
@@ -186,11 +190,13 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
         schema_policy: SchemaPolicy | str = SchemaPolicy.CREATE_IF_NECESSARY,
     ) -> None:
         if (memory is None) == (connection is None):
-            raise ValueError("pass exactly one of memory and connection")
+            raise ConfigurationError("pass exactly one of memory and connection")
         if memory is not None and not isinstance(memory, OracleAgentMemory):
-            raise ValueError(f"memory must be an OracleAgentMemory, got {type(memory).__name__}")
+            raise InvalidArgumentError(
+                f"memory must be an OracleAgentMemory, got {type(memory).__name__}"
+            )
         if thread_id is not None and session_id is not None and thread_id != session_id:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"thread_id and session_id name the same thread; got {thread_id!r} and "
                 f"{session_id!r}"
             )
@@ -199,7 +205,7 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
             if (value is not None or name == "thread_id") and (
                 not isinstance(value, str) or not value.strip()
             ):
-                raise ValueError(f"{name} must be a non-blank str, got {value!r}")
+                raise InvalidArgumentError(f"{name} must be a non-blank str, got {value!r}")
         assert thread_id is not None
         self._owned: OracleAgentMemory | None = None
         if memory is None:
@@ -236,22 +242,14 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
         row = self.memory.get_thread_row(self.thread_id)
         if row is None:
             if self.memory.llm is None and self.memory.extract_memories:
-                raise ValueError(
+                raise ConfigurationError(
                     "this client extracts memories but has no LLM, so writing the "
                     f"history {self.thread_id!r} would fail: pass llm= to "
                     "OracleAgentMemory, or create it with extract_memories=False"
                 )
             return
-        self._check_owner(row.user_id, row.agent_id)
+        check_thread_owner(self.thread_id, row.user_id, row.agent_id, self.user_id, self.agent_id)
         self._thread = self.memory.get_thread(self.thread_id)  # ValueError without an LLM
-
-    def _check_owner(self, user_id: str | None, agent_id: str | None) -> None:
-        for name, theirs in (("user_id", user_id), ("agent_id", agent_id)):
-            mine = getattr(self, name)
-            if mine is not None and mine != theirs:
-                raise ValueError(
-                    f"thread {self.thread_id!r} belongs to {name} {theirs!r}, not {mine!r}"
-                )
 
     # ------------------------------------------------------------------ steps
 
@@ -275,7 +273,9 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
                     thread = yield from call(self.memory.get_thread, self.thread_id)
                 except KeyError:
                     raise refused from None
-        self._check_owner(thread.user_id, thread.agent_id)
+        check_thread_owner(
+            self.thread_id, thread.user_id, thread.agent_id, self.user_id, self.agent_id
+        )
         self._thread = thread
         return self._thread
 
@@ -284,7 +284,7 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
         row = yield from call(self.memory.get_thread_row, self.thread_id)
         if row is None:
             return False
-        self._check_owner(row.user_id, row.agent_id)
+        check_thread_owner(self.thread_id, row.user_id, row.agent_id, self.user_id, self.agent_id)
         return True
 
     def _get_steps(self) -> Steps[list[BaseMessage]]:

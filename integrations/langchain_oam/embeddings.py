@@ -15,6 +15,8 @@ import numpy.typing as npt
 from langchain_core.embeddings import Embeddings
 
 from oam_core import IEmbedder
+from oam_core.checks import check_optional_int
+from oam_core.errors import InvalidArgumentError
 
 __all__ = ["LangChainEmbedder", "OAMEmbeddings"]
 
@@ -29,7 +31,7 @@ def _matrix(rows: Sequence[Sequence[float]], dim: int | None, n: int) -> npt.NDA
         return np.zeros((0, dim or 0), dtype=np.float32)
     arr = np.asarray(rows, dtype=np.float32)
     if arr.ndim != 2 or arr.shape[0] != n or (dim is not None and arr.shape[1] != dim):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"the LangChain embeddings returned shape {arr.shape}, expected ({n}, {dim})"
         )
     return arr
@@ -70,14 +72,11 @@ class LangChainEmbedder(IEmbedder):
         max_input_tokens: int = 512,
     ) -> None:
         if not isinstance(embeddings, Embeddings):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"embeddings must be a LangChain Embeddings, got {type(embeddings).__name__}"
             )
         for name, value in (("dimension", dimension), ("max_input_tokens", max_input_tokens)):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1
-            ):
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            check_optional_int(value, name, minimum=1)
         self.embeddings = embeddings
         self.max_input_tokens = max_input_tokens
         if dimension is None and isinstance(embeddings, OAMEmbeddings):
@@ -154,7 +153,9 @@ class OAMEmbeddings(Embeddings):
 
     def __init__(self, embedder: IEmbedder) -> None:
         if not isinstance(embedder, IEmbedder):
-            raise ValueError(f"embedder must be an oam IEmbedder, got {type(embedder).__name__}")
+            raise InvalidArgumentError(
+                f"embedder must be an oam IEmbedder, got {type(embedder).__name__}"
+            )
         self.embedder = embedder
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:

@@ -21,13 +21,14 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from langchain_oam._search import (
     SearchScope,
-    check_k,
     mmr_steps,
     relevance,
     search_steps,
     to_retrieved_document,
 )
 from oam_core import OracleAgentMemory, OracleMemoryStore
+from oam_core.checks import check_int
+from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import Steps, run_async, run_sync
 
 __all__ = ["OAMRetriever"]
@@ -94,20 +95,22 @@ class OAMRetriever(BaseRetriever):
         if memory is None:
             memory = kwargs.pop("memory", None)
         elif "memory" in kwargs:
-            raise ValueError("memory given twice (positionally and by name)")
+            raise ConfigurationError("memory given twice (positionally and by name)")
         if memory is not None and "store" in kwargs:
-            raise ValueError("pass one of memory and store, not both")
+            raise ConfigurationError("pass one of memory and store, not both")
         if memory is not None:
             kwargs["store"] = memory.store if isinstance(memory, OracleAgentMemory) else memory
         if kwargs.get("store") is None:
-            raise ValueError("OAMRetriever needs an OracleAgentMemory or an OracleMemoryStore")
+            raise ConfigurationError(
+                "OAMRetriever needs an OracleAgentMemory or an OracleMemoryStore"
+            )
         super().__init__(**kwargs)
 
     @model_validator(mode="after")
     def _threshold_given(self) -> OAMRetriever:
         # As langchain-core's VectorStoreRetriever: the threshold search needs one.
         if self.search_type == "similarity_score_threshold" and self.score_threshold is None:
-            raise ValueError(
+            raise ConfigurationError(
                 "search_type='similarity_score_threshold' needs score_threshold "
                 "(a float, relevance >= it is kept)"
             )
@@ -116,7 +119,7 @@ class OAMRetriever(BaseRetriever):
     @field_validator("k", "fetch_k")
     @classmethod
     def _positive(cls, value: int) -> int:
-        return check_k(value)
+        return check_int(value, "k", minimum=1)
 
     @field_validator("store", mode="before")
     @classmethod
@@ -124,7 +127,7 @@ class OAMRetriever(BaseRetriever):
         if isinstance(value, OracleAgentMemory):
             return value.store
         if not isinstance(value, OracleMemoryStore):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"store must be an OracleAgentMemory or OracleMemoryStore, got {type(value).__name__}"
             )
         return value
@@ -133,7 +136,7 @@ class OAMRetriever(BaseRetriever):
         unknown = set(options) - {"k", "filter", "score_threshold", "fetch_k", "lambda_mult"}
         if unknown:
             raise TypeError(f"unexpected keyword arguments: {sorted(unknown)}")
-        k = check_k(options.get("k", self.k))
+        k = check_int(options.get("k", self.k), "k", minimum=1)
         metadata_filter = options.get("filter", self.filter)
         scope = SearchScope(
             record_types=self.record_types,

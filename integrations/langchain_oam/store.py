@@ -77,7 +77,6 @@ from langgraph.store.base import (
 from langchain_oam._search import distance_kind, relevance, store_ranks_text
 from langchain_oam.embeddings import LangChainEmbedder
 from oam_core import (
-    InvalidArgumentError,
     OracleAgentMemory,
     OracleMemoryStore,
     Record,
@@ -85,6 +84,8 @@ from oam_core import (
     SQLiteMemoryStore,
     TimeToLiveAnchor,
 )
+from oam_core.checks import check_int, check_optional_int
+from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import Steps, call, paired, run_async, run_sync
 
 __all__ = ["OAMStore"]
@@ -138,17 +139,9 @@ def _as_json(value: Mapping[str, Any]) -> dict[str, Any]:
     try:
         text = json.dumps(dict(value), default=convert, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"value is not JSON-serializable: {exc}") from None
+        raise InvalidArgumentError(f"value is not JSON-serializable: {exc}") from None
     converted: dict[str, Any] = json.loads(text)
     return converted
-
-
-def _check_page(limit: object, offset: object) -> None:
-    """Raise ``InvalidArgumentError`` for a ``limit`` or ``offset`` that is not an
-    int >= 0 (a negative one would count from the end of the matches)."""
-    for name, value in (("limit", limit), ("offset", offset)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise InvalidArgumentError(f"{name} must be an int >= 0, got {value!r}")
 
 
 def _matches_condition(namespace: tuple[str, ...], cond: MatchCondition) -> bool:
@@ -215,14 +208,11 @@ class OAMStore(BaseStore):
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         if record_type not in _MEMORY_LIKE:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"record_type must be one of {list(_MEMORY_LIKE)}, got {record_type!r}"
             )
         for name, value in (("user_index", user_index), ("agent_index", agent_index)):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 0
-            ):
-                raise ValueError(f"{name} must be a non-negative int or None, got {value!r}")
+            check_optional_int(value, name, minimum=0)
         self.index_config = index
         self.ttl_config = ttl
         self.record_type = record_type
@@ -238,7 +228,7 @@ class OAMStore(BaseStore):
         self._sweeper_future: concurrent.futures.Future[None] | None = None
         if memory is None:
             if index is not None and self._embeddings is None:
-                raise ValueError("index needs 'embed' when OAMStore opens its own store")
+                raise ConfigurationError("index needs 'embed' when OAMStore opens its own store")
             self.store: OracleMemoryStore = SQLiteMemoryStore(
                 ":memory:", embedder=self._own_embedder()
             )
@@ -248,7 +238,7 @@ class OAMStore(BaseStore):
         elif isinstance(memory, OracleMemoryStore):
             self.store = memory
         else:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"memory must be an OracleAgentMemory or OracleMemoryStore, got {type(memory).__name__}"
             )
         self._ranks = index is not None or (memory is not None and store_ranks_text(self.store))
@@ -302,7 +292,7 @@ class OAMStore(BaseStore):
         """
         embed = (index or {}).get("embed")
         if index is not None and not embed:
-            raise ValueError("index needs 'embed' when OAMStore opens its own store")
+            raise ConfigurationError("index needs 'embed' when OAMStore opens its own store")
         embedder = (
             LangChainEmbedder(ensure_embeddings(embed), dimension=index.get("dims"))
             if index is not None
@@ -433,7 +423,9 @@ class OAMStore(BaseStore):
         if minutes is None:
             return {"ttl_days": None, "ttl_anchor": TimeToLiveAnchor.CREATED_AT, "timestamps": None}
         if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or minutes < 0:
-            raise ValueError(f"ttl must be a non-negative number of minutes, got {minutes!r}")
+            raise InvalidArgumentError(
+                f"ttl must be a non-negative number of minutes, got {minutes!r}"
+            )
         days = max(1, math.ceil(minutes / _MINUTES_PER_DAY))
         anchor = now + timedelta(minutes=minutes) - timedelta(days=days)
         return {
@@ -491,7 +483,7 @@ class OAMStore(BaseStore):
         rows: list[dict[str, Any]] = []
         for op in puts:
             if not isinstance(op.value, Mapping):
-                raise ValueError(f"value must be a dict or None, got {op.value!r}")
+                raise InvalidArgumentError(f"value must be a dict or None, got {op.value!r}")
             value = _as_json(op.value)
             rid = record_id(op.namespace, op.key)
             old = yield from call(self.store.get, self.record_type, rid)
@@ -607,7 +599,8 @@ class OAMStore(BaseStore):
         for op in ops:
             validate_op_namespace(op)
             if isinstance(op, (SearchOp, ListNamespacesOp)):
-                _check_page(op.limit, op.offset)
+                check_int(op.limit, "limit", minimum=0)
+                check_int(op.offset, "offset", minimum=0)
         results: list[Result] = [None] * len(ops)
         puts: list[PutOp] = []
         # As InMemoryStore and PostgresStore: the reads of a batch see the store as it
@@ -622,7 +615,7 @@ class OAMStore(BaseStore):
             elif isinstance(op, ListNamespacesOp):
                 results[i] = yield from self._namespaces_steps(op)
             else:
-                raise ValueError(f"unknown operation {op!r}")
+                raise InvalidArgumentError(f"unknown operation {op!r}")
         if puts:
             yield from self._put_steps(puts)
         return results

@@ -37,6 +37,7 @@ from oam_core import (
     SearchStrategy,
     SQLiteMemoryStore,
 )
+from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import Steps, call, paired, run_async, run_sync
 from oam_core.store.planning import name_ids
 
@@ -47,7 +48,7 @@ MEMORY_LIKE = ("memory", "guideline", "fact", "preference")
 
 def _scope_id(value: object, name: str) -> str | None:
     if value is not None and (not isinstance(value, str) or not value):
-        raise ValueError(f"{name} must be a non-empty str or None, got {value!r}")
+        raise InvalidArgumentError(f"{name} must be a non-empty str or None, got {value!r}")
     return value
 
 
@@ -116,19 +117,23 @@ class OAMVectorStore(VectorStore):
         allow_embedder_change: bool = False,
     ) -> None:
         if not isinstance(embedding, Embeddings):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"embedding must be a LangChain Embeddings, got {type(embedding).__name__}"
             )
         if record_type not in MEMORY_LIKE:
-            raise ValueError(f"record_type must be one of {list(MEMORY_LIKE)}, got {record_type!r}")
+            raise ConfigurationError(
+                f"record_type must be one of {list(MEMORY_LIKE)}, got {record_type!r}"
+            )
         if store is not None and connection is not None:
-            raise ValueError("pass at most one of store and connection, got both")
+            raise ConfigurationError("pass at most one of store and connection, got both")
         if search_strategy is not None and connection is None:
-            raise ValueError("search_strategy applies to connection=, not to a given store")
+            raise ConfigurationError("search_strategy applies to connection=, not to a given store")
         if not isinstance(allow_embedder_change, bool):
-            raise ValueError(f"allow_embedder_change must be a bool, got {allow_embedder_change!r}")
+            raise ConfigurationError(
+                f"allow_embedder_change must be a bool, got {allow_embedder_change!r}"
+            )
         if allow_embedder_change and store is not None:
-            raise ValueError(
+            raise ConfigurationError(
                 "allow_embedder_change applies to connection=; a given store keeps its own"
             )
         self._embedding = embedding
@@ -139,7 +144,9 @@ class OAMVectorStore(VectorStore):
         self._owns_store = store is None
         if store is not None:
             if not isinstance(store, OracleMemoryStore):
-                raise ValueError(f"store must be an OracleMemoryStore, got {type(store).__name__}")
+                raise InvalidArgumentError(
+                    f"store must be an OracleMemoryStore, got {type(store).__name__}"
+                )
             self.store = store
         elif connection is not None:
             # A vector store ranks by vector similarity (LangChain's scores); the
@@ -192,11 +199,11 @@ class OAMVectorStore(VectorStore):
         texts = list(texts)
         for i, text in enumerate(texts):
             if not isinstance(text, str):
-                raise ValueError(f"texts[{i}] must be a str, got {text!r}")
+                raise InvalidArgumentError(f"texts[{i}] must be a str, got {text!r}")
         if metadatas is not None and len(metadatas) != len(texts):
-            raise ValueError(f"got {len(metadatas)} metadatas for {len(texts)} texts")
+            raise InvalidArgumentError(f"got {len(metadatas)} metadatas for {len(texts)} texts")
         if ids is not None and len(ids) != len(texts):
-            raise ValueError(f"got {len(ids)} ids for {len(texts)} texts")
+            raise InvalidArgumentError(f"got {len(ids)} ids for {len(texts)} texts")
         unknown = set(kwargs) - {"ttl_days", "ttl_anchor", "timestamps", "batch_size"}
         if unknown:
             raise TypeError(f"unexpected keyword arguments: {sorted(unknown)}")
@@ -209,10 +216,10 @@ class OAMVectorStore(VectorStore):
         ]
         for i, rid in enumerate(record_ids):
             if not isinstance(rid, str) or not rid:
-                raise ValueError(f"ids[{i}] must be a non-empty str, got {rid!r}")
+                raise InvalidArgumentError(f"ids[{i}] must be a non-empty str, got {rid!r}")
         if len(set(record_ids)) != len(record_ids):
             twice = [rid for rid, n in collections.Counter(record_ids).items() if n > 1]
-            raise ValueError(f"duplicate ids in one call: {name_ids(twice)}")
+            raise InvalidArgumentError(f"duplicate ids in one call: {name_ids(twice)}")
         if not texts:
             return []
         # An id names one record of the memory family in the whole store (docs/concepts.md#ids-and-times):
@@ -222,7 +229,7 @@ class OAMVectorStore(VectorStore):
             for record_type in MEMORY_LIKE:
                 existing = yield from call(self.store.get, record_type, rid)
                 if existing is not None and not self._scope.holds(existing):
-                    raise ValueError(
+                    raise InvalidArgumentError(
                         f"id {rid!r} belongs to a {existing.record_type} record outside "
                         "this vector store"
                     )
@@ -323,13 +330,15 @@ class OAMVectorStore(VectorStore):
 
     def _delete_steps(self, ids: Sequence[str] | None) -> Steps[bool]:
         if ids is None:
-            raise ValueError("delete(ids=None) would delete every document; pass the ids to delete")
+            raise InvalidArgumentError(
+                "delete(ids=None) would delete every document; pass the ids to delete"
+            )
         if isinstance(ids, (str, bytes)):
-            raise ValueError(f"ids must be a list of ids, got the bare string {ids!r}")
+            raise InvalidArgumentError(f"ids must be a list of ids, got the bare string {ids!r}")
         ids = list(ids)
         for i, rid in enumerate(ids):
             if not isinstance(rid, str) or not rid:
-                raise ValueError(f"ids[{i}] must be a non-empty str, got {rid!r}")
+                raise InvalidArgumentError(f"ids[{i}] must be a non-empty str, got {rid!r}")
         if self._scoped:
             records = yield from self._get_steps(ids)
             ids = [r.id for r in records]
@@ -366,7 +375,7 @@ class OAMVectorStore(VectorStore):
 
     def _get_docs_steps(self, ids: Sequence[str]) -> Steps[list[Document]]:
         if isinstance(ids, (str, bytes)):
-            raise ValueError(f"ids must be a list of ids, got the bare string {ids!r}")
+            raise InvalidArgumentError(f"ids must be a list of ids, got the bare string {ids!r}")
         return [to_document(r) for r in (yield from self._get_steps(list(ids)))]
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:

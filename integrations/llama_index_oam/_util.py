@@ -5,30 +5,10 @@ from __future__ import annotations
 from typing import TypeVar
 
 from oam_core import NOT_SET, OracleAgentMemory, OracleMemoryStore, OracleThread
+from oam_core.checks import check_thread_owner
+from oam_core.errors import InvalidArgumentError
 
 T = TypeVar("T")
-
-
-def check_scope_id(name: str, value: object) -> str | None:
-    """Return ``value`` if it is None or a non-blank string.
-
-    Raises:
-        ValueError: naming ``name`` otherwise.
-    """
-    if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise ValueError(f"{name} must be a non-blank str or None, got {value!r}")
-    return value
-
-
-def check_key(name: str, value: object) -> str:
-    """Return ``value`` if it is a non-blank string (a thread id).
-
-    Raises:
-        ValueError: naming ``name`` otherwise.
-    """
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{name} must be a non-blank str, got {value!r}")
-    return value
 
 
 def as_client(value: object) -> OracleAgentMemory:
@@ -42,7 +22,7 @@ def as_client(value: object) -> OracleAgentMemory:
         return value
     if isinstance(value, OracleMemoryStore):
         return OracleAgentMemory(store=value, extract_memories=False)
-    raise ValueError(
+    raise InvalidArgumentError(
         f"memory must be an OracleAgentMemory (or an OracleMemoryStore), got {type(value).__name__}"
     )
 
@@ -62,7 +42,7 @@ def thread_for(
     except KeyError:
         pass
     else:
-        check_owner(thread.thread_id, thread.user_id, thread.agent_id, user_id, agent_id)
+        check_thread_owner(thread.thread_id, thread.user_id, thread.agent_id, user_id, agent_id)
         return thread
     try:
         return memory.create_thread(
@@ -74,48 +54,24 @@ def thread_for(
         if memory.get_thread_row(thread_id) is None:
             raise
         thread = memory.get_thread(thread_id)  # another caller created it meanwhile
-        check_owner(thread.thread_id, thread.user_id, thread.agent_id, user_id, agent_id)
+        check_thread_owner(thread.thread_id, thread.user_id, thread.agent_id, user_id, agent_id)
         return thread
-
-
-def check_owner(
-    thread_id: str,
-    owner_user: str | None,
-    owner_agent: str | None,
-    user_id: str | None,
-    agent_id: str | None,
-) -> None:
-    """Refuse a session (thread) that belongs to another user or agent than the
-    adapter's configured ones (None = not configured: any).
-
-    Raises:
-        ValueError: naming the thread and both ids.
-    """
-    for name, owner, mine in (
-        ("user_id", owner_user, user_id),
-        ("agent_id", owner_agent, agent_id),
-    ):
-        if mine is not None and owner != mine:
-            raise ValueError(f"thread {thread_id!r} belongs to {name} {owner!r}, not {mine!r}")
 
 
 def check_row_owner(
     memory: OracleAgentMemory, thread_id: str, user_id: str | None, agent_id: str | None
 ) -> bool:
-    """Whether thread ``thread_id`` exists; raises ``ValueError`` (``check_owner``)
-    when it belongs to someone else."""
+    """Whether thread ``thread_id`` exists; raises ``InvalidArgumentError``
+    (``checks.check_thread_owner``) when it belongs to someone else."""
     row = memory.get_thread_row(thread_id)
     if row is None:
         return False
-    check_owner(thread_id, row.user_id, row.agent_id, user_id, agent_id)
+    check_thread_owner(thread_id, row.user_id, row.agent_id, user_id, agent_id)
     return True
 
 
 __all__ = [
     "as_client",
-    "check_key",
-    "check_owner",
     "check_row_owner",
-    "check_scope_id",
     "thread_for",
 ]

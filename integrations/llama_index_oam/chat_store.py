@@ -29,14 +29,14 @@ from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, Messag
 
 from llama_index_oam._util import (
     as_client,
-    check_key,
     check_row_owner,
-    check_scope_id,
     thread_for,
 )
 from llama_index_oam.messages import status_filter, to_chat_message, to_oam_message, with_status
 from oam_core import OracleAgentMemory, OracleMemoryStore, OracleThread, Record
 from oam_core.apis.records import MessageRecord
+from oam_core.checks import check_int, check_nonblank, check_optional_int, check_scope
+from oam_core.errors import InvalidArgumentError
 from oam_core.steps import in_worker_thread
 
 
@@ -61,7 +61,7 @@ class _ThreadChat:
         Raises:
             ValueError: for a blank key or a thread of another user or agent.
         """
-        check_key("key", key)
+        check_nonblank(key, "key")
         if not check_row_owner(self._memory, key, self.user_id, self.agent_id):
             return []
         return self._memory.store.list_thread_messages(key)
@@ -72,7 +72,7 @@ class _ThreadChat:
         """The key's messages with ``status`` (None: all), oldest first; the status is
         selected by the store's metadata filter, so the queue is read without the
         archived history."""
-        check_key("key", key)
+        check_nonblank(key, "key")
         if status is None:
             rows: list[Record] = list(self.records(key))
         elif not check_row_owner(self._memory, key, self.user_id, self.agent_id):
@@ -85,7 +85,7 @@ class _ThreadChat:
 
     def thread(self, key: str) -> OracleThread:
         """The thread ``key``, created in this scope when missing (see ``thread_for``)."""
-        return thread_for(self._memory, check_key("key", key), self.user_id, self.agent_id)
+        return thread_for(self._memory, check_nonblank(key, "key"), self.user_id, self.agent_id)
 
     def get(
         self, key: str, status: MessageStatus | None, limit: int | None, offset: int | None
@@ -97,10 +97,7 @@ class _ThreadChat:
             ValueError: for a negative or non-int ``limit``/``offset``, or as ``records``.
         """
         for name, value in (("limit", limit), ("offset", offset)):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 0
-            ):
-                raise ValueError(f"{name} must be a non-negative int or None, got {value!r}")
+            check_optional_int(value, name, minimum=0)
         rows = self.selected(key, status)[offset or 0 :]
         if limit is not None:
             rows = rows[:limit]
@@ -141,8 +138,7 @@ class _ThreadChat:
 
     def delete_at(self, key: str, idx: int) -> ChatMessage | None:
         """Delete the message at position ``idx`` and return it (None out of range)."""
-        if isinstance(idx, bool) or not isinstance(idx, int):
-            raise ValueError(f"idx must be an int, got {idx!r}")
+        check_int(idx, "idx")
         rows = self.records(key)
         if not -len(rows) <= idx < len(rows):
             return None
@@ -152,13 +148,13 @@ class _ThreadChat:
 
     def delete_oldest(self, key: str, n: int) -> list[ChatMessage]:
         """Delete the oldest ``n`` ACTIVE messages and return them."""
-        rows = self.selected(key, MessageStatus.ACTIVE, _check_n(n))
+        rows = self.selected(key, MessageStatus.ACTIVE, check_int(n, "n", minimum=0))
         self.delete_rows(key, rows)
         return [to_chat_message(r) for r in rows]
 
     def archive_oldest(self, key: str, n: int) -> list[ChatMessage]:
         """Mark the oldest ``n`` ACTIVE messages ARCHIVED and return them."""
-        rows = self.selected(key, MessageStatus.ACTIVE, _check_n(n))
+        rows = self.selected(key, MessageStatus.ACTIVE, check_int(n, "n", minimum=0))
         for r in rows:
             self._memory.store.update(
                 "message", r.id, metadata=with_status(r, MessageStatus.ARCHIVED)
@@ -197,8 +193,8 @@ class _ScopedChatStore(BaseComponent):
     ) -> None:
         client = as_client(memory)
         fields: dict[str, Any] = {
-            "user_id": check_scope_id("user_id", user_id),
-            "agent_id": check_scope_id("agent_id", agent_id),
+            "user_id": check_scope(user_id, "user_id", kind="a non-blank str"),
+            "agent_id": check_scope(agent_id, "agent_id", kind="a non-blank str"),
         }
         super().__init__(**fields)
         self._core = _ThreadChat(client, self.user_id, self.agent_id)
@@ -378,8 +374,7 @@ class OAMChatStore(_ScopedChatStore, BaseChatStore):
         if idx is None:
             self._core.add(key, [message], MessageStatus.ACTIVE)
             return
-        if isinstance(idx, bool) or not isinstance(idx, int):
-            raise ValueError(f"idx must be an int or None, got {idx!r}")
+        check_optional_int(idx, "idx")
         current = self.get_messages(key)
         current.insert(idx, _check_message(message))
         self.set_messages(key, current)
@@ -402,15 +397,11 @@ class OAMChatStore(_ScopedChatStore, BaseChatStore):
         return self._core.keys()
 
 
-def _check_n(n: object) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"n must be an int >= 0, got {n!r}")
-    return n
-
-
 def _check_message(message: object) -> ChatMessage:
     if not isinstance(message, ChatMessage):
-        raise ValueError(f"messages must be ChatMessage objects, got {type(message).__name__}")
+        raise InvalidArgumentError(
+            f"messages must be ChatMessage objects, got {type(message).__name__}"
+        )
     return message
 
 

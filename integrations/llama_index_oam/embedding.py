@@ -14,6 +14,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
 from llama_index.core.bridge.pydantic import PrivateAttr
 
 from oam_core import IEmbedder
+from oam_core.errors import InvalidArgumentError
 
 
 class OAMEmbedding(BaseEmbedding):
@@ -33,7 +34,9 @@ class OAMEmbedding(BaseEmbedding):
 
     def __init__(self, embedder: IEmbedder, **kwargs: Any) -> None:
         if not isinstance(embedder, IEmbedder):
-            raise ValueError(f"embedder must be an IEmbedder, got {type(embedder).__name__}")
+            raise InvalidArgumentError(
+                f"embedder must be an IEmbedder, got {type(embedder).__name__}"
+            )
         kwargs.setdefault("model_name", type(embedder).__name__)
         super().__init__(**kwargs)
         self._embedder = embedder

@@ -24,9 +24,7 @@ from llama_index.core.utils import get_tokenizer
 
 from llama_index_oam._util import (
     as_client,
-    check_key,
     check_row_owner,
-    check_scope_id,
     thread_for,
 )
 from llama_index_oam.messages import SESSION_KWARG, STATUS_KEY, to_chat_message, to_oam_message
@@ -39,6 +37,8 @@ from oam_core import (
     SearchStrategy,
 )
 from oam_core.apis.records import MEMORY_TYPES
+from oam_core.checks import check_int, check_nonblank, check_scope
+from oam_core.errors import InvalidArgumentError
 from oam_core.steps import in_worker_thread
 
 _CARD_CACHE = 64
@@ -128,20 +128,19 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
             ("max_relevant_results", max_relevant_results),
             ("max_recent_messages", max_recent_messages),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{option} must be an int >= 0, got {value!r}")
+            check_int(value, option, minimum=0)
         fields: dict[str, Any] = {
             "name": name,
             "priority": priority,
-            "user_id": check_scope_id("user_id", user_id),
-            "agent_id": check_scope_id("agent_id", agent_id),
+            "user_id": check_scope(user_id, "user_id", kind="a non-blank str"),
+            "agent_id": check_scope(agent_id, "agent_id", kind="a non-blank str"),
             "fallback_message_count": fallback_message_count,
             "max_relevant_results": max_relevant_results,
             "max_recent_messages": max_recent_messages,
         }
         if tokenizer_fn is not None:
             if not callable(tokenizer_fn):
-                raise ValueError(f"tokenizer_fn must be callable, got {tokenizer_fn!r}")
+                raise InvalidArgumentError(f"tokenizer_fn must be callable, got {tokenizer_fn!r}")
             fields["tokenizer_fn"] = tokenizer_fn
         super().__init__(**fields, **kwargs)
         self._memory = client
@@ -161,7 +160,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
         for message in messages:
             session = message.additional_kwargs.get(SESSION_KWARG)
             if not isinstance(session, str) or not session.strip():
-                raise ValueError(
+                raise InvalidArgumentError(
                     "OAMMemoryBlock needs the session of every message: call "
                     f"aput(messages, session_id=...); got {session!r}"
                 )
@@ -202,7 +201,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
         session = block_kwargs.get(SESSION_KWARG)
         if session is None:
             return ""
-        check_key("session_id", session)
+        check_nonblank(session, "session_id")
         latest = _latest_user_text(messages or [])
         return await in_worker_thread(self._card_text, session, latest)
 

@@ -23,7 +23,6 @@ from llama_index.core.vector_stores.types import (
     VectorStoreQueryResult,
 )
 
-from llama_index_oam._util import check_scope_id
 from llama_index_oam.filters import Json, and_filters, to_oam_filter
 from llama_index_oam.nodes import REF_DOC_KEY, node_to_row, record_to_node
 from oam_core import (
@@ -36,6 +35,8 @@ from oam_core import (
     SearchStrategy,
 )
 from oam_core.apis.records import MEMORY_TYPES, matches_filter
+from oam_core.checks import check_scope
+from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import in_worker_thread
 
 _FETCH_GROWTH = 4
@@ -108,25 +109,27 @@ class OAMVectorStore(BasePydanticVectorStore):
         embed_model: BaseEmbedding | None = None,
     ) -> None:
         if (store is None) == (connection is None):
-            raise ValueError("give exactly one of store and connection")
+            raise ConfigurationError("give exactly one of store and connection")
         if store is not None and not isinstance(store, OracleMemoryStore):
-            raise ValueError(f"store must be an OracleMemoryStore, got {type(store).__name__}")
+            raise ConfigurationError(
+                f"store must be an OracleMemoryStore, got {type(store).__name__}"
+            )
         if store is not None and search_strategy is not None:
-            raise ValueError("search_strategy applies to connection=, not to a given store")
+            raise ConfigurationError("search_strategy applies to connection=, not to a given store")
         if record_type not in MEMORY_TYPES:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"record_type must be one of {sorted(MEMORY_TYPES)}, got {record_type!r}"
             )
         if embed_model is not None and not isinstance(embed_model, BaseEmbedding):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"embed_model must be a LlamaIndex BaseEmbedding, got {type(embed_model).__name__}"
             )
         fields: dict[str, Any] = {
             "stores_text": True,
             "record_type": record_type,
-            "user_id": check_scope_id("user_id", user_id),
-            "agent_id": check_scope_id("agent_id", agent_id),
-            "thread_id": check_scope_id("thread_id", thread_id),
+            "user_id": check_scope(user_id, "user_id", kind="a non-blank str"),
+            "agent_id": check_scope(agent_id, "agent_id", kind="a non-blank str"),
+            "thread_id": check_scope(thread_id, "thread_id", kind="a non-blank str"),
         }
         super().__init__(**fields)
         if store is None:
@@ -204,7 +207,7 @@ class OAMVectorStore(BasePydanticVectorStore):
             and store.embedder is None
             and store.search_strategy is not SearchStrategy.KEYWORD
         ):
-            raise ValueError(
+            raise ConfigurationError(
                 f"node {without[0].node_id!r} has no embedding and the store has no "
                 "embedder, so vector search could never find it: give nodes embeddings "
                 "(e.g. through VectorStoreIndex's embed_model) or configure the store's embedder"
@@ -225,7 +228,7 @@ class OAMVectorStore(BasePydanticVectorStore):
         for record_type in sorted(MEMORY_TYPES):
             existing = self._store.get(record_type, node_id)
             if existing is not None and not self._in_scope(existing):
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"node id {node_id!r} belongs to a {existing.record_type} record outside "
                     "this vector store (another record type or scope)"
                 )
@@ -252,7 +255,7 @@ class OAMVectorStore(BasePydanticVectorStore):
             ValueError: for a non-string or blank ``ref_doc_id``.
         """
         if not isinstance(ref_doc_id, str) or not ref_doc_id.strip():
-            raise ValueError(f"ref_doc_id must be a non-blank str, got {ref_doc_id!r}")
+            raise InvalidArgumentError(f"ref_doc_id must be a non-blank str, got {ref_doc_id!r}")
         self._delete_records(self._select(None, {REF_DOC_KEY: ref_doc_id}))
 
     def delete_nodes(
@@ -274,7 +277,7 @@ class OAMVectorStore(BasePydanticVectorStore):
         flt = to_oam_filter(filters)
         if not node_ids and flt is None:
             if node_ids is None:
-                raise ValueError(
+                raise InvalidArgumentError(
                     "delete_nodes needs node_ids or a non-empty filter; call clear() to "
                     "delete every node"
                 )
@@ -374,21 +377,21 @@ class OAMVectorStore(BasePydanticVectorStore):
                 else (SearchStrategy.HYBRID)
             )
             if strategy is not needed:
-                raise ValueError(
+                raise ConfigurationError(
                     f"query mode {mode.value!r} needs a store opened with "
                     f"search_strategy={needed.name}; this store ranks by {strategy.name} "
                     "(use the default mode, or open the store with that strategy)"
                 )
             if text is None:
-                raise ValueError(f"query mode {mode.value!r} needs a non-blank query_str")
+                raise ConfigurationError(f"query mode {mode.value!r} needs a non-blank query_str")
             if self._store.embedder is None and strategy is SearchStrategy.HYBRID:
-                raise ValueError(
+                raise ConfigurationError(
                     f"query mode {mode.value!r}: the HYBRID store has no embedder to embed "
                     "query_str; configure one"
                 )
             return {"query": text}
         if mode != VectorStoreQueryMode.DEFAULT:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"query mode {mode.value!r} is not supported by OAMVectorStore (supported: "
                 "default, mmr, hybrid and semantic_hybrid on a HYBRID store, text_search on "
                 "a KEYWORD store)"
@@ -397,14 +400,16 @@ class OAMVectorStore(BasePydanticVectorStore):
             strategy is SearchStrategy.HYBRID and self._store.embedder is not None
         ):
             if text is None and strategy is SearchStrategy.KEYWORD:
-                raise ValueError("a KEYWORD store ranks text: the query needs a query_str")
+                raise InvalidArgumentError(
+                    "a KEYWORD store ranks text: the query needs a query_str"
+                )
             if text is not None:
                 return {"query": text}
         if vector is not None:
             return {"query_vector": vector}
         if text is not None:
             return {"query": text}
-        raise ValueError("the query needs a query_embedding or a non-blank query_str")
+        raise InvalidArgumentError("the query needs a query_embedding or a non-blank query_str")
 
     def _search(
         self,
@@ -448,11 +453,15 @@ class OAMVectorStore(BasePydanticVectorStore):
         vector = list(query.query_embedding) if query.query_embedding is not None else None
         if vector is None:
             if text is None:
-                raise ValueError("an MMR query needs a query_embedding or a non-blank query_str")
+                raise InvalidArgumentError(
+                    "an MMR query needs a query_embedding or a non-blank query_str"
+                )
             vector = self._embed([text], is_query=True)[0]
         if self._store.search_strategy is SearchStrategy.KEYWORD:
             if text is None:
-                raise ValueError("MMR on a KEYWORD store ranks its candidates by query_str")
+                raise InvalidArgumentError(
+                    "MMR on a KEYWORD store ranks its candidates by query_str"
+                )
             target: dict[str, Any] = {"query": text}
         else:
             target = {"query_vector": vector}
@@ -481,7 +490,7 @@ class OAMVectorStore(BasePydanticVectorStore):
             if is_query:
                 return [self._embed_model.get_query_embedding(t) for t in texts]
             return self._embed_model.get_text_embedding_batch(texts)
-        raise ValueError(
+        raise ConfigurationError(
             "MMR needs the candidates' vectors and the store does not return stored ones: "
             "give OAMVectorStore(embed_model=...) the model the nodes were embedded with, "
             "or use a store with an embedder"

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from oam_core._lazy import lazy_attributes
 from oam_core.apis.embedder import IEmbedder
 from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from oam_core.embedders.litellm import LiteLLMEmbedder
@@ -63,7 +64,7 @@ def resolve_embedder(embedder: IEmbedder | str | None) -> IEmbedder | None:
         )
     name = embedder.strip()
     if not name:
-        raise ValueError("embedder id must not be empty")
+        raise InvalidArgumentError("embedder id must not be empty")
     if name.lower() == "none":
         return None
     if name in _LOCAL_IDS:
@@ -71,7 +72,7 @@ def resolve_embedder(embedder: IEmbedder | str | None) -> IEmbedder | None:
 
         return LocalEmbedder()
     if name.startswith("local/"):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"unknown local embedder {embedder!r}; the local model is 'local/all-MiniLM-L6-v2'"
         )
     if name == "hashing":
@@ -79,7 +80,9 @@ def resolve_embedder(embedder: IEmbedder | str | None) -> IEmbedder | None:
     if name.startswith("hashing/"):
         dim_text = name.removeprefix("hashing/")
         if not (dim_text.isascii() and dim_text.isdigit()) or int(dim_text) < 1:
-            raise ValueError(f"{embedder!r}: 'hashing/<dim>' needs a positive int dimension")
+            raise InvalidArgumentError(
+                f"{embedder!r}: 'hashing/<dim>' needs a positive int dimension"
+            )
         return HashingEmbedder(int(dim_text))
     from oam_core.embedders.litellm import LiteLLMEmbedder
 

@@ -10,6 +10,7 @@ import numpy.typing as npt
 import regex
 
 from oam_core.apis.embedder import IEmbedder
+from oam_core.checks import check_int
 
 _WORD = regex.compile(r"[\p{L}\p{N}]+")
 
@@ -31,14 +32,8 @@ class HashingEmbedder(IEmbedder):
     """
 
     def __init__(self, dim: int = 64, *, max_input_tokens: int = 512) -> None:
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-            raise ValueError(f"dim must be a positive int, got {dim!r}")
-        if (
-            isinstance(max_input_tokens, bool)
-            or not isinstance(max_input_tokens, int)
-            or (max_input_tokens < 1)
-        ):
-            raise ValueError(f"max_input_tokens must be a positive int, got {max_input_tokens!r}")
+        check_int(dim, "dim", minimum=1)
+        check_int(max_input_tokens, "max_input_tokens", minimum=1)
         self._dim = dim
         self.max_input_tokens = max_input_tokens
         self.calls: list[list[str]] = []

@@ -27,8 +27,6 @@ import numpy.typing as npt
 from oam_core._litellm import (
     BACKOFF_MAX,
     async_retrying,
-    check_int,
-    check_timeout,
     import_litellm,
     import_litellm_async,
     is_transient,
@@ -38,12 +36,20 @@ from oam_core._litellm import (
     send_async,
 )
 from oam_core.apis.embedder import IEmbedder, check_texts
+from oam_core.checks import check_int, check_optional_int, check_seconds
+from oam_core.errors import InvalidArgumentError, LLMError
 
-__all__ = ["LiteLLMEmbedder"]
+__all__ = ["LiteLLMEmbedder", "UnusableEmbeddingsError"]
 
 logger = logging.getLogger("oam")
 
 _PROBE_TEXT = "dimension probe"
+
+
+class UnusableEmbeddingsError(LLMError, ValueError):
+    """The embedding model answered with the wrong number of vectors, vectors of
+    unequal or unexpected length, or no numbers. An ``LLMError`` and a ``ValueError``
+    (docs/errors.md)."""
 
 
 def _known_dimension(litellm: Any, model: str) -> int | None:
@@ -102,7 +108,8 @@ class LiteLLMEmbedder(IEmbedder):
             ``encoding_format="base64"``.
 
     Raises:
-        ValueError: if a numeric argument is out of range or ``model`` is empty.
+        InvalidArgumentError: if a numeric argument is out of range or ``model`` is
+            empty.
         ImportError: if litellm is not installed (install ``oam[litellm]``).
     """
 
@@ -120,12 +127,12 @@ class LiteLLMEmbedder(IEmbedder):
         **kwargs: Any,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
-            raise ValueError(f"model must be a non-empty LiteLLM model id, got {model!r}")
-        check_int("dimensions", dimensions, minimum=1, optional=True)
-        check_int("max_retries", max_retries, minimum=0)
-        check_int("max_input_tokens", max_input_tokens, minimum=1)
-        check_int("batch_size", batch_size, minimum=1)
-        timeout = check_timeout(timeout)
+            raise InvalidArgumentError(f"model must be a non-empty LiteLLM model id, got {model!r}")
+        check_optional_int(dimensions, "dimensions", minimum=1)
+        check_int(max_retries, "max_retries", minimum=0)
+        check_int(max_input_tokens, "max_input_tokens", minimum=1)
+        check_int(batch_size, "batch_size", minimum=1)
+        timeout = check_seconds(timeout, "timeout")
         require_litellm("LiteLLMEmbedder")
         self.model = model
         self.dimensions = dimensions
@@ -186,7 +193,8 @@ class LiteLLMEmbedder(IEmbedder):
 
         Raises:
             TypeError: if ``texts`` is a single ``str`` or holds a non-string.
-            ValueError: if the provider returns the wrong number or length of vectors.
+            UnusableEmbeddingsError: if the provider returns the wrong number or length
+                of vectors.
             ImportError: if litellm is not installed.
             Exception: LiteLLM's error when a request fails (after retries if transient).
         """
@@ -250,19 +258,21 @@ class LiteLLMEmbedder(IEmbedder):
             rows.append((position if index is None else int(index), vector))
         rows.sort(key=lambda row: row[0])
         if len(rows) != expected:
-            raise ValueError(f"{self.model} returned {len(rows)} embeddings for {expected} inputs")
+            raise UnusableEmbeddingsError(
+                f"{self.model} returned {len(rows)} embeddings for {expected} inputs"
+            )
         try:
             out = np.asarray([vector for _, vector in rows], dtype=np.float32)
         except (TypeError, ValueError) as exc:
-            raise ValueError(
+            raise UnusableEmbeddingsError(
                 f"{self.model} returned embeddings that are not equal-length float lists"
             ) from exc
         if out.ndim != 2 or out.shape[1] == 0:
-            raise ValueError(f"{self.model} returned embeddings of shape {out.shape}")
+            raise UnusableEmbeddingsError(f"{self.model} returned embeddings of shape {out.shape}")
         if self._dimension is None:
             self._dimension = int(out.shape[1])
         elif out.shape[1] != self._dimension:
-            raise ValueError(
+            raise UnusableEmbeddingsError(
                 f"{self.model} returned {out.shape[1]}-dimensional vectors, "
                 f"expected {self._dimension}"
             )

@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from oam_core._onnx import cpu_session, default_threads, sha256_of
 from oam_core.apis.embedder import IEmbedder, check_texts
+from oam_core.checks import check_int, check_optional_int
 
 __all__ = ["LocalEmbedder"]
 
@@ -125,12 +126,8 @@ class LocalEmbedder(IEmbedder):
     max_input_tokens: int = _MAX_TOKENS
 
     def __init__(self, batch_size: int = 32, num_threads: int | None = None) -> None:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-        if num_threads is not None and (
-            isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1
-        ):
-            raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
+        check_int(batch_size, "batch_size", minimum=1)
+        check_optional_int(num_threads, "num_threads", minimum=1)
         _require_modules()
         self.batch_size = batch_size
         self.num_threads = num_threads if num_threads is not None else default_threads()

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from oam_core._lazy import lazy_attributes
 from oam_core.apis.llm import ILlm
+from oam_core.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from oam_core.llms.litellm import EmptyReplyError, LiteLLMLlm
@@ -25,7 +26,7 @@ _LAZY = {
 __getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY, __all__)
 
 
-def resolve_llm(value: ILlm | str | None, name: str = "llm") -> ILlm | None:
+def resolve_llm(value: object, name: str = "llm") -> ILlm | None:
     """Turn an ``llm=`` argument into an LLM (docs/llms.md).
 
     Accepted values:
@@ -44,21 +45,21 @@ def resolve_llm(value: ILlm | str | None, name: str = "llm") -> ILlm | None:
         The LLM, or None when ``value`` is None.
 
     Raises:
-        ValueError: if ``value`` is another type or an empty / blank string; the
-            message names ``name`` and the value.
+        InvalidArgumentError: if ``value`` is another type or an empty / blank
+            string; the message names ``name`` and the value.
         ImportError: if ``value`` is a string and litellm is not installed
             (install ``oam[litellm]``).
     """
     if value is None or isinstance(value, ILlm):
         return value
     if not isinstance(value, str):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{name} must be an ILlm, a LiteLLM model id string or None, "
             f"got {type(value).__name__}: {value!r}"
         )
     model = value.strip()
     if not model:
-        raise ValueError(f"{name} must not be an empty model id, got {value!r}")
+        raise InvalidArgumentError(f"{name} must not be an empty model id, got {value!r}")
     from oam_core.llms.litellm import LiteLLMLlm
 
     return LiteLLMLlm(model)

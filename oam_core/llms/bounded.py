@@ -16,7 +16,6 @@ abandoned the same way.
 from __future__ import annotations
 
 import functools
-import math
 import threading
 from typing import Any
 
@@ -24,6 +23,8 @@ import anyio
 import anyio.to_thread
 
 from oam_core.apis.llm import ILlm
+from oam_core.checks import check_optional_seconds, check_seconds
+from oam_core.errors import InvalidArgumentError
 
 __all__ = ["DEFAULT_LLM_CALL_TIMEOUT", "BoundedLlm", "check_call_timeout"]
 
@@ -36,18 +37,9 @@ def check_call_timeout(value: object, name: str = "llm_call_timeout") -> float |
     """A per-call time bound: None (no bound) or a finite number of seconds > 0.
 
     Raises:
-        ValueError: naming ``name`` and the value, for anything else.
+        InvalidArgumentError: naming ``name`` and the value, for anything else.
     """
-    if value is None:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise ValueError(f"{name} must be a finite number of seconds > 0, or None, got {value!r}")
-    return float(value)
+    return check_optional_seconds(value, name)
 
 
 class BoundedLlm(ILlm):
@@ -58,17 +50,15 @@ class BoundedLlm(ILlm):
         timeout: Seconds per call (> 0).
 
     Raises:
-        ValueError: for a bad ``timeout`` or an ``inner`` that is not an ``ILlm``.
+        InvalidArgumentError: for a bad ``timeout`` or an ``inner`` that is not an
+            ``ILlm``.
     """
 
     def __init__(self, inner: ILlm, timeout: float) -> None:
         if not isinstance(inner, ILlm):
-            raise ValueError(f"inner must be an ILlm, got {type(inner).__name__}")
-        bound = check_call_timeout(timeout, "timeout")
-        if bound is None:
-            raise ValueError("timeout must be a number of seconds, got None")
+            raise InvalidArgumentError(f"inner must be an ILlm, got {type(inner).__name__}")
         self.inner = inner
-        self.timeout = bound
+        self.timeout = check_seconds(timeout, "timeout")
 
     def __repr__(self) -> str:
         return f"BoundedLlm({self.inner!r}, timeout={self.timeout})"

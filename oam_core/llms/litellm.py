@@ -23,8 +23,6 @@ import anyio
 
 from oam_core._litellm import (
     async_retrying,
-    check_int,
-    check_timeout,
     closing_new_event_loop,
     import_litellm,
     import_litellm_async,
@@ -34,7 +32,8 @@ from oam_core._litellm import (
     send_async,
 )
 from oam_core.apis.llm import ILlm
-from oam_core.errors import LLMError
+from oam_core.checks import check_int, check_optional_int, check_seconds
+from oam_core.errors import InvalidArgumentError, LLMError
 from oam_core.telemetry import record_llm_usage, traced_llm, traced_llm_async
 
 __all__ = ["EmptyReplyError", "LiteLLMLlm"]
@@ -107,22 +106,22 @@ class LiteLLMLlm(ILlm):
         **completion_kwargs: Any,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
-            raise ValueError(f"model must be a non-empty LiteLLM model id, got {model!r}")
-        check_int("max_retries", max_retries, minimum=0)
-        check_int("max_tokens", max_tokens, minimum=1, optional=True)
+            raise InvalidArgumentError(f"model must be a non-empty LiteLLM model id, got {model!r}")
+        check_int(max_retries, "max_retries", minimum=0)
+        check_optional_int(max_tokens, "max_tokens", minimum=1)
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)):
-            raise ValueError(f"temperature must be a number, got {temperature!r}")
+            raise InvalidArgumentError(f"temperature must be a number, got {temperature!r}")
         if structured_output is not None and not isinstance(structured_output, bool):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"structured_output must be True, False or None, got {structured_output!r}"
             )
         reserved = sorted(set(completion_kwargs) & _RESERVED)
         if reserved:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"completion_kwargs cannot set {', '.join(reserved)}: "
                 "LiteLLMLlm sets them itself (use its own arguments)"
             )
-        self.timeout = check_timeout(timeout)
+        self.timeout = check_seconds(timeout, "timeout")
         require_litellm(_USER)
         self.model = model
         self.api_base = api_base

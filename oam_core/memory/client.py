@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
+from oam_core import llms  # read at call time: tests stand in for hosted models
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.embedder import IEmbedder
@@ -24,13 +25,20 @@ from oam_core.apis.llm import ILlm
 from oam_core.apis.memory import IAgentMemory
 from oam_core.apis.records import Record, ThreadRow
 from oam_core.apis.thread import MessageLike
+from oam_core.checks import (
+    check_bool,
+    check_given_id,
+    check_optional_seconds,
+    check_required_id,
+    check_scope,
+    reject_kwargs,
+)
+from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.llms.bounded import DEFAULT_LLM_CALL_TIMEOUT
 from oam_core.memory.clientargs import (
+    THREAD_EXTRA_KWARGS,
     DatabaseArgs,
     Extraction,
-    check_bool,
-    check_llm,
-    check_thread_kwargs,
     client_store,
     local_embedder_installed,
 )
@@ -39,16 +47,13 @@ from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.indexing import embeds_in_python, message_rows, store_row_vectors
 from oam_core.memory.messages import add_memory_steps, message_fields, prepare_messages
 from oam_core.memory.opening import new_thread_steps, reopen_thread_steps
-from oam_core.memory.thread import OracleThread
+from oam_core.memory.thread import ClientClosedError, OracleThread
 from oam_core.memory.threadconfig import (
     OpenThreadArgs,
-    check_id,
-    check_required_id,
-    check_scope,
     split_options,
     with_thread_options,
 )
-from oam_core.memory.worker import ExtractionWorker, check_wait_timeout
+from oam_core.memory.worker import ExtractionWorker
 from oam_core.steps import Steps, async_method, call, sync_method
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.options import MemoryRetentionConfig, SchemaPolicy, SearchStrategy
@@ -135,15 +140,15 @@ class OracleAgentMemory(IAgentMemory):
         has_store = store is not NOT_SET and store is not None
         has_connection = connection is not NOT_SET and connection is not None
         if has_store == has_connection:
-            raise ValueError(
+            raise ConfigurationError(
                 "pass exactly one of store and connection, got "
                 + ("both" if has_store else "neither")
             )
-        self.llm: ILlm | None = check_llm(None if llm is NOT_SET else llm)
-        check_bool("extract_memories", extract_memories)
+        self.llm: ILlm | None = llms.resolve_llm(None if llm is NOT_SET else llm)
+        check_bool(extract_memories, "extract_memories")
         choice = Extraction.parse(NOT_SET, memory_extraction_config)
         if choice.extract is True and not extract_memories:
-            raise ValueError(
+            raise ConfigurationError(
                 "extract_memories=False contradicts memory_extraction_config"
                 ".extract_memories=True; pass one of them"
             )
@@ -197,7 +202,7 @@ class OracleAgentMemory(IAgentMemory):
         """
         for name in ("store", "connection"):
             if name in kwargs:
-                raise ValueError(f"open() takes the database as url; do not pass {name}=")
+                raise InvalidArgumentError(f"open() takes the database as url; do not pass {name}=")
         if "embedder" not in kwargs and local_embedder_installed():
             kwargs["embedder"] = "local"
         kwargs.setdefault("schema_policy", SchemaPolicy.CREATE_IF_NECESSARY)
@@ -226,7 +231,7 @@ class OracleAgentMemory(IAgentMemory):
 
     def _check_open(self) -> None:
         if self._closed:
-            raise ValueError("this OracleAgentMemory is closed; open a new client")
+            raise ClientClosedError("this OracleAgentMemory is closed; open a new client")
 
     def extraction_worker(self) -> ExtractionWorker:
         """An oam addition: the background worker that runs the ``BACKGROUND`` passes of this
@@ -249,7 +254,7 @@ class OracleAgentMemory(IAgentMemory):
         Raises:
             ValueError: for a negative ``timeout``.
         """
-        check_wait_timeout(timeout)
+        check_optional_seconds(timeout, "timeout", zero=True)
         worker = self._worker
         return True if worker is None else worker.wait(timeout)
 
@@ -274,7 +279,7 @@ class OracleAgentMemory(IAgentMemory):
         Raises:
             ValueError: for a negative or non-numeric ``timeout`` (nothing is closed).
         """
-        bound = check_wait_timeout(timeout)
+        bound = check_optional_seconds(timeout, "timeout", zero=True)
         if self._closed:
             return
         self._closed = True
@@ -344,9 +349,9 @@ class OracleAgentMemory(IAgentMemory):
     def _profile_steps(
         self, add: Callable[[str, str], str], name: str, actor_id: object, info: object
     ) -> Steps[str]:
-        actor = check_id(name, actor_id if actor_id is not NOT_SET else None)
+        actor = check_given_id(actor_id if actor_id is not NOT_SET else None, name)
         if not isinstance(info, str):
-            raise ValueError(f"information must be a str, got {type(info).__name__}")
+            raise InvalidArgumentError(f"information must be a str, got {type(info).__name__}")
         result: str = yield from call(add, actor, info)
         return result
 
@@ -397,8 +402,8 @@ class OracleAgentMemory(IAgentMemory):
     def _delete_actor_steps(
         self, record_type: str, name: str, actor_id: object, cascade: object
     ) -> Steps[int]:
-        actor = check_id(name, actor_id if actor_id is not NOT_SET else None)
-        flag = check_bool("cascade", cascade)
+        actor = check_given_id(actor_id if actor_id is not NOT_SET else None, name)
+        flag = check_bool(cascade, "cascade")
         deleted: int = yield from call(self._store.delete, record_type, actor, flag)
         return deleted
 
@@ -443,9 +448,9 @@ class OracleAgentMemory(IAgentMemory):
             yield from add_memory_steps(
                 self._store,
                 content,
-                user_id=check_scope("user_id", user_id, None),
-                agent_id=check_scope("agent_id", agent_id, None),
-                thread_id=check_scope("thread_id", thread_id, None),
+                user_id=check_scope(user_id, "user_id", None),
+                agent_id=check_scope(agent_id, "agent_id", None),
+                thread_id=check_scope(thread_id, "thread_id", None),
                 memory_id=memory_id,
                 store_kwargs=store_kwargs,
                 method="add_memory",
@@ -471,7 +476,7 @@ class OracleAgentMemory(IAgentMemory):
         Raises:
             ValueError: for a blank id.
         """
-        record_id = check_required_id("memory_id", memory_id)
+        record_id = check_required_id(memory_id, "memory_id")
         deleted: int = yield from call(thread_store(self._store).delete_scoped, "memory", record_id)
         return deleted
 
@@ -516,7 +521,7 @@ class OracleAgentMemory(IAgentMemory):
         scope: dict[str, Any] = {}
         for dim, value in (("user", user_id), ("agent", agent_id), ("thread", thread_id)):
             if value is not NOT_SET:
-                scope[f"{dim}_id"] = check_scope(f"{dim}_id", value, None)
+                scope[f"{dim}_id"] = check_scope(value, f"{dim}_id", None)
                 scope[f"exact_{dim}_match"] = True
         results: list[tuple[Record, float]] = yield from call(
             self._store.search,
@@ -585,7 +590,7 @@ class OracleAgentMemory(IAgentMemory):
             TypeError: for an unknown keyword argument.
         """
         options, extra = split_options(kwargs)
-        check_thread_kwargs("create_thread", extra)
+        reject_kwargs(extra, "create_thread", THREAD_EXTRA_KWARGS)
         choice = Extraction.parse(extract_memories, memory_extraction_config)
         return (
             yield from new_thread_steps(
@@ -641,7 +646,7 @@ class OracleAgentMemory(IAgentMemory):
             TypeError: for an unknown keyword argument.
         """
         options, extra = split_options(kwargs)
-        check_thread_kwargs("get_thread", extra)
+        reject_kwargs(extra, "get_thread", THREAD_EXTRA_KWARGS)
         choice = Extraction.parse(extract_memories, memory_extraction_config)
         return (yield from reopen_thread_steps(self, thread_id, llm, choice, options))
 
@@ -663,7 +668,7 @@ class OracleAgentMemory(IAgentMemory):
         Raises:
             ValueError: for a blank id.
         """
-        tid = check_required_id("thread_id", thread_id)
+        tid = check_required_id(thread_id, "thread_id")
         deleted: int = yield from call(self._store.delete_thread, tid)
         return deleted
 
@@ -687,9 +692,9 @@ class OracleAgentMemory(IAgentMemory):
         """
         rows: list[ThreadRow] = yield from call(
             thread_store(self._store).list_thread_rows,
-            user_id=check_scope("user_id", user_id, None) if user_id is not NOT_SET else NOT_SET,
+            user_id=check_scope(user_id, "user_id", None) if user_id is not NOT_SET else NOT_SET,
             agent_id=(
-                check_scope("agent_id", agent_id, None) if agent_id is not NOT_SET else NOT_SET
+                check_scope(agent_id, "agent_id", None) if agent_id is not NOT_SET else NOT_SET
             ),
         )
         return rows
@@ -754,11 +759,11 @@ class OracleAgentMemory(IAgentMemory):
                 another user; nothing is written.
         """
         self._check_open()
-        tid = check_required_id("thread_id", thread_id)
+        tid = check_required_id(thread_id, "thread_id")
         if not isinstance(replace, bool):
-            raise ValueError(f"replace must be a bool, got {replace!r}")
+            raise InvalidArgumentError(f"replace must be a bool, got {replace!r}")
         if on_progress is not None and not callable(on_progress):
-            raise ValueError(f"on_progress must be callable or None, got {on_progress!r}")
+            raise InvalidArgumentError(f"on_progress must be callable or None, got {on_progress!r}")
         prepared = prepare_messages(messages)
         rows = message_rows(prepared, None, self._store.chunk_chars)
         vectors: dict[str, Any] = {}

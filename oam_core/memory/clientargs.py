@@ -1,17 +1,18 @@
-"""Argument checks of ``OracleAgentMemory``: the LLM, the extraction switch and mode,
-and the extra keywords of ``create_thread``/``get_thread``
-(docs/concepts.md#the-client-and-threads)."""
+"""Options of ``OracleAgentMemory``: the extraction switch and mode, the database
+options and the store they open, and the extra keywords ``create_thread``/``get_thread``
+accept (docs/concepts.md#the-client-and-threads). The plain argument checks are in
+``oam_core.checks``."""
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.llm import ILlm
-from oam_core.errors import ConfigurationError
+from oam_core.checks import check_bool
+from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.llms.bounded import check_call_timeout
 from oam_core.memory.config import (
     MemoryExtractionConfig,
@@ -26,9 +27,6 @@ __all__ = [
     "THREAD_EXTRA_KWARGS",
     "DatabaseArgs",
     "Extraction",
-    "check_bool",
-    "check_llm",
-    "check_thread_kwargs",
     "client_store",
     "local_embedder_installed",
     "require_llm",
@@ -36,24 +34,6 @@ __all__ = [
 
 THREAD_EXTRA_KWARGS = frozenset({"persist_messages_in_config"})
 """``create_thread``/``get_thread`` keyword arguments accepted for compatibility."""
-
-
-def check_llm(value: object, name: str = "llm") -> ILlm | None:
-    """An ``llm=`` argument as an ``ILlm`` (a string is a LiteLLM model id) or None.
-
-    Raises:
-        ValueError: naming ``name``, for another type.
-        ImportError: for a model id when litellm is not installed.
-    """
-    if value is None or isinstance(value, ILlm):
-        return value
-    if isinstance(value, str):
-        from oam_core.llms import resolve_llm
-
-        return resolve_llm(value)
-    raise ValueError(
-        f"{name} must be an ILlm, a LiteLLM model id string or None, got {type(value).__name__}"
-    )
 
 
 @dataclass(frozen=True)
@@ -70,24 +50,24 @@ class Extraction:
         """Combine ``extract_memories=`` (Oracle's SDK) and ``memory_extraction_config=``.
 
         Raises:
-            ValueError: for a config that is not a ``MemoryExtractionConfig``, or
+            InvalidArgumentError: for a config that is not a ``MemoryExtractionConfig``, or
                 both given and disagreeing on whether to extract.
         """
         extract = (
             None
             if extract_memories is NOT_SET
-            else check_bool("extract_memories", extract_memories)
+            else check_bool(extract_memories, "extract_memories")
         )
         if config is NOT_SET or config is None:
             return Extraction(extract, None)
         if not isinstance(config, MemoryExtractionConfig):
-            raise ValueError(
+            raise InvalidArgumentError(
                 "memory_extraction_config must be a MemoryExtractionConfig, "
                 f"got {type(config).__name__}"
             )
-        wanted = check_bool("memory_extraction_config.extract_memories", config.extract_memories)
+        wanted = check_bool(config.extract_memories, "memory_extraction_config.extract_memories")
         if extract is not None and extract != wanted:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"extract_memories={extract} contradicts memory_extraction_config"
                 f".extract_memories={wanted}; pass one of them"
             )
@@ -102,17 +82,6 @@ class Extraction:
         return kept
 
 
-def check_bool(name: str, value: object) -> bool:
-    """``value`` if it is a bool.
-
-    Raises:
-        ValueError: naming ``name`` otherwise.
-    """
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be a bool, got {value!r}")
-    return value
-
-
 def require_llm(llm: ILlm | None, extract_memories: bool) -> None:
     """Threads need an LLM unless extraction is switched off
     (docs/concepts.md#the-client-and-threads).
@@ -125,18 +94,6 @@ def require_llm(llm: ILlm | None, extract_memories: bool) -> None:
             "memory extraction needs an LLM: pass llm= to OracleAgentMemory or to "
             "create_thread/get_thread, or set extract_memories=False"
         )
-
-
-def check_thread_kwargs(method: str, kwargs: Mapping[str, Any]) -> None:
-    """Refuse the keyword arguments of ``method`` that are neither thread options nor
-    ``THREAD_EXTRA_KWARGS``.
-
-    Raises:
-        TypeError: naming them.
-    """
-    unknown = sorted(set(kwargs) - THREAD_EXTRA_KWARGS)
-    if unknown:
-        raise TypeError(f"{method}() got unexpected keyword arguments: {unknown}")
 
 
 def local_embedder_installed() -> bool:
@@ -177,21 +134,23 @@ def client_store(
     ``connection``, so ``close`` closes it).
 
     Raises:
-        ValueError: for a ``store`` that is not an ``OracleMemoryStore``, database
+        InvalidArgumentError: for a ``store`` that is not an ``OracleMemoryStore``, database
             options or an embedder given with ``store``, or an unsupported
             ``connection``; nothing is opened then.
     """
     given = options.given()
     if store is not NOT_SET and store is not None:
         if not isinstance(store, OracleMemoryStore):
-            raise ValueError(f"store must be an OracleMemoryStore, got {type(store).__name__}")
+            raise InvalidArgumentError(
+                f"store must be an OracleMemoryStore, got {type(store).__name__}"
+            )
         if given:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{given} configure a database opened from connection; with store=, "
                 "configure the store itself"
             )
         if embedder is not NOT_SET and embedder is not store.embedder:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "embedder is a store option; with store=, pass the embedder to the store"
             )
         return store, False

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from oam_core.errors import InvalidArgumentError
 from oam_core.llms.bounded import DEFAULT_LLM_CALL_TIMEOUT, check_call_timeout
 
 
@@ -53,6 +54,6 @@ def check_extraction_mode(value: object) -> MemoryExtractionMode:
     try:
         return MemoryExtractionMode(value.upper() if isinstance(value, str) else value)
     except ValueError:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"extraction_mode must be a MemoryExtractionMode (INLINE or BACKGROUND), got {value!r}"
         ) from None

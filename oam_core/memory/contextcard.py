@@ -18,6 +18,8 @@ from xml.sax.saxutils import escape
 from oam_core.apis.contextcard import ContextCard
 from oam_core.apis.records import MessageRecord, Record
 from oam_core.apis.thread import Message
+from oam_core.checks import check_int
+from oam_core.errors import InvalidArgumentError
 from oam_core.memory.tokens import (
     TRUNCATION_MARKER,
     budget_chars,
@@ -73,7 +75,7 @@ def _normalize_result(value: object, position: int) -> tuple[Record, float | Non
         and not isinstance(value[1], bool)
     ):
         return value[0], float(value[1])
-    raise ValueError(
+    raise InvalidArgumentError(
         f"relevant_results[{position}] must be a Record or a (Record, distance) pair, got {value!r}"
     )
 
@@ -234,27 +236,28 @@ class OracleContextCard(ContextCard):
         token_limit: int = 0,
     ) -> None:
         if not isinstance(summary, str):
-            raise ValueError(f"summary must be a str, got {type(summary).__name__}")
+            raise InvalidArgumentError(f"summary must be a str, got {type(summary).__name__}")
         if topics is None:
             topics = ()
         if isinstance(topics, str) or not all(isinstance(t, str) for t in topics):
-            raise ValueError(f"topics must be a sequence of str or None, got {topics!r}")
+            raise InvalidArgumentError(f"topics must be a sequence of str or None, got {topics!r}")
         results = [_normalize_result(value, i) for i, value in enumerate(relevant_results or ())]
         messages = list(recent_messages or ())
         for i, message in enumerate(messages):
             if not isinstance(message, Message):
-                raise ValueError(f"recent_messages[{i}] must be a Message, got {message!r}")
+                raise InvalidArgumentError(
+                    f"recent_messages[{i}] must be a Message, got {message!r}"
+                )
         if not isinstance(message_format, str):
-            raise ValueError(f"message_format must be a str, got {message_format!r}")
+            raise InvalidArgumentError(f"message_format must be a str, got {message_format!r}")
         try:
             message_format.format(id="", timestamp="", role="", content="")
         except (KeyError, IndexError, ValueError) as exc:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "message_format may only use the placeholders {id}, {timestamp}, {role} "
                 f"and {{content}}, got {message_format!r}"
             ) from exc
-        if isinstance(token_limit, bool) or not isinstance(token_limit, int):
-            raise ValueError(f"token_limit must be an int, got {token_limit!r}")
+        check_int(token_limit, "token_limit")
         self._summary = summary
         self._token_limit = token_limit
         self._topics = tuple(t.strip() for t in topics if t.strip())

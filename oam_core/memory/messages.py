@@ -15,9 +15,9 @@ from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.metadatajson import dump_metadata
 from oam_core.apis.records import MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import Message, MessageLike, to_message
-from oam_core.memory.threadconfig import _check_int, _check_record_id, _check_store_kwargs
+from oam_core.checks import check_int, check_record_id, check_store_kwargs, check_text
+from oam_core.errors import InvalidArgumentError
 from oam_core.steps import Steps, call
-from oam_core.store.planning import check_text
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
@@ -72,7 +72,7 @@ def prepare_messages(messages: object) -> list[Message]:
         TypeError: for a message that is neither a ``Message`` nor a dict.
     """
     if isinstance(messages, (str, bytes, Mapping, Message)) or not isinstance(messages, Iterable):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"messages must be a list of Message objects or dicts, got {type(messages).__name__}"
         )
     given = [to_message(value) for value in cast(Iterable[MessageLike], messages)]
@@ -141,15 +141,15 @@ def message_window(start: object, end: object) -> tuple[int, int | None]:
             return -DEFAULT_MESSAGE_WINDOW, None
         first = 0
     else:
-        first = _check_int("start", start)
+        first = check_int(start, "start")
     last: int | None
     if end is NOT_SET:
         stop = first + DEFAULT_MESSAGE_WINDOW
         last = stop if first >= 0 or stop < 0 else None
-    elif end is None or _check_int("end", end) == -1:
+    elif end is None or check_int(end, "end") == -1:
         last = None
     else:
-        last = _check_int("end", end)
+        last = check_int(end, "end")
     return first, last
 
 
@@ -161,9 +161,9 @@ def check_memory_content(content: object) -> str:
         ValueError: for a non-str, empty or whitespace-only ``content``.
     """
     if not isinstance(content, str):
-        raise ValueError(f"content must be a str, got {type(content).__name__}")
+        raise InvalidArgumentError(f"content must be a str, got {type(content).__name__}")
     if not content.strip():
-        raise ValueError(
+        raise InvalidArgumentError(
             f"content must be non-blank text (a memory without words is never found), "
             f"got {content!r}"
         )
@@ -193,10 +193,10 @@ def add_memory_steps(
             ``memory_id``, or a reserved ``store_kwargs`` key; nothing is written.
     """
     content = check_memory_content(content)
-    _check_store_kwargs(method, store_kwargs, _MEMORY_KEYS)
+    check_store_kwargs(store_kwargs, method, _MEMORY_KEYS)
     ids_kwarg: dict[str, Any] = {}
     if memory_id is not NOT_SET and memory_id is not None:
-        ids_kwarg["record_ids"] = [_check_record_id("memory_id", memory_id)]
+        ids_kwarg["record_ids"] = [check_record_id(memory_id, "memory_id")]
     if write is not None:
         fields = {
             "texts": [content],

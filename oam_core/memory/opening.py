@@ -8,14 +8,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from oam_core import llms  # read at call time: tests stand in for hosted models
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.llm import ILlm
 from oam_core.apis.records import ThreadRow
-from oam_core.errors import NotFoundError
-from oam_core.memory.clientargs import Extraction, check_llm, require_llm
+from oam_core.checks import check_given_id, check_required_id
+from oam_core.errors import InvalidArgumentError, NotFoundError
+from oam_core.memory.clientargs import Extraction, require_llm
 from oam_core.memory.config import MemoryExtractionMode
 from oam_core.memory.thread import OracleThread
-from oam_core.memory.threadconfig import ThreadConfig, check_id, check_required_id
+from oam_core.memory.threadconfig import ThreadConfig
 from oam_core.steps import Steps, call
 from oam_core.store.threads import thread_store
 
@@ -41,12 +43,12 @@ def new_thread_steps(
         ValueError: as ``OracleAgentMemory.create_thread``; nothing is written.
     """
     client._check_open()
-    tid = check_id("thread_id", thread_id)
-    uid = check_id("user_id", user_id)
-    aid = check_id("agent_id", agent_id)
+    tid = check_given_id(thread_id, "thread_id")
+    uid = check_given_id(user_id, "user_id")
+    aid = check_given_id(agent_id, "agent_id")
     if metadata is not None and not isinstance(metadata, dict):
-        raise ValueError(f"metadata must be a dict or None, got {metadata!r}")
-    thread_llm = client.llm if llm is NOT_SET else check_llm(llm)
+        raise InvalidArgumentError(f"metadata must be a dict or None, got {metadata!r}")
+    thread_llm = client.llm if llm is NOT_SET else llms.resolve_llm(llm)
     extract = client.extract_memories if choice.extract is None else choice.extract
     mode = client.extraction_mode if choice.mode is None else choice.mode
     config = ThreadConfig.resolve(options)
@@ -79,8 +81,8 @@ def reopen_thread_steps(
         ValueError: as ``OracleAgentMemory.get_thread``.
     """
     client._check_open()
-    tid = check_required_id("thread_id", thread_id)
-    thread_llm = client.llm if llm is NOT_SET else check_llm(llm)
+    tid = check_required_id(thread_id, "thread_id")
+    thread_llm = client.llm if llm is NOT_SET else llms.resolve_llm(llm)
     ThreadConfig.resolve(options)  # validate overrides before any I/O
     row: ThreadRow | None = yield from call(thread_store(client.store).get_thread_row, tid)
     if row is None:

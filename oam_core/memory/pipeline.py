@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.llm import ILlm
 from oam_core.apis.records import MEMORY_TYPES, MessageRecord, Record
-from oam_core.errors import ConfigurationError
+from oam_core.checks import strategy_of
+from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.extraction import (
     EXTRACTION_PROMPT,
@@ -64,7 +65,6 @@ from oam_core.memory.threadconfig import ThreadConfig
 from oam_core.memory.tokens import estimate_tokens, truncate_head, truncate_tail
 from oam_core.steps import Steps, call
 from oam_core.store.options import SearchStrategy
-from oam_core.store.strategy import strategy_of
 from oam_core.store.threads import ReservedUpdate, ThreadStore, thread_store
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ def _fit(
         result = render([empty])
         cut = empty
     if result is None:
-        raise ValueError(
+        raise ConfigurationError(
             f"memory_extraction_token_limit={token_limit} is too small for the prompt "
             "template itself"
         )
@@ -249,7 +249,7 @@ def check_messages_fit(contents: Sequence[str], config: ThreadConfig) -> None:
         return
     base = _template_tokens("extraction")
     if base >= limit:
-        raise ValueError(
+        raise ConfigurationError(
             f"memory_extraction_token_limit={limit} is smaller than the extraction prompt "
             f"itself (about {base} tokens before any message); raise it or set it <= 0"
         )
@@ -259,7 +259,7 @@ def check_messages_fit(contents: Sequence[str], config: ThreadConfig) -> None:
         if cap > 0:
             size = min(size, cap)
         if base + size > limit:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"messages[{i}] needs about {base + size} tokens in the extraction prompt, "
                 f"more than memory_extraction_token_limit={limit}; raise the limit or set "
                 "max_message_token_length so long messages are shortened"

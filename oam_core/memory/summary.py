@@ -10,6 +10,7 @@ from typing import Any
 
 from oam_core.apis.records import MessageRecord, Record
 from oam_core.apis.summary import Summary
+from oam_core.errors import InvalidArgumentError
 from oam_core.memory.toolcalls import shown_content
 from oam_core.store.signals import participant_name
 
@@ -102,7 +103,7 @@ class OracleSummary(Summary):
 
     def __init__(self, content: str) -> None:
         if not isinstance(content, str):
-            raise ValueError(f"content must be a str, got {type(content).__name__}")
+            raise InvalidArgumentError(f"content must be a str, got {type(content).__name__}")
         self._content = content
 
     @property

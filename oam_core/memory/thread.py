@@ -26,7 +26,17 @@ from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.llm import ILlm
 from oam_core.apis.records import MEMORY_TYPES, MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import IThread, Message, MessageLike
-from oam_core.errors import ConfigurationError
+from oam_core.checks import (
+    check_given_id,
+    check_int,
+    check_optional_seconds,
+    check_record_id,
+    check_scope,
+    check_store_kwargs,
+    reject_kwargs,
+    strategy_of,
+)
+from oam_core.errors import ConfigurationError, InvalidArgumentError, OAMError
 from oam_core.llms.bounded import DEFAULT_LLM_CALL_TIMEOUT, BoundedLlm, check_call_timeout
 from oam_core.memory.config import MemoryExtractionMode, check_extraction_mode
 from oam_core.memory.contextcard import OracleContextCard
@@ -59,20 +69,13 @@ from oam_core.memory.threadconfig import (
     THREAD_INIT_ORDER,
     ThreadConfig,
     ThreadOptionArgs,
-    _check_int,
-    _check_record_id,
-    _check_store_kwargs,
-    _reject_kwargs,
-    check_id,
-    check_scope,
     with_thread_options,
 )
 from oam_core.memory.tokens import tokens_for_chars, truncate_tail
 from oam_core.memory.toolcalls import drop_orphan_results
-from oam_core.memory.worker import ExtractionWorker, check_wait_timeout
+from oam_core.memory.worker import ExtractionWorker
 from oam_core.steps import Steps, async_method, call, run_sync, sync_method
 from oam_core.store.options import SearchStrategy
-from oam_core.store.strategy import strategy_of
 from oam_core.store.threads import NewThreadRow, thread_store
 
 if TYPE_CHECKING:
@@ -80,7 +83,7 @@ if TYPE_CHECKING:
 
     from oam_core.store.base import OracleMemoryStore
 
-__all__ = ["DEFAULT_MESSAGE_WINDOW", "OracleThread", "ThreadClient"]
+__all__ = ["DEFAULT_MESSAGE_WINDOW", "ClientClosedError", "OracleThread", "ThreadClient"]
 
 _TRANSCRIPT_PAGE = 100
 """Messages read per store call while collecting a budget-bounded transcript."""
@@ -112,6 +115,11 @@ def _can_search(store: OracleMemoryStore) -> bool:
 def _result_key(item: tuple[Record, float]) -> tuple[float, str, str]:
     record, distance = item
     return (distance, record.record_type, record.id)
+
+
+class ClientClosedError(OAMError, ValueError):
+    """A call on an ``OracleAgentMemory`` that was closed, or on a thread of it;
+    nothing was done. Open a new client (docs/errors.md)."""
 
 
 class OracleThread(IThread):
@@ -182,15 +190,15 @@ class OracleThread(IThread):
         llm_call_timeout: float | None = DEFAULT_LLM_CALL_TIMEOUT,
         **options: Unpack[ThreadOptionArgs],
     ) -> None:
-        self.thread_id: str = check_id("thread_id", thread_id)
-        self.user_id: str | None = check_scope("user_id", user_id, str(uuid.uuid4()))
-        self.agent_id: str | None = check_scope("agent_id", agent_id, str(uuid.uuid4()))
+        self.thread_id: str = check_given_id(thread_id, "thread_id")
+        self.user_id: str | None = check_scope(user_id, "user_id", str(uuid.uuid4()))
+        self.agent_id: str | None = check_scope(agent_id, "agent_id", str(uuid.uuid4()))
         if metadata is not None and not isinstance(metadata, dict):
-            raise ValueError(f"metadata must be a dict or None, got {metadata!r}")
+            raise InvalidArgumentError(f"metadata must be a dict or None, got {metadata!r}")
         if llm is not None and not isinstance(llm, ILlm):
-            raise ValueError(f"llm must be an ILlm or None, got {type(llm).__name__}")
+            raise InvalidArgumentError(f"llm must be an ILlm or None, got {type(llm).__name__}")
         if not isinstance(extract_memories, bool):
-            raise ValueError(f"extract_memories must be a bool, got {extract_memories!r}")
+            raise InvalidArgumentError(f"extract_memories must be a bool, got {extract_memories!r}")
         self.config = ThreadConfig(**options)
         self.metadata = metadata
         self.llm = llm
@@ -248,7 +256,7 @@ class OracleThread(IThread):
             TypeError: for a message that is neither a ``Message`` nor a dict.
         """
         prepared = prepare_messages(messages)
-        _check_store_kwargs("add_messages", store_kwargs, MESSAGE_KEYS)
+        check_store_kwargs(store_kwargs, "add_messages", MESSAGE_KEYS)
         if not prepared:
             return []
         self._check_client_open()
@@ -322,7 +330,7 @@ class OracleThread(IThread):
         """Refuse writes through a closed client before anything is stored (its
         background worker is gone, and its store may be closed)."""
         if isinstance(self.client, ThreadClient) and self.client.closed:
-            raise ValueError(
+            raise ClientClosedError(
                 f"thread {self.thread_id!r}: its OracleAgentMemory is closed; reopen the "
                 "thread from an open client"
             )
@@ -393,7 +401,7 @@ class OracleThread(IThread):
             ValueError: for a negative ``timeout``.
         """
         if self.client is None and self._own_worker is None:
-            check_wait_timeout(timeout)
+            check_optional_seconds(timeout, "timeout", zero=True)
             return True
         return self._worker().wait(timeout, key=self.thread_id)
 
@@ -438,14 +446,14 @@ class OracleThread(IThread):
             ValueError: for non-str or blank content, a bad id, a reserved
                 ``store_kwargs`` key, or an id that already exists; nothing is written.
         """
-        scoped_thread = check_scope("thread_id", thread_id, self.thread_id)
+        scoped_thread = check_scope(thread_id, "thread_id", self.thread_id)
         self._check_client_open()
         return (
             yield from add_memory_steps(
                 self._store,
                 content,
-                user_id=check_scope("user_id", user_id, self.user_id),
-                agent_id=check_scope("agent_id", agent_id, self.agent_id),
+                user_id=check_scope(user_id, "user_id", self.user_id),
+                agent_id=check_scope(agent_id, "agent_id", self.agent_id),
                 thread_id=scoped_thread,
                 memory_id=memory_id,
                 store_kwargs=store_kwargs,
@@ -516,7 +524,7 @@ class OracleThread(IThread):
         Raises:
             ValueError: if ``message_id`` is not a non-empty str.
         """
-        record_id = _check_record_id("message_id", message_id)
+        record_id = check_record_id(message_id, "message_id")
         deleted: int = yield from call(
             thread_store(self._store).delete_scoped, MESSAGE, record_id, thread_id=self.thread_id
         )
@@ -541,7 +549,7 @@ class OracleThread(IThread):
         Raises:
             ValueError: if ``memory_id`` is not a non-empty str.
         """
-        record_id = _check_record_id("memory_id", memory_id)
+        record_id = check_record_id(memory_id, "memory_id")
         deleted: int = yield from call(
             thread_store(self._store).delete_scoped, "memory", record_id, thread_id=self.thread_id
         )
@@ -589,7 +597,7 @@ class OracleThread(IThread):
             ValueError: if ``except_last`` is not an int >= 0 or ``token_budget`` is
                 not an int.
         """
-        _reject_kwargs("get_summary", kwargs)
+        reject_kwargs(kwargs, "get_summary")
         return (yield from self._summary_steps(except_last, token_budget))
 
     # Bound first, so mypy takes the narrower return type from the steps method
@@ -599,8 +607,8 @@ class OracleThread(IThread):
     get_summary_async = async_method(_get_summary_steps)
 
     def _summary_steps(self, except_last: object, token_budget: object) -> Steps[OracleSummary]:
-        skip = _check_int("except_last", except_last, minimum=0)
-        budget = _check_int("token_budget", token_budget)
+        skip = check_int(except_last, "except_last", minimum=0)
+        budget = check_int(token_budget, "token_budget")
         running = None
         if skip == 0:
             running = yield from self._running_summary_steps()
@@ -707,7 +715,7 @@ class OracleThread(IThread):
             TypeError: for any unexpected keyword argument.
             ValueError: if a count is not an int >= 0.
         """
-        _reject_kwargs("get_context_card", kwargs)
+        reject_kwargs(kwargs, "get_context_card")
         return (
             yield from self._card_steps(
                 fallback_message_count, max_relevant_results, max_recent_messages
@@ -724,9 +732,9 @@ class OracleThread(IThread):
         max_relevant_results: object,
         max_recent_messages: object,
     ) -> Steps[OracleContextCard]:
-        n_fallback = _check_int("fallback_message_count", fallback_message_count, minimum=0)
-        n_results = _check_int("max_relevant_results", max_relevant_results, minimum=0)
-        n_recent = _check_int("max_recent_messages", max_recent_messages, minimum=0)
+        n_fallback = check_int(fallback_message_count, "fallback_message_count", minimum=0)
+        n_results = check_int(max_relevant_results, "max_relevant_results", minimum=0)
+        n_recent = check_int(max_recent_messages, "max_recent_messages", minimum=0)
 
         running = yield from self._running_summary_steps()
         fetched: list[MessageRecord] = []

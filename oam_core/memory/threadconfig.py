@@ -1,5 +1,6 @@
-"""A thread's runtime options, defined once, and the argument checks of the client
-and threads (docs/concepts.md#the-client-and-threads, docs/store.md#defaults).
+"""A thread's runtime options, defined once (docs/concepts.md#the-client-and-threads,
+docs/store.md#defaults); the argument checks of the client and threads are in
+``oam_core.checks``.
 
 ``ThreadConfig`` is the one definition of the eight options: names, types, defaults,
 checks and meaning. The public entry points that take them (``OracleThread()``,
@@ -15,82 +16,16 @@ from __future__ import annotations
 
 import functools
 import inspect
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ParamSpec, TypedDict, TypeVar, cast
 
 from oam_core.apis._sentinel import NOT_SET
+from oam_core.checks import check_bool, check_int
+from oam_core.errors import InvalidArgumentError
 
 P = ParamSpec("P")
 T = TypeVar("T")
-
-
-def check_id(name: str, value: object) -> str:
-    """Return ``value`` as an id, generating a uuid4 when it is ``NOT_SET``
-    (docs/concepts.md#ids-and-times).
-
-    Raises:
-        ValueError: if ``value`` is ``None`` or not a non-empty str.
-    """
-    if value is NOT_SET:
-        return str(uuid.uuid4())
-    if value is None:
-        raise ValueError(f"{name} must be a non-empty str (omit it to generate one), got None")
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{name} must be a non-empty str, got {value!r}")
-    return value
-
-
-def check_required_id(name: str, value: object) -> str:
-    """Return ``value`` as an id of an existing object (``NOT_SET`` is refused like
-    ``None``: nothing is generated).
-
-    Raises:
-        ValueError: if ``value`` is not a non-empty str.
-    """
-    return check_id(name, None if value is NOT_SET else value)
-
-
-def check_scope(name: str, value: object, default: str | None) -> str | None:
-    """Resolve a scope id: omitted -> ``default``, ``None`` -> unscoped
-    (docs/concepts.md#ids-and-times).
-
-    Raises:
-        ValueError: if ``value`` is neither omitted, None nor a non-empty str.
-    """
-    if value is NOT_SET:
-        return default
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{name} must be a non-empty str or None, got {value!r}")
-    return value
-
-
-def _check_int(name: str, value: object, *, minimum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an int, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
-    return value
-
-
-def _check_record_id(name: str, value: object) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{name} must be a non-empty str, got {value!r}")
-    return value
-
-
-def _reject_kwargs(method: str, kwargs: Mapping[str, Any]) -> None:
-    if kwargs:
-        raise TypeError(f"{method}() got unexpected keyword arguments: {sorted(kwargs)}")
-
-
-def _check_store_kwargs(method: str, kwargs: Mapping[str, Any], reserved: frozenset[str]) -> None:
-    clash = sorted(reserved & set(kwargs))
-    if clash:
-        raise ValueError(f"{method}() sets {clash} itself; they cannot be passed as store_kwargs")
 
 
 # -------------------------------------------------------------------------- config
@@ -119,8 +54,8 @@ class ThreadConfig:
         enable_context_summary: Whether a running summary is kept (needs an LLM).
 
     Raises:
-        ValueError: naming the option, if a value has the wrong type, or a window or
-            frequency is neither ``-1`` nor positive.
+        InvalidArgumentError: naming the option, if a value has the wrong type, or a
+            window or frequency is neither ``-1`` nor positive.
     """
 
     max_message_token_length: int = 15_000
@@ -139,19 +74,16 @@ class ThreadConfig:
             "memory_extraction_token_limit",
             "context_card_token_limit",
         ):
-            _check_int(name, getattr(self, name))
+            check_int(getattr(self, name), name)
         for name in (
             "memory_extraction_window",
             "context_summary_update_frequency",
             "memory_extraction_frequency",
         ):
-            value = _check_int(name, getattr(self, name))
+            value = check_int(getattr(self, name), name)
             if value != -1 and value < 1:
-                raise ValueError(f"{name} must be -1 or a positive int, got {value!r}")
-        if not isinstance(self.enable_context_summary, bool):
-            raise ValueError(
-                f"enable_context_summary must be a bool, got {self.enable_context_summary!r}"
-            )
+                raise InvalidArgumentError(f"{name} must be -1 or a positive int, got {value!r}")
+        check_bool(self.enable_context_summary, "enable_context_summary")
 
     @classmethod
     def option_names(cls) -> tuple[str, ...]:
@@ -170,7 +102,7 @@ class ThreadConfig:
             persisted: A thread row's ``config`` object; unknown keys are ignored.
 
         Raises:
-            ValueError: if a resulting value is invalid.
+            InvalidArgumentError: if a resulting value is invalid.
         """
         values: dict[str, Any] = {}
         for name in cls.option_names():

@@ -13,6 +13,8 @@ from collections.abc import Callable
 import regex
 
 from oam_core.apis.embedder import CHARS_PER_TOKEN
+from oam_core.checks import check_int
+from oam_core.errors import InvalidArgumentError
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -39,12 +41,6 @@ _SNAP_WINDOW = 64
 """How far (in code points) before a cut the grapheme scan starts to resynchronise."""
 
 
-def _check_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an int, got {value!r}")
-    return value
-
-
 def tokens_for_chars(length: int) -> int:
     """Estimated tokens of a text of ``length`` characters: ``max(1, round(length / 3.5))``."""
     return max(1, round(length / CHARS_PER_TOKEN))
@@ -63,7 +59,7 @@ def estimate_tokens(text: str) -> int:
         ValueError: if ``text`` is not a str.
     """
     if not isinstance(text, str):
-        raise ValueError(f"text must be a str, got {type(text).__name__}")
+        raise InvalidArgumentError(f"text must be a str, got {type(text).__name__}")
     return tokens_for_chars(len(text))
 
 
@@ -79,7 +75,7 @@ def budget_chars(token_budget: int) -> int:
     Raises:
         ValueError: if ``token_budget`` is not an int.
     """
-    token_budget = _check_int("token_budget", token_budget)
+    token_budget = check_int(token_budget, "token_budget")
     if token_budget <= 0:
         return -1
     return int(token_budget * CHARS_PER_TOKEN)

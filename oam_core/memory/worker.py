@@ -9,41 +9,19 @@ the watermark is behind, so the next pass on that thread picks them up.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 
+from oam_core.checks import check_optional_seconds
 from oam_core.errors import ConfigurationError
 from oam_core.memory.diagnostics import logger, pipeline_warning
 
-__all__ = ["ExtractionWorker", "check_wait_timeout"]
+__all__ = ["ExtractionWorker"]
 
 _MAX_WAIT = 3600.0
 """Longest single condition wait (seconds); longer timeouts wait in several steps."""
-
-
-def check_wait_timeout(timeout: object) -> float | None:
-    """A ``wait_for_memory_extraction`` timeout: None (no limit) or a finite number of
-    seconds >= 0.
-
-    Raises:
-        ValueError: naming the value, for anything else (bools, NaN, infinities,
-            negative numbers, strings).
-    """
-    if timeout is None:
-        return None
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, (int, float))
-        or not math.isfinite(timeout)
-        or timeout < 0
-    ):
-        raise ValueError(
-            f"timeout must be a finite number of seconds >= 0, or None, got {timeout!r}"
-        )
-    return float(timeout)
 
 
 class ExtractionWorker:
@@ -98,7 +76,7 @@ class ExtractionWorker:
         Raises:
             ValueError: for a negative ``timeout``.
         """
-        timeout = check_wait_timeout(timeout)
+        timeout = check_optional_seconds(timeout, "timeout", zero=True)
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while self._busy(key):

@@ -18,6 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from oam_core._lazy import lazy_attributes
+from oam_core.checks import check_int
+from oam_core.errors import InvalidArgumentError
 
 if TYPE_CHECKING:
     from oam_core.rerankers.crossencoder import CrossEncoderReranker
@@ -65,10 +67,8 @@ def check_reranker(reranker: object) -> IReranker | None:
     if reranker is None:
         return None
     if not isinstance(reranker, IReranker):
-        raise ValueError(f"reranker must be an IReranker or None, got {reranker!r}")
-    candidates = reranker.candidates
-    if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
-        raise ValueError(f"reranker.candidates must be a positive int, got {candidates!r}")
+        raise InvalidArgumentError(f"reranker must be an IReranker or None, got {reranker!r}")
+    check_int(reranker.candidates, "reranker.candidates", minimum=1)
     return reranker
 
 

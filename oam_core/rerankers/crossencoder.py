@@ -28,6 +28,8 @@ import numpy.typing as npt
 
 from oam_core._onnx import cpu_session, default_threads, sha256_of
 from oam_core.apis.embedder import check_texts
+from oam_core.checks import check_int, check_optional_int
+from oam_core.errors import InvalidArgumentError
 from oam_core.rerankers import DEFAULT_CANDIDATES, IReranker
 
 __all__ = ["CrossEncoderReranker"]
@@ -84,14 +86,10 @@ class CrossEncoderReranker(IReranker):
             ("max_length", max_length, 8),
             ("batch_size", batch_size, 1),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-        if num_threads is not None and (
-            isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1
-        ):
-            raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
+            check_int(value, name, minimum=low)
+        check_optional_int(num_threads, "num_threads", minimum=1)
         if not isinstance(sha256, str) or len(sha256) != 64 or not _is_hex(sha256):
-            raise ValueError(f"sha256 must be 64 hex digits, got {sha256!r}")
+            raise InvalidArgumentError(f"sha256 must be 64 hex digits, got {sha256!r}")
         missing = [name for name in _RUNTIME_MODULES if importlib.util.find_spec(name) is None]
         if missing:
             raise ImportError(

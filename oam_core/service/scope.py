@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from oam_core.apis.records import Record, ThreadRow
-from oam_core.errors import NotFoundError
+from oam_core.errors import InvalidArgumentError, NotFoundError
 
 __all__ = ["Scope", "ScopeError"]
 
@@ -28,7 +28,7 @@ def _check(name: str, value: object) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip() or "\x00" in value:
-        raise ValueError(f"{name} must be a non-blank string without NUL, got {value!r}")
+        raise InvalidArgumentError(f"{name} must be a non-blank string without NUL, got {value!r}")
     return value
 
 
@@ -51,7 +51,9 @@ class Scope:
         _check("user_id", self.user_id)
         _check("agent_id", self.agent_id)
         if self.user_id is None and self.agent_id is None:
-            raise ValueError("a scope needs a user_id, an agent_id or both (--user / --agent)")
+            raise InvalidArgumentError(
+                "a scope needs a user_id, an agent_id or both (--user / --agent)"
+            )
 
     def describe(self) -> str:
         """``"user 'alice', agent 'helper'"`` style text for messages."""

@@ -19,9 +19,10 @@ from typing import Any
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import Record, ThreadRow
+from oam_core.checks import Vector
 from oam_core.errors import OAMError
 from oam_core.filters import Cond
-from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan, Vector
+from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy.typing as npt
 
+from oam_core import checks
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.embedder import IEmbedder
@@ -31,12 +32,12 @@ from oam_core.apis.records import (
 )
 from oam_core.apis.store import IMemoryStore
 from oam_core.apis.ttl import TimeToLiveAnchor
+from oam_core.checks import filter_arg, findable, scope_arg
 from oam_core.errors import InvalidArgumentError
 from oam_core.rerankers import IReranker, check_reranker
 from oam_core.steps import async_twin
-from oam_core.store import dumprows, planning
+from oam_core.store import dumprows
 from oam_core.store import search as search_flow
-from oam_core.store.args import filter_arg, findable, scope_arg
 from oam_core.store.backend import Backend, DumpRow, Predicate, Tx
 from oam_core.store.dumprows import OnConflict, RestoreResult
 from oam_core.store.embedding import embed_plans
@@ -484,10 +485,10 @@ class OracleMemoryStore(IMemoryStore):
         Raises:
             ValueError: for an unknown record type.
         """
-        record_type = planning.check_record_type(record_type, allow_thread=True)
+        record_type = checks.check_record_type(record_type, allow_thread=True)
         if not isinstance(record_id, str):
-            raise ValueError(f"record_id must be a str, got {record_id!r}")
-        if not planning.storable(record_id):  # NUL or a lone surrogate: never stored
+            raise InvalidArgumentError(f"record_id must be a str, got {record_id!r}")
+        if not checks.storable(record_id):  # NUL or a lone surrogate: never stored
             return None
         return self._backend.get(family_of(record_type), record_id, record_type, self._now())
 
@@ -515,15 +516,15 @@ class OracleMemoryStore(IMemoryStore):
             ValueError: for an unknown type, a negative or non-int limit, or an
                 invalid filter.
         """
-        record_type = planning.check_record_type(record_type, allow_thread=True)
+        record_type = checks.check_record_type(record_type, allow_thread=True)
         if limit is NOT_SET:
             cap: int | None = MAX_LIST_LIMIT
         elif limit is None:
             cap = None
         elif isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise ValueError(f"limit must be a non-negative int or None, got {limit!r}")
+            raise InvalidArgumentError(f"limit must be a non-negative int or None, got {limit!r}")
         else:
-            cap = planning.clamp_count(limit)
+            cap = checks.clamp_count(limit)
         scoped = record_type not in PROFILE_TYPES
         pred = Predicate(
             record_types=frozenset({record_type}),
@@ -558,7 +559,7 @@ class OracleMemoryStore(IMemoryStore):
         Raises:
             ValueError: for a negative or non-int ``last_n``, or non-int positions.
         """
-        findable = planning.lookup_id(thread_id, "thread_id")
+        findable = checks.lookup_id(thread_id, "thread_id")
         for name, value in (("start", start), ("end", end)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise ValueError(f"{name} must be an int or None, got {value!r}")
@@ -568,10 +569,10 @@ class OracleMemoryStore(IMemoryStore):
             raise ValueError(f"last_n must be a non-negative int or None, got {last_n!r}")
         if not findable:
             return []
-        start = None if start is None else planning.clamp_count(start)
-        end = None if end is None else planning.clamp_count(end)
+        start = None if start is None else checks.clamp_count(start)
+        end = None if end is None else checks.clamp_count(end)
         if isinstance(last_n, int):
-            last_n = planning.clamp_count(last_n)
+            last_n = checks.clamp_count(last_n)
         now = self._now()
         if isinstance(last_n, int) and start is None and end is None:
             if last_n == 0:
@@ -586,7 +587,7 @@ class OracleMemoryStore(IMemoryStore):
     @traced_store
     def count_thread_messages(self, thread_id: str) -> int:
         """An oam addition: how many visible messages ``thread_id`` holds."""
-        if not planning.lookup_id(thread_id, "thread_id"):
+        if not checks.lookup_id(thread_id, "thread_id"):
             return 0
         return self._backend.count_thread_messages(thread_id, self._now())
 
@@ -707,8 +708,8 @@ class OracleMemoryStore(IMemoryStore):
         Raises:
             ValueError: for an unknown record type or a non-string id.
         """
-        record_type = planning.check_record_type(record_type, allow_thread=True)
-        if not planning.lookup_id(record_id, "record_id"):
+        record_type = checks.check_record_type(record_type, allow_thread=True)
+        if not checks.lookup_id(record_id, "record_id"):
             return 0
         if record_type == THREAD:
             return self.delete_thread(record_id)
@@ -727,7 +728,7 @@ class OracleMemoryStore(IMemoryStore):
         Returns:
             1 if the thread row existed, else 0 (children are removed either way).
         """
-        if not planning.lookup_id(thread_id, "thread_id"):
+        if not checks.lookup_id(thread_id, "thread_id"):
             return 0
         with self._backend.transaction() as tx:
             return tx.delete_thread(thread_id)
@@ -753,13 +754,11 @@ class OracleMemoryStore(IMemoryStore):
             ValueError: for an unknown record type, ``thread``, a bare string or a
                 non-string id (nothing is deleted then).
         """
-        record_type = planning.check_record_type(record_type)
+        record_type = checks.check_record_type(record_type)
         if isinstance(record_ids, (str, bytes)) or not isinstance(record_ids, Sequence):
             raise ValueError(f"record_ids must be a list of str, got {record_ids!r}")
-        ids = [
-            record_id for record_id in record_ids if planning.lookup_id(record_id, "record_ids[]")
-        ]
-        if thread_id is not NOT_SET and not planning.lookup_id(thread_id, "thread_id"):
+        ids = [record_id for record_id in record_ids if checks.lookup_id(record_id, "record_ids[]")]
+        if thread_id is not NOT_SET and not checks.lookup_id(thread_id, "thread_id"):
             return 0
         family = family_of(record_type)
         with self._backend.transaction() as tx:

@@ -24,11 +24,11 @@ from oam_core.apis.metadatajson import RESERVED_KEY, dump_metadata
 from oam_core.apis.records import MESSAGE, THREAD, ThreadRow
 from oam_core.apis.thread import check_role
 from oam_core.apis.timestamps import normalize_timestamp
+from oam_core.checks import check_text, check_texts
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import DumpRow
 from oam_core.store.embedding import learn_dim
 from oam_core.store.identity import META_KEY, EmbedderIdentity
-from oam_core.store.planning import check_text, check_texts
 from oam_core.store.ttl import iso, parse_iso_timestamp
 
 if TYPE_CHECKING:

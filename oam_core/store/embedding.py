@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from oam_core.checks import lengthen_short_rows
 from oam_core.store.backend import Tx
 from oam_core.store.identity import META_KEY as IDENTITY_META_KEY
-from oam_core.store.planning import ChunkPlan, lengthen_short_rows
+from oam_core.store.planning import ChunkPlan
 from oam_core.telemetry import traced_embed
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def embed_plans(store: OracleMemoryStore, plans: Iterable[ChunkPlan]) -> None:
 
 def embed_texts(store: OracleMemoryStore, texts: Sequence[str], *, is_query: bool) -> np.ndarray:
     """Every embedder call of the store: float32 array of shape ``(len(texts), dim)``,
-    rows of tiny components lengthened (``planning.lengthen_short_rows``).
+    rows of tiny components lengthened (``checks.lengthen_short_rows``).
 
     The embedder sees only ``texts`` (what the caller wrote or searched) and, once per
     store object when a fingerprint is recorded, the recorded probe: a text the caller

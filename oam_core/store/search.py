@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from oam_core import checks
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import Record
+from oam_core.checks import filter_arg, findable, scope_arg, strategy_of, types_arg
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.rerankers import IReranker
-from oam_core.store import planning
-from oam_core.store.args import filter_arg, findable, scope_arg, types_arg
 from oam_core.store.backend import Predicate
 from oam_core.store.chunking import chunk_text
 from oam_core.store.embedding import embed_texts
@@ -36,7 +36,6 @@ from oam_core.store.fusion import (
 )
 from oam_core.store.options import SearchStrategy
 from oam_core.store.signals import passage_text, signal_lists
-from oam_core.store.strategy import strategy_of
 from oam_core.store.text import query_terms
 
 if TYPE_CHECKING:
@@ -66,15 +65,13 @@ def search(
 ) -> builtins.list[tuple[Record, float]]:
     """The body of ``OracleMemoryStore.search`` (same arguments, result and errors);
     ``fusion``: how HYBRID fuses its lists. Each distance is a ``fusion.Distance``."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InvalidArgumentError(f"k must be an int >= 1, got {k!r}")
-    k = planning.clamp_count(k)
+    k = checks.clamp_count(checks.check_int(k, "k", minimum=1))
     if (query is None) == (query_vector is None):
         raise InvalidArgumentError("give exactly one of query and query_vector")
     if query is not None and (not isinstance(query, str) or not query.strip()):
         raise InvalidArgumentError(f"query must be a non-blank string, got {query!r}")
     if query is not None:
-        planning.check_text(query, "query")
+        checks.check_text(query, "query")
     strategy = strategy_of(store)
     if query is not None and store.embedder is None and strategy is not SearchStrategy.KEYWORD:
         # Before anything runs: HYBRID would otherwise rank by keywords alone, silently.
@@ -119,10 +116,10 @@ def search(
 
 
 def _query_vector_arg(store: OracleMemoryStore, strategy: SearchStrategy, query_vector: Any) -> Any:
-    """``query_vector`` checked and as a float32 array (``planning.to_vector``)."""
+    """``query_vector`` checked and as a float32 array (``checks.to_vector``)."""
     if strategy is SearchStrategy.KEYWORD:
         raise InvalidArgumentError("KEYWORD search ranks text; query_vector is not accepted")
-    qvec = planning.to_vector(query_vector, "query_vector")
+    qvec = checks.to_vector(query_vector, "query_vector")
     if not qvec.any():
         raise InvalidArgumentError(
             "query_vector is all zeros: a vector without a direction has no cosine "
@@ -273,12 +270,12 @@ def _with_ties(
     n = k + 1
     while True:
         ranked = rank(n)
-        if len(ranked) < n or n >= planning.MAX_ROWS:
+        if len(ranked) < n or n >= checks.MAX_ROWS:
             return ranked
         distances = sorted(d for _, d in ranked)
         if distances[n - 1] != distances[k - 1]:
             return ranked
-        n = min(2 * n, planning.MAX_ROWS)
+        n = min(2 * n, checks.MAX_ROWS)
 
 
 def _vector_ranking(

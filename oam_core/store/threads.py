@@ -23,13 +23,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from oam_core import checks
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.metadatajson import RESERVED_KEY, dump_metadata
 from oam_core.apis.records import MEMORY_TYPES, MESSAGE, MessageRecord, ThreadRow, family_of
+from oam_core.checks import check_optional_int, scope_arg
 from oam_core.errors import ThreadDeletedError
-from oam_core.store import planning, writes
-from oam_core.store.args import int_or_none, scope_arg
+from oam_core.store import writes
 from oam_core.store.backend import Tx
 from oam_core.store.ttl import iso
 from oam_core.telemetry import traced_store
@@ -123,7 +124,7 @@ class ThreadStore:
     @traced_store
     def get_thread_row(self, thread_id: str) -> ThreadRow | None:
         """The stored thread row, or None."""
-        if not planning.lookup_id(thread_id, "thread_id"):
+        if not checks.lookup_id(thread_id, "thread_id"):
             return None
         return self.store._backend.get_thread(thread_id)
 
@@ -134,7 +135,7 @@ class ThreadStore:
         """Thread rows oldest first; ``user_id``/``agent_id`` filter as in ``list``
         (omitted: any; None: only threads without one)."""
         users, agents = scope_arg(user_id, "user_id"), scope_arg(agent_id, "agent_id")
-        if not all(v is NOT_SET or v is None or planning.storable(v) for v in (users, agents)):
+        if not all(v is NOT_SET or v is None or checks.storable(v) for v in (users, agents)):
             return []
         return self.store._backend.list_threads(users, agents)
 
@@ -153,7 +154,7 @@ class ThreadStore:
         Raises:
             ValueError: for non-JSON config/state.
         """
-        findable = planning.lookup_id(thread_id, "thread_id")
+        findable = checks.lookup_id(thread_id, "thread_id")
         for name, value in (
             ("config", config),
             ("state", state),
@@ -201,7 +202,7 @@ class ThreadStore:
             ThreadDeletedError: with ``missing_row`` None, when the thread does not
                 exist (for example deleted meanwhile). Nothing is written then.
         """
-        planning.check_id(thread_id, "thread_id")
+        checks.check_id(thread_id, "thread_id")
         for i, batch in enumerate(batches):
             if not isinstance(batch, PendingRecordBatch) or batch.thread_ids != thread_id:
                 raise ValueError(
@@ -323,7 +324,7 @@ class ThreadStore:
                 written.
             ThreadDeletedError: when the thread does not exist (deleted meanwhile).
         """
-        planning.check_id(thread_id, "thread_id")
+        checks.check_id(thread_id, "thread_id")
         for name, value in (("state", state), ("expected_state", expected_state)):
             dump_metadata(value, name)
         for i, update in enumerate(reserved_updates):
@@ -332,7 +333,7 @@ class ThreadStore:
                     f"reserved_updates[{i}]: record_type must be a message or memory type, "
                     f"got {update.record_type!r}"
                 )
-            planning.check_id(update.record_id, f"reserved_updates[{i}] record_id")
+            checks.check_id(update.record_id, f"reserved_updates[{i}] record_id")
             dump_metadata({RESERVED_KEY: update.keys}, f"reserved_updates[{i}]", library=True)
         planned = writes.plan_batches(self.store, batches, library=True)
         with self.store._writing() as tx:
@@ -377,9 +378,9 @@ class ThreadStore:
         Raises:
             ValueError: for a blank ``thread_id``, non-int bounds or a negative limit.
         """
-        findable = planning.lookup_id(thread_id, "thread_id")
+        findable = checks.lookup_id(thread_id, "thread_id")
         for name, value in (("after", after), ("through", through), ("limit", limit)):
-            int_or_none(name, value)
+            check_optional_int(value, name)
         if limit is not None and limit < 0:
             raise ValueError(f"limit must be >= 0 or None, got {limit!r}")
         if not isinstance(newest, bool):
@@ -388,9 +389,9 @@ class ThreadStore:
             return []
         rows = self.store._backend.thread_messages_by_seq(
             thread_id,
-            None if after is None else planning.clamp_count(after),
-            None if through is None else planning.clamp_count(through),
-            None if limit is None else planning.clamp_count(limit),
+            None if after is None else checks.clamp_count(after),
+            None if through is None else checks.clamp_count(through),
+            None if limit is None else checks.clamp_count(limit),
             newest,
             self._now(),
         )
@@ -407,9 +408,9 @@ class ThreadStore:
         """
         if family not in (MESSAGE, "memory"):
             raise ValueError(f"family must be 'message' or 'memory', got {family!r}")
-        if not planning.lookup_id(record_id, "record_id"):
+        if not checks.lookup_id(record_id, "record_id"):
             return 0
-        if thread_id is not NOT_SET and not planning.lookup_id(thread_id, "thread_id"):
+        if thread_id is not NOT_SET and not checks.lookup_id(thread_id, "thread_id"):
             return 0
         with self.store._writing() as tx:
             return tx.delete_record(family, record_id, None, thread_id)
@@ -439,9 +440,10 @@ def _thread_row(thread_id: object, new: NewThreadRow, now: datetime) -> ThreadRo
     Raises:
         ValueError: for a bad id, or metadata/config that JSON cannot hold.
     """
-    planning.check_id(thread_id, "thread_id")
+    checks.check_id(thread_id, "thread_id")
     scope = [
-        planning._scope_id(v, n) for v, n in ((new.user_id, "user_id"), (new.agent_id, "agent_id"))
+        checks.check_scope_id(v, n)
+        for v, n in ((new.user_id, "user_id"), (new.agent_id, "agent_id"))
     ]
     dump_metadata(new.metadata)
     dump_metadata(new.config or {}, "config")

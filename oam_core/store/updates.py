@@ -19,16 +19,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from oam_core import checks
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.metadatajson import RESERVED_KEY, dump_metadata
 from oam_core.apis.records import EXPIRING_TYPES, MESSAGE, PROFILE_TYPES, family_of
 from oam_core.apis.ttl import TimeToLiveAnchor
+from oam_core.checks import Vector
 from oam_core.errors import InvalidArgumentError
 from oam_core.store import planning
 from oam_core.store.backend import StoredRow, Tx
 from oam_core.store.embedding import learn_dim, write_identity
 from oam_core.store.options import MemoryRetentionConfig
-from oam_core.store.planning import ChunkPlan, PlanContext, Vector
+from oam_core.store.planning import ChunkPlan, PlanContext
 from oam_core.store.quotes import take_sources
 from oam_core.store.timestamps import normalize_timestamp
 from oam_core.store.writeplan import EmbeddingEntry
@@ -186,8 +188,8 @@ def parse_update(
             docs/store.md#what-is-stored-and-what-is-searched, a bad text, timestamp or
             metadata, or TTL options on a type that does not expire.
     """
-    record_type = planning.check_record_type(record_type)
-    findable = planning.lookup_id(record_id, "record_id")
+    record_type = checks.check_record_type(record_type)
+    findable = checks.lookup_id(record_id, "record_id")
     given = (text, index_text, embedding, metadata, timestamp, ttl_days, ttl_anchor)
     if all(v is NOT_SET for v in given):
         raise InvalidArgumentError(
@@ -197,7 +199,7 @@ def parse_update(
     _check_text(record_type, text, index_text, embedding)
     if timestamp is not NOT_SET:
         if isinstance(timestamp, str):
-            planning.check_text(timestamp, "timestamp")
+            checks.check_text(timestamp, "timestamp")
         timestamp = normalize_timestamp(timestamp, "timestamp")
     meta_json = dump_metadata(metadata) if metadata is not NOT_SET else NOT_SET
     if record_type not in EXPIRING_TYPES and (ttl_days is not NOT_SET or ttl_anchor is not NOT_SET):
@@ -235,11 +237,11 @@ def _check_text(
     if text is not NOT_SET and text is not None:
         if not isinstance(text, str):
             raise InvalidArgumentError(f"text must be a str or None, got {text!r}")
-        planning.check_text(text, "text")
+        checks.check_text(text, "text")
     if record_type == MESSAGE and text is None:
         raise InvalidArgumentError("text=None is not allowed on messages (content must be a str)")
     if index_text is None and embedding is not NOT_SET and embedding is not None:
-        vectors = planning.split_vectors(embedding, "embedding")
+        vectors = checks.split_vectors(embedding, "embedding")
         if isinstance(vectors, np.ndarray) or vectors:
             raise InvalidArgumentError(
                 "index_text=None deletes the search rows; no embedding allowed"
@@ -260,9 +262,9 @@ def plan_search_rows(args: UpdateArgs, ctx: PlanContext) -> SearchRows:
             return SearchRows(None, NOT_SET)
         if embedding is None:
             return SearchRows(None, None)
-        split = planning.split_vectors(embedding, "embedding")
+        split = checks.split_vectors(embedding, "embedding")
         explicit = [split] if isinstance(split, np.ndarray) else split
-        planning.check_dims(explicit, ctx.vector_dim)
+        checks.check_dims(explicit, ctx.vector_dim)
         return SearchRows(None, explicit)
     if text is None or index_text is None:
         return SearchRows([], NOT_SET)
@@ -271,7 +273,7 @@ def plan_search_rows(args: UpdateArgs, ctx: PlanContext) -> SearchRows:
     whole = source if isinstance(source, str) else None
     new_chunks = planning.attach_vectors(chunks, owned, embedding, whole, ctx, "embedding")
     take_sources(new_chunks)
-    planning.check_dims([c.vector for c in new_chunks if c.vector is not None], ctx.vector_dim)
+    checks.check_dims([c.vector for c in new_chunks if c.vector is not None], ctx.vector_dim)
     return SearchRows(new_chunks, NOT_SET)
 
 

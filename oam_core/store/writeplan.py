@@ -22,12 +22,14 @@ from typing import Any, TypeAlias, cast
 import numpy as np
 import numpy.typing as npt
 
+from oam_core import checks
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.metadatajson import dump_metadata_column
 from oam_core.apis.records import MESSAGE, PROFILE_TYPES, family_of
 from oam_core.apis.thread import check_role
 from oam_core.apis.ttl import TimeToLiveAnchor
+from oam_core.checks import Vector, check_text
 from oam_core.errors import InvalidArgumentError
 from oam_core.store import planning
 from oam_core.store.planning import (
@@ -35,9 +37,7 @@ from oam_core.store.planning import (
     ChunkPlan,
     PlanContext,
     RowPlan,
-    Vector,
     attach_vectors,
-    check_text,
     retrieval_chunks,
 )
 from oam_core.store.quotes import take_sources
@@ -132,12 +132,12 @@ def parse_batch(
     Raises:
         InvalidArgumentError: naming the argument (``user_ids[3]``) and the value.
     """
-    record_type = planning.check_record_type(batch.record_type)
+    record_type = checks.check_record_type(batch.record_type)
     contents = _contents(batch.texts)
     n = len(contents)
     ids = _resolve_ids(batch.record_ids, n, record_type)
     index_texts: list[IndexEntry] = (
-        planning.broadcast("index_texts", batch.index_texts, n)
+        checks.broadcast(batch.index_texts, "index_texts", n)
         if batch.index_texts is not NOT_SET
         else [NOT_SET] * n
     )
@@ -151,12 +151,12 @@ def parse_batch(
     users = _scope_column(batch.user_ids, n, "user_ids")
     agents = _scope_column(batch.agent_ids, n, "agent_ids")
     roles = batch.roles if record_type == MESSAGE and batch.roles is not NOT_SET else None
-    b_roles = planning.broadcast("roles", roles, n)
+    b_roles = checks.broadcast(roles, "roles", n)
     ts = batch.timestamps
-    timestamps = planning.broadcast("timestamps", None if ts is NOT_SET else ts, n)
-    meta = planning.broadcast("metadata", None if batch.metadata is NOT_SET else batch.metadata, n)
-    ttl_days = planning.broadcast("ttl_days", batch.ttl_days, n)
-    ttl_anchor = planning.broadcast("ttl_anchor", batch.ttl_anchor, n)
+    timestamps = checks.broadcast(None if ts is NOT_SET else ts, "timestamps", n)
+    meta = checks.broadcast(None if batch.metadata is NOT_SET else batch.metadata, "metadata", n)
+    ttl_days = checks.broadcast(batch.ttl_days, "ttl_days", n)
+    ttl_anchor = checks.broadcast(batch.ttl_anchor, "ttl_anchor", n)
     if record_type in PROFILE_TYPES and any(v is not None for v in (*threads, *users, *agents)):
         raise InvalidArgumentError(f"{record_type} records are unscoped; do not pass scope ids")
     expires_at = _shared_expiry(batch, record_type, n, ctx)
@@ -212,8 +212,8 @@ def _resolve_ids(
     if isinstance(record_ids, str):
         if n != 1:
             raise InvalidArgumentError(f"a single record id {record_ids!r} given for {n} records")
-        return [planning.check_id(record_ids, "record_ids")]
-    ids = planning.broadcast("record_ids", record_ids, n)
+        return [checks.check_id(record_ids, "record_ids")]
+    ids = checks.broadcast(record_ids, "record_ids", n)
     nones = ids.count(None)
     if nones == n:
         return _resolve_ids(None, n, record_type)
@@ -223,9 +223,9 @@ def _resolve_ids(
         )
     if set(map(type, ids)) != {str} or "" in ids:
         for k, i in enumerate(ids):
-            planning.check_id(i, f"record_ids[{k}]")
+            checks.check_id(i, f"record_ids[{k}]")
     checked = cast("list[str]", ids)
-    planning.check_texts(checked, "record_ids")
+    checks.check_texts(checked, "record_ids")
     if len(set(checked)) != n:
         raise InvalidArgumentError(
             f"duplicate record ids in one call: {planning.name_ids(planning.duplicates(checked))}"
@@ -238,7 +238,7 @@ def _vector_matrix(
 ) -> Vector | None:
     """``embeddings`` as one float32 array of shape ``(n, dim)`` when it is a 2-D
     numeric array (one vector per record), checked in one pass; None for any other
-    shape (then each entry is read on its own, ``planning.split_vectors``).
+    shape (then each entry is read on its own, ``checks.split_vectors``).
 
     Raises:
         InvalidArgumentError: for a row count other than ``n``, an empty dimension,
@@ -262,9 +262,9 @@ def _vector_matrix(
         raise InvalidArgumentError(
             f"embeddings[0] must be a non-empty 1-D vector, got shape {(0,)}"
         )
-    planning.check_vector_rows(mat, lambda i: f"embeddings[{i}]")
-    planning.check_dims([mat[0]], store_dim)
-    return planning.lengthen_short_rows(mat)
+    checks.check_vector_rows(mat, lambda i: f"embeddings[{i}]")
+    checks.check_dims([mat[0]], store_dim)
+    return checks.lengthen_short_rows(mat)
 
 
 def _embedding_column(
@@ -293,7 +293,7 @@ def _scope_column(
     once; errors name the first bad row."""
     if value is NOT_SET or value is None:
         return [None] * n
-    column = planning.broadcast(name, value, n)
+    column = checks.broadcast(value, name, n)
     try:
         distinct = set(column)
     except TypeError:  # an unhashable entry: find and name it row by row
@@ -306,7 +306,7 @@ def _scope_column(
 
 
 def _scope_ok(value: str | None) -> bool:
-    return value is None or (isinstance(value, str) and bool(value) and planning.storable(value))
+    return value is None or (isinstance(value, str) and bool(value) and checks.storable(value))
 
 
 def _refuse_scope_id(value: str | None, name: str) -> None:
@@ -388,7 +388,7 @@ def _bulk_shape(c: WriteColumns) -> bool:
 def _plan_bulk(c: WriteColumns) -> BulkPlan:
     """The records of a bulk-shaped batch as columns (``BulkPlan``)."""
     texts = cast("list[str]", list(c.contents))
-    planning.check_texts(texts, "contents")
+    checks.check_texts(texts, "contents")
     assert c.matrix is not None  # _bulk_shape
     return BulkPlan(
         c.family,
@@ -414,9 +414,9 @@ def _plan_rows(c: WriteColumns, ctx: PlanContext) -> list[RowPlan]:
     plan_row = _ROW_PLANNERS.get(c.record_type, _plan_memory_row)
     rows = None if c.matrix is None else list(c.matrix)  # row views, made in one loop
     plans = [plan_row(c, i, ctx, rows) for i in range(c.n)]
-    planning.check_texts([p.content for p in plans], "contents")
+    checks.check_texts([p.content for p in plans], "contents")
     if c.matrix is None:
-        planning.check_dims(
+        checks.check_dims(
             [ch.vector for p in plans for ch in p.chunks if ch.vector is not None], ctx.vector_dim
         )
     return plans

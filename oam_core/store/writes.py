@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from oam_core import checks
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.errors import InvalidArgumentError
@@ -138,7 +139,7 @@ def plan_batches(
     chunks = [c for p in parts if isinstance(p, RowPlan) for c in p.chunks]
     given = [c.vector for c in chunks if c.vector is not None]
     given.extend(p.vectors[0] for p in parts if isinstance(p, BulkPlan))
-    dim = planning.check_dims(given, store.vector_dim)
+    dim = checks.check_dims(given, store.vector_dim)
     store._embed_plans(chunks)
     return Planned(parts, by_family, chunks, dim, ctx.now)
 

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from oam_core.store.args import types_arg
 
 from oam_core import SQLiteMemoryStore
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.filters import parse_filter
-from oam_core.store.args import types_arg
 from oam_core.store.backend import Predicate
 from oam_core.store.sqlite import keyword
 from oam_core.store.sqlite.keyword import _head_rows

@@ -19,6 +19,8 @@ from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from oam_core.errors import ConfigurationError
+
 __all__ = [
     "SECURITY_HEADERS",
     "TOKEN_COOKIE",
@@ -67,9 +69,9 @@ def check_bind(host: str, token: str | None, env_var: str) -> None:
             or ``token`` is shorter than 16 characters.
     """
     if token is not None and len(token) < 16:
-        raise ValueError("the access token must be at least 16 characters long")
+        raise ConfigurationError("the access token must be at least 16 characters long")
     if not is_loopback(host) and not token:
-        raise ValueError(
+        raise ConfigurationError(
             f"binding to {host} exposes the store beyond this machine: pass --token "
             f"(or set {env_var}) with a secret of at least 16 characters"
         )

@@ -10,6 +10,7 @@ from typing import Any
 
 from oam_core import OracleAgentMemory
 from oam_core.apis.records import MessageRecord, Record, ThreadRow
+from oam_core.errors import InvalidArgumentError
 from oam_core.service.common import MEMORY_TYPE_NAMES, provenance, record_json
 
 __all__ = [
@@ -260,9 +261,9 @@ def parse_filter(text: str) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ValueError(f"metadata filter is not valid JSON: {exc}") from None
+        raise InvalidArgumentError(f"metadata filter is not valid JSON: {exc}") from None
     if not isinstance(value, dict):
-        raise ValueError(f"metadata filter must be a JSON object, got {text!r}")
+        raise InvalidArgumentError(f"metadata filter must be a JSON object, got {text!r}")
     return value
 
 

@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import MESSAGE, Record, ThreadRow
+from oam_core.checks import Vector
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import (
     Backend,
@@ -53,7 +54,7 @@ from oam_core.store.oracle.session import (
     run_batched,
 )
 from oam_core.store.oracle.transfer import dump_rows, restore
-from oam_core.store.planning import ChunkPlan, RowPlan, Vector
+from oam_core.store.planning import ChunkPlan, RowPlan
 from oam_core.store.quotes import (
     QuotingRow,
     ResolvedChunk,

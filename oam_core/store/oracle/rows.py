@@ -16,7 +16,7 @@ from typing import Any, cast
 import numpy as np
 
 from oam_core.apis.records import MESSAGE, PROFILE_TYPES, THREAD, MessageRecord, Record, ThreadRow
-from oam_core.store.planning import Vector
+from oam_core.checks import Vector
 from oam_core.store.ttl import iso
 
 __all__ = [

@@ -37,8 +37,8 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from oam_core.apis._sentinel import Maybe
+from oam_core.checks import Vector
 from oam_core.store.backend import Predicate, Tx
-from oam_core.store.planning import Vector
 from oam_core.store.postgres.dialect import POSTGRES
 from oam_core.store.postgres.fulltext import K1, B, index_input, query_words, tsquery_literal
 from oam_core.store.postgres.schema import ann_expression, lock_key

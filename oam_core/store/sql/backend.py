@@ -23,6 +23,7 @@ import numpy as np
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import MESSAGE, THREAD, Record, ThreadRow
+from oam_core.checks import Vector
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import (
     Backend,
@@ -34,7 +35,7 @@ from oam_core.store.backend import (
     driver_errors,
     message_window,
 )
-from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan, Vector
+from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
 from oam_core.store.quotes import QuotingRow, ResolvedChunk, quoted_ids, resolve_quotes
 from oam_core.store.sql import dump as sd
 from oam_core.store.sql import quoting as sq

@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 
 from oam_core.apis._sentinel import NOT_SET
+from oam_core.checks import Vector, lengthen_short_rows
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import Predicate, Tx
-from oam_core.store.planning import Vector, lengthen_short_rows, name_ids
+from oam_core.store.planning import name_ids
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.backend import SqlBackend, SqlTx
 from oam_core.store.sqlite import jsonrows, schema

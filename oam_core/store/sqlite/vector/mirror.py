@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from oam_core.checks import lengthen_short_rows
 from oam_core.errors import InvalidArgumentError
-from oam_core.store.planning import lengthen_short_rows
 from oam_core.store.sqlite.vector.file import SCOPES, Snapshot
 from oam_core.store.sqlite.vector.ivf import Ann, BoolArray, FloatArray, IntArray
 
@@ -324,7 +324,7 @@ def unit(vecs: FloatArray) -> FloatArray:
     """Rows of ``vecs`` scaled to unit length (zero rows stay zero), as float32.
 
     Rows whose components are all tiny (stored before writes lengthened them,
-    ``planning.lengthen_short_rows``) are scaled in float64 first: the squares of
+    ``checks.lengthen_short_rows``) are scaled in float64 first: the squares of
     components below about 1e-19 underflow float32, and such a row would else stay
     a zero row (docs/store.md#what-is-stored-and-what-is-searched)."""
     out = lengthen_short_rows(np.array(vecs, dtype=np.float32))
