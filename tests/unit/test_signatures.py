@@ -205,6 +205,8 @@ STORE_API = {
     "close",
 }
 STORE_PROPERTIES = {"chunk_chars", "embedder_identity"}
+STORE_ADDITIONS = {"searching_with"}
+"""oam additions: a per-call search strategy (docs/store.md#search-strategies)."""
 TRANSFER_API = {"dump_rows", "dump_counts", "restore_rows", "clock_now"}
 """oam additions that export/import/copy (docs/transfer.md) read and write through:
 sync only, like the functions that use them."""
@@ -213,7 +215,7 @@ sync only, like the functions that use them."""
 def test_the_public_store_class_holds_only_the_public_store_api() -> None:
     public = {n for n in dir(OracleMemoryStore) if not n.startswith("_")}
     twins = {n + "_async" for n in STORE_API - {"close"}}
-    assert public == STORE_API | twins | STORE_PROPERTIES | TRANSFER_API
+    assert public == STORE_API | twins | STORE_PROPERTIES | STORE_ADDITIONS | TRANSFER_API
     for name in STORE_API - {"close"}:
         assert _shape(getattr(OracleMemoryStore, name)) == _shape(
             getattr(OracleMemoryStore, name + "_async")

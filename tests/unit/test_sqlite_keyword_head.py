@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from oam_core.store.args import types_arg
+from oam_core.checks import types_arg
 
 from oam_core import SQLiteMemoryStore
 from oam_core.apis._sentinel import NOT_SET
