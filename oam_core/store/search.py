@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -24,15 +24,11 @@ from oam_core.store import planning
 from oam_core.store.args import filter_arg, findable, scope_arg, types_arg
 from oam_core.store.backend import Predicate
 from oam_core.store.chunking import chunk_text
-from oam_core.store.embedding import embed_texts
 from oam_core.store.options import SearchStrategy
 from oam_core.store.ranking import normalized_distances, rrf, rrf_distance
+from oam_core.store.runtime import StoreRuntime
 from oam_core.store.signals import POOL, passage_text, signal_lists
-from oam_core.store.strategy import strategy_of
 from oam_core.store.text import query_terms
-
-if TYPE_CHECKING:
-    from oam_core.store.base import OracleMemoryStore
 
 __all__ = ["HYBRID_DEPTH", "search"]
 
@@ -41,10 +37,12 @@ HYBRID_DEPTH = 50
 
 
 def search(
-    store: OracleMemoryStore,
+    store: StoreRuntime,
     query: str | None,
     k: int,
     *,
+    strategy: SearchStrategy,
+    reranker: IReranker | None,
     query_vector: Any,
     thread_id: Maybe[str | None],
     user_id: Maybe[str | None],
@@ -55,7 +53,8 @@ def search(
     record_types: Iterable[str] | None,
     metadata_filter: Maybe[dict[str, Any] | None],
 ) -> builtins.list[tuple[Record, float]]:
-    """The body of ``OracleMemoryStore.search`` (same arguments, result and errors)."""
+    """The body of ``OracleMemoryStore.search`` (same arguments, result and errors),
+    on the store's runtime, with the strategy of this call and the store's reranker."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be an int >= 1, got {k!r}")
     k = planning.clamp_count(k)
@@ -65,7 +64,6 @@ def search(
         raise ValueError(f"query must be a non-blank string, got {query!r}")
     if query is not None:
         planning.check_text(query, "query")
-    strategy = strategy_of(store)
     if query is not None and store.embedder is None and strategy is not SearchStrategy.KEYWORD:
         # Before anything runs: HYBRID would otherwise rank by keywords alone, silently.
         raise ConfigurationError(
@@ -91,7 +89,7 @@ def search(
     types = types_arg(record_types)
     pred = Predicate(
         record_types=types,
-        now=store._now(),
+        now=store.now(),
         thread_id=scope_arg(thread_id, "thread_id") if exact_thread_match else NOT_SET,
         user_id=scope_arg(user_id, "user_id") if exact_user_match else NOT_SET,
         agent_id=scope_arg(agent_id, "agent_id") if exact_agent_match else NOT_SET,
@@ -100,10 +98,10 @@ def search(
     if not findable(pred):
         return []
     # A reranker re-scores the first stage's best ``candidates``: rank that deep.
-    depth = k if store.reranker is None or query is None else max(k, store.reranker.candidates)
+    depth = k if reranker is None or query is None else max(k, reranker.candidates)
     loaded: dict[Hashable, Record] | None = None
-    native = store._native_search(query, qvec, depth, pred)
-    backend = store._backend
+    backend = store.backend
+    native = backend.native_search(query, qvec, depth, pred)
     if native is not None:
         ranked = native
     elif qvec is not None:
@@ -112,7 +110,7 @@ def search(
         ranked = _keyword_ranking(store, _query_parts(store, query or ""), depth, pred)
     else:
         parts = _query_parts(store, query or "")
-        vectors = _query_vectors(store, parts)
+        vectors = _query_vectors(store, parts, strategy)
         if strategy is SearchStrategy.VECTOR:
             ranked = _vector_ranking(store, vectors, depth, pred, fused=len(parts) > 1)
         else:
@@ -122,13 +120,13 @@ def search(
             )
             lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
             ranked, loaded = _hybrid_ranking(store, query or "", lists, k, pred)
-    if store.reranker is not None and query is not None:
-        ranked, loaded = _reranked(store, store.reranker, query, ranked, k, loaded)
+    if reranker is not None and query is not None:
+        ranked, loaded = _reranked(store, reranker, query, ranked, k, loaded)
     return _materialize(store, ranked, k, loaded)
 
 
 def _hybrid_ranking(
-    store: OracleMemoryStore,
+    store: StoreRuntime,
     query: str,
     lists: Sequence[Sequence[Hashable]],
     k: int,
@@ -137,9 +135,9 @@ def _hybrid_ranking(
     """Fuse the text lists, then the query's speaker and date lists over the fused
     head (store/signals.py). Returns ``(key, distance)`` pairs from the final fused
     scores, and the head's loaded records."""
-    fused = sorted(store._backend.fuse(lists), key=lambda kv: -kv[1])
+    fused = sorted(store.backend.fuse(lists), key=lambda kv: -kv[1])
     pool = [key for key, _ in fused[: max(POOL, k)]]
-    records = store._backend.load(pool)
+    records = store.backend.load(pool)
     weights = [1.0] * len(lists)
     extra = signal_lists(query, pool, records, pred.now)
     if extra:
@@ -150,7 +148,7 @@ def _hybrid_ranking(
 
 
 def _reranked(
-    store: OracleMemoryStore,
+    store: StoreRuntime,
     reranker: IReranker,
     query: str,
     ranked: Sequence[tuple[Hashable, float]],
@@ -164,7 +162,7 @@ def _reranked(
     records = dict(loaded or {})
     missing = [key for key in head if key not in records]
     if missing:
-        records.update(store._backend.load(missing))
+        records.update(store.backend.load(missing))
     head = [key for key in head if key in records]
     if not head:
         return [], records
@@ -180,25 +178,26 @@ def _reranked(
     return [(key, float(d)) for key, d in zip(head, distances, strict=True)], records
 
 
-def _query_vectors(store: OracleMemoryStore, parts: Sequence[str]) -> builtins.list[Any]:
+def _query_vectors(
+    store: StoreRuntime, parts: Sequence[str], strategy: SearchStrategy
+) -> builtins.list[Any]:
     """The query embeddings of ``parts`` (none without an embedder)."""
     if store.embedder is None:
         return []
-    _warn_unembedded_once(store)
-    return list(embed_texts(store, parts, is_query=True))
+    _warn_unembedded_once(store, strategy)
+    return list(store.embed(parts, is_query=True))
 
 
-def _warn_unembedded_once(store: OracleMemoryStore) -> None:
+def _warn_unembedded_once(store: StoreRuntime, strategy: SearchStrategy) -> None:
     """Warn (once per store object) when records have search rows without a vector:
     vector search cannot see them until ``reindex`` embeds them."""
-    if store._unembedded_checked:
+    if store.unembedded_checked:
         return
-    store._unembedded_checked = True
-    missing = store._backend.unembedded(None)
+    store.unembedded_checked = True
+    missing = store.backend.unembedded(None)
     if not missing:
         return
     family, record_id = missing[0]
-    strategy = strategy_of(store)
     how = "by keywords only" if strategy is SearchStrategy.HYBRID else "not at all"
     warnings.warn(
         f"{len(missing)} record(s) of this store (e.g. {family} {record_id!r}) have "
@@ -210,7 +209,7 @@ def _warn_unembedded_once(store: OracleMemoryStore) -> None:
     )
 
 
-def _query_parts(store: OracleMemoryStore, query: str) -> builtins.list[str]:
+def _query_parts(store: StoreRuntime, query: str) -> builtins.list[str]:
     return chunk_text(query, store.chunk_chars) or [query]
 
 
@@ -234,30 +233,30 @@ def _with_ties(
 
 
 def _vector_ranking(
-    store: OracleMemoryStore, vectors: Sequence[Any], k: int, pred: Predicate, *, fused: bool
+    store: StoreRuntime, vectors: Sequence[Any], k: int, pred: Predicate, *, fused: bool
 ) -> builtins.list[tuple[Hashable, float]]:
     if not fused:
-        return _with_ties(lambda n: store._backend.rank_vector(vectors, n, pred)[0], k)
-    lists = store._backend.rank_vector(vectors, k, pred)
+        return _with_ties(lambda n: store.backend.rank_vector(vectors, n, pred)[0], k)
+    lists = store.backend.rank_vector(vectors, k, pred)
     scores = rrf([[key for key, _ in lst] for lst in lists])
     return [(key, rrf_distance(s, len(lists))) for key, s in scores.items()]
 
 
 def _keyword_ranking(
-    store: OracleMemoryStore, parts: Sequence[str], k: int, pred: Predicate
+    store: StoreRuntime, parts: Sequence[str], k: int, pred: Predicate
 ) -> builtins.list[tuple[Hashable, float]]:
     if len(parts) == 1:
         terms = query_terms(parts[0])
         return _with_ties(
-            lambda n: normalized_distances(store._backend.rank_keyword(terms, n, pred)), k
+            lambda n: normalized_distances(store.backend.rank_keyword(terms, n, pred)), k
         )
-    lists = [store._backend.rank_keyword(query_terms(p), k, pred) for p in parts]
+    lists = [store.backend.rank_keyword(query_terms(p), k, pred) for p in parts]
     scores = rrf([[key for key, _ in lst] for lst in lists])
     return [(key, rrf_distance(s, len(lists))) for key, s in scores.items()]
 
 
 def _materialize(
-    store: OracleMemoryStore,
+    store: StoreRuntime,
     ranked: Sequence[tuple[Hashable, float]],
     k: int,
     loaded: dict[Hashable, Record] | None = None,
@@ -270,7 +269,7 @@ def _materialize(
     records = {key: loaded[key] for key, _ in best if key in loaded}
     missing = [key for key, _ in best if key not in loaded]
     if missing:
-        records.update(store._backend.load(missing))
+        records.update(store.backend.load(missing))
     out = [(records[key], float(d)) for key, d in best if key in records]
     out.sort(key=lambda rd: (rd[1], rd[0].record_type, rd[0].id))
     return out[:k]

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
+from oam_core.errors import InvalidArgumentError
 from oam_core.store.options import SearchStrategy
 
 if TYPE_CHECKING:
@@ -50,8 +51,8 @@ def searching_with(
         yield
         return
     chosen = SearchStrategy.parse(strategy)
-    if not store._serves_strategy(chosen):
-        raise ValueError(
+    if not store.runtime.backend.serves_strategy(chosen):
+        raise InvalidArgumentError(
             f"this {type(store).__name__} searches with {store.search_strategy.value} "
             f"only; reopen it with search_strategy={chosen.value} to search by {chosen.value}"
         )

@@ -8,7 +8,7 @@ import builtins
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -17,20 +17,17 @@ from oam_core.apis.records import EXPIRING_TYPES, MESSAGE, PROFILE_TYPES, family
 from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.store import planning
 from oam_core.store.backend import StoredRow, Tx
-from oam_core.store.embedding import learn_dim, write_identity
 from oam_core.store.metadatajson import RESERVED_KEY, dump_metadata
 from oam_core.store.planning import ChunkPlan
 from oam_core.store.quotes import take_sources
+from oam_core.store.runtime import StoreRuntime
 from oam_core.store.timestamps import normalize_timestamp
-
-if TYPE_CHECKING:
-    from oam_core.store.base import OracleMemoryStore
 
 __all__ = ["keep_reserved", "update_record"]
 
 
 def update_record(
-    store: OracleMemoryStore,
+    store: StoreRuntime,
     record_type: str,
     record_id: str,
     *,
@@ -88,7 +85,7 @@ def update_record(
     if record_type not in EXPIRING_TYPES and (ttl_days is not NOT_SET or ttl_anchor is not NOT_SET):
         raise ValueError(f"{record_type} records do not expire; ttl_days/ttl_anchor not allowed")
 
-    ctx = store._ctx()
+    ctx = store.plan_context()
     new_chunks: builtins.list[ChunkPlan] | None = None  # None: keep the search rows
     embedding_only = text is NOT_SET and index_text is NOT_SET
     if text is None or (index_text is None and index_text is not NOT_SET):
@@ -111,9 +108,9 @@ def update_record(
     if not findable:  # no record can have this id
         return 0
     if new_chunks is not None:
-        store._embed_plans(new_chunks)
+        store.embed_plans(new_chunks)
 
-    with store._writing() as tx:
+    with store.writing() as tx:
         row = tx.fetch(family_of(record_type), record_id)
         if row is None or row.record_type != record_type:
             return 0
@@ -133,7 +130,7 @@ def update_record(
                 ttl_anchor,
                 event_ts,
                 row.created_at,
-                store.memory_retention_config,
+                store.retention,
                 "update",
             )
         if embedding_only and embedding is not NOT_SET:
@@ -145,10 +142,8 @@ def update_record(
         if "expires_at" in fields:
             tx.clamp_quoting(row.key)
         if new_chunks is not None:
-            learn_dim(store, new_chunks)
+            store.storing_rows(tx, new_chunks)
             tx.replace_chunks(row, new_chunks)
-            write_identity(store, tx)
-    store._embedder_check.recorded()
     return 1
 
 

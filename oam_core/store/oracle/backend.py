@@ -12,7 +12,7 @@ import array
 import builtins
 import json
 import threading
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any, cast
@@ -24,6 +24,7 @@ from oam_core.apis.records import MESSAGE, PROFILE_TYPES, THREAD, MessageRecord,
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import (
     Backend,
+    DimCheck,
     DumpChunk,
     DumpRow,
     Predicate,
@@ -31,6 +32,7 @@ from oam_core.store.backend import (
     Tx,
     message_window,
 )
+from oam_core.store.options import SearchStrategy
 from oam_core.store.oracle import dump as od
 from oam_core.store.oracle import quoting as oq
 from oam_core.store.oracle import sql
@@ -53,6 +55,8 @@ from oam_core.store.quotes import (
     quoted_ids,
     resolve_quotes,
 )
+from oam_core.store.ranking import normalized_distances
+from oam_core.store.text import query_terms
 from oam_core.store.ttl import iso
 
 _ODCI_ERROR = 29902
@@ -152,10 +156,6 @@ def _thread_row(row: Sequence[Any]) -> ThreadRow:
     )
 
 
-DimCheck = Callable[[str | None, int], None]
-"""``OracleMemoryStore._check_recorded_dim``: (recorded value or None, new dimension)."""
-
-
 class OracleBackend(Backend):
     """Reads and transactions over one schema prefix.
 
@@ -184,7 +184,60 @@ class OracleBackend(Backend):
         """Dimension recorded in the metadata as far as this object knows; set when a
         transaction that recorded or read it commits."""
         self.check_dim = check_dim
+        self.strategy = SearchStrategy.VECTOR
+        """The strategy the store opened with: its indexes serve only that one."""
+        self.hybrid_dim: int | None = None
+        """HYBRID: the dimension of the in-database model the hybrid index uses."""
         self._local = threading.local()
+
+    # -- store hooks (store/backend.py) ----------------------------------------------
+
+    def remember_vector_dim(self, dim: int, check: DimCheck) -> None:
+        """A flexible embedding column learns its dimension inside the write that
+        stores its first vector, before its rows (``OracleTx.record_dim``: the
+        dimension another store object recorded meanwhile is adopted, and ``dim``
+        refused if it differs; ``check`` is the ``check_dim`` given at open).
+
+        Raises:
+            InvalidArgumentError: naming both dimensions when they differ.
+        """
+        tx = self.current_tx()
+        assert tx is not None, "a dimension is learned inside a write transaction"
+        tx.record_dim(dim)
+
+    def serves_strategy(self, strategy: SearchStrategy) -> bool:
+        return strategy is self.strategy  # its indexes serve the one it opened with
+
+    def native_search(
+        self, query: str | None, query_vector: Vector | None, k: int, pred: Predicate
+    ) -> builtins.list[tuple[Hashable, float]] | None:
+        """HYBRID: ``DBMS_HYBRID_VECTOR.SEARCH`` over the managed hybrid index
+        (``hybrid_search``), as distances; None for the other strategies.
+
+        Raises:
+            InvalidArgumentError: for a ``query_vector`` of another dimension than
+                the in-database model's.
+        """
+        if self.strategy is not SearchStrategy.HYBRID:
+            return None
+        request: dict[str, Any] = {"hybrid_index_name": self.n.hybrid_index}
+        if query_vector is not None:
+            if len(query_vector) != self.hybrid_dim:
+                raise InvalidArgumentError(
+                    f"query_vector dimension {len(query_vector)} does not match the "
+                    f"OracleDBEmbedder model's dimension {self.hybrid_dim}"
+                )
+            vec = "[" + ",".join(repr(float(x)) for x in query_vector) + "]"
+            request["vector"] = {"search_vector": vec}
+        else:
+            assert query is not None
+            request["vector"] = {"search_text": query}
+            text = sql.text_query(query_terms(query))
+            if text is not None:
+                request["text"] = {"contains": text}
+                request["search_fusion"] = "UNION"
+                request["search_scorer"] = "RRF"
+        return normalized_distances(self.hybrid_search(request, k, pred))
 
     def current_tx(self) -> OracleTx | None:
         """The open ``transaction`` of this thread, if any."""
