@@ -20,6 +20,7 @@ from typing import Any, cast
 import numpy as np
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
+from oam_core.apis.embedder import IEmbedder
 from oam_core.apis.records import MESSAGE, PROFILE_TYPES, THREAD, MessageRecord, Record, ThreadRow
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import (
@@ -186,8 +187,9 @@ class OracleBackend(Backend):
         self.check_dim = check_dim
         self.strategy = SearchStrategy.VECTOR
         """The strategy the store opened with: its indexes serve only that one."""
-        self.hybrid_dim: int | None = None
-        """HYBRID: the dimension of the in-database model the hybrid index uses."""
+        self.hybrid_model: IEmbedder | None = None
+        """HYBRID: the in-database model (``OracleDBEmbedder``) the hybrid index
+        uses; its dimension is asked for only by a vector query."""
         self._local = threading.local()
 
     # -- store hooks (store/backend.py) ----------------------------------------------
@@ -222,10 +224,12 @@ class OracleBackend(Backend):
             return None
         request: dict[str, Any] = {"hybrid_index_name": self.n.hybrid_index}
         if query_vector is not None:
-            if len(query_vector) != self.hybrid_dim:
+            assert self.hybrid_model is not None
+            dim = self.hybrid_model.embedding_dimension
+            if len(query_vector) != dim:
                 raise InvalidArgumentError(
                     f"query_vector dimension {len(query_vector)} does not match the "
-                    f"OracleDBEmbedder model's dimension {self.hybrid_dim}"
+                    f"OracleDBEmbedder model's dimension {dim}"
                 )
             vec = "[" + ",".join(repr(float(x)) for x in query_vector) + "]"
             request["vector"] = {"search_vector": vec}

@@ -166,7 +166,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         self._impl.strategy = strategy
         if strategy is SearchStrategy.HYBRID:
             assert isinstance(embedder, OracleDBEmbedder)
-            self._impl.hybrid_dim = embedder.embedding_dimension
+            self._impl.hybrid_model = embedder
         self.runtime.backend = self._impl
 
     # -- schema -------------------------------------------------------------------
