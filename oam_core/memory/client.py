@@ -587,6 +587,7 @@ class OracleAgentMemory(IAgentMemory):
         options, extra = split_options(kwargs)
         check_thread_kwargs("create_thread", extra)
         choice = Extraction.parse(extract_memories, memory_extraction_config)
+        self._check_open()
         return (
             yield from new_thread_steps(
                 self, thread_id, user_id, agent_id, metadata, llm, choice, options
@@ -643,6 +644,7 @@ class OracleAgentMemory(IAgentMemory):
         options, extra = split_options(kwargs)
         check_thread_kwargs("get_thread", extra)
         choice = Extraction.parse(extract_memories, memory_extraction_config)
+        self._check_open()
         return (yield from reopen_thread_steps(self, thread_id, llm, choice, options))
 
     get_thread = sync_method(_get_thread_steps)

@@ -99,13 +99,13 @@ def _log_to_stderr() -> None:
 
 def _shown_db(db: str) -> str:
     """``db`` for a message: a URL without its password."""
-    from urllib.parse import urlsplit
+    from urllib.parse import urlsplit, urlunsplit
 
     parts = urlsplit(db)
     if parts.password is None:
         return db
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return parts._replace(netloc=netloc).geturl()
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 def _embedder(db: str, given: str | None) -> str | None:
