@@ -94,37 +94,11 @@ class OracleMemoryStore(IMemoryStore):
         reranker: IReranker | None = None,
         allow_embedder_change: bool = False,
     ) -> None:
-        if not isinstance(allow_embedder_change, bool):
-            raise InvalidArgumentError(
-                f"allow_embedder_change must be a bool, got {allow_embedder_change!r}"
-            )
-        if embedder is not None and not isinstance(embedder, IEmbedder):
-            raise InvalidArgumentError(f"embedder must be an IEmbedder or None, got {embedder!r}")
-        if vector_dim is not None and (
-            isinstance(vector_dim, bool) or not isinstance(vector_dim, int) or vector_dim < 1
-        ):
-            raise InvalidArgumentError(
-                f"vector_dim must be a positive int or None, got {vector_dim!r}"
-            )
-        if embedder is not None:
-            dim = embedder.embedding_dimension
-            if vector_dim is not None and vector_dim != dim:
-                raise InvalidArgumentError(
-                    f"vector_dim {vector_dim} does not match the embedder's dimension {dim}"
-                )
-            vector_dim = dim
-        if memory_retention_config is not None and not isinstance(
-            memory_retention_config, MemoryRetentionConfig
-        ):
-            raise InvalidArgumentError(
-                "memory_retention_config must be a MemoryRetentionConfig, "
-                f"got {memory_retention_config!r}"
-            )
         self.runtime = StoreRuntime(
             embedder=embedder,
             vector_dim=vector_dim,
             clock=clock,
-            retention=memory_retention_config or MemoryRetentionConfig(),
+            retention=memory_retention_config,
             allow_embedder_change=allow_embedder_change,
         )
         """What the store's modules share: back end, embedder and its identity,

@@ -222,11 +222,18 @@ class StoreRuntime:
 
     Args:
         embedder: The store's embedder, or None.
-        vector_dim: The vector dimension, or None until learned.
+        vector_dim: The vector dimension, or None until learned; defaults to the
+            embedder's.
         clock: The store clock, or None for the current UTC time.
-        retention: The store-wide TTL defaults and cap.
+        retention: The store-wide TTL defaults and cap (None: the defaults).
         allow_embedder_change: Open a store recorded with another embedder of the
             same dimension (docs/store.md#embedder-identity).
+
+    Raises:
+        InvalidArgumentError: (a ValueError) naming the store's constructor argument:
+            a non-bool ``allow_embedder_change``, an embedder that is not an
+            ``IEmbedder``, a non-positive ``vector_dim`` or one other than the
+            embedder's dimension, a retention config of another type.
 
     Attributes:
         backend: The store's ``Backend``; set by the store once it has opened one.
@@ -247,14 +254,37 @@ class StoreRuntime:
         embedder: IEmbedder | None,
         vector_dim: int | None,
         clock: Clock | None,
-        retention: MemoryRetentionConfig,
+        retention: MemoryRetentionConfig | None,
         allow_embedder_change: bool,
     ) -> None:
+        if not isinstance(allow_embedder_change, bool):
+            raise InvalidArgumentError(
+                f"allow_embedder_change must be a bool, got {allow_embedder_change!r}"
+            )
+        if embedder is not None and not isinstance(embedder, IEmbedder):
+            raise InvalidArgumentError(f"embedder must be an IEmbedder or None, got {embedder!r}")
+        if vector_dim is not None and (
+            isinstance(vector_dim, bool) or not isinstance(vector_dim, int) or vector_dim < 1
+        ):
+            raise InvalidArgumentError(
+                f"vector_dim must be a positive int or None, got {vector_dim!r}"
+            )
+        if embedder is not None:
+            dim = embedder.embedding_dimension
+            if vector_dim is not None and vector_dim != dim:
+                raise InvalidArgumentError(
+                    f"vector_dim {vector_dim} does not match the embedder's dimension {dim}"
+                )
+            vector_dim = dim
+        if retention is not None and not isinstance(retention, MemoryRetentionConfig):
+            raise InvalidArgumentError(
+                f"memory_retention_config must be a MemoryRetentionConfig, got {retention!r}"
+            )
         self.embedder = embedder
         self.vector_dim = vector_dim
         self.adopted_dim: int | None = None
         self.clock = clock
-        self.retention = retention
+        self.retention = retention or MemoryRetentionConfig()
         self.identity = EmbedderCheck()
         self.identity.allow_change = allow_embedder_change
         self.unembedded_checked = False

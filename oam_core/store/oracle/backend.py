@@ -57,7 +57,6 @@ from oam_core.store.quotes import (
     resolve_quotes,
 )
 from oam_core.store.ranking import normalized_distances
-from oam_core.store.text import query_terms
 from oam_core.store.ttl import iso
 
 _ODCI_ERROR = 29902
@@ -222,7 +221,6 @@ class OracleBackend(Backend):
         """
         if self.strategy is not SearchStrategy.HYBRID:
             return None
-        request: dict[str, Any] = {"hybrid_index_name": self.n.hybrid_index}
         if query_vector is not None:
             assert self.hybrid_model is not None
             dim = self.hybrid_model.embedding_dimension
@@ -231,16 +229,7 @@ class OracleBackend(Backend):
                     f"query_vector dimension {len(query_vector)} does not match the "
                     f"OracleDBEmbedder model's dimension {dim}"
                 )
-            vec = "[" + ",".join(repr(float(x)) for x in query_vector) + "]"
-            request["vector"] = {"search_vector": vec}
-        else:
-            assert query is not None
-            request["vector"] = {"search_text": query}
-            text = sql.text_query(query_terms(query))
-            if text is not None:
-                request["text"] = {"contains": text}
-                request["search_fusion"] = "UNION"
-                request["search_scorer"] = "RRF"
+        request = sql.hybrid_request(self.n, query, query_vector)
         return normalized_distances(self.hybrid_search(request, k, pred))
 
     def current_tx(self) -> OracleTx | None:
