@@ -26,6 +26,10 @@ earlier release holds the fingerprint of a fixed sentence the caller never wrote
 is not checked, and the next write records a probe of its own.
 ``allow_embedder_change=True`` skips both checks, and the store then records the new
 embedder with its next vector.
+
+This module holds the recorded values and how they compare; what one store object
+does with its next embedder call (record, verify, nothing) is ``EmbedderCheck`` of
+the store runtime (store/runtime.py).
 """
 
 from __future__ import annotations
