@@ -674,9 +674,7 @@ def rank_keyword(n: Names, query: str, k: int, pred: Predicate) -> Stmt:
     )
 
 
-def hybrid_request(
-    n: Names, query: str | None, query_vector: Vector | None
-) -> dict[str, Any]:
+def hybrid_request(n: Names, query: str | None, query_vector: Vector | None) -> dict[str, Any]:
     """The ``DBMS_HYBRID_VECTOR.SEARCH`` request over the managed hybrid index for a
     text query (its vector and its terms, fused by RRF) or a query vector (without
     ``return``, which ``hybrid_search`` of the back end adds)."""
