@@ -47,6 +47,7 @@ __all__ = [
     "traced_embed",
     "traced_llm",
     "traced_store",
+    "tracer_provider_check",
 ]
 
 P = ParamSpec("P")
@@ -75,6 +76,16 @@ def enabled() -> bool:
     if _trace is None:
         return False
     return not isinstance(_trace.get_tracer_provider(), _trace.ProxyTracerProvider)
+
+
+def tracer_provider_check() -> tuple[Callable[[], object] | None, type]:
+    """``(get_provider, unset_type)``: tracing is on (``enabled()``) when
+    ``get_provider`` is not None and ``get_provider()`` is not an ``unset_type``. For
+    a hot path that checks it on every call without entering this module
+    (``store/runtime.py``)."""
+    if _trace is None:
+        return None, type(None)
+    return _trace.get_tracer_provider, _trace.ProxyTracerProvider
 
 
 class SpanHandle:

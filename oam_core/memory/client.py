@@ -592,6 +592,7 @@ class OracleAgentMemory(IAgentMemory):
         options, extra = split_options(kwargs)
         reject_kwargs(extra, "create_thread", THREAD_EXTRA_KWARGS)
         choice = Extraction.parse(extract_memories, memory_extraction_config)
+        self._check_open()
         return (
             yield from new_thread_steps(
                 self, thread_id, user_id, agent_id, metadata, llm, choice, options
@@ -648,6 +649,7 @@ class OracleAgentMemory(IAgentMemory):
         options, extra = split_options(kwargs)
         reject_kwargs(extra, "get_thread", THREAD_EXTRA_KWARGS)
         choice = Extraction.parse(extract_memories, memory_extraction_config)
+        self._check_open()
         return (yield from reopen_thread_steps(self, thread_id, llm, choice, options))
 
     get_thread = sync_method(_get_thread_steps)

@@ -418,7 +418,7 @@ class OracleContextCard(ContextCard):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, OracleContextCard):
             return NotImplemented
-        return self._content == other._content
+        return self._content == other.content
 
     def __hash__(self) -> int:
         return hash(self._content)

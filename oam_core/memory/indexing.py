@@ -41,7 +41,6 @@ import numpy.typing as npt
 from oam_core.apis.thread import Message
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.chunking import chunk_text
-from oam_core.store.embedding import embed_texts
 from oam_core.store.quotes import QuotingChunk
 from oam_core.store.signals import MESSAGE_KEY, participant_name
 from oam_core.store.temporal import day_label
@@ -270,7 +269,7 @@ def _context(
 def embeds_in_python(store: OracleMemoryStore) -> bool:
     """Whether ``store`` vectors its rows with its own ``embedder`` here (not in the
     database, and not text-only), so ``MessageRows.vectors`` can vector them."""
-    return store.embedder is not None and bool(getattr(store, "_local_vectors", True))
+    return store.embedder is not None and store.runtime.backend.local_vectors
 
 
 def store_row_vectors(
@@ -284,7 +283,7 @@ def store_row_vectors(
     ``EMBED_STEP`` messages."""
 
     def embed(texts: list[str]) -> npt.NDArray[np.float32]:
-        return np.asarray(embed_texts(store, texts, is_query=False), dtype=np.float32)
+        return np.asarray(store.runtime.embed(texts, is_query=False), dtype=np.float32)
 
     derive = DERIVE_CONTEXT_VECTORS
     if on_progress is None:

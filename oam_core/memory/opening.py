@@ -42,7 +42,6 @@ def new_thread_steps(
     Raises:
         ValueError: as ``OracleAgentMemory.create_thread``; nothing is written.
     """
-    client._check_open()
     tid = check_given_id(thread_id, "thread_id")
     uid = check_given_id(user_id, "user_id")
     aid = check_given_id(agent_id, "agent_id")
@@ -80,7 +79,6 @@ def reopen_thread_steps(
         NotFoundError: when the thread does not exist.
         ValueError: as ``OracleAgentMemory.get_thread``.
     """
-    client._check_open()
     tid = check_required_id(thread_id, "thread_id")
     thread_llm = client.llm if llm is NOT_SET else llms.resolve_llm(llm)
     ThreadConfig.resolve(options)  # validate overrides before any I/O

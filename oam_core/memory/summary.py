@@ -125,7 +125,7 @@ class OracleSummary(Summary):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, OracleSummary):
             return NotImplemented
-        return self._content == other._content
+        return self._content == other.content
 
     def __hash__(self) -> int:
         return hash(self._content)

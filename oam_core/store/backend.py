@@ -22,6 +22,7 @@ from oam_core.apis.records import Record, ThreadRow
 from oam_core.checks import Vector
 from oam_core.errors import OAMError
 from oam_core.filters import Cond
+from oam_core.store.options import SearchStrategy
 from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
 
 
@@ -160,6 +161,10 @@ def message_window(
 class Tx(abc.ABC):
     """Write primitives, all inside one open transaction."""
 
+    stores_rows: bool = False
+    """Set by ``StoreRuntime.storing_rows`` (store/runtime.py) when this write stores
+    search rows: the transaction then records the embedder identity too."""
+
     refuses_existing_ids: bool = False
     """Whether ``insert``/``insert_bulk`` refuse a record id stored before, with a
     ``ValueError`` naming it: a write that does not replace needs no check first."""
@@ -283,8 +288,44 @@ class Tx(abc.ABC):
         raise NotImplementedError(f"{type(self).__name__} cannot restore dumped rows")
 
 
+DimCheck = Callable[[str | None, int], None]
+"""``StoreRuntime.check_recorded_dim(recorded, dim)``: ``recorded`` is the dimension
+the storage records (its metadata text) or None; raises to refuse ``dim``."""
+
+
 class Backend(abc.ABC):
     """Read primitives and transactions of one database."""
+
+    local_vectors: bool = True
+    """Whether search rows hold vectors the store computes (an Oracle store searching
+    by KEYWORD or HYBRID may keep none: the database embeds its text)."""
+
+    def remember_vector_dim(self, dim: int, check: DimCheck) -> None:
+        """Record ``dim``, learned from the first vector this store writes, inside the
+        open write transaction that stores it, before its rows. A back end that
+        records it reads the recorded one first (under a lock, so writers that learn
+        a dimension take turns) and passes it to ``check``, which adopts it and
+        raises when it differs (docs/store.md#schema). Here: nothing is recorded.
+
+        Raises:
+            InvalidArgumentError: (from ``check``) when another store object recorded
+                another dimension since this one opened.
+        """
+        return None
+
+    def serves_strategy(self, strategy: SearchStrategy) -> bool:
+        """Whether one call may search by ``strategy`` without reopening the store
+        (store/strategy.py); the SQL back ends keep every index."""
+        return True
+
+    def native_search(
+        self, query: str | None, query_vector: Vector | None, k: int, pred: Predicate
+    ) -> builtins.list[tuple[Hashable, float]] | None:
+        """``(record key, distance)`` pairs from a ranking of the database's own (such
+        as Oracle's hybrid vector index), or None to rank with the shared logic of
+        store/search.py. Called after every argument check, with exactly one of
+        ``query`` and ``query_vector``."""
+        return None
 
     @abc.abstractmethod
     def transaction(self) -> AbstractContextManager[Tx]:

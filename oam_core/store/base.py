@@ -11,8 +11,8 @@ share one implementation and the event loop never blocks on the database.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Hashable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
@@ -38,19 +38,19 @@ from oam_core.rerankers import IReranker, check_reranker
 from oam_core.steps import async_twin
 from oam_core.store import dumprows
 from oam_core.store import search as search_flow
-from oam_core.store.backend import Backend, DumpRow, Predicate, Tx
+from oam_core.store.backend import Backend, DumpRow, Predicate
 from oam_core.store.dumprows import OnConflict, RestoreResult
-from oam_core.store.embedding import embed_plans
 from oam_core.store.embedding import reindex as embed_missing
-from oam_core.store.identity import EmbedderCheck, EmbedderIdentity
+from oam_core.store.identity import EmbedderIdentity
 from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
-from oam_core.store.planning import ChunkPlan, PlanContext
+from oam_core.store.runtime import StoreRuntime
+from oam_core.store.runtime import traced as traced_store
 from oam_core.store.strategy import searching_with as strategy_override
-from oam_core.store.ttl import Clock, read_clock, utc_now
+from oam_core.store.strategy import strategy_of
+from oam_core.store.ttl import Clock
 from oam_core.store.updates import update_record
 from oam_core.store.writes import DEFAULT_BATCH_SIZE, write_batches
 from oam_core.store.writes import batch_size as batch_size_arg
-from oam_core.telemetry import traced_store
 
 MAX_LIST_LIMIT = 10000
 """Default cap of ``list`` when ``limit`` is omitted (docs/store.md#defaults)."""
@@ -97,144 +97,64 @@ class OracleMemoryStore(IMemoryStore):
         reranker: IReranker | None = None,
         allow_embedder_change: bool = False,
     ) -> None:
-        if not isinstance(allow_embedder_change, bool):
-            raise ValueError(f"allow_embedder_change must be a bool, got {allow_embedder_change!r}")
-        if embedder is not None and not isinstance(embedder, IEmbedder):
-            raise ValueError(f"embedder must be an IEmbedder or None, got {embedder!r}")
-        if vector_dim is not None and (
-            isinstance(vector_dim, bool) or not isinstance(vector_dim, int) or vector_dim < 1
-        ):
-            raise ValueError(f"vector_dim must be a positive int or None, got {vector_dim!r}")
-        if embedder is not None:
-            dim = embedder.embedding_dimension
-            if vector_dim is not None and vector_dim != dim:
-                raise ValueError(
-                    f"vector_dim {vector_dim} does not match the embedder's dimension {dim}"
-                )
-            vector_dim = dim
-        if memory_retention_config is not None and not isinstance(
-            memory_retention_config, MemoryRetentionConfig
-        ):
-            raise ValueError(
-                "memory_retention_config must be a MemoryRetentionConfig, "
-                f"got {memory_retention_config!r}"
-            )
-        self.embedder = embedder
-        self.vector_dim: int | None = vector_dim
-        self._adopted_dim: int | None = None  # see _writing
+        self.runtime = StoreRuntime(
+            embedder=embedder,
+            vector_dim=vector_dim,
+            clock=clock,
+            retention=memory_retention_config,
+            allow_embedder_change=allow_embedder_change,
+        )
+        """What the store's modules share: back end, embedder and its identity,
+        vector dimension, clock (store/runtime.py). Back ends set ``runtime.backend``
+        when they open."""
         self.search_strategy = SearchStrategy.parse(search_strategy)
-        self.memory_retention_config = memory_retention_config or MemoryRetentionConfig()
-        self._clock: Clock = clock or utc_now
         self.reranker: IReranker | None = check_reranker(reranker)
         self.allow_embedder_change = allow_embedder_change
-        self._embedder_check = EmbedderCheck()
-        self._unembedded_checked = False
-
-    # -- back end hooks -------------------------------------------------------------
 
     @property
     def _backend(self) -> Backend:
-        raise NotImplementedError
+        return self.runtime.backend
 
-    def _native_search(
-        self, query: str | None, query_vector: Any, k: int, pred: Predicate
-    ) -> builtins.list[tuple[Hashable, float]] | None:
-        """Back end hook: ``(record key, distance)`` pairs from a native ranking (such
-        as Oracle's hybrid vector index), or None to rank with the shared logic below.
-        Called after every argument check."""
-        return None
+    @property
+    def embedder(self) -> IEmbedder | None:
+        """The embedder of retrieval texts and queries, or None."""
+        return self.runtime.embedder
 
-    def _serves_strategy(self, strategy: SearchStrategy) -> bool:
-        """Back end hook: whether one call may search by ``strategy`` without
-        reopening the store (store/strategy.py); the SQL back ends keep every index."""
-        return True
+    @embedder.setter
+    def embedder(self, embedder: IEmbedder | None) -> None:
+        self.runtime.embedder = embedder
 
-    def _remember_vector_dim(self, dim: int) -> None:
-        """Persist a dimension learned from the first explicit vector (back end hook),
-        inside the write transaction that stores it, before its rows.
+    @property
+    def vector_dim(self) -> int | None:
+        """The vector length: given, stored, or learned from the first vector written;
+        None before any is known."""
+        return self.runtime.vector_dim
 
-        Raises:
-            InvalidArgumentError: (from back ends, see ``_check_recorded_dim``) when
-                another store object recorded another dimension since this one opened.
-        """
-        self.vector_dim = dim
+    @vector_dim.setter
+    def vector_dim(self, dim: int | None) -> None:
+        self.runtime.vector_dim = dim
 
-    @contextmanager
-    def _writing(self) -> Iterator[Tx]:
-        """``self._backend.transaction()`` for a write that may learn the vector
-        dimension (``embedding.learn_dim``): when the transaction fails, anywhere up
-        to its commit, a dimension learned inside it is forgotten again, as the
-        rollback drops the recorded one, so the next write learns its own."""
-        known = self.vector_dim
-        try:
-            with self._backend.transaction() as tx:
-                yield tx
-        except BaseException:
-            # One adopted from the storage (``_check_recorded_dim``) was committed by
-            # another store object: it stays.
-            if known is None and self.vector_dim != self._adopted_dim:
-                self.vector_dim = None
-            raise
+    @property
+    def memory_retention_config(self) -> MemoryRetentionConfig:
+        """Store-wide TTL defaults and cap (docs/store.md#ttl-and-retention)."""
+        return self.runtime.retention
 
-    def _check_recorded_dim(self, recorded: str | None, dim: int) -> None:
-        """Back ends call this inside the write that learns ``dim`` with the dimension
-        the storage records now (None for none). A store opened before any vector was
-        written may find that another store object on the same storage recorded one
-        since: it adopts it and refuses ``dim`` if it differs (docs/store.md#schema).
-
-        Raises:
-            InvalidArgumentError: naming both dimensions when they differ.
-        """
-        if recorded is not None and int(recorded) != dim:
-            self.vector_dim = self._adopted_dim = int(recorded)
-            raise InvalidArgumentError(
-                f"vector dimension {dim} does not match the store's dimension {recorded} "
-                "(recorded by another store object after this one was opened)"
-            )
-
-    def _adopt_embedder_identity(self, meta_value: str | None, where: str) -> None:
-        """Back ends call this at open with the schema metadata's ``embedder`` value.
-
-        Raises:
-            ValueError: naming both embedders when the store's embedder is not the
-                recorded one (unless ``allow_embedder_change``).
-        """
-        self._embedder_check.where = where
-        self._embedder_check.adopt(
-            meta_value, self.embedder, allow_change=self.allow_embedder_change
-        )
+    @memory_retention_config.setter
+    def memory_retention_config(self, config: MemoryRetentionConfig) -> None:
+        self.runtime.retention = config
 
     @property
     def embedder_identity(self) -> EmbedderIdentity | None:
         """An oam addition: the embedder recorded with this store's vectors (id, dimension,
         fingerprint), or None before its embedder wrote a vector
         (docs/store.md#embedder-identity)."""
-        return self._embedder_check.stored
-
-    # -- helpers ------------------------------------------------------------------
-
-    def _now(self) -> datetime:
-        return read_clock(self._clock)
+        return self.runtime.identity.stored
 
     @property
     def chunk_chars(self) -> int:
         """Longest search row the store writes, in characters: the embedder's
         ``chunk_chars`` (``min(4000, max_input_tokens * 3.5)``), or 4000 without one."""
-        return self.embedder.chunk_chars if self.embedder is not None else 4000
-
-    def _ctx(self) -> PlanContext:
-        return PlanContext(
-            chunk_chars=self.chunk_chars,
-            vector_dim=self.vector_dim,
-            has_embedder=self.embedder is not None,
-            retention=self.memory_retention_config,
-            now=self._now(),
-        )
-
-    def _embed_plans(self, plans: Iterable[ChunkPlan]) -> None:
-        """Give the plans that need one a vector from the embedder (back end hook: the
-        Oracle store may embed in the database instead)."""
-        embed_plans(self, plans)
+        return self.runtime.chunk_chars
 
     # -- add ----------------------------------------------------------------------
 
@@ -325,7 +245,7 @@ class OracleMemoryStore(IMemoryStore):
             ValueError: as ``add``, for any row of any batch; an id repeated across
                 batches or clashing with a stored record. Nothing is written.
         """
-        return write_batches(self, batches, store_kwargs, replace=False)
+        return write_batches(self.runtime, batches, store_kwargs, replace=False)
 
     @traced_store
     def upsert(
@@ -363,7 +283,7 @@ class OracleMemoryStore(IMemoryStore):
                 is written or deleted then.
         """
         if record_ids is NOT_SET or record_ids is None:
-            raise ValueError("upsert needs record_ids: every record must have an id")
+            raise InvalidArgumentError("upsert needs record_ids: every record must have an id")
         batch = PendingRecordBatch(
             texts=contents,
             record_type=record_type,
@@ -379,7 +299,7 @@ class OracleMemoryStore(IMemoryStore):
             ttl_days=ttl_days,
             ttl_anchor=ttl_anchor,
         )
-        return write_batches(self, [batch], store_kwargs, replace=True)
+        return write_batches(self.runtime, [batch], store_kwargs, replace=True)
 
     @traced_store
     def upsert_batches(
@@ -394,10 +314,10 @@ class OracleMemoryStore(IMemoryStore):
         """
         for i, batch in enumerate(batches):
             if isinstance(batch, PendingRecordBatch) and batch.record_ids in (NOT_SET, None):
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"upsert_batches needs record_ids in every batch; batches[{i}] has none"
                 )
-        return write_batches(self, batches, store_kwargs, replace=True)
+        return write_batches(self.runtime, batches, store_kwargs, replace=True)
 
     @traced_store
     def add_user(
@@ -463,7 +383,7 @@ class OracleMemoryStore(IMemoryStore):
                 an unparseable ``timestamp``, or a TIMESTAMP anchor without a timestamp.
         """
         return update_record(
-            self,
+            self.runtime,
             record_type,
             record_id,
             text=text,
@@ -490,7 +410,9 @@ class OracleMemoryStore(IMemoryStore):
             raise InvalidArgumentError(f"record_id must be a str, got {record_id!r}")
         if not checks.storable(record_id):  # NUL or a lone surrogate: never stored
             return None
-        return self._backend.get(family_of(record_type), record_id, record_type, self._now())
+        return self.runtime.backend.get(
+            family_of(record_type), record_id, record_type, self.runtime.now()
+        )
 
     @traced_store
     def list(
@@ -528,7 +450,7 @@ class OracleMemoryStore(IMemoryStore):
         scoped = record_type not in PROFILE_TYPES
         pred = Predicate(
             record_types=frozenset({record_type}),
-            now=self._now(),
+            now=self.runtime.now(),
             thread_id=scope_arg(thread_id, "thread_id") if scoped else NOT_SET,
             user_id=scope_arg(user_id, "user_id") if scoped else NOT_SET,
             agent_id=scope_arg(agent_id, "agent_id") if scoped else NOT_SET,
@@ -536,7 +458,7 @@ class OracleMemoryStore(IMemoryStore):
         )
         if not findable(pred):
             return []
-        return self._backend.list(pred, cap)
+        return self.runtime.backend.list(pred, cap)
 
     @traced_store
     def list_thread_messages(
@@ -562,24 +484,24 @@ class OracleMemoryStore(IMemoryStore):
         findable = checks.lookup_id(thread_id, "thread_id")
         for name, value in (("start", start), ("end", end)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise ValueError(f"{name} must be an int or None, got {value!r}")
+                raise InvalidArgumentError(f"{name} must be an int or None, got {value!r}")
         if (last_n is not NOT_SET and last_n is not None) and (
             isinstance(last_n, bool) or not isinstance(last_n, int) or last_n < 0
         ):
-            raise ValueError(f"last_n must be a non-negative int or None, got {last_n!r}")
+            raise InvalidArgumentError(f"last_n must be a non-negative int or None, got {last_n!r}")
         if not findable:
             return []
         start = None if start is None else checks.clamp_count(start)
         end = None if end is None else checks.clamp_count(end)
         if isinstance(last_n, int):
             last_n = checks.clamp_count(last_n)
-        now = self._now()
+        now = self.runtime.now()
         if isinstance(last_n, int) and start is None and end is None:
             if last_n == 0:
                 return []
             start = -last_n
             last_n = None
-        rows = self._backend.thread_messages(thread_id, start, end, now)
+        rows = self.runtime.backend.thread_messages(thread_id, start, end, now)
         if isinstance(last_n, int):
             rows = rows[len(rows) - last_n :] if last_n else []
         return [r for r in rows if isinstance(r, MessageRecord)]
@@ -589,7 +511,7 @@ class OracleMemoryStore(IMemoryStore):
         """An oam addition: how many visible messages ``thread_id`` holds."""
         if not checks.lookup_id(thread_id, "thread_id"):
             return 0
-        return self._backend.count_thread_messages(thread_id, self._now())
+        return self.runtime.backend.count_thread_messages(thread_id, self.runtime.now())
 
     # -- search -------------------------------------------------------------------
 
@@ -642,9 +564,11 @@ class OracleMemoryStore(IMemoryStore):
                 store ranks text without one (docs/store.md#searching).
         """
         return search_flow.search(
-            self,
+            self.runtime,
             query,
             k,
+            strategy=strategy_of(self),
+            reranker=self.reranker,
             query_vector=query_vector,
             thread_id=thread_id,
             user_id=user_id,
@@ -686,9 +610,11 @@ class OracleMemoryStore(IMemoryStore):
                 positive int.
         """
         if self.embedder is None:
-            raise ValueError("reindex needs an embedder: open the store with embedder=...")
+            raise InvalidArgumentError(
+                "reindex needs an embedder: open the store with embedder=..."
+            )
         batch_size_arg({"batch_size": batch_size})
-        return embed_missing(self, batch_size)
+        return embed_missing(self.runtime, batch_size)
 
     # -- deletes ------------------------------------------------------------------
 
@@ -713,7 +639,7 @@ class OracleMemoryStore(IMemoryStore):
             return 0
         if record_type == THREAD:
             return self.delete_thread(record_id)
-        with self._backend.transaction() as tx:
+        with self.runtime.backend.transaction() as tx:
             deleted = tx.delete_record(family_of(record_type), record_id, record_type, NOT_SET)
             if cascade and record_type in PROFILE_TYPES:
                 column = "user_id" if record_type == "user_profile" else "agent_id"
@@ -730,7 +656,7 @@ class OracleMemoryStore(IMemoryStore):
         """
         if not checks.lookup_id(thread_id, "thread_id"):
             return 0
-        with self._backend.transaction() as tx:
+        with self.runtime.backend.transaction() as tx:
             return tx.delete_thread(thread_id)
 
     @traced_store
@@ -756,12 +682,12 @@ class OracleMemoryStore(IMemoryStore):
         """
         record_type = checks.check_record_type(record_type)
         if isinstance(record_ids, (str, bytes)) or not isinstance(record_ids, Sequence):
-            raise ValueError(f"record_ids must be a list of str, got {record_ids!r}")
+            raise InvalidArgumentError(f"record_ids must be a list of str, got {record_ids!r}")
         ids = [record_id for record_id in record_ids if checks.lookup_id(record_id, "record_ids[]")]
         if thread_id is not NOT_SET and not checks.lookup_id(thread_id, "thread_id"):
             return 0
         family = family_of(record_type)
-        with self._backend.transaction() as tx:
+        with self.runtime.backend.transaction() as tx:
             return tx.delete_records(family, list(dict.fromkeys(ids)), record_type, thread_id)
 
     @traced_store
@@ -772,8 +698,8 @@ class OracleMemoryStore(IMemoryStore):
         Returns:
             The number of records removed.
         """
-        with self._backend.transaction() as tx:
-            return tx.purge(self._now())
+        with self.runtime.backend.transaction() as tx:
+            return tx.purge(self.runtime.now())
 
     # -- moving memory between stores ----------------------------------------------
 
@@ -801,19 +727,21 @@ class OracleMemoryStore(IMemoryStore):
             raise InvalidArgumentError(
                 f"user_ids must be a list of non-empty strings or None, got {user_ids!r}"
             )
-        return dumprows.dump_pages(self, None if user_ids is None else list(user_ids), page_size)
+        return dumprows.dump_pages(
+            self.runtime.backend, None if user_ids is None else list(user_ids), page_size
+        )
 
     def clock_now(self) -> datetime:
         """An oam addition: the store clock's current time (aware UTC), the "now" of
         every TTL decision (docs/store.md#ttl-and-retention)."""
-        return self._now()
+        return self.runtime.now()
 
     def dump_counts(self, *, user_ids: Sequence[str] | None = None) -> dict[str, int]:
         """An oam addition: how many rows of each record type (threads included)
         ``dump_rows`` returns that are not expired now (docs/transfer.md)."""
         users = None if user_ids is None else list(user_ids)
-        with self._backend.streaming():  # it reads every record's row
-            return self._backend.dump_counts(users, self._now())
+        with self.runtime.backend.streaming():  # it reads every record's row
+            return self.runtime.backend.dump_counts(users, self.runtime.now())
 
     def restore_rows(
         self,
@@ -845,12 +773,12 @@ class OracleMemoryStore(IMemoryStore):
         """
         size = batch_size_arg({"batch_size": batch_size})
         return dumprows.restore(
-            self, rows, on_conflict=on_conflict, batch_size=size, identity=identity
+            self.runtime, rows, on_conflict=on_conflict, batch_size=size, identity=identity
         )
 
     def close(self) -> None:
         """Release the database connection(s)."""
-        self._backend.close()
+        self.runtime.backend.close()
 
     def __enter__(self) -> OracleMemoryStore:
         return self

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import chain
 from operator import attrgetter
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import numpy as np
 import orjson
@@ -26,13 +26,10 @@ from oam_core.apis.thread import check_role
 from oam_core.apis.timestamps import normalize_timestamp
 from oam_core.checks import check_text, check_texts
 from oam_core.errors import InvalidArgumentError
-from oam_core.store.backend import DumpRow
-from oam_core.store.embedding import learn_dim
+from oam_core.store.backend import Backend, DumpRow
 from oam_core.store.identity import META_KEY, EmbedderIdentity
+from oam_core.store.runtime import StoreRuntime
 from oam_core.store.ttl import iso, parse_iso_timestamp
-
-if TYPE_CHECKING:
-    from oam_core.store.base import OracleMemoryStore
 
 OnConflict = Literal["error", "skip", "replace"]
 ON_CONFLICT: tuple[str, ...] = ("error", "skip", "replace")
@@ -54,20 +51,20 @@ class RestoreResult:
 
 
 def dump_pages(
-    store: OracleMemoryStore, user_ids: Sequence[str] | None, page_size: int
+    backend: Backend, user_ids: Sequence[str] | None, page_size: int
 ) -> Iterator[builtins.list[DumpRow]]:
     """Pages of at most ``page_size`` stored rows in insertion order (``dump_rows``)."""
     after: Hashable | None = None
     while True:
-        with store._backend.streaming():
-            rows, after = store._backend.dump_page(after, page_size, user_ids)
+        with backend.streaming():
+            rows, after = backend.dump_page(after, page_size, user_ids)
         if not rows:
             return
         yield rows
 
 
 def restore(
-    store: OracleMemoryStore,
+    store: StoreRuntime,
     rows: Sequence[DumpRow],
     *,
     on_conflict: OnConflict,
@@ -86,7 +83,7 @@ def restore(
         raise InvalidArgumentError(
             f"on_conflict must be one of {list(ON_CONFLICT)}, got {on_conflict!r}"
         )
-    now = store._now()
+    now = store.now()
     live = [r for r in rows if r.expires_at is None or r.expires_at > now]
     expired = len(rows) - len(live)
     keys = [(r.family, r.id) for r in live]
@@ -96,7 +93,7 @@ def restore(
             if key in seen:
                 raise InvalidArgumentError(f"record id {r.id!r} ({r.record_type}) is given twice")
             seen.add(key)
-    live = check_rows(store, live)
+    live = check_rows(store.backend, live)
     dims = _check_vectors(
         live,
         store.vector_dim
@@ -105,14 +102,14 @@ def restore(
     )
     record_identity = (
         identity is not None
-        and store.embedder_identity is None
+        and store.identity.stored is None
         and (store.embedder is None or store.embedder.embedder_id == identity.embedder_id)
         and bool(dims)
     )
     by_family: dict[str, builtins.list[str]] = {}
     for r in live:
         by_family.setdefault(r.family, []).append(r.id)
-    with store._backend.streaming(), store._writing() as tx:
+    with store.backend.streaming(), store.writing() as tx:
         clash: set[tuple[str, str]] = set()
         for family, ids in by_family.items():
             clash.update((family, i) for i in tx.existing_ids(family, ids))
@@ -134,12 +131,12 @@ def restore(
             and store.vector_dim is None
             and any(c.vector is not None for r in write for c in r.chunks)
         ):
-            learn_dim(store, (), next(iter(dims)))
+            store.learn_dim((), next(iter(dims)))
         tx.restore(write, batch_size)
         if record_identity and identity is not None:
             tx.write_meta({META_KEY: identity.to_json()})
     if record_identity and identity is not None:
-        store._embedder_check.stored = identity
+        store.identity.stored = identity
     skipped = len(live) - len(write)
     return RestoreResult(write, skipped, expired)
 
@@ -201,7 +198,7 @@ def _check_vectors(rows: Sequence[DumpRow], expected: int | None) -> set[int]:
     return dims
 
 
-def check_rows(store: OracleMemoryStore, rows: Sequence[DumpRow]) -> builtins.list[DumpRow]:
+def check_rows(backend: Backend, rows: Sequence[DumpRow]) -> builtins.list[DumpRow]:
     """Refuse rows the store's own write path (``add``, ``add_messages``) refuses,
     and return them with each event ``timestamp`` in the stored form
     (``normalize_timestamp``) and each ``created_at`` in the form the store writes
@@ -276,7 +273,7 @@ def check_rows(store: OracleMemoryStore, rows: Sequence[DumpRow]) -> builtins.li
         seqs: set[tuple[str, int]] = set()
         for r in rows:
             if r.record_type == MESSAGE:
-                _check_message(store, r, threads, seqs)
+                _check_message(backend, r, threads, seqs)
     return out
 
 
@@ -318,7 +315,7 @@ def _stored_created(value: str) -> bool:
 
 
 def _check_message(
-    store: OracleMemoryStore,
+    backend: Backend,
     r: DumpRow,
     threads: dict[str, DumpRow | ThreadRow | None],
     seqs: set[tuple[str, int]],
@@ -337,7 +334,7 @@ def _check_message(
         # thread, each numbered 0.
         return
     if tid not in threads:
-        threads[tid] = store._backend.get_thread(tid)
+        threads[tid] = backend.get_thread(tid)
     thread = threads[tid]
     if (tid, r.seq_no) in seqs:
         raise InvalidArgumentError(

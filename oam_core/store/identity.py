@@ -26,6 +26,10 @@ earlier release holds the fingerprint of a fixed sentence the caller never wrote
 is not checked, and the next write records a probe of its own.
 ``allow_embedder_change=True`` skips both checks, and the store then records the new
 embedder with its next vector.
+
+This module holds the recorded values and how they compare; what one store object
+does with its next embedder call (record, verify, nothing) is ``EmbedderCheck`` of
+the store runtime (store/runtime.py).
 """
 
 from __future__ import annotations
@@ -39,16 +43,19 @@ from typing import Any
 import numpy as np
 
 from oam_core.apis.embedder import IEmbedder
-from oam_core.errors import EmbedderMismatchError, SchemaError
+from oam_core.errors import SchemaError
 
 __all__ = [
     "FINGERPRINT_LENGTH",
     "FINGERPRINT_MIN_COSINE",
     "META_KEY",
     "PROBE_MAX_JSON",
-    "EmbedderCheck",
     "EmbedderIdentity",
-    "ProbeStep",
+    "fingerprint",
+    "identity_of",
+    "mismatch_message",
+    "pick_probe",
+    "same_fingerprint",
 ]
 
 META_KEY = "embedder"
@@ -154,25 +161,6 @@ def pick_probe(texts: Sequence[str]) -> int | None:
     return best
 
 
-@dataclass(frozen=True)
-class ProbeStep:
-    """What the next embedder call of a store object does for the identity
-    (``EmbedderCheck.step``).
-
-    Attributes:
-        record: Index of the text of this write to record as the probe (its vector
-            gives the fingerprint); None when none is recorded by this call.
-        verify: The recorded probe text to embed (as a document) and compare with
-            the fingerprint; None when nothing is verified by this call.
-        bare: Record the id and dimension without a fingerprint (a first write
-            holding no text short enough to be the probe).
-    """
-
-    record: int | None = None
-    verify: str | None = None
-    bare: bool = False
-
-
 def fingerprint(vector: Sequence[float]) -> tuple[float, ...]:
     """The leading ``FINGERPRINT_LENGTH`` components of ``vector`` after L2
     normalisation, rounded to 6 decimals."""
@@ -195,7 +183,11 @@ def same_fingerprint(a: Sequence[float], b: Sequence[float]) -> bool:
     return dot / (na * nb) >= FINGERPRINT_MIN_COSINE
 
 
-def _mismatch(where: str, stored: EmbedderIdentity, current: EmbedderIdentity, why: str) -> str:
+def mismatch_message(
+    where: str, stored: EmbedderIdentity, current: EmbedderIdentity, why: str
+) -> str:
+    """The ``EmbedderMismatchError`` message: ``where`` holds vectors of ``stored`` but
+    the store was opened with ``current`` (``why`` says how they differ), and the fix."""
     fix = f"open it with the same embedder (CLI: --embedder {stored.embedder_id})"
     if stored.dimension == current.dimension:
         fix += ", or pass allow_embedder_change=True if the two produce the same vectors"
@@ -203,97 +195,3 @@ def _mismatch(where: str, stored: EmbedderIdentity, current: EmbedderIdentity, w
         f"{where} holds vectors of embedder {stored.describe()}, but this store was "
         f"opened with embedder {current.describe()}{why}; {fix}"
     )
-
-
-class EmbedderCheck:
-    """The identity bookkeeping of one store object (used by ``OracleMemoryStore``).
-
-    Args:
-        where: Names the store in error messages.
-    """
-
-    def __init__(self, where: str = "the store") -> None:
-        self.where = where
-        self.stored: EmbedderIdentity | None = None
-        self.allow_change = False
-        self._verified = False
-        self._pending: EmbedderIdentity | None = None
-
-    def adopt(
-        self, meta_value: str | None, embedder: IEmbedder | None, *, allow_change: bool
-    ) -> None:
-        """Take the recorded identity from the schema metadata at open and check the
-        store's embedder against its id and dimension.
-
-        Raises:
-            EmbedderMismatchError: (a ValueError) naming both embedders when they
-                differ (unless ``allow_change``).
-            SchemaError: (a ValueError) when the recorded value is unreadable.
-        """
-        self.allow_change = allow_change
-        self.stored = EmbedderIdentity.from_json(meta_value, self.where)
-        self._verified = False
-        if self.stored is None or embedder is None or allow_change:
-            return
-        current = identity_of(embedder)
-        if current.dimension != self.stored.dimension:
-            raise EmbedderMismatchError(
-                _mismatch(self.where, self.stored, current, ", of another dimension")
-            )
-        if current.embedder_id != self.stored.embedder_id:
-            raise EmbedderMismatchError(_mismatch(self.where, self.stored, current, ""))
-
-    def step(self, texts: Sequence[str], writing: bool) -> ProbeStep | None:
-        """What the next embedder call, of ``texts``, does for the identity: verify a
-        recorded fingerprint once per store object (any call), or record the
-        identity with a write (the first one, one after ``allow_embedder_change``, or
-        one of a store whose fingerprint cannot be checked). None: nothing."""
-        if self._verified:
-            return None
-        stored = self.stored
-        if stored is not None and stored.checkable and not self.allow_change:
-            return ProbeStep(verify=stored.probe)
-        if not writing:
-            return None
-        index = pick_probe(texts)
-        if index is None:
-            return ProbeStep(bare=stored is None or self.allow_change)
-        return ProbeStep(record=index)
-
-    def record(
-        self, embedder: IEmbedder, probe: str | None, vector: Sequence[float] | None
-    ) -> None:
-        """Prepare to record the embedder's identity with the current write: with the
-        fingerprint of ``probe`` (a text of the write, embedded as ``vector``), or
-        only the id and dimension when both are None."""
-        current = identity_of(embedder, probe, vector)
-        if current != self.stored:
-            self._pending = current
-        self._verified = current.checkable
-
-    def verify(self, embedder: IEmbedder, vector: Sequence[float]) -> None:
-        """Compare the embedder's embedding of the recorded probe with the recorded
-        fingerprint.
-
-        Raises:
-            EmbedderMismatchError: (a ValueError) naming both embedders when the
-                fingerprints differ.
-        """
-        stored = self.stored
-        assert stored is not None and stored.fingerprint is not None
-        current = identity_of(embedder, stored.probe, vector)
-        assert current.fingerprint is not None
-        if not same_fingerprint(stored.fingerprint, current.fingerprint):
-            raise EmbedderMismatchError(
-                _mismatch(self.where, stored, current, ", whose vectors differ (fingerprint)")
-            )
-        self._verified = True
-
-    def pending(self) -> str | None:
-        """The metadata value to write with the vectors of the current write, if any."""
-        return None if self._pending is None else self._pending.to_json()
-
-    def recorded(self) -> None:
-        """The pending identity was committed."""
-        if self._pending is not None:
-            self.stored, self._pending = self._pending, None

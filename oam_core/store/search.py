@@ -11,19 +11,18 @@ from __future__ import annotations
 import builtins
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from oam_core import checks
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import Record
-from oam_core.checks import filter_arg, findable, scope_arg, strategy_of, types_arg
+from oam_core.checks import filter_arg, findable, scope_arg, types_arg
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.rerankers import IReranker
 from oam_core.store.backend import Predicate
 from oam_core.store.chunking import chunk_text
-from oam_core.store.embedding import embed_texts
 from oam_core.store.fusion import (
     DEFAULT_FUSION,
     HYBRID_DEPTH,
@@ -35,11 +34,9 @@ from oam_core.store.fusion import (
     rrf_distance,
 )
 from oam_core.store.options import SearchStrategy
+from oam_core.store.runtime import StoreRuntime
 from oam_core.store.signals import passage_text, signal_lists
 from oam_core.store.text import query_terms
-
-if TYPE_CHECKING:
-    from oam_core.store.base import OracleMemoryStore
 
 __all__ = ["HYBRID_DEPTH", "search"]
 
@@ -48,10 +45,12 @@ Ranked = builtins.list[tuple[Hashable, float]]
 
 
 def search(
-    store: OracleMemoryStore,
+    store: StoreRuntime,
     query: str | None,
     k: int,
     *,
+    strategy: SearchStrategy,
+    reranker: IReranker | None,
     query_vector: Any,
     thread_id: Maybe[str | None],
     user_id: Maybe[str | None],
@@ -72,7 +71,6 @@ def search(
         raise InvalidArgumentError(f"query must be a non-blank string, got {query!r}")
     if query is not None:
         checks.check_text(query, "query")
-    strategy = strategy_of(store)
     if query is not None and store.embedder is None and strategy is not SearchStrategy.KEYWORD:
         # Before anything runs: HYBRID would otherwise rank by keywords alone, silently.
         raise ConfigurationError(
@@ -84,7 +82,7 @@ def search(
     types = types_arg(record_types)
     pred = Predicate(
         record_types=types,
-        now=store._now(),
+        now=store.now(),
         thread_id=scope_arg(thread_id, "thread_id") if exact_thread_match else NOT_SET,
         user_id=scope_arg(user_id, "user_id") if exact_user_match else NOT_SET,
         agent_id=scope_arg(agent_id, "agent_id") if exact_agent_match else NOT_SET,
@@ -93,9 +91,9 @@ def search(
     if not findable(pred):
         return []
     # A reranker re-scores the first stage's best ``candidates``: rank that deep.
-    depth = k if store.reranker is None or query is None else max(k, store.reranker.candidates)
+    depth = k if reranker is None or query is None else max(k, reranker.candidates)
     loaded: dict[Hashable, Record] | None = None
-    native = store._native_search(query, qvec, depth, pred)
+    native = store.backend.native_search(query, qvec, depth, pred)
     kind = DistanceKind.COSINE
     if native is not None:
         ranked, kind = native, DistanceKind.HYBRID_INDEX
@@ -109,13 +107,13 @@ def search(
         ranked = _vector_ranking(store, [qvec], depth, pred, fused=False)
     else:
         ranked, loaded, kind = _text_ranking(store, strategy, query or "", depth, k, pred, fusion)
-    if store.reranker is not None and query is not None:
-        ranked, loaded = _reranked(store, store.reranker, query, ranked, k, loaded)
+    if reranker is not None and query is not None:
+        ranked, loaded = _reranked(store, reranker, query, ranked, k, loaded)
         kind = DistanceKind.RERANKED
     return _materialize(store, ranked, k, kind, loaded)
 
 
-def _query_vector_arg(store: OracleMemoryStore, strategy: SearchStrategy, query_vector: Any) -> Any:
+def _query_vector_arg(store: StoreRuntime, strategy: SearchStrategy, query_vector: Any) -> Any:
     """``query_vector`` checked and as a float32 array (``checks.to_vector``)."""
     if strategy is SearchStrategy.KEYWORD:
         raise InvalidArgumentError("KEYWORD search ranks text; query_vector is not accepted")
@@ -134,7 +132,7 @@ def _query_vector_arg(store: OracleMemoryStore, strategy: SearchStrategy, query_
 
 
 def _text_ranking(
-    store: OracleMemoryStore,
+    store: StoreRuntime,
     strategy: SearchStrategy,
     query: str,
     depth: int,
@@ -148,12 +146,12 @@ def _text_ranking(
     if strategy is SearchStrategy.KEYWORD:
         ranked, kind = _keyword_ranking(store, parts, depth, pred)
         return ranked, None, kind
-    vectors = _query_vectors(store, parts)
+    vectors = _query_vectors(store, parts, strategy)
     if strategy is SearchStrategy.VECTOR:
         ranked = _vector_ranking(store, vectors, depth, pred, fused=len(parts) > 1)
         return ranked, None, DistanceKind.FUSED if len(parts) > 1 else DistanceKind.COSINE
     depth = max(depth, fusion.depth)
-    v_lists, kw_lists = store._backend.rank_hybrid(
+    v_lists, kw_lists = store.backend.rank_hybrid(
         vectors, [query_terms(p) for p in parts], depth, pred
     )
     lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
@@ -162,7 +160,7 @@ def _text_ranking(
 
 
 def _hybrid_ranking(
-    store: OracleMemoryStore,
+    store: StoreRuntime,
     query: str,
     lists: Sequence[Sequence[Hashable]],
     weights: Sequence[float],
@@ -180,7 +178,7 @@ def _hybrid_ranking(
     applies."""
     fused = fuse(lists, weights, rrf_k=fusion.rrf_k)
     pool = [key for key, _ in fused[: max(fusion.pool, k)]]
-    records = store._backend.load(pool)
+    records = store.backend.load(pool)
     extra = signal_lists(query, pool, records, pred.now, fusion.signals)
     if not extra and index is not None:
         return index, records, DistanceKind.HYBRID_INDEX
@@ -195,7 +193,7 @@ def _hybrid_ranking(
 
 
 def _reranked(
-    store: OracleMemoryStore,
+    store: StoreRuntime,
     reranker: IReranker,
     query: str,
     ranked: Sequence[tuple[Hashable, float]],
@@ -209,7 +207,7 @@ def _reranked(
     records = dict(loaded or {})
     missing = [key for key in head if key not in records]
     if missing:
-        records.update(store._backend.load(missing))
+        records.update(store.backend.load(missing))
     head = [key for key in head if key in records]
     if not head:
         return [], records
@@ -225,25 +223,26 @@ def _reranked(
     return [(key, float(d)) for key, d in zip(head, distances, strict=True)], records
 
 
-def _query_vectors(store: OracleMemoryStore, parts: Sequence[str]) -> builtins.list[Any]:
+def _query_vectors(
+    store: StoreRuntime, parts: Sequence[str], strategy: SearchStrategy
+) -> builtins.list[Any]:
     """The query embeddings of ``parts`` (none without an embedder)."""
     if store.embedder is None:
         return []
-    _warn_unembedded_once(store)
-    return list(embed_texts(store, parts, is_query=True))
+    _warn_unembedded_once(store, strategy)
+    return list(store.embed(parts, is_query=True))
 
 
-def _warn_unembedded_once(store: OracleMemoryStore) -> None:
+def _warn_unembedded_once(store: StoreRuntime, strategy: SearchStrategy) -> None:
     """Warn (once per store object) when records have search rows without a vector:
     vector search cannot see them until ``reindex`` embeds them."""
-    if store._unembedded_checked:
+    if store.unembedded_checked:
         return
-    store._unembedded_checked = True
-    missing = store._backend.unembedded(None)
+    store.unembedded_checked = True
+    missing = store.backend.unembedded(None)
     if not missing:
         return
     family, record_id = missing[0]
-    strategy = strategy_of(store)
     how = "by keywords only" if strategy is SearchStrategy.HYBRID else "not at all"
     warnings.warn(
         f"{len(missing)} record(s) of this store (e.g. {family} {record_id!r}) have "
@@ -255,7 +254,7 @@ def _warn_unembedded_once(store: OracleMemoryStore) -> None:
     )
 
 
-def _query_parts(store: OracleMemoryStore, query: str) -> builtins.list[str]:
+def _query_parts(store: StoreRuntime, query: str) -> builtins.list[str]:
     return chunk_text(query, store.chunk_chars) or [query]
 
 
@@ -279,31 +278,31 @@ def _with_ties(
 
 
 def _vector_ranking(
-    store: OracleMemoryStore, vectors: Sequence[Any], k: int, pred: Predicate, *, fused: bool
+    store: StoreRuntime, vectors: Sequence[Any], k: int, pred: Predicate, *, fused: bool
 ) -> builtins.list[tuple[Hashable, float]]:
     if not fused:
-        return _with_ties(lambda n: store._backend.rank_vector(vectors, n, pred)[0], k)
-    lists = store._backend.rank_vector(vectors, k, pred)
+        return _with_ties(lambda n: store.backend.rank_vector(vectors, n, pred)[0], k)
+    lists = store.backend.rank_vector(vectors, k, pred)
     scores = fuse([[key for key, _ in lst] for lst in lists])
     return [(key, rrf_distance(s, len(lists))) for key, s in scores]
 
 
 def _keyword_ranking(
-    store: OracleMemoryStore, parts: Sequence[str], k: int, pred: Predicate
+    store: StoreRuntime, parts: Sequence[str], k: int, pred: Predicate
 ) -> tuple[Ranked, DistanceKind]:
     if len(parts) == 1:
         terms = query_terms(parts[0])
         ranked = _with_ties(
-            lambda n: normalized_distances(store._backend.rank_keyword(terms, n, pred)), k
+            lambda n: normalized_distances(store.backend.rank_keyword(terms, n, pred)), k
         )
         return ranked, DistanceKind.KEYWORD
-    lists = [store._backend.rank_keyword(query_terms(p), k, pred) for p in parts]
+    lists = [store.backend.rank_keyword(query_terms(p), k, pred) for p in parts]
     scores = fuse([[key for key, _ in lst] for lst in lists])
     return [(key, rrf_distance(s, len(lists))) for key, s in scores], DistanceKind.FUSED
 
 
 def _materialize(
-    store: OracleMemoryStore,
+    store: StoreRuntime,
     ranked: Sequence[tuple[Hashable, float]],
     k: int,
     kind: DistanceKind,
@@ -317,7 +316,7 @@ def _materialize(
     records = {key: loaded[key] for key, _ in best if key in loaded}
     missing = [key for key, _ in best if key not in loaded]
     if missing:
-        records.update(store._backend.load(missing))
+        records.update(store.backend.load(missing))
     as_distance = distance_type(kind)
     out: builtins.list[tuple[Record, float]] = [
         (records[key], as_distance(d)) for key, d in best if key in records

@@ -39,7 +39,7 @@ def searching_with(
         yield
         return
     chosen = SearchStrategy.parse(strategy)
-    if not store._serves_strategy(chosen):
+    if not store.runtime.backend.serves_strategy(chosen):
         raise ConfigurationError(
             f"this {type(store).__name__} searches with {store.search_strategy.value} "
             f"only; reopen it with search_strategy={chosen.value} to search by {chosen.value}"

@@ -29,11 +29,12 @@ from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.metadatajson import RESERVED_KEY, dump_metadata
 from oam_core.apis.records import MEMORY_TYPES, MESSAGE, MessageRecord, ThreadRow, family_of
 from oam_core.checks import check_optional_int, scope_arg
-from oam_core.errors import ThreadDeletedError
+from oam_core.errors import InvalidArgumentError, ThreadDeletedError
 from oam_core.store import writes
 from oam_core.store.backend import Tx
+from oam_core.store.runtime import StoreRuntime
+from oam_core.store.runtime import traced as traced_store
 from oam_core.store.ttl import iso
-from oam_core.telemetry import traced_store
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
@@ -79,7 +80,7 @@ def thread_store(store: OracleMemoryStore) -> ThreadStore:
     """The ``ThreadStore`` of ``store`` (the same object on every call)."""
     found = store.__dict__.get("_thread_store")
     if found is None:  # setdefault: two first callers still share one object
-        found = store.__dict__.setdefault("_thread_store", ThreadStore(store))
+        found = store.__dict__.setdefault("_thread_store", ThreadStore(store.runtime, store))
     assert isinstance(found, ThreadStore)
     return found
 
@@ -89,10 +90,12 @@ class ThreadStore:
     module docstring).
 
     Args:
-        store: The store; its back end runs every call.
+        runtime: The store's runtime; its back end runs every call.
+        store: The store itself, only to name it (``repr``, telemetry spans).
     """
 
-    def __init__(self, store: OracleMemoryStore) -> None:
+    def __init__(self, runtime: StoreRuntime, store: OracleMemoryStore) -> None:
+        self.runtime = runtime
         self.store = store
 
     def __repr__(self) -> str:
@@ -116,9 +119,9 @@ class ThreadStore:
             ValueError: for bad ids, invalid metadata/config, or an existing thread.
         """
         row = _thread_row(thread_id, NewThreadRow(user_id, agent_id, metadata, config), self._now())
-        with self.store._writing() as tx:
+        with self.runtime.writing() as tx:
             if tx.hold_thread(thread_id):
-                raise ValueError(f"thread {thread_id!r} already exists")
+                raise InvalidArgumentError(f"thread {thread_id!r} already exists")
             tx.insert_thread(row)
 
     @traced_store
@@ -126,7 +129,7 @@ class ThreadStore:
         """The stored thread row, or None."""
         if not checks.lookup_id(thread_id, "thread_id"):
             return None
-        return self.store._backend.get_thread(thread_id)
+        return self.runtime.backend.get_thread(thread_id)
 
     @traced_store
     def list_thread_rows(
@@ -137,7 +140,7 @@ class ThreadStore:
         users, agents = scope_arg(user_id, "user_id"), scope_arg(agent_id, "agent_id")
         if not all(v is NOT_SET or v is None or checks.storable(v) for v in (users, agents)):
             return []
-        return self.store._backend.list_threads(users, agents)
+        return self.runtime.backend.list_threads(users, agents)
 
     @traced_store
     def update_thread_row(
@@ -164,7 +167,7 @@ class ThreadStore:
                 dump_metadata(value, name)
         if not findable:
             return 0
-        with self.store._writing() as tx:
+        with self.runtime.writing() as tx:
             return tx.update_thread(thread_id, config, state, expected_state)
 
     # -- thread-scoped writes ------------------------------------------------------
@@ -205,15 +208,17 @@ class ThreadStore:
         checks.check_id(thread_id, "thread_id")
         for i, batch in enumerate(batches):
             if not isinstance(batch, PendingRecordBatch) or batch.thread_ids != thread_id:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"batches[{i}] must be a PendingRecordBatch with thread_ids={thread_id!r}"
                 )
         if missing_row is not None and not isinstance(missing_row, NewThreadRow):
-            raise ValueError(f"missing_row must be a NewThreadRow or None, got {missing_row!r}")
+            raise InvalidArgumentError(
+                f"missing_row must be a NewThreadRow or None, got {missing_row!r}"
+            )
         row = None if missing_row is None else _thread_row(thread_id, missing_row, self._now())
         size = writes.batch_size(store_kwargs)
-        planned = writes.plan_batches(self.store, batches)
-        with self.store._writing() as tx:
+        planned = writes.plan_batches(self.runtime, batches)
+        with self.runtime.writing() as tx:
             if not tx.hold_thread(thread_id):
                 if row is None:
                     raise ThreadDeletedError(
@@ -222,8 +227,7 @@ class ThreadStore:
                         "was written. Create it again with create_thread to go on."
                     )
                 tx.insert_thread(row)
-            writes.insert_planned(self.store, tx, planned, size)
-        self.store._embedder_check.recorded()
+            writes.insert_planned(self.runtime, tx, planned, size)
         return planned.ids
 
     @traced_store
@@ -262,23 +266,23 @@ class ThreadStore:
         """
         new = NewThreadRow(user_id, agent_id, metadata, config)
         row = _thread_row(thread_id, new, self._now())
-        planned = writes.plan_batches(self.store, batches)
+        planned = writes.plan_batches(self.runtime, batches)
         strays = [p.id for p in planned.plans if p.thread_id != thread_id]
         if strays:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"write_thread({thread_id!r}): record {strays[0]!r} belongs to thread "
                 f"{next(p.thread_id for p in planned.plans if p.id == strays[0])!r}"
             )
-        with self.store._writing() as tx:
+        with self.runtime.writing() as tx:
             # The owner is checked on the row this transaction holds: a thread deleted
             # and written again by another writer since this call began is the one
             # checked and replaced (or refused), never an older read of it.
             held = tx.hold_thread_row(thread_id)
             if held is not None:
                 if not replace:
-                    raise ValueError(f"thread {thread_id!r} already exists")
+                    raise InvalidArgumentError(f"thread {thread_id!r} already exists")
                 if held.user_id != row.user_id:
-                    raise ValueError(
+                    raise InvalidArgumentError(
                         f"thread {thread_id!r} belongs to user {held.user_id!r}, not "
                         f"{user_id!r}; replace does not take over another user's thread "
                         "(write it with its owner's user_id, or use another thread id); "
@@ -286,8 +290,7 @@ class ThreadStore:
                     )
                 tx.delete_thread(thread_id)
             tx.insert_thread(row)
-            writes.insert_planned(self.store, tx, planned, writes.DEFAULT_BATCH_SIZE)
-        self.store._embedder_check.recorded()
+            writes.insert_planned(self.runtime, tx, planned, writes.DEFAULT_BATCH_SIZE)
         return planned.ids
 
     @traced_store
@@ -329,22 +332,21 @@ class ThreadStore:
             dump_metadata(value, name)
         for i, update in enumerate(reserved_updates):
             if update.record_type not in MEMORY_TYPES and update.record_type != MESSAGE:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"reserved_updates[{i}]: record_type must be a message or memory type, "
                     f"got {update.record_type!r}"
                 )
             checks.check_id(update.record_id, f"reserved_updates[{i}] record_id")
             dump_metadata({RESERVED_KEY: update.keys}, f"reserved_updates[{i}]", library=True)
-        planned = writes.plan_batches(self.store, batches, library=True)
-        with self.store._writing() as tx:
+        planned = writes.plan_batches(self.runtime, batches, library=True)
+        with self.runtime.writing() as tx:
             won = bool(tx.update_thread(thread_id, NOT_SET, state, expected_state))
             if won:
-                writes.insert_planned(self.store, tx, planned, writes.DEFAULT_BATCH_SIZE)
+                writes.insert_planned(self.runtime, tx, planned, writes.DEFAULT_BATCH_SIZE)
                 _merge_reserved(tx, reserved_updates)
         if won:
-            self.store._embedder_check.recorded()
             return planned.ids
-        if self.store._backend.get_thread(thread_id) is None:
+        if self.runtime.backend.get_thread(thread_id) is None:
             raise ThreadDeletedError(f"thread {thread_id!r} does not exist")
         return None
 
@@ -382,12 +384,12 @@ class ThreadStore:
         for name, value in (("after", after), ("through", through), ("limit", limit)):
             check_optional_int(value, name)
         if limit is not None and limit < 0:
-            raise ValueError(f"limit must be >= 0 or None, got {limit!r}")
+            raise InvalidArgumentError(f"limit must be >= 0 or None, got {limit!r}")
         if not isinstance(newest, bool):
-            raise ValueError(f"newest must be a bool, got {newest!r}")
+            raise InvalidArgumentError(f"newest must be a bool, got {newest!r}")
         if not findable or limit == 0:
             return []
-        rows = self.store._backend.thread_messages_by_seq(
+        rows = self.runtime.backend.thread_messages_by_seq(
             thread_id,
             None if after is None else checks.clamp_count(after),
             None if through is None else checks.clamp_count(through),
@@ -407,16 +409,16 @@ class ThreadStore:
             ValueError: for another family or a bad id.
         """
         if family not in (MESSAGE, "memory"):
-            raise ValueError(f"family must be 'message' or 'memory', got {family!r}")
+            raise InvalidArgumentError(f"family must be 'message' or 'memory', got {family!r}")
         if not checks.lookup_id(record_id, "record_id"):
             return 0
         if thread_id is not NOT_SET and not checks.lookup_id(thread_id, "thread_id"):
             return 0
-        with self.store._writing() as tx:
+        with self.runtime.writing() as tx:
             return tx.delete_record(family, record_id, None, thread_id)
 
     def _now(self) -> datetime:
-        return self.store._now()
+        return self.runtime.now()
 
 
 def _merge_reserved(tx: Tx, updates: Sequence[ReservedUpdate]) -> None:

@@ -1,4 +1,5 @@
-"""Time-to-live resolution and the store clock (docs/store.md#ttl-and-retention)."""
+"""Time-to-live resolution (docs/store.md#ttl-and-retention); the store clock is read
+by ``StoreRuntime.now`` (store/runtime.py)."""
 
 from __future__ import annotations
 
@@ -9,47 +10,33 @@ from datetime import datetime, timedelta, timezone
 from dateutil.parser import isoparse
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
+from oam_core.errors import InvalidArgumentError
 from oam_core.store.options import MemoryRetentionConfig
 
 Clock = Callable[[], datetime]
 """A zero-argument callable returning the current time as an aware ``datetime``."""
 
 
-def utc_now() -> datetime:
-    """The default clock: the current UTC time."""
-    return datetime.now(timezone.utc)
-
-
-def read_clock(clock: Clock) -> datetime:
-    """Call ``clock`` and check it returned an aware datetime.
-
-    Raises:
-        ValueError: if the clock returned something else or a naive datetime.
-    """
-    now = clock()
-    if not isinstance(now, datetime) or now.tzinfo is None:
-        raise ValueError(f"clock must return an aware datetime, got {now!r}")
-    return now.astimezone(timezone.utc)
-
-
 def parse_iso_timestamp(value: object, *, what: str = "timestamp") -> datetime:
     """Parse an ISO-8601 string to an aware UTC datetime (naive values are UTC).
 
     Raises:
-        ValueError: if ``value`` is not a string in ISO-8601 form.
+        InvalidArgumentError: (a ValueError) if ``value`` is not a string in ISO-8601 form.
     """
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{what} must be an ISO-8601 string, got {value!r}")
+        raise InvalidArgumentError(f"{what} must be an ISO-8601 string, got {value!r}")
     try:
         parsed = isoparse(value.strip())
     except (ValueError, OverflowError) as exc:
-        raise ValueError(f"{what} must be an ISO-8601 string, got {value!r}") from exc
+        raise InvalidArgumentError(f"{what} must be an ISO-8601 string, got {value!r}") from exc
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=timezone.utc)
     try:
         return parsed.astimezone(timezone.utc)
     except OverflowError:
-        raise ValueError(f"{what} is outside the representable dates: {value!r}") from None
+        raise InvalidArgumentError(
+            f"{what} is outside the representable dates: {value!r}"
+        ) from None
 
 
 def resolve_ttl_days(
@@ -62,7 +49,7 @@ def resolve_ttl_days(
     above ``max_ttl_days`` → clamped with a ``UserWarning``.
 
     Raises:
-        ValueError: if ``ttl_days`` is negative or not an int.
+        InvalidArgumentError: (a ValueError) if ``ttl_days`` is negative or not an int.
     """
     max_days = retention.max_ttl_days
     if ttl_days is NOT_SET:
@@ -70,9 +57,9 @@ def resolve_ttl_days(
     elif ttl_days is None:
         return max_days if isinstance(max_days, int) else None
     elif isinstance(ttl_days, bool) or not isinstance(ttl_days, int):
-        raise ValueError(f"{name} must be a non-negative int or None, got {ttl_days!r}")
+        raise InvalidArgumentError(f"{name} must be a non-negative int or None, got {ttl_days!r}")
     elif ttl_days < 0:
-        raise ValueError(f"{name} must not be negative, got {ttl_days!r}")
+        raise InvalidArgumentError(f"{name} must not be negative, got {ttl_days!r}")
     else:
         days = ttl_days
     if not isinstance(days, int):
@@ -91,7 +78,7 @@ def expiry(anchor: datetime, days: int | None) -> datetime | None:
     """Return ``anchor + days`` or None when ``days`` is None.
 
     Raises:
-        ValueError: when the expiry falls outside the representable dates (years
+        InvalidArgumentError: (a ValueError) when the expiry falls outside the representable dates (years
             1-9999), e.g. ``ttl_days=10**9``.
     """
     if days is None:
@@ -99,7 +86,7 @@ def expiry(anchor: datetime, days: int | None) -> datetime | None:
     try:
         return anchor + timedelta(days=days)
     except OverflowError:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"ttl_days={days} from {anchor.isoformat()} is past the last representable date"
         ) from None
 

@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -28,15 +28,12 @@ from oam_core.checks import Vector
 from oam_core.errors import InvalidArgumentError
 from oam_core.store import planning
 from oam_core.store.backend import StoredRow, Tx
-from oam_core.store.embedding import learn_dim, write_identity
 from oam_core.store.options import MemoryRetentionConfig
 from oam_core.store.planning import ChunkPlan, PlanContext
 from oam_core.store.quotes import take_sources
+from oam_core.store.runtime import StoreRuntime
 from oam_core.store.timestamps import normalize_timestamp
 from oam_core.store.writeplan import EmbeddingEntry
-
-if TYPE_CHECKING:
-    from oam_core.store.base import OracleMemoryStore
 
 __all__ = [
     "RecordChanges",
@@ -122,7 +119,7 @@ class RecordChanges:
 
 
 def update_record(
-    store: OracleMemoryStore,
+    store: StoreRuntime,
     record_type: str,
     record_id: str,
     *,
@@ -147,22 +144,21 @@ def update_record(
         ttl_days=ttl_days,
         ttl_anchor=ttl_anchor,
     )
-    ctx = store._ctx()
+    ctx = store.plan_context()
     rows = plan_search_rows(args, ctx)
     if not args.findable:  # no record can have this id
         return 0
     if rows.chunks is not None:
-        store._embed_plans(rows.chunks)
+        store.embed_plans(rows.chunks)
 
-    with store._writing() as tx:
+    with store.writing() as tx:
         row = tx.fetch(family_of(args.record_type), args.record_id)
         if row is None or row.record_type != args.record_type:
             return 0
         _keep_vectors(tx, row, rows.chunks, args.embedding, args.record_id)
         stored = tx.chunk_texts(row.key) if rows.revector is not NOT_SET else []
-        changes = plan_update(row, args, rows, store.memory_retention_config, stored)
+        changes = plan_update(row, args, rows, store.retention, stored)
         _apply(store, tx, row, changes)
-    store._embedder_check.recorded()
     return 1
 
 
@@ -379,7 +375,7 @@ def _keep_vectors(
         )
 
 
-def _apply(store: OracleMemoryStore, tx: Tx, row: StoredRow, changes: RecordChanges) -> None:
+def _apply(store: StoreRuntime, tx: Tx, row: StoredRow, changes: RecordChanges) -> None:
     """Write ``changes`` to ``row`` in ``tx``: the rows quoting an old text go with it,
     a new expiry reaches the rows quoting the record."""
     fields = changes.fields()
@@ -390,6 +386,5 @@ def _apply(store: OracleMemoryStore, tx: Tx, row: StoredRow, changes: RecordChan
     if "expires_at" in fields:
         tx.clamp_quoting(row.key)
     if changes.chunks is not None:
-        learn_dim(store, changes.chunks)
+        store.storing_rows(tx, changes.chunks)
         tx.replace_chunks(row, changes.chunks)
-        write_identity(store, tx)

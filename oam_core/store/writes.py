@@ -14,7 +14,7 @@ import builtins
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from oam_core import checks
 from oam_core.apis._sentinel import NOT_SET
@@ -22,11 +22,8 @@ from oam_core.apis.batch import PendingRecordBatch
 from oam_core.errors import InvalidArgumentError
 from oam_core.store import planning, writeplan
 from oam_core.store.backend import Tx
-from oam_core.store.embedding import learn_dim, write_identity
 from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
-
-if TYPE_CHECKING:
-    from oam_core.store.base import OracleMemoryStore
+from oam_core.store.runtime import StoreRuntime
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -97,7 +94,7 @@ def batch_size(store_kwargs: Mapping[str, Any]) -> int:
 
 
 def plan_batches(
-    store: OracleMemoryStore, batches: Sequence[PendingRecordBatch], *, library: bool = False
+    store: StoreRuntime, batches: Sequence[PendingRecordBatch], *, library: bool = False
 ) -> Planned:
     """Validate and plan ``batches`` (embedding included); nothing is written.
 
@@ -111,7 +108,7 @@ def plan_batches(
     """
     if not isinstance(batches, (list, tuple)):
         raise InvalidArgumentError(f"batches must be a list of PendingRecordBatch, got {batches!r}")
-    ctx = store._ctx()
+    ctx = store.plan_context()
     parts: builtins.list[Part] = []
     by_family: dict[str, builtins.list[str]] = {}
     for i, batch in enumerate(batches):
@@ -140,7 +137,7 @@ def plan_batches(
     given = [c.vector for c in chunks if c.vector is not None]
     given.extend(p.vectors[0] for p in parts if isinstance(p, BulkPlan))
     dim = checks.check_dims(given, store.vector_dim)
-    store._embed_plans(chunks)
+    store.embed_plans(chunks)
     return Planned(parts, by_family, chunks, dim, ctx.now)
 
 
@@ -155,7 +152,7 @@ def _in_batch(exc: ValueError, i: int) -> ValueError:
 
 
 def insert_planned(
-    store: OracleMemoryStore, tx: Tx, planned: Planned, size: int, *, replace: bool = False
+    store: StoreRuntime, tx: Tx, planned: Planned, size: int, *, replace: bool = False
 ) -> None:
     """Insert ``planned`` in ``tx``; with ``replace``, stored records with the same ids
     (in the same id family) are deleted first.
@@ -170,10 +167,10 @@ def insert_planned(
         if clash:
             tx.delete_records(family, sorted(clash), None, NOT_SET)
     # Before the rows: checks it against the recorded one. The caller's transaction
-    # comes from ``store._writing()``, which forgets it when the write fails.
-    learn_dim(store, planned.chunks, planned.vector_dim)
+    # comes from ``store.writing()``, which forgets it when the write fails and
+    # records the embedder identity with the rows.
+    store.storing_rows(tx, planned.chunks, planned.vector_dim)
     _insert_parts(tx, planned, size)
-    write_identity(store, tx)
 
 
 def _insert_parts(tx: Tx, planned: Planned, size: int) -> None:
@@ -192,7 +189,7 @@ def _insert_parts(tx: Tx, planned: Planned, size: int) -> None:
 
 
 def write_batches(
-    store: OracleMemoryStore,
+    store: StoreRuntime,
     batches: Sequence[PendingRecordBatch],
     store_kwargs: Mapping[str, Any],
     *,
@@ -201,7 +198,6 @@ def write_batches(
     """Plan and insert ``batches`` in one transaction; return their ids in order."""
     size = batch_size(store_kwargs)
     planned = plan_batches(store, batches)
-    with store._writing() as tx:
+    with store.writing() as tx:
         insert_planned(store, tx, planned, size, replace=replace)
-    store._embedder_check.recorded()
     return planned.ids

@@ -38,12 +38,13 @@ def test_concurrent_first_writes_of_two_dimensions(monkeypatch: pytest.MonkeyPat
     except _pg.ServerUnavailable as exc:
         pytest.skip(str(exc))
     from oam_core.store.postgres import PostgresMemoryStore
+    from oam_core.store.runtime import StoreRuntime
 
     first = PostgresMemoryStore(info, schema_policy="CREATE_IF_NECESSARY")
     second = PostgresMemoryStore(info, schema_policy="REQUIRE_EXISTING")
     assert first.vector_dim is None and second.vector_dim is None
     outcome: dict[str, Any] = {}
-    check = PostgresMemoryStore._check_recorded_dim
+    check = StoreRuntime.check_recorded_dim
     seen: list[bool] = []
 
     def second_write() -> None:
@@ -57,11 +58,11 @@ def test_concurrent_first_writes_of_two_dimensions(monkeypatch: pytest.MonkeyPat
 
     def paused(self: Any, recorded: str | None, dim: int) -> None:
         check(self, recorded, dim)
-        if self is first and not seen:
+        if self is first.runtime and not seen:
             thread.start()  # the second write starts while the first holds its check
             seen.append(_waiting_on_a_lock(info))
 
-    monkeypatch.setattr(PostgresMemoryStore, "_check_recorded_dim", paused)
+    monkeypatch.setattr(StoreRuntime, "check_recorded_dim", paused)
     first.add(["eight"], "memory", embeddings=np.ones((1, 8), np.float32), record_ids=["e"])
     thread.join(60)
     assert seen == [True], "the second write did not wait for the first"

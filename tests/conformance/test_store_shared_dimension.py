@@ -97,13 +97,17 @@ def test_a_write_that_fails_after_learning_the_dimension_forgets_it(make_store, 
     database error on the rows, or later in the same transaction), the transaction
     drops it and so does the store."""
     from oam_core.store import writes
+    from oam_core.store.runtime import StoreRuntime
 
     store = make_store(embedder=None)
 
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(writes, "_insert_parts" if where == "rows" else "write_identity", broken)
+    if where == "rows":
+        monkeypatch.setattr(writes, "_insert_parts", broken)
+    else:
+        monkeypatch.setattr(StoreRuntime, "record_identity", broken)
     with pytest.raises(RuntimeError, match="disk full"):
         store.add(["a"], "memory", embeddings=_vecs(1, 8), record_ids=["a1"])
     monkeypatch.undo()
@@ -117,7 +121,7 @@ def test_a_write_that_fails_after_learning_the_dimension_forgets_it(make_store, 
 def test_an_update_that_fails_after_learning_the_dimension_forgets_it(make_store, monkeypatch):
     """The same for ``update(..., embedding=...)``, the first vector of a store whose
     records were written without vectors."""
-    from oam_core.store import updates
+    from oam_core.store.runtime import StoreRuntime
 
     store = make_store(embedder=None)
     store.add(["plain text"], "memory", record_ids=["t1"])
@@ -126,7 +130,7 @@ def test_an_update_that_fails_after_learning_the_dimension_forgets_it(make_store
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(updates, "write_identity", broken)
+    monkeypatch.setattr(StoreRuntime, "record_identity", broken)
     with pytest.raises(RuntimeError, match="disk full"):
         store.update("memory", "t1", embedding=_vecs(1, 8)[0].tolist())
     monkeypatch.undo()

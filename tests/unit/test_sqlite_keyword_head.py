@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from oam_core.checks import types_arg
 
 from oam_core import SQLiteMemoryStore
 from oam_core.apis._sentinel import NOT_SET
+from oam_core.checks import types_arg
 from oam_core.filters import parse_filter
 from oam_core.store.backend import Predicate
 from oam_core.store.sqlite import keyword

@@ -11,23 +11,27 @@ from __future__ import annotations
 import builtins
 import json
 import threading
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, cast
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
+from oam_core.apis.embedder import IEmbedder
 from oam_core.apis.records import MESSAGE, Record, ThreadRow
 from oam_core.checks import Vector
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import (
     Backend,
+    DimCheck,
     DumpRow,
     Predicate,
     StoredRow,
     Tx,
     message_window,
 )
+from oam_core.store.fusion import normalized_distances
+from oam_core.store.options import SearchStrategy
 from oam_core.store.oracle import dump as od
 from oam_core.store.oracle import quoting as oq
 from oam_core.store.oracle import sql
@@ -67,10 +71,6 @@ _ODCI_ERROR = 29902
 """ORA-29902 error in executing ODCIIndexStart() (Oracle Text wraps its DRG- errors)."""
 
 
-DimCheck = Callable[[str | None, int], None]
-"""``OracleMemoryStore._check_recorded_dim``: (recorded value or None, new dimension)."""
-
-
 class OracleBackend(Backend):
     """Reads and transactions over one schema prefix.
 
@@ -99,7 +99,53 @@ class OracleBackend(Backend):
         """Dimension recorded in the metadata as far as this object knows; set when a
         transaction that recorded or read it commits."""
         self.check_dim = check_dim
+        self.strategy = SearchStrategy.VECTOR
+        """The strategy the store opened with: its indexes serve only that one."""
+        self.hybrid_model: IEmbedder | None = None
+        """HYBRID: the in-database model (``OracleDBEmbedder``) the hybrid index
+        uses; its dimension is asked for only by a vector query."""
         self._local = threading.local()
+
+    # -- store hooks (store/backend.py) ----------------------------------------------
+
+    def remember_vector_dim(self, dim: int, check: DimCheck) -> None:
+        """A flexible embedding column learns its dimension inside the write that
+        stores its first vector, before its rows (``OracleTx.record_dim``: the
+        dimension another store object recorded meanwhile is adopted, and ``dim``
+        refused if it differs; ``check`` is the ``check_dim`` given at open).
+
+        Raises:
+            InvalidArgumentError: naming both dimensions when they differ.
+        """
+        tx = self.current_tx()
+        assert tx is not None, "a dimension is learned inside a write transaction"
+        tx.record_dim(dim)
+
+    def serves_strategy(self, strategy: SearchStrategy) -> bool:
+        return strategy is self.strategy  # its indexes serve the one it opened with
+
+    def native_search(
+        self, query: str | None, query_vector: Vector | None, k: int, pred: Predicate
+    ) -> builtins.list[tuple[Hashable, float]] | None:
+        """HYBRID: ``DBMS_HYBRID_VECTOR.SEARCH`` over the managed hybrid index
+        (``hybrid_search``), as distances; None for the other strategies.
+
+        Raises:
+            InvalidArgumentError: for a ``query_vector`` of another dimension than
+                the in-database model's.
+        """
+        if self.strategy is not SearchStrategy.HYBRID:
+            return None
+        if query_vector is not None:
+            assert self.hybrid_model is not None
+            dim = self.hybrid_model.embedding_dimension
+            if len(query_vector) != dim:
+                raise InvalidArgumentError(
+                    f"query_vector dimension {len(query_vector)} does not match the "
+                    f"OracleDBEmbedder model's dimension {dim}"
+                )
+        request = sql.hybrid_request(self.n, query, query_vector)
+        return normalized_distances(self.hybrid_search(request, k, pred))
 
     def current_tx(self) -> OracleTx | None:
         """The open ``transaction`` of this thread, if any."""

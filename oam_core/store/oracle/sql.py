@@ -16,10 +16,12 @@ from typing import Any
 
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import MESSAGE, PROFILE_TYPES, THREAD
+from oam_core.checks import Vector
 from oam_core.store.backend import Predicate
 from oam_core.store.oracle.filter import OracleFilterCompiler
 from oam_core.store.oracle.names import Names
 from oam_core.store.oracle.stmt import BindType, Stmt
+from oam_core.store.text import query_terms
 
 IN_LIST = 500
 """Most ids per ``IN (...)`` list (Oracle allows 1000 expressions)."""
@@ -670,6 +672,25 @@ def rank_keyword(n: Names, query: str, k: int, pred: Predicate) -> Stmt:
         binds,
         types,
     )
+
+
+def hybrid_request(n: Names, query: str | None, query_vector: Vector | None) -> dict[str, Any]:
+    """The ``DBMS_HYBRID_VECTOR.SEARCH`` request over the managed hybrid index for a
+    text query (its vector and its terms, fused by RRF) or a query vector (without
+    ``return``, which ``hybrid_search`` of the back end adds)."""
+    request: dict[str, Any] = {"hybrid_index_name": n.hybrid_index}
+    if query_vector is not None:
+        vec = "[" + ",".join(repr(float(x)) for x in query_vector) + "]"
+        request["vector"] = {"search_vector": vec}
+        return request
+    assert query is not None
+    request["vector"] = {"search_text": query}
+    text = text_query(query_terms(query))
+    if text is not None:
+        request["text"] = {"contains": text}
+        request["search_fusion"] = "UNION"
+        request["search_scorer"] = "RRF"
+    return request
 
 
 def hybrid_search(request_json: str) -> Stmt:

@@ -8,17 +8,13 @@ Oracle SQL (backend.py). HYBRID search runs natively through
 
 from __future__ import annotations
 
-import builtins
 import warnings
-from collections.abc import Hashable
 from typing import Any
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.embedder import IEmbedder
-from oam_core.errors import SchemaError
-from oam_core.store.backend import Backend, Predicate
+from oam_core.errors import InvalidArgumentError, SchemaError
 from oam_core.store.base import OracleMemoryStore
-from oam_core.store.fusion import normalized_distances
 from oam_core.store.identity import META_KEY as IDENTITY_META_KEY
 from oam_core.store.options import (
     MemoryRetentionConfig,
@@ -32,7 +28,6 @@ from oam_core.store.oracle.embedder import OracleDBEmbedder
 from oam_core.store.oracle.names import Names, resolve_prefix
 from oam_core.store.oracle.session import Session, error_code, fetchall, run
 from oam_core.store.oracle.stmt import Stmt
-from oam_core.store.text import query_terms
 from oam_core.store.ttl import Clock
 
 _NO_PRIVILEGE = {1031, 27486}
@@ -53,7 +48,7 @@ def parse_sync(value: SearchIndexSyncMode | str) -> SearchIndexSyncMode:
         return value
     if isinstance(value, str) and value.upper() in SearchIndexSyncMode.__members__:
         return SearchIndexSyncMode[value.upper()]
-    raise ValueError(
+    raise InvalidArgumentError(
         f"search_index_sync must be one of {[m.name for m in SearchIndexSyncMode]}, got {value!r}"
     )
 
@@ -113,12 +108,12 @@ class OracleDBMemoryStore(OracleMemoryStore):
         sync = parse_sync(search_index_sync)
         policy = SchemaPolicy.parse(schema_policy)
         if sync is SearchIndexSyncMode.AUTO and strategy is not SearchStrategy.HYBRID:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "search_index_sync=AUTO is supported only with SearchStrategy.HYBRID "
                 f"(got {strategy.name})"
             )
         if strategy is SearchStrategy.HYBRID and not isinstance(embedder, OracleDBEmbedder):
-            raise ValueError(
+            raise InvalidArgumentError(
                 "SearchStrategy.HYBRID requires an OracleDBEmbedder as embedder, so the managed "
                 f"hybrid index and the store share one in-database model; got {embedder!r}"
             )
@@ -129,7 +124,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         self.session = embedder.session if shared else Session(pool)  # type: ignore[union-attr]
         local = strategy is SearchStrategy.VECTOR or vector_dim is not None
         if embedder is not None and not isinstance(embedder, IEmbedder):
-            raise ValueError(f"embedder must be an IEmbedder or None, got {embedder!r}")
+            raise InvalidArgumentError(f"embedder must be an IEmbedder or None, got {embedder!r}")
         # Without local vectors the embedder's dimension is not needed (no probe query).
         super().__init__(
             embedder=embedder if local else None,
@@ -166,12 +161,13 @@ class OracleDBMemoryStore(OracleMemoryStore):
             self.names,
             self._local_vectors,
             plan.recorded_dim,
-            self._check_recorded_dim,
+            self.runtime.check_recorded_dim,
         )
-
-    @property
-    def _backend(self) -> Backend:
-        return self._impl
+        self._impl.strategy = strategy
+        if strategy is SearchStrategy.HYBRID:
+            assert isinstance(embedder, OracleDBEmbedder)
+            self._impl.hybrid_model = embedder
+        self.runtime.backend = self._impl
 
     # -- schema -------------------------------------------------------------------
 
@@ -201,7 +197,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
         plan = schema.plan_schema(policy, self.names, state, wanted)
         if plan.local_vectors:
             where = f"the Oracle store (prefix {self.names.prefix!r})"
-            self._adopt_embedder_identity(state.meta.get(IDENTITY_META_KEY), where)
+            self.runtime.adopt_identity(state.meta.get(IDENTITY_META_KEY), where)
         with self.session.connection() as conn:
             for step in plan.steps:
                 if step == schema.VECTOR_INDEX:
@@ -263,7 +259,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
             ValueError: for a VECTOR store (no text index to sync).
         """
         if self.search_strategy is SearchStrategy.VECTOR:
-            raise ValueError("a VECTOR store has no text or hybrid index to synchronise")
+            raise InvalidArgumentError("a VECTOR store has no text or hybrid index to synchronise")
         state = self._read_state()
         name = (
             self.names.hybrid_index
@@ -272,59 +268,3 @@ class OracleDBMemoryStore(OracleMemoryStore):
         )
         with self.session.connection() as conn:
             run(conn, ddl.sync_index(name))
-
-    # -- hooks ----------------------------------------------------------------------
-
-    def _embed_plans(self, plans: Any) -> None:
-        plans = list(plans)
-        if not self._local_vectors:  # no embedding column: text-only search rows
-            for c in plans:
-                c.needs_embedding = False
-            return
-        super()._embed_plans(plans)
-
-    def _remember_vector_dim(self, dim: int) -> None:
-        """A flexible embedding column learns its dimension inside the write that
-        stores its first vector, before its rows (``OracleTx.record_dim``: the
-        dimension another store object recorded meanwhile is adopted, and ``dim``
-        refused if it differs); stores without local vectors ignore it.
-
-        Raises:
-            InvalidArgumentError: naming both dimensions when they differ.
-        """
-        if not self._local_vectors:
-            return
-        tx = self._impl.current_tx()
-        assert tx is not None, "a dimension is learned inside a write transaction"
-        tx.record_dim(dim)
-        super()._remember_vector_dim(dim)
-
-    def _serves_strategy(self, strategy: SearchStrategy) -> bool:
-        return strategy is self.search_strategy  # its indexes serve the one it opened with
-
-    def _native_search(
-        self, query: str | None, query_vector: Any, k: int, pred: Predicate
-    ) -> builtins.list[tuple[Hashable, float]] | None:
-        if self.search_strategy is not SearchStrategy.HYBRID:
-            return None
-        assert isinstance(self.embedder, OracleDBEmbedder)
-        request: dict[str, Any] = {"hybrid_index_name": self.names.hybrid_index}
-        if query_vector is not None:
-            dim = self.embedder.embedding_dimension
-            if len(query_vector) != dim:
-                raise ValueError(
-                    f"query_vector dimension {len(query_vector)} does not match the "
-                    f"OracleDBEmbedder model's dimension {dim}"
-                )
-            vec = "[" + ",".join(repr(float(x)) for x in query_vector) + "]"
-            request["vector"] = {"search_vector": vec}
-        else:
-            assert query is not None
-            request["vector"] = {"search_text": query}
-            text = sql.text_query(query_terms(query))
-            if text is not None:
-                request["text"] = {"contains": text}
-                request["search_fusion"] = "UNION"
-                request["search_scorer"] = "RRF"
-        scored = self._impl.hybrid_search(request, k, pred)
-        return normalized_distances(scored)

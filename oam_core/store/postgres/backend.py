@@ -38,10 +38,17 @@ from psycopg_pool import ConnectionPool
 
 from oam_core.apis._sentinel import Maybe
 from oam_core.checks import Vector
-from oam_core.store.backend import Predicate, Tx
+from oam_core.store.backend import DimCheck, Predicate, Tx
 from oam_core.store.postgres.dialect import POSTGRES
 from oam_core.store.postgres.fulltext import K1, B, index_input, query_words, tsquery_literal
-from oam_core.store.postgres.schema import ann_expression, lock_key
+from oam_core.store.postgres.schema import (
+    ann_expression,
+    lock_key,
+    lock_meta,
+    read_meta,
+    set_dimension,
+    usable_ann,
+)
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.backend import SqlBackend, SqlTx
 
@@ -122,6 +129,30 @@ class PgBackend(SqlBackend):
         self._local = threading.local()
         # lexeme -> (chunk_stats change counter when counted, rows holding it)
         self._df_cache: dict[str, tuple[int, int]] = {}
+
+    # -- the vector dimension ----------------------------------------------------
+
+    def remember_vector_dim(self, dim: int, check: DimCheck) -> None:
+        """Record ``dim`` in the open write's transaction under the metadata lock
+        (another first write waits, then reads ours), after ``check`` accepted it
+        against the recorded one; then use the HNSW index that serves it."""
+        conn = self.current_conn()
+        if conn is None:  # pragma: no cover - the runtime learns dims inside a write
+            with self.mapped(), self.checked_connection() as own, own.transaction():
+                self._record_dim(own, dim, check)
+        else:
+            self._record_dim(conn, dim, check)
+
+    def _record_dim(self, conn: Conn, dim: int, check: DimCheck) -> None:
+        lock_meta(conn, self.p)
+        check(read_meta(conn, self.p).get("vector_dim"), dim)
+        set_dimension(conn, self.p, dim)
+        self.use_ann(conn, dim)
+
+    def use_ann(self, conn: Conn, dim: int | None) -> None:
+        """Rank vectors of ``dim`` with the HNSW index that serves them
+        (``schema.usable_ann``; none: exactly)."""
+        self.ann, self.ann_dim = usable_ann(conn, self.p, dim, self.label), dim
 
     # -- connections -------------------------------------------------------------
 

@@ -30,6 +30,7 @@ characters, whose tokens can change, and counts the table once).
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -109,6 +110,36 @@ def ann_kind(dim: int | None, version: tuple[int, ...]) -> str | None:
     if dim <= HNSW_HALFVEC_MAX_DIM and version >= HALFVEC_SINCE:
         return "halfvec"
     return None
+
+
+def usable_ann(conn: psycopg.Connection[Any], p: str, dim: int | None, where: str) -> str | None:
+    """The HNSW index kind (``ann_kind``) that serves vectors of ``dim`` on this server
+    now, or None (VECTOR search then ranks exactly). Warns when none can
+    (docs/postgres.md#vector-index); ``where`` names the database."""
+    version = pgvector_version(conn)
+    kind = ann_kind(dim, version)
+    if dim is not None and kind is None:
+        warnings.warn(
+            f"{where}: pgvector {'.'.join(map(str, version))} has no HNSW index "
+            f"for vectors of {dim} dimensions (up to {HNSW_VECTOR_MAX_DIM}, or "
+            f"{HNSW_HALFVEC_MAX_DIM} as halfvec on pgvector 0.7 and later); VECTOR "
+            "search scans every search row exactly, which slows down as the store "
+            "grows (docs/postgres.md#vector-index)",
+            UserWarning,
+            stacklevel=5,
+        )
+    elif kind == "halfvec" and not _index_exists(conn, f"{p}chunks_hnsw"):
+        # Not built yet (pgvector upgraded since the store was created): ordering
+        # by the half-precision expression without its index would only lose
+        # precision, so rank exactly until a CREATE_IF_NECESSARY open builds it.
+        kind = None
+    return kind
+
+
+def _index_exists(conn: psycopg.Connection[Any], name: str) -> bool:
+    """Whether the index ``name`` exists in the connection's search path."""
+    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
+    return bool(row and row[0])
 
 
 def ann_expression(column: str, kind: str | None, dim: int | None) -> str:

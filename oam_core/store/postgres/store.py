@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import threading
-import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -23,18 +22,13 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from oam_core.apis.embedder import IEmbedder
 from oam_core.errors import InvalidArgumentError, StoreConnectionError
 from oam_core.rerankers import IReranker
-from oam_core.store.backend import Backend
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.options import MemoryRetentionConfig, SchemaPolicy, SearchStrategy
 from oam_core.store.postgres.backend import PgBackend
 from oam_core.store.postgres.schema import (
-    HNSW_HALFVEC_MAX_DIM,
-    HNSW_VECTOR_MAX_DIM,
     SCHEMA_VERSION,
-    ann_kind,
     apply_policy,
     lock_meta,
-    pgvector_version,
     read_meta,
     set_dimension,
     write_meta,
@@ -98,12 +92,6 @@ def make_pool(conninfo: str, *, max_size: int = POOL_MAX_SIZE, timeout: float = 
             f"cannot connect to PostgreSQL at {_redact(conninfo)} within {timeout:g} s"
         ) from exc
     return pool
-
-
-def _index_exists(conn: Any, name: str) -> bool:
-    """Whether the index ``name`` exists in the connection's search path."""
-    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
-    return bool(row and row[0])
 
 
 class SingleConnection:
@@ -219,15 +207,12 @@ class PostgresMemoryStore(SqlMemoryStore):
         if memory_store_id is not None:
             self._where += f" (memory_store_id {memory_store_id!r})"
         self._impl = PgBackend(pool, prefix, self._where, owns_pool=owns)
+        self.runtime.backend = self._impl
         try:
             self._open_schema(policy, search_strategy is not None, memory_retention_config)
         except BaseException:
             self._impl.close()
             raise
-
-    @property
-    def _backend(self) -> Backend:
-        return self._impl
 
     def _open_schema(
         self,
@@ -250,44 +235,7 @@ class PostgresMemoryStore(SqlMemoryStore):
                 write_meta(conn, p, changed)
             if self.vector_dim is not None and "vector_dim" not in meta:
                 set_dimension(conn, p, self.vector_dim)
-            self._use_ann(conn, self.vector_dim)
-
-    def _use_ann(self, conn: Any, dim: int | None) -> None:
-        """Tell the back end which HNSW index serves vectors of ``dim``
-        (``schema.ann_kind``); warn when none can (docs/postgres.md#vector-index)."""
-        version = pgvector_version(conn)
-        kind = ann_kind(dim, version)
-        if dim is not None and kind is None:
-            warnings.warn(
-                f"{self._where}: pgvector {'.'.join(map(str, version))} has no HNSW index "
-                f"for vectors of {dim} dimensions (up to {HNSW_VECTOR_MAX_DIM}, or "
-                f"{HNSW_HALFVEC_MAX_DIM} as halfvec on pgvector 0.7 and later); VECTOR "
-                "search scans every search row exactly, which slows down as the store "
-                "grows (docs/postgres.md#vector-index)",
-                UserWarning,
-                stacklevel=4,
-            )
-        elif kind == "halfvec" and not _index_exists(conn, f"{self._impl.p}chunks_hnsw"):
-            # Not built yet (pgvector upgraded since the store was created): ordering
-            # by the half-precision expression without its index would only lose
-            # precision, so rank exactly until a CREATE_IF_NECESSARY open builds it.
-            kind = None
-        self._impl.ann, self._impl.ann_dim = kind, dim
-
-    def _remember_vector_dim(self, dim: int) -> None:
-        conn = self._impl.current_conn()
-        if conn is None:  # pragma: no cover - base.py learns dims inside a write
-            with self._impl.mapped(), self._impl.checked_connection() as own, own.transaction():
-                self._record_dim(own, dim)
-        else:
-            self._record_dim(conn, dim)
-
-    def _record_dim(self, conn: Any, dim: int) -> None:
-        lock_meta(conn, self._impl.p)  # another first write waits, then reads ours
-        self._check_recorded_dim(read_meta(conn, self._impl.p).get("vector_dim"), dim)
-        super()._remember_vector_dim(dim)
-        set_dimension(conn, self._impl.p, dim)
-        self._use_ann(conn, dim)
+            self._impl.use_ann(conn, self.vector_dim)
 
 
 def postgres_conninfo(url: str) -> str:

@@ -399,7 +399,11 @@ class SqlTx(Tx):
             if (index, row.seq) in dropped:
                 continue
             found = quoting.get((index, row.seq))
-            out.append(row if found is None else row._replace(expires_at=found.expires_at))
+            if found is not None:
+                row = ChunkRow(
+                    row.record_pk, row.record_type, row.seq, row.chunk, row.scope, found.expires_at
+                )
+            out.append(row)
         return out
 
     def _link(self, quoting: dict[tuple[int, int], ResolvedChunk], keys: Sequence[Any]) -> None:

@@ -45,7 +45,7 @@ class SqlMemoryStore(OracleMemoryStore):
             SchemaError: (a ValueError) when the stored vector dimension differs
                 from the store's.
         """
-        self._adopt_embedder_identity(meta.get(IDENTITY_META_KEY), where)
+        self.runtime.adopt_identity(meta.get(IDENTITY_META_KEY), where)
         stored_dim = meta.get("vector_dim")
         if stored_dim is not None:
             if self.vector_dim is not None and int(stored_dim) != self.vector_dim:

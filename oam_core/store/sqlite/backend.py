@@ -30,7 +30,7 @@ import numpy as np
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.checks import Vector, lengthen_short_rows
 from oam_core.errors import InvalidArgumentError
-from oam_core.store.backend import Predicate, Tx
+from oam_core.store.backend import DimCheck, Predicate, Tx
 from oam_core.store.planning import name_ids
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.backend import SqlBackend, SqlTx
@@ -160,8 +160,8 @@ class SQLiteBackend(SqlBackend):
                 raise
         return self._connect(f"{Path(path).resolve().as_uri()}?immutable=1", uri=True), True
 
-    @staticmethod
-    def _connect(target: str, *, uri: bool = False) -> sqlite3.Connection:
+    @classmethod
+    def _connect(cls, target: str, *, uri: bool = False) -> sqlite3.Connection:
         conn = sqlite3.connect(
             target,
             check_same_thread=False,
@@ -170,7 +170,7 @@ class SQLiteBackend(SqlBackend):
             uri=uri,
         )
         try:
-            return SQLiteBackend._configure(conn, target, uri=uri)
+            return cls._configure(conn, target, uri=uri)
         except BaseException:
             conn.close()  # e.g. no -wal/-shm file can be made beside it
             raise
@@ -195,6 +195,16 @@ class SQLiteBackend(SqlBackend):
         """The connection, under the lock, its errors mapped."""
         with self.lock, self.mapped():
             yield self.conn
+
+    def remember_vector_dim(self, dim: int, check: DimCheck) -> None:
+        """Record ``dim`` in ``oam_meta`` inside the open write (which holds the file's
+        write lock, so the recorded one read first is current); ``check`` refuses it
+        when another store object recorded another dimension."""
+        with self.reading() as conn:
+            recorded = dict(conn.execute(st.read_meta(self.p).sql).fetchall())
+            check(recorded.get("vector_dim"), dim)
+            stmt = st.upsert_meta(self.d, self.p, "vector_dim", str(dim))
+            conn.execute(stmt.sql, stmt.params)
 
     @contextmanager
     def transaction(self) -> Iterator[Tx]:

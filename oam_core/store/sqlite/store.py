@@ -14,7 +14,6 @@ from pathlib import Path
 from oam_core.apis.embedder import IEmbedder
 from oam_core.errors import ConfigurationError, DatabaseLockedError, InvalidArgumentError
 from oam_core.rerankers import IReranker
-from oam_core.store.backend import Backend
 from oam_core.store.options import MemoryRetentionConfig, SchemaPolicy, SearchStrategy
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.schema import newer_schema, table_prefix
@@ -107,15 +106,12 @@ class SQLiteMemoryStore(SqlMemoryStore):
         if policy is not None:
             check_policy(self.path, prefix, policy)
         self._impl = SQLiteBackend(self.path, prefix)
+        self.runtime.backend = self._impl
         try:
             self._open_schema(memory_retention_config, search_strategy is not None)
         except BaseException:
             self._impl.conn.close()
             raise
-
-    @property
-    def _backend(self) -> Backend:
-        return self._impl
 
     def _open_schema(self, retention: MemoryRetentionConfig | None, strategy_given: bool) -> None:
         impl = self._impl
@@ -169,14 +165,6 @@ class SQLiteMemoryStore(SqlMemoryStore):
             conn.execute("VACUUM")
             if self.path != ":memory:":
                 _empty_log(conn, self.path)
-
-    def _remember_vector_dim(self, dim: int) -> None:
-        with self._impl.reading() as conn:  # inside the write that learns it
-            recorded = dict(conn.execute(st.read_meta(self._impl.p).sql).fetchall())
-            self._check_recorded_dim(recorded.get("vector_dim"), dim)
-            super()._remember_vector_dim(dim)
-            stmt = st.upsert_meta(self._impl.d, self._impl.p, "vector_dim", str(dim))
-            conn.execute(stmt.sql, stmt.params)
 
 
 COMPACT_WAIT_S = BUSY_TIMEOUT_S

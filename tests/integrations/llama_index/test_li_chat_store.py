@@ -347,7 +347,7 @@ def test_a_failed_set_messages_keeps_the_old_messages(
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("the embedder is down")
 
-    monkeypatch.setattr(store, "_embed_plans", refuse)  # every write of new text fails
+    monkeypatch.setattr(store.runtime, "embed_plans", refuse)  # every write of new text fails
     with pytest.raises(RuntimeError, match="embedder is down"):
         cs.set_messages("s", [msg("x"), msg("y")])
     monkeypatch.undo()
