@@ -13,6 +13,8 @@ import sqlite3
 from pathlib import Path
 from typing import Literal
 
+from oam_core.errors import InvalidArgumentError
+
 __all__ = ["MEMORY", "BackendKind", "backend_of", "sqlite_holds_store", "sqlite_target"]
 
 MEMORY = ":memory:"
@@ -52,7 +54,7 @@ def backend_of(connection: object) -> BackendKind:
         return "sqlite"
     if isinstance(connection, str):
         if not connection.strip():
-            raise ValueError("connection must not be an empty string")
+            raise InvalidArgumentError("connection must not be an empty string")
         if "://" not in connection:
             return "sqlite"
         scheme = connection.split("://", 1)[0].lower().split("+", 1)[0]
@@ -60,16 +62,18 @@ def backend_of(connection: object) -> BackendKind:
             return "sqlite"
         if scheme in _SERVER_BACKENDS:
             return _SERVER_BACKENDS[scheme]
-        raise ValueError(f"connection URL scheme {scheme!r} is not supported: {connection!r}")
+        raise InvalidArgumentError(
+            f"connection URL scheme {scheme!r} is not supported: {connection!r}"
+        )
     root = type(connection).__module__.split(".", 1)[0].lower()
     if root in _SERVER_BACKENDS:
         return _SERVER_BACKENDS[root]
     if isinstance(connection, sqlite3.Connection):
-        raise ValueError(
+        raise InvalidArgumentError(
             "a sqlite3.Connection cannot be shared with the store; pass the database path "
             "(or 'sqlite:///path.db') as connection instead"
         )
-    raise ValueError(
+    raise InvalidArgumentError(
         "connection must be a SQLite path, a 'sqlite:///...' URL or ':memory:', a "
         "PostgreSQL conninfo/URL or psycopg pool, or an oracledb pool/connection; "
         f"got {type(connection).__name__}"
@@ -88,7 +92,9 @@ def sqlite_target(connection: str | os.PathLike[str]) -> str:
     if isinstance(connection, os.PathLike):
         path = os.fspath(connection)
         if not isinstance(path, str) or not path:
-            raise ValueError(f"connection path must be a non-empty str path, got {connection!r}")
+            raise InvalidArgumentError(
+                f"connection path must be a non-empty str path, got {connection!r}"
+            )
         return path
     if "://" not in connection:
         return connection
@@ -96,7 +102,7 @@ def sqlite_target(connection: str | os.PathLike[str]) -> str:
     if rest in ("", MEMORY, "/" + MEMORY):
         return MEMORY
     if not rest.startswith("/") or len(rest) == 1 or "?" in rest:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"connection {connection!r}: write 'sqlite:///relative/path.db', "
             "'sqlite:////absolute/path.db' or 'sqlite://:memory:' (no host, no query)"
         )

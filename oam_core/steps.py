@@ -31,6 +31,8 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, cast
 
 import anyio.to_thread
 
+from oam_core.errors import InvalidArgumentError
+
 __all__ = [
     "Call",
     "Paired",
@@ -195,7 +197,7 @@ def _front(method: F, steps: Callable[..., Any], suffix: str) -> F:
     qualname = steps.__qualname__
     owner, _, steps_name = qualname.rpartition(".")
     if not (steps_name.startswith("_") and steps_name.endswith("_steps")):
-        raise ValueError(f"a steps method is named _<name>_steps, got {steps_name!r}")
+        raise InvalidArgumentError(f"a steps method is named _<name>_steps, got {steps_name!r}")
     name = steps_name[1 : -len("_steps")] + suffix
     method.__name__ = name
     method.__qualname__ = f"{owner}.{name}" if owner else name

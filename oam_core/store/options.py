@@ -6,6 +6,7 @@ import enum
 from dataclasses import dataclass, field
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
+from oam_core.errors import InvalidArgumentError
 
 
 class SearchStrategy(str, enum.Enum):
@@ -27,7 +28,9 @@ class SearchStrategy(str, enum.Enum):
             return value
         if isinstance(value, str) and value.upper() in cls.__members__:
             return cls[value.upper()]
-        raise ValueError(f"search_strategy must be one of {[m.name for m in cls]}, got {value!r}")
+        raise InvalidArgumentError(
+            f"search_strategy must be one of {[m.name for m in cls]}, got {value!r}"
+        )
 
 
 class SearchIndexSyncMode(str, enum.Enum):
@@ -62,7 +65,9 @@ class SchemaPolicy(str, enum.Enum):
             return value
         if isinstance(value, str) and value.upper() in cls.__members__:
             return cls[value.upper()]
-        raise ValueError(f"schema_policy must be one of {[m.name for m in cls]}, got {value!r}")
+        raise InvalidArgumentError(
+            f"schema_policy must be one of {[m.name for m in cls]}, got {value!r}"
+        )
 
 
 @dataclass(frozen=True)
@@ -92,9 +97,11 @@ class MemoryRetentionConfig:
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 0
             ):
-                raise ValueError(f"{name} must be a non-negative int or None, got {value!r}")
+                raise InvalidArgumentError(
+                    f"{name} must be a non-negative int or None, got {value!r}"
+                )
         default, cap = self.default_ttl_days, self.max_ttl_days
         if isinstance(default, int) and isinstance(cap, int) and default > cap:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"default_ttl_days={default} exceeds max_ttl_days={cap}; lower the default"
             )

@@ -20,6 +20,7 @@ from oam_core.apis.records import (
 )
 from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.checks import Vector, check_text, split_vectors
+from oam_core.errors import InvalidArgumentError
 from oam_core.store.chunking import chunk_text
 from oam_core.store.options import MemoryRetentionConfig
 from oam_core.store.ttl import expiry, parse_iso_timestamp, resolve_ttl_days
@@ -156,10 +157,10 @@ def retrieval_chunks(
     if isinstance(index, (list, tuple)):
         for i, item in enumerate(index):
             if not isinstance(item, str):
-                raise ValueError(f"{name}[{i}] must be a string chunk, got {item!r}")
+                raise InvalidArgumentError(f"{name}[{i}] must be a string chunk, got {item!r}")
             check_text(item, f"{name}[{i}]")
         return [c for c in index if c], True
-    raise ValueError(f"{name} must be a string, a list of strings or None, got {index!r}")
+    raise InvalidArgumentError(f"{name} must be a string, a list of strings or None, got {index!r}")
 
 
 def attach_vectors(
@@ -186,21 +187,21 @@ def attach_vectors(
     vectors = split_vectors(embedding, name)
     if isinstance(vectors, np.ndarray):
         if caller_owned and len(chunks) > 1:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{name}: one vector given for {len(chunks)} caller chunks; give one per chunk"
             )
         text = chunks[0] if caller_owned and chunks else (whole_text if chunks else None)
         return [ChunkPlan(text, vectors)]
     if not vectors:
         if chunks:
-            raise ValueError(f"{name}: an empty vector list needs empty retrieval text")
+            raise InvalidArgumentError(f"{name}: an empty vector list needs empty retrieval text")
         return []
     if not caller_owned:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{name}: several vectors need caller-owned chunks (a list of strings in index_texts)"
         )
     if len(vectors) != len(chunks):
-        raise ValueError(f"{name}: {len(vectors)} vectors for {len(chunks)} chunks")
+        raise InvalidArgumentError(f"{name}: {len(vectors)} vectors for {len(chunks)} chunks")
     return [ChunkPlan(c, v) for c, v in zip(chunks, vectors, strict=True)]
 
 
@@ -230,7 +231,7 @@ def resolve_ttl(
     """
     if record_type not in EXPIRING_TYPES:
         if ttl_days is not NOT_SET or ttl_anchor is not NOT_SET:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{record_type} records do not expire; ttl_days/ttl_anchor not allowed"
             )
         return None
@@ -239,7 +240,7 @@ def resolve_ttl(
         try:
             anchor = TimeToLiveAnchor(anchor)
         except ValueError:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{anchor_name} must be a TimeToLiveAnchor, got {ttl_anchor!r}"
             ) from None
     days = resolve_ttl_days(ttl_days, retention, ttl_name)  # type: ignore[arg-type]

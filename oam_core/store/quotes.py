@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from oam_core.errors import InvalidArgumentError
+
 if TYPE_CHECKING:
     from oam_core.store.planning import ChunkPlan
 
@@ -55,7 +57,9 @@ class QuotingChunk(str):
 
     def __new__(cls, text: str, sources: Sequence[str]) -> QuotingChunk:
         if isinstance(sources, str) or not all(isinstance(s, str) for s in sources):
-            raise ValueError(f"sources must be a sequence of message ids, got {sources!r}")
+            raise InvalidArgumentError(
+                f"sources must be a sequence of message ids, got {sources!r}"
+            )
         made = super().__new__(cls, text)
         made.sources = tuple(dict.fromkeys(sources))
         return made

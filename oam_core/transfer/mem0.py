@@ -55,7 +55,7 @@ def _opt(item: Mapping[str, Any], key: str, i: int) -> str | None:
     if value is None or value == "":
         return None
     if not isinstance(value, str):
-        raise ValueError(f"memories[{i}].{key} must be a string, got {value!r}")
+        raise InvalidArgumentError(f"memories[{i}].{key} must be a string, got {value!r}")
     return value
 
 
@@ -66,16 +66,16 @@ def to_row(item: Any, i: int, chunk_chars: int, now: str) -> DumpRow:
         ValueError: naming ``memories[i]`` and the field that is missing or wrong.
     """
     if not isinstance(item, Mapping):
-        raise ValueError(f"memories[{i}] must be an object, got {type(item).__name__}")
+        raise InvalidArgumentError(f"memories[{i}] must be an object, got {type(item).__name__}")
     rid = _opt(item, "id", i)
     text = item.get("memory")
     if rid is None:
-        raise ValueError(f"memories[{i}] has no id")
+        raise InvalidArgumentError(f"memories[{i}] has no id")
     if not isinstance(text, str):
-        raise ValueError(f"memories[{i}] ({rid}): memory must be a string, got {text!r}")
+        raise InvalidArgumentError(f"memories[{i}] ({rid}): memory must be a string, got {text!r}")
     meta = item.get("metadata")
     if meta is not None and not isinstance(meta, Mapping):
-        raise ValueError(f"memories[{i}] ({rid}): metadata must be an object or null")
+        raise InvalidArgumentError(f"memories[{i}] ({rid}): metadata must be an object or null")
     merged: dict[str, Any] = dict(meta or {})
     extra = {k: item[k] for k in _KEPT if item.get(k) is not None}
     if extra:

@@ -8,8 +8,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -43,11 +41,6 @@ def test_the_guard_finds_a_plain_value_error(tmp_path: Path) -> None:
     assert plain_value_errors(tmp_path, tmp_path) == ["mod.py:4", "mod.py:7"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sweep pending: the store and CLI files of the other helpers still raise "
-    "ValueError; remove this mark after the sweep",
-)
 def test_oam_core_raises_no_plain_value_error() -> None:
     found = plain_value_errors(ROOT / "oam_core")
     assert not found, f"{len(found)} plain raise ValueError: " + ", ".join(found)

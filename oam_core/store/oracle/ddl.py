@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from oam_core.errors import ConfigurationError, InvalidArgumentError, SchemaError
 from oam_core.store.options import SearchIndexSyncMode
 from oam_core.store.oracle.names import Names
 from oam_core.store.oracle.quoting import legacy_context_rows, sources_table
@@ -129,7 +130,7 @@ def upgrade_steps(n: Names, version: int) -> list[Stmt]:
     steps: list[Stmt] = []
     for step in range(version, SCHEMA_VERSION):
         if step not in UPGRADES:
-            raise ValueError(
+            raise SchemaError(
                 f"no upgrade from oam schema version {step} to {step + 1}; recreate the "
                 "schema (SchemaPolicy.RECREATE) or migrate it by hand"
             )
@@ -164,7 +165,7 @@ def _dim(vector_dim: int) -> int:
         or not isinstance(vector_dim, int)
         or not 1 <= vector_dim <= 65535
     ):
-        raise ValueError(f"vector_dim must be an int in 1..65535, got {vector_dim!r}")
+        raise InvalidArgumentError(f"vector_dim must be an int in 1..65535, got {vector_dim!r}")
     return vector_dim
 
 
@@ -196,7 +197,9 @@ def text_sync_clause(sync: SearchIndexSyncMode) -> str:
         return "SYNC (ON COMMIT)"
     if sync is SearchIndexSyncMode.MANUAL:
         return "SYNC (MANUAL)"
-    raise ValueError("SearchIndexSyncMode.AUTO is supported only with SearchStrategy.HYBRID")
+    raise ConfigurationError(
+        "SearchIndexSyncMode.AUTO is supported only with SearchStrategy.HYBRID"
+    )
 
 
 def text_index(n: Names, sync: SearchIndexSyncMode) -> Stmt:

@@ -15,6 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from oam_core.apis.embedder import IEmbedder
+from oam_core.embedders.litellm import UnusableEmbeddingsError
+from oam_core.errors import InvalidArgumentError
 from oam_core.store.oracle.session import Session, fetchone
 from oam_core.store.oracle.stmt import Stmt
 
@@ -70,14 +72,14 @@ class OracleDBEmbedder(IEmbedder):
         max_input_tokens: int = 512,
     ) -> None:
         if not isinstance(model, str) or not _MODEL.fullmatch(model):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"model must be an Oracle model name like 'ALL_MINILM_L12_V2', got {model!r}"
             )
         for name, value in (("dimension", dimension), ("max_input_tokens", max_input_tokens)):
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
             ):
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+                raise InvalidArgumentError(f"{name} must be a positive int, got {value!r}")
         self.session = Session(connection)
         self.model = model.upper()
         self.max_input_tokens = max_input_tokens
@@ -99,7 +101,9 @@ class OracleDBEmbedder(IEmbedder):
         with self.session.connection() as conn:
             row = fetchone(conn, embed_statement(self.model, text))
         if row is None or row[0] is None:
-            raise ValueError(f"model {self.model} returned no embedding for {text[:40]!r}")
+            raise UnusableEmbeddingsError(
+                f"model {self.model} returned no embedding for {text[:40]!r}"
+            )
         return np.asarray(row[0], dtype=np.float32)
 
     def embed(self, texts: Sequence[str], *, is_query: bool = False) -> npt.NDArray[np.float32]:
@@ -118,13 +122,15 @@ class OracleDBEmbedder(IEmbedder):
         vectors = []
         for text, row in zip(texts, rows, strict=True):
             if row is None or row[0] is None:
-                raise ValueError(f"model {self.model} returned no embedding for {text[:40]!r}")
+                raise UnusableEmbeddingsError(
+                    f"model {self.model} returned no embedding for {text[:40]!r}"
+                )
             vectors.append(np.asarray(row[0], dtype=np.float32))
         out = np.stack(vectors)
         if self._dim is None:
             self._dim = out.shape[1]
         if out.shape[1] != self._dim:
-            raise ValueError(
+            raise UnusableEmbeddingsError(
                 f"model {self.model} returned dimension {out.shape[1]}, expected {self._dim}"
             )
         return out

@@ -13,6 +13,7 @@ import warnings
 from dataclasses import dataclass
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
+from oam_core.errors import InvalidArgumentError
 
 _STORE_ID = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,15}")
 _PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,16}")
@@ -37,10 +38,10 @@ def resolve_prefix(table_name_prefix: Maybe[str | None], memory_store_id: Maybe[
     has_prefix = table_name_prefix is not NOT_SET and table_name_prefix is not None
     has_id = memory_store_id is not NOT_SET and memory_store_id is not None
     if has_prefix and has_id:
-        raise ValueError("pass either memory_store_id or table_name_prefix, not both")
+        raise InvalidArgumentError("pass either memory_store_id or table_name_prefix, not both")
     if has_id:
         if not isinstance(memory_store_id, str) or not _STORE_ID.fullmatch(memory_store_id):
-            raise ValueError(
+            raise InvalidArgumentError(
                 "memory_store_id must start with a letter, hold only letters, digits and "
                 f"underscores, and have at most 16 characters; got {memory_store_id!r}"
             )
@@ -53,7 +54,7 @@ def resolve_prefix(table_name_prefix: Maybe[str | None], memory_store_id: Maybe[
             stacklevel=3,
         )
         if not isinstance(table_name_prefix, str) or not _PREFIX.fullmatch(table_name_prefix):
-            raise ValueError(
+            raise InvalidArgumentError(
                 "table_name_prefix must start with a letter, hold only letters, digits and "
                 f"underscores, and have at most 17 characters; got {table_name_prefix!r}"
             )
@@ -149,5 +150,5 @@ class Names:
             "thread": self.threads,
         }
         if family not in tables:
-            raise ValueError(f"unknown record family {family!r}")
+            raise InvalidArgumentError(f"unknown record family {family!r}")
         return tables[family]

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import driver_errors
 from oam_core.store.oracle.errors import driver_exception, map_error
 from oam_core.store.oracle.stmt import Stmt
@@ -52,11 +53,11 @@ class Session:
 
     def __init__(self, target: Any) -> None:
         if target is None or not (hasattr(target, "acquire") or hasattr(target, "cursor")):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"pool must be an oracledb connection pool or connection, got {target!r}"
             )
         if type(target).__name__.startswith("Async"):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"pool must be a synchronous oracledb pool or connection, got "
                 f"{type(target).__name__}; the store's *_async methods run it in a worker thread"
             )

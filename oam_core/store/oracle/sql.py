@@ -17,6 +17,7 @@ from typing import Any
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import MESSAGE, PROFILE_TYPES, THREAD
 from oam_core.checks import Vector
+from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import Predicate
 from oam_core.store.oracle.filter import OracleFilterCompiler
 from oam_core.store.oracle.names import Names
@@ -208,7 +209,7 @@ def update_record(n: Names, family: str, pk: int, values: dict[str, Any]) -> Stm
     """UPDATE of the given record columns (names from a fixed set) by pk."""
     allowed = {"content", "content_set", "metadata", "event_ts", "event_ts_set", "expires_at"}
     if not set(values) <= allowed:
-        raise ValueError(f"cannot update columns {sorted(set(values) - allowed)}")
+        raise InvalidArgumentError(f"cannot update columns {sorted(set(values) - allowed)}")
     sets = ", ".join(f"{c} = :{c}" for c in values)
     types = {c: t for c, t in RECORD_TYPES.items() if c in values}
     return Stmt(
@@ -329,7 +330,7 @@ def delete_actor_rows(n: Names, column: str, actor_id: str) -> list[Stmt]:
 
 def _check_scope_column(column: str) -> None:
     if column not in ("user_id", "agent_id"):
-        raise ValueError(f"unknown scope column {column!r}")
+        raise InvalidArgumentError(f"unknown scope column {column!r}")
 
 
 def insert_thread(n: Names, binds: dict[str, Any]) -> Stmt:
@@ -353,7 +354,7 @@ def thread_state_for_update(n: Names, thread_id: str) -> Stmt:
 def update_thread(n: Names, thread_id: str, values: dict[str, Any]) -> Stmt:
     """UPDATE of a thread's config and/or state (JSON)."""
     if not set(values) <= {"config", "state"}:
-        raise ValueError(f"cannot update thread columns {sorted(values)}")
+        raise InvalidArgumentError(f"cannot update thread columns {sorted(values)}")
     sets = ", ".join(f"{c} = :{c}" for c in values)
     return Stmt(
         f"UPDATE {n.threads} SET {sets} WHERE id = :id",

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import THREAD, ThreadRow
+from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import Predicate
 from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
 from oam_core.store.sql.dialect import Dialect
@@ -434,7 +435,7 @@ def update_record(d: Dialect, p: str, key: Any, fields: dict[str, Any]) -> list[
     """
     unknown = set(fields) - set(_UPDATABLE)
     if unknown:
-        raise ValueError(f"cannot update record fields {sorted(unknown)}")
+        raise InvalidArgumentError(f"cannot update record fields {sorted(unknown)}")
     values = {_UPDATABLE[k]: (epoch(v) if k == "expires_at" else v) for k, v in fields.items()}
     sets = ", ".join(f"{col} = {d.mark}" for col in values)
     out = [Stmt(f"UPDATE {p}records SET {sets} WHERE pk = {d.mark}", [*values.values(), key])]
@@ -533,7 +534,7 @@ def thread_contents(d: Dialect, thread_id: str) -> tuple[str, list[Any]]:
 
 def _scope_column(column: str) -> str:
     if column not in ("user_id", "agent_id"):
-        raise ValueError(f"unknown scope column {column!r}")
+        raise InvalidArgumentError(f"unknown scope column {column!r}")
     return column
 
 
