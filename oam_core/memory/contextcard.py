@@ -17,7 +17,7 @@ from xml.sax.saxutils import escape
 
 from oam_core.apis.contextcard import ContextCard
 from oam_core.apis.records import MessageRecord, Record
-from oam_core.apis.thread import Message
+from oam_core.apis.thread import Message, participant_name
 from oam_core.checks import check_int
 from oam_core.errors import InvalidArgumentError
 from oam_core.memory.tokens import (
@@ -27,7 +27,6 @@ from oam_core.memory.tokens import (
     cut_tail_to_fit,
 )
 from oam_core.memory.toolcalls import TOOL_RESULT_ROLES, shown_content
-from oam_core.store.signals import participant_name
 
 __all__ = ["DEFAULT_MESSAGE_FORMAT", "OracleContextCard", "RelevantResult"]
 

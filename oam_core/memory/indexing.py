@@ -38,12 +38,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from oam_core.apis.thread import Message
+from oam_core.apis.thread import MESSAGE_KEY, Message, participant_name
 from oam_core.errors import InvalidArgumentError
-from oam_core.store.chunking import chunk_text
 from oam_core.store.quotes import QuotingChunk
-from oam_core.store.signals import MESSAGE_KEY, participant_name
 from oam_core.store.temporal import day_label
+from oam_core.store.text import chunk_text
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore

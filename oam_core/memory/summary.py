@@ -10,9 +10,9 @@ from typing import Any
 
 from oam_core.apis.records import MessageRecord, Record
 from oam_core.apis.summary import Summary
+from oam_core.apis.thread import participant_name
 from oam_core.errors import InvalidArgumentError
 from oam_core.memory.toolcalls import shown_content
-from oam_core.store.signals import participant_name
 
 __all__ = [
     "RUNNING_SUMMARY_STATE_KEY",

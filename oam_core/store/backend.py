@@ -4,15 +4,15 @@
 primitives below in its SQL dialect. Writes run through ``Tx`` inside one transaction;
 reads and rankings take a ``Predicate`` that the back end evaluates inside its query,
 before any top-k cut. A back end raises ``oam_core.errors`` exceptions, never its
-driver's: ``driver_errors`` maps them at this boundary (docs/errors.md).
+driver's: ``sql.dialect.driver_errors`` maps them at this boundary (docs/errors.md).
 """
 
 from __future__ import annotations
 
 import abc
 import builtins
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable, Hashable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,7 +20,6 @@ from typing import Any
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import Record, ThreadRow
 from oam_core.checks import Vector
-from oam_core.errors import OAMError
 from oam_core.filters import Cond
 from oam_core.store.options import SearchStrategy
 from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
@@ -112,34 +111,6 @@ class DumpRow:
     config: str | None = None
     state: str | None = None
     chunks: tuple[DumpChunk, ...] = ()
-
-
-ErrorMap = Callable[[BaseException, str], "Exception | None"]
-"""``map(exc, where)``: the ``oam_core.errors`` exception for a database driver's
-exception (``where`` names the database in its message), or None when ``exc`` is
-not the driver's."""
-
-
-@contextmanager
-def driver_errors(map_error: ErrorMap, where: str) -> Iterator[None]:
-    """Map the driver's exceptions raised inside the block to ``oam_core.errors``
-    (docs/errors.md) with ``raise ... from exc``, so the driver's exception stays the
-    ``__cause__``; every other exception passes unchanged. The store boundary: each
-    back end wraps every connection it lends, every transaction and every open.
-
-    Args:
-        map_error: The back end's mapping (see ``ErrorMap``).
-        where: Names the database in the messages (a path, a redacted URL).
-    """
-    try:
-        yield
-    except OAMError:
-        raise
-    except Exception as exc:
-        mapped = map_error(exc, where)
-        if mapped is None:
-            raise
-        raise mapped from exc
 
 
 def message_window(
@@ -317,6 +288,10 @@ class Backend(abc.ABC):
         """Whether one call may search by ``strategy`` without reopening the store
         (store/strategy.py); the SQL back ends keep every index."""
         return True
+
+    ranks_natively: bool = False
+    """Whether ``native_search`` may return a ranking (Oracle's hybrid vector index);
+    store/search.py asks only a back end that says so."""
 
     def native_search(
         self, query: str | None, query_vector: Vector | None, k: int, pred: Predicate

@@ -4,40 +4,282 @@ Back ends rank and never fuse: ``rank_vector``, ``rank_keyword`` and ``rank_hybr
 (``store/backend.py``) return ranked lists, and Oracle's hybrid index returns its own
 ranking. ``store/search.py`` fuses them here, each list once, with the weights of a
 ``FusionConfig``: the text lists first (their fused head is the pool the query's
-signal lists, ``store/signals.py``, are read from), then those signal lists onto the
-same scores. ``fuse`` is pure; the distances a search returns say what they measure
-(``Distance.kind``), so callers need not guess it from the store's strategy.
+signal lists, below, are read from), then those signal lists onto the same
+scores. Everything here is pure (no I/O); the distances a search returns say what
+they measure (``Distance.kind``), so callers need not guess it from the store's
+strategy.
+
+**Signal lists** are read from the candidates' fields. The vector and keyword lists rank records by their text. Two facts a query often
+states are better matched against a record's fields than against its words
+(docs/retrieval.md):
+
+* **the speaker**: "What kind of art does Caroline make?" is about what Caroline
+  said. Her name is in nearly every row of a two-person conversation, so its BM25
+  weight is about zero; the participant name of each message
+  (``metadata["$message"]["name"]``) is exact.
+* **the date**: "What did Nate do for Joanna on 25 May, 2022?" names a day; the
+  answering turn carries that day in its timestamp, or speaks of it ("yesterday")
+  relative to it (``store/temporal.py``).
+
+* **the kind of answer**: a question asking for a time ("When did ...", "How
+  long ...") is answered by a message that states one ("last Friday", "for three
+  years", "yesterday").
+* **whose own words match**: a message is also found by its context row, which
+  quotes the turns before it, so a reply ("Wow, that's great!") can tie with or
+  outrank the turn that holds the answer. The candidates whose own content holds the
+  query's terms rank ahead of those that match only through the turns they quote.
+
+Each signal is a ranked list of the candidate pool (the best fused records, in
+fused order) restricted to the records that match it. Fused with the text lists by
+reciprocal rank fusion (``fuse``, with the weights of a ``FusionConfig``), it lifts matching records without letting a non-matching query
+change anything: a query naming no participant and no date gets no extra list, and
+a list that would hold the whole pool is dropped (it would not discriminate).
 """
 
 from __future__ import annotations
 
+import builtins
 import enum
-from collections.abc import Hashable, Sequence
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import ClassVar, TypeVar
 
+import regex
+
+from oam_core.apis.records import Record
+from oam_core.apis.thread import participant_name
 from oam_core.errors import InvalidArgumentError
-from oam_core.store.signals import (
-    DATE_WEIGHT,
-    OWN_TEXT_WEIGHT,
-    POOL,
-    SPEAKER_WEIGHT,
-    TIME_WEIGHT,
-    Signal,
+from oam_core.store.temporal import (
+    asks_for_time,
+    nul_joined,
+    overlaps,
+    query_spans,
+    record_days,
+    states_time_each,
 )
+from oam_core.store.text import query_terms
 
 __all__ = [
+    "DATE_WEIGHT",
     "DEFAULT_FUSION",
     "HYBRID_DEPTH",
+    "OWN_TEXT_WEIGHT",
+    "POOL",
     "RRF_K",
+    "SPEAKER_WEIGHT",
+    "TIME_WEIGHT",
     "Distance",
     "DistanceKind",
     "FusionConfig",
+    "Signal",
     "distance_type",
     "fuse",
     "normalized_distances",
+    "own_text_list",
+    "passage_text",
     "rrf_distance",
+    "signal_lists",
 ]
+
+
+class Signal(enum.Enum):
+    """The query signals, each one more ranked list of a HYBRID search's candidates
+    (which apply, and their weights: ``fusion.FusionConfig``)."""
+
+    SPEAKER = "speaker"
+    DATE = "date"
+    TIME = "time"
+    OWN_TEXT = "own_text"
+
+
+POOL = 50
+"""How many of the best fused candidates the signals re-rank."""
+
+SPEAKER_WEIGHT = 1 / 3
+"""RRF weight of the speaker list: a soft preference. It is just enough to lift the
+named speaker's turn over a turn one place above it in both text lists (a text tie:
+with RRF k = 5 that gap is ``2 * (1/6 - 1/7)``, which a weight above 2/7 outweighs),
+and far below a text list, because a question may name the wrong person ("What did
+Jon find for his store?" when Gina has the store) and the other speaker's turn must
+still be found by its words. On LoCoMo, weight 1.0 would add 0.01 recall_all@10 but
+lose 0.04 on such questions (category 5); see bench/README.md."""
+
+DATE_WEIGHT = 1.0
+"""RRF weight of the date list, the same as each text list."""
+
+TIME_WEIGHT = 1.0
+"""RRF weight of the list of candidates stating a time, for a query asking for one:
+a date signal, weighted like the date list."""
+
+OWN_TEXT_WEIGHT = 1 / 3
+"""RRF weight of the list of candidates whose own content holds query terms: like the
+speaker list, a soft preference that breaks a tie between a turn and a reply quoting
+it. On LoCoMo (bench/README.md) 1/3 lifts recall_all@10 from 0.708 to 0.712 and each
+half of the dev set; 1.0 costs multi-hop questions (0.706)."""
+
+_STEM = 5
+"""Words are compared by their first ``_STEM`` letters ("painting" and "paints" as
+"paint"), a crude stand-in for the keyword index's stemmer."""
+
+_WORD = regex.compile(r"[\p{L}\p{N}]+")
+_WORD_START = r"(?<![^\W_])"
+_WORD_END = r"(?![^\W_])"
+
+
+def passage_text(record: Record) -> str:
+    """What a reranker reads of a record: ``"<participant>: <content>"`` for a message
+    naming its speaker, else the content (``""`` for none)."""
+    content = record.content or ""
+    name = participant_name(record.metadata)
+    return f"{name}: {content}" if name and content else content
+
+
+def signal_lists(
+    query: str,
+    pool: Sequence[Hashable],
+    records: Mapping[Hashable, Record],
+    now: datetime,
+    which: Collection[Signal] = frozenset(Signal),
+) -> builtins.list[tuple[Signal, builtins.list[Hashable]]]:
+    """The speaker, date, time and own-text lists of a query over a candidate pool.
+
+    Args:
+        query: The text query.
+        pool: Candidate record keys, best first (the fused ranking's head).
+        records: The loaded records of ``pool`` (a key may be missing: skipped).
+        now: The store clock, for relative dates in the query ("last week").
+        which: The signals to read (the others are not computed).
+
+    Returns:
+        Up to four ``(signal, ranked keys)`` pairs in this order, the keys a
+        sub-sequence of ``pool``: the candidates spoken by the one participant the
+        query names (``SPEAKER``, weighed by ``SPEAKER_WEIGHT``); those whose dates
+        fall in a span the query names (``DATE``, ``DATE_WEIGHT``); for a query
+        asking for a time, those stating one (``TIME``, ``TIME_WEIGHT``); those whose
+        own content holds query terms (``OWN_TEXT``, ``OWN_TEXT_WEIGHT``,
+        ``own_text_list``). A list holding none or all of the pool is left out.
+    """
+    present = [key for key in pool if key in records]
+    lists: builtins.list[tuple[Signal, builtins.list[Hashable]]] = []
+    if Signal.SPEAKER in which:
+        words = {w.lower() for w in _WORD.findall(query)}
+        names = {n for n in (participant_name(records[key].metadata) for key in present) if n}
+        named = {n for n in names if _names_in(n, words)}
+        if len(named) == 1:
+            spoken = [key for key in present if participant_name(records[key].metadata) in named]
+            lists.append((Signal.SPEAKER, spoken))
+    spans = query_spans(query, now) if Signal.DATE in which else []
+    if spans:
+        dated = [
+            key
+            for key in present
+            if overlaps(record_days(records[key].timestamp, records[key].content), spans)
+        ]
+        lists.append((Signal.DATE, dated))
+    if Signal.TIME in which and asks_for_time(query):
+        stated = states_time_each([records[key].content for key in present])
+        lists.append((Signal.TIME, [key for key, yes in zip(present, stated, strict=True) if yes]))
+    if Signal.OWN_TEXT in which:
+        lists.append((Signal.OWN_TEXT, own_text_list(query, present, records)))
+    return [(signal, keys) for signal, keys in lists if 0 < len(keys) < len(present)]
+
+
+def own_text_list(
+    query: str, pool: Sequence[Hashable], records: Mapping[Hashable, Record]
+) -> builtins.list[Hashable]:
+    """The candidates whose own content (not the speaker's name, not the turns their
+    context row quotes) holds terms of ``query``, most distinct terms first, ties in
+    ``pool`` order.
+
+    Args:
+        query: The text query (its terms: ``text.query_terms``, function words out).
+        pool: Candidate record keys, best first, all in ``records``.
+        records: The loaded records.
+    """
+    stems = sorted({t[:_STEM] for t in query_terms(query)})
+    if not stems:
+        return []
+    counts = _stem_counts_each(stems, [(records[key].content or "").lower() for key in pool])
+    held = [
+        (-found, rank, key)
+        for rank, (key, found) in enumerate(zip(pool, counts, strict=True))
+        if found
+    ]
+    return [key for _, _, key in sorted(held)]
+
+
+def _stem_counts_each(stems: Sequence[str], texts: Sequence[str]) -> builtins.list[int]:
+    """``_stem_counter(stems)`` of each of ``texts`` (lower-cased, without NUL). For
+    alphanumeric stems each stem is looked for once in the NUL-joined texts: a NUL
+    is not alphanumeric, so it bounds a word as a text's start or end does, and no
+    hit spans two texts."""
+    if not all(s.isalnum() for s in stems):
+        count = _stem_pattern_counter(stems)
+        return [count(text) for text in texts]
+    joined, starts = nul_joined(texts)
+    counts = [0] * len(texts)
+    for stem in stems:
+        at = joined.find(stem)
+        while at >= 0:
+            if _starts_word(joined, stem, at):
+                i = bisect_right(starts, at) - 1
+                counts[i] += 1
+                at = joined.find(stem, starts[i + 1])  # a stem counts once a text
+            else:
+                at = joined.find(stem, at + 1)
+    return counts
+
+
+def _stem_counter(stems: Sequence[str]) -> Callable[[str], int]:
+    """A function counting how many of ``stems`` a lower-cased text holds: a word holds
+    a stem when its first ``_STEM`` letters are the stem (a shorter stem: the whole
+    word), a word being a run of alphanumeric characters (``str.isalnum``, which is
+    what ``[^\\W_]`` means to ``re``).
+
+    Stems of alphanumeric characters only (every plain word) are found with
+    ``str.find`` and a look at the characters around each hit; others (a lower-cased
+    "İ" brings a combining mark) by one regular expression, which gives the same
+    counts for the former (tests/unit/test_signals_own_text.py)."""
+    if all(s.isalnum() for s in stems):
+        return lambda text: sum(1 for s in stems if _holds_word(text, s))
+    return _stem_pattern_counter(stems)
+
+
+def _holds_word(text: str, stem: str) -> bool:
+    """Whether ``stem`` (alphanumeric) starts a word of ``text``, and ends it if it is
+    shorter than ``_STEM``."""
+    at = text.find(stem)
+    while at >= 0:
+        if _starts_word(text, stem, at):
+            return True
+        at = text.find(stem, at + 1)
+    return False
+
+
+def _starts_word(text: str, stem: str, at: int) -> bool:
+    """Whether the ``stem`` found at ``text[at:]`` starts a word, and ends it if it is
+    shorter than ``_STEM``."""
+    end = at + len(stem)
+    return (at == 0 or not text[at - 1].isalnum()) and (
+        len(stem) >= _STEM or end == len(text) or not text[end].isalnum()
+    )
+
+
+def _stem_pattern_counter(stems: Sequence[str]) -> Callable[[str], int]:
+    """``_stem_counter`` by one alternation of the stems (each one a group)."""
+    alternatives = [f"({re.escape(s)})" + ("" if len(s) == _STEM else _WORD_END) for s in stems]
+    holds = re.compile(_WORD_START + "(?:" + "|".join(alternatives) + ")")
+    return lambda text: len({m.lastindex for m in holds.finditer(text)})
+
+
+def _names_in(name: str, words: set[str]) -> bool:
+    """Whether every word of a participant name is a word of the query."""
+    parts = [w.lower() for w in _WORD.findall(name)]
+    return bool(parts) and all(p in words for p in parts)
+
 
 RRF_K = 5
 """Reciprocal-rank-fusion constant. The classic 60 (Cormack et al., 2009) suits fusing
@@ -151,9 +393,9 @@ class FusionConfig:
         index_weight: The weight of a ranking a back end's index fused by itself
             (Oracle's hybrid vector index fuses a vector and a keyword list: two
             lists' worth), against which the signal lists are weighed (> 0).
-        signals: Which of the query's signal lists apply (``signals.Signal``).
+        signals: Which of the query's signal lists apply (``Signal``).
         speaker_weight, date_weight, time_weight, own_text_weight: The weight of
-            each signal list (> 0; the defaults and why: ``store/signals.py``).
+            each signal list (> 0; the defaults and why: the ``*_WEIGHT`` constants above).
         pool: How many of the best fused candidates the signal lists re-rank (>= 1).
         depth: How many candidates each list ranks at least (>= 1).
 

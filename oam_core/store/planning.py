@@ -21,8 +21,8 @@ from oam_core.apis.records import (
 from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.checks import Vector, check_text, split_vectors
 from oam_core.errors import InvalidArgumentError
-from oam_core.store.chunking import chunk_text
 from oam_core.store.options import MemoryRetentionConfig
+from oam_core.store.text import chunk_text
 from oam_core.store.ttl import expiry, parse_iso_timestamp, resolve_ttl_days
 
 

@@ -22,7 +22,6 @@ from oam_core.checks import filter_arg, findable, scope_arg, types_arg
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.rerankers import IReranker
 from oam_core.store.backend import Predicate
-from oam_core.store.chunking import chunk_text
 from oam_core.store.fusion import (
     DEFAULT_FUSION,
     HYBRID_DEPTH,
@@ -31,12 +30,13 @@ from oam_core.store.fusion import (
     distance_type,
     fuse,
     normalized_distances,
+    passage_text,
     rrf_distance,
+    signal_lists,
 )
 from oam_core.store.options import SearchStrategy
 from oam_core.store.runtime import StoreRuntime
-from oam_core.store.signals import passage_text, signal_lists
-from oam_core.store.text import query_terms
+from oam_core.store.text import chunk_text, query_terms
 
 __all__ = ["HYBRID_DEPTH", "search"]
 
@@ -93,7 +93,8 @@ def search(
     # A reranker re-scores the first stage's best ``candidates``: rank that deep.
     depth = k if reranker is None or query is None else max(k, reranker.candidates)
     loaded: dict[Hashable, Record] | None = None
-    native = store.backend.native_search(query, qvec, depth, pred)
+    backend = store.backend
+    native = backend.native_search(query, qvec, depth, pred) if backend.ranks_natively else None
     kind = DistanceKind.COSINE
     if native is not None:
         ranked, kind = native, DistanceKind.HYBRID_INDEX
@@ -169,7 +170,7 @@ def _hybrid_ranking(
     fusion: FusionConfig,
     index: Ranked | None = None,
 ) -> tuple[Ranked, dict[Hashable, Record], DistanceKind]:
-    """Fuse the text lists, then the query's signal lists (store/signals.py) read from
+    """Fuse the text lists, then the query's signal lists (store/fusion.py) read from
     the fused head onto the same scores: each list enters the fusion once.
 
     Returns ``(key, distance)`` pairs from the fused scores, the head's loaded records

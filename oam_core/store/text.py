@@ -1,4 +1,4 @@
-"""Query terms for keyword search (docs/store.md#keyword-search: BM25 over the query's terms).
+"""The text rules of the store: query terms for keyword search (docs/store.md#keyword-search: BM25 over the query's terms) and the chunks of retrieval text.
 
 A query is cut into lower-cased word tokens (Unicode letters and digits) and English
 function words are dropped, so "When did Caroline paint a sunrise?" matches on
@@ -20,6 +20,12 @@ Outside CJK runs both back ends index, and search, the folded form of the text
 removal (NFKD, combining marks dropped: İ -> i, é -> e, ή -> η), so "STRASSE" finds
 "Straße" and "αθηνα" finds "Αθήνα". The stored text stays as it was written; only the
 index form folds.
+
+Retrieval text is also cut here into the chunks a search row holds (``chunk_text``):
+at most ``size`` characters, never inside a grapheme cluster (an emoji ZWJ sequence
+or a letter with combining marks stays whole), preferring the last whitespace in the
+second half of the window so words stay whole too
+(docs/store.md#what-is-stored-and-what-is-searched).
 """
 
 from __future__ import annotations
@@ -345,3 +351,43 @@ def keyword_terms(terms: Iterable[str], *, folded: bool = True) -> list[str]:
                 else:
                     tokens.append(seg)
     return list(dict.fromkeys(tokens or particles))
+
+
+_GRAPHEME = regex.compile(r"\X")
+
+
+def chunk_text(text: str, size: int) -> list[str]:
+    """Split ``text`` into chunks of at most ``size`` characters.
+
+    Args:
+        text: The retrieval text.
+        size: Maximum chunk length in characters (>= 1). A single grapheme longer
+            than ``size`` becomes its own chunk.
+
+    Returns:
+        The chunks in order; ``[]`` when ``text`` is empty or only whitespace.
+        Joining the chunks gives back ``text`` minus whitespace at the cuts.
+    """
+    if not text.strip():
+        return []
+    if len(text) <= size:
+        return [text]
+    graphemes = _GRAPHEME.findall(text)
+    chunks: list[str] = []
+    start = 0
+    while start < len(graphemes):
+        length = 0
+        end = start
+        last_space = -1
+        while end < len(graphemes) and (length + len(graphemes[end]) <= size or end == start):
+            if graphemes[end].isspace():
+                last_space = end
+            length += len(graphemes[end])
+            end += 1
+        if end < len(graphemes) and last_space > start + (end - start) // 2:
+            end = last_space + 1
+        piece = "".join(graphemes[start:end]).strip()
+        if piece:
+            chunks.append(piece)
+        start = end
+    return chunks

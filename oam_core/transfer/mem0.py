@@ -26,8 +26,8 @@ from oam_core.apis.metadatajson import dump_metadata
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import DumpChunk, DumpRow
 from oam_core.store.base import OracleMemoryStore
-from oam_core.store.chunking import chunk_text
 from oam_core.store.dumprows import OnConflict
+from oam_core.store.text import chunk_text
 from oam_core.store.ttl import iso, parse_iso_timestamp
 from oam_core.transfer.io import Target, open_read
 from oam_core.transfer.reader import BATCH_ROWS, BatchWriter, check_options, reembed_rows

@@ -14,8 +14,7 @@ from oam_core.apis._sentinel import NOT_SET
 from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.rerankers import IReranker
 from oam_core.store import search as search_flow
-from oam_core.store.fusion import Distance, DistanceKind, FusionConfig
-from oam_core.store.signals import Signal
+from oam_core.store.fusion import Distance, DistanceKind, FusionConfig, Signal
 
 LONG = "the park puppy and the trainer walked along the river in the morning sun"
 

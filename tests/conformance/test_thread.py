@@ -905,7 +905,7 @@ def test_a_reply_is_found_by_the_message_it_answers(make_store, search_rows):
     messages + it), also across add_messages calls; long messages get no context row
     and stay chunked."""
     from oam_core import OracleAgentMemory
-    from oam_core.store.chunking import chunk_text
+    from oam_core.store.text import chunk_text
 
     store = make_store(search_strategy="KEYWORD")
     memory = OracleAgentMemory(store=store, extract_memories=False)

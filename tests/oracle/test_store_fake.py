@@ -580,7 +580,7 @@ def test_hybrid_search_uses_dbms_hybrid_vector(conn: FakeConnection, clock: Any)
 
 
 def test_hybrid_index_ranking_gets_the_speaker_signal(conn: FakeConnection, clock: Any) -> None:
-    """The query's signal lists (store/signals.py) fuse onto the hybrid index's
+    """The query's signal lists (store/fusion.py) fuse onto the hybrid index's
     ranking as they do onto the vector and keyword lists of the other back ends: the
     named speaker's turn is lifted over the index's first hit; its distance is then
     a fused one (store/fusion.py)."""

@@ -14,13 +14,15 @@ from hypothesis import strategies as st
 from oam_core.errors import InvalidArgumentError, OAMError
 from oam_core.store.fusion import (
     DEFAULT_FUSION,
+    OWN_TEXT_WEIGHT,
     RRF_K,
+    SPEAKER_WEIGHT,
     Distance,
     DistanceKind,
     FusionConfig,
+    Signal,
     fuse,
 )
-from oam_core.store.signals import OWN_TEXT_WEIGHT, SPEAKER_WEIGHT, Signal
 
 ranked_lists = st.lists(
     st.lists(st.integers(1, 12), unique=True, max_size=8), min_size=1, max_size=5

@@ -1,5 +1,5 @@
 """A HYBRID search of the SQLite store ranks its vector half on a helper thread while
-FTS5 ranks the keywords (oam_core/store/worker.py, SQLiteBackend.rank_hybrid,
+FTS5 ranks the keywords (oam_core/store/sqlite/backend.py run_beside, SQLiteBackend.rank_hybrid,
 docs/sqlite.md#hybrid-search-in-parallel)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 from oam_core import SQLiteMemoryStore
 from oam_core.embedders import HashingEmbedder
-from oam_core.store import worker
+from oam_core.store.sqlite import backend as worker
 from oam_core.store.sqlite import backend as sqlite_backend
 
 WORDS = [

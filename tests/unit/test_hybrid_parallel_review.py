@@ -1,4 +1,4 @@
-"""Review of the parallel HYBRID search (oam_core/store/worker.py,
+"""Review of the parallel HYBRID search (oam_core/store/sqlite/backend.py run_beside,
 SQLiteBackend.rank_hybrid, docs/sqlite.md#hybrid-search-in-parallel): the store's
 lock must stay held while the helper thread reads the vector mirror, whatever
 interrupts the searching thread, and the pool must work in a child after fork.
@@ -17,7 +17,7 @@ import pytest
 
 from oam_core import SQLiteMemoryStore
 from oam_core.embedders import HashingEmbedder
-from oam_core.store import worker
+from oam_core.store.sqlite import backend as worker
 from oam_core.store.sqlite import backend as sqlite_backend
 
 
@@ -75,7 +75,7 @@ def test_ctrl_c_while_waiting_for_the_vector_half_keeps_the_lock(
                 checked.set()
         return real_rank(self, *args)
 
-    monkeypatch.setattr("oam_core.store.worker.wait", interrupted_wait)
+    monkeypatch.setattr("oam_core.store.sqlite.backend.wait", interrupted_wait)
     monkeypatch.setattr(sqlite_backend.SQLiteBackend, "_rank_rows", helper)
     with pytest.raises(KeyboardInterrupt):
         try:
@@ -152,7 +152,7 @@ def test_a_fork_while_another_thread_is_in_beside_leaves_the_child_a_free_lock(
         forked.wait(10)
         return real_pool(*args, **kwargs)
 
-    monkeypatch.setattr("oam_core.store.worker.ThreadPoolExecutor", slow_pool)
+    monkeypatch.setattr("oam_core.store.sqlite.backend.ThreadPoolExecutor", slow_pool)
     creator = threading.Thread(target=lambda: worker.run_beside(lambda: 1, lambda: 2))
     creator.start()
     assert inside.wait(10)

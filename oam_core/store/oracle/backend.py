@@ -124,6 +124,8 @@ class OracleBackend(Backend):
     def serves_strategy(self, strategy: SearchStrategy) -> bool:
         return strategy is self.strategy  # its indexes serve the one it opened with
 
+    ranks_natively = True
+
     def native_search(
         self, query: str | None, query_vector: Vector | None, k: int, pred: Predicate
     ) -> builtins.list[tuple[Hashable, float]] | None:

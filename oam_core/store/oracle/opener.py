@@ -13,10 +13,10 @@ from urllib.parse import unquote, urlsplit
 
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.errors import InvalidArgumentError
-from oam_core.store.backend import driver_errors
 from oam_core.store.openoptions import resolve_store_embedder
 from oam_core.store.oracle.errors import map_error
 from oam_core.store.oracle.store import OracleDBMemoryStore
+from oam_core.store.sql.dialect import driver_errors
 
 
 def pool_args(url: str) -> dict[str, Any]:

@@ -16,9 +16,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from oam_core.errors import InvalidArgumentError
-from oam_core.store.backend import driver_errors
 from oam_core.store.oracle.errors import driver_exception, map_error
 from oam_core.store.oracle.stmt import Stmt
+from oam_core.store.sql.dialect import driver_errors
 
 
 def _db_types() -> dict[str, Any]:

@@ -32,7 +32,6 @@ from oam_core.store.backend import (
     Predicate,
     StoredRow,
     Tx,
-    driver_errors,
     message_window,
 )
 from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
@@ -40,9 +39,15 @@ from oam_core.store.quotes import QuotingRow, ResolvedChunk, quoted_ids, resolve
 from oam_core.store.sql import dump as sd
 from oam_core.store.sql import quoting as sq
 from oam_core.store.sql import statements as st
-from oam_core.store.sql.dialect import Dialect
-from oam_core.store.sql.rows import epoch, record_from_row, thread_from_row
-from oam_core.store.sql.statements import ChunkRow, Scope, Stmt
+from oam_core.store.sql.dialect import Dialect, driver_errors
+from oam_core.store.sql.statements import (
+    ChunkRow,
+    Scope,
+    Stmt,
+    epoch,
+    record_from_row,
+    thread_from_row,
+)
 from oam_core.store.ttl import iso
 
 T = TypeVar("T")
@@ -64,13 +69,13 @@ class SqlBackend(Backend):
 
     def mapped(self) -> AbstractContextManager[None]:
         """A block whose driver exceptions become ``oam_core.errors`` ones
-        (``backend.driver_errors``)."""
+        (``dialect.driver_errors``)."""
         return driver_errors(self.d.map_error, self.label)
 
     @abc.abstractmethod
     def reading(self) -> AbstractContextManager[Any]:
         """A DB-API connection for one read, its driver errors mapped
-        (``backend.driver_errors``)."""
+        (``dialect.driver_errors``)."""
 
     def read(self, fn: Callable[[Any], T]) -> T:
         """``fn(conn)`` on a connection of ``reading``: every read goes through here,

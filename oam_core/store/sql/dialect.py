@@ -4,7 +4,9 @@ The statements (``statements.py``) and the shared primitives (``backend.py``) ar
 written once over the records/chunks layout of docs/store.md#schema; each back end
 hands them its ``Dialect``: the placeholder, how a list of values is bound and how
 "no limit" is written, the row-lock clause, the metadata filter in its JSON functions,
-and how its driver's exceptions map onto ``oam_core.errors`` (docs/errors.md).
+and how its driver's exceptions map onto ``oam_core.errors`` (docs/errors.md;
+``driver_errors`` applies such a map at the store boundary, for the Oracle back
+end as well).
 Vector and full-text ranking stay in the back end's own modules: they are the part
 that is not shared.
 """
@@ -12,9 +14,11 @@ that is not shared.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, ClassVar, TypeVar
 
+from oam_core.errors import OAMError
 from oam_core.filters import Cond
 
 T = TypeVar("T")
@@ -62,3 +66,31 @@ class Dialect(abc.ABC):
     @abc.abstractmethod
     def unique_violation(self, exc: BaseException) -> bool:
         """Whether ``exc`` is the driver's unique-key violation."""
+
+
+ErrorMap = Callable[[BaseException, str], "Exception | None"]
+"""``map(exc, where)``: the ``oam_core.errors`` exception for a database driver's
+exception (``where`` names the database in its message), or None when ``exc`` is
+not the driver's."""
+
+
+@contextmanager
+def driver_errors(map_error: ErrorMap, where: str) -> Iterator[None]:
+    """Map the driver's exceptions raised inside the block to ``oam_core.errors``
+    (docs/errors.md) with ``raise ... from exc``, so the driver's exception stays the
+    ``__cause__``; every other exception passes unchanged. The store boundary: each
+    back end wraps every connection it lends, every transaction and every open.
+
+    Args:
+        map_error: The back end's mapping (see ``ErrorMap``).
+        where: Names the database in the messages (a path, a redacted URL).
+    """
+    try:
+        yield
+    except OAMError:
+        raise
+    except Exception as exc:
+        mapped = map_error(exc, where)
+        if mapped is None:
+            raise
+        raise mapped from exc

@@ -8,8 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from oam_core.store.sql.dialect import Dialect
-from oam_core.store.sql.rows import RECORD_COLUMNS
-from oam_core.store.sql.statements import Stmt
+from oam_core.store.sql.statements import RECORD_COLUMNS, Stmt
 
 DUMP_COLUMNS = f"{RECORD_COLUMNS}, config, state"
 """The records columns ``dump_page`` reads: ``RECORD_COLUMNS`` then the thread's JSON."""

@@ -9,6 +9,9 @@ Oracle back end builds its SQL the same way, ``store/oracle/sql.py``). The layou
 table of search rows pointing at their record by ``record_pk`` (deleted with it), and
 ``oam_meta`` key/value rows. Ranking queries are not here: they use the dialect's
 vector and full-text operators and live with each back end.
+
+The rows these statements read decode here too (``record_from_row``,
+``thread_from_row``): epoch seconds <-> ISO times, JSON text columns.
 """
 
 from __future__ import annotations
@@ -16,19 +19,89 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
+import orjson
+
 from oam_core.apis._sentinel import NOT_SET, Maybe
-from oam_core.apis.records import THREAD, ThreadRow
+from oam_core.apis.records import MESSAGE, THREAD, MessageRecord, Record, ThreadRow
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import Predicate
 from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
 from oam_core.store.sql.dialect import Dialect
-from oam_core.store.sql.rows import RECORD_COLUMNS, epoch
+from oam_core.store.ttl import iso
+
+RECORD_COLUMNS = (
+    "pk, family, id, record_type, content, role, seq_no, thread_id, user_id, agent_id, "
+    "event_ts, metadata, created_at, expires_at"
+)
+"""The records-table columns ``record_from_row`` decodes, in order."""
+
+
+def epoch(dt: datetime | None) -> float | None:
+    """An aware datetime as Unix seconds (expiry columns), or None."""
+    return None if dt is None else dt.timestamp()
+
+
+def from_epoch(value: float | None) -> str | None:
+    """Unix seconds as ISO-8601 UTC, or None."""
+    return None if value is None else iso(datetime.fromtimestamp(value, timezone.utc))
+
+
+def record_from_row(row: Sequence[Any]) -> Record:
+    """A ``Record`` (``MessageRecord`` for messages) from a row of ``RECORD_COLUMNS``;
+    metadata is JSON text."""
+    (
+        _pk,
+        family,
+        rid,
+        rtype,
+        content,
+        role,
+        seq_no,
+        thread_id,
+        user_id,
+        agent_id,
+        event_ts,
+        metadata,
+        created_at,
+        expires_at,
+    ) = row
+    common: dict[str, Any] = dict(
+        id=rid,
+        record_type=rtype,
+        content=content,
+        timestamp=event_ts,
+        metadata=orjson.loads(metadata) if metadata is not None else None,
+        created_at=created_at,
+        thread_id=thread_id,
+        user_id=user_id,
+        agent_id=agent_id,
+        expires_at=from_epoch(expires_at),
+    )
+    if family == MESSAGE:
+        return MessageRecord(role=role, seq_no=seq_no or 0, **common)
+    return Record(**common)
+
+
+def thread_from_row(row: Sequence[Any]) -> ThreadRow:
+    """A ``ThreadRow`` from ``(id, user_id, agent_id, metadata, config, state,
+    created_at)``; the JSON columns are text."""
+    tid, user_id, agent_id, metadata, config, state, created_at = row
+    return ThreadRow(
+        thread_id=tid,
+        user_id=user_id,
+        agent_id=agent_id,
+        metadata=orjson.loads(metadata) if metadata is not None else None,
+        config=orjson.loads(config or "{}"),
+        state=orjson.loads(state or "{}"),
+        created_at=created_at,
+    )
+
 
 THREAD_COLUMNS = "id, user_id, agent_id, metadata, config, state, created_at"
-"""The records columns ``rows.thread_from_row`` decodes, in order."""
+"""The records columns ``thread_from_row`` decodes, in order."""
 
 RECORD_INSERT_COLUMNS = (
     "family, id, record_type, content, role, seq_no, thread_id, user_id, agent_id, "

@@ -1,4 +1,4 @@
-"""The own-words list of HYBRID search (oam_core/store/signals.py, docs/retrieval.md):
+"""The own-words list of HYBRID search (oam_core/store/fusion.py, docs/retrieval.md):
 which candidates' own content holds the query's terms, counted by ``str.find`` for
 plain words and by a regular expression otherwise; both must count alike."""
 
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from oam_core.apis.records import Record
-from oam_core.store.signals import (
+from oam_core.store.fusion import (
     _holds_word,
     _stem_counter,
     _stem_counts_each,
