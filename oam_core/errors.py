@@ -12,6 +12,7 @@ boundary with ``raise ... from``, so the driver's exception stays attached as
 from __future__ import annotations
 
 __all__ = [
+    "ClientClosedError",
     "ConfigurationError",
     "DatabaseLockedError",
     "EmbedderMismatchError",
@@ -67,6 +68,11 @@ class NotFoundError(OAMError, KeyError):
 class ThreadDeletedError(OAMError, ValueError):
     """A write to a thread that was deleted meanwhile (by ``delete_thread`` or a
     cascading user or agent delete); nothing was written."""
+
+
+class ClientClosedError(OAMError, ValueError):
+    """A call on an ``OracleAgentMemory`` that was closed, or on a thread of it;
+    nothing was done. Open a new client (docs/errors.md)."""
 
 
 class StoreError(OAMError):

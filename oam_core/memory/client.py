@@ -33,7 +33,7 @@ from oam_core.checks import (
     check_scope,
     reject_kwargs,
 )
-from oam_core.errors import ConfigurationError, InvalidArgumentError
+from oam_core.errors import ClientClosedError, ConfigurationError, InvalidArgumentError
 from oam_core.llms.bounded import DEFAULT_LLM_CALL_TIMEOUT
 from oam_core.memory.clientargs import (
     THREAD_EXTRA_KWARGS,
@@ -47,7 +47,7 @@ from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.indexing import embeds_in_python, message_rows, store_row_vectors
 from oam_core.memory.messages import add_memory_steps, message_fields, prepare_messages
 from oam_core.memory.opening import new_thread_steps, reopen_thread_steps
-from oam_core.memory.thread import ClientClosedError, OracleThread
+from oam_core.memory.thread import OracleThread
 from oam_core.memory.threadconfig import (
     OpenThreadArgs,
     split_options,

@@ -12,14 +12,15 @@ import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 from xml.sax.saxutils import escape
 
 from oam_core.apis.contextcard import ContextCard
-from oam_core.apis.records import MessageRecord, Record
+from oam_core.apis.records import MEMORY_TYPES, MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import Message, participant_name
-from oam_core.checks import check_int
+from oam_core.checks import check_int, strategy_of
 from oam_core.errors import InvalidArgumentError
+from oam_core.memory.provenance import is_superseded
 from oam_core.memory.tokens import (
     TRUNCATION_MARKER,
     budget_chars,
@@ -27,6 +28,11 @@ from oam_core.memory.tokens import (
     cut_tail_to_fit,
 )
 from oam_core.memory.toolcalls import TOOL_RESULT_ROLES, shown_content
+from oam_core.steps import Steps, call
+from oam_core.store.options import SearchStrategy
+
+if TYPE_CHECKING:
+    from oam_core.store.base import OracleMemoryStore
 
 __all__ = ["DEFAULT_MESSAGE_FORMAT", "OracleContextCard", "RelevantResult"]
 
@@ -428,3 +434,60 @@ class OracleContextCard(ContextCard):
             f"relevant_results={len(self._results)}, "
             f"recent_messages={len(self._messages)})"
         )
+
+
+_SUPERSEDED_OVERFETCH = 3
+"""Memory results fetched per slot, so superseded memories can be dropped."""
+
+
+def can_rank_text(store: OracleMemoryStore) -> bool:
+    """Whether ``store.search`` can rank a text query: VECTOR and HYBRID need an
+    embedder, KEYWORD does not (docs/context-card.md#without-an-embedder)."""
+    return store.embedder is not None or strategy_of(store) is SearchStrategy.KEYWORD
+
+
+def relevant_steps(
+    store: OracleMemoryStore,
+    query: str,
+    k: int,
+    shown: set[str],
+    scope: tuple[str, str | None, str | None],
+) -> Steps[list[tuple[Record, float]]]:
+    """The card's relevant information (docs/context-card.md): the best ``k`` of the
+    memories of the thread's user and agent (from any of their threads, superseded
+    ones dropped) and this thread's messages not in ``shown``, merged by distance.
+
+    Args:
+        store: The thread's store.
+        query: The search text (summary and topics, or recent messages).
+        k: Most results, >= 1.
+        shown: Ids of messages the card already shows.
+        scope: ``(thread_id, user_id, agent_id)`` of the thread.
+    """
+    thread_id, user_id, agent_id = scope
+    found: list[tuple[Record, float]] = yield from call(
+        store.search,
+        query,
+        k=k * _SUPERSEDED_OVERFETCH,
+        user_id=user_id,
+        agent_id=agent_id,
+        exact_user_match=True,
+        exact_agent_match=True,
+        record_types=set(MEMORY_TYPES),
+    )
+    messages: list[tuple[Record, float]] = yield from call(
+        store.search,
+        query,
+        k=k + len(shown),
+        thread_id=thread_id,
+        user_id=user_id,
+        agent_id=agent_id,
+        exact_thread_match=True,
+        exact_user_match=True,
+        exact_agent_match=True,
+        record_types={MESSAGE},
+    )
+    memories = [item for item in found if not is_superseded(item[0])][:k]
+    merged = memories + [item for item in messages if item[0].id not in shown]
+    merged.sort(key=lambda item: (item[1], item[0].record_type, item[0].id))
+    return merged[:k]

@@ -24,7 +24,7 @@ import anyio.to_thread
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.llm import ILlm
-from oam_core.apis.records import MEMORY_TYPES, MESSAGE, MessageRecord, Record
+from oam_core.apis.records import MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import IThread, Message, MessageLike
 from oam_core.checks import (
     check_given_id,
@@ -34,12 +34,11 @@ from oam_core.checks import (
     check_scope,
     check_store_kwargs,
     reject_kwargs,
-    strategy_of,
 )
-from oam_core.errors import ConfigurationError, InvalidArgumentError, OAMError
+from oam_core.errors import ClientClosedError, ConfigurationError, InvalidArgumentError
 from oam_core.llms.bounded import DEFAULT_LLM_CALL_TIMEOUT, BoundedLlm, check_call_timeout
 from oam_core.memory.config import MemoryExtractionMode, check_extraction_mode
-from oam_core.memory.contextcard import OracleContextCard
+from oam_core.memory.contextcard import OracleContextCard, can_rank_text, relevant_steps
 from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.indexing import (
     CONTEXT_MESSAGES,
@@ -58,7 +57,6 @@ from oam_core.memory.messages import (
     prepare_messages,
 )
 from oam_core.memory.pipeline import PipelineJob, check_messages_fit, pipeline_steps
-from oam_core.memory.provenance import is_superseded
 from oam_core.memory.summary import (
     OracleSummary,
     RunningSummary,
@@ -75,7 +73,6 @@ from oam_core.memory.tokens import tokens_for_chars, truncate_tail
 from oam_core.memory.toolcalls import drop_orphan_results
 from oam_core.memory.worker import ExtractionWorker
 from oam_core.steps import Steps, async_method, call, run_sync, sync_method
-from oam_core.store.options import SearchStrategy
 from oam_core.store.threads import NewThreadRow, thread_store
 
 if TYPE_CHECKING:
@@ -83,15 +80,13 @@ if TYPE_CHECKING:
 
     from oam_core.store.base import OracleMemoryStore
 
-__all__ = ["DEFAULT_MESSAGE_WINDOW", "ClientClosedError", "OracleThread", "ThreadClient"]
+__all__ = ["DEFAULT_MESSAGE_WINDOW", "OracleThread", "ThreadClient"]
 
 _TRANSCRIPT_PAGE = 100
 """Messages read per store call while collecting a budget-bounded transcript."""
 
 _MAX_QUERY_TOKENS = 2000
 """Bound on the context card's retrieval query (its most recent part is kept)."""
-_SUPERSEDED_OVERFETCH = 3
-"""Memory results fetched per slot, so superseded memories can be dropped."""
 
 
 @runtime_checkable
@@ -104,22 +99,6 @@ class ThreadClient(Protocol):
 
     def extraction_worker(self) -> ExtractionWorker:
         """The background worker that runs the client's ``BACKGROUND`` passes."""
-
-
-def _can_search(store: OracleMemoryStore) -> bool:
-    """Whether ``store.search`` can rank a text query: VECTOR and HYBRID need an
-    embedder, KEYWORD does not (docs/context-card.md#without-an-embedder)."""
-    return store.embedder is not None or strategy_of(store) is SearchStrategy.KEYWORD
-
-
-def _result_key(item: tuple[Record, float]) -> tuple[float, str, str]:
-    record, distance = item
-    return (distance, record.record_type, record.id)
-
-
-class ClientClosedError(OAMError, ValueError):
-    """A call on an ``OracleAgentMemory`` that was closed, or on a thread of it;
-    nothing was done. Open a new client (docs/errors.md)."""
 
 
 class OracleThread(IThread):
@@ -765,8 +744,10 @@ class OracleThread(IThread):
         query = truncate_tail(query, _MAX_QUERY_TOKENS, marker="")
 
         results: list[tuple[Record, float]] = []
-        if n_results > 0 and query.strip() and _can_search(self._store):
-            results = yield from self._relevant_steps(query, n_results, shown)
+        if n_results > 0 and query.strip() and can_rank_text(self._store):
+            results = yield from relevant_steps(
+                self._store, query, n_results, shown, (self.thread_id, self.user_id, self.agent_id)
+            )
         return OracleContextCard(
             summary=summary,
             topics=topics,
@@ -774,34 +755,3 @@ class OracleThread(IThread):
             recent_messages=[as_message(r, timestamp_fallback=True) for r in recent],
             token_limit=self.config.context_card_token_limit,
         )
-
-    def _relevant_steps(
-        self, query: str, k: int, shown: set[str]
-    ) -> Steps[list[tuple[Record, float]]]:
-        """Search memories (user+agent scope) and this thread's messages; merge."""
-        found: list[tuple[Record, float]] = yield from call(
-            self._store.search,
-            query,
-            k=k * _SUPERSEDED_OVERFETCH,
-            user_id=self.user_id,
-            agent_id=self.agent_id,
-            exact_user_match=True,
-            exact_agent_match=True,
-            record_types=set(MEMORY_TYPES),
-        )
-        messages: list[tuple[Record, float]] = yield from call(
-            self._store.search,
-            query,
-            k=k + len(shown),
-            thread_id=self.thread_id,
-            user_id=self.user_id,
-            agent_id=self.agent_id,
-            exact_thread_match=True,
-            exact_user_match=True,
-            exact_agent_match=True,
-            record_types={MESSAGE},
-        )
-        memories = [item for item in found if not is_superseded(item[0])][:k]
-        merged = memories + [item for item in messages if item[0].id not in shown]
-        merged.sort(key=_result_key)
-        return merged[:k]

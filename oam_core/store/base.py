@@ -38,7 +38,7 @@ from oam_core.rerankers import IReranker, check_reranker
 from oam_core.steps import async_twin
 from oam_core.store import dumprows
 from oam_core.store import search as search_flow
-from oam_core.store.backend import Backend, DumpRow, Predicate
+from oam_core.store.backend import DumpRow, Predicate
 from oam_core.store.dumprows import OnConflict, RestoreResult
 from oam_core.store.embedding import reindex as embed_missing
 from oam_core.store.identity import EmbedderIdentity
@@ -110,10 +110,6 @@ class OracleMemoryStore(IMemoryStore):
         self.search_strategy = SearchStrategy.parse(search_strategy)
         self.reranker: IReranker | None = check_reranker(reranker)
         self.allow_embedder_change = allow_embedder_change
-
-    @property
-    def _backend(self) -> Backend:
-        return self.runtime.backend
 
     @property
     def embedder(self) -> IEmbedder | None:
@@ -719,17 +715,8 @@ class OracleMemoryStore(IMemoryStore):
         Raises:
             InvalidArgumentError: for a bad ``page_size`` or ``user_ids``.
         """
-        if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
-            raise InvalidArgumentError(f"page_size must be a positive int, got {page_size!r}")
-        if user_ids is not None and (
-            isinstance(user_ids, str) or not all(isinstance(u, str) and u for u in user_ids)
-        ):
-            raise InvalidArgumentError(
-                f"user_ids must be a list of non-empty strings or None, got {user_ids!r}"
-            )
-        return dumprows.dump_pages(
-            self.runtime.backend, None if user_ids is None else list(user_ids), page_size
-        )
+        users, size = dumprows.dump_args(user_ids, page_size)
+        return dumprows.dump_pages(self.runtime.backend, users, size)
 
     def clock_now(self) -> datetime:
         """An oam addition: the store clock's current time (aware UTC), the "now" of

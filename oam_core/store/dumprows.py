@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import chain
@@ -48,6 +48,30 @@ class RestoreResult:
     written: builtins.list[DumpRow]
     skipped_existing: int
     skipped_expired: int
+
+
+def dump_args(user_ids: object, page_size: object) -> tuple[builtins.list[str] | None, int]:
+    """``OracleMemoryStore.dump_rows``'s arguments, checked before its first page:
+    ``(user_ids as a list or None, page_size)``.
+
+    Raises:
+        InvalidArgumentError: for a ``page_size`` that is not a positive int, or
+            ``user_ids`` that are not a list of non-empty strings or None.
+    """
+    if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+        raise InvalidArgumentError(f"page_size must be a positive int, got {page_size!r}")
+    if user_ids is None:
+        return None, page_size
+    if isinstance(user_ids, str) or not isinstance(user_ids, Iterable):
+        raise InvalidArgumentError(
+            f"user_ids must be a list of non-empty strings or None, got {user_ids!r}"
+        )
+    users = builtins.list(user_ids)
+    if not all(isinstance(u, str) and u for u in users):
+        raise InvalidArgumentError(
+            f"user_ids must be a list of non-empty strings or None, got {user_ids!r}"
+        )
+    return users, page_size
 
 
 def dump_pages(

@@ -102,7 +102,7 @@ def test_a_fingerprint_of_an_earlier_release_is_replaced_by_one_of_the_callers_t
     first = make_store(name="t.db", embedder=TableEmbedder(WRITTEN))
     first.add(WRITTEN[:1], "memory")
     legacy = EmbedderIdentity("table", 16, tuple([0.25] * 16))  # no probe text
-    with first._backend.transaction() as tx:
+    with first.runtime.backend.transaction() as tx:
         tx.write_meta({"embedder": legacy.to_json()})
     embedder = TableEmbedder(WRITTEN + SEARCHED)
     later = make_store(name="t.db", embedder=embedder)

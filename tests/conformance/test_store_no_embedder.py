@@ -32,7 +32,7 @@ def test_a_text_query_without_an_embedder_is_refused_naming_embedder(
 ) -> None:
     store = make_store(embedder=None, vector_dim=4, search_strategy=strategy)
     store.add(["my dog is called Biscuit"], "memory", record_ids="d", embeddings=[_vec(1)])
-    backend = store._backend
+    backend = store.runtime.backend
     for name in ("rank_hybrid", "rank_keyword", "rank_vector", "load"):
         monkeypatch.setattr(backend, name, _fail)
     with pytest.raises(ConfigurationError, match=rf"{strategy} search .* needs an embedder"):

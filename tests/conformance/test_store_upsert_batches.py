@@ -50,7 +50,7 @@ def test_a_failure_after_the_delete_rolls_the_replacement_back(store: Any) -> No
     """The old rows are deleted and the new ones inserted in one transaction: a failure
     injected between the two leaves the old records, searchable, in place."""
     store.upsert_batches(_batches({"a": "old a", "b": "old b"}, False))
-    backend = store._backend
+    backend = store.runtime.backend
     real = backend.transaction
 
     @contextlib.contextmanager

@@ -92,7 +92,7 @@ def _before_the_transaction(
     """Run ``other_writer`` (another writer, committing) once, after the next
     ``write_thread`` call has begun and before its transaction opens: the window
     in which an owner read outside the transaction goes stale."""
-    backend = store._backend
+    backend = store.runtime.backend
     opened = backend.transaction
     fired: list[bool] = []
 

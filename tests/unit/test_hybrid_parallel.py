@@ -16,8 +16,8 @@ import pytest
 
 from oam_core import SQLiteMemoryStore
 from oam_core.embedders import HashingEmbedder
-from oam_core.store.sqlite import backend as worker
 from oam_core.store.sqlite import backend as sqlite_backend
+from oam_core.store.sqlite import backend as worker
 
 WORDS = [
     "apple",

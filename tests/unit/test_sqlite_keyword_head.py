@@ -87,11 +87,11 @@ def _rank(
         agent_id=NOT_SET if agent is None else agent,
         metadata=NOT_SET if metadata is None else parse_filter(metadata),
     )
-    return store._backend.rank_keyword(words, k, pred)
+    return store.runtime.backend.rank_keyword(words, k, pred)
 
 
 def _ids(store: SQLiteMemoryStore, ranked: list[tuple[Any, float]]) -> list[str]:
-    records = store._backend.load([rpk for rpk, _ in ranked])
+    records = store.runtime.backend.load([rpk for rpk, _ in ranked])
     return [records[rpk].id for rpk, _ in ranked]
 
 
@@ -105,7 +105,7 @@ class _Reads:
 
     def __init__(self, store: SQLiteMemoryStore) -> None:
         self.sql: list[str] = []
-        store._backend.conn.set_trace_callback(self.sql.append)  # type: ignore[attr-defined]
+        store.runtime.backend.conn.set_trace_callback(self.sql.append)  # type: ignore[attr-defined]
 
     def kinds(self) -> list[str]:
         """``"head"`` for a ``LIMIT``-ed read of the best rows, ``"all"`` for a read of

@@ -29,7 +29,7 @@ def test_file_connection_is_memory_mapped_on_64_bit(tmp_path: Path) -> None:
     assert mapped == (1 << 30 if sys.maxsize > 2**32 else 0)
     store = SQLiteMemoryStore(tmp_path / "m.db", search_strategy="KEYWORD")
     try:
-        conn = store._backend.conn  # type: ignore[attr-defined]
+        conn = store.runtime.backend.conn  # type: ignore[attr-defined]
         got = conn.execute("PRAGMA mmap_size").fetchone()[0]
         assert got == _effective(tmp_path / "other.db", backend.MMAP_BYTES)
         store.add(["a mapped row"], "memory", record_ids=["m"])
@@ -44,7 +44,7 @@ def test_the_map_can_be_turned_off_before_opening(
     monkeypatch.setattr(backend, "MMAP_BYTES", 0)
     store = SQLiteMemoryStore(tmp_path / "m.db", search_strategy="KEYWORD")
     try:
-        assert store._backend.conn.execute("PRAGMA mmap_size").fetchone()[0] == 0  # type: ignore[attr-defined]
+        assert store.runtime.backend.conn.execute("PRAGMA mmap_size").fetchone()[0] == 0  # type: ignore[attr-defined]
     finally:
         store.close()
 
@@ -54,7 +54,7 @@ def test_memory_store_is_not_mapped() -> None:
     answers the pragma with no row there)."""
     store = SQLiteMemoryStore(":memory:", search_strategy="KEYWORD")
     try:
-        row = store._backend.conn.execute("PRAGMA mmap_size").fetchone()  # type: ignore[attr-defined]
+        row = store.runtime.backend.conn.execute("PRAGMA mmap_size").fetchone()  # type: ignore[attr-defined]
         assert row is None or row[0] == 0
     finally:
         store.close()

@@ -70,7 +70,7 @@ def test_a_file_with_4_kib_pages_keeps_them_through_writes_and_compact(tmp_path:
 def test_an_in_memory_store_uses_the_same_page_size() -> None:
     store = SQLiteMemoryStore(":memory:", vector_dim=8)
     try:
-        conn = store._backend.conn  # type: ignore[attr-defined]
+        conn = store.runtime.backend.conn  # type: ignore[attr-defined]
         assert conn.execute("PRAGMA page_size").fetchone()[0] == 8192
     finally:
         store.close()

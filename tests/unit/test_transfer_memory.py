@@ -50,14 +50,14 @@ def test_export_and_import_read_without_the_memory_map(
     monkeypatch.setattr(SQLiteBackend, "dump_counts", count)
     monkeypatch.setattr(SQLiteBackend, "dump_page", page)
     monkeypatch.setattr(SQLiteTx, "restore", write)
-    assert _mmap(source._backend.conn) == MMAP_BYTES
+    assert _mmap(source.runtime.backend.conn) == MMAP_BYTES
     export_store(source, tmp_path / "a.jsonl")
     import_store(target, tmp_path / "a.jsonl", batch_rows=10)
     # The header's counts read every record too; the last page is empty.
     assert seen == {"count": [0], "page": [0, 0], "restore": [0, 0, 0]}
     # The map is back for the store's own reads.
-    assert _mmap(source._backend.conn) == MMAP_BYTES
-    assert _mmap(target._backend.conn) == MMAP_BYTES
+    assert _mmap(source.runtime.backend.conn) == MMAP_BYTES
+    assert _mmap(target.runtime.backend.conn) == MMAP_BYTES
     assert [r.id for r in target.list("fact", limit=None)] == [
         r.id for r in source.list("fact", limit=None)
     ]

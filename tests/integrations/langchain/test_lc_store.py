@@ -372,7 +372,7 @@ def _count_rows_read(monkeypatch: pytest.MonkeyPatch, oam_store: SQLiteMemorySto
     """Rows each read statement of the store returns (the listing reads go through
     ``fetch_all``)."""
     counts: list[int] = []
-    backend = oam_store._backend
+    backend = oam_store.runtime.backend
     original = backend.fetch_all
 
     def counting(stmt: Any) -> list[Any]:
