@@ -63,9 +63,11 @@ def test_reranked_distances_say_so(make_store: Any) -> None:
 
 def _search(store: Any, query: str, k: int, fusion: FusionConfig) -> list[str]:
     results = search_flow.search(
-        store,
+        store.runtime,
         query,
         k,
+        strategy=store.search_strategy,
+        reranker=store.reranker,
         query_vector=None,
         thread_id=NOT_SET,
         user_id=NOT_SET,
