@@ -25,6 +25,7 @@ __all__ = [
     "StoreConnectionError",
     "StoreError",
     "ThreadDeletedError",
+    "UnusableEmbeddingsError",
 ]
 
 
@@ -94,3 +95,9 @@ class DatabaseLockedError(StoreError, TimeoutError):
 class LLMError(OAMError, RuntimeError):
     """The LLM could not be called or gave no usable answer (see the message: a
     missing API key names the variable to set)."""
+
+
+class UnusableEmbeddingsError(LLMError, ValueError):
+    """The embedding model (LiteLLM's, or Oracle's in-database one) answered with the
+    wrong number of vectors, vectors of unequal or unexpected length, or no numbers.
+    An ``LLMError`` and a ``ValueError`` (docs/errors.md)."""

@@ -37,19 +37,13 @@ from oam_core._litellm import (
 )
 from oam_core.apis.embedder import IEmbedder, check_texts
 from oam_core.checks import check_int, check_optional_int, check_seconds
-from oam_core.errors import InvalidArgumentError, LLMError
+from oam_core.errors import InvalidArgumentError, UnusableEmbeddingsError
 
-__all__ = ["LiteLLMEmbedder", "UnusableEmbeddingsError"]
+__all__ = ["LiteLLMEmbedder"]
 
 logger = logging.getLogger("oam")
 
 _PROBE_TEXT = "dimension probe"
-
-
-class UnusableEmbeddingsError(LLMError, ValueError):
-    """The embedding model answered with the wrong number of vectors, vectors of
-    unequal or unexpected length, or no numbers. An ``LLMError`` and a ``ValueError``
-    (docs/errors.md)."""
 
 
 def _known_dimension(litellm: Any, model: str) -> int | None:

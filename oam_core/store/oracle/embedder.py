@@ -15,8 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oam_core.apis.embedder import IEmbedder
-from oam_core.embedders.litellm import UnusableEmbeddingsError
-from oam_core.errors import InvalidArgumentError
+from oam_core.errors import InvalidArgumentError, UnusableEmbeddingsError
 from oam_core.store.oracle.session import Session, fetchone
 from oam_core.store.oracle.stmt import Stmt
 
