@@ -24,6 +24,7 @@ from oam_core.apis.summary import Summary
 from oam_core.apis.thread import IThread, Message
 from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.errors import (
+    ClientClosedError,
     ConfigurationError,
     DatabaseLockedError,
     EmbedderMismatchError,
@@ -36,6 +37,7 @@ from oam_core.errors import (
     StoreConnectionError,
     StoreError,
     ThreadDeletedError,
+    UnusableEmbeddingsError,
 )
 from oam_core.memory.client import OracleAgentMemory
 from oam_core.memory.config import MemoryExtractionConfig, MemoryExtractionMode
@@ -77,6 +79,7 @@ _EXTRAS = {
 __all__ = [
     "NOT_SET",
     "NOT_SET_MARKER",
+    "ClientClosedError",
     "ConfigurationError",
     "ContextCard",
     "DatabaseLockedError",
@@ -118,6 +121,7 @@ __all__ = [
     "ThreadDeletedError",
     "TimeToLiveAnchor",
     "TransferSummary",
+    "UnusableEmbeddingsError",
     "copy_store",
     "export_store",
     "import_store",

@@ -72,6 +72,8 @@ ERRORS = {
     "StoreConnectionError",
     "DatabaseLockedError",
     "LLMError",
+    "ClientClosedError",
+    "UnusableEmbeddingsError",
 }
 """The exception tree of ``oam_core.errors`` (docs/errors.md)."""
 
@@ -104,6 +106,8 @@ def test_the_errors_are_one_tree_and_keep_the_reference_builtins() -> None:
         "StoreConnectionError": ConnectionError,
         "DatabaseLockedError": TimeoutError,
         "LLMError": RuntimeError,
+        "ClientClosedError": ValueError,
+        "UnusableEmbeddingsError": ValueError,
     }
     for name, base in builtin.items():
         assert issubclass(getattr(oam_core, name), base), name
