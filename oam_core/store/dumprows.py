@@ -88,7 +88,7 @@ def dump_pages(
 
 
 def restore(
-    store: StoreRuntime,
+    runtime: StoreRuntime,
     rows: Sequence[DumpRow],
     *,
     on_conflict: OnConflict,
@@ -107,7 +107,7 @@ def restore(
         raise InvalidArgumentError(
             f"on_conflict must be one of {list(ON_CONFLICT)}, got {on_conflict!r}"
         )
-    now = store.now()
+    now = runtime.now()
     live = [r for r in rows if r.expires_at is None or r.expires_at > now]
     expired = len(rows) - len(live)
     keys = [(r.family, r.id) for r in live]
@@ -117,23 +117,23 @@ def restore(
             if key in seen:
                 raise InvalidArgumentError(f"record id {r.id!r} ({r.record_type}) is given twice")
             seen.add(key)
-    live = check_rows(store.backend, live)
+    live = check_rows(runtime.backend, live)
     dims = _check_vectors(
         live,
-        store.vector_dim
-        if store.vector_dim is not None
+        runtime.vector_dim
+        if runtime.vector_dim is not None
         else (None if identity is None else identity.dimension),
     )
     record_identity = (
         identity is not None
-        and store.identity.stored is None
-        and (store.embedder is None or store.embedder.embedder_id == identity.embedder_id)
+        and runtime.identity.stored is None
+        and (runtime.embedder is None or runtime.embedder.embedder_id == identity.embedder_id)
         and bool(dims)
     )
     by_family: dict[str, builtins.list[str]] = {}
     for r in live:
         by_family.setdefault(r.family, []).append(r.id)
-    with store.backend.streaming(), store.writing() as tx:
+    with runtime.backend.streaming(), runtime.writing() as tx:
         clash: set[tuple[str, str]] = set()
         for family, ids in by_family.items():
             clash.update((family, i) for i in tx.existing_ids(family, ids))
@@ -152,15 +152,15 @@ def restore(
                 tx.delete_record(family, rid, None, NOT_SET)
         if (
             dims
-            and store.vector_dim is None
+            and runtime.vector_dim is None
             and any(c.vector is not None for r in write for c in r.chunks)
         ):
-            store.learn_dim((), next(iter(dims)))
+            runtime.learn_dim((), next(iter(dims)))
         tx.restore(write, batch_size)
         if record_identity and identity is not None:
             tx.write_meta({META_KEY: identity.to_json()})
     if record_identity and identity is not None:
-        store.identity.stored = identity
+        runtime.identity.stored = identity
     skipped = len(live) - len(write)
     return RestoreResult(write, skipped, expired)
 

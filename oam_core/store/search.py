@@ -45,7 +45,7 @@ Ranked = builtins.list[tuple[Hashable, float]]
 
 
 def search(
-    store: StoreRuntime,
+    runtime: StoreRuntime,
     query: str | None,
     k: int,
     *,
@@ -71,18 +71,18 @@ def search(
         raise InvalidArgumentError(f"query must be a non-blank string, got {query!r}")
     if query is not None:
         checks.check_text(query, "query")
-    if query is not None and store.embedder is None and strategy is not SearchStrategy.KEYWORD:
+    if query is not None and runtime.embedder is None and strategy is not SearchStrategy.KEYWORD:
         # Before anything runs: HYBRID would otherwise rank by keywords alone, silently.
         raise ConfigurationError(
             f"{strategy.name} search of a text query needs an embedder, and this store "
             "has none (embedder=None): configure one, pass query_vector, or use "
             "search_strategy=KEYWORD"
         )
-    qvec = None if query_vector is None else _query_vector_arg(store, strategy, query_vector)
+    qvec = None if query_vector is None else _query_vector_arg(runtime, strategy, query_vector)
     types = types_arg(record_types)
     pred = Predicate(
         record_types=types,
-        now=store.now(),
+        now=runtime.now(),
         thread_id=scope_arg(thread_id, "thread_id") if exact_thread_match else NOT_SET,
         user_id=scope_arg(user_id, "user_id") if exact_user_match else NOT_SET,
         agent_id=scope_arg(agent_id, "agent_id") if exact_agent_match else NOT_SET,
@@ -93,7 +93,7 @@ def search(
     # A reranker re-scores the first stage's best ``candidates``: rank that deep.
     depth = k if reranker is None or query is None else max(k, reranker.candidates)
     loaded: dict[Hashable, Record] | None = None
-    backend = store.backend
+    backend = runtime.backend
     native = backend.native_search(query, qvec, depth, pred) if backend.ranks_natively else None
     kind = DistanceKind.COSINE
     if native is not None:
@@ -102,19 +102,19 @@ def search(
             # The index fused its own lists; the query's signal lists fuse onto them.
             index_lists = [[key for key, _ in native]]
             ranked, loaded, kind = _hybrid_ranking(
-                store, query, index_lists, [fusion.index_weight], k, pred, fusion, native
+                runtime, query, index_lists, [fusion.index_weight], k, pred, fusion, native
             )
     elif qvec is not None:
-        ranked = _vector_ranking(store, [qvec], depth, pred, fused=False)
+        ranked = _vector_ranking(runtime, [qvec], depth, pred, fused=False)
     else:
-        ranked, loaded, kind = _text_ranking(store, strategy, query or "", depth, k, pred, fusion)
+        ranked, loaded, kind = _text_ranking(runtime, strategy, query or "", depth, k, pred, fusion)
     if reranker is not None and query is not None:
-        ranked, loaded = _reranked(store, reranker, query, ranked, k, loaded)
+        ranked, loaded = _reranked(runtime, reranker, query, ranked, k, loaded)
         kind = DistanceKind.RERANKED
-    return _materialize(store, ranked, k, kind, loaded)
+    return _materialize(runtime, ranked, k, kind, loaded)
 
 
-def _query_vector_arg(store: StoreRuntime, strategy: SearchStrategy, query_vector: Any) -> Any:
+def _query_vector_arg(runtime: StoreRuntime, strategy: SearchStrategy, query_vector: Any) -> Any:
     """``query_vector`` checked and as a float32 array (``checks.to_vector``)."""
     if strategy is SearchStrategy.KEYWORD:
         raise InvalidArgumentError("KEYWORD search ranks text; query_vector is not accepted")
@@ -124,16 +124,16 @@ def _query_vector_arg(store: StoreRuntime, strategy: SearchStrategy, query_vecto
             "query_vector is all zeros: a vector without a direction has no cosine "
             "distance to anything; pass a non-zero vector"
         )
-    if store.vector_dim is not None and qvec.shape[0] != store.vector_dim:
+    if runtime.vector_dim is not None and qvec.shape[0] != runtime.vector_dim:
         raise InvalidArgumentError(
             f"query_vector dimension {qvec.shape[0]} does not match the store's "
-            f"dimension {store.vector_dim}"
+            f"dimension {runtime.vector_dim}"
         )
     return qvec
 
 
 def _text_ranking(
-    store: StoreRuntime,
+    runtime: StoreRuntime,
     strategy: SearchStrategy,
     query: str,
     depth: int,
@@ -143,25 +143,25 @@ def _text_ranking(
 ) -> tuple[Ranked, dict[Hashable, Record] | None, DistanceKind]:
     """The first stage of a text query by ``strategy``: ``(key, distance)`` pairs,
     the records it loaded (HYBRID: the signals' pool) and the distances' kind."""
-    parts = _query_parts(store, query)
+    parts = _query_parts(runtime, query)
     if strategy is SearchStrategy.KEYWORD:
-        ranked, kind = _keyword_ranking(store, parts, depth, pred)
+        ranked, kind = _keyword_ranking(runtime, parts, depth, pred)
         return ranked, None, kind
-    vectors = _query_vectors(store, parts, strategy)
+    vectors = _query_vectors(runtime, parts, strategy)
     if strategy is SearchStrategy.VECTOR:
-        ranked = _vector_ranking(store, vectors, depth, pred, fused=len(parts) > 1)
+        ranked = _vector_ranking(runtime, vectors, depth, pred, fused=len(parts) > 1)
         return ranked, None, DistanceKind.FUSED if len(parts) > 1 else DistanceKind.COSINE
     depth = max(depth, fusion.depth)
-    v_lists, kw_lists = store.backend.rank_hybrid(
+    v_lists, kw_lists = runtime.backend.rank_hybrid(
         vectors, [query_terms(p) for p in parts], depth, pred
     )
     lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
     weights = [fusion.list_weight] * len(lists)
-    return _hybrid_ranking(store, query, lists, weights, k, pred, fusion)
+    return _hybrid_ranking(runtime, query, lists, weights, k, pred, fusion)
 
 
 def _hybrid_ranking(
-    store: StoreRuntime,
+    runtime: StoreRuntime,
     query: str,
     lists: Sequence[Sequence[Hashable]],
     weights: Sequence[float],
@@ -179,7 +179,7 @@ def _hybrid_ranking(
     applies."""
     fused = fuse(lists, weights, rrf_k=fusion.rrf_k)
     pool = [key for key, _ in fused[: max(fusion.pool, k)]]
-    records = store.backend.load(pool)
+    records = runtime.backend.load(pool)
     extra = signal_lists(query, pool, records, pred.now, fusion.signals)
     if not extra and index is not None:
         return index, records, DistanceKind.HYBRID_INDEX
@@ -194,7 +194,7 @@ def _hybrid_ranking(
 
 
 def _reranked(
-    store: StoreRuntime,
+    runtime: StoreRuntime,
     reranker: IReranker,
     query: str,
     ranked: Sequence[tuple[Hashable, float]],
@@ -208,7 +208,7 @@ def _reranked(
     records = dict(loaded or {})
     missing = [key for key in head if key not in records]
     if missing:
-        records.update(store.backend.load(missing))
+        records.update(runtime.backend.load(missing))
     head = [key for key in head if key in records]
     if not head:
         return [], records
@@ -225,22 +225,22 @@ def _reranked(
 
 
 def _query_vectors(
-    store: StoreRuntime, parts: Sequence[str], strategy: SearchStrategy
+    runtime: StoreRuntime, parts: Sequence[str], strategy: SearchStrategy
 ) -> builtins.list[Any]:
     """The query embeddings of ``parts`` (none without an embedder)."""
-    if store.embedder is None:
+    if runtime.embedder is None:
         return []
-    _warn_unembedded_once(store, strategy)
-    return list(store.embed(parts, is_query=True))
+    _warn_unembedded_once(runtime, strategy)
+    return list(runtime.embed(parts, is_query=True))
 
 
-def _warn_unembedded_once(store: StoreRuntime, strategy: SearchStrategy) -> None:
+def _warn_unembedded_once(runtime: StoreRuntime, strategy: SearchStrategy) -> None:
     """Warn (once per store object) when records have search rows without a vector:
     vector search cannot see them until ``reindex`` embeds them."""
-    if store.unembedded_checked:
+    if runtime.unembedded_checked:
         return
-    store.unembedded_checked = True
-    missing = store.backend.unembedded(None)
+    runtime.unembedded_checked = True
+    missing = runtime.backend.unembedded(None)
     if not missing:
         return
     family, record_id = missing[0]
@@ -248,15 +248,15 @@ def _warn_unembedded_once(store: StoreRuntime, strategy: SearchStrategy) -> None
     warnings.warn(
         f"{len(missing)} record(s) of this store (e.g. {family} {record_id!r}) have "
         f"search rows without a vector, written without an embedder; "
-        f"{strategy.name} search finds them {how} until store.reindex() "
+        f"{strategy.name} search finds them {how} until runtime.reindex() "
         "(CLI: oam reindex) embeds them",
         UserWarning,
         stacklevel=7,
     )
 
 
-def _query_parts(store: StoreRuntime, query: str) -> builtins.list[str]:
-    return chunk_text(query, store.chunk_chars) or [query]
+def _query_parts(runtime: StoreRuntime, query: str) -> builtins.list[str]:
+    return chunk_text(query, runtime.chunk_chars) or [query]
 
 
 def _with_ties(
@@ -279,31 +279,31 @@ def _with_ties(
 
 
 def _vector_ranking(
-    store: StoreRuntime, vectors: Sequence[Any], k: int, pred: Predicate, *, fused: bool
+    runtime: StoreRuntime, vectors: Sequence[Any], k: int, pred: Predicate, *, fused: bool
 ) -> builtins.list[tuple[Hashable, float]]:
     if not fused:
-        return _with_ties(lambda n: store.backend.rank_vector(vectors, n, pred)[0], k)
-    lists = store.backend.rank_vector(vectors, k, pred)
+        return _with_ties(lambda n: runtime.backend.rank_vector(vectors, n, pred)[0], k)
+    lists = runtime.backend.rank_vector(vectors, k, pred)
     scores = fuse([[key for key, _ in lst] for lst in lists])
     return [(key, rrf_distance(s, len(lists))) for key, s in scores]
 
 
 def _keyword_ranking(
-    store: StoreRuntime, parts: Sequence[str], k: int, pred: Predicate
+    runtime: StoreRuntime, parts: Sequence[str], k: int, pred: Predicate
 ) -> tuple[Ranked, DistanceKind]:
     if len(parts) == 1:
         terms = query_terms(parts[0])
         ranked = _with_ties(
-            lambda n: normalized_distances(store.backend.rank_keyword(terms, n, pred)), k
+            lambda n: normalized_distances(runtime.backend.rank_keyword(terms, n, pred)), k
         )
         return ranked, DistanceKind.KEYWORD
-    lists = [store.backend.rank_keyword(query_terms(p), k, pred) for p in parts]
+    lists = [runtime.backend.rank_keyword(query_terms(p), k, pred) for p in parts]
     scores = fuse([[key for key, _ in lst] for lst in lists])
     return [(key, rrf_distance(s, len(lists))) for key, s in scores], DistanceKind.FUSED
 
 
 def _materialize(
-    store: StoreRuntime,
+    runtime: StoreRuntime,
     ranked: Sequence[tuple[Hashable, float]],
     k: int,
     kind: DistanceKind,
@@ -317,7 +317,7 @@ def _materialize(
     records = {key: loaded[key] for key, _ in best if key in loaded}
     missing = [key for key, _ in best if key not in loaded]
     if missing:
-        records.update(store.backend.load(missing))
+        records.update(runtime.backend.load(missing))
     as_distance = distance_type(kind)
     out: builtins.list[tuple[Record, float]] = [
         (records[key], as_distance(d)) for key, d in best if key in records

@@ -119,7 +119,7 @@ class RecordChanges:
 
 
 def update_record(
-    store: StoreRuntime,
+    runtime: StoreRuntime,
     record_type: str,
     record_id: str,
     *,
@@ -144,21 +144,21 @@ def update_record(
         ttl_days=ttl_days,
         ttl_anchor=ttl_anchor,
     )
-    ctx = store.plan_context()
+    ctx = runtime.plan_context()
     rows = plan_search_rows(args, ctx)
     if not args.findable:  # no record can have this id
         return 0
     if rows.chunks is not None:
-        store.embed_plans(rows.chunks)
+        runtime.embed_plans(rows.chunks)
 
-    with store.writing() as tx:
+    with runtime.writing() as tx:
         row = tx.fetch(family_of(args.record_type), args.record_id)
         if row is None or row.record_type != args.record_type:
             return 0
         _keep_vectors(tx, row, rows.chunks, args.embedding, args.record_id)
         stored = tx.chunk_texts(row.key) if rows.revector is not NOT_SET else []
-        changes = plan_update(row, args, rows, store.retention, stored)
-        _apply(store, tx, row, changes)
+        changes = plan_update(row, args, rows, runtime.retention, stored)
+        _apply(runtime, tx, row, changes)
     return 1
 
 
@@ -375,7 +375,7 @@ def _keep_vectors(
         )
 
 
-def _apply(store: StoreRuntime, tx: Tx, row: StoredRow, changes: RecordChanges) -> None:
+def _apply(runtime: StoreRuntime, tx: Tx, row: StoredRow, changes: RecordChanges) -> None:
     """Write ``changes`` to ``row`` in ``tx``: the rows quoting an old text go with it,
     a new expiry reaches the rows quoting the record."""
     fields = changes.fields()
@@ -386,5 +386,5 @@ def _apply(store: StoreRuntime, tx: Tx, row: StoredRow, changes: RecordChanges) 
     if "expires_at" in fields:
         tx.clamp_quoting(row.key)
     if changes.chunks is not None:
-        store.storing_rows(tx, changes.chunks)
+        runtime.storing_rows(tx, changes.chunks)
         tx.replace_chunks(row, changes.chunks)

@@ -94,7 +94,7 @@ def batch_size(store_kwargs: Mapping[str, Any]) -> int:
 
 
 def plan_batches(
-    store: StoreRuntime, batches: Sequence[PendingRecordBatch], *, library: bool = False
+    runtime: StoreRuntime, batches: Sequence[PendingRecordBatch], *, library: bool = False
 ) -> Planned:
     """Validate and plan ``batches`` (embedding included); nothing is written.
 
@@ -108,7 +108,7 @@ def plan_batches(
     """
     if not isinstance(batches, (list, tuple)):
         raise InvalidArgumentError(f"batches must be a list of PendingRecordBatch, got {batches!r}")
-    ctx = store.plan_context()
+    ctx = runtime.plan_context()
     parts: builtins.list[Part] = []
     by_family: dict[str, builtins.list[str]] = {}
     for i, batch in enumerate(batches):
@@ -136,8 +136,8 @@ def plan_batches(
     chunks = [c for p in parts if isinstance(p, RowPlan) for c in p.chunks]
     given = [c.vector for c in chunks if c.vector is not None]
     given.extend(p.vectors[0] for p in parts if isinstance(p, BulkPlan))
-    dim = checks.check_dims(given, store.vector_dim)
-    store.embed_plans(chunks)
+    dim = checks.check_dims(given, runtime.vector_dim)
+    runtime.embed_plans(chunks)
     return Planned(parts, by_family, chunks, dim, ctx.now)
 
 
@@ -152,7 +152,7 @@ def _in_batch(exc: ValueError, i: int) -> ValueError:
 
 
 def insert_planned(
-    store: StoreRuntime, tx: Tx, planned: Planned, size: int, *, replace: bool = False
+    runtime: StoreRuntime, tx: Tx, planned: Planned, size: int, *, replace: bool = False
 ) -> None:
     """Insert ``planned`` in ``tx``; with ``replace``, stored records with the same ids
     (in the same id family) are deleted first.
@@ -169,7 +169,7 @@ def insert_planned(
     # Before the rows: checks it against the recorded one. The caller's transaction
     # comes from ``store.writing()``, which forgets it when the write fails and
     # records the embedder identity with the rows.
-    store.storing_rows(tx, planned.chunks, planned.vector_dim)
+    runtime.storing_rows(tx, planned.chunks, planned.vector_dim)
     _insert_parts(tx, planned, size)
 
 
@@ -189,7 +189,7 @@ def _insert_parts(tx: Tx, planned: Planned, size: int) -> None:
 
 
 def write_batches(
-    store: StoreRuntime,
+    runtime: StoreRuntime,
     batches: Sequence[PendingRecordBatch],
     store_kwargs: Mapping[str, Any],
     *,
@@ -197,7 +197,7 @@ def write_batches(
 ) -> builtins.list[str]:
     """Plan and insert ``batches`` in one transaction; return their ids in order."""
     size = batch_size(store_kwargs)
-    planned = plan_batches(store, batches)
-    with store.writing() as tx:
-        insert_planned(store, tx, planned, size, replace=replace)
+    planned = plan_batches(runtime, batches)
+    with runtime.writing() as tx:
+        insert_planned(runtime, tx, planned, size, replace=replace)
     return planned.ids
