@@ -628,8 +628,10 @@ class OracleMemoryStore(IMemoryStore):
             Top-level rows deleted (0 or 1); cascaded rows are not counted.
 
         Raises:
-            ValueError: for an unknown record type or a non-string id.
+            InvalidArgumentError: for an unknown record type, a non-string id or a
+                ``cascade`` that is not a bool.
         """
+        checks.check_bool(cascade, "cascade")
         record_type = checks.check_record_type(record_type, allow_thread=True)
         if not checks.lookup_id(record_id, "record_id"):
             return 0

@@ -83,9 +83,9 @@ def search(
     pred = Predicate(
         record_types=types,
         now=runtime.now(),
-        thread_id=scope_arg(thread_id, "thread_id") if exact_thread_match else NOT_SET,
-        user_id=scope_arg(user_id, "user_id") if exact_user_match else NOT_SET,
-        agent_id=scope_arg(agent_id, "agent_id") if exact_agent_match else NOT_SET,
+        thread_id=_scope(thread_id, "thread_id", exact_thread_match),
+        user_id=_scope(user_id, "user_id", exact_user_match),
+        agent_id=_scope(agent_id, "agent_id", exact_agent_match),
         metadata=filter_arg(metadata_filter),
     )
     if not findable(pred):
@@ -112,6 +112,20 @@ def search(
         ranked, loaded = _reranked(runtime, reranker, query, ranked, k, loaded)
         kind = DistanceKind.RERANKED
     return _materialize(runtime, ranked, k, kind, loaded)
+
+
+def _scope(value: Maybe[str | None], name: str, exact: bool) -> Maybe[str | None]:
+    """One scope of a search: ``value`` (checked even when it does not filter) when
+    ``exact`` is True, else unconstrained (docs/store.md#scopes).
+
+    Raises:
+        InvalidArgumentError: for a ``value`` that is not a str, None or omitted, or an
+            ``exact`` that is not a bool (named ``exact_<scope>_match``).
+    """
+    checked = scope_arg(value, name)
+    if checks.check_bool(exact, f"exact_{name.removesuffix('_id')}_match"):
+        return checked
+    return NOT_SET
 
 
 def _query_vector_arg(runtime: StoreRuntime, strategy: SearchStrategy, query_vector: Any) -> Any:

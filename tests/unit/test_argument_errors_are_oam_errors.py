@@ -62,6 +62,26 @@ STORE_CALLS: list[tuple[str, Callable[[SQLiteMemoryStore], Any], str]] = [
         lambda s: s.search("x", user_id=7, exact_user_match=True),  # type: ignore[arg-type]
         "user_id must be a str, None or omitted, got 7",
     ),
+    (
+        "search user_id without exact match",
+        lambda s: s.search("x", user_id=7),  # type: ignore[arg-type]
+        "user_id must be a str, None or omitted, got 7",
+    ),
+    (
+        "search exact_user_match",
+        lambda s: s.search("x", user_id="u1", exact_user_match="yes"),  # type: ignore[arg-type]
+        "exact_user_match must be a bool, got 'yes'",
+    ),
+    (
+        "search exact_thread_match",
+        lambda s: s.search("x", exact_thread_match=1),  # type: ignore[arg-type]
+        "exact_thread_match must be a bool, got 1",
+    ),
+    (
+        "delete cascade",
+        lambda s: s.delete("memory", s.list("memory")[0].id, cascade="yes"),  # type: ignore[arg-type]
+        "cascade must be a bool, got 'yes'",
+    ),
     ("get record_type", lambda s: s.get("memo", "a"), "record_type must be one of"),
     (
         "add thread_ids",
