@@ -1,11 +1,9 @@
 """``OracleMemoryStore``: the public store API, written once for every back end
-(docs/store.md).
-
-This class validates and plans every call (planning.py), calls the embedder once per
-write, and hands plans to a ``Backend`` (backend.py) that executes them in one
-transaction. Async twins run the sync method in a worker thread
-(docs/concepts.md#sync-and-async), so both
-share one implementation and the event loop never blocks on the database.
+(docs/store.md). Each method checks its arguments (``oam_core/checks.py``) and hands
+typed values to the module that does the work (writes, updates, search, dumprows),
+which share the store's ``StoreRuntime`` (runtime.py) and its ``Backend``. Async
+twins run the sync method in a worker thread (docs/concepts.md#sync-and-async).
+Which module owns what: docs/layout.md.
 """
 
 from __future__ import annotations
