@@ -229,15 +229,8 @@ def update_chunk_expiry(n: Names, family: str, pk: int, expires_at: Any) -> Stmt
 
 def find_pk(n: Names, family: str, record_id: str, record_type: str | None, thread_id: Any) -> Stmt:
     """The pk of the row a delete targets (locked), further constrained by type/thread."""
-    binds: dict[str, Any] = {"id": record_id}
     sql = f"SELECT pk FROM {n.record_table(family)} WHERE id = :id"
-    if record_type is not None:
-        sql += " AND record_type = :record_type"
-        binds["record_type"] = record_type
-    if thread_id is not NOT_SET:
-        sql += " AND thread_id = :thread_id"
-        binds["thread_id"] = thread_id
-    return Stmt(sql + " FOR UPDATE", binds)
+    return _locked_match(sql, {"id": record_id}, record_type, thread_id)
 
 
 def find_pks(
@@ -248,6 +241,12 @@ def find_pks(
     binds: dict[str, Any] = {f"i{j}": rid for j, rid in enumerate(ids)}
     placeholders = ", ".join(f":i{j}" for j in range(len(ids)))
     sql = f"SELECT pk FROM {n.record_table(family)} WHERE id IN ({placeholders})"
+    return _locked_match(sql, binds, record_type, thread_id)
+
+
+def _locked_match(sql: str, binds: dict[str, Any], record_type: str | None, thread_id: Any) -> Stmt:
+    """``sql`` further constrained by record type and thread, rows locked (the common
+    end of ``find_pk`` and ``find_pks``)."""
     if record_type is not None:
         sql += " AND record_type = :record_type"
         binds["record_type"] = record_type

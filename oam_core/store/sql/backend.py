@@ -416,6 +416,10 @@ class SqlTx(Tx):
         links = [
             (source, keys[r.plan], r.seq) for r in quoting.values() for source in r.source_keys
         ]
+        self._write_links(links)
+
+    def _write_links(self, links: Sequence[tuple[Any, ...]]) -> None:
+        """Insert ``chunk_sources`` rows (source key, quoting record key, seq)."""
         if links:
             cur = self.c.cursor()
             try:
@@ -638,12 +642,7 @@ class SqlTx(Tx):
             self.insert_vector_columns(chunk_columns, matrix, batch_size)
         elif vectors:
             self.insert_chunk_columns(chunk_columns, vectors, batch_size)
-        if links:
-            cur = self.c.cursor()
-            try:
-                cur.executemany(sq.insert_link(self.d, self.p), links)
-            finally:
-                cur.close()
+        self._write_links(links)
         marks: dict[str, int] = {}
         for r in rows:
             if r.family == MESSAGE and r.thread_id is not None and r.seq_no is not None:

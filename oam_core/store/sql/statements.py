@@ -542,15 +542,9 @@ def record_match(
     """The condition on ``records`` columns selecting the record ``delete_record``
     deletes, and its parameters."""
     m = d.mark
-    sql = f"family = {m} AND id = {m}"
-    params: list[Any] = [family, record_id]
-    if record_type is not None:
-        sql += f" AND record_type = {m}"
-        params.append(record_type)
-    if thread_id is not NOT_SET:
-        sql += f" AND thread_id = {m}"
-        params.append(thread_id)
-    return sql, params
+    return _constrained(
+        d, f"family = {m} AND id = {m}", [family, record_id], record_type, thread_id
+    )
 
 
 def delete_records(
@@ -576,15 +570,22 @@ def records_match(
     thread_id: Maybe[str],
 ) -> tuple[str, list[Any]]:
     """``record_match`` for several ids (one ``batches`` slice)."""
-    m = d.mark
     ids_sql, ids_params = d.any_of("id", record_ids)
-    sql = f"family = {m} AND {ids_sql}"
-    params: list[Any] = [family, *ids_params]
+    return _constrained(
+        d, f"family = {d.mark} AND {ids_sql}", [family, *ids_params], record_type, thread_id
+    )
+
+
+def _constrained(
+    d: Dialect, sql: str, params: list[Any], record_type: str | None, thread_id: Maybe[str]
+) -> tuple[str, list[Any]]:
+    """``sql``/``params`` further constrained by record type and thread (the optional
+    conditions of ``record_match`` and ``records_match``)."""
     if record_type is not None:
-        sql += f" AND record_type = {m}"
+        sql += f" AND record_type = {d.mark}"
         params.append(record_type)
     if thread_id is not NOT_SET:
-        sql += f" AND thread_id = {m}"
+        sql += f" AND thread_id = {d.mark}"
         params.append(thread_id)
     return sql, params
 
