@@ -35,3 +35,5 @@ class PendingRecordBatch:
     metadata: Maybe[dict[str, Any] | Sequence[dict[str, Any] | None] | None] = NOT_SET
     ttl_days: Maybe[int | Sequence[int | None] | None] = NOT_SET
     ttl_anchor: Maybe[TimeToLiveAnchor | Sequence[TimeToLiveAnchor]] = NOT_SET
+    valid_from: Maybe[str | datetime | Sequence[str | datetime | None] | None] = NOT_SET
+    valid_until: Maybe[str | datetime | Sequence[str | datetime | None] | None] = NOT_SET

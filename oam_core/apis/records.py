@@ -66,6 +66,10 @@ class Record:
         created_at: Store time of the write, ISO-8601 UTC.
         thread_id, user_id, agent_id: Scope ids; None when unscoped.
         expires_at: ISO-8601 UTC expiry, or None when the record never expires.
+        valid_from, valid_until: The validity window of a memory-like record
+            (ISO-8601 UTC, like ``timestamp``): it holds at ``t`` when ``valid_from``
+            is None or <= t and ``valid_until`` is None or > t. Always None for
+            messages, profiles and threads (docs/versions.md).
     """
 
     id: str
@@ -78,6 +82,8 @@ class Record:
     user_id: str | None = None
     agent_id: str | None = None
     expires_at: str | None = None
+    valid_from: str | None = None
+    valid_until: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

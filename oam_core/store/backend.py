@@ -47,7 +47,9 @@ class Predicate:
     Scope values: ``NOT_SET`` = unconstrained, ``None`` = the column is NULL, a string =
     the column equals it. For search, profile rows carry their own id as the user (or
     agent) dimension. ``metadata``: ``NOT_SET`` = no filter, ``None`` = metadata is
-    NULL, else a parsed filter tree.
+    NULL, else a parsed filter tree. ``valid_at``: None = no validity filter, a time =
+    only rows valid then (``valid_from`` NULL or <= it, ``valid_until`` NULL or > it;
+    rows without a window always pass), applied before any top-k cut.
     """
 
     record_types: frozenset[str]
@@ -56,6 +58,7 @@ class Predicate:
     user_id: Maybe[str | None] = NOT_SET
     agent_id: Maybe[str | None] = NOT_SET
     metadata: Maybe[tuple[Cond, ...] | None] = NOT_SET
+    valid_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
