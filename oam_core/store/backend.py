@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
-from oam_core.apis.records import Record, ThreadRow
+from oam_core.apis.records import MEMORY_TYPES, Record, ThreadRow
 from oam_core.checks import Vector
 from oam_core.filters import Cond
 from oam_core.store.options import SearchStrategy
@@ -329,6 +329,17 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def get(self, family: str, record_id: str, record_type: str, now: datetime) -> Record | None:
         """One visible record by type and id."""
+
+    def get_in_family(self, family: str, record_id: str, now: datetime) -> Record | None:
+        """One visible record by family and id, whatever its type in the family (a
+        memory, fact, guideline or preference for ``"memory"``). Here: ``get`` of
+        each type of the family in turn."""
+        types = MEMORY_TYPES if family == "memory" else (family,)
+        for record_type in sorted(types):
+            found = self.get(family, record_id, record_type, now)
+            if found is not None:
+                return found
+        return None
 
     @abc.abstractmethod
     def list(self, pred: Predicate, limit: int | None) -> builtins.list[Record]:

@@ -92,6 +92,10 @@ class SqlBackend(Backend):
         rows = self.fetch_all(st.get_record(self.d, self.p, family, record_id, record_type, now))
         return record_from_row(rows[0]) if rows else None
 
+    def get_in_family(self, family: str, record_id: str, now: datetime) -> Record | None:
+        rows = self.fetch_all(st.get_in_family(self.d, self.p, family, record_id, now))
+        return record_from_row(rows[0]) if rows else None
+
     def list(self, pred: Predicate, limit: int | None) -> builtins.list[Record]:
         rows = self.fetch_all(st.list_records(self.d, self.p, pred, limit))
         return [record_from_row(r) for r in reversed(rows)]

@@ -258,6 +258,16 @@ def get_record(
     )
 
 
+def get_in_family(d: Dialect, p: str, family: str, record_id: str, now: datetime) -> Stmt:
+    """One visible record by family and id, of any type of the family."""
+    m = d.mark
+    return Stmt(
+        f"SELECT {record_select(d)} FROM {p}records WHERE family = {m} AND id = {m} "
+        f"AND (expires_at IS NULL OR expires_at > {m})",
+        (family, record_id, now.timestamp()),
+    )
+
+
 def list_records(d: Dialect, p: str, pred: Predicate, limit: int | None) -> Stmt:
     """The newest ``limit`` (None: all) visible records matching ``pred``, newest first."""
     sql, params = where(d, pred, "r", records=True)
