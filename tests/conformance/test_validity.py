@@ -1,4 +1,4 @@
-"""Validity windows on every back end (SPEC 11, docs/store.md#validity-windows):
+"""Validity windows on every back end (docs/store.md#validity-windows):
 ``add``/``update`` take ``valid_from``/``valid_until`` like timestamps, ``Record``
 reads them back normalized, ``list(as_of=)`` and ``search(as_of=)`` filter before
 the top-k cut, and every rejected call writes nothing."""

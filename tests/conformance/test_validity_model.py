@@ -1,5 +1,5 @@
 """``search(as_of=)`` and ``list(as_of=)`` agree with a brute-force model over random
-histories of adds, updates and invalidations (SPEC 11), on every back end.
+histories of adds, updates and invalidations (docs/store.md#validity-windows), on every back end.
 
 Each example writes its own user's memories into one store (the scope keeps the
 examples apart); the model computes every window from the operations alone, and the

@@ -1,5 +1,5 @@
 """Stores written before validity windows (SQLite schema 6, PostgreSQL schema 4) are
-upgraded in place at their first writable open (SPEC 11, docs/store.md#schema): the
+upgraded in place at their first writable open (docs/store.md#schema): the
 window columns are added, open for every row, except that a memory already marked
 superseded ends at its successor's ``created_at``. A SQLite file that cannot be
 written is read as it is: no windows, every validity filter passes its rows.

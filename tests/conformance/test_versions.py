@@ -1,4 +1,4 @@
-"""Versions of memories on every back end (SPEC 11, docs/versions.md):
+"""Versions of memories on every back end (docs/store.md#memory-versions):
 ``update_memory``, ``invalidate_memory``, ``get_memory_history``, the changes of an
 extraction pass (``commit_thread_pass(version_changes=)``), and two writers
 superseding one memory at once."""
