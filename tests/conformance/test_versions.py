@@ -412,3 +412,61 @@ def test_metadata_json_stays_valid(store: Any) -> None:
     raw = store.get("memory", old).metadata
     assert json.loads(json.dumps(raw))[RESERVED_KEY]["reason"] == "naïve"
     assert store.get("memory", new).metadata["k"] == "ß"
+
+
+def test_postgres_row_lock_makes_a_second_invalidation_wait_and_see_the_first(
+    make_store: Any, backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both writers are inside their transactions at once: the second one's locked
+    read (``SELECT ... FOR UPDATE``) waits for the first to commit, then reads the
+    ended window, so only one of them ends it."""
+    if backend.id != "postgres":
+        pytest.skip("row locks of a server")
+    import _pg
+    import psycopg
+
+    from oam_core.store.postgres.backend import PgTx
+
+    first = make_store(name="lock.db")
+    second = make_store(name="lock.db")
+    [old] = first.add(["v1"], "memory")
+    original = PgTx.fetch_locked
+    results: dict[str, Any] = {}
+    threads: list[threading.Thread] = []
+
+    def run_second() -> None:
+        try:
+            results["second"] = memory_versions(second).invalidate_memory(old, reason="B")
+        except Exception as exc:  # reported by the assertion below
+            results["second"] = exc
+
+    def locked(self: Any, family: str, record_id: str) -> Any:
+        row = original(self, family, record_id)
+        if self.b is first.runtime.backend and not threads:
+            threads.append(threading.Thread(target=run_second))
+            threads[0].start()
+            _wait_for_a_lock_wait(psycopg, _pg.server_uri(), threads[0])
+        return row
+
+    monkeypatch.setattr(PgTx, "fetch_locked", locked)
+    results["first"] = memory_versions(first).invalidate_memory(old, reason="A")
+    threads[0].join(timeout=60)
+    assert results == {"first": True, "second": False}
+    assert reserved(first.get("memory", old))["reason"] == "A"
+
+
+def _wait_for_a_lock_wait(psycopg: Any, uri: str, writer: threading.Thread) -> None:
+    """Return once a session of the server waits on a lock (the second writer's
+    locked read), polling ``pg_stat_activity``; fail when ``writer`` ends first."""
+    done = threading.Event()
+    with psycopg.connect(uri, autocommit=True) as conn:
+        for _ in range(3000):
+            waiting = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            ).fetchone()[0]
+            if waiting:
+                return
+            if not writer.is_alive():
+                break
+            done.wait(0.01)
+    raise AssertionError("the second writer never waited on the row lock")
