@@ -242,6 +242,8 @@ class MemoryVersions:
                 Nothing is written then.
         """
         checks.check_id(memory_id, "memory_id")
+        if not isinstance(content, str):
+            raise InvalidArgumentError(f"content must be a str, got {content!r}")
         reason = _reason_arg(reason)
         start = (
             self.runtime.now()

@@ -118,9 +118,11 @@ def test_update_memory_refuses_unknown_and_non_current_versions(
         {"reason": 5},
         {"metadata": {RESERVED_KEY: {}}},
         {"metadata": "not a dict"},
+        {"content": None},
+        {"content": "nul\x00"},
     ):
         with rejected(store):
-            versions.update_memory(new, "v3", **bad)
+            versions.update_memory(new, **{"content": "v3", **bad})
     with rejected(store, match="memory_id"):
         versions.update_memory("", "v3")
 
