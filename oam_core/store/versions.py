@@ -253,6 +253,8 @@ class MemoryVersions:
         if metadata is not NOT_SET:
             dump_metadata(metadata)
         old = self._visible(memory_id)
+        if not _record_current(old, self.runtime.now()):  # before embedding the new text
+            raise _not_current(memory_id, reserved_of_record(old))
         user_meta = (
             {k: v for k, v in (old.metadata or {}).items() if k != RESERVED_KEY}
             if metadata is NOT_SET
@@ -283,11 +285,11 @@ class MemoryVersions:
             if row is None:
                 raise NotFoundError(f"no memory has id {memory_id!r}")
             if not is_current(row, self.runtime.now()):
-                raise _not_current(memory_id, row)
+                raise _not_current(memory_id, reserved_of(row))
             writes.insert_planned(self.runtime, tx, planned, writes.DEFAULT_BATCH_SIZE)
             change = VersionChange("supersede", memory_id, new_id, reason=reason)
             if not apply_changes(self.runtime, tx, [change]):  # pragma: no cover - locked
-                raise _not_current(memory_id, row)
+                raise _not_current(memory_id, reserved_of(row))
         return new_id
 
     @traced_store
@@ -377,11 +379,27 @@ def _reason_arg(reason: object) -> str | None:
     return checks.check_text(reason, "reason")
 
 
-def _not_current(memory_id: str, row: StoredRow) -> InvalidArgumentError:
-    head = reserved_of(row).get("superseded_by")
+def _not_current(memory_id: str, keys: dict[str, Any]) -> InvalidArgumentError:
+    """The error of an update of a version that is no longer current (``keys``: its
+    reserved metadata, naming the version that replaced it, if any)."""
+    head = keys.get("superseded_by")
     where = f"; its current version is {head!r}" if isinstance(head, str) else ""
     return InvalidArgumentError(
         f"memory_id {memory_id!r} is no longer current (update the current version{where})"
+    )
+
+
+def reserved_of_record(record: Record) -> dict[str, Any]:
+    """A copy of ``record``'s reserved ``$agent_memory`` object (empty when none)."""
+    found = (record.metadata or {}).get(RESERVED_KEY)
+    return dict(found) if isinstance(found, dict) else {}
+
+
+def _record_current(record: Record, now: datetime) -> bool:
+    """``is_current`` of a read ``Record`` (its window as ISO text)."""
+    start, end = record.valid_from, record.valid_until
+    return (start is None or datetime.fromisoformat(start) <= now) and (
+        end is None or datetime.fromisoformat(end) > now
     )
 
 
