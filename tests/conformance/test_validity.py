@@ -82,6 +82,7 @@ def test_scalars_broadcast_over_every_record(store: Any) -> None:
         ({"valid_from": [iso(0), iso(3)], "valid_until": [None, iso(3)]}, r"valid_until\[1\]"),
         ({"timestamps": iso(9), "valid_until": iso(3)}, "valid_until"),
         ({"valid_from": "2020-01-01\x00"}, "valid_from"),
+        ({"valid_until": "9999-12-31T23:59:59.999999Z"}, "valid_until.*outside"),
     ],
 )
 def test_bad_windows_are_refused_and_nothing_is_written(
@@ -177,6 +178,7 @@ def test_list_filters_by_as_of_only_when_given(store: Any) -> None:
     assert len(store.list("message", as_of=iso(-100))) == 1
     with pytest.raises(InvalidArgumentError, match="as_of"):
         store.list("fact", as_of="whenever")
+    assert names(store.list("fact", as_of=datetime.max)) == ["always", "future", "open"]
 
 
 # -- search(as_of=) ----------------------------------------------------------------------
