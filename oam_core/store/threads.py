@@ -35,7 +35,7 @@ from oam_core.store.backend import Tx
 from oam_core.store.runtime import StoreRuntime
 from oam_core.store.runtime import traced as traced_store
 from oam_core.store.ttl import iso
-from oam_core.store.versions import VersionChange, apply_changes
+from oam_core.store.versions import VersionChange, apply_changes, lock_targets
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
@@ -351,6 +351,7 @@ class ThreadStore:
         with self.runtime.writing() as tx:
             won = bool(tx.update_thread(thread_id, NOT_SET, state, expected_state))
             if won:
+                lock_targets(self.runtime, tx, version_changes)
                 writes.insert_planned(self.runtime, tx, planned, writes.DEFAULT_BATCH_SIZE)
                 _merge_reserved(tx, reserved_updates)
                 apply_changes(self.runtime, tx, version_changes)

@@ -40,7 +40,13 @@ from oam_core.store.runtime import traced as traced_store
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
 
-__all__ = ["MemoryVersions", "VersionChange", "apply_changes", "memory_versions"]
+__all__ = [
+    "MemoryVersions",
+    "VersionChange",
+    "apply_changes",
+    "lock_targets",
+    "memory_versions",
+]
 
 MEMORY = "memory"
 """The id family of every memory-like type."""
@@ -117,6 +123,24 @@ def apply_changes(
         if done is not None:
             applied.append(done)
     return applied
+
+
+def lock_targets(runtime: StoreRuntime, tx: Tx, changes: Sequence[VersionChange]) -> None:
+    """Lock the rows ``apply_changes`` will change among those that exist now: each
+    target and the versions its ``superseded_by`` links lead to, up to the current
+    head. A pipeline pass calls it before inserting its records, so on a server it
+    takes record rows before the keyword statistics row its inserts take, in the
+    order every other writer takes them (docs/postgres.md#concurrency-and-durability)."""
+    now = runtime.now()
+    for change in changes:
+        row = tx.fetch_locked(MEMORY, change.target_id)
+        seen = {change.target_id}
+        while row is not None and not is_current(row, now):
+            head = reserved_of(row).get("superseded_by")
+            if not isinstance(head, str) or head in seen:
+                break
+            seen.add(head)
+            row = tx.fetch_locked(MEMORY, head)
 
 
 def _supersede(tx: Tx, change: VersionChange, now: datetime) -> VersionChange | None:
