@@ -10,12 +10,14 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from conftest import START, BackendSpec, FakeClock
 
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.sqlite.vector import VectorIndex
 
 T0 = datetime(2020, 1, 1, tzinfo=timezone.utc)
+
+START = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
+"""The conformance ``clock`` fixture's start time."""
 
 
 def at(days: float) -> datetime:
@@ -26,7 +28,7 @@ def iso(days: float) -> str:
     return at(days).isoformat(timespec="seconds")
 
 
-def vector_windows(backend: BackendSpec) -> bool:
+def vector_windows(backend: Any) -> bool:
     """Whether the back end's VECTOR ranking filters windows (SQLite: once its vector
     index takes ``valid_at``, docs/sqlite.md)."""
     if backend.id.startswith("sqlite"):
@@ -220,7 +222,7 @@ def test_an_updated_window_reaches_the_search_rows(make_store: Any) -> None:
 
 @pytest.mark.parametrize("strategy", ["KEYWORD", "VECTOR", "HYBRID"])
 def test_search_returns_k_current_memories_when_older_versions_rank_higher(
-    make_store: Any, backend: BackendSpec, clock: FakeClock, strategy: str
+    make_store: Any, backend: Any, clock: Any, strategy: str
 ) -> None:
     if strategy != "KEYWORD" and not vector_windows(backend):
         pytest.skip("the SQLite vector index filters windows once it takes valid_at")

@@ -9,17 +9,19 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from conftest import START, FakeClock
 
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.metadatajson import RESERVED_KEY
 from oam_core.errors import InvalidArgumentError, NotFoundError
 from oam_core.store.threads import thread_store
 from oam_core.store.versions import VersionChange, memory_versions
+
+START = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
+"""The conformance ``clock`` fixture's start time."""
 
 
 def reserved(record: Any) -> dict[str, Any]:
@@ -30,9 +32,7 @@ def current(store: Any, record_type: str = "memory") -> list[str]:
     return sorted(r.content for r in store.list(record_type, as_of=store.clock_now()))
 
 
-def test_update_memory_writes_a_new_version_and_supersedes_the_old(
-    store: Any, clock: FakeClock
-) -> None:
+def test_update_memory_writes_a_new_version_and_supersedes_the_old(store: Any, clock: Any) -> None:
     [old] = store.add(
         ["I live in Lisbon"],
         "fact",
@@ -62,7 +62,7 @@ def test_update_memory_writes_a_new_version_and_supersedes_the_old(
 
 
 def test_update_memory_keeps_provenance_and_takes_metadata_and_valid_from(
-    store: Any, clock: FakeClock
+    store: Any, clock: Any
 ) -> None:
     ts = thread_store(store)
     ts.create_thread_row("t", user_id="u")
@@ -127,7 +127,7 @@ def test_update_memory_refuses_unknown_and_non_current_versions(
         versions.update_memory("", "v3")
 
 
-def test_invalidate_memory_ends_the_window_once(store: Any, clock: FakeClock) -> None:
+def test_invalidate_memory_ends_the_window_once(store: Any, clock: Any) -> None:
     versions = memory_versions(store)
     [a, b] = store.add(["has a car", "has a bike"], "memory", valid_from=START - timedelta(1))
     with pytest.raises(NotFoundError):
@@ -148,9 +148,7 @@ def test_invalidate_memory_ends_the_window_once(store: Any, clock: FakeClock) ->
         versions.invalidate_memory(a, valid_until="tomorrow-ish")
 
 
-def test_history_follows_links_in_both_directions_oldest_first(
-    store: Any, clock: FakeClock
-) -> None:
+def test_history_follows_links_in_both_directions_oldest_first(store: Any, clock: Any) -> None:
     versions = memory_versions(store)
     [v1] = store.add(["v1"], "preference", valid_from=START - timedelta(days=30))
     [alone] = store.add(["alone"], "preference")
@@ -206,7 +204,7 @@ def _pass(store: Any, texts: list[str], changes: list[VersionChange], state: int
 
 
 def test_commit_thread_pass_applies_version_changes_after_its_batches(
-    store: Any, clock: FakeClock
+    store: Any, clock: Any
 ) -> None:
     thread_store(store).create_thread_row("t", user_id="u")
     [car, city] = _pass(store, ["has a car", "lives in Lisbon"], [], 1)
@@ -248,7 +246,7 @@ def test_commit_thread_pass_applies_version_changes_after_its_batches(
     assert lost is None and current(store) == ["lives in Berlin"]
 
 
-def test_a_supersede_of_an_old_version_ends_the_current_head(store: Any, clock: FakeClock) -> None:
+def test_a_supersede_of_an_old_version_ends_the_current_head(store: Any, clock: Any) -> None:
     thread_store(store).create_thread_row("t", user_id="u")
     [v1] = _pass(store, ["v1"], [], 1)
     clock.advance(days=1)
@@ -379,7 +377,7 @@ def test_two_concurrent_invalidations_end_the_memory_once(make_store: Any, backe
 
 
 def test_a_supersede_racing_an_update_follows_to_the_new_head(
-    make_store: Any, backend: Any, clock: FakeClock
+    make_store: Any, backend: Any, clock: Any
 ) -> None:
     """An extraction pass superseding a memory that a person updated meanwhile ends
     the person's version, not the stale one: one current version remains."""
