@@ -105,7 +105,8 @@ def candidates(
     known = mirror.types.code
     type_codes = [known[t] for t in types if t in known]
     every_type = len(type_codes) == len(mirror.types.names)
-    test_from = valid_at is not None and valid_at < mirror.max_from
+    t = 0.0 if valid_at is None else valid_at
+    test_from = valid_at is not None and t < mirror.max_from
     test_until = valid_at is not None and mirror.n_until > 0
     rows: IntArray | None = None
     for name, value in scopes.items():
@@ -133,9 +134,9 @@ def candidates(
         if mirror.n_expiring:
             keep &= mirror.expires[rows] > now
         if test_from:
-            keep &= mirror.vfrom[rows] <= valid_at
+            keep &= mirror.vfrom[rows] <= t
         if test_until:
-            keep &= mirror.vuntil[rows] > valid_at
+            keep &= mirror.vuntil[rows] > t
         return rows[keep], None
     mask: BoolArray | None = None
     if mirror.n_dead:
@@ -147,10 +148,10 @@ def candidates(
         emask = mirror.expires[:n] > now
         mask = emask if mask is None else mask & emask
     if test_from:
-        fmask = mirror.vfrom[:n] <= valid_at
+        fmask = mirror.vfrom[:n] <= t
         mask = fmask if mask is None else mask & fmask
     if test_until:
-        umask = mirror.vuntil[:n] > valid_at
+        umask = mirror.vuntil[:n] > t
         mask = umask if mask is None else mask & umask
     return None, mask
 
