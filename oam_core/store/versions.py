@@ -401,4 +401,4 @@ _EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
 
 def _history_order(record: Record) -> tuple[datetime, str]:
     start = record.valid_from
-    return (_EARLIEST if start is None else datetime.fromisoformat(start), record.created_at)
+    return (_EARLIEST if start is None else datetime.fromisoformat(start), record.created_at or "")

@@ -185,7 +185,12 @@ def _windows_v7(p: str) -> list[str]:
     def reserved(table: str, key: str) -> str:
         return f"json_extract({table}.metadata, '$.\"$agent_memory\".{key}')"
 
-    epoch = "((julianday(s.created_at) - 2440587.5) * 86400.0)"
+    # Whole seconds, then the fraction (``created_at`` is written with microseconds,
+    # ``ttl.iso``): julianday() would round it to about a millisecond.
+    epoch = (
+        "(CAST(strftime('%s', s.created_at) AS REAL) + CASE WHEN substr(s.created_at, 20, 1)"
+        " = '.' THEN CAST('0' || substr(s.created_at, 20, 7) AS REAL) ELSE 0 END)"
+    )
     return [*add_window_columns(p, TYPES), *backfill_superseded(p, reserved, epoch)]
 
 
@@ -262,6 +267,17 @@ def check_policy(path: str, p: str, policy: SchemaPolicy) -> None:
         )
 
 
+def _upgrade_step(conn: sqlite3.Connection, stmt: str) -> None:
+    """Run one upgrade statement; adding a column the table has already is a no-op
+    (SQLite has no ``ADD COLUMN IF NOT EXISTS``), so an upgrade that stopped half
+    way, or a file whose version row lags its tables, upgrades all the same."""
+    try:
+        conn.execute(stmt)
+    except sqlite3.OperationalError as exc:
+        if not (stmt.startswith("ALTER TABLE") and "duplicate column" in str(exc)):
+            raise
+
+
 def prepare(conn: sqlite3.Connection, p: str) -> int:
     """Create the store with prefix ``p`` if missing, or upgrade it to
     ``SCHEMA_VERSION``, in one write transaction; return the version it holds after.
@@ -295,7 +311,7 @@ def prepare(conn: sqlite3.Connection, p: str) -> int:
             return version
         for v in range(version or SCHEMA_VERSION, SCHEMA_VERSION):
             for stmt in UPGRADES[v](p):
-                conn.execute(stmt)
+                _upgrade_step(conn, stmt)
         for stmt in statements:
             conn.execute(stmt)
         conn.execute(
