@@ -2,8 +2,8 @@
 the mirror's ``vfrom``/``vuntil`` arrays filter a search at ``Predicate.valid_at``
 before the top-k cut, in the rows and the mask modes of ``ranking.candidates``, exact
 and through the ANN index; window changes made by another connection arrive through
-the change log; the index file keeps the windows (format 4), a format-3 file gives
-only its ANN index, and a version-6 file opened read-only (no window columns) reads
+the change log; the index file keeps the windows (format 4) and is rebuilt when they
+differ from SQLite's, a format-3 file gives only its ANN index, and a version-6 file opened read-only (no window columns) reads
 as all windows open. Every check compares with a brute-force ranking of the rows
 SQLite holds."""
 
@@ -452,3 +452,21 @@ def test_window_columns_added_by_another_connection_reload_the_mirror(
         assert again == brute_force(path, q, 5, T0 + 9000)
     finally:
         reader.close()
+
+
+def test_a_file_whose_windows_differ_from_the_database_is_rebuilt(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    build_file(path)
+    with sqlite3.connect(path) as conn:  # an edit the change log cannot explain
+        conn.execute("DROP TRIGGER chunks_log_update")
+        conn.execute("UPDATE chunks SET valid_until = ?", (T0 + 100,))
+    store = open_store(path)
+    try:
+        with pytest.warns(RuntimeWarning, match="is not usable"):
+            assert searched(store, QUERIES[0], 10, T0 + 9000) == []
+        assert len(searched(store, QUERIES[0], 10, T0 + 50)) == 10
+        assert searched(store, QUERIES[0], 10, T0 + 50) == brute_force(
+            path, QUERIES[0], 10, T0 + 50
+        )
+    finally:
+        store.close()
