@@ -3,9 +3,9 @@ the mirror's ``vfrom``/``vuntil`` arrays filter a search at ``Predicate.valid_at
 before the top-k cut, in the rows and the mask modes of ``ranking.candidates``, exact
 and through the ANN index; window changes made by another connection arrive through
 the change log; the index file keeps the windows (format 4) and is rebuilt when they
-differ from SQLite's, a format-3 file gives only its ANN index, and a version-6 file opened read-only (no window columns) reads
-as all windows open. Every check compares with a brute-force ranking of the rows
-SQLite holds."""
+differ from SQLite's, a format-3 file gives only its ANN index, and a version-6 file
+opened read-only (no window columns) reads as all windows open. Every check compares
+with a brute-force ranking of the rows SQLite holds."""
 
 from __future__ import annotations
 
