@@ -1,4 +1,4 @@
-"""Validity windows on every back end (SPEC 11, docs/store.md#validity-windows):
+"""Validity windows on every back end (docs/store.md#validity-windows):
 ``add``/``update`` take ``valid_from``/``valid_until`` like timestamps, ``Record``
 reads them back normalized, ``list(as_of=)`` and ``search(as_of=)`` filter before
 the top-k cut, and every rejected call writes nothing."""
@@ -10,12 +10,14 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from conftest import START, BackendSpec, FakeClock
 
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.sqlite.vector import VectorIndex
 
 T0 = datetime(2020, 1, 1, tzinfo=timezone.utc)
+
+START = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
+"""The conformance ``clock`` fixture's start time."""
 
 
 def at(days: float) -> datetime:
@@ -26,7 +28,7 @@ def iso(days: float) -> str:
     return at(days).isoformat(timespec="seconds")
 
 
-def vector_windows(backend: BackendSpec) -> bool:
+def vector_windows(backend: Any) -> bool:
     """Whether the back end's VECTOR ranking filters windows (SQLite: once its vector
     index takes ``valid_at``, docs/sqlite.md)."""
     if backend.id.startswith("sqlite"):
@@ -82,6 +84,7 @@ def test_scalars_broadcast_over_every_record(store: Any) -> None:
         ({"valid_from": [iso(0), iso(3)], "valid_until": [None, iso(3)]}, r"valid_until\[1\]"),
         ({"timestamps": iso(9), "valid_until": iso(3)}, "valid_until"),
         ({"valid_from": "2020-01-01\x00"}, "valid_from"),
+        ({"valid_until": "9999-12-31T23:59:59.999999Z"}, "valid_until.*outside"),
     ],
 )
 def test_bad_windows_are_refused_and_nothing_is_written(
@@ -177,6 +180,7 @@ def test_list_filters_by_as_of_only_when_given(store: Any) -> None:
     assert len(store.list("message", as_of=iso(-100))) == 1
     with pytest.raises(InvalidArgumentError, match="as_of"):
         store.list("fact", as_of="whenever")
+    assert names(store.list("fact", as_of=datetime.max)) == ["always", "future", "open"]
 
 
 # -- search(as_of=) ----------------------------------------------------------------------
@@ -218,7 +222,7 @@ def test_an_updated_window_reaches_the_search_rows(make_store: Any) -> None:
 
 @pytest.mark.parametrize("strategy", ["KEYWORD", "VECTOR", "HYBRID"])
 def test_search_returns_k_current_memories_when_older_versions_rank_higher(
-    make_store: Any, backend: BackendSpec, clock: FakeClock, strategy: str
+    make_store: Any, backend: Any, clock: Any, strategy: str
 ) -> None:
     if strategy != "KEYWORD" and not vector_windows(backend):
         pytest.skip("the SQLite vector index filters windows once it takes valid_at")

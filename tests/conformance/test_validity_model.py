@@ -1,5 +1,5 @@
 """``search(as_of=)`` and ``list(as_of=)`` agree with a brute-force model over random
-histories of adds, updates and invalidations (SPEC 11), on every back end.
+histories of adds, updates and invalidations (docs/store.md#validity-windows), on every back end.
 
 Each example writes its own user's memories into one store (the scope keeps the
 examples apart); the model computes every window from the operations alone, and the
@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from conftest import BackendSpec, FakeClock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_validity import vector_windows
@@ -63,7 +62,7 @@ def _parse(value: str | None) -> datetime | None:
 )
 @given(ops=OPS, probes=PROBES)
 def test_as_of_matches_a_brute_force_model(
-    make_store: Any, backend: BackendSpec, clock: FakeClock, ops: list[Any], probes: list[int]
+    make_store: Any, backend: Any, clock: Any, ops: list[Any], probes: list[int]
 ) -> None:
     stores = _stores(make_store, backend)
     store = stores["keyword"]
@@ -131,7 +130,7 @@ def test_as_of_matches_a_brute_force_model(
         assert {r.id for r, _ in ranker.search("note", as_of=None, **scoped)} == set(model)
 
 
-def _stores(make_store: Any, backend: BackendSpec) -> dict[str, Any]:
+def _stores(make_store: Any, backend: Any) -> dict[str, Any]:
     """One store per strategy on one storage, opened once per test (the examples
     share them; each writes its own user's rows)."""
     cache: dict[str, Any] | None = getattr(make_store, "_validity_stores", None)

@@ -1,5 +1,5 @@
 """Stores written before validity windows (SQLite schema 6, PostgreSQL schema 4) are
-upgraded in place at their first writable open (SPEC 11, docs/store.md#schema): the
+upgraded in place at their first writable open (docs/store.md#schema): the
 window columns are added, open for every row, except that a memory already marked
 superseded ends at its successor's ``created_at``. A SQLite file that cannot be
 written is read as it is: no windows, every validity filter passes its rows.
@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from conftest import START, FakeClock
 
 from oam_core.apis.metadatajson import RESERVED_KEY
 from oam_core.embedders.hashing import HashingEmbedder
@@ -33,8 +32,11 @@ DROP = [
     for column in ("valid_from", "valid_until")
 ]
 
+START = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
+"""The conformance ``clock`` fixture's start time."""
 
-def _populate(store: Any, clock: FakeClock) -> dict[str, str]:
+
+def _populate(store: Any, clock: Any) -> dict[str, str]:
     """An old store's rows: ``old`` marked superseded by ``new`` (written a day
     later), ``dropped`` marked invalid without a successor, ``kept`` and a message."""
     [old, dropped, kept] = store.add(
@@ -55,7 +57,7 @@ def _mark(old: str, new: str | None) -> tuple[str, tuple[str, str]]:
 # -- SQLite ----------------------------------------------------------------------------
 
 
-def _v6_file(tmp_path: Path, clock: FakeClock) -> tuple[Path, dict[str, str]]:
+def _v6_file(tmp_path: Path, clock: Any) -> tuple[Path, dict[str, str]]:
     path = tmp_path / "v6.db"
     store = SQLiteMemoryStore(str(path), embedder=HashingEmbedder(16), clock=clock)
     ids = _populate(store, clock)
@@ -78,7 +80,7 @@ def _columns(path: Path, table: str) -> set[str]:
 
 
 def test_a_read_only_version_6_file_reads_without_windows(
-    tmp_path: Path, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, clock: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path, ids = _v6_file(tmp_path, clock)
     before = path.read_bytes()
@@ -107,7 +109,7 @@ def test_a_read_only_version_6_file_reads_without_windows(
 
 
 def test_a_writable_open_upgrades_version_6_and_ends_superseded_memories(
-    tmp_path: Path, clock: FakeClock
+    tmp_path: Path, clock: Any
 ) -> None:
     path, ids = _v6_file(tmp_path, clock)
     store = SQLiteMemoryStore(
@@ -152,7 +154,7 @@ def _check_upgraded(store: Any, ids: dict[str, str]) -> None:
 # -- PostgreSQL -------------------------------------------------------------------------
 
 
-def test_postgres_version_4_is_upgraded_in_place(conninfo: str, clock: FakeClock) -> None:
+def test_postgres_version_4_is_upgraded_in_place(conninfo: str, clock: Any) -> None:
     store = PostgresMemoryStore(
         conninfo,
         embedder=HashingEmbedder(16),

@@ -1,4 +1,4 @@
-"""Versions of memories on every back end (SPEC 11, docs/versions.md):
+"""Versions of memories on every back end (docs/store.md#memory-versions):
 ``update_memory``, ``invalidate_memory``, ``get_memory_history``, the changes of an
 extraction pass (``commit_thread_pass(version_changes=)``), and two writers
 superseding one memory at once."""
@@ -9,17 +9,19 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
-from conftest import START, FakeClock
 
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.metadatajson import RESERVED_KEY
 from oam_core.errors import InvalidArgumentError, NotFoundError
 from oam_core.store.threads import thread_store
 from oam_core.store.versions import VersionChange, memory_versions
+
+START = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
+"""The conformance ``clock`` fixture's start time."""
 
 
 def reserved(record: Any) -> dict[str, Any]:
@@ -30,9 +32,7 @@ def current(store: Any, record_type: str = "memory") -> list[str]:
     return sorted(r.content for r in store.list(record_type, as_of=store.clock_now()))
 
 
-def test_update_memory_writes_a_new_version_and_supersedes_the_old(
-    store: Any, clock: FakeClock
-) -> None:
+def test_update_memory_writes_a_new_version_and_supersedes_the_old(store: Any, clock: Any) -> None:
     [old] = store.add(
         ["I live in Lisbon"],
         "fact",
@@ -62,7 +62,7 @@ def test_update_memory_writes_a_new_version_and_supersedes_the_old(
 
 
 def test_update_memory_keeps_provenance_and_takes_metadata_and_valid_from(
-    store: Any, clock: FakeClock
+    store: Any, clock: Any
 ) -> None:
     ts = thread_store(store)
     ts.create_thread_row("t", user_id="u")
@@ -118,14 +118,16 @@ def test_update_memory_refuses_unknown_and_non_current_versions(
         {"reason": 5},
         {"metadata": {RESERVED_KEY: {}}},
         {"metadata": "not a dict"},
+        {"content": None},
+        {"content": "nul\x00"},
     ):
         with rejected(store):
-            versions.update_memory(new, "v3", **bad)
+            versions.update_memory(new, **{"content": "v3", **bad})
     with rejected(store, match="memory_id"):
         versions.update_memory("", "v3")
 
 
-def test_invalidate_memory_ends_the_window_once(store: Any, clock: FakeClock) -> None:
+def test_invalidate_memory_ends_the_window_once(store: Any, clock: Any) -> None:
     versions = memory_versions(store)
     [a, b] = store.add(["has a car", "has a bike"], "memory", valid_from=START - timedelta(1))
     with pytest.raises(NotFoundError):
@@ -146,9 +148,7 @@ def test_invalidate_memory_ends_the_window_once(store: Any, clock: FakeClock) ->
         versions.invalidate_memory(a, valid_until="tomorrow-ish")
 
 
-def test_history_follows_links_in_both_directions_oldest_first(
-    store: Any, clock: FakeClock
-) -> None:
+def test_history_follows_links_in_both_directions_oldest_first(store: Any, clock: Any) -> None:
     versions = memory_versions(store)
     [v1] = store.add(["v1"], "preference", valid_from=START - timedelta(days=30))
     [alone] = store.add(["alone"], "preference")
@@ -204,7 +204,7 @@ def _pass(store: Any, texts: list[str], changes: list[VersionChange], state: int
 
 
 def test_commit_thread_pass_applies_version_changes_after_its_batches(
-    store: Any, clock: FakeClock
+    store: Any, clock: Any
 ) -> None:
     thread_store(store).create_thread_row("t", user_id="u")
     [car, city] = _pass(store, ["has a car", "lives in Lisbon"], [], 1)
@@ -246,7 +246,7 @@ def test_commit_thread_pass_applies_version_changes_after_its_batches(
     assert lost is None and current(store) == ["lives in Berlin"]
 
 
-def test_a_supersede_of_an_old_version_ends_the_current_head(store: Any, clock: FakeClock) -> None:
+def test_a_supersede_of_an_old_version_ends_the_current_head(store: Any, clock: Any) -> None:
     thread_store(store).create_thread_row("t", user_id="u")
     [v1] = _pass(store, ["v1"], [], 1)
     clock.advance(days=1)
@@ -377,7 +377,7 @@ def test_two_concurrent_invalidations_end_the_memory_once(make_store: Any, backe
 
 
 def test_a_supersede_racing_an_update_follows_to_the_new_head(
-    make_store: Any, backend: Any, clock: FakeClock
+    make_store: Any, backend: Any, clock: Any
 ) -> None:
     """An extraction pass superseding a memory that a person updated meanwhile ends
     the person's version, not the stale one: one current version remains."""
@@ -412,3 +412,61 @@ def test_metadata_json_stays_valid(store: Any) -> None:
     raw = store.get("memory", old).metadata
     assert json.loads(json.dumps(raw))[RESERVED_KEY]["reason"] == "naïve"
     assert store.get("memory", new).metadata["k"] == "ß"
+
+
+def test_postgres_row_lock_makes_a_second_invalidation_wait_and_see_the_first(
+    make_store: Any, backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both writers are inside their transactions at once: the second one's locked
+    read (``SELECT ... FOR UPDATE``) waits for the first to commit, then reads the
+    ended window, so only one of them ends it."""
+    if backend.id != "postgres":
+        pytest.skip("row locks of a server")
+    import _pg
+    import psycopg
+
+    from oam_core.store.postgres.backend import PgTx
+
+    first = make_store(name="lock.db")
+    second = make_store(name="lock.db")
+    [old] = first.add(["v1"], "memory")
+    original = PgTx.fetch_locked
+    results: dict[str, Any] = {}
+    threads: list[threading.Thread] = []
+
+    def run_second() -> None:
+        try:
+            results["second"] = memory_versions(second).invalidate_memory(old, reason="B")
+        except Exception as exc:  # reported by the assertion below
+            results["second"] = exc
+
+    def locked(self: Any, family: str, record_id: str) -> Any:
+        row = original(self, family, record_id)
+        if self.b is first.runtime.backend and not threads:
+            threads.append(threading.Thread(target=run_second))
+            threads[0].start()
+            _wait_for_a_lock_wait(psycopg, _pg.server_uri(), threads[0])
+        return row
+
+    monkeypatch.setattr(PgTx, "fetch_locked", locked)
+    results["first"] = memory_versions(first).invalidate_memory(old, reason="A")
+    threads[0].join(timeout=60)
+    assert results == {"first": True, "second": False}
+    assert reserved(first.get("memory", old))["reason"] == "A"
+
+
+def _wait_for_a_lock_wait(psycopg: Any, uri: str, writer: threading.Thread) -> None:
+    """Return once a session of the server waits on a lock (the second writer's
+    locked read), polling ``pg_stat_activity``; fail when ``writer`` ends first."""
+    done = threading.Event()
+    with psycopg.connect(uri, autocommit=True) as conn:
+        for _ in range(3000):
+            waiting = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            ).fetchone()[0]
+            if waiting:
+                return
+            if not writer.is_alive():
+                break
+            done.wait(0.01)
+    raise AssertionError("the second writer never waited on the row lock")
