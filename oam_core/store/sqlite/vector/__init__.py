@@ -3,16 +3,18 @@
 ``SQLiteMemoryStore`` keeps every chunk row in SQLite. This package mirrors the
 searchable ones (chunks with a vector) in memory: a float32 matrix of unit vectors
 and, next to it, the columns a search filters on (record type, thread/user/agent ids
-as small integer codes, expiry, a live flag). Scope filtering is then array work,
-without a SQL round trip per query; metadata filters still select candidate chunks
-in SQL first and are ranked from the matrix. Documented in ``docs/sqlite.md``.
+as small integer codes, expiry, the validity window, a live flag). Scope, expiry and
+validity filtering is then array work, without a SQL round trip per query; metadata
+filters still select candidate chunks in SQL first and are ranked from the matrix.
+Documented in ``docs/sqlite.md``.
 
 One module per job, inner ones first:
 
 - ``ivf``: the ANN index (faiss IVF, 8-bit codes), its build and calibration;
 - ``file``: the index file ``<database>.oamvec`` (format, reading, atomic writes) and
   when it is trusted;
-- ``mirror``: the arrays (vectors, keys, scope and type codes, expiry, live rows);
+- ``mirror``: the arrays (vectors, keys, scope and type codes, expiry, validity
+  windows, live rows);
 - ``ranking``: the candidate rows of a search and the nearest records among them;
 - ``builds``: the ANN index's life (inline or background builds, recall checks,
   compaction, writing the file);

@@ -9,7 +9,7 @@ Ranking:
   exactly;
 * above that, the IVF index of ``vector/ivf.py`` proposes an oversampled
   candidate list which is re-ranked exactly from the float32 matrix after the
-  scope/type/expiry/filter masks are applied; when the masks leave fewer than ``k``
+  scope/type/expiry/validity/filter masks are applied; when the masks leave fewer than ``k``
   records the query is ranked exactly, so a filter never loses results.
 
 Everything a search runs here reads the mirror's attributes and calls nothing else
@@ -33,6 +33,7 @@ __all__ = [
     "SMALL_PRODUCT",
     "Ranked",
     "candidates",
+    "ending",
     "exact",
     "posting",
     "rank",
@@ -79,12 +80,23 @@ def posting(mirror: Mirror, scope: str, code: int) -> IntArray:
     return entry.get(code, np.zeros(0, np.int64))
 
 
+def ending(mirror: Mirror) -> IntArray:
+    """The rows of ``mirror`` whose validity window ends (finite ``vuntil``),
+    ascending (cached in ``mirror.ending`` until the rows change)."""
+    rows = mirror.ending
+    if rows is None:
+        rows = mirror.ending = np.flatnonzero(np.isfinite(mirror.vuntil[: mirror.n]))
+    return rows
+
+
 def candidates(
     mirror: Mirror,
     types: frozenset[str],
     scopes: dict[str, str | None],
     now: float,
     allowed_pks: IntArray | None,
+    *,
+    valid_at: float | None = None,
 ) -> tuple[IntArray | None, BoolArray | None]:
     """Candidate rows of ``mirror`` as ``(rows, mask)``: sorted row positions, or
     ``rows=None`` with a mask over all rows (``mask=None``: every row).
@@ -95,11 +107,19 @@ def candidates(
         scopes: Scope name (``thread``/``user``/``agent``) to the exact value kept.
         now: The search's time, epoch seconds (rows expiring by then are left out).
         allowed_pks: Chunk keys a metadata filter kept, or None for no filter.
+        valid_at: Keep only rows valid then (epoch seconds: ``vfrom <= valid_at <
+            vuntil``), or None for no validity filter. Each half of the test runs only
+            when some row could fail it (``Mirror.max_from``, ``Mirror.min_until``);
+            in mask mode the ``vuntil`` half reads only the rows that have an end
+            (``ending``), so a store with a few ended memories pays little.
     """
     n = mirror.n
     known = mirror.types.code
     type_codes = [known[t] for t in types if t in known]
     every_type = len(type_codes) == len(mirror.types.names)
+    t = 0.0 if valid_at is None else valid_at
+    test_from = valid_at is not None and t < mirror.max_from
+    test_until = valid_at is not None and t >= mirror.min_until
     rows: IntArray | None = None
     for name, value in scopes.items():
         code = mirror.codes[name].code.get(value)
@@ -125,6 +145,10 @@ def candidates(
             keep &= np.isin(mirror.rtype[rows], type_codes)
         if mirror.n_expiring:
             keep &= mirror.expires[rows] > now
+        if test_from:
+            keep &= mirror.vfrom[rows] <= t
+        if test_until:
+            keep &= mirror.vuntil[rows] > t
         return rows[keep], None
     mask: BoolArray | None = None
     if mirror.n_dead:
@@ -135,6 +159,16 @@ def candidates(
     if mirror.n_expiring:
         emask = mirror.expires[:n] > now
         mask = emask if mask is None else mask & emask
+    if test_from:
+        fmask = mirror.vfrom[:n] <= t
+        mask = fmask if mask is None else mask & fmask
+    if test_until:
+        ends = ending(mirror)
+        ended = ends[mirror.vuntil[ends] <= t]
+        if len(ended):
+            if mask is None:
+                mask = np.ones(n, bool)
+            mask[ended] = False
     return None, mask
 
 
@@ -151,7 +185,12 @@ def rank(
     ties by record pk, over the candidates ``(rows, mask)`` of ``candidates``:
     exactly up to ``exact_max`` candidates or without a usable ``ann``, else from
     the ANN index's proposals re-ranked exactly (module docstring)."""
-    count = len(rows) if rows is not None else (mirror.n if mask is None else int(mask.sum()))
+    # count_nonzero: a fifth of the time of sum() on a bool array
+    count = (
+        len(rows)
+        if rows is not None
+        else (mirror.n if mask is None else int(np.count_nonzero(mask)))
+    )
     if count == 0:
         return [[] for _ in range(len(queries))]
     if ann is None or not ann.nprobe or count <= exact_max:
