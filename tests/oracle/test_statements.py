@@ -23,7 +23,7 @@ from oam_core.store.options import (
     SearchIndexSyncMode,
     SearchStrategy,
 )
-from oam_core.store.oracle import ddl, schema, sql
+from oam_core.store.oracle import ddl, schema, sql, windows
 from oam_core.store.oracle import quoting as oracle_quoting
 from oam_core.store.oracle.filter import OracleFilterCompiler
 from oam_core.store.oracle.names import Names
@@ -133,7 +133,10 @@ def test_lock_table_exact_text() -> None:
 
 def test_vector_column_and_indexes_exact_text() -> None:
     chunks = ddl.create_tables(N, 384)[5].sql
-    assert chunks.endswith("expires_at TIMESTAMP(6),\n  embedding VECTOR(384, FLOAT32)\n)")
+    assert chunks.endswith(
+        "expires_at TIMESTAMP(6),\n  valid_from TIMESTAMP(6),\n  valid_until TIMESTAMP(6),\n"
+        "  embedding VECTOR(384, FLOAT32)\n)"
+    )
     assert "embedding" not in ddl.create_tables(N, None)[5].sql
     assert ddl.hnsw_index(N).sql == (
         "CREATE VECTOR INDEX S1_CHUNKS_VEC_IX ON S1_RECORD_CHUNKS (embedding)\n"
@@ -201,10 +204,14 @@ def test_bind_types() -> None:
         "metadata": "JSON",
         "created_at": "TIMESTAMP",
         "expires_at": "TIMESTAMP",
+        "valid_from": "TIMESTAMP",
+        "valid_until": "TIMESTAMP",
     }
     assert sql.insert_chunks(N, [], True).types == {
         "chunk_text": "CLOB",
         "expires_at": "TIMESTAMP",
+        "valid_from": "TIMESTAMP",
+        "valid_until": "TIMESTAMP",
         "embedding": "VECTOR",
     }
     assert "embedding" not in sql.insert_chunks(N, [], False).sql
@@ -570,8 +577,9 @@ def test_plan_upgrades_a_version_1_schema() -> None:
         schema.plan_schema(SchemaPolicy.REQUIRE_EXISTING, N, old, wanted())
     plan = schema.plan_schema(SchemaPolicy.CREATE_IF_NECESSARY, N, old, wanted())
     legacy = oracle_quoting.legacy_context_rows(N).sql
-    assert _sqls(plan) == ["ALTER TABLE S1_THREADS ADD (seq_no NUMBER)", legacy]
-    assert plan.meta["schema_version"] == "3" == str(ddl.SCHEMA_VERSION)
+    to_4 = [s.sql for s in windows.upgrade(N)]
+    assert _sqls(plan) == ["ALTER TABLE S1_THREADS ADD (seq_no NUMBER)", legacy, *to_4]
+    assert plan.meta["schema_version"] == "4" == str(ddl.SCHEMA_VERSION)
     current = schema.plan_schema(SchemaPolicy.CREATE_IF_NECESSARY, N, existing(), wanted())
     assert "ALTER TABLE S1_THREADS ADD (seq_no NUMBER)" not in _sqls(current)
     assert legacy not in _sqls(current)
@@ -591,7 +599,8 @@ def test_plan_upgrades_a_version_2_schema() -> None:
     legacy = steps.index(oracle_quoting.legacy_context_rows(N).sql)
     assert created and index and created[0] < index[0] < legacy
     assert "REFERENCES S1_MESSAGES (pk) ON DELETE CASCADE" in steps[created[0]]
-    assert plan.meta["schema_version"] == "3"
+    assert steps[legacy + 1 :] == [s.sql for s in windows.upgrade(N)]
+    assert plan.meta["schema_version"] == "4"
 
 
 def test_plan_reopening_with_another_strategy_is_recorded_or_refused_by_name() -> None:
