@@ -376,7 +376,7 @@ def _dt() -> Any:
 
 
 def test_update_text_is_one_transaction(conn: FakeConnection, store: OracleDBMemoryStore) -> None:
-    row = (7, "memory", "old", 1, None, 0, '{"k": 1}', _dt(), None, None, None, None)
+    row = (7, "memory", "old", 1, None, 0, '{"k": 1}', _dt(), None, None, None, None, None, None)
     conn.script(
         r"FROM S1_MEMORIES r WHERE r.id = :id AND|FROM S1_MEMORIES r WHERE r.id = :id FOR", [row]
     )
@@ -869,7 +869,7 @@ def test_delete_of_a_message_deletes_the_rows_quoting_it_first(
 def test_a_new_ttl_clamps_the_quoting_rows_to_the_earliest_expiry(
     conn: FakeConnection, store: OracleDBMemoryStore
 ) -> None:
-    row = (7, "message", "old", 1, None, 0, None, _dt(), "t1", None, None, None)
+    row = (7, "message", "old", 1, None, 0, None, _dt(), "t1", None, None, None, None, None)
     conn.script(r"FROM S1_MESSAGES r WHERE r.id = :id", [row])
     conn.script(
         r"SELECT c.pk, c.record_family, c.record_pk FROM S1_RECORD_CHUNKS", [(40, "message", 8)]

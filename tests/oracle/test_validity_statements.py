@@ -356,3 +356,153 @@ def test_statements_on_an_old_schema_name_no_window_column() -> None:
     with pytest.raises(ValueError, match="cannot update columns"):
         sql.update_record(OLD, "memory", 1, {"valid_until": None})
     assert dataclasses.replace(OLD, windows=True) == N
+
+
+# -- the store API on Oracle (store/base.py, store/versions.py) ---------------------------
+
+
+def _inserted(conn: FakeConnection, table: str) -> list[dict[str, Any]]:
+    return [r for c in conn.statements("executemany") if f"INTO {table} " in c.sql for r in c.binds]
+
+
+def test_add_writes_the_window_to_the_record_and_its_search_rows(
+    conn: FakeConnection, store: OracleDBMemoryStore
+) -> None:
+    until = AT + timedelta(days=10)
+    store.add(
+        ["I live in Lisbon"],
+        "fact",
+        user_ids="u1",
+        record_ids="f1",
+        valid_from=AT,
+        valid_until=until,
+    )
+    (record,) = _inserted(conn, "S1_MEMORIES")
+    (chunk,) = _inserted(conn, "S1_RECORD_CHUNKS")
+    expected = (AT_NAIVE, AT_NAIVE + timedelta(days=10))
+    assert (record["valid_from"], record["valid_until"]) == expected
+    assert (chunk["valid_from"], chunk["valid_until"]) == expected
+    sizes = [c.sizes for c in conn.calls if c.kind == "setinputsizes"]
+    assert all(s["valid_from"] is oracledb.DB_TYPE_TIMESTAMP for s in sizes)
+    conn.reset()
+    store.add(["hello"], "message", thread_ids="t1", roles="user", record_ids="m1")
+    (message,) = _inserted(conn, "S1_MESSAGES")
+    assert message["valid_from"] is None and message["valid_until"] is None
+
+
+def test_a_timestamp_gives_valid_from(conn: FakeConnection, store: OracleDBMemoryStore) -> None:
+    store.add(["I moved"], "memory", record_ids="f2", timestamps="2025-06-01T06:30:00Z")
+    (record,) = _inserted(conn, "S1_MEMORIES")
+    assert record["valid_from"] == AT_NAIVE and record["valid_until"] is None
+
+
+def test_search_filters_current_by_default_and_as_asked(
+    conn: FakeConnection, store: OracleDBMemoryStore
+) -> None:
+    def ranked() -> list[Any]:
+        calls = [c for c in conn.statements() if "VECTOR_DISTANCE" in c.sql]
+        conn.reset()
+        return calls
+
+    store.search("pizza", k=3)
+    (call,) = ranked()
+    assert VALID in call.sql and call.binds["valid_at"] == sql.naive_utc(NOW)
+    store.search("pizza", k=3, as_of=AT)
+    assert ranked()[0].binds["valid_at"] == AT_NAIVE
+    store.search("pizza", k=3, as_of=None)
+    assert "valid_at" not in ranked()[0].sql
+    store.list("fact", as_of="2025-06-01T06:30:00Z")
+    (listed,) = [c for c in conn.statements() if "FROM S1_MEMORIES r WHERE" in c.sql]
+    assert listed.binds["valid_at"] == AT_NAIVE
+
+
+def _fetched(meta: dict[str, Any] | None, valid_from: datetime | None) -> tuple[Any, ...]:
+    import json
+
+    text = None if meta is None else json.dumps(meta)
+    return (7, "fact", "x", 1, None, 0, text, AT_NAIVE, None, "u1", None, None, valid_from, None)
+
+
+def test_fetch_reads_the_window_as_aware_times(
+    conn: FakeConnection, store: OracleDBMemoryStore
+) -> None:
+    conn.script(r"WHERE r.id = :id FOR UPDATE", [_fetched(None, AT_NAIVE)])
+    with store._impl.transaction() as tx:
+        row = tx.fetch_locked("memory", "m1")
+    assert row is not None
+    assert row.valid_from == AT and row.valid_until is None
+    (call,) = [c for c in conn.statements() if "FOR UPDATE" in c.sql]
+    assert call.binds == {"id": "m1"}
+
+
+def test_supersede_reads_both_rows_locked_then_ends_the_old_window(
+    conn: FakeConnection, store: OracleDBMemoryStore
+) -> None:
+    from oam_core.store.versions import VersionChange, apply_changes
+
+    rows = {"old": (3, None), "new": (4, AT_NAIVE)}
+
+    def fetch(_sql: str, binds: dict[str, Any]) -> list[tuple[Any, ...]]:
+        pk, start = rows[binds["id"]]
+        return [(pk, *_fetched(None, start)[1:])]
+
+    conn.script(r"WHERE r.id = :id FOR UPDATE", fetch)
+    with store._impl.transaction() as tx:
+        done = apply_changes(store.runtime, tx, [VersionChange("supersede", "old", "new")])
+    assert [(c.target_id, c.at) for c in done] == [("old", AT)]
+    texts = conn.sql()
+    locked = [i for i, t in enumerate(texts) if t.endswith("WHERE r.id = :id FOR UPDATE")]
+    first_update = next(i for i, t in enumerate(texts) if t.startswith("UPDATE"))
+    assert len(locked) == 2 and max(locked) < first_update
+    ended = next(c for c in conn.statements() if c.sql.startswith("UPDATE S1_MEMORIES SET valid"))
+    assert ended.binds["pk"] == 3 and ended.binds["valid_until"] == AT_NAIVE
+    assert '"superseded_by": "new"' in json_text(ended.binds["metadata"])
+    copied = next(c for c in conn.statements() if c.sql.startswith("UPDATE S1_RECORD_CHUNKS"))
+    assert copied.binds == {"valid_until": AT_NAIVE, "family": "memory", "pk": 3}
+    assert conn.kinds()[-1] == "commit"
+
+
+def json_text(value: Any) -> str:
+    import json
+
+    return json.dumps(value)
+
+
+def test_get_in_family_is_one_query_over_every_memory_type(
+    conn: FakeConnection, store: OracleDBMemoryStore
+) -> None:
+    conn.script(r"FROM S1_MEMORIES r WHERE r.id = :id", [(*_memory_row(5), None, AT_NAIVE, None)])
+    got = store._impl.get_in_family("memory", "m5", NOW)
+    assert got is not None and got.valid_from == "2025-06-01T06:30:00+00:00"
+    (call,) = conn.statements()
+    assert ":record_type" not in call.sql and call.binds == {"id": "m5", "now": sql.naive_utc(NOW)}
+    profile = sql.get_record(N, "user_profile", "u", None, NOW)
+    assert "r.record_type = :family_type" in profile.sql
+
+
+def test_dump_and_restore_keep_the_window(conn: FakeConnection, store: OracleDBMemoryStore) -> None:
+    conn.script(
+        r"FROM S1_MEMORIES r WHERE r.pk > :after",
+        lambda _s, b: (
+            [(*_memory_row(5), None, AT_NAIVE, AT_NAIVE + timedelta(days=1))]
+            if b["after"] == -1
+            else []
+        ),
+    )
+    rows, _ = store._impl.dump_page(None, 10, None)
+    (row,) = [r for r in rows if r.id == "m5"]
+    assert (row.valid_from, row.valid_until) == (AT, AT + timedelta(days=1))
+    conn.reset()
+    with store._impl.transaction() as tx:
+        tx.restore([row], 10)
+    (record,) = _inserted(conn, "S1_MEMORIES")
+    assert (record["valid_from"], record["valid_until"]) == (
+        AT_NAIVE,
+        AT_NAIVE + timedelta(days=1),
+    )
+    conn.reset()
+    with store._impl.transaction() as tx:
+        tx.n = OLD  # type: ignore[attr-defined]  # as a version-3 schema opened without DDL
+        with pytest.raises(SchemaError, match="CREATE_IF_NECESSARY"):
+            tx.restore([row], 10)
+    assert not conn.statements("executemany")

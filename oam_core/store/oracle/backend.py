@@ -186,6 +186,11 @@ class OracleBackend(Backend):
         rows = self._all(sql.get_record(self.n, family, record_id, record_type, sql.naive_utc(now)))
         return record_from_row(family, rows[0]) if rows else None
 
+    def get_in_family(self, family: str, record_id: str, now: datetime) -> Record | None:
+        """One visible record by family and id, whatever its type: one query."""
+        rows = self._all(sql.get_record(self.n, family, record_id, None, sql.naive_utc(now)))
+        return record_from_row(family, rows[0]) if rows else None
+
     def list(self, pred: Predicate, limit: int | None) -> builtins.list[Record]:
         (record_type,) = tuple(pred.record_types)
         rows = self._all(sql.list_records(self.n, pred, limit, sql.naive_utc(pred.now)))
@@ -555,7 +560,7 @@ class OracleTx(Tx):
         row = fetchone(self.c, sql.fetch_row(self.n, family, record_id))
         if row is None:
             return None
-        pk, rtype, content, content_set, ts, ts_set, meta, created, tid, uid, aid, _exp, *_w = row
+        pk, rtype, content, content_set, ts, ts_set, meta, created, tid, uid, aid, _exp, vf, vu = row
         if rtype == "user_profile":
             scope: tuple[str | None, str | None, str | None] = (None, record_id, None)
         elif rtype == "agent_profile":
@@ -574,6 +579,8 @@ class OracleTx(Tx):
             created_at=created_at,
             scope=scope,
             id=record_id,
+            valid_from=windows.aware(vf),
+            valid_until=windows.aware(vu),
         )
 
     def fetch_locked(self, family: str, record_id: str) -> StoredRow | None:

@@ -517,16 +517,25 @@ def list_records(n: Names, pred: Predicate, limit: int | None, now: Any) -> Stmt
     return Stmt(sql, binds, types)
 
 
-def get_record(n: Names, family: str, record_id: str, record_type: str, now: Any) -> Stmt:
-    """One visible record by type and id."""
+def get_record(
+    n: Names, family: str, record_id: str, record_type: str | None, now: Any
+) -> Stmt:
+    """One visible record by type and id; ``record_type`` None: of any type of the
+    family (a profile family is its own type)."""
     if family == THREAD:
         return Stmt(
             f"SELECT {THREAD_AS_RECORD} FROM {n.threads} r WHERE r.id = :id", {"id": record_id}
         )
+    binds: dict[str, Any] = {"id": record_id, "now": now}
+    if record_type is None:
+        by_type = _profile_filter(family, binds, "r.")
+    else:
+        by_type = " AND r.record_type = :record_type"
+        binds["record_type"] = record_type
     return Stmt(
-        f"SELECT {record_columns(n)} FROM {n.record_table(family)} r WHERE r.id = :id "
-        "AND r.record_type = :record_type AND (r.expires_at IS NULL OR r.expires_at > :now)",
-        {"id": record_id, "record_type": record_type, "now": now},
+        f"SELECT {record_columns(n)} FROM {n.record_table(family)} r WHERE r.id = :id"
+        f"{by_type} AND (r.expires_at IS NULL OR r.expires_at > :now)",
+        binds,
         {"now": "TIMESTAMP"},
     )
 

@@ -130,6 +130,8 @@ def _record_dump_row(
         metadata=lob_text(row[12]),
         created_at=record.created_at or "",
         expires_at=utc(row[14]),
+        valid_from=windows.aware(row[15]),
+        valid_until=windows.aware(row[16]),
         chunks=tuple(
             DumpChunk(
                 text=lob_text(c[2]),

@@ -19,7 +19,7 @@ Pure builders and conversions (no I/O).
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 from oam_core.apis.metadatajson import RESERVED_KEY
 from oam_core.apis.timestamps import normalize_timestamp
@@ -207,6 +207,14 @@ Window = tuple[datetime | None, datetime | None]
 """``(valid_from, valid_until)``: aware (as planned) or naive UTC (as fetched); None = open."""
 
 
-def of(row: object) -> Window:
+class _HasWindow(Protocol):
+    @property
+    def valid_from(self) -> datetime | None: ...
+
+    @property
+    def valid_until(self) -> datetime | None: ...
+
+
+def of(row: _HasWindow) -> Window:
     """The window a ``RowPlan``, ``StoredRow`` or ``DumpRow`` carries (None = open)."""
-    return getattr(row, "valid_from", None), getattr(row, "valid_until", None)
+    return row.valid_from, row.valid_until
