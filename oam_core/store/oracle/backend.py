@@ -560,7 +560,9 @@ class OracleTx(Tx):
         row = fetchone(self.c, sql.fetch_row(self.n, family, record_id))
         if row is None:
             return None
-        pk, rtype, content, content_set, ts, ts_set, meta, created, tid, uid, aid, _exp, vf, vu = row
+        pk, rtype, content, content_set, ts, ts_set, meta, created, tid, uid, aid, _exp, vf, vu = (
+            row
+        )
         if rtype == "user_profile":
             scope: tuple[str | None, str | None, str | None] = (None, record_id, None)
         elif rtype == "agent_profile":

@@ -517,9 +517,7 @@ def list_records(n: Names, pred: Predicate, limit: int | None, now: Any) -> Stmt
     return Stmt(sql, binds, types)
 
 
-def get_record(
-    n: Names, family: str, record_id: str, record_type: str | None, now: Any
-) -> Stmt:
+def get_record(n: Names, family: str, record_id: str, record_type: str | None, now: Any) -> Stmt:
     """One visible record by type and id; ``record_type`` None: of any type of the
     family (a profile family is its own type)."""
     if family == THREAD:
