@@ -39,6 +39,7 @@ PRED = Predicate(
     metadata=parse_filter({"source": "slack", "tags": ["a"], "t": {"$array_contains": "x"}}),
 )
 LIST_PRED = Predicate(record_types=frozenset({"fact"}), now=NOW, agent_id="a1")
+AT_PRED = dataclasses.replace(PRED, valid_at=NOW)
 
 
 def all_sql_statements() -> list[Stmt]:
@@ -99,6 +100,15 @@ def all_sql_statements() -> list[Stmt]:
         sql.rank_keyword(N, "{a} ACCUM {b}", 5, PRED),
         sql.hybrid_search("{}"),
         sql.hybrid_hits(N, "[]", PRED),
+        # Validity windows (test_validity_statements.py): the filter and the writes.
+        sql.rank_vector(N, array.array("f", [1.0]), 5, AT_PRED),
+        sql.rank_keyword(N, "{a}", 5, AT_PRED),
+        sql.hybrid_hits(N, "[]", AT_PRED),
+        sql.list_records(N, dataclasses.replace(LIST_PRED, valid_at=NOW), 10, naive),
+        sql.get_record(N, "memory", "m", None, naive),
+        windows.record_window(N, "memory", 1),
+        windows.update_chunk_windows(N, "memory", 1, {"valid_from": naive, "valid_until": None}),
+        sql.update_record(N, "memory", 1, {"valid_until": naive}),
     ]
 
 
