@@ -560,9 +560,8 @@ class OracleTx(Tx):
         row = fetchone(self.c, sql.fetch_row(self.n, family, record_id))
         if row is None:
             return None
-        pk, rtype, content, content_set, ts, ts_set, meta, created, tid, uid, aid, _exp, vf, vu = (
-            row
-        )
+        pk, rtype, content, content_set, ts, ts_set, meta, created, tid, uid, aid = row[:11]
+        valid_from, valid_until = row[12:14]  # after expires_at
         if rtype == "user_profile":
             scope: tuple[str | None, str | None, str | None] = (None, record_id, None)
         elif rtype == "agent_profile":
@@ -581,8 +580,8 @@ class OracleTx(Tx):
             created_at=created_at,
             scope=scope,
             id=record_id,
-            valid_from=windows.aware(vf),
-            valid_until=windows.aware(vu),
+            valid_from=windows.aware(valid_from),
+            valid_until=windows.aware(valid_until),
         )
 
     def fetch_locked(self, family: str, record_id: str) -> StoredRow | None:
