@@ -506,3 +506,29 @@ def test_dump_and_restore_keep_the_window(conn: FakeConnection, store: OracleDBM
         with pytest.raises(SchemaError, match="CREATE_IF_NECESSARY"):
             tx.restore([row], 10)
     assert not conn.statements("executemany")
+
+
+def test_import_of_a_dump_writes_the_windows(
+    conn: FakeConnection, store: OracleDBMemoryStore, tmp_path: Any
+) -> None:
+    from oam_core import SQLiteMemoryStore, export_store, import_store
+
+    path = tmp_path / "d.jsonl"
+    with SQLiteMemoryStore(
+        str(tmp_path / "s.db"), embedder=HashingEmbedder(8), clock=lambda: NOW
+    ) as source:
+        source.add(["Lisbon"], "fact", record_ids="f1", valid_from=AT, valid_until=NOW)
+        source.add(["Berlin"], "fact", record_ids="f2")
+        export_store(source, path)
+    import_store(store, path)
+    records = {r["id"]: r for r in _inserted(conn, "S1_MEMORIES")}
+    assert (records["f1"]["valid_from"], records["f1"]["valid_until"]) == (
+        AT_NAIVE,
+        sql.naive_utc(NOW),
+    )
+    assert records["f2"]["valid_from"] is None and records["f2"]["valid_until"] is None
+    chunks = _inserted(conn, "S1_RECORD_CHUNKS")
+    assert sorted((c["valid_from"] is None, c["valid_until"] is None) for c in chunks) == [
+        (False, False),
+        (True, True),
+    ]
