@@ -331,6 +331,10 @@ def test_version_3_opened_without_ddl_reads_and_writes_without_naming_the_column
     with store._impl.transaction() as tx, pytest.raises(SchemaError, match="version 3"):
         tx.update_row(_row(), {"valid_until": AT})
     assert not [c for c in conn.statements() if c.sql.startswith("UPDATE")]
+    with pytest.raises(SchemaError, match="CREATE_IF_NECESSARY"):  # valid_from = timestamp
+        store.add(["moved"], "fact", record_ids="f9", timestamps="2025-06-01T06:30:00Z")
+    assert not [c for c in conn.statements() if c.sql.startswith("INSERT")]
+    assert conn.kinds()[-1] == "rollback"
 
 
 def test_statements_on_an_old_schema_name_no_window_column() -> None:
