@@ -69,7 +69,22 @@ def test_reindex_embeds_the_rows_listed_without_vectors(conn: FakeConnection, cl
     answers = [[("memory", "m1")], []]
     conn.script(r"c\.embedding IS NULL", lambda *_: answers.pop(0))
     created = datetime(2026, 3, 1, 12, 0, 0)
-    row = (7, "memory", "old", 1, None, 0, None, created, None, None, None, None)
+    row = (
+        7,
+        "memory",
+        "old",
+        1,
+        None,
+        0,
+        None,
+        created,
+        None,
+        None,
+        None,
+        None,
+        None,
+        None,
+    )  # ..., expires_at, valid_from, valid_until
     conn.script(r"FROM S1_MEMORIES r WHERE r.id = :id", [row])
     conn.script(r"SELECT chunk_text FROM S1_RECORD_CHUNKS", [("old text",)])
     conn.reset()

@@ -23,7 +23,7 @@ from oam_core.store.options import (
     SearchIndexSyncMode,
     SearchStrategy,
 )
-from oam_core.store.oracle import ddl, schema, sql
+from oam_core.store.oracle import ddl, schema, sql, windows
 from oam_core.store.oracle import quoting as oracle_quoting
 from oam_core.store.oracle.filter import OracleFilterCompiler
 from oam_core.store.oracle.names import Names
@@ -39,6 +39,7 @@ PRED = Predicate(
     metadata=parse_filter({"source": "slack", "tags": ["a"], "t": {"$array_contains": "x"}}),
 )
 LIST_PRED = Predicate(record_types=frozenset({"fact"}), now=NOW, agent_id="a1")
+AT_PRED = dataclasses.replace(PRED, valid_at=NOW)
 
 
 def all_sql_statements() -> list[Stmt]:
@@ -99,6 +100,15 @@ def all_sql_statements() -> list[Stmt]:
         sql.rank_keyword(N, "{a} ACCUM {b}", 5, PRED),
         sql.hybrid_search("{}"),
         sql.hybrid_hits(N, "[]", PRED),
+        # Validity windows (test_validity_statements.py): the filter and the writes.
+        sql.rank_vector(N, array.array("f", [1.0]), 5, AT_PRED),
+        sql.rank_keyword(N, "{a}", 5, AT_PRED),
+        sql.hybrid_hits(N, "[]", AT_PRED),
+        sql.list_records(N, dataclasses.replace(LIST_PRED, valid_at=NOW), 10, naive),
+        sql.get_record(N, "memory", "m", None, naive),
+        windows.record_window(N, "memory", 1),
+        windows.update_chunk_windows(N, "memory", 1, {"valid_from": naive, "valid_until": None}),
+        sql.update_record(N, "memory", 1, {"valid_until": naive}),
     ]
 
 
@@ -133,7 +143,10 @@ def test_lock_table_exact_text() -> None:
 
 def test_vector_column_and_indexes_exact_text() -> None:
     chunks = ddl.create_tables(N, 384)[5].sql
-    assert chunks.endswith("expires_at TIMESTAMP(6),\n  embedding VECTOR(384, FLOAT32)\n)")
+    assert chunks.endswith(
+        "expires_at TIMESTAMP(6),\n  valid_from TIMESTAMP(6),\n  valid_until TIMESTAMP(6),\n"
+        "  embedding VECTOR(384, FLOAT32)\n)"
+    )
     assert "embedding" not in ddl.create_tables(N, None)[5].sql
     assert ddl.hnsw_index(N).sql == (
         "CREATE VECTOR INDEX S1_CHUNKS_VEC_IX ON S1_RECORD_CHUNKS (embedding)\n"
@@ -201,10 +214,14 @@ def test_bind_types() -> None:
         "metadata": "JSON",
         "created_at": "TIMESTAMP",
         "expires_at": "TIMESTAMP",
+        "valid_from": "TIMESTAMP",
+        "valid_until": "TIMESTAMP",
     }
     assert sql.insert_chunks(N, [], True).types == {
         "chunk_text": "CLOB",
         "expires_at": "TIMESTAMP",
+        "valid_from": "TIMESTAMP",
+        "valid_until": "TIMESTAMP",
         "embedding": "VECTOR",
     }
     assert "embedding" not in sql.insert_chunks(N, [], False).sql
@@ -570,8 +587,9 @@ def test_plan_upgrades_a_version_1_schema() -> None:
         schema.plan_schema(SchemaPolicy.REQUIRE_EXISTING, N, old, wanted())
     plan = schema.plan_schema(SchemaPolicy.CREATE_IF_NECESSARY, N, old, wanted())
     legacy = oracle_quoting.legacy_context_rows(N).sql
-    assert _sqls(plan) == ["ALTER TABLE S1_THREADS ADD (seq_no NUMBER)", legacy]
-    assert plan.meta["schema_version"] == "3" == str(ddl.SCHEMA_VERSION)
+    to_4 = [s.sql for s in windows.upgrade(N)]
+    assert _sqls(plan) == ["ALTER TABLE S1_THREADS ADD (seq_no NUMBER)", legacy, *to_4]
+    assert plan.meta["schema_version"] == "4" == str(ddl.SCHEMA_VERSION)
     current = schema.plan_schema(SchemaPolicy.CREATE_IF_NECESSARY, N, existing(), wanted())
     assert "ALTER TABLE S1_THREADS ADD (seq_no NUMBER)" not in _sqls(current)
     assert legacy not in _sqls(current)
@@ -591,7 +609,8 @@ def test_plan_upgrades_a_version_2_schema() -> None:
     legacy = steps.index(oracle_quoting.legacy_context_rows(N).sql)
     assert created and index and created[0] < index[0] < legacy
     assert "REFERENCES S1_MESSAGES (pk) ON DELETE CASCADE" in steps[created[0]]
-    assert plan.meta["schema_version"] == "3"
+    assert steps[legacy + 1 :] == [s.sql for s in windows.upgrade(N)]
+    assert plan.meta["schema_version"] == "4"
 
 
 def test_plan_reopening_with_another_strategy_is_recorded_or_refused_by_name() -> None:

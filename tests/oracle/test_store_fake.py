@@ -89,7 +89,7 @@ def test_create_if_empty_creates_the_vector_schema_in_order(
     meta = binds_of(conn, r"^MERGE INTO S1_MEMORY_STORE_META")
     assert len(meta) == 1
     stored = {r["meta_key"]: r["meta_value"] for r in meta[0]}
-    assert stored["vector_dim"] == "8" and stored["schema_version"] == "3"
+    assert stored["vector_dim"] == "8" and stored["schema_version"] == "4"
     assert json.loads(stored["retention"]) == {"default_ttl_days": None, "max_ttl_days": None}
     # DDL runs before (outside) the one metadata transaction.
     assert conn.kinds()[-2:] == ["executemany", "commit"]
@@ -290,6 +290,8 @@ def test_add_with_300_chunks_batches_256_in_one_transaction(
     assert _sizes_before(conn, i) == {
         "chunk_text": oracledb.DB_TYPE_CLOB,
         "expires_at": oracledb.DB_TYPE_TIMESTAMP,
+        "valid_from": oracledb.DB_TYPE_TIMESTAMP,
+        "valid_until": oracledb.DB_TYPE_TIMESTAMP,
         "embedding": oracledb.DB_TYPE_VECTOR,
     }
     (rec,) = [c for c in conn.statements("executemany") if "INSERT INTO S1_MEMORIES" in c.sql]
@@ -361,6 +363,7 @@ def test_empty_strings_survive_oracle_null(
         store.add(["x"], "memory", record_ids="m2", timestamps="")  # not a time (docs/store.md)
     # Oracle hands '' back as NULL; the flags restore it.
     row = (1, "m1", "memory", None, 1, None, None, None, None, None, None, 1, None, _dt(), None)
+    row += (None, None)  # the validity window
     conn.script(r"FROM S1_MEMORIES r WHERE r.id = :id", [row])
     rec = store.get("memory", "m1")
     assert rec is not None and rec.content == ""
@@ -373,7 +376,7 @@ def _dt() -> Any:
 
 
 def test_update_text_is_one_transaction(conn: FakeConnection, store: OracleDBMemoryStore) -> None:
-    row = (7, "memory", "old", 1, None, 0, '{"k": 1}', _dt(), None, None, None, None)
+    row = (7, "memory", "old", 1, None, 0, '{"k": 1}', _dt(), None, None, None, None, None, None)
     conn.script(
         r"FROM S1_MEMORIES r WHERE r.id = :id AND|FROM S1_MEMORIES r WHERE r.id = :id FOR", [row]
     )
@@ -509,7 +512,10 @@ def test_purge_expired_deletes_chunks_first(
 
 
 def _record_row(pk: int, rid: str) -> tuple[Any, ...]:
-    return (pk, rid, "memory", "pizza", 1, None, None, None, None, None, None, 0, None, _dt(), None)
+    return (
+        *(pk, rid, "memory", "pizza", 1, None, None, None, None, None, None, 0, None, _dt(), None),
+        *(None, None),  # the validity window
+    )
 
 
 def test_vector_search_filters_before_the_top_k(
@@ -538,7 +544,7 @@ def test_list_returns_oldest_first_and_decodes_rows(
     conn: FakeConnection, store: OracleDBMemoryStore
 ) -> None:
     meta = json.dumps({"a": 0.1, "b": [1, True]})
-    rows = [(*_record_row(2, "m2")[:12], meta, _dt(), None), _record_row(1, "m1")]
+    rows = [(*_record_row(2, "m2")[:12], meta, _dt(), None, None, None), _record_row(1, "m1")]
     conn.script(r"ORDER BY r.pk DESC", rows)
     out = store.list("memory", limit=2)
     assert [r.id for r in out] == ["m1", "m2"]
@@ -863,7 +869,7 @@ def test_delete_of_a_message_deletes_the_rows_quoting_it_first(
 def test_a_new_ttl_clamps_the_quoting_rows_to_the_earliest_expiry(
     conn: FakeConnection, store: OracleDBMemoryStore
 ) -> None:
-    row = (7, "message", "old", 1, None, 0, None, _dt(), "t1", None, None, None)
+    row = (7, "message", "old", 1, None, 0, None, _dt(), "t1", None, None, None, None, None)
     conn.script(r"FROM S1_MESSAGES r WHERE r.id = :id", [row])
     conn.script(
         r"SELECT c.pk, c.record_family, c.record_pk FROM S1_RECORD_CHUNKS", [(40, "message", 8)]

@@ -149,6 +149,8 @@ def test_export_reads_every_family_page_by_page(conn: FakeConnection, clock: Any
                 meta,
                 created,
                 None,
+                created,  # valid_from
+                None,  # valid_until
             )
         ]
 

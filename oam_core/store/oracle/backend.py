@@ -34,7 +34,7 @@ from oam_core.store.fusion import normalized_distances
 from oam_core.store.options import SearchStrategy
 from oam_core.store.oracle import dump as od
 from oam_core.store.oracle import quoting as oq
-from oam_core.store.oracle import sql
+from oam_core.store.oracle import sql, windows
 from oam_core.store.oracle.names import Names
 from oam_core.store.oracle.rows import (
     family_of_type,
@@ -184,6 +184,11 @@ class OracleBackend(Backend):
 
     def get(self, family: str, record_id: str, record_type: str, now: datetime) -> Record | None:
         rows = self._all(sql.get_record(self.n, family, record_id, record_type, sql.naive_utc(now)))
+        return record_from_row(family, rows[0]) if rows else None
+
+    def get_in_family(self, family: str, record_id: str, now: datetime) -> Record | None:
+        """One visible record by family and id, whatever its type: one query."""
+        rows = self._all(sql.get_record(self.n, family, record_id, None, sql.naive_utc(now)))
         return record_from_row(family, rows[0]) if rows else None
 
     def list(self, pred: Predicate, limit: int | None) -> builtins.list[Record]:
@@ -405,6 +410,8 @@ class OracleTx(Tx):
         return thread_row(rows[0]) if rows else None
 
     def insert(self, plans: Sequence[RowPlan], created_at: datetime, batch_size: int) -> None:
+        for plan in plans:  # before any statement: no window on a schema without them
+            windows.refuse_without_columns(self.n, *windows.of(plan))
         created = sql.naive_utc(created_at)
         next_seq: dict[str | None, int] = {}
         by_family: dict[str, list[dict[str, Any]]] = {}
@@ -434,6 +441,7 @@ class OracleTx(Tx):
                     "metadata": json.loads(plan.metadata) if plan.metadata is not None else None,
                     "created_at": created,
                     "expires_at": sql.naive_utc(plan.expires_at) if plan.expires_at else None,
+                    **windows.binds(self.n, *windows.of(plan)),
                 }
             )
         for family, rows in by_family.items():
@@ -459,6 +467,7 @@ class OracleTx(Tx):
                 chunk,
                 plan.chunk_scope,
                 quoting[(i, seq)].expires_at if (i, seq) in quoting else expiries[i],
+                windows.of(plan),
             )
             for i, plan in enumerate(plans)
             for seq, chunk in enumerate(plan.chunks)
@@ -526,9 +535,11 @@ class OracleTx(Tx):
         chunk: ChunkPlan,
         scope: tuple[str | None, str | None, str | None],
         expires_at: datetime | None,
+        window: windows.Window = (None, None),
     ) -> dict[str, Any]:
         """The binds of one search row of the record ``(family, record_pk)`` at
-        position ``seq``; the vector only when the store keeps its own vectors."""
+        position ``seq`` (``window``: its record's, copied); the vector only when the
+        store keeps its own vectors."""
         row: dict[str, Any] = {
             "record_family": family,
             "record_pk": record_pk,
@@ -539,6 +550,7 @@ class OracleTx(Tx):
             "user_id": scope[1],
             "agent_id": scope[2],
             "expires_at": expires_at,
+            **windows.binds(self.n, *window),
         }
         if self.local_vectors:
             row["embedding"] = to_array(chunk.vector)
@@ -548,7 +560,8 @@ class OracleTx(Tx):
         row = fetchone(self.c, sql.fetch_row(self.n, family, record_id))
         if row is None:
             return None
-        pk, rtype, content, content_set, ts, ts_set, meta, created, tid, uid, aid, _exp = row
+        pk, rtype, content, content_set, ts, ts_set, meta, created, tid, uid, aid = row[:11]
+        valid_from, valid_until = row[12:14]  # after expires_at
         if rtype == "user_profile":
             scope: tuple[str | None, str | None, str | None] = (None, record_id, None)
         elif rtype == "agent_profile":
@@ -567,7 +580,14 @@ class OracleTx(Tx):
             created_at=created_at,
             scope=scope,
             id=record_id,
+            valid_from=windows.aware(valid_from),
+            valid_until=windows.aware(valid_until),
         )
+
+    def fetch_locked(self, family: str, record_id: str) -> StoredRow | None:
+        """``fetch``: it reads the row ``FOR UPDATE`` already (``sql.fetch_row``), so
+        the row stays locked until the transaction ends (store/versions.py)."""
+        return self.fetch(family, record_id)
 
     def chunk_texts(self, key: Hashable) -> builtins.list[str | None]:
         family, pk = split_key(key)
@@ -584,6 +604,7 @@ class OracleTx(Tx):
         family, pk = split_key(row.key)
         current = fetchone(self.c, sql.record_expiry(self.n, family, pk))
         expires = current[0] if current else None
+        window = self._window(family, pk)
         run(self.c, sql.delete_chunks_of(self.n, family, pk))
         own_id = row.id if family == MESSAGE else None
         quoting, dropped = self._resolve_quotes([(own_id, pk, expires, chunks)])
@@ -596,6 +617,7 @@ class OracleTx(Tx):
                 c,
                 row.scope,
                 quoting[(0, seq)].expires_at if (0, seq) in quoting else expires,
+                window,
             )
             for seq, c in enumerate(chunks)
             if (0, seq) not in dropped
@@ -603,9 +625,20 @@ class OracleTx(Tx):
         self.insert_chunk_rows(rows, 256)
         self._link(quoting, [(family, pk)])
 
+    def _window(self, family: str, pk: int) -> windows.Window:
+        """A record's stored window (naive UTC; open on a schema without windows)."""
+        if not self.n.windows:
+            return (None, None)
+        found = fetchone(self.c, windows.record_window(self.n, family, pk))
+        return (found[0], found[1]) if found else (None, None)
+
     def update_row(self, row: StoredRow, fields: dict[str, Any]) -> None:
         family, pk = split_key(row.key)
         values: dict[str, Any] = {}
+        given = {c: fields[c] for c in windows.COLUMNS if c in fields}
+        windows.refuse_without_columns(self.n, *given.values())
+        if self.n.windows:
+            values.update({c: windows.naive(v) for c, v in given.items()})
         if "content" in fields:
             values["content"] = fields["content"]
             values["content_set"] = int(fields["content"] is not None)
@@ -622,6 +655,8 @@ class OracleTx(Tx):
             run(self.c, sql.update_record(self.n, family, pk, values))
         if "expires_at" in values:
             run(self.c, sql.update_chunk_expiry(self.n, family, pk, values["expires_at"]))
+        if any(c in values for c in windows.COLUMNS):
+            run(self.c, windows.update_chunk_windows(self.n, family, pk, values))
 
     def delete_record(
         self, family: str, record_id: str, record_type: str | None, thread_id: Maybe[str]

@@ -4,7 +4,8 @@ Pure functions from ``Names`` (validated, upper-case, unquoted) to ``Stmt``s. DD
 takes no binds, so only validated names and integers reach the text; PL/SQL blocks
 (preference, scheduler job) take their values as binds.
 
-Schema version 2 (version 1 lacked ``THREADS.seq_no``; ``UPGRADES`` adds it):
+Schema version 4 (version 1 lacked ``THREADS.seq_no``, 2 ``CHUNK_SOURCES``, 3 the
+validity windows; ``UPGRADES`` adds them):
 
 * ``MEMORY_STORE_META`` (key/value): schema version, vector dimension, index sync
   mode, hybrid model, retention config (JSON).
@@ -12,8 +13,10 @@ Schema version 2 (version 1 lacked ``THREADS.seq_no``; ``UPGRADES`` adds it):
   numbers, so a number freed by a delete is never handed out again (the pipeline's
   watermark relies on it); ``ACTOR_PROFILES``, ``MESSAGES``, ``MEMORIES`` (one row per record,
   JSON metadata, ``TIMESTAMP(6)`` times in UTC, ``content_set``/``event_ts_set``
-  flags because Oracle stores ``''`` as NULL); ``RECORD_CHUNKS`` (search rows: text
-  CLOB, optional ``VECTOR(dim, FLOAT32)`` embedding, copied scope and expiry).
+  flags because Oracle stores ``''`` as NULL, ``valid_from``/``valid_until``
+  validity window, NULL for messages and profiles); ``RECORD_CHUNKS`` (search rows:
+  text CLOB, optional ``VECTOR(dim, FLOAT32)`` embedding, copied scope, expiry and
+  window).
 * VECTOR: an HNSW cosine vector index on the embedding (IVF when the vector pool
   cannot hold HNSW). KEYWORD: an Oracle Text ``CONTEXT`` index on ``chunk_text``.
   HYBRID: a vectorizer preference plus ``CREATE HYBRID VECTOR INDEX``.
@@ -26,11 +29,12 @@ from collections.abc import Callable
 
 from oam_core.errors import ConfigurationError, InvalidArgumentError, SchemaError
 from oam_core.store.options import SearchIndexSyncMode
+from oam_core.store.oracle import windows
 from oam_core.store.oracle.names import Names
 from oam_core.store.oracle.quoting import legacy_context_rows, sources_table
 from oam_core.store.oracle.stmt import Stmt
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 ID_LEN = 512
 """Longest record, thread and scope id (characters; 2048 bytes in AL32UTF8, so one id
 fits an index key even on a STANDARD ``MAX_STRING_SIZE`` database)."""
@@ -51,7 +55,8 @@ _RECORD_COLUMNS = f"""(
   event_ts_set NUMBER(1) NOT NULL,
   metadata JSON,
   created_at TIMESTAMP(6) NOT NULL,
-  expires_at TIMESTAMP(6)"""
+  expires_at TIMESTAMP(6),
+  {windows.column_clauses()}"""
 
 
 def create_tables(n: Names, vector_dim: int | None, flexible: bool = False) -> list[Stmt]:
@@ -92,7 +97,8 @@ def create_tables(n: Names, vector_dim: int | None, flexible: bool = False) -> l
   thread_id {_ID},
   user_id {_ID},
   agent_id {_ID},
-  expires_at TIMESTAMP(6){embedding_column(vector_dim, flexible)}
+  expires_at TIMESTAMP(6),
+  {windows.column_clauses()}{embedding_column(vector_dim, flexible)}
 )""",
         # One scope column per index: an index key must stay under 6398 bytes (8K blocks).
         f"CREATE INDEX {n.threads}_USER_IX ON {n.threads} (user_id)",
@@ -123,6 +129,9 @@ def upgrade_steps(n: Names, version: int) -> list[Stmt]:
     next number is still after every stored message (``sql.next_seq``), so no data
     step is needed. 2 -> 3: ``CHUNK_SOURCES`` (created as a missing table) and the
     context rows written before it, which do not say what they quote, deleted.
+    3 -> 4: the validity window columns on the record tables and search rows, then
+    the memories already marked superseded given ``valid_until`` = their successor's
+    ``created_at``, copied to their search rows (``windows.upgrade``).
 
     Raises:
         ValueError: for a version with no upgrade path.
@@ -141,6 +150,7 @@ def upgrade_steps(n: Names, version: int) -> list[Stmt]:
 UPGRADES: dict[int, Callable[[Names], list[Stmt]]] = {
     1: lambda n: [Stmt(f"ALTER TABLE {n.threads} ADD (seq_no NUMBER)")],
     2: lambda n: [legacy_context_rows(n)],
+    3: windows.upgrade,
 }
 """``UPGRADES[v](names)``: the statements taking schema version ``v`` to ``v + 1``."""
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from oam_core.store.oracle.names import Names
-from oam_core.store.oracle.sql import IN_LIST, RECORD_COLUMNS
+from oam_core.store.oracle.sql import IN_LIST, record_columns
 from oam_core.store.oracle.stmt import Stmt
 
 FAMILIES = ("thread", "user_profile", "message", "memory")
@@ -44,9 +44,9 @@ def page(
     n: Names, family: str, after: int | None, limit: int, user_ids: Sequence[str] | None
 ) -> Stmt:
     """Up to ``limit`` rows of ``family``'s table with ``pk > after``, in ``pk`` order:
-    ``THREAD_DUMP_COLUMNS`` for threads, ``sql.RECORD_COLUMNS`` otherwise."""
+    ``THREAD_DUMP_COLUMNS`` for threads, ``sql.record_columns`` otherwise."""
     binds: dict[str, Any] = {"after": -1 if after is None else after, "n": limit}
-    cols = THREAD_DUMP_COLUMNS if family == "thread" else RECORD_COLUMNS
+    cols = THREAD_DUMP_COLUMNS if family == "thread" else record_columns(n)
     where = _users(family, user_ids, n, binds)
     return Stmt(
         f"SELECT {cols} FROM {n.record_table(family)} r WHERE r.pk > :after{where} "

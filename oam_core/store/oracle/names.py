@@ -64,9 +64,17 @@ def resolve_prefix(table_name_prefix: Maybe[str | None], memory_store_id: Maybe[
 
 @dataclass(frozen=True)
 class Names:
-    """Every managed object name for one prefix (all upper-case, unquoted)."""
+    """Every managed object name for one prefix (all upper-case, unquoted).
+
+    Attributes:
+        prefix: The prefix of every name.
+        windows: The record tables and search rows have the validity columns
+            ``valid_from``/``valid_until`` (schema version 4 on); False for an older
+            schema opened without DDL, whose statements never name them (windows.py).
+    """
 
     prefix: str
+    windows: bool = True
 
     def _n(self, base: str) -> str:
         return f"{self.prefix}{base}"

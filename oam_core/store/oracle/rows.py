@@ -17,6 +17,7 @@ import numpy as np
 
 from oam_core.apis.records import MESSAGE, PROFILE_TYPES, THREAD, MessageRecord, Record, ThreadRow
 from oam_core.checks import Vector
+from oam_core.store.oracle import windows
 from oam_core.store.ttl import iso
 
 __all__ = [
@@ -84,7 +85,7 @@ def family_of_type(record_type: str) -> str:
 
 
 def record_from_row(family: str, row: Sequence[Any]) -> Record:
-    """Decode a row of ``sql.RECORD_COLUMNS`` (or ``THREAD_AS_RECORD``)."""
+    """Decode a row of ``sql.record_columns`` (or ``THREAD_AS_RECORD``)."""
     (
         _pk,
         rid,
@@ -101,6 +102,8 @@ def record_from_row(family: str, row: Sequence[Any]) -> Record:
         metadata,
         created_at,
         expires_at,
+        valid_from,
+        valid_until,
     ) = row
     common: dict[str, Any] = dict(
         id=rid,
@@ -113,6 +116,8 @@ def record_from_row(family: str, row: Sequence[Any]) -> Record:
         user_id=user_id,
         agent_id=agent_id,
         expires_at=iso_utc(expires_at),
+        valid_from=windows.iso(valid_from),
+        valid_until=windows.iso(valid_until),
     )
     if family == MESSAGE:
         return MessageRecord(role=role, seq_no=int(seq_no or 0), **common)

@@ -9,7 +9,9 @@ configuration the store then uses. Every incompatibility is a ``SchemaError`` (a
 Rules (as Oracle's SDK applies them; docs/store.md#schema-policies):
 
 * ``REQUIRE_EXISTING`` (default) runs no DDL; a missing, incomplete or outdated
-  schema, or one lacking what the strategy needs, fails at start.
+  schema, or one lacking what the strategy needs, fails at start. A schema of
+  version 3 (the one before validity windows) opens as it is: reads see no windows,
+  and a write that would store one is refused (``windows.py``).
 * ``CREATE_IF_EMPTY`` creates everything when no managed table exists, else behaves
   as ``REQUIRE_EXISTING``.
 * ``CREATE_IF_NECESSARY`` creates missing objects and applies supported upgrades:
@@ -41,7 +43,7 @@ from oam_core.store.options import (
     SearchIndexSyncMode,
     SearchStrategy,
 )
-from oam_core.store.oracle import ddl
+from oam_core.store.oracle import ddl, windows
 from oam_core.store.oracle.names import Names
 from oam_core.store.oracle.stmt import Stmt
 
@@ -110,6 +112,8 @@ class Plan:
         local_vectors: The chunks table has (or gets) an embedding column.
         retention: The effective retention config.
         keyword_via_hybrid: KEYWORD searches the hybrid index's text branch.
+        windows: The tables have (or get) the validity window columns; False for a
+            version-3 schema opened without DDL (``Names.windows``).
     """
 
     steps: list[Stmt | str] = field(default_factory=list)
@@ -119,6 +123,7 @@ class Plan:
     local_vectors: bool = False
     retention: MemoryRetentionConfig = field(default_factory=MemoryRetentionConfig)
     keyword_via_hybrid: bool = False
+    windows: bool = True
 
 
 def inspect_statements(n: Names) -> dict[str, Stmt]:
@@ -272,7 +277,9 @@ def plan_schema(policy: SchemaPolicy, n: Names, s: SchemaState, w: Wanted) -> Pl
             f"{ddl.SCHEMA_VERSION}. Upgrade oam."
         )
     missing = [t for t in n.tables if t not in s.tables]
-    if missing or version != str(ddl.SCHEMA_VERSION):
+    if not missing and not upgrade and version == str(windows.WINDOW_VERSION - 1):
+        plan.windows = False  # read as before: no statement names the window columns
+    elif missing or version != str(ddl.SCHEMA_VERSION):
         if not upgrade:
             what = f"tables {missing} are missing" if missing else f"schema version is {version!r}"
             raise SchemaError(

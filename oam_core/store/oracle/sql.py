@@ -19,6 +19,7 @@ from oam_core.apis.records import MESSAGE, PROFILE_TYPES, THREAD
 from oam_core.checks import Vector
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import Predicate
+from oam_core.store.oracle import windows
 from oam_core.store.oracle.filter import OracleFilterCompiler
 from oam_core.store.oracle.names import Names
 from oam_core.store.oracle.stmt import BindType, Stmt
@@ -29,7 +30,7 @@ IN_LIST = 500
 MAX_TEXT_TERMS = 64
 """Most terms in one Oracle Text query."""
 
-RECORD_COLUMNS = (
+_RECORD_COLUMNS = (
     "r.pk, r.id, r.record_type, r.content, r.content_set, r.role, r.seq_no, r.thread_id, "
     "r.user_id, r.agent_id, r.event_ts, r.event_ts_set, "
     "JSON_SERIALIZE(r.metadata RETURNING CLOB) AS metadata, r.created_at, r.expires_at"
@@ -38,7 +39,7 @@ THREAD_AS_RECORD = (
     "r.pk, r.id, 'thread' AS record_type, NULL AS content, 0 AS content_set, NULL AS role, "
     "NULL AS seq_no, NULL AS thread_id, r.user_id, r.agent_id, NULL AS event_ts, "
     "0 AS event_ts_set, JSON_SERIALIZE(r.metadata RETURNING CLOB) AS metadata, r.created_at, "
-    "NULL AS expires_at"
+    "NULL AS expires_at, NULL AS valid_from, NULL AS valid_until"
 )
 THREAD_COLUMNS = (
     "r.id, r.user_id, r.agent_id, JSON_SERIALIZE(r.metadata RETURNING CLOB) AS metadata, "
@@ -66,6 +67,7 @@ RECORD_TYPES: dict[str, BindType] = {
     "metadata": "JSON",
     "created_at": "TIMESTAMP",
     "expires_at": "TIMESTAMP",
+    **windows.TYPES,
 }
 _CHUNK_INSERT_COLS = (
     "record_family",
@@ -78,6 +80,12 @@ _CHUNK_INSERT_COLS = (
     "agent_id",
     "expires_at",
 )
+
+
+def record_columns(n: Names) -> str:
+    """The columns of a record row (``rows.record_from_row``), alias ``r``: the
+    stored ones, the window last (NULL on a schema without it)."""
+    return f"{_RECORD_COLUMNS}, {windows.select_columns(n)}"
 
 
 def naive_utc(dt: datetime) -> datetime:
@@ -97,20 +105,25 @@ def _profile_filter(family: str, binds: dict[str, Any], alias: str = "") -> str:
 
 
 def insert_records(n: Names, family: str, rows: Sequence[dict[str, Any]]) -> Stmt:
-    """``executemany`` INSERT of record rows into the family's table."""
-    cols = ", ".join(_RECORD_INSERT_COLS)
-    values = ", ".join(f":{c}" for c in _RECORD_INSERT_COLS)
+    """``executemany`` INSERT of record rows into the family's table (the window
+    columns only on a schema with them)."""
+    names = [*_RECORD_INSERT_COLS, *(windows.COLUMNS if n.windows else ())]
+    cols = ", ".join(names)
+    values = ", ".join(f":{c}" for c in names)
     return Stmt(
         f"INSERT INTO {n.record_table(family)} ({cols}) VALUES ({values})",
-        types=RECORD_TYPES,
+        types={c: t for c, t in RECORD_TYPES.items() if c in names},
         rows=rows,
     )
 
 
 def insert_chunks(n: Names, rows: Sequence[dict[str, Any]], with_vectors: bool) -> Stmt:
     """``executemany`` INSERT of search rows; ``embedding`` binds ``array('f')`` as VECTOR."""
-    cols = list(_CHUNK_INSERT_COLS) + (["embedding"] if with_vectors else [])
+    cols = list(_CHUNK_INSERT_COLS) + (list(windows.COLUMNS) if n.windows else [])
+    cols += ["embedding"] if with_vectors else []
     types: dict[str, BindType] = {"chunk_text": "CLOB", "expires_at": "TIMESTAMP"}
+    if n.windows:
+        types.update(windows.TYPES)
     if with_vectors:
         types["embedding"] = "VECTOR"
     return Stmt(
@@ -162,13 +175,15 @@ def ids_to_pks(n: Names, family: str, ids: Sequence[str]) -> Stmt:
 
 
 def fetch_row(n: Names, family: str, record_id: str) -> Stmt:
-    """One record row by id, locked for the rest of the transaction."""
+    """One record row by id with its window, locked for the rest of the transaction
+    (``SELECT ... FOR UPDATE``: a check of it holds for the writes that follow)."""
     binds: dict[str, Any] = {"id": record_id}
     extra = _profile_filter(family, binds, "r.")
     return Stmt(
         f"SELECT r.pk, r.record_type, r.content, r.content_set, r.event_ts, r.event_ts_set, "
         f"JSON_SERIALIZE(r.metadata RETURNING CLOB) AS metadata, r.created_at, r.thread_id, "
-        f"r.user_id, r.agent_id, r.expires_at FROM {n.record_table(family)} r "
+        f"r.user_id, r.agent_id, r.expires_at, {windows.select_columns(n)} "
+        f"FROM {n.record_table(family)} r "
         f"WHERE r.id = :id{extra} FOR UPDATE",
         binds,
     )
@@ -206,8 +221,11 @@ def delete_chunks_of(n: Names, family: str, pk: int) -> Stmt:
 
 
 def update_record(n: Names, family: str, pk: int, values: dict[str, Any]) -> Stmt:
-    """UPDATE of the given record columns (names from a fixed set) by pk."""
+    """UPDATE of the given record columns (names from a fixed set; the window columns
+    only on a schema with them) by pk."""
     allowed = {"content", "content_set", "metadata", "event_ts", "event_ts_set", "expires_at"}
+    if n.windows:
+        allowed.update(windows.COLUMNS)
     if not set(values) <= allowed:
         raise InvalidArgumentError(f"cannot update columns {sorted(set(values) - allowed)}")
     sets = ", ".join(f"{c} = :{c}" for c in values)
@@ -466,7 +484,8 @@ def _meta_condition(
 
 
 def list_records(n: Names, pred: Predicate, limit: int | None, now: Any) -> Stmt:
-    """The newest ``limit`` visible rows of one record type, newest first."""
+    """The newest ``limit`` visible rows of one record type, newest first; with
+    ``pred.valid_at``, only rows valid then (threads have no window: all pass)."""
     (record_type,) = tuple(pred.record_types)
     binds: dict[str, Any] = {}
     types: dict[str, BindType] = {}
@@ -477,7 +496,7 @@ def list_records(n: Names, pred: Predicate, limit: int | None, now: Any) -> Stmt
         family = (
             "memory" if record_type not in PROFILE_TYPES and record_type != MESSAGE else record_type
         )
-        table, cols = n.record_table(family), RECORD_COLUMNS
+        table, cols = n.record_table(family), record_columns(n)
         binds["record_type"] = record_type
         binds["now"] = now
         types["now"] = "TIMESTAMP"
@@ -486,6 +505,7 @@ def list_records(n: Names, pred: Predicate, limit: int | None, now: Any) -> Stmt
             "(r.expires_at IS NULL OR r.expires_at > :now)",
             *_scope_parts(pred, "r", binds, thread_id_col="thread_id"),
         ]
+        windows.add_filter(n, pred.valid_at, "r", parts, binds, types)
     meta = _meta_condition(pred, binds, OracleFilterCompiler(), types)
     if meta:
         parts.append(meta)
@@ -497,16 +517,23 @@ def list_records(n: Names, pred: Predicate, limit: int | None, now: Any) -> Stmt
     return Stmt(sql, binds, types)
 
 
-def get_record(n: Names, family: str, record_id: str, record_type: str, now: Any) -> Stmt:
-    """One visible record by type and id."""
+def get_record(n: Names, family: str, record_id: str, record_type: str | None, now: Any) -> Stmt:
+    """One visible record by type and id; ``record_type`` None: of any type of the
+    family (a profile family is its own type)."""
     if family == THREAD:
         return Stmt(
             f"SELECT {THREAD_AS_RECORD} FROM {n.threads} r WHERE r.id = :id", {"id": record_id}
         )
+    binds: dict[str, Any] = {"id": record_id, "now": now}
+    if record_type is None:
+        by_type = _profile_filter(family, binds, "r.")
+    else:
+        by_type = " AND r.record_type = :record_type"
+        binds["record_type"] = record_type
     return Stmt(
-        f"SELECT {RECORD_COLUMNS} FROM {n.record_table(family)} r WHERE r.id = :id "
-        "AND r.record_type = :record_type AND (r.expires_at IS NULL OR r.expires_at > :now)",
-        {"id": record_id, "record_type": record_type, "now": now},
+        f"SELECT {record_columns(n)} FROM {n.record_table(family)} r WHERE r.id = :id"
+        f"{by_type} AND (r.expires_at IS NULL OR r.expires_at > :now)",
+        binds,
         {"now": "TIMESTAMP"},
     )
 
@@ -516,7 +543,8 @@ def load_records(n: Names, family: str, pks: Sequence[int]) -> Stmt:
     binds = {f"p{j}": pk for j, pk in enumerate(pks)}
     placeholders = ", ".join(f":p{j}" for j in range(len(pks)))
     return Stmt(
-        f"SELECT {RECORD_COLUMNS} FROM {n.record_table(family)} r WHERE r.pk IN ({placeholders})",
+        f"SELECT {record_columns(n)} FROM {n.record_table(family)} r "
+        f"WHERE r.pk IN ({placeholders})",
         binds,
     )
 
@@ -540,7 +568,10 @@ def count_messages(n: Names, thread_id: str, now: Any) -> Stmt:
 def thread_messages(n: Names, thread_id: str, offset: int, limit: int | None, now: Any) -> Stmt:
     """A window of a thread's visible messages in insertion order."""
     binds: dict[str, Any] = {"thread_id": thread_id, "now": now, "off": offset}
-    sql = f"SELECT {RECORD_COLUMNS} {_visible_messages(n)} ORDER BY r.seq_no, r.pk OFFSET :off ROWS"
+    sql = (
+        f"SELECT {record_columns(n)} {_visible_messages(n)} "
+        "ORDER BY r.seq_no, r.pk OFFSET :off ROWS"
+    )
     if limit is not None:
         sql += " FETCH NEXT :lim ROWS ONLY"
         binds["lim"] = limit
@@ -559,7 +590,7 @@ def thread_messages_by_seq(
     """A thread's visible messages with ``after < seq_no <= through`` (None: no
     bound), in insertion order (``newest``: descending, for the last ``limit``)."""
     binds: dict[str, Any] = {"thread_id": thread_id, "now": now}
-    sql = f"SELECT {RECORD_COLUMNS} {_visible_messages(n)}"
+    sql = f"SELECT {record_columns(n)} {_visible_messages(n)}"
     if after is not None:
         sql += " AND r.seq_no > :after"
         binds["after"] = after
@@ -599,14 +630,16 @@ def chunk_where(
     binds: dict[str, Any],
     bind_types: dict[str, BindType] | None = None,
 ) -> str:
-    """Condition restricting search rows ``c`` to ``pred`` (type, expiry, scope, metadata);
-    its binds go to ``binds``, the types it declares to ``bind_types``."""
+    """Condition restricting search rows ``c`` to ``pred`` (type, expiry, scope,
+    validity at ``pred.valid_at``, metadata); its binds go to ``binds``, the types it
+    declares to ``bind_types``. Every ranking statement puts it before its top-k cut."""
     parts = [
         _types_in(sorted(pred.record_types), "c", binds),
         "(c.expires_at IS NULL OR c.expires_at > :now)",
         *_scope_parts(pred, "c", binds, thread_id_col="thread_id"),
     ]
     binds["now"] = naive_utc(pred.now)
+    windows.add_filter(n, pred.valid_at, "c", parts, binds, bind_types)
     comp = OracleFilterCompiler()
     meta = _meta_condition(pred, binds, comp, {} if bind_types is None else bind_types)
     if meta:

@@ -8,6 +8,7 @@ Oracle SQL (backend.py). HYBRID search runs natively through
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import Any
 
@@ -22,7 +23,7 @@ from oam_core.store.options import (
     SearchIndexSyncMode,
     SearchStrategy,
 )
-from oam_core.store.oracle import ddl, schema, sql
+from oam_core.store.oracle import ddl, schema, sql, windows
 from oam_core.store.oracle.backend import OracleBackend
 from oam_core.store.oracle.embedder import OracleDBEmbedder
 from oam_core.store.oracle.names import Names, resolve_prefix
@@ -154,6 +155,7 @@ class OracleDBMemoryStore(OracleMemoryStore):
                 )
             plan.vector_dim = dim  # a flexible column records it with the first vectors
         self.vector_dim = plan.vector_dim
+        self.names = dataclasses.replace(self.names, windows=plan.windows)
         self.memory_retention_config = plan.retention
         self._local_vectors = plan.local_vectors
         self._impl = OracleBackend(
@@ -206,12 +208,25 @@ class OracleDBMemoryStore(OracleMemoryStore):
                     self._create_purge_job(conn)
                 else:
                     assert isinstance(step, Stmt)
-                    run(conn, step)
+                    self._run_step(conn, step)
+            if plan.steps:
+                # The data steps of an upgrade (deletes, backfills) are DML: commit them
+                # (a pool rolls back what a released connection left open).
+                conn.commit()
         if plan.meta:
             rows = [{"meta_key": k, "meta_value": v} for k, v in sorted(plan.meta.items())]
             with self.session.transaction() as conn:
                 run(conn, sql.upsert_meta(self.names, rows))
         return plan
+
+    def _run_step(self, conn: Any, step: Stmt) -> None:
+        try:
+            run(conn, step)
+        except Exception as exc:
+            # DDL commits at once: an upgrade interrupted after adding the window
+            # columns finds them there when it runs again.
+            if not windows.is_duplicate_column(step, error_code(exc)):
+                raise
 
     def _create_vector_index(self, conn: Any) -> None:
         try:

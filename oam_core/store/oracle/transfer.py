@@ -19,7 +19,7 @@ from oam_core.apis.records import MESSAGE, THREAD
 from oam_core.store.backend import DumpChunk, DumpRow
 from oam_core.store.oracle import dump as od
 from oam_core.store.oracle import quoting as oq
-from oam_core.store.oracle import sql
+from oam_core.store.oracle import sql, windows
 from oam_core.store.oracle.names import Names
 from oam_core.store.oracle.rows import (
     family_of_type,
@@ -54,7 +54,7 @@ def dump_rows(
         n: The schema's object names.
         family: One of ``od.FAMILIES``.
         rows: The page's rows (``THREAD_DUMP_COLUMNS`` for threads, else
-            ``sql.RECORD_COLUMNS``).
+            ``sql.record_columns``).
         with_vectors: Whether the store keeps its own vectors (read them too).
     """
     if family == THREAD:
@@ -130,6 +130,8 @@ def _record_dump_row(
         metadata=lob_text(row[12]),
         created_at=record.created_at or "",
         expires_at=utc(row[14]),
+        valid_from=windows.aware(row[15]),
+        valid_until=windows.aware(row[16]),
         chunks=tuple(
             DumpChunk(
                 text=lob_text(c[2]),
@@ -148,14 +150,18 @@ def _record_dump_row(
 def restore(tx: OracleTx, rows: Sequence[DumpRow], batch_size: int) -> None:
     """Write ``rows`` in ``tx``: threads, then records by table, their search rows
     (a row quoting a message the store does not hold is left out) with their links,
-    then each thread's message-number high-water mark raised to its last message."""
+    then each thread's message-number high-water mark raised to its last message.
+    A record's window goes to its row and its search rows; a schema without window
+    columns refuses a row with one (``SchemaError``) before anything is written."""
+    for row in rows:
+        windows.refuse_without_columns(tx.n, *windows.of(row))
     records = [row for row in rows if row.family != THREAD]
     for row in rows:
         if row.family == THREAD:
             run(tx.c, od.insert_thread(tx.n, _thread_binds(row)))
     by_table: dict[str, list[dict[str, Any]]] = {}
     for r in records:
-        by_table.setdefault(r.family, []).append(_record_binds(r))
+        by_table.setdefault(r.family, []).append(_record_binds(tx.n, r))
     for family, binds in by_table.items():
         run_batched(tx.c, sql.insert_records(tx.n, family, binds), batch_size)
     with_chunks = [r for r in records if r.chunks]
@@ -180,7 +186,7 @@ def _thread_binds(row: DumpRow) -> dict[str, Any]:
     }
 
 
-def _record_binds(r: DumpRow) -> dict[str, Any]:
+def _record_binds(n: Names, r: DumpRow) -> dict[str, Any]:
     return {
         "id": r.id,
         "record_type": r.record_type,
@@ -196,6 +202,7 @@ def _record_binds(r: DumpRow) -> dict[str, Any]:
         "metadata": json_value(r.metadata),
         "created_at": sql.naive_utc(datetime.fromisoformat(r.created_at)),
         "expires_at": sql.naive_utc(r.expires_at) if r.expires_at else None,
+        **windows.binds(n, *windows.of(r)),
     }
 
 
@@ -217,7 +224,9 @@ def _search_rows(
                 continue  # it quotes a message the store does not hold
             expires = sql.naive_utc(chunk.expires_at) if chunk.expires_at else None
             plan = ChunkPlan(chunk.text, chunk.vector)
-            chunk_rows.append(tx.chunk_row(r.family, pk, r.record_type, seq, plan, scope, expires))
+            chunk_rows.append(
+                tx.chunk_row(r.family, pk, r.record_type, seq, plan, scope, expires, windows.of(r))
+            )
             links.extend(
                 {"source_pk": stored[s], "record_family": r.family, "record_pk": pk, "seq": seq}
                 for s in chunk.sources
