@@ -11,9 +11,9 @@ it was not shown nor store a memory twice:
   same for a target that an earlier item of the reply already changed.
 * A candidate (``ADD`` or ``UPDATE``) whose normalized text (``normalized_text``)
   equals that of a shown memory of the same type, or of an earlier candidate of the
-  same reply of the same type, is ``NOOP`` whatever the model said. The shown
-  memories are those of the thread's user and agent, so this compares within one
-  scope.
+  same reply of the same type, is ``NOOP`` whatever the model said (checked first:
+  its target is then left alone, without a warning). The shown memories are those of
+  the thread's user and agent, so this compares within one scope.
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ def resolve_decisions(
 
     Returns:
         One ``Decision`` per item. Emits one ``MemoryPipelineWarning`` per
-        ``UPDATE``/``DELETE`` whose target was not shown, missing, or already
-        changed by an earlier item.
+        ``UPDATE``/``DELETE`` (that is not a repeat) whose target was not shown,
+        missing, or already changed by an earlier item.
     """
     by_id = {record.id: record for record in shown}
     known = {(r.record_type, normalized_text(r.content or "")) for r in shown}
@@ -82,14 +82,13 @@ def resolve_decisions(
     decisions = []
     for memory in memories:
         action, target = memory.decision, None
-        if action in (UPDATE, DELETE):
+        key = (memory.record_type, normalized_text(memory.text))
+        if action in (ADD, UPDATE) and key in known:
+            action = NOOP  # a repeat, whatever the model said (and whatever its target)
+        elif action in (UPDATE, DELETE):
             action, target = _checked_target(memory, by_id, changed)
         if action in (ADD, UPDATE):
-            key = (memory.record_type, normalized_text(memory.text))
-            if key in known:
-                action, target = NOOP, None
-            else:
-                known.add(key)
+            known.add(key)
         if target is not None:
             changed.add(target.id)
         decisions.append(Decision(action, memory, target))

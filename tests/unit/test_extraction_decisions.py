@@ -139,3 +139,9 @@ def test_normalized_text() -> None:
     assert normalized_text("Wait\u2026 ") == "wait"
     assert normalized_text("a.b") == "a.b"
     assert normalized_text("") == ""
+
+
+def test_a_repeat_with_a_target_not_shown_is_a_noop_without_a_warning() -> None:
+    with _warnings() as seen:
+        (decision,) = resolve_decisions([_item("Ana lives in Lisbon", "UPDATE", "gone")], SHOWN)
+    assert (decision.action, decision.target, seen) == ("NOOP", None, [])

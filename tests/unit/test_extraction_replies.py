@@ -16,6 +16,7 @@ from oam_core.memory.extraction import (
     MAX_MEMORIES_PER_PASS,
     ExtractedMemory,
     PromptMessage,
+    extraction_schema,
     parse_extraction_reply,
     render_extraction_prompt,
 )
@@ -282,3 +283,39 @@ def test_prompt_budget_drops_earlier_then_related_then_summary() -> None:
     )
     assert minimal is not None and minimal[1] == 0 and "<summary>\n" not in minimal[0]
     assert render_extraction_prompt(new, token_limit=round(len(bare[0]) / 3.5) - 5) is None
+
+
+def test_the_prompt_shows_related_memories_with_their_ids_and_the_schema_limits_targets() -> None:
+    related = [
+        Record(id="m-1", record_type="fact", content="Ana lives in <Lisbon>"),
+        Record(id='m"2', record_type="preference", content="Ana likes tea", timestamp="2024-01-02"),
+    ]
+    rendered = render_extraction_prompt([_msg(0, "I moved")], related=related)
+    assert rendered is not None
+    prompt, shown = rendered
+    assert shown == 2
+    assert '<memory id="m-1" type="fact">Ana lives in &lt;Lisbon&gt;</memory>' in prompt
+    assert (
+        """<memory id='m"2' type="preference" timestamp="2024-01-02">Ana likes tea</memory>"""
+        in prompt
+    )
+    assert "label=" not in prompt and '"decision": "ADD"' in prompt
+    item = extraction_schema(["m-1", 'm"2', "m-1"])["properties"]["memories"]["items"]
+    assert list(item["properties"]) == [
+        "reason",
+        "decision",
+        "target_id",
+        "text",
+        "record_type",
+        "timestamp",
+        "valid_from",
+    ]
+    assert item["required"] == list(item["properties"])
+    assert item["properties"]["target_id"]["enum"] == ["m-1", 'm"2', None]
+    assert item["properties"]["decision"]["enum"] == ["ADD", "UPDATE", "DELETE", "NOOP"]
+    assert extraction_schema()["properties"]["memories"]["items"]["properties"]["target_id"] == {
+        "type": "null"
+    }
+    # every string is bounded and so is the item count (small models loop otherwise)
+    assert all("maxLength" in p for p in item["properties"].values() if p.get("type") == "string")
+    assert extraction_schema()["properties"]["memories"]["maxItems"] == 20
