@@ -317,5 +317,5 @@ def test_the_prompt_shows_related_memories_with_their_ids_and_the_schema_limits_
         "type": "null"
     }
     # every string is bounded and so is the item count (small models loop otherwise)
-    assert all("maxLength" in p for p in item["properties"].values() if p.get("type") == "string")
+    assert all("maxLength" in p or "enum" in p for p in item["properties"].values())
     assert extraction_schema()["properties"]["memories"]["maxItems"] == 20
