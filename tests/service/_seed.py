@@ -5,6 +5,7 @@ superseded by a newer one, and stored text that tries to run as HTML."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,8 @@ ATTRIBUTE_ATTACK = '"><img src=x onerror=alert(1)>'
 
 class ScriptedExtraction(ILlm):
     """Answers extraction prompts with the given memories, in order (the last
-    repeats), and summary prompts with a fixed summary."""
+    repeats), and summary prompts with a fixed summary. An ``UPDATE`` item targets
+    the first related memory the prompt shows."""
 
     def __init__(self, *replies: list[dict[str, Any]]) -> None:
         self.replies = list(replies)
@@ -32,7 +34,11 @@ class ScriptedExtraction(ILlm):
             return json.dumps({"summary": "Trip planning.", "topics": ["travel"]})
         self.prompts.append(prompt)
         items = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
-        full = [{"record_type": "fact", "timestamp": None, "supersedes": [], **i} for i in items]
+        shown = re.findall(r'<memory id="([^"]+)"', prompt)
+        full = [{"record_type": "fact", "timestamp": None, **i} for i in items]
+        for item in full:
+            if item.get("decision") == "UPDATE":
+                item["target_id"] = shown[0] if shown else None
         return json.dumps({"memories": full})
 
 
@@ -55,7 +61,7 @@ def seed_store(url: str) -> Seeded:
         [
             {
                 "text": f"Alice is going to Porto in March, not Lisbon {SCRIPT}",
-                "supersedes": ["M1"],
+                "decision": "UPDATE",
             }
         ],
     )
