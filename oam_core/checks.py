@@ -19,16 +19,18 @@ import math
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 import numpy.typing as npt
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
-from oam_core.apis.records import RECORD_TYPES, SEARCHABLE_TYPES, THREAD
+from oam_core.apis.records import MEMORY_TYPES, RECORD_TYPES, SEARCHABLE_TYPES, THREAD
 from oam_core.apis.storable import check_json_text as check_json_text
 from oam_core.apis.storable import check_text as check_text
 from oam_core.apis.storable import storable as storable
+from oam_core.apis.timestamps import parse_timestamp
 from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.errors import InvalidArgumentError
 from oam_core.filters import parse_filter
@@ -219,6 +221,71 @@ def broadcast(value: Any, name: str, n: int) -> list[Any]:
             raise InvalidArgumentError(f"{name} has {len(value)} entries but contents has {n}")
         return list(value)
     return [value] * n
+
+
+# ---------------------------------------------------------------- validity windows
+
+
+def window_time(value: object, name: str) -> datetime | None:
+    """One end of a validity window (docs/store.md#validity-windows): None stays
+    None (open); a ``datetime`` (naive = UTC) or an ISO-8601 string becomes an aware
+    UTC ``datetime``.
+
+    Raises:
+        InvalidArgumentError: naming ``name`` and the value, for anything else, an
+            unparseable string, or one holding a NUL or a lone surrogate.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        check_text(value, name)
+    return parse_timestamp(value, name)
+
+
+def check_window(
+    valid_from: datetime | None, valid_until: datetime | None, name: str = "valid_until"
+) -> None:
+    """Refuse a window that ends before it starts.
+
+    Raises:
+        InvalidArgumentError: naming ``name``, when both ends are set and
+            ``valid_until <= valid_from``.
+    """
+    if valid_from is not None and valid_until is not None and valid_until <= valid_from:
+        raise InvalidArgumentError(
+            f"{name}: valid_until must be later than valid_from, got "
+            f"valid_from={valid_from.isoformat()} and valid_until={valid_until.isoformat()}"
+        )
+
+
+def as_of_arg(value: object, *, default: datetime | None) -> datetime | None:
+    """The ``as_of`` of a search or list as ``Predicate.valid_at``: omitted ->
+    ``default``; None -> None (no validity filter); a datetime (naive = UTC) or an
+    ISO-8601 string -> that time (docs/store.md#validity-windows).
+
+    Raises:
+        InvalidArgumentError: naming ``as_of``, for anything else.
+    """
+    if value is NOT_SET:
+        return default
+    return window_time(value, "as_of")
+
+
+def check_windowed(record_type: str, given: Iterable[tuple[str, object]]) -> None:
+    """Refuse a validity window on a record type that has none (messages, profiles):
+    ``given`` holds ``(argument name, value)`` pairs; ``NOT_SET`` and None pass.
+
+    Raises:
+        InvalidArgumentError: naming the first argument set to something else.
+    """
+    if record_type in MEMORY_TYPES:
+        return
+    for name, value in given:
+        if value is not NOT_SET and value is not None:
+            raise InvalidArgumentError(
+                f"{name}: {record_type} records have no validity window; only memory, "
+                f"guideline, fact and preference records take one, got {value!r}"
+            )
 
 
 def anchors_on_timestamp(ttl_anchor: object) -> bool:

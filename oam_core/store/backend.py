@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
-from oam_core.apis.records import Record, ThreadRow
+from oam_core.apis.records import MEMORY_TYPES, Record, ThreadRow
 from oam_core.checks import Vector
 from oam_core.filters import Cond
 from oam_core.store.options import SearchStrategy
@@ -27,7 +27,9 @@ from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
 
 @dataclass(frozen=True)
 class StoredRow:
-    """A record row as read inside a write transaction (expired rows included)."""
+    """A record row as read inside a write transaction (expired rows included);
+    ``valid_from``/``valid_until``: its validity window (aware datetimes, None =
+    open)."""
 
     key: Hashable
     family: str
@@ -38,6 +40,8 @@ class StoredRow:
     created_at: datetime
     scope: tuple[str | None, str | None, str | None]
     id: str | None = None
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,8 @@ class DumpRow:
         config, state: A thread's persisted runtime configuration and state (JSON
             text); None for other records.
         chunks: The record's search rows, in order.
+        valid_from, valid_until: The validity window (aware datetimes, None =
+            open); the search rows carry their record's.
     """
 
     family: str
@@ -114,6 +120,8 @@ class DumpRow:
     config: str | None = None
     state: str | None = None
     chunks: tuple[DumpChunk, ...] = ()
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
 
 
 def message_window(
@@ -173,6 +181,14 @@ class Tx(abc.ABC):
     def fetch(self, family: str, record_id: str) -> StoredRow | None:
         """Read one record row by family and id, expired or not."""
 
+    def fetch_locked(self, family: str, record_id: str) -> StoredRow | None:
+        """``fetch``, the row locked until the transaction ends, so a check of it
+        stays true for the writes that follow (``store/versions.py``: two writers
+        superseding one memory take turns). Here ``fetch``: right where the
+        transaction holds the whole database, and where ``fetch`` locks already
+        (the SQL back ends read it ``FOR UPDATE`` on a server)."""
+        return self.fetch(family, record_id)
+
     @abc.abstractmethod
     def chunk_texts(self, key: Hashable) -> builtins.list[str | None]:
         """The texts of a record's search rows, in order."""
@@ -196,8 +212,9 @@ class Tx(abc.ABC):
 
     @abc.abstractmethod
     def update_row(self, row: StoredRow, fields: dict[str, Any]) -> None:
-        """Set columns among ``content``, ``metadata`` (JSON text), ``timestamp`` and
-        ``expires_at`` (datetime or None; copied to the search rows)."""
+        """Set columns among ``content``, ``metadata`` (JSON text), ``timestamp``,
+        ``expires_at``, ``valid_from`` and ``valid_until`` (the last three aware
+        datetimes or None, copied to the search rows)."""
 
     @abc.abstractmethod
     def delete_record(
@@ -312,6 +329,17 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def get(self, family: str, record_id: str, record_type: str, now: datetime) -> Record | None:
         """One visible record by type and id."""
+
+    def get_in_family(self, family: str, record_id: str, now: datetime) -> Record | None:
+        """One visible record by family and id, whatever its type in the family (a
+        memory, fact, guideline or preference for ``"memory"``). Here: ``get`` of
+        each type of the family in turn."""
+        types = MEMORY_TYPES if family == "memory" else (family,)
+        for record_type in sorted(types):
+            found = self.get(family, record_id, record_type, now)
+            if found is not None:
+                return found
+        return None
 
     @abc.abstractmethod
     def list(self, pred: Predicate, limit: int | None) -> builtins.list[Record]:

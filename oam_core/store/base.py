@@ -9,7 +9,7 @@ Which module owns what: docs/layout.md.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
@@ -34,10 +34,9 @@ from oam_core.checks import filter_arg, findable, scope_arg
 from oam_core.errors import InvalidArgumentError
 from oam_core.rerankers import IReranker, check_reranker
 from oam_core.steps import async_twin
-from oam_core.store import dumprows
 from oam_core.store import search as search_flow
-from oam_core.store.backend import DumpRow, Predicate
-from oam_core.store.dumprows import OnConflict, RestoreResult
+from oam_core.store.backend import Predicate
+from oam_core.store.dumprows import TransferMethods
 from oam_core.store.embedding import reindex as embed_missing
 from oam_core.store.identity import EmbedderIdentity
 from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
@@ -54,7 +53,7 @@ MAX_LIST_LIMIT = 10000
 """Default cap of ``list`` when ``limit`` is omitted (docs/store.md#defaults)."""
 
 
-class OracleMemoryStore(IMemoryStore):
+class OracleMemoryStore(TransferMethods, IMemoryStore):
     """Shared store interface used by ``OracleAgentMemory`` (docs/store.md).
 
     Subclasses provide a back end (``SQLiteMemoryStore``, ``PostgresMemoryStore``,
@@ -168,6 +167,8 @@ class OracleMemoryStore(IMemoryStore):
         metadata: Maybe[dict[str, Any] | Sequence[dict[str, Any] | None] | None] = NOT_SET,
         ttl_days: Maybe[int | Sequence[int | None] | None] = NOT_SET,
         ttl_anchor: Maybe[TimeToLiveAnchor | Sequence[TimeToLiveAnchor]] = NOT_SET,
+        valid_from: Maybe[str | datetime | Sequence[str | datetime | None] | None] = NOT_SET,
+        valid_until: Maybe[str | datetime | Sequence[str | datetime | None] | None] = NOT_SET,
         **store_kwargs: Any,
     ) -> builtins.list[str]:
         """Add records of one type (docs/store.md#writing-records).
@@ -189,6 +190,10 @@ class OracleMemoryStore(IMemoryStore):
                 ttl_anchor: A scalar broadcast over all records, or an aligned list.
                 ``roles`` only for messages; ``ttl_*`` only for messages and
                 memory-like records (days; docs/store.md#ttl-and-retention).
+            valid_from, valid_until: The validity window of memory-like records
+                (docs/store.md#validity-windows): a datetime (naive = UTC) or an
+                ISO-8601 string, scalar or one per record; None = open.
+                ``valid_from`` defaults to the record's timestamp.
             **store_kwargs: ``batch_size`` (default 256) rows per executemany.
 
         Returns:
@@ -198,7 +203,9 @@ class OracleMemoryStore(IMemoryStore):
             ValueError: on misaligned lists, partial, duplicate or existing ids, a
                 vector dimension mismatch, NaN or empty vectors, a message without
                 role or content, TTL options on profiles, a TIMESTAMP anchor without
-                an ISO-8601 timestamp, or invalid metadata. Nothing is written.
+                an ISO-8601 timestamp, invalid metadata, an unparseable window end,
+                ``valid_until <= valid_from``, or a window on a message or profile.
+                Nothing is written.
         """
         return self.add_batches(
             [
@@ -216,6 +223,8 @@ class OracleMemoryStore(IMemoryStore):
                     metadata=metadata,
                     ttl_days=ttl_days,
                     ttl_anchor=ttl_anchor,
+                    valid_from=valid_from,
+                    valid_until=valid_until,
                 )
             ],
             **store_kwargs,
@@ -257,6 +266,8 @@ class OracleMemoryStore(IMemoryStore):
         metadata: Maybe[dict[str, Any] | Sequence[dict[str, Any] | None] | None] = NOT_SET,
         ttl_days: Maybe[int | Sequence[int | None] | None] = NOT_SET,
         ttl_anchor: Maybe[TimeToLiveAnchor | Sequence[TimeToLiveAnchor]] = NOT_SET,
+        valid_from: Maybe[str | datetime | Sequence[str | datetime | None] | None] = NOT_SET,
+        valid_until: Maybe[str | datetime | Sequence[str | datetime | None] | None] = NOT_SET,
         **store_kwargs: Any,
     ) -> builtins.list[str]:
         """An oam addition: ``add``, except that a stored record with one of the ids is replaced,
@@ -292,6 +303,8 @@ class OracleMemoryStore(IMemoryStore):
             metadata=metadata,
             ttl_days=ttl_days,
             ttl_anchor=ttl_anchor,
+            valid_from=valid_from,
+            valid_until=valid_until,
         )
         return write_batches(self.runtime, [batch], store_kwargs, replace=True)
 
@@ -350,6 +363,8 @@ class OracleMemoryStore(IMemoryStore):
         timestamp: Maybe[str | datetime | None] = NOT_SET,
         ttl_days: Maybe[int | None] = NOT_SET,
         ttl_anchor: Maybe[TimeToLiveAnchor] = NOT_SET,
+        valid_from: Maybe[str | datetime | None] = NOT_SET,
+        valid_until: Maybe[str | datetime | None] = NOT_SET,
     ) -> int:
         """Update one record's text, retrieval rows, metadata, timestamp or expiry
         (docs/store.md#reading-updating-deleting).
@@ -366,6 +381,8 @@ class OracleMemoryStore(IMemoryStore):
                 UTC), stored normalized to UTC (docs/store.md#timestamps); ``None``
                 clears it.
             ttl_days, ttl_anchor: New expiry (days); omit both to keep it.
+            valid_from, valid_until: New window ends of a memory-like record
+                (docs/store.md#validity-windows); None opens that end.
 
         Returns:
             1 if the record exists (even expired but not yet purged), else 0.
@@ -374,7 +391,9 @@ class OracleMemoryStore(IMemoryStore):
             ValueError: if no field is given, for the rejected combinations of
                 docs/store.md#what-is-stored-and-what-is-searched, TTL options on
                 non-expiring types, a dimension mismatch,
-                an unparseable ``timestamp``, or a TIMESTAMP anchor without a timestamp.
+                an unparseable ``timestamp`` or window end, a TIMESTAMP anchor without
+                a timestamp, a window on a message or profile, or a window that would
+                end before it starts (against the stored other end).
         """
         return update_record(
             self.runtime,
@@ -387,6 +406,8 @@ class OracleMemoryStore(IMemoryStore):
             timestamp=timestamp,
             ttl_days=ttl_days,
             ttl_anchor=ttl_anchor,
+            valid_from=valid_from,
+            valid_until=valid_until,
         )
 
     # -- reads --------------------------------------------------------------------
@@ -417,6 +438,8 @@ class OracleMemoryStore(IMemoryStore):
         user_id: Maybe[str | None] = NOT_SET,
         agent_id: Maybe[str | None] = NOT_SET,
         metadata_filter: Maybe[dict[str, Any] | None] = NOT_SET,
+        *,
+        as_of: Maybe[str | datetime | None] = NOT_SET,
     ) -> builtins.list[Record]:
         """List visible records of one type, oldest to newest
         (docs/store.md#reading-updating-deleting, docs/filters.md).
@@ -427,10 +450,13 @@ class OracleMemoryStore(IMemoryStore):
                 that column is NULL; ignored for profiles.
             metadata_filter: Omitted = no filter; None = only rows without
                 metadata; a dict in the filter language (docs/filters.md).
+            as_of: Omitted or None = every version; a datetime (naive = UTC) or an
+                ISO-8601 string = only records valid then
+                (docs/store.md#validity-windows).
 
         Raises:
-            ValueError: for an unknown type, a negative or non-int limit, or an
-                invalid filter.
+            ValueError: for an unknown type, a negative or non-int limit, an
+                invalid filter, or an unparseable ``as_of``.
         """
         record_type = checks.check_record_type(record_type, allow_thread=True)
         if limit is NOT_SET:
@@ -449,6 +475,7 @@ class OracleMemoryStore(IMemoryStore):
             user_id=scope_arg(user_id, "user_id") if scoped else NOT_SET,
             agent_id=scope_arg(agent_id, "agent_id") if scoped else NOT_SET,
             metadata=filter_arg(metadata_filter),
+            valid_at=checks.as_of_arg(as_of, default=None),
         )
         if not findable(pred):
             return []
@@ -524,6 +551,7 @@ class OracleMemoryStore(IMemoryStore):
         exact_thread_match: bool = False,
         record_types: Iterable[str] | None = None,
         metadata_filter: Maybe[dict[str, Any] | None] = NOT_SET,
+        as_of: Maybe[str | datetime | None] = NOT_SET,
     ) -> builtins.list[tuple[Record, float]]:
         """Rank visible records for a query (docs/store.md#searching; the flow is in
         store/search.py).
@@ -538,6 +566,9 @@ class OracleMemoryStore(IMemoryStore):
             record_types: A set of types; default messages, memory-like, profiles.
             metadata_filter: A filter (docs/filters.md); applied with the scope
                 before top-k.
+            as_of: Omitted = current memories only; a datetime (naive = UTC) or an
+                ISO-8601 string = those valid then; None = every version
+                (docs/store.md#validity-windows). Applied before top-k.
 
         Returns:
             ``(record, distance)`` pairs by ascending distance, ties by record type
@@ -572,6 +603,7 @@ class OracleMemoryStore(IMemoryStore):
             exact_thread_match=exact_thread_match,
             record_types=record_types,
             metadata_filter=metadata_filter,
+            as_of=as_of,
         )
 
     def searching_with(self, strategy: SearchStrategy | str | None) -> AbstractContextManager[None]:
@@ -697,71 +729,10 @@ class OracleMemoryStore(IMemoryStore):
         with self.runtime.backend.transaction() as tx:
             return tx.purge(self.runtime.now())
 
-    # -- moving memory between stores ----------------------------------------------
-
-    def dump_rows(
-        self, *, user_ids: Sequence[str] | None = None, page_size: int = 512
-    ) -> Iterator[builtins.list[DumpRow]]:
-        """An oam addition: every stored row (records and threads, expired ones
-        included) with its search rows and vectors, in insertion order, as pages of
-        at most ``page_size`` rows; each page is one read (docs/transfer.md).
-        ``oam_core.transfer.export_store`` writes them as a dump.
-
-        Args:
-            user_ids: Only those users' threads, the rows of those threads, the rows
-                scoped to those users and their profiles; None: everything.
-            page_size: Rows per page (positive int).
-
-        Raises:
-            InvalidArgumentError: for a bad ``page_size`` or ``user_ids``.
-        """
-        users, size = dumprows.dump_args(user_ids, page_size)
-        return dumprows.dump_pages(self.runtime.backend, users, size)
-
     def clock_now(self) -> datetime:
         """An oam addition: the store clock's current time (aware UTC), the "now" of
         every TTL decision (docs/store.md#ttl-and-retention)."""
         return self.runtime.now()
-
-    def dump_counts(self, *, user_ids: Sequence[str] | None = None) -> dict[str, int]:
-        """An oam addition: how many rows of each record type (threads included)
-        ``dump_rows`` returns that are not expired now (docs/transfer.md)."""
-        users = None if user_ids is None else list(user_ids)
-        with self.runtime.backend.streaming():  # it reads every record's row
-            return self.runtime.backend.dump_counts(users, self.runtime.now())
-
-    def restore_rows(
-        self,
-        rows: Sequence[DumpRow],
-        *,
-        on_conflict: OnConflict = "error",
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        identity: EmbedderIdentity | None = None,
-    ) -> RestoreResult:
-        """An oam addition: write dumped rows back as they were (ids, store times,
-        message numbers, expiry, search rows and vectors) in one transaction
-        (docs/transfer.md). ``oam_core.transfer.import_store`` calls it per batch.
-
-        Args:
-            rows: ``DumpRow`` objects in insertion order (a thread before its rows).
-            on_conflict: ``"error"``, ``"skip"`` (keep the stored row) or
-                ``"replace"`` (delete the stored row first).
-            batch_size: Rows per executemany (positive int).
-            identity: The embedder of the rows' vectors; recorded as the store's
-                when it has none yet and its own embedder (if any) has that id.
-
-        Returns:
-            ``RestoreResult``: the rows written and the counts skipped.
-
-        Raises:
-            InvalidArgumentError: for an id given twice, an id already stored with
-                ``on_conflict="error"`` (named), a bad ``on_conflict`` or a vector of
-                another dimension. Nothing of ``rows`` is written.
-        """
-        size = batch_size_arg({"batch_size": batch_size})
-        return dumprows.restore(
-            self.runtime, rows, on_conflict=on_conflict, batch_size=size, identity=identity
-        )
 
     def close(self) -> None:
         """Release the database connection(s)."""

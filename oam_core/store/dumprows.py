@@ -1,8 +1,9 @@
 """The store side of moving memory between stores (docs/transfer.md): read every
 stored row page by page, and write dumped rows back as they were.
 
-``OracleMemoryStore.dump_rows`` and ``OracleMemoryStore.restore_rows`` call these;
-the dump format itself lives in ``oam_core.transfer``.
+``TransferMethods`` gives ``OracleMemoryStore`` its ``dump_rows``, ``dump_counts``
+and ``restore_rows``, which call these; the dump format itself lives in
+``oam_core.transfer``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from oam_core.store.backend import Backend, DumpRow
 from oam_core.store.identity import META_KEY, EmbedderIdentity
 from oam_core.store.runtime import StoreRuntime
 from oam_core.store.ttl import iso, parse_iso_timestamp
+from oam_core.store.writes import DEFAULT_BATCH_SIZE
+from oam_core.store.writes import batch_size as batch_size_arg
 
 OnConflict = Literal["error", "skip", "replace"]
 ON_CONFLICT: tuple[str, ...] = ("error", "skip", "replace")
@@ -48,6 +51,72 @@ class RestoreResult:
     written: builtins.list[DumpRow]
     skipped_existing: int
     skipped_expired: int
+
+
+class TransferMethods:
+    """The store methods of docs/transfer.md, mixed into ``OracleMemoryStore``
+    (base.py); they read and write through the store's ``runtime``."""
+
+    runtime: StoreRuntime
+
+    def dump_rows(
+        self, *, user_ids: Sequence[str] | None = None, page_size: int = 512
+    ) -> Iterator[builtins.list[DumpRow]]:
+        """An oam addition: every stored row (records and threads, expired ones
+        included) with its search rows and vectors, in insertion order, as pages of
+        at most ``page_size`` rows; each page is one read (docs/transfer.md).
+        ``oam_core.transfer.export_store`` writes them as a dump.
+
+        Args:
+            user_ids: Only those users' threads, the rows of those threads, the rows
+                scoped to those users and their profiles; None: everything.
+            page_size: Rows per page (positive int).
+
+        Raises:
+            InvalidArgumentError: for a bad ``page_size`` or ``user_ids``.
+        """
+        users, size = dump_args(user_ids, page_size)
+        return dump_pages(self.runtime.backend, users, size)
+
+    def dump_counts(self, *, user_ids: Sequence[str] | None = None) -> dict[str, int]:
+        """An oam addition: how many rows of each record type (threads included)
+        ``dump_rows`` returns that are not expired now (docs/transfer.md)."""
+        users = None if user_ids is None else list(user_ids)
+        with self.runtime.backend.streaming():  # it reads every record's row
+            return self.runtime.backend.dump_counts(users, self.runtime.now())
+
+    def restore_rows(
+        self,
+        rows: Sequence[DumpRow],
+        *,
+        on_conflict: OnConflict = "error",
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        identity: EmbedderIdentity | None = None,
+    ) -> RestoreResult:
+        """An oam addition: write dumped rows back as they were (ids, store times,
+        message numbers, expiry, search rows and vectors) in one transaction
+        (docs/transfer.md). ``oam_core.transfer.import_store`` calls it per batch.
+
+        Args:
+            rows: ``DumpRow`` objects in insertion order (a thread before its rows).
+            on_conflict: ``"error"``, ``"skip"`` (keep the stored row) or
+                ``"replace"`` (delete the stored row first).
+            batch_size: Rows per executemany (positive int).
+            identity: The embedder of the rows' vectors; recorded as the store's
+                when it has none yet and its own embedder (if any) has that id.
+
+        Returns:
+            ``RestoreResult``: the rows written and the counts skipped.
+
+        Raises:
+            InvalidArgumentError: for an id given twice, an id already stored with
+                ``on_conflict="error"`` (named), a bad ``on_conflict`` or a vector of
+                another dimension. Nothing of ``rows`` is written.
+        """
+        size = batch_size_arg({"batch_size": batch_size})
+        return restore(
+            self.runtime, rows, on_conflict=on_conflict, batch_size=size, identity=identity
+        )
 
 
 def dump_args(user_ids: object, page_size: object) -> tuple[builtins.list[str] | None, int]:

@@ -39,7 +39,9 @@ class ChunkPlan:
 
 @dataclass(slots=True)
 class RowPlan:
-    """One record to insert, with its search rows."""
+    """One record to insert, with its search rows; ``valid_from``/``valid_until``:
+    its validity window (aware datetimes, None = open; always None for messages and
+    profiles), copied to the search rows."""
 
     family: str
     id: str
@@ -54,13 +56,16 @@ class RowPlan:
     expires_at: datetime | None
     chunks: list[ChunkPlan] = field(default_factory=list)
     chunk_scope: tuple[str | None, str | None, str | None] = (None, None, None)
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class BulkPlan:
     """Records of one ``add`` call in the bulk shape, column by column: every record
     has text and one given vector, a scope and the same expiry, and nothing is read
-    row by row (no message, profile, timestamp, retrieval text or per-row TTL). Each
+    row by row (no message, profile, timestamp, validity window, retrieval text or
+    per-row TTL). Each
     record gets one search row holding its content (None when blank) and its vector.
     A back end inserts the columns as they are (``Tx.insert_bulk``) instead of an
     object per record (docs/sqlite.md#writes).

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -60,6 +61,7 @@ def search(
     exact_thread_match: bool,
     record_types: Iterable[str] | None,
     metadata_filter: Maybe[dict[str, Any] | None],
+    as_of: Maybe[str | datetime | None] = NOT_SET,
     fusion: FusionConfig = DEFAULT_FUSION,
 ) -> builtins.list[tuple[Record, float]]:
     """The body of ``OracleMemoryStore.search`` (same arguments, result and errors);
@@ -80,13 +82,15 @@ def search(
         )
     qvec = None if query_vector is None else _query_vector_arg(runtime, strategy, query_vector)
     types = types_arg(record_types)
+    now = runtime.now()
     pred = Predicate(
         record_types=types,
-        now=runtime.now(),
+        now=now,
         thread_id=_scope(thread_id, "thread_id", exact_thread_match),
         user_id=_scope(user_id, "user_id", exact_user_match),
         agent_id=_scope(agent_id, "agent_id", exact_agent_match),
         metadata=filter_arg(metadata_filter),
+        valid_at=checks.as_of_arg(as_of, default=now),
     )
     if not findable(pred):
         return []

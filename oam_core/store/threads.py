@@ -35,6 +35,7 @@ from oam_core.store.backend import Tx
 from oam_core.store.runtime import StoreRuntime
 from oam_core.store.runtime import traced as traced_store
 from oam_core.store.ttl import iso
+from oam_core.store.versions import VersionChange, apply_changes
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
@@ -302,6 +303,7 @@ class ThreadStore:
         state: dict[str, Any],
         batches: Sequence[PendingRecordBatch] = (),
         reserved_updates: Sequence[ReservedUpdate] = (),
+        version_changes: Sequence[VersionChange] = (),
     ) -> builtins.list[str] | None:
         """Write a pipeline pass of a thread atomically (docs/memory-pipeline.md).
 
@@ -309,7 +311,10 @@ class ThreadStore:
         stored state still equals ``expected_state`` (compare-and-set: the watermark
         advances exactly once), the derived records of ``batches`` are inserted, and
         each of ``reserved_updates`` merges its keys into that record's
-        ``metadata["$agent_memory"]``. If the compare-and-set fails nothing is written.
+        ``metadata["$agent_memory"]``, then ``version_changes`` are applied
+        (``versions.apply_changes``: supersede and invalidate memories, the
+        successors among the inserted records). If the compare-and-set fails
+        nothing is written.
 
         Args:
             thread_id: The thread whose row holds the pipeline state.
@@ -318,6 +323,8 @@ class ThreadStore:
             batches: Records to insert (same rules as ``add_batches``).
             reserved_updates: Library-owned metadata changes; unknown records are
                 skipped (they may have been deleted meanwhile).
+            version_changes: ``VersionChange`` objects (docs/versions.md); unknown
+                targets are skipped.
 
         Returns:
             The inserted ids, or None when the state had changed (another pass won).
@@ -338,12 +345,15 @@ class ThreadStore:
                 )
             checks.check_id(update.record_id, f"reserved_updates[{i}] record_id")
             dump_metadata({RESERVED_KEY: update.keys}, f"reserved_updates[{i}]", library=True)
+        for i, change in enumerate(version_changes):
+            _check_change(change, f"version_changes[{i}]")
         planned = writes.plan_batches(self.runtime, batches, library=True)
         with self.runtime.writing() as tx:
             won = bool(tx.update_thread(thread_id, NOT_SET, state, expected_state))
             if won:
                 writes.insert_planned(self.runtime, tx, planned, writes.DEFAULT_BATCH_SIZE)
                 _merge_reserved(tx, reserved_updates)
+                apply_changes(self.runtime, tx, version_changes)
         if won:
             return planned.ids
         if self.runtime.backend.get_thread(thread_id) is None:
@@ -419,6 +429,27 @@ class ThreadStore:
 
     def _now(self) -> datetime:
         return self.runtime.now()
+
+
+def _check_change(change: object, name: str) -> None:
+    """Refuse a version change that cannot be applied.
+
+    Raises:
+        InvalidArgumentError: naming ``name``, for an object that is not a
+            ``VersionChange``, an unknown kind, a bad id, a ``supersede`` without a
+            successor or a naive ``at``.
+    """
+    if not isinstance(change, VersionChange):
+        raise InvalidArgumentError(f"{name} must be a VersionChange, got {change!r}")
+    if change.kind not in ("supersede", "invalidate"):
+        raise InvalidArgumentError(f"{name}: kind must be supersede or invalidate")
+    checks.check_id(change.target_id, f"{name} target_id")
+    if change.kind == "supersede":
+        checks.check_id(change.successor_id, f"{name} successor_id")
+    if change.at is not None and (not isinstance(change.at, datetime) or change.at.tzinfo is None):
+        raise InvalidArgumentError(f"{name}: at must be an aware datetime, got {change.at!r}")
+    if change.reason is not None:
+        checks.check_text(change.reason, f"{name} reason")
 
 
 def _merge_reserved(tx: Tx, updates: Sequence[ReservedUpdate]) -> None:

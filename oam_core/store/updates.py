@@ -60,6 +60,8 @@ class UpdateArgs:
         metadata_json: The new metadata as checked JSON text (None clears it).
         timestamp: The new timestamp, normalized (docs/store.md#timestamps).
         ttl_days, ttl_anchor: As given; only on types that expire.
+        valid_from, valid_until: The new window ends (aware UTC, None: open); only
+            on memory-like types.
     """
 
     record_type: str
@@ -72,6 +74,8 @@ class UpdateArgs:
     timestamp: Maybe[str | None]
     ttl_days: Maybe[int | None]
     ttl_anchor: Maybe[TimeToLiveAnchor]
+    valid_from: Maybe[datetime | None] = NOT_SET
+    valid_until: Maybe[datetime | None] = NOT_SET
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +100,9 @@ class RecordChanges:
     column is kept).
 
     Attributes:
-        content, metadata, timestamp, expires_at: New column values (``metadata``
-            as JSON text, with the stored ``$agent_memory`` object kept).
+        content, metadata, timestamp, expires_at, valid_from, valid_until: New
+            column values (``metadata`` as JSON text, with the stored
+            ``$agent_memory`` object kept).
         chunks: The search rows replacing the stored ones, or None to keep them.
     """
 
@@ -106,6 +111,8 @@ class RecordChanges:
     timestamp: Maybe[str | None]
     expires_at: Maybe[datetime | None]
     chunks: builtins.list[ChunkPlan] | None
+    valid_from: Maybe[datetime | None] = NOT_SET
+    valid_until: Maybe[datetime | None] = NOT_SET
 
     def fields(self) -> dict[str, Any]:
         """The columns to set, by name (``Tx.update_row``)."""
@@ -114,6 +121,8 @@ class RecordChanges:
             ("metadata", self.metadata),
             ("timestamp", self.timestamp),
             ("expires_at", self.expires_at),
+            ("valid_from", self.valid_from),
+            ("valid_until", self.valid_until),
         )
         return {name: value for name, value in given if value is not NOT_SET}
 
@@ -130,6 +139,8 @@ def update_record(
     timestamp: Maybe[str | datetime | None],
     ttl_days: Maybe[int | None],
     ttl_anchor: Maybe[TimeToLiveAnchor],
+    valid_from: Maybe[str | datetime | None] = NOT_SET,
+    valid_until: Maybe[str | datetime | None] = NOT_SET,
 ) -> int:
     """The body of ``OracleMemoryStore.update`` (same arguments, result and errors):
     parse, embed, then read the row and apply its planned changes in one transaction."""
@@ -143,6 +154,8 @@ def update_record(
         timestamp=timestamp,
         ttl_days=ttl_days,
         ttl_anchor=ttl_anchor,
+        valid_from=valid_from,
+        valid_until=valid_until,
     )
     ctx = runtime.plan_context()
     rows = plan_search_rows(args, ctx)
@@ -176,22 +189,33 @@ def parse_update(
     timestamp: Maybe[str | datetime | None],
     ttl_days: Maybe[int | None],
     ttl_anchor: Maybe[TimeToLiveAnchor],
+    valid_from: Maybe[str | datetime | None] = NOT_SET,
+    valid_until: Maybe[str | datetime | None] = NOT_SET,
 ) -> UpdateArgs:
     """Check the arguments of ``update`` (no I/O).
 
     Raises:
         InvalidArgumentError: no field given, a rejected combination of
             docs/store.md#what-is-stored-and-what-is-searched, a bad text, timestamp or
-            metadata, or TTL options on a type that does not expire.
+            metadata, TTL options on a type that does not expire, an unparseable
+            window end, a window on a message or profile, or both ends given with
+            ``valid_until <= valid_from``.
     """
     record_type = checks.check_record_type(record_type)
     findable = checks.lookup_id(record_id, "record_id")
     given = (text, index_text, embedding, metadata, timestamp, ttl_days, ttl_anchor)
-    if all(v is NOT_SET for v in given):
+    if all(v is NOT_SET for v in (*given, valid_from, valid_until)):
         raise InvalidArgumentError(
             "update needs at least one of text, index_text, embedding, "
-            "metadata, timestamp, ttl_days, ttl_anchor"
+            "metadata, timestamp, ttl_days, ttl_anchor, valid_from, valid_until"
         )
+    checks.check_windowed(record_type, [("valid_from", valid_from), ("valid_until", valid_until)])
+    new_from = NOT_SET if valid_from is NOT_SET else checks.window_time(valid_from, "valid_from")
+    new_until = (
+        NOT_SET if valid_until is NOT_SET else checks.window_time(valid_until, "valid_until")
+    )
+    if new_from is not NOT_SET and new_until is not NOT_SET:
+        checks.check_window(new_from, new_until)
     _check_text(record_type, text, index_text, embedding)
     if timestamp is not NOT_SET:
         if isinstance(timestamp, str):
@@ -213,6 +237,8 @@ def parse_update(
         timestamp,
         ttl_days,
         ttl_anchor,
+        new_from,
+        new_until,
     )
 
 
@@ -295,7 +321,9 @@ def plan_update(
 
     Raises:
         InvalidArgumentError: a TIMESTAMP anchor without a timestamp to count from,
-            or a count of vectors other than the record's search rows.
+            a count of vectors other than the record's search rows, or a window
+            end that puts ``valid_until`` at or before ``valid_from`` (the other end
+            as stored when not given).
     """
     metadata: Maybe[str | None] = NOT_SET
     if args.metadata_json is not NOT_SET:
@@ -315,7 +343,21 @@ def plan_update(
     chunks = rows.chunks
     if rows.revector is not NOT_SET:
         chunks = _revector(stored_texts, rows.revector)
-    return RecordChanges(args.text, metadata, args.timestamp, expires_at, chunks)
+    if args.valid_from is not NOT_SET or args.valid_until is not NOT_SET:
+        checks.check_window(
+            row.valid_from if args.valid_from is NOT_SET else args.valid_from,
+            row.valid_until if args.valid_until is NOT_SET else args.valid_until,
+            "valid_until" if args.valid_until is not NOT_SET else "valid_from",
+        )
+    return RecordChanges(
+        args.text,
+        metadata,
+        args.timestamp,
+        expires_at,
+        chunks,
+        args.valid_from,
+        args.valid_until,
+    )
 
 
 def _revector(

@@ -17,11 +17,35 @@ transaction that advances the thread's watermark (``ThreadStore.commit_thread_pa
 
 from __future__ import annotations
 
+import builtins
+import dataclasses
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Literal
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Literal
 
-__all__ = ["VersionChange"]
+from oam_core import checks
+from oam_core.apis._sentinel import NOT_SET, Maybe
+from oam_core.apis.batch import PendingRecordBatch
+from oam_core.apis.metadatajson import RESERVED_KEY, dump_metadata
+from oam_core.apis.records import Record
+from oam_core.errors import InvalidArgumentError, NotFoundError
+from oam_core.steps import async_twin
+from oam_core.store import writes
+from oam_core.store.backend import StoredRow, Tx
+from oam_core.store.runtime import StoreRuntime
+from oam_core.store.runtime import traced as traced_store
+
+if TYPE_CHECKING:
+    from oam_core.store.base import OracleMemoryStore
+
+__all__ = ["MemoryVersions", "VersionChange", "apply_changes", "memory_versions"]
+
+MEMORY = "memory"
+"""The id family of every memory-like type."""
+KEPT_PROVENANCE = ("source_message_ids",)
+"""Reserved keys a new version copies from the one it replaces."""
 
 
 @dataclass(frozen=True)
@@ -44,3 +68,337 @@ class VersionChange:
     successor_id: str | None = None
     at: datetime | None = None
     reason: str | None = None
+
+
+# -- inside a transaction -----------------------------------------------------------
+
+
+def is_current(row: StoredRow, now: datetime) -> bool:
+    """Whether ``row``'s window holds at ``now`` (docs/store.md#validity-windows)."""
+    return (row.valid_from is None or row.valid_from <= now) and (
+        row.valid_until is None or row.valid_until > now
+    )
+
+
+def reserved_of(row: StoredRow) -> dict[str, Any]:
+    """A copy of ``row``'s reserved ``$agent_memory`` object (empty when none)."""
+    found = (row.metadata or {}).get(RESERVED_KEY)
+    return dict(found) if isinstance(found, dict) else {}
+
+
+def apply_changes(
+    runtime: StoreRuntime, tx: Tx, changes: Sequence[VersionChange]
+) -> builtins.list[VersionChange]:
+    """Apply ``changes`` in order inside the open write transaction ``tx``
+    (docs/versions.md).
+
+    Each target is read again, locked (``Tx.fetch_locked``). ``supersede``: a
+    target that is no longer current is followed along its ``superseded_by`` links
+    to the current head, which is superseded instead (no current head: the
+    successor simply stays and nothing ends); the target's window ends at ``at``,
+    else the successor's ``valid_from``, else now (never before the target's own
+    ``valid_from``: clamped to it), its reserved metadata gets ``status:
+    "invalid"``, ``superseded_by`` and ``reason``, and the successor's reserved
+    ``supersedes`` list gets the target's id. ``invalidate``: a current target ends
+    (``at``, else now) with ``superseded_by: None``; one not current is left alone.
+    Unknown targets (and successors) are skipped.
+
+    Returns:
+        The changes applied, with the real target ids (the head a ``supersede``
+        followed to) and the ``at`` each window ended at.
+    """
+    now = runtime.now()
+    applied: builtins.list[VersionChange] = []
+    for change in changes:
+        if change.kind == "supersede":
+            done = _supersede(tx, change, now)
+        else:
+            done = _invalidate(tx, change, now)
+        if done is not None:
+            applied.append(done)
+    return applied
+
+
+def _supersede(tx: Tx, change: VersionChange, now: datetime) -> VersionChange | None:
+    if change.successor_id is None or change.successor_id == change.target_id:
+        return None
+    successor = tx.fetch_locked(MEMORY, change.successor_id)
+    target = tx.fetch_locked(MEMORY, change.target_id)
+    seen = {change.successor_id}
+    while target is not None and not is_current(target, now):
+        seen.add(str(target.id))
+        head = reserved_of(target).get("superseded_by")
+        if not isinstance(head, str) or head in seen:
+            return None  # no current head: the successor simply stays
+        target = tx.fetch_locked(MEMORY, head)
+    if successor is None or target is None:
+        return None
+    end = change.at or successor.valid_from or now
+    _end(tx, target, end, superseded_by=successor.id, reason=change.reason)
+    keys = reserved_of(successor)
+    listed = keys.get("supersedes")
+    supersedes = [i for i in listed if isinstance(i, str)] if isinstance(listed, list) else []
+    if target.id not in supersedes:
+        supersedes.append(str(target.id))
+    keys["supersedes"] = supersedes
+    tx.update_row(successor, {"metadata": _with_reserved(successor, keys)})
+    return dataclasses.replace(change, target_id=str(target.id), at=_clamped(target, end))
+
+
+def _invalidate(tx: Tx, change: VersionChange, now: datetime) -> VersionChange | None:
+    target = tx.fetch_locked(MEMORY, change.target_id)
+    if target is None or not is_current(target, now):
+        return None
+    end = change.at or now
+    _end(tx, target, end, superseded_by=None, reason=change.reason)
+    return dataclasses.replace(change, at=_clamped(target, end))
+
+
+def _clamped(row: StoredRow, end: datetime) -> datetime:
+    """``end``, or ``row``'s ``valid_from`` when ``end`` is earlier."""
+    return row.valid_from if row.valid_from is not None and end < row.valid_from else end
+
+
+def _end(
+    tx: Tx, row: StoredRow, end: datetime, *, superseded_by: str | None, reason: str | None
+) -> None:
+    """End ``row``'s window at ``end`` (clamped) and mark it in its reserved metadata."""
+    keys = reserved_of(row)
+    keys.update(status="invalid", superseded_by=superseded_by, reason=reason)
+    tx.update_row(row, {"valid_until": _clamped(row, end), "metadata": _with_reserved(row, keys)})
+
+
+def _with_reserved(row: StoredRow, keys: dict[str, Any]) -> str:
+    """``row``'s metadata as JSON text with ``keys`` as its reserved object."""
+    meta = dict(row.metadata or {})
+    meta[RESERVED_KEY] = keys
+    return json.dumps(meta, ensure_ascii=False)
+
+
+# -- the client's operations ----------------------------------------------------------
+
+
+def memory_versions(store: OracleMemoryStore) -> MemoryVersions:
+    """The ``MemoryVersions`` of ``store`` (the same object on every call)."""
+    found = store.__dict__.get("_memory_versions")
+    if found is None:  # setdefault: two first callers still share one object
+        found = store.__dict__.setdefault("_memory_versions", MemoryVersions(store.runtime, store))
+    assert isinstance(found, MemoryVersions)
+    return found
+
+
+class MemoryVersions:
+    """Update, invalidate and trace the versions of one store's memories
+    (docs/versions.md, SPEC 11). Each write is one transaction that reads the
+    memory again, locked, so two writers updating one memory at once leave exactly
+    one current version.
+
+    Args:
+        runtime: The store's runtime; its back end runs every call.
+        store: The store itself, only to name it (``repr``, telemetry spans).
+    """
+
+    def __init__(self, runtime: StoreRuntime, store: OracleMemoryStore) -> None:
+        self.runtime = runtime
+        self.store = store
+
+    def __repr__(self) -> str:
+        return f"MemoryVersions({self.store!r})"
+
+    @traced_store
+    def update_memory(
+        self,
+        memory_id: str,
+        content: str,
+        *,
+        reason: str | None = None,
+        valid_from: Maybe[str | datetime | None] = NOT_SET,
+        metadata: Maybe[dict[str, Any] | None] = NOT_SET,
+    ) -> str:
+        """Write a new version of a memory and supersede the old one, in one
+        transaction (docs/versions.md).
+
+        The new memory has the old one's type and scope, its metadata (unless
+        ``metadata`` is given) and its provenance (``source_message_ids``), and is
+        embedded through the store's write path. The old one's window ends at the
+        new one's ``valid_from`` (now when None).
+
+        Args:
+            memory_id: The current version to replace.
+            content: The new text.
+            reason: Why, kept in the old version's reserved metadata.
+            valid_from: When the new version starts holding: a datetime (naive =
+                UTC) or an ISO-8601 string; omitted: now; None: open.
+            metadata: The new version's metadata (a dict or None); omitted: the
+                old version's.
+
+        Returns:
+            The new memory's id.
+
+        Raises:
+            NotFoundError: no memory has ``memory_id``.
+            InvalidArgumentError: naming ``memory_id`` when that memory is no longer
+                current (update the current version), or for a bad argument.
+                Nothing is written then.
+        """
+        checks.check_id(memory_id, "memory_id")
+        reason = _reason_arg(reason)
+        start = (
+            self.runtime.now()
+            if valid_from is NOT_SET
+            else checks.window_time(valid_from, "valid_from")
+        )
+        if metadata is not NOT_SET:
+            dump_metadata(metadata)
+        old = self._visible(memory_id)
+        user_meta = (
+            {k: v for k, v in (old.metadata or {}).items() if k != RESERVED_KEY}
+            if metadata is NOT_SET
+            else metadata
+        )
+        old_keys = (old.metadata or {}).get(RESERVED_KEY)
+        kept = (
+            {k: old_keys[k] for k in KEPT_PROVENANCE if k in old_keys}
+            if isinstance(old_keys, dict)
+            else {}
+        )
+        new_meta = dict(user_meta or {})
+        if kept:
+            new_meta[RESERVED_KEY] = kept
+        batch = PendingRecordBatch(
+            texts=[content],
+            record_type=old.record_type,
+            thread_ids=old.thread_id,
+            user_ids=old.user_id,
+            agent_ids=old.agent_id,
+            metadata=new_meta or (None if metadata is NOT_SET else metadata),
+            valid_from=start,
+        )
+        planned = writes.plan_batches(self.runtime, [batch], library=True)
+        new_id = planned.ids[0]
+        with self.runtime.writing() as tx:
+            row = tx.fetch_locked(MEMORY, memory_id)
+            if row is None:
+                raise NotFoundError(f"no memory has id {memory_id!r}")
+            if not is_current(row, self.runtime.now()):
+                raise _not_current(memory_id, row)
+            writes.insert_planned(self.runtime, tx, planned, writes.DEFAULT_BATCH_SIZE)
+            change = VersionChange("supersede", memory_id, new_id, reason=reason)
+            if not apply_changes(self.runtime, tx, [change]):  # pragma: no cover - locked
+                raise _not_current(memory_id, row)
+        return new_id
+
+    @traced_store
+    def invalidate_memory(
+        self,
+        memory_id: str,
+        *,
+        reason: str | None = None,
+        valid_until: Maybe[str | datetime | None] = NOT_SET,
+    ) -> bool:
+        """End a memory's validity without a successor, in one transaction
+        (docs/versions.md): its window ends at ``valid_until`` (omitted or None:
+        now; never before its ``valid_from``), its reserved metadata gets ``status:
+        "invalid"``, ``superseded_by: None`` and ``reason``.
+
+        Returns:
+            True, or False when the memory was already not current (nothing changes).
+
+        Raises:
+            NotFoundError: no memory has ``memory_id``.
+            InvalidArgumentError: for a bad id, reason or time.
+        """
+        checks.check_id(memory_id, "memory_id")
+        reason = _reason_arg(reason)
+        at = None if valid_until is NOT_SET else checks.window_time(valid_until, "valid_until")
+        with self.runtime.writing() as tx:
+            row = tx.fetch_locked(MEMORY, memory_id)
+            if row is None:
+                raise NotFoundError(f"no memory has id {memory_id!r}")
+            change = VersionChange("invalidate", memory_id, at=at, reason=reason)
+            return bool(apply_changes(self.runtime, tx, [change]))
+
+    @traced_store
+    def get_memory_history(self, memory_id: str) -> builtins.list[Record]:
+        """Every visible version linked to a memory by supersede links, in either
+        direction, oldest ``valid_from`` first (None first; ties by ``created_at``)
+        (docs/versions.md). A memory without links gives ``[itself]``.
+
+        Raises:
+            NotFoundError: no visible memory has ``memory_id``.
+            InvalidArgumentError: for a bad id.
+        """
+        checks.check_id(memory_id, "memory_id")
+        first = self._visible(memory_id)
+        found: dict[str, Record] = {first.id: first}
+        todo = _links(first)
+        while todo:
+            rid = todo.pop()
+            if rid in found:
+                continue
+            record = self.runtime.backend.get_in_family(MEMORY, rid, self.runtime.now())
+            if record is not None:
+                found[rid] = record
+                todo.extend(_links(record))
+        return sorted(found.values(), key=_history_order)
+
+    def _visible(self, memory_id: str) -> Record:
+        """The visible memory ``memory_id``.
+
+        Raises:
+            NotFoundError: when there is none.
+        """
+        found = (
+            self.runtime.backend.get_in_family(MEMORY, memory_id, self.runtime.now())
+            if checks.storable(memory_id)
+            else None
+        )
+        if found is None:
+            raise NotFoundError(f"no memory has id {memory_id!r}")
+        return found
+
+    update_memory_async = async_twin(update_memory)
+    invalidate_memory_async = async_twin(invalidate_memory)
+    get_memory_history_async = async_twin(get_memory_history)
+
+
+def _reason_arg(reason: object) -> str | None:
+    """``reason``: None or a str a store can hold.
+
+    Raises:
+        InvalidArgumentError: naming ``reason`` for anything else.
+    """
+    if reason is None:
+        return None
+    if not isinstance(reason, str):
+        raise InvalidArgumentError(f"reason must be a str or None, got {reason!r}")
+    return checks.check_text(reason, "reason")
+
+
+def _not_current(memory_id: str, row: StoredRow) -> InvalidArgumentError:
+    head = reserved_of(row).get("superseded_by")
+    where = f"; its current version is {head!r}" if isinstance(head, str) else ""
+    return InvalidArgumentError(
+        f"memory_id {memory_id!r} is no longer current (update the current version{where})"
+    )
+
+
+def _links(record: Record) -> builtins.list[str]:
+    """The ids ``record``'s reserved metadata links to: ``superseded_by`` and
+    ``supersedes``."""
+    keys = (record.metadata or {}).get(RESERVED_KEY)
+    if not isinstance(keys, dict):
+        return []
+    out = [keys["superseded_by"]] if isinstance(keys.get("superseded_by"), str) else []
+    listed = keys.get("supersedes")
+    if isinstance(listed, list):
+        out.extend(i for i in listed if isinstance(i, str))
+    return out
+
+
+_EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
+
+
+def _history_order(record: Record) -> tuple[datetime, str]:
+    start = record.valid_from
+    return (_EARLIEST if start is None else datetime.fromisoformat(start), record.created_at)

@@ -26,7 +26,7 @@ from oam_core import checks
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.metadatajson import dump_metadata_column
-from oam_core.apis.records import MESSAGE, PROFILE_TYPES, family_of
+from oam_core.apis.records import MEMORY_TYPES, MESSAGE, PROFILE_TYPES, family_of
 from oam_core.apis.thread import check_role
 from oam_core.apis.ttl import TimeToLiveAnchor
 from oam_core.checks import Vector, check_text
@@ -41,7 +41,7 @@ from oam_core.store.planning import (
     retrieval_chunks,
 )
 from oam_core.store.quotes import take_sources
-from oam_core.store.timestamps import normalize_timestamp
+from oam_core.store.timestamps import normalize_timestamp, parse_timestamp
 
 __all__ = ["WriteColumns", "parse_batch", "plan_batch", "plan_records"]
 
@@ -78,8 +78,12 @@ class WriteColumns:
         metadata: The metadata dicts as given; ``metadata_json`` their checked JSON.
         expires_at: The expiry of every record when the TTL options are scalars that
             do not read the timestamp (None: never), else ``NOT_SET`` (per row).
-        listed: Which of ``timestamps``, ``ttl_days``, ``ttl_anchor`` were given as
-            lists (their errors name the row: ``timestamps[3]``).
+        valid_from, valid_until: The window ends as given (``NOT_SET`` when
+            omitted), read by their rows; all ``NOT_SET`` or None for messages and
+            profiles.
+        listed: Which of ``timestamps``, ``ttl_days``, ``ttl_anchor``,
+            ``valid_from``, ``valid_until`` were given as lists (their errors name
+            the row: ``timestamps[3]``).
     """
 
     record_type: str
@@ -100,6 +104,8 @@ class WriteColumns:
     ttl_anchor: list[Maybe[TimeToLiveAnchor]]
     expires_at: Maybe[datetime | None]
     listed: frozenset[str]
+    valid_from: list[Maybe[str | datetime | None]]
+    valid_until: list[Maybe[str | datetime | None]]
 
     @property
     def n(self) -> int:
@@ -157,6 +163,16 @@ def parse_batch(
     meta = checks.broadcast(None if batch.metadata is NOT_SET else batch.metadata, "metadata", n)
     ttl_days = checks.broadcast(batch.ttl_days, "ttl_days", n)
     ttl_anchor = checks.broadcast(batch.ttl_anchor, "ttl_anchor", n)
+    valid_from = checks.broadcast(batch.valid_from, "valid_from", n)
+    valid_until = checks.broadcast(batch.valid_until, "valid_until", n)
+    if record_type not in MEMORY_TYPES:
+        checks.check_windowed(
+            record_type,
+            [
+                *_named("valid_from", batch.valid_from, valid_from),
+                *_named("valid_until", batch.valid_until, valid_until),
+            ],
+        )
     if record_type in PROFILE_TYPES and any(v is not None for v in (*threads, *users, *agents)):
         raise InvalidArgumentError(f"{record_type} records are unscoped; do not pass scope ids")
     expires_at = _shared_expiry(batch, record_type, n, ctx)
@@ -167,6 +183,8 @@ def parse_batch(
             ("timestamps", batch.timestamps),
             ("ttl_days", batch.ttl_days),
             ("ttl_anchor", batch.ttl_anchor),
+            ("valid_from", batch.valid_from),
+            ("valid_until", batch.valid_until),
         )
         if isinstance(value, (list, tuple))
     )
@@ -189,7 +207,17 @@ def parse_batch(
         ttl_anchor=ttl_anchor,
         expires_at=expires_at,
         listed=listed,
+        valid_from=valid_from,
+        valid_until=valid_until,
     )
+
+
+def _named(name: str, given: object, column: list[Any]) -> list[tuple[str, object]]:
+    """``(name[i], value)`` of each entry of a broadcast column (``(name, value)``
+    when ``given`` was a scalar), for errors that name the row."""
+    if not isinstance(given, (list, tuple)):
+        return [(name, given)]
+    return [(f"{name}[{i}]", v) for i, v in enumerate(column)]
 
 
 def _contents(texts: Sequence[str | None]) -> Sequence[str | None]:
@@ -381,6 +409,7 @@ def _bulk_shape(c: WriteColumns) -> bool:
         and c.record_type != MESSAGE
         and c.record_type not in PROFILE_TYPES
         and c.timestamps.count(None) == c.n
+        and all(v is NOT_SET or v is None for v in (*c.valid_from, *c.valid_until))
         and all(type(x) is str for x in c.contents)
     )
 
@@ -493,6 +522,7 @@ def _row_plan(
     if ts is not None:
         ts = _row_timestamp(c, i, ts)
     expires = c.expires_at if c.expires_at is not NOT_SET else _row_expiry(c, i, ts, ctx)
+    valid_from, valid_until = _row_window(c, i, ts)
     return RowPlan(
         family=c.family,
         id=c.ids[i],
@@ -507,7 +537,33 @@ def _row_plan(
         expires_at=expires,
         chunks=_row_chunks(c, i, content, ctx, rows),
         chunk_scope=chunk_scope,
+        valid_from=valid_from,
+        valid_until=valid_until,
     )
+
+
+def _row_window(c: WriteColumns, i: int, ts: str | None) -> tuple[datetime | None, datetime | None]:
+    """Record ``i``'s validity window (docs/store.md#validity-windows): as given, an
+    omitted ``valid_from`` of a memory-like record its normalized timestamp ``ts``;
+    none for messages and profiles (``parse_batch`` refused one given).
+
+    Raises:
+        InvalidArgumentError: for an unparseable end, or ``valid_until <= valid_from``.
+    """
+    if c.record_type not in MEMORY_TYPES:
+        return None, None
+    given_from, given_until = c.valid_from[i], c.valid_until[i]
+    if given_from is NOT_SET:
+        valid_from = None if ts is None else parse_timestamp(ts, c.row_name("timestamps", i))
+    else:
+        valid_from = checks.window_time(given_from, c.row_name("valid_from", i))
+    valid_until = (
+        None
+        if given_until is NOT_SET
+        else checks.window_time(given_until, c.row_name("valid_until", i))
+    )
+    checks.check_window(valid_from, valid_until, c.row_name("valid_until", i))
+    return valid_from, valid_until
 
 
 def _row_timestamp(c: WriteColumns, i: int, ts: str | datetime) -> str | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import abc
 import builtins
 import json
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timezone
 from operator import attrgetter
@@ -90,6 +90,10 @@ class SqlBackend(Backend):
 
     def get(self, family: str, record_id: str, record_type: str, now: datetime) -> Record | None:
         rows = self.fetch_all(st.get_record(self.d, self.p, family, record_id, record_type, now))
+        return record_from_row(rows[0]) if rows else None
+
+    def get_in_family(self, family: str, record_id: str, now: datetime) -> Record | None:
+        rows = self.fetch_all(st.get_in_family(self.d, self.p, family, record_id, now))
         return record_from_row(rows[0]) if rows else None
 
     def list(self, pred: Predicate, limit: int | None) -> builtins.list[Record]:
@@ -211,7 +215,8 @@ def _dump_row(
 ) -> DumpRow:
     """A ``DumpRow`` from a row of ``sd.DUMP_COLUMNS`` and its ``sd.chunks_of`` rows."""
     (_pk, family, rid, rtype, content, role, seq_no, tid, uid, aid) = row[:10]
-    event_ts, metadata, created_at, expires_at, config, state = row[10:]
+    event_ts, metadata, created_at, expires_at, valid_from, valid_until = row[10:16]
+    config, state = row[16:]
     return DumpRow(
         family=family,
         id=rid,
@@ -228,6 +233,8 @@ def _dump_row(
         expires_at=utc_from_epoch(expires_at),
         config=config,
         state=state,
+        valid_from=utc_from_epoch(valid_from),
+        valid_until=utc_from_epoch(valid_until),
         chunks=tuple(
             DumpChunk(
                 text=c[2],
@@ -340,8 +347,8 @@ class SqlTx(Tx):
                 ]
             )
         chunk_rows = [
-            ChunkRow(pk, plan.record_type, seq, chunk, plan.chunk_scope, exp)
-            for plan, pk, exp in zip(plans, pks, expiries, strict=True)
+            ChunkRow(pk, plan.record_type, seq, chunk, plan.chunk_scope, exp, window)
+            for plan, pk, exp, window in zip(plans, pks, expiries, _windows(columns), strict=True)
             for seq, chunk in enumerate(plan.chunks)
         ]
         if quoting or dropped:
@@ -405,9 +412,7 @@ class SqlTx(Tx):
                 continue
             found = quoting.get((index, row.seq))
             if found is not None:
-                row = ChunkRow(
-                    row.record_pk, row.record_type, row.seq, row.chunk, row.scope, found.expires_at
-                )
+                row = row._replace(expires_at=found.expires_at)
             out.append(row)
         return out
 
@@ -448,7 +453,7 @@ class SqlTx(Tx):
         row = self.run(st.fetch_row(self.d, self.p, family, record_id)).fetchone()
         if row is None:
             return None
-        pk, rtype, content, ts, meta, created, tid, uid, aid = row
+        pk, rtype, content, ts, meta, created, tid, uid, aid, valid_from, valid_until = row
         if rtype == "user_profile":
             scope: Scope = (None, record_id, None)
         elif rtype == "agent_profile":
@@ -465,6 +470,8 @@ class SqlTx(Tx):
             created_at=datetime.fromisoformat(created),
             scope=scope,
             id=record_id,
+            valid_from=utc_from_epoch(valid_from),
+            valid_until=utc_from_epoch(valid_until),
         )
 
     def chunk_texts(self, key: Hashable) -> builtins.list[str | None]:
@@ -476,12 +483,13 @@ class SqlTx(Tx):
     def replace_chunks(self, row: StoredRow, chunks: Sequence[ChunkPlan]) -> None:
         found = self.run(st.record_expiry(self.d, self.p, row.key)).fetchone()
         expires = found[0] if found else None
+        window: st.Window = (found[1], found[2]) if found else st.NO_WINDOW
         self.run(st.delete_chunks_of(self.d, self.p, row.key))
         pk = int(cast(Any, row.key))
         own_id = row.id if row.family == MESSAGE else None
         quoting, dropped = self._resolve_quotes([(own_id, pk, expires, chunks)])
         rows = [
-            ChunkRow(pk, row.record_type, seq, c, row.scope, expires)
+            ChunkRow(pk, row.record_type, seq, c, row.scope, expires, window)
             for seq, c in enumerate(chunks)
         ]
         if quoting or dropped:
@@ -606,6 +614,8 @@ class SqlTx(Tx):
             builtins.list(c) for c in zip(*map(_RECORD_FIELDS, rows), strict=True)
         ]
         columns.append([None if r.expires_at is None else r.expires_at.timestamp() for r in rows])
+        columns.append([epoch(r.valid_from) for r in rows])
+        columns.append([epoch(r.valid_until) for r in rows])
         pks = self._insert_records(columns, batch_size)
         quoted = sorted({s for r in rows for c in r.chunks for s in c.sources})
         stored: dict[str, Any] = {}
@@ -631,6 +641,8 @@ class SqlTx(Tx):
                 columns[7],
                 columns[8],
                 [None if c.expires_at is None else c.expires_at.timestamp() for c in ones],
+                columns[-2],
+                columns[-1],
             ]
             vectors = [c.vector for c in ones]
         else:
@@ -660,8 +672,8 @@ class SqlTx(Tx):
         """The search-row columns of ``rows`` (keys ``pks``) and their vectors; a row
         quoting a message missing from ``stored`` is left out; the quote links of
         the others are added to ``links``."""
-        chunk_columns: builtins.list[builtins.list[Any]] = [[] for _ in range(8)]
-        record_pks, types, seqs, texts, tids, uids, aids, expiries = chunk_columns
+        chunk_columns: builtins.list[builtins.list[Any]] = [[] for _ in range(10)]
+        record_pks, types, seqs, texts, tids, uids, aids, expiries, froms, untils = chunk_columns
         vectors: builtins.list[Vector | None] = []
         for row, pk in zip(rows, pks, strict=True):
             if not row.chunks:
@@ -681,6 +693,8 @@ class SqlTx(Tx):
                 uids.append(uid)
                 aids.append(aid)
                 expiries.append(None if chunk.expires_at is None else chunk.expires_at.timestamp())
+                froms.append(epoch(row.valid_from))
+                untils.append(epoch(row.valid_until))
                 vectors.append(chunk.vector)
                 seq += 1
         return chunk_columns, vectors
@@ -704,6 +718,12 @@ _RECORD_FIELDS = attrgetter(
 order (its expiry, last, is converted to Unix seconds)."""
 _PROFILES = frozenset({"user_profile", "agent_profile"})
 """Record types whose search rows carry the record's own id as their scope."""
+
+
+def _windows(record_columns: Sequence[Sequence[Any]]) -> Iterator[st.Window]:
+    """Each record's ``(valid_from, valid_until)`` from ``statements.record_columns``
+    (its last two columns)."""
+    return zip(record_columns[-2], record_columns[-1], strict=True)
 
 
 def _chunk_scope(row: DumpRow) -> Scope:

@@ -31,10 +31,14 @@ class Dialect(abc.ABC):
         mark: The positional parameter placeholder (``?`` or ``%s``).
         lock_row: Appended to a row read inside a write transaction to lock the row
             until it ends (``""`` where the transaction holds the whole database).
+        windows: Whether the tables have the validity-window columns
+            (``sql/schema.WINDOW_COLUMNS``); False for an older SQLite file read
+            where it cannot be upgraded: its rows read as having no window.
     """
 
     mark: ClassVar[str]
     lock_row: ClassVar[str]
+    windows: bool = True
 
     def marks(self, n: int) -> str:
         """``n`` placeholders separated by commas."""

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from oam_core.store.sql.dialect import Dialect
-from oam_core.store.sql.statements import RECORD_COLUMNS, Stmt
+from oam_core.store.sql.statements import RECORD_COLUMNS, Stmt, record_select
 
 DUMP_COLUMNS = f"{RECORD_COLUMNS}, config, state"
 """The records columns ``dump_page`` reads: ``RECORD_COLUMNS`` then the thread's JSON."""
@@ -23,7 +23,8 @@ def page(d: Dialect, p: str, after: int | None, limit: int, user_ids: Sequence[s
         params.append(after)
     where = f"WHERE {' AND '.join(parts)} " if parts else ""
     params.append(limit)
-    return Stmt(f"SELECT {DUMP_COLUMNS} FROM {p}records {where}ORDER BY pk LIMIT {d.mark}", params)
+    columns = f"{record_select(d)}, config, state"
+    return Stmt(f"SELECT {columns} FROM {p}records {where}ORDER BY pk LIMIT {d.mark}", params)
 
 
 def counts(d: Dialect, p: str, user_ids: Sequence[str] | None, now: float) -> Stmt:
@@ -57,7 +58,8 @@ def _users(d: Dialect, p: str, user_ids: Sequence[str] | None) -> tuple[list[str
 def chunks_of(d: Dialect, p: str, vector: str, keys: Sequence[int]) -> Stmt:
     """``(pk, record_pk, text, vector, expires_at)`` of the search rows of the records
     ``keys`` (one ``batches`` slice), in record and position order; ``vector`` is the
-    back end's expression reading ``embedding`` as bytes or a float list."""
+    back end's expression reading ``embedding`` as bytes or a float list. (The rows'
+    validity window is their record's.)"""
     sql, params = d.any_of("record_pk", keys)
     return Stmt(
         f"SELECT pk, record_pk, text, {vector}, expires_at FROM {p}chunks WHERE {sql} "

@@ -2,8 +2,9 @@
 
 ``oam_meta`` holds key/value rows (``schema_version``, ``vector_dim``,
 ``search_strategy``, ``retention``, the embedder identity); ``records`` every record
-family, ids unique per family; ``chunks`` the search rows, with the scope and expiry
-copied from their record so the ranking queries filter without a join. Each back end
+family, ids unique per family; ``chunks`` the search rows, with the scope, expiry and
+validity window copied from their record so the ranking queries filter without a
+join. Each back end
 adds its own columns (vectors, full-text) and indexes in ``sqlite/schema.py`` and
 ``postgres/schema.py``. ``{p}`` is the ``memory_store_id`` prefix.
 """
@@ -11,7 +12,7 @@ adds its own columns (vectors, full-text) and indexes in ``sqlite/schema.py`` an
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from oam_core.errors import InvalidArgumentError, SchemaError
@@ -27,7 +28,8 @@ class ColumnTypes:
         pk: The generated primary key (``INTEGER PRIMARY KEY AUTOINCREMENT``, an
             identity column).
         key: An integer that can hold a primary key (references, ``seq_no``).
-        real: A double-precision float (Unix-second expiry times).
+        real: A double-precision float (Unix-second expiry times and validity
+            windows).
     """
 
     pk: str
@@ -84,6 +86,7 @@ def records_table(p: str, t: ColumnTypes, extra: Sequence[str] = ()) -> str:
         *extra,
         "created_at TEXT NOT NULL",
         f"expires_at {t.real}",
+        *window_columns(t),
         "config TEXT",
         "state TEXT",
         "UNIQUE (family, id)",
@@ -146,9 +149,55 @@ def chunks_table(p: str, t: ColumnTypes, vector: Sequence[str], extra: Sequence[
         "user_id TEXT",
         "agent_id TEXT",
         f"expires_at {t.real}",
+        *window_columns(t),
         *extra,
     ]
     return f"CREATE TABLE IF NOT EXISTS {p}chunks (\n    " + ",\n    ".join(columns) + ")"
+
+
+WINDOW_COLUMNS = ("valid_from", "valid_until")
+"""The validity window of a memory-like record (Unix seconds, NULL = open), on
+``records`` and copied to its ``chunks`` (docs/store.md#validity-windows)."""
+
+
+def window_columns(t: ColumnTypes) -> list[str]:
+    """The definitions of ``WINDOW_COLUMNS`` in ``t``'s float type."""
+    return [f"{name} {t.real}" for name in WINDOW_COLUMNS]
+
+
+def add_window_columns(p: str, t: ColumnTypes, *, if_not_exists: bool = False) -> list[str]:
+    """``ALTER TABLE`` statements adding ``WINDOW_COLUMNS`` to ``records`` and ``chunks``
+    (``if_not_exists``: PostgreSQL's ``ADD COLUMN IF NOT EXISTS``)."""
+    guard = " IF NOT EXISTS" if if_not_exists else ""
+    return [
+        f"ALTER TABLE {p}{table} ADD COLUMN{guard} {column}"
+        for table in ("records", "chunks")
+        for column in window_columns(t)
+    ]
+
+
+def backfill_superseded(p: str, reserved: Callable[[str, str], str], epoch: str) -> list[str]:
+    """Statements ending the window of every memory already marked superseded
+    (reserved ``status`` ``"invalid"``) at its successor's ``created_at`` (the memory
+    its reserved ``superseded_by`` names; none found: the window stays open), then
+    copying the windows to the search rows.
+
+    Args:
+        p: The object prefix.
+        reserved: ``reserved(table, key)``: SQL reading ``key`` of the reserved
+            ``$agent_memory`` object of ``table.metadata`` as text.
+        epoch: SQL of the Unix seconds of ``s.created_at`` (ISO-8601 text).
+    """
+    old = f"{p}records"
+    return [
+        f"UPDATE {old} SET valid_until = (SELECT {epoch} FROM {p}records s "
+        f"WHERE s.family = 'memory' AND s.id = {reserved(old, 'superseded_by')}) "
+        f"WHERE family = 'memory' AND valid_until IS NULL "
+        f"AND {reserved(old, 'status')} = 'invalid'",
+        f"UPDATE {p}chunks SET valid_until = (SELECT r.valid_until FROM {p}records r "
+        f"WHERE r.pk = {p}chunks.record_pk) WHERE record_pk IN (SELECT pk FROM {p}records "
+        "WHERE family = 'memory' AND valid_until IS NOT NULL)",
+    ]
 
 
 def chunk_index(p: str) -> str:

@@ -30,13 +30,33 @@ from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import Predicate
 from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
 from oam_core.store.sql.dialect import Dialect
+from oam_core.store.timestamps import normalize_timestamp
 from oam_core.store.ttl import iso
 
 RECORD_COLUMNS = (
     "pk, family, id, record_type, content, role, seq_no, thread_id, user_id, agent_id, "
-    "event_ts, metadata, created_at, expires_at"
+    "event_ts, metadata, created_at, expires_at, valid_from, valid_until"
 )
 """The records-table columns ``record_from_row`` decodes, in order."""
+
+
+def record_select(d: Dialect, alias: str = "") -> str:
+    """``RECORD_COLUMNS`` to SELECT (each prefixed with ``alias.`` when given); where
+    the tables have no window columns (``Dialect.windows``) the window reads NULL."""
+    names = RECORD_COLUMNS.split(", ")
+    cols = [f"{alias}.{c}" if alias else c for c in names]
+    if not d.windows:
+        cols[-2:] = ["NULL", "NULL"]
+    return ", ".join(cols)
+
+
+def window_iso(value: float | None) -> str | None:
+    """A stored window end (Unix seconds) as ``Record.valid_from``/``valid_until``
+    render it: ISO-8601 UTC, microseconds only when non-zero
+    (``apis.timestamps.normalize_timestamp``); None stays None."""
+    if value is None:
+        return None
+    return normalize_timestamp(datetime.fromtimestamp(value, timezone.utc))
 
 
 def epoch(dt: datetime | None) -> float | None:
@@ -67,6 +87,8 @@ def record_from_row(row: Sequence[Any]) -> Record:
         metadata,
         created_at,
         expires_at,
+        valid_from,
+        valid_until,
     ) = row
     common: dict[str, Any] = dict(
         id=rid,
@@ -79,6 +101,8 @@ def record_from_row(row: Sequence[Any]) -> Record:
         user_id=user_id,
         agent_id=agent_id,
         expires_at=from_epoch(expires_at),
+        valid_from=window_iso(valid_from),
+        valid_until=window_iso(valid_until),
     )
     if family == MESSAGE:
         return MessageRecord(role=role, seq_no=seq_no or 0, **common)
@@ -105,11 +129,14 @@ THREAD_COLUMNS = "id, user_id, agent_id, metadata, config, state, created_at"
 
 RECORD_INSERT_COLUMNS = (
     "family, id, record_type, content, role, seq_no, thread_id, user_id, agent_id, "
-    "event_ts, metadata, created_at, expires_at"
+    "event_ts, metadata, created_at, expires_at, valid_from, valid_until"
 )
 """The columns of ``record_columns``, in order."""
 
-CHUNK_INSERT_COLUMNS = "record_pk, record_type, seq, text, thread_id, user_id, agent_id, expires_at"
+CHUNK_INSERT_COLUMNS = (
+    "record_pk, record_type, seq, text, thread_id, user_id, agent_id, expires_at, "
+    "valid_from, valid_until"
+)
 """The columns of ``chunk_columns``, in order; each back end adds its own."""
 CHUNK_TEXT = CHUNK_INSERT_COLUMNS.split(", ").index("text")
 """The position of the text column among ``chunk_columns``."""
@@ -121,8 +148,17 @@ _UPDATABLE = {
     "metadata": "metadata",
     "timestamp": "event_ts",
     "expires_at": "expires_at",
+    "valid_from": "valid_from",
+    "valid_until": "valid_until",
 }
 """``Tx.update_row`` field -> records column."""
+
+_COPIED = ("expires_at", "valid_from", "valid_until")
+"""The ``Tx.update_row`` fields (datetimes) that are copied to the search rows."""
+
+Window = tuple[float | None, float | None]
+"""A validity window as stored: ``(valid_from, valid_until)`` in Unix seconds."""
+NO_WINDOW: Window = (None, None)
 
 
 @dataclass(frozen=True)
@@ -135,8 +171,8 @@ class Stmt:
 
 class ChunkRow(NamedTuple):
     """One search row to insert: its record's key and type, its position among the
-    record's rows, the planned text and vector, and the scope and expiry (Unix
-    seconds or None) copied from the record."""
+    record's rows, the planned text and vector, and the scope, expiry and validity
+    window (Unix seconds or None) copied from the record."""
 
     record_pk: int
     record_type: str
@@ -144,6 +180,7 @@ class ChunkRow(NamedTuple):
     chunk: ChunkPlan
     scope: Scope
     expires_at: float | None
+    window: Window = NO_WINDOW
 
 
 # -- predicates ---------------------------------------------------------------------
@@ -176,6 +213,9 @@ def where(d: Dialect, pred: Predicate, alias: str, *, records: bool) -> tuple[st
         else:
             parts.append(f"{alias}.{col} = {m}")
             params.append(value)
+    if pred.valid_at is not None and d.windows:
+        parts.append(valid_at_sql(d, alias))
+        params.extend([pred.valid_at.timestamp()] * 2)
     if pred.metadata is None:
         parts.append("r.metadata IS NULL")
     elif pred.metadata is not NOT_SET and pred.metadata:
@@ -183,6 +223,16 @@ def where(d: Dialect, pred: Predicate, alias: str, *, records: bool) -> tuple[st
         parts.append(sql)
         params.extend(filter_params)
     return " AND ".join(parts), params
+
+
+def valid_at_sql(d: Dialect, alias: str) -> str:
+    """SQL true where the window of ``alias`` holds at a time bound twice (Unix
+    seconds): ``valid_from`` NULL or <= it, ``valid_until`` NULL or > it."""
+    m = d.mark
+    return (
+        f"({alias}.valid_from IS NULL OR {alias}.valid_from <= {m}) "
+        f"AND ({alias}.valid_until IS NULL OR {alias}.valid_until > {m})"
+    )
 
 
 def candidates(d: Dialect, p: str, pred: Predicate) -> tuple[str, str, list[Any]]:
@@ -202,16 +252,26 @@ def get_record(
     """One visible record by family, id and type."""
     m = d.mark
     return Stmt(
-        f"SELECT {RECORD_COLUMNS} FROM {p}records WHERE family = {m} AND id = {m} "
+        f"SELECT {record_select(d)} FROM {p}records WHERE family = {m} AND id = {m} "
         f"AND record_type = {m} AND (expires_at IS NULL OR expires_at > {m})",
         (family, record_id, record_type, now.timestamp()),
+    )
+
+
+def get_in_family(d: Dialect, p: str, family: str, record_id: str, now: datetime) -> Stmt:
+    """One visible record by family and id, of any type of the family."""
+    m = d.mark
+    return Stmt(
+        f"SELECT {record_select(d)} FROM {p}records WHERE family = {m} AND id = {m} "
+        f"AND (expires_at IS NULL OR expires_at > {m})",
+        (family, record_id, now.timestamp()),
     )
 
 
 def list_records(d: Dialect, p: str, pred: Predicate, limit: int | None) -> Stmt:
     """The newest ``limit`` (None: all) visible records matching ``pred``, newest first."""
     sql, params = where(d, pred, "r", records=True)
-    text = f"SELECT {RECORD_COLUMNS} FROM {p}records r WHERE {sql} ORDER BY pk DESC"
+    text = f"SELECT {record_select(d)} FROM {p}records r WHERE {sql} ORDER BY pk DESC"
     if limit is not None:
         text += f" LIMIT {d.mark}"
         params.append(limit)
@@ -239,7 +299,7 @@ def thread_messages(
     """A thread's visible messages in insertion order, ``limit`` (None: all) from
     ``offset`` on."""
     return Stmt(
-        f"SELECT {RECORD_COLUMNS} {_visible_messages(d, p)} "
+        f"SELECT {record_select(d)} {_visible_messages(d, p)} "
         f"ORDER BY seq_no, pk LIMIT {d.mark} OFFSET {d.mark}",
         (thread_id, now.timestamp(), d.limit(limit), offset),
     )
@@ -266,7 +326,7 @@ def thread_messages_by_seq(
     order = "DESC" if newest else "ASC"
     params.append(d.limit(limit))
     return Stmt(
-        f"SELECT {RECORD_COLUMNS} {_visible_messages(d, p)}{sql} "
+        f"SELECT {record_select(d)} {_visible_messages(d, p)}{sql} "
         f"ORDER BY seq_no {order}, pk {order} LIMIT {m}",
         params,
     )
@@ -301,7 +361,7 @@ def list_threads(
 def load_records(d: Dialect, p: str, keys: Sequence[Any]) -> Stmt:
     """Records by key (one ``Dialect.batches`` slice of keys)."""
     sql, params = d.any_of("pk", keys)
-    return Stmt(f"SELECT {RECORD_COLUMNS} FROM {p}records WHERE {sql}", params)
+    return Stmt(f"SELECT {record_select(d)} FROM {p}records WHERE {sql}", params)
 
 
 def unembedded(d: Dialect, p: str, limit: int | None) -> Stmt:
@@ -356,6 +416,8 @@ def record_columns(
         [p.metadata for p in plans],
         [created_at] * n,
         list(expires_at),
+        [epoch(p.valid_from) for p in plans],
+        [epoch(p.valid_until) for p in plans],
     ]
 
 
@@ -379,6 +441,8 @@ def bulk_record_columns(
         plan.metadata,
         [created_at] * n,
         [expires_at] * n,
+        [None] * n,
+        [None] * n,
     ]
 
 
@@ -397,6 +461,8 @@ def bulk_chunk_columns(
         plan.user_ids,
         plan.agent_ids,
         [expires_at] * n,
+        [None] * n,
+        [None] * n,
     ]
 
 
@@ -423,6 +489,8 @@ def chunk_columns(rows: Sequence[ChunkRow]) -> list[list[Any]]:
         [r.scope[1] for r in rows],
         [r.scope[2] for r in rows],
         [r.expires_at for r in rows],
+        [r.window[0] for r in rows],
+        [r.window[1] for r in rows],
     ]
 
 
@@ -466,11 +534,12 @@ def set_thread_seq(d: Dialect, p: str, thread_id: str, seq_no: int) -> Stmt:
 def fetch_row(d: Dialect, p: str, family: str, record_id: str) -> Stmt:
     """One record row by family and id, expired or not, locked for the transaction:
     ``pk, record_type, content, event_ts, metadata, created_at, thread_id, user_id,
-    agent_id``."""
+    agent_id, valid_from, valid_until``."""
+    window = "valid_from, valid_until" if d.windows else "NULL, NULL"
     return Stmt(
         f"SELECT pk, record_type, content, event_ts, metadata, created_at, thread_id, "
-        f"user_id, agent_id FROM {p}records WHERE family = {d.mark} AND id = {d.mark}"
-        f"{d.lock_row}",
+        f"user_id, agent_id, {window} FROM {p}records WHERE family = {d.mark} "
+        f"AND id = {d.mark}{d.lock_row}",
         (family, record_id),
     )
 
@@ -489,8 +558,10 @@ def chunk_vector_count(d: Dialect, p: str, key: Any) -> Stmt:
 
 
 def record_expiry(d: Dialect, p: str, key: Any) -> Stmt:
-    """A record's ``expires_at`` (copied to the search rows it gets)."""
-    return Stmt(f"SELECT expires_at FROM {p}records WHERE pk = {d.mark}", (key,))
+    """A record's ``expires_at``, ``valid_from`` and ``valid_until`` (copied to the
+    search rows it gets)."""
+    window = "valid_from, valid_until" if d.windows else "NULL, NULL"
+    return Stmt(f"SELECT expires_at, {window} FROM {p}records WHERE pk = {d.mark}", (key,))
 
 
 def delete_chunks_of(d: Dialect, p: str, key: Any) -> Stmt:
@@ -500,8 +571,8 @@ def delete_chunks_of(d: Dialect, p: str, key: Any) -> Stmt:
 
 def update_record(d: Dialect, p: str, key: Any, fields: dict[str, Any]) -> list[Stmt]:
     """Set ``fields`` (among ``content``, ``metadata`` JSON text, ``timestamp``,
-    ``expires_at`` aware datetime or None) of a record by key; a new expiry is
-    copied to its search rows.
+    ``expires_at``, ``valid_from``, ``valid_until``: aware datetimes or None) of a
+    record by key; a new expiry or window is copied to its search rows.
 
     Raises:
         ValueError: for a field outside that set.
@@ -509,14 +580,16 @@ def update_record(d: Dialect, p: str, key: Any, fields: dict[str, Any]) -> list[
     unknown = set(fields) - set(_UPDATABLE)
     if unknown:
         raise InvalidArgumentError(f"cannot update record fields {sorted(unknown)}")
-    values = {_UPDATABLE[k]: (epoch(v) if k == "expires_at" else v) for k, v in fields.items()}
+    values = {_UPDATABLE[k]: (epoch(v) if k in _COPIED else v) for k, v in fields.items()}
     sets = ", ".join(f"{col} = {d.mark}" for col in values)
     out = [Stmt(f"UPDATE {p}records SET {sets} WHERE pk = {d.mark}", [*values.values(), key])]
-    if "expires_at" in values:
+    copied = {col: v for col, v in values.items() if col in _COPIED}
+    if copied:
+        chunk_sets = ", ".join(f"{col} = {d.mark}" for col in copied)
         out.append(
             Stmt(
-                f"UPDATE {p}chunks SET expires_at = {d.mark} WHERE record_pk = {d.mark}",
-                (values["expires_at"], key),
+                f"UPDATE {p}chunks SET {chunk_sets} WHERE record_pk = {d.mark}",
+                [*copied.values(), key],
             )
         )
     return out

@@ -16,6 +16,7 @@ run on the mirror's arrays, metadata filters in SQL, all before the top-k cut.
 from __future__ import annotations
 
 import builtins
+import copy
 import os
 import sqlite3
 import sys
@@ -128,6 +129,9 @@ class SQLiteBackend(SqlBackend):
                 raise
         # A file in a read-only place, or one that could not be upgraded, is read as it is.
         self.read_only = immutable or self.schema_version < SCHEMA_VERSION
+        if self.schema_version < schema.WINDOWS_VERSION:  # no window columns: none read
+            self.d = copy.copy(SQLITE)
+            self.d.windows = False
         self.checkpointer: Checkpointer | None = None
         if not self.read_only and self._wal():
             self.conn.execute("PRAGMA wal_autocheckpoint = 0")
@@ -139,7 +143,7 @@ class SQLiteBackend(SqlBackend):
         if not self.read_only:
             self.index.remove_stale_files()
         self.filters = FilterCache()  # metadata-filter candidates (sqlite/candidates.py)
-        self.keywords = Fts5Ranker(SQLITE, prefix, self.schema_version)
+        self.keywords = Fts5Ranker(self.d, prefix, self.schema_version)
         self.json_rows = jsonrows.supported(self.conn)
         """Whether batches are written through ``json_each`` (``sqlite/jsonrows.py``)."""
         self.mapped_file = path != ":memory:" and bool(MMAP_BYTES)

@@ -38,7 +38,12 @@ an older release, which registers only ``oam_fts_text``, fails on a chunk delete
 instead of removing unfolded words from a folded index); ``UPGRADES[5]`` replaces
 the view and the delete trigger and rebuilds the index from the stored chunk texts.
 A version 2-5 file opened read-only is searched with unfolded terms
-(``FOLDED_VERSION``), as it was indexed.
+(``FOLDED_VERSION``), as it was indexed. 7 adds the validity window (``valid_from``,
+``valid_until``, Unix seconds) to records and chunks; ``UPGRADES[6]`` adds the
+columns and ends the window of every memory already marked superseded at its
+successor's ``created_at``. A file before version 7 opened read-only has no window
+columns (``WINDOWS_VERSION``): its records read as having no window, so every
+validity filter passes them.
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ from oam_core.store.sql.quoting import legacy_context_rows, sources_table
 from oam_core.store.sql.schema import (
     SPARSE_RECORD_INDEXES,
     ColumnTypes,
+    add_window_columns,
+    backfill_superseded,
     chunk_index,
     chunks_table,
     meta_table,
@@ -62,7 +69,10 @@ from oam_core.store.sql.schema import (
 )
 from oam_core.store.text import cjk_block_class
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
+
+WINDOWS_VERSION = 7
+"""The first schema version whose records and chunks have ``valid_from``/``valid_until``."""
 
 FOLDED_VERSION = 6
 """The first schema version whose keyword index holds folded text (``store/text.fold``)."""
@@ -168,6 +178,17 @@ def _sparse_v5(p: str) -> list[str]:
     return [f"DROP INDEX IF EXISTS {p}{name}" for name in ("chunks_scope", "records_thread")]
 
 
+def _windows_v7(p: str) -> list[str]:
+    """Version 6 -> 7: add the window columns, end the windows of memories already
+    marked superseded (``sql/schema.backfill_superseded``)."""
+
+    def reserved(table: str, key: str) -> str:
+        return f"json_extract({table}.metadata, '$.\"$agent_memory\".{key}')"
+
+    epoch = "((julianday(s.created_at) - 2440587.5) * 86400.0)"
+    return [*add_window_columns(p, TYPES), *backfill_superseded(p, reserved, epoch)]
+
+
 def vector_count(p: str) -> str:
     """The SQL counting the chunk rows of prefix ``p`` that hold a vector: all rows
     (counted on the smallest index) less those without one (the partial index
@@ -186,6 +207,7 @@ UPGRADES: dict[int, Callable[[str], list[str]]] = {
     3: _partial_v4,
     4: _sparse_v5,
     5: _fold_v6,
+    6: _windows_v7,
 }
 """``UPGRADES[v](prefix)``: the statements taking a file from version ``v`` to ``v + 1``."""
 
