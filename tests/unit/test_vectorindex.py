@@ -832,7 +832,7 @@ def test_an_index_file_of_format_2_or_of_another_index_kind_is_not_trusted(
 def _mirror(keys: list[int], dim: int = 4) -> Mirror:
     ix = Mirror()
     vec = np.ones(dim, "<f4").tobytes()
-    rows = [(k, k, "memory", None, "u", None, None, vec) for k in keys]
+    rows = [(k, k, "memory", None, "u", None, None, None, None, vec) for k in keys]
     for a in range(0, len(rows), 7):  # appended in batches, like a catch-up
         ix.append(rows[a : a + 7])
     return ix

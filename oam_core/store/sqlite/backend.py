@@ -330,7 +330,10 @@ class SQLiteBackend(SqlBackend):
             )
             if value is not NOT_SET
         }
-        return self.index.candidates(pred.record_types, scopes, pred.now.timestamp(), allowed)
+        valid_at = None if pred.valid_at is None else pred.valid_at.timestamp()
+        return self.index.candidates(
+            pred.record_types, scopes, pred.now.timestamp(), allowed, valid_at=valid_at
+        )
 
     def _rank_rows(
         self,

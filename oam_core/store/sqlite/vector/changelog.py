@@ -14,6 +14,12 @@ update or expiry removed, and never misses a committed add.
 The first catch-up of a process starts from the index file (``vector/file.py``) when
 the log still reaches back to it, and checks the result against SQLite
 (``VERIFY_SAMPLE``). The triggers and the log table are in ``sqlite/schema.py``.
+
+Validity windows: the chunks' ``valid_from``/``valid_until`` columns (schema version
+7) are read with the other columns. A file of an older schema opened read-only has
+none: the reader then selects NULLs in their place (every window open), and reloads
+everything if the columns appear later (the file was upgraded by another
+connection; the schema cookie, ``PRAGMA schema_version``, tells when to look again).
 """
 
 from __future__ import annotations
@@ -40,7 +46,14 @@ VERIFY_SAMPLE = 32
 """Rows of a snapshot compared with SQLite when a store opens."""
 _LOAD_BATCH = 512
 _IN_BATCH = 500  # keys per ``pk IN (...)`` statement
-_CHUNK_COLUMNS = "pk, record_pk, record_type, thread_id, user_id, agent_id, expires_at, embedding"
+_CHUNK_COLUMNS = (
+    "pk, record_pk, record_type, thread_id, user_id, agent_id, expires_at, {windows}, embedding"
+)
+"""The columns of a ``mirror.ChunkRow``; ``{windows}`` is ``_WINDOWS`` or ``_NO_WINDOWS``."""
+_STATE_COLUMNS = "pk, has_vector, expires_at, record_type, thread_id, user_id, agent_id, {windows}"
+"""The columns of a changed chunk re-read from the log (``Mirror.update`` after ``has_vector``)."""
+_WINDOWS = "valid_from, valid_until"
+_NO_WINDOWS = "NULL, NULL"  # a file of a schema before version 7: every window open
 
 
 class ChangeLog:
@@ -61,11 +74,14 @@ class ChangeLog:
         self.file = file
         self.started = False  # a catch-up has run to its end
         self.tracked = True  # the file has the change log (a read-only v1 file has not)
+        self.windows = False  # the chunks have the validity window columns
+        self._cookie: int | None = None  # the schema cookie ``windows`` was read at
 
     def catch_up(self, conn: sqlite3.Connection) -> None:
         """Bring the mirror up to the database state ``conn`` reads (inside a read
         transaction, with the mirror's lock held)."""
         m = self.mirror
+        gained = self._look_at_columns(conn)
         top, last_change = self._positions(conn)
         first = not self.started
         tracked = first or self.tracked
@@ -77,7 +93,7 @@ class ChangeLog:
                 ).fetchone()
             )
             restored = self.tracked and self._restore(conn, top, last_change)
-        stale = not tracked or first or top < m.hwm or last_change < m.cursor
+        stale = not tracked or first or gained or top < m.hwm or last_change < m.cursor
         if (not restored and stale) or (
             last_change > m.cursor and not self._follow_log(conn, last_change)
         ):
@@ -94,6 +110,29 @@ class ChangeLog:
                 self._reload(conn, last_change)
                 self._load_rows(conn, 0)
         self.started = True
+
+    def _look_at_columns(self, conn: sqlite3.Connection) -> bool:
+        """Whether the chunks have the window columns (``windows``), read again when
+        the schema cookie moved; True when they appeared or went since the last look
+        (then the mirror is reloaded)."""
+        cookie = int(conn.execute("PRAGMA schema_version").fetchone()[0])
+        if cookie == self._cookie:
+            return False
+        first = self._cookie is None
+        self._cookie = cookie
+        had = self.windows
+        self.windows = bool(
+            conn.execute(
+                "SELECT 1 FROM pragma_table_info(?) WHERE name = 'valid_until'",
+                (f"{self.p}chunks",),
+            ).fetchone()
+        )
+        return not first and had != self.windows
+
+    def _columns(self, template: str) -> str:
+        """``template`` (``_CHUNK_COLUMNS``, ``_STATE_COLUMNS``) with the window
+        columns, or NULLs where the chunks have none."""
+        return template.format(windows=_WINDOWS if self.windows else _NO_WINDOWS)
 
     def _positions(self, conn: sqlite3.Connection) -> tuple[int, int]:
         """The highest chunk key and change-log sequence the database gave out."""
@@ -139,8 +178,9 @@ class ChangeLog:
         snap = self.file.load(int(row[0]) // 4, faiss, top, last_change)
         if snap is None:
             return False
-        if snap.cursor < last_change and not self._reaches(conn, snap.cursor):
-            self.builds.pending = snap.ann  # the log no longer reaches back to it
+        lacks_windows = self.windows and not snap.windows  # a file of format 3
+        if lacks_windows or (snap.cursor < last_change and not self._reaches(conn, snap.cursor)):
+            self.builds.pending = snap.ann  # rows reloaded: the log no longer reaches them
             return False
         self.mirror.install(snap)
         self.builds.ann = snap.ann
@@ -163,14 +203,14 @@ class ChangeLog:
         stored = {
             int(r[0]): r[1:]
             for r in conn.execute(
-                f"SELECT {_CHUNK_COLUMNS} FROM {self.p}chunks WHERE has_vector = 1 AND pk IN "
-                f"({', '.join('?' * len(keys))})",
+                f"SELECT {self._columns(_CHUNK_COLUMNS)} FROM {self.p}chunks "
+                f"WHERE has_vector = 1 AND pk IN ({', '.join('?' * len(keys))})",
                 keys,
             )
         }
         for row, pk in zip(sample.tolist(), keys, strict=True):
             s = stored.get(pk)
-            if s is None or len(s[6]) != 4 * m.dim:
+            if s is None or len(s[8]) != 4 * m.dim:
                 raise InvalidArgumentError(f"chunk {pk} differs from the database's")
             if not self._same(row, s):
                 raise InvalidArgumentError(
@@ -181,7 +221,7 @@ class ChangeLog:
         """Whether mirror ``row`` holds the chunk columns ``s`` (``_CHUNK_COLUMNS``
         after ``pk``) as SQLite has them."""
         m = self.mirror
-        vec = unit(np.frombuffer(s[6], dtype="<f4")[None])[0]
+        vec = unit(np.frombuffer(s[8], dtype="<f4")[None])[0]
         return (
             int(s[0]) == int(m.rec[row])
             and m.types.lookup(s[1]) == int(m.rtype[row])
@@ -190,6 +230,8 @@ class ChangeLog:
                 for name, value in zip(SCOPES, s[2:5], strict=True)
             )
             and (math.inf if s[5] is None else float(s[5])) == float(m.expires[row])
+            and (-math.inf if s[6] is None else float(s[6])) == float(m.vfrom[row])
+            and (math.inf if s[7] is None else float(s[7])) == float(m.vuntil[row])
             and bool(np.allclose(vec, m.mat[row], rtol=0, atol=1e-6))
         )
 
@@ -221,7 +263,7 @@ class ChangeLog:
         for i in range(0, len(keys), _IN_BATCH):
             part = keys[i : i + _IN_BATCH]
             for r in conn.execute(
-                f"SELECT pk, has_vector, expires_at, record_type, thread_id, user_id, agent_id "
+                f"SELECT {self._columns(_STATE_COLUMNS)} "
                 f"FROM {self.p}chunks WHERE pk IN ({', '.join('?' * len(part))})",
                 part,
             ):
@@ -252,8 +294,8 @@ class ChangeLog:
     def _load_rows(self, conn: sqlite3.Connection, after: int) -> None:
         """Append the vector chunks with keys above ``after``."""
         cur = conn.execute(
-            f"SELECT {_CHUNK_COLUMNS} FROM {self.p}chunks WHERE has_vector = 1 AND pk > ? "
-            "ORDER BY pk",
+            f"SELECT {self._columns(_CHUNK_COLUMNS)} FROM {self.p}chunks "
+            "WHERE has_vector = 1 AND pk > ? ORDER BY pk",
             (after,),
         )
         while True:

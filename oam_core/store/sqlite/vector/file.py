@@ -10,7 +10,8 @@ Layout (all integers little-endian)::
 
     faiss index (faiss.write_index: IVF, signed 8-bit codes), bytes [0, ann_end)
     arrays: pks <i8, record keys <i8, type codes <i4, thread/user/agent codes <i4,
-            expiry <f8 (inf = never), unit vectors <f4 (n, dim)
+            expiry <f8 (inf = never), validity window from <f8 (-inf = open) and
+            until <f8 (inf = open), unit vectors <f4 (n, dim)
     code tables: JSON {"types": [...], "thread": [...], "user": [...], "agent": [...]}
     trailer: JSON {magic, format, dim, n, hwm, cursor, ann (with its code scale),
              sections, tables, crc32, ...}
@@ -30,11 +31,12 @@ process opening the store reads that snapshot instead of every vector from SQLit
 then catches up from the snapshot's high-water mark and change-log cursor like any
 reader; it is trusted only if it parses, its checksum matches, the log still
 reaches back to it, and afterwards it holds as many live vector chunks as the
-database with a sample of rows (vectors, keys, scopes, expiry) equal to SQLite's.
-Otherwise it is rebuilt with one warning. A file whose change log was pruned past
-it keeps only its ANN index, checked against the rows read from SQLite. A kill -9
-leaves either the old file or the new one, and SQLite rolls the write back. On a
-read-only file system nothing is written: the index is built in memory.
+database with a sample of rows (vectors, keys, scopes, expiry, validity windows)
+equal to SQLite's. Otherwise it is rebuilt with one warning. A file whose change log
+was pruned past it, or of format 3 (no windows), keeps only its ANN index, checked
+against the rows read from SQLite. A kill -9 leaves either the old file or the new
+one, and SQLite rolls the write back. On a read-only file system nothing is written:
+the index is built in memory.
 """
 
 from __future__ import annotations
@@ -75,10 +77,14 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 3
-"""Version of the file layout; a file of another version is rebuilt. 3: the IVF index
-holds signed 8-bit codes of the scaled vectors (``ann.scale`` in the trailer); 2 held
-4-bit codes of their residuals."""
+FORMAT_VERSION = 4
+"""Version of the file layout; a file of another version is rebuilt. 4: the rows'
+validity windows (``vfrom``, ``vuntil``); 3: the IVF index holds signed 8-bit codes of
+the scaled vectors (``ann.scale`` in the trailer); 2 held 4-bit codes of their
+residuals. A format-3 file is read without windows (``Snapshot.windows`` False): its
+rows are reloaded from SQLite and only its ANN index is kept."""
+WINDOWLESS_VERSION = 3
+"""The last format without the validity windows, still read for its ANN index."""
 MAGIC = "oam-vector-index"
 TAIL = b"OAMVIDX2"  # marks the kind of file (unchanged since format 2; the trailer says which)
 TMP_INFIX = ".tmp-"
@@ -100,8 +106,11 @@ _COLUMNS = (  # name, dtype, per-row shape after n
     ("user", "<i4"),
     ("agent", "<i4"),
     ("expires", "<f8"),
+    ("vfrom", "<f8"),
+    ("vuntil", "<f8"),
     ("mat", "<f4"),
 )
+_WINDOWLESS_COLUMNS = tuple(c for c in _COLUMNS if c[0] not in ("vfrom", "vuntil"))
 
 
 @dataclass
@@ -111,6 +120,9 @@ class Snapshot:
     Arrays are of length ``n`` (``mat``: float32 of shape ``(n, dim)``); ``columns``
     maps ``rtype``/``thread``/``user``/``agent`` to int32 codes, ``tables`` maps
     ``types``/``thread``/``user``/``agent`` to the strings of codes 0, 1, ...
+    ``vfrom``/``vuntil`` are the rows' validity windows (epoch seconds, ``-inf``/``inf``
+    where open); ``windows`` is False for a file of ``WINDOWLESS_VERSION``, whose rows
+    cannot be trusted (open windows stand in) and are reloaded from SQLite.
     """
 
     dim: int
@@ -119,10 +131,13 @@ class Snapshot:
     pks: npt.NDArray[np.int64]
     rec: npt.NDArray[np.int64]
     expires: npt.NDArray[np.float64]
+    vfrom: npt.NDArray[np.float64]
+    vuntil: npt.NDArray[np.float64]
     mat: npt.NDArray[np.float32]
     columns: dict[str, npt.NDArray[np.int32]]
     tables: dict[str, list[str]]
     ann: Ann | None = None
+    windows: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -327,6 +342,8 @@ def _write_to(tmp: str, snap: Snapshot, faiss: Any) -> None:
         "pks": snap.pks,
         "rec": snap.rec,
         "expires": snap.expires,
+        "vfrom": snap.vfrom,
+        "vuntil": snap.vuntil,
         "mat": snap.mat,
         **snap.columns,
     }
@@ -372,7 +389,8 @@ def read(path: str, dim: int, faiss: Any) -> Snapshot:
     size = os.path.getsize(path)
     with open(path, "rb") as f:
         header = _trailer(f, size)
-        if header.get("format") != FORMAT_VERSION or header.get("dim") != dim:
+        version = header.get("format")
+        if version not in (FORMAT_VERSION, WINDOWLESS_VERSION) or header.get("dim") != dim:
             raise InvalidArgumentError(
                 f"format {header.get('format')} / dimension {header.get('dim')}, expected "
                 f"{FORMAT_VERSION} / {dim}"
@@ -381,7 +399,8 @@ def read(path: str, dim: int, faiss: Any) -> Snapshot:
         ann_info = header.get("ann")
         end = _int(ann_info, "end") if isinstance(ann_info, dict) else 0
         crc = _crc_of_open(f, end)
-        arrays, offset, crc = _read_arrays(f, header.get("sections"), n, dim, end, crc)
+        columns = _COLUMNS if version == FORMAT_VERSION else _WINDOWLESS_COLUMNS
+        arrays, offset, crc = _read_arrays(f, columns, header.get("sections"), n, dim, end, crc)
         where, length = header.get("tables", [None, None])
         if where != offset or not isinstance(length, int) or length < 0:
             raise InvalidArgumentError("unreadable trailer (tables)")
@@ -400,25 +419,34 @@ def read(path: str, dim: int, faiss: Any) -> Snapshot:
         pks=arrays["pks"],
         rec=arrays["rec"],
         expires=arrays["expires"],
+        vfrom=arrays.get("vfrom", np.full(n, -np.inf)),
+        vuntil=arrays.get("vuntil", np.full(n, np.inf)),
         mat=arrays["mat"],
         columns={c: arrays[c] for c in ("rtype", *SCOPES)},
         tables={key: [str(v) for v in values] for key, values in tables.items()},
         ann=ann,
+        windows=version == FORMAT_VERSION,
     )
     _check_codes(snap)
     return snap
 
 
 def _read_arrays(
-    f: Any, sections: Any, n: int, dim: int, offset: int, crc: int
+    f: Any,
+    columns: tuple[tuple[str, str], ...],
+    sections: Any,
+    n: int,
+    dim: int,
+    offset: int,
+    crc: int,
 ) -> tuple[dict[str, Any], int, int]:
-    """The ``_COLUMNS`` arrays of ``n`` rows read from ``f`` at ``offset`` as the
-    trailer's ``sections`` list them: ``(arrays by name, offset after them, crc32
-    continued over their bytes)``."""
-    if not isinstance(sections, list) or [s[0] for s in sections] != [c for c, _ in _COLUMNS]:
+    """The arrays ``columns`` (``_COLUMNS`` of the file's version) of ``n`` rows read
+    from ``f`` at ``offset`` as the trailer's ``sections`` list them: ``(arrays by name,
+    offset after them, crc32 continued over their bytes)``."""
+    if not isinstance(sections, list) or [s[0] for s in sections] != [c for c, _ in columns]:
         raise InvalidArgumentError("unreadable trailer (sections)")
     arrays: dict[str, Any] = {}
-    for (name, dtype), section in zip(_COLUMNS, sections, strict=True):
+    for (name, dtype), section in zip(columns, sections, strict=True):
         shape = (n, dim) if name == "mat" else (n,)
         if section[1:] != [
             offset,
@@ -495,13 +523,16 @@ def _int(d: Any, key: str) -> int:
 
 
 def _check_codes(snap: Snapshot) -> None:
-    """Every code must name a table entry (-1 = None), keys must ascend."""
+    """Every code must name a table entry (-1 = None), keys must ascend, windows hold
+    no NaN."""
     for column, table in (("rtype", "types"), *((s, s) for s in SCOPES)):
         codes = snap.columns[column]
         if snap.n and (codes.min() < -1 or codes.max() >= len(snap.tables[table])):
             raise InvalidArgumentError(f"unreadable {column} codes")
     if snap.n > 1 and not bool((np.diff(snap.pks) > 0).all()):
         raise InvalidArgumentError("chunk keys out of order")
+    if bool(np.isnan(snap.vfrom).any() or np.isnan(snap.vuntil).any()):
+        raise InvalidArgumentError("unreadable validity windows")
 
 
 def _crc_of_file(path: str, length: int) -> int:

@@ -121,9 +121,12 @@ class VectorIndex:
         scopes: dict[str, str | None],
         now: float,
         allowed_pks: IntArray | None,
+        *,
+        valid_at: float | None = None,
     ) -> tuple[IntArray | None, BoolArray | None]:
-        """Candidate rows as ``(rows, mask)`` (``ranking.candidates``)."""
-        return ranking.candidates(self.mirror, types, scopes, now, allowed_pks)
+        """Candidate rows as ``(rows, mask)`` (``ranking.candidates``); ``valid_at``
+        (epoch seconds, or None for no filter) keeps the rows valid then."""
+        return ranking.candidates(self.mirror, types, scopes, now, allowed_pks, valid_at=valid_at)
 
     def rank(
         self,

@@ -3,7 +3,7 @@
 The searchable chunks are the ones with a vector. Row ``i`` of the mirror is one
 chunk: a float32 matrix of unit vectors (``mat``) and, next to it, the columns a
 search filters on (record type, thread/user/agent ids as small integer codes,
-expiry, a live flag), in ascending chunk key order. Scope filtering is then array
+expiry, the validity window, a live flag), in ascending chunk key order. Scope filtering is then array
 work, without a SQL round trip per query (``vector/ranking.py``).
 
 Rows are appended above the high-water mark (chunk keys only grow), marked dead when
@@ -37,7 +37,8 @@ mirrored rows span at most this many times their count (int32 each: at most 1% o
 
 ChunkRow = tuple[Any, ...]
 """A chunk as read from SQLite: ``(pk, record_pk, record_type, thread_id, user_id,
-agent_id, expires_at, embedding)``."""
+agent_id, expires_at, valid_from, valid_until, embedding)`` (times: epoch seconds or
+None)."""
 
 
 class Codes:
@@ -87,11 +88,14 @@ class Mirror:
     search reads: ``n``, ``dim``, ``pks`` (chunk keys, ascending), ``rec`` (record
     keys), ``rtype`` (type codes of ``types``), ``scope`` (per scope name, codes of
     ``codes[name]``), ``expires`` (epoch seconds, ``inf`` for never), ``live``,
-    ``mat`` (unit float32 rows), ``n_dead`` (rows not live), ``n_expiring`` (rows
-    with a finite expiry), and ``postings``: per scope name, the rows of each code in
-    row order, filled by ``ranking.posting`` on first use and emptied by every change
-    of the rows. ``hwm`` is the highest chunk key read, ``cursor`` the last change-log
-    sequence applied.
+    ``mat`` (unit float32 rows), ``vfrom``/``vuntil`` (the validity window, epoch
+    seconds, ``-inf``/``inf`` where open), ``n_dead`` (rows not live), ``n_expiring``
+    (rows with a finite expiry), ``n_until`` (rows with a finite ``vuntil``),
+    ``max_from`` (at least the largest finite ``vfrom``, ``-inf`` when none: a search at
+    or after it needs no ``vfrom`` test), and ``postings``: per scope name, the rows of
+    each code in row order, filled by ``ranking.posting`` on first use and emptied by
+    every change of the rows. ``hwm`` is the highest chunk key read, ``cursor`` the last
+    change-log sequence applied. The counters include dead rows.
     """
 
     def __init__(self) -> None:
@@ -107,6 +111,8 @@ class Mirror:
         self.rtype = np.zeros(0, np.int32)
         self.scope = {s: np.zeros(0, np.int32) for s in SCOPES}
         self.expires = np.zeros(0, np.float64)
+        self.vfrom = np.zeros(0, np.float64)
+        self.vuntil = np.zeros(0, np.float64)
         self.live: BoolArray = np.zeros(0, bool)
         self.mat: FloatArray = np.zeros((0, 0), np.float32)
         self.types = Codes()
@@ -115,6 +121,8 @@ class Mirror:
         self.cursor = 0
         self.n_dead = 0
         self.n_expiring = 0
+        self.n_until = 0
+        self.max_from = -math.inf
         self.postings: dict[str, dict[int, IntArray]] = {}
         self._slots: npt.NDArray[np.int32] | None = np.zeros(0, np.int32)
         self._slot_base = 0  # row of chunk key k: _slots[k - _slot_base] (-1: none)
@@ -125,7 +133,7 @@ class Mirror:
         if rows <= cap:
             return
         new = max(rows, int(cap * 1.25) + 1024) if cap else rows
-        for arr in (self.pks, self.rec, self.rtype, self.expires, self.live):
+        for arr in self._columns():
             arr.resize(new, refcheck=False)
         for arr in self.scope.values():
             arr.resize(new, refcheck=False)
@@ -138,7 +146,7 @@ class Mirror:
         Raises:
             InvalidArgumentError: when their vectors are not of the mirror's dimension.
         """
-        pk, rec, rtype, thread, user, agent, expires, blobs = zip(*rows, strict=True)
+        pk, rec, rtype, thread, user, agent, expires, vfrom, vuntil, blobs = zip(*rows, strict=True)
         m = len(rows)
         raw = b"".join(blobs)
         if not self.dim:
@@ -157,6 +165,7 @@ class Mirror:
         exp = np.array([math.inf if e is None else e for e in expires], dtype=np.float64)
         self.expires[a:b] = exp
         self.n_expiring += int(np.isfinite(exp).sum())
+        self._set_windows(a, b, vfrom, vuntil)
         self.live[a:b] = True
         self.n = b
         self.hwm = max(self.hwm, int(pk[-1]))
@@ -171,31 +180,57 @@ class Mirror:
 
     def update(self, row: int, state: Sequence[Any]) -> None:
         """Set the columns of ``row`` from ``state``: ``(expires_at, record_type,
-        thread_id, user_id, agent_id)`` as SQLite holds them. The caller empties
-        ``postings`` after a batch of updates."""
+        thread_id, user_id, agent_id, valid_from, valid_until)`` as SQLite holds them.
+        The caller empties ``postings`` after a batch of updates."""
         old_exp = self.expires[row]
         new_exp = math.inf if state[0] is None else float(state[0])
         self.n_expiring += int(math.isfinite(new_exp)) - int(math.isfinite(old_exp))
         self.expires[row] = new_exp
         self.rtype[row] = self.types.encode([state[1]])[0]
-        for name, value in zip(SCOPES, state[2:], strict=True):
+        for name, value in zip(SCOPES, state[2:5], strict=True):
             self.scope[name][row] = self.codes[name].encode([value])[0]
+        self.n_until -= int(math.isfinite(self.vuntil[row]))
+        self._set_windows(row, row + 1, state[5:6], state[6:7])
+
+    def _set_windows(
+        self, a: int, b: int, vfrom: Sequence[float | None], vuntil: Sequence[float | None]
+    ) -> None:
+        """Set the windows of rows ``a..b`` (None: open) and count them in ``n_until``
+        and ``max_from``."""
+        start = np.array([-math.inf if v is None else v for v in vfrom], dtype=np.float64)
+        until = np.array([math.inf if v is None else v for v in vuntil], dtype=np.float64)
+        self.vfrom[a:b] = start
+        self.vuntil[a:b] = until
+        self.n_until += int(np.isfinite(until).sum())
+        if len(start):
+            self.max_from = max(self.max_from, float(start.max()))
+
+    def _count_windows(self) -> None:
+        """Recount ``n_until`` and ``max_from`` over rows ``0..n``."""
+        n = self.n
+        self.n_until = int(np.isfinite(self.vuntil[:n]).sum())
+        self.max_from = float(self.vfrom[:n].max()) if n else -math.inf
 
     def compact(self) -> IntArray:
         """Drop the dead rows (rows move); return their chunk keys."""
         keep = np.flatnonzero(self.live[: self.n])
         dead = self.pks[: self.n][~self.live[: self.n]]
         m = len(keep)
-        for arr in (self.pks, self.rec, self.rtype, self.expires, self.live):
+        for arr in self._columns():
             arr[:m] = arr[keep]
         for arr in self.scope.values():
             arr[:m] = arr[keep]
         self.mat[:m] = self.mat[keep]
         self.n, self.n_dead = m, 0
         self.n_expiring = int(np.isfinite(self.expires[:m]).sum())
+        self._count_windows()
         self.postings.clear()
         self._index_keys(0)
         return dead
+
+    def _columns(self) -> tuple[npt.NDArray[Any], ...]:
+        """The one-dimensional arrays of the rows (all but the scopes and ``mat``)."""
+        return (self.pks, self.rec, self.rtype, self.expires, self.vfrom, self.vuntil, self.live)
 
     def install(self, snap: Snapshot) -> None:
         """Replace the rows by the live rows of an index file's ``snap``."""
@@ -203,6 +238,7 @@ class Mirror:
         n = snap.n
         self.n, self.dim = n, snap.dim
         self.pks, self.rec, self.expires, self.mat = snap.pks, snap.rec, snap.expires, snap.mat
+        self.vfrom, self.vuntil = snap.vfrom, snap.vuntil
         self.rtype = snap.columns["rtype"]
         self.scope = {s: snap.columns[s] for s in SCOPES}
         self.live = np.ones(n, bool)
@@ -210,6 +246,7 @@ class Mirror:
         self.codes = {s: Codes(snap.tables[s]) for s in SCOPES}
         self.hwm, self.cursor = snap.hwm, snap.cursor
         self.n_expiring = int(np.isfinite(self.expires).sum())
+        self._count_windows()
         self._index_keys(0)
 
     def snapshot(self, ann: Ann) -> Snapshot:
@@ -223,6 +260,8 @@ class Mirror:
             pks=self.pks[:n],
             rec=self.rec[:n],
             expires=self.expires[:n],
+            vfrom=self.vfrom[:n],
+            vuntil=self.vuntil[:n],
             mat=self.mat[:n],
             columns={"rtype": self.rtype[:n], **{s: self.scope[s][:n] for s in SCOPES}},
             tables={"types": self.types.names, **{s: self.codes[s].names for s in SCOPES}},

@@ -9,7 +9,7 @@ Ranking:
   exactly;
 * above that, the IVF index of ``vector/ivf.py`` proposes an oversampled
   candidate list which is re-ranked exactly from the float32 matrix after the
-  scope/type/expiry/filter masks are applied; when the masks leave fewer than ``k``
+  scope/type/expiry/validity/filter masks are applied; when the masks leave fewer than ``k``
   records the query is ranked exactly, so a filter never loses results.
 
 Everything a search runs here reads the mirror's attributes and calls nothing else
@@ -85,6 +85,8 @@ def candidates(
     scopes: dict[str, str | None],
     now: float,
     allowed_pks: IntArray | None,
+    *,
+    valid_at: float | None = None,
 ) -> tuple[IntArray | None, BoolArray | None]:
     """Candidate rows of ``mirror`` as ``(rows, mask)``: sorted row positions, or
     ``rows=None`` with a mask over all rows (``mask=None``: every row).
@@ -95,11 +97,17 @@ def candidates(
         scopes: Scope name (``thread``/``user``/``agent``) to the exact value kept.
         now: The search's time, epoch seconds (rows expiring by then are left out).
         allowed_pks: Chunk keys a metadata filter kept, or None for no filter.
+        valid_at: Keep only rows valid then (epoch seconds: ``vfrom <= valid_at <
+            vuntil``), or None for no validity filter. Each half of the test runs only
+            when some row could fail it (``Mirror.max_from``, ``Mirror.n_until``).
     """
     n = mirror.n
     known = mirror.types.code
     type_codes = [known[t] for t in types if t in known]
     every_type = len(type_codes) == len(mirror.types.names)
+    t = 0.0 if valid_at is None else valid_at
+    test_from = valid_at is not None and t < mirror.max_from
+    test_until = valid_at is not None and mirror.n_until > 0
     rows: IntArray | None = None
     for name, value in scopes.items():
         code = mirror.codes[name].code.get(value)
@@ -125,6 +133,10 @@ def candidates(
             keep &= np.isin(mirror.rtype[rows], type_codes)
         if mirror.n_expiring:
             keep &= mirror.expires[rows] > now
+        if test_from:
+            keep &= mirror.vfrom[rows] <= t
+        if test_until:
+            keep &= mirror.vuntil[rows] > t
         return rows[keep], None
     mask: BoolArray | None = None
     if mirror.n_dead:
@@ -135,6 +147,12 @@ def candidates(
     if mirror.n_expiring:
         emask = mirror.expires[:n] > now
         mask = emask if mask is None else mask & emask
+    if test_from:
+        fmask = mirror.vfrom[:n] <= t
+        mask = fmask if mask is None else mask & fmask
+    if test_until:
+        umask = mirror.vuntil[:n] > t
+        mask = umask if mask is None else mask & umask
     return None, mask
 
 
