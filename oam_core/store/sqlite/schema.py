@@ -262,6 +262,17 @@ def check_policy(path: str, p: str, policy: SchemaPolicy) -> None:
         )
 
 
+def _upgrade_step(conn: sqlite3.Connection, stmt: str) -> None:
+    """Run one upgrade statement; adding a column the table has already is a no-op
+    (SQLite has no ``ADD COLUMN IF NOT EXISTS``), so an upgrade that stopped half
+    way, or a file whose version row lags its tables, upgrades all the same."""
+    try:
+        conn.execute(stmt)
+    except sqlite3.OperationalError as exc:
+        if not (stmt.startswith("ALTER TABLE") and "duplicate column" in str(exc)):
+            raise
+
+
 def prepare(conn: sqlite3.Connection, p: str) -> int:
     """Create the store with prefix ``p`` if missing, or upgrade it to
     ``SCHEMA_VERSION``, in one write transaction; return the version it holds after.
@@ -295,7 +306,7 @@ def prepare(conn: sqlite3.Connection, p: str) -> int:
             return version
         for v in range(version or SCHEMA_VERSION, SCHEMA_VERSION):
             for stmt in UPGRADES[v](p):
-                conn.execute(stmt)
+                _upgrade_step(conn, stmt)
         for stmt in statements:
             conn.execute(stmt)
         conn.execute(
