@@ -2,8 +2,8 @@
 each, library argument names spelled as the command line's flags, and ``--db`` opened
 the way ``OracleAgentMemory(connection=...)`` opens it.
 
-The commands of ``oam_core/cli.py``, ``oam_core/transfer/cli.py`` and
-``oam_core/service/commands.py`` use these helpers; they reach the library only
+The commands of ``oam_core/cli.py``, ``oam_core/transfer/cli.py``,
+``oam_core/memorycli.py`` and ``oam_core/service/commands.py`` use these helpers; they reach the library only
 through its public names (``oam_core``, ``oam_core.connection``,
 ``oam_core.embedders``).
 """
@@ -79,6 +79,9 @@ FLAGS: dict[str, str] = {
     "on_conflict": "--on-conflict",
     "reembed": "--reembed",
     "overwrite": "--overwrite",
+    "valid_from": "--valid-from",
+    "valid_until": "--valid-until",
+    "reason": "--reason",
 }
 """The library's argument names and the flags that set them. A message naming an
 argument with a value, ``name=VALUE``, is shown as ``--flag value``: ``True`` as the
