@@ -55,6 +55,10 @@ MAX_MEMORIES_PER_PASS = 100
 """Items kept from one reply; the rest are dropped with a warning."""
 MAX_MEMORY_CHARS = 2000
 """Longest memory text kept (characters); longer texts are cut."""
+MAX_ITEMS_ASKED = 20
+"""``maxItems`` of the reply schema: the most items one reply may hold."""
+ITEMS_ASKED_PER_MESSAGE = 3
+"""Items the reply schema allows per new message (up to ``MAX_ITEMS_ASKED``)."""
 MAX_REASON_CHARS = 500
 """Longest ``reason`` kept (characters); longer ones are cut."""
 
@@ -124,17 +128,24 @@ class ExtractedMemory:
     valid_from: str | None = None
 
 
-def extraction_schema(target_ids: Sequence[str] = ()) -> dict[str, Any]:
+def extraction_schema(target_ids: Sequence[str] = (), new_messages: int = 0) -> dict[str, Any]:
     """JSON schema of the extraction reply, passed as ``response_json_schema``.
 
     ``reason`` comes first so that the model writes it before it decides. Bounded
-    lengths and item counts keep small local models from looping (see
-    ``shared/models/README.md``); ``target_id`` may only be one of ``target_ids``
-    (the ids of the memories the prompt shows) or null.
+    lengths and item counts keep small local models from looping until the token
+    limit (they fill a schema's arrays up to ``maxItems``; see
+    ``shared/models/README.md``): at most ``ITEMS_ASKED_PER_MESSAGE`` items per new
+    message and ``MAX_ITEMS_ASKED`` in all. ``target_id`` may only be one of
+    ``target_ids`` (the ids of the memories the prompt shows) or null.
 
     Args:
         target_ids: The ids of the related memories shown in the prompt, in order.
+        new_messages: How many new messages the prompt holds (``<= 0``: no per-message
+            bound, ``MAX_ITEMS_ASKED``).
     """
+    max_items = MAX_ITEMS_ASKED
+    if new_messages > 0:
+        max_items = min(MAX_ITEMS_ASKED, ITEMS_ASKED_PER_MESSAGE * new_messages)
     ids = list(dict.fromkeys(target_ids))
     target: dict[str, Any] = (
         {"type": ["string", "null"], "enum": [*ids, None]} if ids else {"type": "null"}
@@ -144,7 +155,7 @@ def extraction_schema(target_ids: Sequence[str] = ()) -> dict[str, Any]:
         "properties": {
             "memories": {
                 "type": "array",
-                "maxItems": 20,
+                "maxItems": max_items,
                 "items": {
                     "type": "object",
                     "properties": {

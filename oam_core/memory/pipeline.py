@@ -4,10 +4,14 @@
 Each pass reads the thread row's persisted watermark (the ``seq_no`` of the last
 message it covered), collects the messages after it, calls the LLM once, and then
 writes its result *and* the advanced watermark in one transaction
-(``ThreadStore.commit_thread_pass``, a compare-and-set on the thread state). So:
+(``ThreadStore.commit_thread_pass``, a compare-and-set on the thread state). An
+extraction pass's result is its new memories and the version changes of its update
+decisions (``memory/decisions.py``; supersede and invalidate, applied by
+``store/versions.apply_changes`` in that transaction). So:
 
-* a crash, an LLM error or a timeout leaves the watermark behind: the next pass
-  retries those messages, and nothing acknowledged is lost;
+* a crash, an LLM error or a timeout leaves the watermark behind and applies no
+  decision: the next pass retries those messages, nothing acknowledged is lost, and
+  each decision is applied once;
 * two writers racing on one thread cannot both commit a pass over the same messages:
   the loser re-reads the state and only handles what is left, so nothing is
   extracted twice;
@@ -478,7 +482,7 @@ def _extraction_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Ou
         EXTRACTION_STATE_KEY,
         sources,
         prompt,
-        extraction_schema([r.id for r in related[:shown]]),
+        extraction_schema([r.id for r in related[:shown]], new_messages=len(sources)),
         parse_extraction_reply,
     )
     if memories is None:

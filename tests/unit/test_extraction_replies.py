@@ -319,3 +319,5 @@ def test_the_prompt_shows_related_memories_with_their_ids_and_the_schema_limits_
     # every string is bounded and so is the item count (small models loop otherwise)
     assert all("maxLength" in p or "enum" in p for p in item["properties"].values())
     assert extraction_schema()["properties"]["memories"]["maxItems"] == 20
+    assert extraction_schema(new_messages=2)["properties"]["memories"]["maxItems"] == 6
+    assert extraction_schema(new_messages=9)["properties"]["memories"]["maxItems"] == 20

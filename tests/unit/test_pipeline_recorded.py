@@ -106,8 +106,12 @@ def _check_extraction(thread: OracleThread, spy: Spy, ids: list[str]) -> None:
     assert all(m.content in card for m in stored)
 
 
+EXTRACTION_OPTIONS = {**LLM_OPTIONS, "max_tokens": 1000}
+"""Three messages allow nine items (``ITEMS_ASKED_PER_MESSAGE``), and the model fills them."""
+
+
 def test_recorded_extraction_sync(tmp_path: Path, recorded_llm: Any) -> None:
-    spy = Spy(recorded_llm("extraction_sync", **LLM_OPTIONS))
+    spy = Spy(recorded_llm("extraction_sync", **EXTRACTION_OPTIONS))
     thread = _thread(tmp_path, spy)
     ids = thread.add_messages(CHAT)
     assert len(spy.calls) == 1
@@ -115,7 +119,7 @@ def test_recorded_extraction_sync(tmp_path: Path, recorded_llm: Any) -> None:
 
 
 def test_recorded_extraction_async(tmp_path: Path, recorded_llm: Any) -> None:
-    spy = Spy(recorded_llm("extraction_async", **LLM_OPTIONS))
+    spy = Spy(recorded_llm("extraction_async", **EXTRACTION_OPTIONS))
     thread = _thread(tmp_path, spy)
     ids = anyio.run(thread.add_messages_async, CHAT)
     assert len(spy.calls) == 1
