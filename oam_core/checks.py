@@ -237,6 +237,18 @@ def window_time(value: object, name: str) -> datetime | None:
     """
     if value is None:
         return None
+    parsed = _time_arg(value, name)
+    try:  # stored as Unix seconds: it must read back as a date
+        datetime.fromtimestamp(parsed.timestamp(), parsed.tzinfo)
+    except (OverflowError, ValueError, OSError):
+        raise InvalidArgumentError(
+            f"{name} is outside the dates a store can hold: {value!r}"
+        ) from None
+    return parsed
+
+
+def _time_arg(value: object, name: str) -> datetime:
+    """``value`` (a datetime, naive = UTC, or an ISO-8601 string) as aware UTC."""
     if isinstance(value, str):
         check_text(value, name)
     return parse_timestamp(value, name)
@@ -268,7 +280,7 @@ def as_of_arg(value: object, *, default: datetime | None) -> datetime | None:
     """
     if value is NOT_SET:
         return default
-    return window_time(value, "as_of")
+    return None if value is None else _time_arg(value, "as_of")
 
 
 def check_windowed(record_type: str, given: Iterable[tuple[str, object]]) -> None:

@@ -35,7 +35,7 @@ from oam_core.store.backend import Tx
 from oam_core.store.runtime import StoreRuntime
 from oam_core.store.runtime import traced as traced_store
 from oam_core.store.ttl import iso
-from oam_core.store.versions import VersionChange, apply_changes
+from oam_core.store.versions import VersionChange, apply_changes, lock_targets
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
@@ -323,7 +323,7 @@ class ThreadStore:
             batches: Records to insert (same rules as ``add_batches``).
             reserved_updates: Library-owned metadata changes; unknown records are
                 skipped (they may have been deleted meanwhile).
-            version_changes: ``VersionChange`` objects (docs/versions.md); unknown
+            version_changes: ``VersionChange`` objects (docs/store.md#memory-versions); unknown
                 targets are skipped.
 
         Returns:
@@ -351,6 +351,7 @@ class ThreadStore:
         with self.runtime.writing() as tx:
             won = bool(tx.update_thread(thread_id, NOT_SET, state, expected_state))
             if won:
+                lock_targets(self.runtime, tx, version_changes)
                 writes.insert_planned(self.runtime, tx, planned, writes.DEFAULT_BATCH_SIZE)
                 _merge_reserved(tx, reserved_updates)
                 apply_changes(self.runtime, tx, version_changes)

@@ -40,7 +40,13 @@ from oam_core.store.runtime import traced as traced_store
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
 
-__all__ = ["MemoryVersions", "VersionChange", "apply_changes", "memory_versions"]
+__all__ = [
+    "MemoryVersions",
+    "VersionChange",
+    "apply_changes",
+    "lock_targets",
+    "memory_versions",
+]
 
 MEMORY = "memory"
 """The id family of every memory-like type."""
@@ -90,7 +96,7 @@ def apply_changes(
     runtime: StoreRuntime, tx: Tx, changes: Sequence[VersionChange]
 ) -> builtins.list[VersionChange]:
     """Apply ``changes`` in order inside the open write transaction ``tx``
-    (docs/versions.md).
+    (docs/store.md#memory-versions).
 
     Each target is read again, locked (``Tx.fetch_locked``). ``supersede``: a
     target that is no longer current is followed along its ``superseded_by`` links
@@ -117,6 +123,24 @@ def apply_changes(
         if done is not None:
             applied.append(done)
     return applied
+
+
+def lock_targets(runtime: StoreRuntime, tx: Tx, changes: Sequence[VersionChange]) -> None:
+    """Lock the rows ``apply_changes`` will change among those that exist now: each
+    target and the versions its ``superseded_by`` links lead to, up to the current
+    head. A pipeline pass calls it before inserting its records, so on a server it
+    takes record rows before the keyword statistics row its inserts take, in the
+    order every other writer takes them (docs/postgres.md#concurrency-and-durability)."""
+    now = runtime.now()
+    for change in changes:
+        row = tx.fetch_locked(MEMORY, change.target_id)
+        seen = {change.target_id}
+        while row is not None and not is_current(row, now):
+            head = reserved_of(row).get("superseded_by")
+            if not isinstance(head, str) or head in seen:
+                break
+            seen.add(head)
+            row = tx.fetch_locked(MEMORY, head)
 
 
 def _supersede(tx: Tx, change: VersionChange, now: datetime) -> VersionChange | None:
@@ -189,7 +213,7 @@ def memory_versions(store: OracleMemoryStore) -> MemoryVersions:
 
 class MemoryVersions:
     """Update, invalidate and trace the versions of one store's memories
-    (docs/versions.md, SPEC 11). Each write is one transaction that reads the
+    (docs/store.md#memory-versions). Each write is one transaction that reads the
     memory again, locked, so two writers updating one memory at once leave exactly
     one current version.
 
@@ -216,7 +240,7 @@ class MemoryVersions:
         metadata: Maybe[dict[str, Any] | None] = NOT_SET,
     ) -> str:
         """Write a new version of a memory and supersede the old one, in one
-        transaction (docs/versions.md).
+        transaction (docs/store.md#memory-versions).
 
         The new memory has the old one's type and scope, its metadata (unless
         ``metadata`` is given) and its provenance (``source_message_ids``), and is
@@ -242,6 +266,8 @@ class MemoryVersions:
                 Nothing is written then.
         """
         checks.check_id(memory_id, "memory_id")
+        if not isinstance(content, str):
+            raise InvalidArgumentError(f"content must be a str, got {content!r}")
         reason = _reason_arg(reason)
         start = (
             self.runtime.now()
@@ -251,6 +277,8 @@ class MemoryVersions:
         if metadata is not NOT_SET:
             dump_metadata(metadata)
         old = self._visible(memory_id)
+        if not _record_current(old, self.runtime.now()):  # before embedding the new text
+            raise _not_current(memory_id, reserved_of_record(old))
         user_meta = (
             {k: v for k, v in (old.metadata or {}).items() if k != RESERVED_KEY}
             if metadata is NOT_SET
@@ -281,11 +309,11 @@ class MemoryVersions:
             if row is None:
                 raise NotFoundError(f"no memory has id {memory_id!r}")
             if not is_current(row, self.runtime.now()):
-                raise _not_current(memory_id, row)
+                raise _not_current(memory_id, reserved_of(row))
             writes.insert_planned(self.runtime, tx, planned, writes.DEFAULT_BATCH_SIZE)
             change = VersionChange("supersede", memory_id, new_id, reason=reason)
             if not apply_changes(self.runtime, tx, [change]):  # pragma: no cover - locked
-                raise _not_current(memory_id, row)
+                raise _not_current(memory_id, reserved_of(row))
         return new_id
 
     @traced_store
@@ -297,7 +325,7 @@ class MemoryVersions:
         valid_until: Maybe[str | datetime | None] = NOT_SET,
     ) -> bool:
         """End a memory's validity without a successor, in one transaction
-        (docs/versions.md): its window ends at ``valid_until`` (omitted or None:
+        (docs/store.md#memory-versions): its window ends at ``valid_until`` (omitted or None:
         now; never before its ``valid_from``), its reserved metadata gets ``status:
         "invalid"``, ``superseded_by: None`` and ``reason``.
 
@@ -322,7 +350,7 @@ class MemoryVersions:
     def get_memory_history(self, memory_id: str) -> builtins.list[Record]:
         """Every visible version linked to a memory by supersede links, in either
         direction, oldest ``valid_from`` first (None first; ties by ``created_at``)
-        (docs/versions.md). A memory without links gives ``[itself]``.
+        (docs/store.md#memory-versions). A memory without links gives ``[itself]``.
 
         Raises:
             NotFoundError: no visible memory has ``memory_id``.
@@ -375,11 +403,27 @@ def _reason_arg(reason: object) -> str | None:
     return checks.check_text(reason, "reason")
 
 
-def _not_current(memory_id: str, row: StoredRow) -> InvalidArgumentError:
-    head = reserved_of(row).get("superseded_by")
+def _not_current(memory_id: str, keys: dict[str, Any]) -> InvalidArgumentError:
+    """The error of an update of a version that is no longer current (``keys``: its
+    reserved metadata, naming the version that replaced it, if any)."""
+    head = keys.get("superseded_by")
     where = f"; its current version is {head!r}" if isinstance(head, str) else ""
     return InvalidArgumentError(
         f"memory_id {memory_id!r} is no longer current (update the current version{where})"
+    )
+
+
+def reserved_of_record(record: Record) -> dict[str, Any]:
+    """A copy of ``record``'s reserved ``$agent_memory`` object (empty when none)."""
+    found = (record.metadata or {}).get(RESERVED_KEY)
+    return dict(found) if isinstance(found, dict) else {}
+
+
+def _record_current(record: Record, now: datetime) -> bool:
+    """``is_current`` of a read ``Record`` (its window as ISO text)."""
+    start, end = record.valid_from, record.valid_until
+    return (start is None or datetime.fromisoformat(start) <= now) and (
+        end is None or datetime.fromisoformat(end) > now
     )
 
 
@@ -401,4 +445,4 @@ _EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
 
 def _history_order(record: Record) -> tuple[datetime, str]:
     start = record.valid_from
-    return (_EARLIEST if start is None else datetime.fromisoformat(start), record.created_at)
+    return (_EARLIEST if start is None else datetime.fromisoformat(start), record.created_at or "")
