@@ -25,7 +25,7 @@ from oam_core.apis.metadatajson import RESERVED_KEY, dump_metadata
 from oam_core.apis.records import MESSAGE, THREAD, ThreadRow
 from oam_core.apis.thread import check_role
 from oam_core.apis.timestamps import normalize_timestamp
-from oam_core.checks import check_text, check_texts
+from oam_core.checks import check_text, check_texts, check_window, check_windowed
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import Backend, DumpRow
 from oam_core.store.identity import META_KEY, EmbedderIdentity
@@ -307,8 +307,9 @@ def check_rows(backend: Backend, rows: Sequence[DumpRow]) -> builtins.list[DumpR
             row without text of a record with text, or a message with a blank role
             (None passes, as in ``store.add``), without text, with the ``seq_no`` of
             another message of its thread, or of another user or agent than its
-            thread (None passes). A thread neither in ``rows`` nor in the store, or
-            no thread, is not refused: ``store.add`` writes such messages.
+            thread (None passes); a validity window on a message or profile, or
+            one ending before it starts. A thread neither in ``rows`` nor in the
+            store, or no thread, is not refused: ``store.add`` writes such messages.
     """
     # Column-wise in C (``attrgetter``, ``chain``), row by row only to name a culprit
     # or for the few rows that need a closer look: this runs on every imported row.
@@ -359,6 +360,15 @@ def check_rows(backend: Backend, rows: Sequence[DumpRow]) -> builtins.list[DumpR
                         f"record {r.id!r}: search_rows[{j}].text is null but the record "
                         "has text to index"
                     )
+    for r in rows:
+        if r.valid_from is not None or r.valid_until is not None:
+            where = f"record {r.id!r}: "
+            try:
+                check_windowed(r.record_type, [(where + "valid_from", r.valid_from)])
+                check_windowed(r.record_type, [(where + "valid_until", r.valid_until)])
+                check_window(r.valid_from, r.valid_until, where + "valid_until")
+            except ValueError as exc:
+                raise InvalidArgumentError(str(exc)) from None
     if MESSAGE in map(_RECORD_TYPE, rows):
         threads: dict[str, DumpRow | ThreadRow | None] = {
             r.id: r for r in rows if r.family == THREAD

@@ -323,7 +323,7 @@ class ThreadStore:
             batches: Records to insert (same rules as ``add_batches``).
             reserved_updates: Library-owned metadata changes; unknown records are
                 skipped (they may have been deleted meanwhile).
-            version_changes: ``VersionChange`` objects (docs/versions.md); unknown
+            version_changes: ``VersionChange`` objects (docs/store.md#memory-versions); unknown
                 targets are skipped.
 
         Returns:

@@ -90,7 +90,7 @@ def apply_changes(
     runtime: StoreRuntime, tx: Tx, changes: Sequence[VersionChange]
 ) -> builtins.list[VersionChange]:
     """Apply ``changes`` in order inside the open write transaction ``tx``
-    (docs/versions.md).
+    (docs/store.md#memory-versions).
 
     Each target is read again, locked (``Tx.fetch_locked``). ``supersede``: a
     target that is no longer current is followed along its ``superseded_by`` links
@@ -189,7 +189,7 @@ def memory_versions(store: OracleMemoryStore) -> MemoryVersions:
 
 class MemoryVersions:
     """Update, invalidate and trace the versions of one store's memories
-    (docs/versions.md, SPEC 11). Each write is one transaction that reads the
+    (docs/store.md#memory-versions). Each write is one transaction that reads the
     memory again, locked, so two writers updating one memory at once leave exactly
     one current version.
 
@@ -216,7 +216,7 @@ class MemoryVersions:
         metadata: Maybe[dict[str, Any] | None] = NOT_SET,
     ) -> str:
         """Write a new version of a memory and supersede the old one, in one
-        transaction (docs/versions.md).
+        transaction (docs/store.md#memory-versions).
 
         The new memory has the old one's type and scope, its metadata (unless
         ``metadata`` is given) and its provenance (``source_message_ids``), and is
@@ -297,7 +297,7 @@ class MemoryVersions:
         valid_until: Maybe[str | datetime | None] = NOT_SET,
     ) -> bool:
         """End a memory's validity without a successor, in one transaction
-        (docs/versions.md): its window ends at ``valid_until`` (omitted or None:
+        (docs/store.md#memory-versions): its window ends at ``valid_until`` (omitted or None:
         now; never before its ``valid_from``), its reserved metadata gets ``status:
         "invalid"``, ``superseded_by: None`` and ``reason``.
 
@@ -322,7 +322,7 @@ class MemoryVersions:
     def get_memory_history(self, memory_id: str) -> builtins.list[Record]:
         """Every visible version linked to a memory by supersede links, in either
         direction, oldest ``valid_from`` first (None first; ties by ``created_at``)
-        (docs/versions.md). A memory without links gives ``[itself]``.
+        (docs/store.md#memory-versions). A memory without links gives ``[itself]``.
 
         Raises:
             NotFoundError: no visible memory has ``memory_id``.
@@ -401,4 +401,4 @@ _EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
 
 def _history_order(record: Record) -> tuple[datetime, str]:
     start = record.valid_from
-    return (_EARLIEST if start is None else datetime.fromisoformat(start), record.created_at)
+    return (_EARLIEST if start is None else datetime.fromisoformat(start), record.created_at or "")

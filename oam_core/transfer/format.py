@@ -109,6 +109,7 @@ def encode(row: DumpRow) -> bytes:
             "metadata": meta,
             "created_at": row.created_at,
             "expires_at": None if row.expires_at is None else iso(row.expires_at),
+            **_window(row),
             "search_rows": [
                 {
                     "text": c.text,
@@ -122,6 +123,13 @@ def encode(row: DumpRow) -> bytes:
             ],
         }
     )
+
+
+def _window(row: DumpRow) -> dict[str, str]:
+    """A record's validity window as dump keys, only the ends that are set (a dump of
+    a store without windows reads as before)."""
+    ends = (("valid_from", row.valid_from), ("valid_until", row.valid_until))
+    return {key: iso(value) for key, value in ends if value is not None}
 
 
 def parse_header(line: bytes) -> dict[str, Any]:
@@ -272,6 +280,7 @@ def _record(v: dict[str, Any]) -> DumpRow:
         None,
         None,
         tuple([_chunk(c, i) for i, c in enumerate(rows)]),
+        *(None if g(k) is None else _parse(g(k), k) for k in ("valid_from", "valid_until")),
     )
 
 

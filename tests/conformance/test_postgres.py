@@ -18,6 +18,7 @@ from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.filters import matches, parse_filter
 from oam_core.memory.client import OracleAgentMemory
 from oam_core.store.options import MemoryRetentionConfig, SchemaPolicy, SearchStrategy
+from oam_core.store.postgres import schema as pg_schema
 from oam_core.store.threads import thread_store
 
 psycopg = pytest.importorskip("psycopg")
@@ -125,7 +126,7 @@ def test_version_row_records_the_config(conninfo: str) -> None:
     store.close()
     with psycopg.connect(conninfo) as conn:
         meta = dict(conn.execute("SELECT key, value FROM oam_meta").fetchall())
-    assert meta["schema_version"] == "4"
+    assert meta["schema_version"] == str(pg_schema.SCHEMA_VERSION)
     assert meta["vector_dim"] == "16"
     assert meta["search_strategy"] == "HYBRID"
     assert '"default_ttl_days": 7' in meta["retention"]

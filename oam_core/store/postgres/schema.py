@@ -24,7 +24,10 @@ re-derives the search text of rows holding CJK characters and counts the table o
 quote); 4 indexes the text folded as ``store/text.fold`` folds it (Unicode case
 folding: ß -> ss; version 3 lower-cased and removed accents), the same text as the
 SQLite index (``UPGRADES[3]`` re-derives the search text of rows holding non-ASCII
-characters, whose tokens can change, and counts the table once).
+characters, whose tokens can change, and counts the table once); 5 adds the validity
+window (``valid_from``, ``valid_until``, Unix seconds) to records and chunks
+(``UPGRADES[4]`` adds the columns and ends the window of every memory already marked
+superseded at its successor's ``created_at``, ``sql/schema.backfill_superseded``).
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ from oam_core.store.sql import statements as st
 from oam_core.store.sql.quoting import legacy_context_rows, sources_table
 from oam_core.store.sql.schema import (
     ColumnTypes,
+    add_window_columns,
+    backfill_superseded,
     chunk_index,
     chunks_table,
     meta_table,
@@ -53,7 +58,7 @@ from oam_core.store.sql.schema import (
 )
 from oam_core.store.text import cjk_block_class, has_cjk
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The schema version this release writes and reads."""
 
 STATS_SHARDS = 16
@@ -347,10 +352,25 @@ def _to_v4(conn: psycopg.Connection[Any], p: str) -> None:
     recount_stats(conn, p)
 
 
+def _to_v5(conn: psycopg.Connection[Any], p: str) -> None:
+    """Version 4 -> 5: add the window columns, end the windows of memories already
+    marked superseded."""
+
+    def reserved(table: str, key: str) -> str:
+        return f"({table}.meta -> '$agent_memory' ->> '{key}')"
+
+    epoch = "extract(epoch FROM s.created_at::timestamptz)::float8"
+    for stmt in add_window_columns(p, TYPES, if_not_exists=True):
+        conn.execute(stmt)
+    for stmt in backfill_superseded(p, reserved, epoch):
+        conn.execute(stmt)
+
+
 UPGRADES: dict[int, Callable[[psycopg.Connection[Any], str], None]] = {
     1: _to_v2,
     2: _to_v3,
     3: _to_v4,
+    4: _to_v5,
 }
 """``UPGRADES[v](conn, prefix)`` takes a store from version ``v`` to ``v + 1`` inside the
 caller's transaction; applied in order by ``CREATE_IF_NECESSARY``."""

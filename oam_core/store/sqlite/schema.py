@@ -185,7 +185,12 @@ def _windows_v7(p: str) -> list[str]:
     def reserved(table: str, key: str) -> str:
         return f"json_extract({table}.metadata, '$.\"$agent_memory\".{key}')"
 
-    epoch = "((julianday(s.created_at) - 2440587.5) * 86400.0)"
+    # Whole seconds, then the fraction (``created_at`` is written with microseconds,
+    # ``ttl.iso``): julianday() would round it to about a millisecond.
+    epoch = (
+        "(CAST(strftime('%s', s.created_at) AS REAL) + CASE WHEN substr(s.created_at, 20, 1)"
+        " = '.' THEN CAST('0' || substr(s.created_at, 20, 7) AS REAL) ELSE 0 END)"
+    )
     return [*add_window_columns(p, TYPES), *backfill_superseded(p, reserved, epoch)]
 
 

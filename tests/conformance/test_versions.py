@@ -1,0 +1,414 @@
+"""Versions of memories on every back end (docs/store.md#memory-versions):
+``update_memory``, ``invalidate_memory``, ``get_memory_history``, the changes of an
+extraction pass (``commit_thread_pass(version_changes=)``), and two writers
+superseding one memory at once."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from conftest import START, FakeClock
+
+from oam_core.apis.batch import PendingRecordBatch
+from oam_core.apis.metadatajson import RESERVED_KEY
+from oam_core.errors import InvalidArgumentError, NotFoundError
+from oam_core.store.threads import thread_store
+from oam_core.store.versions import VersionChange, memory_versions
+
+
+def reserved(record: Any) -> dict[str, Any]:
+    return dict((record.metadata or {}).get(RESERVED_KEY) or {})
+
+
+def current(store: Any, record_type: str = "memory") -> list[str]:
+    return sorted(r.content for r in store.list(record_type, as_of=store.clock_now()))
+
+
+def test_update_memory_writes_a_new_version_and_supersedes_the_old(
+    store: Any, clock: FakeClock
+) -> None:
+    [old] = store.add(
+        ["I live in Lisbon"],
+        "fact",
+        user_ids="u",
+        agent_ids="a",
+        thread_ids="t",
+        metadata={"topic": "home"},
+    )
+    store.update("fact", old, metadata={"topic": "home", "n": 1})
+    clock.advance(days=3)
+    versions = memory_versions(store)
+    assert versions is memory_versions(store)
+    new = versions.update_memory(old, "I live in Berlin", reason="moved")
+    was, now = store.get("fact", old), store.get("fact", new)
+    assert now.record_type == "fact" and now.content == "I live in Berlin"
+    assert (now.user_id, now.agent_id, now.thread_id) == ("u", "a", "t")
+    assert now.valid_from == clock.now.isoformat(timespec="seconds")
+    assert was.valid_until == now.valid_from and now.valid_until is None
+    assert reserved(was) == {"status": "invalid", "superseded_by": new, "reason": "moved"}
+    assert reserved(now) == {"supersedes": [old]}
+    assert {k: v for k, v in now.metadata.items() if k != RESERVED_KEY} == {
+        "topic": "home",
+        "n": 1,
+    }
+    assert current(store, "fact") == ["I live in Berlin"]
+    assert [r.content for r in store.list("fact", as_of=START)] == ["I live in Lisbon"]
+
+
+def test_update_memory_keeps_provenance_and_takes_metadata_and_valid_from(
+    store: Any, clock: FakeClock
+) -> None:
+    ts = thread_store(store)
+    ts.create_thread_row("t", user_id="u")
+    [msg] = store.add(["I moved"], "message", thread_ids="t", user_ids="u")
+    [old] = ts.commit_thread_pass(
+        "t",
+        expected_state={},
+        state={"seen": 1},
+        batches=[
+            PendingRecordBatch(
+                texts=["lives in Lisbon"],
+                record_type="memory",
+                thread_ids="t",
+                user_ids="u",
+                metadata={RESERVED_KEY: {"source_message_ids": [msg]}, "x": 1},
+            )
+        ],
+    ) or [None]
+    start = START - timedelta(days=10)
+    new = memory_versions(store).update_memory(
+        old, "lives in Berlin", valid_from=start, metadata={"y": 2}
+    )
+    got = store.get("memory", new)
+    assert got.metadata == {
+        "y": 2,
+        RESERVED_KEY: {"source_message_ids": [msg], "supersedes": [old]},
+    }
+    assert got.valid_from == start.isoformat(timespec="seconds")
+    assert store.get("memory", old).valid_until == got.valid_from
+    # valid_from=None: the new version holds from the start; the old ends now.
+    newer = memory_versions(store).update_memory(new, "lives in Paris", valid_from=None)
+    assert store.get("memory", newer).valid_from is None
+    assert store.get("memory", new).valid_until == START.isoformat(timespec="seconds")
+
+
+def test_update_memory_refuses_unknown_and_non_current_versions(
+    store: Any, rejected: Any, snapshot: Any
+) -> None:
+    versions = memory_versions(store)
+    [old] = store.add(["v1"], "memory")
+    [msg] = store.add(["a message"], "message", record_ids="m1")
+    before = snapshot(store)
+    with pytest.raises(NotFoundError, match="nope"):
+        versions.update_memory("nope", "x")
+    with pytest.raises(NotFoundError):
+        versions.update_memory(msg, "x")  # a message is no memory
+    assert snapshot(store) == before
+    new = versions.update_memory(old, "v2")
+    with rejected(store, match=f"memory_id {old!r}.*no longer current.*{new}"):
+        versions.update_memory(old, "v3")
+    for bad in (
+        {"valid_from": "someday"},
+        {"reason": 5},
+        {"metadata": {RESERVED_KEY: {}}},
+        {"metadata": "not a dict"},
+    ):
+        with rejected(store):
+            versions.update_memory(new, "v3", **bad)
+    with rejected(store, match="memory_id"):
+        versions.update_memory("", "v3")
+
+
+def test_invalidate_memory_ends_the_window_once(store: Any, clock: FakeClock) -> None:
+    versions = memory_versions(store)
+    [a, b] = store.add(["has a car", "has a bike"], "memory", valid_from=START - timedelta(1))
+    with pytest.raises(NotFoundError):
+        versions.invalidate_memory("nope")
+    clock.advance(hours=5)
+    assert versions.invalidate_memory(a, reason="sold it") is True
+    assert versions.invalidate_memory(a) is False
+    got = store.get("memory", a)
+    assert got.valid_until == clock.now.isoformat(timespec="seconds")
+    assert reserved(got) == {"status": "invalid", "superseded_by": None, "reason": "sold it"}
+    assert current(store) == ["has a bike"]
+    # An explicit end before valid_from is clamped to it (an empty window).
+    assert versions.invalidate_memory(b, valid_until=START - timedelta(days=5)) is True
+    got = store.get("memory", b)
+    assert got.valid_until == got.valid_from
+    assert current(store) == []
+    with pytest.raises(InvalidArgumentError, match="valid_until"):
+        versions.invalidate_memory(a, valid_until="tomorrow-ish")
+
+
+def test_history_follows_links_in_both_directions_oldest_first(
+    store: Any, clock: FakeClock
+) -> None:
+    versions = memory_versions(store)
+    [v1] = store.add(["v1"], "preference", valid_from=START - timedelta(days=30))
+    [alone] = store.add(["alone"], "preference")
+    clock.advance(days=1)
+    v2 = versions.update_memory(v1, "v2")
+    clock.advance(days=1)
+    v3 = versions.update_memory(v2, "v3")
+    for member in (v1, v2, v3):
+        assert [r.content for r in versions.get_memory_history(member)] == ["v1", "v2", "v3"]
+    assert [r.id for r in versions.get_memory_history(alone)] == [alone]
+    with pytest.raises(NotFoundError):
+        versions.get_memory_history("nope")
+    # Ties of valid_from (None) are ordered by created_at.
+    [n1] = store.add(["n1"], "memory")
+    clock.advance(seconds=1)
+    n2 = versions.update_memory(n1, "n2", valid_from=None)
+    assert [r.id for r in versions.get_memory_history(n2)] == [n1, n2]
+
+
+def test_async_twins(store: Any) -> None:
+    import asyncio
+
+    versions = memory_versions(store)
+    [old] = store.add(["v1"], "memory")
+
+    async def run() -> tuple[str, bool, list[Any]]:
+        new = await versions.update_memory_async(old, "v2")
+        gone = await versions.invalidate_memory_async(new)
+        return new, gone, await versions.get_memory_history_async(old)
+
+    new, gone, history = asyncio.run(run())
+    assert gone is True and [r.id for r in history] == [old, new]
+
+
+# -- the changes of an extraction pass ---------------------------------------------------
+
+
+def _pass(store: Any, texts: list[str], changes: list[VersionChange], state: int) -> list[str]:
+    return (
+        thread_store(store).commit_thread_pass(
+            "t",
+            expected_state={} if state == 1 else {"n": state - 1},
+            state={"n": state},
+            batches=[
+                PendingRecordBatch(texts=texts, record_type="memory", thread_ids="t", user_ids="u")
+            ]
+            if texts
+            else [],
+            version_changes=changes,
+        )
+        or []
+    )
+
+
+def test_commit_thread_pass_applies_version_changes_after_its_batches(
+    store: Any, clock: FakeClock
+) -> None:
+    thread_store(store).create_thread_row("t", user_id="u")
+    [car, city] = _pass(store, ["has a car", "lives in Lisbon"], [], 1)
+    clock.advance(days=1)
+    ids = [f"new-{i}" for i in range(1)]
+    written = thread_store(store).commit_thread_pass(
+        "t",
+        expected_state={"n": 1},
+        state={"n": 2},
+        batches=[
+            PendingRecordBatch(
+                texts=["lives in Berlin"],
+                record_type="memory",
+                thread_ids="t",
+                user_ids="u",
+                record_ids=ids,
+                valid_from=clock.now - timedelta(hours=2),
+            )
+        ],
+        version_changes=[
+            VersionChange("supersede", city, ids[0], reason="moved"),
+            VersionChange("invalidate", car, reason="sold"),
+            VersionChange("invalidate", "unknown"),
+            VersionChange("supersede", "unknown", ids[0]),
+        ],
+    )
+    assert written == ids
+    assert store.get("memory", city).valid_until == store.get("memory", ids[0]).valid_from
+    assert reserved(store.get("memory", ids[0])) == {"supersedes": [city]}
+    assert reserved(store.get("memory", car))["reason"] == "sold"
+    assert current(store) == ["lives in Berlin"]
+    # A lost compare-and-set applies nothing.
+    lost = thread_store(store).commit_thread_pass(
+        "t",
+        expected_state={"n": 1},
+        state={"n": 3},
+        version_changes=[VersionChange("invalidate", ids[0])],
+    )
+    assert lost is None and current(store) == ["lives in Berlin"]
+
+
+def test_a_supersede_of_an_old_version_ends_the_current_head(store: Any, clock: FakeClock) -> None:
+    thread_store(store).create_thread_row("t", user_id="u")
+    [v1] = _pass(store, ["v1"], [], 1)
+    clock.advance(days=1)
+    v2 = memory_versions(store).update_memory(v1, "v2")
+    clock.advance(days=1)
+    _pass(store, ["v3"], [VersionChange("supersede", v1, "x")], 2)  # unknown successor
+    assert current(store) == ["v2", "v3"]
+    _pass(store, ["v4"], [VersionChange("supersede", "unknown", "placeholder")], 3)
+    assert current(store) == ["v2", "v3", "v4"]
+    # The stale target v1 is followed to its current head v2.
+    ts = thread_store(store)
+    written = ts.commit_thread_pass(
+        "t",
+        expected_state={"n": 3},
+        state={"n": 4},
+        batches=[
+            PendingRecordBatch(
+                texts=["v5"], record_type="memory", thread_ids="t", record_ids=["v5"]
+            )
+        ],
+        version_changes=[VersionChange("supersede", v1, "v5")],
+    )
+    assert written == ["v5"]
+    assert reserved(store.get("memory", v2))["superseded_by"] == "v5"
+    assert reserved(store.get("memory", "v5"))["supersedes"] == [v2]
+    assert current(store) == ["v3", "v4", "v5"]
+    # An invalidated head: the chain has no current version, nothing more ends.
+    memory_versions(store).invalidate_memory("v5")
+    written = ts.commit_thread_pass(
+        "t",
+        expected_state={"n": 4},
+        state={"n": 5},
+        batches=[
+            PendingRecordBatch(
+                texts=["v6"], record_type="memory", thread_ids="t", record_ids=["v6"]
+            )
+        ],
+        version_changes=[VersionChange("supersede", v1, "v6")],
+    )
+    assert written == ["v6"] and reserved(store.get("memory", "v6")) == {}
+    assert current(store) == ["v3", "v4", "v6"]
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (VersionChange("supersede", "a"), "successor_id"),
+        (VersionChange("delete", "a"), "kind"),  # type: ignore[arg-type]
+        (VersionChange("invalidate", ""), "target_id"),
+        (VersionChange("invalidate", "a", at=datetime(2026, 1, 1)), "aware"),
+        ("not a change", "VersionChange"),
+    ],
+)
+def test_bad_version_changes_are_refused_before_anything_is_written(
+    store: Any, rejected: Any, change: Any, match: str
+) -> None:
+    thread_store(store).create_thread_row("t")
+    with rejected(store, match=match):
+        thread_store(store).commit_thread_pass(
+            "t",
+            expected_state={},
+            state={"n": 1},
+            batches=[PendingRecordBatch(texts=["x"], record_type="memory")],
+            version_changes=[change],
+        )
+
+
+# -- two writers at once -------------------------------------------------------------------
+
+
+@contextmanager
+def interleaved(store: Any, other: Any, second: Any) -> Iterator[list[Any]]:
+    """Run ``second()`` (on ``other``, another store object of the same storage) right
+    before ``store``'s next write transaction begins: the first writer has read and
+    embedded the memory, the second one commits meanwhile."""
+    backend = store.runtime.backend
+    original = backend.transaction
+    outcome: list[Any] = []
+    fired = threading.Event()
+
+    @contextmanager
+    def transaction() -> Iterator[Any]:
+        if not fired.is_set():
+            fired.set()
+            try:
+                outcome.append(second())
+            except Exception as exc:  # recorded for the test to assert
+                outcome.append(exc)
+        with original() as tx:
+            yield tx
+
+    backend.transaction = transaction
+    try:
+        yield outcome
+    finally:
+        del backend.transaction
+
+
+def test_two_concurrent_updates_leave_exactly_one_current_version(
+    make_store: Any, backend: Any
+) -> None:
+    if not backend.shared_storage:
+        pytest.skip("needs two store objects of one storage")
+    first = make_store(name="race.db")
+    second = make_store(name="race.db")
+    [old] = first.add(["v1"], "memory", user_ids="u")
+    racing = interleaved(first, second, lambda: memory_versions(second).update_memory(old, "B"))
+    with racing as out, pytest.raises(InvalidArgumentError, match="no longer current"):
+        memory_versions(first).update_memory(old, "A")
+    [b_id] = out
+    assert current(first) == ["B"]
+    assert [r.id for r in memory_versions(first).get_memory_history(old)] == [old, b_id]
+    assert len(first.list("memory")) == 2  # the loser wrote nothing
+
+
+def test_two_concurrent_invalidations_end_the_memory_once(make_store: Any, backend: Any) -> None:
+    if not backend.shared_storage:
+        pytest.skip("needs two store objects of one storage")
+    first = make_store(name="race.db")
+    second = make_store(name="race.db")
+    [old] = first.add(["v1"], "memory")
+    with interleaved(
+        first, second, lambda: memory_versions(second).invalidate_memory(old, reason="B")
+    ) as out:
+        assert memory_versions(first).invalidate_memory(old, reason="A") is False
+    assert out == [True]
+    assert reserved(first.get("memory", old))["reason"] == "B"
+
+
+def test_a_supersede_racing_an_update_follows_to_the_new_head(
+    make_store: Any, backend: Any, clock: FakeClock
+) -> None:
+    """An extraction pass superseding a memory that a person updated meanwhile ends
+    the person's version, not the stale one: one current version remains."""
+    if not backend.shared_storage:
+        pytest.skip("needs two store objects of one storage")
+    first = make_store(name="race.db")
+    second = make_store(name="race.db")
+    thread_store(first).create_thread_row("t")
+    [old] = first.add(["v1"], "memory", thread_ids="t")
+    clock.advance(hours=1)
+    with interleaved(first, second, lambda: memory_versions(second).update_memory(old, "B")) as out:
+        thread_store(first).commit_thread_pass(
+            "t",
+            expected_state={},
+            state={"n": 1},
+            batches=[
+                PendingRecordBatch(
+                    texts=["C"], record_type="memory", thread_ids="t", record_ids=["c"]
+                )
+            ],
+            version_changes=[VersionChange("supersede", old, "c")],
+        )
+    [b_id] = out
+    assert current(first) == ["C"]
+    assert reserved(first.get("memory", b_id))["superseded_by"] == "c"
+    assert reserved(first.get("memory", "c"))["supersedes"] == [b_id]
+
+
+def test_metadata_json_stays_valid(store: Any) -> None:
+    [old] = store.add(["ü"], "memory", metadata={"k": "ß"})
+    new = memory_versions(store).update_memory(old, "ö", reason="naïve")
+    raw = store.get("memory", old).metadata
+    assert json.loads(json.dumps(raw))[RESERVED_KEY]["reason"] == "naïve"
+    assert store.get("memory", new).metadata["k"] == "ß"
