@@ -132,8 +132,7 @@ def _chosen(rows: Any, mask: Any, n: int) -> list[int]:
 def test_candidates_keep_the_rows_valid_at_the_time_in_mask_and_rows_modes() -> None:
     m = _windowed_mirror()
     n = m.n
-    assert m.n_until == sum(window(i)[1] is not None for i in range(n))
-    assert m.max_from == T0 + 4000
+    assert (m.max_from, m.min_until) == (T0 + 4000, T0 + 5000)
     for t in TIMES:
         rows, mask = ranking.candidates(m, frozenset({"memory"}), {}, T0, None, valid_at=t)
         assert rows is None and _chosen(rows, mask, n) == [i for i in range(n) if _valid(i, t)]
@@ -153,25 +152,27 @@ def test_a_search_pays_for_no_mask_when_no_window_can_exclude_a_row() -> None:
     m = Mirror()
     vec = np.ones(DIM, "<f4").tobytes()
     m.append([(i, i, "memory", None, "u", None, None, None, None, vec) for i in range(1, 9)])
-    assert (m.n_until, m.max_from) == (0, -math.inf)
-    assert ranking.candidates(m, frozenset({"memory"}), {}, T0, None, valid_at=T0) == (None, None)
+    assert (m.max_from, m.min_until) == (-math.inf, math.inf)
+
+    def chosen(t: float) -> Any:
+        return ranking.candidates(m, frozenset({"memory"}), {}, T0, None, valid_at=t)
+
+    assert chosen(T0) == (None, None)
     m.update(2, (None, "memory", None, "u", None, T0 + 10, None))  # starts later
-    assert m.max_from == T0 + 10 and m.n_until == 0
-    assert ranking.candidates(m, frozenset({"memory"}), {}, T0, None, valid_at=T0 + 10) == (
-        None,
-        None,
-    )
-    _, mask = ranking.candidates(m, frozenset({"memory"}), {}, T0, None, valid_at=T0)
-    assert mask is not None and np.flatnonzero(~mask).tolist() == [2]
     m.update(5, (None, "memory", None, "u", None, None, T0 + 20))  # ends
-    assert m.n_until == 1
-    _, mask = ranking.candidates(m, frozenset({"memory"}), {}, T0, None, valid_at=T0 + 30)
+    m.forget()
+    assert (m.max_from, m.min_until) == (T0 + 10, T0 + 20)
+    assert chosen(T0 + 10) == (None, None)  # after every start, before every end
+    _, mask = chosen(T0)
+    assert mask is not None and np.flatnonzero(~mask).tolist() == [2]
+    _, mask = chosen(T0 + 30)
     assert mask is not None and np.flatnonzero(~mask).tolist() == [5]
     m.update(5, (None, "memory", None, "u", None, None, None))  # reopened
-    assert m.n_until == 0
+    m.forget()
+    assert m.min_until == T0 + 20 and chosen(T0 + 30) == (None, None)  # no row ends
     m.live[2], m.n_dead = False, 1
-    m.compact()  # the late start is gone: the bound comes down
-    assert (m.n, m.n_until, m.max_from) == (7, 0, -math.inf)
+    m.compact()  # the late start is gone: the bounds are recomputed
+    assert (m.n, m.max_from, m.min_until) == (7, -math.inf, math.inf)
 
 
 # -- the store: exact and ANN, rows and mask ----------------------------------------------
@@ -361,11 +362,12 @@ def test_a_format_3_file_gives_its_ann_index_and_the_rows_come_from_sqlite(
                     assert searched(store, q, 10, t) == brute_force(path, q, 10, t)
         index = store._impl.index
         assert loaded == [0] and index.ann is not None  # every row read from SQLite
-        assert index.mirror.n_until == sum(window(i)[1] is not None for i in range(N))
+        ends = sum(window(i)[1] is not None for i in range(N))
+        assert len(ranking.ending(index.mirror)) == ends
     finally:
         store.close()
     new = indexfile.read(str(index_file), DIM, faiss)  # rewritten at close, as format 4
-    assert new.windows and int(np.isfinite(new.vuntil).sum()) == index.mirror.n_until
+    assert new.windows and int(np.isfinite(new.vuntil).sum()) == ends
 
 
 def _as_version_6(path: Path) -> None:
@@ -406,7 +408,7 @@ def test_a_read_only_version_6_file_is_searched_with_every_window_open(
                 assert searched(store, q, 10, t) == want
             assert [r.id for r, _ in store.search(query_vector=list(q), k=10)] == want
         m = store._impl.index.mirror
-        assert m.n == N and m.n_until == 0 and m.max_from == -math.inf
+        assert (m.n, m.max_from, m.min_until) == (N, -math.inf, math.inf)
         assert not store._impl.index.log.windows
     finally:
         store.close()

@@ -274,7 +274,7 @@ class ChangeLog:
                 m.kill(row)
             else:
                 m.update(row, s[1:])
-        m.postings.clear()
+        m.forget()
         return True
 
     def _gained_vector(self, conn: sqlite3.Connection, unknown: IntArray) -> bool:

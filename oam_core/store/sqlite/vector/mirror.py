@@ -90,12 +90,14 @@ class Mirror:
     ``codes[name]``), ``expires`` (epoch seconds, ``inf`` for never), ``live``,
     ``mat`` (unit float32 rows), ``vfrom``/``vuntil`` (the validity window, epoch
     seconds, ``-inf``/``inf`` where open), ``n_dead`` (rows not live), ``n_expiring``
-    (rows with a finite expiry), ``n_until`` (rows with a finite ``vuntil``),
-    ``max_from`` (at least the largest finite ``vfrom``, ``-inf`` when none: a search at
-    or after it needs no ``vfrom`` test), and ``postings``: per scope name, the rows of
-    each code in row order, filled by ``ranking.posting`` on first use and emptied by
-    every change of the rows. ``hwm`` is the highest chunk key read, ``cursor`` the last
-    change-log sequence applied. The counters include dead rows.
+    (rows with a finite expiry), ``max_from`` (at least the largest finite ``vfrom``,
+    ``-inf`` when none: a search at or after it needs no ``vfrom`` test), ``min_until``
+    (at most the smallest finite ``vuntil``, ``inf`` when none: a search before it
+    needs no ``vuntil`` test), and two caches emptied by every change of the rows
+    (``forget``): ``postings``, per scope name the rows of each code in row order,
+    filled by ``ranking.posting`` on first use, and ``ending``, the rows with a finite
+    ``vuntil`` (``ranking.ending``). ``hwm`` is the highest chunk key read, ``cursor``
+    the last change-log sequence applied. The counters and bounds include dead rows.
     """
 
     def __init__(self) -> None:
@@ -121,9 +123,10 @@ class Mirror:
         self.cursor = 0
         self.n_dead = 0
         self.n_expiring = 0
-        self.n_until = 0
         self.max_from = -math.inf
+        self.min_until = math.inf
         self.postings: dict[str, dict[int, IntArray]] = {}
+        self.ending: IntArray | None = None
         self._slots: npt.NDArray[np.int32] | None = np.zeros(0, np.int32)
         self._slot_base = 0  # row of chunk key k: _slots[k - _slot_base] (-1: none)
 
@@ -169,7 +172,7 @@ class Mirror:
         self.live[a:b] = True
         self.n = b
         self.hwm = max(self.hwm, int(pk[-1]))
-        self.postings.clear()
+        self.forget()
         self._index_keys(a)
 
     def kill(self, row: int) -> None:
@@ -181,7 +184,7 @@ class Mirror:
     def update(self, row: int, state: Sequence[Any]) -> None:
         """Set the columns of ``row`` from ``state``: ``(expires_at, record_type,
         thread_id, user_id, agent_id, valid_from, valid_until)`` as SQLite holds them.
-        The caller empties ``postings`` after a batch of updates."""
+        The caller calls ``forget`` after a batch of updates."""
         old_exp = self.expires[row]
         new_exp = math.inf if state[0] is None else float(state[0])
         self.n_expiring += int(math.isfinite(new_exp)) - int(math.isfinite(old_exp))
@@ -189,27 +192,32 @@ class Mirror:
         self.rtype[row] = self.types.encode([state[1]])[0]
         for name, value in zip(SCOPES, state[2:5], strict=True):
             self.scope[name][row] = self.codes[name].encode([value])[0]
-        self.n_until -= int(math.isfinite(self.vuntil[row]))
         self._set_windows(row, row + 1, state[5:6], state[6:7])
 
     def _set_windows(
         self, a: int, b: int, vfrom: Sequence[float | None], vuntil: Sequence[float | None]
     ) -> None:
-        """Set the windows of rows ``a..b`` (None: open) and count them in ``n_until``
-        and ``max_from``."""
+        """Set the windows of rows ``a..b`` (None: open) and widen the bounds
+        ``max_from`` and ``min_until`` to them."""
         start = np.array([-math.inf if v is None else v for v in vfrom], dtype=np.float64)
         until = np.array([math.inf if v is None else v for v in vuntil], dtype=np.float64)
         self.vfrom[a:b] = start
         self.vuntil[a:b] = until
-        self.n_until += int(np.isfinite(until).sum())
         if len(start):
             self.max_from = max(self.max_from, float(start.max()))
+            self.min_until = min(self.min_until, float(until.min()))
 
     def _count_windows(self) -> None:
-        """Recount ``n_until`` and ``max_from`` over rows ``0..n``."""
+        """Set ``max_from`` and ``min_until`` from rows ``0..n``."""
         n = self.n
-        self.n_until = int(np.isfinite(self.vuntil[:n]).sum())
         self.max_from = float(self.vfrom[:n].max()) if n else -math.inf
+        self.min_until = float(self.vuntil[:n].min()) if n else math.inf
+
+    def forget(self) -> None:
+        """Empty the caches derived from the rows (``postings``, ``ending``); call
+        after every change of the rows."""
+        self.postings.clear()
+        self.ending = None
 
     def compact(self) -> IntArray:
         """Drop the dead rows (rows move); return their chunk keys."""
@@ -224,7 +232,7 @@ class Mirror:
         self.n, self.n_dead = m, 0
         self.n_expiring = int(np.isfinite(self.expires[:m]).sum())
         self._count_windows()
-        self.postings.clear()
+        self.forget()
         self._index_keys(0)
         return dead
 

@@ -33,6 +33,7 @@ __all__ = [
     "SMALL_PRODUCT",
     "Ranked",
     "candidates",
+    "ending",
     "exact",
     "posting",
     "rank",
@@ -79,6 +80,15 @@ def posting(mirror: Mirror, scope: str, code: int) -> IntArray:
     return entry.get(code, np.zeros(0, np.int64))
 
 
+def ending(mirror: Mirror) -> IntArray:
+    """The rows of ``mirror`` whose validity window ends (finite ``vuntil``),
+    ascending (cached in ``mirror.ending`` until the rows change)."""
+    rows = mirror.ending
+    if rows is None:
+        rows = mirror.ending = np.flatnonzero(np.isfinite(mirror.vuntil[: mirror.n]))
+    return rows
+
+
 def candidates(
     mirror: Mirror,
     types: frozenset[str],
@@ -99,7 +109,9 @@ def candidates(
         allowed_pks: Chunk keys a metadata filter kept, or None for no filter.
         valid_at: Keep only rows valid then (epoch seconds: ``vfrom <= valid_at <
             vuntil``), or None for no validity filter. Each half of the test runs only
-            when some row could fail it (``Mirror.max_from``, ``Mirror.n_until``).
+            when some row could fail it (``Mirror.max_from``, ``Mirror.min_until``);
+            in mask mode the ``vuntil`` half reads only the rows that have an end
+            (``ending``), so a store with a few ended memories pays little.
     """
     n = mirror.n
     known = mirror.types.code
@@ -107,7 +119,7 @@ def candidates(
     every_type = len(type_codes) == len(mirror.types.names)
     t = 0.0 if valid_at is None else valid_at
     test_from = valid_at is not None and t < mirror.max_from
-    test_until = valid_at is not None and mirror.n_until > 0
+    test_until = valid_at is not None and t >= mirror.min_until
     rows: IntArray | None = None
     for name, value in scopes.items():
         code = mirror.codes[name].code.get(value)
@@ -151,8 +163,12 @@ def candidates(
         fmask = mirror.vfrom[:n] <= t
         mask = fmask if mask is None else mask & fmask
     if test_until:
-        umask = mirror.vuntil[:n] > t
-        mask = umask if mask is None else mask & umask
+        ends = ending(mirror)
+        ended = ends[mirror.vuntil[ends] <= t]
+        if len(ended):
+            if mask is None:
+                mask = np.ones(n, bool)
+            mask[ended] = False
     return None, mask
 
 
@@ -169,7 +185,12 @@ def rank(
     ties by record pk, over the candidates ``(rows, mask)`` of ``candidates``:
     exactly up to ``exact_max`` candidates or without a usable ``ann``, else from
     the ANN index's proposals re-ranked exactly (module docstring)."""
-    count = len(rows) if rows is not None else (mirror.n if mask is None else int(mask.sum()))
+    # count_nonzero: a fifth of the time of sum() on a bool array
+    count = (
+        len(rows)
+        if rows is not None
+        else (mirror.n if mask is None else int(np.count_nonzero(mask)))
+    )
     if count == 0:
         return [[] for _ in range(len(queries))]
     if ann is None or not ann.nprobe or count <= exact_max:
