@@ -581,14 +581,14 @@ def test_message_that_cannot_fit_the_token_limit_is_refused_before_writing(
 def test_token_limit_drops_oldest_context_first(store: Any) -> None:
     llm = ScriptedLlm()
     thread = _thread(
-        _client(store, llm), memory_extraction_window=50, memory_extraction_token_limit=700
+        _client(store, llm), memory_extraction_window=50, memory_extraction_token_limit=800
     )
     thread.add_messages([{"role": "user", "content": f"old message {i} " * 5} for i in range(20)])
     thread.add_messages([{"role": "user", "content": "the new one"}])
     prompt = llm.prompts("extraction")[-1]
     assert "the new one" in prompt
     assert "old message 19" in prompt and "old message 0 " not in prompt
-    assert round(len(prompt) / 3.5) <= 700
+    assert round(len(prompt) / 3.5) <= 800
 
 
 def test_pending_backlog_is_split_into_passes_that_fit(store: Any) -> None:
@@ -776,7 +776,7 @@ def test_only_messages_a_pass_can_hold_are_shortened(store: Any) -> None:
         extraction=[ConnectionError("down"), '{"memories": []}'], shorten=["condensed text"]
     )
     thread = _thread(
-        _client(store, llm), max_message_token_length=20, memory_extraction_token_limit=600
+        _client(store, llm), max_message_token_length=20, memory_extraction_token_limit=700
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MemoryPipelineWarning)
