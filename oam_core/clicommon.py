@@ -93,6 +93,8 @@ PHRASES: dict[str, str] = {
     "overwrite=True (CLI: --overwrite)": "--overwrite",
     "store.reindex() (CLI: oam reindex)": "`oam reindex`",
     "configure one, pass query_vector, or": "pass --embedder (e.g. local), or",
+    "valid_from must be": "--valid-from must be",
+    "valid_until must be": "--valid-until must be",
 }
 """Library phrases with no argument of their own, and what the command line says
 instead (replaced before ``FLAGS`` is applied)."""

@@ -139,7 +139,7 @@ def list_cmd(
                 f"--type must be one of {', '.join(MEMORY_TYPES)}, got {unknown[0]!r}", 2
             )
         with memory_at(db, "none", policy=schema_policy) as memory:
-            scope = {
+            scope: dict[str, Any] = {
                 name: value
                 for name, value in (("user_id", user), ("agent_id", agent), ("thread_id", thread))
                 if value is not None

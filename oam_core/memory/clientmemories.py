@@ -16,6 +16,7 @@ from typing import Any
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import Record
 from oam_core.checks import check_scope
+from oam_core.memory.messages import check_memory_content
 from oam_core.steps import Steps, async_method, call, sync_method
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.versions import memory_versions
@@ -136,7 +137,7 @@ class ClientMemories:
         new_id: str = yield from call(
             memory_versions(self._store).update_memory,
             memory_id,
-            content,
+            check_memory_content(content),
             reason=reason,
             valid_from=valid_from,
             metadata=metadata,

@@ -145,3 +145,14 @@ def test_docstring_examples_run(make_store: Any) -> None:
         return {"client": OracleAgentMemory(store=make_store(), llm=CountingLlm())}
 
     assert run_docstring_examples(ClientMemories, fresh) >= 5
+
+
+@pytest.mark.parametrize("content", ["", "   ", None])
+def test_update_refuses_blank_content_and_writes_nothing(
+    mem: OracleAgentMemory, content: Any
+) -> None:
+    v1 = mem.add_memory("Alice lives in Lisbon", **SCOPE)
+    with pytest.raises(InvalidArgumentError, match="content"):
+        mem.update_memory(v1, content)
+    assert [r.id for r in mem.get_memory_history(v1)] == [v1]
+    assert [r.id for r in mem.store.list("memory")] == [v1]

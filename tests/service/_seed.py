@@ -5,7 +5,6 @@ superseded by a newer one, and stored text that tries to run as HTML."""
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,8 +21,7 @@ ATTRIBUTE_ATTACK = '"><img src=x onerror=alert(1)>'
 
 class ScriptedExtraction(ILlm):
     """Answers extraction prompts with the given memories, in order (the last
-    repeats), and summary prompts with a fixed summary. An ``UPDATE`` item targets
-    the first related memory the prompt shows."""
+    repeats), and summary prompts with a fixed summary."""
 
     def __init__(self, *replies: list[dict[str, Any]]) -> None:
         self.replies = list(replies)
@@ -34,12 +32,34 @@ class ScriptedExtraction(ILlm):
             return json.dumps({"summary": "Trip planning.", "topics": ["travel"]})
         self.prompts.append(prompt)
         items = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
-        shown = re.findall(r'<memory id="([^"]+)"', prompt)
-        full = [{"record_type": "fact", "timestamp": None, **i} for i in items]
+        shown = _shown_ids(response_json_schema or {})
+        full = [
+            {
+                "reason": "scripted",
+                "decision": "ADD",
+                "target_id": None,
+                "record_type": "fact",
+                "timestamp": None,
+                "valid_from": None,
+                **i,
+            }
+            for i in items
+        ]
         for item in full:
-            if item.get("decision") == "UPDATE":
-                item["target_id"] = shown[0] if shown else None
+            if item["target_id"] == FIRST_SHOWN:
+                item["target_id"] = shown[0]
         return json.dumps({"memories": full})
+
+
+FIRST_SHOWN = "<first memory shown>"
+"""A scripted ``target_id``: the id of the first related memory the prompt shows."""
+
+
+def _shown_ids(schema: dict[str, Any]) -> list[str]:
+    """The ids the extraction prompt showed, from its reply schema's ``target_id`` enum."""
+    item = schema.get("properties", {}).get("memories", {}).get("items", {})
+    enum = item.get("properties", {}).get("target_id", {}).get("enum", [])
+    return [i for i in enum if isinstance(i, str)]
 
 
 @dataclass
@@ -62,6 +82,8 @@ def seed_store(url: str) -> Seeded:
             {
                 "text": f"Alice is going to Porto in March, not Lisbon {SCRIPT}",
                 "decision": "UPDATE",
+                "target_id": FIRST_SHOWN,
+                "reason": "the trip moved to Porto",
             }
         ],
     )

@@ -112,7 +112,7 @@ def test_thread_page_shows_messages_in_order_and_memories_with_provenance(
     )
     assert 'href="#msg-0"' in lisbon and 'href="#msg-1"' in lisbon
     assert f'Superseded by <a href="/memory?id={seeded.porto}"' in lisbon
-    assert "updated or contradicted by a newer memory" in lisbon
+    assert "the trip moved to Porto" in lisbon
 
 
 def test_memory_page_shows_the_history(client: TestClient, seeded: Seeded) -> None:

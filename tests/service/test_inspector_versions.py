@@ -134,7 +134,7 @@ def test_invalidating_a_memory_after_the_checks(client: TestClient, chain: Chain
         assert record.metadata is not None
         assert record.metadata["$agent_memory"]["reason"] == "sold it"
     page = _text(client.get("/memory", params={"id": chain.car}).text)
-    assert "invalidated" in page and "Invalidated: sold it" in page
+    assert "invalidated" in page and "Invalidated : sold it" in page
     again = client.post("/memory/invalidate", data={**form, "csrf_token": token})
     assert again.status_code == 409
     assert client.get("/memory/update", params={"id": "no-such"}).status_code == 404
