@@ -71,7 +71,7 @@ DELETE = "DELETE"
 NOOP = "NOOP"
 """Change nothing."""
 DECISIONS = (ADD, UPDATE, DELETE, NOOP)
-"""The decisions an extraction reply item can carry (SPEC section 11)."""
+"""The decisions an extraction reply item can carry (docs/memory-pipeline.md#update-decisions)."""
 
 _SURROGATES = re.compile(r"[\ud800-\udfff\x00]")
 """Lone surrogates, and NUL (PostgreSQL cannot store it): dropped from model text."""

@@ -1,5 +1,5 @@
 """Update decisions of the extraction pass on every back end, driven by a scripted LLM
-(docs/memory-pipeline.md#update-decisions, SPEC section 11): a move, a job change, a
+(docs/memory-pipeline.md#update-decisions): a move, a job change, a
 preference reversed, a fact repeated; atomicity with the watermark under crashes and
 LLM failures; two threads of one user superseding the same memory at once.
 
@@ -45,7 +45,7 @@ def shown(prompt: str) -> dict[str, str]:
 
 
 def item(text: str, decision: str = "ADD", target: str | None = None, **fields: Any) -> Any:
-    """A reply item of the section 11 shape; ``target`` is the text of a shown memory,
+    """A reply item with a decision; ``target`` is the text of a shown memory,
     turned into its id when the reply is given (None: no target)."""
     return {"text": text, "decision": decision, "target": target, **fields}
 

@@ -58,7 +58,7 @@ def _fact(text: str, **fields: Any) -> ExtractedMemory:
         ),
         (_one("k", timestamp="next tuesday", valid_from="soon"), [_fact("k")]),
         (_one("k2", timestamp=None, valid_from=None), [_fact("k2")]),
-        # decisions: case folded; missing or null = ADD (replies of the section 7 shape)
+        # decisions: case folded; missing or null = ADD (replies without decisions still work)
         (
             _one("l", reason=" moved ", decision=" update", target_id=" m-1 "),
             [_fact("l", decision="UPDATE", target_id="m-1", reason="moved")],
