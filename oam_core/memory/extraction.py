@@ -1,9 +1,11 @@
 """The extraction prompt and its reply (docs/memory-pipeline.md#what-a-pass-does).
 
 Pure functions, no I/O: ``render_extraction_prompt`` assembles the prompt within a
-token budget, ``parse_extraction_reply`` turns the model's text into validated
-``ExtractedMemory`` values. The pass that calls the LLM and stores the result is in
-``memory/pipeline.py``.
+token budget, showing the related memories with their ids; ``parse_extraction_reply``
+turns the model's text into validated ``ExtractedMemory`` items, each with its update
+decision (docs/memory-pipeline.md#update-decisions). ``memory/decisions.py`` checks
+the decisions against what the prompt showed; the pass that calls the LLM and stores
+the result is in ``memory/pipeline.py``.
 """
 
 from __future__ import annotations
