@@ -430,3 +430,24 @@ def test_two_threads_superseding_one_memory_at_once_leave_one_current_version(
     ]
     assert _at(lisbon.valid_until) == _utc(2024, 5, 1, 9)
     assert _at(paris_r.valid_until) == _utc(2024, 6, 1, 9)
+
+
+def test_decisions_apply_the_same_from_add_messages_async(searchable: Any) -> None:
+    import anyio
+
+    llm = ScriptedLlm(extraction=list(MOVE))
+    thread = _thread(searchable, llm)
+
+    async def talk() -> None:
+        await thread.add_messages_async(
+            [{"role": "user", "content": "I live in Lisbon", "timestamp": "2024-03-01T09:00:00Z"}]
+        )
+        await thread.add_messages_async(
+            [{"role": "user", "content": "Berlin now", "timestamp": "2024-06-01T09:00:00Z"}]
+        )
+
+    anyio.run(talk)
+    _after_move(searchable, thread)
+    berlin = _memories(searchable)["Ana lives in Berlin"]
+    assert _at(_memories(searchable)["Ana lives in Lisbon"].valid_until) == _at(berlin.valid_from)
+    assert _at(berlin.valid_from) == _utc(2024, 6, 1, 9)
