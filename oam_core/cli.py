@@ -50,7 +50,11 @@ from oam_core.ingest_writer import WriteMode, plural, validate_conversations, wr
 
 __all__ = ["COMMAND_MODULES", "CliError", "app", "main"]
 
-COMMAND_MODULES: tuple[str, ...] = ("oam_core.service.commands", "oam_core.transfer.cli")
+COMMAND_MODULES: tuple[str, ...] = (
+    "oam_core.service.commands",
+    "oam_core.transfer.cli",
+    "oam_core.memorycli",
+)
 """Modules whose ``register(app)`` adds commands (see the module docstring)."""
 
 DEMO_FILE = "demo_conversation.jsonl"

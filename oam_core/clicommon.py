@@ -2,8 +2,8 @@
 each, library argument names spelled as the command line's flags, and ``--db`` opened
 the way ``OracleAgentMemory(connection=...)`` opens it.
 
-The commands of ``oam_core/cli.py``, ``oam_core/transfer/cli.py`` and
-``oam_core/service/commands.py`` use these helpers; they reach the library only
+The commands of ``oam_core/cli.py``, ``oam_core/transfer/cli.py``,
+``oam_core/memorycli.py`` and ``oam_core/service/commands.py`` use these helpers; they reach the library only
 through its public names (``oam_core``, ``oam_core.connection``,
 ``oam_core.embedders``).
 """
@@ -79,6 +79,9 @@ FLAGS: dict[str, str] = {
     "on_conflict": "--on-conflict",
     "reembed": "--reembed",
     "overwrite": "--overwrite",
+    "valid_from": "--valid-from",
+    "valid_until": "--valid-until",
+    "reason": "--reason",
 }
 """The library's argument names and the flags that set them. A message naming an
 argument with a value, ``name=VALUE``, is shown as ``--flag value``: ``True`` as the
@@ -90,6 +93,8 @@ PHRASES: dict[str, str] = {
     "overwrite=True (CLI: --overwrite)": "--overwrite",
     "store.reindex() (CLI: oam reindex)": "`oam reindex`",
     "configure one, pass query_vector, or": "pass --embedder (e.g. local), or",
+    "valid_from must be": "--valid-from must be",
+    "valid_until must be": "--valid-until must be",
 }
 """Library phrases with no argument of their own, and what the command line says
 instead (replaced before ``FLAGS`` is applied)."""

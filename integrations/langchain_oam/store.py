@@ -574,9 +574,15 @@ class OAMStore(BaseStore):
             # first, as InMemoryStore appends items it holds no vectors for. A put
             # writes its record anew, so the store's newest ``wanted`` rows are the
             # last put; at most ``len(records)`` of them are ranked already, so they
-            # hold every unranked item the page needs.
+            # hold every unranked item the page needs. Like the ranked search, the
+            # list holds only items valid now (an item ended by invalidate_memory or
+            # replaced by update_memory is left out; docs/versions.md).
             listed = yield from call(
-                self.store.list, self.record_type, wanted, metadata_filter=metadata_filter
+                self.store.list,
+                self.record_type,
+                wanted,
+                metadata_filter=metadata_filter,
+                as_of=self.store.runtime.now(),
             )
             seen = {r.id for r, _ in records}
             records += [(r, None) for r in reversed(listed) if r.id not in seen]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
@@ -23,7 +23,7 @@ from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.embedder import IEmbedder
 from oam_core.apis.llm import ILlm
 from oam_core.apis.memory import IAgentMemory
-from oam_core.apis.records import Record, ThreadRow
+from oam_core.apis.records import ThreadRow
 from oam_core.apis.thread import MessageLike
 from oam_core.checks import (
     check_bool,
@@ -42,6 +42,7 @@ from oam_core.memory.clientargs import (
     client_store,
     local_embedder_installed,
 )
+from oam_core.memory.clientmemories import ClientMemories
 from oam_core.memory.config import MemoryExtractionConfig, MemoryExtractionMode
 from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.indexing import embeds_in_python, message_rows, store_row_vectors
@@ -68,7 +69,7 @@ DEFAULT_CLOSE_TIMEOUT = 60.0
 """Seconds ``close`` waits for queued background extraction by default."""
 
 
-class OracleAgentMemory(IAgentMemory):
+class OracleAgentMemory(ClientMemories, IAgentMemory):
     """Agent-memory client over a caller's store or an embedded SQLite database
     (docs/concepts.md#the-client-and-threads; the API of Oracle's SDK).
 
@@ -482,59 +483,6 @@ class OracleAgentMemory(IAgentMemory):
 
     delete_memory = sync_method(_delete_memory_steps)
     delete_memory_async = async_method(_delete_memory_steps)
-
-    def _search_steps(
-        self,
-        /,
-        query: str,
-        *,
-        user_id: Maybe[str | None] = NOT_SET,
-        agent_id: Maybe[str | None] = NOT_SET,
-        thread_id: Maybe[str | None] = NOT_SET,
-        k: int = 5,
-        record_types: Maybe[Iterable[str]] = NOT_SET,
-        metadata_filter: Maybe[dict[str, Any] | None] = NOT_SET,
-    ) -> Steps[list[tuple[Record, float]]]:
-        """An oam addition: search the store within a scope (docs/store.md#searching).
-
-        A given scope id is matched exactly (``None``: only records unscoped in that
-        dimension); an omitted one leaves the dimension unconstrained.
-
-        Args:
-            query: Non-blank query text.
-            user_id: Exact user scope, if given.
-            agent_id: Exact agent scope, if given.
-            thread_id: Exact thread scope, if given.
-            k: Maximum results (>= 1).
-            record_types: A set of record types; default messages, memory-like
-                records and profiles.
-            metadata_filter: A filter (docs/filters.md).
-
-        Returns:
-            ``(record, distance)`` pairs, best first.
-
-        Raises:
-            ValueError: as ``OracleMemoryStore.search`` (blank query, ``k < 1``, bad
-                record types or filter, ...); ``ConfigurationError`` for a store
-                without an embedder under VECTOR or HYBRID.
-        """
-        scope: dict[str, Any] = {}
-        for dim, value in (("user", user_id), ("agent", agent_id), ("thread", thread_id)):
-            if value is not NOT_SET:
-                scope[f"{dim}_id"] = check_scope(value, f"{dim}_id", None)
-                scope[f"exact_{dim}_match"] = True
-        results: list[tuple[Record, float]] = yield from call(
-            self._store.search,
-            query,
-            k,
-            record_types=None if record_types is NOT_SET else record_types,
-            metadata_filter=metadata_filter,
-            **scope,
-        )
-        return results
-
-    search = sync_method(_search_steps)
-    search_async = async_method(_search_steps)
 
     # ------------------------------------------------------------------ threads
 

@@ -20,7 +20,6 @@ from oam_core.apis.records import MEMORY_TYPES, MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import Message, participant_name
 from oam_core.checks import check_int, strategy_of
 from oam_core.errors import InvalidArgumentError
-from oam_core.memory.provenance import is_superseded
 from oam_core.memory.tokens import (
     TRUNCATION_MARKER,
     budget_chars,
@@ -436,10 +435,6 @@ class OracleContextCard(ContextCard):
         )
 
 
-_SUPERSEDED_OVERFETCH = 3
-"""Memory results fetched per slot, so superseded memories can be dropped."""
-
-
 def can_rank_text(store: OracleMemoryStore) -> bool:
     """Whether ``store.search`` can rank a text query: VECTOR and HYBRID need an
     embedder, KEYWORD does not (docs/context-card.md#without-an-embedder)."""
@@ -454,8 +449,10 @@ def relevant_steps(
     scope: tuple[str, str | None, str | None],
 ) -> Steps[list[tuple[Record, float]]]:
     """The card's relevant information (docs/context-card.md): the best ``k`` of the
-    memories of the thread's user and agent (from any of their threads, superseded
-    ones dropped) and this thread's messages not in ``shown``, merged by distance.
+    current memories of the thread's user and agent (from any of their threads; the
+    store leaves out versions that no longer hold, before its top-k cut, so k
+    current memories come back when k exist: docs/versions.md) and this thread's
+    messages not in ``shown``, merged by distance.
 
     Args:
         store: The thread's store.
@@ -468,7 +465,7 @@ def relevant_steps(
     found: list[tuple[Record, float]] = yield from call(
         store.search,
         query,
-        k=k * _SUPERSEDED_OVERFETCH,
+        k=k,
         user_id=user_id,
         agent_id=agent_id,
         exact_user_match=True,
@@ -487,7 +484,6 @@ def relevant_steps(
         exact_agent_match=True,
         record_types={MESSAGE},
     )
-    memories = [item for item in found if not is_superseded(item[0])][:k]
-    merged = memories + [item for item in messages if item[0].id not in shown]
+    merged = found + [item for item in messages if item[0].id not in shown]
     merged.sort(key=lambda item: (item[1], item[0].record_type, item[0].id))
     return merged[:k]

@@ -1,18 +1,24 @@
 """The extraction prompt and its reply (docs/memory-pipeline.md#what-a-pass-does).
 
 Pure functions, no I/O: ``render_extraction_prompt`` assembles the prompt within a
-token budget, ``parse_extraction_reply`` turns the model's text into validated
-``ExtractedMemory`` values. The pass that calls the LLM and stores the result is in
-``memory/pipeline.py``.
+token budget, showing the related memories with their ids; ``parse_extraction_reply``
+turns the model's text into validated ``ExtractedMemory`` items, each with its update
+decision (docs/memory-pipeline.md#update-decisions). ``memory/decisions.py`` checks
+the decisions against what the prompt showed; the pass that calls the LLM and stores
+the result is in ``memory/pipeline.py``.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
+
+import jsonschema
+import jsonschema.validators
 
 from oam_core.apis.records import MEMORY_TYPES, Record
 from oam_core.memory.diagnostics import pipeline_warning
@@ -23,32 +29,54 @@ from oam_core.memory.tokens import tokens_for_chars
 from oam_core.store.ttl import iso, parse_iso_timestamp
 
 __all__ = [
+    "ADD",
+    "DECISIONS",
+    "DELETE",
     "EXTRACTION_PROMPT",
     "MAX_MEMORIES_PER_PASS",
+    "NOOP",
     "RELATED_MEMORY_COUNT",
+    "UPDATE",
     "ExtractedMemory",
     "PromptMessage",
     "extraction_schema",
+    "item_schema",
     "normalize_timestamp",
     "parse_extraction_reply",
-    "related_label",
     "render_extraction_prompt",
     "render_messages",
     "reply_schema",
 ]
 
-EXTRACTION_PROMPT = "extraction_v1"
-"""Template of the extraction prompt (``prompts/extraction_v1.txt``)."""
+EXTRACTION_PROMPT = "extraction_v2"
+"""Template of the extraction prompt (``prompts/extraction_v2.txt``); recorded in each
+extracted memory's provenance (``$agent_memory.extraction_prompt``)."""
 RELATED_MEMORY_COUNT = 7
 """Existing memories shown to one extraction pass (docs/memory-pipeline.md#what-a-pass-does)."""
 MAX_MEMORIES_PER_PASS = 100
-"""Memories kept from one reply; the rest are dropped with a warning."""
+"""Items kept from one reply; the rest are dropped with a warning."""
 MAX_MEMORY_CHARS = 2000
 """Longest memory text kept (characters); longer texts are cut."""
+MAX_ITEMS_ASKED = 20
+"""``maxItems`` of the reply schema: the most items one reply may hold."""
+ITEMS_ASKED_PER_MESSAGE = 3
+"""Items the reply schema allows per new message (up to ``MAX_ITEMS_ASKED``)."""
+MAX_REASON_CHARS = 500
+"""Longest ``reason`` kept (characters); longer ones are cut."""
+
+ADD = "ADD"
+"""Store ``text`` as a new memory."""
+UPDATE = "UPDATE"
+"""Store ``text`` and supersede ``target_id`` with it."""
+DELETE = "DELETE"
+"""Invalidate ``target_id``; store nothing."""
+NOOP = "NOOP"
+"""Change nothing."""
+DECISIONS = (ADD, UPDATE, DELETE, NOOP)
+"""The decisions an extraction reply item can carry (docs/memory-pipeline.md#update-decisions)."""
 
 _SURROGATES = re.compile(r"[\ud800-\udfff\x00]")
 """Lone surrogates, and NUL (PostgreSQL cannot store it): dropped from model text."""
-_LABEL = re.compile(r"^M(\d{1,3})$")
 _TYPE_ALIASES = {
     "memories": "memory",
     "event": "memory",
@@ -78,51 +106,78 @@ class PromptMessage:
 
 @dataclass(frozen=True)
 class ExtractedMemory:
-    """One memory returned by the model, validated.
+    """One item of the model's reply, validated (docs/memory-pipeline.md#update-decisions).
 
     Attributes:
         text: Non-blank text, at most ``MAX_MEMORY_CHARS`` characters.
         record_type: ``memory``, ``guideline``, ``fact`` or ``preference``.
         timestamp: Event time as normalized ISO-8601 (UTC), or None.
-        supersedes: Labels (``"M1"``..) of the related memories it replaces.
+        decision: ``ADD``, ``UPDATE``, ``DELETE`` or ``NOOP`` as the model said
+            (``ADD`` when the item has none); ``memory/decisions.py`` checks it
+            against the memories the prompt showed.
+        target_id: The existing memory an ``UPDATE`` or ``DELETE`` is about, as
+            the model wrote it (stripped), or None.
+        reason: The model's reason, at most ``MAX_REASON_CHARS`` characters, or None.
+        valid_from: From when the memory holds, normalized ISO-8601 (UTC), or None.
     """
 
     text: str
     record_type: str
     timestamp: str | None
-    supersedes: tuple[str, ...]
+    decision: str = ADD
+    target_id: str | None = None
+    reason: str | None = None
+    valid_from: str | None = None
 
 
-def related_label(position: int) -> str:
-    """The label of the related memory at ``position`` (0-based) in the prompt."""
-    return f"M{position + 1}"
-
-
-def extraction_schema() -> dict[str, Any]:
+def extraction_schema(target_ids: Sequence[str] = (), new_messages: int = 0) -> dict[str, Any]:
     """JSON schema of the extraction reply, passed as ``response_json_schema``.
 
-    Bounded lengths and item counts keep small local models from looping (see
-    ``shared/models/README.md``).
+    ``reason`` comes first so that the model writes it before it decides. Bounded
+    lengths and item counts keep small local models from looping until the token
+    limit (they fill a schema's arrays up to ``maxItems``; see
+    ``shared/models/README.md``): at most ``ITEMS_ASKED_PER_MESSAGE`` items per new
+    message and ``MAX_ITEMS_ASKED`` in all. ``target_id`` may only be one of
+    ``target_ids`` (the ids of the memories the prompt shows) or null.
+
+    Args:
+        target_ids: The ids of the related memories shown in the prompt, in order.
+        new_messages: How many new messages the prompt holds (``<= 0``: no per-message
+            bound, ``MAX_ITEMS_ASKED``).
     """
+    max_items = MAX_ITEMS_ASKED
+    if new_messages > 0:
+        max_items = min(MAX_ITEMS_ASKED, ITEMS_ASKED_PER_MESSAGE * new_messages)
+    ids = list(dict.fromkeys(target_ids))
+    target: dict[str, Any] = (
+        {"type": ["string", "null"], "enum": [*ids, None]} if ids else {"type": "null"}
+    )
     return {
         "type": "object",
         "properties": {
             "memories": {
                 "type": "array",
-                "maxItems": 20,
+                "maxItems": max_items,
                 "items": {
                     "type": "object",
                     "properties": {
+                        "reason": {"type": "string", "maxLength": 200},
+                        "decision": {"type": "string", "enum": list(DECISIONS)},
+                        "target_id": target,
                         "text": {"type": "string", "minLength": 1, "maxLength": 300},
                         "record_type": {"type": "string", "enum": sorted(MEMORY_TYPES)},
                         "timestamp": {"type": ["string", "null"], "maxLength": 40},
-                        "supersedes": {
-                            "type": "array",
-                            "maxItems": RELATED_MEMORY_COUNT,
-                            "items": {"type": "string", "maxLength": 4},
-                        },
+                        "valid_from": {"type": ["string", "null"], "maxLength": 40},
                     },
-                    "required": ["text", "record_type", "timestamp", "supersedes"],
+                    "required": [
+                        "reason",
+                        "decision",
+                        "target_id",
+                        "text",
+                        "record_type",
+                        "timestamp",
+                        "valid_from",
+                    ],
                     "additionalProperties": False,
                 },
             }
@@ -132,33 +187,45 @@ def extraction_schema() -> dict[str, Any]:
     }
 
 
-def reply_schema() -> dict[str, Any]:
-    """The schema a reply must fit to be used (``jsonschema``): the prompt's schema
-    (``extraction_schema``) without its generation-time bounds.
+def item_schema() -> dict[str, Any]:
+    """The schema one reply item must fit to be used (``jsonschema``); an item that
+    does not is dropped with a warning (``parse_extraction_reply``).
 
-    Differences, all deliberate: length and count bounds are dropped (they keep small
-    models from looping; long texts are cut to ``MAX_MEMORY_CHARS`` and long lists to
-    ``MAX_MEMORIES_PER_PASS`` instead); ``timestamp`` and ``supersedes`` may be
-    omitted (None and ``[]``); unknown extra keys are ignored. Everything else is
-    required as asked: an object with a ``memories`` array whose items are objects
-    with a non-blank string ``text`` and a ``record_type`` among the memory types
-    (compared after folding case and plurals, see ``_normalize_reply``).
+    Looser than the prompt's schema (``extraction_schema``), deliberately: length
+    bounds are dropped (long texts are cut to ``MAX_MEMORY_CHARS``); only ``text``
+    (a non-blank string) and ``record_type`` (a memory type, compared after folding
+    case and plurals) are required; ``decision`` may be missing or null (``ADD``);
+    ``target_id``, ``timestamp`` and ``valid_from`` may be missing; ``reason`` may be
+    anything (only a string is kept); unknown extra keys are ignored.
+    """
+    return {
+        "type": "object",
+        "properties": {
+            "decision": {"enum": [*DECISIONS, None]},
+            "target_id": {"type": ["string", "null"]},
+            "text": {"type": "string", "pattern": r"\S"},
+            "record_type": {"type": "string", "enum": sorted(MEMORY_TYPES)},
+            "timestamp": {"type": ["string", "null"]},
+            "valid_from": {"type": ["string", "null"]},
+        },
+        "required": ["text", "record_type"],
+    }
+
+
+def reply_schema() -> dict[str, Any]:
+    """The schema a reply must fit to be used at all (``jsonschema``): an object whose
+    ``memories`` array is empty or holds at least one item that fits ``item_schema``.
+
+    A reply none of whose items is usable is unusable as a whole (the pass is
+    retried rather than counted as "0 memories"); within a usable reply each item is
+    checked on its own (``parse_extraction_reply``).
     """
     return {
         "type": "object",
         "properties": {
             "memories": {
                 "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "text": {"type": "string", "pattern": r"\S"},
-                        "record_type": {"type": "string", "enum": sorted(MEMORY_TYPES)},
-                        "timestamp": {"type": ["string", "null"]},
-                        "supersedes": {"type": "array", "items": {"type": "string"}},
-                    },
-                    "required": ["text", "record_type"],
-                },
+                "anyOf": [{"maxItems": 0}, {"contains": item_schema()}],
             }
         },
         "required": ["memories"],
@@ -183,10 +250,10 @@ def render_messages(messages: Sequence[PromptMessage], indent: str = "  ") -> li
     return blocks
 
 
-def _related_block(position: int, record: Record) -> str:
+def _related_block(record: Record) -> str:
     when = f" timestamp={quoteattr(record.timestamp)}" if record.timestamp else ""
     return (
-        f"    <memory label={quoteattr(related_label(position))} "
+        f"    <memory id={quoteattr(_SURROGATES.sub('', record.id))} "
         f"type={quoteattr(record.record_type)}{when}>{_esc(record.content or '')}</memory>\n"
     )
 
@@ -208,18 +275,18 @@ def render_extraction_prompt(
     Args:
         new: The messages to extract from, in order (non-empty).
         earlier: Older messages shown as context, in order.
-        related: Existing memories, most related first; labelled ``M1``.. in order.
+        related: Existing memories, most related first; each is shown with its id.
         summary: The thread's running summary, if any.
         token_limit: Bound on the prompt's estimated tokens.
 
     Returns:
-        ``(prompt, shown)`` with the number of related memories kept (labels stay
-        aligned with ``related``), or None when even the new messages alone do not fit.
+        ``(prompt, shown)`` with the number of related memories kept (the first
+        ``shown`` of ``related``), or None when even the new messages alone do not fit.
     """
     template = load_prompt(EXTRACTION_PROMPT)
     new_text = "".join(render_messages(new, "    "))
     earlier_blocks = render_messages(earlier, "    ")
-    related_blocks = [_related_block(i, r) for i, r in enumerate(related)]
+    related_blocks = [_related_block(r) for r in related]
     summary_text = ""
     if summary is not None:
         topics = ", ".join(summary.topics)
@@ -277,16 +344,20 @@ def _clean(text: str) -> str:
 
 
 def _normalize_reply(value: Any) -> Any:
-    """Fold the case, spaces and plural of each item's ``record_type`` string
-    (``"Preferences"`` -> ``preference``) before the reply is validated; nothing
-    else is changed."""
+    """Fold each item's ``record_type`` (case, spaces, plurals: ``"Preferences"`` ->
+    ``preference``) and ``decision`` (case, spaces: ``" update"`` -> ``UPDATE``)
+    before the reply is validated; nothing else is changed."""
     if not isinstance(value, dict) or not isinstance(value.get("memories"), list):
         return value
     items = []
     for item in value["memories"]:
-        if isinstance(item, dict) and isinstance(item.get("record_type"), str):
-            name = item["record_type"].strip().lower()
-            item = {**item, "record_type": _TYPE_ALIASES.get(name, name)}
+        if isinstance(item, dict):
+            item = dict(item)
+            if isinstance(item.get("record_type"), str):
+                name = item["record_type"].strip().lower()
+                item["record_type"] = _TYPE_ALIASES.get(name, name)
+            if isinstance(item.get("decision"), str):
+                item["decision"] = item["decision"].strip().upper()
         items.append(item)
     return {**value, "memories": items}
 
@@ -301,48 +372,70 @@ def normalize_timestamp(value: object) -> str | None:
         return None
 
 
-def _labels(values: list[str]) -> tuple[str, ...]:
-    """The related-memory labels (``M1``..) among ``values``, normalized, in order,
-    once each; other strings are not labels and are left out."""
-    labels = []
-    for item in values:
-        label = item.strip().upper()
-        if _LABEL.match(label) and label not in labels:
-            labels.append(label)
-    return tuple(labels)
+def _item_problem(item: Any) -> str | None:
+    """Why ``item`` (already normalized) cannot be used, or None when it can."""
+    validator = _validator()
+    error = jsonschema.exceptions.best_match(validator.iter_errors(item))
+    if error is not None:
+        where = "".join(f"[{p!r}]" for p in error.absolute_path)
+        return f"{where}: {error.message}" if where else error.message
+    if not _clean(item["text"])[:MAX_MEMORY_CHARS].strip():
+        return "its text is blank once control characters are removed"
+    return None
+
+
+@functools.cache
+def _validator() -> Any:
+    schema = item_schema()
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def _optional_text(value: Any, limit: int) -> str | None:
+    if not isinstance(value, str):
+        return None
+    text = _clean(value)[:limit].strip()
+    return text or None
 
 
 def parse_extraction_reply(text: str) -> list[ExtractedMemory]:
-    """Turn the model's reply into memories (docs/memory-pipeline.md#what-a-pass-does).
+    """Turn the model's reply into validated items (docs/memory-pipeline.md#update-decisions).
 
     Repairs what ``parse_json_reply`` can (code fences, prose around the JSON, bad
-    escapes, lone surrogates), then validates against ``reply_schema``: when the
-    reply holds several JSON values (an example before the answer), the last one
-    that fits is used. One wrongly shaped item (no ``text``, a non-string text, an
-    unknown ``record_type``, ...) makes the whole reply unusable, so the pass is
-    retried rather than counted as "0 memories". Within a fitting reply, an
-    unparsable ``timestamp`` becomes None, ``supersedes`` strings that are not
-    labels are ignored, duplicate texts are dropped, and more than
-    ``MAX_MEMORIES_PER_PASS`` memories are cut to that many with a
-    ``MemoryPipelineWarning``.
+    escapes, lone surrogates), then picks the reply's JSON value that fits
+    ``reply_schema``: when the reply holds several (an example before the answer),
+    the last one that fits is used. Each item of it is then checked against
+    ``item_schema``: an item that does not fit (not an object, no or blank
+    ``text``, an unknown ``record_type`` or ``decision``, a ``timestamp`` that is not
+    a string, ...) is dropped with one ``MemoryPipelineWarning`` naming it, and the
+    other items are kept. Within a kept item an unparsable ``timestamp`` or
+    ``valid_from`` becomes None, a missing or null ``decision`` is ``ADD`` (replies of
+    the older shape without decisions still work), a blank ``target_id`` is None.
+    More than ``MAX_MEMORIES_PER_PASS`` items are cut to that many with a warning.
+    Whether a decision's target was shown, and repeated texts, are checked later
+    (``memory/decisions.py``), against the memories the prompt showed.
 
     Raises:
-        UnusableReplyError: when no JSON value of the reply fits the schema.
+        UnusableReplyError: when no JSON value of the reply fits ``reply_schema``
+            (no usable JSON, or items none of which is usable).
     """
     data = parse_json_reply(text, schema=reply_schema(), normalize=_normalize_reply)
     memories: list[ExtractedMemory] = []
-    seen: set[str] = set()
-    for item in data["memories"]:
-        body = _clean(item["text"])[:MAX_MEMORY_CHARS].strip()
-        if not body or body.casefold() in seen:
+    for index, item in enumerate(data["memories"]):
+        problem = _item_problem(item)
+        if problem is not None:
+            pipeline_warning(f"extraction reply item {index} dropped: {problem}")
             continue
-        seen.add(body.casefold())
         memories.append(
             ExtractedMemory(
-                text=body,
+                text=_clean(item["text"])[:MAX_MEMORY_CHARS].strip(),
                 record_type=item["record_type"],
                 timestamp=normalize_timestamp(item.get("timestamp")),
-                supersedes=_labels(item.get("supersedes") or []),
+                decision=item.get("decision") or ADD,
+                target_id=_optional_text(item.get("target_id"), MAX_MEMORY_CHARS),
+                reason=_optional_text(item.get("reason"), MAX_REASON_CHARS),
+                valid_from=normalize_timestamp(item.get("valid_from")),
             )
         )
     if len(memories) > MAX_MEMORIES_PER_PASS:

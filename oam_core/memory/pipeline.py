@@ -4,10 +4,14 @@
 Each pass reads the thread row's persisted watermark (the ``seq_no`` of the last
 message it covered), collects the messages after it, calls the LLM once, and then
 writes its result *and* the advanced watermark in one transaction
-(``ThreadStore.commit_thread_pass``, a compare-and-set on the thread state). So:
+(``ThreadStore.commit_thread_pass``, a compare-and-set on the thread state). An
+extraction pass's result is its new memories and the version changes of its update
+decisions (``memory/decisions.py``; supersede and invalidate, applied by
+``store/versions.apply_changes`` in that transaction). So:
 
-* a crash, an LLM error or a timeout leaves the watermark behind: the next pass
-  retries those messages, and nothing acknowledged is lost;
+* a crash, an LLM error or a timeout leaves the watermark behind and applies no
+  decision: the next pass retries those messages, nothing acknowledged is lost, and
+  each decision is applied once;
 * two writers racing on one thread cannot both commit a pass over the same messages:
   the loser re-reads the state and only handles what is left, so nothing is
   extracted twice;
@@ -33,27 +37,24 @@ from oam_core.apis.llm import ILlm
 from oam_core.apis.records import MEMORY_TYPES, MessageRecord, Record
 from oam_core.checks import strategy_of
 from oam_core.errors import ConfigurationError, InvalidArgumentError
+from oam_core.memory.decisions import Decision, resolve_decisions
 from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.extraction import (
+    DELETE,
     EXTRACTION_PROMPT,
     RELATED_MEMORY_COUNT,
+    UPDATE,
     ExtractedMemory,
     PromptMessage,
     extraction_schema,
     normalize_timestamp,
     parse_extraction_reply,
-    related_label,
     render_extraction_prompt,
     render_messages,
 )
 from oam_core.memory.jsonrepair import UnusableReplyError
 from oam_core.memory.progress import PassProgress
-from oam_core.memory.provenance import (
-    RESERVED_KEY,
-    SUPERSEDED,
-    is_bookkeeping_key,
-    is_superseded,
-)
+from oam_core.memory.provenance import RESERVED_KEY, is_bookkeeping_key
 from oam_core.memory.runningsummary import (
     parse_summary_reply,
     render_summary_prompt,
@@ -65,7 +66,9 @@ from oam_core.memory.threadconfig import ThreadConfig
 from oam_core.memory.tokens import estimate_tokens, truncate_head, truncate_tail
 from oam_core.steps import Steps, call
 from oam_core.store.options import SearchStrategy
-from oam_core.store.threads import ReservedUpdate, ThreadStore, thread_store
+from oam_core.store.threads import ThreadStore, thread_store
+from oam_core.store.ttl import parse_iso_timestamp
+from oam_core.store.versions import VersionChange
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
@@ -87,7 +90,6 @@ MAX_PASSES_PER_RUN = 64
 """Bound on the passes of one run (a run ends earlier when nothing is due)."""
 _PAGE = 100
 _MAX_QUERY_TOKENS = 2000
-_OVERFETCH = 3
 
 T = TypeVar("T")
 
@@ -322,8 +324,9 @@ def _messages_after_steps(
 
 
 def _related_steps(job: PipelineJob, new: Sequence[PromptMessage]) -> Steps[list[Record]]:
-    """Up to ``RELATED_MEMORY_COUNT`` live memories of the thread's user and agent
-    (any thread) most related to the new messages."""
+    """Up to ``RELATED_MEMORY_COUNT`` current memories of the thread's user and agent
+    (any thread) most related to the new messages (``store.search`` returns current
+    memories only, so no superseded one takes a slot)."""
     store = job.store
     strategy = strategy_of(store)
     if store.embedder is None and strategy is not SearchStrategy.KEYWORD:
@@ -334,15 +337,14 @@ def _related_steps(job: PipelineJob, new: Sequence[PromptMessage]) -> Steps[list
     found: list[tuple[Record, float]] = yield from call(
         store.search,
         query,
-        k=RELATED_MEMORY_COUNT * _OVERFETCH,
+        k=RELATED_MEMORY_COUNT,
         user_id=job.user_id,
         agent_id=job.agent_id,
         exact_user_match=True,
         exact_agent_match=True,
         record_types=set(MEMORY_TYPES),
     )
-    live = [record for record, _ in found if not is_superseded(record)]
-    return live[:RELATED_MEMORY_COUNT]
+    return [record for record, _ in found]
 
 
 def _due(pending: Sequence[MessageRecord], frequency: int) -> bool:
@@ -480,16 +482,17 @@ def _extraction_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Ou
         EXTRACTION_STATE_KEY,
         sources,
         prompt,
-        extraction_schema(),
+        extraction_schema([r.id for r in related[:shown]], new_messages=len(sources)),
         parse_extraction_reply,
     )
     if memories is None:
         return _Outcome.FAILED
-    batches, updates = _memory_rows(job, memories, sources, related[:shown])
+    decisions = resolve_decisions(memories, related[:shown])
+    batches, changes = _memory_rows(job, decisions, sources)
     done = progress.advanced(
         _seq(sources[-1]),
         passes=progress.passes + 1,
-        memories=progress.memories + len(memories),
+        memories=progress.memories + sum(d.stores for d in decisions),
     )
     ids = yield from call(
         job.threads.commit_thread_pass,
@@ -497,7 +500,7 @@ def _extraction_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Ou
         expected_state=state,
         state=done.into(state, EXTRACTION_STATE_KEY),
         batches=batches,
-        reserved_updates=updates,
+        version_changes=changes,
     )
     if ids is None:
         return _Outcome.RACED
@@ -505,40 +508,53 @@ def _extraction_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Ou
     return _Outcome.DONE
 
 
+def _said_at(sources: Sequence[MessageRecord]) -> str | None:
+    """When the last source message was said: its timestamp, else when it was stored."""
+    last = sources[-1]
+    return normalize_timestamp(last.timestamp) or normalize_timestamp(last.created_at)
+
+
 def _memory_rows(
-    job: PipelineJob,
-    memories: Sequence[ExtractedMemory],
-    sources: Sequence[MessageRecord],
-    related: Sequence[Record],
-) -> tuple[list[PendingRecordBatch], list[ReservedUpdate]]:
-    """Records for the extracted memories (grouped by type) and the supersede marks."""
+    job: PipelineJob, decisions: Sequence[Decision], sources: Sequence[MessageRecord]
+) -> tuple[list[PendingRecordBatch], list[VersionChange]]:
+    """Records for the decisions that store a memory (grouped by type) and the
+    version changes of ``UPDATE`` (supersede) and ``DELETE`` (invalidate), applied in
+    the pass's transaction (docs/memory-pipeline.md#update-decisions).
+
+    A new memory's ``timestamp`` is the item's event time, else the last source
+    message's; its ``valid_from`` is the item's, else when the last source message was
+    said (not the event time: "Ana flies to Lisbon in May" holds from when it was
+    said). A ``DELETE`` ends its target at the item's ``valid_from``, else then too.
+    """
     source_ids = [r.id for r in sources]
     inherited = _inherited_metadata(sources)
     fallback_time = next(
         (t for r in reversed(sources) if (t := normalize_timestamp(r.timestamp))), None
     )
-    by_label = {related_label(i): record for i, record in enumerate(related)}
+    said_at = _said_at(sources)
     grouped: dict[str, list[tuple[str, ExtractedMemory]]] = {}
-    updates: dict[str, ReservedUpdate] = {}
-    for memory in memories:
-        memory_id = str(uuid.uuid4())
-        grouped.setdefault(memory.record_type, []).append((memory_id, memory))
-        for label in memory.supersedes:
-            old = by_label.get(label)
-            if old is not None:
-                updates[old.id] = ReservedUpdate(
-                    old.record_type,
-                    old.id,
-                    {
-                        "status": SUPERSEDED,
-                        "superseded_by": memory_id,
-                        "reason": "updated or contradicted by a newer memory: " + memory.text[:200],
-                    },
+    changes: list[VersionChange] = []
+    for decision in decisions:
+        memory, target = decision.memory, decision.target
+        if decision.stores:
+            memory_id = str(uuid.uuid4())
+            grouped.setdefault(memory.record_type, []).append((memory_id, memory))
+            if decision.action == UPDATE and target is not None:
+                reason = memory.reason or f"updated by a newer memory: {memory.text[:200]}"
+                changes.append(VersionChange("supersede", target.id, memory_id, reason=reason))
+        elif decision.action == DELETE and target is not None:
+            when = memory.valid_from or said_at
+            changes.append(
+                VersionChange(
+                    "invalidate",
+                    target.id,
+                    at=parse_iso_timestamp(when) if when else None,
+                    reason=memory.reason or "no longer true",
                 )
+            )
     batches = []
+    provenance = {"source_message_ids": source_ids, "extraction_prompt": EXTRACTION_PROMPT}
     for record_type, rows in grouped.items():
-        provenance = {"source_message_ids": source_ids, "extraction_prompt": EXTRACTION_PROMPT}
-        metadata = [{**inherited, RESERVED_KEY: dict(provenance)} for _ in rows]
         batches.append(
             PendingRecordBatch(
                 texts=[m.text for _, m in rows],
@@ -548,10 +564,11 @@ def _memory_rows(
                 user_ids=job.user_id,
                 agent_ids=job.agent_id,
                 timestamps=[m.timestamp or fallback_time for _, m in rows],
-                metadata=metadata,
+                valid_from=[m.valid_from or said_at for _, m in rows],
+                metadata=[{**inherited, RESERVED_KEY: dict(provenance)} for _ in rows],
             )
         )
-    return batches, list(updates.values())
+    return batches, changes
 
 
 def _summary_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Outcome]:

@@ -1,8 +1,11 @@
 """Library-owned metadata of derived records (provenance and supersede: docs/concepts.md#records).
 
 Keys under ``metadata["$agent_memory"]`` are written by the library only:
-``source_message_ids`` (the messages a memory was extracted from), ``status``
-(``"invalid"`` once superseded), ``superseded_by`` and ``reason``.
+``source_message_ids`` (the messages a memory was extracted from),
+``extraction_prompt`` (the prompt template that made it, such as ``"extraction_v2"``),
+and the version links written by ``store/versions.py`` (docs/versions.md):
+``status`` (``"invalid"`` once superseded or invalidated), ``superseded_by`` (None
+for an invalidation), ``reason``, and on the newer memory ``supersedes``.
 """
 
 from __future__ import annotations
@@ -44,5 +47,6 @@ def reserved_keys(record: Record) -> dict[str, Any]:
 
 
 def is_superseded(record: Record) -> bool:
-    """Whether a newer memory replaced or contradicted this one."""
+    """Whether a newer memory replaced this one or it was invalidated (its reserved
+    ``status``; its window, ``valid_until``, says since when)."""
     return reserved_keys(record).get("status") == SUPERSEDED

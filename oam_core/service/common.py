@@ -148,8 +148,9 @@ def _text_or_none(value: object) -> str | None:
 def record_json(
     record: Record, distance: float | None = None, kind: str | None = None
 ) -> dict[str, Any]:
-    """A record as a JSON-ready dict (``role`` and ``seq_no`` for messages; for a
-    search hit ``score`` = ``1 - distance``, higher is better, ``score_kind`` =
+    """A record as a JSON-ready dict (``role`` and ``seq_no`` for messages; the
+    validity window ``valid_from``/``valid_until`` and the supersede keys for
+    memories (docs/versions.md); for a search hit ``score`` = ``1 - distance``, higher is better, ``score_kind`` =
     ``kind`` (``score_kind(store)``) and the raw ``distance``, as ``oam search
     --json``; metadata without the library-owned key)."""
     metadata = {k: v for k, v in (record.metadata or {}).items() if k != "$agent_memory"}
@@ -168,6 +169,8 @@ def record_json(
         out["role"] = record.role
         out["seq_no"] = record.seq_no
     if record.record_type in MEMORY_TYPES:
+        out["valid_from"] = record.valid_from
+        out["valid_until"] = record.valid_until
         out.update(provenance(record))
     if distance is not None:
         out["score"] = 1.0 - distance

@@ -22,11 +22,11 @@ import secrets
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from oam_core import OracleAgentMemory, OracleMemoryStore, OracleThread, SearchStrategy
 from oam_core import __version__ as oam_version
@@ -47,6 +47,19 @@ from oam_core.service.common import (
     score_kind,
     thread_json,
 )
+from oam_core.service.mcp_models import (
+    PREVIEW_CHARS,
+    AddMessagesOut,
+    DeleteOut,
+    InvalidateOut,
+    MemoryType,
+    MessageIn,
+    RecordOut,
+    SavedMemoryOut,
+    SearchType,
+    ThreadOut,
+    UpdateOut,
+)
 from oam_core.service.scope import Scope, ScopeError
 
 __all__ = [
@@ -54,6 +67,7 @@ __all__ = [
     "DEFAULT_MAX_QUERY_CHARS",
     "TOOL_NAMES",
     "Limits",
+    "MessageIn",
     "build_server",
 ]
 
@@ -66,11 +80,11 @@ TOOL_NAMES = (
     "list_memories",
     "list_threads",
     "delete_memory",
+    "memory_history",
+    "update_memory",
+    "invalidate_memory",
 )
 """The tools every ``oam mcp`` server offers, in the order they are listed."""
-
-PREVIEW_CHARS = 200
-"""Characters of a saved memory that ``add_memory`` returns as its preview."""
 
 
 @dataclass(frozen=True)
@@ -123,107 +137,6 @@ class Limits:
     def query(self, text: str) -> None:
         """Refuse a query over ``max_query_chars``."""
         self.check("query", len(text), self.max_query_chars, "--max-query-chars")
-
-
-MemoryType = Literal["memory", "fact", "preference", "guideline"]
-SearchType = Literal["memory", "fact", "preference", "guideline", "message", "user_profile"]
-
-
-class MessageIn(BaseModel):
-    """One chat message to store (any other key is refused, not dropped: ids are the
-    server's, a speaker's name goes in the text)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    role: Annotated[
-        Literal["user", "assistant", "system", "tool"],
-        Field(description="Who wrote it (a speaker's name goes in the text or metadata)."),
-    ]
-    content: Annotated[str, Field(description="The message text, verbatim.")]
-    timestamp: Annotated[
-        str | None,
-        Field(description="When it was written, ISO-8601 (e.g. '2026-03-01T12:00:00Z'); optional."),
-    ] = None
-
-
-class RecordOut(BaseModel):
-    """A stored record: a message, a memory or a profile."""
-
-    id: str
-    record_type: str = Field(
-        description="message, memory, fact, preference, guideline or user_profile."
-    )
-    content: str | None
-    timestamp: str | None = Field(None, description="Event time given by the writer.")
-    created_at: str | None = Field(None, description="When the store wrote it (UTC).")
-    thread_id: str | None = None
-    user_id: str | None = None
-    agent_id: str | None = None
-    role: str | None = Field(None, description="Messages only: who wrote it.")
-    metadata: dict[str, Any] | None = None
-    source_message_ids: list[str] | None = Field(
-        None, description="Memories only: the messages it was extracted from."
-    )
-    status: str | None = Field(
-        None, description="Memories only: 'invalid' once a newer memory superseded it."
-    )
-    superseded_by: str | None = Field(None, description="Id of the memory that replaced it.")
-    reason: str | None = Field(None, description="Why it was superseded.")
-    score: float | None = Field(
-        None,
-        description="Search hits only: higher is better, 1 - distance (what it measures: "
-        "score_kind); it ranks the hits of one query, not across queries.",
-    )
-    score_kind: str | None = Field(
-        None,
-        description="Search hits only: 'cosine' (vector search: cosine similarity), "
-        "'keyword' (BM25 relative to the best match) or 'hybrid' (fused rank, 1 = first "
-        "in both rankings).",
-    )
-    distance: float | None = Field(
-        None, description="Search hits only: the raw distance, 1 - score (lower is closer)."
-    )
-
-
-class ThreadOut(BaseModel):
-    """A conversation thread."""
-
-    thread_id: str
-    user_id: str | None
-    agent_id: str | None
-    created_at: str
-    message_count: int
-    metadata: dict[str, Any] | None = None
-
-
-class AddMessagesOut(BaseModel):
-    """What ``add_messages`` stored."""
-
-    thread_id: str = Field(description="The thread the messages went to (new if none was given).")
-    message_ids: list[str] = Field(description="Ids of the stored messages, in order.")
-    extraction: Literal["ran", "off"] = Field(
-        description="'ran' when an LLM extracted memories from the messages, 'off' when the "
-        "server has no LLM (messages are stored and searchable as they are)."
-    )
-    memories: list[RecordOut] = Field(description="Memories extracted from these messages.")
-
-
-class SavedMemoryOut(BaseModel):
-    """What ``add_memory`` saved: its id and a preview, not the whole text back."""
-
-    id: str = Field(description="The memory's id (for delete_memory and oam://memories/{id}).")
-    record_type: str
-    thread_id: str | None = None
-    user_id: str | None = None
-    agent_id: str | None = None
-    preview: str = Field(description=f"The first {PREVIEW_CHARS} characters of the content.")
-    content_chars: int = Field(description="Length of the saved content, in characters.")
-
-
-class DeleteOut(BaseModel):
-    """What ``delete_memory`` removed."""
-
-    deleted: int = Field(description="1 when the memory was deleted.")
 
 
 def _record_out(
@@ -400,7 +313,9 @@ def _instructions(scope: Scope, extraction: bool) -> str:
     return (
         f"Long-term memory for {scope.describe()}. Store conversation turns with "
         "add_messages, save a durable fact or preference with add_memory, and before "
-        "answering recall what is known with search_memories or get_context_card. "
+        "answering recall what is known with search_memories or get_context_card. When "
+        "a memory changes, correct it with update_memory (or end it with "
+        "invalidate_memory): the old version stays in memory_history. "
         f"{mode} Everything you read or write stays inside this scope."
     )
 
@@ -454,6 +369,9 @@ def build_server(
         _list_memories,
         _list_threads,
         _delete_memory,
+        _memory_history,
+        _update_memory,
+        _invalidate_memory,
         _threads_resource,
         _thread_resource,
         _memories_resource,
@@ -576,7 +494,9 @@ def _search_memories(server: MCPServer, t: _Tools) -> None:
     @server.tool(
         description="Search the memories (and optionally messages) of this scope for a "
         "natural-language query. Returns up to k hits, best first, each with its score "
-        "(higher is better; score_kind says what it measures). Superseded memories are left out unless asked for. "
+        "(higher is better; score_kind says what it measures) and its validity window. "
+        "Only memories that hold now are searched unless include_superseded asks for "
+        "every version. "
         f"The query takes at most {limit.max_query_chars:,} characters.",
     )
     def search_memories(
@@ -597,7 +517,11 @@ def _search_memories(server: MCPServer, t: _Tools) -> None:
             str | None, Field(description="Only this thread's records; omit for all.")
         ] = None,
         include_superseded: Annotated[
-            bool, Field(description="Also return memories a newer one replaced.")
+            bool,
+            Field(
+                description="Also return memories that no longer hold (replaced by a newer "
+                "one or invalidated); each hit carries valid_from/valid_until."
+            ),
         ] = False,
     ) -> list[RecordOut]:
         with service.calling(ToolError):
@@ -609,14 +533,12 @@ def _search_memories(server: MCPServer, t: _Tools) -> None:
                 kwargs["thread_id"] = thread_id
             if metadata_filter is not None:
                 kwargs["metadata_filter"] = metadata_filter
+            if include_superseded:
+                kwargs["as_of"] = None  # every version; else the store keeps current ones
             types = set(record_types or MEMORY_TYPE_NAMES)
-            depth = k if include_superseded else 2 * k + 10
-            hits = memory.search(query, k=depth, record_types=types, **kwargs)
+            hits = memory.search(query, k=k, record_types=types, **kwargs)
             kind = score_kind(store)
-            out = [_record_out(r, d, kind) for r, d in hits]
-            if not include_superseded:
-                out = [h for h in out if h.status != "invalid"]
-            return out[:k]
+            return [_record_out(r, d, kind) for r, d in hits]
 
 
 def _get_context_card(server: MCPServer, t: _Tools) -> None:
@@ -664,8 +586,8 @@ def _list_memories(server: MCPServer, t: _Tools) -> None:
     service = t.service
 
     @server.tool(
-        description="List stored memories of this scope, newest last, with their type, "
-        "source messages and supersede status.",
+        description="List stored memories of this scope, newest last, every version "
+        "included, with their type, source messages, validity window and supersede status.",
     )
     def list_memories(
         thread_id: Annotated[
@@ -697,8 +619,9 @@ def _delete_memory(server: MCPServer, t: _Tools) -> None:
     service, memory = t.service, t.memory
 
     @server.tool(
-        description="Delete one memory by id (for example one that is wrong or outdated). "
-        "Messages are never deleted by this tool.",
+        description="Delete one memory by id for good (for example one stored by mistake). "
+        "To correct an outdated memory and keep its history, use update_memory or "
+        "invalidate_memory. Messages are never deleted by this tool.",
     )
     def delete_memory(
         memory_id: Annotated[str, Field(min_length=1, description="Id of the memory.")],
@@ -706,6 +629,87 @@ def _delete_memory(server: MCPServer, t: _Tools) -> None:
         with service.calling(ToolError):
             service.memory_record(memory_id)
             return DeleteOut(deleted=memory.delete_memory(memory_id))
+
+
+def _memory_history(server: MCPServer, t: _Tools) -> None:
+    """Register the ``memory_history`` tool."""
+    service, memory, scope = t.service, t.memory, t.scope
+
+    @server.tool(
+        description="Every version of a memory, oldest first: the memories it replaced "
+        "and the ones that replaced it, each with its validity window (valid_from, "
+        "valid_until; valid_until null = the version that holds now) and the reason of "
+        "each change.",
+    )
+    def memory_history(
+        memory_id: Annotated[
+            str, Field(min_length=1, description="Id of any version of the memory.")
+        ],
+    ) -> list[RecordOut]:
+        with service.calling(ToolError):
+            service.memory_record(memory_id)
+            return [_record_out(r) for r in memory.get_memory_history(memory_id) if scope.owns(r)]
+
+
+def _update_memory(server: MCPServer, t: _Tools) -> None:
+    """Register the ``update_memory`` tool."""
+    service, memory, limit = t.service, t.memory, t.limit
+
+    @server.tool(
+        description='Correct a memory that changed ("moved from Lisbon to Berlin"): '
+        "stores the new text as a new version of the same type and scope and ends the "
+        "old one, which stays in its history. Name the version that holds now. "
+        f"The content takes at most {limit.max_content_chars:,} characters.",
+    )
+    def update_memory(
+        memory_id: Annotated[
+            str, Field(min_length=1, description="Id of the memory's current version.")
+        ],
+        content: Annotated[
+            str, Field(min_length=1, description="The corrected memory, one sentence.")
+        ],
+        reason: Annotated[
+            str | None, Field(description="Why it changed; kept on the old version.")
+        ] = None,
+        valid_from: Annotated[
+            str | None,
+            Field(
+                description="When the new version started to hold, ISO-8601 (e.g. "
+                "'2026-03-01T00:00:00Z'); omit for now."
+            ),
+        ] = None,
+    ) -> UpdateOut:
+        with service.calling(ToolError):
+            limit.content("content", content)
+            check_memory_content(content)
+            service.memory_record(memory_id)
+            when: dict[str, Any] = {} if valid_from is None else {"valid_from": valid_from}
+            new_id = memory.update_memory(memory_id, content, reason=reason, **when)
+            return UpdateOut(id=new_id, replaces=memory_id)
+
+
+def _invalidate_memory(server: MCPServer, t: _Tools) -> None:
+    """Register the ``invalidate_memory`` tool."""
+    service, memory = t.service, t.memory
+
+    @server.tool(
+        description='Mark a memory as no longer true ("I sold my car") without a '
+        "replacement: it stops holding and is left out of searches, but stays in its "
+        "history. Use update_memory when there is a new value instead.",
+    )
+    def invalidate_memory(
+        memory_id: Annotated[str, Field(min_length=1, description="Id of the memory.")],
+        reason: Annotated[str | None, Field(description="Why it no longer holds.")] = None,
+        valid_until: Annotated[
+            str | None,
+            Field(description="When it stopped holding, ISO-8601; omit for now."),
+        ] = None,
+    ) -> InvalidateOut:
+        with service.calling(ToolError):
+            service.memory_record(memory_id)
+            when: dict[str, Any] = {} if valid_until is None else {"valid_until": valid_until}
+            ended = memory.invalidate_memory(memory_id, reason=reason, **when)
+            return InvalidateOut(invalidated=ended)
 
 
 def _threads_resource(server: MCPServer, t: _Tools) -> None:

@@ -32,8 +32,34 @@ class ScriptedExtraction(ILlm):
             return json.dumps({"summary": "Trip planning.", "topics": ["travel"]})
         self.prompts.append(prompt)
         items = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
-        full = [{"record_type": "fact", "timestamp": None, "supersedes": [], **i} for i in items]
+        shown = _shown_ids(response_json_schema or {})
+        full = [
+            {
+                "reason": "scripted",
+                "decision": "ADD",
+                "target_id": None,
+                "record_type": "fact",
+                "timestamp": None,
+                "valid_from": None,
+                **i,
+            }
+            for i in items
+        ]
+        for item in full:
+            if item["target_id"] == FIRST_SHOWN:
+                item["target_id"] = shown[0]
         return json.dumps({"memories": full})
+
+
+FIRST_SHOWN = "<first memory shown>"
+"""A scripted ``target_id``: the id of the first related memory the prompt shows."""
+
+
+def _shown_ids(schema: dict[str, Any]) -> list[str]:
+    """The ids the extraction prompt showed, from its reply schema's ``target_id`` enum."""
+    item = schema.get("properties", {}).get("memories", {}).get("items", {})
+    enum = item.get("properties", {}).get("target_id", {}).get("enum", [])
+    return [i for i in enum if isinstance(i, str)]
 
 
 @dataclass
@@ -55,7 +81,9 @@ def seed_store(url: str) -> Seeded:
         [
             {
                 "text": f"Alice is going to Porto in March, not Lisbon {SCRIPT}",
-                "supersedes": ["M1"],
+                "decision": "UPDATE",
+                "target_id": FIRST_SHOWN,
+                "reason": "the trip moved to Porto",
             }
         ],
     )

@@ -167,3 +167,35 @@ def test_pages_stack_on_a_narrow_screen(server: str, page: Page, tmp_path: Path)
     assert memories["width"] > 300 and messages["width"] > 300
     page.screenshot(path=str(tmp_path / "narrow-thread.png"), full_page=True)
     assert (tmp_path / "narrow-thread.png").stat().st_size > 10_000
+
+
+def test_a_person_corrects_a_memory_then_invalidates_it(
+    server: str, page: Page, seeded: Seeded, tmp_path: Path
+) -> None:
+    """SPEC §11: the inspector shows a memory's window and history and lets a person
+    correct it (a new version with a reason) or invalidate it."""
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{server}/memory?id={seeded.window_seat}")
+    card = page.locator(f'article.memory[data-memory-id="{seeded.window_seat}"]')
+    expect(card.locator("p.window")).to_contain_text("Valid")
+    card.get_by_role("link", name="Correct…").click()
+    page.locator("textarea[name=content]").fill("Alice prefers aisle seats")
+    page.locator("input[name=reason]").fill("changed her mind")
+    page.get_by_role("button", name="Save new version").click()
+    expect(page).to_have_url(re.compile(r"/memory\?id="))
+    assert seeded.window_seat not in page.url
+    versions = page.locator("ol.history li")
+    expect(versions).to_have_count(2)
+    expect(versions.nth(0)).to_contain_text("Alice prefers window seats")
+    expect(versions.nth(0)).to_contain_text("changed her mind")
+    expect(versions.nth(1)).to_contain_text("Alice prefers aisle seats (this memory)")
+    expect(versions.nth(1)).to_contain_text("holds now")
+
+    page.get_by_role("link", name="Invalidate…").click()
+    page.locator("input[name=reason]").fill("flies no more")
+    page.get_by_role("button", name="Invalidate memory").click()
+    expect(page.locator("article.memory .badge.status")).to_have_text("invalidated")
+    expect(page.locator("ol.history li").nth(1)).to_contain_text("flies no more")
+    page.screenshot(path=str(tmp_path / "history.png"), full_page=True)
+    assert errors == []

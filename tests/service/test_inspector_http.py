@@ -112,15 +112,15 @@ def test_thread_page_shows_messages_in_order_and_memories_with_provenance(
     )
     assert 'href="#msg-0"' in lisbon and 'href="#msg-1"' in lisbon
     assert f'Superseded by <a href="/memory?id={seeded.porto}"' in lisbon
-    assert "updated or contradicted by a newer memory" in lisbon
+    assert "the trip moved to Porto" in lisbon
 
 
-def test_memory_page_shows_the_supersede_chain(client: TestClient, seeded: Seeded) -> None:
-    text = _text(client.get(f"/memory?id={seeded.porto}").text).split("Supersede chain")[1]
+def test_memory_page_shows_the_history(client: TestClient, seeded: Seeded) -> None:
+    text = _text(client.get(f"/memory?id={seeded.porto}").text).split("History")[1]
     assert text.index("Alice is flying to Lisbon in March") < text.index("(this memory)")
-    text = _text(client.get(f"/memory?id={seeded.lisbon}").text).split("Supersede chain")[1]
+    text = _text(client.get(f"/memory?id={seeded.lisbon}").text).split("History")[1]
     assert text.index("(this memory)") < text.index("Alice is going to Porto in March")
-    assert "This memory neither replaced" in _text(
+    assert "has one version: it neither replaced" in _text(
         client.get(f"/memory?id={seeded.window_seat}").text
     )
 

@@ -223,6 +223,9 @@ def test_a_server_for_another_user_sees_nothing_of_the_first(
                 ),
                 ("add_memory", {"content": "planted", "thread_id": "trip"}),
                 ("delete_memory", {"memory_id": seeded.porto}),
+                ("memory_history", {"memory_id": seeded.porto}),
+                ("update_memory", {"memory_id": seeded.porto, "content": "planted"}),
+                ("invalidate_memory", {"memory_id": seeded.porto}),
             ]
             for tool, args in probes:
                 message = error_text(await mallory.call_tool(tool, args))

@@ -75,10 +75,15 @@ def test_library_words_are_spelled_as_flags(message: str, shown: str) -> None:
 
 
 def _options() -> set[str]:
+    """Every option of every ``oam`` command, subcommands (``oam memories ...``) too."""
     group = typer.main.get_command(app)
     assert isinstance(group, TyperGroup)
     names: set[str] = set()
-    for command in group.commands.values():
+    commands = list(group.commands.values())
+    while commands:
+        command = commands.pop()
+        if isinstance(command, TyperGroup):
+            commands.extend(command.commands.values())
         for param in command.params:
             if isinstance(param, TyperOption):
                 names.update(param.opts)

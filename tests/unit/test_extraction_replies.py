@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from oam_core.memory.extraction import (
     MAX_MEMORIES_PER_PASS,
     ExtractedMemory,
     PromptMessage,
+    extraction_schema,
     parse_extraction_reply,
     render_extraction_prompt,
 )
@@ -23,44 +25,62 @@ from oam_core.memory.runningsummary import MAX_TOPICS, normalize_topics, parse_s
 from oam_core.memory.summary import RunningSummary
 
 
-def _one(text: str, record_type: str = "fact", **extra: Any) -> str:
+def _one(text: str, record_type: Any = "fact", **extra: Any) -> str:
     return json.dumps({"memories": [{"text": text, "record_type": record_type, **extra}]})
+
+
+def _fact(text: str, **fields: Any) -> ExtractedMemory:
+    return ExtractedMemory(text, "fact", None, **fields)
 
 
 @pytest.mark.parametrize(
     ("reply", "expected"),
     [
-        (_one("Ana likes tea"), [ExtractedMemory("Ana likes tea", "fact", None, ())]),
+        (_one("Ana likes tea"), [_fact("Ana likes tea")]),
         ('{"memories": []}', []),
         # fences and prose
-        ("```json\n" + _one("e") + "\n```", [ExtractedMemory("e", "fact", None, ())]),
-        ("Here you go: " + _one("f") + " Hope it helps!", [ExtractedMemory("f", "fact", None, ())]),
+        ("```json\n" + _one("e") + "\n```", [_fact("e")]),
+        ("Here you go: " + _one("f") + " Hope it helps!", [_fact("f")]),
         # types: case, spaces and plurals are folded
-        (_one("g", "Preferences"), [ExtractedMemory("g", "preference", None, ())]),
-        (_one("g2", " FACT "), [ExtractedMemory("g2", "fact", None, ())]),
-        # timestamps: parsed to UTC ISO, junk dropped; omitted = None
+        (_one("g", "Preferences"), [ExtractedMemory("g", "preference", None)]),
+        (_one("g2", " FACT "), [_fact("g2")]),
+        # timestamps and valid_from: parsed to UTC ISO, junk dropped; omitted = None
         (
-            _one("j", timestamp="2024-03-10"),
-            [ExtractedMemory("j", "fact", "2024-03-10T00:00:00.000000+00:00", ())],
+            _one("j", timestamp="2024-03-10", valid_from="2024-03-01T10:00:00+02:00"),
+            [
+                ExtractedMemory(
+                    "j",
+                    "fact",
+                    "2024-03-10T00:00:00.000000+00:00",
+                    valid_from="2024-03-01T08:00:00.000000+00:00",
+                )
+            ],
         ),
-        (_one("k", timestamp="next tuesday"), [ExtractedMemory("k", "fact", None, ())]),
-        (_one("k2", timestamp=None), [ExtractedMemory("k2", "fact", None, ())]),
-        # supersedes labels: normalized, non-labels ignored, deduplicated
+        (_one("k", timestamp="next tuesday", valid_from="soon"), [_fact("k")]),
+        (_one("k2", timestamp=None, valid_from=None), [_fact("k2")]),
+        # decisions: case folded; missing or null = ADD (replies without decisions still work)
         (
-            _one("l", supersedes=["m1", "M2", "x", "M2"]),
-            [ExtractedMemory("l", "fact", None, ("M1", "M2"))],
+            _one("l", reason=" moved ", decision=" update", target_id=" m-1 "),
+            [_fact("l", decision="UPDATE", target_id="m-1", reason="moved")],
         ),
-        # extra keys are ignored
-        (_one("x", confidence=0.9), [ExtractedMemory("x", "fact", None, ())]),
-        # duplicates, lone surrogates
+        (_one("l2", decision=None), [_fact("l2")]),
+        (_one("l3", decision="NOOP", target_id=""), [_fact("l3", decision="NOOP")]),
+        (
+            _one("l4", decision="delete", target_id="x"),
+            [_fact("l4", decision="DELETE", target_id="x")],
+        ),
+        # the old supersedes labels and other extra keys are ignored; a reason that
+        # is not a string is left out
+        (_one("x", confidence=0.9, supersedes=["M1"], reason=5), [_fact("x")]),
+        # repeats are kept here (decisions.py turns them into NOOP), surrogates dropped
         (
             '{"memories": [{"text": "n", "record_type": "fact"}, '
-            '{"text": "N", "record_type": "memory"}]}',
-            [ExtractedMemory("n", "fact", None, ())],
+            '{"text": "N", "record_type": "fact"}]}',
+            [_fact("n"), _fact("N")],
         ),
         (
             '{"memories": [{"text": "o\\ud800p", "record_type": "memory"}]}',
-            [ExtractedMemory("op", "memory", None, ())],
+            [ExtractedMemory("op", "memory", None)],
         ),
     ],
 )
@@ -68,38 +88,61 @@ def test_extraction_reply_cases(reply: str, expected: list[ExtractedMemory]) -> 
     assert parse_extraction_reply(reply) == expected
 
 
-WRONG_SHAPES: list[tuple[str, str]] = [
-    # issue 14 (3), docs/failure-modes.md#c23: well-formed JSON of the wrong shape
-    ("item without text", '{"memories": [{"fact": "Ana likes tea"}]}'),
+BAD_ITEMS: list[tuple[str, Any, str]] = [
+    # (case, the bad item, what the warning says); docs/memory-pipeline.md#update-decisions
+    ("item without text", {"fact": "Ana likes tea"}, "'text' is a required property"),
+    ("text not a string", {"text": 123, "record_type": "fact"}, "is not of type 'string'"),
+    ("blank text", {"text": "  ", "record_type": "fact"}, "does not match"),
+    ("text of control characters", {"text": "\u0000", "record_type": "fact"}, "blank"),
+    ("unknown type", {"text": "h", "record_type": "opinion"}, "'opinion' is not one of"),
+    ("missing type", {"text": "i"}, "'record_type' is a required property"),
+    ("null type", {"text": "i", "record_type": None}, "None is not of type"),
+    ("unknown decision", {"text": "d", "record_type": "fact", "decision": "MERGE"}, "MERGE"),
+    ("decision a list", {"text": "d", "record_type": "fact", "decision": ["ADD"]}, "ADD"),
+    ("target_id a number", {"text": "d", "record_type": "fact", "target_id": 3}, "not of type"),
+    ("timestamp a number", {"text": "t", "record_type": "fact", "timestamp": 2024}, "2024"),
+    ("valid_from an object", {"text": "t", "record_type": "fact", "valid_from": {}}, "{}"),
+    ("string item", "c", "'c' is not of type 'object'"),
+    ("number item", 5, "5 is not of type 'object'"),
+]
+
+
+@pytest.mark.parametrize(
+    ("item", "says"), [c[1:] for c in BAD_ITEMS], ids=[c[0] for c in BAD_ITEMS]
+)
+def test_one_bad_item_is_dropped_with_one_warning_and_the_rest_kept(item: Any, says: str) -> None:
+    good = {"text": "Ana likes tea", "record_type": "fact"}
+    later = {"text": "Ana has a dog", "record_type": "memory", "decision": "ADD"}
+    reply = json.dumps({"memories": [good, item, later]})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        memories = parse_extraction_reply(reply)
+    assert memories == [_fact("Ana likes tea"), ExtractedMemory("Ana has a dog", "memory", None)]
+    (warning,) = [str(w.message) for w in caught]
+    assert warning.startswith("extraction reply item 1 dropped: ") and says in warning
+
+
+UNUSABLE: list[tuple[str, str]] = [
+    # issue 14 (3), docs/failure-modes.md#c23: no JSON value of the reply is usable
+    ("only bad items", '{"memories": [{"fact": "Ana likes tea"}, {"txt": "b"}]}'),
     ("singular key", '{"memory": {"text": "Ana likes tea", "record_type": "fact"}}'),
     ("text as key", '{"Ana likes tea": "preference"}'),
-    ("text not a string", '{"memories": [{"text": 123, "record_type": "fact"}]}'),
-    ("one bad item among good ones", '{"memories": [' + _one("a")[14:-2] + ', {"txt": "b"}]}'),
-    ("unknown type", _one("h", "opinion")),
-    ("missing type", '{"memories": [{"text": "i"}]}'),
-    ("null type", _one("i", None)),
-    ("blank text", '{"memories": [{"text": "  ", "record_type": "fact"}]}'),
     ("string items", '{"memories": ["c"]}'),
-    ("non-object item", '{"memories": [5]}'),
     ("memories an object", '{"memories": {"text": "d", "record_type": "fact"}}'),
     ("memories null", '{"memories": null}'),
     ("bare list", '[{"text": "a", "record_type": "memory"}]'),
     ("bare item", '{"text": "b", "record_type": "guideline"}'),
-    ("supersedes not a list", _one("m", supersedes="M3")),
-    ("supersedes of numbers", _one("m", supersedes=[3])),
-    ("timestamp a number", _one("t", timestamp=20240310)),
 ]
 
 
-@pytest.mark.parametrize("reply", [c[1] for c in WRONG_SHAPES], ids=[c[0] for c in WRONG_SHAPES])
-def test_wrongly_shaped_replies_are_unusable(reply: str) -> None:
-    with pytest.raises(UnusableReplyError, match=r"does not fit the reply schema|no usable JSON"):
-        parse_extraction_reply(reply)
-
-
-def test_the_error_names_the_offending_item() -> None:
-    with pytest.raises(UnusableReplyError, match=r"\$\.memories\[1\]"):
-        parse_extraction_reply('{"memories": [' + _one("a")[14:-2] + ', {"txt": "b"}]}')
+@pytest.mark.parametrize("reply", [c[1] for c in UNUSABLE], ids=[c[0] for c in UNUSABLE])
+def test_replies_without_a_usable_item_are_unusable(reply: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no per-item warning: the whole reply fails
+        with pytest.raises(
+            UnusableReplyError, match=r"does not fit the reply schema|no usable JSON"
+        ):
+            parse_extraction_reply(reply)
 
 
 @pytest.mark.parametrize(
@@ -111,10 +154,20 @@ def test_the_error_names_the_offending_item() -> None:
         # the last value that fits wins, whatever comes after it
         (_one("real") + ' (I ignored {"note": "x"})', ["real"]),
         ('{"memories": [{"fact": "bad"}]} corrected: ' + _one("fixed"), ["fixed"]),
+        # an answer whose items are all bad does not hide the usable example before it
+        (_one("usable") + ' then {"memories": [{"fact": "bad"}]}', ["usable"]),
         (_one("first") + " " + _one("second") + " " + _one("third"), ["third"]),
         ("```json\n" + _one("a") + "\n```\n```json\n" + _one("b") + "\n```", ["b"]),
     ],
-    ids=["empty-example-first", "example-first", "trailer", "fixed", "three", "two-fences"],
+    ids=[
+        "empty-example-first",
+        "example-first",
+        "trailer",
+        "fixed",
+        "bad-after",
+        "three",
+        "two-fences",
+    ],
 )
 def test_the_last_value_that_fits_wins(reply: str, expected: list[str]) -> None:
     assert [m.text for m in parse_extraction_reply(reply)] == expected
@@ -230,3 +283,41 @@ def test_prompt_budget_drops_earlier_then_related_then_summary() -> None:
     )
     assert minimal is not None and minimal[1] == 0 and "<summary>\n" not in minimal[0]
     assert render_extraction_prompt(new, token_limit=round(len(bare[0]) / 3.5) - 5) is None
+
+
+def test_the_prompt_shows_related_memories_with_their_ids_and_the_schema_limits_targets() -> None:
+    related = [
+        Record(id="m-1", record_type="fact", content="Ana lives in <Lisbon>"),
+        Record(id='m"2', record_type="preference", content="Ana likes tea", timestamp="2024-01-02"),
+    ]
+    rendered = render_extraction_prompt([_msg(0, "I moved")], related=related)
+    assert rendered is not None
+    prompt, shown = rendered
+    assert shown == 2
+    assert '<memory id="m-1" type="fact">Ana lives in &lt;Lisbon&gt;</memory>' in prompt
+    assert (
+        """<memory id='m"2' type="preference" timestamp="2024-01-02">Ana likes tea</memory>"""
+        in prompt
+    )
+    assert "label=" not in prompt and '"decision": "ADD"' in prompt
+    item = extraction_schema(["m-1", 'm"2', "m-1"])["properties"]["memories"]["items"]
+    assert list(item["properties"]) == [
+        "reason",
+        "decision",
+        "target_id",
+        "text",
+        "record_type",
+        "timestamp",
+        "valid_from",
+    ]
+    assert item["required"] == list(item["properties"])
+    assert item["properties"]["target_id"]["enum"] == ["m-1", 'm"2', None]
+    assert item["properties"]["decision"]["enum"] == ["ADD", "UPDATE", "DELETE", "NOOP"]
+    assert extraction_schema()["properties"]["memories"]["items"]["properties"]["target_id"] == {
+        "type": "null"
+    }
+    # every string is bounded and so is the item count (small models loop otherwise)
+    assert all("maxLength" in p or "enum" in p for p in item["properties"].values())
+    assert extraction_schema()["properties"]["memories"]["maxItems"] == 20
+    assert extraction_schema(new_messages=2)["properties"]["memories"]["maxItems"] == 6
+    assert extraction_schema(new_messages=9)["properties"]["memories"]["maxItems"] == 20

@@ -20,10 +20,12 @@ import anyio
 from oam_core import OracleAgentMemory, SQLiteMemoryStore
 from oam_core.apis.llm import ILlm
 from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.memory.decisions import resolve_decisions
 from oam_core.memory.diagnostics import MemoryPipelineWarning
-from oam_core.memory.extraction import parse_extraction_reply
+from oam_core.memory.extraction import EXTRACTION_PROMPT, parse_extraction_reply
 from oam_core.memory.runningsummary import parse_summary_reply
 from oam_core.memory.thread import OracleThread
+from oam_core.store.versions import memory_versions
 
 FIXED_NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 MEMORY_TYPES = ("fact", "guideline", "memory", "preference")
@@ -86,7 +88,11 @@ def _check_extraction(thread: OracleThread, spy: Spy, ids: list[str]) -> None:
     (prompt, schema, reply) = spy.calls[-1]
     assert schema is not None and "memories" in schema["properties"]
     assert "Next month I&#x27;m flying" in prompt or "Next month I'm flying" in prompt
-    expected = parse_extraction_reply(reply)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MemoryPipelineWarning)
+        expected = [
+            d.memory for d in resolve_decisions(parse_extraction_reply(reply), []) if d.stores
+        ]
     assert expected, "the recorded reply holds at least one memory"
     stored = _memories(thread)
     assert sorted((m.record_type, m.content) for m in stored) == sorted(
@@ -100,8 +106,12 @@ def _check_extraction(thread: OracleThread, spy: Spy, ids: list[str]) -> None:
     assert all(m.content in card for m in stored)
 
 
+EXTRACTION_OPTIONS = {**LLM_OPTIONS, "max_tokens": 1000}
+"""Three messages allow nine items (``ITEMS_ASKED_PER_MESSAGE``), and the model fills them."""
+
+
 def test_recorded_extraction_sync(tmp_path: Path, recorded_llm: Any) -> None:
-    spy = Spy(recorded_llm("extraction_sync", **LLM_OPTIONS))
+    spy = Spy(recorded_llm("extraction_sync", **EXTRACTION_OPTIONS))
     thread = _thread(tmp_path, spy)
     ids = thread.add_messages(CHAT)
     assert len(spy.calls) == 1
@@ -109,7 +119,7 @@ def test_recorded_extraction_sync(tmp_path: Path, recorded_llm: Any) -> None:
 
 
 def test_recorded_extraction_async(tmp_path: Path, recorded_llm: Any) -> None:
-    spy = Spy(recorded_llm("extraction_async", **LLM_OPTIONS))
+    spy = Spy(recorded_llm("extraction_async", **EXTRACTION_OPTIONS))
     thread = _thread(tmp_path, spy)
     ids = anyio.run(thread.add_messages_async, CHAT)
     assert len(spy.calls) == 1
@@ -158,3 +168,123 @@ def test_recorded_shortening_condenses_the_prompt_copy_only(
     assert shown.strip()[:20] in condensed.strip() or condensed.strip() in shown
     assert thread.get_messages()[0].content == story
     assert thread.get_messages()[0].id == message_id
+
+
+# -- update decisions (docs/memory-pipeline.md#update-decisions) ------------------------------
+# Each scenario seeds one current memory (fixed id, so every prompt is reproducible) and
+# sends one message that moves, changes or repeats it. The tiny model decides what it
+# decides; the tests check that whatever it recorded is applied exactly once, with the
+# right windows, and that nothing else changes.
+
+SCENARIOS: dict[str, tuple[str, str, str]] = {
+    # name: (record type, seeded memory, the new message)
+    "decision_move": (
+        "fact",
+        "Ana lives in Lisbon",
+        "I moved to Berlin last week, I live there now.",
+    ),
+    "decision_job": (
+        "fact",
+        "Ana works as a nurse at Santa Maria hospital",
+        "I quit the hospital. Since Monday I work as a software developer at Fintech Co.",
+    ),
+    "decision_preference": (
+        "preference",
+        "Ana loves spicy food",
+        "I can't eat spicy food anymore, I prefer mild dishes now.",
+    ),
+    "decision_repeat": ("fact", "Ana is allergic to peanuts", "Remember, I'm allergic to peanuts."),
+}
+SAID_AT = "2024-06-01T09:00:00+00:00"
+SEEDED_AT = "2024-01-01T00:00:00+00:00"
+
+
+def _when(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value).astimezone(timezone.utc)
+
+
+def _valid_now(record: Any) -> bool:
+    start, end = _when(record.valid_from), _when(record.valid_until)
+    return (start is None or start <= FIXED_NOW) and (end is None or end > FIXED_NOW)
+
+
+def _run_scenario(tmp_path: Path, recorded_llm: Any, name: str) -> None:
+    record_type, seeded_text, said = SCENARIOS[name]
+    spy = Spy(recorded_llm(name, **LLM_OPTIONS))
+    thread = _thread(tmp_path, spy)
+    store = thread.store
+    store.add(
+        [seeded_text],
+        record_type,
+        record_ids=[f"seeded-{name}"],
+        user_ids="ana",
+        agent_ids="concierge",
+        timestamps=SEEDED_AT,
+    )
+    (seeded,) = _memories(thread)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MemoryPipelineWarning)
+        [message_id] = thread.add_messages(
+            [{"role": "user", "content": said, "timestamp": SAID_AT}]
+        )
+    assert len(spy.calls) == 1
+    prompt, schema, reply = spy.calls[0]
+    assert f'<memory id="{seeded.id}" type="{record_type}"' in prompt
+    assert schema is not None
+    target = schema["properties"]["memories"]["items"]["properties"]["target_id"]
+    assert target["enum"] == [seeded.id, None]
+
+    # What the recorded reply must have done, decided by the library's own rules.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MemoryPipelineWarning)
+        decisions = resolve_decisions(parse_extraction_reply(reply), [seeded])
+    stored = {r.id: r for r in _memories(thread)}
+    new = [r for r in stored.values() if r.id != seeded.id]
+    assert sorted((r.record_type, r.content) for r in new) == sorted(
+        (d.memory.record_type, d.memory.text) for d in decisions if d.stores
+    ), "each stored decision is applied exactly once"
+    for record in new:
+        assert record.metadata["$agent_memory"]["source_message_ids"] == [message_id]
+        assert record.metadata["$agent_memory"]["extraction_prompt"] == EXTRACTION_PROMPT
+        decision = next(d for d in decisions if d.stores and d.memory.text == record.content)
+        assert _when(record.valid_from) == _when(decision.memory.valid_from or SAID_AT)
+        assert record.valid_until is None
+    after = stored[seeded.id]
+    reserved = after.metadata.get("$agent_memory", {}) if after.metadata else {}
+    changes = [d for d in decisions if d.action in ("UPDATE", "DELETE")]
+    assert len(changes) <= 1  # a target is changed once per reply
+    if not changes:
+        assert after.valid_until is None and "status" not in reserved
+        assert len(memory_versions(store).get_memory_history(seeded.id)) == 1
+    elif changes[0].action == "UPDATE":
+        (successor,) = [r for r in new if r.content == changes[0].memory.text]
+        assert reserved["status"] == "invalid" and reserved["superseded_by"] == successor.id
+        assert successor.metadata["$agent_memory"]["supersedes"] == [seeded.id]
+        assert _when(after.valid_until) == max(_when(successor.valid_from), _when(SEEDED_AT))
+        history = memory_versions(store).get_memory_history(seeded.id)
+        assert [r.id for r in history] == [seeded.id, successor.id]
+    else:
+        assert reserved["status"] == "invalid" and reserved["superseded_by"] is None
+        ended = _when(changes[0].memory.valid_from or SAID_AT)
+        assert _when(after.valid_until) == max(ended, _when(SEEDED_AT))
+    current = {
+        r.id
+        for r, _ in store.search(seeded_text, k=10, user_id="ana", record_types=set(MEMORY_TYPES))
+    }
+    assert current == {r.id for r in stored.values() if _valid_now(r)}
+
+
+def test_recorded_decision_move(tmp_path: Path, recorded_llm: Any) -> None:
+    _run_scenario(tmp_path, recorded_llm, "decision_move")
+
+
+def test_recorded_decision_job_change(tmp_path: Path, recorded_llm: Any) -> None:
+    _run_scenario(tmp_path, recorded_llm, "decision_job")
+
+
+def test_recorded_decision_preference_reversed(tmp_path: Path, recorded_llm: Any) -> None:
+    _run_scenario(tmp_path, recorded_llm, "decision_preference")
+
+
+def test_recorded_decision_fact_repeated(tmp_path: Path, recorded_llm: Any) -> None:
+    _run_scenario(tmp_path, recorded_llm, "decision_repeat")

@@ -3,8 +3,9 @@
 Starlette routes render Jinja2 templates with autoescaping on (stored text is
 untrusted and is escaped everywhere); htmx, vendored under ``static/``, only makes the
 search box update in place, and every page works without JavaScript. Pages are read
-through the public client and store API; the two write actions (delete a memory,
-delete a thread) are POST forms behind a confirmation page, with a CSRF token. The
+through the public client and store API; the write actions (delete a memory,
+delete a thread) and the version actions of ``versionpages.py`` (correct or
+invalidate a memory) are POST forms behind a form page, with a CSRF token. The
 access token, host checks and security headers are in ``security.py``.
 
 Ids travel as query parameters (``/thread?id=...``), so any stored id, slashes
@@ -21,7 +22,8 @@ from urllib.parse import urlencode, urlsplit
 
 import jinja2
 from starlette.applications import Starlette
-from starlette.datastructures import Headers
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData, Headers
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -40,6 +42,7 @@ from oam_core.service.web.security import (
     TokenMiddleware,
     loopback_hosts,
 )
+from oam_core.service.web.versionpages import version_routes
 
 __all__ = ["Inspector", "create_app"]
 
@@ -141,7 +144,7 @@ class _Pages:
         def endpoint(request: Request) -> Response:
             try:
                 return builder(request)
-            except NotFound as exc:
+            except NotFoundError as exc:  # NotFound, or a memory the version pages miss
                 return self.render(request, "error.html", 404, title="Not found", message=str(exc))
             except BadParameter as exc:
                 return self.render(
@@ -242,9 +245,9 @@ class _Pages:
         if record is None:
             raise NotFound(f"no memory {memory_id!r} in this store")
         [view] = views.memory_views(self.inspector.memory, [record])
-        older, newer = views.memory_chain(self.inspector.memory, record)
+        history = views.memory_history(self.inspector.memory, record)
         return self.render(
-            request, "memory.html", title=f"Memory {memory_id}", m=view, older=older, newer=newer
+            request, "memory.html", title=f"Memory {memory_id}", m=view, history=history
         )
 
     def memories_list(self, request: Request) -> Response:
@@ -292,6 +295,7 @@ class _Pages:
             "filter": params.get("filter", ""),
             "types": params.getlist("types") or _DEFAULT_TYPES,
             "k": params.get("k", "10"),
+            "versions": params.get("versions", "") == "all",
         }
         results: list[tuple[Any, float]] | None = None
         kind = ""
@@ -319,6 +323,8 @@ class _Pages:
             results=results,
             score_kind=kind,
             error=error,
+            now=views.store_now(self.inspector.memory),
+            holds_at=views.holds_at,
         )
 
     def confirm(self, kind: str) -> Callable[[Request], Response]:
@@ -353,35 +359,44 @@ class _Pages:
         confirm_page.__name__ = f"confirm_{kind}"
         return confirm_page
 
+    def refused(self, request: Request, form: FormData) -> Response | None:
+        """The error page for a write form that must not run, else None: a
+        cross-origin request or a missing or wrong CSRF token (403), or no ``id``
+        (400). Every write action (delete, correct, invalidate) checks this first."""
+        session = CsrfSigner.session_of(Headers(scope=request.scope))
+        token = form.get("csrf_token")
+        origin = request.headers.get("origin")
+        if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
+            return self.render(
+                request,
+                "error.html",
+                403,
+                title="Forbidden",
+                message="cross-origin request refused",
+            )
+        if not self.inspector.csrf.valid(session, token if isinstance(token, str) else None):
+            return self.render(
+                request,
+                "error.html",
+                403,
+                title="Forbidden",
+                message="the form's CSRF token is missing or wrong; reload the page and try again",
+            )
+        item_id = form.get("id")
+        if not isinstance(item_id, str) or not item_id:
+            return self.render(
+                request, "error.html", 400, title="Bad request", message="no id given"
+            )
+        return None
+
     def delete(self, kind: str) -> Callable[[Request], Any]:
         async def delete_action(request: Request) -> Response:
             form = await request.form()
-            session = CsrfSigner.session_of(Headers(scope=request.scope))
-            token = form.get("csrf_token")
-            origin = request.headers.get("origin")
-            if origin is not None and urlsplit(origin).netloc != request.headers.get("host"):
-                return self.render(
-                    request,
-                    "error.html",
-                    403,
-                    title="Forbidden",
-                    message="cross-origin request refused",
-                )
-            if not self.inspector.csrf.valid(session, token if isinstance(token, str) else None):
-                return self.render(
-                    request,
-                    "error.html",
-                    403,
-                    title="Forbidden",
-                    message="the form's CSRF token is missing or wrong; reload the page and try again",
-                )
+            refused = self.refused(request, form)
+            if refused is not None:
+                return refused
             item_id = form.get("id")
-            if not isinstance(item_id, str) or not item_id:
-                return self.render(
-                    request, "error.html", 400, title="Bad request", message="no id given"
-                )
-            from starlette.concurrency import run_in_threadpool
-
+            assert isinstance(item_id, str)
             if kind == "memory":
                 deleted = await run_in_threadpool(self.inspector.memory.delete_memory, item_id)
             else:
@@ -449,6 +464,7 @@ def create_app(
         Route("/memory", page(pages.memory_page)),
         Route("/memory/delete", page(pages.confirm("memory")), methods=["GET"]),
         Route("/memory/delete", pages.delete("memory"), methods=["POST"]),
+        *version_routes(pages),
         Route("/message", page(pages.message_page)),
         Route("/memories", page(pages.memories_list)),
         Route("/search", page(pages.search)),
@@ -565,6 +581,8 @@ def _run_search(inspector: Inspector, form: dict[str, Any]) -> tuple[list[tuple[
     for field, name in (("user", "user_id"), ("agent", "agent_id"), ("thread", "thread_id")):
         if form[field].strip():
             kwargs[name] = form[field].strip()
+    if form["versions"]:
+        kwargs["as_of"] = None  # every version; the store's default is current ones
     metadata_filter = views.parse_filter(form["filter"])
     if metadata_filter is not None:
         kwargs["metadata_filter"] = metadata_filter

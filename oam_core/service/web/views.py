@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from oam_core import OracleAgentMemory
@@ -19,7 +20,8 @@ __all__ = [
     "MemoryView",
     "actors",
     "find_memory",
-    "memory_chain",
+    "holds_at",
+    "memory_history",
     "memory_page",
     "memory_views",
     "parse_filter",
@@ -32,8 +34,6 @@ MEMORY_PAGE = 50
 MEMORY_PAGES = 200
 """Pages the memories list goes back at most (``MEMORY_PAGE`` each)."""
 _LIST_CAP = 2000
-_CHAIN_CAP = 50
-_SCAN_CAP = 10000
 
 
 @dataclass
@@ -87,9 +87,22 @@ class MemoryView:
     reason: str | None
     replaces: list[str] = field(default_factory=list)
 
+    holds: bool = True
+
     @property
     def superseded(self) -> bool:
-        return self.status == "invalid"
+        """Whether it no longer holds: replaced by a newer memory or invalidated."""
+        return self.status == "invalid" or not self.holds
+
+    @property
+    def ended_label(self) -> str:
+        """``superseded`` when a newer memory replaced it, else ``invalidated``."""
+        return "superseded" if self.superseded_by else "invalidated"
+
+    @property
+    def window(self) -> str:
+        """Its validity window in words (docs/versions.md)."""
+        return window_text(self.record)
 
     @property
     def metadata_json(self) -> str | None:
@@ -129,6 +142,7 @@ def memory_views(
         messages: Messages already loaded (looked up first, before the store).
     """
     known = {m.id: m for m in messages}
+    now = store_now(memory)
     views = []
     for record in records:
         keys = provenance(record)
@@ -139,6 +153,7 @@ def memory_views(
                 status=keys["status"],
                 superseded_by=keys["superseded_by"],
                 reason=keys["reason"],
+                holds=holds_at(record, now),
             )
         )
     by_id = {v.record.id: v for v in views}
@@ -204,50 +219,50 @@ def find_memory(memory: OracleAgentMemory, memory_id: str) -> Record | None:
     return None
 
 
-def memory_chain(memory: OracleAgentMemory, record: Record) -> tuple[list[Record], list[Record]]:
-    """The supersede chain around ``record``.
-
-    Returns:
-        ``(older, newer)``: the memories this one replaced, nearest first, and the
-        memories that replaced it, in order (each list at most 50 long; a missing
-        link ends it).
-    """
-    newer: list[Record] = []
-    seen = {record.id}
-    current = record
-    while len(newer) < _CHAIN_CAP:
-        next_id = provenance(current)["superseded_by"]
-        if not next_id or next_id in seen:
-            break
-        found = find_memory(memory, next_id)
-        if found is None:
-            break
-        newer.append(found)
-        seen.add(found.id)
-        current = found
-    older: list[Record] = []
-    current = record
-    while len(older) < _CHAIN_CAP:
-        replaced = _replaced_by(memory, current)
-        replaced = [r for r in replaced if r.id not in seen]
-        if not replaced:
-            break
-        older.extend(replaced)
-        seen.update(r.id for r in replaced)
-        current = replaced[0]
-    return older, newer
+def store_now(memory: OracleAgentMemory) -> datetime:
+    """The store clock's now (aware UTC): what "current" means (docs/versions.md)."""
+    return memory.store.runtime.now()
 
 
-def _replaced_by(memory: OracleAgentMemory, record: Record) -> list[Record]:
-    """The memories whose ``superseded_by`` names ``record`` (searched among the
-    memories of its user and agent: a pass only supersedes within that scope)."""
-    found: list[Record] = []
-    for record_type in MEMORY_TYPE_NAMES:
-        candidates = memory.store.list(
-            record_type, limit=_SCAN_CAP, user_id=record.user_id, agent_id=record.agent_id
-        )
-        found.extend(c for c in candidates if provenance(c)["superseded_by"] == record.id)
-    return found
+def _instant(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+
+
+def holds_at(record: Record, when: datetime) -> bool:
+    """Whether ``record`` is valid at ``when``: ``valid_from`` None or <= it and
+    ``valid_until`` None or > it (messages and profiles always hold)."""
+    start, end = _instant(record.valid_from), _instant(record.valid_until)
+    return (start is None or start <= when) and (end is None or end > when)
+
+
+def window_text(record: Record) -> str:
+    """``"from 2026-03-01T10:00:00Z until 2026-04-02T09:00:00Z"``, ``"from ... on"``,
+    ``"until ..."`` or ``"always"``."""
+    start, end = record.valid_from, record.valid_until
+    if start is None and end is None:
+        return "always"
+    if end is None:
+        return f"from {start} on"
+    return f"until {end}" if start is None else f"from {start} until {end}"
+
+
+@dataclass
+class Version:
+    """One version of a memory in its history."""
+
+    view: MemoryView
+    this: bool
+
+
+def memory_history(memory: OracleAgentMemory, record: Record) -> list[Version]:
+    """Every version of ``record``'s memory (``get_memory_history``: linked by
+    supersede links in either direction, oldest ``valid_from`` first), each with
+    its window, reason and whether it is the one asked for."""
+    records = memory.get_memory_history(record.id)
+    return [Version(v, v.record.id == record.id) for v in memory_views(memory, records)]
 
 
 def parse_filter(text: str) -> dict[str, Any] | None:

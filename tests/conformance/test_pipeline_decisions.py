@@ -1,0 +1,453 @@
+"""Update decisions of the extraction pass on every back end, driven by a scripted LLM
+(docs/memory-pipeline.md#update-decisions): a move, a job change, a
+preference reversed, a fact repeated; atomicity with the watermark under crashes and
+LLM failures; two threads of one user superseding the same memory at once.
+
+The scripted replies name their targets by the ids the prompt shows, so these tests
+pin the mechanism: what is stored, which windows end, what the card, search and
+history show before and after.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+from _fixtures import ScriptedLlm
+
+from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.memory.client import OracleAgentMemory
+from oam_core.memory.diagnostics import MemoryPipelineWarning
+from oam_core.memory.extraction import EXTRACTION_PROMPT
+from oam_core.memory.pipeline import EXTRACTION_STATE_KEY
+from oam_core.memory.thread import OracleThread
+from oam_core.store.threads import thread_store
+from oam_core.store.versions import memory_versions
+
+MEMORY_TYPES = ("fact", "guideline", "memory", "preference")
+_SHOWN = re.compile(r'<memory id="([^"]+)" type="(\w+)"[^>]*>([^<]*)</memory>')
+
+
+@pytest.fixture
+def searchable(make_store: Callable[..., Any]) -> Any:
+    return make_store(embedder=HashingEmbedder(64))
+
+
+def shown(prompt: str) -> dict[str, str]:
+    """The related memories an extraction prompt shows: ``{text: id}``."""
+    return {text: memory_id for memory_id, _, text in _SHOWN.findall(prompt)}
+
+
+def item(text: str, decision: str = "ADD", target: str | None = None, **fields: Any) -> Any:
+    """A reply item with a decision; ``target`` is the text of a shown memory,
+    turned into its id when the reply is given (None: no target)."""
+    return {"text": text, "decision": decision, "target": target, **fields}
+
+
+def reply(*items: Any) -> Callable[[str, Any], str]:
+    """A scripted extraction reply whose targets are looked up in the prompt."""
+
+    def answer(prompt: str, schema: Any) -> str:
+        ids = shown(prompt)
+        full = []
+        for spec in items:
+            spec = dict(spec)
+            target = spec.pop("target")
+            full.append(
+                {
+                    "reason": spec.pop("reason", "scripted"),
+                    "decision": spec.pop("decision"),
+                    "target_id": ids.get(target, f"not shown: {target}") if target else None,
+                    "record_type": spec.pop("record_type", "fact"),
+                    "timestamp": None,
+                    "valid_from": None,
+                    **spec,
+                }
+            )
+        return json.dumps({"memories": full})
+
+    return answer
+
+
+def _thread(store: Any, llm: ScriptedLlm, thread_id: str = "t1") -> OracleThread:
+    client = OracleAgentMemory(store=store, llm=llm)
+    return client.create_thread(thread_id=thread_id, user_id="ana", agent_id="helper")
+
+
+def _say(thread: OracleThread, content: str, when: str) -> list[str]:
+    return thread.add_messages([{"role": "user", "content": content, "timestamp": when}])
+
+
+def _memories(store: Any) -> dict[str, Any]:
+    """Every stored memory version by content (each content is stored once here)."""
+    found = [r for kind in MEMORY_TYPES for r in store.list(kind)]
+    by_text = {r.content: r for r in found}
+    assert len(by_text) == len(found), "a memory was stored twice"
+    return by_text
+
+
+def _current(store: Any, query: str) -> list[str]:
+    return [
+        r.content
+        for r, _ in store.search(
+            query, k=10, user_id="ana", agent_id="helper", record_types=set(MEMORY_TYPES)
+        )
+    ]
+
+
+def _at(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text).astimezone(timezone.utc)
+
+
+def _utc(*parts: int) -> datetime:
+    return datetime(*parts, tzinfo=timezone.utc)
+
+
+def _card(thread: OracleThread) -> str:
+    return thread.get_context_card(max_relevant_results=10).content
+
+
+def _history(store: Any, memory_id: str) -> list[str]:
+    return [r.content for r in memory_versions(store).get_memory_history(memory_id)]
+
+
+@contextmanager
+def _no_warnings() -> Iterator[None]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MemoryPipelineWarning)
+        yield
+
+
+def _reserved(record: Any) -> dict[str, Any]:
+    return dict(record.metadata["$agent_memory"])
+
+
+# -- scenarios -----------------------------------------------------------------------------
+
+
+def test_a_move_supersedes_the_old_home_at_the_new_valid_from(searchable: Any) -> None:
+    llm = ScriptedLlm(
+        extraction=[
+            reply(item("Ana lives in Lisbon")),
+            reply(
+                item(
+                    "Ana lives in Berlin",
+                    "UPDATE",
+                    "Ana lives in Lisbon",
+                    reason="Ana moved to Berlin",
+                    valid_from="2024-05-15",
+                )
+            ),
+        ]
+    )
+    thread = _thread(searchable, llm)
+    with _no_warnings():
+        _say(thread, "I live in Lisbon", "2024-03-01T09:00:00Z")
+    lisbon = _memories(searchable)["Ana lives in Lisbon"]
+    assert _at(lisbon.valid_from) == _utc(2024, 3, 1, 9) and lisbon.valid_until is None
+    assert "Ana lives in Lisbon" in _card(thread)
+    assert _current(searchable, "where does Ana live") == ["Ana lives in Lisbon"]
+
+    with _no_warnings():
+        ids = _say(thread, "I moved to Berlin in mid May", "2024-06-01T09:00:00Z")
+    prompt, schema = llm.calls[-1][1:]
+    assert f'<memory id="{lisbon.id}" type="fact"' in prompt
+    target = schema["properties"]["memories"]["items"]["properties"]["target_id"]
+    assert target["enum"] == [lisbon.id, None]
+
+    stored = _memories(searchable)
+    assert set(stored) == {"Ana lives in Lisbon", "Ana lives in Berlin"}
+    lisbon, berlin = stored["Ana lives in Lisbon"], stored["Ana lives in Berlin"]
+    assert _at(berlin.valid_from) == _utc(2024, 5, 15) and berlin.valid_until is None
+    assert _at(lisbon.valid_from) == _utc(2024, 3, 1, 9)
+    assert _at(lisbon.valid_until) == _utc(2024, 5, 15)
+    assert _reserved(lisbon) | {"source_message_ids": None} == {
+        "source_message_ids": None,
+        "extraction_prompt": EXTRACTION_PROMPT,
+        "status": "invalid",
+        "superseded_by": berlin.id,
+        "reason": "Ana moved to Berlin",
+    }
+    assert _reserved(berlin) == {
+        "source_message_ids": ids,
+        "extraction_prompt": EXTRACTION_PROMPT,
+        "supersedes": [lisbon.id],
+    }
+    card = _card(thread)
+    assert "Ana lives in Berlin" in card and "Ana lives in Lisbon" not in card
+    assert _current(searchable, "where does Ana live") == ["Ana lives in Berlin"]
+    then = searchable.search(
+        "where does Ana live", k=10, record_types={"fact"}, as_of="2024-04-01T00:00:00Z"
+    )
+    assert [r.content for r, _ in then] == ["Ana lives in Lisbon"]
+    assert _history(searchable, lisbon.id) == ["Ana lives in Lisbon", "Ana lives in Berlin"]
+    assert _history(searchable, berlin.id) == ["Ana lives in Lisbon", "Ana lives in Berlin"]
+    # the superseded memory is not shown to the next pass; the current one is
+    _say(thread, "Berlin is great", "2024-06-02T09:00:00Z")
+    assert shown(llm.prompts("extraction")[-1]) == {"Ana lives in Berlin": berlin.id}
+
+
+def test_a_job_change_without_valid_from_ends_at_the_message_time(searchable: Any) -> None:
+    llm = ScriptedLlm(
+        extraction=[
+            reply(item("Ana works at Acme as an engineer")),
+            reply(
+                item(
+                    "Ana works at Globex as a manager", "UPDATE", "Ana works at Acme as an engineer"
+                )
+            ),
+        ]
+    )
+    thread = _thread(searchable, llm)
+    _say(thread, "I'm an engineer at Acme", "2024-01-10T08:00:00Z")
+    assert _current(searchable, "Ana works at") == ["Ana works at Acme as an engineer"]
+    _say(thread, "I just started as a manager at Globex", "2024-09-02T08:00:00Z")
+    stored = _memories(searchable)
+    acme = stored["Ana works at Acme as an engineer"]
+    globex = stored["Ana works at Globex as a manager"]
+    assert _at(globex.valid_from) == _utc(2024, 9, 2, 8)
+    assert _at(acme.valid_until) == _utc(2024, 9, 2, 8)
+    assert _reserved(acme)["superseded_by"] == globex.id
+    assert _reserved(acme)["reason"] == "scripted"
+    assert _current(searchable, "Ana works at") == ["Ana works at Globex as a manager"]
+    assert _history(searchable, globex.id) == [acme.content, globex.content]
+    assert (
+        thread_store(searchable).get_thread_row("t1").state[EXTRACTION_STATE_KEY]["memories"] == 2
+    )
+
+
+def test_a_reversed_preference_and_a_dropped_fact(searchable: Any) -> None:
+    llm = ScriptedLlm(
+        extraction=[
+            reply(
+                item("Ana likes coffee", record_type="preference"),
+                item("Ana has a car"),
+            ),
+            reply(
+                item(
+                    "Ana dislikes coffee and drinks tea",
+                    "UPDATE",
+                    "Ana likes coffee",
+                    record_type="preference",
+                ),
+                item("Ana sold her car", "DELETE", "Ana has a car", reason="sold it"),
+            ),
+        ]
+    )
+    thread = _thread(searchable, llm)
+    _say(thread, "I love coffee. I drive to work.", "2024-02-01T08:00:00Z")
+    _say(thread, "I quit coffee, tea only now. And I sold my car.", "2024-04-01T08:00:00Z")
+    stored = _memories(searchable)
+    assert set(stored) == {
+        "Ana likes coffee",
+        "Ana has a car",
+        "Ana dislikes coffee and drinks tea",
+    }
+    coffee, car = stored["Ana likes coffee"], stored["Ana has a car"]
+    tea = stored["Ana dislikes coffee and drinks tea"]
+    assert tea.record_type == "preference" and _reserved(tea)["supersedes"] == [coffee.id]
+    assert _at(coffee.valid_until) == _utc(2024, 4, 1, 8)
+    assert _at(car.valid_until) == _utc(2024, 4, 1, 8)
+    assert _reserved(car)["status"] == "invalid" and _reserved(car)["superseded_by"] is None
+    assert _reserved(car)["reason"] == "sold it"
+    assert _current(searchable, "Ana coffee car tea") == ["Ana dislikes coffee and drinks tea"]
+    card = _card(thread)
+    assert "Ana dislikes coffee" in card and "Ana likes coffee" not in card
+    assert "Ana has a car" not in card
+    assert _history(searchable, car.id) == ["Ana has a car"]
+    assert _history(searchable, coffee.id) == [coffee.content, tea.content]
+
+
+def test_a_repeated_fact_is_a_noop_whatever_the_model_said(searchable: Any) -> None:
+    llm = ScriptedLlm(
+        extraction=[
+            reply(item("Ana lives in Lisbon")),
+            reply(
+                item("ana lives in  Lisbon."),  # an ADD of a repeat
+                item("Ana lives in Lisbon!", "UPDATE", "Ana lives in Lisbon"),  # a no-op UPDATE
+                item("Ana lives in Lisbon", "NOOP", "Ana lives in Lisbon"),
+            ),
+        ]
+    )
+    thread = _thread(searchable, llm)
+    _say(thread, "I live in Lisbon", "2024-03-01T09:00:00Z")
+    (before,) = _memories(searchable).values()
+    with _no_warnings():
+        _say(thread, "As I said, I live in Lisbon", "2024-03-02T09:00:00Z")
+    (after,) = _memories(searchable).values()
+    assert after == before and after.valid_until is None
+    assert "status" not in _reserved(after)
+    assert _history(searchable, after.id) == ["Ana lives in Lisbon"]
+    state = thread_store(searchable).get_thread_row("t1").state[EXTRACTION_STATE_KEY]
+    assert (state["passes"], state["memories"]) == (2, 1)
+
+
+def test_targets_not_shown_add_or_do_nothing_with_one_warning_each(searchable: Any) -> None:
+    llm = ScriptedLlm(
+        extraction=[
+            reply(item("Ana lives in Lisbon")),
+            reply(
+                item("Ana lives in Berlin", "UPDATE", "a memory never shown"),
+                item("gone", "DELETE", "a memory never shown"),
+                item("Ana has a dog", "UPDATE"),
+            ),
+        ]
+    )
+    thread = _thread(searchable, llm)
+    _say(thread, "I live in Lisbon", "2024-03-01T09:00:00Z")
+    with pytest.warns(MemoryPipelineWarning) as caught:
+        _say(thread, "Berlin now, and a dog", "2024-03-02T09:00:00Z")
+    assert len(caught) == 3
+    assert sum("stored as a new memory (ADD)" in str(w.message) for w in caught) == 2
+    stored = _memories(searchable)
+    assert set(stored) == {"Ana lives in Lisbon", "Ana lives in Berlin", "Ana has a dog"}
+    assert all(r.valid_until is None and "status" not in _reserved(r) for r in stored.values())
+
+
+# -- atomicity -----------------------------------------------------------------------------
+
+
+MOVE = [
+    reply(item("Ana lives in Lisbon")),
+    reply(
+        item("Ana lives in Berlin", "UPDATE", "Ana lives in Lisbon"),
+        item("Ana has a dog"),
+    ),
+]
+
+
+def _after_move(store: Any, thread: OracleThread) -> None:
+    stored = _memories(store)
+    assert set(stored) == {"Ana lives in Lisbon", "Ana lives in Berlin", "Ana has a dog"}
+    lisbon, berlin = stored["Ana lives in Lisbon"], stored["Ana lives in Berlin"]
+    assert _reserved(lisbon)["superseded_by"] == berlin.id
+    assert _reserved(berlin)["supersedes"] == [lisbon.id]
+    assert _history(store, lisbon.id) == ["Ana lives in Lisbon", "Ana lives in Berlin"]
+    assert set(_current(store, "Ana lives dog")) == {"Ana lives in Berlin", "Ana has a dog"}
+
+
+def _before_move(store: Any) -> None:
+    (lisbon,) = _memories(store).values()
+    assert lisbon.content == "Ana lives in Lisbon" and lisbon.valid_until is None
+    assert "status" not in _reserved(lisbon)
+    assert _history(store, lisbon.id) == ["Ana lives in Lisbon"]
+
+
+def test_a_crash_inside_the_commit_applies_nothing_and_the_retry_applies_each_once(
+    searchable: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oam_core.store import threads
+
+    llm = ScriptedLlm(extraction=list(MOVE))
+    thread = _thread(searchable, llm)
+    _say(thread, "I live in Lisbon", "2024-03-01T09:00:00Z")
+    state = thread_store(searchable).get_thread_row("t1").state
+
+    real = threads.apply_changes
+    applied: list[Any] = []
+
+    def crash_after_applying(*args: Any, **kwargs: Any) -> Any:
+        applied.append(real(*args, **kwargs))  # the changes are written in the tx...
+        raise RuntimeError("power cut")  # ...and the transaction never commits
+
+    monkeypatch.setattr(threads, "apply_changes", crash_after_applying)
+    with pytest.warns(MemoryPipelineWarning, match="power cut"):
+        _say(thread, "I moved to Berlin and got a dog", "2024-06-01T09:00:00Z")
+    assert len(applied) == 1 and len(applied[0]) == 1  # the supersede ran, then rolled back
+    _before_move(searchable)
+    assert thread_store(searchable).get_thread_row("t1").state == state
+
+    monkeypatch.setattr(threads, "apply_changes", real)
+    _say(thread, "ok", "2024-06-01T09:01:00Z")
+    _after_move(searchable, thread)
+    retried = llm.prompts("extraction")[-1]
+    assert "I moved to Berlin" in retried and "<content>ok</content>" in retried
+
+
+def test_an_llm_failure_applies_nothing_and_the_retry_applies_each_once(searchable: Any) -> None:
+    llm = ScriptedLlm(
+        extraction=[MOVE[0], ConnectionError("model server down"), "not json at all", MOVE[1]]
+    )
+    thread = _thread(searchable, llm)
+    _say(thread, "I live in Lisbon", "2024-03-01T09:00:00Z")
+    with pytest.warns(MemoryPipelineWarning, match="model server down"):
+        _say(thread, "I moved to Berlin and got a dog", "2024-06-01T09:00:00Z")
+    _before_move(searchable)
+    with pytest.warns(MemoryPipelineWarning, match="unusable reply"):
+        _say(thread, "hello?", "2024-06-01T09:01:00Z")
+    _before_move(searchable)
+    _say(thread, "ok", "2024-06-01T09:02:00Z")
+    _after_move(searchable, thread)
+    _say(thread, "still there", "2024-06-01T09:03:00Z")  # MOVE[1] again: all repeats now
+    _after_move(searchable, thread)
+
+
+# -- two threads of one user at once ---------------------------------------------------------
+
+
+def test_two_threads_superseding_one_memory_at_once_leave_one_current_version(
+    searchable: Any,
+) -> None:
+    """Thread t1's pass reads the related memories (Lisbon), and while its LLM call
+    runs, thread t2's whole pass supersedes Lisbon with Paris. t1 then commits its
+    UPDATE of Lisbon: the store finds Lisbon no longer current and supersedes its
+    current head (Paris) instead, so exactly one version stays current."""
+    first = reply(item("Ana lives in Lisbon"))
+    paris = reply(item("Ana lives in Paris", "UPDATE", "Ana lives in Lisbon"))
+    berlin = reply(item("Ana lives in Berlin", "UPDATE", "Ana lives in Lisbon"))
+    t2_llm = ScriptedLlm(extraction=[paris])
+    t2 = _thread(searchable, t2_llm, thread_id="t2")
+
+    def berlin_after_t2_commits(prompt: str, schema: Any) -> str:
+        answer = berlin(prompt, schema)  # decided on the prompt t1 saw: Lisbon current
+        _say(t2, "I moved to Paris", "2024-05-01T09:00:00Z")  # t2 commits meanwhile
+        return answer
+
+    t1_llm = ScriptedLlm(extraction=[first, berlin_after_t2_commits])
+    t1 = _thread(searchable, t1_llm, thread_id="t1")
+    _say(t1, "I live in Lisbon", "2024-03-01T09:00:00Z")
+    lisbon_id = _memories(searchable)["Ana lives in Lisbon"].id
+    _say(t1, "I moved to Berlin", "2024-06-01T09:00:00Z")
+
+    assert shown(t1_llm.prompts("extraction")[-1]) == {"Ana lives in Lisbon": lisbon_id}
+    assert shown(t2_llm.prompts("extraction")[-1]) == {"Ana lives in Lisbon": lisbon_id}
+    stored = _memories(searchable)
+    assert set(stored) == {"Ana lives in Lisbon", "Ana lives in Paris", "Ana lives in Berlin"}
+    lisbon, paris_r, berlin_r = (stored[f"Ana lives in {c}"] for c in ("Lisbon", "Paris", "Berlin"))
+    assert _reserved(lisbon)["superseded_by"] == paris_r.id
+    assert _reserved(paris_r)["superseded_by"] == berlin_r.id
+    assert _current(searchable, "where does Ana live") == ["Ana lives in Berlin"]
+    assert _history(searchable, lisbon.id) == [
+        "Ana lives in Lisbon",
+        "Ana lives in Paris",
+        "Ana lives in Berlin",
+    ]
+    assert _at(lisbon.valid_until) == _utc(2024, 5, 1, 9)
+    assert _at(paris_r.valid_until) == _utc(2024, 6, 1, 9)
+
+
+def test_decisions_apply_the_same_from_add_messages_async(searchable: Any) -> None:
+    import anyio
+
+    llm = ScriptedLlm(extraction=list(MOVE))
+    thread = _thread(searchable, llm)
+
+    async def talk() -> None:
+        await thread.add_messages_async(
+            [{"role": "user", "content": "I live in Lisbon", "timestamp": "2024-03-01T09:00:00Z"}]
+        )
+        await thread.add_messages_async(
+            [{"role": "user", "content": "Berlin now", "timestamp": "2024-06-01T09:00:00Z"}]
+        )
+
+    anyio.run(talk)
+    _after_move(searchable, thread)
+    berlin = _memories(searchable)["Ana lives in Berlin"]
+    assert _at(_memories(searchable)["Ana lives in Lisbon"].valid_until) == _at(berlin.valid_from)
+    assert _at(berlin.valid_from) == _utc(2024, 6, 1, 9)

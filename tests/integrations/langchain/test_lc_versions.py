@@ -1,0 +1,56 @@
+"""The LangChain and LangGraph adapters read current memories only (SPEC §11,
+docs/langchain.md#versions-of-a-memory): a memory replaced by ``update_memory`` or
+ended by ``invalidate_memory`` is not returned by the retriever, the vector store or
+the LangGraph store, and k results come back when k current ones exist."""
+
+from __future__ import annotations
+
+import anyio
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_oam import OAMRetriever, OAMStore, OAMVectorStore
+from langchain_oam.store import record_id
+
+from oam_core import OracleAgentMemory
+
+
+def _memory() -> OracleAgentMemory:
+    return OracleAgentMemory(connection=":memory:", embedder="hashing/64", extract_memories=False)
+
+
+def test_the_retriever_returns_no_superseded_memory() -> None:
+    with _memory() as memory:
+        old = memory.add_memory("Alice lives in Lisbon by the river", user_id="alice")
+        for n in range(6):
+            old = memory.update_memory(old, f"Alice lives in Lisbon flat {n} by the river")
+        current = memory.update_memory(old, "Alice lives in Berlin now", reason="moved")
+        trains = memory.add_memory("Alice likes trains by the river", user_id="alice")
+        retriever = OAMRetriever(memory, k=2, user_id="alice", record_types={"memory"})
+        docs = retriever.invoke("Alice lives in Lisbon by the river")
+        assert sorted(d.id or "" for d in docs) == sorted([current, trains])
+        adocs = anyio.run(retriever.ainvoke, "Alice lives in Lisbon by the river")
+        assert sorted(d.id or "" for d in adocs) == sorted([current, trains])
+        memory.invalidate_memory(trains)
+        assert [d.id for d in retriever.invoke("trains by the river")] == [current]
+
+
+def test_the_vector_store_returns_no_superseded_memory() -> None:
+    with _memory() as memory:
+        vs = OAMVectorStore(DeterministicFakeEmbedding(size=64), store=memory.store)
+        [old] = vs.add_texts(["The office is in Lisbon"], ids=["office"])
+        new = memory.update_memory(old, "The office is in Porto", reason="moved")
+        found = vs.similarity_search("The office is in Lisbon", k=4)
+        assert [d.id for d in found] == [new]
+        scored = vs.similarity_search_with_relevance_scores("office", k=4)
+        assert [d.id for d, _ in scored] == [new]
+
+
+def test_the_langgraph_store_returns_no_invalidated_item() -> None:
+    with _memory() as memory:
+        store = OAMStore(memory)
+        store.put(("memories", "alice"), "car", {"text": "Alice has a red car"})
+        store.put(("memories", "alice"), "dog", {"text": "Alice's dog is Biscuit"})
+        memory.invalidate_memory(record_id(("memories", "alice"), "car"), reason="sold")
+        ranked = store.search(("memories",), query="Alice has a red car")
+        assert [i.key for i in ranked] == ["dog"]
+        listed = store.search(("memories",))  # no query: the unranked listing
+        assert [i.key for i in listed] == ["dog"]

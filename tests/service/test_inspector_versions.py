@@ -1,0 +1,156 @@
+"""``oam serve`` and the versions of a memory, over HTTP on SQLite and PostgreSQL (SPEC
+§11, docs/service.md#the-web-inspector): each memory shows its validity window and
+history; a person corrects a memory (a new version with a reason) or invalidates it
+through POST forms refused, like a delete, without the CSRF token or from another
+origin; search marks the versions that no longer hold when asked to show them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from html import unescape
+
+import pytest
+from _seed import EMBEDDER
+from starlette.testclient import TestClient
+
+from oam_core import OracleAgentMemory
+from oam_core.service.web.app import create_app
+
+
+@dataclass
+class Chain:
+    url: str
+    lisbon: str
+    porto: str
+    car: str
+
+
+def _open(url: str, **kwargs: object) -> OracleAgentMemory:
+    return OracleAgentMemory.open(url, embedder=EMBEDDER, extract_memories=False, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def chain(db_url: str) -> Chain:
+    with _open(db_url, schema_policy="CREATE_IF_NECESSARY") as memory:
+        lisbon = memory.add_memory("Alice lives in Lisbon", user_id="alice", agent_id="helper")
+        porto = memory.update_memory(lisbon, "Alice lives in Porto", reason="moved north")
+        car = memory.add_memory("Alice has a red car", user_id="alice", agent_id="helper")
+    return Chain(db_url, lisbon, porto, car)
+
+
+@pytest.fixture
+def client(chain: Chain) -> Iterator[TestClient]:
+    with TestClient(create_app(chain.url, embedder=EMBEDDER), base_url="http://127.0.0.1") as c:
+        yield c
+
+
+def _text(html: str) -> str:
+    return unescape(" ".join(re.sub(r"<[^>]+>", " ", html).split()))
+
+
+def _csrf(html: str) -> str:
+    match = re.search(r'name="csrf_token" value="([0-9a-f]{64})"', html)
+    assert match, html
+    return match.group(1)
+
+
+def test_a_memory_page_shows_its_window_and_history(client: TestClient, chain: Chain) -> None:
+    page = client.get("/memory", params={"id": chain.porto})
+    assert page.status_code == 200
+    text = _text(page.text).split("History")[1]
+    assert text.index("Alice lives in Lisbon") < text.index("Alice lives in Porto (this memory)")
+    assert "superseded : moved north" in text or "superseded: moved north" in text
+    assert "holds now" in text
+    with _open(chain.url) as memory:
+        old = memory.store.get("memory", chain.lisbon)
+        assert old is not None and old.valid_until is not None
+    assert f"until {old.valid_until}" in _text(page.text)
+    lisbon = client.get("/memory", params={"id": chain.lisbon}).text
+    assert "Correct…" not in lisbon and "Invalidate…" not in lisbon  # not current
+    assert "Correct…" in page.text and "Invalidate…" in page.text
+    single = _text(client.get("/memory", params={"id": chain.car}).text)
+    assert "Valid always" in single and "has one version" in single
+
+
+def test_correcting_a_memory_writes_a_new_version_after_the_checks(
+    client: TestClient, chain: Chain
+) -> None:
+    form_page = client.get("/memory/update", params={"id": chain.porto})
+    assert form_page.status_code == 200 and "Alice lives in Porto" in form_page.text
+    token = _csrf(form_page.text)
+    form = {"id": chain.porto, "content": "Alice lives in Berlin", "reason": "moved abroad"}
+    assert client.post("/memory/update", data=form).status_code == 403
+    assert client.post("/memory/update", data={**form, "csrf_token": "0" * 64}).status_code == 403
+    for origin in ("http://evil.example", "null"):
+        cross = client.post(
+            "/memory/update", data={**form, "csrf_token": token}, headers={"origin": origin}
+        )
+        assert cross.status_code == 403
+    with _open(chain.url) as memory:
+        assert [r.id for r in memory.get_memory_history(chain.porto)] == [chain.lisbon, chain.porto]
+    done = client.post("/memory/update", data={**form, "csrf_token": token}, follow_redirects=False)
+    assert done.status_code == 303
+    new_id = done.headers["location"].split("id=")[1]
+    with _open(chain.url) as memory:
+        history = memory.get_memory_history(chain.porto)
+        assert [r.id for r in history] == [chain.lisbon, chain.porto, new_id]
+        assert history[-1].content == "Alice lives in Berlin" and history[-1].user_id == "alice"
+        assert history[1].metadata is not None
+        assert history[1].metadata["$agent_memory"]["reason"] == "moved abroad"
+    stale = client.post("/memory/update", data={**form, "csrf_token": token})
+    assert stale.status_code == 400 and "memory_id" in stale.text
+    blank = client.post("/memory/update", data={"id": new_id, "content": "  ", "csrf_token": token})
+    assert blank.status_code == 400
+    missing = client.post(
+        "/memory/update", data={"id": "no-such", "content": "x", "csrf_token": token}
+    )
+    assert missing.status_code == 404
+
+
+def test_invalidating_a_memory_after_the_checks(client: TestClient, chain: Chain) -> None:
+    form_page = client.get("/memory/invalidate", params={"id": chain.car})
+    assert form_page.status_code == 200 and "Alice has a red car" in form_page.text
+    token = _csrf(form_page.text)
+    form = {"id": chain.car, "reason": "sold it"}
+    assert client.post("/memory/invalidate", data=form).status_code == 403
+    cross = client.post(
+        "/memory/invalidate",
+        data={**form, "csrf_token": token},
+        headers={"origin": "http://evil.example"},
+    )
+    assert cross.status_code == 403
+    with _open(chain.url) as memory:
+        record = memory.store.get("memory", chain.car)
+        assert record is not None and record.valid_until is None
+    done = client.post(
+        "/memory/invalidate", data={**form, "csrf_token": token}, follow_redirects=False
+    )
+    assert done.status_code == 303 and done.headers["location"] == f"/memory?id={chain.car}"
+    with _open(chain.url) as memory:
+        record = memory.store.get("memory", chain.car)
+        assert record is not None and record.valid_until is not None
+        assert record.metadata is not None
+        assert record.metadata["$agent_memory"]["reason"] == "sold it"
+    page = _text(client.get("/memory", params={"id": chain.car}).text)
+    assert "invalidated" in page and "Invalidated : sold it" in page
+    again = client.post("/memory/invalidate", data={**form, "csrf_token": token})
+    assert again.status_code == 409
+    assert client.get("/memory/update", params={"id": "no-such"}).status_code == 404
+    assert client.put("/memory/invalidate", data=form).status_code == 405
+
+
+def test_search_shows_current_memories_and_marks_past_versions_when_asked(
+    client: TestClient, chain: Chain
+) -> None:
+    params = {"q": "Alice lives", "types": "memory", "strategy": "keyword"}
+    now = client.get("/search", params=params)
+    assert now.status_code == 200
+    assert "Alice lives in Porto" in now.text and "Alice lives in Lisbon" not in now.text
+    every = client.get("/search", params={**params, "versions": "all"})
+    assert every.status_code == 200
+    rows = re.findall(r"<tr( class=\"past-version\")?>(.*?)</tr>", every.text, re.S)
+    marked = {("Lisbon" in row, bool(past)) for past, row in rows if "Alice lives" in row}
+    assert marked == {(True, True), (False, False)}
+    assert 'name="versions" value="all" checked' in every.text
