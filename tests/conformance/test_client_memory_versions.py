@@ -1,4 +1,4 @@
-"""The client's memory versions over every back end (SPEC §11, docs/versions.md):
+"""The client's memory versions over every back end (docs/versions.md):
 ``update_memory``, ``invalidate_memory``, ``get_memory_history`` and their async
 twins, ``search(as_of=)``, and context cards that get k current memories when k exist
 (the store filters before its top-k cut; nothing over-fetches)."""

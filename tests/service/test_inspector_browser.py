@@ -172,7 +172,7 @@ def test_pages_stack_on_a_narrow_screen(server: str, page: Page, tmp_path: Path)
 def test_a_person_corrects_a_memory_then_invalidates_it(
     server: str, page: Page, seeded: Seeded, tmp_path: Path
 ) -> None:
-    """SPEC §11: the inspector shows a memory's window and history and lets a person
+    """docs/service.md#oam-serve: the inspector shows a memory's window and history and lets a person
     correct it (a new version with a reason) or invalidate it."""
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

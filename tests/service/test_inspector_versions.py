@@ -1,5 +1,5 @@
-"""``oam serve`` and the versions of a memory, over HTTP on SQLite and PostgreSQL (SPEC
-§11, docs/service.md#the-web-inspector): each memory shows its validity window and
+"""``oam serve`` and the versions of a memory, over HTTP on SQLite and PostgreSQL (docs/versions.md,
+docs/service.md#oam-serve): each memory shows its validity window and
 history; a person corrects a memory (a new version with a reason) or invalidates it
 through POST forms refused, like a delete, without the CSRF token or from another
 origin; search marks the versions that no longer hold when asked to show them."""

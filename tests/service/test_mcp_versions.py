@@ -1,5 +1,5 @@
 """The version tools of ``oam mcp`` driven by the MCP SDK's own client, on SQLite and
-PostgreSQL (SPEC §11, docs/service.md#tools): ``update_memory``,
+PostgreSQL (docs/versions.md, docs/service.md#tools): ``update_memory``,
 ``invalidate_memory`` and ``memory_history``, scoped to the server's user; search
 hits carry their validity window, ``include_superseded`` returns every version, and
 a search asks the store for k current memories (no over-fetch)."""

@@ -1,4 +1,4 @@
-"""``oam memories list|show|update|invalidate|delete`` (docs/cli.md#memories; SPEC §11):
+"""``oam memories list|show|update|invalidate|delete`` (docs/cli.md#memories, docs/versions.md):
 the memories that hold now and every version with ``--all``, a memory's history, a
 correction as a new version with a reason, an invalidation, a delete; errors are one
 line (typer's CliRunner over a real SQLite file, hashing embedder)."""

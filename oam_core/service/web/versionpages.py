@@ -1,4 +1,4 @@
-"""The inspector's version actions (docs/service.md#the-web-inspector; docs/versions.md):
+"""The inspector's version actions (docs/service.md#oam-serve; docs/versions.md):
 correct a memory (a new version with a reason, ``update_memory``) and invalidate it
 (``invalidate_memory``). Each is a GET form page and a POST action; the POST is
 refused, like a delete, without a valid CSRF token or from another origin

@@ -1,4 +1,4 @@
-"""The LangChain and LangGraph adapters read current memories only (SPEC §11,
+"""The LangChain and LangGraph adapters read current memories only (docs/versions.md,
 docs/langchain.md#versions-of-a-memory): a memory replaced by ``update_memory`` or
 ended by ``invalidate_memory`` is not returned by the retriever, the vector store or
 the LangGraph store, and k results come back when k current ones exist."""

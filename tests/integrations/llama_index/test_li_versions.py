@@ -1,4 +1,4 @@
-"""The LlamaIndex adapters read current memories only (SPEC §11,
+"""The LlamaIndex adapters read current memories only (docs/versions.md,
 docs/llama_index.md#versions-of-a-memory): a memory replaced by ``update_memory`` or
 ended by ``invalidate_memory`` is not returned by ``OAMVectorStore.query`` nor shown
 in ``OAMMemoryBlock``'s card, and k results come back when k current ones exist."""
