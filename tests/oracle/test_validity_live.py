@@ -1,6 +1,6 @@
-"""Validity windows against a real Oracle Database 23ai (SPEC §11;
-docs/oracle.md#validity-windows). Runs only when ``OAM_ORACLE_DSN``,
-``OAM_ORACLE_USER`` and ``OAM_ORACLE_PASSWORD`` are set (docs/oracle.md#live-tests):
+"""Validity windows against a real Oracle Database 23ai
+(docs/oracle.md#validity-windows). Runs only when ``OAM_ORACLE_DSN``,
+``OAM_ORACLE_USER`` and ``OAM_ORACLE_PASSWORD`` are set (docs/oracle.md#running-the-live-tests-against-oracle-database-free):
 a version-3 schema is made by dropping the window columns of a fresh one, read
 without DDL, then upgraded in place by the first ``CREATE_IF_NECESSARY`` open."""
 

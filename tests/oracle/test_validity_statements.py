@@ -1,5 +1,5 @@
-"""Validity windows in the Oracle store at the statement level (SPEC §11;
-docs/oracle.md#validity-windows): the columns and their upgrade, the backfill, the
+"""Validity windows in the Oracle store at the statement level
+(docs/oracle.md#validity-windows): the columns and their upgrade, the backfill, the
 ``valid_at`` filter of every ranking statement before its top-k cut, the window
 binds of writes, the decoding of reads, and a version-3 schema opened without DDL
 whose statements never name the new columns (recording fake connection, fakedb.py)."""

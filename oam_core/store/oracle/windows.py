@@ -1,4 +1,4 @@
-"""Validity windows in the Oracle store (SPEC §11; docs/oracle.md#validity-windows).
+"""Validity windows in the Oracle store (docs/oracle.md#validity-windows).
 
 Schema version 4 gives the three record tables and ``RECORD_CHUNKS`` the columns
 ``valid_from`` and ``valid_until``: ``TIMESTAMP(6)`` in naive UTC, like
@@ -59,7 +59,7 @@ def select_columns(n: Names, alias: str = "r") -> str:
 
 
 def valid_at_condition(alias: str) -> str:
-    """The condition "row ``alias`` is valid at ``:valid_at``" (SPEC §11)."""
+    """The condition "row ``alias`` is valid at ``:valid_at``" (docs/versions.md)."""
     return (
         f"({alias}.valid_from IS NULL OR {alias}.valid_from <= :valid_at) "
         f"AND ({alias}.valid_until IS NULL OR {alias}.valid_until > :valid_at)"
