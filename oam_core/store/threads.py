@@ -32,7 +32,7 @@ from oam_core.checks import check_optional_int, scope_arg
 from oam_core.errors import InvalidArgumentError, ThreadDeletedError
 from oam_core.store import writes
 from oam_core.store.backend import Tx
-from oam_core.store.runtime import StoreRuntime
+from oam_core.store.parts import StorePart, part_of
 from oam_core.store.runtime import traced as traced_store
 from oam_core.store.ttl import iso
 from oam_core.store.versions import VersionChange, apply_changes, lock_targets
@@ -79,14 +79,10 @@ class ReservedUpdate:
 
 def thread_store(store: OracleMemoryStore) -> ThreadStore:
     """The ``ThreadStore`` of ``store`` (the same object on every call)."""
-    found = store.__dict__.get("_thread_store")
-    if found is None:  # setdefault: two first callers still share one object
-        found = store.__dict__.setdefault("_thread_store", ThreadStore(store.runtime, store))
-    assert isinstance(found, ThreadStore)
-    return found
+    return part_of(store, ThreadStore)
 
 
-class ThreadStore:
+class ThreadStore(StorePart):
     """Thread rows, thread-scoped writes and pipeline commits of one store (see the
     module docstring).
 
@@ -94,13 +90,6 @@ class ThreadStore:
         runtime: The store's runtime; its back end runs every call.
         store: The store itself, only to name it (``repr``, telemetry spans).
     """
-
-    def __init__(self, runtime: StoreRuntime, store: OracleMemoryStore) -> None:
-        self.runtime = runtime
-        self.store = store
-
-    def __repr__(self) -> str:
-        return f"ThreadStore({self.store!r})"
 
     # -- thread rows ---------------------------------------------------------------
 

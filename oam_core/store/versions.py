@@ -34,6 +34,7 @@ from oam_core.errors import InvalidArgumentError, NotFoundError
 from oam_core.steps import async_twin
 from oam_core.store import writes
 from oam_core.store.backend import StoredRow, Tx
+from oam_core.store.parts import StorePart, part_of
 from oam_core.store.runtime import StoreRuntime
 from oam_core.store.runtime import traced as traced_store
 
@@ -204,14 +205,10 @@ def _with_reserved(row: StoredRow, keys: dict[str, Any]) -> str:
 
 def memory_versions(store: OracleMemoryStore) -> MemoryVersions:
     """The ``MemoryVersions`` of ``store`` (the same object on every call)."""
-    found = store.__dict__.get("_memory_versions")
-    if found is None:  # setdefault: two first callers still share one object
-        found = store.__dict__.setdefault("_memory_versions", MemoryVersions(store.runtime, store))
-    assert isinstance(found, MemoryVersions)
-    return found
+    return part_of(store, MemoryVersions)
 
 
-class MemoryVersions:
+class MemoryVersions(StorePart):
     """Update, invalidate and trace the versions of one store's memories
     (docs/store.md#memory-versions). Each write is one transaction that reads the
     memory again, locked, so two writers updating one memory at once leave exactly
@@ -221,13 +218,6 @@ class MemoryVersions:
         runtime: The store's runtime; its back end runs every call.
         store: The store itself, only to name it (``repr``, telemetry spans).
     """
-
-    def __init__(self, runtime: StoreRuntime, store: OracleMemoryStore) -> None:
-        self.runtime = runtime
-        self.store = store
-
-    def __repr__(self) -> str:
-        return f"MemoryVersions({self.store!r})"
 
     @traced_store
     def update_memory(
