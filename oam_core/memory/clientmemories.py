@@ -24,7 +24,7 @@ from oam_core.store.versions import memory_versions
 __all__ = ["ClientMemories"]
 
 When = datetime | str
-"""A time of §11: a datetime (naive = UTC) or an ISO-8601 string."""
+"""A time of a validity window: a datetime (naive = UTC) or an ISO-8601 string (docs/versions.md)."""
 
 
 class ClientMemories:
