@@ -80,11 +80,19 @@ class VersionChange:
 # -- inside a transaction -----------------------------------------------------------
 
 
-def is_current(row: StoredRow, now: datetime) -> bool:
-    """Whether ``row``'s window holds at ``now`` (docs/store.md#validity-windows)."""
-    return (row.valid_from is None or row.valid_from <= now) and (
-        row.valid_until is None or row.valid_until > now
-    )
+def is_open(keys: dict[str, Any], valid_until: datetime | None, now: datetime) -> bool:
+    """Whether a version is the open end of its chain (docs/versions.md): no newer
+    version replaced it, it was not invalidated (``keys``: its reserved metadata),
+    and its window has not ended by ``now``. A version whose window starts later
+    is open: it can be corrected or invalidated before it holds."""
+    if isinstance(keys.get("superseded_by"), str) or keys.get("status") == "invalid":
+        return False
+    return valid_until is None or valid_until > now
+
+
+def row_open(row: StoredRow, now: datetime) -> bool:
+    """``is_open`` of a row read in a transaction."""
+    return is_open(reserved_of(row), row.valid_until, now)
 
 
 def reserved_of(row: StoredRow) -> dict[str, Any]:
@@ -136,7 +144,7 @@ def lock_targets(runtime: StoreRuntime, tx: Tx, changes: Sequence[VersionChange]
     for change in changes:
         row = tx.fetch_locked(MEMORY, change.target_id)
         seen = {change.target_id}
-        while row is not None and not is_current(row, now):
+        while row is not None and not row_open(row, now):
             head = reserved_of(row).get("superseded_by")
             if not isinstance(head, str) or head in seen:
                 break
@@ -150,15 +158,21 @@ def _supersede(tx: Tx, change: VersionChange, now: datetime) -> VersionChange | 
     successor = tx.fetch_locked(MEMORY, change.successor_id)
     target = tx.fetch_locked(MEMORY, change.target_id)
     seen = {change.successor_id}
-    while target is not None and not is_current(target, now):
+    while target is not None and not row_open(target, now):
         seen.add(str(target.id))
         head = reserved_of(target).get("superseded_by")
         if not isinstance(head, str) or head in seen:
-            return None  # no current head: the successor simply stays
+            return None  # no open head: the successor simply stays
         target = tx.fetch_locked(MEMORY, head)
     if successor is None or target is None:
         return None
-    end = change.at or successor.valid_from or now
+    fields: dict[str, Any] = {}
+    start = successor.valid_from
+    if target.valid_from is not None and (start is None or start < target.valid_from):
+        # A successor cannot hold before the version it replaces began (a pass whose
+        # messages predate a correction made meanwhile): it starts now, or then.
+        start = fields["valid_from"] = max(now, target.valid_from)
+    end = change.at or start or now
     _end(tx, target, end, superseded_by=successor.id, reason=change.reason)
     keys = reserved_of(successor)
     listed = keys.get("supersedes")
@@ -166,13 +180,14 @@ def _supersede(tx: Tx, change: VersionChange, now: datetime) -> VersionChange | 
     if target.id not in supersedes:
         supersedes.append(str(target.id))
     keys["supersedes"] = supersedes
-    tx.update_row(successor, {"metadata": _with_reserved(successor, keys)})
+    fields["metadata"] = _with_reserved(successor, keys)
+    tx.update_row(successor, fields)
     return dataclasses.replace(change, target_id=str(target.id), at=_clamped(target, end))
 
 
 def _invalidate(tx: Tx, change: VersionChange, now: datetime) -> VersionChange | None:
     target = tx.fetch_locked(MEMORY, change.target_id)
-    if target is None or not is_current(target, now):
+    if target is None or not row_open(target, now):
         return None
     end = change.at or now
     _end(tx, target, end, superseded_by=None, reason=change.reason)
@@ -235,7 +250,10 @@ class MemoryVersions(StorePart):
         The new memory has the old one's type and scope, its metadata (unless
         ``metadata`` is given) and its provenance (``source_message_ids``), and is
         embedded through the store's write path. The old one's window ends at the
-        new one's ``valid_from`` (now when None).
+        new one's ``valid_from`` (now when None). The version to update is the open
+        end of its chain (``is_open``): one whose window starts later can be
+        corrected before it holds (the new one then starts when it would have), one
+        already replaced cannot, even while its window still runs.
 
         Args:
             memory_id: The current version to replace.
@@ -251,9 +269,10 @@ class MemoryVersions(StorePart):
 
         Raises:
             NotFoundError: no memory has ``memory_id``.
-            InvalidArgumentError: naming ``memory_id`` when that memory is no longer
-                current (update the current version), or for a bad argument.
-                Nothing is written then.
+            InvalidArgumentError: naming ``memory_id`` when that memory was replaced
+                (naming its successor), invalidated or has ended; naming
+                ``valid_from`` when it is not later than the old version's start; or
+                for another bad argument. Nothing is written then.
         """
         checks.check_id(memory_id, "memory_id")
         if not isinstance(content, str):
@@ -267,8 +286,11 @@ class MemoryVersions(StorePart):
         if metadata is not NOT_SET:
             dump_metadata(metadata)
         old = self._visible(memory_id)
-        if not _record_current(old, self.runtime.now()):  # before embedding the new text
-            raise _not_current(memory_id, reserved_of_record(old))
+        old_until = None if old.valid_until is None else datetime.fromisoformat(old.valid_until)
+        if not is_open(reserved_of_record(old), old_until, self.runtime.now()):
+            raise _not_current(memory_id, reserved_of_record(old))  # before embedding
+        if valid_from is not NOT_SET:
+            _after_start(start, old.valid_from, "valid_from")
         user_meta = (
             {k: v for k, v in (old.metadata or {}).items() if k != RESERVED_KEY}
             if metadata is NOT_SET
@@ -298,8 +320,10 @@ class MemoryVersions(StorePart):
             row = tx.fetch_locked(MEMORY, memory_id)
             if row is None:
                 raise NotFoundError(f"no memory has id {memory_id!r}")
-            if not is_current(row, self.runtime.now()):
+            if not row_open(row, self.runtime.now()):
                 raise _not_current(memory_id, reserved_of(row))
+            if valid_from is not NOT_SET:
+                _after_start(start, row.valid_from, "valid_from")
             writes.insert_planned(self.runtime, tx, planned, writes.DEFAULT_BATCH_SIZE)
             change = VersionChange("supersede", memory_id, new_id, reason=reason)
             if not apply_changes(self.runtime, tx, [change]):  # pragma: no cover - locked
@@ -316,15 +340,18 @@ class MemoryVersions(StorePart):
     ) -> bool:
         """End a memory's validity without a successor, in one transaction
         (docs/store.md#memory-versions): its window ends at ``valid_until`` (omitted or None:
-        now; never before its ``valid_from``), its reserved metadata gets ``status:
-        "invalid"``, ``superseded_by: None`` and ``reason``.
+        now, or its ``valid_from`` when that is later: a memory invalidated before
+        it starts never holds), its reserved metadata gets ``status: "invalid"``,
+        ``superseded_by: None`` and ``reason``.
 
         Returns:
-            True, or False when the memory was already not current (nothing changes).
+            True, or False when the memory was already replaced, invalidated or
+            ended (nothing changes).
 
         Raises:
             NotFoundError: no memory has ``memory_id``.
-            InvalidArgumentError: for a bad id, reason or time.
+            InvalidArgumentError: for a bad id, reason or time, or a ``valid_until``
+                not later than the memory's ``valid_from``; nothing changes.
         """
         checks.check_id(memory_id, "memory_id")
         reason = _reason_arg(reason)
@@ -333,6 +360,8 @@ class MemoryVersions(StorePart):
             row = tx.fetch_locked(MEMORY, memory_id)
             if row is None:
                 raise NotFoundError(f"no memory has id {memory_id!r}")
+            if at is not None and row_open(row, self.runtime.now()):
+                _after_start(at, row.valid_from, "valid_until")
             change = VersionChange("invalidate", memory_id, at=at, reason=reason)
             return bool(apply_changes(self.runtime, tx, [change]))
 
@@ -409,12 +438,19 @@ def reserved_of_record(record: Record) -> dict[str, Any]:
     return dict(found) if isinstance(found, dict) else {}
 
 
-def _record_current(record: Record, now: datetime) -> bool:
-    """``is_current`` of a read ``Record`` (its window as ISO text)."""
-    start, end = record.valid_from, record.valid_until
-    return (start is None or datetime.fromisoformat(start) <= now) and (
-        end is None or datetime.fromisoformat(end) > now
-    )
+def _after_start(when: datetime | None, start: datetime | str | None, name: str) -> None:
+    """Refuse a new end or start ``when`` that is not later than a version's start.
+
+    Raises:
+        InvalidArgumentError: naming ``name``, when ``when <= start``.
+    """
+    if isinstance(start, str):
+        start = datetime.fromisoformat(start)
+    if when is not None and start is not None and when <= start:
+        raise InvalidArgumentError(
+            f"{name} must be later than the memory's valid_from {start.isoformat()}, "
+            f"got {when.isoformat()}"
+        )
 
 
 def _links(record: Record) -> builtins.list[str]:

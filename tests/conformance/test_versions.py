@@ -92,10 +92,16 @@ def test_update_memory_keeps_provenance_and_takes_metadata_and_valid_from(
     }
     assert got.valid_from == start.isoformat(timespec="seconds")
     assert store.get("memory", old).valid_until == got.valid_from
-    # valid_from=None: the new version holds from the start; the old ends now.
+    # valid_from=None: an open start cannot precede the replaced version's start, so
+    # the new version starts now and the old one ends then (no overlap).
     newer = memory_versions(store).update_memory(new, "lives in Paris", valid_from=None)
-    assert store.get("memory", newer).valid_from is None
+    assert store.get("memory", newer).valid_from == START.isoformat(timespec="seconds")
     assert store.get("memory", new).valid_until == START.isoformat(timespec="seconds")
+    # An explicit start no later than the replaced version's start is refused.
+    before = store.list("memory")
+    with pytest.raises(InvalidArgumentError, match="valid_from"):
+        memory_versions(store).update_memory(newer, "lives in Rome", valid_from=START)
+    assert store.list("memory") == before
 
 
 def test_update_memory_refuses_unknown_and_non_current_versions(
@@ -139,11 +145,16 @@ def test_invalidate_memory_ends_the_window_once(store: Any, clock: Any) -> None:
     assert got.valid_until == clock.now.isoformat(timespec="seconds")
     assert reserved(got) == {"status": "invalid", "superseded_by": None, "reason": "sold it"}
     assert current(store) == ["has a bike"]
-    # An explicit end before valid_from is clamped to it (an empty window).
-    assert versions.invalidate_memory(b, valid_until=START - timedelta(days=5)) is True
-    got = store.get("memory", b)
+    # An explicit end no later than valid_from is refused, naming it; nothing changes.
+    with pytest.raises(InvalidArgumentError, match="valid_until"):
+        versions.invalidate_memory(b, valid_until=START - timedelta(days=5))
+    assert store.get("memory", b).valid_until is None
+    assert current(store) == ["has a bike"]
+    # A memory whose window starts later is open: invalidated now, it never holds.
+    [c] = store.add(["has a boat"], "memory", valid_from=clock.now + timedelta(days=9))
+    assert versions.invalidate_memory(c) is True
+    got = store.get("memory", c)
     assert got.valid_until == got.valid_from
-    assert current(store) == []
     with pytest.raises(InvalidArgumentError, match="valid_until"):
         versions.invalidate_memory(a, valid_until="tomorrow-ish")
 
@@ -470,3 +481,69 @@ def _wait_for_a_lock_wait(psycopg: Any, uri: str, writer: threading.Thread) -> N
                 break
             done.wait(0.01)
     raise AssertionError("the second writer never waited on the row lock")
+
+
+def _iso(when: datetime) -> str:
+    return when.isoformat(timespec="seconds")
+
+
+def test_a_version_that_starts_later_is_the_one_to_correct(store: Any, clock: Any) -> None:
+    """A replaced version still holds until its successor starts, but it is not the
+    open end of its chain: updating it again is refused, naming the successor, so a
+    chain never forks; the successor can be corrected or invalidated before it holds."""
+    versions = memory_versions(store)
+    [home] = store.add(["Ana lives in Lisbon"], "memory", user_ids="ana")
+    moving = clock.now + timedelta(days=60)
+    berlin = versions.update_memory(home, "Ana lives in Berlin", valid_from=moving)
+    assert current(store) == ["Ana lives in Lisbon"]
+    before = store.list("memory")
+    with pytest.raises(InvalidArgumentError, match=berlin):
+        versions.update_memory(home, "Ana lives in Munich", valid_from=moving)
+    assert store.list("memory") == before
+    # Corrected before it starts: the new version takes its start, Berlin never holds.
+    munich = versions.update_memory(berlin, "Ana lives in Munich")
+    assert store.get("memory", munich).valid_from == _iso(moving)
+    assert store.get("memory", berlin).valid_until == _iso(moving)
+    later = [r.content for r in store.list("memory", as_of=moving + timedelta(days=1))]
+    assert later == ["Ana lives in Munich"]
+    history = [r.content for r in versions.get_memory_history(home)]
+    assert history == ["Ana lives in Lisbon", "Ana lives in Berlin", "Ana lives in Munich"]
+    assert versions.invalidate_memory(berlin) is False
+    assert versions.invalidate_memory(munich) is True
+    assert store.list("memory", as_of=moving + timedelta(days=1)) == []
+
+
+def test_a_pass_replacing_a_version_corrected_meanwhile_starts_now(store: Any, clock: Any) -> None:
+    """A pass whose messages predate a correction made while it ran supersedes the
+    corrected version (the open end of the chain), and starts when it commits: the
+    windows follow one another without overlap or an empty one."""
+    ts = thread_store(store)
+    ts.create_thread_row("t", user_id="u")
+    [home] = store.add(
+        ["lives in Lisbon"], "memory", user_ids="u", valid_from=START - timedelta(30)
+    )
+    clock.advance(hours=1)
+    porto = memory_versions(store).update_memory(home, "lives in Porto", reason="by hand")
+    clock.advance(hours=1)
+    batch = PendingRecordBatch(
+        texts=["lives in Berlin"],
+        record_type="memory",
+        record_ids=["b1"],
+        user_ids="u",
+        valid_from=START - timedelta(days=1),
+    )
+    ts.commit_thread_pass(
+        "t",
+        expected_state={},
+        state={"n": 1},
+        batches=[batch],
+        version_changes=[VersionChange("supersede", home, "b1", reason="moved")],
+    )
+    berlin, corrected = store.get("memory", "b1"), store.get("memory", porto)
+    assert berlin.valid_from == _iso(clock.now)
+    assert corrected.valid_from == _iso(START + timedelta(hours=1))
+    assert corrected.valid_until == berlin.valid_from
+    assert reserved(corrected)["superseded_by"] == "b1"
+    assert reserved(berlin)["supersedes"] == [porto]
+    history = [r.content for r in memory_versions(store).get_memory_history("b1")]
+    assert history == ["lives in Lisbon", "lives in Porto", "lives in Berlin"]
