@@ -350,6 +350,7 @@ class OracleAgentMemory(ClientMemories, IAgentMemory):
     def _profile_steps(
         self, add: Callable[[str, str], str], name: str, actor_id: object, info: object
     ) -> Steps[str]:
+        self._check_open()
         actor = check_given_id(actor_id if actor_id is not NOT_SET else None, name)
         if not isinstance(info, str):
             raise InvalidArgumentError(f"information must be a str, got {type(info).__name__}")
@@ -403,6 +404,7 @@ class OracleAgentMemory(ClientMemories, IAgentMemory):
     def _delete_actor_steps(
         self, record_type: str, name: str, actor_id: object, cascade: object
     ) -> Steps[int]:
+        self._check_open()
         actor = check_given_id(actor_id if actor_id is not NOT_SET else None, name)
         flag = check_bool(cascade, "cascade")
         deleted: int = yield from call(self._store.delete, record_type, actor, flag)
@@ -445,6 +447,7 @@ class OracleAgentMemory(ClientMemories, IAgentMemory):
             ValueError: for non-str or blank content, a bad id, a reserved
                 ``store_kwargs`` key, or an id that already exists; nothing is written.
         """
+        self._check_open()
         return (
             yield from add_memory_steps(
                 self._store,
@@ -477,6 +480,7 @@ class OracleAgentMemory(ClientMemories, IAgentMemory):
         Raises:
             ValueError: for a blank id.
         """
+        self._check_open()
         record_id = check_required_id(memory_id, "memory_id")
         deleted: int = yield from call(thread_store(self._store).delete_scoped, "memory", record_id)
         return deleted
@@ -618,6 +622,7 @@ class OracleAgentMemory(ClientMemories, IAgentMemory):
         Raises:
             ValueError: for a blank id.
         """
+        self._check_open()
         tid = check_required_id(thread_id, "thread_id")
         deleted: int = yield from call(self._store.delete_thread, tid)
         return deleted
@@ -640,6 +645,7 @@ class OracleAgentMemory(ClientMemories, IAgentMemory):
         Raises:
             ValueError: for a non-str id.
         """
+        self._check_open()
         rows: list[ThreadRow] = yield from call(
             thread_store(self._store).list_thread_rows,
             user_id=check_scope(user_id, "user_id", None) if user_id is not NOT_SET else NOT_SET,
@@ -660,6 +666,7 @@ class OracleAgentMemory(ClientMemories, IAgentMemory):
         Raises:
             ValueError: for an empty or non-str id.
         """
+        self._check_open()
         row: ThreadRow | None = yield from call(thread_store(self._store).get_thread_row, thread_id)
         return row
 

@@ -33,6 +33,10 @@ class ClientMemories:
 
     _store: OracleMemoryStore
 
+    def _check_open(self) -> None:
+        """Raise ``ClientClosedError`` once the client is closed (``OracleAgentMemory``
+        overrides it)."""
+
     def _search_steps(
         self,
         /,
@@ -74,6 +78,7 @@ class ClientMemories:
                 ``ConfigurationError`` for a store without an embedder under VECTOR
                 or HYBRID.
         """
+        self._check_open()
         scope: dict[str, Any] = {}
         for dim, value in (("user", user_id), ("agent", agent_id), ("thread", thread_id)):
             if value is not NOT_SET:
@@ -134,6 +139,7 @@ class ClientMemories:
                 current version), blank content, or a bad ``valid_from`` or
                 ``metadata``; nothing is written.
         """
+        self._check_open()
         new_id: str = yield from call(
             memory_versions(self._store).update_memory,
             memory_id,
@@ -179,6 +185,7 @@ class ClientMemories:
             NotFoundError: (a ``KeyError``) for an unknown id.
             InvalidArgumentError: for a bad ``valid_until``.
         """
+        self._check_open()
         ended: bool = yield from call(
             memory_versions(self._store).invalidate_memory,
             memory_id,
@@ -198,6 +205,7 @@ class ClientMemories:
         Raises:
             NotFoundError: (a ``KeyError``) for an unknown id.
         """
+        self._check_open()
         history: list[Record] = yield from call(
             memory_versions(self._store).get_memory_history, memory_id
         )

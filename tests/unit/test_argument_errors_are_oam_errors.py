@@ -6,6 +6,7 @@ Each call runs against a real SQLite file; nothing it refused may be written."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 
 from oam_core import OracleAgentMemory, SQLiteMemoryStore
 from oam_core.embedders.hashing import HashingEmbedder
-from oam_core.errors import InvalidArgumentError, OAMError
+from oam_core.errors import ClientClosedError, InvalidArgumentError, OAMError
 
 
 @pytest.fixture
@@ -220,3 +221,31 @@ def test_closed_client_is_an_oam_error(store: SQLiteMemoryStore) -> None:
     client.close()
     exc = _caught(lambda: client.create_thread(thread_id="t2"))
     assert re.search("this OracleAgentMemory is closed", str(exc))
+
+
+CLOSED_CALLS: list[tuple[str, Callable[[OracleAgentMemory, str], Any]]] = [
+    ("add_memory", lambda c, m: c.add_memory("again", user_id="u")),
+    ("add_user", lambda c, m: c.add_user("u2", "likes tea")),
+    ("delete_memory", lambda c, m: c.delete_memory(m)),
+    ("delete_user", lambda c, m: c.delete_user("u")),
+    ("delete_thread", lambda c, m: c.delete_thread("t")),
+    ("list_threads", lambda c, m: c.list_threads()),
+    ("search", lambda c, m: c.search("again")),
+    ("update_memory", lambda c, m: c.update_memory(m, "changed")),
+    ("invalidate_memory", lambda c, m: c.invalidate_memory(m)),
+    ("get_memory_history", lambda c, m: c.get_memory_history(m)),
+    ("update_memory_async", lambda c, m: asyncio.run(c.update_memory_async(m, "changed"))),
+]
+
+
+@pytest.mark.parametrize(("what", "call"), CLOSED_CALLS, ids=[c[0] for c in CLOSED_CALLS])
+def test_every_call_on_a_closed_client_raises_client_closed_error(
+    tmp_path: Path, what: str, call: Callable[[OracleAgentMemory, str], Any]
+) -> None:
+    client = OracleAgentMemory.open(
+        f"sqlite:///{tmp_path / 'm.db'}", embedder="hashing", extract_memories=False
+    )
+    memory_id = client.add_memory("Ana lives in Lisbon", user_id="u")
+    client.close()
+    with pytest.raises(ClientClosedError, match="this OracleAgentMemory is closed"):
+        call(client, memory_id)
