@@ -264,8 +264,9 @@ def check_window(
             ``valid_until <= valid_from``.
     """
     if valid_from is not None and valid_until is not None and valid_until <= valid_from:
+        what = name if "valid_until" in name else f"{name}: valid_until"
         raise InvalidArgumentError(
-            f"{name}: valid_until must be later than valid_from, got "
+            f"{what} must be later than valid_from, got "
             f"valid_from={valid_from.isoformat()} and valid_until={valid_until.isoformat()}"
         )
 
