@@ -80,6 +80,6 @@ def test_a_question_not_asking_for_advice_is_searched_as_before(make_store: Any)
 def test_public_search_of_an_advice_question(make_store: Any) -> None:
     store = _store(make_store)
     results = store.search(ADVICE, 3)
-    assert [r.id for r, _ in results][0] == "pref"
+    assert results[0][0].id == "pref"
     distances = [d for _, d in results]
     assert distances == sorted(distances) and len(results) == 3
