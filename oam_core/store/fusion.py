@@ -267,6 +267,7 @@ def list_weights(
 # words (except by coincidence), and the rule does not apply to it: its search is the
 # one of any other query.
 _APOSTROPHE = "['\u2019]"
+_GAP = 40
 _ASKS_ADVICE = re.compile(
     r"\b(?:recommend\w*|suggest\w*|advice|advise|ideas|tips?|what should|which should"
     r"|should i|(?:could|can) you (?:help|find|plan|pick|choose)"
@@ -276,15 +277,20 @@ _ASKS_ADVICE = re.compile(
 _FIRST_OR_SECOND_PERSON = re.compile(
     rf"\b(?:i|i{_APOSTROPHE}m|i{_APOSTROPHE}ve|me|my|you|your)\b", re.IGNORECASE
 )
-_STATES_PREFERENCE = re.compile(
-    rf"\b(?:i|i{_APOSTROPHE}m|i am|i{_APOSTROPHE}ve|my)\b[^.?!]{{0,40}}?"
+_PREFERENCE_WORDS = (
     r"\b(?:prefer\w*|like|love|enjoy|hate|dislike|avoid"
     rf"|can{_APOSTROPHE}t stand|cannot stand|not a fan"
     rf"|don{_APOSTROPHE}t (?:like|enjoy|eat|want|care)|do not (?:like|enjoy|eat|want)"
     r"|allergic|vegetarian|vegan|fear|phobia|favorite|favourite|interested|averse"
-    r"|intoleran\w*|sensitive|rather|only (?:want|eat|buy|watch|play|use)|never)\b",
+    r"|intoleran\w*|sensitive|rather|only (?:want|eat|buy|watch|play|use)|never)\b"
+)
+_PREFERENCE_WORD = re.compile(_PREFERENCE_WORDS, re.IGNORECASE)
+_STATES_PREFERENCE = re.compile(
+    rf"\b(?:i|i{_APOSTROPHE}m|i am|i{_APOSTROPHE}ve|my)\b[^.?!]{{0,{_GAP}}}?" + _PREFERENCE_WORDS,
     re.IGNORECASE,
 )
+"""A first-person pronoun, then within ``_GAP`` characters of the same sentence a
+word stating a preference."""
 
 
 def asks_for_advice(query: str) -> bool:
@@ -318,7 +324,21 @@ def states_preference(record: Record) -> bool:
         return True
     if isinstance(record, MessageRecord) and record.role != "user":
         return False
-    return bool(record.content) and _STATES_PREFERENCE.search(record.content or "") is not None
+    return bool(record.content) and _states_preference(record.content or "")
+
+
+def _states_preference(text: str) -> bool:
+    """``_STATES_PREFERENCE.search(text)``, in time linear in the text: the pattern
+    alone retries its 40-character gap after every "I" of a long text (seconds for
+    100,000 characters of "I I I ..."). The preference words are found first, and the
+    pattern is tried only in the window before each (a pronoun of at most 4
+    characters, the gap), where ``\\b`` still sees the character before the window
+    (tests/unit/test_fusion_advice.py compares the two)."""
+    for word in _PREFERENCE_WORD.finditer(text):
+        start = max(0, word.start() - _GAP - 5)
+        if _STATES_PREFERENCE.search(text, start, word.end()) is not None:
+            return True
+    return False
 
 
 def preference_list(

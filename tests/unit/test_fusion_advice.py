@@ -8,16 +8,20 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from oam_core.apis.records import MessageRecord, Record
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.fusion import (
+    _STATES_PREFERENCE,
     ADVICE_KEYWORD_WEIGHT,
     ADVICE_SIGNALS,
     DEFAULT_FUSION,
     PREFERENCE_WEIGHT,
     FusionConfig,
     Signal,
+    _states_preference,
     asks_for_advice,
     list_weights,
     preference_list,
@@ -187,3 +191,54 @@ def test_the_default_weights_are_the_measured_ones() -> None:
 def test_a_bad_weight_is_refused_naming_it(field: str, value: object) -> None:
     with pytest.raises(InvalidArgumentError, match=field):
         FusionConfig(**{field: value})  # type: ignore[arg-type]
+
+
+_PIECES = [
+    "I",
+    "i",
+    "I'm",
+    "I\u2019ve",
+    "I am",
+    "my",
+    "My",
+    "me",
+    "like",
+    "likely",
+    "prefer",
+    "preferably",
+    "never",
+    "can't stand",
+    "don't eat",
+    "only want",
+    "not a fan",
+    "xi",
+    "the",
+    "dinner",
+    "restaurant",
+    "and",
+    "really",
+    "a very long filler word",
+    ".",
+    "?",
+    "!",
+    ",",
+    " ",
+    "  ",
+    "\n",
+    "-",
+    "'",
+]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=60), st.sampled_from([" ", "", "_"]))
+def test_the_windowed_search_finds_what_the_pattern_finds(pieces: list[str], sep: str) -> None:
+    text = sep.join(pieces)
+    assert _states_preference(text) is (_STATES_PREFERENCE.search(text) is not None)
+
+
+def test_a_long_text_is_read_in_linear_time() -> None:
+    # The pattern alone would retry its gap after each "I" (seconds); the answer is
+    # what it would give, and the last sentence is read too.
+    text = "I " * 50_000
+    assert not _states_preference(text)
+    assert _states_preference(text + ". Honestly I prefer tea.")
