@@ -274,6 +274,15 @@ _ASKS_ADVICE = re.compile(
     r"|help me (?:plan|choose|pick|find|decide)|options? for me|what are some|any good)\b",
     re.IGNORECASE,
 )
+_ASKS_RECALL = re.compile(
+    r"\b(?:did (?:i|we|you)|have i|had i|was i|were we"
+    r"|i (?:told|said|mentioned|asked|read|watched|bought|visited|tried|went|saw|ate|played|used)"
+    r"|you (?:told|said|mentioned|recommended|suggested)"
+    r"|remember|recall|last (?:week|month|year|time|night)|ago|yesterday)\b",
+    re.IGNORECASE,
+)
+"""Words of a question about what happened ("What are some books I read last year?",
+"What did you recommend for my trip?"): it asks for a memory, not for advice."""
 _FIRST_OR_SECOND_PERSON = re.compile(
     rf"\b(?:i|i{_APOSTROPHE}m|i{_APOSTROPHE}ve|me|my|you|your)\b", re.IGNORECASE
 )
@@ -299,15 +308,18 @@ def asks_for_advice(query: str) -> bool:
     help/find/plan ...", "what are some ..." (English words), and speaks of or to
     the person asking ("I", "me", "my", "you", "your").
 
-    A question about what someone else advised ("What did Caroline recommend?") is
-    a question about what happened, not one asking for advice. English patterns: a
+    A question about what happened is not one asking for advice: what someone else
+    advised ("What did Caroline recommend?"), or what the asker did or was told
+    ("What are some books I read last year?", "What did you recommend for my trip?"). English patterns: a
     query in another language is not an advice question (docs/retrieval.md).
 
     Args:
         query: The text query.
     """
     return (
-        _ASKS_ADVICE.search(query) is not None and _FIRST_OR_SECOND_PERSON.search(query) is not None
+        _ASKS_ADVICE.search(query) is not None
+        and _FIRST_OR_SECOND_PERSON.search(query) is not None
+        and _ASKS_RECALL.search(query) is None
     )
 
 

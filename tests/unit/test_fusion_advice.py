@@ -48,6 +48,11 @@ ADVICE = [
 ]
 
 NOT_ADVICE = [
+    # Questions about what happened, in the first or second person: recall, not advice.
+    "What are some books I read last year?",
+    "What did you recommend for my trip to Lisbon?",
+    "What movies did I say I liked?",
+    "Do you remember the restaurant I mentioned?",
     # Third person: what someone else recommended is what happened (LoCoMo style).
     "What did Caroline recommend?",
     "What did Melanie suggest to Caroline about the adoption agencies?",
