@@ -28,6 +28,13 @@ states are better matched against a record's fields than against its words
   quotes the turns before it, so a reply ("Wow, that's great!") can tie with or
   outrank the turn that holds the answer. The candidates whose own content holds the
   query's terms rank ahead of those that match only through the turns they quote.
+* **a stated preference**: a question asking for advice ("Can you recommend a
+  restaurant for my birthday?") is answered by a preference the user stated ("I am
+  vegetarian"), which constrains the answer rather than restating the question: it
+  shares few words with it. For such a question (``asks_for_advice``) the keyword
+  lists weigh little (``FusionConfig.advice_keyword_weight``), the lists made for
+  other questions (date, time, own words) do not apply, and the candidates stating a
+  preference (``preference_list``) are one more list (``query_signals``).
 
 Each signal is a ranked list of the candidate pool (the best fused records, in
 fused order) restricted to the records that match it. Fused with the text lists by
@@ -49,7 +56,7 @@ from typing import ClassVar, TypeVar
 
 import regex
 
-from oam_core.apis.records import Record
+from oam_core.apis.records import MessageRecord, Record
 from oam_core.apis.thread import participant_name
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.temporal import (
@@ -63,11 +70,14 @@ from oam_core.store.temporal import (
 from oam_core.store.text import query_terms
 
 __all__ = [
+    "ADVICE_KEYWORD_WEIGHT",
+    "ADVICE_SIGNALS",
     "DATE_WEIGHT",
     "DEFAULT_FUSION",
     "HYBRID_DEPTH",
     "OWN_TEXT_WEIGHT",
     "POOL",
+    "PREFERENCE_WEIGHT",
     "RRF_K",
     "SPEAKER_WEIGHT",
     "TIME_WEIGHT",
@@ -75,13 +85,18 @@ __all__ = [
     "DistanceKind",
     "FusionConfig",
     "Signal",
+    "asks_for_advice",
     "distance_type",
     "fuse",
+    "list_weights",
     "normalized_distances",
     "own_text_list",
     "passage_text",
+    "preference_list",
+    "query_signals",
     "rrf_distance",
     "signal_lists",
+    "states_preference",
 ]
 
 
@@ -93,6 +108,7 @@ class Signal(enum.Enum):
     DATE = "date"
     TIME = "time"
     OWN_TEXT = "own_text"
+    PREFERENCE = "preference"
 
 
 POOL = 50
@@ -120,6 +136,28 @@ speaker list, a soft preference that breaks a tie between a turn and a reply quo
 it. On LoCoMo (bench/README.md) 1/3 lifts recall_all@10 from 0.708 to 0.712 and each
 half of the dev set; 1.0 costs multi-hop questions (0.706)."""
 
+PREFERENCE_WEIGHT = 2.0
+"""RRF weight of the list of candidates stating a preference, for a question asking
+for advice: two text lists' worth (the weight of a back end's own fused ranking,
+``FusionConfig.index_weight``). The preference is the evidence such a question is
+answered by, but its words are not the question's, so neither text list ranks it
+high; weights 1.0-2.0 held on both PrefEval tasks and halves, 2.0 best on the
+conversation task (bench/README.md)."""
+
+ADVICE_KEYWORD_WEIGHT = 0.1
+"""RRF weight of each keyword list for a question asking for advice (in place of
+``FusionConfig.list_weight``): the words such a question shares with its answer, a
+stated preference, are few and incidental ("What movies can I watch this weekend?"
+against "I prefer not to watch movies longer than two hours"), so BM25's best hits
+are mostly other questions' topics. On PrefEval 0.1 beats 1.0 on both tasks and
+halves, and beats 0 (no keyword list) on the memories task (bench/README.md)."""
+
+ADVICE_SIGNALS = frozenset({Signal.SPEAKER, Signal.PREFERENCE})
+"""The signal lists that apply to a question asking for advice: the speaker (a
+question may name whose preferences matter) and the stated preferences. The date,
+time and own-words lists were made for questions about what happened; an advice
+question's terms and dates are not its answer's."""
+
 _STEM = 5
 """Words are compared by their first ``_STEM`` letters ("painting" and "paints" as
 "paint"), a crude stand-in for the keyword index's stemmer."""
@@ -144,24 +182,29 @@ def signal_lists(
     now: datetime,
     which: Collection[Signal] = frozenset(Signal),
 ) -> builtins.list[tuple[Signal, builtins.list[Hashable]]]:
-    """The speaker, date, time and own-text lists of a query over a candidate pool.
+    """The speaker, date, time, own-text and preference lists of a query over a
+    candidate pool.
 
     Args:
         query: The text query.
         pool: Candidate record keys, best first (the fused ranking's head).
         records: The loaded records of ``pool`` (a key may be missing: skipped).
         now: The store clock, for relative dates in the query ("last week").
-        which: The signals to read (the others are not computed).
+        which: The signals that may apply; of these, those that apply to the
+            query's kind are read (``query_signals``), the others not computed.
 
     Returns:
-        Up to four ``(signal, ranked keys)`` pairs in this order, the keys a
+        Up to five ``(signal, ranked keys)`` pairs in this order, the keys a
         sub-sequence of ``pool``: the candidates spoken by the one participant the
         query names (``SPEAKER``, weighed by ``SPEAKER_WEIGHT``); those whose dates
         fall in a span the query names (``DATE``, ``DATE_WEIGHT``); for a query
         asking for a time, those stating one (``TIME``, ``TIME_WEIGHT``); those whose
         own content holds query terms (``OWN_TEXT``, ``OWN_TEXT_WEIGHT``,
-        ``own_text_list``). A list holding none or all of the pool is left out.
+        ``own_text_list``); for a query asking for advice, those stating a
+        preference (``PREFERENCE``, ``PREFERENCE_WEIGHT``, ``preference_list``). A
+        list holding none or all of the pool is left out.
     """
+    which = query_signals(query, which)
     present = [key for key in pool if key in records]
     lists: builtins.list[tuple[Signal, builtins.list[Hashable]]] = []
     if Signal.SPEAKER in which:
@@ -184,7 +227,142 @@ def signal_lists(
         lists.append((Signal.TIME, [key for key, yes in zip(present, stated, strict=True) if yes]))
     if Signal.OWN_TEXT in which:
         lists.append((Signal.OWN_TEXT, own_text_list(query, present, records)))
+    if Signal.PREFERENCE in which:
+        lists.append((Signal.PREFERENCE, preference_list(present, records)))
     return [(signal, keys) for signal, keys in lists if 0 < len(keys) < len(present)]
+
+
+def query_signals(query: str, which: Collection[Signal] = frozenset(Signal)) -> frozenset[Signal]:
+    """The signals of ``which`` that apply to ``query``: for a question asking for
+    advice (``asks_for_advice``) those of ``ADVICE_SIGNALS``, for any other query all
+    but ``Signal.PREFERENCE``.
+
+    Args:
+        query: The text query.
+        which: The signals that may apply (a ``FusionConfig``'s ``signals``).
+    """
+    if asks_for_advice(query):
+        return frozenset(which) & ADVICE_SIGNALS
+    return frozenset(which) - {Signal.PREFERENCE}
+
+
+def list_weights(
+    query: str, n_vector: int, n_keyword: int, fusion: FusionConfig
+) -> builtins.list[float]:
+    """The RRF weights of a HYBRID search's text lists, its ``n_vector`` vector lists
+    followed by its ``n_keyword`` keyword lists (one each per part of the query):
+    ``fusion.list_weight`` each, except a keyword list of a question asking for
+    advice (``asks_for_advice``), which weighs ``fusion.advice_keyword_weight``.
+
+    Args:
+        query: The text query (the whole of it, not a part).
+        n_vector, n_keyword: How many lists of each kind (ints >= 0).
+        fusion: The fusion's settings.
+    """
+    keyword = fusion.advice_keyword_weight if asks_for_advice(query) else fusion.list_weight
+    return [fusion.list_weight] * n_vector + [keyword] * n_keyword
+
+
+# English patterns: a query or a record in another language matches none of their
+# words (except by coincidence), and the rule does not apply to it: its search is the
+# one of any other query.
+_APOSTROPHE = "['\u2019]"
+_GAP = 40
+_ASKS_ADVICE = re.compile(
+    r"\b(?:recommend\w*|suggest\w*|advice|advise|ideas|tips?|what should|which should"
+    r"|should i|(?:could|can) you (?:help|find|plan|pick|choose)"
+    r"|help me (?:plan|choose|pick|find|decide)|options? for me|what are some|any good)\b",
+    re.IGNORECASE,
+)
+_ASKS_RECALL = re.compile(
+    r"\b(?:did (?:i|we|you)|have i|had i|was i|were we"
+    r"|i (?:told|said|mentioned|asked|read|watched|bought|visited|tried|went|saw|ate|played|used)"
+    r"|you (?:told|said|mentioned|recommended|suggested)"
+    r"|remember|recall|last (?:week|month|year|time|night)|ago|yesterday)\b",
+    re.IGNORECASE,
+)
+"""Words of a question about what happened ("What are some books I read last year?",
+"What did you recommend for my trip?"): it asks for a memory, not for advice."""
+_FIRST_OR_SECOND_PERSON = re.compile(
+    rf"\b(?:i|i{_APOSTROPHE}m|i{_APOSTROPHE}ve|me|my|you|your)\b", re.IGNORECASE
+)
+_PREFERENCE_WORDS = (
+    r"\b(?:prefer\w*|like|love|enjoy|hate|dislike|avoid"
+    rf"|can{_APOSTROPHE}t stand|cannot stand|not a fan"
+    rf"|don{_APOSTROPHE}t (?:like|enjoy|eat|want|care)|do not (?:like|enjoy|eat|want)"
+    r"|allergic|vegetarian|vegan|fear|phobia|favorite|favourite|interested|averse"
+    r"|intoleran\w*|sensitive|rather|only (?:want|eat|buy|watch|play|use)|never)\b"
+)
+_PREFERENCE_WORD = re.compile(_PREFERENCE_WORDS, re.IGNORECASE)
+_STATES_PREFERENCE = re.compile(
+    rf"\b(?:i|i{_APOSTROPHE}m|i am|i{_APOSTROPHE}ve|my)\b[^.?!]{{0,{_GAP}}}?" + _PREFERENCE_WORDS,
+    re.IGNORECASE,
+)
+"""A first-person pronoun, then within ``_GAP`` characters of the same sentence a
+word stating a preference."""
+
+
+def asks_for_advice(query: str) -> bool:
+    """Whether ``query`` asks for advice in the first or second person: it asks for a
+    recommendation, a suggestion, ideas, tips, options, "what should I ...", "can you
+    help/find/plan ...", "what are some ..." (English words), and speaks of or to
+    the person asking ("I", "me", "my", "you", "your").
+
+    A question about what happened is not one asking for advice: what someone else
+    advised ("What did Caroline recommend?"), or what the asker did or was told
+    ("What are some books I read last year?", "What did you recommend for my trip?"). English patterns: a
+    query in another language is not an advice question (docs/retrieval.md).
+
+    Args:
+        query: The text query.
+    """
+    return (
+        _ASKS_ADVICE.search(query) is not None
+        and _FIRST_OR_SECOND_PERSON.search(query) is not None
+        and _ASKS_RECALL.search(query) is None
+    )
+
+
+def states_preference(record: Record) -> bool:
+    """Whether ``record`` states a preference of the user: a ``preference`` record, or
+    a record whose content states one in the first person ("I prefer ...", "I am
+    allergic to ...", "my favorite ...", "I can't stand ...", "I never ..."; English
+    patterns), a message only when the user (role ``user``) wrote it.
+
+    Args:
+        record: A loaded record (a ``MessageRecord`` for a message).
+    """
+    if record.record_type == "preference":
+        return True
+    if isinstance(record, MessageRecord) and record.role != "user":
+        return False
+    return bool(record.content) and _states_preference(record.content or "")
+
+
+def _states_preference(text: str) -> bool:
+    """``_STATES_PREFERENCE.search(text)``, in time linear in the text: the pattern
+    alone retries its 40-character gap after every "I" of a long text (seconds for
+    100,000 characters of "I I I ..."). The preference words are found first, and the
+    pattern is tried only in the window before each (a pronoun of at most 4
+    characters, the gap), where ``\\b`` still sees the character before the window
+    (tests/unit/test_fusion_advice.py compares the two)."""
+    for word in _PREFERENCE_WORD.finditer(text):
+        start = max(0, word.start() - _GAP - 5)
+        if _STATES_PREFERENCE.search(text, start, word.end()) is not None:
+            return True
+    return False
+
+
+def preference_list(
+    pool: Sequence[Hashable], records: Mapping[Hashable, Record]
+) -> builtins.list[Hashable]:
+    """The candidates stating a preference (``states_preference``), in ``pool`` order.
+
+    Args:
+        pool: Candidate record keys, best first, all in ``records``.
+        records: The loaded records.
+    """
+    return [key for key in pool if states_preference(records[key])]
 
 
 def own_text_list(
@@ -393,9 +571,13 @@ class FusionConfig:
         index_weight: The weight of a ranking a back end's index fused by itself
             (Oracle's hybrid vector index fuses a vector and a keyword list: two
             lists' worth), against which the signal lists are weighed (> 0).
-        signals: Which of the query's signal lists apply (``Signal``).
-        speaker_weight, date_weight, time_weight, own_text_weight: The weight of
-            each signal list (> 0; the defaults and why: the ``*_WEIGHT`` constants above).
+        signals: Which of the query's signal lists may apply (``Signal``); of these,
+            those of the query's kind (``query_signals``).
+        speaker_weight, date_weight, time_weight, own_text_weight,
+            preference_weight: The weight of each signal list (> 0; the defaults and
+            why: the ``*_WEIGHT`` constants above).
+        advice_keyword_weight: The weight of each keyword list for a question asking
+            for advice (> 0; ``ADVICE_KEYWORD_WEIGHT``, ``list_weights``).
         pool: How many of the best fused candidates the signal lists re-rank (>= 1).
         depth: How many candidates each list ranks at least (>= 1).
 
@@ -411,6 +593,8 @@ class FusionConfig:
     date_weight: float = DATE_WEIGHT
     time_weight: float = TIME_WEIGHT
     own_text_weight: float = OWN_TEXT_WEIGHT
+    preference_weight: float = PREFERENCE_WEIGHT
+    advice_keyword_weight: float = ADVICE_KEYWORD_WEIGHT
     pool: int = POOL
     depth: int = HYBRID_DEPTH
 
@@ -426,6 +610,8 @@ class FusionConfig:
             "date_weight",
             "time_weight",
             "own_text_weight",
+            "preference_weight",
+            "advice_keyword_weight",
         ):
             weight = getattr(self, name)
             if isinstance(weight, bool) or not isinstance(weight, int | float) or weight <= 0:

@@ -30,6 +30,7 @@ from oam_core.store.fusion import (
     FusionConfig,
     distance_type,
     fuse,
+    list_weights,
     normalized_distances,
     passage_text,
     rrf_distance,
@@ -174,7 +175,8 @@ def _text_ranking(
         vectors, [query_terms(p) for p in parts], depth, pred
     )
     lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
-    weights = [fusion.list_weight] * len(lists)
+    # A question asking for advice weighs its keyword lists less (fusion.list_weights).
+    weights = list_weights(query, len(v_lists), len(kw_lists), fusion)
     return _hybrid_ranking(runtime, query, lists, weights, k, pred, fusion)
 
 
@@ -188,8 +190,9 @@ def _hybrid_ranking(
     fusion: FusionConfig,
     index: Ranked | None = None,
 ) -> tuple[Ranked, dict[Hashable, Record], DistanceKind]:
-    """Fuse the text lists, then the query's signal lists (store/fusion.py) read from
-    the fused head onto the same scores: each list enters the fusion once.
+    """Fuse the text lists, then the query's signal lists (store/fusion.py; those of
+    the query's kind, ``fusion.query_signals``) read from the fused head onto the same
+    scores: each list enters the fusion once.
 
     Returns ``(key, distance)`` pairs from the fused scores, the head's loaded records
     and the distances' kind. ``index``: the distances of a back end's own fused

@@ -64,6 +64,13 @@ CASES: list[tuple[str, str, Any]] = [
     ("longer-than-the-window", "Whiskers the cat sleeps all day long. " * 100, "en"),
     ("long-cjk", "我的猫叫豆豆。" * 150, "zh"),
     ("one-letter", "x", None),
+    # Questions asking for advice take their own path through HYBRID (store/fusion.py,
+    # asks_for_advice): the same table runs on it.
+    ("advice", "Can you recommend a name for my cat?", "en"),
+    ("advice-only-function-words", "What should I?", ANY),
+    ("advice-long", "Any tips for my cat Whiskers? " * 200, "en"),
+    ("advice-emoji-and-punctuation", "🐱?! any tips for me?!", ANY),
+    ("advice-another-script", "Can you recommend 我的猫 a name for me?", ANY),
 ]
 STRATEGIES = ["VECTOR", "KEYWORD", "HYBRID"]
 HIGH = {"VECTOR": 2.0, "KEYWORD": 1.0, "HYBRID": 1.0}

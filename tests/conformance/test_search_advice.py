@@ -1,0 +1,85 @@
+"""A HYBRID search of a question asking for advice finds the preference the user
+stated, on every back end (store/fusion.py ``asks_for_advice``, ``preference_list``;
+docs/retrieval.md#advice-questions-and-stated-preferences)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oam_core.apis._sentinel import NOT_SET
+from oam_core.store import search as search_flow
+from oam_core.store.fusion import DistanceKind, FusionConfig, Signal
+
+TURNS = [
+    # (id, role, content): the filler shares the question's words, the preference none.
+    ("filler-1", "user", "The restaurant downtown does a birthday dinner every Friday."),
+    ("filler-2", "assistant", "A birthday dinner at that restaurant sounds like fun!"),
+    ("pref", "user", "I am vegetarian and I prefer quiet places."),
+    ("reply", "assistant", "Noted, I prefer quiet places too."),
+    ("other", "user", "We walked along the river after work."),
+]
+ADVICE = "Can you recommend a restaurant for my birthday dinner?"
+NOT_ADVICE = "Which restaurant did we pick for the birthday dinner?"
+
+
+def _search(store: Any, query: str, fusion: FusionConfig) -> list[tuple[str, float]]:
+    results = search_flow.search(
+        store.runtime,
+        query,
+        5,
+        strategy=store.search_strategy,
+        reranker=None,
+        query_vector=None,
+        thread_id=NOT_SET,
+        user_id=NOT_SET,
+        agent_id=NOT_SET,
+        exact_user_match=False,
+        exact_agent_match=False,
+        exact_thread_match=False,
+        record_types=None,
+        metadata_filter=NOT_SET,
+        fusion=fusion,
+    )
+    assert all(d.kind is DistanceKind.FUSED and 0.0 <= d <= 1.0 for _, d in results)
+    return [(r.id, d) for r, d in results]
+
+
+def _store(make_store: Any) -> Any:
+    store = make_store(search_strategy="HYBRID")
+    store.add(
+        [text for _, _, text in TURNS],
+        "message",
+        record_ids=[i for i, _, _ in TURNS],
+        thread_ids="t1",
+        roles=[role for _, role, _ in TURNS],
+    )
+    return store
+
+
+def test_an_advice_question_finds_the_stated_preference_first(make_store: Any) -> None:
+    store = _store(make_store)
+    got = [i for i, _ in _search(store, ADVICE, FusionConfig())]
+    assert got[0] == "pref"
+    # The assistant saying the same is not the user's preference.
+    assert got.index("reply") > got.index("filler-1")
+    without = FusionConfig(signals=frozenset(Signal) - {Signal.PREFERENCE})
+    assert [i for i, _ in _search(store, ADVICE, without)][:2] == ["filler-1", "filler-2"]
+
+
+def test_a_question_not_asking_for_advice_is_searched_as_before(make_store: Any) -> None:
+    store = _store(make_store)
+    default = _search(store, NOT_ADVICE, FusionConfig())
+    # The preference signal and the advice keyword weight play no part in it.
+    unchanged = FusionConfig(
+        signals=frozenset(Signal) - {Signal.PREFERENCE}, advice_keyword_weight=1.0
+    )
+    assert default == _search(store, NOT_ADVICE, unchanged)
+    assert [i for i, _ in default][:2] == ["filler-1", "filler-2"]
+
+
+def test_public_search_of_an_advice_question(make_store: Any) -> None:
+    store = _store(make_store)
+    results = store.search(ADVICE, 3)
+    assert results[0][0].id == "pref"
+    distances = [d for _, d in results]
+    assert distances == sorted(distances) and len(results) == 3
