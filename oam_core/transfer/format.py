@@ -7,10 +7,9 @@ object. This module turns lines into ``DumpRow`` objects and back; it does no I/
 
 from __future__ import annotations
 
-import base64
 import binascii
-from binascii import a2b_base64
-from collections.abc import Mapping
+from binascii import a2b_base64, b2a_base64
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -28,6 +27,19 @@ VERSION = 1
 """The version this module writes and the newest it reads."""
 
 _F4 = np.dtype("<f4")
+
+_b64decode: Callable[..., bytes] | None
+_b64encode: Callable[[bytes], bytes]
+try:  # C with SIMD: a 384-dimension vector in 0.8 us instead of binascii's 4 us
+    import pybase64
+
+    _b64decode = pybase64.b64decode
+    _b64encode = pybase64.b64encode
+except ImportError:  # pragma: no cover - pybase64 is a dependency; binascii stands in
+    _b64decode = None
+
+    def _b64encode(raw: bytes) -> bytes:
+        return b2a_base64(raw, newline=False)
 
 
 class LineError(ValueError):
@@ -115,7 +127,7 @@ def encode(row: DumpRow) -> bytes:
                     "text": c.text,
                     "vector": None
                     if c.vector is None
-                    else base64.b64encode(np.asarray(c.vector, dtype=_F4).tobytes()).decode(),
+                    else _b64encode(np.asarray(c.vector, dtype=_F4).tobytes()).decode(),
                     "expires_at": None if c.expires_at is None else iso(c.expires_at),
                     "sources": list(c.sources),
                 }
@@ -293,10 +305,7 @@ def _chunk(c: Any, i: int) -> DumpChunk:
     if vector is not None:
         if type(vector) is not str:
             raise LineError(f"search_rows[{i}].vector must be base64 text")
-        try:
-            raw = a2b_base64(vector)
-        except binascii.Error:
-            raise LineError(f"search_rows[{i}].vector is not base64") from None
+        raw = _vector_bytes(vector, i)
         if not raw or len(raw) % 4:
             raise LineError(f"search_rows[{i}].vector holds {len(raw)} bytes, not float32s")
         vec = np.frombuffer(raw, dtype=_F4)
@@ -313,6 +322,21 @@ def _chunk(c: Any, i: int) -> DumpChunk:
         None if expires is None else _parse(expires, "expires_at"),
         tuple(sources),
     )
+
+
+def _vector_bytes(text: str, i: int) -> bytes:
+    """The bytes of search row ``i``'s base64 ``text``. Strict RFC 4648 (what a dump
+    holds) goes through the fast decoder; anything else through ``a2b_base64`` as
+    before, which skips characters outside the alphabet."""
+    if _b64decode is not None:
+        try:
+            return _b64decode(text, validate=True)
+        except ValueError:
+            pass
+    try:
+        return a2b_base64(text)
+    except binascii.Error:
+        raise LineError(f"search_rows[{i}].vector is not base64") from None
 
 
 def _str(v: Mapping[str, Any], key: str) -> str | None:
