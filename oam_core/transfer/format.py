@@ -319,6 +319,8 @@ def _record(v: dict[str, Any], raw: bytes | None = None) -> DumpRow:
         created = _id(v, "created_at")
     _parse(created, "created_at")
     expires = g("expires_at")
+    valid_from = g("valid_from")
+    valid_until = g("valid_until")
     rows = g("search_rows", [])
     if type(rows) is not list:
         raise LineError(f"search_rows must be a list, got {type(rows).__name__}")
@@ -341,7 +343,8 @@ def _record(v: dict[str, Any], raw: bytes | None = None) -> DumpRow:
         tuple([_chunk(c, i) for i, c in enumerate(rows)])
         if raw is None
         else (_chunk(rows[0], 0, raw),),
-        *(None if g(k) is None else _parse(g(k), k) for k in ("valid_from", "valid_until")),
+        None if valid_from is None else _parse(valid_from, "valid_from"),
+        None if valid_until is None else _parse(valid_until, "valid_until"),
     )
 
 
