@@ -249,6 +249,7 @@ _ROW_ALL = attrgetter(
 )
 _CHUNKS = attrgetter("chunks")
 _CHUNK_TEXT = attrgetter("text")
+_VECTOR = attrgetter("vector")
 _CHUNK_SOURCES = attrgetter("sources")
 _METADATA = attrgetter("metadata")
 _TIMESTAMP = attrgetter("timestamp")
@@ -270,25 +271,30 @@ def _check_vectors(rows: Sequence[DumpRow], expected: int | None) -> set[int]:
     Raises:
         InvalidArgumentError: naming the record.
     """
-    found = [(r, c.vector) for r in rows for c in r.chunks if c.vector is not None]
-    if not found:
+    vectors = [v for v in map(_VECTOR, chain.from_iterable(map(_CHUNKS, rows))) if v is not None]
+    if not vectors:
         return set()
-    dims = {int(v.shape[0]) for _, v in found}
+    dims = {int(v.shape[0]) for v in vectors}
     if len(dims) > 1 or (expected is not None and dims != {expected}):
-        want = expected if expected is not None else int(found[0][1].shape[0])
-        for r, v in found:
+        want = expected if expected is not None else int(vectors[0].shape[0])
+        for r, v in _with_vectors(rows):
             if int(v.shape[0]) != want:
                 raise InvalidArgumentError(
                     f"record {r.id!r}: vector dimension {int(v.shape[0])} does not match "
                     f"the store's dimension {want}"
                 )
-    if not np.isfinite(np.concatenate([v for _, v in found])).all():
-        for r, v in found:
+    if not np.isfinite(np.concatenate(vectors)).all():
+        for r, v in _with_vectors(rows):
             if not np.isfinite(v).all():
                 raise InvalidArgumentError(
                     f"record {r.id!r}: a search row's vector holds NaN or infinity"
                 )
     return dims
+
+
+def _with_vectors(rows: Sequence[DumpRow]) -> Iterator[tuple[DumpRow, np.ndarray]]:
+    """Each search-row vector of ``rows`` with its row (to name a bad one)."""
+    return ((r, c.vector) for r in rows for c in r.chunks if c.vector is not None)
 
 
 def check_rows(backend: Backend, rows: Sequence[DumpRow]) -> builtins.list[DumpRow]:

@@ -75,7 +75,7 @@ def decoded(lines: Iterator[tuple[int, bytes]]) -> Generator[Decoded, None, None
     """
     decode = fmt.decode
     for n, line in lines:
-        if not line.strip():
+        if line[:1] != b"{" and not line.strip():  # (``strip`` copies the line)
             yield n, len(line), None
             continue
         try:

@@ -56,6 +56,15 @@ MMAP_BYTES = 1 << 30 if sys.maxsize > 2**32 else 0
 of the file is read through a memory map instead of ``read()`` calls, on 64-bit
 builds only (docs/sqlite.md#reading-through-a-memory-map)."""
 
+STREAMING_CACHE_KIB = 32 * 1024
+"""SQLite's page cache, in KiB, while ``streaming`` (instead of its default 2 MiB): an
+import batch inserts into the id index at random places and, without the map, each
+page it no longer holds is read again; 32 MiB made the write of an import batch ~20%
+cheaper (docs/transfer.md#memory). Kept from one ``streaming`` block to the next (the
+batches of an import); the first read or write outside one sets it back, freeing it."""
+
+DEFAULT_CACHE_PAGES = -2000
+"""SQLite's default ``PRAGMA cache_size`` (2,000 KiB), what ``streaming`` sets back."""
 
 PAGE_BYTES = 8192
 """``PRAGMA page_size`` of a file the store creates, in bytes (SQLite's default is 4096).
@@ -119,6 +128,8 @@ class SQLiteBackend(SqlBackend):
     def __init__(self, path: str, prefix: str) -> None:
         super().__init__(SQLITE, prefix, path)
         self.lock = threading.RLock()
+        self.streamed = False  # the page cache of ``streaming`` is held
+        self.streaming_depth = 0
         with self.mapped():
             self.conn, immutable = self._open(path)
             try:
@@ -199,6 +210,7 @@ class SQLiteBackend(SqlBackend):
     def reading(self) -> Iterator[sqlite3.Connection]:
         """The connection, under the lock, its errors mapped."""
         with self.lock, self.mapped():
+            self._end_streaming()
             yield self.conn
 
     def remember_vector_dim(self, dim: int, check: DimCheck) -> None:
@@ -216,6 +228,7 @@ class SQLiteBackend(SqlBackend):
         """``BEGIN IMMEDIATE``: the write lock of the file until commit, so no other
         writer (connection or process) runs meanwhile."""
         with self.lock, self.mapped():
+            self._end_streaming()
             if self.checkpointer is not None:
                 self.checkpointer.before_write(self.conn)
             self.conn.execute("BEGIN IMMEDIATE")
@@ -246,10 +259,23 @@ class SQLiteBackend(SqlBackend):
             return
         with self.lock, self.mapped():
             self.conn.execute("PRAGMA mmap_size = 0")
+            if not self.streamed:
+                self.conn.execute(f"PRAGMA cache_size = -{STREAMING_CACHE_KIB}")
+                self.streamed = True
+            self.streaming_depth += 1
             try:
                 yield
             finally:
+                self.streaming_depth -= 1
                 self.conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+
+    def _end_streaming(self) -> None:
+        """Give the page cache of ``streaming`` back (to SQLite's default) at the first
+        read or write outside it: kept between the batches of an import or the pages
+        of an export, which each reread the pages the last one cached."""
+        if self.streamed and not self.streaming_depth:
+            self.streamed = False
+            self.conn.execute(f"PRAGMA cache_size = {DEFAULT_CACHE_PAGES}")
 
     def _wal(self) -> bool:
         """Whether the connection writes a file in WAL mode."""
