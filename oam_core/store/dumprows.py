@@ -359,22 +359,8 @@ def check_rows(backend: Backend, rows: Sequence[DumpRow]) -> builtins.list[DumpR
                     raise InvalidArgumentError(str(exc)) from None
                 out[i] = dataclasses.replace(r, created_at=iso(when))
     if None in map(_CHUNK_TEXT, chunks):
-        for r in rows:
-            for j, c in enumerate(r.chunks):
-                if c.text is None and r.content:
-                    raise InvalidArgumentError(
-                        f"record {r.id!r}: search_rows[{j}].text is null but the record "
-                        "has text to index"
-                    )
-    for r in rows:
-        if r.valid_from is not None or r.valid_until is not None:
-            where = f"record {r.id!r}: "
-            try:
-                check_windowed(r.record_type, [(where + "valid_from", r.valid_from)])
-                check_windowed(r.record_type, [(where + "valid_until", r.valid_until)])
-                check_window(r.valid_from, r.valid_until, where + "valid_until")
-            except ValueError as exc:
-                raise InvalidArgumentError(str(exc)) from None
+        _check_indexed_text(rows)
+    _check_windows(rows)
     if MESSAGE in map(_RECORD_TYPE, rows):
         threads: dict[str, DumpRow | ThreadRow | None] = {
             r.id: r for r in rows if r.family == THREAD
@@ -384,6 +370,38 @@ def check_rows(backend: Backend, rows: Sequence[DumpRow]) -> builtins.list[DumpR
             if r.record_type == MESSAGE:
                 _check_message(backend, r, threads, seqs)
     return out
+
+
+def _check_indexed_text(rows: Sequence[DumpRow]) -> None:
+    """Refuse a search row without text of a record with text.
+
+    Raises:
+        InvalidArgumentError: naming the record and the search row.
+    """
+    for r in rows:
+        for j, c in enumerate(r.chunks):
+            if c.text is None and r.content:
+                raise InvalidArgumentError(
+                    f"record {r.id!r}: search_rows[{j}].text is null but the record "
+                    "has text to index"
+                )
+
+
+def _check_windows(rows: Sequence[DumpRow]) -> None:
+    """Refuse a validity window on a message or profile, or one ending before it starts.
+
+    Raises:
+        InvalidArgumentError: naming the record and the field.
+    """
+    for r in rows:
+        if r.valid_from is not None or r.valid_until is not None:
+            where = f"record {r.id!r}: "
+            try:
+                check_windowed(r.record_type, [(where + "valid_from", r.valid_from)])
+                check_windowed(r.record_type, [(where + "valid_until", r.valid_until)])
+                check_window(r.valid_from, r.valid_until, where + "valid_until")
+            except ValueError as exc:
+                raise InvalidArgumentError(str(exc)) from None
 
 
 def _check_row_text(r: DumpRow) -> None:

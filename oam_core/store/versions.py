@@ -291,29 +291,7 @@ class MemoryVersions(StorePart):
             raise _not_current(memory_id, reserved_of_record(old))  # before embedding
         if valid_from is not NOT_SET:
             _after_start(start, old.valid_from, "valid_from")
-        user_meta = (
-            {k: v for k, v in (old.metadata or {}).items() if k != RESERVED_KEY}
-            if metadata is NOT_SET
-            else metadata
-        )
-        old_keys = (old.metadata or {}).get(RESERVED_KEY)
-        kept = (
-            {k: old_keys[k] for k in KEPT_PROVENANCE if k in old_keys}
-            if isinstance(old_keys, dict)
-            else {}
-        )
-        new_meta = dict(user_meta or {})
-        if kept:
-            new_meta[RESERVED_KEY] = kept
-        batch = PendingRecordBatch(
-            texts=[content],
-            record_type=old.record_type,
-            thread_ids=old.thread_id,
-            user_ids=old.user_id,
-            agent_ids=old.agent_id,
-            metadata=new_meta or (None if metadata is NOT_SET else metadata),
-            valid_from=start,
-        )
+        batch = _new_version(old, content, start, metadata)
         planned = writes.plan_batches(self.runtime, [batch], library=True)
         new_id = planned.ids[0]
         with self.runtime.writing() as tx:
@@ -407,6 +385,32 @@ class MemoryVersions(StorePart):
     update_memory_async = async_twin(update_memory)
     invalidate_memory_async = async_twin(invalidate_memory)
     get_memory_history_async = async_twin(get_memory_history)
+
+
+def _new_version(
+    old: Record, content: str, start: datetime | None, metadata: Maybe[dict[str, Any] | None]
+) -> PendingRecordBatch:
+    """The write of a new version of ``old``: its type and scope, its metadata unless
+    ``metadata`` is given, and its provenance (``KEPT_PROVENANCE``)."""
+    user_meta = (
+        {k: v for k, v in (old.metadata or {}).items() if k != RESERVED_KEY}
+        if metadata is NOT_SET
+        else metadata
+    )
+    old_keys = reserved_of_record(old)
+    kept = {k: old_keys[k] for k in KEPT_PROVENANCE if k in old_keys}
+    new_meta = dict(user_meta or {})
+    if kept:
+        new_meta[RESERVED_KEY] = kept
+    return PendingRecordBatch(
+        texts=[content],
+        record_type=old.record_type,
+        thread_ids=old.thread_id,
+        user_ids=old.user_id,
+        agent_ids=old.agent_id,
+        metadata=new_meta or (None if metadata is NOT_SET else metadata),
+        valid_from=start,
+    )
 
 
 def _reason_arg(reason: object) -> str | None:

@@ -163,31 +163,11 @@ def parse_batch(
     meta = checks.broadcast(None if batch.metadata is NOT_SET else batch.metadata, "metadata", n)
     ttl_days = checks.broadcast(batch.ttl_days, "ttl_days", n)
     ttl_anchor = checks.broadcast(batch.ttl_anchor, "ttl_anchor", n)
-    valid_from = checks.broadcast(batch.valid_from, "valid_from", n)
-    valid_until = checks.broadcast(batch.valid_until, "valid_until", n)
-    if record_type not in MEMORY_TYPES:
-        checks.check_windowed(
-            record_type,
-            [
-                *_named("valid_from", batch.valid_from, valid_from),
-                *_named("valid_until", batch.valid_until, valid_until),
-            ],
-        )
+    valid_from, valid_until = _window_columns(batch, record_type, n)
     if record_type in PROFILE_TYPES and any(v is not None for v in (*threads, *users, *agents)):
         raise InvalidArgumentError(f"{record_type} records are unscoped; do not pass scope ids")
     expires_at = _shared_expiry(batch, record_type, n, ctx)
     metadata_json = dump_metadata_column(meta, library=library)
-    listed = frozenset(
-        name
-        for name, value in (
-            ("timestamps", batch.timestamps),
-            ("ttl_days", batch.ttl_days),
-            ("ttl_anchor", batch.ttl_anchor),
-            ("valid_from", batch.valid_from),
-            ("valid_until", batch.valid_until),
-        )
-        if isinstance(value, (list, tuple))
-    )
     return WriteColumns(
         record_type=record_type,
         family=family_of(record_type),
@@ -206,10 +186,49 @@ def parse_batch(
         ttl_days=ttl_days,
         ttl_anchor=ttl_anchor,
         expires_at=expires_at,
-        listed=listed,
+        listed=_listed(batch),
         valid_from=valid_from,
         valid_until=valid_until,
     )
+
+
+def _listed(batch: PendingRecordBatch) -> frozenset[str]:
+    """Which of the per-row time arguments were given as lists (their errors name
+    the row: ``timestamps[3]``)."""
+    return frozenset(
+        name
+        for name, value in (
+            ("timestamps", batch.timestamps),
+            ("ttl_days", batch.ttl_days),
+            ("ttl_anchor", batch.ttl_anchor),
+            ("valid_from", batch.valid_from),
+            ("valid_until", batch.valid_until),
+        )
+        if isinstance(value, (list, tuple))
+    )
+
+
+def _window_columns(
+    batch: PendingRecordBatch, record_type: str, n: int
+) -> tuple[list[Maybe[str | datetime | None]], list[Maybe[str | datetime | None]]]:
+    """The ``valid_from`` and ``valid_until`` columns of a batch, broadcast to ``n``
+    rows (parsed by each row's plan).
+
+    Raises:
+        InvalidArgumentError: for a list of the wrong length, or any window given
+            for a message or profile type (naming the row).
+    """
+    valid_from = checks.broadcast(batch.valid_from, "valid_from", n)
+    valid_until = checks.broadcast(batch.valid_until, "valid_until", n)
+    if record_type not in MEMORY_TYPES:
+        checks.check_windowed(
+            record_type,
+            [
+                *_named("valid_from", batch.valid_from, valid_from),
+                *_named("valid_until", batch.valid_until, valid_until),
+            ],
+        )
+    return valid_from, valid_until
 
 
 def _named(name: str, given: object, column: list[Any]) -> list[tuple[str, object]]:

@@ -113,18 +113,37 @@ def candidates(
             in mask mode the ``vuntil`` half reads only the rows that have an end
             (``ending``), so a store with a few ended memories pays little.
     """
-    n = mirror.n
     known = mirror.types.code
     type_codes = [known[t] for t in types if t in known]
-    every_type = len(type_codes) == len(mirror.types.names)
+    other_types = None if len(type_codes) == len(mirror.types.names) else type_codes
     t = 0.0 if valid_at is None else valid_at
-    test_from = valid_at is not None and t < mirror.max_from
-    test_until = valid_at is not None and t >= mirror.min_until
+    window = (
+        t,
+        valid_at is not None and t < mirror.max_from,
+        valid_at is not None and t >= mirror.min_until,
+    )
+    rows = _scoped_rows(mirror, scopes, allowed_pks)
+    if rows is None:
+        return None, _mask(mirror, other_types, now, window)
+    return _kept(mirror, rows, scopes, other_types, now, window), None
+
+
+_Window = tuple[float, bool, bool]
+"""``(t, test_from, test_until)``: the time of a validity filter and which of its
+halves some row could fail."""
+
+
+def _scoped_rows(
+    mirror: Mirror, scopes: dict[str, str | None], allowed_pks: IntArray | None
+) -> IntArray | None:
+    """The rows of the scopes' shortest posting list, intersected with the rows of
+    ``allowed_pks`` (unsorted); None when neither restricts; empty for a scope value
+    the mirror never saw."""
     rows: IntArray | None = None
     for name, value in scopes.items():
         code = mirror.codes[name].code.get(value)
         if code is None:
-            return np.zeros(0, np.int64), None
+            return np.zeros(0, np.int64)
         post = posting(mirror, name, code)
         if rows is None or len(post) < len(rows):
             rows = post
@@ -134,31 +153,51 @@ def candidates(
         if len(found) > 1 and not (found[1:] > found[:-1]).all():  # else sorted, unique
             found = np.unique(found)
         rows = found if rows is None else np.intersect1d(rows, found, assume_unique=True)
-    if rows is not None:
-        rows = np.sort(rows)
-        keep = np.ones(len(rows), bool)
-        for name, value in scopes.items():
-            keep &= mirror.scope[name][rows] == mirror.codes[name].code.get(value)
-        if mirror.n_dead:
-            keep &= mirror.live[rows]
-        if not every_type:
-            keep &= np.isin(mirror.rtype[rows], type_codes)
-        if mirror.n_expiring:
-            keep &= mirror.expires[rows] > now
-        if test_from:
-            keep &= mirror.vfrom[rows] <= t
-        if test_until:
-            keep &= mirror.vuntil[rows] > t
-        return rows[keep], None
+    return rows
+
+
+def _kept(
+    mirror: Mirror,
+    rows: IntArray,
+    scopes: dict[str, str | None],
+    type_codes: list[int] | None,
+    now: float,
+    window: _Window,
+) -> IntArray:
+    """The sorted ``rows`` that pass every test of ``candidates``."""
+    rows = np.sort(rows)
+    keep = np.ones(len(rows), bool)
+    for name, value in scopes.items():
+        keep &= mirror.scope[name][rows] == mirror.codes[name].code.get(value)
+    if mirror.n_dead:
+        keep &= mirror.live[rows]
+    if type_codes is not None:
+        keep &= np.isin(mirror.rtype[rows], type_codes)
+    if mirror.n_expiring:
+        keep &= mirror.expires[rows] > now
+    t, test_from, test_until = window
+    if test_from:
+        keep &= mirror.vfrom[rows] <= t
+    if test_until:
+        keep &= mirror.vuntil[rows] > t
+    return rows[keep]
+
+
+def _mask(
+    mirror: Mirror, type_codes: list[int] | None, now: float, window: _Window
+) -> BoolArray | None:
+    """The mask over all rows of ``candidates`` without a scope (None: every row)."""
+    n = mirror.n
     mask: BoolArray | None = None
     if mirror.n_dead:
         mask = mirror.live[:n].copy()
-    if not every_type:
+    if type_codes is not None:
         tmask = np.isin(mirror.rtype[:n], type_codes)
         mask = tmask if mask is None else mask & tmask
     if mirror.n_expiring:
         emask = mirror.expires[:n] > now
         mask = emask if mask is None else mask & emask
+    t, test_from, test_until = window
     if test_from:
         fmask = mirror.vfrom[:n] <= t
         mask = fmask if mask is None else mask & fmask
@@ -169,7 +208,7 @@ def candidates(
             if mask is None:
                 mask = np.ones(n, bool)
             mask[ended] = False
-    return None, mask
+    return mask
 
 
 def rank(
