@@ -16,6 +16,7 @@ import typer
 
 from oam_core import OracleAgentMemory, Record, SchemaPolicy
 from oam_core.clicommon import CliError, memory_at, user_errors
+from oam_core.service.common import window_text
 
 __all__ = ["MEMORY_TYPES", "register"]
 
@@ -72,15 +73,6 @@ def _find(memory: OracleAgentMemory, memory_id: str) -> Record:
         if found is not None:
             return found
     raise CliError(f"no memory {memory_id!r} in the database (see `oam memories list`)")
-
-
-def _window(record: Record) -> str:
-    start, end = record.valid_from, record.valid_until
-    if start is None and end is None:
-        return "always"
-    if end is None:
-        return f"from {start}"
-    return f"until {end}" if start is None else f"{start} .. {end}"
 
 
 def _json(record: Record, **extra: Any) -> str:
@@ -162,7 +154,7 @@ def list_cmd(
     for record in found:
         ended = " (ended)" if record.valid_until is not None and every_version else ""
         typer.echo(
-            f"{record.id}  {record.record_type}  valid {_window(record)}{ended}  "
+            f"{record.id}  {record.record_type}  valid {window_text(record)}{ended}  "
             f"user {record.user_id or '-'}\n    {_short(record.content)}"
         )
 
@@ -184,7 +176,7 @@ def show_cmd(
         return
     typer.echo(f"{record.id}  {record.record_type}")
     typer.echo(f"  {record.content}")
-    typer.echo(f"  valid {_window(record)}")
+    typer.echo(f"  valid {window_text(record)}")
     for name in ("user_id", "agent_id", "thread_id", "timestamp", "created_at"):
         value = getattr(record, name)
         if value is not None:
@@ -195,7 +187,7 @@ def show_cmd(
         reason = keys.get("reason") if isinstance(keys, dict) else None
         mark = "  <- this one" if version.id == record.id else ""
         typer.echo(
-            f"  {n}. {version.id}  valid {_window(version)}{mark}\n"
+            f"  {n}. {version.id}  valid {window_text(version)}{mark}\n"
             f"     {_short(version.content)}" + (f"\n     reason: {reason}" if reason else "")
         )
 

@@ -27,6 +27,7 @@ __all__ = [
     "record_json",
     "score_kind",
     "thread_json",
+    "window_text",
 ]
 
 MEMORY_TYPE_NAMES = tuple(sorted(MEMORY_TYPES))
@@ -191,3 +192,14 @@ def thread_json(row: ThreadRow, message_count: int | None = None) -> dict[str, A
     if message_count is not None:
         out["message_count"] = message_count
     return out
+
+
+def window_text(record: Record) -> str:
+    """``"from 2026-03-01T10:00:00Z until 2026-04-02T09:00:00Z"``, ``"from ... on"``,
+    ``"until ..."`` or ``"always"``."""
+    start, end = record.valid_from, record.valid_until
+    if start is None and end is None:
+        return "always"
+    if end is None:
+        return f"from {start} on"
+    return f"until {end}" if start is None else f"from {start} until {end}"

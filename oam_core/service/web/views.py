@@ -12,7 +12,7 @@ from typing import Any
 from oam_core import OracleAgentMemory
 from oam_core.apis.records import MessageRecord, Record, ThreadRow
 from oam_core.errors import InvalidArgumentError
-from oam_core.service.common import MEMORY_TYPE_NAMES, provenance, record_json
+from oam_core.service.common import MEMORY_TYPE_NAMES, provenance, record_json, window_text
 
 __all__ = [
     "MESSAGE_PAGE",
@@ -236,17 +236,6 @@ def holds_at(record: Record, when: datetime) -> bool:
     ``valid_until`` None or > it (messages and profiles always hold)."""
     start, end = _instant(record.valid_from), _instant(record.valid_until)
     return (start is None or start <= when) and (end is None or end > when)
-
-
-def window_text(record: Record) -> str:
-    """``"from 2026-03-01T10:00:00Z until 2026-04-02T09:00:00Z"``, ``"from ... on"``,
-    ``"until ..."`` or ``"always"``."""
-    start, end = record.valid_from, record.valid_until
-    if start is None and end is None:
-        return "always"
-    if end is None:
-        return f"from {start} on"
-    return f"until {end}" if start is None else f"from {start} until {end}"
 
 
 @dataclass
