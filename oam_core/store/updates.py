@@ -28,6 +28,7 @@ from oam_core.checks import Vector
 from oam_core.errors import InvalidArgumentError
 from oam_core.store import planning
 from oam_core.store.backend import StoredRow, Tx
+from oam_core.store.ended import ended_by_version
 from oam_core.store.options import MemoryRetentionConfig
 from oam_core.store.planning import ChunkPlan, PlanContext
 from oam_core.store.quotes import take_sources
@@ -343,6 +344,8 @@ def plan_update(
     chunks = rows.chunks
     if rows.revector is not NOT_SET:
         chunks = _revector(stored_texts, rows.revector)
+    if args.valid_until is not NOT_SET:
+        _check_not_ended_by_version(row, args.valid_until)
     if args.valid_from is not NOT_SET or args.valid_until is not NOT_SET:
         checks.check_window(
             row.valid_from if args.valid_from is NOT_SET else args.valid_from,
@@ -357,6 +360,19 @@ def plan_update(
         chunks,
         args.valid_from,
         args.valid_until,
+    )
+
+
+def _check_not_ended_by_version(row: StoredRow, valid_until: datetime | None) -> None:
+    """Refuse a new ``valid_until`` for a version a newer one replaced or that was
+    invalidated (``ended.ended_by_version``)."""
+    why = ended_by_version(row.metadata)
+    if why is None or valid_until == row.valid_until:
+        return
+    shown = "None" if valid_until is None else valid_until.isoformat()
+    raise InvalidArgumentError(
+        f"valid_until={shown}: memory {row.id!r} {why}; its window cannot be "
+        "moved (correct the current version with update_memory instead)"
     )
 
 

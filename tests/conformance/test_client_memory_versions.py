@@ -18,6 +18,7 @@ from oam_core.memory.clientmemories import ClientMemories
 from oam_core.store.options import SearchStrategy
 
 SCOPE = {"user_id": "alice", "agent_id": "helper"}
+IDS = {"user_ids": "alice", "agent_ids": "helper"}
 START = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
 """The conformance ``clock`` fixture's start time."""
 
@@ -156,3 +157,48 @@ def test_update_refuses_blank_content_and_writes_nothing(
         mem.update_memory(v1, content)
     assert [r.id for r in mem.get_memory_history(v1)] == [v1]
     assert [r.id for r in mem.store.list("memory")] == [v1]
+
+
+def test_an_ended_version_cannot_be_reopened_through_store_update(
+    mem: OracleAgentMemory, clock: Any
+) -> None:
+    v1 = mem.add_memory("Alice lives in Lisbon", **SCOPE)
+    clock.advance(days=1)
+    v2 = mem.update_memory(v1, "Alice lives in Porto")
+    car = mem.add_memory("Alice has a red car", **SCOPE)
+    clock.advance(hours=1)
+    mem.invalidate_memory(car)
+    before = {r.id: (r.valid_from, r.valid_until, r.metadata) for r in mem.store.list("memory")}
+    later = START + timedelta(days=30)
+    for memory_id, why in ((v1, "replaced by"), (car, "was invalidated")):
+        for end in (None, later):
+            with pytest.raises(InvalidArgumentError, match=f"valid_until=.*{why}"):
+                mem.store.update("memory", memory_id, valid_until=end)
+    after = {r.id: (r.valid_from, r.valid_until, r.metadata) for r in mem.store.list("memory")}
+    assert after == before
+    assert [r.id for r, _ in mem.search("Alice lives", k=5)] == [v2]
+    # The same end again, or another field of the old version, is still accepted.
+    old = mem.store.get("memory", v1)
+    assert old is not None
+    mem.store.update("memory", v1, valid_until=old.valid_until)
+    mem.store.update("memory", v1, metadata={"note": "typo fixed"})
+    assert [r.id for r, _ in mem.search("Alice lives", k=5)] == [v2]
+
+
+def test_an_upsert_cannot_replace_an_ended_version(mem: OracleAgentMemory, clock: Any) -> None:
+    v1 = mem.add_memory("Alice lives in Lisbon", **SCOPE)
+    clock.advance(days=1)
+    v2 = mem.update_memory(v1, "Alice lives in Porto")
+    before = {r.id: (r.content, r.valid_until, r.metadata) for r in mem.store.list("memory")}
+    with pytest.raises(InvalidArgumentError, match=f"record_ids: memory '{v1}' was replaced by"):
+        mem.store.upsert(
+            ["Alice lives in Faro", "unrelated"], "memory", record_ids=[v1, "m-new"], **IDS
+        )
+    after = {r.id: (r.content, r.valid_until, r.metadata) for r in mem.store.list("memory")}
+    assert after == before
+    assert [r.id for r in mem.get_memory_history(v2)] == [v1, v2]
+    # The current version can still be replaced in place.
+    assert mem.store.upsert(["Alice lives in Porto, Ribeira"], "memory", record_ids=[v2], **IDS)
+    assert [r.content for r, _ in mem.search("Alice lives", k=5)] == [
+        "Alice lives in Porto, Ribeira"
+    ]
