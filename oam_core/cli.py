@@ -331,13 +331,33 @@ def search(
     k: Annotated[int, typer.Option("--k", "-k", min=1, help="How many results.")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
     allow_embedder_change: AllowChangeOption = False,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            help="Memories that held at this time (ISO 8601, e.g. 2024-06-01) instead of now.",
+        ),
+    ] = None,
+    every_version: Annotated[
+        bool,
+        typer.Option("--all-versions", help="Also memories that no longer hold."),
+    ] = False,
 ) -> None:
     """Search the stored messages (and memories) for QUERY. Each result shows its
-    score (higher is better) and what the score is: cosine, keyword or hybrid."""
+    score (higher is better) and what the score is: cosine, keyword or hybrid.
+    Memories are those that hold now, unless --as-of or --all-versions says otherwise
+    (docs/versions.md)."""
+    when: dict[str, Any] = {}
+    if every_version:
+        when["as_of"] = None
+    elif as_of is not None:
+        when["as_of"] = as_of
     with (
         user_errors(),
         memory_at(db, embedder, strategy, schema_policy, allow_embedder_change) as memory,
     ):
+        if as_of is not None and every_version:
+            raise CliError("--as-of and --all-versions exclude each other", 2)
         store = memory.store
         # Without an embedder a HYBRID store cannot rank text (store.search refuses):
         # the command ranks by keywords, as each result's score kind shows.
@@ -354,6 +374,7 @@ def search(
                 exact_user_match=user is not None,
                 thread_id=thread,
                 exact_thread_match=thread is not None,
+                **when,
             )
             kind = _score_kind(store, strategy)
     if as_json:

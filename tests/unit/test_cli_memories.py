@@ -138,3 +138,28 @@ def test_a_missing_database_is_refused_and_every_command_takes_schema_policy(
 
 def test_the_commands_use_public_names() -> None:
     assert {d for d in _imports("oam_core.memorycli") if d.startswith("oam_core.store")} == set()
+
+
+def test_search_reads_memories_that_hold_now_unless_told_a_time_or_every_version(
+    runner: CliRunner, store: tuple[Path, str, str, str]
+) -> None:
+    db, lisbon, porto, _ = store
+    base = ("search", "Alice lives", "--db", db, "--embedder", EMBEDDER, "--json", "-k", "5")
+
+    def found(*extra: str) -> set[str]:
+        result = invoke(runner, *base, *extra)
+        assert result.exit_code == 0, result.output
+        return {json.loads(line)["id"] for line in result.stdout.splitlines()}
+
+    now = found()
+    assert porto in now and lisbon not in now
+    every = found("--all-versions")
+    assert {lisbon, porto} <= every
+    old = invoke(runner, "memories", "show", lisbon, "--db", db, "--json")
+    started = json.loads(old.stdout.splitlines()[0])["created_at"]
+    then = found("--as-of", started)
+    assert lisbon in then and porto not in then
+    both = invoke(runner, *base, "--as-of", started, "--all-versions")
+    assert both.exit_code == 2 and "exclude each other" in both.stderr
+    bad = invoke(runner, *base, "--as-of", "not a time")
+    assert bad.exit_code != 0 and "as_of" in bad.stderr and "Traceback" not in bad.output
