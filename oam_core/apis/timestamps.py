@@ -19,10 +19,28 @@ from dateutil.parser import isoparse
 
 from oam_core.errors import InvalidArgumentError
 
-__all__ = ["normalize_timestamp", "parse_timestamp"]
+__all__ = ["isoparse_strict", "normalize_timestamp", "parse_timestamp"]
 
 _FRACTION = re.compile(r"\d:?\d\d[.,]\d")
 """Seconds with a fraction (``09:30:00.5``, ``093000,5``) in an ISO-8601 string."""
+
+
+_DATE_THEN_OFFSET = re.compile(r"\d{4}-?\d\d-?\d\d[+-]")
+"""A date with a UTC offset but no time (``2024-01-01+02:00``): not ISO-8601, and
+``isoparse`` would read the offset as a time of day (02:00)."""
+
+
+def isoparse_strict(text: str) -> datetime:
+    """``dateutil.parser.isoparse`` of ``text`` (already stripped), except that a date
+    followed by an offset without a time is refused.
+
+    Raises:
+        ValueError: when ``text`` is not ISO-8601 (callers turn it into
+            ``InvalidArgumentError`` naming their argument).
+    """
+    if _DATE_THEN_OFFSET.match(text):
+        raise ValueError(f"a UTC offset needs a time of day: {text!r}")
+    return isoparse(text)
 
 
 def parse_timestamp(value: object, name: str = "timestamp") -> datetime:
@@ -44,7 +62,7 @@ def parse_timestamp(value: object, name: str = "timestamp") -> datetime:
         parsed = value
     elif isinstance(value, str) and value.strip():
         try:
-            parsed = isoparse(value.strip())
+            parsed = isoparse_strict(value.strip())
         except (ValueError, OverflowError) as exc:
             raise InvalidArgumentError(
                 f"{name} must be an ISO-8601 date or date-time (e.g. 2026-03-01T09:30:00Z) "

@@ -7,9 +7,9 @@ import warnings
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
-from dateutil.parser import isoparse
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
+from oam_core.apis.timestamps import isoparse_strict
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.options import MemoryRetentionConfig
 
@@ -26,7 +26,7 @@ def parse_iso_timestamp(value: object, *, what: str = "timestamp") -> datetime:
     if not isinstance(value, str) or not value.strip():
         raise InvalidArgumentError(f"{what} must be an ISO-8601 string, got {value!r}")
     try:
-        parsed = isoparse(value.strip())
+        parsed = isoparse_strict(value.strip())
     except (ValueError, OverflowError) as exc:
         raise InvalidArgumentError(f"{what} must be an ISO-8601 string, got {value!r}") from exc
     if parsed.tzinfo is None:
