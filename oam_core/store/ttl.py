@@ -7,7 +7,6 @@ import warnings
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
-
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.timestamps import isoparse_strict
 from oam_core.errors import InvalidArgumentError
