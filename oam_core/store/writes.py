@@ -22,7 +22,6 @@ from oam_core.apis.batch import PendingRecordBatch
 from oam_core.errors import InvalidArgumentError
 from oam_core.store import planning, writeplan
 from oam_core.store.backend import Tx
-from oam_core.store.ended import ended_by_version
 from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
 from oam_core.store.runtime import StoreRuntime
 
@@ -166,26 +165,12 @@ def insert_planned(
         if clash and not replace:
             raise InvalidArgumentError(f"record ids already exist: {planning.name_ids(clash)}")
         if clash:
-            _check_replaceable(tx, family, sorted(clash))
             tx.delete_records(family, sorted(clash), None, NOT_SET)
     # Before the rows: checks it against the recorded one. The caller's transaction
     # comes from ``store.writing()``, which forgets it when the write fails and
     # records the embedder identity with the rows.
     runtime.storing_rows(tx, planned.chunks, planned.vector_dim)
     _insert_parts(tx, planned, size)
-
-
-def _check_replaceable(tx: Tx, family: str, ids: Sequence[str]) -> None:
-    """Refuse to replace a version that a newer one replaced or that was invalidated
-    (docs/versions.md): its replacement would be a second current version."""
-    for record_id in ids:
-        row = tx.fetch(family, record_id)
-        why = None if row is None else ended_by_version(row.metadata)
-        if why is not None:
-            raise InvalidArgumentError(
-                f"record_ids: memory {record_id!r} {why}; an upsert cannot replace an "
-                "ended version (correct the current version with update_memory instead)"
-            )
 
 
 def _insert_parts(tx: Tx, planned: Planned, size: int) -> None:

@@ -18,7 +18,6 @@ from oam_core.memory.clientmemories import ClientMemories
 from oam_core.store.options import SearchStrategy
 
 SCOPE = {"user_id": "alice", "agent_id": "helper"}
-IDS = {"user_ids": "alice", "agent_ids": "helper"}
 START = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
 """The conformance ``clock`` fixture's start time."""
 
@@ -183,22 +182,3 @@ def test_an_ended_version_cannot_be_reopened_through_store_update(
     mem.store.update("memory", v1, valid_until=old.valid_until)
     mem.store.update("memory", v1, metadata={"note": "typo fixed"})
     assert [r.id for r, _ in mem.search("Alice lives", k=5)] == [v2]
-
-
-def test_an_upsert_cannot_replace_an_ended_version(mem: OracleAgentMemory, clock: Any) -> None:
-    v1 = mem.add_memory("Alice lives in Lisbon", **SCOPE)
-    clock.advance(days=1)
-    v2 = mem.update_memory(v1, "Alice lives in Porto")
-    before = {r.id: (r.content, r.valid_until, r.metadata) for r in mem.store.list("memory")}
-    with pytest.raises(InvalidArgumentError, match=f"record_ids: memory '{v1}' was replaced by"):
-        mem.store.upsert(
-            ["Alice lives in Faro", "unrelated"], "memory", record_ids=[v1, "m-new"], **IDS
-        )
-    after = {r.id: (r.content, r.valid_until, r.metadata) for r in mem.store.list("memory")}
-    assert after == before
-    assert [r.id for r in mem.get_memory_history(v2)] == [v1, v2]
-    # The current version can still be replaced in place.
-    assert mem.store.upsert(["Alice lives in Porto, Ribeira"], "memory", record_ids=[v2], **IDS)
-    assert [r.content for r, _ in mem.search("Alice lives", k=5)] == [
-        "Alice lives in Porto, Ribeira"
-    ]
