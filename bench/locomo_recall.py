@@ -79,6 +79,8 @@ class Question:
 
 SESSION_K = 5
 """Depth of the evidence-session hit rate (published session-level figures use 5)."""
+SHALLOWER_KS = (1, 5)
+"""Cut-offs below ``k`` also reported overall (``"overall_at"``: recall@1 and @5)."""
 
 
 def session_of(dia_id: str) -> str:
@@ -304,15 +306,24 @@ class _Pass:
     excl_ms: list[float] = field(default_factory=list)
     incl_ms: list[float] = field(default_factory=list)
     embed_ms: list[float] = field(default_factory=list)
+    shallower: dict[int, _Tally] = field(
+        default_factory=lambda: {c: _Tally() for c in SHALLOWER_KS}
+    )
 
     def add(self, question: Question, ranked: Sequence[frozenset[str]], k: int) -> None:
         self.tallies[question.category].add(question.evidence, ranked, k)
         if question.category not in EXCLUDED_FROM_OVERALL:
             self.overall.add(question.evidence, ranked, k)
+            for cut, tally in self.shallower.items():
+                if cut < k:
+                    tally.add(question.evidence, ranked, cut)
 
     def report(self, k: int) -> dict[str, Any]:
         return {
             "overall": self.overall.as_dict(k),
+            "overall_at": {
+                str(cut): tally.as_dict(cut) for cut, tally in self.shallower.items() if cut < k
+            },
             "per_category": {
                 name: {"category": number, **self.tallies[number].as_dict(k)}
                 for number, name in CATEGORIES.items()
