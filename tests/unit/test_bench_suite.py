@@ -211,3 +211,31 @@ def test_bad_arguments_exit_2(suite: ModuleType, capsys: pytest.CaptureFixture[s
         assert exit_info.value.code == 2
     assert suite.main([*_fixture_args(), "--tasks", "prefeval-memories", "--topics", "nope"]) == 2
     assert "no such topic" in capsys.readouterr().err
+
+
+def test_live_query_embedding_keeps_questions_out_of_the_cache(
+    suite: ModuleType, tmp_path: Path
+) -> None:
+    import sqlite3
+
+    def cached_rows(cache: Path) -> dict[int, int]:
+        with sqlite3.connect(cache) as db:
+            rows = db.execute("SELECT query, count(*) FROM vec GROUP BY query").fetchall()
+        return {int(query): int(n) for query, n in rows}
+
+    base = [*_fixture_args(), "--tasks", "prefeval-memories", "--strategies", "vector"]
+    live, cached = tmp_path / "live.sqlite", tmp_path / "cached.sqlite"
+    argv = [*base, "--embed-cache", str(live), "--live-query-embedding"]
+    assert suite.main([*argv, "--out-json", str(tmp_path / "live.json")]) == 0
+    assert suite.locomo_recall.CachedEmbedder.cache_queries is True  # restored
+    assert (
+        suite.main([*base, "--embed-cache", str(cached), "--out-md", str(tmp_path / "c.md")]) == 0
+    )
+    # Five preferences stored; five questions embedded (and cached only without the flag).
+    assert cached_rows(live) == {0: 5}
+    assert cached_rows(cached) == {0: 5, 1: 5}
+    config = json.loads((tmp_path / "live.json").read_text(encoding="utf-8"))["config"]
+    assert config["embed_cache"] is True and config["live_query_embedding"] is True
+    assert "latencies incl. the query embedding measure the cache" in (tmp_path / "c.md").read_text(
+        encoding="utf-8"
+    )
