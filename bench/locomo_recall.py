@@ -523,7 +523,10 @@ def _ingest_turns(
 def _ingest_memories(
     store: OracleMemoryStore, sample_id: str, memories: Sequence[Memory], timings: _Timings
 ) -> None:
-    """The sample's memories, user-scoped, each with its source dialog ids in metadata."""
+    """The sample's memories, user-scoped, each with its source dialog ids in metadata
+    and the id ``"<sample_id>:mem<line within the sample>"`` (fixed ids keep ties in
+    the same order on every run)."""
+    record_id = {id(m): f"{sample_id}:mem{n}" for n, m in enumerate(memories)}
     by_type: dict[str, list[Memory]] = {}
     for memory in memories:
         by_type.setdefault(memory.record_type, []).append(memory)
@@ -531,6 +534,7 @@ def _ingest_memories(
         store.add(
             [m.content for m in group],
             record_type,
+            record_ids=[record_id[id(m)] for m in group],
             user_ids=sample_id,
             timestamps=[m.timestamp for m in group],
             metadata=[{"source_dia_ids": sorted(m.sources)} for m in group],
