@@ -49,7 +49,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The task scripts import each other by module name; appended, so nothing is shadowed.
+sys.path.append(str(Path(__file__).resolve().parent))
 try:
     import oam_core  # noqa: F401
 except ImportError:  # running from a checkout without `pip install -e .`
