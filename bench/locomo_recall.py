@@ -79,6 +79,8 @@ class Question:
 
 SESSION_K = 5
 """Depth of the evidence-session hit rate (published session-level figures use 5)."""
+SHALLOWER_KS = (1, 5)
+"""Cut-offs below ``k`` also reported overall (``"overall_at"``: recall@1 and @5)."""
 
 
 def session_of(dia_id: str) -> str:
@@ -165,7 +167,12 @@ class CachedEmbedder(IEmbedder):
     For iterating on ranking without re-embedding LoCoMo: the cache is a SQLite file
     kept outside the repository (``--embed-cache``). Timings of a cached run measure
     the cache, not the model; the report says so (``config.embed_cache``).
+    ``cache_queries = False`` (set on the class, as ``retrieval_suite.py
+    --live-query-embedding`` does) embeds queries with the model every time, so that
+    latencies including the query embedding measure the model.
     """
+
+    cache_queries = True
 
     def __init__(self, inner: IEmbedder, model: str, path: Path) -> None:
         import sqlite3
@@ -185,6 +192,8 @@ class CachedEmbedder(IEmbedder):
 
     def embed(self, texts: Sequence[str], *, is_query: bool = False) -> npt.NDArray[np.float32]:
         """Cached vectors of ``texts``; misses are embedded in one call and stored."""
+        if is_query and not self.cache_queries:
+            return self.inner.embed(texts, is_query=True)
         out = np.zeros((len(texts), self.embedding_dimension), dtype=np.float32)
         missing: dict[str, list[int]] = {}
         for i, text in enumerate(texts):
@@ -304,15 +313,24 @@ class _Pass:
     excl_ms: list[float] = field(default_factory=list)
     incl_ms: list[float] = field(default_factory=list)
     embed_ms: list[float] = field(default_factory=list)
+    shallower: dict[int, _Tally] = field(
+        default_factory=lambda: {c: _Tally() for c in SHALLOWER_KS}
+    )
 
     def add(self, question: Question, ranked: Sequence[frozenset[str]], k: int) -> None:
         self.tallies[question.category].add(question.evidence, ranked, k)
         if question.category not in EXCLUDED_FROM_OVERALL:
             self.overall.add(question.evidence, ranked, k)
+            for cut, tally in self.shallower.items():
+                if cut < k:
+                    tally.add(question.evidence, ranked, cut)
 
     def report(self, k: int) -> dict[str, Any]:
         return {
             "overall": self.overall.as_dict(k),
+            "overall_at": {
+                str(cut): tally.as_dict(cut) for cut, tally in self.shallower.items() if cut < k
+            },
             "per_category": {
                 name: {"category": number, **self.tallies[number].as_dict(k)}
                 for number, name in CATEGORIES.items()
@@ -505,7 +523,10 @@ def _ingest_turns(
 def _ingest_memories(
     store: OracleMemoryStore, sample_id: str, memories: Sequence[Memory], timings: _Timings
 ) -> None:
-    """The sample's memories, user-scoped, each with its source dialog ids in metadata."""
+    """The sample's memories, user-scoped, each with its source dialog ids in metadata
+    and the id ``"<sample_id>:mem<line within the sample>"`` (fixed ids keep ties in
+    the same order on every run)."""
+    record_id = {id(m): f"{sample_id}:mem{n}" for n, m in enumerate(memories)}
     by_type: dict[str, list[Memory]] = {}
     for memory in memories:
         by_type.setdefault(memory.record_type, []).append(memory)
@@ -513,6 +534,7 @@ def _ingest_memories(
         store.add(
             [m.content for m in group],
             record_type,
+            record_ids=[record_id[id(m)] for m in group],
             user_ids=sample_id,
             timestamps=[m.timestamp for m in group],
             metadata=[{"source_dia_ids": sorted(m.sources)} for m in group],
