@@ -247,7 +247,12 @@ def query_signals(query: str, which: Collection[Signal] = frozenset(Signal)) -> 
 
 
 def list_weights(
-    query: str, n_vector: int, n_keyword: int, fusion: FusionConfig
+    query: str,
+    n_vector: int,
+    n_keyword: int,
+    fusion: FusionConfig,
+    *,
+    vector_share: float = 1.0,
 ) -> builtins.list[float]:
     """The RRF weights of a HYBRID search's text lists, its ``n_vector`` vector lists
     followed by its ``n_keyword`` keyword lists (one each per part of the query):
@@ -258,9 +263,12 @@ def list_weights(
         query: The text query (the whole of it, not a part).
         n_vector, n_keyword: How many lists of each kind (ints >= 0).
         fusion: The fusion's settings.
+        vector_share: The share of ``fusion.list_weight`` each vector list weighs
+            (``advice.search_vectors``: an advice question's question and topic
+            lists weigh half each).
     """
     keyword = fusion.advice_keyword_weight if asks_for_advice(query) else fusion.list_weight
-    return [fusion.list_weight] * n_vector + [keyword] * n_keyword
+    return [fusion.list_weight * vector_share] * n_vector + [keyword] * n_keyword
 
 
 # English patterns: a query or a record in another language matches none of their

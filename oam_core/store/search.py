@@ -22,6 +22,7 @@ from oam_core.apis.records import Record
 from oam_core.checks import filter_arg, findable, scope_arg, types_arg
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.rerankers import IReranker
+from oam_core.store import advice
 from oam_core.store.backend import Predicate
 from oam_core.store.fusion import (
     DEFAULT_FUSION,
@@ -166,17 +167,20 @@ def _text_ranking(
     if strategy is SearchStrategy.KEYWORD:
         ranked, kind = _keyword_ranking(runtime, parts, depth, pred)
         return ranked, None, kind
-    vectors = _query_vectors(runtime, parts, strategy)
     if strategy is SearchStrategy.VECTOR:
+        vectors = _query_vectors(runtime, parts, strategy)
         ranked = _vector_ranking(runtime, vectors, depth, pred, fused=len(parts) > 1)
         return ranked, None, DistanceKind.FUSED if len(parts) > 1 else DistanceKind.COSINE
+    # An advice question also ranks by its topic's vector (store/advice.py).
+    embedded = _query_vectors(runtime, advice.search_texts(query, parts), strategy)
+    vectors, share = advice.search_vectors(embedded, len(parts))
     depth = max(depth, fusion.depth)
     v_lists, kw_lists = runtime.backend.rank_hybrid(
         vectors, [query_terms(p) for p in parts], depth, pred
     )
     lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
     # A question asking for advice weighs its keyword lists less (fusion.list_weights).
-    weights = list_weights(query, len(v_lists), len(kw_lists), fusion)
+    weights = list_weights(query, len(v_lists), len(kw_lists), fusion, vector_share=share)
     return _hybrid_ranking(runtime, query, lists, weights, k, pred, fusion)
 
 
