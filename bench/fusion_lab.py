@@ -52,7 +52,7 @@ from prefeval_recall import (
 
 from oam_core import SearchStrategy
 from oam_core.embedders import resolve_embedder
-from oam_core.store.advice import advice_frame, frame_removed
+from oam_core.store.advice import FRAME_WEIGHT, advice_frame, frame_removed
 from oam_core.store.fusion import (
     DEFAULT_FUSION,
     Signal,
@@ -61,9 +61,11 @@ from oam_core.store.fusion import (
     list_weights,
     preference_list,
 )
+from oam_core.store.text import chunk_text
 
 DEPTH = 50
-"""Candidates each captured list holds (``fusion.HYBRID_DEPTH``)."""
+"""Candidates each captured list holds at least (``fusion.HYBRID_DEPTH``; deeper
+with ``--depth``, for the ``+d<n>`` variants)."""
 
 
 @dataclass
@@ -82,7 +84,12 @@ class Case:
 
 
 def capture(
-    task: str, weights: Sequence[float], embed_cache: Path | None, data: Path, filler: Path
+    task: str,
+    weights: Sequence[float],
+    embed_cache: Path | None,
+    data: Path,
+    filler: Path,
+    depth: int = DEPTH,
 ) -> list[Case]:
     """Build the task's store and capture every question's lists."""
     prefs = load_preferences(data)
@@ -112,17 +119,19 @@ def capture(
         found = store.search(
             pref.question, 10, record_types=types, user_id=USER, exact_user_match=True
         )
-        pred, queries = seen["pred"], seen["queries"]
+        # The store's vectors: the parts', then (advice.search_vectors) their topics'.
+        parts = chunk_text(pref.question, store.runtime.chunk_chars) or [pref.question]
+        pred, queries = seen["pred"], seen["queries"][: len(parts)]
         frame = model.embed([advice_frame(pref.question) or "?"], is_query=True)[0]
         variants = {"base": queries}
         for w in weights:
             variants[f"minus@{w}"] = frame_removed(queries, frame, w)
         vector = {
-            name: [[key for key, _ in lst] for lst in backend.rank_vector(vs, DEPTH, pred)]
+            name: [[key for key, _ in lst] for lst in backend.rank_vector(vs, depth, pred)]
             for name, vs in variants.items()
         }
         keyword = [
-            [key for key, _ in backend.rank_keyword(terms, DEPTH, pred)] for terms in seen["terms"]
+            [key for key, _ in backend.rank_keyword(terms, depth, pred)] for terms in seen["terms"]
         ]
         keys = {key for lists in vector.values() for lst in lists for key in lst}
         keys |= {key for lst in keyword for key in lst}
@@ -144,15 +153,19 @@ def capture(
     return cases
 
 
-def replay(case: Case, lists: Sequence[tuple[list[Hashable], float]]) -> list[str]:
+def replay(
+    case: Case, lists: Sequence[tuple[list[Hashable], float]], depth: int = DEPTH
+) -> list[str]:
     """The record ids of a fusion of ``(list, weight)`` pairs, then the preference
     list of its pool (as ``search._hybrid_ranking`` with the advice signals). A
     question not asking for advice is ranked as the store ranked it (no variant
     applies to it; its signal lists are not replayed here)."""
     if not case.advice:
         return case.store
-    fused = fuse([lst for lst, _ in lists], [w for _, w in lists], rrf_k=DEFAULT_FUSION.rrf_k)
-    pool = [key for key, _ in fused[: DEFAULT_FUSION.pool]]
+    fused = fuse(
+        [lst[:depth] for lst, _ in lists], [w for _, w in lists], rrf_k=DEFAULT_FUSION.rrf_k
+    )
+    pool = [key for key, _ in fused[: max(depth, DEFAULT_FUSION.pool)]]
     prefs = [key for key in pool if key in case.preference]
     if case.advice and Signal.PREFERENCE in DEFAULT_FUSION.signals and 0 < len(prefs) < len(pool):
         fused = fuse(
@@ -165,7 +178,7 @@ def replay(case: Case, lists: Sequence[tuple[list[Hashable], float]]) -> list[st
 
 def variant(name: str) -> Callable[[Case], list[tuple[list[Hashable], float]]]:
     """The lists and weights of variant ``name`` for one case."""
-    spec, _, kw = name.partition("+kw")
+    spec, _, kw = name.split("+d")[0].partition("+kw")
     kind, _, w = spec.partition("@")
 
     def lists(case: Case) -> list[tuple[list[Hashable], float]]:
@@ -192,10 +205,11 @@ def variant(name: str) -> Callable[[Case], list[tuple[list[Hashable], float]]]:
 def score(cases: Sequence[Case], name: str) -> dict[str, float]:
     """recall@5 and @10, overall and per half, of variant ``name``."""
     make = variant(name)
+    _, _, depth = name.partition("+d")
     out: dict[str, float] = {}
     for group in ("all", "a", "b"):
         chosen = [c for c in cases if group in ("all", c.half)]
-        ranked = [replay(c, make(c)) for c in chosen]
+        ranked = [replay(c, make(c), int(depth or DEPTH)) if c.advice else c.store for c in chosen]
         for k in (5, 10):
             hits = sum(c.target in r[:k] for c, r in zip(chosen, ranked, strict=True))
             out[f"r@{k} {group}"] = hits / max(1, len(chosen))
@@ -206,18 +220,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--task", choices=["memories", "conversation"], default="memories")
     parser.add_argument("--weights", default="0.3,0.5,0.7,1.0", help="frame weights")
+    parser.add_argument("--depth", type=int, default=DEPTH, help="capture depth (+d<n>)")
     parser.add_argument("--keyword-weights", default="", help="advice keyword weights")
     parser.add_argument("--embed-cache", type=Path)
     parser.add_argument("--data", type=Path, default=PREFEVAL_DIR)
     parser.add_argument("--filler-file", type=Path, default=LOCOMO_FILE)
     args = parser.parse_args(argv)
     weights = [float(w) for w in args.weights.split(",")]
-    cases = capture(args.task, weights, args.embed_cache, args.data, args.filler_file)
-    mismatch = sum(c.advice and replay(c, variant("base")(c)) != c.store for c in cases)
-    print(f"advice questions whose base replay differs from the store's ranking: {mismatch}")
+    cases = capture(args.task, weights, args.embed_cache, args.data, args.filler_file, args.depth)
+    store = "both@1.0" if f"both@{FRAME_WEIGHT}" == "both@1.0" else "base"
+    mismatch = sum(c.advice and replay(c, variant(store)(c)) != c.store for c in cases)
+    print(f"advice questions whose {store} replay differs from the store's ranking: {mismatch}")
     names = ["base"] + [f"{kind}@{w}" for kind in ("minus", "both") for w in weights]
     for kw in filter(None, args.keyword_weights.split(",")):
         names += [f"{name}+kw{kw}" for name in names if "+" not in name]
+    if args.depth > DEPTH:
+        names += [f"{name}+d{args.depth}" for name in names if "+" not in name]
     print(f"| {args.task} variant | r@5 | r@5 a | r@5 b | r@10 | r@10 a | r@10 b |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name in names:
