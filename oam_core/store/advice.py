@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from oam_core.store.fusion import asks_for_advice
+from oam_core.store.fusion import DEFAULT_FUSION, FusionConfig, asks_for_advice
 from oam_core.store.text import FUNCTION_WORDS
 
 __all__ = [
@@ -113,7 +113,9 @@ def advice_frame(query: str) -> str:
     return " ".join(kept) if any(t[0].isalnum() for t in kept) else ""
 
 
-def search_texts(query: str, parts: Sequence[str]) -> list[str]:
+def search_texts(
+    query: str, parts: Sequence[str], fusion: FusionConfig = DEFAULT_FUSION
+) -> list[str]:
     """What a HYBRID search of ``query`` embeds: its ``parts`` (``text.chunk_text``),
     then, for a question asking for advice (``fusion.asks_for_advice``) that has
     both a frame and a topic (a word outside the frame), its frame
@@ -122,8 +124,9 @@ def search_texts(query: str, parts: Sequence[str]) -> list[str]:
     Args:
         query: The text query.
         parts: The query's parts, searched each with its own vector.
+        fusion: The fusion's settings: with ``advice_topic`` False, only ``parts``.
     """
-    if not asks_for_advice(query):
+    if not fusion.advice_topic or not asks_for_advice(query):
         return list(parts)
     frame = advice_frame(query)
     words = sum(1 for token in _TOKEN.findall(query) if token[0].isalnum())

@@ -586,6 +586,8 @@ class FusionConfig:
             why: the ``*_WEIGHT`` constants above).
         advice_keyword_weight: The weight of each keyword list for a question asking
             for advice (> 0; ``ADVICE_KEYWORD_WEIGHT``, ``list_weights``).
+        advice_topic: Whether a question asking for advice also ranks by its topic
+            vector (a bool; ``store/advice.py``).
         pool: How many of the best fused candidates the signal lists re-rank (>= 1).
         depth: How many candidates each list ranks at least (>= 1).
 
@@ -603,6 +605,7 @@ class FusionConfig:
     own_text_weight: float = OWN_TEXT_WEIGHT
     preference_weight: float = PREFERENCE_WEIGHT
     advice_keyword_weight: float = ADVICE_KEYWORD_WEIGHT
+    advice_topic: bool = True
     pool: int = POOL
     depth: int = HYBRID_DEPTH
 
@@ -625,6 +628,8 @@ class FusionConfig:
             if isinstance(weight, bool) or not isinstance(weight, int | float) or weight <= 0:
                 raise InvalidArgumentError(f"{name} must be a number > 0, got {weight!r}")
 
+        if not isinstance(self.advice_topic, bool):
+            raise InvalidArgumentError(f"advice_topic must be a bool, got {self.advice_topic!r}")
         if not isinstance(self.signals, frozenset) or not all(
             isinstance(s, Signal) for s in self.signals
         ):

@@ -172,7 +172,7 @@ def _text_ranking(
         ranked = _vector_ranking(runtime, vectors, depth, pred, fused=len(parts) > 1)
         return ranked, None, DistanceKind.FUSED if len(parts) > 1 else DistanceKind.COSINE
     # An advice question also ranks by its topic's vector (store/advice.py).
-    embedded = _query_vectors(runtime, advice.search_texts(query, parts), strategy)
+    embedded = _query_vectors(runtime, advice.search_texts(query, parts, fusion), strategy)
     vectors, share = advice.search_vectors(embedded, len(parts))
     depth = max(depth, fusion.depth)
     v_lists, kw_lists = runtime.backend.rank_hybrid(
