@@ -29,6 +29,7 @@ from oam_core.store.fusion import (
     HYBRID_DEPTH,
     DistanceKind,
     FusionConfig,
+    asks_for_advice,
     distance_type,
     fuse,
     list_weights,
@@ -171,9 +172,7 @@ def _text_ranking(
         vectors = _query_vectors(runtime, parts, strategy)
         ranked = _vector_ranking(runtime, vectors, depth, pred, fused=len(parts) > 1)
         return ranked, None, DistanceKind.FUSED if len(parts) > 1 else DistanceKind.COSINE
-    # An advice question also ranks by its topic's vector (store/advice.py).
-    embedded = _query_vectors(runtime, advice.search_texts(query, parts, fusion), strategy)
-    vectors, share = advice.search_vectors(embedded, len(parts))
+    vectors, share = _hybrid_vectors(runtime, query, parts, fusion)
     depth = max(depth, fusion.depth)
     v_lists, kw_lists = runtime.backend.rank_hybrid(
         vectors, [query_terms(p) for p in parts], depth, pred
@@ -257,6 +256,18 @@ def _query_vectors(
         return []
     _warn_unembedded_once(runtime, strategy)
     return list(runtime.embed(parts, is_query=True))
+
+
+def _hybrid_vectors(
+    runtime: StoreRuntime, query: str, parts: Sequence[str], fusion: FusionConfig
+) -> tuple[builtins.list[Any], float]:
+    """The vectors of a HYBRID search and the share of a vector list's weight each
+    weighs: a question asking for advice also ranks by its topic vector, at half
+    weight each (store/advice.py), any other query by its parts' vectors."""
+    if not asks_for_advice(query):
+        return _query_vectors(runtime, parts, SearchStrategy.HYBRID), 1.0
+    texts = advice.search_texts(query, parts, fusion)
+    return advice.search_vectors(_query_vectors(runtime, texts, SearchStrategy.HYBRID), len(parts))
 
 
 def _warn_unembedded_once(runtime: StoreRuntime, strategy: SearchStrategy) -> None:
