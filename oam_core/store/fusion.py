@@ -34,7 +34,9 @@ states are better matched against a record's fields than against its words
   shares few words with it. For such a question (``asks_for_advice``) the keyword
   lists weigh little (``FusionConfig.advice_keyword_weight``), the lists made for
   other questions (date, time, own words) do not apply, and the candidates stating a
-  preference (``preference_list``) are one more list (``query_signals``).
+  preference (``preference_list``) are one more list (``query_signals``). Its
+  topic vector (the question less the words that ask, ``store/advice.py``) ranks one
+  more vector list, the two at half weight each (``list_weights``).
 
 Each signal is a ranked list of the candidate pool (the best fused records, in
 fused order) restricted to the records that match it. Fused with the text lists by
