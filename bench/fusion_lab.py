@@ -52,7 +52,7 @@ from prefeval_recall import (
 
 from oam_core import SearchStrategy
 from oam_core.embedders import resolve_embedder
-from oam_core.store.advice import FRAME_WEIGHT, advice_frame, frame_removed
+from oam_core.store.advice import ADVICE_WORDS, FRAME_WEIGHT, advice_frame, frame_removed
 from oam_core.store.fusion import (
     DEFAULT_FUSION,
     Signal,
@@ -78,6 +78,7 @@ class Case:
     weights: list[float]
     vector: dict[str, list[list[Hashable]]]
     keyword: list[list[Hashable]]
+    topic_keyword: list[list[Hashable]]
     preference: set[Hashable]
     ids: dict[Hashable, str]
     store: list[str]
@@ -133,8 +134,13 @@ def capture(
         keyword = [
             [key for key, _ in backend.rank_keyword(terms, depth, pred)] for terms in seen["terms"]
         ]
+        topic_keyword = [
+            [key for key, _ in backend.rank_keyword(topic, depth, pred)]
+            for topic in ([t for t in terms if t not in ADVICE_WORDS] for terms in seen["terms"])
+            if topic
+        ] or keyword
         keys = {key for lists in vector.values() for lst in lists for key in lst}
-        keys |= {key for lst in keyword for key in lst}
+        keys |= {key for lst in (*keyword, *topic_keyword) for key in lst}
         records = backend.load(list(keys))
         cases.append(
             Case(
@@ -144,6 +150,7 @@ def capture(
                 weights=list_weights(pref.question, len(queries), len(keyword), DEFAULT_FUSION),
                 vector=vector,
                 keyword=keyword,
+                topic_keyword=topic_keyword,
                 preference=set(preference_list(list(records), records)),
                 ids={key: rec.id for key, rec in records.items()},
                 store=[record.id for record, _ in found],
@@ -178,7 +185,8 @@ def replay(
 
 def variant(name: str) -> Callable[[Case], list[tuple[list[Hashable], float]]]:
     """The lists and weights of variant ``name`` for one case."""
-    spec, _, kw = name.split("+d")[0].partition("+kw")
+    topic_terms = "+tt" in name
+    spec, _, kw = name.split("+d")[0].replace("+tt", "").partition("+kw")
     kind, _, w = spec.partition("@")
 
     def lists(case: Case) -> list[tuple[list[Hashable], float]]:
@@ -186,7 +194,8 @@ def variant(name: str) -> Callable[[Case], list[tuple[list[Hashable], float]]]:
         v_weights, kw_weights = case.weights[:n], case.weights[n:]
         if kw and case.advice:
             kw_weights = [float(kw)] * len(kw_weights)
-        keyword = list(zip(case.keyword, kw_weights, strict=True))
+        kw_lists = case.topic_keyword if topic_terms and case.advice else case.keyword
+        keyword = list(zip(kw_lists, kw_weights[: len(kw_lists)], strict=True))
         if kind == "base":
             return [*zip(case.vector["base"], v_weights, strict=True), *keyword]
         minus = case.vector[f"minus@{w}"]
@@ -234,6 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = ["base"] + [f"{kind}@{w}" for kind in ("minus", "both") for w in weights]
     for kw in filter(None, args.keyword_weights.split(",")):
         names += [f"{name}+kw{kw}" for name in names if "+" not in name]
+    names += [f"{name}+tt" for name in names if "+" not in name]
     if args.depth > DEPTH:
         names += [f"{name}+d{args.depth}" for name in names if "+" not in name]
     print(f"| {args.task} variant | r@5 | r@5 a | r@5 b | r@10 | r@10 a | r@10 b |")
