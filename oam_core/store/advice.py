@@ -103,7 +103,8 @@ def advice_frame(query: str) -> str:
         query: The text of a question asking for advice (``fusion.asks_for_advice``).
 
     Returns:
-        The frame, ``""`` when ``query`` has none of those words.
+        The frame, ``""`` when ``query`` has none of those words. Never raises
+        (docs/retrieval.md#advice-questions-and-stated-preferences).
     """
     kept = [
         token
@@ -119,12 +120,16 @@ def search_texts(
     """What a HYBRID search of ``query`` embeds: its ``parts`` (``text.chunk_text``),
     then, for a question asking for advice (``fusion.asks_for_advice``) that has
     both a frame and a topic (a word outside the frame), its frame
-    (``advice_frame``), in one embedder call.
+    (``advice_frame``; cut at a space to the longest part's length), in one
+    embedder call (docs/retrieval.md#advice-questions-and-stated-preferences).
 
     Args:
         query: The text query.
         parts: The query's parts, searched each with its own vector.
         fusion: The fusion's settings: with ``advice_topic`` False, only ``parts``.
+
+    Returns:
+        The texts to embed, ``parts`` first. Never raises.
     """
     if not fusion.advice_topic or not asks_for_advice(query):
         return list(parts)
@@ -133,6 +138,9 @@ def search_texts(
     framed = sum(1 for token in frame.split(" ") if token[:1].isalnum())
     if not frame or framed == words:
         return list(parts)
+    longest = max((len(part) for part in parts), default=len(query))
+    if len(frame) > longest:  # embedded like a part: no longer than the longest
+        frame = frame[: longest + 1].rsplit(" ", 1)[0] or frame[:longest]
     return [*parts, frame]
 
 
@@ -150,7 +158,8 @@ def search_vectors(
     Returns:
         ``(vectors, share)``: the part vectors, then (with a frame) the topic vector
         of each part (``frame_removed``), and the share of a vector list's weight
-        each of them weighs: ``TOPIC_SHARE`` with the topic vectors, else 1.0.
+        each of them weighs: ``TOPIC_SHARE`` with the topic vectors, else 1.0
+        (docs/retrieval.md#advice-questions-and-stated-preferences). Never raises.
     """
     if len(vectors) != n_parts + 1:
         return list(vectors), 1.0
@@ -177,7 +186,8 @@ def frame_removed(
 
     Returns:
         One vector per input (float32, not normalised: a cosine ranking does that).
-        A vector or a frame of length zero is returned as it was.
+        A vector or a frame of length zero, or a vector that is its frame's
+        direction, is returned as it was. Never raises.
     """
     f = np.asarray(frame, dtype=np.float32)
     f_norm = float(np.linalg.norm(f))

@@ -44,8 +44,9 @@ def test_the_frame_keeps_the_words_that_ask(query: str, frame: str) -> None:
 
 def test_an_advice_question_with_a_topic_also_embeds_its_frame() -> None:
     assert search_texts(COLORADO, [COLORADO]) == [COLORADO, advice_frame(COLORADO)]
-    parts = ["part one", "part two"]
-    assert search_texts(COLORADO, parts) == [*parts, advice_frame(COLORADO)]
+    # In parts, the frame is cut at a space to the longest part's length (32).
+    parts = ["I'm planning a trip to Colorado.", "What would you recommend for me?"]
+    assert search_texts(COLORADO, parts) == [*parts, "I'm a to . What would you"]
 
 
 @pytest.mark.parametrize(
@@ -63,6 +64,16 @@ def test_other_queries_embed_their_parts_only(query: str) -> None:
 def test_a_topic_in_another_script_is_a_topic() -> None:
     query = "Can you recommend 我的猫 a name?"
     assert search_texts(query, [query]) == [query, "Can you recommend a ?"]
+
+
+def test_the_frame_of_a_long_query_is_no_longer_than_its_longest_part() -> None:
+    query = "Any tips for my cat Whiskers? " * 200
+    parts = ["Any tips for my cat Whiskers? " * 10] * 20
+    texts = search_texts(query, parts)
+    frame = texts[-1]
+    assert texts[:-1] == parts
+    assert len(frame) <= len(parts[0]) and frame.startswith("Any tips for my ? Any tips")
+    assert advice_frame(query).startswith(frame)
 
 
 def test_the_step_can_be_switched_off() -> None:
