@@ -7,7 +7,9 @@ each variant query vector, the keyword list) and which candidates state a
 preference, then replays the fusion of ``store/fusion.py`` on them for each
 variant: the same ``fuse``, the same weights, pool and preference list as
 ``store/search.py``. Recall@5/10 overall and per half of the topics, as the
-benchmark reports them; the ``base`` variant reproduces its HYBRID figures.
+benchmark reports them: ``base`` reproduces its HYBRID figures before the topic
+vector, ``both@1.0`` the store's. A question not asking for advice keeps the
+store's own ranking (no variant applies to it).
 
 Usage (from the repository root, with the data paths of ``prefeval_recall.py``)::
 
@@ -19,7 +21,10 @@ the question; only for questions asking for advice, ``fusion.asks_for_advice``):
 
 ``base``             the question's vector (the store before the frame step);
 ``minus@w``          the question's vector less ``w`` times the frame's, in its place;
-``both@w``           both vectors, one list each (each at half the list weight).
+``both@w``           both vectors, one list each (each at half the list weight);
+``...+kw<x>``        the advice keyword lists at weight ``x`` (``--keyword-weights``);
+``...+tt``           the keyword lists of the topic's terms (``ADVICE_WORDS`` out);
+``...+d<n>``         lists and pool ``n`` deep (``--depth n``).
 """
 
 from __future__ import annotations
