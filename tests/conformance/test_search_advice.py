@@ -5,7 +5,6 @@ docs/retrieval.md#advice-questions-and-stated-preferences)."""
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -114,26 +113,27 @@ PREFERENCES = {
 GET_AROUND = "What are some good ways for me to get around Los Angeles?"
 
 
-@pytest.mark.skipif(not HAVE_LOCAL, reason='needs pip install "oam[local]"')
-def test_the_topic_vector_ranks_the_preference_first(tmp_path: Path) -> None:
-    """On a SQLite file with the ``local`` embedder: the question's vector alone ranks
-    "I avoid crowded places" above "I don't drive" (both read like advice about a
-    city); the topic vector (the question less "What are some good ... for me to
-    ... ?") ranks the preference about getting around first (store/advice.py)."""
-    from oam_core import SQLiteMemoryStore
+@pytest.fixture(scope="module")
+def local_embedder() -> Any:
+    if not HAVE_LOCAL:
+        pytest.skip('needs pip install "oam[local]"')
     from oam_core.embedders import LocalEmbedder
 
     embedder = LocalEmbedder()
     embedder.load()
-    path = tmp_path / "prefs.db"
-    store = SQLiteMemoryStore(str(path), embedder=embedder, vector_dim=embedder.embedding_dimension)
-    try:
-        store.add(list(PREFERENCES.values()), "preference", record_ids=list(PREFERENCES))
-        without = [i for i, _ in _search(store, GET_AROUND, FusionConfig(advice_topic=False))]
-        assert without[:2] == ["crowds", "car"]
-        with_topic = [i for i, _ in _search(store, GET_AROUND, FusionConfig())]
-        assert with_topic[:2] == ["car", "crowds"]
-        assert [r.id for r, _ in store.search(GET_AROUND, 1)] == ["car"]
-    finally:
-        store.close()
-    assert path.stat().st_size > 0
+    return embedder
+
+
+def test_the_topic_vector_ranks_the_preference_first(make_store: Any, local_embedder: Any) -> None:
+    """With the ``local`` embedder (on a SQLite file, in memory, in PostgreSQL): the
+    question's vector alone ranks "I avoid crowded places" above "I don't drive"
+    (both read like advice about a city); with the topic vector (the question less
+    "What are some good ... for me to ... ?") the preference about getting around
+    comes first (store/advice.py)."""
+    store = make_store(search_strategy="HYBRID", embedder=local_embedder)
+    store.add(list(PREFERENCES.values()), "preference", record_ids=list(PREFERENCES))
+    without = [i for i, _ in _search(store, GET_AROUND, FusionConfig(advice_topic=False))]
+    assert without[:2] == ["crowds", "car"]
+    with_topic = [i for i, _ in _search(store, GET_AROUND, FusionConfig())]
+    assert with_topic[:2] == ["car", "crowds"]
+    assert [r.id for r, _ in store.search(GET_AROUND, 1)] == ["car"]
