@@ -34,7 +34,9 @@ states are better matched against a record's fields than against its words
   shares few words with it. For such a question (``asks_for_advice``) the keyword
   lists weigh little (``FusionConfig.advice_keyword_weight``), the lists made for
   other questions (date, time, own words) do not apply, and the candidates stating a
-  preference (``preference_list``) are one more list (``query_signals``).
+  preference (``preference_list``) are one more list (``query_signals``). Its
+  topic vector (the question less the words that ask, ``store/advice.py``) ranks one
+  more vector list, the two at half weight each (``list_weights``).
 
 Each signal is a ranked list of the candidate pool (the best fused records, in
 fused order) restricted to the records that match it. Fused with the text lists by
@@ -247,7 +249,12 @@ def query_signals(query: str, which: Collection[Signal] = frozenset(Signal)) -> 
 
 
 def list_weights(
-    query: str, n_vector: int, n_keyword: int, fusion: FusionConfig
+    query: str,
+    n_vector: int,
+    n_keyword: int,
+    fusion: FusionConfig,
+    *,
+    vector_share: float = 1.0,
 ) -> builtins.list[float]:
     """The RRF weights of a HYBRID search's text lists, its ``n_vector`` vector lists
     followed by its ``n_keyword`` keyword lists (one each per part of the query):
@@ -258,9 +265,12 @@ def list_weights(
         query: The text query (the whole of it, not a part).
         n_vector, n_keyword: How many lists of each kind (ints >= 0).
         fusion: The fusion's settings.
+        vector_share: The share of ``fusion.list_weight`` each vector list weighs
+            (``advice.search_vectors``: an advice question's question and topic
+            lists weigh half each).
     """
     keyword = fusion.advice_keyword_weight if asks_for_advice(query) else fusion.list_weight
-    return [fusion.list_weight] * n_vector + [keyword] * n_keyword
+    return [fusion.list_weight * vector_share] * n_vector + [keyword] * n_keyword
 
 
 # English patterns: a query or a record in another language matches none of their
@@ -578,6 +588,8 @@ class FusionConfig:
             why: the ``*_WEIGHT`` constants above).
         advice_keyword_weight: The weight of each keyword list for a question asking
             for advice (> 0; ``ADVICE_KEYWORD_WEIGHT``, ``list_weights``).
+        advice_topic: Whether a question asking for advice also ranks by its topic
+            vector (a bool; ``store/advice.py``).
         pool: How many of the best fused candidates the signal lists re-rank (>= 1).
         depth: How many candidates each list ranks at least (>= 1).
 
@@ -595,6 +607,7 @@ class FusionConfig:
     own_text_weight: float = OWN_TEXT_WEIGHT
     preference_weight: float = PREFERENCE_WEIGHT
     advice_keyword_weight: float = ADVICE_KEYWORD_WEIGHT
+    advice_topic: bool = True
     pool: int = POOL
     depth: int = HYBRID_DEPTH
 
@@ -617,6 +630,8 @@ class FusionConfig:
             if isinstance(weight, bool) or not isinstance(weight, int | float) or weight <= 0:
                 raise InvalidArgumentError(f"{name} must be a number > 0, got {weight!r}")
 
+        if not isinstance(self.advice_topic, bool):
+            raise InvalidArgumentError(f"advice_topic must be a bool, got {self.advice_topic!r}")
         if not isinstance(self.signals, frozenset) or not all(
             isinstance(s, Signal) for s in self.signals
         ):

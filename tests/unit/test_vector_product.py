@@ -35,9 +35,32 @@ def test_gathered_product_is_the_same_bits_as_the_slice_product(n: int) -> None:
     alone = np.array([ranking.dot(mat[r : r + 1], q)[0, 0] for r in rows[:50]])
     assert np.array_equal(got[:50, 0], alone)
     assert np.array_equal(got[:, 0], ranking.dot(mat, q)[rows, 0])
-    # several queries keep the matrix product; its values agree to float32 rounding
+    # several queries: each the same bits as alone (FEW_QUERIES, below), and the
+    # matrix product to float32 rounding
     qs = unit(rng.standard_normal((3, DIM)))
     np.testing.assert_allclose(ranking.dot_rows(mat, rows, qs), mat[rows] @ qs.T, atol=1e-6)
+
+
+@pytest.mark.parametrize("n_queries", [2, ranking.FEW_QUERIES, ranking.FEW_QUERIES + 1])
+def test_a_few_queries_are_each_the_same_bits_as_alone(n_queries: int) -> None:
+    """An advice question ranks its question and topic vectors in one product
+    (store/advice.py): each query's distances are those it gets alone, in the
+    whole-matrix and the gathered product, up to ``FEW_QUERIES`` queries; more go to
+    the BLAS product, equal to float32 rounding."""
+    rng = np.random.default_rng(n_queries)
+    mat = unit(rng.standard_normal((700, DIM)))
+    qs = unit(rng.standard_normal((n_queries, DIM)))
+    rows = np.arange(0, 700, 3)
+    whole, gathered = ranking.dot(mat, qs), ranking.dot_rows(mat, rows, qs)
+    assert whole.shape == (700, n_queries) and gathered.shape == (len(rows), n_queries)
+    for j in range(n_queries):
+        alone_whole = ranking.dot(mat, qs[j : j + 1])[:, 0]
+        alone_rows = ranking.dot_rows(mat, rows, qs[j : j + 1])[:, 0]
+        if n_queries <= ranking.FEW_QUERIES:
+            assert np.array_equal(whole[:, j], alone_whole)
+            assert np.array_equal(gathered[:, j], alone_rows)
+        np.testing.assert_allclose(whole[:, j], alone_whole, atol=1e-6)
+        np.testing.assert_allclose(gathered[:, j], alone_rows, atol=1e-6)
 
 
 def test_no_rows_give_an_empty_product() -> None:

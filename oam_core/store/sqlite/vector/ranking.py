@@ -28,6 +28,7 @@ from oam_core.store.sqlite.vector.mirror import Mirror
 
 __all__ = [
     "EXACT_MAX",
+    "FEW_QUERIES",
     "GATHER_BYTES",
     "SCAN_COST",
     "SMALL_PRODUCT",
@@ -305,29 +306,42 @@ def approximate(
     return best if len(best) >= k else None
 
 
+FEW_QUERIES = 4
+"""Query rows (the parts of a long query; an advice question's question and topic
+vectors, store/advice.py) up to which a small product runs one query at a time in
+numpy's loop, as a single query does: a two-query product through the threaded BLAS
+waited 17 ms for its second thread on the loaded 2-core machine where two loops took
+1.2 ms, and each query's distances are then the same bits as when it is ranked
+alone."""
+
+
 def dot(mat: FloatArray, queries: FloatArray) -> FloatArray:
-    """``mat @ queries.T`` (rows x queries); one query in numpy's loop when small."""
-    if len(queries) == 1 and mat.size <= SMALL_PRODUCT:
-        out: FloatArray = np.einsum("ij,j->i", mat, queries[0])[:, None]
+    """``mat @ queries.T`` (rows x queries); up to ``FEW_QUERIES`` queries each in
+    numpy's loop when small."""
+    if len(queries) <= FEW_QUERIES and mat.size <= SMALL_PRODUCT:
+        out: FloatArray = np.stack([np.einsum("ij,j->i", mat, q) for q in queries], axis=1)
         return out
     result: FloatArray = mat @ queries.T
     return result
 
 
 def dot_rows(mat: FloatArray, rows: IntArray, queries: FloatArray) -> FloatArray:
-    """``mat[rows] @ queries.T`` (rows x queries). One query: gathered a block at a
-    time and multiplied in numpy's loop, whatever the number of rows, so a row's
-    product is the same bits as in ``dot`` below ``SMALL_PRODUCT`` and wherever the
-    row sits in the block (identical vectors tie exactly)."""
-    if len(queries) != 1:
+    """``mat[rows] @ queries.T`` (rows x queries). Up to ``FEW_QUERIES`` queries:
+    gathered a block at a time and multiplied in numpy's loop, one query after the
+    other, whatever the number of rows, so a row's product is the same bits as in
+    ``dot`` below ``SMALL_PRODUCT`` and wherever the row sits in the block (identical
+    vectors tie exactly)."""
+    if len(queries) > FEW_QUERIES:
         result: FloatArray = mat[rows] @ queries.T
         return result
-    q = queries[0]
     step = max(1, GATHER_BYTES // max(1, mat.shape[1] * mat.itemsize))
-    out: FloatArray = np.empty((len(rows), 1), np.float32)
+    out: FloatArray = np.empty((len(queries), len(rows)), np.float32)
     for a in range(0, len(rows), step):
-        np.einsum("ij,j->i", mat[rows[a : a + step]], q, out=out[a : a + step, 0])
-    return out
+        block = mat[rows[a : a + step]]
+        for j, q in enumerate(queries):
+            np.einsum("ij,j->i", block, q, out=out[j, a : a + step])
+    columns: FloatArray = out.T
+    return columns
 
 
 def best_records(dist: FloatArray, recs: IntArray, k: int) -> list[tuple[int, float]]:
