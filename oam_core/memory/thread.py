@@ -27,6 +27,7 @@ from oam_core.apis.llm import ILlm
 from oam_core.apis.records import MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import IThread, Message, MessageLike
 from oam_core.checks import (
+    check_bool,
     check_given_id,
     check_int,
     check_optional_seconds,
@@ -57,6 +58,13 @@ from oam_core.memory.messages import (
     prepare_messages,
 )
 from oam_core.memory.pipeline import PipelineJob, check_messages_fit, pipeline_steps
+from oam_core.memory.queryrewrite import (
+    REWRITE_MESSAGES,
+    check_rewrite_llm,
+    fuse_results,
+    rewrite_input,
+    rewrite_query_steps,
+)
 from oam_core.memory.summary import (
     OracleSummary,
     RunningSummary,
@@ -137,6 +145,10 @@ class OracleThread(IThread):
             deleted, writes through this handle fail instead of recreating it.
         llm_call_timeout: Seconds one pipeline LLM call may take (None: no bound);
             an overrun fails that pass like an LLM error (docs/memory-pipeline.md).
+        query_rewrite: (An oam addition.) The context card also searches with a query
+            the LLM writes from the last user message and the messages before it,
+            fused with its own results (docs/context-card.md#query-rewriting); needs
+            ``llm``.
         **options: The thread options of ``ThreadConfig``
             (``memory_extraction_window``, ..., ``enable_context_summary``), named
             parameters between ``llm`` and ``client``; omitted ones take
@@ -145,7 +157,8 @@ class OracleThread(IThread):
     Raises:
         ValueError: naming the argument, for a ``None`` or blank ``thread_id``, a
             blank scope id, a non-dict ``metadata``, an ``llm`` that is not an ``ILlm``, or an invalid
-            option value.
+            option value; ``ConfigurationError`` for ``query_rewrite=True`` without
+            an ``llm``.
     """
 
     @with_thread_options(
@@ -167,6 +180,7 @@ class OracleThread(IThread):
         extraction_mode: MemoryExtractionMode | str = MemoryExtractionMode.INLINE,
         stored: bool = False,
         llm_call_timeout: float | None = DEFAULT_LLM_CALL_TIMEOUT,
+        query_rewrite: bool = False,
         **options: Unpack[ThreadOptionArgs],
     ) -> None:
         self.thread_id: str = check_given_id(thread_id, "thread_id")
@@ -190,6 +204,8 @@ class OracleThread(IThread):
         self._own_worker: ExtractionWorker | None = None
         self._stored = bool(stored)
         self.llm_call_timeout = check_call_timeout(llm_call_timeout)
+        self.query_rewrite: bool = check_bool(query_rewrite, "query_rewrite")
+        check_rewrite_llm(llm, self.query_rewrite, "the thread (or its OracleAgentMemory)")
 
     @property
     def store(self) -> OracleMemoryStore:
@@ -262,8 +278,12 @@ class OracleThread(IThread):
     add_messages_async = async_method(_add_messages_steps)
 
     def _persisted_config(self) -> dict[str, Any]:
-        """The thread's options in the form ``create_thread`` persists on its row."""
-        return self.config.as_kwargs()
+        """The thread's options in the form ``create_thread`` persists on its row
+        (``query_rewrite`` only when on)."""
+        config = self.config.as_kwargs()
+        if self.query_rewrite:
+            config["query_rewrite"] = True
+        return config
 
     def _thread_write_steps(
         self, fields: Mapping[str, Any], store_kwargs: Mapping[str, Any]
@@ -745,9 +765,7 @@ class OracleThread(IThread):
 
         results: list[tuple[Record, float]] = []
         if n_results > 0 and query.strip() and can_rank_text(self._store):
-            results = yield from relevant_steps(
-                self._store, query, n_results, shown, (self.thread_id, self.user_id, self.agent_id)
-            )
+            results = yield from self._relevant_steps(query, n_results, shown)
         return OracleContextCard(
             summary=summary,
             topics=topics,
@@ -755,3 +773,27 @@ class OracleThread(IThread):
             recent_messages=[as_message(r, timestamp_fallback=True) for r in recent],
             token_limit=self.config.context_card_token_limit,
         )
+
+    def _relevant_steps(
+        self, query: str, k: int, shown: set[str]
+    ) -> Steps[list[tuple[Record, float]]]:
+        """The card's relevant information for ``query`` (``relevant_steps``); with
+        ``query_rewrite``, the LLM first writes a query from the last messages and
+        the results of both queries are fused (``fuse_results``;
+        docs/context-card.md#query-rewriting). A failed rewrite warns and leaves the
+        original query's results as they are."""
+        scope = (self.thread_id, self.user_id, self.agent_id)
+        rewritten: str | None = None
+        if self.query_rewrite and self.llm is not None:
+            last: list[MessageRecord] = yield from call(
+                self._store.list_thread_messages, self.thread_id, start=-REWRITE_MESSAGES, end=None
+            )
+            llm = self.llm
+            if self.llm_call_timeout is not None:
+                llm = BoundedLlm(llm, self.llm_call_timeout)
+            rewritten = yield from rewrite_query_steps(llm, rewrite_input(last, query))
+        results = yield from relevant_steps(self._store, query, k, shown, scope)
+        if rewritten is None or rewritten.casefold() == query.strip().casefold():
+            return results
+        more = yield from relevant_steps(self._store, rewritten, k, shown, scope)
+        return fuse_results(results, more, k)
