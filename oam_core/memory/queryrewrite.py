@@ -21,21 +21,26 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oam_core.apis.llm import ILlm
 from oam_core.apis.records import MessageRecord, Record
 from oam_core.errors import ConfigurationError
+from oam_core.memory.contextcard import relevant_steps
 from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.jsonrepair import UnusableReplyError, parse_json_reply
 from oam_core.memory.templates import load_prompt
 from oam_core.memory.tokens import estimate_tokens, truncate_head, truncate_tail
 from oam_core.steps import Steps, call
 
+if TYPE_CHECKING:
+    from oam_core.store.base import OracleMemoryStore
+
 __all__ = [
     "QUERY_REWRITE_PROMPT",
     "REWRITE_MESSAGES",
     "RewriteInput",
+    "card_relevant_steps",
     "check_rewrite_llm",
     "fuse_results",
     "parse_rewrite_reply",
@@ -235,3 +240,40 @@ def fuse_results(
             break
         kept.add(key)
     return [best[key] for key in ranked if key in kept]
+
+
+def card_relevant_steps(
+    store: OracleMemoryStore,
+    query: str,
+    k: int,
+    shown: set[str],
+    scope: tuple[str, str | None, str | None],
+    llm: ILlm | None,
+) -> Steps[list[tuple[Record, float]]]:
+    """The context card's relevant information (``relevant_steps``), with the
+    rewritten query's fused in when ``llm`` is given (docs/context-card.md#query-rewriting).
+
+    With ``llm``: the thread's last ``REWRITE_MESSAGES`` messages are read, the LLM
+    writes a query (``rewrite_query_steps``), and unless it failed or repeats
+    ``query``, both queries' results are fused (``fuse_results``). A failed rewrite
+    warns and gives the original query's results as they are.
+
+    Args:
+        store: The thread's store.
+        query: The card's own search text.
+        k: Most results, >= 1.
+        shown: Ids of messages the card already shows.
+        scope: ``(thread_id, user_id, agent_id)`` of the thread.
+        llm: The (time-bounded) LLM that rewrites, or None: no rewriting.
+    """
+    rewritten: str | None = None
+    if llm is not None:
+        last: list[MessageRecord] = yield from call(
+            store.list_thread_messages, scope[0], start=-REWRITE_MESSAGES, end=None
+        )
+        rewritten = yield from rewrite_query_steps(llm, rewrite_input(last, query))
+    results: list[tuple[Record, float]] = yield from relevant_steps(store, query, k, shown, scope)
+    if rewritten is None or rewritten.casefold() == query.strip().casefold():
+        return results
+    more: list[tuple[Record, float]] = yield from relevant_steps(store, rewritten, k, shown, scope)
+    return fuse_results(results, more, k)

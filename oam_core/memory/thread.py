@@ -39,7 +39,7 @@ from oam_core.checks import (
 from oam_core.errors import ClientClosedError, ConfigurationError, InvalidArgumentError
 from oam_core.llms.bounded import DEFAULT_LLM_CALL_TIMEOUT, BoundedLlm, check_call_timeout
 from oam_core.memory.config import MemoryExtractionMode, check_extraction_mode
-from oam_core.memory.contextcard import OracleContextCard, can_rank_text, relevant_steps
+from oam_core.memory.contextcard import OracleContextCard, can_rank_text
 from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.indexing import (
     CONTEXT_MESSAGES,
@@ -58,13 +58,7 @@ from oam_core.memory.messages import (
     prepare_messages,
 )
 from oam_core.memory.pipeline import PipelineJob, check_messages_fit, pipeline_steps
-from oam_core.memory.queryrewrite import (
-    REWRITE_MESSAGES,
-    check_rewrite_llm,
-    fuse_results,
-    rewrite_input,
-    rewrite_query_steps,
-)
+from oam_core.memory.queryrewrite import card_relevant_steps, check_rewrite_llm
 from oam_core.memory.summary import (
     OracleSummary,
     RunningSummary,
@@ -765,7 +759,14 @@ class OracleThread(IThread):
 
         results: list[tuple[Record, float]] = []
         if n_results > 0 and query.strip() and can_rank_text(self._store):
-            results = yield from self._relevant_steps(query, n_results, shown)
+            results = yield from card_relevant_steps(
+                self._store,
+                query,
+                n_results,
+                shown,
+                (self.thread_id, self.user_id, self.agent_id),
+                self._rewrite_llm(),
+            )
         return OracleContextCard(
             summary=summary,
             topics=topics,
@@ -774,26 +775,11 @@ class OracleThread(IThread):
             token_limit=self.config.context_card_token_limit,
         )
 
-    def _relevant_steps(
-        self, query: str, k: int, shown: set[str]
-    ) -> Steps[list[tuple[Record, float]]]:
-        """The card's relevant information for ``query`` (``relevant_steps``); with
-        ``query_rewrite``, the LLM first writes a query from the last messages and
-        the results of both queries are fused (``fuse_results``;
-        docs/context-card.md#query-rewriting). A failed rewrite warns and leaves the
-        original query's results as they are."""
-        scope = (self.thread_id, self.user_id, self.agent_id)
-        rewritten: str | None = None
-        if self.query_rewrite and self.llm is not None:
-            last: list[MessageRecord] = yield from call(
-                self._store.list_thread_messages, self.thread_id, start=-REWRITE_MESSAGES, end=None
-            )
-            llm = self.llm
-            if self.llm_call_timeout is not None:
-                llm = BoundedLlm(llm, self.llm_call_timeout)
-            rewritten = yield from rewrite_query_steps(llm, rewrite_input(last, query))
-        results = yield from relevant_steps(self._store, query, k, shown, scope)
-        if rewritten is None or rewritten.casefold() == query.strip().casefold():
-            return results
-        more = yield from relevant_steps(self._store, rewritten, k, shown, scope)
-        return fuse_results(results, more, k)
+    def _rewrite_llm(self) -> ILlm | None:
+        """The LLM that rewrites the card's query, bounded by ``llm_call_timeout``;
+        None when ``query_rewrite`` is off (docs/context-card.md#query-rewriting)."""
+        if not self.query_rewrite or self.llm is None:
+            return None
+        if self.llm_call_timeout is None:
+            return self.llm
+        return BoundedLlm(self.llm, self.llm_call_timeout)
