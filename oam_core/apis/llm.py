@@ -9,7 +9,8 @@ import anyio.to_thread
 
 
 class ILlm(abc.ABC):
-    """A text-generation model used for extraction, summaries and shortening."""
+    """A text-generation model used for extraction, summaries, shortening and query
+    rewriting (docs/context-card.md#query-rewriting)."""
 
     @abc.abstractmethod
     def generate(self, prompt: str, *, response_json_schema: dict[str, Any] | None = None) -> str:

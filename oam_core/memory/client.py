@@ -48,6 +48,7 @@ from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.indexing import embeds_in_python, message_rows, store_row_vectors
 from oam_core.memory.messages import add_memory_steps, message_fields, prepare_messages
 from oam_core.memory.opening import new_thread_steps, reopen_thread_steps
+from oam_core.memory.queryrewrite import check_rewrite_llm
 from oam_core.memory.thread import OracleThread
 from oam_core.memory.threadconfig import (
     OpenThreadArgs,
@@ -114,11 +115,17 @@ class OracleAgentMemory(ClientMemories, IAgentMemory):
             drains). Threads may override it.
         allow_embedder_change: (An oam addition.) Only with ``connection``; open a store whose
             recorded embedder differs from ``embedder`` (docs/store.md#embedder-identity).
+        query_rewrite: (An oam addition; keyword only.) Threads' context cards also
+            search with a query the LLM writes from the last user message and the
+            messages before it, one LLM call per card
+            (docs/context-card.md#query-rewriting); needs ``llm``. Threads may
+            override it.
 
     Raises:
         ValueError: naming the argument, when both or neither of ``store`` and
             ``connection`` are given, a database option comes with ``store``, the
             connection is not supported yet, or a value is invalid; nothing is opened.
+            ``ConfigurationError`` for ``query_rewrite=True`` without ``llm``.
         ImportError: when a string ``embedder`` needs an optional dependency that is
             not installed.
     """
@@ -137,6 +144,8 @@ class OracleAgentMemory(ClientMemories, IAgentMemory):
         memory_retention_config: Maybe[MemoryRetentionConfig] = NOT_SET,
         memory_extraction_config: Maybe[MemoryExtractionConfig] = NOT_SET,
         allow_embedder_change: Maybe[bool] = NOT_SET,
+        *,
+        query_rewrite: bool = False,
     ) -> None:
         has_store = store is not NOT_SET and store is not None
         has_connection = connection is not NOT_SET and connection is not None
@@ -147,6 +156,8 @@ class OracleAgentMemory(ClientMemories, IAgentMemory):
             )
         self.llm: ILlm | None = llms.resolve_llm(None if llm is NOT_SET else llm)
         check_bool(extract_memories, "extract_memories")
+        self.query_rewrite: bool = check_bool(query_rewrite, "query_rewrite")
+        check_rewrite_llm(self.llm, self.query_rewrite, "OracleAgentMemory")
         choice = Extraction.parse(NOT_SET, memory_extraction_config)
         if choice.extract is True and not extract_memories:
             raise ConfigurationError(
@@ -504,6 +515,7 @@ class OracleAgentMemory(ClientMemories, IAgentMemory):
         extract_memories: Maybe[bool] = NOT_SET,
         *,
         memory_extraction_config: Maybe[MemoryExtractionConfig] = NOT_SET,
+        query_rewrite: Maybe[bool] = NOT_SET,
         **kwargs: Unpack[OpenThreadArgs],
     ) -> Steps[OracleThread]:
         """Create and register a thread (docs/concepts.md#the-client-and-threads; the API of Oracle's SDK).
@@ -527,6 +539,10 @@ class OracleAgentMemory(ClientMemories, IAgentMemory):
             llm: LLM for this thread; omitted = the client's; None = none.
             extract_memories: Per-thread extraction switch; omitted = the client's.
             memory_extraction_config: Per-thread ``MemoryExtractionConfig``.
+            query_rewrite: (An oam addition; keyword only.) The thread's context
+                cards also search with a query its LLM writes
+                (docs/context-card.md#query-rewriting); omitted = the client's;
+                given, it is persisted and ``get_thread`` restores it.
             **kwargs: The thread options of ``ThreadConfig``
                 (``max_message_token_length``, ..., ``enable_context_summary``: named
                 parameters after ``extract_memories``); ``persist_messages_in_config``
@@ -537,8 +553,8 @@ class OracleAgentMemory(ClientMemories, IAgentMemory):
 
         Raises:
             ValueError: for an explicit ``None`` or blank id, an invalid option, no
-                LLM while extraction is on, or an existing thread id; nothing is
-                written.
+                LLM while extraction or ``query_rewrite`` is on, or an existing
+                thread id; nothing is written.
             TypeError: for an unknown keyword argument.
         """
         options, extra = split_options(kwargs)
@@ -547,7 +563,7 @@ class OracleAgentMemory(ClientMemories, IAgentMemory):
         self._check_open()
         return (
             yield from new_thread_steps(
-                self, thread_id, user_id, agent_id, metadata, llm, choice, options
+                self, thread_id, user_id, agent_id, metadata, llm, choice, options, query_rewrite
             )
         )
 
@@ -565,6 +581,7 @@ class OracleAgentMemory(ClientMemories, IAgentMemory):
         extract_memories: Maybe[bool] = NOT_SET,
         *,
         memory_extraction_config: Maybe[MemoryExtractionConfig] = NOT_SET,
+        query_rewrite: Maybe[bool] = NOT_SET,
         **kwargs: Unpack[OpenThreadArgs],
     ) -> Steps[OracleThread]:
         """Reopen a thread created earlier (docs/concepts.md#the-client-and-threads; the API of Oracle's SDK).
@@ -588,6 +605,9 @@ class OracleAgentMemory(ClientMemories, IAgentMemory):
             extract_memories: Extraction switch for this handle; omitted = the
                 client's.
             memory_extraction_config: Per-handle ``MemoryExtractionConfig``.
+            query_rewrite: (An oam addition; keyword only.) Override for this handle;
+                omitted = the value ``create_thread`` persisted, else the client's
+                (docs/context-card.md#query-rewriting).
             **kwargs: Overrides of the ``ThreadConfig`` options (named parameters
                 after ``extract_memories``); ``persist_messages_in_config`` is accepted
                 and ignored.
@@ -595,14 +615,16 @@ class OracleAgentMemory(ClientMemories, IAgentMemory):
         Raises:
             NotFoundError: (a ``KeyError``) if no thread has this id.
             ValueError: for a blank id, an invalid override, or no LLM while
-                extraction is on.
+                extraction or ``query_rewrite`` is on.
             TypeError: for an unknown keyword argument.
         """
         options, extra = split_options(kwargs)
         reject_kwargs(extra, "get_thread", THREAD_EXTRA_KWARGS)
         choice = Extraction.parse(extract_memories, memory_extraction_config)
         self._check_open()
-        return (yield from reopen_thread_steps(self, thread_id, llm, choice, options))
+        return (
+            yield from reopen_thread_steps(self, thread_id, llm, choice, options, query_rewrite)
+        )
 
     get_thread = sync_method(_get_thread_steps)
     get_thread_async = async_method(_get_thread_steps)

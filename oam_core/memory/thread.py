@@ -27,6 +27,7 @@ from oam_core.apis.llm import ILlm
 from oam_core.apis.records import MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import IThread, Message, MessageLike
 from oam_core.checks import (
+    check_bool,
     check_given_id,
     check_int,
     check_optional_seconds,
@@ -38,7 +39,7 @@ from oam_core.checks import (
 from oam_core.errors import ClientClosedError, ConfigurationError, InvalidArgumentError
 from oam_core.llms.bounded import DEFAULT_LLM_CALL_TIMEOUT, BoundedLlm, check_call_timeout
 from oam_core.memory.config import MemoryExtractionMode, check_extraction_mode
-from oam_core.memory.contextcard import OracleContextCard, can_rank_text, relevant_steps
+from oam_core.memory.contextcard import OracleContextCard, can_rank_text
 from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.indexing import (
     CONTEXT_MESSAGES,
@@ -57,6 +58,7 @@ from oam_core.memory.messages import (
     prepare_messages,
 )
 from oam_core.memory.pipeline import PipelineJob, check_messages_fit, pipeline_steps
+from oam_core.memory.queryrewrite import card_relevant_steps, check_rewrite_llm
 from oam_core.memory.summary import (
     OracleSummary,
     RunningSummary,
@@ -137,6 +139,10 @@ class OracleThread(IThread):
             deleted, writes through this handle fail instead of recreating it.
         llm_call_timeout: Seconds one pipeline LLM call may take (None: no bound);
             an overrun fails that pass like an LLM error (docs/memory-pipeline.md).
+        query_rewrite: (An oam addition.) The context card also searches with a query
+            the LLM writes from the last user message and the messages before it,
+            fused with its own results (docs/context-card.md#query-rewriting); needs
+            ``llm``.
         **options: The thread options of ``ThreadConfig``
             (``memory_extraction_window``, ..., ``enable_context_summary``), named
             parameters between ``llm`` and ``client``; omitted ones take
@@ -145,7 +151,8 @@ class OracleThread(IThread):
     Raises:
         ValueError: naming the argument, for a ``None`` or blank ``thread_id``, a
             blank scope id, a non-dict ``metadata``, an ``llm`` that is not an ``ILlm``, or an invalid
-            option value.
+            option value; ``ConfigurationError`` for ``query_rewrite=True`` without
+            an ``llm``.
     """
 
     @with_thread_options(
@@ -167,6 +174,7 @@ class OracleThread(IThread):
         extraction_mode: MemoryExtractionMode | str = MemoryExtractionMode.INLINE,
         stored: bool = False,
         llm_call_timeout: float | None = DEFAULT_LLM_CALL_TIMEOUT,
+        query_rewrite: bool = False,
         **options: Unpack[ThreadOptionArgs],
     ) -> None:
         self.thread_id: str = check_given_id(thread_id, "thread_id")
@@ -190,6 +198,8 @@ class OracleThread(IThread):
         self._own_worker: ExtractionWorker | None = None
         self._stored = bool(stored)
         self.llm_call_timeout = check_call_timeout(llm_call_timeout)
+        self.query_rewrite: bool = check_bool(query_rewrite, "query_rewrite")
+        check_rewrite_llm(llm, self.query_rewrite, "the thread (or its OracleAgentMemory)")
 
     @property
     def store(self) -> OracleMemoryStore:
@@ -262,8 +272,12 @@ class OracleThread(IThread):
     add_messages_async = async_method(_add_messages_steps)
 
     def _persisted_config(self) -> dict[str, Any]:
-        """The thread's options in the form ``create_thread`` persists on its row."""
-        return self.config.as_kwargs()
+        """The thread's options in the form ``create_thread`` persists on its row
+        (``query_rewrite`` only when on)."""
+        config = self.config.as_kwargs()
+        if self.query_rewrite:
+            config["query_rewrite"] = True
+        return config
 
     def _thread_write_steps(
         self, fields: Mapping[str, Any], store_kwargs: Mapping[str, Any]
@@ -745,8 +759,13 @@ class OracleThread(IThread):
 
         results: list[tuple[Record, float]] = []
         if n_results > 0 and query.strip() and can_rank_text(self._store):
-            results = yield from relevant_steps(
-                self._store, query, n_results, shown, (self.thread_id, self.user_id, self.agent_id)
+            results = yield from card_relevant_steps(
+                self._store,
+                query,
+                n_results,
+                shown,
+                (self.thread_id, self.user_id, self.agent_id),
+                self._rewrite_llm(),
             )
         return OracleContextCard(
             summary=summary,
@@ -755,3 +774,12 @@ class OracleThread(IThread):
             recent_messages=[as_message(r, timestamp_fallback=True) for r in recent],
             token_limit=self.config.context_card_token_limit,
         )
+
+    def _rewrite_llm(self) -> ILlm | None:
+        """The LLM that rewrites the card's query, bounded by ``llm_call_timeout``;
+        None when ``query_rewrite`` is off (docs/context-card.md#query-rewriting)."""
+        if not self.query_rewrite or self.llm is None:
+            return None
+        if self.llm_call_timeout is None:
+            return self.llm
+        return BoundedLlm(self.llm, self.llm_call_timeout)

@@ -60,6 +60,7 @@ CREATE_THREAD = [
     ("extract_memories", PK, NOT_SET),
     *[(name, PK, NOT_SET) for name, _ in REFERENCE_THREAD_OPTIONS],
     ("memory_extraction_config", PK, NOT_SET),
+    ("query_rewrite", KW, NOT_SET),  # an oam addition, keyword only
     ("kwargs", VK, EMPTY),
 ]
 GET_THREAD = [
@@ -69,6 +70,7 @@ GET_THREAD = [
     ("extract_memories", PK, NOT_SET),
     *[(name, PK, NOT_SET) for name, _ in REFERENCE_THREAD_OPTIONS],
     ("memory_extraction_config", PK, NOT_SET),
+    ("query_rewrite", KW, NOT_SET),  # an oam addition, keyword only
     ("kwargs", VK, EMPTY),
 ]
 THREAD_INIT = [
@@ -87,6 +89,7 @@ THREAD_INIT = [
     ("extraction_mode", KW, MemoryExtractionMode.INLINE),
     ("stored", KW, False),
     ("llm_call_timeout", KW, 600.0),
+    ("query_rewrite", KW, False),
 ]
 
 
