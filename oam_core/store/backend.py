@@ -147,6 +147,10 @@ class Tx(abc.ABC):
     """Set by ``StoreRuntime.storing_rows`` (store/runtime.py) when this write stores
     search rows: the transaction then records the embedder identity too."""
 
+    restores_columns: bool = False
+    """Whether ``restore`` also takes a ``DumpColumns`` (``store/dumpcolumns.py``)
+    instead of rows: the columns of an import's common batches, written as they are."""
+
     refuses_existing_ids: bool = False
     """Whether ``insert``/``insert_bulk`` refuse a record id stored before, with a
     ``ValueError`` naming it: a write that does not replace needs no check first."""

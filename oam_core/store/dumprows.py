@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import chain
 from operator import attrgetter
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import orjson
@@ -33,6 +33,9 @@ from oam_core.store.runtime import StoreRuntime
 from oam_core.store.ttl import iso, parse_iso_timestamp
 from oam_core.store.writes import DEFAULT_BATCH_SIZE
 from oam_core.store.writes import batch_size as batch_size_arg
+
+if TYPE_CHECKING:
+    from oam_core.store.dumpcolumns import DumpColumns, RestoreCounts
 
 OnConflict = Literal["error", "skip", "replace"]
 ON_CONFLICT: tuple[str, ...] = ("error", "skip", "replace")
@@ -118,6 +121,32 @@ class TransferMethods:
             self.runtime, rows, on_conflict=on_conflict, batch_size=size, identity=identity
         )
 
+    def restore_columns(
+        self,
+        cols: DumpColumns,
+        *,
+        on_conflict: OnConflict = "error",
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        identity: EmbedderIdentity | None = None,
+    ) -> RestoreCounts:
+        """An oam addition: ``restore_rows`` for records given as columns
+        (``DumpColumns``, ``oam_core/store/dumpcolumns.py``), the fast path of
+        ``import_store`` (docs/transfer.md#import). Same arguments, checks, errors
+        and rows written as ``restore_rows(cols.rows(), ...)``.
+
+        Returns:
+            ``RestoreCounts``: rows written per type, search rows, rows skipped.
+
+        Raises:
+            InvalidArgumentError: as ``restore_rows``; nothing of ``cols`` is written.
+        """
+        from oam_core.store.dumpcolumns import restore_columns
+
+        size = batch_size_arg({"batch_size": batch_size})
+        return restore_columns(
+            self.runtime, cols, on_conflict=on_conflict, batch_size=size, identity=identity
+        )
+
 
 def dump_args(user_ids: object, page_size: object) -> tuple[builtins.list[str] | None, int]:
     """``OracleMemoryStore.dump_rows``'s arguments, checked before its first page:
@@ -163,8 +192,10 @@ def restore(
     on_conflict: OnConflict,
     batch_size: int,
     identity: EmbedderIdentity | None,
+    now: datetime | None = None,
 ) -> RestoreResult:
-    """Write ``rows`` in one transaction (``restore_rows``).
+    """Write ``rows`` in one transaction (``restore_rows``); ``now``: the store
+    clock's time when the caller read it already (None: read it here).
 
     Raises:
         InvalidArgumentError: for an id given twice, an id the store holds with
@@ -176,7 +207,8 @@ def restore(
         raise InvalidArgumentError(
             f"on_conflict must be one of {list(ON_CONFLICT)}, got {on_conflict!r}"
         )
-    now = runtime.now()
+    if now is None:
+        now = runtime.now()
     live = [r for r in rows if r.expires_at is None or r.expires_at > now]
     expired = len(rows) - len(live)
     keys = [(r.family, r.id) for r in live]
@@ -340,19 +372,19 @@ def check_rows(backend: Backend, rows: Sequence[DumpRow]) -> builtins.list[DumpR
                     raise InvalidArgumentError(str(exc)) from None
     stamps = set(map(_TIMESTAMP, rows))
     stamps.discard(None)
-    if not all(map(_stored_form, stamps)):
+    if not all(map(stored_form, stamps)):
         for i, r in enumerate(rows):
             ts = r.timestamp
-            if ts is not None and not _stored_form(ts):
+            if ts is not None and not stored_form(ts):
                 try:
                     norm = normalize_timestamp(ts, f"record {r.id!r}: timestamp")
                 except ValueError as exc:
                     raise InvalidArgumentError(str(exc)) from None
                 if norm != ts:
                     out[i] = dataclasses.replace(r, timestamp=norm)
-    if not all(map(_stored_created, map(_CREATED, out))):
+    if not all(map(stored_created, map(_CREATED, out))):
         for i, r in enumerate(out):
-            if not _stored_created(r.created_at):
+            if not stored_created(r.created_at):
                 try:
                     when = parse_iso_timestamp(r.created_at, what=f"record {r.id!r}: created_at")
                 except ValueError as exc:
@@ -423,7 +455,7 @@ def _check_row_text(r: DumpRow) -> None:
         raise InvalidArgumentError(str(exc)) from None
 
 
-def _stored_form(ts: str) -> bool:
+def stored_form(ts: str) -> bool:
     """Whether ``ts`` is already what ``normalize_timestamp`` stores (the fast path:
     a dump written by oam holds only these)."""
     if len(ts) not in (25, 32) or ts[10] != "T" or not ts.endswith("+00:00"):
@@ -435,7 +467,7 @@ def _stored_form(ts: str) -> bool:
     return parsed.isoformat(timespec="seconds" if len(ts) == 25 else "microseconds") == ts
 
 
-def _stored_created(value: str) -> bool:
+def stored_created(value: str) -> bool:
     """Whether a ``created_at`` is in the form the store writes (``iso``: UTC with
     microseconds); the decoder has parsed it already."""
     return len(value) == 32 and value[10] == "T" and value.endswith("+00:00")
