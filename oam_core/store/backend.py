@@ -275,6 +275,14 @@ class Tx(abc.ABC):
     def write_meta(self, values: dict[str, str]) -> None:
         """Insert or replace schema-metadata entries (such as the embedder identity)."""
 
+    def restore_if_new(self, cols: Any, batch_size: int) -> bool | None:
+        """Insert the ``DumpColumns`` ``cols`` (``store/dumpcolumns.py``) relying on
+        the unique index of record ids instead of a query first: True when written;
+        False when an id was stored before (then nothing of ``cols`` is written and
+        the transaction goes on); None when this back end does not do it (nothing
+        written)."""
+        return None
+
     def restore(self, rows: Sequence[DumpRow], batch_size: int) -> None:
         """Insert ``rows`` as they are (ids, ``created_at``, ``seq_no``, expiry, search
         rows with their vectors and quoted sources), in order, ``batch_size`` rows per

@@ -29,7 +29,7 @@ from oam_core.apis.metadatajson import RESERVED_KEY
 from oam_core.apis.records import MEMORY_TYPES
 from oam_core.checks import check_texts, check_window
 from oam_core.errors import InvalidArgumentError
-from oam_core.store.backend import DumpChunk, DumpRow
+from oam_core.store.backend import DumpChunk, DumpRow, Tx
 from oam_core.store.dumprows import (
     ON_CONFLICT,
     OnConflict,
@@ -230,7 +230,6 @@ def restore_columns(
             now=now,
         )
         return RestoreCounts.of(result)
-    dim = int(cols.vectors.shape[1])
     record_identity = (
         identity is not None
         and runtime.identity.stored is None
@@ -238,38 +237,54 @@ def restore_columns(
         and len(cols) > 0
     )
     with runtime.backend.streaming(), runtime.writing() as tx:
-        clash: set[tuple[str, str]] = set()
-        by_family: dict[str, builtins.list[str]] = {}
-        for family, rid in zip(cols.families, cols.ids, strict=True):
-            by_family.setdefault(family, []).append(rid)
-        for family, ids in by_family.items():
-            clash.update((family, i) for i in tx.existing_ids(family, ids))
-        write = cols
-        if clash:
-            keys = builtins.list(zip(cols.families, cols.ids, strict=True))
-            if on_conflict == "error":
-                first = next(i for i, key in enumerate(keys) if key in clash)
-                raise InvalidArgumentError(
-                    f"record id {cols.ids[first]!r} ({cols.record_types[first]}) already "
-                    f"exists in the target store ({len(clash)} clashing ids in this "
-                    "batch); pass on_conflict='skip' or 'replace'"
-                )
-            if on_conflict == "skip":
-                write = cols.take([key not in clash for key in keys])
-            else:
-                for family, rid in sorted(clash):
-                    tx.delete_record(family, rid, None, NOT_SET)
-        if len(write) and runtime.vector_dim is None:
-            runtime.learn_dim((), dim)
-        if tx.restores_columns:
-            tx.restore(write, batch_size)  # type: ignore[arg-type]  # (``SqlTx.restore``)
-        else:
-            tx.restore(write.rows(), batch_size)
+        written = None
+        if on_conflict != "replace" and runtime.vector_dim is not None:
+            written = tx.restore_if_new(cols, batch_size)
+        write = cols if written else _write_checked(runtime, tx, cols, on_conflict, batch_size)
         if record_identity and identity is not None:
             tx.write_meta({META_KEY: identity.to_json()})
     if record_identity and identity is not None:
         runtime.identity.stored = identity
     return RestoreCounts(dict(Counter(write.record_types)), len(write), len(cols) - len(write), 0)
+
+
+def _write_checked(
+    runtime: StoreRuntime, tx: Tx, cols: DumpColumns, on_conflict: OnConflict, batch_size: int
+) -> DumpColumns:
+    """Look up which ids of ``cols`` the store holds, then write as ``on_conflict``
+    says (``dumprows.restore`` alike); return what was written.
+
+    Raises:
+        InvalidArgumentError: naming the first stored id, for ``"error"``.
+    """
+    clash: set[tuple[str, str]] = set()
+    by_family: dict[str, builtins.list[str]] = {}
+    for family, rid in zip(cols.families, cols.ids, strict=True):
+        by_family.setdefault(family, []).append(rid)
+    for family, ids in by_family.items():
+        clash.update((family, i) for i in tx.existing_ids(family, ids))
+    write = cols
+    if clash:
+        keys = builtins.list(zip(cols.families, cols.ids, strict=True))
+        if on_conflict == "error":
+            first = next(i for i, key in enumerate(keys) if key in clash)
+            raise InvalidArgumentError(
+                f"record id {cols.ids[first]!r} ({cols.record_types[first]}) already "
+                f"exists in the target store ({len(clash)} clashing ids in this "
+                "batch); pass on_conflict='skip' or 'replace'"
+            )
+        if on_conflict == "skip":
+            write = cols.take([key not in clash for key in keys])
+        else:
+            for family, rid in sorted(clash):
+                tx.delete_record(family, rid, None, NOT_SET)
+    if len(write) and runtime.vector_dim is None:
+        runtime.learn_dim((), int(cols.vectors.shape[1]))
+    if tx.restores_columns:
+        tx.restore(write, batch_size)  # type: ignore[arg-type]  # (``SqlTx.restore``)
+    else:
+        tx.restore(write.rows(), batch_size)
+    return write
 
 
 def plain(cols: DumpColumns, now: datetime, expected: int | None) -> bool:
