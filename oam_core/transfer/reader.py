@@ -13,8 +13,8 @@ import numpy as np
 from oam_core.errors import EmbedderMismatchError, InvalidArgumentError
 from oam_core.store.backend import DumpRow
 from oam_core.store.base import OracleMemoryStore
-from oam_core.store.dumpcolumns import DumpColumns, RestoreCounts
-from oam_core.store.dumprows import ON_CONFLICT, OnConflict
+from oam_core.store.dumpcolumns import DumpColumns
+from oam_core.store.dumprows import ON_CONFLICT, OnConflict, RestoreCounts
 from oam_core.store.identity import EmbedderIdentity
 from oam_core.transfer import format as fmt
 from oam_core.transfer.decoder import BadLine, Decoded, decoded, numbered
