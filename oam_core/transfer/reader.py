@@ -231,8 +231,10 @@ def _batches(items: Iterator[Decoded], batch_rows: int, nbytes: int) -> Iterator
             seen[rtype] = seen.get(rtype, 0) + 1
             pending.append(item)
             if len(pending) >= batch_rows:
-                yield _Parsed(_batch(pending), f"lines {start}-{lineno}", nbytes)
-                pending = []
+                # (``pending`` let go before the batch is written: its vectors' bytes
+                # are in the batch's matrix.)
+                batch, pending = _batch(pending), []
+                yield _Parsed(batch, f"lines {start}-{lineno}", nbytes)
         error = None
         if end is None:
             error = f"source is truncated: it ends at line {lineno} without its end line"
