@@ -5,6 +5,7 @@ the row path. Real SQLite files."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -132,3 +133,26 @@ def test_replace_through_the_columns_keeps_the_dumped_rows(dump: Path, tmp_path:
     assert target.get("fact", "f03").content == "fact number 3"  # type: ignore[union-attr]
     hits = target.search("older text", 50, user_id="u")
     assert len(hits) == 30 and "older text" not in [h[0].content for h in hits]
+
+
+def test_sqlite_looks_up_stored_ids_only_for_a_batch_that_clashes(
+    dump: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oam_core.store.sqlite.backend import SQLiteTx
+
+    looked_up: list[int] = []
+    existing_ids = SQLiteTx.existing_ids
+
+    def counting(self: SQLiteTx, family: str, ids: Sequence[str]) -> set[str]:
+        looked_up.append(len(ids))
+        return existing_ids(self, family, ids)
+
+    monkeypatch.setattr(SQLiteTx, "existing_ids", counting)
+    target = _target(tmp_path)
+    target.add(["already here"], "fact", record_ids=["f25"], user_ids="u")
+    assert target.runtime.vector_dim == 16
+    summary = import_store(target, dump, batch_rows=10, on_conflict="skip")
+    # Only the third batch (f20..f29) holds a stored id: it alone is looked up.
+    assert looked_up == [10]
+    assert (summary.records, summary.skipped_existing) == ({"fact": 29}, 1)
+    assert _ids(target) == IDS
