@@ -201,7 +201,9 @@ PHASES = {
 
 
 def _child(phase: str, *args: Any) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'integrations'}"}
+    # A PYTHONPATH given stays (to measure another tree's code with this script).
+    path = os.environ.get("PYTHONPATH") or f"{ROOT}{os.pathsep}{ROOT / 'integrations'}"
+    env = {**os.environ, "PYTHONPATH": path}
     out = subprocess.run(
         [sys.executable, __file__, "--phase", phase, *map(str, args)],
         env=env,

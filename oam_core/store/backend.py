@@ -147,6 +147,10 @@ class Tx(abc.ABC):
     """Set by ``StoreRuntime.storing_rows`` (store/runtime.py) when this write stores
     search rows: the transaction then records the embedder identity too."""
 
+    restores_columns: bool = False
+    """Whether ``restore`` also takes a ``DumpColumns`` (``store/dumpcolumns.py``)
+    instead of rows: the columns of an import's common batches, written as they are."""
+
     refuses_existing_ids: bool = False
     """Whether ``insert``/``insert_bulk`` refuse a record id stored before, with a
     ``ValueError`` naming it: a write that does not replace needs no check first."""
@@ -270,6 +274,14 @@ class Tx(abc.ABC):
     @abc.abstractmethod
     def write_meta(self, values: dict[str, str]) -> None:
         """Insert or replace schema-metadata entries (such as the embedder identity)."""
+
+    def restore_if_new(self, cols: Any, batch_size: int) -> bool | None:
+        """Insert the ``DumpColumns`` ``cols`` (``store/dumpcolumns.py``) relying on
+        the unique index of record ids instead of a query first: True when written;
+        False when an id was stored before (then nothing of ``cols`` is written and
+        the transaction goes on); None when this back end does not do it (nothing
+        written)."""
+        return None
 
     def restore(self, rows: Sequence[DumpRow], batch_size: int) -> None:
         """Insert ``rows`` as they are (ids, ``created_at``, ``seq_no``, expiry, search

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+from collections import Counter
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,12 +23,13 @@ import orjson
 
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.metadatajson import RESERVED_KEY, dump_metadata
-from oam_core.apis.records import MESSAGE, THREAD, ThreadRow
+from oam_core.apis.records import MEMORY_TYPES, MESSAGE, THREAD, ThreadRow
 from oam_core.apis.thread import check_role
 from oam_core.apis.timestamps import normalize_timestamp
 from oam_core.checks import check_text, check_texts, check_window, check_windowed
 from oam_core.errors import InvalidArgumentError
-from oam_core.store.backend import Backend, DumpRow
+from oam_core.store.backend import Backend, DumpRow, Tx
+from oam_core.store.dumpcolumns import DumpColumns
 from oam_core.store.identity import META_KEY, EmbedderIdentity
 from oam_core.store.runtime import StoreRuntime
 from oam_core.store.ttl import iso, parse_iso_timestamp
@@ -51,6 +53,33 @@ class RestoreResult:
     written: builtins.list[DumpRow]
     skipped_existing: int
     skipped_expired: int
+
+
+@dataclass(frozen=True)
+class RestoreCounts:
+    """What one ``restore_columns`` call wrote.
+
+    Attributes:
+        records: Rows written per record type.
+        search_rows: Search rows written.
+        skipped_existing: Rows whose id the store held (``on_conflict="skip"``).
+        skipped_expired: Rows already expired at the store clock's now.
+    """
+
+    records: dict[str, int]
+    search_rows: int
+    skipped_existing: int
+    skipped_expired: int
+
+    @classmethod
+    def of(cls, result: RestoreResult) -> RestoreCounts:
+        """The counts of a ``restore_rows`` result."""
+        records: dict[str, int] = {}
+        search_rows = 0
+        for r in result.written:
+            records[r.record_type] = records.get(r.record_type, 0) + 1
+            search_rows += len(r.chunks)
+        return cls(records, search_rows, result.skipped_existing, result.skipped_expired)
 
 
 class TransferMethods:
@@ -118,6 +147,30 @@ class TransferMethods:
             self.runtime, rows, on_conflict=on_conflict, batch_size=size, identity=identity
         )
 
+    def restore_columns(
+        self,
+        cols: DumpColumns,
+        *,
+        on_conflict: OnConflict = "error",
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        identity: EmbedderIdentity | None = None,
+    ) -> RestoreCounts:
+        """An oam addition: ``restore_rows`` for records given as columns
+        (``DumpColumns``, ``oam_core/store/dumpcolumns.py``), the fast path of
+        ``import_store`` (docs/transfer.md#import). Same arguments, checks, errors
+        and rows written as ``restore_rows(cols.rows(), ...)``.
+
+        Returns:
+            ``RestoreCounts``: rows written per type, search rows, rows skipped.
+
+        Raises:
+            InvalidArgumentError: as ``restore_rows``; nothing of ``cols`` is written.
+        """
+        size = batch_size_arg({"batch_size": batch_size})
+        return restore_batch(
+            self.runtime, cols, on_conflict=on_conflict, batch_size=size, identity=identity
+        )
+
 
 def dump_args(user_ids: object, page_size: object) -> tuple[builtins.list[str] | None, int]:
     """``OracleMemoryStore.dump_rows``'s arguments, checked before its first page:
@@ -163,8 +216,10 @@ def restore(
     on_conflict: OnConflict,
     batch_size: int,
     identity: EmbedderIdentity | None,
+    now: datetime | None = None,
 ) -> RestoreResult:
-    """Write ``rows`` in one transaction (``restore_rows``).
+    """Write ``rows`` in one transaction (``restore_rows``); ``now``: the store
+    clock's time when the caller read it already (None: read it here).
 
     Raises:
         InvalidArgumentError: for an id given twice, an id the store holds with
@@ -176,7 +231,8 @@ def restore(
         raise InvalidArgumentError(
             f"on_conflict must be one of {list(ON_CONFLICT)}, got {on_conflict!r}"
         )
-    now = runtime.now()
+    if now is None:
+        now = runtime.now()
     live = [r for r in rows if r.expires_at is None or r.expires_at > now]
     expired = len(rows) - len(live)
     keys = [(r.family, r.id) for r in live]
@@ -340,19 +396,19 @@ def check_rows(backend: Backend, rows: Sequence[DumpRow]) -> builtins.list[DumpR
                     raise InvalidArgumentError(str(exc)) from None
     stamps = set(map(_TIMESTAMP, rows))
     stamps.discard(None)
-    if not all(map(_stored_form, stamps)):
+    if not all(map(stored_form, stamps)):
         for i, r in enumerate(rows):
             ts = r.timestamp
-            if ts is not None and not _stored_form(ts):
+            if ts is not None and not stored_form(ts):
                 try:
                     norm = normalize_timestamp(ts, f"record {r.id!r}: timestamp")
                 except ValueError as exc:
                     raise InvalidArgumentError(str(exc)) from None
                 if norm != ts:
                     out[i] = dataclasses.replace(r, timestamp=norm)
-    if not all(map(_stored_created, map(_CREATED, out))):
+    if not all(map(stored_created, map(_CREATED, out))):
         for i, r in enumerate(out):
-            if not _stored_created(r.created_at):
+            if not stored_created(r.created_at):
                 try:
                     when = parse_iso_timestamp(r.created_at, what=f"record {r.id!r}: created_at")
                 except ValueError as exc:
@@ -423,7 +479,7 @@ def _check_row_text(r: DumpRow) -> None:
         raise InvalidArgumentError(str(exc)) from None
 
 
-def _stored_form(ts: str) -> bool:
+def stored_form(ts: str) -> bool:
     """Whether ``ts`` is already what ``normalize_timestamp`` stores (the fast path:
     a dump written by oam holds only these)."""
     if len(ts) not in (25, 32) or ts[10] != "T" or not ts.endswith("+00:00"):
@@ -435,7 +491,7 @@ def _stored_form(ts: str) -> bool:
     return parsed.isoformat(timespec="seconds" if len(ts) == 25 else "microseconds") == ts
 
 
-def _stored_created(value: str) -> bool:
+def stored_created(value: str) -> bool:
     """Whether a ``created_at`` is in the form the store writes (``iso``: UTC with
     microseconds); the decoder has parsed it already."""
     return len(value) == 32 and value[10] == "T" and value.endswith("+00:00")
@@ -481,3 +537,157 @@ def _check_message(
                 f"{where}: {name} {mine!r} differs from its thread {tid!r}'s {theirs!r} "
                 "(a message belongs to its thread's user and agent, or to none)"
             )
+
+
+_PLAIN_TYPES = MEMORY_TYPES
+"""Record types a ``DumpColumns`` batch is written for directly: not messages (their
+threads and numbers are checked row by row) nor profiles (their search rows carry
+the profile's own id as scope)."""
+
+
+def restore_batch(
+    runtime: StoreRuntime,
+    cols: DumpColumns,
+    *,
+    on_conflict: OnConflict,
+    batch_size: int,
+    identity: EmbedderIdentity | None,
+) -> RestoreCounts:
+    """Write ``cols`` in one transaction (``restore_columns``), as ``restore``
+    writes the same records as ``DumpRow`` objects: the common batches of an import
+    are checked over whole columns (``plain``) and written as columns; any other
+    batch goes through ``restore``, which names what is wrong.
+
+    Raises:
+        InvalidArgumentError: as ``restore_rows``; nothing of ``cols`` is written.
+    """
+    if on_conflict not in ON_CONFLICT:
+        raise InvalidArgumentError(
+            f"on_conflict must be one of {list(ON_CONFLICT)}, got {on_conflict!r}"
+        )
+    now = runtime.now()
+    expected = (
+        runtime.vector_dim
+        if runtime.vector_dim is not None
+        else (None if identity is None else identity.dimension)
+    )
+    if not plain(cols, now, expected):
+        result = restore(
+            runtime,
+            cols.rows(),
+            on_conflict=on_conflict,
+            batch_size=batch_size,
+            identity=identity,
+            now=now,
+        )
+        return RestoreCounts.of(result)
+    record_identity = (
+        identity is not None
+        and runtime.identity.stored is None
+        and (runtime.embedder is None or runtime.embedder.embedder_id == identity.embedder_id)
+        and len(cols) > 0
+    )
+    with runtime.backend.streaming(), runtime.writing() as tx:
+        written = None
+        if on_conflict != "replace" and runtime.vector_dim is not None:
+            written = tx.restore_if_new(cols, batch_size)
+        write = cols if written else _write_checked(runtime, tx, cols, on_conflict, batch_size)
+        if record_identity and identity is not None:
+            tx.write_meta({META_KEY: identity.to_json()})
+    if record_identity and identity is not None:
+        runtime.identity.stored = identity
+    return RestoreCounts(dict(Counter(write.record_types)), len(write), len(cols) - len(write), 0)
+
+
+def _write_checked(
+    runtime: StoreRuntime, tx: Tx, cols: DumpColumns, on_conflict: OnConflict, batch_size: int
+) -> DumpColumns:
+    """Look up which ids of ``cols`` the store holds, then write as ``on_conflict``
+    says (``restore`` alike); return what was written.
+
+    Raises:
+        InvalidArgumentError: naming the first stored id, for ``"error"``.
+    """
+    clash: set[tuple[str, str]] = set()
+    by_family: dict[str, builtins.list[str]] = {}
+    for family, rid in zip(cols.families, cols.ids, strict=True):
+        by_family.setdefault(family, []).append(rid)
+    for family, ids in by_family.items():
+        clash.update((family, i) for i in tx.existing_ids(family, ids))
+    write = cols
+    if clash:
+        keys = builtins.list(zip(cols.families, cols.ids, strict=True))
+        if on_conflict == "error":
+            first = next(i for i, key in enumerate(keys) if key in clash)
+            raise InvalidArgumentError(
+                f"record id {cols.ids[first]!r} ({cols.record_types[first]}) already "
+                f"exists in the target store ({len(clash)} clashing ids in this "
+                "batch); pass on_conflict='skip' or 'replace'"
+            )
+        if on_conflict == "skip":
+            write = cols.take([key not in clash for key in keys])
+        else:
+            for family, rid in sorted(clash):
+                tx.delete_record(family, rid, None, NOT_SET)
+    if len(write) and runtime.vector_dim is None:
+        runtime.learn_dim((), int(cols.vectors.shape[1]))
+    if tx.restores_columns:
+        tx.restore(write, batch_size)  # type: ignore[arg-type]  # (``SqlTx.restore``)
+    else:
+        tx.restore(write.rows(), batch_size)
+    return write
+
+
+def plain(cols: DumpColumns, now: datetime, expected: int | None) -> bool:
+    """Whether every check ``restore`` makes passes for ``cols`` with nothing
+    to change (no row expired, no id twice, no text or metadata to refuse, times in
+    the stored form, windows in order, vectors of ``expected`` dimensions (or one
+    dimension) and finite); the checks run over whole columns. False sends the batch
+    to the general path, which looks closer and names what is wrong."""
+    n = len(cols)
+    types = set(cols.record_types)
+    if not types <= _PLAIN_TYPES:
+        return False
+    if cols.expires_ats.count(None) != n and not all(
+        e is None or e > now for e in cols.expires_ats
+    ):
+        return False
+    if len(set(zip(cols.families, cols.ids, strict=True))) != n or None in cols.texts:
+        return False
+    texts: builtins.list[str | None] = [*cols.ids, *cols.contents, *cols.roles]
+    for column in (cols.thread_ids, cols.user_ids, cols.agent_ids, cols.timestamps):
+        texts.extend(column)
+    texts.extend(cols.metadatas)
+    texts.extend(cols.texts)
+    try:
+        check_texts(texts, "rows")
+    except ValueError:
+        return False
+    metas = "".join([m for m in cols.metadatas if m is not None])
+    if "\\u0000" in metas or RESERVED_KEY in metas:
+        return False
+    stamps = {t for t in set(cols.timestamps) if t is not None}
+    if not all(map(stored_form, stamps)) or not all(map(stored_created, cols.created_ats)):
+        return False
+    if not _windows_in_order(cols):
+        return False
+    vectors = cols.vectors
+    if vectors.ndim != 2 or vectors.shape[0] != n or vectors.dtype != np.float32:
+        return False
+    if expected is not None and vectors.shape[1] != expected:
+        return False
+    return bool(np.isfinite(vectors).all())
+
+
+def _windows_in_order(cols: DumpColumns) -> bool:
+    """Whether no validity window ends before it starts."""
+    n = len(cols)
+    if cols.valid_froms.count(None) == n and cols.valid_untils.count(None) == n:
+        return True
+    for start, stop in zip(cols.valid_froms, cols.valid_untils, strict=True):
+        if start is not None or stop is not None:
+            try:
+                check_window(start, stop, "valid_until")
+            except ValueError:
+                return False
+    return True

@@ -1,5 +1,6 @@
 """Decoding a dump's lines (docs/transfer.md#import): ``(line number, bytes of the
-line, item)`` per line, ``item`` a ``DumpRow``, the end object (a dict) or None (a
+line, item)`` per line, ``item`` a record's ``format.Fields`` (the common shape,
+decoded without row objects), a ``DumpRow``, the end object (a dict) or None (a
 blank line); ``BadLine`` for a line that does not decode or a damaged stream.
 
 They are decoded in the importing thread, between the batches it writes: a parsing
@@ -18,7 +19,7 @@ from typing import IO, Any
 from oam_core.store.backend import DumpRow
 from oam_core.transfer import format as fmt
 
-Item = DumpRow | dict[str, Any] | None
+Item = DumpRow | fmt.Fields | dict[str, Any] | None
 Decoded = tuple[int, int, Item]
 """``(line number, bytes of the line, item)``."""
 
@@ -74,9 +75,14 @@ def decoded(lines: Iterator[tuple[int, bytes]]) -> Generator[Decoded, None, None
         BadLine: at the first line that is not a valid dump line.
     """
     decode = fmt.decode
+    fast = fmt.record_fields
     for n, line in lines:
         if line[:1] != b"{" and not line.strip():  # (``strip`` copies the line)
             yield n, len(line), None
+            continue
+        item = fast(line)  # a record of the common shape, as a tuple
+        if item is not None:
+            yield n, len(line), item
             continue
         try:
             yield n, len(line), decode(line)

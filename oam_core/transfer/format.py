@@ -18,6 +18,7 @@ import orjson
 
 from oam_core.apis.records import RECORD_TYPES, THREAD, family_of
 from oam_core.store.backend import DumpChunk, DumpRow
+from oam_core.store.dumpcolumns import DumpColumns, from_lists
 from oam_core.store.identity import EmbedderIdentity
 from oam_core.store.ttl import iso, parse_iso_timestamp
 
@@ -450,3 +451,157 @@ def _parse(value: Any, key: str) -> datetime:
         return parse_iso_timestamp(value, what=key)
     except ValueError as exc:
         raise LineError(str(exc)) from None
+
+
+# -- the fast path of a record line (docs/transfer.md#import) ---------------------------
+
+Fields = tuple[Any, ...]
+"""A record line of the common shape as ``record_fields`` decodes it: the first
+twelve ``DumpRow`` fields (``family`` to ``created_at``), ``expires_at``,
+``valid_from``, ``valid_until``, then its one search row's ``text``, ``expires_at``
+and vector bytes."""
+
+_TZ_UTC = timezone.utc
+
+
+def record_fields(line: bytes) -> Fields | None:
+    """The ``Fields`` of a record line with exactly one search row, holding a vector
+    and quoting nothing, every field as ``decode`` reads it and every time in the
+    form a dump writes; None for any other line (``decode`` then reads it, and names
+    what is wrong). Nothing is built per record but a tuple: the importer turns a
+    batch of them into columns (``columns``)."""
+    at = line.find(_VECTOR_KEY)
+    if at < 0 or _b64decode is None:
+        return None
+    start = at + len(_VECTOR_KEY)
+    stop = line.find(b'"', start)
+    # (The mark is looked for outside the vector's text only: that text is cut out.)
+    if (
+        stop < 0
+        or line.find(_VECTOR_KEY, stop) >= 0
+        or line.find(_CUT_MARK, 0, start) >= 0
+        or line.find(_CUT_MARK, stop) >= 0
+    ):
+        return None
+    try:
+        v = orjson.loads(b"".join((line[: start - 1], _CUT_MARK, line[stop + 1 :])))
+        g = v.get
+        rows = g("search_rows")
+        if (
+            g("kind") != "record"
+            or type(rows) is not list
+            or len(rows) != 1
+            or type(rows[0]) is not dict
+            or rows[0].get("vector") != _CUT_VALUE
+            or type(rows[0]["vector"]) is not int
+        ):
+            return None
+        raw = _b64decode(line[start:stop], validate=True)
+    except (orjson.JSONDecodeError, ValueError, TypeError):
+        return None
+    if not raw or len(raw) % 4:
+        return None
+    return _fields(g, rows[0], raw)
+
+
+def _fields(g: Callable[[str], Any], c: dict[str, Any], raw: bytes) -> Fields | None:
+    """``record_fields`` of the parsed object (``g``: its ``get``) and search row
+    ``c``; None when a field needs ``decode``'s closer look."""
+    rtype = g("record_type")
+    rid = g("id")
+    content = g("content")
+    role = g("role")
+    tid = g("thread_id")
+    uid = g("user_id")
+    aid = g("agent_id")
+    ts = g("timestamp")
+    seq_no = g("seq_no")
+    meta = g("metadata")
+    created = g("created_at")
+    text = c.get("text")
+    if (
+        type(rtype) is not str
+        or rtype not in _ROW_TYPES
+        or type(rid) is not str
+        or not rid
+        or not {type(content), type(role), type(tid), type(uid), type(aid), type(ts), type(text)}
+        <= _STR_OR_NONE
+        or (seq_no is not None and type(seq_no) is not int)
+        or (meta is not None and type(meta) is not dict)
+        or type(created) is not str
+        or not created
+        or c.get("sources")
+    ):
+        return None
+    try:
+        if datetime.fromisoformat(created).tzinfo is None:
+            return None
+        return (
+            _FAMILY[rtype],
+            rid,
+            rtype,
+            content,
+            role,
+            seq_no,
+            tid,
+            uid,
+            aid,
+            ts,
+            None if meta is None else orjson.dumps(meta).decode(),
+            created,
+            _fast_time(g("expires_at")),
+            _fast_time(g("valid_from")),
+            _fast_time(g("valid_until")),
+            text,
+            _fast_time(c.get("expires_at")),
+            raw,
+        )
+    except (ValueError, TypeError):
+        return None
+
+
+def _fast_time(value: Any) -> datetime | None:
+    """``_parse`` of a time in the form ``datetime.fromisoformat`` reads with its
+    offset; ValueError for any other (``decode`` reads those)."""
+    if value is None:
+        return None
+    parsed = datetime.fromisoformat(value)  # TypeError for a value not a string
+    if parsed.tzinfo is None:
+        raise ValueError("no offset")
+    return parsed.astimezone(_TZ_UTC)
+
+
+def fields_row(f: Fields) -> DumpRow:
+    """The ``DumpRow`` of ``Fields`` (what ``decode`` gives for the line)."""
+    return DumpRow(
+        f[0],
+        f[1],
+        f[2],
+        f[3],
+        f[4],
+        f[5],
+        f[6],
+        f[7],
+        f[8],
+        f[9],
+        f[10],
+        f[11],
+        f[12],
+        None,
+        None,
+        (DumpChunk(f[15], np.frombuffer(f[17], dtype=_F4), f[16], ()),),
+        f[13],
+        f[14],
+    )
+
+
+def columns(batch: list[Fields]) -> DumpColumns | None:
+    """The ``DumpColumns`` of a batch of ``Fields``; None when their vectors are not
+    all of one length (the rows then go one by one)."""
+    cols = list(zip(*batch, strict=True))
+    raws = cols[17]
+    size = len(raws[0])
+    if any(len(r) != size for r in raws):
+        return None
+    matrix = np.frombuffer(b"".join(raws), dtype=_F4).reshape(len(raws), size // 4)
+    return from_lists([list(c) for c in cols[:17]], matrix)

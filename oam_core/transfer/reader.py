@@ -13,7 +13,8 @@ import numpy as np
 from oam_core.errors import EmbedderMismatchError, InvalidArgumentError
 from oam_core.store.backend import DumpRow
 from oam_core.store.base import OracleMemoryStore
-from oam_core.store.dumprows import ON_CONFLICT, OnConflict
+from oam_core.store.dumpcolumns import DumpColumns
+from oam_core.store.dumprows import ON_CONFLICT, OnConflict, RestoreCounts
 from oam_core.store.identity import EmbedderIdentity
 from oam_core.transfer import format as fmt
 from oam_core.transfer.decoder import BadLine, Decoded, decoded, numbered
@@ -142,31 +143,45 @@ class BatchWriter:
         if len(self.pending) >= self.batch_rows:
             self.flush(where)
 
-    def flush(self, where: str) -> None:
-        """Write the queued rows in one transaction.
+    def flush(self, where: str, batch: list[DumpRow] | DumpColumns | None = None) -> None:
+        """Write the queued rows, or ``batch`` when given, in one transaction.
 
         Raises:
             TransferError: when the batch is refused (an id that clashes, a vector
                 of another dimension, a row the write path refuses); nothing of it
                 is written.
         """
-        if not self.pending:
+        rows: list[DumpRow] | DumpColumns
+        if batch is None:
+            rows, self.pending = self.pending, []
+        else:
+            rows = batch
+        if not len(rows):
             return
-        rows, self.pending = self.pending, []
         if self.reembed:
-            rows = reembed_rows(self.store, rows)
+            rows = reembed_rows(self.store, rows if isinstance(rows, list) else rows.rows())
         try:
-            result = self.store.restore_rows(
-                rows,
-                on_conflict=self.on_conflict,
-                batch_size=self.batch_rows,
-                identity=self.identity,
-            )
+            if isinstance(rows, list):
+                result = RestoreCounts.of(
+                    self.store.restore_rows(
+                        rows,
+                        on_conflict=self.on_conflict,
+                        batch_size=self.batch_rows,
+                        identity=self.identity,
+                    )
+                )
+            else:
+                result = self.store.restore_columns(
+                    rows,
+                    on_conflict=self.on_conflict,
+                    batch_size=self.batch_rows,
+                    identity=self.identity,
+                )
         except InvalidArgumentError as exc:
             raise TransferError(f"{where}: {exc}", self.summary()) from exc
-        for r in result.written:
-            self.records[r.record_type] = self.records.get(r.record_type, 0) + 1
-            self.search_rows += len(r.chunks)
+        for rtype, count in result.records.items():
+            self.records[rtype] = self.records.get(rtype, 0) + count
+        self.search_rows += result.search_rows
         self.skipped_existing += result.skipped_existing
         self.skipped_expired += result.skipped_expired
         if self.progress is not None:
@@ -178,7 +193,7 @@ class BatchWriter:
 class _Parsed:
     """One batch of parsed rows, or the end of the dump (``final``), or a failure."""
 
-    rows: list[DumpRow]
+    rows: list[DumpRow] | DumpColumns
     label: str
     bytes: int
     final: bool = False
@@ -190,7 +205,7 @@ def _batches(items: Iterator[Decoded], batch_rows: int, nbytes: int) -> Iterator
     bad line, a damaged stream or a dump that ends without its end line (or whose
     end line's counts differ) ends it with ``error`` (the rows of the unfinished
     batch are dropped)."""
-    pending: list[DumpRow] = []
+    pending: list[DumpRow | fmt.Fields] = []
     seen: dict[str, int] = {}
     chunks = 0
     start = lineno = 1
@@ -207,12 +222,19 @@ def _batches(items: Iterator[Decoded], batch_rows: int, nbytes: int) -> Iterator
                 continue
             if not pending:
                 start = lineno
-            seen[item.record_type] = seen.get(item.record_type, 0) + 1
-            chunks += len(item.chunks)
+            if isinstance(item, tuple):  # ``format.Fields``: one search row
+                rtype = item[2]
+                chunks += 1
+            else:
+                rtype = item.record_type
+                chunks += len(item.chunks)
+            seen[rtype] = seen.get(rtype, 0) + 1
             pending.append(item)
             if len(pending) >= batch_rows:
-                yield _Parsed(pending, f"lines {start}-{lineno}", nbytes)
-                pending = []
+                # (``pending`` let go before the batch is written: its vectors' bytes
+                # are in the batch's matrix.)
+                batch, pending = _batch(pending), []
+                yield _Parsed(batch, f"lines {start}-{lineno}", nbytes)
         error = None
         if end is None:
             error = f"source is truncated: it ends at line {lineno} without its end line"
@@ -221,9 +243,20 @@ def _batches(items: Iterator[Decoded], batch_rows: int, nbytes: int) -> Iterator
                 f"source line {lineno}: the end line counts {end.get('record_counts')} rows "
                 f"and {end.get('search_rows')} search rows, the dump holds {seen} and {chunks}"
             )
-        yield _Parsed(pending, f"lines {start}-{lineno}", nbytes, final=True, error=error)
+        rows = _batch(pending) if error is None else []
+        yield _Parsed(rows, f"lines {start}-{lineno}", nbytes, final=True, error=error)
     except BadLine as exc:
         yield _Parsed([], "", nbytes, final=True, error=f"source line {exc.line}: {exc}")
+
+
+def _batch(items: list[DumpRow | fmt.Fields]) -> list[DumpRow] | DumpColumns:
+    """A batch as columns when every line was of the common shape
+    (``format.record_fields``), else as ``DumpRow`` objects."""
+    if items and all(type(x) is tuple for x in items):
+        cols = fmt.columns(items)  # type: ignore[arg-type]
+        if cols is not None:
+            return cols
+    return [fmt.fields_row(x) if type(x) is tuple else x for x in items]  # type: ignore[misc]
 
 
 def import_store(
@@ -294,6 +327,5 @@ def import_store(
             writer.bytes = item.bytes
             if item.error is not None:
                 raise TransferError(item.error, writer.summary())
-            writer.pending = item.rows
-            writer.flush(item.label)
+            writer.flush(item.label, item.rows)
     return writer.summary()

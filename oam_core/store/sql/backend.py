@@ -17,7 +17,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime, timezone
 from operator import attrgetter
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
@@ -49,6 +49,9 @@ from oam_core.store.sql.statements import (
     thread_from_row,
 )
 from oam_core.store.ttl import iso
+
+if TYPE_CHECKING:
+    from oam_core.store.dumpcolumns import DumpColumns
 
 T = TypeVar("T")
 
@@ -574,7 +577,12 @@ class SqlTx(Tx):
         for key, value in values.items():
             self.run(st.upsert_meta(self.d, self.p, key, value))
 
-    def restore(self, rows: Sequence[DumpRow], batch_size: int) -> None:
+    restores_columns = True
+
+    def restore(self, rows: Sequence[DumpRow] | DumpColumns, batch_size: int) -> None:
+        if not isinstance(rows, Sequence):
+            self._restore_columns(rows, batch_size)
+            return
         run: builtins.list[DumpRow] = []
         for row in rows:
             if row.family == THREAD:
@@ -661,6 +669,29 @@ class SqlTx(Tx):
                 marks[r.thread_id] = max(marks.get(r.thread_id, -1), r.seq_no)
         for thread_id, seq_no in marks.items():
             self.run(sd.raise_thread_seq(self.d, self.p, thread_id, seq_no))
+
+    def _restore_columns(self, cols: DumpColumns, batch_size: int) -> None:
+        """Insert ``cols`` (``store/dumpcolumns.py``) as they came: no row objects."""
+        if not len(cols):
+            return
+        columns: builtins.list[builtins.list[Any]] = cols.record_columns()
+        columns.append([None if e is None else e.timestamp() for e in cols.expires_ats])
+        columns.append([None if e is None else e.timestamp() for e in cols.valid_froms])
+        columns.append([None if e is None else e.timestamp() for e in cols.valid_untils])
+        pks = self._insert_records(columns, batch_size)
+        chunk_columns: builtins.list[Sequence[Any]] = [
+            pks,
+            cols.record_types,
+            [0] * len(pks),
+            cols.texts,
+            cols.thread_ids,
+            cols.user_ids,
+            cols.agent_ids,
+            [None if e is None else e.timestamp() for e in cols.chunk_expires],
+            columns[-2],
+            columns[-1],
+        ]
+        self.insert_vector_columns(chunk_columns, cols.vectors, batch_size)
 
     @staticmethod
     def _chunk_columns(

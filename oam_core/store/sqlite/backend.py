@@ -396,6 +396,26 @@ class SQLiteTx(SqlTx):
         self._json_bound: dict[str, list[Any]] = {}
         self.max_bytes = jsonrows.max_bytes(conn) if self.json_rows else 0
 
+    def restore_if_new(self, cols: Any, batch_size: int) -> bool | None:
+        # A savepoint, so that a clash (the unique index) undoes the batch's rows
+        # inserted before it, and the caller looks the clashing ids up. An import
+        # into a store not holding its ids then needs no query per batch.
+        self.c.execute("SAVEPOINT oam_restore")
+        try:
+            self.restore(cols, batch_size)
+        except InvalidArgumentError:  # ``insert_record_rows``: an id stored before
+            self._release_json()
+            self.c.execute("ROLLBACK TO oam_restore")
+            self.c.execute("RELEASE oam_restore")
+            return False
+        except BaseException:
+            self._json_bound.clear()
+            self.c.execute("ROLLBACK TO oam_restore")
+            self.c.execute("RELEASE oam_restore")
+            raise
+        self.c.execute("RELEASE oam_restore")
+        return True
+
     def insert_record_rows(
         self, columns: Sequence[Sequence[Any]], batch_size: int
     ) -> builtins.list[int]:
