@@ -1,0 +1,167 @@
+"""Memories and messages searched together: a rank fusion in which a memory also
+counts for the messages it was extracted from (docs/retrieval.md#memories-and-messages-together).
+
+A memory extracted by the pipeline names its source messages
+(``metadata["$agent_memory"]["source_message_ids"]``, ``memory/provenance.py``). When
+a search asks for both kinds (the context card, ``OracleAgentMemory.search`` with
+record types holding ``message`` and a memory-like type), the memory-like records and
+the messages are searched separately, each by the store's own ranking within the
+same scope, filter and validity window, and the two ranked lists are fused here by
+weighted reciprocal rank fusion (``store.fusion.fuse``'s formula, constant
+``store.fusion.RRF_K``):
+
+* a memory-like record (or profile) at rank ``r`` of its list scores
+  ``MEMORY_WEIGHT / (RRF_K + r)``;
+* a message at rank ``r`` of its list scores ``MESSAGE_WEIGHT / (RRF_K + r)``, plus,
+  for every memory at rank ``r'`` that names it as a source,
+  ``MEMORY_WEIGHT / (RRF_K + r')`` (the memory's evidence counts for the turn it came
+  from). Only messages of the message list get this credit: a source message outside
+  the search's scope, filter or depth is not added.
+
+The fused list holds the records of both lists, each once (a record is one entry
+however many memories name it), best first, ties by record type then id (the
+store's rule), and cut to ``k``. Each distance is the fused score as a share of the
+best possible, ``store.fusion.rrf_distance(score, MEMORY_WEIGHT + MESSAGE_WEIGHT)``
+(a ``DistanceKind.FUSED`` distance, as HYBRID's): 0 for a message ranked first in
+its list whose source memory ranked first in its own, 0.5 (equal weights) for a
+record first in one list and unaided by the other; a message named by several
+high memories can reach 0 too (clamped).
+
+Everything here is pure (no I/O): the two store searches are the callers'
+(``contextcard.relevant_steps``, ``ClientMemories.search``), through
+``fused_search_steps``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from oam_core.apis.records import MESSAGE, Record
+from oam_core.memory.provenance import reserved_keys
+from oam_core.steps import Steps, call
+from oam_core.store.fusion import RRF_K, Distance, DistanceKind, rrf_distance
+
+__all__ = [
+    "MEMORY_WEIGHT",
+    "MESSAGE_WEIGHT",
+    "fuse_with_provenance",
+    "fused_search_steps",
+    "source_message_ids",
+    "split_types",
+]
+
+MEMORY_WEIGHT = 1.0
+"""RRF weight of the memory list, and of the credit a memory gives each of its source
+messages (bench/README.md#memories-and-turns-together)."""
+
+MESSAGE_WEIGHT = 1.0
+"""RRF weight of the message list."""
+
+
+def source_message_ids(record: Record) -> list[str]:
+    """The ids of the messages ``record`` was extracted from (its reserved
+    ``source_message_ids``; ``[]`` for a record without provenance), each once, in
+    stored order.
+
+    Args:
+        record: A loaded record of any type.
+    """
+    sources = reserved_keys(record).get("source_message_ids")
+    if not isinstance(sources, list):
+        return []
+    return list(dict.fromkeys(s for s in sources if isinstance(s, str)))
+
+
+def fuse_with_provenance(
+    memories: Sequence[tuple[Record, float]],
+    messages: Sequence[tuple[Record, float]],
+    k: int,
+    *,
+    memory_weight: float = MEMORY_WEIGHT,
+    message_weight: float = MESSAGE_WEIGHT,
+) -> list[tuple[Record, Distance]]:
+    """Fuse a ranked list of memory-like records and one of messages (module docstring).
+
+    Args:
+        memories: ``(record, distance)`` pairs of memory-like records and profiles,
+            best first (a store search's result; the distances are not read).
+        messages: ``(record, distance)`` pairs of messages, best first.
+        k: Most results (>= 1).
+        memory_weight, message_weight: The RRF weight of each list (> 0).
+
+    Returns:
+        Up to ``k`` ``(record, distance)`` pairs, best first, each record once; the
+        distance a ``DistanceKind.FUSED`` ``Distance`` in [0, 1].
+    """
+    scores: dict[tuple[str, str], float] = {}
+    records: dict[tuple[str, str], Record] = {}
+    message_keys: dict[str, tuple[str, str]] = {}
+    for rank, (record, _) in enumerate(messages, start=1):
+        key = (record.record_type, record.id)
+        if key in records:
+            continue
+        records[key] = record
+        message_keys[record.id] = key
+        scores[key] = message_weight / (RRF_K + rank)
+    for rank, (record, _) in enumerate(memories, start=1):
+        key = (record.record_type, record.id)
+        if key in records:
+            continue
+        records[key] = record
+        credit = memory_weight / (RRF_K + rank)
+        scores[key] = credit
+        for source in source_message_ids(record):
+            target = message_keys.get(source)
+            if target is not None:
+                scores[target] += credit
+    ordered = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+    best = memory_weight + message_weight
+    return [
+        (records[key], Distance.of(rrf_distance(score, best, RRF_K), DistanceKind.FUSED))
+        for key, score in ordered
+    ]
+
+
+def split_types(record_types: Iterable[str]) -> tuple[set[str], bool]:
+    """The types of ``record_types`` other than ``message``, and whether ``message``
+    is one of them."""
+    types = set(record_types)
+    return types - {MESSAGE}, MESSAGE in types
+
+
+def fused_search_steps(
+    search: Callable[..., list[tuple[Record, float]]],
+    query: str,
+    k: int,
+    *,
+    memory_search: Mapping[str, Any],
+    message_search: Mapping[str, Any],
+    message_depth: int | None = None,
+    drop: Iterable[str] = (),
+) -> Steps[list[tuple[Record, Distance]]]:
+    """Search memory-like records and messages with two calls of ``search`` and fuse
+    the results (``fuse_with_provenance``).
+
+    Args:
+        search: ``store.search`` (the steps driver calls it sync, or its async twin).
+        query: The text query.
+        k: Most results (>= 1); each list is searched at least this deep, so ``k``
+            come back when ``k`` records of either kind match.
+        memory_search: The keyword arguments of the memory search (scope, record
+            types, filter, ``as_of``).
+        message_search: Those of the message search (``record_types={"message"}``).
+        message_depth: How many messages to rank (default ``k``; more lets memories
+            lift messages from below the first ``k``).
+        drop: Ids of messages to leave out (the card's shown messages); the message
+            list is searched that much deeper.
+
+    Returns:
+        As ``fuse_with_provenance``.
+    """
+    dropped = set(drop)
+    found: list[tuple[Record, float]] = yield from call(search, query, k, **memory_search)
+    depth = max(k, message_depth or k) + len(dropped)
+    messages: list[tuple[Record, float]] = yield from call(search, query, depth, **message_search)
+    kept = [item for item in messages if item[0].id not in dropped]
+    return fuse_with_provenance(found, kept, k)

@@ -1,0 +1,117 @@
+"""The fusion of memories and messages in which a memory counts for its source
+messages (``oam_core/memory/provenancefusion.py``), on hand-built ranked lists."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from oam_core.apis.records import MessageRecord, Record
+from oam_core.memory.provenancefusion import (
+    fuse_with_provenance,
+    fused_search_steps,
+    source_message_ids,
+    split_types,
+)
+from oam_core.steps import run_sync
+from oam_core.store.fusion import DistanceKind
+
+
+def _message(record_id: str) -> tuple[Record, float]:
+    return MessageRecord(id=record_id, record_type="message", content=record_id, role="user"), 0.3
+
+
+def _memory(record_id: str, *sources: Any, record_type: str = "memory") -> tuple[Record, float]:
+    metadata = {"$agent_memory": {"source_message_ids": list(sources)}} if sources else None
+    return Record(id=record_id, record_type=record_type, content=record_id, metadata=metadata), 0.2
+
+
+def _ids(fused: list[tuple[Record, float]]) -> list[str]:
+    return [record.id for record, _ in fused]
+
+
+def test_a_memory_lifts_its_source_turn_above_the_first_turn() -> None:
+    messages = [_message("m1"), _message("m2"), _message("m3")]
+    memories = [_memory("a", "m3"), _memory("b")]
+    fused = fuse_with_provenance(memories, messages, 5)
+    # m3: 1/8 (its own rank 3) + 1/6 (memory a at rank 1) = 0.2917, first; then the
+    # ties at 1/6 (a, m1) and 1/7 (b, m2), broken by record type then id.
+    assert _ids(fused) == ["m3", "a", "m1", "b", "m2"]
+    distances = [d for _, d in fused]
+    assert distances == pytest.approx([1 - (1 / 8 + 1 / 6) / (2 / 6), 0.5, 0.5, 4 / 7, 4 / 7])
+    assert all(d.kind is DistanceKind.FUSED for d in distances)
+
+
+def test_each_memory_credits_every_source_and_credits_add_up() -> None:
+    messages = [_message("m1"), _message("m2"), _message("m3"), _message("m4")]
+    memories = [_memory("a", "m4", "m2"), _memory("b", "m4")]
+    fused = fuse_with_provenance(memories, messages, 6)
+    # m4: 1/9 + 1/6 + 1/7 = 0.421; m2: 1/7 + 1/6 = 0.310; a 1/6; m1 1/6; b 1/7; m3 1/8.
+    assert _ids(fused) == ["m4", "m2", "a", "m1", "b", "m3"]
+    assert fused[0][1] == 0.0  # 0.421 > the best possible 1/3 of one list each: clamped
+    assert fused[1][1] == pytest.approx(1 - (1 / 7 + 1 / 6) * 3)
+
+
+def test_sources_outside_the_message_list_are_not_added() -> None:
+    fused = fuse_with_provenance([_memory("a", "elsewhere")], [_message("m1")], 5)
+    assert _ids(fused) == ["a", "m1"]
+
+
+def test_k_cuts_and_each_record_comes_once() -> None:
+    messages = [_message("m1"), _message("m1"), _message("m2")]
+    memories = [_memory("a", "m2", "m2"), _memory("a")]
+    fused = fuse_with_provenance(memories, messages, 2)
+    # m2: 1/8 (its first place, rank 3) + 1/6 once (a names it twice) = 0.2917.
+    assert _ids(fused) == ["m2", "a"]
+    assert fused[0][1] == pytest.approx(1 - (1 / 8 + 1 / 6) * 3)
+    assert fuse_with_provenance([], [], 3) == []
+
+
+def test_weights_set_each_lists_share() -> None:
+    messages = [_message("m1"), _message("m2")]
+    memories = [_memory("a", "m2")]
+    fused = fuse_with_provenance(memories, messages, 3, memory_weight=0.5)
+    # m2: 1/7 + 0.5/6 = 0.2262 beats m1 (1/6); a: 0.5/6.
+    assert _ids(fused) == ["m2", "m1", "a"]
+    assert fused[2][1] == pytest.approx(1 - (0.5 / 6) / (1.5 / 6))
+
+
+def test_source_message_ids_reads_the_reserved_provenance() -> None:
+    record, _ = _memory("a", "m1", 3, "m2", "m1")
+    assert source_message_ids(record) == ["m1", "m2"]
+    assert source_message_ids(_memory("b")[0]) == []
+    odd = Record(id="c", record_type="fact", content="x", metadata={"$agent_memory": "no"})
+    assert source_message_ids(odd) == []
+
+
+def test_split_types() -> None:
+    assert split_types({"message", "fact", "user_profile"}) == ({"fact", "user_profile"}, True)
+    assert split_types({"memory"}) == ({"memory"}, False)
+
+
+def test_fused_search_steps_searches_each_kind_and_drops_shown_messages() -> None:
+    calls: list[tuple[str, int, dict[str, Any]]] = []
+
+    def search(query: str, k: int, **kwargs: Any) -> list[tuple[Record, float]]:
+        calls.append((query, k, kwargs))
+        if kwargs["record_types"] == {"message"}:
+            return [_message("shown"), _message("m1"), _message("m2")]
+        return [_memory("a", "m2"), _memory("b", "shown")]
+
+    fused = run_sync(
+        fused_search_steps(
+            search,
+            "q",
+            2,
+            memory_search={"record_types": {"fact"}, "user_id": "u"},
+            message_search={"record_types": {"message"}, "thread_id": "t"},
+            drop=["shown"],
+        )
+    )
+    assert calls == [
+        ("q", 2, {"record_types": {"fact"}, "user_id": "u"}),
+        ("q", 3, {"record_types": {"message"}, "thread_id": "t"}),
+    ]
+    # m2: 1/7 (rank 2 once "shown" is dropped) + 1/6 (memory a) first; then a.
+    assert _ids(fused) == ["m2", "a"]
