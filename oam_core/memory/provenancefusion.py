@@ -18,14 +18,18 @@ weighted reciprocal rank fusion (``store.fusion.fuse``'s formula, constant
   from). Only messages of the message list get this credit: a source message outside
   the search's scope, filter or depth is not added.
 
-The fused list holds the records of both lists, each once (a record is one entry
-however many memories name it), best first, ties by record type then id (the
-store's rule), and cut to ``k``. Each distance is the fused score as a share of the
-best possible, ``store.fusion.rrf_distance(score, MEMORY_WEIGHT + MESSAGE_WEIGHT)``
-(a ``DistanceKind.FUSED`` distance, as HYBRID's): 0 for a message ranked first in
-its list whose source memory ranked first in its own, 0.5 (equal weights) for a
-record first in one list and unaided by the other; a message named by several
-high memories can reach 0 too (clamped).
+The fused list holds memories and messages, best first (ties by record type then
+id, the store's rule), each record once, cut to ``k``; a memory whose source
+messages are all in the list above it (as messages, or named by a memory kept
+above) is left out, as a repeat of what they say (the turns are the record; a
+memory with another source, or with none, keeps its own entry). Left-out memories do not shorten the list: the memory search
+goes deeper until ``k`` results come back or both kinds are exhausted. Each
+distance is the fused score as a share of the best possible,
+``store.fusion.rrf_distance(score, MEMORY_WEIGHT + MESSAGE_WEIGHT)`` (a
+``DistanceKind.FUSED`` distance, as HYBRID's): 0 for a message ranked first in its
+list whose memory ranked first in its own, 0.5 (equal weights) for a record first
+in one list and unaided by the other; a message named by several high memories
+can reach 0 too (clamped).
 
 Everything here is pure (no I/O): the two store searches are the callers'
 (``contextcard.relevant_steps``, ``ClientMemories.search``), through
@@ -38,6 +42,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from oam_core.apis.records import MESSAGE, Record
+from oam_core.checks import check_int
 from oam_core.memory.provenance import reserved_keys
 from oam_core.steps import Steps, call
 from oam_core.store.fusion import RRF_K, Distance, DistanceKind, rrf_distance
@@ -91,8 +96,9 @@ def fuse_with_provenance(
         memory_weight, message_weight: The RRF weight of each list (> 0).
 
     Returns:
-        Up to ``k`` ``(record, distance)`` pairs, best first, each record once; the
-        distance a ``DistanceKind.FUSED`` ``Distance`` in [0, 1].
+        Up to ``k`` ``(record, distance)`` pairs, best first, each record once, no
+        memory whose source messages are all above it; the distance a
+        ``DistanceKind.FUSED`` ``Distance`` in [0, 1].
     """
     scores: dict[tuple[str, str], float] = {}
     records: dict[tuple[str, str], Record] = {}
@@ -115,12 +121,22 @@ def fuse_with_provenance(
             target = message_keys.get(source)
             if target is not None:
                 scores[target] += credit
-    ordered = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+    fused: list[tuple[Record, Distance]] = []
+    shown: set[str] = set()
     best = memory_weight + message_weight
-    return [
-        (records[key], Distance.of(rrf_distance(score, best, RRF_K), DistanceKind.FUSED))
-        for key, score in ordered
-    ]
+    for key, score in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0])):
+        if len(fused) == k:
+            break
+        record = records[key]
+        if key[0] == MESSAGE:
+            shown.add(record.id)
+        else:
+            sources = set(source_message_ids(record))
+            if sources and sources <= shown:
+                continue  # every message it was extracted from is above it
+            shown |= sources
+        fused.append((record, Distance.of(rrf_distance(score, best, RRF_K), DistanceKind.FUSED)))
+    return fused
 
 
 def split_types(record_types: Iterable[str]) -> tuple[set[str], bool]:
@@ -157,11 +173,22 @@ def fused_search_steps(
             list is searched that much deeper.
 
     Returns:
-        As ``fuse_with_provenance``.
+        As ``fuse_with_provenance``; ``k`` results when the lists hold ``k`` records
+        that are not left out (the memory search is repeated twice as deep while
+        left-out memories shorten the list and it came back full).
+
+    Raises:
+        InvalidArgumentError: for ``k`` not an int >= 1; the store's errors.
     """
+    check_int(k, "k", minimum=1)
     dropped = set(drop)
-    found: list[tuple[Record, float]] = yield from call(search, query, k, **memory_search)
     depth = max(k, message_depth or k) + len(dropped)
     messages: list[tuple[Record, float]] = yield from call(search, query, depth, **message_search)
     kept = [item for item in messages if item[0].id not in dropped]
-    return fuse_with_provenance(found, kept, k)
+    wanted = k
+    while True:
+        found: list[tuple[Record, float]] = yield from call(search, query, wanted, **memory_search)
+        fused = fuse_with_provenance(found, kept, k)
+        if len(fused) >= k or len(found) < wanted:
+            return fused
+        wanted *= 2  # memories left out as repeats of messages above: search deeper

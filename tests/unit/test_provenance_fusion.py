@@ -35,20 +35,34 @@ def test_a_memory_lifts_its_source_turn_above_the_first_turn() -> None:
     messages = [_message("m1"), _message("m2"), _message("m3")]
     memories = [_memory("a", "m3"), _memory("b")]
     fused = fuse_with_provenance(memories, messages, 5)
-    # m3: 1/8 (its own rank 3) + 1/6 (memory a at rank 1) = 0.2917, first; then the
-    # ties at 1/6 (a, m1) and 1/7 (b, m2), broken by record type then id.
-    assert _ids(fused) == ["m3", "a", "m1", "b", "m2"]
+    # m3: 1/8 (its own rank 3) + 1/6 (memory a at rank 1) = 0.2917, first; a then
+    # repeats m3 (its one source, above it) and is left out; m1 (1/6), then the tie
+    # at 1/7 (b, m2), broken by record type then id.
+    assert _ids(fused) == ["m3", "m1", "b", "m2"]
     distances = [d for _, d in fused]
-    assert distances == pytest.approx([1 - (1 / 8 + 1 / 6) / (2 / 6), 0.5, 0.5, 4 / 7, 4 / 7])
+    assert distances == pytest.approx([1 - (1 / 8 + 1 / 6) / (2 / 6), 0.5, 4 / 7, 4 / 7])
     assert all(d.kind is DistanceKind.FUSED for d in distances)
+
+
+def test_a_memory_with_a_source_outside_the_list_keeps_its_entry() -> None:
+    messages = [_message("m1"), _message("m2")]
+    memories = [_memory("a", "elsewhere"), _memory("b", "m2", "elsewhere"), _memory("c")]
+    fused = fuse_with_provenance(memories, messages, 5)
+    # m2: 1/7 + 1/7 (b at rank 2); a: 1/6 with m1 (1/6), "memory" before "message":
+    # a keeps its entry (its source is not in the list). b names m2 and the message a
+    # stands for, both above it: left out. c (no sources) 1/8.
+    assert _ids(fused) == ["m2", "a", "m1", "c"]
+    fused = fuse_with_provenance([_memory("b", "m2", "elsewhere")], messages, 5)
+    assert _ids(fused) == ["m2", "b", "m1"]  # m2: 1/7 + 1/6; b: 1/6 with m1, before it
 
 
 def test_each_memory_credits_every_source_and_credits_add_up() -> None:
     messages = [_message("m1"), _message("m2"), _message("m3"), _message("m4")]
     memories = [_memory("a", "m4", "m2"), _memory("b", "m4")]
     fused = fuse_with_provenance(memories, messages, 6)
-    # m4: 1/9 + 1/6 + 1/7 = 0.421; m2: 1/7 + 1/6 = 0.310; a 1/6; m1 1/6; b 1/7; m3 1/8.
-    assert _ids(fused) == ["m4", "m2", "a", "m1", "b", "m3"]
+    # m4: 1/9 + 1/6 + 1/7 = 0.421; m2: 1/7 + 1/6 = 0.310; then a (1/6, both its
+    # sources above: left out), m1 1/6, b (1/7, m4 above: left out), m3 1/8.
+    assert _ids(fused) == ["m4", "m2", "m1", "m3"]
     assert fused[0][1] == 0.0  # 0.421 > the best possible 1/3 of one list each: clamped
     assert fused[1][1] == pytest.approx(1 - (1 / 7 + 1 / 6) * 3)
 
@@ -60,21 +74,22 @@ def test_sources_outside_the_message_list_are_not_added() -> None:
 
 def test_k_cuts_and_each_record_comes_once() -> None:
     messages = [_message("m1"), _message("m1"), _message("m2")]
-    memories = [_memory("a", "m2", "m2"), _memory("a")]
+    memories = [_memory("a", "m2", "m2"), _memory("a"), _memory("b")]
     fused = fuse_with_provenance(memories, messages, 2)
-    # m2: 1/8 (its first place, rank 3) + 1/6 once (a names it twice) = 0.2917.
-    assert _ids(fused) == ["m2", "a"]
+    # m2: 1/8 (its first place, rank 3) + 1/6 once (a names it twice) = 0.2917; a is
+    # left out (m2 above), m1 (1/6) next, and k = 2 cuts b.
+    assert _ids(fused) == ["m2", "m1"]
     assert fused[0][1] == pytest.approx(1 - (1 / 8 + 1 / 6) * 3)
     assert fuse_with_provenance([], [], 3) == []
 
 
 def test_weights_set_each_lists_share() -> None:
     messages = [_message("m1"), _message("m2")]
-    memories = [_memory("a", "m2")]
+    memories = [_memory("a", "m2"), _memory("b")]
     fused = fuse_with_provenance(memories, messages, 3, memory_weight=0.5)
-    # m2: 1/7 + 0.5/6 = 0.2262 beats m1 (1/6); a: 0.5/6.
-    assert _ids(fused) == ["m2", "m1", "a"]
-    assert fused[2][1] == pytest.approx(1 - (0.5 / 6) / (1.5 / 6))
+    # m2: 1/7 + 0.5/6 = 0.2262 beats m1 (1/6); b: 0.5/7.
+    assert _ids(fused) == ["m2", "m1", "b"]
+    assert fused[2][1] == pytest.approx(1 - (0.5 / 7) / (1.5 / 6))
 
 
 def test_source_message_ids_reads_the_reserved_provenance() -> None:
@@ -110,8 +125,34 @@ def test_fused_search_steps_searches_each_kind_and_drops_shown_messages() -> Non
         )
     )
     assert calls == [
-        ("q", 2, {"record_types": {"fact"}, "user_id": "u"}),
         ("q", 3, {"record_types": {"message"}, "thread_id": "t"}),
+        ("q", 2, {"record_types": {"fact"}, "user_id": "u"}),
     ]
-    # m2: 1/7 (rank 2 once "shown" is dropped) + 1/6 (memory a) first; then a.
-    assert _ids(fused) == ["m2", "a"]
+    # m2: 1/7 (rank 2 once "shown" is dropped) + 1/6 (memory a) first; a repeats it
+    # (left out); then m1 (1/6), and k = 2 cuts b.
+    assert _ids(fused) == ["m2", "m1"]
+
+
+def test_fused_search_steps_searches_memories_deeper_when_repeats_are_left_out() -> None:
+    calls: list[int] = []
+
+    def search(query: str, k: int, **kwargs: Any) -> list[tuple[Record, float]]:
+        if kwargs["record_types"] == {"message"}:
+            return [_message("m1")]
+        calls.append(k)
+        found = [_memory("a", "m1"), _memory("b", "m1"), _memory("c"), _memory("d")]
+        return found[:k]
+
+    steps = fused_search_steps(
+        search,
+        "q",
+        3,
+        memory_search={"record_types": {"fact"}},
+        message_search={"record_types": {"message"}},
+    )
+    fused = run_sync(steps)
+    # depth 3 holds a, b (repeats of m1) and c: two results; depth 6 brings d too.
+    assert calls == [3, 6]
+    assert _ids(fused) == ["m1", "c", "d"]
+    with pytest.raises(ValueError, match="k"):
+        run_sync(fused_search_steps(search, "q", "3", memory_search={}, message_search={}))  # type: ignore[arg-type]

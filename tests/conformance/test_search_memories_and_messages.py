@@ -1,0 +1,155 @@
+"""Memories and messages searched together (docs/retrieval.md#memories-and-messages-together):
+the client's search and the context card fuse the two kinds by rank, a memory also
+counting for the messages it was extracted from, on every back end."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from oam_core.apis.batch import PendingRecordBatch
+from oam_core.apis.records import MEMORY_TYPES, Record
+from oam_core.memory.client import OracleAgentMemory
+from oam_core.memory.thread import OracleThread
+from oam_core.store.fusion import DistanceKind
+from oam_core.store.threads import thread_store
+
+QUESTION = "What colour did Ana paint the fence?"
+BOTH = {"message", *MEMORY_TYPES}
+
+
+@pytest.fixture
+def mem(store: Any) -> OracleAgentMemory:
+    return OracleAgentMemory(store=store, extract_memories=False)
+
+
+def _derived(
+    store: Any, thread_id: str, record_id: str, content: str, sources: list[str], user: str
+) -> None:
+    """A memory written as the extraction pipeline writes it: in its thread, scoped to
+    the user and the thread's agent, with ``$agent_memory.source_message_ids``."""
+    threads = thread_store(store)
+    row = threads.get_thread_row(thread_id)
+    assert row is not None
+    batch = PendingRecordBatch(
+        texts=[content],
+        record_type="memory",
+        record_ids=[record_id],
+        thread_ids=thread_id,
+        user_ids=user,
+        agent_ids=row.agent_id,
+        metadata={"$agent_memory": {"source_message_ids": sources}},
+    )
+    state = dict(row.state or {})
+    assert threads.commit_thread_pass(
+        thread_id, expected_state=state, state=state, batches=[batch]
+    ) == [record_id]
+
+
+@pytest.fixture
+def t(mem: OracleAgentMemory, store: Any) -> OracleThread:
+    """Thread t1 of user u1: the turn that answers (``t-paint``) shares no word with
+    the question, a turn that does not answer (``t-fence``) shares several; the memory
+    extracted from ``t-paint`` states the answer in the question's words."""
+    thread = mem.create_thread(thread_id="t1", user_id="u1")
+    thread.add_messages(
+        [
+            {
+                "role": "user",
+                "content": "The fence in the garden needs paint, Ana.",
+                "id": "t-fence",
+            },
+            {
+                "role": "user",
+                "content": "Finished it on Saturday, it looks so green now!",
+                "id": "t-paint",
+            },
+            {"role": "user", "content": "We had lunch by the river at noon.", "id": "t-lunch"},
+        ]
+    )
+    _derived(store, "t1", "mem-1", "Ana painted the fence green.", ["t-paint"], "u1")
+    return thread
+
+
+def _ids(results: list[tuple[Record, float]]) -> list[str]:
+    return [record.id for record, _ in results]
+
+
+def test_a_memory_raises_its_source_turn(mem: OracleAgentMemory, t: OracleThread) -> None:
+    messages = mem.search(QUESTION, user_id="u1", k=3, record_types={"message"})
+    assert _ids(messages)[0] == "t-fence"  # by its words alone
+    assert _ids(mem.search(QUESTION, user_id="u1", k=1, record_types={"memory"})) == ["mem-1"]
+    fused = mem.search(QUESTION, user_id="u1", k=4, record_types=BOTH)
+    # t-paint: 1/(5 + its rank) + 1/6 from mem-1, above t-fence (1/6); mem-1 repeats
+    # t-paint (its one source, above it) and is left out: 3 results for k = 4.
+    assert _ids(fused) == ["t-paint", "t-fence", "t-lunch"]
+    distances = [d for _, d in fused]
+    assert all(getattr(d, "kind", None) is DistanceKind.FUSED for d in distances)
+    assert distances == sorted(distances)
+    assert distances[0] < 0.5 and distances[1] == pytest.approx(0.5)
+    # The default record types hold both kinds: the same fusion.
+    assert _ids(mem.search(QUESTION, user_id="u1", k=4)) == _ids(fused)
+    # k results when k exist.
+    assert _ids(mem.search(QUESTION, user_id="u1", k=2)) == ["t-paint", "t-fence"]
+
+
+def test_validity_windows_and_scopes_hold(
+    mem: OracleAgentMemory, t: OracleThread, store: Any
+) -> None:
+    other = mem.create_thread(thread_id="t2", user_id="u2")
+    other.add_messages([{"role": "user", "content": "Hello there.", "id": "t-other"}])
+    # Another user's memory naming t-fence does not count in u1's search.
+    _derived(store, "t2", "mem-2", "Ana painted the fence green", ["t-fence"], "u2")
+    assert _ids(mem.search(QUESTION, user_id="u1", k=3))[:2] == ["t-paint", "t-fence"]
+    assert mem.invalidate_memory("mem-1", reason="wrong")
+    # An invalidated memory is not current: it neither comes back nor raises its turn.
+    current = mem.search(QUESTION, user_id="u1", k=3)
+    assert "mem-1" not in _ids(current) and _ids(current)[0] == "t-fence"
+    # Every version (as_of=None): it is back, and so is its credit.
+    every = mem.search(QUESTION, user_id="u1", k=3, as_of=None)
+    assert _ids(every)[:2] == ["t-paint", "t-fence"] and "mem-1" not in _ids(every)
+    # A thread scope applies to both kinds; mem-2's source is not in t2's messages, so
+    # it keeps its own entry (and stands for that turn).
+    assert _ids(mem.search(QUESTION, thread_id="t2", k=5)) == ["mem-2", "t-other"]
+
+
+def test_one_kind_alone_is_the_stores_own_search(
+    mem: OracleAgentMemory, t: OracleThread, store: Any
+) -> None:
+    for types in ({"message"}, {"memory", "fact"}):
+        ours = mem.search(QUESTION, user_id="u1", k=3, record_types=types)
+        theirs = store.search(QUESTION, 3, user_id="u1", exact_user_match=True, record_types=types)
+        assert [(r.id, float(d)) for r, d in ours] == [(r.id, float(d)) for r, d in theirs]
+
+
+def test_the_card_fuses_memories_and_the_threads_messages(t: OracleThread) -> None:
+    t.add_messages([{"role": "user", "content": QUESTION, "id": "t-ask"}])
+    card = t.get_context_card(fallback_message_count=1, max_relevant_results=3)
+    # The asked question (shown in the summary) is left out; its turn comes first.
+    assert _ids([(r, d or 0.0) for r, d in card.relevant_results]) == [
+        "t-paint",
+        "t-fence",
+        "t-lunch",
+    ]
+    assert "<record_id>t-paint</record_id>" in card.content
+
+
+def test_async_twins_give_the_same_results(mem: OracleAgentMemory, t: OracleThread) -> None:
+    t.add_messages([{"role": "user", "content": QUESTION, "id": "t-ask"}])
+
+    async def both() -> tuple[list[str], list[str]]:
+        found = await mem.search_async(QUESTION, user_id="u1", k=4)
+        card = await t.get_context_card_async(fallback_message_count=1, max_relevant_results=3)
+        return _ids(found), [r.id for r, _ in card.relevant_results]
+
+    found, card = anyio.run(both)
+    assert found == _ids(mem.search(QUESTION, user_id="u1", k=4))
+    assert card == [
+        r.id
+        for r, _ in t.get_context_card(
+            fallback_message_count=1, max_relevant_results=3
+        ).relevant_results
+    ]
+    assert card[:2] == ["t-paint", "t-fence"]
