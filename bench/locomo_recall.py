@@ -388,32 +388,13 @@ def run(
     if on not in ON_CHOICES or (on == "turns") != (memories is None):
         raise ValueError(f"on={on!r} with memories={memories!r}: memories go with on memories/both")
     by_sample = load_samples(data, samples)
-    questions: dict[str, list[Question]] = {}
-    skipped = 0
-    for question in load_qrels(qrels):
-        if question.sample_id not in by_sample:
-            continue
-        if not question.evidence:
-            skipped += 1
-            continue
-        questions.setdefault(question.sample_id, []).append(question)
+    questions, skipped = _questions_by_sample(qrels, by_sample)
     sample_memories: dict[str, list[Memory]] = {}
     if memories is not None:
         for memory in load_memories(memories):
             sample_memories.setdefault(memory.sample_id, []).append(memory)
-
-    inner = resolve_embedder(embedder)
-    assert inner is not None
-    if embed_cache is not None:
-        inner = CachedEmbedder(inner, embedder, embed_cache)
-    model = TimedEmbedder(inner)
     timings = _Timings()
-    started = time.perf_counter()
-    model.embed(["warm up"])  # loads a lazy model once, outside the ingest timing
-    load = getattr(reranker, "load", None)
-    if callable(load):
-        load()  # likewise for the reranker, outside the search timings
-    timings.model_load_s = time.perf_counter() - started
+    model = _loaded_model(embedder, embed_cache, reranker, timings)
     passes = {"first_stage": _Pass()}
     if reranker is not None:
         passes["reranked"] = _Pass()
@@ -428,18 +409,9 @@ def run(
         for sample_id, sample_conversations in by_sample.items():
             store = open_store(db, sample_id, model, strategy)
             try:
-                embed_before, started = model.seconds, time.perf_counter()
-                client = OracleAgentMemory(store=store, extract_memories=False)
-                if on != "memories":
-                    _ingest_turns(store, sample_id, sample_conversations, timings, client)
-                if on == "memories":
-                    _ingest_memories(store, sample_id, sample_memories.get(sample_id, []), timings)
-                elif on == "both":
-                    _ingest_provenance(
-                        store, sample_id, sample_memories.get(sample_id, []), timings
-                    )
-                timings.ingest_s += time.perf_counter() - started
-                timings.ingest_embed_s += model.seconds - embed_before
+                client = _ingest_sample(
+                    on, store, model, sample_conversations, sample_memories, timings
+                )
                 for question in questions.get(sample_id, []):
                     ranked_by: dict[str, list[list[str]]] = {}
                     for name, tally in passes.items():
@@ -458,22 +430,108 @@ def run(
                         tally.add(question, ranked, k)
                         ranked_by[name] = [sorted(ids) for ids in ranked]
                     if dump is not None:
-                        row = {
-                            "sample_id": sample_id,
-                            "qa_index": question.qa_index,
-                            "category": question.category,
-                            "evidence": sorted(question.evidence),
-                            "ranked": ranked_by["first_stage"],
-                        }
-                        if "reranked" in ranked_by:
-                            row["reranked"] = ranked_by["reranked"]
-                        dump.write(json.dumps(row) + "\n")
+                        dump.write(json.dumps(_dump_row(question, ranked_by)) + "\n")
             finally:
                 store.close()
     finally:
         if dump is not None:
             dump.close()
 
+    report = _report(passes, timings, k)
+    report["config"] = {
+        "on": on,
+        "strategy": strategy.value.lower(),
+        "k": k,
+        "embedder": embedder,
+        "vector_dim": model.embedding_dimension,
+        "reranker": repr(reranker) if reranker is not None else None,
+        "samples": list(by_sample),
+        "backend": "sqlite" if db is None else "postgres",
+        "embed_cache": embed_cache is not None,
+        "threads": timings.threads,
+        "records": timings.records,
+        "questions_without_evidence": skipped,
+        "excluded_from_overall": sorted(CATEGORIES[c] for c in EXCLUDED_FROM_OVERALL),
+    }
+    return report
+
+
+def _questions_by_sample(
+    qrels: Path, by_sample: dict[str, list[Conversation]]
+) -> tuple[dict[str, list[Question]], int]:
+    """The qrels questions of the samples run, by sample, and how many were skipped
+    for having no evidence ids."""
+    questions: dict[str, list[Question]] = {}
+    skipped = 0
+    for question in load_qrels(qrels):
+        if question.sample_id not in by_sample:
+            continue
+        if not question.evidence:
+            skipped += 1
+            continue
+        questions.setdefault(question.sample_id, []).append(question)
+    return questions, skipped
+
+
+def _loaded_model(
+    embedder: str, embed_cache: Path | None, reranker: IReranker | None, timings: _Timings
+) -> TimedEmbedder:
+    """The timed (and, with ``embed_cache``, cached) embedder, loaded, and the
+    reranker loaded, outside the ingest and search timings (``model_load_s``)."""
+    inner = resolve_embedder(embedder)
+    assert inner is not None
+    if embed_cache is not None:
+        inner = CachedEmbedder(inner, embedder, embed_cache)
+    model = TimedEmbedder(inner)
+    started = time.perf_counter()
+    model.embed(["warm up"])  # loads a lazy model once, outside the ingest timing
+    load = getattr(reranker, "load", None)
+    if callable(load):
+        load()  # likewise for the reranker, outside the search timings
+    timings.model_load_s = time.perf_counter() - started
+    return model
+
+
+def _dump_row(question: Question, ranked_by: dict[str, list[list[str]]]) -> dict[str, Any]:
+    """One ``--per-question`` line: the question and each pass's ranked dialog ids."""
+    row = {
+        "sample_id": question.sample_id,
+        "qa_index": question.qa_index,
+        "category": question.category,
+        "evidence": sorted(question.evidence),
+        "ranked": ranked_by["first_stage"],
+    }
+    if "reranked" in ranked_by:
+        row["reranked"] = ranked_by["reranked"]
+    return row
+
+
+def _ingest_sample(
+    on: str,
+    store: OracleMemoryStore,
+    model: TimedEmbedder,
+    conversations: Sequence[Conversation],
+    memories: dict[str, list[Memory]],
+    timings: _Timings,
+) -> OracleAgentMemory:
+    """Write one sample's turns and/or memories (``on``, see ``run``), timed; return
+    the client over ``store``."""
+    sample_id = conversations[0].user_id or ""
+    embed_before, started = model.seconds, time.perf_counter()
+    client = OracleAgentMemory(store=store, extract_memories=False)
+    if on != "memories":
+        _ingest_turns(store, sample_id, conversations, timings, client)
+    if on == "memories":
+        _ingest_memories(store, sample_id, memories.get(sample_id, []), timings)
+    elif on == "both":
+        _ingest_provenance(store, sample_id, memories.get(sample_id, []), timings)
+    timings.ingest_s += time.perf_counter() - started
+    timings.ingest_embed_s += model.seconds - embed_before
+    return client
+
+
+def _report(passes: dict[str, _Pass], timings: _Timings, k: int) -> dict[str, Any]:
+    """The metrics and timings of a run (``run`` adds its ``config``)."""
     first = passes["first_stage"]
     report: dict[str, Any] = first.report(k)
     report["timing"] = {
@@ -493,21 +551,6 @@ def run(
         report["reranked"] = reranked.report(k)
         report["timing"]["reranked_search_ms_excl_embed"] = _percentiles(reranked.excl_ms)
         report["timing"]["reranked_search_ms_incl_embed"] = _percentiles(reranked.incl_ms)
-    report["config"] = {
-        "on": on,
-        "strategy": strategy.value.lower(),
-        "k": k,
-        "embedder": embedder,
-        "vector_dim": model.embedding_dimension,
-        "reranker": repr(reranker) if reranker is not None else None,
-        "samples": list(by_sample),
-        "backend": "sqlite" if db is None else "postgres",
-        "embed_cache": embed_cache is not None,
-        "threads": timings.threads,
-        "records": timings.records,
-        "questions_without_evidence": skipped,
-        "excluded_from_overall": sorted(CATEGORIES[c] for c in EXCLUDED_FROM_OVERALL),
-    }
     return report
 
 
