@@ -24,12 +24,13 @@ messages are all in the list above it (as messages, or named by a memory kept
 above) is left out, as a repeat of what they say (the turns are the record; a
 memory with another source, or with none, keeps its own entry). Left-out memories do not shorten the list: the memory search
 goes deeper until ``k`` results come back or both kinds are exhausted. Each
-distance is the fused score as a share of the best possible,
-``store.fusion.rrf_distance(score, MEMORY_WEIGHT + MESSAGE_WEIGHT)`` (a
-``DistanceKind.FUSED`` distance, as HYBRID's): 0 for a message ranked first in its
-list whose memory ranked first in its own, 0.5 (equal weights) for a record first
-in one list and unaided by the other; a message named by several high memories
-can reach 0 too (clamped).
+distance is the fused score as a share of the best a single-kind search can give,
+``store.fusion.rrf_distance(score, max(MEMORY_WEIGHT, MESSAGE_WEIGHT))`` (rank 1 of
+one list; a ``DistanceKind.FUSED`` distance in [0, 1], as HYBRID's): 0 for a record
+ranked first in its own kind's list, as a search of that kind alone would give it,
+``1 - 6 / (5 + r)`` for one at rank ``r`` unaided; a message also named by memories
+scores more and can reach 0 from a lower rank (clamped), so results at distance 0
+keep their fused order.
 
 Everything here is pure (no I/O): the two store searches are the callers'
 (``contextcard.relevant_steps``, ``ClientMemories.search``), through
@@ -123,7 +124,7 @@ def fuse_with_provenance(
                 scores[target] += credit
     fused: list[tuple[Record, Distance]] = []
     shown: set[str] = set()
-    best = memory_weight + message_weight
+    best = max(memory_weight, message_weight)
     for key, score in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0])):
         if len(fused) == k:
             break
