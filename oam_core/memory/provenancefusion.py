@@ -23,14 +23,16 @@ id, the store's rule), each record once, cut to ``k``; a memory whose source
 messages are all in the list above it (as messages, or named by a memory kept
 above) is left out, as a repeat of what they say (the turns are the record; a
 memory with another source, or with none, keeps its own entry). Left-out memories do not shorten the list: the memory search
-goes deeper until ``k`` results come back or both kinds are exhausted. Each
-distance is the fused score as a share of the best a single-kind search can give,
-``store.fusion.rrf_distance(score, max(MEMORY_WEIGHT, MESSAGE_WEIGHT))`` (rank 1 of
-one list; a ``DistanceKind.FUSED`` distance in [0, 1], as HYBRID's): 0 for a record
-ranked first in its own kind's list, as a search of that kind alone would give it,
-``1 - 6 / (5 + r)`` for one at rank ``r`` unaided; a message also named by memories
-scores more and can reach 0 from a lower rank (clamped), so results at distance 0
-keep their fused order.
+goes deeper until ``k`` results come back or both kinds are exhausted.
+
+Each distance is ``1 - score / ceiling`` (``store.fusion.rrf_distance``, a
+``DistanceKind.FUSED`` distance in [0, 1], as HYBRID's), the ceiling being the best
+a search of one kind gives (rank 1 of one list, ``max(MEMORY_WEIGHT,
+MESSAGE_WEIGHT) / (RRF_K + 1)``) or the query's best fused score when a message
+credited by memories scores above that: a record ranked first among its kind and
+unaided is at 0, as a search of that kind alone would put it, and the distances
+ascend strictly with the fused order (equal scores, equal distances, ties by record
+type then id, the store's rule).
 
 Everything here is pure (no I/O): the two store searches are the callers'
 (``contextcard.relevant_steps``, ``ClientMemories.search``), through
@@ -122,10 +124,13 @@ def fuse_with_provenance(
             target = message_keys.get(source)
             if target is not None:
                 scores[target] += credit
+    ordered = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    top = ordered[0][1] if ordered else 0.0
+    # rrf_distance(score, n) = 1 - score / (n / (RRF_K + 1)): n is the ceiling in lists.
+    ceiling = max(max(memory_weight, message_weight), top * (RRF_K + 1))
     fused: list[tuple[Record, Distance]] = []
     shown: set[str] = set()
-    best = max(memory_weight, message_weight)
-    for key, score in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0])):
+    for key, score in ordered:
         if len(fused) == k:
             break
         record = records[key]
@@ -136,7 +141,8 @@ def fuse_with_provenance(
             if sources and sources <= shown:
                 continue  # every message it was extracted from is above it
             shown |= sources
-        fused.append((record, Distance.of(rrf_distance(score, best, RRF_K), DistanceKind.FUSED)))
+        distance = rrf_distance(score, ceiling, RRF_K)
+        fused.append((record, Distance.of(distance, DistanceKind.FUSED)))
     return fused
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
+from test_store_bad_queries import CASES, RECORDS
 
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.records import MEMORY_TYPES, Record
@@ -88,9 +89,10 @@ def test_a_memory_raises_its_source_turn(mem: OracleAgentMemory, t: OracleThread
     distances = [d for _, d in fused]
     assert all(getattr(d, "kind", None) is DistanceKind.FUSED for d in distances)
     assert distances == sorted(distances)
-    # 1 - score / (1/6): t-paint above the best one list gives (clamped), t-fence first
-    # of its list, t-lunch third (1 - 6/8).
-    assert distances == pytest.approx([0.0, 0.0, 0.25])
+    # t-paint (second of the messages) scores 1/7 + 1/6, above the best one list gives:
+    # the others' distances are 1 - score / that (t-fence first: 1/6, t-lunch 1/8).
+    top = 1 / 7 + 1 / 6
+    assert distances == pytest.approx([0.0, 1 - (1 / 6) / top, 1 - (1 / 8) / top])
     # The default record types hold both kinds: the same fusion.
     assert _ids(mem.search(QUESTION, user_id="u1", k=4)) == _ids(fused)
     # k results when k exist.
@@ -155,3 +157,33 @@ def test_async_twins_give_the_same_results(mem: OracleAgentMemory, t: OracleThre
         ).relevant_results
     ]
     assert card[:2] == ["t-paint", "t-fence"]
+
+
+@pytest.mark.parametrize("strategy", ["VECTOR", "KEYWORD", "HYBRID"])
+@pytest.mark.parametrize(("case", "query"), [c[:2] for c in CASES], ids=[c[0] for c in CASES])
+def test_odd_queries_stay_well_formed_on_the_fused_path(
+    make_store: Any, strategy: str, case: str, query: str
+) -> None:
+    """The odd-query table (tests/conformance/test_store_bad_queries.py) through the
+    fused search: each text as a memory extracted from a message holding it, searched
+    with both kinds; at most k results, each record once, ascending fused distances
+    in [0, 1] (ties by type, then id)."""
+    keyword = strategy == "KEYWORD"
+    store = make_store(search_strategy=strategy, **({"embedder": None} if keyword else {}))
+    client = OracleAgentMemory(store=store, extract_memories=False)
+    thread = client.create_thread(thread_id="t1", user_id="u1")
+    thread.add_messages(
+        [{"role": "user", "content": text, "id": f"m-{key}"} for key, text in RECORDS.items()]
+    )
+    for key, text in RECORDS.items():
+        _derived(store, "t1", f"f-{key}", text, [f"m-{key}"], "u1")
+    k = 4
+    results = client.search(query, k=k, user_id="u1")
+    assert len(results) <= k
+    keys = [(float(d), r.record_type, r.id) for r, d in results]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+    assert all(
+        0.0 <= d <= 1.0 and getattr(d, "kind", None) is DistanceKind.FUSED for _, d in results
+    )
+    if not keyword:
+        assert len(results) == k  # the vector half always ranks every record

@@ -40,9 +40,11 @@ def test_a_memory_lifts_its_source_turn_above_the_first_turn() -> None:
     # at 1/7 (b, m2), broken by record type then id.
     assert _ids(fused) == ["m3", "m1", "b", "m2"]
     distances = [d for _, d in fused]
-    # Distance 1 - score / (1/6), the best one list gives: m3 above it (clamped), m1
-    # at it, b and m2 at rank 2: 1 - 6/7.
-    assert distances == pytest.approx([0.0, 0.0, 1 / 7, 1 / 7])
+    # m3 scores above the best one list gives (1/6): distances are 1 - score / m3's.
+    top = 1 / 8 + 1 / 6
+    assert distances == pytest.approx(
+        [0.0, 1 - (1 / 6) / top, 1 - (1 / 7) / top, 1 - (1 / 7) / top]
+    )
     assert all(d.kind is DistanceKind.FUSED for d in distances)
 
 
@@ -65,13 +67,23 @@ def test_each_memory_credits_every_source_and_credits_add_up() -> None:
     # m4: 1/9 + 1/6 + 1/7 = 0.421; m2: 1/7 + 1/6 = 0.310; then a (1/6, both its
     # sources above: left out), m1 1/6, b (1/7, m4 above: left out), m3 1/8.
     assert _ids(fused) == ["m4", "m2", "m1", "m3"]
-    # m4, m2 and m1 reach the best one list gives (1/6; above it: clamped); m3 1/8.
-    assert [d for _, d in fused] == pytest.approx([0.0, 0.0, 0.0, 0.25])
+    top = 1 / 9 + 1 / 6 + 1 / 7
+    assert [d for _, d in fused] == pytest.approx(
+        [0.0, 1 - (1 / 7 + 1 / 6) / top, 1 - (1 / 6) / top, 1 - (1 / 8) / top]
+    )
 
 
 def test_sources_outside_the_message_list_are_not_added() -> None:
     fused = fuse_with_provenance([_memory("a", "elsewhere")], [_message("m1")], 5)
     assert _ids(fused) == ["a", "m1"]
+
+
+def test_unaided_first_places_are_at_zero_as_in_a_search_of_one_kind() -> None:
+    fused = fuse_with_provenance([_memory("a"), _memory("b")], [_message("m1")], 3)
+    # No message scores above the best one list gives (1/6): a and m1 at 0, b at
+    # 1 - (1/7) / (1/6); equal distances in record type, then id order.
+    assert _ids(fused) == ["a", "m1", "b"]
+    assert [d for _, d in fused] == pytest.approx([0.0, 0.0, 1 / 7])
 
 
 def test_k_cuts_and_each_record_comes_once() -> None:
@@ -81,7 +93,7 @@ def test_k_cuts_and_each_record_comes_once() -> None:
     # m2: 1/8 (its first place, rank 3) + 1/6 once (a names it twice) = 0.2917; a is
     # left out (m2 above), m1 (1/6) next, and k = 2 cuts b.
     assert _ids(fused) == ["m2", "m1"]
-    assert [d for _, d in fused] == [0.0, 0.0]
+    assert [d for _, d in fused] == pytest.approx([0.0, 1 - (1 / 6) / (1 / 8 + 1 / 6)])
     assert fuse_with_provenance([], [], 3) == []
 
 
@@ -91,7 +103,7 @@ def test_weights_set_each_lists_share() -> None:
     fused = fuse_with_provenance(memories, messages, 3, memory_weight=0.5)
     # m2: 1/7 + 0.5/6 = 0.2262 beats m1 (1/6); b: 0.5/7.
     assert _ids(fused) == ["m2", "m1", "b"]
-    assert fused[2][1] == pytest.approx(1 - (0.5 / 7) / (1 / 6))  # best: one list, weight 1
+    assert fused[2][1] == pytest.approx(1 - (0.5 / 7) / (1 / 7 + 0.5 / 6))
 
 
 def test_source_message_ids_reads_the_reserved_provenance() -> None:
