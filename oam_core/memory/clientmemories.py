@@ -61,8 +61,8 @@ class ClientMemories:
         same scope, filter and ``as_of``, and fused by rank, a memory also counting
         for the messages it was extracted from (``memory.provenancefusion``,
         docs/retrieval.md#memories-and-messages-together); the distances are then
-        fused ones (``DistanceKind.FUSED``), in [0, 1]. One type kind alone is one
-        store search, its distances the store's.
+        fused ones (``DistanceKind.FUSED``), in [0, 1]. One kind asked, or one kind
+        found, is one store search's result, its distances the store's.
 
         Args:
             query: Non-blank query text.

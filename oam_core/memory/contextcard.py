@@ -466,7 +466,7 @@ def relevant_steps(
 
     Returns:
         Up to ``k`` ``(record, distance)`` pairs, best first, the distance a fused
-        one (``DistanceKind.FUSED``).
+        one (``DistanceKind.FUSED``) when both kinds were found.
     """
     thread_id, user_id, agent_id = scope
     actor = {

@@ -13,17 +13,24 @@ weighted reciprocal rank fusion (``store.fusion.fuse``'s formula, constant
 * a memory-like record (or profile) at rank ``r`` of its list scores
   ``MEMORY_WEIGHT / (RRF_K + r)``;
 * a message at rank ``r`` of its list scores ``MESSAGE_WEIGHT / (RRF_K + r)``, plus,
-  for every memory at rank ``r'`` that names it as a source,
-  ``MEMORY_WEIGHT / (RRF_K + r')`` (the memory's evidence counts for the turn it came
-  from). Only messages of the message list get this credit: a source message outside
-  the search's scope, filter or depth is not added.
+  for every memory at rank ``r'`` that names it as one of its ``n`` sources,
+  ``MEMORY_WEIGHT / (RRF_K + r') / n`` (the memory's evidence counts for the turns
+  it came from, divided among them: a memory drawn from one turn gives it all, one
+  drawn from an extraction window of ten messages a tenth to each). Only messages of
+  the message list get this credit: a source message outside the search's scope,
+  filter or depth is not added.
 
 The fused list holds memories and messages, best first (ties by record type then
-id, the store's rule), each record once, cut to ``k``; a memory whose source
-messages are all in the list above it (as messages, or named by a memory kept
-above) is left out, as a repeat of what they say (the turns are the record; a
-memory with another source, or with none, keeps its own entry). Left-out memories do not shorten the list: the memory search
-goes deeper until ``k`` results come back or both kinds are exhausted.
+id, the store's rule), each record once, cut to ``k``. A memory extracted from a
+single message of the list stands in for it: it takes that message's place and
+fused score (its own rank's credit included), and the message is not listed again,
+so the extracted fact (names and dates resolved) is shown where the turn it
+restates would be, and the two do not take two places for one piece of evidence.
+Only the best-ranked such memory of a message stands in; a memory drawn from
+several messages, from none, or from one not in the list keeps its own entry.
+When one kind finds nothing (a store without memories, or without messages in
+scope), the other kind's results come back as the store ranked them, with its
+distances: there is nothing to fuse.
 
 Each distance is ``1 - score / ceiling`` (``store.fusion.rrf_distance``, a
 ``DistanceKind.FUSED`` distance in [0, 1], as HYBRID's), the ceiling being the best
@@ -60,7 +67,7 @@ __all__ = [
 ]
 
 MEMORY_WEIGHT = 1.0
-"""RRF weight of the memory list, and of the credit a memory gives each of its source
+"""RRF weight of the memory list, and of the credit a memory divides among its source
 messages (bench/README.md#memories-and-turns-together)."""
 
 MESSAGE_WEIGHT = 1.0
@@ -99,51 +106,46 @@ def fuse_with_provenance(
         memory_weight, message_weight: The RRF weight of each list (> 0).
 
     Returns:
-        Up to ``k`` ``(record, distance)`` pairs, best first, each record once, no
-        memory whose source messages are all above it; the distance a
+        Up to ``k`` ``(record, distance)`` pairs, best first, each record once (a
+        memory standing in for the one message it came from in its place); the
+        distance a
         ``DistanceKind.FUSED`` ``Distance`` in [0, 1].
     """
     scores: dict[tuple[str, str], float] = {}
     records: dict[tuple[str, str], Record] = {}
     message_keys: dict[str, tuple[str, str]] = {}
+    stand_in: dict[tuple[str, str], Record] = {}
+    seen: set[tuple[str, str]] = set()
     for rank, (record, _) in enumerate(messages, start=1):
         key = (record.record_type, record.id)
-        if key in records:
-            continue
-        records[key] = record
-        message_keys[record.id] = key
-        scores[key] = message_weight / (RRF_K + rank)
+        if key not in records:
+            records[key] = record
+            message_keys[record.id] = key
+            scores[key] = message_weight / (RRF_K + rank)
     for rank, (record, _) in enumerate(memories, start=1):
         key = (record.record_type, record.id)
-        if key in records:
+        if key in records or key in seen:
+            continue
+        seen.add(key)
+        credit = memory_weight / (RRF_K + rank)
+        sources = source_message_ids(record)
+        targets = [message_keys[s] for s in sources if s in message_keys]
+        for target in targets:
+            scores[target] += credit / len(sources)
+        if len(sources) == 1 and targets and targets[0] not in stand_in:
+            stand_in[targets[0]] = record  # it takes the place of the message it restates
             continue
         records[key] = record
-        credit = memory_weight / (RRF_K + rank)
         scores[key] = credit
-        for source in source_message_ids(record):
-            target = message_keys.get(source)
-            if target is not None:
-                scores[target] += credit
-    ordered = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-    top = ordered[0][1] if ordered else 0.0
+    entries = [(score, stand_in.get(key, records[key])) for key, score in scores.items()]
+    entries.sort(key=lambda e: (-e[0], e[1].record_type, e[1].id))
+    top = entries[0][0] if entries else 0.0
     # rrf_distance(score, n) = 1 - score / (n / (RRF_K + 1)): n is the ceiling in lists.
     ceiling = max(max(memory_weight, message_weight), top * (RRF_K + 1))
-    fused: list[tuple[Record, Distance]] = []
-    shown: set[str] = set()
-    for key, score in ordered:
-        if len(fused) == k:
-            break
-        record = records[key]
-        if key[0] == MESSAGE:
-            shown.add(record.id)
-        else:
-            sources = set(source_message_ids(record))
-            if sources and sources <= shown:
-                continue  # every message it was extracted from is above it
-            shown |= sources
-        distance = rrf_distance(score, ceiling, RRF_K)
-        fused.append((record, Distance.of(distance, DistanceKind.FUSED)))
-    return fused
+    return [
+        (record, Distance.of(rrf_distance(score, ceiling, RRF_K), DistanceKind.FUSED))
+        for score, record in entries[:k]
+    ]
 
 
 def split_types(record_types: Iterable[str]) -> tuple[set[str], bool]:
@@ -162,9 +164,10 @@ def fused_search_steps(
     message_search: Mapping[str, Any],
     message_depth: int | None = None,
     drop: Iterable[str] = (),
-) -> Steps[list[tuple[Record, Distance]]]:
+) -> Steps[list[tuple[Record, float]]]:
     """Search memory-like records and messages with two calls of ``search`` and fuse
-    the results (``fuse_with_provenance``).
+    the results (``fuse_with_provenance``); when one kind finds nothing, the other's
+    results come back as the store ranked them, with its distances.
 
     Args:
         search: ``store.search`` (the steps driver calls it sync, or its async twin).
@@ -180,9 +183,9 @@ def fused_search_steps(
             list is searched that much deeper.
 
     Returns:
-        As ``fuse_with_provenance``; ``k`` results when the lists hold ``k`` records
-        that are not left out (the memory search is repeated twice as deep while
-        left-out memories shorten the list and it came back full).
+        As ``fuse_with_provenance`` (or one search's pairs): ``k`` results when
+        ``k`` records of either kind match (a memory standing in for a message
+        takes its place, so none is lost).
 
     Raises:
         InvalidArgumentError: for ``k`` not an int >= 1; the store's errors.
@@ -192,10 +195,7 @@ def fused_search_steps(
     depth = max(k, message_depth or k) + len(dropped)
     messages: list[tuple[Record, float]] = yield from call(search, query, depth, **message_search)
     kept = [item for item in messages if item[0].id not in dropped]
-    wanted = k
-    while True:
-        found: list[tuple[Record, float]] = yield from call(search, query, wanted, **memory_search)
-        fused = fuse_with_provenance(found, kept, k)
-        if len(fused) >= k or len(found) < wanted:
-            return fused
-        wanted *= 2  # memories left out as repeats of messages above: search deeper
+    found: list[tuple[Record, float]] = yield from call(search, query, k, **memory_search)
+    if not found or not kept:
+        return (found or kept)[:k]  # one kind found: its own search, as ranked
+    return list(fuse_with_provenance(found, kept, k))

@@ -83,9 +83,9 @@ def test_a_memory_raises_its_source_turn(mem: OracleAgentMemory, t: OracleThread
     assert _ids(messages)[0] == "t-fence"  # by its words alone
     assert _ids(mem.search(QUESTION, user_id="u1", k=1, record_types={"memory"})) == ["mem-1"]
     fused = mem.search(QUESTION, user_id="u1", k=4, record_types=BOTH)
-    # t-paint: 1/(5 + its rank) + 1/6 from mem-1, above t-fence (1/6); mem-1 repeats
-    # t-paint (its one source, above it) and is left out: 3 results for k = 4.
-    assert _ids(fused) == ["t-paint", "t-fence", "t-lunch"]
+    # t-paint: 1/(5 + its rank) + 1/6 from mem-1, above t-fence (1/6), and shown as
+    # mem-1, the memory extracted from it alone: 3 results for k = 4.
+    assert _ids(fused) == ["mem-1", "t-fence", "t-lunch"]
     distances = [d for _, d in fused]
     assert all(getattr(d, "kind", None) is DistanceKind.FUSED for d in distances)
     assert distances == sorted(distances)
@@ -96,7 +96,7 @@ def test_a_memory_raises_its_source_turn(mem: OracleAgentMemory, t: OracleThread
     # The default record types hold both kinds: the same fusion.
     assert _ids(mem.search(QUESTION, user_id="u1", k=4)) == _ids(fused)
     # k results when k exist.
-    assert _ids(mem.search(QUESTION, user_id="u1", k=2)) == ["t-paint", "t-fence"]
+    assert _ids(mem.search(QUESTION, user_id="u1", k=2)) == ["mem-1", "t-fence"]
 
 
 def test_validity_windows_and_scopes_hold(
@@ -106,14 +106,14 @@ def test_validity_windows_and_scopes_hold(
     other.add_messages([{"role": "user", "content": "Hello there.", "id": "t-other"}])
     # Another user's memory naming t-fence does not count in u1's search.
     _derived(store, "t2", "mem-2", "Ana painted the fence green", ["t-fence"], "u2")
-    assert _ids(mem.search(QUESTION, user_id="u1", k=3))[:2] == ["t-paint", "t-fence"]
+    assert _ids(mem.search(QUESTION, user_id="u1", k=3))[:2] == ["mem-1", "t-fence"]
     assert mem.invalidate_memory("mem-1", reason="wrong")
     # An invalidated memory is not current: it neither comes back nor raises its turn.
     current = mem.search(QUESTION, user_id="u1", k=3)
     assert "mem-1" not in _ids(current) and _ids(current)[0] == "t-fence"
     # Every version (as_of=None): it is back, and so is its credit.
     every = mem.search(QUESTION, user_id="u1", k=3, as_of=None)
-    assert _ids(every)[:2] == ["t-paint", "t-fence"] and "mem-1" not in _ids(every)
+    assert _ids(every)[:2] == ["mem-1", "t-fence"] and "t-paint" not in _ids(every)
     # A thread scope applies to both kinds; mem-2's source is not in t2's messages, so
     # it keeps its own entry (and stands for that turn).
     assert _ids(mem.search(QUESTION, thread_id="t2", k=5)) == ["mem-2", "t-other"]
@@ -131,13 +131,14 @@ def test_one_kind_alone_is_the_stores_own_search(
 def test_the_card_fuses_memories_and_the_threads_messages(t: OracleThread) -> None:
     t.add_messages([{"role": "user", "content": QUESTION, "id": "t-ask"}])
     card = t.get_context_card(fallback_message_count=1, max_relevant_results=3)
-    # The asked question (shown in the summary) is left out; its turn comes first.
+    # The asked question (shown in the summary) is left out; the answering turn comes
+    # first, shown as the memory extracted from it.
     assert _ids([(r, d or 0.0) for r, d in card.relevant_results]) == [
-        "t-paint",
+        "mem-1",
         "t-fence",
         "t-lunch",
     ]
-    assert "<record_id>t-paint</record_id>" in card.content
+    assert "<record_id>mem-1</record_id>" in card.content
 
 
 def test_async_twins_give_the_same_results(mem: OracleAgentMemory, t: OracleThread) -> None:
@@ -156,7 +157,7 @@ def test_async_twins_give_the_same_results(mem: OracleAgentMemory, t: OracleThre
             fallback_message_count=1, max_relevant_results=3
         ).relevant_results
     ]
-    assert card[:2] == ["t-paint", "t-fence"]
+    assert card[:2] == ["mem-1", "t-fence"]
 
 
 @pytest.mark.parametrize("strategy", ["VECTOR", "KEYWORD", "HYBRID"])
