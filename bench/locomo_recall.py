@@ -53,15 +53,20 @@ from oam_core import (
     SearchStrategy,
     SQLiteMemoryStore,
 )
-from oam_core.apis.records import MEMORY_TYPES
+from oam_core.apis.batch import PendingRecordBatch
+from oam_core.apis.records import MEMORY_TYPES, Record
 from oam_core.embedders import resolve_embedder
 from oam_core.ingest import Conversation, IngestError, load_conversations
 from oam_core.llms import resolve_llm
+from oam_core.memory.provenancefusion import source_message_ids
+from oam_core.store.threads import thread_store
 
 if TYPE_CHECKING:
     from oam_core.rerankers import IReranker
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo"
+ON_CHOICES = ("turns", "memories", "both")
+"""What ``--on`` searches: the turns, a recorded extraction's memories, or both."""
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 EXCLUDED_FROM_OVERALL = frozenset({5})
 
@@ -368,6 +373,7 @@ def run(
     per_question: Path | None = None,
     memories: Path | None = None,
     reranker: IReranker | None = None,
+    on: str | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark and return the report (the ``--json`` object).
 
@@ -380,56 +386,50 @@ def run(
     ``"[<day>] <speaker>: <text>"`` while the stored content stays the text.
     ``memories``: a recorded extraction (``load_memories``) is searched instead of the
     turns; a memory stands for the turns it was extracted from.
+    ``on``: ``"turns"``, ``"memories"`` or ``"both"`` (default: ``"memories"`` when
+    ``memories`` is given, else ``"turns"``). ``"both"`` ingests the turns and the
+    memories of ``memories`` into the same store and scope, each memory with its
+    source turns as provenance (written as the extraction pipeline writes it, into
+    its session's thread), and searches through the product path,
+    ``OracleAgentMemory.search`` with messages and memory types, which fuses the two
+    kinds with a memory counting for its source turns
+    (``oam_core.memory.provenancefusion``); a result stands for its own turn (a
+    message) or its source turns (a memory).
     ``reranker``: every question is searched twice, without and with it; the report
     gains ``"reranked"`` (the same metrics) and the reranked latencies.
 
     Raises:
-        ValueError: for unreadable or malformed data, qrels or memories files.
+        ValueError: for unreadable or malformed data, qrels or memories files, or
+            ``on`` ``"memories"``/``"both"`` without ``memories``.
     """
+    on = on or ("turns" if memories is None else "memories")
+    if on not in ON_CHOICES or (on == "turns") != (memories is None):
+        raise ValueError(f"on={on!r} with memories={memories!r}: memories go with on memories/both")
     by_sample = load_samples(data, samples)
-    questions: dict[str, list[Question]] = {}
-    skipped = 0
-    for question in load_qrels(qrels):
-        if question.sample_id not in by_sample:
-            continue
-        if not question.evidence:
-            skipped += 1
-            continue
-        questions.setdefault(question.sample_id, []).append(question)
+    questions, skipped = _questions_by_sample(qrels, by_sample)
     sample_memories: dict[str, list[Memory]] = {}
     if memories is not None:
         for memory in load_memories(memories):
             sample_memories.setdefault(memory.sample_id, []).append(memory)
-
-    inner = resolve_embedder(embedder)
-    assert inner is not None
-    if embed_cache is not None:
-        inner = CachedEmbedder(inner, embedder, embed_cache)
-    model = TimedEmbedder(inner)
     timings = _Timings()
-    started = time.perf_counter()
-    model.embed(["warm up"])  # loads a lazy model once, outside the ingest timing
-    load = getattr(reranker, "load", None)
-    if callable(load):
-        load()  # likewise for the reranker, outside the search timings
-    timings.model_load_s = time.perf_counter() - started
+    model = _loaded_model(embedder, embed_cache, reranker, timings)
     passes = {"first_stage": _Pass()}
     if reranker is not None:
         passes["reranked"] = _Pass()
     dump = per_question.open("w", encoding="utf-8") if per_question is not None else None
-    record_types = {"message"} if memories is None else set(MEMORY_TYPES)
+    record_types = {
+        "turns": {"message"},
+        "memories": set(MEMORY_TYPES),
+        "both": {"message", *MEMORY_TYPES},
+    }[on]
 
     try:
         for sample_id, sample_conversations in by_sample.items():
             store = open_store(db, sample_id, model, strategy)
             try:
-                embed_before, started = model.seconds, time.perf_counter()
-                if memories is None:
-                    _ingest_turns(store, sample_id, sample_conversations, timings)
-                else:
-                    _ingest_memories(store, sample_id, sample_memories.get(sample_id, []), timings)
-                timings.ingest_s += time.perf_counter() - started
-                timings.ingest_embed_s += model.seconds - embed_before
+                client = _ingest_sample(
+                    on, store, model, sample_conversations, sample_memories, timings
+                )
                 for question in questions.get(sample_id, []):
                     ranked_by: dict[str, list[list[str]]] = {}
                     for name, tally in passes.items():
@@ -443,26 +443,113 @@ def run(
                             tally,
                             record_types,
                             text_query=name == "reranked",
+                            client=client if on == "both" else None,
                         )
                         tally.add(question, ranked, k)
                         ranked_by[name] = [sorted(ids) for ids in ranked]
                     if dump is not None:
-                        row = {
-                            "sample_id": sample_id,
-                            "qa_index": question.qa_index,
-                            "category": question.category,
-                            "evidence": sorted(question.evidence),
-                            "ranked": ranked_by["first_stage"],
-                        }
-                        if "reranked" in ranked_by:
-                            row["reranked"] = ranked_by["reranked"]
-                        dump.write(json.dumps(row) + "\n")
+                        dump.write(json.dumps(_dump_row(question, ranked_by)) + "\n")
             finally:
                 store.close()
     finally:
         if dump is not None:
             dump.close()
 
+    report = _report(passes, timings, k)
+    report["config"] = {
+        "on": on,
+        "strategy": strategy.value.lower(),
+        "k": k,
+        "embedder": embedder,
+        "vector_dim": model.embedding_dimension,
+        "reranker": repr(reranker) if reranker is not None else None,
+        "samples": list(by_sample),
+        "backend": "sqlite" if db is None else "postgres",
+        "embed_cache": embed_cache is not None,
+        "threads": timings.threads,
+        "records": timings.records,
+        "questions_without_evidence": skipped,
+        "excluded_from_overall": sorted(CATEGORIES[c] for c in EXCLUDED_FROM_OVERALL),
+    }
+    return report
+
+
+def _questions_by_sample(
+    qrels: Path, by_sample: dict[str, list[Conversation]]
+) -> tuple[dict[str, list[Question]], int]:
+    """The qrels questions of the samples run, by sample, and how many were skipped
+    for having no evidence ids."""
+    questions: dict[str, list[Question]] = {}
+    skipped = 0
+    for question in load_qrels(qrels):
+        if question.sample_id not in by_sample:
+            continue
+        if not question.evidence:
+            skipped += 1
+            continue
+        questions.setdefault(question.sample_id, []).append(question)
+    return questions, skipped
+
+
+def _loaded_model(
+    embedder: str, embed_cache: Path | None, reranker: IReranker | None, timings: _Timings
+) -> TimedEmbedder:
+    """The timed (and, with ``embed_cache``, cached) embedder, loaded, and the
+    reranker loaded, outside the ingest and search timings (``model_load_s``)."""
+    inner = resolve_embedder(embedder)
+    assert inner is not None
+    if embed_cache is not None:
+        inner = CachedEmbedder(inner, embedder, embed_cache)
+    model = TimedEmbedder(inner)
+    started = time.perf_counter()
+    model.embed(["warm up"])  # loads a lazy model once, outside the ingest timing
+    load = getattr(reranker, "load", None)
+    if callable(load):
+        load()  # likewise for the reranker, outside the search timings
+    timings.model_load_s = time.perf_counter() - started
+    return model
+
+
+def _dump_row(question: Question, ranked_by: dict[str, list[list[str]]]) -> dict[str, Any]:
+    """One ``--per-question`` line: the question and each pass's ranked dialog ids."""
+    row = {
+        "sample_id": question.sample_id,
+        "qa_index": question.qa_index,
+        "category": question.category,
+        "evidence": sorted(question.evidence),
+        "ranked": ranked_by["first_stage"],
+    }
+    if "reranked" in ranked_by:
+        row["reranked"] = ranked_by["reranked"]
+    return row
+
+
+def _ingest_sample(
+    on: str,
+    store: OracleMemoryStore,
+    model: TimedEmbedder,
+    conversations: Sequence[Conversation],
+    memories: dict[str, list[Memory]],
+    timings: _Timings,
+) -> OracleAgentMemory:
+    """Write one sample's turns and/or memories (``on``, see ``run``), timed; return
+    the client over ``store``."""
+    sample_id = conversations[0].user_id or ""
+    embed_before, started = model.seconds, time.perf_counter()
+    client = OracleAgentMemory(store=store, extract_memories=False)
+    if on != "memories":
+        _ingest_turns(store, sample_id, conversations, timings, client)
+    if on == "memories":
+        _ingest_memories(store, sample_id, memories.get(sample_id, []), timings)
+    elif on == "both":
+        _ingest_provenance(store, sample_id, memories.get(sample_id, []), timings)
+    timings.ingest_s += time.perf_counter() - started
+    timings.ingest_embed_s += model.seconds - embed_before
+    return client
+
+
+def _report(passes: dict[str, _Pass], timings: _Timings, k: int) -> dict[str, Any]:
+    """The metrics and timings of a run (``run`` adds its ``config``)."""
     first = passes["first_stage"]
     report: dict[str, Any] = first.report(k)
     report["timing"] = {
@@ -482,21 +569,6 @@ def run(
         report["reranked"] = reranked.report(k)
         report["timing"]["reranked_search_ms_excl_embed"] = _percentiles(reranked.excl_ms)
         report["timing"]["reranked_search_ms_incl_embed"] = _percentiles(reranked.incl_ms)
-    report["config"] = {
-        "on": "turns" if memories is None else "memories",
-        "strategy": strategy.value.lower(),
-        "k": k,
-        "embedder": embedder,
-        "vector_dim": model.embedding_dimension,
-        "reranker": repr(reranker) if reranker is not None else None,
-        "samples": list(by_sample),
-        "backend": "sqlite" if db is None else "postgres",
-        "embed_cache": embed_cache is not None,
-        "threads": timings.threads,
-        "records": timings.records,
-        "questions_without_evidence": skipped,
-        "excluded_from_overall": sorted(CATEGORIES[c] for c in EXCLUDED_FROM_OVERALL),
-    }
     return report
 
 
@@ -540,6 +612,58 @@ def _ingest_memories(
             metadata=[{"source_dia_ids": sorted(m.sources)} for m in group],
         )
         timings.records += len(group)
+
+
+def _ingest_provenance(
+    store: OracleMemoryStore, sample_id: str, memories: Sequence[Memory], timings: _Timings
+) -> None:
+    """The sample's memories as the extraction pipeline writes them: user-scoped, in
+    the thread of their first source turn's session, with the source turns' message
+    ids as provenance (``metadata["$agent_memory"]["source_message_ids"]``, which
+    only the library writes: through the thread store's pipeline commit). A memory
+    without sources is written with ``store.add``, user-scoped, without provenance."""
+    threads = thread_store(store)
+    by_thread: dict[str, list[Memory]] = {}
+    loose: list[Memory] = []
+    for memory in memories:
+        if memory.sources:
+            session = session_of(min(memory.sources, key=_dia_order)).removeprefix("D")
+            by_thread.setdefault(f"{sample_id}-s{session}", []).append(memory)
+        else:
+            loose.append(memory)
+    for thread_id, group in by_thread.items():
+        row = threads.get_thread_row(thread_id)
+        if row is None:
+            raise ValueError(f"{sample_id}: a memory names turns of {thread_id}, not in the data")
+        batches = [
+            PendingRecordBatch(
+                texts=[m.content],
+                record_type=m.record_type,
+                thread_ids=thread_id,
+                user_ids=sample_id,
+                timestamps=[m.timestamp],
+                metadata=[
+                    {
+                        "$agent_memory": {
+                            "source_message_ids": [
+                                message_id(sample_id, d) for d in sorted(m.sources, key=_dia_order)
+                            ]
+                        }
+                    }
+                ],
+            )
+            for m in group
+        ]
+        state = dict(row.state or {})
+        threads.commit_thread_pass(thread_id, expected_state=state, state=state, batches=batches)
+        timings.records += len(group)
+    _ingest_memories(store, sample_id, loose, timings)
+
+
+def _dia_order(dia_id: str) -> tuple[int, int, str]:
+    """Sort key of a LoCoMo dialog id: ``"D3:12"`` -> ``(3, 12, "")``."""
+    found = re.fullmatch(r"D(\d+):(\d+)", dia_id)
+    return (int(found[1]), int(found[2]), "") if found else (1 << 30, 0, dia_id)
 
 
 def record_memories(
@@ -650,8 +774,20 @@ def _search(
     record_types: set[str],
     *,
     text_query: bool = False,
+    client: OracleAgentMemory | None = None,
 ) -> list[frozenset[str]]:
-    """Search one question; per result, the dialog ids it stands for."""
+    """Search one question; per result, the dialog ids it stands for. With
+    ``client``, through ``client.search`` (the product's fused search of messages
+    and memories, ``--on both``)."""
+    if client is not None:
+        embed_before, started = model.seconds, time.perf_counter()
+        results = client.search(
+            question.question, k=k, user_id=question.sample_id, record_types=record_types
+        )
+        total_s = time.perf_counter() - started
+        embed_s = model.seconds - embed_before
+        _timed(tally, embed_s, total_s)
+        return [_dia_ids(record, question.sample_id) for record, _ in results]
     scope: dict[str, Any] = {
         "user_id": question.sample_id,
         "exact_user_match": True,
@@ -670,10 +806,7 @@ def _search(
         results = store.search(question.question, k, **scope)
         total_s = time.perf_counter() - started
         embed_s = model.seconds - embed_before
-        search_s = total_s - embed_s
-    tally.embed_ms.append(embed_s * 1000)
-    tally.incl_ms.append(total_s * 1000)
-    tally.excl_ms.append(search_s * 1000)
+    _timed(tally, embed_s, total_s)
     ranked: list[frozenset[str]] = []
     for record, _ in results:
         meta = record.metadata or {}
@@ -682,6 +815,24 @@ def _search(
         elif "source_dia_ids" in meta:
             ranked.append(frozenset(str(d) for d in meta["source_dia_ids"]))
     return ranked
+
+
+def _timed(tally: _Pass, embed_s: float, total_s: float) -> None:
+    """Record one search's latencies (ms) with and without its query embedding."""
+    tally.embed_ms.append(embed_s * 1000)
+    tally.incl_ms.append(total_s * 1000)
+    tally.excl_ms.append((total_s - embed_s) * 1000)
+
+
+def _dia_ids(record: Record, sample_id: str) -> frozenset[str]:
+    """The dialog ids a result stands for: a turn its own, a memory its source turns
+    (its provenance, ``$agent_memory.source_message_ids``; a memory without one,
+    none)."""
+    meta = record.metadata or {}
+    if "dia_id" in meta:
+        return frozenset({str(meta["dia_id"])})
+    prefix = f"{sample_id}:"
+    return frozenset(s.removeprefix(prefix) for s in source_message_ids(record))
 
 
 def _percentiles(values: Sequence[float]) -> dict[str, float]:
@@ -715,9 +866,10 @@ def _metric_rows(block: dict[str, Any], config: dict[str, Any]) -> list[str]:
 def format_table(report: dict[str, Any]) -> str:
     """Render a report as a plain-text table."""
     config, timing = report["config"], report["timing"]
-    unit = "messages" if config["on"] == "turns" else "memories"
+    unit = {"turns": "messages", "memories": "memories"}.get(config["on"], "records")
+    level = {"turns": "turn", "memories": "memory"}.get(config["on"], "turn+memory")
     lines = [
-        f"LoCoMo {'turn' if config['on'] == 'turns' else 'memory'}-level recall: "
+        f"LoCoMo {level}-level recall: "
         f"strategy={config['strategy']} k={config['k']} "
         f"embedder={config['embedder']} ({config['vector_dim']}d), "
         f"{len(config['samples'])} conversations, {config['records']} {unit}",
@@ -785,11 +937,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--on",
-        choices=["turns", "memories"],
+        choices=list(ON_CHOICES),
         default="turns",
-        help="search the raw turns, or the memories of --memories",
+        help="search the raw turns, the memories of --memories, or both (fused, a "
+        "memory counting for its source turns)",
     )
-    parser.add_argument("--memories", type=Path, help="JSONL of memories (with --on memories)")
+    parser.add_argument(
+        "--memories", type=Path, help="JSONL of memories (with --on memories or both)"
+    )
     parser.add_argument(
         "--record-memories",
         type=Path,
@@ -815,8 +970,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.k < 1:
         parser.error("--k must be >= 1")
-    if (args.on == "memories") != (args.memories is not None):
-        parser.error("--on memories and --memories go together")
+    if (args.on != "turns") != (args.memories is not None):
+        parser.error("--on memories/both and --memories go together")
     if args.record_memories is not None and not args.llm:
         parser.error("--record-memories needs --llm")
     samples = args.samples.split(",") if args.samples else None
@@ -843,6 +998,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             per_question=args.per_question,
             memories=args.memories,
             reranker=_reranker_from(args),
+            on=args.on,
         )
     except (IngestError, ValueError, ImportError, RuntimeError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)

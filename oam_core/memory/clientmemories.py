@@ -14,9 +14,10 @@ from datetime import datetime
 from typing import Any
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
-from oam_core.apis.records import Record
-from oam_core.checks import check_scope
+from oam_core.apis.records import MESSAGE, Record
+from oam_core.checks import check_scope, types_arg
 from oam_core.memory.messages import check_memory_content
+from oam_core.memory.provenancefusion import fused_search_steps, split_types
 from oam_core.steps import Steps, async_method, call, sync_method
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.versions import memory_versions
@@ -55,6 +56,14 @@ class ClientMemories:
         A given scope id is matched exactly (``None``: only records unscoped in that
         dimension); an omitted one leaves the dimension unconstrained.
 
+        When the record types hold messages and another type (the default does),
+        the messages and the other records are searched separately, within the
+        same scope, filter and ``as_of``, and fused by rank, a memory also counting
+        for the messages it was extracted from (``memory.provenancefusion``,
+        docs/retrieval.md#memories-and-messages-together); the distances are then
+        fused ones (``DistanceKind.FUSED``), in [0, 1]. One kind asked, or one kind
+        found, is one store search's result, its distances the store's.
+
         Args:
             query: Non-blank query text.
             user_id: Exact user scope, if given.
@@ -84,14 +93,24 @@ class ClientMemories:
             if value is not NOT_SET:
                 scope[f"{dim}_id"] = check_scope(value, f"{dim}_id", None)
                 scope[f"exact_{dim}_match"] = True
+        types = types_arg(None if record_types is NOT_SET else record_types)
+        others, with_messages = split_types(types)
+        common = {"metadata_filter": metadata_filter, "as_of": as_of, **scope}
+        if with_messages and others:
+            fused: list[tuple[Record, float]] = list(
+                (
+                    yield from fused_search_steps(
+                        self._store.search,
+                        query,
+                        k,
+                        memory_search={**common, "record_types": others},
+                        message_search={**common, "record_types": {MESSAGE}},
+                    )
+                )
+            )
+            return fused
         results: list[tuple[Record, float]] = yield from call(
-            self._store.search,
-            query,
-            k,
-            record_types=None if record_types is NOT_SET else record_types,
-            metadata_filter=metadata_filter,
-            as_of=as_of,
-            **scope,
+            self._store.search, query, k, record_types=types, **common
         )
         return results
 

@@ -20,6 +20,7 @@ from oam_core.apis.records import MEMORY_TYPES, MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import Message, participant_name
 from oam_core.checks import check_int, strategy_of
 from oam_core.errors import InvalidArgumentError
+from oam_core.memory.provenancefusion import fused_search_steps
 from oam_core.memory.tokens import (
     TRUNCATION_MARKER,
     budget_chars,
@@ -27,7 +28,7 @@ from oam_core.memory.tokens import (
     cut_tail_to_fit,
 )
 from oam_core.memory.toolcalls import TOOL_RESULT_ROLES, shown_content
-from oam_core.steps import Steps, call
+from oam_core.steps import Steps
 from oam_core.store.options import SearchStrategy
 
 if TYPE_CHECKING:
@@ -448,11 +449,13 @@ def relevant_steps(
     shown: set[str],
     scope: tuple[str, str | None, str | None],
 ) -> Steps[list[tuple[Record, float]]]:
-    """The card's relevant information (docs/context-card.md): the best ``k`` of the
-    current memories of the thread's user and agent (from any of their threads; the
-    store leaves out versions that no longer hold, before its top-k cut, so k
-    current memories come back when k exist: docs/versions.md) and this thread's
-    messages not in ``shown``, merged by distance.
+    """The card's relevant information (docs/context-card.md#what-goes-in): the best
+    ``k`` of the current memories of the thread's user and agent (from any of their
+    threads; the store leaves out versions that no longer hold, before its top-k
+    cut, so k current memories come back when k exist: docs/versions.md) and this
+    thread's messages not in ``shown``, fused by rank with a memory also counting
+    for its source messages (``memory.provenancefusion``,
+    docs/retrieval.md#memories-and-messages-together).
 
     Args:
         store: The thread's store.
@@ -460,30 +463,33 @@ def relevant_steps(
         k: Most results, >= 1.
         shown: Ids of messages the card already shows.
         scope: ``(thread_id, user_id, agent_id)`` of the thread.
+
+    Returns:
+        Up to ``k`` ``(record, distance)`` pairs, best first, the distance a fused
+        one (``DistanceKind.FUSED``) when both kinds were found.
     """
     thread_id, user_id, agent_id = scope
-    found: list[tuple[Record, float]] = yield from call(
-        store.search,
-        query,
-        k=k,
-        user_id=user_id,
-        agent_id=agent_id,
-        exact_user_match=True,
-        exact_agent_match=True,
-        record_types=set(MEMORY_TYPES),
+    actor = {
+        "user_id": user_id,
+        "agent_id": agent_id,
+        "exact_user_match": True,
+        "exact_agent_match": True,
+    }
+    results: list[tuple[Record, float]] = list(
+        (
+            yield from fused_search_steps(
+                store.search,
+                query,
+                k,
+                memory_search={**actor, "record_types": set(MEMORY_TYPES)},
+                message_search={
+                    **actor,
+                    "thread_id": thread_id,
+                    "exact_thread_match": True,
+                    "record_types": {MESSAGE},
+                },
+                drop=shown,
+            )
+        )
     )
-    messages: list[tuple[Record, float]] = yield from call(
-        store.search,
-        query,
-        k=k + len(shown),
-        thread_id=thread_id,
-        user_id=user_id,
-        agent_id=agent_id,
-        exact_thread_match=True,
-        exact_user_match=True,
-        exact_agent_match=True,
-        record_types={MESSAGE},
-    )
-    merged = found + [item for item in messages if item[0].id not in shown]
-    merged.sort(key=lambda item: (item[1], item[0].record_type, item[0].id))
-    return merged[:k]
+    return results

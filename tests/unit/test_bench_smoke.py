@@ -318,3 +318,125 @@ def test_reranked_pass_reports_its_own_metrics_and_latency(
     pinned = ["--reranker-tokenizer", str(TOKENIZER), "--reranker-sha256", "0" * 64]
     assert bench.main([*args, "--reranker-model", str(model), *pinned]) == 2
     assert "expected 0000" in capsys.readouterr().err
+
+
+def test_turns_and_memories_together_through_the_client_search(
+    bench: ModuleType, files: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--on both``: the turns and the fixture's memories in one store, searched by
+    ``OracleAgentMemory.search`` (a memory counts for its source turns; one drawn
+    from a single turn is shown in its place); a result stands for its turn or its
+    sources."""
+    data, qrels = files
+    dump = tmp_path / "ranked.jsonl"
+    args = ["--data", str(data), "--qrels", str(qrels), "--strategy", "keyword", "--k", "2"]
+    report = _run(
+        bench,
+        capsys,
+        *args,
+        *("--on", "both", "--memories", str(MEMORIES), "--per-question", str(dump)),
+    )
+    assert report["config"]["on"] == "both"
+    assert report["config"]["records"] == 11  # 6 turns and 5 memories
+    # The puppy question's turn first; the Kyoto question's two turns at ranks 2-3
+    # only: first comes D2:2, shown as the memory extracted from it alone ("Ana asked
+    # Ben what the food in Kyoto was like", matching "Kyoto" in both lists).
+    assert report["overall"] == {
+        "recall_all@2": 0.5,
+        "recall_any@2": 1.0,
+        "session_hit@5": 1.0,
+        "mrr@2": 0.75,
+        "n": 2,
+    }
+    ranked = {
+        row["qa_index"]: row["ranked"] for row in map(json.loads, dump.read_text().splitlines())
+    }
+    # The memory drawn from D2:1 and D2:3 divides its credit between them and keeps
+    # its own entry, standing for both turns.
+    assert ranked[1] == [["D2:2"], ["D2:3"], ["D2:1"], ["D2:1", "D2:3"]]
+    # The obedience-class memory (from D1:1 and D1:3) keeps its entry too.
+    assert ranked[2] == [["D1:3"], ["D1:1", "D1:3"]]
+    assert (
+        bench.main([*args, "--embedder", "hashing", "--on", "both", "--memories", str(MEMORIES)])
+        == 0
+    )
+    assert "turn+memory-level recall" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        bench.main([*args, "--on", "both"])
+    with pytest.raises(ValueError, match="memories"):
+        bench.run(
+            data, qrels, strategy=bench.SearchStrategy.KEYWORD, k=1, embedder="hashing", on="both"
+        )
+
+
+def test_locomo_observations_become_the_memories_jsonl(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``bench/locomo_observations.py``: one memory per observation, its dialog ids as
+    source message ids (one id, a list, or a string naming several), its session's
+    date as timestamp."""
+    spec = importlib.util.spec_from_file_location(
+        "locomo_observations", BENCH.with_name("locomo_observations.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sample = {
+        "sample_id": "s-1",
+        "conversation": {
+            "speaker_a": "Ana",
+            "speaker_b": "Ben",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [_turn("Ana", "D1:1", "Hi."), _turn("Ben", "D1:2", "Hello.")],
+            "session_2_date_time": "10:29 am on 9 August, 2023",
+            "session_2": [_turn("Ben", "D2:1", "Kyoto!")],
+        },
+        "observation": {
+            "session_2_observation": {"Ben": [["Ben went to Kyoto.", ["D2:1"]]]},
+            "session_1_observation": {
+                "Ana": [["Ana said hi.", "D1:1"], ["  ", "D1:1"]],
+                "Ben": [["Ben greeted Ana.", "D1:2, D1:1; D1:2"], ["No source.", ""]],
+            },
+        },
+        "qa": [],
+    }
+    data, out = tmp_path / "locomo.json", tmp_path / "memories.jsonl"
+    data.write_text(json.dumps([sample]), encoding="utf-8")
+    assert module.main(["--data", str(data), "--out", str(out)]) == 0
+    assert capsys.readouterr().out == f"wrote 4 memories to {out}\n"
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    may, august = "2023-05-08T13:56:00+00:00", "2023-08-09T10:29:00+00:00"
+    assert rows == [
+        {
+            "sample_id": "s-1",
+            "content": "Ana said hi.",
+            "record_type": "memory",
+            "source_message_ids": ["s-1:D1:1"],
+            "timestamp": may,
+        },
+        {
+            "sample_id": "s-1",
+            "content": "Ben greeted Ana.",
+            "record_type": "memory",
+            "source_message_ids": ["s-1:D1:2", "s-1:D1:1"],
+            "timestamp": may,
+        },
+        {
+            "sample_id": "s-1",
+            "content": "No source.",
+            "record_type": "memory",
+            "source_message_ids": [],
+            "timestamp": may,
+        },
+        {
+            "sample_id": "s-1",
+            "content": "Ben went to Kyoto.",
+            "record_type": "memory",
+            "source_message_ids": ["s-1:D2:1"],
+            "timestamp": august,
+        },
+    ]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{**sample, "observation": None}]), encoding="utf-8")
+    assert module.main(["--data", str(bad), "--out", str(out)]) == 2
+    assert "no observation object" in capsys.readouterr().err

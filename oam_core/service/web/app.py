@@ -575,16 +575,20 @@ def _k_error(value: str) -> str | None:
 
 def _run_search(inspector: Inspector, form: dict[str, Any]) -> tuple[list[tuple[Any, float]], str]:
     """The search form's hits with their distances, and what ``1 - distance``
-    measures for them (``score_kind``)."""
+    measures for them (``score_kind``). The store's own ranking of every asked type
+    in one list, as ``oam search`` shows it (not the client's fusion of memories and
+    messages, docs/retrieval.md#memories-and-messages-together), so both show the
+    same scores."""
     client = inspector.memory
     kwargs: dict[str, Any] = {"k": form["k"], "record_types": set(form["types"])}
     for field, name in (("user", "user_id"), ("agent", "agent_id"), ("thread", "thread_id")):
         if form[field].strip():
             kwargs[name] = form[field].strip()
+            kwargs[f"exact_{field}_match"] = True
     if form["versions"]:
         kwargs["as_of"] = None  # every version; the store's default is current ones
     metadata_filter = views.parse_filter(form["filter"])
     if metadata_filter is not None:
         kwargs["metadata_filter"] = metadata_filter
     with client.store.searching_with(form["strategy"]):
-        return client.search(form["q"], **kwargs), score_kind(client.store)
+        return client.store.search(form["q"], **kwargs), score_kind(client.store)

@@ -1,0 +1,201 @@
+"""Memories and messages searched together: a rank fusion in which a memory also
+counts for the messages it was extracted from (docs/retrieval.md#memories-and-messages-together).
+
+A memory extracted by the pipeline names its source messages
+(``metadata["$agent_memory"]["source_message_ids"]``, ``memory/provenance.py``). When
+a search asks for both kinds (the context card, ``OracleAgentMemory.search`` with
+record types holding ``message`` and a memory-like type), the memory-like records and
+the messages are searched separately, each by the store's own ranking within the
+same scope, filter and validity window, and the two ranked lists are fused here by
+weighted reciprocal rank fusion (``store.fusion.fuse``'s formula, constant
+``store.fusion.RRF_K``):
+
+* a memory-like record (or profile) at rank ``r`` of its list scores
+  ``MEMORY_WEIGHT / (RRF_K + r)``;
+* a message at rank ``r`` of its list scores ``MESSAGE_WEIGHT / (RRF_K + r)``, plus,
+  for every memory at rank ``r'`` that names it as one of its ``n`` sources,
+  ``MEMORY_WEIGHT / (RRF_K + r') / n`` (the memory's evidence counts for the turns
+  it came from, divided among them: a memory drawn from one turn gives it all, one
+  drawn from an extraction window of ten messages a tenth to each). Only messages of
+  the message list get this credit: a source message outside the search's scope,
+  filter or depth is not added.
+
+The fused list holds memories and messages, best first (ties by record type then
+id, the store's rule), each record once, cut to ``k``. A memory extracted from a
+single message of the list stands in for it: it takes that message's place and
+fused score (its own rank's credit included), and the message is not listed again,
+so the extracted fact (names and dates resolved) is shown where the turn it
+restates would be, and the two do not take two places for one piece of evidence.
+Only the best-ranked such memory of a message stands in; a memory drawn from
+several messages, from none, or from one not in the list keeps its own entry.
+When one kind finds nothing (a store without memories, or without messages in
+scope), the other kind's results come back as the store ranked them, with its
+distances: there is nothing to fuse.
+
+Each distance is ``1 - score / ceiling`` (``store.fusion.rrf_distance``, a
+``DistanceKind.FUSED`` distance in [0, 1], as HYBRID's), the ceiling being the best
+a search of one kind gives (rank 1 of one list, ``max(MEMORY_WEIGHT,
+MESSAGE_WEIGHT) / (RRF_K + 1)``) or the query's best fused score when a message
+credited by memories scores above that: a record ranked first among its kind and
+unaided is at 0, as a search of that kind alone would put it, and the distances
+ascend strictly with the fused order (equal scores, equal distances, ties by record
+type then id, the store's rule).
+
+Everything here is pure (no I/O): the two store searches are the callers'
+(``contextcard.relevant_steps``, ``ClientMemories.search``), through
+``fused_search_steps``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from oam_core.apis.records import MESSAGE, Record
+from oam_core.checks import check_int
+from oam_core.memory.provenance import reserved_keys
+from oam_core.steps import Steps, call
+from oam_core.store.fusion import RRF_K, Distance, DistanceKind, rrf_distance
+
+__all__ = [
+    "MEMORY_WEIGHT",
+    "MESSAGE_WEIGHT",
+    "fuse_with_provenance",
+    "fused_search_steps",
+    "source_message_ids",
+    "split_types",
+]
+
+MEMORY_WEIGHT = 1.0
+"""RRF weight of the memory list, and of the credit a memory divides among its source
+messages (bench/README.md#memories-and-turns-together)."""
+
+MESSAGE_WEIGHT = 1.0
+"""RRF weight of the message list."""
+
+
+def source_message_ids(record: Record) -> list[str]:
+    """The ids of the messages ``record`` was extracted from (its reserved
+    ``source_message_ids``; ``[]`` for a record without provenance), each once, in
+    stored order.
+
+    Args:
+        record: A loaded record of any type.
+    """
+    sources = reserved_keys(record).get("source_message_ids")
+    if not isinstance(sources, list):
+        return []
+    return list(dict.fromkeys(s for s in sources if isinstance(s, str)))
+
+
+def fuse_with_provenance(
+    memories: Sequence[tuple[Record, float]],
+    messages: Sequence[tuple[Record, float]],
+    k: int,
+    *,
+    memory_weight: float = MEMORY_WEIGHT,
+    message_weight: float = MESSAGE_WEIGHT,
+) -> list[tuple[Record, Distance]]:
+    """Fuse a ranked list of memory-like records and one of messages (module docstring).
+
+    Args:
+        memories: ``(record, distance)`` pairs of memory-like records and profiles,
+            best first (a store search's result; the distances are not read).
+        messages: ``(record, distance)`` pairs of messages, best first.
+        k: Most results (>= 1).
+        memory_weight, message_weight: The RRF weight of each list (> 0).
+
+    Returns:
+        Up to ``k`` ``(record, distance)`` pairs, best first, each record once (a
+        memory standing in for the one message it came from in its place); the
+        distance a
+        ``DistanceKind.FUSED`` ``Distance`` in [0, 1].
+    """
+    scores: dict[tuple[str, str], float] = {}
+    records: dict[tuple[str, str], Record] = {}
+    message_keys: dict[str, tuple[str, str]] = {}
+    stand_in: dict[tuple[str, str], Record] = {}
+    seen: set[tuple[str, str]] = set()
+    for rank, (record, _) in enumerate(messages, start=1):
+        key = (record.record_type, record.id)
+        if key not in records:
+            records[key] = record
+            message_keys[record.id] = key
+            scores[key] = message_weight / (RRF_K + rank)
+    for rank, (record, _) in enumerate(memories, start=1):
+        key = (record.record_type, record.id)
+        if key in records or key in seen:
+            continue
+        seen.add(key)
+        credit = memory_weight / (RRF_K + rank)
+        sources = source_message_ids(record)
+        targets = [message_keys[s] for s in sources if s in message_keys]
+        for target in targets:
+            scores[target] += credit / len(sources)
+        if len(sources) == 1 and targets and targets[0] not in stand_in:
+            stand_in[targets[0]] = record  # it takes the place of the message it restates
+            continue
+        records[key] = record
+        scores[key] = credit
+    entries = [(score, stand_in.get(key, records[key])) for key, score in scores.items()]
+    entries.sort(key=lambda e: (-e[0], e[1].record_type, e[1].id))
+    top = entries[0][0] if entries else 0.0
+    # rrf_distance(score, n) = 1 - score / (n / (RRF_K + 1)): n is the ceiling in lists.
+    ceiling = max(max(memory_weight, message_weight), top * (RRF_K + 1))
+    return [
+        (record, Distance.of(rrf_distance(score, ceiling, RRF_K), DistanceKind.FUSED))
+        for score, record in entries[:k]
+    ]
+
+
+def split_types(record_types: Iterable[str]) -> tuple[set[str], bool]:
+    """The types of ``record_types`` other than ``message``, and whether ``message``
+    is one of them."""
+    types = set(record_types)
+    return types - {MESSAGE}, MESSAGE in types
+
+
+def fused_search_steps(
+    search: Callable[..., list[tuple[Record, float]]],
+    query: str,
+    k: int,
+    *,
+    memory_search: Mapping[str, Any],
+    message_search: Mapping[str, Any],
+    message_depth: int | None = None,
+    drop: Iterable[str] = (),
+) -> Steps[list[tuple[Record, float]]]:
+    """Search memory-like records and messages with two calls of ``search`` and fuse
+    the results (``fuse_with_provenance``); when one kind finds nothing, the other's
+    results come back as the store ranked them, with its distances.
+
+    Args:
+        search: ``store.search`` (the steps driver calls it sync, or its async twin).
+        query: The text query.
+        k: Most results (>= 1); each list is searched at least this deep, so ``k``
+            come back when ``k`` records of either kind match.
+        memory_search: The keyword arguments of the memory search (scope, record
+            types, filter, ``as_of``).
+        message_search: Those of the message search (``record_types={"message"}``).
+        message_depth: How many messages to rank (default ``k``; more lets memories
+            lift messages from below the first ``k``).
+        drop: Ids of messages to leave out (the card's shown messages); the message
+            list is searched that much deeper.
+
+    Returns:
+        As ``fuse_with_provenance`` (or one search's pairs): ``k`` results when
+        ``k`` records of either kind match (a memory standing in for a message
+        takes its place, so none is lost).
+
+    Raises:
+        InvalidArgumentError: for ``k`` not an int >= 1; the store's errors.
+    """
+    check_int(k, "k", minimum=1)
+    dropped = set(drop)
+    depth = max(k, message_depth or k) + len(dropped)
+    messages: list[tuple[Record, float]] = yield from call(search, query, depth, **message_search)
+    kept = [item for item in messages if item[0].id not in dropped]
+    found: list[tuple[Record, float]] = yield from call(search, query, k, **memory_search)
+    if not found or not kept:
+        return (found or kept)[:k]  # one kind found: its own search, as ranked
+    return list(fuse_with_provenance(found, kept, k))
