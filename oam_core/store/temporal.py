@@ -16,6 +16,7 @@ Relative words in a *query* ("last week") are resolved against the store clock.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from dateutil import parser as date_parser
 from dateutil.relativedelta import relativedelta
 
 __all__ = [
+    "MEMO_SIZE",
     "Span",
     "asks_for_time",
     "day_label",
@@ -120,6 +122,13 @@ _SLACK = timedelta(days=7)
 conversation mentions an event in the days after it ("last weekend")."""
 
 
+MEMO_SIZE = 8192
+"""Texts (or ``(timestamp, text)`` pairs) whose answers ``states_time_each`` and
+``record_days`` keep: the candidates of a store's searches recur from one search to
+the next, and each answer is a pure function of the text (bench/README.md, issue
+28's latency)."""
+
+
 @dataclass(frozen=True)
 class Span:
     """A half-open calendar interval ``[start, end)`` of days."""
@@ -167,14 +176,21 @@ def record_days(timestamp: str | None, text: str | None) -> list[date]:
     """
     if not timestamp:
         return []
+    return list(_record_days(timestamp, text or ""))
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _record_days(timestamp: str, text: str) -> tuple[date, ...]:
+    """``record_days`` of a non-empty timestamp, kept for the ``MEMO_SIZE`` most
+    recent ``(timestamp, text)`` pairs: a pure function of its two strings, asked
+    again for every search whose candidates hold the record."""
     try:
         anchor = date_parser.isoparse(timestamp).date()
     except (ValueError, OverflowError):
-        return []
-    days = [anchor]
-    if text:
-        days.extend(span.start for span in _relative_spans(text, anchor))
-    return days
+        return ()
+    if not text:
+        return (anchor,)
+    return (anchor, *(span.start for span in _relative_spans(text, anchor)))
 
 
 def asks_for_time(query: str) -> bool:
@@ -208,7 +224,27 @@ def states_time_each(texts: Sequence[str | None]) -> list[bool]:
     Returns:
         One bool per text.
     """
-    folded = [(t or "").casefold() for t in texts]
+    known = _STATES_TIME
+    out: list[bool | None] = [known.get(t) if t else False for t in texts]
+    todo = [i for i, answer in enumerate(out) if answer is None]
+    if todo:
+        fresh = _states_time_unkept([texts[i] or "" for i in todo])
+        if len(known) + len(todo) > MEMO_SIZE:
+            known.clear()
+        for i, answer in zip(todo, fresh, strict=True):
+            out[i] = known[texts[i] or ""] = answer
+    return [bool(answer) for answer in out]
+
+
+_STATES_TIME: dict[str, bool] = {}
+"""``states_time`` of recently asked texts; emptied when it would exceed
+``MEMO_SIZE`` (a dict's item reads and writes are atomic under threads)."""
+
+
+def _states_time_unkept(texts: Sequence[str]) -> list[bool]:
+    """``states_time_each`` without the kept answers: the three patterns, each run
+    only on the texts meeting its necessary condition (``states_time_each``)."""
+    folded = [t.casefold() for t in texts]
     timed = _texts_holding(folded, _TIME_WORDS)
     monthly = _texts_holding(folded, _MONTH_STEMS)
     out = []
