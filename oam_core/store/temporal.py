@@ -154,10 +154,11 @@ def query_spans(query: str, now: datetime) -> list[Span]:
         date (or only impossible ones, such as "30 February").
     """
     spans: list[Span] = []
-    for match in _ABSOLUTE.finditer(query):
-        span = _absolute_span(match, now)
-        if span is not None:
-            spans.append(span)
+    if not _DIGITS.isdisjoint(query):  # every form of _ABSOLUTE holds an ASCII digit
+        for match in _ABSOLUTE.finditer(query):
+            span = _absolute_span(match, now)
+            if span is not None:
+                spans.append(span)
     spans.extend(_relative_spans(query, now.date()))
     return list(dict.fromkeys(spans))
 
@@ -232,7 +233,9 @@ def states_time_each(texts: Sequence[str | None]) -> list[bool]:
         if len(known) + len(todo) > MEMO_SIZE:
             known.clear()
         for i, answer in zip(todo, fresh, strict=True):
-            out[i] = known[texts[i] or ""] = answer
+            out[i] = answer
+            if len(known) < MEMO_SIZE:
+                known[texts[i] or ""] = answer
     return [bool(answer) for answer in out]
 
 
@@ -244,7 +247,7 @@ _STATES_TIME: dict[str, bool] = {}
 def _states_time_unkept(texts: Sequence[str]) -> list[bool]:
     """``states_time_each`` without the kept answers: the three patterns, each run
     only on the texts meeting its necessary condition (``states_time_each``)."""
-    folded = [t.casefold() for t in texts]
+    folded = [_word_fold(t) for t in texts]
     timed = _texts_holding(folded, _TIME_WORDS)
     monthly = _texts_holding(folded, _MONTH_STEMS)
     out = []
@@ -282,8 +285,8 @@ _TIME_WORDS = (
 """Every match of ``_RELATIVE`` and ``_STATED_TIME`` holds one of these (``"day"``
 covers the weekdays, "today" and "yesterday", ``"night"`` covers "tonight", a count
 of days or years its unit, "2 weeks ago" its "ago"). ``states_time`` looks for them in
-the casefolded text: ``casefold`` maps every character the patterns' IGNORECASE
-matches to an ASCII letter (the Kelvin sign, the long s) onto that letter, so no
+the folded text (``_word_fold``): every character the patterns' IGNORECASE matches
+to an ASCII letter (the Kelvin sign, the long s, "İ") becomes that letter, so no
 match is missed."""
 
 _TIME_HINT = re.compile(
@@ -361,7 +364,7 @@ def _may_state_date(text: str, has_month_stem: bool) -> bool:
         return True
     if not has_month_stem or _DIGIT_STARTS_WORD.search(text) is None:
         return False
-    return any(w.casefold().endswith(_MONTH_FORMS) for w in _WORD_RUN.findall(text))
+    return any(_word_fold(w).endswith(_MONTH_FORMS) for w in _WORD_RUN.findall(text))
 
 
 def _may_state_relative(text: str) -> bool:
@@ -408,8 +411,27 @@ def _absolute_span(match: regex.Match[str], now: datetime) -> Span | None:
     return Span(day, day + timedelta(days=1))
 
 
+_RELATIVE_WORDS = ("day", "night", "tomorrow", "week", "month", "year", "ago")
+"""Every match of ``_RELATIVE`` holds one of these, casefolded ("day" covers "today"
+and "yesterday", "night" "tonight", "week" "weekend"; ``_TIME_WORDS`` says why
+casefolding is safe)."""
+
+
+def _word_fold(text: str) -> str:
+    """``text`` where every character the patterns' IGNORECASE matches to an ASCII
+    letter is that letter: ASCII lower-cased, else casefolded (the Kelvin sign, the
+    long s) without the combining dot above that "İ" casefolds to (``regex`` matches
+    "İ" to "i")."""
+    if text.isascii():
+        return text.lower()
+    return text.casefold().replace("\u0307", "")
+
+
 def _relative_spans(text: str, anchor: date) -> list[Span]:
     spans: list[Span] = []
+    folded = _word_fold(text)
+    if not any(word in folded for word in _RELATIVE_WORDS):
+        return spans
     for match in _RELATIVE.finditer(text):
         word = (match.group("word") or "").lower()
         if word:
