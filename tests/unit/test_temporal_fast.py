@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from oam_core.store import temporal
 from oam_core.store.temporal import Span, query_spans, record_days, states_time_each
-
 from tests.unit.test_temporal import _FRAGMENTS, _patterns_match
 
 NOW = datetime(2023, 6, 14, 12, 0, tzinfo=timezone.utc)
