@@ -177,7 +177,7 @@ class Fts5Ranker:
                 return _best_first(best, k)
         cursor = conn.execute(ranked_sql, (match, *only_params))
         try:
-            best, bound = fold(_batches(cursor, max(64, _head_rows(k))))
+            best, bound = fold(_batches(cursor, min(4096, max(64, _head_rows(k)))))
         finally:
             cursor.close()
         return _best_first(best, k)
@@ -311,7 +311,7 @@ def _score(row: tuple[int, float]) -> float:
 def _batches(cursor: sqlite3.Cursor, first: int = 64) -> Iterator[list[tuple[int, float]]]:
     """A cursor's rows in growing batches (``first``, four times as many, ... 4096
     rows): a search for ``k`` records asks for room for them in its first batch
-    (``_head_rows(k)``, at least 64 rows), so a HYBRID search's 50 candidates
+    (``_head_rows(k)``, 64 to 4096 rows), so a HYBRID search's 50 candidates
     usually need one check of the predicate, not two."""
     size = first
     while rows := cursor.fetchmany(size):
