@@ -310,14 +310,18 @@ class SQLiteBackend(SqlBackend):
         builtins.list[builtins.list[tuple[Hashable, float]]],
     ]:
         """Both halves in one read snapshot, the vector ranking on a helper thread
-        while FTS5 ranks the keywords (docs/sqlite.md#hybrid-search-in-parallel). The
-        lock is held until both are done: no other thread's catch-up changes the
-        mirror while the helper reads it."""
+        while FTS5 ranks the keywords (docs/sqlite.md#hybrid-search-in-parallel), or
+        both in this thread for a small vector half (``_few``). The lock is held
+        until both are done: no other thread's catch-up changes the mirror while the
+        helper reads it."""
         if not queries or not term_lists:
             return super().rank_hybrid(queries, term_lists, k, pred)
         with self.reading() as conn, self._snapshot() as began:
             rows, mask = self._vector_candidates(pred, cacheable=began)
-            keyword = lambda: [self.keywords.rank(conn, terms, k, pred) for terms in term_lists]  # noqa: E731
+
+            def keyword() -> builtins.list[builtins.list[tuple[Hashable, float]]]:
+                return [self.keywords.rank(conn, terms, k, pred) for terms in term_lists]
+
             if self._few(rows, mask, len(queries)):
                 return self._rank_rows(queries, k, rows, mask), keyword()
             return run_beside(lambda: self._rank_rows(queries, k, rows, mask), keyword)
