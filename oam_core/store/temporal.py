@@ -27,6 +27,7 @@ from dateutil import parser as date_parser
 from dateutil.relativedelta import relativedelta
 
 __all__ = [
+    "MEMO_CHARS",
     "MEMO_SIZE",
     "Span",
     "asks_for_time",
@@ -127,6 +128,9 @@ MEMO_SIZE = 8192
 ``record_days`` keep: the candidates of a store's searches recur from one search to
 the next, and each answer is a pure function of the text (bench/README.md, issue
 28's latency)."""
+MEMO_CHARS = 2048
+"""Longer texts are not kept (they are rare, and keeping them would let the memo
+hold more than ``MEMO_SIZE * MEMO_CHARS`` characters)."""
 
 
 @dataclass(frozen=True)
@@ -177,6 +181,8 @@ def record_days(timestamp: str | None, text: str | None) -> list[date]:
     """
     if not timestamp:
         return []
+    if len(text or "") > MEMO_CHARS:
+        return list(_record_days.__wrapped__(timestamp, text or ""))
     return list(_record_days(timestamp, text or ""))
 
 
@@ -234,8 +240,9 @@ def states_time_each(texts: Sequence[str | None]) -> list[bool]:
             known.clear()
         for i, answer in zip(todo, fresh, strict=True):
             out[i] = answer
-            if len(known) < MEMO_SIZE:
-                known[texts[i] or ""] = answer
+            text = texts[i] or ""
+            if len(known) < MEMO_SIZE and len(text) <= MEMO_CHARS:
+                known[text] = answer
     return [bool(answer) for answer in out]
 
 

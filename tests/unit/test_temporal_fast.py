@@ -99,3 +99,13 @@ def test_record_days_memo_returns_a_fresh_list() -> None:
     again = record_days("2023-05-26T13:56:00", "Yesterday I got her a stuffed animal!")
     assert again == [date(2023, 5, 26), date(2023, 5, 26) - timedelta(days=1)]
     assert record_days("not a date", "yesterday") == []
+
+
+def test_long_texts_are_answered_but_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(temporal, "_STATES_TIME", {})
+    long = "x " * temporal.MEMO_CHARS + "last Friday"
+    assert states_time_each([long, "last Friday"]) == [True, True]
+    assert list(temporal._STATES_TIME) == ["last Friday"]
+    before = temporal._record_days.cache_info().currsize
+    assert record_days("2023-05-26", "yesterday " + long) == [date(2023, 5, 26), date(2023, 5, 25)]
+    assert temporal._record_days.cache_info().currsize == before
