@@ -54,6 +54,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from operator import itemgetter
 from typing import ClassVar, TypeVar
 
 import regex
@@ -676,7 +677,7 @@ def fuse(
         weight = 1.0 if weights is None else weights[i]
         for rank, key in enumerate(ranked, start=1):
             scores[key] = scores.get(key, 0.0) + weight / (rrf_k + rank)
-    return sorted(scores.items(), key=lambda kv: -kv[1])
+    return sorted(scores.items(), key=itemgetter(1), reverse=True)  # stable: ties keep order
 
 
 def rrf_distance(score: float, n_lists: float, k: int = RRF_K) -> float:

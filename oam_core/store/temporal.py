@@ -16,6 +16,7 @@ Relative words in a *query* ("last week") are resolved against the store clock.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ from dateutil import parser as date_parser
 from dateutil.relativedelta import relativedelta
 
 __all__ = [
+    "MEMO_CHARS",
+    "MEMO_SIZE",
     "Span",
     "asks_for_time",
     "day_label",
@@ -120,6 +123,16 @@ _SLACK = timedelta(days=7)
 conversation mentions an event in the days after it ("last weekend")."""
 
 
+MEMO_SIZE = 8192
+"""Texts (or ``(timestamp, text)`` pairs) whose answers ``states_time_each`` and
+``record_days`` keep: the candidates of a store's searches recur from one search to
+the next, and each answer is a pure function of the text (bench/README.md, issue
+28's latency)."""
+MEMO_CHARS = 2048
+"""Longer texts are not kept (they are rare, and keeping them would let the memo
+hold more than ``MEMO_SIZE * MEMO_CHARS`` characters)."""
+
+
 @dataclass(frozen=True)
 class Span:
     """A half-open calendar interval ``[start, end)`` of days."""
@@ -145,10 +158,11 @@ def query_spans(query: str, now: datetime) -> list[Span]:
         date (or only impossible ones, such as "30 February").
     """
     spans: list[Span] = []
-    for match in _ABSOLUTE.finditer(query):
-        span = _absolute_span(match, now)
-        if span is not None:
-            spans.append(span)
+    if not _DIGITS.isdisjoint(query):  # every form of _ABSOLUTE holds an ASCII digit
+        for match in _ABSOLUTE.finditer(query):
+            span = _absolute_span(match, now)
+            if span is not None:
+                spans.append(span)
     spans.extend(_relative_spans(query, now.date()))
     return list(dict.fromkeys(spans))
 
@@ -167,14 +181,23 @@ def record_days(timestamp: str | None, text: str | None) -> list[date]:
     """
     if not timestamp:
         return []
+    if len(text or "") > MEMO_CHARS:
+        return list(_record_days.__wrapped__(timestamp, text or ""))
+    return list(_record_days(timestamp, text or ""))
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _record_days(timestamp: str, text: str) -> tuple[date, ...]:
+    """``record_days`` of a non-empty timestamp, kept for the ``MEMO_SIZE`` most
+    recent ``(timestamp, text)`` pairs: a pure function of its two strings, asked
+    again for every search whose candidates hold the record."""
     try:
         anchor = date_parser.isoparse(timestamp).date()
     except (ValueError, OverflowError):
-        return []
-    days = [anchor]
-    if text:
-        days.extend(span.start for span in _relative_spans(text, anchor))
-    return days
+        return ()
+    if not text:
+        return (anchor,)
+    return (anchor, *(span.start for span in _relative_spans(text, anchor)))
 
 
 def asks_for_time(query: str) -> bool:
@@ -208,7 +231,30 @@ def states_time_each(texts: Sequence[str | None]) -> list[bool]:
     Returns:
         One bool per text.
     """
-    folded = [(t or "").casefold() for t in texts]
+    known = _STATES_TIME
+    out: list[bool | None] = [known.get(t) if t else False for t in texts]
+    todo = [i for i, answer in enumerate(out) if answer is None]
+    if todo:
+        fresh = _states_time_unkept([texts[i] or "" for i in todo])
+        if len(known) + len(todo) > MEMO_SIZE:
+            known.clear()
+        for i, answer in zip(todo, fresh, strict=True):
+            out[i] = answer
+            text = texts[i] or ""
+            if len(known) < MEMO_SIZE and len(text) <= MEMO_CHARS:
+                known[text] = answer
+    return [bool(answer) for answer in out]
+
+
+_STATES_TIME: dict[str, bool] = {}
+"""``states_time`` of recently asked texts; emptied when it would exceed
+``MEMO_SIZE`` (a dict's item reads and writes are atomic under threads)."""
+
+
+def _states_time_unkept(texts: Sequence[str]) -> list[bool]:
+    """``states_time_each`` without the kept answers: the three patterns, each run
+    only on the texts meeting its necessary condition (``states_time_each``)."""
+    folded = [_word_fold(t) for t in texts]
     timed = _texts_holding(folded, _TIME_WORDS)
     monthly = _texts_holding(folded, _MONTH_STEMS)
     out = []
@@ -246,8 +292,8 @@ _TIME_WORDS = (
 """Every match of ``_RELATIVE`` and ``_STATED_TIME`` holds one of these (``"day"``
 covers the weekdays, "today" and "yesterday", ``"night"`` covers "tonight", a count
 of days or years its unit, "2 weeks ago" its "ago"). ``states_time`` looks for them in
-the casefolded text: ``casefold`` maps every character the patterns' IGNORECASE
-matches to an ASCII letter (the Kelvin sign, the long s) onto that letter, so no
+the folded text (``_word_fold``): every character the patterns' IGNORECASE matches
+to an ASCII letter (the Kelvin sign, the long s, "İ") becomes that letter, so no
 match is missed."""
 
 _TIME_HINT = re.compile(
@@ -325,7 +371,7 @@ def _may_state_date(text: str, has_month_stem: bool) -> bool:
         return True
     if not has_month_stem or _DIGIT_STARTS_WORD.search(text) is None:
         return False
-    return any(w.casefold().endswith(_MONTH_FORMS) for w in _WORD_RUN.findall(text))
+    return any(_word_fold(w).endswith(_MONTH_FORMS) for w in _WORD_RUN.findall(text))
 
 
 def _may_state_relative(text: str) -> bool:
@@ -372,8 +418,27 @@ def _absolute_span(match: regex.Match[str], now: datetime) -> Span | None:
     return Span(day, day + timedelta(days=1))
 
 
+_RELATIVE_WORDS = ("day", "night", "tomorrow", "week", "month", "year", "ago")
+"""Every match of ``_RELATIVE`` holds one of these, casefolded ("day" covers "today"
+and "yesterday", "night" "tonight", "week" "weekend"; ``_TIME_WORDS`` says why
+casefolding is safe)."""
+
+
+def _word_fold(text: str) -> str:
+    """``text`` where every character the patterns' IGNORECASE matches to an ASCII
+    letter is that letter: ASCII lower-cased, else casefolded (the Kelvin sign, the
+    long s) without the combining dot above that "İ" casefolds to (``regex`` matches
+    "İ" to "i")."""
+    if text.isascii():
+        return text.lower()
+    return text.casefold().replace("\u0307", "")
+
+
 def _relative_spans(text: str, anchor: date) -> list[Span]:
     spans: list[Span] = []
+    folded = _word_fold(text)
+    if not any(word in folded for word in _RELATIVE_WORDS):
+        return spans
     for match in _RELATIVE.finditer(text):
         word = (match.group("word") or "").lower()
         if word:

@@ -71,6 +71,7 @@ def test_parallel_results_equal_the_sequential_ones(
 
     monkeypatch.setattr(sqlite_backend.SQLiteBackend, "_rank_rows", spy)
     monkeypatch.setattr(worker, "WORKERS", 2)
+    monkeypatch.setattr(worker, "BESIDE_MIN_ROWS", 0)
     parallel = _results(store) + _results(store, user_id="u2", exact_user_match=True)
     assert threads and all(name.startswith("oam-search") for name in threads)
     monkeypatch.setattr(worker, "WORKERS", 1)
@@ -87,6 +88,7 @@ def test_the_lock_is_held_while_the_helper_reads_the_mirror(
     """Another thread's catch-up would change the mirror under the helper: the
     searching thread keeps the store's lock until the helper is done."""
     monkeypatch.setattr(worker, "WORKERS", 2)
+    monkeypatch.setattr(worker, "BESIDE_MIN_ROWS", 0)
     impl = store._impl
     free: list[bool] = []
     rank_rows = sqlite_backend.SQLiteBackend._rank_rows
@@ -107,6 +109,7 @@ def test_a_keyword_error_waits_for_the_vector_half(
     store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(worker, "WORKERS", 2)
+    monkeypatch.setattr(worker, "BESIDE_MIN_ROWS", 0)
     impl = store._impl
     release = threading.Event()
     done: list[bool] = []
@@ -134,6 +137,7 @@ def test_a_vector_error_reaches_the_caller(
     store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(worker, "WORKERS", 2)
+    monkeypatch.setattr(worker, "BESIDE_MIN_ROWS", 0)
 
     def broken(self: Any, *args: Any) -> Any:
         raise MemoryError("no room for the product")
@@ -157,6 +161,7 @@ def test_a_forked_child_starts_its_own_pool(
     """The parent's pool has no live threads in a child after fork; the child's
     search must not wait on it forever."""
     monkeypatch.setattr(worker, "WORKERS", 2)
+    monkeypatch.setattr(worker, "BESIDE_MIN_ROWS", 0)
     expected = [r.id for r, _ in store.search("music garden winter", 3)]
     assert worker._pool is not None  # the parent made its pool
     ctx = multiprocessing.get_context("fork")
@@ -170,6 +175,7 @@ def test_a_forked_child_starts_its_own_pool(
 
 def test_no_helper_thread_when_none_can_start(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(worker, "WORKERS", 2)
+    monkeypatch.setattr(worker, "BESIDE_MIN_ROWS", 0)
 
     class Refusing:
         def submit(self, fn: Any) -> Any:
@@ -200,3 +206,30 @@ def test_the_pool_counts_the_cores_the_process_may_use(monkeypatch: pytest.Monke
     monkeypatch.delattr(os, "sched_getaffinity", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 6)
     assert worker._usable_cores() == 6
+
+
+def test_a_small_vector_half_runs_in_the_searching_thread(
+    store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At most ``BESIDE_MIN_ROWS`` candidate rows: no hand-over, the same results."""
+    threads: list[str] = []
+    rank_rows = sqlite_backend.SQLiteBackend._rank_rows
+
+    def spy(self: Any, *args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return rank_rows(self, *args)
+
+    monkeypatch.setattr(sqlite_backend.SQLiteBackend, "_rank_rows", spy)
+    monkeypatch.setattr(worker, "WORKERS", 2)
+    monkeypatch.setattr(worker, "BESIDE_MIN_ROWS", 0)
+    beside = _results(store) + _results(store, user_id="u2", exact_user_match=True)
+    assert threads and all(name.startswith("oam-search") for name in threads)
+    threads.clear()
+    monkeypatch.setattr(worker, "BESIDE_MIN_ROWS", 600)  # 600 rows; one user: 120
+    inline = _results(store) + _results(store, user_id="u2", exact_user_match=True)
+    assert threads == [threading.current_thread().name] * len(threads) and threads
+    assert inline == beside
+    threads.clear()
+    monkeypatch.setattr(worker, "BESIDE_MIN_ROWS", 599)
+    _results(store)  # every row a candidate: more than 599
+    assert threads and all(name.startswith("oam-search") for name in threads)

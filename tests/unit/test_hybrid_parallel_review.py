@@ -50,6 +50,7 @@ def test_ctrl_c_while_waiting_for_the_vector_half_keeps_the_lock(
     helper still reads the mirror (another thread's catch-up resizes its arrays in
     place, ``refcheck=False``)."""
     monkeypatch.setattr(worker, "WORKERS", 2)
+    monkeypatch.setattr(worker, "BESIDE_MIN_ROWS", 0)
     impl = store._impl
     main = threading.get_ident()
     # ``decided``: the caller either left search (the lock with it) or waits again
@@ -94,6 +95,7 @@ def test_a_queued_vector_half_never_runs_after_the_search(
     another store's search, the search falls back to running both halves inline;
     the queued copy must not run later on the pool thread, without the lock."""
     monkeypatch.setattr(worker, "WORKERS", 2)
+    monkeypatch.setattr(worker, "BESIDE_MIN_ROWS", 0)
     x, y = _store(tmp_path / "x.db"), _store(tmp_path / "y.db")
     try:
         x.search("apple", 1)  # the pool exists, with one idle thread
@@ -143,6 +145,7 @@ def test_a_fork_while_another_thread_is_in_beside_leaves_the_child_a_free_lock(
     """fork() while another thread holds worker._lock (it creates the pool under it):
     the child inherits the lock held and its first HYBRID search would hang forever."""
     monkeypatch.setattr(worker, "WORKERS", 2)
+    monkeypatch.setattr(worker, "BESIDE_MIN_ROWS", 0)
     monkeypatch.setattr(worker, "_pool", None)
     inside, forked = threading.Event(), threading.Event()
     real_pool = futures.ThreadPoolExecutor

@@ -297,3 +297,33 @@ def test_rows_tying_the_kth_record_after_the_first_check_are_checked(tmp_path: P
     assert _ids(store, got) == ["r000", "r001", "r002", "r003", "r004"]
     assert reads.kinds() == ["head", "check", "check"]
     store.close()
+
+
+def test_a_streamed_read_checks_room_for_k_records_at_once(tmp_path: Path) -> None:
+    """A read in score order (a scope without the user-only list) checks its first
+    ``_head_rows(k)`` rows at once: 50 records of two rows each need one check of
+    the predicate, not one per 64 rows, and rank as the whole index does."""
+    rng = random.Random(5)
+    store = _store(tmp_path)
+    n = 90
+    texts = [f"kiwi {' '.join(rng.choices(FILLER, k=rng.randint(0, 8)))}" for i in range(n)]
+    second = [f"plum kiwi {' '.join(rng.choices(FILLER, k=rng.randint(0, 8)))}" for i in range(n)]
+    store.add(
+        texts,
+        "memory",
+        index_texts=[[a, b] for a, b in zip(texts, second, strict=True)],
+        record_ids=[f"m{i:02d}" for i in range(n)],
+        agent_ids="a1",
+    )
+    others = [" ".join(rng.choices(FILLER, k=6)) for _ in range(4 * n)]  # kiwi stays rare
+    store.add(others, "memory", record_ids=[f"o{i}" for i in range(4 * n)], agent_ids="a2")
+    ids = {f"m{i:02d}" for i in range(n)}
+    reads = _Reads(store)
+    for words, k in ((["kiwi"], 50), (["kiwi", "plum"], 50), (["kiwi"], 10), (["plum"], 89)):
+        got = _rank(store, words, k, agent="a1")
+        assert got == _reference(store.path, words, k, ids=ids)
+        kinds = reads.kinds()
+        assert kinds[0] == "all"
+        if k == 50:
+            assert kinds == ["all", "check"]  # 116 rows hold the 50 records
+    store.close()

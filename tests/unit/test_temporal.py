@@ -212,6 +212,9 @@ _FRAGMENTS = [
     "Spk19a:",
     "_",
     "-",
+    "ton\u0130ght",  # "İ": IGNORECASE matches it as "i", casefold gives "i" + U+0307
+    "Apr\u0130l",
+    "m\u0130nutes",
 ]
 
 

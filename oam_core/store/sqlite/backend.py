@@ -310,17 +310,31 @@ class SQLiteBackend(SqlBackend):
         builtins.list[builtins.list[tuple[Hashable, float]]],
     ]:
         """Both halves in one read snapshot, the vector ranking on a helper thread
-        while FTS5 ranks the keywords (docs/sqlite.md#hybrid-search-in-parallel). The
-        lock is held until both are done: no other thread's catch-up changes the
-        mirror while the helper reads it."""
+        while FTS5 ranks the keywords (docs/sqlite.md#hybrid-search-in-parallel), or
+        both in this thread for a small vector half (``_few``). The lock is held
+        until both are done: no other thread's catch-up changes the mirror while the
+        helper reads it."""
         if not queries or not term_lists:
             return super().rank_hybrid(queries, term_lists, k, pred)
         with self.reading() as conn, self._snapshot() as began:
             rows, mask = self._vector_candidates(pred, cacheable=began)
-            return run_beside(
-                lambda: self._rank_rows(queries, k, rows, mask),
-                lambda: [self.keywords.rank(conn, terms, k, pred) for terms in term_lists],
-            )
+
+            def keyword() -> builtins.list[builtins.list[tuple[Hashable, float]]]:
+                return [self.keywords.rank(conn, terms, k, pred) for terms in term_lists]
+
+            if self._few(rows, mask, len(queries)):
+                return self._rank_rows(queries, k, rows, mask), keyword()
+            return run_beside(lambda: self._rank_rows(queries, k, rows, mask), keyword)
+
+    def _few(self, rows: IntArray | None, mask: BoolArray | None, n_queries: int) -> bool:
+        """Whether the vector half is ranked in the calling thread: its candidate
+        rows times queries are at most ``BESIDE_MIN_ROWS``, so the product costs
+        less than handing it to a helper thread and waiting for it."""
+        if rows is not None:
+            count = len(rows)
+        else:
+            count = self.index.mirror.n if mask is None else int(np.count_nonzero(mask))
+        return count * n_queries <= BESIDE_MIN_ROWS
 
     @contextmanager
     def _snapshot(self) -> Iterator[bool]:
@@ -625,6 +639,13 @@ def _usable_cores() -> int:
     except (AttributeError, OSError):  # no affinity call (macOS, Windows)
         return os.cpu_count() or 1
 
+
+BESIDE_MIN_ROWS = 4096
+"""Candidate rows (times query parts) up to which a HYBRID search ranks its vector
+half in the calling thread (``SQLiteBackend._few``): the exact product over 4,096
+rows of 384 dimensions takes ~0.1-0.2 ms, about what handing it to a helper thread
+and waking the caller costs, and on a loaded machine the helper may wait for a core
+(bench/README.md, issue 28's latency)."""
 
 WORKERS = min(8, _usable_cores())
 """Threads of the pool; with one usable core (``WORKERS == 1``) nothing runs beside."""

@@ -177,7 +177,7 @@ class Fts5Ranker:
                 return _best_first(best, k)
         cursor = conn.execute(ranked_sql, (match, *only_params))
         try:
-            best, bound = fold(_batches(cursor))
+            best, bound = fold(_batches(cursor, min(4096, max(64, _head_rows(k)))))
         finally:
             cursor.close()
         return _best_first(best, k)
@@ -308,9 +308,12 @@ def _score(row: tuple[int, float]) -> float:
     return row[1]
 
 
-def _batches(cursor: sqlite3.Cursor) -> Iterator[list[tuple[int, float]]]:
-    """A cursor's rows in growing batches (64, 256, ... 4096 rows)."""
-    size = 64
+def _batches(cursor: sqlite3.Cursor, first: int = 64) -> Iterator[list[tuple[int, float]]]:
+    """A cursor's rows in growing batches (``first``, four times as many, ... 4096
+    rows): a search for ``k`` records asks for room for them in its first batch
+    (``_head_rows(k)``, 64 to 4096 rows), so a HYBRID search's 50 candidates
+    usually need one check of the predicate, not two."""
+    size = first
     while rows := cursor.fetchmany(size):
         yield rows
         size = min(4 * size, 4096)
