@@ -35,11 +35,12 @@ def isoparse_strict(text: str) -> datetime:
     followed by an offset without a time is refused.
 
     Raises:
-        ValueError: when ``text`` is not ISO-8601 (callers turn it into
+        ValueError: when ``text`` is not ISO-8601 (``InvalidArgumentError`` for the
+            offset case; callers turn either into
             ``InvalidArgumentError`` naming their argument).
     """
     if _DATE_THEN_OFFSET.match(text):
-        raise ValueError(f"a UTC offset needs a time of day: {text!r}")
+        raise InvalidArgumentError(f"a UTC offset needs a time of day: {text!r}")
     return isoparse(text)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import orjson
 
 from oam_core.apis.records import RECORD_TYPES, THREAD, family_of
+from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import DumpChunk, DumpRow
 from oam_core.store.dumpcolumns import DumpColumns, from_lists
 from oam_core.store.identity import EmbedderIdentity
@@ -567,7 +568,7 @@ def _fast_time(value: Any) -> datetime | None:
         return None
     parsed = datetime.fromisoformat(value)  # TypeError for a value not a string
     if parsed.tzinfo is None:
-        raise ValueError("no offset")
+        raise InvalidArgumentError("no offset")
     return parsed.astimezone(_TZ_UTC)
 
 
