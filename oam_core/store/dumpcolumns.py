@@ -82,29 +82,7 @@ class DumpColumns:
 
     def rows(self) -> builtins.list[DumpRow]:
         """The same records as ``DumpRow`` objects (the general path)."""
-        return [
-            DumpRow(
-                f[0],
-                f[1],
-                f[2],
-                f[3],
-                f[4],
-                f[5],
-                f[6],
-                f[7],
-                f[8],
-                f[9],
-                f[10],
-                f[11],
-                f[12],
-                None,
-                None,
-                (DumpChunk(f[15], f[17], f[16], ()),),
-                f[13],
-                f[14],
-            )
-            for f in zip(*self.lists(), self.vectors, strict=True)
-        ]
+        return [row_of_fields(f, f[17]) for f in zip(*self.lists(), self.vectors, strict=True)]
 
     def lists(self) -> builtins.list[builtins.list[Any]]:
         """Every field but ``vectors``, in order."""
@@ -145,4 +123,29 @@ def from_lists(c: Sequence[builtins.list[Any]], vectors: np.ndarray) -> DumpColu
         c[15],
         c[16],
         vectors,
+    )
+
+
+def row_of_fields(f: Sequence[Any], vector: np.ndarray) -> DumpRow:
+    """The ``DumpRow`` of one record's fields in ``DumpColumns.lists()`` order
+    (``f[17]``, where present, is ignored: the search row's vector is ``vector``)."""
+    return DumpRow(
+        f[0],
+        f[1],
+        f[2],
+        f[3],
+        f[4],
+        f[5],
+        f[6],
+        f[7],
+        f[8],
+        f[9],
+        f[10],
+        f[11],
+        f[12],
+        None,
+        None,
+        (DumpChunk(f[15], vector, f[16], ()),),
+        f[13],
+        f[14],
     )

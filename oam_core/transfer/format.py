@@ -19,7 +19,7 @@ import orjson
 from oam_core.apis.records import RECORD_TYPES, THREAD, family_of
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import DumpChunk, DumpRow
-from oam_core.store.dumpcolumns import DumpColumns, from_lists
+from oam_core.store.dumpcolumns import DumpColumns, from_lists, row_of_fields
 from oam_core.store.identity import EmbedderIdentity
 from oam_core.store.ttl import iso, parse_iso_timestamp
 
@@ -574,26 +574,7 @@ def _fast_time(value: Any) -> datetime | None:
 
 def fields_row(f: Fields) -> DumpRow:
     """The ``DumpRow`` of ``Fields`` (what ``decode`` gives for the line)."""
-    return DumpRow(
-        f[0],
-        f[1],
-        f[2],
-        f[3],
-        f[4],
-        f[5],
-        f[6],
-        f[7],
-        f[8],
-        f[9],
-        f[10],
-        f[11],
-        f[12],
-        None,
-        None,
-        (DumpChunk(f[15], np.frombuffer(f[17], dtype=_F4), f[16], ()),),
-        f[13],
-        f[14],
-    )
+    return row_of_fields(f, np.frombuffer(f[17], dtype=_F4))
 
 
 def columns(batch: list[Fields]) -> DumpColumns | None:
