@@ -156,26 +156,3 @@ def test_sqlite_looks_up_stored_ids_only_for_a_batch_that_clashes(
     assert looked_up == [10]
     assert (summary.records, summary.skipped_existing) == ({"fact": 29}, 1)
     assert _ids(target) == IDS
-
-
-def test_rows_inserted_in_id_order_keep_the_dump_order(tmp_path: Path) -> None:
-    # Ids added in descending order: each batch is inserted sorted by id (the index
-    # walked in order), yet the keys, and so the export, follow the dump's order.
-    ids = [f"z{i:02d}" for i in range(30, 0, -1)]
-    with SQLiteMemoryStore(str(tmp_path / "src.db"), embedder=HashingEmbedder(16)) as source:
-        source.add([f"fact {i}" for i in ids], "fact", record_ids=ids, user_ids="u")
-        export_store(source, tmp_path / "a.jsonl")
-    target = _target(tmp_path)
-    summary = import_store(target, tmp_path / "a.jsonl", batch_rows=12)
-    assert summary.records == {"fact": 30}
-    conn = target.runtime.backend.conn
-    stored = [r[0] for r in conn.execute("SELECT id FROM records ORDER BY pk")]
-    assert stored == ids
-    chunk_of = conn.execute(
-        "SELECT r.id, c.text FROM records r JOIN chunks c ON c.record_pk = r.pk ORDER BY r.pk"
-    ).fetchall()
-    assert chunk_of == [(i, f"fact {i}") for i in ids]
-    export_store(target, tmp_path / "b.jsonl")
-    target.close()
-    first = (tmp_path / "a.jsonl").read_bytes().splitlines()[1:]
-    assert (tmp_path / "b.jsonl").read_bytes().splitlines()[1:] == first

@@ -395,17 +395,12 @@ class SQLiteTx(SqlTx):
         self.json_rows = backend.json_rows
         self._json_bound: dict[str, list[Any]] = {}
         self.max_bytes = jsonrows.max_bytes(conn) if self.json_rows else 0
-        self.records_order: tuple[str, ...] = ()
 
     def restore_if_new(self, cols: Any, batch_size: int) -> bool | None:
         # A savepoint, so that a clash (the unique index) undoes the batch's rows
         # inserted before it, and the caller looks the clashing ids up. An import
         # into a store not holding its ids then needs no query per batch.
         self.c.execute("SAVEPOINT oam_restore")
-        # The rows of a statement go in sorted by id (their keys, and so the order of
-        # an export, unchanged): the random ids of a large import then walk the
-        # unique index in order, each page read once a statement (bench/README.md).
-        self.records_order = ("family", "id")
         try:
             self.restore(cols, batch_size)
         except InvalidArgumentError:  # ``insert_record_rows``: an id stored before
@@ -418,8 +413,6 @@ class SQLiteTx(SqlTx):
             self.c.execute("ROLLBACK TO oam_restore")
             self.c.execute("RELEASE oam_restore")
             raise
-        finally:
-            self.records_order = ()
         self.c.execute("RELEASE oam_restore")
         return True
 
@@ -434,9 +427,7 @@ class SQLiteTx(SqlTx):
         """
         base = self._next_pk("records")
         try:
-            self._insert_rows(
-                "records", base, _RECORD_COLUMNS, columns, batch_size, order=self.records_order
-            )
+            self._insert_rows("records", base, _RECORD_COLUMNS, columns, batch_size)
         except sqlite3.IntegrityError as exc:
             if not self.d.unique_violation(exc):
                 raise
@@ -552,7 +543,6 @@ class SQLiteTx(SqlTx):
         batch_size: int,
         blobs: Callable[[int, int], Sequence[Any]] | None = None,
         matrix: Vector | None = None,
-        order: Sequence[str] = (),
     ) -> None:
         """Insert ``columns`` into ``table`` (keys ``first`` on, which the AUTOINCREMENT
         sequence gives next): a statement per ``jsonrows.ROWS_PER_STATEMENT`` rows
@@ -566,15 +556,13 @@ class SQLiteTx(SqlTx):
             matrix: Every row's vector (float32, shape ``(rows, dim)``), bound whole
                 through ``json_each``; without it, rows with vectors are bound one by
                 one.
-            order: Columns each ``json_each`` statement inserts its rows sorted by
-                (``jsonrows.plans``); the keys stay ``first`` on in the given order.
         """
         n = len(columns[0]) if columns else 0
         spans: list[jsonrows.Span[tuple[str, list[Any]]]] = [(0, n, None)] if n else []
         if self.json_rows and n > 1 and (blobs is None or matrix is not None):
             vectors = None if matrix is None else ("embedding", matrix)
             spans = jsonrows.plans(
-                f"{self.p}{table}", "pk", first, names, columns, vectors, self.max_bytes, order
+                f"{self.p}{table}", "pk", first, names, columns, vectors, self.max_bytes
             )
         for a, b, given in spans:
             if given is not None:

@@ -73,21 +73,15 @@ def plans(
     columns: Sequence[Sequence[Any]],
     vectors: tuple[str, npt.NDArray[np.float32]] | None = None,
     limit: int = MAX_STATEMENT_BYTES,
-    order: Sequence[str] = (),
 ) -> list[Span[tuple[str, list[Any]]]]:
     """``plan`` of ``columns`` per ``ROWS_PER_STATEMENT`` rows, cut in halves until
     each statement binds at most ``limit`` bytes; a span JSON cannot carry, or a
-    single row past ``limit``, comes with None (bind it row by row).
-
-    ``order`` (names among ``names``): each statement inserts its rows sorted by
-    those columns (``ORDER BY``), each row keeping its key ``first + i``: an index
-    led by them is then walked in order, each of its pages touched once a statement
-    (bench/README.md#transferpy)."""
+    single row past ``limit``, comes with None (bind it row by row)."""
 
     def build(a: int, b: int) -> tuple[tuple[str, list[Any]], int] | None:
         part = [c[a:b] for c in columns]
         cut = None if vectors is None else (vectors[0], vectors[1][a:b])
-        return _plan(table, key, first + a, names, part, cut, order)
+        return _plan(table, key, first + a, names, part, cut)
 
     return _spans(len(columns[0]) if columns else 0, build, limit)
 
@@ -157,7 +151,6 @@ def _plan(
     names: Sequence[str],
     columns: Sequence[Sequence[Any]],
     vectors: tuple[str, npt.NDArray[np.float32]] | None = None,
-    order: Sequence[str] = (),
 ) -> tuple[tuple[str, list[Any]], int] | None:
     """``plan`` and the bytes of JSON text and BLOB its statement binds."""
     n = len(columns[0]) if columns else 0
@@ -210,11 +203,6 @@ def _plan(
         f"INSERT INTO {table} ({', '.join([key, *kept])}) "
         f"SELECT {', '.join(['?1 + key', *exprs])} FROM json_each(?{len(params)})"
     )
-    # Only the columns that vary: a constant one (a literal or a parameter) is left
-    # out, and ``ORDER BY 1`` would name the first result column.
-    by = [exprs[kept.index(n)] for n in order if n in kept and exprs[kept.index(n)][0] == "v"]
-    if by:
-        sql += f" ORDER BY {', '.join(by)}"
     return (sql, params), len(rows) + blob_bytes
 
 
