@@ -22,11 +22,13 @@ from oam_core.transfer.io import Target, open_read
 from oam_core.transfer.summary import TransferError, TransferSummary
 from oam_core.transfer.writer import Progress, store_identity
 
-BATCH_ROWS = 5000
+BATCH_ROWS = 8192
 """Rows per import transaction (and per executemany). Each commit writes the pages of
 the id index the batch touched again (random ids touch most of them), so larger
-batches write less: 5,000 cost ~20% less CPU than 1,000 (bench/README.md#transferpy),
-for ~45 MB more memory."""
+batches write less: 5,000 cost ~20% less CPU than 1,000, and 8,192 (one ``json_each``
+statement on SQLite, ``jsonrows.ROWS_PER_STATEMENT``) ~10-15% less than 5,000 at
+1,000,000 records, for ~17 MB more memory (peak RSS 187-191 MB there;
+bench/README.md#transferpy)."""
 
 
 def check_options(on_conflict: object, reembed: object) -> OnConflict:
