@@ -64,6 +64,8 @@ EF_MAX = 1000
 query on pgvector before 0.8 (no iterative scans)."""
 SIZE_TTL_S = 5.0
 """How long the chunk-table size that picks exact vs HNSW ranking is cached."""
+HELD_TTL_S = 1.0
+"""How long the records a VECTOR ranking read stay ready for the search's ``load``."""
 DF_CACHE_SIZE = 4096
 """Lexemes whose document frequency a store keeps between searches."""
 
@@ -105,6 +107,17 @@ def _read_transaction(conn: Conn) -> Iterator[None]:
     else:
         with conn.transaction():
             yield
+
+
+@contextmanager
+def _pipelined(conn: Conn) -> Iterator[None]:
+    """Pipeline mode where libpq has it (statements sent without waiting for the
+    results of the earlier ones); else nothing."""
+    if psycopg.Pipeline.is_supported():
+        with conn.pipeline():
+            yield
+    else:  # pragma: no cover - libpq before 14
+        yield
 
 
 def _distance(expr: str) -> str:
@@ -197,6 +210,7 @@ class PgBackend(SqlBackend):
 
     @contextmanager
     def transaction(self) -> Iterator[Tx]:
+        self._local.held = None  # records read before a write are not served after it
         with self.mapped(), self.checked_connection() as conn, conn.transaction():
             self._local.conn = conn
             try:
@@ -324,14 +338,55 @@ class PgBackend(SqlBackend):
                 if len(rows) >= k:
                     return rows
         dist = _distance("c.embedding <=> qv.v")
-        found = conn.execute(
-            "WITH qv AS MATERIALIZED (SELECT %b::float4[]::vector AS v) "
+        return self._ranked_records(
+            conn,
             f"SELECT c.record_pk, min({dist}) AS dm FROM qv, {self.p}chunks c {join} "
             f"WHERE {where} AND c.embedding IS NOT NULL "
             "GROUP BY c.record_pk ORDER BY dm, c.record_pk LIMIT %s",
             [qtext, *params, k],
+        )
+
+    def _ranked_records(
+        self, conn: Conn, ranking: str, params: Sequence[Any]
+    ) -> builtins.list[tuple[Hashable, float]]:
+        """Run ``ranking`` (``(record_pk, dm)`` rows over the query vector ``qv``, the
+        first parameter) and read the ranked records in the same statement: they are
+        held for this thread's next ``load`` (one round trip per search, not two)."""
+        rows = conn.execute(
+            "WITH qv AS MATERIALIZED (SELECT %b::float4[]::vector AS v), "
+            f"ranked AS ({ranking}) SELECT ranked.record_pk, ranked.dm, "
+            f"{st.record_select(self.d, 'r')} FROM ranked "
+            f"LEFT JOIN {self.p}records r ON r.pk = ranked.record_pk "
+            "ORDER BY ranked.dm, ranked.record_pk",
+            params,
         ).fetchall()
-        return [(int(pk), float(d)) for pk, d in found]
+        held = self._held_records()
+        for row in rows:
+            if row[2] is not None:
+                held[int(row[0])] = st.record_from_row(row[2:])
+        return [(int(row[0]), float(row[1])) for row in rows]
+
+    def _held_records(self) -> dict[Hashable, Any]:
+        """This thread's records read with a ranking, for the next ``load`` (kept
+        ``HELD_TTL_S`` seconds; a write transaction or a ``load`` drops them)."""
+        held: tuple[float, dict[Hashable, Any]] | None = getattr(self._local, "held", None)
+        now = time.monotonic()
+        if held is None or now - held[0] > HELD_TTL_S:
+            held = (now, {})
+            self._local.held = held
+        return held[1]
+
+    def load(self, keys: Sequence[Hashable]) -> dict[Hashable, Any]:
+        """Records by key: those the last ranking of this thread read (within
+        ``HELD_TTL_S`` seconds) without a query, the others from the table."""
+        held: tuple[float, dict[Hashable, Any]] | None = getattr(self._local, "held", None)
+        self._local.held = None
+        fresh = held is not None and time.monotonic() - held[0] <= HELD_TTL_S
+        out = {key: held[1][key] for key in keys if key in held[1]} if fresh and held else {}
+        missing = [key for key in keys if key not in out]
+        if missing:
+            out.update(super().load(missing))
+        return out
 
     def _index_pass(
         self,
@@ -345,7 +400,20 @@ class PgBackend(SqlBackend):
         """The best ``k`` records among the HNSW index's ``fetch`` nearest chunks
         passing the filters, with ``hnsw.ef_search = ef``."""
         join, where, params = candidates
-        self._set_ef_search(conn, ef)
+        with _pipelined(conn):  # the setting goes with the query: one round trip
+            self._set_ef_search(conn, ef)
+            return self._ranked_pass(conn, qtext, k, (join, where, params), fetch)
+
+    def _ranked_pass(
+        self,
+        conn: Conn,
+        qtext: builtins.list[float] | None,
+        k: int,
+        candidates: tuple[str, str, builtins.list[Any]],
+        fetch: int,
+    ) -> builtins.list[tuple[Hashable, float]]:
+        """``_index_pass`` once ``hnsw.ef_search`` is set."""
+        join, where, params = candidates
         # The query vector is bound once, as an InitPlan the HNSW scan orders by;
         # the order is the indexed expression's (halfvec over 2,000 dimensions),
         # the distance returned is the full-precision one.
@@ -356,13 +424,12 @@ class PgBackend(SqlBackend):
             f"FROM {self.p}chunks c {join} WHERE {where} AND c.embedding IS NOT NULL "
             f"ORDER BY {indexed} <=> {probe} LIMIT %s"
         )
-        rows = conn.execute(
-            "WITH qv AS MATERIALIZED (SELECT %b::float4[]::vector AS v) "
+        return self._ranked_records(
+            conn,
             f"SELECT record_pk, min({_distance('d')}) AS dm FROM ({inner}) s "
             "GROUP BY record_pk ORDER BY dm, record_pk LIMIT %s",
             [qtext, *params, fetch, k],
-        ).fetchall()
-        return [(int(pk), float(d)) for pk, d in rows]
+        )
 
     # -- KEYWORD -----------------------------------------------------------------
 
