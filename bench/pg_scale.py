@@ -27,7 +27,8 @@ first; wall time per call (p50/p95 over the queries after ``--warmup`` untimed o
 Exact answer: the bare statement with index scans disabled (``enable_indexscan =
 off``: a sequential or bitmap scan), computed once per shape. Variants:
 
-* ``ef40`` / ``ef100`` / ``ef200``: ``hnsw.ef_search`` (40 is pgvector's default);
+* ``ef40`` / ``ef100`` / ``ef200`` / ``ef1000``: ``hnsw.ef_search`` (40 is pgvector's
+  default, 1000 its largest);
   the store's own floor (``PgBackend.ef_search``, 64 by default) is set to the same
   value, and the store still asks for at least ``4k + 10`` = 50;
 * ``iterative``: ``hnsw.iterative_scan = relaxed_order`` for the bare statement
@@ -70,7 +71,7 @@ CLUSTER_NOISE = 0.05
 QUERY_NOISE = 0.02
 K = 10
 SHAPES = ("all", "user", "cat")
-EF_VALUES = (40, 100, 200)
+EF_VALUES = (40, 100, 200, 1000)
 
 
 # -- workload ---------------------------------------------------------------------
