@@ -18,8 +18,10 @@ filters leave fewer than ``k`` records among the index's candidates the query is
 rerun exactly, so a selective filter never loses results. On pgvector 0.8 and later
 the index scan is iterative (``hnsw.iterative_scan = relaxed_order``: it keeps
 walking the graph until ``fetch`` rows pass the filters), so the exact rerun is
-rare; pgvector 0.6 (what ``pgserver`` ships) has no iterative scans and relies on
-the rerun. See docs/postgres.md.
+rare; before 0.8 (``pgserver`` ships 0.6.2) a short first pass is followed by one
+pass over the index's 1,000 nearest chunks (``ef_search`` 1000, pgvector's most)
+before the exact rerun. The ranking statement also reads the ranked records (held
+for the search's ``load``): one round trip per search. See docs/postgres.md.
 """
 
 from __future__ import annotations
