@@ -262,6 +262,19 @@ class PgBackend(SqlBackend):
                 self.pool.check()  # drop the other dead ones now, without backoff waits
             return once()
 
+    def database_key(self) -> Hashable | None:
+        """As ``Backend.database_key``: the server (its port and start time), the
+        database, the schema and the prefix."""
+
+        def key(conn: Conn) -> Hashable:
+            row = conn.execute(
+                "SELECT current_database(), current_schema(), inet_server_port(), "
+                "pg_postmaster_start_time()::text"
+            ).fetchone()
+            return ("postgresql", *(row or ()), self.p)
+
+        return self.read(key)
+
     def close(self) -> None:
         if self.owns_pool:
             self.pool.close()
