@@ -25,8 +25,10 @@ readers and crashes see the old file or the new one, never half of one; where th
 directory cannot be written it writes nothing.
 
 Persistence (``IndexFile``): the mirror and its ANN index are written to
-``<database file>.oamvec`` (``.<memory_store_id>.oamvec`` with a store id) after an
-inline build and when the store closes if the file is far behind, atomically. A
+``<database file>.oamvec`` (``.<memory_store_id>.oamvec`` with a store id) after
+every build, by a background thread (``vector/saving.py``, through ``write_from``),
+and when the store closes if the file is far behind, atomically. A failed write (a
+full disk) leaves the old file and warns once. A
 process opening the store reads that snapshot instead of every vector from SQLite,
 then catches up from the snapshot's high-water mark and change-log cursor like any
 reader; it is trusted only if it parses, its checksum matches, the log still
