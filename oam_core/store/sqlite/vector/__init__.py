@@ -16,8 +16,9 @@ One module per job, inner ones first:
 - ``mirror``: the arrays (vectors, keys, scope and type codes, expiry, validity
   windows, live rows);
 - ``ranking``: the candidate rows of a search and the nearest records among them;
+- ``saving``: writing the index file from a background thread while searches go on;
 - ``builds``: the ANN index's life (inline or background builds, recall checks,
-  compaction, writing the file);
+  compaction, when the file is written);
 - ``changelog``: catching the mirror up with SQLite (new rows, the change log of
   deletes and updates, the first load from the index file);
 - ``index``: ``VectorIndex``, the facade the SQLite back end uses.
