@@ -39,9 +39,10 @@ class BackgroundWrite:
         file: The index file.
 
     Attributes:
-        thread: The write under way, or None. Not a daemon thread: a process that
-            exits while it runs waits for it (a ``kill -9`` leaves its temporary
-            file, removed by the next writable open).
+        thread: The write under way, or None. A daemon thread: a process that
+            exits without closing the store does not wait for it (the file is a
+            cache of the database); like a ``kill -9``, that leaves its temporary
+            file, removed by the next writable open.
         written: Snapshots written by this object's threads (tests read it).
     """
 
@@ -64,7 +65,7 @@ class BackgroundWrite:
         if self.running() or not self.file.path or not self.mirror.dim or faiss is None:
             return False
         self.thread = threading.Thread(
-            target=self._run, args=(ann, faiss), name="oam-vector-file", daemon=False
+            target=self._run, args=(ann, faiss), name="oam-vector-file", daemon=True
         )
         self.thread.start()
         return True
