@@ -165,6 +165,6 @@ def _rows(
 
 def _write(store: OracleMemoryStore, writer: BatchWriter, batch: list[DumpRow], last: int) -> None:
     if batch:
-        for row in reembed_rows(store, batch):
-            writer.pending.append(row)
+        rows, writer.identity = reembed_rows(store, batch)
+        writer.pending.extend(rows)
         writer.flush(f"memories up to [{last}]")
