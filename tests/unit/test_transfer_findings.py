@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.store.sqlite import SQLiteMemoryStore
-from oam_core.transfer import export_store, import_mem0, import_store
+from oam_core.transfer import TransferError, export_store, import_mem0, import_store
 
 MEM0 = {
     "results": [
@@ -100,3 +100,41 @@ def test_cli_reembed_import_then_search_without_embedder(
     found = invoke(runner, "search", "hiking", "--db", dst)
     assert found.exit_code == 0, found.output
     assert "Loves hiking" in found.stdout
+
+
+def test_mem0_keeps_the_users_metadata_expiry_and_platform_fields(tmp_path: Path) -> None:
+    items = [
+        {"id": "c", "memory": "x", "hash": "h1", "metadata": {"mem0": "user value"},
+         "expiration_date": "2099-01-31", "categories": ["food"], "immutable": True},
+        {"id": "d", "memory": "y", "hash": "h2", "metadata": {"mem0": {"hash": "mine", "k": 1}},
+         "expiration_date": "2099-01-31T10:00:00+02:00"},
+        {"id": "e", "memory": "z", "expiration_date": "2001-01-01"},
+    ]  # fmt: skip
+    path = tmp_path / "clash.json"
+    path.write_text(json.dumps({"results": items}), encoding="utf-8")
+    with SQLiteMemoryStore(str(tmp_path / "m.db"), embedder=HashingEmbedder(32)) as store:
+        summary = import_mem0(store, path)
+        assert (summary.records, summary.skipped_expired) == ({"memory": 2}, 1)
+        c, d = store.list("memory")
+    assert c.metadata == {
+        "mem0": "user value",
+        "$agent_memory": {"mem0": {"hash": "h1", "categories": ["food"], "immutable": True}},
+    }
+    assert c.expires_at == "2099-02-01T00:00:00.000000+00:00"  # the end of that day
+    assert d.metadata == {
+        "mem0": {"hash": "mine", "k": 1},
+        "$agent_memory": {"mem0": {"hash": "h2"}},
+    }
+    assert d.expires_at == "2099-01-31T08:00:00.000000+00:00"
+
+
+def test_mem0_metadata_with_the_reserved_key_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    path.write_text(
+        json.dumps([{"id": "c", "memory": "x", "metadata": {"$agent_memory": {}}}]),
+        encoding="utf-8",
+    )
+    with SQLiteMemoryStore(str(tmp_path / "m.db"), embedder=HashingEmbedder(32)) as store:
+        with pytest.raises(TransferError, match=r"memories\[0\]\.metadata\['\$agent_memory'\]"):
+            import_mem0(store, path)
+        assert store.list("memory") == []
