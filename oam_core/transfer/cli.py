@@ -117,6 +117,13 @@ def _bar(verb: str) -> Iterator[Callable[[int, int], None]]:
         yield advance
 
 
+TRANSFER_FLAGS = frozenset({"on_conflict", "reembed"})
+"""The library arguments ``oam import`` and ``oam copy`` set with flags
+(``clicommon.cli_words``): a dump field such as ``valid_from`` is never shown as a flag."""
+FILE_FLAGS = frozenset({"overwrite"})
+"""The same for ``oam export`` and ``oam backup``."""
+
+
 def _done(verb: str, summary: TransferSummary, where: str) -> None:
     typer.echo(f"{verb} {where}: {summary.line()}")
 
@@ -163,7 +170,7 @@ def export_cmd(
                 f"FILE: {str(file)!r} exists; pass --overwrite to replace it "
                 "(the store to read is --db)"
             )
-    with user_errors(), memory_at(db, "none") as memory, _bar("Exporting") as advance:
+    with user_errors(FILE_FLAGS), memory_at(db, "none") as memory, _bar("Exporting") as advance:
         if str(file) == "-":
             out = typer.get_binary_stream("stdout")
             summary = export_store(memory.store, out, user_ids=user, progress=advance)
@@ -198,7 +205,9 @@ def import_cmd(
     """Read an oam dump (or mem0 memories) into a store, batch by batch."""
     conflict = ON_CONFLICT[on_conflict]
     mem0 = from_ is Source.mem0
-    with user_errors():
+    with user_errors(TRANSFER_FLAGS):
+        if file.is_dir():
+            raise CliError(f"FILE: {str(file)!r} is a directory, not a file")
         if not file.is_file():
             raise CliError(f"FILE: no such file {str(file)!r}", 2)
         name = _target_embedder(db, embedder, reembed or mem0)
@@ -222,7 +231,7 @@ def copy_cmd(
     embedder: EmbedderOption = None,
 ) -> None:
     """Copy one store into another (SQLite, PostgreSQL, Oracle) without a file."""
-    with user_errors():
+    with user_errors(TRANSFER_FLAGS):
         if _same_store(src, dst):
             raise InvalidArgumentError(f"DST: {dst!r} is the source store {src!r}")
         name = _target_embedder(dst, embedder, reembed)
@@ -251,8 +260,16 @@ def backup_cmd(
 ) -> None:
     """A consistent copy of a live SQLite store (SQLite's online backup) while other
     processes write, with its vector index file."""
-    with user_errors():
-        summary = backup_sqlite(db_target(db), dest, overwrite=overwrite)
+    with user_errors(FILE_FLAGS):
+        if backend_of(db) != "sqlite":
+            raise CliError(
+                "--db: backup works on SQLite store files only; copy a PostgreSQL or "
+                "Oracle store with `oam copy` or `oam export`"
+            )
+        source = db_target(db)
+        if source != MEMORY and not Path(sqlite_target(source)).expanduser().exists():
+            raise CliError(f"--db: no such database file {db!r}", 2)
+        summary = backup_sqlite(source, dest, overwrite=overwrite)
     typer.echo(f"Backed up {db} -> {summary.line()}")
 
 

@@ -9,10 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
-from test_cli import invoke
+from test_cli import assert_clean_failure, invoke
 from typer.testing import CliRunner
 
 from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.errors import InvalidArgumentError
 from oam_core.store.sqlite import SQLiteMemoryStore
 from oam_core.transfer import TransferError, export_store, import_mem0, import_store
 
@@ -138,3 +139,71 @@ def test_mem0_metadata_with_the_reserved_key_is_refused(tmp_path: Path) -> None:
         with pytest.raises(TransferError, match=r"memories\[0\]\.metadata\['\$agent_memory'\]"):
             import_mem0(store, path)
         assert store.list("memory") == []
+
+
+@pytest.fixture
+def facts_db(tmp_path: Path) -> Path:
+    path = tmp_path / "oam.db"
+    with SQLiteMemoryStore(str(path), embedder=HashingEmbedder(32)) as store:
+        store.add(["f1", "f2", "f3"], "fact", record_ids=["f1", "f2", "f3"])
+        store.add(["home"], "memory", record_ids=["home-1"], valid_from="2026-01-01T00:00:00Z")
+        store.add(["hi"], "message", record_ids=["msg-1"])
+    return path
+
+
+def test_cli_names_the_argument_instead_of_raw_os_errors(
+    runner: CliRunner, facts_db: Path, tmp_path: Path
+) -> None:
+    adir = tmp_path / "adir"
+    adir.mkdir()
+    backup = invoke(runner, "backup", "--db", facts_db, adir, "--overwrite")
+    assert_clean_failure(backup, 1, f"destination: {str(adir)!r} is a directory")
+    export = invoke(runner, "export", "/proc/x.jsonl", "--db", facts_db)
+    assert_clean_failure(export, 1, "destination: '/proc/x.jsonl' cannot be created")
+    assert ".tmp" not in export.stderr  # /proc takes no new files
+    backup = invoke(runner, "backup", "--db", facts_db, "/proc/b.db")
+    assert_clean_failure(backup, 1, "destination: '/proc/b.db' cannot be created")
+    assert "OperationalError" not in backup.stderr
+    pg = invoke(runner, "backup", "--db", "postgresql://u:secret@localhost/db", tmp_path / "x.db")
+    assert_clean_failure(pg, 1, "backup works on SQLite store files only")
+    assert "secret" not in pg.stderr
+
+
+def test_cli_messages_name_dump_fields_rows_and_directories(
+    runner: CliRunner, facts_db: Path, tmp_path: Path
+) -> None:
+    dump = tmp_path / "d.jsonl"
+    assert invoke(runner, "export", dump, "--db", facts_db).exit_code == 0
+    text = dump.read_text(encoding="utf-8")
+    start = '"valid_from":"2026-01-01T00:00:00.000000+00:00"'
+    assert start in text
+    cases = {
+        "window": (text.replace(start, start + ',"valid_until":"2025-01-01T00:00:00+00:00"'),
+                   "valid_until must be later than valid_from, got "
+                   "valid_from=2026-01-01T00:00:00+00:00 and valid_until=2025-01-01T00:00:00+00:00"),
+        "soon": (text.replace(start, '"valid_from":"soon"'),
+                 "valid_from must be an ISO-8601 string, got 'soon'"),
+        "message": (text.replace('"seq_no":0', '"seq_no":0,"valid_from":"2026-01-01T00:00:00Z"'),
+                    "message records have no validity window; only memory, guideline, fact "
+                    "and preference records take one, got 2026-01-01T00:00:00+00:00"),
+    }  # fmt: skip
+    for name, (bad, expected) in cases.items():
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(bad, encoding="utf-8")
+        result = invoke(runner, "import", path, "--db", tmp_path / f"{name}.db", "--create")
+        assert_clean_failure(result, 1, expected)
+        assert "--valid" not in result.stderr and "datetime(" not in result.stderr
+    clash = tmp_path / "clash.db"
+    with SQLiteMemoryStore(str(clash), embedder=HashingEmbedder(32)) as store:
+        store.add(["f1"], "fact", record_ids=["f1"])
+    copied = invoke(runner, "copy", facts_db, clash)
+    assert_clean_failure(copied, 1, "source rows 1-5: record id 'f1' (fact) already exists")
+    assert "pass --on-conflict skip or replace" in copied.stderr
+    for args in (("import", tmp_path), ("import", "--from", "mem0", tmp_path)):
+        result = invoke(runner, *args, "--db", facts_db)
+        assert_clean_failure(result, 1, f"FILE: {str(tmp_path)!r} is a directory")
+    with SQLiteMemoryStore(str(facts_db)) as store, pytest.raises(InvalidArgumentError) as caught:
+        import_store(store, tmp_path)
+    assert str(caught.value) == f"source: {str(tmp_path)!r} is a directory, not a file"
+    missing = invoke(runner, "backup", "--db", tmp_path / "missing.db", tmp_path / "b.db")
+    assert_clean_failure(missing, 2, "--db: no such database file")
