@@ -105,8 +105,13 @@ CreateOption = Annotated[
 
 @contextmanager
 def _bar(verb: str) -> Iterator[Callable[[int, int], None]]:
-    """A transient progress bar on stderr; yields the ``progress`` callback."""
+    """A transient progress bar on stderr when it is a terminal; yields the
+    ``progress`` callback (without a terminal a callback that does nothing, so
+    nothing, not even an empty line, is written to stderr)."""
     console = Console(stderr=True)
+    if not console.is_terminal:
+        yield lambda done, total: None
+        return
     columns = (TextColumn(verb), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(verb, total=None)
@@ -148,6 +153,38 @@ def _same_store(src: str, dst: str) -> bool:
     except ValueError:
         return False  # the command's own opening reports it
     return MEMORY not in (a, b) and Path(a).resolve() == Path(b).resolve()
+
+
+def _new_file(db: str, create: bool) -> Path | None:
+    """The SQLite file ``--create`` is about to create (None: not a new SQLite file)."""
+    if not create or backend_of(db) != "sqlite":
+        return None
+    target = sqlite_target(db_target(db))
+    if target == MEMORY or target.startswith("file:"):
+        return None
+    path = Path(target).expanduser()
+    return None if path.exists() else path
+
+
+def _drop_if_empty(path: Path) -> None:
+    """Remove the store file a failed command created (with its ``-wal``, ``-shm``
+    and vector index files) when it holds no row, so the target is as it was; a
+    file holding committed batches stays (a re-run with ``--on-conflict skip``
+    completes it)."""
+    from oam_core.store.sqlite import SQLiteMemoryStore
+
+    if not path.is_file():
+        return
+    try:
+        with SQLiteMemoryStore(str(path)) as store:
+            empty = not any(store.dump_counts().values())
+    except Exception:  # not a store this can read: leave it
+        return
+    if empty:
+        for extra in (path, *path.parent.glob(f"{path.name}*.oamvec")):
+            extra.unlink(missing_ok=True)
+        for suffix in ("-wal", "-shm"):
+            path.with_name(path.name + suffix).unlink(missing_ok=True)
 
 
 def export_cmd(
@@ -211,13 +248,21 @@ def import_cmd(
         if not file.is_file():
             raise CliError(f"FILE: no such file {str(file)!r}", 2)
         name = _target_embedder(db, embedder, reembed or mem0)
-        with memory_at(db, name, create=create) as memory, _bar("Importing") as advance:
-            if mem0:
-                summary = import_mem0(memory.store, file, on_conflict=conflict, progress=advance)
-            else:
-                summary = import_store(
-                    memory.store, file, on_conflict=conflict, reembed=reembed, progress=advance
-                )
+        fresh = _new_file(db, create)
+        try:
+            with memory_at(db, name, create=create) as memory, _bar("Importing") as advance:
+                if mem0:
+                    summary = import_mem0(
+                        memory.store, file, on_conflict=conflict, progress=advance
+                    )
+                else:
+                    summary = import_store(
+                        memory.store, file, on_conflict=conflict, reembed=reembed, progress=advance
+                    )
+        except BaseException:
+            if fresh is not None:
+                _drop_if_empty(fresh)
+            raise
     _done("Imported", summary, f"{file} -> {db}")
 
 

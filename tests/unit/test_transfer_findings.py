@@ -16,6 +16,7 @@ from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.sqlite import SQLiteMemoryStore
 from oam_core.transfer import TransferError, export_store, import_mem0, import_store
+from oam_core.transfer.cli import _drop_if_empty
 
 MEM0 = {
     "results": [
@@ -207,3 +208,39 @@ def test_cli_messages_name_dump_fields_rows_and_directories(
     assert str(caught.value) == f"source: {str(tmp_path)!r} is a directory, not a file"
     missing = invoke(runner, "backup", "--db", tmp_path / "missing.db", tmp_path / "b.db")
     assert_clean_failure(missing, 2, "--db: no such database file")
+
+
+def test_cli_stderr_stays_empty_without_a_terminal(
+    runner: CliRunner, facts_db: Path, tmp_path: Path
+) -> None:
+    dump = tmp_path / "d.jsonl"
+    for args in (
+        ("export", dump, "--db", facts_db),
+        ("import", dump, "--db", tmp_path / "t.db", "--create"),
+        ("copy", facts_db, tmp_path / "c.db", "--create"),
+    ):
+        result = invoke(runner, *args)
+        assert result.exit_code == 0, result.output
+        assert result.stderr == ""
+
+
+def test_a_failed_import_with_create_leaves_no_store_file(
+    runner: CliRunner, facts_db: Path, tmp_path: Path
+) -> None:
+    dump = tmp_path / "d.jsonl"
+    assert invoke(runner, "export", dump, "--db", facts_db).exit_code == 0
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(dump.read_text(encoding="utf-8").replace('"f2"', "oops", 1), encoding="utf-8")
+    target = tmp_path / "new.db"
+    failed = invoke(runner, "import", bad, "--db", target, "--create")
+    assert_clean_failure(failed, 1, "not JSON")
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("new.db")) == []
+    mem0 = tmp_path / "bad.json"
+    mem0.write_text(json.dumps([{"id": "x", "memory": 3}]), encoding="utf-8")
+    failed = invoke(runner, "import", mem0, "--from", "mem0", "--db", target, "--create",
+                    "--embedder", "hashing")  # fmt: skip
+    assert_clean_failure(failed, 1, "memory must be a string")
+    assert not target.exists()
+    # a file holding committed rows stays, for a re-run with --on-conflict skip
+    _drop_if_empty(facts_db)
+    assert facts_db.exists()
