@@ -141,7 +141,10 @@ def _spell(message: str, name: str, flag: str) -> str:
         while values and (joined := _alternative(rest)) is not None:
             separator, value, rest = joined
             values.append(separator + value)
-        out.append(" ".join([flag, "".join(values)]) if values else flag)
+        if values:
+            out.append(" ".join([flag, "".join(values)]))
+        else:  # a value the flag spells as it is (a time): keep it apart from the flag
+            out.append(flag + " " if first is None and rest[:1].strip() else flag)
     return "".join(out) + rest
 
 
