@@ -280,19 +280,25 @@ def copy_cmd(
         if _same_store(src, dst):
             raise InvalidArgumentError(f"DST: {dst!r} is the source store {src!r}")
         name = _target_embedder(dst, embedder, reembed)
-        with (
-            memory_at(src, "none") as source,
-            memory_at(dst, name, create=create) as target,
-            _bar("Copying") as advance,
-        ):
-            summary = copy_store(
-                source.store,
-                target.store,
-                user_ids=user,
-                on_conflict=ON_CONFLICT[on_conflict],
-                reembed=reembed,
-                progress=advance,
-            )
+        fresh = _new_file(dst, create)
+        try:
+            with (
+                memory_at(src, "none") as source,
+                memory_at(dst, name, create=create) as target,
+                _bar("Copying") as advance,
+            ):
+                summary = copy_store(
+                    source.store,
+                    target.store,
+                    user_ids=user,
+                    on_conflict=ON_CONFLICT[on_conflict],
+                    reembed=reembed,
+                    progress=advance,
+                )
+        except BaseException:
+            if fresh is not None:
+                _drop_if_empty(fresh)
+            raise
     _done("Copied", summary, f"{src} -> {dst}")
 
 

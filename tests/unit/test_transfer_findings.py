@@ -244,3 +244,12 @@ def test_a_failed_import_with_create_leaves_no_store_file(
     # a file holding committed rows stays, for a re-run with --on-conflict skip
     _drop_if_empty(facts_db)
     assert facts_db.exists()
+
+
+def test_a_failed_copy_with_create_leaves_no_store_file(
+    runner: CliRunner, facts_db: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "new.db"
+    failed = invoke(runner, "copy", facts_db, target, "--create", "--embedder", "hashing/16")
+    assert_clean_failure(failed, 1, "'hashing/32' (32 dimensions)")
+    assert not target.exists()
