@@ -62,10 +62,12 @@ def copy_store(
     check_embedder(target_store, identity, dim, reembed, "the source store")
     total = sum(source_store.dump_counts(user_ids=users).values())
     writer = BatchWriter(target_store, conflict, reembed, identity, batch_rows, progress, total)
-    done = 0
+    done = start = 0
     for page in pages:
         for row in page:
             done += 1
-            writer.add(row, f"source row {done}")
-    writer.flush(f"source row {done}")
+            if not writer.pending:
+                start = done
+            writer.add(row, f"source rows {start}-{done}")
+    writer.flush(f"source rows {start}-{done}")
     return writer.summary()

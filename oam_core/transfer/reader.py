@@ -15,7 +15,7 @@ from oam_core.store.backend import DumpRow
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.dumpcolumns import DumpColumns
 from oam_core.store.dumprows import ON_CONFLICT, OnConflict, RestoreCounts
-from oam_core.store.identity import EmbedderIdentity
+from oam_core.store.identity import EmbedderIdentity, identity_of, pick_probe
 from oam_core.transfer import format as fmt
 from oam_core.transfer.decoder import BadLine, Decoded, decoded, numbered
 from oam_core.transfer.io import Target, open_read
@@ -84,19 +84,33 @@ def check_embedder(
         )
 
 
-def reembed_rows(store: OracleMemoryStore, rows: list[DumpRow]) -> list[DumpRow]:
+def reembed_rows(
+    store: OracleMemoryStore, rows: list[DumpRow]
+) -> tuple[list[DumpRow], EmbedderIdentity]:
     """``rows`` with every search row's vector made again from its text by the
-    store's embedder (a row without text keeps no vector)."""
-    assert store.embedder is not None
+    store's embedder (a row without text keeps no vector), and the identity to record
+    with them: the store's recorded one, else its embedder's with the fingerprint of
+    one of the texts, as a first ``add`` records it (docs/store.md#embedder-identity)."""
+    embedder = store.embedder
+    assert embedder is not None
     texts = [c.text for r in rows for c in r.chunks if c.text]
-    vectors = iter(np.asarray(store.embedder.embed(texts), dtype=np.float32)) if texts else iter(())
+    matrix = np.asarray(embedder.embed(texts), dtype=np.float32) if texts else None
+    identity = store.embedder_identity
+    if identity is None:
+        probe = None if matrix is None else pick_probe(texts)
+        identity = (
+            identity_of(embedder)
+            if probe is None or matrix is None
+            else identity_of(embedder, texts[probe], matrix[probe])
+        )
+    vectors = iter(matrix) if matrix is not None else iter(())
     out = []
     for r in rows:
         chunks = tuple(
             dataclasses.replace(c, vector=next(vectors) if c.text else None) for c in r.chunks
         )
         out.append(dataclasses.replace(r, chunks=chunks))
-    return out
+    return out, identity
 
 
 class BatchWriter:
@@ -161,7 +175,9 @@ class BatchWriter:
         if not len(rows):
             return
         if self.reembed:
-            rows = reembed_rows(self.store, rows if isinstance(rows, list) else rows.rows())
+            rows, self.identity = reembed_rows(
+                self.store, rows if isinstance(rows, list) else rows.rows()
+            )
         try:
             if isinstance(rows, list):
                 result = RestoreCounts.of(
