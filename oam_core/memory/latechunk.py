@@ -29,6 +29,10 @@ import numpy.typing as npt
 
 __all__ = ["RUN_TOKENS", "RunEmbedder", "RunPlan", "plan_runs", "run_row_vectors"]
 
+POOL_OWN_ROWS = True
+"""Whether a message's own row is pooled from its run too (False: embedded as its text,
+so own rows do not depend on the run; only the context rows are pooled)."""
+
 RUN_TOKENS = 128
 """Most word pieces (without the two special tokens) a run holds; a message that does
 not fit beside the earlier messages it quotes starts a new run."""
@@ -81,15 +85,17 @@ def plan_runs(
     pieces: Sequence[Sequence[tuple[str, int | None]]],
     labels: Sequence[str],
     count_tokens: Callable[[Sequence[str]], list[int]],
-    budget: int = RUN_TOKENS,
+    budget: int | None = None,
 ) -> RunPlan:
     """Pack the rows of a run of messages (``MessageRows`` fields) into model runs.
 
     A message whose own text is one row joins the current run when the run ends with
     the earlier messages its context row quotes and its own parts fit in ``budget``;
     otherwise it starts a run holding those earlier messages. Other rows (chunks of a
-    long message) are listed in ``plain``.
+    long message) are listed in ``plain``. ``budget``: most word pieces a run holds
+    (None: ``RUN_TOKENS``).
     """
+    budget = RUN_TOKENS if budget is None else budget
     counted = sorted({t for t in labels if t} | {p for row in pieces for p, _ in row})
     days = {
         i: _day_part(texts[i][0], labels[i])
@@ -128,11 +134,15 @@ def plan_runs(
         current.labels.append(len(current.parts))
         current.parts.append(labels[i])
         current.tokens += need
-        current.spans.append(own)
-        current.targets.append((i, 0))
+        if POOL_OWN_ROWS:
+            current.spans.append(own)
+            current.targets.append((i, 0))
+        else:
+            plain.append((i, 0, rows[0]))
         if pieces[i]:
             current.spans.append(current.labels[len(current.labels) - len(pieces[i]) :])
             current.targets.append((i, len(rows) - 1))
+    runs = [r for r in runs if r.spans]
     return RunPlan(
         [r.parts for r in runs], [r.spans for r in runs], [r.targets for r in runs], plain
     )
