@@ -15,7 +15,7 @@ from oam_core import OracleAgentMemory
 from oam_core.apis.thread import Message
 from oam_core.embedders.runs import pack_run, pool_spans, span_positions
 from oam_core.errors import InvalidArgumentError
-from oam_core.memory import indexing
+from oam_core.memory import indexing, latechunk
 from oam_core.memory.indexing import message_rows, store_row_vectors
 from oam_core.memory.latechunk import RunEmbedder, plan_runs, run_row_vectors
 
@@ -79,7 +79,25 @@ def test_pool_spans_is_the_normalised_mean_of_the_span_tokens() -> None:
 # -- planning --------------------------------------------------------------------------
 
 
-def test_a_run_starts_with_what_its_first_message_quotes_and_holds_the_next_ones() -> None:
+@pytest.fixture
+def pooled_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Own rows pooled from the runs too (``POOL_OWN_ROWS``)."""
+    monkeypatch.setattr(latechunk, "POOL_OWN_ROWS", True)
+
+
+def test_by_default_own_rows_are_embedded_as_text_and_context_rows_pooled() -> None:
+    turns = [msg("one two"), msg("three"), msg("four five six")]
+    rows = message_rows(turns, None, 896)
+    plan = plan_runs(rows.texts, rows.pieces, rows.labels, words, budget=100)
+    assert plan.runs == [["one two", "three", "four five six"]]
+    assert plan.spans == [[[0, 1], [0, 1, 2]]]
+    assert plan.targets == [[(1, 1), (2, 1)]]
+    assert plan.plain == [(0, 0, "one two"), (1, 0, "three"), (2, 0, "four five six")]
+
+
+def test_a_run_starts_with_what_its_first_message_quotes_and_holds_the_next_ones(
+    pooled_own: None,
+) -> None:
     turns = [msg("one two"), msg("three"), msg("four five six"), msg("seven")]
     rows = message_rows(turns, msg("zero"), 896)
     plan = plan_runs(rows.texts, rows.pieces, rows.labels, words, budget=100)
@@ -90,7 +108,7 @@ def test_a_run_starts_with_what_its_first_message_quotes_and_holds_the_next_ones
     assert plan.targets == [[(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1), (3, 0), (3, 1)]]
 
 
-def test_a_full_run_hands_on_to_a_run_starting_with_the_quoted_messages() -> None:
+def test_a_full_run_hands_on_to_a_run_starting_with_the_quoted_messages(pooled_own: None) -> None:
     turns = [msg("a b c"), msg("d e f"), msg("g h i"), msg("j k l")]
     rows = message_rows(turns, None, 896)
     plan = plan_runs(rows.texts, rows.pieces, rows.labels, words, budget=9)
@@ -99,7 +117,7 @@ def test_a_full_run_hands_on_to_a_run_starting_with_the_quoted_messages() -> Non
     assert plan.targets[1] == [(3, 0), (3, 1)]
 
 
-def test_the_day_prefix_is_its_own_part_of_the_own_row_only() -> None:
+def test_the_day_prefix_is_its_own_part_of_the_own_row_only(pooled_own: None) -> None:
     from datetime import datetime, timezone
 
     day = datetime(2023, 5, 8, 13, 0, tzinfo=timezone.utc)
@@ -114,7 +132,7 @@ def test_the_day_prefix_is_its_own_part_of_the_own_row_only() -> None:
     assert plan.spans == [[[0, 1], [2, 3], [1, 3]]]
 
 
-def test_long_and_blank_messages_are_not_pooled() -> None:
+def test_long_and_blank_messages_are_not_pooled(pooled_own: None) -> None:
     turns = [msg("x" * 60), msg("   "), msg("short one")]
     rows = message_rows(turns, None, 25)
     plan = plan_runs(rows.texts, rows.pieces, rows.labels, words)
@@ -174,7 +192,9 @@ def test_the_local_embedder_has_the_capability_and_others_need_not(
     assert not isinstance(HashingEmbedder(), RunEmbedder)
 
 
-def test_progress_counts_messages_and_matches_one_call(local: LocalEmbedder) -> None:
+def test_progress_counts_messages_and_matches_one_call(
+    local: LocalEmbedder, pooled_own: None
+) -> None:
     turns = [msg(f"Message number {i} about topic {i % 3}.") for i in range(11)]
     rows = message_rows(turns, None, 896)
     plan = plan_runs(rows.texts, rows.pieces, rows.labels, local.count_tokens, budget=40)
@@ -191,10 +211,12 @@ def test_progress_counts_messages_and_matches_one_call(local: LocalEmbedder) -> 
         np.testing.assert_allclose(a, b, atol=1e-5)
 
 
+@pytest.mark.parametrize("pool_own", [False, True])
 def test_add_messages_pools_rows_when_on(
-    local: LocalEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    local: LocalEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pool_own: bool
 ) -> None:
     monkeypatch.setattr(indexing, "LATE_CHUNK", True)
+    monkeypatch.setattr(latechunk, "POOL_OWN_ROWS", pool_own)
     memory = OracleAgentMemory.open(
         f"sqlite:///{tmp_path / 'm.db'}", embedder=local, extract_memories=False
     )
@@ -203,8 +225,13 @@ def test_add_messages_pools_rows_when_on(
     vectors = store_row_vectors(memory.store, rows)
     # The third message's context row quotes the whole run: its plain embedding.
     np.testing.assert_allclose(vectors[2][1], local.embed([rows.texts[2][1]])[0], atol=1e-5)
-    # Its own row is read in the run: not the plain embedding of its text.
-    assert float(vectors[1][0] @ local.embed([rows.texts[1][0]])[0]) < 0.99
+    # The second's quotes part of the run: read with the third, not its plain embedding.
+    assert float(vectors[1][1] @ local.embed([rows.texts[1][1]])[0]) < 0.999
+    own = float(vectors[1][0] @ local.embed([rows.texts[1][0]])[0])
+    if pool_own:  # read in the run: not the plain embedding of its text
+        assert own < 0.99
+    else:  # embedded as its text, whatever the run
+        assert own == pytest.approx(1.0, abs=1e-5)
     thread = memory.create_thread(user_id="u1")
     thread.add_messages([{"role": "user", "content": t} for t in EXCHANGE])
     hits = memory.store.search("Which museum in Paris?", k=1, record_types={"message"})
