@@ -25,6 +25,9 @@ choice: the context row's vector as the length-weighted mean of the own-row vect
 of the messages it quotes (one embedding a message, ``add_messages`` about 2x faster
 with the ``local`` embedder), for recall_all@10 0.712 -> 0.705 on the LoCoMo dev set,
 more than it may cost; it is off (bench/README.md#context-row-vectors-from-the-own-rows).
+With an embedder that reads runs of texts (``LocalEmbedder.embed_runs``), context rows
+are pooled from runs of consecutive messages instead (``LATE_CHUNK``,
+``memory.latechunk``): about two model passes a message instead of four.
 The day prefix lifts HYBRID from 0.633 to 0.658 at no embedding cost
 (bench/README.md has the table of steps).
 """
@@ -78,10 +81,10 @@ per step at the 8-40 messages/s measured with the ``local`` embedder under load
 LATE_CHUNK = True
 """Whether ``add_messages`` and ``write_thread`` pool message row vectors from runs of
 consecutive messages read once (``memory.latechunk``) when the embedder can
-(``LocalEmbedder.embed_runs``): about one model pass per message instead of four.
-On the LoCoMo dev set HYBRID recall_all@10 0.712 -> 0.718 (one call per session) and
-0.715 (one call per message), the ingest ratio 0.28 -> 0.68 under load; a message's
-vectors then depend on how the messages were split into calls
+(``LocalEmbedder.embed_runs``): about two model passes per message instead of four
+(own rows still embedded as text, ``latechunk.POOL_OWN_ROWS``). On the LoCoMo dev set
+HYBRID recall_all@10 0.712 -> 0.713, the ingest ratio 0.28-0.32 -> 0.57 under load; a
+context row's vector then depends on how the messages were split into calls
 (bench/README.md#late-chunked-message-rows)."""
 
 DERIVE_CONTEXT_VECTORS = False
