@@ -35,13 +35,16 @@ __all__ = ["RUN_TOKENS", "RunEmbedder", "RunPlan", "plan_runs", "run_row_vectors
 POOL_OWN_ROWS = False
 """Whether a message's own row is pooled from its run too. Off: own rows are embedded
 as their text (as before, whatever the calls), only the context rows are pooled; on
-the LoCoMo dev set recall_all@10 0.713 with the ingest ratio 0.57 under load, against
-0.718 and 0.68-0.83 with own rows pooled, whose vectors then depend on the call
+the LoCoMo dev set recall_all@10 0.712 (as before) with the ingest ratio 0.52-0.57,
+against 0.718 and 0.68-1.03 with own rows pooled, whose vectors then depend on the call
 (bench/README.md#late-chunked-message-rows)."""
 
-RUN_TOKENS = 128
+RUN_TOKENS = 256
 """Most word pieces (without the two special tokens) a run holds; a message that does
-not fit beside the earlier messages it quotes starts a new run."""
+not fit beside the earlier messages it quotes starts a new run. Runs longer than the
+model's 256-piece window (with the special tokens) are embedded span by span as text
+by ``LocalEmbedder.embed_runs``. With own rows as text, 256 gave ingest ratios 0.52 and
+0.57 where 128 gave 0.35-0.57, at the same LoCoMo recall (bench/README.md)."""
 
 
 @runtime_checkable
