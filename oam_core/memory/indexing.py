@@ -83,7 +83,7 @@ LATE_CHUNK = True
 consecutive messages read once (``memory.latechunk``) when the embedder can
 (``LocalEmbedder.embed_runs``): about two model passes per message instead of four
 (own rows still embedded as text, ``latechunk.POOL_OWN_ROWS``). On the LoCoMo dev set
-HYBRID recall_all@10 stays 0.712, the ingest ratio 0.22-0.24 -> 0.52-0.57 (runs of 256
+HYBRID recall_all@10 stays 0.712, the ingest ratio 0.22-0.27 -> 0.46-0.57 (runs of 256
 word pieces, alternated rounds); a
 context row's vector then depends on how the messages were split into calls
 (bench/README.md#late-chunked-message-rows)."""
