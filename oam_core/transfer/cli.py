@@ -171,7 +171,7 @@ def _drop_if_empty(path: Path) -> None:
     and vector index files) when it holds no row, so the target is as it was; a
     file holding committed batches stays (a re-run with ``--on-conflict skip``
     completes it)."""
-    from oam_core.store.sqlite import SQLiteMemoryStore
+    from oam_core import SQLiteMemoryStore
 
     if not path.is_file():
         return
