@@ -414,10 +414,9 @@ class PgBackend(SqlBackend):
     ) -> builtins.list[tuple[Hashable, float]]:
         """The best ``k`` records among the HNSW index's ``fetch`` nearest chunks
         passing the filters, with ``hnsw.ef_search = ef``."""
-        join, where, params = candidates
         with _pipelined(conn):  # the setting goes with the query: one round trip
             self._set_ef_search(conn, ef)
-            return self._ranked_pass(conn, qtext, k, (join, where, params), fetch)
+            return self._ranked_pass(conn, qtext, k, candidates, fetch)
 
     def _ranked_pass(
         self,
