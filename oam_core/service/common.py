@@ -22,6 +22,8 @@ DEFAULT_MAX_QUERY_CHARS = 4_000
 
 __all__ = [
     "MEMORY_TYPE_NAMES",
+    "SCORE_KINDS",
+    "hit_score_kind",
     "open_memory",
     "provenance",
     "record_json",
@@ -109,12 +111,34 @@ def open_memory(
         raise
 
 
+SCORE_KINDS = {
+    SearchStrategy.VECTOR: "cosine",
+    SearchStrategy.KEYWORD: "keyword",
+    SearchStrategy.HYBRID: "hybrid",
+}
+"""The label of ``score = 1 - distance`` for each strategy (docs/cli.md#scores)."""
+
+
+def hit_score_kind(distance: float, kind: str) -> str:
+    """The label of one hit's ``score = 1 - distance`` (docs/cli.md#scores): what the
+    distance says it measures (a store's distances carry a ``kind``), else ``kind``,
+    the label of the strategy that ranked it (``SCORE_KINDS``). A fused distance is
+    ``hybrid`` under HYBRID and ``fused`` under another strategy (memories fused with
+    messages, or a long query searched in parts); a re-ranked one is ``reranked``."""
+    measured = getattr(distance, "kind", None)
+    if measured is None:
+        return kind
+    value = str(getattr(measured, "value", measured))
+    if value == "fused":
+        return "hybrid" if kind == "hybrid" else "fused"
+    return "hybrid" if value == "hybrid_index" else value
+
+
 def score_kind(store: object) -> str:
     """What ``score = 1 - distance`` measures for the searches ``store`` ranks now
     (inside ``searching_with``: the override): ``cosine``, ``keyword`` or ``hybrid``,
     the labels of ``oam search`` (docs/cli.md#scores). A HYBRID store without an
     embedder ranks by keywords alone."""
-    from oam_core.cli import SCORE_KINDS
     from oam_core.store.strategy import strategy_of
 
     strategy = strategy_of(store)
@@ -151,9 +175,10 @@ def record_json(
 ) -> dict[str, Any]:
     """A record as a JSON-ready dict (``role`` and ``seq_no`` for messages; the
     validity window ``valid_from``/``valid_until`` and the supersede keys for
-    memories (docs/versions.md); for a search hit ``score`` = ``1 - distance``, higher is better, ``score_kind`` =
-    ``kind`` (``score_kind(store)``) and the raw ``distance``, as ``oam search
-    --json``; metadata without the library-owned key)."""
+    memories (docs/versions.md); for a search hit ``score`` = ``1 - distance``,
+    higher is better, ``score_kind`` = what the distance measures
+    (``cli.hit_score_kind``; ``kind`` is ``score_kind(store)``) and the raw
+    ``distance``, as ``oam search --json``; metadata without the library-owned key)."""
     metadata = {k: v for k, v in (record.metadata or {}).items() if k != "$agent_memory"}
     out: dict[str, Any] = {
         "id": record.id,
@@ -175,7 +200,7 @@ def record_json(
         out.update(provenance(record))
     if distance is not None:
         out["score"] = 1.0 - distance
-        out["score_kind"] = kind
+        out["score_kind"] = kind if kind is None else hit_score_kind(distance, kind)
         out["distance"] = distance
     return out
 
