@@ -47,6 +47,7 @@ from oam_core.store.identity import (
 )
 from oam_core.store.options import MemoryRetentionConfig
 from oam_core.store.planning import ChunkPlan, PlanContext
+from oam_core.store.querymemo import QueryMemo
 from oam_core.store.ttl import Clock
 from oam_core.telemetry import traced_embed, traced_store, tracer_provider_check
 
@@ -300,6 +301,8 @@ class StoreRuntime:
     @embedder.setter
     def embedder(self, embedder: IEmbedder | None) -> None:
         self._embedder = embedder
+        self.queries = QueryMemo()
+        """The last query embeddings (store/querymemo.py)."""
         # Read once: a search must not call into the embedder's class for it.
         self.chunk_chars = embedder.chunk_chars if embedder is not None else DEFAULT_CHUNK_CHARS
         """Longest search row the store writes, in characters (the embedder's
@@ -350,6 +353,8 @@ class StoreRuntime:
         assert embedder is not None
         check = self.identity
         step = check.step(texts, writing=not is_query)
+        if step is None and is_query:
+            return self.queries.embed(embedder, texts, self._embed_query)
         if step is None:
             vectors = self._call(embedder, texts, is_query)
         elif step.verify is not None:
@@ -373,6 +378,12 @@ class StoreRuntime:
         if vectors.ndim == 2:
             vectors = lengthen_short_rows(vectors)
         return vectors
+
+    def _embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        embedder = self._embedder
+        assert embedder is not None
+        vectors = self._call(embedder, texts, True)
+        return lengthen_short_rows(vectors) if vectors.ndim == 2 else vectors
 
     @staticmethod
     def _call(embedder: IEmbedder, texts: Sequence[str], is_query: bool) -> np.ndarray:

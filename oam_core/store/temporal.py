@@ -440,21 +440,29 @@ def _relative_spans(text: str, anchor: date) -> list[Span]:
     if not any(word in folded for word in _RELATIVE_WORDS):
         return spans
     for match in _RELATIVE.finditer(text):
-        word = (match.group("word") or "").lower()
-        if word:
-            offset = {"yesterday": -1, "tomorrow": 1}.get(word, 0)
-            day = anchor + timedelta(days=offset)
-            spans.append(Span(day, day + timedelta(days=1)))
-        elif match.group("last"):
-            spans.append(
-                _named_period(match.group("last").lower(), match.group("unit").lower(), anchor)
-            )
-        else:
-            count = _count(match.group("n"))
-            days = count * _UNITS[match.group("ago_unit").lower()]
-            day = anchor - timedelta(days=days)
-            spans.append(Span(day, day + timedelta(days=1)))
+        try:
+            spans.append(_relative_span(match, anchor))
+        except (OverflowError, ValueError):
+            continue  # "10000 years ago", "tomorrow" of 9999-12-31: no date holds it
     return spans
+
+
+def _relative_span(match: regex.Match[str], anchor: date) -> Span:
+    """The days one ``_RELATIVE`` match names, counted from ``anchor``.
+
+    Raises:
+        OverflowError, ValueError: when they fall outside the years 1-9999.
+    """
+    word = (match.group("word") or "").lower()
+    if word:
+        offset = {"yesterday": -1, "tomorrow": 1}.get(word, 0)
+        day = anchor + timedelta(days=offset)
+        return Span(day, day + timedelta(days=1))
+    if match.group("last"):
+        return _named_period(match.group("last").lower(), match.group("unit").lower(), anchor)
+    count = _count(match.group("n"))
+    day = anchor - timedelta(days=count * _UNITS[match.group("ago_unit").lower()])
+    return Span(day, day + timedelta(days=1))
 
 
 def _named_period(which: str, unit: str, anchor: date) -> Span:
