@@ -37,6 +37,7 @@ from oam_core.memory.queryrewrite import (
     rewrite_schema,
 )
 from oam_core.memory.tokens import estimate_tokens
+from oam_core.store.fusion import DistanceKind
 
 # ------------------------------------------------------------------ the parser
 
@@ -141,7 +142,18 @@ def _results(*ids: str) -> list[tuple[Record, float]]:
 def test_records_both_queries_found_come_first() -> None:
     fused = fuse_results(_results("a", "b", "c", "d"), _results("x", "c", "y", "z"), 4)
     assert [r.id for r, _ in fused] == ["c", "a", "x", "b"]
-    assert dict((r.id, d) for r, d in fused)["c"] == pytest.approx(0.1)  # the smaller one
+    distances = [d for _, d in fused]  # fused: 1 - score / (2 / 61), ascending
+    c = 1 / 63 + 1 / 62
+    assert distances == pytest.approx([1 - c * 61 / 2, 0.5, 0.5, 1 - 61 / 62 / 2])
+    assert {d.kind for d in distances} == {DistanceKind.FUSED}
+
+
+def test_a_message_and_a_memory_with_one_id_stay_two_results() -> None:
+    """Ids are unique per record family: message "x1" and memory "x1" are two records."""
+    message = (Record(id="x1", record_type="message", content="I live in Lisbon"), 0.0)
+    memory = (Record(id="x1", record_type="memory", content="Ana lives in Lisbon"), 0.1)
+    fused = fuse_results([memory, message], [message], 3)
+    assert [(r.record_type, r.id) for r, _ in fused] == [("message", "x1"), ("memory", "x1")]
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 7])

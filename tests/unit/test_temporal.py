@@ -103,9 +103,7 @@ def test_dates_outside_the_calendar_name_no_day() -> None:
     to raise OverflowError from a HYBRID search, a card and extraction)."""
     assert spans("what did we do 10000 years ago") == []
     assert spans("a week ago, and 10000 years ago") == [("2024-03-06", "2024-03-07")]
-    assert record_days("2023-05-26", "Dinosaurs lived 100000000 years ago.") == [
-        date(2023, 5, 26)
-    ]
+    assert record_days("2023-05-26", "Dinosaurs lived 100000000 years ago.") == [date(2023, 5, 26)]
     assert record_days("0001-01-01T00:00:00Z", "I saw it yesterday, and last year.") == [
         date(1, 1, 1)
     ]
