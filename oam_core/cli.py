@@ -47,7 +47,7 @@ from oam_core.clicommon import (
 )
 from oam_core.ingest import Conversation, load_conversations
 from oam_core.ingest_writer import WriteMode, plural, validate_conversations, write_conversations
-from oam_core.service.common import SCORE_KINDS, hit_score_kind
+from oam_core.service.common import SCORE_KINDS, hit_score_kind, open_thread
 
 __all__ = ["COMMAND_MODULES", "CliError", "app", "main"]
 
@@ -520,7 +520,7 @@ def demo(
 def _context_card(memory: OracleAgentMemory, thread_id: str, *, recent: int, relevant: int) -> str:
     if memory.get_thread_row(thread_id) is None:
         raise CliError(f"no thread {thread_id!r} in the database (see `oam threads`)")
-    thread = memory.get_thread(thread_id)
+    thread = open_thread(memory, thread_id)
     card = thread.get_context_card(max_recent_messages=recent, max_relevant_results=relevant)
     return card.content
 

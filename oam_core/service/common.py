@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from oam_core import OracleAgentMemory, SchemaPolicy, SearchStrategy
+from oam_core import OracleAgentMemory, OracleThread, SchemaPolicy, SearchStrategy
 from oam_core.apis.records import MEMORY_TYPES, MessageRecord, Record, ThreadRow
 from oam_core.connection import backend_of, sqlite_holds_store, sqlite_target
 from oam_core.errors import SchemaError
@@ -25,6 +25,7 @@ __all__ = [
     "SCORE_KINDS",
     "hit_score_kind",
     "open_memory",
+    "open_thread",
     "provenance",
     "record_json",
     "score_kind",
@@ -132,6 +133,20 @@ def hit_score_kind(distance: float, kind: str) -> str:
     if value == "fused":
         return "hybrid" if kind == "hybrid" else "fused"
     return "hybrid" if value == "hybrid_index" else value
+
+
+def open_thread(memory: OracleAgentMemory, thread_id: str) -> OracleThread:
+    """``memory.get_thread(thread_id)`` for a tool (``oam card``, the inspector,
+    ``oam mcp``): without an LLM on ``memory``, a thread created with
+    ``query_rewrite=True`` opens with it off for this handle (the stored setting is
+    kept), instead of refusing to open (docs/context-card.md#query-rewriting).
+
+    Raises:
+        NotFoundError: when the thread does not exist.
+    """
+    if memory.llm is None:
+        return memory.get_thread(thread_id, query_rewrite=False)
+    return memory.get_thread(thread_id)
 
 
 def score_kind(store: object) -> str:

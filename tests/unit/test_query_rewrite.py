@@ -17,10 +17,12 @@ from typing import Any
 
 import anyio
 import pytest
+from typer.testing import CliRunner
 
 from oam_core import OracleAgentMemory, OracleThread, SQLiteMemoryStore
 from oam_core.apis.llm import ILlm
 from oam_core.apis.records import MessageRecord, Record
+from oam_core.cli import app
 from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.memory.diagnostics import MemoryPipelineWarning
@@ -37,6 +39,7 @@ from oam_core.memory.queryrewrite import (
     rewrite_schema,
 )
 from oam_core.memory.tokens import estimate_tokens
+from oam_core.service.common import open_thread
 from oam_core.store.fusion import DistanceKind
 
 # ------------------------------------------------------------------ the parser
@@ -333,3 +336,25 @@ def test_off_by_default_the_llm_is_not_asked(tmp_path: Path) -> None:
         assert llm.prompts == []
     finally:
         store.close()
+
+
+def test_tools_without_an_llm_open_a_thread_created_with_query_rewrite(tmp_path: Path) -> None:
+    """``oam card`` and the other tools have no LLM: a thread created with
+    ``query_rewrite=True`` opens with it off for their handle (it used to raise
+    ConfigurationError), and the stored setting stays for a client with an LLM."""
+    db = str(tmp_path / "m.db")
+    llm = Scripted('{"query": "Lisbon"}')
+    with OracleAgentMemory.open(db, embedder="hashing", llm=llm, extract_memories=False) as m:
+        thread = m.create_thread(thread_id="trip", user_id="ana", query_rewrite=True)
+        thread.add_messages([{"role": "user", "content": "I fly to Lisbon in May"}])
+    with OracleAgentMemory.open(db, embedder="hashing", extract_memories=False) as m:
+        with pytest.raises(ConfigurationError, match="query_rewrite"):
+            m.get_thread("trip")
+        card = open_thread(m, "trip").get_context_card(max_recent_messages=1)
+        assert "I fly to Lisbon in May" in card.content
+    result = CliRunner().invoke(app, ["card", "trip", "--db", db, "--embedder", "hashing"])
+    assert result.exit_code == 0, result.output
+    assert "I fly to Lisbon in May" in result.output
+    with OracleAgentMemory.open(db, embedder="hashing", llm=llm, extract_memories=False) as m:
+        m.get_thread("trip").get_context_card(max_relevant_results=2)
+        assert len(llm.prompts) == 1  # still on where an LLM is at hand

@@ -37,6 +37,7 @@ from oam_core.service.common import (
     DEFAULT_MAX_QUERY_CHARS,
     hit_score_kind,
     open_memory,
+    open_thread,
     score_kind,
 )
 from oam_core.service.web import views
@@ -230,7 +231,7 @@ class _Pages:
         relevant = _int_param(request, "relevant", 5, 0, 50)
         recent = _int_param(request, "recent", 0, 0, 200)
         content = (
-            self.inspector.memory.get_thread(thread_id)
+            open_thread(self.inspector.memory, thread_id)
             .get_context_card(max_relevant_results=relevant, max_recent_messages=recent)
             .content
         )
