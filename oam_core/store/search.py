@@ -9,9 +9,11 @@ Every distance it returns is a ``fusion.Distance``, which says what it measures.
 from __future__ import annotations
 
 import builtins
+import math
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -112,7 +114,7 @@ def search(
                 runtime, query, index_lists, [fusion.index_weight], k, pred, fusion, native
             )
     elif qvec is not None:
-        ranked = _vector_ranking(runtime, [qvec], depth, pred, fused=False)
+        ranked = _vector_ranking(runtime, [qvec], depth, pred)
     else:
         ranked, loaded, kind = _text_ranking(runtime, strategy, query or "", depth, k, pred, fusion)
     if reranker is not None and query is not None:
@@ -170,8 +172,7 @@ def _text_ranking(
         return ranked, None, kind
     if strategy is SearchStrategy.VECTOR:
         vectors = _query_vectors(runtime, parts, strategy)
-        ranked = _vector_ranking(runtime, vectors, depth, pred, fused=len(parts) > 1)
-        return ranked, None, DistanceKind.FUSED if len(parts) > 1 else DistanceKind.COSINE
+        return _vector_ranking(runtime, vectors, depth, pred), None, DistanceKind.COSINE
     vectors, share = _hybrid_vectors(runtime, query, parts, fusion)
     depth = max(depth, fusion.depth)
     v_lists, kw_lists = runtime.backend.rank_hybrid(
@@ -315,13 +316,20 @@ def _with_ties(
 
 
 def _vector_ranking(
-    runtime: StoreRuntime, vectors: Sequence[Any], k: int, pred: Predicate, *, fused: bool
+    runtime: StoreRuntime, vectors: Sequence[Any], k: int, pred: Predicate
 ) -> builtins.list[tuple[Hashable, float]]:
-    if not fused:
+    """The ``k`` records nearest the query's vectors (one per part of a long query):
+    each at its smallest cosine distance to any part, so the distance stays a
+    cosine one. Exact: a record among the ``k`` nearest by that measure is among the
+    ``k`` nearest of the part it is nearest to."""
+    if len(vectors) == 1:
         return _with_ties(lambda n: runtime.backend.rank_vector(vectors, n, pred)[0], k)
-    lists = runtime.backend.rank_vector(vectors, k, pred)
-    scores = fuse([[key for key, _ in lst] for lst in lists])
-    return [(key, rrf_distance(s, len(lists))) for key, s in scores]
+    best: dict[Hashable, float] = {}
+    for ranked in runtime.backend.rank_vector(vectors, k, pred):
+        for key, d in ranked:
+            if d < best.get(key, math.inf):
+                best[key] = d
+    return sorted(best.items(), key=itemgetter(1))[:k]
 
 
 def _keyword_ranking(
