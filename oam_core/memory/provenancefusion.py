@@ -60,6 +60,7 @@ from oam_core.store.fusion import RRF_K, Distance, DistanceKind, rrf_distance
 __all__ = [
     "MEMORY_WEIGHT",
     "MESSAGE_WEIGHT",
+    "MIN_DEPTH",
     "fuse_with_provenance",
     "fused_search_steps",
     "source_message_ids",
@@ -72,6 +73,11 @@ messages (bench/README.md#memories-and-turns-together)."""
 
 MESSAGE_WEIGHT = 1.0
 """RRF weight of the message list."""
+
+MIN_DEPTH = 10
+"""Each list is ranked at least this deep, whatever ``k``: the fused order of the
+first ``MIN_DEPTH`` results does not depend on ``k`` (a smaller ``k`` gives a prefix
+of a larger one, as a store search does)."""
 
 
 def source_message_ids(record: Record) -> list[str]:
@@ -172,8 +178,9 @@ def fused_search_steps(
     Args:
         search: ``store.search`` (the steps driver calls it sync, or its async twin).
         query: The text query.
-        k: Most results (>= 1); each list is searched at least this deep, so ``k``
-            come back when ``k`` records of either kind match.
+        k: Most results (>= 1); each list is searched at least this deep (and at
+            least ``MIN_DEPTH``), so ``k`` come back when ``k`` records of either
+            kind match, and a smaller ``k`` gives a prefix of a larger one.
         memory_search: The keyword arguments of the memory search (scope, record
             types, filter, ``as_of``).
         message_search: Those of the message search (``record_types={"message"}``).
@@ -192,10 +199,12 @@ def fused_search_steps(
     """
     check_int(k, "k", minimum=1)
     dropped = set(drop)
-    depth = max(k, message_depth or k) + len(dropped)
-    messages: list[tuple[Record, float]] = yield from call(search, query, depth, **message_search)
+    depth = max(k, MIN_DEPTH)
+    messages: list[tuple[Record, float]] = yield from call(
+        search, query, max(depth, message_depth or k) + len(dropped), **message_search
+    )
     kept = [item for item in messages if item[0].id not in dropped]
-    found: list[tuple[Record, float]] = yield from call(search, query, k, **memory_search)
+    found: list[tuple[Record, float]] = yield from call(search, query, depth, **memory_search)
     if not found or not kept:
         return (found or kept)[:k]  # one kind found: its own search, as ranked
-    return list(fuse_with_provenance(found, kept, k))
+    return list(fuse_with_provenance(found, kept, depth))[:k]

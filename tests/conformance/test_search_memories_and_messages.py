@@ -128,6 +128,21 @@ def test_one_kind_alone_is_the_stores_own_search(
         assert [(r.id, float(d)) for r, d in ours] == [(r.id, float(d)) for r, d in theirs]
 
 
+def test_a_smaller_k_gives_a_prefix_of_a_larger_one(
+    mem: OracleAgentMemory, t: OracleThread, store: Any
+) -> None:
+    """Each kind is ranked at least ``MIN_DEPTH`` deep whatever ``k``, so the fused
+    order and distances do not depend on ``k`` (they did: k=1 and k=2 put different
+    records first)."""
+    t.add_messages([{"role": "user", "content": f"The fence post {n} is loose."} for n in range(4)])
+    _derived(store, "t1", "mem-2", "Ana says the fence posts are loose.", ["t-fence"], "u1")
+    full = [(r.id, round(d, 9)) for r, d in mem.search("fence posts", k=8, record_types=BOTH)]
+    assert len(full) >= 6 and full[0][0] == "mem-2"
+    for k in range(1, len(full)):
+        got = [(r.id, round(d, 9)) for r, d in mem.search("fence posts", k=k, record_types=BOTH)]
+        assert got == full[:k], k
+
+
 def test_the_card_fuses_memories_and_the_threads_messages(t: OracleThread) -> None:
     t.add_messages([{"role": "user", "content": QUESTION, "id": "t-ask"}])
     card = t.get_context_card(fallback_message_count=1, max_relevant_results=3)

@@ -9,6 +9,7 @@ import pytest
 
 from oam_core.apis.records import MessageRecord, Record
 from oam_core.memory.provenancefusion import (
+    MIN_DEPTH,
     fuse_with_provenance,
     fused_search_steps,
     source_message_ids,
@@ -136,9 +137,9 @@ def test_fused_search_steps_searches_each_kind_and_drops_shown_messages() -> Non
             drop=["shown"],
         )
     )
-    assert calls == [
-        ("q", 3, {"record_types": {"message"}, "thread_id": "t"}),
-        ("q", 2, {"record_types": {"fact"}, "user_id": "u"}),
+    assert calls == [  # each kind MIN_DEPTH deep (the messages one more: "shown")
+        ("q", MIN_DEPTH + 1, {"record_types": {"message"}, "thread_id": "t"}),
+        ("q", MIN_DEPTH, {"record_types": {"fact"}, "user_id": "u"}),
     ]
     # m2: 1/7 (rank 2 once "shown" is dropped) + 1/6 (memory a), shown as a; then m1
     # (1/6), and k = 2 cuts b (its source, "shown", is not in the list).
@@ -165,7 +166,7 @@ def test_a_memory_standing_in_for_its_message_costs_no_place() -> None:
     # a stands in for m1 (1/6 + 1/6 + 1/7 from b); b, also from m1, keeps its own
     # entry (1/7): only the best-ranked memory of a message takes its place; c 1/8.
     assert _ids(run_sync(steps)) == ["a", "b", "c"]
-    assert calls == [3]
+    assert calls == [MIN_DEPTH]
     with pytest.raises(ValueError, match="k"):
         run_sync(fused_search_steps(search, "q", "3", memory_search={}, message_search={}))  # type: ignore[arg-type]
 
