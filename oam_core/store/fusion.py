@@ -70,7 +70,7 @@ from oam_core.store.temporal import (
     record_days,
     states_time_each,
 )
-from oam_core.store.text import query_terms
+from oam_core.store.text import fold, query_terms
 
 __all__ = [
     "ADVICE_KEYWORD_WEIGHT",
@@ -211,7 +211,7 @@ def signal_lists(
     present = [key for key in pool if key in records]
     lists: builtins.list[tuple[Signal, builtins.list[Hashable]]] = []
     if Signal.SPEAKER in which:
-        words = {w.lower() for w in _WORD.findall(query)}
+        words = {fold(w) for w in _WORD.findall(query)}
         names = {n for n in (participant_name(records[key].metadata) for key in present) if n}
         named = {n for n in names if _names_in(n, words)}
         if len(named) == 1:
@@ -465,8 +465,9 @@ def _stem_pattern_counter(stems: Sequence[str]) -> Callable[[str], int]:
 
 
 def _names_in(name: str, words: set[str]) -> bool:
-    """Whether every word of a participant name is a word of the query."""
-    parts = [w.lower() for w in _WORD.findall(name)]
+    """Whether every word of a participant name is a word of the query (``words``,
+    folded as the keyword index folds them: "Jose" names "José")."""
+    parts = [fold(w) for w in _WORD.findall(name)]
     return bool(parts) and all(p in words for p in parts)
 
 
