@@ -24,8 +24,9 @@ __all__ = ["MAX_CHARS", "SIZE", "QueryMemo"]
 SIZE = 64
 """Queries kept per store object (the least recently used goes first)."""
 
-MAX_CHARS = 4096
-"""Longest query (all its texts together, in characters) that is kept."""
+MAX_CHARS = 65536
+"""Longest query (all its texts together, in characters) that is kept: the memo
+holds at most ``SIZE * MAX_CHARS`` characters of keys (8 MiB of text at most)."""
 
 
 class QueryMemo:
