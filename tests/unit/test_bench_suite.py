@@ -175,7 +175,6 @@ def test_tasks_needing_a_file_are_skipped(
     suite: ModuleType,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     args = _fixture_args()
     at = args.index("--locomo-memories")
