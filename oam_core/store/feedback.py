@@ -15,7 +15,7 @@ these, and that list joins the fusion at half a text list's weight
 the one it was asked.
 
 Words a pool shares with the question are not added (they are there already), nor
-the participants' names (in a conversation they are in every other turn and say
+a word every pooled candidate holds (it tells none apart), nor the participants' names (in a conversation they are in every other turn and say
 nothing about the subject), numbers, or words under three characters. A question
 asking for advice gets no feedback list (its keyword lists weigh little: its words
 are not its answer's, ``fusion.ADVICE_KEYWORD_WEIGHT``). English and other
@@ -61,7 +61,8 @@ def feedback_terms(
     Returns:
         ``text.query_terms(query)`` plus up to ``len(query_terms(query))`` words of
         the head records' own content, best score first (ties in order of first
-        appearance), each absent from the query's terms.
+        appearance), each absent from the query's terms and from at least one
+        pooled candidate.
     """
     asked = query_terms(query)
     present = [key for key in pool if key in records]
@@ -80,7 +81,12 @@ def feedback_terms(
     scores: dict[str, float] = {}
     for words in docs[:head]:
         for word in sorted(words):
-            if word in skip or len(word) < MIN_LETTERS or word.isdigit():
+            if (
+                word in skip
+                or len(word) < MIN_LETTERS
+                or word.isdigit()
+                or share[word] == len(docs)
+            ):
                 continue
             scores[word] = scores.get(word, 0.0) + math.log((len(docs) + 1) / share[word])
     best = sorted(scores.items(), key=lambda ws: -ws[1])  # stable: ties in first-seen order
