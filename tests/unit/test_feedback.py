@@ -32,8 +32,16 @@ TEXTS = {
 QUESTION = "What does Ana play in the orchestra?"
 
 
-def _records() -> dict[Hashable, Record]:
-    return {key: Record(id=key, record_type="memory", content=text) for key, text in TEXTS.items()}
+def _records(record_type: str = "message") -> dict[Hashable, Record]:
+    if record_type != "message":
+        return {
+            key: Record(id=key, record_type=record_type, content=text)
+            for key, text in TEXTS.items()
+        }
+    return {
+        key: MessageRecord(id=key, record_type="message", content=text, role="user")
+        for key, text in TEXTS.items()
+    }
 
 
 def test_words_of_the_head_rare_in_the_pool_follow_the_query_terms() -> None:
@@ -49,6 +57,18 @@ def test_words_of_the_head_rare_in_the_pool_follow_the_query_terms() -> None:
         "play",
         "orchestra",
         "friday",
+        "cello",
+    ]
+    # Memories (distilled facts) give no words, and a pool without messages no list.
+    assert feedback_terms(QUESTION, pool, _records("memory")) == []
+    mixed = {**_records("memory"), "h2": _records()["h2"]}
+    # One message in the pool: the head is that message (h2), the pool all ten.
+    assert feedback_terms(QUESTION, pool, mixed) == [
+        "ana",
+        "play",
+        "orchestra",
+        "rehearsal",
+        "tuned",
         "cello",
     ]
 
@@ -100,7 +120,7 @@ def _search(store: SQLiteMemoryStore, query: str, fusion: FusionConfig) -> list[
 @pytest.fixture
 def store() -> SQLiteMemoryStore:
     s = SQLiteMemoryStore(":memory:", embedder=HashingEmbedder(64), search_strategy="HYBRID")
-    s.add(list(TEXTS.values()), "memory", record_ids=list(TEXTS), user_ids="u")
+    s.add(list(TEXTS.values()), "message", record_ids=list(TEXTS), user_ids="u", thread_ids="t1")
     return s
 
 
