@@ -77,6 +77,7 @@ __all__ = [
     "ADVICE_SIGNALS",
     "DATE_WEIGHT",
     "DEFAULT_FUSION",
+    "FEEDBACK_WEIGHT",
     "HYBRID_DEPTH",
     "OWN_TEXT_WEIGHT",
     "POOL",
@@ -105,13 +106,16 @@ __all__ = [
 
 class Signal(enum.Enum):
     """The query signals, each one more ranked list of a HYBRID search's candidates
-    (which apply, and their weights: ``fusion.FusionConfig``)."""
+    (which apply, and their weights: ``fusion.FusionConfig``). ``FEEDBACK`` is the
+    keyword index searched again with words of the fused head (``store/feedback.py``),
+    not a list of the pool's fields."""
 
     SPEAKER = "speaker"
     DATE = "date"
     TIME = "time"
     OWN_TEXT = "own_text"
     PREFERENCE = "preference"
+    FEEDBACK = "feedback"
 
 
 POOL = 50
@@ -154,6 +158,13 @@ stated preference, are few and incidental ("What movies can I watch this weekend
 against "I prefer not to watch movies longer than two hours"), so BM25's best hits
 are mostly other questions' topics. On PrefEval 0.1 beats 1.0 on both tasks and
 halves, and beats 0 (no keyword list) on the memories task (bench/README.md)."""
+
+FEEDBACK_WEIGHT = 0.5
+"""RRF weight of the feedback keyword list (``store/feedback.py``): the keyword index
+searched again with the query's terms plus words of the fused head. Half a text
+list: a query the search derived itself is weaker evidence than the one it was
+asked. On LoCoMo it lifts recall_all@10 0.7125 -> 0.720, both halves of the dev
+set, no category lower (bench/README.md)."""
 
 ADVICE_SIGNALS = frozenset({Signal.SPEAKER, Signal.PREFERENCE})
 """The signal lists that apply to a question asking for advice: the speaker (a
@@ -586,8 +597,8 @@ class FusionConfig:
         signals: Which of the query's signal lists may apply (``Signal``); of these,
             those of the query's kind (``query_signals``).
         speaker_weight, date_weight, time_weight, own_text_weight,
-            preference_weight: The weight of each signal list (> 0; the defaults and
-            why: the ``*_WEIGHT`` constants above).
+            preference_weight, feedback_weight: The weight of each signal list (>
+            0; the defaults and why: the ``*_WEIGHT`` constants above).
         advice_keyword_weight: The weight of each keyword list for a question asking
             for advice (> 0; ``ADVICE_KEYWORD_WEIGHT``, ``list_weights``).
         advice_topic: Whether a question asking for advice also ranks by its topic
@@ -608,6 +619,7 @@ class FusionConfig:
     time_weight: float = TIME_WEIGHT
     own_text_weight: float = OWN_TEXT_WEIGHT
     preference_weight: float = PREFERENCE_WEIGHT
+    feedback_weight: float = FEEDBACK_WEIGHT
     advice_keyword_weight: float = ADVICE_KEYWORD_WEIGHT
     advice_topic: bool = True
     pool: int = POOL
@@ -626,6 +638,7 @@ class FusionConfig:
             "time_weight",
             "own_text_weight",
             "preference_weight",
+            "feedback_weight",
             "advice_keyword_weight",
         ):
             weight = getattr(self, name)

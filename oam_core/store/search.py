@@ -26,11 +26,13 @@ from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.rerankers import IReranker
 from oam_core.store import advice
 from oam_core.store.backend import Predicate
+from oam_core.store.feedback import feedback_terms
 from oam_core.store.fusion import (
     DEFAULT_FUSION,
     HYBRID_DEPTH,
     DistanceKind,
     FusionConfig,
+    Signal,
     asks_for_advice,
     distance_type,
     fuse,
@@ -206,6 +208,7 @@ def _hybrid_ranking(
     pool = [key for key, _ in fused[: max(fusion.pool, k)]]
     records = runtime.backend.load(pool)
     extra = signal_lists(query, pool, records, pred.now, fusion.signals)
+    extra += _feedback(runtime, query, pool, records, pred, fusion)
     if not extra and index is not None:
         return index, records, DistanceKind.HYBRID_INDEX
     all_weights = [*weights, *(fusion.weight(signal) for signal, _ in extra)]
@@ -216,6 +219,26 @@ def _hybrid_ranking(
     best = sum(all_weights)
     ranked = [(key, rrf_distance(s, best, fusion.rrf_k)) for key, s in fused]
     return ranked, records, DistanceKind.FUSED
+
+
+def _feedback(
+    runtime: StoreRuntime,
+    query: str,
+    pool: Sequence[Hashable],
+    records: dict[Hashable, Record],
+    pred: Predicate,
+    fusion: FusionConfig,
+) -> builtins.list[tuple[Signal, builtins.list[Hashable]]]:
+    """The feedback keyword list of a HYBRID search (store/feedback.py): the keyword
+    index searched once more with the query's terms and words of the fused head;
+    none for a question asking for advice, or when no word qualifies."""
+    if Signal.FEEDBACK not in fusion.signals or asks_for_advice(query):
+        return []
+    terms = feedback_terms(query, pool, records)
+    if not terms:
+        return []
+    ranked = runtime.backend.rank_keyword(terms, fusion.depth, pred)
+    return [(Signal.FEEDBACK, [key for key, _ in ranked])] if ranked else []
 
 
 def _reranked(

@@ -12,11 +12,12 @@ from oam_core.memory.provenancefusion import (
     MIN_DEPTH,
     fuse_with_provenance,
     fused_search_steps,
+    fuses_scores,
     source_message_ids,
     split_types,
 )
 from oam_core.steps import run_sync
-from oam_core.store.fusion import DistanceKind
+from oam_core.store.fusion import Distance, DistanceKind
 
 
 def _message(record_id: str) -> tuple[Record, float]:
@@ -186,3 +187,47 @@ def test_when_one_kind_finds_nothing_the_other_comes_back_as_ranked() -> None:
     )
     # The store's own pairs (distance 0.3 each here), cut to k: nothing to fuse.
     assert [(r.id, d) for r, d in run_sync(steps)] == [("m1", 0.3), ("m2", 0.3)]
+
+
+def _scored(
+    item: tuple[Record, float], distance: float, kind: DistanceKind
+) -> tuple[Record, Distance]:
+    return item[0], Distance.of(distance, kind)
+
+
+def test_hybrid_lists_are_fused_by_their_scores() -> None:
+    fused_kind = DistanceKind.FUSED
+    messages = [_scored(_message("m1"), 0.1, fused_kind), _scored(_message("m2"), 0.2, fused_kind)]
+    memories = [_scored(_memory("a"), 0.5, fused_kind), _scored(_memory("b"), 0.6, fused_kind)]
+    assert fuses_scores(memories, messages)
+    # By score (1 - distance): m1 0.9, m2 0.8, a 0.5, b 0.4. By rank, a would tie m1
+    # at 1/6 and come first ("memory" before "message"), b tie m2 at 1/7.
+    fused = fuse_with_provenance(memories, messages, 4)
+    assert _ids(fused) == ["m1", "m2", "a", "b"]
+    assert [d for _, d in fused] == pytest.approx([0.1, 0.2, 0.5, 0.6])
+    assert _ids(fuse_with_provenance([(r, float(d)) for r, d in memories], messages, 4)) == [
+        "a",
+        "m1",
+        "b",
+        "m2",
+    ]
+
+
+def test_a_memory_credits_its_source_by_its_score_under_hybrid() -> None:
+    fused_kind = DistanceKind.FUSED
+    messages = [_scored(_message("m1"), 0.1, fused_kind), _scored(_message("m2"), 0.2, fused_kind)]
+    memories = [_scored(_memory("c", "m2"), 0.3, fused_kind)]
+    fused = fuse_with_provenance(memories, messages, 3)
+    # m2: 0.8 + 0.7 = 1.5, shown as c; m1 0.9; the ceiling is m2's 1.5.
+    assert _ids(fused) == ["c", "m1"]
+    assert [d for _, d in fused] == pytest.approx([0.0, 1 - 0.9 / 1.5])
+
+
+def test_distances_of_other_kinds_are_fused_by_rank() -> None:
+    messages = [_scored(_message("m1"), 0.1, DistanceKind.COSINE)]
+    memories = [_scored(_memory("a"), 0.5, DistanceKind.COSINE)]
+    assert not fuses_scores(memories, messages)
+    mixed = [_scored(_memory("a"), 0.5, DistanceKind.KEYWORD)]
+    assert not fuses_scores(mixed, [_scored(_message("m1"), 0.1, DistanceKind.FUSED)])
+    # ranks: a and m1 both 1/6, "memory" before "message"
+    assert _ids(fuse_with_provenance(memories, messages, 2)) == ["a", "m1"]
