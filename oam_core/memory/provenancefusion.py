@@ -248,4 +248,5 @@ def fused_search_steps(
     found: list[tuple[Record, float]] = yield from call(search, query, depth, **memory_search)
     if not found or not kept:
         return (found or kept)[:k]  # one kind found: its own search, as ranked
-    return list(fuse_with_provenance(found, kept, depth))[:k]
+    fused: list[tuple[Record, float]] = list(fuse_with_provenance(found, kept, depth)[:k])
+    return fused
