@@ -1,4 +1,4 @@
-"""A store embeds a repeated query once (store/querymemo.py, docs/store.md#searching):
+"""A store embeds a repeated query once (store/runtime.py ``QueryMemo``, docs/store.md#searching):
 a search for memories and messages together, and a context card, search twice with
 the same words. Real SQLite files, the hashing embedder wrapped to count its calls."""
 
@@ -12,7 +12,7 @@ import numpy as np
 
 from oam_core import OracleAgentMemory
 from oam_core.embedders.hashing import HashingEmbedder
-from oam_core.store import querymemo
+from oam_core.store import runtime as querymemo
 from oam_core.store.sqlite import SQLiteMemoryStore
 
 
@@ -69,10 +69,10 @@ def test_the_memo_is_bounded_and_hands_out_copies() -> None:
     v = memo.embed(e, ["q0"], make)
     v[0, 0] = 99.0  # the caller's copy: the kept vector is not changed
     assert memo.embed(e, ["q0"], make)[0, 0] != 99.0
-    for i in range(1, querymemo.SIZE + 1):
+    for i in range(1, querymemo.QUERY_MEMO_SIZE + 1):
         memo.embed(e, [f"q{i}"], make)
     memo.embed(e, ["q0"], make)  # pushed out by SIZE newer queries: embedded again
-    long = "x" * (querymemo.MAX_CHARS + 1)
+    long = "x" * (querymemo.QUERY_MEMO_MAX_CHARS + 1)
     memo.embed(e, [long], make)
     memo.embed(e, [long], make)  # too long to keep
     assert made.count(("q0",)) == 2 and made.count((long,)) == 2
