@@ -45,6 +45,7 @@ LOG_KEEP = 100_000
 VERIFY_SAMPLE = 32
 """Rows of a snapshot compared with SQLite when a store opens."""
 _LOAD_BATCH = 512
+_VECTOR_BATCH = 4096  # rows per fetch when the vectors of a restored file are read
 _IN_BATCH = 500  # keys per ``pk IN (...)`` statement
 _CHUNK_COLUMNS = (
     "pk, record_pk, record_type, thread_id, user_id, agent_id, expires_at, {windows}, embedding"
@@ -183,9 +184,27 @@ class ChangeLog:
             self.builds.pending = snap.ann  # rows reloaded: the log no longer reaches them
             return False
         self.mirror.install(snap)
+        if snap.mat is None:
+            self._load_vectors(conn, snap.hwm)
         self.builds.ann = snap.ann
-        self.file.saved = (snap.hwm, snap.cursor)
+        # a format-4 file (with a float32 matrix) is rewritten as format 5 at close
+        self.file.saved = (snap.hwm, snap.cursor) if snap.mat is None else None
         return True
+
+    def _load_vectors(self, conn: sqlite3.Connection, hwm: int) -> None:
+        """Fill the vectors of the rows installed from the file (chunk keys up to
+        ``hwm``) from SQLite, in key order (the file holds none)."""
+        cur = conn.execute(
+            f"SELECT pk, embedding FROM {self.p}chunks "
+            "WHERE has_vector = 1 AND pk <= ? ORDER BY pk",
+            (hwm,),
+        )
+        while True:
+            rows = cur.fetchmany(_VECTOR_BATCH)
+            if not rows:
+                break
+            pks, blobs = zip(*rows, strict=True)
+            self.mirror.fill(np.array(pks, dtype=np.int64), blobs)
 
     def _verify(self, conn: sqlite3.Connection) -> None:
         """InvalidArgumentError unless the caught-up snapshot holds as many live
@@ -216,6 +235,25 @@ class ChangeLog:
                 raise InvalidArgumentError(
                     f"its vectors or rows differ from the database's (chunk {pk})"
                 )
+        self._check_ann(sample)
+
+    def _check_ann(self, sample: IntArray) -> None:
+        """InvalidArgumentError unless the restored ANN index finds most of the
+        ``sample`` rows it covers by their own vectors (read from SQLite): a file
+        of another database with the same keys holds other codes."""
+        m, ann = self.mirror, self.builds.ann
+        if ann is None:
+            return
+        covered = sample[m.pks[sample] <= ann.hwm].tolist()
+        found = 0
+        for r in covered:
+            labels = ann.search(m.mat[r], 10)
+            rows = m.rows_of(labels)
+            near = m.mat[rows[rows >= 0]] @ m.mat[r]
+            # its own key, or an equal vector ranked first (duplicates)
+            found += int(int(m.pks[r]) in labels.tolist() or bool((near > 0.99).any()))
+        if found < len(covered) - max(1, len(covered) // 8):
+            raise InvalidArgumentError("its ANN index does not find the database's vectors")
 
     def _same(self, row: int, s: tuple[Any, ...]) -> bool:
         """Whether mirror ``row`` holds the chunk columns ``s`` (``_CHUNK_COLUMNS``

@@ -241,11 +241,14 @@ class Mirror:
         return (self.pks, self.rec, self.rtype, self.expires, self.vfrom, self.vuntil, self.live)
 
     def install(self, snap: Snapshot) -> None:
-        """Replace the rows by the live rows of an index file's ``snap``."""
+        """Replace the rows by the live rows of an index file's ``snap``; without a
+        matrix in it (``snap.mat`` None) the rows' vectors are zeros, to be filled
+        from SQLite (``fill``)."""
         self.reset()
         n = snap.n
         self.n, self.dim = n, snap.dim
-        self.pks, self.rec, self.expires, self.mat = snap.pks, snap.rec, snap.expires, snap.mat
+        self.pks, self.rec, self.expires = snap.pks, snap.rec, snap.expires
+        self.mat = np.zeros((n, snap.dim), np.float32) if snap.mat is None else snap.mat
         self.vfrom, self.vuntil = snap.vfrom, snap.vuntil
         self.rtype = snap.columns["rtype"]
         self.scope = {s: snap.columns[s] for s in SCOPES}
@@ -256,6 +259,22 @@ class Mirror:
         self.n_expiring = int(np.isfinite(self.expires).sum())
         self._count_windows()
         self._index_keys(0)
+
+    def fill(self, pks: IntArray, blobs: Sequence[bytes]) -> None:
+        """Set the vectors of the rows of chunk keys ``pks`` (ascending) from their
+        SQLite BLOBs (float32, scaled to unit length here); keys not mirrored are
+        skipped.
+
+        Raises:
+            InvalidArgumentError: when a vector is not of the mirror's dimension.
+        """
+        raw = b"".join(blobs)
+        if len(raw) != len(blobs) * 4 * self.dim:
+            raise InvalidArgumentError("chunk vectors of different dimensions in one store")
+        rows = self.rows_of(pks)
+        found = rows >= 0
+        vecs = unit(np.frombuffer(raw, dtype="<f4").reshape(len(blobs), self.dim))
+        self.mat[rows[found]] = vecs[found]
 
     def snapshot(self, ann: Ann) -> Snapshot:
         """The rows (views, not copies: hold ``lock`` while it is used) and ``ann``
