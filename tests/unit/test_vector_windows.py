@@ -401,8 +401,7 @@ def test_a_format_4_file_is_read_with_its_matrix_and_rewritten_without_it(
         assert indexfile.write(str(index_file), snap, faiss)
     old = indexfile.read(str(index_file), DIM, faiss)
     assert old.mat is not None and old.mat.shape == (N, DIM) and old.windows
-    matrix = N * DIM * 4
-    assert matrix < index_file.stat().st_size - new_size < matrix + 100  # and its trailer entry
+    assert index_file.stat().st_size - new_size > N * DIM * 4  # and uncompressed columns
     read: list[int] = []
     load_vectors = changelog.ChangeLog._load_vectors
 

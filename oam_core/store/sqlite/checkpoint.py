@@ -19,6 +19,13 @@ finds it all copied, so a checkpoint may overlap writes only while the log is un
 either way. After ``close``, in a forked child, or when the log
 passes ``WAL_INLINE_BYTES`` (the thread falls behind, or a reader holds an old
 snapshot), the committing thread checkpoints itself, as SQLite would.
+
+A log only shrinks when a write restarts it, so after a bulk load the file would keep
+its size (tens of MiB) until the next write. Once no commit asked for a checkpoint
+for ``IDLE_TRUNCATE_S`` after one, the thread runs ``wal_checkpoint(TRUNCATE)``
+without waiting (busy timeout 0): the log is copied and cut to zero bytes, or, when a
+reader or writer is busy with it, tried again after the next idle period (up to
+``TRUNCATE_TRIES`` times).
 """
 
 from __future__ import annotations
@@ -40,6 +47,13 @@ starts (``Checkpointer.before_write``)."""
 WAL_INLINE_BYTES = 256 * 1024 * 1024
 """Log size, in bytes, from which the committing thread checkpoints itself."""
 
+IDLE_TRUNCATE_S = 1.0
+"""Seconds without a checkpoint asked for after which the thread truncates the log."""
+
+TRUNCATE_TRIES = 10
+"""Idle periods in a row in which the thread tries to truncate the log before it
+waits for the next commit past ``WAL_CHECKPOINT_BYTES``."""
+
 _log = logging.getLogger("oam.sqlite")
 
 
@@ -60,6 +74,8 @@ class Checkpointer:
         self.timeout = timeout
         self.done = 0
         """Checkpoints the thread has run (tests wait on it with ``drain``)."""
+        self.truncated = 0
+        """Times the thread cut the log to zero bytes after an idle period."""
         self._wake = threading.Condition()
         self._pending = False  # a commit asked for a checkpoint
         self._busy = False  # the thread is checkpointing
@@ -155,12 +171,15 @@ class Checkpointer:
 
     def _run(self) -> None:
         conn: sqlite3.Connection | None = None
+        tries = 0  # idle periods left in which to truncate the log
         try:
             while True:
                 with self._wake:
                     self._busy = False
                     self._wake.notify_all()
-                    self._wake.wait_for(lambda: self._pending or self._stop)
+                    asked = self._wake.wait_for(
+                        lambda: self._pending or self._stop, IDLE_TRUNCATE_S if tries else None
+                    )
                     if self._stop:
                         return
                     self._pending, self._busy = False, True
@@ -173,8 +192,12 @@ class Checkpointer:
                             isolation_level=None,
                             check_same_thread=False,
                         )
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                    self.done += 1
+                    if asked:
+                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                        self.done += 1
+                        tries = TRUNCATE_TRIES
+                    else:
+                        tries = 0 if self._truncate(conn) else tries - 1
                 except sqlite3.Error as exc:  # busy, or the file went away: try next time
                     _log.debug("background WAL checkpoint of %s failed: %s", self.uri, exc)
         finally:
@@ -183,3 +206,17 @@ class Checkpointer:
                 self._wake.notify_all()
             if conn is not None:
                 conn.close()
+
+    def _truncate(self, conn: sqlite3.Connection) -> bool:
+        """Copy the log and cut it to zero bytes without waiting for other
+        connections (busy timeout 0); whether it was done."""
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        except sqlite3.OperationalError:  # SQLITE_BUSY raised rather than reported
+            busy = 1
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+        if not busy:
+            self.truncated += 1
+        return not busy

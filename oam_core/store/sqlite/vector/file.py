@@ -14,7 +14,9 @@ Layout (all integers little-endian)::
     faiss index (faiss.write_index: IVF, signed 8-bit codes), bytes [0, ann_end)
     arrays: pks <i8, record keys <i8, type codes <i4, thread/user/agent codes <i4,
             expiry <f8 (inf = never), validity window from <f8 (-inf = open) and
-            until <f8 (inf = open)  [format 4 also held unit vectors <f4 (n, dim)]
+            until <f8 (inf = open); each zlib-compressed, the keys as differences
+            from the previous row  [format 4: uncompressed, and unit vectors <f4
+            (n, dim)]
     code tables: JSON {"types": [...], "thread": [...], "user": [...], "agent": [...]}
     trailer: JSON {magic, format, dim, n, hwm, cursor, ann (with its code scale),
              sections, tables, crc32, ...}
@@ -129,6 +131,11 @@ _COLUMNS = (  # name, dtype (one value per row)
     ("vfrom", "<f8"),
     ("vuntil", "<f8"),
 )
+_PACKED_COLUMNS = _COLUMNS
+"""The columns of format 5, each stored compressed (``_read_arrays``)."""
+_DELTA = frozenset({"pks", "rec"})
+"""Columns of format 5 stored as differences from the previous row (ascending keys:
+mostly small numbers), then compressed."""
 _MATRIX_COLUMNS = (*_COLUMNS, ("mat", "<f4"))  # format 4: and the (n, dim) matrix
 _WINDOWLESS_COLUMNS = tuple(c for c in _MATRIX_COLUMNS if c[0] not in ("vfrom", "vuntil"))
 _VERSION_COLUMNS = {
@@ -445,11 +452,18 @@ def _write_to(tmp: str, snap: Snapshot, faiss: Any, head: _Head | None) -> None:
         offset = end
         for name, dtype in _COLUMNS:
             arr = np.ascontiguousarray(arrays[name], dtype=dtype)
-            view = arr.data.cast("B")
-            _put(f, view)
-            crc = zlib.crc32(view, crc)
-            sections.append([name, offset, len(view), dtype, list(arr.shape)])
-            offset += len(view)
+            section: list[Any] = [name, offset, 0, dtype, list(arr.shape)]
+            data: Any = arr.data.cast("B")
+            if _COLUMNS is _PACKED_COLUMNS:  # format 5 (tests write older ones)
+                encoding = "delta+zlib" if name in _DELTA else "zlib"
+                raw = np.diff(arr, prepend=arr.dtype.type(0)) if name in _DELTA else arr
+                data = zlib.compress(raw.data.cast("B"), 1)
+                section.append(encoding)
+            _put(f, data)
+            crc = zlib.crc32(data, crc)
+            section[2] = len(data)
+            sections.append(section)
+            offset += len(data)
         tables = json.dumps(snap.tables, ensure_ascii=False).encode()
         _put(f, tables)
         crc = zlib.crc32(tables, crc)
@@ -539,23 +553,54 @@ def _read_arrays(
     if not isinstance(sections, list) or [s[0] for s in sections] != [c for c, _ in columns]:
         raise InvalidArgumentError("unreadable trailer (sections)")
     arrays: dict[str, Any] = {}
+    packed = columns is _PACKED_COLUMNS
     for (name, dtype), section in zip(columns, sections, strict=True):
         shape = (n, dim) if name == "mat" else (n,)
-        if section[1:] != [
-            offset,
-            n * int(np.prod(shape[1:])) * np.dtype(dtype).itemsize,
-            dtype,
-            list(shape),
-        ]:
-            raise InvalidArgumentError(f"unreadable trailer (section {name})")
-        arr = np.empty(shape, dtype=dtype)
-        view = arr.data.cast("B")
-        if f.readinto(view) != len(view):
-            raise InvalidArgumentError("truncated")
-        crc = zlib.crc32(view, crc)
+        size = n * int(np.prod(shape[1:])) * np.dtype(dtype).itemsize
+        if packed:
+            arr, stored = _read_packed(f, name, dtype, section, offset, size)
+            crc = zlib.crc32(stored, crc)
+            length = len(stored)
+        else:
+            if section[1:] != [offset, size, dtype, list(shape)]:
+                raise InvalidArgumentError(f"unreadable trailer (section {name})")
+            arr = np.empty(shape, dtype=dtype)
+            view = arr.data.cast("B")
+            if f.readinto(view) != len(view):
+                raise InvalidArgumentError("truncated")
+            crc = zlib.crc32(view, crc)
+            length = len(view)
         arrays[name] = arr
-        offset += len(view)
+        offset += length
     return arrays, offset, crc
+
+
+def _read_packed(
+    f: Any, name: str, dtype: str, section: Any, offset: int, size: int
+) -> tuple[npt.NDArray[Any], bytes]:
+    """One compressed column of format 5 at ``offset``, of ``size`` bytes once
+    decompressed: ``(the array, the bytes stored)``."""
+    encoding = "delta+zlib" if name in _DELTA else "zlib"
+    stored_size = section[2] if isinstance(section, list) and len(section) == 6 else None
+    if (
+        not isinstance(stored_size, int)
+        or not 0 < stored_size <= size + 1024
+        or section[1] != offset
+        or section[3:] != [dtype, [size // np.dtype(dtype).itemsize], encoding]
+    ):
+        raise InvalidArgumentError(f"unreadable trailer (section {name})")
+    stored = f.read(stored_size)
+    if len(stored) != stored_size:
+        raise InvalidArgumentError("truncated")
+    try:
+        raw = zlib.decompress(stored)
+    except zlib.error as exc:
+        raise InvalidArgumentError(f"unreadable section {name} ({exc})") from None
+    if len(raw) != size:
+        raise InvalidArgumentError(f"unreadable section {name} (length)")
+    arr = np.frombuffer(raw, dtype=dtype)
+    arr = np.cumsum(arr, dtype=arr.dtype) if name in _DELTA else arr.copy()
+    return arr, stored
 
 
 def _read_ann(path: str, ann_info: dict[str, Any], dim: int, faiss: Any) -> Ann:
