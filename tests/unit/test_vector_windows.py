@@ -405,9 +405,9 @@ def test_a_format_4_file_is_read_with_its_matrix_and_rewritten_without_it(
     read: list[int] = []
     load_vectors = changelog.ChangeLog._load_vectors
 
-    def counting(self: Any, conn: sqlite3.Connection, hwm: int) -> None:
-        read.append(hwm)
-        load_vectors(self, conn, hwm)
+    def counting(self: Any, conn: sqlite3.Connection, lo: int, hi: int) -> None:
+        read.append(hi)
+        load_vectors(self, conn, lo, hi)
 
     monkeypatch.setattr(changelog.ChangeLog, "_load_vectors", counting)
     store = open_store(path)
@@ -426,7 +426,7 @@ def test_a_format_4_file_is_read_with_its_matrix_and_rewritten_without_it(
     try:
         for q in QUERIES:
             assert searched(store, q, 10, None) == brute_force(path, q, 10, None)
-        assert len(read) == 1  # the vectors came from SQLite
+        assert read  # the vectors came from SQLite
     finally:
         store.close()
 

@@ -24,8 +24,9 @@ A log only shrinks when a write restarts it, so after a bulk load the file would
 its size (tens of MiB) until the next write. Once no commit asked for a checkpoint
 for ``IDLE_TRUNCATE_S`` after one, the thread runs ``wal_checkpoint(TRUNCATE)``
 without waiting (busy timeout 0): the log is copied and cut to zero bytes, or, when a
-reader or writer is busy with it, tried again after the next idle period (up to
-``TRUNCATE_TRIES`` times).
+reader or writer is busy with it (a search's read transaction), tried again after
+twice the last wait, up to ``TRUNCATE_MAX_WAIT_S``, until it is done or a commit
+asks for a checkpoint again.
 """
 
 from __future__ import annotations
@@ -50,9 +51,8 @@ WAL_INLINE_BYTES = 256 * 1024 * 1024
 IDLE_TRUNCATE_S = 1.0
 """Seconds without a checkpoint asked for after which the thread truncates the log."""
 
-TRUNCATE_TRIES = 10
-"""Idle periods in a row in which the thread tries to truncate the log before it
-waits for the next commit past ``WAL_CHECKPOINT_BYTES``."""
+TRUNCATE_MAX_WAIT_S = 30.0
+"""The longest wait, in seconds, between two tries to truncate an idle log."""
 
 _log = logging.getLogger("oam.sqlite")
 
@@ -171,15 +171,13 @@ class Checkpointer:
 
     def _run(self) -> None:
         conn: sqlite3.Connection | None = None
-        tries = 0  # idle periods left in which to truncate the log
+        idle: float | None = None  # seconds to wait before truncating the log (None: never)
         try:
             while True:
                 with self._wake:
                     self._busy = False
                     self._wake.notify_all()
-                    asked = self._wake.wait_for(
-                        lambda: self._pending or self._stop, IDLE_TRUNCATE_S if tries else None
-                    )
+                    asked = self._wake.wait_for(lambda: self._pending or self._stop, idle)
                     if self._stop:
                         return
                     self._pending, self._busy = False, True
@@ -195,9 +193,11 @@ class Checkpointer:
                     if asked:
                         conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
                         self.done += 1
-                        tries = TRUNCATE_TRIES
+                        idle = IDLE_TRUNCATE_S
+                    elif self._truncate(conn):
+                        idle = None
                     else:
-                        tries = 0 if self._truncate(conn) else tries - 1
+                        idle = min(2 * (idle or IDLE_TRUNCATE_S), TRUNCATE_MAX_WAIT_S)
                 except sqlite3.Error as exc:  # busy, or the file went away: try next time
                     _log.debug("background WAL checkpoint of %s failed: %s", self.uri, exc)
         finally:
