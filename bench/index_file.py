@@ -76,6 +76,8 @@ def build(folder: str, n: int) -> tuple[str, list[float]]:
         step()
         print(f"{label} {time.perf_counter() - started:.2f} s")
     print(f"files, store open (MiB): {_files(folder)}")
+    time.sleep(3)  # the checkpoint thread truncates an idle log after 1 s
+    print(f"files, store open, idle 3 s (MiB): {_files(folder)}")
     started = time.perf_counter()
     store.close()
     print(f"close {time.perf_counter() - started:.2f} s")
@@ -84,7 +86,13 @@ def build(folder: str, n: int) -> tuple[str, list[float]]:
     store = SQLiteMemoryStore(path)
     store.search(query_vector=q, k=10)
     print(f"reopen + first search {time.perf_counter() - started:.2f} s")
+    loader = getattr(store._impl.index.log, "loader", None)  # format 5: vectors from SQLite
+    if loader is not None and loader.thread is not None:
+        loader.thread.join()
+        print(f"vectors filled from SQLite {time.perf_counter() - started:.2f} s after reopening")
+    started = time.perf_counter()
     store.close()
+    print(f"close after reopening {time.perf_counter() - started:.2f} s")
     return path, q
 
 
@@ -113,8 +121,9 @@ def sections(path: str) -> None:
     print(f"index file {size / MIB:,.1f} MiB, format {head['format']}, {head['n']:,} rows")
     ann = head.get("ann") or {}
     print(f"  faiss part {ann.get('end', 0) / MIB:,.1f}")
-    for name, _offset, nbytes, dtype, _shape in head["sections"]:
-        print(f"  {name} ({dtype}) {nbytes / MIB:,.1f}")
+    for name, _offset, nbytes, dtype, *rest in head["sections"]:
+        how = f", {rest[1]}" if len(rest) > 1 else ""  # format 5: compressed
+        print(f"  {name} ({dtype}{how}) {nbytes / MIB:,.2f}")
 
 
 def rerank(path: str, n: int, draws: int = 40) -> None:
