@@ -24,9 +24,9 @@ A log only shrinks when a write restarts it, so after a bulk load the file would
 its size (tens of MiB) until the next write. Once no commit asked for a checkpoint
 for ``IDLE_TRUNCATE_S`` after one, the thread runs ``wal_checkpoint(TRUNCATE)``
 without waiting (busy timeout 0): the log is copied and cut to zero bytes, or, when a
-reader or writer is busy with it (a search's read transaction), tried again after
-twice the last wait, up to ``TRUNCATE_MAX_WAIT_S``, until it is done or a commit
-asks for a checkpoint again.
+reader or writer is busy with it (a search's read transaction), tried again every
+``IDLE_TRUNCATE_S`` until it is done or a commit asks for a checkpoint again (a
+try that finds the log busy returns at once).
 """
 
 from __future__ import annotations
@@ -50,9 +50,6 @@ WAL_INLINE_BYTES = 256 * 1024 * 1024
 
 IDLE_TRUNCATE_S = 1.0
 """Seconds without a checkpoint asked for after which the thread truncates the log."""
-
-TRUNCATE_MAX_WAIT_S = 30.0
-"""The longest wait, in seconds, between two tries to truncate an idle log."""
 
 _log = logging.getLogger("oam.sqlite")
 
@@ -195,9 +192,9 @@ class Checkpointer:
                         self.done += 1
                         idle = IDLE_TRUNCATE_S
                     elif self._truncate(conn):
-                        idle = None
+                        idle = None  # until a commit asks for a checkpoint again
                     else:
-                        idle = min(2 * (idle or IDLE_TRUNCATE_S), TRUNCATE_MAX_WAIT_S)
+                        idle = IDLE_TRUNCATE_S
                 except sqlite3.Error as exc:  # busy, or the file went away: try next time
                     _log.debug("background WAL checkpoint of %s failed: %s", self.uri, exc)
         finally:
