@@ -203,7 +203,7 @@ def _hybrid_ranking(
     applies."""
     fused = fuse(lists, weights, rrf_k=fusion.rrf_k)
     pool = [key for key, _ in fused[: max(fusion.pool, k)]]
-    records = runtime.backend.load(pool)
+    records = runtime.backend.load_for_ranking(pool)  # read, never returned
     extra = signal_lists(query, pool, records, pred.now, fusion.signals)
     if not extra and index is not None:
         return index, records, DistanceKind.HYBRID_INDEX
@@ -232,7 +232,7 @@ def _reranked(
     records = dict(loaded or {})
     missing = [key for key in head if key not in records]
     if missing:
-        records.update(runtime.backend.load(missing))
+        records.update(runtime.backend.load_for_ranking(missing))
     head = [key for key in head if key in records]
     if not head:
         return [], records
@@ -349,7 +349,9 @@ def _materialize(
     limit = max(k * 2, k + 10)  # and every result tied with the k-th (``_with_ties``)
     kth = ordered[k - 1][1] if len(ordered) >= k else None
     best = [kv for i, kv in enumerate(ordered) if i < limit or (kth is not None and kv[1] <= kth)]
-    loaded = loaded or {}
+    # Records the ranking read may be held by the back end for later searches
+    # (``Backend.shares_loaded``): the caller gets records of ``load``, its own.
+    loaded = loaded if loaded and not runtime.backend.shares_loaded else {}
     records = {key: loaded[key] for key, _ in best if key in loaded}
     missing = [key for key, _ in best if key not in loaded]
     if missing:
