@@ -334,7 +334,10 @@ class SQLiteBackend(SqlBackend):
             rows, mask = self._vector_candidates(pred, cacheable=began)
 
             def keyword() -> builtins.list[builtins.list[tuple[Hashable, float]]]:
-                return [self.keywords.rank(conn, terms, k, pred) for terms in term_lists]
+                return [
+                    self.keywords.rank(conn, terms, k, pred, cacheable=began)
+                    for terms in term_lists
+                ]
 
             if self._few(rows, mask, len(queries)):
                 return self._rank_rows(queries, k, rows, mask), keyword()
@@ -408,8 +411,10 @@ class SQLiteBackend(SqlBackend):
     def rank_keyword(
         self, terms: Sequence[str], k: int, pred: Predicate
     ) -> builtins.list[tuple[Hashable, float]]:
-        with self.reading() as conn:
-            return self.keywords.rank(conn, terms, k, pred)
+        with self.reading() as conn, self._snapshot() as began:
+            if began:  # the snapshot starts here, before the version is read
+                conn.execute(f"SELECT 1 FROM {self.p}chunks_fts_docsize LIMIT 1").fetchall()
+            return self.keywords.rank(conn, terms, k, pred, cacheable=began)
 
     shares_loaded = True
 
