@@ -31,14 +31,14 @@ from typing import Any, TypeVar
 import numpy as np
 
 from oam_core.apis._sentinel import NOT_SET
+from oam_core.apis.records import Record
 from oam_core.checks import Vector, lengthen_short_rows
 from oam_core.errors import InvalidArgumentError
-from oam_core.apis.records import Record
 from oam_core.store.backend import DimCheck, Predicate, Tx
 from oam_core.store.planning import name_ids
 from oam_core.store.sql import statements as st
-from oam_core.store.sql.statements import record_from_row
 from oam_core.store.sql.backend import SqlBackend, SqlTx
+from oam_core.store.sql.statements import record_from_row
 from oam_core.store.sqlite import jsonrows, schema
 from oam_core.store.sqlite.bulk import narrow_insert
 from oam_core.store.sqlite.candidates import FilterCache, filtered_chunks

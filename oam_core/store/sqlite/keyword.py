@@ -40,6 +40,10 @@ class Fts5Ranker:
             cannot be upgraded, indexed plain words; versions 2 to 5 unfolded text).
     """
 
+    hold_terms = True
+    """Whether warm searches rank from the term scores held for the database state
+    (``sqlite/termscores.py``); False: every search asks FTS5."""
+
     def __init__(self, dialect: Dialect, prefix: str, schema_version: int) -> None:
         self.d = dialect
         self.p = prefix
@@ -77,7 +81,7 @@ class Fts5Ranker:
         if not informative:
             return []
         held = None
-        if cacheable and self.term_scores.warm(self._version):
+        if cacheable and self.hold_terms and self.term_scores.warm(self._version):
             held = lambda: self.term_scores.scores(conn, informative)  # noqa: E731
         out = self._ranked(conn, _or(informative), k, pred, held)
         if common and len(out) < k:
@@ -354,7 +358,7 @@ def _array_batches(keys: Any, scores: Any, first: int) -> Iterator[list[tuple[in
     (``first``, four times as many, ... 4096 rows), as ``_batches`` reads a cursor."""
     size, at = first, 0
     while at < len(keys):
-        yield list(zip(keys[at : at + size].tolist(), scores[at : at + size].tolist()))
+        yield list(zip(keys[at : at + size].tolist(), scores[at : at + size].tolist(), strict=True))
         at += size
         size = min(4 * size, 4096)
 
