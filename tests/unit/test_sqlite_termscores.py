@@ -11,7 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import random
 import sqlite3
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -231,3 +231,49 @@ def test_bounds() -> None:
     held = TermScores("chunks_fts", max_entries=termscores.MAX_ENTRIES)
     assert held.warm((1, 0)) is False and held.warm((1, 0)) is True
     assert held.warm((1, 1)) is False  # a write of this connection
+
+
+def test_held_scopes_compare_the_clock_at_each_search(tmp_path: Path) -> None:
+    """Rows held with their record's type, scope, expiry and validity window: a warm
+    ranking at any time, type and scope equals FTS5's checked in SQL."""
+    rng = random.Random(3)
+    store = SQLiteMemoryStore(tmp_path / "s.db", search_strategy="KEYWORD", embedder=None)
+    n = 120
+    texts = [" ".join(rng.choices(WORDS, k=3) + rng.choices(FILLER, k=4)) for _ in range(n)]
+    store.add(
+        texts,
+        "memory",
+        record_ids=[f"m{i}" for i in range(n)],
+        user_ids=[f"u{i % 3}" for i in range(n)],
+        agent_ids=[None if i % 4 == 0 else "a1" for i in range(n)],
+        ttl_days=[None if i % 2 else 1 + i % 5 for i in range(n)],
+        valid_from=[f"2026-0{1 + i % 6}-01T00:00:00Z" for i in range(n)],
+        valid_until=[None if i % 3 else "2026-05-01T00:00:00Z" for i in range(n)],
+    )
+    store.add(texts[:40], "fact", record_ids=[f"f{i}" for i in range(40)], user_ids="u1")
+    backend = store.runtime.backend
+    ranker = backend.keywords  # type: ignore[attr-defined]
+    start = datetime.now(timezone.utc)
+    compared = 0
+    for days in (0, 2, 4, 9):
+        for valid_at in ("2026-02-15", "2026-04-15", "2026-06-15", None):
+            for scope in ({}, {"user_id": "u1"}, {"agent_id": None}, {"agent_id": "a1"}):
+                for types in ({"memory"}, {"memory", "fact"}):
+                    pred = Predicate(
+                        record_types=types_arg(types),
+                        now=start + timedelta(days=days),
+                        valid_at=None
+                        if valid_at is None
+                        else datetime.fromisoformat(valid_at).replace(tzinfo=timezone.utc),
+                        **scope,  # type: ignore[arg-type]
+                    )
+                    words = rng.sample(WORDS, 2)
+                    backend.rank_keyword(words, 10, pred)  # the first search at the state
+                    warm = backend.rank_keyword(words, 10, pred)
+                    ranker.hold_terms = False
+                    cold = backend.rank_keyword(words, 10, pred)
+                    ranker.hold_terms = True
+                    assert warm == cold
+                    compared += len(cold)
+    assert compared > 500 and ranker.scopes.rows > 0
+    store.close()

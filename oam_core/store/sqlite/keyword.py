@@ -22,6 +22,7 @@ from oam_core.apis._sentinel import NOT_SET
 from oam_core.store.backend import Predicate
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.dialect import Dialect
+from oam_core.store.sqlite.chunkscope import ChunkScopes
 from oam_core.store.sqlite.schema import FOLDED_VERSION
 from oam_core.store.sqlite.scoped import NO_RECORD, record_scope
 from oam_core.store.sqlite.termscores import TermScores
@@ -55,6 +56,7 @@ class Fts5Ranker:
         self._term_rows: dict[str, int] = {}
         self._user_rows: dict[tuple[str | None, int], int] = {}  # (user, cap) -> count
         self.term_scores = TermScores(f"{prefix}chunks_fts")
+        self.scopes = ChunkScopes(dialect, prefix)
 
     def rank(
         self,
@@ -83,7 +85,8 @@ class Fts5Ranker:
         held = None
         if cacheable and self.hold_terms and self.term_scores.warm(self._version):
             held = lambda: self.term_scores.scores(conn, informative)  # noqa: E731
-        out = self._ranked(conn, _or(informative), k, pred, held)
+        version = self._version if cacheable and self.hold_terms else None
+        out = self._ranked(conn, _or(informative), k, pred, held, version)
         if common and len(out) < k:
             # Rows matching only very common terms: BM25 scores them ~0, so they
             # follow the ranked ones unranked, in insertion order.
@@ -133,6 +136,7 @@ class Fts5Ranker:
         k: int,
         pred: Predicate,
         held: Callable[[], tuple[Any, Any] | None] | None = None,
+        version: tuple[int, int] | None = None,
     ) -> list[tuple[Hashable, float]]:
         """Up to ``k`` ``(record pk, BM25 of its best chunk)`` pairs for the FTS5 query
         ``match`` among chunks passing ``pred``, best first, ties by record pk.
@@ -157,7 +161,10 @@ class Fts5Ranker:
         None; it is asked for unless the user filter applies. The rows are then
         checked as the streamed ones, and the result is the same: the ``k`` best
         records by (best passing chunk's score, record pk) do not depend on the
-        order of tied rows.
+        order of tied rows. With ``version`` (the database state, the search being
+        allowed to use what is held for it) and no metadata filter, the rows are
+        checked against the rows held for the search's types and scope
+        (``sqlite/chunkscope.py``), not in SQL.
         """
         fts = f"{self.p}chunks_fts"
         join, where, params = st.candidates(self.d, self.p, pred)
@@ -186,12 +193,15 @@ class Fts5Ranker:
                     rows = rows[:cut]
                 if not rows:
                     break
-                in_scope = dict(
-                    conn.execute(
-                        scope_sql.format(", ".join("?" * len(rows))),
-                        [*(pk for pk, _ in rows), *params],
-                    ).fetchall()
-                )
+                if version is not None and pred.metadata is NOT_SET:
+                    in_scope = self.scopes.passing(conn, version, pred, [pk for pk, _ in rows])
+                else:
+                    in_scope = dict(
+                        conn.execute(
+                            scope_sql.format(", ".join("?" * len(rows))),
+                            [*(pk for pk, _ in rows), *params],
+                        ).fetchall()
+                    )
                 best, bound = _collect(rows, in_scope, k, best, bound)
                 if last or (bound is not None and rows[-1][1] > bound):
                     break
