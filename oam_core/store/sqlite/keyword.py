@@ -178,34 +178,18 @@ class Fts5Ranker:
             "ORDER BY score"
         )
 
+        def check(rows: Sequence[tuple[int, float]]) -> dict[int, int]:
+            """Chunk pk -> record pk for the ``rows`` passing ``pred``."""
+            pks = [pk for pk, _ in rows]
+            if version is not None and pred.metadata is NOT_SET:
+                return self.scopes.passing(conn, version, pred, pks)
+            sql = scope_sql.format(", ".join("?" * len(rows)))
+            return dict(conn.execute(sql, [*pks, *params]).fetchall())
+
         def fold(
             batches: Iterable[Sequence[tuple[int, float]]],
         ) -> tuple[dict[int, float], float | None]:
-            """Check batches of rows, in score order, against ``pred`` until the
-            ranking is settled: ``(best, bound)`` as ``_collect`` keeps them."""
-            best: dict[int, float] = {}
-            bound: float | None = None
-            for rows in batches:
-                last = False
-                if bound is not None:  # rows scoring worse than the k-th cannot count
-                    cut = bisect_right(rows, bound, key=_score)
-                    last = cut < len(rows)
-                    rows = rows[:cut]
-                if not rows:
-                    break
-                if version is not None and pred.metadata is NOT_SET:
-                    in_scope = self.scopes.passing(conn, version, pred, [pk for pk, _ in rows])
-                else:
-                    in_scope = dict(
-                        conn.execute(
-                            scope_sql.format(", ".join("?" * len(rows))),
-                            [*(pk for pk, _ in rows), *params],
-                        ).fetchall()
-                    )
-                best, bound = _collect(rows, in_scope, k, best, bound)
-                if last or (bound is not None and rows[-1][1] > bound):
-                    break
-            return best, bound
+            return _fold(batches, check, k)
 
         scored = None if only or held is None else held()
         if scored is not None:
@@ -361,6 +345,30 @@ def _batches(cursor: sqlite3.Cursor, first: int = 64) -> Iterator[list[tuple[int
     while rows := cursor.fetchmany(size):
         yield rows
         size = min(4 * size, 4096)
+
+
+def _fold(
+    batches: Iterable[Sequence[tuple[int, float]]],
+    check: Callable[[Sequence[tuple[int, float]]], dict[int, int]],
+    k: int,
+) -> tuple[dict[int, float], float | None]:
+    """Check batches of ``(chunk pk, score)`` rows, in score order, with ``check``
+    (chunk pk -> record pk of the rows passing the predicate) until the ranking is
+    settled: ``(best, bound)`` as ``_collect`` keeps them."""
+    best: dict[int, float] = {}
+    bound: float | None = None
+    for rows in batches:
+        last = False
+        if bound is not None:  # rows scoring worse than the k-th cannot count
+            cut = bisect_right(rows, bound, key=_score)
+            last = cut < len(rows)
+            rows = rows[:cut]
+        if not rows:
+            break
+        best, bound = _collect(rows, check(rows), k, best, bound)
+        if last or (bound is not None and rows[-1][1] > bound):
+            break
+    return best, bound
 
 
 def _array_batches(keys: Any, scores: Any, first: int) -> Iterator[list[tuple[int, float]]]:
