@@ -206,7 +206,7 @@ def _hybrid_ranking(
     applies."""
     fused = fuse(lists, weights, rrf_k=fusion.rrf_k)
     pool = [key for key, _ in fused[: max(fusion.pool, k)]]
-    records = runtime.backend.load(pool)
+    records = runtime.backend.load_for_ranking(pool)  # read, never returned
     extra = signal_lists(query, pool, records, pred.now, fusion.signals)
     extra += _feedback(runtime, query, pool, records, pred, fusion)
     if not extra and index is not None:
@@ -256,7 +256,7 @@ def _reranked(
     records = dict(loaded or {})
     missing = [key for key in head if key not in records]
     if missing:
-        records.update(runtime.backend.load(missing))
+        records.update(runtime.backend.load_for_ranking(missing))
     head = [key for key in head if key in records]
     if not head:
         return [], records
@@ -380,14 +380,18 @@ def _materialize(
     limit = max(k * 2, k + 10)  # and every result tied with the k-th (``_with_ties``)
     kth = ordered[k - 1][1] if len(ordered) >= k else None
     best = [kv for i, kv in enumerate(ordered) if i < limit or (kth is not None and kv[1] <= kth)]
+    backend = runtime.backend
+    shared = backend.shares_loaded  # records held for later searches: read only
     loaded = loaded or {}
     records = {key: loaded[key] for key, _ in best if key in loaded}
     missing = [key for key, _ in best if key not in loaded]
     if missing:
-        records.update(runtime.backend.load(missing))
+        records.update(backend.load_for_ranking(missing) if shared else backend.load(missing))
     as_distance = distance_type(kind)
-    out: builtins.list[tuple[Record, float]] = [
-        (records[key], as_distance(d)) for key, d in best if key in records
-    ]
-    out.sort(key=lambda rd: (rd[1], rd[0].record_type, rd[0].id))
-    return out[:k]
+    out = [(records[key], as_distance(d), key) for key, d in best if key in records]
+    out.sort(key=lambda rdk: (rdk[1], rdk[0].record_type, rdk[0].id))
+    out = out[:k]
+    if not shared:
+        return [(record, d) for record, d, _ in out]
+    own = backend.load([key for _, _, key in out])  # the caller's own records
+    return [(own[key], d) for _, d, key in out if key in own]
