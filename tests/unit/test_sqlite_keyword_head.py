@@ -31,7 +31,7 @@ FILLER = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "theta"]
 @pytest.fixture(autouse=True)
 def _fts5_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests count FTS5's reads: every search asks FTS5 (the term scores held
-    between searches, ``sqlite/termscores.py``, are tested in test_sqlite_termscores.py)."""
+    between searches, ``sqlite/heldstate.py``, are tested in test_sqlite_termscores.py)."""
     monkeypatch.setattr(keyword.Fts5Ranker, "hold_terms", False)
 
 

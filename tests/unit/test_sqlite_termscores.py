@@ -1,5 +1,5 @@
 """What the SQLite store holds between searches of one database state
-(``oam_core/store/sqlite/termscores.py``, ``oam_core/store/sqlite/rowcache.py``;
+(``oam_core/store/sqlite/heldstate.py``, ``oam_core/store/sqlite/heldstate.py``;
 docs/sqlite.md): a warm keyword ranking summed from each term's FTS5 scores equals,
 bit for bit, FTS5's many-term ``bm25()``; a commit by another connection or process,
 landing inside a search (injected, not slept for), is not seen by that search's
@@ -22,9 +22,8 @@ from oam_core import SQLiteMemoryStore
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.checks import types_arg
 from oam_core.store.backend import Predicate
-from oam_core.store.sqlite import termscores
-from oam_core.store.sqlite.rowcache import RowCache
-from oam_core.store.sqlite.termscores import TermScores
+from oam_core.store.sqlite import heldstate
+from oam_core.store.sqlite.heldstate import RowCache, TermScores
 
 WORDS = ["kiwi", "plum", "pear", "fig", "lime", "date", "yam", "okra", "running", "runs"]
 FILLER = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "theta", "the", "a"]
@@ -228,7 +227,7 @@ def test_bounds() -> None:
     assert 5 in rows.rows
     rows.at((2, 0))
     assert not rows.rows and rows.chars == 0
-    held = TermScores("chunks_fts", max_entries=termscores.MAX_ENTRIES)
+    held = TermScores("chunks_fts", max_entries=heldstate.TERM_SCORES_MAX_ENTRIES)
     assert held.warm((1, 0)) is False and held.warm((1, 0)) is True
     assert held.warm((1, 1)) is False  # a write of this connection
 

@@ -44,8 +44,8 @@ from oam_core.store.sqlite.bulk import narrow_insert
 from oam_core.store.sqlite.candidates import FilterCache, filtered_chunks
 from oam_core.store.sqlite.checkpoint import WAL_CHECKPOINT_BYTES, Checkpointer
 from oam_core.store.sqlite.dialect import SQLITE
+from oam_core.store.sqlite.heldstate import RowCache
 from oam_core.store.sqlite.keyword import Fts5Ranker
-from oam_core.store.sqlite.rowcache import RowCache
 from oam_core.store.sqlite.schema import SCHEMA_VERSION
 from oam_core.store.sqlite.vector import LOG_KEEP, BoolArray, IntArray, VectorIndex, index_path
 from oam_core.store.text import index_text
@@ -158,7 +158,7 @@ class SQLiteBackend(SqlBackend):
             self.index.remove_stale_files()
         self.filters = FilterCache()  # metadata-filter candidates (sqlite/candidates.py)
         self.keywords = Fts5Ranker(self.d, prefix, self.schema_version)
-        self.row_cache = RowCache()  # records read by searches (sqlite/rowcache.py)
+        self.row_cache = RowCache()  # records read by searches (sqlite/heldstate.py)
         self.json_rows = jsonrows.supported(self.conn)
         """Whether batches are written through ``json_each`` (``sqlite/jsonrows.py``)."""
         self.mapped_file = path != ":memory:" and bool(MMAP_BYTES)
@@ -420,12 +420,12 @@ class SQLiteBackend(SqlBackend):
 
     def load(self, keys: Sequence[Hashable]) -> dict[Hashable, Record]:
         """Records by key, each built anew; rows held for the database state
-        (``sqlite/rowcache.py``) are not read again."""
+        (``sqlite/heldstate.py``) are not read again."""
         return self._load(keys, shared=False)
 
     def load_for_ranking(self, keys: Sequence[Hashable]) -> dict[Hashable, Record]:
         """As ``load``, the ``Record`` objects held for the database state
-        (``sqlite/rowcache.py``): shared, to be read only."""
+        (``sqlite/heldstate.py``): shared, to be read only."""
         return self._load(keys, shared=True)
 
     def _load(self, keys: Sequence[Hashable], *, shared: bool) -> dict[Hashable, Record]:

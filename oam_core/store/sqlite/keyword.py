@@ -22,10 +22,9 @@ from oam_core.apis._sentinel import NOT_SET
 from oam_core.store.backend import Predicate
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.dialect import Dialect
-from oam_core.store.sqlite.chunkscope import ChunkScopes
+from oam_core.store.sqlite.heldstate import ChunkScopes, TermScores
 from oam_core.store.sqlite.schema import FOLDED_VERSION
 from oam_core.store.sqlite.scoped import NO_RECORD, record_scope
-from oam_core.store.sqlite.termscores import TermScores
 from oam_core.store.text import keyword_terms
 
 _TERM = regex.compile(r"[\p{L}\p{N}]+")
@@ -43,7 +42,7 @@ class Fts5Ranker:
 
     hold_terms = True
     """Whether warm searches rank from the term scores held for the database state
-    (``sqlite/termscores.py``); False: every search asks FTS5."""
+    (``sqlite/heldstate.py``); False: every search asks FTS5."""
 
     def __init__(self, dialect: Dialect, prefix: str, schema_version: int) -> None:
         self.d = dialect
@@ -72,7 +71,7 @@ class Fts5Ranker:
         (``store/text.query_terms``); ``conn`` is the store's, under its lock.
         ``cacheable``: ``conn`` is in a read transaction this search began (not a
         write's), so the term scores held for its database state may be read and
-        filled (``sqlite/termscores.py``)."""
+        filled (``sqlite/heldstate.py``)."""
         if self.schema_version >= 2:  # a read-only version-1 file indexed plain words
             # and a read-only version 2-5 file unfolded text (``schema.FOLDED_VERSION``)
             terms = keyword_terms(terms, folded=self.schema_version >= FOLDED_VERSION)
@@ -157,14 +156,14 @@ class Fts5Ranker:
         (bench/README.md, ``keyword_scale.py``).
 
         ``held`` gives the same rows, every matching row scored and sorted, from
-        the term scores held for the database state (``sqlite/termscores.py``), or
+        the term scores held for the database state (``sqlite/heldstate.py``), or
         None; it is asked for unless the user filter applies. The rows are then
         checked as the streamed ones, and the result is the same: the ``k`` best
         records by (best passing chunk's score, record pk) do not depend on the
         order of tied rows. With ``version`` (the database state, the search being
         allowed to use what is held for it) and no metadata filter, the rows are
         checked against the rows held for the search's types and scope
-        (``sqlite/chunkscope.py``), not in SQL.
+        (``sqlite/heldstate.py``), not in SQL.
         """
         fts = f"{self.p}chunks_fts"
         join, where, params = st.candidates(self.d, self.p, pred)
