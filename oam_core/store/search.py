@@ -26,7 +26,6 @@ from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.rerankers import IReranker
 from oam_core.store import advice
 from oam_core.store.backend import Predicate
-from oam_core.store.feedback import feedback_terms
 from oam_core.store.fusion import (
     DEFAULT_FUSION,
     HYBRID_DEPTH,
@@ -35,6 +34,7 @@ from oam_core.store.fusion import (
     Signal,
     asks_for_advice,
     distance_type,
+    feedback_terms,
     fuse,
     list_weights,
     normalized_distances,
@@ -229,7 +229,7 @@ def _feedback(
     pred: Predicate,
     fusion: FusionConfig,
 ) -> builtins.list[tuple[Signal, builtins.list[Hashable]]]:
-    """The feedback keyword list of a HYBRID search (store/feedback.py): the keyword
+    """The feedback keyword list of a HYBRID search (store/fusion.py, ``feedback_terms``): the keyword
     index searched once more with the query's terms and words of the fused head;
     none for a question asking for advice, or when no word qualifies."""
     if Signal.FEEDBACK not in fusion.signals or asks_for_advice(query):

@@ -26,13 +26,14 @@ import regex
 from dateutil import parser as date_parser
 from dateutil.relativedelta import relativedelta
 
+from oam_core.store.text import nul_joined
+
 __all__ = [
     "MEMO_CHARS",
     "MEMO_SIZE",
     "Span",
     "asks_for_time",
     "day_label",
-    "nul_joined",
     "overlaps",
     "query_spans",
     "record_days",
@@ -317,26 +318,6 @@ _MONTH_FORMS = (
 """Every word ``_MONTHS`` matches, lower case."""
 _WORD_RUN = regex.compile(r"\w+")
 _YEAR_RUN = regex.compile(_YEAR)
-
-
-def nul_joined(texts: Sequence[str]) -> tuple[str, list[int]]:
-    """``texts`` joined by NUL characters, and the offset where each text starts in
-    the join, plus one past the last (``len(join) + 1``): the text holding the join's
-    position ``p`` is ``bisect_right(starts, p) - 1``.
-
-    Args:
-        texts: Texts without NUL (stored text never holds one).
-
-    Returns:
-        ``(joined, starts)``, ``starts`` of length ``len(texts) + 1``.
-    """
-    starts = []
-    at = 0
-    for text in texts:
-        starts.append(at)
-        at += len(text) + 1
-    starts.append(at)  # the end, as the start of a text past the last
-    return "\0".join(texts), starts
 
 
 def _texts_holding(texts: Sequence[str], words: Sequence[str]) -> set[int]:

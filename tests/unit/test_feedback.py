@@ -1,4 +1,4 @@
-"""The feedback keyword list of HYBRID search (oam_core/store/feedback.py,
+"""The feedback keyword list of HYBRID search (oam_core/store/fusion.py, ``feedback_terms``,
 docs/retrieval.md#feedback-keyword-list): which words the fused head adds to the
 query, and what the extra keyword list does to a real ranking."""
 
@@ -13,8 +13,7 @@ from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import MessageRecord, Record
 from oam_core.embedders import HashingEmbedder
 from oam_core.store import search as flow
-from oam_core.store.feedback import feedback_terms
-from oam_core.store.fusion import FusionConfig, Signal
+from oam_core.store.fusion import FusionConfig, Signal, feedback_terms
 from oam_core.store.options import SearchStrategy
 
 TEXTS = {
