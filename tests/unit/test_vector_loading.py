@@ -6,6 +6,8 @@ thread is held at its first batch (an event), so the interleaving is injected.""
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
 import threading
 from pathlib import Path
@@ -180,4 +182,55 @@ def test_a_failing_thread_leaves_the_searches_to_read_the_rows(
             assert ids(store, q, 5, user="u4") == exact(saved, q, 5, user="u4")
         assert store._impl.index.mirror.missing is None  # filled by a search
     finally:
+        store.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_fork_while_the_loader_holds_its_locks_leaves_the_child_searchable(
+    saved: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lock another thread holds at ``fork`` stays held in the child. The loader's
+    thread is made to hold the mirror's lock and the connection's when the process
+    forks (the fork waits for them, ``loading._before_fork``); the child's search
+    then fills its rows on a connection of its own and equals an exact search (it
+    waited forever before). The interleaving is injected: the thread lets go only
+    once the fork asks for the locks."""
+    release = held(monkeypatch)
+    store = open_store(saved)
+    try:
+        assert ids(store, QUERIES[0], 10) == exact(saved, QUERIES[0], 10)
+        loader = store._impl.index.log.loader
+        assert loader is not None and store._impl.index.mirror.missing is not None
+        holding, forking = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with loader.mirror.lock, loader._conn_lock:
+                holding.set()
+                forking.wait(30)
+
+        real_hold = loading.VectorLoader.hold_for_fork
+
+        def hold_for_fork(self: loading.VectorLoader) -> None:
+            forking.set()  # the holder lets go now; this waits for it
+            real_hold(self)
+
+        monkeypatch.setattr(loading.VectorLoader, "hold_for_fork", hold_for_fork)
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert holding.wait(30)
+        want = exact(saved, QUERIES[3], 10)
+        pid = os.fork()
+        if pid == 0:  # the child: search, report by exit status, never return
+            code = 1
+            try:
+                signal.alarm(20)  # a child stuck on an inherited lock dies
+                code = 0 if ids(store, QUERIES[3], 10) == want else 2
+            finally:
+                os._exit(code)
+        holder.join(30)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert ids(store, QUERIES[3], 10) == want  # the parent goes on as before
+    finally:
+        release.set()
         store.close()

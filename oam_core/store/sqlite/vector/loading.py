@@ -18,10 +18,13 @@ empties ``missing`` and the thread stops at its next batch.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -59,6 +62,7 @@ class VectorLoader:
         self._conn: sqlite3.Connection | None = None
         self._conn_lock = threading.Lock()
         self._stop = threading.Event()
+        _LOADERS.add(self)
 
     def start(self, lo: int, hi: int) -> None:
         """Fill the rows of chunk keys ``lo < key <= hi`` in a thread; call with the
@@ -159,6 +163,24 @@ class VectorLoader:
             pass
         self._close()
 
+    def hold_for_fork(self) -> None:
+        """Take the mirror's lock, then the connection's (the order ``finish`` takes
+        them in), before the process forks."""
+        self.mirror.lock.acquire()
+        self._conn_lock.acquire()
+
+    def release_after_fork(self, *, in_child: bool) -> None:
+        """Release what ``hold_for_fork`` took. In the child, leave the parent's
+        connection alone (kept in ``_INHERITED``, never used nor closed: closing it
+        would release the parent's SQLite file locks); the child's searches fill the
+        rows themselves on a connection of their own (``finish``: the thread does not
+        exist in the child)."""
+        if in_child and self._conn is not None:
+            _INHERITED.append(self._conn)
+            self._conn = None
+        self._conn_lock.release()
+        self.mirror.lock.release()
+
     def stop(self) -> None:
         """Stop the thread (at its next batch) and wait for it; the rows it did not
         fill stay marked ``missing``."""
@@ -167,6 +189,39 @@ class VectorLoader:
         if thread is not None and thread is not threading.current_thread():
             thread.join()
         self._close()
+
+
+_LOADERS: weakref.WeakSet[VectorLoader] = weakref.WeakSet()
+_HELD: list[VectorLoader] = []  # the loaders whose locks the forking thread holds
+_INHERITED: list[Any] = []
+"""Connections a child process inherited: never used nor closed there (closing one
+would release the parent's SQLite file locks), only kept from the collector."""
+
+
+def _before_fork() -> None:
+    """No thread may hold a loader's lock at ``fork``: a lock held then stays held in
+    the child, whose first search would wait for it forever."""
+    for loader in list(_LOADERS):
+        loader.hold_for_fork()
+        _HELD.append(loader)
+
+
+def _after_fork_in_parent() -> None:
+    while _HELD:
+        _HELD.pop().release_after_fork(in_child=False)
+
+
+def _after_fork_in_child() -> None:
+    while _HELD:
+        _HELD.pop().release_after_fork(in_child=True)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=_before_fork,
+        after_in_parent=_after_fork_in_parent,
+        after_in_child=_after_fork_in_child,
+    )
 
 
 def _vectors(rows: Sequence[tuple[int, bytes]], dim: int) -> tuple[IntArray, np.ndarray]:
