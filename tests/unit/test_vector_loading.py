@@ -6,6 +6,7 @@ thread is held at its first batch (an event), so the interleaving is injected.""
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sqlite3
@@ -234,3 +235,23 @@ def test_a_fork_while_the_loader_holds_its_locks_leaves_the_child_searchable(
     finally:
         release.set()
         store.close()
+
+
+def test_a_store_dropped_without_close_stops_its_fill(
+    saved: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fill of a store garbage-collected unclosed stops (it went on filling a
+    matrix nobody reads: a whole fill's CPU at 1M rows)."""
+    release = held(monkeypatch)
+    store = open_store(saved)
+    try:
+        assert ids(store, QUERIES[0], 10) == exact(saved, QUERIES[0], 10)
+        loader = store._impl.index.log.loader
+        assert loader is not None and loader.thread is not None and loader.thread.is_alive()
+        thread = loader.thread
+        del store, loader
+        gc.collect()
+        thread.join(30)
+        assert not thread.is_alive()
+    finally:
+        release.set()

@@ -154,6 +154,7 @@ class SQLiteBackend(SqlBackend):
             self.checkpointer = Checkpointer(file, BUSY_TIMEOUT_S)
             weakref.finalize(self, self.checkpointer.close)  # a store never closed
         self.index = VectorIndex(prefix, index_path(path, prefix))
+        weakref.finalize(self, _stop_loading, self.index)  # a store never closed
         if not self.read_only:
             self.index.remove_stale_files()
         self.filters = FilterCache()  # metadata-filter candidates (sqlite/candidates.py)
@@ -699,6 +700,14 @@ def _usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # no affinity call (macOS, Windows)
         return os.cpu_count() or 1
+
+
+def _stop_loading(index: VectorIndex) -> None:
+    """Stop the background fill of a store that was garbage-collected unclosed: it
+    would go on filling a matrix nobody reads."""
+    loader = index.log.loader
+    if loader is not None:
+        loader.stop_soon()
 
 
 BESIDE_MIN_ROWS = 4096

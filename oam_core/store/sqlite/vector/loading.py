@@ -163,6 +163,11 @@ class VectorLoader:
             pass
         self._close()
 
+    def stop_soon(self) -> None:
+        """Ask the thread to stop at its next batch, without waiting (a store that is
+        garbage-collected without ``close``)."""
+        self._stop.set()
+
     def hold_for_fork(self) -> None:
         """Take the mirror's lock, then the connection's (the order ``finish`` takes
         them in), before the process forks."""
