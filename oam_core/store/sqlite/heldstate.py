@@ -91,10 +91,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import Record
 from oam_core.store.backend import Predicate
 from oam_core.store.sql.dialect import Dialect
+from oam_core.store.sql.statements import scope_sql
 
 __all__ = [
     "CHUNK_SCOPES_MAX_ROWS",
@@ -325,19 +325,7 @@ class ChunkScopes:
         ``pred``'s."""
         types = sorted(pred.record_types)
         type_sql, params = self.d.any_of("c.record_type", types)
-        parts = [type_sql]
-        for column, value in (
-            ("thread_id", pred.thread_id),
-            ("user_id", pred.user_id),
-            ("agent_id", pred.agent_id),
-        ):
-            if value is NOT_SET:
-                continue
-            if value is None:
-                parts.append(f"c.{column} IS NULL")
-            else:
-                parts.append(f"c.{column} = ?")
-                params.append(value)
+        parts = [type_sql, *scope_sql(self.d, pred, "c", params)]
         window = "c.valid_from, c.valid_until" if self.d.windows else "NULL, NULL"
         sql = (
             f"SELECT c.pk, c.record_pk, c.expires_at, {window} FROM {self.p}chunks c "
