@@ -125,7 +125,7 @@ def hit_score_kind(distance: float, kind: str) -> str:
     distance says it measures (a store's distances carry a ``kind``), else ``kind``,
     the label of the strategy that ranked it (``SCORE_KINDS``). A fused distance is
     ``hybrid`` under HYBRID and ``fused`` under another strategy (memories fused with
-    messages, or a long query searched in parts); a re-ranked one is ``reranked``."""
+    messages, or a long KEYWORD query searched in parts); a re-ranked one is ``reranked``."""
     measured = getattr(distance, "kind", None)
     if measured is None:
         return kind
@@ -192,7 +192,7 @@ def record_json(
     validity window ``valid_from``/``valid_until`` and the supersede keys for
     memories (docs/versions.md); for a search hit ``score`` = ``1 - distance``,
     higher is better, ``score_kind`` = what the distance measures
-    (``cli.hit_score_kind``; ``kind`` is ``score_kind(store)``) and the raw
+    (``hit_score_kind``; ``kind`` is ``score_kind(store)``) and the raw
     ``distance``, as ``oam search --json``; metadata without the library-owned key)."""
     metadata = {k: v for k, v in (record.metadata or {}).items() if k != "$agent_memory"}
     out: dict[str, Any] = {

@@ -267,11 +267,6 @@ class QueryMemo:
                     self._kept.popitem(last=False)
         return vectors
 
-    def clear(self) -> None:
-        """Forget every kept query (the store's embedder changed)."""
-        with self._lock:
-            self._kept.clear()
-
 
 class StoreRuntime:
     """The shared state of one store object (see the module docstring).
