@@ -20,17 +20,11 @@ import pytest
 from oam_core import SQLiteMemoryStore
 from oam_core.store.sqlite.vector import loading
 from oam_core.store.sqlite.vector.mirror import unit
+from tests.small_index import open_store
 
 DIM = 8
 N = 600
 QUERIES = np.random.default_rng(5).standard_normal((6, DIM)).astype(np.float32)
-
-
-def open_store(path: Path) -> SQLiteMemoryStore:
-    store = SQLiteMemoryStore(str(path), vector_dim=DIM)
-    store._impl.index.ann_min_rows = 8
-    store._impl.index.exact_max = 4
-    return store
 
 
 def add(store: SQLiteMemoryStore, start: int, stop: int) -> None:

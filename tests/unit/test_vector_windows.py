@@ -27,6 +27,7 @@ from oam_core.store.sqlite.vector import changelog, ranking
 from oam_core.store.sqlite.vector import file as indexfile
 from oam_core.store.sqlite.vector.mirror import Mirror
 from oam_core.store.versions import memory_versions
+from tests.small_index import open_store
 
 DIM = 8
 N = 300
@@ -44,14 +45,6 @@ def window(i: int) -> tuple[float | None, float | None]:
 
 def at(t: float | None) -> datetime | None:
     return None if t is None else datetime.fromtimestamp(t, UTC)
-
-
-def open_store(path: Path) -> SQLiteMemoryStore:
-    """A store ranking through its ANN index from 8 rows and 4 candidates."""
-    store = SQLiteMemoryStore(str(path), vector_dim=DIM)
-    store._impl.index.ann_min_rows = 8
-    store._impl.index.exact_max = 4
-    return store
 
 
 def fill(store: SQLiteMemoryStore, n: int = N, seed: int = 0) -> np.ndarray:

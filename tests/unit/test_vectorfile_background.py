@@ -18,6 +18,7 @@ import pytest
 
 from oam_core import SQLiteMemoryStore
 from oam_core.store.sqlite.vector import file as indexfile
+from tests.small_index import open_store
 
 DIM = 8
 QUERIES = np.random.default_rng(99).standard_normal((4, DIM)).astype(np.float32)
@@ -31,13 +32,6 @@ def add(store: SQLiteMemoryStore, start: int, stop: int) -> None:
         embeddings=list(vecs),
         record_ids=[f"r{i}" for i in range(start, stop)],
     )
-
-
-def open_store(path: Path) -> SQLiteMemoryStore:
-    store = SQLiteMemoryStore(str(path), vector_dim=DIM)
-    store._impl.index.ann_min_rows = 8
-    store._impl.index.exact_max = 4
-    return store
 
 
 def exact(store: SQLiteMemoryStore, q: np.ndarray, k: int) -> list[str]:

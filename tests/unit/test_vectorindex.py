@@ -25,6 +25,7 @@ from oam_core import SQLiteMemoryStore
 from oam_core.store.sqlite.schema import SCHEMA_VERSION
 from oam_core.store.sqlite.vector import changelog, ivf, ranking
 from oam_core.store.sqlite.vector.mirror import LiveRows, Mirror
+from tests.small_index import open_store
 
 DIM = 8
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,13 +88,6 @@ def ask(proc: subprocess.Popen[str], **cmd: Any) -> str:
     proc.stdin.write(json.dumps(cmd) + "\n")
     proc.stdin.flush()
     return proc.stdout.readline().strip()
-
-
-def open_store(path: Path) -> SQLiteMemoryStore:
-    store = SQLiteMemoryStore(str(path), vector_dim=DIM)
-    store._impl.index.ann_min_rows = 8
-    store._impl.index.exact_max = 4
-    return store
 
 
 def brute_force(path: Path, q: np.ndarray, k: int) -> list[str]:
