@@ -255,18 +255,34 @@ def _time_arg(value: object, name: str) -> datetime:
 
 
 def check_window(
-    valid_from: datetime | None, valid_until: datetime | None, name: str = "valid_until"
+    valid_from: datetime | None,
+    valid_until: datetime | None,
+    name: str = "valid_until",
+    *,
+    allow_empty: bool = False,
 ) -> None:
     """Refuse a window that ends before it starts.
 
+    Args:
+        valid_from: The window's start, or None (open).
+        valid_until: The window's end, or None (open).
+        name: The argument named in the error.
+        allow_empty: Accept ``valid_until == valid_from``: a version ended before
+            it started, which never holds (what ``invalidate_memory`` and
+            ``update_memory`` store for a memory whose window had not begun,
+            docs/store.md#validity-windows); an import reads such rows back.
+
     Raises:
         InvalidArgumentError: naming ``name``, when both ends are set and
-            ``valid_until <= valid_from``.
+            ``valid_until <= valid_from`` (``<`` with ``allow_empty``).
     """
-    if valid_from is not None and valid_until is not None and valid_until <= valid_from:
+    if valid_from is None or valid_until is None:
+        return
+    if valid_until < valid_from or (valid_until == valid_from and not allow_empty):
         what = name if "valid_until" in name else f"{name}: valid_until"
+        later = "no earlier than" if allow_empty else "later than"
         raise InvalidArgumentError(
-            f"{what} must be later than valid_from, got "
+            f"{what} must be {later} valid_from, got "
             f"valid_from={valid_from.isoformat()} and valid_until={valid_until.isoformat()}"
         )
 

@@ -532,7 +532,7 @@ def _check_windows(rows: Sequence[DumpRow]) -> None:
             try:
                 check_windowed(r.record_type, [(where + "valid_from", r.valid_from)])
                 check_windowed(r.record_type, [(where + "valid_until", r.valid_until)])
-                check_window(r.valid_from, r.valid_until, where + "valid_until")
+                check_window(r.valid_from, r.valid_until, where + "valid_until", allow_empty=True)
             except ValueError as exc:
                 raise InvalidArgumentError(str(exc)) from None
 
@@ -764,7 +764,7 @@ def _windows_in_order(cols: DumpColumns) -> bool:
     for start, stop in zip(cols.valid_froms, cols.valid_untils, strict=True):
         if start is not None or stop is not None:
             try:
-                check_window(start, stop, "valid_until")
+                check_window(start, stop, "valid_until", allow_empty=True)
             except ValueError:
                 return False
     return True

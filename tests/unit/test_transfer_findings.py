@@ -182,7 +182,7 @@ def test_cli_messages_name_dump_fields_rows_and_directories(
     assert start in text
     cases = {
         "window": (text.replace(start, start + ',"valid_until":"2025-01-01T00:00:00+00:00"'),
-                   "valid_until must be later than valid_from, got "
+                   "valid_until must be no earlier than valid_from, got "
                    "valid_from=2026-01-01T00:00:00+00:00 and valid_until=2025-01-01T00:00:00+00:00"),
         "soon": (text.replace(start, '"valid_from":"soon"'),
                  "valid_from must be an ISO-8601 string, got 'soon'"),
