@@ -514,6 +514,19 @@ def _said_at(sources: Sequence[MessageRecord]) -> str | None:
     return normalize_timestamp(last.timestamp) or normalize_timestamp(last.created_at)
 
 
+def _successor_start(given: str | None, target: Record, said_at: str | None) -> str | None:
+    """When an ``UPDATE``'s new memory starts holding: the item's ``valid_from``, unless
+    that is not later than the start of the memory it replaces (a model's wrong or
+    too early date), then when the last source message was said, as for an item
+    without a date (docs/memory-pipeline.md#update-decisions)."""
+    start = given or said_at
+    if given is None or target.valid_from is None:
+        return start
+    if parse_iso_timestamp(given) <= parse_iso_timestamp(target.valid_from):
+        return said_at
+    return start
+
+
 def _memory_rows(
     job: PipelineJob, decisions: Sequence[Decision], sources: Sequence[MessageRecord]
 ) -> tuple[list[PendingRecordBatch], list[VersionChange]]:
@@ -532,13 +545,16 @@ def _memory_rows(
         (t for r in reversed(sources) if (t := normalize_timestamp(r.timestamp))), None
     )
     said_at = _said_at(sources)
-    grouped: dict[str, list[tuple[str, ExtractedMemory]]] = {}
+    grouped: dict[str, list[tuple[str, ExtractedMemory, str | None]]] = {}
     changes: list[VersionChange] = []
     for decision in decisions:
         memory, target = decision.memory, decision.target
         if decision.stores:
             memory_id = str(uuid.uuid4())
-            grouped.setdefault(memory.record_type, []).append((memory_id, memory))
+            start = memory.valid_from or said_at
+            if decision.action == UPDATE and target is not None:
+                start = _successor_start(memory.valid_from, target, said_at)
+            grouped.setdefault(memory.record_type, []).append((memory_id, memory, start))
             if decision.action == UPDATE and target is not None:
                 reason = memory.reason or f"updated by a newer memory: {memory.text[:200]}"
                 changes.append(VersionChange("supersede", target.id, memory_id, reason=reason))
@@ -557,14 +573,14 @@ def _memory_rows(
     for record_type, rows in grouped.items():
         batches.append(
             PendingRecordBatch(
-                texts=[m.text for _, m in rows],
+                texts=[m.text for _, m, _ in rows],
                 record_type=record_type,
-                record_ids=[memory_id for memory_id, _ in rows],
+                record_ids=[memory_id for memory_id, _, _ in rows],
                 thread_ids=job.thread_id,
                 user_ids=job.user_id,
                 agent_ids=job.agent_id,
-                timestamps=[m.timestamp or fallback_time for _, m in rows],
-                valid_from=[m.valid_from or said_at for _, m in rows],
+                timestamps=[m.timestamp or fallback_time for _, m, _ in rows],
+                valid_from=[start for _, _, start in rows],
                 metadata=[{**inherited, RESERVED_KEY: dict(provenance)} for _ in rows],
             )
         )

@@ -222,6 +222,34 @@ def test_a_job_change_without_valid_from_ends_at_the_message_time(searchable: An
     )
 
 
+def test_an_update_dated_before_the_memory_it_replaces_starts_at_the_message_time(
+    searchable: Any,
+) -> None:
+    """A model's too early ``valid_from`` (before the replaced memory began) falls
+    back to when the message was said, not to the wall clock."""
+    llm = ScriptedLlm(
+        extraction=[
+            reply(item("Ana lives in Lisbon")),
+            reply(
+                item(
+                    "Ana lives in Berlin", "UPDATE", "Ana lives in Lisbon", valid_from="2023-01-01"
+                )
+            ),
+        ]
+    )
+    thread = _thread(searchable, llm)
+    _say(thread, "I live in Lisbon", "2024-03-01T09:00:00Z")
+    _say(thread, "I moved to Berlin", "2024-06-01T09:00:00Z")
+    stored = _memories(searchable)
+    lisbon, berlin = stored["Ana lives in Lisbon"], stored["Ana lives in Berlin"]
+    assert _at(berlin.valid_from) == _utc(2024, 6, 1, 9) and berlin.valid_until is None
+    assert _at(lisbon.valid_until) == _utc(2024, 6, 1, 9)
+    then = searchable.search(
+        "where does Ana live", k=10, record_types={"fact"}, as_of="2025-01-01T00:00:00Z"
+    )
+    assert [r.content for r, _ in then] == ["Ana lives in Berlin"]
+
+
 def test_a_reversed_preference_and_a_dropped_fact(searchable: Any) -> None:
     llm = ScriptedLlm(
         extraction=[
