@@ -195,7 +195,11 @@ def _invalidate(tx: Tx, change: VersionChange, now: datetime) -> VersionChange |
 
 
 def _clamped(row: StoredRow, end: datetime) -> datetime:
-    """``end``, or ``row``'s ``valid_from`` when ``end`` is earlier."""
+    """``end`` within ``row``'s window: its ``valid_from`` when ``end`` is earlier (a
+    version ended before it began never holds), its ``valid_until`` when that is
+    earlier (ending a version never makes it hold longer)."""
+    if row.valid_until is not None and end > row.valid_until:
+        end = row.valid_until
     return row.valid_from if row.valid_from is not None and end < row.valid_from else end
 
 
@@ -253,7 +257,8 @@ class MemoryVersions(StorePart):
         new one's ``valid_from`` (now when None). The version to update is the open
         end of its chain (``is_open``): one whose window starts later can be
         corrected before it holds (the new one then starts when it would have), one
-        already replaced cannot, even while its window still runs.
+        already replaced cannot, even while its window still runs. A window that
+        already ends before the new ``valid_from`` keeps its end (a gap follows).
 
         Args:
             memory_id: The current version to replace.
@@ -319,7 +324,8 @@ class MemoryVersions(StorePart):
         """End a memory's validity without a successor, in one transaction
         (docs/store.md#memory-versions): its window ends at ``valid_until`` (omitted or None:
         now, or its ``valid_from`` when that is later: a memory invalidated before
-        it starts never holds), its reserved metadata gets ``status: "invalid"``,
+        it starts never holds; never later than an end the window already has: an
+        invalidation does not make a memory hold longer), its reserved metadata gets ``status: "invalid"``,
         ``superseded_by: None`` and ``reason``.
 
         Returns:

@@ -93,6 +93,42 @@ def test_invalidate_ends_a_memory_once_and_search_leaves_it_out(
     assert [r.id for r, _ in mem.search("red car", k=5, as_of=None)] == [car]
 
 
+def test_ending_a_memory_never_moves_an_end_it_already_has_later(
+    mem: OracleAgentMemory, clock: Any
+) -> None:
+    gym = mem.store.add(
+        ["Alice has a gym membership"],
+        "memory",
+        user_ids="alice",
+        agent_ids="helper",
+        valid_from=START - timedelta(days=30),
+        valid_until=START + timedelta(days=300),
+    )[0]
+    assert mem.invalidate_memory(gym, valid_until=START + timedelta(days=900)) is True
+    record = mem.store.get("memory", gym)
+    assert record is not None and record.valid_until is not None
+    assert datetime.fromisoformat(record.valid_until) == START + timedelta(days=300)
+    assert record.metadata is not None and record.metadata["$agent_memory"]["status"] == "invalid"
+    at = _iso(START + timedelta(days=400))
+    assert mem.search("gym membership", k=5, as_of=at) == []
+
+    job = mem.store.add(
+        ["Alice works at Acme"],
+        "memory",
+        user_ids="alice",
+        agent_ids="helper",
+        valid_until=START + timedelta(days=100),
+    )[0]
+    later = mem.update_memory(job, "Alice works at Globex", valid_from=START + timedelta(days=200))
+    old = mem.store.get("memory", job)
+    assert old is not None and old.valid_until is not None
+    assert datetime.fromisoformat(old.valid_until) == START + timedelta(days=100)
+    gap = _iso(START + timedelta(days=150))
+    assert mem.search("works at", k=5, as_of=gap) == []
+    after = [r.id for r, _ in mem.search("works at", k=5, as_of=_iso(START + timedelta(days=250)))]
+    assert after == [later]
+
+
 def test_unknown_and_non_current_ids_are_refused(mem: OracleAgentMemory, clock: Any) -> None:
     v1 = mem.add_memory("Alice lives in Lisbon", **SCOPE)
     clock.advance(days=1)
