@@ -158,7 +158,8 @@ def check_memory_content(content: object) -> str:
     with at least one non-space character (docs/concepts.md#records).
 
     Raises:
-        ValueError: for a non-str, empty or whitespace-only ``content``.
+        InvalidArgumentError: (a ValueError) naming ``content``, for a non-str, empty
+            or whitespace-only ``content``, or one holding a NUL or a lone surrogate.
     """
     if not isinstance(content, str):
         raise InvalidArgumentError(f"content must be a str, got {type(content).__name__}")
@@ -167,7 +168,7 @@ def check_memory_content(content: object) -> str:
             f"content must be non-blank text (a memory without words is never found), "
             f"got {content!r}"
         )
-    return content
+    return check_text(content, "content")
 
 
 def add_memory_steps(

@@ -194,6 +194,26 @@ def test_update_refuses_blank_content_and_writes_nothing(
     assert [r.id for r in mem.store.list("memory")] == [v1]
 
 
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ("a\x00b", "content contains a NUL character (U+0000) at index 1"),
+        ("a\ud800b", "content contains a lone surrogate (U+D800) at index 1"),
+    ],
+)
+def test_add_and_update_name_content_for_text_no_store_can_hold(
+    mem: OracleAgentMemory, content: str, says: str
+) -> None:
+    v1 = mem.add_memory("Alice lives in Lisbon", **SCOPE)
+    with pytest.raises(InvalidArgumentError) as raised:
+        mem.update_memory(v1, content)
+    assert str(raised.value).startswith(says)
+    with pytest.raises(InvalidArgumentError) as raised:
+        mem.add_memory(content, **SCOPE)
+    assert str(raised.value).startswith(says)
+    assert [r.id for r in mem.store.list("memory")] == [v1]
+
+
 def test_an_ended_version_cannot_be_reopened_through_store_update(
     mem: OracleAgentMemory, clock: Any
 ) -> None:
