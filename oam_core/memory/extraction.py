@@ -21,12 +21,13 @@ import jsonschema
 import jsonschema.validators
 
 from oam_core.apis.records import MEMORY_TYPES, Record
+from oam_core.apis.timestamps import normalize_timestamp as stored_form
 from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.jsonrepair import parse_json_reply
 from oam_core.memory.summary import RunningSummary
 from oam_core.memory.templates import load_prompt
 from oam_core.memory.tokens import tokens_for_chars
-from oam_core.store.ttl import iso, parse_iso_timestamp
+from oam_core.store.ttl import parse_iso_timestamp
 
 __all__ = [
     "ADD",
@@ -363,11 +364,12 @@ def _normalize_reply(value: Any) -> Any:
 
 
 def normalize_timestamp(value: object) -> str | None:
-    """ISO-8601 UTC form of an event time, or None when it is not a parsable date."""
+    """The stored ISO-8601 UTC form of an event time (the store's, ``apis/timestamps``:
+    seconds, microseconds only when not zero), or None when it is not a parsable date."""
     if not isinstance(value, str) or not value.strip():
         return None
     try:
-        return iso(parse_iso_timestamp(_clean(value)))
+        return stored_form(parse_iso_timestamp(_clean(value)))
     except (ValueError, OverflowError):
         return None
 

@@ -244,6 +244,8 @@ def test_an_update_dated_before_the_memory_it_replaces_starts_at_the_message_tim
     lisbon, berlin = stored["Ana lives in Lisbon"], stored["Ana lives in Berlin"]
     assert _at(berlin.valid_from) == _utc(2024, 6, 1, 9) and berlin.valid_until is None
     assert _at(lisbon.valid_until) == _utc(2024, 6, 1, 9)
+    # the stored form of every timestamp: seconds, no zero microseconds
+    assert (berlin.timestamp, berlin.valid_from) == ("2024-06-01T09:00:00+00:00",) * 2
     then = searchable.search(
         "where does Ana live", k=10, record_types={"fact"}, as_of="2025-01-01T00:00:00Z"
     )

@@ -51,8 +51,8 @@ def _fact(text: str, **fields: Any) -> ExtractedMemory:
                 ExtractedMemory(
                     "j",
                     "fact",
-                    "2024-03-10T00:00:00.000000+00:00",
-                    valid_from="2024-03-01T08:00:00.000000+00:00",
+                    "2024-03-10T00:00:00+00:00",
+                    valid_from="2024-03-01T08:00:00+00:00",
                 )
             ],
         ),
