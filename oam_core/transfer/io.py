@@ -4,6 +4,7 @@ object (docs/transfer.md#export)."""
 from __future__ import annotations
 
 import gzip
+import io
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +27,21 @@ def _path(target: Any) -> Path | None:
     return None
 
 
+def _check_stream(target: Any, name: str, method: str, mode: str) -> None:
+    """Refuse an object without ``method`` or a text stream (a dump is bytes).
+
+    Raises:
+        InvalidArgumentError: naming ``name``.
+    """
+    if isinstance(target, io.TextIOBase):
+        raise InvalidArgumentError(
+            f"{name} must be a path or a binary file object (opened with {mode!r}), "
+            f"got a text stream {target!r}"
+        )
+    if not hasattr(target, method):
+        raise InvalidArgumentError(f"{name} must be a path or a binary file object, got {target!r}")
+
+
 @contextmanager
 def open_write(target: Target, name: str) -> Iterator[IO[bytes]]:
     """A binary stream writing to ``target``. A path is written as a temporary file
@@ -34,15 +50,13 @@ def open_write(target: Target, name: str) -> Iterator[IO[bytes]]:
 
     Raises:
         InvalidArgumentError: naming ``name`` for an object that is neither a path
-            nor a writable binary file, a path whose directory does not exist, a
+            nor a writable binary file (a text stream included), a path whose
+            directory does not exist, a
             directory, or a file that cannot be created there.
     """
     path = _path(target)
     if path is None:
-        if not hasattr(target, "write"):
-            raise InvalidArgumentError(
-                f"{name} must be a path or a binary file object, got {target!r}"
-            )
+        _check_stream(target, name, "write", "wb")
         yield target  # type: ignore[misc]
         return
     if not path.parent.is_dir():
@@ -77,14 +91,12 @@ def open_read(source: Target, name: str) -> Iterator[IO[bytes]]:
 
     Raises:
         InvalidArgumentError: naming ``name`` for a missing file, a directory, or an
-            object that is neither a path nor a readable binary file.
+            object that is neither a path nor a readable binary file (a text
+            stream included).
     """
     path = _path(source)
     if path is None:
-        if not hasattr(source, "read"):
-            raise InvalidArgumentError(
-                f"{name} must be a path or a binary file object, got {source!r}"
-            )
+        _check_stream(source, name, "read", "rb")
         yield source  # type: ignore[misc]
         return
     if path.is_dir():

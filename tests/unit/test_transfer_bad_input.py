@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import io
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +185,23 @@ def test_bad_options(tmp_path: Path, lines: list[bytes]) -> None:
         with pytest.raises(InvalidArgumentError, match="source is empty"):
             import_store(target, _write(tmp_path / "empty.jsonl", []))
         assert _ids(target) == []
+
+
+def test_a_text_stream_is_refused_naming_the_argument(tmp_path: Path, lines: list[bytes]) -> None:
+    text = b"".join(line + b"\n" for line in lines).decode("utf-8")
+    with _target(tmp_path) as target:
+        with pytest.raises(InvalidArgumentError) as raised:
+            import_store(target, io.StringIO(text))
+        assert str(raised.value).startswith(
+            "source must be a path or a binary file object (opened with 'rb'), got a text stream"
+        )
+        assert _ids(target) == []
+        with (
+            open(tmp_path / "out.jsonl", "w", encoding="utf-8") as out,
+            pytest.raises(InvalidArgumentError, match="destination must be a path or a binary"),
+        ):
+            export_store(target, out)
+        assert (tmp_path / "out.jsonl").read_text(encoding="utf-8") == ""
 
 
 def _search_row(line: bytes, **changes: Any) -> bytes:
