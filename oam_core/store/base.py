@@ -46,6 +46,7 @@ from oam_core.store.strategy import searching_with as strategy_override
 from oam_core.store.strategy import strategy_of
 from oam_core.store.ttl import Clock
 from oam_core.store.updates import update_record
+from oam_core.store.versions import MEMORY, unlink_version
 from oam_core.store.writes import DEFAULT_BATCH_SIZE, write_batches
 from oam_core.store.writes import batch_size as batch_size_arg
 
@@ -668,6 +669,8 @@ class OracleMemoryStore(TransferMethods, IMemoryStore):
         if record_type == THREAD:
             return self.delete_thread(record_id)
         with self.runtime.backend.transaction() as tx:
+            if family_of(record_type) == MEMORY:
+                unlink_version(tx, record_id, record_type=record_type)
             deleted = tx.delete_record(family_of(record_type), record_id, record_type, NOT_SET)
             if cascade and record_type in PROFILE_TYPES:
                 column = "user_id" if record_type == "user_profile" else "agent_id"

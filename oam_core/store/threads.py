@@ -35,7 +35,8 @@ from oam_core.store.backend import Tx
 from oam_core.store.parts import StorePart, part_of
 from oam_core.store.runtime import traced as traced_store
 from oam_core.store.ttl import iso
-from oam_core.store.versions import VersionChange, apply_changes, lock_targets
+from oam_core.store.versions import MEMORY as MEMORY_FAMILY
+from oam_core.store.versions import VersionChange, apply_changes, lock_targets, unlink_version
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
@@ -415,6 +416,8 @@ class ThreadStore(StorePart):
         if thread_id is not NOT_SET and not checks.lookup_id(thread_id, "thread_id"):
             return 0
         with self.runtime.writing() as tx:
+            if family == MEMORY_FAMILY:
+                unlink_version(tx, record_id, thread_id=thread_id)
             return tx.delete_record(family, record_id, None, thread_id)
 
     def _now(self) -> datetime:

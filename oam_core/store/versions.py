@@ -47,6 +47,7 @@ __all__ = [
     "apply_changes",
     "lock_targets",
     "memory_versions",
+    "unlink_version",
 ]
 
 MEMORY = "memory"
@@ -192,6 +193,53 @@ def _invalidate(tx: Tx, change: VersionChange, now: datetime) -> VersionChange |
     end = change.at or now
     _end(tx, target, end, superseded_by=None, reason=change.reason)
     return dataclasses.replace(change, at=_clamped(target, end))
+
+
+def unlink_version(
+    tx: Tx, record_id: str, *, record_type: str | None = None, thread_id: Maybe[str] = NOT_SET
+) -> None:
+    """Before the memory ``record_id`` is deleted inside the write transaction ``tx``:
+    join its neighbours in its chain (docs/versions.md#deleting-a-version), so a
+    history stays whole and no link names a record that is gone. Each version it
+    replaced, and that names it as ``superseded_by``, names its successor instead
+    (None when it had none: that version stays ended); its successor lists those
+    versions in ``supersedes`` in its place. Nothing happens for a memory without
+    links, an unknown id, or one that the delete will not match (another
+    ``record_type`` or ``thread_id`` than the given ones).
+    """
+    row = tx.fetch_locked(MEMORY, record_id)
+    if (
+        row is None
+        or (record_type is not None and row.record_type != record_type)
+        or (thread_id is not NOT_SET and row.scope[0] != thread_id)
+    ):
+        return
+    keys = reserved_of(row)
+    successor = keys.get("superseded_by")
+    successor = successor if isinstance(successor, str) else None
+    listed = keys.get("supersedes")
+    relinked = []
+    for pid in listed if isinstance(listed, list) else []:
+        older = tx.fetch_locked(MEMORY, pid) if isinstance(pid, str) else None
+        if older is None:
+            continue
+        older_keys = reserved_of(older)
+        if older_keys.get("superseded_by") == record_id:
+            older_keys["superseded_by"] = successor
+            tx.update_row(older, {"metadata": _with_reserved(older, older_keys)})
+            relinked.append(str(older.id))
+    newer = None if successor is None else tx.fetch_locked(MEMORY, successor)
+    if newer is None:
+        return
+    newer_keys = reserved_of(newer)
+    names = newer_keys.get("supersedes")
+    names = [i for i in names if isinstance(i, str)] if isinstance(names, list) else []
+    if record_id not in names:
+        return
+    at = names.index(record_id)
+    names[at : at + 1] = [i for i in relinked if i not in names]
+    newer_keys["supersedes"] = names
+    tx.update_row(newer, {"metadata": _with_reserved(newer, newer_keys)})
 
 
 def _clamped(row: StoredRow, end: datetime) -> datetime:
@@ -362,15 +410,15 @@ class MemoryVersions(StorePart):
         checks.check_id(memory_id, "memory_id")
         first = self._visible(memory_id)
         found: dict[str, Record] = {first.id: first}
-        todo = _links(first)
+        todo = [(first, rid) for rid in _links(first)]
         while todo:
-            rid = todo.pop()
+            source, rid = todo.pop()
             if rid in found:
                 continue
             record = self.runtime.backend.get_in_family(MEMORY, rid, self.runtime.now())
-            if record is not None:
+            if record is not None and _agree(source, record):
                 found[rid] = record
-                todo.extend(_links(record))
+                todo.extend((record, other) for other in _links(record))
         return sorted(found.values(), key=_history_order)
 
     def _visible(self, memory_id: str) -> Record:
@@ -461,6 +509,21 @@ def _after_start(when: datetime | None, start: datetime | str | None, name: str)
             f"{name} must be later than the memory's valid_from {start.isoformat()}, "
             f"got {when.isoformat()}"
         )
+
+
+def _agree(source: Record, linked: Record) -> bool:
+    """Whether ``linked``, reached from ``source`` by one of its links, links back: a
+    version ``source`` lists in ``supersedes`` must name it as ``superseded_by``; its
+    ``superseded_by`` must list it in ``supersedes`` (or list nothing: links written
+    before successors kept the list). A record that took an ended version's id
+    (``upsert``) is not that version, so a link to it does not count."""
+    back = (linked.metadata or {}).get(RESERVED_KEY)
+    back = back if isinstance(back, dict) else {}
+    ahead = (source.metadata or {}).get(RESERVED_KEY)
+    if isinstance(ahead, dict) and ahead.get("superseded_by") == linked.id:
+        listed = back.get("supersedes")
+        return not isinstance(listed, list) or source.id in listed
+    return back.get("superseded_by") == source.id
 
 
 def _links(record: Record) -> builtins.list[str]:

@@ -57,6 +57,44 @@ def test_update_supersedes_and_history_lists_every_version_oldest_first(
     assert [r.id for r in mem.get_memory_history(lonely)] == [lonely]
 
 
+def _links(mem: OracleAgentMemory, memory_id: str) -> dict[str, Any]:
+    record = mem.store.get("memory", memory_id)
+    assert record is not None and record.metadata is not None
+    keys = record.metadata["$agent_memory"]
+    return {"superseded_by": keys.get("superseded_by"), "supersedes": keys.get("supersedes")}
+
+
+def test_deleting_a_version_joins_its_neighbours(mem: OracleAgentMemory, clock: Any) -> None:
+    v1 = mem.add_memory("Alice lives in Lisbon", **SCOPE)
+    clock.advance(days=1)
+    v2 = mem.update_memory(v1, "Alice lives in Porto")
+    clock.advance(days=1)
+    v3 = mem.update_memory(v2, "Alice lives in Paris")
+    assert mem.delete_memory(v2) == 1
+    assert _links(mem, v1) == {"superseded_by": v3, "supersedes": None}
+    assert _links(mem, v3) == {"superseded_by": None, "supersedes": [v1]}
+    for probe in (v1, v3):
+        assert [r.id for r in mem.get_memory_history(probe)] == [v1, v3]
+    assert mem.delete_memory(v3) == 1
+    assert _links(mem, v1) == {"superseded_by": None, "supersedes": None}
+    assert [r.id for r in mem.get_memory_history(v1)] == [v1]
+    with pytest.raises(InvalidArgumentError) as raised:
+        mem.update_memory(v1, "Alice lives in Rome")
+    assert v2 not in str(raised.value) and v3 not in str(raised.value)
+    assert [r.id for r in mem.store.list("memory")] == [v1]
+
+
+def test_a_record_upserted_on_an_ended_id_is_not_in_the_old_chain(
+    mem: OracleAgentMemory, clock: Any
+) -> None:
+    v1 = mem.add_memory("Alice lives in Lisbon", **SCOPE)
+    clock.advance(days=1)
+    v2 = mem.update_memory(v1, "Alice lives in Berlin")
+    mem.store.upsert(["Alice lives in Porto"], "memory", record_ids=[v1], user_ids="alice")
+    assert [r.content for r in mem.get_memory_history(v1)] == ["Alice lives in Porto"]
+    assert [r.content for r in mem.get_memory_history(v2)] == ["Alice lives in Berlin"]
+
+
 def test_search_reads_current_memories_unless_asked_for_a_time_or_every_version(
     mem: OracleAgentMemory, clock: Any
 ) -> None:
