@@ -111,7 +111,12 @@ def apply_changes(
     Each target is read again, locked (``Tx.fetch_locked``). ``supersede``: a
     target that is no longer current is followed along its ``superseded_by`` links
     to the current head, which is superseded instead (no current head: the
-    successor simply stays and nothing ends); the target's window ends at ``at``,
+    successor simply stays and nothing ends), except that a version planned for
+    later (starting after now) is not followed while the version before it holds at
+    the successor's start: the successor goes in between (the version before it ends
+    at the successor's start, the successor at the plan's start, and the plan now
+    replaces the successor, docs/versions.md#superseding-and-invalidating); the
+    target's window ends at ``at``,
     else the successor's ``valid_from``, else now (never before the target's own
     ``valid_from``: clamped to it), its reserved metadata gets ``status:
     "invalid"``, ``superseded_by`` and ``reason``, and the successor's reserved
@@ -158,15 +163,22 @@ def _supersede(tx: Tx, change: VersionChange, now: datetime) -> VersionChange | 
         return None
     successor = tx.fetch_locked(MEMORY, change.successor_id)
     target = tx.fetch_locked(MEMORY, change.target_id)
+    begins = now if successor is None else successor.valid_from or now
     seen = {change.successor_id}
+    plan = None
     while target is not None and not row_open(target, now):
         seen.add(str(target.id))
         head = reserved_of(target).get("superseded_by")
         if not isinstance(head, str) or head in seen:
             return None  # no open head: the successor simply stays
-        target = tx.fetch_locked(MEMORY, head)
+        after = tx.fetch_locked(MEMORY, head)
+        if _planned(after, now) and _holds_at(target, begins):
+            plan = after  # the successor goes in before a version planned for later
+            break
+        target = after
     if successor is None or target is None:
         return None
+    plan_reason = reserved_of(target).get("reason")
     fields: dict[str, Any] = {}
     start = successor.valid_from
     if target.valid_from is not None and (start is None or start < target.valid_from):
@@ -181,9 +193,37 @@ def _supersede(tx: Tx, change: VersionChange, now: datetime) -> VersionChange | 
     if target.id not in supersedes:
         supersedes.append(str(target.id))
     keys["supersedes"] = supersedes
+    if plan is not None:
+        keys.update(_before_plan(tx, plan, str(target.id), str(successor.id), plan_reason))
+        fields["valid_until"] = plan.valid_from
     fields["metadata"] = _with_reserved(successor, keys)
     tx.update_row(successor, fields)
     return dataclasses.replace(change, target_id=str(target.id), at=_clamped(target, end))
+
+
+def _planned(row: StoredRow | None, now: datetime) -> bool:
+    """Whether ``row`` is a version that starts after ``now`` (a change planned ahead)."""
+    return row is not None and row.valid_from is not None and row.valid_from > now
+
+
+def _holds_at(row: StoredRow, at: datetime) -> bool:
+    """Whether ``row``'s window holds at ``at``."""
+    started = row.valid_from is None or row.valid_from <= at
+    return started and (row.valid_until is None or at < row.valid_until)
+
+
+def _before_plan(
+    tx: Tx, plan: StoredRow, replaced: str, successor: str, reason: object
+) -> dict[str, Any]:
+    """Link ``successor``, which replaces ``replaced`` before the planned version
+    ``plan`` begins, to ``plan``: ``plan`` now replaces ``successor``. Returns the
+    successor's reserved keys that say so (the plan's ``reason`` moves with it)."""
+    keys = reserved_of(plan)
+    listed = keys.get("supersedes")
+    names = [i for i in listed if isinstance(i, str)] if isinstance(listed, list) else []
+    keys["supersedes"] = [successor if i == replaced else i for i in names] or [successor]
+    tx.update_row(plan, {"metadata": _with_reserved(plan, keys)})
+    return {"status": "invalid", "superseded_by": str(plan.id), "reason": reason}
 
 
 def _invalidate(tx: Tx, change: VersionChange, now: datetime) -> VersionChange | None:

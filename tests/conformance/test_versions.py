@@ -547,3 +547,51 @@ def test_a_pass_replacing_a_version_corrected_meanwhile_starts_now(store: Any, c
     assert reserved(berlin)["supersedes"] == [porto]
     history = [r.content for r in memory_versions(store).get_memory_history("b1")]
     assert history == ["lives in Lisbon", "lives in Porto", "lives in Berlin"]
+
+
+def test_a_pass_replacing_what_holds_now_goes_in_before_a_planned_version(
+    store: Any, clock: Any
+) -> None:
+    """A person planned a move for later; a pass then replaces the version that holds
+    now: the new version holds from its start until the plan begins, and the plan
+    stays, now replacing the new version."""
+    ts = thread_store(store)
+    ts.create_thread_row("t", user_id="u")
+    [home] = store.add(["lives in Lisbon"], "memory", user_ids="u", valid_from=START)
+    june = START + timedelta(days=180)
+    plan = memory_versions(store).update_memory(
+        home, "will live in Berlin", reason="planned", valid_from=june
+    )
+    clock.advance(hours=2)
+    moved = clock.now - timedelta(hours=1)
+    batch = PendingRecordBatch(
+        texts=["lives in Porto"],
+        record_type="memory",
+        record_ids=["p1"],
+        user_ids="u",
+        valid_from=moved,
+    )
+    ts.commit_thread_pass(
+        "t",
+        expected_state={},
+        state={"n": 1},
+        batches=[batch],
+        version_changes=[VersionChange("supersede", home, "p1", reason="moved")],
+    )
+    lisbon, porto, berlin = (store.get("memory", i) for i in (home, "p1", plan))
+    assert (lisbon.valid_until, reserved(lisbon)["superseded_by"]) == (_iso(moved), "p1")
+    assert reserved(lisbon)["reason"] == "moved"
+    assert (porto.valid_from, porto.valid_until) == (_iso(moved), _iso(june))
+    assert reserved(porto) == {
+        "supersedes": [home],
+        "status": "invalid",
+        "superseded_by": plan,
+        "reason": "planned",
+    }
+    assert (berlin.valid_from, berlin.valid_until) == (_iso(june), None)
+    assert reserved(berlin)["supersedes"] == ["p1"]
+    assert current(store) == ["lives in Porto"]
+    later = store.list("memory", as_of=june + timedelta(days=1))
+    assert [r.content for r in later] == ["will live in Berlin"]
+    history = [r.content for r in memory_versions(store).get_memory_history(home)]
+    assert history == ["lives in Lisbon", "lives in Porto", "will live in Berlin"]
