@@ -112,6 +112,16 @@ def _lg_fields(record: Record) -> dict[str, Any]:
     return fields
 
 
+def _current(record: Record, now: datetime) -> bool:
+    """Whether ``record``'s validity window holds at ``now``: a record that
+    ``invalidate_memory`` or ``update_memory`` ended is no longer the item, as a
+    search, which reads current records only, does not find it either."""
+    start, end = record.valid_from, record.valid_until
+    if start is not None and datetime.fromisoformat(start) > now:
+        return False
+    return end is None or datetime.fromisoformat(end) > now
+
+
 def _iso(dt: datetime) -> str:
     return dt.astimezone(timezone.utc).isoformat(timespec="microseconds")
 
@@ -469,6 +479,8 @@ class OAMStore(BaseStore):
     def _get_steps(self, op: GetOp) -> Steps[Item | None]:
         record = yield from call(self.store.get, self.record_type, record_id(op.namespace, op.key))
         if record is None or _LG not in (record.metadata or {}):
+            return None
+        if not _current(record, self.store.clock_now()):  # the clock searches read by
             return None
         yield from self._refresh(record, op.refresh_ttl)
         return self._item(record)

@@ -54,3 +54,6 @@ def test_the_langgraph_store_returns_no_invalidated_item() -> None:
         assert [i.key for i in ranked] == ["dog"]
         listed = store.search(("memories",))  # no query: the unranked listing
         assert [i.key for i in listed] == ["dog"]
+        assert store.get(("memories", "alice"), "car") is None  # as search: ended
+        dog = store.get(("memories", "alice"), "dog")
+        assert dog is not None and dog.value == {"text": "Alice's dog is Biscuit"}
