@@ -70,6 +70,7 @@ def test_as_of_matches_a_brute_force_model(
     base = clock.now
     model: dict[str, Window] = {}
     order: list[str] = []
+    closed: set[str] = set()
     versions = memory_versions(store)
     for op in ops:
         now = clock.now
@@ -90,15 +91,22 @@ def test_as_of_matches_a_brute_force_model(
         elif op[0] in ("update", "invalidate") and order:
             rid = order[op[1] % len(order)]
             w = model[rid]
-            end = now  # only a current window ends, and it started by now
+            # The open end of a chain: not replaced or invalidated, its window not
+            # over (one that starts later is open: it can be corrected before it
+            # holds, and then never holds). It ends now, or at its start when that
+            # is later (docs/versions.md).
+            is_open = rid not in closed and (w.valid_until is None or w.valid_until > now)
+            end = now if w.valid_from is None else max(now, w.valid_from)
             if op[0] == "invalidate":
-                assert versions.invalidate_memory(rid) is w.holds(now)
-                if w.holds(now):
+                assert versions.invalidate_memory(rid) is is_open
+                if is_open:
                     w.valid_until = end
-            elif w.holds(now):
+                    closed.add(rid)
+            elif is_open:
                 new = versions.update_memory(rid, f"note {len(order)}")
                 w.valid_until = end
-                model[new] = Window(now, None)
+                closed.add(rid)
+                model[new] = Window(end, None)
                 order.append(new)
             else:
                 try:
