@@ -33,6 +33,7 @@ from langchain_core.messages import (
     message_to_dict,
     messages_from_dict,
 )
+from langchain_core.messages.tool import default_tool_parser, invalid_tool_call, tool_call
 
 from oam_core import NOT_SET, Message, MessageRecord, OracleAgentMemory, OracleThread, SchemaPolicy
 from oam_core.checks import check_thread_owner
@@ -88,6 +89,44 @@ def to_oam_message(message: BaseMessage) -> Message:
     return Message(role=role or "unknown", content=content, metadata={MESSAGE_KEY: fields})
 
 
+def _tool_calls(raw: object) -> tuple[list[Any], list[Any]]:
+    """``$message.tool_calls`` as LangChain's ``(tool_calls, invalid_tool_calls)``: a
+    call in LangChain's shape (``name``, ``args`` a dict, ``id``) as it is, one in
+    OpenAI's (``{"id", "function": {"name", "arguments"}}``, what the LlamaIndex
+    adapter writes, docs/context-card.md#tool-calls) parsed by LangChain's own
+    parser, anything else an invalid tool call, so a thread another framework wrote
+    always reads."""
+    calls: list[Any] = []
+    invalid: list[Any] = []
+    for item in raw if isinstance(raw, list) else []:
+        if not isinstance(item, dict):
+            invalid.append(
+                invalid_tool_call(name=None, args=str(item), id=None, error="not an object")
+            )
+        elif isinstance(item.get("function"), dict):
+            good, bad = default_tool_parser([item])
+            calls += good
+            invalid += bad
+        elif isinstance(item.get("name"), str) and isinstance(item.get("args"), dict):
+            calls.append(
+                tool_call(name=item["name"], args=item["args"], id=_str_or_none(item.get("id")))
+            )
+        else:
+            invalid.append(
+                invalid_tool_call(
+                    name=_str_or_none(item.get("name")),
+                    args=None if item.get("args") is None else str(item.get("args")),
+                    id=_str_or_none(item.get("id")),
+                    error="not a tool call in LangChain's or OpenAI's shape",
+                )
+            )
+    return calls, invalid
+
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def from_oam_message(record: Message | MessageRecord) -> BaseMessage:
     """An ``oam`` message (or message record) as a LangChain message.
 
@@ -112,10 +151,8 @@ def from_oam_message(record: Message | MessageRecord) -> BaseMessage:
     if role == "user":
         return HumanMessage(content=content, **extra)
     if role == "assistant":
-        calls = fields.get("tool_calls")
-        return AIMessage(
-            content=content, tool_calls=calls if isinstance(calls, list) else [], **extra
-        )
+        calls, invalid = _tool_calls(fields.get("tool_calls"))
+        return AIMessage(content=content, tool_calls=calls, invalid_tool_calls=invalid, **extra)
     if role == "system":
         return SystemMessage(content=content, **extra)
     if role == "tool":

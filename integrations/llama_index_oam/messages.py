@@ -17,6 +17,7 @@ Messages without it (written through ``OracleThread.add_messages`` directly, or 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
@@ -97,7 +98,42 @@ def to_chat_message(record: Record) -> ChatMessage:
         return ChatMessage.model_validate(fields[LLAMA_KEY])
     role = record.role if isinstance(record, MessageRecord) and record.role else "user"
     role = _ROLE_ALIASES.get(role, role)
-    return ChatMessage(role=role if role in _ROLES else "user", content=record.content or "")
+    return ChatMessage(
+        role=role if role in _ROLES else "user",
+        content=record.content or "",
+        additional_kwargs=_neutral_kwargs(fields if isinstance(fields, dict) else {}),
+    )
+
+
+def _neutral_kwargs(fields: dict[str, Any]) -> dict[str, Any]:
+    """``additional_kwargs`` from the framework-neutral ``$message`` fields another
+    framework wrote (docs/context-card.md#tool-calls): ``name``, ``tool_call_id`` and
+    ``tool_calls`` in OpenAI's shape (``{"id", "type": "function", "function":
+    {"name", "arguments"}}``, what LlamaIndex's OpenAI-style LLMs read; a call in
+    LangChain's shape, ``{"name", "args", "id"}``, is converted)."""
+    kwargs: dict[str, Any] = {}
+    if isinstance(fields.get("name"), str):
+        kwargs["name"] = fields["name"]
+    if isinstance(fields.get("tool_call_id"), str):
+        kwargs["tool_call_id"] = fields["tool_call_id"]
+    calls = [_openai_call(c) for c in fields.get("tool_calls") or [] if isinstance(c, dict)]
+    if calls:
+        kwargs["tool_calls"] = calls
+    return kwargs
+
+
+def _openai_call(call: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(call.get("function"), dict) or "args" not in call:
+        return call
+    args = call["args"]
+    return {
+        "id": call.get("id"),
+        "type": "function",
+        "function": {
+            "name": call.get("name"),
+            "arguments": args if isinstance(args, str) else json.dumps(args),
+        },
+    }
 
 
 __all__ = [
