@@ -19,7 +19,7 @@ from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from oam_core import OracleMemoryStore, Record, SearchStrategy
 from oam_core.checks import check_int
-from oam_core.errors import ConfigurationError, InvalidArgumentError
+from oam_core.errors import ConfigurationError, InvalidArgumentError, InvalidFilterError
 from oam_core.steps import Steps, call, paired
 
 INTERNAL_KEYS = frozenset({"$agent_memory", "$message"})
@@ -113,6 +113,22 @@ def to_retrieved_document(record: Record, score: float | None = None) -> Documen
     return doc
 
 
+def filter_dict(value: object, name: str) -> dict[str, Any]:
+    """``value`` as a filter in the ``oam`` language (docs/filters.md): a copy of a
+    mapping.
+
+    Raises:
+        InvalidFilterError: (a ``ValueError``) naming ``name`` for anything else, such
+            as ``InMemoryVectorStore``'s callable filter.
+    """
+    if not isinstance(value, Mapping):
+        kind = "a function" if callable(value) else f"{type(value).__name__} {value!r}"
+        raise InvalidFilterError(
+            f"{name} must be a dict in the oam filter language (docs/filters.md), got {kind}"
+        )
+    return dict(value)
+
+
 @dataclass(frozen=True)
 class SearchScope:
     """Which records a search sees: scope ids (None = unconstrained), record types and
@@ -134,7 +150,7 @@ class SearchScope:
                 out[f"{name}_id"] = value
                 out[f"exact_{name}_match"] = True
         if metadata_filter is not None:
-            out["metadata_filter"] = dict(metadata_filter)
+            out["metadata_filter"] = filter_dict(metadata_filter, "filter")
         return out
 
     def holds(self, record: Record) -> bool:

@@ -74,7 +74,7 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from langchain_oam._search import distance_kind, relevance, store_ranks_text
+from langchain_oam._search import distance_kind, filter_dict, relevance, store_ranks_text
 from langchain_oam.embeddings import LangChainEmbedder
 from oam_core import (
     OracleAgentMemory,
@@ -84,7 +84,7 @@ from oam_core import (
     SQLiteMemoryStore,
     TimeToLiveAnchor,
 )
-from oam_core.checks import check_int, check_optional_int
+from oam_core.checks import check_int, check_optional_int, check_text
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import Steps, call, paired, run_async, run_sync
 
@@ -110,6 +110,22 @@ def _lg_fields(record: Record) -> dict[str, Any]:
     assert record.metadata is not None
     fields: dict[str, Any] = record.metadata[_LG]
     return fields
+
+
+def _check_labels(op: Op) -> None:
+    """Refuse a key or namespace label no store can hold (a NUL, a lone surrogate),
+    naming it, before anything is read or written.
+
+    Raises:
+        InvalidArgumentError: naming ``key`` or ``namespace[i]``.
+    """
+    labels = getattr(op, "namespace", None) or getattr(op, "namespace_prefix", None) or ()
+    for i, label in enumerate(labels):
+        if isinstance(label, str):
+            check_text(label, f"namespace[{i}]")
+    key = getattr(op, "key", None)
+    if isinstance(key, str):
+        check_text(key, "key")
 
 
 def _current(record: Record, now: datetime) -> bool:
@@ -562,7 +578,9 @@ class OAMStore(BaseStore):
             return []
         metadata_filter: dict[str, Any] = _prefix_filter(op.namespace_prefix)
         if op.filter:
-            metadata_filter["value"] = dict(op.filter)  # the oam language, on the value
+            metadata_filter["value"] = filter_dict(
+                op.filter, "filter"
+            )  # the oam language, on the value
         wanted = op.offset + op.limit
         records: list[tuple[Record, float | None]] = []
         if op.query and op.query.strip() and self._ranks:
@@ -604,10 +622,20 @@ class OAMStore(BaseStore):
         return [self._item(r, s, search=True) for r, s in kept]  # type: ignore[misc]
 
     def _namespaces_steps(self, op: ListNamespacesOp) -> Steps[list[tuple[str, ...]]]:
-        listed = yield from call(self.store.list, self.record_type, None, metadata_filter={_LG: {}})
+        # Items only: records holding a namespace, current ones (as get and search).
+        listed = yield from call(
+            self.store.list,
+            self.record_type,
+            None,
+            metadata_filter={_LG: {"namespace": {"$exists": True}}},
+            as_of=self.store.clock_now(),
+        )
         found: set[tuple[str, ...]] = set()
         for record in listed:
-            ns = tuple(_lg_fields(record)["namespace"])
+            labels = _lg_fields(record).get("namespace")
+            if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+                continue  # another writer's "langgraph" metadata, not an item
+            ns = tuple(labels)
             if all(_matches_condition(ns, c) for c in op.match_conditions or ()):
                 found.add(ns[: op.max_depth] if op.max_depth is not None else ns)
         return sorted(found)[op.offset : op.offset + op.limit]
@@ -616,6 +644,7 @@ class OAMStore(BaseStore):
         ops = list(ops)
         for op in ops:
             validate_op_namespace(op)
+            _check_labels(op)
             if isinstance(op, (SearchOp, ListNamespacesOp)):
                 check_int(op.limit, "limit", minimum=0)
                 check_int(op.offset, "offset", minimum=0)

@@ -18,6 +18,7 @@ from langgraph.store.memory import InMemoryStore
 
 from oam_core import InvalidArgumentError, OracleAgentMemory, SQLiteMemoryStore
 from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.errors import InvalidFilterError
 
 
 class Clock:
@@ -265,6 +266,48 @@ def test_invalid_namespaces_and_values_write_nothing(store: OAMStore) -> None:
     with pytest.raises(ValueError, match="ttl"):
         store.batch([PutOp(("a",), "k", {"v": 1}, ttl=-1)])
     assert store.search(()) == []
+
+
+@pytest.mark.parametrize(
+    ("namespace", "key", "says"),
+    [
+        (("a",), "k\ud800", "key contains a lone surrogate (U+D800) at index 1"),
+        (("a",), "k\x00", "key contains a NUL character (U+0000) at index 1"),
+        (("a\ud800",), "k", "namespace[0] contains a lone surrogate (U+D800) at index 1"),
+    ],
+)
+def test_keys_and_labels_no_store_can_hold_are_named(
+    store: OAMStore, namespace: tuple[str, ...], key: str, says: str
+) -> None:
+    for attempt in (
+        lambda: store.put(namespace, key, {"v": 1}),
+        lambda: store.get(namespace, key),
+        lambda: store.delete(namespace, key),
+    ):
+        with pytest.raises(InvalidArgumentError) as raised:
+            attempt()
+        assert str(raised.value).startswith(says)
+    assert store.search(()) == []
+
+
+@pytest.mark.parametrize("bad", [lambda item: True, "kind", ["kind"], 5])
+def test_a_filter_that_is_not_a_dict_is_a_filter_error(store: OAMStore, bad: Any) -> None:
+    fill(store)
+    with pytest.raises(InvalidFilterError, match="filter must be a dict in the oam filter"):
+        store.search(("docs",), filter=bad)
+
+
+def test_list_namespaces_lists_current_items_only(
+    oam_store: SQLiteMemoryStore, store: OAMStore
+) -> None:
+    store.put(("kept",), "k", {"v": 1})
+    store.put(("ended",), "k", {"v": 2})
+    memory = OracleAgentMemory(store=oam_store, extract_memories=False)
+    assert memory.invalidate_memory(record_id(("ended",), "k")) is True
+    # another writer's metadata under the same top-level key is not an item
+    oam_store.add(["release notes"], "memory", metadata={"langgraph": {"version": "1.2"}})
+    assert store.list_namespaces() == [("kept",)]
+    assert store.get(("ended",), "k") is None
 
 
 def test_own_store_with_langchain_embeddings() -> None:

@@ -166,6 +166,12 @@ def test_invalid_filter_is_an_error_not_unfiltered() -> None:
         vs.similarity_search("alpha", k=4, filter={"kind": {"$regex": "d.*"}})
     with pytest.raises(ValueError):
         vs.similarity_search("alpha", k=4, filter={"$or": []})
+    # InMemoryVectorStore's callable filter and other non-dicts: a filter error naming it
+    for bad in (lambda doc: True, "kind", ["kind"], 5):
+        with pytest.raises(ValueError, match="filter must be a dict in the oam filter"):
+            vs.similarity_search("alpha", k=4, filter=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="filter must be a dict in the oam filter"):
+            vs.as_retriever(search_kwargs={"filter": bad}).invoke("alpha")
 
 
 def test_metadata_round_trips_exactly_without_internal_keys() -> None:
