@@ -34,7 +34,7 @@ import numpy as np
 
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.sqlite.schema import vector_count
-from oam_core.store.sqlite.vector import ivf
+from oam_core.store.sqlite.vector import assigned, ivf
 from oam_core.store.sqlite.vector.builds import REBUILD_GROWTH, RECHECK_GROWTH, AnnBuilds
 from oam_core.store.sqlite.vector.file import SCOPES, IndexFile
 from oam_core.store.sqlite.vector.ivf import IntArray
@@ -124,6 +124,10 @@ class ChangeLog:
                 self._load_rows(conn, 0)
         if m.missing is not None and (not restored or self._reads_vectors()):
             m.wait_loaded()  # the maintenance after this catch-up may read any row
+        if m.missing is None:  # every vector is in the matrix: code what is left
+            for ann in (self.builds.ann, self.builds.pending):
+                if ann is not None and ann.unfilled is not None:
+                    assigned.code_from(ann, m)
         self.started = True
 
     def _reads_vectors(self) -> bool:
@@ -229,7 +233,10 @@ class ChangeLog:
         self._load_vectors(conn, split, hwm)
         if split:
             self.loader = VectorLoader(
-                self.mirror, f"{Path(file).resolve().as_uri()}?mode=ro", f"{self.p}chunks"
+                self.mirror,
+                f"{Path(file).resolve().as_uri()}?mode=ro",
+                f"{self.p}chunks",
+                self.builds.ann,
             )
             self.loader.start(0, split)
 
@@ -303,6 +310,12 @@ class ChangeLog:
         covered = sample[m.pks[sample] <= ann.hwm].tolist()
         found = 0
         for r in covered:
+            if ann.unfilled is not None and int(m.pks[r]) > ann.unfilled.done:
+                # not coded yet: its vector must lie in the list the file names
+                want = ann.unfilled.lists_of(m.pks[r : r + 1])[0]
+                lists = assigned.probed(ann, m.mat[r], 1)
+                found += int(len(lists) > 0 and int(lists[0]) == int(want))
+                continue
             labels = ann.search(m.mat[r], 10)
             rows = m.rows_of(labels)
             near = m.mat[rows[rows >= 0]] @ m.mat[r]

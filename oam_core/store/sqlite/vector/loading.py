@@ -7,8 +7,10 @@ chunk-key order on a connection of its own, a batch per statement, and fills the
 matrix under the mirror's lock. Until it is done the mirror's ``missing`` names the
 chunk keys whose rows hold no vector yet (``lo < key <= hi``, ``lo`` rising as the
 batches land); ``complete`` makes the rows a search is about to read whole: a few
-(the IVF index's candidates) are read at once from SQLite, many (an exact scan) wait
-for the thread. Anything else that reads the matrix waits for it (``wait``).
+(the IVF index's candidates and the rows of its probed lists not coded yet, up to
+``FETCH_ANN_MAX``) are read at once from SQLite, many (an exact scan) wait for the
+thread. Each batch is coded into the IVF index under the same hold of the lock as
+it lands in the matrix. Anything else that reads the matrix waits for it (``wait``).
 
 Rows never change their vector in place, and the fill is by chunk key (``Mirror.fill``),
 so a compaction meanwhile moves nothing the thread relies on; a reload (``Mirror.reset``)
@@ -28,10 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from oam_core.store.sqlite.vector.ivf import IntArray
+from oam_core.store.sqlite.vector import assigned
+from oam_core.store.sqlite.vector.ivf import Ann, IntArray
 from oam_core.store.sqlite.vector.mirror import Mirror, unit
 
-__all__ = ["FETCH_MAX", "LOAD_BATCH", "VectorLoader"]
+__all__ = ["FETCH_ANN_MAX", "FETCH_MAX", "LOAD_BATCH", "VectorLoader"]
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +45,10 @@ opening do not wait behind it."""
 FETCH_MAX = 2048
 """Rows without a vector a search reads from SQLite itself; with more it waits for
 the thread."""
+FETCH_ANN_MAX = 32_768
+"""Rows without a vector a search through the IVF index reads from SQLite itself
+(its candidates and the rows of its probed lists not coded yet: a few thousand at
+1M records); with more it waits for the thread."""
 _IN_BATCH = 500  # keys per ``pk IN (...)`` statement
 
 
@@ -52,10 +59,13 @@ class VectorLoader:
         mirror: The arrays to fill.
         uri: A ``file:`` URI opening the database read-only (``mode=ro``).
         table: The store's chunks table.
+        ann: The IVF index whose rows are coded as they arrive (``ann.unfilled``), or
+            None.
     """
 
-    def __init__(self, mirror: Mirror, uri: str, table: str) -> None:
+    def __init__(self, mirror: Mirror, uri: str, table: str, ann: Ann | None = None) -> None:
         self.mirror = mirror
+        self.ann = ann
         self.uri = uri
         self.table = table
         self.thread: threading.Thread | None = None
@@ -110,7 +120,13 @@ class VectorLoader:
                 return m.missing is not None
             if len(pks):
                 m.fill(pks, vecs)
-            m.missing = (int(pks[-1]), hi) if len(rows) == LOAD_BATCH else None
+            more = len(rows) == LOAD_BATCH
+            if self.ann is not None and self.ann.unfilled is not None:
+                found = m.rows_of(pks)
+                keep = found >= 0
+                keep[keep] = m.live[found[keep]]
+                assigned.code(self.ann, vecs[keep], pks[keep], int(pks[-1]) if more else hi)
+            m.missing = (int(pks[-1]), hi) if more else None
             return m.missing is not None
 
     def _close(self) -> None:
@@ -119,10 +135,11 @@ class VectorLoader:
                 self._conn.close()
                 self._conn = None
 
-    def complete(self, rows: IntArray | None) -> None:
+    def complete(self, rows: IntArray | None, limit: int | None = None) -> None:
         """Make the matrix rows ``rows`` (all rows when None) hold their vectors:
         read the few without one from SQLite, or wait for the thread when there are
-        more than ``FETCH_MAX``. Call without the mirror's lock (a search)."""
+        more than ``limit`` (default ``FETCH_MAX``). Call without the mirror's lock
+        (a search)."""
         m = self.mirror
         span = m.missing
         if span is None:
@@ -131,7 +148,7 @@ class VectorLoader:
         need = np.arange(a, b) if rows is None else rows[(rows >= a) & (rows < b)]
         if not len(need):
             return
-        if len(need) > FETCH_MAX:
+        if len(need) > (FETCH_MAX if limit is None else limit):
             self.finish()
             return
         keys = m.pks[need].tolist()

@@ -278,12 +278,13 @@ class Mirror:
         found = rows >= 0
         self.mat[rows[found]] = vecs[found]
 
-    def complete(self, rows: IntArray | None) -> None:
+    def complete(self, rows: IntArray | None, limit: int | None = None) -> None:
         """Make rows ``rows`` (every row when None) of ``mat`` hold their vectors
-        while a ``loading.VectorLoader`` fills it (``missing``); a no-op after."""
+        while a ``loading.VectorLoader`` fills it (``missing``); a no-op after.
+        ``limit``: rows it may read itself (default ``loading.FETCH_MAX``)."""
         loader = self.loader
         if self.missing is not None and loader is not None:
-            loader.complete(rows)
+            loader.complete(rows, limit)
 
     def wait_loaded(self) -> None:
         """Return once every row of ``mat`` holds its vector (``loading.py``)."""

@@ -24,7 +24,9 @@ import math
 
 import numpy as np
 
+from oam_core.store.sqlite.vector import assigned
 from oam_core.store.sqlite.vector.ivf import Ann, BoolArray, FloatArray, IntArray
+from oam_core.store.sqlite.vector.loading import FETCH_ANN_MAX
 from oam_core.store.sqlite.vector.mirror import Mirror
 
 __all__ = [
@@ -302,7 +304,7 @@ def approximate(
     kk = max(want, 32, math.ceil(want / share))
     if kk > 4 * exact_max:  # so selective that exact is cheaper
         return None
-    rows = mirror.rows_of(ann.search(q, kk, nprobe))
+    rows = mirror.rows_of(_proposed(mirror, ann, q, kk, nprobe))
     rows = rows[rows >= 0]
     tail = mirror.first_row_after(ann.hwm)
     if tail < n:
@@ -314,10 +316,25 @@ def approximate(
     if not len(rows):
         return None
     if mirror.missing is not None:  # the vectors are still being read from SQLite
-        mirror.complete(rows)
+        mirror.complete(rows, FETCH_ANN_MAX)
     dist = np.clip(1.0 - dot_rows(mirror.mat, rows, q[None])[:, 0], 0.0, 2.0)
     best = best_records(dist, mirror.rec[rows], k)
     return best if len(best) >= k else None
+
+
+def _proposed(mirror: Mirror, ann: Ann, q: FloatArray, kk: int, nprobe: int) -> IntArray:
+    """Chunk keys ``ann`` proposes for ``q``: its ``kk`` nearest coded entries in the
+    ``nprobe`` lists nearest to ``q``, and while it is being coded from SQLite
+    (``ann.unfilled``, an index file without codes) every row of those lists not
+    coded yet, so that the exact re-rank sees what the complete index would
+    propose. The faiss lists are read under the mirror's lock then (the loader
+    writes them)."""
+    if ann.unfilled is None:
+        return ann.search(q, kk, nprobe)
+    with mirror.lock:
+        coded = ann.search(q, kk, nprobe)
+        waiting = assigned.pending_in(ann, q, nprobe)
+    return np.concatenate([coded, waiting]) if len(waiting) else coded
 
 
 FEW_QUERIES = 4

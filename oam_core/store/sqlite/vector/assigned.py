@@ -1,0 +1,175 @@
+"""The IVF index of an index file that holds no codes (format 6, ``vector/file.py``):
+its trained lists and each row's list, the rows coded as their vectors arrive.
+
+The file keeps the coarse centroids (an empty faiss index) and, per row, the IVF
+list it was added to. A store opened from it installs the empty index with every
+list allocated at its final size, and ``Assigned`` records which rows belong to
+which list and are not coded yet: those with chunk keys above ``done``. The
+background fill (``vector/loading.py``) reads the vectors in key order and codes
+each batch into the lists the file names (``code``: no quantizer search, no
+training), raising ``done``; until it is through, a search that probes some lists
+ranks the not-yet-coded rows of those lists exactly (``pending_in``), so it finds
+what the complete index would (docs/sqlite.md#the-index-file).
+
+Every function here is called with the mirror's lock held (the loader writes the
+faiss lists while searches read them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from oam_core.store.sqlite.vector import ivf
+from oam_core.store.sqlite.vector.ivf import Ann, FloatArray, IntArray
+
+__all__ = [
+    "Assigned",
+    "code",
+    "code_from",
+    "empty_copy",
+    "install",
+    "list_of_rows",
+    "pending_in",
+    "probed",
+]
+
+
+class Assigned:
+    """Rows of an IVF index known by list but not coded yet.
+
+    Args:
+        pks: Chunk keys, ascending, shape ``(m,)`` int64.
+        lists: The IVF list of each, shape ``(m,)`` (any integer type).
+
+    Attributes:
+        done: Every row with a key up to it is coded (or was dropped); the rows
+            above it are not.
+    """
+
+    def __init__(self, pks: IntArray, lists: npt.NDArray[Any]) -> None:
+        self.pks = np.asarray(pks, dtype=np.int64)
+        self.lists = np.asarray(lists, dtype=np.int32)
+        self.done = 0
+        self._order: IntArray | None = None  # rows by list (stable: keys ascend in each)
+        self._starts: IntArray | None = None
+
+    def lists_of(self, pks: IntArray) -> IntArray:
+        """The list of each of ``pks`` (-1 where not held)."""
+        return ivf._lookup(self.pks, self.lists, np.asarray(pks, dtype=np.int64))
+
+    def after(self, pk: int) -> tuple[IntArray, IntArray]:
+        """``(keys, lists)`` of the rows with keys above ``pk``."""
+        a = int(np.searchsorted(self.pks, pk, side="right"))
+        return self.pks[a:], self.lists[a:].astype(np.int64)
+
+    def in_lists(self, lists: IntArray) -> IntArray:
+        """Keys of the rows not coded yet (above ``done``) in ``lists``, unsorted."""
+        if self._order is None or self._starts is None:
+            self._order = np.argsort(self.lists, kind="stable").astype(np.int64)
+            nlist = int(self.lists.max()) + 2 if len(self.lists) else 1
+            self._starts = np.searchsorted(self.lists[self._order], np.arange(nlist)).astype(
+                np.int64
+            )
+        order, starts = self._order, self._starts
+        parts = []
+        for li in np.asarray(lists, dtype=np.int64).tolist():
+            if 0 <= li < len(starts) - 1:
+                seg = order[starts[li] : starts[li + 1]]
+                keys = self.pks[seg]
+                parts.append(keys[np.searchsorted(keys, self.done, side="right") :])
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def install(ann: Ann, pks: IntArray, lists: npt.NDArray[Any]) -> None:
+    """Make ``ann`` (an empty index read from a file) wait for the rows ``pks``
+    (ascending) of ``lists`` (-1: not in it): each list is allocated at its final
+    size, and ``ann.unfilled`` records them."""
+    held = np.asarray(lists) >= 0
+    assigned = Assigned(pks[held], np.asarray(lists)[held])
+    sizes = np.bincount(assigned.lists, minlength=int(ann.index.nlist))
+    ivf._reserve_lists(ann.index, sizes.astype(np.int64))
+    ann.unfilled = assigned if len(assigned.pks) else None
+
+
+def code(ann: Ann, vecs: FloatArray, pks: IntArray, upto: int) -> None:
+    """Code the unit rows ``vecs`` (keys ``pks``, ascending, live in the mirror) into
+    the lists ``ann.unfilled`` names for them (keys it does not hold are skipped),
+    then mark every row up to key ``upto`` done (the whole index when none is left)."""
+    assigned: Assigned | None = ann.unfilled
+    if assigned is None:
+        return
+    lists = assigned.lists_of(pks)
+    held = (lists >= 0) & (pks > assigned.done)
+    for a in range(0, int(held.sum()), ivf.ADD_BATCH):
+        part = np.flatnonzero(held)[a : a + ivf.ADD_BATCH]
+        coded = ivf.encode(vecs[part], ann.scale)
+        ivf._add_to_lists(ann.faiss, ann.index, coded, pks[part], lists[part])
+    assigned.done = max(assigned.done, upto)
+    if not len(assigned.pks) or assigned.done >= int(assigned.pks[-1]):
+        ann.unfilled = None
+
+
+def code_from(ann: Ann, mirror: Any) -> None:
+    """Code every row ``ann`` still waits for from the mirror's matrix (its vectors
+    all filled; the dead and unknown rows are skipped)."""
+    assigned: Assigned | None = ann.unfilled
+    if assigned is None:
+        return
+    pks, _ = assigned.after(assigned.done)
+    rows = mirror.rows_of(pks)
+    keep = rows >= 0
+    keep[keep] = mirror.live[rows[keep]]
+    rows, pks = rows[keep], pks[keep]
+    for a in range(0, len(pks), ivf.ADD_BATCH):
+        code(ann, mirror.mat[rows[a : a + ivf.ADD_BATCH]], pks[a : a + ivf.ADD_BATCH], 0)
+    ann.unfilled = None
+
+
+def probed(ann: Ann, q: FloatArray, nprobe: int) -> IntArray:
+    """The IVF lists a search of unit query ``q`` with ``nprobe`` probes scans."""
+    _, lists = ann.index.quantizer.search(ivf.encode(q.reshape(1, -1), ann.scale), nprobe)
+    found: IntArray = lists[0].astype(np.int64)
+    return found[found >= 0]
+
+
+def pending_in(ann: Ann, q: FloatArray, nprobe: int) -> IntArray:
+    """Keys of the rows not coded yet in the lists a search of ``q`` probes (empty
+    once the index is complete)."""
+    assigned: Assigned | None = ann.unfilled
+    if assigned is None:
+        return np.zeros(0, np.int64)
+    return assigned.in_lists(probed(ann, q, nprobe))
+
+
+def list_of_rows(ann: Ann, pks: IntArray) -> npt.NDArray[np.int16]:
+    """The IVF list of each of the rows ``pks`` (ascending) in ``ann``, coded or
+    waiting (``Assigned``), as int16 (-1: not in it)."""
+    inv = ann.index.invlists
+    out = np.full(len(pks), -1, np.int16)
+    for i in range(int(inv.nlist)):
+        size = inv.list_size(i)
+        if size:
+            ids = ann.faiss.rev_swig_ptr(inv.get_ids(i), size)
+            pos = np.minimum(np.searchsorted(pks, ids), max(len(pks) - 1, 0))
+            hit = pks[pos] == ids if len(pks) else np.zeros(len(ids), bool)
+            out[pos[hit]] = i
+    assigned: Assigned | None = ann.unfilled
+    if assigned is not None:
+        keys, lists = assigned.after(assigned.done)
+        pos = np.minimum(np.searchsorted(pks, keys), max(len(pks) - 1, 0))
+        hit = pks[pos] == keys if len(pks) else np.zeros(len(keys), bool)
+        out[pos[hit]] = lists[hit]
+    return out
+
+
+def empty_copy(ann: Ann) -> Any:
+    """A faiss index with ``ann``'s trained lists (its centroids) and no entry."""
+    index = ann.index
+    copy = ivf.new_index(ann.faiss, int(index.d), int(index.nlist))
+    centroids = index.quantizer.reconstruct_n(0, int(index.nlist))
+    copy.quantizer.add(np.ascontiguousarray(centroids, dtype=np.float32))
+    copy.is_trained = True
+    return copy
