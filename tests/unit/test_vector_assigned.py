@@ -155,7 +155,7 @@ def test_a_store_opened_from_a_file_without_codes_searches_before_and_after_the_
     release = threading.Event()
     real = loading.VectorLoader._step
     fetched: list[int] = []
-    real_complete = loading.VectorLoader.complete
+    real_gather = loading.VectorLoader.gather
 
     def step(self: loading.VectorLoader) -> bool:
         if threading.current_thread().name == "oam-vector-load":
@@ -163,12 +163,12 @@ def test_a_store_opened_from_a_file_without_codes_searches_before_and_after_the_
                 pass
         return real(self)
 
-    def complete(self: loading.VectorLoader, rows: Any, limit: Any = None) -> None:
-        fetched.append(-1 if rows is None else len(rows))
-        real_complete(self, rows, limit)
+    def gather(self: loading.VectorLoader, rows: Any, limit: Any = None) -> Any:
+        fetched.append(len(rows))
+        return real_gather(self, rows, limit)
 
     monkeypatch.setattr(loading.VectorLoader, "_step", step)
-    monkeypatch.setattr(loading.VectorLoader, "complete", complete)
+    monkeypatch.setattr(loading.VectorLoader, "gather", gather)
     store = open_store(path)
     try:
         for q, keys in zip(queries, probed, strict=True):

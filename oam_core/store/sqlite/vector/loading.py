@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from oam_core.store.sqlite.vector import assigned
-from oam_core.store.sqlite.vector.ivf import Ann, IntArray
+from oam_core.store.sqlite.vector.ivf import Ann, FloatArray, IntArray
 from oam_core.store.sqlite.vector.mirror import Mirror, unit
 
 __all__ = ["FETCH_ANN_MAX", "FETCH_MAX", "LOAD_BATCH", "VectorLoader"]
@@ -151,21 +151,54 @@ class VectorLoader:
         if len(need) > (FETCH_MAX if limit is None else limit):
             self.finish()
             return
-        keys = m.pks[need].tolist()
+        pks, vecs = self._read(m.pks[need])
+        with m.lock:
+            if m.missing is not None and len(pks):
+                m.fill(pks, vecs)
+
+    def gather(self, rows: IntArray, limit: int | None = None) -> FloatArray | None:
+        """The vectors of matrix rows ``rows``, float32 ``(len(rows), dim)``: those
+        the thread filled from the matrix, the others read from SQLite without
+        writing them into the matrix (each row written there alone would make the
+        kernel clear a whole 2 MiB page of it, which numpy asks to be huge); None
+        when the matrix is whole, after waiting for the thread when more than
+        ``limit`` (default ``FETCH_MAX``) rows are missing. Call without the
+        mirror's lock (a search)."""
+        m = self.mirror
+        span = m.missing
+        if span is None:
+            return None
+        a, b = m.first_row_after(span[0]), m.first_row_after(span[1])
+        absent = (rows >= a) & (rows < b)
+        count = int(np.count_nonzero(absent))
+        if count > (FETCH_MAX if limit is None else limit):
+            self.finish()
+            return None
+        out = np.zeros((len(rows), m.dim), np.float32)
+        out[~absent] = m.mat[rows[~absent]]
+        if count:
+            where = np.flatnonzero(absent)
+            keys, back = np.unique(m.pks[rows[where]], return_inverse=True)
+            pks, vecs = self._read(keys)
+            read = np.zeros((len(keys), m.dim), np.float32)  # zeros: deleted meanwhile
+            read[np.searchsorted(keys, pks)] = vecs
+            out[where] = read[back]
+        return out
+
+    def _read(self, keys: IntArray) -> tuple[IntArray, FloatArray]:
+        """Chunk keys and unit vectors of the vector chunks of ``keys``, by key."""
         got: list[tuple[int, bytes]] = []
+        listed = keys.tolist()
         with self._conn_lock:
             conn = self._connection()
-            for i in range(0, len(keys), _IN_BATCH):
-                part = keys[i : i + _IN_BATCH]
+            for i in range(0, len(listed), _IN_BATCH):
+                part = listed[i : i + _IN_BATCH]
                 got += conn.execute(
                     f"SELECT pk, embedding FROM {self.table} WHERE has_vector = 1 AND pk IN "
                     f"({', '.join('?' * len(part))}) ORDER BY pk",
                     part,
                 ).fetchall()
-        pks, vecs = _vectors(got, m.dim)
-        with m.lock:
-            if m.missing is not None and len(pks):
-                m.fill(pks, vecs)
+        return _vectors(got, self.mirror.dim)
 
     def finish(self) -> None:
         """Fill every missing row before returning: wait for the thread, or, when it
@@ -246,7 +279,7 @@ if hasattr(os, "register_at_fork"):
     )
 
 
-def _vectors(rows: Sequence[tuple[int, bytes]], dim: int) -> tuple[IntArray, np.ndarray]:
+def _vectors(rows: Sequence[tuple[int, bytes]], dim: int) -> tuple[IntArray, FloatArray]:
     """Chunk keys and unit vectors of ``(pk, embedding)`` rows."""
     if not rows:
         return np.zeros(0, np.int64), np.zeros((0, dim), np.float32)

@@ -278,13 +278,22 @@ class Mirror:
         found = rows >= 0
         self.mat[rows[found]] = vecs[found]
 
-    def complete(self, rows: IntArray | None, limit: int | None = None) -> None:
+    def complete(self, rows: IntArray | None) -> None:
         """Make rows ``rows`` (every row when None) of ``mat`` hold their vectors
-        while a ``loading.VectorLoader`` fills it (``missing``); a no-op after.
-        ``limit``: rows it may read itself (default ``loading.FETCH_MAX``)."""
+        while a ``loading.VectorLoader`` fills it (``missing``); a no-op after."""
         loader = self.loader
         if self.missing is not None and loader is not None:
-            loader.complete(rows, limit)
+            loader.complete(rows)
+
+    def gather(self, rows: IntArray, limit: int | None = None) -> FloatArray | None:
+        """The vectors of ``rows`` while a ``loading.VectorLoader`` fills ``mat``
+        (``VectorLoader.gather``: up to ``limit`` missing rows read from SQLite);
+        None once ``mat`` holds every row (read it)."""
+        loader = self.loader
+        if self.missing is None or loader is None:
+            return None
+        out: FloatArray | None = loader.gather(rows, limit)
+        return out
 
     def wait_loaded(self) -> None:
         """Return once every row of ``mat`` holds its vector (``loading.py``)."""

@@ -266,9 +266,15 @@ def exact(
     """``rank`` by the exact product with every candidate row."""
     if rows is None and mask is not None:
         rows = np.flatnonzero(mask)
+    block = None
     if mirror.missing is not None:  # the vectors are still being read from SQLite
-        mirror.complete(rows)
-    if rows is not None and 4 * len(rows) < mirror.n:  # gather the few candidates
+        if rows is None:
+            mirror.complete(rows)
+        else:
+            block = mirror.gather(rows)
+    if block is not None and rows is not None:  # the candidates, partly from SQLite
+        dist = np.clip(1.0 - dot_rows(block, np.arange(len(rows)), queries), 0.0, 2.0)
+    elif rows is not None and 4 * len(rows) < mirror.n:  # gather the few candidates
         dist = np.clip(1.0 - dot_rows(mirror.mat, rows, queries), 0.0, 2.0)
     else:  # multiply the whole matrix, then pick (no large copy)
         dist = np.clip(1.0 - dot(mirror.mat[: mirror.n], queries), 0.0, 2.0)
@@ -315,9 +321,11 @@ def approximate(
         rows = rows[mirror.live[rows]]
     if not len(rows):
         return None
-    if mirror.missing is not None:  # the vectors are still being read from SQLite
-        mirror.complete(rows, FETCH_ANN_MAX)
-    dist = np.clip(1.0 - dot_rows(mirror.mat, rows, q[None])[:, 0], 0.0, 2.0)
+    block = mirror.gather(rows, FETCH_ANN_MAX) if mirror.missing is not None else None
+    if block is not None:  # the vectors are still being read from SQLite
+        dist = np.clip(1.0 - dot_rows(block, np.arange(len(rows)), q[None])[:, 0], 0.0, 2.0)
+    else:
+        dist = np.clip(1.0 - dot_rows(mirror.mat, rows, q[None])[:, 0], 0.0, 2.0)
     best = best_records(dist, mirror.rec[rows], k)
     return best if len(best) >= k else None
 
