@@ -433,6 +433,44 @@ def test_a_format_4_file_is_read_with_its_matrix_and_rewritten_without_it(
         store.close()
 
 
+def test_a_format_5_file_is_read_with_its_codes_and_rewritten_without_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The previous version's file (format 5: the IVF index with its 8-bit codes) is
+    trusted as it is: its index holds every row from the start, searches equal an
+    exact search, and closing rewrites it as format 6 (no code)."""
+    import faiss
+
+    path = tmp_path / "s.db"
+    build_file(path)
+    index_file = tmp_path / "s.db.oamvec"
+    snap = indexfile.read(str(index_file), DIM, faiss)
+    new_size = index_file.stat().st_size
+    with_codes(index_file, snap)
+    snap.mat = None
+    with monkeypatch.context() as patch:
+        patch.setattr(indexfile, "FORMAT_VERSION", indexfile.CODES_VERSION)
+        patch.setattr(indexfile, "_COLUMNS", indexfile._CODES_COLUMNS)
+        assert indexfile.write(str(index_file), snap, faiss)
+    old = indexfile.read(str(index_file), DIM, faiss)
+    assert old.version == 5 and old.ann is not None and old.ann.unfilled is None
+    assert old.ann.index.ntotal == N and index_file.stat().st_size - new_size > N * DIM
+    store = open_store(path)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for q in QUERIES:
+                for t in TIMES:
+                    assert searched(store, q, 10, t) == brute_force(path, q, 10, t)
+        ann = store._impl.index.ann
+        assert ann is not None and ann.unfilled is None and ann.index.ntotal == N
+    finally:
+        store.close()
+    again = indexfile.read(str(index_file), DIM, faiss)
+    assert again.version == 6 and index_file.stat().st_size == new_size
+    assert again.ann is not None and again.ann.index.ntotal == 0
+
+
 def _as_version_6(path: Path) -> None:
     """Turn a version-7 file back into a version-6 one (no window columns)."""
     with sqlite3.connect(path) as conn:

@@ -36,7 +36,7 @@ from oam_core.errors import InvalidArgumentError
 from oam_core.store.sqlite.schema import vector_count
 from oam_core.store.sqlite.vector import assigned, ivf
 from oam_core.store.sqlite.vector.builds import REBUILD_GROWTH, RECHECK_GROWTH, AnnBuilds
-from oam_core.store.sqlite.vector.file import SCOPES, IndexFile
+from oam_core.store.sqlite.vector.file import FORMAT_VERSION, SCOPES, IndexFile
 from oam_core.store.sqlite.vector.ivf import IntArray
 from oam_core.store.sqlite.vector.loading import VectorLoader
 from oam_core.store.sqlite.vector.mirror import Mirror, unit
@@ -216,8 +216,9 @@ class ChangeLog:
         self.builds.ann = snap.ann
         if snap.mat is None:
             self._start_loading(conn, snap.ann.hwm if snap.ann is not None else 0, snap.hwm)
-        # a format-4 file (with a float32 matrix) is rewritten as format 5 at close
-        self.file.saved = (snap.hwm, snap.cursor) if snap.mat is None else None
+        # a file of an older format (with codes, or a float32 matrix) is rewritten at close
+        current = snap.mat is None and snap.version == FORMAT_VERSION
+        self.file.saved = (snap.hwm, snap.cursor) if current else None
         return True
 
     def _start_loading(self, conn: sqlite3.Connection, ann_hwm: int, hwm: int) -> None:

@@ -2,21 +2,23 @@
 
 A snapshot of the in-memory mirror (``vector/mirror.py``) as it stood after it
 caught up with the database at chunk key ``hwm`` and change-log sequence ``cursor``:
-the trained faiss index (``vector/ivf.py``, with its 8-bit codes and chunk keys)
-followed by the mirror's columns (live rows only) and a JSON trailer. It holds no
-float32 vector: those are in SQLite (the chunks' ``embedding``), from which the
-reopened mirror reads its matrix (``changelog.py``). Reopening a store reads the
-file instead of training and filling the ANN index again, then catches up from
+the trained faiss index (``vector/ivf.py``) without its entries, followed by the
+mirror's columns (live rows only, with each row's IVF list) and a JSON trailer. It
+holds no vector and no code of one: the vectors are in SQLite (the chunks'
+``embedding``), from which the reopened mirror reads its matrix (``loading.py``)
+and codes each row into the list the file names (``assigned.py``). Reopening a
+store reads the file instead of training the ANN index again, then catches up from
 ``(hwm, cursor)`` like any other reader.
 
 Layout (all integers little-endian)::
 
-    faiss index (faiss.write_index: IVF, signed 8-bit codes), bytes [0, ann_end)
+    faiss index (faiss.write_index: IVF, signed 8-bit codes, no entries [format 5:
+            with its codes and chunk keys]), bytes [0, ann_end)
     arrays: pks <i8, record keys <i8, type codes <i4, thread/user/agent codes <i4,
             expiry <f8 (inf = never), validity window from <f8 (-inf = open) and
-            until <f8 (inf = open); each zlib-compressed, the keys as differences
-            from the previous row  [format 4: uncompressed, and unit vectors <f4
-            (n, dim)]
+            until <f8 (inf = open), IVF list <i2 (-1 = not in the index; not in
+            format 5); each zlib-compressed, the keys as differences from the
+            previous row  [format 4: uncompressed, and unit vectors <f4 (n, dim)]
     code tables: JSON {"types": [...], "thread": [...], "user": [...], "agent": [...]}
     trailer: JSON {magic, format, dim, n, hwm, cursor, ann (with its code scale),
              sections, tables, crc32, ...}
@@ -41,9 +43,9 @@ reaches back to it, and afterwards it holds as many live vector chunks as the
 database with a sample of rows (vectors, keys, scopes, expiry, validity windows)
 equal to SQLite's. Otherwise it is rebuilt with one warning. A file whose change log
 was pruned past it, or of format 3 (no windows), keeps only its ANN index, checked
-against the rows read from SQLite. A file of format 4 (the previous version, with a
-float32 copy of every vector) is read with its matrix and rewritten as format 5 when
-the store closes. A kill -9 leaves either the old file or the new
+against the rows read from SQLite. A file of format 5 (the previous version, with
+the IVF codes) is read with its codes, one of format 4 (with a float32 copy of every
+vector) with its matrix too; both are rewritten as format 6 when the store closes. A kill -9 leaves either the old file or the new
 one, and SQLite rolls the write back. On a read-only file system nothing is written:
 the index is built in memory.
 """
@@ -160,8 +162,9 @@ class Snapshot:
     """The mirror's live rows and code tables, with the faiss index if it had one.
 
     Arrays are of length ``n``; ``mat`` is the float32 matrix of shape ``(n, dim)``
-    of a format-4 file, or None (format 5: the vectors are read from SQLite; a
-    snapshot being written: the file holds none); ``columns``
+    of a format-4 file, or None (formats 5, 6: the vectors are read from SQLite; a
+    snapshot being written: the file holds none); ``version`` is the file's format;
+    ``columns``
     maps ``rtype``/``thread``/``user``/``agent`` to int32 codes, ``tables`` maps
     ``types``/``thread``/``user``/``agent`` to the strings of codes 0, 1, ...
     ``vfrom``/``vuntil`` are the rows' validity windows (epoch seconds, ``-inf``/``inf``
@@ -183,6 +186,7 @@ class Snapshot:
     ann: Ann | None = None
     windows: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+    version: int = FORMAT_VERSION
 
     @property
     def n(self) -> int:
@@ -562,6 +566,7 @@ def read(path: str, dim: int, faiss: Any) -> Snapshot:
         tables={key: [str(v) for v in values] for key, values in tables.items()},
         ann=ann,
         windows=version != WINDOWLESS_VERSION,
+        version=version,
     )
     _check_codes(snap)
     return snap

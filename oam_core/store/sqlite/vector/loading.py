@@ -1,15 +1,17 @@
 """Filling the mirror's float32 matrix from SQLite in a background thread after the
-index file was read (``vector/file.py`` holds no vector since format 5).
+index file was read (``vector/file.py`` holds no vector since format 5), and coding
+them into the IVF index's lists that the file names (format 6 holds no code either:
+``vector/assigned.py``).
 
 A store that opens from its index file installs the columns and the IVF index at
 once; the vectors of those rows are in SQLite only. ``VectorLoader`` reads them in
 chunk-key order on a connection of its own, a batch per statement, and fills the
 matrix under the mirror's lock. Until it is done the mirror's ``missing`` names the
 chunk keys whose rows hold no vector yet (``lo < key <= hi``, ``lo`` rising as the
-batches land); ``complete`` makes the rows a search is about to read whole: a few
+batches land); ``gather`` gives a search the vectors of the rows it ranks: a few
 (the IVF index's candidates and the rows of its probed lists not coded yet, up to
-``FETCH_ANN_MAX``) are read at once from SQLite, many (an exact scan) wait for the
-thread. Each batch is coded into the IVF index under the same hold of the lock as
+``FETCH_ANN_MAX``; up to ``FETCH_MAX`` for an exact ranking) are read at once from
+SQLite, without writing them into the matrix, many wait for the thread. Each batch is coded into the IVF index under the same hold of the lock as
 it lands in the matrix. Anything else that reads the matrix waits for it (``wait``).
 
 Rows never change their vector in place, and the fill is by chunk key (``Mirror.fill``),
