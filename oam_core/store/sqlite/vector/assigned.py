@@ -61,7 +61,13 @@ class Assigned:
 
     def lists_of(self, pks: IntArray) -> IntArray:
         """The list of each of ``pks`` (-1 where not held)."""
-        return ivf._lookup(self.pks, self.lists.astype(np.int32), np.asarray(pks, dtype=np.int64))
+        pks = np.asarray(pks, dtype=np.int64)
+        out = np.full(len(pks), -1, np.int64)
+        if len(self.pks):
+            pos = np.minimum(np.searchsorted(self.pks, pks), len(self.pks) - 1)
+            hit = self.pks[pos] == pks
+            out[hit] = self.lists[pos[hit]]
+        return out
 
     def after(self, pk: int) -> tuple[IntArray, IntArray]:
         """``(keys, lists)`` of the rows with keys above ``pk``."""
@@ -106,8 +112,11 @@ def code(ann: Ann, vecs: FloatArray, pks: IntArray, upto: int) -> None:
     _reserve(ann, assigned, lists[held])
     for a in range(0, int(held.sum()), ivf.ADD_BATCH):
         part = np.flatnonzero(held)[a : a + ivf.ADD_BATCH]
-        coded = ivf.encode(vecs[part], ann.scale)
-        ivf._add_to_lists(ann.faiss, ann.index, coded, pks[part], lists[part])
+        coded = np.ascontiguousarray(ivf.encode(vecs[part], ann.scale))
+        ids = np.ascontiguousarray(pks[part], dtype=np.int64)
+        where = np.ascontiguousarray(lists[part], dtype=np.int64)
+        swig = ann.faiss.swig_ptr
+        ann.index.add_core(len(ids), swig(coded), swig(ids), swig(where))
     assigned.done = max(assigned.done, upto)
     if not len(assigned.pks) or assigned.done >= int(assigned.pks[-1]):
         ann.unfilled = None
