@@ -52,6 +52,7 @@ FETCH_ANN_MAX = 32_768
 (its candidates and the rows of its probed lists not coded yet: a few thousand at
 1M records); with more it waits for the thread."""
 _IN_BATCH = 500  # keys per ``pk IN (...)`` statement
+_YIELD_S = 0.002  # the thread's pause while a search reads rows itself
 
 
 class VectorLoader:
@@ -74,6 +75,7 @@ class VectorLoader:
         self._conn: sqlite3.Connection | None = None
         self._conn_lock = threading.Lock()
         self._stop = threading.Event()
+        self._readers = 0  # searches reading rows themselves: the thread waits for them
         _LOADERS.add(self)
 
     def start(self, lo: int, hi: int) -> None:
@@ -93,6 +95,8 @@ class VectorLoader:
         try:
             while not self._stop.is_set() and self._step():
                 time.sleep(0)  # let a search waiting for the GIL run between batches
+                while self._readers and not self._stop.is_set():
+                    time.sleep(_YIELD_S)  # a search reads its rows: give it the CPU
         except Exception as exc:  # the searches read the rows themselves (finish)
             log.warning("vector load from %s stopped (%s); searches read the rows", self.uri, exc)
         finally:
@@ -188,7 +192,16 @@ class VectorLoader:
         return out
 
     def _read(self, keys: IntArray) -> tuple[IntArray, FloatArray]:
-        """Chunk keys and unit vectors of the vector chunks of ``keys``, by key."""
+        """Chunk keys and unit vectors of the vector chunks of ``keys``, by key; the
+        thread starts no batch meanwhile (on 2 busy cores, 4,300 rows at 1M took
+        0.2-0.8 s beside it, 0.1 s alone)."""
+        self._readers += 1
+        try:
+            return self._read_rows(keys)
+        finally:
+            self._readers -= 1
+
+    def _read_rows(self, keys: IntArray) -> tuple[IntArray, FloatArray]:
         got: list[tuple[int, bytes]] = []
         listed = keys.tolist()
         with self._conn_lock:
