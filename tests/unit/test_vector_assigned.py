@@ -49,7 +49,8 @@ def per_list(ann: ivf.Ann) -> list[tuple[list[int], bytes]]:
         ids = ann.faiss.rev_swig_ptr(inv.get_ids(i), size).copy()
         codes = ann.faiss.rev_swig_ptr(inv.get_codes(i), size * inv.code_size).copy()
         order = np.argsort(ids)
-        out.append((ids[order].tolist(), codes.reshape(size, -1)[order].tobytes()))
+        rows = codes.reshape(size, inv.code_size)
+        out.append((ids[order].tolist(), rows[order].tobytes()))
     return out
 
 
@@ -174,8 +175,16 @@ def test_a_store_opened_from_a_file_without_codes_searches_before_and_after_the_
         for q, keys in zip(queries, probed, strict=True):
             assert ids(store, q, 10) == exact(path, q, 10, keys)
         index = store._impl.index
-        assert index.ann is not None and index.ann.index.ntotal == 0  # nothing coded yet
         assert fetched and 0 < max(fetched) < N  # the probed lists' rows, not all
+        # the lists those searches read whole were coded at once, as the file names them
+        ann_now = index.ann
+        assert ann_now is not None and ann_now.unfilled is not None
+        whole = np.flatnonzero(ann_now.unfilled.whole)
+        assert len(whole) and ann_now.index.ntotal == sum(len(before[li][0]) for li in whole)
+        assert all(per_list(ann_now)[li] == before[li] for li in whole)
+        fetched.clear()
+        again = [ids(store, q, 10) for q in queries]  # from the codes of those lists now
+        assert again == found and max(fetched) <= 4 * 10 * ann.oversample
         loader = index.log.loader
         assert loader is not None and loader.thread is not None
         release.set()

@@ -56,6 +56,9 @@ class Assigned:
         self.sizes: IntArray = np.bincount(self.lists, minlength=1).astype(np.int64)
         """Rows of each list (each list is allocated at that size when its first
         row is coded)."""
+        self.whole = np.zeros(len(self.sizes), bool)
+        """Lists coded out of order, every row at once, by a search that had read
+        them all (``code_read``): the fill skips their rows."""
         self._order: IntArray | None = None  # rows by list (stable: keys ascend in each)
         self._starts: IntArray | None = None
 
@@ -85,7 +88,7 @@ class Assigned:
         order, starts = self._order, self._starts
         parts = []
         for li in np.asarray(lists, dtype=np.int64).tolist():
-            if 0 <= li < len(starts) - 1:
+            if 0 <= li < len(starts) - 1 and not self.whole[li]:
                 seg = order[starts[li] : starts[li + 1]]
                 keys = self.pks[seg]
                 parts.append(keys[np.searchsorted(keys, self.done, side="right") :])
@@ -109,6 +112,7 @@ def code(ann: Ann, vecs: FloatArray, pks: IntArray, upto: int) -> None:
         return
     lists = assigned.lists_of(pks)
     held = (lists >= 0) & (pks > assigned.done)
+    held[held] = ~assigned.whole[lists[held]]
     _reserve(ann, assigned, lists[held])
     for a in range(0, int(held.sum()), ivf.ADD_BATCH):
         part = np.flatnonzero(held)[a : a + ivf.ADD_BATCH]
@@ -132,6 +136,40 @@ def _reserve(ann: Ann, assigned: Assigned, lists: IntArray) -> None:
         if li < len(assigned.sizes) and inv.list_size(li) == 0:
             inv.resize(li, int(assigned.sizes[li]))
             inv.resize(li, 0)
+
+
+def code_read(ann: Ann, mirror: Any, lists: IntArray, rows: IntArray, vecs: FloatArray) -> None:
+    """Code at once the rows of each of ``lists`` not coded yet when a search has
+    just read all of them: ``rows`` (mirror rows) with their unit vectors ``vecs``
+    (float32 ``(len(rows), dim)``). Later searches probing those lists use their
+    codes instead of reading the rows again; the fill skips them. Takes the
+    mirror's lock."""
+    with mirror.lock:
+        assigned: Assigned | None = ann.unfilled
+        if assigned is None or mirror.missing is None:
+            return
+        pks = mirror.pks[rows]  # rows cannot move: compaction needs the backend's lock
+        have = set(pks.tolist())
+        own = assigned.lists_of(pks)
+        for li in np.asarray(lists, dtype=np.int64).tolist():
+            if not 0 <= li < len(assigned.whole) or assigned.whole[li]:
+                continue
+            waiting = assigned.in_lists(np.array([li]))
+            found = mirror.rows_of(waiting)
+            alive = found >= 0
+            alive[alive] = mirror.live[found[alive]]
+            if not all(k in have for k in waiting[alive].tolist()):
+                continue  # a row of the list was not read (deleted meanwhile, ...)
+            take = np.flatnonzero((own == li) & (pks > assigned.done))
+            take = take[np.argsort(pks[take], kind="stable")]
+            _reserve(ann, assigned, np.array([li]))
+            if len(take):
+                coded = np.ascontiguousarray(ivf.encode(vecs[take], ann.scale))
+                ids = np.ascontiguousarray(pks[take], dtype=np.int64)
+                where = np.full(len(take), li, np.int64)
+                swig = ann.faiss.swig_ptr
+                ann.index.add_core(len(ids), swig(coded), swig(ids), swig(where))
+            assigned.whole[li] = True
 
 
 def code_from(ann: Ann, mirror: Any) -> None:

@@ -324,6 +324,8 @@ def approximate(
     block = mirror.gather(rows, FETCH_ANN_MAX) if mirror.missing is not None else None
     if block is not None:  # the vectors are still being read from SQLite
         dist = np.clip(1.0 - dot_rows(block, np.arange(len(rows)), q[None])[:, 0], 0.0, 2.0)
+        if allow is None and ann.unfilled is not None:  # every row of the lists was read
+            assigned.code_read(ann, mirror, assigned.probed(ann, q, nprobe), rows, block)
     else:
         dist = np.clip(1.0 - dot_rows(mirror.mat, rows, q[None])[:, 0], 0.0, 2.0)
     best = best_records(dist, mirror.rec[rows], k)
