@@ -23,7 +23,7 @@ import pytest
 
 from oam_core import SQLiteMemoryStore
 from oam_core.store.sqlite.backend import SQLiteBackend
-from oam_core.store.sqlite.vector import changelog, ranking
+from oam_core.store.sqlite.vector import assigned, changelog, ranking
 from oam_core.store.sqlite.vector import file as indexfile
 from oam_core.store.sqlite.vector.mirror import Mirror
 from oam_core.store.versions import memory_versions
@@ -314,11 +314,20 @@ def test_the_index_file_keeps_the_windows(tmp_path: Path, monkeypatch: pytest.Mo
 
 def vectors_of(index_file: Path, pks: np.ndarray) -> np.ndarray:
     """The unit vectors of chunks ``pks`` from the database beside ``index_file``
-    (a format-5 file holds none; older formats did)."""
+    (files of formats 5 and 6 hold none; older formats did)."""
     with sqlite3.connect(str(index_file).removesuffix(".oamvec")) as conn:
         stored = dict(conn.execute("SELECT pk, embedding FROM chunks WHERE has_vector = 1"))
     mat = np.stack([np.frombuffer(stored[int(pk)], dtype="<f4") for pk in pks])
     return (mat / np.linalg.norm(mat, axis=1, keepdims=True)).astype(np.float32)
+
+
+def with_codes(index_file: Path, snap: indexfile.Snapshot) -> None:
+    """Give ``snap`` (read from a file of this version: no vectors, no IVF codes)
+    its matrix and code its IVF index from it, as an older format's writer had them."""
+    snap.mat = vectors_of(index_file, snap.pks)
+    assert snap.ann is not None and snap.ann.unfilled is not None
+    assigned.code(snap.ann, snap.mat, snap.pks, int(snap.pks[-1]))
+    assert snap.ann.unfilled is None and snap.ann.index.ntotal == snap.n
 
 
 def _as_format_3(index_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -326,7 +335,7 @@ def _as_format_3(index_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import faiss
 
     snap = indexfile.read(str(index_file), DIM, faiss)
-    snap.mat = vectors_of(index_file, snap.pks)
+    with_codes(index_file, snap)
     with monkeypatch.context() as patch:
         patch.setattr(indexfile, "FORMAT_VERSION", 3)
         patch.setattr(indexfile, "_COLUMNS", indexfile._WINDOWLESS_COLUMNS)
@@ -369,7 +378,7 @@ def test_a_format_3_file_gives_its_ann_index_and_the_rows_come_from_sqlite(
         assert len(ranking.ending(index.mirror)) == ends
     finally:
         store.close()
-    new = indexfile.read(str(index_file), DIM, faiss)  # rewritten at close, as format 5
+    new = indexfile.read(str(index_file), DIM, faiss)  # rewritten at close, as format 6
     assert new.windows and int(np.isfinite(new.vuntil).sum()) == ends
 
 
@@ -378,16 +387,16 @@ def test_a_format_4_file_is_read_with_its_matrix_and_rewritten_without_it(
 ) -> None:
     """The previous version's file (format 4: the columns and a float32 copy of every
     vector) is trusted as it is: no vector is read from SQLite, its searches equal an
-    exact search, and closing rewrites it as format 5, without the matrix."""
+    exact search, and closing rewrites it as format 6, without the matrix."""
     import faiss
 
     path = tmp_path / "s.db"
     build_file(path)
     index_file = tmp_path / "s.db.oamvec"
     snap = indexfile.read(str(index_file), DIM, faiss)
-    assert snap.mat is None  # format 5: no vectors in the file
+    assert snap.mat is None  # format 6: no vectors in the file
     new_size = index_file.stat().st_size
-    snap.mat = vectors_of(index_file, snap.pks)
+    with_codes(index_file, snap)
     with monkeypatch.context() as patch:
         patch.setattr(indexfile, "FORMAT_VERSION", 4)
         patch.setattr(indexfile, "_COLUMNS", indexfile._MATRIX_COLUMNS)
@@ -422,6 +431,44 @@ def test_a_format_4_file_is_read_with_its_matrix_and_rewritten_without_it(
         assert read  # the vectors came from SQLite
     finally:
         store.close()
+
+
+def test_a_format_5_file_is_read_with_its_codes_and_rewritten_without_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The previous version's file (format 5: the IVF index with its 8-bit codes) is
+    trusted as it is: its index holds every row from the start, searches equal an
+    exact search, and closing rewrites it as format 6 (no code)."""
+    import faiss
+
+    path = tmp_path / "s.db"
+    build_file(path)
+    index_file = tmp_path / "s.db.oamvec"
+    snap = indexfile.read(str(index_file), DIM, faiss)
+    new_size = index_file.stat().st_size
+    with_codes(index_file, snap)
+    snap.mat = None
+    with monkeypatch.context() as patch:
+        patch.setattr(indexfile, "FORMAT_VERSION", indexfile.CODES_VERSION)
+        patch.setattr(indexfile, "_COLUMNS", indexfile._CODES_COLUMNS)
+        assert indexfile.write(str(index_file), snap, faiss)
+    old = indexfile.read(str(index_file), DIM, faiss)
+    assert old.version == 5 and old.ann is not None and old.ann.unfilled is None
+    assert old.ann.index.ntotal == N and index_file.stat().st_size - new_size > N * DIM
+    store = open_store(path)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for q in QUERIES:
+                for t in TIMES:
+                    assert searched(store, q, 10, t) == brute_force(path, q, 10, t)
+        ann = store._impl.index.ann
+        assert ann is not None and ann.unfilled is None and ann.index.ntotal == N
+    finally:
+        store.close()
+    again = indexfile.read(str(index_file), DIM, faiss)
+    assert again.version == 6 and index_file.stat().st_size == new_size
+    assert again.ann is not None and again.ann.index.ntotal == 0
 
 
 def _as_version_6(path: Path) -> None:

@@ -828,7 +828,11 @@ def test_an_index_file_of_format_2_or_of_another_index_kind_is_not_trusted(
     four_bit.train(vecs)
     four_bit.add(vecs)
     snap.ann.index = four_bit
-    assert indexfile.write(index_file, snap, faiss)
+    snap.ann.unfilled = None
+    with pytest.MonkeyPatch.context() as patch:  # a format holding the codes
+        patch.setattr(indexfile, "FORMAT_VERSION", indexfile.CODES_VERSION)
+        patch.setattr(indexfile, "_COLUMNS", indexfile._CODES_COLUMNS)
+        assert indexfile.write(index_file, snap, faiss)
     with pytest.raises(ValueError, match="another kind"):
         indexfile.read(index_file, DIM, faiss)
     store = open_store(path)
@@ -839,10 +843,10 @@ def test_an_index_file_of_format_2_or_of_another_index_kind_is_not_trusted(
         store.close()
 
 
-def test_format_5_stores_the_columns_compressed_and_reads_them_back(tmp_path: Path) -> None:
-    """The columns of a format-5 file are compressed (the keys as differences) and read
+def test_format_6_stores_the_columns_compressed_and_reads_them_back(tmp_path: Path) -> None:
+    """The columns of a format-6 file are compressed (the keys as differences) and read
     back equal, with keys that skip, decrease in step and reach past 2**32; the file
-    holds no float32 vector."""
+    holds no float32 vector and no IVF code, only each row's list."""
     import faiss
 
     from oam_core.store.sqlite.vector import file as indexfile
@@ -865,7 +869,7 @@ def test_format_5_stores_the_columns_compressed_and_reads_them_back(tmp_path: Pa
     data = Path(index_file).read_bytes()
     length = int.from_bytes(data[-16:-8], "little")
     trailer = json.loads(data[-16 - length : -16])
-    assert trailer["format"] == 5 and "mat" not in [s[0] for s in trailer["sections"]]
+    assert trailer["format"] == 6 and "mat" not in [s[0] for s in trailer["sections"]]
     assert {s[5] for s in trailer["sections"]} == {"zlib", "delta+zlib"}
     assert sum(s[2] for s in trailer["sections"]) < 400 * 8 * 5  # less than the raw columns
 

@@ -34,9 +34,9 @@ import numpy as np
 
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.sqlite.schema import vector_count
-from oam_core.store.sqlite.vector import ivf
+from oam_core.store.sqlite.vector import assigned, ivf
 from oam_core.store.sqlite.vector.builds import REBUILD_GROWTH, RECHECK_GROWTH, AnnBuilds
-from oam_core.store.sqlite.vector.file import SCOPES, IndexFile
+from oam_core.store.sqlite.vector.file import FORMAT_VERSION, SCOPES, IndexFile
 from oam_core.store.sqlite.vector.ivf import IntArray
 from oam_core.store.sqlite.vector.loading import VectorLoader
 from oam_core.store.sqlite.vector.mirror import Mirror, unit
@@ -124,6 +124,10 @@ class ChangeLog:
                 self._load_rows(conn, 0)
         if m.missing is not None and (not restored or self._reads_vectors()):
             m.wait_loaded()  # the maintenance after this catch-up may read any row
+        if m.missing is None:  # every vector is in the matrix: code what is left
+            for ann in (self.builds.ann, self.builds.pending):
+                if ann is not None and ann.unfilled is not None:
+                    assigned.code_from(ann, m)
         self.started = True
 
     def _reads_vectors(self) -> bool:
@@ -212,8 +216,9 @@ class ChangeLog:
         self.builds.ann = snap.ann
         if snap.mat is None:
             self._start_loading(conn, snap.ann.hwm if snap.ann is not None else 0, snap.hwm)
-        # a format-4 file (with a float32 matrix) is rewritten as format 5 at close
-        self.file.saved = (snap.hwm, snap.cursor) if snap.mat is None else None
+        # a file of an older format (with codes, or a float32 matrix) is rewritten at close
+        current = snap.mat is None and snap.version == FORMAT_VERSION
+        self.file.saved = (snap.hwm, snap.cursor) if current else None
         return True
 
     def _start_loading(self, conn: sqlite3.Connection, ann_hwm: int, hwm: int) -> None:
@@ -229,7 +234,10 @@ class ChangeLog:
         self._load_vectors(conn, split, hwm)
         if split:
             self.loader = VectorLoader(
-                self.mirror, f"{Path(file).resolve().as_uri()}?mode=ro", f"{self.p}chunks"
+                self.mirror,
+                f"{Path(file).resolve().as_uri()}?mode=ro",
+                f"{self.p}chunks",
+                self.builds.ann,
             )
             self.loader.start(0, split)
 
@@ -303,6 +311,12 @@ class ChangeLog:
         covered = sample[m.pks[sample] <= ann.hwm].tolist()
         found = 0
         for r in covered:
+            if ann.unfilled is not None and int(m.pks[r]) > ann.unfilled.done:
+                # not coded yet: its vector must lie in the list the file names
+                want = ann.unfilled.lists_of(m.pks[r : r + 1])[0]
+                lists = assigned.probed(ann, m.mat[r], 1)
+                found += int(len(lists) > 0 and int(lists[0]) == int(want))
+                continue
             labels = ann.search(m.mat[r], 10)
             rows = m.rows_of(labels)
             near = m.mat[rows[rows >= 0]] @ m.mat[r]

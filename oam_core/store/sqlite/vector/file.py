@@ -2,21 +2,23 @@
 
 A snapshot of the in-memory mirror (``vector/mirror.py``) as it stood after it
 caught up with the database at chunk key ``hwm`` and change-log sequence ``cursor``:
-the trained faiss index (``vector/ivf.py``, with its 8-bit codes and chunk keys)
-followed by the mirror's columns (live rows only) and a JSON trailer. It holds no
-float32 vector: those are in SQLite (the chunks' ``embedding``), from which the
-reopened mirror reads its matrix (``changelog.py``). Reopening a store reads the
-file instead of training and filling the ANN index again, then catches up from
+the trained faiss index (``vector/ivf.py``) without its entries, followed by the
+mirror's columns (live rows only, with each row's IVF list) and a JSON trailer. It
+holds no vector and no code of one: the vectors are in SQLite (the chunks'
+``embedding``), from which the reopened mirror reads its matrix (``loading.py``)
+and codes each row into the list the file names (``assigned.py``). Reopening a
+store reads the file instead of training the ANN index again, then catches up from
 ``(hwm, cursor)`` like any other reader.
 
 Layout (all integers little-endian)::
 
-    faiss index (faiss.write_index: IVF, signed 8-bit codes), bytes [0, ann_end)
+    faiss index (faiss.write_index: IVF, signed 8-bit codes, no entries [format 5:
+            with its codes and chunk keys]), bytes [0, ann_end)
     arrays: pks <i8, record keys <i8, type codes <i4, thread/user/agent codes <i4,
             expiry <f8 (inf = never), validity window from <f8 (-inf = open) and
-            until <f8 (inf = open); each zlib-compressed, the keys as differences
-            from the previous row  [format 4: uncompressed, and unit vectors <f4
-            (n, dim)]
+            until <f8 (inf = open), IVF list <i2 (-1 = not in the index; not in
+            format 5); each zlib-compressed, the keys as differences from the
+            previous row  [format 4: uncompressed, and unit vectors <f4 (n, dim)]
     code tables: JSON {"types": [...], "thread": [...], "user": [...], "agent": [...]}
     trailer: JSON {magic, format, dim, n, hwm, cursor, ann (with its code scale),
              sections, tables, crc32, ...}
@@ -41,9 +43,9 @@ reaches back to it, and afterwards it holds as many live vector chunks as the
 database with a sample of rows (vectors, keys, scopes, expiry, validity windows)
 equal to SQLite's. Otherwise it is rebuilt with one warning. A file whose change log
 was pruned past it, or of format 3 (no windows), keeps only its ANN index, checked
-against the rows read from SQLite. A file of format 4 (the previous version, with a
-float32 copy of every vector) is read with its matrix and rewritten as format 5 when
-the store closes. A kill -9 leaves either the old file or the new
+against the rows read from SQLite. A file of format 5 (the previous version, with
+the IVF codes) is read with its codes, one of format 4 (with a float32 copy of every
+vector) with its matrix too; both are rewritten as format 6 when the store closes. A kill -9 leaves either the old file or the new
 one, and SQLite rolls the write back. On a read-only file system nothing is written:
 the index is built in memory.
 """
@@ -71,6 +73,7 @@ import numpy as np
 import numpy.typing as npt
 
 from oam_core.errors import InvalidArgumentError
+from oam_core.store.sqlite.vector import assigned
 from oam_core.store.sqlite.vector.ivf import Ann, is_own_kind, warn_once
 
 __all__ = [
@@ -91,14 +94,19 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 5
-"""Version of the file layout; a file of another version is rebuilt. 5: no float32
-matrix (the vectors are read from SQLite); 4: the rows' validity windows (``vfrom``,
+FORMAT_VERSION = 6
+"""Version of the file layout; a file of another version is rebuilt. 6: no IVF codes
+either, only the trained lists (centroids) and each row's list (``vector/assigned.py``:
+the rows are coded as their vectors are read from SQLite); 5: no float32 matrix (the
+vectors are read from SQLite); 4: the rows' validity windows (``vfrom``,
 ``vuntil``) and the matrix; 3: the IVF index holds signed 8-bit codes of the scaled
 vectors (``ann.scale`` in the trailer); 2 held 4-bit codes of their residuals. A
-format-4 file is read with its matrix (``Snapshot.mat``); a format-3 file is read
+format-5 file is read with its codes and rewritten as format 6 when the store closes;
+a format-4 file is read with its matrix (``Snapshot.mat``); a format-3 file is read
 without windows (``Snapshot.windows`` False): its rows are reloaded from SQLite and
 only its ANN index is kept."""
+CODES_VERSION = 5
+"""The last format holding the IVF index's codes, still read (with them)."""
 MATRIX_VERSION = 4
 """The last format holding the float32 matrix, still read (with it)."""
 WINDOWLESS_VERSION = 3
@@ -120,7 +128,7 @@ QUIET_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 the index lives in memory only, without a warning. Any other failure of a write (a
 full disk, ``ENOSPC``; a quota; an I/O error) warns once per file."""
 SCOPES = ("thread", "user", "agent")
-_COLUMNS = (  # name, dtype (one value per row)
+_CODES_COLUMNS = (  # name, dtype (one value per row); format 5
     ("pks", "<i8"),
     ("rec", "<i8"),
     ("rtype", "<i4"),
@@ -131,15 +139,19 @@ _COLUMNS = (  # name, dtype (one value per row)
     ("vfrom", "<f8"),
     ("vuntil", "<f8"),
 )
-_PACKED_COLUMNS = _COLUMNS
-"""The columns of format 5, each stored compressed (``_read_arrays``)."""
+_COLUMNS = (*_CODES_COLUMNS, ("lists", "<i2"))
+"""The columns of format 6: format 5's and each row's IVF list (-1: not in the
+index), each stored compressed (``_read_arrays``)."""
+_PACKED_VERSION = 5
+"""Formats from this one store their columns compressed."""
 _DELTA = frozenset({"pks", "rec"})
-"""Columns of format 5 stored as differences from the previous row (ascending keys:
+"""Columns of formats 5 and 6 stored as differences from the previous row (ascending keys:
 mostly small numbers), then compressed."""
-_MATRIX_COLUMNS = (*_COLUMNS, ("mat", "<f4"))  # format 4: and the (n, dim) matrix
+_MATRIX_COLUMNS = (*_CODES_COLUMNS, ("mat", "<f4"))  # format 4: and the (n, dim) matrix
 _WINDOWLESS_COLUMNS = tuple(c for c in _MATRIX_COLUMNS if c[0] not in ("vfrom", "vuntil"))
 _VERSION_COLUMNS = {
     FORMAT_VERSION: _COLUMNS,
+    CODES_VERSION: _CODES_COLUMNS,
     MATRIX_VERSION: _MATRIX_COLUMNS,
     WINDOWLESS_VERSION: _WINDOWLESS_COLUMNS,
 }
@@ -150,8 +162,9 @@ class Snapshot:
     """The mirror's live rows and code tables, with the faiss index if it had one.
 
     Arrays are of length ``n``; ``mat`` is the float32 matrix of shape ``(n, dim)``
-    of a format-4 file, or None (format 5: the vectors are read from SQLite; a
-    snapshot being written: the file holds none); ``columns``
+    of a format-4 file, or None (formats 5, 6: the vectors are read from SQLite; a
+    snapshot being written: the file holds none); ``version`` is the file's format;
+    ``columns``
     maps ``rtype``/``thread``/``user``/``agent`` to int32 codes, ``tables`` maps
     ``types``/``thread``/``user``/``agent`` to the strings of codes 0, 1, ...
     ``vfrom``/``vuntil`` are the rows' validity windows (epoch seconds, ``-inf``/``inf``
@@ -173,6 +186,7 @@ class Snapshot:
     ann: Ann | None = None
     windows: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+    version: int = FORMAT_VERSION
 
     @property
     def n(self) -> int:
@@ -408,16 +422,29 @@ def _unlink_unlocked(tmp: str) -> bool:
         os.close(fd)
 
 
-_Head = tuple[int, int, "dict[str, Any] | None"]
-"""``(end, crc32, ann entry of the trailer)`` after the faiss part of a file."""
+_Head = tuple[int, int, "dict[str, Any] | None", "npt.NDArray[np.int16] | None"]
+"""``(end, crc32, ann entry of the trailer, each row's IVF list)`` after the faiss
+part of a file (the lists only when the file holds no codes)."""
+
+
+def _codeless() -> bool:
+    """Whether files are written without the IVF codes (format 6; tests set
+    ``_COLUMNS`` to an older format's)."""
+    return any(name == "lists" for name, _ in _COLUMNS)
 
 
 def _write_head(tmp: str, snap: Snapshot, faiss: Any) -> _Head:
-    """Write the faiss part of the file to ``tmp`` (or create it empty)."""
+    """Write the faiss part of the file to ``tmp`` (or create it empty): the trained
+    lists without their entries (format 6), whose rows' lists are returned."""
     if snap.ann is None:
         open(tmp, "wb").close()
-        return 0, 0, None
-    faiss.write_index(snap.ann.index, tmp)
+        return 0, 0, None, (np.full(snap.n, -1, np.int16) if _codeless() else None)
+    lists = None
+    if _codeless():
+        lists = assigned.list_of_rows(snap.ann, np.asarray(snap.pks, dtype=np.int64))
+        faiss.write_index(assigned.empty_copy(snap.ann), tmp)
+    else:
+        faiss.write_index(snap.ann.index, tmp)
     end = os.path.getsize(tmp)
     ann_info = {
         "end": end,
@@ -427,18 +454,19 @@ def _write_head(tmp: str, snap: Snapshot, faiss: Any) -> _Head:
         "oversample": snap.ann.oversample,
         "trained_hwm": snap.ann.trained_hwm,
         "checked_on": snap.ann.checked_on,
-        "count": int(snap.ann.index.ntotal),
+        "count": int(snap.ann.index.ntotal) if lists is None else int((lists >= 0).sum()),
         "scale": snap.ann.scale,
     }
-    return end, _crc_of_file(tmp, end), ann_info
+    return end, _crc_of_file(tmp, end), ann_info, lists
 
 
 def _write_to(tmp: str, snap: Snapshot, faiss: Any, head: _Head | None) -> None:
     """The file's bytes, written to ``tmp``; ``head`` when its faiss part is written
     already. The sections are ``_COLUMNS`` (tests set it to an older format's, with
     ``snap.mat`` given, to write an old file)."""
-    end, crc, ann_info = _write_head(tmp, snap, faiss) if head is None else head
+    end, crc, ann_info, lists = _write_head(tmp, snap, faiss) if head is None else head
     arrays = {
+        "lists": lists,
         "pks": snap.pks,
         "rec": snap.rec,
         "expires": snap.expires,
@@ -454,7 +482,7 @@ def _write_to(tmp: str, snap: Snapshot, faiss: Any, head: _Head | None) -> None:
             arr = np.ascontiguousarray(arrays[name], dtype=dtype)
             section: list[Any] = [name, offset, 0, dtype, list(arr.shape)]
             data: Any = arr.data.cast("B")
-            if _COLUMNS is _PACKED_COLUMNS:  # format 5 (tests write older ones)
+            if FORMAT_VERSION >= _PACKED_VERSION:  # formats 5, 6 (tests write older ones)
                 encoding = "delta+zlib" if name in _DELTA else "zlib"
                 raw = np.diff(arr, prepend=arr.dtype.type(0)) if name in _DELTA else arr
                 data = zlib.compress(raw.data.cast("B"), 1)
@@ -507,7 +535,9 @@ def read(path: str, dim: int, faiss: Any) -> Snapshot:
         end = _int(ann_info, "end") if isinstance(ann_info, dict) else 0
         crc = _crc_of_open(f, end)
         columns = _VERSION_COLUMNS[version]
-        arrays, offset, crc = _read_arrays(f, columns, header.get("sections"), n, dim, end, crc)
+        arrays, offset, crc = _read_arrays(
+            f, columns, header.get("sections"), (n, dim, end, crc), version >= _PACKED_VERSION
+        )
         where, length = header.get("tables", [None, None])
         if where != offset or not isinstance(length, int) or length < 0:
             raise InvalidArgumentError("unreadable trailer (tables)")
@@ -518,7 +548,10 @@ def read(path: str, dim: int, faiss: Any) -> Snapshot:
     tables = json.loads(raw)
     if not isinstance(tables, dict) or set(tables) != {"types", *SCOPES}:
         raise InvalidArgumentError("unreadable code tables")
-    ann = _read_ann(path, ann_info, dim, faiss) if isinstance(ann_info, dict) else None
+    lists = arrays.get("lists")
+    ann = _read_ann(path, ann_info, dim, faiss, lists) if isinstance(ann_info, dict) else None
+    if ann is not None and lists is not None:
+        assigned.install(ann, arrays["pks"], lists)
     snap = Snapshot(
         dim=dim,
         hwm=_int(header, "hwm"),
@@ -533,6 +566,7 @@ def read(path: str, dim: int, faiss: Any) -> Snapshot:
         tables={key: [str(v) for v in values] for key, values in tables.items()},
         ann=ann,
         windows=version != WINDOWLESS_VERSION,
+        version=version,
     )
     _check_codes(snap)
     return snap
@@ -542,18 +576,17 @@ def _read_arrays(
     f: Any,
     columns: tuple[tuple[str, str], ...],
     sections: Any,
-    n: int,
-    dim: int,
-    offset: int,
-    crc: int,
+    at: tuple[int, int, int, int],
+    packed: bool,
 ) -> tuple[dict[str, Any], int, int]:
     """The arrays ``columns`` (``_COLUMNS`` of the file's version) of ``n`` rows read
-    from ``f`` at ``offset`` as the trailer's ``sections`` list them: ``(arrays by name,
-    offset after them, crc32 continued over their bytes)``."""
+    from ``f`` at ``offset`` as the trailer's ``sections`` list them, ``at`` being
+    ``(n, dim, offset, crc)``, compressed where ``packed``: ``(arrays by name, offset
+    after them, crc32 continued over their bytes)``."""
+    n, dim, offset, crc = at
     if not isinstance(sections, list) or [s[0] for s in sections] != [c for c, _ in columns]:
         raise InvalidArgumentError("unreadable trailer (sections)")
     arrays: dict[str, Any] = {}
-    packed = columns is _PACKED_COLUMNS
     for (name, dtype), section in zip(columns, sections, strict=True):
         shape = (n, dim) if name == "mat" else (n,)
         size = n * int(np.prod(shape[1:])) * np.dtype(dtype).itemsize
@@ -578,7 +611,7 @@ def _read_arrays(
 def _read_packed(
     f: Any, name: str, dtype: str, section: Any, offset: int, size: int
 ) -> tuple[npt.NDArray[Any], bytes]:
-    """One compressed column of format 5 at ``offset``, of ``size`` bytes once
+    """One compressed column of formats 5 and 6 at ``offset``, of ``size`` bytes once
     decompressed: ``(the array, the bytes stored)``."""
     encoding = "delta+zlib" if name in _DELTA else "zlib"
     stored_size = section[2] if isinstance(section, list) and len(section) == 6 else None
@@ -603,14 +636,22 @@ def _read_packed(
     return arr, stored
 
 
-def _read_ann(path: str, ann_info: dict[str, Any], dim: int, faiss: Any) -> Ann:
+def _read_ann(path: str, ann_info: dict[str, Any], dim: int, faiss: Any, lists: Any = None) -> Ann:
     """The faiss index at the start of the file at ``path``, checked against the
-    trailer's ``ann`` entry (``ann_info``)."""
+    trailer's ``ann`` entry (``ann_info``); for a file without codes (format 6),
+    empty, with ``lists`` (each row's list) in range and as many as it counts."""
     try:
         index = faiss.read_index(path)
     except RuntimeError as exc:
         raise InvalidArgumentError(f"faiss cannot read it ({exc})") from None
-    if index.d != dim or index.ntotal != ann_info.get("count"):
+    count = index.ntotal
+    if lists is not None:
+        if count or (len(lists) and int(lists.max()) >= index.nlist):
+            raise InvalidArgumentError("its IVF lists differ from its trailer")
+        count = int((lists >= 0).sum()) if len(lists) else 0
+        if len(lists) and int(lists.min()) < -1:
+            raise InvalidArgumentError("unreadable IVF lists")
+    if index.d != dim or count != ann_info.get("count"):
         raise InvalidArgumentError("entry count or dimension differs from its trailer")
     if not is_own_kind(faiss, index):
         raise InvalidArgumentError(f"its IVF index is of another kind ({type(index).__name__})")

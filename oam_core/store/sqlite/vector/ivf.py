@@ -378,6 +378,8 @@ class Ann:
         nprobe: Lists scanned per query; 0 = not used (searches rank exactly).
         oversample: Candidates proposed per wanted record.
         rebuilt: Built (or re-calibrated) since it was last written to a file.
+        unfilled: The rows known by list but not coded yet (``assigned.Assigned``,
+            an index read from a file without codes), or None.
     """
 
     def __init__(
@@ -403,6 +405,7 @@ class Ann:
         self.oversample = int(min(max(1, oversample), OVERSAMPLES[-1]))
         index.nprobe = max(1, self.nprobe)
         self.rebuilt = True
+        self.unfilled: Any = None
 
     @classmethod
     def build(

@@ -285,6 +285,16 @@ class Mirror:
         if self.missing is not None and loader is not None:
             loader.complete(rows)
 
+    def gather(self, rows: IntArray, limit: int | None = None) -> FloatArray | None:
+        """The vectors of ``rows`` while a ``loading.VectorLoader`` fills ``mat``
+        (``VectorLoader.gather``: up to ``limit`` missing rows read from SQLite);
+        None once ``mat`` holds every row (read it)."""
+        loader = self.loader
+        if self.missing is None or loader is None:
+            return None
+        out: FloatArray | None = loader.gather(rows, limit)
+        return out
+
     def wait_loaded(self) -> None:
         """Return once every row of ``mat`` holds its vector (``loading.py``)."""
         loader = self.loader

@@ -24,7 +24,9 @@ import math
 
 import numpy as np
 
+from oam_core.store.sqlite.vector import assigned
 from oam_core.store.sqlite.vector.ivf import Ann, BoolArray, FloatArray, IntArray
+from oam_core.store.sqlite.vector.loading import FETCH_ANN_MAX
 from oam_core.store.sqlite.vector.mirror import Mirror
 
 __all__ = [
@@ -264,9 +266,15 @@ def exact(
     """``rank`` by the exact product with every candidate row."""
     if rows is None and mask is not None:
         rows = np.flatnonzero(mask)
+    block = None
     if mirror.missing is not None:  # the vectors are still being read from SQLite
-        mirror.complete(rows)
-    if rows is not None and 4 * len(rows) < mirror.n:  # gather the few candidates
+        if rows is None:
+            mirror.complete(rows)
+        else:
+            block = mirror.gather(rows)
+    if block is not None and rows is not None:  # the candidates, partly from SQLite
+        dist = np.clip(1.0 - dot_rows(block, np.arange(len(rows)), queries), 0.0, 2.0)
+    elif rows is not None and 4 * len(rows) < mirror.n:  # gather the few candidates
         dist = np.clip(1.0 - dot_rows(mirror.mat, rows, queries), 0.0, 2.0)
     else:  # multiply the whole matrix, then pick (no large copy)
         dist = np.clip(1.0 - dot(mirror.mat[: mirror.n], queries), 0.0, 2.0)
@@ -302,7 +310,7 @@ def approximate(
     kk = max(want, 32, math.ceil(want / share))
     if kk > 4 * exact_max:  # so selective that exact is cheaper
         return None
-    rows = mirror.rows_of(ann.search(q, kk, nprobe))
+    rows = mirror.rows_of(_proposed(mirror, ann, q, kk, nprobe))
     rows = rows[rows >= 0]
     tail = mirror.first_row_after(ann.hwm)
     if tail < n:
@@ -313,11 +321,30 @@ def approximate(
         rows = rows[mirror.live[rows]]
     if not len(rows):
         return None
-    if mirror.missing is not None:  # the vectors are still being read from SQLite
-        mirror.complete(rows)
-    dist = np.clip(1.0 - dot_rows(mirror.mat, rows, q[None])[:, 0], 0.0, 2.0)
+    block = mirror.gather(rows, FETCH_ANN_MAX) if mirror.missing is not None else None
+    if block is not None:  # the vectors are still being read from SQLite
+        dist = np.clip(1.0 - dot_rows(block, np.arange(len(rows)), q[None])[:, 0], 0.0, 2.0)
+        if allow is None and ann.unfilled is not None:  # every row of the lists was read
+            assigned.code_read(ann, mirror, assigned.probed(ann, q, nprobe), rows, block)
+    else:
+        dist = np.clip(1.0 - dot_rows(mirror.mat, rows, q[None])[:, 0], 0.0, 2.0)
     best = best_records(dist, mirror.rec[rows], k)
     return best if len(best) >= k else None
+
+
+def _proposed(mirror: Mirror, ann: Ann, q: FloatArray, kk: int, nprobe: int) -> IntArray:
+    """Chunk keys ``ann`` proposes for ``q``: its ``kk`` nearest coded entries in the
+    ``nprobe`` lists nearest to ``q``, and while it is being coded from SQLite
+    (``ann.unfilled``, an index file without codes) every row of those lists not
+    coded yet, so that the exact re-rank sees what the complete index would
+    propose. The faiss lists are read under the mirror's lock then (the loader
+    writes them)."""
+    if ann.unfilled is None:
+        return ann.search(q, kk, nprobe)
+    with mirror.lock:
+        coded = ann.search(q, kk, nprobe)
+        waiting = assigned.pending_in(ann, q, nprobe)
+    return np.concatenate([coded, waiting]) if len(waiting) else coded
 
 
 FEW_QUERIES = 4
