@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 import numpy as np
@@ -111,6 +112,16 @@ def to_retrieved_document(record: Record, score: float | None = None) -> Documen
         },
     )
     return doc
+
+
+def current_at(record: Record, now: datetime) -> bool:
+    """Whether ``record``'s validity window holds at ``now`` (the store clock's): a
+    version that ``update_memory`` replaced or ``invalidate_memory`` ended is read
+    by no adapter, by id no more than by search (docs/langchain.md#versions-of-a-memory)."""
+    start, end = record.valid_from, record.valid_until
+    if start is not None and datetime.fromisoformat(start) > now:
+        return False
+    return end is None or datetime.fromisoformat(end) > now
 
 
 def filter_dict(value: object, name: str) -> dict[str, Any]:
@@ -259,7 +270,7 @@ def mmr_steps(
     metadata_filter: Mapping[str, Any] | None,
 ) -> Steps[list[Record]]:
     """Maximal marginal relevance: fetch the ``fetch_k`` best records, then pick ``k``
-    that balance relevance and diversity (``lambda_mult`` 1 = relevance only, 0 =
+    of them (all of them when ``fetch_k < k``, as LangChain's stores do) that balance relevance and diversity (``lambda_mult`` 1 = relevance only, 0 =
     diversity only), with langchain-core's ``maximal_marginal_relevance``.
 
     Candidates are the nearest by vector, or, on a KEYWORD store (which ranks text
@@ -287,7 +298,7 @@ def mmr_steps(
     hits = yield from search_steps(
         store,
         scope,
-        max(fetch_k, k),
+        fetch_k,  # as InMemoryVectorStore and PGVector: at most fetch_k come back
         query=query if keyword else None,
         vector=None if keyword else vector,
         metadata_filter=metadata_filter,

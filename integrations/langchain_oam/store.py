@@ -74,7 +74,13 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from langchain_oam._search import distance_kind, filter_dict, relevance, store_ranks_text
+from langchain_oam._search import (
+    current_at,
+    distance_kind,
+    filter_dict,
+    relevance,
+    store_ranks_text,
+)
 from langchain_oam.embeddings import LangChainEmbedder
 from oam_core import (
     OracleAgentMemory,
@@ -126,16 +132,6 @@ def _check_labels(op: Op) -> None:
     key = getattr(op, "key", None)
     if isinstance(key, str):
         check_text(key, "key")
-
-
-def _current(record: Record, now: datetime) -> bool:
-    """Whether ``record``'s validity window holds at ``now``: a record that
-    ``invalidate_memory`` or ``update_memory`` ended is no longer the item, as a
-    search, which reads current records only, does not find it either."""
-    start, end = record.valid_from, record.valid_until
-    if start is not None and datetime.fromisoformat(start) > now:
-        return False
-    return end is None or datetime.fromisoformat(end) > now
 
 
 def _iso(dt: datetime) -> str:
@@ -496,7 +492,7 @@ class OAMStore(BaseStore):
         record = yield from call(self.store.get, self.record_type, record_id(op.namespace, op.key))
         if record is None or _LG not in (record.metadata or {}):
             return None
-        if not _current(record, self.store.clock_now()):  # the clock searches read by
+        if not current_at(record, self.store.clock_now()):  # the clock searches read by
             return None
         yield from self._refresh(record, op.refresh_ttl)
         return self._item(record)

@@ -22,6 +22,7 @@ from langchain_oam._search import (
     DistanceKind,
     SearchScope,
     check_metadata,
+    current_at,
     distance_kind,
     mmr_steps,
     relevance,
@@ -376,11 +377,14 @@ class OAMVectorStore(VectorStore):
     def _get_docs_steps(self, ids: Sequence[str]) -> Steps[list[Document]]:
         if isinstance(ids, (str, bytes)):
             raise InvalidArgumentError(f"ids must be a list of ids, got the bare string {ids!r}")
-        return [to_document(r) for r in (yield from self._get_steps(list(ids)))]
+        records = yield from self._get_steps(list(ids))
+        now = self.store.clock_now()
+        return [to_document(r) for r in records if current_at(r, now)]
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
-        """The stored documents with these ids, in the order of ``ids``; unknown ids
-        (or ids outside this store's scope) are skipped."""
+        """The stored documents with these ids, in the order of ``ids``; unknown ids,
+        ids outside this store's scope and versions that no longer hold
+        (docs/langchain.md#versions-of-a-memory) are skipped."""
         return run_sync(self._get_docs_steps(ids))
 
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:

@@ -82,6 +82,8 @@ def test_k_larger_than_data_and_mmr(vs: OAMVectorStore) -> None:  # C13
     assert len(vs.similarity_search("query", k=10)) == 3
     assert len(vs.similarity_search("query", k=100_000)) == 3
     assert len(vs.max_marginal_relevance_search("query", k=10, fetch_k=20)) == 3
+    # MMR picks among the fetch_k candidates, as InMemoryVectorStore: never more
+    assert len(vs.max_marginal_relevance_search("query", k=3, fetch_k=2)) == 2
     with pytest.raises(ValueError, match="k"):
         vs.similarity_search("query", k=0)
 

@@ -42,6 +42,9 @@ def test_the_vector_store_returns_no_superseded_memory() -> None:
         assert [d.id for d in found] == [new]
         scored = vs.similarity_search_with_relevance_scores("office", k=4)
         assert [d.id for d, _ in scored] == [new]
+        got = vs.get_by_ids([old, new])  # by id too: only the version that holds
+        assert [(d.id, d.page_content) for d in got] == [(new, "The office is in Porto")]
+        assert [d.id for d in anyio.run(vs.aget_by_ids, [old, new])] == [new]
 
 
 def test_the_langgraph_store_returns_no_invalidated_item() -> None:
