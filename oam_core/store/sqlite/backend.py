@@ -45,6 +45,7 @@ from oam_core.store.sqlite.dialect import SQLITE
 from oam_core.store.sqlite.keyword import Fts5Ranker
 from oam_core.store.sqlite.schema import SCHEMA_VERSION
 from oam_core.store.sqlite.vector import LOG_KEEP, BoolArray, IntArray, VectorIndex, index_path
+from oam_core.store.sqlite.vector.feed import Inserted
 from oam_core.store.text import index_text
 
 BUSY_TIMEOUT_S = 30.0
@@ -232,8 +233,9 @@ class SQLiteBackend(SqlBackend):
             if self.checkpointer is not None:
                 self.checkpointer.before_write(self.conn)
             self.conn.execute("BEGIN IMMEDIATE")
+            tx = SQLiteTx(self, self.conn)
             try:
-                yield SQLiteTx(self, self.conn)
+                yield tx
                 changes = f"{self.p}chunk_changes"
                 self.conn.execute(
                     f"DELETE FROM {changes} WHERE seq <= (SELECT max(seq) FROM {changes}) - ?",
@@ -245,6 +247,7 @@ class SQLiteBackend(SqlBackend):
             self.conn.execute("COMMIT")
             if self.checkpointer is not None:
                 self.checkpointer.committed(self.conn)
+            self.index.written(self.conn, tx.inserted)  # the new chunks, without a read
 
     @contextmanager
     def streaming(self) -> Iterator[None]:
@@ -409,6 +412,8 @@ class SQLiteTx(SqlTx):
         self.json_rows = backend.json_rows
         self._json_bound: dict[str, list[Any]] = {}
         self.max_bytes = jsonrows.max_bytes(conn) if self.json_rows else 0
+        self.inserted: builtins.list[Inserted] = []
+        """The chunk rows written, for the vector index after the commit."""
 
     def restore_if_new(self, cols: Any, batch_size: int) -> bool | None:
         # A savepoint, so that a clash (the unique index) undoes the batch's rows
@@ -524,6 +529,8 @@ class SQLiteTx(SqlTx):
         names = [*_CHUNK_COLUMNS[:-2], "has_vector"]
         n = len(has_vector)
         self._insert_rows("chunks", first, names, [*columns, has_vector], batch_size, blobs, matrix)
+        vectors = (lambda: matrix) if matrix is not None else (lambda: blobs(0, n) if blobs else [])
+        self.inserted.append(Inserted(first, columns, has_vector, vectors))
         # The new text goes to FTS5 from the caller's column, through the expression
         # the view and the delete trigger apply (``schema.fts_text``): reading it back
         # from the rows just written would read their pages (vectors included) again,

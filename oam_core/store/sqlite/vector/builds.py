@@ -3,11 +3,19 @@
 written with the mirror to the index file (``vector/file.py``).
 
 Building the ANN index: from ``ANN_MIN_ROWS`` live rows, in the search that first
-needs it; from ``BACKGROUND_ROWS`` on in a background thread, while searches rank
-exactly (or with the previous index, when a grown store retrains), so no search
-waits for a large build. The thread reads the mirror in slices under its lock
-(``mirror.LiveRows``); the result is adopted by the next search, which adds the rows
-written meanwhile.
+needs it; from ``BACKGROUND_ROWS`` on, or when a write brought the rows there
+(``maintain(writing=True)``), in a background thread, while searches rank exactly (or
+with the previous index, when a grown store retrains), so no search or write waits
+for a large build. The thread reads the mirror in slices under its lock
+(``mirror.LiveRows``), and once its index is filled goes on adding the rows written
+meanwhile until fewer than ``tail.INLINE_ROWS`` are left; then the next search or
+write adopts it, adding the last few.
+
+Rows written after the serving index took rows in: up to ``tail.INLINE_ROWS`` are
+added inline; more are assigned to its lists by a ``tail.TailAssigner`` thread and
+added by the next search or write (``drain``). Until then searches rank them exactly
+beside the index's proposals (``ranking.approximate``), so a store that grows by bulk
+writes always has an index covering all but its newest rows.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from oam_core.store.sqlite.vector import ivf
 from oam_core.store.sqlite.vector.file import IndexFile
 from oam_core.store.sqlite.vector.ivf import CALIBRATION_QUERIES, Ann
 from oam_core.store.sqlite.vector.mirror import LiveRows, Mirror
+from oam_core.store.sqlite.vector.tail import INLINE_ROWS, TailAssigner, extend_inline
 
 __all__ = ["ANN_MIN_ROWS", "BACKGROUND_ROWS", "REBUILD_GROWTH", "RECHECK_GROWTH", "AnnBuilds"]
 
@@ -60,6 +69,7 @@ class AnnBuilds:
             checked against the mirror (``validate``) by the next ``maintain``.
         thread: The background build, or None; once it is no longer alive the next
             search calls ``adopt``.
+        tail: The thread assigning the rows above ``ann.hwm`` to its lists, or None.
 
     Every method but the build thread's runs with the store's lock held.
     """
@@ -80,17 +90,19 @@ class AnnBuilds:
         self.ann: Ann | None = None
         self.pending: Ann | None = None
         self.thread: threading.Thread | None = None
+        self.tail: TailAssigner | None = None
         self._built: Ann | BaseException | None = None
         self._stop = threading.Event()
 
-    def maintain(self) -> None:
+    def maintain(self, *, writing: bool = False) -> None:
         """After a catch-up: compact a mirror with many dead rows, check a pending
         index, build or retrain the index when due, add the new rows to it and
-        check its recall when the rows grew."""
+        check its recall when the rows grew. After a write (``writing``): only the
+        builds, in the background, and the new rows."""
         m = self.mirror
-        if m.n_dead > max(self.compact_min, m.n // 4):
+        if not writing and m.n_dead > max(self.compact_min, m.n // 4):
             self.compact()
-        if self.pending is not None:
+        if not writing and self.pending is not None:
             ann, self.pending = self.pending, None
             try:
                 self.validate(ann)
@@ -100,17 +112,19 @@ class AnnBuilds:
         live = m.n - m.n_dead
         grown = self.ann is not None and live > REBUILD_GROWTH * self.ann.trained_on
         if (self.ann is None or grown) and live >= self.ann_min_rows and self.thread is None:
-            self.build(background=live >= self.background_rows)
+            self.build(background=writing or live >= self.background_rows)
         if self.ann is not None:
             self.extend(self.ann)
-            self.check_recall(self.ann, live)
+            if not writing:
+                self.check_recall(self.ann, live)
 
     def check_recall(self, ann: Ann, live: int) -> None:
         """Once the live rows grew by ``RECHECK_GROWTH`` since the index's last
         check, test its recall on rows added since it was trained; when it falls
         short (they come from data its lists do not fit), rank exactly until a
         retrained index is ready."""
-        if not ann.nprobe or self.thread is not None or live < RECHECK_GROWTH * ann.checked_on:
+        busy = self.thread is not None or self.tail is not None  # rows not all in it yet
+        if not ann.nprobe or busy or live < RECHECK_GROWTH * ann.checked_on:
             return
         ann.checked_on = live
         m = self.mirror
@@ -125,19 +139,49 @@ class AnnBuilds:
         self.build(background=live >= self.background_rows)
 
     def extend(self, ann: Ann) -> None:
-        """Add the live rows above the ANN index's high-water mark to it."""
+        """Add the live rows above the ANN index's high-water mark to it: the ones a
+        ``TailAssigner`` assigned; then the rest inline when they are at most
+        ``INLINE_ROWS``, else by a new assigner (none runs while one works)."""
+        self.drain()
+        tail = self.tail
+        if tail is not None and tail.ann is ann and tail.running:
+            return
         m = self.mirror
-        start = m.first_row_after(ann.hwm)
-        if start < m.n:
-            keep = np.flatnonzero(m.live[start : m.n]) + start
-            ann.add(m.mat[keep], m.pks[keep])
-        ann.hwm = max(ann.hwm, m.hwm)
+        left = m.n - m.first_row_after(ann.hwm)
+        faiss = ivf.load_faiss()
+        if left <= INLINE_ROWS or faiss is None:
+            extend_inline(ann, m)
+            return
+        self.tail = TailAssigner(faiss, ann, m)
+
+    def drain(self) -> None:
+        """Add the rows the tail assigner finished to the serving index; forget an
+        assigner of another index, or one that ended with nothing left to add."""
+        tail = self.tail
+        if tail is None:
+            return
+        if tail.ann is not self.ann:
+            tail.stop()
+            self.tail = None
+            return
+        tail.drain()
+        if not tail.running and not tail.ready:
+            self.tail = None
+
+    @property
+    def tail_ready(self) -> bool:
+        """Whether assigned rows wait for ``drain`` (a cheap test for each search)."""
+        tail = self.tail
+        return tail is not None and (tail.ready or not tail.running)
 
     def compact(self) -> None:
         """Drop the mirror's dead rows, and their entries from the index."""
         dead = self.mirror.compact()
         if self.ann is not None:
             self.ann.remove(dead[dead <= self.ann.hwm])
+            if self.tail is not None:  # rows it assigned and not yet added are dropped
+                self.tail.stop()
+                self.tail = None
 
     def build(self, *, background: bool) -> None:
         """Build an index now (then write the index file), or start a thread that
@@ -175,9 +219,25 @@ class AnnBuilds:
 
     def _run(self, faiss: Any, source: LiveRows, rng: np.random.Generator) -> None:
         try:
-            self._built = Ann.build(faiss, source, rng, stop=self._stop.is_set)
+            built = Ann.build(faiss, source, rng, stop=self._stop.is_set)
+            if built is not None:
+                self._catch_up(built, source)
+            self._built = built
         except (MemoryError, RuntimeError) as exc:
             self._built = exc
+
+    def _catch_up(self, built: Ann, source: LiveRows) -> None:
+        """Add the rows written during the build to ``built`` (the build thread's
+        own index) until at most ``INLINE_ROWS`` are left for ``adopt``."""
+        while not self._stop.is_set():
+            m = self.mirror
+            with m.lock:
+                left = m.n - m.first_row_after(built.hwm)
+            if left <= INLINE_ROWS:
+                return
+            mat, pks, last = source.rows_after(built.hwm, ivf.ADD_BATCH * 8)
+            built.add(mat, pks)
+            built.hwm = max(built.hwm, last)
 
     def adopt(self) -> None:
         """Take over the background build's index: drop the rows deleted meanwhile,
@@ -196,20 +256,26 @@ class AnnBuilds:
         self.ann_min_rows = NEVER
 
     def stop(self) -> None:
-        """Stop a background build (it ends at its next slice) and wait for it."""
+        """Stop a background build (it ends at its next slice) and the tail
+        assigner, and wait for them; the rows it assigned and not yet added stay
+        above the index's high-water mark."""
         thread = self.thread
         if thread is not None:
             self._stop.set()
             thread.join()
             self.thread, self._built = None, None
+        if self.tail is not None:
+            self.tail.stop()
+            self.tail = None
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait until a background build ends (its index is adopted by the next
-        search); True when none is running any more."""
-        thread = self.thread
-        if thread is not None:
-            thread.join(timeout)
-            return not thread.is_alive()
+        """Wait until a background build and the tail assigner end (their work is
+        taken over by the next search); True when neither runs any more."""
+        for thread in (self.thread, None if self.tail is None else self.tail.thread):
+            if thread is not None:
+                thread.join(timeout)
+                if thread.is_alive():
+                    return False
         return True
 
     def validate(self, ann: Ann) -> None:

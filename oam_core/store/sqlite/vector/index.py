@@ -10,10 +10,12 @@ hands over to the change-log reader only when it did.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 
-from oam_core.store.sqlite.vector import ranking
+from oam_core.store.sqlite.vector import feed, ranking
 from oam_core.store.sqlite.vector.builds import AnnBuilds
 from oam_core.store.sqlite.vector.changelog import ChangeLog
+from oam_core.store.sqlite.vector.feed import Inserted
 from oam_core.store.sqlite.vector.file import IndexFile
 from oam_core.store.sqlite.vector.ivf import Ann, BoolArray, FloatArray, IntArray
 from oam_core.store.sqlite.vector.mirror import Mirror
@@ -111,6 +113,13 @@ class VectorIndex:
                 self.log.catch_up(conn)
                 self.version = version
                 self.builds.maintain()
+        elif self.builds.tail_ready:  # rows a tail assigner finished: add them
+            with self.mirror.lock:
+                ann = self.builds.ann
+                if ann is None:
+                    self.builds.drain()
+                else:
+                    self.builds.extend(ann)
         thread = self.builds.thread
         if thread is not None and not thread.is_alive():
             self.builds.adopt()
@@ -139,6 +148,16 @@ class VectorIndex:
         ties by record pk, over the candidates ``(rows, mask)`` of ``candidates``
         (``ranking.rank``)."""
         return ranking.rank(self.mirror, self.builds.ann, queries, k, rows, mask, self.exact_max)
+
+    def written(self, conn: sqlite3.Connection, inserted: Sequence[Inserted]) -> None:
+        """Take in the chunks a write of ``conn`` just committed (``feed.Inserted``,
+        in the order written) without reading them back, and let the ANN index
+        follow them in the background (``feed.take``); call after the commit, with
+        the backend's lock held. Errors never reach the writer: a write the mirror
+        could not take is read by the next search's catch-up."""
+        with self.mirror.lock:
+            if feed.take(self.mirror, self.log, conn, inserted):
+                self.builds.maintain(writing=True)
 
     # -- opening and closing ------------------------------------------------------------
 

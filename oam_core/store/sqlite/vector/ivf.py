@@ -303,7 +303,7 @@ def encode(mat: FloatArray, scale: float) -> FloatArray:
     return out
 
 
-def _assign(index: Any, coded: FloatArray) -> IntArray:
+def assign(index: Any, coded: FloatArray) -> IntArray:
     """The IVF list of each row of ``coded`` (``encode``d rows: what faiss's own add
     computes)."""
     _, lists = index.quantizer.search(coded, 1)
@@ -332,9 +332,7 @@ def _reserve_lists(index: Any, sizes: IntArray) -> None:
             inv.resize(i, 0)
 
 
-def _add_to_lists(
-    faiss: Any, index: Any, coded: FloatArray, pks: IntArray, lists: IntArray
-) -> None:
+def add_to_lists(faiss: Any, index: Any, coded: FloatArray, pks: IntArray, lists: IntArray) -> None:
     """Add ``encode``d rows ``coded`` labelled ``pks`` to the IVF lists ``lists``."""
     x = np.ascontiguousarray(coded, dtype=np.float32)
     ids = np.ascontiguousarray(pks, dtype=np.int64)
@@ -449,7 +447,7 @@ class Ann:
         for mat, pks, _ in _slices(source, ADD_BATCH, stop):
             if len(pks):
                 seen_pks.append(pks)
-                seen_lists.append(_assign(index, encode(mat, scale)).astype(np.int32))
+                seen_lists.append(assign(index, encode(mat, scale)).astype(np.int32))
                 calibration.observe(mat, pks)
         if stop():
             return None
@@ -466,9 +464,9 @@ class Ann:
             lists = _lookup(known_pks, known_lists, pks)
             new = lists < 0
             if new.any():
-                lists[new] = _assign(index, coded[new])
+                lists[new] = assign(index, coded[new])
             if len(pks):
-                _add_to_lists(faiss, index, coded, pks, lists)
+                add_to_lists(faiss, index, coded, pks, lists)
         if stop():
             return None
         del known_pks, known_lists

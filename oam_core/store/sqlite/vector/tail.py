@@ -1,0 +1,112 @@
+"""The rows written after the serving ANN index (``vector/ivf.py``) last took rows in,
+assigned to its lists in a background thread (``docs/sqlite.md#how-a-search-is-ranked``).
+
+Finding a row's IVF list (a product with every centroid: 0.9 MFLOP per 384-d row at
+1,131 lists) is the dear part of adding it to the index; storing its code in the list
+is a copy. A ``TailAssigner`` does the first in a thread while searches go on with
+the index as it stands (rows above its high-water mark are ranked exactly, ``ranking``),
+and the store's own thread, holding the locks searches hold, does the second in
+``drain``: the faiss index is never changed while a search reads it. The thread only
+reads the index's coarse quantizer, which nothing changes once it is trained.
+
+The thread reads the mirror in slices under its lock (``mirror.LiveRows``) and keeps
+per row only its key and list (16 bytes); ``drain`` takes the vectors from the mirror
+again, so a bulk load that nobody searches leaves little memory waiting.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from oam_core.store.sqlite.vector.ivf import ADD_BATCH, Ann, IntArray, add_to_lists, assign, encode
+from oam_core.store.sqlite.vector.mirror import LiveRows, Mirror
+
+__all__ = ["INLINE_ROWS", "TAIL_SLICE", "TailAssigner"]
+
+INLINE_ROWS = 2_048
+"""Rows above the index's high-water mark added to it inline (in the search or the
+write that finds them, about 0.1 s at 2,000 lists); more go to a ``TailAssigner``."""
+TAIL_SLICE = 8 * ADD_BATCH
+"""Rows the assigner reads and assigns per step."""
+
+
+class TailAssigner:
+    """Assigns the live rows above ``ann.hwm`` to ``ann``'s lists in a thread.
+
+    Args:
+        faiss: The faiss module.
+        ann: The serving index (its quantizer is only read).
+        mirror: The rows, read in slices under ``mirror.lock``.
+
+    Attributes:
+        ann: As the argument; ``drain`` adds nothing to another index.
+        thread: The worker; it ends once no row is left above what it assigned.
+    """
+
+    def __init__(self, faiss: Any, ann: Ann, mirror: Mirror) -> None:
+        self.faiss = faiss
+        self.ann = ann
+        self.mirror = mirror
+        self._ready: list[tuple[IntArray, IntArray, int]] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.thread = threading.Thread(
+            target=self._run, args=(ann.hwm,), name="oam-vector-tail", daemon=True
+        )
+        self.thread.start()
+
+    def _run(self, after: int) -> None:
+        source = LiveRows(self.mirror)
+        while not self._stop.is_set():
+            mat, pks, last = source.rows_after(after, TAIL_SLICE)
+            if last == after:
+                return
+            lists = assign(self.ann.index, encode(mat, self.ann.scale)) if len(pks) else pks
+            with self._lock:
+                self._ready.append((pks, lists, last))
+            after = last
+
+    @property
+    def ready(self) -> bool:
+        """Whether assigned rows wait for ``drain``."""
+        return bool(self._ready)
+
+    @property
+    def running(self) -> bool:
+        """Whether the thread still works."""
+        return self.thread.is_alive()
+
+    def drain(self) -> None:
+        """Add the assigned rows still live to ``ann`` and raise its high-water mark
+        (call with the mirror's lock and the store's lock held)."""
+        with self._lock:
+            ready, self._ready = self._ready, []
+        m, ann = self.mirror, self.ann
+        for pks, lists, last in ready:
+            rows = m.rows_of(pks)
+            ok = rows >= 0
+            ok[ok] = m.live[rows[ok]]
+            if ok.any():
+                coded = encode(m.mat[rows[ok]], ann.scale)
+                add_to_lists(self.faiss, ann.index, coded, pks[ok], lists[ok])
+            ann.hwm = max(ann.hwm, last)
+
+    def stop(self) -> None:
+        """Stop the thread at its next slice and wait for it; nothing more is added."""
+        self._stop.set()
+        self.thread.join()
+        with self._lock:
+            self._ready = []
+
+
+def extend_inline(ann: Ann, mirror: Mirror) -> None:
+    """Add the live rows above ``ann.hwm`` to it now (assignment included)."""
+    m = mirror
+    start = m.first_row_after(ann.hwm)
+    if start < m.n:
+        keep = np.flatnonzero(m.live[start : m.n]) + start
+        ann.add(m.mat[keep], m.pks[keep])
+    ann.hwm = max(ann.hwm, m.hwm)
