@@ -27,10 +27,11 @@ import numpy as np
 
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.sqlite.vector import ivf
+from oam_core.store.sqlite.vector import tail as tails
 from oam_core.store.sqlite.vector.file import IndexFile
 from oam_core.store.sqlite.vector.ivf import CALIBRATION_QUERIES, Ann
 from oam_core.store.sqlite.vector.mirror import LiveRows, Mirror
-from oam_core.store.sqlite.vector.tail import INLINE_ROWS, TailAssigner, extend_inline
+from oam_core.store.sqlite.vector.tail import TailAssigner, extend_inline
 
 __all__ = ["ANN_MIN_ROWS", "BACKGROUND_ROWS", "REBUILD_GROWTH", "RECHECK_GROWTH", "AnnBuilds"]
 
@@ -149,7 +150,7 @@ class AnnBuilds:
         m = self.mirror
         left = m.n - m.first_row_after(ann.hwm)
         faiss = ivf.load_faiss()
-        if left <= INLINE_ROWS or faiss is None:
+        if left <= tails.INLINE_ROWS or faiss is None:
             extend_inline(ann, m)
             return
         self.tail = TailAssigner(faiss, ann, m)
@@ -233,7 +234,7 @@ class AnnBuilds:
             m = self.mirror
             with m.lock:
                 left = m.n - m.first_row_after(built.hwm)
-            if left <= INLINE_ROWS:
+            if left <= tails.INLINE_ROWS:
                 return
             mat, pks, last = source.rows_after(built.hwm, ivf.ADD_BATCH * 8)
             built.add(mat, pks)

@@ -112,14 +112,20 @@ class VectorIndex:
             with self.mirror.lock:
                 self.log.catch_up(conn)
                 self.version = version
+                self._adopt_finished()  # first: a grown store may retrain it at once
                 self.builds.maintain()
-        elif self.builds.tail_ready:  # rows a tail assigner finished: add them
+            return
+        self._adopt_finished()
+        if self.builds.tail_ready:  # rows a tail assigner finished: add them
             with self.mirror.lock:
                 ann = self.builds.ann
                 if ann is None:
                     self.builds.drain()
                 else:
                     self.builds.extend(ann)
+
+    def _adopt_finished(self) -> None:
+        """Adopt the index of a background build that ended."""
         thread = self.builds.thread
         if thread is not None and not thread.is_alive():
             self.builds.adopt()
@@ -157,6 +163,7 @@ class VectorIndex:
         could not take is read by the next search's catch-up."""
         with self.mirror.lock:
             if feed.take(self.mirror, self.log, conn, inserted):
+                self._adopt_finished()
                 self.builds.maintain(writing=True)
 
     # -- opening and closing ------------------------------------------------------------

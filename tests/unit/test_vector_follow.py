@@ -1,0 +1,288 @@
+"""The vector index following bulk writes (oam_core/store/sqlite/vector/feed.py,
+tail.py, builds.py; docs/sqlite.md#how-a-search-is-ranked): the writer hands its new
+chunks to the mirror, the ANN index takes the rows written after it in a background
+thread while searches rank them exactly, and a process killed (kill -9) during a
+background rebuild leaves a store that reopens with every acknowledged record
+searchable and an index holding every live chunk.
+
+Every check compares search results with a brute-force ranking of the rows SQLite
+holds; the interleavings are injected (events), not slept for."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from oam_core import SQLiteMemoryStore
+from oam_core.store.sqlite.vector import feed, tail
+from oam_core.store.sqlite.vector.mirror import Mirror
+
+DIM = 8
+ROOT = Path(__file__).resolve().parents[2]
+QUERIES = np.random.default_rng(99).standard_normal((5, DIM)).astype(np.float32)
+
+
+def open_store(path: Path, *, ann_min_rows: int = 8) -> SQLiteMemoryStore:
+    store = SQLiteMemoryStore(str(path), vector_dim=DIM)
+    store._impl.index.ann_min_rows = ann_min_rows
+    store._impl.index.exact_max = 4
+    return store
+
+
+def add(store: SQLiteMemoryStore, start: int, stop: int) -> None:
+    vecs = np.random.default_rng(start).standard_normal((stop - start, DIM)).astype(np.float32)
+    store.add(
+        [f"t{i}" for i in range(start, stop)],
+        "memory",
+        embeddings=vecs,
+        record_ids=[f"r{i}" for i in range(start, stop)],
+        user_ids=[f"u{i % 3}" for i in range(start, stop)],
+        ttl_days=[None if i % 5 else 30 for i in range(start, stop)],
+    )
+
+
+def brute_force(path: Path, q: np.ndarray, k: int) -> list[str]:
+    """Top-k record ids by exact cosine over the vector chunks SQLite holds."""
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute(
+            "SELECT r.id, c.embedding FROM chunks c JOIN records r ON r.pk = c.record_pk "
+            "WHERE c.has_vector = 1 AND (c.expires_at IS NULL OR c.expires_at > ?)",
+            (time.time(),),
+        ).fetchall()
+    ids = [r[0] for r in rows]
+    mat = np.stack([np.frombuffer(r[1], dtype="<f4") for r in rows])
+    sims = mat @ q / np.linalg.norm(mat, axis=1) / np.linalg.norm(q)
+    return [ids[i] for i in np.argsort(-sims, kind="stable")[:k]]
+
+
+def ids(store: SQLiteMemoryStore, q: np.ndarray, k: int) -> list[str]:
+    return [r.id for r, _ in store.search(query_vector=list(q), k=k)]
+
+
+def live_keys(mirror: Mirror) -> set[int]:
+    return set(mirror.pks[: mirror.n][mirror.live[: mirror.n]].tolist())
+
+
+def test_a_bulk_write_feeds_the_mirror_the_rows_sqlite_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first bulk write into a new store loads the mirror, the next ones append
+    their rows without reading them back; the arrays equal a mirror read from SQLite."""
+    path = tmp_path / "s.db"
+    store = open_store(path, ann_min_rows=10**9)
+    try:
+        add(store, 0, feed.FOLLOW_ROWS)
+        mirror = store._impl.index.mirror
+        assert mirror.n == feed.FOLLOW_ROWS  # loaded by the write, no search yet
+        loads: list[int] = []
+        load_rows = store._impl.index.log._load_rows
+        monkeypatch.setattr(
+            store._impl.index.log, "_load_rows", lambda c, a: (loads.append(a), load_rows(c, a))
+        )
+        add(store, feed.FOLLOW_ROWS, feed.FOLLOW_ROWS + 300)
+        add(store, feed.FOLLOW_ROWS + 300, feed.FOLLOW_ROWS + 301)  # a one-record write
+        assert mirror.n == feed.FOLLOW_ROWS + 301
+        for q in QUERIES:
+            assert ids(store, q, 10) == brute_force(path, q, 10)
+        assert loads == []  # nothing read back from SQLite
+        other = open_store(path, ann_min_rows=10**9)
+        try:
+            other._impl.index.file.path = None  # read every row from SQLite
+            ids(other, QUERIES[0], 3)
+            read = other._impl.index.mirror
+            n = mirror.n
+            assert read.n == n
+            for name in ("pks", "rec", "expires", "vfrom", "vuntil", "mat"):
+                assert np.array_equal(getattr(read, name)[:n], getattr(mirror, name)[:n]), name
+            for scope in ("thread", "user", "agent"):
+                names = np.array([None, *mirror.codes[scope].names], dtype=object)
+                names_read = np.array([None, *read.codes[scope].names], dtype=object)
+                assert (
+                    names[mirror.scope[scope][:n] + 1] == names_read[read.scope[scope][:n] + 1]
+                ).all()
+        finally:
+            other.close()
+    finally:
+        store.close()
+
+
+def test_a_write_the_mirror_cannot_continue_is_read_by_the_next_search(tmp_path: Path) -> None:
+    """Another connection's chunks between the mirror and this write: nothing is
+    appended, and the next search reads both writes from SQLite."""
+    path = tmp_path / "s.db"
+    store = open_store(path, ann_min_rows=10**9)
+    other = open_store(path, ann_min_rows=10**9)
+    try:
+        add(store, 0, feed.FOLLOW_ROWS)
+        add(other, feed.FOLLOW_ROWS, feed.FOLLOW_ROWS + 50)
+        add(store, feed.FOLLOW_ROWS + 50, feed.FOLLOW_ROWS + 80)
+        assert store._impl.index.mirror.n == feed.FOLLOW_ROWS
+        for q in QUERIES:
+            assert ids(store, q, 10) == brute_force(path, q, 10)
+        assert store._impl.index.mirror.n == feed.FOLLOW_ROWS + 80
+    finally:
+        other.close()
+        store.close()
+
+
+def test_rows_above_the_index_are_ranked_exactly_until_the_tail_thread_adds_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bulk write of more than ``INLINE_ROWS`` rows after the index exists: its rows
+    are assigned in a thread (held here); searches meanwhile find them by the exact
+    scan of the rows above the index's high-water mark; then the next search adds
+    them, and the index holds every live row."""
+    monkeypatch.setattr(tail, "INLINE_ROWS", 64)
+    release = threading.Event()
+    run = tail.TailAssigner._run
+
+    def held(self: Any, after: int) -> None:
+        release.wait(60)
+        run(self, after)
+
+    monkeypatch.setattr(tail.TailAssigner, "_run", held)
+    path = tmp_path / "s.db"
+    store = open_store(path)
+    try:
+        add(store, 0, 1_000)
+        index = store._impl.index
+        assert index.wait_for_build(60)
+        ids(store, QUERIES[0], 3)  # adopts the index built in the background
+        assert index.ann is not None and live_keys(index.mirror) == set(index.ann.ids().tolist())
+        hwm = index.ann.hwm
+        add(store, 1_000, 1_500)
+        assert index.builds.tail is not None and index.ann.hwm == hwm
+        store.delete("memory", "r1200")
+        for q in QUERIES:
+            assert ids(store, q, 10) == brute_force(path, q, 10)
+        release.set()
+        assert index.wait_for_build(60)
+        for q in QUERIES:
+            assert ids(store, q, 10) == brute_force(path, q, 10)
+        assert index.builds.tail is None and index.ann.hwm > hwm
+        assert set(index.ann.ids().tolist()) == live_keys(index.mirror)
+    finally:
+        release.set()
+        store.close()
+
+
+# A child process that writes batches, acknowledging each on stdout, with every
+# background build held at its first slice once the store passed ``HOLD_FROM`` rows.
+CHILD = textwrap.dedent(
+    """
+    import sys, threading
+    import numpy as np
+    from oam_core import SQLiteMemoryStore
+    from oam_core.store.sqlite.vector import builds, ivf, ranking
+    builds.ANN_MIN_ROWS, ranking.EXACT_MAX = 8, 4
+    start, stop, batch, hold_from = map(int, sys.argv[2:6])
+    build = ivf.Ann._build.__func__
+
+    def held(cls, faiss, source, rng, halt):
+        if source.live_count() >= hold_from:
+            print("building", flush=True)
+            threading.Event().wait()  # the parent kills the process here
+        return build(cls, faiss, source, rng, halt)
+
+    ivf.Ann._build = classmethod(held)
+    store = SQLiteMemoryStore(sys.argv[1], vector_dim=8)
+    for a in range(start, stop, batch):
+        b = min(a + batch, stop)
+        vecs = np.random.default_rng(a).standard_normal((b - a, 8)).astype(np.float32)
+        store.add([f"t{i}" for i in range(a, b)], "memory", embeddings=vecs,
+                  record_ids=[f"r{i}" for i in range(a, b)])
+        print("committed", b, flush=True)
+    store._impl.index.wait_for_build()
+    store.search(query_vector=[1.0] * 8, k=3)  # adopts the build
+    store.close()  # writes the index file
+    print("closed", flush=True)
+    threading.Event().wait()
+    """
+)
+
+
+def _child(path: Path, start: int, stop: int, batch: int, hold_from: int) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(path), *map(str, (start, stop, batch, hold_from))],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def _run_until(proc: subprocess.Popen[str], last: str) -> int:
+    """Read the child's lines up to ``last`` (then kill it -9); the last record count
+    it acknowledged."""
+    assert proc.stdout is not None
+    acknowledged = 0
+    try:
+        for line in proc.stdout:
+            words = line.split()
+            if words[0] == "committed":
+                acknowledged = int(words[1])
+            if words[0] == last:
+                break
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    return acknowledged
+
+
+@pytest.mark.parametrize("with_file", [False, True])
+def test_kill_9_during_a_background_rebuild_reopens_with_every_record(
+    tmp_path: Path, with_file: bool
+) -> None:
+    """The first build (no index file) or a retrain of a grown store (its index file
+    written before) is under way when the process is killed; the reopened store finds
+    every acknowledged record by its own vector, ranks as SQLite's rows do, and
+    builds an index holding every live chunk."""
+    path = tmp_path / "s.db"
+    if with_file:
+        assert _run_until(_child(path, 0, 400, 400, 10**9), "closed") == 400
+        assert (tmp_path / "s.db.oamvec").exists()
+    start, hold_from = (400, 1_600) if with_file else (0, 3_000)
+    acknowledged = _run_until(_child(path, start, start + 12_000, 1_000, hold_from), "building")
+    assert acknowledged >= hold_from
+    store = open_store(path)
+    try:
+        for q in QUERIES:
+            assert ids(store, q, 10) == brute_force(path, q, 10)
+        rng = np.random.default_rng(1)
+        for i in rng.choice(acknowledged, 40, replace=False).tolist():
+            own = _vector_of(path, f"r{i}")
+            assert ids(store, own, 1) == [f"r{i}"]
+        index = store._impl.index
+        assert index.wait_for_build(60)
+        ids(store, QUERIES[0], 3)
+        assert index.wait_for_build(60)
+        ids(store, QUERIES[0], 3)
+        with sqlite3.connect(path) as conn:
+            held = conn.execute("SELECT count(*) FROM chunks WHERE has_vector = 1").fetchone()[0]
+        assert held >= acknowledged
+        assert index.ann is not None
+        assert len(live_keys(index.mirror)) == held
+        assert set(index.ann.ids().tolist()) == live_keys(index.mirror)
+    finally:
+        store.close()
+
+
+def _vector_of(path: Path, rid: str) -> np.ndarray:
+    with sqlite3.connect(path) as conn:
+        blob = conn.execute(
+            "SELECT c.embedding FROM chunks c JOIN records r ON r.pk = c.record_pk WHERE r.id = ?",
+            (rid,),
+        ).fetchone()[0]
+    out: np.ndarray = np.frombuffer(blob, dtype="<f4")
+    return out
