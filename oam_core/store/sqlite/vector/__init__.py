@@ -16,10 +16,13 @@ One module per job, inner ones first:
 - ``mirror``: the arrays (vectors, keys, scope and type codes, expiry, validity
   windows, live rows);
 - ``ranking``: the candidate rows of a search and the nearest records among them;
+- ``tail``: the rows written after the ANN index took rows in, assigned to its lists
+  in a background thread;
 - ``builds``: the ANN index's life (inline or background builds, recall checks,
   compaction, writing the file);
 - ``changelog``: catching the mirror up with SQLite (new rows, the change log of
   deletes and updates, the first load from the index file);
+- ``feed``: the chunks a write committed, handed to the mirror by the writer;
 - ``index``: ``VectorIndex``, the facade the SQLite back end uses.
 """
 

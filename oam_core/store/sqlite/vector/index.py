@@ -116,7 +116,7 @@ class VectorIndex:
                 self.builds.maintain()
             return
         self._adopt_finished()
-        if self.builds.tail_ready:  # rows a tail assigner finished: add them
+        if self.builds.tail is not None and self.builds.tail_ready:  # rows assigned: add them
             with self.mirror.lock:
                 ann = self.builds.ann
                 if ann is None:
