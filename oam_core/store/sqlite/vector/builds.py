@@ -52,6 +52,47 @@ NEVER = 2**62
 """``ann_min_rows`` once an index cannot be built (no faiss, or faiss failed)."""
 
 
+CATCH_UP_ROUNDS = 2
+"""Rounds in which a background build adds the rows written while it ran."""
+
+
+def one_thread(faiss: Any) -> None:
+    """Let faiss (OpenMP, and the BLAS it calls) use one thread in the calling
+    thread: a background build or assignment then takes one core beside the writer
+    and the searches, instead of threads that spin waiting for a busy core (on a
+    loaded 2-core machine the writer ran at half its rate beside them)."""
+    setter = getattr(faiss, "omp_set_num_threads", None)
+    if setter is not None:
+        setter(1)
+
+
+class UpTo:
+    """The live rows of a mirror with keys up to ``upto`` (``ivf.RowSource``): what a
+    background build reads, so that it ends although a writer keeps adding rows."""
+
+    def __init__(self, mirror: Mirror, upto: int) -> None:
+        self.rows = LiveRows(mirror)
+        self.upto = upto
+
+    def live_count(self) -> int:
+        return self.rows.live_count()
+
+    def sample(self, size: int, rng: np.random.Generator) -> tuple[ivf.FloatArray, ivf.IntArray]:
+        return self.rows.sample(size, rng)
+
+    def rows_after(self, pk: int, limit: int) -> tuple[ivf.FloatArray, ivf.IntArray, int]:
+        if pk >= self.upto:
+            return np.zeros((0, self.rows.mirror.dim), np.float32), np.zeros(0, np.int64), pk
+        mat, pks, last = self.rows.rows_after(pk, limit)
+        if last > self.upto:
+            keep = pks <= self.upto
+            return mat[keep], pks[keep], self.upto
+        return mat, pks, last
+
+    def vectors(self, pks: ivf.IntArray) -> tuple[ivf.FloatArray, ivf.BoolArray]:
+        return self.rows.vectors(pks)
+
+
 class AnnBuilds:
     """The ANN index of one mirror and its builds (module docstring).
 
@@ -202,7 +243,7 @@ class AnnBuilds:
             self._stop.clear()
             self.thread = threading.Thread(
                 target=self._run,
-                args=(faiss, source, rng),
+                args=(faiss, UpTo(self.mirror, self.mirror.hwm), rng),
                 name="oam-vector-index",
                 daemon=True,
             )
@@ -218,27 +259,31 @@ class AnnBuilds:
         self.extend(ann)
         self.write()
 
-    def _run(self, faiss: Any, source: LiveRows, rng: np.random.Generator) -> None:
+    def _run(self, faiss: Any, source: UpTo, rng: np.random.Generator) -> None:
+        one_thread(faiss)
         try:
             built = Ann.build(faiss, source, rng, stop=self._stop.is_set)
             if built is not None:
-                self._catch_up(built, source)
+                self._catch_up(built)
             self._built = built
         except (MemoryError, RuntimeError) as exc:
             self._built = exc
 
-    def _catch_up(self, built: Ann, source: LiveRows) -> None:
+    def _catch_up(self, built: Ann) -> None:
         """Add the rows written during the build to ``built`` (the build thread's
-        own index) until at most ``INLINE_ROWS`` are left for ``adopt``."""
-        while not self._stop.is_set():
+        own index), up to the rows there are when each of ``CATCH_UP_ROUNDS``
+        rounds starts: a writer faster than the thread is not chased; ``adopt``
+        hands what is left to a tail assigner."""
+        for _ in range(CATCH_UP_ROUNDS):
             m = self.mirror
             with m.lock:
-                left = m.n - m.first_row_after(built.hwm)
-            if left <= tails.INLINE_ROWS:
+                end, left = m.hwm, m.n - m.first_row_after(built.hwm)
+            while not self._stop.is_set() and left > tails.INLINE_ROWS and built.hwm < end:
+                mat, pks, last = UpTo(m, end).rows_after(built.hwm, tails.TAIL_SLICE)
+                built.add(mat, pks)
+                built.hwm = max(built.hwm, last)
+            if left <= tails.INLINE_ROWS or self._stop.is_set():
                 return
-            mat, pks, last = source.rows_after(built.hwm, ivf.ADD_BATCH * 8)
-            built.add(mat, pks)
-            built.hwm = max(built.hwm, last)
 
     def adopt(self) -> None:
         """Take over the background build's index: drop the rows deleted meanwhile,

@@ -59,6 +59,9 @@ class TailAssigner:
         self.thread.start()
 
     def _run(self, after: int) -> None:
+        setter = getattr(self.faiss, "omp_set_num_threads", None)
+        if setter is not None:  # one core beside the writer (``builds.one_thread``)
+            setter(1)
         source = LiveRows(self.mirror)
         while not self._stop.is_set():
             mat, pks, last = source.rows_after(after, TAIL_SLICE)
