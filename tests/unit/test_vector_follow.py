@@ -105,12 +105,20 @@ def test_a_bulk_write_feeds_the_mirror_the_rows_sqlite_holds(
             assert read.n == n
             for name in ("pks", "rec", "expires", "vfrom", "vuntil", "mat"):
                 assert np.array_equal(getattr(read, name)[:n], getattr(mirror, name)[:n]), name
-            for scope in ("thread", "user", "agent"):
-                names = np.array([None, *mirror.codes[scope].names], dtype=object)
-                names_read = np.array([None, *read.codes[scope].names], dtype=object)
-                assert (
-                    names[mirror.scope[scope][:n] + 1] == names_read[read.scope[scope][:n] + 1]
-                ).all()
+            for scope in ("thread", "user", "agent", "types"):
+                table, table_read = (
+                    (mirror.types, read.types)
+                    if scope == "types"
+                    else (mirror.codes[scope], read.codes[scope])
+                )
+                codes, codes_read = (
+                    (mirror.rtype, read.rtype)
+                    if scope == "types"
+                    else (mirror.scope[scope], read.scope[scope])
+                )
+                names = np.array([None, *table.names], dtype=object)
+                names_read = np.array([None, *table_read.names], dtype=object)
+                assert (names[codes[:n] + 1] == names_read[codes_read[:n] + 1]).all(), scope
         finally:
             other.close()
     finally:
@@ -286,3 +294,54 @@ def _vector_of(path: Path, rid: str) -> np.ndarray:
         ).fetchone()[0]
     out: np.ndarray = np.frombuffer(blob, dtype="<f4")
     return out
+
+
+def test_messages_written_after_a_search_feed_the_mirror_as_sqlite_holds_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Messages (own rows and context rows, through the row-by-row write path) are
+    appended by the writer to a mirror a search loaded; it equals one read from SQLite."""
+    from oam_core import OracleAgentMemory
+    from oam_core.embedders.hashing import HashingEmbedder
+
+    path = tmp_path / "m.db"
+    memory = OracleAgentMemory.open(
+        f"sqlite:///{path}", embedder=HashingEmbedder(), extract_memories=False
+    )
+    try:
+        thread = memory.create_thread(user_id="u1")
+        thread.add_messages([{"role": "user", "content": "I adopted a dog."}])
+        memory.store.search("dog", k=3, record_types={"message"})  # loads the mirror
+        impl: Any = memory.store._impl  # type: ignore[attr-defined]
+        reads: list[int] = []
+        load_rows = impl.index.log._load_rows
+        monkeypatch.setattr(
+            impl.index.log, "_load_rows", lambda c, a: (reads.append(a), load_rows(c, a))
+        )
+        before = impl.index.mirror.n
+        thread.add_messages(
+            [
+                {"role": "assistant", "content": "What breed?"},
+                {"role": "user", "content": "A beagle."},
+            ]
+        )
+        mirror = impl.index.mirror
+        assert mirror.n > before and reads == []
+        hits = memory.store.search("beagle", k=3, record_types={"message"})
+        assert hits and reads == []
+        other = SQLiteMemoryStore(str(path))
+        try:
+            other._impl.index.file.path = None
+            other.search(query_vector=list(mirror.mat[0]), k=3, record_types={"message"})
+            read = other._impl.index.mirror
+            n = mirror.n
+            assert read.n == n
+            for name in ("pks", "rec", "expires", "vfrom", "vuntil", "mat"):
+                assert np.array_equal(getattr(read, name)[:n], getattr(mirror, name)[:n]), name
+            assert [mirror.types.names[c] for c in mirror.rtype[:n]] == [
+                read.types.names[c] for c in read.rtype[:n]
+            ]
+        finally:
+            other.close()
+    finally:
+        memory.close()
