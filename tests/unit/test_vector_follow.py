@@ -197,9 +197,13 @@ CHILD = textwrap.dedent(
     start, stop, batch, hold_from = map(int, sys.argv[2:6])
     build = ivf.Ann._build.__func__
 
+    def say(line):  # one write per line: the build thread's line never splits another
+        sys.stdout.write(line + "\\n")
+        sys.stdout.flush()
+
     def held(cls, faiss, source, rng, halt):
         if source.live_count() >= hold_from:
-            print("building", flush=True)
+            say("building")
             threading.Event().wait()  # the parent kills the process here
         return build(cls, faiss, source, rng, halt)
 
@@ -210,11 +214,11 @@ CHILD = textwrap.dedent(
         vecs = np.random.default_rng(a).standard_normal((b - a, 8)).astype(np.float32)
         store.add([f"t{i}" for i in range(a, b)], "memory", embeddings=vecs,
                   record_ids=[f"r{i}" for i in range(a, b)])
-        print("committed", b, flush=True)
+        say(f"committed {b}")
     store._impl.index.wait_for_build()
     store.search(query_vector=[1.0] * 8, k=3)  # adopts the build
     store.close()  # writes the index file
-    print("closed", flush=True)
+    say("closed")
     threading.Event().wait()
     """
 )
