@@ -23,11 +23,16 @@ Peers (missing packages are reported, not fatal; ``pip install 'oam[bench]'``):
   oam        SQLiteMemoryStore (file): store.add / store.search, user_id +
              exact_user_match; also reports the seconds until its vector index
              serves searches after the load (from 120k rows the index is built in
-             a background thread: searches are timed after it) and reopen + first
-             search of the file
+             a background thread: searches are timed after it), the seconds its
+             ``close`` takes, and reopen + first search of the file
+
+Every peer's disk is the MiB of the files in its scratch directory after the searches,
+with the store still open (a WAL file included), as the shared peer benchmark
+measures it; ``disk ÷ sqlite-vec`` is the ratio the disk target uses.
 
 Prints a markdown table with the ratios the targets use (search p50 / numpy,
-/ chroma; filtered p50 / numpy; add rate / sqlite-vec; peak RSS / numpy) and writes
+/ chroma; filtered p50 / numpy; add rate / sqlite-vec; peak RSS / numpy; disk /
+sqlite-vec) and writes
 JSON with every raw figure.
 
     python bench/peers.py --n 10000 100000
@@ -286,7 +291,9 @@ class OamPeer:
         """Seconds to open the file in a new store object and answer one search."""
         from oam_core import SQLiteMemoryStore
 
+        started = time.perf_counter()
         self.store.close()
+        self.close_s = time.perf_counter() - started
         started = time.perf_counter()
         self.store = SQLiteMemoryStore(self.path, vector_dim=DIM)
         self.store.search(query_vector=q, k=K)
@@ -359,8 +366,10 @@ def worker(name: str, n: int, batch: int, warmup: int = 10) -> dict[str, Any]:
         out["search"] = _timed(peer, ds, users=False)
         out["user"] = _timed(peer, ds, users=True)
         out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - base
+        out["disk_mb"] = _dir_mb(workdir)  # open, as the searches left it (WAL included)
         if hasattr(peer, "reopen_first_search"):
             out["reopen_first_search_s"] = peer.reopen_first_search(ds["queries"][0])
+            out["close_s"] = peer.close_s
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return out
@@ -390,6 +399,16 @@ def run(name: str, n: int, batch: int, warmup: int = 10) -> dict[str, Any]:
     return result
 
 
+def _dir_mb(path: str) -> float:
+    """MiB of the files under ``path``."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.path.getsize(os.path.join(root, name))
+    return total / 2**20
+
+
 def _ratio(a: float | None, b: float | None) -> str:
     return "—" if not a or not b else f"{a / b:.2f}"
 
@@ -398,7 +417,8 @@ def table(results: dict[tuple[str, int], dict[str, Any]], ns: list[int], peers: 
     head = (
         "| N | peer | add rec/s | p50 ms | p95 ms | recall@10 | ÷ numpy | ÷ chroma "
         "| user p50 ms | user recall | user ÷ numpy | add ÷ sqlite-vec | peak RSS MB "
-        "| RSS ÷ numpy | index ready s | reopen + 1st search s "
+        "| RSS ÷ numpy | disk MiB | disk ÷ sqlite-vec | index ready s | close s "
+        "| reopen + 1st search s "
         "| first p50 ms | first p95 ms | first p95 ÷ p50 | first recall |"
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
@@ -421,7 +441,10 @@ def table(results: dict[tuple[str, int], dict[str, Any]], ns: list[int], peers: 
                 f"| {_ratio(get(p, 'add_per_s'), get('sqlitevec', 'add_per_s'))} "
                 f"| {r['peak_rss_mb']:,.0f} "
                 f"| {_ratio(get(p, 'peak_rss_mb'), get('numpy', 'peak_rss_mb'))} "
-                f"| {_fmt(r.get('index_ready_s'))} | {_fmt(r.get('reopen_first_search_s'))} "
+                f"| {_fmt(r.get('disk_mb'))} "
+                f"| {_ratio(get(p, 'disk_mb'), get('sqlitevec', 'disk_mb'))} "
+                f"| {_fmt(r.get('index_ready_s'))} | {_fmt(r.get('close_s'))} "
+                f"| {_fmt(r.get('reopen_first_search_s'))} "
                 f"| {_first(r, 'p50_ms')} | {_first(r, 'p95_ms')} "
                 f"| {_ratio(get(p, 'first', 'p95_ms'), get(p, 'search', 'p50_ms'))} "
                 f"| {_first(r, 'recall')} |"
@@ -457,6 +480,8 @@ def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
         ("peak_rss_mb",),
         ("index_ready_s",),
         ("reopen_first_search_s",),
+        ("close_s",),
+        ("disk_mb",),
         *[(m, f) for m in ("search", "user", "first") for f in ("p50_ms", "p95_ms", "recall")],
     ]:
         vals = [v for v in (_get(r, path) for r in ok) if v is not None]

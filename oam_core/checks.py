@@ -295,9 +295,10 @@ def check_windowed(record_type: str, given: Iterable[tuple[str, object]]) -> Non
         return
     for name, value in given:
         if value is not NOT_SET and value is not None:
+            shown = value.isoformat() if isinstance(value, datetime) else repr(value)
             raise InvalidArgumentError(
                 f"{name}: {record_type} records have no validity window; only memory, "
-                f"guideline, fact and preference records take one, got {value!r}"
+                f"guideline, fact and preference records take one, got {shown}"
             )
 
 

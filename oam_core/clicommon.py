@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
@@ -103,12 +103,24 @@ _SEPARATORS = (" or ", ", ")
 """What joins alternative values (``'skip' or 'replace'``)."""
 
 
-def cli_words(message: str) -> str:
+def cli_words(message: str, own: Collection[str] | None = None) -> str:
     """``message`` (a library error or warning) with the library's argument names
-    spelled as this command line's flags (``PHRASES``, then ``FLAGS``)."""
+    spelled as this command line's flags (``PHRASES``, then ``FLAGS``).
+
+    Args:
+        message: The library's text.
+        own: The library argument names (keys of ``FLAGS``) the command sets with a
+            flag of its own; only those are rewritten (a phrase naming another one is
+            left as it is), so a field of a file the command reads (a dump's
+            ``valid_from``) is never shown as a flag the command does not have.
+            None: every one of ``FLAGS``.
+    """
+    names = FLAGS if own is None else {k: v for k, v in FLAGS.items() if k in own}
+    others = [k for k in FLAGS if k not in names]
     for library, cli in PHRASES.items():
-        message = message.replace(library, cli)
-    for name, flag in FLAGS.items():
+        if not any(k in library for k in others):
+            message = message.replace(library, cli)
+    for name, flag in names.items():
         message = _spell(message, name, flag)
     return message
 
@@ -129,7 +141,10 @@ def _spell(message: str, name: str, flag: str) -> str:
         while values and (joined := _alternative(rest)) is not None:
             separator, value, rest = joined
             values.append(separator + value)
-        out.append(" ".join([flag, "".join(values)]) if values else flag)
+        if values:
+            out.append(" ".join([flag, "".join(values)]))
+        else:  # a value the flag spells as it is (a time): keep it apart from the flag
+            out.append(flag + " " if first is None and rest[:1].strip() else flag)
     return "".join(out) + rest
 
 
@@ -170,9 +185,10 @@ def _alternative(text: str) -> tuple[str, str, str] | None:
 
 
 @contextmanager
-def user_errors() -> Iterator[None]:
+def user_errors(own: Collection[str] | None = None) -> Iterator[None]:
     """Turn every error into one stderr line and an exit code (never a traceback), and
-    every warning into one ``Warning:`` line (docs/cli.md#commands).
+    every warning into one ``Warning:`` line (docs/cli.md#commands); ``own``: the
+    library argument names the command has flags for (``cli_words``; None: all).
 
     Exit codes: a ``CliError`` its own; 1 for anything else. With ``--debug`` an
     unexpected exception (not one a user can cause) is re-raised with its traceback.
@@ -184,36 +200,43 @@ def user_errors() -> Iterator[None]:
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
         except CliError as exc:
-            _fail(str(exc), exc.code, caught)
+            _fail(str(exc), exc.code, caught, own)
         except IngestError as exc:
-            _fail(str(exc), 1, caught)
+            _fail(str(exc), 1, caught, own)
         except KeyError as exc:
-            _fail(str(exc.args[0]) if exc.args else "not found", 1, caught)
+            _fail(str(exc.args[0]) if exc.args else "not found", 1, caught, own)
         except StoreError as exc:  # driver errors, mapped by the store (docs/errors.md)
-            _fail(cli_words(str(exc)), 1, caught)
+            _fail(cli_words(str(exc), own), 1, caught, own)
         except (ValueError, ImportError, OSError) as exc:
-            message = cli_words(str(exc))
+            message = cli_words(str(exc), own)
             if "has no oam store" in message:
                 message += "; or create it with `oam ingest FILE --db ...`"
-            _fail(message, 1, caught)
+            _fail(message, 1, caught, own)
         except Exception as exc:
             if debugging():
                 raise
-            _fail(f"{type(exc).__name__}: {exc}", 1, caught)
-        _print_warnings(caught)
+            _fail(f"{type(exc).__name__}: {exc}", 1, caught, own)
+        _print_warnings(caught, own)
 
 
-def _print_warnings(caught: Sequence[warnings.WarningMessage]) -> None:
+def _print_warnings(
+    caught: Sequence[warnings.WarningMessage], own: Collection[str] | None = None
+) -> None:
     seen: set[str] = set()
     for item in caught:
-        text = cli_words(" ".join(str(item.message).split()))
+        text = cli_words(" ".join(str(item.message).split()), own)
         if text not in seen:
             seen.add(text)
             typer.echo(f"Warning: {text}", err=True)
 
 
-def _fail(message: str, code: int, caught: Sequence[warnings.WarningMessage] = ()) -> NoReturn:
-    _print_warnings(caught)
+def _fail(
+    message: str,
+    code: int,
+    caught: Sequence[warnings.WarningMessage] = (),
+    own: Collection[str] | None = None,
+) -> NoReturn:
+    _print_warnings(caught, own)
     typer.echo("Error: " + (" ".join(message.split()) or "unknown error"), err=True)
     raise typer.Exit(code)
 

@@ -25,6 +25,8 @@ import numpy.typing as npt
 from oam_core._onnx import cpu_session, default_threads, sha256_of
 from oam_core.apis.embedder import IEmbedder, check_texts
 from oam_core.checks import check_int, check_optional_int
+from oam_core.embedders.runs import PackedRun, pack_run, pool_spans, span_positions
+from oam_core.errors import InvalidArgumentError
 
 __all__ = ["LocalEmbedder"]
 
@@ -243,6 +245,92 @@ class LocalEmbedder(IEmbedder):
             # Token-count-weighted mean of the segments' mean-pooled vectors, normalised.
             mean = total / tokens[owner]
             out[owner] = (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Word pieces of each text without the two special tokens (what a part adds
+        to a run of ``embed_runs``).
+
+        Raises:
+            TypeError: if ``texts`` is a single ``str`` or holds a non-string.
+            ImportError, RuntimeError: as ``embed`` (the tokenizer loads with the model).
+        """
+        runtime = self._get_runtime()
+        return [len(runtime.tokenizer.encode(t).ids) - 2 for t in check_texts(texts)]
+
+    def embed_runs(
+        self, runs: Sequence[Sequence[str]], spans: Sequence[Sequence[Sequence[int]]]
+    ) -> list[npt.NDArray[np.float32]]:
+        """Read each run of texts through the model once and pool one vector per span
+        of it ("late chunking", ``oam_core.embedders.runs``;
+        docs/retrieval.md#context-rows-pooled-from-one-model-run).
+
+        An optional capability of this embedder, found by the message indexing with
+        ``getattr``; other embedders have only ``embed``. A span of every part of a
+        run gets the vector ``embed`` gives the parts joined by newlines (to float32
+        rounding). A run longer than 256 word pieces is not read as one: each of its
+        spans is embedded with ``embed`` as its parts joined by newlines.
+
+        Args:
+            runs: Per run, its parts (texts), in reading order.
+            spans: Per run, the spans to pool: each a non-empty list of part indices.
+
+        Returns:
+            Per run, a float32 array ``(len(spans[r]), 384)`` of unit rows.
+
+        Raises:
+            InvalidArgumentError: when ``runs`` and ``spans`` differ in length, or a
+                span is empty or names a part the run does not have.
+            TypeError, ImportError, RuntimeError: as ``embed``.
+        """
+        if len(runs) != len(spans):
+            raise InvalidArgumentError(f"{len(runs)} runs but {len(spans)} span lists")
+        runtime = self._get_runtime()
+        cls_id, sep_id = (
+            runtime.tokenizer.token_to_id("[CLS]"),
+            runtime.tokenizer.token_to_id("[SEP]"),
+        )
+        packed: list[PackedRun] = []
+        out: list[npt.NDArray[np.float32]] = []
+        plain: list[tuple[int, int, str]] = []
+        for r, parts in enumerate(runs):
+            ids = [runtime.tokenizer.encode(t).ids[1:-1] for t in check_texts(parts)]
+            packed.append(pack_run(ids, cls_id, sep_id))
+            out.append(np.zeros((len(spans[r]), _DIMENSION), dtype=np.float32))
+            if len(packed[r].ids) > _MAX_TOKENS:
+                for row, span in enumerate(spans[r]):
+                    span_positions(packed[r], span)  # checks the span
+                    plain.append((r, row, "\n".join(parts[p] for p in sorted(set(span)))))
+        fits = [r for r in range(len(runs)) if len(packed[r].ids) <= _MAX_TOKENS]
+        fits.sort(key=lambda r: len(packed[r].ids))
+        for start in range(0, len(fits), self.batch_size):
+            rows = fits[start : start + self.batch_size]
+            hidden = self._hidden(runtime, [packed[r].ids for r in rows])
+            for b, r in enumerate(rows):
+                out[r][:] = pool_spans(hidden[b], packed[r], spans[r])
+        if plain:
+            vectors = self.embed([t for _, _, t in plain])
+            for (r, row, _), vector in zip(plain, vectors, strict=True):
+                out[r][row] = vector
+        return out
+
+    def _hidden(self, runtime: _Runtime, batch: list[list[int]]) -> npt.NDArray[np.float32]:
+        """Last hidden states ``(len(batch), width, 384)`` of token id lists padded to
+        the longest."""
+        width = max(len(ids) for ids in batch)
+        input_ids = np.zeros((len(batch), width), dtype=np.int64)
+        attention_mask = np.zeros((len(batch), width), dtype=np.int64)
+        for r, ids in enumerate(batch):
+            input_ids[r, : len(ids)] = ids
+            attention_mask[r, : len(ids)] = 1
+        (hidden,) = runtime.session.run(
+            ["last_hidden_state"],
+            {
+                "input_ids": input_ids,
+                "attention_mask": attention_mask,
+                "token_type_ids": np.zeros_like(input_ids),
+            },
+        )
+        return np.asarray(hidden, dtype=np.float32)
 
     def _get_runtime(self) -> _Runtime:
         runtime = self._runtime

@@ -25,6 +25,9 @@ choice: the context row's vector as the length-weighted mean of the own-row vect
 of the messages it quotes (one embedding a message, ``add_messages`` about 2x faster
 with the ``local`` embedder), for recall_all@10 0.712 -> 0.705 on the LoCoMo dev set,
 more than it may cost; it is off (bench/README.md#context-row-vectors-from-the-own-rows).
+With an embedder that reads runs of texts (``LocalEmbedder.embed_runs``), context rows
+are pooled from runs of consecutive messages instead (``LATE_CHUNK``,
+``memory.latechunk``): about two model passes a message instead of four.
 The day prefix lifts HYBRID from 0.633 to 0.658 at no embedding cost
 (bench/README.md has the table of steps).
 """
@@ -32,14 +35,16 @@ The day prefix lifts HYBRID from 0.633 to 0.658 at no embedding cost
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
+from oam_core.apis.embedder import IEmbedder
 from oam_core.apis.thread import MESSAGE_KEY, Message, participant_name
 from oam_core.errors import InvalidArgumentError
+from oam_core.memory.latechunk import RunEmbedder, plan_runs, run_row_vectors
 from oam_core.store.quotes import QuotingChunk
 from oam_core.store.temporal import day_label
 from oam_core.store.text import chunk_text
@@ -72,6 +77,16 @@ EMBED_STEP = 4
 ``oam ingest`` and ``oam demo`` move their progress bar between calls: under a second
 per step at the 8-40 messages/s measured with the ``local`` embedder under load
 (bench/README.md); a step of 8 left one 3 s gap in 33 on the demo conversation."""
+
+LATE_CHUNK = True
+"""Whether ``add_messages`` and ``write_thread`` pool message row vectors from runs of
+consecutive messages read once (``memory.latechunk``) when the embedder can
+(``LocalEmbedder.embed_runs``): about two model passes per message instead of four
+(own rows still embedded as text, ``latechunk.POOL_OWN_ROWS``). On the LoCoMo dev set
+HYBRID recall_all@10 stays 0.712, the ingest ratio 0.22-0.27 -> 0.46-0.57 (runs of 256
+word pieces, alternated rounds); a
+context row's vector then depends on how the messages were split into calls
+(bench/README.md#late-chunked-message-rows)."""
 
 DERIVE_CONTEXT_VECTORS = False
 """Whether ``add_messages`` and ``write_thread`` vector context rows from the own rows
@@ -130,6 +145,7 @@ class MessageRows:
 
     texts: list[list[str]]
     pieces: list[list[tuple[str, int | None]]]
+    labels: list[str] = field(default_factory=list)
 
     def vectors(
         self,
@@ -228,8 +244,10 @@ def message_rows(
     ]
     rows: list[list[str]] = []
     pieces: list[list[tuple[str, int | None]]] = []
+    labels: list[str] = []
     for position, message in enumerate(messages):
         own = labelled_text(message)
+        labels.append(own)
         day = day_label(message.timestamp) if own else None
         chunks: list[str] = chunk_text(f"[{day}] {own}" if day else own, chunk_chars)
         parts: list[tuple[str, int | None]] = []
@@ -243,7 +261,7 @@ def message_rows(
         pieces.append(parts)
         whole = own and len(chunks) - (1 if parts else 0) == 1
         history.append((own, message.id, position if whole else None))
-    return MessageRows(rows, pieces)
+    return MessageRows(rows, pieces, labels)
 
 
 def _context(
@@ -284,7 +302,34 @@ def store_row_vectors(
     def embed(texts: list[str]) -> npt.NDArray[np.float32]:
         return np.asarray(store.runtime.embed(texts, is_query=False), dtype=np.float32)
 
+    if LATE_CHUNK and isinstance(store.embedder, RunEmbedder) and rows.labels:
+        return late_row_vectors(store, rows, on_progress)
     derive = DERIVE_CONTEXT_VECTORS
     if on_progress is None:
         return rows.vectors(embed, step=max(1, len(rows.texts)), derive_context=derive)
     return rows.vectors(embed, on_progress=on_progress, derive_context=derive)
+
+
+def late_row_vectors(
+    store: OracleMemoryStore,
+    rows: MessageRows,
+    on_progress: Callable[[int], None] | None = None,
+) -> list[npt.NDArray[np.float32]]:
+    """The row vectors of ``rows`` pooled from runs of messages
+    (``latechunk.plan_runs``); the identity probe goes through the store's embedder
+    call once per store object."""
+    embedder = store.embedder
+    assert isinstance(embedder, IEmbedder) and isinstance(embedder, RunEmbedder)
+
+    def embed(texts: list[str]) -> npt.NDArray[np.float32]:
+        return np.asarray(store.runtime.embed(texts, is_query=False), dtype=np.float32)
+
+    if not store.runtime.identity.verified:
+        probe = next((t[0] for t in rows.texts if t), None)
+        if probe is not None:
+            embed([probe])
+    plan = plan_runs(rows.texts, rows.pieces, rows.labels, embedder.count_tokens)
+    dim = store.runtime.vector_dim or embedder.embedding_dimension
+    return run_row_vectors(
+        rows.texts, plan, embedder, embed, dim, on_progress=on_progress, step=EMBED_STEP
+    )

@@ -5,7 +5,9 @@ Keys under ``metadata["$agent_memory"]`` are written by the library only:
 ``extraction_prompt`` (the prompt template that made it, such as ``"extraction_v2"``),
 and the version links written by ``store/versions.py`` (docs/versions.md):
 ``status`` (``"invalid"`` once superseded or invalidated), ``superseded_by`` (None
-for an invalidation), ``reason``, and on the newer memory ``supersedes``.
+for an invalidation), ``reason``, and on the newer memory ``supersedes``; a memory
+imported from mem0 keeps mem0's fields that have no column under ``mem0``
+(transfer/mem0.py, docs/migrating.md).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import dataclasses
 from collections import Counter
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from itertools import chain
 from operator import attrgetter
 from typing import Literal
@@ -23,7 +23,7 @@ import orjson
 
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.metadatajson import RESERVED_KEY, dump_metadata
-from oam_core.apis.records import MEMORY_TYPES, MESSAGE, THREAD, ThreadRow
+from oam_core.apis.records import MEMORY_TYPES, MESSAGE, THREAD, MessageRecord, ThreadRow
 from oam_core.apis.thread import check_role
 from oam_core.apis.timestamps import normalize_timestamp
 from oam_core.checks import check_text, check_texts, check_window, check_windowed
@@ -89,7 +89,7 @@ class TransferMethods:
     runtime: StoreRuntime
 
     def dump_rows(
-        self, *, user_ids: Sequence[str] | None = None, page_size: int = 512
+        self, *, user_ids: str | Sequence[str] | None = None, page_size: int = 512
     ) -> Iterator[builtins.list[DumpRow]]:
         """An oam addition: every stored row (records and threads, expired ones
         included) with its search rows and vectors, in insertion order, as pages of
@@ -98,7 +98,8 @@ class TransferMethods:
 
         Args:
             user_ids: Only those users' threads, the rows of those threads, the rows
-                scoped to those users and their profiles; None: everything.
+                scoped to those users and their profiles (a list of ids, or one id as
+                a string); None: everything.
             page_size: Rows per page (positive int).
 
         Raises:
@@ -107,10 +108,14 @@ class TransferMethods:
         users, size = dump_args(user_ids, page_size)
         return dump_pages(self.runtime.backend, users, size)
 
-    def dump_counts(self, *, user_ids: Sequence[str] | None = None) -> dict[str, int]:
+    def dump_counts(self, *, user_ids: str | Sequence[str] | None = None) -> dict[str, int]:
         """An oam addition: how many rows of each record type (threads included)
-        ``dump_rows`` returns that are not expired now (docs/transfer.md)."""
-        users = None if user_ids is None else list(user_ids)
+        ``dump_rows`` returns that are not expired now (docs/transfer.md).
+
+        Raises:
+            InvalidArgumentError: for bad ``user_ids`` (``dump_rows``'s rule).
+        """
+        users = user_list(user_ids)
         with self.runtime.backend.streaming():  # it reads every record's row
             return self.runtime.backend.dump_counts(users, self.runtime.now())
 
@@ -178,22 +183,36 @@ def dump_args(user_ids: object, page_size: object) -> tuple[builtins.list[str] |
 
     Raises:
         InvalidArgumentError: for a ``page_size`` that is not a positive int, or
-            ``user_ids`` that are not a list of non-empty strings or None.
+            ``user_ids`` as ``user_list`` refuses them.
     """
     if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
         raise InvalidArgumentError(f"page_size must be a positive int, got {page_size!r}")
+    return user_list(user_ids), page_size
+
+
+def user_list(user_ids: object) -> builtins.list[str] | None:
+    """The users an export or copy is limited to: ``user_ids`` as a list (a single
+    string is one user id, as in ``add``), or None for every user
+    (docs/transfer.md#export).
+
+    Raises:
+        InvalidArgumentError: for anything but None, a non-empty string, or an
+            iterable of non-empty strings.
+    """
     if user_ids is None:
-        return None, page_size
-    if isinstance(user_ids, str) or not isinstance(user_ids, Iterable):
+        return None
+    if isinstance(user_ids, str):
+        user_ids = [user_ids]
+    if not isinstance(user_ids, Iterable):
         raise InvalidArgumentError(
-            f"user_ids must be a list of non-empty strings or None, got {user_ids!r}"
+            f"user_ids must be a user id, a list of non-empty strings or None, got {user_ids!r}"
         )
     users = builtins.list(user_ids)
     if not all(isinstance(u, str) and u for u in users):
         raise InvalidArgumentError(
-            f"user_ids must be a list of non-empty strings or None, got {user_ids!r}"
+            f"user_ids must be a user id, a list of non-empty strings or None, got {user_ids!r}"
         )
-    return users, page_size
+    return users
 
 
 def dump_pages(
@@ -269,6 +288,7 @@ def restore(
                 f"target store ({len(clash)} clashing ids in this batch); pass "
                 "on_conflict='skip' or 'replace'"
             )
+        _check_stored_threads(tx, [r for r in live if (r.family, r.id) in clash])
         if on_conflict == "skip":
             write = [r for r in live if (r.family, r.id) not in clash]
         else:
@@ -288,6 +308,31 @@ def restore(
         runtime.identity.stored = identity
     skipped = len(live) - len(write)
     return RestoreResult(write, skipped, expired)
+
+
+def _check_stored_threads(tx: Tx, clashing: Sequence[DumpRow]) -> None:
+    """``check_thread_scope`` again inside the write transaction, on the thread rows
+    held for it (no other writer can change them before the batch commits)."""
+    for r in clashing:
+        if r.family == THREAD:
+            check_thread_scope(r, tx.hold_thread_row(r.id))
+
+
+def check_thread_scope(r: DumpRow, stored: ThreadRow | None) -> None:
+    """Refuse a dump's thread ``r`` whose id the target store uses for a thread
+    (``stored``) of another user or agent: skipping it would put the dump's messages
+    in that thread, and replacing it would leave the stored messages in a thread no
+    longer theirs.
+
+    Raises:
+        InvalidArgumentError: naming the thread and both scopes.
+    """
+    if stored is not None and (stored.user_id, stored.agent_id) != (r.user_id, r.agent_id):
+        raise InvalidArgumentError(
+            f"thread {r.id!r} is of user {r.user_id!r} and agent {r.agent_id!r} in "
+            f"the dump, of user {stored.user_id!r} and agent {stored.agent_id!r} in "
+            "the target store: one id cannot name both conversations"
+        )
 
 
 _ROW_TEXT = attrgetter("content", "role", "thread_id", "user_id", "agent_id", "timestamp")
@@ -421,11 +466,43 @@ def check_rows(backend: Backend, rows: Sequence[DumpRow]) -> builtins.list[DumpR
         threads: dict[str, DumpRow | ThreadRow | None] = {
             r.id: r for r in rows if r.family == THREAD
         }
+        for thread in rows:
+            if thread.family == THREAD:
+                check_thread_scope(thread, backend.get_thread(thread.id))
         seqs: set[tuple[str, int]] = set()
         for r in rows:
             if r.record_type == MESSAGE:
                 _check_message(backend, r, threads, seqs)
+        _check_stored_numbers(backend, rows)
     return out
+
+
+def _check_stored_numbers(backend: Backend, rows: Sequence[DumpRow]) -> None:
+    """Refuse a message numbered as a stored message of another id in its thread:
+    a dump's thread whose id the target already uses for another conversation (or
+    a re-run whose rows were changed meanwhile) would interleave two conversations.
+
+    Raises:
+        InvalidArgumentError: naming the message, the thread and the stored message.
+    """
+    by_thread: dict[str, dict[int, str]] = {}
+    for r in rows:
+        if r.record_type == MESSAGE and r.thread_id is not None and r.seq_no is not None:
+            by_thread.setdefault(r.thread_id, {})[r.seq_no] = r.id
+    every = datetime(1970, 1, 1, tzinfo=timezone.utc)  # expired messages keep their numbers
+    for tid, numbers in by_thread.items():
+        stored = backend.thread_messages_by_seq(
+            tid, min(numbers) - 1, max(numbers), None, False, every
+        )
+        for m in stored:
+            seq = m.seq_no if isinstance(m, MessageRecord) else None
+            mine = None if seq is None else numbers.get(seq)
+            if mine is not None and mine != m.id:
+                raise InvalidArgumentError(
+                    f"record {mine!r} (message): seq_no {seq} of thread {tid!r} is "
+                    f"message {m.id!r} in the target store (a thread id of the dump "
+                    "names another conversation there)"
+                )
 
 
 def _check_indexed_text(rows: Sequence[DumpRow]) -> None:

@@ -67,13 +67,21 @@ def backup_sqlite(
 
     Raises:
         InvalidArgumentError: naming the argument for a missing source, a source
-            that holds no oam store, an in-memory database, the same file twice, a
-            missing destination directory, or an existing destination without
-            ``overwrite``.
+            that holds no oam store or is not a SQLite file (a PostgreSQL or Oracle
+            URL), an in-memory database, the same file twice, a missing destination
+            directory, a destination that is a directory or cannot be created, or an
+            existing destination without ``overwrite``.
         StoreError: from ``sqlite3`` errors while copying (mapped by the caller).
     """
     started = time.perf_counter()
-    src = sqlite_target(os.fspath(source))
+    text = os.fspath(source)
+    if "://" in text and not text.startswith("sqlite://"):
+        raise InvalidArgumentError(
+            f"source: backup works on SQLite store files only, got a "
+            f"{text.split('://', 1)[0]}:// URL; "
+            "copy another database with copy_store (CLI: oam copy) or export_store"
+        )
+    src = sqlite_target(text)
     if src == ":memory:":
         raise InvalidArgumentError("source: an in-memory database cannot be backed up")
     src_path = Path(src).expanduser()
@@ -86,6 +94,8 @@ def backup_sqlite(
         raise InvalidArgumentError(
             f"destination: the directory {str(dest.parent)!r} does not exist"
         )
+    if dest.is_dir():
+        raise InvalidArgumentError(f"destination: {str(dest)!r} is a directory")
     if dest.resolve() == src_path.resolve():
         raise InvalidArgumentError("destination is the source file")
     if dest.exists() and not overwrite:
@@ -97,7 +107,7 @@ def backup_sqlite(
     try:
         reader = sqlite3.connect(str(src_path), timeout=BUSY_TIMEOUT_S)
         try:
-            writer = sqlite3.connect(str(tmp))
+            writer = _open_destination(tmp, dest)
             try:
                 reader.backup(writer)  # one step: every page from one read snapshot
                 writer.execute("PRAGMA journal_mode = WAL")
@@ -114,6 +124,23 @@ def backup_sqlite(
     return BackupSummary(
         str(dest), dest.stat().st_size, tuple(copied), time.perf_counter() - started
     )
+
+
+def _open_destination(tmp: Path, dest: Path) -> sqlite3.Connection:
+    """A connection writing the temporary file ``tmp`` beside ``dest``.
+
+    Raises:
+        InvalidArgumentError: naming ``destination`` when the file cannot be created
+            there (a read-only or special directory).
+    """
+    try:
+        writer = sqlite3.connect(str(tmp))
+        writer.execute("PRAGMA user_version").fetchone()  # creates the file
+        return writer
+    except (OSError, sqlite3.Error) as exc:
+        raise InvalidArgumentError(
+            f"destination: {str(dest)!r} cannot be created ({exc})"
+        ) from None
 
 
 def _copy_index_files(src: Path, dest: Path) -> list[str]:

@@ -105,8 +105,13 @@ CreateOption = Annotated[
 
 @contextmanager
 def _bar(verb: str) -> Iterator[Callable[[int, int], None]]:
-    """A transient progress bar on stderr; yields the ``progress`` callback."""
+    """A transient progress bar on stderr when it is a terminal; yields the
+    ``progress`` callback (without a terminal a callback that does nothing, so
+    nothing, not even an empty line, is written to stderr)."""
     console = Console(stderr=True)
+    if not console.is_terminal:
+        yield lambda done, total: None
+        return
     columns = (TextColumn(verb), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(verb, total=None)
@@ -115,6 +120,13 @@ def _bar(verb: str) -> Iterator[Callable[[int, int], None]]:
             bar.update(task, completed=done, total=max(total, done))
 
         yield advance
+
+
+TRANSFER_FLAGS = frozenset({"on_conflict", "reembed"})
+"""The library arguments ``oam import`` and ``oam copy`` set with flags
+(``clicommon.cli_words``): a dump field such as ``valid_from`` is never shown as a flag."""
+FILE_FLAGS = frozenset({"overwrite"})
+"""The same for ``oam export`` and ``oam backup``."""
 
 
 def _done(verb: str, summary: TransferSummary, where: str) -> None:
@@ -143,6 +155,38 @@ def _same_store(src: str, dst: str) -> bool:
     return MEMORY not in (a, b) and Path(a).resolve() == Path(b).resolve()
 
 
+def _new_file(db: str, create: bool) -> Path | None:
+    """The SQLite file ``--create`` is about to create (None: not a new SQLite file)."""
+    if not create or backend_of(db) != "sqlite":
+        return None
+    target = sqlite_target(db_target(db))
+    if target == MEMORY or target.startswith("file:"):
+        return None
+    path = Path(target).expanduser()
+    return None if path.exists() else path
+
+
+def _drop_if_empty(path: Path) -> None:
+    """Remove the store file a failed command created (with its ``-wal``, ``-shm``
+    and vector index files) when it holds no row, so the target is as it was; a
+    file holding committed batches stays (a re-run with ``--on-conflict skip``
+    completes it)."""
+    from oam_core import SQLiteMemoryStore
+
+    if not path.is_file():
+        return
+    try:
+        with SQLiteMemoryStore(str(path)) as store:
+            empty = not any(store.dump_counts().values())
+    except Exception:  # not a store this can read: leave it
+        return
+    if empty:
+        for extra in (path, *path.parent.glob(f"{path.name}*.oamvec")):
+            extra.unlink(missing_ok=True)
+        for suffix in ("-wal", "-shm"):
+            path.with_name(path.name + suffix).unlink(missing_ok=True)
+
+
 def export_cmd(
     file: Annotated[
         Path,
@@ -163,7 +207,7 @@ def export_cmd(
                 f"FILE: {str(file)!r} exists; pass --overwrite to replace it "
                 "(the store to read is --db)"
             )
-    with user_errors(), memory_at(db, "none") as memory, _bar("Exporting") as advance:
+    with user_errors(FILE_FLAGS), memory_at(db, "none") as memory, _bar("Exporting") as advance:
         if str(file) == "-":
             out = typer.get_binary_stream("stdout")
             summary = export_store(memory.store, out, user_ids=user, progress=advance)
@@ -198,17 +242,27 @@ def import_cmd(
     """Read an oam dump (or mem0 memories) into a store, batch by batch."""
     conflict = ON_CONFLICT[on_conflict]
     mem0 = from_ is Source.mem0
-    with user_errors():
+    with user_errors(TRANSFER_FLAGS):
+        if file.is_dir():
+            raise CliError(f"FILE: {str(file)!r} is a directory, not a file")
         if not file.is_file():
             raise CliError(f"FILE: no such file {str(file)!r}", 2)
         name = _target_embedder(db, embedder, reembed or mem0)
-        with memory_at(db, name, create=create) as memory, _bar("Importing") as advance:
-            if mem0:
-                summary = import_mem0(memory.store, file, on_conflict=conflict, progress=advance)
-            else:
-                summary = import_store(
-                    memory.store, file, on_conflict=conflict, reembed=reembed, progress=advance
-                )
+        fresh = _new_file(db, create)
+        try:
+            with memory_at(db, name, create=create) as memory, _bar("Importing") as advance:
+                if mem0:
+                    summary = import_mem0(
+                        memory.store, file, on_conflict=conflict, progress=advance
+                    )
+                else:
+                    summary = import_store(
+                        memory.store, file, on_conflict=conflict, reembed=reembed, progress=advance
+                    )
+        except BaseException:
+            if fresh is not None:
+                _drop_if_empty(fresh)
+            raise
     _done("Imported", summary, f"{file} -> {db}")
 
 
@@ -222,23 +276,29 @@ def copy_cmd(
     embedder: EmbedderOption = None,
 ) -> None:
     """Copy one store into another (SQLite, PostgreSQL, Oracle) without a file."""
-    with user_errors():
+    with user_errors(TRANSFER_FLAGS):
         if _same_store(src, dst):
             raise InvalidArgumentError(f"DST: {dst!r} is the source store {src!r}")
         name = _target_embedder(dst, embedder, reembed)
-        with (
-            memory_at(src, "none") as source,
-            memory_at(dst, name, create=create) as target,
-            _bar("Copying") as advance,
-        ):
-            summary = copy_store(
-                source.store,
-                target.store,
-                user_ids=user,
-                on_conflict=ON_CONFLICT[on_conflict],
-                reembed=reembed,
-                progress=advance,
-            )
+        fresh = _new_file(dst, create)
+        try:
+            with (
+                memory_at(src, "none") as source,
+                memory_at(dst, name, create=create) as target,
+                _bar("Copying") as advance,
+            ):
+                summary = copy_store(
+                    source.store,
+                    target.store,
+                    user_ids=user,
+                    on_conflict=ON_CONFLICT[on_conflict],
+                    reembed=reembed,
+                    progress=advance,
+                )
+        except BaseException:
+            if fresh is not None:
+                _drop_if_empty(fresh)
+            raise
     _done("Copied", summary, f"{src} -> {dst}")
 
 
@@ -251,8 +311,16 @@ def backup_cmd(
 ) -> None:
     """A consistent copy of a live SQLite store (SQLite's online backup) while other
     processes write, with its vector index file."""
-    with user_errors():
-        summary = backup_sqlite(db_target(db), dest, overwrite=overwrite)
+    with user_errors(FILE_FLAGS):
+        if backend_of(db) != "sqlite":
+            raise CliError(
+                "--db: backup works on SQLite store files only; copy a PostgreSQL or "
+                "Oracle store with `oam copy` or `oam export`"
+            )
+        source = db_target(db)
+        if source != MEMORY and not Path(sqlite_target(source)).expanduser().exists():
+            raise CliError(f"--db: no such database file {db!r}", 2)
+        summary = backup_sqlite(source, dest, overwrite=overwrite)
     typer.echo(f"Backed up {db} -> {summary.line()}")
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.base import OracleMemoryStore
-from oam_core.store.dumprows import OnConflict
+from oam_core.store.dumprows import OnConflict, user_list
 from oam_core.transfer.reader import BATCH_ROWS, BatchWriter, check_embedder, check_options
 from oam_core.transfer.summary import TransferSummary
 from oam_core.transfer.writer import Progress, store_identity
@@ -16,7 +16,7 @@ def copy_store(
     source_store: OracleMemoryStore,
     target_store: OracleMemoryStore,
     *,
-    user_ids: Sequence[str] | None = None,
+    user_ids: str | Sequence[str] | None = None,
     on_conflict: OnConflict = "error",
     reembed: bool = False,
     batch_rows: int = BATCH_ROWS,
@@ -28,33 +28,46 @@ def copy_store(
     Args:
         source_store, target_store: Any two ``OracleMemoryStore`` objects (not the
             same one).
-        user_ids: Only those users' threads, messages, memories and profiles.
+        user_ids: Only those users' threads, messages, memories and profiles (a
+            list of ids, or one id as a string); None: everything.
         on_conflict, reembed, batch_rows, progress: As ``import_store``.
 
     Returns:
         ``TransferSummary`` of what the target received (``bytes`` is 0).
 
     Raises:
-        InvalidArgumentError: for a bad option, or the same store twice.
+        InvalidArgumentError: for a bad option, or the same store twice (two
+            store objects on the same SQLite file, through any path or hard link,
+            or the same PostgreSQL tables through any URL).
         EmbedderMismatchError: as ``import_store`` (nothing written).
         TransferError: as ``import_store``, naming the id that clashes.
     """
     conflict = check_options(on_conflict, reembed)
     if source_store is target_store:
         raise InvalidArgumentError("copy_store needs two different stores")
+    key = source_store.runtime.backend.database_key()
+    if key is not None and key == target_store.runtime.backend.database_key():
+        # (Copied onto itself, "replace" would write every row again behind the
+        # reading position, and never reach the end.)
+        raise InvalidArgumentError(
+            "copy_store needs two different stores: source_store and target_store "
+            "are the same tables of the same database"
+        )
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise InvalidArgumentError(f"batch_rows must be a positive int, got {batch_rows!r}")
-    users = None if user_ids is None else list(user_ids)
+    users = user_list(user_ids)
     pages = source_store.dump_rows(user_ids=users, page_size=batch_rows)
     identity = store_identity(source_store)
     dim = source_store.vector_dim
     check_embedder(target_store, identity, dim, reembed, "the source store")
     total = sum(source_store.dump_counts(user_ids=users).values())
     writer = BatchWriter(target_store, conflict, reembed, identity, batch_rows, progress, total)
-    done = 0
+    done = start = 0
     for page in pages:
         for row in page:
             done += 1
-            writer.add(row, f"source row {done}")
-    writer.flush(f"source row {done}")
+            if not writer.pending:
+                start = done
+            writer.add(row, f"source rows {start}-{done}")
+    writer.flush(f"source rows {start}-{done}")
     return writer.summary()

@@ -34,7 +34,8 @@ def open_write(target: Target, name: str) -> Iterator[IO[bytes]]:
 
     Raises:
         InvalidArgumentError: naming ``name`` for an object that is neither a path
-            nor a writable binary file, or a path whose directory does not exist.
+            nor a writable binary file, a path whose directory does not exist, a
+            directory, or a file that cannot be created there.
     """
     path = _path(target)
     if path is None:
@@ -50,12 +51,20 @@ def open_write(target: Target, name: str) -> Iterator[IO[bytes]]:
         raise InvalidArgumentError(f"{name}: {str(path)!r} is a directory")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        if path.name.endswith(".gz"):
-            with gzip.open(tmp, "wb", compresslevel=GZIP_LEVEL) as gz:
-                yield gz  # type: ignore[misc]
-        else:
-            with open(tmp, "wb") as f:
-                yield f
+        try:
+            raw = open(tmp, "wb")  # noqa: SIM115 (closed below)
+        except OSError as exc:
+            raise InvalidArgumentError(
+                f"{name}: {str(path)!r} cannot be created ({exc.strerror or exc})"
+            ) from None
+        with raw:
+            if path.name.endswith(".gz"):
+                with gzip.GzipFile(
+                    filename=path.name[:-3], mode="wb", compresslevel=GZIP_LEVEL, fileobj=raw
+                ) as gz:
+                    yield gz  # type: ignore[misc]
+            else:
+                yield raw
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -67,8 +76,8 @@ def open_read(source: Target, name: str) -> Iterator[IO[bytes]]:
     so a compressed dump without ``.gz`` in its name reads too).
 
     Raises:
-        InvalidArgumentError: naming ``name`` for a missing file or an object that is
-            neither a path nor a readable binary file.
+        InvalidArgumentError: naming ``name`` for a missing file, a directory, or an
+            object that is neither a path nor a readable binary file.
     """
     path = _path(source)
     if path is None:
@@ -78,6 +87,8 @@ def open_read(source: Target, name: str) -> Iterator[IO[bytes]]:
             )
         yield source  # type: ignore[misc]
         return
+    if path.is_dir():
+        raise InvalidArgumentError(f"{name}: {str(path)!r} is a directory, not a file")
     if not path.is_file():
         raise InvalidArgumentError(f"{name}: no such file {str(path)!r}")
     with open(path, "rb") as f:

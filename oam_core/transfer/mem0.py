@@ -9,20 +9,24 @@ a memory: ``id``, ``memory`` (the text), ``user_id``/``agent_id``/``run_id``
 
 Each becomes a ``memory`` record that keeps the mem0 id, with ``user_id`` and
 ``agent_id`` as they were and ``run_id`` as its ``thread_id`` (a mem0 run is one
-session, an oam thread); ``created_at`` is kept as the record's store time; the
-mem0 metadata is kept and the rest of the item (hash, updated_at, actor_id, role)
-is kept under ``metadata["mem0"]``. The text is chunked and embedded with the target
-store's embedder.
+session, an oam thread); ``created_at`` is kept as the record's store time and
+``expiration_date`` becomes the record's expiry; the mem0 metadata is kept as it
+was, and the rest of the item (hash, updated_at, actor_id, role, categories,
+immutable) is kept under the library's reserved key, in
+``metadata["$agent_memory"]["mem0"]``. The text is chunked and embedded with the
+target store's embedder.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
 
-from oam_core.apis.metadatajson import dump_metadata
+from oam_core.apis.metadatajson import RESERVED_KEY, dump_metadata
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import DumpChunk, DumpRow
 from oam_core.store.base import OracleMemoryStore
@@ -35,8 +39,10 @@ from oam_core.transfer.summary import TransferError, TransferSummary
 from oam_core.transfer.writer import Progress
 
 MEM0_KEY = "mem0"
-"""The metadata key holding the mem0 fields that have no oam column."""
-_KEPT = ("hash", "updated_at", "actor_id", "role")
+"""The key under ``metadata["$agent_memory"]`` (the library's reserved key, so never
+one of the user's own) holding the mem0 fields that have no oam column."""
+_KEPT = ("hash", "updated_at", "actor_id", "role", "categories", "immutable")
+_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def _items(value: Any) -> list[Any]:
@@ -63,7 +69,8 @@ def to_row(item: Any, i: int, chunk_chars: int, now: str) -> DumpRow:
     """The ``DumpRow`` of one mem0 memory (vectors still to embed).
 
     Raises:
-        ValueError: naming ``memories[i]`` and the field that is missing or wrong.
+        InvalidArgumentError: naming ``memories[i]`` and the field that is missing or
+            wrong (metadata holding the library's reserved key included).
     """
     if not isinstance(item, Mapping):
         raise InvalidArgumentError(f"memories[{i}] must be an object, got {type(item).__name__}")
@@ -76,10 +83,12 @@ def to_row(item: Any, i: int, chunk_chars: int, now: str) -> DumpRow:
     meta = item.get("metadata")
     if meta is not None and not isinstance(meta, Mapping):
         raise InvalidArgumentError(f"memories[{i}] ({rid}): metadata must be an object or null")
+    name = f"memories[{i}].metadata"
+    dump_metadata(meta, name)  # the user's own: refuses the reserved key
     merged: dict[str, Any] = dict(meta or {})
     extra = {k: item[k] for k in _KEPT if item.get(k) is not None}
     if extra:
-        merged[MEM0_KEY] = extra
+        merged[RESERVED_KEY] = {MEM0_KEY: extra}
     created = _opt(item, "created_at", i)
     created_at = (
         now
@@ -97,11 +106,24 @@ def to_row(item: Any, i: int, chunk_chars: int, now: str) -> DumpRow:
         user_id=_opt(item, "user_id", i),
         agent_id=_opt(item, "agent_id", i),
         timestamp=None,
-        metadata=dump_metadata(merged or None, f"memories[{i}].metadata"),
+        metadata=dump_metadata(merged or None, name, library=True),
         created_at=created_at,
-        expires_at=None,
+        expires_at=_expiry(_opt(item, "expiration_date", i), i),
         chunks=tuple(DumpChunk(c, None) for c in chunk_text(text, chunk_chars)),
     )
+
+
+def _expiry(value: str | None, i: int) -> datetime | None:
+    """The absolute expiry of mem0's ``expiration_date``: an ISO-8601 time, or a date
+    alone meaning the end of that day (UTC); None for none.
+
+    Raises:
+        InvalidArgumentError: naming ``memories[i].expiration_date``.
+    """
+    if value is None:
+        return None
+    when = parse_iso_timestamp(value, what=f"memories[{i}].expiration_date")
+    return when + timedelta(days=1) if _DATE_ONLY.fullmatch(value.strip()) else when
 
 
 def import_mem0(
@@ -165,6 +187,6 @@ def _rows(
 
 def _write(store: OracleMemoryStore, writer: BatchWriter, batch: list[DumpRow], last: int) -> None:
     if batch:
-        for row in reembed_rows(store, batch):
-            writer.pending.append(row)
+        rows, writer.identity = reembed_rows(store, batch)
+        writer.pending.extend(rows)
         writer.flush(f"memories up to [{last}]")

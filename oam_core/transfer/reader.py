@@ -15,18 +15,20 @@ from oam_core.store.backend import DumpRow
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.dumpcolumns import DumpColumns
 from oam_core.store.dumprows import ON_CONFLICT, OnConflict, RestoreCounts
-from oam_core.store.identity import EmbedderIdentity
+from oam_core.store.identity import EmbedderIdentity, identity_of, pick_probe
 from oam_core.transfer import format as fmt
 from oam_core.transfer.decoder import BadLine, Decoded, decoded, numbered
 from oam_core.transfer.io import Target, open_read
 from oam_core.transfer.summary import TransferError, TransferSummary
 from oam_core.transfer.writer import Progress, store_identity
 
-BATCH_ROWS = 5000
+BATCH_ROWS = 8192
 """Rows per import transaction (and per executemany). Each commit writes the pages of
 the id index the batch touched again (random ids touch most of them), so larger
-batches write less: 5,000 cost ~20% less CPU than 1,000 (bench/README.md#transferpy),
-for ~45 MB more memory."""
+batches write less: 5,000 cost ~20% less CPU than 1,000, and 8,192 (one ``json_each``
+statement on SQLite, ``jsonrows.ROWS_PER_STATEMENT``) ~10-15% less than 5,000 at
+1,000,000 records, for ~17 MB more memory (peak RSS 187-191 MB there;
+bench/README.md#transferpy)."""
 
 
 def check_options(on_conflict: object, reembed: object) -> OnConflict:
@@ -82,19 +84,33 @@ def check_embedder(
         )
 
 
-def reembed_rows(store: OracleMemoryStore, rows: list[DumpRow]) -> list[DumpRow]:
+def reembed_rows(
+    store: OracleMemoryStore, rows: list[DumpRow]
+) -> tuple[list[DumpRow], EmbedderIdentity]:
     """``rows`` with every search row's vector made again from its text by the
-    store's embedder (a row without text keeps no vector)."""
-    assert store.embedder is not None
+    store's embedder (a row without text keeps no vector), and the identity to record
+    with them: the store's recorded one, else its embedder's with the fingerprint of
+    one of the texts, as a first ``add`` records it (docs/store.md#embedder-identity)."""
+    embedder = store.embedder
+    assert embedder is not None
     texts = [c.text for r in rows for c in r.chunks if c.text]
-    vectors = iter(np.asarray(store.embedder.embed(texts), dtype=np.float32)) if texts else iter(())
+    matrix = np.asarray(embedder.embed(texts), dtype=np.float32) if texts else None
+    identity = store.embedder_identity
+    if identity is None:
+        probe = None if matrix is None else pick_probe(texts)
+        identity = (
+            identity_of(embedder)
+            if probe is None or matrix is None
+            else identity_of(embedder, texts[probe], matrix[probe])
+        )
+    vectors = iter(matrix) if matrix is not None else iter(())
     out = []
     for r in rows:
         chunks = tuple(
             dataclasses.replace(c, vector=next(vectors) if c.text else None) for c in r.chunks
         )
         out.append(dataclasses.replace(r, chunks=chunks))
-    return out
+    return out, identity
 
 
 class BatchWriter:
@@ -159,7 +175,9 @@ class BatchWriter:
         if not len(rows):
             return
         if self.reembed:
-            rows = reembed_rows(self.store, rows if isinstance(rows, list) else rows.rows())
+            rows, self.identity = reembed_rows(
+                self.store, rows if isinstance(rows, list) else rows.rows()
+            )
         try:
             if isinstance(rows, list):
                 result = RestoreCounts.of(

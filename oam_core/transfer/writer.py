@@ -9,6 +9,7 @@ from pathlib import Path
 
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.base import OracleMemoryStore
+from oam_core.store.dumprows import user_list
 from oam_core.store.identity import EmbedderIdentity
 from oam_core.transfer import format as fmt
 from oam_core.transfer.io import Target, open_write
@@ -35,7 +36,7 @@ def export_store(
     store: OracleMemoryStore,
     destination: Target,
     *,
-    user_ids: Sequence[str] | None = None,
+    user_ids: str | Sequence[str] | None = None,
     progress: Progress | None = None,
 ) -> TransferSummary:
     """Write every row of ``store`` to ``destination`` as an oam dump, streaming: memory
@@ -46,7 +47,7 @@ def export_store(
         destination: A path (``.jsonl``, or ``.jsonl.gz`` compressed) or a binary file
             object (left open).
         user_ids: Only those users' threads, messages, memories and profiles
-            (a list of ids); None: everything.
+            (a list of ids, or one id as a string); None: everything.
         progress: Called with ``(rows_done, rows_expected)`` after each page.
 
     Returns:
@@ -63,8 +64,8 @@ def export_store(
     """
     started = time.perf_counter()
     _refuse_own_file(store, destination)
-    users = None if user_ids is None else list(user_ids)
-    rows_iter = store.dump_rows(user_ids=users, page_size=PAGE_ROWS)  # checks user_ids
+    users = user_list(user_ids)
+    rows_iter = store.dump_rows(user_ids=users, page_size=PAGE_ROWS)
     now = store.clock_now()
     expected = store.dump_counts(user_ids=users)
     total = sum(expected.values())

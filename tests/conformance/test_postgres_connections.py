@@ -103,6 +103,34 @@ def _killing_after_the_check(conninfo: str) -> Iterator[list[int]]:
         backend._alive = real
 
 
+@contextmanager
+def _killing_after_checkout(store: Any, conninfo: str) -> Iterator[list[int]]:
+    """While active, the server ends the session of the first connection the store
+    takes from its pool, after the store took it (and after the store's check where
+    it checks: writes and ``reading``; ``read`` runs without one) and before the
+    call's first statement; yields the process ids of the connections taken, in order."""
+    pool = store._impl.pool
+    real = pool.connection
+    taken: list[int] = []
+
+    @contextmanager
+    def connection(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        with real(*args, **kwargs) as conn:
+            if conn.closed:
+                yield conn
+                return
+            taken.append(conn.info.backend_pid)
+            if len(taken) == 1:
+                _terminate(conninfo, taken)
+            yield conn
+
+    pool.connection = connection
+    try:
+        yield taken
+    finally:
+        del pool.connection
+
+
 @pytest.mark.parametrize("strategy", ["VECTOR", "KEYWORD", "HYBRID"])
 def test_a_read_whose_connection_died_after_checkout_runs_once_more(
     conninfo: str, strategy: str
@@ -111,13 +139,13 @@ def test_a_read_whose_connection_died_after_checkout_runs_once_more(
     store.add(["the blue kettle", "a red teapot"], "memory", record_ids=["m1", "m2"])
     store.search_strategy = SearchStrategy.parse(strategy)
     want = [(r.id, d) for r, d in store.search("teapot", 2)]
-    with _killing_after_the_check(conninfo) as checked:
+    with _killing_after_checkout(store, conninfo) as taken:
         assert [(r.id, d) for r, d in store.search("teapot", 2)] == want
-    assert len(checked) >= 2 and checked[1] != checked[0]
-    with _killing_after_the_check(conninfo) as checked:
+    assert len(taken) >= 2 and taken[1] != taken[0]
+    with _killing_after_checkout(store, conninfo) as taken:
         assert store.get("memory", "m1").content == "the blue kettle"
         assert [r.id for r in store.list("memory")] == ["m1", "m2"]
-    assert len(checked) >= 2 and checked[1] != checked[0]
+    assert len(taken) >= 2 and taken[1] != taken[0]
     store.close()
 
 

@@ -66,12 +66,29 @@ CASES = [
         "no library argument here: schema=1, policy=X",
     ),
     ("my_schema_policy=X stays", "my_schema_policy=X stays"),
+    (
+        "got valid_from=2026-01-01T00:00:00+00:00 and valid_until=2025-01-01T00:00:00+00:00",
+        "got --valid-from 2026-01-01T00:00:00+00:00 and --valid-until 2025-01-01T00:00:00+00:00",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("message", "shown"), CASES)
 def test_library_words_are_spelled_as_flags(message: str, shown: str) -> None:
     assert cli_words(message) == shown
+
+
+def test_only_the_commands_own_arguments_are_spelled_as_flags() -> None:
+    """A dump field (``valid_from`` of a record oam import reads) is not a flag of
+    ``oam import``: it stays as the library wrote it."""
+    message = (
+        "record 'home-1': valid_until must be later than valid_from, got "
+        "valid_from=2026-01-01T00:00:00+00:00 and valid_until=2025-01-01T00:00:00+00:00; "
+        "pass on_conflict='skip' or 'replace'"
+    )
+    assert cli_words(message, {"on_conflict", "reembed"}) == message.replace(
+        "on_conflict='skip' or 'replace'", "--on-conflict skip or replace"
+    )
 
 
 def _options() -> set[str]:

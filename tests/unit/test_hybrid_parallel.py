@@ -55,13 +55,8 @@ def store(tmp_path: Path) -> Iterator[SQLiteMemoryStore]:
     s.close()
 
 
-def _results(store: SQLiteMemoryStore, **scope: Any) -> list[list[tuple[str, float]]]:
-    return [[(r.id, d) for r, d in store.search(q, 10, **scope)] for q in QUERIES]
-
-
-def test_parallel_results_equal_the_sequential_ones(
-    store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _rank_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the threads that rank a vector half, appended as they do."""
     threads: list[str] = []
     rank_rows = sqlite_backend.SQLiteBackend._rank_rows
 
@@ -70,6 +65,17 @@ def test_parallel_results_equal_the_sequential_ones(
         return rank_rows(self, *args)
 
     monkeypatch.setattr(sqlite_backend.SQLiteBackend, "_rank_rows", spy)
+    return threads
+
+
+def _results(store: SQLiteMemoryStore, **scope: Any) -> list[list[tuple[str, float]]]:
+    return [[(r.id, d) for r, d in store.search(q, 10, **scope)] for q in QUERIES]
+
+
+def test_parallel_results_equal_the_sequential_ones(
+    store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads = _rank_threads(monkeypatch)
     monkeypatch.setattr(worker, "WORKERS", 2)
     monkeypatch.setattr(worker, "BESIDE_MIN_ROWS", 0)
     parallel = _results(store) + _results(store, user_id="u2", exact_user_match=True)
@@ -212,14 +218,7 @@ def test_a_small_vector_half_runs_in_the_searching_thread(
     store: SQLiteMemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """At most ``BESIDE_MIN_ROWS`` candidate rows: no hand-over, the same results."""
-    threads: list[str] = []
-    rank_rows = sqlite_backend.SQLiteBackend._rank_rows
-
-    def spy(self: Any, *args: Any) -> Any:
-        threads.append(threading.current_thread().name)
-        return rank_rows(self, *args)
-
-    monkeypatch.setattr(sqlite_backend.SQLiteBackend, "_rank_rows", spy)
+    threads = _rank_threads(monkeypatch)
     monkeypatch.setattr(worker, "WORKERS", 2)
     monkeypatch.setattr(worker, "BESIDE_MIN_ROWS", 0)
     beside = _results(store) + _results(store, user_id="u2", exact_user_match=True)

@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CHILD = textwrap.dedent(
     """
     import sys
+    import threading
     import faiss
     import numpy as np
     from oam_core import SQLiteMemoryStore
@@ -50,6 +51,9 @@ CHILD = textwrap.dedent(
 
     faiss.write_index = write_index
     store.search(query_vector=list(vecs[0]), k=3)  # builds the index, writes the file
+    for thread in threading.enumerate():  # the write runs in a daemon thread
+        if thread.name == "oam-vector-file":
+            thread.join()
     """
 )
 

@@ -288,9 +288,23 @@ def test_version_1_file_is_upgraded_and_text_is_indexed_once(tmp_path: Path) -> 
         store.close()
 
 
-def test_scoped_and_filtered_searches_are_exact_on_a_large_candidate_set(tmp_path: Path) -> None:
+@pytest.mark.parametrize("selected_max", [0, ranking.SELECTED_EXACT_MAX])
+def test_scoped_and_filtered_searches_are_exact_on_a_large_candidate_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, selected_max: int
+) -> None:
     """Candidates above ``exact_max`` use the ANN index; the masks still apply before
-    the top-k cut and every user gets k results (here IVF probes every list)."""
+    the top-k cut and every user gets k results (here IVF probes every list). Up to
+    ``SELECTED_EXACT_MAX`` candidates that a scope or filter selected rank exactly,
+    never through the index's proposals."""
+    monkeypatch.setattr(ranking, "SELECTED_EXACT_MAX", selected_max)
+    calls: list[int] = []
+    approximate = ranking.approximate
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return approximate(*args, **kwargs)
+
+    monkeypatch.setattr(ranking, "approximate", counting)
     store = open_store(tmp_path / "s.db")
     rng = np.random.default_rng(5)
     n = 300
@@ -317,6 +331,8 @@ def test_scoped_and_filtered_searches_are_exact_on_a_large_candidate_set(tmp_pat
                     metadata_filter={"even": True},
                 )
                 assert [r.id for r, _ in got] == want
+        assert store._impl.index.ann is not None
+        assert len(calls) == (len(QUERIES) * 2 if selected_max == 0 else 0)
     finally:
         store.close()
 

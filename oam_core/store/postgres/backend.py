@@ -18,8 +18,10 @@ filters leave fewer than ``k`` records among the index's candidates the query is
 rerun exactly, so a selective filter never loses results. On pgvector 0.8 and later
 the index scan is iterative (``hnsw.iterative_scan = relaxed_order``: it keeps
 walking the graph until ``fetch`` rows pass the filters), so the exact rerun is
-rare; pgvector 0.6 (what ``pgserver`` ships) has no iterative scans and relies on
-the rerun. See docs/postgres.md.
+rare; before 0.8 (``pgserver`` ships 0.6.2) a short first pass is followed by one
+pass over the index's 1,000 nearest chunks (``ef_search`` 1000, pgvector's most)
+before the exact rerun. The ranking statement also reads the ranked records (held
+for the search's ``load``): one round trip per search. See docs/postgres.md.
 """
 
 from __future__ import annotations
@@ -59,8 +61,13 @@ EXACT_BELOW = 5000
 """Chunk-table size (planner estimate) under which VECTOR ranking scans exactly."""
 EF_SEARCH = 64
 """Smallest ``hnsw.ef_search`` used for index queries (pgvector's default is 40)."""
+EF_MAX = 1000
+"""The largest ``hnsw.ef_search`` pgvector takes: the second index pass of a filtered
+query on pgvector before 0.8 (no iterative scans)."""
 SIZE_TTL_S = 5.0
 """How long the chunk-table size that picks exact vs HNSW ranking is cached."""
+HELD_TTL_S = 1.0
+"""How long the records a VECTOR ranking read stay ready for the search's ``load``."""
 DF_CACHE_SIZE = 4096
 """Lexemes whose document frequency a store keeps between searches."""
 
@@ -91,6 +98,28 @@ def _alive(conn: Conn) -> bool:
 def _dead(conn: Conn) -> bool:
     """Whether ``conn`` lost its server session (closed, or broken by an error)."""
     return bool(conn.closed or conn.broken)
+
+
+@contextmanager
+def _read_transaction(conn: Conn) -> Iterator[None]:
+    """Nothing on an autocommit connection (the store's own pool: reads run without
+    BEGIN/COMMIT round trips); else one short transaction."""
+    if conn.autocommit:
+        yield
+    else:
+        with conn.transaction():
+            yield
+
+
+@contextmanager
+def _pipelined(conn: Conn) -> Iterator[None]:
+    """Pipeline mode where libpq has it (statements sent without waiting for the
+    results of the earlier ones); else nothing."""
+    if psycopg.Pipeline.is_supported():
+        with conn.pipeline():
+            yield
+    else:  # pragma: no cover - libpq before 14
+        yield
 
 
 def _distance(expr: str) -> str:
@@ -162,17 +191,20 @@ class PgBackend(SqlBackend):
         return conn
 
     @contextmanager
-    def checked_connection(self) -> Iterator[Conn]:
+    def checked_connection(self, check: bool = True) -> Iterator[Conn]:
         """A connection of the pool that answered a check (one empty query): one the
         server ended while it was idle (a restart, ``pg_terminate_backend``, an idle
         timeout) is handed back, every idle connection of the pool is checked at
         once (``ConnectionPool.check`` drops the dead ones and opens new ones), and
         another is taken. psycopg_pool's own ``check=`` option would wait 1 s, 2 s,
         4 s, ... between dead connections (its reconnection backoff), so the store
-        checks here instead. A caller's single connection is used as it is."""
+        checks here instead. A caller's single connection is used as it is; so is
+        every connection when ``check`` is False (``read``, which runs its reads once
+        more on another connection when the first turns out dead, saving the
+        check's round trip to the server)."""
         with ExitStack() as stack:
             conn: Conn = stack.enter_context(self.pool.connection())
-            if isinstance(self.pool, ConnectionPool) and not _alive(conn):
+            if check and isinstance(self.pool, ConnectionPool) and not _alive(conn):
                 stack.close()  # the pool discards the dead connection
                 self.pool.check()
                 conn = stack.enter_context(self.pool.connection())
@@ -180,6 +212,7 @@ class PgBackend(SqlBackend):
 
     @contextmanager
     def transaction(self) -> Iterator[Tx]:
+        self._local.held = None  # records read before a write are not served after it
         with self.mapped(), self.checked_connection() as conn, conn.transaction():
             self._local.conn = conn
             try:
@@ -197,12 +230,8 @@ class PgBackend(SqlBackend):
     @contextmanager
     def _read_conn(self) -> Iterator[Conn]:
         """``reading`` without the error mapping."""
-        with self.checked_connection() as conn:
-            if conn.autocommit:
-                yield conn
-            else:
-                with conn.transaction():
-                    yield conn
+        with self.checked_connection() as conn, _read_transaction(conn):
+            yield conn
 
     def read(self, fn: Callable[[Any], T]) -> T:
         """``fn(conn)`` on a connection of ``reading``; when that connection turns out
@@ -217,9 +246,11 @@ class PgBackend(SqlBackend):
         used: builtins.list[Conn] = []
 
         def once() -> T:
-            with self._read_conn() as conn:
+            # No check at checkout: a dead connection fails here and is replaced below.
+            with self.checked_connection(check=False) as conn:
                 used.append(conn)
-                return fn(conn)
+                with _read_transaction(conn):
+                    return fn(conn)
 
         with self.mapped():
             try:
@@ -230,6 +261,19 @@ class PgBackend(SqlBackend):
             if isinstance(self.pool, ConnectionPool):
                 self.pool.check()  # drop the other dead ones now, without backoff waits
             return once()
+
+    def database_key(self) -> Hashable | None:
+        """As ``Backend.database_key``: the server (its port and start time), the
+        database, the schema and the prefix."""
+
+        def key(conn: Conn) -> Hashable:
+            row = conn.execute(
+                "SELECT current_database(), current_schema(), inet_server_port(), "
+                "pg_postmaster_start_time()::text"
+            ).fetchone()
+            return ("postgresql", *(row or ()), self.p)
+
+        return self.read(key)
 
     def close(self) -> None:
         if self.owns_pool:
@@ -294,36 +338,112 @@ class PgBackend(SqlBackend):
     ) -> builtins.list[tuple[Hashable, float]]:
         join, where, params = st.candidates(self.d, self.p, pred)
         qtext = vector_param(query)
-        dist = _distance("c.embedding <=> qv.v")
         if approximate and self.ann is not None:
             fetch = 4 * k + 10  # chunks: records often have two (text + context row)
-            self._set_ef_search(conn, min(1000, max(self.ef_search, fetch)))
-            # The query vector is bound once, as an InitPlan the HNSW scan orders by;
-            # the order is the indexed expression's (halfvec over 2,000 dimensions),
-            # the distance returned is the full-precision one.
-            indexed = ann_expression("c.embedding", self.ann, self.ann_dim)
-            probe = ann_expression("(SELECT v FROM qv)", self.ann, self.ann_dim)
-            inner = (
-                f"SELECT c.record_pk, c.embedding <=> (SELECT v FROM qv) AS d "
-                f"FROM {self.p}chunks c {join} WHERE {where} AND c.embedding IS NOT NULL "
-                f"ORDER BY {indexed} <=> {probe} LIMIT %s"
-            )
-            rows = conn.execute(
-                "WITH qv AS MATERIALIZED (SELECT %b::float4[]::vector AS v) "
-                f"SELECT record_pk, min({_distance('d')}) AS dm FROM ({inner}) s "
-                "GROUP BY record_pk ORDER BY dm, record_pk LIMIT %s",
-                [qtext, *params, fetch, k],
-            ).fetchall()
+            scope = (join, where, params)
+            ef = min(EF_MAX, max(self.ef_search, fetch))
+            rows = self._index_pass(conn, qtext, k, scope, ef, fetch)
             if len(rows) >= k:
-                return [(int(pk), float(d)) for pk, d in rows]
-        rows = conn.execute(
-            "WITH qv AS MATERIALIZED (SELECT %b::float4[]::vector AS v) "
+                return rows
+            if not self._iterative and fetch < EF_MAX:
+                # No iterative scan (pgvector < 0.8): filters that left fewer than k
+                # records among the first candidates get the most candidates
+                # pgvector's index returns, before the exact rerun.
+                rows = self._index_pass(conn, qtext, k, scope, EF_MAX, EF_MAX)
+                if len(rows) >= k:
+                    return rows
+        dist = _distance("c.embedding <=> qv.v")
+        return self._ranked_records(
+            conn,
             f"SELECT c.record_pk, min({dist}) AS dm FROM qv, {self.p}chunks c {join} "
             f"WHERE {where} AND c.embedding IS NOT NULL "
             "GROUP BY c.record_pk ORDER BY dm, c.record_pk LIMIT %s",
             [qtext, *params, k],
+        )
+
+    def _ranked_records(
+        self, conn: Conn, ranking: str, params: Sequence[Any]
+    ) -> builtins.list[tuple[Hashable, float]]:
+        """Run ``ranking`` (``(record_pk, dm)`` rows over the query vector ``qv``, the
+        first parameter) and read the ranked records in the same statement: they are
+        held for this thread's next ``load`` (one round trip per search, not two)."""
+        rows = conn.execute(
+            "WITH qv AS MATERIALIZED (SELECT %b::float4[]::vector AS v), "
+            f"ranked AS ({ranking}) SELECT ranked.record_pk, ranked.dm, "
+            f"{st.record_select(self.d, 'r')} FROM ranked "
+            f"LEFT JOIN {self.p}records r ON r.pk = ranked.record_pk "
+            "ORDER BY ranked.dm, ranked.record_pk",
+            params,
         ).fetchall()
-        return [(int(pk), float(d)) for pk, d in rows]
+        held = self._held_records()
+        for row in rows:
+            if row[2] is not None:
+                held[int(row[0])] = st.record_from_row(row[2:])
+        return [(int(row[0]), float(row[1])) for row in rows]
+
+    def _held_records(self) -> dict[Hashable, Any]:
+        """This thread's records read with a ranking, for the next ``load`` (kept
+        ``HELD_TTL_S`` seconds; a write transaction or a ``load`` drops them)."""
+        held: tuple[float, dict[Hashable, Any]] | None = getattr(self._local, "held", None)
+        now = time.monotonic()
+        if held is None or now - held[0] > HELD_TTL_S:
+            held = (now, {})
+            self._local.held = held
+        return held[1]
+
+    def load(self, keys: Sequence[Hashable]) -> dict[Hashable, Any]:
+        """Records by key: those the last ranking of this thread read (within
+        ``HELD_TTL_S`` seconds) without a query, the others from the table."""
+        held: tuple[float, dict[Hashable, Any]] | None = getattr(self._local, "held", None)
+        self._local.held = None
+        fresh = held is not None and time.monotonic() - held[0] <= HELD_TTL_S
+        out = {key: held[1][key] for key in keys if key in held[1]} if fresh and held else {}
+        missing = [key for key in keys if key not in out]
+        if missing:
+            out.update(super().load(missing))
+        return out
+
+    def _index_pass(
+        self,
+        conn: Conn,
+        qtext: builtins.list[float] | None,
+        k: int,
+        candidates: tuple[str, str, builtins.list[Any]],
+        ef: int,
+        fetch: int,
+    ) -> builtins.list[tuple[Hashable, float]]:
+        """The best ``k`` records among the HNSW index's ``fetch`` nearest chunks
+        passing the filters, with ``hnsw.ef_search = ef``."""
+        with _pipelined(conn):  # the setting goes with the query: one round trip
+            self._set_ef_search(conn, ef)
+            return self._ranked_pass(conn, qtext, k, candidates, fetch)
+
+    def _ranked_pass(
+        self,
+        conn: Conn,
+        qtext: builtins.list[float] | None,
+        k: int,
+        candidates: tuple[str, str, builtins.list[Any]],
+        fetch: int,
+    ) -> builtins.list[tuple[Hashable, float]]:
+        """``_index_pass`` once ``hnsw.ef_search`` is set."""
+        join, where, params = candidates
+        # The query vector is bound once, as an InitPlan the HNSW scan orders by;
+        # the order is the indexed expression's (halfvec over 2,000 dimensions),
+        # the distance returned is the full-precision one.
+        indexed = ann_expression("c.embedding", self.ann, self.ann_dim)
+        probe = ann_expression("(SELECT v FROM qv)", self.ann, self.ann_dim)
+        inner = (
+            f"SELECT c.record_pk, c.embedding <=> (SELECT v FROM qv) AS d "
+            f"FROM {self.p}chunks c {join} WHERE {where} AND c.embedding IS NOT NULL "
+            f"ORDER BY {indexed} <=> {probe} LIMIT %s"
+        )
+        return self._ranked_records(
+            conn,
+            f"SELECT record_pk, min({_distance('d')}) AS dm FROM ({inner}) s "
+            "GROUP BY record_pk ORDER BY dm, record_pk LIMIT %s",
+            [qtext, *params, fetch, k],
+        )
 
     # -- KEYWORD -----------------------------------------------------------------
 

@@ -285,6 +285,16 @@ class SQLiteBackend(SqlBackend):
         row = self.conn.execute("PRAGMA journal_mode").fetchone()
         return bool(row) and str(row[0]).lower() == "wal"
 
+    def database_key(self) -> Hashable | None:
+        """As ``Backend.database_key``: the file's device and inode, and the prefix."""
+        if self.label == ":memory:" or self.label.startswith("file:"):
+            return None
+        try:
+            st = os.stat(self.label)
+        except OSError:
+            return None
+        return ("sqlite", st.st_dev, st.st_ino, self.p)
+
     def close(self) -> None:
         with self.lock, self.mapped():
             try:

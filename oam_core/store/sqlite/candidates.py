@@ -6,7 +6,9 @@ expiry and liveness itself; this module gives it the chunk keys whose record pas
 the metadata filter, before the top-k cut:
 
 * without a scope, one scan of the ``records`` table (the filter's SQL over
-  ``r.metadata``, ``sqlite/filter.py``) gives the passing record keys;
+  ``r.metadata``, ``sqlite/filter.py``) gives the passing record keys; a filter of
+  string equalities on top-level keys is answered from that key's values, read
+  once per database state from the second such scan on (``metacolumns.py``);
 * with a thread, user or agent scope, the records of that scope (their indexes,
   ``sqlite/scoped.py``), so only that user's records are tested.
 
@@ -36,6 +38,7 @@ import numpy.typing as npt
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.store.backend import Predicate
 from oam_core.store.sqlite.dialect import SQLITE
+from oam_core.store.sqlite.metacolumns import Columns
 from oam_core.store.sqlite.scoped import record_scope
 
 IntArray = npt.NDArray[np.int64]
@@ -65,6 +68,11 @@ class FilterCache:
     Args:
         max_entries: Most results kept.
         max_items: Most chunk keys kept over all results.
+
+    Attributes:
+        columns: The metadata values read by key for the same state
+            (``metacolumns.Columns``), which answer a string-equality filter
+            without a scan.
     """
 
     def __init__(self, max_entries: int = MAX_ENTRIES, max_items: int = MAX_ITEMS) -> None:
@@ -73,6 +81,7 @@ class FilterCache:
         self.version: Version | None = None
         self.entries: OrderedDict[Key, IntArray] = OrderedDict()
         self.items = 0
+        self.columns = Columns()
 
     def get(self, version: Version, key: Key) -> IntArray | None:
         """The result stored for ``key`` at ``version`` (None: none; a new version
@@ -162,12 +171,15 @@ def filtered_chunks(
     sql, params = statement(p, pred)
     key: Key = (sql, tuple((type(v), v) for v in params))  # True and 1 stay apart
     version: Version | None = None
+    records: IntArray | None = None
     if cacheable:
         version = (int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes)
         found = cache.get(version, key)
         if found is not None:
             return found
-    records = np.fromiter((r[0] for r in conn.execute(sql, params)), dtype=np.int64)
+        records = cache.columns.records(conn, version, p, pred)
+    if records is None:
+        records = np.fromiter((r[0] for r in conn.execute(sql, params)), dtype=np.int64)
     chunks = chunks_of(index, records)
     chunks.flags.writeable = False  # shared by the searches the cache serves
     if version is not None:

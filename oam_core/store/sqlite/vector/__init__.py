@@ -18,8 +18,9 @@ One module per job, inner ones first:
 - ``ranking``: the candidate rows of a search and the nearest records among them;
 - ``tail``: the rows written after the ANN index took rows in, assigned to its lists
   in a background thread;
+- ``saving``: writing the index file from a background thread while searches go on;
 - ``builds``: the ANN index's life (inline or background builds, recall checks,
-  compaction, writing the file);
+  compaction, when the file is written);
 - ``changelog``: catching the mirror up with SQLite (new rows, the change log of
   deletes and updates, the first load from the index file);
 - ``feed``: the chunks a write committed, handed to the mirror by the writer;

@@ -31,6 +31,7 @@ from oam_core.store.sqlite.vector import tail as tails
 from oam_core.store.sqlite.vector.file import IndexFile
 from oam_core.store.sqlite.vector.ivf import CALIBRATION_QUERIES, Ann
 from oam_core.store.sqlite.vector.mirror import LiveRows, Mirror
+from oam_core.store.sqlite.vector.saving import BackgroundWrite
 from oam_core.store.sqlite.vector.tail import TailAssigner, extend_inline
 
 __all__ = ["ANN_MIN_ROWS", "BACKGROUND_ROWS", "REBUILD_GROWTH", "RECHECK_GROWTH", "AnnBuilds"]
@@ -112,6 +113,8 @@ class AnnBuilds:
         thread: The background build, or None; once it is no longer alive the next
             search calls ``adopt``.
         tail: The thread assigning the rows above ``ann.hwm`` to its lists, or None.
+        writes: The index file's background writes (``saving.BackgroundWrite``):
+            a built or adopted index is written by a thread, not by the search.
 
     Every method but the build thread's runs with the store's lock held.
     """
@@ -135,6 +138,7 @@ class AnnBuilds:
         self.tail: TailAssigner | None = None
         self._built: Ann | BaseException | None = None
         self._stop = threading.Event()
+        self.writes = BackgroundWrite(mirror, file)
 
     def maintain(self, *, writing: bool = False) -> None:
         """After a catch-up: compact a mirror with many dead rows, check a pending
@@ -257,7 +261,7 @@ class AnnBuilds:
         assert ann is not None
         self.ann = ann
         self.extend(ann)
-        self.write()
+        self.write_soon()
 
     def _run(self, faiss: Any, source: UpTo, rng: np.random.Generator) -> None:
         one_thread(faiss)
@@ -296,6 +300,7 @@ class AnnBuilds:
                 built.remove(np.setdiff1d(built.ids(), self.mirror.live_keys(), assume_unique=True))
                 self.ann = built
                 self.extend(built)
+                self.write_soon()
 
     def _cannot_build(self, exc: BaseException) -> None:
         ivf.warn_once("build", f"cannot build the vector index ({exc}); ranking exactly")
@@ -350,10 +355,21 @@ class AnnBuilds:
             raise InvalidArgumentError("its vectors differ from the database's")
         ann.remove(np.setdiff1d(held, m.live_keys()))  # deleted since it was written
 
+    def write_soon(self) -> None:
+        """Write the index file in a background thread (``saving.py``); call with
+        the mirror's lock held."""
+        if self.ann is None or not self.file.path:
+            return
+        if self.mirror.n_dead:
+            self.compact()
+        self.writes.start(self.ann)
+
     def save(self) -> None:
-        """Stop a background build; write the index file if the mirror has moved far
-        from it (``file.SAVE_SHARE``) or the ANN index was rebuilt since."""
+        """Stop a background build, wait for a background write; write the index
+        file if the mirror has moved far from it (``file.SAVE_SHARE``) or the ANN
+        index was rebuilt since."""
         self.stop()
+        self.writes.wait()
         m = self.mirror
         if self.ann is None or not self.file.path or not m.dim:
             return

@@ -25,8 +25,10 @@ readers and crashes see the old file or the new one, never half of one; where th
 directory cannot be written it writes nothing.
 
 Persistence (``IndexFile``): the mirror and its ANN index are written to
-``<database file>.oamvec`` (``.<memory_store_id>.oamvec`` with a store id) after an
-inline build and when the store closes if the file is far behind, atomically. A
+``<database file>.oamvec`` (``.<memory_store_id>.oamvec`` with a store id) after
+every build, by a background thread (``vector/saving.py``, through ``write_from``),
+and when the store closes if the file is far behind, atomically. A failed write (a
+full disk) leaves the old file and warns once. A
 process opening the store reads that snapshot instead of every vector from SQLite,
 then catches up from the snapshot's high-water mark and change-log cursor like any
 reader; it is trusted only if it parses, its checksum matches, the log still
@@ -42,6 +44,7 @@ the index is built in memory.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -50,7 +53,7 @@ import sys
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,14 +68,18 @@ from oam_core.store.sqlite.vector.ivf import Ann, is_own_kind, warn_once
 
 __all__ = [
     "FORMAT_VERSION",
+    "QUIET_ERRNOS",
     "SAVE_SHARE",
     "STALE_TMP_S",
     "IndexFile",
+    "Moved",
     "Snapshot",
+    "Source",
     "index_path",
     "read",
     "remove_stale",
     "write",
+    "write_from",
 ]
 
 log = logging.getLogger(__name__)
@@ -97,6 +104,10 @@ SAVE_SHARE = 0.05
 reach this share of the rows (or the ANN index was rebuilt); else the reader of the
 older file catches up from it."""
 _BLOCK = 1 << 20
+QUIET_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+"""Errors of a place that cannot be written at all (a read-only mount or directory):
+the index lives in memory only, without a warning. Any other failure of a write (a
+full disk, ``ENOSPC``; a quota; an I/O error) warns once per file."""
 SCOPES = ("thread", "user", "agent")
 _COLUMNS = (  # name, dtype, per-row shape after n
     ("pks", "<i8"),
@@ -216,25 +227,86 @@ class IndexFile:
             remove_stale(self.path)
 
 
+class Moved(Exception):
+    """The mirror's rows moved (compaction, reload) while a background write copied
+    them: the write is abandoned and its temporary file removed."""
+
+
+@dataclass
+class Source:
+    """A mirror that keeps changing, as a background write reads it (``write_from``).
+
+    ``take`` is called with ``lock`` held, and the faiss index is serialised under the
+    same hold: it returns the snapshot whose columns are copies (``mat`` is not read).
+    ``mat_rows(a, b)`` returns rows ``a..b`` of the snapshot's float32 matrix, taking
+    the lock itself for each slice, and raises ``Moved`` when those rows no longer
+    hold the snapshot's chunk keys.
+    """
+
+    lock: contextlib.AbstractContextManager[Any]
+    take: Callable[[], Snapshot]
+    mat_rows: Callable[[int, int], npt.NDArray[np.float32]]
+
+
 def write(path: str, snap: Snapshot, faiss: Any) -> bool:
-    """Write ``snap`` to ``path`` atomically; False (logged) when the place is not
-    writable or faiss fails.
+    """Write ``snap`` to ``path`` atomically; False when nothing was written.
 
     The bytes go to ``<path>.tmp-<pid>-<thread id>`` first, held under an exclusive
     lock (POSIX ``flock``) until it is renamed over ``path`` or removed, so that
-    ``remove_stale`` can tell a write under way from one a killed process left.
+    ``remove_stale`` can tell a write under way from one a killed process left. A
+    place that cannot be written (``QUIET_ERRNOS``) is logged only; any other failure
+    (a full disk, faiss failing) leaves the old file as it was and warns once per
+    file (``RuntimeWarning``): the index is then rebuilt or caught up from SQLite by
+    the next store that opens it.
     """
+    return _write(path, lambda tmp: _write_to(tmp, snap, faiss, None, None))
+
+
+def write_from(path: str, source: Source, faiss: Any) -> Snapshot | None:
+    """Write a snapshot of a mirror that keeps changing (``Source``) to ``path``, as
+    ``write`` does; the snapshot written (its ``mat`` not filled in), or None when
+    nothing was written (its rows moved meanwhile: ``Moved``, or a failure ``write``
+    warns about)."""
+    taken: list[Snapshot] = []
+
+    def body(tmp: str) -> None:
+        with source.lock:
+            snap = source.take()
+            taken.append(snap)
+            head = _write_head(tmp, snap, faiss)
+        _write_to(tmp, snap, faiss, head, source.mat_rows)
+
+    return taken[0] if _write(path, body) else None
+
+
+def _write(path: str, body: Callable[[str], None]) -> bool:
+    """Run ``body(tmp)`` on a claimed temporary file, then rename it over ``path``."""
     tmp = f"{path}{TMP_INFIX}{os.getpid()}-{threading.get_ident()}"
     try:
         with _claimed(tmp):
-            _write_to(tmp, snap, faiss)
+            body(tmp)
             os.replace(tmp, path)
         return True
-    except (OSError, RuntimeError, MemoryError) as exc:  # read-only place: in memory only
-        log.debug("vector index not persisted to %s: %s", path, exc)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        return False
+    except Moved:
+        log.debug("vector index write to %s abandoned: the rows moved", path)
+    except (OSError, RuntimeError, MemoryError) as exc:
+        if isinstance(exc, OSError) and exc.errno in QUIET_ERRNOS:
+            log.debug("vector index not persisted to %s: %s", path, exc)
+        else:
+            warn_once(
+                f"write:{path}",
+                f"vector index {path} not written ({exc}); the database is unchanged "
+                "and the index is rebuilt from it when the store is next opened",
+            )
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
+    return False
+
+
+def _put(f: Any, data: Any) -> None:
+    """Write ``data`` (bytes or a byte view) to ``f``: every byte of the file but
+    faiss's part goes through here (tests wrap it to inject ``ENOSPC``)."""
+    f.write(data)
 
 
 @contextlib.contextmanager
@@ -317,27 +389,44 @@ def _unlink_unlocked(tmp: str) -> bool:
         os.close(fd)
 
 
-def _write_to(tmp: str, snap: Snapshot, faiss: Any) -> None:
-    """The file's bytes, written to ``tmp``."""
-    ann_info = None
-    if snap.ann is not None:
-        faiss.write_index(snap.ann.index, tmp)
-        end = os.path.getsize(tmp)
-        crc = _crc_of_file(tmp, end)
-        ann_info = {
-            "end": end,
-            "hwm": snap.ann.hwm,
-            "trained_on": snap.ann.trained_on,
-            "nprobe": snap.ann.nprobe,
-            "oversample": snap.ann.oversample,
-            "trained_hwm": snap.ann.trained_hwm,
-            "checked_on": snap.ann.checked_on,
-            "count": int(snap.ann.index.ntotal),
-            "scale": snap.ann.scale,
-        }
-    else:
+_Head = tuple[int, int, "dict[str, Any] | None"]
+"""``(end, crc32, ann entry of the trailer)`` after the faiss part of a file."""
+_MAT_SLICE = 1_024
+"""Rows of the matrix a background write copies per hold of the mirror's lock (1.5 MB
+at 384 dimensions: 8,192-row copies, 12.6 MB, stayed in the writer thread's heap)."""
+
+
+def _write_head(tmp: str, snap: Snapshot, faiss: Any) -> _Head:
+    """Write the faiss part of the file to ``tmp`` (or create it empty)."""
+    if snap.ann is None:
         open(tmp, "wb").close()
-        end, crc = 0, 0
+        return 0, 0, None
+    faiss.write_index(snap.ann.index, tmp)
+    end = os.path.getsize(tmp)
+    ann_info = {
+        "end": end,
+        "hwm": snap.ann.hwm,
+        "trained_on": snap.ann.trained_on,
+        "nprobe": snap.ann.nprobe,
+        "oversample": snap.ann.oversample,
+        "trained_hwm": snap.ann.trained_hwm,
+        "checked_on": snap.ann.checked_on,
+        "count": int(snap.ann.index.ntotal),
+        "scale": snap.ann.scale,
+    }
+    return end, _crc_of_file(tmp, end), ann_info
+
+
+def _write_to(
+    tmp: str,
+    snap: Snapshot,
+    faiss: Any,
+    head: _Head | None,
+    mat_rows: Callable[[int, int], npt.NDArray[np.float32]] | None,
+) -> None:
+    """The file's bytes, written to ``tmp``; ``head`` when its faiss part is written
+    already, ``mat_rows`` to read the matrix in slices (``Source``)."""
+    end, crc, ann_info = _write_head(tmp, snap, faiss) if head is None else head
     arrays = {
         "pks": snap.pks,
         "rec": snap.rec,
@@ -351,14 +440,19 @@ def _write_to(tmp: str, snap: Snapshot, faiss: Any) -> None:
     with open(tmp, "ab") as f:
         offset = end
         for name, dtype in _COLUMNS:
-            arr = np.ascontiguousarray(arrays[name], dtype=dtype)
-            view = arr.data.cast("B")
-            f.write(view)
-            crc = zlib.crc32(view, crc)
-            sections.append([name, offset, len(view), dtype, list(arr.shape)])
-            offset += len(view)
+            if name == "mat" and mat_rows is not None:
+                size, crc = _put_rows(f, mat_rows, snap.n, crc)
+                shape = [snap.n, snap.dim]
+            else:
+                arr = np.ascontiguousarray(arrays[name], dtype=dtype)
+                view = arr.data.cast("B")
+                _put(f, view)
+                crc = zlib.crc32(view, crc)
+                size, shape = len(view), list(arr.shape)
+            sections.append([name, offset, size, dtype, shape])
+            offset += size
         tables = json.dumps(snap.tables, ensure_ascii=False).encode()
-        f.write(tables)
+        _put(f, tables)
         crc = zlib.crc32(tables, crc)
         trailer = json.dumps(
             {
@@ -376,7 +470,21 @@ def _write_to(tmp: str, snap: Snapshot, faiss: Any) -> None:
                 "crc32": crc,
             }
         ).encode()
-        f.write(trailer + len(trailer).to_bytes(8, "little") + TAIL)
+        _put(f, trailer + len(trailer).to_bytes(8, "little") + TAIL)
+
+
+def _put_rows(
+    f: Any, mat_rows: Callable[[int, int], npt.NDArray[np.float32]], n: int, crc: int
+) -> tuple[int, int]:
+    """Write rows ``0..n`` of a matrix read in slices; ``(bytes written, crc32)``."""
+    size = 0
+    for a in range(0, n, _MAT_SLICE):
+        view = np.ascontiguousarray(mat_rows(a, min(a + _MAT_SLICE, n)), dtype="<f4")
+        data = view.data.cast("B")
+        _put(f, data)
+        crc = zlib.crc32(data, crc)
+        size += len(data)
+    return size, crc
 
 
 def read(path: str, dim: int, faiss: Any) -> Snapshot:

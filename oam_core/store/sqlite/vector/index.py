@@ -44,7 +44,8 @@ class VectorIndex:
         exact_max: As the argument.
 
     Every method must be called with the owning backend's lock held; the only other
-    thread is the background build, which reads the mirror under ``mirror.lock``.
+    threads are the background build and the background write of the index file
+    (``saving.py``), which read the mirror under ``mirror.lock``.
     """
 
     def __init__(
@@ -174,8 +175,9 @@ class VectorIndex:
         self.file.remove_stale()
 
     def save(self) -> None:
-        """Stop a background build; write the index file if the mirror has moved far
-        from it (``file.SAVE_SHARE``) or the ANN index was rebuilt since."""
+        """Stop a background build and wait for a background write of the index
+        file; write the file if the mirror has moved far from it (``file.SAVE_SHARE``)
+        or the ANN index was rebuilt since and no background write saved it."""
         self.builds.save()
 
     def stop_building(self) -> None:
