@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from oam_core import SQLiteMemoryStore
-from oam_core.store.sqlite.vector import feed, tail
+from oam_core.store.sqlite.vector import feed, ivf, tail
 from oam_core.store.sqlite.vector.mirror import Mirror
 
 DIM = 8
@@ -33,9 +33,13 @@ ROOT = Path(__file__).resolve().parents[2]
 QUERIES = np.random.default_rng(99).standard_normal((5, DIM)).astype(np.float32)
 
 
-def open_store(path: Path, *, ann_min_rows: int = 8) -> SQLiteMemoryStore:
+def open_store(
+    path: Path, *, ann_min_rows: int = 8, background_rows: int | None = None
+) -> SQLiteMemoryStore:
     store = SQLiteMemoryStore(str(path), vector_dim=DIM)
     store._impl.index.ann_min_rows = ann_min_rows
+    if background_rows is not None:
+        store._impl.index.background_rows = background_rows
     store._impl.index.exact_max = 4
     return store
 
@@ -185,6 +189,122 @@ def test_rows_above_the_index_are_ranked_exactly_until_the_tail_thread_adds_them
         store.close()
 
 
+def _held_builds(monkeypatch: pytest.MonkeyPatch, hold_from: int) -> threading.Event:
+    """Hold every background build of a source of at least ``hold_from`` live rows
+    at its start until the returned event is set."""
+    release = threading.Event()
+    build = ivf.Ann._build.__func__  # type: ignore[attr-defined]
+
+    def held(cls: Any, faiss: Any, source: Any, rng: Any, halt: Any) -> Any:
+        if source.live_count() >= hold_from:
+            release.wait(60)
+        return build(cls, faiss, source, rng, halt)
+
+    monkeypatch.setattr(ivf.Ann, "_build", classmethod(held))
+    return release
+
+
+def test_writes_below_background_rows_leave_the_build_to_the_first_search(
+    tmp_path: Path,
+) -> None:
+    """A bulk load smaller than ``background_rows`` starts no build (as a store that
+    reads its rows back at the first search): the first search builds the index
+    inline and it holds every live row."""
+    path = tmp_path / "s.db"
+    store = open_store(path, background_rows=10**9)
+    try:
+        add(store, 0, 1_200)
+        index = store._impl.index
+        assert index.builds.thread is None and index.ann is None and index.mirror.n == 1_200
+        for q in QUERIES:
+            assert ids(store, q, 10) == brute_force(path, q, 10)
+        assert index.ann is not None and set(index.ann.ids().tolist()) == live_keys(index.mirror)
+    finally:
+        store.close()
+
+
+def test_a_retrain_keeps_the_serving_index_out_of_faiss_growth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a retrain of a grown store builds (held here), the serving index stores
+    no more rows in faiss: the rows written meanwhile are assigned to its lists and
+    held beside faiss (``ivf.Side``), where searches of those lists find them. Rows
+    deleted during the build are dropped when it is adopted; the adopted index holds
+    every live row and replaces the old one."""
+    monkeypatch.setattr(tail, "INLINE_ROWS", 64)
+    release = _held_builds(monkeypatch, 4_000)
+    path = tmp_path / "s.db"
+    store = open_store(path, background_rows=8)
+    try:
+        add(store, 0, 1_000)  # loads the mirror and builds in the background
+        index = store._impl.index
+        assert index.wait_for_build(60)
+        ids(store, QUERIES[0], 3)  # adopts it
+        old = index.ann
+        assert old is not None and old.trained_on == 1_000
+        in_faiss = int(old.index.ntotal)
+        add(store, 1_000, 4_100)  # past 4x: the retrain starts in this write and waits
+        assert index.builds.thread is not None
+        add(store, 4_100, 4_600)
+        assigner = index.builds.tail
+        assert assigner is not None and assigner.ann is old
+        assigner.thread.join(60)
+        store.delete("memory", "r10")  # a row both indexes hold
+        store.delete("memory", "r4200")  # a row above the index the retrain read
+        for q in QUERIES:
+            assert ids(store, q, 10) == brute_force(path, q, 10)
+        assert index.ann is old and int(old.index.ntotal) == in_faiss
+        assert len(old.side) > 3_000 and old.hwm == int(index.mirror.pks[index.mirror.n - 1])
+        own = index.mirror.mat[index.mirror.n - 1]  # a row held beside faiss only
+        assert ids(store, own, 1) == [f"r{4_599}"]
+        release.set()
+        assert index.wait_for_build(60)
+        ids(store, QUERIES[0], 3)  # adopts it
+        assert index.wait_for_build(60)
+        ids(store, QUERIES[0], 3)  # takes what its assigner found
+        assert index.ann is not old and index.ann is not None
+        assert index.ann.trained_on >= 4_000
+        for q in QUERIES:
+            assert ids(store, q, 10) == brute_force(path, q, 10)
+        assert sorted(index.ann.ids().tolist()) == sorted(live_keys(index.mirror))
+    finally:
+        release.set()
+        store.close()
+
+
+def test_a_bulk_load_leaves_assigned_rows_to_the_next_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes do not add the rows the assigner finished to the index (the writer
+    keeps its rate); the next search adds them, and the assigner ended by one write
+    is resumed by the next from where it stopped."""
+    monkeypatch.setattr(tail, "INLINE_ROWS", 64)
+    path = tmp_path / "s.db"
+    store = open_store(path, background_rows=10**9)
+    try:
+        add(store, 0, 1_000)
+        ids(store, QUERIES[0], 3)  # builds inline
+        index = store._impl.index
+        ann = index.ann
+        assert ann is not None
+        hwm = ann.hwm
+        add(store, 1_000, 1_300)
+        assigner = index.builds.tail
+        assert assigner is not None
+        assigner.thread.join(60)
+        add(store, 1_300, 1_600)  # resumes it; nothing added to the index
+        assert index.builds.tail is assigner and ann.hwm == hwm
+        assigner.thread.join(60)
+        assert assigner.assigned == int(index.mirror.pks[index.mirror.n - 1])
+        for q in QUERIES:
+            assert ids(store, q, 10) == brute_force(path, q, 10)
+        assert index.builds.tail is None and ann.hwm > hwm
+        assert sorted(ann.ids().tolist()) == sorted(live_keys(index.mirror))
+        assert len(ann.side) == 0  # stored in faiss: 600 rows beside 1,000 (SIDE_SHARE)
+    finally:
+        store.close()
+
+
 # A child process that writes batches, acknowledging each on stdout, with every
 # background build held at its first slice once the store passed ``HOLD_FROM`` rows.
 CHILD = textwrap.dedent(
@@ -193,7 +313,7 @@ CHILD = textwrap.dedent(
     import numpy as np
     from oam_core import SQLiteMemoryStore
     from oam_core.store.sqlite.vector import builds, ivf, ranking
-    builds.ANN_MIN_ROWS, ranking.EXACT_MAX = 8, 4
+    builds.ANN_MIN_ROWS, builds.BACKGROUND_ROWS, ranking.EXACT_MAX = 8, 8, 4
     start, stop, batch, hold_from = map(int, sys.argv[2:6])
     build = ivf.Ann._build.__func__
 
@@ -215,8 +335,9 @@ CHILD = textwrap.dedent(
         store.add([f"t{i}" for i in range(a, b)], "memory", embeddings=vecs,
                   record_ids=[f"r{i}" for i in range(a, b)])
         say(f"committed {b}")
-    store._impl.index.wait_for_build()
-    store.search(query_vector=[1.0] * 8, k=3)  # adopts the build
+    for _ in range(2):  # a build the search started, then the adoption
+        store._impl.index.wait_for_build()
+        store.search(query_vector=[1.0] * 8, k=3)
     store.close()  # writes the index file
     say("closed")
     threading.Event().wait()

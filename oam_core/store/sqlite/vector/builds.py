@@ -53,6 +53,9 @@ NEVER = 2**62
 """``ann_min_rows`` once an index cannot be built (no faiss, or faiss failed)."""
 
 
+SIDE_SHARE = 4
+"""The serving index's keys held beside faiss (``ivf.Side``) are stored in faiss
+once they are more than a ``1 / SIDE_SHARE`` of its entries (``AnnBuilds.settle``)."""
 CATCH_UP_ROUNDS = 2
 """Rounds in which a background build adds the rows written while it ran."""
 
@@ -113,6 +116,8 @@ class AnnBuilds:
         thread: The background build, or None; once it is no longer alive the next
             search calls ``adopt``.
         tail: The thread assigning the rows above ``ann.hwm`` to its lists, or None.
+        unsaved: The serving index was built or adopted after the index file was
+            last written (``write_when_covered``).
         writes: The index file's background writes (``saving.BackgroundWrite``):
             a built or adopted index is written by a thread, not by the search.
 
@@ -136,6 +141,7 @@ class AnnBuilds:
         self.pending: Ann | None = None
         self.thread: threading.Thread | None = None
         self.tail: TailAssigner | None = None
+        self.unsaved = False
         self._built: Ann | BaseException | None = None
         self._stop = threading.Event()
         self.writes = BackgroundWrite(mirror, file)
@@ -157,19 +163,21 @@ class AnnBuilds:
                 self.file.unusable(str(exc))
         live = m.n - m.n_dead
         grown = self.ann is not None and live > REBUILD_GROWTH * self.ann.trained_on
-        if (self.ann is None or grown) and live >= self.ann_min_rows and self.thread is None:
+        due = (self.ann is None or grown) and live >= self.ann_min_rows and self.thread is None
+        if due and live >= (self.background_rows if writing else 0):
             self.build(background=writing or live >= self.background_rows)
         if self.ann is not None:
-            self.extend(self.ann)
+            self.extend(self.ann, writing=writing)
             if not writing:
                 self.check_recall(self.ann, live)
+                self.settle()
 
     def check_recall(self, ann: Ann, live: int) -> None:
         """Once the live rows grew by ``RECHECK_GROWTH`` since the index's last
         check, test its recall on rows added since it was trained; when it falls
         short (they come from data its lists do not fit), rank exactly until a
         retrained index is ready."""
-        busy = self.thread is not None or self.tail is not None  # rows not all in it yet
+        busy = self.thread is not None or self.tail is not None or len(ann.side) > 0
         if not ann.nprobe or busy or live < RECHECK_GROWTH * ann.checked_on:
             return
         ann.checked_on = live
@@ -184,13 +192,18 @@ class AnnBuilds:
         self.ann = None  # the index file keeps its old verdict: a reopened store re-checks
         self.build(background=live >= self.background_rows)
 
-    def extend(self, ann: Ann) -> None:
+    def extend(self, ann: Ann, *, writing: bool = False) -> None:
         """Add the live rows above the ANN index's high-water mark to it: the ones a
-        ``TailAssigner`` assigned; then the rest inline when they are at most
-        ``INLINE_ROWS``, else by a new assigner (none runs while one works)."""
-        self.drain()
+        ``TailAssigner`` assigned (not in a write: a bulk load leaves them to the
+        next search); then the rest inline when they are at most ``INLINE_ROWS``,
+        else by the assigner (started, or resumed once it ended)."""
+        if writing:
+            self._forget_other_tail()
+        else:
+            self.drain()
         tail = self.tail
-        if tail is not None and tail.ann is ann and tail.running:
+        if tail is not None:
+            tail.resume()
             return
         m = self.mirror
         left = m.n - m.first_row_after(ann.hwm)
@@ -200,19 +213,43 @@ class AnnBuilds:
             return
         self.tail = TailAssigner(faiss, ann, m)
 
+    def _forget_other_tail(self) -> None:
+        """Stop and forget an assigner of an index that no longer serves."""
+        tail = self.tail
+        if tail is not None and tail.ann is not self.ann:
+            tail.stop()
+            self.tail = None
+
     def drain(self) -> None:
         """Add the rows the tail assigner finished to the serving index; forget an
-        assigner of another index, or one that ended with nothing left to add."""
+        assigner of another index, or one that ended with nothing left to add
+        (then write the index file if an adopted index waited for it)."""
+        self._forget_other_tail()
         tail = self.tail
         if tail is None:
             return
-        if tail.ann is not self.ann:
-            tail.stop()
-            self.tail = None
-            return
         tail.drain()
-        if not tail.running and not tail.ready:
+        m = self.mirror
+        if not tail.running and not tail.ready and m.first_row_after(tail.assigned) >= m.n:
             self.tail = None
+        self.settle()
+
+    def settle(self) -> None:
+        """Unless a retrain builds (the serving index then stays as it is in faiss:
+        one large index in memory, not two growing): store the keys the serving
+        index holds beside faiss in it once they are more than ``1 / SIDE_SHARE``
+        of its entries, or all of them once the assigner ended and the index file
+        is due (``write_when_covered``)."""
+        ann = self.ann
+        if ann is None or self.thread is not None:
+            return
+        side, done = len(ann.side), self.tail is None
+        if side and (side * SIDE_SHARE > int(ann.index.ntotal) or (done and self.unsaved)):
+            faiss = ivf.load_faiss()
+            if faiss is not None:
+                tails.flush(faiss, ann, self.mirror)
+        if done:
+            self.write_when_covered()
 
     @property
     def tail_ready(self) -> bool:
@@ -260,8 +297,9 @@ class AnnBuilds:
             return
         assert ann is not None
         self.ann = ann
+        self.unsaved = True
         self.extend(ann)
-        self.write_soon()
+        self.settle()
 
     def _run(self, faiss: Any, source: UpTo, rng: np.random.Generator) -> None:
         one_thread(faiss)
@@ -289,18 +327,31 @@ class AnnBuilds:
             if left <= tails.INLINE_ROWS or self._stop.is_set():
                 return
 
-    def adopt(self) -> None:
-        """Take over the background build's index: drop the rows deleted meanwhile,
-        add the rows written meanwhile."""
+    def adopt(self, *, writing: bool = False) -> None:
+        """Take over the background build's index (the previous one is dropped):
+        drop the rows deleted meanwhile, add the rows written meanwhile; its file
+        is written once it holds them (``write_when_covered``)."""
         with self.mirror.lock:
             built, self._built, self.thread = self._built, None, None
             if isinstance(built, BaseException):
                 self._cannot_build(built)
             elif built is not None:
-                built.remove(np.setdiff1d(built.ids(), self.mirror.live_keys(), assume_unique=True))
+                if self._holds_dead(built):
+                    live = self.mirror.live_keys()
+                    built.remove(np.setdiff1d(built.ids(), live, assume_unique=True))
                 self.ann = built
-                self.extend(built)
-                self.write_soon()
+                self.unsaved = True
+                self.extend(built, writing=writing)
+                if not writing:
+                    self.settle()
+
+    def _holds_dead(self, ann: Ann) -> bool:
+        """Whether ``ann`` may hold rows deleted since it read them: it holds more
+        entries than the mirror has live rows up to its high-water mark (a build
+        adds only live rows, and keys never come back)."""
+        m = self.mirror
+        upto = m.first_row_after(ann.hwm)
+        return ann.count() != int(np.count_nonzero(m.live[:upto]))
 
     def _cannot_build(self, exc: BaseException) -> None:
         ivf.warn_once("build", f"cannot build the vector index ({exc}); ranking exactly")
@@ -355,6 +406,19 @@ class AnnBuilds:
             raise InvalidArgumentError("its vectors differ from the database's")
         ann.remove(np.setdiff1d(held, m.live_keys()))  # deleted since it was written
 
+    def write_when_covered(self) -> None:
+        """Write the index file of an index adopted or built since the last write
+        (``unsaved``) once it holds every row, no retrain builds and no assigner
+        works (a write under way holds the mirror's lock while faiss writes the
+        index: a bulk load would wait for it at every retrain)."""
+        if not self.unsaved or self.thread is not None or self.tail is not None:
+            return
+        ann, m = self.ann, self.mirror
+        if ann is None or len(ann.side) or m.first_row_after(ann.hwm) < m.n:
+            return
+        self.unsaved = False
+        self.write_soon()
+
     def write_soon(self) -> None:
         """Write the index file in a background thread (``saving.py``); call with
         the mirror's lock held."""
@@ -373,6 +437,9 @@ class AnnBuilds:
         m = self.mirror
         if self.ann is None or not self.file.path or not m.dim:
             return
+        faiss = ivf.load_faiss()
+        if len(self.ann.side) and faiss is not None:  # the file holds faiss's entries only
+            tails.flush(faiss, self.ann, m)
         saved = self.file.saved
         if not self.ann.rebuilt and saved is not None:
             added = m.n - m.first_row_after(saved[0])

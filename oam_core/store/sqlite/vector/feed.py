@@ -25,6 +25,8 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from oam_core.store.sqlite.vector.changelog import ChangeLog
 from oam_core.store.sqlite.vector.mirror import Mirror
 
@@ -77,9 +79,7 @@ def take(
         if mirror.hwm != inserted[0].first - 1:
             return False  # another connection's chunks came in between
         for part in inserted:
-            rows = _rows(part)
-            if rows:
-                mirror.append(rows)
+            _append(mirror, part)
         mirror.hwm = max(mirror.hwm, end)
         return True
     except (sqlite3.Error, ValueError):  # the next search's catch-up reads SQLite
@@ -110,23 +110,28 @@ def _first_load(log: ChangeLog, conn: sqlite3.Connection, inserted: Sequence[Ins
     return True
 
 
-def _rows(part: Inserted) -> list[tuple[Any, ...]]:
-    """The ``mirror.ChunkRow`` tuples of the rows of ``part`` that have a vector."""
-    c = part.columns
-    vectors = part.vectors()
-    return [
-        (
-            part.first + i,
-            c[_REC][i],
-            c[_TYPE][i],
-            c[_THREAD][i],
-            c[_USER][i],
-            c[_AGENT][i],
-            c[_EXPIRES][i],
-            c[_FROM][i],
-            c[_UNTIL][i],
-            memoryview(vectors[i]).cast("B"),
-        )
-        for i, has in enumerate(part.has_vector)
-        if has
-    ]
+def _append(mirror: Mirror, part: Inserted) -> None:
+    """Append the rows of ``part`` that have a vector to ``mirror``, as columns (the
+    writer's matrix itself when every row has one)."""
+    c, vectors = part.columns, part.vectors()
+    keep = [i for i, has in enumerate(part.has_vector) if has]
+    if not keep:
+        return
+    every = len(keep) == len(part.has_vector)
+
+    def pick(col: Sequence[Any]) -> Sequence[Any]:
+        return col if every else [col[i] for i in keep]
+
+    if isinstance(vectors, np.ndarray):
+        mat = vectors if every else vectors[keep]
+    else:
+        raw = b"".join(memoryview(vectors[i]).cast("B") for i in keep)
+        mat = np.frombuffer(raw, dtype="<f4").reshape(len(keep), -1)
+    mirror.append_columns(
+        [part.first + i for i in keep],
+        pick(c[_REC]),
+        pick(c[_TYPE]),
+        [pick(c[_THREAD]), pick(c[_USER]), pick(c[_AGENT])],
+        [pick(c[_EXPIRES]), pick(c[_FROM]), pick(c[_UNTIL])],
+        np.asarray(mat, dtype=np.float32),
+    )

@@ -125,11 +125,12 @@ class VectorIndex:
                 else:
                     self.builds.extend(ann)
 
-    def _adopt_finished(self) -> None:
-        """Adopt the index of a background build that ended."""
+    def _adopt_finished(self, *, writing: bool = False) -> None:
+        """Adopt the index of a background build that ended (``writing``: in a
+        write, ``builds.AnnBuilds.adopt``)."""
         thread = self.builds.thread
         if thread is not None and not thread.is_alive():
-            self.builds.adopt()
+            self.builds.adopt(writing=writing)
 
     def candidates(
         self,
@@ -164,7 +165,7 @@ class VectorIndex:
         could not take is read by the next search's catch-up."""
         with self.mirror.lock:
             if feed.take(self.mirror, self.log, conn, inserted):
-                self._adopt_finished()
+                self._adopt_finished(writing=True)
                 self.builds.maintain(writing=True)
 
     # -- opening and closing ------------------------------------------------------------

@@ -16,15 +16,25 @@ again, so a bulk load that nobody searches leaves little memory waiting.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from oam_core.store.sqlite.vector.ivf import ADD_BATCH, Ann, IntArray, add_to_lists, assign, encode
+from oam_core.store.sqlite.vector.ivf import (
+    ADD_BATCH,
+    Ann,
+    IntArray,
+    add_to_lists,
+    assign,
+    empty_side,
+    encode,
+)
 from oam_core.store.sqlite.vector.mirror import LiveRows, Mirror
 
-__all__ = ["INLINE_ROWS", "TAIL_SLICE", "TailAssigner"]
+__all__ = ["INLINE_ROWS", "TAIL_SLICE", "TailAssigner", "extend_inline", "flush"]
 
 INLINE_ROWS = 2_048
 """Rows above the index's high-water mark added to it inline (in the search or the
@@ -43,20 +53,33 @@ class TailAssigner:
 
     Attributes:
         ann: As the argument; ``drain`` adds nothing to another index.
-        thread: The worker; it ends once no row is left above what it assigned.
+        thread: The worker; it ends once no row is left above what it assigned,
+            and ``resume`` starts another from there.
+        assigned: The largest chunk key assigned so far (rows up to it wait in
+            ``drain``'s queue or are in ``ann``).
     """
 
     def __init__(self, faiss: Any, ann: Ann, mirror: Mirror) -> None:
         self.faiss = faiss
         self.ann = ann
         self.mirror = mirror
+        self.assigned = ann.hwm
         self._ready: list[tuple[IntArray, IntArray, int]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self.thread = threading.Thread(
-            target=self._run, args=(ann.hwm,), name="oam-vector-tail", daemon=True
+        self.thread = self._start()
+
+    def _start(self) -> threading.Thread:
+        thread = threading.Thread(
+            target=self._run, args=(self.assigned,), name="oam-vector-tail", daemon=True
         )
-        self.thread.start()
+        thread.start()
+        return thread
+
+    def resume(self) -> None:
+        """Start the thread again when it ended (rows were written since)."""
+        if not self.thread.is_alive() and not self._stop.is_set():
+            self.thread = self._start()
 
     def _run(self, after: int) -> None:
         setter = getattr(self.faiss, "omp_set_num_threads", None)
@@ -68,8 +91,10 @@ class TailAssigner:
             if last == after:
                 return
             lists = assign(self.ann.index, encode(mat, self.ann.scale)) if len(pks) else pks
+            del mat  # the drain reads the vectors from the mirror again
             with self._lock:
                 self._ready.append((pks, lists, last))
+                self.assigned = last
             after = last
 
     @property
@@ -83,19 +108,20 @@ class TailAssigner:
         return self.thread.is_alive()
 
     def drain(self) -> None:
-        """Add the assigned rows still live to ``ann`` and raise its high-water mark
-        (call with the mirror's lock and the store's lock held)."""
+        """Hand the assigned rows to ``ann`` beside faiss (``ivf.Side``: searches of
+        their lists propose them) and raise its high-water mark; call with the
+        mirror's lock and the store's lock held. A merge of two sorted runs, no
+        faiss work: ``flush`` stores them in faiss later."""
         with self._lock:
             ready, self._ready = self._ready, []
-        m, ann = self.mirror, self.ann
-        for pks, lists, last in ready:
-            rows = m.rows_of(pks)
-            ok = rows >= 0
-            ok[ok] = m.live[rows[ok]]
-            if ok.any():
-                coded = encode(m.mat[rows[ok]], ann.scale)
-                add_to_lists(self.faiss, ann.index, coded, pks[ok], lists[ok])
-            ann.hwm = max(ann.hwm, last)
+        if not ready:
+            return
+        ann = self.ann
+        pks = np.concatenate([r[0] for r in ready])
+        lists = np.concatenate([r[1] for r in ready])
+        order = np.argsort(lists, kind="stable")
+        ann.side = ann.side.merged(pks[order], lists[order])
+        ann.hwm = max(ann.hwm, ready[-1][2])
 
     def stop(self) -> None:
         """Stop the thread at its next slice and wait for it; nothing more is added."""
@@ -103,6 +129,43 @@ class TailAssigner:
         self.thread.join()
         with self._lock:
             self._ready = []
+
+
+@contextlib.contextmanager
+def _one_omp_thread(faiss: Any) -> Iterator[None]:
+    """Let faiss use one OpenMP thread in the calling thread for the block."""
+    getter = getattr(faiss, "omp_get_max_threads", None)
+    setter = getattr(faiss, "omp_set_num_threads", None)
+    if getter is None or setter is None:
+        yield
+        return
+    old = int(getter())
+    setter(1)
+    try:
+        yield
+    finally:
+        setter(old)
+
+
+def flush(faiss: Any, ann: Ann, mirror: Mirror) -> None:
+    """Store the keys ``ann`` holds beside faiss (``ivf.Side``) in faiss, the live
+    ones with their mirror vectors, ``ADD_BATCH`` rows at a time and with one
+    OpenMP thread (on a busy 2-core machine faiss's second thread waited for a
+    core, doubling the caller's wait). Call with the mirror's and the store's lock."""
+    side = ann.side
+    if not len(side):
+        return
+    m = mirror
+    with _one_omp_thread(faiss):
+        for a in range(0, len(side), ADD_BATCH):
+            pks, lists = side.keys[a : a + ADD_BATCH], side.lists[a : a + ADD_BATCH]
+            rows = m.rows_of(pks)
+            ok = rows >= 0
+            ok[ok] = m.live[rows[ok]]
+            if ok.any():
+                coded = encode(m.mat[rows[ok]], ann.scale)
+                add_to_lists(faiss, ann.index, coded, pks[ok], lists[ok])
+    ann.side = empty_side(int(ann.index.nlist))
 
 
 def extend_inline(ann: Ann, mirror: Mirror) -> None:
