@@ -7,7 +7,10 @@ searches right after the load (no warm-up: the index may still be building) and 
 more once no build or assignment thread runs (steady). Prints one JSON line: add rate,
 CPU seconds of the writing thread and of the process during the load, p50/p95/max and
 recall@10 (against exact numpy) of both passes, their ratio (first p95 / steady p50),
-and the serving IVF index (lists, probes, rows it was trained on).
+the serving IVF index (lists, probes, rows it was trained on), and the peak resident
+memory above the resident memory before the load (as ``peerbench.py`` counts it: the
+peak counter reset through ``/proc/self/clear_refs``), at the end of the first 200
+searches (``peak_rss_first_mb``) and at the end (``peak_rss_mb``).
 
     python bench/bulk_follow.py --n 200000
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import tempfile
 import time
@@ -55,10 +59,32 @@ def _timed(store: SQLiteMemoryStore, qs: np.ndarray, truth: list[set[int]]) -> d
     }
 
 
+def _rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _reset_peak() -> None:
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
 def run(n: int, batch: int) -> dict[str, Any]:
     vecs, qs, truth = _data(n)
     workdir = tempfile.mkdtemp(prefix="bulk-follow-")
     store = SQLiteMemoryStore(os.path.join(workdir, "b.db"), vector_dim=384)
+    _reset_peak()
+    rss0 = _rss_mb()
     try:
         wall, cpu, proc = time.perf_counter(), time.thread_time(), time.process_time()
         for a in range(0, n, batch):
@@ -78,6 +104,7 @@ def run(n: int, batch: int) -> dict[str, Any]:
             "process_cpu_s": round(time.process_time() - proc, 1),
         }
         out["first"] = _timed(store, qs, truth)
+        out["peak_rss_first_mb"] = round(_peak_mb() - rss0)
         index = store._impl.index  # type: ignore[attr-defined]
         started = time.perf_counter()
         while not index.wait_for_build() or getattr(index.builds, "tail", None) is not None:
@@ -87,6 +114,7 @@ def run(n: int, batch: int) -> dict[str, Any]:
         out["ready_after_s"] = round(time.perf_counter() - started, 1)
         out["steady"] = _timed(store, qs, truth)
         out["first_p95_over_steady_p50"] = round(out["first"]["p95"] / out["steady"]["p50"], 1)
+        out["peak_rss_mb"] = round(_peak_mb() - rss0)
         ann = index.ann
         if ann is not None:
             out["index"] = {

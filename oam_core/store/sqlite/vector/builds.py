@@ -3,19 +3,24 @@
 written with the mirror to the index file (``vector/file.py``).
 
 Building the ANN index: from ``ANN_MIN_ROWS`` live rows, in the search that first
-needs it; from ``BACKGROUND_ROWS`` on, or when a write brought the rows there
-(``maintain(writing=True)``), in a background thread, while searches rank exactly (or
+needs it; from ``BACKGROUND_ROWS`` on, in a background thread, also when a write
+brought the rows there (``maintain(writing=True)``), while searches rank exactly (or
 with the previous index, when a grown store retrains), so no search or write waits
-for a large build. The thread reads the mirror in slices under its lock
-(``mirror.LiveRows``), and once its index is filled goes on adding the rows written
-meanwhile until fewer than ``tail.INLINE_ROWS`` are left; then the next search or
-write adopts it, adding the last few.
+for a large build. A write below ``BACKGROUND_ROWS`` leaves the build to the next
+search, as a store that reads its rows back does. The thread reads the mirror in
+slices under its lock (``mirror.LiveRows``), and once its index is filled goes on
+assigning the rows written meanwhile to its lists in ``CATCH_UP_ROUNDS`` rounds; then
+the next search or write adopts it (the previous index is dropped).
 
 Rows written after the serving index took rows in: up to ``tail.INLINE_ROWS`` are
 added inline; more are assigned to its lists by a ``tail.TailAssigner`` thread and
-added by the next search or write (``drain``). Until then searches rank them exactly
-beside the index's proposals (``ranking.approximate``), so a store that grows by bulk
-writes always has an index covering all but its newest rows.
+held beside faiss by the next search (``drain``; writes leave them, so that a bulk
+load keeps its rate), where searches of their lists find them; until then searches
+rank them exactly beside the index's proposals (``ranking.approximate``). ``settle``
+stores them in faiss once they are a quarter of its entries, or before the index
+file is written, but never while a retrain builds: a grown store's old index then
+stays at its size while its successor grows, so that a bulk load never holds two
+large faiss indexes.
 """
 
 from __future__ import annotations
@@ -312,19 +317,29 @@ class AnnBuilds:
             self._built = exc
 
     def _catch_up(self, built: Ann) -> None:
-        """Add the rows written during the build to ``built`` (the build thread's
-        own index), up to the rows there are when each of ``CATCH_UP_ROUNDS``
-        rounds starts: a writer faster than the thread is not chased; ``adopt``
-        hands what is left to a tail assigner."""
+        """Assign the rows written during the build to the lists of ``built`` (the
+        build thread's own index) and hold them beside faiss (``ivf.Side``), up to
+        the rows there are when each of ``CATCH_UP_ROUNDS`` rounds starts: a writer
+        faster than the thread is not chased (``adopt`` hands what is left to a
+        tail assigner), and no faiss list grows by doubling here (``settle``
+        stores them in one add per list)."""
+        m = self.mirror
         for _ in range(CATCH_UP_ROUNDS):
-            m = self.mirror
             with m.lock:
-                end, left = m.hwm, m.n - m.first_row_after(built.hwm)
-            while not self._stop.is_set() and left > tails.INLINE_ROWS and built.hwm < end:
+                end = m.hwm
+            keys, lists = [], []
+            while not self._stop.is_set() and built.hwm < end:
                 mat, pks, last = UpTo(m, end).rows_after(built.hwm, tails.TAIL_SLICE)
-                built.add(mat, pks)
+                if len(pks):
+                    keys.append(pks)
+                    lists.append(ivf.assign(built.index, ivf.encode(mat, built.scale)))
+                del mat
                 built.hwm = max(built.hwm, last)
-            if left <= tails.INLINE_ROWS or self._stop.is_set():
+            if keys:
+                pks, where = np.concatenate(keys), np.concatenate(lists)
+                order = np.argsort(where, kind="stable")
+                built.side = built.side.merged(pks[order], where[order])
+            if self._stop.is_set():
                 return
 
     def adopt(self, *, writing: bool = False) -> None:

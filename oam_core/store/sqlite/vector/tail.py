@@ -2,21 +2,26 @@
 assigned to its lists in a background thread (``docs/sqlite.md#how-a-search-is-ranked``).
 
 Finding a row's IVF list (a product with every centroid: 0.9 MFLOP per 384-d row at
-1,131 lists) is the dear part of adding it to the index; storing its code in the list
-is a copy. A ``TailAssigner`` does the first in a thread while searches go on with
-the index as it stands (rows above its high-water mark are ranked exactly, ``ranking``),
-and the store's own thread, holding the locks searches hold, does the second in
-``drain``: the faiss index is never changed while a search reads it. The thread only
-reads the index's coarse quantizer, which nothing changes once it is trained.
+1,200 lists) is the dear part of adding it to the index. A ``TailAssigner`` does it
+in a thread while searches go on with the index as it stands (rows above its
+high-water mark are ranked exactly, ``ranking``). The store's own thread, holding the
+locks searches hold, hands the assigned keys to the index in ``drain``: they are
+held beside faiss, grouped by list (``ivf.Side``, 16 bytes a row), and a search
+proposes those of the lists it probes for the exact re-rank, so no faiss list is
+changed and no code is made while searches wait. ``flush`` stores them in faiss
+later (``builds.AnnBuilds.settle``: not while a retrain builds the next index, so
+that one large faiss index is in memory, not two growing). The thread only reads the
+index's coarse quantizer, which nothing changes once it is trained.
 
 The thread reads the mirror in slices under its lock (``mirror.LiveRows``) and keeps
-per row only its key and list (16 bytes); ``drain`` takes the vectors from the mirror
-again, so a bulk load that nobody searches leaves little memory waiting.
+per row only its key and list; ``flush`` takes the vectors from the mirror again,
+so a bulk load that nobody searches leaves little memory waiting.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -156,9 +161,15 @@ def flush(faiss: Any, ann: Ann, mirror: Mirror) -> None:
     if not len(side):
         return
     m = mirror
+    # slices ending at a list's end: one add per list, which faiss sizes exactly
+    # when it at least doubles the list (else it doubles the list's capacity)
+    ends = np.unique(
+        side.starts[np.searchsorted(side.starts, np.arange(ADD_BATCH, len(side), ADD_BATCH))]
+    )
+    bounds = [0, *ends[(ends > 0) & (ends < len(side))].tolist(), len(side)]
     with _one_omp_thread(faiss):
-        for a in range(0, len(side), ADD_BATCH):
-            pks, lists = side.keys[a : a + ADD_BATCH], side.lists[a : a + ADD_BATCH]
+        for a, b in itertools.pairwise(bounds):
+            pks, lists = side.keys[a:b], side.lists[a:b]
             rows = m.rows_of(pks)
             ok = rows >= 0
             ok[ok] = m.live[rows[ok]]
