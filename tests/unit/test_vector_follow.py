@@ -387,7 +387,8 @@ def test_kill_9_during_a_background_rebuild_reopens_with_every_record(
         assert (tmp_path / "s.db.oamvec").exists()
     start, hold_from = (400, 1_600) if with_file else (0, 3_000)
     acknowledged = _run_until(_child(path, start, start + 12_000, 1_000, hold_from), "building")
-    assert acknowledged >= hold_from
+    # the build may see a batch whose add has not returned (nor been acknowledged) yet
+    assert acknowledged >= hold_from - 1_000
     store = open_store(path)
     try:
         for q in QUERIES:

@@ -355,6 +355,8 @@ class AnnBuilds:
                     live = self.mirror.live_keys()
                     built.remove(np.setdiff1d(built.ids(), live, assume_unique=True))
                 self.ann = built
+                self._forget_other_tail()
+                tails.release_freed()  # the lists of the index dropped
                 self.unsaved = True
                 self.extend(built, writing=writing)
                 if not writing:

@@ -21,7 +21,10 @@ so a bulk load that nobody searches leaves little memory waiting.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import itertools
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -39,11 +42,14 @@ from oam_core.store.sqlite.vector.ivf import (
 )
 from oam_core.store.sqlite.vector.mirror import LiveRows, Mirror
 
-__all__ = ["INLINE_ROWS", "TAIL_SLICE", "TailAssigner", "extend_inline", "flush"]
+__all__ = ["INLINE_ROWS", "TAIL_SLICE", "TailAssigner", "extend_inline", "flush", "release_freed"]
 
 INLINE_ROWS = 2_048
 """Rows above the index's high-water mark added to it inline (in the search or the
 write that finds them, about 0.1 s at 2,000 lists); more go to a ``TailAssigner``."""
+TRIM_BYTES = 32 * 2**20
+"""Bytes of faiss lists outgrown by ``flush`` after which the freed ones are given
+back to the system (``release_freed``)."""
 TAIL_SLICE = 8 * ADD_BATCH
 """Rows the assigner reads and assigns per step."""
 
@@ -167,6 +173,7 @@ def flush(faiss: Any, ann: Ann, mirror: Mirror) -> None:
         side.starts[np.searchsorted(side.starts, np.arange(ADD_BATCH, len(side), ADD_BATCH))]
     )
     bounds = [0, *ends[(ends > 0) & (ends < len(side))].tolist(), len(side)]
+    inv, grown = ann.index.invlists, 0
     with _one_omp_thread(faiss):
         for a, b in itertools.pairwise(bounds):
             pks, lists = side.keys[a:b], side.lists[a:b]
@@ -174,9 +181,36 @@ def flush(faiss: Any, ann: Ann, mirror: Mirror) -> None:
             ok = rows >= 0
             ok[ok] = m.live[rows[ok]]
             if ok.any():
+                grown += sum(inv.list_size(i) for i in np.unique(lists[ok]).tolist())
                 coded = encode(m.mat[rows[ok]], ann.scale)
                 add_to_lists(faiss, ann.index, coded, pks[ok], lists[ok])
+            if grown * ann.index.code_size > TRIM_BYTES:
+                grown = 0
+                release_freed()
     ann.side = empty_side(int(ann.index.nlist))
+    release_freed()
+
+
+def release_freed() -> None:
+    """Give the heap's free pages back to the system (glibc's ``malloc_trim``; a no-op
+    elsewhere). A list that grows is copied to a new buffer and the old one freed;
+    glibc keeps freed buffers of this size resident in its heaps, so storing a bulk
+    load's rows in faiss (or dropping a retrained index) would leave about the
+    index's size resident beside it until other allocations reuse it."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Any:
+    """glibc's ``malloc_trim``, or None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 def extend_inline(ann: Ann, mirror: Mirror) -> None:
