@@ -14,6 +14,8 @@ rows, in a background thread above, waited for), then prints:
 
     python bench/index_file.py --n 100000
     python bench/index_file.py --n 1000000 --rerank
+    python bench/index_file.py --reopen /path/to/oam.db   # open, one search, close
+    python bench/index_file.py --reopen /path/to/oam.db --queries 100   # and steady p50
 
 Documented in ``bench/README.md`` (the peers section, "Disk, open and close").
 """
@@ -76,6 +78,8 @@ def build(folder: str, n: int) -> tuple[str, list[float]]:
         step()
         print(f"{label} {time.perf_counter() - started:.2f} s")
     print(f"files, store open (MiB): {_files(folder)}")
+    time.sleep(3)  # the checkpoint thread truncates an idle log after 1 s
+    print(f"files, store open, idle 3 s (MiB): {_files(folder)}")
     started = time.perf_counter()
     store.close()
     print(f"close {time.perf_counter() - started:.2f} s")
@@ -84,8 +88,64 @@ def build(folder: str, n: int) -> tuple[str, list[float]]:
     store = SQLiteMemoryStore(path)
     store.search(query_vector=q, k=10)
     print(f"reopen + first search {time.perf_counter() - started:.2f} s")
+    loader = getattr(store._impl.index.log, "loader", None)  # format 5: vectors from SQLite
+    if loader is not None and loader.thread is not None:
+        loader.thread.join()
+        print(f"vectors filled from SQLite {time.perf_counter() - started:.2f} s after reopening")
+    started = time.perf_counter()
     store.close()
+    print(f"close after reopening {time.perf_counter() - started:.2f} s")
     return path, q
+
+
+def reopen(path: str, queries: int) -> None:
+    """Open an existing store, search once, close: wall and CPU seconds; with
+    ``queries``, first wait for the matrix and time that many searches (stored
+    vectors plus noise; recall@10 against an exact ranking of the mirror)."""
+    import faiss  # noqa: F401 - its import (about 1 s) is not the store's
+
+    q = [float(x) for x in np.random.default_rng(0).standard_normal(DIM)]
+    wall, cpu = time.perf_counter(), time.process_time()
+    store = SQLiteMemoryStore(path)
+    store.search(query_vector=q, k=10)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(f"open + first search {wall:.3f} s wall, {cpu:.3f} s CPU")
+    if queries:
+        steady(store, path, queries)
+    started = time.perf_counter()
+    store.close()
+    print(f"close {time.perf_counter() - started:.3f} s")
+
+
+def steady(store: SQLiteMemoryStore, path: str, n: int) -> None:
+    """p50/p95 and recall@10 of ``n`` searches once the matrix is filled."""
+    loader = getattr(store._impl.index.log, "loader", None)
+    if loader is not None and loader.thread is not None:
+        loader.thread.join()
+    rng = np.random.default_rng(3)
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        top = conn.execute("SELECT max(pk) FROM chunks").fetchone()[0]
+        keys = sorted(set(rng.integers(1, top, n + n // 2).tolist()))[:n]
+        marks = ",".join("?" * len(keys))
+        rows = conn.execute(f"SELECT embedding FROM chunks WHERE pk IN ({marks})", keys)
+        base = np.stack([np.frombuffer(r[0], "<f4") for r in rows])
+        qs = base + 0.05 * rng.standard_normal(base.shape).astype(np.float32)
+        m = store._impl.index.mirror
+        times, hits, cpu = [], 0, 0.0
+        for q in qs:
+            started, cpu0 = time.perf_counter(), time.process_time()
+            got = store.search(query_vector=[float(x) for x in q], k=10)
+            times.append(time.perf_counter() - started)
+            cpu += time.process_time() - cpu0
+            best = m.rec[: m.n][np.argsort(-(m.mat[: m.n] @ (q / np.linalg.norm(q))))[:10]]
+            marks = ",".join("?" * len(best))
+            ids = conn.execute(f"SELECT id FROM records WHERE pk IN ({marks})", best.tolist())
+            hits += len({r[0] for r in ids} & {r.id for r, _ in got})
+    print(
+        f"{len(qs)} searches: p50 {np.median(times) * 1e3:.3f} ms, p95 "
+        f"{np.percentile(times, 95) * 1e3:.3f} ms, CPU {cpu / len(qs) * 1e3:.3f} ms a search, "
+        f"recall@10 {hits / (10 * len(qs)):.3f}"
+    )
 
 
 def dbstat(path: str) -> None:
@@ -113,8 +173,9 @@ def sections(path: str) -> None:
     print(f"index file {size / MIB:,.1f} MiB, format {head['format']}, {head['n']:,} rows")
     ann = head.get("ann") or {}
     print(f"  faiss part {ann.get('end', 0) / MIB:,.1f}")
-    for name, _offset, nbytes, dtype, _shape in head["sections"]:
-        print(f"  {name} ({dtype}) {nbytes / MIB:,.1f}")
+    for name, _offset, nbytes, dtype, *rest in head["sections"]:
+        how = f", {rest[1]}" if len(rest) > 1 else ""  # format 5: compressed
+        print(f"  {name} ({dtype}{how}) {nbytes / MIB:,.2f}")
 
 
 def rerank(path: str, n: int, draws: int = 40) -> None:
@@ -161,7 +222,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--dir", help="scratch directory (default: a new temporary one)")
     parser.add_argument("--rerank", action="store_true", help="time candidate vector reads")
+    parser.add_argument(
+        "--reopen", metavar="DB", help="only open DB, search once and close (wall and CPU)"
+    )
+    parser.add_argument("--queries", type=int, default=0, help="with --reopen: timed searches")
     args = parser.parse_args(argv)
+    if args.reopen:
+        reopen(args.reopen, args.queries)
+        return 0
     folder = args.dir or tempfile.mkdtemp(prefix="index-file-")
     os.makedirs(folder, exist_ok=True)
     path, _q = build(folder, args.n)

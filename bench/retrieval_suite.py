@@ -10,8 +10,8 @@ Tasks (each run through the functions of ``locomo_recall.py`` and
     the ``--memories`` format of ``locomo_recall.py``); a memory counts for its
     source turns. Skipped without the file.
 ``locomo-both``
-    Turns and memories together (``locomo_recall.py --on both``); needs the file,
-    and is skipped with a message while ``locomo_recall.run`` has no ``on`` argument.
+    Turns and memories together (``locomo_recall.py --on both``); needs the file
+    (skipped with a message without it).
 ``prefeval-memories`` / ``prefeval-conversation``
     PrefEval preferences as ``preference`` records, or stated inside conversations
     (``prefeval_recall.run``).
@@ -39,7 +39,6 @@ them into this repository.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import sys
 import tempfile
@@ -154,8 +153,6 @@ def locomo_kwargs(on: str, memories: Path | None) -> dict[str, Any]:
         raise TaskSkipped("needs --locomo-memories FILE")
     kwargs: dict[str, Any] = {"memories": memories}
     if on == "both":
-        if "on" not in inspect.signature(locomo_recall.run).parameters:
-            raise TaskSkipped("locomo_recall.run takes no on='both' yet (--on both not merged)")
         kwargs["on"] = "both"
     return kwargs
 

@@ -47,6 +47,7 @@ from oam_core.clicommon import (
 )
 from oam_core.ingest import Conversation, load_conversations
 from oam_core.ingest_writer import WriteMode, plural, validate_conversations, write_conversations
+from oam_core.service.common import SCORE_KINDS, hit_score_kind, open_thread
 
 __all__ = ["COMMAND_MODULES", "CliError", "app", "main"]
 
@@ -71,12 +72,6 @@ DEFAULT_USER = "default-user"
 """User id of ingested chats when ``--user`` is not given (LoCoMo: the sample id)."""
 DEFAULT_AGENT = "default-agent"
 """Agent id of ingested chats when ``--agent`` is not given."""
-SCORE_KINDS = {
-    SearchStrategy.VECTOR: "cosine",
-    SearchStrategy.KEYWORD: "keyword",
-    SearchStrategy.HYBRID: "hybrid",
-}
-"""The label of ``score = 1 - distance`` for each strategy (docs/cli.md#scores)."""
 
 
 class _Group(TyperGroup):
@@ -525,7 +520,7 @@ def demo(
 def _context_card(memory: OracleAgentMemory, thread_id: str, *, recent: int, relevant: int) -> str:
     if memory.get_thread_row(thread_id) is None:
         raise CliError(f"no thread {thread_id!r} in the database (see `oam threads`)")
-    thread = memory.get_thread(thread_id)
+    thread = open_thread(memory, thread_id)
     card = thread.get_context_card(max_recent_messages=recent, max_relevant_results=relevant)
     return card.content
 
@@ -535,7 +530,8 @@ def _print_results(console: Console, results: Sequence[tuple[Record, float]], ki
         who = _speaker(record)
         when = f" {record.timestamp}" if record.timestamp else ""
         console.print(
-            f"{rank:>2}. [dim]{kind} {1.0 - distance:.2f}  {record.record_type} "
+            f"{rank:>2}. [dim]{hit_score_kind(distance, kind)} {1.0 - distance:.2f}  "
+            f"{record.record_type} "
             f"{escape(record.thread_id or '-')}{escape(when)}[/dim]\n"
             f"    {escape(who + ': ' if who else '')}{escape(_shorten(record.content or ''))}"
         )
@@ -551,7 +547,7 @@ def _record_json(record: Record, distance: float, kind: str) -> dict[str, Any]:
         "id": record.id,
         "record_type": record.record_type,
         "score": 1.0 - distance,
-        "score_kind": kind,
+        "score_kind": hit_score_kind(distance, kind),
         "distance": distance,
         "thread_id": record.thread_id,
         "user_id": record.user_id,

@@ -20,6 +20,18 @@ weighted reciprocal rank fusion (``store.fusion.fuse``'s formula, constant
   the message list get this credit: a source message outside the search's scope,
   filter or depth is not added.
 
+**By score under HYBRID** (``fuses_scores``): when every distance of both lists is
+a ``DistanceKind.FUSED`` one (a HYBRID search's), each is ``1 - score / the best
+fused score the query could reach`` in the same store, so the two lists' distances
+are on one scale, and the fusion adds scores ``1 - distance`` in place of
+reciprocal ranks (the same weights, the same crediting of source messages): a
+memory far below the best message no longer ties it because both are first of
+their lists. A cosine distance (VECTOR: short facts and whole turns have different
+cosine spreads) or a keyword distance (each relative to its own list's best hit)
+is not comparable across the lists, so those are fused by rank. On LoCoMo with its
+observations, recall_all@10 0.738 -> 0.746, every category and both halves up
+(bench/README.md#memories-and-turns-together).
+
 The fused list holds memories and messages, best first (ties by record type then
 id, the store's rule), each record once, cut to ``k``. A memory extracted from a
 single message of the list stands in for it: it takes that message's place and
@@ -32,10 +44,11 @@ When one kind finds nothing (a store without memories, or without messages in
 scope), the other kind's results come back as the store ranked them, with its
 distances: there is nothing to fuse.
 
-Each distance is ``1 - score / ceiling`` (``store.fusion.rrf_distance``, a
+Each distance is ``1 - score / ceiling`` (as ``store.fusion.rrf_distance``, a
 ``DistanceKind.FUSED`` distance in [0, 1], as HYBRID's), the ceiling being the best
-a search of one kind gives (rank 1 of one list, ``max(MEMORY_WEIGHT,
-MESSAGE_WEIGHT) / (RRF_K + 1)``) or the query's best fused score when a message
+a search of one kind gives (rank 1 of one list unaided, ``max(MEMORY_WEIGHT,
+MESSAGE_WEIGHT) / (RRF_K + 1)``; by score, distance 0: ``max(MEMORY_WEIGHT,
+MESSAGE_WEIGHT)``) or the query's best fused score when a message
 credited by memories scores above that: a record ranked first among its kind and
 unaided is at 0, as a search of that kind alone would put it, and the distances
 ascend strictly with the fused order (equal scores, equal distances, ties by record
@@ -55,13 +68,15 @@ from oam_core.apis.records import MESSAGE, Record
 from oam_core.checks import check_int
 from oam_core.memory.provenance import reserved_keys
 from oam_core.steps import Steps, call
-from oam_core.store.fusion import RRF_K, Distance, DistanceKind, rrf_distance
+from oam_core.store.fusion import RRF_K, Distance, DistanceKind
 
 __all__ = [
     "MEMORY_WEIGHT",
     "MESSAGE_WEIGHT",
+    "MIN_DEPTH",
     "fuse_with_provenance",
     "fused_search_steps",
+    "fuses_scores",
     "source_message_ids",
     "split_types",
 ]
@@ -72,6 +87,11 @@ messages (bench/README.md#memories-and-turns-together)."""
 
 MESSAGE_WEIGHT = 1.0
 """RRF weight of the message list."""
+
+MIN_DEPTH = 10
+"""Each list is ranked at least this deep, whatever ``k``: the fused order of the
+first ``MIN_DEPTH`` results does not depend on ``k`` (a smaller ``k`` gives a prefix
+of a larger one, as a store search does)."""
 
 
 def source_message_ids(record: Record) -> list[str]:
@@ -111,23 +131,25 @@ def fuse_with_provenance(
         distance a
         ``DistanceKind.FUSED`` ``Distance`` in [0, 1].
     """
+    by_score = fuses_scores(memories, messages)
+    unit = 1.0 if by_score else 1.0 / (RRF_K + 1)  # what rank 1 (distance 0) is worth
     scores: dict[tuple[str, str], float] = {}
     records: dict[tuple[str, str], Record] = {}
     message_keys: dict[str, tuple[str, str]] = {}
     stand_in: dict[tuple[str, str], Record] = {}
     seen: set[tuple[str, str]] = set()
-    for rank, (record, _) in enumerate(messages, start=1):
+    for rank, (record, distance) in enumerate(messages, start=1):
         key = (record.record_type, record.id)
         if key not in records:
             records[key] = record
             message_keys[record.id] = key
-            scores[key] = message_weight / (RRF_K + rank)
-    for rank, (record, _) in enumerate(memories, start=1):
+            scores[key] = message_weight * _worth(rank, distance, by_score)
+    for rank, (record, distance) in enumerate(memories, start=1):
         key = (record.record_type, record.id)
         if key in records or key in seen:
             continue
         seen.add(key)
-        credit = memory_weight / (RRF_K + rank)
+        credit = memory_weight * _worth(rank, distance, by_score)
         sources = source_message_ids(record)
         targets = [message_keys[s] for s in sources if s in message_keys]
         for target in targets:
@@ -140,12 +162,37 @@ def fuse_with_provenance(
     entries = [(score, stand_in.get(key, records[key])) for key, score in scores.items()]
     entries.sort(key=lambda e: (-e[0], e[1].record_type, e[1].id))
     top = entries[0][0] if entries else 0.0
-    # rrf_distance(score, n) = 1 - score / (n / (RRF_K + 1)): n is the ceiling in lists.
-    ceiling = max(max(memory_weight, message_weight), top * (RRF_K + 1))
+    ceiling = max(max(memory_weight, message_weight) * unit, top)
     return [
-        (record, Distance.of(rrf_distance(score, ceiling, RRF_K), DistanceKind.FUSED))
+        (record, Distance.of(max(0.0, min(1.0, 1.0 - score / ceiling)), DistanceKind.FUSED))
         for score, record in entries[:k]
     ]
+
+
+def fuses_scores(
+    memories: Sequence[tuple[Record, float]], messages: Sequence[tuple[Record, float]]
+) -> bool:
+    """Whether ``fuse_with_provenance`` fuses the two lists by their scores (``1 -
+    distance``) rather than by their ranks: when every distance of both is a
+    ``DistanceKind.FUSED`` ``Distance`` (a HYBRID search's, or a long query's),
+    each a share of the best fused score that query could reach in that store, so a
+    memory and a message at the same distance are as near; a cosine or keyword
+    distance is not comparable across the two lists (module docstring).
+
+    Args:
+        memories, messages: ``(record, distance)`` pairs (a ``float`` distance
+            without a kind counts as not comparable).
+    """
+    pairs = (*memories, *messages)
+    return bool(pairs) and all(
+        isinstance(d, Distance) and d.kind is DistanceKind.FUSED for _, d in pairs
+    )
+
+
+def _worth(rank: int, distance: float, by_score: bool) -> float:
+    """What a list entry adds to the fusion before its list's weight: its score
+    ``1 - distance`` (``fuses_scores``) or its reciprocal rank ``1 / (RRF_K + rank)``."""
+    return 1.0 - float(distance) if by_score else 1.0 / (RRF_K + rank)
 
 
 def split_types(record_types: Iterable[str]) -> tuple[set[str], bool]:
@@ -172,8 +219,9 @@ def fused_search_steps(
     Args:
         search: ``store.search`` (the steps driver calls it sync, or its async twin).
         query: The text query.
-        k: Most results (>= 1); each list is searched at least this deep, so ``k``
-            come back when ``k`` records of either kind match.
+        k: Most results (>= 1); each list is searched at least this deep (and at
+            least ``MIN_DEPTH``), so ``k`` come back when ``k`` records of either
+            kind match, and a smaller ``k`` gives a prefix of a larger one.
         memory_search: The keyword arguments of the memory search (scope, record
             types, filter, ``as_of``).
         message_search: Those of the message search (``record_types={"message"}``).
@@ -192,10 +240,13 @@ def fused_search_steps(
     """
     check_int(k, "k", minimum=1)
     dropped = set(drop)
-    depth = max(k, message_depth or k) + len(dropped)
-    messages: list[tuple[Record, float]] = yield from call(search, query, depth, **message_search)
+    depth = max(k, MIN_DEPTH)
+    messages: list[tuple[Record, float]] = yield from call(
+        search, query, max(depth, message_depth or k) + len(dropped), **message_search
+    )
     kept = [item for item in messages if item[0].id not in dropped]
-    found: list[tuple[Record, float]] = yield from call(search, query, k, **memory_search)
+    found: list[tuple[Record, float]] = yield from call(search, query, depth, **memory_search)
     if not found or not kept:
         return (found or kept)[:k]  # one kind found: its own search, as ranked
-    return list(fuse_with_provenance(found, kept, k))
+    fused: list[tuple[Record, float]] = list(fuse_with_provenance(found, kept, depth)[:k])
+    return fused

@@ -32,6 +32,7 @@ from oam_core.memory.jsonrepair import UnusableReplyError, parse_json_reply
 from oam_core.memory.templates import load_prompt
 from oam_core.memory.tokens import estimate_tokens, truncate_head, truncate_tail
 from oam_core.steps import Steps, call
+from oam_core.store.fusion import Distance, DistanceKind, rrf_distance
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
@@ -214,32 +215,41 @@ def fuse_results(
     """The best ``k`` of two result lists (the original query's and the rewritten
     query's, best first), by reciprocal-rank fusion, with a floor for the original.
 
-    Each record scores ``1 / (FUSION_K + rank)`` in each list it is in (ranks from 1),
-    so a record both queries found comes first. The original list's best
-    ``ceil(k / 2)`` records are always kept, whatever the rewrite found: a bad
-    rewrite can take at most half the places. Ties keep the original's order, then
-    the rewrite's. Each record keeps its smaller distance of the two.
+    Each record (a record type and id: a message and a memory may share an id)
+    scores ``1 / (FUSION_K + rank)`` in each list it is in (ranks from 1), so a
+    record both queries found comes first. The original list's best ``ceil(k / 2)``
+    records are always kept, whatever the rewrite found: a bad rewrite can take at
+    most half the places. Ties keep the original's order, then the rewrite's. The
+    distances are fused ones (``DistanceKind.FUSED``, ``1 - score / best possible``,
+    0 for first in both lists), so they ascend with the order; when one list is
+    empty the other comes back as it is (cut to ``k``).
 
     Args:
         original: ``(record, distance)`` pairs of the original query.
         rewritten: The same for the rewritten query.
         k: Most results (>= 1).
     """
-    score: dict[str, float] = {}
-    best: dict[str, tuple[Record, float]] = {}
+    if not original or not rewritten:
+        return list(original or rewritten)[:k]
+    score: dict[tuple[str, str], float] = {}
+    records: dict[tuple[str, str], Record] = {}
     for results in (original, rewritten):
-        for rank, (record, distance) in enumerate(results, start=1):
-            score[record.id] = score.get(record.id, 0.0) + 1.0 / (FUSION_K + rank)
-            if record.id not in best or distance < best[record.id][1]:
-                best[record.id] = (record, distance)
-    order = {key: n for n, key in enumerate(best)}
-    ranked = sorted(best, key=lambda key: (-score[key], order[key]))
-    kept = {record.id for record, _ in original[: math.ceil(k / 2)]}
+        for rank, (record, _) in enumerate(results, start=1):
+            key = (record.record_type, record.id)
+            score[key] = score.get(key, 0.0) + 1.0 / (FUSION_K + rank)
+            records.setdefault(key, record)
+    order = {key: n for n, key in enumerate(records)}
+    ranked = sorted(records, key=lambda key: (-score[key], order[key]))
+    kept = {(r.record_type, r.id) for r, _ in original[: math.ceil(k / 2)]}
     for key in ranked:
         if len(kept) >= k:
             break
         kept.add(key)
-    return [best[key] for key in ranked if key in kept]
+    return [
+        (records[key], Distance.of(rrf_distance(score[key], 2, FUSION_K), DistanceKind.FUSED))
+        for key in ranked
+        if key in kept
+    ]
 
 
 def card_relevant_steps(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from oam_core import OracleAgentMemory, SchemaPolicy, SearchStrategy
+from oam_core import OracleAgentMemory, OracleThread, SchemaPolicy, SearchStrategy
 from oam_core.apis.records import MEMORY_TYPES, MessageRecord, Record, ThreadRow
 from oam_core.connection import backend_of, sqlite_holds_store, sqlite_target
 from oam_core.errors import SchemaError
@@ -22,7 +22,10 @@ DEFAULT_MAX_QUERY_CHARS = 4_000
 
 __all__ = [
     "MEMORY_TYPE_NAMES",
+    "SCORE_KINDS",
+    "hit_score_kind",
     "open_memory",
+    "open_thread",
     "provenance",
     "record_json",
     "score_kind",
@@ -109,12 +112,48 @@ def open_memory(
         raise
 
 
+SCORE_KINDS = {
+    SearchStrategy.VECTOR: "cosine",
+    SearchStrategy.KEYWORD: "keyword",
+    SearchStrategy.HYBRID: "hybrid",
+}
+"""The label of ``score = 1 - distance`` for each strategy (docs/cli.md#scores)."""
+
+
+def hit_score_kind(distance: float, kind: str) -> str:
+    """The label of one hit's ``score = 1 - distance`` (docs/cli.md#scores): what the
+    distance says it measures (a store's distances carry a ``kind``), else ``kind``,
+    the label of the strategy that ranked it (``SCORE_KINDS``). A fused distance is
+    ``hybrid`` under HYBRID and ``fused`` under another strategy (memories fused with
+    messages, or a long KEYWORD query searched in parts); a re-ranked one is ``reranked``."""
+    measured = getattr(distance, "kind", None)
+    if measured is None:
+        return kind
+    value = str(getattr(measured, "value", measured))
+    if value == "fused":
+        return "hybrid" if kind == "hybrid" else "fused"
+    return "hybrid" if value == "hybrid_index" else value
+
+
+def open_thread(memory: OracleAgentMemory, thread_id: str) -> OracleThread:
+    """``memory.get_thread(thread_id)`` for a tool (``oam card``, the inspector,
+    ``oam mcp``): without an LLM on ``memory``, a thread created with
+    ``query_rewrite=True`` opens with it off for this handle (the stored setting is
+    kept), instead of refusing to open (docs/context-card.md#query-rewriting).
+
+    Raises:
+        NotFoundError: when the thread does not exist.
+    """
+    if memory.llm is None:
+        return memory.get_thread(thread_id, query_rewrite=False)
+    return memory.get_thread(thread_id)
+
+
 def score_kind(store: object) -> str:
     """What ``score = 1 - distance`` measures for the searches ``store`` ranks now
     (inside ``searching_with``: the override): ``cosine``, ``keyword`` or ``hybrid``,
     the labels of ``oam search`` (docs/cli.md#scores). A HYBRID store without an
     embedder ranks by keywords alone."""
-    from oam_core.cli import SCORE_KINDS
     from oam_core.store.strategy import strategy_of
 
     strategy = strategy_of(store)
@@ -151,9 +190,10 @@ def record_json(
 ) -> dict[str, Any]:
     """A record as a JSON-ready dict (``role`` and ``seq_no`` for messages; the
     validity window ``valid_from``/``valid_until`` and the supersede keys for
-    memories (docs/versions.md); for a search hit ``score`` = ``1 - distance``, higher is better, ``score_kind`` =
-    ``kind`` (``score_kind(store)``) and the raw ``distance``, as ``oam search
-    --json``; metadata without the library-owned key)."""
+    memories (docs/versions.md); for a search hit ``score`` = ``1 - distance``,
+    higher is better, ``score_kind`` = what the distance measures
+    (``hit_score_kind``; ``kind`` is ``score_kind(store)``) and the raw
+    ``distance``, as ``oam search --json``; metadata without the library-owned key)."""
     metadata = {k: v for k, v in (record.metadata or {}).items() if k != "$agent_memory"}
     out: dict[str, Any] = {
         "id": record.id,
@@ -175,7 +215,7 @@ def record_json(
         out.update(provenance(record))
     if distance is not None:
         out["score"] = 1.0 - distance
-        out["score_kind"] = kind
+        out["score_kind"] = kind if kind is None else hit_score_kind(distance, kind)
         out["distance"] = distance
     return out
 

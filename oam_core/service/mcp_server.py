@@ -43,6 +43,7 @@ from oam_core.service.common import (
     DEFAULT_MAX_CONTENT_CHARS,
     DEFAULT_MAX_QUERY_CHARS,
     MEMORY_TYPE_NAMES,
+    open_thread,
     record_json,
     score_kind,
     thread_json,
@@ -246,7 +247,7 @@ class _Service:
             self.thread_row(thread_id)
         except ScopeError as exc:
             raise ScopeError(f"{exc}; omit thread_id to start a new thread") from None
-        return self.memory.get_thread(thread_id)
+        return open_thread(self.memory, thread_id)
 
     def threads(self, limit: int) -> list[ThreadOut]:
         rows = self.memory.list_threads(**self.scope.filters())[-limit:]
@@ -560,7 +561,7 @@ def _get_context_card(server: MCPServer, t: _Tools) -> None:
     ) -> str:
         with service.calling(ToolError):
             service.thread_row(thread_id)
-            card = memory.get_thread(thread_id).get_context_card(
+            card = open_thread(memory, thread_id).get_context_card(
                 max_relevant_results=max_relevant_results,
                 max_recent_messages=max_recent_messages,
             )

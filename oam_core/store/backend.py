@@ -437,6 +437,17 @@ class Backend(abc.ABC):
     def load(self, keys: Sequence[Hashable]) -> dict[Hashable, Record]:
         """Records by key."""
 
+    shares_loaded: bool = False
+    """Whether ``load_for_ranking`` may return objects it returns again later (held
+    between searches): store/search.py then reads them only and hands the caller
+    records of ``load``."""
+
+    def load_for_ranking(self, keys: Sequence[Hashable]) -> dict[Hashable, Record]:
+        """Records by key, to be read while ranking (a HYBRID search's signal lists,
+        a reranker's passages), never returned to a caller when ``shares_loaded``.
+        Here: ``load(keys)``."""
+        return self.load(keys)
+
     @abc.abstractmethod
     def unembedded(self, limit: int | None) -> builtins.list[tuple[str, str]]:
         """``(family, record id)`` of up to ``limit`` (None: all) records, oldest

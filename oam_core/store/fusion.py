@@ -49,34 +49,40 @@ from __future__ import annotations
 
 import builtins
 import enum
+import math
 import re
-from bisect import bisect_right
-from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from operator import itemgetter
 from typing import ClassVar, TypeVar
 
 import regex
 
-from oam_core.apis.records import MessageRecord, Record
+from oam_core.apis.records import MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import participant_name
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.temporal import (
     asks_for_time,
-    nul_joined,
     overlaps,
     query_spans,
     record_days,
     states_time_each,
 )
-from oam_core.store.text import query_terms
+from oam_core.store.text import STEM, fold, query_terms, stem_counts_each
 
 __all__ = [
     "ADVICE_KEYWORD_WEIGHT",
     "ADVICE_SIGNALS",
     "DATE_WEIGHT",
     "DEFAULT_FUSION",
+    "FEEDBACK_HEAD",
+    "FEEDBACK_MEMO_CHARS",
+    "FEEDBACK_MEMO_SIZE",
+    "FEEDBACK_MIN_LETTERS",
+    "FEEDBACK_WEIGHT",
     "HYBRID_DEPTH",
     "OWN_TEXT_WEIGHT",
     "POOL",
@@ -89,7 +95,9 @@ __all__ = [
     "FusionConfig",
     "Signal",
     "asks_for_advice",
+    "content_terms",
     "distance_type",
+    "feedback_terms",
     "fuse",
     "list_weights",
     "normalized_distances",
@@ -105,13 +113,16 @@ __all__ = [
 
 class Signal(enum.Enum):
     """The query signals, each one more ranked list of a HYBRID search's candidates
-    (which apply, and their weights: ``fusion.FusionConfig``)."""
+    (which apply, and their weights: ``fusion.FusionConfig``). ``FEEDBACK`` is the
+    keyword index searched again with words of the fused head (``feedback_terms``),
+    not a list of the pool's fields."""
 
     SPEAKER = "speaker"
     DATE = "date"
     TIME = "time"
     OWN_TEXT = "own_text"
     PREFERENCE = "preference"
+    FEEDBACK = "feedback"
 
 
 POOL = 50
@@ -155,19 +166,21 @@ against "I prefer not to watch movies longer than two hours"), so BM25's best hi
 are mostly other questions' topics. On PrefEval 0.1 beats 1.0 on both tasks and
 halves, and beats 0 (no keyword list) on the memories task (bench/README.md)."""
 
+FEEDBACK_WEIGHT = 0.5
+"""RRF weight of the feedback keyword list (``feedback_terms``): the keyword index
+searched again with the query's terms plus words of the fused head. Half a text
+list: a query the search derived itself is weaker evidence than the one it was
+asked. On LoCoMo it lifts recall_all@10 0.7125 -> 0.720, both halves of the dev
+set, no category lower (bench/README.md)."""
+
 ADVICE_SIGNALS = frozenset({Signal.SPEAKER, Signal.PREFERENCE})
 """The signal lists that apply to a question asking for advice: the speaker (a
 question may name whose preferences matter) and the stated preferences. The date,
 time and own-words lists were made for questions about what happened; an advice
 question's terms and dates are not its answer's."""
 
-_STEM = 5
-"""Words are compared by their first ``_STEM`` letters ("painting" and "paints" as
-"paint"), a crude stand-in for the keyword index's stemmer."""
 
 _WORD = regex.compile(r"[\p{L}\p{N}]+")
-_WORD_START = r"(?<![^\W_])"
-_WORD_END = r"(?![^\W_])"
 
 
 def passage_text(record: Record) -> str:
@@ -211,7 +224,7 @@ def signal_lists(
     present = [key for key in pool if key in records]
     lists: builtins.list[tuple[Signal, builtins.list[Hashable]]] = []
     if Signal.SPEAKER in which:
-        words = {w.lower() for w in _WORD.findall(query)}
+        words = {fold(w) for w in _WORD.findall(query)}
         names = {n for n in (participant_name(records[key].metadata) for key in present) if n}
         named = {n for n in names if _names_in(n, words)}
         if len(named) == 1:
@@ -388,10 +401,10 @@ def own_text_list(
         pool: Candidate record keys, best first, all in ``records``.
         records: The loaded records.
     """
-    stems = sorted({t[:_STEM] for t in query_terms(query)})
+    stems = sorted({t[:STEM] for t in query_terms(query)})
     if not stems:
         return []
-    counts = _stem_counts_each(stems, [(records[key].content or "").lower() for key in pool])
+    counts = stem_counts_each(stems, [(records[key].content or "").lower() for key in pool])
     held = [
         (-found, rank, key)
         for rank, (key, found) in enumerate(zip(pool, counts, strict=True))
@@ -400,73 +413,10 @@ def own_text_list(
     return [key for _, _, key in sorted(held)]
 
 
-def _stem_counts_each(stems: Sequence[str], texts: Sequence[str]) -> builtins.list[int]:
-    """``_stem_counter(stems)`` of each of ``texts`` (lower-cased, without NUL). For
-    alphanumeric stems each stem is looked for once in the NUL-joined texts: a NUL
-    is not alphanumeric, so it bounds a word as a text's start or end does, and no
-    hit spans two texts."""
-    if not all(s.isalnum() for s in stems):
-        count = _stem_pattern_counter(stems)
-        return [count(text) for text in texts]
-    joined, starts = nul_joined(texts)
-    counts = [0] * len(texts)
-    for stem in stems:
-        at = joined.find(stem)
-        while at >= 0:
-            if _starts_word(joined, stem, at):
-                i = bisect_right(starts, at) - 1
-                counts[i] += 1
-                at = joined.find(stem, starts[i + 1])  # a stem counts once a text
-            else:
-                at = joined.find(stem, at + 1)
-    return counts
-
-
-def _stem_counter(stems: Sequence[str]) -> Callable[[str], int]:
-    """A function counting how many of ``stems`` a lower-cased text holds: a word holds
-    a stem when its first ``_STEM`` letters are the stem (a shorter stem: the whole
-    word), a word being a run of alphanumeric characters (``str.isalnum``, which is
-    what ``[^\\W_]`` means to ``re``).
-
-    Stems of alphanumeric characters only (every plain word) are found with
-    ``str.find`` and a look at the characters around each hit; others (a lower-cased
-    "İ" brings a combining mark) by one regular expression, which gives the same
-    counts for the former (tests/unit/test_signals_own_text.py)."""
-    if all(s.isalnum() for s in stems):
-        return lambda text: sum(1 for s in stems if _holds_word(text, s))
-    return _stem_pattern_counter(stems)
-
-
-def _holds_word(text: str, stem: str) -> bool:
-    """Whether ``stem`` (alphanumeric) starts a word of ``text``, and ends it if it is
-    shorter than ``_STEM``."""
-    at = text.find(stem)
-    while at >= 0:
-        if _starts_word(text, stem, at):
-            return True
-        at = text.find(stem, at + 1)
-    return False
-
-
-def _starts_word(text: str, stem: str, at: int) -> bool:
-    """Whether the ``stem`` found at ``text[at:]`` starts a word, and ends it if it is
-    shorter than ``_STEM``."""
-    end = at + len(stem)
-    return (at == 0 or not text[at - 1].isalnum()) and (
-        len(stem) >= _STEM or end == len(text) or not text[end].isalnum()
-    )
-
-
-def _stem_pattern_counter(stems: Sequence[str]) -> Callable[[str], int]:
-    """``_stem_counter`` by one alternation of the stems (each one a group)."""
-    alternatives = [f"({re.escape(s)})" + ("" if len(s) == _STEM else _WORD_END) for s in stems]
-    holds = re.compile(_WORD_START + "(?:" + "|".join(alternatives) + ")")
-    return lambda text: len({m.lastindex for m in holds.finditer(text)})
-
-
 def _names_in(name: str, words: set[str]) -> bool:
-    """Whether every word of a participant name is a word of the query."""
-    parts = [w.lower() for w in _WORD.findall(name)]
+    """Whether every word of a participant name is a word of the query (``words``,
+    folded as the keyword index folds them: "Jose" names "José")."""
+    parts = [fold(w) for w in _WORD.findall(name)]
     return bool(parts) and all(p in words for p in parts)
 
 
@@ -585,8 +535,8 @@ class FusionConfig:
         signals: Which of the query's signal lists may apply (``Signal``); of these,
             those of the query's kind (``query_signals``).
         speaker_weight, date_weight, time_weight, own_text_weight,
-            preference_weight: The weight of each signal list (> 0; the defaults and
-            why: the ``*_WEIGHT`` constants above).
+            preference_weight, feedback_weight: The weight of each signal list (>
+            0; the defaults and why: the ``*_WEIGHT`` constants above).
         advice_keyword_weight: The weight of each keyword list for a question asking
             for advice (> 0; ``ADVICE_KEYWORD_WEIGHT``, ``list_weights``).
         advice_topic: Whether a question asking for advice also ranks by its topic
@@ -607,6 +557,7 @@ class FusionConfig:
     time_weight: float = TIME_WEIGHT
     own_text_weight: float = OWN_TEXT_WEIGHT
     preference_weight: float = PREFERENCE_WEIGHT
+    feedback_weight: float = FEEDBACK_WEIGHT
     advice_keyword_weight: float = ADVICE_KEYWORD_WEIGHT
     advice_topic: bool = True
     pool: int = POOL
@@ -625,6 +576,7 @@ class FusionConfig:
             "time_weight",
             "own_text_weight",
             "preference_weight",
+            "feedback_weight",
             "advice_keyword_weight",
         ):
             weight = getattr(self, name)
@@ -699,3 +651,122 @@ def normalized_distances(scored: Sequence[tuple[K, float]]) -> list[tuple[K, flo
     if best <= 0:
         return [(key, 0.0) for key, _ in scored]
     return [(key, max(0.0, min(1.0, 1.0 - s / best))) for key, s in scored]
+
+
+# -- the feedback keyword list (docs/retrieval.md#feedback-keyword-list) ------
+# Pseudo-relevance feedback for a HYBRID search's keyword half (docs/retrieval.md#feedback-keyword-list).
+#
+# A question shares only some of its answer's words: "How many times has Melanie gone
+# to the beach?" finds the turns about the beach, but the turn saying "we went
+# camping by the sea" holds neither "beach" nor "times". The best candidates of the
+# first fusion are, most of the time, about the question's subject, and the words
+# they share with few other candidates (rare in the pool) name that subject more
+# precisely than the question does. ``feedback_terms`` picks such words from the
+# fused head (relevance-model style: each word of a head record scores the log of
+# the inverse of its share of the pool, summed over the head records holding it), at
+# most as many as the question has terms, so the expansion never outweighs the
+# question; the keyword index is searched once more with the question's terms plus
+# these, and that list joins the fusion at half a text list's weight
+# (``fusion.FEEDBACK_WEIGHT``): a query the search derived itself is weaker evidence
+# than the one it was asked.
+#
+# The words come from messages only: a conversation turn talks around its subject,
+# and the turns near it in the pool share that talk; a memory or a preference is one
+# distilled fact, its subject's words already, and three of them at the head are as
+# often three subjects, whose words pull the query apart (on LoCoMo with its
+# observations as memories, feedback on the memory search cost 6 questions of half
+# b, bench/README.md). A search whose candidates hold no message gets no feedback
+# list.
+#
+# Words a pool shares with the question are not added (they are there already), nor
+# a word every pooled candidate holds (it tells none apart), nor the participants'
+# names (in a conversation they are in every other turn and say nothing about the
+# subject), numbers, or words under three characters. A question
+# asking for advice gets no feedback list (its keyword lists weigh little: its words
+# are not its answer's, ``fusion.ADVICE_KEYWORD_WEIGHT``). English and other
+# languages alike: the words are the keyword index's terms (``text.query_terms``).
+
+FEEDBACK_HEAD = 3
+"""How many of the best fused candidates the expansion words are taken from."""
+
+FEEDBACK_MIN_LETTERS = 3
+"""The shortest word the expansion adds."""
+
+
+FEEDBACK_MEMO_SIZE = 8192
+"""How many texts' terms ``content_terms`` keeps: a store's candidates recur from one
+search to the next, and tokenising the pool is most of the list's cost."""
+
+FEEDBACK_MEMO_CHARS = 2048
+"""Texts longer than this are tokenised each time (not kept)."""
+
+
+@lru_cache(maxsize=FEEDBACK_MEMO_SIZE)
+def _kept_terms(text: str) -> frozenset[str]:
+    return frozenset(query_terms(text))
+
+
+def content_terms(text: str) -> frozenset[str]:
+    """The keyword terms of a record's content (``text.query_terms``, a pure function
+    of the text), kept for up to ``FEEDBACK_MEMO_SIZE`` texts of at most ``FEEDBACK_MEMO_CHARS``
+    characters.
+
+    Args:
+        text: A record's content.
+    """
+    return _kept_terms(text) if len(text) <= FEEDBACK_MEMO_CHARS else frozenset(query_terms(text))
+
+
+def feedback_terms(
+    query: str,
+    pool: Sequence[Hashable],
+    records: Mapping[Hashable, Record],
+    *,
+    head: int = FEEDBACK_HEAD,
+) -> list[str]:
+    """The question's keyword terms followed by its expansion words, or ``[]`` when no
+    word qualifies (then no feedback list is searched).
+
+    Args:
+        query: The text query.
+        pool: Candidate record keys, best first (the first fusion's head); a key
+            missing from ``records`` is skipped.
+        records: The loaded records of ``pool``.
+        head: How many of the best messages among the candidates the words come
+            from (>= 1).
+
+    Returns:
+        ``[]`` when the pool holds no message; else ``text.query_terms(query)`` plus up to ``len(query_terms(query))`` words of
+        the head records' own content, best score first (ties in order of first
+        appearance), each absent from the query's terms and from at least one
+        pooled candidate.
+    """
+    asked = query_terms(query)
+    present = [key for key in pool if key in records]
+    turns = [key for key in present if records[key].record_type == MESSAGE][:head]
+    if not asked or not turns:
+        return []
+    names = {
+        word
+        for key in present
+        for word in content_terms(participant_name(records[key].metadata) or "")
+    }
+    docs = [content_terms(records[key].content or "") for key in present]
+    skip = set(asked) | names
+    heads = [content_terms(records[key].content or "") for key in turns]
+    wanted = set().union(*heads) - skip
+    share = Counter(word for words in docs for word in wanted & words)
+    scores: dict[str, float] = {}
+    for words in heads:
+        for word in sorted(words):
+            if (
+                word in skip
+                or len(word) < FEEDBACK_MIN_LETTERS
+                or word.isdigit()
+                or share[word] == len(docs)
+            ):
+                continue
+            scores[word] = scores.get(word, 0.0) + math.log((len(docs) + 1) / share[word])
+    best = sorted(scores.items(), key=lambda ws: -ws[1])  # stable: ties in first-seen order
+    expansion = [word for word, score in best[: len(asked)] if score > 0]
+    return [*asked, *expansion] if expansion else []

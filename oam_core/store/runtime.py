@@ -25,6 +25,8 @@ Nothing here is public API: ``OracleMemoryStore``'s attributes (``embedder``,
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -52,8 +54,11 @@ from oam_core.telemetry import traced_embed, traced_store, tracer_provider_check
 
 __all__ = [
     "DEFAULT_CHUNK_CHARS",
+    "QUERY_MEMO_MAX_CHARS",
+    "QUERY_MEMO_SIZE",
     "EmbedderCheck",
     "ProbeStep",
+    "QueryMemo",
     "StoreRuntime",
     "traced",
 ]
@@ -218,6 +223,51 @@ class EmbedderCheck:
             self.stored, self._pending = self._pending, None
 
 
+QUERY_MEMO_SIZE = 64
+"""Queries kept per store object (the least recently used goes first)."""
+
+QUERY_MEMO_MAX_CHARS = 65536
+"""Longest query (all its texts together, in characters) that is kept: the memo holds
+at most ``QUERY_MEMO_SIZE * QUERY_MEMO_MAX_CHARS`` characters of keys (4 Mi)."""
+
+
+class QueryMemo:
+    """A store object's last ``QUERY_MEMO_SIZE`` query embeddings, by embedder object
+    and texts; thread-safe (docs/store.md#searching). One user action often searches
+    the same words twice (memories and messages ranked by two searches, a context
+    card, a repeated question); only query embeddings are kept, never a write's."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[tuple[int, tuple[str, ...]], tuple[IEmbedder, np.ndarray]] = (
+            OrderedDict()
+        )
+
+    def embed(
+        self,
+        embedder: IEmbedder,
+        texts: Sequence[str],
+        make: Callable[[Sequence[str]], np.ndarray],
+    ) -> np.ndarray:
+        """The query vectors of ``texts`` by ``embedder``: a copy of the kept ones,
+        else ``make(texts)`` (float32 array of shape ``(len(texts), dim)``), kept
+        when the texts hold at most ``QUERY_MEMO_MAX_CHARS`` characters."""
+        key = (id(embedder), tuple(texts))
+        with self._lock:
+            hit = self._kept.get(key)
+            if hit is not None and hit[0] is embedder:
+                self._kept.move_to_end(key)
+                kept: np.ndarray = hit[1].copy()
+                return kept
+        vectors = make(texts)
+        if sum(map(len, texts)) <= QUERY_MEMO_MAX_CHARS:
+            with self._lock:
+                self._kept[key] = (embedder, vectors.copy())
+                while len(self._kept) > QUERY_MEMO_SIZE:
+                    self._kept.popitem(last=False)
+        return vectors
+
+
 class StoreRuntime:
     """The shared state of one store object (see the module docstring).
 
@@ -300,6 +350,8 @@ class StoreRuntime:
     @embedder.setter
     def embedder(self, embedder: IEmbedder | None) -> None:
         self._embedder = embedder
+        self.queries = QueryMemo()
+        """The last query embeddings (``QueryMemo``)."""
         # Read once: a search must not call into the embedder's class for it.
         self.chunk_chars = embedder.chunk_chars if embedder is not None else DEFAULT_CHUNK_CHARS
         """Longest search row the store writes, in characters (the embedder's
@@ -350,6 +402,8 @@ class StoreRuntime:
         assert embedder is not None
         check = self.identity
         step = check.step(texts, writing=not is_query)
+        if step is None and is_query:
+            return self.queries.embed(embedder, texts, self._embed_query)
         if step is None:
             vectors = self._call(embedder, texts, is_query)
         elif step.verify is not None:
@@ -373,6 +427,12 @@ class StoreRuntime:
         if vectors.ndim == 2:
             vectors = lengthen_short_rows(vectors)
         return vectors
+
+    def _embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        embedder = self._embedder
+        assert embedder is not None
+        vectors = self._call(embedder, texts, True)
+        return lengthen_short_rows(vectors) if vectors.ndim == 2 else vectors
 
     @staticmethod
     def _call(embedder: IEmbedder, texts: Sequence[str], is_query: bool) -> np.ndarray:

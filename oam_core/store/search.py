@@ -9,9 +9,11 @@ Every distance it returns is a ``fusion.Distance``, which says what it measures.
 from __future__ import annotations
 
 import builtins
+import math
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -29,8 +31,10 @@ from oam_core.store.fusion import (
     HYBRID_DEPTH,
     DistanceKind,
     FusionConfig,
+    Signal,
     asks_for_advice,
     distance_type,
+    feedback_terms,
     fuse,
     list_weights,
     normalized_distances,
@@ -112,7 +116,7 @@ def search(
                 runtime, query, index_lists, [fusion.index_weight], k, pred, fusion, native
             )
     elif qvec is not None:
-        ranked = _vector_ranking(runtime, [qvec], depth, pred, fused=False)
+        ranked = _vector_ranking(runtime, [qvec], depth, pred)
     else:
         ranked, loaded, kind = _text_ranking(runtime, strategy, query or "", depth, k, pred, fusion)
     if reranker is not None and query is not None:
@@ -170,8 +174,7 @@ def _text_ranking(
         return ranked, None, kind
     if strategy is SearchStrategy.VECTOR:
         vectors = _query_vectors(runtime, parts, strategy)
-        ranked = _vector_ranking(runtime, vectors, depth, pred, fused=len(parts) > 1)
-        return ranked, None, DistanceKind.FUSED if len(parts) > 1 else DistanceKind.COSINE
+        return _vector_ranking(runtime, vectors, depth, pred), None, DistanceKind.COSINE
     vectors, share = _hybrid_vectors(runtime, query, parts, fusion)
     depth = max(depth, fusion.depth)
     v_lists, kw_lists = runtime.backend.rank_hybrid(
@@ -203,8 +206,9 @@ def _hybrid_ranking(
     applies."""
     fused = fuse(lists, weights, rrf_k=fusion.rrf_k)
     pool = [key for key, _ in fused[: max(fusion.pool, k)]]
-    records = runtime.backend.load(pool)
+    records = runtime.backend.load_for_ranking(pool)  # read, never returned
     extra = signal_lists(query, pool, records, pred.now, fusion.signals)
+    extra += _feedback(runtime, query, pool, records, pred, fusion)
     if not extra and index is not None:
         return index, records, DistanceKind.HYBRID_INDEX
     all_weights = [*weights, *(fusion.weight(signal) for signal, _ in extra)]
@@ -215,6 +219,26 @@ def _hybrid_ranking(
     best = sum(all_weights)
     ranked = [(key, rrf_distance(s, best, fusion.rrf_k)) for key, s in fused]
     return ranked, records, DistanceKind.FUSED
+
+
+def _feedback(
+    runtime: StoreRuntime,
+    query: str,
+    pool: Sequence[Hashable],
+    records: dict[Hashable, Record],
+    pred: Predicate,
+    fusion: FusionConfig,
+) -> builtins.list[tuple[Signal, builtins.list[Hashable]]]:
+    """The feedback keyword list of a HYBRID search (store/fusion.py, ``feedback_terms``): the keyword
+    index searched once more with the query's terms and words of the fused head;
+    none for a question asking for advice, or when no word qualifies."""
+    if Signal.FEEDBACK not in fusion.signals or asks_for_advice(query):
+        return []
+    terms = feedback_terms(query, pool, records)
+    if not terms:
+        return []
+    ranked = runtime.backend.rank_keyword(terms, fusion.depth, pred)
+    return [(Signal.FEEDBACK, [key for key, _ in ranked])] if ranked else []
 
 
 def _reranked(
@@ -232,7 +256,7 @@ def _reranked(
     records = dict(loaded or {})
     missing = [key for key in head if key not in records]
     if missing:
-        records.update(runtime.backend.load(missing))
+        records.update(runtime.backend.load_for_ranking(missing))
     head = [key for key in head if key in records]
     if not head:
         return [], records
@@ -315,13 +339,20 @@ def _with_ties(
 
 
 def _vector_ranking(
-    runtime: StoreRuntime, vectors: Sequence[Any], k: int, pred: Predicate, *, fused: bool
+    runtime: StoreRuntime, vectors: Sequence[Any], k: int, pred: Predicate
 ) -> builtins.list[tuple[Hashable, float]]:
-    if not fused:
+    """The ``k`` records nearest the query's vectors (one per part of a long query):
+    each at its smallest cosine distance to any part, so the distance stays a
+    cosine one. Exact: a record among the ``k`` nearest by that measure is among the
+    ``k`` nearest of the part it is nearest to."""
+    if len(vectors) == 1:
         return _with_ties(lambda n: runtime.backend.rank_vector(vectors, n, pred)[0], k)
-    lists = runtime.backend.rank_vector(vectors, k, pred)
-    scores = fuse([[key for key, _ in lst] for lst in lists])
-    return [(key, rrf_distance(s, len(lists))) for key, s in scores]
+    best: dict[Hashable, float] = {}
+    for ranked in runtime.backend.rank_vector(vectors, k, pred):
+        for key, d in ranked:
+            if d < best.get(key, math.inf):
+                best[key] = d
+    return sorted(best.items(), key=itemgetter(1))[:k]
 
 
 def _keyword_ranking(
@@ -349,14 +380,18 @@ def _materialize(
     limit = max(k * 2, k + 10)  # and every result tied with the k-th (``_with_ties``)
     kth = ordered[k - 1][1] if len(ordered) >= k else None
     best = [kv for i, kv in enumerate(ordered) if i < limit or (kth is not None and kv[1] <= kth)]
+    backend = runtime.backend
+    shared = backend.shares_loaded  # records held for later searches: read only
     loaded = loaded or {}
     records = {key: loaded[key] for key, _ in best if key in loaded}
     missing = [key for key, _ in best if key not in loaded]
     if missing:
-        records.update(runtime.backend.load(missing))
+        records.update(backend.load_for_ranking(missing) if shared else backend.load(missing))
     as_distance = distance_type(kind)
-    out: builtins.list[tuple[Record, float]] = [
-        (records[key], as_distance(d)) for key, d in best if key in records
-    ]
-    out.sort(key=lambda rd: (rd[1], rd[0].record_type, rd[0].id))
-    return out[:k]
+    out = [(records[key], as_distance(d), key) for key, d in best if key in records]
+    out.sort(key=lambda rdk: (rdk[1], rdk[0].record_type, rdk[0].id))
+    out = out[:k]
+    if not shared:
+        return [(record, d) for record, d, _ in out]
+    own = backend.load([key for _, _, key in out])  # the caller's own records
+    return [(own[key], d) for _, d, key in out if key in own]

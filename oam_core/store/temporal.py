@@ -26,13 +26,14 @@ import regex
 from dateutil import parser as date_parser
 from dateutil.relativedelta import relativedelta
 
+from oam_core.store.text import nul_joined
+
 __all__ = [
     "MEMO_CHARS",
     "MEMO_SIZE",
     "Span",
     "asks_for_time",
     "day_label",
-    "nul_joined",
     "overlaps",
     "query_spans",
     "record_days",
@@ -319,26 +320,6 @@ _WORD_RUN = regex.compile(r"\w+")
 _YEAR_RUN = regex.compile(_YEAR)
 
 
-def nul_joined(texts: Sequence[str]) -> tuple[str, list[int]]:
-    """``texts`` joined by NUL characters, and the offset where each text starts in
-    the join, plus one past the last (``len(join) + 1``): the text holding the join's
-    position ``p`` is ``bisect_right(starts, p) - 1``.
-
-    Args:
-        texts: Texts without NUL (stored text never holds one).
-
-    Returns:
-        ``(joined, starts)``, ``starts`` of length ``len(texts) + 1``.
-    """
-    starts = []
-    at = 0
-    for text in texts:
-        starts.append(at)
-        at += len(text) + 1
-    starts.append(at)  # the end, as the start of a text past the last
-    return "\0".join(texts), starts
-
-
 def _texts_holding(texts: Sequence[str], words: Sequence[str]) -> set[int]:
     """The indexes of ``texts`` holding any of ``words`` (none of which holds a NUL):
     each word is looked for in the NUL-joined texts, skipping to the next text after
@@ -440,21 +421,29 @@ def _relative_spans(text: str, anchor: date) -> list[Span]:
     if not any(word in folded for word in _RELATIVE_WORDS):
         return spans
     for match in _RELATIVE.finditer(text):
-        word = (match.group("word") or "").lower()
-        if word:
-            offset = {"yesterday": -1, "tomorrow": 1}.get(word, 0)
-            day = anchor + timedelta(days=offset)
-            spans.append(Span(day, day + timedelta(days=1)))
-        elif match.group("last"):
-            spans.append(
-                _named_period(match.group("last").lower(), match.group("unit").lower(), anchor)
-            )
-        else:
-            count = _count(match.group("n"))
-            days = count * _UNITS[match.group("ago_unit").lower()]
-            day = anchor - timedelta(days=days)
-            spans.append(Span(day, day + timedelta(days=1)))
+        try:
+            spans.append(_relative_span(match, anchor))
+        except (OverflowError, ValueError):
+            continue  # "10000 years ago", "tomorrow" of 9999-12-31: no date holds it
     return spans
+
+
+def _relative_span(match: regex.Match[str], anchor: date) -> Span:
+    """The days one ``_RELATIVE`` match names, counted from ``anchor``.
+
+    Raises:
+        OverflowError, ValueError: when they fall outside the years 1-9999.
+    """
+    word = (match.group("word") or "").lower()
+    if word:
+        offset = {"yesterday": -1, "tomorrow": 1}.get(word, 0)
+        day = anchor + timedelta(days=offset)
+        return Span(day, day + timedelta(days=1))
+    if match.group("last"):
+        return _named_period(match.group("last").lower(), match.group("unit").lower(), anchor)
+    count = _count(match.group("n"))
+    day = anchor - timedelta(days=count * _UNITS[match.group("ago_unit").lower()])
+    return Span(day, day + timedelta(days=1))
 
 
 def _named_period(which: str, unit: str, anchor: date) -> Span:

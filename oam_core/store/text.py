@@ -30,8 +30,10 @@ second half of the window so words stay whole too
 
 from __future__ import annotations
 
+import re
 import unicodedata
-from collections.abc import Iterable
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Sequence
 
 import regex
 
@@ -391,3 +393,97 @@ def chunk_text(text: str, size: int) -> list[str]:
             chunks.append(piece)
         start = end
     return chunks
+
+
+# -- word stems in texts (the own-text signal list, store/fusion.py) ----------
+
+
+def nul_joined(texts: Sequence[str]) -> tuple[str, list[int]]:
+    """``texts`` joined by NUL characters, and the offset where each text starts in
+    the join, plus one past the last (``len(join) + 1``): the text holding the join's
+    position ``p`` is ``bisect_right(starts, p) - 1``.
+
+    Args:
+        texts: Texts without NUL (stored text never holds one).
+
+    Returns:
+        ``(joined, starts)``, ``starts`` of length ``len(texts) + 1``.
+    """
+    starts = []
+    at = 0
+    for text in texts:
+        starts.append(at)
+        at += len(text) + 1
+    starts.append(at)  # the end, as the start of a text past the last
+    return "\0".join(texts), starts
+
+
+STEM = 5
+"""Words are compared by their first ``STEM`` letters ("painting" and "paints" as
+"paint"), a crude stand-in for the keyword index's stemmer."""
+_WORD_START = r"(?<![^\W_])"
+_WORD_END = r"(?![^\W_])"
+
+
+def stem_counts_each(stems: Sequence[str], texts: Sequence[str]) -> list[int]:
+    """``stem_counter(stems)`` of each of ``texts`` (lower-cased, without NUL). For
+    alphanumeric stems each stem is looked for once in the NUL-joined texts: a NUL
+    is not alphanumeric, so it bounds a word as a text's start or end does, and no
+    hit spans two texts."""
+    if not all(s.isalnum() for s in stems):
+        count = stem_pattern_counter(stems)
+        return [count(text) for text in texts]
+    joined, starts = nul_joined(texts)
+    counts = [0] * len(texts)
+    for stem in stems:
+        at = joined.find(stem)
+        while at >= 0:
+            if _starts_word(joined, stem, at):
+                i = bisect_right(starts, at) - 1
+                counts[i] += 1
+                at = joined.find(stem, starts[i + 1])  # a stem counts once a text
+            else:
+                at = joined.find(stem, at + 1)
+    return counts
+
+
+def stem_counter(stems: Sequence[str]) -> Callable[[str], int]:
+    """A function counting how many of ``stems`` a lower-cased text holds: a word holds
+    a stem when its first ``STEM`` letters are the stem (a shorter stem: the whole
+    word), a word being a run of alphanumeric characters (``str.isalnum``, which is
+    what ``[^\\W_]`` means to ``re``).
+
+    Stems of alphanumeric characters only (every plain word) are found with
+    ``str.find`` and a look at the characters around each hit; others (a lower-cased
+    "İ" brings a combining mark) by one regular expression, which gives the same
+    counts for the former (tests/unit/test_signals_own_text.py)."""
+    if all(s.isalnum() for s in stems):
+        return lambda text: sum(1 for s in stems if _holds_word(text, s))
+    return stem_pattern_counter(stems)
+
+
+def _holds_word(text: str, stem: str) -> bool:
+    """Whether ``stem`` (alphanumeric) starts a word of ``text``, and ends it if it is
+    shorter than ``STEM``."""
+    at = text.find(stem)
+    while at >= 0:
+        if _starts_word(text, stem, at):
+            return True
+        at = text.find(stem, at + 1)
+    return False
+
+
+def _starts_word(text: str, stem: str, at: int) -> bool:
+    """Whether the ``stem`` found at ``text[at:]`` starts a word, and ends it if it is
+    shorter than ``STEM``."""
+    end = at + len(stem)
+    return (at == 0 or not text[at - 1].isalnum()) and (
+        len(stem) >= STEM or end == len(text) or not text[end].isalnum()
+    )
+
+
+def stem_pattern_counter(stems: Sequence[str]) -> Callable[[str], int]:
+    """``stem_counter`` by one alternation of the stems (each one a group)."""
+    alternatives = [f"({re.escape(s)})" + ("" if len(s) == STEM else _WORD_END) for s in stems]
+    holds = re.compile(_WORD_START + "(?:" + "|".join(alternatives) + ")")
+    return lambda text: len({m.lastindex for m in holds.finditer(text)})

@@ -312,7 +312,7 @@ def _record(v: dict[str, Any], raw: bytes | None = None) -> DumpRow:
         for key in _TEXT_KEYS:
             _str(v, key)
     seq_no = g("seq_no")
-    if seq_no is not None and type(seq_no) is not int:
+    if seq_no is not None and (type(seq_no) is not int or seq_no < 0):
         _int(v, "seq_no")
     meta = g("metadata")
     metadata = None if meta is None else _json_object(v, "metadata")
@@ -412,8 +412,8 @@ def _id(v: Mapping[str, Any], key: str) -> str:
 
 def _int(v: Mapping[str, Any], key: str) -> int | None:
     value = v.get(key)
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-        raise LineError(f"{key} must be an integer or null, got {value!r}")
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+        raise LineError(f"{key} must be a non-negative integer or null, got {value!r}")
     return value
 
 
@@ -527,7 +527,7 @@ def _fields(g: Callable[[str], Any], c: dict[str, Any], raw: bytes) -> Fields | 
         or not rid
         or not {type(content), type(role), type(tid), type(uid), type(aid), type(ts), type(text)}
         <= _STR_OR_NONE
-        or (seq_no is not None and type(seq_no) is not int)
+        or (seq_no is not None and (type(seq_no) is not int or seq_no < 0))
         or (meta is not None and type(meta) is not dict)
         or type(created) is not str
         or not created

@@ -267,6 +267,27 @@ def _batches(items: Iterator[Decoded], batch_rows: int, nbytes: int) -> Iterator
         yield _Parsed([], "", nbytes, final=True, error=f"source line {exc.line}: {exc}")
 
 
+def vector_mismatch(
+    rows: list[DumpRow] | DumpColumns, dimension: int | None, label: str
+) -> str | None:
+    """Why a batch's vectors contradict a header that says the dump holds none
+    (``dimension`` None), or None. A header naming a dimension is checked against
+    each vector by the store's restore, which names the record."""
+    if dimension is not None:
+        return None
+    if isinstance(rows, DumpColumns):
+        sizes = {int(rows.vectors.shape[1])} if len(rows) else set()
+    else:
+        sizes = {len(c.vector) for r in rows for c in r.chunks if c.vector is not None}
+    if not sizes:
+        return None
+    found = ", ".join(str(n) for n in sorted(sizes))
+    return (
+        f"{label}: the header says the dump holds no vectors, these lines hold "
+        f"vectors of {found} dimensions"
+    )
+
+
 def _batch(items: list[DumpRow | fmt.Fields]) -> list[DumpRow] | DumpColumns:
     """A batch as columns when every line was of the common shape
     (``format.record_fields``), else as ``DumpRow`` objects."""
@@ -341,9 +362,13 @@ def import_store(
         writer = BatchWriter(store, conflict, reembed, identity, batch_rows, progress, total)
         writer.bytes = len(first[1])
         # Decoded and written in turn, in this thread (``decoder.py`` says why).
+        dimension = fmt.header_dimension(head)
         for item in _batches(decoded(lines), batch_rows, writer.bytes):
             writer.bytes = item.bytes
-            if item.error is not None:
-                raise TransferError(item.error, writer.summary())
+            error = item.error
+            if error is None and not reembed:
+                error = vector_mismatch(item.rows, dimension, item.label)
+            if error is not None:
+                raise TransferError(error, writer.summary())
             writer.flush(item.label, item.rows)
     return writer.summary()

@@ -1,5 +1,6 @@
 """Memories and messages searched together (docs/retrieval.md#memories-and-messages-together):
-the client's search and the context card fuse the two kinds by rank, a memory also
+the client's search and the context card fuse the two kinds (by rank, or by
+score when both are HYBRID's fused distances), a memory also
 counting for the messages it was extracted from, on every back end."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from test_store_bad_queries import CASES, RECORDS
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.records import MEMORY_TYPES, Record
 from oam_core.memory.client import OracleAgentMemory
+from oam_core.memory.provenancefusion import fuses_scores
 from oam_core.memory.thread import OracleThread
 from oam_core.store.fusion import DistanceKind
 from oam_core.store.threads import thread_store
@@ -83,16 +85,25 @@ def test_a_memory_raises_its_source_turn(mem: OracleAgentMemory, t: OracleThread
     assert _ids(messages)[0] == "t-fence"  # by its words alone
     assert _ids(mem.search(QUESTION, user_id="u1", k=1, record_types={"memory"})) == ["mem-1"]
     fused = mem.search(QUESTION, user_id="u1", k=4, record_types=BOTH)
-    # t-paint: 1/(5 + its rank) + 1/6 from mem-1, above t-fence (1/6), and shown as
-    # mem-1, the memory extracted from it alone: 3 results for k = 4.
+    # t-paint: its own score + mem-1's, above t-fence, and shown as mem-1, the memory
+    # extracted from it alone: 3 results for k = 4.
     assert _ids(fused) == ["mem-1", "t-fence", "t-lunch"]
     distances = [d for _, d in fused]
     assert all(getattr(d, "kind", None) is DistanceKind.FUSED for d in distances)
     assert distances == sorted(distances)
-    # t-paint (second of the messages) scores 1/7 + 1/6, above the best one list gives:
-    # the others' distances are 1 - score / that (t-fence first: 1/6, t-lunch 1/8).
-    top = 1 / 7 + 1 / 6
-    assert distances == pytest.approx([0.0, 1 - (1 / 6) / top, 1 - (1 / 8) / top])
+    memories = mem.search(QUESTION, user_id="u1", k=1, record_types={"memory"})
+    if fuses_scores(memories, messages):
+        # HYBRID: by score (1 - distance). t-paint scores its own plus mem-1's, above
+        # 1 (the best one list gives): the others' distances are 1 - score / that.
+        score = {r.id: 1 - float(d) for r, d in messages}
+        top = max(1.0, score["t-paint"] + 1 - float(memories[0][1]))
+        expected = [0.0, 1 - score["t-fence"] / top, 1 - score["t-lunch"] / top]
+    else:
+        # By rank: t-paint (second of the messages) scores 1/7 + 1/6, above the best
+        # one list gives (t-fence first: 1/6, t-lunch 1/8).
+        top = 1 / 7 + 1 / 6
+        expected = [0.0, 1 - (1 / 6) / top, 1 - (1 / 8) / top]
+    assert distances == pytest.approx(expected)
     # The default record types hold both kinds: the same fusion.
     assert _ids(mem.search(QUESTION, user_id="u1", k=4)) == _ids(fused)
     # k results when k exist.
@@ -126,6 +137,21 @@ def test_one_kind_alone_is_the_stores_own_search(
         ours = mem.search(QUESTION, user_id="u1", k=3, record_types=types)
         theirs = store.search(QUESTION, 3, user_id="u1", exact_user_match=True, record_types=types)
         assert [(r.id, float(d)) for r, d in ours] == [(r.id, float(d)) for r, d in theirs]
+
+
+def test_a_smaller_k_gives_a_prefix_of_a_larger_one(
+    mem: OracleAgentMemory, t: OracleThread, store: Any
+) -> None:
+    """Each kind is ranked at least ``MIN_DEPTH`` deep whatever ``k``, so the fused
+    order and distances do not depend on ``k`` (they did: k=1 and k=2 put different
+    records first)."""
+    t.add_messages([{"role": "user", "content": f"The fence post {n} is loose."} for n in range(4)])
+    _derived(store, "t1", "mem-2", "Ana says the fence posts are loose.", ["t-fence"], "u1")
+    full = [(r.id, round(d, 9)) for r, d in mem.search("fence posts", k=8, record_types=BOTH)]
+    assert len(full) >= 6 and full[0][0] == "mem-2"
+    for k in range(1, len(full)):
+        got = [(r.id, round(d, 9)) for r, d in mem.search("fence posts", k=k, record_types=BOTH)]
+        assert got == full[:k], k
 
 
 def test_the_card_fuses_memories_and_the_threads_messages(t: OracleThread) -> None:

@@ -120,6 +120,10 @@ def test_odd_queries_return_well_formed_results(
     k = 3
     results = store.search(query, k)
     _assert_well_formed(results, k, HIGH[strategy])
+    # Searched again on the unchanged store: SQLite then ranks keywords from the term
+    # scores it held (sqlite/heldstate.py) and reads held records
+    # (sqlite/heldstate.py); the results are the same.
+    assert store.search(query, k) == results
     if not keyword:
         assert len(results) == k  # the vector half always has k nearest records
     elif first is None:

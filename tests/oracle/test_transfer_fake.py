@@ -20,9 +20,10 @@ import pytest
 from fakedb import FakeConnection
 from oracle_helpers import NOW, parse_oracle, script_schema
 
-from oam_core import SQLiteMemoryStore, export_store, import_store
+from oam_core import InvalidArgumentError, SQLiteMemoryStore, copy_store, export_store, import_store
 from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.store.oracle import OracleDBMemoryStore
+from oam_core.store.oracle import sql as oracle_sql
 from oam_core.store.oracle.names import Names
 from oam_core.transfer import TransferError
 
@@ -195,3 +196,24 @@ def test_export_reads_every_family_page_by_page(conn: FakeConnection, clock: Any
         "S1_MEMORIES",
         "S1_MEMORIES",
     ]
+
+
+def test_copy_refuses_two_store_objects_on_the_same_oracle_tables() -> None:
+    """Two store objects on one schema and prefix (say, two connections to one
+    database) are one store: ``copy_store`` refuses, before anything is read; another
+    host or prefix is another store. The identity statement parses as Oracle SQL."""
+    ident = ("FREE", None, "FREEPDB1", "db-host-1", "FREE", "APP")
+    parse_oracle(oracle_sql.database_identity().sql)
+    stores = []
+    for host, prefix in (("db-host-1", "S1_"), ("db-host-1", "S1_"), ("db-host-2", "S1_")):
+        conn = FakeConnection()
+        script_schema(conn, Names(prefix))
+        conn.script(r"SYS_CONTEXT\('USERENV', 'DB_UNIQUE_NAME'\)", [(*ident[:3], host, *ident[4:])])
+        stores.append(
+            OracleDBMemoryStore(HashingEmbedder(8), conn, clock=lambda: NOW, memory_store_id="s1")
+        )
+    a, b, other = stores
+    assert a.runtime.backend.database_key() == ("oracle", *ident, "S1_")
+    with pytest.raises(InvalidArgumentError, match="the same tables of the same database"):
+        copy_store(a, b)
+    assert other.runtime.backend.database_key() != a.runtime.backend.database_key()

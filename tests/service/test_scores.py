@@ -81,3 +81,33 @@ def test_the_inspector_finds_ingested_messages_by_default(ingested: str) -> None
         assert "My dog Rex stays with my sister." in page.text
         form = web.get("/search").text
         assert re.search(r'value="message" checked', form)
+
+
+@pytest.mark.parametrize(("strategy", "kind"), [("vector", "fused"), ("hybrid", "hybrid")])
+def test_memories_fused_with_messages_are_labelled_fused(
+    ingested: str, tmp_path: Path, strategy: str, kind: str
+) -> None:
+    """A search for messages and memories together fuses the two lists by rank
+    (docs/retrieval.md#memories-and-messages-together): under VECTOR its score is no
+    cosine similarity, so it is not labelled ``cosine``."""
+
+    async def scenario() -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+        args = ("--user", "alice", "--strategy", strategy)
+        async with mcp_session(ingested, *args, cwd=tmp_path) as client:
+            await client.call_tool(
+                "add_memory", {"content": "Alice flies to Lisbon in March", "record_type": "fact"}
+            )
+            both = await client.call_tool(
+                "search_memories",
+                {"query": "Lisbon in March", "k": 4, "record_types": ["message", "fact"]},
+            )
+            facts = await client.call_tool(
+                "search_memories", {"query": "Lisbon in March", "k": 4, "record_types": ["fact"]}
+            )
+            return list(structured(both)), list(structured(facts))
+
+    both, facts = anyio.run(scenario)
+    assert {h["record_type"] for h in both} == {"message", "fact"}
+    assert {h["score_kind"] for h in both} == {kind}
+    # one kind alone is the store's own ranking, labelled by its strategy
+    assert [h["score_kind"] for h in facts] == [{"vector": "cosine", "hybrid": "hybrid"}[strategy]]

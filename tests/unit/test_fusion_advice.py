@@ -247,3 +247,21 @@ def test_a_long_text_is_read_in_linear_time() -> None:
     text = "I " * 50_000
     assert not _states_preference(text)
     assert _states_preference(text + ". Honestly I prefer tea.")
+
+
+def test_a_speaker_is_named_without_accents_as_the_keyword_index_reads_it() -> None:
+    """ "Jose" and "JOSÉ" name the speaker José, as a keyword search of "Jose" finds
+    "José" (both folded: docs/store.md#keyword-search)."""
+
+    def said(name: str, text: str) -> Record:
+        return MessageRecord(
+            id=name,
+            record_type="message",
+            content=text,
+            role="user",
+            metadata={"$message": {"name": name}},
+        )
+
+    records = {"jose": said("José", "I went hiking."), "ana": said("Ana", "I went swimming.")}
+    for query in ("What did Jose do?", "What did JOSÉ do?", "What did josé do?"):
+        assert dict(signal_lists(query, ["ana", "jose"], records, NOW))[Signal.SPEAKER] == ["jose"]

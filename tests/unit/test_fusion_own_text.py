@@ -1,4 +1,5 @@
-"""The own-words list of HYBRID search (oam_core/store/fusion.py, docs/retrieval.md):
+"""The own-words list of HYBRID search (oam_core/store/fusion.py, its word stems in
+store/text.py, docs/retrieval.md):
 which candidates' own content holds the query's terms, counted by ``str.find`` for
 plain words and by a regular expression otherwise; both must count alike."""
 
@@ -10,12 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from oam_core.apis.records import Record
-from oam_core.store.fusion import (
+from oam_core.store.fusion import own_text_list
+from oam_core.store.text import (
     _holds_word,
-    _stem_counter,
-    _stem_counts_each,
-    _stem_pattern_counter,
-    own_text_list,
+    stem_counter,
+    stem_counts_each,
+    stem_pattern_counter,
 )
 
 _ALPHABET = "abcdeéz09_ -.,'\u0307\u0130\u00b2\u2167\u0663\u3042"
@@ -32,7 +33,7 @@ def test_find_counts_as_the_pattern_does(text: str, data: st.DataObject) -> None
     stems |= set(data.draw(st.lists(st.text(alphabet=_ALPHABET, min_size=1, max_size=5))))
     ordered = sorted(s[:5] for s in stems if s)
     if ordered:
-        assert _stem_counter(ordered)(text) == _stem_pattern_counter(ordered)(text)
+        assert stem_counter(ordered)(text) == stem_pattern_counter(ordered)(text)
 
 
 @given(st.lists(st.sampled_from(["paint", "paints", "pa", "art", "arts", "a", "x_"]), max_size=8))
@@ -40,7 +41,7 @@ def test_find_counts_stems_taken_from_the_text(parts: list[str]) -> None:
     for sep in (" ", "", "_", "-"):
         text = sep.join(parts)
         stems = sorted({p[:5] for p in parts} | {"paint", "art", "pa"})
-        assert _stem_counter(stems)(text) == _stem_pattern_counter(stems)(text)
+        assert stem_counter(stems)(text) == stem_pattern_counter(stems)(text)
 
 
 @given(
@@ -53,14 +54,14 @@ def test_counts_over_the_joined_texts_are_each_texts_own(
     """One search of the NUL-joined texts counts, text by text, what the counter of
     one text counts: no hit spans two texts, none is credited to the wrong one."""
     ordered = sorted(set(stems))
-    assert _stem_counts_each(ordered, texts) == [_stem_counter(ordered)(t) for t in texts]
+    assert stem_counts_each(ordered, texts) == [stem_counter(ordered)(t) for t in texts]
 
 
 def test_counts_over_the_joined_texts() -> None:
     texts = ["art art", "", "smart", "paint\u3042", "x art"]
-    assert _stem_counts_each(["art", "paint"], texts) == [1, 0, 0, 1, 1]
-    assert _stem_counts_each(["art", "\u0130"], texts) == [1, 0, 0, 0, 1]  # the regex path
-    assert _stem_counts_each(["art"], []) == []
+    assert stem_counts_each(["art", "paint"], texts) == [1, 0, 0, 1, 1]
+    assert stem_counts_each(["art", "\u0130"], texts) == [1, 0, 0, 0, 1]  # the regex path
+    assert stem_counts_each(["art"], []) == []
 
 
 def test_holds_word() -> None:

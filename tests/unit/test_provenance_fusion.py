@@ -9,13 +9,15 @@ import pytest
 
 from oam_core.apis.records import MessageRecord, Record
 from oam_core.memory.provenancefusion import (
+    MIN_DEPTH,
     fuse_with_provenance,
     fused_search_steps,
+    fuses_scores,
     source_message_ids,
     split_types,
 )
 from oam_core.steps import run_sync
-from oam_core.store.fusion import DistanceKind
+from oam_core.store.fusion import Distance, DistanceKind
 
 
 def _message(record_id: str) -> tuple[Record, float]:
@@ -136,9 +138,9 @@ def test_fused_search_steps_searches_each_kind_and_drops_shown_messages() -> Non
             drop=["shown"],
         )
     )
-    assert calls == [
-        ("q", 3, {"record_types": {"message"}, "thread_id": "t"}),
-        ("q", 2, {"record_types": {"fact"}, "user_id": "u"}),
+    assert calls == [  # each kind MIN_DEPTH deep (the messages one more: "shown")
+        ("q", MIN_DEPTH + 1, {"record_types": {"message"}, "thread_id": "t"}),
+        ("q", MIN_DEPTH, {"record_types": {"fact"}, "user_id": "u"}),
     ]
     # m2: 1/7 (rank 2 once "shown" is dropped) + 1/6 (memory a), shown as a; then m1
     # (1/6), and k = 2 cuts b (its source, "shown", is not in the list).
@@ -165,7 +167,7 @@ def test_a_memory_standing_in_for_its_message_costs_no_place() -> None:
     # a stands in for m1 (1/6 + 1/6 + 1/7 from b); b, also from m1, keeps its own
     # entry (1/7): only the best-ranked memory of a message takes its place; c 1/8.
     assert _ids(run_sync(steps)) == ["a", "b", "c"]
-    assert calls == [3]
+    assert calls == [MIN_DEPTH]
     with pytest.raises(ValueError, match="k"):
         run_sync(fused_search_steps(search, "q", "3", memory_search={}, message_search={}))  # type: ignore[arg-type]
 
@@ -185,3 +187,47 @@ def test_when_one_kind_finds_nothing_the_other_comes_back_as_ranked() -> None:
     )
     # The store's own pairs (distance 0.3 each here), cut to k: nothing to fuse.
     assert [(r.id, d) for r, d in run_sync(steps)] == [("m1", 0.3), ("m2", 0.3)]
+
+
+def _scored(
+    item: tuple[Record, float], distance: float, kind: DistanceKind
+) -> tuple[Record, Distance]:
+    return item[0], Distance.of(distance, kind)
+
+
+def test_hybrid_lists_are_fused_by_their_scores() -> None:
+    fused_kind = DistanceKind.FUSED
+    messages = [_scored(_message("m1"), 0.1, fused_kind), _scored(_message("m2"), 0.2, fused_kind)]
+    memories = [_scored(_memory("a"), 0.5, fused_kind), _scored(_memory("b"), 0.6, fused_kind)]
+    assert fuses_scores(memories, messages)
+    # By score (1 - distance): m1 0.9, m2 0.8, a 0.5, b 0.4. By rank, a would tie m1
+    # at 1/6 and come first ("memory" before "message"), b tie m2 at 1/7.
+    fused = fuse_with_provenance(memories, messages, 4)
+    assert _ids(fused) == ["m1", "m2", "a", "b"]
+    assert [d for _, d in fused] == pytest.approx([0.1, 0.2, 0.5, 0.6])
+    assert _ids(fuse_with_provenance([(r, float(d)) for r, d in memories], messages, 4)) == [
+        "a",
+        "m1",
+        "b",
+        "m2",
+    ]
+
+
+def test_a_memory_credits_its_source_by_its_score_under_hybrid() -> None:
+    fused_kind = DistanceKind.FUSED
+    messages = [_scored(_message("m1"), 0.1, fused_kind), _scored(_message("m2"), 0.2, fused_kind)]
+    memories = [_scored(_memory("c", "m2"), 0.3, fused_kind)]
+    fused = fuse_with_provenance(memories, messages, 3)
+    # m2: 0.8 + 0.7 = 1.5, shown as c; m1 0.9; the ceiling is m2's 1.5.
+    assert _ids(fused) == ["c", "m1"]
+    assert [d for _, d in fused] == pytest.approx([0.0, 1 - 0.9 / 1.5])
+
+
+def test_distances_of_other_kinds_are_fused_by_rank() -> None:
+    messages = [_scored(_message("m1"), 0.1, DistanceKind.COSINE)]
+    memories = [_scored(_memory("a"), 0.5, DistanceKind.COSINE)]
+    assert not fuses_scores(memories, messages)
+    mixed = [_scored(_memory("a"), 0.5, DistanceKind.KEYWORD)]
+    assert not fuses_scores(mixed, [_scored(_message("m1"), 0.1, DistanceKind.FUSED)])
+    # ranks: a and m1 both 1/6, "memory" before "message"
+    assert _ids(fuse_with_provenance(memories, messages, 2)) == ["a", "m1"]

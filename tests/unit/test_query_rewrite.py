@@ -17,10 +17,12 @@ from typing import Any
 
 import anyio
 import pytest
+from typer.testing import CliRunner
 
 from oam_core import OracleAgentMemory, OracleThread, SQLiteMemoryStore
 from oam_core.apis.llm import ILlm
 from oam_core.apis.records import MessageRecord, Record
+from oam_core.cli import app
 from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.memory.diagnostics import MemoryPipelineWarning
@@ -37,6 +39,8 @@ from oam_core.memory.queryrewrite import (
     rewrite_schema,
 )
 from oam_core.memory.tokens import estimate_tokens
+from oam_core.service.common import open_thread
+from oam_core.store.fusion import DistanceKind
 
 # ------------------------------------------------------------------ the parser
 
@@ -141,7 +145,18 @@ def _results(*ids: str) -> list[tuple[Record, float]]:
 def test_records_both_queries_found_come_first() -> None:
     fused = fuse_results(_results("a", "b", "c", "d"), _results("x", "c", "y", "z"), 4)
     assert [r.id for r, _ in fused] == ["c", "a", "x", "b"]
-    assert dict((r.id, d) for r, d in fused)["c"] == pytest.approx(0.1)  # the smaller one
+    distances = [d for _, d in fused]  # fused: 1 - score / (2 / 61), ascending
+    c = 1 / 63 + 1 / 62
+    assert distances == pytest.approx([1 - c * 61 / 2, 0.5, 0.5, 1 - 61 / 62 / 2])
+    assert {d.kind for d in distances} == {DistanceKind.FUSED}
+
+
+def test_a_message_and_a_memory_with_one_id_stay_two_results() -> None:
+    """Ids are unique per record family: message "x1" and memory "x1" are two records."""
+    message = (Record(id="x1", record_type="message", content="I live in Lisbon"), 0.0)
+    memory = (Record(id="x1", record_type="memory", content="Ana lives in Lisbon"), 0.1)
+    fused = fuse_results([memory, message], [message], 3)
+    assert [(r.record_type, r.id) for r, _ in fused] == [("message", "x1"), ("memory", "x1")]
 
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 7])
@@ -321,3 +336,25 @@ def test_off_by_default_the_llm_is_not_asked(tmp_path: Path) -> None:
         assert llm.prompts == []
     finally:
         store.close()
+
+
+def test_tools_without_an_llm_open_a_thread_created_with_query_rewrite(tmp_path: Path) -> None:
+    """``oam card`` and the other tools have no LLM: a thread created with
+    ``query_rewrite=True`` opens with it off for their handle (it used to raise
+    ConfigurationError), and the stored setting stays for a client with an LLM."""
+    db = str(tmp_path / "m.db")
+    llm = Scripted('{"query": "Lisbon"}')
+    with OracleAgentMemory.open(db, embedder="hashing", llm=llm, extract_memories=False) as m:
+        thread = m.create_thread(thread_id="trip", user_id="ana", query_rewrite=True)
+        thread.add_messages([{"role": "user", "content": "I fly to Lisbon in May"}])
+    with OracleAgentMemory.open(db, embedder="hashing", extract_memories=False) as m:
+        with pytest.raises(ConfigurationError, match="query_rewrite"):
+            m.get_thread("trip")
+        card = open_thread(m, "trip").get_context_card(max_recent_messages=1)
+        assert "I fly to Lisbon in May" in card.content
+    result = CliRunner().invoke(app, ["card", "trip", "--db", db, "--embedder", "hashing"])
+    assert result.exit_code == 0, result.output
+    assert "I fly to Lisbon in May" in result.output
+    with OracleAgentMemory.open(db, embedder="hashing", llm=llm, extract_memories=False) as m:
+        m.get_thread("trip").get_context_card(max_relevant_results=2)
+        assert len(llm.prompts) == 1  # still on where an LLM is at hand

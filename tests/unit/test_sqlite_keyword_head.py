@@ -28,6 +28,13 @@ WORDS = ["kiwi", "plum", "pear", "fig", "lime", "date", "yam", "okra"]
 FILLER = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "theta"]
 
 
+@pytest.fixture(autouse=True)
+def _fts5_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests count FTS5's reads: every search asks FTS5 (the term scores held
+    between searches, ``sqlite/heldstate.py``, are tested in test_sqlite_termscores.py)."""
+    monkeypatch.setattr(keyword.Fts5Ranker, "hold_terms", False)
+
+
 def _store(tmp_path: Path) -> SQLiteMemoryStore:
     return SQLiteMemoryStore(tmp_path / "kw.db", search_strategy="KEYWORD", embedder=None)
 

@@ -10,6 +10,7 @@ import json
 import math
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -210,6 +211,28 @@ def test_after_a_checkpoint_the_log_shrinks_and_small_commits_stay_quiet(
     assert ckpt.done == 1
     assert (tmp_path / "s.db-wal").stat().st_size <= checkpoint.WAL_CHECKPOINT_BYTES
     store.close()
+
+
+def test_an_idle_log_is_truncated_by_the_thread(tmp_path: Path) -> None:
+    """After a bulk load the log is cut to zero bytes once no commit came for
+    ``IDLE_TRUNCATE_S`` (polled, not timed); searches and adds go on after it."""
+    path = tmp_path / "s.db"
+    wal = tmp_path / "s.db-wal"
+    store, ckpt = _with_checkpointer(str(path), vector_dim=384)
+    _add(store, 8000)
+    assert wal.stat().st_size > checkpoint.WAL_CHECKPOINT_BYTES
+    for _ in range(600):  # up to 60 s on a loaded machine
+        if ckpt.truncated:
+            break
+        time.sleep(0.1)
+    assert ckpt.truncated == 1 and ckpt.drain()
+    assert wal.stat().st_size == 0
+    assert len(store.list("memory")) == 8000
+    _add(store, 10, start=8000)
+    assert len(store.list("memory")) == 8010
+    store.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM records").fetchone() == (8010,)
 
 
 def test_without_the_thread_the_committer_checkpoints(tmp_path: Path) -> None:

@@ -109,8 +109,8 @@ def hybrid_store() -> SQLiteMemoryStore:
 def test_an_untraced_hybrid_search_runs_no_telemetry_clock_or_identity_code(
     hybrid_store: SQLiteMemoryStore,
 ) -> None:
-    files = _files_run_by(
-        lambda: hybrid_store.search("bravo charlie", k=5, user_id="u1", exact_user_match=True)
+    files = _files_run_by(  # a query not embedded before (the runtime's QueryMemo keeps those)
+        lambda: hybrid_store.search("bravo delta", k=5, user_id="u1", exact_user_match=True)
     )
     unneeded = {
         "telemetry.py",

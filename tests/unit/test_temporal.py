@@ -98,6 +98,20 @@ def test_record_days_resolve_relative_words_against_the_timestamp() -> None:
     assert record_days("2023-05-26", None) == [date(2023, 5, 26)]
 
 
+def test_dates_outside_the_calendar_name_no_day() -> None:
+    """A relative date that falls before year 1 or after 9999 names no day (it used
+    to raise OverflowError from a HYBRID search, a card and extraction)."""
+    assert spans("what did we do 10000 years ago") == []
+    assert spans("a week ago, and 10000 years ago") == [("2024-03-06", "2024-03-07")]
+    assert record_days("2023-05-26", "Dinosaurs lived 100000000 years ago.") == [date(2023, 5, 26)]
+    assert record_days("0001-01-01T00:00:00Z", "I saw it yesterday, and last year.") == [
+        date(1, 1, 1)
+    ]
+    assert record_days("9999-12-31T00:00:00Z", "See you tomorrow, next week.") == [
+        date(9999, 12, 31)
+    ]
+
+
 @pytest.mark.parametrize("timestamp", [None, "", "not a date", "2023-13-45"])
 def test_record_days_without_a_usable_timestamp(timestamp: str | None) -> None:
     assert record_days(timestamp, "yesterday") == []

@@ -12,9 +12,11 @@ import pytest
 from test_cli import assert_clean_failure, invoke
 from typer.testing import CliRunner
 
+from oam_core.apis.batch import PendingRecordBatch
 from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.sqlite import SQLiteMemoryStore
+from oam_core.store.threads import thread_store
 from oam_core.transfer import TransferError, export_store, import_mem0, import_store
 from oam_core.transfer.cli import _drop_if_empty
 
@@ -253,3 +255,46 @@ def test_a_failed_copy_with_create_leaves_no_store_file(
     failed = invoke(runner, "copy", facts_db, target, "--create", "--embedder", "hashing/16")
     assert_clean_failure(failed, 1, "'hashing/32' (32 dimensions)")
     assert not target.exists()
+
+
+def _dump_lines(tmp_path: Path, messages: bool = False) -> list[dict[str, object]]:
+    """The parsed lines of a dump of two memories (and a thread of two messages)."""
+    with SQLiteMemoryStore(str(tmp_path / "src.db"), embedder=HashingEmbedder(16)) as s:
+        s.add(["likes tea", "plays chess"], "memory", user_ids="u")
+        if messages:
+            threads = thread_store(s)
+            threads.create_thread_row("t1", user_id="u", agent_id="bot")
+            batch = PendingRecordBatch(
+                texts=["hi", "yo"], record_type="message", thread_ids="t1", roles="user"
+            )
+            threads.add_to_thread("t1", [batch])
+        export_store(s, tmp_path / "src.jsonl")
+    lines = (tmp_path / "src.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def _import_edited(tmp_path: Path, lines: list[dict[str, object]]) -> tuple[str, Path]:
+    path = tmp_path / "edited.jsonl"
+    path.write_text("".join(json.dumps(v) + "\n" for v in lines), encoding="utf-8")
+    db = tmp_path / "dst.db"
+    with SQLiteMemoryStore(str(db), embedder=HashingEmbedder(16)) as store:
+        with pytest.raises((TransferError, InvalidArgumentError)) as info:
+            import_store(store, path)
+        assert store.list("memory") == []  # refused before anything was written
+    return str(info.value), db
+
+
+def test_import_refuses_a_negative_seq_no(tmp_path: Path) -> None:
+    lines = _dump_lines(tmp_path, messages=True)
+    msg = next(v for v in lines if v.get("record_type") == "message")
+    msg["seq_no"] = -5
+    text, _ = _import_edited(tmp_path, lines)
+    assert "seq_no must be a non-negative integer or null, got -5" in text
+
+
+def test_import_refuses_vectors_under_a_header_without_vectors(tmp_path: Path) -> None:
+    lines = _dump_lines(tmp_path)
+    lines[0]["embedder"] = None
+    text, _ = _import_edited(tmp_path, lines)
+    assert "the header says the dump holds no vectors" in text
+    assert "vectors of 16 dimensions" in text

@@ -27,6 +27,7 @@ from oam_core.store.sqlite.vector import changelog, ranking
 from oam_core.store.sqlite.vector import file as indexfile
 from oam_core.store.sqlite.vector.mirror import Mirror
 from oam_core.store.versions import memory_versions
+from tests.small_index import open_store
 
 DIM = 8
 N = 300
@@ -44,14 +45,6 @@ def window(i: int) -> tuple[float | None, float | None]:
 
 def at(t: float | None) -> datetime | None:
     return None if t is None else datetime.fromtimestamp(t, UTC)
-
-
-def open_store(path: Path) -> SQLiteMemoryStore:
-    """A store ranking through its ANN index from 8 rows and 4 candidates."""
-    store = SQLiteMemoryStore(str(path), vector_dim=DIM)
-    store._impl.index.ann_min_rows = 8
-    store._impl.index.exact_max = 4
-    return store
 
 
 def fill(store: SQLiteMemoryStore, n: int = N, seed: int = 0) -> np.ndarray:
@@ -319,11 +312,21 @@ def test_the_index_file_keeps_the_windows(tmp_path: Path, monkeypatch: pytest.Mo
         store.close()
 
 
+def vectors_of(index_file: Path, pks: np.ndarray) -> np.ndarray:
+    """The unit vectors of chunks ``pks`` from the database beside ``index_file``
+    (a format-5 file holds none; older formats did)."""
+    with sqlite3.connect(str(index_file).removesuffix(".oamvec")) as conn:
+        stored = dict(conn.execute("SELECT pk, embedding FROM chunks WHERE has_vector = 1"))
+    mat = np.stack([np.frombuffer(stored[int(pk)], dtype="<f4") for pk in pks])
+    return (mat / np.linalg.norm(mat, axis=1, keepdims=True)).astype(np.float32)
+
+
 def _as_format_3(index_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rewrite the file as format 3 wrote it (no window sections)."""
     import faiss
 
     snap = indexfile.read(str(index_file), DIM, faiss)
+    snap.mat = vectors_of(index_file, snap.pks)
     with monkeypatch.context() as patch:
         patch.setattr(indexfile, "FORMAT_VERSION", 3)
         patch.setattr(indexfile, "_COLUMNS", indexfile._WINDOWLESS_COLUMNS)
@@ -366,8 +369,59 @@ def test_a_format_3_file_gives_its_ann_index_and_the_rows_come_from_sqlite(
         assert len(ranking.ending(index.mirror)) == ends
     finally:
         store.close()
-    new = indexfile.read(str(index_file), DIM, faiss)  # rewritten at close, as format 4
+    new = indexfile.read(str(index_file), DIM, faiss)  # rewritten at close, as format 5
     assert new.windows and int(np.isfinite(new.vuntil).sum()) == ends
+
+
+def test_a_format_4_file_is_read_with_its_matrix_and_rewritten_without_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The previous version's file (format 4: the columns and a float32 copy of every
+    vector) is trusted as it is: no vector is read from SQLite, its searches equal an
+    exact search, and closing rewrites it as format 5, without the matrix."""
+    import faiss
+
+    path = tmp_path / "s.db"
+    build_file(path)
+    index_file = tmp_path / "s.db.oamvec"
+    snap = indexfile.read(str(index_file), DIM, faiss)
+    assert snap.mat is None  # format 5: no vectors in the file
+    new_size = index_file.stat().st_size
+    snap.mat = vectors_of(index_file, snap.pks)
+    with monkeypatch.context() as patch:
+        patch.setattr(indexfile, "FORMAT_VERSION", 4)
+        patch.setattr(indexfile, "_COLUMNS", indexfile._MATRIX_COLUMNS)
+        assert indexfile.write(str(index_file), snap, faiss)
+    old = indexfile.read(str(index_file), DIM, faiss)
+    assert old.mat is not None and old.mat.shape == (N, DIM) and old.windows
+    assert index_file.stat().st_size - new_size > N * DIM * 4  # and uncompressed columns
+    read: list[int] = []
+    load_vectors = changelog.ChangeLog._load_vectors
+
+    def counting(self: Any, conn: sqlite3.Connection, lo: int, hi: int) -> None:
+        read.append(hi)
+        load_vectors(self, conn, lo, hi)
+
+    monkeypatch.setattr(changelog.ChangeLog, "_load_vectors", counting)
+    store = open_store(path)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for q in QUERIES:
+                for t in TIMES:
+                    assert searched(store, q, 10, t) == brute_force(path, q, 10, t)
+        assert read == [] and store._impl.index.ann is not None  # all from the file
+    finally:
+        store.close()
+    again = indexfile.read(str(index_file), DIM, faiss)
+    assert again.mat is None and index_file.stat().st_size == new_size
+    store = open_store(path)
+    try:
+        for q in QUERIES:
+            assert searched(store, q, 10, None) == brute_force(path, q, 10, None)
+        assert read  # the vectors came from SQLite
+    finally:
+        store.close()
 
 
 def _as_version_6(path: Path) -> None:

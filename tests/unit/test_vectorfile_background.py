@@ -1,7 +1,8 @@
 """The index file written by a background thread (store/sqlite/vector/saving.py,
-docs/sqlite.md#the-index-file): searches and writes go on during the write; a write
-whose rows were moved meanwhile (a compaction) is abandoned, and the file is written
-again by ``close``. The thread is held inside the write (``file._put`` waits on an
+docs/sqlite.md#the-index-file): searches and writes go on during the write; a
+compaction meanwhile does not disturb it (the file holds copies of the columns taken
+at its start and no vector), and ``close`` writes the file again when the store moved
+far from it. The thread is held inside the write (``file._put`` waits on an
 event), so the interleaving is injected, not slept for."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pytest
 
 from oam_core import SQLiteMemoryStore
 from oam_core.store.sqlite.vector import file as indexfile
+from tests.small_index import open_store
 
 DIM = 8
 QUERIES = np.random.default_rng(99).standard_normal((4, DIM)).astype(np.float32)
@@ -30,13 +32,6 @@ def add(store: SQLiteMemoryStore, start: int, stop: int) -> None:
         embeddings=list(vecs),
         record_ids=[f"r{i}" for i in range(start, stop)],
     )
-
-
-def open_store(path: Path) -> SQLiteMemoryStore:
-    store = SQLiteMemoryStore(str(path), vector_dim=DIM)
-    store._impl.index.ann_min_rows = 8
-    store._impl.index.exact_max = 4
-    return store
 
 
 def exact(store: SQLiteMemoryStore, q: np.ndarray, k: int) -> list[str]:
@@ -105,9 +100,11 @@ def test_searches_and_writes_go_on_while_the_file_is_written(
         store.close()
 
 
-def test_a_write_whose_rows_were_compacted_meanwhile_is_abandoned(
+def test_a_write_whose_rows_were_compacted_meanwhile_completes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import faiss
+
     path = tmp_path / "s.db"
     reached, release = held_write(monkeypatch)
     store = open_store(path)
@@ -125,13 +122,14 @@ def test_a_write_whose_rows_were_compacted_meanwhile_is_abandoned(
             warnings.simplefilter("error")
             release.set()
             writes = store._impl.index.builds.writes
-            assert writes.wait(60) and writes.written == 0
-        assert not [n for n in path.parent.iterdir() if ".oamvec" in n.name]
+            assert writes.wait(60) and writes.written == 1
+        assert [n.name for n in path.parent.iterdir() if ".oamvec" in n.name] == ["s.db.oamvec"]
+        assert indexfile.read(str(tmp_path / "s.db.oamvec"), DIM, faiss).n == 300  # the copy
         monkeypatch.undo()
     finally:
         release.set()
-        store.close()  # the index was never written: closing writes it
-    assert (tmp_path / "s.db.oamvec").exists()
+        store.close()  # 100 deletes since the copy: far behind, closing writes it again
+    assert indexfile.read(str(tmp_path / "s.db.oamvec"), DIM, faiss).n == 200
     store = open_store(path)
     try:
         for q in QUERIES:

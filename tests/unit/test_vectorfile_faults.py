@@ -26,6 +26,7 @@ import pytest
 
 from oam_core import SQLiteMemoryStore
 from oam_core.store.sqlite.vector import file as indexfile
+from tests.small_index import open_store
 
 DIM = 8
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,13 +51,6 @@ def add(store: SQLiteMemoryStore, start: int, stop: int) -> None:
         record_ids=[f"r{i}" for i in range(start, stop)],
         user_ids=[f"u{i % 3}" for i in range(start, stop)],
     )
-
-
-def open_store(path: Path) -> SQLiteMemoryStore:
-    store = SQLiteMemoryStore(str(path), vector_dim=DIM)
-    store._impl.index.ann_min_rows = 8
-    store._impl.index.exact_max = 4
-    return store
 
 
 def brute_force(path: Path, q: np.ndarray, k: int) -> list[str]:

@@ -25,6 +25,7 @@ from oam_core import SQLiteMemoryStore
 from oam_core.store.sqlite.schema import SCHEMA_VERSION
 from oam_core.store.sqlite.vector import changelog, ivf, ranking
 from oam_core.store.sqlite.vector.mirror import LiveRows, Mirror
+from tests.small_index import open_store
 
 DIM = 8
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,13 +88,6 @@ def ask(proc: subprocess.Popen[str], **cmd: Any) -> str:
     proc.stdin.write(json.dumps(cmd) + "\n")
     proc.stdin.flush()
     return proc.stdout.readline().strip()
-
-
-def open_store(path: Path) -> SQLiteMemoryStore:
-    store = SQLiteMemoryStore(str(path), vector_dim=DIM)
-    store._impl.index.ann_min_rows = 8
-    store._impl.index.exact_max = 4
-    return store
 
 
 def brute_force(path: Path, q: np.ndarray, k: int) -> list[str]:
@@ -846,6 +840,37 @@ def test_an_index_file_of_format_2_or_of_another_index_kind_is_not_trusted(
             assert ids(store, QUERIES[0], 10) == brute_force(path, QUERIES[0], 10)
     finally:
         store.close()
+
+
+def test_format_5_stores_the_columns_compressed_and_reads_them_back(tmp_path: Path) -> None:
+    """The columns of a format-5 file are compressed (the keys as differences) and read
+    back equal, with keys that skip, decrease in step and reach past 2**32; the file
+    holds no float32 vector."""
+    import faiss
+
+    from oam_core.store.sqlite.vector import file as indexfile
+
+    path = tmp_path / "s.db"
+    build_index_file(path, n=400)
+    index_file = str(tmp_path / "s.db.oamvec")
+    snap = indexfile.read(index_file, DIM, faiss)
+    assert snap.mat is None and snap.n == 400
+    snap.pks = np.cumsum(np.arange(1, 401, dtype=np.int64) ** 3) + 2**33  # ascending, sparse
+    snap.rec = np.arange(400, dtype=np.int64)[::-1].copy()  # descending: negative steps
+    snap.expires = np.where(np.arange(400) % 7 == 0, 1.8e9 + np.arange(400), np.inf)
+    assert indexfile.write(index_file, snap, faiss)
+    again = indexfile.read(index_file, DIM, faiss)
+    for name in ("pks", "rec", "expires", "vfrom", "vuntil"):
+        assert np.array_equal(getattr(again, name), getattr(snap, name)), name
+        assert getattr(again, name).flags.writeable
+    for name, codes in snap.columns.items():
+        assert np.array_equal(again.columns[name], codes), name
+    data = Path(index_file).read_bytes()
+    length = int.from_bytes(data[-16:-8], "little")
+    trailer = json.loads(data[-16 - length : -16])
+    assert trailer["format"] == 5 and "mat" not in [s[0] for s in trailer["sections"]]
+    assert {s[5] for s in trailer["sections"]} == {"zlib", "delta+zlib"}
+    assert sum(s[2] for s in trailer["sections"]) < 400 * 8 * 5  # less than the raw columns
 
 
 def _mirror(keys: list[int], dim: int = 4) -> Mirror:

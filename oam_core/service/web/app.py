@@ -33,7 +33,13 @@ from starlette.staticfiles import StaticFiles
 from oam_core import OracleAgentMemory, SchemaPolicy, SearchStrategy
 from oam_core.apis.records import MEMORY_TYPES, SEARCHABLE_TYPES, MessageRecord
 from oam_core.errors import InvalidArgumentError, NotFoundError
-from oam_core.service.common import DEFAULT_MAX_QUERY_CHARS, open_memory, score_kind
+from oam_core.service.common import (
+    DEFAULT_MAX_QUERY_CHARS,
+    hit_score_kind,
+    open_memory,
+    open_thread,
+    score_kind,
+)
 from oam_core.service.web import views
 from oam_core.service.web.security import (
     SECURITY_HEADERS,
@@ -225,7 +231,7 @@ class _Pages:
         relevant = _int_param(request, "relevant", 5, 0, 50)
         recent = _int_param(request, "recent", 0, 0, 200)
         content = (
-            self.inspector.memory.get_thread(thread_id)
+            open_thread(self.inspector.memory, thread_id)
             .get_context_card(max_relevant_results=relevant, max_recent_messages=recent)
             .content
         )
@@ -591,4 +597,8 @@ def _run_search(inspector: Inspector, form: dict[str, Any]) -> tuple[list[tuple[
     if metadata_filter is not None:
         kwargs["metadata_filter"] = metadata_filter
     with client.store.searching_with(form["strategy"]):
-        return client.store.search(form["q"], **kwargs), score_kind(client.store)
+        hits = client.store.search(form["q"], **kwargs)
+        kind = score_kind(client.store)
+    # One ranking: every hit's distance is of one kind (a re-ranked or fused one may
+    # differ from the strategy's label).
+    return hits, hit_score_kind(hits[0][1], kind) if hits else kind

@@ -175,6 +175,15 @@ class OracleBackend(Backend):
         if tx.recorded_dim is not None:
             self.recorded_dim = tx.recorded_dim
 
+    def database_key(self) -> Hashable | None:
+        """As ``Backend.database_key``: the database, its container, the server host
+        and instance, the schema (``sql.database_identity``) and the prefix; None
+        when the server names no database."""
+        rows = self._all(sql.database_identity())
+        if not rows or rows[0][0] is None:
+            return None
+        return ("oracle", *rows[0], self.n.prefix)
+
     def close(self) -> None:
         self.session.close()
 

@@ -748,3 +748,16 @@ def hybrid_hits(n: Names, hits_json: str, pred: Predicate) -> Stmt:
         binds,
         types,
     )
+
+
+_USERENV_KEYS = ("DB_UNIQUE_NAME", "DB_DOMAIN", "CON_NAME", "SERVER_HOST", "INSTANCE_NAME")
+
+
+def database_identity() -> Stmt:
+    """What names the database and schema a session works in: the database's unique
+    name and domain, the pluggable database (container), the server host and
+    instance, and the current schema, from ``SYS_CONTEXT('USERENV', ...)`` (no
+    privilege needed). Two containers started from one image share the database
+    names but not, unless told, the host name."""
+    cols = ", ".join(f"SYS_CONTEXT('USERENV', '{key}')" for key in _USERENV_KEYS)
+    return Stmt(f"SELECT {cols}, SYS_CONTEXT('USERENV', 'CURRENT_SCHEMA') FROM dual", {})

@@ -199,20 +199,8 @@ def where(d: Dialect, pred: Predicate, alias: str, *, records: bool) -> tuple[st
     type_sql, params = d.any_of(f"{alias}.record_type", types)
     parts = [type_sql, f"({alias}.expires_at IS NULL OR {alias}.expires_at > {m})"]
     params.append(pred.now.timestamp())
-    is_thread = records and types == [THREAD]
-    for column, value in (
-        ("thread_id", pred.thread_id),
-        ("user_id", pred.user_id),
-        ("agent_id", pred.agent_id),
-    ):
-        if value is NOT_SET:
-            continue
-        col = "id" if (is_thread and column == "thread_id") else column
-        if value is None:
-            parts.append(f"{alias}.{col} IS NULL")
-        else:
-            parts.append(f"{alias}.{col} = {m}")
-            params.append(value)
+    thread_column = "id" if records and types == [THREAD] else "thread_id"
+    parts += scope_sql(d, pred, alias, params, thread_column=thread_column)
     if pred.valid_at is not None and d.windows:
         parts.append(valid_at_sql(d, alias))
         params.extend([pred.valid_at.timestamp()] * 2)
@@ -223,6 +211,29 @@ def where(d: Dialect, pred: Predicate, alias: str, *, records: bool) -> tuple[st
         parts.append(sql)
         params.extend(filter_params)
     return " AND ".join(parts), params
+
+
+def scope_sql(
+    d: Dialect, pred: Predicate, alias: str, params: list[Any], *, thread_column: str = "thread_id"
+) -> list[str]:
+    """The conditions of ``pred``'s thread, user and agent scope over ``alias`` (a
+    scope not set: none; None: the column is NULL), their values appended to
+    ``params``. ``thread_column``: where the thread scope is read (a thread row's
+    own ``id``)."""
+    parts = []
+    for column, value in (
+        (thread_column, pred.thread_id),
+        ("user_id", pred.user_id),
+        ("agent_id", pred.agent_id),
+    ):
+        if value is NOT_SET:
+            continue
+        if value is None:
+            parts.append(f"{alias}.{column} IS NULL")
+        else:
+            parts.append(f"{alias}.{column} = {d.mark}")
+            params.append(value)
+    return parts
 
 
 def valid_at_sql(d: Dialect, alias: str) -> str:

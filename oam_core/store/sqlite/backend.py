@@ -31,17 +31,20 @@ from typing import Any, TypeVar
 import numpy as np
 
 from oam_core.apis._sentinel import NOT_SET
+from oam_core.apis.records import Record
 from oam_core.checks import Vector, lengthen_short_rows
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import DimCheck, Predicate, Tx
 from oam_core.store.planning import name_ids
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.backend import SqlBackend, SqlTx
+from oam_core.store.sql.statements import record_from_row
 from oam_core.store.sqlite import jsonrows, schema
 from oam_core.store.sqlite.bulk import narrow_insert
 from oam_core.store.sqlite.candidates import FilterCache, filtered_chunks
 from oam_core.store.sqlite.checkpoint import WAL_CHECKPOINT_BYTES, Checkpointer
 from oam_core.store.sqlite.dialect import SQLITE
+from oam_core.store.sqlite.heldstate import RowCache
 from oam_core.store.sqlite.keyword import Fts5Ranker
 from oam_core.store.sqlite.schema import SCHEMA_VERSION
 from oam_core.store.sqlite.vector import LOG_KEEP, BoolArray, IntArray, VectorIndex, index_path
@@ -152,10 +155,12 @@ class SQLiteBackend(SqlBackend):
             self.checkpointer = Checkpointer(file, BUSY_TIMEOUT_S)
             weakref.finalize(self, self.checkpointer.close)  # a store never closed
         self.index = VectorIndex(prefix, index_path(path, prefix))
+        weakref.finalize(self, _stop_loading, self.index)  # a store never closed
         if not self.read_only:
             self.index.remove_stale_files()
         self.filters = FilterCache()  # metadata-filter candidates (sqlite/candidates.py)
         self.keywords = Fts5Ranker(self.d, prefix, self.schema_version)
+        self.row_cache = RowCache()  # records read by searches (sqlite/heldstate.py)
         self.json_rows = jsonrows.supported(self.conn)
         """Whether batches are written through ``json_each`` (``sqlite/jsonrows.py``)."""
         self.mapped_file = path != ":memory:" and bool(MMAP_BYTES)
@@ -333,7 +338,10 @@ class SQLiteBackend(SqlBackend):
             rows, mask = self._vector_candidates(pred, cacheable=began)
 
             def keyword() -> builtins.list[builtins.list[tuple[Hashable, float]]]:
-                return [self.keywords.rank(conn, terms, k, pred) for terms in term_lists]
+                return [
+                    self.keywords.rank(conn, terms, k, pred, cacheable=began)
+                    for terms in term_lists
+                ]
 
             if self._few(rows, mask, len(queries)):
                 return self._rank_rows(queries, k, rows, mask), keyword()
@@ -407,8 +415,52 @@ class SQLiteBackend(SqlBackend):
     def rank_keyword(
         self, terms: Sequence[str], k: int, pred: Predicate
     ) -> builtins.list[tuple[Hashable, float]]:
-        with self.reading() as conn:
-            return self.keywords.rank(conn, terms, k, pred)
+        with self.reading() as conn, self._snapshot() as began:
+            if began:  # the snapshot starts here, before the version is read
+                conn.execute(f"SELECT 1 FROM {self.p}chunks_fts_docsize LIMIT 1").fetchall()
+            return self.keywords.rank(conn, terms, k, pred, cacheable=began)
+
+    shares_loaded = True
+
+    def load(self, keys: Sequence[Hashable]) -> dict[Hashable, Record]:
+        """Records by key, each built anew; rows held for the database state
+        (``sqlite/heldstate.py``) are not read again."""
+        return self._load(keys, shared=False)
+
+    def load_for_ranking(self, keys: Sequence[Hashable]) -> dict[Hashable, Record]:
+        """As ``load``, the ``Record`` objects held for the database state
+        (``sqlite/heldstate.py``): shared, to be read only."""
+        return self._load(keys, shared=True)
+
+    def _load(self, keys: Sequence[Hashable], *, shared: bool) -> dict[Hashable, Record]:
+        """Records by key through the row cache, in one read snapshot with the
+        version it is valid for; inside an open transaction, from the table alone."""
+        with self.reading() as conn, self._snapshot() as began:
+            if not began:
+                return super().load(keys)
+            cache = self.row_cache
+            cache.at((int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes))
+            held = cache.rows
+            read: dict[Hashable, Sequence[Any]] = {}  # kept even if the cache empties
+            for part in self.d.batches([key for key in keys if key not in held]):
+                stmt = st.load_records(self.d, self.p, part)
+                for row in conn.execute(stmt.sql, stmt.params):
+                    read[row[0]] = row
+                    cache.put(row[0], row)
+            out: dict[Hashable, Record] = {}
+            records = cache.records
+            for key in keys:
+                row = held.get(key) or read.get(key)
+                if row is None:
+                    continue
+                if not shared:
+                    out[key] = record_from_row(row)
+                    continue
+                record = records.get(key)
+                if record is None:
+                    record = records[key] = record_from_row(row)
+                out[key] = record
+            return out
 
 
 class SQLiteTx(SqlTx):
@@ -655,6 +707,14 @@ def _usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # no affinity call (macOS, Windows)
         return os.cpu_count() or 1
+
+
+def _stop_loading(index: VectorIndex) -> None:
+    """Stop the background fill of a store that was garbage-collected unclosed: it
+    would go on filling a matrix nobody reads."""
+    loader = index.log.loader
+    if loader is not None:
+        loader.stop_soon()
 
 
 BESIDE_MIN_ROWS = 4096

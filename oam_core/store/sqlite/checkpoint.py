@@ -19,6 +19,14 @@ finds it all copied, so a checkpoint may overlap writes only while the log is un
 either way. After ``close``, in a forked child, or when the log
 passes ``WAL_INLINE_BYTES`` (the thread falls behind, or a reader holds an old
 snapshot), the committing thread checkpoints itself, as SQLite would.
+
+A log only shrinks when a write restarts it, so after a bulk load the file would keep
+its size (tens of MiB) until the next write. Once no commit asked for a checkpoint
+for ``IDLE_TRUNCATE_S`` after one, the thread runs ``wal_checkpoint(TRUNCATE)``
+without waiting (busy timeout 0): the log is copied and cut to zero bytes, or, when a
+reader or writer is busy with it (a search's read transaction), tried again every
+``IDLE_TRUNCATE_S`` until it is done or a commit asks for a checkpoint again (a
+try that finds the log busy returns at once).
 """
 
 from __future__ import annotations
@@ -40,6 +48,9 @@ starts (``Checkpointer.before_write``)."""
 WAL_INLINE_BYTES = 256 * 1024 * 1024
 """Log size, in bytes, from which the committing thread checkpoints itself."""
 
+IDLE_TRUNCATE_S = 1.0
+"""Seconds without a checkpoint asked for after which the thread truncates the log."""
+
 _log = logging.getLogger("oam.sqlite")
 
 
@@ -60,6 +71,8 @@ class Checkpointer:
         self.timeout = timeout
         self.done = 0
         """Checkpoints the thread has run (tests wait on it with ``drain``)."""
+        self.truncated = 0
+        """Times the thread cut the log to zero bytes after an idle period."""
         self._wake = threading.Condition()
         self._pending = False  # a commit asked for a checkpoint
         self._busy = False  # the thread is checkpointing
@@ -155,12 +168,13 @@ class Checkpointer:
 
     def _run(self) -> None:
         conn: sqlite3.Connection | None = None
+        idle: float | None = None  # seconds to wait before truncating the log (None: never)
         try:
             while True:
                 with self._wake:
                     self._busy = False
                     self._wake.notify_all()
-                    self._wake.wait_for(lambda: self._pending or self._stop)
+                    asked = self._wake.wait_for(lambda: self._pending or self._stop, idle)
                     if self._stop:
                         return
                     self._pending, self._busy = False, True
@@ -173,8 +187,14 @@ class Checkpointer:
                             isolation_level=None,
                             check_same_thread=False,
                         )
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                    self.done += 1
+                    if asked:
+                        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                        self.done += 1
+                        idle = IDLE_TRUNCATE_S
+                    elif self._truncate(conn):
+                        idle = None  # until a commit asks for a checkpoint again
+                    else:
+                        idle = IDLE_TRUNCATE_S
                 except sqlite3.Error as exc:  # busy, or the file went away: try next time
                     _log.debug("background WAL checkpoint of %s failed: %s", self.uri, exc)
         finally:
@@ -183,3 +203,17 @@ class Checkpointer:
                 self._wake.notify_all()
             if conn is not None:
                 conn.close()
+
+    def _truncate(self, conn: sqlite3.Connection) -> bool:
+        """Copy the log and cut it to zero bytes without waiting for other
+        connections (busy timeout 0); whether it was done."""
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        except sqlite3.OperationalError:  # SQLITE_BUSY raised rather than reported
+            busy = 1
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+        if not busy:
+            self.truncated += 1
+        return not busy

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 from bisect import bisect_right
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any
 
 import regex
@@ -22,6 +22,7 @@ from oam_core.apis._sentinel import NOT_SET
 from oam_core.store.backend import Predicate
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.dialect import Dialect
+from oam_core.store.sqlite.heldstate import ChunkScopes, TermScores
 from oam_core.store.sqlite.schema import FOLDED_VERSION
 from oam_core.store.sqlite.scoped import NO_RECORD, record_scope
 from oam_core.store.text import keyword_terms
@@ -39,6 +40,10 @@ class Fts5Ranker:
             cannot be upgraded, indexed plain words; versions 2 to 5 unfolded text).
     """
 
+    hold_terms = True
+    """Whether warm searches rank from the term scores held for the database state
+    (``sqlite/heldstate.py``); False: every search asks FTS5."""
+
     def __init__(self, dialect: Dialect, prefix: str, schema_version: int) -> None:
         self.d = dialect
         self.p = prefix
@@ -49,13 +54,24 @@ class Fts5Ranker:
         self._version = (-1, -1)
         self._term_rows: dict[str, int] = {}
         self._user_rows: dict[tuple[str | None, int], int] = {}  # (user, cap) -> count
+        self.term_scores = TermScores(f"{prefix}chunks_fts")
+        self.scopes = ChunkScopes(dialect, prefix)
 
     def rank(
-        self, conn: sqlite3.Connection, terms: Sequence[str], k: int, pred: Predicate
+        self,
+        conn: sqlite3.Connection,
+        terms: Sequence[str],
+        k: int,
+        pred: Predicate,
+        *,
+        cacheable: bool = False,
     ) -> list[tuple[Hashable, float]]:
         """Up to ``k`` ``(record pk, BM25 score >= 0)`` pairs, best first, for records
         with a chunk passing ``pred`` whose text holds any of ``terms``
-        (``store/text.query_terms``); ``conn`` is the store's, under its lock."""
+        (``store/text.query_terms``); ``conn`` is the store's, under its lock.
+        ``cacheable``: ``conn`` is in a read transaction this search began (not a
+        write's), so the term scores held for its database state may be read and
+        filled (``sqlite/heldstate.py``)."""
         if self.schema_version >= 2:  # a read-only version-1 file indexed plain words
             # and a read-only version 2-5 file unfolded text (``schema.FOLDED_VERSION``)
             terms = keyword_terms(terms, folded=self.schema_version >= FOLDED_VERSION)
@@ -65,7 +81,11 @@ class Fts5Ranker:
         informative, common = self._split_terms(conn, terms)
         if not informative:
             return []
-        out = self._ranked(conn, _or(informative), k, pred)
+        held = None
+        if cacheable and self.hold_terms and self.term_scores.warm(self._version):
+            held = lambda: self.term_scores.scores(conn, informative)  # noqa: E731
+        version = self._version if cacheable and self.hold_terms else None
+        out = self._ranked(conn, _or(informative), k, pred, held, version)
         if common and len(out) < k:
             # Rows matching only very common terms: BM25 scores them ~0, so they
             # follow the ranked ones unranked, in insertion order.
@@ -109,7 +129,13 @@ class Fts5Ranker:
         return [int(r) for (r,) in conn.execute(sql, params).fetchall()]
 
     def _ranked(
-        self, conn: sqlite3.Connection, match: str, k: int, pred: Predicate
+        self,
+        conn: sqlite3.Connection,
+        match: str,
+        k: int,
+        pred: Predicate,
+        held: Callable[[], tuple[Any, Any] | None] | None = None,
+        version: tuple[int, int] | None = None,
     ) -> list[tuple[Hashable, float]]:
         """Up to ``k`` ``(record pk, BM25 of its best chunk)`` pairs for the FTS5 query
         ``match`` among chunks passing ``pred``, best first, ties by record pk.
@@ -128,6 +154,16 @@ class Fts5Ranker:
         in score order, in growing batches. The score is ``bm25()`` in the ORDER BY,
         the same value FTS5's ``rank`` column holds, without its extra sorting pass
         (bench/README.md, ``keyword_scale.py``).
+
+        ``held`` gives the same rows, every matching row scored and sorted, from
+        the term scores held for the database state (``sqlite/heldstate.py``), or
+        None; it is asked for unless the user filter applies. The rows are then
+        checked as the streamed ones, and the result is the same: the ``k`` best
+        records by (best passing chunk's score, record pk) do not depend on the
+        order of tied rows. With ``version`` (the database state, the search being
+        allowed to use what is held for it) and no metadata filter, the rows are
+        checked against the rows held for the search's types and scope
+        (``sqlite/heldstate.py``), not in SQL.
         """
         fts = f"{self.p}chunks_fts"
         join, where, params = st.candidates(self.d, self.p, pred)
@@ -141,32 +177,23 @@ class Fts5Ranker:
             "ORDER BY score"
         )
 
+        def check(rows: Sequence[tuple[int, float]]) -> dict[int, int]:
+            """Chunk pk -> record pk for the ``rows`` passing ``pred``."""
+            pks = [pk for pk, _ in rows]
+            if version is not None and pred.metadata is NOT_SET:
+                return self.scopes.passing(conn, version, pred, pks)
+            sql = scope_sql.format(", ".join("?" * len(rows)))
+            return dict(conn.execute(sql, [*pks, *params]).fetchall())
+
         def fold(
             batches: Iterable[Sequence[tuple[int, float]]],
         ) -> tuple[dict[int, float], float | None]:
-            """Check batches of rows, in score order, against ``pred`` until the
-            ranking is settled: ``(best, bound)`` as ``_collect`` keeps them."""
-            best: dict[int, float] = {}
-            bound: float | None = None
-            for rows in batches:
-                last = False
-                if bound is not None:  # rows scoring worse than the k-th cannot count
-                    cut = bisect_right(rows, bound, key=_score)
-                    last = cut < len(rows)
-                    rows = rows[:cut]
-                if not rows:
-                    break
-                in_scope = dict(
-                    conn.execute(
-                        scope_sql.format(", ".join("?" * len(rows))),
-                        [*(pk for pk, _ in rows), *params],
-                    ).fetchall()
-                )
-                best, bound = _collect(rows, in_scope, k, best, bound)
-                if last or (bound is not None and rows[-1][1] > bound):
-                    break
-            return best, bound
+            return _fold(batches, check, k)
 
+        scored = None if only or held is None else held()
+        if scored is not None:
+            best, _ = fold(_array_batches(*scored, k + _HEAD_SPARE))
+            return _best_first(best, k)
         if only or not _scoped(pred):
             limit = _head_rows(k)
             head = conn.execute(f"{ranked_sql} LIMIT ?", (match, *only_params, limit)).fetchall()
@@ -316,6 +343,40 @@ def _batches(cursor: sqlite3.Cursor, first: int = 64) -> Iterator[list[tuple[int
     size = first
     while rows := cursor.fetchmany(size):
         yield rows
+        size = min(4 * size, 4096)
+
+
+def _fold(
+    batches: Iterable[Sequence[tuple[int, float]]],
+    check: Callable[[Sequence[tuple[int, float]]], dict[int, int]],
+    k: int,
+) -> tuple[dict[int, float], float | None]:
+    """Check batches of ``(chunk pk, score)`` rows, in score order, with ``check``
+    (chunk pk -> record pk of the rows passing the predicate) until the ranking is
+    settled: ``(best, bound)`` as ``_collect`` keeps them."""
+    best: dict[int, float] = {}
+    bound: float | None = None
+    for rows in batches:
+        last = False
+        if bound is not None:  # rows scoring worse than the k-th cannot count
+            cut = bisect_right(rows, bound, key=_score)
+            last = cut < len(rows)
+            rows = rows[:cut]
+        if not rows:
+            break
+        best, bound = _collect(rows, check(rows), k, best, bound)
+        if last or (bound is not None and rows[-1][1] > bound):
+            break
+    return best, bound
+
+
+def _array_batches(keys: Any, scores: Any, first: int) -> Iterator[list[tuple[int, float]]]:
+    """``(row key, score)`` rows of two arrays in score order, in growing batches
+    (``first``, four times as many, ... 4096 rows), as ``_batches`` reads a cursor."""
+    size, at = first, 0
+    while at < len(keys):
+        yield list(zip(keys[at : at + size].tolist(), scores[at : at + size].tolist(), strict=True))
+        at += size
         size = min(4 * size, 4096)
 
 

@@ -407,9 +407,9 @@ def test_retriever_argument_errors(client: OracleAgentMemory) -> None:
 
 def test_the_distance_kind_comes_from_the_store_results() -> None:
     """The adapter reads what each distance measures from the result (its ``kind``)
-    instead of guessing it from the strategy: a VECTOR store's query long enough to be
-    searched in parts returns fused distances, a HYBRID store's query vector cosine
-    ones (docs/store.md#search-strategies)."""
+    instead of guessing it from the strategy: a HYBRID store's text query returns
+    fused distances, its query vector cosine ones, a VECTOR store's query long enough
+    to be searched in parts cosine ones too (docs/store.md#search-strategies)."""
     from langchain_oam._search import SearchScope, search_steps
 
     from oam_core.steps import run_sync
@@ -434,7 +434,7 @@ def test_the_distance_kind_comes_from_the_store_results() -> None:
         store.close()
     assert kinds == {
         ("VECTOR", "short"): {"cosine"},
-        ("VECTOR", "long"): {"normalized"},
+        ("VECTOR", "long"): {"cosine"},
         ("VECTOR", "vector"): {"cosine"},
         ("HYBRID", "short"): {"normalized"},
         ("HYBRID", "long"): {"normalized"},

@@ -19,6 +19,8 @@ One module per job, inner ones first:
 - ``tail``: the rows written after the ANN index took rows in, assigned to its lists
   in a background thread;
 - ``saving``: writing the index file from a background thread while searches go on;
+- ``loading``: filling the matrix from SQLite in a background thread after the index
+  file (which holds no vector) was read;
 - ``builds``: the ANN index's life (inline or background builds, recall checks,
   compaction, when the file is written);
 - ``changelog``: catching the mirror up with SQLite (new rows, the change log of

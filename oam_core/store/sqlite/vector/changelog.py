@@ -25,7 +25,9 @@ connection; the schema cookie, ``PRAGMA schema_version``, tells when to look aga
 from __future__ import annotations
 
 import math
+import os
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,9 +35,10 @@ import numpy as np
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.sqlite.schema import vector_count
 from oam_core.store.sqlite.vector import ivf
-from oam_core.store.sqlite.vector.builds import AnnBuilds
+from oam_core.store.sqlite.vector.builds import REBUILD_GROWTH, RECHECK_GROWTH, AnnBuilds
 from oam_core.store.sqlite.vector.file import SCOPES, IndexFile
 from oam_core.store.sqlite.vector.ivf import IntArray
+from oam_core.store.sqlite.vector.loading import VectorLoader
 from oam_core.store.sqlite.vector.mirror import Mirror, unit
 
 __all__ = ["LOG_KEEP", "VERIFY_SAMPLE", "ChangeLog"]
@@ -45,7 +48,16 @@ LOG_KEEP = 100_000
 VERIFY_SAMPLE = 32
 """Rows of a snapshot compared with SQLite when a store opens."""
 _LOAD_BATCH = 512
+_VECTOR_BATCH = 4096  # rows per fetch when the vectors of a restored file are read
 _IN_BATCH = 500  # keys per ``pk IN (...)`` statement
+
+
+def _writable_dir(path: str) -> bool:
+    """Whether files can be made beside ``path`` (a second connection of a WAL file
+    needs its ``-shm`` file)."""
+    return os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
+
+
 _CHUNK_COLUMNS = (
     "pk, record_pk, record_type, thread_id, user_id, agent_id, expires_at, {windows}, embedding"
 )
@@ -76,6 +88,7 @@ class ChangeLog:
         self.tracked = True  # the file has the change log (a read-only v1 file has not)
         self.windows = False  # the chunks have the validity window columns
         self._cookie: int | None = None  # the schema cookie ``windows`` was read at
+        self.loader: VectorLoader | None = None  # the background fill of the matrix
 
     def catch_up(self, conn: sqlite3.Connection) -> None:
         """Bring the mirror up to the database state ``conn`` reads (inside a read
@@ -109,7 +122,20 @@ class ChangeLog:
                 self.file.saved = None
                 self._reload(conn, last_change)
                 self._load_rows(conn, 0)
+        if m.missing is not None and (not restored or self._reads_vectors()):
+            m.wait_loaded()  # the maintenance after this catch-up may read any row
         self.started = True
+
+    def _reads_vectors(self) -> bool:
+        """Whether the maintenance after the first catch-up may read vectors of rows
+        the ANN index holds (a retraining or a recall check is due, ``builds.py``)."""
+        ann, m = self.builds.ann, self.mirror
+        live = m.n - m.n_dead
+        return (
+            ann is None
+            or live > REBUILD_GROWTH * ann.trained_on
+            or (bool(ann.nprobe) and live >= RECHECK_GROWTH * ann.checked_on)
+        )
 
     def _look_at_columns(self, conn: sqlite3.Connection) -> bool:
         """Whether the chunks have the window columns (``windows``), read again when
@@ -184,8 +210,52 @@ class ChangeLog:
             return False
         self.mirror.install(snap)
         self.builds.ann = snap.ann
-        self.file.saved = (snap.hwm, snap.cursor)
+        if snap.mat is None:
+            self._start_loading(conn, snap.ann.hwm if snap.ann is not None else 0, snap.hwm)
+        # a format-4 file (with a float32 matrix) is rewritten as format 5 at close
+        self.file.saved = (snap.hwm, snap.cursor) if snap.mat is None else None
         return True
+
+    def _start_loading(self, conn: sqlite3.Connection, ann_hwm: int, hwm: int) -> None:
+        """Fill the vectors of the rows installed from the file (the file holds
+        none): those the ANN index does not hold (chunk keys above ``ann_hwm`` up to
+        ``hwm``, which its first extension reads) now, the others in a background
+        thread (``loading.VectorLoader``) where the database can be opened a second
+        time, else now too."""
+        self.stop_loading()
+        file = conn.execute("PRAGMA database_list").fetchone()[2]
+        later = bool(file) and os.access(file, os.W_OK) and _writable_dir(file)
+        split = min(ann_hwm, hwm) if later else 0
+        self._load_vectors(conn, split, hwm)
+        if split:
+            self.loader = VectorLoader(
+                self.mirror, f"{Path(file).resolve().as_uri()}?mode=ro", f"{self.p}chunks"
+            )
+            self.loader.start(0, split)
+
+    def stop_loading(self) -> None:
+        """Stop a background fill of the matrix (the store closes, or reloads)."""
+        if self.loader is not None:
+            self.loader.stop()
+            self.loader = None
+
+    def _load_vectors(self, conn: sqlite3.Connection, lo: int, hi: int) -> None:
+        """Fill the vectors of the mirrored rows of chunk keys ``lo < key <= hi``
+        from SQLite, in key order, on ``conn``."""
+        cur = conn.execute(
+            f"SELECT pk, embedding FROM {self.p}chunks "
+            "WHERE has_vector = 1 AND pk > ? AND pk <= ? ORDER BY pk",
+            (lo, hi),
+        )
+        while True:
+            rows = cur.fetchmany(_VECTOR_BATCH)
+            if not rows:
+                break
+            pks, blobs = zip(*rows, strict=True)
+            raw = np.frombuffer(b"".join(blobs), dtype="<f4")
+            if len(raw) != len(rows) * self.mirror.dim:
+                raise InvalidArgumentError("chunk vectors of different dimensions in one store")
+            self.mirror.fill(np.array(pks, dtype=np.int64), unit(raw.reshape(len(rows), -1)))
 
     def _verify(self, conn: sqlite3.Connection) -> None:
         """InvalidArgumentError unless the caught-up snapshot holds as many live
@@ -208,6 +278,11 @@ class ChangeLog:
                 keys,
             )
         }
+        if m.missing is not None:  # rows still being filled: these ones from the rows read
+            have = [pk for pk in keys if pk in stored and len(stored[pk][8]) == 4 * m.dim]
+            if have:
+                raw = np.frombuffer(b"".join(stored[pk][8] for pk in have), dtype="<f4")
+                m.fill(np.array(have, dtype=np.int64), unit(raw.reshape(len(have), m.dim)))
         for row, pk in zip(sample.tolist(), keys, strict=True):
             s = stored.get(pk)
             if s is None or len(s[8]) != 4 * m.dim:
@@ -216,6 +291,25 @@ class ChangeLog:
                 raise InvalidArgumentError(
                     f"its vectors or rows differ from the database's (chunk {pk})"
                 )
+        self._check_ann(sample)
+
+    def _check_ann(self, sample: IntArray) -> None:
+        """InvalidArgumentError unless the restored ANN index finds most of the
+        ``sample`` rows it covers by their own vectors (read from SQLite): a file
+        of another database with the same keys holds other codes."""
+        m, ann = self.mirror, self.builds.ann
+        if ann is None:
+            return
+        covered = sample[m.pks[sample] <= ann.hwm].tolist()
+        found = 0
+        for r in covered:
+            labels = ann.search(m.mat[r], 10)
+            rows = m.rows_of(labels)
+            near = m.mat[rows[rows >= 0]] @ m.mat[r]
+            # its own key, or an equal vector ranked first (duplicates)
+            found += int(int(m.pks[r]) in labels.tolist() or bool((near > 0.99).any()))
+        if found < len(covered) - max(1, len(covered) // 8):
+            raise InvalidArgumentError("its ANN index does not find the database's vectors")
 
     def _same(self, row: int, s: tuple[Any, ...]) -> bool:
         """Whether mirror ``row`` holds the chunk columns ``s`` (``_CHUNK_COLUMNS``

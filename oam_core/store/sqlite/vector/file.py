@@ -2,16 +2,21 @@
 
 A snapshot of the in-memory mirror (``vector/mirror.py``) as it stood after it
 caught up with the database at chunk key ``hwm`` and change-log sequence ``cursor``:
-the trained faiss index (``vector/ivf.py``) followed by the mirror's arrays
-(live rows only) and a JSON trailer. Reopening a store reads it instead of every
-vector out of SQLite, then catches up from ``(hwm, cursor)`` like any other reader.
+the trained faiss index (``vector/ivf.py``, with its 8-bit codes and chunk keys)
+followed by the mirror's columns (live rows only) and a JSON trailer. It holds no
+float32 vector: those are in SQLite (the chunks' ``embedding``), from which the
+reopened mirror reads its matrix (``changelog.py``). Reopening a store reads the
+file instead of training and filling the ANN index again, then catches up from
+``(hwm, cursor)`` like any other reader.
 
 Layout (all integers little-endian)::
 
     faiss index (faiss.write_index: IVF, signed 8-bit codes), bytes [0, ann_end)
     arrays: pks <i8, record keys <i8, type codes <i4, thread/user/agent codes <i4,
             expiry <f8 (inf = never), validity window from <f8 (-inf = open) and
-            until <f8 (inf = open), unit vectors <f4 (n, dim)
+            until <f8 (inf = open); each zlib-compressed, the keys as differences
+            from the previous row  [format 4: uncompressed, and unit vectors <f4
+            (n, dim)]
     code tables: JSON {"types": [...], "thread": [...], "user": [...], "agent": [...]}
     trailer: JSON {magic, format, dim, n, hwm, cursor, ann (with its code scale),
              sections, tables, crc32, ...}
@@ -36,7 +41,9 @@ reaches back to it, and afterwards it holds as many live vector chunks as the
 database with a sample of rows (vectors, keys, scopes, expiry, validity windows)
 equal to SQLite's. Otherwise it is rebuilt with one warning. A file whose change log
 was pruned past it, or of format 3 (no windows), keeps only its ANN index, checked
-against the rows read from SQLite. A kill -9 leaves either the old file or the new
+against the rows read from SQLite. A file of format 4 (the previous version, with a
+float32 copy of every vector) is read with its matrix and rewritten as format 5 when
+the store closes. A kill -9 leaves either the old file or the new
 one, and SQLite rolls the write back. On a read-only file system nothing is written:
 the index is built in memory.
 """
@@ -84,12 +91,16 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 4
-"""Version of the file layout; a file of another version is rebuilt. 4: the rows'
-validity windows (``vfrom``, ``vuntil``); 3: the IVF index holds signed 8-bit codes of
-the scaled vectors (``ann.scale`` in the trailer); 2 held 4-bit codes of their
-residuals. A format-3 file is read without windows (``Snapshot.windows`` False): its
-rows are reloaded from SQLite and only its ANN index is kept."""
+FORMAT_VERSION = 5
+"""Version of the file layout; a file of another version is rebuilt. 5: no float32
+matrix (the vectors are read from SQLite); 4: the rows' validity windows (``vfrom``,
+``vuntil``) and the matrix; 3: the IVF index holds signed 8-bit codes of the scaled
+vectors (``ann.scale`` in the trailer); 2 held 4-bit codes of their residuals. A
+format-4 file is read with its matrix (``Snapshot.mat``); a format-3 file is read
+without windows (``Snapshot.windows`` False): its rows are reloaded from SQLite and
+only its ANN index is kept."""
+MATRIX_VERSION = 4
+"""The last format holding the float32 matrix, still read (with it)."""
 WINDOWLESS_VERSION = 3
 """The last format without the validity windows, still read for its ANN index."""
 MAGIC = "oam-vector-index"
@@ -109,7 +120,7 @@ QUIET_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 the index lives in memory only, without a warning. Any other failure of a write (a
 full disk, ``ENOSPC``; a quota; an I/O error) warns once per file."""
 SCOPES = ("thread", "user", "agent")
-_COLUMNS = (  # name, dtype, per-row shape after n
+_COLUMNS = (  # name, dtype (one value per row)
     ("pks", "<i8"),
     ("rec", "<i8"),
     ("rtype", "<i4"),
@@ -119,16 +130,28 @@ _COLUMNS = (  # name, dtype, per-row shape after n
     ("expires", "<f8"),
     ("vfrom", "<f8"),
     ("vuntil", "<f8"),
-    ("mat", "<f4"),
 )
-_WINDOWLESS_COLUMNS = tuple(c for c in _COLUMNS if c[0] not in ("vfrom", "vuntil"))
+_PACKED_COLUMNS = _COLUMNS
+"""The columns of format 5, each stored compressed (``_read_arrays``)."""
+_DELTA = frozenset({"pks", "rec"})
+"""Columns of format 5 stored as differences from the previous row (ascending keys:
+mostly small numbers), then compressed."""
+_MATRIX_COLUMNS = (*_COLUMNS, ("mat", "<f4"))  # format 4: and the (n, dim) matrix
+_WINDOWLESS_COLUMNS = tuple(c for c in _MATRIX_COLUMNS if c[0] not in ("vfrom", "vuntil"))
+_VERSION_COLUMNS = {
+    FORMAT_VERSION: _COLUMNS,
+    MATRIX_VERSION: _MATRIX_COLUMNS,
+    WINDOWLESS_VERSION: _WINDOWLESS_COLUMNS,
+}
 
 
 @dataclass
 class Snapshot:
     """The mirror's live rows and code tables, with the faiss index if it had one.
 
-    Arrays are of length ``n`` (``mat``: float32 of shape ``(n, dim)``); ``columns``
+    Arrays are of length ``n``; ``mat`` is the float32 matrix of shape ``(n, dim)``
+    of a format-4 file, or None (format 5: the vectors are read from SQLite; a
+    snapshot being written: the file holds none); ``columns``
     maps ``rtype``/``thread``/``user``/``agent`` to int32 codes, ``tables`` maps
     ``types``/``thread``/``user``/``agent`` to the strings of codes 0, 1, ...
     ``vfrom``/``vuntil`` are the rows' validity windows (epoch seconds, ``-inf``/``inf``
@@ -144,7 +167,7 @@ class Snapshot:
     expires: npt.NDArray[np.float64]
     vfrom: npt.NDArray[np.float64]
     vuntil: npt.NDArray[np.float64]
-    mat: npt.NDArray[np.float32]
+    mat: npt.NDArray[np.float32] | None
     columns: dict[str, npt.NDArray[np.int32]]
     tables: dict[str, list[str]]
     ann: Ann | None = None
@@ -237,15 +260,11 @@ class Source:
     """A mirror that keeps changing, as a background write reads it (``write_from``).
 
     ``take`` is called with ``lock`` held, and the faiss index is serialised under the
-    same hold: it returns the snapshot whose columns are copies (``mat`` is not read).
-    ``mat_rows(a, b)`` returns rows ``a..b`` of the snapshot's float32 matrix, taking
-    the lock itself for each slice, and raises ``Moved`` when those rows no longer
-    hold the snapshot's chunk keys.
+    same hold: it returns the snapshot whose columns are copies (or raises ``Moved``).
     """
 
     lock: contextlib.AbstractContextManager[Any]
     take: Callable[[], Snapshot]
-    mat_rows: Callable[[int, int], npt.NDArray[np.float32]]
 
 
 def write(path: str, snap: Snapshot, faiss: Any) -> bool:
@@ -259,7 +278,7 @@ def write(path: str, snap: Snapshot, faiss: Any) -> bool:
     file (``RuntimeWarning``): the index is then rebuilt or caught up from SQLite by
     the next store that opens it.
     """
-    return _write(path, lambda tmp: _write_to(tmp, snap, faiss, None, None))
+    return _write(path, lambda tmp: _write_to(tmp, snap, faiss, None))
 
 
 def write_from(path: str, source: Source, faiss: Any) -> Snapshot | None:
@@ -274,7 +293,7 @@ def write_from(path: str, source: Source, faiss: Any) -> Snapshot | None:
             snap = source.take()
             taken.append(snap)
             head = _write_head(tmp, snap, faiss)
-        _write_to(tmp, snap, faiss, head, source.mat_rows)
+        _write_to(tmp, snap, faiss, head)
 
     return taken[0] if _write(path, body) else None
 
@@ -391,9 +410,6 @@ def _unlink_unlocked(tmp: str) -> bool:
 
 _Head = tuple[int, int, "dict[str, Any] | None"]
 """``(end, crc32, ann entry of the trailer)`` after the faiss part of a file."""
-_MAT_SLICE = 1_024
-"""Rows of the matrix a background write copies per hold of the mirror's lock (1.5 MB
-at 384 dimensions: 8,192-row copies, 12.6 MB, stayed in the writer thread's heap)."""
 
 
 def _write_head(tmp: str, snap: Snapshot, faiss: Any) -> _Head:
@@ -417,15 +433,10 @@ def _write_head(tmp: str, snap: Snapshot, faiss: Any) -> _Head:
     return end, _crc_of_file(tmp, end), ann_info
 
 
-def _write_to(
-    tmp: str,
-    snap: Snapshot,
-    faiss: Any,
-    head: _Head | None,
-    mat_rows: Callable[[int, int], npt.NDArray[np.float32]] | None,
-) -> None:
+def _write_to(tmp: str, snap: Snapshot, faiss: Any, head: _Head | None) -> None:
     """The file's bytes, written to ``tmp``; ``head`` when its faiss part is written
-    already, ``mat_rows`` to read the matrix in slices (``Source``)."""
+    already. The sections are ``_COLUMNS`` (tests set it to an older format's, with
+    ``snap.mat`` given, to write an old file)."""
     end, crc, ann_info = _write_head(tmp, snap, faiss) if head is None else head
     arrays = {
         "pks": snap.pks,
@@ -440,17 +451,19 @@ def _write_to(
     with open(tmp, "ab") as f:
         offset = end
         for name, dtype in _COLUMNS:
-            if name == "mat" and mat_rows is not None:
-                size, crc = _put_rows(f, mat_rows, snap.n, crc)
-                shape = [snap.n, snap.dim]
-            else:
-                arr = np.ascontiguousarray(arrays[name], dtype=dtype)
-                view = arr.data.cast("B")
-                _put(f, view)
-                crc = zlib.crc32(view, crc)
-                size, shape = len(view), list(arr.shape)
-            sections.append([name, offset, size, dtype, shape])
-            offset += size
+            arr = np.ascontiguousarray(arrays[name], dtype=dtype)
+            section: list[Any] = [name, offset, 0, dtype, list(arr.shape)]
+            data: Any = arr.data.cast("B")
+            if _COLUMNS is _PACKED_COLUMNS:  # format 5 (tests write older ones)
+                encoding = "delta+zlib" if name in _DELTA else "zlib"
+                raw = np.diff(arr, prepend=arr.dtype.type(0)) if name in _DELTA else arr
+                data = zlib.compress(raw.data.cast("B"), 1)
+                section.append(encoding)
+            _put(f, data)
+            crc = zlib.crc32(data, crc)
+            section[2] = len(data)
+            sections.append(section)
+            offset += len(data)
         tables = json.dumps(snap.tables, ensure_ascii=False).encode()
         _put(f, tables)
         crc = zlib.crc32(tables, crc)
@@ -473,20 +486,6 @@ def _write_to(
         _put(f, trailer + len(trailer).to_bytes(8, "little") + TAIL)
 
 
-def _put_rows(
-    f: Any, mat_rows: Callable[[int, int], npt.NDArray[np.float32]], n: int, crc: int
-) -> tuple[int, int]:
-    """Write rows ``0..n`` of a matrix read in slices; ``(bytes written, crc32)``."""
-    size = 0
-    for a in range(0, n, _MAT_SLICE):
-        view = np.ascontiguousarray(mat_rows(a, min(a + _MAT_SLICE, n)), dtype="<f4")
-        data = view.data.cast("B")
-        _put(f, data)
-        crc = zlib.crc32(data, crc)
-        size += len(data)
-    return size, crc
-
-
 def read(path: str, dim: int, faiss: Any) -> Snapshot:
     """Read the file at ``path`` for a store whose vectors have ``dim`` dimensions.
 
@@ -498,7 +497,7 @@ def read(path: str, dim: int, faiss: Any) -> Snapshot:
     with open(path, "rb") as f:
         header = _trailer(f, size)
         version = header.get("format")
-        if version not in (FORMAT_VERSION, WINDOWLESS_VERSION) or header.get("dim") != dim:
+        if version not in _VERSION_COLUMNS or header.get("dim") != dim:
             raise InvalidArgumentError(
                 f"format {header.get('format')} / dimension {header.get('dim')}, expected "
                 f"{FORMAT_VERSION} / {dim}"
@@ -507,7 +506,7 @@ def read(path: str, dim: int, faiss: Any) -> Snapshot:
         ann_info = header.get("ann")
         end = _int(ann_info, "end") if isinstance(ann_info, dict) else 0
         crc = _crc_of_open(f, end)
-        columns = _COLUMNS if version == FORMAT_VERSION else _WINDOWLESS_COLUMNS
+        columns = _VERSION_COLUMNS[version]
         arrays, offset, crc = _read_arrays(f, columns, header.get("sections"), n, dim, end, crc)
         where, length = header.get("tables", [None, None])
         if where != offset or not isinstance(length, int) or length < 0:
@@ -529,11 +528,11 @@ def read(path: str, dim: int, faiss: Any) -> Snapshot:
         expires=arrays["expires"],
         vfrom=arrays.get("vfrom", np.full(n, -np.inf)),
         vuntil=arrays.get("vuntil", np.full(n, np.inf)),
-        mat=arrays["mat"],
+        mat=arrays.get("mat"),
         columns={c: arrays[c] for c in ("rtype", *SCOPES)},
         tables={key: [str(v) for v in values] for key, values in tables.items()},
         ann=ann,
-        windows=version == FORMAT_VERSION,
+        windows=version != WINDOWLESS_VERSION,
     )
     _check_codes(snap)
     return snap
@@ -554,23 +553,54 @@ def _read_arrays(
     if not isinstance(sections, list) or [s[0] for s in sections] != [c for c, _ in columns]:
         raise InvalidArgumentError("unreadable trailer (sections)")
     arrays: dict[str, Any] = {}
+    packed = columns is _PACKED_COLUMNS
     for (name, dtype), section in zip(columns, sections, strict=True):
         shape = (n, dim) if name == "mat" else (n,)
-        if section[1:] != [
-            offset,
-            n * int(np.prod(shape[1:])) * np.dtype(dtype).itemsize,
-            dtype,
-            list(shape),
-        ]:
-            raise InvalidArgumentError(f"unreadable trailer (section {name})")
-        arr = np.empty(shape, dtype=dtype)
-        view = arr.data.cast("B")
-        if f.readinto(view) != len(view):
-            raise InvalidArgumentError("truncated")
-        crc = zlib.crc32(view, crc)
+        size = n * int(np.prod(shape[1:])) * np.dtype(dtype).itemsize
+        if packed:
+            arr, stored = _read_packed(f, name, dtype, section, offset, size)
+            crc = zlib.crc32(stored, crc)
+            length = len(stored)
+        else:
+            if section[1:] != [offset, size, dtype, list(shape)]:
+                raise InvalidArgumentError(f"unreadable trailer (section {name})")
+            arr = np.empty(shape, dtype=dtype)
+            view = arr.data.cast("B")
+            if f.readinto(view) != len(view):
+                raise InvalidArgumentError("truncated")
+            crc = zlib.crc32(view, crc)
+            length = len(view)
         arrays[name] = arr
-        offset += len(view)
+        offset += length
     return arrays, offset, crc
+
+
+def _read_packed(
+    f: Any, name: str, dtype: str, section: Any, offset: int, size: int
+) -> tuple[npt.NDArray[Any], bytes]:
+    """One compressed column of format 5 at ``offset``, of ``size`` bytes once
+    decompressed: ``(the array, the bytes stored)``."""
+    encoding = "delta+zlib" if name in _DELTA else "zlib"
+    stored_size = section[2] if isinstance(section, list) and len(section) == 6 else None
+    if (
+        not isinstance(stored_size, int)
+        or not 0 < stored_size <= size + 1024
+        or section[1] != offset
+        or section[3:] != [dtype, [size // np.dtype(dtype).itemsize], encoding]
+    ):
+        raise InvalidArgumentError(f"unreadable trailer (section {name})")
+    stored = f.read(stored_size)
+    if len(stored) != stored_size:
+        raise InvalidArgumentError("truncated")
+    try:
+        raw = zlib.decompress(stored)
+    except zlib.error as exc:
+        raise InvalidArgumentError(f"unreadable section {name} ({exc})") from None
+    if len(raw) != size:
+        raise InvalidArgumentError(f"unreadable section {name} (length)")
+    arr = np.frombuffer(raw, dtype=dtype)
+    arr = np.cumsum(arr, dtype=arr.dtype) if name in _DELTA else arr.copy()
+    return arr, stored
 
 
 def _read_ann(path: str, ann_info: dict[str, Any], dim: int, faiss: Any) -> Ann:

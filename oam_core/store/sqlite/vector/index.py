@@ -179,6 +179,7 @@ class VectorIndex:
         """Stop a background build and wait for a background write of the index
         file; write the file if the mirror has moved far from it (``file.SAVE_SHARE``)
         or the ANN index was rebuilt since and no background write saved it."""
+        self.log.stop_loading()
         self.builds.save()
 
     def stop_building(self) -> None:

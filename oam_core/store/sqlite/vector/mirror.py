@@ -103,6 +103,9 @@ class Mirror:
     filled by ``ranking.posting`` on first use, and ``ending``, the rows with a finite
     ``vuntil`` (``ranking.ending``). ``hwm`` is the highest chunk key read, ``cursor``
     the last change-log sequence applied. The counters and bounds include dead rows.
+    ``missing`` is None, or ``(lo, hi)``: the rows of chunk keys ``lo < key <= hi``
+    hold no vector yet (zeros) while a ``loading.VectorLoader`` (``loader``) fills
+    them from SQLite; readers of ``mat`` call ``complete`` or ``wait_loaded`` first.
     """
 
     def __init__(self) -> None:
@@ -134,6 +137,8 @@ class Mirror:
         self.ending: IntArray | None = None
         self._slots: npt.NDArray[np.int32] | None = np.zeros(0, np.int32)
         self._slot_base = 0  # row of chunk key k: _slots[k - _slot_base] (-1: none)
+        self.missing: tuple[int, int] | None = None
+        self.loader: Any = None  # the loading.VectorLoader filling ``mat``, if any
 
     def reserve(self, rows: int) -> None:
         """Make room for ``rows`` rows in all: the columns grow by a quarter at
@@ -278,11 +283,14 @@ class Mirror:
         return (self.pks, self.rec, self.rtype, self.expires, self.vfrom, self.vuntil, self.live)
 
     def install(self, snap: Snapshot) -> None:
-        """Replace the rows by the live rows of an index file's ``snap``."""
+        """Replace the rows by the live rows of an index file's ``snap``; without a
+        matrix in it (``snap.mat`` None) the rows' vectors are zeros, to be filled
+        from SQLite (``fill``)."""
         self.reset()
         n = snap.n
         self.n, self.dim = n, snap.dim
-        self.pks, self.rec, self.expires, self.mat = snap.pks, snap.rec, snap.expires, snap.mat
+        self.pks, self.rec, self.expires = snap.pks, snap.rec, snap.expires
+        self.mat = np.zeros((n, snap.dim), np.float32) if snap.mat is None else snap.mat
         self.vfrom, self.vuntil = snap.vfrom, snap.vuntil
         self.rtype = snap.columns["rtype"]
         self.scope = {s: snap.columns[s] for s in SCOPES}
@@ -293,6 +301,32 @@ class Mirror:
         self.n_expiring = int(np.isfinite(self.expires).sum())
         self._count_windows()
         self._index_keys(0)
+
+    def fill(self, pks: IntArray, vecs: FloatArray) -> None:
+        """Set the vectors of the rows of chunk keys ``pks`` to the unit rows
+        ``vecs`` (float32 ``(len(pks), dim)``); keys not mirrored are skipped.
+
+        Raises:
+            InvalidArgumentError: when the vectors are not of the mirror's dimension.
+        """
+        if vecs.shape != (len(pks), self.dim):
+            raise InvalidArgumentError("chunk vectors of different dimensions in one store")
+        rows = self.rows_of(pks)
+        found = rows >= 0
+        self.mat[rows[found]] = vecs[found]
+
+    def complete(self, rows: IntArray | None) -> None:
+        """Make rows ``rows`` (every row when None) of ``mat`` hold their vectors
+        while a ``loading.VectorLoader`` fills it (``missing``); a no-op after."""
+        loader = self.loader
+        if self.missing is not None and loader is not None:
+            loader.complete(rows)
+
+    def wait_loaded(self) -> None:
+        """Return once every row of ``mat`` holds its vector (``loading.py``)."""
+        loader = self.loader
+        if self.missing is not None and loader is not None:
+            loader.finish()
 
     def snapshot(self, ann: Ann) -> Snapshot:
         """The rows (views, not copies: hold ``lock`` while it is used) and ``ann``
@@ -366,7 +400,8 @@ class Mirror:
 
 class LiveRows:
     """The live rows of a ``Mirror`` for a build (``ivf.RowSource``): every read
-    copies under the mirror's lock, so a build thread never sees a row move."""
+    copies under the mirror's lock, so a build thread never sees a row move, once
+    every row holds its vector (``Mirror.wait_loaded``)."""
 
     def __init__(self, mirror: Mirror) -> None:
         self.mirror = mirror
@@ -378,6 +413,7 @@ class LiveRows:
 
     def sample(self, size: int, rng: np.random.Generator) -> tuple[FloatArray, IntArray]:
         m = self.mirror
+        m.wait_loaded()
         with m.lock:
             rows = np.flatnonzero(m.live[: m.n])
             pick = rows[rng.choice(len(rows), min(size, len(rows)), replace=False)]
@@ -385,6 +421,7 @@ class LiveRows:
 
     def rows_after(self, pk: int, limit: int) -> tuple[FloatArray, IntArray, int]:
         m = self.mirror
+        m.wait_loaded()
         with m.lock:
             start = int(np.searchsorted(m.pks[: m.n], pk, side="right"))
             stop = min(m.n, start + limit)
@@ -395,6 +432,7 @@ class LiveRows:
 
     def vectors(self, pks: IntArray) -> tuple[FloatArray, BoolArray]:
         m = self.mirror
+        m.wait_loaded()
         with m.lock:
             rows = m.rows_of(np.asarray(pks, dtype=np.int64))
             found = rows >= 0

@@ -264,6 +264,8 @@ def exact(
     """``rank`` by the exact product with every candidate row."""
     if rows is None and mask is not None:
         rows = np.flatnonzero(mask)
+    if mirror.missing is not None:  # the vectors are still being read from SQLite
+        mirror.complete(rows)
     if rows is not None and 4 * len(rows) < mirror.n:  # gather the few candidates
         dist = np.clip(1.0 - dot_rows(mirror.mat, rows, queries), 0.0, 2.0)
     else:  # multiply the whole matrix, then pick (no large copy)
@@ -311,6 +313,8 @@ def approximate(
         rows = rows[mirror.live[rows]]
     if not len(rows):
         return None
+    if mirror.missing is not None:  # the vectors are still being read from SQLite
+        mirror.complete(rows)
     dist = np.clip(1.0 - dot_rows(mirror.mat, rows, q[None])[:, 0], 0.0, 2.0)
     best = best_records(dist, mirror.rec[rows], k)
     return best if len(best) >= k else None

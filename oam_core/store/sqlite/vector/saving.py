@@ -2,12 +2,11 @@
 and writes go on, so that no search and no ``close`` waits for a large write.
 
 A build's result is written here (``vector/builds.py``): the thread holds the
-mirror's lock (``mirror.lock``) only to copy the small columns and serialise the
-faiss index, then writes the float32 matrix in slices, taking the lock per slice and
-checking that the slice's rows still hold the chunk keys it copied. Rows never
-change their vector in place, and only a compaction or a reload moves them: then the
-write is abandoned (its temporary file removed) and the file is written again at the
-next build or close. A snapshot is consistent with the high-water mark and change-log
+mirror's lock (``mirror.lock``) only to copy the columns and serialise the faiss
+index, then writes them without it (the file holds no float32 vector: those stay in
+SQLite). A mirror with dead rows is not written (they are compacted first, at the
+next maintenance): the write is abandoned and done again at the next build or
+close. A snapshot is consistent with the high-water mark and change-log
 cursor it records: columns changed after it are re-read from the log by its reader.
 
 Searches of an unchanged store read the mirror and the faiss index without the
@@ -19,9 +18,6 @@ from __future__ import annotations
 
 import threading
 from typing import Any
-
-import numpy as np
-import numpy.typing as npt
 
 from oam_core.store.sqlite.vector import ivf
 from oam_core.store.sqlite.vector.file import IndexFile, Moved, Snapshot, Source, write_from
@@ -80,7 +76,6 @@ class BackgroundWrite:
 
     def _run(self, ann: Ann, faiss: Any) -> None:
         m = self.mirror
-        keys: list[npt.NDArray[np.int64]] = []
 
         def take() -> Snapshot:
             if m.n_dead:
@@ -95,22 +90,14 @@ class BackgroundWrite:
                 expires=snap.expires.copy(),
                 vfrom=snap.vfrom.copy(),
                 vuntil=snap.vuntil.copy(),
-                mat=np.zeros((0, snap.dim), np.float32),
+                mat=None,
                 columns={name: col.copy() for name, col in snap.columns.items()},
                 tables={name: list(names) for name, names in snap.tables.items()},
                 ann=ann,
             )
-            keys.append(copy.pks)
             return copy
 
-        def mat_rows(a: int, b: int) -> npt.NDArray[np.float32]:
-            with m.lock:
-                if m.n < b or not np.array_equal(m.pks[a:b], keys[0][a:b]):
-                    raise Moved
-                rows: npt.NDArray[np.float32] = m.mat[a:b].copy()
-                return rows
-
-        snap = write_from(self.file.path or "", Source(m.lock, take, mat_rows), faiss)
+        snap = write_from(self.file.path or "", Source(m.lock, take), faiss)
         if snap is not None:
             with m.lock:
                 self.file.saved = (snap.hwm, snap.cursor)

@@ -1,0 +1,143 @@
+"""CPU time of one ``store.search`` at LoCoMo scale, without the query embedding.
+
+The in-process harness behind bench/README.md, "HYBRID latency at LoCoMo scale": each
+LoCoMo conversation is written once into a SQLite file (``--db-dir``, through
+``locomo_recall.py``'s ingest), copied into an in-memory store per run, and every
+question of the conversation is searched ``--passes`` times after one unmeasured
+pass, with the query vectors computed before (HYBRID: memoised, VECTOR: passed as
+``query_vector``). A question's time is the median of its passes of
+``time.process_time`` around ``store.search``; the report is the p50 over the
+questions, in CPU and wall time. ``--dump`` writes every question's ids and
+distances of the last pass (compare two trees byte for byte).
+
+Run it on two trees alternately, several rounds, and compare medians::
+
+    PYTHONPATH=$T:$T/integrations python bench/hybrid_latency.py --strategy hybrid
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import locomo_recall as lr
+
+from oam_core import SQLiteMemoryStore
+from oam_core.apis.embedder import IEmbedder
+
+DATA = Path("/work/shared/data/locomo")
+
+
+class MemoEmbedder(IEmbedder):
+    """Delegates to another embedder and keeps every answer by (texts, is_query)."""
+
+    def __init__(self, inner: IEmbedder) -> None:
+        self.inner = inner
+        self.max_input_tokens = inner.max_input_tokens
+        self.memo: dict[tuple[tuple[str, ...], bool], npt.NDArray[np.float32]] = {}
+
+    @property
+    def embedding_dimension(self) -> int:
+        return self.inner.embedding_dimension
+
+    def embed(self, texts: Sequence[str], *, is_query: bool = False) -> npt.NDArray[np.float32]:
+        """The inner embedder's vectors of ``texts``, computed once."""
+        key = (tuple(texts), is_query)
+        found = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = self.inner.embed(texts, is_query=is_query)
+        return found
+
+
+def _store(
+    db: Path, model: Any, conversations: Any, memo: MemoEmbedder, strategy: str
+) -> SQLiteMemoryStore:
+    """An in-memory store holding a copy of the conversation's file (written once)."""
+    if not db.exists():
+        db.parent.mkdir(parents=True, exist_ok=True)
+        writer = SQLiteMemoryStore(str(db), embedder=model, vector_dim=model.embedding_dimension)
+        lr._ingest_sample("turns", writer, model, conversations, {}, lr._Timings())
+        writer.close()
+    store = SQLiteMemoryStore(
+        ":memory:",
+        embedder=memo,
+        vector_dim=memo.embedding_dimension,
+        search_strategy="KEYWORD" if strategy == "keyword" else "HYBRID",
+    )
+    source = sqlite3.connect(str(db))
+    source.backup(store.runtime.backend.conn)  # type: ignore[attr-defined]
+    source.close()
+    return store
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Measure and print one JSON line (see the module docstring)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--strategy", choices=["hybrid", "vector", "keyword"], default="hybrid")
+    parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--data", type=Path, default=DATA / "locomo_dev.json")
+    parser.add_argument("--qrels", type=Path, default=DATA / "locomo_dev_qrels.jsonl")
+    parser.add_argument("--embed-cache", type=Path, default=Path("/tmp/embcache.sqlite"))
+    parser.add_argument("--db-dir", type=Path, default=Path("/tmp/hybrid_latency_db"))
+    parser.add_argument("--dump", type=Path, help="write each question's results here")
+    args = parser.parse_args(argv)
+    by_sample = lr.load_samples(args.data, None)
+    questions, _ = lr._questions_by_sample(args.qrels, by_sample)
+    model = lr._loaded_model("local", args.embed_cache, None, lr._Timings())
+    memo = MemoEmbedder(model.inner)
+    cpu: list[float] = []
+    wall: list[float] = []
+    dump = args.dump.open("w", encoding="utf-8") if args.dump else None
+    for sample_id, conversations in by_sample.items():
+        store = _store(
+            args.db_dir / f"{sample_id}.sqlite", model, conversations, memo, args.strategy
+        )
+        scope: dict[str, Any] = {"user_id": sample_id, "exact_user_match": True}
+        scope["record_types"] = {"message"}
+        asked = questions.get(sample_id, [])
+        for question in asked:
+            memo.embed([question.question], is_query=True)
+        times: list[tuple[list[float], list[float]]] = [([], []) for _ in asked]
+        for n in range(args.passes + 1):
+            for (cpu_s, wall_s), question in zip(times, asked, strict=True):
+                cpu0, wall0 = time.process_time(), time.perf_counter()
+                if args.strategy == "vector":
+                    vector = memo.embed([question.question], is_query=True)[0]
+                    results = store.search(k=10, query_vector=vector, **scope)
+                else:
+                    results = store.search(question.question, 10, **scope)
+                if n:
+                    cpu_s.append(time.process_time() - cpu0)
+                    wall_s.append(time.perf_counter() - wall0)
+                if n == args.passes and dump is not None:
+                    row = [r.id for r, _ in results], [repr(d) for _, d in results]
+                    dump.write(json.dumps([sample_id, question.qa_index, *row]) + "\n")
+        cpu += [statistics.median(c) for c, _ in times]
+        wall += [statistics.median(w) for _, w in times]
+        store.close()
+    if dump is not None:
+        dump.close()
+    report = {
+        "strategy": args.strategy,
+        "questions": len(cpu),
+        "cpu_p50_ms": round(1000 * statistics.median(cpu), 3),
+        "wall_p50_ms": round(1000 * statistics.median(wall), 3),
+        "wall_p95_ms": round(1000 * float(np.percentile(wall, 95)), 3),
+    }
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
