@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from oam_core.errors import InvalidArgumentError
-from oam_core.store.sqlite.vector import ivf
+from oam_core.store.sqlite.vector import ivf, threads
 from oam_core.store.sqlite.vector import tail as tails
 from oam_core.store.sqlite.vector.file import IndexFile
 from oam_core.store.sqlite.vector.ivf import CALIBRATION_QUERIES, Ann
@@ -63,16 +63,6 @@ SIDE_SHARE = 4
 once they are more than a ``1 / SIDE_SHARE`` of its entries (``AnnBuilds.settle``)."""
 CATCH_UP_ROUNDS = 2
 """Rounds in which a background build adds the rows written while it ran."""
-
-
-def one_thread(faiss: Any) -> None:
-    """Let faiss (OpenMP, and the BLAS it calls) use one thread in the calling
-    thread: a background build or assignment then takes one core beside the writer
-    and the searches, instead of threads that spin waiting for a busy core (on a
-    loaded 2-core machine the writer ran at half its rate beside them)."""
-    setter = getattr(faiss, "omp_set_num_threads", None)
-    if setter is not None:
-        setter(1)
 
 
 class UpTo:
@@ -307,7 +297,7 @@ class AnnBuilds:
         self.settle()
 
     def _run(self, faiss: Any, source: UpTo, rng: np.random.Generator) -> None:
-        one_thread(faiss)
+        threads.background(faiss)
         try:
             built = Ann.build(faiss, source, rng, stop=self._stop.is_set)
             if built is not None:

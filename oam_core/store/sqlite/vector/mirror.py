@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oam_core.checks import lengthen_short_rows
+from oam_core.checks import SHORT_COMPONENT, lengthen_short_rows
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.sqlite.vector.file import SCOPES, Snapshot
 from oam_core.store.sqlite.vector.ivf import Ann, BoolArray, FloatArray, IntArray
@@ -200,7 +200,7 @@ class Mirror:
             raise InvalidArgumentError("chunk vectors of different dimensions in one store")
         self.reserve(self.n + m)
         a, b = self.n, self.n + m
-        self.mat[a:b] = unit(vectors)
+        unit(vectors, out=self.mat[a:b])
         self.pks[a:b] = pks
         self.rec[a:b] = rec
         self.rtype[a:b] = self.types.encode(rtype)
@@ -454,15 +454,31 @@ def _floats(values: Sequence[float | None], none: float) -> npt.NDArray[np.float
     return np.array([none if v is None else v for v in values], dtype=np.float64)
 
 
-def unit(vecs: FloatArray) -> FloatArray:
-    """Rows of ``vecs`` scaled to unit length (zero rows stay zero), as float32.
+def unit(vecs: FloatArray, out: FloatArray | None = None) -> FloatArray:
+    """Rows of ``vecs`` scaled to unit length (zero rows stay zero), as float32,
+    written to ``out`` (a float32 array of the same shape; a new one when None).
 
     Rows whose components are all tiny (stored before writes lengthened them,
     ``checks.lengthen_short_rows``) are scaled in float64 first: the squares of
     components below about 1e-19 underflow float32, and such a row would else stay
-    a zero row (docs/store.md#what-is-stored-and-what-is-searched)."""
-    out = lengthen_short_rows(np.array(vecs, dtype=np.float32))
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
-    np.divide(out, norms, out=out, where=norms > 0)
-    out[(norms == 0)[:, 0]] = 0.0
+    a zero row (docs/store.md#what-is-stored-and-what-is-searched). Only rows whose
+    float32 length says they may be such rows are looked at (a short row's length
+    is below ``SHORT_COMPONENT`` times the square root of the dimension), so a
+    batch of ordinary rows is read twice and written once."""
+    src = np.asarray(vecs, dtype=np.float32)
+    if out is None:
+        out = np.empty(src.shape, np.float32)
+    if not src.size:
+        return out
+    norms = np.linalg.norm(src, axis=1)
+    limit = 2.0 * SHORT_COMPONENT * math.sqrt(src.shape[1])
+    short = np.flatnonzero(norms < limit)
+    fixed = None
+    if short.size:
+        fixed = lengthen_short_rows(src[short])
+        norms[short] = np.linalg.norm(fixed, axis=1)
+    norms[norms == 0] = 1.0  # a zero row divided by 1 stays zero
+    np.divide(src, norms[:, None], out=out)
+    if fixed is not None:
+        out[short] = fixed / norms[short, None]
     return out

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from oam_core.store.sqlite.vector import threads
 from oam_core.store.sqlite.vector.ivf import (
     ADD_BATCH,
     Ann,
@@ -93,9 +94,7 @@ class TailAssigner:
             self.thread = self._start()
 
     def _run(self, after: int) -> None:
-        setter = getattr(self.faiss, "omp_set_num_threads", None)
-        if setter is not None:  # one core beside the writer (``builds.one_thread``)
-            setter(1)
+        threads.background(self.faiss)  # one core, below the writer and the searches
         source = LiveRows(self.mirror)
         while not self._stop.is_set():
             mat, pks, last = source.rows_after(after, TAIL_SLICE)
