@@ -35,6 +35,7 @@ import locomo_recall as lr
 
 from oam_core import SQLiteMemoryStore
 from oam_core.apis.embedder import IEmbedder
+from oam_core.store.sqlite.backend import PAGE_BYTES
 
 DATA = Path("/work/shared/data/locomo")
 
@@ -60,10 +61,23 @@ class MemoEmbedder(IEmbedder):
         return found
 
 
+def _page_size(db: Path) -> int:
+    """``PRAGMA page_size`` of the file ``db``, in bytes."""
+    conn = sqlite3.connect(str(db))
+    try:
+        return int(conn.execute("PRAGMA page_size").fetchone()[0])
+    finally:
+        conn.close()
+
+
 def _store(
     db: Path, model: Any, conversations: Any, memo: MemoEmbedder, strategy: str
 ) -> SQLiteMemoryStore:
-    """An in-memory store holding a copy of the conversation's file (written once)."""
+    """An in-memory store holding a copy of the conversation's file (written once, and
+    again when its page size is not the store's: SQLite's backup cannot copy pages of
+    another size into an in-memory database)."""
+    if db.exists() and _page_size(db) != PAGE_BYTES:
+        db.unlink()
     if not db.exists():
         db.parent.mkdir(parents=True, exist_ok=True)
         writer = SQLiteMemoryStore(str(db), embedder=model, vector_dim=model.embedding_dimension)

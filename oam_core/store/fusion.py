@@ -225,10 +225,10 @@ def signal_lists(
     lists: builtins.list[tuple[Signal, builtins.list[Hashable]]] = []
     if Signal.SPEAKER in which:
         words = {fold(w) for w in _WORD.findall(query)}
-        names = {n for n in (participant_name(records[key].metadata) for key in present) if n}
-        named = {n for n in names if _names_in(n, words)}
+        speakers = [participant_name(records[key].metadata) for key in present]
+        named = {n for n in set(speakers) if n and _names_in(n, words)}
         if len(named) == 1:
-            spoken = [key for key in present if participant_name(records[key].metadata) in named]
+            spoken = [key for key, n in zip(present, speakers, strict=True) if n in named]
             lists.append((Signal.SPEAKER, spoken))
     spans = query_spans(query, now) if Signal.DATE in which else []
     if spans:
@@ -746,11 +746,8 @@ def feedback_terms(
     turns = [key for key in present if records[key].record_type == MESSAGE][:head]
     if not asked or not turns:
         return []
-    names = {
-        word
-        for key in present
-        for word in content_terms(participant_name(records[key].metadata) or "")
-    }
+    speakers = {participant_name(records[key].metadata) or "" for key in present}
+    names = {word for name in speakers for word in content_terms(name)}
     docs = [content_terms(records[key].content or "") for key in present]
     skip = set(asked) | names
     heads = [content_terms(records[key].content or "") for key in turns]

@@ -1,4 +1,4 @@
-"""A file the SQLite store creates uses 8 KiB pages; a file created before keeps its
+"""A file the SQLite store creates uses 16 KiB pages; a file created before keeps its
 own (oam_core/store/sqlite/backend.py PAGE_BYTES, docs/sqlite.md#page-size)."""
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ def _vectors(n: int) -> np.ndarray:
     return np.random.default_rng(7).standard_normal((n, 8)).astype(np.float32)
 
 
-def test_a_new_file_gets_8_kib_pages(tmp_path: Path) -> None:
-    assert backend.PAGE_BYTES == 8192
+def test_a_new_file_gets_16_kib_pages(tmp_path: Path) -> None:
+    assert backend.PAGE_BYTES == 16384
     path = tmp_path / "new.db"
     store = SQLiteMemoryStore(path, vector_dim=8)
     try:
         store.add(["first"], "memory", embeddings=_vectors(1), record_ids=["a"])
     finally:
         store.close()
-    assert _page_size(path) == 8192
+    assert _page_size(path) == 16384
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
@@ -71,6 +71,6 @@ def test_an_in_memory_store_uses_the_same_page_size() -> None:
     store = SQLiteMemoryStore(":memory:", vector_dim=8)
     try:
         conn = store.runtime.backend.conn  # type: ignore[attr-defined]
-        assert conn.execute("PRAGMA page_size").fetchone()[0] == 8192
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == 16384
     finally:
         store.close()

@@ -70,11 +70,13 @@ batches of an import); the first read or write outside one sets it back, freeing
 DEFAULT_CACHE_PAGES = -2000
 """SQLite's default ``PRAGMA cache_size`` (2,000 KiB), what ``streaming`` sets back."""
 
-PAGE_BYTES = 8192
+PAGE_BYTES = 16384
 """``PRAGMA page_size`` of a file the store creates, in bytes (SQLite's default is 4096).
-A chunk row holds its vector (1.5 KiB at 384 dimensions), so 4 KiB pages fit two rows
-and waste a fifth of each page; 8 KiB pages make files ~16% smaller and bulk writes
-~8% faster at the same single-record write time (docs/sqlite.md#page-size). A file
+A chunk row holds its vector (1.5 KiB at 384 dimensions) and its text, ~1.7 KiB in
+all: a 4 KiB page fits two and wastes a fifth of itself, an 8 KiB page four (18%
+empty), a 16 KiB page nine (7% empty). 16 KiB pages make a 100k-record file ~9%
+smaller than 8 KiB and bulk writes no slower; a one-record write costs ~0.1-0.2 ms
+more CPU (each commit writes whole pages to the log; docs/sqlite.md#page-size). A file
 created before keeps its page size: SQLite cannot change it in WAL mode."""
 
 
