@@ -476,8 +476,7 @@ class SQLiteTx(SqlTx):
         self.json_rows = backend.json_rows
         self._json_bound: dict[str, list[Any]] = {}
         self.max_bytes = jsonrows.max_bytes(conn) if self.json_rows else 0
-        self.inserted: builtins.list[Inserted] = []
-        """The chunk rows written, for the vector index after the commit."""
+        self.inserted: builtins.list[Inserted] = []  # for the vector index after the commit
 
     def restore_if_new(self, cols: Any, batch_size: int) -> bool | None:
         # A savepoint, so that a clash (the unique index) undoes the batch's rows
@@ -595,11 +594,9 @@ class SQLiteTx(SqlTx):
         self._insert_rows("chunks", first, names, [*columns, has_vector], batch_size, blobs, matrix)
         vectors = (lambda: matrix) if matrix is not None else (lambda: blobs(0, n) if blobs else [])
         self.inserted.append(Inserted(first, columns, has_vector, vectors))
-        # The new text goes to FTS5 from the caller's column, through the expression
-        # the view and the delete trigger apply (``schema.fts_text``): reading it back
-        # from the rows just written would read their pages (vectors included) again,
-        # from the log once they left the page cache. Keys are consecutive (BEGIN
-        # IMMEDIATE holds the file).
+        # The new text goes to FTS5 from the caller's column through ``schema.fts_text``
+        # (as the view and delete trigger): no read-back of the pages just written.
+        # Keys are consecutive (BEGIN IMMEDIATE holds the file).
         texts = columns[st.CHUNK_TEXT]
         fts = f"{self.p}chunks_fts"
         text_spans: list[jsonrows.Span[str]] = [(0, n, None)]
@@ -689,12 +686,9 @@ class SQLiteTx(SqlTx):
 
 
 # -- the helper thread of a HYBRID search ---------------------------------------------
-# Helper threads that run a search's vector half beside its keyword half
-# (docs/sqlite.md#hybrid-search-in-parallel).
-#
-# numpy, faiss and SQLite release the GIL while they compute, so on a machine with more
-# than one core two halves of one search overlap. The pool is per process: a child
-# after ``fork`` starts its own (a pool inherited from the parent has no live threads
+# Threads running a search's vector half beside its keyword half (numpy, faiss and
+# SQLite release the GIL; docs/sqlite.md#hybrid-search-in-parallel). The pool is per
+# process: a child after ``fork`` starts its own (an inherited pool has no live threads
 # and would never run what it is given).
 
 T = TypeVar("T")
