@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from oam_core import SQLiteMemoryStore
-from oam_core.store.sqlite.vector import feed, ivf, tail
+from oam_core.store.sqlite.vector import builds, feed, ivf, tail
 from oam_core.store.sqlite.vector.mirror import Mirror
 
 DIM = 8
@@ -38,8 +38,9 @@ def open_store(
 ) -> SQLiteMemoryStore:
     store = SQLiteMemoryStore(str(path), vector_dim=DIM)
     store._impl.index.ann_min_rows = ann_min_rows
-    if background_rows is not None:
+    if background_rows is not None:  # writes build from there
         store._impl.index.background_rows = background_rows
+        store._impl.index.builds.write_builds = True
     store._impl.index.exact_max = 4
     return store
 
@@ -223,6 +224,76 @@ def test_writes_below_background_rows_leave_the_build_to_the_first_search(
         store.close()
 
 
+def test_by_default_a_bulk_write_past_background_rows_leaves_the_build_to_a_search(
+    tmp_path: Path,
+) -> None:
+    """Without ``write_builds`` (the default) a write past ``background_rows`` feeds
+    the mirror and starts no build; the next search starts it in the background and
+    ranks exactly meanwhile."""
+    path = tmp_path / "s.db"
+    store = open_store(path)
+    index = store._impl.index
+    index.background_rows = 500
+    assert index.builds.write_builds is False
+    try:
+        add(store, 0, 1_200)
+        assert index.builds.thread is None and index.ann is None and index.mirror.n == 1_200
+        for q in QUERIES:
+            assert ids(store, q, 10) == brute_force(path, q, 10)
+        assert index.wait_for_build(60)
+        ids(store, QUERIES[0], 3)  # adopts it
+        assert index.ann is not None and set(index.ann.ids().tolist()) == live_keys(index.mirror)
+    finally:
+        store.close()
+
+
+def test_an_index_adopted_by_a_search_of_an_unchanged_store_retrains_a_grown_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build finishes after the last write and a search that already saw every
+    row adopts it: the store grew past ``REBUILD_GROWTH`` times its training while
+    it built, so that search starts the retrain at once, and the adopted index keeps
+    the rows written meanwhile beside faiss (one large faiss index, not two)."""
+    monkeypatch.setattr(tail, "INLINE_ROWS", 64)
+    filled, release = threading.Event(), threading.Event()
+    catch_up = builds.AnnBuilds._catch_up
+
+    def held(self: builds.AnnBuilds, built: ivf.Ann) -> None:
+        filled.set()  # its faiss part holds the rows it started with
+        release.wait(60)
+        catch_up(self, built)
+
+    monkeypatch.setattr(builds.AnnBuilds, "_catch_up", held)
+    path = tmp_path / "s.db"
+    store = open_store(path, background_rows=8)
+    try:
+        add(store, 0, 1_000)  # loads the mirror and starts the build
+        index = store._impl.index
+        assert filled.wait(60)
+        add(store, 1_000, 4_500)
+        ids(store, QUERIES[0], 3)  # sees every row; the build still runs
+        assert index.ann is None and index.builds.thread is not None
+        release.set()
+        thread = index.builds.thread
+        thread.join(60)
+        for q in QUERIES:  # the first adopts it and starts the retrain
+            assert ids(store, q, 10) == brute_force(path, q, 10)
+        first = index.ann
+        assert first is not None and first.trained_on == 1_000
+        assert index.builds.thread is not None and index.builds.thread is not thread
+        assert int(first.index.ntotal) == 1_000 and len(first.side) == 3_500  # not stored
+        assert index.wait_for_build(60)
+        ids(store, QUERIES[0], 3)
+        assert index.wait_for_build(60)
+        ids(store, QUERIES[0], 3)
+        assert index.ann is not first and index.ann is not None
+        assert index.ann.trained_on == 4_500
+        assert sorted(index.ann.ids().tolist()) == sorted(live_keys(index.mirror))
+    finally:
+        release.set()
+        store.close()
+
+
 def test_a_retrain_keeps_the_serving_index_out_of_faiss_growth(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -314,6 +385,7 @@ CHILD = textwrap.dedent(
     from oam_core import SQLiteMemoryStore
     from oam_core.store.sqlite.vector import builds, ivf, ranking
     builds.ANN_MIN_ROWS, builds.BACKGROUND_ROWS, ranking.EXACT_MAX = 8, 8, 4
+    builds.WRITE_BUILDS = True
     start, stop, batch, hold_from = map(int, sys.argv[2:6])
     build = ivf.Ann._build.__func__
 

@@ -4,12 +4,9 @@ run (``vector/threads.py``)."""
 from __future__ import annotations
 
 import os
-import sys
 import threading
-from typing import Any
 
 import numpy as np
-import pytest
 
 from oam_core.checks import lengthen_short_rows
 from oam_core.store.sqlite.vector import threads
@@ -68,7 +65,9 @@ class _Faiss:
         self.threads.append(n)
 
 
-def _in_thread(faiss: Any) -> int:
+def test_a_background_thread_runs_one_omp_thread_at_its_priority() -> None:
+    faiss = _Faiss()
+    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     seen: list[int] = []
 
     def run() -> None:
@@ -78,19 +77,9 @@ def _in_thread(faiss: Any) -> int:
     t = threading.Thread(target=run)
     t.start()
     t.join()
-    return seen[0]
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread niceness")
-def test_a_background_thread_runs_one_omp_thread_at_a_lower_priority() -> None:
-    faiss = _Faiss()
-    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    nice = _in_thread(faiss)
     assert faiss.threads == [1]
-    assert nice == min(19, before + threads.BACKGROUND_NICE)
-    # only that thread: the caller's priority is unchanged
-    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
+    assert seen == [before]
 
 
 def test_background_without_omp_setter() -> None:
-    _in_thread(object())  # a faiss build without OpenMP: nothing to set, no error
+    threads.background(object())  # a faiss build without OpenMP: nothing to set

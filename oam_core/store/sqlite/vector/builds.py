@@ -3,14 +3,15 @@
 written with the mirror to the index file (``vector/file.py``).
 
 Building the ANN index: from ``ANN_MIN_ROWS`` live rows, in the search that first
-needs it; from ``BACKGROUND_ROWS`` on, in a background thread, also when a write
-brought the rows there (``maintain(writing=True)``), while searches rank exactly (or
-with the previous index, when a grown store retrains), so no search or write waits
-for a large build. A write below ``BACKGROUND_ROWS`` leaves the build to the next
-search, as a store that reads its rows back does. The thread reads the mirror in
-slices under its lock (``mirror.LiveRows``), and once its index is filled goes on
-assigning the rows written meanwhile to its lists in ``CATCH_UP_ROUNDS`` rounds; then
-the next search or write adopts it (the previous index is dropped).
+needs it; from ``BACKGROUND_ROWS`` on, in a background thread, while searches rank
+exactly (or with the previous index, when a grown store retrains), so no search or
+write waits for a large build. A write starts it only with ``WRITE_BUILDS`` (off:
+the next search does). The thread reads the mirror in slices under its lock
+(``mirror.LiveRows``), and once its index is filled goes on assigning the rows
+written meanwhile to its lists in ``CATCH_UP_ROUNDS`` rounds; then the next search
+or write adopts it (the previous index is dropped) and maintains at once (a store
+that grew past ``REBUILD_GROWTH`` meanwhile starts its retrain before the adopted
+index stores its rows held beside faiss).
 
 Rows written after the serving index took rows in: up to ``tail.INLINE_ROWS`` are
 added inline; more are assigned to its lists by a ``tail.TailAssigner`` thread and
@@ -39,7 +40,14 @@ from oam_core.store.sqlite.vector.mirror import LiveRows, Mirror
 from oam_core.store.sqlite.vector.saving import BackgroundWrite
 from oam_core.store.sqlite.vector.tail import TailAssigner, extend_inline
 
-__all__ = ["ANN_MIN_ROWS", "BACKGROUND_ROWS", "REBUILD_GROWTH", "RECHECK_GROWTH", "AnnBuilds"]
+__all__ = [
+    "ANN_MIN_ROWS",
+    "BACKGROUND_ROWS",
+    "REBUILD_GROWTH",
+    "RECHECK_GROWTH",
+    "WRITE_BUILDS",
+    "AnnBuilds",
+]
 
 ANN_MIN_ROWS = 20_000
 """Live vector chunks from which an ANN index is built (exact below: ~1 ms)."""
@@ -62,6 +70,14 @@ SIDE_SHARE = 4
 """The serving index's keys held beside faiss (``ivf.Side``) are stored in faiss
 once they are more than a ``1 / SIDE_SHARE`` of its entries (``AnnBuilds.settle``)."""
 CATCH_UP_ROUNDS = 2
+WRITE_BUILDS = False
+"""Whether a write that brings the live rows past ``BACKGROUND_ROWS`` (or a store 4x
+past its index's training) starts the build or retrain itself. Off: the first
+search after the write does, as before. On a 2-core machine a build beside a fast
+bulk load cost the writer 12-41% of its rate (the build's CPU, the GIL, the mirror's
+lock) and still did not finish before a 1M load did (``bench/README.md``, "No cliff
+after a bulk load"); the rows the writer hands over and the tail assigner of an
+existing index are kept either way."""
 """Rounds in which a background build adds the rows written while it ran."""
 
 
@@ -104,6 +120,7 @@ class AnnBuilds:
             (default ``BACKGROUND_ROWS``).
 
     Attributes:
+        write_builds: A write may start a build (``WRITE_BUILDS``; tests set it).
         compact_min: Dead rows tolerated before compacting (``COMPACT_MIN``).
         ann: The index searches use, or None (they rank exactly).
         pending: An index read from a file whose change log was pruned past it,
@@ -131,6 +148,7 @@ class AnnBuilds:
         self.file = file
         self.ann_min_rows = ANN_MIN_ROWS if ann_min_rows is None else ann_min_rows
         self.background_rows = BACKGROUND_ROWS if background_rows is None else background_rows
+        self.write_builds = WRITE_BUILDS
         self.compact_min = COMPACT_MIN
         self.ann: Ann | None = None
         self.pending: Ann | None = None
@@ -145,7 +163,7 @@ class AnnBuilds:
         """After a catch-up: compact a mirror with many dead rows, check a pending
         index, build or retrain the index when due, add the new rows to it and
         check its recall when the rows grew. After a write (``writing``): only the
-        builds, in the background, and the new rows."""
+        new rows, and the builds in the background when ``write_builds``."""
         m = self.mirror
         if not writing and m.n_dead > max(self.compact_min, m.n // 4):
             self.compact()
@@ -159,7 +177,11 @@ class AnnBuilds:
         live = m.n - m.n_dead
         grown = self.ann is not None and live > REBUILD_GROWTH * self.ann.trained_on
         due = (self.ann is None or grown) and live >= self.ann_min_rows and self.thread is None
-        if due and live >= (self.background_rows if writing else 0):
+        if (
+            due
+            and live >= (self.background_rows if writing else 0)
+            and (self.write_builds or not writing)
+        ):
             self.build(background=writing or live >= self.background_rows)
         if self.ann is not None:
             self.extend(self.ann, writing=writing)
@@ -348,9 +370,7 @@ class AnnBuilds:
                 self._forget_other_tail()
                 tails.release_freed()  # the lists of the index dropped
                 self.unsaved = True
-                self.extend(built, writing=writing)
-                if not writing:
-                    self.settle()
+                self.extend(built, writing=writing)  # ``maintain`` settles after a retrain check
 
     def _holds_dead(self, ann: Ann) -> bool:
         """Whether ``ann`` may hold rows deleted since it read them: it holds more

@@ -116,7 +116,10 @@ class VectorIndex:
                 self._adopt_finished()  # first: a grown store may retrain it at once
                 self.builds.maintain()
             return
-        self._adopt_finished()
+        if self._adopt_finished():
+            with self.mirror.lock:  # a store that grew meanwhile retrains at once
+                self.builds.maintain()
+            return
         if self.builds.tail is not None and self.builds.tail_ready:  # rows assigned: add them
             with self.mirror.lock:
                 ann = self.builds.ann
@@ -125,12 +128,14 @@ class VectorIndex:
                 else:
                     self.builds.extend(ann)
 
-    def _adopt_finished(self, *, writing: bool = False) -> None:
+    def _adopt_finished(self, *, writing: bool = False) -> bool:
         """Adopt the index of a background build that ended (``writing``: in a
-        write, ``builds.AnnBuilds.adopt``)."""
+        write, ``builds.AnnBuilds.adopt``); whether one was. ``maintain`` follows."""
         thread = self.builds.thread
         if thread is not None and not thread.is_alive():
             self.builds.adopt(writing=writing)
+            return True
+        return False
 
     def candidates(
         self,
