@@ -11,6 +11,7 @@ Documented in ``docs/sqlite.md``.
 One module per job, inner ones first:
 
 - ``ivf``: the ANN index (faiss IVF, 8-bit codes), its build and calibration;
+- ``threads``: how its background threads run (faiss on one OpenMP thread);
 - ``file``: the index file ``<database>.oamvec`` (format, reading, atomic writes) and
   when it is trusted;
 - ``mirror``: the arrays (vectors, keys, scope and type codes, expiry, validity
