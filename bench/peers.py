@@ -10,7 +10,9 @@ exact top 10 by cosine (numpy float32), overall and within the query's user.
 Each (peer, N) runs in a fresh subprocess; its peak-RSS counter is reset right
 before the bulk load (``/proc/self/clear_refs``), so the figure is the memory the
 load and the searches needed. Bulk load: ``--batch`` records per add call with the
-precomputed vectors; search: 10 warm-up queries, then each query timed alone.
+precomputed vectors; search: 10 warm-up queries (``--warmup``), then each query timed alone; with
+``--warmup 0`` the 200 searches right after the load are timed first (the oam peer's
+index may still be building: the ``first`` columns), then the usual passes.
 
 Peers (missing packages are reported, not fatal; ``pip install 'oam[bench]'``):
   numpy      exact scan over a matrix (per-user row lists for the filtered case)
@@ -319,9 +321,9 @@ def _rss_mb() -> float:
     return 0.0
 
 
-def _timed(peer: Any, ds: dict[str, Any], users: bool) -> dict[str, float]:
+def _timed(peer: Any, ds: dict[str, Any], users: bool, warmup: int = 10) -> dict[str, float]:
     qs, us, gt = ds["queries"], ds["users"], ds["gt_user" if users else "gt"]
-    for i in range(10):
+    for i in range(warmup):
         peer.search(qs[i], K, us[i] if users else None)
     lat, recall = [], []
     for i, q in enumerate(qs):
@@ -337,7 +339,7 @@ def _timed(peer: Any, ds: dict[str, Any], users: bool) -> dict[str, float]:
     }
 
 
-def worker(name: str, n: int, batch: int) -> dict[str, Any]:
+def worker(name: str, n: int, batch: int, warmup: int = 10) -> dict[str, Any]:
     ds = dataset(n)
     workdir = tempfile.mkdtemp(prefix=f"peers-{name}-")
     out: dict[str, Any] = {"peer": name, "n": n}
@@ -357,6 +359,8 @@ def worker(name: str, n: int, batch: int) -> dict[str, Any]:
             b = min(a + batch, n)
             peer.add(ds["texts"][a:b], ds["vecs"][a:b], ds["metas"][a:b], ds["ids"][a:b])
         out["add_per_s"] = n / (time.perf_counter() - started)
+        if not warmup:  # the searches right after the load, index ready or not
+            out["first"] = _timed(peer, ds, users=False, warmup=0)
         if hasattr(peer, "index_ready"):
             out["index_ready_s"] = peer.index_ready(ds["queries"][0])
         out["search"] = _timed(peer, ds, users=False)
@@ -374,7 +378,7 @@ def worker(name: str, n: int, batch: int) -> dict[str, Any]:
 # -- parent -----------------------------------------------------------------------------
 
 
-def run(name: str, n: int, batch: int) -> dict[str, Any]:
+def run(name: str, n: int, batch: int, warmup: int = 10) -> dict[str, Any]:
     cmd = [
         sys.executable,
         os.path.abspath(__file__),
@@ -384,6 +388,8 @@ def run(name: str, n: int, batch: int) -> dict[str, Any]:
         str(n),
         "--batch",
         str(batch),
+        "--warmup",
+        str(warmup),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     lines = proc.stdout.strip().splitlines()
@@ -412,7 +418,8 @@ def table(results: dict[tuple[str, int], dict[str, Any]], ns: list[int], peers: 
         "| N | peer | add rec/s | p50 ms | p95 ms | recall@10 | ÷ numpy | ÷ chroma "
         "| user p50 ms | user recall | user ÷ numpy | add ÷ sqlite-vec | peak RSS MB "
         "| RSS ÷ numpy | disk MiB | disk ÷ sqlite-vec | index ready s | close s "
-        "| reopen + 1st search s |"
+        "| reopen + 1st search s "
+        "| first p50 ms | first p95 ms | first p95 ÷ p50 | first recall |"
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for n in ns:
@@ -437,9 +444,18 @@ def table(results: dict[tuple[str, int], dict[str, Any]], ns: list[int], peers: 
                 f"| {_fmt(r.get('disk_mb'))} "
                 f"| {_ratio(get(p, 'disk_mb'), get('sqlitevec', 'disk_mb'))} "
                 f"| {_fmt(r.get('index_ready_s'))} | {_fmt(r.get('close_s'))} "
-                f"| {_fmt(r.get('reopen_first_search_s'))} |"
+                f"| {_fmt(r.get('reopen_first_search_s'))} "
+                f"| {_first(r, 'p50_ms')} | {_first(r, 'p95_ms')} "
+                f"| {_ratio(get(p, 'first', 'p95_ms'), get(p, 'search', 'p50_ms'))} "
+                f"| {_first(r, 'recall')} |"
             )
     return "\n".join(lines)
+
+
+def _first(r: dict[str, Any], field: str) -> str:
+    """A figure of the searches right after the load (``--warmup 0``), or a dash."""
+    value = _get(r, ("first", field))
+    return "—" if value is None else f"{value:.3f}"
 
 
 def _fmt(value: float | None) -> str:
@@ -466,7 +482,7 @@ def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
         ("reopen_first_search_s",),
         ("close_s",),
         ("disk_mb",),
-        *[(m, f) for m in ("search", "user") for f in ("p50_ms", "p95_ms", "recall")],
+        *[(m, f) for m in ("search", "user", "first") for f in ("p50_ms", "p95_ms", "recall")],
     ]:
         vals = [v for v in (_get(r, path) for r in ok) if v is not None]
         if vals:
@@ -483,12 +499,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--peers", default=",".join(PEERS))
     ap.add_argument("--batch", type=int, default=10_000)
+    ap.add_argument(
+        "--warmup",
+        type=int,
+        default=10,
+        help="warm-up queries before each timed pass (0: also time the 200 searches right "
+        "after the load, before waiting for the vector index: the 'first' columns)",
+    )
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--out", default="peers_results.json")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(args.worker, args.n[0], args.batch)))
+        print(json.dumps(worker(args.worker, args.n[0], args.batch, args.warmup)))
         return 0
     peers = [p for p in args.peers.split(",") if p]
     runs: dict[tuple[str, int], list[dict[str, Any]]] = {}
@@ -497,7 +520,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in sorted(args.n):
             for p in order:
                 print(f"[peers] round {rnd + 1} {p} n={n}", file=sys.stderr, flush=True)
-                runs.setdefault((p, n), []).append(run(p, n, args.batch))
+                runs.setdefault((p, n), []).append(run(p, n, args.batch, args.warmup))
     results = {key: _median(rs) for key, rs in runs.items()}
     text = table(results, sorted(args.n), peers)
     print(text)

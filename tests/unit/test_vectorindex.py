@@ -668,9 +668,12 @@ def test_rows_from_new_data_added_after_the_build_keep_recall(
         store.add(
             ["a"] * n, "memory", embeddings=list(first), record_ids=[f"a{i}" for i in range(n)]
         )
+        assert ix.wait_for_build(60)  # the bulk write started the build in the background
         store.search(query_vector=first[0], k=10)
         assert ix.ann is not None and ix.ann.nprobe and ix.ann.trained_on == n
         store.add(["b"] * n, "memory", embeddings=later, record_ids=[f"b{i}" for i in range(n)])
+        assert ix.wait_for_build(60)  # the rows assigned to the lists in the background
+        store.search(query_vector=first[0], k=10)
         rng = np.random.default_rng(0)
         queries = later[rng.integers(0, n, 30)] + 0.2 * rng.standard_normal((30, 64))
         names = [f"a{i}" for i in range(n)] + [f"b{i}" for i in range(n)]

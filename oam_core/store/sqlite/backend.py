@@ -48,6 +48,7 @@ from oam_core.store.sqlite.heldstate import RowCache
 from oam_core.store.sqlite.keyword import Fts5Ranker
 from oam_core.store.sqlite.schema import SCHEMA_VERSION
 from oam_core.store.sqlite.vector import LOG_KEEP, BoolArray, IntArray, VectorIndex, index_path
+from oam_core.store.sqlite.vector.feed import Inserted
 from oam_core.store.text import index_text
 
 BUSY_TIMEOUT_S = 30.0
@@ -239,8 +240,9 @@ class SQLiteBackend(SqlBackend):
             if self.checkpointer is not None:
                 self.checkpointer.before_write(self.conn)
             self.conn.execute("BEGIN IMMEDIATE")
+            tx = SQLiteTx(self, self.conn)
             try:
-                yield SQLiteTx(self, self.conn)
+                yield tx
                 changes = f"{self.p}chunk_changes"
                 self.conn.execute(
                     f"DELETE FROM {changes} WHERE seq <= (SELECT max(seq) FROM {changes}) - ?",
@@ -252,6 +254,7 @@ class SQLiteBackend(SqlBackend):
             self.conn.execute("COMMIT")
             if self.checkpointer is not None:
                 self.checkpointer.committed(self.conn)
+            self.index.written(self.conn, tx.inserted)  # the new chunks, without a read
 
     @contextmanager
     def streaming(self) -> Iterator[None]:
@@ -473,6 +476,7 @@ class SQLiteTx(SqlTx):
         self.json_rows = backend.json_rows
         self._json_bound: dict[str, list[Any]] = {}
         self.max_bytes = jsonrows.max_bytes(conn) if self.json_rows else 0
+        self.inserted: builtins.list[Inserted] = []  # for the vector index after the commit
 
     def restore_if_new(self, cols: Any, batch_size: int) -> bool | None:
         # A savepoint, so that a clash (the unique index) undoes the batch's rows
@@ -588,11 +592,11 @@ class SQLiteTx(SqlTx):
         names = [*_CHUNK_COLUMNS[:-2], "has_vector"]
         n = len(has_vector)
         self._insert_rows("chunks", first, names, [*columns, has_vector], batch_size, blobs, matrix)
-        # The new text goes to FTS5 from the caller's column, through the expression
-        # the view and the delete trigger apply (``schema.fts_text``): reading it back
-        # from the rows just written would read their pages (vectors included) again,
-        # from the log once they left the page cache. Keys are consecutive (BEGIN
-        # IMMEDIATE holds the file).
+        vectors = (lambda: matrix) if matrix is not None else (lambda: blobs(0, n) if blobs else [])
+        self.inserted.append(Inserted(first, columns, has_vector, vectors))
+        # The new text goes to FTS5 from the caller's column through ``schema.fts_text``
+        # (as the view and delete trigger): no read-back of the pages just written.
+        # Keys are consecutive (BEGIN IMMEDIATE holds the file).
         texts = columns[st.CHUNK_TEXT]
         fts = f"{self.p}chunks_fts"
         text_spans: list[jsonrows.Span[str]] = [(0, n, None)]
@@ -682,12 +686,9 @@ class SQLiteTx(SqlTx):
 
 
 # -- the helper thread of a HYBRID search ---------------------------------------------
-# Helper threads that run a search's vector half beside its keyword half
-# (docs/sqlite.md#hybrid-search-in-parallel).
-#
-# numpy, faiss and SQLite release the GIL while they compute, so on a machine with more
-# than one core two halves of one search overlap. The pool is per process: a child
-# after ``fork`` starts its own (a pool inherited from the parent has no live threads
+# Threads running a search's vector half beside its keyword half (numpy, faiss and
+# SQLite release the GIL; docs/sqlite.md#hybrid-search-in-parallel). The pool is per
+# process: a child after ``fork`` starts its own (an inherited pool has no live threads
 # and would never run what it is given).
 
 T = TypeVar("T")

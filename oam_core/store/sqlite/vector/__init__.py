@@ -11,11 +11,14 @@ Documented in ``docs/sqlite.md``.
 One module per job, inner ones first:
 
 - ``ivf``: the ANN index (faiss IVF, 8-bit codes), its build and calibration;
+- ``threads``: how its background threads run (faiss on one OpenMP thread);
 - ``file``: the index file ``<database>.oamvec`` (format, reading, atomic writes) and
   when it is trusted;
 - ``mirror``: the arrays (vectors, keys, scope and type codes, expiry, validity
   windows, live rows);
 - ``ranking``: the candidate rows of a search and the nearest records among them;
+- ``tail``: the rows written after the ANN index took rows in, assigned to its lists
+  in a background thread;
 - ``saving``: writing the index file from a background thread while searches go on;
 - ``loading``: filling the matrix from SQLite in a background thread after the index
   file (which holds no vector) was read;
@@ -23,6 +26,7 @@ One module per job, inner ones first:
   compaction, when the file is written);
 - ``changelog``: catching the mirror up with SQLite (new rows, the change log of
   deletes and updates, the first load from the index file);
+- ``feed``: the chunks a write committed, handed to the mirror by the writer;
 - ``index``: ``VectorIndex``, the facade the SQLite back end uses.
 """
 

@@ -3,11 +3,25 @@
 written with the mirror to the index file (``vector/file.py``).
 
 Building the ANN index: from ``ANN_MIN_ROWS`` live rows, in the search that first
-needs it; from ``BACKGROUND_ROWS`` on in a background thread, while searches rank
-exactly (or with the previous index, when a grown store retrains), so no search
-waits for a large build. The thread reads the mirror in slices under its lock
-(``mirror.LiveRows``); the result is adopted by the next search, which adds the rows
-written meanwhile.
+needs it; from ``BACKGROUND_ROWS`` on, in a background thread, while searches rank
+exactly (or with the previous index, when a grown store retrains), so no search or
+write waits for a large build. A write starts it only with ``WRITE_BUILDS`` (off:
+the next search does). The thread reads the mirror in slices under its lock
+(``mirror.LiveRows``), and once its index is filled goes on assigning the rows
+written meanwhile to its lists in ``CATCH_UP_ROUNDS`` rounds; then the next search
+or write adopts it (the previous index is dropped) and maintains at once (a store
+that grew past ``REBUILD_GROWTH`` meanwhile starts its retrain before the adopted
+index stores its rows held beside faiss).
+
+Rows written after the serving index took rows in: up to ``tail.INLINE_ROWS`` are
+added inline; more are assigned to its lists by a ``tail.TailAssigner`` thread and
+held beside faiss by the next search (``drain``; writes leave them, so that a bulk
+load keeps its rate), where searches of their lists find them; until then searches
+rank them exactly beside the index's proposals (``ranking.approximate``). ``settle``
+stores them in faiss once they are a quarter of its entries, or before the index
+file is written, but never while a retrain builds: a grown store's old index then
+stays at its size while its successor grows, so that a bulk load never holds two
+large faiss indexes.
 """
 
 from __future__ import annotations
@@ -18,13 +32,22 @@ from typing import Any
 import numpy as np
 
 from oam_core.errors import InvalidArgumentError
-from oam_core.store.sqlite.vector import ivf
+from oam_core.store.sqlite.vector import ivf, threads
+from oam_core.store.sqlite.vector import tail as tails
 from oam_core.store.sqlite.vector.file import IndexFile
 from oam_core.store.sqlite.vector.ivf import CALIBRATION_QUERIES, Ann
 from oam_core.store.sqlite.vector.mirror import LiveRows, Mirror
 from oam_core.store.sqlite.vector.saving import BackgroundWrite
+from oam_core.store.sqlite.vector.tail import TailAssigner, extend_inline
 
-__all__ = ["ANN_MIN_ROWS", "BACKGROUND_ROWS", "REBUILD_GROWTH", "RECHECK_GROWTH", "AnnBuilds"]
+__all__ = [
+    "ANN_MIN_ROWS",
+    "BACKGROUND_ROWS",
+    "REBUILD_GROWTH",
+    "RECHECK_GROWTH",
+    "WRITE_BUILDS",
+    "AnnBuilds",
+]
 
 ANN_MIN_ROWS = 20_000
 """Live vector chunks from which an ANN index is built (exact below: ~1 ms)."""
@@ -43,6 +66,48 @@ NEVER = 2**62
 """``ann_min_rows`` once an index cannot be built (no faiss, or faiss failed)."""
 
 
+SIDE_SHARE = 4
+"""The serving index's keys held beside faiss (``ivf.Side``) are stored in faiss
+once they are more than a ``1 / SIDE_SHARE`` of its entries (``AnnBuilds.settle``)."""
+CATCH_UP_ROUNDS = 2
+WRITE_BUILDS = False
+"""Whether a write that brings the live rows past ``BACKGROUND_ROWS`` (or a store 4x
+past its index's training) starts the build or retrain itself. Off: the first
+search after the write does, as before. On a 2-core machine a build beside a fast
+bulk load cost the writer 12-41% of its rate (the build's CPU, the GIL, the mirror's
+lock) and still did not finish before a 1M load did (``bench/README.md``, "No cliff
+after a bulk load"); the rows the writer hands over and the tail assigner of an
+existing index are kept either way."""
+"""Rounds in which a background build adds the rows written while it ran."""
+
+
+class UpTo:
+    """The live rows of a mirror with keys up to ``upto`` (``ivf.RowSource``): what a
+    background build reads, so that it ends although a writer keeps adding rows."""
+
+    def __init__(self, mirror: Mirror, upto: int) -> None:
+        self.rows = LiveRows(mirror)
+        self.upto = upto
+
+    def live_count(self) -> int:
+        return self.rows.live_count()
+
+    def sample(self, size: int, rng: np.random.Generator) -> tuple[ivf.FloatArray, ivf.IntArray]:
+        return self.rows.sample(size, rng)
+
+    def rows_after(self, pk: int, limit: int) -> tuple[ivf.FloatArray, ivf.IntArray, int]:
+        if pk >= self.upto:
+            return np.zeros((0, self.rows.mirror.dim), np.float32), np.zeros(0, np.int64), pk
+        mat, pks, last = self.rows.rows_after(pk, limit)
+        if last > self.upto:
+            keep = pks <= self.upto
+            return mat[keep], pks[keep], self.upto
+        return mat, pks, last
+
+    def vectors(self, pks: ivf.IntArray) -> tuple[ivf.FloatArray, ivf.BoolArray]:
+        return self.rows.vectors(pks)
+
+
 class AnnBuilds:
     """The ANN index of one mirror and its builds (module docstring).
 
@@ -55,12 +120,16 @@ class AnnBuilds:
             (default ``BACKGROUND_ROWS``).
 
     Attributes:
+        write_builds: A write may start a build (``WRITE_BUILDS``; tests set it).
         compact_min: Dead rows tolerated before compacting (``COMPACT_MIN``).
         ann: The index searches use, or None (they rank exactly).
         pending: An index read from a file whose change log was pruned past it,
             checked against the mirror (``validate``) by the next ``maintain``.
         thread: The background build, or None; once it is no longer alive the next
             search calls ``adopt``.
+        tail: The thread assigning the rows above ``ann.hwm`` to its lists, or None.
+        unsaved: The serving index was built or adopted after the index file was
+            last written (``write_when_covered``).
         writes: The index file's background writes (``saving.BackgroundWrite``):
             a built or adopted index is written by a thread, not by the search.
 
@@ -79,22 +148,26 @@ class AnnBuilds:
         self.file = file
         self.ann_min_rows = ANN_MIN_ROWS if ann_min_rows is None else ann_min_rows
         self.background_rows = BACKGROUND_ROWS if background_rows is None else background_rows
+        self.write_builds = WRITE_BUILDS
         self.compact_min = COMPACT_MIN
         self.ann: Ann | None = None
         self.pending: Ann | None = None
         self.thread: threading.Thread | None = None
+        self.tail: TailAssigner | None = None
+        self.unsaved = False
         self._built: Ann | BaseException | None = None
         self._stop = threading.Event()
         self.writes = BackgroundWrite(mirror, file)
 
-    def maintain(self) -> None:
+    def maintain(self, *, writing: bool = False) -> None:
         """After a catch-up: compact a mirror with many dead rows, check a pending
         index, build or retrain the index when due, add the new rows to it and
-        check its recall when the rows grew."""
+        check its recall when the rows grew. After a write (``writing``): only the
+        new rows, and the builds in the background when ``write_builds``."""
         m = self.mirror
-        if m.n_dead > max(self.compact_min, m.n // 4):
+        if not writing and m.n_dead > max(self.compact_min, m.n // 4):
             self.compact()
-        if self.pending is not None:
+        if not writing and self.pending is not None:
             ann, self.pending = self.pending, None
             try:
                 self.validate(ann)
@@ -103,18 +176,26 @@ class AnnBuilds:
                 self.file.unusable(str(exc))
         live = m.n - m.n_dead
         grown = self.ann is not None and live > REBUILD_GROWTH * self.ann.trained_on
-        if (self.ann is None or grown) and live >= self.ann_min_rows and self.thread is None:
-            self.build(background=live >= self.background_rows)
+        due = (self.ann is None or grown) and live >= self.ann_min_rows and self.thread is None
+        if (
+            due
+            and live >= (self.background_rows if writing else 0)
+            and (self.write_builds or not writing)
+        ):
+            self.build(background=writing or live >= self.background_rows)
         if self.ann is not None:
-            self.extend(self.ann)
-            self.check_recall(self.ann, live)
+            self.extend(self.ann, writing=writing)
+            if not writing:
+                self.check_recall(self.ann, live)
+                self.settle()
 
     def check_recall(self, ann: Ann, live: int) -> None:
         """Once the live rows grew by ``RECHECK_GROWTH`` since the index's last
         check, test its recall on rows added since it was trained; when it falls
         short (they come from data its lists do not fit), rank exactly until a
         retrained index is ready."""
-        if not ann.nprobe or self.thread is not None or live < RECHECK_GROWTH * ann.checked_on:
+        busy = self.thread is not None or self.tail is not None or len(ann.side) > 0
+        if not ann.nprobe or busy or live < RECHECK_GROWTH * ann.checked_on:
             return
         ann.checked_on = live
         m = self.mirror
@@ -128,20 +209,79 @@ class AnnBuilds:
         self.ann = None  # the index file keeps its old verdict: a reopened store re-checks
         self.build(background=live >= self.background_rows)
 
-    def extend(self, ann: Ann) -> None:
-        """Add the live rows above the ANN index's high-water mark to it."""
+    def extend(self, ann: Ann, *, writing: bool = False) -> None:
+        """Add the live rows above the ANN index's high-water mark to it: the ones a
+        ``TailAssigner`` assigned (not in a write: a bulk load leaves them to the
+        next search); then the rest inline when they are at most ``INLINE_ROWS``,
+        else by the assigner (started, or resumed once it ended)."""
+        if writing:
+            self._forget_other_tail()
+        else:
+            self.drain()
+        tail = self.tail
+        if tail is not None:
+            tail.resume()
+            return
         m = self.mirror
-        start = m.first_row_after(ann.hwm)
-        if start < m.n:
-            keep = np.flatnonzero(m.live[start : m.n]) + start
-            ann.add(m.mat[keep], m.pks[keep])
-        ann.hwm = max(ann.hwm, m.hwm)
+        left = m.n - m.first_row_after(ann.hwm)
+        faiss = ivf.load_faiss()
+        if left <= tails.INLINE_ROWS or faiss is None:
+            extend_inline(ann, m)
+            return
+        self.tail = TailAssigner(faiss, ann, m)
+
+    def _forget_other_tail(self) -> None:
+        """Stop and forget an assigner of an index that no longer serves."""
+        tail = self.tail
+        if tail is not None and tail.ann is not self.ann:
+            tail.stop()
+            self.tail = None
+
+    def drain(self) -> None:
+        """Add the rows the tail assigner finished to the serving index; forget an
+        assigner of another index, or one that ended with nothing left to add
+        (then write the index file if an adopted index waited for it)."""
+        self._forget_other_tail()
+        tail = self.tail
+        if tail is None:
+            return
+        tail.drain()
+        m = self.mirror
+        if not tail.running and not tail.ready and m.first_row_after(tail.assigned) >= m.n:
+            self.tail = None
+        self.settle()
+
+    def settle(self) -> None:
+        """Unless a retrain builds (the serving index then stays as it is in faiss:
+        one large index in memory, not two growing): store the keys the serving
+        index holds beside faiss in it once they are more than ``1 / SIDE_SHARE``
+        of its entries, or all of them once the assigner ended and the index file
+        is due (``write_when_covered``)."""
+        ann = self.ann
+        if ann is None or self.thread is not None:
+            return
+        side, done = len(ann.side), self.tail is None
+        if side and (side * SIDE_SHARE > int(ann.index.ntotal) or (done and self.unsaved)):
+            faiss = ivf.load_faiss()
+            if faiss is not None:
+                tails.flush(faiss, ann, self.mirror)
+        if done:
+            self.write_when_covered()
+
+    @property
+    def tail_ready(self) -> bool:
+        """Whether assigned rows wait for ``drain`` (a cheap test for each search)."""
+        tail = self.tail
+        return tail is not None and (tail.ready or not tail.running)
 
     def compact(self) -> None:
         """Drop the mirror's dead rows, and their entries from the index."""
         dead = self.mirror.compact()
         if self.ann is not None:
             self.ann.remove(dead[dead <= self.ann.hwm])
+            if self.tail is not None:  # rows it assigned and not yet added are dropped
+                self.tail.stop()
+                self.tail = None
 
     def build(self, *, background: bool) -> None:
         """Build an index now (then write the index file), or start a thread that
@@ -161,7 +301,7 @@ class AnnBuilds:
             self._stop.clear()
             self.thread = threading.Thread(
                 target=self._run,
-                args=(faiss, source, rng),
+                args=(faiss, UpTo(self.mirror, self.mirror.hwm), rng),
                 name="oam-vector-index",
                 daemon=True,
             )
@@ -174,47 +314,97 @@ class AnnBuilds:
             return
         assert ann is not None
         self.ann = ann
+        self.unsaved = True
         self.extend(ann)
-        self.write_soon()
+        self.settle()
 
-    def _run(self, faiss: Any, source: LiveRows, rng: np.random.Generator) -> None:
+    def _run(self, faiss: Any, source: UpTo, rng: np.random.Generator) -> None:
+        threads.background(faiss)
         try:
-            self._built = Ann.build(faiss, source, rng, stop=self._stop.is_set)
+            built = Ann.build(faiss, source, rng, stop=self._stop.is_set)
+            if built is not None:
+                self._catch_up(built)
+            self._built = built
         except (MemoryError, RuntimeError) as exc:
             self._built = exc
 
-    def adopt(self) -> None:
-        """Take over the background build's index: drop the rows deleted meanwhile,
-        add the rows written meanwhile."""
+    def _catch_up(self, built: Ann) -> None:
+        """Assign the rows written during the build to the lists of ``built`` (the
+        build thread's own index) and hold them beside faiss (``ivf.Side``), up to
+        the rows there are when each of ``CATCH_UP_ROUNDS`` rounds starts: a writer
+        faster than the thread is not chased (``adopt`` hands what is left to a
+        tail assigner), and no faiss list grows by doubling here (``settle``
+        stores them in one add per list)."""
+        m = self.mirror
+        for _ in range(CATCH_UP_ROUNDS):
+            with m.lock:
+                end = m.hwm
+            keys, lists = [], []
+            while not self._stop.is_set() and built.hwm < end:
+                mat, pks, last = UpTo(m, end).rows_after(built.hwm, tails.TAIL_SLICE)
+                if len(pks):
+                    keys.append(pks)
+                    lists.append(ivf.assign(built.index, ivf.encode(mat, built.scale)))
+                del mat
+                built.hwm = max(built.hwm, last)
+            if keys:
+                pks, where = np.concatenate(keys), np.concatenate(lists)
+                order = np.argsort(where, kind="stable")
+                built.side = built.side.merged(pks[order], where[order])
+            if self._stop.is_set():
+                return
+
+    def adopt(self, *, writing: bool = False) -> None:
+        """Take over the background build's index (the previous one is dropped):
+        drop the rows deleted meanwhile, add the rows written meanwhile; its file
+        is written once it holds them (``write_when_covered``)."""
         with self.mirror.lock:
             built, self._built, self.thread = self._built, None, None
             if isinstance(built, BaseException):
                 self._cannot_build(built)
             elif built is not None:
-                built.remove(np.setdiff1d(built.ids(), self.mirror.live_keys(), assume_unique=True))
+                if self._holds_dead(built):
+                    live = self.mirror.live_keys()
+                    built.remove(np.setdiff1d(built.ids(), live, assume_unique=True))
                 self.ann = built
-                self.extend(built)
-                self.write_soon()
+                self._forget_other_tail()
+                tails.release_freed()  # the lists of the index dropped
+                self.unsaved = True
+                self.extend(built, writing=writing)  # ``maintain`` settles after a retrain check
+
+    def _holds_dead(self, ann: Ann) -> bool:
+        """Whether ``ann`` may hold rows deleted since it read them: it holds more
+        entries than the mirror has live rows up to its high-water mark (a build
+        adds only live rows, and keys never come back)."""
+        m = self.mirror
+        upto = m.first_row_after(ann.hwm)
+        return ann.count() != int(np.count_nonzero(m.live[:upto]))
 
     def _cannot_build(self, exc: BaseException) -> None:
         ivf.warn_once("build", f"cannot build the vector index ({exc}); ranking exactly")
         self.ann_min_rows = NEVER
 
     def stop(self) -> None:
-        """Stop a background build (it ends at its next slice) and wait for it."""
+        """Stop a background build (it ends at its next slice) and the tail
+        assigner, and wait for them; the rows it assigned and not yet added stay
+        above the index's high-water mark."""
         thread = self.thread
         if thread is not None:
             self._stop.set()
             thread.join()
             self.thread, self._built = None, None
+        if self.tail is not None:
+            self.tail.stop()
+            self.tail = None
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait until a background build ends (its index is adopted by the next
-        search); True when none is running any more."""
-        thread = self.thread
-        if thread is not None:
-            thread.join(timeout)
-            return not thread.is_alive()
+        """Wait until a background build and the tail assigner end (their work is
+        taken over by the next search); True when neither runs any more."""
+        for thread in (self.thread, None if self.tail is None else self.tail.thread):
+            if thread is not None:
+                thread.join(timeout)
+                if thread.is_alive():
+                    return False
         return True
 
     def validate(self, ann: Ann) -> None:
@@ -243,6 +433,19 @@ class AnnBuilds:
             raise InvalidArgumentError("its vectors differ from the database's")
         ann.remove(np.setdiff1d(held, m.live_keys()))  # deleted since it was written
 
+    def write_when_covered(self) -> None:
+        """Write the index file of an index adopted or built since the last write
+        (``unsaved``) once it holds every row, no retrain builds and no assigner
+        works (a write under way holds the mirror's lock while faiss writes the
+        index: a bulk load would wait for it at every retrain)."""
+        if not self.unsaved or self.thread is not None or self.tail is not None:
+            return
+        ann, m = self.ann, self.mirror
+        if ann is None or len(ann.side) or m.first_row_after(ann.hwm) < m.n:
+            return
+        self.unsaved = False
+        self.write_soon()
+
     def write_soon(self) -> None:
         """Write the index file in a background thread (``saving.py``); call with
         the mirror's lock held."""
@@ -261,6 +464,9 @@ class AnnBuilds:
         m = self.mirror
         if self.ann is None or not self.file.path or not m.dim:
             return
+        faiss = ivf.load_faiss()
+        if len(self.ann.side) and faiss is not None:  # the file holds faiss's entries only
+            tails.flush(faiss, self.ann, m)
         saved = self.file.saved
         if not self.ann.rebuilt and saved is not None:
             added = m.n - m.first_row_after(saved[0])

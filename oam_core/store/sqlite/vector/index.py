@@ -10,10 +10,12 @@ hands over to the change-log reader only when it did.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 
-from oam_core.store.sqlite.vector import ranking
+from oam_core.store.sqlite.vector import feed, ranking
 from oam_core.store.sqlite.vector.builds import AnnBuilds
 from oam_core.store.sqlite.vector.changelog import ChangeLog
+from oam_core.store.sqlite.vector.feed import Inserted
 from oam_core.store.sqlite.vector.file import IndexFile
 from oam_core.store.sqlite.vector.ivf import Ann, BoolArray, FloatArray, IntArray
 from oam_core.store.sqlite.vector.mirror import Mirror
@@ -111,10 +113,29 @@ class VectorIndex:
             with self.mirror.lock:
                 self.log.catch_up(conn)
                 self.version = version
+                self._adopt_finished()  # first: a grown store may retrain it at once
                 self.builds.maintain()
+            return
+        if self._adopt_finished():
+            with self.mirror.lock:  # a store that grew meanwhile retrains at once
+                self.builds.maintain()
+            return
+        if self.builds.tail is not None and self.builds.tail_ready:  # rows assigned: add them
+            with self.mirror.lock:
+                ann = self.builds.ann
+                if ann is None:
+                    self.builds.drain()
+                else:
+                    self.builds.extend(ann)
+
+    def _adopt_finished(self, *, writing: bool = False) -> bool:
+        """Adopt the index of a background build that ended (``writing``: in a
+        write, ``builds.AnnBuilds.adopt``); whether one was. ``maintain`` follows."""
         thread = self.builds.thread
         if thread is not None and not thread.is_alive():
-            self.builds.adopt()
+            self.builds.adopt(writing=writing)
+            return True
+        return False
 
     def candidates(
         self,
@@ -140,6 +161,17 @@ class VectorIndex:
         ties by record pk, over the candidates ``(rows, mask)`` of ``candidates``
         (``ranking.rank``)."""
         return ranking.rank(self.mirror, self.builds.ann, queries, k, rows, mask, self.exact_max)
+
+    def written(self, conn: sqlite3.Connection, inserted: Sequence[Inserted]) -> None:
+        """Take in the chunks a write of ``conn`` just committed (``feed.Inserted``,
+        in the order written) without reading them back, and let the ANN index
+        follow them in the background (``feed.take``); call after the commit, with
+        the backend's lock held. Errors never reach the writer: a write the mirror
+        could not take is read by the next search's catch-up."""
+        with self.mirror.lock:
+            if feed.take(self.mirror, self.log, conn, inserted):
+                self._adopt_finished(writing=True)
+                self.builds.maintain(writing=True)
 
     # -- opening and closing ------------------------------------------------------------
 
