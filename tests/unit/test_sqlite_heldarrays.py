@@ -20,7 +20,7 @@ from oam_core import SQLiteMemoryStore
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.checks import filter_arg, types_arg
 from oam_core.store.backend import Predicate
-from oam_core.store.sqlite import keyword
+from oam_core.store.sqlite import heldstate, keyword
 from oam_core.store.sqlite.heldstate import ChunkScopes
 
 WORDS = ["kiwi", "plum", "pear", "fig", "lime"]
@@ -144,3 +144,21 @@ def test_passing_array_matches_passing_when_the_bound_empties_the_rows(
             assert {pk: r for pk, r in zip(part, got.tolist(), strict=True) if r >= 0} == want
         assert small.passing_array(conn, (1, i), pred, np.array(pks, np.int64), 5) is None
     store.close()
+
+
+@pytest.mark.parametrize("spread", [3, 10_000_000])  # small keys (dense sums), large keys
+def test_summed_adds_each_rows_terms_in_query_order(spread: int) -> None:
+    """``_summed`` equals, bit for bit, ``0.0 + c_0 + c_1 ...`` per row in term order."""
+    rng = np.random.default_rng(spread)
+    for _ in range(50):
+        got = []
+        for _ in range(int(rng.integers(1, 7))):
+            rows = np.unique(rng.integers(0, 40 * spread, int(rng.integers(1, 60))))
+            got.append((rows.astype(np.int64), rng.random(len(rows)) * 10.0 ** rng.integers(-3, 4)))
+        want: dict[int, float] = {}
+        for rows, contribution in got:
+            for r, c in zip(rows.tolist(), contribution.tolist(), strict=True):
+                want[r] = want.get(r, 0.0) + c
+        keys, scores = heldstate._summed(got)
+        assert keys.tolist() == sorted(want)
+        assert scores.tobytes() == np.array([-want[r] for r in sorted(want)]).tobytes()

@@ -269,11 +269,27 @@ def _summed(got: Sequence[tuple[IntArray, FloatArray]]) -> tuple[IntArray, Float
         keys, contribution = got[0]
         total = 0.0 + contribution  # FTS5's ``score = 0.0; score += c``
         return keys, -total
+    size = sum(len(rows) for rows, _ in got)
+    top = max((int(rows[-1]) for rows, _ in got if len(rows)), default=-1)
+    if 0 <= top < max(_DENSE_KEYS, 4 * size) and min(int(r[0]) for r, _ in got if len(r)) >= 0:
+        # Row keys are small: add into one slot per key (no sort of the keys).
+        dense = np.zeros(top + 1, np.float64)
+        held = np.zeros(top + 1, np.bool_)
+        for rows, contribution in got:  # in the query's order: the same sums
+            dense[rows] += contribution
+            held[rows] = True
+        keys = np.flatnonzero(held)
+        return keys, -dense[keys]
     keys = np.unique(np.concatenate([rows for rows, _ in got]))
     total = np.zeros(len(keys), np.float64)
     for rows, contribution in got:  # in the query's order: the same sums
         total[np.searchsorted(keys, rows)] += contribution
     return keys, -total  # FTS5's ``-1.0 * score``
+
+
+_DENSE_KEYS = 65_536
+"""Below this largest row key (or four times the rows summed) ``_summed`` adds into
+an array indexed by row key."""
 
 
 # -- chunk scopes ----------------------------------------------------------
