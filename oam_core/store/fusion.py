@@ -56,6 +56,7 @@ from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
+from itertools import chain
 from operator import itemgetter
 from typing import ClassVar, TypeVar
 
@@ -748,22 +749,20 @@ def feedback_terms(
         return []
     speakers = {participant_name(records[key].metadata) or "" for key in present}
     names = {word for name in speakers for word in content_terms(name)}
-    docs = [content_terms(records[key].content or "") for key in present]
-    skip = set(asked) | names
-    heads = [content_terms(records[key].content or "") for key in turns]
-    wanted = set().union(*heads) - skip
-    share = Counter(word for words in docs for word in wanted & words)
+    terms_of = {key: content_terms(records[key].content or "") for key in present}
+    docs = [terms_of[key] for key in present]
+    heads = [terms_of[key] for key in turns]
+    wanted = set().union(*heads) - set(asked) - names
+    share = Counter(chain.from_iterable(wanted & words for words in docs))
+    weight = {  # each word's score per head holding it; the others score nothing
+        word: math.log((len(docs) + 1) / count)
+        for word, count in share.items()
+        if len(word) >= FEEDBACK_MIN_LETTERS and not word.isdigit() and count != len(docs)
+    }
     scores: dict[str, float] = {}
     for words in heads:
-        for word in sorted(words):
-            if (
-                word in skip
-                or len(word) < FEEDBACK_MIN_LETTERS
-                or word.isdigit()
-                or share[word] == len(docs)
-            ):
-                continue
-            scores[word] = scores.get(word, 0.0) + math.log((len(docs) + 1) / share[word])
+        for word in sorted(words & weight.keys()):
+            scores[word] = scores.get(word, 0.0) + weight[word]
     best = sorted(scores.items(), key=lambda ws: -ws[1])  # stable: ties in first-seen order
     expansion = [word for word, score in best[: len(asked)] if score > 0]
     return [*asked, *expansion] if expansion else []
