@@ -2,7 +2,8 @@
 ``ChunkScopes.passing_array`` in ``oam_core/store/sqlite/heldstate.py``) gives the
 same ``(record key, score)`` pairs, bit for bit and in the same order, as the same
 held rows checked one by one (``hold_arrays`` off) and as FTS5 checked in SQL
-(``hold_terms`` off): over record types, scopes, expiry, validity windows, ties
+(``hold_terms`` off): over record types, scopes, expiry, validity windows, ties,
+common terms (their rows follow unranked, read from held state too)
 and every ``k``; and falls back to the row by row check when too many rows are
 not held yet, or the scope bound empties what is held."""
 
@@ -77,6 +78,15 @@ def test_numpy_ranking_equals_row_checks_and_fts5(
         return out
 
     monkeypatch.setattr(keyword.Fts5Ranker, "_held_best", counted)
+    unranked = keyword.Fts5Ranker._held_unranked
+    common: list[int] = []
+
+    def counted_common(self: keyword.Fts5Ranker, *args: Any) -> Any:
+        out = unranked(self, *args)
+        common.append(out is not None)
+        return out
+
+    monkeypatch.setattr(keyword.Fts5Ranker, "_held_unranked", counted_common)
     rng = random.Random(1)
     start = datetime.now(timezone.utc)
     compared = ties = 0
@@ -93,6 +103,7 @@ def test_numpy_ranking_equals_row_checks_and_fts5(
                         **scope,  # type: ignore[arg-type]
                     )
                     words = rng.sample(WORDS, rng.randint(1, 3))
+                    words += rng.sample(FILLER, rng.randint(0, 2))  # common terms
                     for k in (1, 4, 25, 400):
                         arrays, rows, fts5 = _three_ways(store, words, k, pred)
                         assert repr(arrays) == repr(rows) == repr(fts5)
@@ -101,6 +112,7 @@ def test_numpy_ranking_equals_row_checks_and_fts5(
                         ties += len(scores) - len(set(scores))
     assert compared > 2000 and ties > 500  # real rankings, many tied scores
     assert sum(used) > 100  # the numpy path ranked most warm searches
+    assert sum(common) > 50  # and read the rows of common terms
     store.close()
 
 

@@ -95,7 +95,11 @@ class Fts5Ranker:
             # Rows matching only very common terms: BM25 scores them ~0, so they
             # follow the ranked ones unranked, in insertion order.
             seen = {rpk for rpk, _ in out}
-            rest = self._unranked(conn, _or(common), k + len(seen), pred)
+            rest = None
+            if held is not None and version is not None:
+                rest = self._held_unranked(conn, common, k + len(seen), pred, version)
+            if rest is None:
+                rest = self._unranked(conn, _or(common), k + len(seen), pred)
             out += [(int(r), 0.0) for r in rest if r not in seen][: k - len(out)]
         return out
 
@@ -243,6 +247,29 @@ class Fts5Ranker:
         if records is None:
             return None
         return _held_top(records, scores, k)
+
+    def _held_unranked(
+        self,
+        conn: sqlite3.Connection,
+        terms: Sequence[str],
+        limit: int,
+        pred: Predicate,
+        version: tuple[int, int],
+    ) -> list[int] | None:
+        """``_unranked``'s result from held state (the rows of ``terms`` held with
+        their scores, checked against the rows held for ``pred``'s types and
+        scope), or None where ``_held_best`` would give None, or ``pred`` has a
+        metadata filter."""
+        if pred.metadata is not NOT_SET or not self.hold_arrays:
+            return None
+        summed = self.term_scores.sums(conn, terms)
+        if summed is None:
+            return None
+        records = self.scopes.passing_array(conn, version, pred, summed[0], _HELD_UNKNOWN)
+        if records is None:
+            return None
+        found: list[int] = np.unique(records[records >= 0])[:limit].tolist()
+        return found
 
     def _user_filter(self, conn: sqlite3.Connection, pred: Predicate) -> tuple[str, list[Any]]:
         """``(sql, params)``: an ``AND +rowid IN (...)`` condition keeping the chunk
