@@ -165,15 +165,12 @@ class Fts5Ranker:
         (bench/README.md, ``keyword_scale.py``).
 
         ``held``: the terms of ``match`` (None: FTS5 only); unless the user filter
-        applies, the same rows, every matching row scored, come from the term
-        scores held for the database state (``sqlite/heldstate.py``). The rows are
-        then checked as the streamed ones, and the result is the same: the ``k``
-        best records by (best passing chunk's score, record pk) do not depend on
-        the order of tied rows. With ``version`` (the database state, the search
-        being allowed to use what is held for it) and no metadata filter, the rows
-        are checked against the rows held for the search's types and scope
-        (``sqlite/heldstate.py``), not in SQL, all at once in numpy
-        (``_held_best``) when the held rows cover them.
+        applies, every matching row comes scored from the term scores held for the
+        database state and, with ``version`` and no metadata filter, is checked
+        against the rows held for the search's types and scope (``sqlite/heldstate.py``):
+        in numpy (``_held_best``) when those cover the rows, else as streamed rows.
+        The result is the same: the ``k`` best records by (best passing chunk's
+        score, record pk) do not depend on the order of tied rows.
         """
         fts = f"{self.p}chunks_fts"
         join, where, params = st.candidates(self.d, self.p, pred)
@@ -195,32 +192,26 @@ class Fts5Ranker:
             sql = scope_sql.format(", ".join("?" * len(rows)))
             return dict(conn.execute(sql, [*pks, *params]).fetchall())
 
-        def fold(
-            batches: Iterable[Sequence[tuple[int, float]]],
-        ) -> tuple[dict[int, float], float | None]:
-            return _fold(batches, check, k)
-
         scored = None
         if not only and held is not None:
-            if version is not None and pred.metadata is NOT_SET and self.hold_arrays:
-                out = self._held_best(conn, held, k, pred, version)
-                if out is not None:
-                    return out
+            out = self._held_best(conn, held, k, pred, version)
+            if out is not None:
+                return out
             scored = self.term_scores.scores(conn, held)
         if scored is not None:
-            best, _ = fold(_array_batches(*scored, k + _HEAD_SPARE))
+            best, _ = _fold(_array_batches(*scored, k + _HEAD_SPARE), check, k)
             return _best_first(best, k)
         if only or not _scoped(pred):
             limit = _head_rows(k)
             head = conn.execute(f"{ranked_sql} LIMIT ?", (match, *only_params, limit)).fetchall()
             # Most rows pass: check about k of them first, the rest only if needed.
             first = k + _HEAD_SPARE
-            best, bound = fold((head[:first], head[first:]))
+            best, bound = _fold((head[:first], head[first:]), check, k)
             if len(head) < limit or (bound is not None and head[-1][1] > bound):
                 return _best_first(best, k)
         cursor = conn.execute(ranked_sql, (match, *only_params))
         try:
-            best, bound = fold(_batches(cursor, min(4096, max(64, _head_rows(k)))))
+            best, bound = _fold(_batches(cursor, min(4096, max(64, _head_rows(k)))), check, k)
         finally:
             cursor.close()
         return _best_first(best, k)
@@ -231,14 +222,17 @@ class Fts5Ranker:
         terms: Sequence[str],
         k: int,
         pred: Predicate,
-        version: tuple[int, int],
+        version: tuple[int, int] | None,
     ) -> list[tuple[Hashable, float]] | None:
         """``_ranked``'s result from held state alone, in numpy: every row matching
         ``terms`` (held term scores), checked against the rows held for ``pred``'s
         types and scope, each record at its best passing row's score, the ``k``
-        best by (score, record pk). None when the term scores are not held, or more
+        best by (score, record pk). None without ``version`` (what is held may not
+        be used), for a metadata filter, when the term scores are not held, or more
         than ``_HELD_UNKNOWN`` of the rows are not checked yet (``_ranked`` then
         checks them in batches, as far as it needs)."""
+        if version is None or pred.metadata is not NOT_SET or not self.hold_arrays:
+            return None
         summed = self.term_scores.sums(conn, terms)
         if summed is None:
             return None
