@@ -723,8 +723,12 @@ def content_terms(text: str) -> frozenset[str]:
 
 
 def speaker_names(records: Mapping[Hashable, Record]) -> dict[Hashable, str | None]:
-    """Each record's speaker (``participant_name`` of its metadata), by key: read
-    once for a search's signal lists and feedback words."""
+    """Each record's speaker (``participant_name`` of its metadata, None without
+    one), by key: read once for a search's signal lists and feedback words.
+
+    Args:
+        records: Loaded records by key.
+    """
     return {key: participant_name(record.metadata) for key, record in records.items()}
 
 
