@@ -174,3 +174,38 @@ def test_summed_adds_each_rows_terms_in_query_order(spread: int) -> None:
         keys, scores = heldstate._summed(got)
         assert keys.tolist() == sorted(want)
         assert scores.tobytes() == np.array([-want[r] for r in sorted(want)]).tobytes()
+
+
+def test_sums_continued_from_the_last_terms_equal_fresh_sums(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A feedback list's terms begin with the query's: summed from the query's sums
+    on, every score has the same bytes as summed from nothing."""
+    store = _store(tmp_path / "d.db", 8)
+    parts: list[int] = []
+    real = heldstate._summed
+
+    def counted(got: Any) -> Any:
+        parts.append(len(got))
+        return real(got)
+
+    monkeypatch.setattr(heldstate, "_summed", counted)
+    conn = store.runtime.backend.conn  # type: ignore[attr-defined]
+    rng = random.Random(2)
+    held = heldstate.TermScores("chunks_fts")
+    continued = 0
+    for _ in range(60):
+        first = rng.sample(WORDS + FILLER, rng.randint(1, 3))
+        more = first + rng.sample([w for w in WORDS + FILLER if w not in first], 2)
+        held.sums(conn, first)
+        got = held.sums(conn, more)
+        continued += parts[-1] == 3  # the first terms' sums, then the two more
+        fresh = heldstate.TermScores("chunks_fts").sums(conn, more)
+        assert got is not None and fresh is not None and held.last is not None
+        assert got[0].tolist() == fresh[0].tolist() and got[1].tobytes() == fresh[1].tobytes()
+        got_sorted = held.scores(conn, more)
+        fresh_sorted = heldstate.TermScores("chunks_fts").scores(conn, more)
+        assert got_sorted is not None and fresh_sorted is not None
+        assert got_sorted[1].tobytes() == fresh_sorted[1].tobytes()
+    assert continued == 60
+    store.close()

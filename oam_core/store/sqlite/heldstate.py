@@ -190,6 +190,7 @@ class TermScores:
         self.searches = 0
         self.terms: dict[str, tuple[IntArray, FloatArray]] = {}
         self.entries = 0
+        self.last: tuple[tuple[str, ...], IntArray, FloatArray] | None = None
 
     def warm(self, version: Version) -> bool:
         """Count a search at ``version`` (a new version empties the cache); whether
@@ -209,15 +210,10 @@ class TermScores:
         ``"t0" OR "t1" ...`` gives the row. None when a term holds more rows than
         the cache may keep. ``conn``: in the read transaction ``warm`` was given
         the version of."""
-        got: list[tuple[IntArray, FloatArray]] = []
-        for term in terms:
-            found = self.terms.get(term)
-            if found is None:
-                found = self._read(conn, term)
-                if found is None:
-                    return None
-            got.append(found)
-        keys, score = _summed(got)
+        summed = self.sums(conn, terms)
+        if summed is None:
+            return None
+        keys, score = summed
         order = np.lexsort((keys, score))
         return keys[order], score[order]
 
@@ -225,7 +221,10 @@ class TermScores:
         self, conn: sqlite3.Connection, terms: Sequence[str]
     ) -> tuple[IntArray, FloatArray] | None:
         """As ``scores``, the same ``(row keys, scores)`` pairs, in row-key order
-        (unsorted by score), for a caller that sorts what it keeps itself."""
+        (unsorted by score), for a caller that sorts what it keeps itself. When the
+        last terms summed begin these (a HYBRID search's feedback list: the query's
+        terms, then words of its best results), their sums are the start: each
+        row's additions are then the same, in the same order."""
         got: list[tuple[IntArray, FloatArray]] = []
         for term in terms:
             found = self.terms.get(term)
@@ -234,7 +233,14 @@ class TermScores:
                 if found is None:
                     return None
             got.append(found)
-        return _summed(got)
+        last = self.last
+        n = 0 if last is None else len(last[0])
+        if last is not None and 0 < n < len(terms) and tuple(terms[:n]) == last[0]:
+            # 0.0 + a held total is that total: the rest adds on as before.
+            got = [(last[1], last[2]), *got[n:]]
+        keys, score = _summed(got)
+        self.last = (tuple(terms), keys, -score)
+        return keys, score
 
     def _read(self, conn: sqlite3.Connection, term: str) -> tuple[IntArray, FloatArray] | None:
         """One term's rows and contributions (``-bm25()`` of the one-term query),
@@ -259,6 +265,7 @@ class TermScores:
         """Drop every term and the search count."""
         self.terms.clear()
         self.entries = 0
+        self.last = None
         self.searches = 0
 
 
