@@ -218,13 +218,14 @@ class TermScores:
         return keys[order], score[order]
 
     def sums(
-        self, conn: sqlite3.Connection, terms: Sequence[str]
+        self, conn: sqlite3.Connection, terms: Sequence[str], *, remember: bool = True
     ) -> tuple[IntArray, FloatArray] | None:
         """As ``scores``, the same ``(row keys, scores)`` pairs, in row-key order
         (unsorted by score), for a caller that sorts what it keeps itself. When the
         last terms summed begin these (a HYBRID search's feedback list: the query's
         terms, then words of its best results), their sums are the start: each
-        row's additions are then the same, in the same order."""
+        row's additions are then the same, in the same order. ``remember``: keep
+        these sums as the last ones (False for the rows of common terms)."""
         got: list[tuple[IntArray, FloatArray]] = []
         for term in terms:
             found = self.terms.get(term)
@@ -239,7 +240,8 @@ class TermScores:
             # 0.0 + a held total is that total: the rest adds on as before.
             got = [(last[1], last[2]), *got[n:]]
         keys, score = _summed(got)
-        self.last = (tuple(terms), keys, -score)
+        if remember:
+            self.last = (tuple(terms), keys, -score)
         return keys, score
 
     def _read(self, conn: sqlite3.Connection, term: str) -> tuple[IntArray, FloatArray] | None:

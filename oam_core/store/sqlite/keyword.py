@@ -256,7 +256,7 @@ class Fts5Ranker:
         metadata filter."""
         if pred.metadata is not NOT_SET or not self.hold_arrays:
             return None
-        summed = self.term_scores.sums(conn, terms)
+        summed = self.term_scores.sums(conn, terms, remember=False)
         if summed is None:
             return None
         records = self.scopes.passing_array(conn, version, pred, summed[0], _HELD_UNKNOWN)
