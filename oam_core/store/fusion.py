@@ -56,6 +56,7 @@ from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
+from itertools import chain
 from operator import itemgetter
 from typing import ClassVar, TypeVar
 
@@ -107,6 +108,7 @@ __all__ = [
     "query_signals",
     "rrf_distance",
     "signal_lists",
+    "speaker_names",
     "states_preference",
 ]
 
@@ -197,6 +199,8 @@ def signal_lists(
     records: Mapping[Hashable, Record],
     now: datetime,
     which: Collection[Signal] = frozenset(Signal),
+    *,
+    speakers: Mapping[Hashable, str | None] | None = None,
 ) -> builtins.list[tuple[Signal, builtins.list[Hashable]]]:
     """The speaker, date, time, own-text and preference lists of a query over a
     candidate pool.
@@ -208,6 +212,7 @@ def signal_lists(
         now: The store clock, for relative dates in the query ("last week").
         which: The signals that may apply; of these, those that apply to the
             query's kind are read (``query_signals``), the others not computed.
+        speakers: ``speaker_names(records)`` when the caller has it already.
 
     Returns:
         Up to five ``(signal, ranked keys)`` pairs in this order, the keys a
@@ -225,10 +230,10 @@ def signal_lists(
     lists: builtins.list[tuple[Signal, builtins.list[Hashable]]] = []
     if Signal.SPEAKER in which:
         words = {fold(w) for w in _WORD.findall(query)}
-        speakers = [participant_name(records[key].metadata) for key in present]
-        named = {n for n in set(speakers) if n and _names_in(n, words)}
+        names = speaker_names(records) if speakers is None else speakers
+        named = {n for n in {names[key] for key in present} if n and _names_in(n, words)}
         if len(named) == 1:
-            spoken = [key for key, n in zip(present, speakers, strict=True) if n in named]
+            spoken = [key for key in present if names[key] in named]
             lists.append((Signal.SPEAKER, spoken))
     spans = query_spans(query, now) if Signal.DATE in which else []
     if spans:
@@ -717,12 +722,23 @@ def content_terms(text: str) -> frozenset[str]:
     return _kept_terms(text) if len(text) <= FEEDBACK_MEMO_CHARS else frozenset(query_terms(text))
 
 
+def speaker_names(records: Mapping[Hashable, Record]) -> dict[Hashable, str | None]:
+    """Each record's speaker (``participant_name`` of its metadata, None without
+    one), by key: read once for a search's signal lists and feedback words.
+
+    Args:
+        records: Loaded records by key.
+    """
+    return {key: participant_name(record.metadata) for key, record in records.items()}
+
+
 def feedback_terms(
     query: str,
     pool: Sequence[Hashable],
     records: Mapping[Hashable, Record],
     *,
     head: int = FEEDBACK_HEAD,
+    speakers: Mapping[Hashable, str | None] | None = None,
 ) -> list[str]:
     """The question's keyword terms followed by its expansion words, or ``[]`` when no
     word qualifies (then no feedback list is searched).
@@ -734,6 +750,7 @@ def feedback_terms(
         records: The loaded records of ``pool``.
         head: How many of the best messages among the candidates the words come
             from (>= 1).
+        speakers: ``speaker_names(records)`` when the caller has it already.
 
     Returns:
         ``[]`` when the pool holds no message; else ``text.query_terms(query)`` plus up to ``len(query_terms(query))`` words of
@@ -746,24 +763,22 @@ def feedback_terms(
     turns = [key for key in present if records[key].record_type == MESSAGE][:head]
     if not asked or not turns:
         return []
-    speakers = {participant_name(records[key].metadata) or "" for key in present}
-    names = {word for name in speakers for word in content_terms(name)}
-    docs = [content_terms(records[key].content or "") for key in present]
-    skip = set(asked) | names
-    heads = [content_terms(records[key].content or "") for key in turns]
-    wanted = set().union(*heads) - skip
-    share = Counter(word for words in docs for word in wanted & words)
+    said = speaker_names(records) if speakers is None else speakers
+    names = {word for name in {said[key] or "" for key in present} for word in content_terms(name)}
+    terms_of = {key: content_terms(records[key].content or "") for key in present}
+    docs = [terms_of[key] for key in present]
+    heads = [terms_of[key] for key in turns]
+    wanted = set().union(*heads) - set(asked) - names
+    share = Counter(chain.from_iterable(wanted & words for words in docs))
+    weight = {  # each word's score per head holding it; the others score nothing
+        word: math.log((len(docs) + 1) / count)
+        for word, count in share.items()
+        if len(word) >= FEEDBACK_MIN_LETTERS and not word.isdigit() and count != len(docs)
+    }
     scores: dict[str, float] = {}
     for words in heads:
-        for word in sorted(words):
-            if (
-                word in skip
-                or len(word) < FEEDBACK_MIN_LETTERS
-                or word.isdigit()
-                or share[word] == len(docs)
-            ):
-                continue
-            scores[word] = scores.get(word, 0.0) + math.log((len(docs) + 1) / share[word])
+        for word in sorted(words & weight.keys()):
+            scores[word] = scores.get(word, 0.0) + weight[word]
     best = sorted(scores.items(), key=lambda ws: -ws[1])  # stable: ties in first-seen order
     expansion = [word for word, score in best[: len(asked)] if score > 0]
     return [*asked, *expansion] if expansion else []

@@ -41,6 +41,7 @@ from oam_core.store.fusion import (
     passage_text,
     rrf_distance,
     signal_lists,
+    speaker_names,
 )
 from oam_core.store.options import SearchStrategy
 from oam_core.store.runtime import StoreRuntime
@@ -207,8 +208,9 @@ def _hybrid_ranking(
     fused = fuse(lists, weights, rrf_k=fusion.rrf_k)
     pool = [key for key, _ in fused[: max(fusion.pool, k)]]
     records = runtime.backend.load_for_ranking(pool)  # read, never returned
-    extra = signal_lists(query, pool, records, pred.now, fusion.signals)
-    extra += _feedback(runtime, query, pool, records, pred, fusion)
+    speakers = speaker_names(records)
+    extra = signal_lists(query, pool, records, pred.now, fusion.signals, speakers=speakers)
+    extra += _feedback(runtime, query, pool, records, pred, fusion, speakers)
     if not extra and index is not None:
         return index, records, DistanceKind.HYBRID_INDEX
     all_weights = [*weights, *(fusion.weight(signal) for signal, _ in extra)]
@@ -228,13 +230,14 @@ def _feedback(
     records: dict[Hashable, Record],
     pred: Predicate,
     fusion: FusionConfig,
+    speakers: dict[Hashable, str | None],
 ) -> builtins.list[tuple[Signal, builtins.list[Hashable]]]:
     """The feedback keyword list of a HYBRID search (store/fusion.py, ``feedback_terms``): the keyword
     index searched once more with the query's terms and words of the fused head;
     none for a question asking for advice, or when no word qualifies."""
     if Signal.FEEDBACK not in fusion.signals or asks_for_advice(query):
         return []
-    terms = feedback_terms(query, pool, records)
+    terms = feedback_terms(query, pool, records, speakers=speakers)
     if not terms:
         return []
     ranked = runtime.backend.rank_keyword(terms, fusion.depth, pred)

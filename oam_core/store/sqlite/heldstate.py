@@ -190,6 +190,7 @@ class TermScores:
         self.searches = 0
         self.terms: dict[str, tuple[IntArray, FloatArray]] = {}
         self.entries = 0
+        self.last: tuple[tuple[str, ...], IntArray, FloatArray] | None = None
 
     def warm(self, version: Version) -> bool:
         """Count a search at ``version`` (a new version empties the cache); whether
@@ -209,6 +210,22 @@ class TermScores:
         ``"t0" OR "t1" ...`` gives the row. None when a term holds more rows than
         the cache may keep. ``conn``: in the read transaction ``warm`` was given
         the version of."""
+        summed = self.sums(conn, terms)
+        if summed is None:
+            return None
+        keys, score = summed
+        order = np.lexsort((keys, score))
+        return keys[order], score[order]
+
+    def sums(
+        self, conn: sqlite3.Connection, terms: Sequence[str], *, remember: bool = True
+    ) -> tuple[IntArray, FloatArray] | None:
+        """As ``scores``, the same ``(row keys, scores)`` pairs, in row-key order
+        (unsorted by score), for a caller that sorts what it keeps itself. When the
+        last terms summed begin these (a HYBRID search's feedback list: the query's
+        terms, then words of its best results), their sums are the start: each
+        row's additions are then the same, in the same order. ``remember``: keep
+        these sums as the last ones (False for the rows of common terms)."""
         got: list[tuple[IntArray, FloatArray]] = []
         for term in terms:
             found = self.terms.get(term)
@@ -217,13 +234,15 @@ class TermScores:
                 if found is None:
                     return None
             got.append(found)
-        keys = np.unique(np.concatenate([rows for rows, _ in got]))
-        total = np.zeros(len(keys), np.float64)
-        for rows, contribution in got:  # in the query's order: the same sums
-            total[np.searchsorted(keys, rows)] += contribution
-        score = -total  # FTS5's ``-1.0 * score``
-        order = np.lexsort((keys, score))
-        return keys[order], score[order]
+        last = self.last
+        n = 0 if last is None else len(last[0])
+        if last is not None and 0 < n < len(terms) and tuple(terms[:n]) == last[0]:
+            # 0.0 + a held total is that total: the rest adds on as before.
+            got = [(last[1], last[2]), *got[n:]]
+        keys, score = _summed(got)
+        if remember:
+            self.last = (tuple(terms), keys, -score)
+        return keys, score
 
     def _read(self, conn: sqlite3.Connection, term: str) -> tuple[IntArray, FloatArray] | None:
         """One term's rows and contributions (``-bm25()`` of the one-term query),
@@ -248,7 +267,38 @@ class TermScores:
         """Drop every term and the search count."""
         self.terms.clear()
         self.entries = 0
+        self.last = None
         self.searches = 0
+
+
+def _summed(got: Sequence[tuple[IntArray, FloatArray]]) -> tuple[IntArray, FloatArray]:
+    """``(row keys, scores)`` in row-key order: each row's contributions of the
+    terms ``got`` holds it in, added in their order from 0.0 (FTS5's sum), negated."""
+    if len(got) == 1:
+        keys, contribution = got[0]
+        total = 0.0 + contribution  # FTS5's ``score = 0.0; score += c``
+        return keys, -total
+    size = sum(len(rows) for rows, _ in got)
+    top = max((int(rows[-1]) for rows, _ in got if len(rows)), default=-1)
+    if 0 <= top < max(_DENSE_KEYS, 4 * size) and min(int(r[0]) for r, _ in got if len(r)) >= 0:
+        # Row keys are small: add into one slot per key (no sort of the keys).
+        dense = np.zeros(top + 1, np.float64)
+        held = np.zeros(top + 1, np.bool_)
+        for rows, contribution in got:  # in the query's order: the same sums
+            dense[rows] += contribution
+            held[rows] = True
+        keys = np.flatnonzero(held)
+        return keys, -dense[keys]
+    keys = np.unique(np.concatenate([rows for rows, _ in got]))
+    total = np.zeros(len(keys), np.float64)
+    for rows, contribution in got:  # in the query's order: the same sums
+        total[np.searchsorted(keys, rows)] += contribution
+    return keys, -total  # FTS5's ``-1.0 * score``
+
+
+_DENSE_KEYS = 65_536
+"""Below this largest row key (or four times the rows summed) ``_summed`` adds into
+an array indexed by row key."""
 
 
 # -- chunk scopes ----------------------------------------------------------
@@ -278,6 +328,7 @@ class ChunkScopes:
         self.max_rows = max_rows
         self.version: Version | None = None
         self.scopes: dict[Hashable, dict[int, Held]] = {}
+        self.views: dict[Hashable, View] = {}
         self.rows = 0
 
     def passing(
@@ -286,20 +337,11 @@ class ChunkScopes:
         """Row key -> record key for the ``rows`` (chunk keys) that pass ``pred``
         (which has no metadata filter), reading the rows not held yet. ``conn``: in
         the search's read transaction, at ``version``."""
-        if version != self.version:
-            self.clear()
-            self.version = version
-        scope = (tuple(sorted(pred.record_types)), pred.thread_id, pred.user_id, pred.agent_id)
+        scope = self._scope(version, pred)
         known = self.scopes.get(scope)
         unknown = list(rows) if known is None else [pk for pk in rows if pk not in known]
         if unknown:
-            if self.rows + len(unknown) > self.max_rows:
-                self.clear()
-            known = self.scopes.setdefault(scope, {})
-            read = self._read(conn, pred, unknown)
-            for pk in unknown:
-                known[pk] = read.get(pk)
-            self.rows += len(unknown)
+            known = self._fill(conn, pred, scope, rows, unknown)
         assert known is not None
         now = pred.now.timestamp()
         at = pred.valid_at.timestamp() if pred.valid_at is not None and self.d.windows else None
@@ -317,6 +359,81 @@ class ChunkScopes:
                 continue
             out[pk] = rpk
         return out
+
+    def passing_array(
+        self,
+        conn: sqlite3.Connection,
+        version: Version,
+        pred: Predicate,
+        rows: IntArray,
+        max_unknown: int,
+    ) -> IntArray | None:
+        """As ``passing``, for an array of row keys (chunk keys): each row's record
+        key, or -1 where the row does not pass ``pred`` (which has no metadata
+        filter); None, reading nothing, when more than ``max_unknown`` of ``rows``
+        are not held yet. The clock is compared as ``passing`` compares it (NULL
+        expiry and window ends pass)."""
+        scope = self._scope(version, pred)
+        view = self._view(scope)
+        known = None if view is None else _held_at(view[0], rows)
+        if known is None or not known[1].all():
+            unknown = rows if known is None else rows[~known[1]]
+            if len(unknown) > max_unknown:
+                return None
+            self._fill(conn, pred, scope, rows.tolist(), unknown.tolist())
+            view = self._view(scope)
+            assert view is not None
+            known = _held_at(view[0], rows)
+        assert view is not None
+        at, _ = known
+        _, rpk, inside, expires, start, end = view
+        ok = inside[at] & (expires[at] > pred.now.timestamp())
+        if pred.valid_at is not None and self.d.windows:
+            valid = pred.valid_at.timestamp()
+            ok &= (start[at] <= valid) & (end[at] > valid)
+        return np.where(ok, rpk[at], -1)
+
+    def _scope(self, version: Version, pred: Predicate) -> Hashable:
+        """The held rows' key for ``pred``'s types and scope, serving ``version``
+        from now on (a new version empties what is held)."""
+        if version != self.version:
+            self.clear()
+            self.version = version
+        return (tuple(sorted(pred.record_types)), pred.thread_id, pred.user_id, pred.agent_id)
+
+    def _fill(
+        self,
+        conn: sqlite3.Connection,
+        pred: Predicate,
+        scope: Hashable,
+        rows: Sequence[int],
+        unknown: Sequence[int],
+    ) -> dict[int, Held]:
+        """Read and hold the ``unknown`` ones of ``rows`` (those not held yet) for
+        ``scope``, or every one of ``rows`` when the bound empties what is held
+        first; the rows held for ``scope``."""
+        if self.rows + len(unknown) > self.max_rows:
+            self.clear()
+            unknown = list(dict.fromkeys(rows))
+        known = self.scopes.setdefault(scope, {})
+        self.views.pop(scope, None)
+        for at in range(0, len(unknown), _READ_ROWS):
+            part = unknown[at : at + _READ_ROWS]
+            read = self._read(conn, pred, part)
+            for pk in part:
+                known[pk] = read.get(pk)
+        self.rows += len(unknown)
+        return known
+
+    def _view(self, scope: Hashable) -> View | None:
+        """The rows held for ``scope`` as arrays (built once per change), or None."""
+        view = self.views.get(scope)
+        if view is None:
+            known = self.scopes.get(scope)
+            if known is None:
+                return None
+            view = self.views[scope] = _as_arrays(known)
+        return view
 
     def _read(
         self, conn: sqlite3.Connection, pred: Predicate, rows: Sequence[int]
@@ -339,4 +456,38 @@ class ChunkScopes:
     def clear(self) -> None:
         """Drop every held row."""
         self.scopes.clear()
+        self.views.clear()
         self.rows = 0
+
+
+_READ_ROWS = 4096
+"""Row keys one statement of ``ChunkScopes._read`` names at most."""
+
+BoolArray = npt.NDArray[np.bool_]
+View = tuple[IntArray, IntArray, BoolArray, FloatArray, FloatArray, FloatArray]
+"""One scope's held rows as arrays, by row key: ``(row keys, record keys, whether
+the row is of the scope, expires_at, valid_from, valid_until)``, NULL clock columns
+as the infinity that passes (``+inf``, ``-inf``, ``+inf``)."""
+
+
+def _as_arrays(known: dict[int, Held]) -> View:
+    """``known`` (row key -> held columns) as a ``View``."""
+    pks = np.fromiter(known, np.int64, len(known))
+    order = np.argsort(pks)
+    held = [known[pk] for pk in pks[order].tolist()]
+
+    def column(i: int, null: float) -> FloatArray:
+        return np.fromiter(
+            (null if h is None or h[i] is None else h[i] for h in held), np.float64, len(held)
+        )
+
+    rpk = np.fromiter((-1 if h is None else h[0] for h in held), np.int64, len(held))
+    inside = np.fromiter((h is not None for h in held), np.bool_, len(held))
+    return pks[order], rpk, inside, column(1, np.inf), column(2, -np.inf), column(3, np.inf)
+
+
+def _held_at(pks: IntArray, rows: IntArray) -> tuple[IntArray, BoolArray]:
+    """Positions of ``rows`` in the sorted ``pks`` and whether each is there."""
+    at = np.minimum(np.searchsorted(pks, rows), max(len(pks) - 1, 0))
+    found = pks[at] == rows if len(pks) else np.zeros(len(rows), np.bool_)
+    return at, found

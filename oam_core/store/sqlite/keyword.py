@@ -16,6 +16,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import regex
 
 from oam_core.apis._sentinel import NOT_SET
@@ -43,6 +44,10 @@ class Fts5Ranker:
     hold_terms = True
     """Whether warm searches rank from the term scores held for the database state
     (``sqlite/heldstate.py``); False: every search asks FTS5."""
+
+    hold_arrays = True
+    """Whether a warm search without a metadata filter checks and folds its held
+    term scores in numpy (``_held_best``); False: row by row, as FTS5's rows."""
 
     def __init__(self, dialect: Dialect, prefix: str, schema_version: int) -> None:
         self.d = dialect
@@ -83,14 +88,18 @@ class Fts5Ranker:
             return []
         held = None
         if cacheable and self.hold_terms and self.term_scores.warm(self._version):
-            held = lambda: self.term_scores.scores(conn, informative)  # noqa: E731
+            held = informative
         version = self._version if cacheable and self.hold_terms else None
         out = self._ranked(conn, _or(informative), k, pred, held, version)
         if common and len(out) < k:
             # Rows matching only very common terms: BM25 scores them ~0, so they
             # follow the ranked ones unranked, in insertion order.
             seen = {rpk for rpk, _ in out}
-            rest = self._unranked(conn, _or(common), k + len(seen), pred)
+            rest = None
+            if held is not None and version is not None:
+                rest = self._held_unranked(conn, common, k + len(seen), pred, version)
+            if rest is None:
+                rest = self._unranked(conn, _or(common), k + len(seen), pred)
             out += [(int(r), 0.0) for r in rest if r not in seen][: k - len(out)]
         return out
 
@@ -134,7 +143,7 @@ class Fts5Ranker:
         match: str,
         k: int,
         pred: Predicate,
-        held: Callable[[], tuple[Any, Any] | None] | None = None,
+        held: Sequence[str] | None = None,
         version: tuple[int, int] | None = None,
     ) -> list[tuple[Hashable, float]]:
         """Up to ``k`` ``(record pk, BM25 of its best chunk)`` pairs for the FTS5 query
@@ -155,15 +164,13 @@ class Fts5Ranker:
         the same value FTS5's ``rank`` column holds, without its extra sorting pass
         (bench/README.md, ``keyword_scale.py``).
 
-        ``held`` gives the same rows, every matching row scored and sorted, from
-        the term scores held for the database state (``sqlite/heldstate.py``), or
-        None; it is asked for unless the user filter applies. The rows are then
-        checked as the streamed ones, and the result is the same: the ``k`` best
-        records by (best passing chunk's score, record pk) do not depend on the
-        order of tied rows. With ``version`` (the database state, the search being
-        allowed to use what is held for it) and no metadata filter, the rows are
-        checked against the rows held for the search's types and scope
-        (``sqlite/heldstate.py``), not in SQL.
+        ``held``: the terms of ``match`` (None: FTS5 only); unless the user filter
+        applies, every matching row comes scored from the term scores held for the
+        database state and, with ``version`` and no metadata filter, is checked
+        against the rows held for the search's types and scope (``sqlite/heldstate.py``):
+        in numpy (``_held_best``) when those cover the rows, else as streamed rows.
+        The result is the same: the ``k`` best records by (best passing chunk's
+        score, record pk) do not depend on the order of tied rows.
         """
         fts = f"{self.p}chunks_fts"
         join, where, params = st.candidates(self.d, self.p, pred)
@@ -185,29 +192,78 @@ class Fts5Ranker:
             sql = scope_sql.format(", ".join("?" * len(rows)))
             return dict(conn.execute(sql, [*pks, *params]).fetchall())
 
-        def fold(
-            batches: Iterable[Sequence[tuple[int, float]]],
-        ) -> tuple[dict[int, float], float | None]:
-            return _fold(batches, check, k)
-
-        scored = None if only or held is None else held()
+        scored = None
+        if not only and held is not None:
+            out = self._held_best(conn, held, k, pred, version)
+            if out is not None:
+                return out
+            scored = self.term_scores.scores(conn, held)
         if scored is not None:
-            best, _ = fold(_array_batches(*scored, k + _HEAD_SPARE))
+            best, _ = _fold(_array_batches(*scored, k + _HEAD_SPARE), check, k)
             return _best_first(best, k)
         if only or not _scoped(pred):
             limit = _head_rows(k)
             head = conn.execute(f"{ranked_sql} LIMIT ?", (match, *only_params, limit)).fetchall()
             # Most rows pass: check about k of them first, the rest only if needed.
             first = k + _HEAD_SPARE
-            best, bound = fold((head[:first], head[first:]))
+            best, bound = _fold((head[:first], head[first:]), check, k)
             if len(head) < limit or (bound is not None and head[-1][1] > bound):
                 return _best_first(best, k)
         cursor = conn.execute(ranked_sql, (match, *only_params))
         try:
-            best, bound = fold(_batches(cursor, min(4096, max(64, _head_rows(k)))))
+            best, bound = _fold(_batches(cursor, min(4096, max(64, _head_rows(k)))), check, k)
         finally:
             cursor.close()
         return _best_first(best, k)
+
+    def _held_best(
+        self,
+        conn: sqlite3.Connection,
+        terms: Sequence[str],
+        k: int,
+        pred: Predicate,
+        version: tuple[int, int] | None,
+    ) -> list[tuple[Hashable, float]] | None:
+        """``_ranked``'s result from held state alone, in numpy: every row matching
+        ``terms`` (held term scores), checked against the rows held for ``pred``'s
+        types and scope, each record at its best passing row's score, the ``k``
+        best by (score, record pk). None without ``version`` (what is held may not
+        be used), for a metadata filter, when the term scores are not held, or more
+        than ``_HELD_UNKNOWN`` of the rows are not checked yet (``_ranked`` then
+        checks them in batches, as far as it needs)."""
+        if version is None or pred.metadata is not NOT_SET or not self.hold_arrays:
+            return None
+        summed = self.term_scores.sums(conn, terms)
+        if summed is None:
+            return None
+        rows, scores = summed
+        records = self.scopes.passing_array(conn, version, pred, rows, _HELD_UNKNOWN)
+        if records is None:
+            return None
+        return _held_top(records, scores, k)
+
+    def _held_unranked(
+        self,
+        conn: sqlite3.Connection,
+        terms: Sequence[str],
+        limit: int,
+        pred: Predicate,
+        version: tuple[int, int],
+    ) -> list[int] | None:
+        """``_unranked``'s result from held state (the rows of ``terms`` held with
+        their scores, checked against the rows held for ``pred``'s types and
+        scope), or None where ``_held_best`` would give None, or ``pred`` has a
+        metadata filter."""
+        if pred.metadata is not NOT_SET or not self.hold_arrays:
+            return None
+        summed = self.term_scores.sums(conn, terms, remember=False)
+        if summed is None:
+            return None
+        records = self.scopes.passing_array(conn, version, pred, summed[0], _HELD_UNKNOWN)
+        if records is None:
+            return None
+        found: list[int] = np.unique(records[records >= 0])[:limit].tolist()
+        return found
 
     def _user_filter(self, conn: sqlite3.Connection, pred: Predicate) -> tuple[str, list[Any]]:
         """``(sql, params)``: an ``AND +rowid IN (...)`` condition keeping the chunk
@@ -401,6 +457,29 @@ def _collect(
             if len(best) == k:
                 bound = score
     return best, bound
+
+
+_HELD_UNKNOWN = 4096
+"""Rows not checked yet that ``Fts5Ranker._held_best`` reads at once, at most."""
+
+
+def _held_top(records: Any, scores: Any, k: int) -> list[tuple[Hashable, float]]:
+    """The ``k`` best ``(record pk, BM25 >= 0)`` pairs of rows with record keys
+    ``records`` (int64 array, -1: the row does not pass) and FTS5 scores ``scores``
+    (float64 array, lower is better): each record at its best row's score, ties by
+    record pk, as ``_best_first`` ranks what ``_fold`` collects."""
+    ok = records >= 0
+    rpk, score = records[ok], scores[ok]
+    if not len(rpk):
+        return []
+    order = np.lexsort((score, rpk))  # by record, its best row first
+    rpk, score = rpk[order], score[order]
+    first = np.empty(len(rpk), np.bool_)
+    first[0] = True
+    np.not_equal(rpk[1:], rpk[:-1], out=first[1:])
+    rpk, score = rpk[first], score[first]
+    top = np.lexsort((rpk, score))[:k]
+    return [(r, -s) for r, s in zip(rpk[top].tolist(), score[top].tolist(), strict=True)]
 
 
 def _best_first(best: dict[int, float], k: int) -> list[tuple[Hashable, float]]:
