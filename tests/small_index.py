@@ -3,7 +3,11 @@ the tests of the embedded index (tests/unit/test_vector*.py)."""
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from pathlib import Path
+
+import numpy as np
 
 from oam_core import SQLiteMemoryStore
 
@@ -15,3 +19,22 @@ def open_store(path: Path, dim: int = 8) -> SQLiteMemoryStore:
     store._impl.index.ann_min_rows = 8
     store._impl.index.exact_max = 4
     return store
+
+
+def brute_force(path: Path, q: np.ndarray, k: int) -> list[str]:
+    """Top-k record ids by exact cosine over the unexpired vector chunks SQLite holds."""
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute(
+            "SELECT r.id, c.embedding FROM chunks c JOIN records r ON r.pk = c.record_pk "
+            "WHERE c.has_vector = 1 AND (c.expires_at IS NULL OR c.expires_at > ?)",
+            (time.time(),),
+        ).fetchall()
+    ids = [r[0] for r in rows]
+    mat = np.stack([np.frombuffer(r[1], dtype="<f4") for r in rows])
+    sims = mat @ q / np.linalg.norm(mat, axis=1) / np.linalg.norm(q)
+    return [ids[i] for i in np.argsort(-sims, kind="stable")[:k]]
+
+
+def ids(store: SQLiteMemoryStore, q: np.ndarray, k: int) -> list[str]:
+    """The ids of ``store``'s top-k for the query vector ``q``."""
+    return [r.id for r, _ in store.search(query_vector=list(q), k=k)]

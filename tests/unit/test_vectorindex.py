@@ -13,7 +13,6 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
-import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from oam_core import SQLiteMemoryStore
 from oam_core.store.sqlite.schema import SCHEMA_VERSION
 from oam_core.store.sqlite.vector import changelog, ivf, ranking
 from oam_core.store.sqlite.vector.mirror import LiveRows, Mirror
-from tests.small_index import open_store
+from tests.small_index import brute_force, ids, open_store
 
 DIM = 8
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,24 +87,6 @@ def ask(proc: subprocess.Popen[str], **cmd: Any) -> str:
     proc.stdin.write(json.dumps(cmd) + "\n")
     proc.stdin.flush()
     return proc.stdout.readline().strip()
-
-
-def brute_force(path: Path, q: np.ndarray, k: int) -> list[str]:
-    """Top-k record ids by exact cosine over the vector chunks SQLite holds."""
-    with sqlite3.connect(path) as conn:
-        rows = conn.execute(
-            "SELECT r.id, c.embedding FROM chunks c JOIN records r ON r.pk = c.record_pk "
-            "WHERE c.has_vector = 1 AND (c.expires_at IS NULL OR c.expires_at > ?)",
-            (time.time(),),
-        ).fetchall()
-    ids = [r[0] for r in rows]
-    mat = np.stack([np.frombuffer(r[1], dtype="<f4") for r in rows])
-    sims = mat @ q / np.linalg.norm(mat, axis=1) / np.linalg.norm(q)
-    return [ids[i] for i in np.argsort(-sims, kind="stable")[:k]]
-
-
-def ids(store: SQLiteMemoryStore, q: np.ndarray, k: int) -> list[str]:
-    return [r.id for r, _ in store.search(query_vector=list(q), k=k)]
 
 
 QUERIES = np.random.default_rng(99).standard_normal((5, DIM)).astype(np.float32)
