@@ -26,7 +26,7 @@ import pytest
 
 from oam_core import SQLiteMemoryStore
 from oam_core.store.sqlite.vector import file as indexfile
-from tests.small_index import open_store
+from tests.small_index import brute_force, ids, open_store
 
 DIM = 8
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,23 +51,6 @@ def add(store: SQLiteMemoryStore, start: int, stop: int) -> None:
         record_ids=[f"r{i}" for i in range(start, stop)],
         user_ids=[f"u{i % 3}" for i in range(start, stop)],
     )
-
-
-def brute_force(path: Path, q: np.ndarray, k: int) -> list[str]:
-    """Top-k record ids by exact cosine over the vector chunks SQLite holds."""
-    with sqlite3.connect(path) as conn:
-        rows = conn.execute(
-            "SELECT r.id, c.embedding FROM chunks c JOIN records r ON r.pk = c.record_pk "
-            "WHERE c.has_vector = 1"
-        ).fetchall()
-    ids = [r[0] for r in rows]
-    mat = np.stack([np.frombuffer(r[1], dtype="<f4") for r in rows])
-    sims = mat @ q / np.linalg.norm(mat, axis=1) / np.linalg.norm(q)
-    return [ids[i] for i in np.argsort(-sims, kind="stable")[:k]]
-
-
-def ids(store: SQLiteMemoryStore, q: np.ndarray, k: int) -> list[str]:
-    return [r.id for r, _ in store.search(query_vector=list(q), k=k)]
 
 
 def assert_consistent(store: SQLiteMemoryStore, path: Path, acknowledged: int) -> None:
