@@ -574,9 +574,8 @@ class OAMStore(BaseStore):
             return []
         metadata_filter: dict[str, Any] = _prefix_filter(op.namespace_prefix)
         if op.filter:
-            metadata_filter["value"] = filter_dict(
-                op.filter, "filter"
-            )  # the oam language, on the value
+            # the oam language, on the value
+            metadata_filter["value"] = filter_dict(op.filter, "filter")
         wanted = op.offset + op.limit
         records: list[tuple[Record, float | None]] = []
         if op.query and op.query.strip() and self._ranks:
