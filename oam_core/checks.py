@@ -16,6 +16,7 @@ is here, in this one module.
 from __future__ import annotations
 
 import math
+import reprlib
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
@@ -354,6 +355,19 @@ def check_texts(values: Sequence[str | None], name: str) -> None:
             check_text(v, f"{name}[{i}]")
 
 
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxother = 120
+_SHOWN.maxlist = _SHOWN.maxtuple = _SHOWN.maxset = _SHOWN.maxdict = 5
+
+
+def shown(value: object) -> str:
+    """``value`` as an error message shows it: its ``repr``, a long one cut (a string
+    to about 120 characters, a container to its first 5 items), with its type when it
+    is not a string, so an error never repeats a megabyte of input."""
+    text = _SHOWN.repr(value)
+    return text if value is None or isinstance(value, str) else f"{type(value).__name__} {text}"
+
+
 def check_record_id(value: object, name: str) -> str:
     """``value`` if it is a non-empty str (an id to look a record up by).
 
@@ -361,7 +375,7 @@ def check_record_id(value: object, name: str) -> str:
         InvalidArgumentError: naming ``name`` and the value otherwise.
     """
     if not isinstance(value, str) or not value:
-        raise InvalidArgumentError(f"{name} must be a non-empty str, got {value!r}")
+        raise InvalidArgumentError(f"{name} must be a non-empty str, got {shown(value)}")
     return value
 
 
@@ -373,7 +387,7 @@ def check_id(value: object, name: str) -> str:
             one with a NUL character or a lone surrogate.
     """
     if not isinstance(value, str) or not value:
-        raise InvalidArgumentError(f"{name} must be a non-empty string, got {value!r}")
+        raise InvalidArgumentError(f"{name} must be a non-empty string, got {shown(value)}")
     return check_text(value, name)
 
 
@@ -388,7 +402,7 @@ def lookup_id(value: object, name: str) -> bool:
         InvalidArgumentError: naming ``name``, for a non-string or an empty string.
     """
     if not isinstance(value, str) or not value:
-        raise InvalidArgumentError(f"{name} must be a non-empty string, got {value!r}")
+        raise InvalidArgumentError(f"{name} must be a non-empty string, got {shown(value)}")
     return storable(value)
 
 

@@ -85,6 +85,11 @@ STORE_CALLS: list[tuple[str, Callable[[SQLiteMemoryStore], Any], str]] = [
     ),
     ("get record_type", lambda s: s.get("memo", "a"), "record_type must be one of"),
     (
+        "delete a list of ids (the value shown cut, with its type)",
+        lambda s: s.delete("memory", [f"r{i}" for i in range(100_000)]),  # type: ignore[arg-type]
+        "record_id must be a non-empty string, got list ['r0', 'r1', 'r2', 'r3', 'r4', ...]",
+    ),
+    (
         "add thread_ids",
         lambda s: s.add(["t"], record_type="memory", thread_ids=""),
         "thread_ids[0] must be a non-empty string or None, got ''",
