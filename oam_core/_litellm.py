@@ -149,6 +149,36 @@ def check_api_key(model: str, litellm: ModuleType, request: dict[str, Any]) -> N
     )
 
 
+class UnknownModelError(ConfigurationError):
+    """A LiteLLM model id whose provider LiteLLM cannot tell (a typo such as
+    ``"loca"``, or a bare name of no known provider): raised before any request,
+    naming the id and the accepted forms (docs/llms.md#errors). A
+    ``ConfigurationError`` (so a ``ValueError``): every call would fail the same way."""
+
+
+def check_known_model(model: str, litellm: ModuleType, request: dict[str, Any]) -> None:
+    """Raise ``UnknownModelError`` when LiteLLM cannot name ``model``'s provider and
+    the request does not name one itself (``custom_llm_provider``, ``api_base``,
+    LiteLLM's ``mock_response``).
+
+    Raises:
+        UnknownModelError: naming ``model``.
+    """
+    if any(request.get(k) for k in ("custom_llm_provider", "api_base", "mock_response")):
+        return
+    get_provider = getattr(litellm, "get_llm_provider", None)
+    if get_provider is None:
+        return
+    try:
+        get_provider(model=model)
+    except Exception:  # LiteLLM's BadRequestError "LLM Provider NOT provided"
+        raise UnknownModelError(
+            f"model {model!r} names no provider LiteLLM knows: write it as "
+            "'<provider>/<model>' (e.g. 'openai/text-embedding-3-small', "
+            "'ollama/llama3'); an embedder may also be 'local', 'hashing[/<dim>]' or 'none'"
+        ) from None
+
+
 def missing_key_error(exc: BaseException, model: str, litellm: ModuleType) -> Exception | None:
     """A ``MissingApiKeyError`` saying what to set when ``exc`` is LiteLLM's report of
     a missing API key or credentials, else None."""
@@ -232,7 +262,9 @@ def send(
 ) -> Any:
     """``fn(**request)`` under the retry ``loop``; a missing API key is a
     ``MissingApiKeyError`` that says what to set, raised before any request when
-    LiteLLM can tell (``check_api_key``)."""
+    LiteLLM can tell (``check_api_key``); an id LiteLLM knows no provider of is an
+    ``UnknownModelError`` (``check_known_model``)."""
+    check_known_model(model, litellm, request)
     check_api_key(model, litellm, request)
     try:
         return loop(fn, **request)
@@ -251,6 +283,7 @@ async def send_async(
     request: dict[str, Any],
 ) -> Any:
     """Async twin of ``send``."""
+    check_known_model(model, litellm, request)
     check_api_key(model, litellm, request)
     try:
         return await loop(fn, **request)

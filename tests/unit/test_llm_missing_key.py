@@ -87,6 +87,27 @@ def test_the_embedder_checks_its_key_the_same_way(requests: list[str]) -> None:
     assert requests == []
 
 
+def test_a_model_id_of_no_known_provider_is_refused_before_any_request(
+    requests: list[str],
+) -> None:
+    """A typo such as ``embedder="loca"`` names the id and the accepted forms instead of
+    LiteLLM's BadRequestError; an id LiteLLM knows without a prefix still goes out."""
+    says = "model 'loca' names no provider LiteLLM knows: write it as '<provider>/<model>'"
+    with pytest.raises(_litellm.UnknownModelError, match=says) as raised:
+        LiteLLMEmbedder("loca", max_retries=0).embed(["hi"])
+    assert isinstance(raised.value, ConfigurationError)
+    with pytest.raises(_litellm.UnknownModelError, match="'local', 'hashing"):
+        asyncio.run(LiteLLMLlm("loca", max_retries=0).generate_async("hi"))
+    with pytest.raises(_litellm.UnknownModelError):
+        OracleAgentMemory(connection=":memory:", embedder="loca", extract_memories=False)
+    assert requests == []
+    # named by the request itself: sent (and fails here as every request does)
+    with pytest.raises(Exception) as sent:
+        LiteLLMLlm("loca", max_retries=0, api_base="http://127.0.0.1:9/v1").generate("hi")
+    assert not isinstance(sent.value, _litellm.UnknownModelError)
+    assert requests == ["loca"]
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [
