@@ -190,3 +190,44 @@ def test_a_session_ended_in_the_middle_of_a_write_leaves_nothing(
     assert store.add(["whole"], "memory", record_ids="m1") == ["m1"]
     assert store.get("memory", "m1").content == "whole"
     store.close()
+
+
+@pytest.mark.parametrize("server_up", [True, False])
+def test_a_pool_timeout_tells_a_busy_pool_from_a_server_gone_away(
+    conninfo: str, monkeypatch: pytest.MonkeyPatch, server_up: bool
+) -> None:
+    """No pooled connection came in time (injected ``PoolTimeout``): one direct
+    connection attempt tells the two causes apart, a busy pool (``DatabaseLockedError``)
+    from a server that cannot be reached (``StoreConnectionError``)."""
+    from psycopg_pool import PoolTimeout
+
+    from oam_core.errors import DatabaseLockedError
+    from oam_core.store.postgres import backend as pg_backend
+
+    store = _store(conninfo)
+    try:
+        store.add(["pears"], "memory", record_ids=["p"])
+        pool = store._impl.pool
+
+        @contextmanager
+        def no_connection() -> Iterator[Any]:
+            raise PoolTimeout("couldn't get a connection after 30.00 sec")
+            yield  # pragma: no cover
+
+        monkeypatch.setattr(pool, "connection", no_connection)
+        if not server_up:
+
+            def refused(*args: Any, **kwargs: Any) -> Any:
+                raise psycopg.OperationalError("connection refused")
+
+            monkeypatch.setattr(pg_backend.psycopg, "connect", refused)
+        expected = DatabaseLockedError if server_up else StoreConnectionError
+        with pytest.raises(expected) as raised:
+            store.search("pears", k=1)
+        if not server_up:
+            assert "cannot connect to PostgreSQL" in str(raised.value)
+            assert "connection refused" in str(raised.value)
+        monkeypatch.undo()
+        assert [r.id for r, _ in store.search("pears", k=1)] == ["p"]
+    finally:
+        store.close()

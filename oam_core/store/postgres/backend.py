@@ -36,10 +36,11 @@ from typing import Any, TypeVar
 
 import numpy as np
 import psycopg
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from oam_core.apis._sentinel import Maybe
 from oam_core.checks import Vector
+from oam_core.errors import StoreConnectionError
 from oam_core.store.backend import DimCheck, Predicate, Tx
 from oam_core.store.postgres.dialect import POSTGRES
 from oam_core.store.postgres.fulltext import K1, B, index_input, query_words, tsquery_literal
@@ -84,6 +85,11 @@ def vector_param(vector: Vector | None) -> list[float] | None:
         return None
     values: list[float] = np.asarray(vector, dtype=np.float32).tolist()
     return values
+
+
+REACH_TIMEOUT_S = 3
+"""Seconds one direct connection attempt may take when the pool's connections died
+or none came in time: telling a server that went away from a busy pool."""
 
 
 def _alive(conn: Conn) -> bool:
@@ -203,12 +209,41 @@ class PgBackend(SqlBackend):
         more on another connection when the first turns out dead, saving the
         check's round trip to the server)."""
         with ExitStack() as stack:
-            conn: Conn = stack.enter_context(self.pool.connection())
+            conn = self._enter(stack)
             if check and isinstance(self.pool, ConnectionPool) and not _alive(conn):
                 stack.close()  # the pool discards the dead connection
+                self._reachable()  # a server gone away fails now, not after the pool's wait
                 self.pool.check()
-                conn = stack.enter_context(self.pool.connection())
+                conn = self._enter(stack)
             yield conn
+
+    def _enter(self, stack: ExitStack) -> Conn:
+        """A connection of the pool, held until ``stack`` closes; a pool that gave
+        none in time because the server cannot be reached raises
+        ``StoreConnectionError``, not the busy pool's ``PoolTimeout``."""
+        try:
+            conn: Conn = stack.enter_context(self.pool.connection())
+        except PoolTimeout:
+            self._reachable()
+            raise
+        return conn
+
+    def _reachable(self) -> None:
+        """Check with one direct connection attempt that the pool's server answers.
+
+        Raises:
+            StoreConnectionError: naming the database (the password hidden) and the
+                driver's reason, when it does not (docs/postgres.md).
+        """
+        if not isinstance(self.pool, ConnectionPool):
+            return
+        info = self.pool.conninfo
+        try:
+            conninfo = info() if callable(info) else info
+            psycopg.connect(conninfo, connect_timeout=REACH_TIMEOUT_S).close()
+        except psycopg.OperationalError as exc:
+            reason = " ".join(str(exc).split())
+            raise StoreConnectionError(f"cannot connect to {self.label}: {reason}") from exc
 
     @contextmanager
     def transaction(self) -> Iterator[Tx]:
