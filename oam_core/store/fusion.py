@@ -640,9 +640,15 @@ def fuse(
 def rrf_distance(score: float, n_lists: float, k: int = RRF_K) -> float:
     """Map a fused RRF score to a distance in [0, 1]: ``1 - score / best possible``,
     the best possible being rank 1 in every list (``n_lists``: the number of lists,
-    or the sum of their weights)."""
+    or the sum of their weights). A record first in every list gets exactly 0 (its
+    score, a sum of floats, may differ from the best possible in the last bit)."""
     best = n_lists / (k + 1)
-    return max(0.0, min(1.0, 1.0 - score / best))
+    distance = 1.0 - score / best
+    return 0.0 if distance < RRF_EXACT else min(1.0, distance)
+
+
+RRF_EXACT = 1e-12
+"""Fused distances below this are rounding, not a shortfall: 0."""
 
 
 def normalized_distances(scored: Sequence[tuple[K, float]]) -> list[tuple[K, float]]:

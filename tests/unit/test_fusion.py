@@ -96,3 +96,14 @@ def test_a_distance_is_a_float_that_says_what_it_measures() -> None:
     assert back == 0.25 and back.kind is DistanceKind.FUSED
     assert 1.0 - d == 0.75 and type(1.0 - d) is float
     assert {Distance.of(0.5, kind).kind for kind in DistanceKind} == set(DistanceKind)
+
+
+def test_first_in_every_list_is_exactly_distance_zero() -> None:
+    """A record ranked first by every list scores the best possible sum, whose float
+    sum may miss it in the last bit: its distance is exactly 0 (score 1.0)."""
+    from oam_core.store.fusion import RRF_K, rrf_distance
+
+    weights = [0.5, 0.5, 0.1, 0.1, 2.0, 1.0 / 3]
+    score = sum(w / (RRF_K + 1) for w in weights)
+    assert rrf_distance(score, sum(weights)) == 0.0
+    assert rrf_distance(score * 0.9, sum(weights)) > 0.09
