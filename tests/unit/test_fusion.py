@@ -103,7 +103,7 @@ def test_first_in_every_list_is_exactly_distance_zero() -> None:
     sum may miss it in the last bit: its distance is exactly 0 (score 1.0)."""
     from oam_core.store.fusion import RRF_K, rrf_distance
 
-    weights = [0.5, 0.5, 0.1, 0.1, 2.0, 1.0 / 3]
+    weights = [1.0, 0.5, 0.5, 0.1, 0.1]  # 1 - sum / best is 1.1e-16 in floats
     score = sum(w / (RRF_K + 1) for w in weights)
     assert rrf_distance(score, sum(weights)) == 0.0
     assert rrf_distance(score * 0.9, sum(weights)) > 0.09
