@@ -335,7 +335,8 @@ def _timestamp(value: Any, where: str) -> str:
 
 def _check_storable(message: Mapping[str, Any], where: str) -> None:
     """Reject what the store would refuse mid-write: metadata JSON cannot hold (NaN,
-    infinity, non-string keys) and text that is not valid Unicode (lone surrogates)."""
+    infinity, non-string keys), text that is not valid Unicode (lone surrogates) and
+    text holding a NUL, which no back end stores (docs/errors.md)."""
     try:
         check_metadata(message.get("metadata"))
     except ValueError as exc:
@@ -343,6 +344,10 @@ def _check_storable(message: Mapping[str, Any], where: str) -> None:
     for key, value in message.items():
         if not isinstance(value, str):
             continue
+        if "\x00" in value:
+            raise IngestError(
+                f"{where}: '{key}' contains a NUL character (U+0000) at index {value.index(chr(0))}"
+            )
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:

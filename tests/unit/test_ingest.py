@@ -303,6 +303,11 @@ def test_messages_the_store_would_refuse_are_rejected_with_their_line(tmp_path: 
     surrogate.write_text(good + '{"role": "user", "content": "a\\ud800b"}\n', encoding="utf-8")
     with pytest.raises(IngestError, match=r"surrogate\.jsonl: line 2: 'content' is not valid"):
         load_conversations(surrogate)
+    nul = tmp_path / "nul.jsonl"
+    nul.write_text(good + '{"role": "user", "content": "a\\u0000b"}\n', encoding="utf-8")
+    says = r"nul\.jsonl: line 2: 'content' contains a NUL character \(U\+0000\) at index 1"
+    with pytest.raises(IngestError, match=says):
+        load_conversations(nul)
     listed = _write(
         tmp_path / "list.json", '[{"role": "user", "content": "x", "metadata": {"v": Infinity}}]'
     )
