@@ -239,10 +239,11 @@ class IndexFile:
         return snap
 
     def unusable(self, reason: str) -> None:
-        """Warn, once per file and reason, that the file is rebuilt for ``reason``."""
+        """Warn, once per file and reason, that the file is not used for ``reason``."""
         warn_once(
             f"stale:{self.path}:{reason}",
-            f"vector index {self.path} is not usable ({reason}); rebuilding it",
+            f"vector index {self.path} is not usable ({reason}); ignoring it: the index "
+            "is built from the database instead and the file replaced once written",
         )
 
     def far_behind(self, moved: int, rows: int) -> bool:
