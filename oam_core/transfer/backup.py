@@ -69,7 +69,8 @@ def backup_sqlite(
         InvalidArgumentError: naming the argument for a missing source, a source
             that holds no oam store or is not a SQLite file (a PostgreSQL or Oracle
             URL), an in-memory database, the same file twice, a missing destination
-            directory, a destination that is a directory or cannot be created, or an
+            directory, a destination that is (or, ending in ``/``, names) a directory or
+            cannot be created, or an
             existing destination without ``overwrite``.
         StoreError: from ``sqlite3`` errors while copying (mapped by the caller).
     """
@@ -89,6 +90,10 @@ def backup_sqlite(
         raise InvalidArgumentError(f"source: no such database file {str(src_path)!r}")
     if not sqlite_holds_store(str(src_path)):
         raise InvalidArgumentError(f"source: {str(src_path)!r} holds no oam store")
+    if os.fspath(destination).endswith(("/", os.sep)):  # Path() would drop the slash
+        raise InvalidArgumentError(
+            f"destination: {os.fspath(destination)!r} names a directory; give a file name"
+        )
     dest = Path(os.fspath(destination)).expanduser()
     if not dest.parent.is_dir():
         raise InvalidArgumentError(

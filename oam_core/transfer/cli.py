@@ -201,6 +201,9 @@ def export_cmd(
     ] = False,
 ) -> None:
     """Write a store's whole content (or some users') to an oam dump file."""
+    if str(file) != "-" and file.is_dir():
+        with user_errors():
+            raise InvalidArgumentError(f"FILE: {str(file)!r} is a directory; give a file name")
     if str(file) != "-" and file.exists() and not overwrite:
         with user_errors():
             raise InvalidArgumentError(

@@ -59,6 +59,9 @@ def open_write(target: Target, name: str) -> Iterator[IO[bytes]]:
         _check_stream(target, name, "write", "wb")
         yield target  # type: ignore[misc]
         return
+    text = os.fspath(target)  # type: ignore[arg-type]
+    if isinstance(text, str) and text.endswith(("/", os.sep)):  # Path() drops the slash
+        raise InvalidArgumentError(f"{name}: {text!r} names a directory; give a file name")
     if not path.parent.is_dir():
         raise InvalidArgumentError(f"{name}: the directory {str(path.parent)!r} does not exist")
     if path.is_dir():

@@ -352,3 +352,16 @@ def test_messages_store_add_writes_are_imported(tmp_path: Path) -> None:
         summary = import_store(target, tmp_path / "m.jsonl")
         assert summary.records == {"message": 4, "thread": 1}
         assert target.list("message", limit=None) == expected
+
+
+def test_a_destination_ending_in_a_slash_is_refused(tmp_path: Path, lines: list[bytes]) -> None:
+    """``out/`` names a directory: no file called ``out`` is written instead."""
+    from oam_core.transfer.backup import backup_sqlite
+
+    with _target(tmp_path) as target:
+        target.add(["a fact"], "fact", record_ids=["a"])
+        with pytest.raises(InvalidArgumentError, match="names a directory; give a file name"):
+            export_store(target, f"{tmp_path}/out/")
+    with pytest.raises(InvalidArgumentError, match="names a directory; give a file name"):
+        backup_sqlite(tmp_path / "dst.db", f"{tmp_path}/bk/")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "bk").exists()

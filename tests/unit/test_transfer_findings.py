@@ -161,6 +161,8 @@ def test_cli_names_the_argument_instead_of_raw_os_errors(
     adir.mkdir()
     backup = invoke(runner, "backup", "--db", facts_db, adir, "--overwrite")
     assert_clean_failure(backup, 1, f"destination: {str(adir)!r} is a directory")
+    export = invoke(runner, "export", adir, "--db", facts_db)  # not "pass --overwrite"
+    assert_clean_failure(export, 1, f"FILE: {str(adir)!r} is a directory; give a file name")
     export = invoke(runner, "export", "/proc/x.jsonl", "--db", facts_db)
     assert_clean_failure(export, 1, "destination: '/proc/x.jsonl' cannot be created")
     assert ".tmp" not in export.stderr  # /proc takes no new files
