@@ -90,23 +90,7 @@ def backup_sqlite(
         raise InvalidArgumentError(f"source: no such database file {str(src_path)!r}")
     if not sqlite_holds_store(str(src_path)):
         raise InvalidArgumentError(f"source: {str(src_path)!r} holds no oam store")
-    if os.fspath(destination).endswith(("/", os.sep)):  # Path() would drop the slash
-        raise InvalidArgumentError(
-            f"destination: {os.fspath(destination)!r} names a directory; give a file name"
-        )
-    dest = Path(os.fspath(destination)).expanduser()
-    if not dest.parent.is_dir():
-        raise InvalidArgumentError(
-            f"destination: the directory {str(dest.parent)!r} does not exist"
-        )
-    if dest.is_dir():
-        raise InvalidArgumentError(f"destination: {str(dest)!r} is a directory")
-    if dest.resolve() == src_path.resolve():
-        raise InvalidArgumentError("destination is the source file")
-    if dest.exists() and not overwrite:
-        raise InvalidArgumentError(
-            f"destination: {str(dest)!r} exists; pass overwrite=True (CLI: --overwrite)"
-        )
+    dest = _destination(os.fspath(destination), src_path, overwrite)
     copied = _copy_index_files(src_path, dest)
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
     try:
@@ -129,6 +113,33 @@ def backup_sqlite(
     return BackupSummary(
         str(dest), dest.stat().st_size, tuple(copied), time.perf_counter() - started
     )
+
+
+def _destination(text: str, source: Path, overwrite: bool) -> Path:
+    """The backup file ``text`` names, checked before anything is written.
+
+    Raises:
+        InvalidArgumentError: naming ``destination``: a name ending in ``/`` (a
+            directory: ``Path`` would drop the slash), a missing parent directory, a
+            directory, the source file itself, or an existing file without
+            ``overwrite``.
+    """
+    if text.endswith(("/", os.sep)):
+        raise InvalidArgumentError(f"destination: {text!r} names a directory; give a file name")
+    dest = Path(text).expanduser()
+    if not dest.parent.is_dir():
+        raise InvalidArgumentError(
+            f"destination: the directory {str(dest.parent)!r} does not exist"
+        )
+    if dest.is_dir():
+        raise InvalidArgumentError(f"destination: {str(dest)!r} is a directory")
+    if dest.resolve() == source.resolve():
+        raise InvalidArgumentError("destination is the source file")
+    if dest.exists() and not overwrite:
+        raise InvalidArgumentError(
+            f"destination: {str(dest)!r} exists; pass overwrite=True (CLI: --overwrite)"
+        )
+    return dest
 
 
 def _open_destination(tmp: Path, dest: Path) -> sqlite3.Connection:
