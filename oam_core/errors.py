@@ -98,6 +98,7 @@ class LLMError(OAMError, RuntimeError):
 
 
 class UnusableEmbeddingsError(LLMError, ValueError):
-    """The embedding model (LiteLLM's, or Oracle's in-database one) answered with the
-    wrong number of vectors, vectors of unequal or unexpected length, or no numbers.
-    An ``LLMError`` and a ``ValueError`` (docs/errors.md)."""
+    """The embedding model (any ``IEmbedder`` the store calls, LiteLLM's, Oracle's
+    in-database one) answered with the wrong number of vectors, vectors of unequal or
+    unexpected length, no numbers, or NaN or infinity. An ``LLMError`` and a
+    ``ValueError`` (docs/errors.md)."""

@@ -37,7 +37,7 @@ import numpy as np
 
 from oam_core.apis.embedder import IEmbedder
 from oam_core.checks import lengthen_short_rows
-from oam_core.errors import EmbedderMismatchError, InvalidArgumentError
+from oam_core.errors import EmbedderMismatchError, InvalidArgumentError, UnusableEmbeddingsError
 from oam_core.store.backend import Backend, Tx
 from oam_core.store.identity import (
     META_KEY,
@@ -70,6 +70,39 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 _TRACER_PROVIDER, _NO_TRACER_PROVIDER = tracer_provider_check()
+
+
+def checked_vectors(embedder: IEmbedder, out: object, n: int, dim: int | None) -> np.ndarray:
+    """What ``embedder.embed`` returned for ``n`` texts, as a float32 array of shape
+    ``(n, dim)`` (``dim``: the store's vector dimension, None while not known yet).
+
+    Raises:
+        UnusableEmbeddingsError: (a ValueError) naming the embedder when ``out`` is
+            not numbers, not ``n`` rows of one length (``dim`` when given), or holds
+            NaN or infinity: a model's fault, caught before anything is written or
+            ranked (docs/errors.md).
+    """
+    name = getattr(embedder, "embedder_id", type(embedder).__qualname__)
+    try:
+        vectors = np.asarray(out, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise UnusableEmbeddingsError(
+            f"embedder {name!r} returned no array of numbers for {n} texts ({exc})"
+        ) from None
+    want = f"({n}, {dim})" if dim is not None else f"({n}, <dimension>)"
+    if vectors.ndim != 2 or vectors.shape[0] != n or (dim is not None and vectors.shape[1] != dim):
+        raise UnusableEmbeddingsError(
+            f"embedder {name!r} returned vectors of shape {vectors.shape} for {n} texts, "
+            f"expected {want}"
+        )
+    if n and not vectors.shape[1]:
+        raise UnusableEmbeddingsError(f"embedder {name!r} returned empty vectors")
+    if not np.isfinite(vectors).all():
+        bad = int(np.flatnonzero(~np.isfinite(vectors).all(axis=1))[0])
+        raise UnusableEmbeddingsError(
+            f"embedder {name!r} returned a vector holding NaN or infinity (text {bad} of {n})"
+        )
+    return vectors
 
 
 def _tracing() -> bool:
@@ -434,13 +467,15 @@ class StoreRuntime:
         vectors = self._call(embedder, texts, True)
         return lengthen_short_rows(vectors) if vectors.ndim == 2 else vectors
 
-    @staticmethod
-    def _call(embedder: IEmbedder, texts: Sequence[str], is_query: bool) -> np.ndarray:
-        """``embedder.embed`` as float32; a span (``telemetry.traced_embed``) only
-        when tracing is on, so an untraced search never enters the telemetry code."""
+    def _call(self, embedder: IEmbedder, texts: Sequence[str], is_query: bool) -> np.ndarray:
+        """``embedder.embed`` as float32, checked (``checked_vectors``); a span
+        (``telemetry.traced_embed``) only when tracing is on, so an untraced search
+        never enters the telemetry code."""
         if not _tracing():
-            return np.asarray(embedder.embed(texts, is_query=is_query), dtype=np.float32)
-        return np.asarray(traced_embed(embedder, texts, is_query=is_query), dtype=np.float32)
+            out = embedder.embed(texts, is_query=is_query)
+        else:
+            out = traced_embed(embedder, texts, is_query=is_query)
+        return checked_vectors(embedder, out, len(texts), self.vector_dim)
 
     def embed_plans(self, plans: Iterable[ChunkPlan]) -> None:
         """Give every chunk plan that needs one a vector from the embedder (one call
@@ -449,8 +484,8 @@ class StoreRuntime:
         needing none.
 
         Raises:
-            InvalidArgumentError: when the embedder returns another shape than
-                ``(n, dim)``.
+            UnusableEmbeddingsError: when the embedder returns another shape than
+                ``(n, dim)`` or a vector that is not finite (``checked_vectors``).
         """
         if not self.backend.local_vectors:  # the database embeds: text-only search rows
             for c in plans:
@@ -460,11 +495,6 @@ class StoreRuntime:
         if not todo or self._embedder is None:
             return
         vectors = self.embed([c.text or "" for c in todo], is_query=False)
-        if vectors.shape != (len(todo), self.vector_dim):
-            raise InvalidArgumentError(
-                f"embedder returned shape {vectors.shape}, expected ({len(todo)}, "
-                f"{self.vector_dim})"
-            )
         for c, v in zip(todo, vectors, strict=True):
             c.vector = v
             c.needs_embedding = False
