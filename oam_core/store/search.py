@@ -128,7 +128,9 @@ def search(
 
 def _scope(value: Maybe[str | None], name: str, exact: bool) -> Maybe[str | None]:
     """One scope of a search: ``value`` (checked even when it does not filter) when
-    ``exact`` is True, else unconstrained (docs/store.md#scopes).
+    ``exact`` is True, an omitted one then meaning None (only records without that
+    scope, as the reference SDK's default None does), else unconstrained
+    (docs/store.md#scopes).
 
     Raises:
         InvalidArgumentError: for a ``value`` that is not a str, None or omitted, or an
@@ -136,7 +138,7 @@ def _scope(value: Maybe[str | None], name: str, exact: bool) -> Maybe[str | None
     """
     checked = scope_arg(value, name)
     if checks.check_bool(exact, f"exact_{name.removesuffix('_id')}_match"):
-        return checked
+        return None if checked is NOT_SET else checked
     return NOT_SET
 
 

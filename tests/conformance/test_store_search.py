@@ -343,6 +343,11 @@ SCOPE_CASES = [
         "C",
     ),
     ({"thread_id": "t9", "exact_thread_match": True}, ""),
+    # an omitted id with its flag set means None, the reference SDK's default
+    ({"exact_thread_match": True}, "CD"),
+    ({"exact_user_match": True}, "D"),
+    ({"exact_agent_match": True}, "BD"),
+    ({"user_id": "u1", "exact_user_match": True, "exact_agent_match": True}, "B"),
 ]
 
 
