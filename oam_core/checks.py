@@ -728,18 +728,19 @@ def types_arg(record_types: Iterable[str] | None) -> frozenset[str]:
     return types
 
 
-STRATEGY_OVERRIDE: ContextVar[tuple[object, SearchStrategy] | None] = ContextVar(
-    "oam_search_strategy", default=None
+STRATEGY_OVERRIDE: ContextVar[tuple[tuple[object, SearchStrategy], ...]] = ContextVar(
+    "oam_search_strategy", default=()
 )
-"""The strategy a ``store.strategy.searching_with`` block chose, with its store."""
+"""The strategies of the enclosing ``store.strategy.searching_with`` blocks, each with
+its store, innermost last (blocks for several stores nest)."""
 
 
 def strategy_of(store: object) -> SearchStrategy:
-    """The strategy ``store`` ranks this call's searches with: the override of an
-    enclosing ``searching_with(store, ...)``, else ``store.search_strategy``
+    """The strategy ``store`` ranks this call's searches with: the override of the
+    innermost enclosing ``searching_with(store, ...)``, else ``store.search_strategy``
     (docs/store.md#search-strategies)."""
-    override = STRATEGY_OVERRIDE.get()
-    if override is not None and override[0] is store:
-        return override[1]
+    for owner, chosen in reversed(STRATEGY_OVERRIDE.get()):
+        if owner is store:
+            return chosen
     strategy = getattr(store, "search_strategy", SearchStrategy.VECTOR)
     return strategy if isinstance(strategy, SearchStrategy) else SearchStrategy.VECTOR

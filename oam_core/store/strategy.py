@@ -3,8 +3,9 @@ and ``oam mcp --strategy`` rank one call's searches their own way while the stor
 recorded default stays as it is (docs/store.md#search-strategies).
 
 ``strategy_of`` (``oam_core.checks``, where the search reads it) gives the strategy of
-a call. The override lives in a context variable bound to one store object, so concurrent
-calls (threads, asyncio tasks) and other stores are not affected.
+a call. The overrides live in a context variable, each bound to one store object, so
+concurrent calls (threads, asyncio tasks) and other stores are not affected, and blocks
+for two stores nest.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def searching_with(
             f"this {type(store).__name__} searches with {store.search_strategy.value} "
             f"only; reopen it with search_strategy={chosen.value} to search by {chosen.value}"
         )
-    token = STRATEGY_OVERRIDE.set((store, chosen))
+    token = STRATEGY_OVERRIDE.set((*STRATEGY_OVERRIDE.get(), (store, chosen)))
     try:
         yield
     finally:

@@ -49,3 +49,21 @@ def test_none_and_unknown_strategies(make_store: Any) -> None:
         assert [r.id for r, _ in store.search("Biscuit", 5)] == ["d"]
     with pytest.raises(ValueError, match="FUZZY"), store.searching_with("FUZZY"):
         pass
+
+
+def test_blocks_for_two_stores_nest(make_store: Any) -> None:
+    a = make_store(name="a.db", embedder=None, search_strategy="HYBRID")
+    b = make_store(name="b.db", embedder=None, search_strategy="HYBRID")
+    for store in (a, b):
+        store.add(["my dog is called Biscuit"], "memory", record_ids=["d"])
+    with a.searching_with("KEYWORD"), b.searching_with("KEYWORD"):
+        # a's block held before b's opened, and holds inside it
+        assert [r.id for r, _ in a.search("Biscuit", 5)] == ["d"]
+        assert [r.id for r, _ in b.search("Biscuit", 5)] == ["d"]
+        with a.searching_with("HYBRID"):  # the innermost block of a store rules
+            with pytest.raises(ValueError, match="embedder"):
+                a.search("Biscuit", 5)
+            assert [r.id for r, _ in b.search("Biscuit", 5)] == ["d"]
+        assert [r.id for r, _ in a.search("Biscuit", 5)] == ["d"]
+    with pytest.raises(ValueError, match="embedder"):
+        a.search("Biscuit", 5)
