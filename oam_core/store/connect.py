@@ -19,7 +19,6 @@ from oam_core.connection import BackendKind, backend_of, sqlite_target
 from oam_core.errors import (
     ConfigurationError,
     InvalidArgumentError,
-    SchemaError,
     StoreConnectionError,
 )
 from oam_core.store.base import OracleMemoryStore
@@ -51,8 +50,6 @@ def _open_sqlite(
                 "schema_policy=RECREATE is not supported by the embedded SQLite store; "
                 "delete the database file (or use a new memory_store_id) instead"
             )
-        if policy is SchemaPolicy.REQUIRE_EXISTING and (path == _MEMORY or not Path(path).exists()):
-            raise SchemaError(f"schema_policy=REQUIRE_EXISTING, but no database exists at {path!r}")
     kwargs = sql_store_options(embedder, options)
     if policy is not NOT_SET:
         kwargs["schema_policy"] = policy

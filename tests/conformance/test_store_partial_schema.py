@@ -81,3 +81,22 @@ def test_the_client_passes_the_policy_to_the_embedded_store(tmp_path: Path) -> N
     )
     created.add_memory("new", memory_id="n")
     created.close()
+
+
+def test_require_existing_never_creates_a_database(tmp_path: Path) -> None:
+    from oam_core import SQLiteMemoryStore
+
+    missing = tmp_path / "typo.db"
+    for open_it in (
+        lambda: SQLiteMemoryStore(missing, schema_policy="REQUIRE_EXISTING"),
+        lambda: OracleAgentMemory(connection=missing, schema_policy="REQUIRE_EXISTING"),
+        lambda: SQLiteMemoryStore(":memory:", schema_policy="REQUIRE_EXISTING"),
+    ):
+        with pytest.raises(SchemaError, match="REQUIRE_EXISTING, but no database exists at"):
+            open_it()
+    assert not missing.exists()
+    assert list(tmp_path.iterdir()) == []
+    SQLiteMemoryStore(missing).close()  # created under the default policy
+    reopened = SQLiteMemoryStore(missing, schema_policy="REQUIRE_EXISTING")
+    assert reopened.list("memory") == []
+    reopened.close()

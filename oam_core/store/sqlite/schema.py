@@ -237,9 +237,15 @@ def check_policy(path: str, p: str, policy: SchemaPolicy) -> None:
     ``prepare`` (its upgrade creates objects it never had); so is a file that cannot
     be read here (``prepare`` reports it).
 
+    ``REQUIRE_EXISTING`` also requires the file to exist (a mistyped path must not
+    become a new, empty store).
+
     Raises:
-        SchemaError: (a ValueError) naming the missing objects and the policy to use.
+        SchemaError: (a ValueError) naming the missing objects and the policy to use,
+            or the path under ``REQUIRE_EXISTING`` when no database is there.
     """
+    if policy is SchemaPolicy.REQUIRE_EXISTING and (path == ":memory:" or not Path(path).exists()):
+        raise SchemaError(f"schema_policy=REQUIRE_EXISTING, but no database exists at {path!r}")
     if policy is SchemaPolicy.CREATE_IF_NECESSARY or path == ":memory:":
         return
     if not Path(path).is_file():

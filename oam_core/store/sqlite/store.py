@@ -46,7 +46,8 @@ class SQLiteMemoryStore(SqlMemoryStore):
         reranker: See ``OracleMemoryStore`` (docs/retrieval.md).
         allow_embedder_change: See ``OracleMemoryStore``.
         schema_policy: ``SchemaPolicy`` or its name, or None (docs/store.md#schema-policies).
-            The embedded store creates and upgrades its schema under every policy;
+            The embedded store creates and upgrades its schema under every policy
+            but ``REQUIRE_EXISTING`` needs the file to exist;
             ``CREATE_IF_EMPTY`` and ``REQUIRE_EXISTING`` refuse a file holding part
             of a store (a table dropped), which None and ``CREATE_IF_NECESSARY``
             complete. ``RECREATE`` is not supported (delete the file instead).
@@ -55,8 +56,9 @@ class SQLiteMemoryStore(SqlMemoryStore):
         InvalidArgumentError: (a ValueError) for a bad ``path`` or
             ``memory_store_id``, or any ``OracleMemoryStore`` argument error.
         SchemaError: (a ValueError) for a dimension other than the one stored in the
-            file, a schema version this release cannot read, or a partial store
-            under ``CREATE_IF_EMPTY`` or ``REQUIRE_EXISTING`` (naming what is missing).
+            file, a schema version this release cannot read, a partial store
+            under ``CREATE_IF_EMPTY`` or ``REQUIRE_EXISTING`` (naming what is missing),
+            or no database at ``path`` under ``REQUIRE_EXISTING`` (nothing is created).
         ConfigurationError: (a ValueError) for ``schema_policy=RECREATE``.
         EmbedderMismatchError: (a SchemaError) for an embedder other than the one
             recorded in the file.
