@@ -429,7 +429,9 @@ def check_required_id(value: object, name: str) -> str:
     Raises:
         InvalidArgumentError: if ``value`` is not a non-blank str.
     """
-    return check_given_id(None if value is NOT_SET else value, name)
+    if value is None or value is NOT_SET:
+        raise InvalidArgumentError(f"{name} must be a non-empty str, got None")
+    return check_nonblank(value, name, "a non-empty str")
 
 
 def check_nonblank(value: object, name: str, kind: str = "a non-blank str") -> str:
@@ -504,9 +506,11 @@ def check_thread_owner(
             )
 
 
-def check_record_type(record_type: object, *, allow_thread: bool = False) -> str:
+def check_record_type(
+    record_type: object, *, allow_thread: bool = False, method: str = "add"
+) -> str:
     """Return ``record_type`` if it is a known record type (``thread`` only with
-    ``allow_thread``: threads are created, not added).
+    ``allow_thread``: threads are created, not written by ``method``).
 
     Raises:
         InvalidArgumentError: naming the value.
@@ -517,7 +521,8 @@ def check_record_type(record_type: object, *, allow_thread: bool = False) -> str
         )
     if record_type == THREAD and not allow_thread:
         raise InvalidArgumentError(
-            "record_type 'thread' cannot be written with add(); create a thread"
+            f"record_type 'thread' cannot be written with {method}(); create a thread "
+            "(OracleAgentMemory.create_thread) and change it through its OracleThread"
         )
     return record_type
 

@@ -711,7 +711,7 @@ class OracleMemoryStore(TransferMethods, IMemoryStore):
             ValueError: for an unknown record type, ``thread``, a bare string or a
                 non-string id (nothing is deleted then).
         """
-        record_type = checks.check_record_type(record_type)
+        record_type = checks.check_record_type(record_type, method="delete_records")
         if isinstance(record_ids, (str, bytes)) or not isinstance(record_ids, Sequence):
             raise InvalidArgumentError(f"record_ids must be a list of str, got {record_ids!r}")
         ids = [record_id for record_id in record_ids if checks.lookup_id(record_id, "record_ids[]")]

@@ -202,7 +202,7 @@ def parse_update(
             window end, a window on a message or profile, or both ends given with
             ``valid_until <= valid_from``.
     """
-    record_type = checks.check_record_type(record_type)
+    record_type = checks.check_record_type(record_type, method="update")
     findable = checks.lookup_id(record_id, "record_id")
     given = (text, index_text, embedding, metadata, timestamp, ttl_days, ttl_anchor)
     if all(v is NOT_SET for v in (*given, valid_from, valid_until)):
