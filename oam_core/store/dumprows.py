@@ -30,6 +30,7 @@ from oam_core.checks import check_text, check_texts, check_window, check_windowe
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import Backend, DumpRow, Tx
 from oam_core.store.dumpcolumns import DumpColumns
+from oam_core.store.dumpsources import check_sources
 from oam_core.store.identity import META_KEY, EmbedderIdentity
 from oam_core.store.runtime import StoreRuntime
 from oam_core.store.ttl import iso, parse_iso_timestamp
@@ -243,8 +244,9 @@ def restore(
     Raises:
         InvalidArgumentError: for an id given twice, an id the store holds with
             ``on_conflict="error"``, a vector of another dimension than the
-            store's, or a row the store's write path refuses (``check_rows``);
-            nothing of ``rows`` is written.
+            store's, a row the store's write path refuses (``check_rows``), or a
+            search row quoting a message that is in neither ``rows`` nor the store
+            (``check_sources``); nothing of ``rows`` is written.
     """
     if on_conflict not in ON_CONFLICT:
         raise InvalidArgumentError(
@@ -289,6 +291,7 @@ def restore(
                 "on_conflict='skip' or 'replace'"
             )
         _check_stored_threads(tx, [r for r in live if (r.family, r.id) in clash])
+        check_sources(tx, rows, now)
         if on_conflict == "skip":
             write = [r for r in live if (r.family, r.id) not in clash]
         else:

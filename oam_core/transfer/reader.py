@@ -336,7 +336,8 @@ def import_store(
             of an unknown kind or record type, an id that clashes, a row the
             store's write path refuses (NUL in text, an impossible timestamp, a
             bad message role, seq_no or scope, ``check_rows`` in
-            ``oam_core/store/dumprows.py``), a damaged or truncated dump: names the
+            ``oam_core/store/dumprows.py``), a search row quoting a message in
+            neither the dump nor the store, a damaged or truncated dump: names the
             line or id; the failing batch is not written
             and ``.summary`` says what was committed before it.
     """
