@@ -58,12 +58,16 @@ def check_embedder(
 
     Raises:
         EmbedderMismatchError: naming both embedders when they differ and
-            ``reembed`` is False.
+            ``reembed`` is False; with ``reembed`` True, when the store's embedder
+            embeds the store's recorded probe text otherwise than its recorded
+            fingerprint (the rows would join vectors of another model,
+            docs/store.md#embedder-identity).
         InvalidArgumentError: for ``reembed=True`` without an embedder on ``store``.
     """
     if reembed:
         if store.embedder is None:
             raise InvalidArgumentError("reembed=True needs a target store opened with an embedder")
+        store.runtime.verify_embedder()
         return
     if dimension is None:
         return
