@@ -256,13 +256,7 @@ def restore(
         now = runtime.now()
     live = [r for r in rows if r.expires_at is None or r.expires_at > now]
     expired = len(rows) - len(live)
-    keys = [(r.family, r.id) for r in live]
-    if len(set(keys)) != len(keys):
-        seen: set[tuple[str, str]] = set()
-        for r, key in zip(live, keys, strict=True):
-            if key in seen:
-                raise InvalidArgumentError(f"record id {r.id!r} ({r.record_type}) is given twice")
-            seen.add(key)
+    _refuse_twice(live)
     live = check_rows(runtime.backend, live)
     dims = _check_vectors(
         live,
@@ -311,6 +305,21 @@ def restore(
         runtime.identity.stored = identity
     skipped = len(live) - len(write)
     return RestoreResult(write, skipped, expired)
+
+
+def _refuse_twice(rows: Sequence[DumpRow]) -> None:
+    """Refuse an id given twice in ``rows``.
+
+    Raises:
+        InvalidArgumentError: naming the id and its record type.
+    """
+    keys = [(r.family, r.id) for r in rows]
+    if len(set(keys)) != len(keys):
+        seen: set[tuple[str, str]] = set()
+        for r, key in zip(rows, keys, strict=True):
+            if key in seen:
+                raise InvalidArgumentError(f"record id {r.id!r} ({r.record_type}) is given twice")
+            seen.add(key)
 
 
 def _check_stored_threads(tx: Tx, clashing: Sequence[DumpRow]) -> None:
