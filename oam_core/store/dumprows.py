@@ -30,6 +30,7 @@ from oam_core.checks import check_text, check_texts, check_window, check_windowe
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import Backend, DumpRow, Tx
 from oam_core.store.dumpcolumns import DumpColumns
+from oam_core.store.dumpsources import check_sources
 from oam_core.store.identity import META_KEY, EmbedderIdentity
 from oam_core.store.runtime import StoreRuntime
 from oam_core.store.ttl import iso, parse_iso_timestamp
@@ -243,8 +244,9 @@ def restore(
     Raises:
         InvalidArgumentError: for an id given twice, an id the store holds with
             ``on_conflict="error"``, a vector of another dimension than the
-            store's, or a row the store's write path refuses (``check_rows``);
-            nothing of ``rows`` is written.
+            store's, a row the store's write path refuses (``check_rows``), or a
+            search row quoting a message that is in neither ``rows`` nor the store
+            (``check_sources``); nothing of ``rows`` is written.
     """
     if on_conflict not in ON_CONFLICT:
         raise InvalidArgumentError(
@@ -254,13 +256,7 @@ def restore(
         now = runtime.now()
     live = [r for r in rows if r.expires_at is None or r.expires_at > now]
     expired = len(rows) - len(live)
-    keys = [(r.family, r.id) for r in live]
-    if len(set(keys)) != len(keys):
-        seen: set[tuple[str, str]] = set()
-        for r, key in zip(live, keys, strict=True):
-            if key in seen:
-                raise InvalidArgumentError(f"record id {r.id!r} ({r.record_type}) is given twice")
-            seen.add(key)
+    _refuse_twice(live)
     live = check_rows(runtime.backend, live)
     dims = _check_vectors(
         live,
@@ -289,6 +285,7 @@ def restore(
                 "on_conflict='skip' or 'replace'"
             )
         _check_stored_threads(tx, [r for r in live if (r.family, r.id) in clash])
+        check_sources(tx, rows, now)
         if on_conflict == "skip":
             write = [r for r in live if (r.family, r.id) not in clash]
         else:
@@ -308,6 +305,21 @@ def restore(
         runtime.identity.stored = identity
     skipped = len(live) - len(write)
     return RestoreResult(write, skipped, expired)
+
+
+def _refuse_twice(rows: Sequence[DumpRow]) -> None:
+    """Refuse an id given twice in ``rows``.
+
+    Raises:
+        InvalidArgumentError: naming the id and its record type.
+    """
+    keys = [(r.family, r.id) for r in rows]
+    if len(set(keys)) != len(keys):
+        seen: set[tuple[str, str]] = set()
+        for r, key in zip(rows, keys, strict=True):
+            if key in seen:
+                raise InvalidArgumentError(f"record id {r.id!r} ({r.record_type}) is given twice")
+            seen.add(key)
 
 
 def _check_stored_threads(tx: Tx, clashing: Sequence[DumpRow]) -> None:

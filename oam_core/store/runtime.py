@@ -461,6 +461,24 @@ class StoreRuntime:
             vectors = lengthen_short_rows(vectors)
         return vectors
 
+    def verify_embedder(self) -> None:
+        """Compare the embedder's embedding of the recorded probe with the recorded
+        fingerprint now, as the first ``embed`` call of this store object would (once
+        per store object; nothing when no checkable fingerprint is recorded, with
+        ``allow_embedder_change``, or without an embedder). For callers that embed
+        texts themselves before writing them (a re-embedding import).
+
+        Raises:
+            EmbedderMismatchError: (a ValueError) when the embeddings differ.
+        """
+        embedder = self._embedder
+        if embedder is None:
+            return
+        step = self.identity.step((), writing=False)
+        if step is not None and step.verify is not None:
+            own = self._call(embedder, [step.verify], False)[0]
+            self.identity.verify(embedder, own)
+
     def _embed_query(self, texts: Sequence[str]) -> np.ndarray:
         embedder = self._embedder
         assert embedder is not None

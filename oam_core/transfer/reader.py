@@ -58,12 +58,16 @@ def check_embedder(
 
     Raises:
         EmbedderMismatchError: naming both embedders when they differ and
-            ``reembed`` is False.
+            ``reembed`` is False; with ``reembed`` True, when the store's embedder
+            embeds the store's recorded probe text otherwise than its recorded
+            fingerprint (the rows would join vectors of another model,
+            docs/store.md#embedder-identity).
         InvalidArgumentError: for ``reembed=True`` without an embedder on ``store``.
     """
     if reembed:
         if store.embedder is None:
             raise InvalidArgumentError("reembed=True needs a target store opened with an embedder")
+        store.runtime.verify_embedder()
         return
     if dimension is None:
         return
@@ -336,7 +340,8 @@ def import_store(
             of an unknown kind or record type, an id that clashes, a row the
             store's write path refuses (NUL in text, an impossible timestamp, a
             bad message role, seq_no or scope, ``check_rows`` in
-            ``oam_core/store/dumprows.py``), a damaged or truncated dump: names the
+            ``oam_core/store/dumprows.py``), a search row quoting a message in
+            neither the dump nor the store, a damaged or truncated dump: names the
             line or id; the failing batch is not written
             and ``.summary`` says what was committed before it.
     """

@@ -87,3 +87,31 @@ def schema_conninfo(key: object) -> str:
     if key not in _schemas:
         _schemas[key] = new_schema()
     return conninfo_for(_schemas[key])
+
+
+def own_server() -> tuple[Any, str]:
+    """Start a PostgreSQL server of its own (not the session's: a test may stop it),
+    with pgvector, in a new temporary directory; return ``(server, url)``. The
+    caller stops it with ``server.cleanup()`` (which also deletes its directory).
+
+    Raises:
+        ServerUnavailable: when pgserver or psycopg is missing or the server fails.
+    """
+    try:
+        import psycopg
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import pgserver
+
+            root = tempfile.mkdtemp(prefix="oam-pg-own-")
+            atexit.register(shutil.rmtree, root, True)
+            server = pgserver.get_server(  # type: ignore[attr-defined]
+                f"{root}/data", cleanup_mode="delete"
+            )
+        uri = server.get_uri()
+        with psycopg.connect(uri, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except Exception as exc:
+        raise ServerUnavailable(f"a PostgreSQL server of its own cannot start: {exc!r}") from exc
+    return server, str(uri)

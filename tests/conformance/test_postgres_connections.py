@@ -8,6 +8,7 @@ connection of the real test server (``_pg.py``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
@@ -192,13 +193,14 @@ def test_a_session_ended_in_the_middle_of_a_write_leaves_nothing(
     store.close()
 
 
-@pytest.mark.parametrize("server_up", [True, False])
+@pytest.mark.parametrize("server", ["up", "gone", "full"])
 def test_a_pool_timeout_tells_a_busy_pool_from_a_server_gone_away(
-    conninfo: str, monkeypatch: pytest.MonkeyPatch, server_up: bool
+    conninfo: str, monkeypatch: pytest.MonkeyPatch, server: str
 ) -> None:
     """No pooled connection came in time (injected ``PoolTimeout``): one direct
     connection attempt tells the two causes apart, a busy pool (``DatabaseLockedError``)
-    from a server that cannot be reached (``StoreConnectionError``)."""
+    from a server that cannot be reached (``StoreConnectionError``); a server that
+    refuses the attempt at its connection limit answers, so its pool is busy."""
     from psycopg_pool import PoolTimeout
 
     from oam_core.errors import DatabaseLockedError
@@ -210,24 +212,90 @@ def test_a_pool_timeout_tells_a_busy_pool_from_a_server_gone_away(
         pool = store._impl.pool
 
         @contextmanager
-        def no_connection() -> Iterator[Any]:
+        def no_connection(timeout: float | None = None) -> Iterator[Any]:
             raise PoolTimeout("couldn't get a connection after 30.00 sec")
             yield  # pragma: no cover
 
         monkeypatch.setattr(pool, "connection", no_connection)
-        if not server_up:
+        if server != "up":
+            why = "connection refused" if server == "gone" else "sorry, too many clients already"
 
             def refused(*args: Any, **kwargs: Any) -> Any:
-                raise psycopg.OperationalError("connection refused")
+                raise psycopg.OperationalError(why)
 
             monkeypatch.setattr(pg_backend.psycopg, "connect", refused)
-        expected = DatabaseLockedError if server_up else StoreConnectionError
+        expected = StoreConnectionError if server == "gone" else DatabaseLockedError
         with pytest.raises(expected) as raised:
             store.search("pears", k=1)
-        if not server_up:
+        if server == "gone":
             assert "cannot connect to PostgreSQL" in str(raised.value)
             assert "connection refused" in str(raised.value)
         monkeypatch.undo()
         assert [r.id for r, _ in store.search("pears", k=1)] == ["p"]
     finally:
         store.close()
+
+
+def test_calls_fail_fast_when_the_server_is_gone() -> None:
+    """The real server stops under a live store: every call raises
+    ``StoreConnectionError`` at once instead of after the pool's 30 s wait for a
+    connection (a bound far below 30 s, not a speed figure)."""
+    import _pg
+
+    try:
+        server, uri = _pg.own_server()
+    except _pg.ServerUnavailable as exc:
+        pytest.skip(str(exc))
+    store = _store(uri)
+    try:
+        store.add(["pears"], "memory", record_ids=["p"])
+        assert store.search("pears", k=1)[0][0].id == "p"
+        server.cleanup()  # stops the server
+        calls = {
+            "search": lambda: store.search("pears", k=1),
+            "add": lambda: store.add(["plums"], "memory"),
+            "get": lambda: store.get("memory", "p"),
+            "search again": lambda: store.search("pears", k=1),
+        }
+        for name, call in calls.items():
+            started = time.monotonic()
+            with pytest.raises(StoreConnectionError, match="cannot connect"):
+                call()
+            took = time.monotonic() - started
+            assert took < 15, f"{name} took {took:.1f} s"
+    finally:
+        store.close()
+
+
+def test_a_busy_pool_is_waited_for_past_the_first_check(conninfo: str) -> None:
+    """The pool's only connection is held by another call for longer than the store
+    waits before its direct check (``FIRST_WAIT_S``): the server answers that check,
+    so the call waits on and gets the connection when it is handed back."""
+    import threading
+
+    from psycopg_pool import ConnectionPool
+
+    from oam_core.store.postgres import backend as pg_backend
+
+    pool = ConnectionPool(conninfo, min_size=1, max_size=1, timeout=20, open=True)
+    store = _store(pool)
+    taken, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with pool.connection():
+            taken.set()
+            release.wait(10)
+
+    try:
+        store.add(["pears"], "memory", record_ids=["p"])
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert taken.wait(10)
+        threading.Timer(pg_backend.FIRST_WAIT_S * 2.5, release.set).start()
+        assert [r.id for r, _ in store.search("pears", k=1)] == ["p"]
+        assert release.is_set()  # it waited for the held connection
+        holder.join(10)
+    finally:
+        release.set()
+        store.close()
+        pool.close()

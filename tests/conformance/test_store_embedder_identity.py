@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pytest
 
+from oam_core import copy_store, export_store, import_store
 from oam_core.apis.embedder import IEmbedder
 from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.errors import ConfigurationError
@@ -98,6 +100,22 @@ def test_same_id_other_vectors_is_refused_at_first_use(
         other.add(["more pizza"], "memory")
     with pytest.raises(ValueError, match="fingerprint"):
         other.search("pizza", 1)
+
+
+def test_a_reembedding_import_or_copy_checks_the_fingerprint_first(
+    make_store: Any, reopenable: None, rejected: Any, tmp_path: Path
+) -> None:
+    source = make_store(name="src.db", embedder=HashingEmbedder(32))
+    source.add(["Ana's dog is Moose", "Ana flies to Lisbon"], "fact", user_ids="ana")
+    export_store(source, tmp_path / "d.jsonl")
+    make_store(name="id.db", embedder=ShuffledEmbedder(64, seed=1)).add(["pizza"], "memory")
+    other = make_store(name="id.db", embedder=ShuffledEmbedder(64, seed=2))  # same id
+    with rejected(other, match="whose vectors differ \\(fingerprint\\)"):
+        import_store(other, tmp_path / "d.jsonl", reembed=True)
+    with rejected(other, match="whose vectors differ \\(fingerprint\\)"):
+        copy_store(source, other, reembed=True)
+    same = make_store(name="id.db", embedder=ShuffledEmbedder(64, seed=1))
+    assert import_store(same, tmp_path / "d.jsonl", reembed=True).records == {"fact": 2}
     same = make_store(name="id.db", embedder=ShuffledEmbedder(64, seed=1))
     same.add(["more pizza"], "memory")  # the recorded model is accepted
     assert len(same.list("memory")) == 2

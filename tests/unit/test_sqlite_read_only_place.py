@@ -25,6 +25,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -141,3 +142,59 @@ def test_a_store_on_a_read_only_bind_mount_opens_and_searches(tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "m-budget"
     assert sorted(p.name for p in src.iterdir()) == ["s.db"]  # nothing written beside it
+
+
+# The child of the read-only-file test: as a user that may not write the file,
+# opens it, searches, tries a write, closes, and prints what it saw.
+CHILD_FILE = textwrap.dedent(
+    """
+    import os, sys
+    from oam_core import SQLiteMemoryStore
+    from oam_core.embedders.hashing import HashingEmbedder
+    path = sys.argv[1]
+    assert not os.access(path, os.W_OK) and os.access(os.path.dirname(path), os.W_OK)
+    store = SQLiteMemoryStore(path, embedder=HashingEmbedder(16), search_strategy="HYBRID")
+    print(store.search("budget Wednesday", 1)[0][0].id)
+    try:
+        store.add(["new"], "memory", record_ids="m-new")
+    except Exception as exc:
+        print(type(exc).__name__, "readonly" in str(exc))
+    store.close()
+    """
+)
+
+
+def test_a_file_the_process_may_not_write_leaves_its_directory_as_it_was(
+    tmp_path: Path,
+) -> None:
+    """A cleanly closed store file of mode 0444 in a directory the process may write:
+    the open must not leave ``-wal``/``-shm`` files behind (SQLite would create them
+    and, unable to checkpoint on a read-only connection, keep them after close).
+    Root may write any file, so the opening runs in a child as user ``nobody``."""
+    if os.geteuid() == 0:
+        place = Path(tempfile.mkdtemp(prefix="oam-ro-file-"))  # nobody may reach it
+        os.chown(place, 65534, 65534)
+    else:
+        place = tmp_path
+    try:
+        path = place / "s.db"
+        _write_store(path)
+        path.chmod(0o444)
+        if os.geteuid() == 0:
+            os.chown(path, 65534, 65534)
+        before = path.read_bytes()
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD_FILE, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(place)},
+            user=65534 if os.geteuid() == 0 else None,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split("\n")[:2] == ["m-budget", "StoreError True"]
+        assert sorted(p.name for p in place.iterdir()) == ["s.db"]
+        assert path.read_bytes() == before
+    finally:
+        if place != tmp_path:
+            shutil.rmtree(place, ignore_errors=True)

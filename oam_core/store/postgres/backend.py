@@ -90,6 +90,14 @@ def vector_param(vector: Vector | None) -> list[float] | None:
 REACH_TIMEOUT_S = 3
 """Seconds one direct connection attempt may take when the pool's connections died
 or none came in time: telling a server that went away from a busy pool."""
+FIRST_WAIT_S = 1.0
+"""Seconds a call waits for a pooled connection before it checks, with one direct
+connection attempt, that the server answers; then it waits the rest of the pool's
+``timeout``. A pool whose server went away has no connection to give (it retries
+with growing pauses), so without the check every call would wait the whole timeout."""
+_SERVER_BUSY = ("53300", "too many clients", "too many connections")
+"""A direct attempt refused for these (SQLSTATE too_many_connections, its messages):
+the server answers, it is busy."""
 
 
 def _alive(conn: Conn) -> bool:
@@ -218,11 +226,26 @@ class PgBackend(SqlBackend):
             yield conn
 
     def _enter(self, stack: ExitStack) -> Conn:
-        """A connection of the pool, held until ``stack`` closes; a pool that gave
-        none in time because the server cannot be reached raises
-        ``StoreConnectionError``, not the busy pool's ``PoolTimeout``."""
+        """A connection of the pool, held until ``stack`` closes. A pool that gives
+        none within ``FIRST_WAIT_S`` is checked with one direct connection attempt
+        (``_reachable``): a server that cannot be reached raises
+        ``StoreConnectionError`` then, a busy pool is waited for up to its
+        ``timeout`` in all and then raises its ``PoolTimeout``."""
+        pool = self.pool
+        if not isinstance(pool, ConnectionPool):
+            single: Conn = stack.enter_context(pool.connection())
+            return single
+        total = float(pool.timeout)
+        first = min(FIRST_WAIT_S, total)
         try:
-            conn: Conn = stack.enter_context(self.pool.connection())
+            conn: Conn = stack.enter_context(pool.connection(timeout=first))
+            return conn
+        except PoolTimeout:
+            self._reachable()
+            if first >= total:
+                raise
+        try:
+            conn = stack.enter_context(pool.connection(timeout=total - first))
         except PoolTimeout:
             self._reachable()
             raise
@@ -243,6 +266,10 @@ class PgBackend(SqlBackend):
             psycopg.connect(conninfo, connect_timeout=REACH_TIMEOUT_S).close()
         except psycopg.OperationalError as exc:
             reason = " ".join(str(exc).split())
+            if getattr(exc, "sqlstate", None) in _SERVER_BUSY or any(
+                busy in reason for busy in _SERVER_BUSY
+            ):
+                return  # it answers: at its connection limit
             raise StoreConnectionError(f"cannot connect to {self.label}: {reason}") from exc
 
     @contextmanager
@@ -294,6 +321,7 @@ class PgBackend(SqlBackend):
                 if not used or not _dead(used[-1]) or self.current_conn() is not None:
                     raise
             if isinstance(self.pool, ConnectionPool):
+                self._reachable()  # a server gone away fails now, not after the pool's wait
                 self.pool.check()  # drop the other dead ones now, without backoff waits
             return once()
 

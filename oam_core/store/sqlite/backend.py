@@ -25,7 +25,6 @@ import weakref
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -46,6 +45,7 @@ from oam_core.store.sqlite.checkpoint import WAL_CHECKPOINT_BYTES, Checkpointer
 from oam_core.store.sqlite.dialect import SQLITE
 from oam_core.store.sqlite.heldstate import RowCache
 from oam_core.store.sqlite.keyword import Fts5Ranker
+from oam_core.store.sqlite.readonly import immutable_uri, in_read_only_place, unwritable_closed_file
 from oam_core.store.sqlite.schema import SCHEMA_VERSION
 from oam_core.store.sqlite.vector import LOG_KEEP, BoolArray, IntArray, VectorIndex, index_path
 from oam_core.store.sqlite.vector.feed import Inserted
@@ -84,16 +84,6 @@ def _writable_dir(path: str) -> bool:
     """Whether the process may create files in ``path``'s directory (a read-only
     mount answers False even to root)."""
     return os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
-
-
-def _in_read_only_place(path: str, exc: sqlite3.OperationalError) -> bool:
-    """Whether ``exc``, raised while opening ``path`` for writing, says that the file
-    exists but cannot be written where it is: the file itself is read-only, or its
-    directory refuses the ``-wal``/``-shm`` files that WAL mode needs beside it."""
-    message = str(exc)
-    if "readonly" in message:
-        return True
-    return "unable to open" in message and os.path.isfile(path) and not _writable_dir(path)
 
 
 def _fts_text(text: str | None) -> str | None:
@@ -171,7 +161,10 @@ class SQLiteBackend(SqlBackend):
     def _open(self, path: str) -> tuple[sqlite3.Connection, bool]:
         """The connection, and whether it reads the file as an immutable snapshot: a
         file that exists in a read-only place (docs/sqlite.md#read-only-places), where
-        SQLite can neither write it nor create its ``-wal`` and ``-shm`` files."""
+        SQLite can neither write it nor create its ``-wal`` and ``-shm`` files, or a
+        cleanly closed file the process may not write (``unwritable_closed_file``)."""
+        if unwritable_closed_file(path):
+            return self._connect(immutable_uri(path), uri=True), True
         conn = None
         try:
             conn = self._connect(path)
@@ -180,9 +173,9 @@ class SQLiteBackend(SqlBackend):
         except sqlite3.OperationalError as exc:
             if conn is not None:
                 conn.close()
-            if path == ":memory:" or not _in_read_only_place(path, exc):
+            if path == ":memory:" or not in_read_only_place(path, exc, _writable_dir):
                 raise
-        return self._connect(f"{Path(path).resolve().as_uri()}?immutable=1", uri=True), True
+        return self._connect(immutable_uri(path), uri=True), True
 
     @classmethod
     def _connect(cls, target: str, *, uri: bool = False) -> sqlite3.Connection:
