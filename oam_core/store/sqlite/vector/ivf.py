@@ -48,6 +48,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from oam_core.store.sqlite.vector import threads
+
 FloatArray = npt.NDArray[np.float32]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -112,6 +114,7 @@ def load_faiss() -> Any:
         import faiss
     except ImportError:
         return None
+    threads.guard_fork(faiss)
     return faiss
 
 
