@@ -65,6 +65,7 @@ from oam_core.store.fusion import (
     fuse,
     list_weights,
     preference_list,
+    rrf_distance,
 )
 from oam_core.store.text import chunk_text
 from oam_core.store.tiedranks import signal_ranks, tied_ranks
@@ -187,7 +188,9 @@ def replay(case: Case, lists: Sequence[tuple[Scored, float]], depth: int = DEPTH
     )
     pool = [key for key, _ in fused[: max(depth, DEFAULT_FUSION.pool)]]
     prefs = [key for key in pool if key in case.preference]
+    total = sum(w for _, w in lists)
     if case.advice and Signal.PREFERENCE in DEFAULT_FUSION.signals and 0 < len(prefs) < len(pool):
+        total += DEFAULT_FUSION.preference_weight
         fused = fuse(
             [prefs],
             [DEFAULT_FUSION.preference_weight],
@@ -195,8 +198,10 @@ def replay(case: Case, lists: Sequence[tuple[Scored, float]], depth: int = DEPTH
             onto=fused,
             ranks=[signal_ranks(prefs, dict(fused), {})],
         )
-    # The store sorts by distance, then record type and id (store/search.py).
-    best = sorted(fused, key=lambda kv: (-kv[1], case.ids[kv[0]]))
+    # The store sorts by distance, then record type and id (store/search.py): scores
+    # that differ in the last bit (sums in another order) can be one distance.
+    rrf_k = DEFAULT_FUSION.rrf_k
+    best = sorted(fused, key=lambda kv: (rrf_distance(kv[1], total, rrf_k), case.ids[kv[0]]))
     return [case.ids[key] for key, _ in best[:10]]
 
 
