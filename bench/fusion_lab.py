@@ -65,8 +65,13 @@ from oam_core.store.fusion import (
     fuse,
     list_weights,
     preference_list,
+    rrf_distance,
 )
 from oam_core.store.text import chunk_text
+from oam_core.store.tiedranks import signal_ranks, tied_ranks
+
+Scored = list[tuple[Hashable, float]]
+"""A captured list: ``(key, distance or score)`` pairs, best first."""
 
 DEPTH = 50
 """Candidates each captured list holds at least (``fusion.HYBRID_DEPTH``; deeper
@@ -75,15 +80,16 @@ with ``--depth``, for the ``+d<n>`` variants)."""
 
 @dataclass
 class Case:
-    """One question's captured lists."""
+    """One question's captured lists (with their distances or scores: tied entries
+    share one rank, as in the store, ``store/tiedranks.py``)."""
 
     target: str
     half: str
     advice: bool
     weights: list[float]
-    vector: dict[str, list[list[Hashable]]]
-    keyword: list[list[Hashable]]
-    topic_keyword: list[list[Hashable]]
+    vector: dict[str, list[Scored]]
+    keyword: list[Scored]
+    topic_keyword: list[Scored]
     preference: set[Hashable]
     ids: dict[Hashable, str]
     store: list[str]
@@ -137,19 +143,17 @@ def capture(
         for w in weights:
             variants[f"minus@{w}"] = frame_removed(queries, frame, w)
         vector = {
-            name: [[key for key, _ in lst] for lst in backend.rank_vector(vs, depth, pred)]
+            name: [list(lst) for lst in backend.rank_vector(vs, depth, pred)]
             for name, vs in variants.items()
         }
-        keyword = [
-            [key for key, _ in backend.rank_keyword(terms, depth, pred)] for terms in seen["terms"]
-        ]
+        keyword = [list(backend.rank_keyword(terms, depth, pred)) for terms in seen["terms"]]
         topic_keyword = [
-            [key for key, _ in backend.rank_keyword(topic, depth, pred)]
+            list(backend.rank_keyword(topic, depth, pred))
             for topic in ([t for t in terms if t not in ADVICE_WORDS] for terms in seen["terms"])
             if topic
         ] or keyword
-        keys = {key for lists in vector.values() for lst in lists for key in lst}
-        keys |= {key for lst in (*keyword, *topic_keyword) for key in lst}
+        keys = {key for lists in vector.values() for lst in lists for key, _ in lst}
+        keys |= {key for lst in (*keyword, *topic_keyword) for key, _ in lst}
         records = backend.load(list(keys))
         cases.append(
             Case(
@@ -169,9 +173,7 @@ def capture(
     return cases
 
 
-def replay(
-    case: Case, lists: Sequence[tuple[list[Hashable], float]], depth: int = DEPTH
-) -> list[str]:
+def replay(case: Case, lists: Sequence[tuple[Scored, float]], depth: int = DEPTH) -> list[str]:
     """The record ids of a fusion of ``(list, weight)`` pairs, then the preference
     list of its pool (as ``search._hybrid_ranking`` with the advice signals). A
     question not asking for advice is ranked as the store ranked it (no variant
@@ -179,26 +181,37 @@ def replay(
     if not case.advice:
         return case.store
     fused = fuse(
-        [lst[:depth] for lst, _ in lists], [w for _, w in lists], rrf_k=DEFAULT_FUSION.rrf_k
+        [[key for key, _ in lst[:depth]] for lst, _ in lists],
+        [w for _, w in lists],
+        rrf_k=DEFAULT_FUSION.rrf_k,
+        ranks=[tied_ranks(lst[:depth]) for lst, _ in lists],
     )
     pool = [key for key, _ in fused[: max(depth, DEFAULT_FUSION.pool)]]
     prefs = [key for key in pool if key in case.preference]
+    total = sum(w for _, w in lists)
     if case.advice and Signal.PREFERENCE in DEFAULT_FUSION.signals and 0 < len(prefs) < len(pool):
+        total += DEFAULT_FUSION.preference_weight
         fused = fuse(
-            [prefs], [DEFAULT_FUSION.preference_weight], rrf_k=DEFAULT_FUSION.rrf_k, onto=fused
+            [prefs],
+            [DEFAULT_FUSION.preference_weight],
+            rrf_k=DEFAULT_FUSION.rrf_k,
+            onto=fused,
+            ranks=[signal_ranks(prefs, dict(fused), {})],
         )
-    # The store sorts by distance, then record type and id (store/search.py).
-    best = sorted(fused, key=lambda kv: (-kv[1], case.ids[kv[0]]))
+    # The store sorts by distance, then record type and id (store/search.py): scores
+    # that differ in the last bit (sums in another order) can be one distance.
+    rrf_k = DEFAULT_FUSION.rrf_k
+    best = sorted(fused, key=lambda kv: (rrf_distance(kv[1], total, rrf_k), case.ids[kv[0]]))
     return [case.ids[key] for key, _ in best[:10]]
 
 
-def variant(name: str) -> Callable[[Case], list[tuple[list[Hashable], float]]]:
+def variant(name: str) -> Callable[[Case], list[tuple[Scored, float]]]:
     """The lists and weights of variant ``name`` for one case."""
     topic_terms = "+tt" in name
     spec, _, kw = name.split("+d")[0].replace("+tt", "").partition("+kw")
     kind, _, w = spec.partition("@")
 
-    def lists(case: Case) -> list[tuple[list[Hashable], float]]:
+    def lists(case: Case) -> list[tuple[Scored, float]]:
         n = len(case.vector["base"])
         v_weights, kw_weights = case.weights[:n], case.weights[n:]
         if kw and case.advice:

@@ -111,7 +111,6 @@ def _checked_target(
         problem = f"names target_id {memory.target_id!r}, which an earlier item already changed"
     fallback = ADD if memory.decision == UPDATE else NOOP
     outcome = "stored as a new memory (ADD)" if fallback == ADD else "ignored"
-    pipeline_warning(
-        f"extraction reply item {memory.text[:60]!r}: {memory.decision} {problem}; {outcome}"
-    )
+    label = repr(memory.text[:60]) if memory.text else "without text"
+    pipeline_warning(f"extraction reply item {label}: {memory.decision} {problem}; {outcome}")
     return fallback, None

@@ -110,7 +110,9 @@ class ExtractedMemory:
     """One item of the model's reply, validated (docs/memory-pipeline.md#update-decisions).
 
     Attributes:
-        text: Non-blank text, at most ``MAX_MEMORY_CHARS`` characters.
+        text: Non-blank text, at most ``MAX_MEMORY_CHARS`` characters, for ``ADD``
+            and ``UPDATE``; for ``DELETE`` and ``NOOP`` whatever text the item had
+            (cleaned; ``""`` for none), which nothing stores.
         record_type: ``memory``, ``guideline``, ``fact`` or ``preference``.
         timestamp: Event time as normalized ISO-8601 (UTC), or None.
         decision: ``ADD``, ``UPDATE``, ``DELETE`` or ``NOOP`` as the model said
@@ -139,7 +141,10 @@ def extraction_schema(target_ids: Sequence[str] = (), new_messages: int = 0) -> 
     limit (they fill a schema's arrays up to ``maxItems``; see
     ``shared/models/README.md``): at most ``ITEMS_ASKED_PER_MESSAGE`` items per new
     message and ``MAX_ITEMS_ASKED`` in all. ``target_id`` may only be one of
-    ``target_ids`` (the ids of the memories the prompt shows) or null.
+    ``target_ids`` (the ids of the memories the prompt shows) or null. An item is
+    one of two shapes (``anyOf``), with the same keys in the same order: ``ADD`` or
+    ``UPDATE`` with a non-empty ``text``, or ``DELETE`` or ``NOOP`` whose ``text`` may
+    be empty (it stores nothing; the prompt asks text only of the first two).
 
     Args:
         target_ids: The ids of the related memories shown in the prompt, in order.
@@ -153,37 +158,40 @@ def extraction_schema(target_ids: Sequence[str] = (), new_messages: int = 0) -> 
     target: dict[str, Any] = (
         {"type": ["string", "null"], "enum": [*ids, None]} if ids else {"type": "null"}
     )
+    stores = _item_shape([ADD, UPDATE], target, {"minLength": 1})
+    changes = _item_shape([DELETE, NOOP], target, {})
     return {
         "type": "object",
         "properties": {
             "memories": {
                 "type": "array",
                 "maxItems": max_items,
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "reason": {"type": "string", "maxLength": 200},
-                        "decision": {"type": "string", "enum": list(DECISIONS)},
-                        "target_id": target,
-                        "text": {"type": "string", "minLength": 1, "maxLength": 300},
-                        "record_type": {"type": "string", "enum": sorted(MEMORY_TYPES)},
-                        "timestamp": {"type": ["string", "null"], "maxLength": 40},
-                        "valid_from": {"type": ["string", "null"], "maxLength": 40},
-                    },
-                    "required": [
-                        "reason",
-                        "decision",
-                        "target_id",
-                        "text",
-                        "record_type",
-                        "timestamp",
-                        "valid_from",
-                    ],
-                    "additionalProperties": False,
-                },
+                "items": {"anyOf": [stores, changes]},
             }
         },
         "required": ["memories"],
+        "additionalProperties": False,
+    }
+
+
+def _item_shape(
+    decisions: Sequence[str], target: dict[str, Any], text_bounds: dict[str, int]
+) -> dict[str, Any]:
+    """One item shape of ``extraction_schema``: ``decisions`` allowed, ``text`` a
+    string bounded by ``text_bounds`` and 300 characters."""
+    properties: dict[str, Any] = {
+        "reason": {"type": "string", "maxLength": 200},
+        "decision": {"type": "string", "enum": list(decisions)},
+        "target_id": target,
+        "text": {"type": "string", **text_bounds, "maxLength": 300},
+        "record_type": {"type": "string", "enum": sorted(MEMORY_TYPES)},
+        "timestamp": {"type": ["string", "null"], "maxLength": 40},
+        "valid_from": {"type": ["string", "null"], "maxLength": 40},
+    }
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
         "additionalProperties": False,
     }
 
@@ -193,24 +201,36 @@ def item_schema() -> dict[str, Any]:
     does not is dropped with a warning (``parse_extraction_reply``).
 
     Looser than the prompt's schema (``extraction_schema``), deliberately: length
-    bounds are dropped (long texts are cut to ``MAX_MEMORY_CHARS``); only ``text``
-    (a non-blank string) and ``record_type`` (a memory type, compared after folding
-    case and plurals) are required; ``decision`` may be missing or null (``ADD``);
-    ``target_id``, ``timestamp`` and ``valid_from`` may be missing; ``reason`` may be
-    anything (only a string is kept); unknown extra keys are ignored.
+    bounds are dropped (long texts are cut to ``MAX_MEMORY_CHARS``); only
+    ``record_type`` (a memory type, compared after folding case and plurals) and,
+    unless the decision is ``DELETE`` or ``NOOP``, ``text`` (a non-blank string) are
+    required: a ``DELETE`` or ``NOOP`` stores nothing, so its ``text`` may be
+    missing, blank or anything else (ignored). ``decision`` may be missing or null
+    (``ADD``); ``target_id``, ``timestamp`` and ``valid_from`` may be missing;
+    ``reason`` may be anything (only a string is kept); unknown extra keys are ignored.
     """
     return {
         "type": "object",
         "properties": {
             "decision": {"enum": [*DECISIONS, None]},
             "target_id": {"type": ["string", "null"]},
-            "text": {"type": "string", "pattern": r"\S"},
             "record_type": {"type": "string", "enum": sorted(MEMORY_TYPES)},
             "timestamp": {"type": ["string", "null"]},
             "valid_from": {"type": ["string", "null"]},
         },
-        "required": ["text", "record_type"],
+        "required": ["record_type"],
+        "if": {"properties": {"decision": {"enum": [DELETE, NOOP]}}, "required": ["decision"]},
+        "then": {},
+        "else": {
+            "properties": {"text": {"type": "string", "pattern": r"\S"}},
+            "required": ["text"],
+        },
     }
+
+
+def _stores_text(item: dict[str, Any]) -> bool:
+    """Whether a valid item's text is its memory (not a ``DELETE`` or ``NOOP``)."""
+    return item.get("decision") not in (DELETE, NOOP)
 
 
 def reply_schema() -> dict[str, Any]:
@@ -381,7 +401,7 @@ def _item_problem(item: Any) -> str | None:
     if error is not None:
         where = "".join(f"[{p!r}]" for p in error.absolute_path)
         return f"{where}: {error.message}" if where else error.message
-    if not _clean(item["text"])[:MAX_MEMORY_CHARS].strip():
+    if _stores_text(item) and not _clean(item["text"])[:MAX_MEMORY_CHARS].strip():
         return "its text is blank once control characters are removed"
     return None
 
@@ -409,7 +429,8 @@ def parse_extraction_reply(text: str) -> list[ExtractedMemory]:
     ``reply_schema``: when the reply holds several (an example before the answer),
     the last one that fits is used. Each item of it is then checked against
     ``item_schema``: an item that does not fit (not an object, no or blank
-    ``text``, an unknown ``record_type`` or ``decision``, a ``timestamp`` that is not
+    ``text`` for an ``ADD`` or ``UPDATE``, an unknown ``record_type`` or
+    ``decision``, a ``timestamp`` that is not
     a string, ...) is dropped with one ``MemoryPipelineWarning`` naming it, and the
     other items are kept. Within a kept item an unparsable ``timestamp`` or
     ``valid_from`` becomes None, a missing or null ``decision`` is ``ADD`` (replies of
@@ -431,7 +452,7 @@ def parse_extraction_reply(text: str) -> list[ExtractedMemory]:
             continue
         memories.append(
             ExtractedMemory(
-                text=_clean(item["text"])[:MAX_MEMORY_CHARS].strip(),
+                text=_optional_text(item.get("text"), MAX_MEMORY_CHARS) or "",
                 record_type=item["record_type"],
                 timestamp=normalize_timestamp(item.get("timestamp")),
                 decision=item.get("decision") or ADD,

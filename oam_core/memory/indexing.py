@@ -62,6 +62,7 @@ __all__ = [
     "labelled_text",
     "message_index_texts",
     "message_rows",
+    "own_row_text",
     "speaker_name",
     "store_row_vectors",
 ]
@@ -108,6 +109,20 @@ def labelled_text(message: Message) -> str:
         return ""
     name = speaker_name(message)
     return f"{name}: {message.content}" if name else message.content
+
+
+def own_row_text(message: Message) -> str:
+    """The text of a message's own search row before chunking: ``labelled_text``,
+    prefixed with the day of its timestamp when it has one (``"[8 May 2023] Caroline:
+    ..."``); ``""`` for a message with blank content.
+
+    ``add_messages(..., embeddings=...)`` gives it as the message's one retrieval text
+    (a string, cut as the store cuts strings), without a context row: the caller's
+    vectors are the message's only search rows (docs/retrieval.md#what-a-message-is-indexed-by).
+    """
+    own = labelled_text(message)
+    day = day_label(message.timestamp) if own else None
+    return f"[{day}] {own}" if day else own
 
 
 def message_index_texts(
@@ -248,8 +263,7 @@ def message_rows(
     for position, message in enumerate(messages):
         own = labelled_text(message)
         labels.append(own)
-        day = day_label(message.timestamp) if own else None
-        chunks: list[str] = chunk_text(f"[{day}] {own}" if day else own, chunk_chars)
+        chunks: list[str] = chunk_text(own_row_text(message), chunk_chars)
         parts: list[tuple[str, int | None]] = []
         if own and len(chunks) == 1:
             context = _context(history[-CONTEXT_MESSAGES:], chunk_chars - len(own))

@@ -45,6 +45,7 @@ from oam_core.memory.indexing import (
     CONTEXT_MESSAGES,
     embeds_in_python,
     message_rows,
+    own_row_text,
     store_row_vectors,
 )
 from oam_core.memory.messages import (
@@ -253,7 +254,11 @@ class OracleThread(IThread):
         if job is not None and job.extract:
             check_messages_fit([m.content for m in prepared], self.config)
         index_kwargs: dict[str, Any] = {}
-        if "index_texts" not in store_kwargs:
+        # Caller rows (index_texts=) or caller vectors (embeddings=, not None) are the
+        # message's only search rows: no context row (docs/retrieval.md).
+        if "index_texts" not in store_kwargs and store_kwargs.get("embeddings") is not None:
+            index_kwargs["index_texts"] = [own_row_text(m) for m in prepared]
+        elif "index_texts" not in store_kwargs:
             last: list[MessageRecord] = yield from call(
                 self._store.list_thread_messages, self.thread_id, CONTEXT_MESSAGES
             )

@@ -613,6 +613,7 @@ def fuse(
     *,
     rrf_k: int = RRF_K,
     onto: Sequence[tuple[K, float]] = (),
+    ranks: Sequence[Sequence[int]] | None = None,
 ) -> list[tuple[K, float]]:
     """Weighted reciprocal rank fusion: ``score(x) = sum over lists of w / (rrf_k +
     rank of x)``, ranks from 1.
@@ -624,6 +625,8 @@ def fuse(
         onto: ``(key, score)`` pairs of an earlier fusion the lists add to (the
             text lists' fusion, for the signal lists of the same search): the
             same scores, to the last bit, as fusing all the lists at once.
+        ranks: Per list, each key's rank from 1 (tied keys share one:
+            ``tiedranks.tied_ranks``); default: its position in the list.
 
     Returns:
         ``(key, fused score)`` of every key, best first; ties in first-seen order
@@ -632,7 +635,8 @@ def fuse(
     scores = dict(onto)
     for i, ranked in enumerate(lists):
         weight = 1.0 if weights is None else weights[i]
-        for rank, key in enumerate(ranked, start=1):
+        positions = ranks[i] if ranks is not None else range(1, len(ranked) + 1)
+        for rank, key in zip(positions, ranked, strict=True):
             scores[key] = scores.get(key, 0.0) + weight / (rrf_k + rank)
     return sorted(scores.items(), key=itemgetter(1), reverse=True)  # stable: ties keep order
 

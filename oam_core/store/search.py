@@ -46,6 +46,7 @@ from oam_core.store.fusion import (
 from oam_core.store.options import SearchStrategy
 from oam_core.store.runtime import StoreRuntime
 from oam_core.store.text import chunk_text, query_terms
+from oam_core.store.tiedranks import signal_ranks, tied_ranks
 
 __all__ = ["HYBRID_DEPTH", "search"]
 
@@ -114,7 +115,15 @@ def search(
             # The index fused its own lists; the query's signal lists fuse onto them.
             index_lists = [[key for key, _ in native]]
             ranked, loaded, kind = _hybrid_ranking(
-                runtime, query, index_lists, [fusion.index_weight], k, pred, fusion, native
+                runtime,
+                query,
+                index_lists,
+                [fusion.index_weight],
+                k,
+                pred,
+                fusion,
+                native,
+                ranks=[tied_ranks(native)],
             )
     elif qvec is not None:
         ranked = _vector_ranking(runtime, [qvec], depth, pred)
@@ -184,9 +193,11 @@ def _text_ranking(
         vectors, [query_terms(p) for p in parts], depth, pred
     )
     lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
+    # Equally relevant records share one rank (store/tiedranks.py).
+    ranks = [tied_ranks(lst) for lst in (*v_lists, *kw_lists)]
     # A question asking for advice weighs its keyword lists less (fusion.list_weights).
     weights = list_weights(query, len(v_lists), len(kw_lists), fusion, vector_share=share)
-    return _hybrid_ranking(runtime, query, lists, weights, k, pred, fusion)
+    return _hybrid_ranking(runtime, query, lists, weights, k, pred, fusion, ranks=ranks)
 
 
 def _hybrid_ranking(
@@ -198,6 +209,8 @@ def _hybrid_ranking(
     pred: Predicate,
     fusion: FusionConfig,
     index: Ranked | None = None,
+    *,
+    ranks: Sequence[Sequence[int]] | None = None,
 ) -> tuple[Ranked, dict[Hashable, Record], DistanceKind]:
     """Fuse the text lists, then the query's signal lists (store/fusion.py; those of
     the query's kind, ``fusion.query_signals``) read from the fused head onto the same
@@ -206,19 +219,31 @@ def _hybrid_ranking(
     Returns ``(key, distance)`` pairs from the fused scores, the head's loaded records
     and the distances' kind. ``index``: the distances of a back end's own fused
     ranking (``lists`` is then its one list), kept as they are when no signal list
-    applies."""
-    fused = fuse(lists, weights, rrf_k=fusion.rrf_k)
+    applies. ``ranks``: each list's ranks, tied entries sharing one (``fuse``)."""
+    fused = fuse(lists, weights, rrf_k=fusion.rrf_k, ranks=ranks)
     pool = [key for key, _ in fused[: max(fusion.pool, k)]]
     records = runtime.backend.load_for_ranking(pool)  # read, never returned
     speakers = speaker_names(records)
     extra = signal_lists(query, pool, records, pred.now, fusion.signals, speakers=speakers)
-    extra += _feedback(runtime, query, pool, records, pred, fusion, speakers)
+    text_scores = dict(fused)
+    extra_ranks = [
+        signal_ranks(keys, text_scores, records, by_content=signal is Signal.OWN_TEXT)
+        for signal, keys in extra
+    ]
+    feedback = _feedback(runtime, query, pool, records, pred, fusion, speakers)
+    if feedback:
+        extra.append((Signal.FEEDBACK, [key for key, _ in feedback]))
+        extra_ranks.append(tied_ranks(feedback))
     if not extra and index is not None:
         return index, records, DistanceKind.HYBRID_INDEX
     all_weights = [*weights, *(fusion.weight(signal) for signal, _ in extra)]
     if extra:
         fused = fuse(
-            [keys for _, keys in extra], all_weights[len(weights) :], rrf_k=fusion.rrf_k, onto=fused
+            [keys for _, keys in extra],
+            all_weights[len(weights) :],
+            rrf_k=fusion.rrf_k,
+            onto=fused,
+            ranks=extra_ranks,
         )
     best = sum(all_weights)
     ranked = [(key, rrf_distance(s, best, fusion.rrf_k)) for key, s in fused]
@@ -233,17 +258,17 @@ def _feedback(
     pred: Predicate,
     fusion: FusionConfig,
     speakers: dict[Hashable, str | None],
-) -> builtins.list[tuple[Signal, builtins.list[Hashable]]]:
+) -> Ranked:
     """The feedback keyword list of a HYBRID search (store/fusion.py, ``feedback_terms``): the keyword
-    index searched once more with the query's terms and words of the fused head;
-    none for a question asking for advice, or when no word qualifies."""
+    index searched once more with the query's terms and words of the fused head, as
+    ``(key, BM25 score)`` pairs; none for a question asking for advice, or when no
+    word qualifies."""
     if Signal.FEEDBACK not in fusion.signals or asks_for_advice(query):
         return []
     terms = feedback_terms(query, pool, records, speakers=speakers)
     if not terms:
         return []
-    ranked = runtime.backend.rank_keyword(terms, fusion.depth, pred)
-    return [(Signal.FEEDBACK, [key for key, _ in ranked])] if ranked else []
+    return runtime.backend.rank_keyword(terms, fusion.depth, pred)
 
 
 def _reranked(
@@ -370,7 +395,7 @@ def _keyword_ranking(
         )
         return ranked, DistanceKind.KEYWORD
     lists = [runtime.backend.rank_keyword(query_terms(p), k, pred) for p in parts]
-    scores = fuse([[key for key, _ in lst] for lst in lists])
+    scores = fuse([[key for key, _ in lst] for lst in lists], ranks=[tied_ranks(x) for x in lists])
     return [(key, rrf_distance(s, len(lists))) for key, s in scores], DistanceKind.FUSED
 
 

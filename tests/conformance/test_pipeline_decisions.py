@@ -44,9 +44,10 @@ def shown(prompt: str) -> dict[str, str]:
     return {text: memory_id for memory_id, _, text in _SHOWN.findall(prompt)}
 
 
-def item(text: str, decision: str = "ADD", target: str | None = None, **fields: Any) -> Any:
+def item(text: str | None, decision: str = "ADD", target: str | None = None, **fields: Any) -> Any:
     """A reply item with a decision; ``target`` is the text of a shown memory,
-    turned into its id when the reply is given (None: no target)."""
+    turned into its id when the reply is given (None: no target); ``text`` None
+    leaves the key out."""
     return {"text": text, "decision": decision, "target": target, **fields}
 
 
@@ -59,6 +60,8 @@ def reply(*items: Any) -> Callable[[str, Any], str]:
         for spec in items:
             spec = dict(spec)
             target = spec.pop("target")
+            if spec["text"] is None:
+                del spec["text"]
             full.append(
                 {
                     "reason": spec.pop("reason", "scripted"),
@@ -158,8 +161,8 @@ def test_a_move_supersedes_the_old_home_at_the_new_valid_from(searchable: Any) -
         ids = _say(thread, "I moved to Berlin in mid May", "2024-06-01T09:00:00Z")
     prompt, schema = llm.calls[-1][1:]
     assert f'<memory id="{lisbon.id}" type="fact"' in prompt
-    target = schema["properties"]["memories"]["items"]["properties"]["target_id"]
-    assert target["enum"] == [lisbon.id, None]
+    for shape in schema["properties"]["memories"]["items"]["anyOf"]:
+        assert shape["properties"]["target_id"]["enum"] == [lisbon.id, None]
 
     stored = _memories(searchable)
     assert set(stored) == {"Ana lives in Lisbon", "Ana lives in Berlin"}
@@ -292,6 +295,58 @@ def test_a_reversed_preference_and_a_dropped_fact(searchable: Any) -> None:
     assert "Ana has a car" not in card
     assert _history(searchable, car.id) == ["Ana has a car"]
     assert _history(searchable, coffee.id) == [coffee.content, tea.content]
+
+
+@pytest.mark.parametrize("text", ["", "  ", None], ids=["empty", "blank", "missing"])
+def test_a_delete_without_text_invalidates_its_target(searchable: Any, text: str | None) -> None:
+    """The prompt asks text only of ADD and UPDATE: a DELETE without it still ends its
+    target, alone in its reply or beside an ADD, and the pass is done."""
+    llm = ScriptedLlm(
+        extraction=[
+            reply(item("Ana has a red car"), item("Ana lives in Lisbon")),
+            reply(item(text, "DELETE", "Ana has a red car", reason="sold it")),
+            reply(
+                item("Ana cycles to work"),
+                item(text, "DELETE", "Ana lives in Lisbon", reason="moved away"),
+            ),
+        ]
+    )
+    thread = _thread(searchable, llm)
+    with _no_warnings():
+        _say(thread, "I drive my red car around Lisbon.", "2024-02-01T08:00:00Z")
+        _say(thread, "I sold my car.", "2024-04-01T08:00:00Z")
+        _say(thread, "I cycle to work now, and I left Lisbon.", "2024-05-01T08:00:00Z")
+    stored = _memories(searchable)
+    assert set(stored) == {"Ana has a red car", "Ana lives in Lisbon", "Ana cycles to work"}
+    car, lisbon = stored["Ana has a red car"], stored["Ana lives in Lisbon"]
+    assert _at(car.valid_until) == _utc(2024, 4, 1, 8)
+    assert _reserved(car)["status"] == "invalid" and _reserved(car)["reason"] == "sold it"
+    assert _at(lisbon.valid_until) == _utc(2024, 5, 1, 8)
+    assert _reserved(lisbon)["reason"] == "moved away"
+    assert _current(searchable, "Ana car Lisbon cycles") == ["Ana cycles to work"]
+    assert "Ana has a red car" not in _card(thread)
+    state = thread_store(searchable).get_thread_row("t1").state[EXTRACTION_STATE_KEY]
+    assert (state["passes"], state["memories"], state["failed_passes"]) == (3, 3, 0)
+    assert state["skipped_messages"] == 0
+
+
+def test_a_noop_without_text_alone_completes_the_pass(searchable: Any) -> None:
+    llm = ScriptedLlm(
+        extraction=[
+            reply(item("Ana lives in Lisbon")),
+            reply(item(None, "NOOP", "Ana lives in Lisbon")),
+            reply(item("", "NOOP", None)),
+        ]
+    )
+    thread = _thread(searchable, llm)
+    with _no_warnings():
+        _say(thread, "I live in Lisbon.", "2024-02-01T08:00:00Z")
+        _say(thread, "Still in Lisbon.", "2024-03-01T08:00:00Z")
+        _say(thread, "Yes, Lisbon.", "2024-04-01T08:00:00Z")
+    assert set(_memories(searchable)) == {"Ana lives in Lisbon"}
+    assert _memories(searchable)["Ana lives in Lisbon"].valid_until is None
+    state = thread_store(searchable).get_thread_row("t1").state[EXTRACTION_STATE_KEY]
+    assert (state["passes"], state["memories"], state["failed_passes"]) == (3, 1, 0)
 
 
 def test_a_repeated_fact_is_a_noop_whatever_the_model_said(searchable: Any) -> None:

@@ -57,8 +57,9 @@ FIRST_SHOWN = "<first memory shown>"
 
 def _shown_ids(schema: dict[str, Any]) -> list[str]:
     """The ids the extraction prompt showed, from its reply schema's ``target_id`` enum."""
-    item = schema.get("properties", {}).get("memories", {}).get("items", {})
-    enum = item.get("properties", {}).get("target_id", {}).get("enum", [])
+    items = schema.get("properties", {}).get("memories", {}).get("items", {})
+    shape = (items.get("anyOf") or [items])[0]  # every item shape has the same target_id
+    enum = shape.get("properties", {}).get("target_id", {}).get("enum", [])
     return [i for i in enum if isinstance(i, str)]
 
 

@@ -94,6 +94,17 @@ BAD_ITEMS: list[tuple[str, Any, str]] = [
     ("text not a string", {"text": 123, "record_type": "fact"}, "is not of type 'string'"),
     ("blank text", {"text": "  ", "record_type": "fact"}, "does not match"),
     ("text of control characters", {"text": "\u0000", "record_type": "fact"}, "blank"),
+    ("UPDATE without text", {"decision": "UPDATE", "record_type": "fact"}, "'text' is a required"),
+    (
+        "ADD with blank text",
+        {"decision": "ADD", "text": "", "record_type": "fact"},
+        "does not match",
+    ),
+    (
+        "UPDATE text of control characters",
+        {"decision": "UPDATE", "text": "\u0000", "record_type": "fact"},
+        "blank",
+    ),
     ("unknown type", {"text": "h", "record_type": "opinion"}, "'opinion' is not one of"),
     ("missing type", {"text": "i"}, "'record_type' is a required property"),
     ("null type", {"text": "i", "record_type": None}, "None is not of type"),
@@ -120,6 +131,58 @@ def test_one_bad_item_is_dropped_with_one_warning_and_the_rest_kept(item: Any, s
     assert memories == [_fact("Ana likes tea"), ExtractedMemory("Ana has a dog", "memory", None)]
     (warning,) = [str(w.message) for w in caught]
     assert warning.startswith("extraction reply item 1 dropped: ") and says in warning
+
+
+CHANGES_WITHOUT_TEXT: list[tuple[str, Any, ExtractedMemory]] = [
+    # (case, item, parsed): DELETE and NOOP store nothing, so their text may be
+    # missing, blank or not a string (docs/memory-pipeline.md#update-decisions)
+    (
+        "DELETE, empty text",
+        {"decision": "DELETE", "target_id": "car", "text": "", "record_type": "fact"},
+        ExtractedMemory("", "fact", None, decision="DELETE", target_id="car"),
+    ),
+    (
+        "DELETE, no text",
+        {"decision": "delete", "target_id": " car ", "record_type": "fact", "reason": "sold"},
+        ExtractedMemory("", "fact", None, decision="DELETE", target_id="car", reason="sold"),
+    ),
+    (
+        "DELETE, null text",
+        {"decision": "DELETE", "target_id": "car", "text": None, "record_type": "facts"},
+        ExtractedMemory("", "fact", None, decision="DELETE", target_id="car"),
+    ),
+    (
+        "NOOP, blank text",
+        {"decision": "NOOP", "target_id": "m-1", "text": " \u0000 ", "record_type": "memory"},
+        ExtractedMemory("", "memory", None, decision="NOOP", target_id="m-1"),
+    ),
+    (
+        "NOOP, text a number",
+        {"decision": "NOOP", "target_id": None, "text": 3, "record_type": "memory"},
+        ExtractedMemory("", "memory", None, decision="NOOP"),
+    ),
+    (
+        "DELETE with text",
+        {"decision": "DELETE", "target_id": "car", "text": "Ana sold it", "record_type": "fact"},
+        ExtractedMemory("Ana sold it", "fact", None, decision="DELETE", target_id="car"),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("item", "parsed"),
+    [c[1:] for c in CHANGES_WITHOUT_TEXT],
+    ids=[c[0] for c in CHANGES_WITHOUT_TEXT],
+)
+def test_delete_and_noop_need_no_text_alone_or_beside_other_items(
+    item: Any, parsed: ExtractedMemory
+) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing dropped
+        assert parse_extraction_reply(json.dumps({"memories": [item]})) == [parsed]
+        good = {"text": "Ana cycles to work", "record_type": "fact"}
+        both = parse_extraction_reply(json.dumps({"memories": [good, item]}))
+    assert both == [_fact("Ana cycles to work"), parsed]
 
 
 UNUSABLE: list[tuple[str, str]] = [
@@ -300,24 +363,30 @@ def test_the_prompt_shows_related_memories_with_their_ids_and_the_schema_limits_
         in prompt
     )
     assert "label=" not in prompt and '"decision": "ADD"' in prompt
-    item = extraction_schema(["m-1", 'm"2', "m-1"])["properties"]["memories"]["items"]
-    assert list(item["properties"]) == [
-        "reason",
-        "decision",
-        "target_id",
-        "text",
-        "record_type",
-        "timestamp",
-        "valid_from",
+    stores, changes = extraction_schema(["m-1", 'm"2', "m-1"])["properties"]["memories"]["items"][
+        "anyOf"
     ]
-    assert item["required"] == list(item["properties"])
-    assert item["properties"]["target_id"]["enum"] == ["m-1", 'm"2', None]
-    assert item["properties"]["decision"]["enum"] == ["ADD", "UPDATE", "DELETE", "NOOP"]
-    assert extraction_schema()["properties"]["memories"]["items"]["properties"]["target_id"] == {
-        "type": "null"
-    }
-    # every string is bounded and so is the item count (small models loop otherwise)
-    assert all("maxLength" in p or "enum" in p for p in item["properties"].values())
+    for item in (stores, changes):
+        assert list(item["properties"]) == [
+            "reason",
+            "decision",
+            "target_id",
+            "text",
+            "record_type",
+            "timestamp",
+            "valid_from",
+        ]
+        assert item["required"] == list(item["properties"])
+        assert item["properties"]["target_id"]["enum"] == ["m-1", 'm"2', None]
+        # every string is bounded and so is the item count (small models loop otherwise)
+        assert all("maxLength" in p or "enum" in p for p in item["properties"].values())
+    # ADD and UPDATE carry the memory's text; DELETE and NOOP store nothing: text may be "".
+    assert stores["properties"]["decision"]["enum"] == ["ADD", "UPDATE"]
+    assert stores["properties"]["text"] == {"type": "string", "minLength": 1, "maxLength": 300}
+    assert changes["properties"]["decision"]["enum"] == ["DELETE", "NOOP"]
+    assert changes["properties"]["text"] == {"type": "string", "maxLength": 300}
+    for shape in extraction_schema()["properties"]["memories"]["items"]["anyOf"]:
+        assert shape["properties"]["target_id"] == {"type": "null"}
     assert extraction_schema()["properties"]["memories"]["maxItems"] == 20
     assert extraction_schema(new_messages=2)["properties"]["memories"]["maxItems"] == 6
     assert extraction_schema(new_messages=9)["properties"]["memories"]["maxItems"] == 20
