@@ -67,8 +67,8 @@ from oam_core.store.fusion import (
     preference_list,
     rrf_distance,
 )
+from oam_core.store.search import evidence, signal_ranks, tied_ranks
 from oam_core.store.text import chunk_text
-from oam_core.store.tiedranks import signal_ranks, tied_ranks
 
 Scored = list[tuple[Hashable, float]]
 """A captured list: ``(key, distance or score)`` pairs, best first."""
@@ -81,7 +81,7 @@ with ``--depth``, for the ``+d<n>`` variants)."""
 @dataclass
 class Case:
     """One question's captured lists (with their distances or scores: tied entries
-    share one rank, as in the store, ``store/tiedranks.py``)."""
+    share one rank, as in the store, ``store/search.py, tied_ranks``)."""
 
     target: str
     half: str
@@ -180,11 +180,12 @@ def replay(case: Case, lists: Sequence[tuple[Scored, float]], depth: int = DEPTH
     applies to it; its signal lists are not replayed here)."""
     if not case.advice:
         return case.store
+    alike = evidence([lst[:depth] for lst, _ in lists])
     fused = fuse(
         [[key for key, _ in lst[:depth]] for lst, _ in lists],
         [w for _, w in lists],
         rrf_k=DEFAULT_FUSION.rrf_k,
-        ranks=[tied_ranks(lst[:depth]) for lst, _ in lists],
+        ranks=[tied_ranks(lst[:depth], alike) for lst, _ in lists],
     )
     pool = [key for key, _ in fused[: max(depth, DEFAULT_FUSION.pool)]]
     prefs = [key for key in pool if key in case.preference]

@@ -626,7 +626,7 @@ def fuse(
             text lists' fusion, for the signal lists of the same search): the
             same scores, to the last bit, as fusing all the lists at once.
         ranks: Per list, each key's rank from 1 (tied keys share one:
-            ``tiedranks.tied_ranks``); default: its position in the list.
+            ``search.tied_ranks``); default: its position in the list.
 
     Returns:
         ``(key, fused score)`` of every key, best first; ties in first-seen order

@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 import math
 import warnings
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from datetime import datetime
 from operator import itemgetter
 from typing import Any
@@ -46,7 +46,6 @@ from oam_core.store.fusion import (
 from oam_core.store.options import SearchStrategy
 from oam_core.store.runtime import StoreRuntime
 from oam_core.store.text import chunk_text, query_terms
-from oam_core.store.tiedranks import signal_ranks, tied_ranks
 
 __all__ = ["HYBRID_DEPTH", "search"]
 
@@ -193,8 +192,9 @@ def _text_ranking(
         vectors, [query_terms(p) for p in parts], depth, pred
     )
     lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
-    # Equally relevant records share one rank (store/tiedranks.py).
-    ranks = [tied_ranks(lst) for lst in (*v_lists, *kw_lists)]
+    # Records every list scores alike share one rank (``tied_ranks``).
+    alike = evidence([*v_lists, *kw_lists])
+    ranks = [tied_ranks(lst, alike) for lst in (*v_lists, *kw_lists)]
     # A question asking for advice weighs its keyword lists less (fusion.list_weights).
     weights = list_weights(query, len(v_lists), len(kw_lists), fusion, vector_share=share)
     return _hybrid_ranking(runtime, query, lists, weights, k, pred, fusion, ranks=ranks)
@@ -395,7 +395,10 @@ def _keyword_ranking(
         )
         return ranked, DistanceKind.KEYWORD
     lists = [runtime.backend.rank_keyword(query_terms(p), k, pred) for p in parts]
-    scores = fuse([[key for key, _ in lst] for lst in lists], ranks=[tied_ranks(x) for x in lists])
+    alike = evidence(lists)
+    scores = fuse(
+        [[key for key, _ in lst] for lst in lists], ranks=[tied_ranks(x, alike) for x in lists]
+    )
     return [(key, rrf_distance(s, len(lists))) for key, s in scores], DistanceKind.FUSED
 
 
@@ -425,3 +428,93 @@ def _materialize(
         return [(record, d) for record, d, _ in out]
     own = backend.load([key for _, _, key in out])  # the caller's own records
     return [(own[key], d) for _, d, key in out if key in own]
+
+
+# -- ties: rank positions where equal scores share one rank ---------------------------
+# A back end's ranked list orders exactly as relevant records (the same text: the same
+# vector, the same BM25 score) one after another, in the order it read them;
+# reciprocal rank fusion reads positions, so without shared ranks HYBRID would return
+# exact duplicates at different distances, in insertion order. Every entry of a tie
+# group gets the rank of the group's first entry (1, 2, 2, 4), so tied records get
+# equal fused scores and come out by record type then id, as under VECTOR and KEYWORD
+# (docs/store.md#search-strategies).
+
+
+def tied_ranks(
+    scored: Sequence[tuple[Hashable, float]], alike: Mapping[Hashable, object] | None = None
+) -> list[int]:
+    """The rank (from 1) of each entry of ``scored``, a list ordered best first by its
+    score or distance: an entry whose value equals an earlier entry's (exactly,
+    ``==``, among the entries just before it with that value) shares that entry's
+    rank when ``alike`` gives both the same value too (``evidence``: every list
+    scored them alike); any other entry's rank is its position.
+
+    Args:
+        scored: ``(key, score or distance)`` pairs in ranked order (a back end's
+            ``rank_vector``, ``rank_keyword`` or native list).
+        alike: Per key, what else must be equal for a tie (None: the value alone).
+
+    Returns:
+        One int per entry, ``ranks[0] == 1`` when non-empty.
+    """
+    ranks: list[int] = []
+    for position, (key, value) in enumerate(scored, start=1):
+        rank, back = position, position - 2
+        while back >= 0 and scored[back][1] == value:
+            if alike is None or alike.get(scored[back][0]) == alike.get(key):
+                rank = ranks[back]
+            back -= 1
+        ranks.append(rank)
+    return ranks
+
+
+def evidence(lists: Sequence[Sequence[tuple[Hashable, float]]]) -> dict[Hashable, object]:
+    """Per key of ``lists``, its value in each list (None where absent): two records
+    tie in one list only when every list scored them alike (the same text), not when
+    one list's scores happen to meet (two turns of equal BM25)."""
+    found = [dict(lst) for lst in lists]
+    keys = {key for lst in lists for key, _ in lst}
+    return {key: tuple(f.get(key) for f in found) for key in keys}
+
+
+def signal_ranks(
+    keys: Sequence[Hashable],
+    scores: Mapping[Hashable, float],
+    records: Mapping[Hashable, Record],
+    *,
+    by_content: bool = False,
+) -> list[int]:
+    """The rank (from 1) of each key of a signal list (``fusion.signal_lists``): a key
+    shares the rank of an earlier key of the list to which the text lists' fusion
+    gave the same score (``scores``), found among the keys just before it with that
+    score; any other key's rank is its position.
+
+    A list that holds the candidates with some property (speaker, date, time,
+    preference) keeps them in pool order, so equal scores are all its tie; the
+    own-text list orders by how many query terms a record holds first, so there
+    (``by_content``) the two must also hold the same content.
+
+    Args:
+        keys: A signal list, best first (a sub-sequence of the fused pool).
+        scores: The text lists' fused score of each key.
+        records: The pool's loaded records.
+        by_content: Whether tied keys must also have equal content.
+
+    Returns:
+        One int per key, ``ranks[0] == 1`` when non-empty.
+    """
+    ranks: list[int] = []
+    for position, key in enumerate(keys, start=1):
+        rank = position
+        back = position - 2
+        while back >= 0 and scores.get(keys[back]) == scores.get(key):
+            if not by_content or _content(records, keys[back]) == _content(records, key):
+                rank = ranks[back]
+            back -= 1
+        ranks.append(rank)
+    return ranks
+
+
+def _content(records: Mapping[Hashable, Record], key: Hashable) -> object:
+    record = records.get(key)
+    return key if record is None else record.content

@@ -1,6 +1,6 @@
 """HYBRID search over exactly equally relevant records: they share one distance and
 come back by record type then id, as under VECTOR and KEYWORD, whatever order they
-were written in (docs/store.md#search-strategies; store/tiedranks.py)."""
+were written in (docs/store.md#search-strategies; store/search.py, tied_ranks)."""
 
 from __future__ import annotations
 

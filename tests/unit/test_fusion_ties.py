@@ -1,10 +1,10 @@
-"""Tied entries share one rank in the fusion (store/tiedranks.py, fusion.fuse)."""
+"""Tied entries share one rank in the fusion (store/search.py tied_ranks, fusion.fuse)."""
 
 from __future__ import annotations
 
 from oam_core.apis.records import Record
 from oam_core.store.fusion import fuse
-from oam_core.store.tiedranks import signal_ranks, tied_ranks
+from oam_core.store.search import signal_ranks, tied_ranks
 
 
 def test_tied_ranks_give_a_tie_group_the_rank_of_its_first_entry() -> None:
