@@ -299,3 +299,39 @@ def test_a_busy_pool_is_waited_for_past_the_first_check(conninfo: str) -> None:
         release.set()
         store.close()
         pool.close()
+
+
+def test_a_write_waiting_on_another_sessions_row_lock_raises_database_locked(
+    conninfo: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's default lock_timeout is 0: a write blocked by a session idle in a
+    transaction waited as long as that session lived. The store's own pool bounds
+    the wait (``LOCK_TIMEOUT_S``, lowered here) and the call raises, writing nothing;
+    a lock_timeout the conninfo sets is kept."""
+    from oam_core.errors import DatabaseLockedError
+    from oam_core.store.postgres import store as pg_store
+
+    monkeypatch.setattr(pg_store, "LOCK_TIMEOUT_S", 0.5)
+    store = _store(conninfo)
+    try:
+        (rid,) = store.add(["Alice lives in Lisbon"], "memory")
+        with store._impl.pool.connection() as pooled:
+            assert pooled.execute("SHOW lock_timeout").fetchone()[0] == "500ms"
+        with psycopg.connect(conninfo) as holder:
+            holder.execute(f"SELECT 1 FROM {store._impl.p}records WHERE id = %s FOR UPDATE", (rid,))
+            started = time.monotonic()
+            with pytest.raises(DatabaseLockedError):
+                store.update("memory", rid, text="Alice lives in Berlin")
+            assert time.monotonic() - started < 20  # bounded: it waited for ever before
+            holder.rollback()
+        assert store.get("memory", rid).content == "Alice lives in Lisbon"
+    finally:
+        store.close()
+    params = psycopg.conninfo.conninfo_to_dict(conninfo)
+    params["options"] = f"{params.get('options', '')} -c lock_timeout=7s".strip()
+    kept = _store(psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in params.items()}))
+    try:
+        with kept._impl.pool.connection() as pooled:
+            assert pooled.execute("SHOW lock_timeout").fetchone()[0] == "7s"
+    finally:
+        kept.close()

@@ -39,6 +39,19 @@ from oam_core.store.ttl import Clock
 
 POOL_MAX_SIZE = 10
 """Connections the store's own pool may open (one per concurrently running call)."""
+LOCK_TIMEOUT_S = 30
+"""Seconds a statement of the store's own pool waits for a row or table lock before the
+call raises ``DatabaseLockedError`` (as a SQLite write waits for the file), set on each
+session whose ``lock_timeout`` is the server's default 0 (wait for ever); a timeout the
+server, database, role or conninfo sets is kept (docs/postgres.md#concurrency-and-durability)."""
+
+
+def _bounded_lock_wait(conn: Any) -> None:
+    """The pool's ``configure``: give a session that would wait for ever for a lock
+    ``LOCK_TIMEOUT_S`` (module docstring of the constant)."""
+    row = conn.execute("SHOW lock_timeout").fetchone()
+    if row is not None and str(row[0]) in ("0", "0ms", "0s"):
+        conn.execute(f"SET lock_timeout = '{int(LOCK_TIMEOUT_S * 1000)}ms'")
 
 
 def _redact(conninfo: str) -> str:
@@ -81,6 +94,7 @@ def make_pool(conninfo: str, *, max_size: int = POOL_MAX_SIZE, timeout: float = 
         min_size=1,
         max_size=max_size,
         kwargs={"autocommit": True},
+        configure=_bounded_lock_wait,
         open=False,
         timeout=timeout,
     )
