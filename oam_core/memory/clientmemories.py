@@ -132,7 +132,9 @@ class ClientMemories:
         Writes a new memory of the same type and scope (metadata copied unless
         given, provenance kept) and supersedes the old one in the same transaction:
         the old one's window ends at the new one's ``valid_from`` (or now) and both
-        stay stored, linked (``get_memory_history``).
+        stay stored, linked (``get_memory_history``). The new version keeps the old
+        one's expiry: a memory that never expires stays so, a finite expiry stays
+        the same instant (the store's default TTL is not applied again).
 
         Example::
 

@@ -29,7 +29,7 @@ from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
 class StoredRow:
     """A record row as read inside a write transaction (expired rows included);
     ``valid_from``/``valid_until``: its validity window (aware datetimes, None =
-    open)."""
+    open); ``expires_at``: its expiry (aware datetime, None = never expires)."""
 
     key: Hashable
     family: str
@@ -42,6 +42,7 @@ class StoredRow:
     id: str | None = None
     valid_from: datetime | None = None
     valid_until: datetime | None = None
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -591,6 +591,7 @@ class OracleTx(Tx):
             id=record_id,
             valid_from=windows.aware(valid_from),
             valid_until=windows.aware(valid_until),
+            expires_at=utc(row[11]),
         )
 
     def fetch_locked(self, family: str, record_id: str) -> StoredRow | None:

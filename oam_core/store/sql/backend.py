@@ -456,7 +456,7 @@ class SqlTx(Tx):
         row = self.run(st.fetch_row(self.d, self.p, family, record_id)).fetchone()
         if row is None:
             return None
-        pk, rtype, content, ts, meta, created, tid, uid, aid, valid_from, valid_until = row
+        pk, rtype, content, ts, meta, created, tid, uid, aid, valid_from, valid_until = row[:11]
         if rtype == "user_profile":
             scope: Scope = (None, record_id, None)
         elif rtype == "agent_profile":
@@ -475,6 +475,7 @@ class SqlTx(Tx):
             id=record_id,
             valid_from=utc_from_epoch(valid_from),
             valid_until=utc_from_epoch(valid_until),
+            expires_at=utc_from_epoch(row[11]),
         )
 
     def chunk_texts(self, key: Hashable) -> builtins.list[str | None]:
