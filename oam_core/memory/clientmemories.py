@@ -203,7 +203,8 @@ class ClientMemories:
             True when it was current and is now ended, False if it was not current.
 
         Raises:
-            NotFoundError: (a ``KeyError``) for an unknown id.
+            NotFoundError: (a ``KeyError``) for an unknown or expired id; nothing
+                is written.
             InvalidArgumentError: for a bad ``valid_until``.
         """
         self._check_open()

@@ -441,7 +441,8 @@ class MemoryVersions(StorePart):
             ended (nothing changes).
 
         Raises:
-            NotFoundError: no memory has ``memory_id``.
+            NotFoundError: no memory has ``memory_id``, or it expired (an expired
+                memory is unknown here as to every read; nothing is written).
             InvalidArgumentError: for a bad id, reason or time, or a ``valid_until``
                 not later than the memory's ``valid_from``; nothing changes.
         """
@@ -449,7 +450,7 @@ class MemoryVersions(StorePart):
         reason = _reason_arg(reason)
         at = None if valid_until is NOT_SET else checks.window_time(valid_until, "valid_until")
         with self.runtime.writing() as tx:
-            row = tx.fetch_locked(MEMORY, memory_id)
+            row = live(tx.fetch_locked(MEMORY, memory_id), self.runtime.now())
             if row is None:
                 raise NotFoundError(f"no memory has id {memory_id!r}")
             if at is not None and row_open(row, self.runtime.now()):

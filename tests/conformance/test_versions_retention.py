@@ -14,9 +14,11 @@ import re
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import anyio
 import pytest
 from _fixtures import ScriptedLlm
 
+from oam_core.errors import NotFoundError
 from oam_core.memory.client import OracleAgentMemory
 from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
 
@@ -144,3 +146,41 @@ def test_an_extraction_update_keeps_its_target_s_expiry_and_an_add_takes_the_def
     assert (berlin.expires_at and datetime.fromisoformat(berlin.expires_at)) == expected
     assert cat.expires_at is not None
     assert datetime.fromisoformat(cat.expires_at) == START + timedelta(hours=1, days=30)
+
+
+def test_an_expired_memory_is_unknown_to_invalidate_update_and_history(
+    make_store: Any, clock: Any
+) -> None:
+    mem = _client(make_store)
+    gone = mem.add_memory("Alice is at the airport today", **SCOPE, ttl_days=1)
+    clock.advance(days=2)
+    for call in (
+        lambda: mem.invalidate_memory(gone, reason="left"),
+        lambda: mem.invalidate_memory(gone, valid_until=START + timedelta(days=3)),
+        lambda: mem.update_memory(gone, "Alice is home"),
+        lambda: mem.get_memory_history(gone),
+    ):
+        with pytest.raises(NotFoundError, match="no memory has id"):
+            call()
+    # nothing was written: refreshing its TTL shows it unchanged (docs/store.md#ttl-and-retention)
+    assert mem.store.update("memory", gone, ttl_days=10) == 1
+    record = mem.store.get("memory", gone)
+    assert record is not None and record.valid_until is None
+    assert "$agent_memory" not in (record.metadata or {})
+    assert mem.invalidate_memory(gone, reason="left") is True
+    assert mem.invalidate_memory(gone) is False
+    assert mem.delete_memory(gone) == 1
+
+
+def test_invalidate_async_of_an_expired_memory_raises_not_found(
+    make_store: Any, clock: Any
+) -> None:
+    mem = _client(make_store)
+    gone = mem.add_memory("Alice is at the airport today", **SCOPE, ttl_days=1)
+    clock.advance(days=1)  # the expiry instant itself: expired
+
+    async def scenario() -> None:
+        with pytest.raises(NotFoundError):
+            await mem.invalidate_memory_async(gone)
+
+    anyio.run(scenario)
