@@ -132,7 +132,9 @@ class ClientMemories:
         Writes a new memory of the same type and scope (metadata copied unless
         given, provenance kept) and supersedes the old one in the same transaction:
         the old one's window ends at the new one's ``valid_from`` (or now) and both
-        stay stored, linked (``get_memory_history``).
+        stay stored, linked (``get_memory_history``). The new version keeps the old
+        one's expiry: a memory that never expires stays so, a finite expiry stays
+        the same instant (the store's default TTL is not applied again).
 
         Example::
 
@@ -201,7 +203,8 @@ class ClientMemories:
             True when it was current and is now ended, False if it was not current.
 
         Raises:
-            NotFoundError: (a ``KeyError``) for an unknown id.
+            NotFoundError: (a ``KeyError``) for an unknown or expired id; nothing
+                is written.
             InvalidArgumentError: for a bad ``valid_until``.
         """
         self._check_open()

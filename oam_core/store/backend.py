@@ -20,6 +20,7 @@ from typing import Any
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import MEMORY_TYPES, Record, ThreadRow
 from oam_core.checks import Vector
+from oam_core.errors import InvalidArgumentError
 from oam_core.filters import Cond
 from oam_core.store.options import SearchStrategy
 from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
@@ -29,7 +30,7 @@ from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
 class StoredRow:
     """A record row as read inside a write transaction (expired rows included);
     ``valid_from``/``valid_until``: its validity window (aware datetimes, None =
-    open)."""
+    open); ``expires_at``: its expiry (aware datetime, None = never expires)."""
 
     key: Hashable
     family: str
@@ -42,6 +43,14 @@ class StoredRow:
     id: str | None = None
     valid_from: datetime | None = None
     valid_until: datetime | None = None
+    expires_at: datetime | None = None
+
+
+class IdsTakenError(InvalidArgumentError):
+    """An insert met record ids that another writer stored after this transaction
+    looked for them (a unique violation on a server; docs/postgres.md#concurrency-and-durability).
+    ``add`` reports it as ids that already exist; ``upsert`` runs its transaction
+    again, which then finds those records and replaces them."""
 
 
 @dataclass(frozen=True)

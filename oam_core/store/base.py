@@ -279,7 +279,10 @@ class OracleMemoryStore(TransferMethods, IMemoryStore):
         (docs/concepts.md#records: any memory-like type for memory-like records),
         expired or not, is
         deleted with its search rows and the new record is written in its place, with
-        a new ``created_at``. Duplicate ids within the call are still an error.
+        a new ``created_at``. Duplicate ids within the call are still an error. Two
+        writers upserting one id at once both succeed, the later one winning (on a
+        server the transaction runs again when another writer stored a new id
+        meanwhile: docs/postgres.md#concurrency-and-durability).
 
         Returns:
             The record ids in input order.

@@ -96,6 +96,15 @@ def row_open(row: StoredRow, now: datetime) -> bool:
     return is_open(reserved_of(row), row.valid_until, now)
 
 
+def live(row: StoredRow | None, now: datetime) -> StoredRow | None:
+    """``row`` when it is visible at ``now`` (not expired), else None: an expired
+    memory is unknown to every version operation, as to every read
+    (docs/store.md#ttl-and-retention)."""
+    if row is None or (row.expires_at is not None and row.expires_at <= now):
+        return None
+    return row
+
+
 def reserved_of(row: StoredRow) -> dict[str, Any]:
     """A copy of ``row``'s reserved ``$agent_memory`` object (empty when none)."""
     found = (row.metadata or {}).get(RESERVED_KEY)
@@ -120,9 +129,12 @@ def apply_changes(
     else the successor's ``valid_from``, else now (never before the target's own
     ``valid_from``: clamped to it), its reserved metadata gets ``status:
     "invalid"``, ``superseded_by`` and ``reason``, and the successor's reserved
-    ``supersedes`` list gets the target's id. ``invalidate``: a current target ends
-    (``at``, else now) with ``superseded_by: None``; one not current is left alone.
-    Unknown targets (and successors) are skipped.
+    ``supersedes`` list gets the target's id; the successor takes the target's
+    expiry (``expires_at``, None = never expires: a new version keeps the memory's
+    retention, docs/versions.md#superseding-and-invalidating). ``invalidate``: a
+    current target ends (``at``, else now) with ``superseded_by: None``; one not
+    current is left alone. Unknown targets (and successors), and expired ones, are
+    skipped.
 
     Returns:
         The changes applied, with the real target ids (the head a ``supersede``
@@ -162,7 +174,7 @@ def _supersede(tx: Tx, change: VersionChange, now: datetime) -> VersionChange | 
     if change.successor_id is None or change.successor_id == change.target_id:
         return None
     successor = tx.fetch_locked(MEMORY, change.successor_id)
-    target = tx.fetch_locked(MEMORY, change.target_id)
+    target = live(tx.fetch_locked(MEMORY, change.target_id), now)
     begins = now if successor is None else successor.valid_from or now
     seen = {change.successor_id}
     plan = None
@@ -171,7 +183,7 @@ def _supersede(tx: Tx, change: VersionChange, now: datetime) -> VersionChange | 
         head = reserved_of(target).get("superseded_by")
         if not isinstance(head, str) or head in seen:
             return None  # no open head: the successor simply stays
-        after = tx.fetch_locked(MEMORY, head)
+        after = live(tx.fetch_locked(MEMORY, head), now)
         if _planned(after, now) and _holds_at(target, begins):
             plan = after  # the successor goes in before a version planned for later
             break
@@ -197,7 +209,11 @@ def _supersede(tx: Tx, change: VersionChange, now: datetime) -> VersionChange | 
         keys.update(_before_plan(tx, plan, str(target.id), str(successor.id), plan_reason))
         fields["valid_until"] = plan.valid_from
     fields["metadata"] = _with_reserved(successor, keys)
+    if successor.expires_at != target.expires_at:
+        fields["expires_at"] = target.expires_at  # a new version keeps the memory's retention
     tx.update_row(successor, fields)
+    if "expires_at" in fields:
+        tx.clamp_quoting(successor.key)
     return dataclasses.replace(change, target_id=str(target.id), at=_clamped(target, end))
 
 
@@ -227,7 +243,7 @@ def _before_plan(
 
 
 def _invalidate(tx: Tx, change: VersionChange, now: datetime) -> VersionChange | None:
-    target = tx.fetch_locked(MEMORY, change.target_id)
+    target = live(tx.fetch_locked(MEMORY, change.target_id), now)
     if target is None or not row_open(target, now):
         return None
     end = change.at or now
@@ -347,6 +363,10 @@ class MemoryVersions(StorePart):
         corrected before it holds (the new one then starts when it would have), one
         already replaced cannot, even while its window still runs. A window that
         already ends before the new ``valid_from`` keeps its end (a gap follows).
+        The new version keeps the old one's expiry (``expires_at``): a memory that
+        never expires stays so, a finite expiry stays the same instant, whatever the
+        store's ``default_ttl_days`` (docs/store.md#ttl-and-retention); change it
+        with ``store.update(..., ttl_days=...)``.
 
         Args:
             memory_id: The current version to replace.
@@ -388,7 +408,7 @@ class MemoryVersions(StorePart):
         planned = writes.plan_batches(self.runtime, [batch], library=True)
         new_id = planned.ids[0]
         with self.runtime.writing() as tx:
-            row = tx.fetch_locked(MEMORY, memory_id)
+            row = live(tx.fetch_locked(MEMORY, memory_id), self.runtime.now())
             if row is None:
                 raise NotFoundError(f"no memory has id {memory_id!r}")
             if not row_open(row, self.runtime.now()):
@@ -421,7 +441,8 @@ class MemoryVersions(StorePart):
             ended (nothing changes).
 
         Raises:
-            NotFoundError: no memory has ``memory_id``.
+            NotFoundError: no memory has ``memory_id``, or it expired (an expired
+                memory is unknown here as to every read; nothing is written).
             InvalidArgumentError: for a bad id, reason or time, or a ``valid_until``
                 not later than the memory's ``valid_from``; nothing changes.
         """
@@ -429,7 +450,7 @@ class MemoryVersions(StorePart):
         reason = _reason_arg(reason)
         at = None if valid_until is NOT_SET else checks.window_time(valid_until, "valid_until")
         with self.runtime.writing() as tx:
-            row = tx.fetch_locked(MEMORY, memory_id)
+            row = live(tx.fetch_locked(MEMORY, memory_id), self.runtime.now())
             if row is None:
                 raise NotFoundError(f"no memory has id {memory_id!r}")
             if at is not None and row_open(row, self.runtime.now()):

@@ -21,12 +21,13 @@ from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.errors import InvalidArgumentError
 from oam_core.store import planning, writeplan
-from oam_core.store.backend import Tx
+from oam_core.store.backend import IdsTakenError, Tx
 from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
 from oam_core.store.runtime import StoreRuntime
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
+    "UPSERT_ATTEMPTS",
     "Planned",
     "batch_size",
     "insert_planned",
@@ -36,6 +37,9 @@ __all__ = [
 
 DEFAULT_BATCH_SIZE = 256
 """Default ``batch_size`` store kwarg (docs/store.md#defaults)."""
+UPSERT_ATTEMPTS = 5
+"""How many transactions an ``upsert`` runs at most when other writers keep storing
+its new ids between its check and its insert (``write_batches``)."""
 
 
 Part = RowPlan | BulkPlan
@@ -195,9 +199,28 @@ def write_batches(
     *,
     replace: bool,
 ) -> builtins.list[str]:
-    """Plan and insert ``batches`` in one transaction; return their ids in order."""
+    """Plan and insert ``batches`` in one transaction; return their ids in order.
+
+    With ``replace`` (``upsert``), a transaction that meets ids another writer
+    stored after it looked for them (``IdsTakenError``, a server's unique violation)
+    runs again, up to ``UPSERT_ATTEMPTS`` times in all: it then finds those records
+    and replaces them, so two writers upserting one new id both succeed and the later
+    one wins, as on SQLite, where writers take turns (docs/postgres.md#concurrency-and-durability).
+
+    Raises:
+        IdsTakenError: (an ``InvalidArgumentError``) for ``add``, or when every
+            attempt met ids taken meanwhile.
+    """
     size = batch_size(store_kwargs)
     planned = plan_batches(runtime, batches)
-    with runtime.writing() as tx:
-        insert_planned(runtime, tx, planned, size, replace=replace)
+    attempts = UPSERT_ATTEMPTS if replace else 1
+    for attempt in range(1, attempts + 1):
+        try:
+            with runtime.writing() as tx:
+                insert_planned(runtime, tx, planned, size, replace=replace)
+        except IdsTakenError:
+            if attempt == attempts:
+                raise
+        else:
+            break
     return planned.ids

@@ -20,11 +20,14 @@ from oam_core.errors import (
     LLMError,
     NotFoundError,
     OAMError,
+    StoreConnectionError,
 )
 from oam_core.ingest import IngestError, load_conversations
 from oam_core.llms.litellm import EmptyReplyError
 from oam_core.memory.jsonrepair import UnusableReplyError, parse_json_reply
 from oam_core.service.scope import Scope, ScopeError
+from oam_core.store.backend import IdsTakenError
+from oam_core.store.sqlite.openfile import StoreFileGoneError
 
 
 @pytest.mark.parametrize(
@@ -36,6 +39,8 @@ from oam_core.service.scope import Scope, ScopeError
         (IngestError, (InvalidArgumentError, ValueError)),
         (ScopeError, (NotFoundError, LookupError)),
         (CliError, (OAMError,)),
+        (StoreFileGoneError, (StoreConnectionError, ConnectionError)),
+        (IdsTakenError, (InvalidArgumentError, ValueError)),
     ],
 )
 def test_each_class_keeps_its_builtin_and_joins_the_tree(

@@ -25,6 +25,7 @@ from oam_core.store.backend import (
     Backend,
     DimCheck,
     DumpRow,
+    IdsTakenError,
     Predicate,
     StoredRow,
     Tx,
@@ -168,7 +169,7 @@ class OracleBackend(Backend):
                 yield tx
             except Exception as exc:
                 if error_code(exc) == 1:
-                    raise InvalidArgumentError(f"record ids already exist ({exc})") from exc
+                    raise IdsTakenError(f"record ids already exist ({exc})") from exc
                 raise
             finally:
                 self._local.tx = outer
@@ -591,6 +592,7 @@ class OracleTx(Tx):
             id=record_id,
             valid_from=windows.aware(valid_from),
             valid_until=windows.aware(valid_until),
+            expires_at=utc(row[11]),
         )
 
     def fetch_locked(self, family: str, record_id: str) -> StoredRow | None:

@@ -29,6 +29,7 @@ from oam_core.store.backend import (
     Backend,
     DumpChunk,
     DumpRow,
+    IdsTakenError,
     Predicate,
     StoredRow,
     Tx,
@@ -363,15 +364,13 @@ class SqlTx(Tx):
         self, columns: Sequence[Sequence[Any]], batch_size: int
     ) -> builtins.list[int]:
         """``insert_record_rows``; a unique violation (an id another writer stored
-        since the check) becomes ``InvalidArgumentError``."""
+        since the check) becomes ``IdsTakenError`` (an ``InvalidArgumentError``)."""
         try:
             return self.insert_record_rows(columns, batch_size)
         except Exception as exc:
             if not self.d.unique_violation(exc):
                 raise
-            raise InvalidArgumentError(
-                f"record ids already exist (written concurrently): {exc}"
-            ) from exc
+            raise IdsTakenError(f"record ids already exist (written concurrently): {exc}") from exc
 
     def insert_bulk(self, plan: BulkPlan, created_at: datetime, batch_size: int) -> None:
         expires = epoch(plan.expires_at)
@@ -456,7 +455,7 @@ class SqlTx(Tx):
         row = self.run(st.fetch_row(self.d, self.p, family, record_id)).fetchone()
         if row is None:
             return None
-        pk, rtype, content, ts, meta, created, tid, uid, aid, valid_from, valid_until = row
+        pk, rtype, content, ts, meta, created, tid, uid, aid, valid_from, valid_until = row[:11]
         if rtype == "user_profile":
             scope: Scope = (None, record_id, None)
         elif rtype == "agent_profile":
@@ -475,6 +474,7 @@ class SqlTx(Tx):
             id=record_id,
             valid_from=utc_from_epoch(valid_from),
             valid_until=utc_from_epoch(valid_until),
+            expires_at=utc_from_epoch(row[11]),
         )
 
     def chunk_texts(self, key: Hashable) -> builtins.list[str | None]:

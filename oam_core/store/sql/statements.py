@@ -545,11 +545,11 @@ def set_thread_seq(d: Dialect, p: str, thread_id: str, seq_no: int) -> Stmt:
 def fetch_row(d: Dialect, p: str, family: str, record_id: str) -> Stmt:
     """One record row by family and id, expired or not, locked for the transaction:
     ``pk, record_type, content, event_ts, metadata, created_at, thread_id, user_id,
-    agent_id, valid_from, valid_until``."""
+    agent_id, valid_from, valid_until, expires_at``."""
     window = "valid_from, valid_until" if d.windows else "NULL, NULL"
     return Stmt(
         f"SELECT pk, record_type, content, event_ts, metadata, created_at, thread_id, "
-        f"user_id, agent_id, {window} FROM {p}records WHERE family = {d.mark} "
+        f"user_id, agent_id, {window}, expires_at FROM {p}records WHERE family = {d.mark} "
         f"AND id = {d.mark}{d.lock_row}",
         (family, record_id),
     )

@@ -45,6 +45,7 @@ from oam_core.store.sqlite.checkpoint import WAL_CHECKPOINT_BYTES, Checkpointer
 from oam_core.store.sqlite.dialect import SQLITE
 from oam_core.store.sqlite.heldstate import RowCache
 from oam_core.store.sqlite.keyword import Fts5Ranker
+from oam_core.store.sqlite.openfile import OpenedFile
 from oam_core.store.sqlite.readonly import immutable_uri, in_read_only_place, unwritable_closed_file
 from oam_core.store.sqlite.schema import SCHEMA_VERSION
 from oam_core.store.sqlite.vector import LOG_KEEP, BoolArray, IntArray, VectorIndex, index_path
@@ -136,6 +137,7 @@ class SQLiteBackend(SqlBackend):
                 raise
         # A file in a read-only place, or one that could not be upgraded, is read as it is.
         self.read_only = immutable or self.schema_version < SCHEMA_VERSION
+        self.opened = OpenedFile.of(self.conn)  # None for ":memory:"
         if self.schema_version < schema.WINDOWS_VERSION:  # no window columns: none read
             self.d = copy.copy(SQLITE)
             self.d.windows = False
@@ -227,8 +229,11 @@ class SQLiteBackend(SqlBackend):
     @contextmanager
     def transaction(self) -> Iterator[Tx]:
         """``BEGIN IMMEDIATE``: the write lock of the file until commit, so no other
-        writer (connection or process) runs meanwhile."""
+        writer (connection or process) runs meanwhile. First the path must still name
+        the file opened (``OpenedFile.check``: a ``StoreFileGoneError`` else)."""
         with self.lock, self.mapped():
+            if self.opened is not None:
+                self.opened.check()
             self._end_streaming()
             if self.checkpointer is not None:
                 self.checkpointer.before_write(self.conn)
