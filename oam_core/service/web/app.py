@@ -32,7 +32,12 @@ from starlette.staticfiles import StaticFiles
 
 from oam_core import OracleAgentMemory, SchemaPolicy, SearchStrategy
 from oam_core.apis.records import MEMORY_TYPES, SEARCHABLE_TYPES, MessageRecord
-from oam_core.errors import InvalidArgumentError, NotFoundError
+from oam_core.errors import (
+    DatabaseLockedError,
+    InvalidArgumentError,
+    NotFoundError,
+    StoreConnectionError,
+)
 from oam_core.service.common import (
     DEFAULT_MAX_QUERY_CHARS,
     hit_score_kind,
@@ -159,6 +164,29 @@ class _Pages:
 
         endpoint.__name__ = builder.__name__
         return endpoint
+
+    async def unavailable(self, request: Request, exc: Exception) -> Response:
+        """The 503 page for a store that cannot answer now, for every route: another
+        writer holds the SQLite write lock past the store's wait
+        (``DatabaseLockedError``) or the PostgreSQL server cannot be reached
+        (``StoreConnectionError``). It shows the library's message and says to try
+        again; the server logs no traceback."""
+        busy = isinstance(exc, DatabaseLockedError)
+        advice = (
+            "The store is busy: another process is writing to it. Try again when it is done."
+            if busy
+            else "The store cannot be reached now. Try again when it is back."
+        )
+        response = self.render(
+            request,
+            "error.html",
+            503,
+            title="Store busy" if busy else "Store unavailable",
+            message=str(exc),
+            advice=advice,
+        )
+        response.headers["Retry-After"] = "5"
+        return response
 
     def required(self, request: Request, name: str = "id") -> str:
         value = request.query_params.get(name, "")
@@ -485,7 +513,15 @@ def create_app(
             headers=SECURITY_HEADERS,
         )
     ]
-    app = Starlette(routes=routes, middleware=middleware, lifespan=_lifespan(client, owned))
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        exception_handlers={
+            DatabaseLockedError: pages.unavailable,
+            StoreConnectionError: pages.unavailable,
+        },
+        lifespan=_lifespan(client, owned),
+    )
     app.state.inspector = inspector
     return app
 
