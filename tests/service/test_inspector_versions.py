@@ -208,3 +208,28 @@ def test_search_shows_current_memories_and_marks_past_versions_when_asked(
     marked = {("Lisbon" in row, bool(past)) for past, row in rows if "Alice lives" in row}
     assert marked == {(True, True), (False, False)}
     assert 'name="versions" value="all" checked' in every.text
+
+
+def test_a_correction_sent_with_crlf_line_ends_is_stored_with_lf(
+    client: TestClient, chain: Chain
+) -> None:
+    """What a browser sends for a textarea (every line end as CRLF) is stored with
+    LF; the form writes a newline right after ``<textarea>`` so the HTML parser,
+    which drops one there, keeps a text's own leading newline."""
+    with _open(chain.url) as memory:
+        multi = memory.add_memory("\nCars:\n- red", user_id="alice", agent_id="helper")
+    form_page = client.get("/memory/update", params={"id": multi})
+    assert re.search(r"<textarea[^>]*>\n\nCars:\n- red</textarea>", form_page.text)
+    form = {
+        "id": multi,
+        "content": "\r\nCars:\r\n- blue",
+        "csrf_token": _csrf(form_page.text),
+        "based_on": _based_on(form_page.text),
+    }
+    saved = client.post("/memory/update", data=form, follow_redirects=False)
+    assert saved.status_code == 303
+    with _open(chain.url) as memory:
+        assert [r.content for r in memory.get_memory_history(multi)] == [
+            "\nCars:\n- red",
+            "\nCars:\n- blue",
+        ]

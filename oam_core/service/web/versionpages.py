@@ -128,7 +128,8 @@ class _VersionPages:
         """
         memory_id = _text(form.get("id"))
         content = form.get("content")
-        content = content if isinstance(content, str) else ""
+        # A browser sends a textarea's line ends as CRLF: store the text's own LF.
+        content = content.replace("\r\n", "\n") if isinstance(content, str) else ""
         record = views.find_memory(self.memory, memory_id)
         if record is None:
             raise NotFoundError(f"no memory {memory_id!r} in this store")
