@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import jinja2
 from starlette.applications import Starlette
@@ -117,6 +117,11 @@ def _session(request: Request) -> tuple[str, bool]:
     return (existing, False) if existing else (CsrfSigner.new_session(), True)
 
 
+def _with_param(url: str, name: str, value: str) -> str:
+    """``url`` (a same-site path with an optional query) with ``name=value`` added."""
+    return url + ("&" if "?" in url else "?") + urlencode({name: value})
+
+
 def _safe_next(value: object, default: str) -> str:
     """A same-site relative URL to go back to after a delete, else ``default``."""
     if not isinstance(value, str) or not value.startswith("/") or value.startswith("//"):
@@ -144,12 +149,32 @@ class _Pages:
             csrf_token=self.inspector.csrf.token_for(session),
             store_name=type(self.inspector.memory.store).__name__,
             store_strategy=self.inspector.strategy.value.lower(),
+            notice=self.notice(request),
             **context,
         )
         response = HTMLResponse(html, status_code=status_code)
         if new:
             response.set_cookie(SESSION_COOKIE, session, httponly=True, samesite="strict", path="/")
         return response
+
+    def notice(self, request: Request) -> str | None:
+        """What the page confirms after a delete landed on it (``?deleted_thread=``
+        or ``?deleted_memory=``, added by ``delete``): shown only when the store
+        indeed no longer holds that thread or memory, so a link cannot fake it."""
+        for kind in ("thread", "memory"):
+            item_id = request.query_params.get(f"deleted_{kind}")
+            if not item_id:
+                continue
+            memory = self.inspector.memory
+            try:
+                if kind == "thread":
+                    gone = memory.get_thread_row(item_id) is None
+                else:
+                    gone = views.find_memory(memory, item_id) is None
+            except (DatabaseLockedError, StoreConnectionError):
+                return None  # the 503 page is being shown
+            return f"Deleted {kind} {item_id!r}." if gone else None
+        return None
 
     def page(self, builder: Callable[[Request], Response]) -> Callable[[Request], Response]:
         def endpoint(request: Request) -> Response:
@@ -423,6 +448,18 @@ class _Pages:
             )
         return None
 
+    def landing(self, next_url: object) -> str:
+        """Where a delete goes: the form's same-site ``next`` page, or ``/`` when
+        that is a user's or agent's page and the delete left them nothing (no
+        thread, profile or memory: the page would be a 404)."""
+        target = _safe_next(next_url, "/")
+        parts = urlsplit(target)
+        kind = {"/user": "user", "/agent": "agent"}.get(parts.path)
+        actor_id = dict(parse_qsl(parts.query)).get("id")
+        if kind and actor_id and not views.actor_exists(self.inspector.memory, kind, actor_id):
+            return "/"
+        return target
+
     def delete(self, kind: str) -> Callable[[Request], Any]:
         async def delete_action(request: Request) -> Response:
             form = await request.form()
@@ -443,7 +480,10 @@ class _Pages:
                     title="Not found",
                     message=f"no {kind} {item_id!r} to delete",
                 )
-            return RedirectResponse(_safe_next(form.get("next"), "/"), status_code=303)
+            landing = await run_in_threadpool(self.landing, form.get("next"))
+            return RedirectResponse(
+                _with_param(landing, f"deleted_{kind}", item_id), status_code=303
+            )
 
         delete_action.__name__ = f"delete_{kind}"
         return delete_action

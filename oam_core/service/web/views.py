@@ -18,6 +18,7 @@ __all__ = [
     "MESSAGE_PAGE",
     "Actor",
     "MemoryView",
+    "actor_exists",
     "actors",
     "find_memory",
     "holds_at",
@@ -60,6 +61,19 @@ def actors(memory: OracleAgentMemory) -> tuple[list[Actor], list[Actor]]:
         for profile in store.list(record_type, limit=_LIST_CAP):
             table.setdefault(profile.id, Actor(profile.id)).profile = profile.content
     return sorted(users.values(), key=lambda a: a.id), sorted(agents.values(), key=lambda a: a.id)
+
+
+def actor_exists(memory: OracleAgentMemory, kind: str, actor_id: str) -> bool:
+    """Whether the store holds anything of user or agent ``actor_id`` (``kind``:
+    ``user`` or ``agent``): a thread it owns, its profile or a memory scoped to it
+    (what its page shows; without any, the page is a 404)."""
+    scope: dict[str, Any] = {f"{kind}_id": actor_id}
+    store = memory.store
+    return bool(
+        memory.list_threads(**scope)
+        or store.get(f"{kind}_profile", actor_id) is not None
+        or any(store.list(t, limit=1, **scope) for t in MEMORY_TYPE_NAMES)
+    )
 
 
 @dataclass
