@@ -100,3 +100,39 @@ def test_a_user_page_shows_the_newest_memories_by_the_same_order(
     monkeypatch.setattr("oam_core.service.web.views._LIST_CAP", 80)
     capped = _memory_ids(client.get("/user?id=alice").text)
     assert capped == batches.newest_first[:80][::-1]
+
+
+def _message_seqs(html: str) -> list[int]:
+    return [int(n) for n in re.findall(r'<li class="message" id="msg-(\d+)"', html)]
+
+
+def test_walking_a_long_thread_either_way_shows_every_message_once(
+    client: TestClient, batches: Batches, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """trial 35: "Earlier messages" from the second page went to message 0 and
+    showed the first page size again, overlapping the page before (1,234 messages:
+    234-499 twice)."""
+    with OracleAgentMemory.open(batches.url, embedder=EMBEDDER, extract_memories=False) as m:
+        m.create_thread(thread_id="long", user_id="alice").add_messages(
+            [{"role": "user", "content": f"message {i}"} for i in range(11)]
+        )
+    monkeypatch.setattr("oam_core.service.web.views.MESSAGE_PAGE", 4)
+    pages: list[list[int]] = []
+    url: str | None = "/thread?id=long"
+    while url is not None:
+        html = client.get(url).text
+        pages.append(_message_seqs(html))
+        url = _link(html, "Earlier messages")
+    assert pages == [[7, 8, 9, 10], [3, 4, 5, 6], [0, 1, 2]]
+    forward: list[list[int]] = []
+    url = "/thread?id=long&from=0"
+    while url is not None:
+        html = client.get(url).text
+        forward.append(_message_seqs(html))
+        url = _link(html, "Later messages")
+    assert forward == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10]]
+    back = client.get(_link(client.get("/thread?id=long&from=0").text, "Later messages") or "")
+    assert _link(back.text, "Earlier messages") == "/thread?id=long&before=4"
+    assert _message_seqs(client.get("/thread?id=long&before=4").text) == [0, 1, 2, 3]
+    assert "(showing 4–7 of 11)" in client.get("/thread?id=long&before=7").text
+    assert client.get("/thread?id=long&before=0").status_code == 400

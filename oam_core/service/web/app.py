@@ -256,13 +256,8 @@ class _Pages:
         if row is None:
             raise NotFound(f"no thread {thread_id!r} in this store")
         total = store.count_thread_messages(thread_id)
-        first = max(0, total - views.MESSAGE_PAGE)
-        asked = _int_param(request, "from", first, 0, _MAX_WHOLE)
-        if "from" in request.query_params:
-            first = min(asked, max(0, total - 1))
-        messages = store.list_thread_messages(
-            thread_id, start=first, end=first + views.MESSAGE_PAGE
-        )
+        first, end = _message_window(request, total)
+        messages = store.list_thread_messages(thread_id, start=first, end=end)
         records = views.thread_memories(self.inspector.memory, thread_id)
         return self.render(
             request,
@@ -271,7 +266,6 @@ class _Pages:
             row=row,
             total=total,
             first=first,
-            page_size=views.MESSAGE_PAGE,
             messages=messages,
             shown={m.id for m in messages},
             memories=views.memory_views(self.inspector.memory, records, messages),
@@ -646,6 +640,28 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
         limit = f"from {low} to {high}" if high < _MAX_WHOLE else f"of at least {low}"
         raise BadParameter(f"{name} must be a whole number {limit}, got {_describe(value)}")
     return number
+
+
+def _message_window(request: Request, total: int) -> tuple[int, int]:
+    """The positions ``[first, end)`` of a thread's messages its page shows, of
+    ``total``: ``?from=N`` starts at message N ("Later messages"), ``?before=N``
+    ends just before it ("Earlier messages"), neither = the latest; at most
+    ``MESSAGE_PAGE``. Walking either way from any page tiles the thread exactly.
+
+    Raises:
+        BadParameter: for a ``from`` or ``before`` that is not a whole number
+            (``before``: at least 1).
+    """
+    size = views.MESSAGE_PAGE
+    params = request.query_params
+    if params.get("before", "").strip():
+        end = min(_int_param(request, "before", total, 1, _MAX_WHOLE), total)
+        return max(0, end - size), end
+    first = max(0, total - size)
+    asked = _int_param(request, "from", first, 0, _MAX_WHOLE)
+    if "from" in params:
+        first = min(asked, max(0, total - 1))
+    return first, first + size
 
 
 def _k_error(value: str) -> str | None:
