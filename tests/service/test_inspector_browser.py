@@ -15,6 +15,8 @@ from _proc import free_port, start_cli, stop, wait_for_port
 from _seed import EMBEDDER, SCRIPT, Seeded
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from oam_core import OracleAgentMemory
+
 CHROMIUM = shutil.which("chromium") or (
     "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
 )
@@ -144,7 +146,8 @@ def test_search_updates_in_place_and_a_memory_is_deleted_after_confirmation(
     page.get_by_role("link", name="Delete…").click()
     expect(page.locator(".confirm")).to_contain_text("cannot be undone")
     page.get_by_role("button", name="Delete memory").click()
-    expect(page).to_have_url(f"{server}/thread?id=trip")
+    expect(page).to_have_url(f"{server}/thread?id=trip&deleted_memory={seeded.window_seat}")
+    expect(page.locator("p.notice")).to_have_text(f"Deleted memory '{seeded.window_seat}'.")
     expect(page.locator(f'article.memory[data-memory-id="{seeded.window_seat}"]')).to_have_count(0)
     expect(page.locator("article.memory")).to_have_count(2)
     page.screenshot(path=str(tmp_path / "after-delete.png"), full_page=True)
@@ -199,3 +202,23 @@ def test_a_person_corrects_a_memory_then_invalidates_it(
     expect(page.locator("ol.history li").nth(1)).to_contain_text("flies no more")
     page.screenshot(path=str(tmp_path / "history.png"), full_page=True)
     assert errors == []
+
+
+def test_correcting_one_word_of_a_multi_line_memory_keeps_its_line_ends(
+    server: str, page: Page, seeded: Seeded
+) -> None:
+    """trial 35: the textarea dropped the text's leading newline (the HTML parser
+    eats one right after ``<textarea>``) and the browser sent every line end as CRLF,
+    so the new version differed in every line from the one corrected."""
+    original = "\nAllergies:\n- penicillin\n- peanuts"
+    with OracleAgentMemory.open(seeded.url, embedder=EMBEDDER, extract_memories=False) as memory:
+        memory_id = memory.add_memory(original, user_id="alice", agent_id="helper")
+    page.goto(f"{server}/memory/update?id={memory_id}")
+    box = page.locator("textarea[name=content]")
+    assert box.input_value() == original
+    box.fill(box.input_value().replace("peanuts", "tree nuts"))
+    page.get_by_role("button", name="Save new version").click()
+    expect(page).to_have_url(re.compile(r"/memory\?id="))
+    with OracleAgentMemory.open(seeded.url, embedder=EMBEDDER, extract_memories=False) as memory:
+        history = memory.get_memory_history(memory_id)
+    assert [r.content for r in history] == [original, "\nAllergies:\n- penicillin\n- tree nuts"]

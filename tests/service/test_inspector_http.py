@@ -227,7 +227,12 @@ def test_delete_memory_after_confirmation_with_csrf(client: TestClient, seeded: 
     with _open(seeded.url) as memory:
         assert memory.store.get("memory", seeded.window_seat) is not None
     done = client.post("/memory/delete", data={**form, "csrf_token": token}, follow_redirects=False)
-    assert done.status_code == 303 and done.headers["location"] == "/thread?id=trip"
+    assert done.status_code == 303
+    assert done.headers["location"] == "/thread?" + urlencode(
+        {"id": "trip", "deleted_memory": seeded.window_seat}
+    )
+    landed = unescape(_text(client.get(done.headers["location"]).text))
+    assert f"Deleted memory '{seeded.window_seat}'." in landed
     with _open(seeded.url) as memory:
         assert memory.store.get("memory", seeded.window_seat) is None
         assert memory.store.get("fact", seeded.porto) is not None
@@ -238,7 +243,8 @@ def test_delete_memory_after_confirmation_with_csrf(client: TestClient, seeded: 
         data={"id": seeded.porto, "csrf_token": token, "next": "//evil.example/"},
         follow_redirects=False,
     )
-    assert escape.status_code == 303 and escape.headers["location"] == "/"
+    assert escape.status_code == 303
+    assert escape.headers["location"] == "/?" + urlencode({"deleted_memory": seeded.porto})
 
 
 def test_delete_thread_after_confirmation(client: TestClient, seeded: Seeded) -> None:
@@ -249,7 +255,9 @@ def test_delete_thread_after_confirmation(client: TestClient, seeded: Seeded) ->
         data={"id": "trip", "next": "/user?id=alice", "csrf_token": _csrf(confirm.text)},
         follow_redirects=False,
     )
-    assert done.status_code == 303 and done.headers["location"] == "/user?id=alice"
+    assert done.status_code == 303
+    assert done.headers["location"] == "/user?id=alice&deleted_thread=trip"
+    assert "Deleted thread 'trip'." in unescape(client.get(done.headers["location"]).text)
     assert client.get("/thread?id=trip").status_code == 404
     with _open(seeded.url) as memory:
         assert memory.get_thread_row("trip") is None
@@ -467,3 +475,26 @@ def test_a_query_over_the_limit_is_the_400_page_before_any_embedding(
 def test_a_bad_query_limit_is_refused_naming_it(seeded: Seeded, bad: object) -> None:
     with pytest.raises(ValueError, match="max_query_chars must be a whole number"):
         create_app(seeded.url, embedder=EMBEDDER, max_query_chars=bad)  # type: ignore[arg-type]
+
+
+def test_deleting_the_only_thread_of_a_user_lands_on_the_index_saying_so(
+    client: TestClient, seeded: Seeded
+) -> None:
+    """trial 35: the delete went back to the owner's page, a 404 "no user" when the
+    thread was all the store held of them, which read as a failed delete."""
+    with _open(seeded.url) as memory:
+        memory.create_thread(thread_id="hi", user_id="carol").add_messages(
+            [{"role": "user", "content": "hello"}]
+        )
+    fake = client.get("/user?" + urlencode({"id": "carol", "deleted_thread": "hi"}))
+    assert fake.status_code == 200 and "Deleted thread" not in fake.text  # still there
+    confirm = client.get("/thread/delete?id=hi").text
+    assert 'name="next" value="/user?id=carol"' in confirm
+    done = client.post(
+        "/thread/delete",
+        data={"id": "hi", "next": "/user?id=carol", "csrf_token": _csrf(confirm)},
+    )
+    assert done.status_code == 200 and str(done.url) == "http://127.0.0.1/?deleted_thread=hi"
+    text = _text(done.text)
+    assert "Deleted thread 'hi'." in unescape(text) and "carol" not in text
+    assert client.get("/user?id=carol").status_code == 404

@@ -56,6 +56,54 @@ def _csrf(html: str) -> str:
     return match.group(1)
 
 
+def _based_on(html: str) -> str:
+    match = re.search(r'name="based_on" value="([0-9a-f]{64})"', html)
+    assert match, html
+    return match.group(1)
+
+
+def _textarea(html: str) -> str:
+    match = re.search(r"<textarea[^>]*>(.*?)</textarea>", html, re.S)
+    assert match, html
+    return unescape(match.group(1))
+
+
+def test_a_correction_over_a_text_changed_meanwhile_is_refused_showing_it(
+    client: TestClient, chain: Chain
+) -> None:
+    """trial 35: the form carried no version, so an in-place fix another process made
+    while the form was open (``store.update``, the documented typo fix) was silently
+    replaced by the person's edit of the older text."""
+    form_page = client.get("/memory/update", params={"id": chain.car})
+    shown = _textarea(form_page.text).strip()
+    assert shown == "Alice has a red car"
+    with _open(chain.url) as other:
+        assert other.store.update("memory", chain.car, text="Alice has a dark red car") == 1
+    form = {
+        "id": chain.car,
+        "content": "Alice has a blue car",
+        "reason": "repainted",
+        "csrf_token": _csrf(form_page.text),
+        "based_on": _based_on(form_page.text),
+    }
+    refused = client.post("/memory/update", data=form)
+    assert refused.status_code == 409
+    assert "changed by another writer" in _text(refused.text)
+    assert "Alice has a dark red car" in _text(refused.text.split("<textarea")[0])
+    assert _textarea(refused.text).strip() == "Alice has a blue car"  # the person's text kept
+    with _open(chain.url) as memory:
+        [only] = memory.get_memory_history(chain.car)
+        assert only.content == "Alice has a dark red car" and only.valid_until is None
+    without = client.post("/memory/update", data={k: v for k, v in form.items() if k != "based_on"})
+    assert without.status_code == 409
+    again = {**form, "based_on": _based_on(refused.text)}
+    saved = client.post("/memory/update", data=again, follow_redirects=False)
+    assert saved.status_code == 303
+    with _open(chain.url) as memory:
+        history = memory.get_memory_history(chain.car)
+        assert [r.content for r in history] == ["Alice has a dark red car", "Alice has a blue car"]
+
+
 def test_a_memory_page_shows_its_window_and_history(client: TestClient, chain: Chain) -> None:
     page = client.get("/memory", params={"id": chain.porto})
     assert page.status_code == 200
@@ -80,7 +128,12 @@ def test_correcting_a_memory_writes_a_new_version_after_the_checks(
     form_page = client.get("/memory/update", params={"id": chain.porto})
     assert form_page.status_code == 200 and "Alice lives in Porto" in form_page.text
     token = _csrf(form_page.text)
-    form = {"id": chain.porto, "content": "Alice lives in Berlin", "reason": "moved abroad"}
+    form = {
+        "id": chain.porto,
+        "content": "Alice lives in Berlin",
+        "reason": "moved abroad",
+        "based_on": _based_on(form_page.text),
+    }
     assert client.post("/memory/update", data=form).status_code == 403
     assert client.post("/memory/update", data={**form, "csrf_token": "0" * 64}).status_code == 403
     for origin in ("http://evil.example", "null"):
@@ -101,8 +154,9 @@ def test_correcting_a_memory_writes_a_new_version_after_the_checks(
         assert history[1].metadata["$agent_memory"]["reason"] == "moved abroad"
     stale = client.post("/memory/update", data={**form, "csrf_token": token})
     assert stale.status_code == 400 and "memory_id" in stale.text
-    blank = client.post("/memory/update", data={"id": new_id, "content": "  ", "csrf_token": token})
-    assert blank.status_code == 400
+    based_on = _based_on(client.get("/memory/update", params={"id": new_id}).text)
+    blank = {"id": new_id, "content": "  ", "csrf_token": token, "based_on": based_on}
+    assert client.post("/memory/update", data=blank).status_code == 400
     missing = client.post(
         "/memory/update", data={"id": "no-such", "content": "x", "csrf_token": token}
     )
@@ -154,3 +208,28 @@ def test_search_shows_current_memories_and_marks_past_versions_when_asked(
     marked = {("Lisbon" in row, bool(past)) for past, row in rows if "Alice lives" in row}
     assert marked == {(True, True), (False, False)}
     assert 'name="versions" value="all" checked' in every.text
+
+
+def test_a_correction_sent_with_crlf_line_ends_is_stored_with_lf(
+    client: TestClient, chain: Chain
+) -> None:
+    """What a browser sends for a textarea (every line end as CRLF) is stored with
+    LF; the form writes a newline right after ``<textarea>`` so the HTML parser,
+    which drops one there, keeps a text's own leading newline."""
+    with _open(chain.url) as memory:
+        multi = memory.add_memory("\nCars:\n- red", user_id="alice", agent_id="helper")
+    form_page = client.get("/memory/update", params={"id": multi})
+    assert re.search(r"<textarea[^>]*>\n\nCars:\n- red</textarea>", form_page.text)
+    form = {
+        "id": multi,
+        "content": "\r\nCars:\r\n- blue",
+        "csrf_token": _csrf(form_page.text),
+        "based_on": _based_on(form_page.text),
+    }
+    saved = client.post("/memory/update", data=form, follow_redirects=False)
+    assert saved.status_code == 303
+    with _open(chain.url) as memory:
+        assert [r.content for r in memory.get_memory_history(multi)] == [
+            "\nCars:\n- red",
+            "\nCars:\n- blue",
+        ]

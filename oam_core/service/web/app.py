@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import jinja2
 from starlette.applications import Starlette
@@ -32,7 +32,12 @@ from starlette.staticfiles import StaticFiles
 
 from oam_core import OracleAgentMemory, SchemaPolicy, SearchStrategy
 from oam_core.apis.records import MEMORY_TYPES, SEARCHABLE_TYPES, MessageRecord
-from oam_core.errors import InvalidArgumentError, NotFoundError
+from oam_core.errors import (
+    DatabaseLockedError,
+    InvalidArgumentError,
+    NotFoundError,
+    StoreConnectionError,
+)
 from oam_core.service.common import (
     DEFAULT_MAX_QUERY_CHARS,
     hit_score_kind,
@@ -112,6 +117,11 @@ def _session(request: Request) -> tuple[str, bool]:
     return (existing, False) if existing else (CsrfSigner.new_session(), True)
 
 
+def _with_param(url: str, name: str, value: str) -> str:
+    """``url`` (a same-site path with an optional query) with ``name=value`` added."""
+    return url + ("&" if "?" in url else "?") + urlencode({name: value})
+
+
 def _safe_next(value: object, default: str) -> str:
     """A same-site relative URL to go back to after a delete, else ``default``."""
     if not isinstance(value, str) or not value.startswith("/") or value.startswith("//"):
@@ -139,12 +149,32 @@ class _Pages:
             csrf_token=self.inspector.csrf.token_for(session),
             store_name=type(self.inspector.memory.store).__name__,
             store_strategy=self.inspector.strategy.value.lower(),
+            notice=self.notice(request),
             **context,
         )
         response = HTMLResponse(html, status_code=status_code)
         if new:
             response.set_cookie(SESSION_COOKIE, session, httponly=True, samesite="strict", path="/")
         return response
+
+    def notice(self, request: Request) -> str | None:
+        """What the page confirms after a delete landed on it (``?deleted_thread=``
+        or ``?deleted_memory=``, added by ``delete``): shown only when the store
+        indeed no longer holds that thread or memory, so a link cannot fake it."""
+        for kind in ("thread", "memory"):
+            item_id = request.query_params.get(f"deleted_{kind}")
+            if not item_id:
+                continue
+            memory = self.inspector.memory
+            try:
+                if kind == "thread":
+                    gone = memory.get_thread_row(item_id) is None
+                else:
+                    gone = views.find_memory(memory, item_id) is None
+            except (DatabaseLockedError, StoreConnectionError):
+                return None  # the 503 page is being shown
+            return f"Deleted {kind} {item_id!r}." if gone else None
+        return None
 
     def page(self, builder: Callable[[Request], Response]) -> Callable[[Request], Response]:
         def endpoint(request: Request) -> Response:
@@ -159,6 +189,29 @@ class _Pages:
 
         endpoint.__name__ = builder.__name__
         return endpoint
+
+    async def unavailable(self, request: Request, exc: Exception) -> Response:
+        """The 503 page for a store that cannot answer now, for every route: another
+        writer holds the SQLite write lock past the store's wait
+        (``DatabaseLockedError``) or the PostgreSQL server cannot be reached
+        (``StoreConnectionError``). It shows the library's message and says to try
+        again; the server logs no traceback."""
+        busy = isinstance(exc, DatabaseLockedError)
+        advice = (
+            "The store is busy: another process is writing to it. Try again when it is done."
+            if busy
+            else "The store cannot be reached now. Try again when it is back."
+        )
+        response = self.render(
+            request,
+            "error.html",
+            503,
+            title="Store busy" if busy else "Store unavailable",
+            message=str(exc),
+            advice=advice,
+        )
+        response.headers["Retry-After"] = "5"
+        return response
 
     def required(self, request: Request, name: str = "id") -> str:
         value = request.query_params.get(name, "")
@@ -203,13 +256,8 @@ class _Pages:
         if row is None:
             raise NotFound(f"no thread {thread_id!r} in this store")
         total = store.count_thread_messages(thread_id)
-        first = max(0, total - views.MESSAGE_PAGE)
-        asked = _int_param(request, "from", first, 0, _MAX_WHOLE)
-        if "from" in request.query_params:
-            first = min(asked, max(0, total - 1))
-        messages = store.list_thread_messages(
-            thread_id, start=first, end=first + views.MESSAGE_PAGE
-        )
+        first, end = _message_window(request, total)
+        messages = store.list_thread_messages(thread_id, start=first, end=end)
         records = views.thread_memories(self.inspector.memory, thread_id)
         return self.render(
             request,
@@ -218,7 +266,6 @@ class _Pages:
             row=row,
             total=total,
             first=first,
-            page_size=views.MESSAGE_PAGE,
             messages=messages,
             shown={m.id for m in messages},
             memories=views.memory_views(self.inspector.memory, records, messages),
@@ -395,6 +442,18 @@ class _Pages:
             )
         return None
 
+    def landing(self, next_url: object) -> str:
+        """Where a delete goes: the form's same-site ``next`` page, or ``/`` when
+        that is a user's or agent's page and the delete left them nothing (no
+        thread, profile or memory: the page would be a 404)."""
+        target = _safe_next(next_url, "/")
+        parts = urlsplit(target)
+        kind = {"/user": "user", "/agent": "agent"}.get(parts.path)
+        actor_id = dict(parse_qsl(parts.query)).get("id")
+        if kind and actor_id and not views.actor_exists(self.inspector.memory, kind, actor_id):
+            return "/"
+        return target
+
     def delete(self, kind: str) -> Callable[[Request], Any]:
         async def delete_action(request: Request) -> Response:
             form = await request.form()
@@ -415,7 +474,10 @@ class _Pages:
                     title="Not found",
                     message=f"no {kind} {item_id!r} to delete",
                 )
-            return RedirectResponse(_safe_next(form.get("next"), "/"), status_code=303)
+            landing = await run_in_threadpool(self.landing, form.get("next"))
+            return RedirectResponse(
+                _with_param(landing, f"deleted_{kind}", item_id), status_code=303
+            )
 
         delete_action.__name__ = f"delete_{kind}"
         return delete_action
@@ -485,7 +547,15 @@ def create_app(
             headers=SECURITY_HEADERS,
         )
     ]
-    app = Starlette(routes=routes, middleware=middleware, lifespan=_lifespan(client, owned))
+    app = Starlette(
+        routes=routes,
+        middleware=middleware,
+        exception_handlers={
+            DatabaseLockedError: pages.unavailable,
+            StoreConnectionError: pages.unavailable,
+        },
+        lifespan=_lifespan(client, owned),
+    )
     app.state.inspector = inspector
     return app
 
@@ -570,6 +640,28 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
         limit = f"from {low} to {high}" if high < _MAX_WHOLE else f"of at least {low}"
         raise BadParameter(f"{name} must be a whole number {limit}, got {_describe(value)}")
     return number
+
+
+def _message_window(request: Request, total: int) -> tuple[int, int]:
+    """The positions ``[first, end)`` of a thread's messages its page shows, of
+    ``total``: ``?from=N`` starts at message N ("Later messages"), ``?before=N``
+    ends just before it ("Earlier messages"), neither = the latest; at most
+    ``MESSAGE_PAGE``. Walking either way from any page tiles the thread exactly.
+
+    Raises:
+        BadParameter: for a ``from`` or ``before`` that is not a whole number
+            (``before``: at least 1).
+    """
+    size = views.MESSAGE_PAGE
+    params = request.query_params
+    if params.get("before", "").strip():
+        end = min(_int_param(request, "before", total, 1, _MAX_WHOLE), total)
+        return max(0, end - size), end
+    first = max(0, total - size)
+    asked = _int_param(request, "from", first, 0, _MAX_WHOLE)
+    if "from" in params:
+        first = min(asked, max(0, total - 1))
+    return first, first + size
 
 
 def _k_error(value: str) -> str | None:

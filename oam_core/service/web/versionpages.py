@@ -6,6 +6,7 @@ refused, like a delete, without a valid CSRF token or from another origin
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
@@ -15,17 +16,24 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from oam_core.apis.records import Record
 from oam_core.errors import NotFoundError
 from oam_core.service.web import views
 
 if TYPE_CHECKING:
     from oam_core.service.web.app import _Pages
 
-__all__ = ["version_routes"]
+__all__ = ["content_fingerprint", "version_routes"]
 
 
 def _text(value: object) -> str:
     return value.strip() if isinstance(value, str) else ""
+
+
+def content_fingerprint(text: str | None) -> str:
+    """What a correct form was based on: the SHA-256 (64 hex digits) of the stored
+    text it showed (``None``: of the empty text)."""
+    return hashlib.sha256((text or "").encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class _VersionPages:
@@ -41,15 +49,8 @@ class _VersionPages:
             record = views.find_memory(self.memory, memory_id)
             if record is None:
                 raise NotFoundError(f"no memory {memory_id!r} in this store")
-            [view] = views.memory_views(self.memory, [record])
             verb = "Correct" if action == "update" else "Invalidate"
-            return self.pages.render(
-                request,
-                "version.html",
-                title=f"{verb} memory {memory_id}",
-                action=action,
-                m=view,
-            )
+            return self._form(request, record, action, f"{verb} memory {memory_id}")
 
         form_page.__name__ = f"{action}_form"
         return form_page
@@ -64,13 +65,16 @@ class _VersionPages:
             reason = _text(form.get("reason")) or None
             try:
                 if action == "update":
-                    content = form.get("content")
-                    target = await run_in_threadpool(
-                        self.memory.update_memory,
-                        memory_id,
-                        content if isinstance(content, str) else "",
-                        reason=reason,
-                    )
+                    changed, target = await run_in_threadpool(self._correct, form, reason)
+                    if changed is not None:
+                        return self._form(
+                            request,
+                            changed,
+                            action,
+                            f"Memory {memory_id} changed: nothing saved",
+                            status_code=409,
+                            draft=target,
+                        )
                 else:
                     ended = await run_in_threadpool(
                         self.memory.invalidate_memory, memory_id, reason=reason
@@ -88,6 +92,50 @@ class _VersionPages:
 
         version_action.__name__ = f"{action}_memory"
         return version_action
+
+    def _form(
+        self,
+        request: Request,
+        record: Record,
+        action: str,
+        title: str,
+        status_code: int = 200,
+        draft: str | None = None,
+    ) -> Response:
+        """The correct or invalidate form of ``record``; ``draft``: the text the
+        person wrote, shown again when their save was refused as stale (409)."""
+        [view] = views.memory_views(self.memory, [record])
+        return self.pages.render(
+            request,
+            "version.html",
+            status_code,
+            title=title,
+            action=action,
+            m=view,
+            based_on=content_fingerprint(record.content),
+            draft=record.content if draft is None else draft,
+            stale=draft is not None,
+        )
+
+    def _correct(self, form: Any, reason: str | None) -> tuple[Record | None, str]:
+        """Save the correct form: ``(None, new memory id)``, or ``(current record,
+        the person's text)`` when the stored text is no longer the one the form
+        showed (nothing is written then).
+
+        Raises:
+            NotFoundError: no memory has the form's id.
+            InvalidArgumentError: from ``update_memory`` (replaced, ended, empty text).
+        """
+        memory_id = _text(form.get("id"))
+        content = form.get("content")
+        # A browser sends a textarea's line ends as CRLF: store the text's own LF.
+        content = content.replace("\r\n", "\n") if isinstance(content, str) else ""
+        record = views.find_memory(self.memory, memory_id)
+        if record is None:
+            raise NotFoundError(f"no memory {memory_id!r} in this store")
+        if form.get("based_on") != content_fingerprint(record.content):
+            return record, content
+        return None, self.memory.update_memory(memory_id, content, reason=reason)
 
     def _error(self, request: Request, code: int, message: str) -> Response:
         titles = {400: "Bad request", 404: "Not found", 409: "Conflict"}

@@ -18,12 +18,14 @@ __all__ = [
     "MESSAGE_PAGE",
     "Actor",
     "MemoryView",
+    "actor_exists",
     "actors",
     "find_memory",
     "holds_at",
     "memory_history",
     "memory_page",
     "memory_views",
+    "newest_first",
     "parse_filter",
 ]
 
@@ -59,6 +61,19 @@ def actors(memory: OracleAgentMemory) -> tuple[list[Actor], list[Actor]]:
         for profile in store.list(record_type, limit=_LIST_CAP):
             table.setdefault(profile.id, Actor(profile.id)).profile = profile.content
     return sorted(users.values(), key=lambda a: a.id), sorted(agents.values(), key=lambda a: a.id)
+
+
+def actor_exists(memory: OracleAgentMemory, kind: str, actor_id: str) -> bool:
+    """Whether the store holds anything of user or agent ``actor_id`` (``kind``:
+    ``user`` or ``agent``): a thread it owns, its profile or a memory scoped to it
+    (what its page shows; without any, the page is a 404)."""
+    scope: dict[str, Any] = {f"{kind}_id": actor_id}
+    store = memory.store
+    return bool(
+        memory.list_threads(**scope)
+        or store.get(f"{kind}_profile", actor_id) is not None
+        or any(store.list(t, limit=1, **scope) for t in MEMORY_TYPE_NAMES)
+    )
 
 
 @dataclass
@@ -164,23 +179,62 @@ def memory_views(
     return views
 
 
+def newest_first(
+    memory: OracleAgentMemory, record_types: Iterable[str], limit: int, **scope: Any
+) -> tuple[list[Record], bool]:
+    """The newest ``limit`` memory-like records of ``record_types``, newest first,
+    and whether older ones exist.
+
+    One order that agrees with the store's cut: ``store.list(limit=n)`` gives a
+    type's newest ``n`` records by insertion, so each type keeps its insertion order
+    (records written by one ``add`` share one ``created_at``), and the types are
+    merged by taking, at each step, the type whose next record has the latest
+    ``created_at`` (a tie goes to the type named first in sorted order). The first
+    ``n`` of that merge depend only on each type's newest ``n``, so a longer
+    ``limit`` extends a shorter one: page ``p`` of ``MEMORY_PAGE`` records is exactly
+    the records ``p * MEMORY_PAGE`` to ``(p + 1) * MEMORY_PAGE`` of one sequence,
+    and every record is on one page (while nothing is written in between).
+
+    Args:
+        memory: The client.
+        record_types: Memory types to list (``memory``, ``fact``, ...).
+        limit: Most records returned (>= 0).
+        **scope: Exact filters (``user_id=``, ``agent_id=``, ``thread_id=``).
+
+    Returns:
+        ``(records, more)``: up to ``limit`` records, newest first, and whether the
+        store holds more of them.
+    """
+    lanes = [
+        memory.store.list(record_type, limit=limit + 1, **scope)[::-1]
+        for record_type in sorted(set(record_types))
+    ]
+    heads = [0] * len(lanes)
+    merged: list[Record] = []
+    while len(merged) <= limit:
+        best = -1
+        for lane, (records, head) in enumerate(zip(lanes, heads, strict=True)):
+            if head < len(records) and (
+                best < 0
+                or (records[head].created_at or "") > (lanes[best][heads[best]].created_at or "")
+            ):
+                best = lane
+        if best < 0:
+            break
+        merged.append(lanes[best][heads[best]])
+        heads[best] += 1
+    return merged[:limit], len(merged) > limit
+
+
 def thread_memories(memory: OracleAgentMemory, thread_id: str) -> list[Record]:
-    """Every memory-like record of a thread, oldest first."""
-    records: list[Record] = []
-    for record_type in MEMORY_TYPE_NAMES:
-        records.extend(memory.store.list(record_type, limit=_LIST_CAP, thread_id=thread_id))
-    records.sort(key=lambda r: (r.created_at or "", r.id))
-    return records
+    """The newest ``_LIST_CAP`` memory-like records of a thread, oldest first."""
+    return newest_first(memory, MEMORY_TYPE_NAMES, _LIST_CAP, thread_id=thread_id)[0][::-1]
 
 
 def scoped_memories(memory: OracleAgentMemory, **scope: Any) -> list[Record]:
-    """The newest memory-like records of a user or agent (``user_id=`` /
+    """The newest ``_LIST_CAP`` memory-like records of a user or agent (``user_id=`` /
     ``agent_id=``), oldest first."""
-    records: list[Record] = []
-    for record_type in MEMORY_TYPE_NAMES:
-        records.extend(memory.store.list(record_type, limit=_LIST_CAP, **scope))
-    records.sort(key=lambda r: (r.created_at or "", r.id))
-    return records[-_LIST_CAP:]
+    return newest_first(memory, MEMORY_TYPE_NAMES, _LIST_CAP, **scope)[0][::-1]
 
 
 def memory_page(
@@ -190,8 +244,8 @@ def memory_page(
     **scope: Any,
 ) -> tuple[list[Record], bool]:
     """One page of the memories list: memory-like records of ``record_types``
-    across threads, newest first, filtered exactly by ``scope`` (``user_id=``,
-    ``agent_id=``, ``thread_id=``).
+    across threads, newest first (``newest_first``'s order), filtered exactly by
+    ``scope`` (``user_id=``, ``agent_id=``, ``thread_id=``).
 
     Args:
         memory: The client.
@@ -202,12 +256,8 @@ def memory_page(
     Returns:
         ``(records, more)``: the page's records and whether older ones exist.
     """
-    wanted = (page + 1) * MEMORY_PAGE
-    records: list[Record] = []
-    for record_type in sorted(set(record_types)):
-        records.extend(memory.store.list(record_type, limit=wanted + 1, **scope))
-    records.sort(key=lambda r: (r.created_at or "", r.id), reverse=True)
-    return records[page * MEMORY_PAGE : wanted], len(records) > wanted
+    records, more = newest_first(memory, record_types, (page + 1) * MEMORY_PAGE, **scope)
+    return records[page * MEMORY_PAGE :], more
 
 
 def find_memory(memory: OracleAgentMemory, memory_id: str) -> Record | None:
