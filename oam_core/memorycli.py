@@ -16,6 +16,7 @@ import typer
 
 from oam_core import OracleAgentMemory, Record, SchemaPolicy
 from oam_core.clicommon import CliError, memory_at, user_errors
+from oam_core.memory.newest import newest_first
 from oam_core.service.common import window_text
 
 __all__ = ["MEMORY_TYPES", "register"]
@@ -137,11 +138,8 @@ def list_cmd(
                 if value is not None
             }
             when: dict[str, Any] = {} if every_version else {"as_of": memory.store.runtime.now()}
-            found: list[Record] = []
-            for kind in sorted(set(types)):
-                found.extend(memory.store.list(kind, limit=limit, **scope, **when))
-    found.sort(key=lambda r: (r.created_at or "", r.id))
-    found = found[-limit:]
+            newest, _ = newest_first(memory.store, types, limit, **scope, **when)
+    found = newest[::-1]  # the newest ``limit``, oldest first
     if as_json:
         for record in found:
             typer.echo(_json(record))

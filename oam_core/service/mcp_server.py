@@ -39,6 +39,7 @@ from oam_core.errors import (
     StoreError,
 )
 from oam_core.memory.messages import check_memory_content, prepare_messages
+from oam_core.memory.newest import newest_first
 from oam_core.service.common import (
     DEFAULT_MAX_CONTENT_CHARS,
     DEFAULT_MAX_QUERY_CHARS,
@@ -275,11 +276,8 @@ class _Service:
         if thread_id is not None:
             self.thread_row(thread_id)
             filters["thread_id"] = thread_id
-        found: list[Record] = []
-        for record_type in sorted(set(record_types or MEMORY_TYPE_NAMES)):
-            found.extend(self.store.list(record_type, limit=limit, **filters))
-        found.sort(key=lambda r: (r.created_at or "", r.id))
-        return found[-limit:] if limit else []
+        found, _ = newest_first(self.store, record_types or MEMORY_TYPE_NAMES, limit, **filters)
+        return found[::-1]  # the newest ``limit``, oldest first
 
     def extracted_from(self, thread_id: str, message_ids: list[str]) -> list[Record]:
         """The memories whose provenance names one of ``message_ids``."""

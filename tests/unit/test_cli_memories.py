@@ -163,3 +163,33 @@ def test_search_reads_memories_that_hold_now_unless_told_a_time_or_every_version
     assert both.exit_code == 2 and "exclude each other" in both.stderr
     bad = invoke(runner, *base, "--as-of", "not a time")
     assert bad.exit_code != 0 and "as_of" in bad.stderr and "Traceback" not in bad.output
+
+
+def test_list_limit_gives_the_newest_records_of_one_batch(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    """Records of one ``add`` share one created_at: the newest ``--limit`` are the last
+    written (insertion order), not a random-id choice among the tied ones (the CLI,
+    the MCP tool and the inspector read one order, ``memory/newest.py``)."""
+    db = tmp_path / "batch.db"
+    with _open(db) as memory:
+        ids = memory.store.add([f"fact {i}" for i in range(120)], "fact", user_ids="alice")
+        extra = memory.store.add(["one memory"], "memory", user_ids="alice")
+    listed = invoke(runner, "memories", "list", "--db", db, "--limit", "50", "--json")
+    assert listed.exit_code == 0, listed.output
+    got = [json.loads(line)["id"] for line in listed.stdout.splitlines()]
+    assert got == [*ids[-49:], *extra]
+
+
+def test_newest_first_lists_are_prefixes_of_one_order(tmp_path: Path) -> None:
+    from oam_core.memory.newest import newest_first
+
+    with _open(tmp_path / "n.db") as memory:
+        facts = memory.store.add([f"fact {i}" for i in range(30)], "fact")
+        mems = memory.store.add([f"memory {i}" for i in range(30)], "memory")
+        whole, more = newest_first(memory.store, ["fact", "memory"], 60)
+        assert not more and sorted(r.id for r in whole) == sorted(facts + mems)
+        for n in (1, 7, 25, 59):
+            part, more = newest_first(memory.store, ["memory", "fact"], n)
+            assert [r.id for r in part] == [r.id for r in whole[:n]] and more
+        assert [r.id for r in whole if r.record_type == "memory"] == mems[::-1]

@@ -12,6 +12,7 @@ from typing import Any
 from oam_core import OracleAgentMemory
 from oam_core.apis.records import MessageRecord, Record, ThreadRow
 from oam_core.errors import InvalidArgumentError
+from oam_core.memory.newest import newest_first
 from oam_core.service.common import MEMORY_TYPE_NAMES, provenance, record_json, window_text
 
 __all__ = [
@@ -25,7 +26,6 @@ __all__ = [
     "memory_history",
     "memory_page",
     "memory_views",
-    "newest_first",
     "parse_filter",
 ]
 
@@ -179,62 +179,15 @@ def memory_views(
     return views
 
 
-def newest_first(
-    memory: OracleAgentMemory, record_types: Iterable[str], limit: int, **scope: Any
-) -> tuple[list[Record], bool]:
-    """The newest ``limit`` memory-like records of ``record_types``, newest first,
-    and whether older ones exist.
-
-    One order that agrees with the store's cut: ``store.list(limit=n)`` gives a
-    type's newest ``n`` records by insertion, so each type keeps its insertion order
-    (records written by one ``add`` share one ``created_at``), and the types are
-    merged by taking, at each step, the type whose next record has the latest
-    ``created_at`` (a tie goes to the type named first in sorted order). The first
-    ``n`` of that merge depend only on each type's newest ``n``, so a longer
-    ``limit`` extends a shorter one: page ``p`` of ``MEMORY_PAGE`` records is exactly
-    the records ``p * MEMORY_PAGE`` to ``(p + 1) * MEMORY_PAGE`` of one sequence,
-    and every record is on one page (while nothing is written in between).
-
-    Args:
-        memory: The client.
-        record_types: Memory types to list (``memory``, ``fact``, ...).
-        limit: Most records returned (>= 0).
-        **scope: Exact filters (``user_id=``, ``agent_id=``, ``thread_id=``).
-
-    Returns:
-        ``(records, more)``: up to ``limit`` records, newest first, and whether the
-        store holds more of them.
-    """
-    lanes = [
-        memory.store.list(record_type, limit=limit + 1, **scope)[::-1]
-        for record_type in sorted(set(record_types))
-    ]
-    heads = [0] * len(lanes)
-    merged: list[Record] = []
-    while len(merged) <= limit:
-        best = -1
-        for lane, (records, head) in enumerate(zip(lanes, heads, strict=True)):
-            if head < len(records) and (
-                best < 0
-                or (records[head].created_at or "") > (lanes[best][heads[best]].created_at or "")
-            ):
-                best = lane
-        if best < 0:
-            break
-        merged.append(lanes[best][heads[best]])
-        heads[best] += 1
-    return merged[:limit], len(merged) > limit
-
-
 def thread_memories(memory: OracleAgentMemory, thread_id: str) -> list[Record]:
     """The newest ``_LIST_CAP`` memory-like records of a thread, oldest first."""
-    return newest_first(memory, MEMORY_TYPE_NAMES, _LIST_CAP, thread_id=thread_id)[0][::-1]
+    return newest_first(memory.store, MEMORY_TYPE_NAMES, _LIST_CAP, thread_id=thread_id)[0][::-1]
 
 
 def scoped_memories(memory: OracleAgentMemory, **scope: Any) -> list[Record]:
     """The newest ``_LIST_CAP`` memory-like records of a user or agent (``user_id=`` /
     ``agent_id=``), oldest first."""
-    return newest_first(memory, MEMORY_TYPE_NAMES, _LIST_CAP, **scope)[0][::-1]
+    return newest_first(memory.store, MEMORY_TYPE_NAMES, _LIST_CAP, **scope)[0][::-1]
 
 
 def memory_page(
@@ -256,7 +209,7 @@ def memory_page(
     Returns:
         ``(records, more)``: the page's records and whether older ones exist.
     """
-    records, more = newest_first(memory, record_types, (page + 1) * MEMORY_PAGE, **scope)
+    records, more = newest_first(memory.store, record_types, (page + 1) * MEMORY_PAGE, **scope)
     return records[page * MEMORY_PAGE :], more
 
 
