@@ -27,12 +27,13 @@ large faiss indexes.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from oam_core.errors import InvalidArgumentError
-from oam_core.store.sqlite.vector import ivf, threads
+from oam_core.store.sqlite.vector import ivf, split, threads
 from oam_core.store.sqlite.vector import tail as tails
 from oam_core.store.sqlite.vector.file import IndexFile
 from oam_core.store.sqlite.vector.ivf import CALIBRATION_QUERIES, Ann
@@ -45,6 +46,7 @@ __all__ = [
     "BACKGROUND_ROWS",
     "REBUILD_GROWTH",
     "RECHECK_GROWTH",
+    "SPLIT_RETRAINS",
     "WRITE_BUILDS",
     "AnnBuilds",
 ]
@@ -57,6 +59,11 @@ BACKGROUND_ROWS = 120_000
 2-core machine; 7 s was measured inline at 200k, too long for one search)."""
 REBUILD_GROWTH = 4
 """Retrain the ANN index when the live rows grow past this multiple of its training."""
+SPLIT_RETRAINS = True
+"""A grown store's retrain splits the serving index's lists (``vector/split.py``:
+each row compared with its own list's children only) instead of training every
+list from scratch; a retrain after a failed recall check, or of an index not yet
+coded from its file, builds from scratch."""
 RECHECK_GROWTH = 1.25
 """Check the ANN index's recall on the rows added since its training whenever the
 live rows grew by this factor since the last check (``AnnBuilds.check_recall``)."""
@@ -295,20 +302,17 @@ class AnnBuilds:
             )
             self.ann_min_rows = NEVER
             return
-        source = LiveRows(self.mirror)
         rng = np.random.default_rng(0)
+        make = self._maker(faiss, rng, background=background)
         if background:
             self._stop.clear()
             self.thread = threading.Thread(
-                target=self._run,
-                args=(faiss, UpTo(self.mirror, self.mirror.hwm), rng),
-                name="oam-vector-index",
-                daemon=True,
+                target=self._run, args=(faiss, make), name="oam-vector-index", daemon=True
             )
             self.thread.start()
             return
         try:
-            ann = Ann.build(faiss, source, rng)
+            ann = make(lambda: False)
         except (MemoryError, RuntimeError) as exc:
             self._cannot_build(exc)
             return
@@ -318,10 +322,26 @@ class AnnBuilds:
         self.extend(ann)
         self.settle()
 
-    def _run(self, faiss: Any, source: UpTo, rng: np.random.Generator) -> None:
+    def _maker(
+        self, faiss: Any, rng: np.random.Generator, *, background: bool
+    ) -> Callable[[Callable[[], bool]], Ann | None]:
+        """What a build runs, given its stop test: a split of the serving index
+        (``SPLIT_RETRAINS``, a grown store's retrain of an index in use and fully
+        coded; its rows by list are copied here, under the store's lock), else
+        ``Ann.build``. A background build reads the rows up to the present key."""
+        m = self.mirror
+        source = UpTo(m, m.hwm) if background else LiveRows(m)
+        old = self.ann
+        if SPLIT_RETRAINS and old is not None and old.nprobe and old.unfilled is None:
+            tail = self.tail
+            held = split.members(old, tail.finished() if tail and tail.ann is old else ())
+            return lambda stop: split.split(faiss, old, held, source, rng, stop)
+        return lambda stop: Ann.build(faiss, source, rng, stop=stop)
+
+    def _run(self, faiss: Any, make: Callable[[Callable[[], bool]], Ann | None]) -> None:
         threads.background(faiss)
         try:
-            built = Ann.build(faiss, source, rng, stop=self._stop.is_set)
+            built = make(self._stop.is_set)
             if built is not None:
                 self._catch_up(built)
             self._built = built
