@@ -88,6 +88,13 @@ existing index are kept either way."""
 """Rounds in which a background build adds the rows written while it ran."""
 
 
+Lister = Callable[[ivf.FloatArray, ivf.IntArray], ivf.IntArray]
+"""Finds the lists of rows ``(mat, pks)`` in an index (``AnnBuilds._catch_up``)."""
+Maker = tuple[Callable[[Callable[[], bool]], Ann | None], Callable[[Ann], Lister]]
+"""A build's work (``AnnBuilds._maker``): the build given its stop test, and the
+``Lister`` of its catch-up given the built index."""
+
+
 class UpTo:
     """The live rows of a mirror with keys up to ``upto`` (``ivf.RowSource``): what a
     background build reads, so that it ends although a writer keeps adding rows."""
@@ -312,7 +319,7 @@ class AnnBuilds:
             self.thread.start()
             return
         try:
-            ann = make(lambda: False)
+            ann = make[0](lambda: False)
         except (MemoryError, RuntimeError) as exc:
             self._cannot_build(exc)
             return
@@ -322,33 +329,45 @@ class AnnBuilds:
         self.extend(ann)
         self.settle()
 
-    def _maker(
-        self, faiss: Any, rng: np.random.Generator, *, background: bool
-    ) -> Callable[[Callable[[], bool]], Ann | None]:
-        """What a build runs, given its stop test: a split of the serving index
-        (``SPLIT_RETRAINS``, a grown store's retrain of an index in use and fully
-        coded; its rows by list are copied here, under the store's lock), else
-        ``Ann.build``. A background build reads the rows up to the present key."""
+    def _maker(self, faiss: Any, rng: np.random.Generator, *, background: bool) -> Maker:
+        """What a build runs: given its stop test, the index (a split of the serving
+        index with ``SPLIT_RETRAINS``, for a grown store's retrain of an index in
+        use and fully coded: its rows by list are copied here, under the store's
+        lock; else ``Ann.build``); and, given the built index, what finds the
+        lists of the rows its catch-up assigns (for a split, through the old
+        lists the serving index's tail assigner found). A background build reads
+        the rows up to the present key."""
         m = self.mirror
         source = UpTo(m, m.hwm) if background else LiveRows(m)
-        old = self.ann
-        if SPLIT_RETRAINS and old is not None and old.nprobe and old.unfilled is None:
-            tail = self.tail
-            held = split.members(old, tail.finished() if tail and tail.ann is old else ())
-            return lambda stop: split.split(faiss, old, held, source, rng, stop)
-        return lambda stop: Ann.build(faiss, source, rng, stop=stop)
+        old, tail = self.ann, self.tail
 
-    def _run(self, faiss: Any, make: Callable[[Callable[[], bool]], Ann | None]) -> None:
+        def flat(built: Ann) -> Lister:
+            return lambda mat, pks: ivf.assign(built.index, ivf.encode(mat, built.scale))
+
+        if SPLIT_RETRAINS and old is not None and old.nprobe and old.unfilled is None:
+            own_tail = tail if tail is not None and tail.ann is old else None
+            finished = own_tail.finished if own_tail is not None else list
+            held = split.members(old, finished())
+
+            def lists(built: Ann) -> Lister:
+                if held.children is None:
+                    return flat(built)
+                return split.catch_up_lists(held, old, finished)
+
+            return (lambda stop: split.split(faiss, old, held, source, rng, stop)), lists
+        return (lambda stop: Ann.build(faiss, source, rng, stop=stop)), flat
+
+    def _run(self, faiss: Any, make: Maker) -> None:
         threads.background(faiss)
         try:
-            built = make(self._stop.is_set)
+            built = make[0](self._stop.is_set)
             if built is not None:
-                self._catch_up(built)
+                self._catch_up(built, make[1])
             self._built = built
         except (MemoryError, RuntimeError) as exc:
             self._built = exc
 
-    def _catch_up(self, built: Ann) -> None:
+    def _catch_up(self, built: Ann, lists_of: Callable[[Ann], Lister]) -> None:
         """Assign the rows written during the build to the lists of ``built`` (the
         build thread's own index) and hold them beside faiss (``ivf.Side``), up to
         the rows there are when each of ``CATCH_UP_ROUNDS`` rounds starts: a writer
@@ -359,12 +378,12 @@ class AnnBuilds:
         for _ in range(CATCH_UP_ROUNDS):
             with m.lock:
                 end = m.hwm
-            keys, lists = [], []
+            keys, lists, find = [], [], lists_of(built)
             while not self._stop.is_set() and built.hwm < end:
                 mat, pks, last = UpTo(m, end).rows_after(built.hwm, tails.TAIL_SLICE)
                 if len(pks):
                     keys.append(pks)
-                    lists.append(ivf.assign(built.index, ivf.encode(mat, built.scale)))
+                    lists.append(find(mat, pks))
                 del mat
                 built.hwm = max(built.hwm, last)
             if keys:

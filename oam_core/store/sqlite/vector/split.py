@@ -49,6 +49,8 @@ __all__ = [
     "TRAIN_PER_CHILD",
     "Group",
     "Members",
+    "Children",
+    "catch_up_lists",
     "child_counts",
     "groups",
     "members",
@@ -78,12 +80,15 @@ class Members:
     Attributes:
         keys: As given, ascending.
         lists: Their lists, int32, in the same order.
+        children: How the split's lists descend from the old ones, once ``split``
+            made them (its catch-up assigns through it), else None.
     """
 
     def __init__(self, keys: IntArray, lists: IntArray) -> None:
         order = np.argsort(keys, kind="stable")
         self.keys: IntArray = np.asarray(keys, dtype=np.int64)[order]
         self.lists = np.asarray(lists, dtype=np.int32)[order]
+        self.children: Children | None = None
 
     def lists_of(self, pks: IntArray) -> IntArray:
         """The old list of each of ``pks`` (ascending int64), -1 where not held."""
@@ -95,14 +100,16 @@ class Members:
         return out
 
 
-def members(ann: Ann, extra: Sequence[tuple[IntArray, IntArray]] = ()) -> Members:
-    """The rows ``ann`` holds by list (in faiss and beside it), plus ``extra``
-    ``(keys, lists)`` pairs (the rows its tail assigner finished and nobody drained).
-    Call with the store's lock held (faiss's lists are read); a copy, so the build
-    thread never reads the serving index's lists."""
+def members(
+    ann: Ann, extra: Sequence[tuple[IntArray, IntArray]] = (), *, in_faiss: bool = True
+) -> Members:
+    """The rows ``ann`` holds by list (in faiss, unless not ``in_faiss``, and beside
+    it), plus ``extra`` ``(keys, lists)`` pairs (the rows its tail assigner
+    finished and nobody drained). With ``in_faiss``, call with the store's lock
+    held (faiss's lists are read); the build thread never reads them."""
     inv, faiss = ann.index.invlists, ann.faiss
     keys, lists = [ann.side.keys], [ann.side.lists]
-    for i in range(int(inv.nlist)):
+    for i in range(int(inv.nlist) if in_faiss else 0):
         size = int(inv.list_size(i))
         if size:
             keys.append(faiss.rev_swig_ptr(inv.get_ids(i), size).copy())
@@ -191,6 +198,57 @@ class Group:
         return _nearest(mat, self.local, cent, self.parent)
 
 
+class Children:
+    """How a split index's lists descend from the old index's: the centroids of
+    each group's children, so that a row whose old list is known is assigned among
+    that list's children only (``assign``), as the split itself assigned its rows.
+
+    Args:
+        old: The old index (its quantizer finds the old list of a row none knows).
+    """
+
+    def __init__(self, old: Ann) -> None:
+        self.old = old
+        self.group_of = np.zeros(int(old.index.nlist), np.int64)
+        self.parts: list[tuple[int, int, FloatArray, IntArray]] = []
+
+    def add(self, a: int, b: int, first: int, cent: FloatArray, group: Group) -> None:
+        """Record the children ``cent`` (new lists from ``first``) of old lists
+        ``[a, b)`` (``group``)."""
+        self.group_of[a:b] = len(self.parts)
+        self.parts.append((a, first, cent, group.parent))
+
+    def assign(self, mat: FloatArray, old_lists: IntArray) -> IntArray:
+        """The new list of each row of ``mat`` (float32 ``(m, dim)``, unit) whose old
+        list is ``old_lists`` (int64 ``(m,)``, -1 where unknown: the old quantizer
+        finds it, a product with every old centroid)."""
+        old_lists = old_lists.copy()
+        unknown = old_lists < 0
+        if unknown.any():
+            coded = ivf.encode(mat[unknown], self.old.scale)
+            old_lists[unknown] = ivf.assign(self.old.index, coded)
+        out = np.empty(len(mat), np.int64)
+        where = self.group_of[old_lists]
+        for g in np.unique(where).tolist():
+            rows = np.flatnonzero(where == g)
+            a, first, cent, parent = self.parts[g]
+            out[rows] = first + _nearest(mat[rows], old_lists[rows] - a, cent, parent)
+        return out
+
+
+def catch_up_lists(
+    held: Members, old: Ann, finished: Callable[[], Sequence[tuple[IntArray, IntArray]]]
+) -> Callable[[FloatArray, IntArray], IntArray]:
+    """For one catch-up round of a split index: a function giving the new list of
+    rows ``(mat, pks)`` written since the split read the store, from the old list
+    the serving index's tail assigner found for them (held beside faiss, or
+    ``finished()`` and not drained) when it did, through ``held.children``."""
+    children = held.children
+    assert children is not None
+    known = members(old, finished(), in_faiss=False)
+    return lambda mat, pks: children.assign(mat, known.lists_of(pks))
+
+
 def groups(counts: IntArray) -> list[tuple[int, int]]:
     """``[a, b)`` ranges of consecutive old lists whose children add up to at least
     ``GROUP_CHILDREN`` (the last one may hold fewer)."""
@@ -266,6 +324,7 @@ def split(
     index.is_trained = True
     old_cent = old.index.quantizer.reconstruct_n(0, nlist_old).astype(np.float32)
     centroids: list[FloatArray] = []
+    children = Children(old)
     for a, b in groups(counts):
         if stop():
             return None
@@ -276,9 +335,11 @@ def split(
         cent = group.centroids(mat, old_cent[a:b], rng)
         centroids.append(cent)
         first = int(counts[:a].sum())
+        children.add(a, b, first, cent, group)
         child = group.children(mat, cent)
         _reserve(index, first, np.bincount(child, minlength=len(cent)))
         ivf.add_to_lists(faiss, index, ivf.encode(mat, old.scale), keys, first + child)
     index.quantizer.add(np.ascontiguousarray(np.vstack(centroids), dtype=np.float32))
     nprobe, oversample = calibration.probes(index, source)
+    held.children = children
     return Ann(faiss, index, after, n, nprobe, oversample, scale=old.scale)
