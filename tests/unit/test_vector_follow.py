@@ -248,10 +248,10 @@ def test_an_index_adopted_by_a_search_of_an_unchanged_store_retrains_a_grown_one
     filled, release = threading.Event(), threading.Event()
     catch_up = builds.AnnBuilds._catch_up
 
-    def held(self: builds.AnnBuilds, built: ivf.Ann) -> None:
+    def held(self: builds.AnnBuilds, built: ivf.Ann, *rest: Any) -> None:
         filled.set()  # its faiss part holds the rows it started with
         release.wait(60)
-        catch_up(self, built)
+        catch_up(self, built, *rest)
 
     monkeypatch.setattr(builds.AnnBuilds, "_catch_up", held)
     path = tmp_path / "s.db"

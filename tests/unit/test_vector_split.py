@@ -130,7 +130,9 @@ def test_list_sizes_are_near_the_target_and_the_split_is_deterministic() -> None
     assert abs(float(np.median(sizes)) / (n / want) - 1) < 0.5
     assert _list_of_each(a) == _list_of_each(b)
     nl = int(a.index.nlist)
-    assert np.array_equal(a.index.quantizer.reconstruct_n(0, nl), b.index.quantizer.reconstruct_n(0, nl))
+    assert np.array_equal(
+        a.index.quantizer.reconstruct_n(0, nl), b.index.quantizer.reconstruct_n(0, nl)
+    )
     assert (a.nprobe, a.oversample) == (b.nprobe, b.oversample)
 
 
@@ -238,4 +240,3 @@ def test_a_split_retrain_during_writes_adopts_every_row_and_its_file_round_trips
         assert sorted(ann.ids().tolist()) == _live_keys(store)
     finally:
         store.close()
-
