@@ -214,17 +214,18 @@ def test_writes_below_background_rows_leave_the_build_to_the_first_search(
         store.close()
 
 
-def test_by_default_a_bulk_write_past_background_rows_leaves_the_build_to_a_search(
+def test_without_write_builds_a_bulk_write_past_background_rows_leaves_the_build_to_a_search(
     tmp_path: Path,
 ) -> None:
-    """Without ``write_builds`` (the default) a write past ``background_rows`` feeds
-    the mirror and starts no build; the next search starts it in the background and
-    ranks exactly meanwhile."""
+    """Without ``write_builds`` (on by default) a write past ``background_rows``
+    feeds the mirror and starts no build; the next search starts it in the
+    background and ranks exactly meanwhile."""
     path = tmp_path / "s.db"
     store = open_store(path)
     index = store._impl.index
     index.background_rows = 500
-    assert index.builds.write_builds is False
+    assert index.builds.write_builds is builds.WRITE_BUILDS is True
+    index.builds.write_builds = False
     try:
         add(store, 0, 1_200)
         assert index.builds.thread is None and index.ann is None and index.mirror.n == 1_200

@@ -5,8 +5,9 @@ written with the mirror to the index file (``vector/file.py``).
 Building the ANN index: from ``ANN_MIN_ROWS`` live rows, in the search that first
 needs it; from ``BACKGROUND_ROWS`` on, in a background thread, while searches rank
 exactly (or with the previous index, when a grown store retrains), so no search or
-write waits for a large build. A write starts it only with ``WRITE_BUILDS`` (off:
-the next search does). The thread reads the mirror in slices under its lock
+write waits for a large build. A write starts it with ``WRITE_BUILDS`` (on; off:
+the next search does). A grown store's retrain splits the serving index's lists
+(``vector/split.py``, ``SPLIT_RETRAINS``). The thread reads the mirror in slices under its lock
 (``mirror.LiveRows``), and once its index is filled goes on assigning the rows
 written meanwhile to its lists in ``CATCH_UP_ROUNDS`` rounds; then the next search
 or write adopts it (the previous index is dropped) and maintains at once (a store
@@ -77,14 +78,18 @@ SIDE_SHARE = 4
 """The serving index's keys held beside faiss (``ivf.Side``) are stored in faiss
 once they are more than a ``1 / SIDE_SHARE`` of its entries (``AnnBuilds.settle``)."""
 CATCH_UP_ROUNDS = 2
-WRITE_BUILDS = False
+WRITE_BUILDS = True
 """Whether a write that brings the live rows past ``BACKGROUND_ROWS`` (or a store 4x
-past its index's training) starts the build or retrain itself. Off: the first
-search after the write does, as before. On a 2-core machine a build beside a fast
-bulk load cost the writer 12-41% of its rate (the build's CPU, the GIL, the mirror's
-lock) and still did not finish before a 1M load did (``bench/README.md``, "No cliff
-after a bulk load"); the rows the writer hands over and the tail assigner of an
-existing index are kept either way."""
+past its index's training) starts the build or retrain itself. On: a bulk load
+builds its first index at 120,000 rows beside the writer and retrains it by
+splitting its lists (``vector/split.py``) at 4x, so that the searches right after a
+1M load use an index trained on about half the rows (first-200 p95 8.5-17.9 ms
+against 122-317 ms with it off, 1M rounds on 2 shared cores). The writer pays for
+the second core's work: the process spends about 13 s more CPU during a 1M load
+and the add rate fell by about a third in those rounds (``bench/README.md``, "No
+cliff after a bulk load", fourth pass). Off: the first search after the write
+starts the build, and ranks exactly while it runs. A load below ``BACKGROUND_ROWS``
+starts no build either way."""
 """Rounds in which a background build adds the rows written while it ran."""
 
 
