@@ -83,10 +83,10 @@ WRITE_BUILDS = True
 past its index's training) starts the build or retrain itself. On: a bulk load
 builds its first index at 120,000 rows beside the writer and retrains it by
 splitting its lists (``vector/split.py``) at 4x, so that the searches right after a
-1M load use an index trained on about half the rows (first-200 p95 8.5-17.9 ms
-against 122-317 ms with it off, 1M rounds on 2 shared cores). The writer pays for
-the second core's work: the process spends about 13 s more CPU during a 1M load
-and the add rate fell by about a third in those rounds (``bench/README.md``, "No
+1M load use an index trained on about half the rows (first-200 p95 6.5-17.9 ms,
+median 8.5, against 122-354 ms with it off; 1M rounds on 2 shared cores). The
+writer pays for the second core's work: the process spends about 13 s more CPU
+during a 1M load and the add rate fell by about a fifth in those rounds (``bench/README.md``, "No
 cliff after a bulk load", fourth pass). Off: the first search after the write
 starts the build, and ranks exactly while it runs. A load below ``BACKGROUND_ROWS``
 starts no build either way."""
