@@ -13,6 +13,11 @@ peak counter reset through ``/proc/self/clear_refs``), at the end of the first 2
 searches (``peak_rss_first_mb``) and at the end (``peak_rss_mb``).
 
     python bench/bulk_follow.py --n 200000
+    python bench/bulk_follow.py --n 1000000 --write-builds   # writes start builds
+
+``--write-builds`` / ``--no-write-builds`` set ``builds.WRITE_BUILDS`` (writes start
+the index's builds and retrains in the background during the load); without
+either, the tree's default holds.
 """
 
 from __future__ import annotations
@@ -132,7 +137,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=200_000)
     ap.add_argument("--batch", type=int, default=10_000)
+    ap.add_argument("--write-builds", action="store_true", help="writes start index builds")
+    ap.add_argument("--no-write-builds", action="store_true", help="writes start none")
     args = ap.parse_args()
+    if args.write_builds or args.no_write_builds:
+        from oam_core.store.sqlite.vector import builds
+
+        builds.WRITE_BUILDS = bool(args.write_builds)
     print(json.dumps(run(args.n, args.batch)))
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from oam_core import SQLiteMemoryStore
-from oam_core.store.sqlite.vector import builds, feed, ivf, tail
+from oam_core.store.sqlite.vector import builds, feed, ivf, split, tail
 from oam_core.store.sqlite.vector.mirror import Mirror
 from tests.small_index import brute_force, ids
 
@@ -173,17 +173,25 @@ def test_rows_above_the_index_are_ranked_exactly_until_the_tail_thread_adds_them
 
 
 def _held_builds(monkeypatch: pytest.MonkeyPatch, hold_from: int) -> threading.Event:
-    """Hold every background build of a source of at least ``hold_from`` live rows
-    at its start until the returned event is set."""
+    """Hold every background build (from scratch or a split of the serving
+    index's lists) of a source of at least ``hold_from`` live rows at its start
+    until the returned event is set."""
     release = threading.Event()
     build = ivf.Ann._build.__func__  # type: ignore[attr-defined]
+    by_split = split.split
 
     def held(cls: Any, faiss: Any, source: Any, rng: Any, halt: Any) -> Any:
         if source.live_count() >= hold_from:
             release.wait(60)
         return build(cls, faiss, source, rng, halt)
 
+    def held_split(faiss: Any, old: Any, rows: Any, source: Any, rng: Any, halt: Any) -> Any:
+        if source.live_count() >= hold_from:
+            release.wait(60)
+        return by_split(faiss, old, rows, source, rng, halt)
+
     monkeypatch.setattr(ivf.Ann, "_build", classmethod(held))
+    monkeypatch.setattr(split, "split", held_split)
     return release
 
 
@@ -206,17 +214,18 @@ def test_writes_below_background_rows_leave_the_build_to_the_first_search(
         store.close()
 
 
-def test_by_default_a_bulk_write_past_background_rows_leaves_the_build_to_a_search(
+def test_without_write_builds_a_bulk_write_past_background_rows_leaves_the_build_to_a_search(
     tmp_path: Path,
 ) -> None:
-    """Without ``write_builds`` (the default) a write past ``background_rows`` feeds
-    the mirror and starts no build; the next search starts it in the background and
-    ranks exactly meanwhile."""
+    """Without ``write_builds`` (on by default) a write past ``background_rows``
+    feeds the mirror and starts no build; the next search starts it in the
+    background and ranks exactly meanwhile."""
     path = tmp_path / "s.db"
     store = open_store(path)
     index = store._impl.index
     index.background_rows = 500
-    assert index.builds.write_builds is False
+    assert index.builds.write_builds is builds.WRITE_BUILDS is True
+    index.builds.write_builds = False
     try:
         add(store, 0, 1_200)
         assert index.builds.thread is None and index.ann is None and index.mirror.n == 1_200
@@ -240,10 +249,10 @@ def test_an_index_adopted_by_a_search_of_an_unchanged_store_retrains_a_grown_one
     filled, release = threading.Event(), threading.Event()
     catch_up = builds.AnnBuilds._catch_up
 
-    def held(self: builds.AnnBuilds, built: ivf.Ann) -> None:
+    def held(self: builds.AnnBuilds, built: ivf.Ann, *rest: Any) -> None:
         filled.set()  # its faiss part holds the rows it started with
         release.wait(60)
-        catch_up(self, built)
+        catch_up(self, built, *rest)
 
     monkeypatch.setattr(builds.AnnBuilds, "_catch_up", held)
     path = tmp_path / "s.db"
@@ -368,11 +377,11 @@ CHILD = textwrap.dedent(
     import sys, threading
     import numpy as np
     from oam_core import SQLiteMemoryStore
-    from oam_core.store.sqlite.vector import builds, ivf, ranking
+    from oam_core.store.sqlite.vector import builds, ivf, ranking, split
     builds.ANN_MIN_ROWS, builds.BACKGROUND_ROWS, ranking.EXACT_MAX = 8, 8, 4
     builds.WRITE_BUILDS = True
     start, stop, batch, hold_from = map(int, sys.argv[2:6])
-    build = ivf.Ann._build.__func__
+    build, by_split = ivf.Ann._build.__func__, split.split
 
     def say(line):  # one write per line: the build thread's line never splits another
         sys.stdout.write(line + "\\n")
@@ -384,7 +393,14 @@ CHILD = textwrap.dedent(
             threading.Event().wait()  # the parent kills the process here
         return build(cls, faiss, source, rng, halt)
 
+    def held_split(faiss, old, rows, source, rng, halt):
+        if source.live_count() >= hold_from:
+            say("building")
+            threading.Event().wait()
+        return by_split(faiss, old, rows, source, rng, halt)
+
     ivf.Ann._build = classmethod(held)
+    split.split = held_split
     store = SQLiteMemoryStore(sys.argv[1], vector_dim=8)
     for a in range(start, stop, batch):
         b = min(a + batch, stop)

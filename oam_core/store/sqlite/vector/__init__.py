@@ -17,6 +17,7 @@ One module per job, inner ones first:
 - ``mirror``: the arrays (vectors, keys, scope and type codes, expiry, validity
   windows, live rows);
 - ``ranking``: the candidate rows of a search and the nearest records among them;
+- ``split``: a grown store's retrain, splitting the serving index's lists;
 - ``tail``: the rows written after the ANN index took rows in, assigned to its lists
   in a background thread;
 - ``saving``: writing the index file from a background thread while searches go on;

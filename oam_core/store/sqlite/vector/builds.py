@@ -5,8 +5,9 @@ written with the mirror to the index file (``vector/file.py``).
 Building the ANN index: from ``ANN_MIN_ROWS`` live rows, in the search that first
 needs it; from ``BACKGROUND_ROWS`` on, in a background thread, while searches rank
 exactly (or with the previous index, when a grown store retrains), so no search or
-write waits for a large build. A write starts it only with ``WRITE_BUILDS`` (off:
-the next search does). The thread reads the mirror in slices under its lock
+write waits for a large build. A write starts it with ``WRITE_BUILDS`` (on; off:
+the next search does). A grown store's retrain splits the serving index's lists
+(``vector/split.py``, ``SPLIT_RETRAINS``). The thread reads the mirror in slices under its lock
 (``mirror.LiveRows``), and once its index is filled goes on assigning the rows
 written meanwhile to its lists in ``CATCH_UP_ROUNDS`` rounds; then the next search
 or write adopts it (the previous index is dropped) and maintains at once (a store
@@ -27,12 +28,13 @@ large faiss indexes.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from oam_core.errors import InvalidArgumentError
-from oam_core.store.sqlite.vector import ivf, threads
+from oam_core.store.sqlite.vector import ivf, split, threads
 from oam_core.store.sqlite.vector import tail as tails
 from oam_core.store.sqlite.vector.file import IndexFile
 from oam_core.store.sqlite.vector.ivf import CALIBRATION_QUERIES, Ann
@@ -45,6 +47,7 @@ __all__ = [
     "BACKGROUND_ROWS",
     "REBUILD_GROWTH",
     "RECHECK_GROWTH",
+    "SPLIT_RETRAINS",
     "WRITE_BUILDS",
     "AnnBuilds",
 ]
@@ -57,6 +60,11 @@ BACKGROUND_ROWS = 120_000
 2-core machine; 7 s was measured inline at 200k, too long for one search)."""
 REBUILD_GROWTH = 4
 """Retrain the ANN index when the live rows grow past this multiple of its training."""
+SPLIT_RETRAINS = True
+"""A grown store's retrain splits the serving index's lists (``vector/split.py``:
+each row compared with its own list's children only) instead of training every
+list from scratch; a retrain after a failed recall check, or of an index not yet
+coded from its file, builds from scratch."""
 RECHECK_GROWTH = 1.25
 """Check the ANN index's recall on the rows added since its training whenever the
 live rows grew by this factor since the last check (``AnnBuilds.check_recall``)."""
@@ -70,15 +78,26 @@ SIDE_SHARE = 4
 """The serving index's keys held beside faiss (``ivf.Side``) are stored in faiss
 once they are more than a ``1 / SIDE_SHARE`` of its entries (``AnnBuilds.settle``)."""
 CATCH_UP_ROUNDS = 2
-WRITE_BUILDS = False
+WRITE_BUILDS = True
 """Whether a write that brings the live rows past ``BACKGROUND_ROWS`` (or a store 4x
-past its index's training) starts the build or retrain itself. Off: the first
-search after the write does, as before. On a 2-core machine a build beside a fast
-bulk load cost the writer 12-41% of its rate (the build's CPU, the GIL, the mirror's
-lock) and still did not finish before a 1M load did (``bench/README.md``, "No cliff
-after a bulk load"); the rows the writer hands over and the tail assigner of an
-existing index are kept either way."""
+past its index's training) starts the build or retrain itself. On: a bulk load
+builds its first index at 120,000 rows beside the writer and retrains it by
+splitting its lists (``vector/split.py``) at 4x, so that the searches right after a
+1M load use an index trained on about half the rows (first-200 p95 6.5-17.9 ms,
+median 8.5, against 122-354 ms with it off; 1M rounds on 2 shared cores). The
+writer pays for the second core's work: the process spends about 13 s more CPU
+during a 1M load and the add rate fell by about a fifth in those rounds (``bench/README.md``, "No
+cliff after a bulk load", fourth pass). Off: the first search after the write
+starts the build, and ranks exactly while it runs. A load below ``BACKGROUND_ROWS``
+starts no build either way."""
 """Rounds in which a background build adds the rows written while it ran."""
+
+
+Lister = Callable[[ivf.FloatArray, ivf.IntArray], ivf.IntArray]
+"""Finds the lists of rows ``(mat, pks)`` in an index (``AnnBuilds._catch_up``)."""
+Maker = tuple[Callable[[Callable[[], bool]], Ann | None], Callable[[Ann], Lister]]
+"""A build's work (``AnnBuilds._maker``): the build given its stop test, and the
+``Lister`` of its catch-up given the built index."""
 
 
 class UpTo:
@@ -295,20 +314,17 @@ class AnnBuilds:
             )
             self.ann_min_rows = NEVER
             return
-        source = LiveRows(self.mirror)
         rng = np.random.default_rng(0)
+        make = self._maker(faiss, rng, background=background)
         if background:
             self._stop.clear()
             self.thread = threading.Thread(
-                target=self._run,
-                args=(faiss, UpTo(self.mirror, self.mirror.hwm), rng),
-                name="oam-vector-index",
-                daemon=True,
+                target=self._run, args=(faiss, make), name="oam-vector-index", daemon=True
             )
             self.thread.start()
             return
         try:
-            ann = Ann.build(faiss, source, rng)
+            ann = make[0](lambda: False)
         except (MemoryError, RuntimeError) as exc:
             self._cannot_build(exc)
             return
@@ -318,17 +334,45 @@ class AnnBuilds:
         self.extend(ann)
         self.settle()
 
-    def _run(self, faiss: Any, source: UpTo, rng: np.random.Generator) -> None:
+    def _maker(self, faiss: Any, rng: np.random.Generator, *, background: bool) -> Maker:
+        """What a build runs: given its stop test, the index (a split of the serving
+        index with ``SPLIT_RETRAINS``, for a grown store's retrain of an index in
+        use and fully coded: its rows by list are copied here, under the store's
+        lock; else ``Ann.build``); and, given the built index, what finds the
+        lists of the rows its catch-up assigns (for a split, through the old
+        lists the serving index's tail assigner found). A background build reads
+        the rows up to the present key."""
+        m = self.mirror
+        source = UpTo(m, m.hwm) if background else LiveRows(m)
+        old, tail = self.ann, self.tail
+
+        def flat(built: Ann) -> Lister:
+            return lambda mat, pks: ivf.assign(built.index, ivf.encode(mat, built.scale))
+
+        if SPLIT_RETRAINS and old is not None and old.nprobe and old.unfilled is None:
+            own_tail = tail if tail is not None and tail.ann is old else None
+            finished = own_tail.finished if own_tail is not None else list
+            held = split.members(old, finished())
+
+            def lists(built: Ann) -> Lister:
+                if held.children is None:
+                    return flat(built)
+                return split.catch_up_lists(held, old, finished)
+
+            return (lambda stop: split.split(faiss, old, held, source, rng, stop)), lists
+        return (lambda stop: Ann.build(faiss, source, rng, stop=stop)), flat
+
+    def _run(self, faiss: Any, make: Maker) -> None:
         threads.background(faiss)
         try:
-            built = Ann.build(faiss, source, rng, stop=self._stop.is_set)
+            built = make[0](self._stop.is_set)
             if built is not None:
-                self._catch_up(built)
+                self._catch_up(built, make[1])
             self._built = built
         except (MemoryError, RuntimeError) as exc:
             self._built = exc
 
-    def _catch_up(self, built: Ann) -> None:
+    def _catch_up(self, built: Ann, lists_of: Callable[[Ann], Lister]) -> None:
         """Assign the rows written during the build to the lists of ``built`` (the
         build thread's own index) and hold them beside faiss (``ivf.Side``), up to
         the rows there are when each of ``CATCH_UP_ROUNDS`` rounds starts: a writer
@@ -339,12 +383,12 @@ class AnnBuilds:
         for _ in range(CATCH_UP_ROUNDS):
             with m.lock:
                 end = m.hwm
-            keys, lists = [], []
+            keys, lists, find = [], [], lists_of(built)
             while not self._stop.is_set() and built.hwm < end:
                 mat, pks, last = UpTo(m, end).rows_after(built.hwm, tails.TAIL_SLICE)
                 if len(pks):
                     keys.append(pks)
-                    lists.append(ivf.assign(built.index, ivf.encode(mat, built.scale)))
+                    lists.append(find(mat, pks))
                 del mat
                 built.hwm = max(built.hwm, last)
             if keys:

@@ -268,7 +268,7 @@ def _small_blas_blocks(faiss: Any) -> Iterator[None]:
         cvar.distance_compute_blas_query_bs = old
 
 
-def _slices(
+def slices(
     source: RowSource, limit: int, stop: Callable[[], bool]
 ) -> Iterator[tuple[FloatArray, IntArray, int]]:
     """Copies of the live rows of ``source`` in key order, ``limit`` rows looked at
@@ -492,7 +492,7 @@ class Ann:
         # size (faiss grows a list by doubling as entries arrive: ~1.4x the codes, and
         # the outgrown buffers stay in the heap).
         seen_pks, seen_lists = [], []
-        for mat, pks, _ in _slices(source, ADD_BATCH, stop):
+        for mat, pks, _ in slices(source, ADD_BATCH, stop):
             if len(pks):
                 seen_pks.append(pks)
                 seen_lists.append(assign(index, encode(mat, scale)).astype(np.int32))
@@ -506,7 +506,7 @@ class Ann:
         # Pass 2: add the rows to the lists found above; rows written since pass 1 are
         # assigned here, rows deleted since are not read again.
         after = 0
-        for mat, pks, last in _slices(source, ADD_BATCH, stop):
+        for mat, pks, last in slices(source, ADD_BATCH, stop):
             after = last
             coded = encode(mat, scale)
             lists = _lookup(known_pks, known_lists, pks)
@@ -531,7 +531,7 @@ class Ann:
         if not self.nprobe:
             return True  # not used: searches already rank exactly
         calibration = Calibration(queries, pks, self.scale)
-        for mat, got, _ in _slices(rows, CHECK_BATCH, lambda: False):
+        for mat, got, _ in slices(rows, CHECK_BATCH, lambda: False):
             calibration.observe(mat, got)
         return calibration.holds(self.index, rows, self.nprobe, self.oversample)
 

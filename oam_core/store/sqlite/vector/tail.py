@@ -133,6 +133,12 @@ class TailAssigner:
         ann.side = ann.side.merged(pks[order], lists[order])
         ann.hwm = max(ann.hwm, ready[-1][2])
 
+    def finished(self) -> list[tuple[IntArray, IntArray]]:
+        """``(keys, lists)`` of the rows assigned and not yet drained (copies of the
+        references: the arrays themselves are never changed)."""
+        with self._lock:
+            return [(pks, lists) for pks, lists, _ in self._ready]
+
     def stop(self) -> None:
         """Stop the thread at its next slice and wait for it; nothing more is added."""
         self._stop.set()
