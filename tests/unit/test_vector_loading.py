@@ -249,3 +249,47 @@ def test_a_store_dropped_without_close_stops_its_fill(
         assert not thread.is_alive()
     finally:
         release.set()
+
+
+def test_a_due_recall_check_does_not_make_the_first_search_wait_for_the_fill(
+    saved: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recall check reads every row; when one is due on a reopened store (it grew
+    since its index's last check) the first search used to fill the whole matrix
+    first (3 s at 300k rows). It now answers from the index while the fill goes on,
+    and a search after the fill runs the check."""
+    from oam_core.store.sqlite.vector import file, ivf
+
+    real_load = file.IndexFile.load
+
+    def load(self: file.IndexFile, *args: Any) -> Any:
+        snap = real_load(self, *args)
+        if snap is not None and snap.ann is not None:  # as if trained and checked on half
+            snap.ann.checked_on = 1
+            snap.ann.trained_hwm //= 2
+        return snap
+
+    monkeypatch.setattr(file.IndexFile, "load", load)
+    checks: list[int] = []
+    real_check = ivf.Ann.recall_holds
+
+    def counted(self: ivf.Ann, *args: Any) -> bool:
+        checks.append(1)
+        return real_check(self, *args)
+
+    monkeypatch.setattr(ivf.Ann, "recall_holds", counted)
+    release = held(monkeypatch)
+    store = open_store(saved)
+    try:
+        assert ids(store, QUERIES[0], 10) == exact(saved, QUERIES[0], 10)
+        index = store._impl.index
+        assert index.mirror.missing is not None  # the fill still runs (held)
+        assert index.builds.ann is not None and checks == []
+        release.set()
+        assert index.log.loader is not None and index.log.loader.thread is not None
+        index.log.loader.thread.join(30)
+        assert ids(store, QUERIES[1], 10) == exact(saved, QUERIES[1], 10)
+        assert index.mirror.missing is None and len(checks) == 1
+    finally:
+        release.set()
+        store.close()

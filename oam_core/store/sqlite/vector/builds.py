@@ -151,6 +151,8 @@ class AnnBuilds:
             last written (``write_when_covered``).
         writes: The index file's background writes (``saving.BackgroundWrite``):
             a built or adopted index is written by a thread, not by the search.
+        recheck_waits: A recall check was due while the matrix was still being
+            filled (``check_recall``): the first search after the fill runs it.
 
     Every method but the build thread's runs with the store's lock held.
     """
@@ -174,6 +176,7 @@ class AnnBuilds:
         self.thread: threading.Thread | None = None
         self.tail: TailAssigner | None = None
         self.unsaved = False
+        self.recheck_waits = False
         self._built: Ann | BaseException | None = None
         self._stop = threading.Event()
         self.writes = BackgroundWrite(mirror, file)
@@ -212,7 +215,12 @@ class AnnBuilds:
         """Once the live rows grew by ``RECHECK_GROWTH`` since the index's last
         check, test its recall on rows added since it was trained; when it falls
         short (they come from data its lists do not fit), rank exactly until a
-        retrained index is ready."""
+        retrained index is ready. Not while a build, an assigner or the fill of a
+        reopened store's matrix runs (the check reads every row): a later search does."""
+        if self.mirror.missing is not None:  # the fill runs: the next search after it
+            self.recheck_waits = live >= RECHECK_GROWTH * ann.checked_on
+            return
+        self.recheck_waits = False
         busy = self.thread is not None or self.tail is not None or len(ann.side) > 0
         if not ann.nprobe or busy or live < RECHECK_GROWTH * ann.checked_on:
             return

@@ -35,7 +35,7 @@ import numpy as np
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.sqlite.schema import vector_count
 from oam_core.store.sqlite.vector import assigned, ivf
-from oam_core.store.sqlite.vector.builds import REBUILD_GROWTH, RECHECK_GROWTH, AnnBuilds
+from oam_core.store.sqlite.vector.builds import REBUILD_GROWTH, AnnBuilds
 from oam_core.store.sqlite.vector.file import FORMAT_VERSION, SCOPES, IndexFile
 from oam_core.store.sqlite.vector.ivf import IntArray
 from oam_core.store.sqlite.vector.loading import VectorLoader
@@ -132,14 +132,12 @@ class ChangeLog:
 
     def _reads_vectors(self) -> bool:
         """Whether the maintenance after the first catch-up may read vectors of rows
-        the ANN index holds (a retraining or a recall check is due, ``builds.py``)."""
+        the ANN index holds (a retraining is due, ``builds.py``). A recall check that
+        is due waits for the fill instead (``AnnBuilds.check_recall``): it reads every
+        row, and a reopened store's first search must not wait for them."""
         ann, m = self.builds.ann, self.mirror
         live = m.n - m.n_dead
-        return (
-            ann is None
-            or live > REBUILD_GROWTH * ann.trained_on
-            or (bool(ann.nprobe) and live >= RECHECK_GROWTH * ann.checked_on)
-        )
+        return ann is None or live > REBUILD_GROWTH * ann.trained_on
 
     def _look_at_columns(self, conn: sqlite3.Connection) -> bool:
         """Whether the chunks have the window columns (``windows``), read again when

@@ -116,8 +116,8 @@ class VectorIndex:
                 self._adopt_finished()  # first: a grown store may retrain it at once
                 self.builds.maintain()
             return
-        if self._adopt_finished():
-            with self.mirror.lock:  # a store that grew meanwhile retrains at once
+        if self._adopt_finished() or (self.builds.recheck_waits and self.mirror.missing is None):
+            with self.mirror.lock:  # a grown store retrains at once; a deferred check runs
                 self.builds.maintain()
             return
         if self.builds.tail is not None and self.builds.tail_ready:  # rows assigned: add them
