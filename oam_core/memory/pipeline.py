@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import unicodedata
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -332,7 +333,7 @@ def _related_steps(job: PipelineJob, new: Sequence[PromptMessage]) -> Steps[list
     if store.embedder is None and strategy is not SearchStrategy.KEYWORD:
         return []  # such a store cannot rank text (store.search would refuse)
     query = truncate_tail("\n".join(m.content for m in new), _MAX_QUERY_TOKENS, marker="")
-    if not query.strip():
+    if _is_blank(query):
         return []
     found: list[tuple[Record, float]] = yield from call(
         store.search,
@@ -351,8 +352,14 @@ def _due(pending: Sequence[MessageRecord], frequency: int) -> bool:
     return len(pending) >= (frequency if frequency > 0 else 1)
 
 
+def _is_blank(text: str) -> bool:
+    """True for text a reader sees as empty: only whitespace and invisible format
+    characters (Unicode category Cf: zero-width space, BOM, joiners, direction marks)."""
+    return all(c.isspace() or unicodedata.category(c) == "Cf" for c in text)
+
+
 def _all_blank(records: Sequence[MessageRecord]) -> bool:
-    return all(not (r.content or "").strip() for r in records)
+    return all(_is_blank(r.content or "") for r in records)
 
 
 def _advance_steps(

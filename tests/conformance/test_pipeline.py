@@ -139,6 +139,17 @@ def test_empty_and_blank_input_never_call_the_llm(store: Any) -> None:
     assert _state(store)[EXTRACTION_STATE_KEY]["watermark"] == 1  # seq_no of the last
 
 
+@pytest.mark.parametrize("content", ["\u200b", "\ufeff", " \u200b\u200d\n\u2060\t"])
+def test_invisible_only_messages_count_as_blank(store: Any, content: str) -> None:
+    """docs/failure-modes.md#c19: zero-width spaces, a BOM and other invisible format
+    characters read as empty: no LLM call (extraction or summary), no memory."""
+    llm = ScriptedLlm(extraction=[memories_reply({"text": "invented"})])
+    thread = _thread(_client(store, llm), enable_context_summary=True)
+    thread.add_messages([{"role": "user", "content": content}])
+    assert llm.calls == [] and _memories(store) == []
+    assert _state(store)[EXTRACTION_STATE_KEY]["watermark"] == 0
+
+
 def test_no_llm_no_pipeline(store: Any) -> None:
     client = OracleAgentMemory(store=store, extract_memories=False)
     thread = _thread(client)
