@@ -354,11 +354,18 @@ def test_c23_a_wrongly_shaped_reply_is_unusable_counted_and_retried(store: Any, 
             ["real"],
         ),
         (memories_reply({"text": "real"}) + '\nNote: {"memories": [{"oops": 1}]}', ["real"]),
+        (
+            memories_reply({"text": "real"})
+            + '\nIf nothing were worth keeping I would answer {"memories": []}.',
+            ["real"],
+        ),
+        ('{"memories": []} or, fenced:\n```json\n{"memories": []}\n```', []),
     ],
-    ids=["empty-example-first", "example-first", "bad-trailer"],
+    ids=["empty-example-first", "example-first", "bad-trailer", "empty-after", "only-empty"],
 )
 def test_c24_the_last_value_that_fits_is_stored(store: Any, reply: str, stored: list[str]) -> None:
-    """docs/failure-modes.md#c24: an example object before the real answer never wins."""
+    """docs/failure-modes.md#c24: an example object before the real answer never wins, and
+    an empty value that fits wins only when no fitting value holds items."""
     llm = ScriptedLlm(extraction=[reply])
     _thread(_client(store, llm)).add_messages([{"role": "user", "content": "hello"}])
     assert [m.content for m in _memories(store)] == stored

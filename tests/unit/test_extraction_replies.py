@@ -221,6 +221,10 @@ def test_replies_without_a_usable_item_are_unusable(reply: str) -> None:
         (_one("usable") + ' then {"memories": [{"fact": "bad"}]}', ["usable"]),
         (_one("first") + " " + _one("second") + " " + _one("third"), ["third"]),
         ("```json\n" + _one("a") + "\n```\n```json\n" + _one("b") + "\n```", ["b"]),
+        # an empty value that fits wins only when no fitting value holds items
+        (_one("real") + ' If nothing were worth keeping: {"memories": []}', ["real"]),
+        (_one("a") + ' {"memories": []} ' + _one("b") + ' {"memories": []}', ["b"]),
+        ('{"memories": []} and again {"memories": []}', []),
     ],
     ids=[
         "empty-example-first",
@@ -230,6 +234,9 @@ def test_replies_without_a_usable_item_are_unusable(reply: str) -> None:
         "bad-after",
         "three",
         "two-fences",
+        "empty-after",
+        "empties-around",
+        "only-empties",
     ],
 )
 def test_the_last_value_that_fits_wins(reply: str, expected: list[str]) -> None:
