@@ -43,11 +43,13 @@ from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.extraction import (
     DELETE,
     EXTRACTION_PROMPT,
+    MAX_TEXT_CHARS_ASKED,
     RELATED_MEMORY_COUNT,
     UPDATE,
     ExtractedMemory,
     PromptMessage,
     extraction_schema,
+    items_asked,
     normalize_timestamp,
     parse_extraction_reply,
     render_extraction_prompt,
@@ -490,7 +492,11 @@ def _extraction_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Ou
         sources,
         prompt,
         extraction_schema([r.id for r in related[:shown]], new_messages=len(sources)),
-        parse_extraction_reply,
+        functools.partial(
+            parse_extraction_reply,
+            max_items=items_asked(len(sources)),
+            max_text_chars=MAX_TEXT_CHARS_ASKED,
+        ),
     )
     if memories is None:
         return _Outcome.FAILED

@@ -432,12 +432,44 @@ def test_repaired_reply_is_used(store: Any) -> None:
     assert (memory.record_type, memory.content) == ("preference", "Ana likes tea")
 
 
-def test_more_than_100_memories_are_truncated_with_a_warning(store: Any) -> None:
-    reply = memories_reply(*({"text": f"fact number {i}"} for i in range(130)))
-    llm = ScriptedLlm(extraction=[reply])
-    with pytest.warns(MemoryPipelineWarning, match="130 memories"):
-        _thread(_client(store, llm)).add_messages([{"role": "user", "content": "lots"}])
-    assert len(_memories(store)) == 100
+def test_items_beyond_the_schemas_max_items_are_dropped_with_a_warning(store: Any) -> None:
+    """The schema sent for two new messages allows 6 items: a runaway reply of 130
+    keeps the first 6, and an item whose text is over the schema's 300 characters is
+    dropped (one warning each); the rest of the reply is kept."""
+    items = [{"text": f"fact number {i:03d}"} for i in range(130)]
+    items[1] = {"text": "z" * 301}
+    llm = ScriptedLlm(extraction=[memories_reply(*items)])
+    thread = _thread(_client(store, llm))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        thread.add_messages([{"role": "user", "content": "lots"}, {"role": "user", "content": "x"}])
+    said = [str(w.message) for w in caught if issubclass(w.category, MemoryPipelineWarning)]
+    assert len(said) == 2
+    assert "130 memories" in said[0] and "keeping the first 6" in said[0]
+    assert "item 1 dropped" in said[1] and "301 characters" in said[1]
+    assert [m.content for m in _memories(store)] == [
+        f"fact number {i:03d}" for i in (0, 2, 3, 4, 5)
+    ]
+    schema = llm.calls[0][2]
+    assert schema is not None and schema["properties"]["memories"]["maxItems"] == 6
+
+
+def test_a_reply_whose_items_are_all_too_long_is_unusable(store: Any) -> None:
+    """Every item over the schema's maxLength: not "0 memories, done" but unusable and
+    retried (docs/failure-modes.md#c23)."""
+    runaway = memories_reply(*({"text": "z" * 2000} for _ in range(3)))
+    good = memories_reply({"text": "Ana is vegetarian", "record_type": "fact"})
+    llm = ScriptedLlm(extraction=[runaway, good])
+    thread = _thread(_client(store, llm))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        thread.add_messages([{"role": "user", "content": "I am vegetarian"}])
+    said = [str(w.message) for w in caught]
+    assert len(said) == 4 and all("2000 characters" in m for m in said[:3])
+    assert "none of its items is usable" in said[3]
+    assert _memories(store) == [] and _state(store)[EXTRACTION_STATE_KEY]["attempts"] == 1
+    thread.add_messages([{"role": "user", "content": "hi"}])
+    assert [m.content for m in _memories(store)] == ["Ana is vegetarian"]
 
 
 def test_watermark_survives_reopening_the_store(

@@ -270,6 +270,37 @@ def test_more_than_the_cap_is_cut_with_a_warning() -> None:
     assert [m.text for m in memories] == [f"t{i}" for i in range(MAX_MEMORIES_PER_PASS)]
 
 
+def test_the_sent_schemas_bounds_are_enforced_item_by_item() -> None:
+    """max_items / max_text_chars are the schema's maxItems and text maxLength: the
+    first max_items items are kept, an ADD or UPDATE text over the bound is dropped,
+    a DELETE's ignored text is not checked."""
+    items = [
+        {"text": "short", "record_type": "fact"},
+        {"text": "y" * 11, "record_type": "fact", "decision": "UPDATE", "target_id": "m1"},
+        {"text": "y" * 50, "record_type": "fact", "decision": "DELETE", "target_id": "m2"},
+        {"text": "exactly10!", "record_type": "fact"},
+        {"text": "beyond", "record_type": "fact"},
+    ]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        memories = parse_extraction_reply(
+            json.dumps({"memories": items}), max_items=4, max_text_chars=10
+        )
+    said = [str(w.message) for w in caught]
+    assert [(m.decision, m.text[:5]) for m in memories] == [
+        ("ADD", "short"),
+        ("DELETE", "yyyyy"),
+        ("ADD", "exact"),
+    ]
+    assert len(said) == 2 and "5 memories" in said[0] and "first 4" in said[0]
+    assert "item 1 dropped" in said[1] and "11 characters" in said[1]
+    with (
+        pytest.warns(MemoryPipelineWarning, match="item 0 dropped"),
+        pytest.raises(UnusableReplyError, match="none of its items is usable"),
+    ):
+        parse_extraction_reply(json.dumps({"memories": items[1:2]}), max_text_chars=10)
+
+
 @given(st.lists(st.text(min_size=1, max_size=30), max_size=20))
 def test_topics_are_normalized_in_order(values: list[str]) -> None:
     topics = normalize_topics(values)
