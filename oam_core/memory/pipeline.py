@@ -631,7 +631,7 @@ def _summary_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Outco
         sources,
         prompt,
         summary_schema(),
-        parse_summary_reply,
+        functools.partial(parse_summary_reply, previous=previous),
     )
     if summary is None:
         return _Outcome.FAILED

@@ -577,6 +577,20 @@ def test_running_summary_is_incremental_and_feeds_card_and_extraction(searchable
     assert thread.get_summary().content == "Ana plans a trip to Lisbon in March."
 
 
+def test_a_summary_reply_without_topics_keeps_the_threads_topics(store: Any) -> None:
+    llm = ScriptedLlm(
+        summary=[
+            json.dumps({"summary": "Ana plans a trip.", "topics": ["travel", "lisbon"]}),
+            json.dumps({"summary": "Ana booked March."}),
+        ]
+    )
+    thread = _thread(_client(store, llm), enable_context_summary=True)
+    thread.add_messages([{"role": "user", "content": "I want to travel to Lisbon"}])
+    thread.add_messages([{"role": "user", "content": "I booked March"}])
+    assert thread.get_summary().content == "Ana booked March."
+    assert thread.get_context_card().topics == ["travel", "lisbon"]
+
+
 def test_summary_frequency(store: Any) -> None:
     llm = ScriptedLlm()
     thread = _thread(

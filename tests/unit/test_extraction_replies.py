@@ -338,6 +338,16 @@ def test_summary_replies() -> None:
     assert parse_summary_reply('{"summary": "only"}') == RunningSummary("only", ())
 
 
+def test_a_summary_reply_without_topics_keeps_the_previous_topics() -> None:
+    """The summary is updated incrementally: a reply that leaves ``topics`` out keeps
+    the previous ones; an explicit empty list clears them."""
+    before = RunningSummary("Ana plans a trip.", ("travel", "food"))
+    kept = parse_summary_reply('{"summary": "Ana booked Rome."}', previous=before)
+    assert kept == RunningSummary("Ana booked Rome.", ("travel", "food"))
+    cleared = parse_summary_reply('{"summary": "x", "topics": []}', previous=before)
+    assert cleared == RunningSummary("x", ())
+
+
 def _msg(i: int, text: str) -> PromptMessage:
     return PromptMessage(f"id{i}", "user", "2024-01-01T00:00:00+00:00", text)
 
