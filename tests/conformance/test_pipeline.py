@@ -689,6 +689,28 @@ def test_memory_extraction_config_is_accepted_and_persisted(store: Any) -> None:
     client.close()
 
 
+def test_a_config_that_only_bounds_llm_calls_combines_with_extraction_off(store: Any) -> None:
+    """``llm_call_timeout`` also bounds query rewriting (docs/context-card.md), so a
+    config that sets only it is no vote for extraction: ``extract_memories=False``
+    beside it holds, on the client and on a thread."""
+    config = MemoryExtractionConfig(llm_call_timeout=5)
+    llm = ScriptedLlm()
+    client = _client(
+        store, llm, extract_memories=False, query_rewrite=True, memory_extraction_config=config
+    )
+    assert client.extract_memories is False and client.llm_call_timeout == 5
+    thread = _thread(client)
+    assert thread.extract_memories is False and thread.llm_call_timeout == 5
+    other = client.create_thread(
+        thread_id="t2", extract_memories=False, memory_extraction_config=config
+    )
+    assert other.extract_memories is False and other.llm_call_timeout == 5
+    on = _client(store, llm, memory_extraction_config=config)
+    assert on.extract_memories is True
+    other.add_messages([{"role": "user", "content": "I like tea"}])
+    assert llm.calls == []
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
