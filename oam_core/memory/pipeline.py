@@ -528,10 +528,11 @@ def _said_at(sources: Sequence[MessageRecord]) -> str | None:
 
 
 def _successor_start(given: str | None, target: Record, said_at: str | None) -> str | None:
-    """When an ``UPDATE``'s new memory starts holding: the item's ``valid_from``, unless
-    that is not later than the start of the memory it replaces (a model's wrong or
-    too early date), then when the last source message was said, as for an item
-    without a date (docs/memory-pipeline.md#update-decisions)."""
+    """When an ``UPDATE``'s new memory starts holding, or when a ``DELETE`` ends its
+    target: the item's ``valid_from``, unless that is not later than the start of the
+    target (a model's wrong or too early date, which would erase the target's whole
+    history), then when the last source message was said, as for an item without a
+    date (docs/memory-pipeline.md#update-decisions)."""
     start = given or said_at
     if given is None or target.valid_from is None:
         return start
@@ -550,7 +551,9 @@ def _memory_rows(
     A new memory's ``timestamp`` is the item's event time, else the last source
     message's; its ``valid_from`` is the item's, else when the last source message was
     said (not the event time: "Ana flies to Lisbon in May" holds from when it was
-    said). A ``DELETE`` ends its target at the item's ``valid_from``, else then too.
+    said). A ``DELETE`` ends its target at the item's ``valid_from``, else then too;
+    an ``UPDATE`` or ``DELETE`` dated no later than its target's start is dated when
+    the last source message was said (``_successor_start``).
     """
     source_ids = [r.id for r in sources]
     inherited = _inherited_metadata(sources)
@@ -572,7 +575,7 @@ def _memory_rows(
                 reason = memory.reason or f"updated by a newer memory: {memory.text[:200]}"
                 changes.append(VersionChange("supersede", target.id, memory_id, reason=reason))
         elif decision.action == DELETE and target is not None:
-            when = memory.valid_from or said_at
+            when = _successor_start(memory.valid_from, target, said_at)
             changes.append(
                 VersionChange(
                     "invalidate",
