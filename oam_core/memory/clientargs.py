@@ -65,7 +65,11 @@ class Extraction:
                 "memory_extraction_config must be a MemoryExtractionConfig, "
                 f"got {type(config).__name__}"
             )
-        wanted = check_bool(config.extract_memories, "memory_extraction_config.extract_memories")
+        wanted = (
+            extract
+            if config.extract_memories is None
+            else check_bool(config.extract_memories, "memory_extraction_config.extract_memories")
+        )
         if extract is not None and extract != wanted:
             raise InvalidArgumentError(
                 f"extract_memories={extract} contradicts memory_extraction_config"

@@ -26,7 +26,11 @@ class MemoryExtractionConfig:
     """Whether and how memories are extracted from thread messages.
 
     Args:
-        extract_memories: Run automatic extraction (then an LLM is required).
+        extract_memories: Run automatic extraction (then an LLM is required). None
+            (the default): not chosen here, so a config that only sets the mode or
+            ``llm_call_timeout`` (which also bounds query rewriting) combines with
+            ``extract_memories=False``; with nothing else given, extraction runs
+            (a client) or follows the client (a thread).
         extraction_mode: ``MemoryExtractionMode`` (default ``INLINE``).
         llm_call_timeout: Seconds one LLM call of the pipeline (extraction, summary,
             shortening) may take; a call that overruns fails its pass like any LLM
@@ -37,7 +41,7 @@ class MemoryExtractionConfig:
         ValueError: for a ``llm_call_timeout`` that is not None or a number > 0.
     """
 
-    extract_memories: bool = True
+    extract_memories: bool | None = None
     extraction_mode: MemoryExtractionMode = MemoryExtractionMode.INLINE
     llm_call_timeout: float | None = DEFAULT_LLM_CALL_TIMEOUT
 

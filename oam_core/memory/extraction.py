@@ -23,7 +23,7 @@ import jsonschema.validators
 from oam_core.apis.records import MEMORY_TYPES, Record
 from oam_core.apis.timestamps import normalize_timestamp as stored_form
 from oam_core.memory.diagnostics import pipeline_warning
-from oam_core.memory.jsonrepair import parse_json_reply
+from oam_core.memory.jsonrepair import UnusableReplyError, parse_json_reply
 from oam_core.memory.summary import RunningSummary
 from oam_core.memory.templates import load_prompt
 from oam_core.memory.tokens import tokens_for_chars
@@ -35,6 +35,7 @@ __all__ = [
     "DELETE",
     "EXTRACTION_PROMPT",
     "MAX_MEMORIES_PER_PASS",
+    "MAX_TEXT_CHARS_ASKED",
     "NOOP",
     "RELATED_MEMORY_COUNT",
     "UPDATE",
@@ -42,6 +43,7 @@ __all__ = [
     "PromptMessage",
     "extraction_schema",
     "item_schema",
+    "items_asked",
     "normalize_timestamp",
     "parse_extraction_reply",
     "render_extraction_prompt",
@@ -62,6 +64,8 @@ MAX_ITEMS_ASKED = 20
 """``maxItems`` of the reply schema: the most items one reply may hold."""
 ITEMS_ASKED_PER_MESSAGE = 3
 """Items the reply schema allows per new message (up to ``MAX_ITEMS_ASKED``)."""
+MAX_TEXT_CHARS_ASKED = 300
+"""``maxLength`` of an item's ``text`` in the reply schema (characters)."""
 MAX_REASON_CHARS = 500
 """Longest ``reason`` kept (characters); longer ones are cut."""
 
@@ -151,9 +155,7 @@ def extraction_schema(target_ids: Sequence[str] = (), new_messages: int = 0) -> 
         new_messages: How many new messages the prompt holds (``<= 0``: no per-message
             bound, ``MAX_ITEMS_ASKED``).
     """
-    max_items = MAX_ITEMS_ASKED
-    if new_messages > 0:
-        max_items = min(MAX_ITEMS_ASKED, ITEMS_ASKED_PER_MESSAGE * new_messages)
+    max_items = items_asked(new_messages)
     ids = list(dict.fromkeys(target_ids))
     target: dict[str, Any] = (
         {"type": ["string", "null"], "enum": [*ids, None]} if ids else {"type": "null"}
@@ -174,16 +176,25 @@ def extraction_schema(target_ids: Sequence[str] = (), new_messages: int = 0) -> 
     }
 
 
+def items_asked(new_messages: int) -> int:
+    """The ``maxItems`` the reply schema sends for a prompt of ``new_messages`` new
+    messages: ``ITEMS_ASKED_PER_MESSAGE`` each, at most ``MAX_ITEMS_ASKED`` (``<= 0``:
+    ``MAX_ITEMS_ASKED``)."""
+    if new_messages <= 0:
+        return MAX_ITEMS_ASKED
+    return min(MAX_ITEMS_ASKED, ITEMS_ASKED_PER_MESSAGE * new_messages)
+
+
 def _item_shape(
     decisions: Sequence[str], target: dict[str, Any], text_bounds: dict[str, int]
 ) -> dict[str, Any]:
     """One item shape of ``extraction_schema``: ``decisions`` allowed, ``text`` a
-    string bounded by ``text_bounds`` and 300 characters."""
+    string bounded by ``text_bounds`` and ``MAX_TEXT_CHARS_ASKED`` characters."""
     properties: dict[str, Any] = {
         "reason": {"type": "string", "maxLength": 200},
         "decision": {"type": "string", "enum": list(decisions)},
         "target_id": target,
-        "text": {"type": "string", **text_bounds, "maxLength": 300},
+        "text": {"type": "string", **text_bounds, "maxLength": MAX_TEXT_CHARS_ASKED},
         "record_type": {"type": "string", "enum": sorted(MEMORY_TYPES)},
         "timestamp": {"type": ["string", "null"], "maxLength": 40},
         "valid_from": {"type": ["string", "null"], "maxLength": 40},
@@ -394,7 +405,7 @@ def normalize_timestamp(value: object) -> str | None:
         return None
 
 
-def _item_problem(item: Any) -> str | None:
+def _item_problem(item: Any, max_text_chars: int | None) -> str | None:
     """Why ``item`` (already normalized) cannot be used, or None when it can."""
     validator = _validator()
     error = jsonschema.exceptions.best_match(validator.iter_errors(item))
@@ -403,6 +414,10 @@ def _item_problem(item: Any) -> str | None:
         return f"{where}: {error.message}" if where else error.message
     if _stores_text(item) and not _clean(item["text"])[:MAX_MEMORY_CHARS].strip():
         return "its text is blank once control characters are removed"
+    if _stores_text(item) and max_text_chars is not None:
+        length = len(_clean(item["text"]))
+        if length > max_text_chars:
+            return f"its text has {length} characters, more than the {max_text_chars} its schema allows"
     return None
 
 
@@ -421,7 +436,9 @@ def _optional_text(value: Any, limit: int) -> str | None:
     return text or None
 
 
-def parse_extraction_reply(text: str) -> list[ExtractedMemory]:
+def parse_extraction_reply(
+    text: str, *, max_items: int = MAX_MEMORIES_PER_PASS, max_text_chars: int | None = None
+) -> list[ExtractedMemory]:
     """Turn the model's reply into validated items (docs/memory-pipeline.md#update-decisions).
 
     Repairs what ``parse_json_reply`` can (code fences, prose around the JSON, bad
@@ -435,18 +452,35 @@ def parse_extraction_reply(text: str) -> list[ExtractedMemory]:
     other items are kept. Within a kept item an unparsable ``timestamp`` or
     ``valid_from`` becomes None, a missing or null ``decision`` is ``ADD`` (replies of
     the older shape without decisions still work), a blank ``target_id`` is None.
-    More than ``MAX_MEMORIES_PER_PASS`` items are cut to that many with a warning.
-    Whether a decision's target was shown, and repeated texts, are checked later
+    The bounds of the schema sent are enforced: items beyond ``max_items`` are dropped
+    (the first ``max_items`` kept) with one warning, and an ``ADD`` or ``UPDATE`` item
+    whose cleaned ``text`` is longer than ``max_text_chars`` is dropped with one
+    warning (a runaway reply, not a memory); without ``max_text_chars`` longer texts
+    are cut to ``MAX_MEMORY_CHARS``. Whether a decision's target was shown, and repeated texts, are checked later
     (``memory/decisions.py``), against the memories the prompt showed.
+
+    Args:
+        text: The model's reply.
+        max_items: The ``maxItems`` of the schema sent (``items_asked``); at least 1.
+        max_text_chars: The ``maxLength`` of ``text`` in the schema sent
+            (``MAX_TEXT_CHARS_ASKED``), or None for no such bound.
 
     Raises:
         UnusableReplyError: when no JSON value of the reply fits ``reply_schema``
-            (no usable JSON, or items none of which is usable).
+            (no usable JSON, or items none of which is usable), or when every item
+            is dropped (over the bounds above, or blank once cleaned).
     """
     data = parse_json_reply(text, schema=reply_schema(), normalize=_normalize_reply)
+    items = data["memories"]
+    if len(items) > max_items:
+        pipeline_warning(
+            f"the model returned {len(items)} memories in one pass, more than the "
+            f"{max_items} its schema allows; keeping the first {max_items}"
+        )
+        items = items[:max_items]
     memories: list[ExtractedMemory] = []
-    for index, item in enumerate(data["memories"]):
-        problem = _item_problem(item)
+    for index, item in enumerate(items):
+        problem = _item_problem(item, max_text_chars)
         if problem is not None:
             pipeline_warning(f"extraction reply item {index} dropped: {problem}")
             continue
@@ -461,10 +495,8 @@ def parse_extraction_reply(text: str) -> list[ExtractedMemory]:
                 valid_from=normalize_timestamp(item.get("valid_from")),
             )
         )
-    if len(memories) > MAX_MEMORIES_PER_PASS:
-        pipeline_warning(
-            f"the model returned {len(memories)} memories in one pass; keeping the first "
-            f"{MAX_MEMORIES_PER_PASS}"
+    if items and not memories:
+        raise UnusableReplyError(
+            "unusable model reply: none of its items is usable (warned above)", text
         )
-        memories = memories[:MAX_MEMORIES_PER_PASS]
     return memories

@@ -24,9 +24,13 @@ How a reply is read, in order:
    None (they are not JSON).
 6. Without a ``schema`` the first value of the expected type is the answer. With one
    (the schema the prompt asked for), every complete value is a candidate and the
-   *last* one that validates wins (``jsonschema``): models often show an example
-   (``Example: {"memories": []}``) before the real answer. A reply whose values all
-   fail the schema is unusable, with the validation error in the message.
+   *last* one that validates and holds at least one item wins (``jsonschema``):
+   models often show an example (``Example: {"memories": []}``) before the real
+   answer, or an empty one after it ("if nothing were worth keeping I would answer
+   ``{"memories": []}``"). An empty value that fits (every member an empty array,
+   object or string, or null) wins only when no fitting value holds items. A reply
+   whose values all fail the schema is unusable, with the validation error in the
+   message.
 
 Why ``json_repair`` behind these guards rather than alone: it is well kept and repairs
 much more than this module would, but given prose it invents structure ("I think
@@ -100,7 +104,8 @@ def parse_json_reply(
         allow_incomplete: When True, JSON cut off before its closing bracket is
             closed by ``json_repair`` instead of refused.
         schema: A JSON schema the answer must fit; then the last complete value
-            that fits wins (module docstring, step 6).
+            that fits and holds items wins, else the last empty one that fits
+            (module docstring, step 6).
         normalize: Applied to each candidate before it is validated (e.g. folding
             the case of an enum value); its result is what is returned.
 
@@ -127,12 +132,18 @@ def parse_json_reply(
     else:
         validator = _validator(json.dumps(schema, sort_keys=True))
         problem = ""
+        fitting: list[Any] = []
         for value in reversed(candidates):
             shaped = normalize(value) if normalize is not None else value
             error = jsonschema.exceptions.best_match(validator.iter_errors(shaped))
-            if error is None:
+            if error is not None:
+                problem = problem or f"{error.json_path}: {error.message}"
+            elif not _is_empty(shaped):
                 return shaped
-            problem = problem or f"{error.json_path}: {error.message}"
+            else:
+                fitting.append(shaped)
+        if fitting:
+            return fitting[0]  # the last fitting value; every fitting value is empty
         if candidates:
             raise _unusable(f"its JSON does not fit the reply schema ({problem})", text)
     names = " or ".join(t.__name__ for t in (expect if isinstance(expect, tuple) else (expect,)))
@@ -156,6 +167,16 @@ def _candidates(
             if not every:
                 break
     return found, False
+
+
+def _is_empty(value: Any) -> bool:
+    """True for a value that holds no items: an empty array or object, or an object
+    whose every member is an empty array, object or string, or null (``{"memories": []}``)."""
+    if isinstance(value, dict):
+        return all(
+            v is None or (isinstance(v, (list, dict, str)) and not v) for v in value.values()
+        )
+    return isinstance(value, list) and not value
 
 
 def _unusable(problem: str, text: str) -> UnusableReplyError:

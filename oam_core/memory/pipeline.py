@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import unicodedata
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -42,11 +43,13 @@ from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.extraction import (
     DELETE,
     EXTRACTION_PROMPT,
+    MAX_TEXT_CHARS_ASKED,
     RELATED_MEMORY_COUNT,
     UPDATE,
     ExtractedMemory,
     PromptMessage,
     extraction_schema,
+    items_asked,
     normalize_timestamp,
     parse_extraction_reply,
     render_extraction_prompt,
@@ -332,7 +335,7 @@ def _related_steps(job: PipelineJob, new: Sequence[PromptMessage]) -> Steps[list
     if store.embedder is None and strategy is not SearchStrategy.KEYWORD:
         return []  # such a store cannot rank text (store.search would refuse)
     query = truncate_tail("\n".join(m.content for m in new), _MAX_QUERY_TOKENS, marker="")
-    if not query.strip():
+    if _is_blank(query):
         return []
     found: list[tuple[Record, float]] = yield from call(
         store.search,
@@ -351,8 +354,14 @@ def _due(pending: Sequence[MessageRecord], frequency: int) -> bool:
     return len(pending) >= (frequency if frequency > 0 else 1)
 
 
+def _is_blank(text: str) -> bool:
+    """True for text a reader sees as empty: only whitespace and invisible format
+    characters (Unicode category Cf: zero-width space, BOM, joiners, direction marks)."""
+    return all(c.isspace() or unicodedata.category(c) == "Cf" for c in text)
+
+
 def _all_blank(records: Sequence[MessageRecord]) -> bool:
-    return all(not (r.content or "").strip() for r in records)
+    return all(_is_blank(r.content or "") for r in records)
 
 
 def _advance_steps(
@@ -483,7 +492,11 @@ def _extraction_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Ou
         sources,
         prompt,
         extraction_schema([r.id for r in related[:shown]], new_messages=len(sources)),
-        parse_extraction_reply,
+        functools.partial(
+            parse_extraction_reply,
+            max_items=items_asked(len(sources)),
+            max_text_chars=MAX_TEXT_CHARS_ASKED,
+        ),
     )
     if memories is None:
         return _Outcome.FAILED
@@ -515,10 +528,11 @@ def _said_at(sources: Sequence[MessageRecord]) -> str | None:
 
 
 def _successor_start(given: str | None, target: Record, said_at: str | None) -> str | None:
-    """When an ``UPDATE``'s new memory starts holding: the item's ``valid_from``, unless
-    that is not later than the start of the memory it replaces (a model's wrong or
-    too early date), then when the last source message was said, as for an item
-    without a date (docs/memory-pipeline.md#update-decisions)."""
+    """When an ``UPDATE``'s new memory starts holding, or when a ``DELETE`` ends its
+    target: the item's ``valid_from``, unless that is not later than the start of the
+    target (a model's wrong or too early date, which would erase the target's whole
+    history), then when the last source message was said, as for an item without a
+    date (docs/memory-pipeline.md#update-decisions)."""
     start = given or said_at
     if given is None or target.valid_from is None:
         return start
@@ -537,7 +551,9 @@ def _memory_rows(
     A new memory's ``timestamp`` is the item's event time, else the last source
     message's; its ``valid_from`` is the item's, else when the last source message was
     said (not the event time: "Ana flies to Lisbon in May" holds from when it was
-    said). A ``DELETE`` ends its target at the item's ``valid_from``, else then too.
+    said). A ``DELETE`` ends its target at the item's ``valid_from``, else then too;
+    an ``UPDATE`` or ``DELETE`` dated no later than its target's start is dated when
+    the last source message was said (``_successor_start``).
     """
     source_ids = [r.id for r in sources]
     inherited = _inherited_metadata(sources)
@@ -559,7 +575,7 @@ def _memory_rows(
                 reason = memory.reason or f"updated by a newer memory: {memory.text[:200]}"
                 changes.append(VersionChange("supersede", target.id, memory_id, reason=reason))
         elif decision.action == DELETE and target is not None:
-            when = memory.valid_from or said_at
+            when = _successor_start(memory.valid_from, target, said_at)
             changes.append(
                 VersionChange(
                     "invalidate",
@@ -618,7 +634,7 @@ def _summary_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Outco
         sources,
         prompt,
         summary_schema(),
-        parse_summary_reply,
+        functools.partial(parse_summary_reply, previous=previous),
     )
     if summary is None:
         return _Outcome.FAILED

@@ -99,7 +99,8 @@ def render_summary_prompt(
 def reply_schema() -> dict[str, Any]:
     """The schema a summary reply must fit (``jsonschema``): ``summary_schema``
     without its length and count bounds (texts are cut to ``MAX_SUMMARY_CHARS``,
-    topics to ``MAX_TOPICS``); ``topics`` may be omitted; extra keys are ignored."""
+    topics to ``MAX_TOPICS``); ``topics`` may be omitted (the previous topics are
+    kept, ``parse_summary_reply``); extra keys are ignored."""
     return {
         "type": "object",
         "properties": {
@@ -110,10 +111,17 @@ def reply_schema() -> dict[str, Any]:
     }
 
 
-def parse_summary_reply(text: str) -> RunningSummary:
+def parse_summary_reply(text: str, previous: RunningSummary | None = None) -> RunningSummary:
     """Validate the model's ``{"summary", "topics"}`` reply against ``reply_schema``
     (repairing what ``parse_json_reply`` can; of several JSON values, the last that
-    fits is used).
+    fits and holds items is used).
+
+    The update is incremental: a reply without ``topics`` keeps the topics of
+    ``previous`` (none without one); ``"topics": []`` clears them.
+
+    Args:
+        text: The model's reply.
+        previous: The thread's summary before this pass, or None.
 
     Raises:
         UnusableReplyError: when no value of the reply fits, or the summary is
@@ -123,4 +131,6 @@ def parse_summary_reply(text: str) -> RunningSummary:
     body = _SURROGATES.sub("", data["summary"]).strip()[:MAX_SUMMARY_CHARS]
     if not body:
         raise UnusableReplyError("the reply has no summary text", text)
-    return RunningSummary(body, normalize_topics(data.get("topics") or []))
+    if "topics" not in data:
+        return RunningSummary(body, previous.topics if previous is not None else ())
+    return RunningSummary(body, normalize_topics(data["topics"]))

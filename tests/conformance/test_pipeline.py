@@ -139,6 +139,17 @@ def test_empty_and_blank_input_never_call_the_llm(store: Any) -> None:
     assert _state(store)[EXTRACTION_STATE_KEY]["watermark"] == 1  # seq_no of the last
 
 
+@pytest.mark.parametrize("content", ["\u200b", "\ufeff", " \u200b\u200d\n\u2060\t"])
+def test_invisible_only_messages_count_as_blank(store: Any, content: str) -> None:
+    """docs/failure-modes.md#c19: zero-width spaces, a BOM and other invisible format
+    characters read as empty: no LLM call (extraction or summary), no memory."""
+    llm = ScriptedLlm(extraction=[memories_reply({"text": "invented"})])
+    thread = _thread(_client(store, llm), enable_context_summary=True)
+    thread.add_messages([{"role": "user", "content": content}])
+    assert llm.calls == [] and _memories(store) == []
+    assert _state(store)[EXTRACTION_STATE_KEY]["watermark"] == 0
+
+
 def test_no_llm_no_pipeline(store: Any) -> None:
     client = OracleAgentMemory(store=store, extract_memories=False)
     thread = _thread(client)
@@ -343,11 +354,18 @@ def test_c23_a_wrongly_shaped_reply_is_unusable_counted_and_retried(store: Any, 
             ["real"],
         ),
         (memories_reply({"text": "real"}) + '\nNote: {"memories": [{"oops": 1}]}', ["real"]),
+        (
+            memories_reply({"text": "real"})
+            + '\nIf nothing were worth keeping I would answer {"memories": []}.',
+            ["real"],
+        ),
+        ('{"memories": []} or, fenced:\n```json\n{"memories": []}\n```', []),
     ],
-    ids=["empty-example-first", "example-first", "bad-trailer"],
+    ids=["empty-example-first", "example-first", "bad-trailer", "empty-after", "only-empty"],
 )
 def test_c24_the_last_value_that_fits_is_stored(store: Any, reply: str, stored: list[str]) -> None:
-    """docs/failure-modes.md#c24: an example object before the real answer never wins."""
+    """docs/failure-modes.md#c24: an example object before the real answer never wins, and
+    an empty value that fits wins only when no fitting value holds items."""
     llm = ScriptedLlm(extraction=[reply])
     _thread(_client(store, llm)).add_messages([{"role": "user", "content": "hello"}])
     assert [m.content for m in _memories(store)] == stored
@@ -414,12 +432,44 @@ def test_repaired_reply_is_used(store: Any) -> None:
     assert (memory.record_type, memory.content) == ("preference", "Ana likes tea")
 
 
-def test_more_than_100_memories_are_truncated_with_a_warning(store: Any) -> None:
-    reply = memories_reply(*({"text": f"fact number {i}"} for i in range(130)))
-    llm = ScriptedLlm(extraction=[reply])
-    with pytest.warns(MemoryPipelineWarning, match="130 memories"):
-        _thread(_client(store, llm)).add_messages([{"role": "user", "content": "lots"}])
-    assert len(_memories(store)) == 100
+def test_items_beyond_the_schemas_max_items_are_dropped_with_a_warning(store: Any) -> None:
+    """The schema sent for two new messages allows 6 items: a runaway reply of 130
+    keeps the first 6, and an item whose text is over the schema's 300 characters is
+    dropped (one warning each); the rest of the reply is kept."""
+    items = [{"text": f"fact number {i:03d}"} for i in range(130)]
+    items[1] = {"text": "z" * 301}
+    llm = ScriptedLlm(extraction=[memories_reply(*items)])
+    thread = _thread(_client(store, llm))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        thread.add_messages([{"role": "user", "content": "lots"}, {"role": "user", "content": "x"}])
+    said = [str(w.message) for w in caught if issubclass(w.category, MemoryPipelineWarning)]
+    assert len(said) == 2
+    assert "130 memories" in said[0] and "keeping the first 6" in said[0]
+    assert "item 1 dropped" in said[1] and "301 characters" in said[1]
+    assert [m.content for m in _memories(store)] == [
+        f"fact number {i:03d}" for i in (0, 2, 3, 4, 5)
+    ]
+    schema = llm.calls[0][2]
+    assert schema is not None and schema["properties"]["memories"]["maxItems"] == 6
+
+
+def test_a_reply_whose_items_are_all_too_long_is_unusable(store: Any) -> None:
+    """Every item over the schema's maxLength: not "0 memories, done" but unusable and
+    retried (docs/failure-modes.md#c23)."""
+    runaway = memories_reply(*({"text": "z" * 2000} for _ in range(3)))
+    good = memories_reply({"text": "Ana is vegetarian", "record_type": "fact"})
+    llm = ScriptedLlm(extraction=[runaway, good])
+    thread = _thread(_client(store, llm))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        thread.add_messages([{"role": "user", "content": "I am vegetarian"}])
+    said = [str(w.message) for w in caught]
+    assert len(said) == 4 and all("2000 characters" in m for m in said[:3])
+    assert "none of its items is usable" in said[3]
+    assert _memories(store) == [] and _state(store)[EXTRACTION_STATE_KEY]["attempts"] == 1
+    thread.add_messages([{"role": "user", "content": "hi"}])
+    assert [m.content for m in _memories(store)] == ["Ana is vegetarian"]
 
 
 def test_watermark_survives_reopening_the_store(
@@ -527,6 +577,20 @@ def test_running_summary_is_incremental_and_feeds_card_and_extraction(searchable
     assert thread.get_summary().content == "Ana plans a trip to Lisbon in March."
 
 
+def test_a_summary_reply_without_topics_keeps_the_threads_topics(store: Any) -> None:
+    llm = ScriptedLlm(
+        summary=[
+            json.dumps({"summary": "Ana plans a trip.", "topics": ["travel", "lisbon"]}),
+            json.dumps({"summary": "Ana booked March."}),
+        ]
+    )
+    thread = _thread(_client(store, llm), enable_context_summary=True)
+    thread.add_messages([{"role": "user", "content": "I want to travel to Lisbon"}])
+    thread.add_messages([{"role": "user", "content": "I booked March"}])
+    assert thread.get_summary().content == "Ana booked March."
+    assert thread.get_context_card().topics == ["travel", "lisbon"]
+
+
 def test_summary_frequency(store: Any) -> None:
     llm = ScriptedLlm()
     thread = _thread(
@@ -623,6 +687,28 @@ def test_memory_extraction_config_is_accepted_and_persisted(store: Any) -> None:
     )
     assert off.extract_memories is False
     client.close()
+
+
+def test_a_config_that_only_bounds_llm_calls_combines_with_extraction_off(store: Any) -> None:
+    """``llm_call_timeout`` also bounds query rewriting (docs/context-card.md), so a
+    config that sets only it is no vote for extraction: ``extract_memories=False``
+    beside it holds, on the client and on a thread."""
+    config = MemoryExtractionConfig(llm_call_timeout=5)
+    llm = ScriptedLlm()
+    client = _client(
+        store, llm, extract_memories=False, query_rewrite=True, memory_extraction_config=config
+    )
+    assert client.extract_memories is False and client.llm_call_timeout == 5
+    thread = _thread(client)
+    assert thread.extract_memories is False and thread.llm_call_timeout == 5
+    other = client.create_thread(
+        thread_id="t2", extract_memories=False, memory_extraction_config=config
+    )
+    assert other.extract_memories is False and other.llm_call_timeout == 5
+    on = _client(store, llm, memory_extraction_config=config)
+    assert on.extract_memories is True
+    other.add_messages([{"role": "user", "content": "I like tea"}])
+    assert llm.calls == []
 
 
 @pytest.mark.parametrize(

@@ -255,6 +255,32 @@ def test_an_update_dated_before_the_memory_it_replaces_starts_at_the_message_tim
     assert [r.content for r, _ in then] == ["Ana lives in Berlin"]
 
 
+@pytest.mark.parametrize("given", ["1990-01-01", "2024-03-01T09:00:00Z"], ids=["before", "same"])
+def test_a_delete_dated_no_later_than_its_target_ends_it_at_the_message_time(
+    searchable: Any, given: str
+) -> None:
+    """A ``DELETE`` whose ``valid_from`` is not later than its target's start would
+    leave a zero-length window (the memory never held, gone from ``as_of`` searches):
+    like an ``UPDATE``, it ends the target when the message was said."""
+    llm = ScriptedLlm(
+        extraction=[
+            reply(item("Ana lives in Lisbon")),
+            reply(item(None, "DELETE", "Ana lives in Lisbon", valid_from=given)),
+        ]
+    )
+    thread = _thread(searchable, llm)
+    _say(thread, "I live in Lisbon", "2024-03-01T09:00:00Z")
+    _say(thread, "I no longer live in Lisbon", "2024-06-01T09:00:00Z")
+    lisbon = _memories(searchable)["Ana lives in Lisbon"]
+    assert _at(lisbon.valid_from) == _utc(2024, 3, 1, 9)
+    assert _at(lisbon.valid_until) == _utc(2024, 6, 1, 9)
+    then = searchable.search(
+        "where does Ana live", k=10, record_types={"fact"}, as_of="2024-04-01T00:00:00Z"
+    )
+    assert [r.content for r, _ in then] == ["Ana lives in Lisbon"]
+    assert _current(searchable, "where does Ana live") == []
+
+
 def test_a_reversed_preference_and_a_dropped_fact(searchable: Any) -> None:
     llm = ScriptedLlm(
         extraction=[

@@ -221,6 +221,10 @@ def test_replies_without_a_usable_item_are_unusable(reply: str) -> None:
         (_one("usable") + ' then {"memories": [{"fact": "bad"}]}', ["usable"]),
         (_one("first") + " " + _one("second") + " " + _one("third"), ["third"]),
         ("```json\n" + _one("a") + "\n```\n```json\n" + _one("b") + "\n```", ["b"]),
+        # an empty value that fits wins only when no fitting value holds items
+        (_one("real") + ' If nothing were worth keeping: {"memories": []}', ["real"]),
+        (_one("a") + ' {"memories": []} ' + _one("b") + ' {"memories": []}', ["b"]),
+        ('{"memories": []} and again {"memories": []}', []),
     ],
     ids=[
         "empty-example-first",
@@ -230,6 +234,9 @@ def test_replies_without_a_usable_item_are_unusable(reply: str) -> None:
         "bad-after",
         "three",
         "two-fences",
+        "empty-after",
+        "empties-around",
+        "only-empties",
     ],
 )
 def test_the_last_value_that_fits_wins(reply: str, expected: list[str]) -> None:
@@ -261,6 +268,37 @@ def test_more_than_the_cap_is_cut_with_a_warning() -> None:
     with pytest.warns(MemoryPipelineWarning, match=f"{MAX_MEMORIES_PER_PASS + 7} memories"):
         memories = parse_extraction_reply(reply)
     assert [m.text for m in memories] == [f"t{i}" for i in range(MAX_MEMORIES_PER_PASS)]
+
+
+def test_the_sent_schemas_bounds_are_enforced_item_by_item() -> None:
+    """max_items / max_text_chars are the schema's maxItems and text maxLength: the
+    first max_items items are kept, an ADD or UPDATE text over the bound is dropped,
+    a DELETE's ignored text is not checked."""
+    items = [
+        {"text": "short", "record_type": "fact"},
+        {"text": "y" * 11, "record_type": "fact", "decision": "UPDATE", "target_id": "m1"},
+        {"text": "y" * 50, "record_type": "fact", "decision": "DELETE", "target_id": "m2"},
+        {"text": "exactly10!", "record_type": "fact"},
+        {"text": "beyond", "record_type": "fact"},
+    ]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        memories = parse_extraction_reply(
+            json.dumps({"memories": items}), max_items=4, max_text_chars=10
+        )
+    said = [str(w.message) for w in caught]
+    assert [(m.decision, m.text[:5]) for m in memories] == [
+        ("ADD", "short"),
+        ("DELETE", "yyyyy"),
+        ("ADD", "exact"),
+    ]
+    assert len(said) == 2 and "5 memories" in said[0] and "first 4" in said[0]
+    assert "item 1 dropped" in said[1] and "11 characters" in said[1]
+    with (
+        pytest.warns(MemoryPipelineWarning, match="item 0 dropped"),
+        pytest.raises(UnusableReplyError, match="none of its items is usable"),
+    ):
+        parse_extraction_reply(json.dumps({"memories": items[1:2]}), max_text_chars=10)
 
 
 @given(st.lists(st.text(min_size=1, max_size=30), max_size=20))
@@ -298,6 +336,16 @@ def test_summary_replies() -> None:
     example_first = 'e.g. {"summary": "example", "topics": []} -> ' + reply
     assert parse_summary_reply(example_first).summary == "Ana plans a trip."
     assert parse_summary_reply('{"summary": "only"}') == RunningSummary("only", ())
+
+
+def test_a_summary_reply_without_topics_keeps_the_previous_topics() -> None:
+    """The summary is updated incrementally: a reply that leaves ``topics`` out keeps
+    the previous ones; an explicit empty list clears them."""
+    before = RunningSummary("Ana plans a trip.", ("travel", "food"))
+    kept = parse_summary_reply('{"summary": "Ana booked Rome."}', previous=before)
+    assert kept == RunningSummary("Ana booked Rome.", ("travel", "food"))
+    cleared = parse_summary_reply('{"summary": "x", "topics": []}', previous=before)
+    assert cleared == RunningSummary("x", ())
 
 
 def _msg(i: int, text: str) -> PromptMessage:
