@@ -6,35 +6,18 @@ answers the 503 page with the library's message and "try again", never a bare
 from __future__ import annotations
 
 import logging
-import re
 import sqlite3
-from html import unescape
 from pathlib import Path
 
 import httpx
 import pytest
+from _html import hidden, page_text
 from _seed import EMBEDDER
 from starlette.testclient import TestClient
 
 from oam_core import OracleAgentMemory
 from oam_core.service.web.app import create_app
 from tests.pgload import pg_module
-
-
-def _text(html: str) -> str:
-    return unescape(" ".join(re.sub(r"<[^>]+>", " ", html).split()))
-
-
-def _csrf(html: str) -> str:
-    match = re.search(r'name="csrf_token" value="([0-9a-f]{64})"', html)
-    assert match, html
-    return match.group(1)
-
-
-def _based_on(html: str) -> str:
-    match = re.search(r'name="based_on" value="([0-9a-f]{64})"', html)
-    assert match, html
-    return match.group(1)
 
 
 def _seed(url: str) -> str:
@@ -46,7 +29,7 @@ def _seed(url: str) -> str:
 
 
 def _assert_unavailable(response: httpx.Response, title: str, says: str) -> None:
-    text = _text(response.text)
+    text = page_text(response.text)
     assert response.status_code == 503, text[:500]
     assert title in text and says in text and "Try again" in text, text
     assert response.headers["retry-after"] == "5"
@@ -62,7 +45,7 @@ def test_writes_while_another_process_holds_the_write_lock_are_the_busy_page(
     memory_id = _seed(str(path))
     with TestClient(create_app(str(path), embedder=EMBEDDER), base_url="http://127.0.0.1") as c:
         form_page = c.get("/memory/update", params={"id": memory_id}).text
-        token, based_on = _csrf(form_page), _based_on(form_page)
+        token, based_on = hidden(form_page, "csrf_token"), hidden(form_page, "based_on")
         holder = sqlite3.connect(path, isolation_level=None)
         holder.execute("BEGIN IMMEDIATE")  # another writer, as a long `oam import`
         try:
@@ -99,7 +82,7 @@ def test_every_page_is_the_unavailable_page_when_the_postgres_server_is_gone(
     try:
         memory_id = _seed(url)
         with TestClient(create_app(url, embedder=EMBEDDER), base_url="http://127.0.0.1") as c:
-            token = _csrf(c.get("/memory/delete", params={"id": memory_id}).text)
+            token = hidden(c.get("/memory/delete", params={"id": memory_id}).text, "csrf_token")
             assert c.get("/memories").status_code == 200
             server.cleanup()  # stops the server
             with caplog.at_level(logging.ERROR):

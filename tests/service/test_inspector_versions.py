@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from html import unescape
 
 import pytest
+from _html import hidden, page_text
 from _seed import EMBEDDER
 from starlette.testclient import TestClient
 
@@ -46,22 +47,6 @@ def client(chain: Chain) -> Iterator[TestClient]:
         yield c
 
 
-def _text(html: str) -> str:
-    return unescape(" ".join(re.sub(r"<[^>]+>", " ", html).split()))
-
-
-def _csrf(html: str) -> str:
-    match = re.search(r'name="csrf_token" value="([0-9a-f]{64})"', html)
-    assert match, html
-    return match.group(1)
-
-
-def _based_on(html: str) -> str:
-    match = re.search(r'name="based_on" value="([0-9a-f]{64})"', html)
-    assert match, html
-    return match.group(1)
-
-
 def _textarea(html: str) -> str:
     match = re.search(r"<textarea[^>]*>(.*?)</textarea>", html, re.S)
     assert match, html
@@ -83,20 +68,20 @@ def test_a_correction_over_a_text_changed_meanwhile_is_refused_showing_it(
         "id": chain.car,
         "content": "Alice has a blue car",
         "reason": "repainted",
-        "csrf_token": _csrf(form_page.text),
-        "based_on": _based_on(form_page.text),
+        "csrf_token": hidden(form_page.text, "csrf_token"),
+        "based_on": hidden(form_page.text, "based_on"),
     }
     refused = client.post("/memory/update", data=form)
     assert refused.status_code == 409
-    assert "changed by another writer" in _text(refused.text)
-    assert "Alice has a dark red car" in _text(refused.text.split("<textarea")[0])
+    assert "changed by another writer" in page_text(refused.text)
+    assert "Alice has a dark red car" in page_text(refused.text.split("<textarea")[0])
     assert _textarea(refused.text).strip() == "Alice has a blue car"  # the person's text kept
     with _open(chain.url) as memory:
         [only] = memory.get_memory_history(chain.car)
         assert only.content == "Alice has a dark red car" and only.valid_until is None
     without = client.post("/memory/update", data={k: v for k, v in form.items() if k != "based_on"})
     assert without.status_code == 409
-    again = {**form, "based_on": _based_on(refused.text)}
+    again = {**form, "based_on": hidden(refused.text, "based_on")}
     saved = client.post("/memory/update", data=again, follow_redirects=False)
     assert saved.status_code == 303
     with _open(chain.url) as memory:
@@ -107,18 +92,18 @@ def test_a_correction_over_a_text_changed_meanwhile_is_refused_showing_it(
 def test_a_memory_page_shows_its_window_and_history(client: TestClient, chain: Chain) -> None:
     page = client.get("/memory", params={"id": chain.porto})
     assert page.status_code == 200
-    text = _text(page.text).split("History")[1]
+    text = page_text(page.text).split("History")[1]
     assert text.index("Alice lives in Lisbon") < text.index("Alice lives in Porto (this memory)")
     assert "superseded : moved north" in text or "superseded: moved north" in text
     assert "holds now" in text
     with _open(chain.url) as memory:
         old = memory.store.get("memory", chain.lisbon)
         assert old is not None and old.valid_until is not None
-    assert f"until {old.valid_until}" in _text(page.text)
+    assert f"until {old.valid_until}" in page_text(page.text)
     lisbon = client.get("/memory", params={"id": chain.lisbon}).text
     assert "Correct…" not in lisbon and "Invalidate…" not in lisbon  # not current
     assert "Correct…" in page.text and "Invalidate…" in page.text
-    single = _text(client.get("/memory", params={"id": chain.car}).text)
+    single = page_text(client.get("/memory", params={"id": chain.car}).text)
     assert "Valid always" in single and "has one version" in single
 
 
@@ -127,12 +112,12 @@ def test_correcting_a_memory_writes_a_new_version_after_the_checks(
 ) -> None:
     form_page = client.get("/memory/update", params={"id": chain.porto})
     assert form_page.status_code == 200 and "Alice lives in Porto" in form_page.text
-    token = _csrf(form_page.text)
+    token = hidden(form_page.text, "csrf_token")
     form = {
         "id": chain.porto,
         "content": "Alice lives in Berlin",
         "reason": "moved abroad",
-        "based_on": _based_on(form_page.text),
+        "based_on": hidden(form_page.text, "based_on"),
     }
     assert client.post("/memory/update", data=form).status_code == 403
     assert client.post("/memory/update", data={**form, "csrf_token": "0" * 64}).status_code == 403
@@ -154,7 +139,7 @@ def test_correcting_a_memory_writes_a_new_version_after_the_checks(
         assert history[1].metadata["$agent_memory"]["reason"] == "moved abroad"
     stale = client.post("/memory/update", data={**form, "csrf_token": token})
     assert stale.status_code == 400 and "memory_id" in stale.text
-    based_on = _based_on(client.get("/memory/update", params={"id": new_id}).text)
+    based_on = hidden(client.get("/memory/update", params={"id": new_id}).text, "based_on")
     blank = {"id": new_id, "content": "  ", "csrf_token": token, "based_on": based_on}
     assert client.post("/memory/update", data=blank).status_code == 400
     missing = client.post(
@@ -166,7 +151,7 @@ def test_correcting_a_memory_writes_a_new_version_after_the_checks(
 def test_invalidating_a_memory_after_the_checks(client: TestClient, chain: Chain) -> None:
     form_page = client.get("/memory/invalidate", params={"id": chain.car})
     assert form_page.status_code == 200 and "Alice has a red car" in form_page.text
-    token = _csrf(form_page.text)
+    token = hidden(form_page.text, "csrf_token")
     form = {"id": chain.car, "reason": "sold it"}
     assert client.post("/memory/invalidate", data=form).status_code == 403
     cross = client.post(
@@ -187,7 +172,7 @@ def test_invalidating_a_memory_after_the_checks(client: TestClient, chain: Chain
         assert record is not None and record.valid_until is not None
         assert record.metadata is not None
         assert record.metadata["$agent_memory"]["reason"] == "sold it"
-    page = _text(client.get("/memory", params={"id": chain.car}).text)
+    page = page_text(client.get("/memory", params={"id": chain.car}).text)
     assert "invalidated" in page and "Invalidated : sold it" in page
     again = client.post("/memory/invalidate", data={**form, "csrf_token": token})
     assert again.status_code == 409
@@ -223,8 +208,8 @@ def test_a_correction_sent_with_crlf_line_ends_is_stored_with_lf(
     form = {
         "id": multi,
         "content": "\r\nCars:\r\n- blue",
-        "csrf_token": _csrf(form_page.text),
-        "based_on": _based_on(form_page.text),
+        "csrf_token": hidden(form_page.text, "csrf_token"),
+        "based_on": hidden(form_page.text, "based_on"),
     }
     saved = client.post("/memory/update", data=form, follow_redirects=False)
     assert saved.status_code == 303
