@@ -78,6 +78,7 @@ SIDE_SHARE = 4
 """The serving index's keys held beside faiss (``ivf.Side``) are stored in faiss
 once they are more than a ``1 / SIDE_SHARE`` of its entries (``AnnBuilds.settle``)."""
 CATCH_UP_ROUNDS = 2
+"""Rounds in which a background build adds the rows written while it ran."""
 WRITE_BUILDS = True
 """Whether a write that brings the live rows past ``BACKGROUND_ROWS`` (or a store 4x
 past its index's training) starts the build or retrain itself. On: a bulk load
@@ -90,7 +91,6 @@ during a 1M load and the add rate fell by about a fifth in those rounds (``bench
 cliff after a bulk load", fourth pass). Off: the first search after the write
 starts the build, and ranks exactly while it runs. A load below ``BACKGROUND_ROWS``
 starts no build either way."""
-"""Rounds in which a background build adds the rows written while it ran."""
 
 
 Lister = Callable[[ivf.FloatArray, ivf.IntArray], ivf.IntArray]
