@@ -9,6 +9,7 @@ Every distance it returns is a ``fusion.Distance``, which says what it measures.
 from __future__ import annotations
 
 import builtins
+import itertools
 import math
 import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -471,10 +472,20 @@ def tied_ranks(
 def evidence(lists: Sequence[Sequence[tuple[Hashable, float]]]) -> dict[Hashable, object]:
     """Per key of ``lists``, its value in each list (None where absent): two records
     tie in one list only when every list scored them alike (the same text), not when
-    one list's scores happen to meet (two turns of equal BM25)."""
+    one list's scores happen to meet (two turns of equal BM25). Only keys tied in
+    some list are given (``tied_ranks`` asks for no other): most searches have none,
+    and then no list is read twice."""
+    tied = {
+        key
+        for lst in lists
+        for (a, x), (b, y) in itertools.pairwise(lst)
+        if x == y
+        for key in (a, b)
+    }
+    if not tied:
+        return {}
     found = [dict(lst) for lst in lists]
-    keys = {key for lst in lists for key, _ in lst}
-    return {key: tuple(f.get(key) for f in found) for key in keys}
+    return {key: tuple(f.get(key) for f in found) for key in tied}
 
 
 def signal_ranks(
