@@ -76,6 +76,8 @@ class VectorLoader:
         self._conn_lock = threading.Lock()
         self._stop = threading.Event()
         self._readers = 0  # searches reading rows themselves: the thread waits for them
+        # `+=` is not atomic where threads run at once (free-threaded builds)
+        self._readers_lock = threading.Lock()
         _LOADERS.add(self)
 
     def start(self, lo: int, hi: int) -> None:
@@ -195,11 +197,13 @@ class VectorLoader:
         """Chunk keys and unit vectors of the vector chunks of ``keys``, by key; the
         thread starts no batch meanwhile (on 2 busy cores, 4,300 rows at 1M took
         0.2-0.8 s beside it, 0.1 s alone)."""
-        self._readers += 1
+        with self._readers_lock:
+            self._readers += 1
         try:
             return self._read_rows(keys)
         finally:
-            self._readers -= 1
+            with self._readers_lock:
+                self._readers -= 1
 
     def _read_rows(self, keys: IntArray) -> tuple[IntArray, FloatArray]:
         got: list[tuple[int, bytes]] = []
