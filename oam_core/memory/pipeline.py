@@ -582,6 +582,7 @@ def _memory_rows(
                     target.id,
                     at=parse_iso_timestamp(when) if when else None,
                     reason=memory.reason or "no longer true",
+                    follow_head=True,
                 )
             )
     batches = []

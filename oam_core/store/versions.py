@@ -69,6 +69,10 @@ class VersionChange:
         at: When the target stops holding (aware UTC); None: the successor's
             ``valid_from``, else the store clock's now.
         reason: Why, kept in the target's reserved metadata; None for none.
+        follow_head: For ``invalidate``: when the target was replaced meanwhile,
+            end the current head of its chain instead (an extraction ``DELETE`` of
+            a memory another writer updated since the prompt showed it, as a
+            ``supersede`` always does); False (``invalidate_memory``): leave it.
     """
 
     kind: Literal["supersede", "invalidate"]
@@ -76,6 +80,7 @@ class VersionChange:
     successor_id: str | None = None
     at: datetime | None = None
     reason: str | None = None
+    follow_head: bool = False
 
 
 # -- inside a transaction -----------------------------------------------------------
@@ -133,7 +138,8 @@ def apply_changes(
     expiry (``expires_at``, None = never expires: a new version keeps the memory's
     retention, docs/versions.md#superseding-and-invalidating). ``invalidate``: a
     current target ends (``at``, else now) with ``superseded_by: None``; one not
-    current is left alone. Unknown targets (and successors), and expired ones, are
+    current is left alone, unless ``follow_head`` (then the version that holds now
+    at the end of its ``superseded_by`` links ends instead). Unknown targets (and successors), and expired ones, are
     skipped.
 
     Returns:
@@ -244,11 +250,30 @@ def _before_plan(
 
 def _invalidate(tx: Tx, change: VersionChange, now: datetime) -> VersionChange | None:
     target = live(tx.fetch_locked(MEMORY, change.target_id), now)
+    if change.follow_head:
+        target = _started_head(tx, target, now)
     if target is None or not row_open(target, now):
         return None
     end = change.at or now
     _end(tx, target, end, superseded_by=None, reason=change.reason)
-    return dataclasses.replace(change, at=_clamped(target, end))
+    return dataclasses.replace(change, target_id=str(target.id), at=_clamped(target, end))
+
+
+def _started_head(tx: Tx, row: StoredRow | None, now: datetime) -> StoredRow | None:
+    """The version that holds now at the end of ``row``'s ``superseded_by`` links
+    (``row`` itself when it is open); None when the chain ends without one, or
+    reaches a version planned for later (which a change decided before it was
+    written does not end)."""
+    seen: set[str] = set()
+    while row is not None and not row_open(row, now):
+        seen.add(str(row.id))
+        head = reserved_of(row).get("superseded_by")
+        if not isinstance(head, str) or head in seen:
+            return None
+        row = live(tx.fetch_locked(MEMORY, head), now)
+        if _planned(row, now):
+            return None
+    return row
 
 
 def unlink_version(

@@ -543,6 +543,35 @@ def test_two_threads_superseding_one_memory_at_once_leave_one_current_version(
     assert _at(paris_r.valid_until) == _utc(2024, 6, 1, 9)
 
 
+def test_a_delete_of_a_memory_replaced_meanwhile_ends_the_version_that_holds(
+    searchable: Any,
+) -> None:
+    """t1's prompt shows "red car"; while its LLM call runs, t2's pass replaces it
+    with "blue car". t1's DELETE ("I sold my car") then ends the blue car, as an
+    UPDATE would supersede it: no car stays current, and no warning."""
+    first = reply(item("Ana has a red car"))
+    blue = reply(item("Ana has a blue car", "UPDATE", "Ana has a red car"))
+    sold = reply(item(None, "DELETE", "Ana has a red car", reason="sold it"))
+    t2 = _thread(searchable, ScriptedLlm(extraction=[blue]), thread_id="t2")
+
+    def sold_after_t2_commits(prompt: str, schema: Any) -> str:
+        answer = sold(prompt, schema)  # decided on the prompt t1 saw: red car current
+        _say(t2, "I repainted my car blue", "2024-05-01T09:00:00Z")
+        return answer
+
+    t1 = _thread(searchable, ScriptedLlm(extraction=[first, sold_after_t2_commits]))
+    _say(t1, "I have a red car", "2024-03-01T09:00:00Z")
+    with _no_warnings():
+        _say(t1, "I sold my car", "2024-06-01T09:00:00Z")
+    stored = _memories(searchable)
+    red, blue_r = stored["Ana has a red car"], stored["Ana has a blue car"]
+    assert _reserved(red)["superseded_by"] == blue_r.id
+    assert _at(blue_r.valid_until) == _utc(2024, 6, 1, 9)
+    assert _reserved(blue_r)["status"] == "invalid" and _reserved(blue_r)["reason"] == "sold it"
+    assert _reserved(blue_r)["superseded_by"] is None
+    assert _current(searchable, "Ana car") == []
+
+
 def test_decisions_apply_the_same_from_add_messages_async(searchable: Any) -> None:
     import anyio
 

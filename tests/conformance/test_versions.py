@@ -301,6 +301,37 @@ def test_a_supersede_of_an_old_version_ends_the_current_head(store: Any, clock: 
     assert current(store) == ["v3", "v4", "v6"]
 
 
+def test_an_invalidate_following_the_head_ends_the_version_that_holds(
+    store: Any, clock: Any
+) -> None:
+    """``follow_head`` (an extraction DELETE): a target replaced meanwhile ends its
+    chain's current head; without it (``invalidate_memory``) nothing ends. A chain
+    whose head was invalidated, or whose next version is planned for later, ends
+    nothing more."""
+    thread_store(store).create_thread_row("t", user_id="u")
+    [v1] = _pass(store, ["v1"], [], 1)
+    clock.advance(days=1)
+    v2 = memory_versions(store).update_memory(v1, "v2")
+    clock.advance(days=1)
+    _pass(store, [], [VersionChange("invalidate", v1, reason="stale")], 2)
+    assert current(store) == ["v2"]
+    _pass(store, [], [VersionChange("invalidate", v1, reason="gone", follow_head=True)], 3)
+    assert current(store) == []
+    ended = store.get("memory", v2)
+    assert reserved(ended)["reason"] == "gone" and reserved(ended)["superseded_by"] is None
+    assert datetime.fromisoformat(ended.valid_until) == store.clock_now()
+    _pass(store, [], [VersionChange("invalidate", v1, reason="again", follow_head=True)], 4)
+    assert reserved(store.get("memory", v2))["reason"] == "gone"
+    # The next version is planned for later: it is left to begin as planned.
+    [w1] = _pass(store, ["w1"], [], 5)
+    plan = memory_versions(store).update_memory(
+        w1, "w2", valid_from=store.clock_now() + timedelta(days=30)
+    )
+    _pass(store, [], [VersionChange("invalidate", w1, follow_head=True)], 6)
+    assert reserved(store.get("memory", plan)).get("status") is None
+    assert store.get("memory", plan).valid_until is None
+
+
 @pytest.mark.parametrize(
     ("change", "match"),
     [
