@@ -40,6 +40,7 @@ class ExtractionWorker:
         self._running: str | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._abandoned = False  # close timed out: what is left is not reported
         self._reported: set[str] = set()  # ConfigurationError messages already warned
 
     def submit(self, key: str, job: Callable[[], object]) -> None:
@@ -89,10 +90,19 @@ class ExtractionWorker:
             return True
 
     def close(self, timeout: float | None = None) -> bool:
-        """Finish the queued work, then stop accepting jobs. Returns ``wait``'s result."""
+        """Finish the queued work, then stop accepting jobs. Returns ``wait``'s result.
+
+        When ``timeout`` expires first, the jobs not started are dropped (their
+        messages stay pending for the next pass) and the running one is left to end
+        on its own; its failure, likely once the owner closed the store, is logged
+        at DEBUG only: the caller was already warned that the work was abandoned.
+        """
         drained = self.wait(timeout)
         with self._cond:
             self._closed = True
+            if not drained:
+                self._abandoned = True
+                self._queue.clear()
             self._cond.notify_all()
         return drained
 
@@ -125,7 +135,12 @@ class ExtractionWorker:
             except ConfigurationError as exc:
                 self._report_once(exc)
             except Exception as exc:
-                pipeline_warning(f"background memory extraction for thread {key!r} failed: {exc!r}")
+                if self._abandoned:
+                    logger.debug("abandoned background extraction for %r ended: %r", key, exc)
+                else:
+                    pipeline_warning(
+                        f"background memory extraction for thread {key!r} failed: {exc!r}"
+                    )
             finally:
                 with self._cond:
                     self._running = None
