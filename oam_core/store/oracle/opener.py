@@ -67,7 +67,12 @@ def open_oracle(connection: Any, embedder: Any, options: Mapping[str, Any]) -> O
             kwargs[name] = value
     if not isinstance(connection, str):
         return OracleDBMemoryStore(emb, connection, **kwargs)
-    import oracledb
+    try:
+        import oracledb
+    except ImportError as exc:
+        raise ImportError(
+            f"the Oracle Database back end needs the oracle extra: pip install 'oam[oracle]' ({exc})"
+        ) from exc
 
     args = pool_args(connection)
     with driver_errors(map_error, f"Oracle Database {args['dsn']}"):
