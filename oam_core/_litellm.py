@@ -30,7 +30,7 @@ from typing import Any
 import anyio.to_thread
 import tenacity
 
-from oam_core.errors import ConfigurationError, LLMError
+from oam_core.errors import MissingApiKeyError, UnknownModelError
 
 logger = logging.getLogger("oam")
 
@@ -102,14 +102,6 @@ _quieted: list[ModuleType] = []
 """The litellm module(s) whose debug banner oam has switched off."""
 
 
-class MissingApiKeyError(LLMError, ConfigurationError):
-    """A LiteLLM model was called without its provider's API key; the message names
-    the environment variable(s) to set (docs/llms.md#errors). An ``LLMError`` and a
-    ``ConfigurationError`` (so a ``ValueError``, docs/errors.md): the memory pipeline
-    does not count it as a failed pass but raises it (``INLINE``) or reports it once
-    (``BACKGROUND``, docs/memory-pipeline.md#failures-never-lose-messages)."""
-
-
 def check_api_key(model: str, litellm: ModuleType, request: dict[str, Any]) -> None:
     """Raise ``MissingApiKeyError`` before any connection when ``model``'s provider
     needs an API key that is neither in ``request`` nor set.
@@ -147,13 +139,6 @@ def check_api_key(model: str, litellm: ModuleType, request: dict[str, Any]) -> N
     raise MissingApiKeyError(
         f"LiteLLM model {model!r} has no API key: set {' or '.join(missing)}, or pass api_key=..."
     )
-
-
-class UnknownModelError(ConfigurationError):
-    """A LiteLLM model id whose provider LiteLLM cannot tell (a typo such as
-    ``"loca"``, or a bare name of no known provider): raised before any request,
-    naming the id and the accepted forms (docs/llms.md#errors). A
-    ``ConfigurationError`` (so a ``ValueError``): every call would fail the same way."""
 
 
 def check_known_model(model: str, litellm: ModuleType, request: dict[str, Any]) -> None:

@@ -19,12 +19,14 @@ __all__ = [
     "InvalidArgumentError",
     "InvalidFilterError",
     "LLMError",
+    "MissingApiKeyError",
     "NotFoundError",
     "OAMError",
     "SchemaError",
     "StoreConnectionError",
     "StoreError",
     "ThreadDeletedError",
+    "UnknownModelError",
     "UnusableEmbeddingsError",
 ]
 
@@ -102,3 +104,18 @@ class UnusableEmbeddingsError(LLMError, ValueError):
     in-database one) answered with the wrong number of vectors, vectors of unequal or
     unexpected length, no numbers, or NaN or infinity. An ``LLMError`` and a
     ``ValueError`` (docs/errors.md)."""
+
+
+class MissingApiKeyError(LLMError, ConfigurationError):
+    """A LiteLLM model was called without its provider's API key; the message names
+    the environment variable(s) to set (docs/llms.md#errors). An ``LLMError`` and a
+    ``ConfigurationError`` (so a ``ValueError``, docs/errors.md): the memory pipeline
+    does not count it as a failed pass but raises it (``INLINE``) or reports it once
+    (``BACKGROUND``, docs/memory-pipeline.md#failures-never-lose-messages)."""
+
+
+class UnknownModelError(ConfigurationError):
+    """A LiteLLM model id whose provider LiteLLM cannot tell (a typo such as
+    ``"loca"``, or a bare name of no known provider): raised before any request,
+    naming the id and the accepted forms (docs/llms.md#errors). A
+    ``ConfigurationError`` (so a ``ValueError``): every call would fail the same way."""

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from oam_core import OracleAgentMemory
-from oam_core._litellm import MissingApiKeyError, missing_key_error
+from oam_core import MissingApiKeyError, OracleAgentMemory, UnknownModelError
+from oam_core._litellm import missing_key_error
 from oam_core.cli import CliError, app
 from oam_core.errors import (
     ConfigurationError,
@@ -33,7 +33,8 @@ from oam_core.store.sqlite.openfile import StoreFileGoneError
 @pytest.mark.parametrize(
     ("cls", "parents"),
     [
-        (MissingApiKeyError, (LLMError, ValueError)),
+        (MissingApiKeyError, (LLMError, ConfigurationError, ValueError)),
+        (UnknownModelError, (ConfigurationError, ValueError)),
         (EmptyReplyError, (LLMError, ValueError)),
         (UnusableReplyError, (LLMError, ValueError)),
         (IngestError, (InvalidArgumentError, ValueError)),
