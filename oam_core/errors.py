@@ -23,6 +23,7 @@ __all__ = [
     "NotFoundError",
     "OAMError",
     "SchemaError",
+    "StoreClosedError",
     "StoreConnectionError",
     "StoreError",
     "ThreadDeletedError",
@@ -87,6 +88,12 @@ class StoreConnectionError(StoreError, ConnectionError):
     credentials, a file that cannot be opened or whose directory does not exist, a
     connection lost). Not a ``ValueError``: a connection failure is not a bad
     argument value; catch ``StoreError`` (or ``ConnectionError``)."""
+
+
+class StoreClosedError(StoreError, ValueError):
+    """A call on a store after its ``close()`` (or on a pool its owner closed): the
+    same class on every back end; nothing was done. Open the store again
+    (docs/errors.md). A ``ValueError`` like ``ClientClosedError``: not retryable."""
 
 
 class DatabaseLockedError(StoreError, TimeoutError):

@@ -14,6 +14,7 @@ from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.errors import (
     DatabaseLockedError,
     OAMError,
+    StoreClosedError,
     StoreConnectionError,
     StoreError,
 )
@@ -42,6 +43,7 @@ def _store(target: Any, clock: Any) -> OracleDBMemoryStore:
         (FakeDbError(1017, "invalid credential or not authorized"), StoreConnectionError),
         (FakeDbError(3113, "end-of-file on communication channel"), StoreConnectionError),
         (FakeDbError(0, "cannot connect to database", "DPY-6005"), StoreConnectionError),
+        (FakeDbError(0, "connection pool is not open", "DPY-1002"), StoreClosedError),
         (FakeDbError(1400, "cannot insert NULL"), StoreError),
         (FakeDbError(942, "table or view does not exist"), StoreError),
     ],

@@ -13,6 +13,7 @@ from oam_core.apis._sentinel import NOT_SET
 from oam_core.errors import (
     DatabaseLockedError,
     InvalidArgumentError,
+    StoreClosedError,
     StoreConnectionError,
     StoreError,
 )
@@ -159,7 +160,7 @@ def test_sqlite_busy_and_locked_are_database_locked(code: int | None) -> None:
         (_sqlite_error(sqlite3.DatabaseError, "file is not a database", 26), StoreError),
         (_sqlite_error(sqlite3.DatabaseError, "database disk image is malformed", 11), StoreError),
         (_sqlite_error(sqlite3.OperationalError, "no such table: chunks", 1), StoreError),
-        (sqlite3.ProgrammingError("Cannot operate on a closed database."), StoreError),
+        (sqlite3.ProgrammingError("Cannot operate on a closed database."), StoreClosedError),
     ],
 )
 def test_sqlite_errors_map_by_result_code(exc: sqlite3.Error, kind: type[Exception]) -> None:

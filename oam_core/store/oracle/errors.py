@@ -16,7 +16,13 @@ or a unit of work, by the error's full code (``ORA-nnnnn`` from the database,
 
 from __future__ import annotations
 
-from oam_core.errors import DatabaseLockedError, OAMError, StoreConnectionError, StoreError
+from oam_core.errors import (
+    DatabaseLockedError,
+    OAMError,
+    StoreClosedError,
+    StoreConnectionError,
+    StoreError,
+)
 
 _CONNECTION_CODES = frozenset(
     {
@@ -30,6 +36,8 @@ _CONNECTION_CODES = frozenset(
         "DPY-4011",
     }
 )
+_POOL_CLOSED = "DPY-1002"
+"""python-oracledb's "connection pool is not open": the store (its pool) was closed."""
 _LOCK_CODES = frozenset({"ORA-00054", "ORA-00060", "ORA-04021", "ORA-30006", "DPY-4005"})
 
 
@@ -68,6 +76,8 @@ def map_error(exc: BaseException, where: str) -> Exception | None:
         return None
     code = full_code(exc)
     text = " ".join(str(exc).split())
+    if code == _POOL_CLOSED:
+        return StoreClosedError(f"the store on {where} was closed; open it again")
     if code in _LOCK_CODES:
         return DatabaseLockedError(
             f"{where}: a lock or a pooled connection was not had in time ({text}); retry, "

@@ -23,11 +23,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg_pool import PoolTimeout
+from psycopg_pool import PoolClosed, PoolTimeout
 
 from oam_core.errors import (
     DatabaseLockedError,
     InvalidArgumentError,
+    StoreClosedError,
     StoreConnectionError,
     StoreError,
 )
@@ -70,6 +71,8 @@ def map_error(exc: BaseException, where: str) -> Exception | None:
             f"no connection of the pool to {where} became free in time ({_one_line(exc)}); "
             "raise the pool's max_size or timeout, or end the calls that hold connections"
         )
+    if isinstance(exc, PoolClosed):
+        return StoreClosedError(f"the store on {where} was closed; open it again")
     if not isinstance(exc, psycopg.Error):
         return None
     state = exc.sqlstate or ""

@@ -18,7 +18,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
-from oam_core.errors import DatabaseLockedError, StoreConnectionError, StoreError
+from oam_core.errors import DatabaseLockedError, StoreClosedError, StoreConnectionError, StoreError
 from oam_core.filters import Cond, check_width
 from oam_core.store.sql.dialect import Dialect
 from oam_core.store.sqlite.filter import SQLiteFilterCompiler
@@ -56,6 +56,8 @@ def map_error(exc: BaseException, where: str) -> Exception | None:
     """
     if not isinstance(exc, sqlite3.Error):
         return None
+    if isinstance(exc, sqlite3.ProgrammingError) and "closed database" in str(exc):
+        return StoreClosedError(f"the store on {where!r} was closed; open it again")
     code = _code(exc)
     if code in (_BUSY, _LOCKED):
         return DatabaseLockedError(
