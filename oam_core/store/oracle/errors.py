@@ -77,7 +77,7 @@ def map_error(exc: BaseException, where: str) -> Exception | None:
     code = full_code(exc)
     text = " ".join(str(exc).split())
     if code == _POOL_CLOSED:
-        return StoreClosedError(f"the store on {where} was closed; open it again")
+        return StoreClosedError(f"the store on {where} was closed; open it again ({text})")
     if code in _LOCK_CODES:
         return DatabaseLockedError(
             f"{where}: a lock or a pooled connection was not had in time ({text}); retry, "
