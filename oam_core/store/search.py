@@ -339,7 +339,7 @@ def _warn_unembedded_once(runtime: StoreRuntime, strategy: SearchStrategy) -> No
     warnings.warn(
         f"{len(missing)} record(s) of this store (e.g. {family} {record_id!r}) have "
         f"search rows without a vector, written without an embedder; "
-        f"{strategy.name} search finds them {how} until runtime.reindex() "
+        f"{strategy.name} search finds them {how} until store.reindex() "
         "(CLI: oam reindex) embeds them",
         UserWarning,
         stacklevel=7,

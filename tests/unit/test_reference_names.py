@@ -70,8 +70,11 @@ ERRORS = {
     "ThreadDeletedError",
     "StoreError",
     "StoreConnectionError",
+    "StoreClosedError",
     "DatabaseLockedError",
     "LLMError",
+    "MissingApiKeyError",
+    "UnknownModelError",
     "ClientClosedError",
     "UnusableEmbeddingsError",
 }
@@ -108,6 +111,9 @@ def test_the_errors_are_one_tree_and_keep_the_reference_builtins() -> None:
         "LLMError": RuntimeError,
         "ClientClosedError": ValueError,
         "UnusableEmbeddingsError": ValueError,
+        "StoreClosedError": ValueError,
+        "MissingApiKeyError": ValueError,
+        "UnknownModelError": ValueError,
     }
     for name, base in builtin.items():
         assert issubclass(getattr(oam_core, name), base), name

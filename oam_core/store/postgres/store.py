@@ -33,6 +33,7 @@ from oam_core.store.postgres.schema import (
     set_dimension,
     write_meta,
 )
+from oam_core.store.sql import statements as st
 from oam_core.store.sql.schema import table_prefix
 from oam_core.store.sql.store import SqlMemoryStore
 from oam_core.store.ttl import Clock
@@ -243,6 +244,7 @@ class PostgresMemoryStore(SqlMemoryStore):
             self._adopt_config(
                 meta, self._where, strategy_given=strategy_given, retention=retention
             )
+            self._learn_dim_later(meta, conn.execute(st.any_record(p).sql).fetchone() is not None)
             wanted = self._config_meta(SCHEMA_VERSION)
             changed = {k: v for k, v in wanted.items() if meta.get(k) != v}
             if changed:

@@ -391,6 +391,11 @@ def read_meta(p: str) -> Stmt:
     return Stmt(f"SELECT key, value FROM {p}oam_meta")
 
 
+def any_record(p: str) -> Stmt:
+    """One row when the store holds any record, none when it is empty."""
+    return Stmt(f"SELECT 1 FROM {p}records LIMIT 1")
+
+
 # -- writes -------------------------------------------------------------------------
 
 

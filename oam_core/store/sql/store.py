@@ -75,6 +75,15 @@ class SqlMemoryStore(OracleMemoryStore):
         if retention is None and "retention" in meta:
             self.memory_retention_config = MemoryRetentionConfig(**json.loads(meta["retention"]))
 
+    def _learn_dim_later(self, meta: dict[str, str], holds_records: bool) -> None:
+        """Leave the vector dimension to the first vector written when the storage
+        records none yet but already holds records (written without an embedder):
+        opening it with an embedder, for a search say, records nothing, so
+        ``reindex`` with another embedder stays possible (docs/store.md#schema). A
+        new, empty store records the dimension it is opened with."""
+        if "vector_dim" not in meta and self.vector_dim is not None and holds_records:
+            self.vector_dim = None
+
     def _config_meta(self, schema_version: int) -> dict[str, str]:
         """The ``oam_meta`` rows that record this store's configuration."""
         return {

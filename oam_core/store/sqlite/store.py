@@ -122,6 +122,7 @@ class SQLiteMemoryStore(SqlMemoryStore):
         if version > SCHEMA_VERSION:
             raise newer_schema(self.path, version, SCHEMA_VERSION)
         self._adopt_config(meta, self.path, strategy_given=strategy_given, retention=retention)
+        self._learn_dim_later(meta, bool(impl.fetch_all(st.any_record(impl.p))))
         if impl.read_only or not self._meta_changes(meta):  # a read-only file stays readable
             return
         with impl.transaction() as tx:
