@@ -35,9 +35,7 @@ def test_a_search_with_an_embedder_leaves_a_keyword_only_store_free(
         make_store(name="kw.db", embedder=HashingEmbedder(64))
 
 
-def test_a_new_store_records_the_dimension_it_is_opened_with(
-    make_store: Any, backend: Any
-) -> None:
+def test_a_new_store_records_the_dimension_it_is_opened_with(make_store: Any, backend: Any) -> None:
     if not backend.shared_storage:
         pytest.skip("needs a storage that outlives its store object")
     make_store(name="new.db", embedder=HashingEmbedder(64)).close()
