@@ -8,8 +8,10 @@ a prompt change is a new file, visible in review.
 from __future__ import annotations
 
 import functools
+import json
 import string
 from importlib import resources
+from typing import Any
 
 __all__ = ["PromptTemplate", "load_prompt"]
 
@@ -24,6 +26,18 @@ class PromptTemplate:
     def __init__(self, name: str, text: str) -> None:
         self.name = name
         self._template = string.Template(text)
+
+    @property
+    def answer_form(self) -> Any:
+        """The JSON value on the template's last non-blank line: the form the prompt
+        asks its answer in (``{"summary": "...", "topics": ["..."]}``), which small
+        models echo after or instead of their answer (memory/placeholders.py); None
+        when the last line is not JSON."""
+        lines = self._template.template.strip().splitlines()
+        try:
+            return json.loads(lines[-1]) if lines else None
+        except ValueError:
+            return None
 
     def render(self, **values: str) -> str:
         """Fill every ``$placeholder`` with ``values`` (plain text, inserted as is)."""
