@@ -58,6 +58,7 @@ from oam_core.memory.extraction import (
 from oam_core.memory.jsonrepair import UnusableReplyError
 from oam_core.memory.progress import PassProgress
 from oam_core.memory.provenance import RESERVED_KEY, is_bookkeeping_key
+from oam_core.memory.repeats import stored_repeats_steps
 from oam_core.memory.runningsummary import (
     parse_summary_reply,
     render_summary_prompt,
@@ -500,7 +501,10 @@ def _extraction_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Ou
     )
     if memories is None:
         return _Outcome.FAILED
-    decisions = resolve_decisions(memories, related[:shown])
+    repeats = yield from stored_repeats_steps(
+        job.store, job.user_id, job.agent_id, memories, related[:shown]
+    )
+    decisions = resolve_decisions(memories, related[:shown], repeats)
     batches, changes = _memory_rows(job, decisions, sources)
     done = progress.advanced(
         _seq(sources[-1]),

@@ -467,6 +467,50 @@ def test_a_repeated_fact_is_a_noop_whatever_the_model_said(searchable: Any) -> N
     assert (state["passes"], state["memories"]) == (2, 1)
 
 
+def test_a_repeat_of_a_current_memory_too_far_down_to_be_shown_is_a_noop(searchable: Any) -> None:
+    """The repeat rule compares with the store, not only with the memories the prompt
+    showed: a current memory of the same user, agent and type (any thread) with the
+    same normalized text makes an ``ADD`` or ``UPDATE`` a ``NOOP``. The same text of
+    another user, of another type, or no longer current does not."""
+    store = searchable
+    scope = {"user_ids": "ana", "agent_ids": "helper"}
+    store.add(["Ana owns a red bicycle"], "fact", thread_ids="older", **scope)
+    store.add([f"hello there general kenobi {i}" for i in range(10)], "fact", **scope)
+    store.add(["Ana owns a blue car"], "fact", user_ids="bob", agent_ids="helper")
+    store.add(["Ana owns a blue car"], "preference", **scope)
+    store.add(["Ana has a green car"], "fact", valid_until="2020-01-01", **scope)
+    llm = ScriptedLlm(
+        extraction=[
+            reply(
+                item("ana owns a RED  bicycle."),
+                item("Ana owns a red bicycle!", "UPDATE", "a memory never shown"),
+                item("Ana owns a blue car"),
+                item("ana owns a blue car", record_type="preference"),
+                item("Ana has a green car"),
+                item("Ana owns a red bicycle and a car"),
+            )
+        ]
+    )
+    with _no_warnings():
+        _thread(store, llm).add_messages(
+            [{"role": "user", "content": "hello there general kenobi"}] * 2  # 6 items allowed
+        )
+    assert "bicycle" not in " ".join(shown(llm.prompts("extraction")[0]))
+    facts = sorted(
+        r.content for r in store.list("fact", user_id="ana") if "kenobi" not in r.content
+    )
+    assert facts == [
+        "Ana has a green car",
+        "Ana has a green car",
+        "Ana owns a blue car",
+        "Ana owns a red bicycle",
+        "Ana owns a red bicycle and a car",
+    ]
+    assert [r.content for r in store.list("preference")] == ["Ana owns a blue car"]
+    state = thread_store(store).get_thread_row("t1").state[EXTRACTION_STATE_KEY]
+    assert (state["passes"], state["memories"]) == (1, 3)
+
+
 def test_targets_not_shown_add_or_do_nothing_with_one_warning_each(searchable: Any) -> None:
     llm = ScriptedLlm(
         extraction=[
