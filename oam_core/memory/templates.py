@@ -29,13 +29,14 @@ class PromptTemplate:
 
     @property
     def answer_form(self) -> Any:
-        """The JSON value on the template's last non-blank line: the form the prompt
-        asks its answer in (``{"summary": "...", "topics": ["..."]}``), which small
-        models echo after or instead of their answer (memory/placeholders.py); None
-        when the last line is not JSON."""
+        """The JSON value that ends the template's last non-blank line (from its
+        first ``{``): the form the prompt asks its answer in (``{"summary": "...",
+        "topics": ["..."]}``), which small models echo after or instead of their
+        answer (memory/placeholders.py); None when that line holds no JSON object."""
         lines = self._template.template.strip().splitlines()
+        start = lines[-1].find("{") if lines else -1
         try:
-            return json.loads(lines[-1]) if lines else None
+            return json.loads(lines[-1][start:]) if start >= 0 else None
         except ValueError:
             return None
 

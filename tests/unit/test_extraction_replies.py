@@ -22,8 +22,10 @@ from oam_core.memory.extraction import (
     render_extraction_prompt,
 )
 from oam_core.memory.jsonrepair import UnusableReplyError
+from oam_core.memory.placeholders import is_placeholder, placeholders_of
 from oam_core.memory.runningsummary import MAX_TOPICS, normalize_topics, parse_summary_reply
 from oam_core.memory.summary import RunningSummary
+from oam_core.memory.templates import load_prompt
 
 
 def _one(text: str, record_type: Any = "fact", **extra: Any) -> str:
@@ -262,6 +264,18 @@ GOOD = json.dumps(
 def test_the_answer_forms_are_the_ones_these_tests_echo() -> None:
     assert json.loads(FORM)["memories"][0]["text"] == "..."
     assert json.loads(SUMMARY_FORM) == {"summary": "...", "topics": ["..."]}
+    assert load_prompt("extraction_v2").answer_form == json.loads(FORM)
+    assert load_prompt("query_rewrite_v1").answer_form == {"query": "..."}
+    assert load_prompt("shorten_v1").answer_form is None
+    assert placeholders_of("extraction_v2", ("text", "reason")) == {"..."}
+    assert placeholders_of("summary_v1", ("summary", "topics")) == {"..."}
+    assert [is_placeholder(t, {"<text>"}) for t in ("<TEXT> ", "\u22ef", ". .", "a.", "")] == [
+        True,
+        True,
+        True,
+        False,
+        True,
+    ]
 
 
 @pytest.mark.parametrize(
