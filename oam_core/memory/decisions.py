@@ -10,10 +10,12 @@ it was not shown nor store a memory twice:
   none): ``UPDATE`` becomes ``ADD``, ``DELETE`` does nothing; one warning each. The
   same for a target that an earlier item of the reply already changed.
 * A candidate (``ADD`` or ``UPDATE``) whose normalized text (``normalized_text``)
-  equals that of a shown memory of the same type, or of an earlier candidate of the
-  same reply of the same type, is ``NOOP`` whatever the model said (checked first:
-  its target is then left alone, without a warning). The shown memories are those of
-  the thread's user and agent, so this compares within one scope.
+  equals that of a shown memory of the same type, of a stored current memory of the
+  same type that repeats it (``memory/repeats.py`` looks them up), or of an earlier
+  candidate of the same reply of the same type, is ``NOOP`` whatever the model said
+  (checked first: its target is then left alone, without a warning). The shown and
+  stored memories are those of the thread's user and agent, so this compares within
+  one scope.
 """
 
 from __future__ import annotations
@@ -62,7 +64,9 @@ def normalized_text(text: str) -> str:
 
 
 def resolve_decisions(
-    memories: Sequence[ExtractedMemory], shown: Sequence[Record]
+    memories: Sequence[ExtractedMemory],
+    shown: Sequence[Record],
+    stored: Sequence[Record] = (),
 ) -> list[Decision]:
     """The decisions to apply for ``memories``, in order (one per item).
 
@@ -70,6 +74,9 @@ def resolve_decisions(
         memories: The parsed reply items, in reply order.
         shown: The related memories the prompt showed (current memories of the
             thread's user and agent); targets are looked up among them by id.
+        stored: Other current memories of the same user and agent that repeat a
+            candidate (``memory/repeats.py`` finds them in the store): compared for
+            repeats like ``shown``, never targets.
 
     Returns:
         One ``Decision`` per item. Emits one ``MemoryPipelineWarning`` per
@@ -77,7 +84,7 @@ def resolve_decisions(
         missing, or already changed by an earlier item.
     """
     by_id = {record.id: record for record in shown}
-    known = {(r.record_type, normalized_text(r.content or "")) for r in shown}
+    known = {(r.record_type, normalized_text(r.content or "")) for r in (*shown, *stored)}
     changed: set[str] = set()
     decisions = []
     for memory in memories:

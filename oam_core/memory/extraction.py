@@ -24,6 +24,7 @@ from oam_core.apis.records import MEMORY_TYPES, Record
 from oam_core.apis.timestamps import normalize_timestamp as stored_form
 from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.jsonrepair import UnusableReplyError, parse_json_reply
+from oam_core.memory.placeholders import is_placeholder, placeholder_pattern, placeholders_of
 from oam_core.memory.summary import RunningSummary
 from oam_core.memory.templates import load_prompt
 from oam_core.memory.tokens import tokens_for_chars
@@ -219,6 +220,8 @@ def item_schema() -> dict[str, Any]:
     missing, blank or anything else (ignored). ``decision`` may be missing or null
     (``ADD``); ``target_id``, ``timestamp`` and ``valid_from`` may be missing;
     ``reason`` may be anything (only a string is kept); unknown extra keys are ignored.
+    A ``text`` that is only a placeholder (``"..."``, as in the prompt's answer form;
+    ``memory/placeholders.py``) does not fit: it is no memory.
     """
     return {
         "type": "object",
@@ -233,10 +236,28 @@ def item_schema() -> dict[str, Any]:
         "if": {"properties": {"decision": {"enum": [DELETE, NOOP]}}, "required": ["decision"]},
         "then": {},
         "else": {
-            "properties": {"text": {"type": "string", "pattern": r"\S"}},
+            "properties": {
+                "text": {
+                    "type": "string",
+                    "pattern": r"\S",
+                    "not": {"pattern": placeholder_pattern(_placeholders())},
+                }
+            },
             "required": ["text"],
         },
     }
+
+
+def _placeholders() -> frozenset[str]:
+    """The placeholders of the extraction prompt's answer form (its ``text`` and
+    ``reason``), such as ``"..."``."""
+    return placeholders_of(EXTRACTION_PROMPT, ("text", "reason"))
+
+
+def _answer_forms() -> tuple[Any, ...]:
+    """The extraction prompt's answer form, never taken as the answer."""
+    form = load_prompt(EXTRACTION_PROMPT).answer_form
+    return () if form is None else (form,)
 
 
 def _stores_text(item: dict[str, Any]) -> bool:
@@ -407,6 +428,10 @@ def normalize_timestamp(value: object) -> str | None:
 
 def _item_problem(item: Any, max_text_chars: int | None) -> str | None:
     """Why ``item`` (already normalized) cannot be used, or None when it can."""
+    if isinstance(item, dict) and _stores_text(item) and isinstance(item.get("text"), str):
+        text = _clean(item["text"])
+        if text and is_placeholder(text, _placeholders()):
+            return f"its text {text[:20]!r} is only a placeholder (as in the prompt's answer form)"
     validator = _validator()
     error = jsonschema.exceptions.best_match(validator.iter_errors(item))
     if error is not None:
@@ -433,7 +458,7 @@ def _optional_text(value: Any, limit: int) -> str | None:
     if not isinstance(value, str):
         return None
     text = _clean(value)[:limit].strip()
-    return text or None
+    return None if is_placeholder(text, _placeholders()) else text
 
 
 def parse_extraction_reply(
@@ -444,9 +469,10 @@ def parse_extraction_reply(
     Repairs what ``parse_json_reply`` can (code fences, prose around the JSON, bad
     escapes, lone surrogates), then picks the reply's JSON value that fits
     ``reply_schema``: when the reply holds several (an example before the answer),
-    the last one that fits is used. Each item of it is then checked against
-    ``item_schema``: an item that does not fit (not an object, no or blank
-    ``text`` for an ``ADD`` or ``UPDATE``, an unknown ``record_type`` or
+    the last one that fits is used, never one equal to the prompt's answer form
+    (docs/memory-pipeline.md#placeholders-and-echoed-forms). Each item of it is then checked against
+    ``item_schema``: an item that does not fit (not an object, no, blank or
+    placeholder (``"..."``) ``text`` for an ``ADD`` or ``UPDATE``, an unknown ``record_type`` or
     ``decision``, a ``timestamp`` that is not
     a string, ...) is dropped with one ``MemoryPipelineWarning`` naming it, and the
     other items are kept. Within a kept item an unparsable ``timestamp`` or
@@ -470,7 +496,9 @@ def parse_extraction_reply(
             (no usable JSON, or items none of which is usable), or when every item
             is dropped (over the bounds above, or blank once cleaned).
     """
-    data = parse_json_reply(text, schema=reply_schema(), normalize=_normalize_reply)
+    data = parse_json_reply(
+        text, schema=reply_schema(), normalize=_normalize_reply, forms=_answer_forms()
+    )
     items = data["memories"]
     if len(items) > max_items:
         pipeline_warning(

@@ -28,9 +28,10 @@ How a reply is read, in order:
    models often show an example (``Example: {"memories": []}``) before the real
    answer, or an empty one after it ("if nothing were worth keeping I would answer
    ``{"memories": []}``"). An empty value that fits (every member an empty array,
-   object or string, or null) wins only when no fitting value holds items. A reply
-   whose values all fail the schema is unusable, with the validation error in the
-   message.
+   object or string, or null) wins only when no fitting value holds items. A value
+   equal to one of ``forms`` (the answer form the prompt showed, echoed by the
+   model) is never chosen. A reply whose values all fail the schema is unusable,
+   with the validation error in the message.
 
 Why ``json_repair`` behind these guards rather than alone: it is well kept and repairs
 much more than this module would, but given prose it invents structure ("I think
@@ -50,7 +51,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import json_repair
@@ -93,6 +94,7 @@ def parse_json_reply(
     allow_incomplete: bool = False,
     schema: dict[str, Any] | None = None,
     normalize: Callable[[Any], Any] | None = None,
+    forms: Sequence[Any] = (),
 ) -> Any:
     """Parse the JSON value in a model reply, repairing common defects.
 
@@ -108,6 +110,9 @@ def parse_json_reply(
             (module docstring, step 6).
         normalize: Applied to each candidate before it is validated (e.g. folding
             the case of an enum value); its result is what is returned.
+        forms: JSON values never chosen as the answer: the answer form the prompt
+            showed, which models echo (compared as parsed, before ``normalize``;
+            only with a ``schema``).
 
     Returns:
         The chosen JSON value (module docstring says how it is found and repaired),
@@ -134,6 +139,9 @@ def parse_json_reply(
         problem = ""
         fitting: list[Any] = []
         for value in reversed(candidates):
+            if any(value == form for form in forms):
+                problem = problem or "it repeats the answer form of the prompt"
+                continue
             shaped = normalize(value) if normalize is not None else value
             error = jsonschema.exceptions.best_match(validator.iter_errors(shaped))
             if error is not None:

@@ -58,6 +58,7 @@ from oam_core.memory.extraction import (
 from oam_core.memory.jsonrepair import UnusableReplyError
 from oam_core.memory.progress import PassProgress
 from oam_core.memory.provenance import RESERVED_KEY, is_bookkeeping_key
+from oam_core.memory.repeats import stored_repeats_steps
 from oam_core.memory.runningsummary import (
     parse_summary_reply,
     render_summary_prompt,
@@ -500,7 +501,10 @@ def _extraction_pass_steps(job: PipelineJob, state: dict[str, Any]) -> Steps[_Ou
     )
     if memories is None:
         return _Outcome.FAILED
-    decisions = resolve_decisions(memories, related[:shown])
+    repeats = yield from stored_repeats_steps(
+        job.store, job.user_id, job.agent_id, memories, related[:shown]
+    )
+    decisions = resolve_decisions(memories, related[:shown], repeats)
     batches, changes = _memory_rows(job, decisions, sources)
     done = progress.advanced(
         _seq(sources[-1]),
@@ -527,6 +531,20 @@ def _said_at(sources: Sequence[MessageRecord]) -> str | None:
     return normalize_timestamp(last.timestamp) or normalize_timestamp(last.created_at)
 
 
+def _stated_start(memory: ExtractedMemory, said_at: str | None) -> str | None:
+    """From when the item itself says its memory holds: its ``valid_from``, else its
+    event ``timestamp`` when that is not later than ``said_at`` (a past event, "Ana
+    moved to Lisbon in 2020"); None for a future event ("Ana flies to Lisbon in
+    May") or no date (docs/memory-pipeline.md#update-decisions)."""
+    if memory.valid_from is not None:
+        return memory.valid_from
+    if memory.timestamp is None:
+        return None
+    if said_at is None or parse_iso_timestamp(memory.timestamp) <= parse_iso_timestamp(said_at):
+        return memory.timestamp
+    return None
+
+
 def _successor_start(given: str | None, target: Record, said_at: str | None) -> str | None:
     """When an ``UPDATE``'s new memory starts holding, or when a ``DELETE`` ends its
     target: the item's ``valid_from``, unless that is not later than the start of the
@@ -549,9 +567,11 @@ def _memory_rows(
     the pass's transaction (docs/memory-pipeline.md#update-decisions).
 
     A new memory's ``timestamp`` is the item's event time, else the last source
-    message's; its ``valid_from`` is the item's, else when the last source message was
-    said (not the event time: "Ana flies to Lisbon in May" holds from when it was
-    said). A ``DELETE`` ends its target at the item's ``valid_from``, else then too;
+    message's; its ``valid_from`` is the item's, else its event time when that is not
+    later than when the last source message was said, else when that message was
+    said (``_stated_start``: "Ana flies to Lisbon in May" holds from when it was
+    said). A ``DELETE`` ends its target at the item's ``valid_from``, else when the
+    message was said;
     an ``UPDATE`` or ``DELETE`` dated no later than its target's start is dated when
     the last source message was said (``_successor_start``).
     """
@@ -567,9 +587,9 @@ def _memory_rows(
         memory, target = decision.memory, decision.target
         if decision.stores:
             memory_id = str(uuid.uuid4())
-            start = memory.valid_from or said_at
+            start = _stated_start(memory, said_at) or said_at
             if decision.action == UPDATE and target is not None:
-                start = _successor_start(memory.valid_from, target, said_at)
+                start = _successor_start(_stated_start(memory, said_at), target, said_at)
             grouped.setdefault(memory.record_type, []).append((memory_id, memory, start))
             if decision.action == UPDATE and target is not None:
                 reason = memory.reason or f"updated by a newer memory: {memory.text[:200]}"

@@ -29,6 +29,7 @@ from oam_core.errors import ConfigurationError
 from oam_core.memory.contextcard import relevant_steps
 from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.jsonrepair import UnusableReplyError, parse_json_reply
+from oam_core.memory.placeholders import placeholder_pattern, placeholders_of
 from oam_core.memory.templates import load_prompt
 from oam_core.memory.tokens import estimate_tokens, truncate_head, truncate_tail
 from oam_core.steps import Steps, call
@@ -148,21 +149,26 @@ def rewrite_schema() -> dict[str, Any]:
 
 def _reply_schema() -> dict[str, Any]:
     """What a reply must fit to be used: an object with a string ``query`` (no
-    length bounds: a long query is cut; extra keys are ignored)."""
-    return {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
+    length bounds: a long query is cut; extra keys are ignored) that is not only a
+    placeholder (``"..."``, as in the prompt's answer form; ``memory/placeholders.py``)."""
+    placeholders = placeholders_of(QUERY_REWRITE_PROMPT, ("query",))
+    query = {"type": "string", "not": {"pattern": placeholder_pattern(placeholders)}}
+    return {"type": "object", "properties": {"query": query}, "required": ["query"]}
 
 
 def parse_rewrite_reply(text: str) -> str:
     """The query of a ``{"query": ...}`` reply, on one line, without surrounding
     quotes, at most ``MAX_QUERY_CHARS`` characters (repairs as ``parse_json_reply``;
-    of several JSON values, the last that fits is used).
+    of several JSON values, the last that fits is used, never the prompt's answer
+    form ``{"query": "..."}`` echoed after the answer).
 
     Raises:
         UnusableReplyError: when the reply holds no such object, or its query has no
             letter or digit (blank, punctuation, the prompt's ``"..."``).
         TypeError: if ``text`` is not a str.
     """
-    data = parse_json_reply(text, schema=_reply_schema())
+    form = load_prompt(QUERY_REWRITE_PROMPT).answer_form
+    data = parse_json_reply(text, schema=_reply_schema(), forms=() if form is None else (form,))
     query = _one_line(data["query"]).strip(_QUOTES).strip()[:MAX_QUERY_CHARS].strip()
     if not _WORD.search(query):
         raise UnusableReplyError("its query has no words", text)

@@ -14,6 +14,7 @@ from xml.sax.saxutils import escape
 
 from oam_core.memory.extraction import PromptMessage, render_messages
 from oam_core.memory.jsonrepair import UnusableReplyError, parse_json_reply
+from oam_core.memory.placeholders import is_placeholder, placeholder_pattern, placeholders_of
 from oam_core.memory.summary import RunningSummary
 from oam_core.memory.templates import load_prompt
 from oam_core.memory.tokens import tokens_for_chars
@@ -96,15 +97,26 @@ def render_summary_prompt(
     return prompt
 
 
+def _placeholders() -> frozenset[str]:
+    """The placeholders of the summary prompt's answer form (``"..."``)."""
+    return placeholders_of(SUMMARY_PROMPT, ("summary", "topics"))
+
+
 def reply_schema() -> dict[str, Any]:
     """The schema a summary reply must fit (``jsonschema``): ``summary_schema``
     without its length and count bounds (texts are cut to ``MAX_SUMMARY_CHARS``,
     topics to ``MAX_TOPICS``); ``topics`` may be omitted (the previous topics are
-    kept, ``parse_summary_reply``); extra keys are ignored."""
+    kept, ``parse_summary_reply``); extra keys are ignored. A ``summary`` that is
+    only a placeholder (``"..."``, as in the prompt's answer form;
+    ``memory/placeholders.py``) does not fit."""
     return {
         "type": "object",
         "properties": {
-            "summary": {"type": "string", "pattern": r"\S"},
+            "summary": {
+                "type": "string",
+                "pattern": r"\S",
+                "not": {"pattern": placeholder_pattern(_placeholders())},
+            },
             "topics": {"type": "array", "items": {"type": "string"}},
         },
         "required": ["summary"],
@@ -114,10 +126,12 @@ def reply_schema() -> dict[str, Any]:
 def parse_summary_reply(text: str, previous: RunningSummary | None = None) -> RunningSummary:
     """Validate the model's ``{"summary", "topics"}`` reply against ``reply_schema``
     (repairing what ``parse_json_reply`` can; of several JSON values, the last that
-    fits and holds items is used).
+    fits and holds items is used, never one equal to the prompt's answer form).
 
     The update is incremental: a reply without ``topics`` keeps the topics of
-    ``previous`` (none without one); ``"topics": []`` clears them.
+    ``previous`` (none without one); ``"topics": []`` clears them. Topics that are
+    only placeholders (``"..."``) are dropped, and a ``topics`` list of nothing but
+    placeholders counts as left out (the previous topics are kept).
 
     Args:
         text: The model's reply.
@@ -127,10 +141,13 @@ def parse_summary_reply(text: str, previous: RunningSummary | None = None) -> Ru
         UnusableReplyError: when no value of the reply fits, or the summary is
             blank once lone surrogates and NUL are removed.
     """
-    data = parse_json_reply(text, schema=reply_schema())
+    form = load_prompt(SUMMARY_PROMPT).answer_form
+    data = parse_json_reply(text, schema=reply_schema(), forms=() if form is None else (form,))
     body = _SURROGATES.sub("", data["summary"]).strip()[:MAX_SUMMARY_CHARS]
-    if not body:
+    if is_placeholder(body, _placeholders()):
         raise UnusableReplyError("the reply has no summary text", text)
-    if "topics" not in data:
+    raw = data.get("topics")
+    topics = [t for t in raw or () if not is_placeholder(_SURROGATES.sub("", t), _placeholders())]
+    if raw is None or (raw and not topics):
         return RunningSummary(body, previous.topics if previous is not None else ())
-    return RunningSummary(body, normalize_topics(data["topics"]))
+    return RunningSummary(body, normalize_topics(topics))

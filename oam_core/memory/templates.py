@@ -8,8 +8,10 @@ a prompt change is a new file, visible in review.
 from __future__ import annotations
 
 import functools
+import json
 import string
 from importlib import resources
+from typing import Any
 
 __all__ = ["PromptTemplate", "load_prompt"]
 
@@ -24,6 +26,19 @@ class PromptTemplate:
     def __init__(self, name: str, text: str) -> None:
         self.name = name
         self._template = string.Template(text)
+
+    @property
+    def answer_form(self) -> Any:
+        """The JSON value that ends the template's last non-blank line (from its
+        first ``{``): the form the prompt asks its answer in (``{"summary": "...",
+        "topics": ["..."]}``), which small models echo after or instead of their
+        answer (memory/placeholders.py); None when that line holds no JSON object."""
+        lines = self._template.template.strip().splitlines()
+        start = lines[-1].find("{") if lines else -1
+        try:
+            return json.loads(lines[-1][start:]) if start >= 0 else None
+        except ValueError:
+            return None
 
     def render(self, **values: str) -> str:
         """Fill every ``$placeholder`` with ``values`` (plain text, inserted as is)."""

@@ -14,6 +14,7 @@ import re
 import threading
 import warnings
 from collections.abc import Callable, Iterator
+from importlib import resources
 from typing import Any
 
 import anyio
@@ -51,6 +52,13 @@ def _memories(store: Any) -> list[Any]:
 
 def _state(store: Any) -> dict[str, Any]:
     return dict(thread_store(store).get_thread_row("t1").state or {})
+
+
+def _answer_form(template: str) -> str:
+    """The answer form a prompt template ends with (its last line), as shipped: small
+    models echo it after, or instead of, their answer."""
+    path = resources.files("oam_core.memory").joinpath("prompts", f"{template}.txt")
+    return path.read_text(encoding="utf-8").strip().splitlines()[-1]
 
 
 # -- one pass -----------------------------------------------------------------------
@@ -360,8 +368,26 @@ def test_c23_a_wrongly_shaped_reply_is_unusable_counted_and_retried(store: Any, 
             ["real"],
         ),
         ('{"memories": []} or, fenced:\n```json\n{"memories": []}\n```', []),
+        (
+            memories_reply({"text": "real"})
+            + "\n\nI answered in this form:\n"
+            + _answer_form("extraction_v2"),
+            ["real"],
+        ),
+        (
+            "The form: " + _answer_form("extraction_v2") + "\n" + memories_reply({"text": "real"}),
+            ["real"],
+        ),
     ],
-    ids=["empty-example-first", "example-first", "bad-trailer", "empty-after", "only-empty"],
+    ids=[
+        "empty-example-first",
+        "example-first",
+        "bad-trailer",
+        "empty-after",
+        "only-empty",
+        "answer-then-form",
+        "form-then-answer",
+    ],
 )
 def test_c24_the_last_value_that_fits_is_stored(store: Any, reply: str, stored: list[str]) -> None:
     """docs/failure-modes.md#c24: an example object before the real answer never wins, and
@@ -370,6 +396,28 @@ def test_c24_the_last_value_that_fits_is_stored(store: Any, reply: str, stored: 
     _thread(_client(store, llm)).add_messages([{"role": "user", "content": "hello"}])
     assert [m.content for m in _memories(store)] == stored
     assert _state(store)[EXTRACTION_STATE_KEY]["watermark"] == 0
+
+
+def test_c23_a_reply_of_only_the_answer_form_is_unusable_and_retried(store: Any) -> None:
+    """docs/failure-modes.md#c23: the prompt's answer form echoed alone (its text a
+    placeholder) stores no memory "...": warned, counted, retried; the retry stores the
+    answer, and a placeholder item beside a real one is dropped with a warning."""
+    form = _answer_form("extraction_v2")
+    good = memories_reply(
+        {"text": "Ana likes green tea", "record_type": "preference"}, {"text": "\u2026"}
+    )
+    llm = ScriptedLlm(extraction=[form, good])
+    thread = _thread(_client(store, llm))
+    with pytest.warns(MemoryPipelineWarning, match="unusable reply"):
+        thread.add_messages([{"role": "user", "content": "I like green tea."}])
+    entry = _state(store)[EXTRACTION_STATE_KEY]
+    assert entry.get("watermark", -1) == -1 and entry["attempts"] == 1
+    assert entry["failed_passes"] == 1 and _memories(store) == []
+    with pytest.warns(MemoryPipelineWarning, match="item 1 dropped: .*placeholder"):
+        thread.add_messages([{"role": "user", "content": "Really."}])
+    assert [m.content for m in _memories(store)] == ["Ana likes green tea"]
+    assert _state(store)[EXTRACTION_STATE_KEY]["watermark"] == 1
+    assert "<content>...</content>" not in thread.get_context_card(max_relevant_results=5).content
 
 
 @pytest.mark.parametrize("victims", ["newest", "middle", "oldest"])
@@ -589,6 +637,29 @@ def test_a_summary_reply_without_topics_keeps_the_threads_topics(store: Any) -> 
     thread.add_messages([{"role": "user", "content": "I booked March"}])
     assert thread.get_summary().content == "Ana booked March."
     assert thread.get_context_card().topics == ["travel", "lisbon"]
+
+
+def test_a_summary_reply_echoing_the_answer_form_keeps_the_summary(store: Any) -> None:
+    """docs/memory-pipeline.md#running-summary: the summary prompt's form echoed after
+    the summary does not replace it; the form alone is unusable (warned, the previous
+    summary kept, retried)."""
+    form = _answer_form("summary_v1")
+    real = json.dumps({"summary": "Ana likes green tea and lives in Porto.", "topics": ["tea"]})
+    llm = ScriptedLlm(
+        summary=[real + "\nFormat used: " + form, form, json.dumps({"summary": "Ana moved."})]
+    )
+    thread = _thread(_client(store, llm), enable_context_summary=True)
+    thread.add_messages([{"role": "user", "content": "I like green tea. I live in Porto."}])
+    assert thread.get_summary().content == "Ana likes green tea and lives in Porto."
+    with pytest.warns(MemoryPipelineWarning, match="summary pass skipped: unusable reply"):
+        thread.add_messages([{"role": "user", "content": "I moved."}])
+    assert thread.get_summary().content == "Ana likes green tea and lives in Porto."
+    assert thread.get_context_card().topics == ["tea"]
+    thread.add_messages([{"role": "user", "content": "To Lisbon."}])
+    assert "<content>I moved.</content>" in llm.prompts("summary")[-1]
+    assert thread.get_summary().content == "Ana moved." and thread.get_context_card().topics == [
+        "tea"
+    ]
 
 
 def test_summary_frequency(store: Any) -> None:

@@ -24,7 +24,7 @@ from _fixtures import ScriptedLlm
 from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.memory.client import OracleAgentMemory
 from oam_core.memory.diagnostics import MemoryPipelineWarning
-from oam_core.memory.extraction import EXTRACTION_PROMPT
+from oam_core.memory.extraction import EXTRACTION_PROMPT, normalize_timestamp
 from oam_core.memory.pipeline import EXTRACTION_STATE_KEY
 from oam_core.memory.thread import OracleThread
 from oam_core.store.threads import thread_store
@@ -194,6 +194,74 @@ def test_a_move_supersedes_the_old_home_at_the_new_valid_from(searchable: Any) -
     # the superseded memory is not shown to the next pass; the current one is
     _say(thread, "Berlin is great", "2024-06-02T09:00:00Z")
     assert shown(llm.prompts("extraction")[-1]) == {"Ana lives in Berlin": berlin.id}
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "valid_from", "starts"),
+    [
+        ("2020-06-01T10:00:00+02:00", None, _utc(2020, 6, 1, 8)),
+        ("2024-03-01T09:00:00Z", None, _utc(2024, 3, 1, 9)),
+        ("2024-05-01", None, _utc(2024, 3, 1, 9)),
+        ("2020-06-01", "2021-01-01", _utc(2021, 1, 1)),
+        (None, None, _utc(2024, 3, 1, 9)),
+    ],
+    ids=["past-event", "event-when-said", "future-event", "valid-from-wins", "no-dates"],
+)
+def test_a_new_memory_holds_from_its_past_event_time_else_from_when_it_was_said(
+    searchable: Any, timestamp: str | None, valid_from: str | None, starts: datetime
+) -> None:
+    """``valid_from`` defaults to the item's event ``timestamp`` when that is not later
+    than when the message was said ("Ana moved to Lisbon in 2020" holds from 2020);
+    a future event ("Ana flies to Lisbon in May") holds from when it was said."""
+    llm = ScriptedLlm(
+        extraction=[reply(item("Ana and Lisbon", timestamp=timestamp, valid_from=valid_from))]
+    )
+    with _no_warnings():
+        _say(_thread(searchable, llm), "About Lisbon", "2024-03-01T09:00:00Z")
+    memory = _memories(searchable)["Ana and Lisbon"]
+    assert _at(memory.valid_from) == starts and memory.valid_until is None
+    assert _at(memory.timestamp) == _at(normalize_timestamp(timestamp) or "2024-03-01T09:00:00Z")
+
+
+def test_a_past_event_time_dates_the_memory_and_its_later_update(searchable: Any) -> None:
+    """The memory of a move dated in the past holds from that date, so a later move's
+    ``valid_from`` (after it) is kept and the first home is found ``as_of`` a time
+    between the two; an ``UPDATE`` with only a past event time starts then, unless that
+    is not later than the start of the memory it replaces."""
+    llm = ScriptedLlm(
+        extraction=[
+            reply(item("Ana lives in Lisbon", timestamp="2024-03-01T10:00:00+01:00")),
+            reply(
+                item(
+                    "Ana lives in Berlin", "UPDATE", "Ana lives in Lisbon", valid_from="2025-12-01"
+                )
+            ),
+            reply(
+                item("Ana lives in Porto", "UPDATE", "Ana lives in Berlin", timestamp="2026-01-15")
+            ),
+            reply(
+                item("Ana lives in Rome", "UPDATE", "Ana lives in Porto", timestamp="2025-01-01")
+            ),
+        ]
+    )
+    thread = _thread(searchable, llm)
+    with _no_warnings():
+        _say(thread, "I have lived in Lisbon since March 2024", "2026-01-01T00:00:00Z")
+        _say(thread, "Correction: I moved to Berlin on 1 December", "2026-01-02T00:00:00Z")
+        _say(thread, "And on 15 January to Porto", "2026-02-01T00:00:00Z")
+        _say(thread, "Now I live in Rome", "2026-03-01T00:00:00Z")
+    stored = _memories(searchable)
+    windows = {text: (_at(r.valid_from), _at(r.valid_until)) for text, r in stored.items()}
+    assert windows == {
+        "Ana lives in Lisbon": (_utc(2024, 3, 1, 9), _utc(2025, 12, 1)),
+        "Ana lives in Berlin": (_utc(2025, 12, 1), _utc(2026, 1, 15)),
+        "Ana lives in Porto": (_utc(2026, 1, 15), _utc(2026, 3, 1)),
+        "Ana lives in Rome": (_utc(2026, 3, 1), None),
+    }
+    then = searchable.search(
+        "where does Ana live", k=10, record_types={"fact"}, as_of="2025-06-01T00:00:00Z"
+    )
+    assert [r.content for r, _ in then] == ["Ana lives in Lisbon"]
 
 
 def test_a_job_change_without_valid_from_ends_at_the_message_time(searchable: Any) -> None:
@@ -397,6 +465,50 @@ def test_a_repeated_fact_is_a_noop_whatever_the_model_said(searchable: Any) -> N
     assert _history(searchable, after.id) == ["Ana lives in Lisbon"]
     state = thread_store(searchable).get_thread_row("t1").state[EXTRACTION_STATE_KEY]
     assert (state["passes"], state["memories"]) == (2, 1)
+
+
+def test_a_repeat_of_a_current_memory_too_far_down_to_be_shown_is_a_noop(searchable: Any) -> None:
+    """The repeat rule compares with the store, not only with the memories the prompt
+    showed: a current memory of the same user, agent and type (any thread) with the
+    same normalized text makes an ``ADD`` or ``UPDATE`` a ``NOOP``. The same text of
+    another user, of another type, or no longer current does not."""
+    store = searchable
+    scope = {"user_ids": "ana", "agent_ids": "helper"}
+    store.add(["Ana owns a red bicycle"], "fact", thread_ids="older", **scope)
+    store.add([f"hello there general kenobi {i}" for i in range(10)], "fact", **scope)
+    store.add(["Ana owns a blue car"], "fact", user_ids="bob", agent_ids="helper")
+    store.add(["Ana owns a blue car"], "preference", **scope)
+    store.add(["Ana has a green car"], "fact", valid_until="2020-01-01", **scope)
+    llm = ScriptedLlm(
+        extraction=[
+            reply(
+                item("ana owns a RED  bicycle."),
+                item("Ana owns a red bicycle!", "UPDATE", "a memory never shown"),
+                item("Ana owns a blue car"),
+                item("ana owns a blue car", record_type="preference"),
+                item("Ana has a green car"),
+                item("Ana owns a red bicycle and a car"),
+            )
+        ]
+    )
+    with _no_warnings():
+        _thread(store, llm).add_messages(
+            [{"role": "user", "content": "hello there general kenobi"}] * 2  # 6 items allowed
+        )
+    assert "bicycle" not in " ".join(shown(llm.prompts("extraction")[0]))
+    facts = sorted(
+        r.content for r in store.list("fact", user_id="ana") if "kenobi" not in r.content
+    )
+    assert facts == [
+        "Ana has a green car",
+        "Ana has a green car",
+        "Ana owns a blue car",
+        "Ana owns a red bicycle",
+        "Ana owns a red bicycle and a car",
+    ]
+    assert [r.content for r in store.list("preference")] == ["Ana owns a blue car"]
+    state = thread_store(store).get_thread_row("t1").state[EXTRACTION_STATE_KEY]
+    assert (state["passes"], state["memories"]) == (1, 3)
 
 
 def test_targets_not_shown_add_or_do_nothing_with_one_warning_each(searchable: Any) -> None:

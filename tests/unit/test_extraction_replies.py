@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from importlib import resources
 from typing import Any
 
 import pytest
@@ -21,8 +22,10 @@ from oam_core.memory.extraction import (
     render_extraction_prompt,
 )
 from oam_core.memory.jsonrepair import UnusableReplyError
+from oam_core.memory.placeholders import is_placeholder, placeholders_of
 from oam_core.memory.runningsummary import MAX_TOPICS, normalize_topics, parse_summary_reply
 from oam_core.memory.summary import RunningSummary
+from oam_core.memory.templates import load_prompt
 
 
 def _one(text: str, record_type: Any = "fact", **extra: Any) -> str:
@@ -241,6 +244,105 @@ def test_replies_without_a_usable_item_are_unusable(reply: str) -> None:
 )
 def test_the_last_value_that_fits_wins(reply: str, expected: list[str]) -> None:
     assert [m.text for m in parse_extraction_reply(reply)] == expected
+
+
+def _answer_form(template: str) -> str:
+    """The answer form a prompt template ends with (its last line), as shipped."""
+    path = resources.files("oam_core.memory").joinpath("prompts", f"{template}.txt")
+    return path.read_text(encoding="utf-8").strip().splitlines()[-1]
+
+
+FORM = _answer_form("extraction_v2")
+"""The extraction prompt's answer form, which small models echo after (or instead
+of) their answer: its ``text`` and ``reason`` are placeholders."""
+SUMMARY_FORM = _answer_form("summary_v1")
+GOOD = json.dumps(
+    {"memories": [{"decision": "ADD", "text": "Ana likes green tea", "record_type": "preference"}]}
+)
+
+
+def test_the_answer_forms_are_the_ones_these_tests_echo() -> None:
+    assert json.loads(FORM)["memories"][0]["text"] == "..."
+    assert json.loads(SUMMARY_FORM) == {"summary": "...", "topics": ["..."]}
+    assert load_prompt("extraction_v2").answer_form == json.loads(FORM)
+    assert load_prompt("query_rewrite_v1").answer_form == {"query": "..."}
+    assert load_prompt("shorten_v1").answer_form is None
+    assert placeholders_of("extraction_v2", ("text", "reason")) == {"..."}
+    assert placeholders_of("summary_v1", ("summary", "topics")) == {"..."}
+    assert [is_placeholder(t, {"<text>"}) for t in ("<TEXT> ", "\u22ef", ". .", "a.", "")] == [
+        True,
+        True,
+        True,
+        False,
+        True,
+    ]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        GOOD + "\n\nI answered in this form:\n" + FORM,
+        "In this form: " + FORM + "\nMy answer: " + GOOD,
+        GOOD + " " + FORM.replace('"fact"', '"preference"'),
+        "```json\n" + GOOD + "\n```\n```json\n" + FORM + "\n```",
+    ],
+    ids=["answer-then-form", "form-then-answer", "answer-then-form-retyped", "two-fences"],
+)
+def test_the_prompts_answer_form_is_never_the_answer(reply: str) -> None:
+    """docs/failure-modes.md#c24: the form echoed after the answer does not replace it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        parsed = parse_extraction_reply(reply)
+    assert parsed == [ExtractedMemory("Ana likes green tea", "preference", None)]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [FORM, "Here is the form: " + FORM, FORM.replace('"ADD"', '"UPDATE"'), _one("\u2026")],
+    ids=["form", "form-in-prose", "form-as-update", "ellipsis-only"],
+)
+def test_a_reply_holding_only_the_answer_form_is_unusable(reply: str) -> None:
+    """docs/failure-modes.md#c23: a placeholder is no memory, so a reply of only the
+    form is unusable (retried), never a memory ``...``."""
+    with pytest.raises(UnusableReplyError):
+        parse_extraction_reply(reply)
+
+
+@pytest.mark.parametrize("placeholder", ["...", "\u2026", " . . . ", "......", "\u2026\u2026 "])
+def test_an_item_whose_text_is_a_placeholder_is_dropped(placeholder: str) -> None:
+    stub = {"decision": "ADD", "text": placeholder, "record_type": "fact", "reason": "..."}
+    later = {"text": "Ana has a dog", "record_type": "memory", "reason": "\u2026"}
+    reply = json.dumps(
+        {"memories": [{"text": "Ana likes tea", "record_type": "fact"}, stub, later]}
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        memories = parse_extraction_reply(reply)
+    assert memories == [_fact("Ana likes tea"), ExtractedMemory("Ana has a dog", "memory", None)]
+    (warning,) = [str(w.message) for w in caught]
+    assert warning.startswith("extraction reply item 1 dropped: ") and "placeholder" in warning
+
+
+def test_a_summary_echoing_the_answer_form_is_not_the_summary() -> None:
+    """docs/memory-pipeline.md#running-summary: the form echoed after the summary does
+    not replace it; the form alone (or a placeholder summary) is unusable; placeholder
+    topics are dropped, and topics that are all placeholders keep the previous ones."""
+    real = json.dumps({"summary": "Ana likes green tea.", "topics": ["tea", "porto"]})
+    expected = RunningSummary("Ana likes green tea.", ("tea", "porto"))
+    assert parse_summary_reply(real + "\nFormat used: " + SUMMARY_FORM) == expected
+    assert parse_summary_reply(SUMMARY_FORM + " Answer: " + real) == expected
+    for bad in (SUMMARY_FORM, '{"summary": "\u2026", "topics": ["tea"]}', '{"summary": " . . "}'):
+        with pytest.raises(UnusableReplyError):
+            parse_summary_reply(bad)
+    before = RunningSummary("Ana plans a trip.", ("travel",))
+    mixed = '{"summary": "Ana booked Rome.", "topics": ["...", "Rome", "\u2026"]}'
+    assert parse_summary_reply(mixed, previous=before) == RunningSummary(
+        "Ana booked Rome.", ("rome",)
+    )
+    stubs = '{"summary": "Ana booked Rome.", "topics": ["..."]}'
+    assert parse_summary_reply(stubs, previous=before) == RunningSummary(
+        "Ana booked Rome.", ("travel",)
+    )
 
 
 def test_an_answer_cut_off_after_an_example_is_unusable() -> None:

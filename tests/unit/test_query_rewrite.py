@@ -53,6 +53,8 @@ from oam_core.store.fusion import DistanceKind
         ('{"query": "  \\"hiking boots\\"\\n size  "}', 'hiking boots" size'),
         ("{'query': 'single quotes',}", "single quotes"),
         ('Example: {"query": "..."} Answer: {"query": "movie length"}', "movie length"),
+        ('{"query": "movie length"} in the form {"query": "..."}', "movie length"),
+        ('{"query": "movie length"} {"query": "\u2026"}', "movie length"),
         ('{"query": "cheap flights", "why": "the user asked"}', "cheap flights"),
         ('{"query": "東京 ラーメン"}', "東京 ラーメン"),
     ],
