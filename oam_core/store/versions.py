@@ -432,11 +432,9 @@ class MemoryVersions(StorePart):
         be updated (``is_open``), not its reserved marks: a current memory can,
         also one invalidated for a later time or replaced by a version planned for
         later (the new one then goes in before the plan, or replaces the plan when
-        it starts after it); one whose window starts later can be corrected before
-        it holds (the new one then starts when it would have); one whose window has
-        ended cannot. A window that already ends before the new ``valid_from``
-        keeps its end (a gap follows).
-        The new version keeps the old one's expiry (``expires_at``): a memory that
+        it starts after it); a plan can be corrected before it holds (the new one
+        starts when it would have); an ended one cannot. A window that already ends
+        before the new ``valid_from`` keeps its end (a gap follows). The new version keeps the old one's expiry (``expires_at``): a memory that
         never expires stays so, a finite expiry stays the same instant, whatever the
         store's ``default_ttl_days`` (docs/store.md#ttl-and-retention); change it
         with ``store.update(..., ttl_days=...)``.
