@@ -5,8 +5,9 @@ validity window ``[valid_from, valid_until)``. Superseding one memory by a newer
 ends the old window at the new one's ``valid_from`` (or now) and links the two in
 their reserved metadata (``$agent_memory``): the old record gets ``status:
 "invalid"``, ``superseded_by`` and ``reason``, the new one ``supersedes: [old ids]``.
-Invalidating ends a window without a successor (``superseded_by: None``). Each
-operation is one transaction; the old row is re-read inside it, so two writers
+Invalidating ends a window without a successor (``superseded_by: None``). Whether a
+version can still be updated or invalidated is decided by its window
+(``window_state``), not by those marks. Each operation is one transaction; the old row is re-read inside it, so two writers
 superseding the same memory at once leave exactly one current version.
 
 ``memory_versions(store)`` gives the operations the client calls
