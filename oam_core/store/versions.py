@@ -7,8 +7,9 @@ their reserved metadata (``$agent_memory``): the old record gets ``status:
 "invalid"``, ``superseded_by`` and ``reason``, the new one ``supersedes: [old ids]``.
 Invalidating ends a window without a successor (``superseded_by: None``). Whether a
 version can still be updated or invalidated is decided by its window
-(``window_state``), not by those marks. Each operation is one transaction; the old row is re-read inside it, so two writers
-superseding the same memory at once leave exactly one current version.
+(``window_state``), not by those marks. Each operation is one transaction; the old
+row is re-read inside it, so two writers superseding the same memory at once leave
+exactly one current version.
 
 ``memory_versions(store)`` gives the operations the client calls
 (``update_memory``, ``invalidate_memory``, ``get_memory_history``);
