@@ -301,9 +301,14 @@ def as_of_arg(value: object, *, default: datetime | None) -> datetime | None:
     return None if value is None else _time_arg(value, "as_of")
 
 
-def check_windowed(record_type: str, given: Iterable[tuple[str, object]]) -> None:
+def check_windowed(
+    record_type: str, given: Iterable[tuple[str, object]], *, none_given: bool = False
+) -> None:
     """Refuse a validity window on a record type that has none (messages, profiles):
-    ``given`` holds ``(argument name, value)`` pairs; ``NOT_SET`` and None pass.
+    ``given`` holds ``(argument name, value)`` pairs; ``NOT_SET`` (omitted) passes,
+    and None too unless ``none_given`` (an argument of ``add``/``update``, where an
+    explicit None is given, docs/store.md#validity-windows; a dump row's None is
+    the absence of a window).
 
     Raises:
         InvalidArgumentError: naming the first argument set to something else.
@@ -311,7 +316,7 @@ def check_windowed(record_type: str, given: Iterable[tuple[str, object]]) -> Non
     if record_type in MEMORY_TYPES:
         return
     for name, value in given:
-        if value is not NOT_SET and value is not None:
+        if value is not NOT_SET and (none_given or value is not None):
             shown = value.isoformat() if isinstance(value, datetime) else repr(value)
             raise InvalidArgumentError(
                 f"{name}: {record_type} records have no validity window; only memory, "

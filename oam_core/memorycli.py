@@ -231,7 +231,9 @@ def invalidate_cmd(
         when: dict[str, Any] = {} if valid_until is None else {"valid_until": valid_until}
         ended = memory.invalidate_memory(memory_id, reason=reason, **when)
     typer.echo(
-        f"Invalidated {memory_id}." if ended else f"{memory_id} no longer held; nothing changed."
+        f"Invalidated {memory_id}."
+        if ended
+        else f"{memory_id} is not current (no longer held, or planned for later); nothing changed."
     )
 
 

@@ -156,8 +156,10 @@ class ClientMemories:
 
         Raises:
             NotFoundError: (a ``KeyError``) for an unknown id.
-            InvalidArgumentError: for a memory that is no longer current (update the
-                current version), blank content, or a bad ``valid_from`` or
+            InvalidArgumentError: for a memory that is no longer current (its
+                window has ended; update the current version: a memory that holds
+                until a later end, or one planned for later, can be updated), blank
+                content, or a bad ``valid_from`` or
                 ``metadata``; nothing is written.
         """
         self._check_open()
@@ -200,7 +202,9 @@ class ClientMemories:
                 ISO-8601 string; omitted: now.
 
         Returns:
-            True when it was current and is now ended, False if it was not current.
+            True when it was current (its window holds now, also when it was
+            set to end later) and is now ended, False if it was not current (ended
+            already, or planned for later: nothing is written).
 
         Raises:
             NotFoundError: (a ``KeyError``) for an unknown or expired id; nothing

@@ -148,6 +148,6 @@ class InvalidateOut(BaseModel):
     """What ``invalidate_memory`` did."""
 
     invalidated: bool = Field(
-        description="true when the memory held until now and is ended; false if it had "
-        "already stopped holding."
+        description="true when the memory held until now and is ended; false if it was "
+        "not current (it had already stopped holding, or starts later)."
     )

@@ -194,7 +194,8 @@ class OracleMemoryStore(TransferMethods, IMemoryStore):
             valid_from, valid_until: The validity window of memory-like records
                 (docs/store.md#validity-windows): a datetime (naive = UTC) or an
                 ISO-8601 string, scalar or one per record; None = open.
-                ``valid_from`` defaults to the record's timestamp.
+                ``valid_from`` defaults to the record's timestamp. Given for a
+                message or profile (None included) -> InvalidArgumentError.
             **store_kwargs: ``batch_size`` (default 256) rows per executemany.
 
         Returns:
@@ -386,7 +387,8 @@ class OracleMemoryStore(TransferMethods, IMemoryStore):
                 clears it.
             ttl_days, ttl_anchor: New expiry (days); omit both to keep it.
             valid_from, valid_until: New window ends of a memory-like record
-                (docs/store.md#validity-windows); None opens that end.
+                (docs/store.md#validity-windows); None opens that end. Given for
+                a message or profile (None included) -> InvalidArgumentError.
 
         Returns:
             1 if the record exists (even expired but not yet purged), else 0.

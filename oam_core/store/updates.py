@@ -210,7 +210,9 @@ def parse_update(
             "update needs at least one of text, index_text, embedding, "
             "metadata, timestamp, ttl_days, ttl_anchor, valid_from, valid_until"
         )
-    checks.check_windowed(record_type, [("valid_from", valid_from), ("valid_until", valid_until)])
+    checks.check_windowed(
+        record_type, [("valid_from", valid_from), ("valid_until", valid_until)], none_given=True
+    )
     new_from = NOT_SET if valid_from is NOT_SET else checks.window_time(valid_from, "valid_from")
     new_until = (
         NOT_SET if valid_until is NOT_SET else checks.window_time(valid_until, "valid_until")

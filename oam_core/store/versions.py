@@ -5,9 +5,11 @@ validity window ``[valid_from, valid_until)``. Superseding one memory by a newer
 ends the old window at the new one's ``valid_from`` (or now) and links the two in
 their reserved metadata (``$agent_memory``): the old record gets ``status:
 "invalid"``, ``superseded_by`` and ``reason``, the new one ``supersedes: [old ids]``.
-Invalidating ends a window without a successor (``superseded_by: None``). Each
-operation is one transaction; the old row is re-read inside it, so two writers
-superseding the same memory at once leave exactly one current version.
+Invalidating ends a window without a successor (``superseded_by: None``). Whether a
+version can still be updated or invalidated is decided by its window
+(``window_state``), not by those marks. Each operation is one transaction; the old
+row is re-read inside it, so two writers superseding the same memory at once leave
+exactly one current version.
 
 ``memory_versions(store)`` gives the operations the client calls
 (``update_memory``, ``invalidate_memory``, ``get_memory_history``);
@@ -86,19 +88,40 @@ class VersionChange:
 # -- inside a transaction -----------------------------------------------------------
 
 
-def is_open(keys: dict[str, Any], valid_until: datetime | None, now: datetime) -> bool:
-    """Whether a version is the open end of its chain (docs/versions.md): no newer
-    version replaced it, it was not invalidated (``keys``: its reserved metadata),
-    and its window has not ended by ``now``. A version whose window starts later
-    is open: it can be corrected or invalidated before it holds."""
-    if isinstance(keys.get("superseded_by"), str) or keys.get("status") == "invalid":
-        return False
-    return valid_until is None or valid_until > now
+def window_state(
+    valid_from: datetime | None, valid_until: datetime | None, now: datetime
+) -> Literal["current", "planned", "ended"]:
+    """Where a version's window ``[valid_from, valid_until)`` stands at ``now``
+    (docs/versions.md#superseding-and-invalidating): ``"ended"`` when it ends by
+    ``now`` (or is empty: a version replaced before it began never holds),
+    ``"planned"`` when it starts after ``now``, else ``"current"``. The window alone
+    decides, not the reserved ``status``/``superseded_by`` marks: a version
+    invalidated for a later time, or replaced by a version planned for later, is
+    current until its end."""
+    if valid_until is not None and (
+        valid_until <= now or (valid_from is not None and valid_until <= valid_from)
+    ):
+        return "ended"
+    if valid_from is not None and valid_from > now:
+        return "planned"
+    return "current"
+
+
+def is_open(valid_from: datetime | None, valid_until: datetime | None, now: datetime) -> bool:
+    """Whether a version can still be replaced (``update_memory``): its window has not
+    ended by ``now`` (``window_state`` is ``"current"`` or ``"planned"``: a version
+    planned for later can be corrected before it holds)."""
+    return window_state(valid_from, valid_until, now) != "ended"
 
 
 def row_open(row: StoredRow, now: datetime) -> bool:
     """``is_open`` of a row read in a transaction."""
-    return is_open(reserved_of(row), row.valid_until, now)
+    return is_open(row.valid_from, row.valid_until, now)
+
+
+def row_current(row: StoredRow, now: datetime) -> bool:
+    """Whether a row read in a transaction is current (valid at ``now``)."""
+    return window_state(row.valid_from, row.valid_until, now) == "current"
 
 
 def live(row: StoredRow | None, now: datetime) -> StoredRow | None:
@@ -122,25 +145,28 @@ def apply_changes(
     """Apply ``changes`` in order inside the open write transaction ``tx``
     (docs/store.md#memory-versions).
 
-    Each target is read again, locked (``Tx.fetch_locked``). ``supersede``: a
-    target that is no longer current is followed along its ``superseded_by`` links
-    to the current head, which is superseded instead (no current head: the
-    successor simply stays and nothing ends), except that a version planned for
-    later (starting after now) is not followed while the version before it holds at
-    the successor's start: the successor goes in between (the version before it ends
-    at the successor's start, the successor at the plan's start, and the plan now
-    replaces the successor, docs/versions.md#superseding-and-invalidating); the
-    target's window ends at ``at``,
-    else the successor's ``valid_from``, else now (never before the target's own
-    ``valid_from``: clamped to it), its reserved metadata gets ``status:
-    "invalid"``, ``superseded_by`` and ``reason``, and the successor's reserved
-    ``supersedes`` list gets the target's id; the successor takes the target's
-    expiry (``expires_at``, None = never expires: a new version keeps the memory's
-    retention, docs/versions.md#superseding-and-invalidating). ``invalidate``: a
-    current target ends (``at``, else now) with ``superseded_by: None``; one not
-    current is left alone, unless ``follow_head`` (then the version that holds now
-    at the end of its ``superseded_by`` links ends instead). Unknown targets (and successors), and expired ones, are
-    skipped.
+    Each target is read again, locked (``Tx.fetch_locked``); its window decides
+    (``window_state``), not its reserved marks. ``supersede``: a target whose window
+    has ended is followed along its ``superseded_by`` links to the version after
+    it, until one whose window has not ended, which is superseded instead (none: the
+    successor simply stays and nothing ends); a target that still holds at the
+    successor's start while the version after it is planned for later (starting
+    after now) is not followed: the successor goes in between (the target ends at
+    the successor's start, the successor at the plan's start, and the plan now
+    replaces the successor, docs/versions.md#superseding-and-invalidating); a
+    ``superseded_by`` naming no stored version is no link. The target's window ends
+    at ``at``, else the successor's ``valid_from``, else now (never before the
+    target's own ``valid_from``, never after an end it already has), its reserved
+    metadata gets ``status: "invalid"``, ``superseded_by`` and ``reason``, and the
+    successor's reserved ``supersedes`` list gets the target's id; the successor
+    takes the target's expiry (``expires_at``, None = never expires: a new version
+    keeps the memory's retention, docs/versions.md#superseding-and-invalidating).
+    ``invalidate``: a current target ends (``at``, else now; a version planned for
+    later is not current and is left alone) with ``superseded_by`` kept when it
+    names a stored version planned for later, else None; an ended one is left
+    alone, unless ``follow_head`` (then the version that holds now at the end of
+    its ``superseded_by`` links ends instead). Unknown targets (and successors),
+    and expired ones, are skipped.
 
     Returns:
         The changes applied, with the real target ids (the head a ``supersede``
@@ -160,15 +186,15 @@ def apply_changes(
 
 def lock_targets(runtime: StoreRuntime, tx: Tx, changes: Sequence[VersionChange]) -> None:
     """Lock the rows ``apply_changes`` will change among those that exist now: each
-    target and the versions its ``superseded_by`` links lead to, up to the current
-    head. A pipeline pass calls it before inserting its records, so on a server it
-    takes record rows before the keyword statistics row its inserts take, in the
-    order every other writer takes them (docs/postgres.md#concurrency-and-durability)."""
-    now = runtime.now()
+    target and the versions its ``superseded_by`` links lead to. A pipeline pass
+    calls it before inserting its records, so on a server it takes record rows
+    before the keyword statistics row its inserts take, in the order every other
+    writer takes them (docs/postgres.md#concurrency-and-durability)."""
+    del runtime  # the rows to lock do not depend on the time
     for change in changes:
         row = tx.fetch_locked(MEMORY, change.target_id)
         seen = {change.target_id}
-        while row is not None and not row_open(row, now):
+        while row is not None:
             head = reserved_of(row).get("superseded_by")
             if not isinstance(head, str) or head in seen:
                 break
@@ -176,21 +202,31 @@ def lock_targets(runtime: StoreRuntime, tx: Tx, changes: Sequence[VersionChange]
             row = tx.fetch_locked(MEMORY, head)
 
 
+def _next_version(tx: Tx, row: StoredRow, seen: set[str], now: datetime) -> StoredRow | None:
+    """The visible version ``row``'s ``superseded_by`` names (locked), or None when it
+    names none, one already ``seen`` on this walk, or one that is not stored (a
+    successor deleted by an older release, which did not join the neighbours)."""
+    head = reserved_of(row).get("superseded_by")
+    if not isinstance(head, str) or head in seen:
+        return None
+    return live(tx.fetch_locked(MEMORY, head), now)
+
+
 def _supersede(tx: Tx, change: VersionChange, now: datetime) -> VersionChange | None:
     if change.successor_id is None or change.successor_id == change.target_id:
         return None
     successor = tx.fetch_locked(MEMORY, change.successor_id)
     target = live(tx.fetch_locked(MEMORY, change.target_id), now)
-    begins = now if successor is None else successor.valid_from or now
     seen = {change.successor_id}
     plan = None
-    while target is not None and not row_open(target, now):
+    while target is not None:
         seen.add(str(target.id))
-        head = reserved_of(target).get("superseded_by")
-        if not isinstance(head, str) or head in seen:
-            return None  # no open head: the successor simply stays
-        after = live(tx.fetch_locked(MEMORY, head), now)
-        if _planned(after, now) and _holds_at(target, begins):
+        after = _next_version(tx, target, seen, now)
+        if after is None:
+            if not row_open(target, now):
+                return None  # ended, and no version after it: the successor simply stays
+            break
+        if _planned(after, now) and _holds_at(target, _start_after(successor, target, now) or now):
             plan = after  # the successor goes in before a version planned for later
             break
         target = after
@@ -199,10 +235,10 @@ def _supersede(tx: Tx, change: VersionChange, now: datetime) -> VersionChange | 
     plan_reason = reserved_of(target).get("reason")
     fields: dict[str, Any] = {}
     start = successor.valid_from
-    if target.valid_from is not None and (start is None or start < target.valid_from):
+    if start != (moved := _start_after(successor, target, now)):
         # A successor cannot hold before the version it replaces began (a pass whose
         # messages predate a correction made meanwhile): it starts now, or then.
-        start = fields["valid_from"] = max(now, target.valid_from)
+        start = fields["valid_from"] = moved
     end = change.at or start or now
     _end(tx, target, end, superseded_by=successor.id, reason=change.reason)
     keys = reserved_of(successor)
@@ -221,6 +257,16 @@ def _supersede(tx: Tx, change: VersionChange, now: datetime) -> VersionChange | 
     if "expires_at" in fields:
         tx.clamp_quoting(successor.key)
     return dataclasses.replace(change, target_id=str(target.id), at=_clamped(target, end))
+
+
+def _start_after(successor: StoredRow | None, target: StoredRow, now: datetime) -> datetime | None:
+    """When ``successor`` starts holding once it replaces ``target``: its own
+    ``valid_from`` (None: open), unless that is before ``target``'s start (then
+    now, or ``target``'s start when that is later)."""
+    start = None if successor is None else successor.valid_from
+    if target.valid_from is not None and (start is None or start < target.valid_from):
+        return max(now, target.valid_from)
+    return start
 
 
 def _planned(row: StoredRow | None, now: datetime) -> bool:
@@ -252,25 +298,26 @@ def _invalidate(tx: Tx, change: VersionChange, now: datetime) -> VersionChange |
     target = live(tx.fetch_locked(MEMORY, change.target_id), now)
     if change.follow_head:
         target = _started_head(tx, target, now)
-    if target is None or not row_open(target, now):
+    if target is None or not row_current(target, now):
         return None
+    after = _next_version(tx, target, {str(target.id)}, now)
+    kept = str(after.id) if after is not None and _planned(after, now) else None
     end = change.at or now
-    _end(tx, target, end, superseded_by=None, reason=change.reason)
+    _end(tx, target, end, superseded_by=kept, reason=change.reason)
     return dataclasses.replace(change, target_id=str(target.id), at=_clamped(target, end))
 
 
 def _started_head(tx: Tx, row: StoredRow | None, now: datetime) -> StoredRow | None:
     """The version that holds now at the end of ``row``'s ``superseded_by`` links
-    (``row`` itself when it is open); None when the chain ends without one, or
+    (``row`` itself when it is current); None when the chain ends without one, or
     reaches a version planned for later (which a change decided before it was
     written does not end)."""
     seen: set[str] = set()
-    while row is not None and not row_open(row, now):
+    while row is not None and not row_current(row, now):
+        if row_open(row, now):
+            return None  # planned for later itself
         seen.add(str(row.id))
-        head = reserved_of(row).get("superseded_by")
-        if not isinstance(head, str) or head in seen:
-            return None
-        row = live(tx.fetch_locked(MEMORY, head), now)
+        row = _next_version(tx, row, seen, now)
         if _planned(row, now):
             return None
     return row
@@ -383,12 +430,13 @@ class MemoryVersions(StorePart):
         The new memory has the old one's type and scope, its metadata (unless
         ``metadata`` is given) and its provenance (``source_message_ids``), and is
         embedded through the store's write path. The old one's window ends at the
-        new one's ``valid_from`` (now when None). The version to update is the open
-        end of its chain (``is_open``): one whose window starts later can be
-        corrected before it holds (the new one then starts when it would have), one
-        already replaced cannot, even while its window still runs. A window that
-        already ends before the new ``valid_from`` keeps its end (a gap follows).
-        The new version keeps the old one's expiry (``expires_at``): a memory that
+        new one's ``valid_from`` (now when None). Its window decides whether it can
+        be updated (``is_open``), not its reserved marks: a current memory can,
+        also one invalidated for a later time or replaced by a version planned for
+        later (the new one then goes in before the plan, or replaces the plan when
+        it starts after it); a plan can be corrected before it holds (the new one
+        starts when it would have); an ended one cannot. A window that already ends
+        before the new ``valid_from`` keeps its end (a gap follows). The new version keeps the old one's expiry (``expires_at``): a memory that
         never expires stays so, a finite expiry stays the same instant, whatever the
         store's ``default_ttl_days`` (docs/store.md#ttl-and-retention); change it
         with ``store.update(..., ttl_days=...)``.
@@ -407,8 +455,9 @@ class MemoryVersions(StorePart):
 
         Raises:
             NotFoundError: no memory has ``memory_id``.
-            InvalidArgumentError: naming ``memory_id`` when that memory was replaced
-                (naming its successor), invalidated or has ended; naming
+            InvalidArgumentError: naming ``memory_id`` when that memory is no longer
+                current: its window has ended (naming the version that holds now,
+                or the next one planned, when its links lead to one); naming
                 ``valid_from`` when it is not later than the old version's start; or
                 for another bad argument. Nothing is written then.
         """
@@ -424,9 +473,9 @@ class MemoryVersions(StorePart):
         if metadata is not NOT_SET:
             dump_metadata(metadata)
         old = self._visible(memory_id)
-        old_until = None if old.valid_until is None else datetime.fromisoformat(old.valid_until)
-        if not is_open(reserved_of_record(old), old_until, self.runtime.now()):
-            raise _not_current(memory_id, reserved_of_record(old))  # before embedding
+        if not is_open(_instant(old.valid_from), _instant(old.valid_until), self.runtime.now()):
+            with self.runtime.writing() as tx:  # before embedding; names the current one
+                raise _not_current(tx, memory_id, self.runtime.now())
         if valid_from is not NOT_SET:
             _after_start(start, old.valid_from, "valid_from")
         batch = _new_version(old, content, start, metadata)
@@ -437,13 +486,13 @@ class MemoryVersions(StorePart):
             if row is None:
                 raise NotFoundError(f"no memory has id {memory_id!r}")
             if not row_open(row, self.runtime.now()):
-                raise _not_current(memory_id, reserved_of(row))
+                raise _not_current(tx, memory_id, self.runtime.now())
             if valid_from is not NOT_SET:
                 _after_start(start, row.valid_from, "valid_from")
             writes.insert_planned(self.runtime, tx, planned, writes.DEFAULT_BATCH_SIZE)
             change = VersionChange("supersede", memory_id, new_id, reason=reason)
             if not apply_changes(self.runtime, tx, [change]):  # pragma: no cover - locked
-                raise _not_current(memory_id, reserved_of(row))
+                raise _not_current(tx, memory_id, self.runtime.now())
         return new_id
 
     @traced_store
@@ -455,15 +504,18 @@ class MemoryVersions(StorePart):
         valid_until: Maybe[str | datetime | None] = NOT_SET,
     ) -> bool:
         """End a memory's validity without a successor, in one transaction
-        (docs/store.md#memory-versions): its window ends at ``valid_until`` (omitted or None:
-        now, or its ``valid_from`` when that is later: a memory invalidated before
-        it starts never holds; never later than an end the window already has: an
-        invalidation does not make a memory hold longer), its reserved metadata gets ``status: "invalid"``,
-        ``superseded_by: None`` and ``reason``.
+        (docs/store.md#memory-versions): a current memory's window ends at
+        ``valid_until`` (omitted or None: now; never later than an end the window
+        already has: an invalidation does not make a memory hold longer), its
+        reserved metadata gets ``status: "invalid"``, ``reason`` and
+        ``superseded_by: None`` (a link to a version planned for later is kept).
+        Its window decides, not its reserved marks: a memory invalidated for a later
+        time, or replaced by a version planned for later, is current until then.
 
         Returns:
-            True, or False when the memory was already replaced, invalidated or
-            ended (nothing changes).
+            True, or False when the memory is not current (nothing changes): its
+            window has ended, or starts later (a plan is corrected with
+            ``update_memory`` or removed with ``delete_memory``).
 
         Raises:
             NotFoundError: no memory has ``memory_id``, or it expired (an expired
@@ -478,7 +530,7 @@ class MemoryVersions(StorePart):
             row = live(tx.fetch_locked(MEMORY, memory_id), self.runtime.now())
             if row is None:
                 raise NotFoundError(f"no memory has id {memory_id!r}")
-            if at is not None and row_open(row, self.runtime.now()):
+            if at is not None and row_current(row, self.runtime.now()):
                 _after_start(at, row.valid_from, "valid_until")
             change = VersionChange("invalidate", memory_id, at=at, reason=reason)
             return bool(apply_changes(self.runtime, tx, [change]))
@@ -566,14 +618,29 @@ def _reason_arg(reason: object) -> str | None:
     return checks.check_text(reason, "reason")
 
 
-def _not_current(memory_id: str, keys: dict[str, Any]) -> InvalidArgumentError:
-    """The error of an update of a version that is no longer current (``keys``: its
-    reserved metadata, naming the version that replaced it, if any)."""
-    head = keys.get("superseded_by")
-    where = f"; its current version is {head!r}" if isinstance(head, str) else ""
+def _not_current(tx: Tx, memory_id: str, now: datetime) -> InvalidArgumentError:
+    """The error of an update of a version that is no longer current, naming the
+    version its ``superseded_by`` links lead to whose window has not ended (read in
+    ``tx``), if any: never an id that is not stored."""
+    row = live(tx.fetch_locked(MEMORY, memory_id), now)
+    seen = {memory_id}
+    while row is not None and not row_open(row, now):
+        row = _next_version(tx, row, seen, now)
+        if row is not None:
+            seen.add(str(row.id))
+    where = ""
+    if row is not None and row.id != memory_id:
+        where = f"; its current version is {row.id!r}"
+        if row.valid_from is not None and row.valid_from > now:
+            where = f"; its next version {row.id!r} starts {row.valid_from.isoformat()}"
     return InvalidArgumentError(
         f"memory_id {memory_id!r} is no longer current (update the current version{where})"
     )
+
+
+def _instant(text: str | None) -> datetime | None:
+    """An ISO-8601 time of a ``Record`` window as an aware datetime (None stays)."""
+    return None if text is None else datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def reserved_of_record(record: Record) -> dict[str, Any]:

@@ -227,6 +227,7 @@ def _window_columns(
                 *_named("valid_from", batch.valid_from, valid_from),
                 *_named("valid_until", batch.valid_until, valid_until),
             ],
+            none_given=True,
         )
     return valid_from, valid_until
 

@@ -684,6 +684,51 @@ def test_a_delete_of_a_memory_replaced_meanwhile_ends_the_version_that_holds(
     assert _current(searchable, "Ana car") == []
 
 
+def test_decisions_on_memories_current_until_a_later_end_apply(searchable: Any) -> None:
+    """Shown memories that hold now but end later (invalidated for a later time, or
+    replaced by a version planned for later) are current: an UPDATE supersedes one
+    (no second current memory), a DELETE ends one now (a link to the plan is kept);
+    no warning."""
+    llm = ScriptedLlm(
+        extraction=[
+            reply(item("Ana lives in Lisbon"), item("Ana has a car"), item("Ana works at Acme")),
+            reply(
+                item("Ana lives in Porto", "UPDATE", "Ana lives in Lisbon", reason="moved"),
+                item(None, "DELETE", "Ana has a car", reason="sold it"),
+                item(None, "DELETE", "Ana works at Acme", reason="quit"),
+            ),
+        ]
+    )
+    thread = _thread(searchable, llm)
+    _say(thread, "I live in Lisbon, have a car and work at Acme", "2024-03-01T09:00:00Z")
+    stored = _memories(searchable)
+    later = searchable.clock_now().replace(year=2027)
+    versions = memory_versions(searchable)
+    for text in ("Ana lives in Lisbon", "Ana has a car"):
+        assert versions.invalidate_memory(stored[text].id, valid_until=later) is True
+    globex = versions.update_memory(
+        stored["Ana works at Acme"].id, "Ana will work at Globex", valid_from=later
+    )
+    with _no_warnings():
+        _say(thread, "I moved to Porto, sold my car and quit", "2024-06-01T09:00:00Z")
+    assert set(shown(llm.prompts("extraction")[-1])) == {
+        "Ana lives in Lisbon",
+        "Ana has a car",
+        "Ana works at Acme",
+    }
+    stored = _memories(searchable)
+    lisbon, porto = stored["Ana lives in Lisbon"], stored["Ana lives in Porto"]
+    car, acme = stored["Ana has a car"], stored["Ana works at Acme"]
+    assert _reserved(lisbon)["superseded_by"] == porto.id
+    assert _reserved(porto)["supersedes"] == [lisbon.id]
+    assert _at(lisbon.valid_until) == _at(porto.valid_from) == _utc(2024, 6, 1, 9)
+    assert _at(car.valid_until) == _at(acme.valid_until) == _utc(2024, 6, 1, 9)
+    assert (_reserved(car)["reason"], _reserved(car)["superseded_by"]) == ("sold it", None)
+    assert (_reserved(acme)["reason"], _reserved(acme)["superseded_by"]) == ("quit", globex)
+    assert _current(searchable, "Ana lives car works") == ["Ana lives in Porto"]
+    assert _history(searchable, globex) == ["Ana works at Acme", "Ana will work at Globex"]
+
+
 def test_decisions_apply_the_same_from_add_messages_async(searchable: Any) -> None:
     import anyio
 

@@ -106,8 +106,17 @@ def test_windows_on_messages_and_profiles_are_refused(
     [rid] = store.add(["x"], record_type, record_ids=ids)
     with rejected(store, match=name):
         store.update(record_type, rid, **{name: iso(1)})
-    # None is "no window": accepted (nothing to refuse).
-    store.update(record_type, rid, **{name: None})
+    # An explicit None is given too (omitted is not given): refused alike, nothing written.
+    with rejected(store, match=f"{name}: {record_type} records have no validity window"):
+        store.update(record_type, rid, **{name: None})
+    with rejected(store, match=f"{name}: {record_type} records have no validity window"):
+        store.add(["y"], record_type, record_ids=ids and "p2", **{name: None})
+    with rejected(store, match=rf"{name}\[0\]: {record_type}"):
+        store.add(
+            ["y", "z"], record_type, record_ids=ids and ["p2", "p3"], **{name: [None, iso(1)]}
+        )
+    with rejected(store, match=name):
+        store.upsert(["y"], record_type, record_ids=ids or ["m9"], **{name: None})
 
 
 def test_windows_through_add_batches_and_upsert(store: Any) -> None:

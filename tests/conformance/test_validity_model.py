@@ -70,7 +70,6 @@ def test_as_of_matches_a_brute_force_model(
     base = clock.now
     model: dict[str, Window] = {}
     order: list[str] = []
-    closed: set[str] = set()
     versions = memory_versions(store)
     for op in ops:
         now = clock.now
@@ -91,21 +90,23 @@ def test_as_of_matches_a_brute_force_model(
         elif op[0] in ("update", "invalidate") and order:
             rid = order[op[1] % len(order)]
             w = model[rid]
-            # The open end of a chain: not replaced or invalidated, its window not
-            # over (one that starts later is open: it can be corrected before it
-            # holds, and then never holds). It ends now, or at its start when that
-            # is later (docs/versions.md).
-            is_open = rid not in closed and (w.valid_until is None or w.valid_until > now)
+            # Its window decides (docs/versions.md): a current version can be updated
+            # and invalidated (it ends now); one that starts later can be corrected
+            # before it holds (it ends at its start and never holds) but is not
+            # current, so invalidating it changes nothing; an ended one neither.
+            ended = w.valid_until is not None and (
+                w.valid_until <= now or (w.valid_from is not None and w.valid_until <= w.valid_from)
+            )
+            planned = not ended and w.valid_from is not None and w.valid_from > now
             end = now if w.valid_from is None else max(now, w.valid_from)
             if op[0] == "invalidate":
-                assert versions.invalidate_memory(rid) is is_open
-                if is_open:
+                is_current = not ended and not planned
+                assert versions.invalidate_memory(rid) is is_current
+                if is_current:
                     w.valid_until = end
-                    closed.add(rid)
-            elif is_open:
+            elif not ended:
                 new = versions.update_memory(rid, f"note {len(order)}")
                 w.valid_until = end
-                closed.add(rid)
                 model[new] = Window(end, None)
                 order.append(new)
             else:

@@ -25,6 +25,7 @@ from oam_core.store.postgres import schema as pg_schema
 from oam_core.store.sqlite import SQLiteMemoryStore
 from oam_core.store.sqlite import schema as sqlite_schema
 from oam_core.store.sqlite.backend import SQLiteBackend
+from oam_core.store.versions import memory_versions
 
 DROP = [
     f"ALTER TABLE {table} DROP COLUMN {column}"
@@ -129,11 +130,20 @@ def test_a_writable_open_upgrades_version_6_and_ends_superseded_memories(
     # A second open changes nothing more.
     again = SQLiteMemoryStore(str(path), embedder=HashingEmbedder(16), clock=clock)
     _check_upgraded(again, ids)
+    _correct_upgraded(again, ids)
     again.close()
 
 
 def _check_upgraded(store: Any, ids: dict[str, str]) -> None:
     old, new = store.get("memory", ids["old"]), store.get("memory", ids["new"])
+    # The successor names what it replaced (the older release marked only the old
+    # memory): the history is the same from either end.
+    assert new.metadata == {RESERVED_KEY: {"supersedes": [ids["old"]]}}
+    assert store.get("memory", ids["kept"]).metadata is None
+    versions = memory_versions(store)
+    for probe in ("old", "new"):
+        history = [r.id for r in versions.get_memory_history(ids[probe])]
+        assert history == [ids["old"], ids["new"]], probe
     assert old.valid_from is None
     ended = datetime.fromisoformat(old.valid_until)
     assert abs(ended - datetime.fromisoformat(new.created_at)) <= timedelta(microseconds=1)
@@ -149,6 +159,17 @@ def _check_upgraded(store: Any, ids: dict[str, str]) -> None:
     if store.search_strategy.name == "KEYWORD":
         assert found == {ids["new"]}
     assert {r.id for r in store.list("memory", as_of=START)} == set(ids.values())
+
+
+def _correct_upgraded(store: Any, ids: dict[str, str]) -> None:
+    """After the upgrade, a memory marked invalid without an end (current by its
+    window) can be corrected, and the successor's history grows from either end."""
+    versions = memory_versions(store)
+    car = versions.update_memory(ids["dropped"], "owns a bike")
+    assert [r.id for r in versions.get_memory_history(car)] == [ids["dropped"], car]
+    newest = versions.update_memory(ids["new"], "lives in Porto")
+    history = [r.id for r in versions.get_memory_history(newest)]
+    assert history == [ids["old"], ids["new"], newest]
 
 
 # -- PostgreSQL -------------------------------------------------------------------------
@@ -193,4 +214,5 @@ def test_postgres_version_4_is_upgraded_in_place(conninfo: str, clock: Any) -> N
         ).fetchall()
     assert chunk_ends == [(ids["old"],)]
     _check_upgraded(upgraded, ids)
+    _correct_upgraded(upgraded, ids)
     upgraded.close()

@@ -150,11 +150,13 @@ def test_invalidate_memory_ends_the_window_once(store: Any, clock: Any) -> None:
         versions.invalidate_memory(b, valid_until=START - timedelta(days=5))
     assert store.get("memory", b).valid_until is None
     assert current(store) == ["has a bike"]
-    # A memory whose window starts later is open: invalidated now, it never holds.
+    # A memory whose window starts later is not current yet: False, nothing written.
     [c] = store.add(["has a boat"], "memory", valid_from=clock.now + timedelta(days=9))
-    assert versions.invalidate_memory(c) is True
-    got = store.get("memory", c)
-    assert got.valid_until == got.valid_from
+    planned = store.get("memory", c)
+    assert versions.invalidate_memory(c, reason="no boat after all") is False
+    assert versions.invalidate_memory(c, valid_until=clock.now + timedelta(days=20)) is False
+    assert store.get("memory", c) == planned
+    assert planned.valid_until is None and reserved(planned) == {}
     with pytest.raises(InvalidArgumentError, match="valid_until"):
         versions.invalidate_memory(a, valid_until="tomorrow-ish")
 
@@ -306,8 +308,8 @@ def test_an_invalidate_following_the_head_ends_the_version_that_holds(
 ) -> None:
     """``follow_head`` (an extraction DELETE): a target replaced meanwhile ends its
     chain's current head; without it (``invalidate_memory``) nothing ends. A chain
-    whose head was invalidated, or whose next version is planned for later, ends
-    nothing more."""
+    whose head was invalidated ends nothing more; a target that still holds while
+    its next version is planned for later ends itself, and the plan stays."""
     thread_store(store).create_thread_row("t", user_id="u")
     [v1] = _pass(store, ["v1"], [], 1)
     clock.advance(days=1)
@@ -322,14 +324,20 @@ def test_an_invalidate_following_the_head_ends_the_version_that_holds(
     assert datetime.fromisoformat(ended.valid_until) == store.clock_now()
     _pass(store, [], [VersionChange("invalidate", v1, reason="again", follow_head=True)], 4)
     assert reserved(store.get("memory", v2))["reason"] == "gone"
-    # The next version is planned for later: it is left to begin as planned.
+    # The next version is planned for later: w1 ends now, the plan begins as planned.
     [w1] = _pass(store, ["w1"], [], 5)
     plan = memory_versions(store).update_memory(
         w1, "w2", valid_from=store.clock_now() + timedelta(days=30)
     )
-    _pass(store, [], [VersionChange("invalidate", w1, follow_head=True)], 6)
+    _pass(store, [], [VersionChange("invalidate", w1, reason="gone", follow_head=True)], 6)
     assert reserved(store.get("memory", plan)).get("status") is None
     assert store.get("memory", plan).valid_until is None
+    ended = store.get("memory", w1)
+    assert datetime.fromisoformat(ended.valid_until) == store.clock_now()
+    assert (reserved(ended)["reason"], reserved(ended)["superseded_by"]) == ("gone", plan)
+    assert current(store) == []
+    _pass(store, [], [VersionChange("invalidate", w1, reason="again", follow_head=True)], 7)
+    assert reserved(store.get("memory", w1))["reason"] == "gone"  # the plan is not ended
 
 
 @pytest.mark.parametrize(
@@ -518,18 +526,31 @@ def _iso(when: datetime) -> str:
     return when.isoformat(timespec="seconds")
 
 
-def test_a_version_that_starts_later_is_the_one_to_correct(store: Any, clock: Any) -> None:
-    """A replaced version still holds until its successor starts, but it is not the
-    open end of its chain: updating it again is refused, naming the successor, so a
-    chain never forks; the successor can be corrected or invalidated before it holds."""
+def test_a_version_replaced_by_a_plan_is_current_until_the_plan_begins(
+    store: Any, clock: Any
+) -> None:
+    """A version replaced by one planned for later still holds until the plan begins:
+    its window decides, not its marks. It can be updated (the new version goes in
+    before the plan) and invalidated (keeping its link to the plan); once ended it is
+    refused, naming the version its links lead to; the plan can be corrected before
+    it holds but, not being current, not invalidated."""
     versions = memory_versions(store)
     [home] = store.add(["Ana lives in Lisbon"], "memory", user_ids="ana")
     moving = clock.now + timedelta(days=60)
     berlin = versions.update_memory(home, "Ana lives in Berlin", valid_from=moving)
     assert current(store) == ["Ana lives in Lisbon"]
+    clock.advance(days=1)
+    porto = versions.update_memory(home, "Ana lives in Porto", reason="moved early")
+    lisbon, got, plan = (store.get("memory", i) for i in (home, porto, berlin))
+    assert (lisbon.valid_until, reserved(lisbon)["superseded_by"]) == (_iso(clock.now), porto)
+    assert (got.valid_from, got.valid_until) == (_iso(clock.now), _iso(moving))
+    assert reserved(got)["superseded_by"] == berlin and reserved(plan)["supersedes"] == [porto]
+    assert current(store) == ["Ana lives in Porto"]
+    history = [r.content for r in versions.get_memory_history(berlin)]
+    assert history == ["Ana lives in Lisbon", "Ana lives in Porto", "Ana lives in Berlin"]
     before = store.list("memory")
-    with pytest.raises(InvalidArgumentError, match=berlin):
-        versions.update_memory(home, "Ana lives in Munich", valid_from=moving)
+    with pytest.raises(InvalidArgumentError, match=f"no longer current.*{porto}"):
+        versions.update_memory(home, "Ana lives in Faro")
     assert store.list("memory") == before
     # Corrected before it starts: the new version takes its start, Berlin never holds.
     munich = versions.update_memory(berlin, "Ana lives in Munich")
@@ -537,11 +558,89 @@ def test_a_version_that_starts_later_is_the_one_to_correct(store: Any, clock: An
     assert store.get("memory", berlin).valid_until == _iso(moving)
     later = [r.content for r in store.list("memory", as_of=moving + timedelta(days=1))]
     assert later == ["Ana lives in Munich"]
-    history = [r.content for r in versions.get_memory_history(home)]
-    assert history == ["Ana lives in Lisbon", "Ana lives in Berlin", "Ana lives in Munich"]
     assert versions.invalidate_memory(berlin) is False
-    assert versions.invalidate_memory(munich) is True
-    assert store.list("memory", as_of=moving + timedelta(days=1)) == []
+    assert versions.invalidate_memory(munich) is False  # planned: not current yet
+    # Invalidated now, Porto keeps its link to the plan: the history stays whole.
+    clock.advance(days=1)
+    assert versions.invalidate_memory(porto, reason="left Porto") is True
+    ended = store.get("memory", porto)
+    assert ended.valid_until == _iso(clock.now)
+    assert reserved(ended) == {
+        "supersedes": [home],
+        "status": "invalid",
+        "superseded_by": berlin,
+        "reason": "left Porto",
+    }
+    assert current(store) == []
+    assert [r.id for r in versions.get_memory_history(porto)] == [home, porto, berlin, munich]
+    with pytest.raises(InvalidArgumentError, match=f"next version {munich!r} starts"):
+        versions.update_memory(porto, "Ana lives in Faro")
+    assert versions.invalidate_memory(porto) is False
+
+
+def test_a_memory_invalidated_for_later_is_current_until_then(store: Any, clock: Any) -> None:
+    """``invalidate_memory(valid_until=<later>)`` leaves a memory current until then: it
+    can be invalidated now (the end moves earlier, never later) and updated."""
+    versions = memory_versions(store)
+    [car, bike] = store.add(["has a car", "has a bike"], "memory", user_ids="u")
+    june = clock.now + timedelta(days=90)
+    for memory_id in (car, bike):
+        assert versions.invalidate_memory(memory_id, valid_until=june, reason="selling") is True
+    assert current(store) == ["has a bike", "has a car"]
+    clock.advance(days=1)
+    assert versions.invalidate_memory(car, valid_until=june + timedelta(days=9)) is True
+    assert store.get("memory", car).valid_until == _iso(june)  # never moved later
+    assert versions.invalidate_memory(car, reason="sold early") is True
+    got = store.get("memory", car)
+    assert got.valid_until == _iso(clock.now)
+    assert reserved(got) == {"status": "invalid", "superseded_by": None, "reason": "sold early"}
+    assert versions.invalidate_memory(car) is False
+    new = versions.update_memory(bike, "has a red bike", reason="painted")
+    old = store.get("memory", bike)
+    assert old.valid_until == _iso(clock.now)
+    assert reserved(old) == {"status": "invalid", "superseded_by": new, "reason": "painted"}
+    assert reserved(store.get("memory", new)) == {"supersedes": [bike]}
+    assert current(store) == ["has a red bike"]
+    assert [r.id for r in versions.get_memory_history(new)] == [bike, new]
+
+
+def _marked(store: Any, metadata: dict[str, dict[str, Any]]) -> list[str]:
+    """Memories (text -> metadata) written with reserved marks, as a pass writes them."""
+    batches = [
+        PendingRecordBatch(
+            texts=[text], record_type="memory", thread_ids="t", user_ids="u", metadata=meta
+        )
+        for text, meta in metadata.items()
+    ]
+    ts = thread_store(store)
+    return ts.commit_thread_pass("t", expected_state={}, state={"n": 1}, batches=batches) or []
+
+
+def test_a_successor_that_is_not_stored_is_no_link(store: Any, clock: Any) -> None:
+    """Marks naming a successor that is gone (written by an older release, which did
+    not join neighbours on delete), or an invalid status with an open window: the
+    memory is current, so it can be updated and invalidated, and no error names
+    the missing id."""
+    versions = memory_versions(store)
+    gone = {RESERVED_KEY: {"status": "invalid", "superseded_by": "missing-id", "reason": "r"}}
+    marked = {RESERVED_KEY: {"status": "invalid", "superseded_by": None, "reason": "r"}}
+    thread_store(store).create_thread_row("t", user_id="u")
+    [ghost, flag, other] = _marked(store, {"ghost": gone, "flag": marked, "other": gone})
+    assert current(store) == ["flag", "ghost", "other"]
+    new = versions.update_memory(ghost, "ghost 2")
+    assert reserved(store.get("memory", ghost))["superseded_by"] == new
+    assert [r.id for r in versions.get_memory_history(new)] == [ghost, new]
+    assert versions.invalidate_memory(flag, reason="gone") is True
+    assert current(store) == ["ghost 2", "other"]
+    clock.advance(days=1)
+    with pytest.raises(InvalidArgumentError) as raised:
+        versions.update_memory(flag, "flag 2")
+    assert "missing-id" not in str(raised.value)
+    assert versions.invalidate_memory(other) is True
+    assert reserved(store.get("memory", other))["superseded_by"] is None
+    with pytest.raises(InvalidArgumentError) as raised:
+        versions.update_memory(other, "other 2")
+    assert "missing-id" not in str(raised.value)
 
 
 def test_a_pass_replacing_a_version_corrected_meanwhile_starts_now(store: Any, clock: Any) -> None:

@@ -107,6 +107,30 @@ def test_a_memory_page_shows_its_window_and_history(client: TestClient, chain: C
     assert "Valid always" in single and "has one version" in single
 
 
+def test_memories_current_until_a_later_end_show_as_current(
+    client: TestClient, chain: Chain
+) -> None:
+    """A memory invalidated for a later time, or replaced by a version planned for
+    later, holds until then: no ended badge, "holds now", both actions; the plan
+    shows as planned, correctable but not invalidatable."""
+    with _open(chain.url) as memory:
+        assert memory.invalidate_memory(chain.car, valid_until="2099-01-01", reason="selling")
+        plan = memory.update_memory(chain.porto, "Alice lives in Oslo", valid_from="2098-01-01")
+    for memory_id in (chain.car, chain.porto):
+        page = client.get("/memory", params={"id": memory_id}).text
+        card = page_text(page.split("<h2>History")[0])
+        assert "invalidated" not in card and "superseded" not in card.split("Superseded by")[0]
+        assert "Correct…" in page and "Invalidate…" in page
+    history = page_text(client.get("/memory", params={"id": chain.porto}).text).split("History")[1]
+    porto_line = history.split("Alice lives in Porto (this memory)")[1].split(
+        "Alice lives in Oslo"
+    )[0]
+    assert "holds now" in porto_line and "planned" in history.split("Alice lives in Oslo")[1]
+    planned = client.get("/memory", params={"id": plan}).text
+    assert "Correct…" in planned and "Invalidate…" not in planned
+    assert "planned" in page_text(planned.split("<h2>History")[0])
+
+
 def test_correcting_a_memory_writes_a_new_version_after_the_checks(
     client: TestClient, chain: Chain
 ) -> None:

@@ -112,7 +112,7 @@ def test_invalidate_then_delete(runner: CliRunner, store: tuple[Path, str, str, 
     done = invoke(runner, "memories", "invalidate", car, "--db", db, "--reason", "sold it")
     assert done.exit_code == 0 and f"Invalidated {car}." in done.stdout
     again = invoke(runner, "memories", "invalidate", car, "--db", db)
-    assert again.exit_code == 0 and "no longer held; nothing changed" in again.stdout
+    assert again.exit_code == 0 and "is not current (no longer held" in again.stdout
     assert car not in invoke(runner, "memories", "list", "--db", db).stdout
     with _open(db) as memory:
         record = memory.store.get("memory", car)

@@ -1,7 +1,7 @@
 """A memory ended before its window began (``valid_until == valid_from``: it never
-holds) is what ``invalidate_memory`` and ``update_memory`` store for a memory whose
-window had not started; export, import and copy carry it like any other version
-(docs/store.md#validity-windows, docs/transfer.md)."""
+holds) is what ``update_memory`` stores for a memory whose window had not started
+(a plan corrected before it holds); export, import and copy carry it like any other
+version (docs/store.md#validity-windows, docs/transfer.md)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,11 @@ def _open(path: Path) -> OracleAgentMemory:
 def _source(tmp_path: Path) -> OracleAgentMemory:
     mem = _open(tmp_path / "source.db")
     mem.add_memory("Trip to Lisbon planned.", user_id="u", memory_id="trip", timestamps=START)
-    assert mem.invalidate_memory("trip", reason="cancelled") is True
+    assert mem.invalidate_memory("trip", reason="cancelled") is False  # not current yet
+    # Corrected before it holds, then the correction deleted: the plan keeps its
+    # empty window, its marks name no successor.
+    corrected = mem.update_memory("trip", "Trip to Porto planned.", reason="cancelled")
+    assert mem.delete_memory(corrected) == 1
     mem.add_memory("Ski week in March.", user_id="u", memory_id="ski", timestamps=START)
     return mem
 

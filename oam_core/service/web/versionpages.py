@@ -81,7 +81,7 @@ class _VersionPages:
                     )
                     if not ended:
                         return self._error(
-                            request, 409, f"memory {memory_id!r} no longer holds; nothing changed"
+                            request, 409, f"memory {memory_id!r} is not current; nothing changed"
                         )
                     target = memory_id
             except NotFoundError:

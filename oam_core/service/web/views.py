@@ -27,6 +27,7 @@ __all__ = [
     "memory_page",
     "memory_views",
     "parse_filter",
+    "planned_at",
 ]
 
 MESSAGE_PAGE = 500
@@ -103,11 +104,15 @@ class MemoryView:
     replaces: list[str] = field(default_factory=list)
 
     holds: bool = True
+    planned: bool = False
 
     @property
     def superseded(self) -> bool:
-        """Whether it no longer holds: replaced by a newer memory or invalidated."""
-        return self.status == "invalid" or not self.holds
+        """Whether it no longer holds: its window has ended (replaced by a newer
+        memory or invalidated). Its window decides, not its ``status`` mark: a
+        memory invalidated for a later time, or replaced by a version planned for
+        later, holds until then; one planned for later has not ended either."""
+        return not self.holds and not self.planned
 
     @property
     def ended_label(self) -> str:
@@ -169,6 +174,7 @@ def memory_views(
                 superseded_by=keys["superseded_by"],
                 reason=keys["reason"],
                 holds=holds_at(record, now),
+                planned=planned_at(record, now),
             )
         )
     by_id = {v.record.id: v for v in views}
@@ -239,6 +245,13 @@ def holds_at(record: Record, when: datetime) -> bool:
     ``valid_until`` None or > it (messages and profiles always hold)."""
     start, end = _instant(record.valid_from), _instant(record.valid_until)
     return (start is None or start <= when) and (end is None or end > when)
+
+
+def planned_at(record: Record, when: datetime) -> bool:
+    """Whether ``record``'s window starts after ``when`` and is not empty (a version
+    planned for later, which can still be corrected before it holds)."""
+    start, end = _instant(record.valid_from), _instant(record.valid_until)
+    return start is not None and start > when and (end is None or end > start)
 
 
 @dataclass

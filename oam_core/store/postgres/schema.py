@@ -27,18 +27,21 @@ SQLite index (``UPGRADES[3]`` re-derives the search text of rows holding non-ASC
 characters, whose tokens can change, and counts the table once); 5 adds the validity
 window (``valid_from``, ``valid_until``, Unix seconds) to records and chunks
 (``UPGRADES[4]`` adds the columns and ends the window of every memory already marked
-superseded at its successor's ``created_at``, ``sql/schema.backfill_superseded``).
+superseded at its successor's ``created_at``, ``sql/schema.backfill_superseded``, and
+lists in each successor's ``supersedes`` the memories that name it).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import psycopg
 
+from oam_core.apis.metadatajson import RESERVED_KEY
 from oam_core.errors import SchemaError
 from oam_core.store.options import SchemaPolicy
 from oam_core.store.postgres.dialect import POSTGRES
@@ -364,6 +367,39 @@ def _to_v5(conn: psycopg.Connection[Any], p: str) -> None:
         conn.execute(stmt)
     for stmt in backfill_superseded(p, reserved, epoch):
         conn.execute(stmt)
+    _reverse_links(conn, p)
+
+
+def _reverse_links(conn: psycopg.Connection[Any], p: str) -> None:
+    """Give each memory that an older memory names as ``superseded_by`` the reserved
+    ``supersedes`` list of those memories, when it has none (an older release marked
+    only the replaced memory), so both records of a link name each other
+    (docs/versions.md#stores-written-by-an-older-release). The metadata text is
+    rewritten in Python, which keeps the caller's key order (``jsonb`` would not)."""
+    found = conn.execute(
+        f"SELECT meta -> '$agent_memory' ->> 'superseded_by', id FROM {p}records "
+        "WHERE family = 'memory' AND meta -> '$agent_memory' ->> 'superseded_by' IS NOT NULL "
+        "ORDER BY created_at, id"
+    ).fetchall()
+    replaced: dict[str, list[str]] = {}
+    for successor, old in found:
+        replaced.setdefault(successor, []).append(old)
+    if not replaced:
+        return
+    rows = conn.execute(
+        f"SELECT pk, id, metadata FROM {p}records WHERE family = 'memory' "
+        "AND id = ANY(%s) AND meta -> '$agent_memory' -> 'supersedes' IS NULL",
+        [list(replaced)],
+    ).fetchall()
+    updates = []
+    for pk, rid, text in rows:
+        meta = json.loads(text) if text else {}
+        keys = meta.setdefault(RESERVED_KEY, {}) if isinstance(meta, dict) else None
+        if isinstance(keys, dict):
+            keys["supersedes"] = replaced[rid]
+            updates.append((json.dumps(meta, ensure_ascii=False), pk))
+    with conn.cursor() as cur:
+        cur.executemany(f"UPDATE {p}records SET metadata = %s WHERE pk = %s", updates)
 
 
 UPGRADES: dict[int, Callable[[psycopg.Connection[Any], str], None]] = {

@@ -41,7 +41,8 @@ A version 2-5 file opened read-only is searched with unfolded terms
 (``FOLDED_VERSION``), as it was indexed. 7 adds the validity window (``valid_from``,
 ``valid_until``, Unix seconds) to records and chunks; ``UPGRADES[6]`` adds the
 columns and ends the window of every memory already marked superseded at its
-successor's ``created_at``. A file before version 7 opened read-only has no window
+successor's ``created_at``, and lists in each successor's ``supersedes`` the memories
+that name it. A file before version 7 opened read-only has no window
 columns (``WINDOWS_VERSION``): its records read as having no window, so every
 validity filter passes them.
 """
@@ -180,7 +181,8 @@ def _sparse_v5(p: str) -> list[str]:
 
 def _windows_v7(p: str) -> list[str]:
     """Version 6 -> 7: add the window columns, end the windows of memories already
-    marked superseded (``sql/schema.backfill_superseded``)."""
+    marked superseded (``sql/schema.backfill_superseded``), and give each successor
+    the ``supersedes`` list of the memories that name it (``_reverse_links``)."""
 
     def reserved(table: str, key: str) -> str:
         return f"json_extract({table}.metadata, '$.\"$agent_memory\".{key}')"
@@ -191,7 +193,36 @@ def _windows_v7(p: str) -> list[str]:
         "(CAST(strftime('%s', s.created_at) AS REAL) + CASE WHEN substr(s.created_at, 20, 1)"
         " = '.' THEN CAST('0' || substr(s.created_at, 20, 7) AS REAL) ELSE 0 END)"
     )
-    return [*add_window_columns(p, TYPES), *backfill_superseded(p, reserved, epoch)]
+    return [
+        *add_window_columns(p, TYPES),
+        *backfill_superseded(p, reserved, epoch),
+        *_reverse_links(p),
+    ]
+
+
+def _reverse_links(p: str) -> list[str]:
+    """Statements giving each memory that an older memory names as ``superseded_by``
+    the reserved ``supersedes`` list of those memories, when it has none (an older
+    release marked only the replaced memory), so both records of a link name each
+    other (docs/versions.md#stores-written-by-an-older-release). Through a temporary
+    table of the links, indexed: one pass over the memories, whatever their number."""
+    path = "'$.\"$agent_memory\".superseded_by'"
+    listed = "'$.\"$agent_memory\".supersedes'"
+    links = f"temp.{p}upgrade_links"
+    return [
+        f"DROP TABLE IF EXISTS {links}",
+        f"CREATE TABLE {links} AS SELECT json_extract(metadata, {path}) AS successor, "
+        f"json_group_array(id) AS ids FROM (SELECT metadata, id FROM {p}records "
+        f"WHERE family = 'memory' AND json_extract(metadata, {path}) IS NOT NULL "
+        "ORDER BY created_at, id) GROUP BY 1",
+        f"CREATE INDEX temp.{p}upgrade_links_successor ON {p}upgrade_links (successor)",
+        f"UPDATE {p}records SET metadata = json_set(coalesce(metadata, '{{}}'), {listed}, "
+        f"json((SELECT ids FROM {links} l WHERE l.successor = {p}records.id))) "
+        f"WHERE family = 'memory' AND id IN (SELECT successor FROM {links}) "
+        f"AND json_extract(metadata, {listed}) IS NULL "
+        f"AND coalesce(json_type(metadata, '$.\"$agent_memory\"'), 'object') = 'object'",
+        f"DROP TABLE {links}",
+    ]
 
 
 def vector_count(p: str) -> str:
