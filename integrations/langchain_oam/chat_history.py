@@ -38,6 +38,7 @@ from langchain_core.messages.tool import default_tool_parser, invalid_tool_call,
 from oam_core import NOT_SET, Message, MessageRecord, OracleAgentMemory, OracleThread, SchemaPolicy
 from oam_core.checks import check_thread_owner
 from oam_core.errors import ConfigurationError, InvalidArgumentError
+from oam_core.memory.messages import prepare_messages
 from oam_core.steps import Steps, call, run_async, run_sync
 
 __all__ = ["OAMChatMessageHistory", "from_oam_message", "to_oam_message"]
@@ -331,7 +332,9 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
         return [from_oam_message(r) for r in records]
 
     def _add_steps(self, messages: Sequence[BaseMessage]) -> Steps[None]:
-        converted = [to_oam_message(m) for m in messages]
+        # Every message is checked (text, metadata) before the thread is created, so
+        # a refused write leaves nothing, not even a new thread row claiming the id.
+        converted = prepare_messages([to_oam_message(m) for m in messages])
         if not converted:
             return
         thread = yield from self._thread_steps()
