@@ -49,7 +49,6 @@ def _check_option_int(value: object, name: str) -> int:
     return number
 
 
-
 @dataclass(frozen=True)
 class ThreadConfig:
     """Runtime options of a thread, persisted on its row
