@@ -3,9 +3,9 @@
 spaces between words and the index does not segment them (CJK runs are cut into
 characters and pairs; these are not): accent removal drops some of their vowel and
 tone marks and the word tokenizer cuts their runs where the other marks stand, so
-the tokens are pieces of syllables. A word inside a sentence is not found; a word
-standing alone between spaces, or a whole run, is. Pinned on every back end, so a
-change (a word segmenter, say) is seen here and documented.
+the tokens are pieces of syllables. A word inside a sentence is not found, a word
+standing alone between spaces often is, a whole run is. Pinned on every back end,
+so a change (a word segmenter, say) is seen here and documented.
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ def found(store, query):
     ("query", "expected"),
     [
         ("ข้าวผัด", ["th-spaced"]),  # alone between spaces: found, there only
+        # alone too, but the query is cut at its tone mark (the index drops it first)
+        ("อร่อย", []),
         ("กรุงเทพ", []),  # inside a sentence: not found
         ("กรุงเทพมหานคร", []),
         ("อากาศ", []),
