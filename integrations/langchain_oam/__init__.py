@@ -12,6 +12,7 @@ Installed by ``pip install "oam[langchain]"``; user guide in ``docs/langchain.md
 
 from __future__ import annotations
 
+from langchain_oam._dropped import DroppedHistoryWriteError
 from langchain_oam.chat_history import OAMChatMessageHistory
 from langchain_oam.embeddings import LangChainEmbedder, OAMEmbeddings
 from langchain_oam.retrievers import OAMRetriever
@@ -19,6 +20,7 @@ from langchain_oam.store import OAMStore
 from langchain_oam.vectorstores import OAMVectorStore
 
 __all__ = [
+    "DroppedHistoryWriteError",
     "LangChainEmbedder",
     "OAMChatMessageHistory",
     "OAMEmbeddings",

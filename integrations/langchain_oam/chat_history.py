@@ -18,7 +18,7 @@ messages written without it (plain ``oam`` messages) map back by role.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 from langchain_core.chat_history import BaseChatMessageHistory
@@ -35,9 +35,11 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.tool import default_tool_parser, invalid_tool_call, tool_call
 
+from langchain_oam import _dropped
 from oam_core import NOT_SET, Message, MessageRecord, OracleAgentMemory, OracleThread, SchemaPolicy
 from oam_core.checks import check_thread_owner
 from oam_core.errors import ConfigurationError, InvalidArgumentError
+from oam_core.memory.messages import prepare_messages
 from oam_core.steps import Steps, call, run_async, run_sync
 
 __all__ = ["OAMChatMessageHistory", "from_oam_message", "to_oam_message"]
@@ -179,7 +181,9 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
     LangChain only logs (docs/failure-modes.md#c28): a thread of another user or agent, and a
     client whose extraction is on but has no LLM, raise ``ValueError`` here. Reads
     and ``clear()`` of a thread of another user or agent are refused like writes
-    (docs/failure-modes.md#c27).
+    (docs/failure-modes.md#c27). A write that fails inside that callback anyway (a
+    NUL in the model's reply) is remembered, and the next use of a history of the
+    thread raises ``DroppedHistoryWriteError`` once (docs/langchain.md#chat-history).
 
     ``clear()`` deletes the thread's messages, in one transaction, and keeps the
     thread row (its scope and options) and the memories already extracted from it,
@@ -213,6 +217,9 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
             ``thread_id``/``session_id``, a non-client ``memory``, a blank id, a
             thread of another user or agent, or a client that would need an LLM to
             write (extraction on, no LLM).
+        DroppedHistoryWriteError: here, or from ``messages``, ``add_messages`` or
+            ``clear`` (and their async twins): once, after a write of this thread
+            failed inside a LangChain listener.
     """
 
     def __init__(
@@ -255,7 +262,11 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
         self.user_id = user_id
         self.agent_id = agent_id
         self._thread: OracleThread | None = None
+        # Whose dropped writes this history reports: the client's, or those of the
+        # histories opening their own client on the same connection.
+        self._owner: Hashable = memory if self._owned is None else ("connection", str(connection))
         try:
+            _dropped.take(self._owner, thread_id)
             self._check_writable()
         except BaseException:
             self.close()
@@ -325,19 +336,29 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
         return True
 
     def _get_steps(self) -> Steps[list[BaseMessage]]:
+        _dropped.take(self._owner, self.thread_id)
         if not (yield from self._owner_steps()):
             return []
         records = yield from call(self.memory.store.list_thread_messages, self.thread_id, None)
         return [from_oam_message(r) for r in records]
 
     def _add_steps(self, messages: Sequence[BaseMessage]) -> Steps[None]:
-        converted = [to_oam_message(m) for m in messages]
-        if not converted:
-            return
-        thread = yield from self._thread_steps()
-        yield from call(thread.add_messages, converted)
+        _dropped.take(self._owner, self.thread_id)
+        try:
+            # Every message is checked (text, metadata) before the thread is created,
+            # so a refused write leaves nothing, not even a thread row claiming the id.
+            converted = prepare_messages([to_oam_message(m) for m in messages])
+            if not converted:
+                return
+            thread = yield from self._thread_steps()
+            yield from call(thread.add_messages, converted)
+        except Exception as exc:
+            if _dropped.in_langchain_listener():  # LangChain would only log it
+                _dropped.remember(self._owner, self.thread_id, len(messages), exc)
+            raise
 
     def _clear_steps(self) -> Steps[None]:
+        _dropped.take(self._owner, self.thread_id)
         if not (yield from self._owner_steps()):
             return
         records = yield from call(self.memory.store.list_thread_messages, self.thread_id, None)

@@ -17,7 +17,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from langchain_oam._search import (
     SearchScope,
@@ -118,8 +118,10 @@ class OAMRetriever(BaseRetriever):
 
     @field_validator("k", "fetch_k")
     @classmethod
-    def _positive(cls, value: int) -> int:
-        return check_int(value, "k", minimum=1)
+    def _positive(cls, value: int, info: ValidationInfo) -> int:
+        # Named by its own field: a bad fetch_k says "fetch_k" (LangChain's
+        # retrievers report field errors as pydantic's ValidationError, a ValueError).
+        return check_int(value, str(info.field_name), minimum=1)
 
     @field_validator("store", mode="before")
     @classmethod

@@ -214,6 +214,9 @@ class OAMStore(BaseStore):
         ValueError: for a non-store ``memory``, a record type that is not
             memory-like, a negative index position, or an index config without
             ``embed`` when ``memory`` is omitted but ``index`` is given.
+        InvalidArgumentError: (a ``ValueError``) naming ``ttl['default_ttl']`` when
+            it is not a finite, non-negative number of minutes or its expiry falls
+            past the last representable date (year 9999).
     """
 
     supports_ttl: bool = True
@@ -241,6 +244,8 @@ class OAMStore(BaseStore):
         self.user_index = user_index
         self.agent_index = agent_index
         self._clock = clock or (lambda: datetime.now(timezone.utc))
+        if ttl is not None:  # what every put without its own ttl would apply
+            self._ttl_kwargs(ttl.get("default_ttl"), self._now(), name="ttl['default_ttl']")
         self._fields: list[str] = list((index or {}).get("fields") or ["$"])
         embed = (index or {}).get("embed")
         self._embeddings: Embeddings | None = ensure_embeddings(embed) if embed else None
@@ -441,15 +446,35 @@ class OAMStore(BaseStore):
             texts.extend(t for t in get_text_at_path(dict(value), path) if t.strip())
         return texts
 
-    def _ttl_kwargs(self, minutes: float | None, now: datetime) -> dict[str, Any]:
+    def _ttl_kwargs(
+        self, minutes: float | None, now: datetime, name: str = "ttl"
+    ) -> dict[str, Any]:
+        """The ``oam`` TTL arguments of an item put (or refreshed) at ``now`` with a
+        LangGraph TTL of ``minutes`` (None: never expires).
+
+        Raises:
+            InvalidArgumentError: naming ``name`` for a TTL that is not a finite,
+                non-negative number of minutes, or whose expiry falls past the last
+                date the store can hold (year 9999; the core's ``ttl_days`` rule).
+        """
         if minutes is None:
             return {"ttl_days": None, "ttl_anchor": TimeToLiveAnchor.CREATED_AT, "timestamps": None}
-        if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or minutes < 0:
+        if (
+            isinstance(minutes, bool)
+            or not isinstance(minutes, (int, float))
+            or not math.isfinite(minutes)
+            or minutes < 0
+        ):
             raise InvalidArgumentError(
-                f"ttl must be a non-negative number of minutes, got {minutes!r}"
+                f"{name} must be a finite, non-negative number of minutes (or None), got {minutes!r}"
             )
-        days = max(1, math.ceil(minutes / _MINUTES_PER_DAY))
-        anchor = now + timedelta(minutes=minutes) - timedelta(days=days)
+        try:
+            days = max(1, math.ceil(minutes / _MINUTES_PER_DAY))
+            anchor = now + timedelta(minutes=minutes) - timedelta(days=days)
+        except OverflowError:
+            raise InvalidArgumentError(
+                f"{name}={minutes!r} minutes from {_iso(now)} is past the last representable date"
+            ) from None
         return {
             "ttl_days": days,
             "ttl_anchor": TimeToLiveAnchor.TIMESTAMP,
@@ -637,9 +662,12 @@ class OAMStore(BaseStore):
 
     def _batch_steps(self, ops: Iterable[Op]) -> Steps[list[Result]]:
         ops = list(ops)
+        now = self._now()
         for op in ops:
             validate_op_namespace(op)
             _check_labels(op)
+            if isinstance(op, PutOp) and op.value is not None:
+                self._ttl_kwargs(op.ttl, now)  # refused before anything is read or written
             if isinstance(op, (SearchOp, ListNamespacesOp)):
                 check_int(op.limit, "limit", minimum=0)
                 check_int(op.offset, "offset", minimum=0)
@@ -671,8 +699,11 @@ class OAMStore(BaseStore):
             InvalidArgumentError: (a ``ValueError``) for a negative or non-int
                 ``limit`` or ``offset`` of a search or namespace listing, before any
                 operation of the batch runs.
-            ValueError: for an invalid namespace, a non-dict value, a negative TTL,
-                an unsupported filter operator, or an invalid ``oam`` filter.
+            InvalidArgumentError: naming ``ttl`` for a put whose TTL is negative,
+                infinite, NaN or expires past the last representable date (year
+                9999), before any operation of the batch runs.
+            ValueError: for an invalid namespace, a non-dict value, an unsupported
+                filter operator, or an invalid ``oam`` filter.
         """
         return run_sync(self._batch_steps(ops))
 

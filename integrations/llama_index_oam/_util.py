@@ -6,7 +6,7 @@ from typing import TypeVar
 
 from oam_core import NOT_SET, OracleAgentMemory, OracleMemoryStore, OracleThread
 from oam_core.checks import check_thread_owner
-from oam_core.errors import InvalidArgumentError
+from oam_core.errors import InvalidArgumentError, ThreadDeletedError
 
 T = TypeVar("T")
 
@@ -28,24 +28,50 @@ def as_client(value: object) -> OracleAgentMemory:
 
 
 def thread_for(
-    memory: OracleAgentMemory, thread_id: str, user_id: str | None, agent_id: str | None
+    memory: OracleAgentMemory,
+    thread_id: str,
+    user_id: str | None,
+    agent_id: str | None,
+    known: set[str] | None = None,
 ) -> OracleThread:
     """The thread ``thread_id``, created in scope ``user_id``/``agent_id`` (omitted when
     None: ``create_thread`` generates them) if it does not exist yet.
 
+    Callers check the messages they will write (``prepare_messages``) before calling
+    this, so a refused message never leaves a new, empty thread behind.
+
+    Args:
+        memory: The client.
+        thread_id: The thread (a LlamaIndex key or session id).
+        user_id, agent_id: Scope of a thread created here; for an existing thread, a
+            given id must equal the thread's.
+        known: The ids this adapter object has seen exist (updated here). A thread
+            in it that is gone was deleted by someone else meanwhile: it is not
+            created again (``ThreadDeletedError``), as a LangChain history's write
+            to its deleted thread fails (docs/llama_index.md#chat-store-and-memory-block).
+
     Raises:
+        ThreadDeletedError: (a ``ValueError``) for a thread in ``known`` that no
+            longer exists; nothing is written.
         ValueError: as ``get_thread``/``create_thread`` (e.g. extraction on without an
             LLM, docs/concepts.md#the-client-and-threads).
     """
     try:
         thread = memory.get_thread(thread_id)
     except KeyError:
-        pass
+        if known is not None and thread_id in known:
+            raise ThreadDeletedError(
+                f"thread {thread_id!r} was deleted (delete_thread, or delete_user/"
+                "delete_agent with cascade) after this store used it; nothing was written. "
+                "Create it again with create_thread to go on."
+            ) from None
     else:
         check_thread_owner(thread.thread_id, thread.user_id, thread.agent_id, user_id, agent_id)
+        if known is not None:
+            known.add(thread_id)
         return thread
     try:
-        return memory.create_thread(
+        thread = memory.create_thread(
             thread_id=thread_id,
             user_id=NOT_SET if user_id is None else user_id,
             agent_id=NOT_SET if agent_id is None else agent_id,
@@ -55,7 +81,9 @@ def thread_for(
             raise
         thread = memory.get_thread(thread_id)  # another caller created it meanwhile
         check_thread_owner(thread.thread_id, thread.user_id, thread.agent_id, user_id, agent_id)
-        return thread
+    if known is not None:
+        known.add(thread_id)
+    return thread
 
 
 def check_row_owner(

@@ -37,6 +37,7 @@ from oam_core import OracleAgentMemory, OracleMemoryStore, OracleThread, Record
 from oam_core.apis.records import MessageRecord
 from oam_core.checks import check_int, check_nonblank, check_optional_int, check_scope
 from oam_core.errors import InvalidArgumentError
+from oam_core.memory.messages import prepare_messages
 from oam_core.steps import in_worker_thread
 
 
@@ -54,6 +55,7 @@ class _ThreadChat:
         self._memory = memory
         self.user_id = user_id
         self.agent_id = agent_id
+        self._known: set[str] = set()  # keys seen to exist (see ``thread_for``)
 
     def records(self, key: str) -> list[MessageRecord]:
         """Every message of ``key``, oldest first ([] for an unknown key).
@@ -84,8 +86,11 @@ class _ThreadChat:
         return rows if n is None else rows[:n]
 
     def thread(self, key: str) -> OracleThread:
-        """The thread ``key``, created in this scope when missing (see ``thread_for``)."""
-        return thread_for(self._memory, check_nonblank(key, "key"), self.user_id, self.agent_id)
+        """The thread ``key``, created in this scope when missing, unless this store
+        has seen it exist before (then it was deleted meanwhile: ``ThreadDeletedError``;
+        see ``thread_for``)."""
+        key = check_nonblank(key, "key")
+        return thread_for(self._memory, key, self.user_id, self.agent_id, self._known)
 
     def get(
         self, key: str, status: MessageStatus | None, limit: int | None, offset: int | None
@@ -110,9 +115,11 @@ class _ThreadChat:
             ValueError: for a non-message or an invalid status, or as ``thread``.
         """
         status = MessageStatus(status)
-        converted = [to_oam_message(_check_message(m), status) for m in messages]
-        if converted:
-            self.thread(key).add_messages(converted)
+        # Every message is checked before the thread is created: a refused one
+        # leaves nothing, not even a new thread row claiming the key.
+        prepared = prepare_messages([to_oam_message(_check_message(m), status) for m in messages])
+        if prepared:
+            self.thread(key).add_messages(prepared)
 
     def delete_rows(self, key: str, rows: Sequence[Record]) -> None:
         """Delete ``rows`` (messages of thread ``key``) in one transaction."""
@@ -129,7 +136,9 @@ class _ThreadChat:
         written first, then the ones read before are deleted, so a failed write (an
         embedder or database error) leaves the old messages in place, never an
         empty key; a message another writer adds meanwhile is kept."""
-        converted = [to_oam_message(_check_message(m), MessageStatus(status)) for m in messages]
+        converted = prepare_messages(
+            [to_oam_message(_check_message(m), MessageStatus(status)) for m in messages]
+        )  # every message checked before the thread is created
         thread = self.thread(key) if converted else None  # fails before anything is written
         old = self.records(key)
         if thread is not None:

@@ -29,6 +29,7 @@ from llama_index_oam._util import (
 )
 from llama_index_oam.messages import SESSION_KWARG, STATUS_KEY, to_chat_message, to_oam_message
 from oam_core import (
+    Message,
     OracleAgentMemory,
     OracleContextCard,
     OracleMemoryStore,
@@ -39,6 +40,7 @@ from oam_core import (
 from oam_core.apis.records import MEMORY_TYPES
 from oam_core.checks import check_int, check_nonblank, check_scope
 from oam_core.errors import InvalidArgumentError
+from oam_core.memory.messages import prepare_messages
 from oam_core.steps import in_worker_thread
 
 _CARD_CACHE = 64
@@ -107,6 +109,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
         default_factory=OrderedDict
     )
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _known: set[str] = PrivateAttr(default_factory=set)  # sessions seen (``thread_for``)
 
     def __init__(
         self,
@@ -165,14 +168,20 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
                     f"aput(messages, session_id=...); got {session!r}"
                 )
             sessions.setdefault(session, []).append(message)
+        # Every message of every session is checked before any thread is created.
+        prepared = {
+            s: prepare_messages([to_oam_message(m) for m in b]) for s, b in sessions.items()
+        }
         for session, batch in sessions.items():
-            await in_worker_thread(self._append, session, batch)
+            await in_worker_thread(self._append, session, batch, prepared[session])
 
-    def _append(self, session: str, messages: Sequence[ChatMessage]) -> None:
-        thread = thread_for(self._memory, session, self.user_id, self.agent_id)
+    def _append(
+        self, session: str, messages: Sequence[ChatMessage], prepared: Sequence[Message]
+    ) -> None:
+        thread = thread_for(self._memory, session, self.user_id, self.agent_id, self._known)
         if self._already_stored(session, messages):
             return
-        thread.add_messages([to_oam_message(m) for m in messages])
+        thread.add_messages(list(prepared))
 
     def _already_stored(self, session: str, messages: Sequence[ChatMessage]) -> bool:
         """True when the session's latest chat-store-archived messages are ``messages``

@@ -30,6 +30,24 @@ T = TypeVar("T")
 
 # -------------------------------------------------------------------------- config
 
+_INT64 = 2**63
+"""Options are persisted on the thread row as JSON, whose integers the stores hold in
+64 bits."""
+
+
+def _check_option_int(value: object, name: str) -> int:
+    """``value`` if it is an int that fits in 64 bits.
+
+    Raises:
+        InvalidArgumentError: naming the option otherwise.
+    """
+    number = check_int(value, name)
+    if not -_INT64 <= number < _INT64:
+        raise InvalidArgumentError(
+            f"{name} must fit in 64 bits (from -2**63 to 2**63 - 1), got {number!r}"
+        )
+    return number
+
 
 @dataclass(frozen=True)
 class ThreadConfig:
@@ -54,8 +72,9 @@ class ThreadConfig:
         enable_context_summary: Whether a running summary is kept (needs an LLM).
 
     Raises:
-        InvalidArgumentError: naming the option, if a value has the wrong type, or a
-            window or frequency is neither ``-1`` nor positive.
+        InvalidArgumentError: naming the option, if a value has the wrong type or
+            does not fit in 64 bits, or a window or frequency is neither ``-1`` nor
+            positive.
     """
 
     max_message_token_length: int = 15_000
@@ -74,13 +93,13 @@ class ThreadConfig:
             "memory_extraction_token_limit",
             "context_card_token_limit",
         ):
-            check_int(getattr(self, name), name)
+            _check_option_int(getattr(self, name), name)
         for name in (
             "memory_extraction_window",
             "context_summary_update_frequency",
             "memory_extraction_frequency",
         ):
-            value = check_int(getattr(self, name), name)
+            value = _check_option_int(getattr(self, name), name)
             if value != -1 and value < 1:
                 raise InvalidArgumentError(f"{name} must be -1 or a positive int, got {value!r}")
         check_bool(self.enable_context_summary, "enable_context_summary")

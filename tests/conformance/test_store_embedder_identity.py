@@ -21,7 +21,7 @@ import pytest
 from oam_core import copy_store, export_store, import_store
 from oam_core.apis.embedder import IEmbedder
 from oam_core.embedders.hashing import HashingEmbedder
-from oam_core.errors import ConfigurationError
+from oam_core.errors import ConfigurationError, SchemaError
 from oam_core.store.identity import FINGERPRINT_LENGTH
 
 
@@ -89,6 +89,26 @@ def test_another_dimension_names_both_embedders(make_store: Any, reopenable: Non
     make_store(name="id.db").add(["pizza night"], "memory")
     with pytest.raises(ValueError, match=r"'hashing/64' \(64 dimensions\).*'hashing/32'"):
         make_store(name="id.db", embedder=HashingEmbedder(32))
+
+
+def test_another_dimension_without_an_embedder_names_what_was_given(
+    make_store: Any, reopenable: None
+) -> None:
+    """Trial 37 (N4): the message says the store holds 64-dim vectors and
+    ``vector_dim=3`` was given, and names no argument the caller did not pass."""
+    make_store(name="id.db").add(["pizza night"], "memory")
+    with pytest.raises(SchemaError) as caught:
+        make_store(name="id.db", embedder=None, vector_dim=3)
+    message = str(caught.value)
+    assert "stores vectors of dimension 64 written by embedder 'hashing/64'" in message
+    assert "opened with vector_dim=3:" in message
+    assert "--embedder hashing/64) or vector_dim=64" in message
+    assert "allow_embedder_change" not in message
+    with pytest.raises(SchemaError) as caught:  # here the caller did pass it
+        make_store(name="id.db", embedder=HashingEmbedder(3), allow_embedder_change=True)
+    message = str(caught.value)
+    assert "opened with embedder 'hashing/3' of dimension 3" in message
+    assert "allow_embedder_change=True does not cover another dimension" in message
 
 
 def test_same_id_other_vectors_is_refused_at_first_use(

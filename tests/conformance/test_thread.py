@@ -14,6 +14,7 @@ from _fixtures import STORE_TIME, CountingLlm, alternating, contents, run_docstr
 
 from oam_core.apis.thread import Message
 from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.errors import InvalidArgumentError
 from oam_core.memory.client import OracleAgentMemory
 from oam_core.memory.contextcard import OracleContextCard
 from oam_core.memory.summary import OracleSummary
@@ -972,3 +973,29 @@ def test_card_after_a_delete_and_an_edit_shows_the_thread_as_it_is(
     # vectors, docs/store.md#searching): nothing is rebuilt.
     assert len(first_calls) == 1 and len(first_calls[0]) == 1, first_calls
     assert delete_calls == edit_calls == []
+
+
+INT_OPTIONS = [
+    "max_message_token_length",
+    "message_shortening_input_token_limit",
+    "memory_extraction_window",
+    "context_summary_update_frequency",
+    "memory_extraction_frequency",
+    "memory_extraction_token_limit",
+    "context_card_token_limit",
+]
+
+
+@pytest.mark.parametrize("option", INT_OPTIONS)
+@pytest.mark.parametrize("value", [2**63, -(2**63) - 1, 10**30])
+def test_an_int_option_past_64_bits_is_named(
+    mem: OracleAgentMemory, option: str, value: int
+) -> None:
+    """Trial 37 (C26): the option is named, not the "config" it is persisted in."""
+    with pytest.raises(InvalidArgumentError, match=rf"^{option} must fit in 64 bits"):
+        mem.create_thread(thread_id="big", user_id="u1", **{option: value})
+    assert mem.get_thread_row("big") is None
+    created = mem.create_thread(thread_id="big", user_id="u1")
+    with pytest.raises(InvalidArgumentError, match=rf"^{option} must fit in 64 bits"):
+        mem.get_thread("big", **{option: value})
+    assert created.config == mem.get_thread("big").config

@@ -60,13 +60,20 @@ class SqlMemoryStore(OracleMemoryStore):
                     f"but this store was opened with {given}; open it with an embedder "
                     f"of dimension {stored_dim}"
                 )
-                if recorded is not None:  # allow_embedder_change skipped the identity check
+                if recorded is not None:  # no embedder, or allow_embedder_change
+                    allowed = self.embedder is not None and self.runtime.identity.allow_change
                     message = (
                         f"{where} stores vectors of dimension {stored_dim} written by "
                         f"embedder {recorded.embedder_id!r}, but this store was opened with "
-                        f"dimension {self.vector_dim}; allow_embedder_change=True does not "
-                        "cover another dimension: open it with the recorded embedder (CLI: "
+                        + (given if self.embedder is not None else f"vector_dim={self.vector_dim}")
+                        + (
+                            "; allow_embedder_change=True does not cover another dimension"
+                            if allowed
+                            else ""
+                        )
+                        + ": open it with the recorded embedder (CLI: "
                         f"--embedder {recorded.embedder_id})"
+                        + ("" if self.embedder is not None else f" or vector_dim={stored_dim}")
                     )
                 raise SchemaError(message)
             self.vector_dim = int(stored_dim)

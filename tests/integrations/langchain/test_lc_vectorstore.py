@@ -13,8 +13,9 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from langchain_oam import LangChainEmbedder, OAMEmbeddings, OAMRetriever, OAMVectorStore
+from pydantic import ValidationError
 
-from oam_core import OracleAgentMemory, SearchStrategy, SQLiteMemoryStore
+from oam_core import InvalidArgumentError, OracleAgentMemory, SearchStrategy, SQLiteMemoryStore
 from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.store.threads import thread_store
 
@@ -344,6 +345,27 @@ def test_retriever_k_at_construction_and_per_call(client: OracleAgentMemory) -> 
         OAMRetriever(client, k=0)
     with pytest.raises(ValueError, match="k"):
         retriever.invoke("dog", k=0)
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"k": 0}, r"\bk must be an int >= 1, got 0"),
+        ({"search_type": "mmr", "fetch_k": 0}, r"\bfetch_k must be an int >= 1, got 0"),
+        ({"fetch_k": -3}, r"\bfetch_k must be an int >= 1, got -3"),
+    ],
+)
+def test_retriever_names_the_argument_that_is_wrong(
+    client: OracleAgentMemory, options: dict[str, Any], named: str
+) -> None:
+    # pydantic's ValidationError (a ValueError), as LangChain's retrievers raise it
+    with pytest.raises(ValidationError, match=named) as info:
+        OAMRetriever(client, **options)
+    if "fetch_k" in options:
+        assert "\nk must" not in str(info.value) and " k must" not in str(info.value)
+    mmr = OAMRetriever(client, search_type="mmr")
+    with pytest.raises(InvalidArgumentError, match=r"\bfetch_k must be an int >= 1"):
+        mmr.invoke("dog", fetch_k=0)
 
 
 def test_retriever_scope_types_and_filter(client: OracleAgentMemory) -> None:

@@ -1,0 +1,77 @@
+"""LangGraph ``OAMStore`` TTLs the store cannot hold (trial 37, C26): a ``ttl`` (or
+``TTLConfig.default_ttl``) that is infinite, NaN, or expires past the last
+representable date is an ``InvalidArgumentError`` naming it, raised before anything
+is written, by ``put`` and ``aput`` alike and by the constructor for the default.
+SQLite file and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_oam import OAMStore
+from langgraph.store.base import PutOp
+
+from oam_core import InvalidArgumentError, OracleAgentMemory
+
+BAD_TTLS = [10**10, 1e12, 2**63 - 1, 2**63, 10**30, float("inf"), float("nan"), -1]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OracleAgentMemory]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'ttl.db'}"
+    else:
+        url = request.getfixturevalue("pg_url")
+    client = OracleAgentMemory.open(url, embedder="hashing/64", extract_memories=False)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def _count(memory: OracleAgentMemory) -> int:
+    return len(memory.store.list("memory", None))
+
+
+@pytest.mark.parametrize("ttl", BAD_TTLS, ids=repr)
+def test_a_ttl_the_store_cannot_hold_is_refused_naming_it(
+    memory: OracleAgentMemory, ttl: Any
+) -> None:
+    store = OAMStore(memory)
+    store.put(("n",), "kept", {"a": 0}, ttl=5)
+    with pytest.raises(InvalidArgumentError, match=r"\bttl\b"):
+        store.put(("n",), "k", {"a": 1}, ttl=ttl)
+    with pytest.raises(InvalidArgumentError, match=r"\bttl\b"):
+        asyncio.run(store.aput(("n",), "k", {"a": 1}, ttl=ttl))
+    with pytest.raises(InvalidArgumentError, match=r"\bttl\b"):
+        # the bad put refuses the whole batch: the good put beside it is not written
+        store.batch(
+            [PutOp(("n",), "good", {"a": 2}, ttl=None), PutOp(("n",), "k", {"a": 1}, ttl=ttl)]
+        )
+    assert store.get(("n",), "k") is None
+    assert store.get(("n",), "good") is None
+    assert _count(memory) == 1
+
+
+@pytest.mark.parametrize("ttl", BAD_TTLS, ids=repr)
+def test_a_default_ttl_the_store_cannot_hold_is_refused_at_construction(
+    memory: OracleAgentMemory, ttl: Any
+) -> None:
+    with pytest.raises(InvalidArgumentError, match=r"ttl\['default_ttl'\]"):
+        OAMStore(memory, ttl={"default_ttl": ttl})
+    assert _count(memory) == 0
+
+
+def test_a_long_ttl_within_the_dates_is_kept(memory: OracleAgentMemory) -> None:
+    store = OAMStore(memory, ttl={"default_ttl": 10**9})  # about 1,900 years
+    store.put(("n",), "k", {"a": 1})
+    item = store.get(("n",), "k")
+    assert item is not None and item.value == {"a": 1}
+    [record] = [
+        r for r in memory.store.list("memory", None) if r.metadata["langgraph"]["key"] == "k"
+    ]
+    assert record.metadata["langgraph"]["ttl"] == 10**9

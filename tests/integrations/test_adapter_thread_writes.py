@@ -1,0 +1,141 @@
+"""How the chat adapters create and lose their threads (trial 37): a refused first
+write (a NUL, a lone surrogate) through any adapter leaves nothing, not even a thread
+row claiming the id for the caller's user; and after another client deletes a thread
+an adapter used, its next write fails with ``ThreadDeletedError`` in every adapter
+(LangChain history, LlamaIndex chat stores and memory block) instead of creating the
+thread again. SQLite file and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_oam import OAMChatMessageHistory
+from llama_index.core.base.llms.types import ChatMessage
+from llama_index_oam import OAMChatStore, OAMDBChatStore, OAMMemoryBlock
+
+from oam_core import InvalidArgumentError, OracleAgentMemory
+from oam_core.errors import ThreadDeletedError
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'chat.db'}"
+    pg: str = request.getfixturevalue("pg_url")
+    return pg
+
+
+@pytest.fixture
+def memory(url: str) -> Iterator[OracleAgentMemory]:
+    client = OracleAgentMemory.open(url, embedder="hashing/64", extract_memories=False)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+BAD_TEXTS = ["bad\x00text", "lone \ud800 surrogate"]
+
+
+def _lc_sync(memory: OracleAgentMemory, text: str) -> None:
+    OAMChatMessageHistory(memory, "t", user_id="mallory").add_messages(
+        [HumanMessage("fine"), AIMessage(text)]
+    )
+
+
+def _lc_async(memory: OracleAgentMemory, text: str) -> None:
+    history = OAMChatMessageHistory(memory, "t", user_id="mallory")
+    asyncio.run(history.aadd_messages([HumanMessage("fine"), AIMessage(text)]))
+
+
+def _li_add(memory: OracleAgentMemory, text: str) -> None:
+    OAMChatStore(memory, user_id="mallory").add_message("t", ChatMessage(role="user", content=text))
+
+
+def _li_set(memory: OracleAgentMemory, text: str) -> None:
+    OAMChatStore(memory, user_id="mallory").set_messages(
+        "t", [ChatMessage(role="user", content="fine"), ChatMessage(role="user", content=text)]
+    )
+
+
+def _li_db_add(memory: OracleAgentMemory, text: str) -> None:
+    store = OAMDBChatStore(memory, user_id="mallory")
+    asyncio.run(store.add_message("t", ChatMessage(role="user", content=text)))
+
+
+def _li_block(memory: OracleAgentMemory, text: str) -> None:
+    block = OAMMemoryBlock(memory, user_id="mallory")
+    good = ChatMessage(role="user", content="fine", additional_kwargs={"session_id": "ok"})
+    bad = ChatMessage(role="user", content=text, additional_kwargs={"session_id": "t"})
+    asyncio.run(block._aput([good, bad]))  # a good session first: not written either
+
+
+WRITES: dict[str, Callable[[OracleAgentMemory, str], None]] = {
+    "langchain-history": _lc_sync,
+    "langchain-history-async": _lc_async,
+    "llama-index-chat-store-add": _li_add,
+    "llama-index-chat-store-set": _li_set,
+    "llama-index-db-chat-store-add": _li_db_add,
+    "llama-index-memory-block": _li_block,
+}
+
+
+@pytest.mark.parametrize("text", BAD_TEXTS, ids=["nul", "surrogate"])
+@pytest.mark.parametrize("write", list(WRITES), ids=list(WRITES))
+def test_a_refused_first_write_leaves_no_thread(
+    memory: OracleAgentMemory, write: str, text: str
+) -> None:
+    with pytest.raises(InvalidArgumentError, match=r"messages\[\d\]\.content"):
+        WRITES[write](memory, text)
+    assert memory.list_threads() == []
+    assert memory.get_thread_row("t") is None
+    # the id is free for its real owner
+    history = OAMChatMessageHistory(memory, "t", user_id="alice")
+    history.add_messages([HumanMessage("hello")])
+    assert [m.content for m in history.messages] == ["hello"]
+    assert memory.get_thread_row("t").user_id == "alice"  # type: ignore[union-attr]
+
+
+def _deleted_by_another_client(url: str, thread_id: str) -> None:
+    with OracleAgentMemory.open(url, embedder="hashing/64", extract_memories=False) as other:
+        assert other.delete_thread(thread_id) == 1
+
+
+def test_every_adapter_refuses_to_write_to_a_thread_deleted_meanwhile(
+    memory: OracleAgentMemory, url: str
+) -> None:
+    history = OAMChatMessageHistory(memory, "lc", user_id="alice")
+    chats = OAMChatStore(memory, user_id="alice")
+    db_chats = OAMDBChatStore(memory, user_id="alice")
+    block = OAMMemoryBlock(memory, user_id="alice")
+    msg = ChatMessage(role="user", content="first")
+    history.add_messages([HumanMessage("first")])
+    chats.add_message("li", msg)
+    asyncio.run(db_chats.add_message("db", msg))
+    session = {"session_id": "blk"}
+    first = ChatMessage(role="user", content="first", additional_kwargs=session)
+    asyncio.run(block._aput([first]))
+    for thread_id in ("lc", "li", "db", "blk"):
+        _deleted_by_another_client(url, thread_id)
+    again = ChatMessage(role="user", content="again", additional_kwargs=session)
+    writes: list[Callable[[], Any]] = [
+        lambda: history.add_messages([HumanMessage("again")]),
+        lambda: chats.add_message("li", again),
+        lambda: chats.set_messages("li", [again]),
+        lambda: asyncio.run(db_chats.add_message("db", again)),
+        lambda: asyncio.run(db_chats.set_messages("db", [again])),
+        lambda: asyncio.run(block._aput([again])),
+    ]
+    for write in writes:
+        with pytest.raises(ThreadDeletedError, match="deleted"):
+            write()
+    assert memory.list_threads() == []  # nothing created again
+    # A new store (which never saw the thread) starts it afresh, as a new history does.
+    OAMChatStore(memory, user_id="alice").add_message("li", again)
+    OAMChatMessageHistory(memory, "lc", user_id="alice").add_messages([HumanMessage("new")])
+    assert sorted(r.thread_id for r in memory.list_threads()) == ["lc", "li"]
