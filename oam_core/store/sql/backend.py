@@ -174,9 +174,17 @@ class SqlBackend(Backend):
     def dump_page(
         self, after: Hashable | None, limit: int, user_ids: Sequence[str] | None
     ) -> tuple[builtins.list[DumpRow], Hashable | None]:
+        # Threads first, then every other row, each in insertion order: a thread
+        # row stored after its messages (``store.add`` of a message names a thread
+        # not created yet) still comes before them (docs/transfer.md#the-dump-format).
+        threads, pk = cast("tuple[bool, int | None]", after or (True, None))
         with self.reading() as conn:
-            stmt = sd.page(self.d, self.p, cast("int | None", after), limit, user_ids)
-            rows = conn.execute(stmt.sql, stmt.params).fetchall()
+            while True:
+                stmt = sd.page(self.d, self.p, pk, limit, user_ids, threads)
+                rows = conn.execute(stmt.sql, stmt.params).fetchall()
+                if rows or not threads:
+                    break
+                threads, pk = False, None
             if not rows:
                 return [], after
             keys = [int(r[0]) for r in rows]
@@ -195,7 +203,7 @@ class SqlBackend(Backend):
             _dump_row(row, chunks.get(key, ()), sources)
             for row, key in zip(rows, keys, strict=True)
         ]
-        return out, keys[-1]
+        return out, (threads, keys[-1])
 
 
 def utc_from_epoch(value: float | None) -> datetime | None:

@@ -14,10 +14,19 @@ DUMP_COLUMNS = f"{RECORD_COLUMNS}, config, state"
 """The records columns ``dump_page`` reads: ``RECORD_COLUMNS`` then the thread's JSON."""
 
 
-def page(d: Dialect, p: str, after: int | None, limit: int, user_ids: Sequence[str] | None) -> Stmt:
-    """Up to ``limit`` rows of ``DUMP_COLUMNS`` with ``pk > after``, in ``pk`` order;
-    with ``user_ids``, only the rows of those users (scope, own threads, profiles)."""
+def page(
+    d: Dialect,
+    p: str,
+    after: int | None,
+    limit: int,
+    user_ids: Sequence[str] | None,
+    threads: bool,
+) -> Stmt:
+    """Up to ``limit`` rows of ``DUMP_COLUMNS`` with ``pk > after``, in ``pk`` order:
+    the thread rows (``threads``) or every other row; with ``user_ids``, only the
+    rows of those users (scope, own threads, profiles)."""
     parts, params = _users(d, p, user_ids)
+    parts.append("record_type = 'thread'" if threads else "record_type <> 'thread'")
     if after is not None:
         parts.append(f"pk > {d.mark}")
         params.append(after)
