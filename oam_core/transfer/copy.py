@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.dumprows import OnConflict, user_list
+from oam_core.transfer.precheck import refuse_stored, store_keys
 from oam_core.transfer.reader import BATCH_ROWS, BatchWriter, check_embedder, check_options
 from oam_core.transfer.summary import TransferSummary
 from oam_core.transfer.writer import Progress, store_identity
@@ -40,7 +41,8 @@ def copy_store(
             store objects on the same SQLite file, through any path or hard link,
             or the same PostgreSQL tables through any URL).
         EmbedderMismatchError: as ``import_store`` (nothing written).
-        TransferError: as ``import_store``, naming the id that clashes.
+        TransferError: as ``import_store``; with ``on_conflict="error"`` an id the
+            target holds is found before anything is written (the error names it).
     """
     conflict = check_options(on_conflict, reembed)
     if source_store is target_store:
@@ -60,6 +62,8 @@ def copy_store(
     identity = store_identity(source_store)
     dim = source_store.vector_dim
     check_embedder(target_store, identity, dim, reembed, "the source store")
+    if conflict == "error":  # every id looked up before anything is written
+        refuse_stored(target_store, store_keys(source_store, users))
     total = sum(source_store.dump_counts(user_ids=users).values())
     writer = BatchWriter(target_store, conflict, reembed, identity, batch_rows, progress, total)
     done = start = 0

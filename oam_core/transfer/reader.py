@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Iterator
-from typing import Any
+from contextlib import AbstractContextManager, nullcontext
+from typing import IO, Any
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from oam_core.store.identity import EmbedderIdentity, identity_of, pick_probe
 from oam_core.transfer import format as fmt
 from oam_core.transfer.decoder import BadLine, Decoded, decoded, numbered
 from oam_core.transfer.io import Target, open_read
+from oam_core.transfer.precheck import dump_keys, refuse_stored, replayable
 from oam_core.transfer.summary import TransferError, TransferSummary
 from oam_core.transfer.writer import Progress, store_identity
 
@@ -302,6 +304,30 @@ def _batch(items: list[DumpRow | fmt.Fields]) -> list[DumpRow] | DumpColumns:
     return [fmt.fields_row(x) if type(x) is tuple else x for x in items]  # type: ignore[misc]
 
 
+def _replay(stream: IO[bytes], checking: bool) -> AbstractContextManager[IO[bytes]]:
+    """``stream`` made readable twice when ``checking`` (``precheck.replayable``)."""
+    return replayable(stream) if checking else nullcontext(stream)
+
+
+def _header(lines: Iterator[tuple[int, bytes]]) -> tuple[bytes, dict[str, Any]]:
+    """The first line of a dump and its header, checked.
+
+    Raises:
+        InvalidArgumentError: naming line 1 for an empty source, a damaged stream
+            or a line that is not a version-1 oam dump header.
+    """
+    try:
+        first = next(lines, None)
+    except BadLine as exc:
+        raise InvalidArgumentError(f"source line 1: {exc}") from exc
+    if first is None:
+        raise InvalidArgumentError("source is empty: no oam dump header")
+    try:
+        return first[1], fmt.parse_header(first[1])
+    except fmt.LineError as exc:
+        raise InvalidArgumentError(f"source line 1: {exc}") from None
+
+
 def import_store(
     store: OracleMemoryStore,
     source: Target,
@@ -319,7 +345,8 @@ def import_store(
             numbers, expiry, metadata, search rows and vectors.
         source: A path (gzip detected by content) or a binary file object.
         on_conflict: ``"error"`` (an id the store holds stops the import, naming
-            it), ``"skip"`` (keep the store's row: a re-run after an interruption
+            it, before anything is written: the dump is read twice, a stream that
+            cannot seek back copied to a temporary file first), ``"skip"`` (keep the store's row: a re-run after an interruption
             completes the import without duplicates) or ``"replace"``.
         reembed: Embed every search row's text again with ``store``'s embedder
             instead of taking the dump's vectors (needed when the dump comes from
@@ -348,24 +375,23 @@ def import_store(
     conflict = check_options(on_conflict, reembed)
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise InvalidArgumentError(f"batch_rows must be a positive int, got {batch_rows!r}")
-    with open_read(source, "source") as stream:
+    checking = conflict == "error"
+    with open_read(source, "source") as raw, _replay(raw, checking) as stream:
+        start = stream.tell() if checking else 0
         lines = numbered(stream)
-        try:
-            first = next(lines, None)
-        except BadLine as exc:
-            raise InvalidArgumentError(f"source line 1: {exc}") from exc
-        if first is None:
-            raise InvalidArgumentError("source is empty: no oam dump header")
-        try:
-            head = fmt.parse_header(first[1])
-        except fmt.LineError as exc:
-            raise InvalidArgumentError(f"source line 1: {exc}") from None
+        first, head = _header(lines)
         identity = fmt.header_identity(head)
         check_embedder(store, identity, fmt.header_dimension(head), reembed, "the dump")
+        if checking:  # every id looked up before anything is written
+            stream.seek(start)
+            refuse_stored(store, dump_keys(stream, store.clock_now()))
+            stream.seek(start)
+            lines = numbered(stream)
+            next(lines)
         counts: dict[str, Any] = head["record_counts"]
         total = sum(v for v in counts.values() if isinstance(v, int))
         writer = BatchWriter(store, conflict, reembed, identity, batch_rows, progress, total)
-        writer.bytes = len(first[1])
+        writer.bytes = len(first)
         # Decoded and written in turn, in this thread (``decoder.py`` says why).
         dimension = fmt.header_dimension(head)
         for item in _batches(decoded(lines), batch_rows, writer.bytes):

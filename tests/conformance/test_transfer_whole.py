@@ -8,9 +8,13 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from oam_core import export_store, import_store
+import pytest
+
+from oam_core import copy_store, export_store, import_store
+from oam_core.transfer import TransferError
 from oam_core.store.threads import thread_store
 
 
@@ -46,3 +50,104 @@ def test_a_thread_created_after_its_messages_is_exported_before_them(
     import_store(target, io.BytesIO(buf.getvalue()), batch_rows=1)
     assert [m.id for m in target.list_thread_messages("tx")] == ["m1"]
     assert [r.id for r in target.list("fact")] == ["f1", "f2"]
+
+
+class _Pipe(io.RawIOBase):
+    """A binary stream that cannot seek (as standard input from a pipe)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = io.BytesIO(data)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        chunk = self._data.read(len(buffer))
+        buffer[: len(chunk)] = chunk
+        return len(chunk)
+
+
+def _facts(store: Any, n: int) -> None:
+    store.add(
+        [f"fact number {i}" for i in range(n)],
+        "fact",
+        user_ids="ana",
+        record_ids=[f"id{i}" for i in range(n)],
+    )
+
+
+@pytest.mark.parametrize("how", ["path", "gzip", "pipe"])
+def test_an_id_in_the_target_stops_an_import_before_anything_is_written(
+    make_store: Callable[..., Any],
+    tmp_path: Path,
+    snapshot: Callable[[Any], dict[str, Any]],
+    how: str,
+) -> None:
+    source = make_store(name="many")
+    _facts(source, 12)
+    path = tmp_path / ("dump.jsonl.gz" if how == "gzip" else "dump.jsonl")
+    export_store(source, path)
+    target = make_store(name="holds-one")
+    target.add(["the target's own"], "fact", record_ids="id10")
+    before = snapshot(target)
+    dump: Any = _Pipe(path.read_bytes()) if how == "pipe" else path
+    with pytest.raises(TransferError, match=r"source line 12: record id 'id10' \(fact\)") as err:
+        import_store(target, dump, batch_rows=4)
+    assert "nothing was written" in str(err.value)
+    assert err.value.summary.records == {}
+    assert snapshot(target) == before
+    again = import_store(
+        target,
+        _Pipe(path.read_bytes()) if how == "pipe" else path,
+        on_conflict="skip",
+        batch_rows=4,
+    )
+    assert again.records == {"fact": 11} and again.skipped_existing == 1
+
+
+def test_an_id_in_the_target_stops_a_copy_before_anything_is_written(
+    make_store: Callable[..., Any], snapshot: Callable[[Any], dict[str, Any]], clock: Any
+) -> None:
+    source = make_store(name="many")
+    source.add(["expires soon"], "fact", record_ids="old", ttl_days=1)
+    thread_store(source).create_thread_row("t1", user_id="ana", agent_id="bot")
+    _facts(source, 12)
+    clock.advance(days=2)
+    target = make_store(name="holds-one")
+    target.add(["the target's own"], "memory", record_ids="id11")  # a fact's family
+    target.add(["the target's old"], "fact", record_ids="old")
+    before = snapshot(target)
+    with pytest.raises(TransferError, match=r"source row 13: record id 'id11' \(fact\)"):
+        copy_store(source, target, batch_rows=4)
+    assert snapshot(target) == before
+    # The source's expired row is not written, so its id does not clash.
+    target.delete("memory", "id11")
+    done = copy_store(source, target, batch_rows=4)
+    assert done.records == {"thread": 1, "fact": 12} and done.skipped_expired == 1
+    assert target.get("fact", "old").content == "the target's old"
+
+
+def test_a_clash_written_after_the_check_stops_at_its_batch(
+    make_store: Callable[..., Any], tmp_path: Path
+) -> None:
+    """Another writer may store an id between the first pass and the batch that holds
+    it: that batch writes nothing and the error says what was committed."""
+    source = make_store(name="many")
+    _facts(source, 12)
+    export_store(source, tmp_path / "dump.jsonl")
+    target = make_store(name="raced")
+
+    def meanwhile(done: int, total: int) -> None:
+        if done == 4:
+            target.add(["written meanwhile"], "fact", record_ids="id5")
+
+    with pytest.raises(TransferError, match=r"lines 6-9: record id 'id5'") as err:
+        import_store(target, tmp_path / "dump.jsonl", batch_rows=4, progress=meanwhile)
+    assert err.value.summary.records == {"fact": 4}
+    assert sorted(r.id for r in target.list("fact", limit=None)) == [
+        "id0",
+        "id1",
+        "id2",
+        "id3",
+        "id5",
+    ]

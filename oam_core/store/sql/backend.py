@@ -167,6 +167,14 @@ class SqlBackend(Backend):
         rows = self.fetch_all(sd.counts(self.d, self.p, user_ids, now.timestamp()))
         return {str(t): int(n) for t, n in rows}
 
+    def dump_ids(
+        self, after: Hashable | None, limit: int, user_ids: Sequence[str] | None, now: datetime
+    ) -> tuple[builtins.list[tuple[str, str, str]], Hashable | None]:
+        stmt = sd.ids(self.d, self.p, cast("int | None", after), limit, user_ids, now.timestamp())
+        rows = self.fetch_all(stmt)
+        live = [(str(f), str(i), str(t)) for _, f, i, t, alive in rows if alive]
+        return live, (int(rows[-1][0]) if rows else None)
+
     vector_select = "embedding"
     """The expression reading a search row's vector as little-endian float32 bytes
     or a float list (``dump_page``)."""

@@ -36,6 +36,25 @@ def page(
     return Stmt(f"SELECT {columns} FROM {p}records {where}ORDER BY pk LIMIT {d.mark}", params)
 
 
+def ids(
+    d: Dialect, p: str, after: int | None, limit: int, user_ids: Sequence[str] | None, now: float
+) -> Stmt:
+    """``(pk, family, id, record_type, live)`` of up to ``limit`` rows with ``pk >
+    after`` in ``pk`` order (with ``user_ids``, ``page``'s rows of those users);
+    ``live``: 1 when not expired at ``now`` (Unix seconds), else 0."""
+    parts, params = _users(d, p, user_ids)
+    if after is not None:
+        parts.append(f"pk > {d.mark}")
+        params.append(after)
+    where = f"WHERE {' AND '.join(parts)} " if parts else ""
+    live = f"CASE WHEN expires_at IS NULL OR expires_at > {d.mark} THEN 1 ELSE 0 END"
+    return Stmt(
+        f"SELECT pk, family, id, record_type, {live} FROM {p}records {where}"
+        f"ORDER BY pk LIMIT {d.mark}",
+        [now, *params, limit],
+    )
+
+
 def counts(d: Dialect, p: str, user_ids: Sequence[str] | None, now: float) -> Stmt:
     """``(record_type, count)`` of the rows ``page`` returns that are not expired at
     ``now`` (Unix seconds)."""
