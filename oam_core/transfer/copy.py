@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from oam_core.errors import InvalidArgumentError
@@ -44,6 +45,7 @@ def copy_store(
         TransferError: as ``import_store``; with ``on_conflict="error"`` an id the
             target holds is found before anything is written (the error names it).
     """
+    started = time.perf_counter()
     conflict = check_options(on_conflict, reembed)
     if source_store is target_store:
         raise InvalidArgumentError("copy_store needs two different stores")
@@ -66,6 +68,7 @@ def copy_store(
         refuse_stored(target_store, store_keys(source_store, users))
     total = sum(source_store.dump_counts(user_ids=users).values())
     writer = BatchWriter(target_store, conflict, reembed, identity, batch_rows, progress, total)
+    writer.started = started  # (the first pass counts in ``seconds``)
     done = start = 0
     for page in pages:
         for row in page:
@@ -74,4 +77,5 @@ def copy_store(
                 start = done
             writer.add(row, f"source rows {start}-{done}")
     writer.flush(f"source rows {start}-{done}")
+    writer.cap.warn()
     return writer.summary()

@@ -172,6 +172,7 @@ def import_mem0(
             _write(store, writer, batch, i)
             batch = []
     _write(store, writer, batch, len(items) - 1)
+    writer.cap.warn()
     return writer.summary()
 
 

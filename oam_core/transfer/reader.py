@@ -21,6 +21,7 @@ from oam_core.transfer import format as fmt
 from oam_core.transfer.decoder import BadLine, Decoded, decoded, numbered
 from oam_core.transfer.io import Target, open_read
 from oam_core.transfer.precheck import dump_keys, refuse_stored, replayable
+from oam_core.transfer.retention import RetentionCap
 from oam_core.transfer.summary import TransferError, TransferSummary
 from oam_core.transfer.writer import Progress, store_identity
 
@@ -147,6 +148,7 @@ class BatchWriter:
         self.skipped_expired = 0
         self.bytes = 0
         self.started = time.perf_counter()
+        self.cap = RetentionCap(store)
 
     def summary(self) -> TransferSummary:
         """What was committed so far."""
@@ -184,17 +186,17 @@ class BatchWriter:
             rows, self.identity = reembed_rows(
                 self.store, rows if isinstance(rows, list) else rows.rows()
             )
+        written: list[DumpRow] | DumpColumns = rows
         try:
             if isinstance(rows, list):
-                result = RestoreCounts.of(
-                    self.store.restore_rows(
-                        rows,
-                        on_conflict=self.on_conflict,
-                        batch_size=self.batch_rows,
-                        identity=self.identity,
-                    )
+                restored = self.store.restore_rows(
+                    rows,
+                    on_conflict=self.on_conflict,
+                    batch_size=self.batch_rows,
+                    identity=self.identity,
                 )
-            else:
+                result, written = RestoreCounts.of(restored), restored.written
+            else:  # (with "skip", ``written`` counts a skipped row too)
                 result = self.store.restore_columns(
                     rows,
                     on_conflict=self.on_conflict,
@@ -203,6 +205,7 @@ class BatchWriter:
                 )
         except InvalidArgumentError as exc:
             raise TransferError(f"{where}: {exc}", self.summary()) from exc
+        self.cap.count(written)
         for rtype, count in result.records.items():
             self.records[rtype] = self.records.get(rtype, 0) + count
         self.search_rows += result.search_rows
@@ -375,6 +378,7 @@ def import_store(
     conflict = check_options(on_conflict, reembed)
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise InvalidArgumentError(f"batch_rows must be a positive int, got {batch_rows!r}")
+    started = time.perf_counter()
     checking = conflict == "error"
     with open_read(source, "source") as raw, _replay(raw, checking) as stream:
         start = stream.tell() if checking else 0
@@ -391,6 +395,7 @@ def import_store(
         counts: dict[str, Any] = head["record_counts"]
         total = sum(v for v in counts.values() if isinstance(v, int))
         writer = BatchWriter(store, conflict, reembed, identity, batch_rows, progress, total)
+        writer.started = started  # (the first pass counts in ``seconds``)
         writer.bytes = len(first)
         # Decoded and written in turn, in this thread (``decoder.py`` says why).
         dimension = fmt.header_dimension(head)
@@ -402,4 +407,5 @@ def import_store(
             if error is not None:
                 raise TransferError(error, writer.summary())
             writer.flush(item.label, item.rows)
+    writer.cap.warn()
     return writer.summary()

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import io
 import json
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from oam_core import copy_store, export_store, import_store
-from oam_core.transfer import TransferError
+from oam_core import MemoryRetentionConfig, copy_store, export_store, import_store
+from oam_core.store.options import SearchStrategy
 from oam_core.store.threads import thread_store
+from oam_core.transfer import TransferError
 
 
 def _kinds(dump: bytes) -> list[tuple[str, str]]:
@@ -151,3 +153,72 @@ def test_a_clash_written_after_the_check_stops_at_its_batch(
         "id3",
         "id5",
     ]
+
+
+def _dump_with_expiries(make_store: Callable[..., Any], path: Path) -> Any:
+    source = make_store(name="lasting")
+    source.add(["kept forever"], "fact", record_ids="f", ttl_days=None)
+    source.add(["kept long"], "fact", record_ids="l", ttl_days=1000)
+    source.add(["kept briefly"], "fact", record_ids="s", ttl_days=3)
+    source.add(["Ana"], "user_profile", record_ids="ana")  # profiles never expire
+    export_store(source, path)
+    return source
+
+
+def test_an_import_keeps_expiries_beyond_the_targets_cap_and_says_so_once(
+    make_store: Callable[..., Any], tmp_path: Path
+) -> None:
+    path = tmp_path / "lasting.jsonl"
+    source = _dump_with_expiries(make_store, path)
+    capped = make_store(
+        name="capped",
+        memory_retention_config=MemoryRetentionConfig(default_ttl_days=7, max_ttl_days=30),
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import_store(capped, path)
+    messages = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    assert len(messages) == 1
+    assert messages[0].startswith(
+        "2 imported records keep an expiry beyond the target store's max_ttl_days=30 "
+        "(1 of them never expire): an import keeps the source's expiry"
+    )
+    for rid in ("f", "l", "s"):
+        assert capped.get("fact", rid).expires_at == source.get("fact", rid).expires_at
+    assert capped.get("fact", "f").expires_at is None
+    # A copy says the same; a target without a cap says nothing.
+    with pytest.warns(UserWarning, match=r"^2 imported records keep an expiry beyond"):
+        copy_store(
+            source,
+            make_store(
+                name="capped-copy", memory_retention_config=(MemoryRetentionConfig(max_ttl_days=30))
+            ),
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        import_store(make_store(name="uncapped"), path)
+
+
+def test_a_copy_of_a_purged_store_ranks_keyword_searches_alike(
+    make_store: Callable[..., Any], make_target: Callable[..., Any], clock: Any
+) -> None:
+    """Expired rows count in the source's keyword statistics until purged (a copy
+    leaves them out): purged first, the copy scores and orders alike."""
+    source = make_store(name="kw", search_strategy=SearchStrategy.KEYWORD)
+    source.add(
+        ["apple banana cherry", "apple banana", "cherry", "durian"],
+        "fact",
+        record_ids=["a", "b", "c", "d"],
+    )
+    source.add([f"cherry filler {i}" for i in range(20)], "memory", ttl_days=1)
+    clock.advance(days=2)
+    assert source.purge_expired() == 20
+    target = make_target(name="kw-copy", search_strategy=SearchStrategy.KEYWORD)
+    assert copy_store(source, target).skipped_expired == 0
+
+    def ranked(store: Any) -> list[tuple[str, float]]:
+        return [(r.id, d) for r, d in store.search("apple banana cherry", k=4)]
+
+    mine, theirs = ranked(source), ranked(target)
+    assert [i for i, _ in mine] == [i for i, _ in theirs] == ["a", "b", "c"]
+    assert [d for _, d in mine] == pytest.approx([d for _, d in theirs], abs=1e-6)
