@@ -17,7 +17,7 @@ import pytest
 from oam_core import MemoryRetentionConfig, copy_store, export_store, import_store
 from oam_core.store.options import SearchStrategy
 from oam_core.store.threads import thread_store
-from oam_core.transfer import TransferError
+from oam_core.transfer import TransferError, import_mem0
 
 
 def _kinds(dump: bytes) -> list[tuple[str, str]]:
@@ -222,3 +222,20 @@ def test_a_copy_of_a_purged_store_ranks_keyword_searches_alike(
     mine, theirs = ranked(source), ranked(target)
     assert [i for i, _ in mine] == [i for i, _ in theirs] == ["a", "b", "c"]
     assert [d for _, d in mine] == pytest.approx([d for _, d in theirs], abs=1e-6)
+
+
+def test_an_id_in_the_target_stops_a_mem0_import_before_anything_is_written(
+    make_store: Callable[..., Any], tmp_path: Path, snapshot: Callable[[Any], dict[str, Any]]
+) -> None:
+    path = tmp_path / "mem0.json"
+    memories = [
+        {"id": f"m{i}", "memory": f"Ana likes thing {i}", "user_id": "ana"} for i in range(5)
+    ]
+    path.write_text(json.dumps({"results": memories}), encoding="utf-8")
+    target = make_store(name="mem0-target")
+    target.add(["the target's own"], "memory", record_ids="m3")
+    before = snapshot(target)
+    with pytest.raises(TransferError, match=r"memories\[3\]: record id 'm3' \(memory\)"):
+        import_mem0(target, path, batch_rows=2)
+    assert snapshot(target) == before
+    assert import_mem0(target, path, batch_rows=2, on_conflict="skip").records == {"memory": 4}
