@@ -65,7 +65,7 @@ def copy_store(
     dim = source_store.vector_dim
     check_embedder(target_store, identity, dim, reembed, "the source store")
     if conflict == "error":  # every id looked up before anything is written
-        refuse_stored(target_store, store_keys(source_store, users))
+        refuse_stored(target_store, lambda: store_keys(source_store, users))
     total = sum(source_store.dump_counts(user_ids=users).values())
     writer = BatchWriter(target_store, conflict, reembed, identity, batch_rows, progress, total)
     writer.started = started  # (the first pass counts in ``seconds``)

@@ -168,7 +168,8 @@ def import_mem0(
     writer = BatchWriter(store, conflict, False, None, batch_rows, progress, len(items))
     writer.bytes = len(raw)
     if conflict == "error":  # every id looked up before anything is written
-        refuse_stored(store, _keys(items, store.clock_now()))
+        now_at = store.clock_now()
+        refuse_stored(store, lambda: _keys(items, now_at))
     now = iso(store.clock_now())
     batch: list[DumpRow] = []
     for i, row in _rows(items, store.chunk_chars, now, writer):

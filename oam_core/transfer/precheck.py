@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import IO
 
+import numpy as np
 import orjson
 
 from oam_core.apis.records import RECORD_TYPES, THREAD, family_of
@@ -34,36 +35,69 @@ Where = tuple[Key, str]
 """A source row's key and where it is (``source line 12``, ``source row 12``)."""
 
 
-def refuse_stored(store: OracleMemoryStore, keys: Iterable[Where]) -> None:
-    """Look up ``keys`` in ``store`` in batches of ``CHECK_IDS``.
+def refuse_stored(store: OracleMemoryStore, keys: Callable[[], Iterable[Where]]) -> None:
+    """Look up the source's keys (``keys()``: a fresh pass over them each call) in
+    ``store`` in batches of ``CHECK_IDS``, and refuse an id the source holds twice
+    (the second would clash with the first, written by then). Memory: 8 bytes per
+    id (a 64-bit hash of each), 8 MB per million; a repeated hash makes a second
+    pass that names the id (or finds two ids of one hash, and lets them pass).
 
     Raises:
         TransferError: (an ``InvalidArgumentError``) naming the first id of the
             first batch that holds one the store has, with how many of that batch
-            clash; its ``summary`` is empty (nothing was written).
+            clash, or an id found twice with both places; its ``summary`` is empty
+            (nothing was written).
     """
+    hashes: list[np.ndarray] = []
     batch: list[Where] = []
-    for item in keys:
+    for item in keys():
         batch.append(item)
         if len(batch) >= CHECK_IDS:
-            _check(store, batch)
+            hashes.append(_check(store, batch))
             batch = []
-    _check(store, batch)
+    hashes.append(_check(store, batch))
+    _refuse_twice(np.concatenate(hashes), keys)
 
 
-def _check(store: OracleMemoryStore, batch: list[Where]) -> None:
-    if not batch:
+def _check(store: OracleMemoryStore, batch: list[Where]) -> np.ndarray:
+    """The hashes of ``batch``'s ``(family, id)``, once none is in ``store``.
+
+    Raises:
+        TransferError: naming the first id ``store`` holds.
+    """
+    if batch:
+        held = store.stored_ids([key for key, _ in batch])
+        if held:
+            (_, rid, rtype), where = next(item for item in batch if item[0] in held)
+            raise TransferError(
+                f"{where}: record id {rid!r} ({rtype}) already exists in the target "
+                f"store ({len(held)} clashing ids among the {len(batch)} checked with "
+                "it); nothing was written; pass on_conflict='skip' or 'replace'",
+                TransferSummary(),
+            )
+    return np.fromiter((hash(k[:2]) for k, _ in batch), dtype=np.int64, count=len(batch))
+
+
+def _refuse_twice(hashes: np.ndarray, keys: Callable[[], Iterable[Where]]) -> None:
+    """Refuse an id that ``keys()`` holds twice, when ``hashes`` repeat one.
+
+    Raises:
+        TransferError: naming the id and both places.
+    """
+    ordered = np.sort(hashes)
+    repeated = set(ordered[1:][ordered[1:] == ordered[:-1]].tolist())
+    if not repeated:
         return
-    held = store.stored_ids([key for key, _ in batch])
-    if not held:
-        return
-    (_, rid, rtype), where = next(item for item in batch if item[0] in held)
-    raise TransferError(
-        f"{where}: record id {rid!r} ({rtype}) already exists in the target store "
-        f"({len(held)} clashing ids among the {len(batch)} checked with it); nothing "
-        "was written; pass on_conflict='skip' or 'replace'",
-        TransferSummary(),
-    )
+    seen: dict[tuple[str, str], str] = {}
+    for (family, rid, rtype), where in keys():
+        if hash((family, rid)) in repeated:
+            first = seen.setdefault((family, rid), where)
+            if first != where:
+                raise TransferError(
+                    f"{where}: record id {rid!r} ({rtype}) is in the source twice (first "
+                    f"at {first.removeprefix('source ')}); nothing was written",
+                    TransferSummary(),
+                )
 
 
 def store_keys(store: OracleMemoryStore, user_ids: list[str] | None) -> Iterator[Where]:

@@ -15,6 +15,7 @@ from oam_core.errors import EmbedderMismatchError, InvalidArgumentError
 from oam_core.store.backend import DumpRow
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.dumpcolumns import DumpColumns
+from oam_core.store.dumpids import Key
 from oam_core.store.dumprows import ON_CONFLICT, OnConflict, RestoreCounts
 from oam_core.store.identity import EmbedderIdentity, identity_of, pick_probe
 from oam_core.transfer import format as fmt
@@ -331,6 +332,28 @@ def _header(lines: Iterator[tuple[int, bytes]]) -> tuple[bytes, dict[str, Any]]:
         raise InvalidArgumentError(f"source line 1: {exc}") from None
 
 
+def _first_pass(
+    store: OracleMemoryStore, stream: IO[bytes], start: int
+) -> Iterator[tuple[int, bytes]]:
+    """Look every id of the dump that begins at ``start`` of ``stream`` up in
+    ``store`` (``precheck.refuse_stored``), then return its lines after the header.
+
+    Raises:
+        TransferError: for an id ``store`` holds or one the dump holds twice.
+    """
+    now = store.clock_now()
+
+    def keys() -> Iterator[tuple[Key, str]]:
+        stream.seek(start)
+        return dump_keys(stream, now)
+
+    refuse_stored(store, keys)
+    stream.seek(start)
+    lines = numbered(stream)
+    next(lines)
+    return lines
+
+
 def import_store(
     store: OracleMemoryStore,
     source: Target,
@@ -387,11 +410,7 @@ def import_store(
         identity = fmt.header_identity(head)
         check_embedder(store, identity, fmt.header_dimension(head), reembed, "the dump")
         if checking:  # every id looked up before anything is written
-            stream.seek(start)
-            refuse_stored(store, dump_keys(stream, store.clock_now()))
-            stream.seek(start)
-            lines = numbered(stream)
-            next(lines)
+            lines = _first_pass(store, stream, start)
         counts: dict[str, Any] = head["record_counts"]
         total = sum(v for v in counts.values() if isinstance(v, int))
         writer = BatchWriter(store, conflict, reembed, identity, batch_rows, progress, total)

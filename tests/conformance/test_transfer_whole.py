@@ -239,3 +239,26 @@ def test_an_id_in_the_target_stops_a_mem0_import_before_anything_is_written(
         import_mem0(target, path, batch_rows=2)
     assert snapshot(target) == before
     assert import_mem0(target, path, batch_rows=2, on_conflict="skip").records == {"memory": 4}
+
+
+def test_an_id_twice_in_the_dump_stops_the_import_before_anything_is_written(
+    make_store: Callable[..., Any], tmp_path: Path
+) -> None:
+    source = make_store(name="many")
+    _facts(source, 6)
+    path = tmp_path / "dump.jsonl"
+    export_store(source, path)
+    lines = path.read_bytes().splitlines()
+    end = json.loads(lines[-1])
+    end["record_counts"] = {"fact": 7}
+    end["search_rows"] = 7
+    twice = tmp_path / "twice.jsonl"
+    twice.write_bytes(b"\n".join([*lines[:-1], lines[2], json.dumps(end).encode()]) + b"\n")
+    target = make_store(name="empty")
+    with pytest.raises(
+        TransferError, match=r"source line 8: record id 'id1' \(fact\) is in the source twice"
+    ):
+        import_store(target, twice, batch_rows=2)
+    assert target.list("fact") == []
+    done = import_store(target, twice, batch_rows=2, on_conflict="skip")
+    assert done.records == {"fact": 6} and done.skipped_existing == 1

@@ -122,8 +122,14 @@ def test_an_id_repeated_in_a_later_batch_is_skipped_once(dump: Path, tmp_path: P
     target = _target(tmp_path)
     summary = import_store(target, path, batch_rows=10, on_conflict="skip")
     assert (summary.records, summary.skipped_existing) == ({"fact": 30}, 1)
-    with pytest.raises(TransferError, match=r"lines 32-33: record id 'f02' \(fact\) already"):
-        import_store(_target(tmp_path, "other.db"), path, batch_rows=10)
+    other = _target(tmp_path, "other.db")
+    with pytest.raises(
+        TransferError,
+        match=r"source line 32: record id 'f02' \(fact\) is in the source twice "
+        r"\(first at line 4\); nothing was written",
+    ):
+        import_store(other, path, batch_rows=10)
+    assert _ids(other) == []
 
 
 def test_replace_through_the_columns_keeps_the_dumped_rows(dump: Path, tmp_path: Path) -> None:
