@@ -161,10 +161,16 @@ def phase_copy(source: str, target: str, dim: int) -> dict[str, Any]:
     from oam_core import copy_store
 
     a, b = _open(source, dim), _open(target, dim)
+    began_cpu = time.process_time()
     summary = copy_store(a, b)
+    cpu = time.process_time() - began_cpu
     a.close()
     b.close()
-    return {"seconds": summary.seconds, "records_per_s": summary.total / summary.seconds}
+    return {
+        "seconds": summary.seconds,
+        "records_per_s": summary.total / summary.seconds,
+        "cpu_seconds": cpu,
+    }
 
 
 def phase_dump_equal(first: str, second: str, dim: int) -> dict[str, Any]:

@@ -262,11 +262,16 @@ def db_target(db: str) -> str:
     return str(expanded)
 
 
-def require_db(db: str, policy: SchemaPolicy | None = None) -> None:
+def require_db(db: str, policy: SchemaPolicy | None = None, hint: str | None = None) -> None:
     """A SQLite ``--db`` must exist, and hold a store, for the commands that only read
     (unless ``--schema-policy`` lets them create it): an empty file or another
     program's database is left as it is, not made a store (a server refuses a
     missing store on its own).
+
+    Args:
+        db, policy: The ``--db`` value and ``--schema-policy``.
+        hint: What the error suggests after the missing database (None: create it
+            with ``oam ingest``; a command with ``--create`` names that flag).
 
     Raises:
         CliError: naming ``db`` and how to create the store (exit code 2).
@@ -276,7 +281,8 @@ def require_db(db: str, policy: SchemaPolicy | None = None) -> None:
     target = db_target(db)
     if backend_of(target) != "sqlite" or target == ":memory:":
         return
-    hint = f"create it with `oam ingest FILE --db {db}`"
+    if hint is None:
+        hint = f"create it with `oam ingest FILE --db {db}`"
     if not Path(target).exists():
         raise CliError(f"{db}: no such database; {hint}", 2)
     if not sqlite_holds_store(target):
@@ -344,10 +350,12 @@ def memory_at(
     allow_embedder_change: bool = False,
     *,
     create: bool = False,
+    missing: str | None = None,
 ) -> Iterator[OracleAgentMemory]:
     """The client over ``db``, opened as ``OracleAgentMemory(connection=...)`` opens it
     (``create``: the default policy creates the store, else a missing SQLite file
-    is an error unless ``policy`` may create it); closed when the block ends.
+    is an error unless ``policy`` may create it, suggesting ``missing``: see
+    ``require_db``'s ``hint``); closed when the block ends.
 
     ``strategy`` ranks this command's searches and is not recorded: the store keeps
     its default, except a store this command creates, whose default it becomes
@@ -359,7 +367,7 @@ def memory_at(
             them).
     """
     if not create:
-        require_db(db, policy)
+        require_db(db, policy, missing)
     chosen = policy or (
         SchemaPolicy.CREATE_IF_NECESSARY if create else SchemaPolicy.REQUIRE_EXISTING
     )

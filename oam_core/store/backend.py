@@ -473,6 +473,23 @@ class Backend(abc.ABC):
         one read, so exporting holds no lock between pages (docs/transfer.md)."""
         raise NotImplementedError(f"{type(self).__name__} cannot dump its rows")
 
+    def dump_ids(
+        self, after: Hashable | None, limit: int, user_ids: Sequence[str] | None, now: datetime
+    ) -> tuple[builtins.list[tuple[str, str, str]], Hashable | None]:
+        """``(family, id, record_type)`` of the rows of up to ``limit`` rows
+        ``dump_page`` returns after ``after`` that are not expired at ``now`` (an
+        import skips those), and the key of the next call (None: no more rows): the
+        first pass of a copy that must write nothing when an id clashes
+        (docs/transfer.md#copy). Here: ``dump_page``'s rows; a SQL back end reads
+        only these columns."""
+        rows, key = self.dump_page(after, limit, user_ids)
+        live = [
+            (r.family, r.id, r.record_type)
+            for r in rows
+            if r.expires_at is None or r.expires_at > now
+        ]
+        return live, (key if rows else None)
+
     def streaming(self) -> AbstractContextManager[None]:
         """Held around each page ``dump_page`` reads and each batch the import writes:
         where a back end maps its file into memory, the pages a whole-store pass

@@ -30,6 +30,7 @@ from oam_core.checks import check_text, check_texts, check_window, check_windowe
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import Backend, DumpRow, Tx
 from oam_core.store.dumpcolumns import DumpColumns
+from oam_core.store.dumpids import IdMethods
 from oam_core.store.dumpsources import check_sources
 from oam_core.store.identity import META_KEY, EmbedderIdentity
 from oam_core.store.runtime import StoreRuntime
@@ -83,7 +84,7 @@ class RestoreCounts:
         return cls(records, search_rows, result.skipped_existing, result.skipped_expired)
 
 
-class TransferMethods:
+class TransferMethods(IdMethods):
     """The store methods of docs/transfer.md, mixed into ``OracleMemoryStore``
     (base.py); they read and write through the store's ``runtime``."""
 

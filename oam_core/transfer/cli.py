@@ -103,6 +103,13 @@ CreateOption = Annotated[
 ]
 
 
+_CREATE = "pass --create to create it"
+"""What a missing SQLite target of ``oam import`` or ``oam copy`` suggests."""
+
+_READ = "give the file of an existing store"
+"""What a missing SQLite store to read (``oam export``, ``oam copy``'s source) says."""
+
+
 @contextmanager
 def _bar(verb: str) -> Iterator[Callable[[int, int], None]]:
     """A transient progress bar on stderr when it is a terminal; yields the
@@ -210,7 +217,11 @@ def export_cmd(
                 f"FILE: {str(file)!r} exists; pass --overwrite to replace it "
                 "(the store to read is --db)"
             )
-    with user_errors(FILE_FLAGS), memory_at(db, "none") as memory, _bar("Exporting") as advance:
+    with (
+        user_errors(FILE_FLAGS),
+        memory_at(db, "none", missing=_READ) as memory,
+        _bar("Exporting") as advance,
+    ):
         if str(file) == "-":
             out = typer.get_binary_stream("stdout")
             summary = export_store(memory.store, out, user_ids=user, progress=advance)
@@ -253,7 +264,10 @@ def import_cmd(
         name = _target_embedder(db, embedder, reembed or mem0)
         fresh = _new_file(db, create)
         try:
-            with memory_at(db, name, create=create) as memory, _bar("Importing") as advance:
+            with (
+                memory_at(db, name, create=create, missing=_CREATE) as memory,
+                _bar("Importing") as advance,
+            ):
                 if mem0:
                     summary = import_mem0(
                         memory.store, file, on_conflict=conflict, progress=advance
@@ -286,8 +300,8 @@ def copy_cmd(
         fresh = _new_file(dst, create)
         try:
             with (
-                memory_at(src, "none") as source,
-                memory_at(dst, name, create=create) as target,
+                memory_at(src, "none", missing=_READ) as source,
+                memory_at(dst, name, create=create, missing=_CREATE) as target,
                 _bar("Copying") as advance,
             ):
                 summary = copy_store(

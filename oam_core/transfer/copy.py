@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.dumprows import OnConflict, user_list
+from oam_core.transfer.precheck import refuse_stored, store_keys
 from oam_core.transfer.reader import BATCH_ROWS, BatchWriter, check_embedder, check_options
 from oam_core.transfer.summary import TransferSummary
 from oam_core.transfer.writer import Progress, store_identity
@@ -40,8 +42,10 @@ def copy_store(
             store objects on the same SQLite file, through any path or hard link,
             or the same PostgreSQL tables through any URL).
         EmbedderMismatchError: as ``import_store`` (nothing written).
-        TransferError: as ``import_store``, naming the id that clashes.
+        TransferError: as ``import_store``; with ``on_conflict="error"`` an id the
+            target holds is found before anything is written (the error names it).
     """
+    started = time.perf_counter()
     conflict = check_options(on_conflict, reembed)
     if source_store is target_store:
         raise InvalidArgumentError("copy_store needs two different stores")
@@ -60,8 +64,11 @@ def copy_store(
     identity = store_identity(source_store)
     dim = source_store.vector_dim
     check_embedder(target_store, identity, dim, reembed, "the source store")
+    if conflict == "error":  # every id looked up before anything is written
+        refuse_stored(target_store, lambda: store_keys(source_store, users))
     total = sum(source_store.dump_counts(user_ids=users).values())
     writer = BatchWriter(target_store, conflict, reembed, identity, batch_rows, progress, total)
+    writer.started = started  # (the first pass counts in ``seconds``)
     done = start = 0
     for page in pages:
         for row in page:
@@ -70,4 +77,5 @@ def copy_store(
                 start = done
             writer.add(row, f"source rows {start}-{done}")
     writer.flush(f"source rows {start}-{done}")
+    writer.cap.warn()
     return writer.summary()

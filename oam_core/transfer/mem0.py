@@ -34,6 +34,7 @@ from oam_core.store.dumprows import OnConflict
 from oam_core.store.text import chunk_text
 from oam_core.store.ttl import iso, parse_iso_timestamp
 from oam_core.transfer.io import Target, open_read
+from oam_core.transfer.precheck import Where, refuse_stored
 from oam_core.transfer.reader import BATCH_ROWS, BatchWriter, check_options, reembed_rows
 from oam_core.transfer.summary import TransferError, TransferSummary
 from oam_core.transfer.writer import Progress
@@ -150,8 +151,10 @@ def import_mem0(
     Raises:
         InvalidArgumentError: for a store without embedder, a file that is not JSON
             or not mem0 output (nothing written).
-        TransferError: for a memory without id or text, or an id that clashes:
-            names it; the batches before it are committed (``.summary``).
+        TransferError: for a memory without id or text: names it; the batches
+            before it are committed (``.summary``); for an id the store holds, with
+            ``on_conflict="error"``: names it, nothing written (every id is looked
+            up first).
     """
     conflict = check_options(on_conflict, False)
     if store.embedder is None:
@@ -164,6 +167,9 @@ def import_mem0(
         raise InvalidArgumentError(f"source is not JSON: {exc}") from None
     writer = BatchWriter(store, conflict, False, None, batch_rows, progress, len(items))
     writer.bytes = len(raw)
+    if conflict == "error":  # every id looked up before anything is written
+        now_at = store.clock_now()
+        refuse_stored(store, lambda: _keys(items, now_at))
     now = iso(store.clock_now())
     batch: list[DumpRow] = []
     for i, row in _rows(items, store.chunk_chars, now, writer):
@@ -172,7 +178,24 @@ def import_mem0(
             _write(store, writer, batch, i)
             batch = []
     _write(store, writer, batch, len(items) - 1)
+    writer.cap.warn()
     return writer.summary()
+
+
+def _keys(items: list[Any], now: datetime) -> Iterator[Where]:
+    """The key of each memory with an id that is not expired at ``now`` (those the
+    import writes), with its place (``memories[3]``); a memory the import refuses
+    is passed over (the writing pass names it)."""
+    for i, item in enumerate(items):
+        rid = item.get("id") if isinstance(item, Mapping) else None
+        if not isinstance(rid, str) or not rid:
+            continue
+        try:
+            expires = _expiry(_opt(item, "expiration_date", i), i)
+        except InvalidArgumentError:
+            expires = None
+        if expires is None or expires > now:
+            yield ("memory", rid, "memory"), f"memories[{i}]"
 
 
 def _rows(

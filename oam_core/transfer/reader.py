@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Iterator
-from typing import Any
+from contextlib import AbstractContextManager, nullcontext
+from typing import IO, Any
 
 import numpy as np
 
@@ -14,11 +15,14 @@ from oam_core.errors import EmbedderMismatchError, InvalidArgumentError
 from oam_core.store.backend import DumpRow
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.dumpcolumns import DumpColumns
+from oam_core.store.dumpids import Key
 from oam_core.store.dumprows import ON_CONFLICT, OnConflict, RestoreCounts
 from oam_core.store.identity import EmbedderIdentity, identity_of, pick_probe
 from oam_core.transfer import format as fmt
 from oam_core.transfer.decoder import BadLine, Decoded, decoded, numbered
 from oam_core.transfer.io import Target, open_read
+from oam_core.transfer.precheck import dump_keys, refuse_stored, replayable
+from oam_core.transfer.retention import RetentionCap
 from oam_core.transfer.summary import TransferError, TransferSummary
 from oam_core.transfer.writer import Progress, store_identity
 
@@ -145,6 +149,7 @@ class BatchWriter:
         self.skipped_expired = 0
         self.bytes = 0
         self.started = time.perf_counter()
+        self.cap = RetentionCap(store)
 
     def summary(self) -> TransferSummary:
         """What was committed so far."""
@@ -182,17 +187,17 @@ class BatchWriter:
             rows, self.identity = reembed_rows(
                 self.store, rows if isinstance(rows, list) else rows.rows()
             )
+        written: list[DumpRow] | DumpColumns = rows
         try:
             if isinstance(rows, list):
-                result = RestoreCounts.of(
-                    self.store.restore_rows(
-                        rows,
-                        on_conflict=self.on_conflict,
-                        batch_size=self.batch_rows,
-                        identity=self.identity,
-                    )
+                restored = self.store.restore_rows(
+                    rows,
+                    on_conflict=self.on_conflict,
+                    batch_size=self.batch_rows,
+                    identity=self.identity,
                 )
-            else:
+                result, written = RestoreCounts.of(restored), restored.written
+            else:  # (with "skip", ``written`` counts a skipped row too)
                 result = self.store.restore_columns(
                     rows,
                     on_conflict=self.on_conflict,
@@ -201,6 +206,7 @@ class BatchWriter:
                 )
         except InvalidArgumentError as exc:
             raise TransferError(f"{where}: {exc}", self.summary()) from exc
+        self.cap.count(written)
         for rtype, count in result.records.items():
             self.records[rtype] = self.records.get(rtype, 0) + count
         self.search_rows += result.search_rows
@@ -302,6 +308,52 @@ def _batch(items: list[DumpRow | fmt.Fields]) -> list[DumpRow] | DumpColumns:
     return [fmt.fields_row(x) if type(x) is tuple else x for x in items]  # type: ignore[misc]
 
 
+def _replay(stream: IO[bytes], checking: bool) -> AbstractContextManager[IO[bytes]]:
+    """``stream`` made readable twice when ``checking`` (``precheck.replayable``)."""
+    return replayable(stream) if checking else nullcontext(stream)
+
+
+def _header(lines: Iterator[tuple[int, bytes]]) -> tuple[bytes, dict[str, Any]]:
+    """The first line of a dump and its header, checked.
+
+    Raises:
+        InvalidArgumentError: naming line 1 for an empty source, a damaged stream
+            or a line that is not a version-1 oam dump header.
+    """
+    try:
+        first = next(lines, None)
+    except BadLine as exc:
+        raise InvalidArgumentError(f"source line 1: {exc}") from exc
+    if first is None:
+        raise InvalidArgumentError("source is empty: no oam dump header")
+    try:
+        return first[1], fmt.parse_header(first[1])
+    except fmt.LineError as exc:
+        raise InvalidArgumentError(f"source line 1: {exc}") from None
+
+
+def _first_pass(
+    store: OracleMemoryStore, stream: IO[bytes], start: int
+) -> Iterator[tuple[int, bytes]]:
+    """Look every id of the dump that begins at ``start`` of ``stream`` up in
+    ``store`` (``precheck.refuse_stored``), then return its lines after the header.
+
+    Raises:
+        TransferError: for an id ``store`` holds or one the dump holds twice.
+    """
+    now = store.clock_now()
+
+    def keys() -> Iterator[tuple[Key, str]]:
+        stream.seek(start)
+        return dump_keys(stream, now)
+
+    refuse_stored(store, keys)
+    stream.seek(start)
+    lines = numbered(stream)
+    next(lines)
+    return lines
+
+
 def import_store(
     store: OracleMemoryStore,
     source: Target,
@@ -319,7 +371,8 @@ def import_store(
             numbers, expiry, metadata, search rows and vectors.
         source: A path (gzip detected by content) or a binary file object.
         on_conflict: ``"error"`` (an id the store holds stops the import, naming
-            it), ``"skip"`` (keep the store's row: a re-run after an interruption
+            it, before anything is written: the dump is read twice, a stream that
+            cannot seek back copied to a temporary file first), ``"skip"`` (keep the store's row: a re-run after an interruption
             completes the import without duplicates) or ``"replace"``.
         reembed: Embed every search row's text again with ``store``'s embedder
             instead of taking the dump's vectors (needed when the dump comes from
@@ -348,24 +401,21 @@ def import_store(
     conflict = check_options(on_conflict, reembed)
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise InvalidArgumentError(f"batch_rows must be a positive int, got {batch_rows!r}")
-    with open_read(source, "source") as stream:
+    started = time.perf_counter()
+    checking = conflict == "error"
+    with open_read(source, "source") as raw, _replay(raw, checking) as stream:
+        start = stream.tell() if checking else 0
         lines = numbered(stream)
-        try:
-            first = next(lines, None)
-        except BadLine as exc:
-            raise InvalidArgumentError(f"source line 1: {exc}") from exc
-        if first is None:
-            raise InvalidArgumentError("source is empty: no oam dump header")
-        try:
-            head = fmt.parse_header(first[1])
-        except fmt.LineError as exc:
-            raise InvalidArgumentError(f"source line 1: {exc}") from None
+        first, head = _header(lines)
         identity = fmt.header_identity(head)
         check_embedder(store, identity, fmt.header_dimension(head), reembed, "the dump")
+        if checking:  # every id looked up before anything is written
+            lines = _first_pass(store, stream, start)
         counts: dict[str, Any] = head["record_counts"]
         total = sum(v for v in counts.values() if isinstance(v, int))
         writer = BatchWriter(store, conflict, reembed, identity, batch_rows, progress, total)
-        writer.bytes = len(first[1])
+        writer.started = started  # (the first pass counts in ``seconds``)
+        writer.bytes = len(first)
         # Decoded and written in turn, in this thread (``decoder.py`` says why).
         dimension = fmt.header_dimension(head)
         for item in _batches(decoded(lines), batch_rows, writer.bytes):
@@ -376,4 +426,5 @@ def import_store(
             if error is not None:
                 raise TransferError(error, writer.summary())
             writer.flush(item.label, item.rows)
+    writer.cap.warn()
     return writer.summary()

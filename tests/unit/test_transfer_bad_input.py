@@ -127,8 +127,14 @@ def test_an_id_twice_in_one_batch(tmp_path: Path, lines: list[bytes]) -> None:
     broken = [*lines[:3], _record(lines[3], id="f0"), *lines[4:]]
     path = _write(tmp_path / "twice.jsonl", broken)
     with _target(tmp_path) as target:
+        with pytest.raises(
+            TransferError,
+            match=r"^source line 4: record id 'f0' \(fact\) is in the source twice "
+            r"\(first at line 2\); nothing was written",
+        ):
+            import_store(target, path)  # found by the first pass of on_conflict="error"
         with pytest.raises(TransferError, match=r"record id 'f0' .* is given twice"):
-            import_store(target, path)
+            import_store(target, path, on_conflict="skip")  # by the batch
         assert _ids(target) == []
 
 

@@ -205,3 +205,21 @@ def test_import_of_a_missing_file_exits_2_as_documented(runner: CliRunner, tmp_p
     )
     assert_clean_failure(missing, 2, "no such file")
     assert not (tmp_path / "t.db").exists()
+
+
+def test_a_missing_store_points_at_create_where_the_command_has_it(
+    runner: CliRunner, source: Path, tmp_path: Path
+) -> None:
+    dump = tmp_path / "d.jsonl"
+    assert invoke(runner, "export", dump, "--db", source).exit_code == 0
+    nope = tmp_path / "nope.db"
+    for args in (("import", dump, "--db", nope), ("copy", source, nope)):
+        result = invoke(runner, *args)
+        assert_clean_failure(result, 2, f"{nope}: no such database; pass --create to create it")
+        assert "ingest" not in result.stderr and not nope.exists()
+    for args in (("export", tmp_path / "x.jsonl", "--db", nope), ("copy", nope, source)):
+        result = invoke(runner, *args)
+        assert_clean_failure(
+            result, 2, f"{nope}: no such database; give the file of an existing store"
+        )
+        assert "ingest" not in result.stderr and "--create" not in result.stderr

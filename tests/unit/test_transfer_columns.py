@@ -82,21 +82,22 @@ def test_a_rerun_with_skip_counts_every_stored_id(dump: Path, tmp_path: Path) ->
     assert len(target.search("fact number 7", 50, user_id="u")) == 30
 
 
-def test_a_stored_id_late_in_a_batch_names_it_and_writes_nothing_of_the_batch(
+def test_a_stored_id_late_in_the_dump_names_it_and_writes_nothing(
     dump: Path, tmp_path: Path
 ) -> None:
     target = _target(tmp_path)
-    # f15 is stored: the second batch (f10..f19) clashes at its sixth row.
+    # f15 is stored: the second batch (f10..f19) would clash at its sixth row; the
+    # first pass over the dump's ids finds it before the first batch is written.
     target.add(["already here"], "fact", record_ids=["f15"], user_ids="u")
     with pytest.raises(TransferError) as err:
         import_store(target, dump, batch_rows=10)
     assert str(err.value).startswith(
-        "lines 12-21: record id 'f15' (fact) already exists in the target store "
-        "(1 clashing ids in this batch); pass on_conflict='skip' or 'replace' "
-        "(committed before it: 10 rows (fact 10), 10 search rows"
+        "source line 17: record id 'f15' (fact) already exists in the target store "
+        "(1 clashing ids among the 30 checked with it); nothing was written; pass "
+        "on_conflict='skip' or 'replace' (committed before it: 0 rows (none), 0 search rows"
     )
-    assert err.value.summary.records == {"fact": 10}
-    assert _ids(target) == sorted([*IDS[:10], "f15"])
+    assert err.value.summary.records == {}
+    assert _ids(target) == ["f15"]
     assert target.get("fact", "f15").content == "already here"  # type: ignore[union-attr]
 
 
@@ -121,8 +122,14 @@ def test_an_id_repeated_in_a_later_batch_is_skipped_once(dump: Path, tmp_path: P
     target = _target(tmp_path)
     summary = import_store(target, path, batch_rows=10, on_conflict="skip")
     assert (summary.records, summary.skipped_existing) == ({"fact": 30}, 1)
-    with pytest.raises(TransferError, match=r"lines 32-33: record id 'f02' \(fact\) already"):
-        import_store(_target(tmp_path, "other.db"), path, batch_rows=10)
+    other = _target(tmp_path, "other.db")
+    with pytest.raises(
+        TransferError,
+        match=r"source line 32: record id 'f02' \(fact\) is in the source twice "
+        r"\(first at line 4\); nothing was written",
+    ):
+        import_store(other, path, batch_rows=10)
+    assert _ids(other) == []
 
 
 def test_replace_through_the_columns_keeps_the_dumped_rows(dump: Path, tmp_path: Path) -> None:

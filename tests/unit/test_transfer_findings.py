@@ -202,7 +202,7 @@ def test_cli_messages_name_dump_fields_rows_and_directories(
     with SQLiteMemoryStore(str(clash), embedder=HashingEmbedder(32)) as store:
         store.add(["f1"], "fact", record_ids=["f1"])
     copied = invoke(runner, "copy", facts_db, clash)
-    assert_clean_failure(copied, 1, "source rows 1-5: record id 'f1' (fact) already exists")
+    assert_clean_failure(copied, 1, "source row 1: record id 'f1' (fact) already exists")
     assert "pass --on-conflict skip or replace" in copied.stderr
     for args in (("import", tmp_path), ("import", "--from", "mem0", tmp_path)):
         result = invoke(runner, *args, "--db", facts_db)

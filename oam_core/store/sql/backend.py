@@ -167,6 +167,14 @@ class SqlBackend(Backend):
         rows = self.fetch_all(sd.counts(self.d, self.p, user_ids, now.timestamp()))
         return {str(t): int(n) for t, n in rows}
 
+    def dump_ids(
+        self, after: Hashable | None, limit: int, user_ids: Sequence[str] | None, now: datetime
+    ) -> tuple[builtins.list[tuple[str, str, str]], Hashable | None]:
+        stmt = sd.ids(self.d, self.p, cast("int | None", after), limit, user_ids, now.timestamp())
+        rows = self.fetch_all(stmt)
+        live = [(str(f), str(i), str(t)) for _, f, i, t, alive in rows if alive]
+        return live, (int(rows[-1][0]) if rows else None)
+
     vector_select = "embedding"
     """The expression reading a search row's vector as little-endian float32 bytes
     or a float list (``dump_page``)."""
@@ -174,9 +182,17 @@ class SqlBackend(Backend):
     def dump_page(
         self, after: Hashable | None, limit: int, user_ids: Sequence[str] | None
     ) -> tuple[builtins.list[DumpRow], Hashable | None]:
+        # Threads first, then every other row, each in insertion order: a thread
+        # row stored after its messages (``store.add`` of a message names a thread
+        # not created yet) still comes before them (docs/transfer.md#the-dump-format).
+        threads, pk = cast("tuple[bool, int | None]", after or (True, None))
         with self.reading() as conn:
-            stmt = sd.page(self.d, self.p, cast("int | None", after), limit, user_ids)
-            rows = conn.execute(stmt.sql, stmt.params).fetchall()
+            while True:
+                stmt = sd.page(self.d, self.p, pk, limit, user_ids, threads)
+                rows = conn.execute(stmt.sql, stmt.params).fetchall()
+                if rows or not threads:
+                    break
+                threads, pk = False, None
             if not rows:
                 return [], after
             keys = [int(r[0]) for r in rows]
@@ -195,7 +211,7 @@ class SqlBackend(Backend):
             _dump_row(row, chunks.get(key, ()), sources)
             for row, key in zip(rows, keys, strict=True)
         ]
-        return out, keys[-1]
+        return out, (threads, keys[-1])
 
 
 def utc_from_epoch(value: float | None) -> datetime | None:

@@ -14,10 +14,19 @@ DUMP_COLUMNS = f"{RECORD_COLUMNS}, config, state"
 """The records columns ``dump_page`` reads: ``RECORD_COLUMNS`` then the thread's JSON."""
 
 
-def page(d: Dialect, p: str, after: int | None, limit: int, user_ids: Sequence[str] | None) -> Stmt:
-    """Up to ``limit`` rows of ``DUMP_COLUMNS`` with ``pk > after``, in ``pk`` order;
-    with ``user_ids``, only the rows of those users (scope, own threads, profiles)."""
+def page(
+    d: Dialect,
+    p: str,
+    after: int | None,
+    limit: int,
+    user_ids: Sequence[str] | None,
+    threads: bool,
+) -> Stmt:
+    """Up to ``limit`` rows of ``DUMP_COLUMNS`` with ``pk > after``, in ``pk`` order:
+    the thread rows (``threads``) or every other row; with ``user_ids``, only the
+    rows of those users (scope, own threads, profiles)."""
     parts, params = _users(d, p, user_ids)
+    parts.append("record_type = 'thread'" if threads else "record_type <> 'thread'")
     if after is not None:
         parts.append(f"pk > {d.mark}")
         params.append(after)
@@ -25,6 +34,25 @@ def page(d: Dialect, p: str, after: int | None, limit: int, user_ids: Sequence[s
     params.append(limit)
     columns = f"{record_select(d)}, config, state"
     return Stmt(f"SELECT {columns} FROM {p}records {where}ORDER BY pk LIMIT {d.mark}", params)
+
+
+def ids(
+    d: Dialect, p: str, after: int | None, limit: int, user_ids: Sequence[str] | None, now: float
+) -> Stmt:
+    """``(pk, family, id, record_type, live)`` of up to ``limit`` rows with ``pk >
+    after`` in ``pk`` order (with ``user_ids``, ``page``'s rows of those users);
+    ``live``: 1 when not expired at ``now`` (Unix seconds), else 0."""
+    parts, params = _users(d, p, user_ids)
+    if after is not None:
+        parts.append(f"pk > {d.mark}")
+        params.append(after)
+    where = f"WHERE {' AND '.join(parts)} " if parts else ""
+    live = f"CASE WHEN expires_at IS NULL OR expires_at > {d.mark} THEN 1 ELSE 0 END"
+    return Stmt(
+        f"SELECT pk, family, id, record_type, {live} FROM {p}records {where}"
+        f"ORDER BY pk LIMIT {d.mark}",
+        [now, *params, limit],
+    )
 
 
 def counts(d: Dialect, p: str, user_ids: Sequence[str] | None, now: float) -> Stmt:
