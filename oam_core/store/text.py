@@ -34,6 +34,7 @@ import re
 import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 
 import regex
 
@@ -190,6 +191,26 @@ def query_terms(query: str) -> list[str]:
         ``keyword_terms`` folds them for the SQLite and PostgreSQL indexes, Oracle
         Text searches them as they are.
     """
+    if len(query) <= TERMS_MEMO_CHARS:
+        return list(_kept_query_terms(query))
+    return _query_terms(query)
+
+
+TERMS_MEMO_SIZE = 8192
+"""How many texts' terms ``query_terms`` keeps (a pure function of the text: a
+store's queries and candidates recur from one search to the next)."""
+
+TERMS_MEMO_CHARS = 2048
+"""Texts longer than this are cut into terms each time (not kept)."""
+
+
+@lru_cache(maxsize=TERMS_MEMO_SIZE)
+def _kept_query_terms(query: str) -> tuple[str, ...]:
+    return tuple(_query_terms(query))
+
+
+def _query_terms(query: str) -> list[str]:
+    """``query_terms`` computed (not kept)."""
     text = _CJK_RUN.sub(lambda m: _cjk_letters(m.group()), unicodedata.normalize("NFC", query))
     tokens = list(dict.fromkeys(_lower(t) for t in _WORD.findall(text)))
     content = [t for t in tokens if t not in FUNCTION_WORDS]

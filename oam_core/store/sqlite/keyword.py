@@ -14,6 +14,7 @@ import dataclasses
 import sqlite3
 from bisect import bisect_right
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -77,10 +78,7 @@ class Fts5Ranker:
         ``cacheable``: ``conn`` is in a read transaction this search began (not a
         write's), so the term scores held for its database state may be read and
         filled (``sqlite/heldstate.py``)."""
-        if self.schema_version >= 2:  # a read-only version-1 file indexed plain words
-            # and a read-only version 2-5 file unfolded text (``schema.FOLDED_VERSION``)
-            terms = keyword_terms(terms, folded=self.schema_version >= FOLDED_VERSION)
-        terms = [t for t in terms if _TERM.fullmatch(t)]
+        terms = _index_terms(terms, self.schema_version)
         if not terms:
             return []
         informative, common = self._split_terms(conn, terms)
@@ -172,13 +170,19 @@ class Fts5Ranker:
         The result is the same: the ``k`` best records by (best passing chunk's
         score, record pk) do not depend on the order of tied rows.
         """
+        only, only_params = self._user_filter(conn, pred)
+        scored = None
+        if not only and held is not None:
+            out = self._held_best(conn, held, k, pred, version)
+            if out is not None:
+                return out
+            scored = self.term_scores.scores(conn, held)
         fts = f"{self.p}chunks_fts"
         join, where, params = st.candidates(self.d, self.p, pred)
         scope_sql = (
             f"SELECT c.pk, c.record_pk FROM {self.p}chunks c {join} "
             f"WHERE c.pk IN ({{}}) AND {where}"
         )
-        only, only_params = self._user_filter(conn, pred)
         ranked_sql = (
             f"SELECT rowid, bm25({fts}) AS score FROM {fts} WHERE {fts} MATCH ?{only} "
             "ORDER BY score"
@@ -192,12 +196,6 @@ class Fts5Ranker:
             sql = scope_sql.format(", ".join("?" * len(rows)))
             return dict(conn.execute(sql, [*pks, *params]).fetchall())
 
-        scored = None
-        if not only and held is not None:
-            out = self._held_best(conn, held, k, pred, version)
-            if out is not None:
-                return out
-            scored = self.term_scores.scores(conn, held)
         if scored is not None:
             best, _ = _fold(_array_batches(*scored, k + _HEAD_SPARE), check, k)
             return _best_first(best, k)
@@ -345,6 +343,35 @@ class Fts5Ranker:
             if df:
                 (common if df > half else informative).append(t)
         return (informative, common) if informative else (common, [])
+
+
+def _index_terms(terms: Sequence[str], schema_version: int) -> list[str]:
+    """The index tokens of ``terms`` a file of ``schema_version`` is searched with
+    (``text.keyword_terms``; a read-only version-1 file indexed plain words and a
+    read-only version 2-5 file unfolded text, ``schema.FOLDED_VERSION``), plain word
+    tokens only; kept for up to ``TERMS_MEMO_SIZE`` lists of at most
+    ``TERMS_MEMO_LIST`` terms (a pure function of the terms)."""
+    if len(terms) <= TERMS_MEMO_LIST:
+        return list(_kept_index_terms(tuple(terms), schema_version))
+    return _index_terms_of(terms, schema_version)
+
+
+TERMS_MEMO_SIZE = 8192
+"""How many term lists ``_index_terms`` keeps."""
+
+TERMS_MEMO_LIST = 64
+"""Longer term lists are converted each time (not kept)."""
+
+
+@lru_cache(maxsize=TERMS_MEMO_SIZE)
+def _kept_index_terms(terms: tuple[str, ...], schema_version: int) -> tuple[str, ...]:
+    return tuple(_index_terms_of(terms, schema_version))
+
+
+def _index_terms_of(terms: Sequence[str], schema_version: int) -> list[str]:
+    if schema_version >= 2:
+        terms = keyword_terms(terms, folded=schema_version >= FOLDED_VERSION)
+    return [t for t in terms if _TERM.fullmatch(t)]
 
 
 def _or(terms: Sequence[str]) -> str:
