@@ -375,8 +375,7 @@ class ChunkScopes:
         are not held yet. The clock is compared as ``passing`` compares it (NULL
         expiry and window ends pass)."""
         scope = self._scope(version, pred)
-        now = pred.now.timestamp()
-        valid = pred.valid_at.timestamp() if pred.valid_at is not None and self.d.windows else None
+        now, valid = _clock(pred, self.d.windows)
         if len(rows):
             found = self._clocked(scope, now, valid)
             if found is not None and 0 <= int(rows.min()) and int(rows.max()) < len(found):
@@ -400,6 +399,21 @@ class ChunkScopes:
         if valid is not None:
             ok &= (start[at] <= valid) & (end[at] > valid)
         return np.where(ok, rpk[at], -1)
+
+    def rankings(self, version: Version, pred: Predicate) -> dict[Hashable, Any] | None:
+        """Rankings computed from what is held for ``pred``'s types and scope at its
+        clock (``keyword.Fts5Ranker._held_best``), by the caller's key: kept with the
+        passing rows of the clock interval (``_Clocked``), so emptied with them by
+        any committed write, a fill, or a clock outside the interval; at most
+        ``RANKINGS_MAX`` (then emptied). None when no array of passing rows is held
+        for that clock (nothing may be kept)."""
+        scope = self._scope(version, pred)
+        held = self.clocked.get(scope)
+        if held is None or not held.covers(*_clock(pred, self.d.windows)):
+            return None
+        if len(held.rankings) >= RANKINGS_MAX:
+            held.rankings.clear()
+        return held.rankings
 
     def _clocked(self, scope: Hashable, now: float, valid: float | None) -> IntArray | None:
         """The rows held for ``scope`` that pass at clock ``now`` and validity time
@@ -537,6 +551,7 @@ class _Clocked:
         self.rows = rows
         self.now = now
         self.valid = valid
+        self.rankings: dict[Hashable, Any] = {}  # ``ChunkScopes.rankings``
 
     def covers(self, now: float, valid: float | None) -> bool:
         """Whether the array holds for clock ``now`` and validity time ``valid``."""
@@ -564,6 +579,17 @@ class _Clocked:
         rows = np.full(int(pks[-1]) + 1, -2, np.int64)
         rows[pks] = np.where(ok, rpk, -1)
         return _Clocked(rows, when, span)
+
+
+RANKINGS_MAX = 4096
+"""Rankings ``ChunkScopes.rankings`` keeps per scope and clock interval."""
+
+
+def _clock(pred: Predicate, windows: bool) -> tuple[float, float | None]:
+    """``pred``'s clock and validity time (None: no window compared) as POSIX
+    seconds."""
+    valid = pred.valid_at.timestamp() if pred.valid_at is not None and windows else None
+    return pred.now.timestamp(), valid
 
 
 Bounds = tuple[float, float]

@@ -50,6 +50,11 @@ class Fts5Ranker:
     """Whether a warm search without a metadata filter checks and folds its held
     term scores in numpy (``_held_best``); False: row by row, as FTS5's rows."""
 
+    hold_rankings = True
+    """Whether a ranking computed from held state is kept for the database state and
+    clock interval (``ChunkScopes.rankings``): the same terms searched again with the
+    same types and scope are answered from it; False: computed each time."""
+
     def __init__(self, dialect: Dialect, prefix: str, schema_version: int) -> None:
         self.d = dialect
         self.p = prefix
@@ -231,6 +236,10 @@ class Fts5Ranker:
         checks them in batches, as far as it needs)."""
         if version is None or pred.metadata is not NOT_SET or not self.hold_arrays:
             return None
+        key = ("best", tuple(terms), k)
+        kept = self.scopes.rankings(version, pred) if self.hold_rankings else None
+        if kept is not None and key in kept:
+            return list(kept[key])
         summed = self.term_scores.sums(conn, terms)
         if summed is None:
             return None
@@ -238,7 +247,11 @@ class Fts5Ranker:
         records = self.scopes.passing_array(conn, version, pred, rows, _HELD_UNKNOWN)
         if records is None:
             return None
-        return _held_top(records, scores, k)
+        out = _held_top(records, scores, k)
+        kept = self.scopes.rankings(version, pred) if self.hold_rankings else None
+        if kept is not None:  # after the fill above: valid for the clock interval now held
+            kept[key] = tuple(out)
+        return out
 
     def _held_unranked(
         self,
@@ -254,6 +267,10 @@ class Fts5Ranker:
         metadata filter."""
         if pred.metadata is not NOT_SET or not self.hold_arrays:
             return None
+        key = ("rest", tuple(terms), limit)
+        kept = self.scopes.rankings(version, pred) if self.hold_rankings else None
+        if kept is not None and key in kept:
+            return list(kept[key])
         summed = self.term_scores.sums(conn, terms, remember=False)
         if summed is None:
             return None
@@ -261,6 +278,9 @@ class Fts5Ranker:
         if records is None:
             return None
         found: list[int] = np.unique(records[records >= 0])[:limit].tolist()
+        kept = self.scopes.rankings(version, pred) if self.hold_rankings else None
+        if kept is not None:
+            kept[key] = tuple(found)
         return found
 
     def _user_filter(self, conn: sqlite3.Connection, pred: Predicate) -> tuple[str, list[Any]]:
