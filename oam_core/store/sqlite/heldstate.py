@@ -378,7 +378,7 @@ class ChunkScopes:
         now, valid = _clock(pred, self.d.windows)
         if len(rows):
             found = self._clocked(scope, now, valid)
-            if found is not None and 0 <= int(rows.min()) and int(rows.max()) < len(found):
+            if found is not None and int(rows.min()) >= 0 and int(rows.max()) < len(found):
                 got = found[rows]
                 if not len(got) or int(got.min()) >= -1:  # every row held
                     return got

@@ -1,0 +1,48 @@
+"""Term lists kept per text (``text.query_terms``) and per term list
+(``sqlite.keyword._index_terms``) equal the ones computed each time, for texts of
+any script, punctuation only, very long ones (not kept), and a caller changing the
+list it got changes nothing kept."""
+
+from __future__ import annotations
+
+import random
+
+from oam_core.store import text
+from oam_core.store.sqlite import keyword
+from oam_core.store.sqlite.schema import FOLDED_VERSION
+
+ODD = [
+    "What did Caroline say about the beach last week?",
+    "Straße İstanbul café naïve",
+    "東京で寿司を食べました。は の を",
+    "?!... ---",
+    "",
+    "the a of",
+    "Emoji 🎉 only 🎉",
+    "x" * (text.TERMS_MEMO_CHARS + 1) + " tail words",
+    "word " * 1000,
+]
+
+
+def test_kept_query_terms_equal_computed_ones() -> None:
+    rng = random.Random(1)
+    alphabet = "abcdeé İß東京は 🎉?.,'"
+    texts = ODD + ["".join(rng.choices(alphabet, k=rng.randint(0, 40))) for _ in range(300)]
+    for t in texts:
+        for _ in range(2):  # computed, then kept
+            assert text.query_terms(t) == text._query_terms(t)
+    got = text.query_terms(ODD[0])
+    got.append("changed")
+    assert text.query_terms(ODD[0]) == text._query_terms(ODD[0])
+    assert text._kept_query_terms.cache_info().hits > 0
+
+
+def test_kept_index_terms_equal_computed_ones() -> None:
+    lists = [text._query_terms(t) for t in ODD] + [["a"] * 70, ["Ünïcode", "東京", "x-y"]]
+    for terms in lists:
+        for version in (1, 2, FOLDED_VERSION):
+            for _ in range(2):
+                got = keyword._index_terms(terms, version)
+                assert got == keyword._index_terms_of(terms, version)
+            got.append("changed")
+            assert keyword._index_terms(terms, version) == keyword._index_terms_of(terms, version)
