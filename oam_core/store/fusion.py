@@ -55,7 +55,6 @@ from collections import Counter
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
 from itertools import chain
 from operator import itemgetter
 from typing import ClassVar, TypeVar
@@ -72,16 +71,15 @@ from oam_core.store.temporal import (
     record_days,
     states_time_each,
 )
-from oam_core.store.text import STEM, fold, query_terms, stem_counts_each
+from oam_core.store.text import STEM, fold, query_terms, stem_counts_each, term_set
 
 __all__ = [
     "ADVICE_KEYWORD_WEIGHT",
     "ADVICE_SIGNALS",
     "DATE_WEIGHT",
     "DEFAULT_FUSION",
+    "FACTS_MEMO_SIZE",
     "FEEDBACK_HEAD",
-    "FEEDBACK_MEMO_CHARS",
-    "FEEDBACK_MEMO_SIZE",
     "FEEDBACK_MIN_LETTERS",
     "FEEDBACK_WEIGHT",
     "HYBRID_DEPTH",
@@ -96,7 +94,6 @@ __all__ = [
     "FusionConfig",
     "Signal",
     "asks_for_advice",
-    "content_terms",
     "distance_type",
     "feedback_terms",
     "fuse",
@@ -106,6 +103,7 @@ __all__ = [
     "passage_text",
     "preference_list",
     "query_signals",
+    "record_facts",
     "rrf_distance",
     "signal_lists",
     "speaker_names",
@@ -409,7 +407,7 @@ def own_text_list(
     stems = sorted({t[:STEM] for t in query_terms(query)})
     if not stems:
         return []
-    counts = stem_counts_each(stems, [(records[key].content or "").lower() for key in pool])
+    counts = stem_counts_each(stems, [record_facts(records[key])[1] for key in pool])
     held = [
         (-found, rank, key)
         for rank, (key, found) in enumerate(zip(pool, counts, strict=True))
@@ -708,38 +706,39 @@ FEEDBACK_MIN_LETTERS = 3
 """The shortest word the expansion adds."""
 
 
-FEEDBACK_MEMO_SIZE = 8192
-"""How many texts' terms ``content_terms`` keeps: a store's candidates recur from one
-search to the next, and tokenising the pool is most of the list's cost."""
+FACTS_MEMO_SIZE = 16_384
+"""How many records' speaker and lower-cased content ``record_facts`` keeps."""
 
-FEEDBACK_MEMO_CHARS = 2048
-"""Texts longer than this are tokenised each time (not kept)."""
+_FACTS: dict[int, tuple[Record, str | None, str]] = {}
 
 
-@lru_cache(maxsize=FEEDBACK_MEMO_SIZE)
-def _kept_terms(text: str) -> frozenset[str]:
-    return frozenset(query_terms(text))
-
-
-def content_terms(text: str) -> frozenset[str]:
-    """The keyword terms of a record's content (``text.query_terms``, a pure function
-    of the text), kept for up to ``FEEDBACK_MEMO_SIZE`` texts of at most ``FEEDBACK_MEMO_CHARS``
-    characters.
+def record_facts(record: Record) -> tuple[str | None, str]:
+    """``(speaker, lower-cased content)`` of a loaded record (``participant_name`` of
+    its metadata; ``""`` for no content), kept per record object (held with them,
+    so its ``id`` is not reused while kept): a back end sharing its loaded records
+    (``Backend.shares_loaded``) hands out the same ones until a write.
 
     Args:
-        text: A record's content.
+        record: A loaded record, not changed after loading.
     """
-    return _kept_terms(text) if len(text) <= FEEDBACK_MEMO_CHARS else frozenset(query_terms(text))
+    kept = _FACTS.get(id(record))
+    if kept is not None and kept[0] is record:
+        return kept[1], kept[2]
+    if len(_FACTS) >= FACTS_MEMO_SIZE:
+        _FACTS.clear()
+    name, lowered = participant_name(record.metadata), (record.content or "").lower()
+    _FACTS[id(record)] = (record, name, lowered)
+    return name, lowered
 
 
 def speaker_names(records: Mapping[Hashable, Record]) -> dict[Hashable, str | None]:
-    """Each record's speaker (``participant_name`` of its metadata, None without
-    one), by key: read once for a search's signal lists and feedback words.
+    """Each record's speaker (``record_facts``), by key: read once for a search's
+    signal lists and feedback words.
 
     Args:
         records: Loaded records by key.
     """
-    return {key: participant_name(record.metadata) for key, record in records.items()}
+    return {key: record_facts(record)[0] for key, record in records.items()}
 
 
 def feedback_terms(
@@ -774,8 +773,8 @@ def feedback_terms(
     if not asked or not turns:
         return []
     said = speaker_names(records) if speakers is None else speakers
-    names = {word for name in {said[key] or "" for key in present} for word in content_terms(name)}
-    terms_of = {key: content_terms(records[key].content or "") for key in present}
+    names = {word for name in {said[key] or "" for key in present} for word in term_set(name)}
+    terms_of = {key: term_set(records[key].content or "") for key in present}
     docs = [terms_of[key] for key in present]
     heads = [terms_of[key] for key in turns]
     wanted = set().union(*heads) - set(asked) - names

@@ -209,6 +209,23 @@ def _kept_query_terms(query: str) -> tuple[str, ...]:
     return tuple(_query_terms(query))
 
 
+def term_set(text: str) -> frozenset[str]:
+    """``query_terms(text)`` as a set, kept as ``query_terms`` keeps them (a record's
+    content: a store's candidates recur from one search to the next).
+
+    Args:
+        text: Any text.
+    """
+    if len(text) <= TERMS_MEMO_CHARS:
+        return _kept_term_set(text)
+    return frozenset(_query_terms(text))
+
+
+@lru_cache(maxsize=TERMS_MEMO_SIZE)
+def _kept_term_set(text: str) -> frozenset[str]:
+    return frozenset(_kept_query_terms(text))
+
+
 def _query_terms(query: str) -> list[str]:
     """``query_terms`` computed (not kept)."""
     text = _CJK_RUN.sub(lambda m: _cjk_letters(m.group()), unicodedata.normalize("NFC", query))

@@ -1,13 +1,17 @@
 """Term lists kept per text (``text.query_terms``) and per term list
-(``sqlite.keyword._index_terms``) equal the ones computed each time, for texts of
+(``sqlite.keyword._index_terms``), and each record's speaker and lower-cased
+content (``fusion.record_facts``) equal the ones computed each time, for texts of
 any script, punctuation only, very long ones (not kept), and a caller changing the
 list it got changes nothing kept."""
 
 from __future__ import annotations
 
 import random
+from typing import Any
 
-from oam_core.store import text
+from oam_core.apis.records import Record
+from oam_core.apis.thread import MESSAGE_KEY, participant_name
+from oam_core.store import fusion, text
 from oam_core.store.sqlite import keyword
 from oam_core.store.sqlite.schema import FOLDED_VERSION
 
@@ -46,3 +50,19 @@ def test_kept_index_terms_equal_computed_ones() -> None:
                 assert got == keyword._index_terms_of(terms, version)
             got.append("changed")
             assert keyword._index_terms(terms, version) == keyword._index_terms_of(terms, version)
+
+
+def test_record_facts_equal_computed_ones_for_every_object(monkeypatch: Any) -> None:
+    """Kept per record object: equal to ``participant_name`` and ``str.lower`` for
+    objects made and dropped many times over (their ids reused), through the bound."""
+    monkeypatch.setattr(fusion, "FACTS_MEMO_SIZE", 3)
+    for i in range(500):
+        meta = {MESSAGE_KEY: {"name": f" Speaker{i % 7} "}} if i % 2 else None
+        record = Record(id=f"r{i}", record_type="memory", content=f"Text İ {i}", metadata=meta)
+        for _ in range(2):
+            assert fusion.record_facts(record) == (
+                participant_name(record.metadata),
+                f"text İ {i}".lower(),
+            )
+    empty = Record(id="e", record_type="memory", content=None)
+    assert fusion.record_facts(empty) == (None, "")
