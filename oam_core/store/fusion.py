@@ -71,7 +71,7 @@ from oam_core.store.temporal import (
     record_days,
     states_time_each,
 )
-from oam_core.store.text import STEM, fold, query_terms, stem_counts_each, term_set
+from oam_core.store.text import STEM, fold, kept_per_text, query_terms, stem_counts_each, term_set
 
 __all__ = [
     "ADVICE_KEYWORD_WEIGHT",
@@ -100,7 +100,6 @@ __all__ = [
     "list_weights",
     "normalized_distances",
     "own_text_list",
-    "passage_text",
     "preference_list",
     "query_signals",
     "record_facts",
@@ -181,14 +180,6 @@ question's terms and dates are not its answer's."""
 
 
 _WORD = regex.compile(r"[\p{L}\p{N}]+")
-
-
-def passage_text(record: Record) -> str:
-    """What a reranker reads of a record: ``"<participant>: <content>"`` for a message
-    naming its speaker, else the content (``""`` for none)."""
-    content = record.content or ""
-    name = participant_name(record.metadata)
-    return f"{name}: {content}" if name and content else content
 
 
 def signal_lists(
@@ -329,6 +320,7 @@ _STATES_PREFERENCE = re.compile(
 word stating a preference."""
 
 
+@kept_per_text
 def asks_for_advice(query: str) -> bool:
     """Whether ``query`` asks for advice in the first or second person: it asks for a
     recommendation, a suggestion, ideas, tips, options, "what should I ...", "can you
@@ -341,7 +333,7 @@ def asks_for_advice(query: str) -> bool:
     query in another language is not an advice question (docs/retrieval.md).
 
     Args:
-        query: The text query.
+        query: The text query (kept as ``text.query_terms`` keeps texts).
     """
     return (
         _ASKS_ADVICE.search(query) is not None
@@ -709,12 +701,13 @@ FEEDBACK_MIN_LETTERS = 3
 FACTS_MEMO_SIZE = 16_384
 """How many records' speaker and lower-cased content ``record_facts`` keeps."""
 
-_FACTS: dict[int, tuple[Record, str | None, str]] = {}
+_FACTS: dict[int, tuple[Record, str | None, str, frozenset[str]]] = {}
 
 
-def record_facts(record: Record) -> tuple[str | None, str]:
-    """``(speaker, lower-cased content)`` of a loaded record (``participant_name`` of
-    its metadata; ``""`` for no content), kept per record object (held with them,
+def record_facts(record: Record) -> tuple[str | None, str, frozenset[str]]:
+    """``(speaker, lower-cased content, content terms)`` of a loaded record
+    (``participant_name`` of its metadata; ``""`` for no content; ``text.term_set``
+    of the content), kept per record object (held with them,
     so its ``id`` is not reused while kept): a back end sharing its loaded records
     (``Backend.shares_loaded``) hands out the same ones until a write.
 
@@ -723,12 +716,13 @@ def record_facts(record: Record) -> tuple[str | None, str]:
     """
     kept = _FACTS.get(id(record))
     if kept is not None and kept[0] is record:
-        return kept[1], kept[2]
+        return kept[1:]
     if len(_FACTS) >= FACTS_MEMO_SIZE:
         _FACTS.clear()
-    name, lowered = participant_name(record.metadata), (record.content or "").lower()
-    _FACTS[id(record)] = (record, name, lowered)
-    return name, lowered
+    content = record.content or ""
+    facts = (participant_name(record.metadata), content.lower(), term_set(content))
+    _FACTS[id(record)] = (record, *facts)
+    return facts
 
 
 def speaker_names(records: Mapping[Hashable, Record]) -> dict[Hashable, str | None]:
@@ -774,15 +768,19 @@ def feedback_terms(
         return []
     said = speaker_names(records) if speakers is None else speakers
     names = {word for name in {said[key] or "" for key in present} for word in term_set(name)}
-    terms_of = {key: term_set(records[key].content or "") for key in present}
+    terms_of = {key: record_facts(records[key])[2] for key in present}
     docs = [terms_of[key] for key in present]
     heads = [terms_of[key] for key in turns]
-    wanted = set().union(*heads) - set(asked) - names
+    wanted = {
+        word
+        for word in set().union(*heads) - set(asked) - names
+        if len(word) >= FEEDBACK_MIN_LETTERS and not word.isdigit()
+    }
     share = Counter(chain.from_iterable(wanted & words for words in docs))
     weight = {  # each word's score per head holding it; the others score nothing
         word: math.log((len(docs) + 1) / count)
         for word, count in share.items()
-        if len(word) >= FEEDBACK_MIN_LETTERS and not word.isdigit() and count != len(docs)
+        if count != len(docs)
     }
     scores: dict[str, float] = {}
     for words in heads:

@@ -22,6 +22,7 @@ import numpy as np
 from oam_core import checks
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import Record
+from oam_core.apis.thread import participant_name
 from oam_core.checks import filter_arg, findable, scope_arg, types_arg
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.rerankers import IReranker
@@ -39,7 +40,6 @@ from oam_core.store.fusion import (
     fuse,
     list_weights,
     normalized_distances,
-    passage_text,
     rrf_distance,
     signal_lists,
     speaker_names,
@@ -301,6 +301,14 @@ def _reranked(
         )
     distances = 1.0 / (1.0 + np.exp(np.clip(scores, -60.0, 60.0)))
     return [(key, float(d)) for key, d in zip(head, distances, strict=True)], records
+
+
+def passage_text(record: Record) -> str:
+    """What a reranker reads of a record: ``"<participant>: <content>"`` for a message
+    naming its speaker, else the content (``""`` for none)."""
+    content = record.content or ""
+    name = participant_name(record.metadata)
+    return f"{name}: {content}" if name and content else content
 
 
 def _query_vectors(

@@ -34,7 +34,8 @@ import re
 import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from functools import lru_cache
+from functools import lru_cache, wraps
+from typing import TypeVar
 
 import regex
 
@@ -176,6 +177,9 @@ FUNCTION_WORDS = frozenset(
 )
 
 
+T = TypeVar("T")
+
+
 def query_terms(query: str) -> list[str]:
     """Return the distinct search terms of ``query``, in order of first appearance.
 
@@ -207,6 +211,24 @@ TERMS_MEMO_CHARS = 2048
 @lru_cache(maxsize=TERMS_MEMO_SIZE)
 def _kept_query_terms(query: str) -> tuple[str, ...]:
     return tuple(_query_terms(query))
+
+
+def kept_per_text(fn: Callable[[str], T]) -> Callable[[str], T]:
+    """``fn``, a pure function of one text, its results kept as ``query_terms``
+    keeps terms (``TERMS_MEMO_SIZE`` texts of at most ``TERMS_MEMO_CHARS``
+    characters; a longer text is computed each time).
+
+    Args:
+        fn: A function of a ``str`` whose result depends on nothing else and is
+            not changed by its callers.
+    """
+    kept = lru_cache(maxsize=TERMS_MEMO_SIZE)(fn)
+
+    @wraps(fn)
+    def memo(text: str) -> T:
+        return kept(text) if len(text) <= TERMS_MEMO_CHARS else fn(text)
+
+    return memo
 
 
 def term_set(text: str) -> frozenset[str]:

@@ -63,6 +63,19 @@ def test_record_facts_equal_computed_ones_for_every_object(monkeypatch: Any) -> 
             assert fusion.record_facts(record) == (
                 participant_name(record.metadata),
                 f"text İ {i}".lower(),
+                frozenset(text._query_terms(f"Text İ {i}")),
             )
     empty = Record(id="e", record_type="memory", content=None)
-    assert fusion.record_facts(empty) == (None, "")
+    assert fusion.record_facts(empty) == (None, "", frozenset())
+
+
+def test_kept_advice_check_equals_the_computed_one() -> None:
+    asks = [
+        "Can you recommend a restaurant for me?",
+        "What did Caroline recommend?",
+        "What should I cook tonight? " * 200,  # longer than kept
+    ]
+    for query in ODD + asks:
+        for _ in range(2):
+            assert fusion.asks_for_advice(query) == fusion.asks_for_advice.__wrapped__(query)  # type: ignore[attr-defined]
+    assert fusion.asks_for_advice(asks[0]) and not fusion.asks_for_advice(asks[1])
