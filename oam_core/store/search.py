@@ -266,10 +266,38 @@ def _feedback(
     word qualifies."""
     if Signal.FEEDBACK not in fusion.signals or asks_for_advice(query):
         return []
-    terms = feedback_terms(query, pool, records, speakers=speakers)
+    terms = _feedback_terms(query, pool, records, speakers)
     if not terms:
         return []
     return runtime.backend.rank_keyword(terms, fusion.depth, pred)
+
+
+FEEDBACK_MEMO_SIZE = 256
+"""How many searches' feedback words ``_feedback_terms`` keeps."""
+
+_FEEDBACK_KEPT: dict[tuple[str, tuple[Hashable, ...]], tuple[tuple[Any, ...], list[str]]] = {}
+
+
+def _feedback_terms(
+    query: str,
+    pool: Sequence[Hashable],
+    records: dict[Hashable, Record],
+    speakers: dict[Hashable, str | None],
+) -> list[str]:
+    """``fusion.feedback_terms``, kept per query and pool for the same record objects
+    (held with them: a back end sharing its loaded records, ``Backend.shares_loaded``,
+    hands out the same ones until a write; the words are a pure function of the
+    query and those records, their speakers included)."""
+    key = (query, tuple(pool))
+    pooled = tuple(records.get(k) for k in pool)
+    kept = _FEEDBACK_KEPT.get(key)
+    if kept is not None and all(a is b for a, b in zip(kept[0], pooled, strict=True)):
+        return list(kept[1])
+    terms = feedback_terms(query, pool, records, speakers=speakers)
+    if len(_FEEDBACK_KEPT) >= FEEDBACK_MEMO_SIZE:
+        _FEEDBACK_KEPT.clear()
+    _FEEDBACK_KEPT[key] = (pooled, list(terms))
+    return terms
 
 
 def _reranked(

@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from oam_core import SQLiteMemoryStore
 from oam_core.checks import types_arg
 from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.store import fusion, search
 from oam_core.store.backend import Predicate
 from oam_core.store.sqlite.heldstate import ChunkScopes
 
@@ -209,29 +211,65 @@ def test_kept_rankings_follow_the_clock(tmp_path: Path) -> None:
     store.close()
 
 
-def test_hybrid_search_equals_the_uncached_one_across_writes(tmp_path: Path) -> None:
-    """Whole HYBRID searches (vector half, feedback list, signal lists) with
-    everything held and kept give the same ids and distances, bit for bit, as with
-    the keyword state off, while another connection writes between them."""
+def _messages(store: SQLiteMemoryStore, rng: random.Random, n: int, at: int) -> None:
+    speakers = ["Ana", "Ben", "Cy"]
+    store.add(
+        _texts(rng, n),
+        "message",
+        record_ids=[f"t{at + i}" for i in range(n)],
+        thread_ids="t1",
+        user_ids="u1",
+        roles=[rng.choice(["user", "assistant"]) for _ in range(n)],
+        metadata=[{"$message": {"name": rng.choice(speakers)}} for _ in range(n)],
+    )
+
+
+def test_hybrid_search_equals_the_uncached_one_across_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whole HYBRID searches of conversation turns (vector half, feedback list,
+    speaker and own-words lists) with everything held and kept give the same ids
+    and distances, bit for bit, as with the keyword state and the feedback words'
+    memo off, while another connection writes between them."""
     path = tmp_path / "h.db"
     rng = random.Random(6)
     store = SQLiteMemoryStore(path, embedder=HashingEmbedder(64), search_strategy="HYBRID")
     other = SQLiteMemoryStore(path, embedder=HashingEmbedder(64), search_strategy="HYBRID")
-    speakers = ["Ana", "Ben"]
-    texts = _texts(rng, 150)
-    store.add(texts, "memory", user_ids="u1", record_ids=[f"m{i}" for i in range(150)])
+    _messages(store, rng, 150, 0)
     ranker = store.runtime.backend.keywords  # type: ignore[attr-defined]
     queries = [" ".join(rng.sample(WORDS + FILLER, 3)) for _ in range(12)]
-    queries += [f"What did {s} say about kiwi?" for s in speakers]
+    queries += [f"What did {s} say about kiwi and plum?" for s in ("Ana", "Ben")]
+    kept_words = search._feedback_terms
+    words: list[list[str]] = []
+    real = fusion.feedback_terms
+    computed_calls: list[int] = []
+
+    def counted(*args: Any, **kw: Any) -> list[str]:
+        computed_calls.append(1)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(search, "feedback_terms", counted)
+
+    def spied(*args: Any) -> list[str]:
+        words.append(kept_words(*args))
+        return words[-1]
+
+    def computed(query: str, pool: Any, records: Any, speakers: Any) -> list[str]:
+        return real(query, pool, records, speakers=speakers)
+
     for round_ in range(3):
         for query in queries:
+            monkeypatch.setattr(search, "_feedback_terms", spied)
             for _ in range(2):
                 kept = repr(store.search(query, 10, user_id="u1", exact_user_match=True))
             ranker.hold_rankings = ranker.hold_terms = False
+            monkeypatch.setattr(search, "_feedback_terms", computed)
             plain = repr(store.search(query, 10, user_id="u1", exact_user_match=True))
             ranker.hold_rankings = ranker.hold_terms = True
             assert kept == plain
-        other.add(_texts(rng, 5), "memory", user_ids="u1")  # between rounds
-        assert round_ < 2 or len(store.search("kiwi", 200, user_id="u1")) > 150
+        _messages(other, rng, 5, 1000 + 10 * round_)  # another connection, between rounds
+        assert len(store.search("kiwi plum pear fig lime", 300, user_id="u1")) > 150 + round_
+    assert sum(1 for w in words if w) > 20  # feedback lists were searched
+    assert len(computed_calls) <= len(words) // 2 + len(queries)  # and kept
     other.close()
     store.close()
