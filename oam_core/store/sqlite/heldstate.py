@@ -244,6 +244,12 @@ class TermScores:
             self.last = (tuple(terms), keys, -score)
         return keys, score
 
+    def term(self, conn: sqlite3.Connection, term: str) -> tuple[IntArray, FloatArray] | None:
+        """One term's ``(row keys, contributions)``, held or read now (None when it
+        holds more rows than the cache may keep). ``conn``: as for ``scores``."""
+        found = self.terms.get(term)
+        return found if found is not None else self._read(conn, term)
+
     def _read(self, conn: sqlite3.Connection, term: str) -> tuple[IntArray, FloatArray] | None:
         """One term's rows and contributions (``-bm25()`` of the one-term query),
         held when the bound allows."""

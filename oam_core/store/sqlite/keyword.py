@@ -86,12 +86,10 @@ class Fts5Ranker:
         terms = _index_terms(terms, self.schema_version)
         if not terms:
             return []
-        informative, common = self._split_terms(conn, terms)
+        informative, common, warm = self._split_terms(conn, terms, cacheable=cacheable)
         if not informative:
             return []
-        held = None
-        if cacheable and self.hold_terms and self.term_scores.warm(self._version):
-            held = informative
+        held = informative if warm else None
         version = self._version if cacheable and self.hold_terms else None
         out = self._ranked(conn, _or(informative), k, pred, held, version)
         if common and len(out) < k:
@@ -325,8 +323,8 @@ class Fts5Ranker:
         return f" AND +rowid IN ({rows_sql})", params
 
     def _split_terms(
-        self, conn: sqlite3.Connection, terms: Sequence[str]
-    ) -> tuple[list[str], list[str]]:
+        self, conn: sqlite3.Connection, terms: Sequence[str], *, cacheable: bool = False
+    ) -> tuple[list[str], list[str], bool]:
         """Split terms into ``(informative, common)``: a common term is found in more
         than half of the search rows (a speaker's name in every turn, say). FTS5's BM25
         gives it an IDF of about 0, so it changes no score, but ranking it would make
@@ -335,7 +333,9 @@ class Fts5Ranker:
         frequency and row length).
 
         Costs: the row count comes from the index's own size table, each term's
-        count stops at half the rows, and the counts are kept until the file changes
+        count stops at half the rows (in a warm search, ``cacheable``, it is the
+        length of the term's scores, read for the ranking anyway; the third value
+        returned says whether the search is warm), and the counts are kept until the file changes
         (``PRAGMA data_version`` for other connections, ``total_changes`` for this
         one), so no query scans the chunk table.
         """
@@ -349,6 +349,7 @@ class Fts5Ranker:
             self._version = version
             self._term_rows = {"": int(total)}  # "" is never a term
             self._user_rows = {}
+        warm = cacheable and self.hold_terms and self.term_scores.warm(version)
         counts = self._term_rows
         half = counts[""] // 2
         informative: list[str] = []
@@ -356,13 +357,19 @@ class Fts5Ranker:
         for t in terms:
             df = counts.get(t)
             if df is None:
-                df = counts[t] = conn.execute(
-                    f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?)",
-                    (_or([t]), half + 1),
-                ).fetchone()[0]
+                # A warm search reads the term's scores anyway: its rows count it.
+                rows = self.term_scores.term(conn, t) if warm else None
+                df = counts[t] = (
+                    min(len(rows[0]), half + 1)
+                    if rows is not None
+                    else conn.execute(
+                        f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?)",
+                        (_or([t]), half + 1),
+                    ).fetchone()[0]
+                )
             if df:
                 (common if df > half else informative).append(t)
-        return (informative, common) if informative else (common, [])
+        return (informative, common, warm) if informative else (common, [], warm)
 
 
 def _index_terms(terms: Sequence[str], schema_version: int) -> list[str]:
