@@ -65,6 +65,7 @@ from oam_core.apis.records import MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import participant_name
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.temporal import (
+    Span,
     asks_for_time,
     overlaps,
     query_spans,
@@ -190,6 +191,7 @@ def signal_lists(
     which: Collection[Signal] = frozenset(Signal),
     *,
     speakers: Mapping[Hashable, str | None] | None = None,
+    spans: Sequence[Span] | None = None,
 ) -> builtins.list[tuple[Signal, builtins.list[Hashable]]]:
     """The speaker, date, time, own-text and preference lists of a query over a
     candidate pool.
@@ -202,6 +204,7 @@ def signal_lists(
         which: The signals that may apply; of these, those that apply to the
             query's kind are read (``query_signals``), the others not computed.
         speakers: ``speaker_names(records)`` when the caller has it already.
+        spans: ``temporal.query_spans(query, now)`` when the caller has them.
 
     Returns:
         Up to five ``(signal, ranked keys)`` pairs in this order, the keys a
@@ -224,7 +227,8 @@ def signal_lists(
         if len(named) == 1:
             spoken = [key for key in present if names[key] in named]
             lists.append((Signal.SPEAKER, spoken))
-    spans = query_spans(query, now) if Signal.DATE in which else []
+    if Signal.DATE not in which or spans is None:
+        spans = query_spans(query, now) if Signal.DATE in which else []
     if spans:
         dated = [
             key

@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from datetime import datetime
 from operator import itemgetter
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -40,15 +40,19 @@ from oam_core.store.fusion import (
     fuse,
     list_weights,
     normalized_distances,
+    query_signals,
     rrf_distance,
     signal_lists,
     speaker_names,
 )
 from oam_core.store.options import SearchStrategy
 from oam_core.store.runtime import StoreRuntime
+from oam_core.store.temporal import query_spans
 from oam_core.store.text import chunk_text, query_terms
 
 __all__ = ["HYBRID_DEPTH", "search"]
+
+T = TypeVar("T")
 
 Ranked = builtins.list[tuple[Hashable, float]]
 """``(record key, distance)`` pairs."""
@@ -225,13 +229,14 @@ def _hybrid_ranking(
     pool = [key for key, _ in fused[: max(fusion.pool, k)]]
     records = runtime.backend.load_for_ranking(pool)  # read, never returned
     speakers = speaker_names(records)
-    extra = signal_lists(query, pool, records, pred.now, fusion.signals, speakers=speakers)
+    pooled = tuple(records.get(key) for key in pool)
+    extra = _signal_lists(query, pool, records, pooled, pred, fusion, speakers)
     text_scores = dict(fused)
     extra_ranks = [
         signal_ranks(keys, text_scores, records, by_content=signal is Signal.OWN_TEXT)
         for signal, keys in extra
     ]
-    feedback = _feedback(runtime, query, pool, records, pred, fusion, speakers)
+    feedback = _feedback(runtime, query, pool, records, pooled, pred, fusion, speakers)
     if feedback:
         extra.append((Signal.FEEDBACK, [key for key, _ in feedback]))
         extra_ranks.append(tied_ranks(feedback))
@@ -256,6 +261,7 @@ def _feedback(
     query: str,
     pool: Sequence[Hashable],
     records: dict[Hashable, Record],
+    pooled: tuple[Record | None, ...],
     pred: Predicate,
     fusion: FusionConfig,
     speakers: dict[Hashable, str | None],
@@ -266,38 +272,65 @@ def _feedback(
     word qualifies."""
     if Signal.FEEDBACK not in fusion.signals or asks_for_advice(query):
         return []
-    terms = _feedback_terms(query, pool, records, speakers)
+    terms = list(
+        _per_pool(
+            ("feedback", query, tuple(pool)),
+            pooled,
+            lambda: tuple(feedback_terms(query, pool, records, speakers=speakers)),
+        )
+    )
     if not terms:
         return []
     return runtime.backend.rank_keyword(terms, fusion.depth, pred)
 
 
-FEEDBACK_MEMO_SIZE = 256
-"""How many searches' feedback words ``_feedback_terms`` keeps."""
-
-_FEEDBACK_KEPT: dict[tuple[str, tuple[Hashable, ...]], tuple[tuple[Any, ...], list[str]]] = {}
-
-
-def _feedback_terms(
+def _signal_lists(
     query: str,
     pool: Sequence[Hashable],
     records: dict[Hashable, Record],
+    pooled: tuple[Record | None, ...],
+    pred: Predicate,
+    fusion: FusionConfig,
     speakers: dict[Hashable, str | None],
-) -> list[str]:
-    """``fusion.feedback_terms``, kept per query and pool for the same record objects
-    (held with them: a back end sharing its loaded records, ``Backend.shares_loaded``,
-    hands out the same ones until a write; the words are a pure function of the
-    query and those records, their speakers included)."""
-    key = (query, tuple(pool))
-    pooled = tuple(records.get(k) for k in pool)
-    kept = _FEEDBACK_KEPT.get(key)
-    if kept is not None and all(a is b for a, b in zip(kept[0], pooled, strict=True)):
-        return list(kept[1])
-    terms = feedback_terms(query, pool, records, speakers=speakers)
-    if len(_FEEDBACK_KEPT) >= FEEDBACK_MEMO_SIZE:
-        _FEEDBACK_KEPT.clear()
-    _FEEDBACK_KEPT[key] = (pooled, list(terms))
-    return terms
+) -> builtins.list[tuple[Signal, builtins.list[Hashable]]]:
+    """``fusion.signal_lists`` of the search, kept per query, pool and the query's
+    spans (the one use of the clock) for the same record objects (``_per_pool``)."""
+    which = fusion.signals
+    spans = query_spans(query, pred.now) if Signal.DATE in query_signals(query, which) else []
+
+    def lists() -> tuple[tuple[Signal, tuple[Hashable, ...]], ...]:
+        found = signal_lists(query, pool, records, pred.now, which, speakers=speakers, spans=spans)
+        return tuple((signal, tuple(keys)) for signal, keys in found)
+
+    key = ("signals", query, tuple(pool), frozenset(which), tuple(spans))
+    return [(signal, list(keys)) for signal, keys in _per_pool(key, pooled, lists)]
+
+
+POOL_MEMO_SIZE = 512
+"""How many searches' feedback words and signal lists ``_per_pool`` keeps."""
+
+_POOL_KEPT: dict[Hashable, tuple[tuple[Record | None, ...], Any]] = {}
+
+
+def _per_pool(key: Hashable, pooled: tuple[Record | None, ...], compute: Callable[[], T]) -> T:
+    """``compute()`` (an immutable value, a pure function of ``key`` and the pool's
+    records), kept per ``key`` for the same record objects ``pooled`` (held with
+    the value, so compared by identity): a back end sharing its loaded records
+    (``Backend.shares_loaded``) hands out the same objects until a write, and a
+    back end loading new objects each search never finds them kept."""
+    kept = _POOL_KEPT.get(key)
+    if (
+        kept is not None
+        and len(kept[0]) == len(pooled)
+        and all(a is b for a, b in zip(kept[0], pooled, strict=True))
+    ):
+        value: T = kept[1]
+        return value
+    value = compute()
+    if len(_POOL_KEPT) >= POOL_MEMO_SIZE:
+        _POOL_KEPT.clear()
+    _POOL_KEPT[key] = (pooled, value)
+    return value
 
 
 def _reranked(

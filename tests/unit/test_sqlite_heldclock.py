@@ -19,7 +19,7 @@ import pytest
 from oam_core import SQLiteMemoryStore
 from oam_core.checks import types_arg
 from oam_core.embedders.hashing import HashingEmbedder
-from oam_core.store import fusion, search
+from oam_core.store import search
 from oam_core.store.backend import Predicate
 from oam_core.store.sqlite.heldstate import ChunkScopes
 
@@ -229,8 +229,9 @@ def test_hybrid_search_equals_the_uncached_one_across_writes(
 ) -> None:
     """Whole HYBRID searches of conversation turns (vector half, feedback list,
     speaker and own-words lists) with everything held and kept give the same ids
-    and distances, bit for bit, as with the keyword state and the feedback words'
-    memo off, while another connection writes between them."""
+    and distances, bit for bit, as with the keyword state and the per-pool memo of
+    feedback words and signal lists off, while another connection writes between
+    them (its records are new objects: nothing kept is used after it)."""
     path = tmp_path / "h.db"
     rng = random.Random(6)
     store = SQLiteMemoryStore(path, embedder=HashingEmbedder(64), search_strategy="HYBRID")
@@ -239,37 +240,80 @@ def test_hybrid_search_equals_the_uncached_one_across_writes(
     ranker = store.runtime.backend.keywords  # type: ignore[attr-defined]
     queries = [" ".join(rng.sample(WORDS + FILLER, 3)) for _ in range(12)]
     queries += [f"What did {s} say about kiwi and plum?" for s in ("Ana", "Ben")]
-    kept_words = search._feedback_terms
-    words: list[list[str]] = []
-    real = fusion.feedback_terms
-    computed_calls: list[int] = []
+    queries = list(dict.fromkeys(queries))
+    kept_per_pool = search._per_pool
+    computed: list[str] = []
+    asked: list[str] = []
 
-    def counted(*args: Any, **kw: Any) -> list[str]:
-        computed_calls.append(1)
-        return real(*args, **kw)
+    def counted(key: Any, pooled: Any, compute: Any) -> Any:
+        asked.append(key[0])
 
-    monkeypatch.setattr(search, "feedback_terms", counted)
+        def traced() -> Any:
+            computed.append(key[0])
+            return compute()
 
-    def spied(*args: Any) -> list[str]:
-        words.append(kept_words(*args))
-        return words[-1]
-
-    def computed(query: str, pool: Any, records: Any, speakers: Any) -> list[str]:
-        return real(query, pool, records, speakers=speakers)
+        return kept_per_pool(key, pooled, traced)
 
     for round_ in range(3):
         for query in queries:
-            monkeypatch.setattr(search, "_feedback_terms", spied)
+            monkeypatch.setattr(search, "_per_pool", counted)
             for _ in range(2):
                 kept = repr(store.search(query, 10, user_id="u1", exact_user_match=True))
             ranker.hold_rankings = ranker.hold_terms = False
-            monkeypatch.setattr(search, "_feedback_terms", computed)
+            monkeypatch.setattr(search, "_per_pool", lambda key, pooled, compute: compute())
             plain = repr(store.search(query, 10, user_id="u1", exact_user_match=True))
             ranker.hold_rankings = ranker.hold_terms = True
             assert kept == plain
         _messages(other, rng, 5, 1000 + 10 * round_)  # another connection, between rounds
         assert len(store.search("kiwi plum pear fig lime", 300, user_id="u1")) > 150 + round_
-    assert sum(1 for w in words if w) > 20  # feedback lists were searched
-    assert len(computed_calls) <= len(words) // 2 + len(queries)  # and kept
+    # Each query's second search at a state used what its first computed.
+    for what in ("feedback", "signals"):
+        assert asked.count(what) == 2 * 3 * len(queries)
+        assert computed.count(what) == 3 * len(queries)
     other.close()
+    store.close()
+
+
+def test_kept_signal_lists_follow_the_clock_of_relative_dates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A question naming a relative day ("yesterday") has its signal lists kept per
+    day of the store clock (the query's spans are in the key): each day's are
+    computed once, another day's are not reused, and every search equals the one
+    computed without the memo."""
+    day = [datetime(2024, 3, 10, 12, tzinfo=UTC)]
+    store = SQLiteMemoryStore(
+        tmp_path / "d.db",
+        embedder=HashingEmbedder(64),
+        search_strategy="HYBRID",
+        clock=lambda: day[0],
+    )
+    store.add(
+        ["We ate kiwi at the market yesterday.", "Plum jam again today."] * 3,
+        "message",
+        record_ids=["a9", "a10", "b9", "b10", "c9", "c10"],
+        thread_ids="t1",
+        roles="user",
+        timestamps=["2024-03-09T10:00:00", "2024-03-10T10:00:00"] * 3,
+    )
+    kept_per_pool = search._per_pool
+    computed: list[Any] = []
+
+    def counted(key: Any, pooled: Any, compute: Any) -> Any:
+        def traced() -> Any:
+            computed.append(key)
+            return compute()
+
+        return kept_per_pool(key, pooled, traced)
+
+    query = "What did we eat yesterday at the market?"
+    for today in (10, 11, 10, 11):
+        day[0] = datetime(2024, 3, today, 12, tzinfo=UTC)
+        monkeypatch.setattr(search, "_per_pool", counted)
+        kept = [repr(store.search(query, 6)) for _ in range(2)]
+        monkeypatch.setattr(search, "_per_pool", lambda key, pooled, compute: compute())
+        plain = repr(store.search(query, 6))
+        assert kept == [plain, plain]
+    signals = [key for key in computed if key[0] == "signals"]
+    assert len(signals) == 2 and signals[0][-1] != signals[1][-1]  # one per day
     store.close()
