@@ -55,7 +55,6 @@ from collections import Counter
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
 from itertools import chain
 from operator import itemgetter
 from typing import ClassVar, TypeVar
@@ -66,22 +65,22 @@ from oam_core.apis.records import MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import participant_name
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.temporal import (
+    Span,
     asks_for_time,
     overlaps,
     query_spans,
     record_days,
     states_time_each,
 )
-from oam_core.store.text import STEM, fold, query_terms, stem_counts_each
+from oam_core.store.text import STEM, fold, kept_per_text, query_terms, stem_counts_each, term_set
 
 __all__ = [
     "ADVICE_KEYWORD_WEIGHT",
     "ADVICE_SIGNALS",
     "DATE_WEIGHT",
     "DEFAULT_FUSION",
+    "FACTS_MEMO_SIZE",
     "FEEDBACK_HEAD",
-    "FEEDBACK_MEMO_CHARS",
-    "FEEDBACK_MEMO_SIZE",
     "FEEDBACK_MIN_LETTERS",
     "FEEDBACK_WEIGHT",
     "HYBRID_DEPTH",
@@ -96,16 +95,15 @@ __all__ = [
     "FusionConfig",
     "Signal",
     "asks_for_advice",
-    "content_terms",
     "distance_type",
     "feedback_terms",
     "fuse",
     "list_weights",
     "normalized_distances",
     "own_text_list",
-    "passage_text",
     "preference_list",
     "query_signals",
+    "record_facts",
     "rrf_distance",
     "signal_lists",
     "speaker_names",
@@ -185,14 +183,6 @@ question's terms and dates are not its answer's."""
 _WORD = regex.compile(r"[\p{L}\p{N}]+")
 
 
-def passage_text(record: Record) -> str:
-    """What a reranker reads of a record: ``"<participant>: <content>"`` for a message
-    naming its speaker, else the content (``""`` for none)."""
-    content = record.content or ""
-    name = participant_name(record.metadata)
-    return f"{name}: {content}" if name and content else content
-
-
 def signal_lists(
     query: str,
     pool: Sequence[Hashable],
@@ -201,6 +191,7 @@ def signal_lists(
     which: Collection[Signal] = frozenset(Signal),
     *,
     speakers: Mapping[Hashable, str | None] | None = None,
+    spans: Sequence[Span] | None = None,
 ) -> builtins.list[tuple[Signal, builtins.list[Hashable]]]:
     """The speaker, date, time, own-text and preference lists of a query over a
     candidate pool.
@@ -213,6 +204,7 @@ def signal_lists(
         which: The signals that may apply; of these, those that apply to the
             query's kind are read (``query_signals``), the others not computed.
         speakers: ``speaker_names(records)`` when the caller has it already.
+        spans: ``temporal.query_spans(query, now)`` when the caller has them.
 
     Returns:
         Up to five ``(signal, ranked keys)`` pairs in this order, the keys a
@@ -235,7 +227,8 @@ def signal_lists(
         if len(named) == 1:
             spoken = [key for key in present if names[key] in named]
             lists.append((Signal.SPEAKER, spoken))
-    spans = query_spans(query, now) if Signal.DATE in which else []
+    if Signal.DATE not in which or spans is None:
+        spans = query_spans(query, now) if Signal.DATE in which else []
     if spans:
         dated = [
             key
@@ -331,6 +324,7 @@ _STATES_PREFERENCE = re.compile(
 word stating a preference."""
 
 
+@kept_per_text
 def asks_for_advice(query: str) -> bool:
     """Whether ``query`` asks for advice in the first or second person: it asks for a
     recommendation, a suggestion, ideas, tips, options, "what should I ...", "can you
@@ -343,7 +337,7 @@ def asks_for_advice(query: str) -> bool:
     query in another language is not an advice question (docs/retrieval.md).
 
     Args:
-        query: The text query.
+        query: The text query (kept as ``text.query_terms`` keeps texts).
     """
     return (
         _ASKS_ADVICE.search(query) is not None
@@ -409,7 +403,7 @@ def own_text_list(
     stems = sorted({t[:STEM] for t in query_terms(query)})
     if not stems:
         return []
-    counts = stem_counts_each(stems, [(records[key].content or "").lower() for key in pool])
+    counts = stem_counts_each(stems, [record_facts(records[key])[1] for key in pool])
     held = [
         (-found, rank, key)
         for rank, (key, found) in enumerate(zip(pool, counts, strict=True))
@@ -708,38 +702,41 @@ FEEDBACK_MIN_LETTERS = 3
 """The shortest word the expansion adds."""
 
 
-FEEDBACK_MEMO_SIZE = 8192
-"""How many texts' terms ``content_terms`` keeps: a store's candidates recur from one
-search to the next, and tokenising the pool is most of the list's cost."""
+FACTS_MEMO_SIZE = 16_384
+"""How many records' speaker and lower-cased content ``record_facts`` keeps."""
 
-FEEDBACK_MEMO_CHARS = 2048
-"""Texts longer than this are tokenised each time (not kept)."""
+_FACTS: dict[int, tuple[Record, str | None, str, frozenset[str]]] = {}
 
 
-@lru_cache(maxsize=FEEDBACK_MEMO_SIZE)
-def _kept_terms(text: str) -> frozenset[str]:
-    return frozenset(query_terms(text))
-
-
-def content_terms(text: str) -> frozenset[str]:
-    """The keyword terms of a record's content (``text.query_terms``, a pure function
-    of the text), kept for up to ``FEEDBACK_MEMO_SIZE`` texts of at most ``FEEDBACK_MEMO_CHARS``
-    characters.
+def record_facts(record: Record) -> tuple[str | None, str, frozenset[str]]:
+    """``(speaker, lower-cased content, content terms)`` of a loaded record
+    (``participant_name`` of its metadata; ``""`` for no content; ``text.term_set``
+    of the content), kept per record object (held with them,
+    so its ``id`` is not reused while kept): a back end sharing its loaded records
+    (``Backend.shares_loaded``) hands out the same ones until a write.
 
     Args:
-        text: A record's content.
+        record: A loaded record, not changed after loading.
     """
-    return _kept_terms(text) if len(text) <= FEEDBACK_MEMO_CHARS else frozenset(query_terms(text))
+    kept = _FACTS.get(id(record))
+    if kept is not None and kept[0] is record:
+        return kept[1:]
+    if len(_FACTS) >= FACTS_MEMO_SIZE:
+        _FACTS.clear()
+    content = record.content or ""
+    facts = (participant_name(record.metadata), content.lower(), term_set(content))
+    _FACTS[id(record)] = (record, *facts)
+    return facts
 
 
 def speaker_names(records: Mapping[Hashable, Record]) -> dict[Hashable, str | None]:
-    """Each record's speaker (``participant_name`` of its metadata, None without
-    one), by key: read once for a search's signal lists and feedback words.
+    """Each record's speaker (``record_facts``), by key: read once for a search's
+    signal lists and feedback words.
 
     Args:
         records: Loaded records by key.
     """
-    return {key: participant_name(record.metadata) for key, record in records.items()}
+    return {key: record_facts(record)[0] for key, record in records.items()}
 
 
 def feedback_terms(
@@ -774,16 +771,20 @@ def feedback_terms(
     if not asked or not turns:
         return []
     said = speaker_names(records) if speakers is None else speakers
-    names = {word for name in {said[key] or "" for key in present} for word in content_terms(name)}
-    terms_of = {key: content_terms(records[key].content or "") for key in present}
+    names = {word for name in {said[key] or "" for key in present} for word in term_set(name)}
+    terms_of = {key: record_facts(records[key])[2] for key in present}
     docs = [terms_of[key] for key in present]
     heads = [terms_of[key] for key in turns]
-    wanted = set().union(*heads) - set(asked) - names
+    wanted = {
+        word
+        for word in set().union(*heads) - set(asked) - names
+        if len(word) >= FEEDBACK_MIN_LETTERS and not word.isdigit()
+    }
     share = Counter(chain.from_iterable(wanted & words for words in docs))
     weight = {  # each word's score per head holding it; the others score nothing
         word: math.log((len(docs) + 1) / count)
         for word, count in share.items()
-        if len(word) >= FEEDBACK_MIN_LETTERS and not word.isdigit() and count != len(docs)
+        if count != len(docs)
     }
     scores: dict[str, float] = {}
     for words in heads:

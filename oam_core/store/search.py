@@ -15,13 +15,14 @@ import warnings
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from datetime import datetime
 from operator import itemgetter
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from oam_core import checks
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import Record
+from oam_core.apis.thread import participant_name
 from oam_core.checks import filter_arg, findable, scope_arg, types_arg
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.rerankers import IReranker
@@ -39,16 +40,19 @@ from oam_core.store.fusion import (
     fuse,
     list_weights,
     normalized_distances,
-    passage_text,
+    query_signals,
     rrf_distance,
     signal_lists,
     speaker_names,
 )
 from oam_core.store.options import SearchStrategy
 from oam_core.store.runtime import StoreRuntime
+from oam_core.store.temporal import query_spans
 from oam_core.store.text import chunk_text, query_terms
 
 __all__ = ["HYBRID_DEPTH", "search"]
+
+T = TypeVar("T")
 
 Ranked = builtins.list[tuple[Hashable, float]]
 """``(record key, distance)`` pairs."""
@@ -225,13 +229,14 @@ def _hybrid_ranking(
     pool = [key for key, _ in fused[: max(fusion.pool, k)]]
     records = runtime.backend.load_for_ranking(pool)  # read, never returned
     speakers = speaker_names(records)
-    extra = signal_lists(query, pool, records, pred.now, fusion.signals, speakers=speakers)
+    pooled = tuple(records.get(key) for key in pool)
+    extra = _signal_lists(query, pool, records, pooled, pred, fusion, speakers)
     text_scores = dict(fused)
     extra_ranks = [
         signal_ranks(keys, text_scores, records, by_content=signal is Signal.OWN_TEXT)
         for signal, keys in extra
     ]
-    feedback = _feedback(runtime, query, pool, records, pred, fusion, speakers)
+    feedback = _feedback(runtime, query, pool, records, pooled, pred, fusion, speakers)
     if feedback:
         extra.append((Signal.FEEDBACK, [key for key, _ in feedback]))
         extra_ranks.append(tied_ranks(feedback))
@@ -256,6 +261,7 @@ def _feedback(
     query: str,
     pool: Sequence[Hashable],
     records: dict[Hashable, Record],
+    pooled: tuple[Record | None, ...],
     pred: Predicate,
     fusion: FusionConfig,
     speakers: dict[Hashable, str | None],
@@ -266,10 +272,65 @@ def _feedback(
     word qualifies."""
     if Signal.FEEDBACK not in fusion.signals or asks_for_advice(query):
         return []
-    terms = feedback_terms(query, pool, records, speakers=speakers)
+    terms = list(
+        _per_pool(
+            ("feedback", query, tuple(pool)),
+            pooled,
+            lambda: tuple(feedback_terms(query, pool, records, speakers=speakers)),
+        )
+    )
     if not terms:
         return []
     return runtime.backend.rank_keyword(terms, fusion.depth, pred)
+
+
+def _signal_lists(
+    query: str,
+    pool: Sequence[Hashable],
+    records: dict[Hashable, Record],
+    pooled: tuple[Record | None, ...],
+    pred: Predicate,
+    fusion: FusionConfig,
+    speakers: dict[Hashable, str | None],
+) -> builtins.list[tuple[Signal, builtins.list[Hashable]]]:
+    """``fusion.signal_lists`` of the search, kept per query, pool and the query's
+    spans (the one use of the clock) for the same record objects (``_per_pool``)."""
+    which = fusion.signals
+    spans = query_spans(query, pred.now) if Signal.DATE in query_signals(query, which) else []
+
+    def lists() -> tuple[tuple[Signal, tuple[Hashable, ...]], ...]:
+        found = signal_lists(query, pool, records, pred.now, which, speakers=speakers, spans=spans)
+        return tuple((signal, tuple(keys)) for signal, keys in found)
+
+    key = ("signals", query, tuple(pool), frozenset(which), tuple(spans))
+    return [(signal, list(keys)) for signal, keys in _per_pool(key, pooled, lists)]
+
+
+POOL_MEMO_SIZE = 512
+"""How many searches' feedback words and signal lists ``_per_pool`` keeps."""
+
+_POOL_KEPT: dict[Hashable, tuple[tuple[Record | None, ...], Any]] = {}
+
+
+def _per_pool(key: Hashable, pooled: tuple[Record | None, ...], compute: Callable[[], T]) -> T:
+    """``compute()`` (an immutable value, a pure function of ``key`` and the pool's
+    records), kept per ``key`` for the same record objects ``pooled`` (held with
+    the value, so compared by identity): a back end sharing its loaded records
+    (``Backend.shares_loaded``) hands out the same objects until a write, and a
+    back end loading new objects each search never finds them kept."""
+    kept = _POOL_KEPT.get(key)
+    if (
+        kept is not None
+        and len(kept[0]) == len(pooled)
+        and all(a is b for a, b in zip(kept[0], pooled, strict=True))
+    ):
+        value: T = kept[1]
+        return value
+    value = compute()
+    if len(_POOL_KEPT) >= POOL_MEMO_SIZE:
+        _POOL_KEPT.clear()
+    _POOL_KEPT[key] = (pooled, value)
+    return value
 
 
 def _reranked(
@@ -301,6 +362,14 @@ def _reranked(
         )
     distances = 1.0 / (1.0 + np.exp(np.clip(scores, -60.0, 60.0)))
     return [(key, float(d)) for key, d in zip(head, distances, strict=True)], records
+
+
+def passage_text(record: Record) -> str:
+    """What a reranker reads of a record: ``"<participant>: <content>"`` for a message
+    naming its speaker, else the content (``""`` for none)."""
+    content = record.content or ""
+    name = participant_name(record.metadata)
+    return f"{name}: {content}" if name and content else content
 
 
 def _query_vectors(

@@ -34,6 +34,8 @@ import re
 import unicodedata
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache, wraps
+from typing import TypeVar
 
 import regex
 
@@ -175,6 +177,9 @@ FUNCTION_WORDS = frozenset(
 )
 
 
+T = TypeVar("T")
+
+
 def query_terms(query: str) -> list[str]:
     """Return the distinct search terms of ``query``, in order of first appearance.
 
@@ -190,6 +195,61 @@ def query_terms(query: str) -> list[str]:
         ``keyword_terms`` folds them for the SQLite and PostgreSQL indexes, Oracle
         Text searches them as they are.
     """
+    if len(query) <= TERMS_MEMO_CHARS:
+        return list(_kept_query_terms(query))
+    return _query_terms(query)
+
+
+TERMS_MEMO_SIZE = 8192
+"""How many texts' terms ``query_terms`` keeps (a pure function of the text: a
+store's queries and candidates recur from one search to the next)."""
+
+TERMS_MEMO_CHARS = 2048
+"""Texts longer than this are cut into terms each time (not kept)."""
+
+
+@lru_cache(maxsize=TERMS_MEMO_SIZE)
+def _kept_query_terms(query: str) -> tuple[str, ...]:
+    return tuple(_query_terms(query))
+
+
+def kept_per_text(fn: Callable[[str], T]) -> Callable[[str], T]:
+    """``fn``, a pure function of one text, its results kept as ``query_terms``
+    keeps terms (``TERMS_MEMO_SIZE`` texts of at most ``TERMS_MEMO_CHARS``
+    characters; a longer text is computed each time).
+
+    Args:
+        fn: A function of a ``str`` whose result depends on nothing else and is
+            not changed by its callers.
+    """
+    kept = lru_cache(maxsize=TERMS_MEMO_SIZE)(fn)
+
+    @wraps(fn)
+    def memo(text: str) -> T:
+        return kept(text) if len(text) <= TERMS_MEMO_CHARS else fn(text)
+
+    return memo
+
+
+def term_set(text: str) -> frozenset[str]:
+    """``query_terms(text)`` as a set, kept as ``query_terms`` keeps them (a record's
+    content: a store's candidates recur from one search to the next).
+
+    Args:
+        text: Any text.
+    """
+    if len(text) <= TERMS_MEMO_CHARS:
+        return _kept_term_set(text)
+    return frozenset(_query_terms(text))
+
+
+@lru_cache(maxsize=TERMS_MEMO_SIZE)
+def _kept_term_set(text: str) -> frozenset[str]:
+    return frozenset(_kept_query_terms(text))
+
+
+def _query_terms(query: str) -> list[str]:
+    """``query_terms`` computed (not kept)."""
     text = _CJK_RUN.sub(lambda m: _cjk_letters(m.group()), unicodedata.normalize("NFC", query))
     tokens = list(dict.fromkeys(_lower(t) for t in _WORD.findall(text)))
     content = [t for t in tokens if t not in FUNCTION_WORDS]

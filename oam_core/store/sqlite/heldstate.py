@@ -244,6 +244,12 @@ class TermScores:
             self.last = (tuple(terms), keys, -score)
         return keys, score
 
+    def term(self, conn: sqlite3.Connection, term: str) -> tuple[IntArray, FloatArray] | None:
+        """One term's ``(row keys, contributions)``, held or read now (None when it
+        holds more rows than the cache may keep). ``conn``: as for ``scores``."""
+        found = self.terms.get(term)
+        return found if found is not None else self._read(conn, term)
+
     def _read(self, conn: sqlite3.Connection, term: str) -> tuple[IntArray, FloatArray] | None:
         """One term's rows and contributions (``-bm25()`` of the one-term query),
         held when the bound allows."""
@@ -329,6 +335,7 @@ class ChunkScopes:
         self.version: Version | None = None
         self.scopes: dict[Hashable, dict[int, Held]] = {}
         self.views: dict[Hashable, View] = {}
+        self.clocked: dict[Hashable, _Clocked | None] = {}
         self.rows = 0
 
     def passing(
@@ -374,6 +381,13 @@ class ChunkScopes:
         are not held yet. The clock is compared as ``passing`` compares it (NULL
         expiry and window ends pass)."""
         scope = self._scope(version, pred)
+        now, valid = _clock(pred, self.d.windows)
+        if len(rows):
+            found = self._clocked(scope, now, valid)
+            if found is not None and int(rows.min()) >= 0 and int(rows.max()) < len(found):
+                got = found[rows]
+                if not len(got) or int(got.min()) >= -1:  # every row held
+                    return got
         view = self._view(scope)
         known = None if view is None else _held_at(view[0], rows)
         if known is None or not known[1].all():
@@ -387,11 +401,44 @@ class ChunkScopes:
         assert view is not None
         at, _ = known
         _, rpk, inside, expires, start, end = view
-        ok = inside[at] & (expires[at] > pred.now.timestamp())
-        if pred.valid_at is not None and self.d.windows:
-            valid = pred.valid_at.timestamp()
+        ok = inside[at] & (expires[at] > now)
+        if valid is not None:
             ok &= (start[at] <= valid) & (end[at] > valid)
         return np.where(ok, rpk[at], -1)
+
+    def rankings(self, version: Version, pred: Predicate) -> dict[Hashable, Any] | None:
+        """Rankings computed from what is held for ``pred``'s types and scope at its
+        clock (``keyword.Fts5Ranker._held_best``), by the caller's key: kept with the
+        passing rows of the clock interval (``_Clocked``), so emptied with them by
+        any committed write, a fill, or a clock outside the interval; at most
+        ``RANKINGS_MAX`` (then emptied). None when no array of passing rows is held
+        for that clock (nothing may be kept)."""
+        scope = self._scope(version, pred)
+        held = self.clocked.get(scope)
+        if held is None or not held.covers(*_clock(pred, self.d.windows)):
+            return None
+        if len(held.rankings) >= RANKINGS_MAX:
+            held.rankings.clear()
+        return held.rankings
+
+    def _clocked(self, scope: Hashable, now: float, valid: float | None) -> IntArray | None:
+        """The rows held for ``scope`` that pass at clock ``now`` and validity time
+        ``valid`` (None: no window compared), as an array by row key: the record
+        key, -1 for a row that does not pass, -2 for a row not held; kept while
+        the clock stays in the interval where no held row expires or enters or
+        leaves its window (``_Clocked``), rebuilt outside it. None when nothing is
+        held or the row keys are too large for an array by key."""
+        if scope in self.clocked:
+            held = self.clocked[scope]
+            if held is None:  # row keys too large: the same at any clock
+                return None
+            if held.covers(now, valid):
+                return held.rows
+        view = self._view(scope)
+        if view is None:
+            return None
+        held = self.clocked[scope] = _Clocked.of(view, now, valid)
+        return None if held is None else held.rows
 
     def _scope(self, version: Version, pred: Predicate) -> Hashable:
         """The held rows' key for ``pred``'s types and scope, serving ``version``
@@ -417,6 +464,7 @@ class ChunkScopes:
             unknown = list(dict.fromkeys(rows))
         known = self.scopes.setdefault(scope, {})
         self.views.pop(scope, None)
+        self.clocked.pop(scope, None)
         for at in range(0, len(unknown), _READ_ROWS):
             part = unknown[at : at + _READ_ROWS]
             read = self._read(conn, pred, part)
@@ -457,6 +505,7 @@ class ChunkScopes:
         """Drop every held row."""
         self.scopes.clear()
         self.views.clear()
+        self.clocked.clear()
         self.rows = 0
 
 
@@ -491,3 +540,75 @@ def _held_at(pks: IntArray, rows: IntArray) -> tuple[IntArray, BoolArray]:
     at = np.minimum(np.searchsorted(pks, rows), max(len(pks) - 1, 0))
     found = pks[at] == rows if len(pks) else np.zeros(len(rows), np.bool_)
     return at, found
+
+
+class _Clocked:
+    """One scope's held rows that pass, by row key, for an interval of the clock:
+    ``rows[pk]`` is the record key of row ``pk`` when it passes, -1 when it does
+    not, -2 when it is not held. A row passes when ``expires_at > now`` (and,
+    with a validity time, ``valid_from <= valid < valid_until``), NULL ends being
+    infinities (``View``); the outcome of each comparison stays the same while
+    ``now`` is at least the largest expiry at or before it and below the
+    smallest after it, and the same for ``valid`` and the window ends, so the
+    array serves every search whose clock falls in those intervals
+    (``ChunkScopes.passing_array``)."""
+
+    def __init__(self, rows: IntArray, now: Bounds, valid: Bounds | None) -> None:
+        self.rows = rows
+        self.now = now
+        self.valid = valid
+        self.rankings: dict[Hashable, Any] = {}  # ``ChunkScopes.rankings``
+
+    def covers(self, now: float, valid: float | None) -> bool:
+        """Whether the array holds for clock ``now`` and validity time ``valid``."""
+        if not self.now[0] <= now < self.now[1]:
+            return False
+        if valid is None or self.valid is None:
+            return valid is None and self.valid is None
+        return self.valid[0] <= valid < self.valid[1]
+
+    @staticmethod
+    def of(view: View, now: float, valid: float | None) -> _Clocked | None:
+        """The passing rows of ``view`` at ``now`` and ``valid``, or None when its
+        largest row key is at least ``_DENSE_KEYS`` and four times its rows."""
+        pks, rpk, inside, expires, start, end = view
+        if not len(pks) or pks[0] < 0 or int(pks[-1]) >= max(_DENSE_KEYS, 4 * len(pks)):
+            return None
+        ok = inside & (expires > now)
+        when = _around(expires[inside], now)
+        span = None
+        if valid is not None:
+            ok &= (start <= valid) & (end > valid)
+            low, high = _around(start[inside], valid)
+            low2, high2 = _around(end[inside], valid)
+            span = (max(low, low2), min(high, high2))
+        rows = np.full(int(pks[-1]) + 1, -2, np.int64)
+        rows[pks] = np.where(ok, rpk, -1)
+        return _Clocked(rows, when, span)
+
+
+RANKINGS_MAX = 4096
+"""Rankings ``ChunkScopes.rankings`` keeps per scope and clock interval."""
+
+
+def _clock(pred: Predicate, windows: bool) -> tuple[float, float | None]:
+    """``pred``'s clock and validity time (None: no window compared) as POSIX
+    seconds."""
+    valid = pred.valid_at.timestamp() if pred.valid_at is not None and windows else None
+    return pred.now.timestamp(), valid
+
+
+Bounds = tuple[float, float]
+"""``[low, high)``: an interval of the clock, as POSIX seconds."""
+
+
+def _around(edges: FloatArray, at: float) -> Bounds:
+    """The largest of ``edges`` at or below ``at`` (``-inf`` for none) and the
+    smallest above it (``+inf`` for none): where a comparison ``edge <= t`` or
+    ``edge > t`` has the same outcome for every edge as at ``at``."""
+    below = edges[edges <= at]
+    above = edges[edges > at]
+    return (
+        float(below.max()) if len(below) else -np.inf,
+        float(above.min()) if len(above) else np.inf,
+    )

@@ -14,6 +14,7 @@ import dataclasses
 import sqlite3
 from bisect import bisect_right
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,11 @@ class Fts5Ranker:
     """Whether a warm search without a metadata filter checks and folds its held
     term scores in numpy (``_held_best``); False: row by row, as FTS5's rows."""
 
+    hold_rankings = True
+    """Whether a ranking computed from held state is kept for the database state and
+    clock interval (``ChunkScopes.rankings``): the same terms searched again with the
+    same types and scope are answered from it; False: computed each time."""
+
     def __init__(self, dialect: Dialect, prefix: str, schema_version: int) -> None:
         self.d = dialect
         self.p = prefix
@@ -77,18 +83,13 @@ class Fts5Ranker:
         ``cacheable``: ``conn`` is in a read transaction this search began (not a
         write's), so the term scores held for its database state may be read and
         filled (``sqlite/heldstate.py``)."""
-        if self.schema_version >= 2:  # a read-only version-1 file indexed plain words
-            # and a read-only version 2-5 file unfolded text (``schema.FOLDED_VERSION``)
-            terms = keyword_terms(terms, folded=self.schema_version >= FOLDED_VERSION)
-        terms = [t for t in terms if _TERM.fullmatch(t)]
+        terms = _index_terms(terms, self.schema_version)
         if not terms:
             return []
-        informative, common = self._split_terms(conn, terms)
+        informative, common, warm = self._split_terms(conn, terms, cacheable=cacheable)
         if not informative:
             return []
-        held = None
-        if cacheable and self.hold_terms and self.term_scores.warm(self._version):
-            held = informative
+        held = informative if warm else None
         version = self._version if cacheable and self.hold_terms else None
         out = self._ranked(conn, _or(informative), k, pred, held, version)
         if common and len(out) < k:
@@ -172,13 +173,19 @@ class Fts5Ranker:
         The result is the same: the ``k`` best records by (best passing chunk's
         score, record pk) do not depend on the order of tied rows.
         """
+        only, only_params = self._user_filter(conn, pred)
+        scored = None
+        if not only and held is not None:
+            out = self._held_best(conn, held, k, pred, version)
+            if out is not None:
+                return out
+            scored = self.term_scores.scores(conn, held)
         fts = f"{self.p}chunks_fts"
         join, where, params = st.candidates(self.d, self.p, pred)
         scope_sql = (
             f"SELECT c.pk, c.record_pk FROM {self.p}chunks c {join} "
             f"WHERE c.pk IN ({{}}) AND {where}"
         )
-        only, only_params = self._user_filter(conn, pred)
         ranked_sql = (
             f"SELECT rowid, bm25({fts}) AS score FROM {fts} WHERE {fts} MATCH ?{only} "
             "ORDER BY score"
@@ -192,12 +199,6 @@ class Fts5Ranker:
             sql = scope_sql.format(", ".join("?" * len(rows)))
             return dict(conn.execute(sql, [*pks, *params]).fetchall())
 
-        scored = None
-        if not only and held is not None:
-            out = self._held_best(conn, held, k, pred, version)
-            if out is not None:
-                return out
-            scored = self.term_scores.scores(conn, held)
         if scored is not None:
             best, _ = _fold(_array_batches(*scored, k + _HEAD_SPARE), check, k)
             return _best_first(best, k)
@@ -233,6 +234,10 @@ class Fts5Ranker:
         checks them in batches, as far as it needs)."""
         if version is None or pred.metadata is not NOT_SET or not self.hold_arrays:
             return None
+        key = ("best", tuple(terms), k)
+        kept = self.scopes.rankings(version, pred) if self.hold_rankings else None
+        if kept is not None and key in kept:
+            return list(kept[key])
         summed = self.term_scores.sums(conn, terms)
         if summed is None:
             return None
@@ -240,7 +245,11 @@ class Fts5Ranker:
         records = self.scopes.passing_array(conn, version, pred, rows, _HELD_UNKNOWN)
         if records is None:
             return None
-        return _held_top(records, scores, k)
+        out = _held_top(records, scores, k)
+        kept = self.scopes.rankings(version, pred) if self.hold_rankings else None
+        if kept is not None:  # after the fill above: valid for the clock interval now held
+            kept[key] = tuple(out)
+        return out
 
     def _held_unranked(
         self,
@@ -256,6 +265,10 @@ class Fts5Ranker:
         metadata filter."""
         if pred.metadata is not NOT_SET or not self.hold_arrays:
             return None
+        key = ("rest", tuple(terms), limit)
+        kept = self.scopes.rankings(version, pred) if self.hold_rankings else None
+        if kept is not None and key in kept:
+            return list(kept[key])
         summed = self.term_scores.sums(conn, terms, remember=False)
         if summed is None:
             return None
@@ -263,6 +276,9 @@ class Fts5Ranker:
         if records is None:
             return None
         found: list[int] = np.unique(records[records >= 0])[:limit].tolist()
+        kept = self.scopes.rankings(version, pred) if self.hold_rankings else None
+        if kept is not None:
+            kept[key] = tuple(found)
         return found
 
     def _user_filter(self, conn: sqlite3.Connection, pred: Predicate) -> tuple[str, list[Any]]:
@@ -307,8 +323,8 @@ class Fts5Ranker:
         return f" AND +rowid IN ({rows_sql})", params
 
     def _split_terms(
-        self, conn: sqlite3.Connection, terms: Sequence[str]
-    ) -> tuple[list[str], list[str]]:
+        self, conn: sqlite3.Connection, terms: Sequence[str], *, cacheable: bool = False
+    ) -> tuple[list[str], list[str], bool]:
         """Split terms into ``(informative, common)``: a common term is found in more
         than half of the search rows (a speaker's name in every turn, say). FTS5's BM25
         gives it an IDF of about 0, so it changes no score, but ranking it would make
@@ -317,7 +333,9 @@ class Fts5Ranker:
         frequency and row length).
 
         Costs: the row count comes from the index's own size table, each term's
-        count stops at half the rows, and the counts are kept until the file changes
+        count stops at half the rows (in a warm search, ``cacheable``, it is the
+        length of the term's scores, read for the ranking anyway; the third value
+        returned says whether the search is warm), and the counts are kept until the file changes
         (``PRAGMA data_version`` for other connections, ``total_changes`` for this
         one), so no query scans the chunk table.
         """
@@ -331,6 +349,7 @@ class Fts5Ranker:
             self._version = version
             self._term_rows = {"": int(total)}  # "" is never a term
             self._user_rows = {}
+        warm = cacheable and self.hold_terms and self.term_scores.warm(version)
         counts = self._term_rows
         half = counts[""] // 2
         informative: list[str] = []
@@ -338,13 +357,48 @@ class Fts5Ranker:
         for t in terms:
             df = counts.get(t)
             if df is None:
-                df = counts[t] = conn.execute(
-                    f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?)",
-                    (_or([t]), half + 1),
-                ).fetchone()[0]
+                # A warm search reads the term's scores anyway: its rows count it.
+                rows = self.term_scores.term(conn, t) if warm else None
+                df = counts[t] = (
+                    min(len(rows[0]), half + 1)
+                    if rows is not None
+                    else conn.execute(
+                        f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ? LIMIT ?)",
+                        (_or([t]), half + 1),
+                    ).fetchone()[0]
+                )
             if df:
                 (common if df > half else informative).append(t)
-        return (informative, common) if informative else (common, [])
+        return (informative, common, warm) if informative else (common, [], warm)
+
+
+def _index_terms(terms: Sequence[str], schema_version: int) -> list[str]:
+    """The index tokens of ``terms`` a file of ``schema_version`` is searched with
+    (``text.keyword_terms``; a read-only version-1 file indexed plain words and a
+    read-only version 2-5 file unfolded text, ``schema.FOLDED_VERSION``), plain word
+    tokens only; kept for up to ``TERMS_MEMO_SIZE`` lists of at most
+    ``TERMS_MEMO_LIST`` terms (a pure function of the terms)."""
+    if len(terms) <= TERMS_MEMO_LIST:
+        return list(_kept_index_terms(tuple(terms), schema_version))
+    return _index_terms_of(terms, schema_version)
+
+
+TERMS_MEMO_SIZE = 8192
+"""How many term lists ``_index_terms`` keeps."""
+
+TERMS_MEMO_LIST = 64
+"""Longer term lists are converted each time (not kept)."""
+
+
+@lru_cache(maxsize=TERMS_MEMO_SIZE)
+def _kept_index_terms(terms: tuple[str, ...], schema_version: int) -> tuple[str, ...]:
+    return tuple(_index_terms_of(terms, schema_version))
+
+
+def _index_terms_of(terms: Sequence[str], schema_version: int) -> list[str]:
+    if schema_version >= 2:
+        terms = keyword_terms(terms, folded=schema_version >= FOLDED_VERSION)
+    return [t for t in terms if _TERM.fullmatch(t)]
 
 
 def _or(terms: Sequence[str]) -> str:
