@@ -216,7 +216,15 @@ STORE_ADDITIONS = {"searching_with"}
 STORE_ATTRIBUTES = {"embedder", "vector_dim", "memory_retention_config"}
 """Constructor arguments a store exposes as attributes, as it always did; properties
 over the store's runtime (store/runtime.py), so they show on the class."""
-TRANSFER_API = {"dump_rows", "dump_counts", "restore_rows", "restore_columns", "clock_now"}
+TRANSFER_API = {
+    "dump_rows",
+    "dump_counts",
+    "dump_ids",
+    "stored_ids",
+    "restore_rows",
+    "restore_columns",
+    "clock_now",
+}
 """oam additions that export/import/copy (docs/transfer.md) read and write through:
 sync only, like the functions that use them."""
 
