@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -19,7 +20,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 
 from oam_core.errors import DatabaseLockedError, StoreConnectionError, StoreError
 
-__all__ = ["client_errors", "error_text"]
+__all__ = ["client_errors", "error_text", "pipeline_warnings"]
 
 _log = logging.getLogger("oam.service.mcp")
 """Where the details of a failure the client only gets a summary of are logged
@@ -93,3 +94,37 @@ def client_errors(kind: type[Exception]) -> Iterator[None]:
         raise
     except Exception as exc:
         raise kind(error_text(exc)) from None
+
+
+class _ThreadWarnings(logging.Handler):
+    """Collects the WARNING texts one thread logs on the ``oam`` logger itself (the
+    pipeline's, ``oam_core.memory.diagnostics``), not on its children."""
+
+    def __init__(self, thread: int) -> None:
+        super().__init__(logging.WARNING)
+        self.thread = thread
+        self.texts: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread == self.thread and record.name == "oam":  # not oam.sqlite, ...
+            self.texts.append(record.getMessage())
+
+
+@contextmanager
+def pipeline_warnings() -> Iterator[list[str]]:
+    """Collect what the extraction pipeline warns about while the block runs in this
+    thread (its ``MemoryPipelineWarning`` texts, also logged on the ``oam`` logger,
+    docs/memory-pipeline.md#failures-never-lose-messages): a pass that failed (the
+    LLM was down, answered something unusable) warns instead of raising. Calls of
+    other threads (concurrent tool calls) are not collected.
+
+    Yields:
+        The list the texts are appended to, in order.
+    """
+    handler = _ThreadWarnings(threading.get_ident())
+    logger = logging.getLogger("oam")
+    logger.addHandler(handler)
+    try:
+        yield handler.texts
+    finally:
+        logger.removeHandler(handler)

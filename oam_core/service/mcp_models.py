@@ -120,6 +120,11 @@ class AddMessagesOut(BaseModel):
     extraction_error: str | None = Field(
         default=None, description="Why extraction failed (only with extraction 'failed')."
     )
+    extraction_warnings: list[str] = Field(
+        default_factory=list,
+        description="What the extraction pass warned about (a skipped pass, a dropped "
+        "item of the LLM's reply); the messages are stored either way.",
+    )
     memories: list[RecordOut] = Field(description="Memories extracted from these messages.")
 
 

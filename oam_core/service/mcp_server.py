@@ -43,7 +43,7 @@ from oam_core.service.common import (
     score_kind,
     thread_json,
 )
-from oam_core.service.mcp_errors import client_errors, error_text
+from oam_core.service.mcp_errors import client_errors, error_text, pipeline_warnings
 from oam_core.service.mcp_models import (
     PREVIEW_CHARS,
     AddMessagesOut,
@@ -192,9 +192,12 @@ class _Service:
         LLM's key or credentials were refused), the result still names the thread and
         the stored ids, ``extraction: "failed"`` with the error: a client that saw a
         bare tool error would retry and store them again (in a new thread when it
-        gave none). The watermark stays, so the thread's next pass extracts them."""
+        gave none). A pass that warned (``pipeline_warnings``: the LLM was down, its
+        reply unusable) and extracted nothing is ``"failed"`` too, with the warnings.
+        The watermark stays, so the thread's next pass extracts them."""
         try:
-            ids = thread.add_messages(given)
+            with pipeline_warnings() as warned:
+                ids = thread.add_messages(given)
         except Exception as exc:
             wanted = [m.id for m in given if m.id is not None]
             try:
@@ -211,10 +214,13 @@ class _Service:
                 memories=[],
             )
         memories = self.extracted_from(thread.thread_id, ids) if extraction else []
+        failed = extraction and bool(warned) and not memories  # warned, extracted nothing
         return AddMessagesOut(
             thread_id=thread.thread_id,
             message_ids=ids,
-            extraction="ran" if extraction else "off",
+            extraction="failed" if failed else "ran" if extraction else "off",
+            extraction_error="; ".join(warned) if failed else None,
+            extraction_warnings=warned,
             memories=[_record_out(r) for r in memories],
         )
 

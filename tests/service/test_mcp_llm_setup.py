@@ -91,3 +91,32 @@ def test_stored_messages_whose_extraction_fails_are_reported_not_an_error(
     with sqlite3.connect(db) as conn:
         found = conn.execute("SELECT id FROM records WHERE record_type = 'message'").fetchall()
     assert sorted(i for (i,) in found) == sorted(first["message_ids"] + second["message_ids"])
+
+
+def test_a_skipped_extraction_pass_is_reported_with_its_warning(tmp_path: Path) -> None:
+    """The LLM answers an error no retry fixes: the pass is skipped with a warning
+    (not raised); the result says extraction failed and why, the messages stored."""
+    db = tmp_path / "memory.db"
+
+    def reply(prompt: str) -> str:
+        return "the model is overloaded"
+
+    with fake_openai(reply, status=400) as (api_base, requests):
+
+        async def scenario() -> dict:  # type: ignore[type-arg]
+            args = ("--user", "alice", "--create", "--llm", LLM, "--llm-api-base", api_base)
+            async with mcp_session(str(db), *args, cwd=tmp_path) as client:
+                message = {"role": "user", "content": "My cat is called Miso."}
+                return structured(await client.call_tool("add_messages", {"messages": [message]}))  # type: ignore[no-any-return]
+
+        added = anyio.run(scenario)
+    assert len(requests) == 1
+    assert added["extraction"] == "failed"
+    assert added["memories"] == []
+    [warning] = added["extraction_warnings"]
+    assert f"thread {added['thread_id']!r}: extraction pass skipped: LLM error" in warning
+    assert "the model is overloaded" in warning
+    assert added["extraction_error"] == warning
+    with sqlite3.connect(db) as conn:
+        found = conn.execute("SELECT id FROM records WHERE record_type = 'message'").fetchall()
+    assert [i for (i,) in found] == added["message_ids"]
