@@ -121,8 +121,8 @@ def check_llm(model: str, api_base: str | None) -> None:
     a model id whose provider LiteLLM cannot tell, or a provider that needs an API
     key the environment does not hold (docs/llms.md#errors). Found later, at the
     first ``add_messages``, the messages would be stored and the extraction left
-    for a restart. With ``api_base`` (a server of your own may need no key) only the
-    model id is checked.
+    for a restart. With ``api_base`` (a server of your own may need no key and
+    names its own models) nothing is refused.
 
     Args:
         model: A LiteLLM model id, e.g. ``"openai/gpt-4o-mini"``.
