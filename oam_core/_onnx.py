@@ -31,6 +31,24 @@ def default_threads() -> int:
     return max(1, min(MAX_DEFAULT_THREADS, cpus))
 
 
+def missing_modules_error(user: str, missing: list[str], extra: str, hint: str) -> ImportError:
+    """``ImportError`` naming every missing module in one sentence, e.g.
+    ``LocalEmbedder needs onnxruntime and tokenizers, which are not installed;
+    install the local extra: pip install "oam[local]"``.
+
+    Args:
+        user: The class that needs them.
+        missing: Their import names, at least one.
+        extra: The extra that installs them.
+        hint: The install command.
+    """
+    names = missing[0] if len(missing) == 1 else f"{', '.join(missing[:-1])} and {missing[-1]}"
+    verb = "is" if len(missing) == 1 else "are"
+    return ImportError(
+        f"{user} needs {names}, which {verb} not installed; install the {extra} extra: {hint}"
+    )
+
+
 def cpu_session(path: Path, threads: int) -> Any:
     """An ``onnxruntime.InferenceSession`` on the CPU with ``threads`` intra-op
     threads, sequential execution and no busy-waiting between runs (a library shares

@@ -190,8 +190,10 @@ def user_errors(own: Collection[str] | None = None) -> Iterator[None]:
     every warning into one ``Warning:`` line (docs/cli.md#commands); ``own``: the
     library argument names the command has flags for (``cli_words``; None: all).
 
-    Exit codes: a ``CliError`` its own; 1 for anything else. With ``--debug`` an
-    unexpected exception (not one a user can cause) is re-raised with its traceback.
+    Exit codes: a ``CliError`` its own; 141 (128 + SIGPIPE, what a shell shows for
+    a Unix tool a pipe's reader left) and no message when stdout's reader is gone;
+    1 for anything else. With ``--debug`` an unexpected exception (not one a user can
+    cause) is re-raised with its traceback.
     """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -205,6 +207,8 @@ def user_errors(own: Collection[str] | None = None) -> Iterator[None]:
             _fail(str(exc), 1, caught, own)
         except KeyError as exc:
             _fail(str(exc.args[0]) if exc.args else "not found", 1, caught, own)
+        except BrokenPipeError:  # the reader of stdout left (`oam export - | head`)
+            _stdout_gone()
         except StoreError as exc:  # driver errors, mapped by the store (docs/errors.md)
             _fail(cli_words(str(exc), own), 1, caught, own)
         except (ValueError, ImportError, OSError) as exc:
@@ -228,6 +232,19 @@ def _print_warnings(
         if text not in seen:
             seen.add(text)
             typer.echo(f"Warning: {text}", err=True)
+
+
+def _stdout_gone() -> NoReturn:
+    """Stop quietly when stdout's reader has left (``| head``), as Unix tools do:
+    stdout now points at the null device, so the flush at exit cannot fail again."""
+    import sys
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (a test runner's): nothing to flush
+        pass
+    raise typer.Exit(141)
 
 
 def _fail(

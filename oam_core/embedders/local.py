@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oam_core._onnx import cpu_session, default_threads, sha256_of
+from oam_core._onnx import cpu_session, default_threads, missing_modules_error, sha256_of
 from oam_core.apis.embedder import IEmbedder, check_texts
 from oam_core.checks import check_int, check_optional_int
 from oam_core.embedders.runs import PackedRun, pack_run, pool_spans, span_positions
@@ -54,10 +54,7 @@ def _require_modules() -> None:
         if importlib.util.find_spec(name) is None
     ]
     if missing:
-        raise ImportError(
-            f"LocalEmbedder needs {', '.join(missing)}, which is not installed; "
-            f"install the local extra: {_INSTALL_HINT}"
-        )
+        raise missing_modules_error("LocalEmbedder", missing, "local", _INSTALL_HINT)
 
 
 def _model_path() -> Path:

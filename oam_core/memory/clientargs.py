@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, fields
+from pathlib import PurePath
 from typing import Any
 
 from oam_core.apis._sentinel import NOT_SET, Maybe
@@ -145,8 +146,14 @@ def client_store(
     given = options.given()
     if store is not NOT_SET and store is not None:
         if not isinstance(store, OracleMemoryStore):
+            hint = ""
+            if isinstance(store, (str, PurePath)):  # OracleAgentMemory("oam.db"); a URL
+                hint = (  # may hold a password: not repeated
+                    "; to open a database by its path or URL, pass it as connection=... "
+                    "or use OracleAgentMemory.open(...)"
+                )
             raise InvalidArgumentError(
-                f"store must be an OracleMemoryStore, got {type(store).__name__}"
+                f"store must be an OracleMemoryStore, got {type(store).__name__}{hint}"
             )
         if given:
             raise InvalidArgumentError(

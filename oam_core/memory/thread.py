@@ -691,14 +691,21 @@ class OracleThread(IThread):
         their markup does not fit (see ``OracleContextCard``'s ``token_limit``); a
         card with nothing left is ``""``.
 
-        Example (as in Oracle's SDK documentation)::
+        Example (Oracle's SDK documentation's, on a client with an embedder: a store
+        that cannot rank text leaves the relevant information out)::
 
+            >>> from oam_core import OracleAgentMemory
+            >>> client = OracleAgentMemory(
+            ...     connection=":memory:", embedder="hashing", extract_memories=False
+            ... )
+            >>> thread = client.create_thread(thread_id="card-docs", user_id="u1")
             >>> thread.add_memory("User likes pizza", memory_id="mem-context-docs")
             'mem-context-docs'
             >>> len(thread.add_messages([{"role": "user", "content": "Tell me about pizza"}]))
             1
             >>> "User likes pizza" in thread.get_context_card().content
             True
+            >>> client.close()
 
         Args:
             fallback_message_count: Messages used for the fallback summary and query.

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from oam_core._onnx import cpu_session, default_threads, sha256_of
+from oam_core._onnx import cpu_session, default_threads, missing_modules_error, sha256_of
 from oam_core.apis.embedder import check_texts
 from oam_core.checks import check_int, check_optional_int
 from oam_core.errors import InvalidArgumentError
@@ -92,10 +92,7 @@ class CrossEncoderReranker(IReranker):
             raise InvalidArgumentError(f"sha256 must be 64 hex digits, got {sha256!r}")
         missing = [name for name in _RUNTIME_MODULES if importlib.util.find_spec(name) is None]
         if missing:
-            raise ImportError(
-                f"CrossEncoderReranker needs {', '.join(missing)}, which is not installed; "
-                f"install the rerank extra: {_INSTALL_HINT}"
-            )
+            raise missing_modules_error("CrossEncoderReranker", missing, "rerank", _INSTALL_HINT)
         self.model_path = Path(model_path)
         self.tokenizer_path = Path(tokenizer_path)
         self.sha256 = sha256.lower()

@@ -10,7 +10,7 @@ from typing import Any
 from oam_core import OracleAgentMemory, OracleThread, SchemaPolicy, SearchStrategy
 from oam_core.apis.records import MEMORY_TYPES, MessageRecord, Record, ThreadRow
 from oam_core.connection import backend_of, sqlite_holds_store, sqlite_target
-from oam_core.errors import SchemaError
+from oam_core.errors import MissingApiKeyError, SchemaError
 from oam_core.memory.provenance import reserved_keys
 
 DEFAULT_MAX_CONTENT_CHARS = 100_000
@@ -23,6 +23,7 @@ DEFAULT_MAX_QUERY_CHARS = 4_000
 __all__ = [
     "MEMORY_TYPE_NAMES",
     "SCORE_KINDS",
+    "check_llm",
     "hit_score_kind",
     "open_memory",
     "open_thread",
@@ -78,6 +79,8 @@ def open_memory(
             (dimension, embedder).
         ImportError: when the embedder, LLM or back end needs an extra that is not
             installed.
+        ConfigurationError: for an LLM that cannot answer (``check_llm``), before
+            the store is opened or created.
     """
     kwargs: dict[str, Any] = {"embedder": embedder}
     if schema_policy is not None:
@@ -101,6 +104,7 @@ def open_memory(
         from oam_core.llms.litellm import LiteLLMLlm
 
         kwargs["llm"] = LiteLLMLlm(llm, api_base=llm_api_base)
+        check_llm(llm, llm_api_base)
         kwargs["extract_memories"] = True
     else:
         kwargs["extract_memories"] = False
@@ -110,6 +114,37 @@ def open_memory(
         if must_exist and "has no oam store" in str(exc):  # the URL may hold a password
             raise SchemaError(f"{exc}; {missing_hint}") from exc
         raise
+
+
+def check_llm(model: str, api_base: str | None) -> None:
+    """Refuse, before a command serves, an ``--llm`` that no request could reach:
+    a model id whose provider LiteLLM cannot tell, or a provider that needs an API
+    key the environment does not hold (docs/llms.md#errors). Found later, at the
+    first ``add_messages``, the messages would be stored and the extraction left
+    for a restart. With ``api_base`` (a server of your own may need no key and
+    names its own models) nothing is refused.
+
+    Args:
+        model: A LiteLLM model id, e.g. ``"openai/gpt-4o-mini"``.
+        api_base: ``--llm-api-base``, or None.
+
+    Raises:
+        MissingApiKeyError: naming the environment variable to set.
+        UnknownModelError: naming the model id and the accepted forms.
+        ImportError: when litellm is not installed (``oam[litellm]``).
+    """
+    from oam_core._litellm import check_api_key, check_known_model, import_litellm
+
+    litellm = import_litellm("--llm")
+    request = {} if api_base is None else {"api_base": api_base}
+    check_known_model(model, litellm, request)
+    try:
+        check_api_key(model, litellm, request)
+    except MissingApiKeyError as exc:  # no api_key= on the command line
+        text = str(exc).replace(", or pass api_key=...", " in the environment of this command")
+        raise MissingApiKeyError(
+            f"{text} (or --llm-api-base for a server that needs none)"
+        ) from None
 
 
 SCORE_KINDS = {

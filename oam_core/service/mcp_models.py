@@ -111,9 +111,19 @@ class AddMessagesOut(BaseModel):
 
     thread_id: str = Field(description="The thread the messages went to (new if none was given).")
     message_ids: list[str] = Field(description="Ids of the stored messages, in order.")
-    extraction: Literal["ran", "off"] = Field(
+    extraction: Literal["ran", "off", "failed"] = Field(
         description="'ran' when an LLM extracted memories from the messages, 'off' when the "
-        "server has no LLM (messages are stored and searchable as they are)."
+        "server has no LLM (messages are stored and searchable as they are), 'failed' when "
+        "the messages were stored but extraction could not run (extraction_error says why; "
+        "do not send them again: a later pass extracts them once the cause is fixed)."
+    )
+    extraction_error: str | None = Field(
+        default=None, description="Why extraction failed (only with extraction 'failed')."
+    )
+    extraction_warnings: list[str] = Field(
+        default_factory=list,
+        description="What the extraction pass warned about (a skipped pass, a dropped "
+        "item of the LLM's reply); the messages are stored either way.",
     )
     memories: list[RecordOut] = Field(description="Memories extracted from these messages.")
 

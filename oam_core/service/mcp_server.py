@@ -17,8 +17,6 @@ server's side carry their class and a safe message, the details go to the log
 from __future__ import annotations
 
 import json
-import logging
-import secrets
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,12 +30,8 @@ from oam_core import OracleAgentMemory, OracleMemoryStore, OracleThread, SearchS
 from oam_core import __version__ as oam_version
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.records import Record, ThreadRow
-from oam_core.errors import (
-    DatabaseLockedError,
-    InvalidArgumentError,
-    StoreConnectionError,
-    StoreError,
-)
+from oam_core.apis.thread import Message
+from oam_core.errors import InvalidArgumentError
 from oam_core.memory.messages import check_memory_content, prepare_messages
 from oam_core.memory.newest import newest_first
 from oam_core.service.common import (
@@ -49,6 +43,7 @@ from oam_core.service.common import (
     score_kind,
     thread_json,
 )
+from oam_core.service.mcp_errors import client_errors, error_text, pipeline_warnings
 from oam_core.service.mcp_models import (
     PREVIEW_CHARS,
     AddMessagesOut,
@@ -147,67 +142,6 @@ def _record_out(
     return RecordOut.model_validate(record_json(record, distance, kind))
 
 
-_log = logging.getLogger("oam.service.mcp")
-"""Where the details of a failure the client only gets a summary of are logged
-(``oam mcp`` writes them to stderr)."""
-
-_DRIVER_MODULES = ("sqlite3", "psycopg", "psycopg_pool", "oracledb")
-
-
-def _from_driver(exc: BaseException) -> bool:
-    """Whether a database driver's exception is in ``exc``'s cause chain (its text
-    names the database: a file path, a user, a socket, a search_path)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if type(current).__module__.split(".")[0] in _DRIVER_MODULES:
-            return True
-        current = current.__cause__  # the store maps a driver error ``from`` it
-    return False
-
-
-def _safe_message(exc: BaseException) -> str:
-    """What a client may read about a failure of the server's own (no path, user,
-    host or schema of the database)."""
-    if isinstance(exc, DatabaseLockedError):
-        return "the database is busy: another writer held it longer than the server waits; retry"
-    if isinstance(exc, StoreConnectionError):
-        return "the server cannot reach its database"
-    if isinstance(exc, StoreError):
-        return "the database failed"
-    if isinstance(exc, ValueError):
-        return "the database refused a value"
-    return "internal error"
-
-
-@contextmanager
-def _client_errors(kind: type[Exception]) -> Iterator[None]:
-    """Turn errors into ``kind`` (ToolError or ResourceError).
-
-    The client's own mistakes (a bad argument, an id outside the scope) carry the
-    library's message. A failure of the server's side (a ``StoreError``, an error a
-    database driver raised, anything unexpected) carries only its class and a safe
-    message with an error id; its whole text, which names the database (file path,
-    PostgreSQL user, socket, search_path), goes to the server's log with that id."""
-    try:
-        yield
-    except (ToolError, ResourceError):
-        raise
-    except Exception as exc:
-        ours = isinstance(exc, (LookupError, ValueError, TypeError, ImportError))
-        if ours and not isinstance(exc, StoreError) and not _from_driver(exc):
-            if isinstance(exc, KeyError):
-                raise kind(str(exc.args[0]) if exc.args else "not found") from None
-            raise kind(str(exc)) from None
-        ref = secrets.token_hex(4)
-        _log.error("error %s: %s: %s", ref, type(exc).__name__, exc, exc_info=exc)
-        raise kind(
-            f"{type(exc).__name__}: {_safe_message(exc)} (error {ref}; the details are in "
-            "the server's log)"
-        ) from None
-
-
 class _Service:
     """The operations behind the tools and resources, over one client and scope."""
 
@@ -225,7 +159,7 @@ class _Service:
     def calling(self, kind: type[Exception]) -> Iterator[None]:
         """One tool or resource call: the library's errors as ``kind``, searches
         ranked with the server's ``--strategy`` (the store's default is not changed)."""
-        with _client_errors(kind), self.store.searching_with(self.strategy):
+        with client_errors(kind), self.store.searching_with(self.strategy):
             yield
 
     # -- threads ------------------------------------------------------------------
@@ -249,6 +183,46 @@ class _Service:
         except ScopeError as exc:
             raise ScopeError(f"{exc}; omit thread_id to start a new thread") from None
         return open_thread(self.memory, thread_id)
+
+    def add_messages(
+        self, thread: OracleThread, given: list[Message], extraction: bool
+    ) -> AddMessagesOut:
+        """Store ``given`` (ids already set) in ``thread``, extracting when the server
+        has an LLM. When the messages were stored but the call failed after that (the
+        LLM's key or credentials were refused), the result still names the thread and
+        the stored ids, ``extraction: "failed"`` with the error: a client that saw a
+        bare tool error would retry and store them again (in a new thread when it
+        gave none). A pass that warned (``pipeline_warnings``: the LLM was down, its
+        reply unusable) and extracted nothing is ``"failed"`` too, with the warnings.
+        The watermark stays, so the thread's next pass extracts them."""
+        try:
+            with pipeline_warnings() as warned:
+                ids = thread.add_messages(given)
+        except Exception as exc:
+            wanted = [m.id for m in given if m.id is not None]
+            try:
+                stored = [i for i in wanted if self.store.get("message", i) is not None]
+            except Exception:  # the store itself fails: report the first error
+                stored = []
+            if not stored or len(stored) != len(given):
+                raise
+            return AddMessagesOut(
+                thread_id=thread.thread_id,
+                message_ids=stored,
+                extraction="failed",
+                extraction_error=error_text(exc),
+                memories=[],
+            )
+        memories = self.extracted_from(thread.thread_id, ids) if extraction else []
+        failed = extraction and bool(warned) and not memories  # warned, extracted nothing
+        return AddMessagesOut(
+            thread_id=thread.thread_id,
+            message_ids=ids,
+            extraction="failed" if failed else "ran" if extraction else "off",
+            extraction_error="; ".join(warned) if failed else None,
+            extraction_warnings=warned,
+            memories=[_record_out(r) for r in memories],
+        )
 
     def threads(self, limit: int) -> list[ThreadOut]:
         rows = self.memory.list_threads(**self.scope.filters())[-limit:]
@@ -413,15 +387,7 @@ def _add_messages(server: MCPServer, t: _Tools) -> None:
                 "the messages' content", total, limit.max_content_chars, "--max-content-chars"
             )
             given = prepare_messages([m.model_dump(exclude_none=True) for m in messages])
-            thread = service.thread(thread_id)
-            ids = thread.add_messages(given)
-            memories = service.extracted_from(thread.thread_id, ids) if extraction else []
-            return AddMessagesOut(
-                thread_id=thread.thread_id,
-                message_ids=ids,
-                extraction="ran" if extraction else "off",
-                memories=[_record_out(r) for r in memories],
-            )
+            return service.add_messages(service.thread(thread_id), given, extraction)
 
 
 def _add_memory(server: MCPServer, t: _Tools) -> None:

@@ -29,8 +29,10 @@ def extraction_reply(*texts: str) -> Reply:
 
 
 @contextmanager
-def fake_openai(reply: Reply) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """Serve ``/v1/chat/completions``; yield ``(api_base, requests)``."""
+def fake_openai(reply: Reply, status: int = 200) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """Serve ``/v1/chat/completions``; yield ``(api_base, requests)``. With a
+    ``status`` other than 200 every request is refused with it, ``reply(prompt)``
+    the error message (OpenAI's ``{"error": {"message": ...}}`` body)."""
     requests: list[dict[str, Any]] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -39,7 +41,7 @@ def fake_openai(reply: Reply) -> Iterator[tuple[str, list[dict[str, Any]]]]:
             body = json.loads(self.rfile.read(length) or b"{}")
             requests.append(body)
             prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
-            answer = {
+            answer: dict[str, Any] = {
                 "id": f"chatcmpl-{len(requests)}",
                 "object": "chat.completion",
                 "created": 0,
@@ -53,8 +55,10 @@ def fake_openai(reply: Reply) -> Iterator[tuple[str, list[dict[str, Any]]]]:
                 ],
                 "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
             }
+            if status != 200:
+                answer = {"error": {"message": reply(prompt), "type": "invalid_request_error"}}
             data = json.dumps(answer).encode()
-            self.send_response(200)
+            self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
             self.end_headers()
