@@ -736,7 +736,7 @@ def _sweep_minutes(given: object, ttl: Mapping[str, Any]) -> float:
     if value is None:
         return float(_DEFAULT_SWEEP_MINUTES)
     ok = not isinstance(value, bool) and isinstance(value, (int, float))
-    if ok and math.isfinite(value) and 0 < value and value * 60 <= threading.TIMEOUT_MAX:
+    if ok and math.isfinite(value) and value > 0 and value * 60 <= threading.TIMEOUT_MAX:
         return float(value)
     raise InvalidArgumentError(
         f"{name} must be a finite number of minutes > 0 and at most "

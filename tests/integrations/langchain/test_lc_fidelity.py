@@ -401,7 +401,7 @@ def test_store_ttl_sweeper_interval_is_checked_at_the_call(tmp_path: Path, minut
         ttl={"default_ttl": 10},
     )
     try:
-        with pytest.raises(InvalidArgumentError, match="^sweep_interval_minutes must be"):
+        with pytest.raises(InvalidArgumentError, match=r"^sweep_interval_minutes must be"):
             store.start_ttl_sweeper(minutes)  # type: ignore[arg-type]
         assert store._sweeper is None  # nothing started
         with pytest.raises(InvalidArgumentError, match=r"ttl\['sweep_interval_minutes'\]"):
