@@ -23,7 +23,14 @@ import orjson
 
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.metadatajson import RESERVED_KEY, dump_metadata
-from oam_core.apis.records import MEMORY_TYPES, MESSAGE, THREAD, MessageRecord, ThreadRow
+from oam_core.apis.records import (
+    MEMORY_TYPES,
+    MESSAGE,
+    PROFILE_TYPES,
+    THREAD,
+    MessageRecord,
+    ThreadRow,
+)
 from oam_core.apis.thread import check_role
 from oam_core.apis.timestamps import normalize_timestamp
 from oam_core.checks import check_text, check_texts, check_window, check_windowed
@@ -428,7 +435,7 @@ def check_rows(backend: Backend, rows: Sequence[DumpRow]) -> builtins.list[DumpR
             (None passes, as in ``store.add``), without text, with the ``seq_no`` of
             another message of its thread, or of another user or agent than its
             thread (None passes); a validity window on a message or profile, or
-            one ending before it starts. A thread neither in ``rows`` nor in the
+            one ending before it starts; a profile with a scope id. A thread neither in ``rows`` nor in the
             store, or no thread, is not refused: ``store.add`` writes such messages.
     """
     # Column-wise in C (``attrgetter``, ``chain``), row by row only to name a culprit
@@ -475,6 +482,8 @@ def check_rows(backend: Backend, rows: Sequence[DumpRow]) -> builtins.list[DumpR
     if None in map(_CHUNK_TEXT, chunks):
         _check_indexed_text(rows)
     _check_windows(rows)
+    if not PROFILE_TYPES.isdisjoint(map(_RECORD_TYPE, rows)):
+        _check_profiles(rows)
     if MESSAGE in map(_RECORD_TYPE, rows):
         threads: dict[str, DumpRow | ThreadRow | None] = {
             r.id: r for r in rows if r.family == THREAD
@@ -531,6 +540,29 @@ def _check_indexed_text(rows: Sequence[DumpRow]) -> None:
                     f"record {r.id!r}: search_rows[{j}].text is null but the record "
                     "has text to index"
                 )
+
+
+def _check_profiles(rows: Sequence[DumpRow]) -> None:
+    """Refuse a profile with a scope id, as ``add`` does: a profile is unscoped (its
+    id is the user or agent id), and a scoped one would travel with that user's
+    filtered export.
+
+    Raises:
+        InvalidArgumentError: naming the record and the first scope field set.
+    """
+    for r in rows:
+        if r.record_type in PROFILE_TYPES:
+            for name, value in (
+                ("thread_id", r.thread_id),
+                ("user_id", r.user_id),
+                ("agent_id", r.agent_id),
+            ):
+                if value is not None:
+                    raise InvalidArgumentError(
+                        f"record {r.id!r}: {name} is {value!r}, but {r.record_type} "
+                        "records are unscoped (their id is the user or agent id); "
+                        "drop the scope ids"
+                    )
 
 
 def _check_windows(rows: Sequence[DumpRow]) -> None:

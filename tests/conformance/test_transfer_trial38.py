@@ -6,15 +6,21 @@ SQLite files and the real PostgreSQL server."""
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import gzip
 import io
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from oam_core import export_store, import_store
+from oam_core import InvalidArgumentError, export_store, import_store
+from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.store.backend import DumpRow
+from oam_core.transfer.summary import TransferError
 
 
 class _Pipe(io.RawIOBase):
@@ -54,3 +60,76 @@ def test_a_compressed_dump_given_as_a_binary_file_object_is_read(
     assert summary.bytes == len(gzip.decompress(data))
     assert [r.content for r in target.list("fact")] == ["Ana flies to Lisbon"]
     assert [r.id for r, _ in target.search("Lisbon", k=3)] == ["a"]
+
+
+def _dump(tmp_path: Path, lines: list[dict[str, Any]], counts: dict[str, int]) -> Path:
+    head = {
+        "format": "oam-dump",
+        "version": 1,
+        "created_at": "2026-01-01T00:00:00.000000+00:00",
+        "embedder": {"id": "hashing/64", "dimension": 64},
+        "record_counts": counts,
+    }
+    rows = sum(len(line.get("search_rows", [])) for line in lines)
+    end = {"kind": "end", "record_counts": counts, "search_rows": rows}
+    path = tmp_path / "hand.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in [head, *lines, end]))
+    return path
+
+
+def _line(rid: str, rtype: str, text: str, vector: bool = True, **scope: str) -> dict[str, Any]:
+    row: dict[str, Any] = {"text": text, "expires_at": None, "sources": []}
+    if vector:
+        vec = HashingEmbedder(64).embed([text])[0].astype("<f4").tobytes()
+        row["vector"] = base64.b64encode(vec).decode()
+    return {
+        "kind": "record",
+        "id": rid,
+        "record_type": rtype,
+        "content": text,
+        "role": None,
+        "seq_no": None,
+        "thread_id": scope.get("thread_id"),
+        "user_id": scope.get("user_id"),
+        "agent_id": scope.get("agent_id"),
+        "timestamp": None,
+        "metadata": None,
+        "created_at": "2026-01-01T00:00:00.000000+00:00",
+        "expires_at": None,
+        "search_rows": [row],
+    }
+
+
+@pytest.mark.parametrize("field", ["thread_id", "user_id", "agent_id"])
+@pytest.mark.parametrize("rtype", ["user_profile", "agent_profile"])
+@pytest.mark.parametrize("vector", [True, False])
+def test_a_profile_with_scope_ids_is_refused_as_add_refuses_it(
+    make_store: Callable[..., Any], tmp_path: Path, field: str, rtype: str, vector: bool
+) -> None:
+    target = make_store(name="profiles")
+    with pytest.raises(InvalidArgumentError, match="records are unscoped"):
+        target.add(["likes tea"], rtype, record_ids=["p1"], **{field + "s": "someone"})
+    dump = _dump(
+        tmp_path,
+        [
+            _line("f1", "fact", "Ana likes tea", user_id="ana"),
+            _line("p1", rtype, "likes tea", vector=vector, **{field: "someone"}),
+        ],
+        {"fact": 1, rtype: 1},
+    )
+    for on_conflict in ("error", "skip", "replace"):
+        with pytest.raises(TransferError, match=rf"^source line 3: {field} is 'someone', but "):
+            import_store(target, dump, on_conflict=on_conflict, batch_rows=1)  # type: ignore[arg-type]
+    # the batches before the bad line stay committed (docs/transfer.md), the profile never
+    assert target.get(rtype, "p1") is None
+    assert [r.id for r in target.list("fact")] == ["f1"]
+    out = io.BytesIO()
+    export_store(target, out, user_ids="someone")
+    assert b'"p1"' not in out.getvalue()
+    # a copy writes through the same checks (a row a store should not hold)
+    row = DumpRow("record", "p2", rtype, "x", None, None, None, None, None, None, None,
+                  "2026-01-01T00:00:00.000000+00:00", None, **{})  # fmt: skip
+    row = dataclasses.replace(row, **{field: "someone"})
+    with pytest.raises(InvalidArgumentError, match=f"record 'p2': {field} is 'someone'"):
+        target.restore_rows([row])
+    assert target.get(rtype, "p2") is None
