@@ -15,9 +15,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
-from oam_core import InvalidArgumentError, export_store, import_store
+from oam_core import (
+    EmbedderMismatchError,
+    InvalidArgumentError,
+    copy_store,
+    export_store,
+    import_store,
+)
 from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.store.backend import DumpRow
 from oam_core.transfer.summary import TransferError
@@ -133,3 +140,36 @@ def test_a_profile_with_scope_ids_is_refused_as_add_refuses_it(
     with pytest.raises(InvalidArgumentError, match=f"record 'p2': {field} is 'someone'"):
         target.restore_rows([row])
     assert target.get(rtype, "p2") is None
+
+
+@pytest.mark.parametrize("how", ["import", "copy"])
+def test_vectors_of_an_unknown_embedder_need_reembed_for_a_target_with_an_embedder(
+    make_store: Callable[..., Any], tmp_path: Path, how: str
+) -> None:
+    source = make_store(name="caller-vectors", embedder=None, vector_dim=64)
+    vectors = np.random.default_rng(0).standard_normal((1, 64)).astype("float32")
+    source.add(["foreign vectors"], "fact", record_ids=["fv"], embeddings=vectors)
+    export_store(source, tmp_path / "d.jsonl")
+    head = json.loads((tmp_path / "d.jsonl").read_text().splitlines()[0])
+    assert head["embedder"]["id"] is None and head["embedder"]["dimension"] == 64
+
+    def move(target: Any, **kw: Any) -> Any:
+        if how == "copy":
+            return copy_store(source, target, **kw)
+        return import_store(target, tmp_path / "d.jsonl", **kw)
+
+    holding = make_store(name="holding")  # HashingEmbedder(64), with vectors
+    holding.add(["own text"], "fact", record_ids=["own"])
+    fresh = make_store(name="fresh")  # HashingEmbedder(64), nothing written yet
+    for target in (holding, fresh):
+        before = [r.id for r in target.list("fact")]
+        with pytest.raises(EmbedderMismatchError, match=r"unknown embedder.*'hashing/64'.*reembed"):
+            move(target)
+        assert [r.id for r in target.list("fact")] == before
+        assert move(target, reembed=True).records == {"fact": 1}
+        assert target.search("foreign vectors", k=5)[0][0].id == "fv"
+    # a target without an embedder takes them as they are
+    bare = make_store(name="bare", embedder=None, vector_dim=64)
+    assert move(bare).records == {"fact": 1}
+    hits = bare.search(query_vector=vectors[0], k=1)
+    assert [r.id for r, _ in hits] == ["fv"]
