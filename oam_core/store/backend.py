@@ -168,6 +168,18 @@ class Tx(abc.ABC):
     def existing_ids(self, family: str, ids: Sequence[str]) -> set[str]:
         """Return which of ``ids`` already exist in ``family``."""
 
+    def expired_ids(self, family: str, ids: Sequence[str], now: datetime) -> set[str]:
+        """Which of ``ids`` are rows of ``family`` expired at ``now`` and not purged
+        yet: invisible to every read, so a write of one of those ids replaces the
+        row (``store/expiredrows.py``). Here one ``fetch`` per id; the SQL back ends
+        answer with one statement per slice of ids."""
+        out: set[str] = set()
+        for record_id in ids:
+            row = self.fetch(family, record_id)
+            if row is not None and row.expires_at is not None and row.expires_at <= now:
+                out.add(record_id)
+        return out
+
     @abc.abstractmethod
     def hold_thread(self, thread_id: str) -> bool:
         """Whether the thread row exists, checked so that until the transaction ends

@@ -39,6 +39,7 @@ from oam_core.store.backend import Backend, DumpRow, Tx
 from oam_core.store.dumpcolumns import DumpColumns
 from oam_core.store.dumpids import IdMethods
 from oam_core.store.dumpsources import check_sources
+from oam_core.store.expiredrows import drop_expired
 from oam_core.store.identity import META_KEY, EmbedderIdentity
 from oam_core.store.runtime import StoreRuntime
 from oam_core.store.ttl import iso, parse_iso_timestamp
@@ -282,6 +283,7 @@ def restore(
     for r in live:
         by_family.setdefault(r.family, []).append(r.id)
     with runtime.backend.streaming(), runtime.writing() as tx:
+        drop_expired(tx, by_family, now)  # absent for a write as for a read
         clash: set[tuple[str, str]] = set()
         for family, ids in by_family.items():
             clash.update((family, i) for i in tx.existing_ids(family, ids))
@@ -734,6 +736,7 @@ def _write_checked(
     by_family: dict[str, builtins.list[str]] = {}
     for family, rid in zip(cols.families, cols.ids, strict=True):
         by_family.setdefault(family, []).append(rid)
+    drop_expired(tx, by_family, runtime.now())  # absent for a write as for a read
     for family, ids in by_family.items():
         clash.update((family, i) for i in tx.existing_ids(family, ids))
     write = cols

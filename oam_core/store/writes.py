@@ -22,6 +22,7 @@ from oam_core.apis.batch import PendingRecordBatch
 from oam_core.errors import InvalidArgumentError
 from oam_core.store import planning, writeplan
 from oam_core.store.backend import IdsTakenError, Tx
+from oam_core.store.expiredrows import drop_expired
 from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
 from oam_core.store.runtime import StoreRuntime
 
@@ -161,9 +162,14 @@ def insert_planned(
     """Insert ``planned`` in ``tx``; with ``replace``, stored records with the same ids
     (in the same id family) are deleted first.
 
+    A row with one of the ids that expired and is not purged yet is deleted first
+    in any case (``expiredrows.drop_expired``): no read sees it, so no write clashes
+    with it.
+
     Raises:
         InvalidArgumentError: when an id exists already and ``replace`` is False.
     """
+    drop_expired(tx, planned.by_family, planned.now)
     for family, ids in planned.by_family.items() if replace or not tx.refuses_existing_ids else ():
         clash = tx.existing_ids(family, ids)
         if clash and not replace:

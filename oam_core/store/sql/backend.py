@@ -325,6 +325,15 @@ class SqlTx(Tx):
             found.update(r[0] for r in self.run(st.existing_ids(self.d, self.p, family, part)))
         return found
 
+    def expired_ids(self, family: str, ids: Sequence[str], now: datetime) -> set[str]:
+        if not ids or self.run(st.any_expired(self.d, self.p, now)).fetchone() is None:
+            return set()
+        found: set[str] = set()
+        for part in self.d.batches(builtins.list(ids)):
+            stmt = st.expired_ids(self.d, self.p, family, part, now)
+            found.update(r[0] for r in self.run(stmt))
+        return found
+
     def hold_thread(self, thread_id: str) -> bool:
         self.lock_threads([thread_id])
         return bool(self.existing_ids(THREAD, [thread_id]))
