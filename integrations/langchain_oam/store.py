@@ -735,8 +735,13 @@ def _sweep_minutes(given: object, ttl: Mapping[str, Any]) -> float:
         name, value = "ttl['sweep_interval_minutes']", ttl.get("sweep_interval_minutes")
     if value is None:
         return float(_DEFAULT_SWEEP_MINUTES)
-    ok = not isinstance(value, bool) and isinstance(value, (int, float))
-    if ok and math.isfinite(value) and value > 0 and value * 60 <= threading.TIMEOUT_MAX:
+    if (
+        not isinstance(value, bool)
+        and isinstance(value, (int, float))
+        and math.isfinite(value)
+        and value > 0
+        and value * 60 <= threading.TIMEOUT_MAX
+    ):
         return float(value)
     raise InvalidArgumentError(
         f"{name} must be a finite number of minutes > 0 and at most "

@@ -1,5 +1,5 @@
 """Rows that expired but are not purged yet, removed when a write reuses their ids
-(docs/store.md#expiry-ttl).
+(docs/store.md#ttl-and-retention).
 
 An expired row is invisible to every read and search until ``purge_expired``
 deletes it, so it is absent for a write too: ``add``, ``upsert``, the thread
