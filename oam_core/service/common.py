@@ -91,11 +91,7 @@ def open_memory(
     if search_strategy is not None:
         kwargs["search_strategy"] = SearchStrategy.parse(search_strategy)
     if missing_hint is None:
-        shown = db if backend_of(db) == "sqlite" else "URL"
-        missing_hint = (
-            f"create it with `oam ingest FILE --db {shown}` or "
-            f"`oam import DUMP --db {shown} --create`"
-        )
+        missing_hint = _create_hint(db)
     target = db
     if backend_of(db) == "sqlite":
         target = sqlite_target(db)
@@ -119,6 +115,16 @@ def open_memory(
         if must_exist and "has no oam store" in str(exc):  # the URL may hold a password
             raise SchemaError(f"{exc}; {missing_hint}") from exc
         raise
+
+
+def _create_hint(db: str) -> str:
+    """How to create the store ``db`` names, for a command without ``--create``
+    (``oam serve``): the SQLite path as given; a URL is not repeated (it may hold a
+    password)."""
+    shown = db if backend_of(db) == "sqlite" else "URL"
+    return (
+        f"create it with `oam ingest FILE --db {shown}` or `oam import DUMP --db {shown} --create`"
+    )
 
 
 SCORE_KINDS = {

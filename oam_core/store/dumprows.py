@@ -33,10 +33,11 @@ from oam_core.apis.records import (
 )
 from oam_core.apis.thread import check_role
 from oam_core.apis.timestamps import normalize_timestamp
-from oam_core.checks import check_text, check_texts, check_window, check_windowed
+from oam_core.checks import check_text, check_texts, check_window
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import Backend, DumpRow, Tx
 from oam_core.store.dumpcolumns import DumpColumns
+from oam_core.store.dumpfields import check_profiles, check_windows
 from oam_core.store.dumpids import IdMethods
 from oam_core.store.dumpsources import check_sources
 from oam_core.store.expiredrows import drop_expired
@@ -483,9 +484,9 @@ def check_rows(backend: Backend, rows: Sequence[DumpRow]) -> builtins.list[DumpR
                 out[i] = dataclasses.replace(r, created_at=iso(when))
     if None in map(_CHUNK_TEXT, chunks):
         _check_indexed_text(rows)
-    _check_windows(rows)
+    check_windows(rows)
     if not PROFILE_TYPES.isdisjoint(map(_RECORD_TYPE, rows)):
-        _check_profiles(rows)
+        check_profiles(rows)
     if MESSAGE in map(_RECORD_TYPE, rows):
         threads: dict[str, DumpRow | ThreadRow | None] = {
             r.id: r for r in rows if r.family == THREAD
@@ -542,46 +543,6 @@ def _check_indexed_text(rows: Sequence[DumpRow]) -> None:
                     f"record {r.id!r}: search_rows[{j}].text is null but the record "
                     "has text to index"
                 )
-
-
-def _check_profiles(rows: Sequence[DumpRow]) -> None:
-    """Refuse a profile with a scope id, as ``add`` does: a profile is unscoped (its
-    id is the user or agent id), and a scoped one would travel with that user's
-    filtered export.
-
-    Raises:
-        InvalidArgumentError: naming the record and the first scope field set.
-    """
-    for r in rows:
-        if r.record_type in PROFILE_TYPES:
-            for name, value in (
-                ("thread_id", r.thread_id),
-                ("user_id", r.user_id),
-                ("agent_id", r.agent_id),
-            ):
-                if value is not None:
-                    raise InvalidArgumentError(
-                        f"record {r.id!r}: {name} is {value!r}, but {r.record_type} "
-                        "records are unscoped (their id is the user or agent id); "
-                        "drop the scope ids"
-                    )
-
-
-def _check_windows(rows: Sequence[DumpRow]) -> None:
-    """Refuse a validity window on a message or profile, or one ending before it starts.
-
-    Raises:
-        InvalidArgumentError: naming the record and the field.
-    """
-    for r in rows:
-        if r.valid_from is not None or r.valid_until is not None:
-            where = f"record {r.id!r}: "
-            try:
-                check_windowed(r.record_type, [(where + "valid_from", r.valid_from)])
-                check_windowed(r.record_type, [(where + "valid_until", r.valid_until)])
-                check_window(r.valid_from, r.valid_until, where + "valid_until", allow_empty=True)
-            except ValueError as exc:
-                raise InvalidArgumentError(str(exc)) from None
 
 
 def _check_row_text(r: DumpRow) -> None:
