@@ -40,7 +40,7 @@ from oam_core.store.dumpcolumns import DumpColumns
 from oam_core.store.dumpfields import check_profiles, check_windows
 from oam_core.store.dumpids import IdMethods
 from oam_core.store.dumpsources import check_sources
-from oam_core.store.expiredrows import drop_expired
+from oam_core.store.expiredrows import held_ids
 from oam_core.store.identity import META_KEY, EmbedderIdentity
 from oam_core.store.runtime import StoreRuntime
 from oam_core.store.ttl import iso, parse_iso_timestamp
@@ -284,10 +284,7 @@ def restore(
     for r in live:
         by_family.setdefault(r.family, []).append(r.id)
     with runtime.backend.streaming(), runtime.writing() as tx:
-        drop_expired(tx, by_family, now)  # absent for a write as for a read
-        clash: set[tuple[str, str]] = set()
-        for family, ids in by_family.items():
-            clash.update((family, i) for i in tx.existing_ids(family, ids))
+        clash = held_ids(tx, by_family, now)  # an expired row is absent, and goes
         if clash and on_conflict == "error":
             first = next(r for r in live if (r.family, r.id) in clash)
             raise InvalidArgumentError(
@@ -693,13 +690,10 @@ def _write_checked(
     Raises:
         InvalidArgumentError: naming the first stored id, for ``"error"``.
     """
-    clash: set[tuple[str, str]] = set()
     by_family: dict[str, builtins.list[str]] = {}
     for family, rid in zip(cols.families, cols.ids, strict=True):
         by_family.setdefault(family, []).append(rid)
-    drop_expired(tx, by_family, runtime.now())  # absent for a write as for a read
-    for family, ids in by_family.items():
-        clash.update((family, i) for i in tx.existing_ids(family, ids))
+    clash = held_ids(tx, by_family, runtime.now())  # an expired row is absent, and goes
     write = cols
     if clash:
         keys = builtins.list(zip(cols.families, cols.ids, strict=True))

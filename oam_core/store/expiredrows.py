@@ -20,10 +20,12 @@ from oam_core.apis.records import THREAD
 from oam_core.store.backend import Tx
 from oam_core.store.versionlinks import MEMORY, unlink_version
 
-__all__ = ["drop_expired"]
+__all__ = ["drop_expired", "held_ids"]
 
 
-def drop_expired(tx: Tx, by_family: Mapping[str, Sequence[str]], now: datetime) -> int:
+def drop_expired(
+    tx: Tx, by_family: Mapping[str, Sequence[str]], now: datetime
+) -> set[tuple[str, str]]:
     """Delete, inside the write transaction ``tx``, the rows among ``by_family``'s ids
     (id family -> ids the write is about to store) that expired at ``now`` and are
     not purged yet.
@@ -35,9 +37,9 @@ def drop_expired(tx: Tx, by_family: Mapping[str, Sequence[str]], now: datetime) 
         now: The store clock's time of the write (aware datetime).
 
     Returns:
-        How many expired rows were deleted.
+        ``(family, id)`` of the expired rows deleted.
     """
-    dropped = 0
+    dropped: set[tuple[str, str]] = set()
     for family, ids in by_family.items():
         if family == THREAD or not ids:
             continue
@@ -47,5 +49,21 @@ def drop_expired(tx: Tx, by_family: Mapping[str, Sequence[str]], now: datetime) 
         if family == MEMORY:
             for record_id in expired:
                 unlink_version(tx, record_id)
-        dropped += tx.delete_records(family, expired, None, NOT_SET)
+        tx.delete_records(family, expired, None, NOT_SET)
+        dropped.update((family, record_id) for record_id in expired)
     return dropped
+
+
+def held_ids(tx: Tx, by_family: Mapping[str, Sequence[str]], now: datetime) -> set[tuple[str, str]]:
+    """``(family, id)`` of the rows among ``by_family``'s ids that the store holds
+    and that are live at ``now``; the expired ones among them are deleted
+    (``drop_expired``), so only ids that clash are looked at twice."""
+    held: set[tuple[str, str]] = set()
+    for family, ids in by_family.items():
+        held.update((family, i) for i in tx.existing_ids(family, ids))
+    if held:
+        clashing: dict[str, list[str]] = {}
+        for family, record_id in sorted(held):
+            clashing.setdefault(family, []).append(record_id)
+        held -= drop_expired(tx, clashing, now)
+    return held
