@@ -246,6 +246,7 @@ class OAMStore(BaseStore):
         self._clock = clock or (lambda: datetime.now(timezone.utc))
         if ttl is not None:  # what every put without its own ttl would apply
             self._ttl_kwargs(ttl.get("default_ttl"), self._now(), name="ttl['default_ttl']")
+            _sweep_minutes(None, ttl)
         self._fields: list[str] = list((index or {}).get("fields") or ["$"])
         embed = (index or {}).get("embed")
         self._embeddings: Embeddings | None = ensure_embeddings(embed) if embed else None
@@ -375,19 +376,23 @@ class OAMStore(BaseStore):
         Returns:
             A future resolved when the sweeper stops (already resolved without a TTL
             config); a second call while it runs returns the same future.
+
+        Raises:
+            InvalidArgumentError: naming ``sweep_interval_minutes`` (or the TTL
+                config's) when it is not a finite number of minutes > 0 that a
+                thread can wait (at most ``threading.TIMEOUT_MAX`` seconds, about
+                292 years): checked here, not inside the sweeper thread.
         """
         if not self.ttl_config:
+            if sweep_interval_minutes is not None:
+                _sweep_minutes(sweep_interval_minutes, {})
             done: concurrent.futures.Future[None] = concurrent.futures.Future()
             done.set_result(None)
             return done
         if self._sweeper is not None and self._sweeper.is_alive():
             assert self._sweeper_future is not None
             return self._sweeper_future
-        minutes = float(
-            sweep_interval_minutes
-            or self.ttl_config.get("sweep_interval_minutes")
-            or _DEFAULT_SWEEP_MINUTES
-        )
+        minutes = _sweep_minutes(sweep_interval_minutes, self.ttl_config)
         future: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._sweeper_stop.clear()
 
@@ -714,3 +719,31 @@ class OAMStore(BaseStore):
     def purge_expired(self) -> int:
         """Delete expired records of the ``oam`` store now (docs/store.md#ttl-and-retention)."""
         return self.store.purge_expired()
+
+
+def _sweep_minutes(given: object, ttl: Mapping[str, Any]) -> float:
+    """The sweeper's interval in minutes: ``given``, else the TTL config's
+    ``sweep_interval_minutes``, else 5.
+
+    Raises:
+        InvalidArgumentError: naming the argument (or ``ttl['sweep_interval_minutes']``)
+            for anything but a finite number > 0 whose seconds a thread can wait
+            (``threading.TIMEOUT_MAX``); a bigger one overflowed in the thread.
+    """
+    name, value = "sweep_interval_minutes", given
+    if value is None:
+        name, value = "ttl['sweep_interval_minutes']", ttl.get("sweep_interval_minutes")
+    if value is None:
+        return float(_DEFAULT_SWEEP_MINUTES)
+    if (
+        not isinstance(value, bool)
+        and isinstance(value, (int, float))
+        and math.isfinite(value)
+        and value > 0
+        and value * 60 <= threading.TIMEOUT_MAX
+    ):
+        return float(value)
+    raise InvalidArgumentError(
+        f"{name} must be a finite number of minutes > 0 and at most "
+        f"{threading.TIMEOUT_MAX / 60:.0f}, got {value!r}"
+    )

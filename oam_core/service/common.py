@@ -46,7 +46,7 @@ def open_memory(
     llm_api_base: str | None = None,
     search_strategy: SearchStrategy | str | None = None,
     must_exist: bool = False,
-    missing_hint: str = "create it with `oam ingest FILE --db ...`",
+    missing_hint: str | None = None,
     schema_policy: SchemaPolicy | str | None = None,
 ) -> OracleAgentMemory:
     """Open the client over ``db`` the way both commands do.
@@ -63,7 +63,10 @@ def open_memory(
             store's own (the constructor's default for a new SQLite file).
         must_exist: Refuse to create a store: a missing SQLite file or a PostgreSQL
             database without an oam store is an error.
-        missing_hint: What the error for a missing store suggests doing.
+        missing_hint: What the error for a missing store suggests doing; None (``oam
+            serve``, which has no ``--create``) names ``oam ingest`` with the SQLite
+            path as given (a URL is not repeated: it may hold a password), or
+            ``oam import DUMP --db ... --create``.
         schema_policy: ``SchemaPolicy`` or its name (docs/store.md#schema-policies);
             None = ``REQUIRE_EXISTING`` when ``must_exist``, else
             ``CREATE_IF_NECESSARY``. A given policy decides alone (``must_exist``
@@ -90,6 +93,8 @@ def open_memory(
         policy = SchemaPolicy.REQUIRE_EXISTING if must_exist else SchemaPolicy.CREATE_IF_NECESSARY
     if search_strategy is not None:
         kwargs["search_strategy"] = SearchStrategy.parse(search_strategy)
+    if missing_hint is None:
+        missing_hint = _create_hint(db)
     target = db
     if backend_of(db) == "sqlite":
         target = sqlite_target(db)
@@ -145,6 +150,16 @@ def check_llm(model: str, api_base: str | None) -> None:
         raise MissingApiKeyError(
             f"{text} (or --llm-api-base for a server that needs none)"
         ) from None
+
+
+def _create_hint(db: str) -> str:
+    """How to create the store ``db`` names, for a command without ``--create``
+    (``oam serve``): the SQLite path as given; a URL is not repeated (it may hold a
+    password)."""
+    shown = db if backend_of(db) == "sqlite" else "URL"
+    return (
+        f"create it with `oam ingest FILE --db {shown}` or `oam import DUMP --db {shown} --create`"
+    )
 
 
 SCORE_KINDS = {

@@ -168,6 +168,15 @@ class Tx(abc.ABC):
     def existing_ids(self, family: str, ids: Sequence[str]) -> set[str]:
         """Return which of ``ids`` already exist in ``family``."""
 
+    def expired_ids(self, family: str, ids: Sequence[str], now: datetime) -> set[str]:
+        """Which of ``ids`` are rows of ``family`` expired at ``now`` and not purged
+        yet: invisible to every read, so a write of one of those ids replaces the
+        row (``store/expiredrows.py``). The SQL back ends (SQLite, PostgreSQL) answer
+        with one statement per slice of ids. Here none: a back end that does not
+        look (Oracle Database, for now) still counts such a row as held until
+        ``purge_expired`` deletes it."""
+        return set()
+
     @abc.abstractmethod
     def hold_thread(self, thread_id: str) -> bool:
         """Whether the thread row exists, checked so that until the transaction ends

@@ -46,7 +46,7 @@ from oam_core.store.strategy import searching_with as strategy_override
 from oam_core.store.strategy import strategy_of
 from oam_core.store.ttl import Clock
 from oam_core.store.updates import update_record
-from oam_core.store.versions import MEMORY, unlink_version
+from oam_core.store.versionlinks import MEMORY, unlink_version
 from oam_core.store.writes import DEFAULT_BATCH_SIZE, write_batches
 from oam_core.store.writes import batch_size as batch_size_arg
 

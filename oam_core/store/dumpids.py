@@ -49,8 +49,9 @@ class IdMethods:
 
     def stored_ids(self, keys: Sequence[Key]) -> set[Key]:
         """An oam addition: those of ``keys`` whose ``(family, id)`` the store
-        holds (expired rows included: an import's write would clash with them), read
-        in one transaction that writes nothing (docs/transfer.md#import).
+        holds, read in one transaction that writes nothing (docs/transfer.md#import).
+        A row expired and not purged yet is not held: no read sees it, and a write
+        of its id replaces it (``store/expiredrows.py``).
 
         Args:
             keys: ``(family, id, record_type)`` triples; the type is not compared
@@ -60,7 +61,11 @@ class IdMethods:
         for family, rid, _ in keys:
             by_family.setdefault(family, []).append(rid)
         held: set[tuple[str, str]] = set()
+        now = self.runtime.now()
         with self.runtime.backend.streaming(), self.runtime.backend.transaction() as tx:
             for family, ids in by_family.items():
-                held.update((family, i) for i in tx.existing_ids(family, ids))
+                found = tx.existing_ids(family, ids)
+                if found:
+                    found -= tx.expired_ids(family, builtins.list(found), now)
+                held.update((family, i) for i in found)
         return {k for k in keys if (k[0], k[1]) in held}

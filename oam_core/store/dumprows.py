@@ -23,15 +23,24 @@ import orjson
 
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.apis.metadatajson import RESERVED_KEY, dump_metadata
-from oam_core.apis.records import MEMORY_TYPES, MESSAGE, THREAD, MessageRecord, ThreadRow
+from oam_core.apis.records import (
+    MEMORY_TYPES,
+    MESSAGE,
+    PROFILE_TYPES,
+    THREAD,
+    MessageRecord,
+    ThreadRow,
+)
 from oam_core.apis.thread import check_role
 from oam_core.apis.timestamps import normalize_timestamp
-from oam_core.checks import check_text, check_texts, check_window, check_windowed
+from oam_core.checks import check_text, check_texts, check_window
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import Backend, DumpRow, Tx
 from oam_core.store.dumpcolumns import DumpColumns
+from oam_core.store.dumpfields import check_profiles, check_windows
 from oam_core.store.dumpids import IdMethods
 from oam_core.store.dumpsources import check_sources
+from oam_core.store.expiredrows import held_ids
 from oam_core.store.identity import META_KEY, EmbedderIdentity
 from oam_core.store.runtime import StoreRuntime
 from oam_core.store.ttl import iso, parse_iso_timestamp
@@ -275,9 +284,7 @@ def restore(
     for r in live:
         by_family.setdefault(r.family, []).append(r.id)
     with runtime.backend.streaming(), runtime.writing() as tx:
-        clash: set[tuple[str, str]] = set()
-        for family, ids in by_family.items():
-            clash.update((family, i) for i in tx.existing_ids(family, ids))
+        clash = held_ids(tx, by_family, now)  # an expired row is absent, and goes
         if clash and on_conflict == "error":
             first = next(r for r in live if (r.family, r.id) in clash)
             raise InvalidArgumentError(
@@ -428,7 +435,7 @@ def check_rows(backend: Backend, rows: Sequence[DumpRow]) -> builtins.list[DumpR
             (None passes, as in ``store.add``), without text, with the ``seq_no`` of
             another message of its thread, or of another user or agent than its
             thread (None passes); a validity window on a message or profile, or
-            one ending before it starts. A thread neither in ``rows`` nor in the
+            one ending before it starts; a profile with a scope id. A thread neither in ``rows`` nor in the
             store, or no thread, is not refused: ``store.add`` writes such messages.
     """
     # Column-wise in C (``attrgetter``, ``chain``), row by row only to name a culprit
@@ -474,7 +481,9 @@ def check_rows(backend: Backend, rows: Sequence[DumpRow]) -> builtins.list[DumpR
                 out[i] = dataclasses.replace(r, created_at=iso(when))
     if None in map(_CHUNK_TEXT, chunks):
         _check_indexed_text(rows)
-    _check_windows(rows)
+    check_windows(rows)
+    if not PROFILE_TYPES.isdisjoint(map(_RECORD_TYPE, rows)):
+        check_profiles(rows)
     if MESSAGE in map(_RECORD_TYPE, rows):
         threads: dict[str, DumpRow | ThreadRow | None] = {
             r.id: r for r in rows if r.family == THREAD
@@ -531,23 +540,6 @@ def _check_indexed_text(rows: Sequence[DumpRow]) -> None:
                     f"record {r.id!r}: search_rows[{j}].text is null but the record "
                     "has text to index"
                 )
-
-
-def _check_windows(rows: Sequence[DumpRow]) -> None:
-    """Refuse a validity window on a message or profile, or one ending before it starts.
-
-    Raises:
-        InvalidArgumentError: naming the record and the field.
-    """
-    for r in rows:
-        if r.valid_from is not None or r.valid_until is not None:
-            where = f"record {r.id!r}: "
-            try:
-                check_windowed(r.record_type, [(where + "valid_from", r.valid_from)])
-                check_windowed(r.record_type, [(where + "valid_until", r.valid_until)])
-                check_window(r.valid_from, r.valid_until, where + "valid_until", allow_empty=True)
-            except ValueError as exc:
-                raise InvalidArgumentError(str(exc)) from None
 
 
 def _check_row_text(r: DumpRow) -> None:
@@ -698,12 +690,10 @@ def _write_checked(
     Raises:
         InvalidArgumentError: naming the first stored id, for ``"error"``.
     """
-    clash: set[tuple[str, str]] = set()
     by_family: dict[str, builtins.list[str]] = {}
     for family, rid in zip(cols.families, cols.ids, strict=True):
         by_family.setdefault(family, []).append(rid)
-    for family, ids in by_family.items():
-        clash.update((family, i) for i in tx.existing_ids(family, ids))
+    clash = held_ids(tx, by_family, runtime.now())  # an expired row is absent, and goes
     write = cols
     if clash:
         keys = builtins.list(zip(cols.families, cols.ids, strict=True))

@@ -35,8 +35,9 @@ from oam_core.store.backend import Tx
 from oam_core.store.parts import StorePart, part_of
 from oam_core.store.runtime import traced as traced_store
 from oam_core.store.ttl import iso
-from oam_core.store.versions import MEMORY as MEMORY_FAMILY
-from oam_core.store.versions import VersionChange, apply_changes, lock_targets, unlink_version
+from oam_core.store.versionlinks import MEMORY as MEMORY_FAMILY
+from oam_core.store.versionlinks import unlink_version
+from oam_core.store.versions import VersionChange, apply_changes, lock_targets
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -39,6 +38,7 @@ from oam_core.store.backend import StoredRow, Tx
 from oam_core.store.parts import StorePart, part_of
 from oam_core.store.runtime import StoreRuntime
 from oam_core.store.runtime import traced as traced_store
+from oam_core.store.versionlinks import MEMORY, reserved_of, unlink_version, with_reserved
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
@@ -52,8 +52,6 @@ __all__ = [
     "unlink_version",
 ]
 
-MEMORY = "memory"
-"""The id family of every memory-like type."""
 KEPT_PROVENANCE = ("source_message_ids",)
 """Reserved keys a new version copies from the one it replaces."""
 
@@ -131,12 +129,6 @@ def live(row: StoredRow | None, now: datetime) -> StoredRow | None:
     if row is None or (row.expires_at is not None and row.expires_at <= now):
         return None
     return row
-
-
-def reserved_of(row: StoredRow) -> dict[str, Any]:
-    """A copy of ``row``'s reserved ``$agent_memory`` object (empty when none)."""
-    found = (row.metadata or {}).get(RESERVED_KEY)
-    return dict(found) if isinstance(found, dict) else {}
 
 
 def apply_changes(
@@ -250,7 +242,7 @@ def _supersede(tx: Tx, change: VersionChange, now: datetime) -> VersionChange | 
     if plan is not None:
         keys.update(_before_plan(tx, plan, str(target.id), str(successor.id), plan_reason))
         fields["valid_until"] = plan.valid_from
-    fields["metadata"] = _with_reserved(successor, keys)
+    fields["metadata"] = with_reserved(successor, keys)
     if successor.expires_at != target.expires_at:
         fields["expires_at"] = target.expires_at  # a new version keeps the memory's retention
     tx.update_row(successor, fields)
@@ -290,7 +282,7 @@ def _before_plan(
     listed = keys.get("supersedes")
     names = [i for i in listed if isinstance(i, str)] if isinstance(listed, list) else []
     keys["supersedes"] = [successor if i == replaced else i for i in names] or [successor]
-    tx.update_row(plan, {"metadata": _with_reserved(plan, keys)})
+    tx.update_row(plan, {"metadata": with_reserved(plan, keys)})
     return {"status": "invalid", "superseded_by": str(plan.id), "reason": reason}
 
 
@@ -323,53 +315,6 @@ def _started_head(tx: Tx, row: StoredRow | None, now: datetime) -> StoredRow | N
     return row
 
 
-def unlink_version(
-    tx: Tx, record_id: str, *, record_type: str | None = None, thread_id: Maybe[str] = NOT_SET
-) -> None:
-    """Before the memory ``record_id`` is deleted inside the write transaction ``tx``:
-    join its neighbours in its chain (docs/versions.md#deleting-a-version), so a
-    history stays whole and no link names a record that is gone. Each version it
-    replaced, and that names it as ``superseded_by``, names its successor instead
-    (None when it had none: that version stays ended); its successor lists those
-    versions in ``supersedes`` in its place. Nothing happens for a memory without
-    links, an unknown id, or one that the delete will not match (another
-    ``record_type`` or ``thread_id`` than the given ones).
-    """
-    row = tx.fetch_locked(MEMORY, record_id)
-    if (
-        row is None
-        or (record_type is not None and row.record_type != record_type)
-        or (thread_id is not NOT_SET and row.scope[0] != thread_id)
-    ):
-        return
-    keys = reserved_of(row)
-    successor = keys.get("superseded_by")
-    successor = successor if isinstance(successor, str) else None
-    listed = keys.get("supersedes")
-    relinked = []
-    for pid in listed if isinstance(listed, list) else []:
-        older = tx.fetch_locked(MEMORY, pid) if isinstance(pid, str) else None
-        if older is None:
-            continue
-        older_keys = reserved_of(older)
-        if older_keys.get("superseded_by") == record_id:
-            older_keys["superseded_by"] = successor
-            tx.update_row(older, {"metadata": _with_reserved(older, older_keys)})
-            relinked.append(str(older.id))
-    newer = None if successor is None else tx.fetch_locked(MEMORY, successor)
-    if newer is None:
-        return
-    newer_keys = reserved_of(newer)
-    names = newer_keys.get("supersedes")
-    names = [i for i in names if isinstance(i, str)] if isinstance(names, list) else []
-    if record_id not in names:
-        return
-    at = names.index(record_id)
-    names[at : at + 1] = [i for i in relinked if i not in names]
-    newer_keys["supersedes"] = names
-    tx.update_row(newer, {"metadata": _with_reserved(newer, newer_keys)})
-
-
 def _clamped(row: StoredRow, end: datetime) -> datetime:
     """``end`` within ``row``'s window: its ``valid_from`` when ``end`` is earlier (a
     version ended before it began never holds), its ``valid_until`` when that is
@@ -385,14 +330,7 @@ def _end(
     """End ``row``'s window at ``end`` (clamped) and mark it in its reserved metadata."""
     keys = reserved_of(row)
     keys.update(status="invalid", superseded_by=superseded_by, reason=reason)
-    tx.update_row(row, {"valid_until": _clamped(row, end), "metadata": _with_reserved(row, keys)})
-
-
-def _with_reserved(row: StoredRow, keys: dict[str, Any]) -> str:
-    """``row``'s metadata as JSON text with ``keys`` as its reserved object."""
-    meta = dict(row.metadata or {})
-    meta[RESERVED_KEY] = keys
-    return json.dumps(meta, ensure_ascii=False)
+    tx.update_row(row, {"valid_until": _clamped(row, end), "metadata": with_reserved(row, keys)})
 
 
 # -- the client's operations ----------------------------------------------------------

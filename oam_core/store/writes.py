@@ -22,6 +22,7 @@ from oam_core.apis.batch import PendingRecordBatch
 from oam_core.errors import InvalidArgumentError
 from oam_core.store import planning, writeplan
 from oam_core.store.backend import IdsTakenError, Tx
+from oam_core.store.expiredrows import drop_expired, held_ids
 from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
 from oam_core.store.runtime import StoreRuntime
 
@@ -161,15 +162,22 @@ def insert_planned(
     """Insert ``planned`` in ``tx``; with ``replace``, stored records with the same ids
     (in the same id family) are deleted first.
 
+    A row with one of the ids that expired and is not purged yet is deleted first
+    in any case (``expiredrows.drop_expired``): no read sees it, so no write clashes
+    with it.
+
     Raises:
         InvalidArgumentError: when an id exists already and ``replace`` is False.
     """
-    for family, ids in planned.by_family.items() if replace or not tx.refuses_existing_ids else ():
-        clash = tx.existing_ids(family, ids)
-        if clash and not replace:
+    if replace or not tx.refuses_existing_ids:
+        held = held_ids(tx, planned.by_family, planned.now)
+        if held and not replace:
+            clash = sorted(i for _, i in held)
             raise InvalidArgumentError(f"record ids already exist: {planning.name_ids(clash)}")
-        if clash:
-            tx.delete_records(family, sorted(clash), None, NOT_SET)
+        for family in sorted({f for f, _ in held}):
+            tx.delete_records(family, sorted(i for f, i in held if f == family), None, NOT_SET)
+    else:  # the insert refuses a held id itself: only expired rows are looked for
+        drop_expired(tx, planned.by_family, planned.now)
     # Before the rows: checks it against the recorded one. The caller's transaction
     # comes from ``store.writing()``, which forgets it when the write fails and
     # records the embedder identity with the rows.

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from oam_core.apis.records import RECORD_TYPES, THREAD, family_of
+from oam_core.apis.records import PROFILE_TYPES, RECORD_TYPES, THREAD, family_of
 from oam_core.errors import InvalidArgumentError
 from oam_core.store.backend import DumpChunk, DumpRow
 from oam_core.store.dumpcolumns import DumpColumns, from_lists, row_of_fields
@@ -311,6 +311,8 @@ def _record(v: dict[str, Any], raw: bytes | None = None) -> DumpRow:
     if not {type(content), type(role), type(tid), type(uid), type(aid), type(ts)} <= _STR_OR_NONE:
         for key in _TEXT_KEYS:
             _str(v, key)
+    if rtype in PROFILE_TYPES:
+        _unscoped(rtype, tid, uid, aid)
     seq_no = g("seq_no")
     if seq_no is not None and (type(seq_no) is not int or seq_no < 0):
         _int(v, "seq_no")
@@ -465,6 +467,21 @@ and vector bytes."""
 _TZ_UTC = timezone.utc
 
 
+def _unscoped(rtype: str, tid: object, uid: object, aid: object) -> None:
+    """Refuse a profile with a scope id, as ``add`` does (a profile's id is the user
+    or agent id; a scoped one would travel with another user's export).
+
+    Raises:
+        LineError: naming the first scope field set.
+    """
+    for key, value in (("thread_id", tid), ("user_id", uid), ("agent_id", aid)):
+        if value is not None:
+            raise LineError(
+                f"{key} is {value!r}, but {rtype} records are unscoped (their id is "
+                "the user or agent id); drop the scope ids"
+            )
+
+
 def record_fields(line: bytes) -> Fields | None:
     """The ``Fields`` of a record line with exactly one search row, holding a vector
     and quoting nothing, every field as ``decode`` reads it and every time in the
@@ -532,6 +549,7 @@ def _fields(g: Callable[[str], Any], c: dict[str, Any], raw: bytes) -> Fields | 
         or type(created) is not str
         or not created
         or c.get("sources")
+        or (rtype in PROFILE_TYPES and (tid is not None or uid is not None or aid is not None))
     ):
         return None
     try:

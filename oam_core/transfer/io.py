@@ -89,8 +89,9 @@ def open_write(target: Target, name: str) -> Iterator[IO[bytes]]:
 
 @contextmanager
 def open_read(source: Target, name: str) -> Iterator[IO[bytes]]:
-    """A binary stream reading ``source`` (gzip detected by the file's first bytes,
-    so a compressed dump without ``.gz`` in its name reads too).
+    """A binary stream reading ``source`` (gzip detected by its first bytes, ``1f 8b``,
+    for a path and a binary file object alike, so a compressed dump without ``.gz``
+    in its name reads too).
 
     Raises:
         InvalidArgumentError: naming ``name`` for a missing file, a directory, or an
@@ -100,7 +101,8 @@ def open_read(source: Target, name: str) -> Iterator[IO[bytes]]:
     path = _path(source)
     if path is None:
         _check_stream(source, name, "read", "rb")
-        yield source  # type: ignore[misc]
+        with _stream_read(source) as stream:  # type: ignore[arg-type]
+            yield stream
         return
     if path.is_dir():
         raise InvalidArgumentError(f"{name}: {str(path)!r} is a directory, not a file")
@@ -114,3 +116,55 @@ def open_read(source: Target, name: str) -> Iterator[IO[bytes]]:
                 yield gz  # type: ignore[misc]
         else:
             yield f
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+"""The first two bytes of a gzip stream."""
+
+
+@contextmanager
+def _stream_read(source: IO[bytes]) -> Iterator[IO[bytes]]:
+    """``source`` (a caller's binary file object) decompressed when it starts with
+    ``GZIP_MAGIC``; the bytes looked at are not lost: a stream that can seek back
+    is put back where it was, any other is read through a buffer that peeks."""
+    if _seekable_at_start(source):
+        magic = source.read(2)
+        source.seek(0)
+        if magic != GZIP_MAGIC:
+            yield source
+            return
+        with gzip.GzipFile(fileobj=source, mode="rb") as gz:
+            yield gz  # type: ignore[misc]
+        return
+    buffered = io.BufferedReader(_Forward(source))
+    if buffered.peek(2)[:2] != GZIP_MAGIC:
+        yield buffered
+        return
+    with gzip.GzipFile(fileobj=buffered, mode="rb") as gz:
+        # GzipFile says it seeks, but its rewind needs the stream below to
+        yield io.BufferedReader(_Forward(gz))  # type: ignore[arg-type]
+
+
+def _seekable_at_start(stream: IO[bytes]) -> bool:
+    """Whether ``stream`` is at offset 0 and can seek back to it (a gzip reader
+    over it rewinds to offset 0 of the stream)."""
+    try:
+        return bool(stream.seekable()) and stream.tell() == 0
+    except (OSError, AttributeError, ValueError):
+        return False
+
+
+class _Forward(io.RawIOBase):
+    """A stream that reads ``inner`` forward only (``seekable()`` is False)."""
+
+    def __init__(self, inner: IO[bytes]) -> None:
+        self._inner = inner
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._inner.read(len(buffer))
+        n = len(data)
+        buffer[:n] = data
+        return n

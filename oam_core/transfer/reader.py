@@ -62,7 +62,10 @@ def check_embedder(
 
     Raises:
         EmbedderMismatchError: naming both embedders when they differ and
-            ``reembed`` is False; with ``reembed`` True, when the store's embedder
+            ``reembed`` is False, or when the vectors' embedder is unknown
+            (``identity`` None: caller vectors of a store without an embedder) and
+            the store has one (recorded, or opened with it); with ``reembed``
+            True, when the store's embedder
             embeds the store's recorded probe text otherwise than its recorded
             fingerprint (the rows would join vectors of another model,
             docs/store.md#embedder-identity).
@@ -83,6 +86,13 @@ def check_embedder(
             f"{identity.describe() if identity else 'an unknown embedder'}, the target "
             f"store's are {target.describe() if target else f'of {target_dim} dimensions'}; "
             "pass reembed=True to embed the text again with the target's embedder"
+        )
+    if identity is None and target is not None:
+        raise EmbedderMismatchError(
+            f"{what} holds vectors of {dimension} dimensions from an unknown embedder "
+            f"(no embedder id recorded with them), the target store's embedder is "
+            f"{target.describe()}: nothing shows they are one vector space; pass "
+            "reembed=True to embed the text again with the target's embedder"
         )
     if identity is not None and target is not None and identity.embedder_id != target.embedder_id:
         raise EmbedderMismatchError(

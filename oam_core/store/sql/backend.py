@@ -38,6 +38,7 @@ from oam_core.store.backend import (
 from oam_core.store.planning import BulkPlan, ChunkPlan, RowPlan
 from oam_core.store.quotes import QuotingRow, ResolvedChunk, quoted_ids, resolve_quotes
 from oam_core.store.sql import dump as sd
+from oam_core.store.sql import expiredids as ex
 from oam_core.store.sql import quoting as sq
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.dialect import Dialect, driver_errors
@@ -323,6 +324,15 @@ class SqlTx(Tx):
         found: set[str] = set()
         for part in self.d.batches(builtins.list(ids)):
             found.update(r[0] for r in self.run(st.existing_ids(self.d, self.p, family, part)))
+        return found
+
+    def expired_ids(self, family: str, ids: Sequence[str], now: datetime) -> set[str]:
+        if not ids or self.run(ex.any_expired(self.d, self.p, now)).fetchone() is None:
+            return set()
+        found: set[str] = set()
+        for part in self.d.batches(builtins.list(ids)):
+            stmt = ex.expired_ids(self.d, self.p, family, part, now)
+            found.update(r[0] for r in self.run(stmt))
         return found
 
     def hold_thread(self, thread_id: str) -> bool:

@@ -38,6 +38,7 @@ from langchain_oam import OAMChatMessageHistory, OAMRetriever, OAMStore, OAMVect
 
 from oam_core import OracleAgentMemory, SQLiteMemoryStore
 from oam_core.embedders.hashing import HashingEmbedder
+from oam_core.errors import InvalidArgumentError
 
 EMB = DeterministicFakeEmbedding(size=16)
 
@@ -390,3 +391,22 @@ def test_store_ttl_sweeper_runs_and_stops(tmp_path: Path) -> None:
     no_ttl = OAMStore()
     assert no_ttl.start_ttl_sweeper().done()
     store.store.close()
+
+
+@pytest.mark.parametrize("minutes", [math.inf, 1e300, 1e12, -1, 0, math.nan, True, "5"])
+def test_store_ttl_sweeper_interval_is_checked_at_the_call(tmp_path: Path, minutes: object) -> None:
+    # an infinite or huge interval overflowed inside the sweeper thread (Event.wait)
+    store = OAMStore(
+        SQLiteMemoryStore(tmp_path / "s.db", embedder=HashingEmbedder(8)),
+        ttl={"default_ttl": 10},
+    )
+    try:
+        with pytest.raises(InvalidArgumentError, match=r"^sweep_interval_minutes must be"):
+            store.start_ttl_sweeper(minutes)  # type: ignore[arg-type]
+        assert store._sweeper is None  # nothing started
+        with pytest.raises(InvalidArgumentError, match=r"ttl\['sweep_interval_minutes'\]"):
+            OAMStore(store.store, ttl={"default_ttl": 10, "sweep_interval_minutes": minutes})  # type: ignore[typeddict-item]
+        future = store.start_ttl_sweeper(1e6)  # large but waitable
+        assert store.stop_ttl_sweeper(timeout=30) and future.result(timeout=30) is None
+    finally:
+        store.store.close()
