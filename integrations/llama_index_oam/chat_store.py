@@ -64,7 +64,7 @@ class _ThreadChat:
             ValueError: for a blank key or a thread of another user or agent.
         """
         check_nonblank(key, "key")
-        if not check_row_owner(self._memory, key, self.user_id, self.agent_id):
+        if not check_row_owner(self._memory, key, self.user_id, self.agent_id, self._known):
             return []
         return self._memory.store.list_thread_messages(key)
 
@@ -77,7 +77,7 @@ class _ThreadChat:
         check_nonblank(key, "key")
         if status is None:
             rows: list[Record] = list(self.records(key))
-        elif not check_row_owner(self._memory, key, self.user_id, self.agent_id):
+        elif not check_row_owner(self._memory, key, self.user_id, self.agent_id, self._known):
             return []
         else:
             rows = self._memory.store.list(

@@ -215,7 +215,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
         return await in_worker_thread(self._card_text, session, latest)
 
     def _card_text(self, session: str, latest: str | None) -> str:
-        if not check_row_owner(self._memory, session, self.user_id, self.agent_id):
+        if not check_row_owner(self._memory, session, self.user_id, self.agent_id, self._known):
             return ""
         thread = self._memory.get_thread(session)
         card = thread.get_context_card(

@@ -139,3 +139,58 @@ def test_every_adapter_refuses_to_write_to_a_thread_deleted_meanwhile(
     OAMChatStore(memory, user_id="alice").add_message("li", again)
     OAMChatMessageHistory(memory, "lc", user_id="alice").add_messages([HumanMessage("new")])
     assert sorted(r.thread_id for r in memory.list_threads()) == ["lc", "li"]
+
+
+def _written_by_another_client(url: str, thread_id: str) -> None:
+    with OracleAgentMemory.open(url, embedder="hashing/64", extract_memories=False) as other:
+        thread = other.create_thread(thread_id=thread_id, user_id="alice")
+        thread.add_messages([{"role": "user", "content": "old"}])
+
+
+def test_a_thread_only_read_and_then_deleted_is_not_created_again(
+    memory: OracleAgentMemory, url: str
+) -> None:
+    """Reading a thread is using it (trial 40 F1): the LlamaIndex adapters remember a
+    thread that existed when they read it, as the LangChain history does."""
+    for thread_id in ("lc", "li", "db", "blk"):
+        _written_by_another_client(url, thread_id)
+    history = OAMChatMessageHistory(memory, "lc", user_id="alice")
+    chats = OAMChatStore(memory, user_id="alice")
+    db_chats = OAMDBChatStore(memory, user_id="alice")
+    block = OAMMemoryBlock(memory, user_id="alice")
+    assert [m.content for m in history.messages] == ["old"]
+    assert [m.content for m in chats.get_messages("li")] == ["old"]
+    assert [m.content for m in asyncio.run(db_chats.get_messages("db", status=None))] == ["old"]
+    assert "old" in asyncio.run(block._aget([], session_id="blk"))
+    for thread_id in ("lc", "li", "db", "blk"):
+        _deleted_by_another_client(url, thread_id)
+    session = {"session_id": "blk"}
+    again = ChatMessage(role="user", content="again", additional_kwargs=session)
+    writes: list[Callable[[], Any]] = [
+        lambda: history.add_messages([HumanMessage("again")]),
+        lambda: chats.add_message("li", again),
+        lambda: chats.set_messages("li", [again]),
+        lambda: asyncio.run(db_chats.add_message("db", again)),
+        lambda: asyncio.run(block._aput([again])),
+    ]
+    for write in writes:
+        with pytest.raises(ThreadDeletedError, match="deleted"):
+            write()
+    assert memory.list_threads() == []  # nothing created again
+
+
+def test_a_thread_read_before_it_existed_is_created_by_the_first_write(
+    memory: OracleAgentMemory,
+) -> None:
+    chats = OAMChatStore(memory, user_id="alice")
+    db_chats = OAMDBChatStore(memory, user_id="alice")
+    block = OAMMemoryBlock(memory, user_id="alice")
+    assert chats.get_messages("li") == []
+    assert asyncio.run(db_chats.get_messages("db")) == []
+    assert asyncio.run(block._aget([], session_id="blk")) == ""
+    msg = ChatMessage(role="user", content="first", additional_kwargs={"session_id": "blk"})
+    chats.add_message("li", msg)
+    asyncio.run(db_chats.add_message("db", msg))
+    asyncio.run(block._aput([msg]))
+    assert sorted(r.thread_id for r in memory.list_threads()) == ["blk", "db", "li"]
+    assert [m.content for m in chats.get_messages("li")] == ["first"]
