@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_oam import OAMChatMessageHistory
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index_oam import OAMChatStore, OAMDBChatStore, OAMMemoryBlock
+from pydantic import BaseModel
 
 from oam_core import InvalidArgumentError, OracleAgentMemory
 from oam_core.errors import ThreadDeletedError
@@ -194,3 +195,70 @@ def test_a_thread_read_before_it_existed_is_created_by_the_first_write(
     asyncio.run(block._aput([msg]))
     assert sorted(r.thread_id for r in memory.list_threads()) == ["blk", "db", "li"]
     assert [m.content for m in chats.get_messages("li")] == ["first"]
+
+
+NOT_JSON = {
+    "nan": float("nan"),
+    "inf": float("-inf"),
+    "set": {1, 2},
+    "bytes": b"\x00\xff",
+    "object": object(),
+    "nested": {"deep": [1, float("nan")]},
+}
+
+
+def _li_kwargs_writes(memory: OracleAgentMemory, value: object) -> list[Callable[[], Any]]:
+    def msg(session: str | None = None) -> ChatMessage:
+        kwargs: dict[str, Any] = {"v": value}
+        if session is not None:
+            kwargs["session_id"] = session
+        return ChatMessage(role="user", content="x", additional_kwargs=kwargs)
+
+    fine = ChatMessage(role="user", content="fine")
+    chats = OAMChatStore(memory, user_id="mallory")
+    db_chats = OAMDBChatStore(memory, user_id="mallory")
+    block = OAMMemoryBlock(memory, user_id="mallory")
+    return [
+        lambda: chats.add_message("t", msg()),
+        lambda: chats.set_messages("t", [fine, msg()]),
+        lambda: asyncio.run(db_chats.add_messages("t", [fine, msg()])),
+        lambda: asyncio.run(block._aput([msg("t")])),
+    ]
+
+
+@pytest.mark.parametrize("value", list(NOT_JSON.values()), ids=list(NOT_JSON))
+def test_llama_index_refuses_additional_kwargs_json_cannot_hold(
+    memory: OracleAgentMemory, value: object
+) -> None:
+    """Trial 40 F3: refused with InvalidArgumentError naming the key, as core
+    add_messages and the LangChain history refuse them, never stored changed (NaN as
+    null, a set as a list, bytes as base64); nothing written, no thread left."""
+    for write in _li_kwargs_writes(memory, value):
+        with pytest.raises(InvalidArgumentError, match=r"messages\[\d\]\.additional_kwargs\['v'\]"):
+            write()
+    assert memory.list_threads() == []
+    assert memory.store.list("message", None) == []
+
+
+def test_llama_index_keeps_json_additional_kwargs_and_tool_call_models(
+    memory: OracleAgentMemory,
+) -> None:
+    class Call(BaseModel):
+        id: str
+        arguments: dict[str, Any]
+
+    kwargs = {
+        "n": 1.5,
+        "t": (1, "a"),
+        "m": {"x": None},
+        "tool_calls": [Call(id="c1", arguments={"a": 1})],
+    }
+    chats = OAMChatStore(memory, user_id="alice")
+    chats.add_message("t", ChatMessage(role="assistant", content="x", additional_kwargs=kwargs))
+    [back] = chats.get_messages("t")
+    assert back.additional_kwargs == {
+        "n": 1.5,
+        "t": [1, "a"],
+        "m": {"x": None},
+        "tool_calls": [{"id": "c1", "arguments": {"a": 1}}],
+    }
