@@ -100,6 +100,10 @@ _ID_NAMESPACE = uuid.UUID("6f1d3c52-8a0e-4d8e-9a57-3c3f1b0e2a11")
 _LG = "langgraph"
 _MEMORY_LIKE = ("memory", "guideline", "fact", "preference")
 _MINUTES_PER_DAY = 24 * 60
+_LAST_EXPIRY = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc)
+"""The last expiry an item gets: ``put`` refuses a later one and a refresh on read
+clamps to it (a whole second: the store keeps expiries as float epoch seconds, which
+round a later instant of that day up into year 10000)."""
 _DEFAULT_SWEEP_MINUTES = 5.0
 """Sweep interval of ``start_ttl_sweeper`` without one given (``PostgresStore``'s)."""
 logger = logging.getLogger("oam")
@@ -452,15 +456,21 @@ class OAMStore(BaseStore):
         return texts
 
     def _ttl_kwargs(
-        self, minutes: float | None, now: datetime, name: str = "ttl"
+        self, minutes: float | None, now: datetime, name: str = "ttl", clamp: bool = False
     ) -> dict[str, Any]:
         """The ``oam`` TTL arguments of an item put (or refreshed) at ``now`` with a
         LangGraph TTL of ``minutes`` (None: never expires).
 
+        Args:
+            clamp: For a refresh on read: an expiry past the last representable
+                date is set to that date instead of refused, so reading an item
+                ``put`` accepted never fails (docs/langchain.md#langgraph-store).
+
         Raises:
             InvalidArgumentError: naming ``name`` for a TTL that is not a finite,
-                non-negative number of minutes, or whose expiry falls past the last
-                date the store can hold (year 9999; the core's ``ttl_days`` rule).
+                non-negative number of minutes, or (without ``clamp``) whose expiry
+                falls past the last date the store can hold (year 9999; the core's
+                ``ttl_days`` rule).
         """
         if minutes is None:
             return {"ttl_days": None, "ttl_anchor": TimeToLiveAnchor.CREATED_AT, "timestamps": None}
@@ -473,9 +483,19 @@ class OAMStore(BaseStore):
             raise InvalidArgumentError(
                 f"{name} must be a finite, non-negative number of minutes (or None), got {minutes!r}"
             )
+        days = max(1, math.ceil(minutes / _MINUTES_PER_DAY))
         try:
-            days = max(1, math.ceil(minutes / _MINUTES_PER_DAY))
-            anchor = now + timedelta(minutes=minutes) - timedelta(days=days)
+            expires = now + timedelta(minutes=minutes)
+            if expires > _LAST_EXPIRY:
+                raise OverflowError
+        except OverflowError:
+            if not clamp:
+                raise InvalidArgumentError(
+                    f"{name}={minutes!r} minutes from {_iso(now)} is past the last representable date"
+                ) from None
+            expires = _LAST_EXPIRY
+        try:
+            anchor = expires - timedelta(days=days)
         except OverflowError:
             raise InvalidArgumentError(
                 f"{name}={minutes!r} minutes from {_iso(now)} is past the last representable date"
@@ -506,7 +526,7 @@ class OAMStore(BaseStore):
         minutes = (record.metadata or {}).get(_LG, {}).get("ttl")
         if not refresh or minutes is None:
             return
-        kwargs = self._ttl_kwargs(minutes, self._now())
+        kwargs = self._ttl_kwargs(minutes, self._now(), clamp=True)
         yield from call(
             self.store.update,
             self.record_type,

@@ -87,14 +87,26 @@ def thread_for(
 
 
 def check_row_owner(
-    memory: OracleAgentMemory, thread_id: str, user_id: str | None, agent_id: str | None
+    memory: OracleAgentMemory,
+    thread_id: str,
+    user_id: str | None,
+    agent_id: str | None,
+    known: set[str] | None = None,
 ) -> bool:
     """Whether thread ``thread_id`` exists; raises ``InvalidArgumentError``
-    (``checks.check_thread_owner``) when it belongs to someone else."""
+    (``checks.check_thread_owner``) when it belongs to someone else.
+
+    Args:
+        known: As ``thread_for``: an existing thread of this scope is added to it, so
+            a thread the adapter only read and another client then deletes is not
+            created again by the adapter's next write (``ThreadDeletedError``).
+    """
     row = memory.get_thread_row(thread_id)
     if row is None:
         return False
     check_thread_owner(thread_id, row.user_id, row.agent_id, user_id, agent_id)
+    if known is not None:
+        known.add(thread_id)
     return True
 
 

@@ -64,7 +64,7 @@ class _ThreadChat:
             ValueError: for a blank key or a thread of another user or agent.
         """
         check_nonblank(key, "key")
-        if not check_row_owner(self._memory, key, self.user_id, self.agent_id):
+        if not check_row_owner(self._memory, key, self.user_id, self.agent_id, self._known):
             return []
         return self._memory.store.list_thread_messages(key)
 
@@ -77,7 +77,7 @@ class _ThreadChat:
         check_nonblank(key, "key")
         if status is None:
             rows: list[Record] = list(self.records(key))
-        elif not check_row_owner(self._memory, key, self.user_id, self.agent_id):
+        elif not check_row_owner(self._memory, key, self.user_id, self.agent_id, self._known):
             return []
         else:
             rows = self._memory.store.list(
@@ -117,7 +117,9 @@ class _ThreadChat:
         status = MessageStatus(status)
         # Every message is checked before the thread is created: a refused one
         # leaves nothing, not even a new thread row claiming the key.
-        prepared = prepare_messages([to_oam_message(_check_message(m), status) for m in messages])
+        prepared = prepare_messages(
+            [to_oam_message(_check_message(m), status, i) for i, m in enumerate(messages)]
+        )
         if prepared:
             self.thread(key).add_messages(prepared)
 
@@ -137,7 +139,10 @@ class _ThreadChat:
         embedder or database error) leaves the old messages in place, never an
         empty key; a message another writer adds meanwhile is kept."""
         converted = prepare_messages(
-            [to_oam_message(_check_message(m), MessageStatus(status)) for m in messages]
+            [
+                to_oam_message(_check_message(m), MessageStatus(status), i)
+                for i, m in enumerate(messages)
+            ]
         )  # every message checked before the thread is created
         thread = self.thread(key) if converted else None  # fails before anything is written
         old = self.records(key)

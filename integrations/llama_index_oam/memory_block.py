@@ -170,7 +170,8 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
             sessions.setdefault(session, []).append(message)
         # Every message of every session is checked before any thread is created.
         prepared = {
-            s: prepare_messages([to_oam_message(m) for m in b]) for s, b in sessions.items()
+            s: prepare_messages([to_oam_message(m, None, i) for i, m in enumerate(b)])
+            for s, b in sessions.items()
         }
         for session, batch in sessions.items():
             await in_worker_thread(self._append, session, batch, prepared[session])
@@ -215,7 +216,7 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
         return await in_worker_thread(self._card_text, session, latest)
 
     def _card_text(self, session: str, latest: str | None) -> str:
-        if not check_row_owner(self._memory, session, self.user_id, self.agent_id):
+        if not check_row_owner(self._memory, session, self.user_id, self.agent_id, self._known):
             return ""
         thread = self._memory.get_thread(session)
         card = thread.get_context_card(

@@ -18,13 +18,17 @@ Messages without it (written through ``OracleThread.add_messages`` directly, or 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.bridge.pydantic import BaseModel
 from llama_index.core.storage.chat_store.base_db import MessageStatus
 
 from oam_core import Message, Record
 from oam_core.apis.records import MessageRecord
+from oam_core.errors import InvalidArgumentError, InvalidFilterError
+from oam_core.filters import check_json
 
 MESSAGE_KEY = "$message"
 """Reserved metadata key for chat-framework message fields (docs/concepts.md#records)."""
@@ -40,13 +44,20 @@ SESSION_KWARG = "session_id"
 """``additional_kwargs`` key ``BaseMemoryBlock.aput`` sets; never stored."""
 
 
-def to_oam_message(message: ChatMessage, status: MessageStatus | None = None) -> Message:
+def to_oam_message(
+    message: ChatMessage, status: MessageStatus | None = None, index: int = 0
+) -> Message:
     """The ``oam`` ``Message`` storing ``message``, with ``status`` when a chat store
-    writes it (without one, the message is plain history).
+    writes it (without one, the message is plain history); ``index`` is its position
+    in the write, for errors.
 
     Raises:
-        ValueError: if the message cannot be serialised as JSON.
+        InvalidArgumentError: (a ``ValueError``) naming ``messages[index].additional_kwargs[key]``
+            for a value JSON cannot hold (NaN, infinity, a set, bytes, any other
+            object but a pydantic model of JSON values), as core ``add_messages``
+            refuses such metadata: the value is never stored in a changed form.
     """
+    check_kwargs(message.additional_kwargs, f"messages[{index}].additional_kwargs")
     dumped = message.model_dump(mode="json")
     kwargs = dumped.get("additional_kwargs") or {}
     kwargs.pop(SESSION_KWARG, None)
@@ -63,6 +74,37 @@ def to_oam_message(message: ChatMessage, status: MessageStatus | None = None) ->
     if status is not None:
         metadata[STATUS_KEY] = MessageStatus(status).value
     return Message(role=_role(message), content=message.content or "", metadata=metadata)
+
+
+def check_kwargs(kwargs: Mapping[str, Any], where: str) -> None:
+    """Refuse a value of ``kwargs`` (a message's ``additional_kwargs``) that JSON cannot
+    hold, naming ``where[key]``; a pydantic model (an LLM's tool call object) is
+    checked as its fields.
+
+    Raises:
+        InvalidArgumentError: for a non-string key, a non-finite float, an int past
+            64 bits, a lone surrogate, or a value that is not a JSON value (a set,
+            bytes, a datetime, any other object).
+    """
+    for key, value in kwargs.items():
+        name = f"{where}[{key!r}]"
+        if not isinstance(key, str):
+            raise InvalidArgumentError(f"{where}: keys must be strings, got {key!r}")
+        try:
+            check_json(_plain(value), name)
+        except InvalidFilterError as exc:  # the message, not a filter, is refused
+            raise InvalidArgumentError(str(exc)) from None
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every pydantic model replaced by its fields (python mode)."""
+    if isinstance(value, BaseModel):
+        return _plain(value.model_dump())
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def status_filter(status: MessageStatus) -> dict[str, Any]:
@@ -141,6 +183,7 @@ __all__ = [
     "MESSAGE_KEY",
     "SESSION_KWARG",
     "STATUS_KEY",
+    "check_kwargs",
     "status_filter",
     "status_of",
     "to_chat_message",

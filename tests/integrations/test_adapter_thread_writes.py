@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_oam import OAMChatMessageHistory
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index_oam import OAMChatStore, OAMDBChatStore, OAMMemoryBlock
+from pydantic import BaseModel
 
 from oam_core import InvalidArgumentError, OracleAgentMemory
 from oam_core.errors import ThreadDeletedError
@@ -139,3 +140,125 @@ def test_every_adapter_refuses_to_write_to_a_thread_deleted_meanwhile(
     OAMChatStore(memory, user_id="alice").add_message("li", again)
     OAMChatMessageHistory(memory, "lc", user_id="alice").add_messages([HumanMessage("new")])
     assert sorted(r.thread_id for r in memory.list_threads()) == ["lc", "li"]
+
+
+def _written_by_another_client(url: str, thread_id: str) -> None:
+    with OracleAgentMemory.open(url, embedder="hashing/64", extract_memories=False) as other:
+        thread = other.create_thread(thread_id=thread_id, user_id="alice")
+        thread.add_messages([{"role": "user", "content": "old"}])
+
+
+def test_a_thread_only_read_and_then_deleted_is_not_created_again(
+    memory: OracleAgentMemory, url: str
+) -> None:
+    """Reading a thread is using it (trial 40 F1): the LlamaIndex adapters remember a
+    thread that existed when they read it, as the LangChain history does."""
+    for thread_id in ("lc", "li", "db", "blk"):
+        _written_by_another_client(url, thread_id)
+    history = OAMChatMessageHistory(memory, "lc", user_id="alice")
+    chats = OAMChatStore(memory, user_id="alice")
+    db_chats = OAMDBChatStore(memory, user_id="alice")
+    block = OAMMemoryBlock(memory, user_id="alice")
+    assert [m.content for m in history.messages] == ["old"]
+    assert [m.content for m in chats.get_messages("li")] == ["old"]
+    assert [m.content for m in asyncio.run(db_chats.get_messages("db", status=None))] == ["old"]
+    assert "old" in asyncio.run(block._aget([], session_id="blk"))
+    for thread_id in ("lc", "li", "db", "blk"):
+        _deleted_by_another_client(url, thread_id)
+    session = {"session_id": "blk"}
+    again = ChatMessage(role="user", content="again", additional_kwargs=session)
+    writes: list[Callable[[], Any]] = [
+        lambda: history.add_messages([HumanMessage("again")]),
+        lambda: chats.add_message("li", again),
+        lambda: chats.set_messages("li", [again]),
+        lambda: asyncio.run(db_chats.add_message("db", again)),
+        lambda: asyncio.run(block._aput([again])),
+    ]
+    for write in writes:
+        with pytest.raises(ThreadDeletedError, match="deleted"):
+            write()
+    assert memory.list_threads() == []  # nothing created again
+
+
+def test_a_thread_read_before_it_existed_is_created_by_the_first_write(
+    memory: OracleAgentMemory,
+) -> None:
+    chats = OAMChatStore(memory, user_id="alice")
+    db_chats = OAMDBChatStore(memory, user_id="alice")
+    block = OAMMemoryBlock(memory, user_id="alice")
+    assert chats.get_messages("li") == []
+    assert asyncio.run(db_chats.get_messages("db")) == []
+    assert asyncio.run(block._aget([], session_id="blk")) == ""
+    msg = ChatMessage(role="user", content="first", additional_kwargs={"session_id": "blk"})
+    chats.add_message("li", msg)
+    asyncio.run(db_chats.add_message("db", msg))
+    asyncio.run(block._aput([msg]))
+    assert sorted(r.thread_id for r in memory.list_threads()) == ["blk", "db", "li"]
+    assert [m.content for m in chats.get_messages("li")] == ["first"]
+
+
+NOT_JSON = {
+    "nan": float("nan"),
+    "inf": float("-inf"),
+    "set": {1, 2},
+    "bytes": b"\x00\xff",
+    "object": object(),
+    "nested": {"deep": [1, float("nan")]},
+}
+
+
+def _li_kwargs_writes(memory: OracleAgentMemory, value: object) -> list[Callable[[], Any]]:
+    def msg(session: str | None = None) -> ChatMessage:
+        kwargs: dict[str, Any] = {"v": value}
+        if session is not None:
+            kwargs["session_id"] = session
+        return ChatMessage(role="user", content="x", additional_kwargs=kwargs)
+
+    fine = ChatMessage(role="user", content="fine")
+    chats = OAMChatStore(memory, user_id="mallory")
+    db_chats = OAMDBChatStore(memory, user_id="mallory")
+    block = OAMMemoryBlock(memory, user_id="mallory")
+    return [
+        lambda: chats.add_message("t", msg()),
+        lambda: chats.set_messages("t", [fine, msg()]),
+        lambda: asyncio.run(db_chats.add_messages("t", [fine, msg()])),
+        lambda: asyncio.run(block._aput([msg("t")])),
+    ]
+
+
+@pytest.mark.parametrize("value", list(NOT_JSON.values()), ids=list(NOT_JSON))
+def test_llama_index_refuses_additional_kwargs_json_cannot_hold(
+    memory: OracleAgentMemory, value: object
+) -> None:
+    """Trial 40 F3: refused with InvalidArgumentError naming the key, as core
+    add_messages and the LangChain history refuse them, never stored changed (NaN as
+    null, a set as a list, bytes as base64); nothing written, no thread left."""
+    for write in _li_kwargs_writes(memory, value):
+        with pytest.raises(InvalidArgumentError, match=r"messages\[\d\]\.additional_kwargs\['v'\]"):
+            write()
+    assert memory.list_threads() == []
+    assert memory.store.list("message", None) == []
+
+
+def test_llama_index_keeps_json_additional_kwargs_and_tool_call_models(
+    memory: OracleAgentMemory,
+) -> None:
+    class Call(BaseModel):
+        id: str
+        arguments: dict[str, Any]
+
+    kwargs = {
+        "n": 1.5,
+        "t": (1, "a"),
+        "m": {"x": None},
+        "tool_calls": [Call(id="c1", arguments={"a": 1})],
+    }
+    chats = OAMChatStore(memory, user_id="alice")
+    chats.add_message("t", ChatMessage(role="assistant", content="x", additional_kwargs=kwargs))
+    [back] = chats.get_messages("t")
+    assert back.additional_kwargs == {
+        "n": 1.5,
+        "t": [1, "a"],
+        "m": {"x": None},
+        "tool_calls": [{"id": "c1", "arguments": {"a": 1}}],
+    }
