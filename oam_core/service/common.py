@@ -95,15 +95,7 @@ def open_memory(
         kwargs["search_strategy"] = SearchStrategy.parse(search_strategy)
     if missing_hint is None:
         missing_hint = _create_hint(db)
-    target = db
-    if backend_of(db) == "sqlite":
-        target = sqlite_target(db)
-        if target != ":memory:":
-            target = str(Path(target).expanduser())
-            if must_exist and not Path(target).exists():
-                raise SchemaError(f"{db}: no such database; {missing_hint}")
-            if must_exist and not sqlite_holds_store(target):
-                raise SchemaError(f"{db}: no oam store there; {missing_hint}")
+    target = _checked_target(db, must_exist, missing_hint)
     kwargs["schema_policy"] = policy
     if llm is not None:
         from oam_core.llms.litellm import LiteLLMLlm
@@ -150,6 +142,22 @@ def check_llm(model: str, api_base: str | None) -> None:
         raise MissingApiKeyError(
             f"{text} (or --llm-api-base for a server that needs none)"
         ) from None
+
+
+def _checked_target(db: str, must_exist: bool, missing_hint: str) -> str:
+    """What to open for ``db``: a SQLite path expanded (refused when ``must_exist``
+    and there is no file, or no oam store in it), any other URL as given."""
+    if backend_of(db) != "sqlite":
+        return db
+    target = sqlite_target(db)
+    if target == ":memory:":
+        return target
+    target = str(Path(target).expanduser())
+    if must_exist and not Path(target).exists():
+        raise SchemaError(f"{db}: no such database; {missing_hint}")
+    if must_exist and not sqlite_holds_store(target):
+        raise SchemaError(f"{db}: no oam store there; {missing_hint}")
+    return target
 
 
 def _create_hint(db: str) -> str:
