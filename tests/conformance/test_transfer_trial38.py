@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _streams import ForwardPipe
 
 from oam_core import (
     EmbedderMismatchError,
@@ -28,21 +29,6 @@ from oam_core import (
 from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.store.backend import DumpRow
 from oam_core.transfer.summary import TransferError
-
-
-class _Pipe(io.RawIOBase):
-    """A binary stream that reads forward only (a pipe, a socket, a download)."""
-
-    def __init__(self, data: bytes) -> None:
-        self._data = io.BytesIO(data)
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        chunk = self._data.read(len(buffer))
-        buffer[: len(chunk)] = chunk
-        return len(chunk)
 
 
 @pytest.mark.parametrize("on_conflict", ["error", "skip", "replace"])
@@ -61,7 +47,7 @@ def test_a_compressed_dump_given_as_a_binary_file_object_is_read(
             summary = import_store(target, f, on_conflict=on_conflict)  # type: ignore[arg-type]
     else:
         raw = gzip.decompress(data) if kind == "plain-pipe" else data
-        stream: Any = io.BytesIO(raw) if kind == "bytesio" else _Pipe(raw)
+        stream: Any = io.BytesIO(raw) if kind == "bytesio" else ForwardPipe(raw)
         summary = import_store(target, stream, on_conflict=on_conflict)  # type: ignore[arg-type]
     assert summary.records == {"fact": 1}
     assert summary.bytes == len(gzip.decompress(data))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _streams import ForwardPipe
 
 from oam_core import MemoryRetentionConfig, copy_store, export_store, import_store
 from oam_core.store.options import SearchStrategy
@@ -54,21 +55,6 @@ def test_a_thread_created_after_its_messages_is_exported_before_them(
     assert [r.id for r in target.list("fact")] == ["f1", "f2"]
 
 
-class _Pipe(io.RawIOBase):
-    """A binary stream that cannot seek (as standard input from a pipe)."""
-
-    def __init__(self, data: bytes) -> None:
-        self._data = io.BytesIO(data)
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        chunk = self._data.read(len(buffer))
-        buffer[: len(chunk)] = chunk
-        return len(chunk)
-
-
 def _facts(store: Any, n: int) -> None:
     store.add(
         [f"fact number {i}" for i in range(n)],
@@ -92,7 +78,7 @@ def test_an_id_in_the_target_stops_an_import_before_anything_is_written(
     target = make_store(name="holds-one")
     target.add(["the target's own"], "fact", record_ids="id10")
     before = snapshot(target)
-    dump: Any = _Pipe(path.read_bytes()) if how == "pipe" else path
+    dump: Any = ForwardPipe(path.read_bytes()) if how == "pipe" else path
     with pytest.raises(TransferError, match=r"source line 12: record id 'id10' \(fact\)") as err:
         import_store(target, dump, batch_rows=4)
     assert "nothing was written" in str(err.value)
@@ -100,7 +86,7 @@ def test_an_id_in_the_target_stops_an_import_before_anything_is_written(
     assert snapshot(target) == before
     again = import_store(
         target,
-        _Pipe(path.read_bytes()) if how == "pipe" else path,
+        ForwardPipe(path.read_bytes()) if how == "pipe" else path,
         on_conflict="skip",
         batch_rows=4,
     )

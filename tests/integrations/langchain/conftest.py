@@ -62,3 +62,18 @@ def memory(tmp_path: Any) -> Iterator[OracleAgentMemory]:
     finally:
         client.close()
         store.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def memory_both(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[OracleAgentMemory]:
+    """A client over a real SQLite file, then over the tests' PostgreSQL server, with
+    the hashing embedder and no LLM."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'both.db'}"
+    else:
+        url = request.getfixturevalue("pg_url")
+    client = OracleAgentMemory.open(url, embedder="hashing/64", extract_memories=False)
+    try:
+        yield client
+    finally:
+        client.close()

@@ -8,7 +8,7 @@ not reported again. SQLite file and PostgreSQL, sync and async."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,17 +28,9 @@ CFG: Any = {"configurable": {"session_id": "s"}}
 BAD_REPLIES = ["bad\x00reply", "lone \udc00 surrogate"]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OracleAgentMemory]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'chat.db'}"
-    else:
-        url = request.getfixturevalue("pg_url")
-    client = OracleAgentMemory.open(url, embedder="hashing/64", extract_memories=False)
-    try:
-        yield client
-    finally:
-        client.close()
+@pytest.fixture
+def memory(memory_both: OracleAgentMemory) -> OracleAgentMemory:
+    return memory_both
 
 
 def _factories(memory: OracleAgentMemory) -> dict[str, Callable[[str], OAMChatMessageHistory]]:

@@ -27,17 +27,9 @@ from oam_core import (
 BAD_TTLS = [10**10, 1e12, 2**63 - 1, 2**63, 10**30, float("inf"), float("nan"), -1]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OracleAgentMemory]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'ttl.db'}"
-    else:
-        url = request.getfixturevalue("pg_url")
-    client = OracleAgentMemory.open(url, embedder="hashing/64", extract_memories=False)
-    try:
-        yield client
-    finally:
-        client.close()
+@pytest.fixture
+def memory(memory_both: OracleAgentMemory) -> OracleAgentMemory:
+    return memory_both
 
 
 def _count(memory: OracleAgentMemory) -> int:
