@@ -83,11 +83,20 @@ def expiry(anchor: datetime, days: int | None) -> datetime | None:
     if days is None:
         return None
     try:
-        return anchor + timedelta(days=days)
+        end = anchor + timedelta(days=days)
     except OverflowError:
+        end = None
+    if end is None or end > LAST_EXPIRY:
         raise InvalidArgumentError(
             f"ttl_days={days} from {anchor.isoformat()} is past the last representable date"
-        ) from None
+        )
+    return end
+
+
+LAST_EXPIRY = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc)
+"""The latest expiry a store keeps: a whole second, as expiries are stored as float
+Unix seconds and one in the last microseconds of year 9999 would round to year 10000
+(which no read could turn back into a date)."""
 
 
 def iso(dt: datetime) -> str:

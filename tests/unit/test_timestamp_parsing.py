@@ -3,7 +3,7 @@ with an offset but no time is refused instead of being read as a time of day."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -34,3 +34,16 @@ def test_a_date_with_an_offset_but_no_time_is_refused(text: str) -> None:
         parse_iso_timestamp(text, what="created_at")
     with pytest.raises(InvalidArgumentError, match="timestamps"):
         normalize_timestamp(text, "timestamps[0]")
+
+
+def test_an_expiry_in_the_last_second_of_year_9999_is_refused() -> None:
+    """Expiries are stored as float Unix seconds: one a few microseconds before year
+    10000 would round up to it, and no read could turn it back into a date."""
+    from oam_core.errors import InvalidArgumentError
+    from oam_core.store.ttl import LAST_EXPIRY, expiry
+
+    assert expiry(LAST_EXPIRY - timedelta(days=1), 1) == LAST_EXPIRY
+    with pytest.raises(InvalidArgumentError, match="past the last representable date"):
+        expiry(LAST_EXPIRY - timedelta(days=1) + timedelta(microseconds=5), 1)
+    with pytest.raises(InvalidArgumentError, match="ttl_days=10000000"):
+        expiry(LAST_EXPIRY, 10**7)
