@@ -132,14 +132,19 @@ def test_every_adapter_refuses_to_write_to_a_thread_deleted_meanwhile(
         lambda: asyncio.run(db_chats.set_messages("db", [again])),
         lambda: asyncio.run(block._aput([again])),
     ]
-    for write in writes:
-        with pytest.raises(ThreadDeletedError, match="deleted"):
-            write()
-    assert memory.list_threads() == []  # nothing created again
+    _each_refused_as_deleted(writes, memory)
     # A new store (which never saw the thread) starts it afresh, as a new history does.
     OAMChatStore(memory, user_id="alice").add_message("li", again)
     OAMChatMessageHistory(memory, "lc", user_id="alice").add_messages([HumanMessage("new")])
     assert sorted(r.thread_id for r in memory.list_threads()) == ["lc", "li"]
+
+
+def _each_refused_as_deleted(writes: list[Callable[[], Any]], memory: OracleAgentMemory) -> None:
+    """Every write raises ThreadDeletedError and no thread is created again."""
+    for write in writes:
+        with pytest.raises(ThreadDeletedError, match="deleted"):
+            write()
+    assert memory.list_threads() == []  # nothing created again
 
 
 def _written_by_another_client(url: str, thread_id: str) -> None:
@@ -174,10 +179,7 @@ def test_a_thread_only_read_and_then_deleted_is_not_created_again(
         lambda: asyncio.run(db_chats.add_message("db", again)),
         lambda: asyncio.run(block._aput([again])),
     ]
-    for write in writes:
-        with pytest.raises(ThreadDeletedError, match="deleted"):
-            write()
-    assert memory.list_threads() == []  # nothing created again
+    _each_refused_as_deleted(writes, memory)
 
 
 def test_a_thread_read_before_it_existed_is_created_by_the_first_write(
