@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import warnings
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -23,7 +24,7 @@ import typer
 from oam_core import NOT_SET, OracleAgentMemory, SchemaPolicy, SearchStrategy
 from oam_core.connection import backend_of, sqlite_holds_store, sqlite_target
 from oam_core.embedders import resolve_embedder
-from oam_core.errors import OAMError, SchemaError, StoreError
+from oam_core.errors import OAMError, SchemaError, StoreConnectionError, StoreError
 from oam_core.ingest import IngestError
 
 __all__ = [
@@ -210,7 +211,7 @@ def user_errors(own: Collection[str] | None = None) -> Iterator[None]:
         except BrokenPipeError:  # the reader of stdout left (`oam export - | head`)
             _stdout_gone()
         except StoreError as exc:  # driver errors, mapped by the store (docs/errors.md)
-            _fail(cli_words(str(exc), own), 1, caught, own)
+            _fail(cli_words(str(exc), own), _store_error_code(exc), caught, own)
         except (ValueError, ImportError, OSError) as exc:
             message = cli_words(str(exc), own)
             if "has no oam store" in message:
@@ -221,6 +222,19 @@ def user_errors(own: Collection[str] | None = None) -> Iterator[None]:
                 raise
             _fail(f"{type(exc).__name__}: {exc}", 1, caught, own)
         _print_warnings(caught, own)
+
+
+# PostgreSQL refuses a connection to a missing database with FATAL 3D000, which
+# reaches the client as message text only (no SQLSTATE on a failed connect).
+_MISSING_DATABASE = re.compile(r'database "[^"]*" does not exist')
+
+
+def _store_error_code(exc: StoreError) -> int:
+    """2 for a server database that does not exist (as for a missing SQLite file,
+    docs/cli.md#commands), 1 for any other store failure."""
+    if isinstance(exc, StoreConnectionError) and _MISSING_DATABASE.search(str(exc)):
+        return 2
+    return 1
 
 
 def _print_warnings(

@@ -335,3 +335,25 @@ def test_a_write_waiting_on_another_sessions_row_lock_raises_database_locked(
             assert pooled.execute("SHOW lock_timeout").fetchone()[0] == "7s"
     finally:
         kept.close()
+
+
+def test_the_cli_exits_2_for_a_database_the_server_does_not_have(conninfo: str) -> None:
+    """A PostgreSQL URL naming a database the server lacks is the same mistake as a
+    missing SQLite file (exit code 2, docs/cli.md#commands); a server that cannot be
+    reached at all is another failure (exit code 1)."""
+    from typer.testing import CliRunner
+
+    from oam_core.cli import app
+
+    params = psycopg.conninfo.conninfo_to_dict(conninfo)
+    user, host, port = params["user"], params["host"], params.get("port", 5432)
+    missing = f"postgresql://{user}@/oam_no_such_db?host={host}&port={port}"
+    runner = CliRunner()
+    result = runner.invoke(app, ["threads", "--db", missing])
+    assert result.exit_code == 2, result.output
+    assert 'database "oam_no_such_db" does not exist' in result.stderr
+    assert "Traceback" not in result.output
+    gone = f"postgresql://{user}@/postgres?host=/nonexistent-socket-dir"
+    result = runner.invoke(app, ["threads", "--db", gone])
+    assert result.exit_code == 1, result.output
+    assert "cannot connect to PostgreSQL" in result.stderr
