@@ -226,7 +226,10 @@ def _with_ids(
 @app.command()
 def ingest(
     file: Annotated[
-        Path, typer.Argument(help="A .jsonl/.json chat file or a LoCoMo file (~ is expanded).")
+        Path,
+        typer.Argument(
+            metavar="FILE", help="A .jsonl/.json chat file or a LoCoMo file (~ is expanded)."
+        ),
     ],
     db: DbOption = "oam.db",
     embedder: EmbedderOption = None,
@@ -316,7 +319,9 @@ def _score_kind(store: OracleMemoryStore, strategy: SearchStrategy | None) -> st
 
 @app.command()
 def search(
-    query: Annotated[str, typer.Argument(help="What to look for, in natural language.")],
+    query: Annotated[
+        str, typer.Argument(metavar="QUERY", help="What to look for, in natural language.")
+    ],
     db: DbOption = "oam.db",
     embedder: EmbedderOption = None,
     strategy: StrategyOption = None,
@@ -384,7 +389,9 @@ def search(
 
 @app.command()
 def card(
-    thread_id: Annotated[str, typer.Argument(help="The thread to build a context card for.")],
+    thread_id: Annotated[
+        str, typer.Argument(metavar="THREAD_ID", help="The thread to build a context card for.")
+    ],
     db: DbOption = "oam.db",
     embedder: EmbedderOption = None,
     strategy: StrategyOption = None,

@@ -159,7 +159,7 @@ def list_cmd(
 
 @memories_app.command("show")
 def show_cmd(
-    memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
+    memory_id: Annotated[str, typer.Argument(metavar="MEMORY_ID", help="The memory's id.")],
     db: DbOption = "oam.db",
     schema_policy: PolicyOption = None,
     as_json: JsonOption = False,
@@ -192,8 +192,10 @@ def show_cmd(
 
 @memories_app.command("update")
 def update_cmd(
-    memory_id: Annotated[str, typer.Argument(help="Id of the memory's current version.")],
-    content: Annotated[str, typer.Argument(help="The corrected text.")],
+    memory_id: Annotated[
+        str, typer.Argument(metavar="MEMORY_ID", help="Id of the memory's current version.")
+    ],
+    content: Annotated[str, typer.Argument(metavar="CONTENT", help="The corrected text.")],
     db: DbOption = "oam.db",
     schema_policy: PolicyOption = None,
     embedder: EmbedderOption = None,
@@ -216,7 +218,7 @@ def update_cmd(
 
 @memories_app.command("invalidate")
 def invalidate_cmd(
-    memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
+    memory_id: Annotated[str, typer.Argument(metavar="MEMORY_ID", help="The memory's id.")],
     db: DbOption = "oam.db",
     schema_policy: PolicyOption = None,
     reason: Reason = None,
@@ -239,7 +241,7 @@ def invalidate_cmd(
 
 @memories_app.command("delete")
 def delete_cmd(
-    memory_id: Annotated[str, typer.Argument(help="The memory's id.")],
+    memory_id: Annotated[str, typer.Argument(metavar="MEMORY_ID", help="The memory's id.")],
     db: DbOption = "oam.db",
     schema_policy: PolicyOption = None,
 ) -> None:

@@ -198,7 +198,8 @@ def export_cmd(
     file: Annotated[
         Path,
         typer.Argument(
-            help="The dump to write: .jsonl, or .jsonl.gz compressed; '-' writes to stdout."
+            metavar="FILE",
+            help="The dump to write: .jsonl, or .jsonl.gz compressed; '-' writes to stdout.",
         ),
     ],
     db: DbOption = "oam.db",
@@ -235,8 +236,9 @@ def import_cmd(
     file: Annotated[
         Path,
         typer.Argument(
+            metavar="FILE",
             help="An oam dump (.jsonl or .jsonl.gz), or "
-            "with --from mem0 the JSON of mem0's get_all()."
+            "with --from mem0 the JSON of mem0's get_all().",
         ),
     ],
     db: DbOption = "oam.db",
@@ -284,8 +286,12 @@ def import_cmd(
 
 
 def copy_cmd(
-    src: Annotated[str, typer.Argument(help="The source store: a SQLite file or URL.")],
-    dst: Annotated[str, typer.Argument(help="The target store: a SQLite file or URL.")],
+    src: Annotated[
+        str, typer.Argument(metavar="SRC", help="The source store: a SQLite file or URL.")
+    ],
+    dst: Annotated[
+        str, typer.Argument(metavar="DST", help="The target store: a SQLite file or URL.")
+    ],
     user: UserOption = None,
     on_conflict: ConflictOption = Conflict.ERROR,
     reembed: ReembedOption = False,
@@ -320,7 +326,7 @@ def copy_cmd(
 
 
 def backup_cmd(
-    dest: Annotated[Path, typer.Argument(help="The backup file to write.")],
+    dest: Annotated[Path, typer.Argument(metavar="DEST", help="The backup file to write.")],
     db: DbOption = "oam.db",
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace DEST if it exists.")

@@ -446,3 +446,22 @@ def test_a_command_run_in_process_leaves_logging_as_it_found_it(
         assert library.handlers == before[2]
     finally:
         library.setLevel(before[0])
+
+
+@pytest.mark.parametrize(
+    ("command", "names"),
+    [
+        (["search"], ["QUERY"]),
+        (["card"], ["THREAD_ID"]),
+        (["memories", "update"], ["MEMORY_ID", "CONTENT"]),
+        (["copy"], ["SRC", "DST"]),
+        (["import"], ["FILE"]),
+    ],
+)
+def test_usage_lines_name_arguments_as_the_help_text_does(
+    runner: CliRunner, command: list[str], names: list[str]
+) -> None:
+    usage = invoke(runner, *command, "--help").output.splitlines()[0]
+    for name in names:
+        assert name in usage, usage
+        assert name.lower() not in usage, usage
