@@ -536,3 +536,19 @@ def test_hybrid_returns_keyword_only_and_vector_only_matches(make_store):
     results = store.search("zeta", 2)
     assert sorted(found(results)) == ["keyword-only", "vector-only"]
     assert_well_ordered(store.search("zeta", 10), high=1.0)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("scope", ["user", "thread", "agent"])
+def test_a_search_scoped_to_no_owner_on_a_store_without_vectors(make_store, strategy, scope):
+    """``<scope>_id=None`` with an exact match means "records without that owner";
+    a store that holds no vector row yet (new, or every row deleted) answers it with
+    no results, not an error."""
+    store = make_store(search_strategy=strategy)
+    kwargs = {f"{scope}_id": None, f"exact_{scope}_match": True}
+    assert store.search("apple", 3, **kwargs) == []
+    store.add(["apple pie"], "memory", record_ids="owned", **{f"{scope}_ids": "someone"})
+    store.add(["apple tart"], "memory", record_ids="unowned")
+    assert found(store.search("apple", 3, **kwargs)) == ["unowned"]
+    store.delete_records("memory", ["owned", "unowned"])
+    assert store.search("apple", 3, **kwargs) == []

@@ -82,10 +82,9 @@ def posting(mirror: Mirror, scope: str, code: int) -> IntArray:
         order = np.argsort(codes, kind="stable").astype(np.int64)
         sorted_codes = codes[order]
         uniq, starts = np.unique(sorted_codes, return_index=True)
-        ends = np.append(starts[1:], len(order))
+        ends = starts[1:].tolist() + ([len(order)] if len(order) else [])
         entry = {
-            int(c): order[s:e]
-            for c, s, e in zip(uniq.tolist(), starts.tolist(), ends.tolist(), strict=True)
+            int(c): order[s:e] for c, s, e in zip(uniq.tolist(), starts.tolist(), ends, strict=True)
         }
         mirror.postings[scope] = entry
     return entry.get(code, np.zeros(0, np.int64))
