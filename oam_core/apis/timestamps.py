@@ -69,6 +69,11 @@ def parse_timestamp(value: object, name: str = "timestamp") -> datetime:
                 f"{name} must be an ISO-8601 date or date-time (e.g. 2026-03-01T09:30:00Z) "
                 f"or a datetime, got {value!r}"
             ) from exc
+    elif isinstance(value, str):
+        raise InvalidArgumentError(
+            f"{name} must be an ISO-8601 date or date-time (e.g. 2026-03-01T09:30:00Z) "
+            f"or a datetime, got a blank string {value!r}"
+        )
     else:
         raise InvalidArgumentError(
             f"{name} must be an ISO-8601 string or a datetime, got {type(value).__name__} {value!r}"

@@ -47,3 +47,12 @@ def test_an_expiry_in_the_last_second_of_year_9999_is_refused() -> None:
         expiry(LAST_EXPIRY - timedelta(days=1) + timedelta(microseconds=5), 1)
     with pytest.raises(InvalidArgumentError, match="ttl_days=10000000"):
         expiry(LAST_EXPIRY, 10**7)
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\t\n"])
+def test_a_blank_string_is_named_as_one(blank: str) -> None:
+    with pytest.raises(InvalidArgumentError) as caught:
+        parse_timestamp(blank, "as_of")
+    message = str(caught.value)
+    assert message.startswith("as_of must be an ISO-8601 date or date-time")
+    assert f"got a blank string {blank!r}" in message
