@@ -75,6 +75,7 @@ from langgraph.store.base import (
 )
 
 from langchain_oam._search import (
+    check_json_value,
     current_at,
     distance_kind,
     filter_dict,
@@ -152,8 +153,9 @@ def _as_json(value: Mapping[str, Any]) -> dict[str, Any]:
     serializer of LangGraph's server store), everything else kept exactly.
 
     Raises:
-        ValueError: for a value that has no JSON form (naming it), a non-string key,
-            or a non-finite float.
+        ValueError: for a value that has no JSON form (naming it), a non-finite
+            float, or an int outside signed 64 bits. A non-string key becomes a
+            string, as ``json.dumps`` turns it (docs/langchain.md#langgraph-store).
     """
 
     def convert(obj: Any) -> Any:
@@ -167,6 +169,7 @@ def _as_json(value: Mapping[str, Any]) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(f"value is not JSON-serializable: {exc}") from None
     converted: dict[str, Any] = json.loads(text)
+    check_json_value(converted, "value")  # e.g. an int past 64 bits, named as the value
     return converted
 
 
