@@ -439,6 +439,9 @@ def test_an_int_past_64_bits_is_named_as_the_callers_argument_and_writes_nothing
         with pytest.raises(ValueError, match=r"^value: integer -9223372036854775809 "):
             store.put(("a",), "k", {"n": {"h": -(2**63) - 1}})
         assert store.get(("a",), "k") is None
+        with pytest.raises(ValueError, match=r"^value\['n'\]\['t'\] contains a NUL character"):
+            store.put(("a",), "k", {"n": {"t": "pdf\x00text"}})
+        assert store.get(("a",), "k") is None
         store.put(("a",), "k", {1: "x", "n": {2: "y"}})
         item = store.get(("a",), "k")
         assert item is not None and item.value == {"1": "x", "n": {"2": "y"}}
