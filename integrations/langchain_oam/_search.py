@@ -21,6 +21,7 @@ from langchain_core.vectorstores.utils import maximal_marginal_relevance
 from oam_core import OracleMemoryStore, Record, SearchStrategy
 from oam_core.checks import check_int
 from oam_core.errors import ConfigurationError, InvalidArgumentError, InvalidFilterError
+from oam_core.filters import check_json, is_plain_json
 from oam_core.steps import Steps, call, paired
 
 INTERNAL_KEYS = frozenset({"$agent_memory", "$message"})
@@ -62,11 +63,34 @@ def clean_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in (metadata or {}).items() if k not in INTERNAL_KEYS}
 
 
+def check_json_value(value: object, where: str) -> None:
+    """Refuse a value JSON cannot hold as the store keeps it, naming ``where`` (the
+    caller's argument, not the store's internal ``metadata[i]``); the common case,
+    built-in JSON types only, costs one fast type walk.
+
+    Args:
+        value: A dict, list or scalar about to be stored as JSON.
+        where: The caller's name for it (``metadatas[0]``, ``value``).
+
+    Raises:
+        InvalidArgumentError: for an integer outside signed 64 bits, a non-finite
+            float, a non-string key, a lone surrogate, or a value that is not JSON
+            (docs/langchain.md#vector-store).
+    """
+    if is_plain_json(value):
+        return
+    try:
+        check_json(value, where)
+    except InvalidFilterError as exc:  # a stored value, not a filter, is refused
+        raise InvalidArgumentError(str(exc)) from None
+
+
 def check_metadata(metadata: object, where: str) -> dict[str, Any] | None:
     """Validate one caller metadata dict (None/empty allowed) before writing it.
 
     Raises:
-        ValueError: for a non-dict, or a key ``oam`` reserves for itself.
+        ValueError: for a non-dict, a key ``oam`` reserves for itself, or a value
+            JSON cannot hold as stored (``check_json_value``), naming ``where``.
     """
     if metadata is None:
         return None
@@ -75,6 +99,7 @@ def check_metadata(metadata: object, where: str) -> dict[str, Any] | None:
     reserved = sorted(set(metadata) & INTERNAL_KEYS)
     if reserved:
         raise InvalidArgumentError(f"{where} uses keys reserved by oam: {reserved}")
+    check_json_value(metadata, where)
     return dict(metadata)
 
 

@@ -36,6 +36,7 @@ from langchain_core.messages import (
 from langchain_core.messages.tool import default_tool_parser, invalid_tool_call, tool_call
 
 from langchain_oam import _dropped
+from langchain_oam._search import check_json_value
 from oam_core import NOT_SET, Message, MessageRecord, OracleAgentMemory, OracleThread, SchemaPolicy
 from oam_core.checks import check_thread_owner
 from oam_core.errors import ConfigurationError, InvalidArgumentError
@@ -58,7 +59,9 @@ def to_oam_message(message: BaseMessage) -> Message:
     """A LangChain message as an ``oam`` ``Message`` (see the module docstring).
 
     Raises:
-        ValueError: for anything that is not a ``BaseMessage``.
+        ValueError: for anything that is not a ``BaseMessage``, or fields JSON cannot
+            hold as stored (an int past 64 bits, a NaN, an object), naming the
+            message type.
     """
     if not isinstance(message, BaseMessage):
         raise InvalidArgumentError(
@@ -88,6 +91,7 @@ def to_oam_message(message: BaseMessage) -> Message:
         raise InvalidArgumentError(
             f"{type(message).__name__} fields must be JSON-compatible to be stored: {exc}"
         ) from None
+    check_json_value(fields, f"{type(message).__name__} fields")  # e.g. an int past 64 bits
     return Message(role=role or "unknown", content=content, metadata={MESSAGE_KEY: fields})
 
 

@@ -75,6 +75,7 @@ from langgraph.store.base import (
 )
 
 from langchain_oam._search import (
+    check_json_value,
     current_at,
     distance_kind,
     filter_dict,
@@ -90,6 +91,7 @@ from oam_core import (
     SQLiteMemoryStore,
     TimeToLiveAnchor,
 )
+from oam_core.apis.storable import check_json_text, storable
 from oam_core.checks import check_int, check_optional_int, check_text
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import Steps, call, paired, run_async, run_sync
@@ -152,8 +154,10 @@ def _as_json(value: Mapping[str, Any]) -> dict[str, Any]:
     serializer of LangGraph's server store), everything else kept exactly.
 
     Raises:
-        ValueError: for a value that has no JSON form (naming it), a non-string key,
-            or a non-finite float.
+        ValueError: for a value that has no JSON form (naming it), a non-finite
+            float, an int outside signed 64 bits, or a NUL or lone surrogate in a
+            key or string (naming its path, ``value['text']``). A non-string key becomes a
+            string, as ``json.dumps`` turns it (docs/langchain.md#langgraph-store).
     """
 
     def convert(obj: Any) -> Any:
@@ -167,6 +171,9 @@ def _as_json(value: Mapping[str, Any]) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(f"value is not JSON-serializable: {exc}") from None
     converted: dict[str, Any] = json.loads(text)
+    check_json_value(converted, "value")  # e.g. an int past 64 bits, named as the value
+    if "\\u0000" in text or not storable(text):  # a NUL (escaped) or a lone surrogate
+        check_json_text(converted, "value")  # names it: value['text'], not metadata[0]
     return converted
 
 

@@ -18,6 +18,8 @@ from llama_index.core.schema import BaseNode, MetadataMode, TextNode
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 
 from oam_core import Record
+from oam_core.errors import InvalidArgumentError, InvalidFilterError
+from oam_core.filters import check_json, is_plain_json
 
 REF_DOC_KEY = "ref_doc_id"
 """Metadata key holding the node's source document id (``"None"`` when it has none)."""
@@ -27,13 +29,23 @@ _NODE_CONTENT = "_node_content"
 def node_to_row(node: BaseNode) -> tuple[str, str, dict[str, Any]]:
     """Return ``(content, retrieval_text, metadata)`` for storing ``node``.
 
+    Args:
+        node: The LlamaIndex node.
+
     Raises:
-        ValueError: if the node's metadata is not JSON-compatible (raised by the
-            store on write) or its text is not a string.
+        ValueError: if the node's metadata holds a value JSON cannot hold as stored
+            (an int outside signed 64 bits, a NaN, an object), naming the
+            node's id; NUL and lone surrogates are refused by the store on
+            write; or its text is not a string.
     """
     content = node.get_content(metadata_mode=MetadataMode.NONE)
     retrieval = node.get_content(metadata_mode=MetadataMode.EMBED)
     metadata = node_to_metadata_dict(node, remove_text=True, flat_metadata=False)
+    if not is_plain_json(metadata):
+        try:
+            check_json(metadata, f"node {node.node_id!r} metadata")
+        except InvalidFilterError as exc:  # a node, not a filter, is refused
+            raise InvalidArgumentError(str(exc)) from None
     return content, retrieval, metadata
 
 

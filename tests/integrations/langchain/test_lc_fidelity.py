@@ -410,3 +410,38 @@ def test_store_ttl_sweeper_interval_is_checked_at_the_call(tmp_path: Path, minut
         assert store.stop_ttl_sweeper(timeout=30) and future.result(timeout=30) is None
     finally:
         store.store.close()
+
+
+# -- trial 42: what JSON cannot hold as stored is named as the caller's argument ----------
+
+
+def test_an_int_past_64_bits_is_named_as_the_callers_argument_and_writes_nothing() -> None:
+    """docs/langchain.md: an integer must fit in signed 64 bits (SQLite reads a larger
+    JSON integer as a float); the error names ``metadatas[0]``, the message type or
+    the item's ``value``, not the store's internal ``metadata[0]``."""
+    big = 2**64
+    with OracleAgentMemory(
+        connection=":memory:", embedder="hashing/16", extract_memories=False
+    ) as memory:
+        vs = OAMVectorStore(DeterministicFakeEmbedding(size=16), store=memory.store)
+        with pytest.raises(ValueError, match=r"^metadatas\[0\]: integer 18446744073709551616 "):
+            vs.add_texts(["x"], [{"h": big}], ids=["x"])
+        assert vs.get_by_ids(["x"]) == []
+        vs.add_texts(["x"], [{"h": 2**63 - 1, "t": (1, 2)}], ids=["x"])
+        assert vs.get_by_ids(["x"])[0].metadata == {"h": 2**63 - 1, "t": [1, 2]}
+
+        history = OAMChatMessageHistory(memory, "t1")
+        with pytest.raises(ValueError, match=r"^HumanMessage fields: integer 1844"):
+            history.add_messages([HumanMessage("hi", additional_kwargs={"h": big})])
+        assert history.messages == []
+
+        store = OAMStore(memory)
+        with pytest.raises(ValueError, match=r"^value: integer -9223372036854775809 "):
+            store.put(("a",), "k", {"n": {"h": -(2**63) - 1}})
+        assert store.get(("a",), "k") is None
+        with pytest.raises(ValueError, match=r"^value\['n'\]\['t'\] contains a NUL character"):
+            store.put(("a",), "k", {"n": {"t": "pdf\x00text"}})
+        assert store.get(("a",), "k") is None
+        store.put(("a",), "k", {1: "x", "n": {2: "y"}})
+        item = store.get(("a",), "k")
+        assert item is not None and item.value == {"1": "x", "n": {"2": "y"}}

@@ -262,6 +262,36 @@ def test_block_does_not_double_messages_of_an_oam_chat_store(
     assert memory.get_thread("s").get_messages()[-1].content == "extra"
 
 
+def test_reset_shares_the_thread_and_areset_active_keeps_the_blocks_transcript(
+    memory: OracleAgentMemory, event_loop: asyncio.AbstractEventLoop
+) -> None:
+    """docs/llama_index.md#quick-start: with OAMDBChatStore the queue and the block
+    share the session's thread, so ``Memory.reset()`` deletes the archived messages
+    the block shows too; ``areset(status=ACTIVE)`` empties only the queue."""
+
+    def session(name: str) -> Memory:
+        mem = Memory.from_defaults(
+            session_id=name,
+            chat_store=OAMDBChatStore(memory),
+            memory_blocks=[OAMMemoryBlock(memory, priority=1)],
+            token_limit=60,
+            chat_history_token_ratio=0.5,
+            token_flush_size=10,
+        )
+        chat(mem, 8, "birds")
+        return mem
+
+    kept = session("kept")
+    archived = [m.content for m in kept.get_all(status=MessageStatus.ARCHIVED)]
+    assert archived and len(archived) < 16
+    event_loop.run_until_complete(kept.areset(status=MessageStatus.ACTIVE))
+    assert [m.content for m in memory.get_thread("kept").get_messages()] == archived
+
+    lost = session("lost")
+    lost.reset()
+    assert memory.get_thread("lost").get_messages() == []
+
+
 def test_block_without_thread_or_session_and_bad_input(memory: OracleAgentMemory) -> None:
     block = OAMMemoryBlock(memory)
     assert asyncio.run(block.aget([], session_id="never-seen")) == ""

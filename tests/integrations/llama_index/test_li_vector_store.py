@@ -340,3 +340,21 @@ def test_retriever_over_a_keyword_store_ranks_the_query_text(db_path: Path) -> N
     ]
     assert all(h.score is not None and 0.0 <= h.score <= 1.0 for h in hits)
     kw.close()
+
+
+def test_metadata_json_cannot_hold_is_named_by_node_id_and_writes_nothing(
+    store: SQLiteMemoryStore,
+) -> None:
+    """docs/llama_index.md#vector-store: an integer must fit in signed 64 bits (SQLite
+    reads a larger JSON integer as a float); the error names the node, not the store's
+    internal ``metadata[0]``. A tuple reads back as a list."""
+    vs = OAMVectorStore(store)
+    ok = TextNode(id_="ok", text="fine", embedding=[1.0, 0.0])
+    big = TextNode(id_="big", text="x", metadata={"h": 2**64}, embedding=[1.0, 0.0])
+    with pytest.raises(ValueError, match=r"^node 'big' metadata: integer 18446744073709551616 "):
+        vs.add([ok, big])
+    assert vs.get_nodes(["ok", "big"]) == []
+    vs.add(
+        [TextNode(id_="t", text="x", metadata={"t": (1, 2), "h": -(2**63)}, embedding=[1.0, 0.0])]
+    )
+    assert vs.get_nodes(["t"])[0].metadata == {"t": [1, 2], "h": -(2**63)}
