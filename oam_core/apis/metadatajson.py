@@ -47,6 +47,7 @@ def is_managed_mark(reserved: object) -> bool:
         and reserved[MANAGED_KEY] is True
     )
 
+
 _JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 """How stored metadata that needed ``check_json`` is serialised (one encoder:
 ``json.dumps`` builds one per call); compact, as ``_plain_text`` writes the rest."""
