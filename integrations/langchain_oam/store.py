@@ -14,6 +14,11 @@ default):
 - scope: with ``user_index``/``agent_index``, the namespace label at that position is
   the record's ``user_id``/``agent_id``, so ``oam``'s user-scoped search, context
   cards and ``delete_user(cascade=True)`` see the LangGraph memories too;
+- ``metadata["$agent_memory"]``: the mark ``{"managed": true}`` (``MANAGED_MARK``)
+  on every put: the graph manages its items, so the chat's extraction pass, which
+  shows an item in the same user and agent scope to its model, never updates nor
+  invalidates it (it may add a memory beside it; docs/langchain.md#langgraph-store).
+  Items are read back from ``value`` and ``langgraph`` only, so the mark never shows;
 - TTL: the store's own expiry (docs/store.md#ttl-and-retention): expired items are invisible at once and
   purged by ``purge_expired``. LangGraph TTLs are minutes and ``oam``'s are whole
   days, so an item's expiry is written as ``ttl_days`` anchored on a record timestamp
@@ -91,6 +96,7 @@ from oam_core import (
     SQLiteMemoryStore,
     TimeToLiveAnchor,
 )
+from oam_core.apis.metadatajson import MANAGED_MARK, RESERVED_KEY
 from oam_core.apis.storable import check_json_text, storable
 from oam_core.checks import check_int, check_optional_int, check_text
 from oam_core.errors import ConfigurationError, InvalidArgumentError
@@ -583,7 +589,7 @@ class OAMStore(BaseStore):
                     "id": rid,
                     "content": "\n".join(texts) if texts else json.dumps(value),
                     "texts": texts,
-                    "metadata": {_LG: lg, "value": value},
+                    "metadata": {_LG: lg, "value": value, RESERVED_KEY: dict(MANAGED_MARK)},
                     **self._scope(op.namespace),
                     **self._ttl_kwargs(op.ttl, now),
                 }

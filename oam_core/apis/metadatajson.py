@@ -3,7 +3,10 @@
 Metadata is a JSON object (a dict, or None). ``dump_metadata`` refuses what a store
 cannot hold (a non-dict, a value JSON cannot hold, a key or string with a NUL or a
 lone surrogate) and the reserved ``$agent_memory`` key unless the library itself
-writes it, naming the argument (``metadata[3]``) and the value.
+writes it, naming the argument (``metadata[3]``) and the value. The one reserved
+object a caller may write is ``MANAGED_MARK``, ``{"$agent_memory": {"managed": true}}``:
+the record is managed by the application that wrote it, so the memory pipeline never
+changes it (docs/memory-pipeline.md#records-managed-by-their-writer).
 ``dump_metadata_column`` does the same for one value per record, in one pass in the
 common case. Everything here is pure (no I/O), so a rejected call writes nothing.
 """
@@ -22,7 +25,28 @@ from oam_core.filters import check_json, is_plain_json
 
 RESERVED_KEY = "$agent_memory"
 """Metadata key reserved for the library (provenance, supersede marks); callers may
-neither write nor change it (docs/store.md, "Metadata")."""
+neither write nor change it (docs/store.md, "Metadata"), except for ``MANAGED_MARK``."""
+
+MANAGED_KEY = "managed"
+"""Key under ``$agent_memory`` marking a record as managed by the application that
+wrote it (``true``): the extraction pass shows it but never updates nor invalidates
+it (docs/memory-pipeline.md#records-managed-by-their-writer)."""
+
+MANAGED_MARK: dict[str, Any] = {MANAGED_KEY: True}
+"""The reserved object a caller may write: ``metadata={"$agent_memory": MANAGED_MARK,
+...}`` (exactly this object; any other reserved content is the library's)."""
+
+
+def is_managed_mark(reserved: object) -> bool:
+    """Whether ``reserved`` (a metadata's ``$agent_memory`` value) is exactly
+    ``MANAGED_MARK``: a dict with the one key ``managed`` whose value is ``True``
+    (not ``1``)."""
+    return (
+        type(reserved) is dict
+        and reserved.keys() == {MANAGED_KEY}
+        and reserved[MANAGED_KEY] is True
+    )
+
 
 _JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 """How stored metadata that needed ``check_json`` is serialised (one encoder:
@@ -47,11 +71,13 @@ def dump_metadata(value: object, name: str = "metadata", *, library: bool = Fals
         value: The metadata.
         name: The argument named in errors.
         library: The library itself writes (extraction provenance): only then may
-            ``value`` hold the reserved ``$agent_memory`` key.
+            ``value`` hold the reserved ``$agent_memory`` key with any object;
+            otherwise only ``MANAGED_MARK`` is accepted there.
 
     Raises:
         InvalidArgumentError: for a non-dict, a value JSON cannot hold, a key or string with
-            a NUL or lone surrogate, or (unless ``library``) the reserved key.
+            a NUL or lone surrogate, or (unless ``library``) the reserved key with
+            anything but ``MANAGED_MARK``.
     """
     if value is None:
         return None
@@ -62,8 +88,10 @@ def dump_metadata(value: object, name: str = "metadata", *, library: bool = Fals
         # encoder) and lone surrogates (kept raw) off the text; the slow path below
         # names the culprit if there is one (or clears a backslash-u0000 lookalike).
         text = _plain_text(value) or ""
-        reserved_ok = RESERVED_KEY not in value or (
-            library and isinstance(value[RESERVED_KEY], dict)
+        reserved_ok = (
+            RESERVED_KEY not in value
+            or (library and isinstance(value[RESERVED_KEY], dict))
+            or is_managed_mark(value[RESERVED_KEY])
         )
         if text and reserved_ok and "\\u0000" not in text and storable(text):
             return text
@@ -74,10 +102,12 @@ def dump_metadata(value: object, name: str = "metadata", *, library: bool = Fals
     check_json_text(checked, name)
     if RESERVED_KEY in checked:
         reserved = checked[RESERVED_KEY]
-        if not library:
+        if not library and not is_managed_mark(reserved):
             raise InvalidArgumentError(
                 f"{name}[{RESERVED_KEY!r}] is reserved for the library (extraction "
-                "provenance); store your own keys under another name"
+                "provenance); store your own keys under another name (the one object "
+                f"you may write there is {{{MANAGED_KEY!r}: True}}: the record is managed "
+                "by your application)"
             )
         if not isinstance(reserved, dict):
             raise InvalidArgumentError(

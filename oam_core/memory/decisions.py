@@ -8,14 +8,17 @@ it was not shown nor store a memory twice:
 
 * ``UPDATE`` or ``DELETE`` of a ``target_id`` that the prompt did not show (or
   none): ``UPDATE`` becomes ``ADD``, ``DELETE`` does nothing; one warning each. The
-  same for a target that an earlier item of the reply already changed.
+  same for a target that an earlier item of the reply already changed, and for a
+  shown record that the application that wrote it manages (its reserved
+  ``managed`` mark, ``provenance.is_managed``: a LangGraph item of ``OAMStore``):
+  the prompt shows it so the model knows the fact, but the pass never changes it.
 * A candidate (``ADD`` or ``UPDATE``) whose normalized text (``normalized_text``)
   equals that of a shown memory of the same type, of a stored current memory of the
   same type that repeats it (``memory/repeats.py`` looks them up), or of an earlier
   candidate of the same reply of the same type, is ``NOOP`` whatever the model said
   (checked first: its target is then left alone, without a warning). The shown and
   stored memories are those of the thread's user and agent, so this compares within
-  one scope.
+  one scope. A managed record counts for repeats like any other.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 from oam_core.apis.records import Record
 from oam_core.memory.diagnostics import pipeline_warning
 from oam_core.memory.extraction import ADD, DELETE, NOOP, UPDATE, ExtractedMemory
+from oam_core.memory.provenance import is_managed
 
 __all__ = ["Decision", "normalized_text", "resolve_decisions"]
 
@@ -81,7 +85,8 @@ def resolve_decisions(
     Returns:
         One ``Decision`` per item. Emits one ``MemoryPipelineWarning`` per
         ``UPDATE``/``DELETE`` (that is not a repeat) whose target was not shown,
-        missing, or already changed by an earlier item.
+        missing, already changed by an earlier item, or managed by the application
+        that wrote it (``provenance.is_managed``).
     """
     by_id = {record.id: record for record in shown}
     known = {(r.record_type, normalized_text(r.content or "")) for r in (*shown, *stored)}
@@ -106,16 +111,22 @@ def _checked_target(
     memory: ExtractedMemory, by_id: dict[str, Record], changed: set[str]
 ) -> tuple[str, Record | None]:
     """``(action, target)`` for an ``UPDATE``/``DELETE`` item: as asked when its target
-    was shown and not changed yet; else ``ADD``/``NOOP`` with a warning."""
+    was shown, not changed yet and not managed by its writer; else ``ADD``/``NOOP``
+    with a warning."""
     target = by_id.get(memory.target_id or "")
-    if target is not None and target.id not in changed:
+    if target is not None and target.id not in changed and not is_managed(target):
         return memory.decision, target
     if memory.target_id is None:
         problem = "names no target_id"
     elif target is None:
         problem = f"names target_id {memory.target_id!r}, which the prompt did not show"
-    else:
+    elif target.id in changed:
         problem = f"names target_id {memory.target_id!r}, which an earlier item already changed"
+    else:
+        problem = (
+            f"names target_id {memory.target_id!r}, which is managed by the application "
+            "that wrote it"
+        )
     fallback = ADD if memory.decision == UPDATE else NOOP
     outcome = "stored as a new memory (ADD)" if fallback == ADD else "ignored"
     label = repr(memory.text[:60]) if memory.text else "without text"

@@ -7,14 +7,16 @@ and the version links written by ``store/versions.py`` (docs/versions.md):
 ``status`` (``"invalid"`` once superseded or invalidated), ``superseded_by`` (None
 for an invalidation), ``reason``, and on the newer memory ``supersedes``; a memory
 imported from mem0 keeps mem0's fields that have no column under ``mem0``
-(transfer/mem0.py, docs/migrating.md).
+(transfer/mem0.py, docs/migrating.md). The one key a caller may write there is
+``managed`` (``true``: the application that wrote the record manages it, and the
+memory pipeline never changes it; docs/memory-pipeline.md#records-managed-by-their-writer).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from oam_core.apis.metadatajson import RESERVED_KEY
+from oam_core.apis.metadatajson import MANAGED_KEY, RESERVED_KEY
 from oam_core.apis.records import Record
 
 __all__ = [
@@ -22,6 +24,7 @@ __all__ = [
     "RESERVED_KEY",
     "SUPERSEDED",
     "is_bookkeeping_key",
+    "is_managed",
     "is_superseded",
     "reserved_keys",
 ]
@@ -52,3 +55,10 @@ def is_superseded(record: Record) -> bool:
     """Whether a newer memory replaced this one or it was invalidated (its reserved
     ``status``; its window, ``valid_until``, says since when)."""
     return reserved_keys(record).get("status") == SUPERSEDED
+
+
+def is_managed(record: Record) -> bool:
+    """Whether the application that wrote ``record`` manages it (its reserved
+    ``managed`` is ``true``): the extraction pass never updates nor invalidates it
+    (docs/memory-pipeline.md#records-managed-by-their-writer)."""
+    return reserved_keys(record).get(MANAGED_KEY) is True

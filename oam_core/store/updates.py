@@ -395,12 +395,12 @@ def _revector(
 
 def keep_reserved(meta_json: str | None, old: dict[str, Any] | None) -> str | None:
     """The new metadata JSON with the stored ``$agent_memory`` object kept
-    (docs/store.md#metadata); the new metadata cannot hold that key
-    (``metadatajson.dump_metadata``)."""
+    (docs/store.md#metadata); the new metadata can hold that key only with the
+    caller's ``MANAGED_MARK`` (``metadatajson.dump_metadata``), which is added to it."""
     new = json.loads(meta_json) if meta_json is not None else None
     if old and isinstance(old.get(RESERVED_KEY), dict):
         new = dict(new or {})
-        new[RESERVED_KEY] = old[RESERVED_KEY]
+        new[RESERVED_KEY] = {**old[RESERVED_KEY], **(new.get(RESERVED_KEY) or {})}
     return None if new is None else json.dumps(new, ensure_ascii=False, allow_nan=False)
 
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from oam_core import checks
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.batch import PendingRecordBatch
-from oam_core.apis.metadatajson import RESERVED_KEY, dump_metadata
+from oam_core.apis.metadatajson import MANAGED_KEY, RESERVED_KEY, dump_metadata
 from oam_core.apis.records import Record
 from oam_core.errors import InvalidArgumentError, NotFoundError
 from oam_core.steps import async_twin
@@ -52,8 +52,10 @@ __all__ = [
     "unlink_version",
 ]
 
-KEPT_PROVENANCE = ("source_message_ids",)
-"""Reserved keys a new version copies from the one it replaces."""
+KEPT_PROVENANCE = ("source_message_ids", MANAGED_KEY)
+"""Reserved keys a new version copies from the one it replaces: its provenance, and
+the mark of a record managed by the application that wrote it (an explicit
+``update_memory`` of it writes a version the application still manages)."""
 
 
 @dataclass(frozen=True)
@@ -530,8 +532,8 @@ def _new_version(
     old_keys = reserved_of_record(old)
     kept = {k: old_keys[k] for k in KEPT_PROVENANCE if k in old_keys}
     new_meta = dict(user_meta or {})
-    if kept:
-        new_meta[RESERVED_KEY] = kept
+    if kept:  # with a MANAGED_MARK the caller gives (the one reserved object it may)
+        new_meta[RESERVED_KEY] = {**kept, **(new_meta.get(RESERVED_KEY) or {})}
     return PendingRecordBatch(
         texts=[content],
         record_type=old.record_type,

@@ -57,6 +57,31 @@ def test_update_supersedes_and_history_lists_every_version_oldest_first(
     assert [r.id for r in mem.get_memory_history(lonely)] == [lonely]
 
 
+def test_a_managed_memory_is_updated_and_invalidated_by_its_application(
+    mem: OracleAgentMemory, clock: Any
+) -> None:
+    mark = {"$agent_memory": {"managed": True}}
+    v1 = mem.add_memory("Alice likes green", **SCOPE, metadata={**mark, "topic": "colour"})
+    clock.advance(days=1)
+    v2 = mem.update_memory(v1, "Alice likes blue", reason="changed")
+    old, new = mem.get_memory_history(v2)
+    # the new version stays the application's; the old one is ended as usual
+    assert new.metadata == {
+        "$agent_memory": {"managed": True, "supersedes": [v1]},
+        "topic": "colour",
+    }
+    assert old.metadata is not None and old.metadata["$agent_memory"]["superseded_by"] == v2
+    clock.advance(days=1)
+    v3 = mem.update_memory(v2, "Alice likes red", metadata={"topic": "hue"})
+    assert mem.get_memory_history(v3)[-1].metadata == {
+        "$agent_memory": {"managed": True, "supersedes": [v2]},
+        "topic": "hue",
+    }
+    clock.advance(days=1)
+    mem.invalidate_memory(v3, reason="no favourite")
+    assert [r for r, _ in mem.search("Alice likes", **SCOPE, k=5)] == []
+
+
 def _links(mem: OracleAgentMemory, memory_id: str) -> dict[str, Any]:
     record = mem.store.get("memory", memory_id)
     assert record is not None and record.metadata is not None

@@ -286,6 +286,23 @@ def test_reserved_agent_memory_keys_are_kept(store, rejected):
         store.update("memory", "m1", metadata={"$agent_memory": {"status": "forged"}})
 
 
+def test_the_managed_mark_is_kept_and_can_be_added(store):
+    reserved = {"source_message_ids": ["msg-1"]}
+    add_derived(store, "derived", "memory", "m1", reserved, metadata={"topic": "food"})
+    mark = {"$agent_memory": {"managed": True}}
+    # the caller's mark joins the stored provenance, which stays
+    assert store.update("memory", "m1", metadata={**mark, "topic": "tea"}) == 1
+    assert store.get("memory", "m1").metadata == {
+        "$agent_memory": {"source_message_ids": ["msg-1"], "managed": True},
+        "topic": "tea",
+    }
+    # and an update without it keeps it, as every reserved key
+    assert store.update("memory", "m1", metadata={"topic": "travel"}) == 1
+    assert store.get("memory", "m1").metadata["$agent_memory"]["managed"] is True
+    [plain] = store.add(["x"], record_type="memory", metadata=mark)
+    assert store.get("memory", plain).metadata == mark
+
+
 def test_timestamp_replaced_and_cleared(seeded):
     assert seeded.update("memory", "m1", timestamp="2026-02-02T10:00:00+00:00") == 1
     assert seeded.get("memory", "m1").timestamp == "2026-02-02T10:00:00+00:00"

@@ -145,3 +145,54 @@ def test_a_repeat_with_a_target_not_shown_is_a_noop_without_a_warning() -> None:
     with _warnings() as seen:
         (decision,) = resolve_decisions([_item("Ana lives in Lisbon", "UPDATE", "gone")], SHOWN)
     assert (decision.action, decision.target, seen) == ("NOOP", None, [])
+
+
+# A record its writer manages (a LangGraph item of OAMStore): shown, never a target.
+COLOUR = Record(
+    id="m-colour",
+    record_type="memory",
+    content="Alice's favourite colour is green",
+    metadata={"$agent_memory": {"managed": True}, "value": {"text": "green"}},
+)
+PROVENANCE_ONLY = Record(
+    id="m-dog",
+    record_type="memory",
+    content="Alice has a dog",
+    metadata={"$agent_memory": {"source_message_ids": ["m1"], "managed": False}},
+)
+MIXED = [COLOUR, PROVENANCE_ONLY, LISBON]
+
+
+def test_a_managed_record_is_no_target_an_unmarked_one_is() -> None:
+    items = [
+        _item("Alice's favourite colour is blue", "UPDATE", "m-colour", record_type="memory"),
+        _item("", "DELETE", "m-colour", record_type="memory"),
+        _item("Alice has a cat", "UPDATE", "m-dog", record_type="memory"),
+        _item("", "DELETE", "m-lisbon"),
+    ]
+    with _warnings() as seen:
+        decisions = resolve_decisions(items, MIXED)
+    assert _actions(decisions) == [
+        ("ADD", None),  # the new text is stored beside the managed record
+        ("NOOP", None),
+        ("UPDATE", "m-dog"),  # "managed": False is no mark
+        ("DELETE", "m-lisbon"),
+    ]
+    assert [d.stores for d in decisions] == [True, False, True, False]
+    assert seen == [
+        'extraction reply item "Alice\'s favourite colour is blue": UPDATE names '
+        "target_id 'm-colour', which is managed by the application that wrote it; "
+        "stored as a new memory (ADD)",
+        "extraction reply item without text: DELETE names target_id 'm-colour', which "
+        "is managed by the application that wrote it; ignored",
+    ]
+
+
+def test_a_managed_record_still_counts_for_repeats() -> None:
+    items = [
+        _item("alice's favourite colour is GREEN.", "UPDATE", "m-colour", record_type="memory"),
+        _item("Alice's favourite colour is green", record_type="memory"),
+    ]
+    with _warnings() as seen:
+        decisions = resolve_decisions(items, MIXED)
+    assert _actions(decisions) == [("NOOP", None), ("NOOP", None)] and seen == []

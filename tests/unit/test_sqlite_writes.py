@@ -373,6 +373,9 @@ METADATA = [
     {"huge": 2**64},
     {1: "int key"},
     {"$agent_memory": {"x": 1}},
+    {"$agent_memory": {"managed": True}, "a": 1},
+    {"$agent_memory": {"managed": 1}},
+    {"$agent_memory": {"managed": True, "status": "invalid"}},
     {"when": object()},
     "not a dict",
     [1, 2],
@@ -402,6 +405,18 @@ def test_the_column_serialises_each_entry_as_dump_metadata_does(i: int) -> None:
         assert out[0] == '{"ok":1}' and out[2] == '{"ok":2}'
         if value is not None:
             assert json.loads(out[1]) == json.loads(json.dumps(value))
+
+
+def test_the_managed_mark_is_the_one_reserved_object_a_caller_writes() -> None:
+    assert dump_metadata({"$agent_memory": {"managed": True}, "a": 1}) == (
+        '{"$agent_memory":{"managed":true},"a":1}'
+    )
+    for reserved in ({"managed": 1}, {"managed": False}, {"managed": True, "x": 1}, {}):
+        with pytest.raises(ValueError, match=r"the one object you may write there is"):
+            dump_metadata({"$agent_memory": reserved})
+    # the library writes any object there
+    text = dump_metadata({"$agent_memory": {"managed": True, "x": 1}}, library=True)
+    assert json.loads(text) == {"$agent_memory": {"managed": True, "x": 1}}
 
 
 def test_one_dict_broadcast_is_serialised_once(monkeypatch) -> None:

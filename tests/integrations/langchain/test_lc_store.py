@@ -488,3 +488,28 @@ def test_postgres_store_ranks_pages_and_refuses_negative_pages_as_in_memory_stor
         assert listed == [10]
         with pytest.raises(InvalidArgumentError, match="offset"):
             ours.search(("many",), offset=-1)
+
+
+def test_every_write_marks_the_item_as_managed_and_reads_never_show_the_mark(
+    oam_store: SQLiteMemoryStore, clock: Clock
+) -> None:
+    """The mark keeps the chat's extraction pass off the item
+    (docs/memory-pipeline.md#records-managed-by-their-writer); it lives in the
+    record's reserved metadata, never in the item."""
+    store = OAMStore(
+        oam_store, index={"fields": ["text"]}, ttl={"default_ttl": 60}, user_index=1, clock=clock
+    )
+    ns = ("memories", "alice")
+    store.put(ns, "a", {"text": "Alice's dog is Biscuit"})
+    store.batch([PutOp(ns, "b", {"text": "Alice flies to Lisbon"}, ttl=None)])
+    asyncio.run(store.aput(ns, "c", {"text": "Alice likes tea"}))
+    store.put(ns, "a", {"text": "Alice's dog is Rex"})  # a second put of a key
+    clock.advance(minutes=30)
+    assert store.get(ns, "a", refresh_ttl=True) is not None  # a TTL refresh writes too
+    for key in "abc":
+        record = oam_store.get("memory", record_id(ns, key))
+        assert record is not None and record.metadata is not None
+        assert record.metadata["$agent_memory"] == {"managed": True}
+    items = [store.get(ns, "a"), *store.search(ns), *store.search(ns, query="Alice")]
+    assert all(i is not None and set(i.value) == {"text"} for i in items)
+    assert {i.key for i in store.search(ns, filter={"text": "Alice likes tea"})} == {"c"}
