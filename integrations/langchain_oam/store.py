@@ -96,7 +96,7 @@ from oam_core import (
     SQLiteMemoryStore,
     TimeToLiveAnchor,
 )
-from oam_core.apis.metadatajson import MANAGED_MARK, RESERVED_KEY
+from oam_core.apis.metadatajson import managed
 from oam_core.apis.storable import check_json_text, storable
 from oam_core.checks import check_int, check_optional_int, check_text
 from oam_core.errors import ConfigurationError, InvalidArgumentError
@@ -589,7 +589,7 @@ class OAMStore(BaseStore):
                     "id": rid,
                     "content": "\n".join(texts) if texts else json.dumps(value),
                     "texts": texts,
-                    "metadata": {_LG: lg, "value": value, RESERVED_KEY: dict(MANAGED_MARK)},
+                    "metadata": managed({_LG: lg, "value": value}),
                     **self._scope(op.namespace),
                     **self._ttl_kwargs(op.ttl, now),
                 }

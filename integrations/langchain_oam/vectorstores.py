@@ -38,6 +38,7 @@ from oam_core import (
     SearchStrategy,
     SQLiteMemoryStore,
 )
+from oam_core.apis.metadatajson import managed
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import Steps, call, paired, run_async, run_sync
 from oam_core.store.planning import name_ids
@@ -209,7 +210,7 @@ class OAMVectorStore(VectorStore):
         if unknown:
             raise TypeError(f"unexpected keyword arguments: {sorted(unknown)}")
         metadata = [
-            check_metadata(m, f"metadatas[{i}]")
+            managed(check_metadata(m, f"metadatas[{i}]"))
             for i, m in enumerate(metadatas or [None] * len(texts))
         ]
         record_ids = [

@@ -34,6 +34,7 @@ from oam_core import (
     SchemaPolicy,
     SearchStrategy,
 )
+from oam_core.apis.metadatajson import managed
 from oam_core.apis.records import MEMORY_TYPES, matches_filter
 from oam_core.checks import check_scope
 from oam_core.errors import ConfigurationError, InvalidArgumentError
@@ -245,7 +246,7 @@ class OAMVectorStore(BasePydanticVectorStore):
             thread_ids=scope.get("thread_id", NOT_SET),
             user_ids=scope.get("user_id", NOT_SET),
             agent_ids=scope.get("agent_id", NOT_SET),
-            metadata=[meta for _, _, meta in rows],
+            metadata=[managed(meta) for _, _, meta in rows],
         )
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:

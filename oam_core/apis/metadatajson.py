@@ -48,6 +48,17 @@ def is_managed_mark(reserved: object) -> bool:
     )
 
 
+def managed(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A copy of ``metadata`` (a dict or None: empty) carrying ``MANAGED_MARK`` under
+    ``RESERVED_KEY``, for a writer whose records the memory pipeline must never change
+    (the framework adapters' items, documents and nodes;
+    docs/memory-pipeline.md#records-managed-by-their-writer). A ``RESERVED_KEY`` the
+    caller put there is left as it is, for the store's check to accept or refuse."""
+    out = dict(metadata or {})
+    out.setdefault(RESERVED_KEY, dict(MANAGED_MARK))
+    return out
+
+
 _JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 """How stored metadata that needed ``check_json`` is serialised (one encoder:
 ``json.dumps`` builds one per call); compact, as ``_plain_text`` writes the rest."""

@@ -6,19 +6,16 @@ managed mark keeps an ``UPDATE`` from replacing it (the new text is stored besid
 and a ``DELETE`` from ending it. ``store.get`` and ``search`` still return the item
 as the graph put it, on a SQLite file and on PostgreSQL.
 
-The LLM is a hand-written ``ILlm`` that answers ``UPDATE`` or ``DELETE`` on the
-item, as a model does for "My favourite colour is blue now." when shown the item:
-what is tested is the decision rule applied to such a reply (no cassette: a small
-model's choice of decision is not what this test is about).
+The LLM is a hand-written ``ILlm`` (``tests/integrations/_deciding.py``) that answers
+``UPDATE`` or ``DELETE`` on the item, as a model does for "My favourite colour is blue
+now." when shown the item: what is tested is the decision rule applied to such a reply.
 """
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
@@ -26,40 +23,12 @@ from langchain_oam import OAMChatMessageHistory, OAMStore
 from langchain_oam.store import record_id
 
 from oam_core import OracleAgentMemory
-from oam_core.apis.llm import ILlm
 from oam_core.memory.diagnostics import MemoryPipelineWarning
+from tests.integrations._deciding import DecidingLlm
 
 NS = ("memories", "alice", "helper")
 GREEN = {"text": "Alice's favourite colour is green"}
 ITEM_ID = record_id(NS, "colour")
-
-
-class DecidingLlm(ILlm):
-    """Answers the extraction prompt with one ``decision`` on the item's record
-    (asserting the prompt offered it as a target) and anything else with a summary."""
-
-    def __init__(self, decision: str) -> None:
-        self.decision = decision
-        self.prompts: list[str] = []
-
-    def generate(self, prompt: str, *, response_json_schema: dict[str, Any] | None = None) -> str:
-        self.prompts.append(prompt)
-        properties = (response_json_schema or {}).get("properties", {})
-        if "memories" not in properties:
-            return json.dumps({"summary": "Alice talked about colours.", "topics": ["colour"]})
-        shapes = properties["memories"]["items"]["anyOf"]
-        assert ITEM_ID in shapes[0]["properties"]["target_id"]["enum"]
-        text = "Alice's favourite colour is blue" if self.decision == "UPDATE" else ""
-        item = {
-            "reason": "the colour changed",
-            "decision": self.decision,
-            "target_id": ITEM_ID,
-            "text": text,
-            "record_type": "memory",
-            "timestamp": None,
-            "valid_from": None,
-        }
-        return json.dumps({"memories": [item]})
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -72,7 +41,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture(params=["UPDATE", "DELETE"])
 def llm(request: pytest.FixtureRequest) -> DecidingLlm:
-    return DecidingLlm(request.param)
+    return DecidingLlm(request.param, ITEM_ID, "Alice's favourite colour is blue")
 
 
 @pytest.fixture
@@ -100,14 +69,7 @@ def test_a_chat_turn_never_changes_or_ends_a_langgraph_item(
     # the prompt showed the item, so the model knows the fact ...
     assert any("Alice's favourite colour is green" in p for p in llm.prompts)
     # ... and its decision on the item was refused, naming why
-    if llm.decision == "UPDATE":
-        label, outcome = repr("Alice's favourite colour is blue"), "stored as a new memory (ADD)"
-    else:
-        label, outcome = "without text", "ignored"
-    assert said == [
-        f"extraction reply item {label}: {llm.decision} names target_id {ITEM_ID!r}, "
-        "which is managed by the application that wrote it; " + outcome
-    ]
+    assert said == [llm.outcome]
     item = store.get(NS, "colour")
     assert item is not None and item.value == GREEN
     assert [(i.key, i.value) for i in store.search(NS)] == [("colour", GREEN)]
