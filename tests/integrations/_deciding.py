@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from oam_core import OracleAgentMemory
 from oam_core.apis.llm import ILlm
 
 
@@ -39,6 +40,10 @@ class DecidingLlm(ILlm):
             "valid_from": None,
         }
         return json.dumps({"memories": [item]})
+
+    def client(self, url: str) -> OracleAgentMemory:
+        """A client on ``url`` (hashing embedder) extracting with this LLM."""
+        return OracleAgentMemory.open(url, embedder="hashing/64", llm=self, extract_memories=True)
 
     @property
     def outcome(self) -> str:

@@ -24,6 +24,15 @@ def pg_url() -> str:
         pytest.skip(str(exc))
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store URL: a new SQLite file, then an empty PostgreSQL schema."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'chat.db'}"
+    pg: str = request.getfixturevalue("pg_url")
+    return pg
+
+
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 

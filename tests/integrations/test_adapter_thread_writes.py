@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,14 +20,6 @@ from pydantic import BaseModel
 
 from oam_core import InvalidArgumentError, OracleAgentMemory
 from oam_core.errors import ThreadDeletedError
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'chat.db'}"
-    pg: str = request.getfixturevalue("pg_url")
-    return pg
 
 
 @pytest.fixture

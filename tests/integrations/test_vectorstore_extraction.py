@@ -53,14 +53,6 @@ def _llama_index(memory: OracleAgentMemory) -> Callable[[], list[tuple[str, str,
     return read
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'vs-chat.db'}"
-    found: str = request.getfixturevalue("pg_url")
-    return found
-
-
 @pytest.fixture(params=["UPDATE", "DELETE"])
 def llm(request: pytest.FixtureRequest) -> DecidingLlm:
     return DecidingLlm(request.param, DOC_ID, NEW)
@@ -68,11 +60,8 @@ def llm(request: pytest.FixtureRequest) -> DecidingLlm:
 
 @pytest.fixture
 def memory(url: str, llm: DecidingLlm) -> Iterator[OracleAgentMemory]:
-    client = OracleAgentMemory.open(url, embedder="hashing/64", llm=llm, extract_memories=True)
-    try:
+    with llm.client(url) as client:
         yield client
-    finally:
-        client.close()
 
 
 @pytest.mark.parametrize("adapter", [_langchain, _llama_index], ids=["langchain", "llama_index"])

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
@@ -31,14 +30,6 @@ GREEN = {"text": "Alice's favourite colour is green"}
 ITEM_ID = record_id(NS, "colour")
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'lg-chat.db'}"
-    found: str = request.getfixturevalue("pg_url")
-    return found
-
-
 @pytest.fixture(params=["UPDATE", "DELETE"])
 def llm(request: pytest.FixtureRequest) -> DecidingLlm:
     return DecidingLlm(request.param, ITEM_ID, "Alice's favourite colour is blue")
@@ -46,11 +37,8 @@ def llm(request: pytest.FixtureRequest) -> DecidingLlm:
 
 @pytest.fixture
 def memory(url: str, llm: DecidingLlm) -> Iterator[OracleAgentMemory]:
-    client = OracleAgentMemory.open(url, embedder="hashing/64", llm=llm, extract_memories=True)
-    try:
+    with llm.client(url) as client:
         yield client
-    finally:
-        client.close()
 
 
 def test_a_chat_turn_never_changes_or_ends_a_langgraph_item(
