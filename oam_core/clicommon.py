@@ -237,6 +237,18 @@ def _store_error_code(exc: StoreError) -> int:
     return 1
 
 
+def exit_code_of(exc: Exception) -> int:
+    """The exit code of a command stopped by ``exc`` before it ran (docs/cli.md#commands):
+    2 for a database that does not exist (a missing SQLite file, as
+    ``service.common`` reports it, or a PostgreSQL database the server lacks),
+    1 otherwise."""
+    if isinstance(exc, StoreError):
+        return _store_error_code(exc)
+    if isinstance(exc, SchemaError) and ": no such database;" in str(exc):
+        return 2
+    return 1
+
+
 def _print_warnings(
     caught: Sequence[warnings.WarningMessage], own: Collection[str] | None = None
 ) -> None:

@@ -4,7 +4,8 @@
 Importing this module imports only typer; the MCP SDK, Starlette and uvicorn are
 imported when a command runs, so the rest of the CLI works without the ``mcp`` and
 ``serve`` extras. A failure before serving (a missing extra, a bad option, a store
-that cannot be opened) prints one ``Error: ...`` line on stderr and exits with 1.
+that cannot be opened) prints one ``Error: ...`` line on stderr and exits with 1, or
+2 for a database that does not exist (docs/cli.md#commands).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import typer
 
 from oam_core import SchemaPolicy, SearchStrategy
 from oam_core import __version__ as oam_version
-from oam_core.clicommon import embedder_for
+from oam_core.clicommon import embedder_for, exit_code_of
 from oam_core.errors import OAMError
 from oam_core.service.common import DEFAULT_MAX_CONTENT_CHARS, DEFAULT_MAX_QUERY_CHARS
 
@@ -66,9 +67,9 @@ Policy = Annotated[
 ]
 
 
-def _fail(message: str) -> None:
+def _fail(message: str, code: int = 1) -> None:
     typer.echo("Error: " + " ".join(message.split()), err=True)
-    raise typer.Exit(1)
+    raise typer.Exit(code)
 
 
 @contextmanager
@@ -83,7 +84,8 @@ def _startup_errors(extra: str) -> Iterator[None]:
             _fail(f"this command needs the {extra} extra: pip install 'oam[{extra}]' ({exc})")
         _fail(str(exc))
     except (ValueError, KeyError, ImportError, OSError, OAMError) as exc:
-        _fail(str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc))
+        message = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+        _fail(message, exit_code_of(exc))
 
 
 def _log_to_stderr() -> None:

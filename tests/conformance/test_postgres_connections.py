@@ -349,10 +349,11 @@ def test_the_cli_exits_2_for_a_database_the_server_does_not_have(conninfo: str) 
     user, host, port = params["user"], params["host"], params.get("port", 5432)
     missing = f"postgresql://{user}@/oam_no_such_db?host={host}&port={port}"
     runner = CliRunner()
-    result = runner.invoke(app, ["threads", "--db", missing])
-    assert result.exit_code == 2, result.output
-    assert 'database "oam_no_such_db" does not exist' in result.stderr
-    assert "Traceback" not in result.output
+    for command in (["threads"], ["mcp", "--user", "u"], ["serve"]):
+        result = runner.invoke(app, [*command, "--db", missing])
+        assert result.exit_code == 2, (command, result.output)
+        assert 'database "oam_no_such_db" does not exist' in result.stderr
+        assert "Traceback" not in result.output
     gone = f"postgresql://{user}@/postgres?host=/nonexistent-socket-dir"
     result = runner.invoke(app, ["threads", "--db", gone])
     assert result.exit_code == 1, result.output

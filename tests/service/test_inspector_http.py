@@ -325,7 +325,8 @@ def test_serve_refuses_to_bind_off_loopback_without_a_token(tmp_path: Path, seed
     )
     assert short.returncode == 1 and "at least 16 characters" in short.stderr
     missing = run_cli(["serve", "--db", str(tmp_path / "missing.db")], cwd=tmp_path)
-    assert missing.returncode == 1 and "no such database" in missing.stderr
+    # a database that does not exist exits 2, as every command (docs/cli.md#commands)
+    assert missing.returncode == 2 and "no such database" in missing.stderr
     # the real path and a remedy serve has (it has no --create), never a literal "--db ..."
     assert "--db ..." not in missing.stderr and "--create to start" not in missing.stderr
     assert f"create it with `oam ingest FILE --db {tmp_path / 'missing.db'}`" in missing.stderr
