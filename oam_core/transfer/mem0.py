@@ -89,7 +89,8 @@ def to_row(item: Any, i: int, chunk_chars: int, now: str) -> DumpRow:
     merged: dict[str, Any] = dict(meta or {})
     extra = {k: item[k] for k in _KEPT if item.get(k) is not None}
     if extra:
-        merged[RESERVED_KEY] = {MEM0_KEY: extra}
+        # beside the managed mark, the one reserved object the user's metadata may hold
+        merged[RESERVED_KEY] = {**merged.get(RESERVED_KEY, {}), MEM0_KEY: extra}
     created = _opt(item, "created_at", i)
     created_at = (
         now

@@ -144,6 +144,25 @@ def test_mem0_metadata_with_the_reserved_key_is_refused(tmp_path: Path) -> None:
         assert store.list("memory") == []
 
 
+def test_mem0_keeps_the_managed_mark_beside_its_fields(tmp_path: Path) -> None:
+    """The managed mark is the one reserved object a user's metadata may hold; mem0's
+    own fields join it instead of replacing it (trial 43 f04)."""
+    mark = {"$agent_memory": {"managed": True}}
+    items = [
+        {"id": "plain", "memory": "x", "metadata": mark},
+        {"id": "hashed", "memory": "y", "hash": "abc", "metadata": {**mark, "k": 1}},
+    ]
+    path = tmp_path / "managed.json"
+    path.write_text(json.dumps(items), encoding="utf-8")
+    with SQLiteMemoryStore(str(tmp_path / "m.db"), embedder=HashingEmbedder(32)) as store:
+        import_mem0(store, path)
+        stored = {r.id: r.metadata for r in store.list("memory")}
+    assert stored == {
+        "plain": {"$agent_memory": {"managed": True}},
+        "hashed": {"k": 1, "$agent_memory": {"managed": True, "mem0": {"hash": "abc"}}},
+    }
+
+
 @pytest.fixture
 def facts_db(tmp_path: Path) -> Path:
     path = tmp_path / "oam.db"
