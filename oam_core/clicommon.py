@@ -216,7 +216,7 @@ def user_errors(own: Collection[str] | None = None) -> Iterator[None]:
             message = cli_words(str(exc), own)
             if "has no oam store" in message:
                 message += "; or create it with `oam ingest FILE --db ...`"
-            _fail(message, 1, caught, own)
+            _fail(message, exit_code_of(exc), caught, own)
         except Exception as exc:
             if debugging():
                 raise
@@ -239,13 +239,15 @@ def _store_error_code(exc: StoreError) -> int:
 
 def exit_code_of(exc: Exception) -> int:
     """The exit code of a command stopped by ``exc`` before it ran (docs/cli.md#commands):
-    2 for a database that does not exist (a missing SQLite file, as
-    ``service.common`` reports it, or a PostgreSQL database the server lacks),
-    1 otherwise."""
+    2 for a database that does not exist or holds no oam store (a missing SQLite
+    file, as ``service.common`` reports it, a PostgreSQL database the server lacks
+    or one without the store's tables), 1 otherwise."""
     if isinstance(exc, StoreError):
         return _store_error_code(exc)
-    if isinstance(exc, SchemaError) and ": no such database;" in str(exc):
-        return 2
+    if isinstance(exc, SchemaError) and (
+        ": no such database;" in str(exc) or "has no oam store" in str(exc)
+    ):
+        return 2  # a server database without a store, as a SQLite file without one
     return 1
 
 

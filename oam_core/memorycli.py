@@ -78,6 +78,8 @@ def _find(memory: OracleAgentMemory, memory_id: str) -> Record:
 
 def _json(record: Record, **extra: Any) -> str:
     keys = (record.metadata or {}).get("$agent_memory")
+    reserved = dict(keys) if isinstance(keys, dict) else {}
+    managed = reserved.pop("managed", None) is True
     own = {k: v for k, v in (record.metadata or {}).items() if k != "$agent_memory"}
     body = {
         "id": record.id,
@@ -91,7 +93,8 @@ def _json(record: Record, **extra: Any) -> str:
         "timestamp": record.timestamp,
         "created_at": record.created_at,
         "metadata": own or None,
-        "versions": keys if isinstance(keys, dict) else None,
+        "versions": reserved or None,
+        "managed": managed,
         **extra,
     }
     return json.dumps(body, ensure_ascii=False)

@@ -341,6 +341,8 @@ def test_the_cli_exits_2_for_a_database_the_server_does_not_have(conninfo: str) 
     """A PostgreSQL URL naming a database the server lacks is the same mistake as a
     missing SQLite file (exit code 2, docs/cli.md#commands); a server that cannot be
     reached at all is another failure (exit code 1)."""
+    from urllib.parse import quote
+
     from typer.testing import CliRunner
 
     from oam_core.cli import app
@@ -354,6 +356,13 @@ def test_the_cli_exits_2_for_a_database_the_server_does_not_have(conninfo: str) 
         assert result.exit_code == 2, (command, result.output)
         assert 'database "oam_no_such_db" does not exist' in result.stderr
         assert "Traceback" not in result.output
+    # a database that exists but holds no oam store (this test's empty schema): 2 too
+    options = quote(params["options"], safe="")
+    empty = f"postgresql://{user}@/{params['dbname']}?host={host}&port={port}&options={options}"
+    for command in (["threads"], ["mcp", "--user", "u"]):
+        result = runner.invoke(app, [*command, "--db", empty])
+        assert result.exit_code == 2, (command, result.output)
+        assert "has no oam store" in result.stderr
     gone = f"postgresql://{user}@/postgres?host=/nonexistent-socket-dir"
     result = runner.invoke(app, ["threads", "--db", gone])
     assert result.exit_code == 1, result.output

@@ -414,8 +414,8 @@ def test_a_missing_store_is_refused_unless_create(db_url: str, tmp_path: Path) -
     """Like ``oam serve``, ``oam mcp`` does not create a store by accident (a
     fresh-user review saw a mistyped --db silently create a new file)."""
     result = run_cli(["mcp", "--db", db_url, "--user", "alice"], cwd=tmp_path)
-    # a missing file exits 2, as in every command; a database without a store 1
-    assert result.returncode == (1 if "://" in db_url else 2), result.stderr
+    # a missing file and a database without a store exit 2, as in every command
+    assert result.returncode == 2, result.stderr
     assert "pass --create to start a new store there" in result.stderr
     if "://" not in db_url:
         assert f"Error: {db_url}: no such database;" in result.stderr

@@ -193,3 +193,26 @@ def test_newest_first_lists_are_prefixes_of_one_order(tmp_path: Path) -> None:
             part, more = newest_first(memory.store, ["memory", "fact"], n)
             assert [r.id for r in part] == [r.id for r in whole[:n]] and more
         assert [r.id for r in whole if r.record_type == "memory"] == mems[::-1]
+
+
+def test_json_reports_the_managed_mark_apart_from_versions(tmp_path: Path) -> None:
+    """A record managed by its writer (docs/memory-pipeline.md) shows ``managed: true``;
+    ``versions`` keeps the library's version marks only (None for a plain memory)."""
+    db = tmp_path / "oam.db"
+    with _open(db) as memory:
+        marked = memory.add_memory(
+            "Bob likes chess", user_id="bob", metadata={"$agent_memory": {"managed": True}, "k": 1}
+        )
+        plain = memory.add_memory("Bob likes tea", user_id="bob")
+        newer = memory.update_memory(marked, "Bob likes go", reason="changed")
+    runner = CliRunner()
+    rows = {}
+    for rid in (marked, plain, newer):
+        shown = invoke(runner, "memories", "show", rid, "--db", db, "--json")
+        assert shown.exit_code == 0, shown.output
+        rows[rid] = json.loads(shown.stdout)
+    assert (rows[plain]["managed"], rows[plain]["versions"]) == (False, None)
+    assert rows[marked]["managed"] is True and rows[marked]["metadata"] == {"k": 1}
+    assert rows[marked]["versions"]["superseded_by"] == newer
+    assert "managed" not in rows[marked]["versions"]
+    assert rows[newer]["managed"] is True and rows[newer]["versions"]["supersedes"] == [marked]
