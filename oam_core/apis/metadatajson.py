@@ -81,8 +81,12 @@ def json_storable(value: object) -> bool:
     type walk, one orjson serialisation, one scan of its text). False means "ask
     ``check_stored_json``", which names the problem (or finds none: a string holding
     a backslash and ``u0000`` looks like an escaped NUL here)."""
-    if not is_plain_json(value):
-        return False
+    return is_plain_json(value) and _storable_text(value)
+
+
+def _storable_text(value: object) -> bool:
+    """Whether ``value`` (``is_plain_json``) serialises to text without a NUL (escaped)
+    or a lone surrogate (orjson refuses one)."""
     try:
         text = orjson.dumps(value).decode()
     except orjson.JSONEncodeError:  # a lone surrogate
@@ -105,7 +109,9 @@ def check_stored_json(value: object, name: str) -> None:
             float, a non-string key, a value that is not JSON, or a key or string
             holding a NUL or a lone surrogate (docs/store.md#text-and-ids).
     """
-    if json_storable(value):
+    if is_plain_json(value):
+        if not _storable_text(value):
+            check_json_text(value, name)  # names the path (or clears a lookalike)
         return
     try:
         checked = check_json(value, name)
