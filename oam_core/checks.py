@@ -78,6 +78,7 @@ __all__ = [
     "split_vectors",
     "storable",
     "strategy_of",
+    "texts_storable",
     "to_vector",
     "types_arg",
 ]
@@ -336,6 +337,26 @@ def anchors_on_timestamp(ttl_anchor: object) -> bool:
 # ---------------------------------------------------------------- ids and texts
 
 
+def texts_storable(values: Sequence[str | None]) -> bool:
+    """Whether every string of ``values`` (None is skipped) is ``storable`` (no NUL,
+    no lone surrogate), in one pass over all of them (ASCII text costs one scan); a
+    caller that names its arguments otherwise than ``check_texts`` checks them this
+    way, and one by one with ``check_text`` only when this is False."""
+    try:
+        joined = "".join(values)  # type: ignore[arg-type]
+    except TypeError:  # a None among them
+        joined = "".join([v for v in values if v is not None])
+    if "\x00" in joined:
+        return False
+    if joined.isascii():
+        return True
+    try:
+        joined.encode("utf-8")  # refuses lone surrogates; ~6x faster than the regex
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
 def check_texts(values: Sequence[str | None], name: str) -> None:
     """``check_text`` on every string of ``values`` (None is skipped), naming
     ``name[i]``: one pass over all of them, row by row only to name a bad one.
@@ -343,18 +364,8 @@ def check_texts(values: Sequence[str | None], name: str) -> None:
     Raises:
         InvalidArgumentError: as ``check_text``, for the first bad entry.
     """
-    try:
-        joined = "".join(values)  # type: ignore[arg-type]
-    except TypeError:  # a None among them
-        joined = "".join([v for v in values if v is not None])
-    if "\x00" not in joined:
-        if joined.isascii():
-            return
-        try:
-            joined.encode("utf-8")  # refuses lone surrogates; ~6x faster than the regex
-            return
-        except UnicodeEncodeError:
-            pass
+    if texts_storable(values):
+        return
     for i, v in enumerate(values):
         if v is not None:
             check_text(v, f"{name}[{i}]")

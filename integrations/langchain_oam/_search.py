@@ -19,9 +19,9 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from oam_core import OracleMemoryStore, Record, SearchStrategy
+from oam_core.apis.metadatajson import check_stored_json
 from oam_core.checks import check_int
 from oam_core.errors import ConfigurationError, InvalidArgumentError, InvalidFilterError
-from oam_core.filters import check_json, is_plain_json
 from oam_core.steps import Steps, call, paired
 
 INTERNAL_KEYS = frozenset({"$agent_memory", "$message"})
@@ -66,7 +66,7 @@ def clean_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
 def check_json_value(value: object, where: str) -> None:
     """Refuse a value JSON cannot hold as the store keeps it, naming ``where`` (the
     caller's argument, not the store's internal ``metadata[i]``); the common case,
-    built-in JSON types only, costs one fast type walk.
+    built-in JSON types and storable text, costs one fast pass.
 
     Args:
         value: A dict, list or scalar about to be stored as JSON.
@@ -74,15 +74,11 @@ def check_json_value(value: object, where: str) -> None:
 
     Raises:
         InvalidArgumentError: for an integer outside signed 64 bits, a non-finite
-            float, a non-string key, a lone surrogate, or a value that is not JSON
-            (docs/langchain.md#vector-store).
+            float, a non-string key, a value that is not JSON, or a key or string
+            holding a NUL or a lone surrogate, named by its path in ``where``
+            (``metadatas[1]['k']``; docs/langchain.md#vector-store).
     """
-    if is_plain_json(value):
-        return
-    try:
-        check_json(value, where)
-    except InvalidFilterError as exc:  # a stored value, not a filter, is refused
-        raise InvalidArgumentError(str(exc)) from None
+    check_stored_json(value, where)
 
 
 def check_metadata(metadata: object, where: str) -> dict[str, Any] | None:

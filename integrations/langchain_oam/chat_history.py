@@ -18,7 +18,7 @@ messages written without it (plain ``oam`` messages) map back by role.
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.chat_history import BaseChatMessageHistory
@@ -38,6 +38,7 @@ from langchain_core.messages.tool import default_tool_parser, invalid_tool_call,
 from langchain_oam import _dropped
 from langchain_oam._search import check_json_value
 from oam_core import NOT_SET, Message, MessageRecord, OracleAgentMemory, OracleThread, SchemaPolicy
+from oam_core.apis.metadatajson import json_storable
 from oam_core.checks import check_thread_owner
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.memory.messages import prepare_messages
@@ -55,13 +56,15 @@ def _base_type(message: BaseMessage) -> str:
     return kind[: -len("MessageChunk")].lower() if kind.endswith("MessageChunk") else kind
 
 
-def to_oam_message(message: BaseMessage) -> Message:
-    """A LangChain message as an ``oam`` ``Message`` (see the module docstring).
+def to_oam_message(message: BaseMessage, index: int = 0) -> Message:
+    """A LangChain message as an ``oam`` ``Message`` (see the module docstring);
+    ``index`` is its position in the write, for errors.
 
     Raises:
-        ValueError: for anything that is not a ``BaseMessage``, or fields JSON cannot
-            hold as stored (an int past 64 bits, a NaN, an object), naming the
-            message type.
+        ValueError: for anything that is not a ``BaseMessage``, fields JSON cannot
+            hold as stored (an int past 64 bits, a NaN, an object), or a NUL or lone
+            surrogate in one, naming the field as the caller wrote it
+            (``messages[0].additional_kwargs['a']``, not the stored layout).
     """
     if not isinstance(message, BaseMessage):
         raise InvalidArgumentError(
@@ -91,8 +94,27 @@ def to_oam_message(message: BaseMessage) -> Message:
         raise InvalidArgumentError(
             f"{type(message).__name__} fields must be JSON-compatible to be stored: {exc}"
         ) from None
-    check_json_value(fields, f"{type(message).__name__} fields")  # e.g. an int past 64 bits
+    _check_fields(data, f"messages[{index}]")  # e.g. an int past 64 bits, a NUL
     return Message(role=role or "unknown", content=content, metadata={MESSAGE_KEY: fields})
+
+
+def _check_fields(data: Mapping[str, Any], where: str) -> None:
+    """Refuse a message field (``data``: the message's fields, as ``message_to_dict``
+    gives them) a store cannot hold as JSON, naming it ``where.field``, or
+    ``where.field['key']`` in a dict field (``messages[0].additional_kwargs['a']``);
+    the common case costs one fast pass (``json_storable``).
+
+    Raises:
+        InvalidArgumentError: as ``check_json_value``.
+    """
+    if json_storable(data):
+        return
+    for field, value in data.items():
+        name = f"{where}.{field}"
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                check_json_value(item, f"{name}[{key!r}]")
+        check_json_value(value, name)  # its keys, or a field that is not a dict
 
 
 def _tool_calls(raw: object) -> tuple[list[Any], list[Any]]:
@@ -351,7 +373,7 @@ class OAMChatMessageHistory(BaseChatMessageHistory):
         try:
             # Every message is checked (text, metadata) before the thread is created,
             # so a refused write leaves nothing, not even a thread row claiming the id.
-            converted = prepare_messages([to_oam_message(m) for m in messages])
+            converted = prepare_messages([to_oam_message(m, i) for i, m in enumerate(messages)])
             if not converted:
                 return
             thread = yield from self._thread_steps()

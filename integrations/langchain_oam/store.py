@@ -97,7 +97,6 @@ from oam_core import (
     TimeToLiveAnchor,
 )
 from oam_core.apis.metadatajson import managed
-from oam_core.apis.storable import check_json_text, storable
 from oam_core.checks import check_int, check_optional_int, check_text
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import Steps, call, paired, run_async, run_sync
@@ -177,9 +176,9 @@ def _as_json(value: Mapping[str, Any]) -> dict[str, Any]:
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(f"value is not JSON-serializable: {exc}") from None
     converted: dict[str, Any] = json.loads(text)
-    check_json_value(converted, "value")  # e.g. an int past 64 bits, named as the value
-    if "\\u0000" in text or not storable(text):  # a NUL (escaped) or a lone surrogate
-        check_json_text(converted, "value")  # names it: value['text'], not metadata[0]
+    # e.g. an int past 64 bits (named as the value), a NUL (named by its path,
+    # value['text'], not the store's metadata[0]['value'])
+    check_json_value(converted, "value")
     return converted
 
 

@@ -39,6 +39,7 @@ from oam_core import (
     SQLiteMemoryStore,
 )
 from oam_core.apis.metadatajson import managed
+from oam_core.checks import check_texts
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import Steps, call, paired, run_async, run_sync
 from oam_core.store.planning import name_ids
@@ -219,6 +220,10 @@ class OAMVectorStore(VectorStore):
         for i, rid in enumerate(record_ids):
             if not isinstance(rid, str) or not rid:
                 raise InvalidArgumentError(f"ids[{i}] must be a non-empty str, got {rid!r}")
+        # NUL and lone surrogates named as the caller's texts[i] / ids[i], before the
+        # store (which would name its own contents[i]) or the embedder sees them
+        check_texts(texts, "texts")
+        check_texts(record_ids, "ids")
         if len(set(record_ids)) != len(record_ids):
             twice = [rid for rid, n in collections.Counter(record_ids).items() if n > 1]
             raise InvalidArgumentError(f"duplicate ids in one call: {name_ids(twice)}")
@@ -285,8 +290,10 @@ class OAMVectorStore(VectorStore):
 
         Raises:
             ValueError: for misaligned lists, duplicate ids, non-JSON metadata, a
-                reserved metadata key, or an id held by a record outside this
-                vector store's scope; nothing is written.
+                reserved metadata key, a NUL or lone surrogate in a text, id or
+                metadata (naming ``texts[i]``, ``ids[i]``, ``metadatas[i]['key']``),
+                or an id held by a record outside this vector store's scope;
+                nothing is written.
             TypeError: for an unknown keyword argument.
         """
         return run_sync(self._add_steps(texts, metadatas, ids, kwargs))

@@ -26,9 +26,10 @@ from llama_index.core.bridge.pydantic import BaseModel
 from llama_index.core.storage.chat_store.base_db import MessageStatus
 
 from oam_core import Message, Record
+from oam_core.apis.metadatajson import check_stored_json, json_storable
 from oam_core.apis.records import MessageRecord
-from oam_core.errors import InvalidArgumentError, InvalidFilterError
-from oam_core.filters import check_json
+from oam_core.checks import check_text
+from oam_core.errors import InvalidArgumentError
 
 MESSAGE_KEY = "$message"
 """Reserved metadata key for chat-framework message fields (docs/concepts.md#records)."""
@@ -83,17 +84,18 @@ def check_kwargs(kwargs: Mapping[str, Any], where: str) -> None:
 
     Raises:
         InvalidArgumentError: for a non-string key, a non-finite float, an int past
-            64 bits, a lone surrogate, or a value that is not a JSON value (a set,
-            bytes, a datetime, any other object).
+            64 bits, a NUL or lone surrogate (named by its path,
+            ``messages[0].additional_kwargs['a']``, not the stored layout), or a
+            value that is not a JSON value (a set, bytes, a datetime, any other object).
     """
+    if json_storable(kwargs):  # built-in JSON types and storable text: one pass
+        return
     for key, value in kwargs.items():
         name = f"{where}[{key!r}]"
         if not isinstance(key, str):
             raise InvalidArgumentError(f"{where}: keys must be strings, got {key!r}")
-        try:
-            check_json(_plain(value), name)
-        except InvalidFilterError as exc:  # the message, not a filter, is refused
-            raise InvalidArgumentError(str(exc)) from None
+        check_text(key, f"{where} key {key!r}")
+        check_stored_json(_plain(value), name)
 
 
 def _plain(value: Any) -> Any:

@@ -8,7 +8,7 @@ LlamaIndex filters translated by ``filters.py`` to the ``oam`` filter language
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -24,7 +24,7 @@ from llama_index.core.vector_stores.types import (
 )
 
 from llama_index_oam.filters import Json, and_filters, to_oam_filter
-from llama_index_oam.nodes import REF_DOC_KEY, node_to_row, record_to_node
+from llama_index_oam.nodes import REF_DOC_KEY, check_rows, node_to_row, record_to_node
 from oam_core import (
     NOT_SET,
     OracleAgentMemory,
@@ -195,7 +195,9 @@ class OAMVectorStore(BasePydanticVectorStore):
             ValueError: for a node id repeated in ``nodes``, an id held by a record
                 outside this store's type or scope, a node without embedding when
                 the store has no embedder and searches by vector, vectors of the
-                wrong dimension, or non-JSON metadata; nothing is written then.
+                wrong dimension, non-JSON metadata, or a NUL or lone surrogate in a
+                node's id, text or metadata (named by node: ``node 'n1' text``,
+                ``node 'n1' metadata['m']``); nothing is written then.
         """
         nodes = list(nodes)
         if not nodes:
@@ -213,13 +215,16 @@ class OAMVectorStore(BasePydanticVectorStore):
                 "embedder, so vector search could never find it: give nodes embeddings "
                 "(e.g. through VectorStoreIndex's embed_model) or configure the store's embedder"
             )
+        row_list = [node_to_row(n) for n in nodes]
+        check_rows(nodes, row_list)  # ids, texts, metadata, before anything is read
+        rows = {id(n): row for n, row in zip(nodes, row_list, strict=True)}
         for node in nodes:
             self._check_replaceable(node.node_id)
         batches = []
         if with_vec:
-            batches.append(self._batch(with_vec, with_embeddings=True))
+            batches.append(self._batch(with_vec, rows, with_embeddings=True))
         if without:
-            batches.append(self._batch(without, with_embeddings=False))
+            batches.append(self._batch(without, rows, with_embeddings=False))
         store.upsert_batches(batches, **add_kwargs)
         return [n.node_id for n in nodes]
 
@@ -234,8 +239,15 @@ class OAMVectorStore(BasePydanticVectorStore):
                     "this vector store (another record type or scope)"
                 )
 
-    def _batch(self, nodes: list[BaseNode], *, with_embeddings: bool) -> PendingRecordBatch:
-        rows = [node_to_row(n) for n in nodes]
+    def _batch(
+        self,
+        nodes: list[BaseNode],
+        by_node: Mapping[int, tuple[str, str, dict[str, Any]]],
+        *,
+        with_embeddings: bool,
+    ) -> PendingRecordBatch:
+        """The store batch writing ``nodes``, whose ``node_to_row`` are ``by_node[id(node)]``."""
+        rows = [by_node[id(n)] for n in nodes]
         scope = self._scope()
         return PendingRecordBatch(
             texts=[content for content, _, _ in rows],

@@ -75,6 +75,51 @@ def _plain_text(value: dict[str, Any]) -> str | None:
         return None
 
 
+def json_storable(value: object) -> bool:
+    """Whether ``value`` is made of built-in JSON types only (``is_plain_json``) and
+    none of its keys and strings holds a NUL or a lone surrogate: one fast pass (a
+    type walk, one orjson serialisation, one scan of its text). False means "ask
+    ``check_stored_json``", which names the problem (or finds none: a string holding
+    a backslash and ``u0000`` looks like an escaped NUL here)."""
+    return is_plain_json(value) and _storable_text(value)
+
+
+def _storable_text(value: object) -> bool:
+    """Whether ``value`` (``is_plain_json``) serialises to text without a NUL (escaped)
+    or a lone surrogate (orjson refuses one)."""
+    try:
+        text = orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:  # a lone surrogate
+        return False
+    return "\\u0000" not in text and storable(text)
+
+
+def check_stored_json(value: object, name: str) -> None:
+    """Refuse a JSON-like value a store cannot hold as metadata, naming ``name`` (the
+    caller's own argument: a framework adapter checks what it was given this way
+    before it writes, so the error never names the store's internal ``metadata[0]``).
+
+    Args:
+        value: A dict, list or scalar about to be stored as (part of) metadata.
+        name: The caller's name for it (``metadatas[1]``, ``node 'n1' metadata``);
+            a NUL or lone surrogate is named by its path (``metadatas[1]['k']``).
+
+    Raises:
+        InvalidArgumentError: for an integer outside signed 64 bits, a non-finite
+            float, a non-string key, a value that is not JSON, or a key or string
+            holding a NUL or a lone surrogate (docs/store.md#text-and-ids).
+    """
+    if is_plain_json(value):
+        if not _storable_text(value):
+            check_json_text(value, name)  # names the path (or clears a lookalike)
+        return
+    try:
+        checked = check_json(value, name)
+    except InvalidFilterError as exc:  # a stored value, not a filter, is refused
+        raise InvalidArgumentError(str(exc)) from None
+    check_json_text(checked, name)
+
+
 def dump_metadata(value: object, name: str = "metadata", *, library: bool = False) -> str | None:
     """Validate metadata (a JSON-compatible dict or None) and serialise it.
 

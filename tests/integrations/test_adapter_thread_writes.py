@@ -8,6 +8,7 @@ thread again. SQLite file and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -255,3 +256,39 @@ def test_llama_index_keeps_json_additional_kwargs_and_tool_call_models(
         "m": {"x": None},
         "tool_calls": [{"id": "c1", "arguments": {"a": 1}}],
     }
+
+
+@pytest.mark.parametrize("text", BAD_TEXTS, ids=["nul", "surrogate"])
+def test_a_nul_or_lone_surrogate_in_a_message_field_is_named_as_passed(
+    memory: OracleAgentMemory, text: str
+) -> None:
+    """Trial 43 f01: a NUL or lone surrogate in ``additional_kwargs`` is named as the
+    caller passed it (``messages[1].additional_kwargs['v']``), as an int past 64 bits
+    is, never by the stored layout (``messages[1].metadata['$message']...``); nothing
+    is written, no thread left."""
+    what = (
+        r"a NUL character \(U\+0000\) at index 3"
+        if "\x00" in text
+        else r"a lone surrogate \(U\+D800\) at index 5"
+    )
+    chats, db_chats = OAMChatStore(memory, user_id="u"), OAMDBChatStore(memory, user_id="u")
+    fine = ChatMessage(role="user", content="fine")
+    bad = ChatMessage(role="user", content="x", additional_kwargs={"v": {"w": [text]}})
+    lc_bad = AIMessage("x", additional_kwargs={"v": {"w": [text]}})
+    history = OAMChatMessageHistory(memory, "t", user_id="u")
+    writes: list[tuple[str, Callable[[], Any]]] = [
+        ("messages[0]", lambda: chats.add_message("t", bad)),
+        ("messages[1]", lambda: chats.set_messages("t", [fine, bad])),
+        ("messages[1]", lambda: asyncio.run(db_chats.add_messages("t", [fine, bad]))),
+        ("messages[1]", lambda: history.add_messages([HumanMessage("fine"), lc_bad])),
+    ]
+    for where, write in writes:
+        name = re.escape(f"{where}.additional_kwargs['v']['w'][0]")
+        with pytest.raises(InvalidArgumentError, match=rf"^{name} contains {what}; "):
+            write()
+    key = ChatMessage(role="user", content="x", additional_kwargs={text: 1})
+    name = re.escape(f"messages[0].additional_kwargs key {text!r}")
+    with pytest.raises(InvalidArgumentError, match=rf"^{name} contains "):
+        chats.add_message("t", key)
+    assert memory.list_threads() == []
+    assert memory.store.list("message", None) == []

@@ -417,8 +417,8 @@ def test_store_ttl_sweeper_interval_is_checked_at_the_call(tmp_path: Path, minut
 
 def test_an_int_past_64_bits_is_named_as_the_callers_argument_and_writes_nothing() -> None:
     """docs/langchain.md: an integer must fit in signed 64 bits (SQLite reads a larger
-    JSON integer as a float); the error names ``metadatas[0]``, the message type or
-    the item's ``value``, not the store's internal ``metadata[0]``."""
+    JSON integer as a float); the error names ``metadatas[0]``, the message's field
+    or the item's ``value``, not the store's internal ``metadata[0]``."""
     big = 2**64
     with OracleAgentMemory(
         connection=":memory:", embedder="hashing/16", extract_memories=False
@@ -431,8 +431,12 @@ def test_an_int_past_64_bits_is_named_as_the_callers_argument_and_writes_nothing
         assert vs.get_by_ids(["x"])[0].metadata == {"h": 2**63 - 1, "t": [1, 2]}
 
         history = OAMChatMessageHistory(memory, "t1")
-        with pytest.raises(ValueError, match=r"^HumanMessage fields: integer 1844"):
-            history.add_messages([HumanMessage("hi", additional_kwargs={"h": big})])
+        with pytest.raises(
+            ValueError, match=r"^messages\[1\]\.additional_kwargs\['h'\]: integer 1844"
+        ):
+            history.add_messages(
+                [HumanMessage("ok"), HumanMessage("hi", additional_kwargs={"h": big})]
+            )
         assert history.messages == []
 
         store = OAMStore(memory)
@@ -445,3 +449,54 @@ def test_an_int_past_64_bits_is_named_as_the_callers_argument_and_writes_nothing
         store.put(("a",), "k", {1: "x", "n": {2: "y"}})
         item = store.get(("a",), "k")
         assert item is not None and item.value == {"1": "x", "n": {"2": "y"}}
+
+
+# -- trial 43: a NUL or lone surrogate is named as the caller's argument -------------------
+
+
+@pytest.mark.parametrize("bad", ["a\x00b", "a\ud800b"])
+def test_a_nul_or_lone_surrogate_is_named_as_the_callers_argument_and_writes_nothing(
+    bad: str,
+) -> None:
+    """docs/langchain.md: a NUL or a lone surrogate in a text, id, metadata or message
+    field is an ``InvalidArgumentError`` naming the field as the caller passed it
+    (``texts[0]``, ``ids[1]``, ``metadatas[1]['k']``,
+    ``messages[1].additional_kwargs['a']``), not the store's ``contents[0]``,
+    ``record_ids[0]``, ``metadata[1]`` or the stored message layout; nothing is written."""
+    what = r"a NUL character \(U\+0000\)" if "\x00" in bad else r"a lone surrogate \(U\+D800\)"
+    with OracleAgentMemory(
+        connection=":memory:", embedder="hashing/16", extract_memories=False
+    ) as memory:
+        vs = OAMVectorStore(DeterministicFakeEmbedding(size=16), store=memory.store)
+        cases: list[tuple[str, Any]] = [
+            (r"texts\[1\]", lambda: vs.add_texts(["ok", bad], ids=["x", "y"])),
+            (r"ids\[1\]", lambda: vs.add_texts(["ok", "ab"], ids=["x", bad])),
+            (
+                r"metadatas\[1\]\['k'\]",
+                lambda: vs.add_texts(["ok", "ab"], [{}, {"k": bad}], ids=["x", "y"]),
+            ),
+            (
+                r"metadatas\[0\]\['k'\]\[1\]",
+                lambda: vs.add_texts(["ok"], [{"k": ["ok", bad]}], ids=["x"]),
+            ),
+        ]
+        for name, write in cases:
+            with pytest.raises(ValueError, match=rf"^{name} contains {what} at index 1; "):
+                write()
+        with pytest.raises(ValueError, match=rf"^texts\[0\] contains {what} "):
+            vs.add_documents([Document(page_content=bad)], ids=["x"])
+        assert vs.get_by_ids(["x", "y"]) == []
+        assert memory.store.list("memory") == []
+
+        history = OAMChatMessageHistory(memory, "t1")
+        message = HumanMessage("hi", additional_kwargs={"a": bad})
+        with pytest.raises(
+            ValueError, match=rf"^messages\[1\]\.additional_kwargs\['a'\] contains {what} "
+        ):
+            history.add_messages([HumanMessage("ok"), message])
+        with pytest.raises(ValueError, match=rf"^messages\[0\]\.content contains {what} "):
+            history.add_messages([HumanMessage(bad)])
+        assert history.messages == []
+        assert memory.store.list("thread") == []
+        vs.add_texts(["ok"], [{"k": "a\\u0000b"}], ids=["z"])  # a backslash, not a NUL
+        assert vs.get_by_ids(["z"])[0].metadata == {"k": "a\\u0000b"}

@@ -358,3 +358,39 @@ def test_metadata_json_cannot_hold_is_named_by_node_id_and_writes_nothing(
         [TextNode(id_="t", text="x", metadata={"t": (1, 2), "h": -(2**63)}, embedding=[1.0, 0.0])]
     )
     assert vs.get_nodes(["t"])[0].metadata == {"t": [1, 2], "h": -(2**63)}
+
+
+@pytest.mark.parametrize("bad", ["a\x00b", "a\ud800b"], ids=["nul", "surrogate"])
+def test_a_nul_or_lone_surrogate_is_named_by_node_id_and_writes_nothing(
+    store: SQLiteMemoryStore, bad: str
+) -> None:
+    """docs/llama_index.md#vector-store: a NUL or lone surrogate in a node's text, id or
+    metadata is an ``InvalidArgumentError`` naming the node (``node 'n1' text``,
+    ``node 'n1' metadata['m']``), not the store's ``index_texts[0]`` or
+    ``metadata[1]``; nothing of the call is written."""
+    what = (
+        r"a NUL character \(U\+0000\) at index 1"
+        if "\x00" in bad
+        else r"a lone surrogate \(U\+D800\) at index 1"
+    )
+    vs = OAMVectorStore(store)
+    ok = TextNode(id_="ok", text="fine", embedding=[1.0, 0.0])
+    cases = [
+        (r"node 'n1' text", TextNode(id_="n1", text=bad, embedding=[1.0, 0.0])),
+        (
+            r"node 'n1' metadata\['m'\]\[0\]",
+            TextNode(id_="n1", text="x", metadata={"m": [bad]}, embedding=[1.0, 0.0]),
+        ),
+        (
+            r"node id 'a\\x00b'" if "\x00" in bad else r"node id 'a\\ud800b'",
+            TextNode(id_=bad, text="x", embedding=[1.0, 0.0]),
+        ),
+    ]
+    for name, node in cases:
+        with pytest.raises(ValueError, match=rf"^{name} contains {what}; "):
+            vs.add([ok, node])
+    assert vs.get_nodes(["ok", "n1", bad]) == []
+    assert store.list("memory") == []
+    vs.add([TextNode(id_="t", text="a\\u0000b", metadata={"m": "\\u0000"}, embedding=[1.0, 0.0])])
+    [back] = vs.get_nodes(["t"])  # a backslash and u0000 is text, not a NUL
+    assert (back.get_content(), back.metadata) == ("a\\u0000b", {"m": "\\u0000"})
