@@ -63,30 +63,12 @@ def clean_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in (metadata or {}).items() if k not in INTERNAL_KEYS}
 
 
-def check_json_value(value: object, where: str) -> None:
-    """Refuse a value JSON cannot hold as the store keeps it, naming ``where`` (the
-    caller's argument, not the store's internal ``metadata[i]``); the common case,
-    built-in JSON types and storable text, costs one fast pass.
-
-    Args:
-        value: A dict, list or scalar about to be stored as JSON.
-        where: The caller's name for it (``metadatas[0]``, ``value``).
-
-    Raises:
-        InvalidArgumentError: for an integer outside signed 64 bits, a non-finite
-            float, a non-string key, a value that is not JSON, or a key or string
-            holding a NUL or a lone surrogate, named by its path in ``where``
-            (``metadatas[1]['k']``; docs/langchain.md#vector-store).
-    """
-    check_stored_json(value, where)
-
-
 def check_metadata(metadata: object, where: str) -> dict[str, Any] | None:
     """Validate one caller metadata dict (None/empty allowed) before writing it.
 
     Raises:
         ValueError: for a non-dict, a key ``oam`` reserves for itself, or a value
-            JSON cannot hold as stored (``check_json_value``), naming ``where``.
+            JSON cannot hold as stored (``metadatajson.check_stored_json``), naming ``where``.
     """
     if metadata is None:
         return None
@@ -95,7 +77,7 @@ def check_metadata(metadata: object, where: str) -> dict[str, Any] | None:
     reserved = sorted(set(metadata) & INTERNAL_KEYS)
     if reserved:
         raise InvalidArgumentError(f"{where} uses keys reserved by oam: {reserved}")
-    check_json_value(metadata, where)
+    check_stored_json(metadata, where)
     return dict(metadata)
 
 

@@ -36,9 +36,8 @@ from langchain_core.messages import (
 from langchain_core.messages.tool import default_tool_parser, invalid_tool_call, tool_call
 
 from langchain_oam import _dropped
-from langchain_oam._search import check_json_value
 from oam_core import NOT_SET, Message, MessageRecord, OracleAgentMemory, OracleThread, SchemaPolicy
-from oam_core.apis.metadatajson import json_storable
+from oam_core.apis.metadatajson import check_stored_json, json_storable
 from oam_core.checks import check_thread_owner
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.memory.messages import prepare_messages
@@ -105,7 +104,7 @@ def _check_fields(data: Mapping[str, Any], where: str) -> None:
     the common case costs one fast pass (``json_storable``).
 
     Raises:
-        InvalidArgumentError: as ``check_json_value``.
+        InvalidArgumentError: as ``metadatajson.check_stored_json``.
     """
     if json_storable(data):
         return
@@ -113,8 +112,8 @@ def _check_fields(data: Mapping[str, Any], where: str) -> None:
         name = f"{where}.{field}"
         if isinstance(value, Mapping):
             for key, item in value.items():
-                check_json_value(item, f"{name}[{key!r}]")
-        check_json_value(value, name)  # its keys, or a field that is not a dict
+                check_stored_json(item, f"{name}[{key!r}]")
+        check_stored_json(value, name)  # its keys, or a field that is not a dict
 
 
 def _tool_calls(raw: object) -> tuple[list[Any], list[Any]]:

@@ -80,7 +80,6 @@ from langgraph.store.base import (
 )
 
 from langchain_oam._search import (
-    check_json_value,
     current_at,
     distance_kind,
     filter_dict,
@@ -96,7 +95,7 @@ from oam_core import (
     SQLiteMemoryStore,
     TimeToLiveAnchor,
 )
-from oam_core.apis.metadatajson import managed
+from oam_core.apis.metadatajson import check_stored_json, managed
 from oam_core.checks import check_int, check_optional_int, check_text
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import Steps, call, paired, run_async, run_sync
@@ -178,7 +177,7 @@ def _as_json(value: Mapping[str, Any]) -> dict[str, Any]:
     converted: dict[str, Any] = json.loads(text)
     # e.g. an int past 64 bits (named as the value), a NUL (named by its path,
     # value['text'], not the store's metadata[0]['value'])
-    check_json_value(converted, "value")
+    check_stored_json(converted, "value")
     return converted
 
 

@@ -64,7 +64,7 @@ _JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", "
 ``json.dumps`` builds one per call); compact, as ``_plain_text`` writes the rest."""
 
 
-def _plain_text(value: dict[str, Any]) -> str | None:
+def _plain_text(value: object) -> str | None:
     """``value`` (``is_plain_json``) as compact JSON through orjson, about ten times
     faster than ``json``; None when orjson refuses it (a lone surrogate), which the
     caller then checks the slow way. The text parses back to the same value as
@@ -87,11 +87,8 @@ def json_storable(value: object) -> bool:
 def _storable_text(value: object) -> bool:
     """Whether ``value`` (``is_plain_json``) serialises to text without a NUL (escaped)
     or a lone surrogate (orjson refuses one)."""
-    try:
-        text = orjson.dumps(value).decode()
-    except orjson.JSONEncodeError:  # a lone surrogate
-        return False
-    return "\\u0000" not in text and storable(text)
+    text = _plain_text(value)
+    return text is not None and "\\u0000" not in text and storable(text)
 
 
 def check_stored_json(value: object, name: str) -> None:
