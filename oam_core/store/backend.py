@@ -455,6 +455,17 @@ class Backend(abc.ABC):
     def load(self, keys: Sequence[Hashable]) -> dict[Hashable, Record]:
         """Records by key."""
 
+    def row_vectors(
+        self, keys: Sequence[Hashable], now: datetime
+    ) -> dict[Hashable, builtins.list[Vector]]:
+        """Each record's stored search-row vectors (float32 arrays of shape ``(dim,)``)
+        in row order, a message's context row last (docs/retrieval.md#second-stage-vector-lists);
+        rows without a vector or expired at ``now`` (aware datetime) are left out, and so
+        is a record without any. Here:
+        none (a back end that cannot read them back: the feedback vector list is
+        then not searched)."""
+        return {}
+
     shares_loaded: bool = False
     """Whether ``load_for_ranking`` may return objects it returns again later (held
     between searches): store/search.py then reads them only and hands the caller

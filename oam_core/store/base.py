@@ -38,6 +38,7 @@ from oam_core.store import search as search_flow
 from oam_core.store.backend import Predicate
 from oam_core.store.dumprows import TransferMethods
 from oam_core.store.embedding import reindex as embed_missing
+from oam_core.store.fusion import FusionConfig, fusion_arg
 from oam_core.store.identity import EmbedderIdentity
 from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
 from oam_core.store.runtime import StoreRuntime
@@ -77,11 +78,15 @@ class OracleMemoryStore(TransferMethods, IMemoryStore):
         allow_embedder_change: Open a store whose recorded embedder differs from
             ``embedder`` (same dimension), and record ``embedder`` with the next
             vector written (docs/store.md#embedder-identity).
+        fusion: How HYBRID fuses its lists (``store.fusion.FusionConfig``: which
+            signal and second-stage lists apply, their weights), or None for
+            ``DEFAULT_FUSION`` (docs/retrieval.md#one-fusion-for-every-back-end).
 
     Raises:
         ValueError: for a bad strategy, a non-positive ``vector_dim``, a
-            ``vector_dim`` that differs from the embedder's dimension, or a reranker
-            that is not an ``IReranker``.
+            ``vector_dim`` that differs from the embedder's dimension, a reranker
+            that is not an ``IReranker``, or a ``fusion`` that is not a
+            ``FusionConfig``.
     """
 
     def __init__(
@@ -94,7 +99,9 @@ class OracleMemoryStore(TransferMethods, IMemoryStore):
         clock: Clock | None = None,
         reranker: IReranker | None = None,
         allow_embedder_change: bool = False,
+        fusion: FusionConfig | None = None,
     ) -> None:
+        self._fusion = fusion_arg(fusion)
         self.runtime = StoreRuntime(
             embedder=embedder,
             vector_dim=vector_dim,
@@ -108,6 +115,20 @@ class OracleMemoryStore(TransferMethods, IMemoryStore):
         self.search_strategy = SearchStrategy.parse(search_strategy)
         self.reranker: IReranker | None = check_reranker(reranker)
         self.allow_embedder_change = allow_embedder_change
+
+    @property
+    def fusion(self) -> FusionConfig:
+        """How this store's HYBRID searches fuse their lists; settable, None restoring
+        ``DEFAULT_FUSION`` (docs/retrieval.md#one-fusion-for-every-back-end).
+
+        Raises:
+            InvalidArgumentError: on setting a value that is not a ``FusionConfig`` or None.
+        """
+        return self._fusion
+
+    @fusion.setter
+    def fusion(self, value: FusionConfig | None) -> None:
+        self._fusion = fusion_arg(value)
 
     @property
     def embedder(self) -> IEmbedder | None:
@@ -610,6 +631,7 @@ class OracleMemoryStore(TransferMethods, IMemoryStore):
             record_types=record_types,
             metadata_filter=metadata_filter,
             as_of=as_of,
+            fusion=self.fusion,
         )
 
     def searching_with(self, strategy: SearchStrategy | str | None) -> AbstractContextManager[None]:

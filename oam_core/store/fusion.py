@@ -57,13 +57,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from itertools import chain
 from operator import itemgetter
-from typing import ClassVar, TypeVar
+from typing import TypeVar
 
 import regex
 
 from oam_core.apis.records import MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import participant_name
+from oam_core.checks import MAX_ROWS
 from oam_core.errors import InvalidArgumentError
+from oam_core.store.distances import Distance, DistanceKind, distance_type
+from oam_core.store.naming import named_speaker
 from oam_core.store.temporal import (
     Span,
     asks_for_time,
@@ -72,7 +75,13 @@ from oam_core.store.temporal import (
     record_days,
     states_time_each,
 )
-from oam_core.store.text import STEM, fold, kept_per_text, query_terms, stem_counts_each, term_set
+from oam_core.store.text import (
+    STEM,
+    kept_per_text,
+    query_terms,
+    stem_counts_each,
+    term_set,
+)
 
 __all__ = [
     "ADVICE_KEYWORD_WEIGHT",
@@ -82,12 +91,14 @@ __all__ = [
     "FACTS_MEMO_SIZE",
     "FEEDBACK_HEAD",
     "FEEDBACK_MIN_LETTERS",
+    "FEEDBACK_VECTOR_WEIGHT",
     "FEEDBACK_WEIGHT",
     "HYBRID_DEPTH",
     "OWN_TEXT_WEIGHT",
     "POOL",
     "PREFERENCE_WEIGHT",
     "RRF_K",
+    "SPEAKER_VECTOR_WEIGHT",
     "SPEAKER_WEIGHT",
     "TIME_WEIGHT",
     "Distance",
@@ -98,6 +109,7 @@ __all__ = [
     "distance_type",
     "feedback_terms",
     "fuse",
+    "fusion_arg",
     "list_weights",
     "normalized_distances",
     "own_text_list",
@@ -115,7 +127,9 @@ class Signal(enum.Enum):
     """The query signals, each one more ranked list of a HYBRID search's candidates
     (which apply, and their weights: ``fusion.FusionConfig``). ``FEEDBACK`` is the
     keyword index searched again with words of the fused head (``feedback_terms``),
-    not a list of the pool's fields."""
+    not a list of the pool's fields; ``SPEAKER_VECTOR`` and ``FEEDBACK_VECTOR`` are
+    vector rankings of the whole store that share the question's vector list's
+    weight (store/vectorlists.py)."""
 
     SPEAKER = "speaker"
     DATE = "date"
@@ -123,6 +137,8 @@ class Signal(enum.Enum):
     OWN_TEXT = "own_text"
     PREFERENCE = "preference"
     FEEDBACK = "feedback"
+    SPEAKER_VECTOR = "speaker_vector"
+    FEEDBACK_VECTOR = "feedback_vector"
 
 
 POOL = 50
@@ -173,6 +189,14 @@ list: a query the search derived itself is weaker evidence than the one it was
 asked. On LoCoMo it lifts recall_all@10 0.7125 -> 0.720, both halves of the dev
 set, no category lower (bench/README.md)."""
 
+SPEAKER_VECTOR_WEIGHT = 0.5
+"""RRF weight of the speaker's vector list, taken from the question's vector list
+(store/vectorlists.py)."""
+
+FEEDBACK_VECTOR_WEIGHT = 0.5
+"""RRF weight of the feedback vector list, taken from the question's vector list
+(store/vectorlists.py)."""
+
 ADVICE_SIGNALS = frozenset({Signal.SPEAKER, Signal.PREFERENCE})
 """The signal lists that apply to a question asking for advice: the speaker (a
 question may name whose preferences matter) and the stated preferences. The date,
@@ -221,12 +245,10 @@ def signal_lists(
     present = [key for key in pool if key in records]
     lists: builtins.list[tuple[Signal, builtins.list[Hashable]]] = []
     if Signal.SPEAKER in which:
-        words = {fold(w) for w in _WORD.findall(query)}
         names = speaker_names(records) if speakers is None else speakers
-        named = {n for n in {names[key] for key in present} if n and _names_in(n, words)}
-        if len(named) == 1:
-            spoken = [key for key in present if names[key] in named]
-            lists.append((Signal.SPEAKER, spoken))
+        named = named_speaker(query, [names[key] for key in present])
+        if named:
+            lists.append((Signal.SPEAKER, [key for key in present if names[key] in named]))
     if Signal.DATE not in which or spans is None:
         spans = query_spans(query, now) if Signal.DATE in which else []
     if spans:
@@ -412,13 +434,6 @@ def own_text_list(
     return [key for _, _, key in sorted(held)]
 
 
-def _names_in(name: str, words: set[str]) -> bool:
-    """Whether every word of a participant name is a word of the query (``words``,
-    folded as the keyword index folds them: "Jose" names "José")."""
-    parts = [fold(w) for w in _WORD.findall(name)]
-    return bool(parts) and all(p in words for p in parts)
-
-
 RRF_K = 5
 """Reciprocal-rank-fusion constant. The classic 60 (Cormack et al., 2009) suits fusing
 many systems; with two lists a small constant keeps the weight on each list's top
@@ -428,96 +443,6 @@ HYBRID_DEPTH = 50
 """Candidates each list of a HYBRID search ranks at least, before fusion."""
 
 K = TypeVar("K", bound=Hashable)
-
-
-class DistanceKind(str, enum.Enum):
-    """What a search result's distance measures (lower is nearer in every kind).
-
-    ``COSINE``: the cosine distance of the record's best search row, 0 (same
-    direction) to 2 (opposite). ``KEYWORD``: ``1 - BM25 score / the query's best``,
-    in [0, 1]. ``FUSED``: ``1 - fused RRF score / best possible`` (HYBRID, and a query
-    long enough to be searched in parts), in [0, 1]. ``HYBRID_INDEX``: ``1 - score /
-    best score`` of Oracle's hybrid vector index, in [0, 1]. ``RERANKED``: ``1 -
-    sigmoid(reranker score)``, in (0, 1) (docs/retrieval.md#reranking).
-    """
-
-    COSINE = "cosine"
-    KEYWORD = "keyword"
-    FUSED = "fused"
-    HYBRID_INDEX = "hybrid_index"
-    RERANKED = "reranked"
-
-
-class Distance(float):
-    """A search result's distance: a ``float`` (it compares, sorts and serialises as
-    one) that also says what it measures, ``kind`` (a ``DistanceKind``).
-
-    ``store.search`` returns ``(record, distance)`` pairs whose distance is one of
-    these (docs/store.md#search-strategies); ``1 - distance`` is the relevance score
-    the adapters report. ``Distance.of(value, kind)`` makes one; each kind is a
-    subclass, so making one costs what ``float(value)`` does.
-    """
-
-    __slots__ = ()
-    kind: ClassVar[DistanceKind]
-
-    @staticmethod
-    def of(value: float, kind: DistanceKind) -> Distance:
-        """``value`` as a distance of ``kind``."""
-        return distance_type(kind)(value)
-
-
-class CosineDistance(Distance):
-    """A ``DistanceKind.COSINE`` distance."""
-
-    __slots__ = ()
-    kind = DistanceKind.COSINE
-
-
-class KeywordDistance(Distance):
-    """A ``DistanceKind.KEYWORD`` distance."""
-
-    __slots__ = ()
-    kind = DistanceKind.KEYWORD
-
-
-class FusedDistance(Distance):
-    """A ``DistanceKind.FUSED`` distance."""
-
-    __slots__ = ()
-    kind = DistanceKind.FUSED
-
-
-class HybridIndexDistance(Distance):
-    """A ``DistanceKind.HYBRID_INDEX`` distance."""
-
-    __slots__ = ()
-    kind = DistanceKind.HYBRID_INDEX
-
-
-class RerankedDistance(Distance):
-    """A ``DistanceKind.RERANKED`` distance."""
-
-    __slots__ = ()
-    kind = DistanceKind.RERANKED
-
-
-_DISTANCE_CLASSES: dict[DistanceKind, type[Distance]] = {
-    cls.kind: cls
-    for cls in (
-        CosineDistance,
-        KeywordDistance,
-        FusedDistance,
-        HybridIndexDistance,
-        RerankedDistance,
-    )
-}
-
-
-def distance_type(kind: DistanceKind) -> type[Distance]:
-    """The ``Distance`` subclass of ``kind``: ``distance_type(kind)(value)`` is
-    ``Distance.of(value, kind)``, for making many of one kind."""
-    return _DISTANCE_CLASSES[kind]
 
 
 @dataclass(frozen=True, slots=True)
@@ -536,6 +461,10 @@ class FusionConfig:
         speaker_weight, date_weight, time_weight, own_text_weight,
             preference_weight, feedback_weight: The weight of each signal list (>
             0; the defaults and why: the ``*_WEIGHT`` constants above).
+        speaker_vector_weight, feedback_vector_weight: The weight of the speaker's
+            vector list and of the feedback vector list, each taken from the
+            question's vector list when it applies (> 0, together at most
+            ``list_weight``; store/vectorlists.py).
         advice_keyword_weight: The weight of each keyword list for a question asking
             for advice (> 0; ``ADVICE_KEYWORD_WEIGHT``, ``list_weights``).
         advice_topic: Whether a question asking for advice also ranks by its topic
@@ -557,6 +486,8 @@ class FusionConfig:
     own_text_weight: float = OWN_TEXT_WEIGHT
     preference_weight: float = PREFERENCE_WEIGHT
     feedback_weight: float = FEEDBACK_WEIGHT
+    speaker_vector_weight: float = SPEAKER_VECTOR_WEIGHT
+    feedback_vector_weight: float = FEEDBACK_VECTOR_WEIGHT
     advice_keyword_weight: float = ADVICE_KEYWORD_WEIGHT
     advice_topic: bool = True
     pool: int = POOL
@@ -565,8 +496,10 @@ class FusionConfig:
     def __post_init__(self) -> None:
         for name in ("rrf_k", "pool", "depth"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InvalidArgumentError(f"{name} must be an int >= 1, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ROWS:
+                raise InvalidArgumentError(
+                    f"{name} must be an int from 1 to {MAX_ROWS}, got {value!r}"
+                )
         for name in (
             "list_weight",
             "index_weight",
@@ -576,12 +509,26 @@ class FusionConfig:
             "own_text_weight",
             "preference_weight",
             "feedback_weight",
+            "speaker_vector_weight",
+            "feedback_vector_weight",
             "advice_keyword_weight",
         ):
             weight = getattr(self, name)
-            if isinstance(weight, bool) or not isinstance(weight, int | float) or weight <= 0:
-                raise InvalidArgumentError(f"{name} must be a number > 0, got {weight!r}")
+            if (
+                isinstance(weight, bool)
+                or not isinstance(weight, int | float)
+                or not math.isfinite(weight)
+                or weight <= 0
+            ):
+                raise InvalidArgumentError(f"{name} must be a finite number > 0, got {weight!r}")
 
+        if self.speaker_vector_weight + self.feedback_vector_weight > self.list_weight:
+            raise InvalidArgumentError(
+                "speaker_vector_weight + feedback_vector_weight must be at most "
+                f"list_weight ({self.list_weight!r}): they share the question's vector "
+                f"list's weight, got {self.speaker_vector_weight!r} + "
+                f"{self.feedback_vector_weight!r}"
+            )
         if not isinstance(self.advice_topic, bool):
             raise InvalidArgumentError(f"advice_topic must be a bool, got {self.advice_topic!r}")
         if not isinstance(self.signals, frozenset) or not all(
@@ -598,7 +545,21 @@ class FusionConfig:
 
 
 DEFAULT_FUSION = FusionConfig()
-"""The fusion every store searches with."""
+"""The fusion a store searches with unless given another (``fusion=``)."""
+
+
+def fusion_arg(value: object) -> FusionConfig:
+    """A store's ``fusion`` argument checked: a ``FusionConfig``, or None for
+    ``DEFAULT_FUSION`` (docs/retrieval.md#one-fusion-for-every-back-end).
+
+    Raises:
+        InvalidArgumentError: for any other value.
+    """
+    if value is None:
+        return DEFAULT_FUSION
+    if not isinstance(value, FusionConfig):
+        raise InvalidArgumentError(f"fusion must be a FusionConfig or None, got {value!r}")
+    return value
 
 
 def fuse(

@@ -23,7 +23,7 @@ from oam_core import checks
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.records import Record
 from oam_core.apis.thread import participant_name
-from oam_core.checks import filter_arg, findable, scope_arg, types_arg
+from oam_core.checks import Vector, filter_arg, findable, scope_arg, types_arg
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.rerankers import IReranker
 from oam_core.store import advice
@@ -49,6 +49,7 @@ from oam_core.store.options import SearchStrategy
 from oam_core.store.runtime import StoreRuntime
 from oam_core.store.temporal import query_spans
 from oam_core.store.text import chunk_text, query_terms
+from oam_core.store.vectorlists import vector_lists
 
 __all__ = ["HYBRID_DEPTH", "search"]
 
@@ -202,7 +203,12 @@ def _text_ranking(
     ranks = [tied_ranks(lst, alike) for lst in (*v_lists, *kw_lists)]
     # A question asking for advice weighs its keyword lists less (fusion.list_weights).
     weights = list_weights(query, len(v_lists), len(kw_lists), fusion, vector_share=share)
-    return _hybrid_ranking(runtime, query, lists, weights, k, pred, fusion, ranks=ranks)
+    # One question vector at full weight (not in parts, not asking for advice): the
+    # second-stage vector lists may share it (store/vectorlists.py).
+    second = vectors[0] if len(v_lists) == 1 and share == 1.0 else None
+    return _hybrid_ranking(
+        runtime, query, lists, weights, k, pred, fusion, ranks=ranks, query_vector=second
+    )
 
 
 def _hybrid_ranking(
@@ -216,10 +222,13 @@ def _hybrid_ranking(
     index: Ranked | None = None,
     *,
     ranks: Sequence[Sequence[int]] | None = None,
+    query_vector: Vector | None = None,
 ) -> tuple[Ranked, dict[Hashable, Record], DistanceKind]:
     """Fuse the text lists, then the query's signal lists (store/fusion.py; those of
     the query's kind, ``fusion.query_signals``) read from the fused head onto the same
-    scores: each list enters the fusion once.
+    scores: each list enters the fusion once. With ``query_vector`` (the question's
+    embedding, whose vector list is ``lists[0]``), the second-stage vector lists
+    (store/vectorlists.py) join the final fusion with shares of that list's weight.
 
     Returns ``(key, distance)`` pairs from the fused scores, the head's loaded records
     and the distances' kind. ``index``: the distances of a back end's own fused
@@ -240,6 +249,17 @@ def _hybrid_ranking(
     if feedback:
         extra.append((Signal.FEEDBACK, [key for key, _ in feedback]))
         extra_ranks.append(tied_ranks(feedback))
+    if query_vector is not None:
+        found = vector_lists(
+            runtime.backend, query, query_vector, pool, records, speakers, pred, fusion
+        )
+        if found:
+            shared = sum(fusion.weight(signal) for signal, _ in found)
+            weights = [max(0.0, weights[0] - shared), *weights[1:]]
+            fused = fuse(lists, weights, rrf_k=fusion.rrf_k, ranks=ranks)
+            for signal, ranked in found:
+                extra.append((signal, [key for key, _ in ranked]))
+                extra_ranks.append(tied_ranks(ranked))
     if not extra and index is not None:
         return index, records, DistanceKind.HYBRID_INDEX
     all_weights = [*weights, *(fusion.weight(signal) for signal, _ in extra)]

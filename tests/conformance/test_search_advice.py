@@ -8,9 +8,8 @@ import importlib.util
 from typing import Any
 
 import pytest
+from _fused import fused_search
 
-from oam_core.apis._sentinel import NOT_SET
-from oam_core.store import search as search_flow
 from oam_core.store.fusion import DistanceKind, FusionConfig, Signal
 
 TURNS = [
@@ -26,23 +25,7 @@ NOT_ADVICE = "Which restaurant did we pick for the birthday dinner?"
 
 
 def _search(store: Any, query: str, fusion: FusionConfig) -> list[tuple[str, float]]:
-    results = search_flow.search(
-        store.runtime,
-        query,
-        5,
-        strategy=store.search_strategy,
-        reranker=None,
-        query_vector=None,
-        thread_id=NOT_SET,
-        user_id=NOT_SET,
-        agent_id=NOT_SET,
-        exact_user_match=False,
-        exact_agent_match=False,
-        exact_thread_match=False,
-        record_types=None,
-        metadata_filter=NOT_SET,
-        fusion=fusion,
-    )
+    results = fused_search(store, query, 5, fusion)
     assert all(d.kind is DistanceKind.FUSED and 0.0 <= d <= 1.0 for _, d in results)
     return [(r.id, d) for r, d in results]
 

@@ -9,11 +9,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from _fused import fused_search
 
-from oam_core.apis._sentinel import NOT_SET
 from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.rerankers import IReranker
-from oam_core.store import search as search_flow
 from oam_core.store.fusion import Distance, DistanceKind, FusionConfig, Signal
 
 LONG = "the park puppy and the trainer walked along the river in the morning sun"
@@ -67,24 +66,7 @@ def test_reranked_distances_say_so(make_store: Any) -> None:
 
 
 def _search(store: Any, query: str, k: int, fusion: FusionConfig) -> list[str]:
-    results = search_flow.search(
-        store.runtime,
-        query,
-        k,
-        strategy=store.search_strategy,
-        reranker=store.reranker,
-        query_vector=None,
-        thread_id=NOT_SET,
-        user_id=NOT_SET,
-        agent_id=NOT_SET,
-        exact_user_match=False,
-        exact_agent_match=False,
-        exact_thread_match=False,
-        record_types=None,
-        metadata_filter=NOT_SET,
-        fusion=fusion,
-    )
-    return [r.id for r, _ in results]
+    return [r.id for r, _ in fused_search(store, query, k, fusion)]
 
 
 def test_a_hybrid_search_applies_only_the_signals_its_config_names(make_store: Any) -> None:
@@ -99,6 +81,10 @@ def test_a_hybrid_search_applies_only_the_signals_its_config_names(make_store: A
     )
     query = "What did Ben paint by the lake?"
     assert _search(store, query, 2, FusionConfig())[0] == "ben-1"
-    # Without the speaker list the two identical texts tie: type, then id, decide.
-    no_speaker = FusionConfig(signals=frozenset(Signal) - {Signal.SPEAKER})
+    # The speaker's vector list alone (the question ranked against Ben's messages)
+    # lifts him too; without both speaker lists the two identical texts tie: type,
+    # then id, decide.
+    vector_only = FusionConfig(signals=frozenset(Signal) - {Signal.SPEAKER})
+    assert _search(store, query, 2, vector_only) == ["ben-1", "ana-1"]
+    no_speaker = FusionConfig(signals=frozenset(Signal) - {Signal.SPEAKER, Signal.SPEAKER_VECTOR})
     assert _search(store, query, 2, no_speaker) == ["ana-1", "ben-1"]

@@ -8,8 +8,10 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 import pytest
+from _fused import fused_search
 
 from oam_core.rerankers import IReranker
+from oam_core.store.fusion import FusionConfig, Signal
 
 
 def speaker(name: str) -> dict[str, object]:
@@ -171,5 +173,18 @@ def test_own_words_rank_ahead_of_a_reply_matching_only_through_its_quote(make_st
         ("user", "Aww, how sweet!"),
     ]
     question, answer, reply = thread.add_messages([{"role": r, "content": c} for r, c in turns])
-    ranked = ids(store.search("fun weekend rescue dog Biscuit", 3))
-    assert ranked == [answer, question, reply]
+    query = "fun weekend rescue dog Biscuit"
+    found = {r.id: d for r, d in store.search(query, 3)}
+    assert min(found, key=found.__getitem__) == answer
+    # The reply's context row holds every query word and the question turn only two:
+    # the own-text list lifts the question turn level with the reply (a tie, which
+    # type then id decide), from behind it without that list.
+    assert found[question] == pytest.approx(found[reply], abs=1e-12)
+    without = _distances(store, query, FusionConfig(signals=frozenset(Signal) - {Signal.OWN_TEXT}))
+    assert without[question] > without[reply] + 0.01
+    assert found[question] < without[question] - 0.01
+
+
+def _distances(store, query, fusion):
+    """``{record id: distance}`` of a HYBRID search of ``store`` fused by ``fusion``."""
+    return {r.id: d for r, d in fused_search(store, query, 3, fusion)}

@@ -8,12 +8,14 @@ import array
 import json
 import threading
 import time
+from datetime import timedelta
 from typing import Any
 
+import numpy as np
 import oracledb
 import pytest
 from fakedb import Call, FakeConnection, FakeDbError, FakePool
-from oracle_helpers import binds_of, script_schema
+from oracle_helpers import NOW, binds_of, script_schema
 
 from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.errors import DatabaseLockedError, StoreError
@@ -883,3 +885,35 @@ def test_a_new_ttl_clamps_the_quoting_rows_to_the_earliest_expiry(
         if c.sql.startswith("UPDATE S1_RECORD_CHUNKS SET expires_at = :expires_at WHERE pk")
     ]
     assert clamp.binds == {"expires_at": _dt(), "chunk_pk": 40}
+
+
+# -- stored row vectors (the feedback vector list, store/vectorlists.py) ------------------
+
+
+def test_row_vectors_reads_each_familys_rows_in_order(
+    conn: FakeConnection, store: OracleDBMemoryStore
+) -> None:
+    later, earlier = NOW + timedelta(days=1), NOW - timedelta(seconds=1)
+    rows = [
+        (11, 7, "own", array.array("f", [1.0, 0.0]), None),
+        (12, 7, "context", array.array("f", [0.5, 0.5]), later.replace(tzinfo=None)),
+        (13, 8, "no vector", None, None),
+        (14, 8, "expired", array.array("f", [0.0, 1.0]), earlier.replace(tzinfo=None)),
+    ]
+    conn.script(
+        r"SELECT c\.pk, c\.record_pk, c\.chunk_text, c\.embedding",
+        lambda sql, binds: rows if binds["fam"] == "message" else [],
+    )
+    keys = [("message", 7), ("message", 8), ("memory", 9)]
+    got = store.runtime.backend.row_vectors(keys, NOW)
+    assert set(got) == {("message", 7)}
+    assert [v.tolist() for v in got[("message", 7)]] == [[1.0, 0.0], [0.5, 0.5]]
+    assert all(v.dtype == np.float32 for v in got[("message", 7)])
+    sql = [s for s in conn.sql() if "c.embedding" in s]
+    assert len(sql) == 2  # one statement per family
+    assert all("ORDER BY c.record_pk, c.seq" in s and ":fam" in s for s in sql)
+    assert binds_of(conn, r"c\.embedding") == [
+        {"fam": "message", "p0": 7, "p1": 8},
+        {"fam": "memory", "p0": 9},
+    ]
+    assert conn.kinds().count("commit") == 0

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from oam_core.filters import InvalidFilterError, matches, parse_filter
+from oam_core.filters import Field, In, InvalidFilterError, Nested, matches, parse_filter
 from oam_core.store.sqlite.filter import SQLiteFilterCompiler
 from tests.filter_strategies import FILTERS, METADATA
 
@@ -139,6 +139,34 @@ def test_plain_keys_are_read_by_path_and_others_by_json_each() -> None:
         comp = SQLiteFilterCompiler()
         sql = comp.compile("r.m", parse_filter({key: 1}))
         assert "json_each(r.m)" in sql and key in comp.params, key
+
+
+def test_keys_with_a_dollar_sign_are_read_by_path_with_the_same_result() -> None:
+    """``$message`` (the participant name a search filters on) and ``a$b`` are plain
+    path labels: one ``json_extract`` a row instead of ``json_each`` subqueries."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE r (id INTEGER, m TEXT)")
+    rows = [
+        {"$message": {"name": "Ana"}, "a$b": 1},
+        {"$message": {"name": "Ben"}, "a$b": 2},
+        {"$message": "Ana"},
+        {"name": "Ana"},
+        None,
+    ]
+    for i, m in enumerate(rows):
+        conn.execute("INSERT INTO r VALUES (?, ?)", (i, None if m is None else json.dumps(m)))
+    named = (Field("$message", Nested((Field("name", In(("Ana",))),))),)
+    for conditions, want in ((named, [0]), (parse_filter({"a$b": 2}), [1])):
+        got = {}
+        for paths in (True, False):
+            comp = SQLiteFilterCompiler(paths=paths)
+            where = comp.compile("r.m", conditions)
+            assert ("json_each" in where) is not paths
+            got[paths] = [
+                r[0] for r in conn.execute(f"SELECT id FROM r WHERE {where}", comp.params)
+            ]
+        assert got[True] == got[False] == want
+        assert [i for i, m in enumerate(rows) if matches(m, conditions)] == want
 
 
 def test_keys_and_values_never_reach_sql_text() -> None:

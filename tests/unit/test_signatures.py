@@ -211,8 +211,9 @@ STORE_API = {
     "close",
 }
 STORE_PROPERTIES = {"chunk_chars", "embedder_identity"}
-STORE_ADDITIONS = {"searching_with"}
-"""oam additions: a per-call search strategy (docs/store.md#search-strategies)."""
+STORE_ADDITIONS = {"searching_with", "fusion"}
+"""oam additions: a per-call search strategy (docs/store.md#search-strategies), and
+how HYBRID fuses its lists (docs/retrieval.md#one-fusion-for-every-back-end)."""
 STORE_ATTRIBUTES = {"embedder", "vector_dim", "memory_retention_config"}
 """Constructor arguments a store exposes as attributes, as it always did; properties
 over the store's runtime (store/runtime.py), so they show on the class."""

@@ -296,6 +296,8 @@ def test_kept_signal_lists_follow_the_clock_of_relative_dates(
         roles="user",
         timestamps=["2024-03-09T10:00:00", "2024-03-10T10:00:00"] * 3,
     )
+    # A memo of its own: the shared one is emptied when full, at any test's search.
+    monkeypatch.setattr(search, "_POOL_KEPT", {})
     kept_per_pool = search._per_pool
     computed: list[Any] = []
 

@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, cast
 
+import numpy as np
+
 from oam_core.apis._sentinel import NOT_SET, Maybe
 from oam_core.apis.embedder import IEmbedder
 from oam_core.apis.records import MESSAGE, Record, ThreadRow
@@ -58,7 +60,7 @@ from oam_core.store.oracle.session import (
     run,
     run_batched,
 )
-from oam_core.store.oracle.transfer import dump_rows, restore
+from oam_core.store.oracle.transfer import chunks_by_record, dump_rows, restore
 from oam_core.store.planning import ChunkPlan, RowPlan
 from oam_core.store.quotes import (
     QuotingRow,
@@ -268,6 +270,29 @@ class OracleBackend(Backend):
                 for part in chunked(pks, sql.IN_LIST):
                     for row in fetchall(conn, sql.load_records(self.n, family, part)):
                         out[(family, int(row[0]))] = record_from_row(family, row)
+        return out
+
+    def row_vectors(
+        self, keys: Sequence[Hashable], now: datetime
+    ) -> dict[Hashable, builtins.list[Vector]]:
+        if not self.local_vectors:
+            return {}
+        at = sql.naive_utc(now)
+        by_family: dict[str, list[int]] = {}
+        for key in keys:
+            family, pk = split_key(key)
+            by_family.setdefault(family, []).append(pk)
+        out: dict[Hashable, builtins.list[Vector]] = {}
+        with self.session.connection() as conn:
+            for family, pks in by_family.items():
+                for pk, chunks in chunks_by_record(conn, self.n, family, pks, True).items():
+                    vectors = [
+                        np.asarray(c[3], dtype=np.float32)
+                        for c in chunks
+                        if c[3] is not None and (c[4] is None or c[4] > at)
+                    ]
+                    if vectors:
+                        out[(family, pk)] = vectors
         return out
 
     def rank_vector(

@@ -59,7 +59,7 @@ def dump_rows(
     """
     if family == THREAD:
         return [_thread_dump_row(row) for row in rows]
-    chunks = _chunks_by_record(conn, n, family, [int(r[0]) for r in rows], with_vectors)
+    chunks = chunks_by_record(conn, n, family, [int(r[0]) for r in rows], with_vectors)
     chunk_pks = [int(c[0]) for cs in chunks.values() for c in cs]
     sources = _sources_by_chunk(conn, n, chunk_pks)
     return [_record_dump_row(family, row, chunks.get(int(row[0]), []), sources) for row in rows]
@@ -86,7 +86,7 @@ def _thread_dump_row(row: Sequence[Any]) -> DumpRow:
     )
 
 
-def _chunks_by_record(
+def chunks_by_record(
     conn: Any, n: Names, family: str, pks: list[int], with_vectors: bool
 ) -> dict[int, list[tuple[Any, ...]]]:
     """The search rows (``od.chunks_of``) of the records ``pks``, by record pk."""

@@ -23,6 +23,7 @@ from oam_core.apis.embedder import IEmbedder
 from oam_core.errors import InvalidArgumentError, StoreConnectionError
 from oam_core.rerankers import IReranker
 from oam_core.store.base import OracleMemoryStore
+from oam_core.store.fusion import FusionConfig
 from oam_core.store.options import MemoryRetentionConfig, SchemaPolicy, SearchStrategy
 from oam_core.store.postgres.backend import PgBackend
 from oam_core.store.postgres.schema import (
@@ -160,6 +161,7 @@ class PostgresMemoryStore(SqlMemoryStore):
         reranker: An ``IReranker`` re-scoring the best results of text queries, or
             None (docs/retrieval.md).
         allow_embedder_change: See ``OracleMemoryStore``.
+        fusion: See ``OracleMemoryStore`` (docs/retrieval.md#one-fusion-for-every-back-end).
 
     Raises:
         InvalidArgumentError: (a ValueError) for a bad argument.
@@ -188,6 +190,7 @@ class PostgresMemoryStore(SqlMemoryStore):
         clock: Clock | None = None,
         reranker: IReranker | None = None,
         allow_embedder_change: bool = False,
+        fusion: FusionConfig | None = None,
     ) -> None:
         super().__init__(
             embedder=embedder,
@@ -199,6 +202,7 @@ class PostgresMemoryStore(SqlMemoryStore):
             clock=clock,
             reranker=reranker,
             allow_embedder_change=allow_embedder_change,
+            fusion=fusion,
         )
         policy = SchemaPolicy.parse(schema_policy)
         prefix = table_prefix(memory_store_id)

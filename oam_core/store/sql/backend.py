@@ -15,7 +15,7 @@ import builtins
 import json
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime, timezone
+from datetime import datetime
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -42,6 +42,7 @@ from oam_core.store.sql import expiredids as ex
 from oam_core.store.sql import quoting as sq
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.dialect import Dialect, driver_errors
+from oam_core.store.sql.readback import dump_row, stored_vector, utc_from_epoch
 from oam_core.store.sql.statements import (
     ChunkRow,
     Scope,
@@ -160,6 +161,23 @@ class SqlBackend(Backend):
 
         return self.read(loaded)
 
+    def row_vectors(
+        self, keys: Sequence[Hashable], now: datetime
+    ) -> dict[Hashable, builtins.list[Vector]]:
+        at = now.timestamp()
+
+        def read(conn: Any) -> dict[Hashable, builtins.list[Vector]]:
+            out: dict[Hashable, builtins.list[Vector]] = {}
+            for part in self.d.batches([int(cast("int", key)) for key in keys]):
+                stmt = sd.chunks_of(self.d, self.p, self.vector_select, part)
+                for _pk, record_pk, _text, value, expires in conn.execute(stmt.sql, stmt.params):
+                    vector = stored_vector(value)
+                    if vector is not None and (expires is None or expires > at):
+                        out.setdefault(int(record_pk), []).append(vector)
+            return out
+
+        return self.read(read)
+
     def unembedded(self, limit: int | None) -> builtins.list[tuple[str, str]]:
         rows = self.fetch_all(st.unembedded(self.d, self.p, limit))
         return [(str(f), str(i)) for f, i in rows]
@@ -209,63 +227,9 @@ class SqlBackend(Backend):
                 for chunk_pk, source in conn.execute(stmt.sql, stmt.params):
                     sources.setdefault(int(chunk_pk), []).append(str(source))
         out = [
-            _dump_row(row, chunks.get(key, ()), sources)
-            for row, key in zip(rows, keys, strict=True)
+            dump_row(row, chunks.get(key, ()), sources) for row, key in zip(rows, keys, strict=True)
         ]
         return out, (threads, keys[-1])
-
-
-def utc_from_epoch(value: float | None) -> datetime | None:
-    """Unix seconds as an aware UTC datetime, or None."""
-    return None if value is None else datetime.fromtimestamp(value, timezone.utc)
-
-
-def _vector(value: Any) -> Vector | None:
-    """A stored vector (float32 bytes or a float list) as a float32 array."""
-    if value is None:
-        return None
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return np.frombuffer(value, dtype="<f4").astype(np.float32)
-    return np.asarray(value, dtype=np.float32)
-
-
-def _dump_row(
-    row: Sequence[Any],
-    chunks: Sequence[Sequence[Any]],
-    sources: dict[int, builtins.list[str]],
-) -> DumpRow:
-    """A ``DumpRow`` from a row of ``sd.DUMP_COLUMNS`` and its ``sd.chunks_of`` rows."""
-    (_pk, family, rid, rtype, content, role, seq_no, tid, uid, aid) = row[:10]
-    event_ts, metadata, created_at, expires_at, valid_from, valid_until = row[10:16]
-    config, state = row[16:]
-    return DumpRow(
-        family=family,
-        id=rid,
-        record_type=rtype,
-        content=content,
-        role=role,
-        seq_no=None if seq_no is None else int(seq_no),
-        thread_id=tid,
-        user_id=uid,
-        agent_id=aid,
-        timestamp=event_ts,
-        metadata=metadata,
-        created_at=created_at,
-        expires_at=utc_from_epoch(expires_at),
-        config=config,
-        state=state,
-        valid_from=utc_from_epoch(valid_from),
-        valid_until=utc_from_epoch(valid_until),
-        chunks=tuple(
-            DumpChunk(
-                text=c[2],
-                vector=_vector(c[3]),
-                expires_at=utc_from_epoch(c[4]),
-                sources=tuple(sources.get(int(c[0]), ())),
-            )
-            for c in chunks
-        ),
-    )
 
 
 class SqlTx(Tx):

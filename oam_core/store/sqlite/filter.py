@@ -54,9 +54,10 @@ _SQL_OP = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 INLINE = 16
 """Longest value list compiled as an ``OR`` of equalities; longer ones are bound as
 JSON arrays."""
-PATH_KEY = re.compile(r"[A-Za-z0-9_ .:'@#%+-]+")
+PATH_KEY = re.compile(r"[A-Za-z0-9_ .:'@#%+$-]+")
 """Keys read by JSON path: printable ASCII that no JSON serializer escapes, without
-``"`` (a quoted path label cannot hold it)."""
+``"`` (a quoted path label cannot hold it); ``$`` included (``$."$message"."name"``,
+the participant name a HYBRID search's speaker list filters on)."""
 
 
 @dataclass(frozen=True)

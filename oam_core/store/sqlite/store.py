@@ -14,6 +14,7 @@ from pathlib import Path
 from oam_core.apis.embedder import IEmbedder
 from oam_core.errors import ConfigurationError, DatabaseLockedError, InvalidArgumentError
 from oam_core.rerankers import IReranker
+from oam_core.store.fusion import FusionConfig
 from oam_core.store.options import MemoryRetentionConfig, SchemaPolicy, SearchStrategy
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.schema import newer_schema, table_prefix
@@ -45,6 +46,7 @@ class SQLiteMemoryStore(SqlMemoryStore):
         clock: Zero-argument callable returning an aware datetime (default UTC now).
         reranker: See ``OracleMemoryStore`` (docs/retrieval.md).
         allow_embedder_change: See ``OracleMemoryStore``.
+        fusion: See ``OracleMemoryStore`` (docs/retrieval.md#one-fusion-for-every-back-end).
         schema_policy: ``SchemaPolicy`` or its name, or None (docs/store.md#schema-policies).
             The embedded store creates and upgrades its schema under every policy
             but ``REQUIRE_EXISTING`` needs the file to exist;
@@ -83,6 +85,7 @@ class SQLiteMemoryStore(SqlMemoryStore):
         clock: Clock | None = None,
         reranker: IReranker | None = None,
         allow_embedder_change: bool = False,
+        fusion: FusionConfig | None = None,
         schema_policy: SchemaPolicy | str | None = None,
     ) -> None:
         policy = None if schema_policy is None else SchemaPolicy.parse(schema_policy)
@@ -99,6 +102,7 @@ class SQLiteMemoryStore(SqlMemoryStore):
             clock=clock,
             reranker=reranker,
             allow_embedder_change=allow_embedder_change,
+            fusion=fusion,
         )
         if not isinstance(path, (str, Path)):
             raise InvalidArgumentError(f"path must be a str or pathlib.Path, got {path!r}")
