@@ -94,6 +94,8 @@ __all__ = [
     "FEEDBACK_VECTOR_WEIGHT",
     "FEEDBACK_WEIGHT",
     "HYBRID_DEPTH",
+    "MAX_WEIGHT",
+    "MIN_WEIGHT",
     "OWN_TEXT_WEIGHT",
     "POOL",
     "PREFERENCE_WEIGHT",
@@ -445,6 +447,13 @@ HYBRID_DEPTH = 50
 K = TypeVar("K", bound=Hashable)
 
 
+MIN_WEIGHT = 1e-6
+"""The smallest weight a ``FusionConfig`` takes."""
+
+MAX_WEIGHT = 1e6
+"""The largest weight a ``FusionConfig`` takes."""
+
+
 @dataclass(frozen=True, slots=True)
 class FusionConfig:
     """How a HYBRID search fuses its lists (modelled on langchain-postgres's
@@ -452,21 +461,23 @@ class FusionConfig:
 
     Attributes:
         rrf_k: The RRF constant ``k`` of ``w / (k + rank)``, an int >= 1.
-        list_weight: The weight ``w`` of each vector and keyword list (> 0).
+        list_weight: The weight ``w`` of each vector and keyword list. Every weight
+            is a number from ``MIN_WEIGHT`` to ``MAX_WEIGHT`` (only their ratios
+            matter; outside that range their sum overflows or their scores vanish).
         index_weight: The weight of a ranking a back end's index fused by itself
             (Oracle's hybrid vector index fuses a vector and a keyword list: two
-            lists' worth), against which the signal lists are weighed (> 0).
+            lists' worth), against which the signal lists are weighed.
         signals: Which of the query's signal lists may apply (``Signal``); of these,
             those of the query's kind (``query_signals``).
         speaker_weight, date_weight, time_weight, own_text_weight,
-            preference_weight, feedback_weight: The weight of each signal list (>
-            0; the defaults and why: the ``*_WEIGHT`` constants above).
+            preference_weight, feedback_weight: The weight of each signal list (the
+            defaults and why: the ``*_WEIGHT`` constants above).
         speaker_vector_weight, feedback_vector_weight: The weight of the speaker's
             vector list and of the feedback vector list, each taken from the
-            question's vector list when it applies (> 0, together at most
+            question's vector list when it applies (together at most
             ``list_weight``; store/vectorlists.py).
         advice_keyword_weight: The weight of each keyword list for a question asking
-            for advice (> 0; ``ADVICE_KEYWORD_WEIGHT``, ``list_weights``).
+            for advice (``ADVICE_KEYWORD_WEIGHT``, ``list_weights``).
         advice_topic: Whether a question asking for advice also ranks by its topic
             vector (a bool; ``store/advice.py``).
         pool: How many of the best fused candidates the signal lists re-rank (>= 1).
@@ -518,16 +529,19 @@ class FusionConfig:
                 isinstance(weight, bool)
                 or not isinstance(weight, int | float)
                 or not math.isfinite(weight)
-                or weight <= 0
+                or not MIN_WEIGHT <= weight <= MAX_WEIGHT
             ):
-                raise InvalidArgumentError(f"{name} must be a finite number > 0, got {weight!r}")
-
-        if self.speaker_vector_weight + self.feedback_vector_weight > self.list_weight:
+                raise InvalidArgumentError(
+                    f"{name} must be a number from {MIN_WEIGHT:g} to {MAX_WEIGHT:g}, got {weight!r}"
+                )
+        shared = self.speaker_vector_weight + self.feedback_vector_weight
+        # A relative tolerance: 0.1 + 0.2 is 0.30000000000000004 in binary floating point.
+        if shared > self.list_weight * (1 + 1e-9):
             raise InvalidArgumentError(
                 "speaker_vector_weight + feedback_vector_weight must be at most "
                 f"list_weight ({self.list_weight!r}): they share the question's vector "
                 f"list's weight, got {self.speaker_vector_weight!r} + "
-                f"{self.feedback_vector_weight!r}"
+                f"{self.feedback_vector_weight!r} = {shared!r}"
             )
         if not isinstance(self.advice_topic, bool):
             raise InvalidArgumentError(f"advice_topic must be a bool, got {self.advice_topic!r}")

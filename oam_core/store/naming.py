@@ -4,11 +4,12 @@ the rule of the speaker list (store/fusion.py) and of the speaker's vector list
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 
 import regex
 
-from oam_core.store.text import FUNCTION_WORDS, fold
+from oam_core.store.text import FUNCTION_WORDS, fold, has_cjk
 
 __all__ = ["named_speaker"]
 
@@ -18,39 +19,71 @@ _WORD = regex.compile(r"[\p{L}\p{N}]+")
 def named_speaker(query: str, names: Iterable[str | None]) -> frozenset[str]:
     """The spellings, among ``names`` (the candidates' speakers), of the one
     participant whom ``query`` names by every word of the name, or an empty set when
-    it names none or several. Spellings that fold alike (case, accents, Unicode
-    forms: ``text.fold``) are one participant. A name word that is also a function
+    it names none or several.
+
+    Spellings that fold alike (case, accents, Unicode forms: ``text.fold``) are one
+    participant. A name word written in a script without spaces between words
+    (Chinese, Japanese, Korean) is named anywhere inside the query ("王伟觉得" names
+    王伟), as keyword search finds such words. A name word that is also a function
     word ("Will", "May", "Can") names its speaker only when the query writes it as a
-    name (``_written_as_names``): "What did Will say?", not "Will it rain?".
+    name (``_written_as_names``): "What did Will say?", not "Will it rain?". When
+    one named participant's words are all words of another's ("Ana" and "Ana
+    Lopez"), the longer name is the one named.
     """
     words = {fold(w) for w in _WORD.findall(query)}
-    proper = _written_as_names(query)
+    spaced = unicodedata.normalize("NFKC", query).casefold()
     spellings: dict[tuple[str, ...], set[str]] = {}
     for name in set(names):
         if name:
-            spellings.setdefault(tuple(fold(w) for w in _WORD.findall(name)), set()).add(name)
+            spellings.setdefault(_name_parts(name), set()).add(name)
+    proper = _written_as_names(query, [part for parts in spellings for part in parts])
     named = [
-        spelled
-        for parts, spelled in spellings.items()
-        if parts and all(p in words and (p not in FUNCTION_WORDS or p in proper) for p in parts)
+        parts
+        for parts in spellings
+        if parts and all(_names_word(p, words, spaced, proper) for p in parts)
     ]
-    return frozenset(named[0]) if len(named) == 1 else frozenset()
+    # The most complete naming wins: "Ana Lopez" over "Ana" when both are named.
+    named = [p for p in named if not any(set(p) < set(other) for other in named)]
+    return frozenset(spellings[named[0]]) if len(named) == 1 else frozenset()
+
+
+def _name_parts(name: str) -> tuple[str, ...]:
+    """A name's words as compared with a query's: folded, or for a word in a script
+    without spaces (CJK) its NFKC case-folded form, compared inside the query."""
+    return tuple(
+        unicodedata.normalize("NFKC", w).casefold() if has_cjk(w) else fold(w)
+        for w in _WORD.findall(name)
+    )
+
+
+def _names_word(part: str, words: set[str], spaced: str, proper: frozenset[str]) -> bool:
+    """Whether the query names the name word ``part`` (see ``named_speaker``)."""
+    if has_cjk(part):
+        # One CJK character is too often part of another word to name anyone alone.
+        return part in words or (len(part) > 1 and part in spaced)
+    return part in words and (part not in FUNCTION_WORDS or part in proper)
 
 
 _SENTENCE_END = regex.compile(r"[.!?;:\n]+")
 
 
-def _written_as_names(query: str) -> frozenset[str]:
+def _written_as_names(query: str, name_words: Iterable[str]) -> frozenset[str]:
     """The folded words ``query`` writes as names: capitalised, not all capitals, and
-    not first in a sentence; none when most of its longer words are capitalised
-    (a title-cased or shouted query says nothing by its capitals)."""
+    not first in a sentence; none when the query is title-cased (every one of at
+    least two of its other words is capitalised: its capitals say nothing).
+
+    The other words that decide whether a query is title-cased are those of two or
+    more letters that are not first in a sentence, not all capitals (an acronym or
+    a shouted word), not function words (title case and plain text alike leave
+    "of" or "to" lower-case), and not a word of a participant's name (``name_words``,
+    folded: "Smith" in "What did Will Smith say?" is capitalised as a name is).
+    "Did Will like Rome?" is not title-cased ("like"), nor is "Has May been to
+    Rome?" (one such word); "What Did Will Say About Rome?" is.
+    """
+    known = set(name_words)
     sentences = [_WORD.findall(part) for part in _SENTENCE_END.split(query)]
-    longer = [w for words in sentences for w in words if len(w) > 1]
-    if sum(w[:1].isupper() for w in longer) * 2 > len(longer):
+    inner = [w for words in sentences for w in words[1:] if len(w) > 1 and not w.isupper()]
+    others = [w for w in inner if fold(w) not in FUNCTION_WORDS and fold(w) not in known]
+    if len(others) >= 2 and all(w[:1].isupper() for w in others):
         return frozenset()
-    return frozenset(
-        fold(w)
-        for words in sentences
-        for w in words[1:]
-        if len(w) > 1 and w[:1].isupper() and not w.isupper()
-    )
+    return frozenset(fold(w) for w in inner if w[:1].isupper())

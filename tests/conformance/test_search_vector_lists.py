@@ -18,7 +18,7 @@ from _fused import fused_search
 
 from oam_core.apis.embedder import IEmbedder
 from oam_core.errors import InvalidArgumentError
-from oam_core.store.fusion import FusionConfig, Signal
+from oam_core.store.fusion import MAX_WEIGHT, MIN_WEIGHT, FusionConfig, Signal
 
 DIM = 4
 
@@ -267,10 +267,26 @@ def test_row_vectors_are_each_records_stored_rows_context_row_last(make_store: A
 @pytest.mark.parametrize(
     "field", ["speaker_vector_weight", "feedback_vector_weight", "date_weight"]
 )
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -0.5, 0])
-def test_a_weight_must_be_a_finite_positive_number(field: str, bad: float) -> None:
-    with pytest.raises(InvalidArgumentError, match=f"{field} must be a finite number > 0"):
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -0.5, 0, 1e308, 5e-324, 1e-7])
+def test_a_weight_must_be_a_number_in_range(field: str, bad: float) -> None:
+    # 1e308: the weights' sum would overflow (every distance 1.0); 5e-324: the
+    # scores would vanish. Only the ratios of the weights matter.
+    with pytest.raises(InvalidArgumentError, match=f"{field} must be a number from 1e-06 to 1e"):
         FusionConfig(**{field: bad})
+
+
+def test_the_largest_weights_still_rank() -> None:
+    fusion = FusionConfig(list_weight=MAX_WEIGHT, speaker_vector_weight=MAX_WEIGHT / 2)
+    assert fusion.list_weight == 1e6
+    assert FusionConfig(date_weight=MIN_WEIGHT).date_weight == 1e-6
+
+
+def test_vector_shares_that_sum_to_the_list_weight_in_decimals_are_accepted() -> None:
+    # 0.1 + 0.2 == 0.30000000000000004 in binary floating point.
+    fusion = FusionConfig(list_weight=0.3, speaker_vector_weight=0.1, feedback_vector_weight=0.2)
+    assert fusion.speaker_vector_weight + fusion.feedback_vector_weight > 0.3
+    with pytest.raises(InvalidArgumentError, match=r"got 0\.2 \+ 0\.2 = 0\.4"):
+        FusionConfig(list_weight=0.3, speaker_vector_weight=0.2, feedback_vector_weight=0.2)
 
 
 def test_an_expired_context_row_is_not_read_back(make_store: Any, clock: Any) -> None:

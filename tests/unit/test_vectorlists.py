@@ -90,7 +90,10 @@ NFD_JOSE = "Jose\u0301"
         ("Did Caroline and Melanie meet?", ["Caroline", "Melanie"], set()),
         ("What did they paint?", ["Caroline", "Melanie"], set()),
         ("What did Jose cook?", ["José"], {"José"}),
-        ("What did Mary Ann cook?", ["Mary Ann", "Ann"], set()),
+        # The most complete naming wins over a name inside it.
+        ("What did Mary Ann cook?", ["Mary Ann", "Ann"], {"Mary Ann"}),
+        ("What did Ana Lopez think of it?", ["Ana", "Ana Lopez", "Ben"], {"Ana Lopez"}),
+        ("What did Ana think of it?", ["Ana", "Ana Lopez", "Ben"], {"Ana"}),
         ("What did Mary cook?", ["Mary Ann"], set()),
         # Spellings that fold alike are one participant.
         ("What did Caroline paint?", ["Caroline", "caroline", "Melanie"], {"Caroline", "caroline"}),
@@ -108,6 +111,20 @@ NFD_JOSE = "Jose\u0301"
         ("WHAT DID WILL SAY?", ["Will", "Grace"], set()),
         ("What Did Will Say About The Band?", ["Will", "Grace"], set()),
         ("Did I say that?", ["I", "Grace"], set()),
+        # Other capitalised words (places, acronyms, sentence starts, the rest of a
+        # name) do not make a plain question title-cased.
+        ("Did Will like Rome?", ["Will", "Grace"], {"Will"}),
+        ("Has May been to Rome?", ["May", "Grace"], {"May"}),
+        ("What is Will's PIN code?", ["Will", "Grace"], {"Will"}),
+        ("Thanks! Great. What did Will think?", ["Will", "Grace"], {"Will"}),
+        ("What did Will Smith say about Rome?", ["Will Smith", "Grace"], {"Will Smith"}),
+        ("What Did Will Say About Rome?", ["Will", "Grace"], set()),
+        # A CJK name is named inside a sentence written without spaces.
+        ("王伟觉得音乐会怎么样？", ["王伟", "李娜"], {"王伟"}),
+        ("田中さんは何と言いましたか?", ["田中", "鈴木"], {"田中"}),
+        ("김민수 씨는 뭐라고 했어요?", ["김민수", "이지은"], {"김민수"}),
+        # ... but one CJK character alone is too often part of another word.
+        ("王先生说了什么？", ["王", "李娜"], set()),
         ("WHAT DID CAROLINE SAY?", ["Caroline", "Melanie"], {"Caroline"}),
     ],
 )
