@@ -21,6 +21,13 @@ removal (NFKD, combining marks dropped: İ -> i, é -> e, ή -> η), so "STRASSE
 "Straße" and "αθηνα" finds "Αθήνα". The stored text stays as it was written; only the
 index form folds.
 
+The index form also holds only the words the query is cut into: every character
+other than a letter or digit becomes a space (``index_text``). SQLite's FTS5
+tokenizer classifies characters by Unicode 6.1, so it would count the characters
+assigned later (most emoji, punctuation, marks and format characters of later
+versions) and private-use characters as word characters: "Bob🙂" would be one token
+that a search for "Bob" does not find.
+
 Retrieval text is also cut here into the chunks a search row holds (``chunk_text``):
 at most ``size`` characters, never inside a grapheme cluster (an emoji ZWJ sequence
 or a letter with combining marks stays whole), preferring the last whitespace in the
@@ -40,6 +47,11 @@ from typing import TypeVar
 import regex
 
 _WORD = regex.compile(r"[\p{L}\p{N}]+")
+
+# A character outside ASCII that is neither a letter nor a digit: emoji and other
+# symbols, punctuation, marks left after folding, format characters (ASCII ones
+# separate words in every tokenizer already).
+_NON_WORD = regex.compile(r"[^\p{L}\p{N}\x00-\x7F]")
 
 # Scripts written without spaces between words: Han (with 々 〆 〇), hiragana,
 # katakana (with ー and the half-width forms) and hangul. A run starts with one of
@@ -354,30 +366,42 @@ def cjk_grams(segments: Iterable[str]) -> list[str]:
     return out
 
 
-def index_text(text: str, *, folded: bool = True) -> str:
+def index_text(text: str, *, folded: bool = True, separated: bool = True) -> str:
     """The text a keyword index holds for a search row of ``text``.
 
-    Each CJK run becomes its ``cjk_grams``, separated by spaces, and the other text
-    is folded (``fold``): ``index_text("狗叫Straße")`` is ``" 狗 狗叫 叫 strasse"``.
-    Both SQL back ends index this text, so they hold the same tokens; changing what
-    it returns changes the index format (a new schema version whose upgrade rebuilds
+    Each CJK run becomes its ``cjk_grams``, separated by spaces, the other text is
+    folded (``fold``), and every character that is neither a letter nor a digit
+    becomes a space, so the index holds the ``[\\p{L}\\p{N}]+`` runs that
+    ``keyword_terms`` cuts query words from, whatever Unicode version the tokenizer
+    knows: ``index_text("狗叫Straße")`` is ``" 狗 狗叫 叫 strasse"`` and
+    ``index_text("Bob🙂 x²")`` is ``"bob  x2"`` (docs/store.md#keyword-search). Both
+    SQL back ends index this text, so they hold the same tokens; changing what it
+    returns changes the index format (a new schema version whose upgrade rebuilds
     the index).
 
     Args:
         text: A search row's text.
         folded: False keeps the other text as it is (what SQLite schema versions 2
             to 5 indexed).
+        separated: False keeps the characters that are neither letters nor digits
+            (what SQLite schema versions 2 to 7 indexed). The ``[\\p{L}\\p{N}]+``
+            runs of the result are the same either way.
 
     Returns:
-        The text to cut with the back end's word tokenizer.
+        The text to cut with the back end's word tokenizer, as long as the text
+        ``separated=False`` returns (one space for each character replaced).
     """
     keep = fold if folded else _same
     if not _CJK_RUN.search(text):
-        return keep(text)
-    return "".join(
-        keep(other) + (" " + " ".join(cjk_grams(segs)) + " " if segs else "")
-        for other, segs in split_cjk(text)
-    )
+        out = keep(text)
+    else:
+        out = "".join(
+            keep(other) + (" " + " ".join(cjk_grams(segs)) + " " if segs else "")
+            for other, segs in split_cjk(text)
+        )
+    if not separated or out.isascii():
+        return out
+    return _NON_WORD.sub(" ", out)
 
 
 def keyword_terms(terms: Iterable[str], *, folded: bool = True) -> list[str]:

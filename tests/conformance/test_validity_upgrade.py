@@ -116,7 +116,7 @@ def test_a_writable_open_upgrades_version_6_and_ends_superseded_memories(
     store = SQLiteMemoryStore(
         str(path), embedder=HashingEmbedder(16), clock=clock, search_strategy="KEYWORD"
     )
-    assert store._impl.schema_version == sqlite_schema.SCHEMA_VERSION == 7  # type: ignore[attr-defined]
+    assert store._impl.schema_version == sqlite_schema.SCHEMA_VERSION == 8  # type: ignore[attr-defined]
     assert {"valid_from", "valid_until"} <= _columns(path, "records")
     assert {"valid_from", "valid_until"} <= _columns(path, "chunks")
     _check_upgraded(store, ids)

@@ -66,7 +66,7 @@ def test_the_fixture_is_version_5(v5_file: Path) -> None:
 
 def test_a_writable_open_folds_the_index_and_keeps_the_text(v5_file: Path) -> None:
     store = SQLiteMemoryStore(v5_file, search_strategy="KEYWORD")
-    assert store._impl.schema_version == sqlite_schema.SCHEMA_VERSION == 7  # type: ignore[attr-defined]
+    assert store._impl.schema_version == sqlite_schema.SCHEMA_VERSION == 8  # type: ignore[attr-defined]
     assert _version(v5_file) == str(sqlite_schema.SCHEMA_VERSION)
     _integrity_check(store)
     for query, ids in [

@@ -50,7 +50,6 @@ from oam_core.store.sqlite.readonly import immutable_uri, in_read_only_place, un
 from oam_core.store.sqlite.schema import SCHEMA_VERSION
 from oam_core.store.sqlite.vector import LOG_KEEP, BoolArray, IntArray, VectorIndex, index_path
 from oam_core.store.sqlite.vector.feed import Inserted
-from oam_core.store.text import index_text
 
 BUSY_TIMEOUT_S = 30.0
 """How long a write waits for another connection's write lock before
@@ -85,11 +84,6 @@ def _writable_dir(path: str) -> bool:
     """Whether the process may create files in ``path``'s directory (a read-only
     mount answers False even to root)."""
     return os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
-
-
-def _fts_text(text: str | None) -> str | None:
-    """``oam_fts_fold(text)``: what the FTS index holds for a chunk's text (folded)."""
-    return index_text(text) if isinstance(text, str) else text
 
 
 def _blob(vector: Vector | None) -> Any:
@@ -203,7 +197,7 @@ class SQLiteBackend(SqlBackend):
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         if target != ":memory:" and MMAP_BYTES:
             conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
-        conn.create_function(schema.FTS_FUNCTION, 1, _fts_text, deterministic=True)
+        schema.register_functions(conn)
         if target != ":memory:" and not uri:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")

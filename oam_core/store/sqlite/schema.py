@@ -9,8 +9,9 @@ other connections (``sqlite/vector/``); inserts need no log, chunk keys only
 grow. ``{p}`` is the ``memory_store_id`` prefix.
 
 The FTS5 index holds ``store/text.index_text`` of each chunk's text (the text
-folded, ``store/text.fold``, and CJK runs as characters and character pairs), through
-the SQL function ``oam_fts_fold`` that every connection of the store registers; its
+folded, ``store/text.fold``, CJK runs as characters and character pairs, and every
+character that is neither a letter nor a digit a space), through the SQL function
+``oam_fts_words`` that every connection of the store registers; its
 content table is the view ``chunks_fts_src``, so ``'rebuild'`` re-derives the index
 from the chunk texts. ASCII text is indexed as it is (FTS5 lower-cases ASCII, which
 is all ``fold`` does to it), so only rows holding other characters call into Python.
@@ -44,7 +45,14 @@ columns and ends the window of every memory already marked superseded at its
 successor's ``created_at``, and lists in each successor's ``supersedes`` the memories
 that name it. A file before version 7 opened read-only has no window
 columns (``WINDOWS_VERSION``): its records read as having no window, so every
-validity filter passes them.
+validity filter passes them. 8 indexes every character that is neither a letter nor a
+digit as a space (``index_text``: FTS5's ``unicode61`` tokenizer knows Unicode 6.1
+and counts later characters, most emoji among them, as word characters, so "Bob🙂"
+was the one token ``bob🙂``) through the SQL function ``oam_fts_words``;
+``UPGRADES[7]`` replaces the view and the delete trigger and rebuilds the index, as
+``UPGRADES[5]`` did. Every connection still registers ``oam_fts_fold`` (the form of
+versions 6 and 7), so the view of a version 6-7 file opened read-only reads as that
+file was indexed; its query words are the same (they never held such characters).
 """
 
 from __future__ import annotations
@@ -68,9 +76,9 @@ from oam_core.store.sql.schema import (
     record_indexes,
     records_table,
 )
-from oam_core.store.text import cjk_block_class
+from oam_core.store.text import cjk_block_class, index_text
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 WINDOWS_VERSION = 7
 """The first schema version whose records and chunks have ``valid_from``/``valid_until``."""
@@ -78,9 +86,14 @@ WINDOWS_VERSION = 7
 FOLDED_VERSION = 6
 """The first schema version whose keyword index holds folded text (``store/text.fold``)."""
 
-FTS_FUNCTION = "oam_fts_fold"
+FTS_FUNCTION = "oam_fts_words"
 """The one-argument SQL function the FTS view and triggers call (``store/text.index_text``);
-versions 2 to 5 called ``oam_fts_text`` (``index_text(text, folded=False)``)."""
+versions 6 and 7 called ``FOLD_FUNCTION``, versions 2 to 5 ``oam_fts_text``
+(``index_text(text, folded=False, separated=False)``)."""
+
+FOLD_FUNCTION = "oam_fts_fold"
+"""The function the FTS view and triggers of versions 6 and 7 call
+(``index_text(text, separated=False)``), still registered by every connection."""
 
 CJK_GLOB = f"*{cjk_block_class()}*"
 """A GLOB pattern matching every text that holds a CJK letter (and some that do
@@ -116,11 +129,30 @@ def ddl(p: str) -> list[str]:
     ]
 
 
+def register_functions(conn: sqlite3.Connection) -> None:
+    """Register on ``conn`` the SQL functions of the keyword index: ``FTS_FUNCTION``
+    (this version's form) and ``FOLD_FUNCTION`` (versions 6 and 7, whose files are
+    read, not written, until upgraded; docs/sqlite.md#schema-version-8)."""
+    conn.create_function(FTS_FUNCTION, 1, _words, deterministic=True)
+    conn.create_function(FOLD_FUNCTION, 1, _folded, deterministic=True)
+
+
+def _words(text: str | None) -> str | None:
+    """``oam_fts_words(text)``: what the FTS index holds for a chunk's text."""
+    return index_text(text) if isinstance(text, str) else text
+
+
+def _folded(text: str | None) -> str | None:
+    """``oam_fts_fold(text)``: what the FTS index of versions 6 and 7 holds."""
+    return index_text(text, separated=False) if isinstance(text, str) else text
+
+
 def fts_text(column: str) -> str:
     """The SQL expression of what the FTS index holds for the text ``column`` (a column
     name or a parameter such as ``?2``): ASCII text as it is, other text through
-    ``oam_fts_fold``."""
-    # ASCII text (as many bytes as characters) needs no folding: FTS5 lower-cases it.
+    ``FTS_FUNCTION``."""
+    # ASCII text (as many bytes as characters) needs no folding: FTS5 lower-cases it,
+    # and its characters other than letters and digits separate words already.
     # The test costs ~0.1 us a row; a call into Python ~1 us.
     return (
         f"CASE WHEN length(CAST({column} AS BLOB)) = length({column}) THEN {column} "
@@ -129,7 +161,7 @@ def fts_text(column: str) -> str:
 
 
 def fts_ddl(p: str) -> list[str]:
-    """The statements creating the keyword index (schema version 6) with prefix ``p``."""
+    """The statements creating the keyword index (schema version 8) with prefix ``p``."""
     return [
         f"""CREATE VIEW IF NOT EXISTS {p}chunks_fts_src AS
             SELECT pk, {fts_text("text")} AS text FROM {p}chunks""",
@@ -164,9 +196,11 @@ def _partial_v4(p: str) -> list[str]:
     return [f"DROP INDEX IF EXISTS {p}{name}" for name in SPARSE_RECORD_INDEXES]
 
 
-def _fold_v6(p: str) -> list[str]:
-    """Version 5 -> 6: drop the view and the delete trigger of the unfolded index; the
-    new ones are created and the index rebuilt from the chunk texts."""
+def _fts_form(p: str) -> list[str]:
+    """Versions 5 -> 6 (the text folded) and 7 -> 8 (words separated at every
+    character that is neither a letter nor a digit): drop the view and the delete
+    trigger of the old index form; the new ones are created and the index rebuilt from
+    the chunk texts."""
     rebuild = f"INSERT INTO {p}chunks_fts ({p}chunks_fts) VALUES ('rebuild')"
     old = [f"DROP TRIGGER IF EXISTS {p}chunks_ad", f"DROP VIEW IF EXISTS {p}chunks_fts_src"]
     return [*old, *fts_ddl(p), rebuild]
@@ -242,8 +276,9 @@ UPGRADES: dict[int, Callable[[str], list[str]]] = {
     2: _sources_v3,
     3: _partial_v4,
     4: _sparse_v5,
-    5: _fold_v6,
+    5: _fts_form,
     6: _windows_v7,
+    7: _fts_form,
 }
 """``UPGRADES[v](prefix)``: the statements taking a file from version ``v`` to ``v + 1``."""
 
