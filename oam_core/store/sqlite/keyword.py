@@ -2,7 +2,8 @@
 (docs/store.md#keyword-search, docs/sqlite.md).
 
 Query terms are cut and folded as the index cut and folded the text
-(``store/text.keyword_terms``), terms
+(``store/text.keyword_terms``), a term whose stem an earlier term has is dropped
+(``sqlite/stems.py``: each stem counts once, as on PostgreSQL), terms
 found in more than half of the rows are set aside as common (BM25 gives them an IDF
 of about 0), and the FTS5 ranking is read in rank order until ``k`` records pass the
 predicate, so a filter never hides a match.
@@ -27,6 +28,7 @@ from oam_core.store.sql.dialect import Dialect
 from oam_core.store.sqlite.heldstate import ChunkScopes, TermScores
 from oam_core.store.sqlite.schema import FOLDED_VERSION
 from oam_core.store.sqlite.scoped import NO_RECORD, record_scope
+from oam_core.store.sqlite.stems import distinct_stems
 from oam_core.store.text import keyword_terms
 
 _TERM = regex.compile(r"[\p{L}\p{N}]+")
@@ -376,7 +378,8 @@ def _index_terms(terms: Sequence[str], schema_version: int) -> list[str]:
     """The index tokens of ``terms`` a file of ``schema_version`` is searched with
     (``text.keyword_terms``; a read-only version-1 file indexed plain words and a
     read-only version 2-5 file unfolded text, ``schema.FOLDED_VERSION``), plain word
-    tokens only; kept for up to ``TERMS_MEMO_SIZE`` lists of at most
+    tokens only, each stem once (``stems.distinct_stems``: FTS5 would score a stem
+    once per word holding it, PostgreSQL scores it once); kept for up to ``TERMS_MEMO_SIZE`` lists of at most
     ``TERMS_MEMO_LIST`` terms (a pure function of the terms)."""
     if len(terms) <= TERMS_MEMO_LIST:
         return list(_kept_index_terms(tuple(terms), schema_version))
@@ -398,7 +401,7 @@ def _kept_index_terms(terms: tuple[str, ...], schema_version: int) -> tuple[str,
 def _index_terms_of(terms: Sequence[str], schema_version: int) -> list[str]:
     if schema_version >= 2:
         terms = keyword_terms(terms, folded=schema_version >= FOLDED_VERSION)
-    return [t for t in terms if _TERM.fullmatch(t)]
+    return distinct_stems([t for t in terms if _TERM.fullmatch(t)])
 
 
 def _or(terms: Sequence[str]) -> str:

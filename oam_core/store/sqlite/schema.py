@@ -76,6 +76,7 @@ from oam_core.store.sql.schema import (
     record_indexes,
     records_table,
 )
+from oam_core.store.sqlite.stems import TOKENIZER
 from oam_core.store.text import cjk_block_class, index_text
 
 SCHEMA_VERSION = 8
@@ -167,7 +168,7 @@ def fts_ddl(p: str) -> list[str]:
             SELECT pk, {fts_text("text")} AS text FROM {p}chunks""",
         f"""CREATE VIRTUAL TABLE IF NOT EXISTS {p}chunks_fts USING fts5(
             text, content='{p}chunks_fts_src', content_rowid='pk',
-            tokenize='porter unicode61 remove_diacritics 2')""",
+            tokenize='{TOKENIZER}')""",
         f"""CREATE TRIGGER IF NOT EXISTS {p}chunks_ad AFTER DELETE ON {p}chunks
             WHEN old.text IS NOT NULL BEGIN
             INSERT INTO {p}chunks_fts ({p}chunks_fts, rowid, text)
