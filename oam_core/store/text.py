@@ -53,6 +53,10 @@ _WORD = regex.compile(r"[\p{L}\p{N}]+")
 # separate words in every tokenizer already).
 _NON_WORD = regex.compile(r"[^\p{L}\p{N}\x00-\x7F]")
 
+# A symbol outside ASCII. Spaced out before folding: compatibility symbols decompose
+# into letters (™ -> TM, ℃ -> °C, ㎏ -> kg), which would join the word beside them.
+_SYMBOL = regex.compile(r"[^\P{S}\x00-\x7F]")
+
 # Scripts written without spaces between words: Han (with 々 〆 〇), hiragana,
 # katakana (with ー and the half-width forms) and hangul. A run starts with one of
 # their letters and goes on over their letters and combining marks (か + U+3099).
@@ -371,10 +375,12 @@ def index_text(text: str, *, folded: bool = True, separated: bool = True) -> str
 
     Each CJK run becomes its ``cjk_grams``, separated by spaces, the other text is
     folded (``fold``), and every character that is neither a letter nor a digit
-    becomes a space, so the index holds the ``[\\p{L}\\p{N}]+`` runs that
-    ``keyword_terms`` cuts query words from, whatever Unicode version the tokenizer
-    knows: ``index_text("狗叫Straße")`` is ``" 狗 狗叫 叫 strasse"`` and
-    ``index_text("Bob🙂 x²")`` is ``"bob  x2"`` (docs/store.md#keyword-search). Both
+    becomes a space (a symbol before folding, so that "Acme™" is not ``acmetm``),
+    so the index holds the ``[\\p{L}\\p{N}]+`` runs that ``query_terms`` cuts query
+    words from, whatever Unicode version the tokenizer knows:
+    ``index_text("狗叫Straße")`` is ``" 狗 狗叫 叫 strasse"``, ``index_text("Bob🙂
+    x²")`` is ``"bob  x2"`` and ``index_text("Acme™")`` is ``"acme "``
+    (docs/store.md#keyword-search). Both
     SQL back ends index this text, so they hold the same tokens; changing what it
     returns changes the index format (a new schema version whose upgrade rebuilds
     the index).
@@ -384,14 +390,16 @@ def index_text(text: str, *, folded: bool = True, separated: bool = True) -> str
         folded: False keeps the other text as it is (what SQLite schema versions 2
             to 5 indexed).
         separated: False keeps the characters that are neither letters nor digits
-            (what SQLite schema versions 2 to 7 indexed). The ``[\\p{L}\\p{N}]+``
-            runs of the result are the same either way.
+            (what SQLite schema versions 2 to 7 and PostgreSQL versions 1 to 5
+            indexed); the ``[\\p{L}\\p{N}]+`` runs of the result differ only
+            where a symbol decomposes into letters (™, ℃, ㎏).
 
     Returns:
-        The text to cut with the back end's word tokenizer, as long as the text
-        ``separated=False`` returns (one space for each character replaced).
+        The text to cut with the back end's word tokenizer.
     """
     keep = fold if folded else _same
+    if separated and not text.isascii():
+        text = _SYMBOL.sub(" ", text)
     if not _CJK_RUN.search(text):
         out = keep(text)
     else:

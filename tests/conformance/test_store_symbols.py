@@ -27,6 +27,9 @@ TEXTS = {
     "melting": "🫠Exhausted",
     "laugh": "Rolling🤣on the floor",
     "love": "Grandma🥰",
+    "brand": "I love Acme™ shoes",
+    "fever": "Fever 39℃tonight",
+    "rice": "Bought 5㎏ rice",
 }
 
 CASES = [
@@ -46,6 +49,13 @@ CASES = [
     ("exhausted", {"melting"}),
     ("rolling", {"laugh"}),
     ("grandma", {"love"}),
+    # A symbol whose compatibility form holds letters (™ -> TM) separates words too.
+    ("Acme", {"brand"}),
+    ("Acme™", {"brand"}),
+    ("tm", set()),
+    ("tonight", {"fever"}),
+    ("rice", {"rice"}),
+    ("kg", set()),
     ("🙂🤔", set()),  # no letter or digit: no terms
 ]
 
