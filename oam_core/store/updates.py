@@ -346,8 +346,10 @@ def plan_update(
     chunks = rows.chunks
     if rows.revector is not NOT_SET:
         chunks = _revector(stored_texts, rows.revector)
+    if args.valid_from is not NOT_SET:
+        _check_not_ended_by_version(row, "valid_from", args.valid_from, row.valid_from)
     if args.valid_until is not NOT_SET:
-        _check_not_ended_by_version(row, args.valid_until)
+        _check_not_ended_by_version(row, "valid_until", args.valid_until, row.valid_until)
     if args.valid_from is not NOT_SET or args.valid_until is not NOT_SET:
         checks.check_window(
             row.valid_from if args.valid_from is NOT_SET else args.valid_from,
@@ -365,15 +367,18 @@ def plan_update(
     )
 
 
-def _check_not_ended_by_version(row: StoredRow, valid_until: datetime | None) -> None:
-    """Refuse a new ``valid_until`` for a version a newer one replaced or that was
-    invalidated (``ended.ended_by_version``)."""
+def _check_not_ended_by_version(
+    row: StoredRow, name: str, value: datetime | None, stored: datetime | None
+) -> None:
+    """Refuse a new ``valid_from`` or ``valid_until`` (``name``) for a version a newer
+    one replaced or that was invalidated (``ended.ended_by_version``): either end
+    moved could make it hold again beside the other versions (docs/versions.md)."""
     why = ended_by_version(row.metadata)
-    if why is None or valid_until == row.valid_until:
+    if why is None or value == stored:
         return
-    shown = "None" if valid_until is None else valid_until.isoformat()
+    shown = "None" if value is None else value.isoformat()
     raise InvalidArgumentError(
-        f"valid_until={shown}: memory {row.id!r} {why}; its window cannot be "
+        f"{name}={shown}: memory {row.id!r} {why}; its window cannot be "
         "moved (correct the current version with update_memory instead)"
     )
 

@@ -288,10 +288,15 @@ def test_an_ended_version_cannot_be_reopened_through_store_update(
     mem.invalidate_memory(car)
     before = {r.id: (r.valid_from, r.valid_until, r.metadata) for r in mem.store.list("memory")}
     later = START + timedelta(days=30)
+    earlier = START - timedelta(days=30)
     for memory_id, why in ((v1, "replaced by"), (car, "was invalidated")):
         for end in (None, later):
             with pytest.raises(InvalidArgumentError, match=f"valid_until=.*{why}"):
                 mem.store.update("memory", memory_id, valid_until=end)
+        # Its start moved would reopen it too (trial 47 f03).
+        for start in (earlier, later):
+            with pytest.raises(InvalidArgumentError, match=f"valid_from=.*{why}"):
+                mem.store.update("memory", memory_id, valid_from=start)
     after = {r.id: (r.valid_from, r.valid_until, r.metadata) for r in mem.store.list("memory")}
     assert after == before
     assert [r.id for r, _ in mem.search("Alice lives", k=5)] == [v2]
@@ -299,5 +304,6 @@ def test_an_ended_version_cannot_be_reopened_through_store_update(
     old = mem.store.get("memory", v1)
     assert old is not None
     mem.store.update("memory", v1, valid_until=old.valid_until)
+    mem.store.update("memory", v1, valid_from=old.valid_from)
     mem.store.update("memory", v1, metadata={"note": "typo fixed"})
     assert [r.id for r, _ in mem.search("Alice lives", k=5)] == [v2]
