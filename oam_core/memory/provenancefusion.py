@@ -33,7 +33,10 @@ observations, recall_all@10 0.738 -> 0.746, every category and both halves up
 (bench/README.md#memories-and-turns-together).
 
 The fused list holds memories and messages, best first (ties by record type then
-id, the store's rule), each record once, cut to ``k``. A memory extracted from a
+id, the store's rule), each record once, cut to ``k``. The fusion reads each list's
+first ``MIN_DEPTH`` results whatever ``k``; a larger ``k`` gets the records ranked
+below them after those, as they are (``fused_search_steps``, ``store/headtail.py``),
+so a smaller ``k`` gives the first results of a larger one. A memory extracted from a
 single message of the list stands in for it: it takes that message's place and
 fused score (its own rank's credit included), and the message is not listed again,
 so the extracted fact (names and dates resolved) is shown where the turn it
@@ -65,10 +68,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from oam_core.apis.records import MESSAGE, Record
-from oam_core.checks import check_int
+from oam_core.checks import MAX_ROWS, check_int
 from oam_core.memory.provenance import reserved_keys
 from oam_core.steps import Steps, call
 from oam_core.store.fusion import RRF_K, Distance, DistanceKind
+from oam_core.store.headtail import next_depth, scored, settled, tail
 
 __all__ = [
     "MEMORY_WEIGHT",
@@ -89,9 +93,10 @@ MESSAGE_WEIGHT = 1.0
 """RRF weight of the message list."""
 
 MIN_DEPTH = 10
-"""Each list is ranked at least this deep, whatever ``k``: the fused order of the
-first ``MIN_DEPTH`` results does not depend on ``k`` (a smaller ``k`` gives a prefix
-of a larger one, as a store search does)."""
+"""How many results of each list are fused, whatever ``k`` (the messages' list less
+the shown messages a card drops): records below them follow the fused head
+(``fused_search_steps``), so a smaller ``k`` gives a prefix of a larger one (order
+and distances), as a store search does."""
 
 
 def source_message_ids(record: Record) -> list[str]:
@@ -209,24 +214,25 @@ def fused_search_steps(
     *,
     memory_search: Mapping[str, Any],
     message_search: Mapping[str, Any],
-    message_depth: int | None = None,
     drop: Iterable[str] = (),
 ) -> Steps[list[tuple[Record, float]]]:
     """Search memory-like records and messages with two calls of ``search`` and fuse
     the results (``fuse_with_provenance``); when one kind finds nothing, the other's
     results come back as the store ranked them, with its distances.
 
+    The fusion reads each list's first ``MIN_DEPTH`` results whatever ``k`` (the
+    head); a larger ``k`` gets the records ranked below them after the head
+    (``store/headtail.py``: by best rank in either list, at distances above the
+    head's), so a smaller ``k`` gives the first results of a larger one.
+
     Args:
         search: ``store.search`` (the steps driver calls it sync, or its async twin).
         query: The text query.
-        k: Most results (>= 1); each list is searched at least this deep (and at
-            least ``MIN_DEPTH``), so ``k`` come back when ``k`` records of either
-            kind match, and a smaller ``k`` gives a prefix of a larger one.
+        k: Most results (>= 1): ``k`` come back when ``k`` records of either kind
+            match.
         memory_search: The keyword arguments of the memory search (scope, record
             types, filter, ``as_of``).
         message_search: Those of the message search (``record_types={"message"}``).
-        message_depth: How many messages to rank (default ``k``; more lets memories
-            lift messages from below the first ``k``).
         drop: Ids of messages to leave out (the card's shown messages); the message
             list is searched that much deeper.
 
@@ -240,13 +246,50 @@ def fused_search_steps(
     """
     check_int(k, "k", minimum=1)
     dropped = set(drop)
-    depth = max(k, MIN_DEPTH)
+    lists = (search, query, memory_search, message_search, dropped)
+    found, kept = yield from _ranked(*lists, MIN_DEPTH)
+    if not found or not kept:  # one kind found: its own search, as ranked
+        if (found or kept) and k > MIN_DEPTH:
+            found, kept = yield from _ranked(*lists, k)
+        return (found or kept)[:k]
+    fused = fuse_with_provenance(found, kept, len(found) + len(kept))
+    head = [(_key(record), float(d)) for record, d in fused]
+    first = [[(_key(r), float(d)) for r, d in lst] for lst in (found, kept)]
+    ranked = settled(head, first, MIN_DEPTH, k)
+    records: dict[tuple[str, str], Record] = {_key(r): r for lst in (found, kept) for r, _ in lst}
+    if ranked is None:
+        n: int | None = min(k + 1, MAX_ROWS)
+        deeper: list[list[tuple[tuple[str, str], float]]] = []
+        while n is not None:
+            both = yield from _ranked(*lists, n)
+            records.update((_key(r), r) for lst in both for r, _ in lst)
+            deeper = [[(_key(r), float(d)) for r, d in lst] for lst in both]
+            n = next_depth(deeper, n, k)
+        ranked = [*scored(head), *tail(head, first, deeper, MIN_DEPTH)]
+    # The head as fused; the tail by distance, then record type and id (the store's rule).
+    out: list[tuple[Record, float]] = [item for item in fused if float(item[1]) < 1.0]
+    more = sorted(ranked[len(out) :], key=lambda kd: (kd[1], kd[0]))
+    out += [(records[key], Distance.of(d, DistanceKind.FUSED)) for key, d in more]
+    return out[:k]
+
+
+def _key(record: Record) -> tuple[str, str]:
+    return (record.record_type, record.id)
+
+
+def _ranked(
+    search: Callable[..., list[tuple[Record, float]]],
+    query: str,
+    memory_search: Mapping[str, Any],
+    message_search: Mapping[str, Any],
+    dropped: set[str],
+    n: int,
+) -> Steps[tuple[list[tuple[Record, float]], list[tuple[Record, float]]]]:
+    """The two store searches, ``n`` deep: ``(memory-like records, messages not in
+    ``dropped``)``; the messages are searched ``len(dropped)`` deeper."""
     messages: list[tuple[Record, float]] = yield from call(
-        search, query, max(depth, message_depth or k) + len(dropped), **message_search
+        search, query, min(n + len(dropped), MAX_ROWS), **message_search
     )
     kept = [item for item in messages if item[0].id not in dropped]
-    found: list[tuple[Record, float]] = yield from call(search, query, depth, **memory_search)
-    if not found or not kept:
-        return (found or kept)[:k]  # one kind found: its own search, as ranked
-    fused: list[tuple[Record, float]] = list(fuse_with_provenance(found, kept, depth)[:k])
-    return fused
+    found: list[tuple[Record, float]] = yield from call(search, query, n, **memory_search)
+    return found, kept

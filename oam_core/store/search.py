@@ -45,13 +45,14 @@ from oam_core.store.fusion import (
     signal_lists,
     speaker_names,
 )
+from oam_core.store.headtail import tied_ranks, with_tail
 from oam_core.store.options import SearchStrategy
 from oam_core.store.runtime import StoreRuntime
 from oam_core.store.temporal import query_spans
 from oam_core.store.text import chunk_text, query_terms
 from oam_core.store.vectorlists import vector_lists
 
-__all__ = ["HYBRID_DEPTH", "search"]
+__all__ = ["HYBRID_DEPTH", "search", "tied_ranks"]
 
 T = TypeVar("T")
 
@@ -111,33 +112,60 @@ def search(
     # A reranker re-scores the first stage's best ``candidates``: rank that deep.
     depth = k if reranker is None or query is None else max(k, reranker.candidates)
     loaded: dict[Hashable, Record] | None = None
-    backend = runtime.backend
-    native = backend.native_search(query, qvec, depth, pred) if backend.ranks_natively else None
     kind = DistanceKind.COSINE
+    native = _native_ranking(runtime, query, qvec, depth, pred, fusion)
     if native is not None:
-        ranked, kind = native, DistanceKind.HYBRID_INDEX
-        if query is not None:
-            # The index fused its own lists; the query's signal lists fuse onto them.
-            index_lists = [[key for key, _ in native]]
-            ranked, loaded, kind = _hybrid_ranking(
-                runtime,
-                query,
-                index_lists,
-                [fusion.index_weight],
-                k,
-                pred,
-                fusion,
-                native,
-                ranks=[tied_ranks(native)],
-            )
+        ranked, loaded, kind = native
     elif qvec is not None:
         ranked = _vector_ranking(runtime, [qvec], depth, pred)
     else:
-        ranked, loaded, kind = _text_ranking(runtime, strategy, query or "", depth, k, pred, fusion)
+        ranked, loaded, kind = _text_ranking(runtime, strategy, query or "", depth, pred, fusion)
     if reranker is not None and query is not None:
         ranked, loaded = _reranked(runtime, reranker, query, ranked, k, loaded)
         kind = DistanceKind.RERANKED
     return _materialize(runtime, ranked, k, kind, loaded)
+
+
+def _native_ranking(
+    runtime: StoreRuntime,
+    query: str | None,
+    qvec: Vector | None,
+    depth: int,
+    pred: Predicate,
+    fusion: FusionConfig,
+) -> tuple[Ranked, dict[Hashable, Record] | None, DistanceKind] | None:
+    """The back end's own ranking (``Backend.native_search``: Oracle's hybrid index),
+    or None to rank with the shared logic. For a text query, the query's signal
+    lists fuse onto the index's first ``fusion.depth`` results (their head) and the
+    rest follow (``headtail``), so a smaller ``k`` gives the first results of a
+    larger one; ``depth``: how many results are needed."""
+    backend = runtime.backend
+    if not backend.ranks_natively:
+        return None
+    if query is None:
+        found = backend.native_search(None, qvec, depth, pred)
+        return None if found is None else (found, None, DistanceKind.HYBRID_INDEX)
+
+    def fetch(n: int) -> builtins.list[Ranked]:
+        return [backend.native_search(query, None, n, pred) or []]
+
+    native = backend.native_search(query, None, max(depth, fusion.depth), pred)
+    if native is None:
+        return None
+    first = [native[: fusion.depth]]
+    ranked, loaded, kind = _hybrid_ranking(
+        runtime,
+        query,
+        [[key for key, _ in first[0]]],
+        [fusion.index_weight],
+        pred,
+        fusion,
+        native,
+        ranks=[tied_ranks(first[0])],
+    )
+    if kind is DistanceKind.FUSED:
+        ranked = with_tail(ranked, first, fetch, fusion.depth, depth)
+    return ranked, loaded, kind
 
 
 def _scope(value: Maybe[str | None], name: str, exact: bool) -> Maybe[str | None]:
@@ -179,36 +207,42 @@ def _text_ranking(
     strategy: SearchStrategy,
     query: str,
     depth: int,
-    k: int,
     pred: Predicate,
     fusion: FusionConfig,
 ) -> tuple[Ranked, dict[Hashable, Record] | None, DistanceKind]:
-    """The first stage of a text query by ``strategy``: ``(key, distance)`` pairs,
-    the records it loaded (HYBRID: the signals' pool) and the distances' kind."""
+    """The first stage of a text query by ``strategy``: ``(key, distance)`` pairs (at
+    least ``depth`` when that many match), the records it loaded (HYBRID: the
+    signals' pool) and the distances' kind. HYBRID fuses each list's first
+    ``fusion.depth`` entries, whatever ``depth`` (``headtail``)."""
     parts = _query_parts(runtime, query)
     if strategy is SearchStrategy.KEYWORD:
-        ranked, kind = _keyword_ranking(runtime, parts, depth, pred)
+        ranked, kind = _keyword_ranking(runtime, parts, depth, pred, fusion)
         return ranked, None, kind
     if strategy is SearchStrategy.VECTOR:
         vectors = _query_vectors(runtime, parts, strategy)
         return _vector_ranking(runtime, vectors, depth, pred), None, DistanceKind.COSINE
     vectors, share = _hybrid_vectors(runtime, query, parts, fusion)
-    depth = max(depth, fusion.depth)
-    v_lists, kw_lists = runtime.backend.rank_hybrid(
-        vectors, [query_terms(p) for p in parts], depth, pred
-    )
-    lists = [[key for key, _ in lst] for lst in (*v_lists, *kw_lists)]
+    terms = [query_terms(p) for p in parts]
+
+    def fetch(n: int) -> builtins.list[Ranked]:
+        v_lists, kw_lists = runtime.backend.rank_hybrid(vectors, terms, n, pred)
+        return [*v_lists, *kw_lists]
+
+    first = fetch(fusion.depth)
     # Records every list scores alike share one rank (``tied_ranks``).
-    alike = evidence([*v_lists, *kw_lists])
-    ranks = [tied_ranks(lst, alike) for lst in (*v_lists, *kw_lists)]
+    alike = evidence(first)
+    ranks = [tied_ranks(lst, alike) for lst in first]
     # A question asking for advice weighs its keyword lists less (fusion.list_weights).
-    weights = list_weights(query, len(v_lists), len(kw_lists), fusion, vector_share=share)
+    n_vector = len(vectors)
+    weights = list_weights(query, n_vector, len(first) - n_vector, fusion, vector_share=share)
     # One question vector at full weight (not in parts, not asking for advice): the
     # second-stage vector lists may share it (store/vectorlists.py).
-    second = vectors[0] if len(v_lists) == 1 and share == 1.0 else None
-    return _hybrid_ranking(
-        runtime, query, lists, weights, k, pred, fusion, ranks=ranks, query_vector=second
+    second = vectors[0] if n_vector == 1 and share == 1.0 else None
+    lists = [[key for key, _ in lst] for lst in first]
+    ranked, loaded, kind = _hybrid_ranking(
+        runtime, query, lists, weights, pred, fusion, ranks=ranks, query_vector=second
     )
+    return with_tail(ranked, first, fetch, fusion.depth, depth), loaded, kind
 
 
 def _hybrid_ranking(
@@ -216,7 +250,6 @@ def _hybrid_ranking(
     query: str,
     lists: Sequence[Sequence[Hashable]],
     weights: Sequence[float],
-    k: int,
     pred: Predicate,
     fusion: FusionConfig,
     index: Ranked | None = None,
@@ -230,12 +263,15 @@ def _hybrid_ranking(
     embedding, whose vector list is ``lists[0]``), the second-stage vector lists
     (store/vectorlists.py) join the final fusion with shares of that list's weight.
 
-    Returns ``(key, distance)`` pairs from the fused scores, the head's loaded records
-    and the distances' kind. ``index``: the distances of a back end's own fused
-    ranking (``lists`` is then its one list), kept as they are when no signal list
-    applies. ``ranks``: each list's ranks, tied entries sharing one (``fuse``)."""
+    ``lists``: each text list's first ``fusion.depth`` entries, the same for every
+    ``k`` (``headtail``); the signal lists read the fused head's first
+    ``fusion.pool`` records. Returns ``(key, distance)`` pairs from the fused scores,
+    the head's loaded records and the distances' kind. ``index``: a back end's own
+    fused ranking (``lists`` is then its first entries), returned as it is, with its
+    distances, when no signal list applies. ``ranks``: each list's ranks, tied
+    entries sharing one (``fuse``)."""
     fused = fuse(lists, weights, rrf_k=fusion.rrf_k, ranks=ranks)
-    pool = [key for key, _ in fused[: max(fusion.pool, k)]]
+    pool = [key for key, _ in fused[: fusion.pool]]
     records = runtime.backend.load_for_ranking(pool)  # read, never returned
     speakers = speaker_names(records)
     pooled = tuple(records.get(key) for key in pool)
@@ -463,33 +499,48 @@ def _vector_ranking(
 ) -> builtins.list[tuple[Hashable, float]]:
     """The ``k`` records nearest the query's vectors (one per part of a long query):
     each at its smallest cosine distance to any part, so the distance stays a
-    cosine one. Exact: a record among the ``k`` nearest by that measure is among the
-    ``k`` nearest of the part it is nearest to."""
+    cosine one, and every record tied with the ``k``-th (``_with_ties``). Exact: a
+    record among the ``n`` nearest by that measure is among the ``n`` nearest of the
+    part it is nearest to, or tied with that part's ``n``-th, and then with the
+    ``n``-th by that measure too."""
     if len(vectors) == 1:
         return _with_ties(lambda n: runtime.backend.rank_vector(vectors, n, pred)[0], k)
-    best: dict[Hashable, float] = {}
-    for ranked in runtime.backend.rank_vector(vectors, k, pred):
-        for key, d in ranked:
-            if d < best.get(key, math.inf):
-                best[key] = d
-    return sorted(best.items(), key=itemgetter(1))[:k]
+
+    def nearest(n: int) -> builtins.list[tuple[Hashable, float]]:
+        best: dict[Hashable, float] = {}
+        for ranked in runtime.backend.rank_vector(vectors, n, pred):
+            for key, d in ranked:
+                if d < best.get(key, math.inf):
+                    best[key] = d
+        return sorted(best.items(), key=itemgetter(1))[:n]
+
+    return _with_ties(nearest, k)
 
 
 def _keyword_ranking(
-    runtime: StoreRuntime, parts: Sequence[str], k: int, pred: Predicate
+    runtime: StoreRuntime, parts: Sequence[str], k: int, pred: Predicate, fusion: FusionConfig
 ) -> tuple[Ranked, DistanceKind]:
+    """KEYWORD: one part's BM25 ranking (``_with_ties``, distances relative to the best
+    match), or the parts' rankings fused by RRF, each its first ``fusion.depth``
+    entries whatever ``k``, deeper records following (``headtail``)."""
     if len(parts) == 1:
         terms = query_terms(parts[0])
         ranked = _with_ties(
             lambda n: normalized_distances(runtime.backend.rank_keyword(terms, n, pred)), k
         )
         return ranked, DistanceKind.KEYWORD
-    lists = [runtime.backend.rank_keyword(query_terms(p), k, pred) for p in parts]
+    each = [query_terms(p) for p in parts]
+
+    def fetch(n: int) -> builtins.list[Ranked]:
+        return [runtime.backend.rank_keyword(terms, n, pred) for terms in each]
+
+    lists = fetch(fusion.depth)
     alike = evidence(lists)
     scores = fuse(
         [[key for key, _ in lst] for lst in lists], ranks=[tied_ranks(x, alike) for x in lists]
     )
-    return [(key, rrf_distance(s, len(lists))) for key, s in scores], DistanceKind.FUSED
+    head = [(key, rrf_distance(s, len(lists))) for key, s in scores]
+    return with_tail(head, lists, fetch, fusion.depth, k), DistanceKind.FUSED
 
 
 def _materialize(
@@ -527,35 +578,8 @@ def _materialize(
 # exact duplicates at different distances, in insertion order. Every entry of a tie
 # group gets the rank of the group's first entry (1, 2, 2, 4), so tied records get
 # equal fused scores and come out by record type then id, as under VECTOR and KEYWORD
-# (docs/store.md#search-strategies).
-
-
-def tied_ranks(
-    scored: Sequence[tuple[Hashable, float]], alike: Mapping[Hashable, object] | None = None
-) -> list[int]:
-    """The rank (from 1) of each entry of ``scored``, a list ordered best first by its
-    score or distance: an entry whose value equals an earlier entry's (exactly,
-    ``==``, among the entries just before it with that value) shares that entry's
-    rank when ``alike`` gives both the same value too (``evidence``: every list
-    scored them alike); any other entry's rank is its position.
-
-    Args:
-        scored: ``(key, score or distance)`` pairs in ranked order (a back end's
-            ``rank_vector``, ``rank_keyword`` or native list).
-        alike: Per key, what else must be equal for a tie (None: the value alone).
-
-    Returns:
-        One int per entry, ``ranks[0] == 1`` when non-empty.
-    """
-    ranks: list[int] = []
-    for position, (key, value) in enumerate(scored, start=1):
-        rank, back = position, position - 2
-        while back >= 0 and scored[back][1] == value:
-            if alike is None or alike.get(scored[back][0]) == alike.get(key):
-                rank = ranks[back]
-            back -= 1
-        ranks.append(rank)
-    return ranks
+# (docs/store.md#search-strategies). ``tied_ranks`` is in store/headtail.py (the tail
+# ranks by it too); ``evidence`` says when records are scored alike.
 
 
 def evidence(lists: Sequence[Sequence[tuple[Hashable, float]]]) -> dict[Hashable, object]:
