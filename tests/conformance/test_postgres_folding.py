@@ -103,7 +103,7 @@ def test_b57_a_version_3_store_is_refolded_on_open(conninfo: str, tmp_path: Path
     store = _pg_store(conninfo)  # CREATE_IF_NECESSARY upgrades
     with psycopg.connect(conninfo) as conn:
         version = conn.execute("SELECT value FROM oam_meta WHERE key = 'schema_version'")
-        assert version.fetchone() == (str(SCHEMA_VERSION),) == ("5",)
+        assert version.fetchone() == (str(SCHEMA_VERSION),) == ("6",)
     kept, counted = _stats(conninfo)
     assert kept == counted
     assert [r.id for r, _ in store.search("strasse", 3)] == ["de"]

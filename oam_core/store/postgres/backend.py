@@ -43,7 +43,15 @@ from oam_core.checks import Vector
 from oam_core.errors import StoreConnectionError
 from oam_core.store.backend import DimCheck, Predicate, Tx
 from oam_core.store.postgres.dialect import POSTGRES
-from oam_core.store.postgres.fulltext import K1, B, index_input, query_words, tsquery_literal
+from oam_core.store.postgres.fulltext import (
+    K1,
+    B,
+    index_input,
+    kept_lexemes,
+    query_words,
+    tsquery_literal,
+    tsvector_sql,
+)
 from oam_core.store.postgres.schema import (
     ann_expression,
     lock_key,
@@ -511,16 +519,26 @@ class PgBackend(SqlBackend):
     # -- KEYWORD -----------------------------------------------------------------
 
     def _lexemes(self, conn: Conn, words: Sequence[str]) -> builtins.list[str]:
-        rows = conn.execute(
-            f"SELECT w, tsvector_to_array(to_tsvector('{self.p}oam_fts', w)) "
-            "FROM unnest(%s::text[]) WITH ORDINALITY AS u(w, i) ORDER BY i",
-            (list(words),),
-        ).fetchall()
+        """The distinct lexemes of query ``words``, in order: a word FTS5 does not
+        stem is its own lexeme (``fulltext.kept_lexemes``), the others are stemmed by
+        the store's text-search configuration, as the index was."""
+        kept = kept_lexemes(words)
+        stemmed = [w for w, lx in zip(words, kept, strict=True) if lx is None]
+        rows = (
+            conn.execute(
+                f"SELECT w, tsvector_to_array(to_tsvector('{self.p}oam_fts', w)) "
+                "FROM unnest(%s::text[]) WITH ORDINALITY AS u(w, i) ORDER BY i",
+                (stemmed,),
+            ).fetchall()
+            if stemmed
+            else []
+        )
+        stems = iter(rows)
         out: builtins.list[str] = []
-        for _w, lexemes in rows:
-            for lx in lexemes or []:
-                if lx not in out:
-                    out.append(lx)
+        for lx in kept:
+            for lexeme in [lx] if lx is not None else next(stems)[1] or []:
+                if lexeme not in out:
+                    out.append(lexeme)
         return out
 
     def _stats(self, conn: Conn) -> tuple[int, float, int]:
@@ -701,7 +719,7 @@ class PgTx(SqlTx):
             self.d,
             self.p,
             ["embedding", "tsv", "n_tokens"],
-            ["%b::float4[]::vector", f"to_tsvector('{self.p}oam_fts', %s)", "%s"],
+            ["%b::float4[]::vector", tsvector_sql(self.p), "%s"],
         )
         values = [
             (*shared, vector_param(v), *index_input(text))

@@ -28,7 +28,10 @@ characters, whose tokens can change, and counts the table once); 5 adds the vali
 window (``valid_from``, ``valid_until``, Unix seconds) to records and chunks
 (``UPGRADES[4]`` adds the columns and ends the window of every memory already marked
 superseded at its successor's ``created_at``, ``sql/schema.backfill_superseded``, and
-lists in each successor's ``supersedes`` the memories that name it).
+lists in each successor's ``supersedes`` the memories that name it); 6 stems with the
+original Porter algorithm as FTS5 does (the dictionary's Snowball language was
+``english``) and keeps the tokens FTS5 does not stem as they are (``UPGRADES[5]``
+switches the dictionary and derives every row's ``tsvector`` and token count again).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from oam_core.apis.metadatajson import RESERVED_KEY
 from oam_core.errors import SchemaError
 from oam_core.store.options import SchemaPolicy
 from oam_core.store.postgres.dialect import POSTGRES
-from oam_core.store.postgres.fulltext import index_input
+from oam_core.store.postgres.fulltext import index_input, tsvector_sql
 from oam_core.store.sql import statements as st
 from oam_core.store.sql.quoting import legacy_context_rows, sources_table
 from oam_core.store.sql.schema import (
@@ -61,7 +64,7 @@ from oam_core.store.sql.schema import (
 )
 from oam_core.store.text import cjk_block_class, has_cjk
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The schema version this release writes and reads."""
 
 STATS_SHARDS = 16
@@ -190,7 +193,7 @@ def ddl(p: str, dim: int | None) -> list[str]:
         f"""DO $$ BEGIN
             IF NOT EXISTS (SELECT 1 FROM pg_ts_dict WHERE dictname = '{p.lower()}oam_stem'
                            AND dictnamespace = current_schema()::regnamespace) THEN
-                CREATE TEXT SEARCH DICTIONARY {p}oam_stem (TEMPLATE = snowball, LANGUAGE = english);
+                CREATE TEXT SEARCH DICTIONARY {p}oam_stem (TEMPLATE = snowball, LANGUAGE = porter);
             END IF;
             IF NOT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = '{p.lower()}oam_fts'
                            AND cfgnamespace = current_schema()::regnamespace) THEN
@@ -288,17 +291,7 @@ def _to_v2(conn: psycopg.Connection[Any], p: str) -> None:
     rows = conn.execute(
         f"SELECT pk, text FROM {p}chunks WHERE text ~ %s", (cjk_block_class(),)
     ).fetchall()
-    updates = []
-    for pk, text in rows:
-        if has_cjk(text):
-            words, n_tokens = index_input(text)
-            updates.append((words, n_tokens, pk))
-    with conn.cursor() as cur:
-        cur.executemany(
-            f"UPDATE {p}chunks SET tsv = to_tsvector('{p}oam_fts', %s), n_tokens = %s "
-            "WHERE pk = %s",
-            updates,
-        )
+    _reindex(conn, p, [(pk, text) for pk, text in rows if has_cjk(text)])
     for stmt in stats_ddl(p):
         conn.execute(stmt)
     recount_stats(conn, p)
@@ -320,12 +313,17 @@ def stats_present(conn: psycopg.Connection[Any], p: str) -> bool:
 
 
 def recount_stats(conn: psycopg.Connection[Any], p: str) -> None:
-    """Set ``chunk_stats`` from a count of the chunk table (writers wait meanwhile)."""
+    """Set ``chunk_stats`` from a count of the chunk table (writers wait meanwhile).
+    The change counter moves on from its total, so a store object that cached term
+    row counts under the old total counts them again."""
     conn.execute(f"LOCK TABLE {p}chunks IN SHARE MODE")
+    row = conn.execute(f"SELECT COALESCE(sum(changes), 0) FROM {p}chunk_stats").fetchone()
+    changes = int(row[0]) if row else 0
     conn.execute(f"DELETE FROM {p}chunk_stats")
     conn.execute(
         f"INSERT INTO {p}chunk_stats (shard, n_rows, n_tokens, changes) "
-        f"SELECT 0, count(*), COALESCE(sum(n_tokens), 0), 1 FROM {p}chunks WHERE tsv IS NOT NULL"
+        f"SELECT 0, count(*), COALESCE(sum(n_tokens), 0), %s FROM {p}chunks WHERE tsv IS NOT NULL",
+        (changes + 1,),
     )
 
 
@@ -346,12 +344,7 @@ def _to_v4(conn: psycopg.Connection[Any], p: str) -> None:
         f"SELECT pk, text FROM {p}chunks "
         "WHERE text IS NOT NULL AND octet_length(text) <> char_length(text)"
     ).fetchall()
-    with conn.cursor() as cur:
-        cur.executemany(
-            f"UPDATE {p}chunks SET tsv = to_tsvector('{p}oam_fts', %s), n_tokens = %s "
-            "WHERE pk = %s",
-            [(*index_input(text), pk) for pk, text in rows],
-        )
+    _reindex(conn, p, rows)
     recount_stats(conn, p)
 
 
@@ -402,11 +395,50 @@ def _reverse_links(conn: psycopg.Connection[Any], p: str) -> None:
         cur.executemany(f"UPDATE {p}records SET metadata = %s WHERE pk = %s", updates)
 
 
+REINDEX_BATCH = 5000
+"""Search rows read and rewritten per statement when ``_to_v6`` indexes every row."""
+
+
+def _to_v6(conn: psycopg.Connection[Any], p: str) -> None:
+    """Version 5 -> 6: stem with the original Porter algorithm, as FTS5 does (the
+    dictionary's language was Snowball ``english``), and keep the tokens FTS5 does not
+    stem as they are (``fulltext.index_input``): the ``tsvector`` and token count of
+    every search row are derived again from its text, in batches of
+    ``REINDEX_BATCH`` rows read through a server-side cursor, then the table is
+    counted once. Writers wait for the transaction; readers see the old index until
+    it commits."""
+    conn.execute(f"LOCK TABLE {p}chunks IN SHARE ROW EXCLUSIVE MODE")
+    conn.execute(f"ALTER TEXT SEARCH DICTIONARY {p}oam_stem (Language = porter)")
+    with conn.cursor(name=f"{p}oam_reindex") as rows:
+        rows.execute(f"SELECT pk, text FROM {p}chunks WHERE text IS NOT NULL ORDER BY pk")
+        while batch := rows.fetchmany(REINDEX_BATCH):
+            _reindex(conn, p, batch)
+    recount_stats(conn, p)
+
+
+def _reindex(conn: psycopg.Connection[Any], p: str, rows: list[tuple[int, str]]) -> None:
+    """Set the ``tsvector`` and token count of the search rows ``(pk, text)`` from their
+    text (``fulltext.index_input``), in one UPDATE."""
+    if not rows:
+        return
+    columns: list[list[Any]] = [[], [], [], []]
+    for pk, text in rows:
+        for column, value in zip(columns, (pk, *index_input(text)), strict=True):
+            column.append(value)
+    conn.execute(
+        f"UPDATE {p}chunks c SET tsv = {tsvector_sql(p, 'u.kept', 'u.words')}, "
+        "n_tokens = u.n FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::int[]) "
+        "AS u(pk, kept, words, n) WHERE c.pk = u.pk",
+        columns,
+    )
+
+
 UPGRADES: dict[int, Callable[[psycopg.Connection[Any], str], None]] = {
     1: _to_v2,
     2: _to_v3,
     3: _to_v4,
     4: _to_v5,
+    5: _to_v6,
 }
 """``UPGRADES[v](conn, prefix)`` takes a store from version ``v`` to ``v + 1`` inside the
 caller's transaction; applied in order by ``CREATE_IF_NECESSARY``."""

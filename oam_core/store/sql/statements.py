@@ -484,8 +484,8 @@ def bulk_chunk_columns(
 
 def insert_chunks(d: Dialect, p: str, columns: Sequence[str], marks: Sequence[str]) -> str:
     """The INSERT of one search row, for ``executemany``: a ``chunk_columns`` row followed by
-    the back end's own ``columns``, bound through ``marks`` (SQL holding one
-    placeholder each, such as a cast)."""
+    the back end's own ``columns``, bound through ``marks`` (SQL holding placeholders,
+    such as a cast; the values follow in placeholder order)."""
     shared = CHUNK_INSERT_COLUMNS.count(",") + 1
     return (
         f"INSERT INTO {p}chunks ({CHUNK_INSERT_COLUMNS}, {', '.join(columns)}) "
