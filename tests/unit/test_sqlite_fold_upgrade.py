@@ -11,20 +11,23 @@ a file that cannot be written is searched as version 5 indexed it.
 
 from __future__ import annotations
 
-import gzip
-import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
+from _oldfiles import (
+    assert_old_release_cannot_delete,
+    assert_vectors_untouched,
+    file_version,
+    found,
+    integrity_check,
+    open_read_only,
+    unpack,
+)
 
 from oam_core import SQLiteMemoryStore
-from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.store.sqlite import schema as sqlite_schema
-from oam_core.store.sqlite.backend import SQLiteBackend
 from oam_core.store.text import index_text
 
-FIXTURE = Path(__file__).resolve().parents[1] / "data" / "sqlite_store_v5.db.gz"
 TEXTS = {
     "tr": "We flew to İstanbul in May.",
     "de": "The shop is on the Straße near the river.",
@@ -37,38 +40,18 @@ TEXTS = {
 
 @pytest.fixture
 def v5_file(tmp_path: Path) -> Path:
-    path = tmp_path / "v5.db"
-    with gzip.open(FIXTURE) as src, path.open("wb") as dst:
-        shutil.copyfileobj(src, dst)
-    return path
-
-
-def _version(path: Path) -> str:
-    with sqlite3.connect(path) as conn:
-        row = conn.execute("SELECT value FROM oam_meta WHERE key = 'schema_version'").fetchone()
-        return str(row[0])
-
-
-def _integrity_check(store: SQLiteMemoryStore) -> None:
-    """FTS5 compares its index with the content view row by row (raises on a mismatch)."""
-    impl = store._impl  # type: ignore[attr-defined]
-    with impl.lock:
-        impl.conn.execute("INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('integrity-check', 1)")
-
-
-def found(store: SQLiteMemoryStore, query: str) -> list[str]:
-    return sorted(r.id for r, _ in store.search(query, 10))
+    return unpack("sqlite_store_v5.db.gz", tmp_path / "v5.db")
 
 
 def test_the_fixture_is_version_5(v5_file: Path) -> None:
-    assert _version(v5_file) == "5"
+    assert file_version(v5_file) == "5"
 
 
 def test_a_writable_open_folds_the_index_and_keeps_the_text(v5_file: Path) -> None:
     store = SQLiteMemoryStore(v5_file, search_strategy="KEYWORD")
     assert store._impl.schema_version == sqlite_schema.SCHEMA_VERSION == 8  # type: ignore[attr-defined]
-    assert _version(v5_file) == str(sqlite_schema.SCHEMA_VERSION)
-    _integrity_check(store)
+    assert file_version(v5_file) == str(sqlite_schema.SCHEMA_VERSION)
+    integrity_check(store)
     for query, ids in [
         ("ISTANBUL", ["tr"]),
         ("istanbul", ["tr"]),
@@ -85,25 +68,17 @@ def test_a_writable_open_folds_the_index_and_keeps_the_text(v5_file: Path) -> No
     store.add(["Ein Café an der Straße"], "memory", record_ids="new")
     store.delete("memory", "de")
     assert found(store, "strasse") == ["new"]
-    _integrity_check(store)
+    integrity_check(store)
     store.close()
     # Vectors are untouched: the stored embedding of a text is still its nearest.
-    hybrid = SQLiteMemoryStore(v5_file, embedder=HashingEmbedder(16), search_strategy="HYBRID")
-    vec = HashingEmbedder(16).embed([TEXTS["en"]])[0]
-    assert [r.id for r, _ in hybrid.search(query_vector=vec, k=1)] == ["en"]
-    hybrid.close()
+    assert_vectors_untouched(v5_file, TEXTS["en"], "en")
 
 
 def test_a_read_only_version_5_file_is_searched_as_version_5_indexed_it(
     v5_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = v5_file.read_bytes()
-    connect = SQLiteBackend._connect
-
-    def read_only(target: str, *, uri: bool = False) -> sqlite3.Connection:
-        return connect(f"file:{target}?mode=ro", uri=True)
-
-    monkeypatch.setattr(SQLiteBackend, "_connect", staticmethod(read_only))
+    open_read_only(monkeypatch)
     store = SQLiteMemoryStore(v5_file, search_strategy="KEYWORD")
     assert store._impl.schema_version == 5  # type: ignore[attr-defined]
     for query, ids in [
@@ -123,10 +98,4 @@ def test_a_connection_of_the_previous_release_cannot_delete_from_the_folded_inde
 ) -> None:
     # Version 5's function (oam_fts_text, the text unfolded) would delete words the
     # folded index does not hold; the renamed function makes its delete fail instead.
-    SQLiteMemoryStore(v5_file, search_strategy="KEYWORD").close()
-    with sqlite3.connect(v5_file) as conn:
-        conn.create_function("oam_fts_text", 1, lambda t: index_text(t, folded=False))
-        with pytest.raises(
-            sqlite3.OperationalError, match=f"no such function: {sqlite_schema.FTS_FUNCTION}"
-        ):
-            conn.execute("DELETE FROM chunks")
+    assert_old_release_cannot_delete(v5_file, "oam_fts_text", lambda t: index_text(t, folded=False))

@@ -11,20 +11,25 @@ written is searched as version 7 indexed it.
 
 from __future__ import annotations
 
-import gzip
-import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
+from _oldfiles import (
+    assert_old_release_cannot_delete,
+    assert_vectors_untouched,
+    file_version,
+    found,
+    integrity_check,
+    open_read_only,
+    unpack,
+)
 
 from oam_core import SQLiteMemoryStore
 from oam_core.embedders.hashing import HashingEmbedder
 from oam_core.store.sqlite import schema as sqlite_schema
-from oam_core.store.sqlite.backend import SQLiteBackend
 from oam_core.store.text import index_text
 
-FIXTURE = Path(__file__).resolve().parents[1] / "data" / "sqlite_store_v7.db.gz"
 TEXTS = {
     "bob": "Bob🙂 likes tea",
     "maybe": "Hmm🤔maybe tomorrow",
@@ -40,16 +45,7 @@ JOINED = {"500₽", "bob🙂", "hmm🤔mayb", "🏽teamwork", "🙂"}
 
 @pytest.fixture
 def v7_file(tmp_path: Path) -> Path:
-    path = tmp_path / "v7.db"
-    with gzip.open(FIXTURE) as src, path.open("wb") as dst:
-        shutil.copyfileobj(src, dst)
-    return path
-
-
-def _version(path: Path) -> str:
-    with sqlite3.connect(path) as conn:
-        row = conn.execute("SELECT value FROM oam_meta WHERE key = 'schema_version'").fetchone()
-        return str(row[0])
+    return unpack("sqlite_store_v7.db.gz", tmp_path / "v7.db")
 
 
 def _tokens(conn: sqlite3.Connection) -> set[str]:
@@ -66,19 +62,8 @@ def _store_tokens(store: SQLiteMemoryStore) -> set[str]:
         return _tokens(impl.conn)
 
 
-def _integrity_check(store: SQLiteMemoryStore) -> None:
-    """FTS5 compares its index with the content view row by row (raises on a mismatch)."""
-    impl = store._impl  # type: ignore[attr-defined]
-    with impl.lock:
-        impl.conn.execute("INSERT INTO chunks_fts (chunks_fts, rank) VALUES ('integrity-check', 1)")
-
-
-def found(store: SQLiteMemoryStore, query: str) -> list[str]:
-    return sorted(r.id for r, _ in store.search(query, 10))
-
-
 def test_the_fixture_is_version_7_with_symbols_inside_tokens(v7_file: Path) -> None:
-    assert _version(v7_file) == "7"
+    assert file_version(v7_file) == "7"
     with sqlite3.connect(v7_file) as conn:
         tokens = _tokens(conn)
         view = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts_src'")
@@ -90,8 +75,8 @@ def test_the_fixture_is_version_7_with_symbols_inside_tokens(v7_file: Path) -> N
 def test_a_writable_open_rebuilds_the_index_without_symbols(v7_file: Path) -> None:
     store = SQLiteMemoryStore(v7_file, embedder=HashingEmbedder(16), search_strategy="KEYWORD")
     assert store._impl.schema_version == sqlite_schema.SCHEMA_VERSION == 8  # type: ignore[attr-defined]
-    assert _version(v7_file) == "8"
-    _integrity_check(store)
+    assert file_version(v7_file) == "8"
+    integrity_check(store)
     tokens = _store_tokens(store)
     assert not tokens & JOINED
     assert {"bob", "hmm", "mayb", "500", "teamwork"} <= tokens
@@ -114,12 +99,11 @@ def test_a_writable_open_rebuilds_the_index_without_symbols(v7_file: Path) -> No
     assert not {"bob", "like", "tea", "hmm", "mayb", "tomorrow"} & tokens
     assert {"perhap", "never"} <= tokens
     assert found(store, "perhaps") == ["maybe"]
-    _integrity_check(store)
+    integrity_check(store)
     store.close()
     # Vectors are untouched: the stored embedding of a text is still its nearest.
+    assert_vectors_untouched(v7_file, TEXTS["en"], "en")
     hybrid = SQLiteMemoryStore(v7_file, embedder=HashingEmbedder(16), search_strategy="HYBRID")
-    vec = HashingEmbedder(16).embed([TEXTS["en"]])[0]
-    assert [r.id for r, _ in hybrid.search(query_vector=vec, k=1)] == ["en"]
     assert [r.id for r, _ in hybrid.search("teamwork", 1)] == ["tone"]
     hybrid.close()
 
@@ -128,12 +112,7 @@ def test_a_read_only_version_7_file_is_searched_as_version_7_indexed_it(
     v7_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = v7_file.read_bytes()
-    connect = SQLiteBackend._connect
-
-    def read_only(target: str, *, uri: bool = False) -> sqlite3.Connection:
-        return connect(f"file:{target}?mode=ro", uri=True)
-
-    monkeypatch.setattr(SQLiteBackend, "_connect", staticmethod(read_only))
+    open_read_only(monkeypatch)
     store = SQLiteMemoryStore(v7_file, search_strategy="KEYWORD")
     assert store._impl.schema_version == 7  # type: ignore[attr-defined]
     for query, ids in [
@@ -160,12 +139,6 @@ def test_a_connection_of_the_previous_release_cannot_delete_from_the_new_index(
 ) -> None:
     # Version 7's function (oam_fts_fold, symbols kept) would delete tokens the new
     # index does not hold; the renamed function makes its delete fail instead.
-    SQLiteMemoryStore(v7_file, search_strategy="KEYWORD").close()
-    with sqlite3.connect(v7_file) as conn:
-        conn.create_function(
-            sqlite_schema.FOLD_FUNCTION, 1, lambda t: index_text(t, separated=False)
-        )
-        with pytest.raises(
-            sqlite3.OperationalError, match=f"no such function: {sqlite_schema.FTS_FUNCTION}"
-        ):
-            conn.execute("DELETE FROM chunks")
+    assert_old_release_cannot_delete(
+        v7_file, sqlite_schema.FOLD_FUNCTION, lambda t: index_text(t, separated=False)
+    )
