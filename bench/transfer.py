@@ -133,13 +133,20 @@ def phase_export(path: str, dump: str, dim: int) -> dict[str, Any]:
     }
 
 
-def phase_import(dump: str, path: str, dim: int, batch_rows: int = 0) -> dict[str, Any]:
+def phase_import(
+    dump: str, path: str, dim: int, batch_rows: int = 0, on_conflict: str = "error"
+) -> dict[str, Any]:
     from oam_core import import_store
 
     store = _store(path, dim)
     began_cpu = time.process_time()
     # ``batch_rows`` 0: import's own default (``--phase import`` alone, to try others)
-    summary = import_store(store, dump, **({"batch_rows": batch_rows} if batch_rows else {}))
+    summary = import_store(
+        store,
+        dump,
+        on_conflict=on_conflict,
+        **({"batch_rows": batch_rows} if batch_rows else {}),
+    )
     cpu = time.process_time() - began_cpu
     store.close()
     return {

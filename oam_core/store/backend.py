@@ -337,9 +337,10 @@ class Backend(abc.ABC):
     def database_key(self) -> Hashable | None:
         """What names this back end's database and tables, equal for two store
         objects on the same ones (a SQLite file reached by another path or a hard
-        link, a PostgreSQL database reached by another URL): ``copy_store`` refuses
-        to copy a store onto itself (docs/transfer.md#copy). None: unknown (a
-        private in-memory database, or a back end that cannot tell)."""
+        link, a PostgreSQL database reached by another URL, a ``memory_store_id``
+        that differs only in case): ``copy_store`` refuses to copy a store onto
+        itself (docs/transfer.md#copy). None: unknown (a private in-memory
+        database, or a back end that cannot tell)."""
         return None
 
     def serves_strategy(self, strategy: SearchStrategy) -> bool:

@@ -1,6 +1,6 @@
 """Checks of dumped rows that ``add`` makes of the same fields: a validity window
-only where ``add`` takes one, profiles without scope ids (``check_rows`` in
-``store/dumprows.py`` runs them on every imported or copied row;
+only where ``add`` takes one, profiles without scope ids (``check_values`` in
+``store/dumpcheck.py`` runs them on every imported or copied row;
 docs/transfer.md#import).
 """
 

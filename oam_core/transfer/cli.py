@@ -84,7 +84,7 @@ ConflictOption = Annotated[
     typer.Option(
         "--on-conflict",
         case_sensitive=False,
-        help="An id the target already holds: error (stop, nothing of that batch "
+        help="An id the target already holds: error (stop before anything is "
         "written), skip (keep the target's row; completes an interrupted import), "
         "replace.",
     ),

@@ -39,8 +39,9 @@ def copy_store(
 
     Raises:
         InvalidArgumentError: for a bad option, or the same store twice (two
-            store objects on the same SQLite file, through any path or hard link,
-            or the same PostgreSQL tables through any URL).
+            store objects on the same SQLite file, through any path or link, or
+            the same PostgreSQL tables through any URL; a ``memory_store_id``
+            that differs only in case names the same tables).
         EmbedderMismatchError: as ``import_store`` (nothing written).
         TransferError: as ``import_store``; with ``on_conflict="error"`` an id the
             target holds is found before anything is written (the error names it).

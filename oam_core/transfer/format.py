@@ -8,6 +8,8 @@ object. This module turns lines into ``DumpRow`` objects and back; it does no I/
 from __future__ import annotations
 
 import binascii
+import json
+import re
 from binascii import a2b_base64, b2a_base64
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
@@ -16,8 +18,10 @@ from typing import Any
 import numpy as np
 import orjson
 
+from oam_core.apis.metadatajson import check_stored_json
 from oam_core.apis.records import PROFILE_TYPES, RECORD_TYPES, THREAD, family_of
 from oam_core.errors import InvalidArgumentError
+from oam_core.filters import is_plain_json
 from oam_core.store.backend import DumpChunk, DumpRow
 from oam_core.store.dumpcolumns import DumpColumns, from_lists, row_of_fields
 from oam_core.store.identity import EmbedderIdentity
@@ -232,15 +236,15 @@ def decode(line: bytes) -> DumpRow | dict[str, Any]:
             user_id=_str(v, "user_id"),
             agent_id=_str(v, "agent_id"),
             timestamp=None,
-            metadata=_json_object(v, "metadata"),
+            metadata=_json_object(v, "metadata", line),
             created_at=_created(v),
             expires_at=None,
-            config=_json_object(v, "config") or "{}",
-            state=_json_object(v, "state") or "{}",
+            config=_json_object(v, "config", line) or "{}",
+            state=_json_object(v, "state", line) or "{}",
         )
     if kind != "record":
         raise LineError(f"unknown kind {kind!r} (expected 'record', 'thread' or 'end')")
-    return _record(v)
+    return _record(v, line)
 
 
 _ROW_TYPES = frozenset(t for t in RECORD_TYPES if t != THREAD)
@@ -286,15 +290,16 @@ def _record_cut(line: bytes, at: int) -> DumpRow | None:
         ):
             return None
         raw = _b64decode(line[start:stop], validate=True)
-        return _record(v, raw)
+        return _record(v, line, raw)
     except (orjson.JSONDecodeError, LineError, ValueError, TypeError, KeyError):
         return None
 
 
-def _record(v: dict[str, Any], raw: bytes | None = None) -> DumpRow:
-    """The ``DumpRow`` of a record object. The checks run on the whole object at
-    once, and only a failing one looks for the field to name: an import decodes
-    every line, and per-field calls were most of its parsing time."""
+def _record(v: dict[str, Any], line: bytes, raw: bytes | None = None) -> DumpRow:
+    """The ``DumpRow`` of a record object (parsed from ``line``). The checks run on
+    the whole object at once, and only a failing one looks for the field to name:
+    an import decodes every line, and per-field calls were most of its parsing
+    time."""
     g = v.get
     rtype = g("record_type")
     if type(rtype) is not str or rtype not in _ROW_TYPES:
@@ -317,7 +322,7 @@ def _record(v: dict[str, Any], raw: bytes | None = None) -> DumpRow:
     if seq_no is not None and (type(seq_no) is not int or seq_no < 0):
         _int(v, "seq_no")
     meta = g("metadata")
-    metadata = None if meta is None else _json_object(v, "metadata")
+    metadata = None if meta is None else _json_object(v, "metadata", line)
     created = g("created_at")
     if type(created) is not str or not created:
         created = _id(v, "created_at")
@@ -419,13 +424,60 @@ def _int(v: Mapping[str, Any], key: str) -> int | None:
     return value
 
 
-def _json_object(v: Mapping[str, Any], key: str) -> str | None:
+def _json_object(v: Mapping[str, Any], key: str, line: bytes) -> str | None:
+    """The stored text of the object ``v[key]`` (a record's ``metadata``, a thread's
+    ``metadata``, ``config`` or ``state``; None for null), refused as ``add``
+    refuses it (``check_stored_json``: nested deeper than 64 levels, an integer
+    outside signed 64 bits), ``line`` read again for integers beyond 64 bits.
+
+    Raises:
+        LineError: for a value that is not an object, or one ``add`` refuses,
+            naming the record and the field.
+    """
     value = v.get(key)
     if value is None:
         return None
     if not isinstance(value, dict):
         raise LineError(f"{key} must be an object or null, got {type(value).__name__}")
-    return orjson.dumps(value).decode()
+    if not is_plain_json(value):
+        _refuse_stored(value, v, key)
+    text = orjson.dumps(value).decode()
+    if _wide_float(text):
+        _refuse_stored(_exact(line).get(key), v, key)
+    return text
+
+
+_WIDE = re.compile(r"[0-9]e\+(?:1[89]|[2-9][0-9]|[1-9][0-9]{2})(?![0-9])")
+"""A float of magnitude 1e18 or more as orjson writes it (``1.8446744073709552e+19``):
+orjson reads an integer beyond 64 bits (``2**64``, ``-2**63 - 1``) as a float, so
+a line whose object text holds one is read again by the standard parser, which
+keeps the integer to be refused (a float that large is taken, as ``add`` takes it)."""
+
+
+def _wide_float(text: str) -> bool:
+    """Whether ``text`` (an object's JSON as orjson writes it) may hold an integer
+    that orjson read as a float (``_WIDE``)."""
+    return "e+" in text and _WIDE.search(text) is not None
+
+
+def _exact(line: bytes) -> dict[str, Any]:
+    """``line`` parsed by the standard parser: integers of any size stay integers
+    (orjson has parsed it already, so it is a JSON object)."""
+    value = json.loads(line)
+    return value if isinstance(value, dict) else {}
+
+
+def _refuse_stored(value: object, v: Mapping[str, Any], key: str) -> None:
+    """``check_stored_json`` of ``value``, the field ``key`` of the line object ``v``.
+
+    Raises:
+        LineError: naming the record (or thread) id and the field.
+    """
+    what = "thread" if v.get("kind") == "thread" else "record"
+    try:
+        check_stored_json(value, f"{what} {v.get('id')!r}: {key}")
+    except InvalidArgumentError as exc:
+        raise LineError(str(exc)) from None
 
 
 def _created(v: Mapping[str, Any]) -> str:
@@ -545,12 +597,15 @@ def _fields(g: Callable[[str], Any], c: dict[str, Any], raw: bytes) -> Fields | 
         or not {type(content), type(role), type(tid), type(uid), type(aid), type(ts), type(text)}
         <= _STR_OR_NONE
         or (seq_no is not None and (type(seq_no) is not int or seq_no < 0))
-        or (meta is not None and type(meta) is not dict)
+        or (meta is not None and (type(meta) is not dict or not is_plain_json(meta)))
         or type(created) is not str
         or not created
         or c.get("sources")
         or (rtype in PROFILE_TYPES and (tid is not None or uid is not None or aid is not None))
     ):
+        return None
+    meta_text = None if meta is None else orjson.dumps(meta).decode()
+    if meta_text is not None and _wide_float(meta_text):
         return None
     try:
         if datetime.fromisoformat(created).tzinfo is None:
@@ -566,7 +621,7 @@ def _fields(g: Callable[[str], Any], c: dict[str, Any], raw: bytes) -> Fields | 
             uid,
             aid,
             ts,
-            None if meta is None else orjson.dumps(meta).decode(),
+            meta_text,
             created,
             _fast_time(g("expires_at")),
             _fast_time(g("valid_from")),

@@ -1,11 +1,15 @@
-"""The first pass of an import or a copy with ``on_conflict="error"``: every id of
-the source is looked up in the target before anything is written, so an id the
-target holds stops it with nothing written (docs/transfer.md#import).
+"""The first pass of an import, and of a copy with ``on_conflict="error"``
+(docs/transfer.md#import): an import reads and checks its whole dump before anything
+is written (``check_dump``), so a bad line, a damaged stream or a missing end line
+stops it with nothing written; with ``on_conflict="error"`` every id of the source
+is also looked up in the target, so an id the target holds stops it with nothing
+written.
 
-Memory stays bounded: ids are looked up in batches of ``CHECK_IDS`` as they are
-read, never all held. A dump is read twice for it (a file is opened again, a
-gzip stream decompressed again, a stream that cannot seek back is first copied to
-a temporary file); a copy reads the source's ids, without content or vectors.
+Memory stays bounded: the dump is checked one batch at a time, and ids are looked up
+in batches of ``CHECK_IDS`` as they are read, never all held. A dump is read twice
+for it (a file is sought back, a gzip stream decompressed again, a stream that
+cannot seek back is first copied to a temporary file, ``replayable``); a copy reads
+the source's ids, without content or vectors.
 """
 
 from __future__ import annotations
@@ -18,14 +22,15 @@ from datetime import datetime
 from typing import IO
 
 import numpy as np
-import orjson
 
-from oam_core.apis.records import RECORD_TYPES, THREAD, family_of
+from oam_core.apis.records import THREAD
 from oam_core.errors import InvalidArgumentError
+from oam_core.store.backend import DumpRow
 from oam_core.store.base import OracleMemoryStore
+from oam_core.store.dumpcheck import check_dump_batch
+from oam_core.store.dumpcolumns import DumpColumns
 from oam_core.store.dumpids import Key
-from oam_core.store.ttl import parse_iso_timestamp
-from oam_core.transfer.decoder import BadLine, numbered
+from oam_core.transfer.batches import Parsed
 from oam_core.transfer.summary import TransferError, TransferSummary
 
 CHECK_IDS = 8192
@@ -110,46 +115,78 @@ def store_keys(store: OracleMemoryStore, user_ids: list[str] | None) -> Iterator
             yield key, f"source row {n}"
 
 
-def dump_keys(stream: IO[bytes], now: datetime) -> Iterator[Where]:
-    """The keys of the record and thread lines after a dump's header that are not
-    expired at ``now``, each with its line number. A line that does not decode is
-    passed over, and a damaged stream ends the pass: the writing pass names them
-    as it names any bad line."""
-    try:
-        for n, line in numbered(stream):
-            key = _line_key(line, now) if n > 1 else None
-            if key is not None:
-                yield key, f"source line {n}"
-    except BadLine:
-        return
+def check_dump(
+    store: OracleMemoryStore,
+    batches: Callable[[], Iterator[Parsed]],
+    *,
+    lookup: bool,
+    expected: int | None,
+    vectors: bool,
+) -> None:
+    """The first pass of an import: read the whole dump (``batches()``, a fresh
+    pass from its first row each call) and check every batch as the writing pass
+    checks it before it looks at the target's rows (``batches.dump_batches``, then
+    ``store/dumpcheck.py``'s ``check_dump_batch``), so that a bad line anywhere, a
+    damaged stream or a missing end line stops the import before its first write.
+    With ``lookup`` (``on_conflict="error"``) every id is also looked up in
+    ``store`` (``refuse_stored``).
+
+    Args:
+        store: The target.
+        batches: The dump's batches, read from its first row on.
+        lookup: Look the ids up in ``store``.
+        expected: The vector dimension of the rows (the store's, else the
+            header's; None: the first batch's, as the store learns it).
+        vectors: Check the vectors (False: ``reembed`` replaces them).
+
+    Raises:
+        TransferError: naming the line (or the lines of the batch, the record and
+            the field); its ``summary`` is empty: nothing was written.
+    """
+    now = store.clock_now()
+
+    def keys() -> Iterator[Where]:
+        return _checked_keys(batches(), now, expected, vectors)
+
+    if lookup:
+        refuse_stored(store, keys)
+    else:
+        for _ in keys():
+            pass
 
 
-def _line_key(line: bytes, now: datetime) -> Key | None:
-    """``(family, id, record_type)`` of a live record or thread line, else None."""
-    try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(obj, dict) or not isinstance(rid := obj.get("id"), str):
-        return None
-    kind = obj.get("kind")
-    if kind == "thread":
-        return THREAD, rid, THREAD
-    rtype = obj.get("record_type")
-    if kind != "record" or rtype not in RECORD_TYPES:
-        return None
-    expires = obj.get("expires_at")
-    if isinstance(expires, str) and _before(expires, now):
-        return None
-    return family_of(rtype), rid, rtype
+def _checked_keys(
+    items: Iterator[Parsed], now: datetime, expected: int | None, vectors: bool
+) -> Iterator[Where]:
+    """The keys of the rows of ``items`` not expired at ``now``, each with its line,
+    once its batch is checked (``check_dump``).
 
-
-def _before(value: str, now: datetime) -> bool:
-    """Whether the time ``value`` is at or before ``now`` (False when unreadable)."""
-    try:
-        return parse_iso_timestamp(value, what="expires_at") <= now
-    except (InvalidArgumentError, ValueError):
-        return False
+    Raises:
+        TransferError: for the first batch that fails, nothing written.
+    """
+    threads: dict[str, DumpRow] = {}  # the dump's threads read so far
+    for item in items:
+        if item.error is not None:
+            raise TransferError(f"{item.error}; nothing was written", TransferSummary())
+        try:
+            dims = check_dump_batch(item.rows, now, expected, threads.get, vectors=vectors)
+        except InvalidArgumentError as exc:
+            raise TransferError(
+                f"{item.label}: {exc}; nothing was written", TransferSummary()
+            ) from exc
+        if expected is None and dims:
+            expected = min(dims)  # (``check_dump_batch`` refuses two in one batch)
+        rows = item.rows
+        if isinstance(rows, DumpColumns):
+            found: Iterator[tuple[str, str, str, datetime | None]] = zip(
+                rows.families, rows.ids, rows.record_types, rows.expires_ats, strict=True
+            )
+        else:
+            threads.update((r.id, r) for r in rows if r.family == THREAD)
+            found = ((r.family, r.id, r.record_type, r.expires_at) for r in rows)
+        for (family, rid, rtype, expires), n in zip(found, item.numbers, strict=True):
+            if expires is None or expires > now:
+                yield (family, rid, rtype), f"source line {n}"
 
 
 @contextmanager

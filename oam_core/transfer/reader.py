@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 import numpy as np
@@ -15,13 +14,13 @@ from oam_core.errors import EmbedderMismatchError, InvalidArgumentError
 from oam_core.store.backend import DumpRow
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.dumpcolumns import DumpColumns
-from oam_core.store.dumpids import Key
 from oam_core.store.dumprows import ON_CONFLICT, OnConflict, RestoreCounts
 from oam_core.store.identity import EmbedderIdentity, identity_of, pick_probe
 from oam_core.transfer import format as fmt
-from oam_core.transfer.decoder import BadLine, Decoded, decoded, numbered
+from oam_core.transfer.batches import Parsed, dump_batches
+from oam_core.transfer.decoder import BadLine, numbered
 from oam_core.transfer.io import Target, open_read
-from oam_core.transfer.precheck import dump_keys, refuse_stored, replayable
+from oam_core.transfer.precheck import check_dump, replayable
 from oam_core.transfer.retention import RetentionCap
 from oam_core.transfer.summary import TransferError, TransferSummary
 from oam_core.transfer.writer import Progress, store_identity
@@ -227,102 +226,6 @@ class BatchWriter:
             self.progress(done, self.total)
 
 
-@dataclasses.dataclass
-class _Parsed:
-    """One batch of parsed rows, or the end of the dump (``final``), or a failure."""
-
-    rows: list[DumpRow] | DumpColumns
-    label: str
-    bytes: int
-    final: bool = False
-    error: str | None = None
-
-
-def _batches(items: Iterator[Decoded], batch_rows: int, nbytes: int) -> Iterator[_Parsed]:
-    """The decoded rows in batches of ``batch_rows``; the last item is ``final``. A
-    bad line, a damaged stream or a dump that ends without its end line (or whose
-    end line's counts differ) ends it with ``error`` (the rows of the unfinished
-    batch are dropped)."""
-    pending: list[DumpRow | fmt.Fields] = []
-    seen: dict[str, int] = {}
-    chunks = 0
-    start = lineno = 1
-    end: dict[str, Any] | None = None
-    try:
-        for lineno, size, item in items:
-            nbytes += size
-            if item is None:
-                continue
-            if end is not None:
-                raise BadLine(lineno, "data after the end line")
-            if isinstance(item, dict):
-                end = item
-                continue
-            if not pending:
-                start = lineno
-            if isinstance(item, tuple):  # ``format.Fields``: one search row
-                rtype = item[2]
-                chunks += 1
-            else:
-                rtype = item.record_type
-                chunks += len(item.chunks)
-            seen[rtype] = seen.get(rtype, 0) + 1
-            pending.append(item)
-            if len(pending) >= batch_rows:
-                # (``pending`` let go before the batch is written: its vectors' bytes
-                # are in the batch's matrix.)
-                batch, pending = _batch(pending), []
-                yield _Parsed(batch, f"lines {start}-{lineno}", nbytes)
-        error = None
-        if end is None:
-            error = f"source is truncated: it ends at line {lineno} without its end line"
-        elif end.get("record_counts") != seen or end.get("search_rows") != chunks:
-            error = (
-                f"source line {lineno}: the end line counts {end.get('record_counts')} rows "
-                f"and {end.get('search_rows')} search rows, the dump holds {seen} and {chunks}"
-            )
-        rows = _batch(pending) if error is None else []
-        yield _Parsed(rows, f"lines {start}-{lineno}", nbytes, final=True, error=error)
-    except BadLine as exc:
-        yield _Parsed([], "", nbytes, final=True, error=f"source line {exc.line}: {exc}")
-
-
-def vector_mismatch(
-    rows: list[DumpRow] | DumpColumns, dimension: int | None, label: str
-) -> str | None:
-    """Why a batch's vectors contradict a header that says the dump holds none
-    (``dimension`` None), or None. A header naming a dimension is checked against
-    each vector by the store's restore, which names the record."""
-    if dimension is not None:
-        return None
-    if isinstance(rows, DumpColumns):
-        sizes = {int(rows.vectors.shape[1])} if len(rows) else set()
-    else:
-        sizes = {len(c.vector) for r in rows for c in r.chunks if c.vector is not None}
-    if not sizes:
-        return None
-    found = ", ".join(str(n) for n in sorted(sizes))
-    return (
-        f"{label}: the header says the dump holds no vectors, these lines hold "
-        f"vectors of {found} dimensions"
-    )
-
-
-def _batch(items: list[DumpRow | fmt.Fields]) -> list[DumpRow] | DumpColumns:
-    """A batch as columns when every line was of the common shape
-    (``format.record_fields``), else as ``DumpRow`` objects."""
-    if items and all(type(x) is tuple for x in items):
-        cols = fmt.columns(items)  # type: ignore[arg-type]
-        if cols is not None:
-            return cols
-    return [fmt.fields_row(x) if type(x) is tuple else x for x in items]  # type: ignore[misc]
-
-
-def _replay(stream: IO[bytes], checking: bool) -> AbstractContextManager[IO[bytes]]:
-    """``stream`` made readable twice when ``checking`` (``precheck.replayable``)."""
-    return replayable(stream) if checking else nullcontext(stream)
-
-
 def _header(lines: Iterator[tuple[int, bytes]]) -> tuple[bytes, dict[str, Any]]:
     """The first line of a dump and its header, checked.
 
@@ -342,28 +245,6 @@ def _header(lines: Iterator[tuple[int, bytes]]) -> tuple[bytes, dict[str, Any]]:
         raise InvalidArgumentError(f"source line 1: {exc}") from None
 
 
-def _first_pass(
-    store: OracleMemoryStore, stream: IO[bytes], start: int
-) -> Iterator[tuple[int, bytes]]:
-    """Look every id of the dump that begins at ``start`` of ``stream`` up in
-    ``store`` (``precheck.refuse_stored``), then return its lines after the header.
-
-    Raises:
-        TransferError: for an id ``store`` holds or one the dump holds twice.
-    """
-    now = store.clock_now()
-
-    def keys() -> Iterator[tuple[Key, str]]:
-        stream.seek(start)
-        return dump_keys(stream, now)
-
-    refuse_stored(store, keys)
-    stream.seek(start)
-    lines = numbered(stream)
-    next(lines)
-    return lines
-
-
 def import_store(
     store: OracleMemoryStore,
     source: Target,
@@ -376,13 +257,17 @@ def import_store(
     """Read an oam dump into ``store``, streaming, one transaction per batch of
     ``batch_rows`` rows through the store's bulk insert (docs/transfer.md#import).
 
+    The dump is read twice: a first pass checks every line before anything is
+    written (``precheck.check_dump``), so a bad dump leaves ``store`` as it was; a
+    stream that cannot seek back is copied to a temporary file first.
+
     Args:
         store: Any ``OracleMemoryStore``; rows keep their ids, store times, message
             numbers, expiry, metadata, search rows and vectors.
         source: A path (gzip detected by content) or a binary file object.
         on_conflict: ``"error"`` (an id the store holds stops the import, naming
-            it, before anything is written: the dump is read twice, a stream that
-            cannot seek back copied to a temporary file first), ``"skip"`` (keep the store's row: a re-run after an interruption
+            it, before anything is written: the first pass looks every id up),
+            ``"skip"`` (keep the store's row: a re-run after an interruption
             completes the import without duplicates) or ``"replace"``.
         reembed: Embed every search row's text again with ``store``'s embedder
             instead of taking the dump's vectors (needed when the dump comes from
@@ -399,42 +284,76 @@ def import_store(
             is not a version-1 oam dump header (nothing written).
         EmbedderMismatchError: the dump's vectors come from another embedder id or
             dimension than the store's, without ``reembed`` (nothing written).
-        TransferError: (an ``InvalidArgumentError``) for a line that is not JSON,
-            of an unknown kind or record type, an id that clashes, a row the
-            store's write path refuses (NUL in text, an impossible timestamp, a
-            bad message role, seq_no or scope, ``check_rows`` in
-            ``oam_core/store/dumprows.py``), a search row quoting a message in
-            neither the dump nor the store, a damaged or truncated dump: names the
-            line or id; the failing batch is not written
-            and ``.summary`` says what was committed before it.
+        TransferError: (an ``InvalidArgumentError``) naming the line or id, with
+            nothing written, for a line that is not JSON, of an unknown kind or
+            record type, a row the store's write path refuses (NUL in text, an
+            impossible timestamp, metadata ``add`` refuses, a bad message role,
+            seq_no or scope: ``check_dump_batch`` in
+            ``oam_core/store/dumpcheck.py``), a damaged or truncated dump, or an
+            id the store holds (``"error"``); for what only the target's rows
+            show (a thread id of another user there, a message number taken
+            there, a search row quoting a message in neither the dump nor the
+            store, an id another writer stored meanwhile), the failing batch is
+            not written and ``.summary`` says what was committed before it.
     """
     conflict = check_options(on_conflict, reembed)
     if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
         raise InvalidArgumentError(f"batch_rows must be a positive int, got {batch_rows!r}")
     started = time.perf_counter()
-    checking = conflict == "error"
-    with open_read(source, "source") as raw, _replay(raw, checking) as stream:
-        start = stream.tell() if checking else 0
-        lines = numbered(stream)
-        first, head = _header(lines)
+    with open_read(source, "source") as raw, replayable(raw) as stream:
+        first, head, batches = _dump(store, stream, batch_rows, reembed)
         identity = fmt.header_identity(head)
-        check_embedder(store, identity, fmt.header_dimension(head), reembed, "the dump")
-        if checking:  # every id looked up before anything is written
-            lines = _first_pass(store, stream, start)
+        stored_dim = store.vector_dim
+        check_dump(
+            store,
+            batches,
+            lookup=conflict == "error",
+            expected=stored_dim
+            if stored_dim is not None or identity is None
+            else identity.dimension,
+            vectors=not reembed,
+        )
         counts: dict[str, Any] = head["record_counts"]
         total = sum(v for v in counts.values() if isinstance(v, int))
         writer = BatchWriter(store, conflict, reembed, identity, batch_rows, progress, total)
         writer.started = started  # (the first pass counts in ``seconds``)
         writer.bytes = len(first)
-        # Decoded and written in turn, in this thread (``decoder.py`` says why).
-        dimension = fmt.header_dimension(head)
-        for item in _batches(decoded(lines), batch_rows, writer.bytes):
+        for item in batches():
             writer.bytes = item.bytes
-            error = item.error
-            if error is None and not reembed:
-                error = vector_mismatch(item.rows, dimension, item.label)
-            if error is not None:
-                raise TransferError(error, writer.summary())
+            if item.error is not None:  # (the dump changed since the first pass)
+                raise TransferError(item.error, writer.summary())
             writer.flush(item.label, item.rows)
     writer.cap.warn()
     return writer.summary()
+
+
+def _dump(
+    store: OracleMemoryStore, stream: IO[bytes], batch_rows: int, reembed: bool
+) -> tuple[bytes, dict[str, Any], Callable[[], Iterator[Parsed]]]:
+    """The header line of the dump ``stream`` holds, its header, and its batches
+    (``batches.dump_batches``: a fresh pass from its first row each call), once its
+    embedder fits ``store`` (``check_embedder``).
+
+    Raises:
+        InvalidArgumentError: for a header ``_header`` refuses.
+        EmbedderMismatchError: as ``check_embedder``.
+    """
+    start = stream.tell()
+    first, head = _header(numbered(stream))
+    dimension = fmt.header_dimension(head)
+    check_embedder(store, fmt.header_identity(head), dimension, reembed, "the dump")
+
+    def batches() -> Iterator[Parsed]:
+        # Decoded and written in turn, in this thread (``decoder.py`` says why).
+        return dump_batches(_rows(stream, start), batch_rows, len(first), dimension, reembed)
+
+    return first, head, batches
+
+
+def _rows(stream: IO[bytes], start: int) -> Iterator[tuple[int, bytes]]:
+    """The numbered lines after the header of the dump that begins at ``start`` of
+    ``stream`` (sought back there: a pass from the first row)."""
+    stream.seek(start)
+    lines = numbered(stream)
+    next(lines)
+    return lines

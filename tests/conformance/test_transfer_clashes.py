@@ -173,3 +173,60 @@ def test_copy_onto_the_same_postgres_tables_through_another_url_is_refused(conni
     finally:
         first.close()
         second.close()
+
+
+def test_copy_between_store_ids_that_differ_only_in_case_is_refused(
+    backend: Any, make_store: Callable[..., Any], snapshot: Callable[[Any], dict[str, Any]]
+) -> None:
+    """SQLite and PostgreSQL read the unquoted table names without regard to case:
+    ``NOTES_records`` is ``notes_records`` (trial 47 f01: "replace" never ended,
+    and left SQLite's keyword index corrupt)."""
+    if not backend.shared_storage:
+        pytest.skip("two store objects of this back end never share their tables")
+    lower = make_store(name="case", memory_store_id="notes", search_strategy="KEYWORD")
+    lower.add(["home Lisbon"], "fact", record_ids="v1")
+    upper = make_store(name="case", memory_store_id="NOTES", search_strategy="KEYWORD")
+    assert [r.id for r in upper.list("fact")] == ["v1"]  # the same tables
+    before = snapshot(lower)
+    for on_conflict in ("error", "skip", "replace"):
+        for source, target in ((lower, upper), (upper, lower)):
+            with pytest.raises(InvalidArgumentError, match="same tables of the same database"):
+                copy_store(source, target, on_conflict=on_conflict)  # type: ignore[arg-type]
+    assert snapshot(lower) == before
+    assert [r.id for r, _ in lower.search("Lisbon", 5)] == ["v1"]
+    other = make_store(name="case", memory_store_id="notes2", search_strategy="KEYWORD")
+    assert copy_store(upper, other).records == {"fact": 1}
+
+
+def test_copy_onto_the_sqlite_file_through_a_symlink_or_after_chdir_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file SQLite opened is compared, not the path as given: a relative path
+    still names it after the process changed directory."""
+    from oam_core import SQLiteMemoryStore
+    from oam_core.embedders.hashing import HashingEmbedder
+
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+    relative = SQLiteMemoryStore("a.db", embedder=HashingEmbedder(16))
+    relative.add(["one fact"], "fact", record_ids="f1")
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    os.symlink(tmp_path / "a.db", tmp_path / "link.db")
+    opened = [
+        SQLiteMemoryStore(str(tmp_path / "a.db"), embedder=HashingEmbedder(16)),
+        SQLiteMemoryStore(str(tmp_path / "link.db"), embedder=HashingEmbedder(16)),
+        SQLiteMemoryStore("../a.db", embedder=HashingEmbedder(16)),
+    ]
+    try:
+        for other in opened:
+            for source, target in ((relative, other), (other, relative)):
+                with pytest.raises(InvalidArgumentError, match="same tables"):
+                    copy_store(source, target, on_conflict="replace")
+        assert [(r.id, r.content) for r in relative.list("fact")] == [("f1", "one fact")]
+        # Two private in-memory databases are two stores.
+        first, second = (SQLiteMemoryStore(":memory:") for _ in range(2))
+        first.add(["one fact"], "fact")
+        assert copy_store(first, second).records == {"fact": 1}
+    finally:
+        for store in (relative, *opened):
+            store.close()

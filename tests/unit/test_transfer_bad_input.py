@@ -1,6 +1,7 @@
 """Bad dumps (docs/transfer.md#summaries-and-errors): each is a clear error naming the line or id,
-raised before the failing batch writes anything; the batches before it stay committed
-and the error's summary counts them. Real SQLite files."""
+raised by the first pass over the whole dump, before anything is written (what only
+the target's rows show stops the batch that holds it; the batches before it stay
+committed and the error's summary counts them). Real SQLite files."""
 
 from __future__ import annotations
 
@@ -58,22 +59,22 @@ def _record(line: bytes, **changes: Any) -> bytes:
         (b'{"kind": "edge", "id": "x"}', "line 6: unknown kind 'edge'"),
     ],
 )
-def test_a_bad_line_stops_before_its_batch(
+def test_a_bad_line_stops_the_import_before_anything_is_written(
     tmp_path: Path, lines: list[bytes], bad: bytes | None, message: str
 ) -> None:
     broken = list(lines)
     broken[5] = bad if bad is not None else _record(lines[5], record_type="fact_sheet")
     path = _write(tmp_path / "bad.jsonl", broken)
     with _target(tmp_path) as target:
-        with pytest.raises(TransferError, match=message) as caught:
-            import_store(target, path, batch_rows=2)
-        # Lines 2-3 and 4-5 were two committed batches; line 6 is in the third.
-        assert _ids(target) == IDS[:4]
-        assert caught.value.summary.records == {"fact": 4}
-        assert "committed before it: 4 rows (fact 4)" in str(caught.value)
-        # The dump fixed, a re-run with skip completes it without duplicates.
-        done = import_store(target, _write(tmp_path / "good.jsonl", lines), on_conflict="skip")
-        assert (done.records, done.skipped_existing) == ({"fact": 2}, 4)
+        for on_conflict in ("error", "skip", "replace"):
+            with pytest.raises(TransferError, match=message) as caught:
+                # Lines 2-3 and 4-5 are two batches before the one of line 6.
+                import_store(target, path, batch_rows=2, on_conflict=on_conflict)  # type: ignore[arg-type]
+            assert _ids(target) == []
+            assert caught.value.summary.records == {}
+            assert "; nothing was written (committed before it: 0 rows (none)" in str(caught.value)
+        done = import_store(target, _write(tmp_path / "good.jsonl", lines), batch_rows=2)
+        assert (done.records, done.skipped_existing) == ({"fact": 6}, 0)
         assert _ids(target) == IDS
 
 
@@ -82,8 +83,8 @@ def test_truncated_dump(tmp_path: Path, lines: list[bytes]) -> None:
     with _target(tmp_path) as target:
         with pytest.raises(TransferError, match="truncated: it ends at line 7") as caught:
             import_store(target, path, batch_rows=4)
-        assert _ids(target) == IDS[:4]  # the last, partial batch is not written
-        assert caught.value.summary.total == 4
+        assert _ids(target) == []  # not the first batch either
+        assert caught.value.summary.total == 0
 
 
 def test_truncated_gzip(tmp_path: Path, lines: list[bytes]) -> None:
@@ -127,14 +128,18 @@ def test_an_id_twice_in_one_batch(tmp_path: Path, lines: list[bytes]) -> None:
     broken = [*lines[:3], _record(lines[3], id="f0"), *lines[4:]]
     path = _write(tmp_path / "twice.jsonl", broken)
     with _target(tmp_path) as target:
+        for on_conflict in ("error", "skip", "replace"):  # the first pass checks the batch
+            with pytest.raises(
+                TransferError, match=r"^lines 2-8: record id 'f0' .* is given twice; nothing was"
+            ):
+                import_store(target, path, on_conflict=on_conflict)  # type: ignore[arg-type]
+        # In two batches, the lookup of on_conflict="error" names both lines.
         with pytest.raises(
             TransferError,
             match=r"^source line 4: record id 'f0' \(fact\) is in the source twice "
             r"\(first at line 2\); nothing was written",
         ):
-            import_store(target, path)  # found by the first pass of on_conflict="error"
-        with pytest.raises(TransferError, match=r"record id 'f0' .* is given twice"):
-            import_store(target, path, on_conflict="skip")  # by the batch
+            import_store(target, path, batch_rows=2)
         assert _ids(target) == []
 
 
@@ -217,7 +222,7 @@ def _search_row(line: bytes, **changes: Any) -> bytes:
 
 
 # What the store's write path (``add``, ``add_messages``) refuses, import refuses too,
-# naming the record and the field, before the failing batch writes anything.
+# naming the record and the field, before anything is written.
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -245,8 +250,8 @@ def test_what_add_refuses_import_refuses(
     with _target(tmp_path) as target:
         with pytest.raises(TransferError, match=message) as caught:
             import_store(target, path, batch_rows=2)
-        assert _ids(target) == IDS[:4]  # the batch of line 6 wrote nothing
-        assert caught.value.summary.records == {"fact": 4}
+        assert _ids(target) == []  # nor the two batches before the one of line 6
+        assert caught.value.summary.records == {}
 
 
 def test_a_timestamp_is_stored_as_add_stores_it(tmp_path: Path, lines: list[bytes]) -> None:
@@ -306,16 +311,36 @@ def test_a_bad_message_is_refused(
         assert thread_store(target).list_thread_rows() == []
 
 
+def test_a_message_checked_against_a_thread_of_an_earlier_batch(
+    tmp_path: Path, chat: list[bytes]
+) -> None:
+    """The thread is in an earlier batch of the dump: the first pass checks its
+    message against it, before anything is written."""
+    broken = [*chat[:4], _record(chat[4], user_id="u2"), chat[5]]
+    with _target(tmp_path) as target:
+        with pytest.raises(
+            TransferError, match=r"lines 5-5: .*user_id 'u2' differs from its thread 't1'"
+        ):
+            import_store(target, _write(tmp_path / "bad.jsonl", broken), batch_rows=1)
+        assert _messages(target) == []
+        assert thread_store(target).list_thread_rows() == []
+
+
 def test_a_message_checked_against_a_thread_of_the_target(
     tmp_path: Path, chat: list[bytes]
 ) -> None:
-    """The thread was imported in an earlier batch: its message is checked against
-    the stored thread."""
-    broken = [*chat[:4], _record(chat[4], user_id="u2"), chat[5]]
+    """The thread is the target's only: what the target holds is checked by the
+    batch that writes the message, and the batches before it stay committed."""
+    broken = [chat[0], *chat[2:4], _record(chat[4], user_id="u2"), chat[5]]
+    end = orjson.loads(chat[5])
+    end["record_counts"] = {"message": 3}
+    broken[-1] = orjson.dumps(end)
     with _target(tmp_path) as target:
-        with pytest.raises(TransferError, match=r"user_id 'u2' differs from its thread 't1'"):
+        thread_store(target).create_thread_row("t1", user_id="u1", agent_id="a1")
+        with pytest.raises(TransferError, match=r"user_id 'u2' differs from its thread 't1'") as e:
             import_store(target, _write(tmp_path / "bad.jsonl", broken), batch_rows=1)
         assert _messages(target) == ["m0", "m1"]
+        assert e.value.summary.records == {"message": 2}
 
 
 def test_library_metadata_round_trips(tmp_path: Path, chat: list[bytes]) -> None:

@@ -3,6 +3,7 @@ real SQLite files through typer's CliRunner."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from pathlib import Path
@@ -197,6 +198,43 @@ def test_a_failed_export_leaves_an_existing_file_as_it_was(
         export_store(store, dump)
     assert dump.read_bytes() == b"the previous dump\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.jsonl", "src.db"]
+
+
+@pytest.mark.parametrize("damage", ["malformed line", "truncated gz"])
+@pytest.mark.parametrize("on_conflict", ["error", "skip", "replace"])
+def test_import_create_of_a_damaged_dump_leaves_no_file(
+    runner: CliRunner,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    damage: str,
+    on_conflict: str,
+) -> None:
+    """The first pass finds the damage three quarters into the dump, before the
+    first batch (batches of 4 rows here, blocks of 1 KB: the trial's 20,000 rows in
+    batches of 8,192, scaled down), so ``--create`` removes the new file (trial 47
+    f06)."""
+    from oam_core.transfer import decoder, reader
+
+    monkeypatch.setitem(reader.import_store.__kwdefaults__, "batch_rows", 4)
+    monkeypatch.setattr(decoder, "BLOCK_BYTES", 1024)
+    with SQLiteMemoryStore(str(tmp_path / "src.db"), embedder=HashingEmbedder(32)) as store:
+        store.add([f"fact number {i}" for i in range(40)], "fact", user_ids="ana")
+    dump = tmp_path / "d.jsonl.gz"
+    assert invoke(runner, "export", dump, "--db", tmp_path / "src.db").exit_code == 0
+    if damage == "malformed line":
+        lines = gzip.decompress(dump.read_bytes()).splitlines()
+        lines[30] = b"{oops"
+        dump.write_bytes(gzip.compress(b"\n".join(lines) + b"\n"))
+        error = "source line 31: not JSON"
+    else:
+        data = dump.read_bytes()
+        dump.write_bytes(data[: len(data) * 3 // 4])
+        error = "the compressed dump is damaged or truncated"
+    new = tmp_path / "new.db"
+    result = invoke(runner, "import", dump, "--db", new, "--create", "--on-conflict", on_conflict)
+    assert_clean_failure(result, 1, error)
+    assert "nothing was written" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.jsonl.gz", "src.db"]
 
 
 def test_import_of_a_missing_file_exits_2_as_documented(runner: CliRunner, tmp_path: Path) -> None:

@@ -46,7 +46,7 @@ def _line(**changes: Any) -> bytes:
 
 def _whole(line: bytes) -> DumpRow:
     """The whole-line decoding, without the cut."""
-    return fmt._record(orjson.loads(line))
+    return fmt._record(orjson.loads(line), line)
 
 
 def _same(a: DumpRow, b: DumpRow) -> None:

@@ -335,14 +335,15 @@ class PgBackend(SqlBackend):
 
     def database_key(self) -> Hashable | None:
         """As ``Backend.database_key``: the server (its port and start time), the
-        database, the schema and the prefix."""
+        database, the schema the tables are in (the first of ``search_path`` that
+        exists) and the prefix as PostgreSQL folds it (``table_key``)."""
 
         def key(conn: Conn) -> Hashable:
             row = conn.execute(
                 "SELECT current_database(), current_schema(), inet_server_port(), "
                 "pg_postmaster_start_time()::text"
             ).fetchone()
-            return ("postgresql", *(row or ()), self.p)
+            return ("postgresql", *(row or ()), self.table_key)
 
         return self.read(key)
 

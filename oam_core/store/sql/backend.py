@@ -73,6 +73,14 @@ class SqlBackend(Backend):
         self.p = prefix
         self.label = label
 
+    @property
+    def table_key(self) -> str:
+        """The prefix as the SQL sees it, for ``database_key``: the tables' names
+        are unquoted, and SQLite and PostgreSQL read unquoted names without regard to
+        ASCII case (PostgreSQL folds them to lower case), so ``memory_store_id``
+        ``"NOTES"`` and ``"notes"`` name the same tables (docs/store.md#schema)."""
+        return self.p.lower()
+
     def mapped(self) -> AbstractContextManager[None]:
         """A block whose driver exceptions become ``oam_core.errors`` ones
         (``dialect.driver_errors``)."""

@@ -285,14 +285,14 @@ class SQLiteBackend(SqlBackend):
         return bool(row) and str(row[0]).lower() == "wal"
 
     def database_key(self) -> Hashable | None:
-        """As ``Backend.database_key``: the file's device and inode, and the prefix."""
-        if self.label == ":memory:" or self.label.startswith("file:"):
+        """As ``Backend.database_key``: the device and inode of the file SQLite
+        opened (``OpenedFile``, taken at open from the absolute path SQLite reports:
+        the same for any path, symbolic or hard link, and after a ``chdir``), and
+        the prefix with its case folded (``table_key``). None for a private
+        in-memory database, which no other store object can reach."""
+        if self.opened is None:
             return None
-        try:
-            st = os.stat(self.label)
-        except OSError:
-            return None
-        return ("sqlite", st.st_dev, st.st_ino, self.p)
+        return ("sqlite", self.opened.device, self.opened.inode, self.table_key)
 
     def close(self) -> None:
         with self.lock, self.mapped():
