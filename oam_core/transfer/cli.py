@@ -5,11 +5,12 @@ summary."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, BinaryIO, Literal
 
 import typer
 from rich.console import Console
@@ -238,7 +239,7 @@ def import_cmd(
         typer.Argument(
             metavar="FILE",
             help="An oam dump (.jsonl or .jsonl.gz), or "
-            "with --from mem0 the JSON of mem0's get_all().",
+            "with --from mem0 the JSON of mem0's get_all(); - reads standard input.",
         ),
     ],
     db: DbOption = "oam.db",
@@ -259,9 +260,12 @@ def import_cmd(
     conflict = ON_CONFLICT[on_conflict]
     mem0 = from_ is Source.mem0
     with user_errors(TRANSFER_FLAGS):
-        if file.is_dir():
+        # "-": standard input, as `oam export -` writes standard output (a pipe is
+        # spooled to a temporary file: the dump is read twice).
+        source: Path | BinaryIO = sys.stdin.buffer if str(file) == "-" else file
+        if isinstance(source, Path) and source.is_dir():
             raise CliError(f"FILE: {str(file)!r} is a directory, not a file")
-        if not file.is_file():
+        if isinstance(source, Path) and not source.is_file():
             raise CliError(f"FILE: no such file {str(file)!r}", 2)
         name = _target_embedder(db, embedder, reembed or mem0)
         fresh = _new_file(db, create)
@@ -272,11 +276,15 @@ def import_cmd(
             ):
                 if mem0:
                     summary = import_mem0(
-                        memory.store, file, on_conflict=conflict, progress=advance
+                        memory.store, source, on_conflict=conflict, progress=advance
                     )
                 else:
                     summary = import_store(
-                        memory.store, file, on_conflict=conflict, reembed=reembed, progress=advance
+                        memory.store,
+                        source,
+                        on_conflict=conflict,
+                        reembed=reembed,
+                        progress=advance,
                     )
         except BaseException:
             if fresh is not None:

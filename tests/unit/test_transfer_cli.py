@@ -261,3 +261,25 @@ def test_a_missing_store_points_at_create_where_the_command_has_it(
             result, 2, f"{nope}: no such database; give the file of an existing store"
         )
         assert "ingest" not in result.stderr and "--create" not in result.stderr
+
+
+def test_import_reads_standard_input_as_export_writes_standard_output(
+    runner: CliRunner, source: Path, tmp_path: Path
+) -> None:
+    from oam_core.cli import app
+
+    exported = runner.invoke(app, ["export", "-", "--db", str(source)])
+    assert exported.exit_code == 0, exported.output
+    dump = exported.stdout_bytes
+    target = tmp_path / "piped.db"
+    for name, data in (("plain", dump), ("gzip", gzip.compress(dump))):
+        db = tmp_path / f"{name}.db"
+        piped = runner.invoke(app, ["import", "-", "--db", str(db), "--create"], input=data)
+        assert piped.exit_code == 0, piped.output
+        assert "5 rows" in piped.stdout
+        assert _facts(db) == ["f-ana", "f-ben"]
+    broken = runner.invoke(
+        app, ["import", "-", "--db", str(target), "--create"], input=dump[: len(dump) // 2]
+    )
+    assert broken.exit_code == 1, broken.output
+    assert not target.exists()
