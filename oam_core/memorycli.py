@@ -10,6 +10,7 @@ library through the client: ``update_memory``, ``invalidate_memory``,
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Annotated, Any
 
 import typer
@@ -140,7 +141,8 @@ def list_cmd(
                 for name, value in (("user_id", user), ("agent_id", agent), ("thread_id", thread))
                 if value is not None
             }
-            when: dict[str, Any] = {} if every_version else {"as_of": memory.store.runtime.now()}
+            now = memory.store.runtime.now()
+            when: dict[str, Any] = {} if every_version else {"as_of": now}
             newest, _ = newest_first(memory.store, types, limit, **scope, **when)
     found = newest[::-1]  # the newest ``limit``, oldest first
     if as_json:
@@ -153,11 +155,22 @@ def list_cmd(
         )
         return
     for record in found:
-        ended = " (ended)" if record.valid_until is not None and every_version else ""
+        state = _window_state(record, now) if every_version else ""
         typer.echo(
-            f"{record.id}  {record.record_type}  valid {window_text(record)}{ended}  "
+            f"{record.id}  {record.record_type}  valid {window_text(record)}{state}  "
             f"user {record.user_id or '-'}\n    {_short(record.content)}"
         )
+
+
+def _window_state(record: Record, now: datetime) -> str:
+    """What ``oam memories list --all`` adds to a version's window: " (ended)" when it
+    no longer holds, " (planned)" when it holds only from a later time, else ""."""
+    # The window ends are ISO 8601 strings in UTC (Record).
+    if record.valid_until is not None and datetime.fromisoformat(record.valid_until) <= now:
+        return " (ended)"
+    if record.valid_from is not None and datetime.fromisoformat(record.valid_from) > now:
+        return " (planned)"
+    return ""
 
 
 @memories_app.command("show")

@@ -65,6 +65,22 @@ def test_list_shows_what_holds_now_and_every_version_with_all(
     assert bad.exit_code == 2 and "--type must be one of" in bad.stderr
 
 
+def test_list_all_marks_ended_and_planned_versions(
+    runner: CliRunner, store: tuple[Path, str, str, str]
+) -> None:
+    db, lisbon, porto, car = store
+    with _open(db) as memory:
+        plan = memory.update_memory(car, "Alice has a blue car", valid_from="2999-01-01")
+    every = invoke(runner, "memories", "list", "--db", db, "--all")
+    assert every.exit_code == 0, every.output
+    lines = {line.split()[0]: line for line in every.stdout.splitlines() if "  valid " in line}
+    assert lines[lisbon].split("  ")[2].endswith("(ended)")
+    assert lines[plan].split("  ")[2].endswith("(planned)")
+    # The car holds now, until the plan begins: neither ended nor planned.
+    assert not lines[car].split("  ")[2].endswith(")"), lines[car]
+    assert not lines[porto].split("  ")[2].endswith(")"), lines[porto]
+
+
 def test_show_prints_the_window_and_the_history(
     runner: CliRunner, store: tuple[Path, str, str, str]
 ) -> None:
