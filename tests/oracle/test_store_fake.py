@@ -582,7 +582,8 @@ def test_hybrid_search_uses_dbms_hybrid_vector(conn: FakeConnection, clock: Any)
         "text": {"contains": "{pizza} ACCUM {party}"},
         "search_fusion": "UNION",
         "search_scorer": "RRF",
-        "return": {"values": ["rowid", "score"], "topN": 64},
+        # The index ranks the head every k shares (fusion.depth, 50): topN = 4 * 50.
+        "return": {"values": ["rowid", "score"], "topN": 200},
     }
     assert not any("VECTOR_EMBEDDING" in s for s in conn.sql())  # the DB embeds the query
 
@@ -617,7 +618,9 @@ def test_hybrid_search_grows_top_n_until_filtered_hits_fill_k(
     conn: FakeConnection, clock: Any
 ) -> None:
     store = _hybrid_store(conn, clock)
-    many = [{"rowid": f"R{i}", "score": 50.0} for i in range(64)]
+    # A full first answer (topN 200: 4 x the 50 results every k shares) that the
+    # filter empties, then a short second one.
+    many = [{"rowid": f"R{i}", "score": 50.0} for i in range(200)]
     answers = iter([[(json.dumps(many),)], [(json.dumps(many[:10]),)]])
     conn.script(r"DBMS_HYBRID_VECTOR.SEARCH", lambda sql, b: next(answers))
     filtered = iter([[], [("memory", 9, 50.0)]])
@@ -626,7 +629,7 @@ def test_hybrid_search_grows_top_n_until_filtered_hits_fill_k(
     out = store.search("pizza", k=1, metadata_filter={"source": "slack"})
     assert [r.id for r, _ in out] == ["m9"]
     reqs = [json.loads(c.binds["req"]) for c in conn.statements() if "HYBRID_VECTOR" in c.sql]
-    assert [r["return"]["topN"] for r in reqs] == [64, 256]
+    assert [r["return"]["topN"] for r in reqs] == [200, 800]
 
 
 def test_hybrid_query_vector_goes_to_the_index(conn: FakeConnection, clock: Any) -> None:
