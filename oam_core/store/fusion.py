@@ -59,8 +59,6 @@ from itertools import chain
 from operator import itemgetter
 from typing import TypeVar
 
-import regex
-
 from oam_core.apis.records import MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import participant_name
 from oam_core.checks import MAX_ROWS
@@ -204,9 +202,6 @@ ADVICE_SIGNALS = frozenset({Signal.SPEAKER, Signal.PREFERENCE})
 question may name whose preferences matter) and the stated preferences. The date,
 time and own-words lists were made for questions about what happened; an advice
 question's terms and dates are not its answer's."""
-
-
-_WORD = regex.compile(r"[\p{L}\p{N}]+")
 
 
 def signal_lists(

@@ -9,11 +9,9 @@ from collections.abc import Iterable
 
 import regex
 
-from oam_core.store.text import FUNCTION_WORDS, fold, has_cjk
+from oam_core.store.text import FUNCTION_WORDS, WORD, fold, has_cjk
 
 __all__ = ["named_speaker"]
-
-_WORD = regex.compile(r"[\p{L}\p{N}]+")
 
 
 def named_speaker(query: str, names: Iterable[str | None]) -> frozenset[str]:
@@ -30,7 +28,7 @@ def named_speaker(query: str, names: Iterable[str | None]) -> frozenset[str]:
     one named participant's words are all words of another's ("Ana" and "Ana
     Lopez"), the longer name is the one named.
     """
-    words = {fold(w) for w in _WORD.findall(query)}
+    words = {fold(w) for w in WORD.findall(query)}
     spaced = unicodedata.normalize("NFKC", query).casefold()
     spellings: dict[tuple[str, ...], set[str]] = {}
     for name in set(names):
@@ -52,7 +50,7 @@ def _name_parts(name: str) -> tuple[str, ...]:
     without spaces (CJK) its NFKC case-folded form, compared inside the query."""
     return tuple(
         unicodedata.normalize("NFKC", w).casefold() if has_cjk(w) else fold(w)
-        for w in _WORD.findall(name)
+        for w in WORD.findall(name)
     )
 
 
@@ -81,7 +79,7 @@ def _written_as_names(query: str, name_words: Iterable[str]) -> frozenset[str]:
     Rome?" (one such word); "What Did Will Say About Rome?" is.
     """
     known = set(name_words)
-    sentences = [_WORD.findall(part) for part in _SENTENCE_END.split(query)]
+    sentences = [WORD.findall(part) for part in _SENTENCE_END.split(query)]
     inner = [w for words in sentences for w in words[1:] if len(w) > 1 and not w.isupper()]
     others = [w for w in inner if fold(w) not in FUNCTION_WORDS and fold(w) not in known]
     if len(others) >= 2 and all(w[:1].isupper() for w in others):

@@ -46,7 +46,9 @@ from typing import TypeVar
 
 import regex
 
-_WORD = regex.compile(r"[\p{L}\p{N}]+")
+WORD = regex.compile(r"[\p{L}\p{N}]+")
+"""A word of the text rules: a run of letters and digits (query terms, index tokens,
+participant names)."""
 
 # A character outside ASCII that is neither a letter nor a digit: emoji and other
 # symbols, punctuation, marks left after folding, format characters (ASCII ones
@@ -267,7 +269,7 @@ def _kept_term_set(text: str) -> frozenset[str]:
 def _query_terms(query: str) -> list[str]:
     """``query_terms`` computed (not kept)."""
     text = _CJK_RUN.sub(lambda m: _cjk_letters(m.group()), unicodedata.normalize("NFC", query))
-    tokens = list(dict.fromkeys(_lower(t) for t in _WORD.findall(text)))
+    tokens = list(dict.fromkeys(_lower(t) for t in WORD.findall(text)))
     content = [t for t in tokens if t not in FUNCTION_WORDS]
     return content or tokens
 
@@ -436,7 +438,7 @@ def keyword_terms(terms: Iterable[str], *, folded: bool = True) -> list[str]:
     particles: list[str] = []
     for term in terms:
         for other, segments in split_cjk(term):
-            tokens += _WORD.findall(keep(other))
+            tokens += WORD.findall(keep(other))
             for seg in segments:
                 if len(seg) > 1:
                     tokens += [seg[i : i + 2] for i in range(len(seg) - 1)]

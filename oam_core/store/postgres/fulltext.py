@@ -21,11 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import regex
-
-from oam_core.store.text import index_text, keyword_terms
-
-_WORD = regex.compile(r"[\p{L}\p{N}]+")
+from oam_core.store.text import WORD, index_text, keyword_terms
 
 K1 = 1.2
 """BM25 term-frequency saturation (FTS5's default)."""
@@ -46,7 +42,7 @@ MAX_POSITIONS = 255
 def tokens(text: str) -> list[str]:
     """The word tokens of ``index_text(text)``: folded words (``store/text.fold``)
     and each CJK run as its characters and character pairs."""
-    return _WORD.findall(index_text(text))
+    return WORD.findall(index_text(text))
 
 
 def stemmed(token: str) -> bool:

@@ -19,7 +19,6 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-import regex
 
 from oam_core.apis._sentinel import NOT_SET
 from oam_core.store.backend import Predicate
@@ -29,9 +28,7 @@ from oam_core.store.sqlite.heldstate import ChunkScopes, TermScores
 from oam_core.store.sqlite.schema import FOLDED_VERSION
 from oam_core.store.sqlite.scoped import NO_RECORD, record_scope
 from oam_core.store.sqlite.stems import distinct_stems
-from oam_core.store.text import keyword_terms
-
-_TERM = regex.compile(r"[\p{L}\p{N}]+")
+from oam_core.store.text import WORD, keyword_terms
 
 
 class Fts5Ranker:
@@ -401,7 +398,7 @@ def _kept_index_terms(terms: tuple[str, ...], schema_version: int) -> tuple[str,
 def _index_terms_of(terms: Sequence[str], schema_version: int) -> list[str]:
     if schema_version >= 2:
         terms = keyword_terms(terms, folded=schema_version >= FOLDED_VERSION)
-    return distinct_stems([t for t in terms if _TERM.fullmatch(t)])
+    return distinct_stems([t for t in terms if WORD.fullmatch(t)])
 
 
 def _or(terms: Sequence[str]) -> str:
