@@ -77,13 +77,16 @@ def index_input(text: str | None) -> tuple[str | None, str | None, int]:
         return None, None, 0
     words = tokens(text)
     kept: dict[str, list[str]] = {}
+    stemmed_words: list[str] = []
     for i, word in enumerate(words):
-        if not stemmed(word) and len(word.encode()) <= LEXEME_MAX_BYTES:
+        if stemmed(word):
+            stemmed_words.append(word)
+        elif len(word.encode()) <= LEXEME_MAX_BYTES:
             at = kept.setdefault(word, [])
             if len(at) < MAX_POSITIONS:
                 at.append(str(min(i + 1, MAX_POSITION)))
     literal = " ".join(f"{_quoted(word)}:{','.join(at)}" for word, at in kept.items())
-    return literal, " ".join(w for w in words if stemmed(w)), len(words)
+    return literal, " ".join(stemmed_words), len(words)
 
 
 def query_words(terms: Sequence[str]) -> list[str]:
