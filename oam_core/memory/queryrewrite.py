@@ -80,8 +80,8 @@ class RewriteInput:
     Attributes:
         question: The question (the last user message, else the card's query text),
             at most ``QUESTION_TOKENS`` estimated tokens.
-        context: ``(role, text)`` of the other recent messages, oldest first, within
-            ``CONTEXT_TOKENS`` in all.
+        context: ``(role, text)`` of the recent messages before the question, oldest
+            first, within ``CONTEXT_TOKENS`` in all.
     """
 
     question: str
@@ -102,14 +102,15 @@ def rewrite_input(messages: Sequence[MessageRecord], fallback: str) -> RewriteIn
             own query text).
 
     Returns:
-        The last ``user`` message as the question and the other messages, newest
-        kept within ``CONTEXT_TOKENS``, as its context; blank messages are skipped.
+        The last ``user`` message as the question and the messages before it, newest
+        kept within ``CONTEXT_TOKENS``, as its context (a reply written after the
+        question is not its context); blank messages are skipped.
     """
     texts = [(m.role or "", m.content) for m in messages if m.content and m.content.strip()]
     asked = [i for i, (role, _) in enumerate(texts) if role == "user"]
     if asked:
         question = texts[asked[-1]][1]
-        others = texts[: asked[-1]] + texts[asked[-1] + 1 :]
+        others = texts[: asked[-1]]
     else:
         question, others = fallback, texts
     context: list[tuple[str, str]] = []

@@ -99,24 +99,24 @@ def _message(role: str, content: str, n: int = 0) -> MessageRecord:
     return MessageRecord(id=f"m{n}", record_type="message", content=content, role=role, seq_no=n)
 
 
-def test_the_last_user_message_is_the_question_and_the_others_its_context() -> None:
+def test_the_last_user_message_is_the_question_and_the_ones_before_it_its_context() -> None:
     messages = [
         _message("user", "I'm flying to Lisbon in May.", 0),
         _message("assistant", "Lovely! How can I help?", 1),
         _message("user", "  ", 2),
         _message("user", "What should I eat\nthere?", 3),
-        _message("assistant", "Let me think.", 4),
+        _message("assistant", "Try Tasca da Esquina.", 4),  # the reply: after the question
     ]
     source = rewrite_input(messages, "card query")
     assert source.question == "What should I eat there?"
     assert source.context == (
         ("user", "I'm flying to Lisbon in May."),
         ("assistant", "Lovely! How can I help?"),
-        ("assistant", "Let me think."),
     )
     prompt = render_rewrite_prompt(source)
     assert "Question: What should I eat there?" in prompt
     assert "user: I'm flying to Lisbon in May.\nassistant: Lovely! How can I help?" in prompt
+    assert "Tasca" not in prompt
     assert '{"query": "..."}' in prompt
 
 
