@@ -34,6 +34,7 @@ from oam_core.memory.templates import load_prompt
 from oam_core.memory.tokens import estimate_tokens, truncate_head, truncate_tail
 from oam_core.steps import Steps, call
 from oam_core.store.fusion import Distance, DistanceKind, rrf_distance
+from oam_core.store.text import WORD
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
@@ -68,7 +69,6 @@ FUSION_K = 60
 """The constant of reciprocal-rank fusion: a result at rank r scores 1 / (60 + r)."""
 
 _SPACES = re.compile(r"\s+")
-_WORD = re.compile(r"\w")
 _SURROGATES = re.compile(r"[\ud800-\udfff\x00]")
 _QUOTES = "\"'`“”‘’"
 
@@ -165,14 +165,15 @@ def parse_rewrite_reply(text: str) -> str:
 
     Raises:
         UnusableReplyError: when the reply holds no such object, or its query has no
-            letter or digit (blank, punctuation, the prompt's ``"..."``).
+            letter or digit (``oam_core.store.text.WORD``: blank, punctuation,
+            underscores, the prompt's ``"..."``).
         TypeError: if ``text`` is not a str.
     """
     form = load_prompt(QUERY_REWRITE_PROMPT).answer_form
     data = parse_json_reply(text, schema=_reply_schema(), forms=() if form is None else (form,))
     query = _one_line(data["query"]).strip(_QUOTES).strip()[:MAX_QUERY_CHARS].strip()
-    if not _WORD.search(query):
-        raise UnusableReplyError("its query has no words", text)
+    if not WORD.search(query):
+        raise UnusableReplyError("its query has no letter or digit", text)
     return query
 
 

@@ -76,6 +76,8 @@ def test_a_long_query_is_cut() -> None:
         '{"query": ""}',
         '{"query": "..."}',  # the prompt's placeholder
         '{"query": "?!"}',
+        '{"query": "___"}',  # "_" is neither a letter nor a digit
+        '{"query": "_-_ \u00b7"}',
         '{"q": "peanuts"}',
         '{"query": ["peanuts"]}',
         '{"query": "peanut all',  # cut off by the token limit
@@ -291,10 +293,11 @@ def _cards(tmp_path: Path, llm: ILlm) -> tuple[Any, Any, Any]:
     [
         Scripted("I would search for food."),  # no JSON
         Scripted('{"query": "   "}'),
+        Scripted('{"query": "___"}'),  # no letter or digit
         Scripted(error=RuntimeError("model server down")),
         Scripted(error=ConfigurationError("no API key")),
     ],
-    ids=["prose", "blank", "error", "missing-key"],
+    ids=["prose", "blank", "underscores", "error", "missing-key"],
 )
 def test_a_failed_rewrite_leaves_the_card_as_without_it(tmp_path: Path, llm: Scripted) -> None:
     plain, cards, caught = _cards(tmp_path, llm)
