@@ -319,9 +319,16 @@ def test_the_call_bound_is_the_threads_llm_call_timeout(tmp_path: Path) -> None:
         plain = client.get_thread("t").get_context_card(max_relevant_results=3)
         bounded = MemoryExtractionConfig(extract_memories=False, llm_call_timeout=0.2)
         thread = client.get_thread("t", memory_extraction_config=bounded, query_rewrite=True)
-        with pytest.warns(MemoryPipelineWarning, match="TimeoutError"):
+        with pytest.warns(MemoryPipelineWarning, match="TimeoutError") as caught:
             card = thread.get_context_card(max_relevant_results=3)
         assert card == plain and llm.calls == 1
+        # what happens is said, and nothing else: no pass is retried for a card
+        (message,) = [str(w.message) for w in caught]
+        assert message == (
+            "query_rewrite: no usable query from the LLM (TimeoutError: Hanging did not "
+            "answer within 0.2 s (llm_call_timeout)); the context card searches with its "
+            "own query only"
+        )
     finally:
         llm.release.set()
         store.close()
