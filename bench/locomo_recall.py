@@ -378,14 +378,64 @@ def load_samples(data: Path, samples: Sequence[str] | None) -> dict[str, list[Co
     Raises:
         ValueError: for unreadable data or an unknown sample id.
     """
+    return select_samples(_all_samples(data), samples)
+
+
+def _all_samples(data: Path) -> dict[str, list[Conversation]]:
+    """Every LoCoMo conversation of ``data`` by sample id."""
     by_sample: dict[str, list[Conversation]] = {}
     for conversation in load_conversations(data):
         by_sample.setdefault(conversation.user_id or "", []).append(conversation)
-    if samples:
-        unknown = sorted(set(samples) - set(by_sample))
-        if unknown:
-            raise ValueError(f"unknown sample ids {unknown}; the data has {sorted(by_sample)}")
-        by_sample = {s: by_sample[s] for s in samples}
+    return by_sample
+
+
+def select_samples(
+    by_sample: dict[str, list[Conversation]], samples: Sequence[str] | None
+) -> dict[str, list[Conversation]]:
+    """``by_sample`` cut to ``samples`` (all when None or empty).
+
+    Raises:
+        ValueError: for a sample id not in ``by_sample``.
+    """
+    if not samples:
+        return by_sample
+    unknown = sorted(set(samples) - set(by_sample))
+    if unknown:
+        raise ValueError(f"unknown sample ids {unknown}; the data has {sorted(by_sample)}")
+    return {s: by_sample[s] for s in samples}
+
+
+def memories_by_sample(
+    path: Path, known: Sequence[str], run: Sequence[str]
+) -> dict[str, list[Memory]]:
+    """The memories of ``path`` (``load_memories``) of the samples ``run``, by sample.
+
+    A memory of a sample left out of the run (``--samples``) is passed over; one
+    naming a sample the data does not have is an error, not a memory silently
+    dropped (a converter's ``conv26`` for ``conv-26`` would leave the run measuring
+    the turns alone).
+
+    Args:
+        path: The memories JSONL.
+        known: Every sample id of the data.
+        run: The sample ids run.
+
+    Raises:
+        ValueError: for an unreadable or malformed file, or memories naming sample
+            ids not in the data.
+    """
+    memories = load_memories(path)
+    unknown = sorted({m.sample_id for m in memories} - set(known))
+    if unknown:
+        lines = sum(m.sample_id in unknown for m in memories)
+        raise ValueError(
+            f"{path}: {lines} memories name sample ids not in the data: {unknown[:10]}; "
+            f"the data has {sorted(known)}"
+        )
+    by_sample: dict[str, list[Memory]] = {}
+    for memory in memories:
+        if memory.sample_id in run:
+            by_sample.setdefault(memory.sample_id, []).append(memory)
     return by_sample
 
 
@@ -427,19 +477,23 @@ def run(
     ``reranker``: every question is searched twice, without and with it; the report
     gains ``"reranked"`` (the same metrics) and the reranked latencies.
 
+    ``config["memories"]``: how many memories of the file were written (those of
+    the samples run), None without ``memories``.
+
     Raises:
-        ValueError: for unreadable or malformed data, qrels or memories files, or
+        ValueError: for unreadable or malformed data, qrels or memories files, a
+            memory naming a sample not in the data (``memories_by_sample``), or
             ``on`` ``"memories"``/``"both"`` without ``memories``.
     """
     on = on or ("turns" if memories is None else "memories")
     if on not in ON_CHOICES or (on == "turns") != (memories is None):
         raise ValueError(f"on={on!r} with memories={memories!r}: memories go with on memories/both")
-    by_sample = load_samples(data, samples)
+    known = _all_samples(data)
+    by_sample = select_samples(known, samples)
     questions, skipped = _questions_by_sample(qrels, by_sample)
     sample_memories: dict[str, list[Memory]] = {}
     if memories is not None:
-        for memory in load_memories(memories):
-            sample_memories.setdefault(memory.sample_id, []).append(memory)
+        sample_memories = memories_by_sample(memories, list(known), list(by_sample))
     timings = _Timings()
     model = _loaded_model(embedder, embed_cache, reranker, timings)
     passes = {"first_stage": _Pass()}
@@ -497,6 +551,7 @@ def run(
         "embed_cache": embed_cache is not None,
         "threads": timings.threads,
         "records": timings.records,
+        "memories": sum(map(len, sample_memories.values())) if memories is not None else None,
         "questions_without_evidence": skipped,
         "excluded_from_overall": sorted(CATEGORIES[c] for c in EXCLUDED_FROM_OVERALL),
     }

@@ -152,6 +152,7 @@ def test_keyword_recall_at_1_is_exact(
     assert timing["query_embed_ms"]["p95"] == 0.0
     assert set(timing["search_ms_incl_embed"]) == {"p50", "p95", "mean"}
     assert report["config"]["records"] == 6
+    assert report["config"]["memories"] is None  # turns only
     assert report["config"]["threads"] == 2
     assert report["config"]["questions_without_evidence"] == 1
 
@@ -255,7 +256,7 @@ def test_memory_level_recall_on_the_hand_made_fixture(
     args = ["--data", str(data), "--qrels", str(qrels), "--strategy", "keyword", "--k", "1"]
     report = _run(bench, capsys, *args, "--on", "memories", "--memories", str(MEMORIES))
     assert report["config"]["on"] == "memories"
-    assert report["config"]["records"] == 5
+    assert report["config"]["records"] == report["config"]["memories"] == 5
     # "What is the puppy named?" -> the fact from D1:1; "Kyoto temples and matcha ice
     # cream?" -> the one memory extracted from both D2:1 and D2:3 (recall_all at k=1).
     assert report["overall"] == {
@@ -283,6 +284,38 @@ def test_memories_file_errors(
         bench.main([*args, "--on", "memories"])
     with pytest.raises(SystemExit):
         bench.main([*args, "--record-memories", str(tmp_path / "out.jsonl")])
+
+
+@pytest.mark.parametrize("on", ["memories", "both"])
+def test_memories_of_a_sample_not_in_the_data_are_refused(
+    bench: ModuleType,
+    files: tuple[Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    on: str,
+) -> None:
+    """A memory naming a sample the data lacks (``s1`` for ``s-1``) is an error, not
+    dropped; one of a sample left out by ``--samples`` is passed over; ``config``
+    counts the memories written."""
+    data, qrels = files
+    two = json.loads(data.read_text(encoding="utf-8"))
+    two.append({**two[0], "sample_id": "s-2"})
+    data.write_text(json.dumps(two), encoding="utf-8")
+    memories = tmp_path / "memories.jsonl"
+    other = {"sample_id": "s-2", "content": "Ana has a puppy.", "source_message_ids": ["D1:1"]}
+    memories.write_text(MEMORIES.read_text() + json.dumps(other) + "\n", encoding="utf-8")
+    args = ["--data", str(data), "--qrels", str(qrels), "--strategy", "keyword"]
+    args += ["--on", on, "--memories", str(memories)]
+    assert _run(bench, capsys, *args)["config"]["memories"] == 6
+    only = _run(bench, capsys, *args, "--samples", "s-1")
+    assert only["config"]["memories"] == 5 and only["config"]["samples"] == ["s-1"]
+    typo = tmp_path / "typo.jsonl"
+    typo.write_text(json.dumps({**other, "sample_id": "s1"}) + "\n", encoding="utf-8")
+    args[-1] = str(typo)
+    for samples in ([], ["--samples", "s-1"]):
+        assert bench.main([*args, *samples, "--json", "--embedder", "hashing"]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and "1 memories name sample ids not in the data: ['s1']" in err
 
 
 def test_reranked_pass_reports_its_own_metrics_and_latency(
@@ -338,6 +371,7 @@ def test_turns_and_memories_together_through_the_client_search(
     )
     assert report["config"]["on"] == "both"
     assert report["config"]["records"] == 11  # 6 turns and 5 memories
+    assert report["config"]["memories"] == 5
     # The puppy question's turn first; the Kyoto question's two turns at ranks 2-3
     # only: first comes D2:2, shown as the memory extracted from it alone ("Ana asked
     # Ben what the food in Kyoto was like", matching "Kyoto" in both lists).
