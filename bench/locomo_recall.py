@@ -137,7 +137,9 @@ class _Tally:
 
 
 @dataclass
-class _Timings:
+class Timings:
+    """What a run spent loading the model and ingesting (seconds), and what it wrote."""
+
     model_load_s: float = 0.0
     ingest_s: float = 0.0
     ingest_embed_s: float = 0.0
@@ -490,12 +492,12 @@ def run(
         raise ValueError(f"on={on!r} with memories={memories!r}: memories go with on memories/both")
     known = _all_samples(data)
     by_sample = select_samples(known, samples)
-    questions, skipped = _questions_by_sample(qrels, by_sample)
+    questions, skipped = questions_by_sample(qrels, by_sample)
     sample_memories: dict[str, list[Memory]] = {}
     if memories is not None:
         sample_memories = memories_by_sample(memories, list(known), list(by_sample))
-    timings = _Timings()
-    model = _loaded_model(embedder, embed_cache, reranker, timings)
+    timings = Timings()
+    model = loaded_model(embedder, embed_cache, reranker, timings)
     passes = {"first_stage": _Pass()}
     if reranker is not None:
         passes["reranked"] = _Pass()
@@ -510,7 +512,7 @@ def run(
         for sample_id, sample_conversations in by_sample.items():
             store = open_store(db, sample_id, model, strategy)
             try:
-                client = _ingest_sample(
+                client = ingest_sample(
                     on, store, model, sample_conversations, sample_memories, timings
                 )
                 for question in questions.get(sample_id, []):
@@ -558,11 +560,15 @@ def run(
     return report
 
 
-def _questions_by_sample(
+def questions_by_sample(
     qrels: Path, by_sample: dict[str, list[Conversation]]
 ) -> tuple[dict[str, list[Question]], int]:
     """The qrels questions of the samples run, by sample, and how many were skipped
-    for having no evidence ids."""
+    for having no evidence ids (also used by ``hybrid_latency.py``).
+
+    Raises:
+        ValueError: for an unreadable or malformed qrels file.
+    """
     questions: dict[str, list[Question]] = {}
     skipped = 0
     for question in load_qrels(qrels):
@@ -575,11 +581,12 @@ def _questions_by_sample(
     return questions, skipped
 
 
-def _loaded_model(
-    embedder: str, embed_cache: Path | None, reranker: IReranker | None, timings: _Timings
+def loaded_model(
+    embedder: str, embed_cache: Path | None, reranker: IReranker | None, timings: Timings
 ) -> TimedEmbedder:
     """The timed (and, with ``embed_cache``, cached) embedder, loaded, and the
-    reranker loaded, outside the ingest and search timings (``model_load_s``)."""
+    reranker loaded, outside the ingest and search timings (``model_load_s``; also
+    used by ``hybrid_latency.py``)."""
     inner = resolve_embedder(embedder)
     assert inner is not None
     if embed_cache is not None:
@@ -608,16 +615,16 @@ def _dump_row(question: Question, ranked_by: dict[str, list[list[str]]]) -> dict
     return row
 
 
-def _ingest_sample(
+def ingest_sample(
     on: str,
     store: OracleMemoryStore,
     model: TimedEmbedder,
     conversations: Sequence[Conversation],
     memories: dict[str, list[Memory]],
-    timings: _Timings,
+    timings: Timings,
 ) -> OracleAgentMemory:
     """Write one sample's turns and/or memories (``on``, see ``run``), timed; return
-    the client over ``store``."""
+    the client over ``store`` (also used by ``hybrid_latency.py``)."""
     sample_id = conversations[0].user_id or ""
     embed_before, started = model.seconds, time.perf_counter()
     client = OracleAgentMemory(store=store, extract_memories=False)
@@ -632,7 +639,7 @@ def _ingest_sample(
     return client
 
 
-def _report(passes: dict[str, _Pass], timings: _Timings, k: int) -> dict[str, Any]:
+def _report(passes: dict[str, _Pass], timings: Timings, k: int) -> dict[str, Any]:
     """The metrics and timings of a run (``run`` adds its ``config``)."""
     first = passes["first_stage"]
     report: dict[str, Any] = first.report(k)
@@ -660,7 +667,7 @@ def _ingest_turns(
     store: OracleMemoryStore,
     sample_id: str,
     conversations: Sequence[Conversation],
-    timings: _Timings,
+    timings: Timings,
     memory: OracleAgentMemory | None = None,
 ) -> None:
     """One thread per session; every turn gets the id ``message_id(sample, dia_id)``."""
@@ -677,7 +684,7 @@ def _ingest_turns(
 
 
 def _ingest_memories(
-    store: OracleMemoryStore, sample_id: str, memories: Sequence[Memory], timings: _Timings
+    store: OracleMemoryStore, sample_id: str, memories: Sequence[Memory], timings: Timings
 ) -> None:
     """The sample's memories, user-scoped, each with its source dialog ids in metadata
     and the id ``"<sample_id>:mem<line within the sample>"`` (fixed ids keep ties in
@@ -699,7 +706,7 @@ def _ingest_memories(
 
 
 def _ingest_provenance(
-    store: OracleMemoryStore, sample_id: str, memories: Sequence[Memory], timings: _Timings
+    store: OracleMemoryStore, sample_id: str, memories: Sequence[Memory], timings: Timings
 ) -> None:
     """The sample's memories as the extraction pipeline writes them: user-scoped, in
     the thread of their first source turn's session, with the source turns' message
@@ -781,7 +788,7 @@ def record_memories(
             store = open_store(None, sample_id, model, SearchStrategy.HYBRID)
             try:
                 client = OracleAgentMemory(store=store, llm=resolve_llm(llm), extract_memories=True)
-                _ingest_turns(store, sample_id, sample_conversations, _Timings(), client)
+                _ingest_turns(store, sample_id, sample_conversations, Timings(), client)
                 client.wait_for_memory_extraction()
                 for record_type in sorted(MEMORY_TYPES):
                     for record in store.list(record_type, user_id=sample_id):
