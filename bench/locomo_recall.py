@@ -137,7 +137,9 @@ class _Tally:
 
 
 @dataclass
-class _Timings:
+class Timings:
+    """What a run spent loading the model and ingesting (seconds), and what it wrote."""
+
     model_load_s: float = 0.0
     ingest_s: float = 0.0
     ingest_embed_s: float = 0.0
@@ -378,14 +380,64 @@ def load_samples(data: Path, samples: Sequence[str] | None) -> dict[str, list[Co
     Raises:
         ValueError: for unreadable data or an unknown sample id.
     """
+    return select_samples(_all_samples(data), samples)
+
+
+def _all_samples(data: Path) -> dict[str, list[Conversation]]:
+    """Every LoCoMo conversation of ``data`` by sample id."""
     by_sample: dict[str, list[Conversation]] = {}
     for conversation in load_conversations(data):
         by_sample.setdefault(conversation.user_id or "", []).append(conversation)
-    if samples:
-        unknown = sorted(set(samples) - set(by_sample))
-        if unknown:
-            raise ValueError(f"unknown sample ids {unknown}; the data has {sorted(by_sample)}")
-        by_sample = {s: by_sample[s] for s in samples}
+    return by_sample
+
+
+def select_samples(
+    by_sample: dict[str, list[Conversation]], samples: Sequence[str] | None
+) -> dict[str, list[Conversation]]:
+    """``by_sample`` cut to ``samples`` (all when None or empty).
+
+    Raises:
+        ValueError: for a sample id not in ``by_sample``.
+    """
+    if not samples:
+        return by_sample
+    unknown = sorted(set(samples) - set(by_sample))
+    if unknown:
+        raise ValueError(f"unknown sample ids {unknown}; the data has {sorted(by_sample)}")
+    return {s: by_sample[s] for s in samples}
+
+
+def memories_by_sample(
+    path: Path, known: Sequence[str], run: Sequence[str]
+) -> dict[str, list[Memory]]:
+    """The memories of ``path`` (``load_memories``) of the samples ``run``, by sample.
+
+    A memory of a sample left out of the run (``--samples``) is passed over; one
+    naming a sample the data does not have is an error, not a memory silently
+    dropped (a converter's ``conv26`` for ``conv-26`` would leave the run measuring
+    the turns alone).
+
+    Args:
+        path: The memories JSONL.
+        known: Every sample id of the data.
+        run: The sample ids run.
+
+    Raises:
+        ValueError: for an unreadable or malformed file, or memories naming sample
+            ids not in the data.
+    """
+    memories = load_memories(path)
+    unknown = sorted({m.sample_id for m in memories} - set(known))
+    if unknown:
+        lines = sum(m.sample_id in unknown for m in memories)
+        raise ValueError(
+            f"{path}: {lines} memories name sample ids not in the data: {unknown[:10]}; "
+            f"the data has {sorted(known)}"
+        )
+    by_sample: dict[str, list[Memory]] = {}
+    for memory in memories:
+        if memory.sample_id in run:
+            by_sample.setdefault(memory.sample_id, []).append(memory)
     return by_sample
 
 
@@ -427,21 +479,25 @@ def run(
     ``reranker``: every question is searched twice, without and with it; the report
     gains ``"reranked"`` (the same metrics) and the reranked latencies.
 
+    ``config["memories"]``: how many memories of the file were written (those of
+    the samples run), None without ``memories``.
+
     Raises:
-        ValueError: for unreadable or malformed data, qrels or memories files, or
+        ValueError: for unreadable or malformed data, qrels or memories files, a
+            memory naming a sample not in the data (``memories_by_sample``), or
             ``on`` ``"memories"``/``"both"`` without ``memories``.
     """
     on = on or ("turns" if memories is None else "memories")
     if on not in ON_CHOICES or (on == "turns") != (memories is None):
         raise ValueError(f"on={on!r} with memories={memories!r}: memories go with on memories/both")
-    by_sample = load_samples(data, samples)
-    questions, skipped = _questions_by_sample(qrels, by_sample)
+    known = _all_samples(data)
+    by_sample = select_samples(known, samples)
+    questions, skipped = questions_by_sample(qrels, by_sample)
     sample_memories: dict[str, list[Memory]] = {}
     if memories is not None:
-        for memory in load_memories(memories):
-            sample_memories.setdefault(memory.sample_id, []).append(memory)
-    timings = _Timings()
-    model = _loaded_model(embedder, embed_cache, reranker, timings)
+        sample_memories = memories_by_sample(memories, list(known), list(by_sample))
+    timings = Timings()
+    model = loaded_model(embedder, embed_cache, reranker, timings)
     passes = {"first_stage": _Pass()}
     if reranker is not None:
         passes["reranked"] = _Pass()
@@ -456,7 +512,7 @@ def run(
         for sample_id, sample_conversations in by_sample.items():
             store = open_store(db, sample_id, model, strategy)
             try:
-                client = _ingest_sample(
+                client = ingest_sample(
                     on, store, model, sample_conversations, sample_memories, timings
                 )
                 for question in questions.get(sample_id, []):
@@ -497,17 +553,22 @@ def run(
         "embed_cache": embed_cache is not None,
         "threads": timings.threads,
         "records": timings.records,
+        "memories": sum(map(len, sample_memories.values())) if memories is not None else None,
         "questions_without_evidence": skipped,
         "excluded_from_overall": sorted(CATEGORIES[c] for c in EXCLUDED_FROM_OVERALL),
     }
     return report
 
 
-def _questions_by_sample(
+def questions_by_sample(
     qrels: Path, by_sample: dict[str, list[Conversation]]
 ) -> tuple[dict[str, list[Question]], int]:
     """The qrels questions of the samples run, by sample, and how many were skipped
-    for having no evidence ids."""
+    for having no evidence ids (also used by ``hybrid_latency.py``).
+
+    Raises:
+        ValueError: for an unreadable or malformed qrels file.
+    """
     questions: dict[str, list[Question]] = {}
     skipped = 0
     for question in load_qrels(qrels):
@@ -520,11 +581,12 @@ def _questions_by_sample(
     return questions, skipped
 
 
-def _loaded_model(
-    embedder: str, embed_cache: Path | None, reranker: IReranker | None, timings: _Timings
+def loaded_model(
+    embedder: str, embed_cache: Path | None, reranker: IReranker | None, timings: Timings
 ) -> TimedEmbedder:
     """The timed (and, with ``embed_cache``, cached) embedder, loaded, and the
-    reranker loaded, outside the ingest and search timings (``model_load_s``)."""
+    reranker loaded, outside the ingest and search timings (``model_load_s``; also
+    used by ``hybrid_latency.py``)."""
     inner = resolve_embedder(embedder)
     assert inner is not None
     if embed_cache is not None:
@@ -553,16 +615,16 @@ def _dump_row(question: Question, ranked_by: dict[str, list[list[str]]]) -> dict
     return row
 
 
-def _ingest_sample(
+def ingest_sample(
     on: str,
     store: OracleMemoryStore,
     model: TimedEmbedder,
     conversations: Sequence[Conversation],
     memories: dict[str, list[Memory]],
-    timings: _Timings,
+    timings: Timings,
 ) -> OracleAgentMemory:
     """Write one sample's turns and/or memories (``on``, see ``run``), timed; return
-    the client over ``store``."""
+    the client over ``store`` (also used by ``hybrid_latency.py``)."""
     sample_id = conversations[0].user_id or ""
     embed_before, started = model.seconds, time.perf_counter()
     client = OracleAgentMemory(store=store, extract_memories=False)
@@ -577,7 +639,7 @@ def _ingest_sample(
     return client
 
 
-def _report(passes: dict[str, _Pass], timings: _Timings, k: int) -> dict[str, Any]:
+def _report(passes: dict[str, _Pass], timings: Timings, k: int) -> dict[str, Any]:
     """The metrics and timings of a run (``run`` adds its ``config``)."""
     first = passes["first_stage"]
     report: dict[str, Any] = first.report(k)
@@ -605,7 +667,7 @@ def _ingest_turns(
     store: OracleMemoryStore,
     sample_id: str,
     conversations: Sequence[Conversation],
-    timings: _Timings,
+    timings: Timings,
     memory: OracleAgentMemory | None = None,
 ) -> None:
     """One thread per session; every turn gets the id ``message_id(sample, dia_id)``."""
@@ -622,7 +684,7 @@ def _ingest_turns(
 
 
 def _ingest_memories(
-    store: OracleMemoryStore, sample_id: str, memories: Sequence[Memory], timings: _Timings
+    store: OracleMemoryStore, sample_id: str, memories: Sequence[Memory], timings: Timings
 ) -> None:
     """The sample's memories, user-scoped, each with its source dialog ids in metadata
     and the id ``"<sample_id>:mem<line within the sample>"`` (fixed ids keep ties in
@@ -644,7 +706,7 @@ def _ingest_memories(
 
 
 def _ingest_provenance(
-    store: OracleMemoryStore, sample_id: str, memories: Sequence[Memory], timings: _Timings
+    store: OracleMemoryStore, sample_id: str, memories: Sequence[Memory], timings: Timings
 ) -> None:
     """The sample's memories as the extraction pipeline writes them: user-scoped, in
     the thread of their first source turn's session, with the source turns' message
@@ -726,7 +788,7 @@ def record_memories(
             store = open_store(None, sample_id, model, SearchStrategy.HYBRID)
             try:
                 client = OracleAgentMemory(store=store, llm=resolve_llm(llm), extract_memories=True)
-                _ingest_turns(store, sample_id, sample_conversations, _Timings(), client)
+                _ingest_turns(store, sample_id, sample_conversations, Timings(), client)
                 client.wait_for_memory_extraction()
                 for record_type in sorted(MEMORY_TYPES):
                     for record in store.list(record_type, user_id=sample_id):

@@ -215,13 +215,15 @@ def run(
         filler_file: The LoCoMo file whose turns fill the conversation task.
         filler_per_thread: Filler turns per preference thread (conversation task).
         topics: Topic names to keep (default all).
-        limit: Keep only the first ``limit`` preferences (smoke runs).
+        limit: Keep only the first ``limit`` preferences (smoke runs; >= 1).
 
     Raises:
-        ValueError: for an unknown task or unreadable data.
+        ValueError: for an unknown task, a ``limit`` below 1 or unreadable data.
     """
     if task not in ("memories", "conversation"):
         raise ValueError(f"task must be 'memories' or 'conversation', got {task!r}")
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be >= 1, got {limit}")
     prefs = load_preferences(data, topics)
     if limit is not None:
         prefs = prefs[:limit]
@@ -331,11 +333,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--filler-file", type=Path, default=LOCOMO_FILE)
     parser.add_argument("--filler", type=int, default=9, help="filler turns per thread")
     parser.add_argument("--topics", help="comma-separated topic names (default: all)")
-    parser.add_argument("--limit", type=int, help="first N preferences only (smoke runs)")
+    parser.add_argument("--limit", type=int, help="first N >= 1 preferences only (smoke runs)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     if args.filler < 1:
         parser.error("--filler must be >= 1")
+    if args.limit is not None and args.limit < 1:
+        parser.error("--limit must be >= 1")
     try:
         report = run(
             task=args.task,

@@ -23,7 +23,8 @@ PrefEval ``recall@5``) on each half of the data. Halves, for any data set: the
 groups (LoCoMo sample ids, PrefEval topics) sorted by id, half ``a`` the even
 positions, ``b`` the odd ones; on the LoCoMo dev set that is a = conv-26/41/43/47,
 b = conv-30/42/44. Each task ends with the check "HYBRID >= max(VECTOR, KEYWORD)" on
-the main metric, overall and per half.
+the main metric, overall and per half. A half without questions (one sample or one
+topic run) has no figure and no check: null in the JSON, "n/a" in the Markdown.
 
 Usage (from the repository root)::
 
@@ -184,6 +185,13 @@ def score_locomo_rows(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def figures(block: dict[str, Any], n: int) -> dict[str, Any]:
+    """``block`` (metrics, and maybe ``n``) of ``n`` questions, with every metric None
+    when ``n`` is 0: a half without questions has no recall (not 0.0), and no check
+    holds on it (``hybrid_check``)."""
+    return block if n else {key: (value if key == "n" else None) for key, value in block.items()}
+
+
 def run_locomo(on: str, strategy: str, opts: Options) -> dict[str, Any]:
     """One LoCoMo task with one strategy through ``locomo_recall.run`` (k = 10).
 
@@ -214,13 +222,14 @@ def run_locomo(on: str, strategy: str, opts: Options) -> dict[str, Any]:
     for block in report["overall_at"].values():
         overall.update(block)
     timing = report["timing"]
+    scored = {
+        h: score_locomo_rows(r for r in rows if r["sample_id"] in members)
+        for h, members in split.items()
+    }
     return {
-        "metrics": {m: overall[m] for m in LOCOMO_METRICS},
+        "metrics": figures({m: overall[m] for m in LOCOMO_METRICS}, overall["n"]),
         "n": report["overall"]["n"],
-        "halves": {
-            h: score_locomo_rows(r for r in rows if r["sample_id"] in members)
-            for h, members in split.items()
-        },
+        "halves": {h: figures(block, block["n"]) for h, block in scored.items()},
         "half_members": split,
         "latency_ms": _latency(timing["search_ms_incl_embed"], timing["search_ms_excl_embed"]),
         "groups": {
@@ -250,11 +259,12 @@ def run_prefeval(task: str, strategy: str, opts: Options) -> dict[str, Any]:
         limit=opts.limit,
     )
     lat = report["latency_ms"]
+    overall = report["overall"]
     return {
-        "metrics": {m: report["overall"][m] for m in PREFEVAL_METRICS},
-        "n": report["overall"]["n"],
+        "metrics": figures({m: overall[m] for m in PREFEVAL_METRICS}, overall["n"]),
+        "n": overall["n"],
         "halves": {
-            h: {m: block[m] for m in (*PREFEVAL_METRICS, "n")}
+            h: figures({m: block[m] for m in (*PREFEVAL_METRICS, "n")}, block["n"])
             for h, block in report["halves"].items()
         },
         "half_members": halves(report["config"]["topics"]),
@@ -281,23 +291,26 @@ def run_one(task: str, strategy: str, opts: Options) -> dict[str, Any]:
     raise InvalidArgumentError(f"unknown task {task!r}; tasks: {', '.join(TASKS)}")
 
 
-def hybrid_check(strategies: dict[str, Any], metric: str) -> dict[str, bool] | None:
+def hybrid_check(strategies: dict[str, Any], metric: str) -> dict[str, bool | None] | None:
     """Whether HYBRID's ``metric`` is at least max(VECTOR, KEYWORD), overall and per half.
 
     Returns:
-        ``{"overall": bool, "a": bool, "b": bool}``, or None unless all three ran.
+        ``{"overall": ..., "a": ..., "b": ...}``, each True, False, or None where a
+        strategy has no figure (a half without questions, ``figures``); or None
+        unless all three strategies ran.
     """
     if not set(STRATEGIES) <= set(strategies):
         return None
-    out: dict[str, bool] = {}
+    out: dict[str, bool | None] = {}
     for scope in ("overall", "a", "b"):
-
-        def value(name: str, scope: str = scope) -> float:
-            block = strategies[name]
-            source = block["metrics"] if scope == "overall" else block["halves"][scope]
-            return float(source[metric])
-
-        out[scope] = value("hybrid") >= max(value("vector"), value("keyword"))
+        values = [
+            (block["metrics"] if scope == "overall" else block["halves"][scope])[metric]
+            for block in (strategies[name] for name in ("hybrid", "vector", "keyword"))
+        ]
+        if None in values:
+            out[scope] = None
+        else:
+            out[scope] = float(values[0]) >= max(float(values[1]), float(values[2]))
     return out
 
 
@@ -347,7 +360,7 @@ def _run_tasks(
                 done[strategy] = run_one(task, strategy, opts)
                 done[strategy]["wall_s"] = round(time.perf_counter() - started, 1)
                 progress(
-                    f"{task} {strategy}: {metric} {done[strategy]['metrics'][metric]:.3f} "
+                    f"{task} {strategy}: {metric} {_cell(done[strategy]['metrics'][metric])} "
                     f"({done[strategy]['wall_s']} s)"
                 )
         except TaskSkipped as exc:
@@ -382,8 +395,12 @@ def _config(tasks: Sequence[str], strategies: Sequence[str], opts: Options) -> d
     }
 
 
-def _yes(flag: bool) -> str:
-    return "yes" if flag else "no"
+def _yes(flag: bool | None) -> str:
+    return "n/a" if flag is None else "yes" if flag else "no"
+
+
+def _cell(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def check_line(task_report: dict[str, Any]) -> str:
@@ -417,16 +434,16 @@ def task_table(task: str, task_report: dict[str, Any]) -> list[str]:
         f"### {task}",
         "",
         f"{first['n']} questions; main metric {metric}; half a = "
-        f"{', '.join(members['a'])} (n {first['halves']['a']['n']}), half b = "
-        f"{', '.join(members['b'])} (n {first['halves']['b']['n']})",
+        f"{', '.join(members['a']) or 'none'} (n {first['halves']['a']['n']}), half b = "
+        f"{', '.join(members['b']) or 'none'} (n {first['halves']['b']['n']})",
         "",
         "| strategy | " + " | ".join(cols) + " |",
         "|---|" + "---:|" * len(cols),
     ]
     for strategy, block in blocks.items():
         lat = block["latency_ms"]
-        cells = [f"{block['metrics'][m]:.3f}" for m in names]
-        cells += [f"{block['halves'][h][metric]:.3f}" for h in ("a", "b")]
+        cells = [_cell(block["metrics"][m]) for m in names]
+        cells += [_cell(block["halves"][h][metric]) for h in ("a", "b")]
         cells += [
             f"{lat[key]['p50']:.2f} / {lat[key]['p95']:.2f}"
             for key in ("incl_embedding", "excl_embedding")

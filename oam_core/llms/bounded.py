@@ -64,9 +64,11 @@ class BoundedLlm(ILlm):
         return f"BoundedLlm({self.inner!r}, timeout={self.timeout})"
 
     def _overrun(self) -> TimeoutError:
+        # Only the fact: what follows is the caller's to say (a pipeline pass is
+        # retried later; a context card's query rewrite is not).
         return TimeoutError(
             f"{type(self.inner).__name__} did not answer within {self.timeout:g} s "
-            "(llm_call_timeout); the pass is retried later"
+            "(llm_call_timeout)"
         )
 
     def generate(self, prompt: str, *, response_json_schema: dict[str, Any] | None = None) -> str:

@@ -430,6 +430,7 @@ def _record_failure_steps(
     progress = PassProgress.read(state, key)
     progress = replace(progress, failed_passes=progress.failed_passes + 1)
     what = "extraction" if key == EXTRACTION_STATE_KEY else "summary"
+    outcome = "the messages stay pending and the next pass retries them"
     if unusable:
         last = _seq(pending[-1])
         upto = last if progress.attempts_upto is None else min(progress.attempts_upto, last)
@@ -439,8 +440,8 @@ def _record_failure_steps(
             progress = progress.advanced(
                 upto, skipped_messages=progress.skipped_messages + len(skipped)
             )
-            reason += f"; giving up on {len(skipped)} messages after {MAX_ATTEMPTS} attempts"
-    pipeline_warning(f"thread {job.thread_id!r}: {what} pass skipped: {reason}")
+            outcome = f"giving up on {len(skipped)} messages after {MAX_ATTEMPTS} attempts"
+    pipeline_warning(f"thread {job.thread_id!r}: {what} pass skipped: {reason}; {outcome}")
     job.counters.failed_passes += 1
     yield from _advance_steps(job, state, key, progress)
     return _Outcome.FAILED

@@ -34,6 +34,7 @@ from oam_core.memory.templates import load_prompt
 from oam_core.memory.tokens import estimate_tokens, truncate_head, truncate_tail
 from oam_core.steps import Steps, call
 from oam_core.store.fusion import Distance, DistanceKind, rrf_distance
+from oam_core.store.text import WORD
 
 if TYPE_CHECKING:
     from oam_core.store.base import OracleMemoryStore
@@ -68,7 +69,6 @@ FUSION_K = 60
 """The constant of reciprocal-rank fusion: a result at rank r scores 1 / (60 + r)."""
 
 _SPACES = re.compile(r"\s+")
-_WORD = re.compile(r"\w")
 _SURROGATES = re.compile(r"[\ud800-\udfff\x00]")
 _QUOTES = "\"'`“”‘’"
 
@@ -80,8 +80,8 @@ class RewriteInput:
     Attributes:
         question: The question (the last user message, else the card's query text),
             at most ``QUESTION_TOKENS`` estimated tokens.
-        context: ``(role, text)`` of the other recent messages, oldest first, within
-            ``CONTEXT_TOKENS`` in all.
+        context: ``(role, text)`` of the recent messages before the question, oldest
+            first, within ``CONTEXT_TOKENS`` in all.
     """
 
     question: str
@@ -102,14 +102,15 @@ def rewrite_input(messages: Sequence[MessageRecord], fallback: str) -> RewriteIn
             own query text).
 
     Returns:
-        The last ``user`` message as the question and the other messages, newest
-        kept within ``CONTEXT_TOKENS``, as its context; blank messages are skipped.
+        The last ``user`` message as the question and the messages before it, newest
+        kept within ``CONTEXT_TOKENS``, as its context (a reply written after the
+        question is not its context); blank messages are skipped.
     """
     texts = [(m.role or "", m.content) for m in messages if m.content and m.content.strip()]
     asked = [i for i, (role, _) in enumerate(texts) if role == "user"]
     if asked:
         question = texts[asked[-1]][1]
-        others = texts[: asked[-1]] + texts[asked[-1] + 1 :]
+        others = texts[: asked[-1]]
     else:
         question, others = fallback, texts
     context: list[tuple[str, str]] = []
@@ -164,14 +165,15 @@ def parse_rewrite_reply(text: str) -> str:
 
     Raises:
         UnusableReplyError: when the reply holds no such object, or its query has no
-            letter or digit (blank, punctuation, the prompt's ``"..."``).
+            letter or digit (``oam_core.store.text.WORD``: blank, punctuation,
+            underscores, the prompt's ``"..."``).
         TypeError: if ``text`` is not a str.
     """
     form = load_prompt(QUERY_REWRITE_PROMPT).answer_form
     data = parse_json_reply(text, schema=_reply_schema(), forms=() if form is None else (form,))
     query = _one_line(data["query"]).strip(_QUOTES).strip()[:MAX_QUERY_CHARS].strip()
-    if not _WORD.search(query):
-        raise UnusableReplyError("its query has no words", text)
+    if not WORD.search(query):
+        raise UnusableReplyError("its query has no letter or digit", text)
     return query
 
 

@@ -152,6 +152,7 @@ def test_keyword_recall_at_1_is_exact(
     assert timing["query_embed_ms"]["p95"] == 0.0
     assert set(timing["search_ms_incl_embed"]) == {"p50", "p95", "mean"}
     assert report["config"]["records"] == 6
+    assert report["config"]["memories"] is None  # turns only
     assert report["config"]["threads"] == 2
     assert report["config"]["questions_without_evidence"] == 1
 
@@ -255,7 +256,7 @@ def test_memory_level_recall_on_the_hand_made_fixture(
     args = ["--data", str(data), "--qrels", str(qrels), "--strategy", "keyword", "--k", "1"]
     report = _run(bench, capsys, *args, "--on", "memories", "--memories", str(MEMORIES))
     assert report["config"]["on"] == "memories"
-    assert report["config"]["records"] == 5
+    assert report["config"]["records"] == report["config"]["memories"] == 5
     # "What is the puppy named?" -> the fact from D1:1; "Kyoto temples and matcha ice
     # cream?" -> the one memory extracted from both D2:1 and D2:3 (recall_all at k=1).
     assert report["overall"] == {
@@ -283,6 +284,38 @@ def test_memories_file_errors(
         bench.main([*args, "--on", "memories"])
     with pytest.raises(SystemExit):
         bench.main([*args, "--record-memories", str(tmp_path / "out.jsonl")])
+
+
+@pytest.mark.parametrize("on", ["memories", "both"])
+def test_memories_of_a_sample_not_in_the_data_are_refused(
+    bench: ModuleType,
+    files: tuple[Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    on: str,
+) -> None:
+    """A memory naming a sample the data lacks (``s1`` for ``s-1``) is an error, not
+    dropped; one of a sample left out by ``--samples`` is passed over; ``config``
+    counts the memories written."""
+    data, qrels = files
+    two = json.loads(data.read_text(encoding="utf-8"))
+    two.append({**two[0], "sample_id": "s-2"})
+    data.write_text(json.dumps(two), encoding="utf-8")
+    memories = tmp_path / "memories.jsonl"
+    other = {"sample_id": "s-2", "content": "Ana has a puppy.", "source_message_ids": ["D1:1"]}
+    memories.write_text(MEMORIES.read_text() + json.dumps(other) + "\n", encoding="utf-8")
+    args = ["--data", str(data), "--qrels", str(qrels), "--strategy", "keyword"]
+    args += ["--on", on, "--memories", str(memories)]
+    assert _run(bench, capsys, *args)["config"]["memories"] == 6
+    only = _run(bench, capsys, *args, "--samples", "s-1")
+    assert only["config"]["memories"] == 5 and only["config"]["samples"] == ["s-1"]
+    typo = tmp_path / "typo.jsonl"
+    typo.write_text(json.dumps({**other, "sample_id": "s1"}) + "\n", encoding="utf-8")
+    args[-1] = str(typo)
+    for samples in ([], ["--samples", "s-1"]):
+        assert bench.main([*args, *samples, "--json", "--embedder", "hashing"]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and "1 memories name sample ids not in the data: ['s1']" in err
 
 
 def test_reranked_pass_reports_its_own_metrics_and_latency(
@@ -338,6 +371,7 @@ def test_turns_and_memories_together_through_the_client_search(
     )
     assert report["config"]["on"] == "both"
     assert report["config"]["records"] == 11  # 6 turns and 5 memories
+    assert report["config"]["memories"] == 5
     # The puppy question's turn first; the Kyoto question's two turns at ranks 2-3
     # only: first comes D2:2, shown as the memory extracted from it alone ("Ana asked
     # Ben what the food in Kyoto was like", matching "Kyoto" in both lists).
@@ -440,3 +474,112 @@ def test_locomo_observations_become_the_memories_jsonl(
     bad.write_text(json.dumps([{**sample, "observation": None}]), encoding="utf-8")
     assert module.main(["--data", str(bad), "--out", str(out)]) == 2
     assert "no observation object" in capsys.readouterr().err
+
+
+@pytest.fixture
+def latency(bench: ModuleType) -> ModuleType:
+    """``bench/hybrid_latency.py``, importing the ``locomo_recall`` module loaded above."""
+    spec = importlib.util.spec_from_file_location(
+        "hybrid_latency", BENCH.with_name("hybrid_latency.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.lr is bench
+    return module
+
+
+def _latency_run(
+    latency: ModuleType, capsys: pytest.CaptureFixture[str], *argv: str
+) -> dict[str, Any]:
+    assert latency.main([*argv, "--embedder", "hashing"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    report = json.loads(out)
+    assert isinstance(report, dict)
+    return report
+
+
+@pytest.mark.parametrize("strategy", ["hybrid", "vector", "keyword"])
+def test_hybrid_latency_reports_one_line_per_run(
+    bench: ModuleType,
+    latency: ModuleType,
+    files: tuple[Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    strategy: str,
+) -> None:
+    """``bench/hybrid_latency.py`` on the synthetic file with the hashing embedder: the
+    report's keys, the dump of the last pass, the kept stores of ``--db-dir``, and no
+    embedding cache unless ``--embed-cache`` is given."""
+    data, qrels = files
+    db_dir, dump = tmp_path / "db", tmp_path / "dump.jsonl"
+
+    def no_cache(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("an embedding cache without --embed-cache")
+
+    monkeypatch.setattr(bench, "CachedEmbedder", no_cache)
+    args = ["--data", str(data), "--qrels", str(qrels), "--strategy", strategy]
+    report = _latency_run(
+        latency, capsys, *args, "--passes", "2", "--db-dir", str(db_dir), "--dump", str(dump)
+    )
+    assert list(report) == [
+        "strategy",
+        "mode",
+        "questions",
+        "cpu_p50_ms",
+        "wall_p50_ms",
+        "wall_p95_ms",
+    ]
+    # The three questions of s-1 with evidence (the adversarial one too); "other" is not
+    # in the data, the question without evidence is skipped.
+    assert (report["strategy"], report["mode"], report["questions"]) == (strategy, "2 passes", 3)
+    assert report["cpu_p50_ms"] >= 0 and 0 < report["wall_p50_ms"] <= report["wall_p95_ms"]
+    rows = [json.loads(line) for line in dump.read_text(encoding="utf-8").splitlines()]
+    assert [row[:2] for row in rows] == [["s-1", 0], ["s-1", 1], ["s-1", 2]]
+    ids, distances = rows[0][2], rows[0][3]
+    assert len(ids) == len(distances)
+    if strategy == "keyword":  # turns sharing a term; "puppy" is only in D1:1
+        assert ids[0] == "s-1:D1:1" and distances[0] == "0.0"
+    else:
+        assert len(ids) == 6  # every turn of s-1 (k = 10)
+    assert [p.name for p in db_dir.iterdir()] == ["s-1.hashing.sqlite"]
+    first = _latency_run(latency, capsys, *args, "--first-ask", "--db-dir", str(db_dir))
+    assert (first["mode"], first["questions"]) == ("first-ask", 3)
+    monkeypatch.undo()
+    cache = tmp_path / "cache.sqlite"
+    _latency_run(latency, capsys, *args, "--embed-cache", str(cache))
+    assert cache.exists()
+
+
+def test_hybrid_latency_defaults_and_errors(
+    latency: ModuleType,
+    files: tuple[Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its defaults are ``locomo_recall.py``'s (``../shared/data/locomo`` beside the
+    checkout, the ``local`` embedder, no cache); the stores go to a temporary directory
+    removed after the run; bad input exits 2."""
+    parsed = latency._parser().parse_args([])
+    assert parsed.data == latency.lr.DATA_DIR / "locomo_dev.json"
+    assert parsed.qrels == latency.lr.DATA_DIR / "locomo_dev_qrels.jsonl"
+    assert BENCH.resolve().parents[2] / "shared" / "data" / "locomo" == latency.lr.DATA_DIR
+    assert (parsed.embedder, parsed.embed_cache, parsed.db_dir) == ("local", None, None)
+    data, qrels = files
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(latency.tempfile, "tempdir", str(temp))
+    _latency_run(latency, capsys, "--data", str(data), "--qrels", str(qrels))
+    assert list(temp.iterdir()) == []  # the run's stores are gone
+    args = ["--data", str(data), "--embedder", "hashing"]
+    assert latency.main([*args, "--qrels", str(tmp_path / "missing.jsonl")]) == 2
+    assert "cannot read qrels" in capsys.readouterr().err
+    other = tmp_path / "other.jsonl"
+    other.write_text(qrels.read_text().splitlines()[-1] + "\n", encoding="utf-8")
+    assert latency.main([*args, "--qrels", str(other)]) == 2
+    assert "no question with evidence" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        latency.main([*args, "--qrels", str(qrels), "--passes", "0"])

@@ -171,6 +171,43 @@ def test_check_line_says_no_and_na(suite: ModuleType) -> None:
     )
 
 
+def test_a_half_without_questions_has_no_figure_and_no_check(
+    suite: ModuleType, tmp_path: Path
+) -> None:
+    """One LoCoMo sample, one PrefEval topic: half b is empty. Its figures are null
+    (not 0.0), its check is null, and the Markdown says n/a for both (it read
+    "half b yes" on 0.000 >= 0.000)."""
+    out_json, out_md = tmp_path / "s.json", tmp_path / "s.md"
+    argv = [*_fixture_args(), "--tasks", "locomo-turns,prefeval-memories"]
+    argv += ["--samples", "s-1", "--topics", "food", "--out-json", str(out_json)]
+    assert suite.main([*argv, "--out-md", str(out_md)]) == 0
+    report = json.loads(out_json.read_text(encoding="utf-8"))
+    for task, metric in (("locomo-turns", "recall_all@10"), ("prefeval-memories", "recall@5")):
+        block = report["tasks"][task]
+        for result in block["strategies"].values():
+            assert result["half_members"]["b"] == []
+            assert result["halves"]["b"][metric] is None and result["halves"]["b"]["n"] == 0
+            assert result["halves"]["a"]["n"] == result["n"] > 0
+            assert result["halves"]["a"][metric] == result["metrics"][metric]
+        assert block["hybrid_check"]["b"] is None
+        assert block["hybrid_check"]["a"] is block["hybrid_check"]["overall"] is True
+    lines = out_md.read_text(encoding="utf-8").splitlines()
+    checks = [line for line in lines if line.startswith("HYBRID >= max(VECTOR, KEYWORD)")]
+    assert len(checks) == 2 and all(line.endswith(", half b n/a") for line in checks)
+    rows = [line for line in lines if line.startswith("| HYBRID |")]
+    assert len(rows) == 2 and all(" | n/a | " in row for row in rows)
+
+
+def test_check_of_a_half_without_figures_is_none(suite: ModuleType) -> None:
+    def block(overall: float, b: float | None) -> dict[str, Any]:
+        return {"metrics": {"m": overall}, "halves": {"a": {"m": overall}, "b": {"m": b}}}
+
+    empty = {name: block(0.5, None) for name in ("vector", "keyword", "hybrid")}
+    assert suite.hybrid_check(empty, "m") == {"overall": True, "a": True, "b": None}
+    assert suite.figures({"m": 0.0, "n": 0}, 0) == {"m": None, "n": 0}
+    assert suite.figures({"m": 0.25}, 4) == {"m": 0.25}
+
+
 def test_tasks_needing_a_file_are_skipped(
     suite: ModuleType,
     tmp_path: Path,

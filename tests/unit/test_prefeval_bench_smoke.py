@@ -114,3 +114,31 @@ def test_conversation_places_the_preference_among_filler(
 def test_unknown_topic_is_refused(bench: ModuleType, data: tuple[Path, Path]) -> None:
     with pytest.raises(ValueError, match="no such topic"):
         bench.load_preferences(data[0], ["cooking"])
+
+
+@pytest.mark.parametrize("limit", [0, -5])
+def test_a_limit_below_one_is_refused(
+    bench: ModuleType,
+    data: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+    limit: int,
+) -> None:
+    """``--limit 0`` is no run (it was reported as recall 0.0) and ``--limit -5`` is
+    not "all but the last 5"; ``--limit 1`` runs one question."""
+    from oam_core import SearchStrategy
+
+    prefs, locomo = data
+    args = ["--embedder", "hashing", "--data", str(prefs), "--filler-file", str(locomo)]
+    with pytest.raises(SystemExit) as exit_:
+        bench.main([*args, "--json", "--limit", str(limit)])
+    assert exit_.value.code == 2 and "--limit must be >= 1" in capsys.readouterr().err
+    with pytest.raises(ValueError, match=f"limit must be >= 1, got {limit}"):
+        bench.run(
+            task="memories",
+            strategy=SearchStrategy.KEYWORD,
+            embedder="hashing",
+            data=prefs,
+            limit=limit,
+        )
+    assert bench.main([*args, "--json", "--limit", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["overall"]["n"] == 1

@@ -76,6 +76,8 @@ def test_a_long_query_is_cut() -> None:
         '{"query": ""}',
         '{"query": "..."}',  # the prompt's placeholder
         '{"query": "?!"}',
+        '{"query": "___"}',  # "_" is neither a letter nor a digit
+        '{"query": "_-_ \u00b7"}',
         '{"q": "peanuts"}',
         '{"query": ["peanuts"]}',
         '{"query": "peanut all',  # cut off by the token limit
@@ -99,24 +101,24 @@ def _message(role: str, content: str, n: int = 0) -> MessageRecord:
     return MessageRecord(id=f"m{n}", record_type="message", content=content, role=role, seq_no=n)
 
 
-def test_the_last_user_message_is_the_question_and_the_others_its_context() -> None:
+def test_the_last_user_message_is_the_question_and_the_ones_before_it_its_context() -> None:
     messages = [
         _message("user", "I'm flying to Lisbon in May.", 0),
         _message("assistant", "Lovely! How can I help?", 1),
         _message("user", "  ", 2),
         _message("user", "What should I eat\nthere?", 3),
-        _message("assistant", "Let me think.", 4),
+        _message("assistant", "Try Tasca da Esquina.", 4),  # the reply: after the question
     ]
     source = rewrite_input(messages, "card query")
     assert source.question == "What should I eat there?"
     assert source.context == (
         ("user", "I'm flying to Lisbon in May."),
         ("assistant", "Lovely! How can I help?"),
-        ("assistant", "Let me think."),
     )
     prompt = render_rewrite_prompt(source)
     assert "Question: What should I eat there?" in prompt
     assert "user: I'm flying to Lisbon in May.\nassistant: Lovely! How can I help?" in prompt
+    assert "Tasca" not in prompt
     assert '{"query": "..."}' in prompt
 
 
@@ -291,10 +293,11 @@ def _cards(tmp_path: Path, llm: ILlm) -> tuple[Any, Any, Any]:
     [
         Scripted("I would search for food."),  # no JSON
         Scripted('{"query": "   "}'),
+        Scripted('{"query": "___"}'),  # no letter or digit
         Scripted(error=RuntimeError("model server down")),
         Scripted(error=ConfigurationError("no API key")),
     ],
-    ids=["prose", "blank", "error", "missing-key"],
+    ids=["prose", "blank", "underscores", "error", "missing-key"],
 )
 def test_a_failed_rewrite_leaves_the_card_as_without_it(tmp_path: Path, llm: Scripted) -> None:
     plain, cards, caught = _cards(tmp_path, llm)
@@ -316,9 +319,16 @@ def test_the_call_bound_is_the_threads_llm_call_timeout(tmp_path: Path) -> None:
         plain = client.get_thread("t").get_context_card(max_relevant_results=3)
         bounded = MemoryExtractionConfig(extract_memories=False, llm_call_timeout=0.2)
         thread = client.get_thread("t", memory_extraction_config=bounded, query_rewrite=True)
-        with pytest.warns(MemoryPipelineWarning, match="TimeoutError"):
+        with pytest.warns(MemoryPipelineWarning, match="TimeoutError") as caught:
             card = thread.get_context_card(max_relevant_results=3)
         assert card == plain and llm.calls == 1
+        # what happens is said, and nothing else: no pass is retried for a card
+        (message,) = [str(w.message) for w in caught]
+        assert message == (
+            "query_rewrite: no usable query from the LLM (TimeoutError: Hanging did not "
+            "answer within 0.2 s (llm_call_timeout)); the context card searches with its "
+            "own query only"
+        )
     finally:
         llm.release.set()
         store.close()
