@@ -119,6 +119,7 @@ __all__ = [
     "query_signals",
     "record_facts",
     "rrf_distance",
+    "said_at",
     "signal_lists",
     "speaker_names",
     "states_preference",
@@ -233,12 +234,13 @@ def signal_lists(
         Up to five ``(signal, ranked keys)`` pairs in this order, the keys a
         sub-sequence of ``pool``: the candidates spoken by the one participant the
         query names (``SPEAKER``, weighed by ``SPEAKER_WEIGHT``); those whose dates
-        fall in a span the query names (``DATE``, ``DATE_WEIGHT``); for a query
-        asking for a time, those stating one (``TIME``, ``TIME_WEIGHT``); those whose
-        own content holds query terms (``OWN_TEXT``, ``OWN_TEXT_WEIGHT``,
-        ``own_text_list``); for a query asking for advice, those stating a
-        preference (``PREFERENCE``, ``PREFERENCE_WEIGHT``, ``preference_list``). A
-        list holding none or all of the pool is left out.
+        (``said_at`` and the relative dates of their text) fall in a span the query
+        names (``DATE``, ``DATE_WEIGHT``); for a query asking for a time, those
+        stating one (``TIME``, ``TIME_WEIGHT``); those whose own content holds query
+        terms (``OWN_TEXT``, ``OWN_TEXT_WEIGHT``, ``own_text_list``); for a query
+        asking for advice, those stating a preference (``PREFERENCE``,
+        ``PREFERENCE_WEIGHT``, ``preference_list``). A list holding none or all of
+        the pool is left out.
     """
     which = query_signals(query, which)
     present = [key for key in pool if key in records]
@@ -254,7 +256,7 @@ def signal_lists(
         dated = [
             key
             for key in present
-            if overlaps(record_days(records[key].timestamp, records[key].content), spans)
+            if overlaps(record_days(said_at(records[key]), records[key].content), spans)
         ]
         lists.append((Signal.DATE, dated))
     if Signal.TIME in which and asks_for_time(query):
@@ -265,6 +267,15 @@ def signal_lists(
     if Signal.PREFERENCE in which:
         lists.append((Signal.PREFERENCE, preference_list(present, records)))
     return [(signal, keys) for signal, keys in lists if 0 < len(keys) < len(present)]
+
+
+def said_at(record: Record) -> str | None:
+    """When ``record`` was said, for the date list: its event time (``timestamp``),
+    else the time the store wrote it (``created_at``), as the context card shows it
+    (docs/context-card.md): a message added without a timestamp in a live chat was
+    said when it was stored (docs/retrieval.md). ISO-8601, or None when it has
+    neither."""
+    return record.timestamp or record.created_at
 
 
 def query_signals(query: str, which: Collection[Signal] = frozenset(Signal)) -> frozenset[Signal]:
