@@ -31,7 +31,9 @@ states are better matched against a record's fields than against its words
 * **a stated preference**: a question asking for advice ("Can you recommend a
   restaurant for my birthday?") is answered by a preference the user stated ("I am
   vegetarian"), which constrains the answer rather than restating the question: it
-  shares few words with it. For such a question (``asks_for_advice``) the keyword
+  shares few words with it. For such a question (``asks_for_advice``,
+  ``store/advicequestions.py``: a request for the asker, not a question about what
+  happened, such as "What did my mom suggest on 3 May 2023?") the keyword
   lists weigh little (``FusionConfig.advice_keyword_weight``), the lists made for
   other questions (date, time, own words) do not apply, and the candidates stating a
   preference (``preference_list``) are one more list (``query_signals``). Its
@@ -63,6 +65,7 @@ from oam_core.apis.records import MESSAGE, MessageRecord, Record
 from oam_core.apis.thread import participant_name
 from oam_core.checks import MAX_ROWS
 from oam_core.errors import InvalidArgumentError
+from oam_core.store.advicequestions import asks_for_advice
 from oam_core.store.distances import Distance, DistanceKind, distance_type
 from oam_core.store.naming import named_speaker
 from oam_core.store.temporal import (
@@ -75,7 +78,6 @@ from oam_core.store.temporal import (
 )
 from oam_core.store.text import (
     STEM,
-    kept_per_text,
     query_terms,
     stem_counts_each,
     term_set,
@@ -117,6 +119,7 @@ __all__ = [
     "query_signals",
     "record_facts",
     "rrf_distance",
+    "said_at",
     "signal_lists",
     "speaker_names",
     "states_preference",
@@ -231,12 +234,13 @@ def signal_lists(
         Up to five ``(signal, ranked keys)`` pairs in this order, the keys a
         sub-sequence of ``pool``: the candidates spoken by the one participant the
         query names (``SPEAKER``, weighed by ``SPEAKER_WEIGHT``); those whose dates
-        fall in a span the query names (``DATE``, ``DATE_WEIGHT``); for a query
-        asking for a time, those stating one (``TIME``, ``TIME_WEIGHT``); those whose
-        own content holds query terms (``OWN_TEXT``, ``OWN_TEXT_WEIGHT``,
-        ``own_text_list``); for a query asking for advice, those stating a
-        preference (``PREFERENCE``, ``PREFERENCE_WEIGHT``, ``preference_list``). A
-        list holding none or all of the pool is left out.
+        (``said_at`` and the relative dates of their text) fall in a span the query
+        names (``DATE``, ``DATE_WEIGHT``); for a query asking for a time, those
+        stating one (``TIME``, ``TIME_WEIGHT``); those whose own content holds query
+        terms (``OWN_TEXT``, ``OWN_TEXT_WEIGHT``, ``own_text_list``); for a query
+        asking for advice, those stating a preference (``PREFERENCE``,
+        ``PREFERENCE_WEIGHT``, ``preference_list``). A list holding none or all of
+        the pool is left out.
     """
     which = query_signals(query, which)
     present = [key for key in pool if key in records]
@@ -252,7 +256,7 @@ def signal_lists(
         dated = [
             key
             for key in present
-            if overlaps(record_days(records[key].timestamp, records[key].content), spans)
+            if overlaps(record_days(said_at(records[key]), records[key].content), spans)
         ]
         lists.append((Signal.DATE, dated))
     if Signal.TIME in which and asks_for_time(query):
@@ -263,6 +267,15 @@ def signal_lists(
     if Signal.PREFERENCE in which:
         lists.append((Signal.PREFERENCE, preference_list(present, records)))
     return [(signal, keys) for signal, keys in lists if 0 < len(keys) < len(present)]
+
+
+def said_at(record: Record) -> str | None:
+    """When ``record`` was said, for the date list: its event time (``timestamp``),
+    else the time the store wrote it (``created_at``), as the context card shows it
+    (docs/context-card.md): a message added without a timestamp in a live chat was
+    said when it was stored (docs/retrieval.md). ISO-8601, or None when it has
+    neither."""
+    return record.timestamp or record.created_at
 
 
 def query_signals(query: str, which: Collection[Signal] = frozenset(Signal)) -> frozenset[Signal]:
@@ -304,29 +317,10 @@ def list_weights(
     return [fusion.list_weight * vector_share] * n_vector + [keyword] * n_keyword
 
 
-# English patterns: a query or a record in another language matches none of their
-# words (except by coincidence), and the rule does not apply to it: its search is the
-# one of any other query.
+# English patterns, as those of store/advicequestions.py: a record in another language
+# matches none of their words (except by coincidence), and states no preference.
 _APOSTROPHE = "['\u2019]"
 _GAP = 40
-_ASKS_ADVICE = re.compile(
-    r"\b(?:recommend\w*|suggest\w*|advice|advise|ideas|tips?|what should|which should"
-    r"|should i|(?:could|can) you (?:help|find|plan|pick|choose)"
-    r"|help me (?:plan|choose|pick|find|decide)|options? for me|what are some|any good)\b",
-    re.IGNORECASE,
-)
-_ASKS_RECALL = re.compile(
-    r"\b(?:did (?:i|we|you)|have i|had i|was i|were we"
-    r"|i (?:told|said|mentioned|asked|read|watched|bought|visited|tried|went|saw|ate|played|used)"
-    r"|you (?:told|said|mentioned|recommended|suggested)"
-    r"|remember|recall|last (?:week|month|year|time|night)|ago|yesterday)\b",
-    re.IGNORECASE,
-)
-"""Words of a question about what happened ("What are some books I read last year?",
-"What did you recommend for my trip?"): it asks for a memory, not for advice."""
-_FIRST_OR_SECOND_PERSON = re.compile(
-    rf"\b(?:i|i{_APOSTROPHE}m|i{_APOSTROPHE}ve|me|my|you|your)\b", re.IGNORECASE
-)
 _PREFERENCE_WORDS = (
     r"\b(?:prefer\w*|like|love|enjoy|hate|dislike|avoid"
     rf"|can{_APOSTROPHE}t stand|cannot stand|not a fan"
@@ -341,28 +335,6 @@ _STATES_PREFERENCE = re.compile(
 )
 """A first-person pronoun, then within ``_GAP`` characters of the same sentence a
 word stating a preference."""
-
-
-@kept_per_text
-def asks_for_advice(query: str) -> bool:
-    """Whether ``query`` asks for advice in the first or second person: it asks for a
-    recommendation, a suggestion, ideas, tips, options, "what should I ...", "can you
-    help/find/plan ...", "what are some ..." (English words), and speaks of or to
-    the person asking ("I", "me", "my", "you", "your").
-
-    A question about what happened is not one asking for advice: what someone else
-    advised ("What did Caroline recommend?"), or what the asker did or was told
-    ("What are some books I read last year?", "What did you recommend for my trip?"). English patterns: a
-    query in another language is not an advice question (docs/retrieval.md).
-
-    Args:
-        query: The text query (kept as ``text.query_terms`` keeps texts).
-    """
-    return (
-        _ASKS_ADVICE.search(query) is not None
-        and _FIRST_OR_SECOND_PERSON.search(query) is not None
-        and _ASKS_RECALL.search(query) is None
-    )
 
 
 def states_preference(record: Record) -> bool:

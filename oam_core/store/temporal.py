@@ -34,6 +34,8 @@ __all__ = [
     "Span",
     "asks_for_time",
     "day_label",
+    "names_date",
+    "names_past_time",
     "overlaps",
     "query_spans",
     "record_days",
@@ -105,6 +107,17 @@ _TIME_QUESTION = regex.compile(
     """,
     regex.IGNORECASE | regex.VERBOSE,
 )
+_PAST_TIME = regex.compile(
+    rf"""
+    \b(?:yesterday|ago|previously|the\s+other\s+day|earlier\s+today|in\s+the\s+past)\b
+    | \b(?:last|past)\s+(?:(?:few|couple\s+of|\d+|two|three)\s+)?
+      (?:time|{_PARTS_OF_DAYS}|summer|winter|spring|autumn|fall|week|month|year
+         |days|nights|weeks|months|years)\b
+    """,
+    regex.IGNORECASE | regex.VERBOSE,
+)
+"""Words naming a time before now: "yesterday", "two weeks ago", "last Friday", "the
+past few months"."""
 _MONTH_NAMES = (
     "January",
     "February",
@@ -205,6 +218,28 @@ def asks_for_time(query: str) -> bool:
     """Whether ``query`` asks for a time: it starts with "when", "how long", "how
     many days/weeks/months/years" or "what/which year/month/day/date/time"."""
     return _TIME_QUESTION.search(query) is not None
+
+
+def names_date(query: str) -> bool:
+    """Whether ``query`` names a date ``query_spans`` reads: a day, a month of a year,
+    a year or an ISO date ("on 3 May 2023", "May 3", "in July 2023", "in 2022",
+    "2023-05-08"); not a month alone ("in May") nor a relative date.
+
+    Args:
+        query: The search query.
+    """
+    return not _DIGITS.isdisjoint(query) and _ABSOLUTE.search(query) is not None
+
+
+def names_past_time(query: str) -> bool:
+    """Whether ``query`` names a time before now: "yesterday", "last Friday", "last
+    night", "two weeks ago", "the past few months", "the other day", "previously",
+    "in the past" (not "this" or "next" periods, not a date: ``names_date``).
+
+    Args:
+        query: The search query.
+    """
+    return _PAST_TIME.search(query) is not None
 
 
 def states_time(text: str | None) -> bool:

@@ -4,12 +4,14 @@ back end (docs/retrieval.md)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime, timezone
 
 import numpy as np
 import numpy.typing as npt
 import pytest
 from _fused import fused_search
 
+from oam_core import OracleAgentMemory
 from oam_core.rerankers import IReranker
 from oam_core.store.fusion import FusionConfig, Signal
 
@@ -60,6 +62,44 @@ def test_relative_words_in_a_record_count_for_its_day(make_store):
     )
     # 25 May is "yesterday" of the first record.
     assert ids(store.search("What did I get her on 25 May 2022?", 2))[0] == "yesterday"
+
+
+FOODS = ["pasta", "sushi", "tacos", "curry", "soup", "salad", "pizza"]
+
+
+def _dinners_without_timestamps(make_store, clock) -> object:
+    """Seven user turns added the README's way (no timestamp), one every 45 days from
+    1 January 2026 on the store clock: "sushi" is said on 15 February, "tacos" on 1
+    April ("two weeks ago": 18 March), "curry" on 16 May, "pizza" on 28 September."""
+    store = make_store(search_strategy="HYBRID")
+    thread = OracleAgentMemory(store=store, extract_memories=False).create_thread(
+        thread_id="t", user_id="ana"
+    )
+    clock.set(datetime(2026, 1, 1, 12, tzinfo=timezone.utc))
+    for food in FOODS:
+        content = f"Tonight I cooked {food} for dinner."
+        if food == "tacos":
+            content = f"Two weeks ago I cooked {food} for dinner."
+        thread.add_messages([{"role": "user", "content": content, "id": food}])
+        clock.advance(days=45)
+    return store
+
+
+def test_a_named_day_finds_messages_added_without_a_timestamp(make_store, clock):
+    store = _dinners_without_timestamps(make_store, clock)
+    assert store.get("message", "sushi").timestamp is None
+
+    def first(query: str) -> str:
+        return ids(store.search(query, 3, record_types={"message"}))[0]
+
+    # No timestamp: the date list reads when the store wrote the message (created_at).
+    assert first("What did I cook for dinner on 15 February 2026?") == "sushi"
+    assert first("What did I cook for dinner in May 2026?") == "curry"
+    # A relative date in the text counts from created_at.
+    assert first("What did I cook for dinner on 18 March 2026?") == "tacos"
+    # A relative date in the query, resolved against the clock.
+    clock.set(datetime(2026, 9, 29, 12, tzinfo=timezone.utc))
+    assert first("What did I cook for dinner yesterday?") == "pizza"
 
 
 def test_a_question_asking_for_a_time_prefers_records_stating_one(make_store):
