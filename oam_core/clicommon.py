@@ -94,6 +94,7 @@ PHRASES: dict[str, str] = {
     "overwrite=True (CLI: --overwrite)": "--overwrite",
     "store.reindex() (CLI: oam reindex)": "`oam reindex`",
     "configure one, pass query_vector, or": "pass --embedder (e.g. local), or",
+    "(embedder=None): configure one, or": "(--embedder none): pass --embedder (e.g. local), or",
     "valid_from must be": "--valid-from must be",
     "valid_until must be": "--valid-until must be",
 }
