@@ -112,6 +112,28 @@ def _log_to_stderr() -> None:
         logger.propagate = False
 
 
+@contextmanager
+def _warnings_logged() -> Iterator[None]:
+    """Show the warnings raised while the server runs (the library's: records stored
+    without vectors, docs/store.md#embedder-identity) as one server log line each, in
+    the command's words (`` `oam reindex` ``), instead of Python's two lines with a
+    source path and ``store.reindex()``."""
+    import logging
+    import warnings
+
+    logger = logging.getLogger("oam.service.mcp")
+
+    def show(message: Warning | str, *_args: object, **_kwargs: object) -> None:
+        logger.warning(cli_words(" ".join(str(message).split()), _OWN_FLAGS["mcp"]))
+
+    shown = warnings.showwarning
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
+
+
 def _note_keywords(memory: OracleAgentMemory, strategy: SearchStrategy | None) -> None:
     """Say on stderr (the server log) when the server ranks by keywords because it
     has no embedder, though the store's own strategy is another one
@@ -245,10 +267,11 @@ def mcp(
             server = build_server(memory, scope, search_strategy=strategy, limits=limits)
         _note_keywords(memory, strategy)
         where = f"{scope.describe()} on "
-        if http:
-            _serve_mcp_http(server, where, host, port, token)
-        else:
-            _serve_mcp_stdio(server, where, db)
+        with _warnings_logged():
+            if http:
+                _serve_mcp_http(server, where, host, port, token)
+            else:
+                _serve_mcp_stdio(server, where, db)
     finally:
         memory.close()
 

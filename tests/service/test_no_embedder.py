@@ -245,6 +245,26 @@ def test_build_server_refuses_hybrid_without_an_embedder(tmp_path: Path) -> None
         build_server(memory, Scope(user_id="alice"), search_strategy="hybrid")
 
 
+def test_mcp_shows_a_library_warning_as_one_log_line(keyword_db: str, tmp_path: Path) -> None:
+    """Records stored without vectors, served with an embedder: the warning is one
+    ``oam mcp: WARNING:`` line in the command's words, not Python's two lines."""
+
+    async def search(client: Client) -> list[str]:
+        query = {"query": "Lisbon", "record_types": ["message"], "k": 1}
+        hits = structured(await client.call_tool("search_memories", query))
+        return [h["score_kind"] for h in hits]
+
+    args = ("--user", "alice", "--embedder", EMBEDDER)
+    kinds, lines = _run_mcp(args, keyword_db, tmp_path, search)
+    assert kinds == ["hybrid"]
+    [warning] = [line for line in lines if "WARNING" in line]
+    assert warning.startswith("oam mcp: WARNING: 3 record(s) of this store (e.g. ")
+    assert warning.endswith(
+        "HYBRID search finds them by keywords only until `oam reindex` embeds them"
+    )
+    assert not any("UserWarning" in line or "store.reindex()" in line for line in lines)
+
+
 def test_mcp_search_error_still_names_an_unknown_strategy(tmp_path: Path) -> None:
     args = ["mcp", "--db", str(tmp_path / "n.db"), "--user", "a", "--create"]
     result = run_cli([*args, "--embedder", "none", "--strategy", "fuzzy"], cwd=tmp_path)
