@@ -47,7 +47,12 @@ from oam_core.clicommon import (
 )
 from oam_core.ingest import Conversation, load_conversations
 from oam_core.ingest_writer import WriteMode, plural, validate_conversations, write_conversations
-from oam_core.service.common import SCORE_KINDS, hit_score_kind, open_thread
+from oam_core.service.common import (
+    hit_score_kind,
+    open_thread,
+    score_kind,
+    search_strategy_for,
+)
 
 __all__ = ["COMMAND_MODULES", "CliError", "app", "main"]
 
@@ -120,8 +125,8 @@ StrategyOption = Annotated[
         "--strategy",
         case_sensitive=False,
         help="How this command's searches rank. Default: the store's recorded strategy "
-        "(hybrid for a new store); the recorded one is not changed, except by ingest "
-        "or demo creating the store.",
+        "(hybrid for a new store), keyword with --embedder none; the recorded one is "
+        "not changed, except by ingest or demo creating the store.",
     ),
 ]
 PolicyOption = Annotated[
@@ -308,15 +313,6 @@ def _speaker(record: Record) -> str:
     return f"{name} ({role})" if name and role else name or role
 
 
-def _score_kind(store: OracleMemoryStore, strategy: SearchStrategy | None) -> str:
-    """The score label of the searches ``store`` ranks with ``strategy`` (None: its
-    own, ``search_strategy``)."""
-    used = strategy or store.search_strategy
-    if used is SearchStrategy.HYBRID and store.embedder is None:
-        return "keyword"  # ``search`` ranks a HYBRID store without an embedder by keywords
-    return SCORE_KINDS[used]
-
-
 @app.command()
 def search(
     query: Annotated[
@@ -359,14 +355,9 @@ def search(
         if as_of is not None and every_version:
             raise CliError("--as-of and --all-versions exclude each other", 2)
         store = memory.store
-        # Without an embedder a HYBRID store cannot rank text (store.search refuses):
-        # the command ranks by keywords, as each result's score kind shows.
-        keywords = (
-            strategy is None
-            and store.embedder is None
-            and store.search_strategy is SearchStrategy.HYBRID
-        )
-        with store.searching_with(SearchStrategy.KEYWORD if keywords else None):
+        # Without an embedder (and --strategy) the command ranks by keywords, as each
+        # result's score kind shows.
+        with store.searching_with(search_strategy_for(store, strategy)):
             results = store.search(
                 query,
                 k,
@@ -376,7 +367,7 @@ def search(
                 exact_thread_match=thread is not None,
                 **when,
             )
-            kind = _score_kind(store, strategy)
+            kind = score_kind(store)
     if as_json:
         for record, distance in results:
             typer.echo(json.dumps(_record_json(record, distance, kind), ensure_ascii=False))
@@ -408,6 +399,7 @@ def card(
     with (
         user_errors(),
         memory_at(db, embedder, strategy, schema_policy, allow_embedder_change) as memory,
+        memory.store.searching_with(search_strategy_for(memory.store, strategy)),
     ):
         content = _context_card(memory, thread_id, recent=recent, relevant=relevant)
     typer.echo(content if content else "(empty context card)")
@@ -494,7 +486,10 @@ def demo(
         with resources.as_file(resources.files("oam_core") / "demo" / DEMO_FILE) as path:
             [conversation] = load_conversations(path, user_id=DEMO_USER, agent_id=DEMO_AGENT)
         conversation = with_fields(conversation, thread_id=DEMO_THREAD)
-        with memory_at(db, embedder, strategy, create=True, policy=schema_policy) as memory:
+        with (
+            memory_at(db, embedder, strategy, create=True, policy=schema_policy) as memory,
+            memory.store.searching_with(search_strategy_for(memory.store, strategy)),
+        ):
             store = memory.store
             exists = memory.get_thread_row(DEMO_THREAD) is not None
             complete = exists and store.count_thread_messages(DEMO_THREAD) == len(
@@ -508,7 +503,7 @@ def demo(
                 mode: WriteMode = "replace" if exists else "new"
                 written, _ = _ingest(memory, [conversation], mode=mode, console=err)
                 console.print(f"Ingested {written} messages into thread {DEMO_THREAD} ({db}).")
-            kind = _score_kind(store, strategy)
+            kind = score_kind(store)
             for question in DEMO_QUESTIONS:
                 results = store.search(question, k, user_id=DEMO_USER, exact_user_match=True)
                 console.print(f"\n[bold]Q: {escape(question)}[/bold]")

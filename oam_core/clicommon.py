@@ -23,7 +23,7 @@ import typer
 
 from oam_core import NOT_SET, OracleAgentMemory, SchemaPolicy, SearchStrategy
 from oam_core.connection import backend_of, sqlite_holds_store, sqlite_target
-from oam_core.embedders import resolve_embedder
+from oam_core.embedders import resolve_embedder, resolves_recorded_id
 from oam_core.errors import OAMError, SchemaError, StoreConnectionError, StoreError
 from oam_core.ingest import IngestError
 
@@ -94,6 +94,7 @@ PHRASES: dict[str, str] = {
     "overwrite=True (CLI: --overwrite)": "--overwrite",
     "store.reindex() (CLI: oam reindex)": "`oam reindex`",
     "configure one, pass query_vector, or": "pass --embedder (e.g. local), or",
+    "(embedder=None): configure one, or": "(--embedder none): pass --embedder (e.g. local), or",
     "valid_from must be": "--valid-from must be",
     "valid_until must be": "--valid-until must be",
 }
@@ -362,9 +363,7 @@ def _embedder_name(given: str | None, recorded: str | None, db: str) -> str:
         return given
     if recorded is None:
         return DEFAULT_EMBEDDER
-    if recorded.startswith(("local/", "hashing/")) or (
-        "/" in recorded and not recorded.startswith(("oracledb/", "langchain:"))
-    ):
+    if resolves_recorded_id(recorded):
         return recorded
     raise CliError(
         f"{db} was written with embedder {recorded!r}, which the CLI cannot load; pass "

@@ -17,7 +17,13 @@ if TYPE_CHECKING:
     from oam_core.embedders.litellm import LiteLLMEmbedder
     from oam_core.embedders.local import LocalEmbedder
 
-__all__ = ["HashingEmbedder", "LiteLLMEmbedder", "LocalEmbedder", "resolve_embedder"]
+__all__ = [
+    "HashingEmbedder",
+    "LiteLLMEmbedder",
+    "LocalEmbedder",
+    "resolve_embedder",
+    "resolves_recorded_id",
+]
 
 _LAZY = {
     "LocalEmbedder": "oam_core.embedders.local",
@@ -87,3 +93,19 @@ def resolve_embedder(embedder: IEmbedder | str | None) -> IEmbedder | None:
     from oam_core.embedders.litellm import LiteLLMEmbedder
 
     return LiteLLMEmbedder(name)
+
+
+def resolves_recorded_id(embedder_id: str) -> bool:
+    """Whether ``resolve_embedder(embedder_id)`` (the CLI's ``--embedder``) builds the
+    embedder a store recorded as ``embedder_id`` (docs/store.md#embedder-identity):
+    the local model (``local/...``), ``hashing/<dim>`` and a LiteLLM model id
+    (``<provider>/<model>``), but not an Oracle in-database model (``oracledb/...``), a
+    LangChain model (``langchain:...``) or an embedder class of your own (its class
+    name), which only Python code holding that model opens.
+
+    Args:
+        embedder_id: A recorded ``EmbedderIdentity.embedder_id``.
+    """
+    if embedder_id.startswith(("local/", "hashing/")):
+        return True
+    return "/" in embedder_id and not embedder_id.startswith(("oracledb/", "langchain:"))

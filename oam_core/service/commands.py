@@ -19,12 +19,14 @@ import typer
 
 from oam_core import SchemaPolicy, SearchStrategy
 from oam_core import __version__ as oam_version
-from oam_core.clicommon import embedder_for, exit_code_of
+from oam_core.clicommon import cli_words, embedder_for, exit_code_of
 from oam_core.errors import OAMError
 from oam_core.service.common import DEFAULT_MAX_CONTENT_CHARS, DEFAULT_MAX_QUERY_CHARS
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
+
+    from oam_core import OracleAgentMemory
 
 __all__ = ["MCP_TOKEN_ENV", "SERVE_TOKEN_ENV", "mcp", "serve"]
 
@@ -52,7 +54,8 @@ Strategy = Annotated[
         "--strategy",
         case_sensitive=False,
         help="How this server's searches rank (default: the store's recorded strategy, "
-        "which is not changed).",
+        "which is not changed; keyword with --embedder none, which refuses vector and "
+        "hybrid).",
     ),
 ]
 Host = Annotated[str, typer.Option("--host", help="Interface to bind (default: loopback only).")]
@@ -72,9 +75,15 @@ def _fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
+_OWN_FLAGS = {"mcp": {"search_strategy", "schema_policy"}, "serve": {"schema_policy"}}
+"""The library arguments (``clicommon.FLAGS``) each command has a flag for: its
+messages name those flags (``--strategy keyword``), not the library's arguments."""
+
+
 @contextmanager
 def _startup_errors(extra: str) -> Iterator[None]:
-    """Report what stops a command before it serves as one line on stderr."""
+    """Report what stops a command before it serves as one line on stderr, with the
+    command's own flags for the library's arguments (``cli_words``)."""
     try:
         yield
     except (typer.Exit, typer.Abort, KeyboardInterrupt):
@@ -85,7 +94,7 @@ def _startup_errors(extra: str) -> Iterator[None]:
         _fail(str(exc))
     except (ValueError, KeyError, ImportError, OSError, OAMError) as exc:
         message = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-        _fail(message, exit_code_of(exc))
+        _fail(cli_words(message, _OWN_FLAGS[extra]), exit_code_of(exc))
 
 
 def _log_to_stderr() -> None:
@@ -101,6 +110,46 @@ def _log_to_stderr() -> None:
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False
+
+
+@contextmanager
+def _warnings_logged() -> Iterator[None]:
+    """Show the warnings raised while the server runs (the library's: records stored
+    without vectors, docs/store.md#embedder-identity) as one server log line each, in
+    the command's words (`` `oam reindex` ``), instead of Python's two lines with a
+    source path and ``store.reindex()``."""
+    import logging
+    import warnings
+
+    logger = logging.getLogger("oam.service.mcp")
+
+    def show(message: Warning | str, *_args: object, **_kwargs: object) -> None:
+        logger.warning(cli_words(" ".join(str(message).split()), _OWN_FLAGS["mcp"]))
+
+    shown = warnings.showwarning
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
+
+
+def _note_keywords(memory: OracleAgentMemory, strategy: SearchStrategy | None) -> None:
+    """Say on stderr (the server log) when the server ranks by keywords because it
+    has no embedder, though the store's own strategy is another one
+    (``search_strategy_for``)."""
+    import logging
+
+    from oam_core.service.common import search_strategy_for
+
+    store = memory.store
+    if strategy is None and search_strategy_for(store, None) is not None:
+        logging.getLogger("oam.service.mcp").info(
+            "no embedder (--embedder none): search_memories and context cards rank by "
+            "keywords, as --strategy keyword; the store's own strategy, "
+            f"{store.search_strategy.value.lower()}, needs an embedder (`oam reindex "
+            "--embedder local` embeds the records stored without vectors)"
+        )
 
 
 def _shown_db(db: str) -> str:
@@ -191,7 +240,7 @@ def mcp(
     streamable HTTP. Clients cannot read or write outside --user/--agent. The store
     must exist unless --create is given."""
     with _startup_errors("mcp"):
-        from oam_core.service.common import open_memory
+        from oam_core.service.common import checked_strategy, open_memory
         from oam_core.service.mcp_server import Limits, build_server
         from oam_core.service.scope import Scope
 
@@ -200,9 +249,11 @@ def mcp(
             from oam_core.service.web.security import check_bind
 
             check_bind(host, token, MCP_TOKEN_ENV)
+        chosen = _embedder(db, embedder)
+        checked_strategy(strategy, has_embedder=chosen is not None)  # before --create
         memory = open_memory(
             db,
-            embedder=_embedder(db, embedder),
+            embedder=chosen,
             llm=llm,
             llm_api_base=llm_api_base,
             must_exist=not create,
@@ -214,11 +265,13 @@ def mcp(
         with _startup_errors("mcp"):
             limits = Limits(max_content_chars=max_content_chars, max_query_chars=max_query_chars)
             server = build_server(memory, scope, search_strategy=strategy, limits=limits)
+        _note_keywords(memory, strategy)
         where = f"{scope.describe()} on "
-        if http:
-            _serve_mcp_http(server, where, host, port, token)
-        else:
-            _serve_mcp_stdio(server, where, db)
+        with _warnings_logged():
+            if http:
+                _serve_mcp_http(server, where, host, port, token)
+            else:
+                _serve_mcp_stdio(server, where, db)
     finally:
         memory.close()
 

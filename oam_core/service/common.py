@@ -1,16 +1,23 @@
-"""What ``oam mcp`` and ``oam serve`` share: opening the client from a ``--db`` URL,
-turning records into JSON-ready dicts, and reading the library-owned provenance and
-supersede keys (docs/service.md)."""
+"""What ``oam mcp`` and ``oam serve`` share (with ``oam search`` and ``oam card``):
+opening the client from a ``--db`` URL, the strategy searches rank with, turning
+records into JSON-ready dicts, and reading the library-owned provenance and supersede
+keys (docs/service.md)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from oam_core import OracleAgentMemory, OracleThread, SchemaPolicy, SearchStrategy
+from oam_core import (
+    OracleAgentMemory,
+    OracleMemoryStore,
+    OracleThread,
+    SchemaPolicy,
+    SearchStrategy,
+)
 from oam_core.apis.records import MEMORY_TYPES, MessageRecord, Record, ThreadRow
 from oam_core.connection import backend_of, sqlite_holds_store, sqlite_target
-from oam_core.errors import MissingApiKeyError, SchemaError
+from oam_core.errors import ConfigurationError, MissingApiKeyError, SchemaError
 from oam_core.memory.provenance import reserved_keys
 
 DEFAULT_MAX_CONTENT_CHARS = 100_000
@@ -24,12 +31,14 @@ __all__ = [
     "MEMORY_TYPE_NAMES",
     "SCORE_KINDS",
     "check_llm",
+    "checked_strategy",
     "hit_score_kind",
     "open_memory",
     "open_thread",
     "provenance",
     "record_json",
     "score_kind",
+    "search_strategy_for",
     "thread_json",
     "window_text",
 ]
@@ -207,17 +216,73 @@ def open_thread(memory: OracleAgentMemory, thread_id: str) -> OracleThread:
     return memory.get_thread(thread_id)
 
 
+def checked_strategy(
+    given: SearchStrategy | str | None, *, has_embedder: bool
+) -> SearchStrategy | None:
+    """``given`` (``--strategy``) as a ``SearchStrategy`` (None stays None), refused
+    when it cannot rank a text: the half of ``search_strategy_for`` a command checks
+    before it opens (or creates) the store.
+
+    Args:
+        given: ``SearchStrategy``, its name, or None when the user chose none.
+        has_embedder: Whether the store is (to be) opened with an embedder.
+
+    Raises:
+        InvalidArgumentError: (a ValueError) for an unknown strategy name.
+        ConfigurationError: (a ValueError) for VECTOR or HYBRID without an
+            embedder, naming the option (``search_strategy=``, which the command
+            line shows as ``--strategy``).
+    """
+    if given is None:
+        return None
+    chosen = SearchStrategy.parse(given)
+    if not has_embedder and chosen is not SearchStrategy.KEYWORD:
+        raise ConfigurationError(
+            f"search_strategy={chosen.name} ranks text with an embedder, and there is "
+            "none (embedder=None): configure one, or use search_strategy=KEYWORD"
+        )
+    return chosen
+
+
+def search_strategy_for(
+    store: OracleMemoryStore, given: SearchStrategy | str | None
+) -> SearchStrategy | None:
+    """The strategy a command or server ranks the searches of ``store`` with, for
+    ``store.searching_with``: ``given`` (``--strategy``, ``checked_strategy``);
+    without it, KEYWORD when the store has no embedder and its own strategy (VECTOR,
+    HYBRID) needs one to rank a text; else None, the store's own. The one rule of
+    ``oam search``, ``oam card``, ``oam demo``, ``oam mcp`` and ``oam serve``
+    (docs/cli.md#embedders: ``--embedder none`` ranks by keywords).
+
+    Args:
+        store: The opened store (``OracleAgentMemory.store``).
+        given: ``SearchStrategy``, its name, or None when the user chose none.
+
+    Returns:
+        The strategy to rank with, or None for the store's own.
+
+    Raises:
+        InvalidArgumentError: (a ValueError) for an unknown strategy name.
+        ConfigurationError: (a ValueError) for VECTOR or HYBRID given to a store
+            without an embedder, which could rank no text.
+    """
+    chosen = checked_strategy(given, has_embedder=store.embedder is not None)
+    if chosen is not None:
+        return chosen
+    if store.embedder is None and store.search_strategy is not SearchStrategy.KEYWORD:
+        return SearchStrategy.KEYWORD
+    return None
+
+
 def score_kind(store: object) -> str:
     """What ``score = 1 - distance`` measures for the searches ``store`` ranks now
     (inside ``searching_with``: the override): ``cosine``, ``keyword`` or ``hybrid``,
-    the labels of ``oam search`` (docs/cli.md#scores). A HYBRID store without an
-    embedder ranks by keywords alone."""
+    the labels of ``oam search`` (docs/cli.md#scores). A store without an embedder
+    ranks by keywords only inside ``searching_with(search_strategy_for(store, None))``;
+    outside it, its VECTOR or HYBRID search of a text is refused."""
     from oam_core.store.strategy import strategy_of
 
-    strategy = strategy_of(store)
-    if strategy is SearchStrategy.HYBRID and getattr(store, "embedder", None) is None:
-        return SCORE_KINDS[SearchStrategy.KEYWORD]
-    return SCORE_KINDS[strategy]
+    return SCORE_KINDS[strategy_of(store)]
 
 
 def provenance(record: Record) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from oam_core.service.common import (
     open_thread,
     record_json,
     score_kind,
+    search_strategy_for,
     thread_json,
 )
 from oam_core.service.mcp_errors import client_errors, error_text, pipeline_warnings
@@ -151,8 +152,10 @@ class _Service:
         self.memory = memory
         self.store = memory.store
         self.scope = scope
-        self.strategy = strategy
-        with self.store.searching_with(strategy):  # refuse a strategy it cannot serve now
+        # Without an embedder (and a strategy given) the tools rank by keywords, and
+        # VECTOR or HYBRID is refused here rather than at every search.
+        self.strategy = search_strategy_for(self.store, strategy)
+        with self.store.searching_with(self.strategy):  # refuse one it cannot serve now
             pass
 
     @contextmanager
@@ -308,8 +311,9 @@ def build_server(
         scope: The user and/or agent every call is confined to.
         name: The server name announced to clients.
         search_strategy: How the tools' searches rank (``SearchStrategy`` or its
-            name); None = the store's default. The store's recorded default is not
-            changed (docs/service.md).
+            name); None = the store's default, or KEYWORD for a store without an
+            embedder (``service.common.search_strategy_for``). The store's recorded
+            default is not changed (docs/service.md).
         limits: The size limits of content and queries; None = ``Limits()``
             (100,000 characters of content, 4,000 of a query). A call over them is a
             tool error, before anything is embedded or written.
@@ -319,7 +323,9 @@ def build_server(
         serve ``.streamable_http_app()``.
 
     Raises:
-        ValueError: for an unknown strategy or one the store cannot serve.
+        ValueError: for an unknown strategy or one the store cannot serve: VECTOR or
+            HYBRID without an embedder is a ``ConfigurationError`` naming
+            ``search_strategy``.
     """
     strategy = None if search_strategy is None else SearchStrategy.parse(search_strategy)
     limit = Limits() if limits is None else limits

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from oam_core.apis.embedder import IEmbedder
+from oam_core.embedders import resolves_recorded_id
 from oam_core.errors import SchemaError
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "identity_of",
     "mismatch_message",
     "pick_probe",
+    "reopen_hint",
     "same_fingerprint",
 ]
 
@@ -183,12 +185,30 @@ def same_fingerprint(a: Sequence[float], b: Sequence[float]) -> bool:
     return dot / (na * nb) >= FINGERPRINT_MIN_COSINE
 
 
+def reopen_hint(embedder_id: str) -> str:
+    """How to open a store that recorded ``embedder_id``, for an error message: the
+    CLI's ``--embedder`` for an id it can load (``resolves_recorded_id``), else Python
+    with that model (a LangChain model, an in-database or your own embedder).
+
+    Returns:
+        ``"(CLI: --embedder hashing/256)"``, ``"(from Python only, with that LangChain
+        embeddings model: the CLI cannot load it)"`` or ``"(from Python only: the CLI
+        cannot load it)"``.
+    """
+    if resolves_recorded_id(embedder_id):
+        return f"(CLI: --embedder {embedder_id})"
+    if embedder_id.startswith("langchain:"):
+        return "(from Python only, with that LangChain embeddings model: the CLI cannot load it)"
+    return "(from Python only: the CLI cannot load it)"
+
+
 def mismatch_message(
     where: str, stored: EmbedderIdentity, current: EmbedderIdentity, why: str
 ) -> str:
     """The ``EmbedderMismatchError`` message: ``where`` holds vectors of ``stored`` but
-    the store was opened with ``current`` (``why`` says how they differ), and the fix."""
-    fix = f"open it with the same embedder (CLI: --embedder {stored.embedder_id})"
+    the store was opened with ``current`` (``why`` says how they differ), and the fix
+    (``reopen_hint``)."""
+    fix = f"open it with the same embedder {reopen_hint(stored.embedder_id)}"
     if stored.dimension == current.dimension:
         fix += ", or pass allow_embedder_change=True if the two produce the same vectors"
     return (

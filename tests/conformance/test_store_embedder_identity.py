@@ -85,6 +85,19 @@ def test_c32_another_embedder_of_the_same_dimension_is_refused(
     assert "--embedder hashing/64" in message and "allow_embedder_change=True" in message
 
 
+def test_an_embedder_of_your_own_is_not_offered_as_a_cli_flag(
+    make_store: Any, reopenable: None
+) -> None:
+    """Trial 48, f04: only an id the CLI loads gets ``(CLI: --embedder ...)``."""
+    make_store(name="id.db", embedder=ShuffledEmbedder(64)).add(["pizza night"], "memory")
+    with pytest.raises(ValueError) as caught:
+        make_store(name="id.db")
+    message = str(caught.value)
+    assert "'ShuffledEmbedder' (64 dimensions)" in message
+    assert "open it with the same embedder (from Python only: the CLI cannot load it)" in (message)
+    assert "--embedder" not in message
+
+
 def test_another_dimension_names_both_embedders(make_store: Any, reopenable: None) -> None:
     make_store(name="id.db").add(["pizza night"], "memory")
     with pytest.raises(ValueError, match=r"'hashing/64' \(64 dimensions\).*'hashing/32'"):

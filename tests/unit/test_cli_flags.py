@@ -42,6 +42,12 @@ CASES = [
         "has none (embedder=None): pass --embedder (e.g. local), or use --strategy keyword",
     ),
     (
+        "search_strategy=HYBRID ranks text with an embedder, and there is none "
+        "(embedder=None): configure one, or use search_strategy=KEYWORD",
+        "--strategy hybrid ranks text with an embedder, and there is none "
+        "(--embedder none): pass --embedder (e.g. local), or use --strategy keyword",
+    ),
+    (
         "reopen it with search_strategy=HYBRID to search by HYBRID",
         "reopen it with --strategy hybrid to search by HYBRID",
     ),

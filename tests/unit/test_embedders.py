@@ -27,6 +27,7 @@ from oam_core.embedders import (
     LiteLLMEmbedder,
     LocalEmbedder,
     resolve_embedder,
+    resolves_recorded_id,
 )
 
 HAVE_LOCAL = all(
@@ -715,12 +716,32 @@ class TestResolveEmbedder:
             resolve_embedder(value)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("recorded", "loads"),
+    [
+        ("local/all-MiniLM-L6-v2", True),
+        ("hashing/256", True),
+        ("openai/text-embedding-3-small", True),
+        ("ollama/nomic-embed-text", True),
+        ("langchain:DeterministicFakeEmbedding", False),
+        ("langchain:HuggingFaceEmbeddings:sentence-transformers/all-MiniLM-L6-v2", False),
+        ("oracledb/ALL_MINILM_L12_V2", False),
+        ("MyEmbedder", False),
+    ],
+)
+def test_resolves_recorded_id_tells_the_ids_the_cli_can_load(recorded: str, loads: bool) -> None:
+    """The recorded ids that ``--embedder`` accepts (trial 48, f04: the mismatch error
+    offered ``--embedder langchain:<class>``, which the CLI refuses)."""
+    assert resolves_recorded_id(recorded) is loads
+
+
 def test_package_exports() -> None:
     assert sorted(oam_core.embedders.__all__) == [
         "HashingEmbedder",
         "LiteLLMEmbedder",
         "LocalEmbedder",
         "resolve_embedder",
+        "resolves_recorded_id",
     ]
     for name in oam_core.embedders.__all__:
         assert hasattr(oam_core.embedders, name)

@@ -44,6 +44,7 @@ from oam_core.service.common import (
     open_memory,
     open_thread,
     score_kind,
+    search_strategy_for,
 )
 from oam_core.service.web import views
 from oam_core.service.web.security import (
@@ -81,7 +82,8 @@ class Inspector:
     Args:
         memory: The client whose store the pages show; the search box ranks each
             search with the strategy it asks for, without changing the store's
-            recorded default (store/strategy.py).
+            recorded default (store/strategy.py), and context cards rank with
+            ``strategy``.
     """
 
     def __init__(self, memory: OracleAgentMemory) -> None:
@@ -90,8 +92,10 @@ class Inspector:
 
     @property
     def strategy(self) -> SearchStrategy:
-        """The store's own search strategy."""
-        return self.memory.store.search_strategy
+        """The strategy the pages search with unless asked otherwise: the store's
+        own, KEYWORD for a store without an embedder (``search_strategy_for``)."""
+        store = self.memory.store
+        return search_strategy_for(store, None) or store.search_strategy
 
 
 def _href(path: str, **params: object) -> str:
@@ -277,11 +281,12 @@ class _Pages:
             raise NotFound(f"no thread {thread_id!r} in this store")
         relevant = _int_param(request, "relevant", 5, 0, 50)
         recent = _int_param(request, "recent", 0, 0, 200)
-        content = (
-            open_thread(self.inspector.memory, thread_id)
-            .get_context_card(max_relevant_results=relevant, max_recent_messages=recent)
-            .content
-        )
+        with self.inspector.memory.store.searching_with(self.inspector.strategy):
+            content = (
+                open_thread(self.inspector.memory, thread_id)
+                .get_context_card(max_relevant_results=relevant, max_recent_messages=recent)
+                .content
+            )
         return self.render(
             request,
             "card.html",
@@ -688,7 +693,7 @@ def _run_search(inspector: Inspector, form: dict[str, Any]) -> tuple[list[tuple[
     metadata_filter = views.parse_filter(form["filter"])
     if metadata_filter is not None:
         kwargs["metadata_filter"] = metadata_filter
-    with client.store.searching_with(form["strategy"]):
+    with client.store.searching_with(search_strategy_for(client.store, form["strategy"])):
         hits = client.store.search(form["q"], **kwargs)
         kind = score_kind(client.store)
     # One ranking: every hit's distance is of one kind (a re-ranked or fused one may

@@ -14,6 +14,7 @@ from dataclasses import asdict
 from oam_core.errors import SchemaError
 from oam_core.store.base import OracleMemoryStore
 from oam_core.store.identity import META_KEY as IDENTITY_META_KEY
+from oam_core.store.identity import reopen_hint
 from oam_core.store.options import MemoryRetentionConfig, SearchStrategy
 
 
@@ -71,8 +72,8 @@ class SqlMemoryStore(OracleMemoryStore):
                             if allowed
                             else ""
                         )
-                        + ": open it with the recorded embedder (CLI: "
-                        f"--embedder {recorded.embedder_id})"
+                        + ": open it with the recorded embedder "
+                        + reopen_hint(recorded.embedder_id)
                         + ("" if self.embedder is not None else f" or vector_dim={stored_dim}")
                     )
                 raise SchemaError(message)

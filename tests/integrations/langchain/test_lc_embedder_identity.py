@@ -5,13 +5,16 @@ LangChain and back keeps its id, and ``OAMVectorStore`` takes the store's
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_oam import LangChainEmbedder, OAMEmbeddings, OAMVectorStore
 
-from oam_core import EmbedderMismatchError, OracleAgentMemory
+from oam_core import EmbedderMismatchError, OracleAgentMemory, SchemaError
 from oam_core.embedders.hashing import HashingEmbedder
 
 
@@ -71,3 +74,49 @@ def test_vector_store_passes_allow_embedder_change_through(connection: str) -> N
     with pytest.raises(ValueError, match="allow_embedder_change applies to connection="):
         OAMVectorStore(ModelA(size=8), store=store, allow_embedder_change=True)
     store.close()
+
+
+def test_the_mismatch_error_offers_no_cli_flag_for_a_langchain_model(
+    connection: str, tmp_path: Path
+) -> None:
+    """Trial 48, f04: the error said ``(CLI: --embedder langchain:ModelA:...)``, a
+    value the CLI refuses; it now says the store opens from Python with that model,
+    and the CLI, given another embedder, says the same."""
+    first = OAMVectorStore(ModelA(size=8), connection=connection)
+    first.add_texts(["apples and pears"], ids=["a"])
+    first.close()
+    with pytest.raises(EmbedderMismatchError) as raised:
+        OAMVectorStore(ModelB(size=8), connection=connection)
+    assert str(raised.value).endswith(
+        "; open it with the same embedder (from Python only, with that LangChain "
+        "embeddings model: the CLI cannot load it), or pass allow_embedder_change=True "
+        "if the two produce the same vectors"
+    )
+    assert "--embedder" not in str(raised.value)
+    with pytest.raises(SchemaError) as other_dimension:
+        OAMVectorStore(ModelB(size=4), connection=connection, allow_embedder_change=True)
+    assert "open it with the recorded embedder (from Python only, with that LangChain" in (
+        str(other_dimension.value)
+    )
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    args = ["search", "apples", "--db", connection, "--embedder", "hashing/8"]
+    cli = subprocess.run(
+        [sys.executable, "-m", "oam_core.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert cli.returncode == 1
+    assert "(from Python only, with that LangChain embeddings model" in cli.stderr
+    assert "--embedder langchain:" not in cli.stderr
+    keywords = subprocess.run(
+        [sys.executable, "-m", "oam_core.cli", *args[:4], "--embedder", "none"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert keywords.returncode == 0 and "apples and pears" in keywords.stdout
