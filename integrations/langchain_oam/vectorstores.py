@@ -39,7 +39,7 @@ from oam_core import (
     SQLiteMemoryStore,
 )
 from oam_core.apis.metadatajson import managed
-from oam_core.checks import check_texts
+from oam_core.checks import check_list, check_texts
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import Steps, call, paired, run_async, run_sync
 from oam_core.store.planning import name_ids
@@ -199,14 +199,16 @@ class OAMVectorStore(VectorStore):
         ids: Sequence[str | None] | None,
         kwargs: Mapping[str, Any],
     ) -> Steps[list[str]]:
-        texts = list(texts)
+        texts = check_list(texts, "texts", "texts")
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise InvalidArgumentError(f"texts[{i}] must be a str, got {text!r}")
         if metadatas is not None and len(metadatas) != len(texts):
             raise InvalidArgumentError(f"got {len(metadatas)} metadatas for {len(texts)} texts")
-        if ids is not None and len(ids) != len(texts):
-            raise InvalidArgumentError(f"got {len(ids)} ids for {len(texts)} texts")
+        if ids is not None:
+            ids = check_list(ids, "ids", "ids")
+            if len(ids) != len(texts):
+                raise InvalidArgumentError(f"got {len(ids)} ids for {len(texts)} texts")
         unknown = set(kwargs) - {"ttl_days", "ttl_anchor", "timestamps", "batch_size"}
         if unknown:
             raise TypeError(f"unexpected keyword arguments: {sorted(unknown)}")
@@ -342,9 +344,7 @@ class OAMVectorStore(VectorStore):
             raise InvalidArgumentError(
                 "delete(ids=None) would delete every document; pass the ids to delete"
             )
-        if isinstance(ids, (str, bytes)):
-            raise InvalidArgumentError(f"ids must be a list of ids, got the bare string {ids!r}")
-        ids = list(ids)
+        ids = check_list(ids, "ids", "ids")
         for i, rid in enumerate(ids):
             if not isinstance(rid, str) or not rid:
                 raise InvalidArgumentError(f"ids[{i}] must be a non-empty str, got {rid!r}")
@@ -383,9 +383,7 @@ class OAMVectorStore(VectorStore):
         return out
 
     def _get_docs_steps(self, ids: Sequence[str]) -> Steps[list[Document]]:
-        if isinstance(ids, (str, bytes)):
-            raise InvalidArgumentError(f"ids must be a list of ids, got the bare string {ids!r}")
-        records = yield from self._get_steps(list(ids))
+        records = yield from self._get_steps(check_list(ids, "ids", "ids"))
         now = self.store.clock_now()
         return [to_document(r) for r in records if current_at(r, now)]
 

@@ -36,7 +36,7 @@ from oam_core import (
 )
 from oam_core.apis.metadatajson import managed
 from oam_core.apis.records import MEMORY_TYPES, matches_filter
-from oam_core.checks import check_scope
+from oam_core.checks import check_list, check_scope
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import in_worker_thread
 
@@ -284,9 +284,12 @@ class OAMVectorStore(BasePydanticVectorStore):
         nothing, and ``None`` with no filter is an error (use ``clear``).
 
         Raises:
-            ValueError: when neither ``node_ids`` nor a filter is given, or for a filter
-                that cannot be translated (``UnsupportedFilterError``).
+            ValueError: when neither ``node_ids`` nor a filter is given, for a bare
+                string as ``node_ids`` (never read as one id per character), or for a
+                filter that cannot be translated (``UnsupportedFilterError``);
+                nothing is deleted then.
         """
+        node_ids = _id_list(node_ids, "node_ids")
         flt = to_oam_filter(filters)
         if not node_ids and flt is None:
             if node_ids is None:
@@ -314,8 +317,10 @@ class OAMVectorStore(BasePydanticVectorStore):
         id) that match ``filters``; in ``node_ids`` order, else oldest first.
 
         Raises:
-            ValueError: for a filter that cannot be translated (``UnsupportedFilterError``).
+            ValueError: for a bare string as ``node_ids``, or a filter that cannot be
+                translated (``UnsupportedFilterError``).
         """
+        node_ids = _id_list(node_ids, "node_ids")
         records = self._select(node_ids or None, to_oam_filter(filters))
         return [record_to_node(r) for r in records]
 
@@ -359,14 +364,18 @@ class OAMVectorStore(BasePydanticVectorStore):
                 message), a query with neither embedding nor text, an untranslatable
                 filter, MMR without a way to embed candidates, or whatever the store
                 rejects (wrong vector dimension, text query without embedder, ...).
+            InvalidArgumentError: (a ``ValueError``) naming the argument and value
+                for a bare string as ``node_ids`` or ``doc_ids``.
         """
         k = query.similarity_top_k
+        node_ids = _id_list(query.node_ids, "query.node_ids")
+        doc_ids = _id_list(query.doc_ids, "query.doc_ids")
         flt = to_oam_filter(query.filters)
-        if query.doc_ids:
-            flt = and_filters(flt, {REF_DOC_KEY: {"$in": list(query.doc_ids)}})
+        if doc_ids:
+            flt = and_filters(flt, {REF_DOC_KEY: {"$in": doc_ids}})
         if k < 1:
             return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
-        wanted = set(query.node_ids) if query.node_ids else None
+        wanted = set(node_ids) if node_ids else None
         if query.mode == VectorStoreQueryMode.MMR:
             return self._mmr(query, flt, wanted, kwargs)
         target = self._target(query)
@@ -541,6 +550,12 @@ class OAMVectorStore(BasePydanticVectorStore):
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """Async twin of ``query``."""
         return await in_worker_thread(self.query, query, **kwargs)
+
+
+def _id_list(value: object, name: str) -> list[Any] | None:
+    """``node_ids`` / ``doc_ids`` as a list (None stays None): a bare string would be
+    read as one id per character (``checks.check_list``)."""
+    return None if value is None else check_list(value, name, "ids")
 
 
 __all__ = ["OAMVectorStore"]
