@@ -118,6 +118,25 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def check_status(value: object, *, none: bool) -> MessageStatus | None:
+    """A chat store's ``status`` argument as the enum (``MessageStatus`` or its string,
+    ``"active"``); None passes when ``none`` (a read of any status).
+
+    Raises:
+        InvalidArgumentError: naming ``status`` and the value for anything else.
+    """
+    if value is None and none:
+        return None
+    try:
+        return MessageStatus(value)
+    except (ValueError, TypeError):
+        known = ", ".join(repr(s.value) for s in MessageStatus)
+        also = " or None" if none else ""
+        raise InvalidArgumentError(
+            f"status must be a MessageStatus ({known}){also}, got {value!r}"
+        ) from None
+
+
 def status_filter(status: MessageStatus) -> dict[str, Any]:
     """The metadata filter (docs/filters.md) selecting messages with ``status``."""
     if MessageStatus(status) is MessageStatus.ACTIVE:
@@ -195,6 +214,7 @@ __all__ = [
     "SESSION_KWARG",
     "STATUS_KEY",
     "check_kwargs",
+    "check_status",
     "status_filter",
     "status_of",
     "to_chat_message",

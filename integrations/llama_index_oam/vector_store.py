@@ -8,6 +8,7 @@ LlamaIndex filters translated by ``filters.py`` to the ``oam`` filter language
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -36,7 +37,14 @@ from oam_core import (
 )
 from oam_core.apis.metadatajson import managed
 from oam_core.apis.records import MEMORY_TYPES, matches_filter
-from oam_core.checks import check_list, check_scope
+from oam_core.checks import (
+    MAX_ROWS,
+    check_int,
+    check_list,
+    check_optional_int,
+    check_scope,
+    shown,
+)
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import in_worker_thread
 
@@ -192,14 +200,18 @@ class OAMVectorStore(BasePydanticVectorStore):
                 ``OracleMemoryStore.upsert_batches``.
 
         Raises:
-            ValueError: for a node id repeated in ``nodes``, an id held by a record
+            ValueError: for ``nodes`` not a list of nodes (naming ``nodes[i]``), a
+                node id repeated in ``nodes``, an id held by a record
                 outside this store's type or scope, a node without embedding when
                 the store has no embedder and searches by vector, vectors of the
                 wrong dimension, non-JSON metadata, or a NUL or lone surrogate in a
                 node's id, text or metadata (named by node: ``node 'n1' text``,
                 ``node 'n1' metadata['m']``); nothing is written then.
         """
-        nodes = list(nodes)
+        nodes = check_list(nodes, "nodes", "nodes")
+        for i, n in enumerate(nodes):
+            if not isinstance(n, BaseNode):
+                raise InvalidArgumentError(f"nodes[{i}] must be a LlamaIndex node, got {shown(n)}")
         if not nodes:
             return []
         store = self._store
@@ -356,6 +368,8 @@ class OAMVectorStore(BasePydanticVectorStore):
         ``vector_store_kwargs``); its similarities are the MMR scores, as in
         ``SimpleVectorStore``.
 
+        ``query.mode`` may be the enum or its string (``"mmr"``).
+        ``similarity_top_k=None`` returns every match, as ``SimpleVectorStore``.
         ``query.filters``, ``doc_ids`` and ``node_ids`` (``[]`` = no restriction)
         restrict the candidates before the top-k cut.
 
@@ -365,9 +379,12 @@ class OAMVectorStore(BasePydanticVectorStore):
                 filter, MMR without a way to embed candidates, or whatever the store
                 rejects (wrong vector dimension, text query without embedder, ...).
             InvalidArgumentError: (a ``ValueError``) naming the argument and value
-                for a bare string as ``node_ids`` or ``doc_ids``.
+                for a ``similarity_top_k`` that is not an int, a bare string as
+                ``node_ids`` or ``doc_ids``, or an ``mmr_prefetch_k`` (an int >= 1)
+                or ``mmr_prefetch_factor`` (a number > 0) of another kind.
         """
-        k = query.similarity_top_k
+        mode = _mode(query.mode)
+        k = _top_k(query.similarity_top_k)
         node_ids = _id_list(query.node_ids, "query.node_ids")
         doc_ids = _id_list(query.doc_ids, "query.doc_ids")
         flt = to_oam_filter(query.filters)
@@ -376,9 +393,9 @@ class OAMVectorStore(BasePydanticVectorStore):
         if k < 1:
             return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
         wanted = set(node_ids) if node_ids else None
-        if query.mode == VectorStoreQueryMode.MMR:
-            return self._mmr(query, flt, wanted, kwargs)
-        target = self._target(query)
+        if mode is VectorStoreQueryMode.MMR:
+            return self._mmr(query, k, flt, wanted, kwargs)
+        target = self._target(query, mode)
         ranked = self._search(flt, k, wanted, target)
         return VectorStoreQueryResult(
             nodes=[record_to_node(r) for r, _ in ranked],
@@ -386,12 +403,11 @@ class OAMVectorStore(BasePydanticVectorStore):
             ids=[r.id for r, _ in ranked],
         )
 
-    def _target(self, query: VectorStoreQuery) -> dict[str, Any]:
+    def _target(self, query: VectorStoreQuery, mode: VectorStoreQueryMode) -> dict[str, Any]:
         """``query_vector=`` or ``query=`` for ``search``, by mode and strategy."""
         text = query.query_str if query.query_str and query.query_str.strip() else None
         vector = list(query.query_embedding) if query.query_embedding is not None else None
         strategy = self._store.search_strategy
-        mode = query.mode
         if mode in _HYBRID_MODES or mode == VectorStoreQueryMode.TEXT_SEARCH:
             needed = (
                 SearchStrategy.KEYWORD
@@ -463,14 +479,12 @@ class OAMVectorStore(BasePydanticVectorStore):
     def _mmr(
         self,
         query: VectorStoreQuery,
+        k: int,
         flt: dict[str, Json] | None,
         wanted: set[str] | None,
         kwargs: dict[str, Any],
     ) -> VectorStoreQueryResult:
-        k = query.similarity_top_k
-        prefetch = kwargs.get("mmr_prefetch_k") or k * int(
-            kwargs.get("mmr_prefetch_factor") or _MMR_PREFETCH_FACTOR
-        )
+        prefetch = _mmr_prefetch(k, kwargs)
         text = query.query_str if query.query_str and query.query_str.strip() else None
         vector = list(query.query_embedding) if query.query_embedding is not None else None
         if vector is None:
@@ -487,7 +501,7 @@ class OAMVectorStore(BasePydanticVectorStore):
             target: dict[str, Any] = {"query": text}
         else:
             target = {"query_vector": vector}
-        candidates = [r for r, _ in self._search(flt, max(prefetch, k), wanted, target)]
+        candidates = [r for r, _ in self._search(flt, prefetch, wanted, target)]
         if not candidates:
             return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
         nodes = {r.id: record_to_node(r) for r in candidates}
@@ -552,10 +566,61 @@ class OAMVectorStore(BasePydanticVectorStore):
         return await in_worker_thread(self.query, query, **kwargs)
 
 
+def _mode(mode: object) -> VectorStoreQueryMode:
+    """``VectorStoreQuery.mode`` as the enum. The query is a plain dataclass, so a
+    caller may give the mode's string (``"text_search"``), which LlamaIndex's own
+    stores compare with ``==``, as the enum.
+
+    Raises:
+        InvalidArgumentError: naming the mode when it is no ``VectorStoreQueryMode``.
+    """
+    try:
+        return VectorStoreQueryMode(mode)
+    except ValueError:
+        known = [m.value for m in VectorStoreQueryMode]
+        raise InvalidArgumentError(f"query mode {mode!r} is not one of {known}") from None
+
+
+def _top_k(value: object) -> int:
+    """``VectorStoreQuery.similarity_top_k`` as a count: None is every match, as in
+    ``SimpleVectorStore``.
+
+    Raises:
+        InvalidArgumentError: naming ``similarity_top_k`` for anything but an int or None.
+    """
+    return MAX_ROWS if value is None else check_int(value, "similarity_top_k")
+
+
 def _id_list(value: object, name: str) -> list[Any] | None:
     """``node_ids`` / ``doc_ids`` as a list (None stays None): a bare string would be
     read as one id per character (``checks.check_list``)."""
     return None if value is None else check_list(value, name, "ids")
+
+
+def _mmr_prefetch(k: int, kwargs: Mapping[str, Any]) -> int:
+    """Candidates an MMR query fetches: ``mmr_prefetch_k``, else ``k`` times
+    ``mmr_prefetch_factor`` (4 without one); never fewer than ``k``.
+
+    Raises:
+        InvalidArgumentError: naming ``mmr_prefetch_k`` unless it is an int >= 1 or
+            None, or ``mmr_prefetch_factor`` unless it is a finite number > 0 or None.
+    """
+    given = check_optional_int(kwargs.get("mmr_prefetch_k"), "mmr_prefetch_k", minimum=1)
+    if given is not None:
+        return max(given, k)
+    factor = kwargs.get("mmr_prefetch_factor")
+    if factor is None:
+        return k * _MMR_PREFETCH_FACTOR
+    if (
+        isinstance(factor, bool)
+        or not isinstance(factor, (int, float))
+        or not math.isfinite(factor)
+        or factor <= 0
+    ):
+        raise InvalidArgumentError(
+            f"mmr_prefetch_factor must be a finite number > 0 or None, got {factor!r}"
+        )
+    return max(k, math.ceil(k * factor))
 
 
 __all__ = ["OAMVectorStore"]
