@@ -9,6 +9,7 @@ LlamaIndex filters translated by ``filters.py`` to the ``oam`` filter language
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -44,6 +45,7 @@ from oam_core.checks import (
     check_optional_int,
     check_scope,
     shown,
+    strategy_of,
 )
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import in_worker_thread
@@ -52,6 +54,16 @@ _FETCH_GROWTH = 4
 _MMR_PREFETCH_FACTOR = 4
 """Candidates fetched for MMR per result, as LlamaIndex's vector stores default."""
 _HYBRID_MODES = (VectorStoreQueryMode.HYBRID, VectorStoreQueryMode.SEMANTIC_HYBRID)
+_ALPHA_IGNORED = (
+    "VectorStoreQuery.alpha={alpha!r} is ignored: a HYBRID store fuses its vector and "
+    "keyword rankings by reciprocal rank, both lists weighted alike (its FusionConfig "
+    "sets the RRF constant rrf_k and the list_weight they share), not by a dense/sparse "
+    "ratio; sparse_top_k and hybrid_top_k are ignored as well. To rank by vectors only "
+    "(alpha=1) or keywords only (alpha=0), query inside "
+    '`with store.searching_with("VECTOR")` (or "KEYWORD"), or open the store with '
+    "that search_strategy (docs/llama_index.md#left-out-and-why). Warned once per "
+    "vector store."
+)
 
 
 class OAMVectorStore(BasePydanticVectorStore):
@@ -103,6 +115,7 @@ class OAMVectorStore(BasePydanticVectorStore):
     _store: OracleMemoryStore = PrivateAttr()
     _opened: OracleAgentMemory | None = PrivateAttr(default=None)
     _embed_model: BaseEmbedding | None = PrivateAttr(default=None)
+    _alpha_warned: bool = PrivateAttr(default=False)
 
     def __init__(
         self,
@@ -396,6 +409,7 @@ class OAMVectorStore(BasePydanticVectorStore):
         if mode is VectorStoreQueryMode.MMR:
             return self._mmr(query, k, flt, wanted, kwargs)
         target = self._target(query, mode)
+        self._warn_alpha(query.alpha)
         ranked = self._search(flt, k, wanted, target)
         return VectorStoreQueryResult(
             nodes=[record_to_node(r) for r, _ in ranked],
@@ -448,6 +462,20 @@ class OAMVectorStore(BasePydanticVectorStore):
         if text is not None:
             return {"query": text}
         raise InvalidArgumentError("the query needs a query_embedding or a non-blank query_str")
+
+    def _warn_alpha(self, alpha: float | None) -> None:
+        """Warn (once per vector store) that a HYBRID search ignores ``alpha``: users of
+        LlamaIndex's hybrid stores (PGVector, Qdrant, Weaviate) pass it, and it is
+        not refused, so their queries keep working with the store's fusion. Inside
+        ``store.searching_with("VECTOR")`` (what the warning advises) nothing is fused."""
+        if (
+            alpha is None
+            or self._alpha_warned
+            or strategy_of(self._store) is not SearchStrategy.HYBRID
+        ):
+            return
+        self._alpha_warned = True
+        warnings.warn(_ALPHA_IGNORED.format(alpha=alpha), UserWarning, stacklevel=3)
 
     def _search(
         self,

@@ -1,11 +1,13 @@
 """Bad arguments to the LlamaIndex adapters: each is an ``InvalidArgumentError`` (or the
 documented ``ConfigurationError``) naming the argument and the value, raised before
 anything is read, written or deleted (docs/errors.md, docs/llama_index.md). Found by a
-fresh-user trial (trial 48: f01, f05, f06)."""
+fresh-user trial (trial 48: f01, f05, f06; f08: a HYBRID store's warning about
+``alpha``)."""
 
 from __future__ import annotations
 
 import asyncio
+import warnings
 
 import pytest
 from llama_index.core.base.llms.types import ChatMessage
@@ -159,3 +161,44 @@ def test_a_chat_store_status_is_checked_even_for_an_unknown_key(
             asyncio.run(db.set_messages("chat", [new], status=bad))  # type: ignore[arg-type]
     assert memory.get_thread_row("new-key") is None
     assert [m.content for m in asyncio.run(db.get_messages("chat", status="active"))] == ["hi"]  # type: ignore[arg-type]
+
+
+HYBRID_TEXTS = [
+    "The quarterly revenue report for ACME-4471",
+    "revenue growth and quarterly profit",
+    "ACME-4471 invoice",
+    "cats and dogs",
+    "profit margins this quarter",
+]
+
+
+def test_alpha_is_ignored_by_a_hybrid_store_with_one_warning(
+    embedded_store: SQLiteMemoryStore,
+) -> None:
+    """f08: ``alpha``, ``sparse_top_k`` and ``hybrid_top_k`` (PGVector's, Qdrant's
+    hybrid weights) were ignored without a word. They stay accepted; ``alpha`` warns
+    once per vector store, saying why and what ranks by one list only."""
+    vs = OAMVectorStore(embedded_store)
+    vs.add([TextNode(id_=f"n{i}", text=t) for i, t in enumerate(HYBRID_TEXTS)])
+
+    def query(**options: object) -> list[str]:
+        q = VectorStoreQuery(query_str="ACME-4471 revenue", similarity_top_k=3, **options)  # type: ignore[arg-type]
+        return vs.query(q).ids or []
+
+    fused = query(mode="hybrid")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning without alpha
+        assert query(mode="hybrid", sparse_top_k=1, hybrid_top_k=1) == fused
+    with pytest.warns(
+        UserWarning, match=r"^VectorStoreQuery\.alpha=0\.0 is ignored: a HYBRID"
+    ) as seen:
+        assert query(mode="hybrid", alpha=0.0) == fused
+    assert 'searching_with("VECTOR")' in str(seen[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per vector store
+        assert query(mode="hybrid", alpha=1.0) == query(alpha=0.5) == fused
+        with embedded_store.searching_with("VECTOR"):  # the advice: nothing fused
+            by_vector = OAMVectorStore(embedded_store)
+            assert by_vector.query(VectorStoreQuery(query_str="x", alpha=1.0)).ids
+    with pytest.warns(UserWarning, match=r"alpha=1\.0 is ignored"):
+        OAMVectorStore(embedded_store).query(VectorStoreQuery(query_str="x", alpha=1.0))
