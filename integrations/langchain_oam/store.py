@@ -629,6 +629,7 @@ class OAMStore(BaseStore):
                 ttl_days=[row["ttl_days"] for row in rows],
                 ttl_anchor=[row["ttl_anchor"] for row in rows],
                 timestamps=[row["timestamps"] for row in rows],
+                valid_from=None,  # a TTL anchor, not a validity window: readable at once
                 **extra,
             )
         if deletes:

@@ -284,6 +284,9 @@ class OAMVectorStore(VectorStore):
             agent_ids=self.agent_id,
             thread_ids=self.thread_id,
             metadata=metadata,
+            # timestamps are the event time: a document is read and found at once,
+            # never "valid from" a future timestamp (docs/langchain.md#vector-store)
+            valid_from=None,
             **extra,
         )
         return list(ids_out)
