@@ -53,6 +53,7 @@ __all__ = [
     "check_id",
     "check_int",
     "check_json_text",
+    "check_list",
     "check_nonblank",
     "check_optional_int",
     "check_optional_seconds",
@@ -369,6 +370,21 @@ def check_texts(values: Sequence[str | None], name: str) -> None:
     for i, v in enumerate(values):
         if v is not None:
             check_text(v, f"{name}[{i}]")
+
+
+def check_list(value: object, name: str, of: str) -> list[Any]:
+    """``value`` (any iterable but a string) as a list; its entries are the caller's
+    to check. ``of`` words what it holds (``"ids"``, ``"texts"``).
+
+    Raises:
+        InvalidArgumentError: naming ``name`` and the value for a bare string or
+            bytes (which would be read as one entry per character) or a non-iterable.
+    """
+    if isinstance(value, (str, bytes)):
+        raise InvalidArgumentError(f"{name} must be a list of {of}, got the bare string {value!r}")
+    if not isinstance(value, Iterable):
+        raise InvalidArgumentError(f"{name} must be a list of {of}, got {shown(value)}")
+    return list(value)
 
 
 _SHOWN = reprlib.Repr()

@@ -144,12 +144,14 @@ class Not:
 Cond = Field | And | Or | Not
 
 
-def parse_filter(value: object) -> tuple[Cond, ...]:
+def parse_filter(value: object, name: str = "metadata_filter") -> tuple[Cond, ...]:
     """Parse a metadata filter dict into its condition tree.
 
     Args:
         value: The filter, a dict mapping field names to values or operator dicts,
             optionally with ``$and`` / ``$or`` / ``$not`` keys (see ``docs/filters.md``).
+        name: The argument errors name (an adapter's ``filter``), with the path
+            inside it (``filter['v'].$gt``).
 
     Returns:
         The top-level conditions, ANDed (empty for ``{}``: no constraint).
@@ -162,12 +164,12 @@ def parse_filter(value: object) -> tuple[Cond, ...]:
             ``MAX_FILTER_DEPTH``.
     """
     if not isinstance(value, Mapping):
-        raise InvalidFilterError(f"metadata_filter must be a dict, got {value!r}")
-    tree = _parse_filter_dict(value, "metadata_filter", 0, top=True)
+        raise InvalidFilterError(f"{name} must be a dict, got {value!r}")
+    tree = _parse_filter_dict(value, name, 0, top=True)
     depth = max((_depth(c) for c in tree), default=0)
     if depth > MAX_FILTER_DEPTH:
         raise InvalidFilterError(
-            f"metadata_filter nests {depth} levels; at most {MAX_FILTER_DEPTH} are supported"
+            f"{name} nests {depth} levels; at most {MAX_FILTER_DEPTH} are supported"
         )
     return tree
 

@@ -8,6 +8,7 @@ does I/O is a step generator (``_steps``), so sync and async share it.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,8 +21,9 @@ from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
 from oam_core import OracleMemoryStore, Record, SearchStrategy
 from oam_core.apis.metadatajson import check_stored_json
-from oam_core.checks import check_int
+from oam_core.checks import check_int, check_json_text
 from oam_core.errors import ConfigurationError, InvalidArgumentError, InvalidFilterError
+from oam_core.filters import parse_filter
 from oam_core.steps import Steps, call, paired
 
 INTERNAL_KEYS = frozenset({"$agent_memory", "$message"})
@@ -56,6 +58,25 @@ def relevance(distance: float, kind: DistanceKind) -> float:
     del kind  # the same formula for both kinds (docs/langchain.md)
     # Rounded to 6 places: float32 vectors put an identical text at 0.99999994.
     return round(1.0 - distance, 6)
+
+
+def check_threshold(value: object, name: str = "score_threshold") -> float | None:
+    """A relevance threshold (``score_threshold``): None, or a number in [-1, 1], the
+    range of ``relevance`` (a cosine similarity, or a normalized score in [0, 1]).
+
+    Raises:
+        InvalidArgumentError: naming ``name`` and the value for anything else (a
+            string, a bool, NaN, a number past the range, which no result reaches).
+    """
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not -1 <= float(value) <= 1
+    ):
+        raise InvalidArgumentError(f"{name} must be a number in [-1, 1] or None, got {value!r}")
+    return float(value)
 
 
 def clean_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -129,17 +150,23 @@ def current_at(record: Record, now: datetime) -> bool:
 
 def filter_dict(value: object, name: str) -> dict[str, Any]:
     """``value`` as a filter in the ``oam`` language (docs/filters.md): a copy of a
-    mapping.
+    mapping, checked here so that errors name the caller's ``name`` and the path in
+    it (``filter['v'].$bogus``), not where the adapter puts it in the store's filter.
 
     Raises:
         InvalidFilterError: (a ``ValueError``) naming ``name`` for anything else, such
-            as ``InMemoryVectorStore``'s callable filter.
+            as ``InMemoryVectorStore``'s callable filter, or a filter outside the
+            language.
+        InvalidArgumentError: naming the path for an operand with a NUL or a lone
+            surrogate.
     """
     if not isinstance(value, Mapping):
         kind = "a function" if callable(value) else f"{type(value).__name__} {value!r}"
         raise InvalidFilterError(
             f"{name} must be a dict in the oam filter language (docs/filters.md), got {kind}"
         )
+    parse_filter(value, name)
+    check_json_text(value, name)
     return dict(value)
 
 

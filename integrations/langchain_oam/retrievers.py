@@ -21,6 +21,7 @@ from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_v
 
 from langchain_oam._search import (
     SearchScope,
+    check_threshold,
     mmr_steps,
     relevance,
     search_steps,
@@ -82,7 +83,7 @@ class OAMRetriever(BaseRetriever):
     record_types: frozenset[str] | None = None
     search_type: SearchType = "similarity"
     filter: dict[str, Any] | None = None
-    score_threshold: float | None = Field(default=None, ge=-1.0, le=1.0)
+    score_threshold: float | None = None
     fetch_k: int = 20
     lambda_mult: float = Field(default=0.5, ge=0.0, le=1.0)
 
@@ -123,6 +124,12 @@ class OAMRetriever(BaseRetriever):
         # retrievers report field errors as pydantic's ValidationError, a ValueError).
         return check_int(value, str(info.field_name), minimum=1)
 
+    @field_validator("score_threshold", mode="before")
+    @classmethod
+    def _threshold(cls, value: object) -> float | None:
+        # The check a per-call score_threshold gets too (no "0.5" coerced here only).
+        return check_threshold(value)
+
     @field_validator("store", mode="before")
     @classmethod
     def _store(cls, value: object) -> object:
@@ -139,6 +146,7 @@ class OAMRetriever(BaseRetriever):
         if unknown:
             raise TypeError(f"unexpected keyword arguments: {sorted(unknown)}")
         k = check_int(options.get("k", self.k), "k", minimum=1)
+        threshold = check_threshold(options.get("score_threshold", self.score_threshold))
         metadata_filter = options.get("filter", self.filter)
         scope = SearchScope(
             record_types=self.record_types,
@@ -163,7 +171,6 @@ class OAMRetriever(BaseRetriever):
             self.store, scope, k, query=query, metadata_filter=metadata_filter
         )
         scored = [(r, relevance(d, kind)) for r, d, kind in hits]
-        threshold = options.get("score_threshold", self.score_threshold)
         if self.search_type == "similarity_score_threshold" and threshold is not None:
             scored = [(r, s) for r, s in scored if s >= threshold]
         return [to_retrieved_document(r, s) for r, s in scored]

@@ -159,8 +159,9 @@ def _as_json(value: Mapping[str, Any]) -> dict[str, Any]:
 
     Raises:
         ValueError: for a value that has no JSON form (naming it), a non-finite
-            float, an int outside signed 64 bits, or a NUL or lone surrogate in a
-            key or string (naming its path, ``value['text']``). A non-string key becomes a
+            float or an int outside signed 64 bits (naming its key, ``value['v']``),
+            or a NUL or lone surrogate in a key or string (naming its path,
+            ``value['text']``). A non-string key becomes a
             string, as ``json.dumps`` turns it (docs/langchain.md#langgraph-store).
     """
 
@@ -171,13 +172,16 @@ def _as_json(value: Mapping[str, Any]) -> dict[str, Any]:
             raise TypeError(f"{type(obj).__name__} value {obj!r}") from None
 
     try:
-        text = json.dumps(dict(value), default=convert, allow_nan=False, ensure_ascii=False)
+        # NaN and infinities pass here, to be named by their key below
+        text = json.dumps(dict(value), default=convert, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(f"value is not JSON-serializable: {exc}") from None
     converted: dict[str, Any] = json.loads(text)
-    # e.g. an int past 64 bits (named as the value), a NUL (named by its path,
-    # value['text'], not the store's metadata[0]['value'])
-    check_stored_json(converted, "value")
+    # e.g. a NaN or an int past 64 bits (named by its key, value['v']), a NUL (named
+    # by its path, value['text'], not the store's metadata[0]['value'])
+    for key, item in converted.items():
+        check_text(key, f"value key {key!r}")
+        check_stored_json(item, f"value[{key!r}]")
     return converted
 
 
@@ -625,6 +629,7 @@ class OAMStore(BaseStore):
                 ttl_days=[row["ttl_days"] for row in rows],
                 ttl_anchor=[row["ttl_anchor"] for row in rows],
                 timestamps=[row["timestamps"] for row in rows],
+                valid_from=None,  # a TTL anchor, not a validity window: readable at once
                 **extra,
             )
         if deletes:
@@ -707,6 +712,10 @@ class OAMStore(BaseStore):
             if isinstance(op, (SearchOp, ListNamespacesOp)):
                 check_int(op.limit, "limit", minimum=0)
                 check_int(op.offset, "offset", minimum=0)
+            if isinstance(op, SearchOp) and not isinstance(op.query, (str, type(None))):
+                raise InvalidArgumentError(f"query must be a str or None, got {op.query!r}")
+            if isinstance(op, ListNamespacesOp):
+                check_optional_int(op.max_depth, "max_depth", minimum=0)
         results: list[Result] = [None] * len(ops)
         puts: list[PutOp] = []
         # As InMemoryStore and PostgresStore: the reads of a batch see the store as it
@@ -733,8 +742,9 @@ class OAMStore(BaseStore):
 
         Raises:
             InvalidArgumentError: (a ``ValueError``) for a negative or non-int
-                ``limit`` or ``offset`` of a search or namespace listing, before any
-                operation of the batch runs.
+                ``limit`` or ``offset`` of a search or namespace listing, or
+                ``max_depth`` of a listing, or a search ``query`` that is not a str
+                or None, before any operation of the batch runs.
             InvalidArgumentError: naming ``ttl`` for a put whose TTL is negative,
                 infinite, NaN or expires past the last representable date (year
                 9999), before any operation of the batch runs.

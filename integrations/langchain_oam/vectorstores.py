@@ -22,6 +22,7 @@ from langchain_oam._search import (
     DistanceKind,
     SearchScope,
     check_metadata,
+    check_threshold,
     current_at,
     distance_kind,
     mmr_steps,
@@ -39,7 +40,7 @@ from oam_core import (
     SQLiteMemoryStore,
 )
 from oam_core.apis.metadatajson import managed
-from oam_core.checks import check_texts
+from oam_core.checks import check_list, check_texts, shown
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import Steps, call, paired, run_async, run_sync
 from oam_core.store.planning import name_ids
@@ -53,6 +54,25 @@ def _scope_id(value: object, name: str) -> str | None:
     if value is not None and (not isinstance(value, str) or not value):
         raise InvalidArgumentError(f"{name} must be a non-empty str or None, got {value!r}")
     return value
+
+
+def _document_fields(
+    documents: object, kwargs: dict[str, Any]
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The texts and metadatas of ``add_documents``' documents; sets ``kwargs["ids"]``
+    to their ids unless the caller gave ``ids=``.
+
+    Raises:
+        InvalidArgumentError: naming ``documents`` for a bare string or a non-list,
+            ``documents[i]`` for an entry that is not a ``Document``.
+    """
+    docs = check_list(documents, "documents", "Document objects")
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, Document):
+            raise InvalidArgumentError(f"documents[{i}] must be a Document, got {shown(doc)}")
+    if kwargs.get("ids") is None:
+        kwargs["ids"] = [d.id for d in docs]
+    return [d.page_content for d in docs], [d.metadata for d in docs]
 
 
 class OAMVectorStore(VectorStore):
@@ -199,14 +219,16 @@ class OAMVectorStore(VectorStore):
         ids: Sequence[str | None] | None,
         kwargs: Mapping[str, Any],
     ) -> Steps[list[str]]:
-        texts = list(texts)
+        texts = check_list(texts, "texts", "texts")
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise InvalidArgumentError(f"texts[{i}] must be a str, got {text!r}")
         if metadatas is not None and len(metadatas) != len(texts):
             raise InvalidArgumentError(f"got {len(metadatas)} metadatas for {len(texts)} texts")
-        if ids is not None and len(ids) != len(texts):
-            raise InvalidArgumentError(f"got {len(ids)} ids for {len(texts)} texts")
+        if ids is not None:
+            ids = check_list(ids, "ids", "ids")
+            if len(ids) != len(texts):
+                raise InvalidArgumentError(f"got {len(ids)} ids for {len(texts)} texts")
         unknown = set(kwargs) - {"ttl_days", "ttl_anchor", "timestamps", "batch_size"}
         if unknown:
             raise TypeError(f"unexpected keyword arguments: {sorted(unknown)}")
@@ -262,6 +284,9 @@ class OAMVectorStore(VectorStore):
             agent_ids=self.agent_id,
             thread_ids=self.thread_id,
             metadata=metadata,
+            # timestamps are the event time: a document is read and found at once,
+            # never "valid from" a future timestamp (docs/langchain.md#vector-store)
+            valid_from=None,
             **extra,
         )
         return list(ids_out)
@@ -313,38 +338,23 @@ class OAMVectorStore(VectorStore):
         """Add or replace documents; ``ids=`` beats each ``Document.id``.
 
         Raises:
-            ValueError: as ``add_texts``.
+            ValueError: as ``add_texts``, or naming ``documents`` (``documents[i]``)
+                for a bare string or an entry that is not a ``Document``.
         """
-        ids = kwargs.pop("ids", None)
-        if ids is None:
-            ids = [d.id for d in documents]
-        return self.add_texts(
-            [d.page_content for d in documents],
-            [d.metadata for d in documents],
-            ids=ids,
-            **kwargs,
-        )
+        texts, metadatas = _document_fields(documents, kwargs)
+        return self.add_texts(texts, metadatas, **kwargs)
 
     async def aadd_documents(self, documents: list[Document], **kwargs: Any) -> list[str]:
         """Async twin of ``add_documents``."""
-        ids = kwargs.pop("ids", None)
-        if ids is None:
-            ids = [d.id for d in documents]
-        return await self.aadd_texts(
-            [d.page_content for d in documents],
-            [d.metadata for d in documents],
-            ids=ids,
-            **kwargs,
-        )
+        texts, metadatas = _document_fields(documents, kwargs)
+        return await self.aadd_texts(texts, metadatas, **kwargs)
 
     def _delete_steps(self, ids: Sequence[str] | None) -> Steps[bool]:
         if ids is None:
             raise InvalidArgumentError(
                 "delete(ids=None) would delete every document; pass the ids to delete"
             )
-        if isinstance(ids, (str, bytes)):
-            raise InvalidArgumentError(f"ids must be a list of ids, got the bare string {ids!r}")
-        ids = list(ids)
+        ids = check_list(ids, "ids", "ids")
         for i, rid in enumerate(ids):
             if not isinstance(rid, str) or not rid:
                 raise InvalidArgumentError(f"ids[{i}] must be a non-empty str, got {rid!r}")
@@ -383,9 +393,7 @@ class OAMVectorStore(VectorStore):
         return out
 
     def _get_docs_steps(self, ids: Sequence[str]) -> Steps[list[Document]]:
-        if isinstance(ids, (str, bytes)):
-            raise InvalidArgumentError(f"ids must be a list of ids, got the bare string {ids!r}")
-        records = yield from self._get_steps(list(ids))
+        records = yield from self._get_steps(check_list(ids, "ids", "ids"))
         now = self.store.clock_now()
         return [to_document(r) for r in records if current_at(r, now)]
 
@@ -479,6 +487,27 @@ class OAMVectorStore(VectorStore):
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         """Distance of a text query -> relevance in [0, 1] (see ``relevance``)."""
         return lambda distance: relevance(distance, distance_kind(distance))
+
+    def similarity_search_with_relevance_scores(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """As ``similarity_search``, with relevance ``1 - distance`` (the cosine
+        similarity, or the normalized score of a KEYWORD/HYBRID store); with
+        ``score_threshold``, only documents whose relevance is at least that.
+
+        Raises:
+            ValueError: as ``similarity_search``, or naming ``score_threshold`` when
+                it is not a number in [-1, 1] (or None).
+        """
+        check_threshold(kwargs.get("score_threshold"))
+        return super().similarity_search_with_relevance_scores(query, k, **kwargs)
+
+    async def asimilarity_search_with_relevance_scores(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """Async twin of ``similarity_search_with_relevance_scores``."""
+        check_threshold(kwargs.get("score_threshold"))
+        return await super().asimilarity_search_with_relevance_scores(query, k, **kwargs)
 
     def _similarity_search_with_relevance_scores(
         self, query: str, k: int = 4, **kwargs: Any

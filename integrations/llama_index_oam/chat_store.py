@@ -32,7 +32,13 @@ from llama_index_oam._util import (
     check_row_owner,
     thread_for,
 )
-from llama_index_oam.messages import status_filter, to_chat_message, to_oam_message, with_status
+from llama_index_oam.messages import (
+    check_status,
+    status_filter,
+    to_chat_message,
+    to_oam_message,
+    with_status,
+)
 from oam_core import OracleAgentMemory, OracleMemoryStore, OracleThread, Record
 from oam_core.apis.records import MessageRecord
 from oam_core.checks import check_int, check_nonblank, check_optional_int, check_scope
@@ -73,7 +79,13 @@ class _ThreadChat:
     ) -> list[Record]:
         """The key's messages with ``status`` (None: all), oldest first; the status is
         selected by the store's metadata filter, so the queue is read without the
-        archived history."""
+        archived history.
+
+        Raises:
+            ValueError: for an invalid status (also for a key without messages) or
+                as ``records``.
+        """
+        status = check_status(status, none=True)
         check_nonblank(key, "key")
         if status is None:
             rows: list[Record] = list(self.records(key))
@@ -114,11 +126,11 @@ class _ThreadChat:
         Raises:
             ValueError: for a non-message or an invalid status, or as ``thread``.
         """
-        status = MessageStatus(status)
+        checked = check_status(status, none=False)
         # Every message is checked before the thread is created: a refused one
         # leaves nothing, not even a new thread row claiming the key.
         prepared = prepare_messages(
-            [to_oam_message(_check_message(m), status, i) for i, m in enumerate(messages)]
+            [to_oam_message(_check_message(m), checked, i) for i, m in enumerate(messages)]
         )
         if prepared:
             self.thread(key).add_messages(prepared)
@@ -138,11 +150,9 @@ class _ThreadChat:
         written first, then the ones read before are deleted, so a failed write (an
         embedder or database error) leaves the old messages in place, never an
         empty key; a message another writer adds meanwhile is kept."""
+        checked = check_status(status, none=False)
         converted = prepare_messages(
-            [
-                to_oam_message(_check_message(m), MessageStatus(status), i)
-                for i, m in enumerate(messages)
-            ]
+            [to_oam_message(_check_message(m), checked, i) for i, m in enumerate(messages)]
         )  # every message checked before the thread is created
         thread = self.thread(key) if converted else None  # fails before anything is written
         old = self.records(key)
@@ -255,7 +265,9 @@ class OAMDBChatStore(_ScopedChatStore, AsyncDBChatStore):
         ``offset`` and at most ``limit``; an unknown key has none.
 
         Raises:
-            ValueError: for a blank key or a negative ``limit``/``offset``.
+            ValueError: for a blank key, a negative ``limit``/``offset``, or a
+                ``status`` other than a ``MessageStatus`` (or its string) or None,
+                also for an unknown key.
         """
         return await in_worker_thread(self._core.get, key, status, limit, offset)
 

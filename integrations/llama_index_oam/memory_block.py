@@ -170,7 +170,9 @@ class OAMMemoryBlock(BaseMemoryBlock[str]):
             sessions.setdefault(session, []).append(message)
         # Every message of every session is checked before any thread is created.
         prepared = {
-            s: prepare_messages([to_oam_message(m, None, i) for i, m in enumerate(b)])
+            s: prepare_messages(
+                [to_oam_message(m, None, i, drop_session=True) for i, m in enumerate(b)]
+            )
             for s, b in sessions.items()
         }
         for session, batch in sessions.items():

@@ -42,15 +42,23 @@ _ROLE_ALIASES = {"human": "user", "ai": "assistant"}
 """Roles other frameworks store (LangChain's message types), read as LlamaIndex roles;
 any other unknown role reads as ``user``."""
 SESSION_KWARG = "session_id"
-"""``additional_kwargs`` key ``BaseMemoryBlock.aput`` sets; never stored."""
+"""``additional_kwargs`` key ``BaseMemoryBlock.aput`` sets on the messages it flushes;
+the memory block does not store it (the thread is the session)."""
 
 
 def to_oam_message(
-    message: ChatMessage, status: MessageStatus | None = None, index: int = 0
+    message: ChatMessage,
+    status: MessageStatus | None = None,
+    index: int = 0,
+    *,
+    drop_session: bool = False,
 ) -> Message:
     """The ``oam`` ``Message`` storing ``message``, with ``status`` when a chat store
     writes it (without one, the message is plain history); ``index`` is its position
-    in the write, for errors.
+    in the write, for errors. The message is stored as given, except that with
+    ``drop_session`` (the memory block) its ``additional_kwargs["session_id"]``, the
+    tag ``BaseMemoryBlock.aput`` put there, is left out; the chat stores keep a
+    caller's own ``session_id`` like every other kwarg.
 
     Raises:
         InvalidArgumentError: (a ``ValueError``) naming ``messages[index].additional_kwargs[key]``
@@ -61,7 +69,8 @@ def to_oam_message(
     check_kwargs(message.additional_kwargs, f"messages[{index}].additional_kwargs")
     dumped = message.model_dump(mode="json")
     kwargs = dumped.get("additional_kwargs") or {}
-    kwargs.pop(SESSION_KWARG, None)
+    if drop_session:
+        kwargs.pop(SESSION_KWARG, None)
     fields: dict[str, Any] = {LLAMA_KEY: dumped}
     name = kwargs.get("name")
     if isinstance(name, str) and name.strip():
@@ -107,6 +116,25 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
+
+
+def check_status(value: object, *, none: bool) -> MessageStatus | None:
+    """A chat store's ``status`` argument as the enum (``MessageStatus`` or its string,
+    ``"active"``); None passes when ``none`` (a read of any status).
+
+    Raises:
+        InvalidArgumentError: naming ``status`` and the value for anything else.
+    """
+    if value is None and none:
+        return None
+    try:
+        return MessageStatus(value)
+    except (ValueError, TypeError):
+        known = ", ".join(repr(s.value) for s in MessageStatus)
+        also = " or None" if none else ""
+        raise InvalidArgumentError(
+            f"status must be a MessageStatus ({known}){also}, got {value!r}"
+        ) from None
 
 
 def status_filter(status: MessageStatus) -> dict[str, Any]:
@@ -186,6 +214,7 @@ __all__ = [
     "SESSION_KWARG",
     "STATUS_KEY",
     "check_kwargs",
+    "check_status",
     "status_filter",
     "status_of",
     "to_chat_message",

@@ -8,6 +8,8 @@ LlamaIndex filters translated by ``filters.py`` to the ``oam`` filter language
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -36,7 +38,15 @@ from oam_core import (
 )
 from oam_core.apis.metadatajson import managed
 from oam_core.apis.records import MEMORY_TYPES, matches_filter
-from oam_core.checks import check_scope
+from oam_core.checks import (
+    MAX_ROWS,
+    check_int,
+    check_list,
+    check_optional_int,
+    check_scope,
+    shown,
+    strategy_of,
+)
 from oam_core.errors import ConfigurationError, InvalidArgumentError
 from oam_core.steps import in_worker_thread
 
@@ -44,6 +54,16 @@ _FETCH_GROWTH = 4
 _MMR_PREFETCH_FACTOR = 4
 """Candidates fetched for MMR per result, as LlamaIndex's vector stores default."""
 _HYBRID_MODES = (VectorStoreQueryMode.HYBRID, VectorStoreQueryMode.SEMANTIC_HYBRID)
+_ALPHA_IGNORED = (
+    "VectorStoreQuery.alpha={alpha!r} is ignored: a HYBRID store fuses its vector and "
+    "keyword rankings by reciprocal rank, both lists weighted alike (its FusionConfig "
+    "sets the RRF constant rrf_k and the list_weight they share), not by a dense/sparse "
+    "ratio; sparse_top_k and hybrid_top_k are ignored as well. To rank by vectors only "
+    "(alpha=1) or keywords only (alpha=0), query inside "
+    '`with store.searching_with("VECTOR")` (or "KEYWORD"), or open the store with '
+    "that search_strategy (docs/llama_index.md#left-out-and-why). Warned once per "
+    "vector store."
+)
 
 
 class OAMVectorStore(BasePydanticVectorStore):
@@ -95,6 +115,7 @@ class OAMVectorStore(BasePydanticVectorStore):
     _store: OracleMemoryStore = PrivateAttr()
     _opened: OracleAgentMemory | None = PrivateAttr(default=None)
     _embed_model: BaseEmbedding | None = PrivateAttr(default=None)
+    _alpha_warned: bool = PrivateAttr(default=False)
 
     def __init__(
         self,
@@ -192,14 +213,18 @@ class OAMVectorStore(BasePydanticVectorStore):
                 ``OracleMemoryStore.upsert_batches``.
 
         Raises:
-            ValueError: for a node id repeated in ``nodes``, an id held by a record
+            ValueError: for ``nodes`` not a list of nodes (naming ``nodes[i]``), a
+                node id repeated in ``nodes``, an id held by a record
                 outside this store's type or scope, a node without embedding when
                 the store has no embedder and searches by vector, vectors of the
                 wrong dimension, non-JSON metadata, or a NUL or lone surrogate in a
                 node's id, text or metadata (named by node: ``node 'n1' text``,
                 ``node 'n1' metadata['m']``); nothing is written then.
         """
-        nodes = list(nodes)
+        nodes = check_list(nodes, "nodes", "nodes")
+        for i, n in enumerate(nodes):
+            if not isinstance(n, BaseNode):
+                raise InvalidArgumentError(f"nodes[{i}] must be a LlamaIndex node, got {shown(n)}")
         if not nodes:
             return []
         store = self._store
@@ -284,9 +309,12 @@ class OAMVectorStore(BasePydanticVectorStore):
         nothing, and ``None`` with no filter is an error (use ``clear``).
 
         Raises:
-            ValueError: when neither ``node_ids`` nor a filter is given, or for a filter
-                that cannot be translated (``UnsupportedFilterError``).
+            ValueError: when neither ``node_ids`` nor a filter is given, for a bare
+                string as ``node_ids`` (never read as one id per character), or for a
+                filter that cannot be translated (``UnsupportedFilterError``);
+                nothing is deleted then.
         """
+        node_ids = _id_list(node_ids, "node_ids")
         flt = to_oam_filter(filters)
         if not node_ids and flt is None:
             if node_ids is None:
@@ -314,8 +342,10 @@ class OAMVectorStore(BasePydanticVectorStore):
         id) that match ``filters``; in ``node_ids`` order, else oldest first.
 
         Raises:
-            ValueError: for a filter that cannot be translated (``UnsupportedFilterError``).
+            ValueError: for a bare string as ``node_ids``, or a filter that cannot be
+                translated (``UnsupportedFilterError``).
         """
+        node_ids = _id_list(node_ids, "node_ids")
         records = self._select(node_ids or None, to_oam_filter(filters))
         return [record_to_node(r) for r in records]
 
@@ -351,6 +381,8 @@ class OAMVectorStore(BasePydanticVectorStore):
         ``vector_store_kwargs``); its similarities are the MMR scores, as in
         ``SimpleVectorStore``.
 
+        ``query.mode`` may be the enum or its string (``"mmr"``).
+        ``similarity_top_k=None`` returns every match, as ``SimpleVectorStore``.
         ``query.filters``, ``doc_ids`` and ``node_ids`` (``[]`` = no restriction)
         restrict the candidates before the top-k cut.
 
@@ -359,17 +391,25 @@ class OAMVectorStore(BasePydanticVectorStore):
                 message), a query with neither embedding nor text, an untranslatable
                 filter, MMR without a way to embed candidates, or whatever the store
                 rejects (wrong vector dimension, text query without embedder, ...).
+            InvalidArgumentError: (a ``ValueError``) naming the argument and value
+                for a ``similarity_top_k`` that is not an int, a bare string as
+                ``node_ids`` or ``doc_ids``, or an ``mmr_prefetch_k`` (an int >= 1)
+                or ``mmr_prefetch_factor`` (a number > 0) of another kind.
         """
-        k = query.similarity_top_k
+        mode = _mode(query.mode)
+        k = _top_k(query.similarity_top_k)
+        node_ids = _id_list(query.node_ids, "query.node_ids")
+        doc_ids = _id_list(query.doc_ids, "query.doc_ids")
         flt = to_oam_filter(query.filters)
-        if query.doc_ids:
-            flt = and_filters(flt, {REF_DOC_KEY: {"$in": list(query.doc_ids)}})
+        if doc_ids:
+            flt = and_filters(flt, {REF_DOC_KEY: {"$in": doc_ids}})
         if k < 1:
             return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
-        wanted = set(query.node_ids) if query.node_ids else None
-        if query.mode == VectorStoreQueryMode.MMR:
-            return self._mmr(query, flt, wanted, kwargs)
-        target = self._target(query)
+        wanted = set(node_ids) if node_ids else None
+        if mode is VectorStoreQueryMode.MMR:
+            return self._mmr(query, k, flt, wanted, kwargs)
+        target = self._target(query, mode)
+        self._warn_alpha(query.alpha)
         ranked = self._search(flt, k, wanted, target)
         return VectorStoreQueryResult(
             nodes=[record_to_node(r) for r, _ in ranked],
@@ -377,12 +417,11 @@ class OAMVectorStore(BasePydanticVectorStore):
             ids=[r.id for r, _ in ranked],
         )
 
-    def _target(self, query: VectorStoreQuery) -> dict[str, Any]:
+    def _target(self, query: VectorStoreQuery, mode: VectorStoreQueryMode) -> dict[str, Any]:
         """``query_vector=`` or ``query=`` for ``search``, by mode and strategy."""
         text = query.query_str if query.query_str and query.query_str.strip() else None
         vector = list(query.query_embedding) if query.query_embedding is not None else None
         strategy = self._store.search_strategy
-        mode = query.mode
         if mode in _HYBRID_MODES or mode == VectorStoreQueryMode.TEXT_SEARCH:
             needed = (
                 SearchStrategy.KEYWORD
@@ -424,6 +463,20 @@ class OAMVectorStore(BasePydanticVectorStore):
             return {"query": text}
         raise InvalidArgumentError("the query needs a query_embedding or a non-blank query_str")
 
+    def _warn_alpha(self, alpha: float | None) -> None:
+        """Warn (once per vector store) that a HYBRID search ignores ``alpha``: users of
+        LlamaIndex's hybrid stores (PGVector, Qdrant, Weaviate) pass it, and it is
+        not refused, so their queries keep working with the store's fusion. Inside
+        ``store.searching_with("VECTOR")`` (what the warning advises) nothing is fused."""
+        if (
+            alpha is None
+            or self._alpha_warned
+            or strategy_of(self._store) is not SearchStrategy.HYBRID
+        ):
+            return
+        self._alpha_warned = True
+        warnings.warn(_ALPHA_IGNORED.format(alpha=alpha), UserWarning, stacklevel=3)
+
     def _search(
         self,
         flt: dict[str, Json] | None,
@@ -454,14 +507,12 @@ class OAMVectorStore(BasePydanticVectorStore):
     def _mmr(
         self,
         query: VectorStoreQuery,
+        k: int,
         flt: dict[str, Json] | None,
         wanted: set[str] | None,
         kwargs: dict[str, Any],
     ) -> VectorStoreQueryResult:
-        k = query.similarity_top_k
-        prefetch = kwargs.get("mmr_prefetch_k") or k * int(
-            kwargs.get("mmr_prefetch_factor") or _MMR_PREFETCH_FACTOR
-        )
+        prefetch = _mmr_prefetch(k, kwargs)
         text = query.query_str if query.query_str and query.query_str.strip() else None
         vector = list(query.query_embedding) if query.query_embedding is not None else None
         if vector is None:
@@ -478,7 +529,7 @@ class OAMVectorStore(BasePydanticVectorStore):
             target: dict[str, Any] = {"query": text}
         else:
             target = {"query_vector": vector}
-        candidates = [r for r, _ in self._search(flt, max(prefetch, k), wanted, target)]
+        candidates = [r for r, _ in self._search(flt, prefetch, wanted, target)]
         if not candidates:
             return VectorStoreQueryResult(nodes=[], similarities=[], ids=[])
         nodes = {r.id: record_to_node(r) for r in candidates}
@@ -541,6 +592,63 @@ class OAMVectorStore(BasePydanticVectorStore):
     async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """Async twin of ``query``."""
         return await in_worker_thread(self.query, query, **kwargs)
+
+
+def _mode(mode: object) -> VectorStoreQueryMode:
+    """``VectorStoreQuery.mode`` as the enum. The query is a plain dataclass, so a
+    caller may give the mode's string (``"text_search"``), which LlamaIndex's own
+    stores compare with ``==``, as the enum.
+
+    Raises:
+        InvalidArgumentError: naming the mode when it is no ``VectorStoreQueryMode``.
+    """
+    try:
+        return VectorStoreQueryMode(mode)
+    except ValueError:
+        known = [m.value for m in VectorStoreQueryMode]
+        raise InvalidArgumentError(f"query mode {mode!r} is not one of {known}") from None
+
+
+def _top_k(value: object) -> int:
+    """``VectorStoreQuery.similarity_top_k`` as a count: None is every match, as in
+    ``SimpleVectorStore``.
+
+    Raises:
+        InvalidArgumentError: naming ``similarity_top_k`` for anything but an int or None.
+    """
+    return MAX_ROWS if value is None else check_int(value, "similarity_top_k")
+
+
+def _id_list(value: object, name: str) -> list[Any] | None:
+    """``node_ids`` / ``doc_ids`` as a list (None stays None): a bare string would be
+    read as one id per character (``checks.check_list``)."""
+    return None if value is None else check_list(value, name, "ids")
+
+
+def _mmr_prefetch(k: int, kwargs: Mapping[str, Any]) -> int:
+    """Candidates an MMR query fetches: ``mmr_prefetch_k``, else ``k`` times
+    ``mmr_prefetch_factor`` (4 without one); never fewer than ``k``.
+
+    Raises:
+        InvalidArgumentError: naming ``mmr_prefetch_k`` unless it is an int >= 1 or
+            None, or ``mmr_prefetch_factor`` unless it is a finite number > 0 or None.
+    """
+    given = check_optional_int(kwargs.get("mmr_prefetch_k"), "mmr_prefetch_k", minimum=1)
+    if given is not None:
+        return max(given, k)
+    factor = kwargs.get("mmr_prefetch_factor")
+    if factor is None:
+        return k * _MMR_PREFETCH_FACTOR
+    if (
+        isinstance(factor, bool)
+        or not isinstance(factor, (int, float))
+        or not math.isfinite(factor)
+        or factor <= 0
+    ):
+        raise InvalidArgumentError(
+            f"mmr_prefetch_factor must be a finite number > 0 or None, got {factor!r}"
+        )
+    return max(k, math.ceil(k * factor))
 
 
 __all__ = ["OAMVectorStore"]

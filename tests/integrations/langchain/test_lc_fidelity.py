@@ -440,7 +440,7 @@ def test_an_int_past_64_bits_is_named_as_the_callers_argument_and_writes_nothing
         assert history.messages == []
 
         store = OAMStore(memory)
-        with pytest.raises(ValueError, match=r"^value: integer -9223372036854775809 "):
+        with pytest.raises(ValueError, match=r"^value\['n'\]: integer -9223372036854775809 "):
             store.put(("a",), "k", {"n": {"h": -(2**63) - 1}})
         assert store.get(("a",), "k") is None
         with pytest.raises(ValueError, match=r"^value\['n'\]\['t'\] contains a NUL character"):

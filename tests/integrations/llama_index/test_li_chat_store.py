@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import pytest
 from llama_index.core.base.llms.types import ChatMessage, ImageBlock, MessageRole, TextBlock
 from llama_index.core.memory import Memory
+from llama_index.core.storage.chat_store import SimpleChatStore
 from llama_index.core.storage.chat_store.base_db import MessageStatus
 from llama_index_oam import OAMChatStore, OAMDBChatStore
 
@@ -158,6 +159,28 @@ def test_returned_messages_are_copies(memory: OracleAgentMemory) -> None:
         assert second is not first
 
     run(go())
+
+
+def test_a_messages_own_session_id_is_kept_by_both_chat_stores(
+    memory: OracleAgentMemory,
+) -> None:
+    """Trial 48 f03: only the memory block drops the ``session_id`` tag that
+    ``BaseMemoryBlock.aput`` sets; a chat store keeps the message as given, as
+    ``SimpleChatStore`` does (the block's side: test_li_memory_block.py)."""
+    kwargs = {"session_id": "crm-4711", "lang": "en"}
+    simple = SimpleChatStore()
+    simple.add_message("k", ChatMessage(role="user", content="hi", additional_kwargs=kwargs))
+    classic = OAMChatStore(memory)
+    classic.add_message("k1", ChatMessage(role="user", content="hi", additional_kwargs=kwargs))
+    db = OAMDBChatStore(memory)
+    run(db.add_message("k2", ChatMessage(role="user", content="hi", additional_kwargs=kwargs)))
+    expected = simple.get_messages("k")[0].additional_kwargs
+    assert expected == kwargs
+    assert classic.get_messages("k1")[0].additional_kwargs == expected
+    assert run(db.get_messages("k2"))[0].additional_kwargs == expected
+    assert run(OAMDBChatStore(memory).get_messages("k1", status=None))[0].additional_kwargs == (
+        expected
+    )
 
 
 def test_tool_calls_and_blocks_round_trip(memory: OracleAgentMemory) -> None:
