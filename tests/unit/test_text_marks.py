@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from oam_core.apis.records import Record
 from oam_core.store.fusion import own_text_list
+from oam_core.store.naming import named_speaker
 from oam_core.store.oracle import sql as oracle_sql
 from oam_core.store.sqlite.keyword import _index_terms_of
 from oam_core.store.sqlite.schema import FOLDED_VERSION
@@ -142,7 +143,7 @@ def test_with_cjk_the_query_searches_index_tokens(text: str) -> None:
     assert set(others) - set(searched) <= FUNCTION_WORDS
 
 
-# -- the other readers of query words ---------------------------------------------
+# -- the other readers of query words: own-words list, participant names ---------
 
 
 def test_the_own_words_list_counts_the_whole_word_not_its_letters() -> None:
@@ -153,3 +154,9 @@ def test_the_own_words_list_counts_the_whole_word_not_its_letters() -> None:
         key: Record(id=key, record_type="memory", content=text) for key, text in contents.items()
     }
     assert own_text_list("ذَهَبَ", list(contents), records) == ["word"]
+
+
+def test_a_name_with_marks_is_named_by_its_spelling_with_or_without_them() -> None:
+    assert named_speaker("What did Ọlọ́run say?", ["Olorun", "Ada"]) == {"Olorun"}
+    assert named_speaker("מה אמר שָׁלוֹם?", ["שלום", "Ada"]) == {"שלום"}
+    assert named_speaker("What did Olorun say?", ["Ọlọ́run", "Ada"]) == {"Ọlọ́run"}
