@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 import regex
 
-from oam_core.store.text import FUNCTION_WORDS, WORD, fold, has_cjk
+from oam_core.store.text import FUNCTION_WORDS, fold, has_cjk, words
 
 __all__ = ["named_speaker"]
 
@@ -20,7 +20,8 @@ def named_speaker(query: str, names: Iterable[str | None]) -> frozenset[str]:
     it names none or several.
 
     Spellings that fold alike (case, accents, Unicode forms: ``text.fold``) are one
-    participant. A name word written in a script without spaces between words
+    participant; the query and the names are cut into words as keyword search cuts
+    them (``text.words``), so a mark inside a name ("Ọlọ́run") does not split it. A name word written in a script without spaces between words
     (Chinese, Japanese, Korean) is named anywhere inside the query ("王伟觉得" names
     王伟), as keyword search finds such words. A name word that is also a function
     word ("Will", "May", "Can") names its speaker only when the query writes it as a
@@ -28,7 +29,7 @@ def named_speaker(query: str, names: Iterable[str | None]) -> frozenset[str]:
     one named participant's words are all words of another's ("Ana" and "Ana
     Lopez"), the longer name is the one named.
     """
-    words = {fold(w) for w in WORD.findall(query)}
+    said = {fold(w) for w in words(query)}
     spaced = unicodedata.normalize("NFKC", query).casefold()
     spellings: dict[tuple[str, ...], set[str]] = {}
     for name in set(names):
@@ -38,7 +39,7 @@ def named_speaker(query: str, names: Iterable[str | None]) -> frozenset[str]:
     named = [
         parts
         for parts in spellings
-        if parts and all(_names_word(p, words, spaced, proper) for p in parts)
+        if parts and all(_names_word(p, said, spaced, proper) for p in parts)
     ]
     # The most complete naming wins: "Ana Lopez" over "Ana" when both are named.
     named = [p for p in named if not any(set(p) < set(other) for other in named)]
@@ -49,17 +50,16 @@ def _name_parts(name: str) -> tuple[str, ...]:
     """A name's words as compared with a query's: folded, or for a word in a script
     without spaces (CJK) its NFKC case-folded form, compared inside the query."""
     return tuple(
-        unicodedata.normalize("NFKC", w).casefold() if has_cjk(w) else fold(w)
-        for w in WORD.findall(name)
+        unicodedata.normalize("NFKC", w).casefold() if has_cjk(w) else fold(w) for w in words(name)
     )
 
 
-def _names_word(part: str, words: set[str], spaced: str, proper: frozenset[str]) -> bool:
+def _names_word(part: str, said: set[str], spaced: str, proper: frozenset[str]) -> bool:
     """Whether the query names the name word ``part`` (see ``named_speaker``)."""
     if has_cjk(part):
         # One CJK character is too often part of another word to name anyone alone.
-        return part in words or (len(part) > 1 and part in spaced)
-    return part in words and (part not in FUNCTION_WORDS or part in proper)
+        return part in said or (len(part) > 1 and part in spaced)
+    return part in said and (part not in FUNCTION_WORDS or part in proper)
 
 
 _SENTENCE_END = regex.compile(r"[.!?;:\n]+")
@@ -79,8 +79,8 @@ def _written_as_names(query: str, name_words: Iterable[str]) -> frozenset[str]:
     Rome?" (one such word); "What Did Will Say About Rome?" is.
     """
     known = set(name_words)
-    sentences = [WORD.findall(part) for part in _SENTENCE_END.split(query)]
-    inner = [w for words in sentences for w in words[1:] if len(w) > 1 and not w.isupper()]
+    sentences = [words(part) for part in _SENTENCE_END.split(query)]
+    inner = [w for cut in sentences for w in cut[1:] if len(w) > 1 and not w.isupper()]
     others = [w for w in inner if fold(w) not in FUNCTION_WORDS and fold(w) not in known]
     if len(others) >= 2 and all(w[:1].isupper() for w in others):
         return frozenset()

@@ -1,10 +1,11 @@
 """The text rules of the store: query terms for keyword search (docs/store.md#keyword-search: BM25 over the query's terms) and the chunks of retrieval text.
 
-A query is cut into lower-cased word tokens (Unicode letters and digits) and English
-function words are dropped, so "When did Caroline paint a sunrise?" matches on
-``caroline``, ``paint`` and ``sunrise`` rather than on every row holding "a" or
-"did". If nothing but function words remain, all tokens are kept. Every back end
-gets the same terms and ORs them in its own full-text dialect.
+A query is cut into lower-cased words (``words``: Unicode letters and digits, with the
+combining marks folding drops) and English function words are dropped, so "When did
+Caroline paint a sunrise?" matches on ``caroline``, ``paint`` and ``sunrise`` rather
+than on every row holding "a" or "did". If nothing but function words remain, all
+tokens are kept. Every back end gets the same terms and ORs them in its own
+full-text dialect.
 
 Chinese, Japanese and Korean text is written without spaces between words, so a
 word tokenizer sees a whole sentence as one token. The SQLite and PostgreSQL back
@@ -22,7 +23,11 @@ removal (NFKD, combining marks dropped: İ -> i, é -> e, ή -> η), so "STRASSE
 index form folds.
 
 The index form also holds only the words the query is cut into: every character
-other than a letter or digit becomes a space (``index_text``). SQLite's FTS5
+other than a letter or digit becomes a space (``index_text``). The query is folded
+and cut in the same order (``keyword_terms`` of ``query_terms``): a mark folding
+drops (Arabic harakat, Hebrew niqqud, a virama) stays inside its word on both sides,
+a mark folding keeps (an Indic vowel sign of combining class 0) separates words on
+both sides, so every index token is found by its own spelling. SQLite's FTS5
 tokenizer classifies characters by Unicode 6.1, so it would count the characters
 assigned later (most emoji, punctuation, marks and format characters of later
 versions) and private-use characters as word characters: "Bob🙂" would be one token
@@ -47,8 +52,15 @@ from typing import TypeVar
 import regex
 
 WORD = regex.compile(r"[\p{L}\p{N}]+")
-"""A word of the text rules: a run of letters and digits (query terms, index tokens,
-participant names)."""
+"""A token of the keyword index: a run of letters and digits of the folded text
+(``index_text``). A word as written (a query's, a name's) is cut by ``words``, which
+keeps the marks the folding drops inside it."""
+
+WRITTEN_WORD = regex.compile(r"[\p{L}\p{N}\p{M}]+")
+"""The characters a word of ``words`` (a query term) is made of: letters, digits and
+combining marks."""
+
+_MARK = regex.compile(r"\p{M}")
 
 # A character outside ASCII that is neither a letter nor a digit: emoji and other
 # symbols, punctuation, marks left after folding, format characters (ASCII ones
@@ -202,14 +214,15 @@ def query_terms(query: str) -> list[str]:
     """Return the distinct search terms of ``query``, in order of first appearance.
 
     Args:
-        query: Any text; CJK runs are normalised first, as in ``index_text``.
+        query: Any text; CJK runs are NFKC-normalised first, as in ``index_text``.
 
     Returns:
-        Lower-cased word tokens (letters and digits; ``İ`` lower-cases to ``i``, so
-        "İstanbul" stays one word), English function words dropped unless nothing
-        else is left; an empty list for a query without letters or digits
-        (punctuation, emoji). Never raises. The query is NFC-normalised first, so a
-        decomposed accent stays inside its word. The words keep their accents:
+        Lower-cased words (``words`` of the NFC-normalised query: letters and digits
+        with the marks folding drops, so ``keyword_terms`` of them are the tokens
+        ``index_text`` makes of the query; ``İ`` lower-cases to ``i``, so "İstanbul"
+        stays one word), words folding to an English function word dropped unless
+        nothing else is left; an empty list for a query without letters or digits
+        (punctuation, emoji). Never raises. The words keep their accents:
         ``keyword_terms`` folds them for the SQLite and PostgreSQL indexes, Oracle
         Text searches them as they are.
     """
@@ -268,19 +281,71 @@ def _kept_term_set(text: str) -> frozenset[str]:
 
 def _query_terms(query: str) -> list[str]:
     """``query_terms`` computed (not kept)."""
-    text = _CJK_RUN.sub(lambda m: _cjk_letters(m.group()), unicodedata.normalize("NFC", query))
-    tokens = list(dict.fromkeys(_lower(t) for t in WORD.findall(text)))
-    content = [t for t in tokens if t not in FUNCTION_WORDS]
+    nfc = unicodedata.normalize("NFC", query)
+    text = _CJK_RUN.sub(lambda m: unicodedata.normalize("NFKC", m.group()), nfc)
+    tokens = list(dict.fromkeys(_lower(t) for t in words(text)))
+    content = [t for t in tokens if fold(t) not in FUNCTION_WORDS]
     return content or tokens
 
 
 def _lower(word: str) -> str:
-    """``word`` lower-cased, still letters and digits only: ``"İ".lower()`` is ``i``
-    followed by a combining dot above (U+0307), which is dropped."""
-    lowered = word.lower()
-    if lowered.isalnum():
-        return lowered
-    return "".join(ch for ch in lowered if not unicodedata.combining(ch))
+    """``word`` lower-cased, a capital dotted I as ``i``: ``"İ".lower()`` is ``i``
+    followed by a combining dot above (U+0307), a mark the word as written in lower
+    case does not hold ("istanbul")."""
+    return word.replace("\u0130", "i").lower()
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text`` as written, cut where the keyword index cuts the folded
+    text (docs/store.md#keyword-search).
+
+    A word is a run of letters, digits and the combining marks ``fold`` drops (Arabic
+    harakat, Hebrew niqqud, the Devanagari virama, a diaeresis that has no
+    precomposed letter): the index folds before it cuts, so these marks join the
+    letters around them there. ``fold`` of each word, cut into ``WORD`` runs, gives
+    the tokens of ``index_text(text)`` outside CJK runs, in order:
+    ``words("ذَهَبَ الوَلَدُ")`` is ``["ذَهَبَ", "الوَلَدُ"]``, indexed ``ذهب الولد``. A mark
+    the fold keeps (the spacing and other class-0 vowel signs of Indic scripts, a
+    variation selector, the keycap mark U+20E3) separates words, as it does in the
+    index: ``words("नमस्ते")`` is ``["नमस्त"]``. A mark the fold removes starts no word.
+
+    Args:
+        text: Any text.
+
+    Returns:
+        The words in text order, repeats kept; never raises.
+    """
+    if text.isascii() or _MARK.search(text) is None:
+        return WORD.findall(text)
+    out: list[str] = []
+    for run in WRITTEN_WORD.findall(_MARK.sub(_joining_or_space, text)):
+        start = 0
+        while start < len(run) and _folds_away(run[start]):
+            start += 1
+        if start < len(run):
+            out.append(run[start:])
+    return out
+
+
+def _joining_or_space(mark: regex.Match[str]) -> str:
+    """The matched mark when it joins the letters around it (``_joins``), else a
+    space."""
+    return mark.group() if _joins(mark.group()) else " "
+
+
+@lru_cache(maxsize=TERMS_MEMO_SIZE)
+def _joins(mark: str) -> bool:
+    """Whether ``fold`` leaves no character of ``mark`` other than letters and digits
+    (nothing, for a mark of non-zero combining class; ``ι`` for U+0345)."""
+    folded = fold(mark)
+    return not folded or WORD.fullmatch(folded) is not None
+
+
+@lru_cache(maxsize=TERMS_MEMO_SIZE)
+def _folds_away(ch: str) -> bool:
+    """Whether ``fold`` removes ``ch`` entirely (a combining mark, a half-width voicing
+    mark)."""
+    return not fold(ch)
 
 
 def fold(text: str) -> str:

@@ -23,7 +23,7 @@ from oam_core.store.oracle import windows
 from oam_core.store.oracle.filter import OracleFilterCompiler
 from oam_core.store.oracle.names import Names
 from oam_core.store.oracle.stmt import BindType, Stmt
-from oam_core.store.text import query_terms
+from oam_core.store.text import WRITTEN_WORD, query_terms
 
 IN_LIST = 500
 """Most ids per ``IN (...)`` list (Oracle allows 1000 expressions)."""
@@ -681,10 +681,11 @@ def text_query(terms: Sequence[str]) -> str | None:
     """An Oracle Text query matching any of ``terms``, each escaped with braces and
     joined by ACCUM (ranked by terms matched); None when no term is left.
 
-    Terms are word tokens (letters and digits, ``store/text.query_terms``), so no
-    brace or operator character can get in (docs/oracle.md#keyword-queries).
+    Terms are words (letters, digits and the combining marks inside a word,
+    ``store/text.query_terms``); any other term is left out, so no brace or operator
+    character can get in (docs/oracle.md#keyword-queries).
     """
-    clean = [t for t in terms if t and t.isalnum()][:MAX_TEXT_TERMS]
+    clean = [t for t in terms if WRITTEN_WORD.fullmatch(t)][:MAX_TEXT_TERMS]
     if not clean:
         return None
     return " ACCUM ".join(f"{{{t}}}" for t in clean)

@@ -398,6 +398,8 @@ def _kept_index_terms(terms: tuple[str, ...], schema_version: int) -> tuple[str,
 def _index_terms_of(terms: Sequence[str], schema_version: int) -> list[str]:
     if schema_version >= 2:
         terms = keyword_terms(terms, folded=schema_version >= FOLDED_VERSION)
+    else:  # a word holding a mark, cut as the query was cut for these files
+        terms = [w for t in terms for w in WORD.findall(t)]
     return distinct_stems([t for t in terms if WORD.fullmatch(t)])
 
 
