@@ -111,8 +111,7 @@ def asks_about_the_past(query: str) -> bool:
         or _PAST_QUESTION.search(query) is not None
         or _PAST_ADVICE_VERB.search(query) is not None
         or (
-            (names_past_time(query) or names_date(query))
-            and _REQUEST_OR_PLAN.search(query) is None
+            (names_past_time(query) or names_date(query)) and _REQUEST_OR_PLAN.search(query) is None
         )
     )
 
