@@ -52,6 +52,7 @@ import locomo_recall as lr
 
 from oam_core import SQLiteMemoryStore
 from oam_core.apis.embedder import IEmbedder
+from oam_core.errors import InvalidArgumentError
 from oam_core.ingest import Conversation, IngestError
 
 DATA = lr.DATA_DIR
@@ -171,8 +172,18 @@ def _measure_sample(
 
 @contextmanager
 def _db_dir(kept: Path | None) -> Iterator[Path]:
-    """``kept``, or a temporary directory removed afterwards."""
+    """``kept`` (created when missing), or a temporary directory removed afterwards.
+
+    Raises:
+        InvalidArgumentError: (a ValueError) when ``kept`` cannot be a directory (it
+            names a file, or a path under one), naming ``--db-dir``.
+    """
     if kept is not None:
+        try:
+            kept.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            reason = "a file, not a directory" if kept.is_file() else exc.strerror
+            raise InvalidArgumentError(f"--db-dir {kept}: {reason}") from exc
         yield kept
         return
     with tempfile.TemporaryDirectory(prefix="oam-hybrid-latency-") as tmp:
@@ -185,7 +196,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     ``wall_p95_ms``).
 
     Raises:
-        ValueError: for unreadable data or qrels, or no question with evidence.
+        ValueError: for unreadable data or qrels, or no question with evidence;
+            InvalidArgumentError for ``--embedder none`` or a ``--db-dir`` that
+            cannot be a directory.
         IngestError: for a malformed LoCoMo file.
     """
     by_sample = lr.load_samples(args.data, None)

@@ -56,6 +56,7 @@ from oam_core import (
 from oam_core.apis.batch import PendingRecordBatch
 from oam_core.apis.records import MEMORY_TYPES, Record
 from oam_core.embedders import resolve_embedder
+from oam_core.errors import InvalidArgumentError
 from oam_core.ingest import Conversation, IngestError, load_conversations
 from oam_core.llms import resolve_llm
 from oam_core.memory.provenancefusion import source_message_ids
@@ -581,14 +582,35 @@ def questions_by_sample(
     return questions, skipped
 
 
+def bench_embedder(embedder: str) -> IEmbedder:
+    """The embedder ``--embedder`` names (``resolve_embedder``), which the bench
+    needs: it embeds every turn, whatever ``--strategy`` ranks with.
+
+    Raises:
+        InvalidArgumentError: (a ValueError) for ``none``, naming the option; the
+            resolver's own errors for an unknown name.
+    """
+    model = resolve_embedder(embedder)
+    if model is None:
+        raise InvalidArgumentError(
+            f"--embedder {embedder!r}: the bench embeds every turn and needs an embedder "
+            "(local, hashing, hashing/<dim>, a LiteLLM model id); --strategy keyword "
+            "ranks by keywords with any of them"
+        )
+    return model
+
+
 def loaded_model(
     embedder: str, embed_cache: Path | None, reranker: IReranker | None, timings: Timings
 ) -> TimedEmbedder:
     """The timed (and, with ``embed_cache``, cached) embedder, loaded, and the
     reranker loaded, outside the ingest and search timings (``model_load_s``; also
-    used by ``hybrid_latency.py``)."""
-    inner = resolve_embedder(embedder)
-    assert inner is not None
+    used by ``hybrid_latency.py``).
+
+    Raises:
+        InvalidArgumentError: for ``--embedder none`` (``bench_embedder``).
+    """
+    inner = bench_embedder(embedder)
     if embed_cache is not None:
         inner = CachedEmbedder(inner, embedder, embed_cache)
     model = TimedEmbedder(inner)
@@ -780,8 +802,7 @@ def record_memories(
         ValueError: for unreadable data or an unknown sample id.
     """
     by_sample = load_samples(data, samples)
-    model = resolve_embedder(embedder)
-    assert model is not None
+    model = bench_embedder(embedder)
     written = 0
     with out.open("w", encoding="utf-8") as fh:
         for sample_id, sample_conversations in by_sample.items():

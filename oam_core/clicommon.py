@@ -26,6 +26,7 @@ from oam_core.connection import backend_of, sqlite_holds_store, sqlite_target
 from oam_core.embedders import resolve_embedder, resolves_recorded_id
 from oam_core.errors import OAMError, SchemaError, StoreConnectionError, StoreError
 from oam_core.ingest import IngestError
+from oam_core.service.common import checked_strategy
 
 __all__ = [
     "DEFAULT_EMBEDDER",
@@ -403,12 +404,14 @@ def memory_at(
 
     ``strategy`` ranks this command's searches and is not recorded: the store keeps
     its default, except a store this command creates, whose default it becomes
-    (docs/cli.md#commands).
+    (docs/cli.md#commands). VECTOR or HYBRID without an embedder is refused
+    before the store is opened or created (``service.common.checked_strategy``).
 
     Raises:
         CliError: for a missing database or one written with an embedder the CLI
             cannot load; the library's errors pass through (``user_errors`` prints
             them).
+        ConfigurationError: for ``strategy`` VECTOR or HYBRID and no embedder.
     """
     if not create:
         require_db(db, policy, missing)
@@ -419,6 +422,8 @@ def memory_at(
     name = _embedder_name(embedder, recorded, db)
     with quiet_litellm(name):
         model = resolve_embedder(name)
+        # Before the store is opened: a refused --strategy creates or writes nothing.
+        checked_strategy(strategy, has_embedder=model is not None)
         exists = exists and chosen is not SchemaPolicy.RECREATE
         new_default = strategy if strategy is not None and not exists else None
         memory = OracleAgentMemory(

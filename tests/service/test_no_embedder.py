@@ -305,6 +305,28 @@ def test_cli_demo_without_an_embedder_answers_by_keywords(tmp_path: Path) -> Non
     assert "Ingested" not in refused.stdout  # refused before anything was written
 
 
+@pytest.mark.parametrize("command", ["demo", "ingest"])
+@pytest.mark.parametrize("strategy", ["vector", "hybrid"])
+def test_cli_demo_and_ingest_refuse_vector_or_hybrid_without_an_embedder_before_creating(
+    tmp_path: Path, command: str, strategy: str
+) -> None:
+    """Trial 50 f04: ``demo`` refused after creating the store (a new empty store was
+    left behind) and ``ingest`` did not refuse at all (a store recorded VECTOR with no
+    vector, where ``oam search`` found nothing)."""
+    chat = tmp_path / "trip.jsonl"
+    chat.write_text("\n".join(json.dumps(m) for m in CHAT) + "\n", encoding="utf-8")
+    db = tmp_path / "new.db"
+    source = [str(chat)] if command == "ingest" else []
+    args = [command, *source, "--db", str(db), "--embedder", "none", "--strategy", strategy]
+    result = run_cli(args, cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (
+        f"Error: --strategy {strategy} ranks text with an embedder, and there is none "
+        "(--embedder none): pass --embedder (e.g. local), or use --strategy keyword\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["trip.jsonl"]
+
+
 def test_inspector_without_an_embedder_searches_and_builds_cards_by_keywords(
     keyword_db: str,
 ) -> None:

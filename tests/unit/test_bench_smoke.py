@@ -583,3 +583,31 @@ def test_hybrid_latency_defaults_and_errors(
     assert "no question with evidence" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         latency.main([*args, "--qrels", str(qrels), "--passes", "0"])
+
+
+def test_embedder_none_and_a_db_dir_that_is_a_file_are_one_error_line(
+    bench: ModuleType,
+    latency: ModuleType,
+    files: tuple[Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Trial 50 f05: ``--embedder none`` (which the resolver's message offers) ended in
+    an AssertionError, ``--db-dir`` naming a file in a FileExistsError traceback; each
+    is now one ``error:`` line, exit 2, before any store is written."""
+    data, qrels = files
+    args = ["--data", str(data), "--qrels", str(qrels), "--strategy", "keyword"]
+    for main in (bench.main, latency.main):
+        assert main([*args, "--embedder", "none"]) == 2
+        assert capsys.readouterr().err == (
+            "error: --embedder 'none': the bench embeds every turn and needs an "
+            "embedder (local, hashing, hashing/<dim>, a LiteLLM model id); "
+            "--strategy keyword ranks by keywords with any of them\n"
+        )
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x", encoding="utf-8")
+    for kept in (plain, plain / "sub"):
+        assert latency.main([*args, "--embedder", "hashing", "--db-dir", str(kept)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: --db-dir {kept}: ") and err.count("\n") == 1
+    assert plain.read_text(encoding="utf-8") == "x"
