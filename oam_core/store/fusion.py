@@ -271,11 +271,14 @@ def signal_lists(
 
 def said_at(record: Record) -> str | None:
     """When ``record`` was said, for the date list: its event time (``timestamp``),
-    else the time the store wrote it (``created_at``), as the context card shows it
-    (docs/context-card.md): a message added without a timestamp in a live chat was
-    said when it was stored (docs/retrieval.md). ISO-8601, or None when it has
-    neither."""
-    return record.timestamp or record.created_at
+    else, for a message, the time the store wrote it (``created_at``), as the context
+    card shows it (docs/context-card.md): a message added without a timestamp in a
+    live chat was said when it was stored (docs/retrieval.md). A memory's
+    ``created_at`` is when it was written down, not when what it states happened, so
+    a memory without a timestamp has no date. ISO-8601, or None."""
+    if record.timestamp is not None or record.record_type != MESSAGE:
+        return record.timestamp
+    return record.created_at
 
 
 def query_signals(query: str, which: Collection[Signal] = frozenset(Signal)) -> frozenset[Signal]:

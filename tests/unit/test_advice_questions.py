@@ -6,13 +6,16 @@ about what someone suggested ranked through a real SQLite store."""
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
 from oam_core import OracleAgentMemory, SQLiteMemoryStore
+from oam_core.apis.records import MessageRecord, Record
 from oam_core.store.advicequestions import asks_about_the_past, asks_for_advice
-from oam_core.store.fusion import ADVICE_SIGNALS, Signal, query_signals
+from oam_core.store.fusion import ADVICE_SIGNALS, Signal, query_signals, said_at
 from oam_core.store.temporal import names_date, names_past_time
 
 ADVICE = [
@@ -156,3 +159,16 @@ def test_a_dated_question_about_a_suggestion_ranks_the_turn_of_that_day_first(
             assert sorted(ranked) == ["aug", "feb", "may", "nov"]
     finally:
         store.close()
+
+
+def test_a_message_without_a_timestamp_is_dated_when_stored_a_memory_is_not() -> None:
+    stored = datetime(2026, 1, 31, 12, tzinfo=timezone.utc).isoformat()
+    said = "2023-05-08T13:56:00+00:00"
+    message = MessageRecord(
+        id="m1", record_type="message", content="I cooked sushi.", created_at=stored, role="user"
+    )
+    memory = Record(id="r1", record_type="memory", content="Cooks sushi.", created_at=stored)
+    assert said_at(message) == stored
+    assert said_at(memory) is None
+    assert said_at(dataclasses.replace(message, timestamp=said)) == said
+    assert said_at(dataclasses.replace(memory, timestamp=said)) == said
