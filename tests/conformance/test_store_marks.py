@@ -10,11 +10,8 @@ under KEYWORD and through HYBRID's keyword list, on every back end.
 
 from __future__ import annotations
 
-import hashlib
-
 import pytest
-
-from oam_core.embedders.hashing import HashingEmbedder
+from _wordstores import WholeTextVector, found
 
 TEXTS = {
     "ar": "ذَهَبَ الوَلَدُ إلى المدرسة",  # Arabic with harakat
@@ -33,10 +30,6 @@ EXACT = [
     ("Spın̈al", "la"),
     ("Ọlọ́run", "yo"),
 ]
-
-
-def found(results):
-    return [r.id for r, _ in results]
 
 
 @pytest.fixture
@@ -62,16 +55,6 @@ def test_keyword_finds_it_without_the_marks_too(keyword, query, record_id):
 
 def test_a_query_of_several_such_words_ranks_the_record_holding_all_first(keyword):
     assert found(keyword.search("שָׁלוֹם עוֹלָם ذَهَبَ", 5)) == ["he", "ar"]
-
-
-class WholeTextVector(HashingEmbedder):
-    """A text's vector hashes the whole text, not its words: the vector list ranks the
-    records in an order unrelated to the query's words."""
-
-    def embed(self, texts, *, is_query=False):
-        digests = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
-        words = [" ".join(d[i : i + 4] for i in range(0, 40, 4)) for d in digests]
-        return super().embed(words, is_query=is_query)
 
 
 FILLER = [f"filler note {i}" for i in range(60)]

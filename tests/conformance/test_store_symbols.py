@@ -9,11 +9,8 @@ KEYWORD and HYBRID; the stored text is returned as it was written.
 
 from __future__ import annotations
 
-import hashlib
-
 import pytest
-
-from oam_core.embedders.hashing import HashingEmbedder
+from _wordstores import WholeTextVector, found
 
 TEXTS = {
     "bob": "See you Bob🙂 likes tea",
@@ -60,25 +57,11 @@ CASES = [
 ]
 
 
-def found(results):
-    return [r.id for r, _ in results]
-
-
 @pytest.fixture
 def keyword(make_store):
     store = make_store(search_strategy="KEYWORD", embedder=None)
     store.add(list(TEXTS.values()), "memory", record_ids=list(TEXTS))
     return store
-
-
-class WholeTextVector(HashingEmbedder):
-    """A text's vector hashes the whole text, not its words: the vector half ranks the
-    records in an order unrelated to the query's words."""
-
-    def embed(self, texts, *, is_query=False):
-        digests = [hashlib.sha1(t.encode()).hexdigest() for t in texts]
-        words = [" ".join(d[i : i + 4] for i in range(0, 40, 4)) for d in digests]
-        return super().embed(words, is_query=is_query)
 
 
 FILLER = [f"filler note {i}" for i in range(100)]
