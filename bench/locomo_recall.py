@@ -705,13 +705,23 @@ def _ingest_turns(
         timings.threads += 1
 
 
+def _memory_ids(sample_id: str, memories: Sequence[Memory]) -> dict[int, str]:
+    """The id of each of the sample's memories (keyed by ``id()``):
+    ``"<sample_id>:mem<line within the sample>"``. Fixed ids keep records at equal
+    distances (ordered by type, then id) in the same order on every run."""
+    return {id(m): f"{sample_id}:mem{n}" for n, m in enumerate(memories)}
+
+
 def _ingest_memories(
-    store: OracleMemoryStore, sample_id: str, memories: Sequence[Memory], timings: Timings
+    store: OracleMemoryStore,
+    sample_id: str,
+    memories: Sequence[Memory],
+    timings: Timings,
+    record_id: dict[int, str] | None = None,
 ) -> None:
     """The sample's memories, user-scoped, each with its source dialog ids in metadata
-    and the id ``"<sample_id>:mem<line within the sample>"`` (fixed ids keep ties in
-    the same order on every run)."""
-    record_id = {id(m): f"{sample_id}:mem{n}" for n, m in enumerate(memories)}
+    and its id from ``record_id`` (default ``_memory_ids`` of ``memories``)."""
+    record_id = record_id or _memory_ids(sample_id, memories)
     by_type: dict[str, list[Memory]] = {}
     for memory in memories:
         by_type.setdefault(memory.record_type, []).append(memory)
@@ -733,9 +743,11 @@ def _ingest_provenance(
     """The sample's memories as the extraction pipeline writes them: user-scoped, in
     the thread of their first source turn's session, with the source turns' message
     ids as provenance (``metadata["$agent_memory"]["source_message_ids"]``, which
-    only the library writes: through the thread store's pipeline commit). A memory
-    without sources is written with ``store.add``, user-scoped, without provenance."""
+    only the library writes: through the thread store's pipeline commit), each with
+    its ``_memory_ids`` id. A memory without sources is written with ``store.add``,
+    user-scoped, without provenance."""
     threads = thread_store(store)
+    record_id = _memory_ids(sample_id, memories)
     by_thread: dict[str, list[Memory]] = {}
     loose: list[Memory] = []
     for memory in memories:
@@ -752,6 +764,7 @@ def _ingest_provenance(
             PendingRecordBatch(
                 texts=[m.content],
                 record_type=m.record_type,
+                record_ids=[record_id[id(m)]],
                 thread_ids=thread_id,
                 user_ids=sample_id,
                 timestamps=[m.timestamp],
@@ -770,7 +783,7 @@ def _ingest_provenance(
         state = dict(row.state or {})
         threads.commit_thread_pass(thread_id, expected_state=state, state=state, batches=batches)
         timings.records += len(group)
-    _ingest_memories(store, sample_id, loose, timings)
+    _ingest_memories(store, sample_id, loose, timings, record_id)
 
 
 def _dia_order(dia_id: str) -> tuple[int, int, str]:

@@ -611,3 +611,27 @@ def test_embedder_none_and_a_db_dir_that_is_a_file_are_one_error_line(
         err = capsys.readouterr().err
         assert err.startswith(f"error: --db-dir {kept}: ") and err.count("\n") == 1
     assert plain.read_text(encoding="utf-8") == "x"
+
+
+@pytest.mark.parametrize("on", ["memories", "both"])
+def test_memories_get_the_same_ids_on_every_run(
+    bench: ModuleType, files: tuple[Path, Path], on: str
+) -> None:
+    """Records at equal distances come out by type, then id: a memory's id must not
+    change between runs, or ``--on both`` ranks ties differently each time."""
+    data, _ = files
+    conversations = bench.load_samples(data, None)["s-1"]
+    memories = bench.load_memories(MEMORIES)
+    by_sample = {"s-1": [m for m in memories if m.sample_id == "s-1"]}
+    model = bench.loaded_model("hashing", None, None, bench.Timings())
+    store = bench.open_store(None, "s-1", model, bench.SearchStrategy.KEYWORD)
+    try:
+        bench.ingest_sample(on, store, model, conversations, by_sample, bench.Timings())
+        ids = sorted(
+            r.id
+            for record_type in ("memory", "fact", "preference", "guideline")
+            for r in store.list(record_type, user_id="s-1")
+        )
+    finally:
+        store.close()
+    assert ids == sorted(f"s-1:mem{n}" for n in range(len(by_sample["s-1"])))
