@@ -34,6 +34,7 @@ from oam_core.store.planning import ChunkPlan, PlanContext
 from oam_core.store.quotes import take_sources
 from oam_core.store.runtime import StoreRuntime
 from oam_core.store.timestamps import normalize_timestamp
+from oam_core.store.versionlinks import MEMORY, reserved_of
 from oam_core.store.writeplan import EmbeddingEntry
 
 __all__ = [
@@ -170,6 +171,7 @@ def update_record(
         if row is None or row.record_type != args.record_type:
             return 0
         _keep_vectors(tx, row, rows.chunks, args.embedding, args.record_id)
+        _check_after_predecessors(tx, row, args.valid_from)
         stored = tx.chunk_texts(row.key) if rows.revector is not NOT_SET else []
         changes = plan_update(row, args, rows, runtime.retention, stored)
         _apply(runtime, tx, row, changes)
@@ -381,6 +383,28 @@ def _check_not_ended_by_version(
         f"{name}={shown}: memory {row.id!r} {why}; its window cannot be "
         "moved (correct the current version with update_memory instead)"
     )
+
+
+def _check_after_predecessors(tx: Tx, row: StoredRow, value: Maybe[datetime | None]) -> None:
+    """Refuse a new ``valid_from`` for ``row`` that starts it before a version it
+    replaced ends (a version listed in its ``supersedes`` that names it back): both
+    would hold then, two current versions of one memory (docs/versions.md). ``None``
+    (no start) is such a start; a later one leaves a gap, which is allowed."""
+    if value is NOT_SET or value == row.valid_from:
+        return
+    listed = reserved_of(row).get("supersedes")
+    for pid in listed if isinstance(listed, builtins.list) else []:
+        older = tx.fetch(MEMORY, pid) if isinstance(pid, str) else None
+        if older is None or reserved_of(older).get("superseded_by") != row.id:
+            continue
+        end = older.valid_until
+        if end is not None and (value is None or value < end):
+            shown = "None" if value is None else value.isoformat()
+            raise InvalidArgumentError(
+                f"valid_from={shown}: memory {row.id!r} replaced {older.id!r}, which holds "
+                f"until {end.isoformat()}; a start before that would make both hold "
+                "(start it at or after that time)"
+            )
 
 
 def _revector(

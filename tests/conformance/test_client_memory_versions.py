@@ -307,3 +307,37 @@ def test_an_ended_version_cannot_be_reopened_through_store_update(
     mem.store.update("memory", v1, valid_from=old.valid_from)
     mem.store.update("memory", v1, metadata={"note": "typo fixed"})
     assert [r.id for r, _ in mem.search("Alice lives", k=5)] == [v2]
+
+
+def test_a_version_cannot_start_before_the_version_it_replaced_ends(
+    mem: OracleAgentMemory, clock: Any
+) -> None:
+    """Trial 51 f01: moving the newer version's start earlier than its predecessor's
+    end (or to None) would make both hold: refused, nothing written; a later start
+    (a gap) is accepted."""
+    v1 = mem.add_memory("Alice lives in Lisbon", **SCOPE)
+    car = mem.add_memory("Alice drives a red car", **SCOPE)
+    clock.advance(days=1)
+    v2 = mem.update_memory(v1, "Alice lives in Porto")
+    plan = mem.update_memory(car, "Alice drives a blue car", valid_from=START + timedelta(days=400))
+    before = {r.id: (r.valid_from, r.valid_until, r.metadata) for r in mem.store.list("memory")}
+    for memory_id, start in (
+        (v2, None),
+        (v2, START - timedelta(days=30)),
+        (plan, START + timedelta(days=2)),  # planned for later, moved to now
+        (plan, None),
+    ):
+        with pytest.raises(InvalidArgumentError, match=r"valid_from=.*replaced.*would make both"):
+            mem.store.update("memory", memory_id, valid_from=start)
+    after = {r.id: (r.valid_from, r.valid_until, r.metadata) for r in mem.store.list("memory")}
+    assert after == before
+    assert [r.id for r, _ in mem.search("lives", k=5)] == [v2]
+    assert [r.id for r, _ in mem.search("drives", k=5)] == [car]
+    # Its own start again, or a start after the predecessor's end (a gap), is accepted.
+    current = mem.store.get("memory", v2)
+    assert current is not None and current.valid_from is not None
+    assert mem.store.update("memory", v2, valid_from=current.valid_from) == 1
+    assert mem.store.update("memory", v2, valid_from=START + timedelta(days=1, hours=6)) == 1
+    assert mem.store.update("memory", plan, valid_from=START + timedelta(days=500)) == 1
+    clock.advance(days=1)
+    assert [r.id for r, _ in mem.search("lives", k=5)] == [v2]
