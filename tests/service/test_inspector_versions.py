@@ -242,3 +242,20 @@ def test_a_correction_sent_with_crlf_line_ends_is_stored_with_lf(
             "\nCars:\n- red",
             "\nCars:\n- blue",
         ]
+
+
+def test_the_version_actions_take_the_posted_id_as_given(client: TestClient, chain: Chain) -> None:
+    """trial 51 f03: the correct and invalidate actions stripped the posted id, so on
+    memory " x" they acted on memory "x"."""
+    with _open(chain.url) as memory:
+        memory.add_memory("the padded one", user_id="alice", memory_id=" x")
+        memory.add_memory("the plain one", user_id="alice", memory_id="x")
+    page = client.get("/memory/invalidate", params={"id": " x"})
+    form = {"id": " x", "reason": "gone", "csrf_token": hidden(page.text, "csrf_token")}
+    assert client.post("/memory/invalidate", data=form, follow_redirects=False).status_code == 303
+    page = client.get("/memory/update", params={"id": " x"})
+    assert _textarea(page.text).strip() == "the padded one"
+    with _open(chain.url) as memory:
+        padded, plain = memory.store.get("memory", " x"), memory.store.get("memory", "x")
+        assert padded is not None and padded.valid_until is not None
+        assert plain is not None and plain.valid_until is None

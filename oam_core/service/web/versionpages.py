@@ -30,6 +30,13 @@ def _text(value: object) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
+def _id(value: object) -> str:
+    """A posted memory id as given: an id may hold spaces at either end, and a
+    stripped one could name another memory (the delete action and the pages take it
+    as given too)."""
+    return value if isinstance(value, str) else ""
+
+
 def content_fingerprint(text: str | None) -> str:
     """What a correct form was based on: the SHA-256 (64 hex digits) of the stored
     text it showed (``None``: of the empty text)."""
@@ -61,7 +68,7 @@ class _VersionPages:
             refused = self.pages.refused(request, form)
             if refused is not None:
                 return refused
-            memory_id = _text(form.get("id"))
+            memory_id = _id(form.get("id"))
             reason = _text(form.get("reason")) or None
             try:
                 if action == "update":
@@ -126,7 +133,7 @@ class _VersionPages:
             NotFoundError: no memory has the form's id.
             InvalidArgumentError: from ``update_memory`` (replaced, ended, empty text).
         """
-        memory_id = _text(form.get("id"))
+        memory_id = _id(form.get("id"))
         content = form.get("content")
         # A browser sends a textarea's line ends as CRLF: store the text's own LF.
         content = content.replace("\r\n", "\n") if isinstance(content, str) else ""
